@@ -1,0 +1,76 @@
+# Finds rfa's dependencies and presents each as one target:
+#   rfa::kokkos (always), MPI::MPI_CXX/MPI::MPI_C, rfa::hwloc, GTest::gtest, benchmark::benchmark.
+
+# ---- Kokkos 3.4 to 4.x: every install exports Kokkos::kokkos.
+find_package(Kokkos REQUIRED)
+if(NOT TARGET Kokkos::kokkos)
+  message(FATAL_ERROR "rfa: the Kokkos package at ${Kokkos_DIR} defines no Kokkos::kokkos target")
+endif()
+# Debian's Trilinos build of Kokkos 3.4 computes its prefix one level short and points the
+# target at /usr/lib/include, which does not exist. Replace any missing include directory
+# with the one that holds Kokkos_Core.hpp.
+get_target_property(_rfa_kokkos_inc Kokkos::kokkos INTERFACE_INCLUDE_DIRECTORIES)
+set(_rfa_kokkos_fixed "")
+set(_rfa_kokkos_patched FALSE)
+foreach(_dir IN LISTS _rfa_kokkos_inc)
+  if(_dir MATCHES "^\\$<" OR EXISTS "${_dir}")
+    list(APPEND _rfa_kokkos_fixed "${_dir}")
+  else()
+    set(_rfa_kokkos_patched TRUE)
+  endif()
+endforeach()
+if(_rfa_kokkos_patched)
+  find_path(RFA_KOKKOS_INCLUDE_DIR Kokkos_Core.hpp
+            HINTS ${Kokkos_INCLUDE_DIRS} PATHS /usr/include/trilinos /usr/include/kokkos)
+  if(NOT RFA_KOKKOS_INCLUDE_DIR)
+    message(FATAL_ERROR "rfa: Kokkos::kokkos points at missing include directories "
+                        "(${_rfa_kokkos_inc}) and Kokkos_Core.hpp was not found elsewhere; "
+                        "set RFA_KOKKOS_INCLUDE_DIR")
+  endif()
+  message(STATUS "rfa: patching Kokkos::kokkos include path '${_rfa_kokkos_inc}' -> ${RFA_KOKKOS_INCLUDE_DIR}")
+  list(APPEND _rfa_kokkos_fixed "${RFA_KOKKOS_INCLUDE_DIR}")
+  set_target_properties(Kokkos::kokkos PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_rfa_kokkos_fixed}")
+endif()
+add_library(rfa_kokkos INTERFACE)
+add_library(rfa::kokkos ALIAS rfa_kokkos)
+target_link_libraries(rfa_kokkos INTERFACE Kokkos::kokkos)
+message(STATUS "rfa: Kokkos ${Kokkos_VERSION} from ${Kokkos_DIR}")
+
+# ---- MPI
+if(RFA_ENABLE_MPI)
+  find_package(MPI REQUIRED COMPONENTS C CXX)
+endif()
+
+# ---- hwloc (pkg-config module 'hwloc')
+if(RFA_ENABLE_HWLOC)
+  find_package(PkgConfig REQUIRED)
+  pkg_check_modules(RFA_HWLOC REQUIRED IMPORTED_TARGET hwloc>=2.0)
+  add_library(rfa::hwloc ALIAS PkgConfig::RFA_HWLOC)
+endif()
+
+# ---- NCCL (ships with the CUDA toolkit here; NCCL_ROOT may point elsewhere)
+if(RFA_ENABLE_NCCL)
+  if(NOT RFA_ENABLE_CUDA)
+    message(FATAL_ERROR "rfa: RFA_ENABLE_NCCL needs RFA_ENABLE_CUDA")
+  endif()
+  find_package(CUDAToolkit REQUIRED)
+  find_path(RFA_NCCL_INCLUDE_DIR nccl.h HINTS ${NCCL_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS} REQUIRED)
+  find_library(RFA_NCCL_LIBRARY nccl HINTS ${NCCL_ROOT}/lib ${NCCL_ROOT}/lib64 ${CUDAToolkit_LIBRARY_DIR} REQUIRED)
+  add_library(rfa_nccl INTERFACE)
+  add_library(rfa::nccl ALIAS rfa_nccl)
+  target_include_directories(rfa_nccl INTERFACE ${RFA_NCCL_INCLUDE_DIR})
+  target_link_libraries(rfa_nccl INTERFACE ${RFA_NCCL_LIBRARY} CUDA::cudart)
+endif()
+
+# ---- Fortran
+if(RFA_ENABLE_FORTRAN)
+  enable_language(Fortran)
+endif()
+
+# ---- tests and benchmarks
+if(RFA_ENABLE_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(RFA_ENABLE_BENCHMARKS)
+  find_package(benchmark REQUIRED)
+endif()

@@ -1,0 +1,22 @@
+# Installs the library, the public headers and the CMake package exporting rfa::rfa.
+include(CMakePackageConfigHelpers)
+set(RFA_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/rfa)
+
+install(TARGETS rfa EXPORT rfaTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/rfa DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp")
+install(FILES ${PROJECT_BINARY_DIR}/include/rfa/rfa_version.h
+              ${PROJECT_BINARY_DIR}/include/rfa/rfa_config.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rfa)
+install(EXPORT rfaTargets NAMESPACE rfa:: DESTINATION ${RFA_INSTALL_CMAKEDIR})
+
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/rfaConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/rfaConfig.cmake INSTALL_DESTINATION ${RFA_INSTALL_CMAKEDIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/rfaConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/rfaConfig.cmake ${PROJECT_BINARY_DIR}/rfaConfigVersion.cmake
+        DESTINATION ${RFA_INSTALL_CMAKEDIR})

@@ -1,0 +1,45 @@
+// The one exception type of the C++ core. The C API's firewall (capi/) maps it to
+// rfa_result_t; nothing else may escape the core.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "rfa/rfa.h"
+
+namespace rfa {
+
+class Error : public std::runtime_error {
+ public:
+  Error(rfa_result_t code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  rfa_result_t code() const noexcept { return code_; }
+
+ private:
+  rfa_result_t code_;
+};
+
+namespace detail {
+inline void append(std::ostringstream&) {}
+template <class T, class... Rest>
+void append(std::ostringstream& os, const T& first, const Rest&... rest) {
+  os << first;
+  append(os, rest...);
+}
+}  // namespace detail
+
+/// Builds a message from its pieces and throws it with the given code.
+template <class... Parts>
+[[noreturn]] void fail(rfa_result_t code, const Parts&... parts) {
+  std::ostringstream os;
+  detail::append(os, parts...);
+  throw Error(code, os.str());
+}
+
+/// Throws RFA_ERROR_INVALID_ARGUMENT (or the given code) unless the condition holds.
+template <class... Parts>
+void require(bool condition, const Parts&... parts) {
+  if (!condition) fail(RFA_ERROR_INVALID_ARGUMENT, parts...);
+}
+
+}  // namespace rfa

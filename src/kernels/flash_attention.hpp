@@ -1,0 +1,83 @@
+// Portable flash-attention kernels (Kokkos, host execution space). One call handles one
+// (Q block, K/V block) pair of the ring: masks are applied on global positions, so the
+// same call serves every layout and every ring step (DESIGN.md §3-§4).
+//
+// Layouts: q, out, dout, dq: [batch][seq_q][heads][head_dim]; k, v, dk, dv:
+// [batch][seq_k][kv_heads][head_dim]; lse, delta: [batch][heads][seq_q], fp32, natural log.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+#include <cstdint>
+
+#include "core/dtype.hpp"
+#include "core/positions.hpp"
+#include "rfa/rfa.h"
+
+namespace rfa {
+namespace kernels {
+
+using HostSpace = Kokkos::HostSpace;
+template <class T>
+using Tensor4 = Kokkos::View<T****, Kokkos::LayoutRight, HostSpace>;
+template <class T>
+using Tensor3 = Kokkos::View<T***, Kokkos::LayoutRight, HostSpace>;
+
+/// Everything about one local attention call except the tensors.
+struct AttentionParams {
+  std::int64_t batch = 0;
+  std::int64_t seq_q = 0;
+  std::int64_t seq_k = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;
+  std::int64_t head_dim = 0;
+  /// Multiplies QK^T before the softmax. 0 means the default, 1/sqrt(head_dim).
+  float softmax_scale = 0.0f;
+  rfa_mask_t mask = RFA_MASK_NONE;
+  /// Global positions of the query rows and of the key rows (length seq_q and seq_k).
+  PositionMap q_pos;
+  PositionMap k_pos;
+
+  float scale() const;
+};
+
+/// Largest head dimension the portable kernels accept; head_dim must be a multiple of 8.
+constexpr std::int64_t kMaxHeadDim = 256;
+
+/// Makes a params struct for the common single-sequence case: queries and keys both start at
+/// global position 0 and are contiguous.
+AttentionParams make_params(std::int64_t batch, std::int64_t seq_q, std::int64_t seq_k,
+                            std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim,
+                            rfa_mask_t mask, float softmax_scale = 0.0f);
+
+/// Throws rfa::Error (RFA_ERROR_INVALID_ARGUMENT / RFA_ERROR_UNSUPPORTED) with a clear message
+/// unless the params are usable.
+void validate(const AttentionParams& p);
+
+/// Forward: out = softmax(scale * Q K^T + mask) V per head, lse = log-sum-exp of each row.
+/// TOut is T (the final output) or float (an fp32 partial for the ring merge). Rows that see
+/// no key get out = 0 and lse = -inf.
+template <class T, class TOut>
+void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                   Tensor4<const T> v, Tensor4<TOut> out, Tensor3<float> lse);
+
+/// delta[b][h][i] = sum_d dout[b][i][h][d] * out[b][i][h][d], in fp32 (DESIGN.md §3).
+template <class T, class TOut>
+void compute_delta(const AttentionParams& p, Tensor4<const T> dout, Tensor4<const TOut> out,
+                   Tensor3<float> delta);
+
+/// Backward, accumulating: dq += dQ, dk += dK, dv += dV for this (Q, K/V) block pair, all fp32.
+/// lse and delta are the final (whole-sequence) values for the query rows.
+template <class T>
+void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                               Tensor4<const T> v, Tensor4<const T> dout, Tensor3<const float> lse,
+                               Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk,
+                               Tensor4<float> dv);
+
+/// Backward for one self-contained attention: computes delta, then writes dq, dk, dv in T.
+template <class T>
+void flash_backward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                    Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
+                    Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv);
+
+}  // namespace kernels
+}  // namespace rfa

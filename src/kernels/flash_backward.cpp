@@ -1,0 +1,1 @@
+#include "kernels/flash_attention.hpp"

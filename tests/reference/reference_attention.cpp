@@ -1,0 +1,121 @@
+#include "reference_attention.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace rfa {
+namespace reference {
+namespace {
+
+std::int64_t position(const std::vector<std::int64_t>& map, std::int64_t i) {
+  return map.empty() ? i : map[i];
+}
+
+bool visible(const Problem& p, std::int64_t i, std::int64_t j) {
+  return !p.causal || position(p.k_pos, j) <= position(p.q_pos, i);
+}
+
+// Scores and probabilities of one (batch, head) pair: P[i][j], plus lse[i].
+void probabilities(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
+                   std::int64_t b, std::int64_t h, std::vector<double>& P, std::vector<double>& lse) {
+  const std::int64_t D = p.head_dim, hk = h / (p.heads / p.kv_heads);
+  const double scale = p.effective_scale();
+  const double ninf = -std::numeric_limits<double>::infinity();
+  P.assign(p.seq_q * p.seq_k, 0.0);
+  lse.assign(p.seq_q, ninf);
+  for (std::int64_t i = 0; i < p.seq_q; ++i) {
+    const double* qi = &q[((b * p.seq_q + i) * p.heads + h) * D];
+    double m = ninf;
+    for (std::int64_t j = 0; j < p.seq_k; ++j) {
+      double s = ninf;
+      if (visible(p, i, j)) {
+        const double* kj = &k[((b * p.seq_k + j) * p.kv_heads + hk) * D];
+        s = 0.0;
+        for (std::int64_t d = 0; d < D; ++d) s += qi[d] * kj[d];
+        s *= scale;
+      }
+      P[i * p.seq_k + j] = s;
+      if (s > m) m = s;
+    }
+    if (m == ninf) {  // sees no key: probabilities stay zero
+      for (std::int64_t j = 0; j < p.seq_k; ++j) P[i * p.seq_k + j] = 0.0;
+      continue;
+    }
+    double sum = 0.0;
+    for (std::int64_t j = 0; j < p.seq_k; ++j) sum += std::exp(P[i * p.seq_k + j] - m);
+    lse[i] = m + std::log(sum);
+    for (std::int64_t j = 0; j < p.seq_k; ++j) P[i * p.seq_k + j] = std::exp(P[i * p.seq_k + j] - lse[i]);
+  }
+}
+
+}  // namespace
+
+double Problem::effective_scale() const { return scale != 0.0 ? scale : 1.0 / std::sqrt(double(head_dim)); }
+
+void forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
+             const std::vector<double>& v, std::vector<double>& out, std::vector<double>& lse) {
+  const std::int64_t D = p.head_dim, group = p.heads / p.kv_heads;
+  out.assign(p.q_size(), 0.0);
+  lse.assign(p.lse_size(), 0.0);
+  std::vector<double> P, row_lse;
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    for (std::int64_t h = 0; h < p.heads; ++h) {
+      probabilities(p, q, k, b, h, P, row_lse);
+      for (std::int64_t i = 0; i < p.seq_q; ++i) {
+        lse[(b * p.heads + h) * p.seq_q + i] = row_lse[i];
+        double* oi = &out[((b * p.seq_q + i) * p.heads + h) * D];
+        for (std::int64_t j = 0; j < p.seq_k; ++j) {
+          const double pij = P[i * p.seq_k + j];
+          const double* vj = &v[((b * p.seq_k + j) * p.kv_heads + h / group) * D];
+          for (std::int64_t d = 0; d < D; ++d) oi[d] += pij * vj[d];
+        }
+      }
+    }
+  }
+}
+
+void backward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
+              const std::vector<double>& v, const std::vector<double>& dout, std::vector<double>& dq,
+              std::vector<double>& dk, std::vector<double>& dv) {
+  const std::int64_t D = p.head_dim, group = p.heads / p.kv_heads;
+  const double scale = p.effective_scale();
+  dq.assign(p.q_size(), 0.0);
+  dk.assign(p.kv_size(), 0.0);
+  dv.assign(p.kv_size(), 0.0);
+  std::vector<double> P, row_lse, dP;
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    for (std::int64_t h = 0; h < p.heads; ++h) {
+      const std::int64_t hk = h / group;
+      probabilities(p, q, k, b, h, P, row_lse);
+      dP.assign(p.seq_q * p.seq_k, 0.0);
+      for (std::int64_t i = 0; i < p.seq_q; ++i) {
+        const double* doi = &dout[((b * p.seq_q + i) * p.heads + h) * D];
+        // dP = dO V^T and the softmax Jacobian term D_i = sum_j P_ij dP_ij.
+        double Di = 0.0;
+        for (std::int64_t j = 0; j < p.seq_k; ++j) {
+          const double* vj = &v[((b * p.seq_k + j) * p.kv_heads + hk) * D];
+          double s = 0.0;
+          for (std::int64_t d = 0; d < D; ++d) s += doi[d] * vj[d];
+          dP[i * p.seq_k + j] = s;
+          Di += P[i * p.seq_k + j] * s;
+        }
+        const double* qi = &q[((b * p.seq_q + i) * p.heads + h) * D];
+        double* dqi = &dq[((b * p.seq_q + i) * p.heads + h) * D];
+        for (std::int64_t j = 0; j < p.seq_k; ++j) {
+          const double pij = P[i * p.seq_k + j];
+          if (pij == 0.0) continue;
+          const double dS = pij * (dP[i * p.seq_k + j] - Di);
+          const std::int64_t kv_off = ((b * p.seq_k + j) * p.kv_heads + hk) * D;
+          for (std::int64_t d = 0; d < D; ++d) {
+            dv[kv_off + d] += pij * doi[d];
+            dqi[d] += scale * dS * k[kv_off + d];
+            dk[kv_off + d] += scale * dS * qi[d];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace reference
+}  // namespace rfa

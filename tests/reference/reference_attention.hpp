@@ -1,0 +1,33 @@
+// Naive float64 attention, forward and backward, on the full (unsharded) problem.
+// Layouts as in DESIGN.md §2: q/out/dout/dq [b][sq][h][d], k/v/dk/dv [b][sk][hkv][d],
+// lse [b][h][sq]. A row that sees no key has out = 0, lse = -inf and zero gradients.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace rfa {
+namespace reference {
+
+struct Problem {
+  std::int64_t batch = 1, seq_q = 1, seq_k = 1, heads = 1, kv_heads = 1, head_dim = 8;
+  double scale = 0.0;   ///< 0 means 1/sqrt(head_dim)
+  bool causal = false;  ///< key visible iff k_pos <= q_pos
+  std::vector<std::int64_t> q_pos;  ///< global position of each query row (empty: 0..seq_q-1)
+  std::vector<std::int64_t> k_pos;  ///< global position of each key row (empty: 0..seq_k-1)
+
+  double effective_scale() const;
+  std::int64_t q_size() const { return batch * seq_q * heads * head_dim; }
+  std::int64_t kv_size() const { return batch * seq_k * kv_heads * head_dim; }
+  std::int64_t lse_size() const { return batch * heads * seq_q; }
+};
+
+void forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
+             const std::vector<double>& v, std::vector<double>& out, std::vector<double>& lse);
+
+void backward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
+              const std::vector<double>& v, const std::vector<double>& dout,
+              std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv);
+
+}  // namespace reference
+}  // namespace rfa
