@@ -67,6 +67,25 @@ typedef enum rfa_mask_t {
 } rfa_mask_t;
 
 /**
+ * @brief How the global sequence is split over the P ranks of the ring (DESIGN.md §4).
+ *
+ * The ring position r (0..P-1) decides which tokens a rank holds.
+ */
+typedef enum rfa_layout_t {
+  RFA_LAYOUT_CONTIGUOUS = 0, /**< Rank r holds chunk r of P equal chunks (S % P == 0). */
+  RFA_LAYOUT_ZIGZAG = 1,     /**< S cut into 2P chunks; rank r holds chunks r and 2P-1-r (S % 2P == 0). */
+  RFA_LAYOUT_STRIPE = 2      /**< Token t lives on rank t mod P (S % P == 0). */
+} rfa_layout_t;
+
+/** @brief How ranks are placed on the ring. */
+typedef enum rfa_ring_order_t {
+  RFA_RING_ORDER_DEFAULT = 0,  /**< Take RFA_RING_ORDER from the environment, else topology order. */
+  RFA_RING_ORDER_IDENTITY = 1, /**< Ring position = rank in the communicator. */
+  RFA_RING_ORDER_TOPOLOGY = 2, /**< Order from the hardware topology (hwloc, host, PCI). */
+  RFA_RING_ORDER_FILE = 3      /**< Order read from a file (RFA_RING_ORDER=file:PATH). */
+} rfa_ring_order_t;
+
+/**
  * @brief The static text for a result code.
  * @param code any value; unknown values give "unknown rfa result code".
  * @return a string that lives forever; never NULL.
