@@ -1,0 +1,92 @@
+#include "topology/choose_ring_order.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "topology/collective_agreement.hpp"
+#include "topology/gather_keys.hpp"
+#include "topology/local_key.hpp"
+#include "topology/order_policy.hpp"
+#include "topology/ring_order.hpp"
+#include "topology/topo_json.hpp"
+
+namespace rfa::topology {
+namespace {
+
+// Rank 0 reads and checks the file; everyone gets the order or rank 0's error.
+std::vector<int> read_order_file(MPI_Comm comm, int rank, int size, const std::string& path) {
+  std::vector<int> order;
+  agree_on_failure(comm, [&] {
+    if (rank == 0) order = parse_order_text(read_text_file(path), size, path);
+  });
+  broadcast_ints(comm, order, 0);
+  return order;
+}
+
+void write_dump(MPI_Comm comm, int rank, const RingOrder& ring) {
+  const std::string path = rank == 0 && std::getenv(kTopoDumpEnv) ? std::getenv(kTopoDumpEnv) : "";
+  agree_on_failure(comm, [&] {
+    if (path.empty()) return;
+    std::ofstream out(path);
+    out << to_json(ring) << '\n';
+    out.close();
+    require(out.good(), "rfa topology: cannot write ", kTopoDumpEnv, " file '", path, "'");
+  });
+}
+
+}  // namespace
+
+RingOrder choose_ring_order(MPI_Comm comm, const RingOrderOptions& options) {
+  int rank = 0, size = 1;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+
+  // The variable is read (and checked to agree across ranks) only when it can matter.
+  const bool env_matters = options.policy == RFA_RING_ORDER_DEFAULT ||
+                           (options.policy == RFA_RING_ORDER_FILE && options.order_file.empty());
+  const std::string env_value = env_matters ? agreed_env(comm, kRingOrderEnv) : "";
+  PolicyChoice choice;
+  agree_on_failure(comm, [&] { choice = resolve_policy(options.policy, env_value, options.order_file); });
+
+  RankKey local;
+  agree_on_failure(comm, [&] { local = make_local_key({options.gpu_pci_bus_id, true}); });
+
+  RingOrder ring;
+  ring.keys = gather_keys(comm, local);
+  ring.policy_used = choice.policy;
+  switch (choice.policy) {
+    case RFA_RING_ORDER_FILE:
+      ring.order = read_order_file(comm, rank, size, choice.file);
+      ring.order_file = choice.file;
+      break;
+    case RFA_RING_ORDER_TOPOLOGY:
+      ring.order = compute_ring_order(ring.keys);
+      if (!is_single_cycle(ring.order)) {
+        // Every rank computed the same order from the same keys, so every rank falls back alike.
+        if (rank == 0) {
+          std::fprintf(stderr, "rfa topology: warning: the topology ring order is not one cycle over the %d "
+                       "ranks; using identity order (please report this as a bug)\n", size);
+        }
+        ring.order = identity_order(size);
+        ring.policy_used = RFA_RING_ORDER_IDENTITY;
+      }
+      break;
+    default:
+      ring.order = identity_order(size);
+      break;
+  }
+  ring.position = ring_position(ring.order, rank);
+  write_dump(comm, rank, ring);
+  return ring;
+}
+
+RingOrder choose_ring_order(MPI_Comm comm, rfa_ring_order_t policy, const std::string& gpu_pci_bus_id) {
+  RingOrderOptions options;
+  options.policy = policy;
+  options.gpu_pci_bus_id = gpu_pci_bus_id;
+  return choose_ring_order(comm, options);
+}
+
+}  // namespace rfa::topology

@@ -1,0 +1,56 @@
+#include "topology/gather_keys.hpp"
+
+#include <cstdlib>
+#include <string>
+
+#include "core/error.hpp"
+#include "topology/collective_agreement.hpp"
+
+namespace rfa::topology {
+
+std::vector<RankKey> gather_keys(MPI_Comm comm, const RankKey& local) {
+  int rank = 0, size = 1;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  RankKey mine = local;
+  mine.rank = rank;
+  std::vector<RankKey> keys(size);
+  check_mpi(MPI_Allgather(&mine, sizeof(RankKey), MPI_BYTE, keys.data(), sizeof(RankKey), MPI_BYTE, comm),
+            "MPI_Allgather");
+  // Every rank checks the same gathered bytes, so every rank throws alike.
+  for (int r = 0; r < size; ++r) {
+    if (keys[r].version != kRankKeyVersion || keys[r].rank != r) {
+      fail(RFA_ERROR_INVALID_USAGE, "rfa topology: the topology key of rank ", r,
+           " has layout version ", keys[r].version, " (this build: ", kRankKeyVersion,
+           "); are all ranks running the same rfa build?");
+    }
+  }
+  return keys;
+}
+
+int local_rank(MPI_Comm comm) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) {
+    int rank = 0;
+    check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    MPI_Comm node = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
+              "MPI_Comm_split_type");
+    int node_rank = 0;
+    check_mpi(MPI_Comm_rank(node, &node_rank), "MPI_Comm_rank");
+    MPI_Comm_free(&node);
+    return node_rank;
+  }
+  const char* slurm = std::getenv("SLURM_LOCALID");
+  if (slurm && *slurm) {
+    char* end = nullptr;
+    long value = std::strtol(slurm, &end, 10);
+    require(*end == '\0' && value >= 0, "rfa topology: SLURM_LOCALID='", slurm, "' is not a local rank");
+    return static_cast<int>(value);
+  }
+  return 0;
+}
+
+}  // namespace rfa::topology

@@ -1,0 +1,141 @@
+#include "topology/hwloc_probe.hpp"
+
+#include <hwloc.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace rfa::topology {
+namespace {
+
+// Owns a loaded topology (with the I/O devices that matter: GPUs, NICs and their PCI path).
+class LoadedTopology {
+ public:
+  LoadedTopology() {
+    if (hwloc_topology_init(&topology_) != 0) {
+      topology_ = nullptr;
+      return;
+    }
+    hwloc_topology_set_io_types_filter(topology_, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (hwloc_topology_load(topology_) != 0) {
+      hwloc_topology_destroy(topology_);
+      topology_ = nullptr;
+    }
+  }
+  ~LoadedTopology() {
+    if (topology_) hwloc_topology_destroy(topology_);
+  }
+  LoadedTopology(const LoadedTopology&) = delete;
+  LoadedTopology& operator=(const LoadedTopology&) = delete;
+  hwloc_topology_t get() const { return topology_; }
+
+ private:
+  hwloc_topology_t topology_ = nullptr;
+};
+
+class Bitmap {
+ public:
+  Bitmap() : bitmap_(hwloc_bitmap_alloc()) {}
+  ~Bitmap() { hwloc_bitmap_free(bitmap_); }
+  Bitmap(const Bitmap&) = delete;
+  Bitmap& operator=(const Bitmap&) = delete;
+  hwloc_bitmap_t get() const { return bitmap_; }
+
+ private:
+  hwloc_bitmap_t bitmap_;
+};
+
+// The CPUs this process may run on: its binding, else (binding unreadable) the whole machine.
+void read_cpu_binding(hwloc_topology_t topology, hwloc_bitmap_t set) {
+  if (hwloc_get_cpubind(topology, set, HWLOC_CPUBIND_PROCESS) == 0 && !hwloc_bitmap_iszero(set)) return;
+  if (hwloc_get_cpubind(topology, set, HWLOC_CPUBIND_THREAD) == 0 && !hwloc_bitmap_iszero(set)) return;
+  hwloc_bitmap_copy(set, hwloc_topology_get_topology_cpuset(topology));
+}
+
+// OS index of the one object of this type whose CPUs intersect the set; -1 when none or
+// several do (an unpinned process on a two-socket node belongs to neither socket).
+int only_intersecting(hwloc_topology_t topology, hwloc_obj_type_t type, hwloc_const_bitmap_t set) {
+  int found = -1, count = 0;
+  for (hwloc_obj_t obj = hwloc_get_next_obj_by_type(topology, type, nullptr); obj;
+       obj = hwloc_get_next_obj_by_type(topology, type, obj)) {
+    if (obj->cpuset && hwloc_bitmap_intersects(obj->cpuset, set)) {
+      ++count;
+      found = obj->os_index == HWLOC_UNKNOWN_INDEX ? -1 : static_cast<int>(obj->os_index);
+    }
+  }
+  return count == 1 ? found : -1;
+}
+
+// Tree distance between two objects: hops up from a to the first common ancestor, plus hops
+// up from b to it. Walks parent pointers, so I/O objects (PCI devices, OS devices) work too.
+int tree_hops(hwloc_obj_t a, hwloc_obj_t b) {
+  std::vector<hwloc_obj_t> ancestors_of_a;
+  for (hwloc_obj_t o = a; o; o = o->parent) ancestors_of_a.push_back(o);
+  int hops_b = 0;
+  for (hwloc_obj_t o = b; o; o = o->parent, ++hops_b) {
+    auto it = std::find(ancestors_of_a.begin(), ancestors_of_a.end(), o);
+    if (it != ancestors_of_a.end()) return static_cast<int>(it - ancestors_of_a.begin()) + hops_b;
+  }
+  return 1 << 30;  // different trees: cannot happen within one topology
+}
+
+// The network device closest to `from`. Ties go to OpenFabrics devices (the HPC fabric: mlx5_0
+// rather than its Ethernet twin), then to the name, so the choice is deterministic.
+std::string nearest_nic(hwloc_topology_t topology, hwloc_obj_t from) {
+  std::string best;
+  int best_hops = 0;
+  bool best_fabric = false;
+  for (hwloc_obj_t dev = hwloc_get_next_osdev(topology, nullptr); dev;
+       dev = hwloc_get_next_osdev(topology, dev)) {
+    const auto type = dev->attr->osdev.type;
+    if (type != HWLOC_OBJ_OSDEV_NETWORK && type != HWLOC_OBJ_OSDEV_OPENFABRICS) continue;
+    if (!dev->name) continue;
+    const int hops = tree_hops(from, dev);
+    const bool fabric = type == HWLOC_OBJ_OSDEV_OPENFABRICS;
+    const bool better = best.empty() || hops < best_hops ||
+                        (hops == best_hops && fabric && !best_fabric) ||
+                        (hops == best_hops && fabric == best_fabric && dev->name < best);
+    if (better) {
+      best = dev->name;
+      best_hops = hops;
+      best_fabric = fabric;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+HwlocPlacement probe_hwloc(const std::string& gpu_pci_bus_id) {
+  HwlocPlacement placement;
+  LoadedTopology loaded;
+  hwloc_topology_t topology = loaded.get();
+  if (!topology) return placement;
+  placement.loaded = true;
+
+  Bitmap binding;
+  read_cpu_binding(topology, binding.get());
+  placement.numa_node = only_intersecting(topology, HWLOC_OBJ_NUMANODE, binding.get());
+  placement.package = only_intersecting(topology, HWLOC_OBJ_PACKAGE, binding.get());
+
+  hwloc_obj_t gpu = gpu_pci_bus_id.empty()
+                        ? nullptr
+                        : hwloc_get_pcidev_by_busidstring(topology, gpu_pci_bus_id.c_str());
+  placement.gpu_found = gpu != nullptr;
+  if (gpu && (placement.numa_node < 0 || placement.package < 0)) {
+    // The process may run anywhere, but its GPU hangs off one socket: order by the GPU.
+    hwloc_obj_t local = hwloc_get_non_io_ancestor_obj(topology, gpu);
+    if (local && local->cpuset) {
+      placement.numa_node = only_intersecting(topology, HWLOC_OBJ_NUMANODE, local->cpuset);
+      placement.package = only_intersecting(topology, HWLOC_OBJ_PACKAGE, local->cpuset);
+      placement.locality_from_gpu = true;
+    }
+  }
+
+  hwloc_obj_t from = gpu ? gpu : hwloc_get_obj_covering_cpuset(topology, binding.get());
+  if (!from) from = hwloc_get_root_obj(topology);
+  placement.nic = nearest_nic(topology, from);
+  return placement;
+}
+
+}  // namespace rfa::topology

@@ -1,0 +1,8 @@
+// Build without hwloc (RFA_ENABLE_HWLOC=OFF): nothing is known beyond host and PCI bus id.
+#include "topology/hwloc_probe.hpp"
+
+namespace rfa::topology {
+
+HwlocPlacement probe_hwloc(const std::string&) { return HwlocPlacement{}; }
+
+}  // namespace rfa::topology

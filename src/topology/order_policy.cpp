@@ -1,0 +1,101 @@
+#include "topology/order_policy.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace rfa::topology {
+namespace {
+
+const std::string kFilePrefix = "file:";
+
+std::string trim(const std::string& s) {
+  const char* space = " \t\r\n";
+  std::size_t first = s.find_first_not_of(space);
+  if (first == std::string::npos) return "";
+  return s.substr(first, s.find_last_not_of(space) - first + 1);
+}
+
+}  // namespace
+
+PolicyChoice resolve_policy(rfa_ring_order_t requested, const std::string& env_value,
+                            const std::string& explicit_file) {
+  const bool env_names_file = env_value.compare(0, kFilePrefix.size(), kFilePrefix) == 0;
+  switch (requested) {
+    case RFA_RING_ORDER_IDENTITY:
+      return {RFA_RING_ORDER_IDENTITY, ""};
+    case RFA_RING_ORDER_TOPOLOGY:
+      return {RFA_RING_ORDER_TOPOLOGY, ""};
+    case RFA_RING_ORDER_FILE: {
+      std::string file = explicit_file.empty() && env_names_file ? env_value.substr(kFilePrefix.size()) : explicit_file;
+      require(!file.empty(), "rfa topology: ring order policy FILE needs a path: set ", kRingOrderEnv,
+              "=file:PATH (", kRingOrderEnv, " is '", env_value, "')");
+      return {RFA_RING_ORDER_FILE, file};
+    }
+    case RFA_RING_ORDER_DEFAULT:
+      break;
+    default:
+      fail(RFA_ERROR_INVALID_ARGUMENT, "rfa topology: unknown ring order policy ", static_cast<int>(requested));
+  }
+  if (env_value.empty() || env_value == "topo") return {RFA_RING_ORDER_TOPOLOGY, ""};
+  if (env_value == "identity") return {RFA_RING_ORDER_IDENTITY, ""};
+  if (env_names_file) {
+    std::string file = env_value.substr(kFilePrefix.size());
+    require(!file.empty(), "rfa topology: ", kRingOrderEnv, "=file: needs a path (file:PATH)");
+    return {RFA_RING_ORDER_FILE, file};
+  }
+  fail(RFA_ERROR_INVALID_ARGUMENT, "rfa topology: ", kRingOrderEnv, "='", env_value,
+       "' is not one of identity, topo, file:PATH");
+}
+
+const char* policy_name(rfa_ring_order_t policy) {
+  switch (policy) {
+    case RFA_RING_ORDER_DEFAULT: return "default";
+    case RFA_RING_ORDER_IDENTITY: return "identity";
+    case RFA_RING_ORDER_TOPOLOGY: return "topology";
+    case RFA_RING_ORDER_FILE: return "file";
+  }
+  return "unknown";
+}
+
+std::vector<int> parse_order_text(const std::string& text, int size, const std::string& source) {
+  std::vector<int> order;
+  std::vector<int> line_of_rank(size > 0 ? size : 0, 0);
+  std::istringstream lines(text);
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    std::string content = trim(line.substr(0, line.find('#')));
+    if (content.empty()) continue;
+    std::size_t used = 0;
+    long rank = -1;
+    try {
+      rank = std::stol(content, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    require(used == content.size(), "rfa topology: ", source, ":", number, ": '", content,
+            "' is not a rank (one integer per line)");
+    require(rank >= 0 && rank < size, "rfa topology: ", source, ":", number, ": rank ", rank,
+            " is outside 0..", size - 1);
+    require(line_of_rank[rank] == 0, "rfa topology: ", source, ":", number, ": rank ", rank,
+            " already listed on line ", line_of_rank[rank]);
+    line_of_rank[rank] = number;
+    order.push_back(static_cast<int>(rank));
+  }
+  require(static_cast<int>(order.size()) == size, "rfa topology: ", source, " lists ", order.size(),
+          " ranks; the communicator has ", size, " (each rank exactly once)");
+  return order;
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path);
+  require(in.good(), "rfa topology: cannot read ring order file '", path, "': ", std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace rfa::topology
