@@ -1,0 +1,40 @@
+#include "comm/agreement.hpp"
+
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace rfa::comm {
+
+void fail_everywhere_unless(Communicator& comm, bool ok_here, rfa_result_t code,
+                            const std::string& message_here) {
+  // Each rank offers its own position if it failed, P otherwise: the minimum is the lowest
+  // failing position, or P when all succeeded.
+  const std::int64_t lowest_failing = comm.allreduce(ok_here ? comm.size() : comm.rank(), ReduceOp::min);
+  if (lowest_failing == comm.size()) return;
+  if (!ok_here) throw Error(code, message_here);
+  fail(code, "failed on another rank (lowest failing ring position: ", lowest_failing,
+       "); see that rank's message");
+}
+
+void require_same_everywhere(Communicator& comm, std::initializer_list<NamedValue> values) {
+  // ~v = -v-1 reverses the order without overflow, so max(~v) = ~min(v): a single max
+  // reduction finds both ends of every value.
+  std::vector<std::int64_t> ends;
+  for (const NamedValue& v : values) {
+    ends.push_back(~v.value);
+    ends.push_back(v.value);
+  }
+  comm.allreduce_inplace(ends.data(), ends.size(), ReduceOp::max);
+  std::size_t i = 0;
+  for (const NamedValue& v : values) {
+    const std::int64_t lo = ~ends[2 * i], hi = ends[2 * i + 1];
+    if (lo != hi) {
+      fail(RFA_ERROR_INVALID_USAGE, v.name, " differs between ranks (from ", lo, " to ", hi,
+           "); every rank must pass the same value");
+    }
+    ++i;
+  }
+}
+
+}  // namespace rfa::comm

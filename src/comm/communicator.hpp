@@ -1,0 +1,158 @@
+// The ring communicator: the only way the engines talk to other ranks (DESIGN.md §5).
+//
+// The interface names no MPI or NCCL type, so the engine is written once for every transport:
+// src/comm/mpi/ implements it over MPI with host buffers; a device-memory NCCL implementation
+// will sit beside it behind the same calls.
+//
+// Ranks and positions. rank() is this rank's *ring position* (0..size()-1), not its rank in
+// the application's communicator: implementations renumber their ranks so that the two agree.
+// next() and prev() are the neighbours on the ring.
+//
+// Collective calls. Every call below except Exchange::test()/wait() is collective over the
+// ring: all ranks make it, in the same order, with the same sizes (and, for broadcast, the same
+// root). Ring exchanges are matched by the order in which they are started: the k-th exchange
+// a rank starts pairs with the k-th exchange started by its neighbours, so every rank must
+// start its exchanges in the same order. Several exchanges may be outstanding at once (the
+// engine double-buffers K and V, and dK/dV in backward: four in flight is normal); they never
+// cross, even when their sizes are equal.
+//
+// Overlap: how the engine should drive an exchange. An MPI library moves data only while the
+// application is inside an MPI call, unless it has an asynchronous progress thread (Open MPI
+// 4.1 has none for its shared-memory and TCP transports). Small messages (eager protocol,
+// below a few tens of KiB) are buffered at the receiver and need no help, but large ones use a
+// rendezvous: the receiver must notice the sender's request-to-send and the data moves only
+// after that handshake, i.e. during some later MPI call. Without polling, a K/V block posted
+// before a tile loop is typically transferred only when wait() is reached, so no transfer
+// overlaps compute. The engine should therefore call test() on its outstanding exchanges
+// between tiles, roughly every 100 µs of compute. test() on any outstanding exchange advances
+// all of them (MPI's progress engine is global), so polling one handle is enough; a completed
+// handle's test() is a cheap check. tests/comm/overlap_probe.cpp measures the effect.
+//
+// Thread safety: one Communicator, and the exchanges it started, must be used by one thread
+// at a time (the MPI implementation needs only MPI_THREAD_FUNNELED or SERIALIZED from the
+// application); different Communicators may be used concurrently when MPI allows it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace rfa::comm {
+
+/// Where a buffer lives. The MPI communicator accepts host memory; an NCCL one accepts device
+/// memory. Engines ask accepts() before choosing where to stage their buffers.
+enum class MemoryKind { host, device };
+
+/// Reductions offered by allreduce (validation and agreement; not for tensors).
+enum class ReduceOp { min, max, sum };
+
+namespace detail {
+/// One started exchange, as an implementation sees it. Its destructor must complete the
+/// exchange (or, if the transport is already shut down, abandon it) and must never throw.
+class PendingExchange {
+ public:
+  virtual ~PendingExchange() = default;
+  /// Makes progress; true once the exchange is complete. Throws rfa::Error on failure.
+  virtual bool test() = 0;
+  /// Blocks until the exchange is complete. Throws rfa::Error on failure.
+  virtual void wait() = 0;
+};
+}  // namespace detail
+
+/// The handle of one ring exchange (RAII, move-only).
+///
+/// The send buffer must not be modified and the receive buffer not read until test() returned
+/// true or wait() returned. Destroying a handle whose exchange is unfinished *completes* it:
+/// the destructor waits (it never cancels, because a cancelled receive would leave the
+/// neighbour's message unmatched and a cancelled send may already be half delivered). So a
+/// forgotten wait() neither leaks requests nor leaves a buffer in use after its owner is
+/// gone. If that wait lasts long (the neighbours never started their side) the MPI
+/// implementation says so on stderr every 10 s instead of hanging silently. Errors seen in the
+/// destructor are printed, not thrown; call wait() to get them as exceptions.
+class Exchange {
+ public:
+  /// An empty handle: already complete.
+  Exchange() = default;
+  explicit Exchange(std::unique_ptr<detail::PendingExchange> pending) : pending_(std::move(pending)) {}
+  Exchange(Exchange&&) noexcept = default;
+  /// Completes the exchange this handle held before taking the other one.
+  Exchange& operator=(Exchange&&) noexcept = default;
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+  ~Exchange() = default;
+
+  /// Makes progress on this (and every other outstanding) transfer; true once this exchange is
+  /// complete, after which the buffers are free. Cheap on a completed handle.
+  bool test() {
+    if (pending_ && pending_->test()) pending_.reset();
+    return !pending_;
+  }
+  /// Blocks until the exchange is complete.
+  void wait() {
+    if (pending_) {
+      pending_->wait();
+      pending_.reset();
+    }
+  }
+  /// True once the exchange is known to be complete (no MPI call is made).
+  bool done() const { return !pending_; }
+
+ private:
+  std::unique_ptr<detail::PendingExchange> pending_;
+};
+
+/// The ring: see the file comment for the collective and ordering rules.
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  /// This rank's ring position, 0..size()-1.
+  virtual int rank() const = 0;
+  /// The number of ranks on the ring, P >= 1.
+  virtual int size() const = 0;
+  /// The rank this one sends to in a ring exchange.
+  int next() const { return (rank() + 1) % size(); }
+  /// The rank this one receives from in a ring exchange.
+  int prev() const { return (rank() + size() - 1) % size(); }
+
+  /// A short name of the transport ("mpi"), for messages and provenance.
+  virtual const char* backend_name() const = 0;
+  /// Whether buffers of this kind may be passed to the calls below.
+  virtual bool accepts(MemoryKind kind) const = 0;
+
+  /// Starts sending `bytes` bytes from `send` to next() and receiving `bytes` bytes from
+  /// prev() into `recv`; returns at once. Collective; all ranks pass the same `bytes`. The
+  /// buffers must not overlap. With P = 1 the rank exchanges with itself (a copy). Any byte
+  /// count works, including more than INT_MAX; zero gives a completed handle.
+  virtual Exchange start_ring_exchange(const void* send, void* recv, std::size_t bytes) = 0;
+
+  /// Every rank contributes `bytes_per_rank` bytes; `recv` (size() * bytes_per_rank bytes)
+  /// receives rank r's contribution at offset r * bytes_per_rank, on every rank. Blocking.
+  virtual void allgather(const void* send, void* recv, std::size_t bytes_per_rank) = 0;
+
+  /// Block r of `send` (offset r * bytes_per_pair) goes to rank r; block r of `recv` comes
+  /// from rank r. Both buffers hold size() * bytes_per_pair bytes. Blocking.
+  virtual void alltoall(const void* send, void* recv, std::size_t bytes_per_pair) = 0;
+
+  /// Reduces `count` int64 values elementwise over all ranks, in place. Blocking.
+  virtual void allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) = 0;
+
+  /// The reduction of one value over all ranks. Blocking.
+  std::int64_t allreduce(std::int64_t value, ReduceOp op) {
+    allreduce_inplace(&value, 1, op);
+    return value;
+  }
+
+  /// Copies `bytes` bytes from `root`'s buffer into every rank's buffer. Blocking.
+  virtual void broadcast(void* buffer, std::size_t bytes, int root) = 0;
+
+  /// Returns once every rank has entered the barrier.
+  virtual void barrier() = 0;
+
+ protected:
+  Communicator() = default;
+};
+
+}  // namespace rfa::comm

@@ -1,0 +1,167 @@
+#include "comm/mpi/mpi_communicator.hpp"
+
+#include <vector>
+
+#include "comm/mpi/byte_datatype.hpp"
+#include "comm/mpi/mpi_error.hpp"
+#include "comm/mpi/mpi_exchange.hpp"
+#include "comm/ring_positions.hpp"
+#include "core/error.hpp"
+
+namespace rfa::comm {
+
+using mpi::ByteDatatype;
+using mpi::check_mpi;
+
+namespace {
+
+// Makes MPI calls on the caller's communicator return errors instead of aborting, and puts
+// the caller's handler back afterwards.
+class ScopedErrorsReturn {
+ public:
+  explicit ScopedErrorsReturn(MPI_Comm comm) : comm_(comm) {
+    check_mpi(MPI_Comm_get_errhandler(comm_, &saved_), "MPI_Comm_get_errhandler");
+    const int rc = MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    if (rc != MPI_SUCCESS) {
+      MPI_Errhandler_free(&saved_);
+      mpi::throw_mpi_error(rc, "MPI_Comm_set_errhandler");
+    }
+  }
+  ~ScopedErrorsReturn() {
+    MPI_Comm_set_errhandler(comm_, saved_);
+    MPI_Errhandler_free(&saved_);  // get_errhandler handed us a reference
+  }
+  ScopedErrorsReturn(const ScopedErrorsReturn&) = delete;
+  ScopedErrorsReturn& operator=(const ScopedErrorsReturn&) = delete;
+
+ private:
+  MPI_Comm comm_;
+  MPI_Errhandler saved_ = MPI_ERRHANDLER_NULL;
+};
+
+MPI_Op to_mpi(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::min: return MPI_MIN;
+    case ReduceOp::max: return MPI_MAX;
+    case ReduceOp::sum: return MPI_SUM;
+  }
+  fail(RFA_ERROR_INVALID_ARGUMENT, "unknown ReduceOp ", int(op));
+}
+
+void require_buffer(const void* buffer, std::size_t bytes, const char* call, const char* name) {
+  require(buffer != nullptr || bytes == 0, call, ": ", name, " is null but ", bytes, " bytes were requested");
+}
+
+// Ranks times bytes, refused if it would not fit in memory addresses.
+std::size_t total_bytes(std::size_t ranks, std::size_t bytes_each, const char* call) {
+  require(bytes_each == 0 || ranks <= SIZE_MAX / bytes_each, call, ": ", ranks, " x ", bytes_each,
+          " bytes overflows size_t");
+  return ranks * bytes_each;
+}
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(MPI_Comm parent, int ring_position, const MpiOptions& options)
+    : options_(options) {
+  if (!mpi::mpi_is_usable()) {
+    fail(RFA_ERROR_INVALID_USAGE, "an MPI communicator needs MPI to be initialized and not finalized: "
+         "call MPI_Init (or MPI_Init_thread) before creating it and destroy it before MPI_Finalize; "
+         "rfa never initializes MPI itself");
+  }
+  require(parent != MPI_COMM_NULL, "the parent communicator is MPI_COMM_NULL");
+  require(options_.max_count_per_call >= 1 && options_.max_count_per_call <= std::size_t(INT_MAX),
+          "MpiOptions::max_count_per_call must be in 1..INT_MAX, is ", options_.max_count_per_call);
+  ScopedErrorsReturn errors_return(parent);
+
+  int parent_size = 0;
+  check_mpi(MPI_Comm_size(parent, &parent_size), "MPI_Comm_size");
+  // Gather every rank's position first, even a bad one: each rank then judges the same array,
+  // so all fail together instead of some waiting in MPI_Comm_split for the others.
+  std::vector<int> positions(std::size_t(parent_size), -1);
+  check_mpi(MPI_Allgather(&ring_position, 1, MPI_INT, positions.data(), 1, MPI_INT, parent), "MPI_Allgather");
+  const std::string problems = describe_position_errors(positions);
+  if (!problems.empty()) fail(RFA_ERROR_INVALID_USAGE, problems);
+
+  check_mpi(MPI_Comm_split(parent, 0, ring_position, &ring_), "MPI_Comm_split");
+  try {
+    check_mpi(MPI_Comm_set_errhandler(ring_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    check_mpi(MPI_Comm_rank(ring_, &rank_), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(ring_, &size_), "MPI_Comm_size");
+    if (rank_ != ring_position || size_ != parent_size) {
+      fail(RFA_ERROR_INTERNAL, "MPI_Comm_split gave rank ", rank_, " of ", size_, " for ring position ",
+           ring_position, " of ", parent_size);
+    }
+    int* tag_ub = nullptr;
+    int found = 0;
+    check_mpi(MPI_Comm_get_attr(ring_, MPI_TAG_UB, &tag_ub, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
+    if (found && tag_ub != nullptr && *tag_ub > tag_upper_bound_) tag_upper_bound_ = *tag_ub;
+  } catch (...) {
+    MPI_Comm_free(&ring_);
+    throw;
+  }
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  // After MPI_Finalize no MPI call is allowed, not even a free: the handle is simply dropped.
+  if (ring_ != MPI_COMM_NULL && mpi::mpi_is_usable()) MPI_Comm_free(&ring_);
+}
+
+Exchange MpiCommunicator::start_ring_exchange(const void* send, void* recv, std::size_t bytes) {
+  if (bytes == 0) return Exchange();
+  require_buffer(send, bytes, "start_ring_exchange", "the send buffer");
+  require_buffer(recv, bytes, "start_ring_exchange", "the receive buffer");
+  const auto* s = static_cast<const unsigned char*>(send);
+  const auto* r = static_cast<const unsigned char*>(recv);
+  require(s + bytes <= r || r + bytes <= s, "start_ring_exchange: the send and receive buffers overlap");
+
+  mpi::ExchangeRoute route;
+  route.comm = ring_;
+  route.next = next();
+  route.prev = prev();
+  // Consecutive exchanges get consecutive tags, so the ones in flight together never match
+  // each other's messages; the k-th exchange of every rank gets the same tag.
+  route.tag = int(exchanges_started_ % (std::int64_t(tag_upper_bound_) + 1));
+  route.max_count = options_.max_count_per_call;
+  auto pending = std::make_unique<mpi::MpiPendingExchange>(send, recv, bytes, route);
+  ++exchanges_started_;
+  return Exchange(std::move(pending));
+}
+
+void MpiCommunicator::allgather(const void* send, void* recv, std::size_t bytes_per_rank) {
+  require_buffer(send, bytes_per_rank, "allgather", "the send buffer");
+  require_buffer(recv, total_bytes(std::size_t(size_), bytes_per_rank, "allgather"), "allgather",
+                 "the receive buffer");
+  const ByteDatatype block(bytes_per_rank, options_.max_count_per_call);
+  check_mpi(MPI_Allgather(send, block.count(), block.type(), recv, block.count(), block.type(), ring_),
+            "MPI_Allgather");
+}
+
+void MpiCommunicator::alltoall(const void* send, void* recv, std::size_t bytes_per_pair) {
+  const std::size_t total = total_bytes(std::size_t(size_), bytes_per_pair, "alltoall");
+  require_buffer(send, total, "alltoall", "the send buffer");
+  require_buffer(recv, total, "alltoall", "the receive buffer");
+  const ByteDatatype block(bytes_per_pair, options_.max_count_per_call);
+  check_mpi(MPI_Alltoall(send, block.count(), block.type(), recv, block.count(), block.type(), ring_),
+            "MPI_Alltoall");
+}
+
+void MpiCommunicator::allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) {
+  require_buffer(values, count * sizeof(std::int64_t), "allreduce", "the value array");
+  require(count <= std::size_t(INT_MAX), "allreduce of ", count, " values: at most INT_MAX at once");
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, values, int(count), MPI_INT64_T, to_mpi(op), ring_), "MPI_Allreduce");
+}
+
+void MpiCommunicator::broadcast(void* buffer, std::size_t bytes, int root) {
+  require_buffer(buffer, bytes, "broadcast", "the buffer");
+  require(root >= 0 && root < size_, "broadcast: root ", root, " is not a ring position (0..", size_ - 1, ")");
+  const ByteDatatype message(bytes, options_.max_count_per_call);
+  check_mpi(MPI_Bcast(buffer, message.count(), message.type(), root, ring_), "MPI_Bcast");
+}
+
+void MpiCommunicator::barrier() { check_mpi(MPI_Barrier(ring_), "MPI_Barrier"); }
+
+std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm parent, int ring_position) {
+  return std::make_unique<MpiCommunicator>(parent, ring_position);
+}
+
+}  // namespace rfa::comm

@@ -1,0 +1,75 @@
+// The ring communicator over MPI with host buffers (DESIGN.md §5).
+//
+// It is built from the application's communicator and this rank's ring position (computed by
+// src/topology, or the identity): MPI_Comm_split(parent, 0, position) gives a private
+// communicator whose rank is the ring position. That communicator uses MPI_ERRORS_RETURN, so
+// every MPI failure becomes rfa::Error(RFA_ERROR_MPI) naming the call and MPI's message, and it
+// gives the library its own tag space apart from the application's traffic.
+//
+// The library never calls MPI_Init or MPI_Finalize (DESIGN.md §6.9): MPI must be initialized
+// when a communicator is created, and one that is destroyed after MPI_Finalize does not free its
+// MPI communicator (there is nothing left to free it with).
+#pragma once
+
+#include <mpi.h>
+
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "comm/communicator.hpp"
+
+namespace rfa::comm {
+
+/// Tuning knobs that only tests need to change.
+struct MpiOptions {
+  /// Byte counts above this go through a derived datatype instead of a plain MPI_BYTE count
+  /// (see mpi/byte_datatype.hpp). Tests lower it to exercise that path with small buffers.
+  std::size_t max_count_per_call = INT_MAX;
+};
+
+class MpiCommunicator final : public Communicator {
+ public:
+  /// Collective over `parent`. Every rank passes its ring position; the positions must be a
+  /// permutation of 0..P-1 (P = size of parent), which is checked on every rank together:
+  /// otherwise every rank throws RFA_ERROR_INVALID_USAGE with the same message. Throws
+  /// RFA_ERROR_INVALID_USAGE if MPI is not initialized or already finalized,
+  /// RFA_ERROR_INVALID_ARGUMENT for MPI_COMM_NULL, RFA_ERROR_MPI if an MPI call fails. While it
+  /// runs, `parent`'s error handler is MPI_ERRORS_RETURN; the caller's handler is restored.
+  MpiCommunicator(MPI_Comm parent, int ring_position, const MpiOptions& options = MpiOptions());
+  ~MpiCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* backend_name() const override { return "mpi"; }
+  /// Host memory only (device buffers would need a CUDA-aware MPI; not detected yet).
+  bool accepts(MemoryKind kind) const override { return kind == MemoryKind::host; }
+
+  Exchange start_ring_exchange(const void* send, void* recv, std::size_t bytes) override;
+  void allgather(const void* send, void* recv, std::size_t bytes_per_rank) override;
+  void alltoall(const void* send, void* recv, std::size_t bytes_per_pair) override;
+  void allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) override;
+  void broadcast(void* buffer, std::size_t bytes, int root) override;
+  void barrier() override;
+
+  /// The private ring communicator (rank = ring position). Owned by this object: do not free
+  /// it; code that sends on it must not use tags 0..tag_upper_bound() while exchanges are
+  /// in flight.
+  MPI_Comm mpi_comm() const { return ring_; }
+  /// The largest tag ring exchanges use (they cycle through 0..this).
+  int tag_upper_bound() const { return tag_upper_bound_; }
+
+ private:
+  MPI_Comm ring_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+  int tag_upper_bound_ = 32767;    // the least MPI guarantees; raised to MPI_TAG_UB
+  std::int64_t exchanges_started_ = 0;  // the next exchange's tag, modulo the tag range
+  MpiOptions options_;
+};
+
+/// The MPI ring communicator for `parent` with this rank at `ring_position` (see MpiCommunicator).
+std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm parent, int ring_position);
+
+}  // namespace rfa::comm

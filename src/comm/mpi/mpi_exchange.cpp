@@ -1,0 +1,89 @@
+#include "comm/mpi/mpi_exchange.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "comm/mpi/mpi_error.hpp"
+#include "core/error.hpp"
+
+namespace rfa::comm::mpi {
+
+MpiPendingExchange::MpiPendingExchange(const void* send, void* recv, std::size_t bytes,
+                                       const ExchangeRoute& route)
+    : datatype_(bytes, route.max_count), bytes_(bytes), prev_(route.prev), tag_(route.tag) {
+  check_mpi(MPI_Irecv(recv, datatype_.count(), datatype_.type(), route.prev, route.tag, route.comm,
+                      &requests_[kRecv]),
+            "MPI_Irecv");
+  const int rc = MPI_Isend(send, datatype_.count(), datatype_.type(), route.next, route.tag, route.comm,
+                           &requests_[kSend]);
+  if (rc != MPI_SUCCESS) {
+    // A receive nobody will complete may be cancelled (unlike a send), and must be, or the
+    // destructor would wait for it forever.
+    MPI_Cancel(&requests_[kRecv]);
+    MPI_Wait(&requests_[kRecv], MPI_STATUS_IGNORE);
+    throw_mpi_error(rc, "MPI_Isend");
+  }
+}
+
+void MpiPendingExchange::check_completed(int rc, const char* call) {
+  if (rc == MPI_ERR_IN_STATUS) {
+    for (const MPI_Status& s : statuses_) check_mpi(s.MPI_ERROR, call);
+  }
+  check_mpi(rc, call);
+  MPI_Count received = 0;
+  check_mpi(MPI_Get_elements_x(&statuses_[kRecv], datatype_.type(), &received), "MPI_Get_elements_x");
+  // Counted in basic elements of the type, i.e. bytes; MPI_UNDEFINED (negative) if partial.
+  if (received != MPI_Count(bytes_)) {
+    fail(RFA_ERROR_INVALID_USAGE, "ring exchange (tag ", tag_, ") expected ", bytes_,
+         " bytes from ring position ", prev_, " but received ",
+         received < 0 ? std::string("a different amount") : std::to_string(received),
+         ": every rank must start the same exchanges, in the same order, with the same sizes");
+  }
+}
+
+bool MpiPendingExchange::test() {
+  int complete = 0;
+  const int rc = MPI_Testall(2, requests_, &complete, statuses_);
+  if (rc == MPI_SUCCESS && !complete) return false;
+  check_completed(rc, "MPI_Testall");
+  return true;
+}
+
+void MpiPendingExchange::wait() {
+  check_completed(MPI_Waitall(2, requests_, statuses_), "MPI_Waitall");
+}
+
+MpiPendingExchange::~MpiPendingExchange() {
+  if (requests_[kRecv] == MPI_REQUEST_NULL && requests_[kSend] == MPI_REQUEST_NULL) return;
+  if (!mpi_is_usable()) {
+    std::fprintf(stderr, "rfa: a ring exchange (tag %d) was still pending at MPI_Finalize; "
+                         "its buffers may be incomplete\n", tag_);
+    return;
+  }
+  // Poll instead of MPI_Waitall so that a wait that cannot end (the neighbours never started
+  // their side) is reported instead of hanging silently.
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto next_report = start + std::chrono::seconds(10);
+  for (;;) {
+    int complete = 0;
+    const int rc = MPI_Testall(2, requests_, &complete, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      std::fprintf(stderr, "rfa: %s (while completing an abandoned ring exchange, tag %d)\n",
+                   mpi_error_message(rc, "MPI_Testall").c_str(), tag_);
+      return;
+    }
+    if (complete) return;
+    if (clock::now() >= next_report) {
+      const long waited = long(std::chrono::duration_cast<std::chrono::seconds>(clock::now() - start).count());
+      std::fprintf(stderr, "rfa: still completing a ring exchange (tag %d, %zu bytes) that was destroyed "
+                           "before wait(), %ld s so far: its neighbours have not finished their side\n",
+                   tag_, bytes_, waited);
+      next_report += std::chrono::seconds(10);
+    }
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace rfa::comm::mpi

@@ -1,0 +1,47 @@
+// One ring exchange over MPI: a nonblocking receive from prev and send to next, with the tag
+// that keeps it apart from the other exchanges in flight.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+
+#include "comm/communicator.hpp"
+#include "comm/mpi/byte_datatype.hpp"
+
+namespace rfa::comm::mpi {
+
+/// Where and how an exchange goes; filled by MpiCommunicator.
+struct ExchangeRoute {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int next = 0;
+  int prev = 0;
+  int tag = 0;
+  std::size_t max_count = 0;  // see ByteDatatype
+};
+
+class MpiPendingExchange final : public detail::PendingExchange {
+ public:
+  /// Posts the receive, then the send. Throws rfa::Error(RFA_ERROR_MPI) if posting fails
+  /// (a receive already posted is cancelled first, so nothing is left pending).
+  MpiPendingExchange(const void* send, void* recv, std::size_t bytes, const ExchangeRoute& route);
+  /// Completes the exchange if it is unfinished (see Exchange); never throws.
+  ~MpiPendingExchange() override;
+
+  bool test() override;
+  void wait() override;
+
+ private:
+  // Checks the statuses of a completed exchange: an MPI error or a receive of the wrong size.
+  void check_completed(int rc, const char* call);
+
+  enum { kRecv = 0, kSend = 1 };
+  MPI_Request requests_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  MPI_Status statuses_[2];
+  ByteDatatype datatype_;  // kept until completion: the received size is read through it
+  std::size_t bytes_;
+  int prev_;
+  int tag_;
+};
+
+}  // namespace rfa::comm::mpi

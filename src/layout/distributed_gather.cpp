@@ -1,0 +1,76 @@
+#include "layout/distributed_gather.hpp"
+
+#include <vector>
+
+#include "comm/agreement.hpp"
+#include "core/error.hpp"
+#include "layout/sequence_layout.hpp"
+
+namespace rfa::layout {
+
+namespace {
+
+// Validates on every rank together: an invalid shape on one rank fails all of them before
+// any of them enters the all-gather.
+void agree_on_shape(comm::Communicator& comm, rfa_layout_t layout, std::int64_t global_seq,
+                    const BshdDims& dims) {
+  comm::require_same_everywhere(comm, {{"the sequence layout", std::int64_t(layout)},
+                                       {"the global sequence length", global_seq},
+                                       {"the batch size", dims.batch},
+                                       {"the number of heads", dims.heads},
+                                       {"the head dimension", dims.head_dim}});
+  std::string problem;
+  try {
+    validate_shape(layout, global_seq, comm.size());
+    require(dims.batch >= 0 && dims.heads >= 0 && dims.head_dim >= 0, "tensor sizes must not be negative");
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  comm::fail_everywhere_unless(comm, problem.empty(), RFA_ERROR_INVALID_ARGUMENT, problem);
+}
+
+// All-gathers `outer * local_seq * width` elements per rank and places each rank's rows.
+template <class T, class Place>
+void gather_all_shards(comm::Communicator& comm, rfa_layout_t layout, const T* local, std::int64_t global_seq,
+                       std::size_t shard_elements, Place place) {
+  const int ranks = comm.size();
+  std::vector<T> shards(shard_elements * std::size_t(ranks));
+  comm.allgather(local, shards.data(), shard_elements * sizeof(T));
+  for (int r = 0; r < ranks; ++r) {
+    place(shards.data() + std::size_t(r) * shard_elements, positions(layout, global_seq, ranks, r));
+  }
+}
+
+}  // namespace
+
+template <class T>
+void allgather_bshd(comm::Communicator& comm, rfa_layout_t layout, const T* local, const BshdDims& dims,
+                    T* global, std::int64_t global_seq) {
+  agree_on_shape(comm, layout, global_seq, dims);
+  const std::int64_t local_seq = local_length(layout, global_seq, comm.size());
+  const std::size_t elements = std::size_t(dims.batch * local_seq * dims.heads * dims.head_dim);
+  gather_all_shards(comm, layout, local, global_seq, elements, [&](const T* shard, const PositionMap& rows) {
+    gather_bshd(shard, dims, rows, global, global_seq);
+  });
+}
+
+void allgather_bhs(comm::Communicator& comm, rfa_layout_t layout, const float* local, std::int64_t batch,
+                   std::int64_t heads, float* global, std::int64_t global_seq) {
+  agree_on_shape(comm, layout, global_seq, BshdDims{batch, heads, 1});
+  const std::int64_t local_seq = local_length(layout, global_seq, comm.size());
+  const std::size_t elements = std::size_t(batch * heads * local_seq);
+  gather_all_shards(comm, layout, local, global_seq, elements, [&](const float* shard, const PositionMap& rows) {
+    gather_bhs(shard, batch, heads, rows, global, global_seq);
+  });
+}
+
+template void allgather_bshd<float>(comm::Communicator&, rfa_layout_t, const float*, const BshdDims&, float*,
+                                    std::int64_t);
+template void allgather_bshd<double>(comm::Communicator&, rfa_layout_t, const double*, const BshdDims&, double*,
+                                     std::int64_t);
+template void allgather_bshd<bf16_t>(comm::Communicator&, rfa_layout_t, const bf16_t*, const BshdDims&, bf16_t*,
+                                     std::int64_t);
+template void allgather_bshd<fp16_t>(comm::Communicator&, rfa_layout_t, const fp16_t*, const BshdDims&, fp16_t*,
+                                     std::int64_t);
+
+}  // namespace rfa::layout
