@@ -10,6 +10,9 @@ if(RFA_ENABLE_NATIVE)
     target_compile_options(rfa_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
   endif()
 endif()
+# The micro-kernels write a*b+c on vectors and rely on it becoming one FMA; ISO C++ mode
+# (-std=c++17) turns contraction off unless asked.
+target_compile_options(rfa_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=fast>)
 # The flash kernels depend on loop vectorization; -O3 turns on GCC's vectorizer
 # (and its SLP pass) for every build type that optimizes.
 target_compile_options(rfa_build_flags INTERFACE

@@ -1,1 +1,310 @@
+// Backward flash attention on the host (FlashAttention-2 order): one Kokkos team per
+// (batch, kv head, range of key tiles). A team owns dK and dV of its key tiles, so they
+// accumulate in scratch without synchronization while every query tile of every head of
+// the GQA group streams past; dQ rows are shared between teams and are added atomically only
+// when the key tiles of one head are split over several teams.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
 #include "kernels/flash_attention.hpp"
+#include "kernels/micro_gemm.hpp"
+#include "kernels/tensor_checks.hpp"
+#include "kernels/tile_visibility.hpp"
+
+namespace rfa {
+namespace kernels {
+namespace {
+
+constexpr int kTileRows = 48;  // query rows per tile (a multiple of kMicroRows)
+// Key rows per tile. Key tiles are the row dimension of the dK/dV products and the column
+// dimension of the score tile, so their padded length must divide by 6 and by 8.
+constexpr int kTileCols = 48;
+constexpr int kColPadding = 24;
+constexpr float kLog2e = 1.4426950408889634f;
+
+using Exec = Kokkos::DefaultHostExecutionSpace;
+using Policy = Kokkos::TeamPolicy<Exec>;
+using Member = Policy::member_type;
+
+template <class T>
+struct BackwardTiles {
+  AttentionParams p;
+  Tensor4<const T> q, k, v, dout;
+  Tensor3<const float> lse, delta;
+  Tensor4<float> dq, dk, dv;
+  int d = 0;
+  int group = 1;
+  int n_qtiles = 0;
+  int n_ktiles = 0;
+  int n_chunks = 1;
+  bool atomic_dq = false;
+
+  struct Scratch {
+    float *k_rows, *kt, *vt, *q, *dout, *p, *ds, *dq, *dk, *dv, *lse2, *delta;
+    std::int64_t *q_pos, *k_pos;
+  };
+
+  static std::size_t scratch_bytes(int d) {
+    const std::size_t floats = std::size_t(kTileCols) * d * 5 + std::size_t(kTileRows) * d * 3 +
+                               std::size_t(kTileRows) * kTileCols * 2 + 2 * kTileRows;
+    return floats * sizeof(float) + (kTileRows + kTileCols) * sizeof(std::int64_t) + 256;
+  }
+
+  Scratch carve(const Member& team) const {
+    char* base = static_cast<char*>(team.team_scratch(1).get_shmem(scratch_bytes(d)));
+    auto take = [&](std::size_t n) {
+      float* f = reinterpret_cast<float*>(base);
+      base += n * sizeof(float);
+      return f;
+    };
+    Scratch s;
+    s.k_rows = take(std::size_t(kTileCols) * d);
+    s.kt = take(std::size_t(kTileCols) * d);
+    s.vt = take(std::size_t(kTileCols) * d);
+    s.dk = take(std::size_t(kTileCols) * d);
+    s.dv = take(std::size_t(kTileCols) * d);
+    s.q = take(std::size_t(kTileRows) * d);
+    s.dout = take(std::size_t(kTileRows) * d);
+    s.dq = take(std::size_t(kTileRows) * d);
+    s.p = take(std::size_t(kTileRows) * kTileCols);
+    s.ds = take(std::size_t(kTileRows) * kTileCols);
+    s.lse2 = take(kTileRows);
+    s.delta = take(kTileRows);
+    s.q_pos = reinterpret_cast<std::int64_t*>(base);
+    s.k_pos = s.q_pos + kTileRows;
+    return s;
+  }
+
+  void operator()(const Member& team) const {
+    const std::int64_t item = team.league_rank();
+    const int chunk = int(item % n_chunks);
+    const std::int64_t bhk = item / n_chunks;
+    const int hk = int(bhk % p.kv_heads);
+    const int b = int(bhk / p.kv_heads);
+    const int kt_begin = int(std::int64_t(chunk) * n_ktiles / n_chunks);
+    const int kt_end = int(std::int64_t(chunk + 1) * n_ktiles / n_chunks);
+    Scratch s = carve(team);
+    for (int kt = kt_begin; kt < kt_end; ++kt) key_tile(s, b, hk, kt);
+  }
+
+  void key_tile(const Scratch& s, int b, int hk, int kt) const {
+    const std::int64_t c0 = std::int64_t(kt) * kTileCols;
+    const int cols = int(std::min<std::int64_t>(kTileCols, p.seq_k - c0));
+    const int cols_padded = round_up(cols, kColPadding);
+    for (int j = 0; j < cols_padded; ++j) {
+      const bool real = j < cols;
+      if (real) s.k_pos[j] = p.k_pos(c0 + j);
+      for (int x = 0; x < d; ++x) {
+        const float kx = real ? to_float(k(b, c0 + j, hk, x)) : 0.0f;
+        s.k_rows[j * d + x] = kx;
+        s.kt[x * kTileCols + j] = kx;
+        s.vt[x * kTileCols + j] = real ? to_float(v(b, c0 + j, hk, x)) : 0.0f;
+      }
+    }
+    for (int i = 0; i < cols_padded * d; ++i) {
+      s.dk[i] = 0.0f;
+      s.dv[i] = 0.0f;
+    }
+    for (int g = 0; g < group; ++g) {
+      const int h = hk * group + g;
+      for (int qt = 0; qt < n_qtiles; ++qt) query_tile(s, b, h, qt, c0, cols, cols_padded);
+    }
+    for (int j = 0; j < cols; ++j) {
+      for (int x = 0; x < d; ++x) {
+        dk(b, c0 + j, hk, x) += s.dk[j * d + x];
+        dv(b, c0 + j, hk, x) += s.dv[j * d + x];
+      }
+    }
+  }
+
+  void query_tile(const Scratch& s, int b, int h, int qt, std::int64_t c0, int cols, int cols_padded) const {
+    const std::int64_t r0 = std::int64_t(qt) * kTileRows;
+    const int rows = int(std::min<std::int64_t>(kTileRows, p.seq_q - r0));
+    const TileVisibility vis = classify_tile(p.mask, p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
+    if (vis == TileVisibility::hidden) return;
+    const int rows_padded = round_up(rows, kMicroRows);
+    const float inf = std::numeric_limits<float>::infinity();
+    for (int i = 0; i < rows_padded; ++i) {
+      const bool real = i < rows;
+      for (int x = 0; x < d; ++x) {
+        s.q[i * d + x] = real ? to_float(q(b, r0 + i, h, x)) : 0.0f;
+        s.dout[i * d + x] = real ? to_float(dout(b, r0 + i, h, x)) : 0.0f;
+      }
+      // A padded row (or a row that sees nothing anywhere, lse = -inf) gets P = 0.
+      const float l = real ? lse(b, h, r0 + i) : -inf;
+      s.lse2[i] = l == -inf ? inf : l * kLog2e;
+      s.delta[i] = real ? delta(b, h, r0 + i) : 0.0f;
+      if (real) s.q_pos[i] = p.q_pos(r0 + i);
+    }
+
+    gemm(rows_padded, cols_padded, d, MatrixA{s.q, d, 1}, s.kt, kTileCols, s.p, kTileCols, false);
+    gemm(rows_padded, cols_padded, d, MatrixA{s.dout, d, 1}, s.vt, kTileCols, s.ds, kTileCols, false);
+
+    // P = exp(scale S - lse), dS = scale * P (dP - D): scale is folded in here so dQ and dK
+    // come out of their products already scaled.
+    const float scale = p.scale();
+    const simd::f8 vc = simd::broadcast(scale * kLog2e);
+    const simd::f8 vscale = simd::broadcast(scale);
+    for (int i = 0; i < rows_padded; ++i) {
+      float* prow = s.p + i * kTileCols;
+      float* dsrow = s.ds + i * kTileCols;
+      const simd::f8 vl = simd::broadcast(s.lse2[i]);
+      const simd::f8 vd = simd::broadcast(s.delta[i]);
+      for (int j = 0; j < cols_padded; j += simd::kLanes) {
+        const simd::f8 pj = simd::exp2(simd::load(prow + j) * vc - vl);
+        simd::store(prow + j, pj);
+        simd::store(dsrow + j, pj * (simd::load(dsrow + j) - vd) * vscale);
+      }
+      for (int j = cols; j < cols_padded; ++j) prow[j] = dsrow[j] = 0.0f;
+    }
+    if (vis == TileVisibility::partial) {
+      for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < cols; ++j)
+          if (!key_visible(s.q_pos[i], s.k_pos[j])) s.p[i * kTileCols + j] = s.ds[i * kTileCols + j] = 0.0f;
+    }
+
+    gemm(cols_padded, d, rows_padded, MatrixA{s.p, 1, kTileCols}, s.dout, d, s.dv, d, true);
+    gemm(cols_padded, d, rows_padded, MatrixA{s.ds, 1, kTileCols}, s.q, d, s.dk, d, true);
+    gemm(rows_padded, d, cols_padded, MatrixA{s.ds, kTileCols, 1}, s.k_rows, d, s.dq, d, false);
+
+    for (int i = 0; i < rows; ++i) {
+      for (int x = 0; x < d; ++x) {
+        if (atomic_dq) {
+          Kokkos::atomic_add(&dq(b, r0 + i, h, x), s.dq[i * d + x]);
+        } else {
+          dq(b, r0 + i, h, x) += s.dq[i * d + x];
+        }
+      }
+    }
+  }
+};
+
+template <class T, class TOut>
+struct DeltaRows {
+  Tensor4<const T> dout;
+  Tensor4<const TOut> out;
+  Tensor3<float> delta;
+  std::int64_t seq, heads;
+  int d;
+  void operator()(std::int64_t idx) const {
+    const int h = int(idx % heads);
+    const std::int64_t i = (idx / heads) % seq;
+    const int b = int(idx / (heads * seq));
+    float acc = 0.0f;
+    for (int x = 0; x < d; ++x) acc += to_float(dout(b, i, h, x)) * to_float(out(b, i, h, x));
+    delta(b, h, i) = acc;
+  }
+};
+
+}  // namespace
+
+template <class T, class TOut>
+void compute_delta(const AttentionParams& p, Tensor4<const T> dout, Tensor4<const TOut> out,
+                   Tensor3<float> delta) {
+  validate(p);
+  check_tensor(dout, "dout", p.batch, p.seq_q, p.heads, p.head_dim);
+  check_tensor(out, "out", p.batch, p.seq_q, p.heads, p.head_dim);
+  check_tensor(delta, "delta", p.batch, p.heads, p.seq_q);
+  DeltaRows<T, TOut> f{dout, out, delta, p.seq_q, p.heads, int(p.head_dim)};
+  Kokkos::parallel_for("rfa::compute_delta",
+                       Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0, p.batch * p.seq_q * p.heads), f);
+  Exec().fence();
+}
+
+template <class T>
+void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                               Tensor4<const T> v, Tensor4<const T> dout, Tensor3<const float> lse,
+                               Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk,
+                               Tensor4<float> dv) {
+  validate(p);
+  check_tensor(q, "q", p.batch, p.seq_q, p.heads, p.head_dim);
+  check_tensor(k, "k", p.batch, p.seq_k, p.kv_heads, p.head_dim);
+  check_tensor(v, "v", p.batch, p.seq_k, p.kv_heads, p.head_dim);
+  check_tensor(dout, "dout", p.batch, p.seq_q, p.heads, p.head_dim);
+  check_tensor(lse, "lse", p.batch, p.heads, p.seq_q);
+  check_tensor(delta, "delta", p.batch, p.heads, p.seq_q);
+  check_tensor(dq, "dq", p.batch, p.seq_q, p.heads, p.head_dim);
+  check_tensor(dk, "dk", p.batch, p.seq_k, p.kv_heads, p.head_dim);
+  check_tensor(dv, "dv", p.batch, p.seq_k, p.kv_heads, p.head_dim);
+
+  BackwardTiles<T> f;
+  f.p = p;
+  f.q = q;
+  f.k = k;
+  f.v = v;
+  f.dout = dout;
+  f.lse = lse;
+  f.delta = delta;
+  f.dq = dq;
+  f.dk = dk;
+  f.dv = dv;
+  f.d = int(p.head_dim);
+  f.group = int(p.heads / p.kv_heads);
+  f.n_qtiles = int((p.seq_q + kTileRows - 1) / kTileRows);
+  f.n_ktiles = int((p.seq_k + kTileCols - 1) / kTileCols);
+  // Split the key tiles of a head only when (batch x kv heads) cannot keep every thread busy.
+  const std::int64_t units = p.batch * p.kv_heads;
+  const std::int64_t threads = Exec().concurrency();
+  f.n_chunks = int(std::max<std::int64_t>(1, std::min<std::int64_t>(f.n_ktiles, (2 * threads + units - 1) / units)));
+  if (threads == 1) f.n_chunks = 1;
+  f.atomic_dq = f.n_chunks > 1;
+  Policy policy(Exec(), int(units * f.n_chunks), 1);
+  policy.set_scratch_size(1, Kokkos::PerTeam(BackwardTiles<T>::scratch_bytes(f.d)));
+  Kokkos::parallel_for("rfa::flash_backward", policy, f);
+  Exec().fence();
+}
+
+template <class T>
+void flash_backward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+                    Tensor4<const T> out, Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq,
+                    Tensor4<T> dk, Tensor4<T> dv) {
+  validate(p);
+  check_tensor(dq, "dq", p.batch, p.seq_q, p.heads, p.head_dim);
+  check_tensor(dk, "dk", p.batch, p.seq_k, p.kv_heads, p.head_dim);
+  check_tensor(dv, "dv", p.batch, p.seq_k, p.kv_heads, p.head_dim);
+  Tensor3<float> delta("rfa::delta", p.batch, p.heads, p.seq_q);
+  compute_delta<T, T>(p, dout, out, delta);
+  if constexpr (std::is_same<T, float>::value) {
+    Kokkos::deep_copy(dq, 0.0f);
+    Kokkos::deep_copy(dk, 0.0f);
+    Kokkos::deep_copy(dv, 0.0f);
+    flash_backward_accumulate<T>(p, q, k, v, dout, lse, delta, dq, dk, dv);
+  } else {
+    Tensor4<float> dq32("rfa::dq32", p.batch, p.seq_q, p.heads, p.head_dim);
+    Tensor4<float> dk32("rfa::dk32", p.batch, p.seq_k, p.kv_heads, p.head_dim);
+    Tensor4<float> dv32("rfa::dv32", p.batch, p.seq_k, p.kv_heads, p.head_dim);
+    flash_backward_accumulate<T>(p, q, k, v, dout, lse, delta, dq32, dk32, dv32);
+    auto narrow = [](Tensor4<float> from, Tensor4<T> to) {
+      const float* src = from.data();
+      T* dst = to.data();
+      Kokkos::parallel_for("rfa::narrow_gradient", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0, std::int64_t(from.size())),
+                           [=](std::int64_t i) { from_float(src[i], dst[i]); });
+    };
+    narrow(dq32, dq);
+    narrow(dk32, dk);
+    narrow(dv32, dv);
+    Exec().fence();
+  }
+}
+
+#define RFA_INSTANTIATE_BACKWARD(T)                                                                          \
+  template void compute_delta<T, T>(const AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor3<float>); \
+  template void flash_backward_accumulate<T>(const AttentionParams&, Tensor4<const T>, Tensor4<const T>,      \
+                                             Tensor4<const T>, Tensor4<const T>, Tensor3<const float>,        \
+                                             Tensor3<const float>, Tensor4<float>, Tensor4<float>,            \
+                                             Tensor4<float>);                                                 \
+  template void flash_backward<T>(const AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, \
+                                  Tensor4<const T>, Tensor4<const T>, Tensor3<const float>, Tensor4<T>,       \
+                                  Tensor4<T>, Tensor4<T>);
+RFA_INSTANTIATE_BACKWARD(float)
+RFA_INSTANTIATE_BACKWARD(bf16_t)
+RFA_INSTANTIATE_BACKWARD(fp16_t)
+template void compute_delta<bf16_t, float>(const AttentionParams&, Tensor4<const bf16_t>, Tensor4<const float>,
+                                           Tensor3<float>);
+template void compute_delta<fp16_t, float>(const AttentionParams&, Tensor4<const fp16_t>, Tensor4<const float>,
+                                           Tensor3<float>);
+#undef RFA_INSTANTIATE_BACKWARD
+
+}  // namespace kernels
+}  // namespace rfa

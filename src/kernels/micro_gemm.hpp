@@ -1,0 +1,70 @@
+// The register-blocked matrix-product core shared by the forward and backward kernels.
+//
+// Every product in flash attention (S = Q K^T, O += P V, dP = dO V^T, dV += P^T dO,
+// dK += dS^T Q, dQ += dS K) has the form C[M][N] (+)= A(M x K) * B[K][N] with B row-major
+// and A reachable through two strides, so a transposed A (P^T, dS^T) costs nothing: the
+// kernel broadcasts one A element per row and multiplies a row of B. The MR x 16 block of C
+// stays in registers for the whole K loop (6 x 16 = 12 accumulators on AVX2), the classic
+// shape that keeps both FMA pipes busy with two B loads and six broadcasts per step.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/simd.hpp"
+
+namespace rfa {
+namespace kernels {
+
+constexpr int kMicroRows = 6;  // MR: rows of C per micro-tile
+
+struct MatrixA {
+  const float* data;
+  std::ptrdiff_t row_stride;    // step between rows of A (between rows of C)
+  std::ptrdiff_t inner_stride;  // step along the reduction dimension
+};
+
+/// C[0:MR][0:8*NV] (+)= A[0:MR][0:K] * B[0:K][0:8*NV].
+template <int MR, int NV>
+KOKKOS_INLINE_FUNCTION void micro_tile(int K, MatrixA a, const float* b, std::ptrdiff_t ldb, float* c,
+                                       std::ptrdiff_t ldc, bool accumulate) {
+  simd::f8 acc[MR][NV];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v)
+      acc[i][v] = accumulate ? simd::load(c + i * ldc + 8 * v) : simd::broadcast(0.0f);
+  for (int k = 0; k < K; ++k) {
+    simd::f8 bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = simd::load(b + k * ldb + 8 * v);
+    const float* ak = a.data + k * a.inner_stride;
+    for (int i = 0; i < MR; ++i) {
+      const simd::f8 ai = simd::broadcast(ak[i * a.row_stride]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = simd::fma(ai, bv[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v) simd::store(c + i * ldc + 8 * v, acc[i][v]);
+}
+
+/// C[M][N] (+)= A[M][K] * B[K][N], with M a multiple of kMicroRows and N a multiple of 8.
+/// Column strips of B are the outer loop so a strip (K x 16 floats) stays in L1 while every
+/// row block of A streams past it.
+KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, MatrixA a, const float* b, std::ptrdiff_t ldb,
+                                 float* c, std::ptrdiff_t ldc, bool accumulate) {
+  int j = 0;
+  for (; j + 16 <= N; j += 16) {
+    for (int i = 0; i < M; i += kMicroRows) {
+      const MatrixA ai{a.data + i * a.row_stride, a.row_stride, a.inner_stride};
+      micro_tile<kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+    }
+  }
+  if (j < N) {  // one 8-wide strip left (N is a multiple of 8)
+    for (int i = 0; i < M; i += kMicroRows) {
+      const MatrixA ai{a.data + i * a.row_stride, a.row_stride, a.inner_stride};
+      micro_tile<kMicroRows, 1>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+    }
+  }
+}
+
+KOKKOS_INLINE_FUNCTION int round_up(int x, int m) { return (x + m - 1) / m * m; }
+
+}  // namespace kernels
+}  // namespace rfa

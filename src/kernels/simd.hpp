@@ -1,0 +1,108 @@
+// An 8-lane fp32 vector for the host kernels. With GCC/Clang on the host it is a native
+// vector (AVX2: one ymm register; narrower ISAs split it), so the micro-kernels compile to
+// FMAs on whole registers without intrinsics tied to one ISA. Elsewhere (a device compiler,
+// or an unknown compiler) it is eight scalars, which keeps the same kernels compilable for
+// any Kokkos execution space.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+#include <cstdint>
+
+#if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__HIPCC__) && !defined(__SYCL_DEVICE_ONLY__)
+#define RFA_NATIVE_VECTORS 1
+#else
+#define RFA_NATIVE_VECTORS 0
+#endif
+
+namespace rfa {
+namespace simd {
+
+constexpr int kLanes = 8;
+
+#if RFA_NATIVE_VECTORS
+typedef float f8 __attribute__((vector_size(32)));
+typedef std::int32_t i8 __attribute__((vector_size(32)));
+
+inline f8 load(const float* p) {
+  f8 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store(float* p, f8 v) { __builtin_memcpy(p, &v, sizeof v); }
+inline f8 broadcast(float x) { return f8{x, x, x, x, x, x, x, x}; }
+inline f8 fma(f8 a, f8 b, f8 c) { return a * b + c; }  // contracted: -ffp-contract=fast
+inline f8 max(f8 a, f8 b) { return a > b ? a : b; }
+inline f8 select_less(f8 x, float bound, f8 if_less, f8 otherwise) {
+  return x < broadcast(bound) ? if_less : otherwise;
+}
+inline float reduce_max(f8 v) {
+  float m = v[0];
+  for (int i = 1; i < kLanes; ++i) m = v[i] > m ? v[i] : m;
+  return m;
+}
+inline float reduce_add(f8 v) {
+  // Pairwise, so the result does not depend on accumulated rounding order across lanes.
+  return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+/// 2^n for integral-valued n in [-126, 127], by building the exponent bits.
+inline f8 pow2_int(f8 n) {
+  i8 e = (__builtin_convertvector(n, i8) + 127) << 23;
+  f8 r;
+  __builtin_memcpy(&r, &e, sizeof r);
+  return r;
+}
+#else
+struct f8 {
+  float v[kLanes];
+  KOKKOS_INLINE_FUNCTION float& operator[](int i) { return v[i]; }
+  KOKKOS_INLINE_FUNCTION float operator[](int i) const { return v[i]; }
+};
+#define RFA_SIMD_LANEWISE(expr) \
+  f8 r;                         \
+  for (int i = 0; i < kLanes; ++i) r.v[i] = (expr); \
+  return r
+KOKKOS_INLINE_FUNCTION f8 load(const float* p) { RFA_SIMD_LANEWISE(p[i]); }
+KOKKOS_INLINE_FUNCTION void store(float* p, f8 v) {
+  for (int i = 0; i < kLanes; ++i) p[i] = v.v[i];
+}
+KOKKOS_INLINE_FUNCTION f8 broadcast(float x) { RFA_SIMD_LANEWISE(x); }
+KOKKOS_INLINE_FUNCTION f8 fma(f8 a, f8 b, f8 c) { RFA_SIMD_LANEWISE(a.v[i] * b.v[i] + c.v[i]); }
+KOKKOS_INLINE_FUNCTION f8 max(f8 a, f8 b) { RFA_SIMD_LANEWISE(a.v[i] > b.v[i] ? a.v[i] : b.v[i]); }
+KOKKOS_INLINE_FUNCTION f8 select_less(f8 x, float bound, f8 if_less, f8 otherwise) {
+  RFA_SIMD_LANEWISE(x.v[i] < bound ? if_less.v[i] : otherwise.v[i]);
+}
+KOKKOS_INLINE_FUNCTION f8 operator+(f8 a, f8 b) { RFA_SIMD_LANEWISE(a.v[i] + b.v[i]); }
+KOKKOS_INLINE_FUNCTION f8 operator-(f8 a, f8 b) { RFA_SIMD_LANEWISE(a.v[i] - b.v[i]); }
+KOKKOS_INLINE_FUNCTION f8 operator*(f8 a, f8 b) { RFA_SIMD_LANEWISE(a.v[i] * b.v[i]); }
+KOKKOS_INLINE_FUNCTION float reduce_max(f8 v) {
+  float m = v.v[0];
+  for (int i = 1; i < kLanes; ++i) m = v.v[i] > m ? v.v[i] : m;
+  return m;
+}
+KOKKOS_INLINE_FUNCTION float reduce_add(f8 v) {
+  return ((v.v[0] + v.v[1]) + (v.v[2] + v.v[3])) + ((v.v[4] + v.v[5]) + (v.v[6] + v.v[7]));
+}
+KOKKOS_INLINE_FUNCTION f8 pow2_int(f8 n) { RFA_SIMD_LANEWISE(ldexpf(1.0f, int(n.v[i]))); }
+#undef RFA_SIMD_LANEWISE
+#endif
+
+/// 2^x for x <= 127 with relative error below 3e-9 for x >= -126, and exactly 0 below -126
+/// (so -inf, a masked score, gives 0). Range reduction x = n + f, |f| <= 1/2, then a
+/// degree-6 minimax polynomial for 2^f.
+KOKKOS_INLINE_FUNCTION f8 exp2(f8 x) {
+  const f8 clamped = max(x, broadcast(-126.0f));
+  const f8 magic = broadcast(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+  const f8 n = (clamped + magic) - magic;
+  const f8 f = clamped - n;
+  f8 p = broadcast(1.5469732170458883e-4f);
+  p = fma(p, f, broadcast(1.3400432653725147e-3f));
+  p = fma(p, f, broadcast(9.618025273084640e-3f));
+  p = fma(p, f, broadcast(5.550327152013779e-2f));
+  p = fma(p, f, broadcast(2.4022650718688965e-1f));
+  p = fma(p, f, broadcast(6.931471824645996e-1f));
+  p = fma(p, f, broadcast(1.0f));
+  return select_less(x, -126.0f, broadcast(0.0f), p * pow2_int(n));
+}
+
+}  // namespace simd
+}  // namespace rfa

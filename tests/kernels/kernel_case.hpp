@@ -1,0 +1,167 @@
+// One test problem for the portable kernels: random inputs quantized to the storage dtype,
+// Kokkos views holding them, and the float64 reference computed from the same values.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/flash_attention.hpp"
+#include "reference_attention.hpp"
+
+namespace rfa {
+namespace test {
+
+using kernels::Tensor3;
+using kernels::Tensor4;
+
+struct CaseSpec {
+  std::int64_t batch, seq_q, seq_k, heads, kv_heads, head_dim;
+  rfa_mask_t mask;
+  PositionMap q_pos, k_pos;  // count == 0: contiguous from 0
+  float scale = 0.0f;
+
+  std::string name() const {
+    return "b" + std::to_string(batch) + "_sq" + std::to_string(seq_q) + "_sk" + std::to_string(seq_k) +
+           "_h" + std::to_string(heads) + "x" + std::to_string(kv_heads) + "_d" + std::to_string(head_dim) +
+           (mask == RFA_MASK_CAUSAL ? "_causal" : "_full") + (q_pos.count > 0 ? "_mapped" : "");
+  }
+  kernels::AttentionParams params() const {
+    auto p = kernels::make_params(batch, seq_q, seq_k, heads, kv_heads, head_dim, mask, scale);
+    if (q_pos.count > 0) p.q_pos = q_pos;
+    if (k_pos.count > 0) p.k_pos = k_pos;
+    return p;
+  }
+  reference::Problem problem() const {
+    reference::Problem r;
+    r.batch = batch;
+    r.seq_q = seq_q;
+    r.seq_k = seq_k;
+    r.heads = heads;
+    r.kv_heads = kv_heads;
+    r.head_dim = head_dim;
+    r.scale = scale;
+    r.causal = mask == RFA_MASK_CAUSAL;
+    const auto p = params();
+    for (std::int64_t i = 0; i < seq_q; ++i) r.q_pos.push_back(p.q_pos(i));
+    for (std::int64_t j = 0; j < seq_k; ++j) r.k_pos.push_back(p.k_pos(j));
+    return r;
+  }
+};
+
+inline void PrintTo(const CaseSpec& c, std::ostream* os) { *os << c.name(); }
+
+/// Tolerance on max|got - ref| / max(1e-2, max|ref|) for a result stored in dtype T.
+template <class T>
+double tolerance();
+template <>
+inline double tolerance<float>() { return 2e-5; }
+template <>
+inline double tolerance<bf16_t>() { return 1.6e-2; }
+template <>
+inline double tolerance<fp16_t>() { return 2.5e-3; }
+
+/// A host tensor in storage type T with its values (after rounding to T) as doubles.
+template <class T>
+Tensor4<T> random_tensor(const char* name, std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d,
+                         std::mt19937_64& rng, std::vector<double>& exact, double amplitude = 1.0) {
+  Tensor4<T> t(std::string(name), a, b, c, d);
+  std::uniform_real_distribution<double> dist(-amplitude, amplitude);
+  exact.resize(t.size());
+  T* data = t.data();
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    data[i] = from_float<T>(float(dist(rng)));
+    exact[i] = to_float(data[i]);
+  }
+  return t;
+}
+
+/// Fills a tensor with NaN so anything the kernel forgets to write is caught.
+template <class View>
+void poison(const View& v) {
+  using T = typename View::non_const_value_type;
+  T* data = v.data();
+  for (std::size_t i = 0; i < v.size(); ++i) data[i] = from_float<T>(std::numeric_limits<float>::quiet_NaN());
+}
+
+template <class View>
+std::vector<double> to_doubles(const View& v) {
+  std::vector<double> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = to_float(v.data()[i]);
+  return out;
+}
+
+struct Comparison {
+  double max_abs_error = 0.0;
+  double max_abs_ref = 0.0;
+  std::size_t mismatched_infinities = 0;
+  std::size_t nans = 0;
+  // Relative to the largest reference value; the floor keeps results that are exactly zero
+  // in exact arithmetic (one visible key gives dq = dk = 0) from dividing rounding by zero.
+  double relative() const { return max_abs_error / std::max(1e-2, max_abs_ref); }
+};
+
+/// Compares elementwise; -inf must match -inf exactly (lse of rows that see nothing).
+inline Comparison compare(const std::vector<double>& got, const std::vector<double>& ref) {
+  Comparison c;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    if (std::isnan(got[i])) {
+      ++c.nans;
+      continue;
+    }
+    if (std::isinf(ref[i]) || std::isinf(got[i])) {
+      if (got[i] != ref[i]) ++c.mismatched_infinities;
+      continue;
+    }
+    c.max_abs_error = std::max(c.max_abs_error, std::abs(got[i] - ref[i]));
+    c.max_abs_ref = std::max(c.max_abs_ref, std::abs(ref[i]));
+  }
+  return c;
+}
+
+#define RFA_EXPECT_CLOSE(got, ref, tol, what)                                                     \
+  do {                                                                                            \
+    const auto rfa_cmp_ = ::rfa::test::compare(got, ref);                                         \
+    EXPECT_EQ(rfa_cmp_.nans, 0u) << what << ": NaN in result";                                    \
+    EXPECT_EQ(rfa_cmp_.mismatched_infinities, 0u) << what << ": infinities differ";              \
+    EXPECT_LE(rfa_cmp_.relative(), tol) << what << ": max abs error " << rfa_cmp_.max_abs_error \
+                                        << " vs max |ref| " << rfa_cmp_.max_abs_ref;              \
+    ::testing::Test::RecordProperty(what, std::to_string(rfa_cmp_.relative()));                  \
+  } while (0)
+
+/// The shapes every dtype is tested on: odd lengths, sq != sk, GQA/MQA, offsets and
+/// two-segment (zigzag-like) and strided (stripe-like) position maps.
+inline std::vector<CaseSpec> kernel_cases() {
+  std::vector<CaseSpec> cases;
+  auto add = [&](CaseSpec c) { cases.push_back(c); };
+  for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL}) {
+    add({1, 1, 1, 1, 1, 8, mask, {}, {}});
+    add({1, 37, 37, 2, 2, 16, mask, {}, {}});
+    add({2, 130, 97, 4, 2, 64, mask, {}, {}});       // GQA, sq != sk, partial tiles
+    add({1, 200, 211, 3, 1, 40, mask, {}, {}});      // MQA, d not a multiple of 16
+    add({1, 100, 100, 2, 2, 128, mask, {}, {}});
+    add({1, 64, 50, 2, 1, 256, mask, {}, {}});
+    // Queries later in the sequence than the keys (a ring step seeing an earlier block).
+    add({1, 96, 96, 2, 2, 32, mask, PositionMap::contiguous(96, 96), PositionMap::contiguous(0, 96)});
+    // Keys after some or all queries: causal rows that see no key at all.
+    add({1, 100, 100, 2, 2, 16, mask, PositionMap::contiguous(0, 100), PositionMap::contiguous(50, 100)});
+    add({1, 30, 40, 1, 1, 8, mask, PositionMap::contiguous(0, 30), PositionMap::contiguous(100, 40)});
+    // Zigzag-like: two segments per side, P = 3, S = 300: chunks of 50.
+    add({1, 100, 100, 2, 1, 24, mask, PositionMap::two({50, 1, 50}, {200, 1, 50}),
+         PositionMap::two({0, 1, 50}, {250, 1, 50})});
+    // Stripe-like: stride 3.
+    add({1, 101, 100, 2, 2, 48, mask, PositionMap::one({1, 3, 101}), PositionMap::one({2, 3, 100})});
+  }
+  // A custom softmax scale.
+  CaseSpec scaled{1, 50, 70, 2, 2, 32, RFA_MASK_CAUSAL, {}, {}};
+  scaled.scale = 0.3f;
+  add(scaled);
+  return cases;
+}
+
+}  // namespace test
+}  // namespace rfa
