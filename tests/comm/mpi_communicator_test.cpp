@@ -1,0 +1,318 @@
+// The MPI ring communicator under mpiexec -n 1..4: creation and ring positions, ring
+// exchanges (several in flight, large, through the derived datatype), collectives, and the
+// translation of MPI failures into rfa::Error.
+#include "comm/mpi/mpi_communicator.hpp"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+
+#include "comm/mpi/mpi_error.hpp"
+#include "comm_test_support.hpp"
+
+namespace rfa::comm {
+namespace {
+
+using testing::expect_error;
+using testing::first_mismatch;
+using testing::pattern;
+using testing::world_rank;
+using testing::world_size;
+
+// ---------------------------------------------------------------- creation and positions
+
+TEST(MpiCommunicator, IdentityPositionsKeepWorldRanks) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  EXPECT_EQ(comm.rank(), world_rank());
+  EXPECT_EQ(comm.size(), world_size());
+  EXPECT_EQ(comm.next(), (world_rank() + 1) % world_size());
+  EXPECT_EQ(comm.prev(), (world_rank() + world_size() - 1) % world_size());
+  EXPECT_STREQ(comm.backend_name(), "mpi");
+  EXPECT_TRUE(comm.accepts(MemoryKind::host));
+  EXPECT_FALSE(comm.accepts(MemoryKind::device));
+  EXPECT_GE(comm.tag_upper_bound(), 32767);
+}
+
+TEST(MpiCommunicator, ReversedPositionsBecomeRanks) {
+  const int position = world_size() - 1 - world_rank();
+  MpiCommunicator comm(MPI_COMM_WORLD, position);
+  EXPECT_EQ(comm.rank(), position);
+  int mpi_rank = -1;
+  MPI_Comm_rank(comm.mpi_comm(), &mpi_rank);
+  EXPECT_EQ(mpi_rank, position);
+  // The ring follows positions: the rank that sends to us is position - 1, i.e. world rank + 1.
+  int from_prev = -1;
+  const int mine = world_rank();
+  Exchange x = comm.start_ring_exchange(&mine, &from_prev, sizeof(int));
+  x.wait();
+  EXPECT_EQ(from_prev, (world_rank() + 1) % world_size());
+}
+
+TEST(MpiCommunicator, FactoryReturnsTheMpiCommunicator) {
+  std::unique_ptr<Communicator> comm = make_mpi_communicator(MPI_COMM_WORLD, world_rank());
+  ASSERT_NE(dynamic_cast<MpiCommunicator*>(comm.get()), nullptr);
+  EXPECT_EQ(comm->rank(), world_rank());
+}
+
+TEST(MpiCommunicator, DuplicatePositionsFailOnEveryRank) {
+  // Everyone claims position 0 (with P = 1 that is valid, so claim 1 there instead).
+  const int position = world_size() == 1 ? 1 : 0;
+  const std::string message = expect_error(RFA_ERROR_INVALID_USAGE, [&] { MpiCommunicator c(MPI_COMM_WORLD, position); });
+  EXPECT_NE(message.find("permutation"), std::string::npos) << message;
+}
+
+TEST(MpiCommunicator, OutOfRangePositionOnOneRankFailsOnEveryRank) {
+  const int last = world_size() - 1;
+  // The last rank asks for position P; the others are fine, and must still fail, not hang.
+  const int position = world_rank() == last ? world_size() : world_rank();
+  const std::string message = expect_error(RFA_ERROR_INVALID_USAGE, [&] { MpiCommunicator c(MPI_COMM_WORLD, position); });
+  EXPECT_NE(message.find("rank " + std::to_string(last) + " gave position " + std::to_string(world_size())),
+            std::string::npos)
+      << message;
+}
+
+TEST(MpiCommunicator, RestoresTheParentsErrorHandler) {
+  MPI_Errhandler before, after;
+  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &before);
+  { MpiCommunicator comm(MPI_COMM_WORLD, world_rank()); }
+  expect_error(RFA_ERROR_INVALID_USAGE, [&] { MpiCommunicator c(MPI_COMM_WORLD, -1); });
+  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &after);
+  EXPECT_EQ(before, after);
+  MPI_Errhandler_free(&before);
+  MPI_Errhandler_free(&after);
+}
+
+TEST(MpiCommunicator, NullParentIsAnInvalidArgument) {
+  expect_error(RFA_ERROR_INVALID_ARGUMENT, [] { MpiCommunicator c(MPI_COMM_NULL, 0); });
+}
+
+// ---------------------------------------------------------------- ring exchange
+
+TEST(MpiCommunicator, RingExchangeDeliversPrevsData) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  const std::size_t bytes = 1000;
+  const auto send = pattern(comm.rank(), 0, bytes);
+  std::vector<unsigned char> recv(bytes, 0);
+  Exchange x = comm.start_ring_exchange(send.data(), recv.data(), bytes);
+  while (!x.test()) {
+  }
+  EXPECT_TRUE(x.done());
+  EXPECT_EQ(first_mismatch(recv.data(), comm.prev(), 0, bytes), bytes);
+}
+
+TEST(MpiCommunicator, ZeroBytesIsAlreadyDone) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  Exchange x = comm.start_ring_exchange(nullptr, nullptr, 0);
+  EXPECT_TRUE(x.done());
+  EXPECT_TRUE(x.test());
+}
+
+TEST(MpiCommunicator, OverlappingBuffersAreRejected) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  std::vector<unsigned char> buffer(100);
+  expect_error(RFA_ERROR_INVALID_ARGUMENT, [&] { comm.start_ring_exchange(buffer.data(), buffer.data() + 10, 50); });
+  expect_error(RFA_ERROR_INVALID_ARGUMENT, [&] { comm.start_ring_exchange(nullptr, buffer.data(), 50); });
+}
+
+// Four exchanges in flight at once, as the backward engine has them (K, V, dK, dV), of equal
+// and of different sizes, completed in an order other than the one they were started in.
+TEST(MpiCommunicator, OutstandingExchangesDoNotCross) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  for (bool equal_sizes : {true, false}) {
+    const std::size_t sizes[4] = {4096, equal_sizes ? 4096u : 300000u, 4096, equal_sizes ? 4096u : 17u};
+    std::vector<std::vector<unsigned char>> send, recv;
+    for (int s = 0; s < 4; ++s) {
+      send.push_back(pattern(comm.rank(), s, sizes[s]));
+      recv.emplace_back(sizes[s], 0);
+    }
+    std::vector<Exchange> inflight;
+    for (int s = 0; s < 4; ++s) inflight.push_back(comm.start_ring_exchange(send[s].data(), recv[s].data(), sizes[s]));
+    inflight[3].wait();
+    while (!inflight[1].test()) {
+    }
+    inflight[0].wait();
+    inflight[2].wait();
+    for (int s = 0; s < 4; ++s) {
+      EXPECT_EQ(first_mismatch(recv[s].data(), comm.prev(), s, sizes[s]), sizes[s])
+          << "exchange " << s << (equal_sizes ? " (equal sizes)" : " (different sizes)");
+    }
+  }
+}
+
+// Double buffering over a whole ring: after P-1 steps every block has visited every rank.
+TEST(MpiCommunicator, DoubleBufferedRingVisitsEveryRank) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  const std::size_t bytes = 200000;  // above the eager limit: rendezvous transfers
+  std::vector<unsigned char> buffers[2] = {pattern(comm.rank(), 7, bytes), std::vector<unsigned char>(bytes)};
+  for (int step = 1; step < comm.size(); ++step) {
+    Exchange x = comm.start_ring_exchange(buffers[(step - 1) % 2].data(), buffers[step % 2].data(), bytes);
+    x.wait();
+    const int origin = (comm.rank() - step + comm.size()) % comm.size();
+    ASSERT_EQ(first_mismatch(buffers[step % 2].data(), origin, 7, bytes), bytes) << "step " << step;
+  }
+}
+
+TEST(MpiCommunicator, LargeishExchangeCompletesByPolling) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  const std::size_t bytes = std::size_t(48) << 20;
+  const auto send = pattern(comm.rank(), 3, bytes);
+  std::vector<unsigned char> recv(bytes, 0);
+  Exchange x = comm.start_ring_exchange(send.data(), recv.data(), bytes);
+  while (!x.test()) {
+  }
+  EXPECT_EQ(first_mismatch(recv.data(), comm.prev(), 3, bytes), bytes);
+}
+
+// The handle's destructor completes an exchange nobody waited for, so the data arrives.
+TEST(MpiCommunicator, DestroyingAHandleCompletesTheExchange) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  const std::size_t bytes = 300000;
+  const auto send = pattern(comm.rank(), 1, bytes);
+  std::vector<unsigned char> recv(bytes, 0), recv2(bytes, 0);
+  { Exchange forgotten = comm.start_ring_exchange(send.data(), recv.data(), bytes); }
+  EXPECT_EQ(first_mismatch(recv.data(), comm.prev(), 1, bytes), bytes);
+  // Move assignment completes the exchange being replaced.
+  Exchange x = comm.start_ring_exchange(send.data(), recv2.data(), bytes);
+  x = Exchange();
+  EXPECT_TRUE(x.done());
+  EXPECT_EQ(first_mismatch(recv2.data(), comm.prev(), 1, bytes), bytes);
+}
+
+// ---------------------------------------------------------------- messages beyond INT_MAX
+
+// The derived-datatype path, exercised with a lowered threshold so buffers stay small.
+TEST(MpiCommunicator, DerivedDatatypePathMovesExactBytes) {
+  MpiOptions options;
+  options.max_count_per_call = 1000;
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank(), options);
+  const int p = comm.size();
+
+  const std::size_t exchange_bytes = 12345;  // 12 blocks of 1000 and a remainder
+  const auto send = pattern(comm.rank(), 0, exchange_bytes);
+  std::vector<unsigned char> recv(exchange_bytes + 1, 0xEE);  // one guard byte past the end
+  comm.start_ring_exchange(send.data(), recv.data(), exchange_bytes).wait();
+  EXPECT_EQ(first_mismatch(recv.data(), comm.prev(), 0, exchange_bytes), exchange_bytes);
+  EXPECT_EQ(recv[exchange_bytes], 0xEE);
+
+  const std::size_t block = 5001;  // not a multiple of 1000: the resized extent matters
+  std::vector<unsigned char> gathered(block * p, 0);
+  comm.allgather(pattern(comm.rank(), 1, block).data(), gathered.data(), block);
+  for (int r = 0; r < p; ++r) EXPECT_EQ(first_mismatch(&gathered[block * r], r, 1, block), block) << "from " << r;
+
+  std::vector<unsigned char> to_all(block * p), from_all(block * p, 0);
+  for (int r = 0; r < p; ++r) std::memcpy(&to_all[block * r], pattern(comm.rank(), 10 + r, block).data(), block);
+  comm.alltoall(to_all.data(), from_all.data(), block);
+  for (int r = 0; r < p; ++r) {
+    EXPECT_EQ(first_mismatch(&from_all[block * r], r, 10 + comm.rank(), block), block) << "from " << r;
+  }
+
+  std::vector<unsigned char> shared = comm.rank() == p - 1 ? pattern(p - 1, 2, 2500) : std::vector<unsigned char>(2500, 0);
+  comm.broadcast(shared.data(), shared.size(), p - 1);
+  EXPECT_EQ(first_mismatch(shared.data(), p - 1, 2, 2500), std::size_t(2500));
+}
+
+// A real message above INT_MAX bytes needs ~4.3 GB per rank: run it on demand only
+// (RFA_TEST_HUGE_MESSAGES=1).
+TEST(MpiCommunicator, ExchangeAboveIntMaxBytes) {
+  const char* flag = std::getenv("RFA_TEST_HUGE_MESSAGES");
+  if (flag == nullptr || std::string(flag) != "1") GTEST_SKIP() << "set RFA_TEST_HUGE_MESSAGES=1 to run";
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  const std::size_t bytes = (std::size_t(1) << 31) + 4097;
+  const auto send = pattern(comm.rank(), 5, bytes);
+  std::vector<unsigned char> recv(bytes, 0);
+  comm.start_ring_exchange(send.data(), recv.data(), bytes).wait();
+  EXPECT_EQ(first_mismatch(recv.data(), comm.prev(), 5, bytes), bytes);
+}
+
+// ---------------------------------------------------------------- collectives
+
+TEST(MpiCommunicator, AllgatherPlacesEachRanksBlock) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_size() - 1 - world_rank());
+  const std::size_t block = 777;
+  std::vector<unsigned char> gathered(block * comm.size(), 0);
+  comm.allgather(pattern(comm.rank(), 4, block).data(), gathered.data(), block);
+  for (int r = 0; r < comm.size(); ++r) {
+    EXPECT_EQ(first_mismatch(&gathered[block * r], r, 4, block), block) << "block of ring position " << r;
+  }
+}
+
+TEST(MpiCommunicator, AlltoallDeliversEachPairsBlock) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  const int p = comm.size();
+  const std::size_t block = 333;
+  std::vector<unsigned char> to_all(block * p), from_all(block * p, 0);
+  for (int r = 0; r < p; ++r) std::memcpy(&to_all[block * r], pattern(comm.rank(), 20 + r, block).data(), block);
+  comm.alltoall(to_all.data(), from_all.data(), block);
+  for (int r = 0; r < p; ++r) {
+    EXPECT_EQ(first_mismatch(&from_all[block * r], r, 20 + comm.rank(), block), block) << "from " << r;
+  }
+}
+
+TEST(MpiCommunicator, AllreduceMinMaxSum) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  const std::int64_t p = comm.size();
+  const std::int64_t big = std::int64_t(1) << 40;  // beyond int: the values are really 64-bit
+  const std::int64_t mine = big + comm.rank();
+  EXPECT_EQ(comm.allreduce(mine, ReduceOp::min), big);
+  EXPECT_EQ(comm.allreduce(mine, ReduceOp::max), big + p - 1);
+  EXPECT_EQ(comm.allreduce(mine, ReduceOp::sum), p * big + p * (p - 1) / 2);
+  std::int64_t values[3] = {-comm.rank(), comm.rank() * 10, 1};
+  comm.allreduce_inplace(values, 3, ReduceOp::sum);
+  EXPECT_EQ(values[0], -p * (p - 1) / 2);
+  EXPECT_EQ(values[1], 10 * p * (p - 1) / 2);
+  EXPECT_EQ(values[2], p);
+}
+
+TEST(MpiCommunicator, BroadcastFromEveryRoot) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  for (int root = 0; root < comm.size(); ++root) {
+    std::vector<unsigned char> data = comm.rank() == root ? pattern(root, 6, 999) : std::vector<unsigned char>(999, 0);
+    comm.broadcast(data.data(), data.size(), root);
+    EXPECT_EQ(first_mismatch(data.data(), root, 6, 999), std::size_t(999)) << "root " << root;
+  }
+  comm.barrier();
+  expect_error(RFA_ERROR_INVALID_ARGUMENT, [&] { comm.broadcast(nullptr, 0, comm.size()); });
+}
+
+// ---------------------------------------------------------------- MPI errors
+
+TEST(MpiCommunicator, RingCommunicatorReturnsErrorsAndTheyBecomeRfaErrors) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  // A negative count: with MPI_ERRORS_RETURN on the ring communicator this returns instead of
+  // aborting the job (if the handler were fatal, this test would kill mpiexec).
+  char byte = 0;
+  const int rc = MPI_Send(&byte, -1, MPI_BYTE, comm.next(), 0, comm.mpi_comm());
+  ASSERT_NE(rc, MPI_SUCCESS);
+  const std::string message = expect_error(RFA_ERROR_MPI, [&] { mpi::check_mpi(rc, "MPI_Send"); });
+  EXPECT_NE(message.find("MPI_Send failed"), std::string::npos) << message;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  EXPECT_NE(message.find(std::string(text, std::size_t(length))), std::string::npos) << message;
+}
+
+// Ranks that disagree on an exchange's size: the receiver of the larger message gets MPI's
+// truncation error as RFA_ERROR_MPI, the receiver of the smaller one a usage error.
+TEST(MpiCommunicator, MismatchedExchangeSizesAreReported) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  if (comm.size() < 2) GTEST_SKIP() << "needs two ranks";
+  const std::size_t bytes = comm.rank() == 0 ? 128 : 64;  // small: eager sends complete locally
+  std::vector<unsigned char> send(bytes, 1), recv(bytes, 0);
+  Exchange x = comm.start_ring_exchange(send.data(), recv.data(), bytes);
+  if (comm.rank() == 1) {
+    const std::string message = expect_error(RFA_ERROR_MPI, [&] { x.wait(); });
+    EXPECT_NE(message.find("MPI_Waitall"), std::string::npos) << message;
+  } else if (comm.rank() == 0) {
+    const std::string message = expect_error(RFA_ERROR_INVALID_USAGE, [&] { x.wait(); });
+    EXPECT_NE(message.find("expected 128 bytes"), std::string::npos) << message;
+  } else {
+    x.wait();
+  }
+}
+
+}  // namespace
+}  // namespace rfa::comm
