@@ -1,0 +1,95 @@
+// rfa_ring_edges: counts the ring edges that leave a node or change socket, for identity and
+// topology order.
+//
+//   mpiexec -n 8 rfa_ring_edges [--gpu-bus-id-env VAR] [--show-order]   the real job
+//   rfa_ring_edges --simulate 4x4 --placement cyclic [--show-order]     an imaginary job
+//
+// In the real job every rank contributes its key (host, hwloc binding, NIC, Slurm address; a
+// GPU PCI bus id when --gpu-bus-id-env names a variable holding it) and rank 0 prints.
+#include <mpi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "core/error.hpp"
+#include "ring_edges_report.hpp"
+#include "topology/gather_keys.hpp"
+#include "topology/local_key.hpp"
+#include "topology/simulated_placement.hpp"
+
+namespace {
+
+struct Arguments {
+  std::string simulate;  // "NODESxGPUS", empty for the real job
+  std::string placement = "block";
+  std::string gpu_bus_id_env;
+  bool show_order = false;
+};
+
+const char* kUsage =
+    "usage: rfa_ring_edges [--simulate NODESxGPUS [--placement cyclic|block]] [--show-order]\n"
+    "                      [--gpu-bus-id-env VAR]\n";
+
+Arguments parse_arguments(int argc, char** argv) {
+  Arguments args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      rfa::require(i + 1 < argc, "rfa_ring_edges: ", flag, " needs a value\n", kUsage);
+      return argv[++i];
+    };
+    if (flag == "--simulate") {
+      args.simulate = value();
+    } else if (flag == "--placement") {
+      args.placement = value();
+    } else if (flag == "--gpu-bus-id-env") {
+      args.gpu_bus_id_env = value();
+    } else if (flag == "--show-order") {
+      args.show_order = true;
+    } else {
+      rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "rfa_ring_edges: unknown argument '", flag, "'\n", kUsage);
+    }
+  }
+  return args;
+}
+
+int run(const Arguments& args, int rank) {
+  using namespace rfa::topology;
+  if (!args.simulate.empty()) {
+    int nodes = 0, gpus = 0;
+    parse_shape(args.simulate, nodes, gpus);
+    const Placement placement = parse_placement(args.placement);
+    if (rank == 0) {
+      print_edge_report(std::cout, "simulated " + args.simulate + " " + args.placement, simulate_keys(nodes, gpus, placement),
+                        args.show_order);
+    }
+    return 0;
+  }
+  LocalKeyOptions options;
+  if (!args.gpu_bus_id_env.empty() && std::getenv(args.gpu_bus_id_env.c_str())) {
+    options.gpu_pci_bus_id = std::getenv(args.gpu_bus_id_env.c_str());
+  }
+  const auto keys = gather_keys(MPI_COMM_WORLD, make_local_key(options));
+  if (rank == 0) print_edge_report(std::cout, "this job", keys, args.show_order);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int status = 0;
+  try {
+    status = run(parse_arguments(argc, argv), rank);
+  } catch (const rfa::Error& e) {
+    // Arguments are the same on every rank, so every rank fails alike; rank 0 speaks.
+    if (rank == 0) std::cerr << e.what() << '\n';
+    status = 2;
+  }
+  MPI_Finalize();
+  return status;
+}

@@ -1,0 +1,133 @@
+// make_local_key() on this machine's real topology.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "rfa/rfa_config.h"
+#include "scoped_env.hpp"
+#include "topology/local_key.hpp"
+#include "topology/ring_order.hpp"
+
+#if RFA_HAVE_HWLOC
+#include <hwloc.h>
+#endif
+
+namespace rfa::topology {
+namespace {
+
+using testing::ScopedEnv;
+
+std::string real_host_name() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+TEST(LocalKey, CarriesHostNameAndHash) {
+  ScopedEnv no_override(kTestHostnameEnv, nullptr);
+  const RankKey key = make_local_key();
+  EXPECT_EQ(std::string(key.host), real_host_name().substr(0, RankKey::kHostCapacity - 1));
+  EXPECT_EQ(key.host_hash, host_hash(real_host_name()));
+  EXPECT_EQ(key.rank, -1);
+}
+
+TEST(LocalKey, TestHostnameOverrideReplacesTheHost) {
+  ScopedEnv fake(kTestHostnameEnv, "pretend-node7");
+  const RankKey key = make_local_key({"", false});
+  EXPECT_STREQ(key.host, "pretend-node7");
+  EXPECT_EQ(key.host_hash, host_hash("pretend-node7"));
+}
+
+TEST(LocalKey, SlurmTopologyAddressIsRecorded) {
+  ScopedEnv addr(kSlurmTopologyAddrEnv, "s0.s3.node12");
+  EXPECT_STREQ(make_local_key({"", false}).slurm_topology_addr, "s0.s3.node12");
+  ScopedEnv unset(kSlurmTopologyAddrEnv, nullptr);
+  EXPECT_STREQ(make_local_key({"", false}).slurm_topology_addr, "");
+}
+
+TEST(LocalKey, GpuBusIdIsNormalizedOrRejected) {
+  EXPECT_STREQ(make_local_key({"0000:3B:00.0", false}).pci_bus_id, "0000:3b:00.0");
+  EXPECT_THROW(make_local_key({"not-a-bus-id", false}), rfa::Error);
+}
+
+TEST(LocalKey, WithoutHwlocOnlyHostAndPciAreKnown) {
+  const RankKey key = make_local_key({"0000:01:00.0", false});
+  EXPECT_EQ(key.flags & kKeyFromHwloc, 0u);
+  EXPECT_EQ(key.numa_node, -1);
+  EXPECT_EQ(key.package, -1);
+  EXPECT_STREQ(key.nic, "");
+}
+
+TEST(LocalKey, RealTopologyGivesAValidOrder) {
+  const RankKey key = make_local_key();
+#if RFA_HAVE_HWLOC
+  EXPECT_NE(key.flags & kKeyFromHwloc, 0u) << "hwloc is built in but the topology did not load";
+#endif
+  // A GPU that is not in this machine is simply not found.
+  const RankKey absent_gpu = make_local_key({"00fe:fe:1f.7", true});
+  EXPECT_EQ(absent_gpu.flags & kKeyGpuFound, 0u);
+  EXPECT_STREQ(absent_gpu.pci_bus_id, "00fe:fe:1f.7");
+
+  // Four ranks on this node with the real key: a valid order, no inter-node edge.
+  std::vector<RankKey> keys(4, key);
+  for (int r = 0; r < 4; ++r) keys[r].rank = r;
+  const auto order = compute_ring_order(keys);
+  EXPECT_TRUE(is_single_cycle(order));
+  EXPECT_EQ(order, identity_order(4));  // identical keys: rank breaks the tie
+  EXPECT_EQ(count_edges(keys, order).inter_node, 0);
+}
+
+#if RFA_HAVE_HWLOC
+// Binds the process to one PU for the test's duration, then restores the old binding.
+class BoundToOnePu {
+ public:
+  BoundToOnePu() {
+    hwloc_topology_init(&topology_);
+    hwloc_topology_load(topology_);
+    old_ = hwloc_bitmap_alloc();
+    hwloc_get_cpubind(topology_, old_, HWLOC_CPUBIND_PROCESS);
+    hwloc_obj_t last_pu = hwloc_get_obj_by_type(topology_, HWLOC_OBJ_PU,
+                                                hwloc_get_nbobjs_by_type(topology_, HWLOC_OBJ_PU) - 1);
+    bound_ = last_pu && hwloc_set_cpubind(topology_, last_pu->cpuset, HWLOC_CPUBIND_PROCESS) == 0;
+    if (last_pu) {
+      hwloc_obj_t numa = nullptr;
+      while ((numa = hwloc_get_next_obj_by_type(topology_, HWLOC_OBJ_NUMANODE, numa))) {
+        if (hwloc_bitmap_intersects(numa->cpuset, last_pu->cpuset)) expected_numa_ = static_cast<int>(numa->os_index);
+      }
+      hwloc_obj_t package = hwloc_get_ancestor_obj_by_type(topology_, HWLOC_OBJ_PACKAGE, last_pu);
+      expected_package_ = package ? static_cast<int>(package->os_index) : -1;
+    }
+  }
+  ~BoundToOnePu() {
+    hwloc_set_cpubind(topology_, old_, HWLOC_CPUBIND_PROCESS);
+    hwloc_bitmap_free(old_);
+    hwloc_topology_destroy(topology_);
+  }
+  bool bound() const { return bound_; }
+  int expected_numa() const { return expected_numa_; }
+  int expected_package() const { return expected_package_; }
+
+ private:
+  hwloc_topology_t topology_ = nullptr;
+  hwloc_bitmap_t old_ = nullptr;
+  bool bound_ = false;
+  int expected_numa_ = -1;
+  int expected_package_ = -1;
+};
+
+TEST(LocalKey, PinnedProcessKnowsItsNumaNodeAndPackage) {
+  BoundToOnePu pinned;
+  if (!pinned.bound()) GTEST_SKIP() << "this system does not allow changing the CPU binding";
+  const RankKey key = make_local_key();
+  // Every PU lies in exactly one NUMA node; a package exists unless the OS hides it.
+  EXPECT_GE(key.numa_node, 0);
+  EXPECT_EQ(key.numa_node, pinned.expected_numa());
+  EXPECT_EQ(key.package, pinned.expected_package());
+}
+#endif
+
+}  // namespace
+}  // namespace rfa::topology

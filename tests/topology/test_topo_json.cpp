@@ -1,0 +1,40 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "key_builders.hpp"
+#include "topology/ring_order.hpp"
+#include "topology/topo_json.hpp"
+
+namespace rfa::topology {
+namespace {
+
+using testing::numbered;
+using testing::synthetic_key;
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(TopoJson, DumpsPolicyOrderKeysAndEdges) {
+  RingOrder ring;
+  ring.keys = numbered({synthetic_key("node2", 0, 0, "0000:1a:00.0"), synthetic_key("node1", 1, 1)});
+  ring.order = {1, 0};
+  ring.policy_used = RFA_RING_ORDER_TOPOLOGY;
+  const std::string json = to_json(ring);
+  EXPECT_TRUE(contains(json, "\"policy\": \"topology\"")) << json;
+  EXPECT_TRUE(contains(json, "\"order\": [1, 0]")) << json;
+  EXPECT_TRUE(contains(json, "\"size\": 2")) << json;
+  EXPECT_TRUE(contains(json, "\"host\": \"node2\"")) << json;
+  EXPECT_TRUE(contains(json, "\"pci_bus_id\": \"0000:1a:00.0\"")) << json;
+  EXPECT_TRUE(contains(json, "\"chosen\": {\"inter_node\": 2")) << json;
+}
+
+TEST(TopoJson, EscapesStrings) {
+  RingOrder ring;
+  ring.keys = numbered({synthetic_key("we\"ird\\host\n")});
+  ring.order = {0};
+  const std::string json = to_json(ring);
+  EXPECT_TRUE(contains(json, "\"host\": \"we\\\"ird\\\\host\\u000a\"")) << json;
+}
+
+}  // namespace
+}  // namespace rfa::topology
