@@ -1,0 +1,150 @@
+/* rfa_cuda: flash attention kernels for NVIDIA GPUs (sm_80 and newer) behind a raw-pointer
+ * interface. No Kokkos, no MPI: a params struct, a cudaStream_t and a status code.
+ *
+ * Layouts (DESIGN.md §2), all row-major with the head dimension contiguous:
+ *   q, out, dout, dq   [batch][seq_q][heads][head_dim]
+ *   k, v, dk, dv       [batch][seq_k][kv_heads][head_dim]
+ *   lse, delta         [batch][heads][seq_q], fp32, always contiguous (natural log for lse)
+ * Every 4-d tensor takes element strides for its batch, sequence and head dimensions
+ * (rfa_cuda_strides); all three zero means the contiguous layout above.
+ *
+ * No function throws; each returns an rfa_cuda_status and, on failure, leaves a readable
+ * message in rfa_cuda_last_error_message() (per calling thread). Kernels are launched on the
+ * caller's stream and are asynchronous: a launch error is reported, an execution error
+ * surfaces at the caller's next synchronization.
+ *
+ * The header is valid C99 and C++ so that C callers can use it too. */
+#ifndef RFA_CUDA_FLASH_H
+#define RFA_CUDA_FLASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum rfa_cuda_status {
+  RFA_CUDA_SUCCESS = 0,
+  RFA_CUDA_ERROR_INVALID_ARGUMENT = 1, /* a null pointer, a bad shape, stride or map */
+  RFA_CUDA_ERROR_UNSUPPORTED = 2,      /* valid but not implemented: head_dim, dtype, device */
+  RFA_CUDA_ERROR_CUDA = 3              /* the CUDA runtime reported an error (see message) */
+} rfa_cuda_status;
+
+typedef enum rfa_cuda_dtype {
+  RFA_CUDA_BF16 = 0,
+  RFA_CUDA_FP16 = 1,
+  RFA_CUDA_FP32 = 2
+} rfa_cuda_dtype;
+
+typedef enum rfa_cuda_mask {
+  RFA_CUDA_MASK_NONE = 0,
+  RFA_CUDA_MASK_CAUSAL = 1 /* key visible iff k_pos <= q_pos, on global positions */
+} rfa_cuda_mask;
+
+/* Where the backward pass puts dQ, dK, dV. */
+typedef enum rfa_cuda_grad_mode {
+  RFA_CUDA_GRAD_ACCUMULATE_FP32 = 0, /* dq, dk, dv are fp32 and receive +=  (ring hops) */
+  RFA_CUDA_GRAD_STORE = 1            /* dq, dk, dv are in the input dtype and are overwritten */
+} rfa_cuda_grad_mode;
+
+/* Global token positions of a local sequence: 1 or 2 affine segments. Local row i of the
+ * first segment sits at start + i*stride; the second segment continues the local rows.
+ * count == 0 means the identity map 0..len-1. Mirrors the library's position map. */
+typedef struct rfa_cuda_segment {
+  int64_t start, stride, length; /* stride >= 1, length >= 1 */
+} rfa_cuda_segment;
+
+typedef struct rfa_cuda_position_map {
+  rfa_cuda_segment seg[2];
+  int count; /* 0, 1 or 2; the lengths of the used segments add up to the sequence length */
+} rfa_cuda_position_map;
+
+/* Element strides of a 4-d tensor [batch][seq][head][dim]; all zero: contiguous.
+ * Strides must be multiples of 8 elements and base pointers 16-byte aligned. */
+typedef struct rfa_cuda_strides {
+  int64_t batch, seq, head;
+} rfa_cuda_strides;
+
+/* The problem shared by forward and backward. */
+typedef struct rfa_cuda_attention_shape {
+  int64_t batch, seq_q, seq_k, heads, kv_heads, head_dim; /* head_dim: 64 or 128 */
+  float scale;               /* softmax scale > 0; 0 means 1/sqrt(head_dim) */
+  rfa_cuda_mask mask;
+  rfa_cuda_position_map q_positions, k_positions;
+  rfa_cuda_dtype dtype;      /* of q, k, v, dout: RFA_CUDA_BF16 or RFA_CUDA_FP16 */
+} rfa_cuda_attention_shape;
+
+typedef struct rfa_cuda_forward_params {
+  rfa_cuda_attention_shape shape;
+  const void* q;  rfa_cuda_strides q_strides;
+  const void* k;  rfa_cuda_strides k_strides;
+  const void* v;  rfa_cuda_strides v_strides;
+  void* out;      rfa_cuda_strides out_strides;
+  rfa_cuda_dtype out_dtype; /* shape.dtype (normalized output) or RFA_CUDA_FP32 (ring partial) */
+  float* lse;               /* [batch][heads][seq_q]; -inf for a row that sees no key */
+} rfa_cuda_forward_params;
+
+typedef struct rfa_cuda_backward_params {
+  rfa_cuda_attention_shape shape;
+  const void* q;    rfa_cuda_strides q_strides;
+  const void* k;    rfa_cuda_strides k_strides;
+  const void* v;    rfa_cuda_strides v_strides;
+  const void* dout; rfa_cuda_strides dout_strides;
+  const float* lse;   /* final lse of the full attention, [batch][heads][seq_q] */
+  const float* delta; /* D = rowsum(dout * out), from rfa_cuda_attention_delta */
+  rfa_cuda_grad_mode grad_mode;
+  void* dq; rfa_cuda_strides dq_strides;
+  void* dk; rfa_cuda_strides dk_strides;
+  void* dv; rfa_cuda_strides dv_strides;
+  /* RFA_CUDA_GRAD_STORE only: device scratch of rfa_cuda_backward_workspace_size() bytes,
+   * 16-byte aligned; it holds the fp32 dQ accumulator. Unused (may be NULL) otherwise. */
+  void* workspace;
+} rfa_cuda_backward_params;
+
+/* D = rowsum(dout * out) in fp32, one value per (batch, head, query). */
+typedef struct rfa_cuda_delta_params {
+  int64_t batch, seq, heads, head_dim; /* any head_dim >= 1 */
+  const void* out;  rfa_cuda_strides out_strides;  rfa_cuda_dtype out_dtype;  /* any dtype */
+  const void* dout; rfa_cuda_strides dout_strides; rfa_cuda_dtype dout_dtype; /* any dtype */
+  float* delta; /* [batch][heads][seq] */
+} rfa_cuda_delta_params;
+
+/* Ring merge of one block's normalized partial result into the running one, all fp32:
+ *   out <- out - sigmoid(block_lse - lse) * (out - block_out)
+ *   lse <- lse - logsigmoid(lse - block_lse)
+ * Rows with block_lse = -inf are left untouched; rows with lse = -inf take the block's
+ * values (so out may start as anything and lse as -inf). */
+typedef struct rfa_cuda_merge_params {
+  int64_t batch, seq, heads, head_dim; /* any head_dim >= 1 */
+  float* out;             rfa_cuda_strides out_strides;
+  float* lse;             /* [batch][heads][seq] */
+  const float* block_out; rfa_cuda_strides block_out_strides;
+  const float* block_lse; /* [batch][heads][seq] */
+} rfa_cuda_merge_params;
+
+/* Fills p with defaults: zeros, identity position maps, mask none, dtype bf16,
+ * out_dtype bf16 (forward), grad mode accumulate (backward). */
+void rfa_cuda_forward_params_init(rfa_cuda_forward_params* p);
+void rfa_cuda_backward_params_init(rfa_cuda_backward_params* p);
+
+rfa_cuda_status rfa_cuda_flash_forward(const rfa_cuda_forward_params* p, cudaStream_t stream);
+
+/* Bytes of workspace the backward needs (0 in accumulate mode). */
+size_t rfa_cuda_backward_workspace_size(const rfa_cuda_backward_params* p);
+rfa_cuda_status rfa_cuda_flash_backward(const rfa_cuda_backward_params* p, cudaStream_t stream);
+
+rfa_cuda_status rfa_cuda_attention_delta(const rfa_cuda_delta_params* p, cudaStream_t stream);
+rfa_cuda_status rfa_cuda_merge_partial(const rfa_cuda_merge_params* p, cudaStream_t stream);
+
+const char* rfa_cuda_status_string(rfa_cuda_status status);
+/* The detailed message of this thread's last failure ("" if none yet). */
+const char* rfa_cuda_last_error_message(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RFA_CUDA_FLASH_H */

@@ -1,0 +1,329 @@
+// The public entry points: argument checks with readable messages, resolution of defaults
+// (scale, strides, position maps) and dispatch to the launchers. Nothing here throws.
+#include "rfa_cuda/flash.h"
+
+#include <climits>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+#include "kernel_args.hpp"
+
+namespace rfa_cuda {
+namespace detail {
+namespace {
+
+thread_local char last_message[512] = "";
+
+rfa_cuda_status fail(rfa_cuda_status status, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(last_message, sizeof last_message, format, args);
+  va_end(args);
+  return status;
+}
+
+rfa_cuda_status from_cuda(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return RFA_CUDA_SUCCESS;
+  return fail(RFA_CUDA_ERROR_CUDA, "%s: CUDA error %d (%s)", what, static_cast<int>(error),
+              cudaGetErrorString(error));
+}
+
+#define RFA_CUDA_TRY(expr)                          \
+  do {                                              \
+    const rfa_cuda_status try_status_ = (expr);     \
+    if (try_status_ != RFA_CUDA_SUCCESS) return try_status_; \
+  } while (0)
+
+bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+
+const char* dtype_name(rfa_cuda_dtype t) {
+  switch (t) {
+    case RFA_CUDA_BF16: return "bf16";
+    case RFA_CUDA_FP16: return "fp16";
+    case RFA_CUDA_FP32: return "fp32";
+  }
+  return "unknown";
+}
+
+ElementType element_type(rfa_cuda_dtype t) {
+  return t == RFA_CUDA_BF16 ? ElementType::kBf16 : t == RFA_CUDA_FP16 ? ElementType::kFp16 : ElementType::kFp32;
+}
+
+bool known_dtype(rfa_cuda_dtype t) { return t == RFA_CUDA_BF16 || t == RFA_CUDA_FP16 || t == RFA_CUDA_FP32; }
+
+// Zero strides become the contiguous [batch][seq][heads][head_dim] layout.
+StridedTensor resolve(const void* data, rfa_cuda_strides s, std::int64_t seq, std::int64_t heads,
+                      std::int64_t head_dim) {
+  if (s.batch == 0 && s.seq == 0 && s.head == 0) {
+    s.head = head_dim;
+    s.seq = heads * head_dim;
+    s.batch = seq * heads * head_dim;
+  }
+  return StridedTensor{const_cast<void*>(data), s.batch, s.seq, s.head};
+}
+
+// The tensor-core kernels copy 16-byte chunks: base and strides must keep them aligned.
+rfa_cuda_status check_tile_tensor(const char* name, const void* data, const rfa_cuda_strides& s) {
+  if (data == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s is NULL", name);
+  if (!aligned16(data))
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s is not 16-byte aligned", name);
+  if (s.batch % 8 != 0 || s.seq % 8 != 0 || s.head % 8 != 0 || s.batch < 0 || s.seq < 0 || s.head < 0)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "%s strides (batch %lld, seq %lld, head %lld) must be non-negative multiples of 8",
+                name, static_cast<long long>(s.batch), static_cast<long long>(s.seq),
+                static_cast<long long>(s.head));
+  return RFA_CUDA_SUCCESS;
+}
+
+rfa_cuda_status to_device_positions(const char* name, const rfa_cuda_position_map& map,
+                                    std::int64_t seq, DevicePositions& out) {
+  if (map.count == 0) {
+    out = DevicePositions{0, 1, INT64_MAX, 0, 1};
+    return RFA_CUDA_SUCCESS;
+  }
+  if (map.count != 1 && map.count != 2)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s.count is %d; it must be 0, 1 or 2", name, map.count);
+  std::int64_t total = 0;
+  for (int i = 0; i < map.count; ++i) {
+    const rfa_cuda_segment& s = map.seg[i];
+    if (s.stride < 1 || s.length < 1)
+      return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                  "%s.seg[%d] has stride %lld and length %lld; both must be >= 1", name, i,
+                  static_cast<long long>(s.stride), static_cast<long long>(s.length));
+    if (std::llabs(s.start) > (INT64_C(1) << 60) || s.stride > (INT64_C(1) << 30))
+      return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s.seg[%d] positions are out of range", name, i);
+    total += s.length;
+  }
+  if (total != seq)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "%s covers %lld rows but the sequence has %lld", name,
+                static_cast<long long>(total), static_cast<long long>(seq));
+  const rfa_cuda_segment& a = map.seg[0];
+  const rfa_cuda_segment& b = map.seg[map.count == 2 ? 1 : 0];
+  out = DevicePositions{a.start, a.stride, map.count == 2 ? a.length : INT64_MAX, b.start, b.stride};
+  return RFA_CUDA_SUCCESS;
+}
+
+rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& dims) {
+  if (s.batch < 1 || s.seq_q < 1 || s.seq_k < 1 || s.heads < 1 || s.kv_heads < 1)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "batch %lld, seq_q %lld, seq_k %lld, heads %lld, kv_heads %lld must all be >= 1",
+                static_cast<long long>(s.batch), static_cast<long long>(s.seq_q),
+                static_cast<long long>(s.seq_k), static_cast<long long>(s.heads),
+                static_cast<long long>(s.kv_heads));
+  if (s.heads % s.kv_heads != 0)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "heads (%lld) is not a multiple of kv_heads (%lld)",
+                static_cast<long long>(s.heads), static_cast<long long>(s.kv_heads));
+  if (s.seq_q > INT_MAX / 2 || s.seq_k > INT_MAX / 2 || s.batch * s.heads > INT_MAX / 2)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "sequence or batch*heads too large for 32-bit tile indices");
+  if (s.head_dim != 64 && s.head_dim != 128)
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED, "head_dim %lld is not supported: use 64 or 128",
+                static_cast<long long>(s.head_dim));
+  if (s.dtype != RFA_CUDA_BF16 && s.dtype != RFA_CUDA_FP16)
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED, "input dtype %s is not supported: use bf16 or fp16",
+                dtype_name(s.dtype));
+  if (s.mask != RFA_CUDA_MASK_NONE && s.mask != RFA_CUDA_MASK_CAUSAL)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "unknown mask %d", static_cast<int>(s.mask));
+  if (!(s.scale >= 0.f) || !std::isfinite(s.scale))
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "scale %g must be finite and >= 0 (0: 1/sqrt(d))",
+                static_cast<double>(s.scale));
+  dims.batch = static_cast<int>(s.batch);
+  dims.seq_q = static_cast<int>(s.seq_q);
+  dims.seq_k = static_cast<int>(s.seq_k);
+  dims.heads = static_cast<int>(s.heads);
+  dims.kv_heads = static_cast<int>(s.kv_heads);
+  dims.head_dim = static_cast<int>(s.head_dim);
+  dims.scale = s.scale != 0.f ? s.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
+  dims.scale_log2 = dims.scale * 1.44269504088896340736f;
+  dims.causal = s.mask == RFA_CUDA_MASK_CAUSAL;
+  RFA_CUDA_TRY(to_device_positions("q_positions", s.q_positions, s.seq_q, dims.q_positions));
+  RFA_CUDA_TRY(to_device_positions("k_positions", s.k_positions, s.seq_k, dims.k_positions));
+  return RFA_CUDA_SUCCESS;
+}
+
+// The tensor-core kernels need sm_80 (mma.sync bf16, cp.async, ldmatrix).
+rfa_cuda_status check_device() {
+  int device = 0, major = 0;
+  RFA_CUDA_TRY(from_cuda(cudaGetDevice(&device), "cudaGetDevice"));
+  RFA_CUDA_TRY(from_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+                         "cudaDeviceGetAttribute"));
+  if (major < 8)
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED, "device %d has compute capability %d.x; sm_80 or newer is needed",
+                device, major);
+  return RFA_CUDA_SUCCESS;
+}
+
+rfa_cuda_status check_rowwise_shape(const char* what, std::int64_t batch, std::int64_t seq,
+                                    std::int64_t heads, std::int64_t head_dim, RowwiseShape& shape) {
+  if (batch < 1 || seq < 1 || heads < 1 || head_dim < 1)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s: batch, seq, heads, head_dim must all be >= 1", what);
+  if (batch * seq * heads > (INT64_C(1) << 33) || seq > INT_MAX || heads > INT_MAX || batch > INT_MAX ||
+      head_dim > INT_MAX)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s: too many rows", what);
+  shape = RowwiseShape{static_cast<int>(batch), static_cast<int>(seq), static_cast<int>(heads),
+                       static_cast<int>(head_dim)};
+  return RFA_CUDA_SUCCESS;
+}
+
+rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
+  if (p == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "forward params is NULL");
+  ForwardArgs a{};
+  RFA_CUDA_TRY(check_shape(p->shape, a.dims));
+  RFA_CUDA_TRY(check_tile_tensor("q", p->q, p->q_strides));
+  RFA_CUDA_TRY(check_tile_tensor("k", p->k, p->k_strides));
+  RFA_CUDA_TRY(check_tile_tensor("v", p->v, p->v_strides));
+  RFA_CUDA_TRY(check_tile_tensor("out", p->out, p->out_strides));
+  if (p->out_dtype != p->shape.dtype && p->out_dtype != RFA_CUDA_FP32)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "out_dtype %s must be the input dtype (%s) or fp32",
+                dtype_name(p->out_dtype), dtype_name(p->shape.dtype));
+  if (p->lse == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "lse is NULL");
+  RFA_CUDA_TRY(check_device());
+  const rfa_cuda_attention_shape& s = p->shape;
+  a.q = resolve(p->q, p->q_strides, s.seq_q, s.heads, s.head_dim);
+  a.k = resolve(p->k, p->k_strides, s.seq_k, s.kv_heads, s.head_dim);
+  a.v = resolve(p->v, p->v_strides, s.seq_k, s.kv_heads, s.head_dim);
+  a.out = resolve(p->out, p->out_strides, s.seq_q, s.heads, s.head_dim);
+  a.out_fp32 = p->out_dtype == RFA_CUDA_FP32;
+  a.lse = p->lse;
+  return from_cuda(launch_flash_forward(a, element_type(s.dtype), stream), "flash forward launch");
+}
+
+std::size_t backward_workspace_bytes(const rfa_cuda_backward_params& p) {
+  if (p.grad_mode != RFA_CUDA_GRAD_STORE) return 0;
+  const rfa_cuda_attention_shape& s = p.shape;
+  if (s.batch < 1 || s.seq_q < 1 || s.heads < 1 || s.head_dim < 1) return 0;
+  return static_cast<std::size_t>(s.batch * s.seq_q * s.heads * s.head_dim) * sizeof(float);
+}
+
+rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream) {
+  if (p == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "backward params is NULL");
+  BackwardArgs a{};
+  RFA_CUDA_TRY(check_shape(p->shape, a.dims));
+  RFA_CUDA_TRY(check_tile_tensor("q", p->q, p->q_strides));
+  RFA_CUDA_TRY(check_tile_tensor("k", p->k, p->k_strides));
+  RFA_CUDA_TRY(check_tile_tensor("v", p->v, p->v_strides));
+  RFA_CUDA_TRY(check_tile_tensor("dout", p->dout, p->dout_strides));
+  RFA_CUDA_TRY(check_tile_tensor("dq", p->dq, p->dq_strides));
+  RFA_CUDA_TRY(check_tile_tensor("dk", p->dk, p->dk_strides));
+  RFA_CUDA_TRY(check_tile_tensor("dv", p->dv, p->dv_strides));
+  if (p->lse == nullptr || p->delta == nullptr)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "lse and delta must not be NULL");
+  const bool store = p->grad_mode == RFA_CUDA_GRAD_STORE;
+  if (!store && p->grad_mode != RFA_CUDA_GRAD_ACCUMULATE_FP32)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "unknown grad_mode %d", static_cast<int>(p->grad_mode));
+  if (store && (p->workspace == nullptr || !aligned16(p->workspace)))
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "grad_mode STORE needs a 16-byte aligned workspace of rfa_cuda_backward_workspace_size() bytes");
+  RFA_CUDA_TRY(check_device());
+  const rfa_cuda_attention_shape& s = p->shape;
+  a.q = resolve(p->q, p->q_strides, s.seq_q, s.heads, s.head_dim);
+  a.k = resolve(p->k, p->k_strides, s.seq_k, s.kv_heads, s.head_dim);
+  a.v = resolve(p->v, p->v_strides, s.seq_k, s.kv_heads, s.head_dim);
+  a.dout = resolve(p->dout, p->dout_strides, s.seq_q, s.heads, s.head_dim);
+  a.dk = resolve(p->dk, p->dk_strides, s.seq_k, s.kv_heads, s.head_dim);
+  a.dv = resolve(p->dv, p->dv_strides, s.seq_k, s.kv_heads, s.head_dim);
+  a.lse = p->lse;
+  a.delta = p->delta;
+  a.store_dkdv = store;
+  const StridedTensor dq = resolve(p->dq, p->dq_strides, s.seq_q, s.heads, s.head_dim);
+  // dQ is summed over key tiles by atomics, so it always accumulates in fp32: directly in the
+  // caller's buffer, or in the zeroed workspace that is then converted into dq.
+  a.dq_accum = store ? resolve(p->workspace, rfa_cuda_strides{0, 0, 0}, s.seq_q, s.heads, s.head_dim) : dq;
+  const ElementType type = element_type(s.dtype);
+  if (store)
+    RFA_CUDA_TRY(from_cuda(cudaMemsetAsync(p->workspace, 0, backward_workspace_bytes(*p), stream),
+                           "zeroing the dq workspace"));
+  RFA_CUDA_TRY(from_cuda(launch_flash_backward(a, type, stream), "flash backward launch"));
+  if (store) {
+    const RowwiseShape shape{a.dims.batch, a.dims.seq_q, a.dims.heads, a.dims.head_dim};
+    RFA_CUDA_TRY(from_cuda(launch_convert_from_fp32(shape, a.dq_accum, dq, type, stream),
+                           "dq conversion launch"));
+  }
+  return RFA_CUDA_SUCCESS;
+}
+
+rfa_cuda_status delta(const rfa_cuda_delta_params* p, cudaStream_t stream) {
+  if (p == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "delta params is NULL");
+  RowwiseShape shape{};
+  RFA_CUDA_TRY(check_rowwise_shape("attention_delta", p->batch, p->seq, p->heads, p->head_dim, shape));
+  if (p->out == nullptr || p->dout == nullptr || p->delta == nullptr)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "attention_delta: out, dout and delta must not be NULL");
+  if (!known_dtype(p->out_dtype) || !known_dtype(p->dout_dtype))
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "attention_delta: unknown dtype");
+  const StridedTensor out = resolve(p->out, p->out_strides, p->seq, p->heads, p->head_dim);
+  const StridedTensor dout = resolve(p->dout, p->dout_strides, p->seq, p->heads, p->head_dim);
+  return from_cuda(launch_attention_delta(shape, out, element_type(p->out_dtype), dout,
+                                          element_type(p->dout_dtype), p->delta, stream),
+                   "attention_delta launch");
+}
+
+rfa_cuda_status merge(const rfa_cuda_merge_params* p, cudaStream_t stream) {
+  if (p == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "merge params is NULL");
+  RowwiseShape shape{};
+  RFA_CUDA_TRY(check_rowwise_shape("merge_partial", p->batch, p->seq, p->heads, p->head_dim, shape));
+  if (p->out == nullptr || p->lse == nullptr || p->block_out == nullptr || p->block_lse == nullptr)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "merge_partial: out, lse, block_out, block_lse must not be NULL");
+  const StridedTensor out = resolve(p->out, p->out_strides, p->seq, p->heads, p->head_dim);
+  const StridedTensor block = resolve(p->block_out, p->block_out_strides, p->seq, p->heads, p->head_dim);
+  return from_cuda(launch_merge_partial(shape, out, p->lse, block, p->block_lse, stream),
+                   "merge_partial launch");
+}
+
+}  // namespace
+}  // namespace detail
+}  // namespace rfa_cuda
+
+using namespace rfa_cuda::detail;
+
+extern "C" {
+
+void rfa_cuda_forward_params_init(rfa_cuda_forward_params* p) {
+  if (p == nullptr) return;
+  std::memset(p, 0, sizeof *p);
+  p->shape.dtype = RFA_CUDA_BF16;
+  p->out_dtype = RFA_CUDA_BF16;
+}
+
+void rfa_cuda_backward_params_init(rfa_cuda_backward_params* p) {
+  if (p == nullptr) return;
+  std::memset(p, 0, sizeof *p);
+  p->shape.dtype = RFA_CUDA_BF16;
+  p->grad_mode = RFA_CUDA_GRAD_ACCUMULATE_FP32;
+}
+
+rfa_cuda_status rfa_cuda_flash_forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
+  return forward(p, stream);
+}
+
+size_t rfa_cuda_backward_workspace_size(const rfa_cuda_backward_params* p) {
+  return p == nullptr ? 0 : backward_workspace_bytes(*p);
+}
+
+rfa_cuda_status rfa_cuda_flash_backward(const rfa_cuda_backward_params* p, cudaStream_t stream) {
+  return backward(p, stream);
+}
+
+rfa_cuda_status rfa_cuda_attention_delta(const rfa_cuda_delta_params* p, cudaStream_t stream) {
+  return delta(p, stream);
+}
+
+rfa_cuda_status rfa_cuda_merge_partial(const rfa_cuda_merge_params* p, cudaStream_t stream) {
+  return merge(p, stream);
+}
+
+const char* rfa_cuda_status_string(rfa_cuda_status status) {
+  switch (status) {
+    case RFA_CUDA_SUCCESS: return "success";
+    case RFA_CUDA_ERROR_INVALID_ARGUMENT: return "invalid argument";
+    case RFA_CUDA_ERROR_UNSUPPORTED: return "unsupported configuration";
+    case RFA_CUDA_ERROR_CUDA: return "CUDA runtime error";
+  }
+  return "unknown status";
+}
+
+const char* rfa_cuda_last_error_message(void) { return last_message; }
+
+}  // extern "C"

@@ -1,0 +1,65 @@
+// Internal, validated arguments handed from the host API (flash_api.cpp) to the kernel
+// launchers (*.cu). Strides are resolved (no zeros left) and lengths fit in int.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "attention_mask.cuh"
+
+namespace rfa_cuda {
+namespace detail {
+
+struct StridedTensor {
+  void* data;
+  std::int64_t batch, seq, head;  // element strides; the head dimension is contiguous
+};
+
+struct AttentionDims {
+  int batch, seq_q, seq_k, heads, kv_heads, head_dim;
+  float scale;       // softmax scale
+  float scale_log2;  // scale * log2(e): the kernels work with exp2
+  bool causal;
+  DevicePositions q_positions, k_positions;
+};
+
+struct ForwardArgs {
+  AttentionDims dims;
+  StridedTensor q, k, v, out;
+  bool out_fp32;
+  float* lse;
+};
+
+struct BackwardArgs {
+  AttentionDims dims;
+  StridedTensor q, k, v, dout;
+  const float* lse;
+  const float* delta;
+  StridedTensor dq_accum;  // fp32, always accumulated with atomics
+  StridedTensor dk, dv;    // fp32 (+=) or the input dtype (overwritten)
+  bool store_dkdv;
+};
+
+enum class ElementType { kBf16, kFp16, kFp32 };
+
+// Launchers; each returns the launch status (cudaGetLastError after the launch).
+cudaError_t launch_flash_forward(const ForwardArgs& args, ElementType dtype, cudaStream_t stream);
+cudaError_t launch_flash_backward(const BackwardArgs& args, ElementType dtype, cudaStream_t stream);
+
+struct RowwiseShape {
+  int batch, seq, heads, head_dim;
+};
+
+cudaError_t launch_attention_delta(const RowwiseShape& shape, StridedTensor out, ElementType out_type,
+                                   StridedTensor dout, ElementType dout_type, float* delta,
+                                   cudaStream_t stream);
+cudaError_t launch_merge_partial(const RowwiseShape& shape, StridedTensor out, float* lse,
+                                 StridedTensor block_out, const float* block_lse,
+                                 cudaStream_t stream);
+// dst (16-bit type) <- src (fp32), both [b][s][h][d] with their strides.
+cudaError_t launch_convert_from_fp32(const RowwiseShape& shape, StridedTensor src, StridedTensor dst,
+                                     ElementType dst_type, cudaStream_t stream);
+
+}  // namespace detail
+}  // namespace rfa_cuda

@@ -1,0 +1,423 @@
+// Correctness of the rfa_cuda kernels against the float64 reference (tests/reference):
+// fresh random inputs, outputs poisoned with NaN before every call, odd lengths, causal and
+// not, GQA, both dtypes and head dims, segment position maps, fp32 accumulate modes, the
+// delta and merge kernels. Argument checks run first and need no GPU; without a device the
+// program then prints "no CUDA device: skipping" and exits 77 (CTest: skipped).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "reference_attention.hpp"
+#include "rfa_cuda/flash.h"
+#include "test_support.cuh"
+
+using namespace rfa_cuda_test;
+namespace ref = rfa::reference;
+
+namespace {
+
+int failures = 0;
+std::mt19937_64 rng(20240607);
+
+struct Case {
+  std::string name;
+  rfa_cuda_dtype dtype;
+  int head_dim;
+  int batch, seq_q, seq_k, heads, kv_heads;
+  bool causal;
+  rfa_cuda_position_map q_map{}, k_map{};  // count 0: identity
+};
+
+rfa_cuda_position_map two_segments(std::int64_t s0, std::int64_t l0, std::int64_t s1, std::int64_t l1,
+                                   std::int64_t stride = 1) {
+  rfa_cuda_position_map m{};
+  m.seg[0] = {s0, stride, l0};
+  m.seg[1] = {s1, stride, l1};
+  m.count = 2;
+  return m;
+}
+
+rfa_cuda_position_map one_segment(std::int64_t start, std::int64_t stride, std::int64_t length) {
+  rfa_cuda_position_map m{};
+  m.seg[0] = {start, stride, length};
+  m.count = 1;
+  return m;
+}
+
+std::vector<std::int64_t> positions(const rfa_cuda_position_map& m) {
+  std::vector<std::int64_t> p;
+  if (m.count == 0) return p;  // the reference's identity map
+  for (int s = 0; s < m.count; ++s)
+    for (std::int64_t i = 0; i < m.seg[s].length; ++i) p.push_back(m.seg[s].start + i * m.seg[s].stride);
+  return p;
+}
+
+std::vector<double> random_values(rfa_cuda_dtype t, std::size_t n, double amplitude = 1.0) {
+  std::uniform_real_distribution<double> u(-amplitude, amplitude);
+  std::vector<double> x(n);
+  for (double& v : x) v = round_to(t, u(rng));
+  return x;
+}
+
+struct Tolerance {
+  double forward, backward;
+};
+Tolerance tolerance(rfa_cuda_dtype t) {
+  // Errors are max|got - ref| / max|ref|. P and dS are rounded to the input type before
+  // their matrix products (as in FlashAttention), which dominates: bf16 has 8 mantissa bits.
+  return t == RFA_CUDA_BF16 ? Tolerance{2e-2, 5e-2} : Tolerance{4e-3, 1e-2};
+}
+
+// Relative max error (NaN counts as infinite); -inf must match -inf exactly (lse).
+void expect_close(const std::string& what, const std::vector<double>& got, const std::vector<double>& want,
+                  double tol, bool absolute = false) {
+  double max_err = 0.0, max_ref = 0.0;
+  std::size_t bad_index = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    double err;
+    if (std::isinf(want[i]) || std::isinf(got[i])) err = got[i] == want[i] ? 0.0 : INFINITY;
+    else err = std::fabs(got[i] - want[i]);
+    if (std::isnan(got[i])) err = INFINITY;
+    if (err > max_err) { max_err = err; bad_index = i; }
+    if (std::isfinite(want[i])) max_ref = std::max(max_ref, std::fabs(want[i]));
+  }
+  const double scaled = absolute ? max_err : max_err / std::max(max_ref, 1e-6);
+  const bool ok = scaled <= tol;
+  std::printf("  %-4s %-40s error %.3e (tol %.1e)%s\n", ok ? "ok" : "FAIL", what.c_str(), scaled, tol,
+              ok ? "" : "");
+  if (!ok) {
+    std::printf("       worst at %zu: got %.6g want %.6g\n", bad_index, got[bad_index], want[bad_index]);
+    ++failures;
+  }
+}
+
+rfa_cuda_attention_shape shape_of(const Case& c) {
+  rfa_cuda_attention_shape s{};
+  s.batch = c.batch;
+  s.seq_q = c.seq_q;
+  s.seq_k = c.seq_k;
+  s.heads = c.heads;
+  s.kv_heads = c.kv_heads;
+  s.head_dim = c.head_dim;
+  s.scale = 0.f;
+  s.mask = c.causal ? RFA_CUDA_MASK_CAUSAL : RFA_CUDA_MASK_NONE;
+  s.q_positions = c.q_map;
+  s.k_positions = c.k_map;
+  s.dtype = c.dtype;
+  return s;
+}
+
+ref::Problem problem_of(const Case& c) {
+  ref::Problem p;
+  p.batch = c.batch;
+  p.seq_q = c.seq_q;
+  p.seq_k = c.seq_k;
+  p.heads = c.heads;
+  p.kv_heads = c.kv_heads;
+  p.head_dim = c.head_dim;
+  p.causal = c.causal;
+  p.q_pos = positions(c.q_map);
+  p.k_pos = positions(c.k_map);
+  return p;
+}
+
+// Forward (both output modes), delta, backward (both gradient modes) of one case.
+void run_case(const Case& c) {
+  std::printf("%s: %s d=%d b=%d sq=%d sk=%d h=%d hkv=%d %s\n", c.name.c_str(),
+              c.dtype == RFA_CUDA_BF16 ? "bf16" : "fp16", c.head_dim, c.batch, c.seq_q, c.seq_k,
+              c.heads, c.kv_heads, c.causal ? "causal" : "full");
+  const ref::Problem p = problem_of(c);
+  const Tolerance tol = tolerance(c.dtype);
+  const std::vector<double> q = random_values(c.dtype, p.q_size()), k = random_values(c.dtype, p.kv_size()),
+                            v = random_values(c.dtype, p.kv_size()), dout = random_values(c.dtype, p.q_size());
+  std::vector<double> ref_out, ref_lse, ref_dq, ref_dk, ref_dv;
+  ref::forward(p, q, k, v, ref_out, ref_lse);
+  ref::backward(p, q, k, v, dout, ref_dq, ref_dk, ref_dv);
+
+  DeviceArray dq_in(c.dtype, q.size()), dk_in(c.dtype, k.size()), dv_in(c.dtype, v.size()),
+      ddout(c.dtype, dout.size());
+  dq_in.upload(q);
+  dk_in.upload(k);
+  dv_in.upload(v);
+  ddout.upload(dout);
+  DeviceArray out16(c.dtype, q.size()), out32(RFA_CUDA_FP32, q.size()), lse(RFA_CUDA_FP32, p.lse_size()),
+      delta(RFA_CUDA_FP32, p.lse_size());
+
+  rfa_cuda_forward_params f;
+  rfa_cuda_forward_params_init(&f);
+  f.shape = shape_of(c);
+  f.q = dq_in.get();
+  f.k = dk_in.get();
+  f.v = dv_in.get();
+  f.lse = lse.as_float();
+  for (rfa_cuda_dtype out_type : {c.dtype, RFA_CUDA_FP32}) {
+    DeviceArray& out = out_type == RFA_CUDA_FP32 ? out32 : out16;
+    out.poison();
+    lse.poison();
+    f.out = out.get();
+    f.out_dtype = out_type;
+    RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr));
+    RFA_TEST_CUDA(cudaDeviceSynchronize());
+    const std::string tag = out_type == RFA_CUDA_FP32 ? "fp32" : "dtype";
+    expect_close("forward out (" + tag + ")", out.download(), ref_out, tol.forward);
+    expect_close("forward lse (" + tag + ", absolute)", lse.download(), ref_lse, 2e-3, true);
+  }
+
+  // D = rowsum(dout * out): from the fp32 out (used below) and from the dtype out.
+  std::vector<double> ref_delta(p.lse_size(), 0.0);
+  for (std::int64_t b = 0; b < p.batch; ++b)
+    for (std::int64_t i = 0; i < p.seq_q; ++i)
+      for (std::int64_t h = 0; h < p.heads; ++h) {
+        double s = 0.0;
+        for (std::int64_t d = 0; d < p.head_dim; ++d) {
+          const std::size_t at = ((b * p.seq_q + i) * p.heads + h) * p.head_dim + d;
+          s += dout[at] * ref_out[at];
+        }
+        ref_delta[(b * p.heads + h) * p.seq_q + i] = s;
+      }
+  rfa_cuda_delta_params dp{};
+  dp.batch = p.batch;
+  dp.seq = p.seq_q;
+  dp.heads = p.heads;
+  dp.head_dim = p.head_dim;
+  dp.dout = ddout.get();
+  dp.dout_dtype = c.dtype;
+  dp.delta = delta.as_float();
+  for (rfa_cuda_dtype out_type : {c.dtype, RFA_CUDA_FP32}) {
+    dp.out = out_type == RFA_CUDA_FP32 ? out32.get() : out16.get();
+    dp.out_dtype = out_type;
+    delta.poison();
+    RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
+    RFA_TEST_CUDA(cudaDeviceSynchronize());
+    expect_close(std::string("delta (out ") + (out_type == RFA_CUDA_FP32 ? "fp32)" : "dtype)"),
+                 delta.download(), ref_delta, tol.forward);
+  }
+  // Leave delta computed from the fp32 output for the backward.
+  dp.out = out32.get();
+  dp.out_dtype = RFA_CUDA_FP32;
+  RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
+
+  rfa_cuda_backward_params bp;
+  rfa_cuda_backward_params_init(&bp);
+  bp.shape = shape_of(c);
+  bp.q = dq_in.get();
+  bp.k = dk_in.get();
+  bp.v = dv_in.get();
+  bp.dout = ddout.get();
+  bp.lse = lse.as_float();  // the fp32-output forward ran last
+  bp.delta = delta.as_float();
+
+  {  // Accumulate mode: gradients are added to what the buffers hold.
+    const std::vector<double> dq0 = random_values(RFA_CUDA_FP32, q.size()),
+                              dk0 = random_values(RFA_CUDA_FP32, k.size()),
+                              dv0 = random_values(RFA_CUDA_FP32, v.size());
+    DeviceArray dq(RFA_CUDA_FP32, q.size()), dk(RFA_CUDA_FP32, k.size()), dv(RFA_CUDA_FP32, v.size());
+    dq.upload(dq0);
+    dk.upload(dk0);
+    dv.upload(dv0);
+    bp.grad_mode = RFA_CUDA_GRAD_ACCUMULATE_FP32;
+    bp.dq = dq.get();
+    bp.dk = dk.get();
+    bp.dv = dv.get();
+    RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
+    RFA_TEST_CUDA(cudaDeviceSynchronize());
+    auto minus = [](std::vector<double> a, const std::vector<double>& b) {
+      for (std::size_t i = 0; i < a.size(); ++i) a[i] -= b[i];
+      return a;
+    };
+    expect_close("backward dq (accumulate fp32)", minus(dq.download(), dq0), ref_dq, tol.backward);
+    expect_close("backward dk (accumulate fp32)", minus(dk.download(), dk0), ref_dk, tol.backward);
+    expect_close("backward dv (accumulate fp32)", minus(dv.download(), dv0), ref_dv, tol.backward);
+  }
+  {  // Store mode: gradients in the input dtype, overwritten.
+    DeviceArray dq(c.dtype, q.size()), dk(c.dtype, k.size()), dv(c.dtype, v.size());
+    dq.poison();
+    dk.poison();
+    dv.poison();
+    bp.grad_mode = RFA_CUDA_GRAD_STORE;
+    bp.dq = dq.get();
+    bp.dk = dk.get();
+    bp.dv = dv.get();
+    DeviceArray workspace(RFA_CUDA_FP32, rfa_cuda_backward_workspace_size(&bp) / 4);
+    workspace.poison();
+    bp.workspace = workspace.get();
+    RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
+    RFA_TEST_CUDA(cudaDeviceSynchronize());
+    expect_close("backward dq (store dtype)", dq.download(), ref_dq, tol.backward);
+    expect_close("backward dk (store dtype)", dk.download(), ref_dk, tol.backward);
+    expect_close("backward dv (store dtype)", dv.download(), ref_dv, tol.backward);
+  }
+}
+
+// Ring-style forward: the keys split in two blocks with their own position maps, each block's
+// fp32 partial merged into a running out/lse that starts as NaN / -inf.
+void run_merge_case(const Case& c, int split) {
+  std::printf("%s: merge of two key blocks (%d + %d rows)\n", c.name.c_str(), split, c.seq_k - split);
+  const ref::Problem p = problem_of(c);
+  const std::vector<double> q = random_values(c.dtype, p.q_size()), k = random_values(c.dtype, p.kv_size()),
+                            v = random_values(c.dtype, p.kv_size());
+  std::vector<double> ref_out, ref_lse;
+  ref::forward(p, q, k, v, ref_out, ref_lse);
+
+  DeviceArray dq(c.dtype, q.size()), dk(c.dtype, k.size()), dv(c.dtype, v.size());
+  dq.upload(q);
+  dk.upload(k);
+  dv.upload(v);
+  DeviceArray out(RFA_CUDA_FP32, q.size()), lse(RFA_CUDA_FP32, p.lse_size()),
+      block_out(RFA_CUDA_FP32, q.size()), block_lse(RFA_CUDA_FP32, p.lse_size());
+  out.poison();
+  lse.upload(std::vector<double>(p.lse_size(), -INFINITY));
+
+  const std::vector<std::int64_t> all_k = positions(c.k_map);
+  const std::size_t row_bytes = static_cast<std::size_t>(c.kv_heads) * c.head_dim * 2;
+  for (int part = 0; part < 2; ++part) {
+    const int first = part == 0 ? 0 : split, rows = part == 0 ? split : c.seq_k - split;
+    Case block = c;
+    block.seq_k = rows;
+    // The block's global key positions: a piece of the full map, itself affine when the
+    // full map is (each test keeps both pieces inside one segment).
+    const std::int64_t start = all_k.empty() ? first : all_k[first];
+    const std::int64_t stride = rows > 1 ? (all_k.empty() ? 1 : all_k[first + 1] - all_k[first]) : 1;
+    block.k_map = one_segment(start, stride, rows);
+    rfa_cuda_forward_params f;
+    rfa_cuda_forward_params_init(&f);
+    f.shape = shape_of(block);
+    // batch = 1 here, so a key block is a contiguous row range of k and v.
+    f.q = dq.get();
+    f.k = static_cast<char*>(dk.get()) + first * row_bytes;
+    f.v = static_cast<char*>(dv.get()) + first * row_bytes;
+    f.out = block_out.get();
+    f.out_dtype = RFA_CUDA_FP32;
+    f.lse = block_lse.as_float();
+    block_out.poison();
+    block_lse.poison();
+    RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr));
+    rfa_cuda_merge_params m{};
+    m.batch = c.batch;
+    m.seq = c.seq_q;
+    m.heads = c.heads;
+    m.head_dim = c.head_dim;
+    m.out = out.as_float();
+    m.lse = lse.as_float();
+    m.block_out = block_out.as_float();
+    m.block_lse = block_lse.as_float();
+    RFA_TEST_CALL(rfa_cuda_merge_partial(&m, nullptr));
+  }
+  RFA_TEST_CUDA(cudaDeviceSynchronize());
+  expect_close("merged out", out.download(), ref_out, tolerance(c.dtype).forward);
+  expect_close("merged lse (absolute)", lse.download(), ref_lse, 2e-3, true);
+}
+
+// Checks that need no GPU: bad arguments are refused with a status and a message.
+void run_argument_checks() {
+  std::printf("argument checks\n");
+  alignas(16) static unsigned char dummy[64];
+  rfa_cuda_forward_params f;
+  rfa_cuda_forward_params_init(&f);
+  f.shape.batch = f.shape.seq_q = f.shape.seq_k = f.shape.heads = f.shape.kv_heads = 1;
+  f.shape.head_dim = 64;
+  f.q = f.k = f.v = f.out = dummy;
+  f.lse = reinterpret_cast<float*>(dummy);
+  auto expect = [](const char* what, rfa_cuda_status got, rfa_cuda_status want, const char* needle) {
+    const bool ok = got == want && std::strstr(rfa_cuda_last_error_message(), needle) != nullptr;
+    std::printf("  %-4s %-40s -> %s: %s\n", ok ? "ok" : "FAIL", what, rfa_cuda_status_string(got),
+                rfa_cuda_last_error_message());
+    if (!ok) ++failures;
+  };
+  rfa_cuda_forward_params bad = f;
+  bad.shape.head_dim = 96;
+  expect("head_dim 96", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_UNSUPPORTED, "head_dim");
+  bad = f;
+  bad.shape.heads = 3;
+  bad.shape.kv_heads = 2;
+  expect("heads % kv_heads != 0", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT, "kv_heads");
+  bad = f;
+  bad.q = nullptr;
+  expect("q NULL", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT, "q is NULL");
+  bad = f;
+  bad.shape.q_positions = one_segment(0, 1, 5);
+  expect("position map length != seq_q", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "q_positions");
+  bad = f;
+  bad.shape.k_positions = one_segment(0, 0, 1);
+  expect("segment stride 0", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT, "stride");
+  bad = f;
+  bad.shape.dtype = RFA_CUDA_FP32;
+  bad.out_dtype = RFA_CUDA_FP32;
+  expect("fp32 inputs", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_UNSUPPORTED, "dtype");
+  bad = f;
+  bad.q_strides = {0, 12, 0};
+  expect("stride not a multiple of 8", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "multiples of 8");
+  bad = f;
+  bad.out_dtype = RFA_CUDA_FP16;
+  expect("out dtype fp16 with bf16 input", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "out_dtype");
+  rfa_cuda_backward_params b;
+  rfa_cuda_backward_params_init(&b);
+  b.shape = f.shape;
+  b.q = b.k = b.v = b.dout = b.dq = b.dk = b.dv = dummy;
+  b.lse = b.delta = reinterpret_cast<const float*>(dummy);
+  b.grad_mode = RFA_CUDA_GRAD_STORE;
+  expect("store mode without workspace", rfa_cuda_flash_backward(&b, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "workspace");
+}
+
+}  // namespace
+
+int main() {
+  run_argument_checks();
+  if (!cuda_device_present()) {
+    std::printf("no CUDA device: skipping the GPU correctness tests (%d argument-check failures)\n", failures);
+    return failures == 0 ? kSkipExitCode : 1;
+  }
+  int device = 0, major = 0;
+  RFA_TEST_CUDA(cudaGetDevice(&device));
+  RFA_TEST_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (major < 8) {
+    std::printf("CUDA device has compute capability %d.x < 8.0: skipping\n", major);
+    return kSkipExitCode;
+  }
+
+  const rfa_cuda_dtype B = RFA_CUDA_BF16, H = RFA_CUDA_FP16;
+  std::vector<Case> cases = {
+      {"tiny", B, 64, 1, 1, 1, 1, 1, false},
+      {"single query, causal", H, 128, 1, 1, 77, 2, 1, true},
+      {"odd, full", B, 64, 2, 77, 77, 4, 2, false},
+      {"odd, causal, d128", H, 128, 1, 129, 129, 2, 1, true},
+      {"long, causal", B, 128, 1, 1000, 1000, 2, 2, true},
+      {"long, causal, fp16 d64", H, 64, 1, 1000, 1000, 2, 1, true},
+      {"sq != sk, GQA 4:1", B, 128, 1, 129, 1000, 4, 1, false},
+      {"sq > sk, causal fp16", H, 64, 2, 300, 77, 2, 2, true},
+  };
+  // Zigzag over P = 3 ranks, chunks of 40 tokens: rank r holds chunks r and 5 - r.
+  Case zig{"zigzag q(rank 1) x k(rank 1)", B, 128, 1, 80, 80, 2, 1, true};
+  zig.q_map = two_segments(40, 40, 160, 40);
+  zig.k_map = two_segments(40, 40, 160, 40);
+  cases.push_back(zig);
+  Case zig_other{"zigzag q(rank 0) x k(rank 2), masked rows", H, 64, 1, 80, 80, 2, 2, true};
+  zig_other.q_map = two_segments(0, 40, 200, 40);
+  zig_other.k_map = two_segments(80, 40, 120, 40);
+  cases.push_back(zig_other);
+  Case stripe{"stripe q(rank 2 of 3) x k(rank 0)", B, 64, 1, 101, 100, 2, 1, true};
+  stripe.q_map = one_segment(2, 3, 101);
+  stripe.k_map = one_segment(0, 3, 100);
+  cases.push_back(stripe);
+  for (const Case& c : cases) run_case(c);
+
+  Case merge{"merge, causal", B, 128, 1, 200, 200, 2, 1, true};
+  run_merge_case(merge, 77);
+  Case merge_stripe{"merge, stripe causal fp16", H, 64, 1, 150, 150, 2, 2, true};
+  merge_stripe.q_map = one_segment(1, 2, 150);
+  merge_stripe.k_map = one_segment(0, 2, 150);
+  run_merge_case(merge_stripe, 70);
+
+  if (failures == 0) std::printf("all checks passed\n");
+  else std::printf("%d check(s) FAILED\n", failures);
+  return failures == 0 ? 0 : 1;
+}
