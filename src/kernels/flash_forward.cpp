@@ -14,7 +14,8 @@ namespace kernels {
 namespace {
 
 constexpr int kTileRows = 96;  // query rows per tile (a multiple of kMicroRows)
-constexpr int kTileCols = 96;  // key rows per tile (a multiple of 16)
+constexpr int kTileCols = 96;  // key rows per tile (a multiple of kMicroRows)
+constexpr int kRowPadding = 24;  // query rows are padded to whole micro-tiles (6) and SIMD lanes (8)
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -32,8 +33,11 @@ struct ForwardTiles {
   int n_qtiles = 0;
   int n_ktiles = 0;
 
+  // The score tile is kept transposed, st[key][query]: then S^T = K Q^T takes K rows straight
+  // from the tensor (no transposition per key tile; Q^T is packed once per query tile), and
+  // the softmax reductions over keys run down columns, lane-parallel over 8 queries.
   struct Scratch {
-    float *q, *kt, *v, *s, *o, *m, *l;
+    float *qt, *k, *v, *st, *o, *m, *l;
     std::int64_t *q_pos, *k_pos;
   };
 
@@ -51,10 +55,10 @@ struct ForwardTiles {
       base += n * sizeof(float);
       return f;
     };
-    s.q = take(std::size_t(kTileRows) * d);
-    s.kt = take(std::size_t(kTileCols) * d);
+    s.qt = take(std::size_t(kTileRows) * d);
+    s.k = take(std::size_t(kTileCols) * d);
     s.v = take(std::size_t(kTileCols) * d);
-    s.s = take(std::size_t(kTileRows) * kTileCols);
+    s.st = take(std::size_t(kTileRows) * kTileCols);
     s.o = take(std::size_t(kTileRows) * d);
     s.m = take(kTileRows);
     s.l = take(kTileRows);
@@ -72,19 +76,20 @@ struct ForwardTiles {
     const int hk = int(h / (p.heads / p.kv_heads));
     const std::int64_t r0 = std::int64_t(qt) * kTileRows;
     const int rows = int(std::min<std::int64_t>(kTileRows, p.seq_q - r0));
-    const int rows_padded = round_up(rows, kMicroRows);
+    // Queries are the rows of O (micro-tiles of 6) and the lanes of the softmax (8).
+    const int rows_padded = round_up(rows, kRowPadding);
     const float ninf = -std::numeric_limits<float>::infinity();
     Scratch s = carve(team);
 
-    // Q in the log2 domain: S = (scale * log2 e) Q K^T feeds exp2 directly.
+    // Q^T in the log2 domain: S = (scale * log2 e) Q K^T feeds exp2 directly.
     const float q_scale = p.scale() * kLog2e;
-    for (int i = 0; i < rows; ++i) {
-      for (int x = 0; x < d; ++x) s.q[i * d + x] = to_float(q(b, r0 + i, h, x)) * q_scale;
-      s.q_pos[i] = p.q_pos(r0 + i);
+    for (int i = 0; i < rows_padded; ++i) {
+      const bool real = i < rows;
+      for (int x = 0; x < d; ++x) s.qt[x * kTileRows + i] = real ? to_float(q(b, r0 + i, h, x)) * q_scale : 0.0f;
+      if (real) s.q_pos[i] = p.q_pos(r0 + i);
     }
-    for (int i = rows * d; i < rows_padded * d; ++i) s.q[i] = 0.0f;
     for (int i = 0; i < rows_padded * d; ++i) s.o[i] = 0.0f;
-    for (int i = 0; i < rows; ++i) {
+    for (int i = 0; i < rows_padded; ++i) {
       s.m[i] = ninf;
       s.l[i] = 0.0f;
     }
@@ -92,39 +97,38 @@ struct ForwardTiles {
     for (int kt = 0; kt < n_ktiles; ++kt) {
       const std::int64_t c0 = std::int64_t(kt) * kTileCols;
       const int cols = int(std::min<std::int64_t>(kTileCols, p.seq_k - c0));
-      const int cols_padded = round_up(cols, simd::kLanes);
+      const int cols_padded = round_up(cols, kMicroRows);
       const TileVisibility vis = classify_tile(p.mask, p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
       if (vis == TileVisibility::hidden) continue;
 
-      for (int j = 0; j < cols; ++j) {
+      // K/V rows are converted (and zero-padded to whole micro-tiles) into contiguous scratch
+      // even for fp32: the tensor's row stride (kv_heads * d floats) is often a multiple of
+      // 4 KiB / 8, which maps a 16-column strip of V onto a few L1 sets and thrashes them.
+      for (int j = 0; j < cols_padded; ++j) {
+        const bool real = j < cols;
         for (int x = 0; x < d; ++x) {
-          s.kt[x * kTileCols + j] = to_float(k(b, c0 + j, hk, x));
-          s.v[j * d + x] = to_float(v(b, c0 + j, hk, x));
+          s.k[j * d + x] = real ? to_float(k(b, c0 + j, hk, x)) : 0.0f;
+          s.v[j * d + x] = real ? to_float(v(b, c0 + j, hk, x)) : 0.0f;
         }
       }
-      for (int j = cols; j < cols_padded; ++j) {
-        for (int x = 0; x < d; ++x) {
-          s.kt[x * kTileCols + j] = 0.0f;
-          s.v[j * d + x] = 0.0f;
-        }
-      }
+      const float* k_rows = s.k;
+      const float* v_rows = s.v;
+      const std::ptrdiff_t ld_kv = d;
 
-      gemm(rows_padded, cols_padded, d, MatrixA{s.q, d, 1}, s.kt, kTileCols, s.s, kTileCols, false);
+      gemm(cols_padded, rows_padded, d, MatrixA{k_rows, ld_kv, 1}, s.qt, kTileRows, s.st, kTileRows, false);
 
       if (vis == TileVisibility::partial) {
         for (int j = 0; j < cols; ++j) s.k_pos[j] = p.k_pos(c0 + j);
-        for (int i = 0; i < rows; ++i)
-          for (int j = 0; j < cols; ++j)
-            if (!key_visible(s.q_pos[i], s.k_pos[j])) s.s[i * kTileCols + j] = ninf;
+        for (int j = 0; j < cols; ++j)
+          for (int i = 0; i < rows; ++i)
+            if (!key_visible(s.q_pos[i], s.k_pos[j])) s.st[j * kTileRows + i] = ninf;
       }
-      for (int i = 0; i < rows; ++i)
-        for (int j = cols; j < cols_padded; ++j) s.s[i * kTileCols + j] = ninf;
+      for (int j = cols; j < cols_padded; ++j)
+        for (int i = 0; i < rows_padded; ++i) s.st[j * kTileRows + i] = ninf;
 
-      online_softmax(s, rows, cols_padded);
-      for (int i = rows; i < rows_padded; ++i)
-        for (int j = 0; j < cols_padded; ++j) s.s[i * kTileCols + j] = 0.0f;
+      online_softmax(s, rows_padded, cols_padded);
 
-      gemm(rows_padded, d, cols_padded, MatrixA{s.s, kTileCols, 1}, s.v, d, s.o, d, true);
+      gemm(rows_padded, d, cols_padded, MatrixA{s.st, 1, kTileRows}, v_rows, ld_kv, s.o, d, true);
     }
 
     for (int i = 0; i < rows; ++i) {
@@ -135,33 +139,35 @@ struct ForwardTiles {
     }
   }
 
-  /// Turns the score rows into probabilities against the running max, rescaling the
-  /// running sum and output where the max moved.
-  void online_softmax(const Scratch& s, int rows, int cols_padded) const {
+  /// Turns the score columns into probabilities against the running max, eight queries at a
+  /// time, and rescales the running sum and output rows whose max moved.
+  void online_softmax(const Scratch& s, int rows_padded, int cols_padded) const {
     const float ninf = -std::numeric_limits<float>::infinity();
-    for (int i = 0; i < rows; ++i) {
-      float* row = s.s + i * kTileCols;
-      simd::f8 vmax = simd::broadcast(ninf);
-      for (int j = 0; j < cols_padded; j += simd::kLanes) vmax = simd::max(vmax, simd::load(row + j));
-      const float m_old = s.m[i];
-      const float m_new = std::max(m_old, simd::reduce_max(vmax));
-      if (m_new == ninf) {  // nothing visible yet in this row
-        for (int j = 0; j < cols_padded; ++j) row[j] = 0.0f;
-        continue;
-      }
-      const simd::f8 vm = simd::broadcast(m_new);
+    const simd::f8 vninf = simd::broadcast(ninf);
+    for (int i0 = 0; i0 < rows_padded; i0 += simd::kLanes) {
+      simd::f8 vmax = vninf;
+      for (int j = 0; j < cols_padded; ++j) vmax = simd::max(vmax, simd::load(s.st + j * kTileRows + i0));
+      const simd::f8 m_old = simd::load(s.m + i0);
+      const simd::f8 m_new = simd::max(m_old, vmax);
+      // A query that has seen nothing yet keeps m = -inf; subtracting 0 instead keeps its
+      // probabilities at exp2(-inf) = 0 rather than NaN.
+      const simd::f8 m_sub = simd::select_less(m_new, -3.0e38f, simd::broadcast(0.0f), m_new);
       simd::f8 vsum = simd::broadcast(0.0f);
-      for (int j = 0; j < cols_padded; j += simd::kLanes) {
-        const simd::f8 pj = simd::exp2(simd::load(row + j) - vm);
-        simd::store(row + j, pj);
+      for (int j = 0; j < cols_padded; ++j) {
+        float* col = s.st + j * kTileRows + i0;
+        const simd::f8 pj = simd::exp2(simd::load(col) - m_sub);
+        simd::store(col, pj);
         vsum = vsum + pj;
       }
-      const float alpha = m_old == ninf ? 0.0f : std::exp2(m_old - m_new);
-      s.l[i] = s.l[i] * alpha + simd::reduce_add(vsum);
-      s.m[i] = m_new;
-      if (alpha != 1.0f) {
-        float* o = s.o + i * d;
-        const simd::f8 va = simd::broadcast(alpha);
+      const simd::f8 alpha = simd::exp2(m_old - m_sub);
+      simd::store(s.l + i0, simd::fma(simd::load(s.l + i0), alpha, vsum));
+      simd::store(s.m + i0, m_new);
+      float a[simd::kLanes];
+      simd::store(a, alpha);
+      for (int lane = 0; lane < simd::kLanes; ++lane) {
+        if (a[lane] == 1.0f) continue;
+        float* o = s.o + (i0 + lane) * d;
+        const simd::f8 va = simd::broadcast(a[lane]);
         for (int x = 0; x < d; x += simd::kLanes) simd::store(o + x, simd::load(o + x) * va);
       }
     }

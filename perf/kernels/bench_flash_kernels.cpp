@@ -1,0 +1,188 @@
+// Benchmark of the portable flash kernels on one host thread.
+//
+// Prints, per (pass, dtype, mask): GFLOP/s by FlashAttention's convention, the fraction of
+// this core's measured fp32 FMA peak, and PyTorch's CPU flash kernel on the same shape when
+// torch is importable (measured in the same run). Google Benchmark flags apply
+// (--benchmark_out=FILE --benchmark_out_format=json for the regression comparator,
+// --benchmark_filter=...); the shape comes
+// from --rfa_batch, --rfa_seq, --rfa_heads, --rfa_head_dim (defaults 1, 4096, 4, 128).
+#include <benchmark/benchmark.h>
+
+#include <Kokkos_Core.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "cpu_peak.hpp"
+#include "kernels/flash_attention.hpp"
+
+namespace {
+
+using namespace rfa;
+using kernels::Tensor3;
+using kernels::Tensor4;
+
+struct Shape {
+  std::int64_t batch = 1, seq = 4096, heads = 4, head_dim = 128;
+};
+Shape g_shape;
+double g_peak = 0.0;
+
+struct Result {
+  double rfa_gflops = 0.0;
+  double peer_gflops = 0.0;
+};
+std::map<std::string, Result> g_results;  // key: "fwd bf16 causal"
+
+template <class T>
+Tensor4<T> random_tensor(const char* name, std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d,
+                         std::uint64_t seed) {
+  Tensor4<T> t(std::string(name), a, b, c, d);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (std::size_t i = 0; i < t.size(); ++i) t.data()[i] = from_float<T>(dist(rng));
+  return t;
+}
+
+std::string key(const char* pass, rfa_dtype_t dtype, bool causal) {
+  return std::string(pass) + " " + dtype_name(dtype) + (causal ? " causal" : " full");
+}
+
+template <class T>
+void bench_attention(benchmark::State& state, bool backward, bool causal) {
+  const Shape s = g_shape;
+  const auto p = kernels::make_params(s.batch, s.seq, s.seq, s.heads, s.heads, s.head_dim,
+                                      causal ? RFA_MASK_CAUSAL : RFA_MASK_NONE);
+  auto q = random_tensor<T>("q", s.batch, s.seq, s.heads, s.head_dim, 1);
+  auto k = random_tensor<T>("k", s.batch, s.seq, s.heads, s.head_dim, 2);
+  auto v = random_tensor<T>("v", s.batch, s.seq, s.heads, s.head_dim, 3);
+  auto dout = random_tensor<T>("dout", s.batch, s.seq, s.heads, s.head_dim, 4);
+  Tensor4<T> out("out", s.batch, s.seq, s.heads, s.head_dim);
+  Tensor3<float> lse("lse", s.batch, s.heads, s.seq);
+  Tensor4<T> dq("dq", s.batch, s.seq, s.heads, s.head_dim);
+  Tensor4<T> dk("dk", s.batch, s.seq, s.heads, s.head_dim);
+  Tensor4<T> dv("dv", s.batch, s.seq, s.heads, s.head_dim);
+  kernels::flash_forward<T, T>(p, q, k, v, out, lse);
+
+  for (auto _ : state) {
+    if (backward) {
+      kernels::flash_backward<T>(p, q, k, v, out, dout, lse, dq, dk, dv);
+    } else {
+      kernels::flash_forward<T, T>(p, q, k, v, out, lse);
+    }
+  }
+  const double flops = perf::attention_flops(s.batch, s.seq, s.seq, s.heads, s.head_dim, causal, backward);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9 * state.iterations(), benchmark::Counter::kIsRate);
+}
+
+/// Keeps the last measured GFLOP/s of each benchmark for the summary table.
+class SummaryReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    std::vector<Run> annotated = runs;
+    for (Run& r : annotated) {
+      auto it = r.counters.find("GFLOP/s");
+      if (it == r.counters.end()) continue;
+      g_results[r.benchmark_name().substr(0, r.benchmark_name().find('/'))].rfa_gflops = it->second;
+      r.counters["peak_fraction"] = benchmark::Counter(it->second / (g_peak * 1e-9));
+    }
+    ConsoleReporter::ReportRuns(annotated);
+  }
+};
+
+/// Runs the PyTorch peer script; fills peer_gflops of the matching entries.
+void measure_peer() {
+  const std::string cmd = std::string("python3 ") + RFA_TORCH_PEER_SCRIPT + " --batch " + std::to_string(g_shape.batch) +
+                          " --seq " + std::to_string(g_shape.seq) + " --heads " + std::to_string(g_shape.heads) +
+                          " --head-dim " + std::to_string(g_shape.head_dim) + " 2>/dev/null";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  if (!pipe) return;
+  char line[512];
+  while (std::fgets(line, sizeof line, pipe.get())) {
+    char dtype[32] = {0}, causal[8] = {0};
+    double fwd_ms = 0, bwd_ms = 0;
+    if (std::sscanf(line, "{\"dtype\": \"%31[^\"]\", \"causal\": %7[a-z], \"fwd_ms\": %lf, \"bwd_ms\": %lf", dtype,
+                    causal, &fwd_ms, &bwd_ms) != 4)
+      continue;
+    const bool is_causal = std::string(causal) == "true";
+    const rfa_dtype_t dt = std::string(dtype) == "float32" ? RFA_DTYPE_FLOAT32 : RFA_DTYPE_BFLOAT16;
+    const auto& s = g_shape;
+    const double ffwd = perf::attention_flops(s.batch, s.seq, s.seq, s.heads, s.head_dim, is_causal, false);
+    const double fbwd = perf::attention_flops(s.batch, s.seq, s.seq, s.heads, s.head_dim, is_causal, true);
+    if (fwd_ms > 0) g_results[key("fwd", dt, is_causal)].peer_gflops = ffwd / (fwd_ms * 1e-3) * 1e-9;
+    if (bwd_ms > 0) g_results[key("bwd", dt, is_causal)].peer_gflops = fbwd / (bwd_ms * 1e-3) * 1e-9;
+  }
+}
+
+bool parse_shape_flag(const std::string& arg) {
+  const std::pair<const char*, std::int64_t*> flags[] = {{"--rfa_batch=", &g_shape.batch},
+                                                         {"--rfa_seq=", &g_shape.seq},
+                                                         {"--rfa_heads=", &g_shape.heads},
+                                                         {"--rfa_head_dim=", &g_shape.head_dim}};
+  for (const auto& f : flags) {
+    if (arg.rfind(f.first, 0) == 0) {
+      *f.second = std::atoll(arg.c_str() + std::string(f.first).size());
+      return true;
+    }
+  }
+  return false;
+}
+
+template <class T>
+void register_dtype() {
+  const rfa_dtype_t dt = dtype_of<T>::value;
+  for (bool backward : {false, true}) {
+    for (bool causal : {false, true}) {
+      benchmark::RegisterBenchmark(key(backward ? "bwd" : "fwd", dt, causal).c_str(),
+                                   [backward, causal](benchmark::State& st) { bench_attention<T>(st, backward, causal); })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->MinTime(1.0);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i)
+    if (i == 0 || !parse_shape_flag(argv[i])) rest.push_back(argv[i]);
+  int rest_argc = int(rest.size());
+  Kokkos::initialize(rest_argc, rest.data());
+  {
+    benchmark::Initialize(&rest_argc, rest.data());
+    g_peak = perf::measure_fp32_fma_peak();
+    std::printf("shape: B=%lld S=%lld H=%lld d=%lld, %d host thread(s)\n", (long long)g_shape.batch,
+                (long long)g_shape.seq, (long long)g_shape.heads, (long long)g_shape.head_dim,
+                Kokkos::DefaultHostExecutionSpace().concurrency());
+    std::printf("measured fp32 FMA peak of one core: %.1f GFLOP/s\n", g_peak * 1e-9);
+    benchmark::AddCustomContext("fp32_fma_peak_gflops", std::to_string(g_peak * 1e-9));
+    register_dtype<float>();
+    register_dtype<bf16_t>();
+    SummaryReporter reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    measure_peer();
+
+    std::printf("\n%-22s %10s %8s %14s %10s\n", "kernel", "GFLOP/s", "of peak", "torch GFLOP/s", "rfa/torch");
+    for (const auto& [name, r] : g_results) {
+      if (r.rfa_gflops <= 0) continue;
+      if (r.peer_gflops > 0) {
+        std::printf("%-22s %10.1f %7.1f%% %14.1f %10.2f\n", name.c_str(), r.rfa_gflops, 100 * r.rfa_gflops / (g_peak * 1e-9),
+                    r.peer_gflops, r.rfa_gflops / r.peer_gflops);
+      } else {
+        std::printf("%-22s %10.1f %7.1f%% %14s %10s\n", name.c_str(), r.rfa_gflops, 100 * r.rfa_gflops / (g_peak * 1e-9),
+                    "n/a", "n/a");
+      }
+    }
+    if (g_results.empty() || std::none_of(g_results.begin(), g_results.end(), [](const auto& e) { return e.second.peer_gflops > 0; }))
+      std::printf("(no PyTorch peer: 'python3 -c \"import torch\"' failed)\n");
+    benchmark::Shutdown();
+  }
+  Kokkos::finalize();
+  return 0;
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""PyTorch's CPU flash-attention kernel on one thread, as the peer of rfa's kernel benchmark.
+
+Prints one JSON object per configuration: {"dtype", "causal", "fwd_ms", "bwd_ms"}.
+Exits 3 when torch cannot be imported (the benchmark then reports no peer).
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    sys.exit(3)
+
+
+def median_ms(fn, repeats):
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--seq", type=int, default=4096)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--head-dim", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        backend = sdpa_kernel(SDPBackend.FLASH_ATTENTION)
+    except ImportError:  # older torch: let it choose
+        import contextlib
+        backend = contextlib.nullcontext()
+    for dtype_name, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
+        for causal in (False, True):
+            shape = (args.batch, args.heads, args.seq, args.head_dim)
+            q, k, v = (torch.randn(shape, dtype=dtype, requires_grad=True) for _ in range(3))
+            dout = torch.randn(shape, dtype=dtype)
+            with backend:
+                fwd = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), args.repeats)
+
+                def fwd_bwd():
+                    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    out.backward(dout)
+
+                both = median_ms(fwd_bwd, args.repeats)
+            print(json.dumps({"dtype": dtype_name, "causal": causal, "fwd_ms": fwd, "bwd_ms": max(both - fwd, 0.0),
+                              "torch": torch.__version__}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
