@@ -4,8 +4,10 @@
 //   mpiexec -n 8 rfa_ring_edges [--gpu-bus-id-env VAR] [--show-order]   the real job
 //   rfa_ring_edges --simulate 4x4 --placement cyclic [--show-order]     an imaginary job
 //
-// In the real job every rank contributes its key (host, hwloc binding, NIC, Slurm address; a
-// GPU PCI bus id when --gpu-bus-id-env names a variable holding it) and rank 0 prints.
+// In the real job the order is chosen as the library chooses it (choose_ring_order with the
+// DEFAULT policy, so RFA_RING_ORDER and RFA_TOPO_DUMP apply): every rank contributes its key
+// (host, hwloc binding, NIC, Slurm address; a GPU PCI bus id when --gpu-bus-id-env names a
+// variable holding it) and rank 0 prints identity, topology and the chosen order's edges.
 #include <mpi.h>
 
 #include <cstdlib>
@@ -15,8 +17,7 @@
 
 #include "core/error.hpp"
 #include "ring_edges_report.hpp"
-#include "topology/gather_keys.hpp"
-#include "topology/local_key.hpp"
+#include "topology/choose_ring_order.hpp"
 #include "topology/simulated_placement.hpp"
 
 namespace {
@@ -67,12 +68,12 @@ int run(const Arguments& args, int rank) {
     }
     return 0;
   }
-  LocalKeyOptions options;
+  RingOrderOptions options;  // policy DEFAULT: RFA_RING_ORDER decides, RFA_TOPO_DUMP records
   if (!args.gpu_bus_id_env.empty() && std::getenv(args.gpu_bus_id_env.c_str())) {
     options.gpu_pci_bus_id = std::getenv(args.gpu_bus_id_env.c_str());
   }
-  const auto keys = gather_keys(MPI_COMM_WORLD, make_local_key(options));
-  if (rank == 0) print_edge_report(std::cout, "this job", keys, args.show_order);
+  const RingOrder chosen = choose_ring_order(MPI_COMM_WORLD, options);
+  if (rank == 0) print_edge_report(std::cout, "this job", chosen.keys, args.show_order, &chosen);
   return 0;
 }
 
@@ -87,6 +88,7 @@ int main(int argc, char** argv) {
     status = run(parse_arguments(argc, argv), rank);
   } catch (const rfa::Error& e) {
     // Arguments are the same on every rank, so every rank fails alike; rank 0 speaks.
+    // Errors of choose_ring_order are agreed across ranks too.
     if (rank == 0) std::cerr << e.what() << '\n';
     status = 2;
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "topology/rank_key.hpp"
+#include "topology/ring_order.hpp"
 
 namespace rfa::topology {
 
@@ -13,8 +14,9 @@ namespace rfa::topology {
 ///   order       inter-node  cross-socket  cross-numa
 ///   identity            16             0           0
 ///   topology             4             4           4
-/// and, with show_order, the topology order itself.
+///   chosen(file)         ...                                (when `chosen` is given)
+/// and, with show_order, the topology order itself (or the chosen one when given).
 void print_edge_report(std::ostream& out, const std::string& job, const std::vector<RankKey>& keys,
-                       bool show_order);
+                       bool show_order, const RingOrder* chosen = nullptr);
 
 }  // namespace rfa::topology

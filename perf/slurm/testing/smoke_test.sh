@@ -1,0 +1,20 @@
+#!/bin/bash
+# Runs an sbatch template as a plain script with the fake srun beside this file, and checks
+# that the default program (rfa_ring_edges) ran on every task and that rank 0 wrote the
+# RFA_TOPO_DUMP provenance file.
+#   smoke_test.sh TEMPLATE BUILD_DIR
+set -euo pipefail
+template=$1
+build=$2
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+output=$(PATH="$here:$PATH" RFA_BUILD="$build" SLURM_JOB_ID=smoke SLURM_NTASKS_PER_NODE=2 \
+         SLURM_CPUS_PER_TASK=1 bash "$template")
+echo "$output"
+grep -q '^# this job: 2 ranks' <<<"$output" || { echo "FAIL: the job did not report 2 ranks" >&2; exit 1; }
+grep -q '^chosen(topology)' <<<"$output" || { echo "FAIL: no topology order was chosen" >&2; exit 1; }
+grep -q '"policy": "topology"' rfa-topo-smoke.json || { echo "FAIL: no RFA_TOPO_DUMP file" >&2; exit 1; }
+echo "PASS"
