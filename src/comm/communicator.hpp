@@ -17,16 +17,22 @@
 // cross, even when their sizes are equal.
 //
 // Overlap: how the engine should drive an exchange. An MPI library moves data only while the
-// application is inside an MPI call, unless it has an asynchronous progress thread (Open MPI
-// 4.1 has none for its shared-memory and TCP transports). Small messages (eager protocol,
-// below a few tens of KiB) are buffered at the receiver and need no help, but large ones use a
-// rendezvous: the receiver must notice the sender's request-to-send and the data moves only
-// after that handshake, i.e. during some later MPI call. Without polling, a K/V block posted
-// before a tile loop is typically transferred only when wait() is reached, so no transfer
-// overlaps compute. The engine should therefore call test() on its outstanding exchanges
-// between tiles, roughly every 100 µs of compute. test() on any outstanding exchange advances
-// all of them (MPI's progress engine is global), so polling one handle is enough; a completed
-// handle's test() is a cheap check. tests/comm/overlap_probe.cpp measures the effect.
+// application is inside an MPI call, unless it runs an asynchronous progress thread; Open MPI
+// 4.1 as installed here has none ("OMPI progress: no" in ompi_info; btl_tcp_progress_thread=0).
+// Small messages go eagerly and need no help: up to 4 KiB over Open MPI's shared-memory
+// transport (btl_vader_eager_limit), 64 KiB over TCP. K/V blocks are far larger and use a
+// rendezvous: the receiver must notice the sender's request-to-send, and the data moves only
+// after that handshake, during some later MPI call of the side that does the copy. Measured on
+// the 2-core development machine with 2 ranks and a 4 MiB exchange under 5 ms of compute
+// (tests/comm/overlap_probe.cpp): without polling the transfer had not started when compute
+// ended and wait() still took about as long as the transfer alone (~0.6-0.8 ms); polling every
+// ~100 us left nothing for wait(). So the engine should call test() on its outstanding
+// exchanges between tiles, roughly every 100 us of compute. test() on any outstanding exchange
+// advances all of them (MPI's progress engine is global), so polling one handle is enough; a
+// completed handle's test() costs nothing. With shared memory the copy itself runs inside
+// whichever test() call performs it (single-copy CMA), so polling hides the latency and the
+// neighbour's wait but not the copy's CPU time; an RDMA network moves the data without the CPU
+// once the handshake is done.
 //
 // Thread safety: one Communicator, and the exchanges it started, must be used by one thread
 // at a time (the MPI implementation needs only MPI_THREAD_FUNNELED or SERIALIZED from the

@@ -8,7 +8,8 @@
 //   alone:        no compute: wait() right away (the transfer's own time)
 //   no polling:   compute without any MPI call
 //   poll 100 us:  call test() every ~100 us of compute (what the engine does between tiles)
-// Medians over the repeats, rank 0's view.
+// "compute us" is the compute phase as it really ran (longer than asked when the machine is
+// busy); "in test() us" is the time spent inside the polls.
 #include <mpi.h>
 
 #include <algorithm>
@@ -70,20 +71,18 @@ int main(int argc, char** argv) {
       long poll_us;
     } modes[] = {{"alone", 0, 0}, {"no polling", compute_us, 0}, {"poll 100 us", compute_us, 100}};
 
-    if (comm.rank() == 0) {
-      std::printf("ranks=%d bytes=%zu compute=%ld us repeats=%d (medians, rank 0)\n", comm.size(), bytes,
-                  compute_us, repeats);
-      std::printf("%-12s %12s %12s %12s\n", "mode", "wait us", "total us", "in test() us");
-    }
-    for (const Mode& mode : modes) {
-      std::vector<double> waits, totals, polls;
-      for (int rep = 0; rep < repeats + 2; ++rep) {  // two warm-up rounds
+    // Modes take turns within each round, so load from other processes on the machine
+    // disturbs all of them alike.
+    const int mode_count = int(sizeof(modes) / sizeof(modes[0]));
+    std::vector<std::vector<double>> waits(mode_count), computes(mode_count), polls(mode_count);
+    for (int rep = 0; rep < repeats + 2; ++rep) {  // two warm-up rounds
+      for (int m = 0; m < mode_count; ++m) {
         comm.barrier();
         double polling = 0;
         const auto start = clock_type::now();
         rfa::comm::Exchange x = comm.start_ring_exchange(send.data(), recv.data(), bytes);
-        compute_until(start + std::chrono::microseconds(mode.compute_us), std::chrono::microseconds(mode.poll_us),
-                      [&] {
+        compute_until(start + std::chrono::microseconds(modes[m].compute_us),
+                      std::chrono::microseconds(modes[m].poll_us), [&] {
                         const auto t = clock_type::now();
                         x.test();
                         polling += micros(clock_type::now() - t);
@@ -92,12 +91,30 @@ int main(int argc, char** argv) {
         x.wait();
         const auto end = clock_type::now();
         if (rep < 2) continue;
-        waits.push_back(micros(end - before_wait));
-        totals.push_back(micros(end - start));
-        polls.push_back(polling);
+        waits[std::size_t(m)].push_back(micros(end - before_wait));
+        computes[std::size_t(m)].push_back(micros(before_wait - start));
+        polls[std::size_t(m)].push_back(polling);
       }
-      if (comm.rank() == 0) {
-        std::printf("%-12s %12.1f %12.1f %12.1f\n", mode.name, median(waits), median(totals), median(polls));
+    }
+    // Both ranks' medians, printed by rank 0: in a rendezvous either side may do the copy.
+    std::vector<double> mine;
+    for (int m = 0; m < mode_count; ++m) {
+      const auto& w = waits[std::size_t(m)];
+      mine.insert(mine.end(), {median(w), *std::min_element(w.begin(), w.end()), median(computes[std::size_t(m)]),
+                               median(polls[std::size_t(m)])});
+    }
+    std::vector<double> all(mine.size() * std::size_t(comm.size()));
+    comm.allgather(mine.data(), all.data(), mine.size() * sizeof(double));
+    if (comm.rank() == 0) {
+      std::printf("ranks=%d bytes=%zu compute=%ld us repeats=%d (medians; min of wait)\n", comm.size(), bytes,
+                  compute_us, repeats);
+      std::printf("%-5s %-12s %10s %12s %11s %13s\n", "rank", "mode", "wait us", "min wait us", "compute us",
+                  "in test() us");
+      for (int r = 0; r < comm.size(); ++r) {
+        for (int m = 0; m < mode_count; ++m) {
+          const double* v = &all[mine.size() * std::size_t(r) + 4 * std::size_t(m)];
+          std::printf("%-5d %-12s %10.1f %12.1f %11.1f %13.1f\n", r, modes[m].name, v[0], v[1], v[2], v[3]);
+        }
       }
     }
   }
