@@ -127,6 +127,47 @@ TEST(LocalKey, PinnedProcessKnowsItsNumaNodeAndPackage) {
   EXPECT_EQ(key.numa_node, pinned.expected_numa());
   EXPECT_EQ(key.package, pinned.expected_package());
 }
+
+// A made-up node loaded from XML (HWLOC_XMLFILE makes hwloc read it instead of this machine).
+// hwloc cannot read a binding on a topology that is not this system, so the process counts as
+// unbound: NUMA node and package come from the GPU, the NIC is the one nearest the GPU.
+class SyntheticNode : public ::testing::Test {
+ protected:
+  ScopedEnv xml_{"HWLOC_XMLFILE", RFA_TOPOLOGY_TEST_DATA "/two_sockets_two_gpus.xml"};
+};
+
+TEST_F(SyntheticNode, GpuOnSecondSocketGivesItsLocalityAndNic) {
+  const RankKey key = make_local_key({"0000:B1:00.0", true});
+  ASSERT_NE(key.flags & kKeyFromHwloc, 0u);
+  EXPECT_NE(key.flags & kKeyGpuFound, 0u);
+  EXPECT_NE(key.flags & kKeyLocalityFromGpu, 0u);
+  EXPECT_EQ(key.package, 1);
+  EXPECT_EQ(key.numa_node, 1);
+  EXPECT_STREQ(key.nic, "mlx5_1");
+}
+
+TEST_F(SyntheticNode, OpenFabricsDeviceWinsOverItsNetworkTwin) {
+  const RankKey key = make_local_key({"0000:1a:00.0", true});
+  EXPECT_EQ(key.package, 0);
+  EXPECT_EQ(key.numa_node, 0);
+  EXPECT_STREQ(key.nic, "mlx5_0");  // ib0 hangs off the same card, equally near
+}
+
+TEST_F(SyntheticNode, WithoutAGpuAnUnboundRankHasNoSocket) {
+  const RankKey key = make_local_key();
+  EXPECT_EQ(key.flags & (kKeyGpuFound | kKeyLocalityFromGpu), 0u);
+  EXPECT_EQ(key.package, -1);
+  EXPECT_EQ(key.numa_node, -1);
+  EXPECT_STREQ(key.nic, "mlx5_0");  // both cards equally near the machine: name order
+}
+
+TEST_F(SyntheticNode, RanksOrderByTheirGpusSocket) {
+  // Rank 0 drives the GPU on socket 1, rank 1 the one on socket 0: rank 1 goes first.
+  std::vector<RankKey> keys = {make_local_key({"0000:b1:00.0", true}), make_local_key({"0000:1a:00.0", true})};
+  keys[0].rank = 0;
+  keys[1].rank = 1;
+  EXPECT_EQ(compute_ring_order(keys), (std::vector<int>{1, 0}));
+}
 #endif
 
 }  // namespace
