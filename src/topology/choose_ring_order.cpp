@@ -36,12 +36,31 @@ void write_dump(MPI_Comm comm, int rank, const RingOrder& ring) {
   });
 }
 
+// The options decide which collectives follow, so ranks that disagree on them would call
+// different collectives and hang: check first, with one reduction every rank gets alike.
+void require_same_options(MPI_Comm comm, const RingOrderOptions& options) {
+  int mine[2] = {static_cast<int>(options.policy), options.order_file.empty() ? 0 : 1};
+  int low[2], high[2];
+  check_mpi(MPI_Allreduce(mine, low, 2, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(mine, high, 2, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  if (low[0] != high[0]) {
+    fail(RFA_ERROR_INVALID_USAGE, "rfa topology: ranks asked for different ring order policies (",
+         policy_name(static_cast<rfa_ring_order_t>(low[0])), " and ",
+         policy_name(static_cast<rfa_ring_order_t>(high[0])), "); pass the same policy on every rank");
+  }
+  if (low[1] != high[1]) {
+    fail(RFA_ERROR_INVALID_USAGE, "rfa topology: some ranks name a ring order file and others do not");
+  }
+}
+
 }  // namespace
 
 RingOrder choose_ring_order(MPI_Comm comm, const RingOrderOptions& options) {
   int rank = 0, size = 1;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+
+  require_same_options(comm, options);
 
   // The variable is read (and checked to agree across ranks) only when it can matter.
   const bool env_matters = options.policy == RFA_RING_ORDER_DEFAULT ||

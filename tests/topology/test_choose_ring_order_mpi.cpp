@@ -216,6 +216,13 @@ TEST(ChooseRingOrder, EnvironmentThatDiffersBetweenRanksFailsOnEveryRank) {
                              [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT); }, "differs between ranks");
 }
 
+TEST(ChooseRingOrder, DifferentPoliciesOnDifferentRanksFailOnEveryRank) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  const rfa_ring_order_t policy = world_rank() == 0 ? RFA_RING_ORDER_IDENTITY : RFA_RING_ORDER_DEFAULT;
+  expect_error_on_every_rank(RFA_ERROR_INVALID_USAGE, [policy] { choose_ring_order(MPI_COMM_WORLD, policy); },
+                             "different ring order policies");
+}
+
 TEST(ChooseRingOrder, BadPciBusIdOnOneRankFailsOnEveryRank) {
   const bool last = world_rank() == world_size() - 1;
   expect_error_on_every_rank(
