@@ -88,8 +88,7 @@ void expect_close(const std::string& what, const std::vector<double>& got, const
   }
   const double scaled = absolute ? max_err : max_err / std::max(max_ref, 1e-6);
   const bool ok = scaled <= tol;
-  std::printf("  %-4s %-40s error %.3e (tol %.1e)%s\n", ok ? "ok" : "FAIL", what.c_str(), scaled, tol,
-              ok ? "" : "");
+  std::printf("  %-4s %-40s error %.3e (tol %.1e)\n", ok ? "ok" : "FAIL", what.c_str(), scaled, tol);
   if (!ok) {
     std::printf("       worst at %zu: got %.6g want %.6g\n", bad_index, got[bad_index], want[bad_index]);
     ++failures;
