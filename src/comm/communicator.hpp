@@ -22,17 +22,21 @@
 // Small messages go eagerly and need no help: up to 4 KiB over Open MPI's shared-memory
 // transport (btl_vader_eager_limit), 64 KiB over TCP. K/V blocks are far larger and use a
 // rendezvous: the receiver must notice the sender's request-to-send, and the data moves only
-// after that handshake, during some later MPI call of the side that does the copy. Measured on
-// the 2-core development machine with 2 ranks and a 4 MiB exchange under 5 ms of compute
-// (tests/comm/overlap_probe.cpp): without polling the transfer had not started when compute
-// ended and wait() still took about as long as the transfer alone (~0.6-0.8 ms); polling every
-// ~100 us left nothing for wait(). So the engine should call test() on its outstanding
-// exchanges between tiles, roughly every 100 us of compute. test() on any outstanding exchange
-// advances all of them (MPI's progress engine is global), so polling one handle is enough; a
-// completed handle's test() costs nothing. With shared memory the copy itself runs inside
-// whichever test() call performs it (single-copy CMA), so polling hides the latency and the
-// neighbour's wait but not the copy's CPU time; an RDMA network moves the data without the CPU
-// once the handshake is done.
+// after that handshake, during some later MPI call of the side that does the copy.
+//
+// Measured on the 2-core development machine, 2 ranks, a 4 MiB exchange under 5 ms of compute,
+// medians of 60 rounds (tests/comm/overlap_probe.cpp):
+//   shared memory (vader, CMA): alone 570 us. No polling: wait() still takes 570 us after the
+//     compute, so nothing overlapped. test() every 100 us: wait() takes 0 us, and ~560 us were
+//     spent inside test() calls (the single copy runs inside the call that performs it).
+//   TCP (--mca btl tcp,self): alone 1070 us; no polling 1035 us left; polling 0 us left,
+//     ~1040 us inside test().
+// So the engine should call test() on its outstanding exchanges between tiles, roughly every
+// 100 us of compute. test() on any outstanding exchange advances all of them (MPI's progress
+// engine is global), so polling one handle is enough; a completed handle's test() costs
+// nothing. On shared memory and TCP the copy itself costs CPU time inside test(), so polling
+// removes the stall at wait() but not the copy's cost; an RDMA network moves the data without
+// the CPU once the handshake is done.
 //
 // Thread safety: one Communicator, and the exchanges it started, must be used by one thread
 // at a time (the MPI implementation needs only MPI_THREAD_FUNNELED or SERIALIZED from the

@@ -8,7 +8,8 @@
 //   alone:        no compute: wait() right away (the transfer's own time)
 //   no polling:   compute without any MPI call
 //   poll 100 us:  call test() every ~100 us of compute (what the engine does between tiles)
-// "compute us" is the compute phase as it really ran (longer than asked when the machine is
+// "start us" is the time inside start_ring_exchange (posting the receive can already do the
+// copy when the neighbour's request-to-send has arrived); "compute us" is the compute phase as it really ran (longer than asked when the machine is
 // busy); "in test() us" is the time spent inside the polls.
 #include <mpi.h>
 
@@ -74,13 +75,14 @@ int main(int argc, char** argv) {
     // Modes take turns within each round, so load from other processes on the machine
     // disturbs all of them alike.
     const int mode_count = int(sizeof(modes) / sizeof(modes[0]));
-    std::vector<std::vector<double>> waits(mode_count), computes(mode_count), polls(mode_count);
+    std::vector<std::vector<double>> starts(mode_count), waits(mode_count), computes(mode_count), polls(mode_count);
     for (int rep = 0; rep < repeats + 2; ++rep) {  // two warm-up rounds
       for (int m = 0; m < mode_count; ++m) {
         comm.barrier();
         double polling = 0;
         const auto start = clock_type::now();
         rfa::comm::Exchange x = comm.start_ring_exchange(send.data(), recv.data(), bytes);
+        const auto started = clock_type::now();
         compute_until(start + std::chrono::microseconds(modes[m].compute_us),
                       std::chrono::microseconds(modes[m].poll_us), [&] {
                         const auto t = clock_type::now();
@@ -91,8 +93,9 @@ int main(int argc, char** argv) {
         x.wait();
         const auto end = clock_type::now();
         if (rep < 2) continue;
+        starts[std::size_t(m)].push_back(micros(started - start));
         waits[std::size_t(m)].push_back(micros(end - before_wait));
-        computes[std::size_t(m)].push_back(micros(before_wait - start));
+        computes[std::size_t(m)].push_back(micros(before_wait - started));
         polls[std::size_t(m)].push_back(polling);
       }
     }
@@ -100,7 +103,7 @@ int main(int argc, char** argv) {
     std::vector<double> mine;
     for (int m = 0; m < mode_count; ++m) {
       const auto& w = waits[std::size_t(m)];
-      mine.insert(mine.end(), {median(w), *std::min_element(w.begin(), w.end()), median(computes[std::size_t(m)]),
+      mine.insert(mine.end(), {median(starts[std::size_t(m)]), median(w), *std::min_element(w.begin(), w.end()), median(computes[std::size_t(m)]),
                                median(polls[std::size_t(m)])});
     }
     std::vector<double> all(mine.size() * std::size_t(comm.size()));
@@ -108,12 +111,13 @@ int main(int argc, char** argv) {
     if (comm.rank() == 0) {
       std::printf("ranks=%d bytes=%zu compute=%ld us repeats=%d (medians; min of wait)\n", comm.size(), bytes,
                   compute_us, repeats);
-      std::printf("%-5s %-12s %10s %12s %11s %13s\n", "rank", "mode", "wait us", "min wait us", "compute us",
-                  "in test() us");
+      std::printf("%-5s %-12s %9s %10s %12s %11s %13s\n", "rank", "mode", "start us", "wait us", "min wait us",
+                  "compute us", "in test() us");
       for (int r = 0; r < comm.size(); ++r) {
         for (int m = 0; m < mode_count; ++m) {
-          const double* v = &all[mine.size() * std::size_t(r) + 4 * std::size_t(m)];
-          std::printf("%-5d %-12s %10.1f %12.1f %11.1f %13.1f\n", r, modes[m].name, v[0], v[1], v[2], v[3]);
+          const double* v = &all[mine.size() * std::size_t(r) + 5 * std::size_t(m)];
+          std::printf("%-5d %-12s %9.1f %10.1f %12.1f %11.1f %13.1f\n", r, modes[m].name, v[0], v[1], v[2], v[3],
+                      v[4]);
         }
       }
     }
