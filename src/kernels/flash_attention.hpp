@@ -40,6 +40,15 @@ struct AttentionParams {
   float scale() const;
 };
 
+/// Called by the kernels between tiles so a transport that only progresses inside its own
+/// calls (MPI without a progress thread) keeps moving the next ring step's data. It is called
+/// only when the host execution space runs one thread, since MPI may be called only from the
+/// application's thread; the engine then polls its outstanding exchanges here.
+struct ProgressHook {
+  void (*poll)(void* context) = nullptr;
+  void* context = nullptr;
+};
+
 /// Largest head dimension the portable kernels accept; head_dim must be a multiple of 8.
 constexpr std::int64_t kMaxHeadDim = 256;
 
@@ -58,7 +67,18 @@ void validate(const AttentionParams& p);
 /// no key get out = 0 and lse = -inf.
 template <class T, class TOut>
 void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
-                   Tensor4<const T> v, Tensor4<TOut> out, Tensor3<float> lse);
+                   Tensor4<const T> v, Tensor4<TOut> out, Tensor3<float> lse,
+                   const ProgressHook& progress = ProgressHook());
+
+/// Merges one block's fp32 partial into the running result (DESIGN.md §3):
+///   out <- out - sigmoid(block_lse - lse) (out - block_out),  lse <- lse - logsigmoid(lse - block_lse)
+/// Rows whose block saw no key (block_lse = -inf) are left untouched.
+void merge_partial(Tensor4<float> out, Tensor3<float> lse, Tensor4<const float> block_out,
+                   Tensor3<const float> block_lse);
+
+/// to[i] = from[i] rounded to T (element counts must match).
+template <class T>
+void narrow(Tensor4<const float> from, Tensor4<T> to);
 
 /// delta[b][h][i] = sum_d dout[b][i][h][d] * out[b][i][h][d], in fp32 (DESIGN.md §3).
 template <class T, class TOut>
@@ -71,7 +91,7 @@ template <class T>
 void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                                Tensor4<const T> v, Tensor4<const T> dout, Tensor3<const float> lse,
                                Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk,
-                               Tensor4<float> dv);
+                               Tensor4<float> dv, const ProgressHook& progress = ProgressHook());
 
 /// Backward for one self-contained attention: computes delta, then writes dq, dk, dv in T.
 template <class T>

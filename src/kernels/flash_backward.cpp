@@ -39,6 +39,7 @@ struct BackwardTiles {
   int n_ktiles = 0;
   int n_chunks = 1;
   bool atomic_dq = false;
+  ProgressHook progress;
 
   struct Scratch {
     float *k_rows, *kt, *vt, *q, *dout, *p, *ds, *dq, *dk, *dv, *lse2, *delta;
@@ -123,6 +124,7 @@ struct BackwardTiles {
     const int rows = int(std::min<std::int64_t>(kTileRows, p.seq_q - r0));
     const TileVisibility vis = classify_tile(p.mask, p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
     if (vis == TileVisibility::hidden) return;
+    if (progress.poll) progress.poll(progress.context);
     const int rows_padded = round_up(rows, kMicroRows);
     const float inf = std::numeric_limits<float>::infinity();
     for (int i = 0; i < rows_padded; ++i) {
@@ -216,7 +218,7 @@ template <class T>
 void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                                Tensor4<const T> v, Tensor4<const T> dout, Tensor3<const float> lse,
                                Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk,
-                               Tensor4<float> dv) {
+                               Tensor4<float> dv, const ProgressHook& progress) {
   validate(p);
   check_tensor(q, "q", p.batch, p.seq_q, p.heads, p.head_dim);
   check_tensor(k, "k", p.batch, p.seq_k, p.kv_heads, p.head_dim);
@@ -239,6 +241,7 @@ void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Ten
   f.dq = dq;
   f.dk = dk;
   f.dv = dv;
+  if (Exec().concurrency() == 1) f.progress = progress;
   f.d = int(p.head_dim);
   f.group = int(p.heads / p.kv_heads);
   f.n_qtiles = int((p.seq_q + kTileRows - 1) / kTileRows);
@@ -275,16 +278,9 @@ void flash_backward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const 
     Tensor4<float> dk32("rfa::dk32", p.batch, p.seq_k, p.kv_heads, p.head_dim);
     Tensor4<float> dv32("rfa::dv32", p.batch, p.seq_k, p.kv_heads, p.head_dim);
     flash_backward_accumulate<T>(p, q, k, v, dout, lse, delta, dq32, dk32, dv32);
-    auto narrow = [](Tensor4<float> from, Tensor4<T> to) {
-      const float* src = from.data();
-      T* dst = to.data();
-      Kokkos::parallel_for("rfa::narrow_gradient", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0, std::int64_t(from.size())),
-                           [=](std::int64_t i) { from_float(src[i], dst[i]); });
-    };
-    narrow(dq32, dq);
-    narrow(dk32, dk);
-    narrow(dv32, dv);
-    Exec().fence();
+    narrow<T>(dq32, dq);
+    narrow<T>(dk32, dk);
+    narrow<T>(dv32, dv);
   }
 }
 
@@ -293,7 +289,7 @@ void flash_backward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const 
   template void flash_backward_accumulate<T>(const AttentionParams&, Tensor4<const T>, Tensor4<const T>,      \
                                              Tensor4<const T>, Tensor4<const T>, Tensor3<const float>,        \
                                              Tensor3<const float>, Tensor4<float>, Tensor4<float>,            \
-                                             Tensor4<float>);                                                 \
+                                             Tensor4<float>, const ProgressHook&);                            \
   template void flash_backward<T>(const AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, \
                                   Tensor4<const T>, Tensor4<const T>, Tensor3<const float>, Tensor4<T>,       \
                                   Tensor4<T>, Tensor4<T>);

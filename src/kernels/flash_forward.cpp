@@ -32,6 +32,7 @@ struct ForwardTiles {
   int d = 0;
   int n_qtiles = 0;
   int n_ktiles = 0;
+  ProgressHook progress;
 
   // The score tile is kept transposed, st[key][query]: then S^T = K Q^T takes K rows straight
   // from the tensor (no transposition per key tile; Q^T is packed once per query tile), and
@@ -100,6 +101,7 @@ struct ForwardTiles {
       const int cols_padded = round_up(cols, kMicroRows);
       const TileVisibility vis = classify_tile(p.mask, p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
       if (vis == TileVisibility::hidden) continue;
+      if (progress.poll) progress.poll(progress.context);
 
       // K/V rows are converted (and zero-padded to whole micro-tiles) into contiguous scratch
       // even for fp32: the tensor's row stride (kv_heads * d floats) is often a multiple of
@@ -178,7 +180,7 @@ struct ForwardTiles {
 
 template <class T, class TOut>
 void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
-                   Tensor4<TOut> out, Tensor3<float> lse) {
+                   Tensor4<TOut> out, Tensor3<float> lse, const ProgressHook& progress) {
   validate(p);
   check_tensor(q, "q", p.batch, p.seq_q, p.heads, p.head_dim);
   check_tensor(k, "k", p.batch, p.seq_k, p.kv_heads, p.head_dim);
@@ -193,6 +195,7 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
   f.v = v;
   f.out = out;
   f.lse = lse;
+  if (Exec().concurrency() == 1) f.progress = progress;
   f.d = int(p.head_dim);
   f.n_qtiles = int((p.seq_q + kTileRows - 1) / kTileRows);
   f.n_ktiles = int((p.seq_k + kTileCols - 1) / kTileCols);
@@ -205,7 +208,7 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
 
 #define RFA_INSTANTIATE_FORWARD(T, TOut)                                                          \
   template void flash_forward<T, TOut>(const AttentionParams&, Tensor4<const T>, Tensor4<const T>, \
-                                       Tensor4<const T>, Tensor4<TOut>, Tensor3<float>);
+                                       Tensor4<const T>, Tensor4<TOut>, Tensor3<float>, const ProgressHook&);
 RFA_INSTANTIATE_FORWARD(float, float)
 RFA_INSTANTIATE_FORWARD(bf16_t, bf16_t)
 RFA_INSTANTIATE_FORWARD(bf16_t, float)

@@ -1,0 +1,159 @@
+// The ring backward (DESIGN.md §3). K/V blocks travel as in the forward; each block's dK/dV
+// travels with it, one hop behind: at step s a rank computes its contribution to block j's
+// gradient into a zeroed local buffer (while the partial sum from the ranks before it is
+// still arriving), then adds the arrived partial and sends the sum on. After P steps every
+// block's dK/dV has visited every rank and the last hop brings it home.
+#include <type_traits>
+
+#include "engine/ring_attention.hpp"
+#include "engine/workspace.hpp"
+#include "kernels/tensor_checks.hpp"
+#include "kernels/tile_visibility.hpp"
+
+namespace rfa {
+namespace engine {
+namespace {
+
+void add_into(Tensor4<float> into, Tensor4<const float> from) {
+  float* dst = into.data();
+  const float* src = from.data();
+  Kokkos::parallel_for("rfa::add_gradient",
+                       Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+                           0, std::int64_t(into.size())),
+                       [=](std::int64_t i) { dst[i] += src[i]; });
+  Kokkos::DefaultHostExecutionSpace().fence();
+}
+
+}  // namespace
+
+template <class T>
+void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
+                             Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,
+                             Tensor4<T> dv, RingMode mode) {
+  const RingConfig& c = config_;
+  const std::int64_t L = local_seq_;
+  check_everywhere([&] {
+    check_local_tensors(q, k, v);
+    kernels::check_tensor(out, "out", c.batch, L, c.heads, c.head_dim);
+    kernels::check_tensor(dout, "dout", c.batch, L, c.heads, c.head_dim);
+    kernels::check_tensor(lse, "lse", c.batch, c.heads, L);
+    kernels::check_tensor(dq, "dq", c.batch, L, c.heads, c.head_dim);
+    kernels::check_tensor(dk, "dk", c.batch, L, c.kv_heads, c.head_dim);
+    kernels::check_tensor(dv, "dv", c.batch, L, c.kv_heads, c.head_dim);
+  });
+
+  timings_ = RingTimings();
+  ScopedSeconds total(timings_.total);
+  const int P = ranks(), me = position();
+  const bool communicate = mode != RingMode::compute_only;
+  const bool compute = mode != RingMode::comm_only;
+  const std::int64_t B = c.batch, HKV = c.kv_heads, D = c.head_dim;
+
+  Workspace ws;
+  Tensor4<T> k_recv[2] = {ws.tensor4<T>("rfa::k_recv0", B, L, HKV, D), ws.tensor4<T>("rfa::k_recv1", B, L, HKV, D)};
+  Tensor4<T> v_recv[2] = {ws.tensor4<T>("rfa::v_recv0", B, L, HKV, D), ws.tensor4<T>("rfa::v_recv1", B, L, HKV, D)};
+  Tensor4<float> dk_recv[2] = {ws.tensor4<float>("rfa::dk_recv0", B, L, HKV, D),
+                               ws.tensor4<float>("rfa::dk_recv1", B, L, HKV, D)};
+  Tensor4<float> dv_recv[2] = {ws.tensor4<float>("rfa::dv_recv0", B, L, HKV, D),
+                               ws.tensor4<float>("rfa::dv_recv1", B, L, HKV, D)};
+  Tensor4<float> dk_step = ws.tensor4<float>("rfa::dk_step", B, L, HKV, D);
+  Tensor4<float> dv_step = ws.tensor4<float>("rfa::dv_step", B, L, HKV, D);
+  Tensor4<float> dq_acc;
+  if constexpr (std::is_same<T, float>::value) {
+    dq_acc = dq;
+  } else {
+    dq_acc = ws.tensor4<float>("rfa::dq_acc", B, L, c.heads, D);
+  }
+  Tensor3<float> delta = ws.tensor3<float>("rfa::delta", B, c.heads, L);
+  last_workspace_bytes_ = ws.bytes();
+
+  Kokkos::deep_copy(dq_acc, 0.0f);
+  // The partial gradient of this rank's own block starts at zero: nobody has seen it yet.
+  Kokkos::deep_copy(dk_recv[0], 0.0f);
+  Kokkos::deep_copy(dv_recv[0], 0.0f);
+  {
+    ScopedSeconds t(timings_.compute);
+    kernels::compute_delta<T, T>(block_params(c, P, me, me), dout, out, delta);
+  }
+
+  const std::size_t kv_bytes = k.size() * sizeof(T);
+  const std::size_t grad_bytes = dk_step.size() * sizeof(float);
+  Tensor4<const T> cur_k = k, cur_v = v;
+  comm::Exchange grad_k, grad_v;  // the dK/dV partials arriving for this step's block
+  ExchangePoller poller;
+  for (int s = 0; s < P; ++s) {
+    const int owner = (me - s + P) % P;
+    comm::Exchange send_k, send_v;
+    if (communicate && s + 1 < P) {
+      send_k = comm_.start_ring_exchange(cur_k.data(), k_recv[s % 2].data(), kv_bytes);
+      send_v = comm_.start_ring_exchange(cur_v.data(), v_recv[s % 2].data(), kv_bytes);
+      timings_.bytes_sent += std::int64_t(2 * kv_bytes);
+    }
+    bool contributed = false;
+    if (compute) {
+      const kernels::AttentionParams p = block_params(c, P, me, owner);
+      if (kernels::classify_tile(p.mask, p.q_pos, 0, L, p.k_pos, 0, L) != kernels::TileVisibility::hidden) {
+        ScopedSeconds t(timings_.compute);
+        Kokkos::deep_copy(dk_step, 0.0f);
+        Kokkos::deep_copy(dv_step, 0.0f);
+        poller.watch(&send_k, &send_v, &grad_k, &grad_v);
+        kernels::flash_backward_accumulate<T>(p, q, cur_k, cur_v, dout, lse, delta, dq_acc, dk_step, dv_step,
+                                              poller.hook());
+        contributed = true;
+        ++timings_.steps_computed;
+      }
+      poller.rethrow_if_failed();
+    }
+    Tensor4<float> dk_block = dk_recv[s % 2], dv_block = dv_recv[s % 2];
+    if (communicate) {
+      ScopedSeconds t(timings_.wait);
+      grad_k.wait();
+      grad_v.wait();
+    }
+    if (contributed) {
+      ScopedSeconds t(timings_.compute);
+      add_into(dk_block, dk_step);
+      add_into(dv_block, dv_step);
+    }
+    if (communicate) {
+      // Sends block `owner`'s partial on; after the last step this hop delivers it home.
+      grad_k = comm_.start_ring_exchange(dk_block.data(), dk_recv[(s + 1) % 2].data(), grad_bytes);
+      grad_v = comm_.start_ring_exchange(dv_block.data(), dv_recv[(s + 1) % 2].data(), grad_bytes);
+      timings_.bytes_sent += std::int64_t(2 * grad_bytes);
+    }
+    if (communicate && s + 1 < P) {
+      ScopedSeconds t(timings_.wait);
+      send_k.wait();
+      send_v.wait();
+      cur_k = k_recv[s % 2];
+      cur_v = v_recv[s % 2];
+    }
+  }
+  {
+    ScopedSeconds t(timings_.wait);
+    grad_k.wait();
+    grad_v.wait();
+  }
+  const int home = P % 2;  // where the last hop delivered this rank's own block
+  if constexpr (std::is_same<T, float>::value) {
+    Kokkos::deep_copy(dk, dk_recv[home]);
+    Kokkos::deep_copy(dv, dv_recv[home]);
+  } else {
+    kernels::narrow<T>(dq_acc, dq);
+    kernels::narrow<T>(dk_recv[home], dk);
+    kernels::narrow<T>(dv_recv[home], dv);
+  }
+}
+
+template void RingAttention::backward<float>(Tensor4<const float>, Tensor4<const float>, Tensor4<const float>,
+                                             Tensor4<const float>, Tensor4<const float>, Tensor3<const float>,
+                                             Tensor4<float>, Tensor4<float>, Tensor4<float>, RingMode);
+template void RingAttention::backward<bf16_t>(Tensor4<const bf16_t>, Tensor4<const bf16_t>, Tensor4<const bf16_t>,
+                                              Tensor4<const bf16_t>, Tensor4<const bf16_t>, Tensor3<const float>,
+                                              Tensor4<bf16_t>, Tensor4<bf16_t>, Tensor4<bf16_t>, RingMode);
+template void RingAttention::backward<fp16_t>(Tensor4<const fp16_t>, Tensor4<const fp16_t>, Tensor4<const fp16_t>,
+                                              Tensor4<const fp16_t>, Tensor4<const fp16_t>, Tensor3<const float>,
+                                              Tensor4<fp16_t>, Tensor4<fp16_t>, Tensor4<fp16_t>, RingMode);
+
+}  // namespace engine
+}  // namespace rfa

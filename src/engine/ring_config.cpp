@@ -1,0 +1,64 @@
+#include "engine/ring_config.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "comm/agreement.hpp"
+#include "core/error.hpp"
+#include "layout/sequence_layout.hpp"
+
+namespace rfa {
+namespace engine {
+
+void validate_local(const RingConfig& c, int ranks) {
+  require(c.dtype == RFA_DTYPE_FLOAT32 || c.dtype == RFA_DTYPE_BFLOAT16 || c.dtype == RFA_DTYPE_FLOAT16,
+          "unknown dtype value ", int(c.dtype));
+  layout::validate_shape(c.layout, c.seq_total, ranks);
+  kernels::AttentionParams p = kernels::make_params(c.batch, c.seq_total / ranks, c.seq_total / ranks, c.heads,
+                                                    c.kv_heads, c.head_dim, c.mask, c.softmax_scale);
+  kernels::validate(p);
+}
+
+void validate_collective(comm::Communicator& comm, const RingConfig& c) {
+  // Agreement first: a rank with a different config would otherwise fail validation for a
+  // reason that only confuses (or pass it and deadlock later on mismatched message sizes).
+  float scale = c.softmax_scale;
+  std::int32_t scale_bits;
+  static_assert(sizeof scale_bits == sizeof scale, "float is 32 bits");
+  std::memcpy(&scale_bits, &scale, sizeof scale);
+  comm::require_same_everywhere(comm, {{"layout", c.layout},
+                                       {"mask", c.mask},
+                                       {"dtype", c.dtype},
+                                       {"softmax_scale (bits)", scale_bits},
+                                       {"batch", c.batch},
+                                       {"seq_total", c.seq_total},
+                                       {"heads", c.heads},
+                                       {"kv_heads", c.kv_heads},
+                                       {"head_dim", c.head_dim}});
+  bool ok = true;
+  rfa_result_t code = RFA_SUCCESS;
+  std::string message;
+  try {
+    validate_local(c, comm.size());
+  } catch (const Error& e) {
+    ok = false;
+    code = e.code();
+    message = e.what();
+  }
+  // Every rank saw the same config, so every rank reached the same verdict; the collective
+  // still runs so that a rank whose validation threw for a local reason cannot strand others.
+  comm::fail_everywhere_unless(comm, ok, ok ? RFA_ERROR_INVALID_ARGUMENT : code, message);
+}
+
+kernels::AttentionParams block_params(const RingConfig& c, int ranks, int position, int block_owner) {
+  const std::int64_t local = layout::local_length(c.layout, c.seq_total, ranks);
+  kernels::AttentionParams p =
+      kernels::make_params(c.batch, local, local, c.heads, c.kv_heads, c.head_dim, c.mask, c.softmax_scale);
+  p.q_pos = layout::positions(c.layout, c.seq_total, ranks, position);
+  p.k_pos = layout::positions(c.layout, c.seq_total, ranks, block_owner);
+  return p;
+}
+
+}  // namespace engine
+}  // namespace rfa

@@ -1,0 +1,40 @@
+// What every rank of a ring must agree on before any tensor moves.
+#pragma once
+
+#include <cstdint>
+
+#include "comm/communicator.hpp"
+#include "core/positions.hpp"
+#include "kernels/flash_attention.hpp"
+#include "rfa/rfa.h"
+
+namespace rfa {
+namespace engine {
+
+struct RingConfig {
+  rfa_layout_t layout = RFA_LAYOUT_ZIGZAG;
+  rfa_mask_t mask = RFA_MASK_CAUSAL;
+  rfa_dtype_t dtype = RFA_DTYPE_BFLOAT16;
+  float softmax_scale = 0.0f;  ///< 0: 1/sqrt(head_dim)
+  std::int64_t batch = 1;
+  std::int64_t seq_total = 0;  ///< S: the whole sequence, over all ranks
+  std::int64_t heads = 1;
+  std::int64_t kv_heads = 1;
+  std::int64_t head_dim = 64;
+};
+
+/// Throws RFA_ERROR_INVALID_ARGUMENT / RFA_ERROR_UNSUPPORTED unless the config is usable on a
+/// ring of `ranks` ranks (shapes, head dim, dtype, layout divisibility).
+void validate_local(const RingConfig& c, int ranks);
+
+/// Collective: validates on every rank and checks that every rank passed the same config.
+/// Fails on every rank together (RFA_ERROR_INVALID_USAGE naming the field when ranks
+/// disagree; the local error's code where one rank's config is invalid), never hangs.
+void validate_collective(comm::Communicator& comm, const RingConfig& c);
+
+/// The kernel params for this rank's queries against the K/V block that started on
+/// ring position `block_owner`.
+kernels::AttentionParams block_params(const RingConfig& c, int ranks, int position, int block_owner);
+
+}  // namespace engine
+}  // namespace rfa

@@ -1,0 +1,118 @@
+// Bad configurations fail on every rank together, with a clear message, and leave no rank
+// hanging (a hang would time the test out).
+#include "core/error.hpp"
+#include "ring_case.hpp"
+
+namespace rfa {
+namespace test {
+namespace {
+
+engine::RingConfig good_config() {
+  engine::RingConfig cfg;
+  cfg.layout = RFA_LAYOUT_ZIGZAG;
+  cfg.mask = RFA_MASK_CAUSAL;
+  cfg.dtype = RFA_DTYPE_FLOAT32;
+  cfg.batch = 1;
+  cfg.seq_total = 48;
+  cfg.heads = 2;
+  cfg.kv_heads = 1;
+  cfg.head_dim = 16;
+  return cfg;
+}
+
+Error creation_error(comm::Communicator& ring, const engine::RingConfig& cfg) {
+  try {
+    engine::RingAttention attn(ring, cfg);
+  } catch (const Error& e) {
+    return e;
+  }
+  return Error(RFA_SUCCESS, "");
+}
+
+TEST(RingValidation, GoodConfigIsAccepted) {
+  auto ring = world_ring();
+  EXPECT_EQ(creation_error(*ring, good_config()).code(), RFA_SUCCESS);
+}
+
+TEST(RingValidation, SequenceThatTheLayoutCannotSplitFailsEverywhere) {
+  auto ring = world_ring();
+  auto cfg = good_config();
+  cfg.seq_total = 2 * ring->size() * 5 + 1;  // odd: no layout on P >= 2 ranks can split it evenly
+  if (ring->size() == 1) cfg.seq_total = 0;
+  const Error e = creation_error(*ring, cfg);
+  EXPECT_EQ(e.code(), RFA_ERROR_INVALID_ARGUMENT) << e.what();
+  EXPECT_NE(std::string(e.what()).find("seq"), std::string::npos) << e.what();
+}
+
+TEST(RingValidation, RanksThatDisagreeFailEverywhere) {
+  auto ring = world_ring();
+  if (ring->size() < 2) GTEST_SKIP() << "needs two ranks";
+  auto cfg = good_config();
+  if (ring->rank() == ring->size() - 1) cfg.heads = 4;
+  const Error e = creation_error(*ring, cfg);
+  EXPECT_EQ(e.code(), RFA_ERROR_INVALID_USAGE) << e.what();
+  EXPECT_NE(std::string(e.what()).find("heads"), std::string::npos) << e.what();
+}
+
+TEST(RingValidation, UnsupportedHeadDimFailsEverywhere) {
+  auto ring = world_ring();
+  auto cfg = good_config();
+  cfg.head_dim = 20;
+  const Error e = creation_error(*ring, cfg);
+  EXPECT_EQ(e.code(), RFA_ERROR_UNSUPPORTED) << e.what();
+}
+
+TEST(RingValidation, WrongTensorsAreRejectedBeforeAnyCommunication) {
+  auto ring = world_ring();
+  const auto cfg = good_config();
+  engine::RingAttention attn(*ring, cfg);
+  const std::int64_t L = attn.local_seq();
+  Tensor4<float> q("q", 1, L, 2, 16), k("k", 1, L + 1, 1, 16), v("v", 1, L, 1, 16), out("out", 1, L, 2, 16);
+  Tensor3<float> lse("lse", 1, 2, L);
+  try {
+    attn.forward<float>(q, k, v, out, lse);
+    FAIL() << "accepted a k with the wrong local length";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), RFA_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("tensor 'k'"), std::string::npos) << e.what();
+  }
+  Tensor4<bf16_t> qb("q", 1, L, 2, 16), kb("k", 1, L, 1, 16), vb("v", 1, L, 1, 16), outb("out", 1, L, 2, 16);
+  try {
+    attn.forward<bf16_t>(qb, kb, vb, outb, lse);
+    FAIL() << "accepted bf16 tensors on an fp32 ring";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("configured for float32"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace test
+}  // namespace rfa
+
+namespace rfa {
+namespace test {
+namespace {
+
+TEST(RingValidation, OneRankWithABadTensorFailsEveryRank) {
+  auto ring = world_ring();
+  const auto cfg = good_config();
+  engine::RingAttention attn(*ring, cfg);
+  const std::int64_t L = attn.local_seq();
+  const bool bad_here = ring->rank() == ring->size() - 1;
+  Tensor4<float> q("q", 1, L, 2, 16), k("k", 1, L, 1, 16), v("v", 1, L, 1, 16);
+  Tensor4<float> out("out", 1, bad_here ? L + 2 : L, 2, 16);
+  Tensor3<float> lse("lse", 1, 2, L);
+  try {
+    attn.forward<float>(q, k, v, out, lse);
+    FAIL() << "rank " << ring->rank() << " returned normally although rank " << ring->size() - 1
+           << " passed a bad out";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), RFA_ERROR_INVALID_ARGUMENT) << e.what();
+    const std::string expected = bad_here ? "tensor 'out'" : "lowest failing ring position";
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace test
+}  // namespace rfa
