@@ -1,0 +1,181 @@
+// rfa_ring_bench: ring efficiency and hidden communication, per layout.
+//
+//   efficiency = (single-rank time on the full sequence) / (P x ring time)
+//   hidden     = 1 - (ring time - same schedule without communication) / communication alone
+//
+// Defaults are the figures of record: S=16384, H=4, d=128, fp32, causal, every layout; run it
+// with one rank per core (mpirun -np 2 --bind-to core). Takes the main job's flags (--seq,
+// --heads, --dtype, --layout, --repeat, ...) plus --json FILE for the regression comparator.
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "comm/mpi/mpi_communicator.hpp"
+#include "core/error.hpp"
+#include "cpu_peak.hpp"
+#include "engine/ring_attention.hpp"
+#include "layout/sequence_layout.hpp"
+#include "ring_problem.hpp"
+#include "run_options.hpp"
+
+namespace rfa {
+namespace perf {
+namespace {
+
+using engine::RingMode;
+using engine::Tensor3;
+using engine::Tensor4;
+
+struct Times {
+  double fwd = 1e300, bwd = 1e300;
+};
+
+/// Best-of-repeat forward and backward times of `mode` (max over ranks, since the ring is as
+/// slow as its slowest rank).
+template <class T>
+Times measure(comm::Communicator& ring, const engine::RingConfig& cfg, RingMode mode, int repeat) {
+  engine::RingAttention attn(ring, cfg);
+  const std::int64_t L = attn.local_seq(), B = cfg.batch, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
+  const PositionMap rows = attn.local_positions();
+  Tensor4<T> q("q", B, L, H, D), k("k", B, L, HKV, D), v("v", B, L, HKV, D), dout("dout", B, L, H, D);
+  fill(q, TensorId::q, rows);
+  fill(k, TensorId::k, rows);
+  fill(v, TensorId::v, rows);
+  fill(dout, TensorId::dout, rows);
+  Tensor4<T> out("out", B, L, H, D), dq("dq", B, L, H, D), dk("dk", B, L, HKV, D), dv("dv", B, L, HKV, D);
+  Tensor3<float> lse("lse", B, H, L);
+  // Real results first, so the backward of the timing runs sees a real lse.
+  attn.forward<T>(q, k, v, out, lse);
+  Times best;
+  for (int r = 0; r < repeat; ++r) {
+    ring.barrier();
+    attn.forward<T>(q, k, v, out, lse, mode);
+    const double f = double(ring.allreduce(std::int64_t(attn.last_timings().total * 1e9), comm::ReduceOp::max)) * 1e-9;
+    ring.barrier();
+    attn.backward<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);
+    const double b = double(ring.allreduce(std::int64_t(attn.last_timings().total * 1e9), comm::ReduceOp::max)) * 1e-9;
+    best.fwd = std::min(best.fwd, f);
+    best.bwd = std::min(best.bwd, b);
+  }
+  return best;
+}
+
+double hidden(double full, double compute_only, double comm_only) {
+  if (comm_only <= 0) return 1.0;
+  return std::clamp(1.0 - std::max(0.0, full - compute_only) / comm_only, 0.0, 1.0);
+}
+
+template <class T>
+void bench(comm::Communicator& ring, const RunOptions& o, const std::vector<rfa_layout_t>& layouts, FILE* json) {
+  engine::RingConfig cfg;
+  cfg.mask = o.mask;
+  cfg.dtype = o.dtype;
+  cfg.softmax_scale = o.scale;
+  cfg.batch = o.batch;
+  cfg.seq_total = o.seq;
+  cfg.heads = o.heads;
+  cfg.kv_heads = o.kv_heads;
+  cfg.head_dim = o.head_dim;
+  const int P = ring.size(), me = ring.rank();
+  const bool causal = o.mask == RFA_MASK_CAUSAL;
+  const double ffwd = attention_flops(o.batch, o.seq, o.seq, o.heads, o.head_dim, causal, false);
+  const double fbwd = attention_flops(o.batch, o.seq, o.seq, o.heads, o.head_dim, causal, true);
+
+  // The single-rank baseline: rank 0 alone on the full sequence while the others wait.
+  Times single;
+  if (me == 0) {
+    auto alone = comm::make_mpi_communicator(MPI_COMM_SELF, 0);
+    cfg.layout = RFA_LAYOUT_CONTIGUOUS;
+    single = measure<T>(*alone, cfg, RingMode::full, o.repeat);
+  }
+  ring.barrier();
+  if (me == 0) {
+    std::printf("rfa_ring_bench: B=%lld S=%lld H=%lld/%lld d=%lld %s %s, P=%d, %d host thread(s)/rank\n",
+                (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads,
+                (long long)o.head_dim, dtype_name(o.dtype), causal ? "causal" : "non-causal", P,
+                Kokkos::DefaultHostExecutionSpace().concurrency());
+    std::printf("single rank, full sequence: forward %.1f ms (%.1f GFLOP/s), backward %.1f ms (%.1f GFLOP/s)\n",
+                1e3 * single.fwd, ffwd / single.fwd * 1e-9, 1e3 * single.bwd, fbwd / single.bwd * 1e-9);
+    std::printf("%-11s %9s %9s %8s %8s %8s %8s\n", "layout", "fwd ms", "bwd ms", "fwd eff", "bwd eff", "fwd hid",
+                "bwd hid");
+    if (json) std::fprintf(json, "{\n  \"single\": {\"fwd_s\": %.6f, \"bwd_s\": %.6f},\n  \"layouts\": [", single.fwd, single.bwd);
+  }
+  bool first = true;
+  for (rfa_layout_t layout : layouts) {
+    cfg.layout = layout;
+    const Times full = measure<T>(ring, cfg, RingMode::full, o.repeat);
+    const Times compute_only = measure<T>(ring, cfg, RingMode::compute_only, o.repeat);
+    const Times comm_only = measure<T>(ring, cfg, RingMode::comm_only, o.repeat);
+    if (me != 0) continue;
+    const double eff_f = single.fwd / (P * full.fwd), eff_b = single.bwd / (P * full.bwd);
+    const double hid_f = hidden(full.fwd, compute_only.fwd, comm_only.fwd);
+    const double hid_b = hidden(full.bwd, compute_only.bwd, comm_only.bwd);
+    std::printf("%-11s %9.1f %9.1f %7.1f%% %7.1f%% %7.1f%% %7.1f%%\n", layout::layout_name(layout), 1e3 * full.fwd,
+                1e3 * full.bwd, 100 * eff_f, 100 * eff_b, 100 * hid_f, 100 * hid_b);
+    if (json) {
+      std::fprintf(json,
+                   "%s\n    {\"layout\": \"%s\", \"ranks\": %d, \"fwd_s\": %.6f, \"bwd_s\": %.6f, \"fwd_efficiency\": %.4f,"
+                   " \"bwd_efficiency\": %.4f, \"fwd_hidden\": %.4f, \"bwd_hidden\": %.4f, \"fwd_comm_only_s\": %.6f,"
+                   " \"bwd_comm_only_s\": %.6f}",
+                   first ? "" : ",", layout::layout_name(layout), P, full.fwd, full.bwd, eff_f, eff_b, hid_f, hid_b,
+                   comm_only.fwd, comm_only.bwd);
+    }
+    first = false;
+  }
+  if (me == 0 && json) std::fprintf(json, "\n  ]\n}\n");
+}
+
+}  // namespace
+}  // namespace perf
+}  // namespace rfa
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  Kokkos::initialize(argc, argv);
+  int rc = 0;
+  {
+    // The figures of record are the defaults; the user's flags come after and win.
+    std::vector<char*> args = {argv[0]};
+    const char* defaults[] = {"--seq", "16384", "--heads", "4", "--head-dim", "128", "--dtype", "fp32", "--causal"};
+    for (const char* d : defaults) args.push_back(const_cast<char*>(d));
+    std::string json_path;
+    bool layout_given = false;
+    for (int i = 1; i < argc; ++i) {
+      if (std::string(argv[i]) == "--json" && i + 1 < argc) {
+        json_path = argv[++i];
+        continue;
+      }
+      if (std::string(argv[i]) == "--layout") layout_given = true;
+      args.push_back(argv[i]);
+    }
+    try {
+      const auto opts = rfa::perf::parse_run_options(int(args.size()), args.data());
+      if (opts.help) {
+        if (world_rank == 0) std::printf("%s  --json FILE        also write the results as JSON (rank 0)\n",
+                                         rfa::perf::run_usage(argv[0]).c_str());
+      } else {
+        std::vector<rfa_layout_t> layouts = {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE};
+        if (layout_given) layouts = {opts.layout};
+        FILE* json = (world_rank == 0 && !json_path.empty()) ? std::fopen(json_path.c_str(), "w") : nullptr;
+        auto ring = rfa::comm::make_mpi_communicator(MPI_COMM_WORLD, world_rank);
+        rfa::dispatch_dtype(opts.dtype, [&](auto tag) {
+          rfa::perf::bench<decltype(tag)>(*ring, opts, layouts, json);
+          return 0;
+        });
+        if (json) std::fclose(json);
+      }
+    } catch (const rfa::Error& e) {
+      std::fprintf(stderr, "rfa_ring_bench (rank %d): error: %s\n", world_rank, e.what());
+      rc = 2;
+    }
+  }
+  Kokkos::finalize();
+  MPI_Finalize();
+  return rc;
+}

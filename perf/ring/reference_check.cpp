@@ -1,0 +1,117 @@
+#include "reference_check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "layout/distributed_gather.hpp"
+#include "layout/sequence_layout.hpp"
+#include "ring_problem.hpp"
+
+namespace rfa {
+namespace perf {
+namespace {
+
+using kernels::Tensor3;
+using kernels::Tensor4;
+
+/// {max |a - b|, max |b|} over finite entries; -inf must match -inf.
+template <class A>
+std::pair<double, double> diff(const A* got, const float* ref, std::size_t n) {
+  double err = 0, scale = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double g = to_float(got[i]), r = ref[i];
+    if (std::isinf(r) || std::isinf(g)) {
+      if (g != r) err = INFINITY;
+      continue;
+    }
+    err = std::max(err, std::isnan(g) ? INFINITY : std::abs(g - r));
+    scale = std::max(scale, std::abs(r));
+  }
+  return {err, scale};
+}
+
+double relative_everywhere(comm::Communicator& ring, std::pair<double, double> local) {
+  // Errors are non-negative doubles: their bit patterns order like the values, so the int64
+  // max reduction the communicator offers finds the largest.
+  std::int64_t bits[2];
+  std::memcpy(&bits[0], &local.first, 8);
+  std::memcpy(&bits[1], &local.second, 8);
+  ring.allreduce_inplace(bits, 2, comm::ReduceOp::max);
+  double err, scale;
+  std::memcpy(&err, &bits[0], 8);
+  std::memcpy(&scale, &bits[1], 8);
+  return err / std::max(scale, 1e-30);
+}
+
+}  // namespace
+
+template <class T>
+CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::RingConfig& cfg, Tensor4<const T> out,
+                                      Tensor3<const float> lse, Tensor4<const T> dq, Tensor4<const T> dk,
+                                      Tensor4<const T> dv) {
+  const std::int64_t B = cfg.batch, S = cfg.seq_total, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
+  const int P = ring.size();
+  const PositionMap mine = layout::positions(cfg.layout, S, P, ring.rank());
+  const PositionMap all = PositionMap::contiguous(0, S);
+  const std::int64_t L = mine.length();
+
+  Tensor4<float> q_all("q_all", B, S, H, D), k_all("k_all", B, S, HKV, D), v_all("v_all", B, S, HKV, D),
+      dout_all("dout_all", B, S, H, D);
+  fill_as_float<T>(q_all, TensorId::q, all);
+  fill_as_float<T>(k_all, TensorId::k, all);
+  fill_as_float<T>(v_all, TensorId::v, all);
+  fill_as_float<T>(dout_all, TensorId::dout, all);
+  Tensor4<float> q_mine("q_mine", B, L, H, D), k_mine("k_mine", B, L, HKV, D), v_mine("v_mine", B, L, HKV, D),
+      dout_mine("dout_mine", B, L, H, D);
+  fill_as_float<T>(q_mine, TensorId::q, mine);
+  fill_as_float<T>(k_mine, TensorId::k, mine);
+  fill_as_float<T>(v_mine, TensorId::v, mine);
+  fill_as_float<T>(dout_mine, TensorId::dout, mine);
+
+  // Forward of this rank's queries against the whole sequence.
+  kernels::AttentionParams mine_vs_all =
+      kernels::make_params(B, L, S, H, HKV, D, cfg.mask, cfg.softmax_scale);
+  mine_vs_all.q_pos = mine;
+  Tensor4<float> out_ref("out_ref", B, L, H, D);
+  Tensor3<float> lse_ref("lse_ref", B, H, L);
+  kernels::flash_forward<float, float>(mine_vs_all, q_mine, k_all, v_all, out_ref, lse_ref);
+
+  // D and lse of every query, for the dK/dV of this rank's keys.
+  Tensor3<float> delta_ref("delta_ref", B, H, L);
+  kernels::compute_delta<float, float>(mine_vs_all, dout_mine, out_ref, delta_ref);
+  Tensor3<float> lse_all("lse_all", B, H, S), delta_all("delta_all", B, H, S);
+  layout::allgather_bhs(ring, cfg.layout, lse_ref.data(), B, H, lse_all.data(), S);
+  layout::allgather_bhs(ring, cfg.layout, delta_ref.data(), B, H, delta_all.data(), S);
+
+  Tensor4<float> dq_ref("dq_ref", B, L, H, D), dk_unused("dk_unused", B, S, HKV, D), dv_unused("dv_unused", B, S, HKV, D);
+  kernels::flash_backward_accumulate<float>(mine_vs_all, q_mine, k_all, v_all, dout_mine, lse_ref, delta_ref, dq_ref,
+                                            dk_unused, dv_unused);
+  kernels::AttentionParams all_vs_mine = kernels::make_params(B, S, L, H, HKV, D, cfg.mask, cfg.softmax_scale);
+  all_vs_mine.k_pos = mine;
+  Tensor4<float> dq_unused("dq_unused", B, S, H, D), dk_ref("dk_ref", B, L, HKV, D), dv_ref("dv_ref", B, L, HKV, D);
+  kernels::flash_backward_accumulate<float>(all_vs_mine, q_all, k_mine, v_mine, dout_all, lse_all, delta_all,
+                                            dq_unused, dk_ref, dv_ref);
+
+  CheckErrors e;
+  e.out = relative_everywhere(ring, diff(out.data(), out_ref.data(), out.size()));
+  auto lse_diff = diff(lse.data(), lse_ref.data(), lse.size());
+  lse_diff.second = 1.0;  // lse is compared in absolute terms
+  e.lse = relative_everywhere(ring, lse_diff);
+  e.dq = relative_everywhere(ring, diff(dq.data(), dq_ref.data(), dq.size()));
+  e.dk = relative_everywhere(ring, diff(dk.data(), dk_ref.data(), dk.size()));
+  e.dv = relative_everywhere(ring, diff(dv.data(), dv_ref.data(), dv.size()));
+  return e;
+}
+
+#define RFA_INSTANTIATE_CHECK(T)                                                                               \
+  template CheckErrors check_against_single_rank<T>(comm::Communicator&, const engine::RingConfig&,             \
+                                                    Tensor4<const T>, Tensor3<const float>, Tensor4<const T>, \
+                                                    Tensor4<const T>, Tensor4<const T>);
+RFA_INSTANTIATE_CHECK(float)
+RFA_INSTANTIATE_CHECK(bf16_t)
+RFA_INSTANTIATE_CHECK(fp16_t)
+
+}  // namespace perf
+}  // namespace rfa

@@ -1,0 +1,25 @@
+// The main job's correctness check: this rank's shard of the results against the single-rank
+// kernels run in fp32 on the full sequence. Each rank computes only what its own rows need
+// (its queries against all keys, all queries against its keys), using the kernels' global
+// position maps, so the check costs about 2/P of one single-rank run per rank.
+#pragma once
+
+#include "comm/communicator.hpp"
+#include "engine/ring_attention.hpp"
+
+namespace rfa {
+namespace perf {
+
+struct CheckErrors {
+  double out = 0, lse = 0, dq = 0, dk = 0, dv = 0;
+};
+
+/// Collective. Errors are max|got - ref| / max|ref| over all ranks (lse: absolute).
+template <class T>
+CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::RingConfig& cfg,
+                                      engine::Tensor4<const T> out, engine::Tensor3<const float> lse,
+                                      engine::Tensor4<const T> dq, engine::Tensor4<const T> dk,
+                                      engine::Tensor4<const T> dv);
+
+}  // namespace perf
+}  // namespace rfa

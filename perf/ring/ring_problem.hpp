@@ -1,0 +1,53 @@
+// A reproducible distributed problem for the main job and the ring benchmark. Every value
+// is a hash of (tensor, batch, global position, head, dim), so each rank fills its shard -- or
+// the whole sequence, for a check -- without anyone holding or sending the global tensors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.hpp"
+#include "core/positions.hpp"
+#include "kernels/flash_attention.hpp"
+
+namespace rfa {
+namespace perf {
+
+enum class TensorId : std::uint64_t { q = 1, k = 2, v = 3, dout = 4 };
+
+inline float hashed_uniform(TensorId id, std::int64_t b, std::int64_t pos, std::int64_t h, std::int64_t x) {
+  std::uint64_t z = (std::uint64_t(id) << 56) ^ (std::uint64_t(b) << 48) ^ (std::uint64_t(pos) << 20) ^
+                    (std::uint64_t(h) << 10) ^ std::uint64_t(x);
+  z += 0x9e3779b97f4a7c15ull;  // splitmix64 finalizer
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return float(double(z >> 11) * (2.0 / 9007199254740992.0) - 1.0);  // uniform in [-1, 1)
+}
+
+/// Fills t[b][i][h][x] with the problem's values at global positions rows(i).
+template <class T>
+void fill(kernels::Tensor4<T> t, TensorId id, const PositionMap& rows) {
+  for (std::int64_t b = 0; b < std::int64_t(t.extent(0)); ++b)
+    for (std::int64_t i = 0; i < std::int64_t(t.extent(1)); ++i) {
+      const std::int64_t pos = rows(i);
+      for (std::int64_t h = 0; h < std::int64_t(t.extent(2)); ++h)
+        for (std::int64_t x = 0; x < std::int64_t(t.extent(3)); ++x)
+          t(b, i, h, x) = from_float<T>(hashed_uniform(id, b, pos, h, x));
+    }
+}
+
+/// The same values as fp32 (exact for every storage dtype, since they were rounded to T first).
+template <class T>
+void fill_as_float(kernels::Tensor4<float> t, TensorId id, const PositionMap& rows) {
+  for (std::int64_t b = 0; b < std::int64_t(t.extent(0)); ++b)
+    for (std::int64_t i = 0; i < std::int64_t(t.extent(1)); ++i) {
+      const std::int64_t pos = rows(i);
+      for (std::int64_t h = 0; h < std::int64_t(t.extent(2)); ++h)
+        for (std::int64_t x = 0; x < std::int64_t(t.extent(3)); ++x)
+          t(b, i, h, x) = to_float(from_float<T>(hashed_uniform(id, b, pos, h, x)));
+    }
+}
+
+}  // namespace perf
+}  // namespace rfa

@@ -1,0 +1,110 @@
+#include "run_options.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace rfa {
+namespace perf {
+namespace {
+
+std::int64_t parse_int(const std::string& flag, const char* text, std::int64_t lo) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text, &end, 10);
+  require(end && *end == '\0' && end != text, flag, " expects an integer, got '", text, "'");
+  require(v >= lo, flag, " must be >= ", lo, ", got ", v);
+  return v;
+}
+
+}  // namespace
+
+std::string run_usage(const char* program) {
+  return std::string("usage: mpirun -np P ") + program + R"( [options]
+
+Runs ring attention forward and backward on an embedded problem split over the P ranks,
+checks every rank's results against the single-rank kernels on the full sequence, and prints
+per-rank time, throughput, the largest error and how much communication was hidden.
+
+  --batch N          batch size (default 1)
+  --seq N            total sequence length over all ranks (default 8192)
+  --heads N          query heads (default 8)
+  --kv-heads N       key/value heads, dividing --heads (default: = --heads)
+  --head-dim N       head dimension, a multiple of 8 up to 256 (default 64)
+  --layout L         contiguous | zigzag | stripe (default zigzag)
+  --dtype T          fp32 | bf16 | fp16 (default bf16)
+  --mask M           causal | none (default causal); --causal and --no-causal also work
+  --scale X          softmax scale (default 1/sqrt(head-dim))
+  --repeat N         timed repetitions, the best is reported (default 1)
+  --no-check         skip the comparison with the single-rank kernels
+  --no-overlap       skip the runs that measure hidden communication
+  --help             this text
+
+Ring order comes from RFA_RING_ORDER (identity | topo | file:PATH; default topo).
+)";
+}
+
+RunOptions parse_run_options(int argc, char** argv) {
+  RunOptions o;
+  bool kv_heads_given = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> const char* {
+      require(i + 1 < argc, flag, " needs a value (see --help)");
+      return argv[++i];
+    };
+    if (flag == "--help" || flag == "-h") {
+      o.help = true;
+    } else if (flag == "--batch") {
+      o.batch = parse_int(flag, value(), 1);
+    } else if (flag == "--seq") {
+      o.seq = parse_int(flag, value(), 1);
+    } else if (flag == "--heads") {
+      o.heads = parse_int(flag, value(), 1);
+    } else if (flag == "--kv-heads") {
+      o.kv_heads = parse_int(flag, value(), 1);
+      kv_heads_given = true;
+    } else if (flag == "--head-dim") {
+      o.head_dim = parse_int(flag, value(), 1);
+    } else if (flag == "--repeat") {
+      o.repeat = int(parse_int(flag, value(), 1));
+    } else if (flag == "--scale") {
+      const char* text = value();
+      char* end = nullptr;
+      o.scale = std::strtof(text, &end);
+      require(end && *end == '\0' && o.scale > 0.0f, "--scale expects a positive number, got '", text, "'");
+    } else if (flag == "--layout") {
+      const std::string v = value();
+      if (v == "contiguous") o.layout = RFA_LAYOUT_CONTIGUOUS;
+      else if (v == "zigzag") o.layout = RFA_LAYOUT_ZIGZAG;
+      else if (v == "stripe") o.layout = RFA_LAYOUT_STRIPE;
+      else fail(RFA_ERROR_INVALID_ARGUMENT, "--layout must be contiguous, zigzag or stripe, got '", v, "'");
+    } else if (flag == "--dtype") {
+      const std::string v = value();
+      if (v == "fp32" || v == "float32") o.dtype = RFA_DTYPE_FLOAT32;
+      else if (v == "bf16" || v == "bfloat16") o.dtype = RFA_DTYPE_BFLOAT16;
+      else if (v == "fp16" || v == "float16") o.dtype = RFA_DTYPE_FLOAT16;
+      else fail(RFA_ERROR_INVALID_ARGUMENT, "--dtype must be fp32, bf16 or fp16, got '", v, "'");
+    } else if (flag == "--mask") {
+      const std::string v = value();
+      if (v == "causal") o.mask = RFA_MASK_CAUSAL;
+      else if (v == "none") o.mask = RFA_MASK_NONE;
+      else fail(RFA_ERROR_INVALID_ARGUMENT, "--mask must be causal or none, got '", v, "'");
+    } else if (flag == "--causal") {
+      o.mask = RFA_MASK_CAUSAL;
+    } else if (flag == "--no-causal") {
+      o.mask = RFA_MASK_NONE;
+    } else if (flag == "--no-check") {
+      o.check = false;
+    } else if (flag == "--no-overlap") {
+      o.overlap = false;
+    } else {
+      fail(RFA_ERROR_INVALID_ARGUMENT, "unknown option '", flag, "' (see --help)");
+    }
+  }
+  if (!kv_heads_given) o.kv_heads = o.heads;
+  return o;
+}
+
+}  // namespace perf
+}  // namespace rfa

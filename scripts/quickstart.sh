@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# rfa quick start: installs what is missing (Debian 12), configures, builds, then
+#   run  [flags]  runs the main job (rfa_run) under mpiexec -np ${RFA_RANKS:-4}; flags go to rfa_run
+#   test [args]   builds the docs and runs the whole test suite through ctest; args go to ctest
+# Both are idempotent: a second run installs nothing and rebuilds only what changed.
+# Environment: RFA_BUILD_DIR (default ./build), RFA_RANKS (default 4), RFA_CMAKE_ARGS (extra
+# configure flags, e.g. "-DRFA_ENABLE_CUDA=OFF"), RFA_JOBS (default: number of cores).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${RFA_BUILD_DIR:-$here/build}
+jobs=${RFA_JOBS:-$(nproc)}
+mode=${1:-}
+[ $# -gt 0 ] && shift
+
+usage() { sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+case "$mode" in
+  run|test) ;;
+  -h|--help|help) usage; exit 0 ;;
+  *) usage >&2; exit 2 ;;
+esac
+
+packages=(cmake make g++ gfortran pkg-config libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin
+          libhwloc-dev googletest libgtest-dev libbenchmark-dev doxygen graphviz binutils)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "quickstart: installing ${missing[*]}"
+  if [ "$(id -u)" -eq 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  elif command -v sudo >/dev/null; then
+    sudo apt-get update -qq
+    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  else
+    echo "quickstart: missing Debian packages; as root run: apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+# shellcheck disable=SC2086  # RFA_CMAKE_ARGS is a list of flags
+mkdir -p "$build"
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release ${RFA_CMAKE_ARGS:-} >"$build/configure.log" 2>&1 \
+  || { cat "$build/configure.log" >&2; exit 1; }
+cmake --build "$build" -j "$jobs"
+
+mpi_flags=(--oversubscribe)
+[ "$(id -u)" -eq 0 ] && mpi_flags+=(--allow-run-as-root)
+
+case "$mode" in
+  run)
+    exec mpiexec -np "${RFA_RANKS:-4}" "${mpi_flags[@]}" "$build/perf/ring/rfa_run" "$@"
+    ;;
+  test)
+    cmake --build "$build" --target docs
+    exec ctest --test-dir "$build" --output-on-failure "$@"
+    ;;
+esac
