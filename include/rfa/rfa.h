@@ -115,6 +115,322 @@ RFA_API rfa_result_t rfa_check_version_major(int header_major);
 /** @brief Checks the linked library against the header this file was compiled with. */
 #define rfa_check_version() rfa_check_version_major(RFA_VERSION_MAJOR)
 
+/* ------------------------------------------------------------------------------------------ */
+/** @name Options
+ * @{ */
+
+/** @brief The layout version of ::rfa_options_t this header describes; rfa_options_init() stores it. */
+#define RFA_OPTIONS_VERSION 1
+
+/**
+ * @brief Everything a context needs to know about the attention problem, the same on every rank.
+ *
+ * Versioned: fill it with rfa_options_init() first, then change fields. New fields are only
+ * ever appended, and the library reads min(struct_size, its own sizeof) bytes, so a program
+ * compiled against an older header keeps working (fields it does not know take their
+ * defaults); fields a newer header appends are ignored by an older library.
+ *
+ * Shapes are those of DESIGN.md §2: the whole sequence has seq_total tokens, of which each of
+ * the P ranks holds seq_total / P (see ::rfa_layout_t for the divisibility rules).
+ */
+typedef struct rfa_options_t {
+  size_t struct_size;          /**< sizeof(rfa_options_t) as the caller was compiled; set by rfa_options_init(). */
+  int32_t version;             /**< ::RFA_OPTIONS_VERSION as the caller was compiled; set by rfa_options_init(). */
+  rfa_layout_t layout;         /**< How the sequence is split over the ring. Default ::RFA_LAYOUT_ZIGZAG. */
+  rfa_mask_t mask;             /**< The attention mask. Default ::RFA_MASK_CAUSAL. */
+  rfa_dtype_t dtype;           /**< Storage type of q, k, v, out, dout and the gradients. Default ::RFA_DTYPE_BFLOAT16. */
+  rfa_ring_order_t ring_order; /**< How ranks are placed on the ring. Default ::RFA_RING_ORDER_DEFAULT. */
+  double softmax_scale;        /**< Multiplies QK^T (applied in fp32); 0 means 1/sqrt(head_dim). Default 0. */
+  int64_t batch;               /**< Sequences per call, B >= 1. Default 1. */
+  int64_t seq_total;           /**< Tokens of one whole sequence over all ranks, S >= 1. Default 0: must be set. */
+  int64_t heads;               /**< Query heads H >= 1. Default 1. */
+  int64_t kv_heads;            /**< Key/value heads Hkv >= 1 dividing H (GQA, MQA). Default 1. */
+  int64_t head_dim;            /**< Head dimension d: a multiple of 8, at most 256. Default 64. */
+} rfa_options_t;
+
+/**
+ * @brief Fills the first @p struct_size bytes of @p options with the defaults, and sets
+ *        struct_size and version.
+ *
+ * The size comes from the caller so that a program compiled against an older, smaller
+ * struct is never written past its end. Call it through rfa_options_init(), which passes the
+ * size the caller was compiled with. Not collective; thread-safe.
+ * @param[out] options the struct to fill.
+ * @param struct_size sizeof(rfa_options_t) as the caller sees it.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT if @p options is NULL or
+ *         @p struct_size is smaller than version 1 of the struct.
+ */
+RFA_API rfa_result_t rfa_options_init_sized(rfa_options_t* options, size_t struct_size);
+
+/**
+ * @brief Fills @p options with the defaults and sets struct_size and version.
+ *
+ * Not collective; thread-safe.
+ * @param[out] options the struct to fill.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT if @p options is NULL.
+ */
+static inline rfa_result_t rfa_options_init(rfa_options_t* options) {
+  return rfa_options_init_sized(options, sizeof(rfa_options_t));
+}
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Contexts
+ * @{ */
+
+/**
+ * @brief An opaque handle to a ring: its communicator, its options and its ring position.
+ *
+ * Created collectively by rfa_context_create() (rfa_mpi.h), destroyed by rfa_context_destroy().
+ * One handle must be used by one thread at a time; different handles may be used concurrently
+ * (if the MPI library was initialized with MPI_THREAD_MULTIPLE).
+ */
+typedef struct rfa_context_s* rfa_context_t;
+
+/**
+ * @brief Destroys a context and frees its private communicator. Destroying NULL does nothing.
+ *
+ * Collective over the context's ranks (it frees an MPI communicator): every rank destroys its
+ * handle, in the same order relative to other collective calls. Call it before MPI_Finalize.
+ * @param context the handle, or NULL.
+ * After MPI_Finalize it frees the memory but cannot free the MPI communicator.
+ * @return ::RFA_SUCCESS; the handle must not be used again.
+ */
+RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context);
+
+/**
+ * @brief The options the context was created with (after defaults were applied).
+ *
+ * Not collective. Writes min(options->struct_size, sizeof(rfa_options_t)) bytes.
+ * @param context a live context.
+ * @param[in,out] options struct_size must be set (rfa_options_init() does so); the rest is written.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL argument or a struct_size
+ *         smaller than version 1 of the struct.
+ */
+RFA_API rfa_result_t rfa_context_get_options(rfa_context_t context, rfa_options_t* options);
+
+/**
+ * @brief This rank's ring position r (0..P-1): it decides which tokens this rank must hold.
+ *
+ * The position is chosen by the ring-order policy and may differ from the rank in the
+ * communicator passed to rfa_context_create(). Not collective.
+ * @param context a live context.
+ * @param[out] position receives r.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL argument.
+ */
+RFA_API rfa_result_t rfa_context_get_position(rfa_context_t context, int* position);
+
+/**
+ * @brief The number of ranks P on the ring. Not collective.
+ * @param context a live context.
+ * @param[out] ranks receives P.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL argument.
+ */
+RFA_API rfa_result_t rfa_context_get_ranks(rfa_context_t context, int* ranks);
+
+/**
+ * @brief The number of tokens each rank holds, L = seq_total / P. Not collective.
+ * @param context a live context.
+ * @param[out] local_seq receives L.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL argument.
+ */
+RFA_API rfa_result_t rfa_context_get_local_seq(rfa_context_t context, int64_t* local_seq);
+
+/**
+ * @brief The global token position of each of this rank's L local rows, in local row order.
+ *
+ * Not collective. Local row i of every tensor of this rank holds global token positions[i].
+ * @param context a live context.
+ * @param[out] positions an array of at least L elements.
+ * @param capacity the number of elements of @p positions.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL argument or a capacity below L.
+ */
+RFA_API rfa_result_t rfa_context_get_local_positions(rfa_context_t context, int64_t* positions, int64_t capacity);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Attention
+ *
+ * Tensors are this rank's shards, in host memory, row-major (DESIGN.md §2), in the context's
+ * dtype (fp32: float; bf16, fp16: 16-bit patterns in uint16_t). With L the local sequence:
+ * q, out, dout, dq are [B][L][H][d]; k, v, dk, dv are [B][L][Hkv][d]; lse is fp32 [B][H][L]
+ * (natural log). A Fortran array q(d, H, L, B) has this memory layout.
+ *
+ * Aliasing: read-only inputs may alias each other (q == k is fine). An output must not
+ * overlap any other argument; this is checked, and overlapping buffers fail with
+ * ::RFA_ERROR_INVALID_ARGUMENT.
+ *
+ * Errors: local problems (a NULL pointer, overlapping buffers) are agreed over the ring before
+ * any data moves, so every rank returns an error together: the rank with the problem gets its
+ * code and message, the others the same code naming the lowest failing ring position.
+ * @{ */
+
+/**
+ * @brief Exact attention over the whole sequence for this rank's queries.
+ *
+ * Collective over the context's ranks: every rank calls it with its own shards.
+ * @param context a live context.
+ * @param q [B][L][H][d] queries.
+ * @param k [B][L][Hkv][d] keys.
+ * @param v [B][L][Hkv][d] values.
+ * @param[out] out [B][L][H][d] attention output; a query row that sees no key gets 0.
+ * @param[out] lse [B][H][L] fp32 log-sum-exp of each query row (-inf if it sees no key);
+ *             rfa_backward() needs it.
+ * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, overlapping outputs);
+ *         ::RFA_ERROR_MPI; ::RFA_ERROR_OUT_OF_MEMORY.
+ */
+RFA_API rfa_result_t rfa_forward(rfa_context_t context, const void* q, const void* k, const void* v, void* out,
+                                 float* lse);
+
+/**
+ * @brief Gradients of the loss with respect to q, k and v, given dout = dLoss/dout.
+ *
+ * Collective over the context's ranks. @p out and @p lse are rfa_forward()'s results for the
+ * same q, k, v. Every gradient is accumulated in fp32 and written once, in the context's dtype.
+ * @param context a live context.
+ * @param q [B][L][H][d] queries.
+ * @param k [B][L][Hkv][d] keys.
+ * @param v [B][L][Hkv][d] values.
+ * @param out [B][L][H][d] the forward's output.
+ * @param dout [B][L][H][d] gradient of the loss with respect to out.
+ * @param lse [B][H][L] the forward's log-sum-exp.
+ * @param[out] dq [B][L][H][d] gradient with respect to q.
+ * @param[out] dk [B][L][Hkv][d] gradient with respect to k.
+ * @param[out] dv [B][L][Hkv][d] gradient with respect to v.
+ * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, overlapping outputs);
+ *         ::RFA_ERROR_MPI; ::RFA_ERROR_OUT_OF_MEMORY.
+ */
+RFA_API rfa_result_t rfa_backward(rfa_context_t context, const void* q, const void* k, const void* v,
+                                  const void* out, const void* dout, const float* lse, void* dq, void* dk,
+                                  void* dv);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Sharding helpers
+ *
+ * Copies between a whole-sequence tensor and this rank's shard, for setting up inputs and
+ * checking results (not a hot path). A bshd tensor with `heads` heads is [B][S][heads][d]
+ * globally and [B][L][heads][d] locally, in the context's dtype; pass the options' heads for
+ * q-shaped tensors and kv_heads for k/v-shaped ones. An lse tensor is fp32 [B][H][S] / [B][H][L].
+ * Copies are bitwise. The buffers must not overlap.
+ * @{ */
+
+/**
+ * @brief Copies this rank's rows out of a global bshd tensor: local[b][i] = global[b][positions[i]].
+ *
+ * Not collective.
+ * @param context a live context.
+ * @param heads the tensor's number of heads (>= 1).
+ * @param global [B][S][heads][d] the whole tensor.
+ * @param[out] local [B][L][heads][d] this rank's shard.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, heads < 1).
+ */
+RFA_API rfa_result_t rfa_scatter_bshd(rfa_context_t context, int64_t heads, const void* global, void* local);
+
+/**
+ * @brief Copies this rank's rows into a global bshd tensor; rows other ranks hold are untouched.
+ *
+ * Not collective.
+ * @param context a live context.
+ * @param heads the tensor's number of heads (>= 1).
+ * @param local [B][L][heads][d] this rank's shard.
+ * @param[out] global [B][S][heads][d] the whole tensor.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, heads < 1).
+ */
+RFA_API rfa_result_t rfa_gather_bshd(rfa_context_t context, int64_t heads, const void* local, void* global);
+
+/**
+ * @brief Reassembles the whole bshd tensor on every rank from every rank's shard.
+ *
+ * Collective over the context's ranks; needs the whole tensor in memory on every rank.
+ * @param context a live context.
+ * @param heads the tensor's number of heads (>= 1), the same on every rank.
+ * @param local [B][L][heads][d] this rank's shard.
+ * @param[out] global [B][S][heads][d] the whole tensor.
+ * @return ::RFA_SUCCESS, ::RFA_ERROR_INVALID_ARGUMENT, ::RFA_ERROR_INVALID_USAGE (ranks passed
+ *         different heads), ::RFA_ERROR_MPI.
+ */
+RFA_API rfa_result_t rfa_allgather_bshd(rfa_context_t context, int64_t heads, const void* local, void* global);
+
+/**
+ * @brief Copies this rank's columns out of a global fp32 lse tensor [B][H][S] into [B][H][L].
+ *
+ * Not collective.
+ * @param context a live context.
+ * @param global [B][H][S] the whole tensor.
+ * @param[out] local [B][H][L] this rank's shard.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL pointer.
+ */
+RFA_API rfa_result_t rfa_scatter_lse(rfa_context_t context, const float* global, float* local);
+
+/**
+ * @brief Copies this rank's columns into a global fp32 lse tensor; other columns are untouched.
+ *
+ * Not collective.
+ * @param context a live context.
+ * @param local [B][H][L] this rank's shard.
+ * @param[out] global [B][H][S] the whole tensor.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL pointer.
+ */
+RFA_API rfa_result_t rfa_gather_lse(rfa_context_t context, const float* local, float* global);
+
+/**
+ * @brief The number of tokens each rank holds for a layout, without a context.
+ *
+ * Not collective; thread-safe.
+ * @param layout the layout.
+ * @param seq_total the whole sequence length S.
+ * @param ranks the number of ranks P.
+ * @param[out] local_seq receives L = S / P.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, unknown layout, S or P
+ *         below 1, S not divisible as the layout needs).
+ */
+RFA_API rfa_result_t rfa_layout_local_seq(rfa_layout_t layout, int64_t seq_total, int ranks, int64_t* local_seq);
+
+/**
+ * @brief The global token positions ring position @p position holds, without a context.
+ *
+ * Not collective; thread-safe.
+ * @param layout the layout.
+ * @param seq_total the whole sequence length S.
+ * @param ranks the number of ranks P.
+ * @param position the ring position, 0..P-1.
+ * @param[out] positions an array of at least L = S / P elements; receives them in local row order.
+ * @param capacity the number of elements of @p positions.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT (as rfa_layout_local_seq(), a
+ *         position outside 0..P-1, a capacity below L).
+ */
+RFA_API rfa_result_t rfa_layout_positions(rfa_layout_t layout, int64_t seq_total, int ranks, int position,
+                                          int64_t* positions, int64_t capacity);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Library lifetime
+ * @{ */
+
+/**
+ * @brief Finalizes what rfa initialized on its own: Kokkos, when rfa initialized it.
+ *
+ * rfa initializes Kokkos at the first rfa_context_create() if the application has not, and
+ * then owns it. Kokkos cannot be initialized again once finalized, so rfa never finalizes it
+ * behind the application's back while it might still be needed: it does so here, or, if this
+ * is never called, at program exit. After rfa_finalize() has finalized Kokkos, rfa_context_create()
+ * fails with ::RFA_ERROR_INVALID_USAGE. If the application initialized Kokkos, it stays the
+ * application's: rfa never finalizes it, and the application must destroy every context before
+ * calling Kokkos::finalize(). Calling rfa_finalize() again, or when rfa owns nothing, succeeds
+ * and does nothing. MPI is never initialized nor finalized by rfa.
+ *
+ * Not collective. Must not run concurrently with any other rfa call.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_USAGE if contexts are still alive.
+ */
+RFA_API rfa_result_t rfa_finalize(void);
+
+/** @} */
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

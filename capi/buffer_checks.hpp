@@ -1,0 +1,43 @@
+// Cheap checks on the caller's raw buffers: NULL pointers and overlapping outputs. A C API
+// cannot see how large a buffer really is, but it knows how large it must be, so two buffers
+// whose required byte ranges intersect are certainly aliased.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+
+#include "core/error.hpp"
+
+namespace rfa {
+namespace capi {
+
+/// One argument: its name, where it starts, how many bytes the call will touch.
+struct Buffer {
+  const char* name;
+  const void* data;
+  std::int64_t bytes;
+};
+
+inline bool overlap(const Buffer& a, const Buffer& b) {
+  const auto a0 = reinterpret_cast<std::uintptr_t>(a.data), b0 = reinterpret_cast<std::uintptr_t>(b.data);
+  return a.bytes > 0 && b.bytes > 0 && a0 < b0 + std::uintptr_t(b.bytes) && b0 < a0 + std::uintptr_t(a.bytes);
+}
+
+/// Throws RFA_ERROR_INVALID_ARGUMENT for a NULL buffer, or for an output overlapping any
+/// other buffer (inputs may overlap each other: they are only read).
+inline void check_buffers(std::initializer_list<Buffer> inputs, std::initializer_list<Buffer> outputs) {
+  for (const Buffer& b : inputs)
+    if (!b.data) fail(RFA_ERROR_INVALID_ARGUMENT, b.name, " is NULL");
+  for (const Buffer& b : outputs)
+    if (!b.data) fail(RFA_ERROR_INVALID_ARGUMENT, b.name, " is NULL");
+  for (const Buffer* o = outputs.begin(); o != outputs.end(); ++o) {
+    for (const Buffer& i : inputs)
+      if (overlap(*o, i)) fail(RFA_ERROR_INVALID_ARGUMENT, "the output ", o->name, " overlaps the input ", i.name);
+    for (const Buffer* p = o + 1; p != outputs.end(); ++p)
+      if (overlap(*o, *p)) fail(RFA_ERROR_INVALID_ARGUMENT, "the outputs ", o->name, " and ", p->name, " overlap");
+  }
+}
+
+}  // namespace capi
+}  // namespace rfa

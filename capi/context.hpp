@@ -1,0 +1,52 @@
+// What an rfa_context_t points at. The communicator is declared before the engine, so it is
+// built first and destroyed last: RingAttention keeps a reference to it.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "comm/agreement.hpp"
+#include "comm/communicator.hpp"
+#include "core/error.hpp"
+#include "engine/ring_attention.hpp"
+#include "rfa/rfa.h"
+
+struct rfa_context_s {
+  std::unique_ptr<rfa::comm::Communicator> comm;
+  std::unique_ptr<rfa::engine::RingAttention> engine;
+  rfa_options_t options;  ///< as created, defaults applied, struct_size = sizeof (this build)
+};
+
+namespace rfa {
+namespace capi {
+
+/// Throws RFA_ERROR_INVALID_ARGUMENT naming `what` unless the pointer is non-null.
+inline void require_pointer(const void* p, const char* what) {
+  if (!p) fail(RFA_ERROR_INVALID_ARGUMENT, what, " is NULL");
+}
+
+/// The context behind a handle, or RFA_ERROR_INVALID_ARGUMENT for NULL.
+inline rfa_context_s& context_ref(rfa_context_t context) {
+  require_pointer(context, "context");
+  return *context;
+}
+
+/// Runs the local checks, then agrees over the ring so that no rank enters the ring
+/// exchange while another has returned an error (which would leave it waiting forever).
+template <class Check>
+void agree_on_arguments(rfa_context_s& c, Check&& check) {
+  bool ok = true;
+  rfa_result_t code = RFA_ERROR_INVALID_ARGUMENT;
+  std::string message;
+  try {
+    check();
+  } catch (const Error& e) {
+    ok = false;
+    code = e.code();
+    message = e.what();
+  }
+  comm::fail_everywhere_unless(*c.comm, ok, code, message);
+}
+
+}  // namespace capi
+}  // namespace rfa

@@ -1,0 +1,113 @@
+// rfa_context_create / _fint / destroy: the collective life of a ring.
+#include <mpi.h>
+
+#include <memory>
+#include <new>
+
+#include "comm/mpi/mpi_communicator.hpp"
+#include "context.hpp"
+#include "core/error.hpp"
+#include "creation_agreement.hpp"
+#include "firewall.hpp"
+#include "kokkos_lifetime.hpp"
+#include "options.hpp"
+#include "rfa/rfa_mpi.h"
+#include "topology/choose_ring_order.hpp"
+
+namespace rfa {
+namespace capi {
+namespace {
+
+// MPI state is checked before anything else: without MPI there is no collective to agree in.
+void require_mpi_usable(MPI_Comm comm) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) {
+    fail(RFA_ERROR_INVALID_USAGE, "MPI is ", finalized ? "already finalized" : "not initialized",
+         "; rfa never initializes MPI: call MPI_Init (or MPI_Init_thread) before rfa_context_create and "
+         "destroy contexts before MPI_Finalize");
+  }
+  if (comm == MPI_COMM_NULL) fail(RFA_ERROR_INVALID_ARGUMENT, "comm is MPI_COMM_NULL");
+}
+
+// Undoes acquire_kokkos_for_context() unless the context was handed out.
+class ContextCount {
+ public:
+  ContextCount() { acquire_kokkos_for_context(); }
+  ~ContextCount() {
+    if (!kept_) release_context();
+  }
+  void keep() { kept_ = true; }
+  ContextCount(const ContextCount&) = delete;
+  ContextCount& operator=(const ContextCount&) = delete;
+
+ private:
+  bool kept_ = false;
+};
+
+rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_context_t* out) {
+  require_mpi_usable(comm);
+  if (out) *out = nullptr;
+
+  // Local checks, whose verdict every rank learns before anyone fails.
+  LocalVerdict verdict;
+  rfa_options_t options{};
+  std::unique_ptr<ContextCount> count;
+  try {
+    if (!out) fail(RFA_ERROR_INVALID_ARGUMENT, "context (the output pointer) is NULL");
+    options = read_options(caller_options, "options");
+    count = std::make_unique<ContextCount>();
+  } catch (const Error& e) {
+    verdict = {e.code(), e.what()};
+  }
+  agree_on_creation(comm, verdict, options);
+
+  int ranks = 0;
+  MPI_Comm_size(comm, &ranks);
+  validate_options(options, ranks);  // the same options everywhere: the same verdict everywhere
+
+  auto context = std::make_unique<rfa_context_s>();
+  context->options = options;
+  const topology::RingOrder order = topology::choose_ring_order(comm, options.ring_order);
+  context->comm = comm::make_mpi_communicator(comm, order.position);
+  context->engine = std::make_unique<engine::RingAttention>(*context->comm, ring_config(options));
+  count->keep();
+  *out = context.release();
+  return RFA_SUCCESS;
+}
+
+}  // namespace
+}  // namespace capi
+}  // namespace rfa
+
+extern "C" {
+
+RFA_API rfa_result_t rfa_context_create(MPI_Comm comm, const rfa_options_t* options, rfa_context_t* context) {
+  return rfa::capi::guard(__func__, [&] { return rfa::capi::create(comm, options, context); });
+}
+
+RFA_API rfa_result_t rfa_context_create_fint(MPI_Fint comm, const rfa_options_t* options, rfa_context_t* context) {
+  return rfa::capi::guard(__func__, [&] {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    // MPI_Comm_f2c is only defined once MPI is initialized; create() says what is wrong.
+    return rfa::capi::create(initialized ? MPI_Comm_f2c(comm) : MPI_COMM_NULL, options, context);
+  });
+}
+
+RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context) {
+  return rfa::capi::guard(__func__, [&] {
+    if (!context) return RFA_SUCCESS;
+    // The engine goes first (it refers to the communicator); the communicator's destructor
+    // frees its MPI communicator and never throws.
+    std::unique_ptr<rfa_context_s> owned(context);
+    owned->engine.reset();
+    owned->comm.reset();
+    owned.reset();
+    rfa::capi::release_context();
+    return RFA_SUCCESS;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,113 @@
+#include "creation_agreement.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace rfa {
+namespace capi {
+namespace {
+
+struct Field {
+  const char* name;
+  std::int64_t (*get)(const rfa_options_t&);
+};
+
+std::int64_t scale_bits(const rfa_options_t& o) {
+  std::int64_t bits;
+  static_assert(sizeof bits == sizeof o.softmax_scale, "double is 64 bits");
+  std::memcpy(&bits, &o.softmax_scale, sizeof bits);
+  return bits;
+}
+
+// Every option that shapes the collective work; struct_size and version may legitimately
+// differ (ranks built against different rfa headers).
+const Field kFields[] = {
+    {"layout", [](const rfa_options_t& o) { return std::int64_t(o.layout); }},
+    {"mask", [](const rfa_options_t& o) { return std::int64_t(o.mask); }},
+    {"dtype", [](const rfa_options_t& o) { return std::int64_t(o.dtype); }},
+    {"ring_order", [](const rfa_options_t& o) { return std::int64_t(o.ring_order); }},
+    {"softmax_scale", scale_bits},
+    {"batch", [](const rfa_options_t& o) { return o.batch; }},
+    {"seq_total", [](const rfa_options_t& o) { return o.seq_total; }},
+    {"heads", [](const rfa_options_t& o) { return o.heads; }},
+    {"kv_heads", [](const rfa_options_t& o) { return o.kv_heads; }},
+    {"head_dim", [](const rfa_options_t& o) { return o.head_dim; }},
+};
+constexpr int kFieldCount = int(sizeof kFields / sizeof kFields[0]);
+constexpr int kRecord = 1 + kFieldCount;  // the verdict's code, then the fields
+
+std::string value_text(int field, std::int64_t value) {
+  std::ostringstream os;
+  if (std::strcmp(kFields[field].name, "softmax_scale") == 0) {
+    double d;
+    std::memcpy(&d, &value, sizeof d);
+    os << d;
+  } else {
+    os << value;
+  }
+  return os.str();
+}
+
+// "1, 3, 5" (at most `limit` ranks, then "and N more").
+std::string rank_list(const std::vector<int>& ranks, std::size_t limit = 8) {
+  std::ostringstream os;
+  for (std::size_t i = 0; i < ranks.size() && i < limit; ++i) os << (i ? ", " : "") << ranks[i];
+  if (ranks.size() > limit) os << " and " << ranks.size() - limit << " more";
+  return os.str();
+}
+
+void check_mpi(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  fail(RFA_ERROR_MPI, call, " failed: ", std::string(text, std::size_t(length)));
+}
+
+}  // namespace
+
+void agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const rfa_options_t& options) {
+  int size = 0, rank = 0;
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+
+  std::int64_t mine[kRecord];
+  mine[0] = verdict.code;
+  for (int f = 0; f < kFieldCount; ++f) mine[1 + f] = verdict.code == RFA_SUCCESS ? kFields[f].get(options) : 0;
+  std::vector<std::int64_t> all(std::size_t(size) * kRecord);
+  check_mpi(MPI_Allgather(mine, kRecord, MPI_INT64_T, all.data(), kRecord, MPI_INT64_T, comm), "MPI_Allgather");
+  auto at = [&](int r, int i) { return all[std::size_t(r) * kRecord + std::size_t(i)]; };
+
+  std::vector<int> failing;
+  for (int r = 0; r < size; ++r)
+    if (at(r, 0) != RFA_SUCCESS) failing.push_back(r);
+  if (!failing.empty()) {
+    if (verdict.code != RFA_SUCCESS) throw Error(verdict.code, verdict.message);
+    const auto code = rfa_result_t(at(failing.front(), 0));
+    fail(code, "the arguments of rank(s) ", rank_list(failing),
+         " of the communicator are invalid (see the message on that rank: ", rfa_get_error_string(code),
+         "); every rank fails together");
+  }
+
+  for (int f = 0; f < kFieldCount; ++f) {
+    const std::int64_t reference = at(0, 1 + f);
+    std::vector<int> differing;
+    for (int r = 1; r < size; ++r)
+      if (at(r, 1 + f) != reference) differing.push_back(r);
+    if (differing.empty()) continue;
+    std::ostringstream os;
+    os << "ranks disagree on options." << kFields[f].name << ": rank 0 passes " << value_text(f, reference);
+    for (std::size_t i = 0; i < differing.size() && i < 8; ++i)
+      os << ", rank " << differing[i] << " passes " << value_text(f, at(differing[i], 1 + f));
+    os << " (differing from rank 0: rank(s) " << rank_list(differing)
+       << "); every rank must pass the same options";
+    throw Error(RFA_ERROR_INVALID_USAGE, os.str());
+  }
+}
+
+}  // namespace capi
+}  // namespace rfa

@@ -1,0 +1,32 @@
+// The one small collective of rfa_context_create (DESIGN.md §6.7): every rank learns, from a
+// single MPI_Allgather over the application's communicator, whether every rank's arguments
+// were usable and whether all ranks passed the same options. Unlike comm/agreement.hpp (which
+// reports min and max), it names the disagreeing ranks, which is what a user needs to find
+// the rank that read a different input file.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+#include "rfa/rfa.h"
+
+namespace rfa {
+namespace capi {
+
+/// What one rank brings to the agreement.
+struct LocalVerdict {
+  rfa_result_t code = RFA_SUCCESS;  ///< RFA_SUCCESS if this rank's arguments were usable
+  std::string message;              ///< the detailed message when not
+};
+
+/// Collective over `comm`. Returns normally only if every rank's verdict is success and every
+/// rank passed the same options (`options` is ignored on ranks whose verdict is a failure).
+/// Otherwise throws on every rank: a failing rank its own code and message; the others the
+/// lowest failing rank's code, naming the failing ranks; when all are usable but options
+/// differ, RFA_ERROR_INVALID_USAGE naming the first differing field and the ranks whose value
+/// differs from the lowest rank's. Ranks are ranks of `comm`. RFA_ERROR_MPI if MPI fails.
+void agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const rfa_options_t& options);
+
+}  // namespace capi
+}  // namespace rfa

@@ -1,0 +1,108 @@
+#include "options.hpp"
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "engine/ring_config.hpp"
+#include "firewall.hpp"
+
+namespace rfa {
+namespace capi {
+
+rfa_options_t default_options() {
+  rfa_options_t o;
+  std::memset(&o, 0, sizeof o);  // padding too: the struct is compared and copied bytewise
+  const engine::RingConfig defaults;
+  o.struct_size = sizeof(rfa_options_t);
+  o.version = RFA_OPTIONS_VERSION;
+  o.layout = defaults.layout;
+  o.mask = defaults.mask;
+  o.dtype = defaults.dtype;
+  o.ring_order = RFA_RING_ORDER_DEFAULT;
+  o.softmax_scale = 0.0;
+  o.batch = defaults.batch;
+  o.seq_total = 0;
+  o.heads = defaults.heads;
+  o.kv_heads = defaults.kv_heads;
+  o.head_dim = defaults.head_dim;
+  return o;
+}
+
+std::size_t min_options_size() {
+  // Version 1 ends with head_dim. When fields are appended, this stays where it is.
+  return offsetof(rfa_options_t, head_dim) + sizeof(int64_t);
+}
+
+rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
+  if (!caller) fail(RFA_ERROR_INVALID_ARGUMENT, what, " is NULL");
+  if (caller->struct_size < min_options_size()) {
+    fail(RFA_ERROR_INVALID_ARGUMENT, what, "->struct_size is ", caller->struct_size, " but must be at least ",
+         min_options_size(), ": initialize the struct with rfa_options_init()");
+  }
+  if (caller->version < 1) {
+    fail(RFA_ERROR_INVALID_ARGUMENT, what, "->version is ", caller->version,
+         ": initialize the struct with rfa_options_init()");
+  }
+  rfa_options_t o = default_options();
+  const std::size_t n = caller->struct_size < sizeof o ? caller->struct_size : sizeof o;
+  std::memcpy(&o, caller, n);
+  o.struct_size = sizeof o;
+  return o;
+}
+
+void validate_options(const rfa_options_t& o, int ranks) {
+  require(o.layout == RFA_LAYOUT_CONTIGUOUS || o.layout == RFA_LAYOUT_ZIGZAG || o.layout == RFA_LAYOUT_STRIPE,
+          "options.layout is ", int(o.layout), ", not an rfa_layout_t value");
+  require(o.mask == RFA_MASK_NONE || o.mask == RFA_MASK_CAUSAL, "options.mask is ", int(o.mask),
+          ", not an rfa_mask_t value");
+  require(o.dtype == RFA_DTYPE_FLOAT32 || o.dtype == RFA_DTYPE_BFLOAT16 || o.dtype == RFA_DTYPE_FLOAT16,
+          "options.dtype is ", int(o.dtype), ", not an rfa_dtype_t value");
+  require(o.ring_order >= RFA_RING_ORDER_DEFAULT && o.ring_order <= RFA_RING_ORDER_FILE, "options.ring_order is ",
+          int(o.ring_order), ", not an rfa_ring_order_t value");
+  require(std::isfinite(o.softmax_scale) && o.softmax_scale >= 0.0, "options.softmax_scale is ", o.softmax_scale,
+          "; it must be finite and >= 0 (0 means 1/sqrt(head_dim))");
+  require(o.batch >= 1, "options.batch is ", o.batch, "; it must be >= 1");
+  require(o.seq_total >= 1, "options.seq_total is ", o.seq_total, "; it must be >= 1 (the whole sequence length)");
+  require(o.heads >= 1, "options.heads is ", o.heads, "; it must be >= 1");
+  require(o.kv_heads >= 1, "options.kv_heads is ", o.kv_heads, "; it must be >= 1");
+  require(o.heads % o.kv_heads == 0, "options.heads (", o.heads, ") is not a multiple of options.kv_heads (",
+          o.kv_heads, ")");
+  require(o.head_dim >= 1, "options.head_dim is ", o.head_dim, "; it must be >= 1");
+  // Shape rules the engine owns (layout divisibility, supported head dims) are checked by it,
+  // so the C API cannot drift from what the kernels accept.
+  engine::validate_local(ring_config(o), ranks);
+}
+
+engine::RingConfig ring_config(const rfa_options_t& o) {
+  engine::RingConfig c;
+  c.layout = o.layout;
+  c.mask = o.mask;
+  c.dtype = o.dtype;
+  c.softmax_scale = float(o.softmax_scale);
+  c.batch = o.batch;
+  c.seq_total = o.seq_total;
+  c.heads = o.heads;
+  c.kv_heads = o.kv_heads;
+  c.head_dim = o.head_dim;
+  return c;
+}
+
+}  // namespace capi
+}  // namespace rfa
+
+extern "C" RFA_API rfa_result_t rfa_options_init_sized(rfa_options_t* options, size_t struct_size) {
+  return rfa::capi::guard(__func__, [&] {
+    if (!options) rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "options is NULL");
+    if (struct_size < rfa::capi::min_options_size()) {
+      rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "struct_size is ", struct_size, " but version 1 of rfa_options_t has ",
+                rfa::capi::min_options_size(), " bytes");
+    }
+    const rfa_options_t defaults = rfa::capi::default_options();
+    const std::size_t n = struct_size < sizeof defaults ? struct_size : sizeof defaults;
+    std::memcpy(options, &defaults, n);
+    options->struct_size = n;
+    return RFA_SUCCESS;
+  });
+}

@@ -1,0 +1,29 @@
+// Reading and checking rfa_options_t (DESIGN.md §6.4): the caller's struct may be older
+// (smaller) than this library's; fields it lacks take their defaults.
+#pragma once
+
+#include "engine/ring_config.hpp"
+#include "rfa/rfa.h"
+
+namespace rfa {
+namespace capi {
+
+/// The defaults rfa_options_init() writes.
+rfa_options_t default_options();
+
+/// The struct size of version 1 of rfa_options_t: the smallest struct_size accepted.
+std::size_t min_options_size();
+
+/// Copies min(struct_size, sizeof) bytes of the caller's struct over the defaults. Throws
+/// RFA_ERROR_INVALID_ARGUMENT for NULL or a struct_size below version 1 (not initialized).
+rfa_options_t read_options(const rfa_options_t* caller, const char* what);
+
+/// Throws RFA_ERROR_INVALID_ARGUMENT / RFA_ERROR_UNSUPPORTED, naming the field, unless the
+/// options describe a usable ring of `ranks` ranks.
+void validate_options(const rfa_options_t& o, int ranks);
+
+/// The engine's view of the options.
+engine::RingConfig ring_config(const rfa_options_t& o);
+
+}  // namespace capi
+}  // namespace rfa

@@ -1,0 +1,134 @@
+// Sharding helpers: whole-sequence tensors <-> this rank's rows, with and without a context.
+#include "buffer_checks.hpp"
+#include "context.hpp"
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "firewall.hpp"
+#include "layout/distributed_gather.hpp"
+#include "layout/sequence_layout.hpp"
+#include "layout/shard_copy.hpp"
+
+namespace rfa {
+namespace capi {
+namespace {
+
+/// The dims of a bshd tensor with `heads` heads in this context, and its byte sizes.
+struct BshdShape {
+  layout::BshdDims dims;
+  std::int64_t local_bytes, global_bytes;
+};
+
+BshdShape bshd_shape(const rfa_context_s& c, std::int64_t heads) {
+  if (heads < 1) fail(RFA_ERROR_INVALID_ARGUMENT, "heads is ", heads, "; it must be >= 1");
+  const rfa_options_t& o = c.options;
+  const std::int64_t row = heads * o.head_dim * std::int64_t(dtype_size(o.dtype));
+  return {{o.batch, heads, o.head_dim}, o.batch * c.engine->local_seq() * row, o.batch * o.seq_total * row};
+}
+
+std::int64_t lse_local_bytes(const rfa_context_s& c) {
+  return c.options.batch * c.options.heads * c.engine->local_seq() * std::int64_t(sizeof(float));
+}
+std::int64_t lse_global_bytes(const rfa_context_s& c) {
+  return c.options.batch * c.options.heads * c.options.seq_total * std::int64_t(sizeof(float));
+}
+
+}  // namespace
+}  // namespace capi
+}  // namespace rfa
+
+using rfa::capi::Buffer;
+using rfa::capi::check_buffers;
+
+extern "C" {
+
+RFA_API rfa_result_t rfa_scatter_bshd(rfa_context_t context, int64_t heads, const void* global, void* local) {
+  return rfa::capi::guard(__func__, [&] {
+    const rfa_context_s& c = rfa::capi::context_ref(context);
+    const auto shape = rfa::capi::bshd_shape(c, heads);
+    check_buffers({{"global", global, shape.global_bytes}}, {{"local", local, shape.local_bytes}});
+    rfa::dispatch_dtype(c.options.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      rfa::layout::scatter_bshd<T>(static_cast<const T*>(global), c.options.seq_total, shape.dims,
+                                   c.engine->local_positions(), static_cast<T*>(local));
+    });
+    return RFA_SUCCESS;
+  });
+}
+
+RFA_API rfa_result_t rfa_gather_bshd(rfa_context_t context, int64_t heads, const void* local, void* global) {
+  return rfa::capi::guard(__func__, [&] {
+    const rfa_context_s& c = rfa::capi::context_ref(context);
+    const auto shape = rfa::capi::bshd_shape(c, heads);
+    check_buffers({{"local", local, shape.local_bytes}}, {{"global", global, shape.global_bytes}});
+    rfa::dispatch_dtype(c.options.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      rfa::layout::gather_bshd<T>(static_cast<const T*>(local), shape.dims, c.engine->local_positions(),
+                                  static_cast<T*>(global), c.options.seq_total);
+    });
+    return RFA_SUCCESS;
+  });
+}
+
+RFA_API rfa_result_t rfa_allgather_bshd(rfa_context_t context, int64_t heads, const void* local, void* global) {
+  return rfa::capi::guard(__func__, [&] {
+    rfa_context_s& c = rfa::capi::context_ref(context);
+    // Local problems are agreed over the ring before the all-gather, so no rank is left in it.
+    rfa::capi::BshdShape shape{};
+    rfa::capi::agree_on_arguments(c, [&] {
+      shape = rfa::capi::bshd_shape(c, heads);
+      check_buffers({{"local", local, shape.local_bytes}}, {{"global", global, shape.global_bytes}});
+    });
+    rfa::dispatch_dtype(c.options.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      rfa::layout::allgather_bshd<T>(*c.comm, c.options.layout, static_cast<const T*>(local), shape.dims,
+                                     static_cast<T*>(global), c.options.seq_total);
+    });
+    return RFA_SUCCESS;
+  });
+}
+
+RFA_API rfa_result_t rfa_scatter_lse(rfa_context_t context, const float* global, float* local) {
+  return rfa::capi::guard(__func__, [&] {
+    const rfa_context_s& c = rfa::capi::context_ref(context);
+    check_buffers({{"global", global, rfa::capi::lse_global_bytes(c)}},
+                  {{"local", local, rfa::capi::lse_local_bytes(c)}});
+    rfa::layout::scatter_bhs(global, c.options.seq_total, c.options.batch, c.options.heads,
+                             c.engine->local_positions(), local);
+    return RFA_SUCCESS;
+  });
+}
+
+RFA_API rfa_result_t rfa_gather_lse(rfa_context_t context, const float* local, float* global) {
+  return rfa::capi::guard(__func__, [&] {
+    const rfa_context_s& c = rfa::capi::context_ref(context);
+    check_buffers({{"local", local, rfa::capi::lse_local_bytes(c)}},
+                  {{"global", global, rfa::capi::lse_global_bytes(c)}});
+    rfa::layout::gather_bhs(local, c.options.batch, c.options.heads, c.engine->local_positions(), global,
+                            c.options.seq_total);
+    return RFA_SUCCESS;
+  });
+}
+
+RFA_API rfa_result_t rfa_layout_local_seq(rfa_layout_t layout, int64_t seq_total, int ranks, int64_t* local_seq) {
+  return rfa::capi::guard(__func__, [&] {
+    rfa::capi::require_pointer(local_seq, "local_seq");
+    *local_seq = rfa::layout::local_length(layout, seq_total, ranks);
+    return RFA_SUCCESS;
+  });
+}
+
+RFA_API rfa_result_t rfa_layout_positions(rfa_layout_t layout, int64_t seq_total, int ranks, int position,
+                                          int64_t* positions, int64_t capacity) {
+  return rfa::capi::guard(__func__, [&] {
+    rfa::capi::require_pointer(positions, "positions");
+    const rfa::PositionMap map = rfa::layout::positions(layout, seq_total, ranks, position);
+    if (capacity < map.length()) {
+      rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "capacity is ", capacity, " but ring position ", position, " holds ",
+                map.length(), " positions");
+    }
+    for (std::int64_t i = 0; i < map.length(); ++i) positions[i] = map(i);
+    return RFA_SUCCESS;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,70 @@
+/**
+ * @file rfa_mpi.h
+ * @brief The entry points of rfa that take an MPI communicator.
+ *
+ * Kept apart from rfa.h so that code which only handles contexts needs no mpi.h. rfa never
+ * calls MPI_Init or MPI_Finalize: MPI must be initialized by the application before these
+ * calls, and contexts must be destroyed before MPI_Finalize.
+ */
+#ifndef RFA_MPI_H
+#define RFA_MPI_H
+
+#include <mpi.h>
+
+#include "rfa/rfa.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @brief Creates a ring over the ranks of @p comm.
+ *
+ * Collective over @p comm: every rank calls it with the same options. In order, it
+ * 1. checks this rank's arguments and, if the application has not, initializes Kokkos
+ *    (see rfa_finalize());
+ * 2. compares every rank's options in one small collective: if ranks disagree, every rank
+ *    returns ::RFA_ERROR_INVALID_USAGE with a message naming the first field that differs
+ *    and the ranks (of @p comm) whose value differs from the lowest rank's; if one rank's
+ *    arguments are invalid, every rank fails (that rank with its own code and message, the
+ *    others with the same code naming it);
+ * 3. validates the shapes (the same verdict on every rank);
+ * 4. chooses the ring order (options->ring_order, environment RFA_RING_ORDER and
+ *    RFA_TOPO_DUMP) and splits a private communicator whose rank is the ring position.
+ * No rank hangs when another fails, as long as every rank makes the call.
+ *
+ * Thread safety: the application's MPI threading rules apply; @p comm is only used during
+ * this call (the context keeps its own duplicate).
+ *
+ * @param comm the ranks of the ring; not MPI_COMM_NULL.
+ * @param options filled by rfa_options_init(), then adjusted; read, not kept.
+ * @param[out] context receives the new handle, or NULL on failure.
+ * @return ::RFA_SUCCESS;
+ *         ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, MPI_COMM_NULL, struct_size too small,
+ *         unknown enum value, sizes below 1, heads not a multiple of kv_heads, sequence not
+ *         divisible as the layout needs);
+ *         ::RFA_ERROR_UNSUPPORTED (head dim);
+ *         ::RFA_ERROR_INVALID_USAGE (MPI not initialized or already finalized, ranks disagree,
+ *         Kokkos already finalized);
+ *         ::RFA_ERROR_KOKKOS, ::RFA_ERROR_MPI, ::RFA_ERROR_HWLOC, ::RFA_ERROR_OUT_OF_MEMORY.
+ */
+RFA_API rfa_result_t rfa_context_create(MPI_Comm comm, const rfa_options_t* options, rfa_context_t* context);
+
+/**
+ * @brief rfa_context_create() for a Fortran communicator handle (MPI_Fint, as in `integer`
+ *        communicators and `comm%MPI_VAL` of `type(MPI_Comm)`).
+ *
+ * Collective over the communicator; converts it with MPI_Comm_f2c (which needs MPI to be
+ * initialized: otherwise ::RFA_ERROR_INVALID_USAGE) and behaves as rfa_context_create().
+ * @param comm the Fortran handle of the communicator.
+ * @param options as for rfa_context_create().
+ * @param[out] context as for rfa_context_create().
+ * @return as rfa_context_create().
+ */
+RFA_API rfa_result_t rfa_context_create_fint(MPI_Fint comm, const rfa_options_t* options, rfa_context_t* context);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* RFA_MPI_H */
