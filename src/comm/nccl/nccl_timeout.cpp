@@ -1,0 +1,24 @@
+#include "comm/nccl/nccl_timeout.hpp"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "core/error.hpp"
+
+namespace rfa::comm::nccl {
+
+double parse_timeout_seconds(const char* text, const char* source) {
+  if (text == nullptr || *text == '\0') return kDefaultTimeoutSeconds;
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  require(end != text && *end == '\0' && std::isfinite(seconds) && seconds > 0, source, "='", text,
+          "' is not a timeout: give a number of seconds > 0");
+  return seconds;
+}
+
+double resolve_timeout_seconds(double requested) {
+  if (requested > 0) return requested;
+  return parse_timeout_seconds(std::getenv("RFA_NCCL_TIMEOUT_S"), "RFA_NCCL_TIMEOUT_S");
+}
+
+}  // namespace rfa::comm::nccl

@@ -1,0 +1,30 @@
+// Host-side polling with a deadline: how every NCCL wait in rfa is built, so that none of
+// them can block forever (a blocking cudaEventSynchronize or cudaStreamSynchronize could).
+#pragma once
+
+#include <chrono>
+#include <thread>
+
+namespace rfa::comm::nccl {
+
+using Clock = std::chrono::steady_clock;
+
+/// The point `seconds` after `start`, saturated so that huge timeouts do not overflow.
+inline Clock::time_point deadline_after(Clock::time_point start, double seconds) {
+  const double max_seconds = 1e9;  // ~30 years: "forever" without overflowing the clock
+  const auto span = std::chrono::duration<double>(seconds < max_seconds ? seconds : max_seconds);
+  return start + std::chrono::duration_cast<Clock::duration>(span);
+}
+
+/// Between two polls: yield for the first millisecond (exchanges usually finish within a few
+/// microseconds of being checked), then sleep briefly so a long wait does not burn a core
+/// the application's other threads may need.
+inline void pause_between_polls(Clock::time_point waiting_since) {
+  if (Clock::now() - waiting_since < std::chrono::milliseconds(1)) {
+    std::this_thread::yield();
+  } else {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+}  // namespace rfa::comm::nccl
