@@ -9,6 +9,7 @@
 
 #include "kernels/flash_attention.hpp"
 #include "kernels/micro_gemm.hpp"
+#include "kernels/row_copy.hpp"
 #include "kernels/tensor_checks.hpp"
 #include "kernels/tile_visibility.hpp"
 
@@ -94,13 +95,19 @@ struct BackwardTiles {
     const int cols = int(std::min<std::int64_t>(kTileCols, p.seq_k - c0));
     const int cols_padded = round_up(cols, kColPadding);
     for (int j = 0; j < cols_padded; ++j) {
-      const bool real = j < cols;
-      if (real) s.k_pos[j] = p.k_pos(c0 + j);
+      float* krow = s.k_rows + j * d;
+      float* vrow = s.dv;  // staging for V's row before it is transposed (dv is zeroed below)
+      if (j < cols) {
+        s.k_pos[j] = p.k_pos(c0 + j);
+        load_row(&k(b, c0 + j, hk, 0), krow, d);
+        load_row(&v(b, c0 + j, hk, 0), vrow, d);
+      } else {
+        zero_row(krow, d);
+        zero_row(vrow, d);
+      }
       for (int x = 0; x < d; ++x) {
-        const float kx = real ? to_float(k(b, c0 + j, hk, x)) : 0.0f;
-        s.k_rows[j * d + x] = kx;
-        s.kt[x * kTileCols + j] = kx;
-        s.vt[x * kTileCols + j] = real ? to_float(v(b, c0 + j, hk, x)) : 0.0f;
+        s.kt[x * kTileCols + j] = krow[x];
+        s.vt[x * kTileCols + j] = vrow[x];
       }
     }
     for (int i = 0; i < cols_padded * d; ++i) {
@@ -112,10 +119,8 @@ struct BackwardTiles {
       for (int qt = 0; qt < n_qtiles; ++qt) query_tile(s, b, h, qt, c0, cols, cols_padded);
     }
     for (int j = 0; j < cols; ++j) {
-      for (int x = 0; x < d; ++x) {
-        dk(b, c0 + j, hk, x) += s.dk[j * d + x];
-        dv(b, c0 + j, hk, x) += s.dv[j * d + x];
-      }
+      add_row(s.dk + j * d, &dk(b, c0 + j, hk, 0), d);
+      add_row(s.dv + j * d, &dv(b, c0 + j, hk, 0), d);
     }
   }
 
@@ -129,9 +134,12 @@ struct BackwardTiles {
     const float inf = std::numeric_limits<float>::infinity();
     for (int i = 0; i < rows_padded; ++i) {
       const bool real = i < rows;
-      for (int x = 0; x < d; ++x) {
-        s.q[i * d + x] = real ? to_float(q(b, r0 + i, h, x)) : 0.0f;
-        s.dout[i * d + x] = real ? to_float(dout(b, r0 + i, h, x)) : 0.0f;
+      if (real) {
+        load_row(&q(b, r0 + i, h, 0), s.q + i * d, d);
+        load_row(&dout(b, r0 + i, h, 0), s.dout + i * d, d);
+      } else {
+        zero_row(s.q + i * d, d);
+        zero_row(s.dout + i * d, d);
       }
       // A padded row (or a row that sees nothing anywhere, lse = -inf) gets P = 0.
       const float l = real ? lse(b, h, r0 + i) : -inf;
@@ -171,12 +179,12 @@ struct BackwardTiles {
     gemm(rows_padded, d, cols_padded, MatrixA{s.ds, kTileCols, 1}, s.k_rows, d, s.dq, d, false);
 
     for (int i = 0; i < rows; ++i) {
-      for (int x = 0; x < d; ++x) {
-        if (atomic_dq) {
-          Kokkos::atomic_add(&dq(b, r0 + i, h, x), s.dq[i * d + x]);
-        } else {
-          dq(b, r0 + i, h, x) += s.dq[i * d + x];
-        }
+      float* dst = &dq(b, r0 + i, h, 0);
+      const float* src = s.dq + i * d;
+      if (atomic_dq) {
+        for (int x = 0; x < d; ++x) Kokkos::atomic_add(dst + x, src[x]);
+      } else {
+        add_row(src, dst, d);
       }
     }
   }

@@ -6,6 +6,7 @@
 
 #include "kernels/flash_attention.hpp"
 #include "kernels/micro_gemm.hpp"
+#include "kernels/row_copy.hpp"
 #include "kernels/tensor_checks.hpp"
 #include "kernels/tile_visibility.hpp"
 
@@ -85,9 +86,14 @@ struct ForwardTiles {
     // Q^T in the log2 domain: S = (scale * log2 e) Q K^T feeds exp2 directly.
     const float q_scale = p.scale() * kLog2e;
     for (int i = 0; i < rows_padded; ++i) {
-      const bool real = i < rows;
-      for (int x = 0; x < d; ++x) s.qt[x * kTileRows + i] = real ? to_float(q(b, r0 + i, h, x)) * q_scale : 0.0f;
-      if (real) s.q_pos[i] = p.q_pos(r0 + i);
+      float* row = s.k;  // staging: the K tile buffer is free until the first key tile
+      if (i < rows) {
+        load_row(&q(b, r0 + i, h, 0), row, d, q_scale);
+        s.q_pos[i] = p.q_pos(r0 + i);
+      } else {
+        zero_row(row, d);
+      }
+      for (int x = 0; x < d; ++x) s.qt[x * kTileRows + i] = row[x];
     }
     for (int i = 0; i < rows_padded * d; ++i) s.o[i] = 0.0f;
     for (int i = 0; i < rows_padded; ++i) {
@@ -107,10 +113,12 @@ struct ForwardTiles {
       // even for fp32: the tensor's row stride (kv_heads * d floats) is often a multiple of
       // 4 KiB / 8, which maps a 16-column strip of V onto a few L1 sets and thrashes them.
       for (int j = 0; j < cols_padded; ++j) {
-        const bool real = j < cols;
-        for (int x = 0; x < d; ++x) {
-          s.k[j * d + x] = real ? to_float(k(b, c0 + j, hk, x)) : 0.0f;
-          s.v[j * d + x] = real ? to_float(v(b, c0 + j, hk, x)) : 0.0f;
+        if (j < cols) {
+          load_row(&k(b, c0 + j, hk, 0), s.k + j * d, d);
+          load_row(&v(b, c0 + j, hk, 0), s.v + j * d, d);
+        } else {
+          zero_row(s.k + j * d, d);
+          zero_row(s.v + j * d, d);
         }
       }
       const float* k_rows = s.k;
@@ -136,7 +144,8 @@ struct ForwardTiles {
     for (int i = 0; i < rows; ++i) {
       const bool seen = s.l[i] > 0.0f;
       const float inv = seen ? 1.0f / s.l[i] : 0.0f;
-      for (int x = 0; x < d; ++x) from_float(s.o[i * d + x] * inv, out(b, r0 + i, h, x));
+      TOut* dst = &out(b, r0 + i, h, 0);
+      for (int x = 0; x < d; ++x) from_float(s.o[i * d + x] * inv, dst[x]);
       lse(b, h, r0 + i) = seen ? (s.m[i] + std::log2(s.l[i])) * kLn2 : ninf;
     }
   }
