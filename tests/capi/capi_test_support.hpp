@@ -1,0 +1,112 @@
+// Helpers for the C API tests: world rank/size, random tensors stored in any rfa dtype, and
+// checking a call's code together with its message.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"  // header-only conversions; the tests otherwise use the C API only
+#include "rfa/rfa.h"
+
+namespace rfa_capi_test {
+
+inline int world_size() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+inline int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+/// Uniform values in [-1, 1) from a seed: the same on every rank.
+inline std::vector<double> random_values(std::size_t n, unsigned seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::vector<double> v(n);
+  for (double& x : v) x = dist(gen);
+  return v;
+}
+
+/// A tensor in an rfa storage dtype, as raw bytes, with conversions through fp32.
+class Stored {
+ public:
+  Stored(rfa_dtype_t dtype, std::size_t count)
+      : dtype_(dtype), bytes_(count * rfa::dtype_size(dtype)), count_(count) {}
+  /// Rounds `values` to the dtype; returns what the stored values are, in double.
+  std::vector<double> assign(const std::vector<double>& values) {
+    std::vector<double> rounded(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      set(i, float(values[i]));
+      rounded[i] = get(i);
+    }
+    return rounded;
+  }
+  /// NaN everywhere: an element the library forgets to write fails every comparison.
+  void poison() {
+    for (std::size_t i = 0; i < count_; ++i) set(i, std::numeric_limits<float>::quiet_NaN());
+  }
+  double get(std::size_t i) const {
+    switch (dtype_) {
+      case RFA_DTYPE_FLOAT32: return load<float>(i);
+      case RFA_DTYPE_BFLOAT16: return rfa::to_float(load<rfa::bf16_t>(i));
+      case RFA_DTYPE_FLOAT16: return rfa::to_float(load<rfa::fp16_t>(i));
+    }
+    return 0.0;
+  }
+  void set(std::size_t i, float x) {
+    switch (dtype_) {
+      case RFA_DTYPE_FLOAT32: store(i, x); break;
+      case RFA_DTYPE_BFLOAT16: store(i, rfa::from_float<rfa::bf16_t>(x)); break;
+      case RFA_DTYPE_FLOAT16: store(i, rfa::from_float<rfa::fp16_t>(x)); break;
+    }
+  }
+  void* data() { return bytes_.data(); }
+  const void* data() const { return bytes_.data(); }
+  std::size_t size() const { return count_; }
+
+ private:
+  template <class T>
+  T load(std::size_t i) const {
+    T t;
+    std::memcpy(&t, bytes_.data() + i * sizeof(T), sizeof(T));
+    return t;
+  }
+  template <class T>
+  void store(std::size_t i, T t) {
+    std::memcpy(bytes_.data() + i * sizeof(T), &t, sizeof(T));
+  }
+  rfa_dtype_t dtype_;
+  std::vector<unsigned char> bytes_;
+  std::size_t count_;
+};
+
+/// Asserts the code of an rfa call and that its message contains every given fragment.
+inline void expect_failure(rfa_result_t got, rfa_result_t want, std::initializer_list<const char*> fragments,
+                           const char* call) {
+  const std::string message = rfa_get_last_error_message();
+  EXPECT_EQ(int(got), int(want)) << call << ": " << message;
+  for (const char* f : fragments)
+    EXPECT_NE(message.find(f), std::string::npos) << call << ": message \"" << message << "\" lacks \"" << f << "\"";
+}
+
+}  // namespace rfa_capi_test
+
+/// EXPECT that `call` returns `code` and leaves a message containing each fragment.
+#define EXPECT_RFA_FAILS(code, call, ...) ::rfa_capi_test::expect_failure((call), (code), {__VA_ARGS__}, #call)
+/// ASSERT that an rfa call succeeds, printing the message if it does not.
+#define ASSERT_RFA_OK(call)                                                                             \
+  do {                                                                                                  \
+    const rfa_result_t rfa_ok_result_ = (call);                                                         \
+    ASSERT_EQ(int(rfa_ok_result_), int(RFA_SUCCESS)) << #call << ": " << rfa_get_last_error_message(); \
+  } while (0)

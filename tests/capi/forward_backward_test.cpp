@@ -1,0 +1,233 @@
+// The C API end to end: every layout, both masks, every dtype, GQA, on 1-4 ranks; each rank's
+// shard of out, lse, dq, dk, dv is compared with the float64 reference on the whole sequence.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "capi_test_support.hpp"
+#include "reference_attention.hpp"
+#include "rfa/rfa_mpi.h"
+
+namespace {
+
+using namespace rfa_capi_test;
+
+struct Case {
+  rfa_layout_t layout;
+  rfa_mask_t mask;
+  rfa_dtype_t dtype;
+};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  const char* layouts[] = {"contiguous", "zigzag", "stripe"};
+  const char* dtypes[] = {"fp32", "bf16", "fp16"};
+  return std::string(layouts[info.param.layout]) + (info.param.mask == RFA_MASK_CAUSAL ? "_causal_" : "_full_") +
+         dtypes[info.param.dtype];
+}
+
+// Absolute tolerances for values of order one. fp32 keeps all partials in fp32, so its
+// error is round-off only; 16-bit outputs are limited by their own rounding of the result.
+double tolerance(rfa_dtype_t t) { return t == RFA_DTYPE_FLOAT32 ? 2e-6 : t == RFA_DTYPE_BFLOAT16 ? 8e-3 : 1e-3; }
+
+class CapiForwardBackward : public ::testing::TestWithParam<Case> {};
+
+// Compares this rank's local bshd tensor with rows positions[i] of a global reference.
+double max_error_bshd(const Stored& local, const std::vector<double>& global, const std::vector<int64_t>& positions,
+                      int64_t B, int64_t S, int64_t heads, int64_t D) {
+  const int64_t L = int64_t(positions.size());
+  double worst = 0.0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t e = 0; e < heads * D; ++e) {
+        const double got = local.get(std::size_t((b * L + i) * heads * D + e));
+        const double want = global[std::size_t((b * S + positions[i]) * heads * D + e)];
+        const double err = std::fabs(got - want);
+        worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : std::max(worst, err);
+      }
+  return worst;
+}
+
+TEST_P(CapiForwardBackward, MatchesFloat64Reference) {
+  const Case c = GetParam();
+  const int P = world_size();
+  const int64_t B = 2, H = 4, Hkv = 2, D = 16, S = 2 * P * 5;  // L = 10 (zigzag needs S % 2P == 0)
+
+  rfa_options_t o;
+  ASSERT_RFA_OK(rfa_options_init(&o));
+  o.layout = c.layout;
+  o.mask = c.mask;
+  o.dtype = c.dtype;
+  o.ring_order = RFA_RING_ORDER_IDENTITY;
+  o.batch = B;
+  o.seq_total = S;
+  o.heads = H;
+  o.kv_heads = Hkv;
+  o.head_dim = D;
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+
+  int64_t L = 0;
+  int position = -1, ranks = 0;
+  ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
+  ASSERT_RFA_OK(rfa_context_get_position(ctx, &position));
+  ASSERT_RFA_OK(rfa_context_get_ranks(ctx, &ranks));
+  ASSERT_EQ(L, S / P);
+  ASSERT_EQ(ranks, P);
+  ASSERT_EQ(position, world_rank());  // identity order
+  std::vector<int64_t> positions(std::size_t(L), -1);
+  ASSERT_RFA_OK(rfa_context_get_local_positions(ctx, positions.data(), L));
+
+  // Global inputs, the same on every rank, rounded to the dtype; the reference sees the rounded values.
+  Stored gq(c.dtype, B * S * H * D), gk(c.dtype, B * S * Hkv * D), gv(c.dtype, B * S * Hkv * D),
+      gdo(c.dtype, B * S * H * D);
+  const auto q = gq.assign(random_values(gq.size(), 11)), k = gk.assign(random_values(gk.size(), 12)),
+             v = gv.assign(random_values(gv.size(), 13)), dout = gdo.assign(random_values(gdo.size(), 14));
+
+  rfa::reference::Problem p;
+  p.batch = B;
+  p.seq_q = p.seq_k = S;
+  p.heads = H;
+  p.kv_heads = Hkv;
+  p.head_dim = D;
+  p.causal = c.mask == RFA_MASK_CAUSAL;
+  std::vector<double> ref_out, ref_lse, ref_dq, ref_dk, ref_dv;
+  rfa::reference::forward(p, q, k, v, ref_out, ref_lse);
+  rfa::reference::backward(p, q, k, v, dout, ref_dq, ref_dk, ref_dv);
+
+  // This rank's shards, cut by the library's own helpers.
+  Stored lq(c.dtype, B * L * H * D), lk(c.dtype, B * L * Hkv * D), lv(c.dtype, B * L * Hkv * D),
+      ldo(c.dtype, B * L * H * D), lout(c.dtype, B * L * H * D), ldq(c.dtype, B * L * H * D),
+      ldk(c.dtype, B * L * Hkv * D), ldv(c.dtype, B * L * Hkv * D);
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, H, gq.data(), lq.data()));
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, Hkv, gk.data(), lk.data()));
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, Hkv, gv.data(), lv.data()));
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, H, gdo.data(), ldo.data()));
+  std::vector<float> lse(std::size_t(B * H * L), std::numeric_limits<float>::quiet_NaN());
+  lout.poison();
+  ldq.poison();
+  ldk.poison();
+  ldv.poison();
+
+  ASSERT_RFA_OK(rfa_forward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), lse.data()));
+  const double tol = tolerance(c.dtype);
+  EXPECT_LE(max_error_bshd(lout, ref_out, positions, B, S, H, D), tol);
+  double lse_err = 0.0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < L; ++i) {
+        const double err =
+            std::fabs(lse[std::size_t((b * H + h) * L + i)] - ref_lse[std::size_t((b * H + h) * S + positions[i])]);
+        lse_err = std::isnan(err) ? std::numeric_limits<double>::infinity() : std::max(lse_err, err);
+      }
+  EXPECT_LE(lse_err, 2e-6);  // lse is fp32 whatever the storage dtype
+
+  ASSERT_RFA_OK(rfa_backward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), ldo.data(), lse.data(), ldq.data(),
+                             ldk.data(), ldv.data()));
+  // Gradients grow with the sequence (sums over rows); scale the tolerance by it.
+  const double gtol = tol * 4.0;
+  const double out_err = max_error_bshd(lout, ref_out, positions, B, S, H, D);
+  const double dq_err = max_error_bshd(ldq, ref_dq, positions, B, S, H, D);
+  const double dk_err = max_error_bshd(ldk, ref_dk, positions, B, S, Hkv, D);
+  const double dv_err = max_error_bshd(ldv, ref_dv, positions, B, S, Hkv, D);
+  EXPECT_LE(dq_err, gtol);
+  EXPECT_LE(dk_err, gtol);
+  EXPECT_LE(dv_err, gtol);
+  if (world_rank() == 0) {
+    std::printf("  P=%d max |error| out %.2e lse %.2e dq %.2e dk %.2e dv %.2e (tolerance %.0e, gradients %.0e)\n", P,
+                out_err, lse_err, dq_err, dk_err, dv_err, tol, gtol);
+  }
+
+  // The all-gather helper reassembles the whole output on every rank.
+  Stored gout(c.dtype, B * S * H * D);
+  gout.poison();
+  ASSERT_RFA_OK(rfa_allgather_bshd(ctx, H, lout.data(), gout.data()));
+  std::vector<int64_t> all_rows(static_cast<std::size_t>(S));
+  for (int64_t s = 0; s < S; ++s) all_rows[std::size_t(s)] = s;
+  EXPECT_LE(max_error_bshd(gout, ref_out, all_rows, B, S, H, D), tol);
+
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (rfa_layout_t l : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
+    for (rfa_mask_t m : {RFA_MASK_NONE, RFA_MASK_CAUSAL})
+      for (rfa_dtype_t t : {RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16, RFA_DTYPE_FLOAT16}) cases.push_back({l, m, t});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllLayoutsMasksDtypes, CapiForwardBackward, ::testing::ValuesIn(all_cases()), case_name);
+
+// The sharding helpers round-trip bitwise, lse included, and agree with rfa_layout_positions.
+TEST(CapiSharding, ScatterGatherRoundTripAndPositions) {
+  const int P = world_size();
+  rfa_options_t o;
+  ASSERT_RFA_OK(rfa_options_init(&o));
+  o.layout = RFA_LAYOUT_ZIGZAG;
+  o.dtype = RFA_DTYPE_FLOAT32;
+  o.ring_order = RFA_RING_ORDER_IDENTITY;
+  o.batch = 2;
+  o.seq_total = 2 * P * 3;
+  o.heads = 3;
+  o.kv_heads = 1;
+  o.head_dim = 8;
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  int64_t L = 0;
+  int position = 0;
+  ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
+  ASSERT_RFA_OK(rfa_context_get_position(ctx, &position));
+
+  std::vector<int64_t> from_context(static_cast<std::size_t>(L)), from_layout(static_cast<std::size_t>(L));
+  ASSERT_RFA_OK(rfa_context_get_local_positions(ctx, from_context.data(), L));
+  ASSERT_RFA_OK(rfa_layout_positions(o.layout, o.seq_total, P, position, from_layout.data(), L));
+  EXPECT_EQ(from_context, from_layout);
+  int64_t L2 = 0;
+  ASSERT_RFA_OK(rfa_layout_local_seq(o.layout, o.seq_total, P, &L2));
+  EXPECT_EQ(L2, L);
+
+  const auto values = random_values(std::size_t(o.batch * o.seq_total * o.heads * o.head_dim), 21);
+  std::vector<float> global(values.begin(), values.end()), local(std::size_t(o.batch * L * o.heads * o.head_dim));
+  std::vector<float> back(global.size(), -7.0f);
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, o.heads, global.data(), local.data()));
+  ASSERT_RFA_OK(rfa_gather_bshd(ctx, o.heads, local.data(), back.data()));
+  for (int64_t b = 0; b < o.batch; ++b)
+    for (int64_t s = 0; s < o.seq_total; ++s) {
+      const bool mine = std::find(from_context.begin(), from_context.end(), s) != from_context.end();
+      for (int64_t e = 0; e < o.heads * o.head_dim; ++e) {
+        const std::size_t idx = std::size_t((b * o.seq_total + s) * o.heads * o.head_dim + e);
+        ASSERT_EQ(back[idx], mine ? global[idx] : -7.0f) << "b " << b << " s " << s;  // others untouched
+      }
+    }
+
+  std::vector<float> glse(std::size_t(o.batch * o.heads * o.seq_total)), llse(static_cast<std::size_t>(o.batch * o.heads * L));
+  for (std::size_t i = 0; i < glse.size(); ++i) glse[i] = float(i);
+  std::vector<float> lse_back(glse.size(), -1.0f);
+  ASSERT_RFA_OK(rfa_scatter_lse(ctx, glse.data(), llse.data()));
+  ASSERT_RFA_OK(rfa_gather_lse(ctx, llse.data(), lse_back.data()));
+  for (int64_t bh = 0; bh < o.batch * o.heads; ++bh)
+    for (int64_t i = 0; i < L; ++i)
+      EXPECT_EQ(llse[std::size_t(bh * L + i)], float(bh * o.seq_total + from_context[std::size_t(i)]));
+  for (int64_t bh = 0; bh < o.batch * o.heads; ++bh)
+    for (int64_t s = 0; s < o.seq_total; ++s) {
+      const bool mine = std::find(from_context.begin(), from_context.end(), s) != from_context.end();
+      const std::size_t idx = std::size_t(bh * o.seq_total + s);
+      EXPECT_EQ(lse_back[idx], mine ? glse[idx] : -1.0f);
+    }
+
+  rfa_options_t back_opts;
+  ASSERT_RFA_OK(rfa_options_init(&back_opts));
+  ASSERT_RFA_OK(rfa_context_get_options(ctx, &back_opts));
+  EXPECT_EQ(back_opts.seq_total, o.seq_total);
+  EXPECT_EQ(back_opts.heads, o.heads);
+  EXPECT_EQ(back_opts.layout, o.layout);
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
+}  // namespace

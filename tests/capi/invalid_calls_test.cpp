@@ -1,0 +1,406 @@
+// Bad input through the C API: every call below is invalid, and each must return the right
+// code with a message that tells the user what to fix. None may crash or hang, on any rank.
+#include <gtest/gtest.h>
+
+#include <Kokkos_Core.hpp>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "capi_test_support.hpp"
+#include "rfa/rfa_mpi.h"
+
+namespace {
+
+using namespace rfa_capi_test;
+
+rfa_options_t valid_options() {
+  rfa_options_t o;
+  rfa_options_init(&o);
+  o.layout = RFA_LAYOUT_CONTIGUOUS;
+  o.mask = RFA_MASK_CAUSAL;
+  o.dtype = RFA_DTYPE_FLOAT32;
+  o.ring_order = RFA_RING_ORDER_IDENTITY;
+  o.batch = 1;
+  o.seq_total = 4 * world_size();
+  o.heads = 2;
+  o.kv_heads = 1;
+  o.head_dim = 8;
+  return o;
+}
+
+// Every rank makes the same invalid creation; every rank must fail with the code and message.
+void expect_create_fails(const rfa_options_t& o, rfa_result_t code, const char* fragment) {
+  rfa_context_t ctx = reinterpret_cast<rfa_context_t>(&ctx);  // not NULL: must be cleared
+  EXPECT_RFA_FAILS(code, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), fragment);
+  EXPECT_EQ(ctx, nullptr) << "a failed create must leave the output NULL";
+}
+
+// ---------------------------------------------------------------- options and creation
+
+TEST(CapiInvalid, OptionsInitNull) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_options_init(nullptr), "options is NULL");
+}
+
+TEST(CapiInvalid, OptionsInitSizeTooSmall) {
+  rfa_options_t o;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_options_init_sized(&o, 4), "struct_size is 4");
+}
+
+TEST(CapiInvalid, CreateNullOptions) {
+  rfa_context_t ctx = nullptr;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, nullptr, &ctx), "options is NULL");
+}
+
+TEST(CapiInvalid, CreateNullOutput) {
+  const rfa_options_t o = valid_options();
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, nullptr),
+                   "output pointer) is NULL");
+}
+
+TEST(CapiInvalid, CreateUninitializedOptions) {
+  rfa_options_t o;
+  std::memset(&o, 0, sizeof o);  // forgot rfa_options_init
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "rfa_options_init");
+}
+
+TEST(CapiInvalid, CreateZeroVersion) {
+  rfa_options_t o = valid_options();
+  o.version = 0;
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "version is 0");
+}
+
+TEST(CapiInvalid, CreateCommNull) {
+  const rfa_options_t o = valid_options();
+  rfa_context_t ctx = nullptr;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_NULL, &o, &ctx), "MPI_COMM_NULL");
+}
+
+TEST(CapiInvalid, CreateFintCommNull) {
+  const rfa_options_t o = valid_options();
+  rfa_context_t ctx = nullptr;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create_fint(MPI_Comm_c2f(MPI_COMM_NULL), &o, &ctx),
+                   "MPI_COMM_NULL");
+}
+
+TEST(CapiInvalid, UnknownLayout) {
+  rfa_options_t o = valid_options();
+  o.layout = rfa_layout_t(7);
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "options.layout is 7");
+}
+
+TEST(CapiInvalid, UnknownMask) {
+  rfa_options_t o = valid_options();
+  o.mask = rfa_mask_t(5);
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "options.mask is 5");
+}
+
+TEST(CapiInvalid, UnknownDtype) {
+  rfa_options_t o = valid_options();
+  o.dtype = rfa_dtype_t(9);
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "options.dtype is 9");
+}
+
+TEST(CapiInvalid, UnknownRingOrder) {
+  rfa_options_t o = valid_options();
+  o.ring_order = rfa_ring_order_t(42);
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "options.ring_order is 42");
+}
+
+TEST(CapiInvalid, NanSoftmaxScale) {
+  rfa_options_t o = valid_options();
+  o.softmax_scale = std::numeric_limits<double>::quiet_NaN();
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "softmax_scale");
+}
+
+TEST(CapiInvalid, NegativeSoftmaxScale) {
+  rfa_options_t o = valid_options();
+  o.softmax_scale = -0.5;
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "softmax_scale is -0.5");
+}
+
+TEST(CapiInvalid, ZeroBatch) {
+  rfa_options_t o = valid_options();
+  o.batch = 0;
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "options.batch is 0");
+}
+
+TEST(CapiInvalid, SeqTotalLeftAtDefault) {
+  rfa_options_t o = valid_options();
+  o.seq_total = 0;
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "options.seq_total is 0");
+}
+
+TEST(CapiInvalid, NegativeSeqTotal) {
+  rfa_options_t o = valid_options();
+  o.seq_total = -5;
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "options.seq_total is -5");
+}
+
+TEST(CapiInvalid, ZeroHeads) {
+  rfa_options_t o = valid_options();
+  o.heads = 0;
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "options.heads is 0");
+}
+
+TEST(CapiInvalid, ZeroKvHeads) {
+  rfa_options_t o = valid_options();
+  o.kv_heads = 0;
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "options.kv_heads is 0");
+}
+
+TEST(CapiInvalid, HeadsNotMultipleOfKvHeads) {
+  rfa_options_t o = valid_options();
+  o.heads = 6;
+  o.kv_heads = 4;
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "options.heads (6) is not a multiple of options.kv_heads (4)");
+}
+
+TEST(CapiInvalid, ZeroHeadDim) {
+  rfa_options_t o = valid_options();
+  o.head_dim = 0;
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "options.head_dim is 0");
+}
+
+TEST(CapiInvalid, HeadDimNotMultipleOf8) {
+  rfa_options_t o = valid_options();
+  o.head_dim = 12;
+  expect_create_fails(o, RFA_ERROR_UNSUPPORTED, "head_dim 12 is not supported");
+}
+
+TEST(CapiInvalid, HeadDimTooLarge) {
+  rfa_options_t o = valid_options();
+  o.head_dim = 512;
+  expect_create_fails(o, RFA_ERROR_UNSUPPORTED, "head_dim 512 is not supported");
+}
+
+TEST(CapiInvalid, SequenceNotDivisibleForZigzag) {
+  rfa_options_t o = valid_options();
+  o.layout = RFA_LAYOUT_ZIGZAG;
+  o.seq_total = 2 * world_size() + 1;  // odd: never a multiple of 2P
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "zigzag layout needs");
+}
+
+// ---------------------------------------------------------------- ranks that disagree
+
+TEST(CapiInvalid, RanksDisagreeOnHeads) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  rfa_options_t o = valid_options();
+  if (world_rank() == 1) o.heads = 4;
+  rfa_context_t ctx = nullptr;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "options.heads",
+                   "rank 0 passes 2", "rank 1 passes 4", "rank(s) 1)");
+  EXPECT_EQ(ctx, nullptr);
+}
+
+TEST(CapiInvalid, RanksDisagreeOnSoftmaxScale) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  rfa_options_t o = valid_options();
+  if (world_rank() == world_size() - 1) o.softmax_scale = 0.25;
+  rfa_context_t ctx = nullptr;
+  const std::string last = std::to_string(world_size() - 1);
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "options.softmax_scale",
+                   ("rank " + last + " passes 0.25").c_str());
+}
+
+TEST(CapiInvalid, OneRankPassesNullOptions) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  const rfa_options_t o = valid_options();
+  rfa_context_t ctx = nullptr;
+  const rfa_result_t rc = rfa_context_create(MPI_COMM_WORLD, world_rank() == 1 ? nullptr : &o, &ctx);
+  if (world_rank() == 1) {
+    EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rc, "options is NULL");
+  } else {
+    EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rc, "rank(s) 1 of the communicator");
+  }
+  EXPECT_EQ(ctx, nullptr);
+}
+
+// ---------------------------------------------------------------- calls on a context
+
+class CapiInvalidOnContext : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    o_ = valid_options();
+    ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o_, &ctx_));
+    ASSERT_RFA_OK(rfa_context_get_local_seq(ctx_, &L_));
+    q_.assign(std::size_t(L_ * o_.heads * o_.head_dim), 0.5f);
+    k_.assign(std::size_t(L_ * o_.kv_heads * o_.head_dim), 0.25f);
+    v_ = k_;
+    out_.assign(q_.size(), 0.0f);
+    lse_.assign(std::size_t(o_.heads * L_), 0.0f);
+    dk_.assign(k_.size(), 0.0f);
+    dv_.assign(k_.size(), 0.0f);
+  }
+  void TearDown() override { EXPECT_EQ(rfa_context_destroy(ctx_), RFA_SUCCESS); }
+
+  rfa_options_t o_{};
+  rfa_context_t ctx_ = nullptr;
+  int64_t L_ = 0;
+  std::vector<float> q_, k_, v_, out_, lse_, dk_, dv_;
+};
+
+TEST_F(CapiInvalidOnContext, ForwardNullContext) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_forward(nullptr, q_.data(), k_.data(), v_.data(), out_.data(), lse_.data()), "context is NULL");
+}
+
+TEST_F(CapiInvalidOnContext, ForwardNullQuery) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_forward(ctx_, nullptr, k_.data(), v_.data(), out_.data(), lse_.data()), "q is NULL");
+}
+
+TEST_F(CapiInvalidOnContext, ForwardNullLse) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_forward(ctx_, q_.data(), k_.data(), v_.data(), out_.data(), nullptr), "lse is NULL");
+}
+
+TEST_F(CapiInvalidOnContext, ForwardOutputAliasesQuery) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_forward(ctx_, q_.data(), k_.data(), v_.data(), q_.data(), lse_.data()),
+                   "the output out overlaps the input q");
+}
+
+TEST_F(CapiInvalidOnContext, ForwardLseInsideOutput) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_forward(ctx_, q_.data(), k_.data(), v_.data(), out_.data(), out_.data() + 1),
+                   "the outputs out and lse overlap");
+}
+
+TEST_F(CapiInvalidOnContext, ForwardInputsMayAlias) {
+  // Not an error: read-only inputs may share memory (k == v here).
+  ASSERT_RFA_OK(rfa_forward(ctx_, q_.data(), k_.data(), k_.data(), out_.data(), lse_.data()));
+  EXPECT_STREQ(rfa_get_last_error_message(), "") << "a successful call clears the message";
+}
+
+TEST_F(CapiInvalidOnContext, ForwardNullOnOneRankFailsEverywhere) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  const bool culprit = world_rank() == 1;
+  const rfa_result_t rc =
+      rfa_forward(ctx_, q_.data(), k_.data(), culprit ? nullptr : v_.data(), out_.data(), lse_.data());
+  if (culprit) {
+    EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rc, "v is NULL");
+  } else {
+    EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rc, "lowest failing ring position: 1");
+  }
+}
+
+TEST_F(CapiInvalidOnContext, BackwardGradientsAlias) {
+  std::vector<float> dq(q_.size());
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_backward(ctx_, q_.data(), k_.data(), v_.data(), out_.data(), q_.data(), lse_.data(), dq.data(),
+                                dk_.data(), dk_.data()),
+                   "the outputs dk and dv overlap");
+}
+
+TEST_F(CapiInvalidOnContext, BackwardGradientOverwritesInput) {
+  std::vector<float> dq(q_.size());
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_backward(ctx_, q_.data(), k_.data(), v_.data(), out_.data(), q_.data(), lse_.data(), dq.data(),
+                                dk_.data(), v_.data()),
+                   "the output dv overlaps the input v");
+}
+
+TEST_F(CapiInvalidOnContext, BackwardNullDout) {
+  std::vector<float> dq(q_.size());
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_backward(ctx_, q_.data(), k_.data(), v_.data(), out_.data(), nullptr, lse_.data(), dq.data(),
+                                dk_.data(), dv_.data()),
+                   "dout is NULL");
+}
+
+TEST_F(CapiInvalidOnContext, GetPositionNullOutput) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_position(ctx_, nullptr), "position is NULL");
+}
+
+TEST_F(CapiInvalidOnContext, GetRanksNullContext) {
+  int n = 0;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_ranks(nullptr, &n), "context is NULL");
+}
+
+TEST_F(CapiInvalidOnContext, LocalPositionsCapacityTooSmall) {
+  std::vector<int64_t> pos(static_cast<std::size_t>(L_));
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_local_positions(ctx_, pos.data(), L_ - 1),
+                   "capacity is", "holds");
+}
+
+TEST_F(CapiInvalidOnContext, GetOptionsUninitializedStruct) {
+  rfa_options_t o;
+  std::memset(&o, 0, sizeof o);
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_options(ctx_, &o), "struct_size is 0");
+}
+
+TEST_F(CapiInvalidOnContext, ScatterZeroHeads) {
+  std::vector<float> global(static_cast<std::size_t>(o_.seq_total * o_.heads * o_.head_dim));
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_scatter_bshd(ctx_, 0, global.data(), q_.data()), "heads is 0");
+}
+
+TEST_F(CapiInvalidOnContext, ScatterNullGlobal) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_scatter_bshd(ctx_, o_.heads, nullptr, q_.data()), "global is NULL");
+}
+
+TEST_F(CapiInvalidOnContext, GatherLseNullLocal) {
+  std::vector<float> global(static_cast<std::size_t>(o_.heads * o_.seq_total));
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_gather_lse(ctx_, nullptr, global.data()), "local is NULL");
+}
+
+TEST_F(CapiInvalidOnContext, AllgatherNegativeHeadsFailsEverywhere) {
+  std::vector<float> global(static_cast<std::size_t>(o_.seq_total * o_.heads * o_.head_dim));
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_allgather_bshd(ctx_, -1, q_.data(), global.data()),
+                   "heads is -1");
+}
+
+// ---------------------------------------------------------------- context-free calls
+
+TEST(CapiInvalid, LayoutLocalSeqUnknownLayout) {
+  int64_t L = 0;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_layout_local_seq(rfa_layout_t(99), 8, 2, &L), "layout");
+}
+
+TEST(CapiInvalid, LayoutLocalSeqZeroRanks) {
+  int64_t L = 0;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_layout_local_seq(RFA_LAYOUT_CONTIGUOUS, 8, 0, &L),
+                   "number of ranks in the ring must be at least 1");
+}
+
+TEST(CapiInvalid, LayoutLocalSeqNullOutput) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_layout_local_seq(RFA_LAYOUT_CONTIGUOUS, 8, 2, nullptr),
+                   "local_seq is NULL");
+}
+
+TEST(CapiInvalid, LayoutPositionsPositionOutOfRange) {
+  std::vector<int64_t> pos(8);
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_layout_positions(RFA_LAYOUT_STRIPE, 8, 2, 2, pos.data(), 8),
+                   "ring position 2 is outside 0..1");
+}
+
+TEST(CapiInvalid, LayoutPositionsCapacityTooSmall) {
+  std::vector<int64_t> pos(8);
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_layout_positions(RFA_LAYOUT_ZIGZAG, 8, 2, 0, pos.data(), 3),
+                   "capacity is 3", "holds 4");
+}
+
+TEST(CapiInvalid, HeaderLibraryMajorMismatch) {
+  EXPECT_RFA_FAILS(RFA_ERROR_VERSION_MISMATCH, rfa_check_version_major(RFA_VERSION_MAJOR + 1), "major version",
+                   RFA_VERSION_STRING);
+  EXPECT_EQ(rfa_check_version(), RFA_SUCCESS);
+}
+
+TEST(CapiInvalid, UnknownResultCodeHasText) {
+  EXPECT_STREQ(rfa_get_error_string(rfa_result_t(999)), "unknown rfa result code");
+  EXPECT_STREQ(rfa_get_error_string(RFA_ERROR_INVALID_USAGE), "invalid usage (ranks disagree, or call out of order)");
+}
+
+TEST(CapiInvalid, DestroyNullIsANoOp) { EXPECT_EQ(rfa_context_destroy(nullptr), RFA_SUCCESS); }
+
+// The test main initialized Kokkos, so rfa only borrows it: rfa_finalize must leave it alone.
+TEST(CapiInvalid, FinalizeLeavesBorrowedKokkosAlone) {
+  EXPECT_EQ(rfa_finalize(), RFA_SUCCESS);
+  EXPECT_TRUE(Kokkos::is_initialized());
+  rfa_options_t o = valid_options();
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));  // still usable afterwards
+  EXPECT_EQ(rfa_context_destroy(ctx), RFA_SUCCESS);
+}
+
+}  // namespace
