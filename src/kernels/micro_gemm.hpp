@@ -15,29 +15,54 @@
 namespace rfa {
 namespace kernels {
 
+// On the host the micro-kernel stays a function of its own: inlined into a large kernel body
+// it loses the general-purpose registers its row pointers need and reloads them every step.
+#if RFA_NATIVE_VECTORS
+#define RFA_MICRO_KERNEL __attribute__((noinline))
+#else
+#define RFA_MICRO_KERNEL KOKKOS_INLINE_FUNCTION
+#endif
+
 constexpr int kMicroRows = 6;  // MR: rows of C per micro-tile
 
+/// A through two strides; one of them must be 1 (row-major A, or its transpose).
 struct MatrixA {
   const float* data;
   std::ptrdiff_t row_stride;    // step between rows of A (between rows of C)
   std::ptrdiff_t inner_stride;  // step along the reduction dimension
 };
 
-/// C[0:MR][0:8*NV] (+)= A[0:MR][0:K] * B[0:K][0:8*NV].
+/// C[0:MR][0:8*NV] (+)= A[0:MR][0:K] * B[0:K][0:8*NV]. The two A access patterns get their
+/// own loops so every A element is one broadcast with a plain base+index address: with a
+/// generic stride pair the compiler keeps the row offsets on the stack and each broadcast
+/// costs an extra load, which makes the loop load-bound instead of FMA-bound.
 template <int MR, int NV>
-KOKKOS_INLINE_FUNCTION void micro_tile(int K, MatrixA a, const float* b, std::ptrdiff_t ldb, float* c,
+RFA_MICRO_KERNEL void micro_tile(int K, MatrixA a, const float* b, std::ptrdiff_t ldb, float* c,
                                        std::ptrdiff_t ldc, bool accumulate) {
   simd::f8 acc[MR][NV];
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < NV; ++v)
       acc[i][v] = accumulate ? simd::load(c + i * ldc + 8 * v) : simd::broadcast(0.0f);
-  for (int k = 0; k < K; ++k) {
-    simd::f8 bv[NV];
-    for (int v = 0; v < NV; ++v) bv[v] = simd::load(b + k * ldb + 8 * v);
-    const float* ak = a.data + k * a.inner_stride;
-    for (int i = 0; i < MR; ++i) {
-      const simd::f8 ai = simd::broadcast(ak[i * a.row_stride]);
-      for (int v = 0; v < NV; ++v) acc[i][v] = simd::fma(ai, bv[v], acc[i][v]);
+  if (a.inner_stride == 1) {  // A row-major: MR row pointers, one shared index
+    const float* rows[MR];
+    for (int i = 0; i < MR; ++i) rows[i] = a.data + i * a.row_stride;
+    for (int k = 0; k < K; ++k) {
+      simd::f8 bv[NV];
+      for (int v = 0; v < NV; ++v) bv[v] = simd::load(b + k * ldb + 8 * v);
+      for (int i = 0; i < MR; ++i) {
+        const simd::f8 ai = simd::broadcast(rows[i][k]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = simd::fma(ai, bv[v], acc[i][v]);
+      }
+    }
+  } else {  // A transposed (row_stride == 1): MR consecutive values per step
+    const float* ak = a.data;
+    for (int k = 0; k < K; ++k, ak += a.inner_stride) {
+      simd::f8 bv[NV];
+      for (int v = 0; v < NV; ++v) bv[v] = simd::load(b + k * ldb + 8 * v);
+      for (int i = 0; i < MR; ++i) {
+        const simd::f8 ai = simd::broadcast(ak[i]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = simd::fma(ai, bv[v], acc[i][v]);
+      }
     }
   }
   for (int i = 0; i < MR; ++i)
