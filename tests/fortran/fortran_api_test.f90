@@ -1,0 +1,263 @@
+! The Fortran module under mpiexec -n 2: constants match the C header, both kinds of
+! communicator work through the one generic, and forward and backward on sharded fp32 arrays
+! match an independent float64 reference (tests/reference, through a bind(c) bridge); a bf16
+! forward exercises the 16-bit interfaces; an invalid call returns its code and message.
+program fortran_api_test
+  use, intrinsic :: iso_c_binding
+  use mpi_f08
+  use rfa
+  implicit none
+
+  interface
+    subroutine fortran_test_reference(batch, seq, heads, kv_heads, head_dim, causal, q, k, v, dout, &
+                                      out, lse, dq, dk, dv) bind(c)
+      import :: c_int, c_int64_t, c_float
+      integer(c_int64_t), value :: batch, seq, heads, kv_heads, head_dim
+      integer(c_int), value :: causal
+      real(c_float), intent(in) :: q(*), k(*), v(*), dout(*)
+      real(c_float), intent(out) :: out(*), lse(*), dq(*), dk(*), dv(*)
+    end subroutine
+    integer(c_int) function fortran_test_c_constants(values, capacity) bind(c)
+      import :: c_int, c_int64_t
+      integer(c_int64_t), intent(out) :: values(*)
+      integer(c_int), value :: capacity
+    end function
+  end interface
+
+  integer(c_int64_t), parameter :: B = 2, H = 4, HKV = 2, D = 16
+  integer :: rank, nranks, failures, total_failures, position, position_int, ranks_seen
+  integer(c_int64_t) :: S, L
+  type(rfa_options) :: opts
+  type(rfa_context) :: ring, ring_int, bad
+  real(c_float), allocatable :: gq(:,:,:,:), gk(:,:,:,:), gv(:,:,:,:), gdo(:,:,:,:)
+  real(c_float), allocatable :: rout(:,:,:,:), rlse(:,:,:), rdq(:,:,:,:), rdk(:,:,:,:), rdv(:,:,:,:)
+  real(c_float), allocatable :: q(:,:,:,:), k(:,:,:,:), v(:,:,:,:), dout(:,:,:,:), out(:,:,:,:), lse(:,:,:)
+  real(c_float), allocatable :: dq(:,:,:,:), dk(:,:,:,:), dv(:,:,:,:)
+  real(c_float), allocatable :: eout(:,:,:,:), else_ref(:,:,:), edq(:,:,:,:), edk(:,:,:,:), edv(:,:,:,:)
+  integer(c_int64_t), allocatable :: positions(:)
+
+  call MPI_Init()
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+  call MPI_Comm_size(MPI_COMM_WORLD, nranks)
+  failures = 0
+
+  call check_constants()
+  call check(rfa_check_version() == RFA_SUCCESS, "rfa_check_version")
+
+  ! ---- a ring over type(MPI_Comm), and the same over the integer handle
+  call check_ok(rfa_options_init(opts), "rfa_options_init")
+  call check(opts%struct_size == c_sizeof(opts) .and. opts%version == RFA_OPTIONS_VERSION, "options defaults")
+  S = 6 * nranks * 2                       ! zigzag: a multiple of 2P
+  opts%layout = RFA_LAYOUT_ZIGZAG
+  opts%mask = RFA_MASK_CAUSAL
+  opts%dtype = RFA_DTYPE_FLOAT32
+  opts%ring_order = RFA_RING_ORDER_IDENTITY
+  opts%batch = B
+  opts%seq_total = S
+  opts%heads = H
+  opts%kv_heads = HKV
+  opts%head_dim = D
+  call check_ok(rfa_context_create(MPI_COMM_WORLD, opts, ring), "create (type(MPI_Comm))")
+  call check_ok(rfa_context_create(MPI_COMM_WORLD%MPI_VAL, opts, ring_int), "create (integer)")
+  call check_ok(rfa_context_get_position(ring, position), "position")
+  call check_ok(rfa_context_get_position(ring_int, position_int), "position (integer)")
+  call check_ok(rfa_context_get_ranks(ring, ranks_seen), "ranks")
+  call check(position == rank .and. position_int == rank .and. ranks_seen == nranks, "ring position and size")
+  call check_ok(rfa_context_destroy(ring_int), "destroy (integer)")
+  call check_ok(rfa_context_destroy(ring_int), "destroy twice is a no-op")
+  call check_ok(rfa_context_get_local_seq(ring, L), "local seq")
+  call check(L == S / nranks, "L = S / P")
+  allocate(positions(L))
+  call check_ok(rfa_context_get_local_positions(ring, positions), "local positions")
+  call check(positions(1) == rank * (S / (2 * nranks)), "zigzag: first row is chunk r")
+
+  ! ---- the whole problem, the same on every rank, and its float64 reference
+  allocate(gq(D, H, S, B), gdo(D, H, S, B), gk(D, HKV, S, B), gv(D, HKV, S, B))
+  allocate(rout(D, H, S, B), rlse(S, H, B), rdq(D, H, S, B), rdk(D, HKV, S, B), rdv(D, HKV, S, B))
+  call fill(gq, 1)
+  call fill(gk, 2)
+  call fill(gv, 3)
+  call fill(gdo, 4)
+  call fortran_test_reference(B, S, H, HKV, D, 1_c_int, gq, gk, gv, gdo, rout, rlse, rdq, rdk, rdv)
+
+  ! ---- this rank's shards, forward and backward
+  allocate(q(D, H, L, B), dout(D, H, L, B), out(D, H, L, B), dq(D, H, L, B), lse(L, H, B))
+  allocate(k(D, HKV, L, B), v(D, HKV, L, B), dk(D, HKV, L, B), dv(D, HKV, L, B))
+  allocate(eout(D, H, L, B), else_ref(L, H, B), edq(D, H, L, B), edk(D, HKV, L, B), edv(D, HKV, L, B))
+  call check_ok(rfa_scatter_bshd(ring, gq, q), "scatter q")
+  call check_ok(rfa_scatter_bshd(ring, gk, k), "scatter k")
+  call check_ok(rfa_scatter_bshd(ring, gv, v), "scatter v")
+  call check_ok(rfa_scatter_bshd(ring, gdo, dout), "scatter dout")
+  out = ieee_nan()
+  lse = ieee_nan()
+  dq = ieee_nan()
+  dk = ieee_nan()
+  dv = ieee_nan()
+  call check_ok(rfa_forward(ring, q, k, v, out, lse), "forward")
+  call check_ok(rfa_backward(ring, q, k, v, out, dout, lse, dq, dk, dv), "backward")
+
+  call check_ok(rfa_scatter_bshd(ring, rout, eout), "scatter reference out")
+  call check_ok(rfa_scatter_lse(ring, rlse, else_ref), "scatter reference lse")
+  call check_ok(rfa_scatter_bshd(ring, rdq, edq), "scatter reference dq")
+  call check_ok(rfa_scatter_bshd(ring, rdk, edk), "scatter reference dk")
+  call check_ok(rfa_scatter_bshd(ring, rdv, edv), "scatter reference dv")
+  call check_close(out, eout, 2.0e-6, "out")
+  call check_close3(lse, else_ref, 2.0e-6, "lse")
+  call check_close(dq, edq, 4.0e-6, "dq")
+  call check_close(dk, edk, 4.0e-6, "dk")
+  call check_close(dv, edv, 4.0e-6, "dv")
+  call check_ok(rfa_context_destroy(ring), "destroy")
+
+  call check_bf16_forward()
+
+  ! ---- an invalid call: code and message
+  opts%heads = 3
+  if (rfa_context_create(MPI_COMM_WORLD, opts, bad) /= RFA_ERROR_INVALID_ARGUMENT) then
+    call fail("heads = 3, kv_heads = 2 must be RFA_ERROR_INVALID_ARGUMENT")
+  else if (index(rfa_get_last_error_message(), "not a multiple of options.kv_heads") == 0) then
+    call fail("message: " // rfa_get_last_error_message())
+  end if
+  call check(rfa_get_error_string(RFA_ERROR_INVALID_USAGE) == &
+             "invalid usage (ranks disagree, or call out of order)", "rfa_get_error_string")
+
+  call check_ok(rfa_finalize(), "rfa_finalize")
+  call MPI_Allreduce(failures, total_failures, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
+  if (rank == 0) print '(a, i0, a)', "fortran_api_test: ", total_failures, " failed checks over all ranks"
+  call MPI_Finalize()
+  if (total_failures /= 0) error stop 1
+
+contains
+
+  subroutine fail(what)
+    character(len=*), intent(in) :: what
+    write (*, '(a, i0, a, a)') "rank ", rank, ": FAILED: ", what
+    failures = failures + 1
+  end subroutine
+
+  subroutine check(condition, what)
+    logical, intent(in) :: condition
+    character(len=*), intent(in) :: what
+    if (.not. condition) call fail(what)
+  end subroutine
+
+  subroutine check_ok(status, what)
+    integer(c_int), intent(in) :: status
+    character(len=*), intent(in) :: what
+    if (status /= RFA_SUCCESS) call fail(what // ": " // rfa_get_error_string(status) // ": " // &
+                                         rfa_get_last_error_message())
+  end subroutine
+
+  subroutine check_close(got, want, tolerance, what)
+    real(c_float), intent(in) :: got(:,:,:,:), want(:,:,:,:)
+    real, intent(in) :: tolerance
+    character(len=*), intent(in) :: what
+    real :: err
+    err = maxval(abs(got - want))
+    if (rank == 0) print '(a, a, es9.2)', what, ": max |error| ", err
+    if (.not. (err <= tolerance)) call fail(what // " differs from the float64 reference")  ! NaN fails too
+  end subroutine
+
+  subroutine check_close3(got, want, tolerance, what)
+    real(c_float), intent(in) :: got(:,:,:), want(:,:,:)
+    real, intent(in) :: tolerance
+    character(len=*), intent(in) :: what
+    real :: err
+    err = maxval(abs(got - want))
+    if (.not. (err <= tolerance)) call fail(what // " differs from the float64 reference")
+  end subroutine
+
+  !> Values in [-1, 1) from a seed: the same on every rank.
+  subroutine fill(x, seed)
+    real(c_float), intent(out) :: x(:,:,:,:)
+    integer, intent(in) :: seed
+    integer(c_int64_t) :: state
+    integer :: i1, i2, i3, i4
+    state = 12345_c_int64_t * seed + 1
+    do i4 = 1, size(x, 4)
+      do i3 = 1, size(x, 3)
+        do i2 = 1, size(x, 2)
+          do i1 = 1, size(x, 1)
+            state = modulo(state * 48271_c_int64_t, 2147483647_c_int64_t)
+            x(i1, i2, i3, i4) = real(state, c_float) / 1073741823.5 - 1.0
+          end do
+        end do
+      end do
+    end do
+  end subroutine
+
+  real(c_float) function ieee_nan()
+    use, intrinsic :: ieee_arithmetic
+    ieee_nan = ieee_value(0.0_c_float, ieee_quiet_nan)
+  end function
+
+  !> bf16 bits of a float (truncation: the test then uses exactly the values it stored).
+  elemental integer(c_int16_t) function to_bf16(x)
+    real(c_float), intent(in) :: x
+    to_bf16 = int(ishft(transfer(x, 0_c_int32_t), -16), c_int16_t)
+  end function
+
+  elemental real(c_float) function from_bf16(bits)
+    integer(c_int16_t), intent(in) :: bits
+    from_bf16 = transfer(ishft(int(bits, c_int32_t), 16), 0.0_c_float)
+  end function
+
+  subroutine check_bf16_forward()
+    type(rfa_context) :: ring16
+    type(rfa_options) :: o16
+    integer(c_int16_t), allocatable :: g16q(:,:,:,:), g16k(:,:,:,:), g16v(:,:,:,:)
+    integer(c_int16_t), allocatable :: q16(:,:,:,:), k16(:,:,:,:), v16(:,:,:,:), out16(:,:,:,:), ref16(:,:,:,:)
+    real(c_float), allocatable :: lse16(:,:,:)
+    o16 = opts
+    o16%dtype = RFA_DTYPE_BFLOAT16
+    o16%mask = RFA_MASK_NONE
+    o16%layout = RFA_LAYOUT_STRIPE
+    call check_ok(rfa_context_create(MPI_COMM_WORLD, o16, ring16), "create bf16")
+    ! Inputs rounded to bf16; the reference sees exactly those values.
+    g16q = to_bf16(gq)
+    g16k = to_bf16(gk)
+    g16v = to_bf16(gv)
+    gq = from_bf16(g16q)
+    gk = from_bf16(g16k)
+    gv = from_bf16(g16v)
+    call fortran_test_reference(B, S, H, HKV, D, 0_c_int, gq, gk, gv, gdo, rout, rlse, rdq, rdk, rdv)
+    allocate(q16(D, H, L, B), out16(D, H, L, B), ref16(D, H, L, B), k16(D, HKV, L, B), v16(D, HKV, L, B))
+    allocate(lse16(L, H, B))
+    call check_ok(rfa_scatter_bshd(ring16, g16q, q16), "scatter bf16 q")
+    call check_ok(rfa_scatter_bshd(ring16, g16k, k16), "scatter bf16 k")
+    call check_ok(rfa_scatter_bshd(ring16, g16v, v16), "scatter bf16 v")
+    call check_ok(rfa_forward(ring16, q16, k16, v16, out16, lse16), "forward bf16")
+    call check_ok(rfa_scatter_bshd(ring16, to_bf16(rout), ref16), "scatter bf16 reference")
+    ! bf16 keeps 8 bits of mantissa: outputs of order one are good to about 1e-2.
+    call check_close(from_bf16(out16), from_bf16(ref16), 1.6e-2, "bf16 out")
+    call check_ok(rfa_context_destroy(ring16), "destroy bf16")
+  end subroutine
+
+  subroutine check_constants()
+    integer(c_int64_t) :: c(40)
+    integer(c_int) :: n
+    integer(c_int64_t) :: mine(32)
+    type(rfa_options), target :: probe
+    mine = [integer(c_int64_t) :: RFA_SUCCESS, RFA_ERROR_INVALID_ARGUMENT, RFA_ERROR_INVALID_USAGE, &
+            RFA_ERROR_UNSUPPORTED, RFA_ERROR_OUT_OF_MEMORY, RFA_ERROR_INTERNAL, RFA_ERROR_MPI, RFA_ERROR_NCCL, &
+            RFA_ERROR_CUDA, RFA_ERROR_HWLOC, RFA_ERROR_KOKKOS, RFA_ERROR_VERSION_MISMATCH, RFA_ERROR_TIMEOUT, &
+            RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16, RFA_DTYPE_FLOAT16, RFA_MASK_NONE, RFA_MASK_CAUSAL, &
+            RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE, RFA_RING_ORDER_DEFAULT, &
+            RFA_RING_ORDER_IDENTITY, RFA_RING_ORDER_TOPOLOGY, RFA_RING_ORDER_FILE, RFA_VERSION_MAJOR, &
+            RFA_VERSION_MINOR, RFA_VERSION_PATCH, int(RFA_OPTIONS_VERSION, c_int64_t), c_sizeof(probe), &
+            byte_offset(probe), byte_offset_head_dim(probe)]
+    n = fortran_test_c_constants(c, size(c, kind=c_int))
+    call check(n == size(mine), "the C side lists as many constants as the Fortran side")
+    call check(all(c(1:size(mine)) == mine), "Fortran constants and rfa_options layout match the C header")
+  end subroutine
+
+  integer(c_int64_t) function byte_offset(o)
+    type(rfa_options), target, intent(in) :: o
+    byte_offset = transfer(c_loc(o%softmax_scale), 0_c_intptr_t) - transfer(c_loc(o), 0_c_intptr_t)
+  end function
+
+  integer(c_int64_t) function byte_offset_head_dim(o)
+    type(rfa_options), target, intent(in) :: o
+    byte_offset_head_dim = transfer(c_loc(o%head_dim), 0_c_intptr_t) - transfer(c_loc(o), 0_c_intptr_t)
+  end function
+
+end program fortran_api_test
