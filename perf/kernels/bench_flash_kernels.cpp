@@ -6,6 +6,7 @@
 // (--benchmark_out=FILE --benchmark_out_format=json for the regression comparator,
 // --benchmark_filter=...); the shape comes
 // from --rfa_batch, --rfa_seq, --rfa_heads, --rfa_head_dim (defaults 1, 4096, 4, 128).
+// RFA_PEER_PYTHON names the Python that has torch (default: python3 on PATH).
 #include <benchmark/benchmark.h>
 
 #include <Kokkos_Core.hpp>
@@ -96,7 +97,8 @@ class SummaryReporter : public benchmark::ConsoleReporter {
 
 /// Runs the PyTorch peer script; fills peer_gflops of the matching entries.
 void measure_peer() {
-  const std::string cmd = std::string("python3 ") + RFA_TORCH_PEER_SCRIPT + " --batch " + std::to_string(g_shape.batch) +
+  const char* python = std::getenv("RFA_PEER_PYTHON");
+  const std::string cmd = std::string(python && *python ? python : "python3") + " " + RFA_TORCH_PEER_SCRIPT + " --batch " + std::to_string(g_shape.batch) +
                           " --seq " + std::to_string(g_shape.seq) + " --heads " + std::to_string(g_shape.heads) +
                           " --head-dim " + std::to_string(g_shape.head_dim) + " 2>/dev/null";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
@@ -180,7 +182,7 @@ int main(int argc, char** argv) {
       }
     }
     if (g_results.empty() || std::none_of(g_results.begin(), g_results.end(), [](const auto& e) { return e.second.peer_gflops > 0; }))
-      std::printf("(no PyTorch peer: 'python3 -c \"import torch\"' failed)\n");
+      std::printf("(no PyTorch peer: torch is not importable; set RFA_PEER_PYTHON to a Python that has it)\n");
     benchmark::Shutdown();
   }
   Kokkos::finalize();
