@@ -39,16 +39,18 @@ def main():
     torch.manual_seed(0)
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel
-        backend = sdpa_kernel(SDPBackend.FLASH_ATTENTION)
+
+        def backend():  # a fresh context each time: these managers are single-use
+            return sdpa_kernel(SDPBackend.FLASH_ATTENTION)
     except ImportError:  # older torch: let it choose
         import contextlib
-        backend = contextlib.nullcontext()
+        backend = contextlib.nullcontext
     for dtype_name, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
         for causal in (False, True):
             shape = (args.batch, args.heads, args.seq, args.head_dim)
             q, k, v = (torch.randn(shape, dtype=dtype, requires_grad=True) for _ in range(3))
             dout = torch.randn(shape, dtype=dtype)
-            with backend:
+            with backend():
                 fwd = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), args.repeats)
 
                 def fwd_bwd():
