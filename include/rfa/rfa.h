@@ -264,7 +264,9 @@ RFA_API rfa_result_t rfa_context_get_local_positions(rfa_context_t context, int6
  *
  * Errors: local problems (a NULL pointer, overlapping buffers) are agreed over the ring before
  * any data moves, so every rank returns an error together: the rank with the problem gets its
- * code and message, the others the same code naming the lowest failing ring position.
+ * code and message, the others the same code naming the lowest failing ring position. A NULL
+ * context is the one exception: that rank has no ring to agree over and returns at once, so
+ * the other ranks would wait for it; pass a valid context on every rank.
  * @{ */
 
 /**
