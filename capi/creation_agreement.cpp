@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "enum_value.hpp"
 
 namespace rfa {
 namespace capi {
@@ -26,10 +27,10 @@ std::int64_t scale_bits(const rfa_options_t& o) {
 // Every option that shapes the collective work; struct_size and version may legitimately
 // differ (ranks built against different rfa headers).
 const Field kFields[] = {
-    {"layout", [](const rfa_options_t& o) { return std::int64_t(o.layout); }},
-    {"mask", [](const rfa_options_t& o) { return std::int64_t(o.mask); }},
-    {"dtype", [](const rfa_options_t& o) { return std::int64_t(o.dtype); }},
-    {"ring_order", [](const rfa_options_t& o) { return std::int64_t(o.ring_order); }},
+    {"layout", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.layout)); }},
+    {"mask", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.mask)); }},
+    {"dtype", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.dtype)); }},
+    {"ring_order", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.ring_order)); }},
     {"softmax_scale", scale_bits},
     {"batch", [](const rfa_options_t& o) { return o.batch; }},
     {"seq_total", [](const rfa_options_t& o) { return o.seq_total; }},

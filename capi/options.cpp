@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "engine/ring_config.hpp"
+#include "enum_value.hpp"
 #include "firewall.hpp"
 
 namespace rfa {
@@ -53,14 +54,15 @@ rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
 }
 
 void validate_options(const rfa_options_t& o, int ranks) {
-  require(o.layout == RFA_LAYOUT_CONTIGUOUS || o.layout == RFA_LAYOUT_ZIGZAG || o.layout == RFA_LAYOUT_STRIPE,
-          "options.layout is ", int(o.layout), ", not an rfa_layout_t value");
-  require(o.mask == RFA_MASK_NONE || o.mask == RFA_MASK_CAUSAL, "options.mask is ", int(o.mask),
-          ", not an rfa_mask_t value");
-  require(o.dtype == RFA_DTYPE_FLOAT32 || o.dtype == RFA_DTYPE_BFLOAT16 || o.dtype == RFA_DTYPE_FLOAT16,
-          "options.dtype is ", int(o.dtype), ", not an rfa_dtype_t value");
-  require(o.ring_order >= RFA_RING_ORDER_DEFAULT && o.ring_order <= RFA_RING_ORDER_FILE, "options.ring_order is ",
-          int(o.ring_order), ", not an rfa_ring_order_t value");
+  const int layout = enum_value(o.layout), mask = enum_value(o.mask), dtype = enum_value(o.dtype),
+            ring_order = enum_value(o.ring_order);
+  require(layout == RFA_LAYOUT_CONTIGUOUS || layout == RFA_LAYOUT_ZIGZAG || layout == RFA_LAYOUT_STRIPE,
+          "options.layout is ", layout, ", not an rfa_layout_t value");
+  require(mask == RFA_MASK_NONE || mask == RFA_MASK_CAUSAL, "options.mask is ", mask, ", not an rfa_mask_t value");
+  require(dtype == RFA_DTYPE_FLOAT32 || dtype == RFA_DTYPE_BFLOAT16 || dtype == RFA_DTYPE_FLOAT16,
+          "options.dtype is ", dtype, ", not an rfa_dtype_t value");
+  require(ring_order >= RFA_RING_ORDER_DEFAULT && ring_order <= RFA_RING_ORDER_FILE, "options.ring_order is ",
+          ring_order, ", not an rfa_ring_order_t value");
   require(std::isfinite(o.softmax_scale) && o.softmax_scale >= 0.0, "options.softmax_scale is ", o.softmax_scale,
           "; it must be finite and >= 0 (0 means 1/sqrt(head_dim))");
   require(o.batch >= 1, "options.batch is ", o.batch, "; it must be >= 1");

@@ -3,6 +3,7 @@
 #include "context.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "enum_value.hpp"
 #include "firewall.hpp"
 #include "layout/distributed_gather.hpp"
 #include "layout/sequence_layout.hpp"
@@ -23,6 +24,14 @@ BshdShape bshd_shape(const rfa_context_s& c, std::int64_t heads) {
   const rfa_options_t& o = c.options;
   const std::int64_t row = heads * o.head_dim * std::int64_t(dtype_size(o.dtype));
   return {{o.batch, heads, o.head_dim}, o.batch * c.engine->local_seq() * row, o.batch * o.seq_total * row};
+}
+
+/// The caller's layout, checked before it is used as an rfa_layout_t (see enum_value.hpp).
+rfa_layout_t checked_layout(const rfa_layout_t& layout) {
+  const int v = enum_value(layout);
+  if (v != RFA_LAYOUT_CONTIGUOUS && v != RFA_LAYOUT_ZIGZAG && v != RFA_LAYOUT_STRIPE)
+    fail(RFA_ERROR_INVALID_ARGUMENT, "layout is ", v, ", not an rfa_layout_t value");
+  return rfa_layout_t(v);
 }
 
 std::int64_t lse_local_bytes(const rfa_context_s& c) {
@@ -112,7 +121,7 @@ RFA_API rfa_result_t rfa_gather_lse(rfa_context_t context, const float* local, f
 RFA_API rfa_result_t rfa_layout_local_seq(rfa_layout_t layout, int64_t seq_total, int ranks, int64_t* local_seq) {
   return rfa::capi::guard(__func__, [&] {
     rfa::capi::require_pointer(local_seq, "local_seq");
-    *local_seq = rfa::layout::local_length(layout, seq_total, ranks);
+    *local_seq = rfa::layout::local_length(rfa::capi::checked_layout(layout), seq_total, ranks);
     return RFA_SUCCESS;
   });
 }
@@ -121,7 +130,8 @@ RFA_API rfa_result_t rfa_layout_positions(rfa_layout_t layout, int64_t seq_total
                                           int64_t* positions, int64_t capacity) {
   return rfa::capi::guard(__func__, [&] {
     rfa::capi::require_pointer(positions, "positions");
-    const rfa::PositionMap map = rfa::layout::positions(layout, seq_total, ranks, position);
+    const rfa::PositionMap map =
+        rfa::layout::positions(rfa::capi::checked_layout(layout), seq_total, ranks, position);
     if (capacity < map.length()) {
       rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "capacity is ", capacity, " but ring position ", position, " holds ",
                 map.length(), " positions");

@@ -1,7 +1,7 @@
 # The consumer test (cmake -P): install this build into a fresh prefix, configure and build
 # tests/consumer/project against it with find_package(rfa), and run its programs on 2 ranks.
 #   -DBUILD_DIR -DWORK_DIR -DPROJECT_DIR -DGENERATOR -DC_COMPILER -DFortran_COMPILER -DWITH_FORTRAN
-#   -DMPIEXEC -DMPIEXEC_FLAGS (a ;-list)
+#   -DMPIEXEC -DMPIEXEC_FLAGS (a ;-list) -DLINK_FLAGS (for the consumer's programs)
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
@@ -21,7 +21,8 @@ endforeach()
 
 run(${CMAKE_COMMAND} -S ${PROJECT_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_C_COMPILER=${C_COMPILER}
-    -DCMAKE_Fortran_COMPILER=${Fortran_COMPILER} -DWITH_FORTRAN=${WITH_FORTRAN})
+    -DCMAKE_Fortran_COMPILER=${Fortran_COMPILER} -DWITH_FORTRAN=${WITH_FORTRAN}
+    "-DCMAKE_EXE_LINKER_FLAGS=${LINK_FLAGS}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 
 set(programs consumer_c)
