@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "enum_value.hpp"
+#include "core/enum_value.hpp"
 
 namespace rfa {
 namespace capi {

@@ -2,7 +2,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "enum_value.hpp"
+#include "core/enum_value.hpp"
 #include "firewall.hpp"
 
 namespace rfa {
@@ -45,7 +45,7 @@ rfa_result_t translate_current_exception(const char* function) {
 extern "C" {
 
 RFA_API const char* rfa_get_error_string(rfa_result_t code) {
-  switch (rfa::capi::enum_value(code)) {  // any int may arrive from C
+  switch (rfa::enum_value(code)) {  // any int may arrive from C
     case RFA_SUCCESS: return "success";
     case RFA_ERROR_INVALID_ARGUMENT: return "invalid argument";
     case RFA_ERROR_INVALID_USAGE: return "invalid usage (ranks disagree, or call out of order)";

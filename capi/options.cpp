@@ -6,7 +6,7 @@
 
 #include "core/error.hpp"
 #include "engine/ring_config.hpp"
-#include "enum_value.hpp"
+#include "core/enum_value.hpp"
 #include "firewall.hpp"
 
 namespace rfa {

@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "core/enum_value.hpp"
 #include "core/error.hpp"
 #include "kernels/flash_attention.hpp"
 
@@ -41,7 +42,8 @@ void validate(const AttentionParams& p) {
   }
   require(std::isfinite(p.softmax_scale) && p.softmax_scale >= 0.0f,
           "softmax_scale must be finite and >= 0 (0 selects 1/sqrt(head_dim)), got ", p.softmax_scale);
-  require(p.mask == RFA_MASK_NONE || p.mask == RFA_MASK_CAUSAL, "unknown mask value ", int(p.mask));
+  const int mask = enum_value(p.mask);
+  require(mask == RFA_MASK_NONE || mask == RFA_MASK_CAUSAL, "unknown mask value ", mask);
   validate_position_map(p.q_pos, p.seq_q, "query");
   validate_position_map(p.k_pos, p.seq_k, "key");
 }

@@ -1,15 +1,15 @@
-// The integer a C caller stored in an enum-typed argument or field.
+// The integer a caller stored in an enum-typed argument or field.
 //
 // C passes any int in an enum; in C++ an enum without a fixed underlying type may only hold
 // the values of its bit range, so reading 7 as an rfa_layout_t is undefined behaviour
 // (UBSan: "load of value 7, which is not a valid value"). Every enum that comes from a
-// caller is therefore read through its bytes and checked before it is used as an enum.
+// caller (the C API's arguments, the kernels' params) is therefore read through its bytes and
+// checked before it is used as an enum.
 #pragma once
 
 #include <cstring>
 
 namespace rfa {
-namespace capi {
 
 template <class Enum>
 int enum_value(const Enum& e) {
@@ -19,5 +19,4 @@ int enum_value(const Enum& e) {
   return v;
 }
 
-}  // namespace capi
 }  // namespace rfa
