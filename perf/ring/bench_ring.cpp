@@ -39,26 +39,18 @@ struct Times {
 template <class T>
 Times measure(comm::Communicator& ring, const engine::RingConfig& cfg, RingMode mode, int repeat) {
   engine::RingAttention attn(ring, cfg);
-  const std::int64_t L = attn.local_seq(), B = cfg.batch, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
-  const PositionMap rows = attn.local_positions();
-  Tensor4<T> q("q", B, L, H, D), k("k", B, L, HKV, D), v("v", B, L, HKV, D), dout("dout", B, L, H, D);
-  fill(q, TensorId::q, rows);
-  fill(k, TensorId::k, rows);
-  fill(v, TensorId::v, rows);
-  fill(dout, TensorId::dout, rows);
-  Tensor4<T> out("out", B, L, H, D), dq("dq", B, L, H, D), dk("dk", B, L, HKV, D), dv("dv", B, L, HKV, D);
-  Tensor3<float> lse("lse", B, H, L);
+  LocalProblem<T> lp(attn);
   // An untimed pass of each first: real results (the timed backward sees a real lse), and the
   // first-call costs (page faults of fresh buffers, MPI's first rendezvous) out of the figures.
-  attn.forward<T>(q, k, v, out, lse);
-  attn.backward<T>(q, k, v, out, dout, lse, dq, dk, dv);
+  lp.forward(attn);
+  lp.backward(attn);
   Times best;
   for (int r = 0; r < repeat; ++r) {
     ring.barrier();
-    attn.forward<T>(q, k, v, out, lse, mode);
+    lp.forward(attn, mode);
     const double f = double(ring.allreduce(std::int64_t(attn.last_timings().total * 1e9), comm::ReduceOp::max)) * 1e-9;
     ring.barrier();
-    attn.backward<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);
+    lp.backward(attn, mode);
     const double b = double(ring.allreduce(std::int64_t(attn.last_timings().total * 1e9), comm::ReduceOp::max)) * 1e-9;
     best.fwd = std::min(best.fwd, f);
     best.bwd = std::min(best.bwd, b);
@@ -73,15 +65,7 @@ double hidden(double full, double compute_only, double comm_only) {
 
 template <class T>
 void bench(comm::Communicator& ring, const RunOptions& o, const std::vector<rfa_layout_t>& layouts, FILE* json) {
-  engine::RingConfig cfg;
-  cfg.mask = o.mask;
-  cfg.dtype = o.dtype;
-  cfg.softmax_scale = o.scale;
-  cfg.batch = o.batch;
-  cfg.seq_total = o.seq;
-  cfg.heads = o.heads;
-  cfg.kv_heads = o.kv_heads;
-  cfg.head_dim = o.head_dim;
+  engine::RingConfig cfg = ring_config(o);
   const int P = ring.size(), me = ring.rank();
   const bool causal = o.mask == RFA_MASK_CAUSAL;
   const double ffwd = attention_flops(o.batch, o.seq, o.seq, o.heads, o.head_dim, causal, false);

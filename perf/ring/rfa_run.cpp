@@ -45,36 +45,19 @@ double hidden_fraction(const PassTimes& t) {
 
 template <class T>
 int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy) {
-  engine::RingConfig cfg;
-  cfg.layout = o.layout;
-  cfg.mask = o.mask;
-  cfg.dtype = o.dtype;
-  cfg.softmax_scale = o.scale;
-  cfg.batch = o.batch;
-  cfg.seq_total = o.seq;
-  cfg.heads = o.heads;
-  cfg.kv_heads = o.kv_heads;
-  cfg.head_dim = o.head_dim;
+  const engine::RingConfig cfg = ring_config(o);
   engine::RingAttention attn(ring, cfg);
   const int P = ring.size(), me = ring.rank();
-  const std::int64_t L = attn.local_seq(), B = o.batch, H = o.heads, HKV = o.kv_heads, D = o.head_dim;
-  const PositionMap rows = attn.local_positions();
-
-  Tensor4<T> q("q", B, L, H, D), k("k", B, L, HKV, D), v("v", B, L, HKV, D), dout("dout", B, L, H, D);
-  fill(q, TensorId::q, rows);
-  fill(k, TensorId::k, rows);
-  fill(v, TensorId::v, rows);
-  fill(dout, TensorId::dout, rows);
-  Tensor4<T> out("out", B, L, H, D), dq("dq", B, L, H, D), dk("dk", B, L, HKV, D), dv("dv", B, L, HKV, D);
-  Tensor3<float> lse("lse", B, H, L);
+  const std::int64_t B = o.batch, H = o.heads, HKV = o.kv_heads, D = o.head_dim;
+  LocalProblem<T> lp(attn);
 
   PassTimes fwd, bwd;
   auto timed = [&](RingMode mode, bool backward) {
     ring.barrier();
     if (backward) {
-      attn.backward<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);
+      lp.backward(attn, mode);
     } else {
-      attn.forward<T>(q, k, v, out, lse, mode);
+      lp.forward(attn, mode);
     }
     return attn.last_timings();
   };
@@ -85,7 +68,7 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
     if (b.total < bwd.full) bwd.full = b.total, bwd.detail = b;
   }
   CheckErrors err;
-  if (o.check) err = check_against_single_rank<T>(ring, cfg, out, lse, dq, dk, dv);
+  if (o.check) err = check_against_single_rank<T>(ring, cfg, lp.out, lp.lse, lp.dq, lp.dk, lp.dv);
   if (o.overlap && P > 1) {
     // The other two schedules overwrite the results, so they run after the check.
     fwd.compute_only = timed(RingMode::compute_only, false).total;

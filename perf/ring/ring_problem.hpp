@@ -8,7 +8,9 @@
 
 #include "core/dtype.hpp"
 #include "core/positions.hpp"
+#include "engine/ring_attention.hpp"
 #include "kernels/flash_attention.hpp"
+#include "run_options.hpp"
 
 namespace rfa {
 namespace perf {
@@ -48,6 +50,54 @@ void fill_as_float(kernels::Tensor4<float> t, TensorId id, const PositionMap& ro
           t(b, i, h, x) = to_float(from_float<T>(hashed_uniform(id, b, pos, h, x)));
     }
 }
+
+/// The ring configuration the options describe.
+inline engine::RingConfig ring_config(const RunOptions& o) {
+  engine::RingConfig cfg;
+  cfg.layout = o.layout;
+  cfg.mask = o.mask;
+  cfg.dtype = o.dtype;
+  cfg.softmax_scale = o.scale;
+  cfg.batch = o.batch;
+  cfg.seq_total = o.seq;
+  cfg.heads = o.heads;
+  cfg.kv_heads = o.kv_heads;
+  cfg.head_dim = o.head_dim;
+  return cfg;
+}
+
+/// One rank's tensors for a ring run: inputs filled for its rows, outputs allocated.
+template <class T>
+struct LocalProblem {
+  kernels::Tensor4<T> q, k, v, dout, out, dq, dk, dv;
+  kernels::Tensor3<float> lse;
+
+  explicit LocalProblem(const engine::RingAttention& attn) {
+    const engine::RingConfig& c = attn.config();
+    const std::int64_t L = attn.local_seq(), B = c.batch, H = c.heads, HKV = c.kv_heads, D = c.head_dim;
+    q = kernels::Tensor4<T>("q", B, L, H, D);
+    k = kernels::Tensor4<T>("k", B, L, HKV, D);
+    v = kernels::Tensor4<T>("v", B, L, HKV, D);
+    dout = kernels::Tensor4<T>("dout", B, L, H, D);
+    out = kernels::Tensor4<T>("out", B, L, H, D);
+    dq = kernels::Tensor4<T>("dq", B, L, H, D);
+    dk = kernels::Tensor4<T>("dk", B, L, HKV, D);
+    dv = kernels::Tensor4<T>("dv", B, L, HKV, D);
+    lse = kernels::Tensor3<float>("lse", B, H, L);
+    const PositionMap rows = attn.local_positions();
+    fill(q, TensorId::q, rows);
+    fill(k, TensorId::k, rows);
+    fill(v, TensorId::v, rows);
+    fill(dout, TensorId::dout, rows);
+  }
+
+  void forward(engine::RingAttention& attn, engine::RingMode mode = engine::RingMode::full) {
+    attn.forward<T>(q, k, v, out, lse, mode);
+  }
+  void backward(engine::RingAttention& attn, engine::RingMode mode = engine::RingMode::full) {
+    attn.backward<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);
+  }
+};
 
 }  // namespace perf
 }  // namespace rfa
