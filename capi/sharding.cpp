@@ -3,7 +3,7 @@
 #include "context.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
-#include "enum_value.hpp"
+#include "core/enum_value.hpp"
 #include "firewall.hpp"
 #include "layout/distributed_gather.hpp"
 #include "layout/sequence_layout.hpp"
