@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include "mpi_test_support.hpp"
+
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -18,16 +20,8 @@
 
 namespace rfa_capi_test {
 
-inline int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
-inline int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using rfa::test::world_rank;
+using rfa::test::world_size;
 
 /// Uniform values in [-1, 1) from a seed: the same on every rank.
 inline std::vector<double> random_values(std::size_t n, unsigned seed) {

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include "mpi_test_support.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -14,16 +16,8 @@
 
 namespace rfa::comm::testing {
 
-inline int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
-inline int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using rfa::test::world_rank;
+using rfa::test::world_size;
 
 /// Byte i of the message that `sender` sends in its exchange number `stream`: different for
 /// every sender, stream and (within 64 KiB) offset, so a misrouted block cannot pass.

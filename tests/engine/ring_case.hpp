@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include "mpi_test_support.hpp"
+
 #include <memory>
 #include <random>
 #include <string>
@@ -16,6 +18,7 @@
 #include "layout/sequence_layout.hpp"
 #include "layout/shard_copy.hpp"
 #include "reference_attention.hpp"
+#include "tensor_test_support.hpp"
 
 namespace rfa {
 namespace test {
@@ -23,28 +26,9 @@ namespace test {
 using engine::Tensor3;
 using engine::Tensor4;
 
-inline int world_size() {
-  int n = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
-inline int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
 
 /// The ring over MPI_COMM_WORLD in identity order.
 inline std::unique_ptr<comm::Communicator> world_ring() { return comm::make_mpi_communicator(MPI_COMM_WORLD, world_rank()); }
-
-template <class T>
-double tolerance();
-template <>
-inline double tolerance<float>() { return 2e-5; }
-template <>
-inline double tolerance<bf16_t>() { return 1.6e-2; }
-template <>
-inline double tolerance<fp16_t>() { return 2.5e-3; }
 
 /// Global inputs rounded to T, as doubles (the reference) and as T.
 template <class T>
@@ -74,19 +58,6 @@ inline std::vector<double> shard_of(const std::vector<double>& global, std::int6
   std::vector<double> local(std::size_t(B * rows.length() * H * D));
   layout::scatter_bshd(global.data(), S, layout::BshdDims{B, H, D}, rows, local.data());
   return local;
-}
-
-template <class View>
-std::vector<double> as_doubles(const View& v) {
-  std::vector<double> out(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) out[i] = to_float(v.data()[i]);
-  return out;
-}
-
-template <class View>
-void poison(const View& v) {
-  using T = typename View::non_const_value_type;
-  for (std::size_t i = 0; i < v.size(); ++i) v.data()[i] = from_float<T>(std::numeric_limits<float>::quiet_NaN());
 }
 
 /// max |got - ref| / max(1e-2, max |ref|), with NaNs and unmatched infinities counted as +inf.

@@ -56,11 +56,11 @@ RingErrors run_ring(comm::Communicator& ring, const engine::RingConfig& cfg, std
     layout::scatter_bhs(lse_ref32.data(), S, B, H, rows, lse_loc32.data());
     lse_local.assign(lse_loc32.begin(), lse_loc32.end());
   }
-  return RingErrors{relative_error(as_doubles(out), shard_of(out_ref, S, B, H, D, rows)),
-                    relative_error(as_doubles(lse), lse_local),
-                    relative_error(as_doubles(dq), shard_of(dq_ref, S, B, H, D, rows)),
-                    relative_error(as_doubles(dk), shard_of(dk_ref, S, B, HKV, D, rows)),
-                    relative_error(as_doubles(dv), shard_of(dv_ref, S, B, HKV, D, rows))};
+  return RingErrors{relative_error(to_doubles(out), shard_of(out_ref, S, B, H, D, rows)),
+                    relative_error(to_doubles(lse), lse_local),
+                    relative_error(to_doubles(dq), shard_of(dq_ref, S, B, H, D, rows)),
+                    relative_error(to_doubles(dk), shard_of(dk_ref, S, B, HKV, D, rows)),
+                    relative_error(to_doubles(dv), shard_of(dv_ref, S, B, HKV, D, rows))};
 }
 
 engine::RingConfig config_for(const RingSpec& spec, rfa_dtype_t dtype) {

@@ -12,6 +12,7 @@
 
 #include "kernels/flash_attention.hpp"
 #include "reference_attention.hpp"
+#include "tensor_test_support.hpp"
 
 namespace rfa {
 namespace test {
@@ -55,16 +56,6 @@ struct CaseSpec {
 
 inline void PrintTo(const CaseSpec& c, std::ostream* os) { *os << c.name(); }
 
-/// Tolerance on max|got - ref| / max(1e-2, max|ref|) for a result stored in dtype T.
-template <class T>
-double tolerance();
-template <>
-inline double tolerance<float>() { return 2e-5; }
-template <>
-inline double tolerance<bf16_t>() { return 1.6e-2; }
-template <>
-inline double tolerance<fp16_t>() { return 2.5e-3; }
-
 /// A host tensor in storage type T with its values (after rounding to T) as doubles.
 template <class T>
 Tensor4<T> random_tensor(const char* name, std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d,
@@ -78,21 +69,6 @@ Tensor4<T> random_tensor(const char* name, std::int64_t a, std::int64_t b, std::
     exact[i] = to_float(data[i]);
   }
   return t;
-}
-
-/// Fills a tensor with NaN so anything the kernel forgets to write is caught.
-template <class View>
-void poison(const View& v) {
-  using T = typename View::non_const_value_type;
-  T* data = v.data();
-  for (std::size_t i = 0; i < v.size(); ++i) data[i] = from_float<T>(std::numeric_limits<float>::quiet_NaN());
-}
-
-template <class View>
-std::vector<double> to_doubles(const View& v) {
-  std::vector<double> out(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) out[i] = to_float(v.data()[i]);
-  return out;
 }
 
 struct Comparison {
