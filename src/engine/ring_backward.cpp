@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "engine/ring_attention.hpp"
+#include "engine/travelling_kv.hpp"
 #include "engine/workspace.hpp"
 #include "kernels/tensor_checks.hpp"
 #include "kernels/tile_visibility.hpp"
@@ -50,8 +51,7 @@ void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<con
   const std::int64_t B = c.batch, HKV = c.kv_heads, D = c.head_dim;
 
   Workspace ws;
-  Tensor4<T> k_recv[2] = {ws.tensor4<T>("rfa::k_recv0", B, L, HKV, D), ws.tensor4<T>("rfa::k_recv1", B, L, HKV, D)};
-  Tensor4<T> v_recv[2] = {ws.tensor4<T>("rfa::v_recv0", B, L, HKV, D), ws.tensor4<T>("rfa::v_recv1", B, L, HKV, D)};
+  TravellingKV<T> kv(ws, comm_, k, v, communicate);
   Tensor4<float> dk_recv[2] = {ws.tensor4<float>("rfa::dk_recv0", B, L, HKV, D),
                                ws.tensor4<float>("rfa::dk_recv1", B, L, HKV, D)};
   Tensor4<float> dv_recv[2] = {ws.tensor4<float>("rfa::dv_recv0", B, L, HKV, D),
@@ -76,19 +76,12 @@ void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<con
     kernels::compute_delta<T, T>(block_params(c, P, me, me), dout, out, delta);
   }
 
-  const std::size_t kv_bytes = k.size() * sizeof(T);
   const std::size_t grad_bytes = dk_step.size() * sizeof(float);
-  Tensor4<const T> cur_k = k, cur_v = v;
   comm::Exchange grad_k, grad_v;  // the dK/dV partials arriving for this step's block
   ExchangePoller poller;
   for (int s = 0; s < P; ++s) {
     const int owner = (me - s + P) % P;
-    comm::Exchange send_k, send_v;
-    if (communicate && s + 1 < P) {
-      send_k = comm_.start_ring_exchange(cur_k.data(), k_recv[s % 2].data(), kv_bytes);
-      send_v = comm_.start_ring_exchange(cur_v.data(), v_recv[s % 2].data(), kv_bytes);
-      timings_.bytes_sent += std::int64_t(2 * kv_bytes);
-    }
+    timings_.bytes_sent += kv.start(s);
     bool contributed = false;
     if (compute) {
       const kernels::AttentionParams p = block_params(c, P, me, owner);
@@ -96,8 +89,8 @@ void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<con
         ScopedSeconds t(timings_.compute);
         Kokkos::deep_copy(dk_step, 0.0f);
         Kokkos::deep_copy(dv_step, 0.0f);
-        poller.watch(&send_k, &send_v, &grad_k, &grad_v);
-        kernels::flash_backward_accumulate<T>(p, q, cur_k, cur_v, dout, lse, delta, dq_acc, dk_step, dv_step,
+        poller.watch(kv.pending_k(), kv.pending_v(), &grad_k, &grad_v);
+        kernels::flash_backward_accumulate<T>(p, q, kv.k(), kv.v(), dout, lse, delta, dq_acc, dk_step, dv_step,
                                               poller.hook());
         contributed = true;
         ++timings_.steps_computed;
@@ -121,12 +114,9 @@ void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<con
       grad_v = comm_.start_ring_exchange(dv_block.data(), dv_recv[(s + 1) % 2].data(), grad_bytes);
       timings_.bytes_sent += std::int64_t(2 * grad_bytes);
     }
-    if (communicate && s + 1 < P) {
+    {
       ScopedSeconds t(timings_.wait);
-      send_k.wait();
-      send_v.wait();
-      cur_k = k_recv[s % 2];
-      cur_v = v_recv[s % 2];
+      kv.finish(s);
     }
   }
   {

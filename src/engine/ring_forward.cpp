@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "engine/ring_attention.hpp"
+#include "engine/travelling_kv.hpp"
 #include "engine/workspace.hpp"
 #include "kernels/tensor_checks.hpp"
 #include "kernels/tile_visibility.hpp"
@@ -30,10 +31,7 @@ void RingAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<cons
   const bool compute = mode != RingMode::comm_only;
 
   Workspace ws;
-  Tensor4<T> k_recv[2] = {ws.tensor4<T>("rfa::k_recv0", c.batch, L, c.kv_heads, c.head_dim),
-                          ws.tensor4<T>("rfa::k_recv1", c.batch, L, c.kv_heads, c.head_dim)};
-  Tensor4<T> v_recv[2] = {ws.tensor4<T>("rfa::v_recv0", c.batch, L, c.kv_heads, c.head_dim),
-                          ws.tensor4<T>("rfa::v_recv1", c.batch, L, c.kv_heads, c.head_dim)};
+  TravellingKV<T> kv(ws, comm_, k, v, communicate);
   // fp32 callers' out doubles as the accumulator; 16-bit outputs are narrowed at the end.
   Tensor4<float> acc;
   if constexpr (std::is_same<T, float>::value) {
@@ -47,37 +45,25 @@ void RingAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<cons
   Kokkos::deep_copy(acc, 0.0f);
   Kokkos::deep_copy(lse, -std::numeric_limits<float>::infinity());
 
-  const std::size_t kv_bytes = k.size() * sizeof(T);
-  Tensor4<const T> cur_k = k, cur_v = v;
   ExchangePoller poller;
   for (int s = 0; s < P; ++s) {
     const int owner = (me - s + P) % P;
-    comm::Exchange send_k, send_v;
-    if (communicate && s + 1 < P) {
-      send_k = comm_.start_ring_exchange(cur_k.data(), k_recv[s % 2].data(), kv_bytes);
-      send_v = comm_.start_ring_exchange(cur_v.data(), v_recv[s % 2].data(), kv_bytes);
-      timings_.bytes_sent += std::int64_t(2 * kv_bytes);
-    }
+    timings_.bytes_sent += kv.start(s);
     if (compute) {
       const kernels::AttentionParams p = block_params(c, P, me, owner);
       const bool visible = kernels::classify_tile(p.mask, p.q_pos, 0, L, p.k_pos, 0, L) !=
                            kernels::TileVisibility::hidden;
       if (visible) {
         ScopedSeconds t(timings_.compute);
-        poller.watch(&send_k, &send_v);
-        kernels::flash_forward<T, float>(p, q, cur_k, cur_v, block_out, block_lse, poller.hook());
+        poller.watch(kv.pending_k(), kv.pending_v());
+        kernels::flash_forward<T, float>(p, q, kv.k(), kv.v(), block_out, block_lse, poller.hook());
         kernels::merge_partial(acc, lse, block_out, block_lse);
         ++timings_.steps_computed;
       }
       poller.rethrow_if_failed();
     }
-    if (communicate && s + 1 < P) {
-      ScopedSeconds t(timings_.wait);
-      send_k.wait();
-      send_v.wait();
-      cur_k = k_recv[s % 2];
-      cur_v = v_recv[s % 2];
-    }
+    ScopedSeconds t(timings_.wait);
+    kv.finish(s);
   }
   if constexpr (!std::is_same<T, float>::value) kernels::narrow<T>(acc, out);
 }

@@ -1,0 +1,64 @@
+// The K/V blocks as they travel around the ring, shared by the forward and the backward:
+// at step s the rank computes on the block it holds while that block is already on its way
+// to the next rank and the following one arrives from the previous rank, double-buffered.
+#pragma once
+
+#include <cstdint>
+
+#include "comm/communicator.hpp"
+#include "engine/ring_attention.hpp"
+#include "engine/workspace.hpp"
+
+namespace rfa {
+namespace engine {
+
+template <class T>
+class TravellingKV {
+ public:
+  /// k and v are this rank's own block (step 0); the two receive buffers come from `ws`.
+  TravellingKV(Workspace& ws, comm::Communicator& comm, Tensor4<const T> k, Tensor4<const T> v, bool communicate)
+      : comm_(comm), k_(k), v_(v), communicate_(communicate), bytes_(k.size() * sizeof(T)) {
+    for (int i = 0; i < 2; ++i) {
+      k_recv_[i] = ws.tensor4<T>(i == 0 ? "rfa::k_recv0" : "rfa::k_recv1", k.extent(0), k.extent(1), k.extent(2),
+                                 k.extent(3));
+      v_recv_[i] = ws.tensor4<T>(i == 0 ? "rfa::v_recv0" : "rfa::v_recv1", v.extent(0), v.extent(1), v.extent(2),
+                                 v.extent(3));
+    }
+  }
+
+  /// Step s begins: unless this is the last step, send the held block on and start receiving
+  /// the next one. Returns the bytes put on the wire.
+  std::int64_t start(int step) {
+    if (!moves_after(step)) return 0;
+    send_k_ = comm_.start_ring_exchange(k_.data(), k_recv_[step % 2].data(), bytes_);
+    send_v_ = comm_.start_ring_exchange(v_.data(), v_recv_[step % 2].data(), bytes_);
+    return std::int64_t(2 * bytes_);
+  }
+
+  /// Step s ends: wait for the next block and hold it.
+  void finish(int step) {
+    if (!moves_after(step)) return;
+    send_k_.wait();
+    send_v_.wait();
+    k_ = k_recv_[step % 2];
+    v_ = v_recv_[step % 2];
+  }
+
+  Tensor4<const T> k() const { return k_; }
+  Tensor4<const T> v() const { return v_; }
+  comm::Exchange* pending_k() { return &send_k_; }
+  comm::Exchange* pending_v() { return &send_v_; }
+
+ private:
+  bool moves_after(int step) const { return communicate_ && step + 1 < comm_.size(); }
+
+  comm::Communicator& comm_;
+  Tensor4<const T> k_, v_;
+  Tensor4<T> k_recv_[2], v_recv_[2];
+  comm::Exchange send_k_, send_v_;
+  bool communicate_;
+  std::size_t bytes_;
+};
+
+}  // namespace engine
+}  // namespace rfa
