@@ -10,6 +10,7 @@
 #include "kernels/flash_attention.hpp"
 #include "kernels/micro_gemm.hpp"
 #include "kernels/row_copy.hpp"
+#include "kernels/scratch_carver.hpp"
 #include "kernels/tensor_checks.hpp"
 #include "kernels/tile_visibility.hpp"
 
@@ -47,35 +48,34 @@ struct BackwardTiles {
     std::int64_t *q_pos, *k_pos;
   };
 
+  static Scratch carve(ScratchCarver& c, int d) {
+    Scratch s;
+    s.k_rows = c.take<float>(std::size_t(kTileCols) * d);
+    s.kt = c.take<float>(std::size_t(kTileCols) * d);
+    s.vt = c.take<float>(std::size_t(kTileCols) * d);
+    s.dk = c.take<float>(std::size_t(kTileCols) * d);
+    s.dv = c.take<float>(std::size_t(kTileCols) * d);
+    s.q = c.take<float>(std::size_t(kTileRows) * d);
+    s.dout = c.take<float>(std::size_t(kTileRows) * d);
+    s.dq = c.take<float>(std::size_t(kTileRows) * d);
+    s.p = c.take<float>(std::size_t(kTileRows) * kTileCols);
+    s.ds = c.take<float>(std::size_t(kTileRows) * kTileCols);
+    s.lse2 = c.take<float>(kTileRows);
+    s.delta = c.take<float>(kTileRows);
+    s.q_pos = c.take<std::int64_t>(kTileRows);
+    s.k_pos = c.take<std::int64_t>(kTileCols);
+    return s;
+  }
+
   static std::size_t scratch_bytes(int d) {
-    const std::size_t floats = std::size_t(kTileCols) * d * 5 + std::size_t(kTileRows) * d * 3 +
-                               std::size_t(kTileRows) * kTileCols * 2 + 2 * kTileRows;
-    return floats * sizeof(float) + (kTileRows + kTileCols) * sizeof(std::int64_t) + 256;
+    ScratchCarver counter(nullptr);
+    carve(counter, d);
+    return counter.bytes();
   }
 
   Scratch carve(const Member& team) const {
-    char* base = static_cast<char*>(team.team_scratch(1).get_shmem(scratch_bytes(d)));
-    auto take = [&](std::size_t n) {
-      float* f = reinterpret_cast<float*>(base);
-      base += n * sizeof(float);
-      return f;
-    };
-    Scratch s;
-    s.k_rows = take(std::size_t(kTileCols) * d);
-    s.kt = take(std::size_t(kTileCols) * d);
-    s.vt = take(std::size_t(kTileCols) * d);
-    s.dk = take(std::size_t(kTileCols) * d);
-    s.dv = take(std::size_t(kTileCols) * d);
-    s.q = take(std::size_t(kTileRows) * d);
-    s.dout = take(std::size_t(kTileRows) * d);
-    s.dq = take(std::size_t(kTileRows) * d);
-    s.p = take(std::size_t(kTileRows) * kTileCols);
-    s.ds = take(std::size_t(kTileRows) * kTileCols);
-    s.lse2 = take(kTileRows);
-    s.delta = take(kTileRows);
-    s.q_pos = reinterpret_cast<std::int64_t*>(base);
-    s.k_pos = s.q_pos + kTileRows;
-    return s;
+    ScratchCarver c(team.team_scratch(1).get_shmem(scratch_bytes(d)));
+    return carve(c, d);
   }
 
   void operator()(const Member& team) const {

@@ -7,6 +7,7 @@
 #include "kernels/flash_attention.hpp"
 #include "kernels/micro_gemm.hpp"
 #include "kernels/row_copy.hpp"
+#include "kernels/scratch_carver.hpp"
 #include "kernels/tensor_checks.hpp"
 #include "kernels/tile_visibility.hpp"
 
@@ -43,30 +44,29 @@ struct ForwardTiles {
     std::int64_t *q_pos, *k_pos;
   };
 
+  static Scratch carve(ScratchCarver& c, int d) {
+    Scratch s;
+    s.qt = c.take<float>(std::size_t(kTileRows) * d);
+    s.k = c.take<float>(std::size_t(kTileCols) * d);
+    s.v = c.take<float>(std::size_t(kTileCols) * d);
+    s.st = c.take<float>(std::size_t(kTileRows) * kTileCols);
+    s.o = c.take<float>(std::size_t(kTileRows) * d);
+    s.m = c.take<float>(kTileRows);
+    s.l = c.take<float>(kTileRows);
+    s.q_pos = c.take<std::int64_t>(kTileRows);
+    s.k_pos = c.take<std::int64_t>(kTileCols);
+    return s;
+  }
+
   static std::size_t scratch_bytes(int d) {
-    const std::size_t floats = std::size_t(kTileRows) * d * 2 + std::size_t(kTileCols) * d * 2 +
-                               std::size_t(kTileRows) * kTileCols + 2 * kTileRows;
-    return floats * sizeof(float) + (kTileRows + kTileCols) * sizeof(std::int64_t) + 256;
+    ScratchCarver counter(nullptr);
+    carve(counter, d);
+    return counter.bytes();
   }
 
   Scratch carve(const Member& team) const {
-    char* base = static_cast<char*>(team.team_scratch(1).get_shmem(scratch_bytes(d)));
-    Scratch s;
-    auto take = [&](std::size_t n) {
-      float* f = reinterpret_cast<float*>(base);
-      base += n * sizeof(float);
-      return f;
-    };
-    s.qt = take(std::size_t(kTileRows) * d);
-    s.k = take(std::size_t(kTileCols) * d);
-    s.v = take(std::size_t(kTileCols) * d);
-    s.st = take(std::size_t(kTileRows) * kTileCols);
-    s.o = take(std::size_t(kTileRows) * d);
-    s.m = take(kTileRows);
-    s.l = take(kTileRows);
-    s.q_pos = reinterpret_cast<std::int64_t*>(base);
-    s.k_pos = s.q_pos + kTileRows;
-    return s;
+    ScratchCarver c(team.team_scratch(1).get_shmem(scratch_bytes(d)));
+    return carve(c, d);
   }
 
   void operator()(const Member& team) const {

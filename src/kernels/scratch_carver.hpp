@@ -1,0 +1,39 @@
+// Hands out consecutive, cache-line aligned pieces of one team-scratch block. A kernel carves
+// its buffers twice with the same code: once without a block, to count the bytes it must ask
+// Kokkos for, and once in the real block, so the size and the layout cannot disagree.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+#include <cstddef>
+#include <cstdint>
+
+namespace rfa {
+namespace kernels {
+
+class ScratchCarver {
+ public:
+  /// base == nullptr: only count.
+  KOKKOS_INLINE_FUNCTION explicit ScratchCarver(void* base) : base_(static_cast<char*>(base)) {}
+
+  template <class T>
+  KOKKOS_INLINE_FUNCTION T* take(std::size_t count) {
+    // Align the address itself (the block's start may be less aligned): the real pass then
+    // uses at most kAlignment bytes more than the counting pass, which bytes() adds.
+    const std::uintptr_t start = reinterpret_cast<std::uintptr_t>(base_);
+    offset_ = ((start + offset_ + kAlignment - 1) & ~std::uintptr_t(kAlignment - 1)) - start;
+    T* piece = base_ ? reinterpret_cast<T*>(base_ + offset_) : nullptr;
+    offset_ += count * sizeof(T);
+    return piece;
+  }
+
+  /// Bytes to request so that every piece fits whatever the block's own alignment.
+  KOKKOS_INLINE_FUNCTION std::size_t bytes() const { return offset_ + kAlignment; }
+
+ private:
+  static constexpr std::size_t kAlignment = 64;
+  char* base_;
+  std::size_t offset_ = 0;
+};
+
+}  // namespace kernels
+}  // namespace rfa
