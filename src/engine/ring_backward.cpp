@@ -71,6 +71,12 @@ void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<con
   // The partial gradient of this rank's own block starts at zero: nobody has seen it yet.
   Kokkos::deep_copy(dk_recv[0], 0.0f);
   Kokkos::deep_copy(dv_recv[0], 0.0f);
+  if (!communicate) {
+    // Nothing will arrive in the other buffers; the benchmark's compute-only schedule still
+    // adds into them, and uninitialized memory (denormals, NaNs) could skew its timing.
+    Kokkos::deep_copy(dk_recv[1], 0.0f);
+    Kokkos::deep_copy(dv_recv[1], 0.0f);
+  }
   {
     ScopedSeconds t(timings_.compute);
     kernels::compute_delta<T, T>(block_params(c, P, me, me), dout, out, delta);

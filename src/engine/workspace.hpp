@@ -14,17 +14,21 @@
 namespace rfa {
 namespace engine {
 
+///
+/// Buffers come uninitialized: the engine writes every one before reading it (receives,
+/// kernel outputs, or an explicit fill), and zero-filling ~10 local blocks per call would cost
+/// a few percent of a ring pass.
 class Workspace {
  public:
   template <class T>
   kernels::Tensor4<T> tensor4(const char* name, std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
     bytes_ += a * b * c * d * std::int64_t(sizeof(T));
-    return kernels::Tensor4<T>(std::string(name), a, b, c, d);
+    return kernels::Tensor4<T>(Kokkos::view_alloc(std::string(name), Kokkos::WithoutInitializing), a, b, c, d);
   }
   template <class T>
   kernels::Tensor3<T> tensor3(const char* name, std::int64_t a, std::int64_t b, std::int64_t c) {
     bytes_ += a * b * c * std::int64_t(sizeof(T));
-    return kernels::Tensor3<T>(std::string(name), a, b, c);
+    return kernels::Tensor3<T>(Kokkos::view_alloc(std::string(name), Kokkos::WithoutInitializing), a, b, c);
   }
   std::int64_t bytes() const { return bytes_; }
 
