@@ -93,12 +93,18 @@ void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<con
       const kernels::AttentionParams p = block_params(c, P, me, owner);
       if (kernels::classify_tile(p.mask, p.q_pos, 0, L, p.k_pos, 0, L) != kernels::TileVisibility::hidden) {
         ScopedSeconds t(timings_.compute);
-        Kokkos::deep_copy(dk_step, 0.0f);
-        Kokkos::deep_copy(dv_step, 0.0f);
+        // At step 0 the rank's own block has no partial in flight: accumulate into it directly.
+        // Later steps accumulate apart while the partial from upstream is still arriving.
+        const bool direct = s == 0;
+        Tensor4<float> dk_into = direct ? dk_recv[0] : dk_step, dv_into = direct ? dv_recv[0] : dv_step;
+        if (!direct) {
+          Kokkos::deep_copy(dk_step, 0.0f);
+          Kokkos::deep_copy(dv_step, 0.0f);
+        }
         poller.watch(kv.pending_k(), kv.pending_v(), &grad_k, &grad_v);
-        kernels::flash_backward_accumulate<T>(p, q, kv.k(), kv.v(), dout, lse, delta, dq_acc, dk_step, dv_step,
+        kernels::flash_backward_accumulate<T>(p, q, kv.k(), kv.v(), dout, lse, delta, dq_acc, dk_into, dv_into,
                                               poller.hook());
-        contributed = true;
+        contributed = !direct;
         ++timings_.steps_computed;
       }
       poller.rethrow_if_failed();

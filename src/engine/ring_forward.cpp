@@ -46,6 +46,7 @@ void RingAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<cons
   Kokkos::deep_copy(lse, -std::numeric_limits<float>::infinity());
 
   ExchangePoller poller;
+  bool seen_any = false;  // the first visible block is written straight into the accumulator
   for (int s = 0; s < P; ++s) {
     const int owner = (me - s + P) % P;
     timings_.bytes_sent += kv.start(s);
@@ -56,8 +57,13 @@ void RingAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<cons
       if (visible) {
         ScopedSeconds t(timings_.compute);
         poller.watch(kv.pending_k(), kv.pending_v());
-        kernels::flash_forward<T, float>(p, q, kv.k(), kv.v(), block_out, block_lse, poller.hook());
-        kernels::merge_partial(acc, lse, block_out, block_lse);
+        if (!seen_any) {  // merging into out = 0, lse = -inf would only copy
+          kernels::flash_forward<T, float>(p, q, kv.k(), kv.v(), acc, lse, poller.hook());
+          seen_any = true;
+        } else {
+          kernels::flash_forward<T, float>(p, q, kv.k(), kv.v(), block_out, block_lse, poller.hook());
+          kernels::merge_partial(acc, lse, block_out, block_lse);
+        }
         ++timings_.steps_computed;
       }
       poller.rethrow_if_failed();
