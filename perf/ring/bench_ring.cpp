@@ -69,15 +69,10 @@ Times measure(comm::Communicator& ring, const engine::RingConfig& cfg, RingMode 
 }
 
 /// The share of communication no rank waited for: 1 - time blocked in waits / communication
-/// alone. Robust where the differential below is noise (communication a few % of the total).
+/// alone. Robust where hidden_fraction() is noise (communication a few % of the total).
 double hidden_by_wait(double wait, double comm_only) {
   if (comm_only <= 0) return 1.0;
   return std::clamp(1.0 - wait / comm_only, 0.0, 1.0);
-}
-
-double hidden(double full, double compute_only, double comm_only) {
-  if (comm_only <= 0) return 1.0;
-  return std::clamp(1.0 - std::max(0.0, full - compute_only) / comm_only, 0.0, 1.0);
 }
 
 template <class T>
@@ -115,8 +110,8 @@ void bench(comm::Communicator& ring, const RunOptions& o, const std::vector<rfa_
     const Times comm_only = measure<T>(ring, cfg, RingMode::comm_only, o.repeat);
     if (me != 0) continue;
     const double eff_f = single.fwd / (P * full.fwd), eff_b = single.bwd / (P * full.bwd);
-    const double hid_f = hidden(full.fwd, compute_only.fwd, comm_only.fwd);
-    const double hid_b = hidden(full.bwd, compute_only.bwd, comm_only.bwd);
+    const double hid_f = hidden_fraction(full.fwd, compute_only.fwd, comm_only.fwd);
+    const double hid_b = hidden_fraction(full.bwd, compute_only.bwd, comm_only.bwd);
     const double hidw_f = hidden_by_wait(full.fwd_wait, comm_only.fwd);
     const double hidw_b = hidden_by_wait(full.bwd_wait, comm_only.bwd);
     std::printf("%-11s %9.1f %9.1f %7.1f%% %7.1f%% %7.1f%% %7.1f%% %7.1f%% %7.1f%% %4.0f/%-4.0f\n",

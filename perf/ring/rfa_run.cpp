@@ -36,12 +36,7 @@ struct PassTimes {
   RingTimings detail;
 };
 
-/// Fraction of the communication time that compute hid: 1 - exposed / communication alone.
-double hidden_fraction(const PassTimes& t) {
-  if (t.comm_only <= 0) return 1.0;
-  const double exposed = std::max(0.0, t.full - t.compute_only);
-  return std::clamp(1.0 - exposed / t.comm_only, 0.0, 1.0);
-}
+double hidden_fraction(const PassTimes& t) { return perf::hidden_fraction(t.full, t.compute_only, t.comm_only); }
 
 template <class T>
 int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy) {

@@ -51,6 +51,16 @@ void fill_as_float(kernels::Tensor4<float> t, TensorId id, const PositionMap& ro
     }
 }
 
+/// Fraction of the communication that compute hid, from three runs of one schedule: with
+/// communication (full), without it (compute_only) and without compute (comm_only):
+/// 1 - exposed / communication alone, exposed = full - compute_only.
+inline double hidden_fraction(double full, double compute_only, double comm_only) {
+  if (comm_only <= 0) return 1.0;
+  const double exposed = full > compute_only ? full - compute_only : 0.0;
+  const double h = 1.0 - exposed / comm_only;
+  return h < 0.0 ? 0.0 : (h > 1.0 ? 1.0 : h);
+}
+
 /// The ring configuration the options describe.
 inline engine::RingConfig ring_config(const RunOptions& o) {
   engine::RingConfig cfg;
