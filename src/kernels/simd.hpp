@@ -6,12 +6,17 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <cmath>
 #include <cstdint>
 
+// A build may force the portable lanes with -DRFA_NATIVE_VECTORS=0; the test suite does, to
+// check on the host the code path device compilers get.
+#ifndef RFA_NATIVE_VECTORS
 #if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__HIPCC__) && !defined(__SYCL_DEVICE_ONLY__)
 #define RFA_NATIVE_VECTORS 1
 #else
 #define RFA_NATIVE_VECTORS 0
+#endif
 #endif
 
 namespace rfa {
