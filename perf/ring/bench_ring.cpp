@@ -22,6 +22,7 @@
 #include "cpu_peak.hpp"
 #include "engine/ring_attention.hpp"
 #include "layout/sequence_layout.hpp"
+#include "mpi_program.hpp"
 #include "ring_problem.hpp"
 #include "run_options.hpp"
 
@@ -135,12 +136,7 @@ void bench(comm::Communicator& ring, const RunOptions& o, const std::vector<rfa_
 }  // namespace rfa
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  Kokkos::initialize(argc, argv);
-  int rc = 0;
-  {
+  return rfa::perf::run_mpi_program(argc, argv, "rfa_ring_bench", [&](int world_rank) {
     // The figures of record are the defaults; the user's flags come after and win.
     std::vector<char*> args = {argv[0]};
     const char* defaults[] = {"--seq", "16384", "--heads", "4", "--head-dim", "128", "--dtype", "fp32", "--causal",
@@ -156,28 +152,21 @@ int main(int argc, char** argv) {
       if (std::string(argv[i]) == "--layout") layout_given = true;
       args.push_back(argv[i]);
     }
-    try {
-      const auto opts = rfa::perf::parse_run_options(int(args.size()), args.data());
-      if (opts.help) {
-        if (world_rank == 0) std::printf("%s  --json FILE        also write the results as JSON (rank 0)\n",
-                                         rfa::perf::run_usage(argv[0]).c_str());
-      } else {
-        std::vector<rfa_layout_t> layouts = {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE};
-        if (layout_given) layouts = {opts.layout};
-        FILE* json = (world_rank == 0 && !json_path.empty()) ? std::fopen(json_path.c_str(), "w") : nullptr;
-        auto ring = rfa::comm::make_mpi_communicator(MPI_COMM_WORLD, world_rank);
-        rfa::dispatch_dtype(opts.dtype, [&](auto tag) {
-          rfa::perf::bench<decltype(tag)>(*ring, opts, layouts, json);
-          return 0;
-        });
-        if (json) std::fclose(json);
-      }
-    } catch (const rfa::Error& e) {
-      std::fprintf(stderr, "rfa_ring_bench (rank %d): error: %s\n", world_rank, e.what());
-      rc = 2;
+    const auto opts = rfa::perf::parse_run_options(int(args.size()), args.data());
+    if (opts.help) {
+      if (world_rank == 0) std::printf("%s  --json FILE        also write the results as JSON (rank 0)\n",
+                                       rfa::perf::run_usage(argv[0]).c_str());
+      return 0;
     }
-  }
-  Kokkos::finalize();
-  MPI_Finalize();
-  return rc;
+    std::vector<rfa_layout_t> layouts = {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE};
+    if (layout_given) layouts = {opts.layout};
+    FILE* json = (world_rank == 0 && !json_path.empty()) ? std::fopen(json_path.c_str(), "w") : nullptr;
+    auto ring = rfa::comm::make_mpi_communicator(MPI_COMM_WORLD, world_rank);
+    rfa::dispatch_dtype(opts.dtype, [&](auto tag) {
+      rfa::perf::bench<decltype(tag)>(*ring, opts, layouts, json);
+      return 0;
+    });
+    if (json) std::fclose(json);
+    return 0;
+  });
 }

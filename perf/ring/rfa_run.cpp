@@ -13,6 +13,7 @@
 #include "cpu_peak.hpp"
 #include "engine/ring_attention.hpp"
 #include "layout/sequence_layout.hpp"
+#include "mpi_program.hpp"
 #include "reference_check.hpp"
 #include "ring_problem.hpp"
 #include "run_options.hpp"
@@ -124,38 +125,23 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
 }  // namespace rfa
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  Kokkos::initialize(argc, argv);
-  int rc = 0;
-  {
+  return rfa::perf::run_mpi_program(argc, argv, "rfa_run", [&](int world_rank) {
     rfa::perf::RunOptions opts;
-    bool parsed = false;
     try {
       opts = rfa::perf::parse_run_options(argc, argv);
-      parsed = true;
     } catch (const rfa::Error& e) {
       // Every rank parsed the same argv and failed the same way: one message is enough.
       if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
-      rc = 2;
+      return 2;
     }
-    if (parsed && opts.help) {
+    if (opts.help) {
       if (world_rank == 0) std::printf("%s", rfa::perf::run_usage(argv[0]).c_str());
-    } else if (parsed) {
-      try {
-        const auto order = rfa::topology::choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT);
-        auto ring = rfa::comm::make_mpi_communicator(MPI_COMM_WORLD, order.position);
-        rc = rfa::dispatch_dtype(opts.dtype, [&](auto tag) {
-          return rfa::perf::run<decltype(tag)>(*ring, opts, rfa::topology::policy_name(order.policy_used));
-        });
-      } catch (const rfa::Error& e) {
-        std::fprintf(stderr, "rfa_run (rank %d): error: %s\n", world_rank, e.what());
-        rc = 2;
-      }
+      return 0;
     }
-  }
-  Kokkos::finalize();
-  MPI_Finalize();
-  return rc;
+    const auto order = rfa::topology::choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT);
+    auto ring = rfa::comm::make_mpi_communicator(MPI_COMM_WORLD, order.position);
+    return rfa::dispatch_dtype(opts.dtype, [&](auto tag) {
+      return rfa::perf::run<decltype(tag)>(*ring, opts, rfa::topology::policy_name(order.policy_used));
+    });
+  });
 }
