@@ -67,17 +67,6 @@ struct BackwardTiles {
     return s;
   }
 
-  static std::size_t scratch_bytes(int d) {
-    ScratchCarver counter(nullptr);
-    carve(counter, d);
-    return counter.bytes();
-  }
-
-  Scratch carve(const Member& team) const {
-    ScratchCarver c(team.team_scratch(1).get_shmem(scratch_bytes(d)));
-    return carve(c, d);
-  }
-
   void operator()(const Member& team) const {
     const std::int64_t item = team.league_rank();
     const int chunk = int(item % n_chunks);
@@ -86,7 +75,7 @@ struct BackwardTiles {
     const int b = int(bhk / p.kv_heads);
     const int kt_begin = int(std::int64_t(chunk) * n_ktiles / n_chunks);
     const int kt_end = int(std::int64_t(chunk + 1) * n_ktiles / n_chunks);
-    Scratch s = carve(team);
+    Scratch s = carve_team_scratch<BackwardTiles>(team, d);
     for (int kt = kt_begin; kt < kt_end; ++kt) key_tile(s, b, hk, kt);
   }
 
@@ -261,7 +250,7 @@ void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Ten
   if (threads == 1) f.n_chunks = 1;
   f.atomic_dq = f.n_chunks > 1;
   Policy policy(Exec(), int(units * f.n_chunks), 1);
-  policy.set_scratch_size(1, Kokkos::PerTeam(BackwardTiles<T>::scratch_bytes(f.d)));
+  policy.set_scratch_size(1, Kokkos::PerTeam(scratch_bytes<BackwardTiles<T>>(f.d)));
   Kokkos::parallel_for("rfa::flash_backward", policy, f);
   Exec().fence();
 }

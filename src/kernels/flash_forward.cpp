@@ -58,17 +58,6 @@ struct ForwardTiles {
     return s;
   }
 
-  static std::size_t scratch_bytes(int d) {
-    ScratchCarver counter(nullptr);
-    carve(counter, d);
-    return counter.bytes();
-  }
-
-  Scratch carve(const Member& team) const {
-    ScratchCarver c(team.team_scratch(1).get_shmem(scratch_bytes(d)));
-    return carve(c, d);
-  }
-
   void operator()(const Member& team) const {
     const std::int64_t item = team.league_rank();
     const int qt = int(item % n_qtiles);
@@ -81,7 +70,7 @@ struct ForwardTiles {
     // Queries are the rows of O (micro-tiles of 6) and the lanes of the softmax (8).
     const int rows_padded = round_up(rows, kRowPadding);
     const float ninf = -std::numeric_limits<float>::infinity();
-    Scratch s = carve(team);
+    Scratch s = carve_team_scratch<ForwardTiles>(team, d);
 
     // Q^T in the log2 domain: S = (scale * log2 e) Q K^T feeds exp2 directly.
     const float q_scale = p.scale() * kLog2e;
@@ -210,7 +199,7 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
   f.n_ktiles = int((p.seq_k + kTileCols - 1) / kTileCols);
   const std::int64_t league = p.batch * p.heads * f.n_qtiles;
   Policy policy(Exec(), int(league), 1);
-  policy.set_scratch_size(1, Kokkos::PerTeam(ForwardTiles<T, TOut>::scratch_bytes(f.d)));
+  policy.set_scratch_size(1, Kokkos::PerTeam(scratch_bytes<ForwardTiles<T, TOut>>(f.d)));
   Kokkos::parallel_for("rfa::flash_forward", policy, f);
   Exec().fence();
 }

@@ -35,5 +35,21 @@ class ScratchCarver {
   std::size_t offset_ = 0;
 };
 
+/// Bytes of team scratch for a kernel whose static `Scratch carve(ScratchCarver&, int d)` lays
+/// out its buffers.
+template <class Kernel>
+std::size_t scratch_bytes(int d) {
+  ScratchCarver counter(nullptr);
+  Kernel::carve(counter, d);
+  return counter.bytes();
+}
+
+/// The kernel's buffers inside the calling team's level-1 scratch block.
+template <class Kernel, class Member>
+typename Kernel::Scratch carve_team_scratch(const Member& team, int d) {
+  ScratchCarver c(team.team_scratch(1).get_shmem(scratch_bytes<Kernel>(d)));
+  return Kernel::carve(c, d);
+}
+
 }  // namespace kernels
 }  // namespace rfa
