@@ -7,6 +7,7 @@
 #include <string>
 
 #include "comm/communicator.hpp"
+#include "core/error.hpp"
 #include "rfa/rfa.h"
 
 namespace rfa::comm {
@@ -16,6 +17,23 @@ namespace rfa::comm {
 /// naming the lowest failing ring position, so their logs point at the rank with the details.
 void fail_everywhere_unless(Communicator& comm, bool ok_here, rfa_result_t code,
                             const std::string& message_here);
+
+/// Collective. Runs `checks` (which throw rfa::Error on bad input), then agrees: if they threw
+/// on any rank, every rank throws (fail_everywhere_unless), before anything else moves.
+template <class Checks>
+void check_everywhere(Communicator& comm, Checks&& checks) {
+  bool ok = true;
+  rfa_result_t code = RFA_ERROR_INVALID_ARGUMENT;
+  std::string message;
+  try {
+    checks();
+  } catch (const Error& e) {
+    ok = false;
+    code = e.code();
+    message = e.what();
+  }
+  fail_everywhere_unless(comm, ok, code, message);
+}
 
 /// A value that must be the same on every rank, and what it is called in messages.
 struct NamedValue {

@@ -142,9 +142,27 @@ class Communicator {
   /// receives rank r's contribution at offset r * bytes_per_rank, on every rank. Blocking.
   virtual void allgather(const void* send, void* recv, std::size_t bytes_per_rank) = 0;
 
+  /// allgather(), started: returns at once; the buffers are in use until the handle completes.
+  /// Collective and ordered like the other calls. The KV all-gather strategy gathers the next
+  /// K/V chunk with it while it computes on the current one.
+  virtual Exchange start_allgather(const void* send, void* recv, std::size_t bytes_per_rank) = 0;
+
   /// Block r of `send` (offset r * bytes_per_pair) goes to rank r; block r of `recv` comes
   /// from rank r. Both buffers hold size() * bytes_per_pair bytes. Blocking.
   virtual void alltoall(const void* send, void* recv, std::size_t bytes_per_pair) = 0;
+
+  /// The irregular all-to-all: `send_bytes[r]` bytes at `send_offsets[r]` of `send` go to rank
+  /// r; `recv_bytes[r]` bytes from rank r land at `recv_offsets[r]` of `recv` (all arrays have
+  /// size() entries, offsets in bytes). Rank r's recv_bytes[s] must equal rank s's
+  /// send_bytes[r]. The Ulysses strategy uses it to send each rank exactly the K/V heads its
+  /// query heads need. Blocking.
+  virtual void alltoallv(const void* send, const std::size_t* send_bytes, const std::size_t* send_offsets,
+                         void* recv, const std::size_t* recv_bytes, const std::size_t* recv_offsets) = 0;
+
+  /// Sums `size() * count_per_rank` fp32 values elementwise over all ranks and leaves block r
+  /// (values r * count_per_rank ...) on rank r, in `recv` (count_per_rank values). The
+  /// KV all-gather backward returns dK/dV partials with it. Blocking.
+  virtual void reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) = 0;
 
   /// Reduces `count` int64 values elementwise over all ranks, in place. Blocking.
   virtual void allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) = 0;

@@ -252,6 +252,58 @@ TEST(MpiCommunicator, AlltoallDeliversEachPairsBlock) {
   }
 }
 
+// Sizes differ per pair (sender s sends 100 + 7s + 3r bytes to r, some zero), blocks are
+// placed at scattered offsets with gaps, and one ring exchange stays in flight throughout: the
+// all-to-all's messages must neither mix with it nor with each other.
+TEST(MpiCommunicator, AlltoallvDeliversIrregularBlocks) {
+  MpiOptions options;
+  options.max_count_per_call = 64;  // the larger blocks take the derived-datatype path
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank(), options);
+  const int p = comm.size(), me = comm.rank();
+  auto pair_bytes = [](int from, int to) -> std::size_t { return (from + to) % 3 == 2 ? 0 : 100 + 7 * from + 3 * to; };
+  std::vector<std::size_t> send_bytes(p), send_offsets(p), recv_bytes(p), recv_offsets(p);
+  std::size_t send_total = 0, recv_total = 0;
+  for (int r = 0; r < p; ++r) {
+    send_offsets[r] = send_total + 5;  // a gap before every block
+    send_bytes[r] = pair_bytes(me, r);
+    send_total = send_offsets[r] + send_bytes[r];
+    recv_offsets[r] = recv_total + 11;
+    recv_bytes[r] = pair_bytes(r, me);
+    recv_total = recv_offsets[r] + recv_bytes[r];
+  }
+  std::vector<unsigned char> send(send_total, 0), recv(recv_total, 0xEE);
+  for (int r = 0; r < p; ++r) {
+    const auto block = pattern(me, 30 + r, send_bytes[r]);
+    std::copy(block.begin(), block.end(), send.begin() + std::ptrdiff_t(send_offsets[r]));
+  }
+  const auto ring_send = pattern(me, 7, 4000);
+  std::vector<unsigned char> ring_recv(4000, 0);
+  Exchange in_flight = comm.start_ring_exchange(ring_send.data(), ring_recv.data(), ring_send.size());
+  comm.alltoallv(send.data(), send_bytes.data(), send_offsets.data(), recv.data(), recv_bytes.data(),
+                 recv_offsets.data());
+  in_flight.wait();
+  EXPECT_EQ(first_mismatch(ring_recv.data(), comm.prev(), 7, 4000), std::size_t(4000));
+  for (int r = 0; r < p; ++r) {
+    EXPECT_EQ(first_mismatch(&recv[recv_offsets[r]], r, 30 + me, recv_bytes[r]), recv_bytes[r]) << "from " << r;
+    EXPECT_EQ(recv[recv_offsets[r] - 1], 0xEE) << "the gap before rank " << r << "'s block was written";
+  }
+}
+
+TEST(MpiCommunicator, ReduceScatterSumsFloatsIntoEachRanksBlock) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_size() - 1 - world_rank());
+  const int p = comm.size(), me = comm.rank();
+  const std::size_t count = 1001;
+  std::vector<float> send(count * p);
+  for (int r = 0; r < p; ++r)
+    for (std::size_t i = 0; i < count; ++i) send[r * count + i] = float(me + 1) * 0.5f + float(r) * 1000.0f + float(i);
+  std::vector<float> recv(count, -1.0f);
+  comm.reduce_scatter_sum(send.data(), recv.data(), count);
+  const float ranks_part = 0.5f * float(p * (p + 1) / 2);
+  for (std::size_t i = 0; i < count; ++i) {
+    ASSERT_EQ(recv[i], ranks_part + float(p) * (float(me) * 1000.0f + float(i))) << "value " << i;
+  }
+}
+
 TEST(MpiCommunicator, AllreduceMinMaxSum) {
   MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
   const std::int64_t p = comm.size();

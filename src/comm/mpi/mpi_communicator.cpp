@@ -1,10 +1,13 @@
 #include "comm/mpi/mpi_communicator.hpp"
 
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/mpi/byte_datatype.hpp"
 #include "comm/mpi/mpi_error.hpp"
 #include "comm/mpi/mpi_exchange.hpp"
+#include "comm/mpi/mpi_pending_collective.hpp"
 #include "comm/ring_positions.hpp"
 #include "core/error.hpp"
 
@@ -136,6 +139,19 @@ void MpiCommunicator::allgather(const void* send, void* recv, std::size_t bytes_
             "MPI_Allgather");
 }
 
+Exchange MpiCommunicator::start_allgather(const void* send, void* recv, std::size_t bytes_per_rank) {
+  if (bytes_per_rank == 0) return Exchange();
+  require_buffer(send, bytes_per_rank, "start_allgather", "the send buffer");
+  require_buffer(recv, total_bytes(std::size_t(size_), bytes_per_rank, "start_allgather"), "start_allgather",
+                 "the receive buffer");
+  auto block = std::make_unique<ByteDatatype>(bytes_per_rank, options_.max_count_per_call);
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallgather(send, block->count(), block->type(), recv, block->count(), block->type(), ring_, &request),
+            "MPI_Iallgather");
+  return Exchange(std::make_unique<mpi::MpiPendingCollective>(
+      request, std::move(block), "all-gather of " + std::to_string(bytes_per_rank) + " bytes per rank"));
+}
+
 void MpiCommunicator::alltoall(const void* send, void* recv, std::size_t bytes_per_pair) {
   const std::size_t total = total_bytes(std::size_t(size_), bytes_per_pair, "alltoall");
   require_buffer(send, total, "alltoall", "the send buffer");
@@ -143,6 +159,59 @@ void MpiCommunicator::alltoall(const void* send, void* recv, std::size_t bytes_p
   const ByteDatatype block(bytes_per_pair, options_.max_count_per_call);
   check_mpi(MPI_Alltoall(send, block.count(), block.type(), recv, block.count(), block.type(), ring_),
             "MPI_Alltoall");
+}
+
+void MpiCommunicator::alltoallv(const void* send, const std::size_t* send_bytes, const std::size_t* send_offsets,
+                                void* recv, const std::size_t* recv_bytes, const std::size_t* recv_offsets) {
+  require(send_bytes && send_offsets && recv_bytes && recv_offsets, "alltoallv: a count or offset array is null");
+  // Point to point, so that any byte count works (MPI_Alltoallv's counts and displacements are
+  // int), and non-blocking + one wait, the place where a deadline can be enforced. The whole
+  // call uses one tag from the ring exchanges' sequence: every rank takes it at the same
+  // collective call, and between two ranks there is only one message per call.
+  const int tag = int(exchanges_started_ % (std::int64_t(tag_upper_bound_) + 1));
+  ++exchanges_started_;
+  const auto* s = static_cast<const unsigned char*>(send);
+  auto* r = static_cast<unsigned char*>(recv);
+  std::vector<MPI_Request> requests;
+  std::vector<std::unique_ptr<ByteDatatype>> types;  // alive until every request completes
+  requests.reserve(std::size_t(2 * size_));
+  auto post = [&](bool is_recv, int peer, std::size_t bytes, std::size_t offset) {
+    if (bytes == 0) return;
+    require_buffer(is_recv ? static_cast<const void*>(r) : static_cast<const void*>(s), bytes, "alltoallv",
+                   is_recv ? "the receive buffer" : "the send buffer");
+    types.push_back(std::make_unique<ByteDatatype>(bytes, options_.max_count_per_call));
+    MPI_Request request = MPI_REQUEST_NULL;
+    const int rc = is_recv ? MPI_Irecv(r + offset, types.back()->count(), types.back()->type(), peer, tag, ring_,
+                                       &request)
+                           : MPI_Isend(s + offset, types.back()->count(), types.back()->type(), peer, tag, ring_,
+                                       &request);
+    if (rc != MPI_SUCCESS) {
+      // Nothing may stay posted on buffers the caller is about to free.
+      for (MPI_Request& posted : requests) {
+        MPI_Cancel(&posted);
+        MPI_Wait(&posted, MPI_STATUS_IGNORE);
+      }
+      mpi::throw_mpi_error(rc, is_recv ? "MPI_Irecv (alltoallv)" : "MPI_Isend (alltoallv)");
+    }
+    requests.push_back(request);
+  };
+  for (int peer = 0; peer < size_; ++peer) post(true, peer, recv_bytes[peer], recv_offsets[peer]);
+  for (int peer = 0; peer < size_; ++peer) post(false, peer, send_bytes[peer], send_offsets[peer]);
+  check_mpi(MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall (alltoallv)");
+}
+
+void MpiCommunicator::reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) {
+  require_buffer(send, total_bytes(std::size_t(size_), count_per_rank * sizeof(float), "reduce_scatter_sum"),
+                 "reduce_scatter_sum", "the send buffer");
+  require_buffer(recv, count_per_rank * sizeof(float), "reduce_scatter_sum", "the receive buffer");
+  require(count_per_rank <= std::size_t(INT_MAX), "reduce_scatter_sum of ", count_per_rank,
+          " values per rank: at most INT_MAX at once");
+  if (count_per_rank == 0) return;
+  // Non-blocking + wait: the wait is where a deadline can be enforced.
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Ireduce_scatter_block(send, recv, int(count_per_rank), MPI_FLOAT, MPI_SUM, ring_, &request),
+            "MPI_Ireduce_scatter_block");
+  check_mpi(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait (reduce_scatter_sum)");
 }
 
 void MpiCommunicator::allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) {

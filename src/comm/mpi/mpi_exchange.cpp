@@ -1,9 +1,8 @@
 #include "comm/mpi/mpi_exchange.hpp"
 
-#include <chrono>
-#include <cstdio>
-#include <thread>
+#include <string>
 
+#include "comm/mpi/abandoned_requests.hpp"
 #include "comm/mpi/mpi_error.hpp"
 #include "core/error.hpp"
 
@@ -56,34 +55,8 @@ void MpiPendingExchange::wait() {
 
 MpiPendingExchange::~MpiPendingExchange() {
   if (requests_[kRecv] == MPI_REQUEST_NULL && requests_[kSend] == MPI_REQUEST_NULL) return;
-  if (!mpi_is_usable()) {
-    std::fprintf(stderr, "rfa: a ring exchange (tag %d) was still pending at MPI_Finalize; "
-                         "its buffers may be incomplete\n", tag_);
-    return;
-  }
-  // Poll instead of MPI_Waitall so that a wait that cannot end (the neighbours never started
-  // their side) is reported instead of hanging silently.
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  auto next_report = start + std::chrono::seconds(10);
-  for (;;) {
-    int complete = 0;
-    const int rc = MPI_Testall(2, requests_, &complete, MPI_STATUSES_IGNORE);
-    if (rc != MPI_SUCCESS) {
-      std::fprintf(stderr, "rfa: %s (while completing an abandoned ring exchange, tag %d)\n",
-                   mpi_error_message(rc, "MPI_Testall").c_str(), tag_);
-      return;
-    }
-    if (complete) return;
-    if (clock::now() >= next_report) {
-      const long waited = long(std::chrono::duration_cast<std::chrono::seconds>(clock::now() - start).count());
-      std::fprintf(stderr, "rfa: still completing a ring exchange (tag %d, %zu bytes) that was destroyed "
-                           "before wait(), %ld s so far: its neighbours have not finished their side\n",
-                   tag_, bytes_, waited);
-      next_report += std::chrono::seconds(10);
-    }
-    std::this_thread::yield();
-  }
+  complete_abandoned_requests(requests_, 2, "a ring exchange (tag " + std::to_string(tag_) + ", " +
+                                                std::to_string(bytes_) + " bytes)");
 }
 
 }  // namespace rfa::comm::mpi

@@ -122,11 +122,15 @@ Exchange NcclCommunicator::start_ring_exchange(const void* send, void* recv, std
 }
 
 void NcclCommunicator::allgather(const void* send, void* recv, std::size_t bytes_per_rank) {
-  if (bytes_per_rank == 0) return;
+  start_allgather(send, recv, bytes_per_rank).wait();
+}
+
+Exchange NcclCommunicator::start_allgather(const void* send, void* recv, std::size_t bytes_per_rank) {
+  if (bytes_per_rank == 0) return Exchange();
   require_device_buffer(send, bytes_per_rank, "allgather", "the send buffer");
   const std::size_t total = total_bytes(std::size_t(size()), bytes_per_rank, "allgather");
   require_device_buffer(recv, total, "allgather", "the receive buffer");
-  launch("allgather of " + std::to_string(bytes_per_rank) + " bytes per rank", [&](cudaStream_t stream) {
+  return Exchange(launch("allgather of " + std::to_string(bytes_per_rank) + " bytes per rank", [&](cudaStream_t stream) {
     if (size() == 1) {
       if (send != recv) {
         check_cuda(cudaMemcpyAsync(recv, send, bytes_per_rank, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
@@ -134,7 +138,7 @@ void NcclCommunicator::allgather(const void* send, void* recv, std::size_t bytes
       return;
     }
     state_->check_call(ncclAllGather(send, recv, bytes_per_rank, ncclUint8, state_->comm(), stream), "ncclAllGather");
-  })->wait();
+  }));
 }
 
 void NcclCommunicator::alltoall(const void* send, void* recv, std::size_t bytes_per_pair) {
@@ -159,6 +163,52 @@ void NcclCommunicator::alltoall(const void* send, void* recv, std::size_t bytes_
       state_->check_call(ncclRecv(r + offset, bytes_per_pair, ncclUint8, peer, comm, stream), "ncclRecv");
     }
     state_->check_call(ncclGroupEnd(), "ncclGroupEnd");
+  })->wait();
+}
+
+void NcclCommunicator::alltoallv(const void* send, const std::size_t* send_bytes, const std::size_t* send_offsets,
+                                 void* recv, const std::size_t* recv_bytes, const std::size_t* recv_offsets) {
+  require(send_bytes && send_offsets && recv_bytes && recv_offsets, "alltoallv: a count or offset array is null");
+  const auto* s = static_cast<const unsigned char*>(send);
+  auto* r = static_cast<unsigned char*>(recv);
+  for (int peer = 0; peer < size(); ++peer) {
+    if (send_bytes[peer] > 0) require_device_buffer(s + send_offsets[peer], send_bytes[peer], "alltoallv", "the send buffer");
+    if (recv_bytes[peer] > 0) require_device_buffer(r + recv_offsets[peer], recv_bytes[peer], "alltoallv", "the receive buffer");
+  }
+  const int me = rank();
+  require(send_bytes[me] == recv_bytes[me], "alltoallv: this rank sends itself ", send_bytes[me],
+          " bytes but expects ", recv_bytes[me]);
+  launch("alltoallv", [&](cudaStream_t stream) {
+    if (send_bytes[me] > 0) {
+      check_cuda(cudaMemcpyAsync(r + recv_offsets[me], s + send_offsets[me], send_bytes[me], cudaMemcpyDeviceToDevice,
+                                 stream),
+                 "cudaMemcpyAsync");
+    }
+    if (size() == 1) return;
+    ncclComm_t comm = state_->comm();
+    state_->check_call(ncclGroupStart(), "ncclGroupStart");
+    for (int peer = 0; peer < size(); ++peer) {
+      if (peer == me) continue;
+      if (send_bytes[peer] > 0) {
+        state_->check_call(ncclSend(s + send_offsets[peer], send_bytes[peer], ncclUint8, peer, comm, stream), "ncclSend");
+      }
+      if (recv_bytes[peer] > 0) {
+        state_->check_call(ncclRecv(r + recv_offsets[peer], recv_bytes[peer], ncclUint8, peer, comm, stream), "ncclRecv");
+      }
+    }
+    state_->check_call(ncclGroupEnd(), "ncclGroupEnd");
+  })->wait();
+}
+
+void NcclCommunicator::reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) {
+  if (count_per_rank == 0) return;
+  const std::size_t bytes = count_per_rank * sizeof(float);
+  require_device_buffer(send, total_bytes(std::size_t(size()), bytes, "reduce_scatter_sum"), "reduce_scatter_sum",
+                        "the send buffer");
+  require_device_buffer(recv, bytes, "reduce_scatter_sum", "the receive buffer");
+  launch("reduce_scatter_sum of " + std::to_string(count_per_rank) + " floats per rank", [&](cudaStream_t stream) {
+    state_->check_call(ncclReduceScatter(send, recv, count_per_rank, ncclFloat32, ncclSum, state_->comm(), stream),
+                       "ncclReduceScatter");
   })->wait();
 }
 
