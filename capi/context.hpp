@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "comm/agreement.hpp"
 #include "comm/communicator.hpp"
@@ -35,17 +36,7 @@ inline rfa_context_s& context_ref(rfa_context_t context) {
 /// exchange while another has returned an error (which would leave it waiting forever).
 template <class Check>
 void agree_on_arguments(rfa_context_s& c, Check&& check) {
-  bool ok = true;
-  rfa_result_t code = RFA_ERROR_INVALID_ARGUMENT;
-  std::string message;
-  try {
-    check();
-  } catch (const Error& e) {
-    ok = false;
-    code = e.code();
-    message = e.what();
-  }
-  comm::fail_everywhere_unless(*c.comm, ok, code, message);
+  comm::check_everywhere(*c.comm, std::forward<Check>(check));
 }
 
 }  // namespace capi

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "comm/agreement.hpp"
 #include "comm/communicator.hpp"
@@ -95,17 +96,7 @@ class RingAttention {
 
 template <class Checks>
 void RingAttention::check_everywhere(Checks&& checks) {
-  bool ok = true;
-  rfa_result_t code = RFA_ERROR_INVALID_ARGUMENT;
-  std::string message;
-  try {
-    checks();
-  } catch (const Error& e) {
-    ok = false;
-    code = e.code();
-    message = e.what();
-  }
-  comm::fail_everywhere_unless(comm_, ok, code, message);
+  comm::check_everywhere(comm_, std::forward<Checks>(checks));
 }
 
 }  // namespace engine

@@ -12,55 +12,12 @@ struct RingSpec {
   std::int64_t kv_heads;
 };
 
-struct RingErrors {
-  double out, lse, dq, dk, dv;
-};
+using RingErrors = AttentionErrors;
 
-/// Runs forward and backward of `cfg` on `ring` and returns this rank's errors against the
-/// float64 reference.
 template <class T>
 RingErrors run_ring(comm::Communicator& ring, const engine::RingConfig& cfg, std::uint64_t seed) {
-  const std::int64_t S = cfg.seq_total, B = cfg.batch, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
-  std::mt19937_64 rng(seed);
-  GlobalTensor<T> q(B * S * H * D, rng, 2.0), k(B * S * HKV * D, rng, 2.0), v(B * S * HKV * D, rng, 1.0),
-      dout(B * S * H * D, rng, 1.0);
-
   engine::RingAttention attn(ring, cfg);
-  const PositionMap rows = attn.local_positions();
-  const std::int64_t L = attn.local_seq();
-  auto q_l = shard(q.stored, S, B, H, D, rows), k_l = shard(k.stored, S, B, HKV, D, rows),
-       v_l = shard(v.stored, S, B, HKV, D, rows), dout_l = shard(dout.stored, S, B, H, D, rows);
-  Tensor4<T> out("out", B, L, H, D), dq("dq", B, L, H, D), dk("dk", B, L, HKV, D), dv("dv", B, L, HKV, D);
-  Tensor3<float> lse("lse", B, H, L);
-  poison(out);
-  poison(lse);
-  poison(dq);
-  poison(dk);
-  poison(dv);
-  attn.forward<T>(q_l, k_l, v_l, out, lse);
-  attn.backward<T>(q_l, k_l, v_l, out, dout_l, lse, dq, dk, dv);
-
-  reference::Problem prob;
-  prob.batch = B;
-  prob.seq_q = prob.seq_k = S;
-  prob.heads = H;
-  prob.kv_heads = HKV;
-  prob.head_dim = D;
-  prob.causal = cfg.mask == RFA_MASK_CAUSAL;
-  std::vector<double> out_ref, lse_ref, dq_ref, dk_ref, dv_ref;
-  reference::forward(prob, q.exact, k.exact, v.exact, out_ref, lse_ref);
-  reference::backward(prob, q.exact, k.exact, v.exact, dout.exact, dq_ref, dk_ref, dv_ref);
-  std::vector<double> lse_local(std::size_t(B * H * L));
-  {
-    std::vector<float> lse_ref32(lse_ref.begin(), lse_ref.end()), lse_loc32(lse_local.size());
-    layout::scatter_bhs(lse_ref32.data(), S, B, H, rows, lse_loc32.data());
-    lse_local.assign(lse_loc32.begin(), lse_loc32.end());
-  }
-  return RingErrors{relative_error(to_doubles(out), shard_of(out_ref, S, B, H, D, rows)),
-                    relative_error(to_doubles(lse), lse_local),
-                    relative_error(to_doubles(dq), shard_of(dq_ref, S, B, H, D, rows)),
-                    relative_error(to_doubles(dk), shard_of(dk_ref, S, B, HKV, D, rows)),
-                    relative_error(to_doubles(dv), shard_of(dv_ref, S, B, HKV, D, rows))};
+  return run_attention<T>(attn, cfg, seed);
 }
 
 engine::RingConfig config_for(const RingSpec& spec, rfa_dtype_t dtype) {
@@ -82,14 +39,7 @@ class RingAttentionTest : public ::testing::TestWithParam<RingSpec> {
   void check() {
     auto ring = world_ring();
     const auto cfg = config_for(GetParam(), dtype_of<T>::value);
-    const RingErrors e = run_ring<T>(*ring, cfg, 1234);
-    const double tol = tolerance<T>();
-    EXPECT_LE(e.out, tol) << "out";
-    EXPECT_LE(e.lse, 2e-5) << "lse";
-    // Gradients see one more rounding (of out) than the output does.
-    EXPECT_LE(e.dq, 2 * tol) << "dq";
-    EXPECT_LE(e.dk, 2 * tol) << "dk";
-    EXPECT_LE(e.dv, 2 * tol) << "dv";
+    expect_matches_reference<T>(run_ring<T>(*ring, cfg, 1234));
   }
 };
 

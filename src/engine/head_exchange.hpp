@@ -1,0 +1,150 @@
+// The all-to-all between "every rank holds some rows of the sequence for all heads" and "every
+// rank holds all rows of its group for H/P heads" (docs/architecture.md §8), over a
+// communicator of P ranks, in both directions. Ulysses is this exchange around one local
+// attention; the hybrid strategy puts the ring inside it.
+//
+// rows[s] gives, for every rank s, where its local rows go in the full tensor (global positions
+// for Ulysses). Each direction packs into a send buffer, runs one all-to-all(v) and places the
+// received blocks; the caller passes the two staging buffers (from its Workspace), sized by
+// staging_elems().
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "engine/head_routing.hpp"
+#include "engine/sequence_transpose.hpp"
+#include "kernels/flash_attention.hpp"
+
+namespace rfa {
+namespace engine {
+
+class HeadExchange {
+ public:
+  HeadExchange(comm::Communicator& comm, const HeadRouting& routing, std::vector<PositionMap> rows,
+               std::int64_t batch, std::int64_t head_dim)
+      : comm_(comm), routing_(routing), rows_(std::move(rows)), batch_(batch), head_dim_(head_dim) {
+    const int P = comm_.size(), me = comm_.rank();
+    local_rows_ = rows_[std::size_t(me)].length();
+    for (int r = 0; r < P; ++r) {
+      q_first_.push_back(routing_.q_first(r));
+      kv_first_.push_back(routing_.kv_first(r));
+      kv_count_.push_back(routing_.kv_count(r));
+      rows_length_.push_back(rows_[std::size_t(r)].length());
+      full_rows_ += rows_length_.back();
+    }
+    for (std::int64_t j = 0; j < routing_.slots(); ++j)
+      kv_column_.push_back(routing_.slot_head(me, j) - routing_.kv_first(me));
+    for (std::int64_t i = 0; i < routing_.heads_per_rank(); ++i) q_column_.push_back(i);  // one to one
+  }
+
+  /// Rows of the full tensor (the sum of all ranks' rows).
+  std::int64_t full_rows() const { return full_rows_; }
+  /// Elements each staging buffer needs: the larger of a query-sized and a K/V-sized exchange
+  /// in either direction (batch * local rows * heads * head_dim at most).
+  std::int64_t staging_elems(std::int64_t heads) const { return batch_ * local_rows_ * heads * head_dim_; }
+
+  /// local [B][local rows][H][D] -> full [B][full rows][H/P][D]. Returns bytes sent to others.
+  template <class T>
+  std::int64_t queries_to_heads(kernels::Tensor4<const T> local, kernels::Tensor4<T> full, T* send, T* recv) {
+    const BlockLayout out = my_rows(same_width(routing_.heads_per_rank()), head_dim_);
+    pack_heads(local, q_first_, out, send);
+    const BlockLayout in = all_rows(routing_.heads_per_rank(), head_dim_);
+    const std::int64_t sent = exchange(send, out, recv, in);
+    place_rows(recv, in, rows_, q_column_, full);
+    return sent;
+  }
+
+  /// K or V: rank r receives only the heads kv_first(r) .. + kv_count(r), placed in its slots.
+  template <class T>
+  std::int64_t keys_to_heads(kernels::Tensor4<const T> local, kernels::Tensor4<T> full, T* send, T* recv) {
+    const BlockLayout out = my_rows(kv_count_, head_dim_);
+    pack_heads(local, kv_first_, out, send);
+    const BlockLayout in = all_rows(kv_count_[std::size_t(comm_.rank())], head_dim_);
+    const std::int64_t sent = exchange(send, out, recv, in);
+    place_rows(recv, in, rows_, kv_column_, full);
+    return sent;
+  }
+
+  /// full [B][full rows][H/P][D] (out or dQ) -> local [B][local rows][H][D], converted to T.
+  template <class TFull, class T>
+  std::int64_t queries_to_rows(kernels::Tensor4<const TFull> full, kernels::Tensor4<T> local, T* send, T* recv) {
+    const BlockLayout out = all_rows(routing_.heads_per_rank(), head_dim_);
+    take_rows(full, rows_, q_column_, out, send);
+    const BlockLayout in = my_rows(same_width(routing_.heads_per_rank()), head_dim_);
+    const std::int64_t sent = exchange(send, out, recv, in);
+    unpack_heads(recv, in, q_first_, local, false);
+    return sent;
+  }
+
+  /// dK or dV: full [B][full rows][slots][D] -> the fp32 local [B][local rows][kv_heads][D],
+  /// summing the copies of a head within a rank and the partials of ranks sharing a head.
+  template <class TFull>
+  std::int64_t keys_to_rows(kernels::Tensor4<const TFull> full, kernels::Tensor4<float> local, float* send,
+                            float* recv) {
+    const int me = comm_.rank();
+    const BlockLayout out = all_rows(kv_count_[std::size_t(me)], head_dim_);
+    take_rows(full, rows_, kv_column_, out, send);
+    const BlockLayout in = my_rows(kv_count_, head_dim_);
+    const std::int64_t sent = exchange(send, out, recv, in);
+    Kokkos::deep_copy(local, 0.0f);
+    unpack_heads(recv, in, kv_first_, local, true);
+    return sent;
+  }
+
+  /// lse [B][H][local rows] -> [B][H/P][full rows].
+  std::int64_t lse_to_heads(kernels::Tensor3<float> local, kernels::Tensor3<float> full, float* send, float* recv) {
+    const std::int64_t hp = routing_.heads_per_rank();
+    lse_heads(local, send, hp, true);
+    const std::int64_t sent = exchange(send, my_rows(same_width(hp), 1), recv, all_rows(hp, 1));
+    lse_sequence(full, recv, rows_, true);
+    return sent;
+  }
+
+  /// lse [B][H/P][full rows] -> [B][H][local rows].
+  std::int64_t lse_to_rows(kernels::Tensor3<float> full, kernels::Tensor3<float> local, float* send, float* recv) {
+    const std::int64_t hp = routing_.heads_per_rank();
+    lse_sequence(full, send, rows_, false);
+    const std::int64_t sent = exchange(send, all_rows(hp, 1), recv, my_rows(same_width(hp), 1));
+    lse_heads(local, recv, hp, false);
+    return sent;
+  }
+
+ private:
+  /// Blocks of this rank's rows (what it sends or receives in the sequence-sharded view):
+  /// widths[r] heads each.
+  BlockLayout my_rows(std::vector<std::int64_t> widths, std::int64_t head_dim) const {
+    const std::vector<std::int64_t> rows(widths.size(), local_rows_);
+    return BlockLayout(batch_, head_dim, rows, std::move(widths));
+  }
+  /// Blocks of every rank's rows, `width` heads each (the head-sharded view).
+  BlockLayout all_rows(std::int64_t width, std::int64_t head_dim) const {
+    return BlockLayout(batch_, head_dim, rows_length_, std::vector<std::int64_t>(rows_.size(), width));
+  }
+  std::vector<std::int64_t> same_width(std::int64_t width) const {
+    return std::vector<std::int64_t>(rows_.size(), width);
+  }
+
+  template <class T>
+  std::int64_t exchange(const T* send, const BlockLayout& out, T* recv, const BlockLayout& in) {
+    out.bytes(sizeof(T), send_bytes_, send_offsets_);
+    in.bytes(sizeof(T), recv_bytes_, recv_offsets_);
+    comm_.alltoallv(send, send_bytes_.data(), send_offsets_.data(), recv, recv_bytes_.data(), recv_offsets_.data());
+    std::int64_t sent = 0;
+    for (int r = 0; r < comm_.size(); ++r)
+      if (r != comm_.rank()) sent += std::int64_t(send_bytes_[std::size_t(r)]);
+    return sent;
+  }
+
+  comm::Communicator& comm_;
+  const HeadRouting& routing_;
+  std::vector<PositionMap> rows_;
+  std::vector<std::int64_t> rows_length_;
+  std::int64_t batch_, head_dim_, local_rows_ = 0, full_rows_ = 0;
+  std::vector<std::int64_t> q_first_, kv_first_, kv_count_, q_column_, kv_column_;
+  std::vector<std::size_t> send_bytes_, send_offsets_, recv_bytes_, recv_offsets_;
+};
+
+}  // namespace engine
+}  // namespace rfa

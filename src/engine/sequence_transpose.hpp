@@ -1,0 +1,218 @@
+// The data movement of a sequence <-> head transpose (Ulysses, docs/architecture.md §8), on the
+// host: packing head ranges of a local bshd tensor into one block per rank, placing received
+// rows at their global positions in a full-sequence tensor, and the way back.
+//
+// A "block" is [batch][rows][width][head_dim], row-major; the blocks of all ranks lie one after
+// another in one buffer (BlockLayout), ready for an all-to-all(v). Rows go at their global
+// positions, so the full-sequence tensor is ordered 0..S-1 whatever the layout, and one
+// contiguous position map describes it: every layout and mask works unchanged.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/positions.hpp"
+#include "kernels/flash_attention.hpp"
+
+namespace rfa {
+namespace engine {
+
+/// One block per rank r, [batch][rows(r)][width(r)][head_dim] row-major, one after another.
+struct BlockLayout {
+  std::vector<std::int64_t> width, offset, elems;
+  std::int64_t total = 0;
+
+  BlockLayout(std::int64_t batch, std::int64_t head_dim, const std::vector<std::int64_t>& rows,
+              std::vector<std::int64_t> widths)
+      : width(std::move(widths)) {
+    for (std::size_t r = 0; r < width.size(); ++r) {
+      offset.push_back(total);
+      elems.push_back(batch * rows[r] * width[r] * head_dim);
+      total += elems.back();
+    }
+  }
+  /// Byte counts and offsets for Communicator::alltoallv.
+  void bytes(std::size_t elem_size, std::vector<std::size_t>& counts, std::vector<std::size_t>& offsets) const {
+    counts.clear();
+    offsets.clear();
+    for (std::size_t r = 0; r < width.size(); ++r) {
+      counts.push_back(std::size_t(elems[r]) * elem_size);
+      offsets.push_back(std::size_t(offset[r]) * elem_size);
+    }
+  }
+};
+
+template <class To, class From>
+KOKKOS_INLINE_FUNCTION To convert_value(From x) {
+  if constexpr (std::is_same<To, From>::value) {
+    return x;
+  } else {
+    return from_float<To>(to_float(x));
+  }
+}
+
+using HostRange = Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+
+/// Block r of `dst` = src's heads [first[r], first[r] + width(r)), all local rows.
+template <class T>
+void pack_heads(kernels::Tensor4<const T> src, const std::vector<std::int64_t>& first, const BlockLayout& blocks,
+                T* dst) {
+  const std::int64_t B = src.extent(0), L = src.extent(1), D = src.extent(3);
+  for (std::size_t r = 0; r < first.size(); ++r) {
+    const std::int64_t w = blocks.width[r], f = first[r];
+    T* block = dst + blocks.offset[r];
+    Kokkos::parallel_for("rfa::pack_heads", HostRange(0, B * L), [=](std::int64_t bl) {
+      const std::int64_t b = bl / L, l = bl % L;
+      for (std::int64_t u = 0; u < w; ++u)
+        for (std::int64_t x = 0; x < D; ++x) block[((b * L + l) * w + u) * D + x] = src(b, l, f + u, x);
+    });
+  }
+  Kokkos::DefaultHostExecutionSpace().fence();
+}
+
+/// full[b][rows[s](l)][j] = block s [b][l][column[j]] for every rank s and slot j: the received
+/// rows go to their global positions.
+template <class T>
+void place_rows(const T* recv, const BlockLayout& blocks, const std::vector<PositionMap>& rows,
+                const std::vector<std::int64_t>& column, kernels::Tensor4<T> full) {
+  const std::int64_t B = full.extent(0), J = full.extent(2), D = full.extent(3);
+  const std::int64_t* col = column.data();
+  for (std::size_t s = 0; s < rows.size(); ++s) {
+    const PositionMap pos = rows[s];
+    const std::int64_t L = pos.length(), w = blocks.width[s];
+    const T* block = recv + blocks.offset[s];
+    Kokkos::parallel_for("rfa::place_rows", HostRange(0, B * L), [=](std::int64_t bl) {
+      const std::int64_t b = bl / L, l = bl % L, t = pos(l);
+      for (std::int64_t j = 0; j < J; ++j)
+        for (std::int64_t x = 0; x < D; ++x) full(b, t, j, x) = block[((b * L + l) * w + col[j]) * D + x];
+    });
+  }
+  Kokkos::DefaultHostExecutionSpace().fence();
+}
+
+/// Block r [b][l][u] = the sum over the slots j with column[j] == u of full[b][rows[r](l)][j],
+/// converted to TSend: the rows of rank r, back from the full sequence. (One slot per column
+/// for out and dQ; dK/dV sum the slots that held copies of one K/V head.)
+template <class TFull, class TSend>
+void take_rows(kernels::Tensor4<const TFull> full, const std::vector<PositionMap>& rows,
+               const std::vector<std::int64_t>& column, const BlockLayout& blocks, TSend* dst) {
+  const std::int64_t B = full.extent(0), J = full.extent(2), D = full.extent(3);
+  const std::int64_t* col = column.data();
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const PositionMap pos = rows[r];
+    const std::int64_t L = pos.length(), w = blocks.width[r];
+    TSend* block = dst + blocks.offset[r];
+    Kokkos::parallel_for("rfa::take_rows", HostRange(0, B * L), [=](std::int64_t bl) {
+      const std::int64_t b = bl / L, l = bl % L, t = pos(l);
+      for (std::int64_t u = 0; u < w; ++u) {
+        for (std::int64_t x = 0; x < D; ++x) {
+          float sum = 0.0f;
+          int copies = 0;
+          TFull only{};
+          for (std::int64_t j = 0; j < J; ++j) {
+            if (col[j] != u) continue;
+            only = full(b, t, j, x);
+            sum += to_float(only);
+            ++copies;
+          }
+          // A single slot is copied as is (no round trip through fp32 for 16-bit values).
+          block[((b * L + l) * w + u) * D + x] = copies == 1 ? convert_value<TSend>(only) : convert_value<TSend>(sum);
+        }
+      }
+    });
+  }
+  Kokkos::DefaultHostExecutionSpace().fence();
+}
+
+/// dst[b][l][first[s] + u][x] = block s [b][l][u][x] (or += when accumulating), converted.
+template <class TRecv, class TDst>
+void unpack_heads(const TRecv* recv, const BlockLayout& blocks, const std::vector<std::int64_t>& first,
+                  kernels::Tensor4<TDst> dst, bool accumulate) {
+  const std::int64_t B = dst.extent(0), L = dst.extent(1), D = dst.extent(3);
+  for (std::size_t s = 0; s < first.size(); ++s) {
+    const std::int64_t w = blocks.width[s], f = first[s];
+    const TRecv* block = recv + blocks.offset[s];
+    Kokkos::parallel_for("rfa::unpack_heads", HostRange(0, B * L), [=](std::int64_t bl) {
+      const std::int64_t b = bl / L, l = bl % L;
+      for (std::int64_t u = 0; u < w; ++u) {
+        for (std::int64_t x = 0; x < D; ++x) {
+          const TRecv v = block[((b * L + l) * w + u) * D + x];
+          if (accumulate) {
+            dst(b, l, f + u, x) = convert_value<TDst>(to_float(dst(b, l, f + u, x)) + to_float(v));
+          } else {
+            dst(b, l, f + u, x) = convert_value<TDst>(v);
+          }
+        }
+      }
+    });
+  }
+  Kokkos::DefaultHostExecutionSpace().fence();
+}
+
+/// lse rows between the local [batch][heads][rows] and per-rank blocks [batch][hp][rows].
+/// to_blocks: block r = heads [r*hp, (r+1)*hp) of `local`. Otherwise the reverse.
+inline void lse_heads(kernels::Tensor3<float> local, float* blocks, std::int64_t hp, bool to_blocks) {
+  const std::int64_t B = local.extent(0), H = local.extent(1), L = local.extent(2);
+  Kokkos::parallel_for("rfa::lse_heads", HostRange(0, B * H), [=](std::int64_t bh) {
+    const std::int64_t b = bh / H, h = bh % H, r = h / hp, i = h % hp;
+    float* block = blocks + ((r * B + b) * hp + i) * L;
+    for (std::int64_t l = 0; l < L; ++l) {
+      if (to_blocks) {
+        block[l] = local(b, h, l);
+      } else {
+        local(b, h, l) = block[l];
+      }
+    }
+  });
+  Kokkos::DefaultHostExecutionSpace().fence();
+}
+
+/// lse rows between per-rank blocks [batch][hp][rows of rank r] and the full [batch][hp][S]:
+/// to_full places block s at rank s's global positions; otherwise block r takes them back.
+inline void lse_sequence(kernels::Tensor3<float> full, float* blocks, const std::vector<PositionMap>& rows,
+                         bool to_full) {
+  const std::int64_t B = full.extent(0), hp = full.extent(1);
+  std::int64_t offset = 0;
+  for (const PositionMap& pos : rows) {
+    const std::int64_t L = pos.length();
+    float* block = blocks + offset;
+    Kokkos::parallel_for("rfa::lse_sequence", HostRange(0, B * hp), [=](std::int64_t bi) {
+      const std::int64_t b = bi / hp, i = bi % hp;
+      for (std::int64_t l = 0; l < L; ++l) {
+        float& f = full(b, i, pos(l));
+        float& x = block[(b * hp + i) * L + l];
+        if (to_full) {
+          f = x;
+        } else {
+          x = f;
+        }
+      }
+    });
+    offset += B * hp * L;
+  }
+  Kokkos::DefaultHostExecutionSpace().fence();
+}
+
+/// Heads [first, first + part.extent(1)) of an fp32 [batch][heads][rows] tensor (lse, D): copied
+/// into `part` (into_part) or back into `whole`.
+inline void slice_heads(kernels::Tensor3<float> whole, std::int64_t first, kernels::Tensor3<float> part,
+                        bool into_part) {
+  const std::int64_t B = part.extent(0), h = part.extent(1), L = part.extent(2);
+  Kokkos::parallel_for("rfa::slice_heads", HostRange(0, B * h), [=](std::int64_t bi) {
+    const std::int64_t b = bi / h, i = bi % h;
+    for (std::int64_t l = 0; l < L; ++l) {
+      if (into_part) {
+        part(b, i, l) = whole(b, first + i, l);
+      } else {
+        whole(b, first + i, l) = part(b, i, l);
+      }
+    }
+  });
+  Kokkos::DefaultHostExecutionSpace().fence();
+}
+
+}  // namespace engine
+}  // namespace rfa

@@ -1,0 +1,56 @@
+// The argument checks every strategy runs on its local tensors before anything moves
+// (docs/architecture.md §6.7): the dtype the context was configured for and each tensor's
+// shape, with messages naming the tensor. Callers run them inside comm::check_everywhere, so
+// a bad tensor on one rank fails every rank together.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "engine/ring_config.hpp"
+#include "kernels/flash_attention.hpp"
+#include "kernels/tensor_checks.hpp"
+
+namespace rfa {
+namespace engine {
+
+/// The dtype, and q, k, v on `local_seq` rows.
+template <class T>
+void check_input_tensors(const RingConfig& c, std::int64_t local_seq, const kernels::Tensor4<const T>& q,
+                         const kernels::Tensor4<const T>& k, const kernels::Tensor4<const T>& v) {
+  require(dtype_of<T>::value == c.dtype, "tensors are ", dtype_name(dtype_of<T>::value),
+          " but the context was configured for ", dtype_name(c.dtype));
+  kernels::check_tensor(q, "q", c.batch, local_seq, c.heads, c.head_dim);
+  kernels::check_tensor(k, "k", c.batch, local_seq, c.kv_heads, c.head_dim);
+  kernels::check_tensor(v, "v", c.batch, local_seq, c.kv_heads, c.head_dim);
+}
+
+/// q, k, v, out and lse of a forward.
+template <class T>
+void check_forward_tensors(const RingConfig& c, std::int64_t local_seq, const kernels::Tensor4<const T>& q,
+                           const kernels::Tensor4<const T>& k, const kernels::Tensor4<const T>& v,
+                           const kernels::Tensor4<T>& out, const kernels::Tensor3<float>& lse) {
+  check_input_tensors(c, local_seq, q, k, v);
+  kernels::check_tensor(out, "out", c.batch, local_seq, c.heads, c.head_dim);
+  kernels::check_tensor(lse, "lse", c.batch, c.heads, local_seq);
+}
+
+/// The forward's tensors plus dout, dq, dk and dv of a backward.
+template <class T>
+void check_backward_tensors(const RingConfig& c, std::int64_t local_seq, const kernels::Tensor4<const T>& q,
+                            const kernels::Tensor4<const T>& k, const kernels::Tensor4<const T>& v,
+                            const kernels::Tensor4<const T>& out, const kernels::Tensor4<const T>& dout,
+                            const kernels::Tensor3<const float>& lse, const kernels::Tensor4<T>& dq,
+                            const kernels::Tensor4<T>& dk, const kernels::Tensor4<T>& dv) {
+  check_input_tensors(c, local_seq, q, k, v);
+  kernels::check_tensor(out, "out", c.batch, local_seq, c.heads, c.head_dim);
+  kernels::check_tensor(dout, "dout", c.batch, local_seq, c.heads, c.head_dim);
+  kernels::check_tensor(lse, "lse", c.batch, c.heads, local_seq);
+  kernels::check_tensor(dq, "dq", c.batch, local_seq, c.heads, c.head_dim);
+  kernels::check_tensor(dk, "dk", c.batch, local_seq, c.kv_heads, c.head_dim);
+  kernels::check_tensor(dv, "dv", c.batch, local_seq, c.kv_heads, c.head_dim);
+}
+
+}  // namespace engine
+}  // namespace rfa

@@ -1,0 +1,48 @@
+// The cases every context-parallel strategy is checked on against the float64 reference:
+// every layout, causal and not, MHA, GQA (K/V heads a multiple of P, a divisor of P, and
+// neither for P = 3) and MQA. 12 heads divide by P = 1..4 and S = 120 by 2P.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ring_case.hpp"
+
+namespace rfa {
+namespace test {
+
+struct StrategySpec {
+  rfa_layout_t layout;
+  rfa_mask_t mask;
+  std::int64_t kv_heads;
+};
+
+inline engine::RingConfig strategy_config(const StrategySpec& spec, rfa_dtype_t dtype) {
+  engine::RingConfig cfg;
+  cfg.layout = spec.layout;
+  cfg.mask = spec.mask;
+  cfg.dtype = dtype;
+  cfg.batch = 2;
+  cfg.seq_total = 120;
+  cfg.heads = 12;
+  cfg.kv_heads = spec.kv_heads;
+  cfg.head_dim = 32;
+  return cfg;
+}
+
+inline std::vector<StrategySpec> strategy_specs() {
+  std::vector<StrategySpec> specs;
+  for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
+    for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL})
+      for (std::int64_t kv_heads : {12, 4, 2, 1}) specs.push_back({layout, mask, kv_heads});
+  return specs;
+}
+
+inline std::string strategy_spec_name(const ::testing::TestParamInfo<StrategySpec>& info) {
+  const StrategySpec& s = info.param;
+  const std::string kv = s.kv_heads == 12 ? "mha" : s.kv_heads == 1 ? "mqa" : "gqa" + std::to_string(s.kv_heads);
+  return std::string(layout::layout_name(s.layout)) + (s.mask == RFA_MASK_CAUSAL ? "_causal_" : "_full_") + kv;
+}
+
+}  // namespace test
+}  // namespace rfa
