@@ -179,6 +179,12 @@ class Communicator {
   /// Returns once every rank has entered the barrier.
   virtual void barrier() = 0;
 
+  /// Collective. The ranks that pass the same `color` form a new communicator of the same
+  /// transport, in which this rank's position is `position` (the positions of one color must
+  /// be 0..n-1, checked on every rank of the group). The hybrid strategy builds its Ulysses
+  /// groups and its ring of groups with it. The new communicator is independent of this one.
+  virtual std::unique_ptr<Communicator> split(int color, int position) = 0;
+
  protected:
   Communicator() = default;
 };

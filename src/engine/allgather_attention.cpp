@@ -5,6 +5,7 @@
 
 #include "engine/sequence_transpose.hpp"
 #include "engine/strategy_checks.hpp"
+#include "engine/strategy_instantiation.hpp"
 #include "engine/workspace.hpp"
 #include "layout/sequence_layout.hpp"
 
@@ -245,16 +246,7 @@ void AllGatherAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor
   });
 }
 
-#define RFA_ALLGATHER_INSTANTIATE(T)                                                                              \
-  template void AllGatherAttention::forward<T>(Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<T>,  \
-                                               Tensor3<float>);                                                   \
-  template void AllGatherAttention::backward<T>(Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,             \
-                                                Tensor4<const T>, Tensor4<const T>, Tensor3<const float>,         \
-                                                Tensor4<T>, Tensor4<T>, Tensor4<T>);
-RFA_ALLGATHER_INSTANTIATE(float)
-RFA_ALLGATHER_INSTANTIATE(bf16_t)
-RFA_ALLGATHER_INSTANTIATE(fp16_t)
-#undef RFA_ALLGATHER_INSTANTIATE
+RFA_INSTANTIATE_STRATEGY_PASSES(AllGatherAttention)
 
 }  // namespace engine
 }  // namespace rfa

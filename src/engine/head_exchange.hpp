@@ -15,6 +15,7 @@
 #include "comm/communicator.hpp"
 #include "engine/head_routing.hpp"
 #include "engine/sequence_transpose.hpp"
+#include "engine/workspace.hpp"
 #include "kernels/flash_attention.hpp"
 
 namespace rfa {
@@ -39,11 +40,24 @@ class HeadExchange {
     for (std::int64_t i = 0; i < routing_.heads_per_rank(); ++i) q_column_.push_back(i);  // one to one
   }
 
+  std::int64_t batch() const { return batch_; }
+  std::int64_t head_dim() const { return head_dim_; }
+  const HeadRouting& routing() const { return routing_; }
   /// Rows of the full tensor (the sum of all ranks' rows).
   std::int64_t full_rows() const { return full_rows_; }
   /// Elements each staging buffer needs: the larger of a query-sized and a K/V-sized exchange
   /// in either direction (batch * local rows * heads * head_dim at most).
   std::int64_t staging_elems(std::int64_t heads) const { return batch_ * local_rows_ * heads * head_dim_; }
+
+  /// Elements of each fp32 staging buffer for dK/dV on the way back: the larger of what this
+  /// rank sends (its K/V heads for all rows) and what it receives (every rank's for its rows).
+  std::int64_t key_staging_elems() const {
+    const int me = comm_.rank();
+    std::int64_t received = 0;
+    for (std::int64_t n : kv_count_) received += batch_ * local_rows_ * n * head_dim_;
+    const std::int64_t sent = batch_ * full_rows_ * kv_count_[std::size_t(me)] * head_dim_;
+    return sent > received ? sent : received;
+  }
 
   /// local [B][local rows][H][D] -> full [B][full rows][H/P][D]. Returns bytes sent to others.
   template <class T>
@@ -144,6 +158,28 @@ class HeadExchange {
   std::int64_t batch_, head_dim_, local_rows_ = 0, full_rows_ = 0;
   std::vector<std::int64_t> q_first_, kv_first_, kv_count_, q_column_, kv_column_;
   std::vector<std::size_t> send_bytes_, send_offsets_, recv_bytes_, recv_offsets_;
+};
+
+/// Staging buffers, sized for the largest exchange, viewed as the 1-D arrays the exchanges use.
+template <class T>
+struct Staging {
+  kernels::Tensor4<T> send, recv;
+  Staging(Workspace& ws, const char* send_name, const char* recv_name, std::int64_t elems)
+      : send(ws.tensor4<T>(send_name, 1, 1, 1, elems)), recv(ws.tensor4<T>(recv_name, 1, 1, 1, elems)) {}
+};
+
+/// What both passes hold head-sharded: the staging pair and the full-rows q, k, v, out of this
+/// rank's heads (k and v in its K/V slots).
+template <class T>
+struct HeadShardedInputs {
+  Staging<T> stage;
+  kernels::Tensor4<T> q, k, v, out;
+  HeadShardedInputs(Workspace& ws, const HeadExchange& x, std::int64_t heads)
+      : stage(ws, "rfa::a2a_send", "rfa::a2a_recv", x.staging_elems(heads)),
+        q(ws.tensor4<T>("rfa::ulysses_q", x.batch(), x.full_rows(), x.routing().heads_per_rank(), x.head_dim())),
+        k(ws.tensor4<T>("rfa::ulysses_k", x.batch(), x.full_rows(), x.routing().slots(), x.head_dim())),
+        v(ws.tensor4<T>("rfa::ulysses_v", x.batch(), x.full_rows(), x.routing().slots(), x.head_dim())),
+        out(ws.tensor4<T>("rfa::ulysses_out", x.batch(), x.full_rows(), x.routing().heads_per_rank(), x.head_dim())) {}
 };
 
 }  // namespace engine

@@ -20,9 +20,7 @@ void validate_local(const RingConfig& c, int ranks) {
   kernels::validate(p);
 }
 
-void validate_collective(comm::Communicator& comm, const RingConfig& c) {
-  // Agreement first: a rank with a different config would otherwise fail validation for a
-  // reason that only confuses (or pass it and deadlock later on mismatched message sizes).
+void require_same_config(comm::Communicator& comm, const RingConfig& c) {
   float scale = c.softmax_scale;
   std::int32_t scale_bits;
   static_assert(sizeof scale_bits == sizeof scale, "float is 32 bits");
@@ -36,6 +34,12 @@ void validate_collective(comm::Communicator& comm, const RingConfig& c) {
                                        {"heads", c.heads},
                                        {"kv_heads", c.kv_heads},
                                        {"head_dim", c.head_dim}});
+}
+
+void validate_collective(comm::Communicator& comm, const RingConfig& c) {
+  // Agreement first: a rank with a different config would otherwise fail validation for a
+  // reason that only confuses (or pass it and deadlock later on mismatched message sizes).
+  require_same_config(comm, c);
   bool ok = true;
   rfa_result_t code = RFA_SUCCESS;
   std::string message;

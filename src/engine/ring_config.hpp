@@ -27,6 +27,10 @@ struct RingConfig {
 /// ring of `ranks` ranks (shapes, head dim, dtype, layout divisibility).
 void validate_local(const RingConfig& c, int ranks);
 
+/// Collective: every rank passed the same config, or every rank throws RFA_ERROR_INVALID_USAGE
+/// naming the field.
+void require_same_config(comm::Communicator& comm, const RingConfig& c);
+
 /// Collective: validates on every rank and checks that every rank passed the same config.
 /// Fails on every rank together (RFA_ERROR_INVALID_USAGE naming the field when ranks
 /// disagree; the local error's code where one rank's config is invalid), never hangs.

@@ -6,6 +6,7 @@
 
 #include "engine/head_exchange.hpp"
 #include "engine/strategy_checks.hpp"
+#include "engine/strategy_instantiation.hpp"
 #include "engine/workspace.hpp"
 #include "layout/sequence_layout.hpp"
 
@@ -19,28 +20,6 @@ const RingConfig& validated(comm::Communicator& comm, const RingConfig& c) {
   validate_collective(comm, c);
   return c;
 }
-
-/// Staging buffers, sized for the largest exchange, viewed as the 1-D arrays the exchanges use.
-template <class T>
-struct Staging {
-  Tensor4<T> send, recv;
-  Staging(Workspace& ws, const char* send_name, const char* recv_name, std::int64_t elems)
-      : send(ws.tensor4<T>(send_name, 1, 1, 1, elems)), recv(ws.tensor4<T>(recv_name, 1, 1, 1, elems)) {}
-};
-
-/// What both passes hold head-sharded: the staging pair and the full-sequence q, k, v, out of
-/// this rank's heads (k and v in its K/V slots).
-template <class T>
-struct HeadShardedInputs {
-  Staging<T> stage;
-  Tensor4<T> q, k, v, out;
-  HeadShardedInputs(Workspace& ws, const RingConfig& c, const HeadRouting& routing, std::int64_t staging_elems)
-      : stage(ws, "rfa::a2a_send", "rfa::a2a_recv", staging_elems),
-        q(ws.tensor4<T>("rfa::ulysses_q", c.batch, c.seq_total, routing.heads_per_rank(), c.head_dim)),
-        k(ws.tensor4<T>("rfa::ulysses_k", c.batch, c.seq_total, routing.slots(), c.head_dim)),
-        v(ws.tensor4<T>("rfa::ulysses_v", c.batch, c.seq_total, routing.slots(), c.head_dim)),
-        out(ws.tensor4<T>("rfa::ulysses_out", c.batch, c.seq_total, routing.heads_per_rank(), c.head_dim)) {}
-};
 
 }  // namespace
 
@@ -79,11 +58,7 @@ std::int64_t UlyssesAttention::workspace_bytes(bool backward) const {
 }
 
 std::int64_t UlyssesAttention::grad_staging_elems() const {
-  const RingConfig& c = config_;
-  // Sent: this rank's K/V heads for all rows; received: every rank's K/V heads for local rows.
-  const std::int64_t sent = c.batch * c.seq_total * routing_.kv_count(comm_.rank()) * c.head_dim;
-  const std::int64_t received = c.batch * local_seq_ * routing_.kv_count_total() * c.head_dim;
-  return sent > received ? sent : received;
+  return HeadExchange(comm_, routing_, all_positions(), config_.batch, config_.head_dim).key_staging_elems();
 }
 
 template <class T>
@@ -98,7 +73,7 @@ void UlyssesAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<c
 
   Workspace ws;
   HeadExchange x(comm_, routing_, all_positions(), B, D);
-  HeadShardedInputs<T> full(ws, c, routing_, x.staging_elems(c.heads));
+  HeadShardedInputs<T> full(ws, x, c.heads);
   Staging<T>& stage = full.stage;
   Tensor4<T> q_full = full.q, k_full = full.k, v_full = full.v, out_full = full.out;
   Tensor3<float> lse_full = ws.tensor3<float>("rfa::ulysses_lse", B, hp, S);
@@ -134,7 +109,7 @@ void UlyssesAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
 
   Workspace ws;
   HeadExchange x(comm_, routing_, all_positions(), B, D);
-  HeadShardedInputs<T> full(ws, c, routing_, x.staging_elems(c.heads));
+  HeadShardedInputs<T> full(ws, x, c.heads);
   Staging<T>& stage = full.stage;
   Tensor4<T> q_full = full.q, k_full = full.k, v_full = full.v, out_full = full.out;
   Tensor4<T> dout_full = ws.tensor4<T>("rfa::ulysses_dout", B, S, hp, D);
@@ -187,16 +162,7 @@ void UlyssesAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
   }
 }
 
-#define RFA_ULYSSES_INSTANTIATE(T)                                                                                \
-  template void UlyssesAttention::forward<T>(Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<T>,    \
-                                             Tensor3<float>);                                                     \
-  template void UlyssesAttention::backward<T>(Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,               \
-                                              Tensor4<const T>, Tensor4<const T>, Tensor3<const float>,           \
-                                              Tensor4<T>, Tensor4<T>, Tensor4<T>);
-RFA_ULYSSES_INSTANTIATE(float)
-RFA_ULYSSES_INSTANTIATE(bf16_t)
-RFA_ULYSSES_INSTANTIATE(fp16_t)
-#undef RFA_ULYSSES_INSTANTIATE
+RFA_INSTANTIATE_STRATEGY_PASSES(UlyssesAttention)
 
 }  // namespace engine
 }  // namespace rfa

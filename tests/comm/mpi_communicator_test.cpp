@@ -366,5 +366,34 @@ TEST(MpiCommunicator, MismatchedExchangeSizesAreReported) {
   }
 }
 
+// A 2-column grid as the hybrid strategy builds it: rows (color = position / 2) and columns
+// (color = position % 2), each with its own positions, working independently of the parent.
+TEST(MpiCommunicator, SplitFormsGroupsWithTheirOwnPositions) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_size() - 1 - world_rank());  // not the world order
+  const int p = comm.size(), me = comm.rank();
+  auto row = comm.split(me / 2, me % 2);
+  auto column = comm.split(me % 2, me / 2);
+  EXPECT_EQ(row->rank(), me % 2);
+  EXPECT_EQ(row->size(), std::min(2, p - me / 2 * 2));
+  EXPECT_EQ(column->rank(), me / 2);
+  EXPECT_EQ(column->size(), (p - me % 2 + 1) / 2);
+  // Each group's all-gather sees exactly its members, in their group positions.
+  std::vector<std::int64_t> members(std::size_t(column->size()), -1);
+  const std::int64_t mine = me;
+  column->allgather(&mine, members.data(), sizeof mine);
+  for (int j = 0; j < column->size(); ++j) EXPECT_EQ(members[std::size_t(j)], 2 * j + me % 2) << "column member " << j;
+  EXPECT_EQ(row->allreduce(me, ReduceOp::sum), me / 2 * 2 * row->size() + (row->size() == 2 ? 1 : 0));
+}
+
+TEST(MpiCommunicator, SplitWithClashingPositionsFailsInTheGroup) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  try {
+    comm.split(0, 0);  // everyone claims position 0
+    if (comm.size() > 1) ADD_FAILURE() << "duplicate positions accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), RFA_ERROR_INVALID_USAGE);
+  }
+}
+
 }  // namespace
 }  // namespace rfa::comm

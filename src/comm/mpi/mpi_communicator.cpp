@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "comm/mpi/byte_datatype.hpp"
+#include "comm/mpi/group_split.hpp"
 #include "comm/mpi/mpi_error.hpp"
 #include "comm/mpi/mpi_exchange.hpp"
 #include "comm/mpi/mpi_pending_collective.hpp"
@@ -228,6 +229,12 @@ void MpiCommunicator::broadcast(void* buffer, std::size_t bytes, int root) {
 }
 
 void MpiCommunicator::barrier() { check_mpi(MPI_Barrier(ring_), "MPI_Barrier"); }
+
+std::unique_ptr<Communicator> MpiCommunicator::split(int color, int position) {
+  return mpi::with_group(ring_, color, rank_, [&](MPI_Comm group) -> std::unique_ptr<Communicator> {
+    return std::make_unique<MpiCommunicator>(group, position, options_);
+  });
+}
 
 std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm parent, int ring_position) {
   return std::make_unique<MpiCommunicator>(parent, ring_position);

@@ -56,6 +56,7 @@ class MpiCommunicator final : public Communicator {
   void allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) override;
   void broadcast(void* buffer, std::size_t bytes, int root) override;
   void barrier() override;
+  std::unique_ptr<Communicator> split(int color, int position) override;
 
   /// The private ring communicator (rank = ring position). Owned by this object: do not free
   /// it; code that sends on it must not use tags 0..tag_upper_bound() while exchanges are

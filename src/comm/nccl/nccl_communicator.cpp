@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "comm/mpi/group_split.hpp"
 #include "comm/nccl/nccl_comm_state.hpp"
 #include "comm/nccl/nccl_error.hpp"
 #include "comm/nccl/nccl_operation.hpp"
@@ -232,6 +233,14 @@ void NcclCommunicator::barrier() { mpi_->barrier(); }
 
 std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm parent, int ring_position) {
   return std::make_unique<NcclCommunicator>(parent, ring_position);
+}
+
+std::unique_ptr<Communicator> NcclCommunicator::split(int color, int position) {
+  NcclOptions options;
+  options.timeout_seconds = state_->timeout_seconds();
+  return mpi::with_group(mpi_->mpi_comm(), color, rank(), [&](MPI_Comm group) -> std::unique_ptr<Communicator> {
+    return std::make_unique<NcclCommunicator>(group, position, options);
+  });
 }
 
 }  // namespace rfa::comm

@@ -90,6 +90,7 @@ class NcclCommunicator final : public Communicator {
   void broadcast(void* buffer, std::size_t bytes, int root) override;
   /// Over MPI: host-side only, it does not wait for queued device work.
   void barrier() override;
+  std::unique_ptr<Communicator> split(int color, int position) override;
 
   /// The stream (a cudaStream_t) that operations are ordered after and that is made to wait
   /// for their results; nullptr means the legacy default stream. It must belong to this

@@ -1,0 +1,93 @@
+// One interface over the context-parallel strategies (docs/architecture.md §8): the ring,
+// Ulysses, KV all-gather and the hybrid Ulysses x ring grid are schedules over the same two
+// seams, and callers (the C API, the benchmark) hold any of them through this class.
+//
+// Every strategy takes the same local tensors (this rank's rows of the sequence, bshd, all
+// heads) and gives the same results; they differ in what they send, what they hold and how
+// their communication overlaps compute. Which rows a rank holds is the strategy's to say
+// (local_positions()): the ring, Ulysses and all-gather follow the layout over all P ranks;
+// the hybrid applies it over its ring groups.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "comm/communicator.hpp"
+#include "engine/ring_attention.hpp"
+#include "engine/ring_config.hpp"
+
+namespace rfa {
+namespace engine {
+
+enum class StrategyKind { ring, ulysses, allgather, hybrid };
+
+/// The strategy and its knobs, as the C API's options give them.
+struct StrategyChoice {
+  StrategyKind kind = StrategyKind::ring;
+  /// Ranks per Ulysses group: P for Ulysses (0 means P), Pu for the hybrid (Pu x P/Pu).
+  int ulysses_degree = 0;
+  /// K/V heads gathered at once by the all-gather strategy (1: least memory).
+  std::int64_t kv_heads_per_chunk = 1;
+};
+
+const char* strategy_name(StrategyKind kind);
+
+/// Throws RFA_ERROR_INVALID_ARGUMENT, saying what to change, unless `choice` can run `config`
+/// on `ranks` ranks. The same verdict on every rank for the same arguments (no communication).
+void validate_strategy(const StrategyChoice& choice, const RingConfig& config, int ranks);
+
+class AttentionStrategy {
+ public:
+  virtual ~AttentionStrategy() = default;
+  AttentionStrategy(const AttentionStrategy&) = delete;
+  AttentionStrategy& operator=(const AttentionStrategy&) = delete;
+
+  virtual StrategyKind kind() const = 0;
+  /// This rank's position on the communicator it was built on, and the number of ranks.
+  virtual int position() const = 0;
+  virtual int ranks() const = 0;
+  /// Rows of the sequence this rank holds, and their global positions.
+  virtual std::int64_t local_seq() const = 0;
+  virtual PositionMap local_positions() const = 0;
+  /// Timings and bytes sent of the last forward or backward on this rank.
+  virtual const RingTimings& last_timings() const = 0;
+  /// Engine workspace by the strategy's documented formula, and as last allocated.
+  virtual std::int64_t workspace_bytes(bool backward) const = 0;
+  virtual std::int64_t last_workspace_bytes() const = 0;
+
+  /// Collective. Tensors as RingAttention::forward.
+  template <class T>
+  void forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out, Tensor3<float> lse) {
+    run_forward(q, k, v, out, lse);
+  }
+  /// Collective. Tensors as RingAttention::backward.
+  template <class T>
+  void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
+                Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv) {
+    run_backward(q, k, v, out, dout, lse, dq, dk, dv);
+  }
+
+ protected:
+  AttentionStrategy() = default;
+
+#define RFA_STRATEGY_PASSES(T)                                                                                    \
+  virtual void run_forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,            \
+                           Tensor3<float> lse) = 0;                                                               \
+  virtual void run_backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,     \
+                            Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,        \
+                            Tensor4<T> dv) = 0;
+  RFA_STRATEGY_PASSES(float)
+  RFA_STRATEGY_PASSES(bf16_t)
+  RFA_STRATEGY_PASSES(fp16_t)
+#undef RFA_STRATEGY_PASSES
+};
+
+/// Collective over `comm`: validates the config and the choice on every rank (all fail
+/// together, with a message that says what to change) and builds the strategy. `comm` must
+/// outlive it.
+std::unique_ptr<AttentionStrategy> make_strategy(comm::Communicator& comm, const RingConfig& config,
+                                                 const StrategyChoice& choice);
+
+}  // namespace engine
+}  // namespace rfa

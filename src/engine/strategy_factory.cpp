@@ -1,0 +1,122 @@
+// make_strategy(): the one place that turns a StrategyChoice into an engine
+// (engine/attention_strategy.hpp).
+#include <string>
+
+#include "comm/agreement.hpp"
+#include "core/error.hpp"
+#include "engine/allgather_attention.hpp"
+#include "engine/attention_strategy.hpp"
+#include "engine/head_routing.hpp"
+#include "engine/hybrid_attention.hpp"
+#include "engine/ring_attention.hpp"
+#include "engine/ulysses_attention.hpp"
+
+namespace rfa {
+namespace engine {
+namespace {
+
+/// Any engine with the common forward/backward members, behind AttentionStrategy.
+template <class Engine>
+class StrategyOf final : public AttentionStrategy {
+ public:
+  template <class... Args>
+  StrategyOf(StrategyKind kind, Args&&... args) : kind_(kind), engine_(std::forward<Args>(args)...) {}
+
+  StrategyKind kind() const override { return kind_; }
+  int position() const override { return engine_.position(); }
+  int ranks() const override { return engine_.ranks(); }
+  std::int64_t local_seq() const override { return engine_.local_seq(); }
+  PositionMap local_positions() const override { return engine_.local_positions(); }
+  const RingTimings& last_timings() const override { return engine_.last_timings(); }
+  std::int64_t workspace_bytes(bool backward) const override { return engine_.workspace_bytes(backward); }
+  std::int64_t last_workspace_bytes() const override { return engine_.last_workspace_bytes(); }
+
+ private:
+#define RFA_STRATEGY_FORWARDS(T)                                                                                  \
+  void run_forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,                    \
+                   Tensor3<float> lse) override {                                                                 \
+    engine_.template forward<T>(q, k, v, out, lse);                                                               \
+  }                                                                                                               \
+  void run_backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,             \
+                    Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv) \
+      override {                                                                                                  \
+    engine_.template backward<T>(q, k, v, out, dout, lse, dq, dk, dv);                                            \
+  }
+  RFA_STRATEGY_FORWARDS(float)
+  RFA_STRATEGY_FORWARDS(bf16_t)
+  RFA_STRATEGY_FORWARDS(fp16_t)
+#undef RFA_STRATEGY_FORWARDS
+
+  StrategyKind kind_;
+  Engine engine_;
+};
+
+}  // namespace
+
+const char* strategy_name(StrategyKind kind) {
+  switch (kind) {
+    case StrategyKind::ring: return "ring";
+    case StrategyKind::ulysses: return "ulysses";
+    case StrategyKind::allgather: return "allgather";
+    case StrategyKind::hybrid: return "hybrid";
+  }
+  return "unknown strategy";
+}
+
+void validate_strategy(const StrategyChoice& choice, const RingConfig& c, int ranks) {
+  const int degree = choice.ulysses_degree;
+  switch (choice.kind) {
+    case StrategyKind::ring:
+    case StrategyKind::allgather:
+      require(degree == 0, "ulysses_degree is ", degree, " but the ", strategy_name(choice.kind),
+              " strategy has no Ulysses groups: set it to 0, or choose the ulysses or hybrid strategy");
+      require(choice.kv_heads_per_chunk >= 1 && c.kv_heads % choice.kv_heads_per_chunk == 0,
+              "kv_heads_per_chunk (", choice.kv_heads_per_chunk, ") must divide kv_heads (", c.kv_heads,
+              "): choose 1 (least memory) up to kv_heads (fewest, largest gathers)");
+      validate_local(c, ranks);
+      return;
+    case StrategyKind::ulysses:
+      require(degree == 0 || degree == ranks, "ulysses_degree is ", degree, " but the Ulysses strategy runs over all ",
+              ranks, " ranks: set it to 0 (or ", ranks, "), or choose the hybrid strategy for a ", degree, " x ",
+              degree > 0 ? ranks / degree : 0, " grid");
+      validate_local(c, ranks);
+      HeadRouting(c.heads, c.kv_heads, ranks);  // heads must divide by P
+      return;
+    case StrategyKind::hybrid: {
+      require(degree >= 1 && ranks % degree == 0, "ulysses_degree is ", degree, " but the hybrid strategy needs a ",
+              "Ulysses degree Pu >= 1 that divides the ", ranks, " ranks (a Pu x P/Pu grid; Pu = ranks per node is "
+              "usual)");
+      const int rings = ranks / degree;
+      validate_local(c, rings);  // the layout applies over the P/Pu ring groups
+      const std::int64_t group_rows = c.seq_total / rings;
+      require(group_rows % degree == 0, "seq_total (", c.seq_total, ") gives each of the ", rings, " ring groups ",
+              group_rows, " rows, which do not divide among its ", degree,
+              " Ulysses ranks: choose seq_total a multiple of ", std::int64_t(rings) * degree,
+              " (times 2 for zigzag) or another ulysses_degree");
+      HeadRouting(c.heads, c.kv_heads, degree);  // heads must divide by Pu
+      return;
+    }
+  }
+  fail(RFA_ERROR_INVALID_ARGUMENT, "unknown strategy value ", int(choice.kind));
+}
+
+std::unique_ptr<AttentionStrategy> make_strategy(comm::Communicator& comm, const RingConfig& config,
+                                                 const StrategyChoice& choice) {
+  require_same_config(comm, config);
+  comm::require_same_everywhere(comm, {{"strategy", std::int64_t(choice.kind)},
+                                       {"ulysses_degree", std::int64_t(choice.ulysses_degree)},
+                                       {"kv_heads_per_chunk", choice.kv_heads_per_chunk}});
+  comm::check_everywhere(comm, [&] { validate_strategy(choice, config, comm.size()); });
+  switch (choice.kind) {
+    case StrategyKind::ring: return std::make_unique<StrategyOf<RingAttention>>(choice.kind, comm, config);
+    case StrategyKind::ulysses: return std::make_unique<StrategyOf<UlyssesAttention>>(choice.kind, comm, config);
+    case StrategyKind::allgather:
+      return std::make_unique<StrategyOf<AllGatherAttention>>(choice.kind, comm, config, choice.kv_heads_per_chunk);
+    case StrategyKind::hybrid:
+      return std::make_unique<StrategyOf<HybridAttention>>(choice.kind, comm, config, choice.ulysses_degree);
+  }
+  fail(RFA_ERROR_INVALID_ARGUMENT, "unknown strategy value ", int(choice.kind));
+}
+
+}  // namespace engine
+}  // namespace rfa
