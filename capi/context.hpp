@@ -1,5 +1,5 @@
 // What an rfa_context_t points at. The communicator is declared before the engine, so it is
-// built first and destroyed last: RingAttention keeps a reference to it.
+// built first and destroyed last: every strategy keeps a reference to it.
 #pragma once
 
 #include <memory>
@@ -9,12 +9,12 @@
 #include "comm/agreement.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
-#include "engine/ring_attention.hpp"
+#include "engine/attention_strategy.hpp"
 #include "rfa/rfa.h"
 
 struct rfa_context_s {
   std::unique_ptr<rfa::comm::Communicator> comm;
-  std::unique_ptr<rfa::engine::RingAttention> engine;
+  std::unique_ptr<rfa::engine::AttentionStrategy> engine;  ///< options.strategy's engine
   rfa_options_t options;  ///< as created, defaults applied, struct_size = sizeof (this build)
 };
 

@@ -71,7 +71,7 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   context->options = options;
   const topology::RingOrder order = topology::choose_ring_order(comm, options.ring_order);
   context->comm = comm::make_mpi_communicator(comm, order.position);
-  context->engine = std::make_unique<engine::RingAttention>(*context->comm, ring_config(options));
+  context->engine = engine::make_strategy(*context->comm, ring_config(options), strategy_choice(options));
   count->keep();
   *out = context.release();
   return RFA_SUCCESS;

@@ -28,6 +28,8 @@ rfa_options_t default_options() {
   o.heads = defaults.heads;
   o.kv_heads = defaults.kv_heads;
   o.head_dim = defaults.head_dim;
+  o.strategy = RFA_STRATEGY_RING;
+  o.ulysses_degree = 0;
   return o;
 }
 
@@ -55,7 +57,7 @@ rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
 
 void validate_options(const rfa_options_t& o, int ranks) {
   const int layout = enum_value(o.layout), mask = enum_value(o.mask), dtype = enum_value(o.dtype),
-            ring_order = enum_value(o.ring_order);
+            ring_order = enum_value(o.ring_order), strategy = enum_value(o.strategy);
   require(layout == RFA_LAYOUT_CONTIGUOUS || layout == RFA_LAYOUT_ZIGZAG || layout == RFA_LAYOUT_STRIPE,
           "options.layout is ", layout, ", not an rfa_layout_t value");
   require(mask == RFA_MASK_NONE || mask == RFA_MASK_CAUSAL, "options.mask is ", mask, ", not an rfa_mask_t value");
@@ -63,6 +65,8 @@ void validate_options(const rfa_options_t& o, int ranks) {
           "options.dtype is ", dtype, ", not an rfa_dtype_t value");
   require(ring_order >= RFA_RING_ORDER_DEFAULT && ring_order <= RFA_RING_ORDER_FILE, "options.ring_order is ",
           ring_order, ", not an rfa_ring_order_t value");
+  require(strategy >= RFA_STRATEGY_RING && strategy <= RFA_STRATEGY_HYBRID, "options.strategy is ", strategy,
+          ", not an rfa_strategy_t value");
   require(std::isfinite(o.softmax_scale) && o.softmax_scale >= 0.0, "options.softmax_scale is ", o.softmax_scale,
           "; it must be finite and >= 0 (0 means 1/sqrt(head_dim))");
   require(o.batch >= 1, "options.batch is ", o.batch, "; it must be >= 1");
@@ -72,9 +76,21 @@ void validate_options(const rfa_options_t& o, int ranks) {
   require(o.heads % o.kv_heads == 0, "options.heads (", o.heads, ") is not a multiple of options.kv_heads (",
           o.kv_heads, ")");
   require(o.head_dim >= 1, "options.head_dim is ", o.head_dim, "; it must be >= 1");
-  // Shape rules the engine owns (layout divisibility, supported head dims) are checked by it,
-  // so the C API cannot drift from what the kernels accept.
-  engine::validate_local(ring_config(o), ranks);
+  // Shape rules the engine owns (layout divisibility, supported head dims, what each strategy
+  // needs) are checked by it, so the C API cannot drift from what the engines accept.
+  engine::validate_strategy(strategy_choice(o), ring_config(o), ranks);
+}
+
+engine::StrategyChoice strategy_choice(const rfa_options_t& o) {
+  engine::StrategyChoice choice;
+  switch (o.strategy) {
+    case RFA_STRATEGY_RING: choice.kind = engine::StrategyKind::ring; break;
+    case RFA_STRATEGY_ULYSSES: choice.kind = engine::StrategyKind::ulysses; break;
+    case RFA_STRATEGY_ALLGATHER: choice.kind = engine::StrategyKind::allgather; break;
+    case RFA_STRATEGY_HYBRID: choice.kind = engine::StrategyKind::hybrid; break;
+  }
+  choice.ulysses_degree = o.ulysses_degree;
+  return choice;
 }
 
 engine::RingConfig ring_config(const rfa_options_t& o) {

@@ -2,6 +2,7 @@
 // (smaller) than this library's; fields it lacks take their defaults.
 #pragma once
 
+#include "engine/attention_strategy.hpp"
 #include "engine/ring_config.hpp"
 #include "rfa/rfa.h"
 
@@ -24,6 +25,9 @@ void validate_options(const rfa_options_t& o, int ranks);
 
 /// The engine's view of the options.
 engine::RingConfig ring_config(const rfa_options_t& o);
+
+/// The strategy the options choose (validated options only).
+engine::StrategyChoice strategy_choice(const rfa_options_t& o);
 
 }  // namespace capi
 }  // namespace rfa

@@ -89,7 +89,7 @@ RFA_API rfa_result_t rfa_allgather_bshd(rfa_context_t context, int64_t heads, co
     });
     rfa::dispatch_dtype(c.options.dtype, [&](auto tag) {
       using T = decltype(tag);
-      rfa::layout::allgather_bshd<T>(*c.comm, c.options.layout, static_cast<const T*>(local), shape.dims,
+      rfa::layout::allgather_bshd<T>(*c.comm, c.engine->local_positions(), static_cast<const T*>(local), shape.dims,
                                      static_cast<T*>(global), c.options.seq_total);
     });
     return RFA_SUCCESS;

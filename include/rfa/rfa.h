@@ -77,6 +77,21 @@ typedef enum rfa_layout_t {
   RFA_LAYOUT_STRIPE = 2      /**< Token t lives on rank t mod P (S % P == 0). */
 } rfa_layout_t;
 
+/**
+ * @brief How the attention is parallelized over the ranks (docs/architecture.md §8). Every
+ *        strategy takes the same local tensors and computes the same result; they differ in
+ *        what they send and hold (see the README's decision table).
+ */
+typedef enum rfa_strategy_t {
+  RFA_STRATEGY_RING = 0,      /**< K/V blocks travel around the ring while each rank computes. The default. */
+  RFA_STRATEGY_ULYSSES = 1,   /**< All-to-all to whole sequences of H/P heads, one local attention, all-to-all
+                                   back. heads % P == 0. */
+  RFA_STRATEGY_ALLGATHER = 2, /**< K and V all-gathered in head chunks, local queries attend to all of them;
+                                   dK/dV reduce-scattered in fp32. */
+  RFA_STRATEGY_HYBRID = 3     /**< Ulysses inside groups of ulysses_degree consecutive ring positions (one node),
+                                   the ring across the groups. */
+} rfa_strategy_t;
+
 /** @brief How ranks are placed on the ring. */
 typedef enum rfa_ring_order_t {
   RFA_RING_ORDER_DEFAULT = 0,  /**< Take RFA_RING_ORDER from the environment, else topology order. */
@@ -146,6 +161,10 @@ typedef struct rfa_options_t {
   int64_t heads;               /**< Query heads H >= 1. Default 1. */
   int64_t kv_heads;            /**< Key/value heads Hkv >= 1 dividing H (GQA, MQA). Default 1. */
   int64_t head_dim;            /**< Head dimension d: a multiple of 8, at most 256. Default 64. */
+  rfa_strategy_t strategy;     /**< The context-parallel strategy. Default ::RFA_STRATEGY_RING. */
+  int32_t ulysses_degree;      /**< Ranks per Ulysses group: 0 (or P) for ::RFA_STRATEGY_ULYSSES; Pu >= 1 dividing
+                                    P and heads for ::RFA_STRATEGY_HYBRID (a Pu x P/Pu grid); 0 otherwise.
+                                    Default 0. */
 } rfa_options_t;
 
 /**

@@ -29,16 +29,23 @@ void agree_on_shape(comm::Communicator& comm, rfa_layout_t layout, std::int64_t 
   comm::fail_everywhere_unless(comm, problem.empty(), RFA_ERROR_INVALID_ARGUMENT, problem);
 }
 
-// All-gathers `outer * local_seq * width` elements per rank and places each rank's rows.
+// All-gathers `outer * local_seq * width` elements per rank and places each rank's rows at
+// the positions of its map (every rank's map is gathered too: PositionMap is plain data).
+template <class T, class Place>
+void gather_all_shards(comm::Communicator& comm, const PositionMap& mine, const T* local,
+                       std::size_t shard_elements, Place place) {
+  const int ranks = comm.size();
+  std::vector<PositionMap> maps(static_cast<std::size_t>(ranks));
+  comm.allgather(&mine, maps.data(), sizeof(PositionMap));
+  std::vector<T> shards(shard_elements * std::size_t(ranks));
+  comm.allgather(local, shards.data(), shard_elements * sizeof(T));
+  for (int r = 0; r < ranks; ++r) place(shards.data() + std::size_t(r) * shard_elements, maps[std::size_t(r)]);
+}
+
 template <class T, class Place>
 void gather_all_shards(comm::Communicator& comm, rfa_layout_t layout, const T* local, std::int64_t global_seq,
                        std::size_t shard_elements, Place place) {
-  const int ranks = comm.size();
-  std::vector<T> shards(shard_elements * std::size_t(ranks));
-  comm.allgather(local, shards.data(), shard_elements * sizeof(T));
-  for (int r = 0; r < ranks; ++r) {
-    place(shards.data() + std::size_t(r) * shard_elements, positions(layout, global_seq, ranks, r));
-  }
+  gather_all_shards(comm, positions(layout, global_seq, comm.size(), comm.rank()), local, shard_elements, place);
 }
 
 }  // namespace
@@ -47,9 +54,19 @@ template <class T>
 void allgather_bshd(comm::Communicator& comm, rfa_layout_t layout, const T* local, const BshdDims& dims,
                     T* global, std::int64_t global_seq) {
   agree_on_shape(comm, layout, global_seq, dims);
-  const std::int64_t local_seq = local_length(layout, global_seq, comm.size());
-  const std::size_t elements = std::size_t(dims.batch * local_seq * dims.heads * dims.head_dim);
-  gather_all_shards(comm, layout, local, global_seq, elements, [&](const T* shard, const PositionMap& rows) {
+  allgather_bshd(comm, positions(layout, global_seq, comm.size(), comm.rank()), local, dims, global, global_seq);
+}
+
+template <class T>
+void allgather_bshd(comm::Communicator& comm, const PositionMap& mine, const T* local, const BshdDims& dims,
+                    T* global, std::int64_t global_seq) {
+  comm::require_same_everywhere(comm, {{"the global sequence length", global_seq},
+                                       {"the number of local rows", mine.length()},
+                                       {"the batch size", dims.batch},
+                                       {"the number of heads", dims.heads},
+                                       {"the head dimension", dims.head_dim}});
+  const std::size_t elements = std::size_t(dims.batch * mine.length() * dims.heads * dims.head_dim);
+  gather_all_shards(comm, mine, local, elements, [&](const T* shard, const PositionMap& rows) {
     gather_bshd(shard, dims, rows, global, global_seq);
   });
 }
@@ -66,11 +83,19 @@ void allgather_bhs(comm::Communicator& comm, rfa_layout_t layout, const float* l
 
 template void allgather_bshd<float>(comm::Communicator&, rfa_layout_t, const float*, const BshdDims&, float*,
                                     std::int64_t);
+template void allgather_bshd<float>(comm::Communicator&, const PositionMap&, const float*, const BshdDims&, float*,
+                                     std::int64_t);
 template void allgather_bshd<double>(comm::Communicator&, rfa_layout_t, const double*, const BshdDims&, double*,
+                                     std::int64_t);
+template void allgather_bshd<double>(comm::Communicator&, const PositionMap&, const double*, const BshdDims&, double*,
                                      std::int64_t);
 template void allgather_bshd<bf16_t>(comm::Communicator&, rfa_layout_t, const bf16_t*, const BshdDims&, bf16_t*,
                                      std::int64_t);
+template void allgather_bshd<bf16_t>(comm::Communicator&, const PositionMap&, const bf16_t*, const BshdDims&, bf16_t*,
+                                     std::int64_t);
 template void allgather_bshd<fp16_t>(comm::Communicator&, rfa_layout_t, const fp16_t*, const BshdDims&, fp16_t*,
+                                     std::int64_t);
+template void allgather_bshd<fp16_t>(comm::Communicator&, const PositionMap&, const fp16_t*, const BshdDims&, fp16_t*,
                                      std::int64_t);
 
 }  // namespace rfa::layout

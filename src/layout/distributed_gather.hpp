@@ -19,6 +19,12 @@ template <class T>
 void allgather_bshd(comm::Communicator& comm, rfa_layout_t layout, const T* local, const BshdDims& dims,
                     T* global, std::int64_t global_seq);
 
+/// The same for shards of any rows (a strategy's local_positions()): every rank passes the map
+/// of its own rows, all of the same length; the maps are gathered with the shards.
+template <class T>
+void allgather_bshd(comm::Communicator& comm, const PositionMap& mine, const T* local, const BshdDims& dims,
+                    T* global, std::int64_t global_seq);
+
 /// The same for an fp32 [b][h][S/P] shard (lse) into [b][h][S].
 void allgather_bhs(comm::Communicator& comm, rfa_layout_t layout, const float* local, std::int64_t batch,
                    std::int64_t heads, float* global, std::int64_t global_seq);

@@ -22,13 +22,22 @@ struct Case {
   rfa_layout_t layout;
   rfa_mask_t mask;
   rfa_dtype_t dtype;
+  rfa_strategy_t strategy;
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const char* layouts[] = {"contiguous", "zigzag", "stripe"};
   const char* dtypes[] = {"fp32", "bf16", "fp16"};
+  const char* strategies[] = {"", "_ulysses", "_allgather", "_hybrid"};
   return std::string(layouts[info.param.layout]) + (info.param.mask == RFA_MASK_CAUSAL ? "_causal_" : "_full_") +
-         dtypes[info.param.dtype];
+         dtypes[info.param.dtype] + strategies[info.param.strategy];
+}
+
+/// The Ulysses degree each strategy is tested with on P ranks: the 2 x 2 grid on four ranks
+/// for the hybrid (a single group on fewer), all ranks for Ulysses, none otherwise.
+int32_t tested_degree(rfa_strategy_t strategy, int P) {
+  if (strategy == RFA_STRATEGY_HYBRID) return P == 4 ? 2 : P;
+  return 0;
 }
 
 // Absolute tolerances for values of order one. fp32 keeps all partials in fp32, so its
@@ -56,7 +65,9 @@ double max_error_bshd(const Stored& local, const std::vector<double>& global, co
 TEST_P(CapiForwardBackward, MatchesFloat64Reference) {
   const Case c = GetParam();
   const int P = world_size();
-  const int64_t B = 2, H = 4, Hkv = 2, D = 16, S = 2 * P * 5;  // L = 10 (zigzag needs S % 2P == 0)
+  // L = 10 (zigzag needs S % 2P == 0); Ulysses needs H % P == 0 (on 3 ranks each rank's 2 query
+  // heads straddle the 2 K/V heads unevenly).
+  const int64_t B = 2, H = P == 3 ? 6 : 4, Hkv = 2, D = 16, S = 2 * P * 5;
 
   rfa_options_t o;
   ASSERT_RFA_OK(rfa_options_init(&o));
@@ -69,6 +80,8 @@ TEST_P(CapiForwardBackward, MatchesFloat64Reference) {
   o.heads = H;
   o.kv_heads = Hkv;
   o.head_dim = D;
+  o.strategy = c.strategy;
+  o.ulysses_degree = tested_degree(c.strategy, P);
   rfa_context_t ctx = nullptr;
   ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
 
@@ -158,11 +171,24 @@ std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (rfa_layout_t l : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
     for (rfa_mask_t m : {RFA_MASK_NONE, RFA_MASK_CAUSAL})
-      for (rfa_dtype_t t : {RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16, RFA_DTYPE_FLOAT16}) cases.push_back({l, m, t});
+      for (rfa_dtype_t t : {RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16, RFA_DTYPE_FLOAT16})
+        cases.push_back({l, m, t, RFA_STRATEGY_RING});
   return cases;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLayoutsMasksDtypes, CapiForwardBackward, ::testing::ValuesIn(all_cases()), case_name);
+
+// The other strategies through options.strategy (the engine tests cover every dtype and GQA
+// case; here the C API's wiring: shards from the context, the same results).
+std::vector<Case> strategy_cases() {
+  std::vector<Case> cases;
+  for (rfa_strategy_t st : {RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID})
+    for (rfa_layout_t l : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
+      cases.push_back({l, RFA_MASK_CAUSAL, st == RFA_STRATEGY_ALLGATHER ? RFA_DTYPE_BFLOAT16 : RFA_DTYPE_FLOAT32, st});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, CapiForwardBackward, ::testing::ValuesIn(strategy_cases()), case_name);
 
 // The sharding helpers round-trip bitwise, lse included, and agree with rfa_layout_positions.
 TEST(CapiSharding, ScatterGatherRoundTripAndPositions) {

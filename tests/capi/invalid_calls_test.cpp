@@ -182,7 +182,60 @@ TEST(CapiInvalid, SequenceNotDivisibleForZigzag) {
   expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "zigzag layout needs");
 }
 
+TEST(CapiInvalid, UnknownStrategy) {
+  rfa_options_t o = valid_options();
+  o.strategy = rfa_strategy_t(9);
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "options.strategy is 9");
+}
+
+TEST(CapiInvalid, UlyssesDegreeWithTheRing) {
+  rfa_options_t o = valid_options();
+  o.ulysses_degree = 2;
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "ulysses_degree is 2 but the ring strategy has no Ulysses groups");
+}
+
+TEST(CapiInvalid, UlyssesHeadsNotDivisibleByTheRanks) {
+  if (world_size() < 2) GTEST_SKIP() << "every head count divides by 1";
+  rfa_options_t o = valid_options();
+  o.strategy = RFA_STRATEGY_ULYSSES;
+  o.heads = world_size() + 1;
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "is not a multiple of the Ulysses degree");
+}
+
+TEST(CapiInvalid, UlyssesDegreeOtherThanTheRanks) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  rfa_options_t o = valid_options();
+  o.strategy = RFA_STRATEGY_ULYSSES;
+  o.ulysses_degree = 1;
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "choose the hybrid strategy");
+}
+
+TEST(CapiInvalid, HybridWithoutADegree) {
+  rfa_options_t o = valid_options();
+  o.strategy = RFA_STRATEGY_HYBRID;
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "ulysses_degree is 0 but the hybrid strategy needs");
+}
+
+TEST(CapiInvalid, HybridDegreeNotDividingTheHeads) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  rfa_options_t o = valid_options();
+  o.strategy = RFA_STRATEGY_HYBRID;
+  o.ulysses_degree = world_size();
+  o.heads = 2 * world_size() + 1;
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "is not a multiple of the Ulysses degree");
+}
+
 // ---------------------------------------------------------------- ranks that disagree
+
+TEST(CapiInvalid, RanksDisagreeOnStrategy) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  rfa_options_t o = valid_options();
+  if (world_rank() == 1) o.strategy = RFA_STRATEGY_ALLGATHER;
+  rfa_context_t ctx = nullptr;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "options.strategy",
+                   "rank 0 passes 0", "rank 1 passes 2");
+  EXPECT_EQ(ctx, nullptr);
+}
 
 TEST(CapiInvalid, RanksDisagreeOnHeads) {
   if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";

@@ -235,16 +235,17 @@ contains
   subroutine check_constants()
     integer(c_int64_t) :: c(40)
     integer(c_int) :: n
-    integer(c_int64_t) :: mine(32)
+    integer(c_int64_t) :: mine(37)
     type(rfa_options), target :: probe
     mine = [integer(c_int64_t) :: RFA_SUCCESS, RFA_ERROR_INVALID_ARGUMENT, RFA_ERROR_INVALID_USAGE, &
             RFA_ERROR_UNSUPPORTED, RFA_ERROR_OUT_OF_MEMORY, RFA_ERROR_INTERNAL, RFA_ERROR_MPI, RFA_ERROR_NCCL, &
             RFA_ERROR_CUDA, RFA_ERROR_HWLOC, RFA_ERROR_KOKKOS, RFA_ERROR_VERSION_MISMATCH, RFA_ERROR_TIMEOUT, &
             RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16, RFA_DTYPE_FLOAT16, RFA_MASK_NONE, RFA_MASK_CAUSAL, &
             RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE, RFA_RING_ORDER_DEFAULT, &
-            RFA_RING_ORDER_IDENTITY, RFA_RING_ORDER_TOPOLOGY, RFA_RING_ORDER_FILE, RFA_VERSION_MAJOR, &
+            RFA_RING_ORDER_IDENTITY, RFA_RING_ORDER_TOPOLOGY, RFA_RING_ORDER_FILE, RFA_STRATEGY_RING, &
+            RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID, RFA_VERSION_MAJOR, &
             RFA_VERSION_MINOR, RFA_VERSION_PATCH, int(RFA_OPTIONS_VERSION, c_int64_t), c_sizeof(probe), &
-            byte_offset(probe), byte_offset_head_dim(probe)]
+            byte_offset(probe), byte_offset_head_dim(probe), byte_offset_ulysses_degree(probe)]
     n = fortran_test_c_constants(c, size(c, kind=c_int))
     call check(n == size(mine), "the C side lists as many constants as the Fortran side")
     call check(all(c(1:size(mine)) == mine), "Fortran constants and rfa_options layout match the C header")
@@ -253,6 +254,11 @@ contains
   integer(c_int64_t) function byte_offset(o)
     type(rfa_options), target, intent(in) :: o
     byte_offset = transfer(c_loc(o%softmax_scale), 0_c_intptr_t) - transfer(c_loc(o), 0_c_intptr_t)
+  end function
+
+  integer(c_int64_t) function byte_offset_ulysses_degree(o)
+    type(rfa_options), target, intent(in) :: o
+    byte_offset_ulysses_degree = transfer(c_loc(o%ulysses_degree), 0_c_intptr_t) - transfer(c_loc(o), 0_c_intptr_t)
   end function
 
   integer(c_int64_t) function byte_offset_head_dim(o)

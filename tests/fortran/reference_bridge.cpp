@@ -64,13 +64,18 @@ int fortran_test_c_constants(std::int64_t* values, int capacity) {
                               RFA_RING_ORDER_IDENTITY,
                               RFA_RING_ORDER_TOPOLOGY,
                               RFA_RING_ORDER_FILE,
+                              RFA_STRATEGY_RING,
+                              RFA_STRATEGY_ULYSSES,
+                              RFA_STRATEGY_ALLGATHER,
+                              RFA_STRATEGY_HYBRID,
                               RFA_VERSION_MAJOR,
                               RFA_VERSION_MINOR,
                               RFA_VERSION_PATCH,
                               RFA_OPTIONS_VERSION,
                               std::int64_t(sizeof(rfa_options_t)),
                               std::int64_t(offsetof(rfa_options_t, softmax_scale)),
-                              std::int64_t(offsetof(rfa_options_t, head_dim))};
+                              std::int64_t(offsetof(rfa_options_t, head_dim)),
+                              std::int64_t(offsetof(rfa_options_t, ulysses_degree))};
   const int n = int(sizeof all / sizeof all[0]);
   for (int i = 0; i < n && i < capacity; ++i) values[i] = all[i];
   return n;
