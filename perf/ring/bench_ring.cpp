@@ -25,6 +25,7 @@
 #include "mpi_program.hpp"
 #include "ring_problem.hpp"
 #include "run_options.hpp"
+#include "strategy_compare.hpp"
 
 namespace rfa {
 namespace perf {
@@ -142,11 +143,15 @@ int main(int argc, char** argv) {
     const char* defaults[] = {"--seq", "16384", "--heads", "4", "--head-dim", "128", "--dtype", "fp32", "--causal",
                               "--repeat", "2"};
     for (const char* d : defaults) args.push_back(const_cast<char*>(d));
-    std::string json_path;
+    std::string json_path, strategies;
     bool layout_given = false;
     for (int i = 1; i < argc; ++i) {
       if (std::string(argv[i]) == "--json" && i + 1 < argc) {
         json_path = argv[++i];
+        continue;
+      }
+      if (std::string(argv[i]) == "--strategy" && i + 1 < argc) {
+        strategies = argv[++i];
         continue;
       }
       if (std::string(argv[i]) == "--layout") layout_given = true;
@@ -154,14 +159,23 @@ int main(int argc, char** argv) {
     }
     const auto opts = rfa::perf::parse_run_options(int(args.size()), args.data());
     if (opts.help) {
-      if (world_rank == 0) std::printf("%s  --json FILE        also write the results as JSON (rank 0)\n",
-                                       rfa::perf::run_usage(argv[0]).c_str());
+      if (world_rank == 0) {
+        std::printf("%s  --json FILE        also write the results as JSON (rank 0)\n"
+                    "  --strategy LIST    compare strategies instead of layouts: all, or a comma list of ring,\n"
+                    "                     ulysses, allgather, hybrid:PU (time, bytes sent, workspace per rank)\n",
+                    rfa::perf::run_usage(argv[0]).c_str());
+      }
       return 0;
     }
     std::vector<rfa_layout_t> layouts = {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE};
     if (layout_given) layouts = {opts.layout};
     FILE* json = (world_rank == 0 && !json_path.empty()) ? std::fopen(json_path.c_str(), "w") : nullptr;
     auto ring = rfa::comm::make_mpi_communicator(MPI_COMM_WORLD, world_rank);
+    if (!strategies.empty()) {
+      rfa::perf::compare_strategies(*ring, opts, rfa::perf::parse_strategies(strategies, ring->size()), json);
+      if (json) std::fclose(json);
+      return 0;
+    }
     rfa::dispatch_dtype(opts.dtype, [&](auto tag) {
       rfa::perf::bench<decltype(tag)>(*ring, opts, layouts, json);
       return 0;

@@ -8,6 +8,7 @@
 
 #include "core/dtype.hpp"
 #include "core/positions.hpp"
+#include "engine/attention_strategy.hpp"
 #include "engine/ring_attention.hpp"
 #include "kernels/flash_attention.hpp"
 #include "run_options.hpp"
@@ -82,7 +83,9 @@ struct LocalProblem {
   kernels::Tensor4<T> q, k, v, dout, out, dq, dk, dv;
   kernels::Tensor3<float> lse;
 
-  explicit LocalProblem(const engine::RingAttention& attn) {
+  /// For any engine with config(), local_seq() and local_positions() (every strategy).
+  template <class Engine>
+  explicit LocalProblem(const Engine& attn) {
     const engine::RingConfig& c = attn.config();
     const std::int64_t L = attn.local_seq(), B = c.batch, H = c.heads, HKV = c.kv_heads, D = c.head_dim;
     q = kernels::Tensor4<T>("q", B, L, H, D);
@@ -107,6 +110,9 @@ struct LocalProblem {
   void backward(engine::RingAttention& attn, engine::RingMode mode = engine::RingMode::full) {
     attn.backward<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);
   }
+  /// Any strategy (engine/attention_strategy.hpp).
+  void forward(engine::AttentionStrategy& attn) { attn.forward<T>(q, k, v, out, lse); }
+  void backward(engine::AttentionStrategy& attn) { attn.backward<T>(q, k, v, out, dout, lse, dq, dk, dv); }
 };
 
 }  // namespace perf

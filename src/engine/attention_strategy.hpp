@@ -44,6 +44,8 @@ class AttentionStrategy {
   AttentionStrategy& operator=(const AttentionStrategy&) = delete;
 
   virtual StrategyKind kind() const = 0;
+  /// The problem, as every rank agreed on it.
+  virtual const RingConfig& config() const = 0;
   /// This rank's position on the communicator it was built on, and the number of ranks.
   virtual int position() const = 0;
   virtual int ranks() const = 0;

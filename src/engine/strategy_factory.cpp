@@ -23,6 +23,7 @@ class StrategyOf final : public AttentionStrategy {
   StrategyOf(StrategyKind kind, Args&&... args) : kind_(kind), engine_(std::forward<Args>(args)...) {}
 
   StrategyKind kind() const override { return kind_; }
+  const RingConfig& config() const override { return engine_.config(); }
   int position() const override { return engine_.position(); }
   int ranks() const override { return engine_.ranks(); }
   std::int64_t local_seq() const override { return engine_.local_seq(); }
