@@ -184,18 +184,26 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads)
     }
     if (lane % 4 == 0) args.lse[lse_row0 + row] = lse;
     const std::int64_t offset = tile.b * args.out.batch + row * args.out.seq + tile.h * args.out.head;
+    // The row's running values, all loaded before any store: loads and stores to one row would
+    // otherwise alternate, each load waiting out the memory latency.
+    float2 running[kMerge ? D / 8 : 1];
+#pragma unroll
+    for (int db = 0; db < (kMerge ? D / 8 : 1); ++db) running[db] = make_float2(0.f, 0.f);
+    if (kMerge && scale_running != 0.f) {  // a fresh row's out may hold anything, NaN included
+      const float2* row_out = reinterpret_cast<const float2*>(static_cast<const float*>(args.out.data) + offset);
+#pragma unroll
+      for (int db = 0; db < (kMerge ? D / 8 : 1); ++db) running[db] = row_out[db * 4 + lane % 4];
+    }
 #pragma unroll
     for (int db = 0; db < D / 8; ++db) {
       const int col = db * 8 + (lane % 4) * 2;
       float v0 = acc[db][2 * half] * scale_block, v1 = acc[db][2 * half + 1] * scale_block;
       if (kMerge || args.out_fp32) {
-        float2* out = reinterpret_cast<float2*>(static_cast<float*>(args.out.data) + offset + col);
-        if (kMerge && scale_running != 0.f) {  // a fresh row's out may hold anything, NaN included
-          const float2 running = *out;
-          v0 += scale_running * running.x;
-          v1 += scale_running * running.y;
+        if constexpr (kMerge) {
+          v0 += scale_running * running[db].x;
+          v1 += scale_running * running[db].y;
         }
-        *out = make_float2(v0, v1);
+        *reinterpret_cast<float2*>(static_cast<float*>(args.out.data) + offset + col) = make_float2(v0, v1);
       } else {
         *reinterpret_cast<std::uint32_t*>(static_cast<T*>(args.out.data) + offset + col) =
             pack2<T>(v0, v1);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <limits>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "capi_test_support.hpp"
 #include "reference_attention.hpp"
+#include "rfa/rfa_config.h"
 #include "rfa/rfa_mpi.h"
 
 namespace {
@@ -78,20 +80,6 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 // |error| bounds for values of order one: the CUDA kernels round the probabilities to the
 // storage dtype before the PV product (as FlashAttention does) and store 16-bit outputs.
 double tolerance(rfa_dtype_t t) { return t == RFA_DTYPE_BFLOAT16 ? 1.5e-2 : 3e-3; }
-
-double max_error_bshd(const Stored& local, const std::vector<double>& global, const std::vector<int64_t>& positions,
-                      int64_t B, int64_t S, int64_t heads, int64_t D) {
-  const int64_t L = int64_t(positions.size());
-  double worst = 0.0;
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t i = 0; i < L; ++i)
-      for (int64_t e = 0; e < heads * D; ++e) {
-        const double err = std::fabs(local.get(std::size_t((b * L + i) * heads * D + e)) -
-                                     global[std::size_t((b * S + positions[i]) * heads * D + e)]);
-        worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : std::max(worst, err);
-      }
-  return worst;
-}
 
 rfa_options_t cuda_options(const Case& c, int64_t S) {
   rfa_options_t o;
@@ -264,6 +252,36 @@ TEST(CudaContext, HostContextRefusesDevicePointers) {
                    "out is CUDA device memory", "RFA_DEVICE_HOST");
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_set_stream(ctx, nullptr), "RFA_DEVICE_HOST");
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
+// NCCL cannot put two ranks on one GPU: with more ranks than GPUs on this node, a context that
+// asks for NCCL fails on every rank with a message that points at the MPI transport.
+TEST(CudaContext, NcclRefusesRanksSharingAGpu) {
+  SKIP_WITHOUT_DEVICE();
+#if !RFA_HAVE_NCCL
+  GTEST_SKIP() << "this build has no NCCL";
+#endif
+  int devices = 0;
+  cudaGetDeviceCount(&devices);
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int local_ranks = 1;
+  MPI_Comm_size(node, &local_ranks);
+  MPI_Comm_free(&node);
+  int shared = local_ranks > devices ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &shared, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (!shared) GTEST_SKIP() << "every rank has a GPU of its own here";
+  const int P = world_size();
+  rfa_options_t o = cuda_options({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2}, 2 * P * 8);
+  o.transport = RFA_TRANSPORT_NCCL;
+  // The environment would override the option (the suite runs with RFA_TRANSPORT=mpi).
+  const char* env = std::getenv("RFA_TRANSPORT");
+  const std::string saved = env ? env : "";
+  unsetenv("RFA_TRANSPORT");
+  rfa_context_t ctx = nullptr;
+  EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "share the GPU",
+                   "RFA_TRANSPORT=mpi");
+  if (env) setenv("RFA_TRANSPORT", saved.c_str(), 1);
 }
 
 }  // namespace
