@@ -160,7 +160,7 @@ ContextFields collect_run_context(const std::string& program) {
   c.emplace_back("compiler", RFA_PERF_COMPILER);
   c.emplace_back("slurm_job_id", env_or("SLURM_JOB_ID", "none"));
   c.emplace_back("slurm_nodelist", env_or("SLURM_JOB_NODELIST", "none"));
-  c.emplace_back("library_build_type", RFA_PERF_BUILD_TYPE);
+  c.emplace_back("rfa_build_type", RFA_PERF_BUILD_TYPE);  // Google Benchmark's "library_build_type" is its own
   return c;
 }
 

@@ -186,9 +186,9 @@ int main(int argc, char** argv) {
     // The provenance every perf/ result carries; Google Benchmark writes date, host, executable
     // and CPU count itself.
     for (const auto& [k, v] : perf::collect_run_context("rfa_kernel_bench")) {
-      if (k != "date" && k != "host_name" && k != "executable" && k != "num_cpus" && k != "library_build_type")
-        benchmark::AddCustomContext(k, v);
+      if (k != "date" && k != "host_name" && k != "executable" && k != "num_cpus") benchmark::AddCustomContext(k, v);
     }
+    benchmark::AddCustomContext("threads_per_rank", std::to_string(Kokkos::DefaultHostExecutionSpace().concurrency()));
     benchmark::AddCustomContext("suite", "kernels");
     benchmark::AddCustomContext("strategy", "none (one rank)");
     benchmark::AddCustomContext("ranks", "1");
