@@ -169,10 +169,34 @@ void register_dtype() {
 
 }  // namespace
 
+const char* kUsage = R"(usage: rfa_kernel_bench [--rfa_batch=N] [--rfa_seq=N] [--rfa_heads=N] [--rfa_head_dim=N]
+                        [--rfa_min_time=SECONDS] [Google Benchmark flags] [--kokkos-help]
+
+The portable flash kernels on the host threads Kokkos gives (fp32 and bf16, forward and backward,
+causal and not): GFLOP/s by FlashAttention's convention, the fraction of this core's measured fp32
+FMA peak, and PyTorch's CPU flash kernel on the same shape when RFA_PEER_PYTHON (default python3)
+imports torch. Shape defaults: B=1, S=4096, H=4, d=128; --rfa_min_time: seconds per case (1).
+perf/'s result format: --benchmark_repetitions=10 --benchmark_out=FILE --benchmark_out_format=json.
+
+Google Benchmark's flags:
+)";
+
 int main(int argc, char** argv) {
   std::vector<char*> rest;
-  for (int i = 0; i < argc; ++i)
+  for (int i = 0; i < argc; ++i) {
+    // Our help, then Google Benchmark's (which exits 0); Kokkos would print its banner and
+    // help for a plain --help, so it never sees one (--kokkos-help asks for that).
+    if (i > 0 && (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h")) {
+      std::printf("%s", kUsage);
+      std::fflush(stdout);
+      static char help[] = "--help";
+      char* gb_argv[] = {argv[0], help, nullptr};
+      int gb_argc = 2;
+      benchmark::Initialize(&gb_argc, gb_argv);
+      return 0;
+    }
     if (i == 0 || !parse_shape_flag(argv[i])) rest.push_back(argv[i]);
+  }
   int rest_argc = int(rest.size());
   Kokkos::initialize(rest_argc, rest.data());
   {
