@@ -1,12 +1,19 @@
 // Throughput of the rfa_cuda forward and backward kernels, FlashAttention's FLOP convention
 // (forward 4*B*S^2*H*d, halved when causal; backward 2.5x forward), CUDA events after
-// warm-up, median of the runs. When PyTorch is importable the same shapes go through
-// torch.nn.functional.scaled_dot_product_attention (flash backend) in the same run, via
-// bench/sdpa_peer.py, and the ratio is printed. Without a GPU: a message and exit 77.
+// warm-up, median of the runs. The same shapes then go through
+// torch.nn.functional.scaled_dot_product_attention with its FlashAttention-2 ("flash") and
+// cuDNN backends in the same run, via bench/sdpa_peer.py, and both ratios are printed; a peer
+// that cannot run says why in the table's place and in the JSON. Without a GPU: a message and
+// exit 77.
 //
 // usage: rfa_cuda_kernel_bench [--batch 2] [--heads 16] [--kv-heads H] [--seq 8192]
 //        [--dim 128] [--dtype bf16|fp16] [--warmup 5] [--iters 30] [--json FILE]
-//        [--no-torch] [--torch-script PATH]
+//        [--no-torch] [--torch-script PATH] [--peer-check] [--deterministic]
+// --deterministic adds rows "bwd-det": the backward in its deterministic mode (no atomics).
+// --peer-check runs only the peers and prints what each reported (no GPU needed to run it,
+// but the peers need one to report figures): a quick diagnosis of a missing peer column.
+// The peers run under $RFA_PEER_PYTHON (default python3); the script is looked for beside the
+// executable (the build copies it there), then at its source path.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +21,8 @@
 #include <map>
 #include <random>
 #include <string>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 #include "rfa_cuda/flash.h"
@@ -32,6 +41,8 @@ struct Options {
   rfa_cuda_dtype dtype = RFA_CUDA_BF16;
   std::string json, torch_script = RFA_CUDA_SDPA_SCRIPT;
   bool torch = true;
+  bool peer_check = false;
+  bool deterministic = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -56,6 +67,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--json") o.json = value();
     else if (a == "--no-torch") o.torch = false;
     else if (a == "--torch-script") o.torch_script = value();
+    else if (a == "--peer-check") o.peer_check = true;
+    else if (a == "--deterministic") o.deterministic = true;
     else {
       std::fprintf(stderr, "unknown option %s (see the comment at the top of kernel_bench.cu)\n", a.c_str());
       std::exit(2);
@@ -93,38 +106,132 @@ double forward_flops(const Options& o, bool causal) {
   return causal ? f / 2 : f;
 }
 
-// Runs the PyTorch peer; returns its "key value" lines (milliseconds), empty if unavailable.
-std::map<std::string, double> run_torch_peer(const Options& o) {
-  std::map<std::string, double> result;
-  if (!o.torch) return result;
-  if (std::system("python3 -c 'import torch' > /dev/null 2>&1") != 0) {
-    std::printf("PyTorch not importable: no peer measurement\n");
-    return result;
+const char* const kPeers[] = {"flash", "cudnn"};
+
+// One peer's figure for one measurement: milliseconds, or why there is none.
+struct PeerResult {
+  double ms = 0;
+  std::string error = "not reported";
+};
+using PeerResults = std::map<std::string, std::map<std::string, PeerResult>>;  // [peer][key]
+
+bool readable(const std::string& path) { return !path.empty() && access(path.c_str(), R_OK) == 0; }
+
+// The peer script beside the executable (where the build copies it), else its source path.
+std::string find_peer_script(const Options& o) {
+  if (o.torch_script != RFA_CUDA_SDPA_SCRIPT) return o.torch_script;  // given with --torch-script
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    std::string dir(exe, static_cast<std::size_t>(n));
+    dir = dir.substr(0, dir.rfind('/') + 1);
+    if (readable(dir + "sdpa_peer.py")) return dir + "sdpa_peer.py";
   }
-  const std::string cmd = "python3 '" + o.torch_script + "' --batch " + std::to_string(o.batch) +
-                          " --heads " + std::to_string(o.heads) + " --kv-heads " + std::to_string(o.kv_heads) +
-                          " --seq " + std::to_string(o.seq) + " --dim " + std::to_string(o.dim) + " --dtype " +
+  return o.torch_script;
+}
+
+// Runs bench/sdpa_peer.py and collects its "<peer> <key> <ms>" and "<peer> <key> error <why>"
+// lines; other lines (versions) are echoed. Every peer ends up with a figure or a reason.
+PeerResults run_sdpa_peers(const Options& o) {
+  PeerResults results;
+  auto fail_all = [&](const std::string& why) {
+    for (const char* peer : kPeers) results[peer]["all"].error = why;
+  };
+  if (!o.torch) {
+    fail_all("disabled by --no-torch");
+    return results;
+  }
+  const std::string script = find_peer_script(o);
+  if (!readable(script)) {
+    fail_all("peer script " + script + " not found (pass --torch-script PATH)");
+    return results;
+  }
+  const char* python = std::getenv("RFA_PEER_PYTHON");
+  const std::string cmd = std::string(python != nullptr && *python != '\0' ? python : "python3") + " '" + script +
+                          "' --batch " + std::to_string(o.batch) + " --heads " + std::to_string(o.heads) +
+                          " --kv-heads " + std::to_string(o.kv_heads) + " --seq " + std::to_string(o.seq) +
+                          " --dim " + std::to_string(o.dim) + " --dtype " +
                           (o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16") + " --warmup " + std::to_string(o.warmup) +
-                          " --iters " + std::to_string(o.iters);
+                          " --iters " + std::to_string(o.iters) + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char key[128];
-  double value = 0;
-  while (std::fscanf(pipe, "%127s %lf", key, &value) == 2) result[key] = value;
-  if (pclose(pipe) != 0) std::printf("PyTorch peer failed (%s)\n", cmd.c_str());
-  return result;
+  if (pipe == nullptr) {
+    fail_all("cannot start: " + cmd);
+    return results;
+  }
+  char line[1024];
+  while (std::fgets(line, sizeof line, pipe) != nullptr) {
+    char peer[64], key[64];
+    double ms = 0;
+    int used = 0;
+    const bool known_peer = std::sscanf(line, "%63s %63s %n", peer, key, &used) == 2 &&
+                            (std::strcmp(peer, kPeers[0]) == 0 || std::strcmp(peer, kPeers[1]) == 0);
+    std::string rest = known_peer ? std::string(line + used) : std::string();
+    while (!rest.empty() && (rest.back() == '\n' || rest.back() == '\r')) rest.pop_back();
+    if (known_peer && rest.compare(0, 6, "error ") == 0) {
+      results[peer][key].error = rest.substr(6);
+    } else if (known_peer && std::sscanf(rest.c_str(), "%lf", &ms) == 1 && ms > 0) {
+      results[peer][key] = PeerResult{ms, ""};
+    } else {
+      std::printf("peer: %s", line);  // versions, warnings, tracebacks: shown, not parsed
+    }
+  }
+  const int status = pclose(pipe);
+  if (status != 0) {  // what the peer did not report before it died gets the exit status
+    const std::string why = "peer process exited with status " +
+                            std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : status) + " (see 'peer:' lines)";
+    for (const char* peer : kPeers)
+      for (const char* key : {"fwd_full", "fwd_causal", "bwd_full", "bwd_causal"})
+        if (results[peer].count(key) == 0 && results[peer].count("all") == 0) results[peer][key].error = why;
+  }
+  return results;
+}
+
+// The peer's result for one measurement (a whole-peer failure applies to every key).
+PeerResult peer_result(const PeerResults& all, const char* peer, const std::string& key) {
+  const auto p = all.find(peer);
+  if (p == all.end()) return PeerResult{};
+  const auto k = p->second.find(key);
+  if (k != p->second.end()) return k->second;
+  const auto whole = p->second.find("all");
+  return whole != p->second.end() ? whole->second : PeerResult{};
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out + "\"";
 }
 
 struct Row {
   std::string pass;
   bool causal;
-  double ms, tflops, torch_ms;
+  double ms, tflops;
+  PeerResult peers[2];  // kPeers order
+  // The peer's name for the same measurement: "fwd_full", "bwd_causal", ... (an earlier
+  // pass.substr(0, 3) gave "for_full", which no peer line ever matched).
+  std::string key() const { return std::string(pass == "forward" ? "fwd" : "bwd") + (causal ? "_causal" : "_full"); }
 };
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  if (o.peer_check) {
+    // Through the same rows and keys as the table, so the test covers how rows find peers.
+    const PeerResults peers = run_sdpa_peers(o);
+    for (const char* peer : kPeers)
+      for (const char* pass : {"forward", "backward"})
+        for (bool causal : {false, true}) {
+          const std::string key = Row{pass, causal, 0, 0, {}}.key();
+          const PeerResult r = peer_result(peers, peer, key);
+          if (r.ms > 0) std::printf("%s %s %.4f ms\n", peer, key.c_str(), r.ms);
+          else std::printf("%s %s: %s\n", peer, key.c_str(), r.error.c_str());
+        }
+    return 0;
+  }
   if (!cuda_device_present()) {
     std::printf("no CUDA device: skipping the benchmark\n");
     return kSkipExitCode;
@@ -205,20 +312,38 @@ int main(int argc, char** argv) {
       RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
     });
     const double flops = forward_flops(o, causal);
-    rows.push_back({"forward", causal, fwd_ms, flops / (fwd_ms * 1e9), 0});
-    rows.push_back({"backward", causal, bwd_ms, 2.5 * flops / (bwd_ms * 1e9), 0});
+    rows.push_back({"forward", causal, fwd_ms, flops / (fwd_ms * 1e9), {}});
+    rows.push_back({"backward", causal, bwd_ms, 2.5 * flops / (bwd_ms * 1e9), {}});
+    if (o.deterministic) {
+      bp.deterministic = 1;
+      const double det_ms = median_ms(o, [&] {
+        RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
+        RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
+      });
+      bp.deterministic = 0;
+      rows.push_back({"bwd-det", causal, det_ms, 2.5 * flops / (det_ms * 1e9), {}});
+    }
   }
 
-  const std::map<std::string, double> peer = run_torch_peer(o);
-  std::printf("%-9s %-7s %10s %9s %12s %8s\n", "pass", "mask", "ms", "TFLOP/s", "torch ms", "ratio");
+  const PeerResults peers = run_sdpa_peers(o);
+  std::printf("%-9s %-7s %9s %8s | %9s %6s | %9s %6s\n", "pass", "mask", "rfa ms", "TFLOP/s", "flash ms", "ratio",
+              "cudnn ms", "ratio");
+  std::vector<std::string> reasons;
   for (Row& r : rows) {
-    const std::string key = r.pass.substr(0, 3) + (r.causal ? "_causal" : "_full");
-    const auto it = peer.find(key);
-    r.torch_ms = it == peer.end() ? 0 : it->second;
-    std::printf("%-9s %-7s %10.3f %9.1f", r.pass.c_str(), r.causal ? "causal" : "full", r.ms, r.tflops);
-    if (r.torch_ms > 0) std::printf(" %12.3f %8.2f\n", r.torch_ms, r.torch_ms / r.ms);
-    else std::printf(" %12s %8s\n", "-", "-");
+    std::printf("%-9s %-7s %9.3f %8.1f", r.pass.c_str(), r.causal ? "causal" : "full", r.ms, r.tflops);
+    for (int i = 0; i < 2; ++i) {
+      r.peers[i] = peer_result(peers, kPeers[i], r.key());
+      if (r.peers[i].ms > 0) {
+        std::printf(" | %9.3f %6.2f", r.peers[i].ms, r.peers[i].ms / r.ms);
+      } else {
+        std::printf(" | %9s %6s", "-", "-");
+        reasons.push_back(std::string(kPeers[i]) + " " + r.key() + ": " + r.peers[i].error);
+      }
+    }
+    std::printf("\n");
   }
+  for (const std::string& why : reasons) std::printf("  no peer figure for %s\n", why.c_str());
+  std::printf("ratio = peer ms / rfa ms (> 1: rfa is faster)\n");
 
   if (!o.json.empty()) {
     FILE* j = std::fopen(o.json.c_str(), "w");
@@ -226,15 +351,24 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "cannot write %s\n", o.json.c_str());
       return 1;
     }
-    std::fprintf(j, "{\n  \"device\": \"%s\",\n  \"dtype\": \"%s\",\n  \"batch\": %d, \"heads\": %d, "
+    std::fprintf(j, "{\n  \"device\": %s,\n  \"dtype\": \"%s\",\n  \"batch\": %d, \"heads\": %d, "
                     "\"kv_heads\": %d, \"seq\": %d, \"head_dim\": %d,\n  \"results\": [\n",
-                 prop.name, o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.batch, o.heads, o.kv_heads, o.seq, o.dim);
+                 json_string(prop.name).c_str(), o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.batch, o.heads,
+                 o.kv_heads, o.seq, o.dim);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
-      std::fprintf(j, "    {\"pass\": \"%s\", \"causal\": %s, \"ms\": %.4f, \"tflops\": %.2f", r.pass.c_str(),
-                   r.causal ? "true" : "false", r.ms, r.tflops);
-      if (r.torch_ms > 0) std::fprintf(j, ", \"torch_ms\": %.4f, \"speedup_vs_torch\": %.3f", r.torch_ms, r.torch_ms / r.ms);
-      std::fprintf(j, "}%s\n", i + 1 < rows.size() ? "," : "");
+      std::fprintf(j, "    {\"pass\": \"%s\", \"causal\": %s, \"ms\": %.4f, \"tflops\": %.2f, \"peers\": {",
+                   r.pass.c_str(), r.causal ? "true" : "false", r.ms, r.tflops);
+      for (int p = 0; p < 2; ++p) {
+        const PeerResult& pr = r.peers[p];
+        const double work = r.tflops * r.ms;  // TFLOP/s x ms: the same work for the peer
+        if (pr.ms > 0)
+          std::fprintf(j, "%s\"sdpa_%s\": {\"ms\": %.4f, \"tflops\": %.2f, \"speedup\": %.3f}", p ? ", " : "",
+                       kPeers[p], pr.ms, work / pr.ms, pr.ms / r.ms);
+        else
+          std::fprintf(j, "%s\"sdpa_%s\": {\"error\": %s}", p ? ", " : "", kPeers[p], json_string(pr.error).c_str());
+      }
+      std::fprintf(j, "}}%s\n", i + 1 < rows.size() ? "," : "");
     }
     std::fprintf(j, "  ]\n}\n");
     std::fclose(j);

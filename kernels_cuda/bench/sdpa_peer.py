@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""PyTorch peer for rfa_cuda_kernel_bench: times scaled_dot_product_attention with the flash
-backend on the benchmark's shapes and prints one "key milliseconds" line per measurement
-(fwd_full, fwd_causal, bwd_full, bwd_causal). Median of --iters runs after --warmup, CUDA events.
-The backward time is that of autograd's backward alone (what rfa_cuda's backward replaces)."""
+"""PyTorch peers for rfa_cuda_kernel_bench: times torch.nn.functional.scaled_dot_product_attention
+with each requested backend (FlashAttention-2 "flash", NVIDIA "cudnn") on the benchmark's shape
+and prints one line per measurement:
+
+    <peer> <pass>_<mask> <milliseconds>        e.g.  flash fwd_causal 1.234
+    <peer> <pass>_<mask> error <reason>         when that backend cannot run this shape
+
+so the benchmark can always say why a peer is missing. Median of --iters runs after --warmup,
+CUDA events. The backward time is that of autograd's backward alone (what rfa_cuda's backward
+replaces)."""
 import argparse
 import statistics
+import sys
 
-import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
+PEERS = ("flash", "cudnn")
 
 
-def median_ms(fn, warmup, iters):
+def median_ms(torch, fn, warmup, iters):
     for _ in range(warmup):
         fn()
     times = []
@@ -26,39 +31,79 @@ def median_ms(fn, warmup, iters):
     return statistics.median(times)
 
 
+def one_line(exc):
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:300]}"
+
+
+def measure_peer(torch, name, backend, tensors, extra, a):
+    import torch.nn.functional as F
+    from torch.nn.attention import sdpa_kernel
+
+    q, k, v = tensors
+    for causal in (False, True):
+        tag = "causal" if causal else "full"
+        for pass_name in ("fwd", "bwd"):
+            key = f"{pass_name}_{tag}"
+            try:
+                # A fresh context per measurement: the backend choice must hold for this call.
+                with sdpa_kernel(backend):
+                    if pass_name == "fwd":
+                        def run():
+                            with torch.no_grad():
+                                F.scaled_dot_product_attention(q, k, v, is_causal=causal, **extra)
+                    else:
+                        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, **extra)
+                        grad = torch.randn_like(out)
+
+                        def run():
+                            torch.autograd.grad(out, (q, k, v), grad, retain_graph=True)
+                    ms = median_ms(torch, run, a.warmup, a.iters)
+                print(f"{name} {key} {ms:.6f}", flush=True)
+            except Exception as exc:  # report, then try the next measurement
+                print(f"{name} {key} error {one_line(exc)}", flush=True)
+
+
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name, default in [("batch", 2), ("heads", 16), ("kv-heads", 16), ("seq", 8192), ("dim", 128),
                           ("warmup", 5), ("iters", 30)]:
         ap.add_argument("--" + name, type=int, default=default)
     ap.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16")
+    ap.add_argument("--peers", default=",".join(PEERS), help="comma-separated subset of " + ",".join(PEERS))
     a = ap.parse_args()
+    peers = [p for p in a.peers.split(",") if p]
+    try:
+        import torch
+        from torch.nn.attention import SDPBackend
+    except Exception as exc:
+        for p in peers:
+            print(f"{p} all error PyTorch not importable by {sys.executable}: {one_line(exc)}", flush=True)
+        return 0
+    if not torch.cuda.is_available():
+        for p in peers:
+            print(f"{p} all error torch {torch.__version__} sees no CUDA device", flush=True)
+        return 0
+    backends = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": getattr(SDPBackend, "CUDNN_ATTENTION", None)}
     dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float16
     # Same memory layout as rfa_cuda (b, s, h, d), viewed as (b, h, s, d) for SDPA.
     q = torch.randn(a.batch, a.seq, a.heads, a.dim, device="cuda", dtype=dtype).transpose(1, 2)
     k = torch.randn(a.batch, a.seq, a.kv_heads, a.dim, device="cuda", dtype=dtype).transpose(1, 2)
     v = torch.randn(a.batch, a.seq, a.kv_heads, a.dim, device="cuda", dtype=dtype).transpose(1, 2)
-    # enable_gqa exists from PyTorch 2.5 on; pass it only when the shapes need it.
-    extra = {"enable_gqa": True} if a.heads != a.kv_heads else {}
     for t in (q, k, v):
         t.requires_grad_(True)
-    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-        for causal in (False, True):
-            tag = "causal" if causal else "full"
-
-            def forward():
-                with torch.no_grad():
-                    F.scaled_dot_product_attention(q, k, v, is_causal=causal, **extra)
-
-            print(f"fwd_{tag} {median_ms(forward, a.warmup, a.iters):.6f}", flush=True)
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, **extra)
-            grad = torch.randn_like(out)
-
-            def backward():
-                torch.autograd.grad(out, (q, k, v), grad, retain_graph=True)
-
-            print(f"bwd_{tag} {median_ms(backward, a.warmup, a.iters):.6f}", flush=True)
+    # enable_gqa exists from PyTorch 2.5 on; pass it only when the shapes need it.
+    extra = {"enable_gqa": True} if a.heads != a.kv_heads else {}
+    print(f"torch {torch.__version__} cuda {torch.version.cuda} cudnn {torch.backends.cudnn.version()}", flush=True)
+    for p in peers:
+        if p not in backends:
+            print(f"{p} all error unknown peer (known: {', '.join(PEERS)})", flush=True)
+        elif backends[p] is None:
+            print(f"{p} all error torch {torch.__version__} has no such SDPA backend", flush=True)
+        else:
+            measure_peer(torch, p, backends[p], (q, k, v), extra, a)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

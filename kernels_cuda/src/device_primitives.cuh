@@ -87,6 +87,21 @@ __device__ __forceinline__ std::uint32_t pack2<__half>(float lo, float hi) {
   return *reinterpret_cast<const std::uint32_t*>(&v);
 }
 
+// Two adjacent gradient values at base + offset: rounded to T and stored (store), or added to
+// the fp32 values there (the caller must be their only writer, so no atomics are needed).
+template <typename T>
+__device__ __forceinline__ void store_or_add_pair(void* base, std::int64_t offset, float v0, float v1, bool store) {
+  if (store) {
+    *reinterpret_cast<std::uint32_t*>(static_cast<T*>(base) + offset) = pack2<T>(v0, v1);
+  } else {
+    float2* p = reinterpret_cast<float2*>(static_cast<float*>(base) + offset);
+    float2 sum = *p;
+    sum.x += v0;
+    sum.y += v1;
+    *p = sum;
+  }
+}
+
 // The fp32 accumulators of two adjacent 16x8 tiles (columns 0-7 and 8-15) hold exactly the
 // elements of one 16x16 A fragment; rounding them gives the next mma's A operand without
 // a trip through shared memory.

@@ -192,7 +192,7 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
 }
 
 std::size_t backward_workspace_bytes(const rfa_cuda_backward_params& p) {
-  if (p.grad_mode != RFA_CUDA_GRAD_STORE) return 0;
+  if (p.grad_mode != RFA_CUDA_GRAD_STORE || p.deterministic != 0) return 0;
   const rfa_cuda_attention_shape& s = p.shape;
   if (s.batch < 1 || s.seq_q < 1 || s.heads < 1 || s.head_dim < 1) return 0;
   return static_cast<std::size_t>(s.batch * s.seq_q * s.heads * s.head_dim) * sizeof(float);
@@ -214,7 +214,8 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   const bool store = p->grad_mode == RFA_CUDA_GRAD_STORE;
   if (!store && p->grad_mode != RFA_CUDA_GRAD_ACCUMULATE_FP32)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "unknown grad_mode %d", static_cast<int>(p->grad_mode));
-  if (store && (p->workspace == nullptr || !aligned16(p->workspace)))
+  const bool deterministic = p->deterministic != 0;
+  if (store && !deterministic && (p->workspace == nullptr || !aligned16(p->workspace)))
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
                 "grad_mode STORE needs a 16-byte aligned workspace of rfa_cuda_backward_workspace_size() bytes");
   RFA_CUDA_TRY(check_device());
@@ -229,10 +230,28 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   a.delta = p->delta;
   a.store_dkdv = store;
   const StridedTensor dq = resolve(p->dq, p->dq_strides, s.seq_q, s.heads, s.head_dim);
+  const ElementType type = element_type(s.dtype);
+  if (deterministic) {
+    // dK/dV from the key-tile kernel, dQ from the query-tile kernel: each output element has
+    // one writer and sums its terms in a fixed order.
+    a.atomic_dq = false;
+    RFA_CUDA_TRY(from_cuda(launch_flash_backward(a, type, stream), "flash backward launch"));
+    DqArgs d{};
+    d.dims = a.dims;
+    d.q = a.q;
+    d.k = a.k;
+    d.v = a.v;
+    d.dout = a.dout;
+    d.lse = a.lse;
+    d.delta = a.delta;
+    d.dq = dq;
+    d.store_dq = store;
+    return from_cuda(launch_flash_backward_dq(d, type, stream), "flash backward dq launch");
+  }
   // dQ is summed over key tiles by atomics, so it always accumulates in fp32: directly in the
   // caller's buffer, or in the zeroed workspace that is then converted into dq.
+  a.atomic_dq = true;
   a.dq_accum = store ? resolve(p->workspace, rfa_cuda_strides{0, 0, 0}, s.seq_q, s.heads, s.head_dim) : dq;
-  const ElementType type = element_type(s.dtype);
   if (store)
     RFA_CUDA_TRY(from_cuda(cudaMemsetAsync(p->workspace, 0, backward_workspace_bytes(*p), stream),
                            "zeroing the dq workspace"));

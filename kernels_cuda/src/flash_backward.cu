@@ -7,6 +7,8 @@
 // Warp w owns keys 16w..16w+15 and computes S^T = K Q^T and dP^T = V dO^T directly in that
 // orientation, so P^T and dS^T are already A fragments for dV += P^T dO and dK += dS^T Q.
 // dS^T goes through shared memory once for dQ += dS K, where warps split queries instead.
+// In the deterministic mode (kAtomicDq false) this kernel computes dK and dV only and
+// flash_backward_dq.cu computes dQ.
 #include <cmath>
 #include <cstdint>
 
@@ -43,7 +45,9 @@ struct BackwardConfig {
 
 constexpr float kLog2e = 1.44269504088896340736f;
 
-template <typename T, int kHeadDim>
+// kAtomicDq false (the deterministic mode): dK and dV only; a compile-time switch, because a
+// run-time branch around the dQ block makes the d = 128 kernel spill.
+template <typename T, int kHeadDim, bool kAtomicDq>
 __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads)
     flash_backward_kernel(const BackwardArgs args) {
   using Config = BackwardConfig<kHeadDim>;
@@ -204,56 +208,58 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads)
     }
 
     // dS^T to shared memory for dQ, rounded to the input type like the other mma operands.
+    if constexpr (kAtomicDq) {
 #pragma unroll
-    for (int nb = 0; nb < kBlockM / 8; ++nb) {
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int key = warp * 16 + group + half * 8, query = nb * 8 + quad * 2;
-        *reinterpret_cast<std::uint32_t*>(ds_s + swizzled<kBlockM>(key, query)) =
-            pack2<T>(dpt[nb][2 * half], dpt[nb][2 * half + 1]);
-      }
-    }
-    __syncthreads();
-
-    // dQ += scale * dS K for 16 queries x kDimChunk columns at a time, added with atomics
-    // (other CTAs add other key tiles' contributions to the same rows).
-    {
-      const int query_group = warp % Config::kQueryGroups;
-      const int dim_first = (warp / Config::kQueryGroups) * Config::kDimPerWarp;
-#pragma unroll
-      for (int chunk = 0; chunk < Config::kDimPerWarp / Config::kDimChunk; ++chunk) {
-        float dq[Config::kDimChunk / 8][4];
-#pragma unroll
-        for (int i = 0; i < Config::kDimChunk / 8; ++i) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < kBlockN / 16; ++kk) {
-          std::uint32_t af[4];
-          // dS^T is stored [key][query]: the transposing load yields dS's A fragment.
-          const int key = kk * 16 + (lane / 16) * 8 + lane % 8;
-          const int query = query_group * 16 + ((lane / 8) % 2) * 8;
-          ldmatrix_x4_trans(af, shared_address(ds_s + swizzled<kBlockM>(key, query)));
-#pragma unroll
-          for (int db = 0; db < Config::kDimChunk / 16; ++db) {
-            std::uint32_t kf[4];
-            const int krow = kk * 16 + ((lane / 8) % 2) * 8 + lane % 8;
-            const int kcol = dim_first + chunk * Config::kDimChunk + db * 16 + (lane / 16) * 8;
-            ldmatrix_x4_trans(kf, shared_address(k_s + swizzled<D>(krow, kcol)));
-            mma_16816<T>(dq[2 * db], af, kf[0], kf[1]);
-            mma_16816<T>(dq[2 * db + 1], af, kf[2], kf[3]);
-          }
-        }
+      for (int nb = 0; nb < kBlockM / 8; ++nb) {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
-          const int row = q_first + query_group * 16 + group + half * 8;
-          if (row >= dims.seq_q) continue;
-          float* dst = static_cast<float*>(args.dq_accum.data) + b * args.dq_accum.batch +
-                       row * args.dq_accum.seq + head * args.dq_accum.head + dim_first +
-                       chunk * Config::kDimChunk;
+          const int key = warp * 16 + group + half * 8, query = nb * 8 + quad * 2;
+          *reinterpret_cast<std::uint32_t*>(ds_s + swizzled<kBlockM>(key, query)) =
+              pack2<T>(dpt[nb][2 * half], dpt[nb][2 * half + 1]);
+        }
+      }
+      __syncthreads();
+
+      // dQ += scale * dS K for 16 queries x kDimChunk columns at a time, added with atomics
+      // (other CTAs add other key tiles' contributions to the same rows).
+      {
+        const int query_group = warp % Config::kQueryGroups;
+        const int dim_first = (warp / Config::kQueryGroups) * Config::kDimPerWarp;
 #pragma unroll
-          for (int nb = 0; nb < Config::kDimChunk / 8; ++nb) {
-            const int col = nb * 8 + quad * 2;
-            atomicAdd(dst + col, dims.scale * dq[nb][2 * half]);
-            atomicAdd(dst + col + 1, dims.scale * dq[nb][2 * half + 1]);
+        for (int chunk = 0; chunk < Config::kDimPerWarp / Config::kDimChunk; ++chunk) {
+          float dq[Config::kDimChunk / 8][4];
+#pragma unroll
+          for (int i = 0; i < Config::kDimChunk / 8; ++i) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.f;
+#pragma unroll
+          for (int kk = 0; kk < kBlockN / 16; ++kk) {
+            std::uint32_t af[4];
+            // dS^T is stored [key][query]: the transposing load yields dS's A fragment.
+            const int key = kk * 16 + (lane / 16) * 8 + lane % 8;
+            const int query = query_group * 16 + ((lane / 8) % 2) * 8;
+            ldmatrix_x4_trans(af, shared_address(ds_s + swizzled<kBlockM>(key, query)));
+#pragma unroll
+            for (int db = 0; db < Config::kDimChunk / 16; ++db) {
+              std::uint32_t kf[4];
+              const int krow = kk * 16 + ((lane / 8) % 2) * 8 + lane % 8;
+              const int kcol = dim_first + chunk * Config::kDimChunk + db * 16 + (lane / 16) * 8;
+              ldmatrix_x4_trans(kf, shared_address(k_s + swizzled<D>(krow, kcol)));
+              mma_16816<T>(dq[2 * db], af, kf[0], kf[1]);
+              mma_16816<T>(dq[2 * db + 1], af, kf[2], kf[3]);
+            }
+          }
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const int row = q_first + query_group * 16 + group + half * 8;
+            if (row >= dims.seq_q) continue;
+            float* dst = static_cast<float*>(args.dq_accum.data) + b * args.dq_accum.batch +
+                         row * args.dq_accum.seq + head * args.dq_accum.head + dim_first +
+                         chunk * Config::kDimChunk;
+#pragma unroll
+            for (int nb = 0; nb < Config::kDimChunk / 8; ++nb) {
+              const int col = nb * 8 + quad * 2;
+              atomicAdd(dst + col, dims.scale * dq[nb][2 * half]);
+              atomicAdd(dst + col + 1, dims.scale * dq[nb][2 * half + 1]);
+            }
           }
         }
       }
@@ -278,21 +284,9 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads)
       const int col = db * 8 + quad * 2;
       const float dk0 = dims.scale * dk[db][2 * half], dk1 = dims.scale * dk[db][2 * half + 1];
       const float dv0 = dv[db][2 * half], dv1 = dv[db][2 * half + 1];
-      if (args.store_dkdv) {
-        *reinterpret_cast<std::uint32_t*>(static_cast<T*>(args.dk.data) + dk_at + col) = pack2<T>(dk0, dk1);
-        *reinterpret_cast<std::uint32_t*>(static_cast<T*>(args.dv.data) + dv_at + col) = pack2<T>(dv0, dv1);
-      } else {
-        // Each key row belongs to exactly one CTA: a plain read-modify-write is race free.
-        float2* dk_p = reinterpret_cast<float2*>(static_cast<float*>(args.dk.data) + dk_at + col);
-        float2* dv_p = reinterpret_cast<float2*>(static_cast<float*>(args.dv.data) + dv_at + col);
-        float2 a = *dk_p, c = *dv_p;
-        a.x += dk0;
-        a.y += dk1;
-        c.x += dv0;
-        c.y += dv1;
-        *dk_p = a;
-        *dv_p = c;
-      }
+      // Each key row belongs to exactly one CTA: no atomics in the accumulate mode.
+      store_or_add_pair<T>(args.dk.data, dk_at + col, dk0, dk1, args.store_dkdv);
+      store_or_add_pair<T>(args.dv.data, dv_at + col, dv0, dv1, args.store_dkdv);
     }
   }
 }
@@ -305,8 +299,11 @@ cudaError_t launch_flash_backward(const BackwardArgs& args, ElementType dtype, c
     constexpr int D = decltype(head_dim)::value;
     using Config = BackwardConfig<D>;
     const std::int64_t tiles = (args.dims.seq_k + Config::kBlockN - 1) / Config::kBlockN;
-    return launch_tiles(flash_backward_kernel<T, D>, args, tiles * args.dims.batch * args.dims.kv_heads,
-                        Config::kThreads, Config::kSmemBytes, stream);
+    const std::int64_t blocks = tiles * args.dims.batch * args.dims.kv_heads;
+    return args.atomic_dq
+               ? launch_tiles(flash_backward_kernel<T, D, true>, args, blocks, Config::kThreads, Config::kSmemBytes, stream)
+               : launch_tiles(flash_backward_kernel<T, D, false>, args, blocks, Config::kThreads, Config::kSmemBytes,
+                              stream);
   });
 }
 

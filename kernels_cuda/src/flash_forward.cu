@@ -2,15 +2,12 @@
 // streams the key/value tiles through shared memory (cp.async, two stages) and keeps the
 // output accumulator and the online-softmax state of its rows in registers.
 //
-// Each of the 8 warps owns 16 query rows. Fragment layout of mma m16n8k16 (g = lane/4,
-// t = lane%4): an accumulator tile holds rows g and g+8, columns 2t and 2t+1.
+// Each of the 8 warps owns 16 query rows (fragment layout: query_tile_kernel.cuh).
 #include <cmath>
 #include <cstdint>
 
-#include "attention_mask.cuh"
-#include "device_primitives.cuh"
-#include "kernel_args.hpp"
 #include "launch_dispatch.cuh"
+#include "query_tile_kernel.cuh"
 
 namespace rfa_cuda {
 namespace detail {
@@ -42,42 +39,15 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads)
 
   const AttentionDims& dims = args.dims;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int group = lane / 4, quad = lane % 4;
+  const QueryTile<kBlockM, kBlockN> tile(dims);
+  const T* k = tile.template key_rows<T>(args.k);
+  const T* v = tile.template key_rows<T>(args.v);
 
-  const int num_q_tiles = (dims.seq_q + kBlockM - 1) / kBlockM;
-  const int num_k_tiles = (dims.seq_k + kBlockN - 1) / kBlockN;
-  const int heads_total = dims.batch * dims.heads;
-  const int bh = static_cast<int>(blockIdx.x % heads_total);
-  // Last query tiles first: under a causal mask they have the most keys to visit.
-  const int q_tile_index = num_q_tiles - 1 - static_cast<int>(blockIdx.x / heads_total);
-  const int b = bh / dims.heads, h = bh % dims.heads;
-  const int kv_head = h / (dims.heads / dims.kv_heads);
-  const int q_first = q_tile_index * kBlockM;
-
-  const T* q = static_cast<const T*>(args.q.data) + b * args.q.batch + h * args.q.head +
-               q_first * args.q.seq;
-  const T* k = static_cast<const T*>(args.k.data) + b * args.k.batch + kv_head * args.k.head;
-  const T* v = static_cast<const T*>(args.v.data) + b * args.v.batch + kv_head * args.v.head;
-
-  auto kind_of = [&](int k_tile) {
-    return classify_tile(dims.causal, dims.q_positions, dims.k_positions, q_first, kBlockM,
-                         dims.seq_q, k_tile * kBlockN, kBlockN, dims.seq_k);
-  };
-  auto next_visible = [&](int k_tile) {
-    while (k_tile < num_k_tiles && kind_of(k_tile) == TileKind::kSkip) ++k_tile;
-    return k_tile;
-  };
-  auto load_kv = [&](int k_tile, int stage) {
-    const int first = k_tile * kBlockN;
-    load_tile_async<kBlockN, D, kThreads>(k_tiles + stage * kBlockN * D, k + first * args.k.seq,
-                                          args.k.seq, dims.seq_k - first);
-    load_tile_async<kBlockN, D, kThreads>(v_tiles + stage * kBlockN * D, v + first * args.v.seq,
-                                          args.v.seq, dims.seq_k - first);
-  };
-
-  load_tile_async<kBlockM, D, kThreads>(q_tile, q, args.q.seq, dims.seq_q - q_first);
-  int k_tile = next_visible(0);
-  if (k_tile < num_k_tiles) load_kv(k_tile, 0);
+  load_tile_async<kBlockM, D, kThreads>(q_tile, tile.template query_rows<T>(args.q), args.q.seq,
+                                        dims.seq_q - tile.q_first);
+  int k_tile = tile.next_visible(dims, 0);
+  if (k_tile < tile.num_k_tiles)
+    load_key_value_tiles<kBlockN, D, kThreads>(k_tiles, v_tiles, k, v, args.k, args.v, dims.seq_k, k_tile, 0);
   cp_async_commit();
 
   float acc[D / 8][4];
@@ -100,11 +70,12 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads)
   }
 
   int stage = 0;
-  while (k_tile < num_k_tiles) {
+  while (k_tile < tile.num_k_tiles) {
     // The other stage was last read in the previous iteration, which every warp has left
     // (barrier at the end of the loop), so it can be refilled while this tile computes.
-    const int next = next_visible(k_tile + 1);
-    if (next < num_k_tiles) load_kv(next, stage ^ 1);
+    const int next = tile.next_visible(dims, k_tile + 1);
+    if (next < tile.num_k_tiles)
+      load_key_value_tiles<kBlockN, D, kThreads>(k_tiles, v_tiles, k, v, args.k, args.v, dims.seq_k, next, stage ^ 1);
     cp_async_commit();
 
     const T* k_s = k_tiles + stage * kBlockN * D;
@@ -112,28 +83,15 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads)
 
     // S = Q K^T for 16 rows x kBlockN keys.
     float s[kBlockN / 8][4];
-#pragma unroll
-    for (int i = 0; i < kBlockN / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-#pragma unroll
-      for (int nb = 0; nb < kBlockN / 16; ++nb) {
-        std::uint32_t kf[4];
-        const int key = nb * 16 + (lane / 16) * 8 + lane % 8;
-        const int col = kk * 16 + ((lane / 8) % 2) * 8;
-        ldmatrix_x4(kf, shared_address(k_s + swizzled<D>(key, col)));
-        mma_16816<T>(s[2 * nb], q_frag[kk], kf[0], kf[1]);
-        mma_16816<T>(s[2 * nb + 1], q_frag[kk], kf[2], kf[3]);
-      }
-    }
+    rows_times_tile_transposed<T, D, kBlockN>(s, q_frag, k_s, lane);
 
-    if (kind_of(k_tile) == TileKind::kPartial) {
+    if (tile.kind_of(dims, k_tile) == TileKind::kPartial) {
 #pragma unroll
       for (int nb = 0; nb < kBlockN / 8; ++nb) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int row = q_first + warp * 16 + group + (e / 2) * 8;
-          const int col = k_tile * kBlockN + nb * 8 + quad * 2 + (e % 2);
+          const int row = tile.row_of(warp, lane, e);
+          const int col = k_tile * kBlockN + nb * 8 + (lane % 4) * 2 + (e % 2);
           if (!visible(dims.causal, dims.q_positions, dims.k_positions, row, dims.seq_q, col,
                        dims.seq_k))
             s[nb][e] = -INFINITY;
@@ -175,20 +133,7 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads)
 
     // O += P V: the S accumulators of two adjacent 8-key blocks are exactly the A fragment
     // of one 16-key step, so P never leaves registers.
-#pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      std::uint32_t p_frag[4];
-      accumulators_to_a_fragment<T>(s[2 * kk], s[2 * kk + 1], p_frag);
-#pragma unroll
-      for (int db = 0; db < D / 16; ++db) {
-        std::uint32_t vf[4];
-        const int key = kk * 16 + ((lane / 8) % 2) * 8 + lane % 8;
-        const int col = db * 16 + (lane / 16) * 8;
-        ldmatrix_x4_trans(vf, shared_address(v_s + swizzled<D>(key, col)));
-        mma_16816<T>(acc[2 * db], p_frag, vf[0], vf[1]);
-        mma_16816<T>(acc[2 * db + 1], p_frag, vf[2], vf[3]);
-      }
-    }
+    accumulate_weights_times_tile<T, D, kBlockN>(acc, s, v_s, lane);
 
     k_tile = next;
     stage ^= 1;
@@ -202,17 +147,17 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads)
     float sum = row_sum[half];
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const int row = q_first + warp * 16 + group + half * 8;
+    const int row = tile.row_of(warp, lane, 2 * half);
     if (row >= dims.seq_q) continue;
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    if (quad == 0) {
-      args.lse[(static_cast<std::int64_t>(b) * dims.heads + h) * dims.seq_q + row] =
+    if (lane % 4 == 0) {
+      args.lse[(static_cast<std::int64_t>(tile.b) * dims.heads + tile.h) * dims.seq_q + row] =
           sum > 0.f ? row_max[half] * kLn2 + logf(sum) : -INFINITY;
     }
-    const std::int64_t offset = b * args.out.batch + row * args.out.seq + h * args.out.head;
+    const std::int64_t offset = tile.b * args.out.batch + row * args.out.seq + tile.h * args.out.head;
 #pragma unroll
     for (int db = 0; db < D / 8; ++db) {
-      const int col = db * 8 + quad * 2;
+      const int col = db * 8 + (lane % 4) * 2;
       const float v0 = acc[db][2 * half] * inv, v1 = acc[db][2 * half + 1] * inv;
       if (args.out_fp32) {
         *reinterpret_cast<float2*>(static_cast<float*>(args.out.data) + offset + col) =

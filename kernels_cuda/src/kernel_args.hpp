@@ -36,9 +36,20 @@ struct BackwardArgs {
   StridedTensor q, k, v, dout;
   const float* lse;
   const float* delta;
-  StridedTensor dq_accum;  // fp32, always accumulated with atomics
+  StridedTensor dq_accum;  // fp32, accumulated with atomics (when atomic_dq)
   StridedTensor dk, dv;    // fp32 (+=) or the input dtype (overwritten)
   bool store_dkdv;
+  bool atomic_dq;  // false: the kernel leaves dQ to flash_backward_dq (deterministic mode)
+};
+
+// The deterministic mode's separate dQ pass (one writer per dQ row, no atomics).
+struct DqArgs {
+  AttentionDims dims;
+  StridedTensor q, k, v, dout;
+  const float* lse;
+  const float* delta;
+  StridedTensor dq;  // fp32 (+=) or the input dtype (overwritten)
+  bool store_dq;
 };
 
 enum class ElementType { kBf16, kFp16, kFp32 };
@@ -46,6 +57,7 @@ enum class ElementType { kBf16, kFp16, kFp32 };
 // Launchers; each returns the launch status (cudaGetLastError after the launch).
 cudaError_t launch_flash_forward(const ForwardArgs& args, ElementType dtype, cudaStream_t stream);
 cudaError_t launch_flash_backward(const BackwardArgs& args, ElementType dtype, cudaStream_t stream);
+cudaError_t launch_flash_backward_dq(const DqArgs& args, ElementType dtype, cudaStream_t stream);
 
 struct RowwiseShape {
   int batch, seq, heads, head_dim;

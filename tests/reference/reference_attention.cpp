@@ -32,7 +32,7 @@ void probabilities(const Problem& p, const std::vector<double>& q, const std::ve
         const double* kj = &k[((b * p.seq_k + j) * p.kv_heads + hk) * D];
         s = 0.0;
         for (std::int64_t d = 0; d < D; ++d) s += qi[d] * kj[d];
-        s *= scale;
+        s = p.rounded(s * scale);
       }
       P[i * p.seq_k + j] = s;
       if (s > m) m = s;
@@ -44,7 +44,7 @@ void probabilities(const Problem& p, const std::vector<double>& q, const std::ve
     double sum = 0.0;
     for (std::int64_t j = 0; j < p.seq_k; ++j) sum += std::exp(P[i * p.seq_k + j] - m);
     lse[i] = m + std::log(sum);
-    for (std::int64_t j = 0; j < p.seq_k; ++j) P[i * p.seq_k + j] = std::exp(P[i * p.seq_k + j] - lse[i]);
+    for (std::int64_t j = 0; j < p.seq_k; ++j) P[i * p.seq_k + j] = p.rounded(std::exp(P[i * p.seq_k + j] - lse[i]));
   }
 }
 
@@ -72,6 +72,7 @@ void forward(const Problem& p, const std::vector<double>& q, const std::vector<d
       }
     }
   }
+  for (double& o : out) o = p.rounded(o);
 }
 
 void backward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
@@ -96,6 +97,7 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
           const double* vj = &v[((b * p.seq_k + j) * p.kv_heads + hk) * D];
           double s = 0.0;
           for (std::int64_t d = 0; d < D; ++d) s += doi[d] * vj[d];
+          s = p.rounded(s);
           dP[i * p.seq_k + j] = s;
           Di += P[i * p.seq_k + j] * s;
         }
@@ -104,7 +106,7 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
         for (std::int64_t j = 0; j < p.seq_k; ++j) {
           const double pij = P[i * p.seq_k + j];
           if (pij == 0.0) continue;
-          const double dS = pij * (dP[i * p.seq_k + j] - Di);
+          const double dS = p.rounded(pij * (dP[i * p.seq_k + j] - Di));
           const std::int64_t kv_off = ((b * p.seq_k + j) * p.kv_heads + hk) * D;
           for (std::int64_t d = 0; d < D; ++d) {
             dv[kv_off + d] += pij * doi[d];
@@ -115,6 +117,8 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
       }
     }
   }
+  for (std::vector<double>* grad : {&dq, &dk, &dv})
+    for (double& g : *grad) g = p.rounded(g);
 }
 
 }  // namespace reference

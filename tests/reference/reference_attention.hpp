@@ -15,11 +15,18 @@ struct Problem {
   bool causal = false;  ///< key visible iff k_pos <= q_pos
   std::vector<std::int64_t> q_pos;  ///< global position of each query row (empty: 0..seq_q-1)
   std::vector<std::int64_t> k_pos;  ///< global position of each key row (empty: 0..seq_k-1)
+  /// nullptr: exact float64. Otherwise the rounding of a plain low-precision implementation
+  /// (16-bit matrix products, each result rounded to the storage type): scaled scores,
+  /// probabilities, dP, dS and the outputs go through it. Tests of 16-bit kernels bound the
+  /// kernel's error against float64 by a multiple of this implementation's error, which is
+  /// meaningful where the exact result is 0 and a relative error is not.
+  double (*round)(double) = nullptr;
 
   double effective_scale() const;
   std::int64_t q_size() const { return batch * seq_q * heads * head_dim; }
   std::int64_t kv_size() const { return batch * seq_k * kv_heads * head_dim; }
   std::int64_t lse_size() const { return batch * heads * seq_q; }
+  double rounded(double x) const { return round ? round(x) : x; }
 };
 
 void forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,

@@ -99,9 +99,15 @@ typedef struct rfa_cuda_backward_params {
   void* dq; rfa_cuda_strides dq_strides;
   void* dk; rfa_cuda_strides dk_strides;
   void* dv; rfa_cuda_strides dv_strides;
-  /* RFA_CUDA_GRAD_STORE only: device scratch of rfa_cuda_backward_workspace_size() bytes,
-   * 16-byte aligned; it holds the fp32 dQ accumulator. Unused (may be NULL) otherwise. */
+  /* RFA_CUDA_GRAD_STORE without `deterministic` only: device scratch of
+   * rfa_cuda_backward_workspace_size() bytes, 16-byte aligned; it holds the fp32 dQ
+   * accumulator. Unused (may be NULL) otherwise. */
   void* workspace;
+  /* Nonzero: dq, dk and dv are bitwise identical from run to run. dQ is then computed by a
+   * second kernel in which each query row has one writer (no atomics), at the cost of
+   * recomputing QK^T and dO V^T once more; no workspace is needed. 0 (default): dQ is summed
+   * over key tiles with fp32 atomics, whose order varies. */
+  int deterministic;
 } rfa_cuda_backward_params;
 
 /* D = rowsum(dout * out) in fp32, one value per (batch, head, query). */
@@ -132,7 +138,7 @@ void rfa_cuda_backward_params_init(rfa_cuda_backward_params* p);
 
 rfa_cuda_status rfa_cuda_flash_forward(const rfa_cuda_forward_params* p, cudaStream_t stream);
 
-/* Bytes of workspace the backward needs (0 in accumulate mode). */
+/* Bytes of workspace the backward needs (0 in accumulate mode and in the deterministic mode). */
 size_t rfa_cuda_backward_workspace_size(const rfa_cuda_backward_params* p);
 rfa_cuda_status rfa_cuda_flash_backward(const rfa_cuda_backward_params* p, cudaStream_t stream);
 
