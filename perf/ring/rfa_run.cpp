@@ -240,7 +240,15 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (world_rank == 0 && !note.empty()) std::printf("note: %s\n", note.c_str());
-    const auto order = rfa::topology::choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT);
+    rfa::topology::RingOrder order;
+    try {
+      order = rfa::topology::choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT);
+    } catch (const rfa::Error& e) {
+      // choose_ring_order agrees on its errors (a bad RFA_RING_ORDER, an unreadable order
+      // file): every rank throws the same message, so rank 0 speaks for all.
+      if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
+      return 2;
+    }
     auto ring = rfa::comm::make_mpi_communicator(MPI_COMM_WORLD, order.position);
     return rfa::dispatch_dtype(opts.dtype, [&](auto tag) {
       return rfa::perf::run<decltype(tag)>(*ring, opts, rfa::topology::policy_name(order.policy_used));
