@@ -3,8 +3,8 @@
 #   run  [flags]  runs the main job (rfa_run) under mpiexec, one rank per core; flags go to rfa_run
 #   test [args]   builds the docs and runs the whole test suite through ctest; args go to ctest
 # Both are idempotent: a second run installs nothing and rebuilds only what changed.
-# Environment: RFA_BUILD_DIR (default ./build), RFA_RANKS (default: cores, at least 2), RFA_CMAKE_ARGS (extra
-# configure flags, e.g. "-DRFA_ENABLE_CUDA=OFF"), RFA_JOBS (default: number of cores).
+# Environment: RFA_BUILD_DIR (default ./build), RFA_RANKS (default: one per core, at least 2),
+# RFA_CMAKE_ARGS (extra configure flags, e.g. "-DRFA_ENABLE_CUDA=OFF"), RFA_JOBS (default: cores).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -55,7 +55,8 @@ case "$mode" in
     # One rank per core (at least 2, so there is a ring): more ranks than cores take turns and
     # time each other's work; rfa_run says so when that happens.
     cores=$(nproc)
-    exec mpiexec -np "${RFA_RANKS:-$(( cores > 2 ? cores : 2 ))}" "${mpi_flags[@]}" "$build/perf/ring/rfa_run" "$@"
+    ranks=${RFA_RANKS:-$(( cores > 2 ? cores : 2 ))}
+    exec mpiexec -np "$ranks" "${mpi_flags[@]}" "$build/perf/ring/rfa_run" "$@"
     ;;
   test)
     cmake --build "$build" --target docs
