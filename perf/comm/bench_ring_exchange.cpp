@@ -89,8 +89,8 @@ std::pair<double, double> timed_exchange(comm::Communicator& ring, const std::ve
 int bench(comm::Communicator& ring, const CommOptions& o) {
   const int P = ring.size(), me = ring.rank();
   if (me == 0) {
-    std::printf("rfa_comm_bench: ring exchange over %s, %d ranks, %d repetitions per size\n", ring.backend_name(), P,
-                o.repeat);
+    std::printf("rfa_comm_bench: ring exchange over %s, %d rank%s%s, %d repetition(s) per size\n",
+                ring.backend_name(), P, P == 1 ? "" : "s", P == 1 ? " (sending to itself)" : "", o.repeat);
     std::printf("%12s %10s %10s %10s %12s\n", "bytes", "median us", "min us", "max us", "GB/s (link)");
   }
   std::vector<BenchCase> cases;
