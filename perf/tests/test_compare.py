@@ -1,8 +1,6 @@
 """Tests of perf/compare on synthetic result files: a clear regression is flagged, noise is
 not, a correctness mismatch always is, an unknown machine or case is a new baseline, and too
 few repetitions give no verdict."""
-import importlib.machinery
-import importlib.util
 import io
 import json
 import os
@@ -13,11 +11,9 @@ from contextlib import redirect_stdout
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-_loader = importlib.machinery.SourceFileLoader("rfa_compare", os.path.join(HERE, "..", "compare"))
-_spec = importlib.util.spec_from_loader("rfa_compare", _loader)
-compare = importlib.util.module_from_spec(_spec)
-_loader.exec_module(compare)
+import perf_tool
+
+compare = perf_tool.load("compare")
 
 CONTEXT = {"cpu_model": "Test CPU", "gpu_model": "none", "num_cpus": "2", "ranks": "2", "threads_per_rank": "1",
            "kokkos_backends": "Serial", "suite": "ring"}

@@ -1,17 +1,13 @@
 """Tests of perf/plot on synthetic result files: every figure is drawn from what the files
 hold, strategies other than the ring get their own bars, and an exact zero error does not
 break the logarithmic error figure."""
-import importlib.machinery
-import importlib.util
 import os
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-_loader = importlib.machinery.SourceFileLoader("rfa_plot", os.path.join(HERE, "..", "plot"))
-_spec = importlib.util.spec_from_loader("rfa_plot", _loader)
-plot = importlib.util.module_from_spec(_spec)
-_loader.exec_module(plot)
+import perf_tool
+
+plot = perf_tool.load("plot")
 
 SHAPE = "B=1 S=4096 H=4/4 d=64 causal"
 
