@@ -32,6 +32,13 @@ inline rfa_context_s& context_ref(rfa_context_t context) {
   return *context;
 }
 
+/// The ring engine behind a device context (only the ring runs on devices: validate_options).
+inline engine::RingAttention& device_ring(rfa_context_s& c) {
+  engine::RingAttention* ring = c.engine->ring_engine();
+  if (!ring) fail(RFA_ERROR_INTERNAL, "a device context whose strategy is not the ring");
+  return *ring;
+}
+
 /// Runs the local checks, then agrees over the ring so that no rank enters the ring
 /// exchange while another has returned an error (which would leave it waiting forever).
 template <class Check>

@@ -28,6 +28,8 @@ rfa_options_t default_options() {
   o.heads = defaults.heads;
   o.kv_heads = defaults.kv_heads;
   o.head_dim = defaults.head_dim;
+  o.device = RFA_DEVICE_HOST;
+  o.transport = RFA_TRANSPORT_DEFAULT;
   o.strategy = RFA_STRATEGY_RING;
   o.ulysses_degree = 0;
   return o;
@@ -65,8 +67,21 @@ void validate_options(const rfa_options_t& o, int ranks) {
           "options.dtype is ", dtype, ", not an rfa_dtype_t value");
   require(ring_order >= RFA_RING_ORDER_DEFAULT && ring_order <= RFA_RING_ORDER_FILE, "options.ring_order is ",
           ring_order, ", not an rfa_ring_order_t value");
+  const int device = enum_value(o.device), transport = enum_value(o.transport);
+  require(device == RFA_DEVICE_HOST || device == RFA_DEVICE_CUDA, "options.device is ", device,
+          ", not an rfa_device_t value");
+  require(transport >= RFA_TRANSPORT_DEFAULT && transport <= RFA_TRANSPORT_NCCL, "options.transport is ", transport,
+          ", not an rfa_transport_t value");
+  if (device == RFA_DEVICE_HOST && transport == RFA_TRANSPORT_NCCL) {
+    fail(RFA_ERROR_UNSUPPORTED, "options.transport is RFA_TRANSPORT_NCCL but options.device is RFA_DEVICE_HOST: "
+                                "NCCL moves device memory only; host contexts use MPI");
+  }
   require(strategy >= RFA_STRATEGY_RING && strategy <= RFA_STRATEGY_HYBRID, "options.strategy is ", strategy,
           ", not an rfa_strategy_t value");
+  if (device != RFA_DEVICE_HOST && strategy != RFA_STRATEGY_RING) {
+    fail(RFA_ERROR_UNSUPPORTED, "options.strategy is ", strategy, " but only the ring (RFA_STRATEGY_RING) runs on ",
+         "devices so far; the Ulysses, all-gather and hybrid strategies run on the host (RFA_DEVICE_HOST)");
+  }
   require(std::isfinite(o.softmax_scale) && o.softmax_scale >= 0.0, "options.softmax_scale is ", o.softmax_scale,
           "; it must be finite and >= 0 (0 means 1/sqrt(head_dim))");
   require(o.batch >= 1, "options.batch is ", o.batch, "; it must be >= 1");
@@ -104,6 +119,7 @@ engine::RingConfig ring_config(const rfa_options_t& o) {
   c.heads = o.heads;
   c.kv_heads = o.kv_heads;
   c.head_dim = o.head_dim;
+  c.device = o.device == RFA_DEVICE_CUDA ? engine::Device::cuda : engine::Device::host;
   return c;
 }
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # rfa quick start: installs what is missing (Debian 12), configures, builds, then
-#   run  [flags]  runs the main job (rfa_run) under mpiexec -np ${RFA_RANKS:-4}; flags go to rfa_run
+#   run  [flags]  runs the main job (rfa_run) under mpiexec, one rank per core; flags go to rfa_run
 #   test [args]   builds the docs and runs the whole test suite through ctest; args go to ctest
 # Both are idempotent: a second run installs nothing and rebuilds only what changed.
-# Environment: RFA_BUILD_DIR (default ./build), RFA_RANKS (default 4), RFA_CMAKE_ARGS (extra
-# configure flags, e.g. "-DRFA_ENABLE_CUDA=OFF"), RFA_JOBS (default: number of cores).
+# Environment: RFA_BUILD_DIR (default ./build), RFA_RANKS (default: one per core, at least 2),
+# RFA_CMAKE_ARGS (extra configure flags, e.g. "-DRFA_ENABLE_CUDA=OFF"), RFA_JOBS (default: cores).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,7 +21,8 @@ case "$mode" in
 esac
 
 packages=(cmake make g++ gfortran pkg-config libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin
-          libhwloc-dev googletest libgtest-dev libbenchmark-dev doxygen graphviz binutils)
+          libhwloc-dev googletest libgtest-dev libbenchmark-dev doxygen graphviz binutils
+          python3-numpy python3-scipy python3-matplotlib)  # the last three: perf/compare, perf/plot
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -51,7 +52,11 @@ mpi_flags=(--oversubscribe)
 
 case "$mode" in
   run)
-    exec mpiexec -np "${RFA_RANKS:-4}" "${mpi_flags[@]}" "$build/perf/ring/rfa_run" "$@"
+    # One rank per core (at least 2, so there is a ring): more ranks than cores take turns and
+    # time each other's work; rfa_run says so when that happens.
+    cores=$(nproc)
+    ranks=${RFA_RANKS:-$(( cores > 2 ? cores : 2 ))}
+    exec mpiexec -np "$ranks" "${mpi_flags[@]}" "$build/perf/ring/rfa_run" "$@"
     ;;
   test)
     cmake --build "$build" --target docs

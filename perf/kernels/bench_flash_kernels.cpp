@@ -5,7 +5,8 @@
 // torch is importable (measured in the same run). Google Benchmark flags apply
 // (--benchmark_out=FILE --benchmark_out_format=json for the regression comparator,
 // --benchmark_filter=...); the shape comes
-// from --rfa_batch, --rfa_seq, --rfa_heads, --rfa_head_dim (defaults 1, 4096, 4, 128).
+// from --rfa_batch, --rfa_seq, --rfa_heads, --rfa_head_dim (defaults 1, 4096, 4, 128), the
+// time each benchmark runs from --rfa_min_time (seconds, default 1).
 // RFA_PEER_PYTHON names the Python that has torch (default: python3 on PATH).
 #include <benchmark/benchmark.h>
 
@@ -20,6 +21,7 @@
 
 #include "cpu_peak.hpp"
 #include "kernels/flash_attention.hpp"
+#include "run_context.hpp"
 
 namespace {
 
@@ -32,6 +34,7 @@ struct Shape {
 };
 Shape g_shape;
 double g_peak = 0.0;
+double g_min_time = 1.0;  // seconds per benchmark (--rfa_min_time; the suite's --quick mode shortens it)
 
 struct Result {
   double rfa_gflops = 0.0;
@@ -77,7 +80,17 @@ void bench_attention(benchmark::State& state, bool backward, bool causal) {
     }
   }
   const double flops = perf::attention_flops(s.batch, s.seq, s.seq, s.heads, s.head_dim, causal, backward);
-  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9 * state.iterations(), benchmark::Counter::kIsRate);
+  const double iterations = double(state.iterations());
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9 * iterations, benchmark::Counter::kIsRate);
+  // perf/'s figures of merit, by the names every benchmark there uses (perf/common/result_json.hpp).
+  state.counters["tflops"] = benchmark::Counter(flops * 1e-12 * iterations, benchmark::Counter::kIsRate);
+  state.counters["peak_fraction"] = benchmark::Counter(flops / g_peak * iterations, benchmark::Counter::kIsRate);
+  // The tensors one pass reads and writes once (q, k, v, out, lse; the backward adds dout and
+  // the three gradients), a lower bound on its memory traffic.
+  const double elements = double(q.size());
+  const double tensors = backward ? 8.0 : 4.0;
+  state.counters["bytes_moved"] = tensors * elements * sizeof(T) + double(lse.size()) * sizeof(float);
+  state.SetLabel(std::string("suite=kernels dtype=") + dtype_name(dtype_of<T>::value));
 }
 
 /// Keeps the last measured GFLOP/s of each benchmark for the summary table.
@@ -86,10 +99,11 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     std::vector<Run> annotated = runs;
     for (Run& r : annotated) {
+      // With --benchmark_repetitions the median stands for the case (it is reported last).
+      if (r.run_type == Run::RT_Aggregate && r.aggregate_name != "median") continue;
       auto it = r.counters.find("GFLOP/s");
       if (it == r.counters.end()) continue;
       g_results[r.benchmark_name().substr(0, r.benchmark_name().find('/'))].rfa_gflops = it->second;
-      r.counters["peak_fraction"] = benchmark::Counter(it->second / (g_peak * 1e-9));
     }
     ConsoleReporter::ReportRuns(annotated);
   }
@@ -131,6 +145,11 @@ bool parse_shape_flag(const std::string& arg) {
       return true;
     }
   }
+  const std::string min_time = "--rfa_min_time=";
+  if (arg.rfind(min_time, 0) == 0) {
+    g_min_time = std::atof(arg.c_str() + min_time.size());
+    return true;
+  }
   return false;
 }
 
@@ -143,17 +162,41 @@ void register_dtype() {
                                    [backward, causal](benchmark::State& st) { bench_attention<T>(st, backward, causal); })
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime()
-          ->MinTime(1.0);
+          ->MinTime(g_min_time);
     }
   }
 }
 
 }  // namespace
 
+const char* kUsage = R"(usage: rfa_kernel_bench [--rfa_batch=N] [--rfa_seq=N] [--rfa_heads=N] [--rfa_head_dim=N]
+                        [--rfa_min_time=SECONDS] [Google Benchmark flags] [--kokkos-help]
+
+The portable flash kernels on the host threads Kokkos gives (fp32 and bf16, forward and backward,
+causal and not): GFLOP/s by FlashAttention's convention, the fraction of this core's measured fp32
+FMA peak, and PyTorch's CPU flash kernel on the same shape when RFA_PEER_PYTHON (default python3)
+imports torch. Shape defaults: B=1, S=4096, H=4, d=128; --rfa_min_time: seconds per case (1).
+perf/'s result format: --benchmark_repetitions=10 --benchmark_out=FILE --benchmark_out_format=json.
+
+Google Benchmark's flags:
+)";
+
 int main(int argc, char** argv) {
   std::vector<char*> rest;
-  for (int i = 0; i < argc; ++i)
+  for (int i = 0; i < argc; ++i) {
+    // Our help, then Google Benchmark's (which exits 0); Kokkos would print its banner and
+    // help for a plain --help, so it never sees one (--kokkos-help asks for that).
+    if (i > 0 && (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h")) {
+      std::printf("%s", kUsage);
+      std::fflush(stdout);
+      static char help[] = "--help";
+      char* gb_argv[] = {argv[0], help, nullptr};
+      int gb_argc = 2;
+      benchmark::Initialize(&gb_argc, gb_argv);
+      return 0;
+    }
     if (i == 0 || !parse_shape_flag(argv[i])) rest.push_back(argv[i]);
+  }
   int rest_argc = int(rest.size());
   Kokkos::initialize(rest_argc, rest.data());
   {
@@ -164,6 +207,20 @@ int main(int argc, char** argv) {
                 Kokkos::DefaultHostExecutionSpace().concurrency());
     std::printf("measured fp32 FMA peak of one core: %.1f GFLOP/s\n", g_peak * 1e-9);
     benchmark::AddCustomContext("fp32_fma_peak_gflops", std::to_string(g_peak * 1e-9));
+    // The provenance every perf/ result carries; Google Benchmark writes date, host, executable
+    // and CPU count itself.
+    for (const auto& [k, v] : perf::collect_run_context("rfa_kernel_bench")) {
+      if (k != "date" && k != "host_name" && k != "executable" && k != "num_cpus") benchmark::AddCustomContext(k, v);
+    }
+    benchmark::AddCustomContext("threads_per_rank", std::to_string(Kokkos::DefaultHostExecutionSpace().concurrency()));
+    benchmark::AddCustomContext("suite", "kernels");
+    benchmark::AddCustomContext("strategy", "none (one rank)");
+    benchmark::AddCustomContext("ranks", "1");
+    benchmark::AddCustomContext("ring_order", "none");
+    benchmark::AddCustomContext("dtype", "fp32 bf16");
+    benchmark::AddCustomContext("shape", "B=" + std::to_string(g_shape.batch) + " S=" + std::to_string(g_shape.seq) +
+                                             " H=" + std::to_string(g_shape.heads) + " d=" +
+                                             std::to_string(g_shape.head_dim));
     register_dtype<float>();
     register_dtype<bf16_t>();
     SummaryReporter reporter;

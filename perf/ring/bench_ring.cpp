@@ -2,17 +2,14 @@
 //
 //   efficiency = (single-rank time on the full sequence) / (P x ring time)
 //   hidden     = 1 - (ring time - same schedule without communication) / communication alone
-//   hidw       = 1 - (time any rank spent blocked in waits) / communication alone
-// The first is the definition; the second is its noise-free lower-level view (it counts the
-// copy work MPI does inside the engine's polls as compute, not as exposed communication).
+// Every repetition is timed on every rank: figures are medians with their range, and the
+// hidden share is given only where communication alone stands out of the ring time's noise.
 //
 // Defaults are the figures of record: S=16384, H=4, d=128, fp32, causal, every layout; run it
-// with one rank per core (mpirun -np 2 --bind-to core). Takes the main job's flags (--seq,
-// --heads, --dtype, --layout, --repeat, ...) plus --json FILE for the regression comparator.
+// with one rank per core (mpirun -np 2 --bind-to core). --json FILE writes perf/'s result format.
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -21,8 +18,10 @@
 #include "core/error.hpp"
 #include "cpu_peak.hpp"
 #include "engine/ring_attention.hpp"
+#include "engine/ring_config.hpp"
 #include "layout/sequence_layout.hpp"
 #include "mpi_program.hpp"
+#include "ring_measure.hpp"
 #include "ring_problem.hpp"
 #include "run_options.hpp"
 #include "strategy_compare.hpp"
@@ -32,104 +31,143 @@ namespace perf {
 namespace {
 
 using engine::RingMode;
-using engine::Tensor3;
-using engine::Tensor4;
 
-struct Times {
-  double fwd = 1e300, bwd = 1e300;
-  double fwd_wait = 0, bwd_wait = 0;  // time blocked in waits during the best run (max over ranks)
+const char* kBenchUsage = R"( [options]
+
+Ring efficiency (single-rank time on the full sequence / (P x ring time)) and the share of
+communication hidden under compute, per layout, on an embedded problem. Run it with one rank
+per core (mpirun -np 2 --bind-to core).
+
+  --batch N          batch size (default 1)
+  --seq N            total sequence length over all ranks (default 16384)
+  --heads N          query heads (default 4)
+  --kv-heads N       key/value heads, dividing --heads (default: = --heads)
+  --head-dim N       head dimension, a multiple of 8 up to 256 (default 128)
+  --layout L         contiguous | zigzag | stripe (default: all three)
+  --dtype T          fp32 | bf16 | fp16 (default fp32)
+  --mask M           causal | none (default causal); --causal and --no-causal also work
+  --warmup N         untimed passes before each schedule (default 1)
+  --repeat N         timed repetitions of each schedule (default 3; the comparator needs 10)
+  --no-overlap       skip the runs without communication and without compute
+  --json FILE        also write the results as JSON (rank 0), perf/'s result format
+  --strategy LIST    compare strategies instead of layouts, on --layout (default zigzag): all,
+                     or a comma list of ring, ulysses, allgather, hybrid:PU; prints time, bytes
+                     sent and engine workspace per rank (no JSON yet)
+  --kokkos-help      Kokkos' own options
+  --help             this text
+)";
+
+/// Samples of the forward and backward passes of one schedule.
+struct Schedule {
+  PassSamples fwd, bwd;
 };
 
-double max_over_ranks(comm::Communicator& ring, double seconds) {
-  return double(ring.allreduce(std::int64_t(seconds * 1e9), comm::ReduceOp::max)) * 1e-9;
-}
-
-/// Best-of-repeat forward and backward times of `mode` (max over ranks, since the ring is as
-/// slow as its slowest rank).
 template <class T>
-Times measure(comm::Communicator& ring, const engine::RingConfig& cfg, RingMode mode, int repeat) {
+Schedule measure(comm::Communicator& ring, const engine::RingConfig& cfg, RingMode mode, const RunOptions& o) {
   engine::RingAttention attn(ring, cfg);
   LocalProblem<T> lp(attn);
-  // An untimed pass of each first: real results (the timed backward sees a real lse), and the
-  // first-call costs (page faults of fresh buffers, MPI's first rendezvous) out of the figures.
-  lp.forward(attn);
-  lp.backward(attn);
-  Times best;
-  for (int r = 0; r < repeat; ++r) {
-    ring.barrier();
-    lp.forward(attn, mode);
-    const double f = max_over_ranks(ring, attn.last_timings().total);
-    const double fw = max_over_ranks(ring, attn.last_timings().wait);
-    ring.barrier();
-    lp.backward(attn, mode);
-    const double b = max_over_ranks(ring, attn.last_timings().total);
-    const double bw = max_over_ranks(ring, attn.last_timings().wait);
-    if (f < best.fwd) best.fwd = f, best.fwd_wait = fw;
-    if (b < best.bwd) best.bwd = b, best.bwd_wait = bw;
+  // Untimed passes first: real results (the timed backward sees a real lse), and the first-call
+  // costs (page faults of fresh buffers, MPI's first rendezvous) out of the figures.
+  for (int w = 0; w < o.warmup; ++w) {
+    lp.forward(attn);
+    lp.backward(attn);
   }
-  return best;
+  Schedule s;
+  for (int r = 0; r < o.repeat; ++r) {
+    time_pass(ring, attn, lp, mode, false, s.fwd);
+    time_pass(ring, attn, lp, mode, true, s.bwd);
+  }
+  return s;
 }
 
-/// The share of communication no rank waited for: 1 - time blocked in waits / communication
-/// alone. Robust where hidden_fraction() is noise (communication a few % of the total).
-double hidden_by_wait(double wait, double comm_only) {
-  if (comm_only <= 0) return 1.0;
-  return std::clamp(1.0 - wait / comm_only, 0.0, 1.0);
+/// "95% (80-100)", or why there is no figure.
+std::string hidden_text(const Schedule& full, const Schedule& compute_only, const Schedule& comm_only, bool backward,
+                        bool measured) {
+  if (!measured) return "-";
+  const PassSamples& f = backward ? full.bwd : full.fwd;
+  const PassSamples& c = backward ? comm_only.bwd : comm_only.fwd;
+  if (!overlap_measurable(f, c)) return "noise";
+  const Spread h = spread_of(hidden_samples(f, backward ? compute_only.bwd : compute_only.fwd, c));
+  char text[48];
+  std::snprintf(text, sizeof text, "%.0f%% (%.0f-%.0f)", 100 * h.median, 100 * h.min, 100 * h.max);
+  return text;
+}
+
+/// Adds the efficiency of each repetition to a ring case.
+void add_efficiency(BenchCase& c, double single_seconds, int P) {
+  for (Repetition& r : c.repetitions) r.counters["efficiency"] = single_seconds / (P * r.seconds);
 }
 
 template <class T>
-void bench(comm::Communicator& ring, const RunOptions& o, const std::vector<rfa_layout_t>& layouts, FILE* json) {
+void bench(comm::Communicator& ring, const RunOptions& o, const std::vector<rfa_layout_t>& layouts) {
   engine::RingConfig cfg = ring_config(o);
   const int P = ring.size(), me = ring.rank();
+  const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
   const bool causal = o.mask == RFA_MASK_CAUSAL;
+  const bool overlap = o.overlap && P > 1;
   const double ffwd = attention_flops(o.batch, o.seq, o.seq, o.heads, o.head_dim, causal, false);
   const double fbwd = attention_flops(o.batch, o.seq, o.seq, o.heads, o.head_dim, causal, true);
 
   // The single-rank baseline: rank 0 alone on the full sequence while the others wait.
-  Times single;
+  Schedule single;
+  double peak = 0;
   if (me == 0) {
+    std::printf("rfa_ring_bench: B=%lld S=%lld H=%lld/%lld d=%lld %s %s, P=%d, %d host thread(s)/rank, %d "
+                "repetition(s)\nsingle rank, full sequence ...\n",
+                (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads,
+                (long long)o.head_dim, dtype_name(o.dtype), causal ? "causal" : "non-causal", P, threads, o.repeat);
+    std::fflush(stdout);
     auto alone = comm::make_mpi_communicator(MPI_COMM_SELF, 0);
     cfg.layout = RFA_LAYOUT_CONTIGUOUS;
-    single = measure<T>(*alone, cfg, RingMode::full, o.repeat);
+    single = measure<T>(*alone, cfg, RingMode::full, o);
+    if (!o.json.empty()) peak = measure_fp32_fma_peak() * P * threads;
   }
   ring.barrier();
+  const double single_fwd = spread_of(single.fwd.slowest()).median, single_bwd = spread_of(single.bwd.slowest()).median;
   if (me == 0) {
-    std::printf("rfa_ring_bench: B=%lld S=%lld H=%lld/%lld d=%lld %s %s, P=%d, %d host thread(s)/rank\n",
-                (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads,
-                (long long)o.head_dim, dtype_name(o.dtype), causal ? "causal" : "non-causal", P,
-                Kokkos::DefaultHostExecutionSpace().concurrency());
     std::printf("single rank, full sequence: forward %.1f ms (%.1f GFLOP/s), backward %.1f ms (%.1f GFLOP/s)\n",
-                1e3 * single.fwd, ffwd / single.fwd * 1e-9, 1e3 * single.bwd, fbwd / single.bwd * 1e-9);
-    std::printf("%-11s %9s %9s %8s %8s %8s %8s %8s %8s %9s\n", "layout", "fwd ms", "bwd ms", "fwd eff", "bwd eff",
-                "fwd hid", "bwd hid", "fwd hidw", "bwd hidw", "comm ms");
-    if (json) std::fprintf(json, "{\n  \"single\": {\"fwd_s\": %.6f, \"bwd_s\": %.6f},\n  \"layouts\": [", single.fwd, single.bwd);
+                1e3 * single_fwd, ffwd / single_fwd * 1e-9, 1e3 * single_bwd, fbwd / single_bwd * 1e-9);
+    std::printf("%-11s %9s %9s %8s %8s %14s %14s %9s\n", "layout", "fwd ms", "bwd ms", "fwd eff", "bwd eff",
+                "fwd hidden", "bwd hidden", "comm ms");
+    std::fflush(stdout);
   }
-  bool first = true;
+  std::vector<BenchCase> cases;
   for (rfa_layout_t layout : layouts) {
     cfg.layout = layout;
-    const Times full = measure<T>(ring, cfg, RingMode::full, o.repeat);
-    const Times compute_only = measure<T>(ring, cfg, RingMode::compute_only, o.repeat);
-    const Times comm_only = measure<T>(ring, cfg, RingMode::comm_only, o.repeat);
-    if (me != 0) continue;
-    const double eff_f = single.fwd / (P * full.fwd), eff_b = single.bwd / (P * full.bwd);
-    const double hid_f = hidden_fraction(full.fwd, compute_only.fwd, comm_only.fwd);
-    const double hid_b = hidden_fraction(full.bwd, compute_only.bwd, comm_only.bwd);
-    const double hidw_f = hidden_by_wait(full.fwd_wait, comm_only.fwd);
-    const double hidw_b = hidden_by_wait(full.bwd_wait, comm_only.bwd);
-    std::printf("%-11s %9.1f %9.1f %7.1f%% %7.1f%% %7.1f%% %7.1f%% %7.1f%% %7.1f%% %4.0f/%-4.0f\n",
-                layout::layout_name(layout), 1e3 * full.fwd, 1e3 * full.bwd, 100 * eff_f, 100 * eff_b, 100 * hid_f,
-                100 * hid_b, 100 * hidw_f, 100 * hidw_b, 1e3 * comm_only.fwd, 1e3 * comm_only.bwd);
-    if (json) {
-      std::fprintf(json,
-                   "%s\n    {\"layout\": \"%s\", \"ranks\": %d, \"fwd_s\": %.6f, \"bwd_s\": %.6f, \"fwd_efficiency\": %.4f,"
-                   " \"bwd_efficiency\": %.4f, \"fwd_hidden\": %.4f, \"bwd_hidden\": %.4f, \"fwd_hidden_by_wait\": %.4f,"
-                   " \"bwd_hidden_by_wait\": %.4f, \"fwd_comm_only_s\": %.6f, \"bwd_comm_only_s\": %.6f}",
-                   first ? "" : ",", layout::layout_name(layout), P, full.fwd, full.bwd, eff_f, eff_b, hid_f, hid_b,
-                   hidw_f, hidw_b, comm_only.fwd, comm_only.bwd);
+    const Schedule full = measure<T>(ring, cfg, RingMode::full, o);
+    Schedule compute_only, comm_only;
+    if (overlap) {
+      compute_only = measure<T>(ring, cfg, RingMode::compute_only, o);
+      comm_only = measure<T>(ring, cfg, RingMode::comm_only, o);
     }
-    first = false;
+    if (me != 0) continue;
+    const char* name = layout::layout_name(layout);
+    const double f = spread_of(full.fwd.slowest()).median, b = spread_of(full.bwd.slowest()).median;
+    const double comm_f = overlap ? spread_of(comm_only.fwd.slowest()).median : 0;
+    const double comm_b = overlap ? spread_of(comm_only.bwd.slowest()).median : 0;
+    std::printf("%-11s %9.1f %9.1f %7.1f%% %7.1f%% %14s %14s %4.0f/%-4.0f\n", name, 1e3 * f, 1e3 * b,
+                100 * single_fwd / (P * f), 100 * single_bwd / (P * b),
+                hidden_text(full, compute_only, comm_only, false, overlap).c_str(),
+                hidden_text(full, compute_only, comm_only, true, overlap).c_str(), 1e3 * comm_f, 1e3 * comm_b);
+    std::fflush(stdout);
+    const auto hf = overlap ? hidden_samples(full.fwd, compute_only.fwd, comm_only.fwd) : std::vector<double>{};
+    const auto hb = overlap ? hidden_samples(full.bwd, compute_only.bwd, comm_only.bwd) : std::vector<double>{};
+    const bool hf_ok = overlap && overlap_measurable(full.fwd, comm_only.fwd);
+    const bool hb_ok = overlap && overlap_measurable(full.bwd, comm_only.bwd);
+    cases.push_back(ring_case(std::string("ring/fwd/") + name, o, name, full.fwd, ffwd, peak, hf_ok ? &hf : nullptr));
+    add_efficiency(cases.back(), single_fwd, P);
+    if (overlap) cases.back().counters["comm_only_s"] = comm_f;
+    cases.push_back(ring_case(std::string("ring/bwd/") + name, o, name, full.bwd, fbwd, peak, hb_ok ? &hb : nullptr));
+    add_efficiency(cases.back(), single_bwd, P);
+    if (overlap) cases.back().counters["comm_only_s"] = comm_b;
   }
-  if (me == 0 && json) std::fprintf(json, "\n  ]\n}\n");
+  if (me == 0 && !o.json.empty()) {
+    ContextFields context = ring_context("rfa_ring_bench", P, "identity", o, threads);
+    set_field(context, "single_rank_fwd_s", std::to_string(single_fwd));
+    set_field(context, "single_rank_bwd_s", std::to_string(single_bwd));
+    write_results_json(o.json, context, cases);
+    std::printf("results written to %s\n", o.json.c_str());
+  }
 }
 
 }  // namespace
@@ -137,50 +175,60 @@ void bench(comm::Communicator& ring, const RunOptions& o, const std::vector<rfa_
 }  // namespace rfa
 
 int main(int argc, char** argv) {
-  return rfa::perf::run_mpi_program(argc, argv, "rfa_ring_bench", [&](int world_rank) {
+  return rfa::perf::run_mpi_program(argc, argv, "rfa_ring_bench", [](int world_rank, int args, char** argv_) {
     // The figures of record are the defaults; the user's flags come after and win.
-    std::vector<char*> args = {argv[0]};
-    const char* defaults[] = {"--seq", "16384", "--heads", "4", "--head-dim", "128", "--dtype", "fp32", "--causal",
-                              "--repeat", "2"};
-    for (const char* d : defaults) args.push_back(const_cast<char*>(d));
-    std::string json_path, strategies;
+    std::vector<char*> all = {argv_[0]};
+    const char* defaults[] = {"--seq", "16384", "--heads", "4", "--head-dim", "128", "--dtype", "fp32", "--causal"};
+    for (const char* d : defaults) all.push_back(const_cast<char*>(d));
     bool layout_given = false;
-    for (int i = 1; i < argc; ++i) {
-      if (std::string(argv[i]) == "--json" && i + 1 < argc) {
-        json_path = argv[++i];
+    std::string strategies;  // --strategy LIST: compare strategies instead of layouts
+    for (int i = 1; i < args; ++i) {
+      if (std::string(argv_[i]) == "--strategy" && i + 1 < args) {
+        strategies = argv_[++i];
         continue;
       }
-      if (std::string(argv[i]) == "--strategy" && i + 1 < argc) {
-        strategies = argv[++i];
-        continue;
-      }
-      if (std::string(argv[i]) == "--layout") layout_given = true;
-      args.push_back(argv[i]);
+      if (std::string(argv_[i]) == "--layout") layout_given = true;
+      all.push_back(argv_[i]);
     }
-    const auto opts = rfa::perf::parse_run_options(int(args.size()), args.data());
-    if (opts.help) {
-      if (world_rank == 0) {
-        std::printf("%s  --json FILE        also write the results as JSON (rank 0)\n"
-                    "  --strategy LIST    compare strategies instead of layouts: all, or a comma list of ring,\n"
-                    "                     ulysses, allgather, hybrid:PU (time, bytes sent, workspace per rank)\n",
-                    rfa::perf::run_usage(argv[0]).c_str());
-      }
-      return 0;
-    }
+    int P = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    rfa::perf::RunOptions opts;
     std::vector<rfa_layout_t> layouts = {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE};
-    if (layout_given) layouts = {opts.layout};
-    FILE* json = (world_rank == 0 && !json_path.empty()) ? std::fopen(json_path.c_str(), "w") : nullptr;
+    try {
+      opts = rfa::perf::parse_run_options(int(all.size()), all.data());
+      if (opts.help) {
+        if (world_rank == 0) std::printf("usage: mpirun -np P %s%s", argv_[0], rfa::perf::kBenchUsage);
+        return 0;
+      }
+      rfa::require(opts.check == rfa::perf::CheckMode::automatic,
+                   "rfa_ring_bench does not check results (rfa_run does): drop --check/--no-check");
+      if (layout_given) layouts = {opts.layout};
+      // Same argv, same verdict on every rank, before any communication: rank 0 speaks.
+      for (rfa_layout_t layout : layouts) {
+        rfa::engine::RingConfig cfg = rfa::perf::ring_config(opts);
+        cfg.layout = layout;
+        rfa::engine::validate_local(cfg, P);
+      }
+    } catch (const rfa::Error& e) {
+      if (world_rank == 0) std::fprintf(stderr, "rfa_ring_bench: error: %s\n", e.what());
+      return 2;
+    }
     auto ring = rfa::comm::make_mpi_communicator(MPI_COMM_WORLD, world_rank);
     if (!strategies.empty()) {
-      rfa::perf::compare_strategies(*ring, opts, rfa::perf::parse_strategies(strategies, ring->size()), json);
-      if (json) std::fclose(json);
+      std::vector<rfa::engine::StrategyChoice> choices;
+      try {
+        choices = rfa::perf::parse_strategies(strategies, P);
+      } catch (const rfa::Error& e) {
+        if (world_rank == 0) std::fprintf(stderr, "rfa_ring_bench: error: %s\n", e.what());
+        return 2;
+      }
+      rfa::perf::compare_strategies(*ring, opts, choices);
       return 0;
     }
     rfa::dispatch_dtype(opts.dtype, [&](auto tag) {
-      rfa::perf::bench<decltype(tag)>(*ring, opts, layouts, json);
+      rfa::perf::bench<decltype(tag)>(*ring, opts, layouts);
       return 0;
     });
-    if (json) std::fclose(json);
     return 0;
   });
 }

@@ -1,21 +1,37 @@
 // rfa_run: the main job. Ring attention forward and backward on an embedded problem split
-// over the MPI ranks, checked against the single-rank kernels, with a short report of time,
-// throughput, error and hidden communication. See --help.
+// over the MPI ranks: a warm-up, timed repetitions, an optional check against the
+// single-rank kernels, and runs that measure how much communication compute hid. It says
+// which phase runs, reports medians with their spread over repetitions and ranks, and writes
+// the benchmarks' JSON with --json. See --help.
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
+#include <memory>
 #include <cstdio>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/mpi/mpi_communicator.hpp"
+#include "engine/engine_backends.hpp"
+#include "rfa/rfa_config.h"
+#if RFA_ENGINE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "comm/device_transport.hpp"
+#include "comm/transport.hpp"
+#endif
 #include "core/error.hpp"
 #include "cpu_peak.hpp"
 #include "engine/ring_attention.hpp"
+#include "engine/ring_config.hpp"
 #include "layout/sequence_layout.hpp"
 #include "mpi_program.hpp"
 #include "reference_check.hpp"
+#include "ring_measure.hpp"
 #include "ring_problem.hpp"
+#include "run_context.hpp"
 #include "run_options.hpp"
 #include "topology/choose_ring_order.hpp"
 #include "topology/order_policy.hpp"
@@ -25,97 +41,207 @@ namespace perf {
 namespace {
 
 using engine::RingMode;
-using engine::RingTimings;
-using engine::Tensor3;
-using engine::Tensor4;
 
 /// Tolerances on the relative error against fp32 single-rank kernels (out; gradients get 2x).
 double tolerance(rfa_dtype_t t) { return t == RFA_DTYPE_FLOAT32 ? 1e-4 : t == RFA_DTYPE_BFLOAT16 ? 2e-2 : 4e-3; }
 
-struct PassTimes {
-  double full = 1e300, compute_only = 0, comm_only = 0;
-  RingTimings detail;
-};
+/// Rank 0's progress line, flushed at once so that a long phase is never silent.
+template <class... Args>
+void progress(int me, const char* format, Args... args) {
+  if (me != 0) return;
+  std::printf(format, args...);
+  std::fflush(stdout);
+}
 
-double hidden_fraction(const PassTimes& t) { return perf::hidden_fraction(t.full, t.compute_only, t.comm_only); }
+/// "2 ranks", "1 rank".
+std::string ranks_text(int n) { return std::to_string(n) + (n == 1 ? " rank" : " ranks"); }
 
-template <class T>
+/// Collective: the largest count of (ranks x host threads) sharing one node, against the
+/// cores they may use there; rank 0 says so when ranks outnumber cores.
+void warn_if_oversubscribed(int me, int threads_per_rank) {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int local_ranks = 1;
+  MPI_Comm_size(node, &local_ranks);
+  MPI_Comm_free(&node);
+  // Ranks pinned to one core each see one core in their mask: count the node's cores then.
+  const int cores = std::max(usable_cores(), int(std::thread::hardware_concurrency()));
+  int over[2] = {local_ranks * threads_per_rank > cores ? local_ranks * threads_per_rank : 0, cores};
+  MPI_Allreduce(MPI_IN_PLACE, over, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (me == 0 && over[0] > 0) {
+    std::printf("note: %d ranks x %d thread(s) share %d cores on one node: they take turns, so times are longer "
+                "than the hardware can do and overlap figures mean little (use one rank per core: -np %d)\n",
+                local_ranks, threads_per_rank, over[1], std::max(2, over[1] / threads_per_rank));
+  }
+}
+
+/// Prints one pass's hidden share of communication with its spread, or why it is not given.
+void print_hidden(const char* pass, const PassSamples& full, const PassSamples& compute_only,
+                  const PassSamples& comm_only) {
+  const Spread comm = spread_of(comm_only.slowest());
+  const Spread ring = spread_of(full.slowest());
+  if (full.total.size() < 2) {
+    std::printf("  %s: not reported: one repetition says nothing about noise (--repeat 2 or more)\n", pass);
+  } else if (!overlap_measurable(full, comm_only)) {
+    std::printf("  %s: not measurable: communication alone takes %.1f ms, within the ring time's spread of %.1f ms "
+                "over repetitions\n",
+                pass, 1e3 * comm.median, 1e3 * (ring.max - ring.min));
+  } else {
+    const Spread h = spread_of(hidden_samples(full, compute_only, comm_only));
+    std::printf("  %s: %.0f%% hidden (median over %zu repetitions x %zu ranks, range %.0f-%.0f%%); communication "
+                "alone %.1f ms\n",
+                pass, 100 * h.median, full.total.size(), full.total[0].size(), 100 * h.min, 100 * h.max,
+                1e3 * comm.median);
+  }
+}
+
+/// Where this rank computes, for the headline: "2 host thread(s)/rank", or its GPU.
+std::string compute_place(const RunOptions& o, int threads) {
+#if RFA_ENGINE_CUDA
+  if (o.device == RunDevice::cuda) {
+    int device = -1;
+    cudaGetDevice(&device);
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, device);
+    return std::string("GPU ") + std::to_string(device) + " (" + prop.name + ") per rank, transport ";
+  }
+#endif
+  (void)o;
+  return std::to_string(threads) + " host thread(s)/rank";
+}
+
+template <class T, class Problem>
 int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy) {
   const engine::RingConfig cfg = ring_config(o);
-  engine::RingAttention attn(ring, cfg);
   const int P = ring.size(), me = ring.rank();
-  const std::int64_t B = o.batch, H = o.heads, HKV = o.kv_heads, D = o.head_dim;
-  LocalProblem<T> lp(attn);
-
-  PassTimes fwd, bwd;
-  auto timed = [&](RingMode mode, bool backward) {
-    ring.barrier();
-    if (backward) {
-      lp.backward(attn, mode);
-    } else {
-      lp.forward(attn, mode);
-    }
-    return attn.last_timings();
-  };
-  for (int r = 0; r < o.repeat; ++r) {
-    const RingTimings f = timed(RingMode::full, false);
-    if (f.total < fwd.full) fwd.full = f.total, fwd.detail = f;
-    const RingTimings b = timed(RingMode::full, true);
-    if (b.total < bwd.full) bwd.full = b.total, bwd.detail = b;
-  }
-  CheckErrors err;
-  if (o.check) err = check_against_single_rank<T>(ring, cfg, lp.out, lp.lse, lp.dq, lp.dk, lp.dv);
-  if (o.overlap && P > 1) {
-    // The other two schedules overwrite the results, so they run after the check.
-    fwd.compute_only = timed(RingMode::compute_only, false).total;
-    fwd.comm_only = timed(RingMode::comm_only, false).total;
-    bwd.compute_only = timed(RingMode::compute_only, true).total;
-    bwd.comm_only = timed(RingMode::comm_only, true).total;
-  }
-
-  // Gather each rank's row of the table on every rank (rank 0 prints).
-  const int kFields = 8;
-  const double mine[kFields] = {double(me), fwd.full, bwd.full, fwd.detail.wait, bwd.detail.wait,
-                                double(fwd.detail.steps_computed), hidden_fraction(fwd), hidden_fraction(bwd)};
-  std::vector<double> table(std::size_t(kFields) * P);
-  ring.allgather(mine, table.data(), sizeof mine);
-
+  const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
   const bool causal = o.mask == RFA_MASK_CAUSAL;
-  const double fwd_flops = attention_flops(B, o.seq, o.seq, H, D, causal, false);
-  const double bwd_flops = attention_flops(B, o.seq, o.seq, H, D, causal, true);
+  const bool check = check_enabled(o);
+  const bool overlap = o.overlap && P > 1;
+  const bool gpu = o.device == RunDevice::cuda;
+  const std::string place = compute_place(o, threads) + (gpu ? ring.backend_name() : "");
+  progress(me, "rfa_run: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, %s (ring order: %s), %s\n",
+           (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, (long long)o.head_dim,
+           dtype_name(o.dtype), causal ? "causal" : "non-causal", layout::layout_name(o.layout),
+           ranks_text(P).c_str(), order_policy, place.c_str());
+  if (!gpu) warn_if_oversubscribed(me, threads);
+
+  engine::RingAttention attn(ring, cfg);
+  Problem lp(attn);
+  const int phases = 2 + (check ? 1 : 0) + (overlap ? 1 : 0);
+  int phase = 0;
+
+  // Untimed passes first: page faults of fresh buffers and MPI's first rendezvous stay out of
+  // the figures.
+  progress(me, "[%d/%d] warm-up: %d untimed forward+backward pass(es)\n", ++phase, phases, o.warmup);
+  for (int w = 0; w < o.warmup; ++w) {
+    lp.forward(attn);
+    lp.backward(attn);
+  }
+  progress(me, "[%d/%d] timed: %d repetition(s) of forward+backward\n", ++phase, phases, o.repeat);
+  PassSamples fwd, bwd;
+  for (int r = 0; r < o.repeat; ++r) {
+    time_pass(ring, attn, lp, RingMode::full, false, fwd);
+    time_pass(ring, attn, lp, RingMode::full, true, bwd);
+    progress(me, "  repetition %d/%d: forward %.1f ms, backward %.1f ms (slowest rank)\n", r + 1, o.repeat,
+             1e3 * fwd.slowest().back(), 1e3 * bwd.slowest().back());
+  }
+
+  CheckErrors err;
+  if (check) {
+    progress(me, "[%d/%d] check: this rank's results against the single-rank fp32 kernels on the full sequence\n",
+             ++phase, phases);
+    LocalProblem<T>& r = lp.results();  // in host memory
+    err = check_against_single_rank<T>(ring, cfg, r.out, r.lse, r.dq, r.dk, r.dv);
+  }
+  // The other two schedules overwrite the results, so they run after the check.
+  PassSamples fwd_compute, fwd_comm, bwd_compute, bwd_comm;
+  if (overlap) {
+    progress(me, "[%d/%d] overlap: %d repetition(s) each of the same schedule without communication and without "
+             "compute\n", ++phase, phases, o.repeat);
+    for (int r = 0; r < o.repeat; ++r) {
+      time_pass(ring, attn, lp, RingMode::compute_only, false, fwd_compute);
+      time_pass(ring, attn, lp, RingMode::comm_only, false, fwd_comm);
+      time_pass(ring, attn, lp, RingMode::compute_only, true, bwd_compute);
+      time_pass(ring, attn, lp, RingMode::comm_only, true, bwd_comm);
+    }
+  }
+
+  const double fwd_flops = attention_flops(o.batch, o.seq, o.seq, o.heads, o.head_dim, causal, false);
+  const double bwd_flops = attention_flops(o.batch, o.seq, o.seq, o.heads, o.head_dim, causal, true);
   const double tol = tolerance(o.dtype);
-  const bool ok = !o.check || (err.out <= tol && err.lse <= 1e-3 && err.dq <= 2 * tol && err.dk <= 2 * tol &&
-                               err.dv <= 2 * tol);
+  const bool ok = !check || (err.out <= tol && err.lse <= 1e-3 && err.dq <= 2 * tol && err.dk <= 2 * tol &&
+                             err.dv <= 2 * tol);
+  // The job's peak: every rank's host threads at the single-core FMA peak rank 0 measures.
+  double peak = 0;
+  if (!o.json.empty() && me == 0 && !gpu) peak = measure_fp32_fma_peak() * P * threads;
+
   if (me == 0) {
-    std::printf("rfa_run: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, P=%d ranks (ring order: %s), %d host thread(s)/rank\n",
-                (long long)B, (long long)o.seq, (long long)H, (long long)HKV, (long long)D, dtype_name(o.dtype),
-                causal ? "causal" : "non-causal", layout::layout_name(o.layout), P, order_policy,
-                Kokkos::DefaultHostExecutionSpace().concurrency());
-    std::printf("%4s %9s %9s %9s %9s %9s %6s %7s %7s\n", "pos", "fwd ms", "bwd ms", "fwd GF/s", "bwd GF/s",
-                "wait ms", "steps", "hid fwd", "hid bwd");
-    double fwd_max = 0, bwd_max = 0;
-    for (int r = 0; r < P; ++r) {
-      const double* t = &table[std::size_t(kFields) * r];
-      fwd_max = std::max(fwd_max, t[1]);
-      bwd_max = std::max(bwd_max, t[2]);
-      std::printf("%4d %9.1f %9.1f %9.1f %9.1f %9.1f %6d %6.0f%% %6.0f%%\n", int(t[0]), 1e3 * t[1], 1e3 * t[2],
-                  fwd_flops / P / t[1] * 1e-9, bwd_flops / P / t[2] * 1e-9, 1e3 * (t[3] + t[4]), int(t[5]),
-                  (o.overlap && P > 1) ? 100 * t[6] : 100.0, (o.overlap && P > 1) ? 100 * t[7] : 100.0);
+    std::printf("\nper rank (median over %d repetition(s)):\n", o.repeat);
+    // Throughput per rank: GFLOP/s on the host, TFLOP/s on GPUs (FlashAttention's convention).
+    const double unit = gpu ? 1e-12 : 1e-9;
+    const char* rate = gpu ? "TF/s" : "GF/s";
+    std::printf("%4s %9s %9s %6s %-4s %6s %-4s %9s %6s\n", "pos", "fwd ms", "bwd ms", "fwd", rate, "bwd", rate,
+                "wait ms", "steps");
+    for (int k = 0; k < P; ++k) {
+      std::vector<double> f, b, w;
+      for (int r = 0; r < o.repeat; ++r) {
+        f.push_back(fwd.total[r][k]);
+        b.push_back(bwd.total[r][k]);
+        w.push_back(fwd.wait[r][k] + bwd.wait[r][k]);
+      }
+      const double fm = median(f), bm = median(b);
+      std::printf("%4d %9.1f %9.1f %11.1f %11.1f %9.1f %6d\n", k, 1e3 * fm, 1e3 * bm, fwd_flops / P / fm * unit,
+                  bwd_flops / P / bm * unit, 1e3 * median(w), int(fwd.steps_computed[std::size_t(k)]));
     }
-    std::printf("ring: forward %.1f ms (%.1f GFLOP/s), backward %.1f ms (%.1f GFLOP/s), FLOPs by FlashAttention's convention\n",
-                1e3 * fwd_max, fwd_flops / fwd_max * 1e-9, 1e3 * bwd_max, bwd_flops / bwd_max * 1e-9);
-    if (o.overlap && P > 1) {
-      std::printf("hidden communication: forward %.0f%%, backward %.0f%% (rank 0: comm alone %.1f/%.1f ms, exposed %.1f/%.1f ms)\n",
-                  100 * hidden_fraction(fwd), 100 * hidden_fraction(bwd), 1e3 * fwd.comm_only, 1e3 * bwd.comm_only,
-                  1e3 * std::max(0.0, fwd.full - fwd.compute_only), 1e3 * std::max(0.0, bwd.full - bwd.compute_only));
+    const Spread f = spread_of(fwd.slowest()), b = spread_of(bwd.slowest());
+    std::printf("ring (slowest rank): forward %.1f ms (range %.1f-%.1f, %.1f %s), backward %.1f ms (range "
+                "%.1f-%.1f, %.1f %s); FLOPs by FlashAttention's convention\n",
+                1e3 * f.median, 1e3 * f.min, 1e3 * f.max, fwd_flops / f.median * unit, gpu ? "TFLOP/s" : "GFLOP/s",
+                1e3 * b.median, 1e3 * b.min, 1e3 * b.max, bwd_flops / b.median * unit, gpu ? "TFLOP/s" : "GFLOP/s");
+    if (P == 1) {
+      std::printf("hidden communication: none to hide (one rank, no ring exchange)\n");
+    } else if (!overlap) {
+      std::printf("hidden communication: not measured (--no-overlap)\n");
+    } else {
+      std::printf("hidden communication:\n");
+      print_hidden("forward", fwd, fwd_compute, fwd_comm);
+      print_hidden("backward", bwd, bwd_compute, bwd_comm);
     }
-    if (o.check) {
+    if (check) {
       std::printf("max error vs single-rank fp32 kernels on the full sequence: out %.2e  lse %.2e  dq %.2e  dk %.2e  dv %.2e"
                   "  (tolerance %.0e, gradients %.0e): %s\n",
                   err.out, err.lse, err.dq, err.dk, err.dv, tol, 2 * tol, ok ? "PASS" : "FAIL");
-    } else {
+    } else if (o.check == CheckMode::off) {
       std::printf("check skipped (--no-check)\n");
+    } else {
+      std::printf("check skipped: S = %lld is above %lld, where the full-sequence check would hold the whole "
+                  "sequence on every rank (--check forces it)\n",
+                  (long long)o.seq, (long long)kCheckAutoMaxSeq);
     }
+  }
+
+  if (!o.json.empty() && me == 0) {
+    const char* layout = layout::layout_name(o.layout);
+    const std::vector<double> hf = overlap ? hidden_samples(fwd, fwd_compute, fwd_comm) : std::vector<double>{};
+    const std::vector<double> hb = overlap ? hidden_samples(bwd, bwd_compute, bwd_comm) : std::vector<double>{};
+    const bool hf_ok = overlap && overlap_measurable(fwd, fwd_comm), hb_ok = overlap && overlap_measurable(bwd, bwd_comm);
+    std::vector<BenchCase> cases = {
+        ring_case(std::string("main_job/fwd/") + layout, o, layout, fwd, fwd_flops, peak, hf_ok ? &hf : nullptr),
+        ring_case(std::string("main_job/bwd/") + layout, o, layout, bwd, bwd_flops, peak, hb_ok ? &hb : nullptr)};
+    if (check) {
+      cases[0].counters["correct"] = err.out <= tol && err.lse <= 1e-3;
+      cases[0].counters["max_error"] = std::max(err.out, err.lse);
+      cases[1].counters["correct"] = err.dq <= 2 * tol && err.dk <= 2 * tol && err.dv <= 2 * tol;
+      cases[1].counters["max_error"] = std::max({err.dq, err.dk, err.dv});
+    }
+    if (overlap) {
+      cases[0].counters["comm_only_s"] = spread_of(fwd_comm.slowest()).median;
+      cases[1].counters["comm_only_s"] = spread_of(bwd_comm.slowest()).median;
+    }
+    ContextFields context = ring_context("rfa_run", P, order_policy, o, threads);
+    write_results_json(o.json, context, cases);
+    std::printf("results written to %s\n", o.json.c_str());
   }
   return ok ? 0 : 1;
 }
@@ -125,23 +251,58 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
 }  // namespace rfa
 
 int main(int argc, char** argv) {
-  return rfa::perf::run_mpi_program(argc, argv, "rfa_run", [&](int world_rank) {
+  return rfa::perf::run_mpi_program(argc, argv, "rfa_run", [](int world_rank, int args, char** argv_) {
+    int P = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
     rfa::perf::RunOptions opts;
+    std::string note;
     try {
-      opts = rfa::perf::parse_run_options(argc, argv);
+      opts = rfa::perf::parse_run_options(args, argv_);
+      if (opts.help) {
+        if (world_rank == 0) std::printf("%s", rfa::perf::run_usage(argv_[0]).c_str());
+        return 0;
+      }
+      note = rfa::perf::fit_default_seq(opts, P);
+      // Every rank parsed the same argv and reaches the same verdict here, before any
+      // communication: one message is enough.
+      rfa::engine::validate_local(rfa::perf::ring_config(opts), P);
     } catch (const rfa::Error& e) {
-      // Every rank parsed the same argv and failed the same way: one message is enough.
       if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
       return 2;
     }
-    if (opts.help) {
-      if (world_rank == 0) std::printf("%s", rfa::perf::run_usage(argv[0]).c_str());
-      return 0;
+    if (world_rank == 0 && !note.empty()) std::printf("note: %s\n", note.c_str());
+    rfa::topology::RingOrder order;
+    try {
+      order = rfa::topology::choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT);
+    } catch (const rfa::Error& e) {
+      // choose_ring_order agrees on its errors (a bad RFA_RING_ORDER, an unreadable order
+      // file): every rank throws the same message, so rank 0 speaks for all.
+      if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
+      return 2;
     }
-    const auto order = rfa::topology::choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT);
-    auto ring = rfa::comm::make_mpi_communicator(MPI_COMM_WORLD, order.position);
+    std::unique_ptr<rfa::comm::Communicator> ring;
+    if (opts.device == rfa::perf::RunDevice::cuda) {
+#if RFA_ENGINE_CUDA
+      try {
+        // NCCL when built with it, unless RFA_TRANSPORT says otherwise; failures (ranks sharing
+        // a GPU under NCCL, say) are raised on every rank alike.
+        const auto transport = rfa::comm::resolve_transport(rfa::comm::TransportChoice::automatic, RFA_HAVE_NCCL != 0);
+        ring = rfa::comm::make_device_communicator(MPI_COMM_WORLD, order.position, transport);
+      } catch (const rfa::Error& e) {
+        if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
+        return 2;
+      }
+#endif
+    } else {
+      ring = rfa::comm::make_mpi_communicator(MPI_COMM_WORLD, order.position);
+    }
+    const char* policy = rfa::topology::policy_name(order.policy_used);
     return rfa::dispatch_dtype(opts.dtype, [&](auto tag) {
-      return rfa::perf::run<decltype(tag)>(*ring, opts, rfa::topology::policy_name(order.policy_used));
+      using T = decltype(tag);
+#if RFA_ENGINE_CUDA
+      if (opts.device == rfa::perf::RunDevice::cuda) return rfa::perf::run<T, rfa::perf::DeviceProblem<T>>(*ring, opts, policy);
+#endif
+      return rfa::perf::run<T, rfa::perf::LocalProblem<T>>(*ring, opts, policy);
     });
   });
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "layout/sequence_layout.hpp"
 
 namespace rfa {
 namespace perf {
@@ -22,12 +23,16 @@ std::int64_t parse_int(const std::string& flag, const char* text, std::int64_t l
 std::string run_usage(const char* program) {
   return std::string("usage: mpirun -np P ") + program + R"( [options]
 
-Runs ring attention forward and backward on an embedded problem split over the P ranks,
-checks every rank's results against the single-rank kernels on the full sequence, and prints
-per-rank time, throughput, the largest error and how much communication was hidden.
+Runs ring attention forward and backward on an embedded problem split over the P ranks: a
+warm-up, timed repetitions, a check of every rank's results against the single-rank kernels
+on the full sequence (up to S = 32768 unless --check/--no-check), and the runs that measure
+how much communication was hidden. Prints which phase runs, then per-rank and ring times
+(medians with their range over repetitions), throughput, the hidden share and the largest error.
+Use one rank per core: more ranks than cores take turns and time each other's work.
 
   --batch N          batch size (default 1)
-  --seq N            total sequence length over all ranks (default 8192)
+  --seq N            total sequence length over all ranks (default 8192, rounded down to
+                     a length the layout can split over P ranks)
   --heads N          query heads (default 8)
   --kv-heads N       key/value heads, dividing --heads (default: = --heads)
   --head-dim N       head dimension, a multiple of 8 up to 256 (default 64)
@@ -35,11 +40,24 @@ per-rank time, throughput, the largest error and how much communication was hidd
   --dtype T          fp32 | bf16 | fp16 (default bf16)
   --mask M           causal | none (default causal); --causal and --no-causal also work
   --scale X          softmax scale (default 1/sqrt(head-dim))
-  --repeat N         timed repetitions, the best is reported (default 1)
-  --no-check         skip the comparison with the single-rank kernels
+  --warmup N         untimed forward+backward passes first (default 1)
+  --repeat N         timed repetitions; medians and spreads are reported (default 3)
+  --check            compare with the single-rank kernels on the full sequence (default
+                     only up to S = 32768: it holds full-sequence fp32 tensors on every rank)
+  --no-check         skip that comparison
   --no-overlap       skip the runs that measure hidden communication
+  --json FILE        also write the results as JSON (rank 0), the format of perf/'s benchmarks
+  --device D         host | cuda (default host). cuda: each rank uses the GPU of its node-local
+                     rank (modulo the GPUs it sees, so ranks share GPUs when there are fewer);
+                     needs rfa built against a CUDA-enabled Kokkos, head-dim 64 or 128, bf16
+                     or fp16. RFA_TRANSPORT=nccl|mpi picks the transport (ranks sharing a GPU:
+                     mpi)
+  --kokkos-help      Kokkos' own options (--kokkos-threads=N, ...)
   --help             this text
 
+The hidden share of communication is 1 - (ring time - the same schedule without communication)
+/ (the schedule without compute), per repetition and rank; it is reported with its spread, or
+not at all when communication alone is shorter than the run-to-run noise of the ring time.
 Ring order comes from RFA_RING_ORDER (identity | topo | file:PATH; default topo).
 )";
 }
@@ -59,6 +77,7 @@ RunOptions parse_run_options(int argc, char** argv) {
       o.batch = parse_int(flag, value(), 1);
     } else if (flag == "--seq") {
       o.seq = parse_int(flag, value(), 1);
+      o.seq_given = true;
     } else if (flag == "--heads") {
       o.heads = parse_int(flag, value(), 1);
     } else if (flag == "--kv-heads") {
@@ -68,6 +87,12 @@ RunOptions parse_run_options(int argc, char** argv) {
       o.head_dim = parse_int(flag, value(), 1);
     } else if (flag == "--repeat") {
       o.repeat = int(parse_int(flag, value(), 1));
+    } else if (flag == "--warmup") {
+      o.warmup = int(parse_int(flag, value(), 0));
+    } else if (flag == "--json") {
+      o.json = value();
+    } else if (flag == "--check") {
+      o.check = CheckMode::on;
     } else if (flag == "--scale") {
       const char* text = value();
       char* end = nullptr;
@@ -95,15 +120,31 @@ RunOptions parse_run_options(int argc, char** argv) {
     } else if (flag == "--no-causal") {
       o.mask = RFA_MASK_NONE;
     } else if (flag == "--no-check") {
-      o.check = false;
+      o.check = CheckMode::off;
     } else if (flag == "--no-overlap") {
       o.overlap = false;
+    } else if (flag == "--device") {
+      const std::string v = value();
+      if (v == "host") o.device = RunDevice::host;
+      else if (v == "cuda") o.device = RunDevice::cuda;
+      else fail(RFA_ERROR_INVALID_ARGUMENT, "--device must be host or cuda, got '", v, "'");
     } else {
       fail(RFA_ERROR_INVALID_ARGUMENT, "unknown option '", flag, "' (see --help)");
     }
   }
   if (!kv_heads_given) o.kv_heads = o.heads;
   return o;
+}
+
+std::string fit_default_seq(RunOptions& o, int ranks) {
+  if (o.seq_given) return "";
+  const std::int64_t divisor = o.layout == RFA_LAYOUT_ZIGZAG ? 2 * std::int64_t(ranks) : std::int64_t(ranks);
+  const std::int64_t fitted = o.seq / divisor * divisor;
+  if (fitted == o.seq || fitted < 1) return "";
+  const std::string old = std::to_string(o.seq);
+  o.seq = fitted;
+  return "S=" + std::to_string(fitted) + ": the default " + old + " rounded down to a multiple of " +
+         (o.layout == RFA_LAYOUT_ZIGZAG ? "2P = " : "P = ") + std::to_string(divisor) + " for the " + layout::layout_name(o.layout) + " layout";
 }
 
 }  // namespace perf

@@ -10,6 +10,11 @@
 namespace rfa {
 namespace perf {
 
+enum class CheckMode { automatic, on, off };
+
+/// Where the ring runs: the host kernels, or the CUDA kernels on this rank's GPU.
+enum class RunDevice { host, cuda };
+
 struct RunOptions {
   std::int64_t batch = 1;
   std::int64_t seq = 8192;
@@ -20,11 +25,29 @@ struct RunOptions {
   rfa_dtype_t dtype = RFA_DTYPE_BFLOAT16;
   rfa_mask_t mask = RFA_MASK_CAUSAL;
   float scale = 0.0f;
-  int repeat = 1;
-  bool check = true;
+  int warmup = 1;
+  int repeat = 3;
+  CheckMode check = CheckMode::automatic;
   bool overlap = true;
   bool help = false;
+  bool seq_given = false;  ///< --seq was on the command line (the default adapts to P)
+  std::string json;        ///< --json FILE: also write the results there (rank 0)
+  RunDevice device = RunDevice::host;  ///< --device host|cuda
 };
+
+/// Above this many tokens the full-sequence check is off unless --check asks for it: it
+/// builds full-sequence fp32 tensors on every rank, which a long (Slurm) run must not.
+constexpr std::int64_t kCheckAutoMaxSeq = 32768;
+
+/// Whether the full-sequence check runs for these options.
+inline bool check_enabled(const RunOptions& o) {
+  return o.check == CheckMode::on || (o.check == CheckMode::automatic && o.seq <= kCheckAutoMaxSeq);
+}
+
+/// When --seq was not given, rounds the default down to the nearest length the layout can
+/// split over `ranks` (zigzag: a multiple of 2P, else of P) and returns a note saying so
+/// (empty when nothing changed). An explicit --seq is never changed.
+std::string fit_default_seq(RunOptions& o, int ranks);
 
 /// Parses argv; throws rfa::Error(RFA_ERROR_INVALID_ARGUMENT) with a message naming the flag.
 RunOptions parse_run_options(int argc, char** argv);

@@ -2,6 +2,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -35,8 +36,7 @@ std::string choice_name(const engine::StrategyChoice& c) {
 }
 
 template <class T>
-void measure(comm::Communicator& comm, const RunOptions& o, const engine::StrategyChoice& choice, FILE* json,
-             bool& first) {
+void measure(comm::Communicator& comm, const RunOptions& o, const engine::StrategyChoice& choice) {
   std::unique_ptr<engine::AttentionStrategy> attn;
   try {
     attn = engine::make_strategy(comm, ring_config(o), choice);  // fails on every rank together
@@ -61,16 +61,6 @@ void measure(comm::Communicator& comm, const RunOptions& o, const engine::Strate
   std::printf("%-12s %9.1f %9.1f %10.2f %10.2f %10.2f %10.2f\n", choice_name(choice).c_str(), 1e3 * fwd.seconds,
               1e3 * bwd.seconds, double(fwd.bytes_sent) / MiB, double(bwd.bytes_sent) / MiB,
               double(fwd.workspace) / MiB, double(bwd.workspace) / MiB);
-  if (json) {
-    std::fprintf(json,
-                 "%s\n    {\"strategy\": \"%s\", \"ranks\": %d, \"fwd_s\": %.6f, \"bwd_s\": %.6f, "
-                 "\"fwd_bytes_sent\": %lld, \"bwd_bytes_sent\": %lld, \"fwd_workspace_bytes\": %lld, "
-                 "\"bwd_workspace_bytes\": %lld}",
-                 first ? "" : ",", choice_name(choice).c_str(), comm.size(), fwd.seconds, bwd.seconds,
-                 (long long)fwd.bytes_sent, (long long)bwd.bytes_sent, (long long)fwd.workspace,
-                 (long long)bwd.workspace);
-  }
-  first = false;
 }
 
 }  // namespace
@@ -108,7 +98,7 @@ std::vector<engine::StrategyChoice> parse_strategies(const std::string& text, in
 }
 
 void compare_strategies(comm::Communicator& comm, const RunOptions& o,
-                        const std::vector<engine::StrategyChoice>& choices, FILE* json) {
+                        const std::vector<engine::StrategyChoice>& choices) {
   if (comm.rank() == 0) {
     std::printf("rfa_ring_bench --strategy: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, P=%d, %d host thread(s)/rank\n",
                 (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads,
@@ -116,16 +106,13 @@ void compare_strategies(comm::Communicator& comm, const RunOptions& o,
                 layout::layout_name(o.layout), comm.size(), Kokkos::DefaultHostExecutionSpace().concurrency());
     std::printf("%-12s %9s %9s %10s %10s %10s %10s\n", "strategy", "fwd ms", "bwd ms", "fwd MiB tx", "bwd MiB tx",
                 "fwd MiB ws", "bwd MiB ws");
-    if (json) std::fprintf(json, "{\n  \"strategies\": [");
   }
-  bool first = true;
   for (const engine::StrategyChoice& choice : choices) {
     dispatch_dtype(o.dtype, [&](auto tag) {
-      measure<decltype(tag)>(comm, o, choice, json, first);
+      measure<decltype(tag)>(comm, o, choice);
       return 0;
     });
   }
-  if (comm.rank() == 0 && json) std::fprintf(json, "\n  ]\n}\n");
 }
 
 }  // namespace perf

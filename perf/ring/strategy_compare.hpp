@@ -4,7 +4,6 @@
 // check that count against Kokkos' allocation hooks), forward and backward.
 #pragma once
 
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -20,11 +19,10 @@ namespace perf {
 /// RFA_ERROR_INVALID_ARGUMENT for anything else.
 std::vector<engine::StrategyChoice> parse_strategies(const std::string& text, int ranks);
 
-/// Collective. Prints the table on rank 0 (and JSON into `json` when it is not null). A
-/// strategy the problem does not fit (e.g. heads not divisible by P for Ulysses) is reported
-/// and skipped on every rank.
+/// Collective. Prints the table on rank 0. A strategy the problem does not fit (e.g. heads not
+/// divisible by P for Ulysses) is reported and skipped on every rank.
 void compare_strategies(comm::Communicator& comm, const RunOptions& o,
-                        const std::vector<engine::StrategyChoice>& choices, FILE* json);
+                        const std::vector<engine::StrategyChoice>& choices);
 
 }  // namespace perf
 }  // namespace rfa

@@ -27,11 +27,22 @@ struct Arguments {
   std::string placement = "block";
   std::string gpu_bus_id_env;
   bool show_order = false;
+  bool help = false;
 };
 
 const char* kUsage =
     "usage: rfa_ring_edges [--simulate NODESxGPUS [--placement cyclic|block]] [--show-order]\n"
     "                      [--gpu-bus-id-env VAR]\n";
+
+const char* kHelp =
+    "\nCounts the ring edges that leave a node or change socket, for identity and topology order.\n"
+    "Under mpiexec/srun it reports the real job (the order chosen as the library chooses it, so\n"
+    "RFA_RING_ORDER and RFA_TOPO_DUMP apply); with --simulate an imaginary one, without MPI ranks.\n\n"
+    "  --simulate NODESxGPUS  an imaginary job of NODES nodes with GPUS GPUs each\n"
+    "  --placement P          cyclic | block: how the imaginary ranks are dealt to nodes (default block)\n"
+    "  --show-order           also print the chosen ring order\n"
+    "  --gpu-bus-id-env VAR   the environment variable holding this rank's GPU PCI bus id\n"
+    "  --help                 this text\n";
 
 Arguments parse_arguments(int argc, char** argv) {
   Arguments args;
@@ -41,7 +52,9 @@ Arguments parse_arguments(int argc, char** argv) {
       rfa::require(i + 1 < argc, "rfa_ring_edges: ", flag, " needs a value\n", kUsage);
       return argv[++i];
     };
-    if (flag == "--simulate") {
+    if (flag == "--help" || flag == "-h") {
+      args.help = true;
+    } else if (flag == "--simulate") {
       args.simulate = value();
     } else if (flag == "--placement") {
       args.placement = value();
@@ -58,6 +71,10 @@ Arguments parse_arguments(int argc, char** argv) {
 
 int run(const Arguments& args, int rank) {
   using namespace rfa::topology;
+  if (args.help) {
+    if (rank == 0) std::cout << kUsage << kHelp;
+    return 0;
+  }
   if (!args.simulate.empty()) {
     int nodes = 0, gpus = 0;
     parse_shape(args.simulate, nodes, gpus);

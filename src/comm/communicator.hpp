@@ -47,6 +47,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/error.hpp"
+
 namespace rfa::comm {
 
 /// Where a buffer lives. The MPI communicator accepts host memory; an NCCL one accepts device
@@ -145,7 +147,12 @@ class Communicator {
   /// allgather(), started: returns at once; the buffers are in use until the handle completes.
   /// Collective and ordered like the other calls. The KV all-gather strategy gathers the next
   /// K/V chunk with it while it computes on the current one.
-  virtual Exchange start_allgather(const void* send, void* recv, std::size_t bytes_per_rank) = 0;
+  /// The default runs the blocking allgather() and returns a completed handle (correct, no
+  /// overlap); MPI and NCCL start a non-blocking collective.
+  virtual Exchange start_allgather(const void* send, void* recv, std::size_t bytes_per_rank) {
+    allgather(send, recv, bytes_per_rank);
+    return Exchange();
+  }
 
   /// Block r of `send` (offset r * bytes_per_pair) goes to rank r; block r of `recv` comes
   /// from rank r. Both buffers hold size() * bytes_per_pair bytes. Blocking.
@@ -156,13 +163,21 @@ class Communicator {
   /// size() entries, offsets in bytes). Rank r's recv_bytes[s] must equal rank s's
   /// send_bytes[r]. The Ulysses strategy uses it to send each rank exactly the K/V heads its
   /// query heads need. Blocking.
+  /// MPI and NCCL implement it; other transports throw RFA_ERROR_UNSUPPORTED.
   virtual void alltoallv(const void* send, const std::size_t* send_bytes, const std::size_t* send_offsets,
-                         void* recv, const std::size_t* recv_bytes, const std::size_t* recv_offsets) = 0;
+                         void* recv, const std::size_t* recv_bytes, const std::size_t* recv_offsets) {
+    (void)send, (void)send_bytes, (void)send_offsets, (void)recv, (void)recv_bytes, (void)recv_offsets;
+    unsupported("alltoallv");
+  }
 
   /// Sums `size() * count_per_rank` fp32 values elementwise over all ranks and leaves block r
   /// (values r * count_per_rank ...) on rank r, in `recv` (count_per_rank values). The
   /// KV all-gather backward returns dK/dV partials with it. Blocking.
-  virtual void reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) = 0;
+  /// MPI and NCCL implement it; other transports throw RFA_ERROR_UNSUPPORTED.
+  virtual void reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) {
+    (void)send, (void)recv, (void)count_per_rank;
+    unsupported("reduce_scatter_sum");
+  }
 
   /// Reduces `count` int64 values elementwise over all ranks, in place. Blocking.
   virtual void allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) = 0;
@@ -179,14 +194,28 @@ class Communicator {
   /// Returns once every rank has entered the barrier.
   virtual void barrier() = 0;
 
+  /// Transports of device memory: the CUDA stream (a cudaStream_t; nullptr is the legacy
+  /// default stream) whose queued work every later exchange is ordered after, and that is
+  /// made to wait for the data an exchange delivers. Host transports ignore it.
+  virtual void set_compute_stream(void* cuda_stream) { (void)cuda_stream; }
   /// Collective. The ranks that pass the same `color` form a new communicator of the same
   /// transport, in which this rank's position is `position` (the positions of one color must
   /// be 0..n-1, checked on every rank of the group). The hybrid strategy builds its Ulysses
   /// groups and its ring of groups with it. The new communicator is independent of this one.
-  virtual std::unique_ptr<Communicator> split(int color, int position) = 0;
+  /// MPI and NCCL implement it; other transports throw RFA_ERROR_UNSUPPORTED.
+  virtual std::unique_ptr<Communicator> split(int color, int position) {
+    (void)color, (void)position;
+    unsupported("split");
+  }
 
  protected:
   Communicator() = default;
+
+ private:
+  [[noreturn]] void unsupported(const char* call) const {
+    fail(RFA_ERROR_UNSUPPORTED, "the ", backend_name(), " transport does not offer ", call,
+         " (the Ulysses, all-gather and hybrid strategies need it): use the MPI or NCCL transport");
+  }
 };
 
 }  // namespace rfa::comm

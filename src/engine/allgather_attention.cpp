@@ -26,7 +26,7 @@ const RingConfig& validated(comm::Communicator& comm, const RingConfig& c, std::
 template <class T>
 class GatheredKV {
  public:
-  GatheredKV(Workspace& ws, comm::Communicator& comm, Tensor4<const T> k, Tensor4<const T> v, std::int64_t chunk,
+  GatheredKV(Workspace<>& ws, comm::Communicator& comm, Tensor4<const T> k, Tensor4<const T> v, std::int64_t chunk,
              std::int64_t seq_total)
       : comm_(comm), k_(k), v_(v), chunk_(chunk) {
     const std::int64_t B = k.extent(0), L = k.extent(1), D = k.extent(3), P = comm.size();
@@ -162,7 +162,7 @@ void AllGatherAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4
   std::vector<PositionMap> rows;
   for (int r = 0; r < comm_.size(); ++r) rows.push_back(layout::positions(c.layout, c.seq_total, comm_.size(), r));
 
-  Workspace ws;
+  Workspace<> ws;
   GatheredKV<T> kv(ws, comm_, k, v, chunk_, c.seq_total);
   Tensor4<T> q_chunk = ws.tensor4<T>("rfa::q_chunk", B, L, qh, D);
   Tensor4<T> out_chunk = ws.tensor4<T>("rfa::out_chunk", B, L, qh, D);
@@ -193,7 +193,7 @@ void AllGatherAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor
   std::vector<PositionMap> rows;
   for (int r = 0; r < P; ++r) rows.push_back(layout::positions(c.layout, S, int(P), r));
 
-  Workspace ws;
+  Workspace<> ws;
   GatheredKV<T> kv(ws, comm_, k, v, chunk_, S);
   Tensor4<T> q_chunk = ws.tensor4<T>("rfa::q_chunk", B, L, qh, D);
   Tensor4<T> dout_chunk = ws.tensor4<T>("rfa::dout_chunk", B, L, qh, D);

@@ -44,6 +44,9 @@ class AttentionStrategy {
   AttentionStrategy& operator=(const AttentionStrategy&) = delete;
 
   virtual StrategyKind kind() const = 0;
+  /// The ring engine when this strategy is the plain ring, else nullptr. Device contexts are
+  /// always the ring and reach its device entry points (forward_device, streams) through it.
+  virtual RingAttention* ring_engine() { return nullptr; }
   /// The problem, as every rank agreed on it.
   virtual const RingConfig& config() const = 0;
   /// This rank's position on the communicator it was built on, and the number of ranks.

@@ -164,7 +164,7 @@ class HeadExchange {
 template <class T>
 struct Staging {
   kernels::Tensor4<T> send, recv;
-  Staging(Workspace& ws, const char* send_name, const char* recv_name, std::int64_t elems)
+  Staging(Workspace<>& ws, const char* send_name, const char* recv_name, std::int64_t elems)
       : send(ws.tensor4<T>(send_name, 1, 1, 1, elems)), recv(ws.tensor4<T>(recv_name, 1, 1, 1, elems)) {}
 };
 
@@ -174,7 +174,7 @@ template <class T>
 struct HeadShardedInputs {
   Staging<T> stage;
   kernels::Tensor4<T> q, k, v, out;
-  HeadShardedInputs(Workspace& ws, const HeadExchange& x, std::int64_t heads)
+  HeadShardedInputs(Workspace<>& ws, const HeadExchange& x, std::int64_t heads)
       : stage(ws, "rfa::a2a_send", "rfa::a2a_recv", x.staging_elems(heads)),
         q(ws.tensor4<T>("rfa::ulysses_q", x.batch(), x.full_rows(), x.routing().heads_per_rank(), x.head_dim())),
         k(ws.tensor4<T>("rfa::ulysses_k", x.batch(), x.full_rows(), x.routing().slots(), x.head_dim())),

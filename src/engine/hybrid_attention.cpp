@@ -104,7 +104,7 @@ void HybridAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<co
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
 
-  Workspace ws;
+  Workspace<> ws;
   HeadExchange x(*group_, routing_, group_slices(), B, D);
   HeadShardedInputs<T> full(ws, x, c.heads);
   T* send = full.stage.send.data();
@@ -135,7 +135,7 @@ void HybridAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<c
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
 
-  Workspace ws;
+  Workspace<> ws;
   HeadExchange x(*group_, routing_, group_slices(), B, D);
   const std::int64_t rows = x.full_rows(), hp = routing_.heads_per_rank(), slots = routing_.slots();
   HeadShardedInputs<T> full(ws, x, c.heads);

@@ -1,6 +1,7 @@
 // make_strategy(): the one place that turns a StrategyChoice into an engine
 // (engine/attention_strategy.hpp).
 #include <string>
+#include <type_traits>
 
 #include "comm/agreement.hpp"
 #include "core/error.hpp"
@@ -23,6 +24,13 @@ class StrategyOf final : public AttentionStrategy {
   StrategyOf(StrategyKind kind, Args&&... args) : kind_(kind), engine_(std::forward<Args>(args)...) {}
 
   StrategyKind kind() const override { return kind_; }
+  RingAttention* ring_engine() override {
+    if constexpr (std::is_same<Engine, RingAttention>::value) {
+      return &engine_;
+    } else {
+      return nullptr;
+    }
+  }
   const RingConfig& config() const override { return engine_.config(); }
   int position() const override { return engine_.position(); }
   int ranks() const override { return engine_.ranks(); }

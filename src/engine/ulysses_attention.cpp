@@ -71,7 +71,7 @@ void UlyssesAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<c
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
 
-  Workspace ws;
+  Workspace<> ws;
   HeadExchange x(comm_, routing_, all_positions(), B, D);
   HeadShardedInputs<T> full(ws, x, c.heads);
   Staging<T>& stage = full.stage;
@@ -107,7 +107,7 @@ void UlyssesAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
 
-  Workspace ws;
+  Workspace<> ws;
   HeadExchange x(comm_, routing_, all_positions(), B, D);
   HeadShardedInputs<T> full(ws, x, c.heads);
   Staging<T>& stage = full.stage;

@@ -1,0 +1,168 @@
+// rfa_comm_bench: the ring exchange of src/comm alone (every rank sends a buffer to the next
+// ring position and receives one from the previous), per message size, with no attention
+// around it. It bounds what the ring can hide: a K/V block of B*L*Hkv*d elements in the
+// storage dtype travels once per step (twice, with fp32 dK/dV, in the backward).
+//
+//   mpirun -np 2 --bind-to core rfa_comm_bench [--min-bytes N] [--max-bytes N] [--repeat N] [--json FILE]
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "comm/mpi/mpi_communicator.hpp"
+#include "core/error.hpp"
+#include "mpi_program.hpp"
+#include "result_json.hpp"
+#include "run_context.hpp"
+
+namespace rfa {
+namespace perf {
+namespace {
+
+struct CommOptions {
+  std::int64_t min_bytes = 4 << 10, max_bytes = 64 << 20;
+  int repeat = 10, warmup = 2;
+  std::string json;
+  bool help = false;
+};
+
+const char* kUsage = R"( [options]
+
+Times the ring exchange of src/comm alone: every rank sends a buffer to the next ring position
+and receives one from the previous. Per message size (x4 steps): the slowest rank's time, the
+bandwidth of one link (bytes / time) and the spread over repetitions.
+
+  --min-bytes N      smallest message (default 4096)
+  --max-bytes N      largest message (default 67108864)
+  --repeat N         timed exchanges per size (default 10, what the comparator needs)
+  --warmup N         untimed exchanges per size first (default 2)
+  --json FILE        also write the results as JSON (rank 0), perf/'s result format
+  --kokkos-help      Kokkos' own options
+  --help             this text
+)";
+
+std::int64_t parse_count(const std::string& flag, const char* text, std::int64_t lo) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text, &end, 10);
+  require(end && *end == '\0' && end != text && v >= lo, flag, " expects an integer >= ", lo, ", got '", text, "'");
+  return v;
+}
+
+CommOptions parse(int argc, char** argv) {
+  CommOptions o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> const char* {
+      require(i + 1 < argc, flag, " needs a value (see --help)");
+      return argv[++i];
+    };
+    if (flag == "--help" || flag == "-h") o.help = true;
+    else if (flag == "--min-bytes") o.min_bytes = parse_count(flag, value(), 1);
+    else if (flag == "--max-bytes") o.max_bytes = parse_count(flag, value(), 1);
+    else if (flag == "--repeat") o.repeat = int(parse_count(flag, value(), 1));
+    else if (flag == "--warmup") o.warmup = int(parse_count(flag, value(), 0));
+    else if (flag == "--json") o.json = value();
+    else fail(RFA_ERROR_INVALID_ARGUMENT, "unknown option '", flag, "' (see --help)");
+  }
+  require(o.min_bytes <= o.max_bytes, "--min-bytes (", o.min_bytes, ") is larger than --max-bytes (", o.max_bytes, ")");
+  return o;
+}
+
+/// Collective: one exchange, timed on every rank; returns the slowest and fastest rank's time.
+std::pair<double, double> timed_exchange(comm::Communicator& ring, const std::vector<char>& send,
+                                         std::vector<char>& recv) {
+  ring.barrier();
+  const auto t0 = std::chrono::steady_clock::now();
+  ring.start_ring_exchange(send.data(), recv.data(), send.size()).wait();
+  const double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<double> all(std::size_t(ring.size()));
+  ring.allgather(&mine, all.data(), sizeof mine);
+  double lo = all[0], hi = all[0];
+  for (double t : all) lo = std::min(lo, t), hi = std::max(hi, t);
+  return {hi, lo};
+}
+
+int bench(comm::Communicator& ring, const CommOptions& o) {
+  const int P = ring.size(), me = ring.rank();
+  if (me == 0) {
+    std::printf("rfa_comm_bench: ring exchange over %s, %d rank%s%s, %d repetition(s) per size\n",
+                ring.backend_name(), P, P == 1 ? "" : "s", P == 1 ? " (sending to itself)" : "", o.repeat);
+    std::printf("%12s %10s %10s %10s %12s\n", "bytes", "median us", "min us", "max us", "GB/s (link)");
+  }
+  std::vector<BenchCase> cases;
+  for (std::int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 4) {
+    const auto n = static_cast<std::size_t>(bytes);
+    std::vector<char> send(n, static_cast<char>(me)), recv(n);
+    for (int w = 0; w < o.warmup; ++w) timed_exchange(ring, send, recv);
+    BenchCase c;
+    c.name = "comm/ring_exchange/" + std::to_string(bytes);
+    c.labels = {{"suite", "comm"}, {"strategy", "ring"}, {"dtype", "bytes"}, {"shape", std::to_string(bytes) + " B"}};
+    c.counters["bytes_moved"] = double(bytes) * P;
+    c.counters["message_bytes"] = double(bytes);
+    std::vector<double> seconds;
+    for (int r = 0; r < o.repeat; ++r) {
+      const auto [slowest, fastest] = timed_exchange(ring, send, recv);
+      Repetition rep;
+      rep.seconds = slowest;
+      rep.counters["gbytes_per_s"] = double(bytes) / slowest * 1e-9;
+      rep.counters["rank_max_s"] = slowest;
+      rep.counters["rank_min_s"] = fastest;
+      c.repetitions.push_back(rep);
+      seconds.push_back(slowest);
+    }
+    // The received bytes are the previous rank's: a transport that moved nothing fails here.
+    const char expected = char((me + P - 1) % P);
+    bool ok = true;
+    for (char b : recv) ok = ok && b == expected;
+    c.counters["correct"] = ring.allreduce(ok ? 1 : 0, comm::ReduceOp::min) == 1;
+    if (me == 0) {
+      const double mid = median(seconds);
+      std::printf("%12lld %10.1f %10.1f %10.1f %12.2f%s\n", (long long)bytes, 1e6 * mid,
+                  1e6 * *std::min_element(seconds.begin(), seconds.end()),
+                  1e6 * *std::max_element(seconds.begin(), seconds.end()), double(bytes) / mid * 1e-9,
+                  c.counters["correct"] ? "" : "  WRONG DATA");
+    }
+    cases.push_back(std::move(c));
+    if (bytes > o.max_bytes / 4) break;
+  }
+  if (me == 0 && !o.json.empty()) {
+    ContextFields context = collect_run_context("rfa_comm_bench");
+    set_field(context, "suite", "comm");
+    set_field(context, "ranks", std::to_string(P));
+    set_field(context, "ring_order", "identity");
+    set_field(context, "strategy", "ring");
+    set_field(context, "communicator", ring.backend_name());
+    write_results_json(o.json, context, cases);
+    std::printf("results written to %s\n", o.json.c_str());
+  }
+  bool all_ok = true;
+  for (const auto& c : cases) all_ok = all_ok && c.counters.at("correct") > 0;
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace perf
+}  // namespace rfa
+
+int main(int argc, char** argv) {
+  return rfa::perf::run_mpi_program(argc, argv, "rfa_comm_bench", [](int world_rank, int args, char** argv_) {
+    rfa::perf::CommOptions opts;
+    try {
+      opts = rfa::perf::parse(args, argv_);
+    } catch (const rfa::Error& e) {
+      // Same argv on every rank, same verdict: rank 0 speaks.
+      if (world_rank == 0) std::fprintf(stderr, "rfa_comm_bench: error: %s\n", e.what());
+      return 2;
+    }
+    if (opts.help) {
+      if (world_rank == 0) std::printf("usage: mpirun -np P %s%s", argv_[0], rfa::perf::kUsage);
+      return 0;
+    }
+    auto ring = rfa::comm::make_mpi_communicator(MPI_COMM_WORLD, world_rank);
+    return rfa::perf::bench(*ring, opts);
+  });
+}

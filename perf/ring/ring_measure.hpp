@@ -1,0 +1,151 @@
+// Timing of ring passes for the main job and the ring benchmark: every repetition's time on
+// every rank is kept, so figures come with their spread over repetitions and ranks instead
+// of one rank's best run, and the same samples feed the JSON results.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "engine/ring_attention.hpp"
+#include "ring_problem.hpp"
+#include "run_options.hpp"
+#include "result_json.hpp"
+
+namespace rfa {
+namespace perf {
+
+/// One pass (forward or backward) of one schedule, timed `repetitions` times on every rank.
+struct PassSamples {
+  std::vector<std::vector<double>> total;  ///< [repetition][ring position], seconds
+  std::vector<std::vector<double>> wait;   ///< time blocked in exchange waits, same shape
+  std::int64_t bytes_moved = 0;            ///< bytes all ranks sent in one pass
+  std::vector<double> steps_computed;      ///< per ring position: steps whose block was not fully masked
+
+  /// The ring's time in each repetition: its slowest rank.
+  std::vector<double> slowest() const {
+    std::vector<double> s;
+    for (const auto& rep : total) s.push_back(*std::max_element(rep.begin(), rep.end()));
+    return s;
+  }
+};
+
+/// {median, min, max} of a set of values.
+struct Spread {
+  double median = 0, min = 0, max = 0;
+};
+
+inline Spread spread_of(const std::vector<double>& values) {
+  Spread s;
+  if (values.empty()) return s;
+  s.median = perf::median(values);
+  s.min = *std::min_element(values.begin(), values.end());
+  s.max = *std::max_element(values.begin(), values.end());
+  return s;
+}
+
+/// Collective: every rank's `value`, in ring-position order, on every rank.
+inline std::vector<double> gather_everywhere(comm::Communicator& ring, double value) {
+  std::vector<double> all(std::size_t(ring.size()));
+  ring.allgather(&value, all.data(), sizeof value);
+  return all;
+}
+
+/// Collective: runs one pass of `mode` once, after a barrier, and appends every rank's time:
+/// wall time around the call, which for a device problem includes waiting for the GPU.
+template <class Problem>
+void time_pass(comm::Communicator& ring, engine::RingAttention& attn, Problem& lp, engine::RingMode mode,
+               bool backward, PassSamples& into) {
+  ring.barrier();
+  const auto start = std::chrono::steady_clock::now();
+  if (backward) {
+    lp.backward(attn, mode);
+  } else {
+    lp.forward(attn, mode);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const engine::RingTimings& t = attn.last_timings();
+  into.total.push_back(gather_everywhere(ring, seconds));
+  into.wait.push_back(gather_everywhere(ring, t.wait));
+  into.bytes_moved = ring.allreduce(t.bytes_sent, comm::ReduceOp::sum);
+  into.steps_computed = gather_everywhere(ring, double(t.steps_computed));
+}
+
+/// The hidden share of communication of every (repetition, rank): 1 - (full - compute_only) /
+/// comm_only, each rank against its own runs of the other two schedules.
+inline std::vector<double> hidden_samples(const PassSamples& full, const PassSamples& compute_only,
+                                          const PassSamples& comm_only) {
+  std::vector<double> h;
+  const std::size_t reps = std::min({full.total.size(), compute_only.total.size(), comm_only.total.size()});
+  for (std::size_t r = 0; r < reps; ++r)
+    for (std::size_t k = 0; k < full.total[r].size(); ++k)
+      h.push_back(hidden_fraction(full.total[r][k], compute_only.total[r][k], comm_only.total[r][k]));
+  return h;
+}
+
+/// Whether communication alone is long enough to be told apart from the ring time's noise
+/// (its spread over repetitions); needs at least two repetitions.
+inline bool overlap_measurable(const PassSamples& full, const PassSamples& comm_only) {
+  const Spread ring = spread_of(full.slowest());
+  return full.total.size() >= 2 && spread_of(comm_only.slowest()).median > ring.max - ring.min;
+}
+
+/// The configuration as a label: "B=1 S=8192 H=8/8 d=64 causal".
+inline std::string shape_label(const RunOptions& o) {
+  return "B=" + std::to_string(o.batch) + " S=" + std::to_string(o.seq) + " H=" + std::to_string(o.heads) + "/" +
+         std::to_string(o.kv_heads) + " d=" + std::to_string(o.head_dim) +
+         (o.mask == RFA_MASK_CAUSAL ? " causal" : " non-causal");
+}
+
+/// One JSON case of a ring pass: per repetition the slowest rank's time, TFLOP/s by
+/// FlashAttention's convention, the fraction of `peak_flops` (the whole job's measured peak;
+/// 0: not measured), the slowest and fastest rank, and the hidden share when measured.
+inline BenchCase ring_case(const std::string& name, const RunOptions& o, const char* layout, const PassSamples& full,
+                           double flops, double peak_flops, const std::vector<double>* hidden_per_rep_rank) {
+  BenchCase c;
+  c.name = name;
+  c.labels = {{"suite", "ring"}, {"strategy", "ring"}, {"layout", layout}, {"dtype", dtype_name(o.dtype)},
+              {"shape", shape_label(o)}};
+  c.counters["bytes_moved"] = double(full.bytes_moved);
+  const std::size_t P = full.total.empty() ? 0 : full.total[0].size();
+  for (std::size_t r = 0; r < full.total.size(); ++r) {
+    const auto& ranks = full.total[r];
+    Repetition rep;
+    rep.seconds = *std::max_element(ranks.begin(), ranks.end());
+    rep.counters["tflops"] = flops / rep.seconds * 1e-12;
+    if (peak_flops > 0) rep.counters["peak_fraction"] = flops / rep.seconds / peak_flops;
+    rep.counters["rank_max_s"] = rep.seconds;
+    rep.counters["rank_min_s"] = *std::min_element(ranks.begin(), ranks.end());
+    rep.counters["wait_max_s"] = *std::max_element(full.wait[r].begin(), full.wait[r].end());
+    if (hidden_per_rep_rank && hidden_per_rep_rank->size() >= (r + 1) * P) {
+      const std::vector<double> h(hidden_per_rep_rank->begin() + std::ptrdiff_t(r * P),
+                                  hidden_per_rep_rank->begin() + std::ptrdiff_t((r + 1) * P));
+      const Spread s = spread_of(h);
+      rep.counters["hidden_fraction"] = s.median;
+      rep.counters["hidden_fraction_rank_min"] = s.min;
+      rep.counters["hidden_fraction_rank_max"] = s.max;
+    }
+    c.repetitions.push_back(rep);
+  }
+  return c;
+}
+
+/// The provenance of a ring run: the shared fields plus ranks, ring order and strategy.
+inline ContextFields ring_context(const std::string& program, int ranks, const std::string& ring_order,
+                                  const RunOptions& o, int threads_per_rank) {
+  ContextFields c = collect_run_context(program);
+  set_field(c, "suite", "ring");
+  set_field(c, "ranks", std::to_string(ranks));
+  set_field(c, "threads_per_rank", std::to_string(threads_per_rank));
+  set_field(c, "ring_order", ring_order);
+  set_field(c, "strategy", "ring");
+  set_field(c, "dtype", dtype_name(o.dtype));
+  set_field(c, "shape", shape_label(o));
+  return c;
+}
+
+}  // namespace perf
+}  // namespace rfa

@@ -1,0 +1,153 @@
+"""Tests of perf/compare on synthetic result files: a clear regression is flagged, noise is
+not, a correctness mismatch always is, an unknown machine or case is a new baseline, and too
+few repetitions give no verdict."""
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stdout
+
+import numpy as np
+
+import perf_tool
+
+compare = perf_tool.load("compare")
+
+CONTEXT = {"cpu_model": "Test CPU", "gpu_model": "none", "num_cpus": "2", "ranks": "2", "threads_per_rank": "1",
+           "kokkos_backends": "Serial", "suite": "ring"}
+
+
+def result_file(directory, name, cases, context=None):
+    """Writes perf/'s format: one entry per repetition (times in ms) plus a median aggregate
+    that the comparator must ignore."""
+    benchmarks = []
+    for case, spec in cases.items():
+        times = spec["times_ms"]
+        for i, t in enumerate(times):
+            entry = {"name": case, "run_name": case, "run_type": "iteration", "repetitions": len(times),
+                     "repetition_index": i, "iterations": 1, "real_time": t, "cpu_time": t, "time_unit": "ms",
+                     "suite": spec.get("suite", "ring"), "dtype": "float32", "shape": spec.get("shape", "S=1024")}
+            if "correct" in spec:
+                entry["correct"] = spec["correct"]
+            benchmarks.append(entry)
+        benchmarks.append({"name": case + "_median", "run_name": case, "run_type": "aggregate",
+                           "aggregate_name": "median", "real_time": 1e9, "time_unit": "ms"})
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        json.dump({"context": context or CONTEXT, "benchmarks": benchmarks}, f)
+    return path
+
+
+def noisy(median_ms, spread, n=12, seed=0):
+    rng = np.random.default_rng(seed)
+    return list(median_ms * (1.0 + spread * rng.standard_normal(n)))
+
+
+class CompareTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.base = result_file(self.dir.name, "base.json", {
+            "ring/fwd/zigzag": {"times_ms": noisy(100, 0.02, seed=1)},
+            "fwd float32 full": {"times_ms": noisy(50, 0.01, seed=2), "suite": "kernels"}})
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def run_compare(self, new, *extra):
+        out_json = os.path.join(self.dir.name, "verdict.json")
+        with redirect_stdout(io.StringIO()) as table:
+            code = compare.main([self.base, new, "--json-out", out_json, *extra])
+        with open(out_json) as f:
+            verdict = json.load(f)
+        return code, {c["case"]: c for c in verdict["cases"]}, table.getvalue()
+
+    def test_clear_regression_is_flagged(self):
+        new = result_file(self.dir.name, "new.json", {
+            "ring/fwd/zigzag": {"times_ms": noisy(125, 0.02, seed=3)},
+            "fwd float32 full": {"times_ms": noisy(50, 0.01, seed=4), "suite": "kernels"}})
+        code, cases, table = self.run_compare(new)
+        self.assertEqual(code, 1)
+        self.assertEqual(cases["ring/fwd/zigzag"]["verdict"], "regression")
+        self.assertLess(cases["ring/fwd/zigzag"]["p_slower"], 0.05)
+        self.assertAlmostEqual(cases["ring/fwd/zigzag"]["ratio"], 1.25, delta=0.05)
+        self.assertEqual(cases["fwd float32 full"]["verdict"], "same")
+        self.assertIn("regression", table)
+
+    def test_noise_is_not_flagged(self):
+        new = result_file(self.dir.name, "new.json", {
+            "ring/fwd/zigzag": {"times_ms": noisy(101, 0.03, seed=5)},
+            "fwd float32 full": {"times_ms": noisy(50.5, 0.02, seed=6), "suite": "kernels"}})
+        code, cases, _ = self.run_compare(new)
+        self.assertEqual(code, 0)
+        self.assertEqual({c["verdict"] for c in cases.values()}, {"same"})
+
+    def test_thresholds_depend_on_the_suite(self):
+        # 7% slower, significant: over the kernels' 5%, under the ring's 10%.
+        new = result_file(self.dir.name, "new.json", {
+            "ring/fwd/zigzag": {"times_ms": noisy(107, 0.005, seed=7)},
+            "fwd float32 full": {"times_ms": noisy(53.5, 0.005, seed=8), "suite": "kernels"}})
+        code, cases, _ = self.run_compare(new)
+        self.assertEqual(code, 1)
+        self.assertEqual(cases["fwd float32 full"]["verdict"], "regression")
+        self.assertEqual(cases["ring/fwd/zigzag"]["verdict"], "same")
+        self.assertLess(cases["ring/fwd/zigzag"]["p_slower"], 0.05)
+
+    def test_a_correctness_mismatch_is_always_a_regression(self):
+        new = result_file(self.dir.name, "new.json", {
+            "ring/fwd/zigzag": {"times_ms": noisy(90, 0.02, seed=9), "correct": 0},
+            "fwd float32 full": {"times_ms": noisy(50, 0.01, seed=10), "suite": "kernels"}})
+        code, cases, _ = self.run_compare(new)
+        self.assertEqual(code, 1)
+        self.assertEqual(cases["ring/fwd/zigzag"]["verdict"], "regression")
+        self.assertIn("wrong", cases["ring/fwd/zigzag"]["reason"])
+
+    def test_an_unknown_machine_is_a_new_baseline(self):
+        other = dict(CONTEXT, cpu_model="Another CPU")
+        new = result_file(self.dir.name, "new.json", {"ring/fwd/zigzag": {"times_ms": noisy(200, 0.02, seed=11)}},
+                          context=other)
+        code, cases, _ = self.run_compare(new)
+        self.assertEqual(code, 0)
+        self.assertEqual(cases["ring/fwd/zigzag"]["verdict"], "new-baseline")
+        self.assertIn("cpu_model", cases["ring/fwd/zigzag"]["reason"])
+        self.assertEqual(cases["fwd float32 full"]["verdict"], "missing")
+
+    def test_an_unknown_case_or_shape_is_a_new_baseline(self):
+        new = result_file(self.dir.name, "new.json", {
+            "ring/fwd/stripe": {"times_ms": noisy(300, 0.02, seed=12)},
+            "ring/fwd/zigzag": {"times_ms": noisy(300, 0.02, seed=13), "shape": "S=4096"},
+            "fwd float32 full": {"times_ms": noisy(50, 0.01, seed=14), "suite": "kernels"}})
+        code, cases, _ = self.run_compare(new)
+        self.assertEqual(code, 0)
+        self.assertEqual(cases["ring/fwd/stripe"]["verdict"], "new-baseline")
+        self.assertEqual(cases["ring/fwd/zigzag"]["verdict"], "new-baseline")
+        self.assertIn("shape", cases["ring/fwd/zigzag"]["reason"])
+
+    def test_too_few_repetitions_give_no_verdict(self):
+        new = result_file(self.dir.name, "new.json", {
+            "ring/fwd/zigzag": {"times_ms": noisy(200, 0.02, n=5, seed=15)},
+            "fwd float32 full": {"times_ms": noisy(50, 0.01, seed=16), "suite": "kernels"}})
+        code, cases, _ = self.run_compare(new)
+        self.assertEqual(code, 3)
+        self.assertEqual(cases["ring/fwd/zigzag"]["verdict"], "too-few")
+
+    def test_google_benchmark_decorations_do_not_split_cases(self):
+        self.assertEqual(compare.case_key({"run_name": "fwd float32 full/min_time:1.000/real_time"}),
+                         "fwd float32 full")
+
+    def test_an_unreadable_file_is_a_usage_error(self):
+        broken = os.path.join(self.dir.name, "broken.json")
+        with open(broken, "w") as f:
+            f.write("{not json")
+        with redirect_stdout(io.StringIO()), open(os.devnull, "w") as devnull:
+            old, sys.stderr = sys.stderr, devnull
+            try:
+                code = compare.main([self.base, broken])
+            finally:
+                sys.stderr = old
+        self.assertEqual(code, 2)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,70 @@
+"""Tests of perf/plot on synthetic result files: every figure is drawn from what the files
+hold, strategies other than the ring get their own bars, and an exact zero error does not
+break the logarithmic error figure."""
+import os
+import tempfile
+import unittest
+
+import perf_tool
+
+plot = perf_tool.load("plot")
+
+SHAPE = "B=1 S=4096 H=4/4 d=64 causal"
+
+
+def ring_entries(name, strategy, times_ms, tflops, layout=None, **figures):
+    entries = []
+    for i, (t, f) in enumerate(zip(times_ms, tflops)):
+        e = {"name": name, "run_name": name, "run_type": "iteration", "repetition_index": i, "real_time": t,
+             "time_unit": "ms", "suite": "ring", "strategy": strategy, "dtype": "float32", "shape": SHAPE,
+             "tflops": f}
+        if layout:
+            e["layout"] = layout
+        e.update(figures)
+        entries.append(e)
+    return entries
+
+
+def run(ranks, entries):
+    return ("synthetic.json", {"suite": "ring", "ranks": str(ranks)}, entries)
+
+
+class PlotTest(unittest.TestCase):
+    def test_every_strategy_in_the_files_gets_bars(self):
+        runs = [run(4, ring_entries("ring/fwd/zigzag", "ring", [10, 11, 12], [0.05, 0.045, 0.04], layout="zigzag")
+                    + ring_entries("ulysses/fwd", "ulysses", [8, 8, 9], [0.06, 0.06, 0.055]))]
+        table = plot.strategy_table(runs)
+        config = ("forward", 4, "float32", SHAPE)
+        self.assertEqual(set(table), {config})
+        self.assertEqual(set(table[config]), {"ring/zigzag", "ulysses"})
+        median, least, largest = table[config]["ulysses"]
+        self.assertAlmostEqual(median, 60.0)
+        self.assertAlmostEqual(least, 55.0)
+        self.assertAlmostEqual(largest, 60.0)
+        with tempfile.TemporaryDirectory() as out:
+            path = plot.plot_strategies(runs, out)
+            self.assertTrue(os.path.getsize(path) > 0)
+
+    def test_the_main_job_and_kernels_are_not_strategies(self):
+        main_job = ring_entries("main_job/fwd/zigzag", "ring", [10], [0.05], layout="zigzag")
+        kernels = [dict(e, suite="kernels") for e in ring_entries("fwd float32 full", "none", [5], [0.07])]
+        self.assertEqual(plot.strategy_table([run(2, main_job + kernels)]), {})
+
+    def test_error_against_p_draws_exact_zeros(self):
+        runs = [run(p, ring_entries("main_job/fwd/zigzag", "ring", [10, 10], [0.05, 0.05], layout="zigzag",
+                                    max_error=err))
+                for p, err in ((1, 0.0), (2, 2e-6), (4, 3e-6))]
+        with tempfile.TemporaryDirectory() as out:
+            path = plot.plot_error_vs_p(runs, out)
+            self.assertTrue(os.path.getsize(path) > 0)
+
+    def test_nothing_to_plot_is_said(self):
+        with tempfile.TemporaryDirectory() as out:
+            path = os.path.join(out, "empty.json")
+            with open(path, "w") as f:
+                f.write('{"context": {}, "benchmarks": []}')
+            self.assertEqual(plot.main(["--out", out, path]), 3)
+
+
+if __name__ == "__main__":
+    unittest.main()
