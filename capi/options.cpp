@@ -30,6 +30,7 @@ rfa_options_t default_options() {
   o.head_dim = defaults.head_dim;
   o.device = RFA_DEVICE_HOST;
   o.transport = RFA_TRANSPORT_DEFAULT;
+  o.timeout_s = 0.0;
   o.strategy = RFA_STRATEGY_RING;
   o.ulysses_degree = 0;
   return o;
@@ -76,6 +77,8 @@ void validate_options(const rfa_options_t& o, int ranks) {
     fail(RFA_ERROR_UNSUPPORTED, "options.transport is RFA_TRANSPORT_NCCL but options.device is RFA_DEVICE_HOST: "
                                 "NCCL moves device memory only; host contexts use MPI");
   }
+  require(std::isfinite(o.timeout_s), "options.timeout_s is ", o.timeout_s,
+          "; it must be finite (0: RFA_TIMEOUT_S or the default, < 0: no deadline)");
   require(strategy >= RFA_STRATEGY_RING && strategy <= RFA_STRATEGY_HYBRID, "options.strategy is ", strategy,
           ", not an rfa_strategy_t value");
   if (device != RFA_DEVICE_HOST && strategy != RFA_STRATEGY_RING) {
@@ -91,6 +94,16 @@ void validate_options(const rfa_options_t& o, int ranks) {
   require(o.heads % o.kv_heads == 0, "options.heads (", o.heads, ") is not a multiple of options.kv_heads (",
           o.kv_heads, ")");
   require(o.head_dim >= 1, "options.head_dim is ", o.head_dim, "; it must be >= 1");
+  // The whole sequence's largest tensor (the sharding helpers take it whole) in fp32 bytes,
+  // with a factor 2 of headroom for padded lengths and offsets past the end: every size and
+  // index rfa computes then fits in 64 bits.
+  std::int64_t bytes = 2 * 4;
+  for (const std::int64_t factor : {o.batch, o.seq_total, o.heads > o.kv_heads ? o.heads : o.kv_heads, o.head_dim}) {
+    if (__builtin_mul_overflow(bytes, factor, &bytes)) {
+      fail(RFA_ERROR_INVALID_ARGUMENT, "options.batch x seq_total x heads x head_dim (", o.batch, " x ", o.seq_total,
+           " x ", o.heads, " x ", o.head_dim, ") overflows 64-bit sizes: a tensor that large cannot be addressed");
+    }
+  }
   // Shape rules the engine owns (layout divisibility, supported head dims, what each strategy
   // needs) are checked by it, so the C API cannot drift from what the engines accept.
   engine::validate_strategy(strategy_choice(o), ring_config(o), ranks);

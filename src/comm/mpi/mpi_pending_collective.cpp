@@ -1,6 +1,7 @@
 #include "comm/mpi/mpi_pending_collective.hpp"
 
 #include "comm/mpi/abandoned_requests.hpp"
+#include "comm/mpi/deadline.hpp"
 #include "comm/mpi/mpi_error.hpp"
 
 namespace rfa::comm::mpi {
@@ -12,7 +13,15 @@ bool MpiPendingCollective::test() {
 }
 
 void MpiPendingCollective::wait() {
-  check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), ("MPI_Wait (" + what_ + ")").c_str());
+  const int rc = wait_within(&request_, 1, MPI_STATUS_IGNORE, timeout_s_, [&](const int*) {
+    // A collective cannot be cancelled: its request, datatype and buffers stay with MPI.
+    request_ = MPI_REQUEST_NULL;
+    datatype_.release();
+    *timed_out_ = "a non-blocking " + what_ + " did not complete within " + seconds_text(timeout_s_);
+    return *timed_out_ + ": at least one rank has not reached it (options.timeout_s or RFA_TIMEOUT_S sets the "
+                         "deadline). The communicator is unusable from now on; destroy it";
+  });
+  check_mpi(rc, ("MPI_Wait (" + what_ + ")").c_str());
 }
 
 MpiPendingCollective::~MpiPendingCollective() {

@@ -1,6 +1,7 @@
 // One started non-blocking MPI collective (MPI_Iallgather, ...) as an Exchange: test() and
-// wait() complete its request, and the destructor completes an unfinished one (collectives
-// cannot be cancelled), reporting on stderr every 10 s if it does not end.
+// wait() complete its request (wait() under the communicator's deadline, comm/mpi/deadline.hpp),
+// and the destructor completes an unfinished one (collectives cannot be cancelled), reporting
+// on stderr every 10 s if it does not end.
 #pragma once
 
 #include <mpi.h>
@@ -15,9 +16,16 @@ namespace rfa::comm::mpi {
 
 class MpiPendingCollective final : public detail::PendingExchange {
  public:
-  /// Takes the started request and the datatype it uses (which must outlive it).
-  MpiPendingCollective(MPI_Request request, std::unique_ptr<ByteDatatype> datatype, std::string what)
-      : request_(request), datatype_(std::move(datatype)), what_(std::move(what)) {}
+  /// Takes the started request and the datatype it uses (which must outlive it). wait() gives
+  /// up after `timeout_s` seconds (0: never) with RFA_ERROR_TIMEOUT, recording why in
+  /// `timed_out` (the communicator's flag that makes it unusable).
+  MpiPendingCollective(MPI_Request request, std::unique_ptr<ByteDatatype> datatype, std::string what,
+                       double timeout_s, std::shared_ptr<std::string> timed_out)
+      : request_(request),
+        datatype_(std::move(datatype)),
+        what_(std::move(what)),
+        timeout_s_(timeout_s),
+        timed_out_(std::move(timed_out)) {}
   ~MpiPendingCollective() override;
 
   bool test() override;
@@ -27,6 +35,8 @@ class MpiPendingCollective final : public detail::PendingExchange {
   MPI_Request request_;
   std::unique_ptr<ByteDatatype> datatype_;
   std::string what_;
+  double timeout_s_;
+  std::shared_ptr<std::string> timed_out_;
 };
 
 }  // namespace rfa::comm::mpi
