@@ -1,18 +1,24 @@
-// rfa_forward / rfa_backward: caller pointers -> unmanaged Kokkos views -> the ring engine.
+// rfa_forward / rfa_backward: caller pointers -> unmanaged Kokkos views (host memory, or the
+// CUDA device's for a RFA_DEVICE_CUDA context) -> the ring engine.
 #include <string>
+#include <tuple>
+#include <type_traits>
 
+#include "buffer_checks.hpp"
+#include "buffer_places.hpp"
 #include "context.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
-#include "buffer_checks.hpp"
 #include "firewall.hpp"
 
 namespace rfa {
 namespace capi {
 namespace {
 
-using engine::Tensor3;
-using engine::Tensor4;
+template <class T, class Space>
+using Tensor4 = engine::SpaceTensor4<T, Space>;
+template <class T, class Space>
+using Tensor3 = engine::SpaceTensor3<T, Space>;
 
 /// Byte sizes of this rank's tensors.
 struct LocalSizes {
@@ -26,26 +32,57 @@ LocalSizes local_sizes(const rfa_context_s& c) {
           o.batch * o.heads * L * std::int64_t(sizeof(float))};
 }
 
-template <class T>
-Tensor4<const T> in4(const void* p, const rfa_context_s& c, std::int64_t heads) {
-  return Tensor4<const T>(static_cast<const T*>(p), c.options.batch, c.engine->local_seq(), heads, c.options.head_dim);
+template <class T, class Space>
+Tensor4<const T, Space> in4(const void* p, const rfa_context_s& c, std::int64_t heads) {
+  return Tensor4<const T, Space>(static_cast<const T*>(p), c.options.batch, c.engine->local_seq(), heads,
+                                 c.options.head_dim);
 }
-template <class T>
-Tensor4<T> out4(void* p, const rfa_context_s& c, std::int64_t heads) {
-  return Tensor4<T>(static_cast<T*>(p), c.options.batch, c.engine->local_seq(), heads, c.options.head_dim);
+template <class T, class Space>
+Tensor4<T, Space> out4(void* p, const rfa_context_s& c, std::int64_t heads) {
+  return Tensor4<T, Space>(static_cast<T*>(p), c.options.batch, c.engine->local_seq(), heads, c.options.head_dim);
+}
+template <class T, class Space>
+Tensor3<T, Space> lse3(T* p, const rfa_context_s& c) {
+  return Tensor3<T, Space>(p, c.options.batch, c.options.heads, c.engine->local_seq());
+}
+
+/// Calls `run(tag, space)` with the element type of the context's dtype and its memory space
+/// (Kokkos::HostSpace, or Kokkos::CudaSpace for a CUDA context).
+template <class Run>
+void dispatch_place(const rfa_context_s& c, Run&& run) {
+  dispatch_dtype(c.options.dtype, [&](auto tag) {
+    if (c.options.device == RFA_DEVICE_CUDA) {
+#if RFA_ENGINE_CUDA
+      run(tag, Kokkos::CudaSpace());
+#else
+      fail(RFA_ERROR_INTERNAL, "a CUDA context exists in a build whose engine has no CUDA backend");
+#endif
+    } else {
+      run(tag, Kokkos::HostSpace());
+    }
+  });
 }
 
 rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void* v, void* out, float* lse) {
   const LocalSizes s = local_sizes(c);
   agree_on_arguments(c, [&] {
     check_buffers({{"q", q, s.q}, {"k", k, s.kv}, {"v", v, s.kv}}, {{"out", out, s.q}, {"lse", lse, s.lse}});
+    check_buffer_places(c.options.device,
+                        {{"q", q, s.q}, {"k", k, s.kv}, {"v", v, s.kv}, {"out", out, s.q}, {"lse", lse, s.lse}});
   });
   const rfa_options_t& o = c.options;
-  dispatch_dtype(o.dtype, [&](auto tag) {
+  dispatch_place(c, [&](auto tag, auto space) {
     using T = decltype(tag);
-    c.engine->forward<T>(in4<T>(q, c, o.heads), in4<T>(k, c, o.kv_heads), in4<T>(v, c, o.kv_heads),
-                         out4<T>(out, c, o.heads),
-                         Tensor3<float>(lse, o.batch, o.heads, c.engine->local_seq()));
+    using S = decltype(space);
+    auto args = std::make_tuple(in4<T, S>(q, c, o.heads), in4<T, S>(k, c, o.kv_heads), in4<T, S>(v, c, o.kv_heads),
+                                out4<T, S>(out, c, o.heads), lse3<float, S>(lse, c));
+    if constexpr (std::is_same<S, Kokkos::HostSpace>::value) {
+      std::apply([&](auto... a) { c.engine->forward<T>(a...); }, args);
+    } else {
+#if RFA_ENGINE_CUDA
+      std::apply([&](auto... a) { c.engine->forward_device<T>(a...); }, args);
+#endif
+    }
   });
   return RFA_SUCCESS;
 }
@@ -57,14 +94,31 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
     check_buffers({{"q", q, s.q}, {"k", k, s.kv}, {"v", v, s.kv}, {"out", out, s.q}, {"dout", dout, s.q},
                    {"lse", lse, s.lse}},
                   {{"dq", dq, s.q}, {"dk", dk, s.kv}, {"dv", dv, s.kv}});
+    check_buffer_places(c.options.device, {{"q", q, s.q},
+                                           {"k", k, s.kv},
+                                           {"v", v, s.kv},
+                                           {"out", out, s.q},
+                                           {"dout", dout, s.q},
+                                           {"lse", lse, s.lse},
+                                           {"dq", dq, s.q},
+                                           {"dk", dk, s.kv},
+                                           {"dv", dv, s.kv}});
   });
   const rfa_options_t& o = c.options;
-  dispatch_dtype(o.dtype, [&](auto tag) {
+  dispatch_place(c, [&](auto tag, auto space) {
     using T = decltype(tag);
-    c.engine->backward<T>(in4<T>(q, c, o.heads), in4<T>(k, c, o.kv_heads), in4<T>(v, c, o.kv_heads),
-                          in4<T>(out, c, o.heads), in4<T>(dout, c, o.heads),
-                          Tensor3<const float>(lse, o.batch, o.heads, c.engine->local_seq()),
-                          out4<T>(dq, c, o.heads), out4<T>(dk, c, o.kv_heads), out4<T>(dv, c, o.kv_heads));
+    using S = decltype(space);
+    auto args = std::make_tuple(in4<T, S>(q, c, o.heads), in4<T, S>(k, c, o.kv_heads), in4<T, S>(v, c, o.kv_heads),
+                                in4<T, S>(out, c, o.heads), in4<T, S>(dout, c, o.heads),
+                                lse3<const float, S>(lse, c), out4<T, S>(dq, c, o.heads),
+                                out4<T, S>(dk, c, o.kv_heads), out4<T, S>(dv, c, o.kv_heads));
+    if constexpr (std::is_same<S, Kokkos::HostSpace>::value) {
+      std::apply([&](auto... a) { c.engine->backward<T>(a...); }, args);
+    } else {
+#if RFA_ENGINE_CUDA
+      std::apply([&](auto... a) { c.engine->backward_device<T>(a...); }, args);
+#endif
+    }
   });
   return RFA_SUCCESS;
 }

@@ -6,6 +6,7 @@
 
 #include "comm/mpi/mpi_communicator.hpp"
 #include "context.hpp"
+#include "context_transport.hpp"
 #include "core/error.hpp"
 #include "creation_agreement.hpp"
 #include "firewall.hpp"
@@ -13,6 +14,7 @@
 #include "options.hpp"
 #include "rfa/rfa_mpi.h"
 #include "topology/choose_ring_order.hpp"
+#include "topology/collective_agreement.hpp"
 
 namespace rfa {
 namespace capi {
@@ -70,7 +72,8 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   auto context = std::make_unique<rfa_context_s>();
   context->options = options;
   const topology::RingOrder order = topology::choose_ring_order(comm, options.ring_order);
-  context->comm = comm::make_mpi_communicator(comm, order.position);
+  topology::agree_on_failure(comm, [&] { require_kokkos_on_current_device(options); });
+  context->comm = make_context_communicator(comm, order.position, options);
   context->engine = std::make_unique<engine::RingAttention>(*context->comm, ring_config(options));
   count->keep();
   *out = context.release();

@@ -37,6 +37,8 @@ const Field kFields[] = {
     {"heads", [](const rfa_options_t& o) { return o.heads; }},
     {"kv_heads", [](const rfa_options_t& o) { return o.kv_heads; }},
     {"head_dim", [](const rfa_options_t& o) { return o.head_dim; }},
+    {"device", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.device)); }},
+    {"transport", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.transport)); }},
 };
 constexpr int kFieldCount = int(sizeof kFields / sizeof kFields[0]);
 constexpr int kRecord = 1 + kFieldCount;  // the verdict's code, then the fields

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "firewall.hpp"
@@ -24,6 +26,23 @@ bool kokkos_finalized_already() {
 #else
   return false;  // Kokkos 3.4 cannot tell; Kokkos::initialize() would then fail loudly.
 #endif
+}
+
+// The arguments rfa initializes Kokkos with. A CUDA-enabled Kokkos would pick its own GPU
+// (device 0, or one by MPI rank) and abort the process when there is none; rfa's rule is the
+// caller's current device (docs/architecture.md §5), and no GPU must be an error code.
+std::vector<std::string> kokkos_arguments() {
+  std::vector<std::string> args{"rfa"};
+#if defined(KOKKOS_ENABLE_CUDA)
+  int device = -1, count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0 || cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    fail(RFA_ERROR_CUDA, "this rfa is built against a CUDA-enabled Kokkos, which needs a usable CUDA device to "
+                         "initialize, and this rank has none (no GPU, no driver, or CUDA_VISIBLE_DEVICES hides them)");
+  }
+  args.push_back("--kokkos-device-id=" + std::to_string(device));
+#endif
+  return args;
 }
 
 // At exit, an owned Kokkos is finalized so that its own end-of-run checks run; contexts the
@@ -52,10 +71,13 @@ void acquire_kokkos_for_context() {
            "the application finalized Kokkos; rfa cannot initialize it again (destroy every context before "
            "Kokkos::finalize())");
     }
+    std::vector<std::string> args = kokkos_arguments();
     try {
-      int argc = 0;
-      char* no_args[] = {nullptr};
-      Kokkos::initialize(argc, no_args);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      int argc = int(args.size());
+      Kokkos::initialize(argc, argv.data());
     } catch (const std::exception& e) {
       fail(RFA_ERROR_KOKKOS, "Kokkos::initialize failed: ", e.what());
     }

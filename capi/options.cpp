@@ -28,6 +28,8 @@ rfa_options_t default_options() {
   o.heads = defaults.heads;
   o.kv_heads = defaults.kv_heads;
   o.head_dim = defaults.head_dim;
+  o.device = RFA_DEVICE_HOST;
+  o.transport = RFA_TRANSPORT_DEFAULT;
   return o;
 }
 
@@ -63,6 +65,15 @@ void validate_options(const rfa_options_t& o, int ranks) {
           "options.dtype is ", dtype, ", not an rfa_dtype_t value");
   require(ring_order >= RFA_RING_ORDER_DEFAULT && ring_order <= RFA_RING_ORDER_FILE, "options.ring_order is ",
           ring_order, ", not an rfa_ring_order_t value");
+  const int device = enum_value(o.device), transport = enum_value(o.transport);
+  require(device == RFA_DEVICE_HOST || device == RFA_DEVICE_CUDA, "options.device is ", device,
+          ", not an rfa_device_t value");
+  require(transport >= RFA_TRANSPORT_DEFAULT && transport <= RFA_TRANSPORT_NCCL, "options.transport is ", transport,
+          ", not an rfa_transport_t value");
+  if (device == RFA_DEVICE_HOST && transport == RFA_TRANSPORT_NCCL) {
+    fail(RFA_ERROR_UNSUPPORTED, "options.transport is RFA_TRANSPORT_NCCL but options.device is RFA_DEVICE_HOST: "
+                                "NCCL moves device memory only; host contexts use MPI");
+  }
   require(std::isfinite(o.softmax_scale) && o.softmax_scale >= 0.0, "options.softmax_scale is ", o.softmax_scale,
           "; it must be finite and >= 0 (0 means 1/sqrt(head_dim))");
   require(o.batch >= 1, "options.batch is ", o.batch, "; it must be >= 1");
@@ -88,6 +99,7 @@ engine::RingConfig ring_config(const rfa_options_t& o) {
   c.heads = o.heads;
   c.kv_heads = o.kv_heads;
   c.head_dim = o.head_dim;
+  c.device = o.device == RFA_DEVICE_CUDA ? engine::Device::cuda : engine::Device::host;
   return c;
 }
 

@@ -35,6 +35,17 @@ add_library(rfa_kokkos INTERFACE)
 add_library(rfa::kokkos ALIAS rfa_kokkos)
 target_link_libraries(rfa_kokkos INTERFACE Kokkos::kokkos)
 message(STATUS "rfa: Kokkos ${Kokkos_VERSION} from ${Kokkos_DIR}")
+# A Kokkos with its CUDA backend makes the engine run on CUDA devices too (its device buffers
+# are Views in Kokkos::CudaSpace; kernels_cuda computes the blocks): docs/architecture.md §8.
+set(RFA_KOKKOS_HAS_CUDA OFF)
+if("CUDA" IN_LIST Kokkos_DEVICES)
+  set(RFA_KOKKOS_HAS_CUDA ON)
+  if(NOT RFA_ENABLE_CUDA)
+    message(FATAL_ERROR "rfa: the Kokkos at ${Kokkos_DIR} has its CUDA backend, so the engine needs the CUDA "
+                        "kernels: configure with -DRFA_ENABLE_CUDA=ON (or point Kokkos_ROOT at a host-only Kokkos)")
+  endif()
+  message(STATUS "rfa: Kokkos has CUDA: the engine runs on CUDA devices (Kokkos_DEVICES: ${Kokkos_DEVICES})")
+endif()
 
 # ---- MPI
 if(RFA_ENABLE_MPI)

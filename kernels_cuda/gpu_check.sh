@@ -3,7 +3,8 @@
 #   bash kernels_cuda/gpu_check.sh [quick]
 # Builds for the GPU it finds (sm_90 on Hopper), runs rfa_cuda_kernel_test, compute-sanitizer
 # memcheck and racecheck on a short case, then rfa_cuda_kernel_bench on issue #10's shapes with
-# both PyTorch SDPA peers and the deterministic backward. Logs and JSON go to $OUT (the device
+# both PyTorch SDPA peers and the deterministic backward, and rfa_cuda_ring_step_bench (the
+# zigzag ring's own overhead on one GPU). Logs and JSON go to $OUT (the device
 # tool's result folder) or ./gpu-check-out; the last lines printed are a summary table.
 # "quick": one benchmark shape, fewer iterations.
 set -uo pipefail
@@ -41,6 +42,7 @@ run() {  # name, then the command; keeps going after a failure
 }
 run kernel_test "$build/rfa_cuda_kernel_test"
 run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$build/rfa_cuda_kernel_test" --filter "odd, causal, d128"
+run memcheck_merge compute-sanitizer --tool memcheck --error-exitcode 1 "$build/rfa_cuda_kernel_test" --filter "merge, stripe"
 run racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$build/rfa_cuda_kernel_test" --filter "zigzag q(rank 1)"
 
 iters=30
@@ -54,6 +56,13 @@ for shape in "${shapes[@]}"; do
   run "bench_$i" "$build/rfa_cuda_kernel_bench" $shape --iters "$iters" --deterministic --json "$results/bench_$i.json"
 done
 
+# The ring's own overhead (issue #9, item 6): zigzag causal steps of P ranks on this one GPU.
+if [ "${1:-}" = quick ]; then
+  run ring_steps "$build/rfa_cuda_ring_step_bench" --ranks 2,4,8 --iters 5
+else
+  run ring_steps "$build/rfa_cuda_ring_step_bench" --ranks 2,4,8
+fi
+
 echo
 echo "== summary ($(sed -n 2p "$results/device.txt"))"
 printf '  %s\n' "${status[@]}"
@@ -61,4 +70,6 @@ for i in $(seq 1 ${#shapes[@]}); do
   echo "-- ${shapes[$((i - 1))]}"
   sed -n '/^pass /,/^ratio/p' "$results/bench_$i.log"
 done
+echo "-- ring steps on one GPU"
+sed -n '/^single/,$p' "$results/ring_steps.log"
 [[ "${status[*]}" != *FAILED* ]]

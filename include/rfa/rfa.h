@@ -85,6 +85,23 @@ typedef enum rfa_ring_order_t {
   RFA_RING_ORDER_FILE = 3      /**< Order read from a file (RFA_RING_ORDER=file:PATH). */
 } rfa_ring_order_t;
 
+/** @brief Where a context's tensors live and its attention runs (docs/architecture.md §8). */
+typedef enum rfa_device_t {
+  RFA_DEVICE_HOST = 0, /**< Host memory, the portable kernels on the CPU. The default. */
+  RFA_DEVICE_CUDA = 1  /**< CUDA device memory of the caller's current device, the CUDA kernels on the
+                            context's stream (rfa_context_set_stream()). Needs rfa built against a
+                            CUDA-enabled Kokkos (rfa_config.h); otherwise ::RFA_ERROR_UNSUPPORTED. */
+} rfa_device_t;
+
+/** @brief What moves the blocks of a ::RFA_DEVICE_CUDA context between ranks. The environment
+ *  variable RFA_TRANSPORT=nccl|mpi, when set, overrides this option (on every rank alike). */
+typedef enum rfa_transport_t {
+  RFA_TRANSPORT_DEFAULT = 0, /**< NCCL when rfa was built with it, else MPI. Host contexts: MPI. */
+  RFA_TRANSPORT_MPI = 1,     /**< MPI: CUDA-aware if the MPI library says so at run time, else staged
+                                  through pinned host buffers. Several ranks may share one GPU. */
+  RFA_TRANSPORT_NCCL = 2     /**< NCCL: one GPU per rank (ranks sharing a GPU are refused). */
+} rfa_transport_t;
+
 /**
  * @brief The static text for a result code.
  * @param code any value; unknown values give "unknown rfa result code".
@@ -145,7 +162,9 @@ typedef struct rfa_options_t {
   int64_t seq_total;           /**< Tokens of one whole sequence over all ranks, S >= 1. Default 0: must be set. */
   int64_t heads;               /**< Query heads H >= 1. Default 1. */
   int64_t kv_heads;            /**< Key/value heads Hkv >= 1 dividing H (GQA, MQA). Default 1. */
-  int64_t head_dim;            /**< Head dimension d: a multiple of 8, at most 256. Default 64. */
+  int64_t head_dim;            /**< Head dimension d: a multiple of 8, at most 256 (CUDA: 64 or 128). Default 64. */
+  rfa_device_t device;         /**< Where tensors live and attention runs. Default ::RFA_DEVICE_HOST. */
+  rfa_transport_t transport;   /**< Device contexts: what moves blocks. Default ::RFA_TRANSPORT_DEFAULT. */
 } rfa_options_t;
 
 /**
@@ -248,12 +267,43 @@ RFA_API rfa_result_t rfa_context_get_local_seq(rfa_context_t context, int64_t* l
  */
 RFA_API rfa_result_t rfa_context_get_local_positions(rfa_context_t context, int64_t* positions, int64_t capacity);
 
+/**
+ * @brief Hands rfa the caller's CUDA stream: a ::RFA_DEVICE_CUDA context enqueues all its
+ *        device work (kernels, copies, NCCL) on it, ordered after the work already there.
+ *
+ * Not collective. The stream is a cudaStream_t passed as void* (rfa.h stays free of CUDA
+ * types); NULL is the legacy default stream, which is also the default. It must belong to the
+ * caller's current device and outlive every call that uses it. rfa_forward() and
+ * rfa_backward() return once their work is queued, without synchronizing the device: the
+ * results are ready when the stream gets there (cudaStreamSynchronize, or
+ * rfa_context_synchronize()). Transports that cannot be ordered on a stream (MPI) wait for
+ * the stream's queued work inside the call.
+ * @param context a live context.
+ * @param cuda_stream a cudaStream_t, or NULL.
+ * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT for a NULL context;
+ *         ::RFA_ERROR_INVALID_USAGE for a host context.
+ */
+RFA_API rfa_result_t rfa_context_set_stream(rfa_context_t context, void* cuda_stream);
+
+/**
+ * @brief Waits until the device work rfa queued on the context's stream is done.
+ *
+ * Not collective. Does nothing for a host context (host calls finish before they return).
+ * @param context a live context.
+ * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT for a NULL context; ::RFA_ERROR_CUDA
+ *         when the stream reports an error (a kernel failed).
+ */
+RFA_API rfa_result_t rfa_context_synchronize(rfa_context_t context);
+
 /** @} */
 
 /* ------------------------------------------------------------------------------------------ */
 /** @name Attention
  *
- * Tensors are this rank's shards, in host memory, row-major (DESIGN.md §2), in the context's
+ * Tensors are this rank's shards, row-major (DESIGN.md §2), in host memory for a
+ * ::RFA_DEVICE_HOST context and in device memory of the context's GPU for a ::RFA_DEVICE_CUDA
+ * one (checked with cudaPointerGetAttributes: a pointer to the wrong kind of memory fails with
+ * ::RFA_ERROR_INVALID_ARGUMENT on every rank before any data moves), in the context's
  * dtype (fp32: float; bf16, fp16: 16-bit patterns in uint16_t). With L the local sequence:
  * q, out, dout, dq are [B][L][H][d]; k, v, dk, dv are [B][L][Hkv][d]; lse is fp32 [B][H][L]
  * (natural log). A Fortran array q(d, H, L, B) has this memory layout.

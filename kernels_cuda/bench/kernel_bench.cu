@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -78,27 +79,8 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// Median milliseconds of `iters` timed runs of fn after `warmup` untimed ones.
-template <typename Fn>
-double median_ms(const Options& o, Fn&& fn) {
-  for (int i = 0; i < o.warmup; ++i) fn();
-  cudaEvent_t start, stop;
-  RFA_TEST_CUDA(cudaEventCreate(&start));
-  RFA_TEST_CUDA(cudaEventCreate(&stop));
-  std::vector<double> times;
-  for (int i = 0; i < o.iters; ++i) {
-    RFA_TEST_CUDA(cudaEventRecord(start));
-    fn();
-    RFA_TEST_CUDA(cudaEventRecord(stop));
-    RFA_TEST_CUDA(cudaEventSynchronize(stop));
-    float ms = 0.f;
-    RFA_TEST_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+double median_ms(const Options& o, const std::function<void()>& fn) {
+  return median_event_ms(o.warmup, o.iters, fn);
 }
 
 double forward_flops(const Options& o, bool causal) {

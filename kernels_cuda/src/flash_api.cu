@@ -180,6 +180,9 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "out_dtype %s must be the input dtype (%s) or fp32",
                 dtype_name(p->out_dtype), dtype_name(p->shape.dtype));
   if (p->lse == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "lse is NULL");
+  if (p->merge && p->out_dtype != RFA_CUDA_FP32)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "merge needs out_dtype fp32 (the running partial), not %s",
+                dtype_name(p->out_dtype));
   RFA_CUDA_TRY(check_device());
   const rfa_cuda_attention_shape& s = p->shape;
   a.q = resolve(p->q, p->q_strides, s.seq_q, s.heads, s.head_dim);
@@ -188,6 +191,7 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   a.out = resolve(p->out, p->out_strides, s.seq_q, s.heads, s.head_dim);
   a.out_fp32 = p->out_dtype == RFA_CUDA_FP32;
   a.lse = p->lse;
+  a.merge = p->merge != 0;
   return from_cuda(launch_flash_forward(a, element_type(s.dtype), stream), "flash forward launch");
 }
 
@@ -291,6 +295,21 @@ rfa_cuda_status merge(const rfa_cuda_merge_params* p, cudaStream_t stream) {
                    "merge_partial launch");
 }
 
+rfa_cuda_status convert(const rfa_cuda_convert_params* p, cudaStream_t stream) {
+  if (p == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "convert params is NULL");
+  RowwiseShape shape{};
+  RFA_CUDA_TRY(check_rowwise_shape("convert_from_fp32", p->batch, p->seq, p->heads, p->head_dim, shape));
+  if (p->src == nullptr || p->dst == nullptr)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "convert_from_fp32: src and dst must not be NULL");
+  if (p->dst_dtype != RFA_CUDA_BF16 && p->dst_dtype != RFA_CUDA_FP16)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "convert_from_fp32: dst_dtype must be bf16 or fp16");
+  const StridedTensor src =
+      resolve(p->src, p->src_strides, p->seq, p->heads, p->head_dim);
+  const StridedTensor dst = resolve(p->dst, p->dst_strides, p->seq, p->heads, p->head_dim);
+  return from_cuda(launch_convert_from_fp32(shape, src, dst, element_type(p->dst_dtype), stream),
+                   "convert_from_fp32 launch");
+}
+
 }  // namespace
 }  // namespace detail
 }  // namespace rfa_cuda
@@ -331,6 +350,23 @@ rfa_cuda_status rfa_cuda_attention_delta(const rfa_cuda_delta_params* p, cudaStr
 
 rfa_cuda_status rfa_cuda_merge_partial(const rfa_cuda_merge_params* p, cudaStream_t stream) {
   return merge(p, stream);
+}
+
+rfa_cuda_status rfa_cuda_convert_from_fp32(const rfa_cuda_convert_params* p, cudaStream_t stream) {
+  return convert(p, stream);
+}
+
+rfa_cuda_status rfa_cuda_add_fp32(float* into, const float* from, size_t count, cudaStream_t stream) {
+  if (count == 0) return RFA_CUDA_SUCCESS;
+  if (into == nullptr || from == nullptr)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "add_fp32: into and from must not be NULL");
+  return from_cuda(launch_add_fp32(into, from, count, stream), "add_fp32 launch");
+}
+
+rfa_cuda_status rfa_cuda_fill_fp32(float* data, float value, size_t count, cudaStream_t stream) {
+  if (count == 0) return RFA_CUDA_SUCCESS;
+  if (data == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "fill_fp32: data must not be NULL");
+  return from_cuda(launch_fill_fp32(data, value, count, stream), "fill_fp32 launch");
 }
 
 const char* rfa_cuda_status_string(rfa_cuda_status status) {

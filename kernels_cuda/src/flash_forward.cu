@@ -25,7 +25,11 @@ struct ForwardConfig {
 
 constexpr float kLn2 = 0.69314718055994530942f;
 
-template <typename T, int kHeadDim>
+// kMerge: out (fp32) and lse already hold the normalized result over earlier key blocks, and
+// the epilogue merges this block into them in registers (the ring's online softmax), which
+// saves the engine a separate merge pass over out and lse. A compile-time switch, so the plain
+// kernel's registers are not touched by it.
+template <typename T, int kHeadDim, bool kMerge>
 __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads)
     flash_forward_kernel(const ForwardArgs args) {
   using Config = ForwardConfig<kHeadDim>;
@@ -142,26 +146,64 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads)
   }
 
   // Epilogue: normalize, write out and lse. A row that saw no key has sum 0: out 0, lse -inf.
+  // Merging: a row that saw no key here keeps its running values; otherwise
+  //   lse' = log(exp(lse) + exp(lse_block)),  out' = exp(lse - lse') out + exp(lse_block - lse') out_block.
+  const std::int64_t lse_row0 = (static_cast<std::int64_t>(tile.b) * dims.heads + tile.h) * dims.seq_q;
+  float running_lse[2] = {-INFINITY, -INFINITY};
+  if constexpr (kMerge) {
+    // Every lane of a row's quad reads the running lse before the quad's first lane overwrites it.
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = tile.row_of(warp, lane, 2 * half);
+      if (row < dims.seq_q) running_lse[half] = args.lse[lse_row0 + row];
+    }
+    __syncwarp();
+  }
+  // The quad reductions first, while the whole warp is converged.
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    float sum = row_sum[half];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    row_sum[half] += __shfl_xor_sync(0xffffffffu, row_sum[half], 1);
+    row_sum[half] += __shfl_xor_sync(0xffffffffu, row_sum[half], 2);
+  }
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const float sum = row_sum[half];
     const int row = tile.row_of(warp, lane, 2 * half);
     if (row >= dims.seq_q) continue;
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    if (lane % 4 == 0) {
-      args.lse[(static_cast<std::int64_t>(tile.b) * dims.heads + tile.h) * dims.seq_q + row] =
-          sum > 0.f ? row_max[half] * kLn2 + logf(sum) : -INFINITY;
+    const float block_lse = sum > 0.f ? row_max[half] * kLn2 + logf(sum) : -INFINITY;
+    float scale_block = sum > 0.f ? 1.f / sum : 0.f, scale_running = 0.f, lse = block_lse;
+    if constexpr (kMerge) {
+      if (sum <= 0.f) continue;  // nothing visible here: the running values stand
+      const float old = running_lse[half];
+      if (old != -INFINITY) {
+        const float hi = fmaxf(old, block_lse);
+        lse = hi + logf(expf(old - hi) + expf(block_lse - hi));
+        scale_running = expf(old - lse);
+        scale_block *= expf(block_lse - lse);
+      }
     }
+    if (lane % 4 == 0) args.lse[lse_row0 + row] = lse;
     const std::int64_t offset = tile.b * args.out.batch + row * args.out.seq + tile.h * args.out.head;
+    // The row's running values, all loaded before any store: loads and stores to one row would
+    // otherwise alternate, each load waiting out the memory latency.
+    float2 running[kMerge ? D / 8 : 1];
+#pragma unroll
+    for (int db = 0; db < (kMerge ? D / 8 : 1); ++db) running[db] = make_float2(0.f, 0.f);
+    if (kMerge && scale_running != 0.f) {  // a fresh row's out may hold anything, NaN included
+      const float2* row_out = reinterpret_cast<const float2*>(static_cast<const float*>(args.out.data) + offset);
+#pragma unroll
+      for (int db = 0; db < (kMerge ? D / 8 : 1); ++db) running[db] = row_out[db * 4 + lane % 4];
+    }
 #pragma unroll
     for (int db = 0; db < D / 8; ++db) {
       const int col = db * 8 + (lane % 4) * 2;
-      const float v0 = acc[db][2 * half] * inv, v1 = acc[db][2 * half + 1] * inv;
-      if (args.out_fp32) {
-        *reinterpret_cast<float2*>(static_cast<float*>(args.out.data) + offset + col) =
-            make_float2(v0, v1);
+      float v0 = acc[db][2 * half] * scale_block, v1 = acc[db][2 * half + 1] * scale_block;
+      if (kMerge || args.out_fp32) {
+        if constexpr (kMerge) {
+          v0 += scale_running * running[db].x;
+          v1 += scale_running * running[db].y;
+        }
+        *reinterpret_cast<float2*>(static_cast<float*>(args.out.data) + offset + col) = make_float2(v0, v1);
       } else {
         *reinterpret_cast<std::uint32_t*>(static_cast<T*>(args.out.data) + offset + col) =
             pack2<T>(v0, v1);
@@ -178,8 +220,10 @@ cudaError_t launch_flash_forward(const ForwardArgs& args, ElementType dtype, cud
     constexpr int D = decltype(head_dim)::value;
     using Config = ForwardConfig<D>;
     const std::int64_t tiles = (args.dims.seq_q + Config::kBlockM - 1) / Config::kBlockM;
-    return launch_tiles(flash_forward_kernel<T, D>, args, tiles * args.dims.batch * args.dims.heads,
-                        Config::kThreads, Config::kSmemBytes, stream);
+    const std::int64_t blocks = tiles * args.dims.batch * args.dims.heads;
+    if (args.merge)
+      return launch_tiles(flash_forward_kernel<T, D, true>, args, blocks, Config::kThreads, Config::kSmemBytes, stream);
+    return launch_tiles(flash_forward_kernel<T, D, false>, args, blocks, Config::kThreads, Config::kSmemBytes, stream);
   });
 }
 

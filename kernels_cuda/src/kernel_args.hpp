@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "attention_mask.cuh"
@@ -29,6 +30,7 @@ struct ForwardArgs {
   StridedTensor q, k, v, out;
   bool out_fp32;
   float* lse;
+  bool merge;  // out (fp32) and lse hold a running result to merge this block into
 };
 
 struct BackwardArgs {
@@ -72,6 +74,10 @@ cudaError_t launch_merge_partial(const RowwiseShape& shape, StridedTensor out, f
 // dst (16-bit type) <- src (fp32), both [b][s][h][d] with their strides.
 cudaError_t launch_convert_from_fp32(const RowwiseShape& shape, StridedTensor src, StridedTensor dst,
                                      ElementType dst_type, cudaStream_t stream);
+
+// Elementwise fp32 over `count` contiguous values.
+cudaError_t launch_add_fp32(float* into, const float* from, std::size_t count, cudaStream_t stream);
+cudaError_t launch_fill_fp32(float* data, float value, std::size_t count, cudaStream_t stream);
 
 }  // namespace detail
 }  // namespace rfa_cuda

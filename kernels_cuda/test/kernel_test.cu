@@ -337,9 +337,11 @@ void run_case(const Case& c) {
 }
 
 // Ring-style forward: the keys split in two blocks with their own position maps, each block's
-// fp32 partial merged into a running out/lse that starts as NaN / -inf.
-void run_merge_case(const Case& c, int split) {
-  std::printf("%s: merge of two key blocks (%d + %d rows)\n", c.name.c_str(), split, c.seq_k - split);
+// fp32 partial merged into a running out/lse that starts as NaN / -inf: by the separate merge
+// kernel, or (fused) in the forward's epilogue.
+void run_merge_case(const Case& c, int split, bool fused) {
+  std::printf("%s: %s merge of two key blocks (%d + %d rows)\n", c.name.c_str(), fused ? "fused" : "separate", split,
+              c.seq_k - split);
   const ref::Problem p = problem_of(c);
   const std::vector<double> q = random_values(c.dtype, p.q_size()), k = random_values(c.dtype, p.kv_size()),
                             v = random_values(c.dtype, p.kv_size());
@@ -358,7 +360,10 @@ void run_merge_case(const Case& c, int split) {
 
   const std::vector<std::int64_t> all_k = positions(c.k_map);
   const std::size_t row_bytes = static_cast<std::size_t>(c.kv_heads) * c.head_dim * 2;
-  for (int part = 0; part < 2; ++part) {
+  // Fused: the later block first, so under a causal mask the early rows see nothing in the
+  // first launch and must take the second block's values over a poisoned out.
+  for (int i = 0; i < 2; ++i) {
+    const int part = fused ? 1 - i : i;
     const int first = part == 0 ? 0 : split, rows = part == 0 ? split : c.seq_k - split;
     Case block = c;
     block.seq_k = rows;
@@ -374,8 +379,15 @@ void run_merge_case(const Case& c, int split) {
     f.q = dq.get();
     f.k = static_cast<char*>(dk.get()) + first * row_bytes;
     f.v = static_cast<char*>(dv.get()) + first * row_bytes;
-    f.out = block_out.get();
     f.out_dtype = RFA_CUDA_FP32;
+    if (fused) {
+      f.out = out.get();
+      f.lse = lse.as_float();
+      f.merge = 1;
+      RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr));
+      continue;
+    }
+    f.out = block_out.get();
     f.lse = block_lse.as_float();
     block_out.poison();
     block_lse.poison();
@@ -392,8 +404,8 @@ void run_merge_case(const Case& c, int split) {
     RFA_TEST_CALL(rfa_cuda_merge_partial(&m, nullptr));
   }
   RFA_TEST_CUDA(cudaDeviceSynchronize());
-  expect_close("merged out", out.download(), ref_out, low_out);
-  expect_within("merged lse", lse.download(), ref_lse, 2e-3);
+  expect_close(fused ? "fused merged out" : "merged out", out.download(), ref_out, low_out);
+  expect_within(fused ? "fused merged lse" : "merged lse", lse.download(), ref_lse, 2e-3);
 }
 
 // Checks that need no GPU: bad arguments are refused with a status and a message.
@@ -422,6 +434,10 @@ void run_argument_checks() {
   bad = f;
   bad.q = nullptr;
   expect("q NULL", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT, "q is NULL");
+  bad = f;
+  bad.merge = 1;  // out_dtype bf16: there is no fp32 running partial to merge into
+  expect("merge with a bf16 out", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "merge needs out_dtype fp32");
   bad = f;
   bad.shape.q_positions = one_segment(0, 1, 5);
   expect("position map length != seq_q", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
@@ -512,11 +528,13 @@ int main(int argc, char** argv) {
     if (selected(c.name)) run_case(c);
 
   Case merge{"merge, causal", B, 128, 1, 200, 200, 2, 1, true};
-  if (selected(merge.name)) run_merge_case(merge, 77);
   Case merge_stripe{"merge, stripe causal fp16", H, 64, 1, 150, 150, 2, 2, true};
   merge_stripe.q_map = one_segment(1, 2, 150);
   merge_stripe.k_map = one_segment(0, 2, 150);
-  if (selected(merge_stripe.name)) run_merge_case(merge_stripe, 70);
+  for (bool fused : {false, true}) {
+    if (selected(merge.name)) run_merge_case(merge, 77, fused);
+    if (selected(merge_stripe.name)) run_merge_case(merge_stripe, 70, fused);
+  }
 
   if (failures == 0) std::printf("all checks passed\n");
   else std::printf("%d check(s) FAILED\n", failures);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <vector>
 
 #include "rfa_cuda/flash.h"
@@ -110,5 +111,29 @@ class DeviceArray {
   std::size_t bytes_;
   void* data_ = nullptr;
 };
+
+// Median milliseconds of `iters` timed runs of fn after `warmup` untimed ones, timed with CUDA
+// events on the legacy default stream (the benchmarks' shared timer).
+template <typename Fn>
+double median_event_ms(int warmup, int iters, Fn&& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  cudaEvent_t start, stop;
+  RFA_TEST_CUDA(cudaEventCreate(&start));
+  RFA_TEST_CUDA(cudaEventCreate(&stop));
+  std::vector<double> times;
+  for (int i = 0; i < iters; ++i) {
+    RFA_TEST_CUDA(cudaEventRecord(start));
+    fn();
+    RFA_TEST_CUDA(cudaEventRecord(stop));
+    RFA_TEST_CUDA(cudaEventSynchronize(stop));
+    float ms = 0.f;
+    RFA_TEST_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
 
 }  // namespace rfa_cuda_test

@@ -161,6 +161,11 @@ class Communicator {
   /// Returns once every rank has entered the barrier.
   virtual void barrier() = 0;
 
+  /// Transports of device memory: the CUDA stream (a cudaStream_t; nullptr is the legacy
+  /// default stream) whose queued work every later exchange is ordered after, and that is
+  /// made to wait for the data an exchange delivers. Host transports ignore it.
+  virtual void set_compute_stream(void* cuda_stream) { (void)cuda_stream; }
+
  protected:
   Communicator() = default;
 };

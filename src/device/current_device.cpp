@@ -44,4 +44,21 @@ bool is_device_memory(const void* pointer) {
   return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
 }
 
+PointerPlace pointer_place(const void* pointer) {
+  PointerPlace place;
+  if (pointer == nullptr) return place;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
+    cudaGetLastError();
+    return place;
+  }
+  if (attributes.type == cudaMemoryTypeDevice) {
+    place.kind = PointerPlace::Kind::device;
+    place.device = attributes.device;
+  } else if (attributes.type == cudaMemoryTypeManaged) {
+    place.kind = PointerPlace::Kind::managed;
+  }
+  return place;
+}
+
 }  // namespace rfa::device

@@ -23,4 +23,14 @@ std::string current_device_pci_bus_id();
 /// managed memory). False for pageable or pinned host memory and for null.
 bool is_device_memory(const void* pointer);
 
+/// Where a pointer's memory is, as cudaPointerGetAttributes reports it.
+struct PointerPlace {
+  enum class Kind { host, device, managed } kind = Kind::host;
+  int device = -1;  ///< the owning device for device memory, else -1
+};
+
+/// The place of `pointer`: memory the runtime does not know (plain malloc, a stack array) and
+/// pinned host memory are `host`. Never throws; a runtime without a device answers `host`.
+PointerPlace pointer_place(const void* pointer);
+
 }  // namespace rfa::device

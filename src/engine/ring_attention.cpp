@@ -12,6 +12,13 @@ RingAttention::RingAttention(comm::Communicator& comm, const RingConfig& config)
   local_seq_ = layout::local_length(config_.layout, config_.seq_total, comm_.size());
 }
 
+RingAttention::~RingAttention() {
+#if RFA_ENGINE_CUDA
+  // Kernels of the last device call may still read or write the cached workspace.
+  if (config_.device == Device::cuda) cudaStreamSynchronize(static_cast<cudaStream_t>(cuda_stream_));
+#endif
+}
+
 PositionMap RingAttention::local_positions() const {
   return layout::positions(config_.layout, config_.seq_total, comm_.size(), comm_.rank());
 }
@@ -26,9 +33,9 @@ std::int64_t RingAttention::workspace_bytes(bool backward) const {
   // Two K/V receive buffers (K and V each) in the storage dtype.
   std::int64_t bytes = 2 * 2 * kv_elems * elem;
   if (!backward) {
-    bytes += (fp32 ? 0 : q_elems * 4)  // fp32 output accumulator (fp32 callers' out is used in place)
-             + q_elems * 4             // one block's fp32 partial output
-             + row_elems * 4;          // one block's lse
+    bytes += fp32 ? 0 : q_elems * 4;  // fp32 output accumulator (fp32 callers' out is used in place)
+    // One block's fp32 partial output and lse; the CUDA kernels merge in their epilogue instead.
+    if (c.device == Device::host) bytes += q_elems * 4 + row_elems * 4;
   } else {
     bytes += 2 * 2 * kv_elems * 4      // two dK/dV receive buffers, fp32
              + 2 * kv_elems * 4        // this step's dK/dV contribution, fp32
@@ -37,26 +44,6 @@ std::int64_t RingAttention::workspace_bytes(bool backward) const {
   }
   return bytes;
 }
-
-template <class T>
-void RingAttention::check_local_tensors(const Tensor4<const T>& q, const Tensor4<const T>& k,
-                                        const Tensor4<const T>& v) const {
-  const RingConfig& c = config_;
-  if (dtype_of<T>::value != c.dtype) {
-    fail(RFA_ERROR_INVALID_ARGUMENT, "tensors are ", dtype_name(dtype_of<T>::value), " but the ring was configured for ",
-         dtype_name(c.dtype));
-  }
-  kernels::check_tensor(q, "q", c.batch, local_seq_, c.heads, c.head_dim);
-  kernels::check_tensor(k, "k", c.batch, local_seq_, c.kv_heads, c.head_dim);
-  kernels::check_tensor(v, "v", c.batch, local_seq_, c.kv_heads, c.head_dim);
-}
-
-template void RingAttention::check_local_tensors<float>(const Tensor4<const float>&, const Tensor4<const float>&,
-                                                        const Tensor4<const float>&) const;
-template void RingAttention::check_local_tensors<bf16_t>(const Tensor4<const bf16_t>&, const Tensor4<const bf16_t>&,
-                                                         const Tensor4<const bf16_t>&) const;
-template void RingAttention::check_local_tensors<fp16_t>(const Tensor4<const fp16_t>&, const Tensor4<const fp16_t>&,
-                                                         const Tensor4<const fp16_t>&) const;
 
 }  // namespace engine
 }  // namespace rfa

@@ -19,14 +19,24 @@
 #include "comm/agreement.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
+#include "engine/engine_backends.hpp"
 #include "engine/ring_config.hpp"
+#include "engine/workspace.hpp"
 #include "kernels/flash_attention.hpp"
+#include "kernels/tensor_checks.hpp"
 
 namespace rfa {
 namespace engine {
 
 using kernels::Tensor3;
 using kernels::Tensor4;
+#if RFA_ENGINE_CUDA
+/// Tensors in the CUDA device's memory (Kokkos::CudaSpace), same layouts as on the host.
+template <class T>
+using DeviceTensor4 = SpaceTensor4<T, Kokkos::CudaSpace>;
+template <class T>
+using DeviceTensor3 = SpaceTensor3<T, Kokkos::CudaSpace>;
+#endif
 
 /// What a run spent its time on (seconds, this rank), for the main job and the benchmark.
 struct RingTimings {
@@ -48,6 +58,10 @@ class RingAttention {
  public:
   /// Collective over `comm`: validates the config on every rank and that all ranks agree.
   RingAttention(comm::Communicator& comm, const RingConfig& config);
+  /// Waits for work still queued on the CUDA stream before the device workspace is freed.
+  ~RingAttention();
+  RingAttention(const RingAttention&) = delete;
+  RingAttention& operator=(const RingAttention&) = delete;
 
   const RingConfig& config() const { return config_; }
   int position() const { return comm_.rank(); }
@@ -68,6 +82,27 @@ class RingAttention {
                 Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv,
                 RingMode mode = RingMode::full);
 
+#if RFA_ENGINE_CUDA
+  /// Collective. As forward(), with every tensor in device memory: the blocks are computed by
+  /// kernels_cuda on the CUDA stream (set_cuda_stream) and move through a communicator that
+  /// accepts device memory. Returns once the work is queued; the results are ready when the
+  /// stream reaches this point (synchronize the stream before reading them on the host).
+  template <class T>
+  void forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
+                      DeviceTensor4<T> out, DeviceTensor3<float> lse, RingMode mode = RingMode::full);
+
+  /// Collective. As backward(), on device memory (see forward_device()).
+  template <class T>
+  void backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
+                       DeviceTensor4<const T> out, DeviceTensor4<const T> dout, DeviceTensor3<const float> lse,
+                       DeviceTensor4<T> dq, DeviceTensor4<T> dk, DeviceTensor4<T> dv, RingMode mode = RingMode::full);
+#endif
+
+  /// The cudaStream_t (as void*) device calls enqueue their work on; nullptr, the default,
+  /// is the legacy default stream. The stream must outlive the calls that use it.
+  void set_cuda_stream(void* stream) { cuda_stream_ = stream; }
+  void* cuda_stream() const { return cuda_stream_; }
+
   /// Timings of the last forward or backward on this rank.
   const RingTimings& last_timings() const { return timings_; }
 
@@ -78,8 +113,23 @@ class RingAttention {
   std::int64_t last_workspace_bytes() const { return last_workspace_bytes_; }
 
  private:
-  template <class T>
-  void check_local_tensors(const Tensor4<const T>& q, const Tensor4<const T>& k, const Tensor4<const T>& v) const;
+  /// The ring schedules, written once over the "compute one block" seam (`Compute`:
+  /// HostBlockCompute or CudaBlockCompute) and the communicator (docs/architecture.md §8).
+  template <class Compute, class T>
+  void run_forward(Compute& blocks, typename Compute::template Tensor4<const T> q,
+                   typename Compute::template Tensor4<const T> k, typename Compute::template Tensor4<const T> v,
+                   typename Compute::template Tensor4<T> out, typename Compute::template Tensor3<float> lse,
+                   RingMode mode);
+  template <class Compute, class T>
+  void run_backward(Compute& blocks, typename Compute::template Tensor4<const T> q,
+                    typename Compute::template Tensor4<const T> k, typename Compute::template Tensor4<const T> v,
+                    typename Compute::template Tensor4<const T> out, typename Compute::template Tensor4<const T> dout,
+                    typename Compute::template Tensor3<const float> lse, typename Compute::template Tensor4<T> dq,
+                    typename Compute::template Tensor4<T> dk, typename Compute::template Tensor4<T> dv,
+                    RingMode mode);
+
+  template <class T, class View>
+  void check_local_tensors(const View& q, const View& k, const View& v) const;
   /// Runs this rank's argument checks, then agrees with the other ranks: if any rank's checks
   /// failed, every rank throws (before any K/V moves), so no rank is left waiting in a ring
   /// exchange its neighbour will never start.
@@ -91,7 +141,23 @@ class RingAttention {
   std::int64_t local_seq_ = 0;
   RingTimings timings_;
   std::int64_t last_workspace_bytes_ = 0;
+  void* cuda_stream_ = nullptr;
+#if RFA_ENGINE_CUDA
+  WorkspaceCache<Kokkos::CudaSpace> device_cache_;
+#endif
 };
+
+template <class T, class View>
+void RingAttention::check_local_tensors(const View& q, const View& k, const View& v) const {
+  const RingConfig& c = config_;
+  if (dtype_of<T>::value != c.dtype) {
+    fail(RFA_ERROR_INVALID_ARGUMENT, "tensors are ", dtype_name(dtype_of<T>::value), " but the ring was configured for ",
+         dtype_name(c.dtype));
+  }
+  kernels::check_tensor(q, "q", c.batch, local_seq_, c.heads, c.head_dim);
+  kernels::check_tensor(k, "k", c.batch, local_seq_, c.kv_heads, c.head_dim);
+  kernels::check_tensor(v, "v", c.batch, local_seq_, c.kv_heads, c.head_dim);
+}
 
 template <class Checks>
 void RingAttention::check_everywhere(Checks&& checks) {

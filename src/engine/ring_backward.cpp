@@ -5,6 +5,8 @@
 // block's dK/dV has visited every rank and the last hop brings it home.
 #include <type_traits>
 
+#include "engine/block_compute_cuda.hpp"
+#include "engine/block_compute_host.hpp"
 #include "engine/ring_attention.hpp"
 #include "engine/travelling_kv.hpp"
 #include "engine/workspace.hpp"
@@ -13,28 +15,42 @@
 
 namespace rfa {
 namespace engine {
-namespace {
-
-void add_into(Tensor4<float> into, Tensor4<const float> from) {
-  float* dst = into.data();
-  const float* src = from.data();
-  Kokkos::parallel_for("rfa::add_gradient",
-                       Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>(
-                           0, std::int64_t(into.size())),
-                       [=](std::int64_t i) { dst[i] += src[i]; });
-  Kokkos::DefaultHostExecutionSpace().fence();
-}
-
-}  // namespace
-
 template <class T>
 void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
                              Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,
                              Tensor4<T> dv, RingMode mode) {
+  HostBlockCompute blocks;
+  run_backward<HostBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode);
+}
+
+#if RFA_ENGINE_CUDA
+template <class T>
+void RingAttention::backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
+                                    DeviceTensor4<const T> out, DeviceTensor4<const T> dout,
+                                    DeviceTensor3<const float> lse, DeviceTensor4<T> dq, DeviceTensor4<T> dk,
+                                    DeviceTensor4<T> dv, RingMode mode) {
+  CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_);
+  comm_.set_compute_stream(cuda_stream_);
+  run_backward<CudaBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode);
+}
+#endif
+
+// The schedule, shared by every backend (docs/architecture.md §8); `blocks` computes.
+template <class Compute, class T>
+void RingAttention::run_backward(Compute& blocks, typename Compute::template Tensor4<const T> q,
+                                 typename Compute::template Tensor4<const T> k,
+                                 typename Compute::template Tensor4<const T> v,
+                                 typename Compute::template Tensor4<const T> out,
+                                 typename Compute::template Tensor4<const T> dout,
+                                 typename Compute::template Tensor3<const float> lse,
+                                 typename Compute::template Tensor4<T> dq, typename Compute::template Tensor4<T> dk,
+                                 typename Compute::template Tensor4<T> dv, RingMode mode) {
+  using Space = typename Compute::memory_space;
+  using Grad = typename Compute::template Tensor4<float>;
   const RingConfig& c = config_;
   const std::int64_t L = local_seq_;
   check_everywhere([&] {
-    check_local_tensors(q, k, v);
+    check_local_tensors<T>(q, k, v);
     kernels::check_tensor(out, "out", c.batch, L, c.heads, c.head_dim);
     kernels::check_tensor(dout, "dout", c.batch, L, c.heads, c.head_dim);
     kernels::check_tensor(lse, "lse", c.batch, c.heads, L);
@@ -50,36 +66,36 @@ void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<con
   const bool compute = mode != RingMode::comm_only;
   const std::int64_t B = c.batch, HKV = c.kv_heads, D = c.head_dim;
 
-  Workspace ws;
-  TravellingKV<T> kv(ws, comm_, k, v, communicate);
-  Tensor4<float> dk_recv[2] = {ws.tensor4<float>("rfa::dk_recv0", B, L, HKV, D),
-                               ws.tensor4<float>("rfa::dk_recv1", B, L, HKV, D)};
-  Tensor4<float> dv_recv[2] = {ws.tensor4<float>("rfa::dv_recv0", B, L, HKV, D),
-                               ws.tensor4<float>("rfa::dv_recv1", B, L, HKV, D)};
-  Tensor4<float> dk_step = ws.tensor4<float>("rfa::dk_step", B, L, HKV, D);
-  Tensor4<float> dv_step = ws.tensor4<float>("rfa::dv_step", B, L, HKV, D);
-  Tensor4<float> dq_acc;
+  Workspace<Space> ws = blocks.workspace();
+  TravellingKV<T, Space> kv(ws, comm_, k, v, communicate);
+  Grad dk_recv[2] = {ws.template tensor4<float>("rfa::dk_recv0", B, L, HKV, D),
+                     ws.template tensor4<float>("rfa::dk_recv1", B, L, HKV, D)};
+  Grad dv_recv[2] = {ws.template tensor4<float>("rfa::dv_recv0", B, L, HKV, D),
+                     ws.template tensor4<float>("rfa::dv_recv1", B, L, HKV, D)};
+  Grad dk_step = ws.template tensor4<float>("rfa::dk_step", B, L, HKV, D);
+  Grad dv_step = ws.template tensor4<float>("rfa::dv_step", B, L, HKV, D);
+  Grad dq_acc;
   if constexpr (std::is_same<T, float>::value) {
     dq_acc = dq;
   } else {
-    dq_acc = ws.tensor4<float>("rfa::dq_acc", B, L, c.heads, D);
+    dq_acc = ws.template tensor4<float>("rfa::dq_acc", B, L, c.heads, D);
   }
-  Tensor3<float> delta = ws.tensor3<float>("rfa::delta", B, c.heads, L);
+  auto delta = ws.template tensor3<float>("rfa::delta", B, c.heads, L);
   last_workspace_bytes_ = ws.bytes();
 
-  Kokkos::deep_copy(dq_acc, 0.0f);
+  blocks.fill(dq_acc, 0.0f);
   // The partial gradient of this rank's own block starts at zero: nobody has seen it yet.
-  Kokkos::deep_copy(dk_recv[0], 0.0f);
-  Kokkos::deep_copy(dv_recv[0], 0.0f);
+  blocks.fill(dk_recv[0], 0.0f);
+  blocks.fill(dv_recv[0], 0.0f);
   if (!communicate) {
     // Nothing will arrive in the other buffers; the benchmark's compute-only schedule still
     // adds into them, and uninitialized memory (denormals, NaNs) could skew its timing.
-    Kokkos::deep_copy(dk_recv[1], 0.0f);
-    Kokkos::deep_copy(dv_recv[1], 0.0f);
+    blocks.fill(dk_recv[1], 0.0f);
+    blocks.fill(dv_recv[1], 0.0f);
   }
   {
     ScopedSeconds t(timings_.compute);
-    kernels::compute_delta<T, T>(block_params(c, P, me, me), dout, out, delta);
+    blocks.template delta<T>(block_params(c, P, me, me), dout, out, delta);
   }
 
   const std::size_t grad_bytes = dk_step.size() * sizeof(float);
@@ -96,20 +112,20 @@ void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<con
         // At step 0 the rank's own block has no partial in flight: accumulate into it directly.
         // Later steps accumulate apart while the partial from upstream is still arriving.
         const bool direct = s == 0;
-        Tensor4<float> dk_into = direct ? dk_recv[0] : dk_step, dv_into = direct ? dv_recv[0] : dv_step;
+        Grad dk_into = direct ? dk_recv[0] : dk_step, dv_into = direct ? dv_recv[0] : dv_step;
         if (!direct) {
-          Kokkos::deep_copy(dk_step, 0.0f);
-          Kokkos::deep_copy(dv_step, 0.0f);
+          blocks.fill(dk_step, 0.0f);
+          blocks.fill(dv_step, 0.0f);
         }
         poller.watch(kv.pending_k(), kv.pending_v(), &grad_k, &grad_v);
-        kernels::flash_backward_accumulate<T>(p, q, kv.k(), kv.v(), dout, lse, delta, dq_acc, dk_into, dv_into,
-                                              poller.hook());
+        blocks.template backward<T>(p, q, kv.k(), kv.v(), dout, lse, delta, dq_acc, dk_into, dv_into,
+                                    poller.hook());
         contributed = !direct;
         ++timings_.steps_computed;
       }
       poller.rethrow_if_failed();
     }
-    Tensor4<float> dk_block = dk_recv[s % 2], dv_block = dv_recv[s % 2];
+    Grad dk_block = dk_recv[s % 2], dv_block = dv_recv[s % 2];
     if (communicate) {
       ScopedSeconds t(timings_.wait);
       grad_k.wait();
@@ -117,8 +133,8 @@ void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<con
     }
     if (contributed) {
       ScopedSeconds t(timings_.compute);
-      add_into(dk_block, dk_step);
-      add_into(dv_block, dv_step);
+      blocks.add(dk_block, dk_step);
+      blocks.add(dv_block, dv_step);
     }
     if (communicate) {
       // Sends block `owner`'s partial on; after the last step this hop delivers it home.
@@ -138,15 +154,25 @@ void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<con
   }
   const int home = P % 2;  // where the last hop delivered this rank's own block
   if constexpr (std::is_same<T, float>::value) {
-    Kokkos::deep_copy(dk, dk_recv[home]);
-    Kokkos::deep_copy(dv, dv_recv[home]);
+    blocks.copy(dk, dk_recv[home]);
+    blocks.copy(dv, dv_recv[home]);
   } else {
-    kernels::narrow<T>(dq_acc, dq);
-    kernels::narrow<T>(dk_recv[home], dk);
-    kernels::narrow<T>(dv_recv[home], dv);
+    blocks.template narrow<T>(dq_acc, dq);
+    blocks.template narrow<T>(dk_recv[home], dk);
+    blocks.template narrow<T>(dv_recv[home], dv);
   }
 }
 
+#if RFA_ENGINE_CUDA
+#define RFA_INSTANTIATE_BACKWARD_DEVICE(T)                                                                        \
+  template void RingAttention::backward_device<T>(DeviceTensor4<const T>, DeviceTensor4<const T>,               \
+                                                  DeviceTensor4<const T>, DeviceTensor4<const T>,               \
+                                                  DeviceTensor4<const T>, DeviceTensor3<const float>,           \
+                                                  DeviceTensor4<T>, DeviceTensor4<T>, DeviceTensor4<T>, RingMode);
+RFA_INSTANTIATE_BACKWARD_DEVICE(float)
+RFA_INSTANTIATE_BACKWARD_DEVICE(bf16_t)
+RFA_INSTANTIATE_BACKWARD_DEVICE(fp16_t)
+#endif
 template void RingAttention::backward<float>(Tensor4<const float>, Tensor4<const float>, Tensor4<const float>,
                                              Tensor4<const float>, Tensor4<const float>, Tensor3<const float>,
                                              Tensor4<float>, Tensor4<float>, Tensor4<float>, RingMode);

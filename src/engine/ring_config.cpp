@@ -6,6 +6,7 @@
 
 #include "comm/agreement.hpp"
 #include "core/error.hpp"
+#include "engine/device_support.hpp"
 #include "layout/sequence_layout.hpp"
 
 namespace rfa {
@@ -18,6 +19,7 @@ void validate_local(const RingConfig& c, int ranks) {
   kernels::AttentionParams p = kernels::make_params(c.batch, c.seq_total / ranks, c.seq_total / ranks, c.heads,
                                                     c.kv_heads, c.head_dim, c.mask, c.softmax_scale);
   kernels::validate(p);
+  require_device_support(c.device, c.head_dim, c.dtype);
 }
 
 void validate_collective(comm::Communicator& comm, const RingConfig& c) {
@@ -35,7 +37,8 @@ void validate_collective(comm::Communicator& comm, const RingConfig& c) {
                                        {"seq_total", c.seq_total},
                                        {"heads", c.heads},
                                        {"kv_heads", c.kv_heads},
-                                       {"head_dim", c.head_dim}});
+                                       {"head_dim", c.head_dim},
+                                       {"device", std::int64_t(c.device)}});
   bool ok = true;
   rfa_result_t code = RFA_SUCCESS;
   std::string message;

@@ -5,6 +5,7 @@
 
 #include "comm/communicator.hpp"
 #include "core/positions.hpp"
+#include "engine/engine_backends.hpp"
 #include "kernels/flash_attention.hpp"
 #include "rfa/rfa.h"
 
@@ -21,10 +22,12 @@ struct RingConfig {
   std::int64_t heads = 1;
   std::int64_t kv_heads = 1;
   std::int64_t head_dim = 64;
+  Device device = Device::host;  ///< where tensors live and blocks are computed
 };
 
 /// Throws RFA_ERROR_INVALID_ARGUMENT / RFA_ERROR_UNSUPPORTED unless the config is usable on a
-/// ring of `ranks` ranks (shapes, head dim, dtype, layout divisibility).
+/// ring of `ranks` ranks (shapes, head dim, dtype, layout divisibility, what the device's
+/// kernels accept).
 void validate_local(const RingConfig& c, int ranks);
 
 /// Collective: validates on every rank and checks that every rank passed the same config.

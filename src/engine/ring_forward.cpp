@@ -4,6 +4,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "engine/block_compute_cuda.hpp"
+#include "engine/block_compute_host.hpp"
 #include "engine/ring_attention.hpp"
 #include "engine/travelling_kv.hpp"
 #include "engine/workspace.hpp"
@@ -16,10 +18,33 @@ namespace engine {
 template <class T>
 void RingAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,
                             Tensor3<float> lse, RingMode mode) {
+  HostBlockCompute blocks;
+  run_forward<HostBlockCompute, T>(blocks, q, k, v, out, lse, mode);
+}
+
+#if RFA_ENGINE_CUDA
+template <class T>
+void RingAttention::forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
+                                   DeviceTensor4<T> out, DeviceTensor3<float> lse, RingMode mode) {
+  CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_);
+  comm_.set_compute_stream(cuda_stream_);
+  run_forward<CudaBlockCompute, T>(blocks, q, k, v, out, lse, mode);
+}
+#endif
+
+// The schedule, shared by every backend: `blocks` is the "compute one block" seam and
+// comm_ the "move one buffer" one (docs/architecture.md §8).
+template <class Compute, class T>
+void RingAttention::run_forward(Compute& blocks, typename Compute::template Tensor4<const T> q,
+                                typename Compute::template Tensor4<const T> k,
+                                typename Compute::template Tensor4<const T> v,
+                                typename Compute::template Tensor4<T> out,
+                                typename Compute::template Tensor3<float> lse, RingMode mode) {
+  using Space = typename Compute::memory_space;
   const RingConfig& c = config_;
   const std::int64_t L = local_seq_;
   check_everywhere([&] {
-    check_local_tensors(q, k, v);
+    check_local_tensors<T>(q, k, v);
     kernels::check_tensor(out, "out", c.batch, L, c.heads, c.head_dim);
     kernels::check_tensor(lse, "lse", c.batch, c.heads, L);
   });
@@ -30,20 +55,25 @@ void RingAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<cons
   const bool communicate = mode != RingMode::compute_only;
   const bool compute = mode != RingMode::comm_only;
 
-  Workspace ws;
-  TravellingKV<T> kv(ws, comm_, k, v, communicate);
+  Workspace<Space> ws = blocks.workspace();
+  TravellingKV<T, Space> kv(ws, comm_, k, v, communicate);
   // fp32 callers' out doubles as the accumulator; 16-bit outputs are narrowed at the end.
-  Tensor4<float> acc;
+  typename Compute::template Tensor4<float> acc;
   if constexpr (std::is_same<T, float>::value) {
     acc = out;
   } else {
-    acc = ws.tensor4<float>("rfa::out_acc", c.batch, L, c.heads, c.head_dim);
+    acc = ws.template tensor4<float>("rfa::out_acc", c.batch, L, c.heads, c.head_dim);
   }
-  Tensor4<float> block_out = ws.tensor4<float>("rfa::block_out", c.batch, L, c.heads, c.head_dim);
-  Tensor3<float> block_lse = ws.tensor3<float>("rfa::block_lse", c.batch, c.heads, L);
+  // Scratch for one block's partial, unless the backend merges inside its forward kernel.
+  typename Compute::template Tensor4<float> block_out;
+  typename Compute::template Tensor3<float> block_lse;
+  if constexpr (!Compute::kMergesInKernel) {
+    block_out = ws.template tensor4<float>("rfa::block_out", c.batch, L, c.heads, c.head_dim);
+    block_lse = ws.template tensor3<float>("rfa::block_lse", c.batch, c.heads, L);
+  }
   last_workspace_bytes_ = ws.bytes();
-  Kokkos::deep_copy(acc, 0.0f);
-  Kokkos::deep_copy(lse, -std::numeric_limits<float>::infinity());
+  blocks.fill(acc, 0.0f);
+  blocks.fill(lse, -std::numeric_limits<float>::infinity());
 
   ExchangePoller poller;
   bool seen_any = false;  // the first visible block is written straight into the accumulator
@@ -58,11 +88,10 @@ void RingAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<cons
         ScopedSeconds t(timings_.compute);
         poller.watch(kv.pending_k(), kv.pending_v());
         if (!seen_any) {  // merging into out = 0, lse = -inf would only copy
-          kernels::flash_forward<T, float>(p, q, kv.k(), kv.v(), acc, lse, poller.hook());
+          blocks.template forward<T>(p, q, kv.k(), kv.v(), acc, lse, poller.hook());
           seen_any = true;
         } else {
-          kernels::flash_forward<T, float>(p, q, kv.k(), kv.v(), block_out, block_lse, poller.hook());
-          kernels::merge_partial(acc, lse, block_out, block_lse);
+          blocks.template forward_merged<T>(p, q, kv.k(), kv.v(), acc, lse, block_out, block_lse, poller.hook());
         }
         ++timings_.steps_computed;
       }
@@ -71,9 +100,20 @@ void RingAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<cons
     ScopedSeconds t(timings_.wait);
     kv.finish(s);
   }
-  if constexpr (!std::is_same<T, float>::value) kernels::narrow<T>(acc, out);
+  if constexpr (!std::is_same<T, float>::value) blocks.template narrow<T>(acc, out);
 }
 
+#if RFA_ENGINE_CUDA
+template void RingAttention::forward_device<float>(DeviceTensor4<const float>, DeviceTensor4<const float>,
+                                                   DeviceTensor4<const float>, DeviceTensor4<float>,
+                                                   DeviceTensor3<float>, RingMode);
+template void RingAttention::forward_device<bf16_t>(DeviceTensor4<const bf16_t>, DeviceTensor4<const bf16_t>,
+                                                    DeviceTensor4<const bf16_t>, DeviceTensor4<bf16_t>,
+                                                    DeviceTensor3<float>, RingMode);
+template void RingAttention::forward_device<fp16_t>(DeviceTensor4<const fp16_t>, DeviceTensor4<const fp16_t>,
+                                                    DeviceTensor4<const fp16_t>, DeviceTensor4<fp16_t>,
+                                                    DeviceTensor3<float>, RingMode);
+#endif
 template void RingAttention::forward<float>(Tensor4<const float>, Tensor4<const float>, Tensor4<const float>,
                                             Tensor4<float>, Tensor3<float>, RingMode);
 template void RingAttention::forward<bf16_t>(Tensor4<const bf16_t>, Tensor4<const bf16_t>, Tensor4<const bf16_t>,

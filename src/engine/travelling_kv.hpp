@@ -12,16 +12,19 @@
 namespace rfa {
 namespace engine {
 
-template <class T>
+/// `Space` is where the blocks live: the backend's memory space (docs/architecture.md §8).
+template <class T, class Space = Kokkos::HostSpace>
 class TravellingKV {
  public:
+  using Block = SpaceTensor4<const T, Space>;
+
   /// k and v are this rank's own block (step 0); the two receive buffers come from `ws`.
-  TravellingKV(Workspace& ws, comm::Communicator& comm, Tensor4<const T> k, Tensor4<const T> v, bool communicate)
+  TravellingKV(Workspace<Space>& ws, comm::Communicator& comm, Block k, Block v, bool communicate)
       : comm_(comm), k_(k), v_(v), communicate_(communicate), bytes_(k.size() * sizeof(T)) {
     for (int i = 0; i < 2; ++i) {
-      k_recv_[i] = ws.tensor4<T>(i == 0 ? "rfa::k_recv0" : "rfa::k_recv1", k.extent(0), k.extent(1), k.extent(2),
+      k_recv_[i] = ws.template tensor4<T>(i == 0 ? "rfa::k_recv0" : "rfa::k_recv1", k.extent(0), k.extent(1), k.extent(2),
                                  k.extent(3));
-      v_recv_[i] = ws.tensor4<T>(i == 0 ? "rfa::v_recv0" : "rfa::v_recv1", v.extent(0), v.extent(1), v.extent(2),
+      v_recv_[i] = ws.template tensor4<T>(i == 0 ? "rfa::v_recv0" : "rfa::v_recv1", v.extent(0), v.extent(1), v.extent(2),
                                  v.extent(3));
     }
   }
@@ -44,8 +47,8 @@ class TravellingKV {
     v_ = v_recv_[step % 2];
   }
 
-  Tensor4<const T> k() const { return k_; }
-  Tensor4<const T> v() const { return v_; }
+  Block k() const { return k_; }
+  Block v() const { return v_; }
   comm::Exchange* pending_k() { return &send_k_; }
   comm::Exchange* pending_v() { return &send_v_; }
 
@@ -53,8 +56,8 @@ class TravellingKV {
   bool moves_after(int step) const { return communicate_ && step + 1 < comm_.size(); }
 
   comm::Communicator& comm_;
-  Tensor4<const T> k_, v_;
-  Tensor4<T> k_recv_[2], v_recv_[2];
+  Block k_, v_;
+  SpaceTensor4<T, Space> k_recv_[2], v_recv_[2];
   comm::Exchange send_k_, send_v_;
   bool communicate_;
   std::size_t bytes_;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -14,25 +15,61 @@
 namespace rfa {
 namespace engine {
 
+/// A 4-d / 3-d row-major tensor in memory space `Space` (host kernels: kernels::Tensor4/3).
+template <class T, class Space>
+using SpaceTensor4 = Kokkos::View<T****, Kokkos::LayoutRight, Space>;
+template <class T, class Space>
+using SpaceTensor3 = Kokkos::View<T***, Kokkos::LayoutRight, Space>;
+
+/// Buffers a backend keeps from one call to the next, by name. A device backend keeps its
+/// workspace instead of freeing it at the end of a call: its kernels may still be running on
+/// the caller's stream when the call returns (docs/architecture.md §8), and a free there would
+/// either race with them or synchronize the device.
+template <class Space>
+class WorkspaceCache {
+ public:
+  /// Raw bytes for `name`, reallocated only when more are needed.
+  void* bytes(const std::string& name, std::int64_t bytes) {
+    auto& slot = buffers_[name];
+    if (std::int64_t(slot.extent(0)) < bytes)
+      slot = Kokkos::View<unsigned char*, Space>(Kokkos::view_alloc(name, Kokkos::WithoutInitializing),
+                                                 std::size_t(bytes));
+    return slot.data();
+  }
+
+ private:
+  std::map<std::string, Kokkos::View<unsigned char*, Space>> buffers_;
+};
+
 ///
 /// Buffers come uninitialized: the engine writes every one before reading it (receives,
 /// kernel outputs, or an explicit fill), and zero-filling ~10 local blocks per call would cost
-/// a few percent of a ring pass.
+/// a few percent of a ring pass. Without a cache every buffer is allocated for this call
+/// (host); with one they are taken from it (device).
+template <class Space = Kokkos::HostSpace>
 class Workspace {
  public:
+  Workspace() = default;
+  explicit Workspace(WorkspaceCache<Space>* cache) : cache_(cache) {}
+
   template <class T>
-  kernels::Tensor4<T> tensor4(const char* name, std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
-    bytes_ += a * b * c * d * std::int64_t(sizeof(T));
-    return kernels::Tensor4<T>(Kokkos::view_alloc(std::string(name), Kokkos::WithoutInitializing), a, b, c, d);
+  SpaceTensor4<T, Space> tensor4(const char* name, std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
+    const std::int64_t n = a * b * c * d * std::int64_t(sizeof(T));
+    bytes_ += n;
+    if (cache_) return SpaceTensor4<T, Space>(static_cast<T*>(cache_->bytes(name, n)), a, b, c, d);
+    return SpaceTensor4<T, Space>(Kokkos::view_alloc(std::string(name), Kokkos::WithoutInitializing), a, b, c, d);
   }
   template <class T>
-  kernels::Tensor3<T> tensor3(const char* name, std::int64_t a, std::int64_t b, std::int64_t c) {
-    bytes_ += a * b * c * std::int64_t(sizeof(T));
-    return kernels::Tensor3<T>(Kokkos::view_alloc(std::string(name), Kokkos::WithoutInitializing), a, b, c);
+  SpaceTensor3<T, Space> tensor3(const char* name, std::int64_t a, std::int64_t b, std::int64_t c) {
+    const std::int64_t n = a * b * c * std::int64_t(sizeof(T));
+    bytes_ += n;
+    if (cache_) return SpaceTensor3<T, Space>(static_cast<T*>(cache_->bytes(name, n)), a, b, c);
+    return SpaceTensor3<T, Space>(Kokkos::view_alloc(std::string(name), Kokkos::WithoutInitializing), a, b, c);
   }
   std::int64_t bytes() const { return bytes_; }
 
  private:
+  WorkspaceCache<Space>* cache_ = nullptr;
   std::int64_t bytes_ = 0;
 };
 

@@ -7,6 +7,8 @@
 
 #include "mpi_test_support.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -84,6 +86,22 @@ class Stored {
   std::vector<unsigned char> bytes_;
   std::size_t count_;
 };
+
+/// max |local - global| over this rank's rows: local is a [B][L][heads][D] shard, global the
+/// [B][S][heads][D] reference, positions[i] the global row of local row i; NaN counts as infinite.
+inline double max_error_bshd(const Stored& local, const std::vector<double>& global,
+                             const std::vector<int64_t>& positions, int64_t B, int64_t S, int64_t heads, int64_t D) {
+  const int64_t L = int64_t(positions.size());
+  double worst = 0.0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t e = 0; e < heads * D; ++e) {
+        const double err = std::fabs(local.get(std::size_t((b * L + i) * heads * D + e)) -
+                                     global[std::size_t((b * S + positions[i]) * heads * D + e)]);
+        worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : std::max(worst, err);
+      }
+  return worst;
+}
 
 /// Asserts the code of an rfa call and that its message contains every given fragment.
 inline void expect_failure(rfa_result_t got, rfa_result_t want, std::initializer_list<const char*> fragments,

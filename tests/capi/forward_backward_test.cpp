@@ -37,22 +37,6 @@ double tolerance(rfa_dtype_t t) { return t == RFA_DTYPE_FLOAT32 ? 2e-6 : t == RF
 
 class CapiForwardBackward : public ::testing::TestWithParam<Case> {};
 
-// Compares this rank's local bshd tensor with rows positions[i] of a global reference.
-double max_error_bshd(const Stored& local, const std::vector<double>& global, const std::vector<int64_t>& positions,
-                      int64_t B, int64_t S, int64_t heads, int64_t D) {
-  const int64_t L = int64_t(positions.size());
-  double worst = 0.0;
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t i = 0; i < L; ++i)
-      for (int64_t e = 0; e < heads * D; ++e) {
-        const double got = local.get(std::size_t((b * L + i) * heads * D + e));
-        const double want = global[std::size_t((b * S + positions[i]) * heads * D + e)];
-        const double err = std::fabs(got - want);
-        worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : std::max(worst, err);
-      }
-  return worst;
-}
-
 TEST_P(CapiForwardBackward, MatchesFloat64Reference) {
   const Case c = GetParam();
   const int P = world_size();

@@ -85,6 +85,11 @@ typedef struct rfa_cuda_forward_params {
   void* out;      rfa_cuda_strides out_strides;
   rfa_cuda_dtype out_dtype; /* shape.dtype (normalized output) or RFA_CUDA_FP32 (ring partial) */
   float* lse;               /* [batch][heads][seq_q]; -inf for a row that sees no key */
+  /* Nonzero (out_dtype fp32 only): out and lse already hold the normalized result over earlier
+   * key blocks (lse -inf: none yet, out then ignored), and this block is merged into them as
+   * rfa_cuda_merge_partial would, in the kernel's epilogue. Rows that see no key of this block
+   * keep their values. */
+  int merge;
 } rfa_cuda_forward_params;
 
 typedef struct rfa_cuda_backward_params {
@@ -131,6 +136,15 @@ typedef struct rfa_cuda_merge_params {
   const float* block_lse; /* [batch][heads][seq] */
 } rfa_cuda_merge_params;
 
+/* Narrowing of an fp32 result into the storage dtype, rounding to nearest even:
+ *   dst[b][s][h][:] <- src[b][s][h][:]   (the ring's fp32 accumulators -> the caller's out/dq) */
+typedef struct rfa_cuda_convert_params {
+  int64_t batch, seq, heads, head_dim; /* any head_dim >= 1 */
+  const float* src; rfa_cuda_strides src_strides;
+  void* dst;        rfa_cuda_strides dst_strides;
+  rfa_cuda_dtype dst_dtype; /* RFA_CUDA_BF16 or RFA_CUDA_FP16 */
+} rfa_cuda_convert_params;
+
 /* Fills p with defaults: zeros, identity position maps, mask none, dtype bf16,
  * out_dtype bf16 (forward), grad mode accumulate (backward). */
 void rfa_cuda_forward_params_init(rfa_cuda_forward_params* p);
@@ -144,6 +158,13 @@ rfa_cuda_status rfa_cuda_flash_backward(const rfa_cuda_backward_params* p, cudaS
 
 rfa_cuda_status rfa_cuda_attention_delta(const rfa_cuda_delta_params* p, cudaStream_t stream);
 rfa_cuda_status rfa_cuda_merge_partial(const rfa_cuda_merge_params* p, cudaStream_t stream);
+
+rfa_cuda_status rfa_cuda_convert_from_fp32(const rfa_cuda_convert_params* p, cudaStream_t stream);
+
+/* Elementwise fp32 helpers over `count` contiguous values (count 0 launches nothing):
+ * into[i] += from[i] (the ring's dK/dV partials), and data[i] = value (-inf for a fresh lse). */
+rfa_cuda_status rfa_cuda_add_fp32(float* into, const float* from, size_t count, cudaStream_t stream);
+rfa_cuda_status rfa_cuda_fill_fp32(float* data, float value, size_t count, cudaStream_t stream);
 
 const char* rfa_cuda_status_string(rfa_cuda_status status);
 /* The detailed message of this thread's last failure ("" if none yet). */

@@ -90,7 +90,7 @@ class NcclCommunicator final : public Communicator {
   /// The stream (a cudaStream_t) that operations are ordered after and that is made to wait
   /// for their results; nullptr means the legacy default stream. It must belong to this
   /// communicator's device and outlive the operations started while it is set.
-  void set_compute_stream(void* cuda_stream) { compute_stream_ = cuda_stream; }
+  void set_compute_stream(void* cuda_stream) override { compute_stream_ = cuda_stream; }
   void* compute_stream() const { return compute_stream_; }
   /// The library's communication stream (a cudaStream_t), for profiling and tests.
   void* communication_stream() const;

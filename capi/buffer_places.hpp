@@ -1,0 +1,21 @@
+// Whether the caller's buffers are in the memory the context computes in (docs/architecture.md
+// §6): a host pointer handed to a CUDA context, or a device pointer to a host one, would make
+// the kernels fault or read garbage, so both are refused before any data moves.
+#pragma once
+
+#include <initializer_list>
+
+#include "buffer_checks.hpp"
+#include "rfa/rfa.h"
+
+namespace rfa {
+namespace capi {
+
+/// Throws RFA_ERROR_INVALID_ARGUMENT naming the first buffer in the wrong memory: for a
+/// ::RFA_DEVICE_CUDA context every buffer must be device memory of the current device (or
+/// managed memory); for a host context none may be device memory. Builds whose engine has no
+/// CUDA backend cannot create CUDA contexts and have no device memory to detect: no-op there.
+void check_buffer_places(rfa_device_t device, std::initializer_list<Buffer> buffers);
+
+}  // namespace capi
+}  // namespace rfa

@@ -1,0 +1,54 @@
+// rfa_context_set_stream / rfa_context_synchronize: how a CUDA context's device work is
+// ordered with the caller's (docs/architecture.md §8). The engine enqueues every kernel and
+// copy on the caller's stream and returns without synchronizing the device.
+#include "context.hpp"
+#include "core/error.hpp"
+#include "engine/engine_backends.hpp"
+#include "firewall.hpp"
+
+#if RFA_ENGINE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace rfa {
+namespace capi {
+namespace {
+
+rfa_result_t set_stream(rfa_context_s& c, void* stream) {
+  if (c.options.device != RFA_DEVICE_CUDA) {
+    fail(RFA_ERROR_INVALID_USAGE,
+         "rfa_context_set_stream: the context is RFA_DEVICE_HOST; only RFA_DEVICE_CUDA contexts take a CUDA stream");
+  }
+  c.engine->set_cuda_stream(stream);
+  c.comm->set_compute_stream(stream);
+  return RFA_SUCCESS;
+}
+
+rfa_result_t synchronize(rfa_context_s& c) {
+  if (c.options.device != RFA_DEVICE_CUDA) return RFA_SUCCESS;
+#if RFA_ENGINE_CUDA
+  const cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(c.engine->cuda_stream()));
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    fail(RFA_ERROR_CUDA, "rfa_context_synchronize: the context's stream reported ", cudaGetErrorName(e), ": ",
+         cudaGetErrorString(e));
+  }
+#endif
+  return RFA_SUCCESS;
+}
+
+}  // namespace
+}  // namespace capi
+}  // namespace rfa
+
+extern "C" {
+
+RFA_API rfa_result_t rfa_context_set_stream(rfa_context_t context, void* cuda_stream) {
+  return rfa::capi::guard(__func__, [&] { return rfa::capi::set_stream(rfa::capi::context_ref(context), cuda_stream); });
+}
+
+RFA_API rfa_result_t rfa_context_synchronize(rfa_context_t context) {
+  return rfa::capi::guard(__func__, [&] { return rfa::capi::synchronize(rfa::capi::context_ref(context)); });
+}
+
+}  // extern "C"

@@ -1,0 +1,57 @@
+#include "context_transport.hpp"
+
+#include "comm/mpi/mpi_communicator.hpp"
+#include "comm/transport.hpp"
+#include "core/error.hpp"
+#include "engine/engine_backends.hpp"
+#include "rfa/rfa_config.h"
+#include "topology/collective_agreement.hpp"
+
+#if RFA_ENGINE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "comm/device_transport.hpp"
+#endif
+
+namespace rfa {
+namespace capi {
+
+std::unique_ptr<comm::Communicator> make_context_communicator(MPI_Comm comm, int ring_position,
+                                                              const rfa_options_t& options) {
+  if (options.device == RFA_DEVICE_HOST) return comm::make_mpi_communicator(comm, ring_position);
+  // Only reached when the engine supports CUDA (validate_options refuses it otherwise).
+  // resolve_transport reads RFA_TRANSPORT on each rank: first make sure they all see one value.
+  topology::agreed_env(comm, "RFA_TRANSPORT");
+  comm::TransportChoice choice = comm::TransportChoice::automatic;
+  topology::agree_on_failure(comm, [&] {
+    const comm::TransportChoice option = options.transport == RFA_TRANSPORT_MPI    ? comm::TransportChoice::mpi
+                                         : options.transport == RFA_TRANSPORT_NCCL ? comm::TransportChoice::nccl
+                                                                                   : comm::TransportChoice::automatic;
+    choice = comm::resolve_transport(option, RFA_HAVE_NCCL != 0);
+  });
+#if RFA_ENGINE_CUDA
+  return comm::make_device_communicator(comm, ring_position, choice);
+#else
+  fail(RFA_ERROR_UNSUPPORTED, "this build of rfa cannot run on CUDA devices");
+#endif
+}
+
+void require_kokkos_on_current_device(const rfa_options_t& options) {
+  if (options.device != RFA_DEVICE_CUDA) return;
+#if RFA_ENGINE_CUDA
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess) {
+    cudaGetLastError();
+    fail(RFA_ERROR_CUDA, "options.device is RFA_DEVICE_CUDA but no CUDA device is usable on this rank");
+  }
+  const int kokkos_device = Kokkos::Cuda().cuda_device();
+  if (kokkos_device != current) {
+    fail(RFA_ERROR_INVALID_USAGE, "the current CUDA device is ", current, " but Kokkos was initialized on device ",
+         kokkos_device, "; rfa's device buffers are Kokkos allocations, so make the device Kokkos uses current "
+         "before rfa_context_create (or let rfa initialize Kokkos, which then uses the current device)");
+  }
+#endif
+}
+
+}  // namespace capi
+}  // namespace rfa

@@ -1,0 +1,310 @@
+// The ring's own overhead on one GPU (issue #9, item 6): every kernel the P ranks of a zigzag
+// causal ring launch for their blocks, run one after another on one GPU, against one causal
+// attention over the whole sequence. Ranks that share a GPU take turns on it, so this sum is
+// what the ring costs beyond the attention itself: the smaller per-block launches, the
+// partial tiles at block edges, the merges, and the dK/dV additions.
+//
+// Forward per rank: one kernel per visible block, its fp32 partial merged into the running
+// out/lse, either in the kernel's epilogue ("fused", what the engine does) or by the separate
+// merge kernel ("separate"); then out narrowed to the storage dtype. Backward per rank: D
+// once, one accumulating backward kernel per block, the arriving dK/dV partial added in
+// (steps after the first), the fp32 accumulators narrowed at the end. Efficiency is the
+// single attention's time over the ring's sum (1.0: no overhead). CUDA events, median of
+// --iters runs after --warmup. Without a GPU: a message and exit 77.
+//
+// usage: rfa_cuda_ring_step_bench [--batch 1] [--heads 16] [--seq 32768] [--dim 128]
+//        [--ranks 2,4,8] [--dtype bf16|fp16] [--warmup 3] [--iters 10]
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "rfa_cuda/flash.h"
+#include "test_support.cuh"
+
+using namespace rfa_cuda_test;
+
+namespace {
+
+struct Options {
+  int batch = 1, heads = 16, seq = 32768, dim = 128, warmup = 3, iters = 10;
+  std::vector<int> ranks = {2, 4, 8};
+  rfa_cuda_dtype dtype = RFA_CUDA_BF16;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "%s needs a value\n", a.c_str());
+      std::exit(2);
+    }
+    const char* v = argv[++i];
+    if (a == "--batch") o.batch = std::atoi(v);
+    else if (a == "--heads") o.heads = std::atoi(v);
+    else if (a == "--seq") o.seq = std::atoi(v);
+    else if (a == "--dim") o.dim = std::atoi(v);
+    else if (a == "--warmup") o.warmup = std::atoi(v);
+    else if (a == "--iters") o.iters = std::atoi(v);
+    else if (a == "--dtype") o.dtype = std::strcmp(v, "fp16") == 0 ? RFA_CUDA_FP16 : RFA_CUDA_BF16;
+    else if (a == "--ranks") {
+      o.ranks.clear();
+      std::stringstream list(v);
+      for (std::string n; std::getline(list, n, ',');) o.ranks.push_back(std::atoi(n.c_str()));
+    } else {
+      std::fprintf(stderr, "unknown argument '%s' (see the usage at the top of ring_step_bench.cu)\n", a.c_str());
+      std::exit(2);
+    }
+  }
+  for (int p : o.ranks) {
+    if (p < 1 || o.seq % (2 * p) != 0) {
+      std::fprintf(stderr, "--seq %d must divide by 2P for every P in --ranks (zigzag)\n", o.seq);
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+double median_ms(const Options& o, const std::function<void()>& fn) {
+  return median_event_ms(o.warmup, o.iters, fn);
+}
+
+// Rank r of a zigzag ring of P holds chunks r and 2P-1-r of S/(2P) tokens each.
+rfa_cuda_position_map zigzag(int rank, int P, int seq) {
+  const int chunk = seq / (2 * P);
+  rfa_cuda_position_map m{};
+  m.count = 2;
+  m.seg[0] = rfa_cuda_segment{int64_t(rank) * chunk, 1, chunk};
+  m.seg[1] = rfa_cuda_segment{int64_t(2 * P - 1 - rank) * chunk, 1, chunk};
+  return m;
+}
+
+// Whether any key of block `owner` is visible to a query of rank `me` (causal): the latest
+// query position against the earliest key position.
+bool block_visible(int me, int owner, int P, int seq) {
+  const int chunk = seq / (2 * P);
+  const int64_t last_q = int64_t(2 * P - me) * chunk - 1, first_k = int64_t(owner) * chunk;
+  return first_k <= last_q;
+}
+
+struct Buffers {
+  Buffers(const Options& o, int64_t rows)
+      : q(o.dtype, rows * o.heads * o.dim), k(o.dtype, rows * o.heads * o.dim), v(o.dtype, rows * o.heads * o.dim),
+        dout(o.dtype, rows * o.heads * o.dim), out(o.dtype, rows * o.heads * o.dim),
+        acc(RFA_CUDA_FP32, rows * o.heads * o.dim), block_out(RFA_CUDA_FP32, rows * o.heads * o.dim),
+        lse(RFA_CUDA_FP32, rows * o.heads), block_lse(RFA_CUDA_FP32, rows * o.heads),
+        delta(RFA_CUDA_FP32, rows * o.heads), dq(RFA_CUDA_FP32, rows * o.heads * o.dim),
+        dk(RFA_CUDA_FP32, rows * o.heads * o.dim), dv(RFA_CUDA_FP32, rows * o.heads * o.dim),
+        dk_in(RFA_CUDA_FP32, rows * o.heads * o.dim), dv_in(RFA_CUDA_FP32, rows * o.heads * o.dim),
+        dq16(o.dtype, rows * o.heads * o.dim) {
+    std::mt19937 gen(7);
+    std::uniform_real_distribution<double> d(-1.0, 1.0);
+    auto random = [&](std::size_t n) {
+      std::vector<double> x(n);
+      for (double& e : x) e = d(gen);
+      return x;
+    };
+    const std::size_t n = std::size_t(rows) * o.heads * o.dim;
+    q.upload(random(n));
+    k.upload(random(n));
+    v.upload(random(n));
+    dout.upload(random(n));
+    out.upload(random(n));
+    lse.upload(std::vector<double>(std::size_t(rows) * o.heads, 1.0));  // finite: a plausible final lse
+    dk_in.upload(std::vector<double>(n, 0.0));
+    dv_in.upload(std::vector<double>(n, 0.0));
+  }
+  DeviceArray q, k, v, dout, out, acc, block_out, lse, block_lse, delta, dq, dk, dv, dk_in, dv_in, dq16;
+};
+
+rfa_cuda_attention_shape shape(const Options& o, int64_t rows_q, int64_t rows_k, rfa_cuda_position_map qm,
+                               rfa_cuda_position_map km) {
+  rfa_cuda_attention_shape s{};
+  s.batch = o.batch;
+  s.seq_q = rows_q;
+  s.seq_k = rows_k;
+  s.heads = s.kv_heads = o.heads;
+  s.head_dim = o.dim;
+  s.mask = RFA_CUDA_MASK_CAUSAL;
+  s.q_positions = qm;
+  s.k_positions = km;
+  s.dtype = o.dtype;
+  return s;
+}
+
+rfa_cuda_convert_params narrowing(const Options& o, int64_t rows, const float* src, void* dst) {
+  rfa_cuda_convert_params c{};
+  c.batch = o.batch;
+  c.seq = rows;
+  c.heads = o.heads;
+  c.head_dim = o.dim;
+  c.src = src;
+  c.dst = dst;
+  c.dst_dtype = o.dtype;
+  return c;
+}
+
+// One forward pass of all P ranks, one after another.
+void ring_forward(const Options& o, int P, Buffers& b, bool fused) {
+  const int64_t L = o.seq / P;
+  for (int me = 0; me < P; ++me) {
+    bool seen = false;
+    for (int s = 0; s < P; ++s) {
+      const int owner = (me - s + P) % P;
+      if (!block_visible(me, owner, P, o.seq)) continue;
+      rfa_cuda_forward_params f;
+      rfa_cuda_forward_params_init(&f);
+      f.shape = shape(o, L, L, zigzag(me, P, o.seq), zigzag(owner, P, o.seq));
+      f.q = b.q.get();
+      f.k = b.k.get();
+      f.v = b.v.get();
+      f.out_dtype = RFA_CUDA_FP32;
+      if (!seen || fused) {
+        f.out = b.acc.get();
+        f.lse = b.block_lse.as_float();  // the running lse of this rank
+        f.merge = seen ? 1 : 0;
+        RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr));
+      } else {
+        f.out = b.block_out.get();
+        f.lse = b.lse.as_float();  // scratch: this block's lse
+        RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr));
+        rfa_cuda_merge_params m{};
+        m.batch = o.batch;
+        m.seq = L;
+        m.heads = o.heads;
+        m.head_dim = o.dim;
+        m.out = b.acc.as_float();
+        m.lse = b.block_lse.as_float();
+        m.block_out = b.block_out.as_float();
+        m.block_lse = b.lse.as_float();
+        RFA_TEST_CALL(rfa_cuda_merge_partial(&m, nullptr));
+      }
+      seen = true;
+    }
+    const rfa_cuda_convert_params c = narrowing(o, L, b.acc.as_float(), b.out.get());
+    RFA_TEST_CALL(rfa_cuda_convert_from_fp32(&c, nullptr));
+  }
+}
+
+// One backward pass of all P ranks, one after another.
+void ring_backward(const Options& o, int P, Buffers& b) {
+  const int64_t L = o.seq / P;
+  const std::size_t grad = std::size_t(o.batch) * L * o.heads * o.dim;
+  for (int me = 0; me < P; ++me) {
+    rfa_cuda_delta_params dp{};
+    dp.batch = o.batch;
+    dp.seq = L;
+    dp.heads = o.heads;
+    dp.head_dim = o.dim;
+    dp.out = b.out.get();
+    dp.out_dtype = o.dtype;
+    dp.dout = b.dout.get();
+    dp.dout_dtype = o.dtype;
+    dp.delta = b.delta.as_float();
+    RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
+    RFA_TEST_CALL(rfa_cuda_fill_fp32(b.dq.as_float(), 0.f, grad, nullptr));
+    for (int s = 0; s < P; ++s) {
+      const int owner = (me - s + P) % P;
+      if (!block_visible(me, owner, P, o.seq)) continue;
+      RFA_TEST_CALL(rfa_cuda_fill_fp32(b.dk.as_float(), 0.f, grad, nullptr));
+      RFA_TEST_CALL(rfa_cuda_fill_fp32(b.dv.as_float(), 0.f, grad, nullptr));
+      rfa_cuda_backward_params bp;
+      rfa_cuda_backward_params_init(&bp);
+      bp.shape = shape(o, L, L, zigzag(me, P, o.seq), zigzag(owner, P, o.seq));
+      bp.q = b.q.get();
+      bp.k = b.k.get();
+      bp.v = b.v.get();
+      bp.dout = b.dout.get();
+      bp.lse = b.lse.as_float();
+      bp.delta = b.delta.as_float();
+      bp.grad_mode = RFA_CUDA_GRAD_ACCUMULATE_FP32;
+      bp.dq = b.dq.get();
+      bp.dk = b.dk.get();
+      bp.dv = b.dv.get();
+      RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
+      if (s > 0) {  // the partial that arrived from upstream joins this step's contribution
+        RFA_TEST_CALL(rfa_cuda_add_fp32(b.dk_in.as_float(), b.dk.as_float(), grad, nullptr));
+        RFA_TEST_CALL(rfa_cuda_add_fp32(b.dv_in.as_float(), b.dv.as_float(), grad, nullptr));
+      }
+    }
+    for (DeviceArray* g : {&b.dq, &b.dk_in, &b.dv_in}) {
+      const rfa_cuda_convert_params c = narrowing(o, L, g->as_float(), b.dq16.get());
+      RFA_TEST_CALL(rfa_cuda_convert_from_fp32(&c, nullptr));
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  if (!cuda_device_present()) {
+    std::printf("no CUDA device: nothing to measure\n");
+    return 77;
+  }
+  cudaDeviceProp prop{};
+  RFA_TEST_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("%s: zigzag causal ring on one GPU, B=%d H=%d S=%d d=%d %s, median of %d\n", prop.name, o.batch,
+              o.heads, o.seq, o.dim, o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.iters);
+
+  // The single attention over the whole sequence, as a training step runs it.
+  Buffers whole(o, o.seq);
+  rfa_cuda_position_map identity{};
+  rfa_cuda_forward_params f;
+  rfa_cuda_forward_params_init(&f);
+  f.shape = shape(o, o.seq, o.seq, identity, identity);
+  f.q = whole.q.get();
+  f.k = whole.k.get();
+  f.v = whole.v.get();
+  f.out = whole.out.get();
+  f.out_dtype = o.dtype;
+  f.lse = whole.lse.as_float();
+  const double single_fwd = median_ms(o, [&] { RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr)); });
+  rfa_cuda_delta_params dp{};
+  dp.batch = o.batch;
+  dp.seq = o.seq;
+  dp.heads = o.heads;
+  dp.head_dim = o.dim;
+  dp.out = whole.out.get();
+  dp.out_dtype = o.dtype;
+  dp.dout = whole.dout.get();
+  dp.dout_dtype = o.dtype;
+  dp.delta = whole.delta.as_float();
+  rfa_cuda_backward_params bp;
+  rfa_cuda_backward_params_init(&bp);
+  bp.shape = f.shape;
+  bp.q = whole.q.get();
+  bp.k = whole.k.get();
+  bp.v = whole.v.get();
+  bp.dout = whole.dout.get();
+  bp.lse = whole.lse.as_float();
+  bp.delta = whole.delta.as_float();
+  bp.grad_mode = RFA_CUDA_GRAD_ACCUMULATE_FP32;  // the same kernel the ring runs, on one block
+  bp.dq = whole.dq.get();
+  bp.dk = whole.dk.get();
+  bp.dv = whole.dv.get();
+  const double single_bwd = median_ms(o, [&] {
+    RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
+    RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
+  });
+
+  std::printf("single causal attention: forward %.3f ms, backward %.3f ms\n", single_fwd, single_bwd);
+  std::printf("%4s | %12s %6s | %12s %6s | %12s %6s\n", "P", "fwd fused ms", "eff", "fwd sep. ms", "eff",
+              "backward ms", "eff");
+  for (int P : o.ranks) {
+    Buffers b(o, o.seq / P);
+    const double fused = median_ms(o, [&] { ring_forward(o, P, b, true); });
+    const double separate = median_ms(o, [&] { ring_forward(o, P, b, false); });
+    const double backward = median_ms(o, [&] { ring_backward(o, P, b); });
+    std::printf("%4d | %12.3f %6.3f | %12.3f %6.3f | %12.3f %6.3f\n", P, fused, single_fwd / fused, separate,
+                single_fwd / separate, backward, single_bwd / backward);
+  }
+  std::printf("eff = single attention ms / sum over ranks of their per-step kernels (1.0: no ring overhead)\n");
+  return 0;
+}

@@ -1,0 +1,73 @@
+#include "comm/device_transport.hpp"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "comm/mpi/cuda_aware_mpi.hpp"
+#include "comm/mpi/mpi_communicator.hpp"
+#include "comm/mpi/stream_ordered_communicator.hpp"
+#include "comm/staged/cuda_staging_device.hpp"
+#include "comm/staged/staged_communicator.hpp"
+#include "core/error.hpp"
+#include "device/current_device.hpp"
+#include "rfa/rfa_config.h"
+#include "topology/collective_agreement.hpp"
+
+#if RFA_HAVE_NCCL
+#include "comm/nccl/nccl_communicator.hpp"
+#endif
+
+namespace rfa::comm {
+namespace {
+
+/// Every rank's host and GPU, over `comm` (fixed-size records, one MPI_Allgather).
+std::vector<GpuPlacement> gather_placements(MPI_Comm comm) {
+  constexpr int kHost = MPI_MAX_PROCESSOR_NAME, kBus = 32, kRecord = kHost + kBus;
+  std::vector<char> mine(kRecord, '\0');
+  int len = 0;
+  MPI_Get_processor_name(mine.data(), &len);
+  try {
+    const std::string bus = device::current_device_pci_bus_id();
+    std::strncpy(mine.data() + kHost, bus.c_str(), kBus - 1);
+  } catch (const Error&) {
+    // No usable device here: left empty; the transport's own creation reports it everywhere.
+  }
+  int ranks = 0;
+  MPI_Comm_size(comm, &ranks);
+  std::vector<char> all(std::size_t(kRecord) * std::size_t(ranks));
+  MPI_Allgather(mine.data(), kRecord, MPI_CHAR, all.data(), kRecord, MPI_CHAR, comm);
+  std::vector<GpuPlacement> out(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    const char* rec = all.data() + std::size_t(r) * kRecord;
+    out[std::size_t(r)].host.assign(rec, strnlen(rec, kHost));
+    out[std::size_t(r)].pci_bus_id.assign(rec + kHost, strnlen(rec + kHost, kBus));
+  }
+  return out;
+}
+
+std::unique_ptr<Communicator> make_mpi_device_communicator(MPI_Comm parent, int ring_position) {
+  std::unique_ptr<Communicator> mpi = make_mpi_communicator(parent, ring_position);
+  // Whether MPI is CUDA-aware is a property of the library and job, the same on every rank.
+  if (mpi_is_cuda_aware()) return make_stream_ordered_communicator(std::move(mpi));
+  std::unique_ptr<StagingDevice> staging;
+  topology::agree_on_failure(parent, [&] { staging = make_cuda_staging_device(); });
+  return std::make_unique<StagedCommunicator>(std::move(mpi), std::move(staging));
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_device_communicator(MPI_Comm parent, int ring_position, TransportChoice choice) {
+  if (choice == TransportChoice::mpi) return make_mpi_device_communicator(parent, ring_position);
+#if RFA_HAVE_NCCL
+  const std::vector<GpuPlacement> placements = gather_placements(parent);
+  const SharedGpu shared = find_shared_gpu(placements);
+  // Every rank gathered the same placements, so every rank fails here together.
+  if (shared.found()) fail(RFA_ERROR_UNSUPPORTED, shared_gpu_message(placements, shared));
+  return make_nccl_communicator(parent, ring_position);
+#else
+  fail(RFA_ERROR_UNSUPPORTED, "this build of rfa has no NCCL transport; use RFA_TRANSPORT=mpi");
+#endif
+}
+
+}  // namespace rfa::comm

@@ -1,0 +1,254 @@
+#include "comm/staged/staged_communicator.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <exception>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace rfa::comm {
+namespace staged {
+
+/// Pinned buffers by size; what is released is kept for the next exchange.
+class PinnedPool {
+ public:
+  explicit PinnedPool(StagingDevice& device) : device_(device) {}
+  ~PinnedPool() {
+    for (auto& [bytes, p] : free_) device_.free_host(p);
+  }
+  PinnedPool(const PinnedPool&) = delete;
+  PinnedPool& operator=(const PinnedPool&) = delete;
+
+  void* acquire(std::size_t bytes) {
+    auto it = free_.lower_bound(bytes);  // the smallest buffer that is large enough
+    if (it != free_.end()) {
+      void* p = it->second;
+      sizes_[p] = it->first;
+      free_.erase(it);
+      return p;
+    }
+    void* p = device_.allocate_host(bytes);
+    sizes_[p] = bytes;
+    held_ += bytes;
+    return p;
+  }
+  void release(void* p) {
+    if (!p) return;
+    free_.emplace(sizes_.at(p), p);
+    sizes_.erase(p);
+  }
+  std::size_t held() const { return held_; }
+
+ private:
+  StagingDevice& device_;
+  std::multimap<std::size_t, void*> free_;
+  std::map<void*, std::size_t> sizes_;  // buffers handed out
+  std::size_t held_ = 0;
+};
+
+class StagedExchange;
+
+/// What the communicator and its exchanges share.
+class StagingState {
+ public:
+  StagingState(std::unique_ptr<Communicator> host, std::unique_ptr<StagingDevice> device)
+      : host_(std::move(host)), device_(std::move(device)), pool_(*device_) {}
+
+  Communicator& host() { return *host_; }
+  StagingDevice& device() { return *device_; }
+  PinnedPool& pool() { return pool_; }
+
+  void started(StagedExchange* e) {
+    unposted_.push_back(e);
+    live_.push_back(e);
+  }
+  void finished(StagedExchange* e) {
+    live_.erase(std::remove(live_.begin(), live_.end(), e), live_.end());
+    unposted_.erase(std::remove(unposted_.begin(), unposted_.end(), e), unposted_.end());
+  }
+  /// Advances every live exchange (posting to the host transport in start order).
+  void progress();
+  void complete_all() noexcept;
+
+ private:
+  std::unique_ptr<Communicator> host_;
+  std::unique_ptr<StagingDevice> device_;
+  PinnedPool pool_;
+  std::deque<StagedExchange*> unposted_;  // in start order
+  std::vector<StagedExchange*> live_;
+  friend class StagedExchange;
+};
+
+class StagedExchange final : public detail::PendingExchange {
+ public:
+  enum class Phase { copying_out, queued, sending, copying_in, done };
+
+  StagedExchange(std::shared_ptr<StagingState> state, const void* send, void* recv, std::size_t bytes)
+      : state_(std::move(state)), recv_(recv), bytes_(bytes) {
+    PinnedPool& pool = state_->pool();
+    host_send_ = pool.acquire(bytes);
+    try {
+      host_recv_ = pool.acquire(bytes);
+      out_ = state_->device().copy_to_host(host_send_, send, bytes);
+    } catch (...) {
+      pool.release(host_send_);
+      pool.release(host_recv_);
+      throw;
+    }
+    state_->started(this);
+  }
+
+  ~StagedExchange() override {
+    try {
+      wait();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "rfa: a staged ring exchange failed while its handle was destroyed: %s\n", e.what());
+    }
+    state_->finished(this);
+    state_->pool().release(host_send_);
+    state_->pool().release(host_recv_);
+  }
+
+  bool test() override {
+    state_->progress();
+    return phase_ == Phase::done;
+  }
+
+  void wait() override {
+    while (!test()) {
+      // While the host transport is in flight, block in it rather than spin: the copies of
+      // other exchanges are advanced again by the next test().
+      if (phase_ == Phase::sending) host_exchange_.wait();
+      else std::this_thread::yield();
+    }
+  }
+
+  Phase phase() const { return phase_; }
+
+  /// One step of this exchange's own state machine (posting is StagingState's job).
+  void advance() {
+    if (phase_ == Phase::copying_out && out_->done()) {
+      out_.reset();
+      phase_ = Phase::queued;
+    }
+    if (phase_ == Phase::sending && host_exchange_.test()) {
+      in_ = state_->device().copy_to_device(recv_, host_recv_, bytes_);
+      phase_ = Phase::copying_in;
+    }
+    if (phase_ == Phase::copying_in && in_->done()) {
+      in_.reset();
+      phase_ = Phase::done;
+    }
+  }
+
+  void post() {
+    host_exchange_ = state_->host().start_ring_exchange(host_send_, host_recv_, bytes_);
+    phase_ = Phase::sending;
+  }
+
+ private:
+  std::shared_ptr<StagingState> state_;
+  void* recv_;
+  std::size_t bytes_;
+  void* host_send_ = nullptr;
+  void* host_recv_ = nullptr;
+  std::unique_ptr<CopyTicket> out_, in_;
+  Exchange host_exchange_;
+  Phase phase_ = Phase::copying_out;
+};
+
+void StagingState::progress() {
+  // Copies may complete in any order; the host transport must see the exchanges in start order.
+  for (StagedExchange* e : live_) e->advance();
+  while (!unposted_.empty() && unposted_.front()->phase() == StagedExchange::Phase::queued) {
+    unposted_.front()->post();
+    unposted_.pop_front();
+  }
+  for (StagedExchange* e : live_) e->advance();
+}
+
+void StagingState::complete_all() noexcept {
+  for (StagedExchange* e : std::vector<StagedExchange*>(live_)) {
+    try {
+      e->wait();
+    } catch (const std::exception& ex) {
+      std::fprintf(stderr, "rfa: a staged ring exchange failed at shutdown: %s\n", ex.what());
+    }
+  }
+}
+
+/// A blocking round trip through pinned memory for the collectives.
+class StagedBuffer {
+ public:
+  StagedBuffer(StagingState& s, std::size_t bytes) : s_(s), p_(s.pool().acquire(bytes)) {}
+  ~StagedBuffer() { s_.pool().release(p_); }
+  StagedBuffer(const StagedBuffer&) = delete;
+  StagedBuffer& operator=(const StagedBuffer&) = delete;
+  void* get() const { return p_; }
+
+  void from_device(const void* src, std::size_t bytes) { finish(s_.device().copy_to_host(p_, src, bytes)); }
+  void to_device(void* dst, std::size_t bytes) { finish(s_.device().copy_to_device(dst, p_, bytes)); }
+
+ private:
+  static void finish(std::unique_ptr<CopyTicket> t) {
+    while (!t->done()) std::this_thread::yield();
+  }
+  StagingState& s_;
+  void* p_;
+};
+
+}  // namespace staged
+
+StagedCommunicator::StagedCommunicator(std::unique_ptr<Communicator> host, std::unique_ptr<StagingDevice> device)
+    : state_(std::make_shared<staged::StagingState>(std::move(host), std::move(device))) {}
+
+StagedCommunicator::~StagedCommunicator() { state_->complete_all(); }
+
+int StagedCommunicator::rank() const { return state_->host().rank(); }
+int StagedCommunicator::size() const { return state_->host().size(); }
+
+Exchange StagedCommunicator::start_ring_exchange(const void* send, void* recv, std::size_t bytes) {
+  if (bytes == 0) return Exchange();
+  require(send && recv, "start_ring_exchange: null buffer");
+  auto e = std::make_unique<staged::StagedExchange>(state_, send, recv, bytes);
+  state_->progress();
+  return Exchange(std::move(e));
+}
+
+void StagedCommunicator::allgather(const void* send, void* recv, std::size_t bytes_per_rank) {
+  staged::StagedBuffer in(*state_, bytes_per_rank), out(*state_, bytes_per_rank * std::size_t(size()));
+  in.from_device(send, bytes_per_rank);
+  state_->host().allgather(in.get(), out.get(), bytes_per_rank);
+  out.to_device(recv, bytes_per_rank * std::size_t(size()));
+}
+
+void StagedCommunicator::alltoall(const void* send, void* recv, std::size_t bytes_per_pair) {
+  const std::size_t total = bytes_per_pair * std::size_t(size());
+  staged::StagedBuffer in(*state_, total), out(*state_, total);
+  in.from_device(send, total);
+  state_->host().alltoall(in.get(), out.get(), bytes_per_pair);
+  out.to_device(recv, total);
+}
+
+void StagedCommunicator::allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) {
+  state_->host().allreduce_inplace(values, count, op);
+}
+
+void StagedCommunicator::broadcast(void* buffer, std::size_t bytes, int root) {
+  staged::StagedBuffer b(*state_, bytes);
+  if (rank() == root) b.from_device(buffer, bytes);
+  state_->host().broadcast(b.get(), bytes, root);
+  b.to_device(buffer, bytes);
+}
+
+void StagedCommunicator::barrier() { state_->host().barrier(); }
+
+void StagedCommunicator::set_compute_stream(void* cuda_stream) { state_->device().set_compute_stream(cuda_stream); }
+
+std::size_t StagedCommunicator::pinned_bytes() const { return state_->pool().held(); }
+
+}  // namespace rfa::comm

@@ -1,0 +1,63 @@
+// A ring communicator for device buffers over a host transport (MPI without CUDA support):
+// every exchange is staged through pinned host buffers (docs/architecture.md §8).
+//
+// One exchange goes through four states:
+//   copying_out  the send buffer is being copied to a pinned buffer (after the compute
+//                stream's queued work, so it holds what the kernels wrote);
+//   queued       the copy is done; waiting for every exchange started before it to reach the
+//                host transport, because ring exchanges pair up by the order they are started
+//                (communicator.hpp) and copies may finish out of order;
+//   sending      the host exchange between the pinned buffers is in flight;
+//   copying_in   the received bytes are being copied into the device buffer (the compute
+//                stream is already ordered after that copy);
+//   done         the pinned buffers are back in the pool.
+// test() on any exchange advances all of them, like MPI's global progress. Pinned buffers
+// come from a pool that keeps what it allocated: with K, V, dK and dV in flight the pool holds
+// two buffers per exchange (double buffering), and the copies of one step overlap the
+// kernels of another because they run on the staging device's own copy stream.
+//
+// Collectives (allgather, alltoall, broadcast) stage through the same buffers and block;
+// allreduce_inplace and barrier take host values, as the NCCL transport's do.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "comm/communicator.hpp"
+#include "comm/staged/staging_device.hpp"
+
+namespace rfa::comm {
+
+namespace staged {
+class StagingState;
+}
+
+class StagedCommunicator final : public Communicator {
+ public:
+  /// `host` moves host memory (an MpiCommunicator); `device` copies. Not collective.
+  StagedCommunicator(std::unique_ptr<Communicator> host, std::unique_ptr<StagingDevice> device);
+  /// Completes every outstanding exchange first (their handles may still be alive).
+  ~StagedCommunicator() override;
+
+  int rank() const override;
+  int size() const override;
+  const char* backend_name() const override { return "mpi-staged"; }
+  bool accepts(MemoryKind kind) const override { return kind == MemoryKind::device; }
+
+  Exchange start_ring_exchange(const void* send, void* recv, std::size_t bytes) override;
+  void allgather(const void* send, void* recv, std::size_t bytes_per_rank) override;
+  void alltoall(const void* send, void* recv, std::size_t bytes_per_pair) override;
+  void allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) override;
+  void broadcast(void* buffer, std::size_t bytes, int root) override;
+  void barrier() override;
+  void set_compute_stream(void* cuda_stream) override;
+
+  /// Pinned bytes the pool holds (for tests and the memory report).
+  std::size_t pinned_bytes() const;
+
+ private:
+  std::shared_ptr<staged::StagingState> state_;
+};
+
+}  // namespace rfa::comm

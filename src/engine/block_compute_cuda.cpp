@@ -1,0 +1,177 @@
+// CudaBlockCompute: the engine's block operations as kernels_cuda launches on one stream.
+#include "engine/block_compute_cuda.hpp"
+
+#if RFA_ENGINE_CUDA
+
+#include <type_traits>
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "rfa_cuda/flash.h"
+
+namespace rfa {
+namespace engine {
+namespace {
+
+void check(rfa_cuda_status status, const char* what) {
+  if (status == RFA_CUDA_SUCCESS) return;
+  const rfa_result_t code = status == RFA_CUDA_ERROR_UNSUPPORTED ? RFA_ERROR_UNSUPPORTED
+                            : status == RFA_CUDA_ERROR_CUDA      ? RFA_ERROR_CUDA
+                                                                 : RFA_ERROR_INTERNAL;
+  fail(code, what, " failed: ", rfa_cuda_last_error_message());
+}
+
+template <class T>
+rfa_cuda_dtype cuda_dtype() {
+  if (std::is_same<T, bf16_t>::value) return RFA_CUDA_BF16;
+  if (std::is_same<T, fp16_t>::value) return RFA_CUDA_FP16;
+  return RFA_CUDA_FP32;
+}
+
+rfa_cuda_position_map cuda_positions(const PositionMap& m) {
+  rfa_cuda_position_map out{};
+  out.count = m.count;
+  for (int s = 0; s < m.count; ++s) out.seg[s] = rfa_cuda_segment{m.seg[s].start, m.seg[s].stride, m.seg[s].length};
+  return out;
+}
+
+template <class T>
+rfa_cuda_attention_shape cuda_shape(const kernels::AttentionParams& p) {
+  rfa_cuda_attention_shape s{};
+  s.batch = p.batch;
+  s.seq_q = p.seq_q;
+  s.seq_k = p.seq_k;
+  s.heads = p.heads;
+  s.kv_heads = p.kv_heads;
+  s.head_dim = p.head_dim;
+  s.scale = p.scale();
+  s.mask = p.mask == RFA_MASK_CAUSAL ? RFA_CUDA_MASK_CAUSAL : RFA_CUDA_MASK_NONE;
+  s.q_positions = cuda_positions(p.q_pos);
+  s.k_positions = cuda_positions(p.k_pos);
+  s.dtype = cuda_dtype<T>();
+  return s;
+}
+
+}  // namespace
+
+namespace {
+
+template <class T>
+void launch_forward(const kernels::AttentionParams& p, const T* q, const T* k, const T* v, float* out, float* lse,
+                    bool merge, cudaStream_t stream) {
+  rfa_cuda_forward_params f;
+  rfa_cuda_forward_params_init(&f);
+  f.shape = cuda_shape<T>(p);
+  f.q = q;
+  f.k = k;
+  f.v = v;
+  f.out = out;
+  f.out_dtype = RFA_CUDA_FP32;  // the ring partial, normalized, in fp32
+  f.lse = lse;
+  f.merge = merge ? 1 : 0;
+  check(rfa_cuda_flash_forward(&f, stream), "rfa_cuda_flash_forward");
+}
+
+}  // namespace
+
+template <class T>
+void CudaBlockCompute::forward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                               Tensor4<const T> v, Tensor4<float> out, Tensor3<float> lse,
+                               const kernels::ProgressHook&) {
+  launch_forward<T>(p, q.data(), k.data(), v.data(), out.data(), lse.data(), false, stream_);
+}
+
+template <class T>
+void CudaBlockCompute::forward_merged(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                                      Tensor4<const T> v, Tensor4<float> out, Tensor3<float> lse, Tensor4<float>,
+                                      Tensor3<float>, const kernels::ProgressHook&) {
+  launch_forward<T>(p, q.data(), k.data(), v.data(), out.data(), lse.data(), true, stream_);
+}
+
+template <class T>
+void CudaBlockCompute::delta(const kernels::AttentionParams& p, Tensor4<const T> dout, Tensor4<const T> out,
+                             Tensor3<float> d) {
+  rfa_cuda_delta_params g{};
+  g.batch = p.batch;
+  g.seq = p.seq_q;
+  g.heads = p.heads;
+  g.head_dim = p.head_dim;
+  g.out = out.data();
+  g.out_dtype = cuda_dtype<T>();
+  g.dout = dout.data();
+  g.dout_dtype = cuda_dtype<T>();
+  g.delta = d.data();
+  check(rfa_cuda_attention_delta(&g, stream_), "rfa_cuda_attention_delta");
+}
+
+template <class T>
+void CudaBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                                Tensor4<const T> v, Tensor4<const T> dout, Tensor3<const float> lse,
+                                Tensor3<const float> d, Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
+                                const kernels::ProgressHook&) {
+  rfa_cuda_backward_params b;
+  rfa_cuda_backward_params_init(&b);
+  b.shape = cuda_shape<T>(p);
+  b.q = q.data();
+  b.k = k.data();
+  b.v = v.data();
+  b.dout = dout.data();
+  b.lse = lse.data();
+  b.delta = d.data();
+  b.grad_mode = RFA_CUDA_GRAD_ACCUMULATE_FP32;  // the ring adds every block's share
+  b.dq = dq.data();
+  b.dk = dk.data();
+  b.dv = dv.data();
+  check(rfa_cuda_flash_backward(&b, stream_), "rfa_cuda_flash_backward");
+}
+
+void CudaBlockCompute::add(Tensor4<float> into, Tensor4<const float> from) {
+  check(rfa_cuda_add_fp32(into.data(), from.data(), into.size(), stream_), "rfa_cuda_add_fp32");
+}
+
+void CudaBlockCompute::fill_raw(float* data, std::size_t count, float value) {
+  check(rfa_cuda_fill_fp32(data, value, count, stream_), "rfa_cuda_fill_fp32");
+}
+
+void CudaBlockCompute::copy(Tensor4<float> to, Tensor4<const float> from) {
+  const cudaError_t e =
+      cudaMemcpyAsync(to.data(), from.data(), to.size() * sizeof(float), cudaMemcpyDeviceToDevice, stream_);
+  if (e != cudaSuccess) fail(RFA_ERROR_CUDA, "cudaMemcpyAsync (device to device) failed: ", cudaGetErrorString(e));
+}
+
+template <class T>
+void CudaBlockCompute::narrow(Tensor4<const float> from, Tensor4<T> to) {
+  rfa_cuda_convert_params c{};
+  c.batch = std::int64_t(from.extent(0));
+  c.seq = std::int64_t(from.extent(1));
+  c.heads = std::int64_t(from.extent(2));
+  c.head_dim = std::int64_t(from.extent(3));
+  c.src = from.data();
+  c.dst = to.data();
+  c.dst_dtype = cuda_dtype<T>();
+  check(rfa_cuda_convert_from_fp32(&c, stream_), "rfa_cuda_convert_from_fp32");
+}
+
+#define RFA_INSTANTIATE_CUDA_BLOCK_COMPUTE(T)                                                                      \
+  template void CudaBlockCompute::forward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, \
+                                             Tensor4<const T>, Tensor4<float>, Tensor3<float>,                    \
+                                             const kernels::ProgressHook&);                                       \
+  template void CudaBlockCompute::forward_merged<T>(                                                               \
+      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<float>,      \
+      Tensor3<float>, Tensor4<float>, Tensor3<float>, const kernels::ProgressHook&);                             \
+  template void CudaBlockCompute::delta<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>,   \
+                                           Tensor3<float>);                                                       \
+  template void CudaBlockCompute::backward<T>(                                                                     \
+      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,    \
+      Tensor3<const float>, Tensor3<const float>, Tensor4<float>, Tensor4<float>, Tensor4<float>,                 \
+      const kernels::ProgressHook&);                                                                               \
+  template void CudaBlockCompute::narrow<T>(Tensor4<const float>, Tensor4<T>);
+
+RFA_INSTANTIATE_CUDA_BLOCK_COMPUTE(float)
+RFA_INSTANTIATE_CUDA_BLOCK_COMPUTE(bf16_t)
+RFA_INSTANTIATE_CUDA_BLOCK_COMPUTE(fp16_t)
+
+}  // namespace engine
+}  // namespace rfa
+
+#endif  // RFA_ENGINE_CUDA

@@ -1,0 +1,70 @@
+// The "compute one block" seam on a CUDA device (docs/architecture.md §8): kernels_cuda on
+// Views in Kokkos::CudaSpace, every launch on the context's stream, nothing copied to the
+// host. Same calls as HostBlockCompute, so the ring schedule is shared. Exists only when
+// Kokkos has its CUDA backend (engine_backends.hpp).
+#pragma once
+
+#include "engine/engine_backends.hpp"
+
+#if RFA_ENGINE_CUDA
+
+#include <cuda_runtime_api.h>
+
+#include "engine/workspace.hpp"
+#include "kernels/flash_attention.hpp"
+
+namespace rfa {
+namespace engine {
+
+class CudaBlockCompute {
+ public:
+  using memory_space = Kokkos::CudaSpace;
+  template <class T>
+  using Tensor4 = SpaceTensor4<T, memory_space>;
+  template <class T>
+  using Tensor3 = SpaceTensor3<T, memory_space>;
+
+  /// Kernels go on `stream` (nullptr: the legacy default stream); workspace from `cache`.
+  CudaBlockCompute(cudaStream_t stream, WorkspaceCache<memory_space>& cache) : stream_(stream), cache_(&cache) {}
+
+  /// Device buffers are kept in the engine's cache between calls (see WorkspaceCache).
+  Workspace<memory_space> workspace() { return Workspace<memory_space>(cache_); }
+
+  /// The progress hook is not needed: launches return at once, so the engine's thread is
+  /// back in the transport (wait/test) while the kernels run.
+  template <class T>
+  void forward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+               Tensor4<float> out, Tensor3<float> lse, const kernels::ProgressHook& progress);
+  /// The forward kernel merges in its epilogue (rfa_cuda_forward_params.merge): no scratch.
+  static constexpr bool kMergesInKernel = true;
+  /// One more block merged into the running normalized out and lse; block_out/block_lse unused.
+  template <class T>
+  void forward_merged(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+                      Tensor4<float> out, Tensor3<float> lse, Tensor4<float> block_out, Tensor3<float> block_lse,
+                      const kernels::ProgressHook& progress);
+  template <class T>
+  void delta(const kernels::AttentionParams& p, Tensor4<const T> dout, Tensor4<const T> out, Tensor3<float> d);
+  template <class T>
+  void backward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+                Tensor4<const T> dout, Tensor3<const float> lse, Tensor3<const float> d, Tensor4<float> dq,
+                Tensor4<float> dk, Tensor4<float> dv, const kernels::ProgressHook& progress);
+  void add(Tensor4<float> into, Tensor4<const float> from);
+  void fill(Tensor4<float> view, float value) { fill_raw(view.data(), view.size(), value); }
+  void fill(Tensor3<float> view, float value) { fill_raw(view.data(), view.size(), value); }
+  void copy(Tensor4<float> to, Tensor4<const float> from);
+  template <class T>
+  void narrow(Tensor4<const float> from, Tensor4<T> to);
+
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  void fill_raw(float* data, std::size_t count, float value);
+
+  cudaStream_t stream_;
+  WorkspaceCache<memory_space>* cache_;
+};
+
+}  // namespace engine
+}  // namespace rfa
+
+#endif  // RFA_ENGINE_CUDA

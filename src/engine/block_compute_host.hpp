@@ -1,0 +1,75 @@
+// The "compute one block" seam on the host (docs/architecture.md §8): the portable Kokkos
+// kernels of src/kernels on host Views. The ring schedule (ring_forward.cpp,
+// ring_backward.cpp) is written once over this interface; block_compute_cuda.hpp is the
+// device twin with the same calls.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/workspace.hpp"
+#include "kernels/flash_attention.hpp"
+
+namespace rfa {
+namespace engine {
+
+class HostBlockCompute {
+ public:
+  using memory_space = Kokkos::HostSpace;
+  template <class T>
+  using Tensor4 = kernels::Tensor4<T>;
+  template <class T>
+  using Tensor3 = kernels::Tensor3<T>;
+
+  /// Host buffers are allocated per call and freed at its end (the memory test counts them).
+  Workspace<memory_space> workspace() { return Workspace<memory_space>(); }
+
+  /// One block's normalized fp32 partial out and its lse.
+  template <class T>
+  void forward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+               Tensor4<float> out, Tensor3<float> lse, const kernels::ProgressHook& progress) {
+    kernels::flash_forward<T, float>(p, q, k, v, out, lse, progress);
+  }
+  /// The host kernels merge in a pass of their own, through the block_out/block_lse scratch.
+  static constexpr bool kMergesInKernel = false;
+  /// One more block merged into the running normalized out and lse (online softmax).
+  template <class T>
+  void forward_merged(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+                      Tensor4<float> out, Tensor3<float> lse, Tensor4<float> block_out, Tensor3<float> block_lse,
+                      const kernels::ProgressHook& progress) {
+    kernels::flash_forward<T, float>(p, q, k, v, block_out, block_lse, progress);
+    kernels::merge_partial(out, lse, block_out, block_lse);
+  }
+  template <class T>
+  void delta(const kernels::AttentionParams& p, Tensor4<const T> dout, Tensor4<const T> out, Tensor3<float> d) {
+    kernels::compute_delta<T, T>(p, dout, out, d);
+  }
+  template <class T>
+  void backward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+                Tensor4<const T> dout, Tensor3<const float> lse, Tensor3<const float> d, Tensor4<float> dq,
+                Tensor4<float> dk, Tensor4<float> dv, const kernels::ProgressHook& progress) {
+    kernels::flash_backward_accumulate<T>(p, q, k, v, dout, lse, d, dq, dk, dv, progress);
+  }
+  /// into += from, elementwise.
+  void add(Tensor4<float> into, Tensor4<const float> from) {
+    float* dst = into.data();
+    const float* src = from.data();
+    Kokkos::parallel_for("rfa::add_gradient",
+                         Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+                             0, std::int64_t(into.size())),
+                         [=](std::int64_t i) { dst[i] += src[i]; });
+    Kokkos::DefaultHostExecutionSpace().fence();
+  }
+  template <class View>
+  void fill(const View& view, float value) {
+    Kokkos::deep_copy(view, value);
+  }
+  void copy(Tensor4<float> to, Tensor4<const float> from) { Kokkos::deep_copy(to, from); }
+  /// The fp32 accumulator rounded into the caller's 16-bit tensor.
+  template <class T>
+  void narrow(Tensor4<const float> from, Tensor4<T> to) {
+    kernels::narrow<T>(from, to);
+  }
+};
+
+}  // namespace engine
+}  // namespace rfa

@@ -1,0 +1,32 @@
+#include "engine/device_support.hpp"
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+
+namespace rfa {
+namespace engine {
+
+const char* device_name(Device device) { return device == Device::cuda ? "cuda" : "host"; }
+
+void require_device_support(Device device, std::int64_t head_dim, rfa_dtype_t dtype) {
+  if (device == Device::host) return;
+  // The kernels' limits come first: they hold for every build, so a program learns them
+  // (and the tests check them) even where no CUDA engine is built.
+  if (head_dim != 64 && head_dim != 128) {
+    fail(RFA_ERROR_UNSUPPORTED, "head_dim ", head_dim,
+         " is not supported on CUDA devices: the CUDA kernels take head_dim 64 or 128 (the host device takes "
+         "every multiple of 8 up to 256)");
+  }
+  if (dtype != RFA_DTYPE_BFLOAT16 && dtype != RFA_DTYPE_FLOAT16) {
+    fail(RFA_ERROR_UNSUPPORTED, "dtype ", dtype_name(dtype),
+         " is not supported on CUDA devices: the CUDA kernels store bf16 or fp16 (and accumulate in fp32)");
+  }
+  if (!engine_supports(device)) {
+    fail(RFA_ERROR_UNSUPPORTED,
+         "this build of rfa cannot run on CUDA devices: its Kokkos has no CUDA backend (rebuild rfa against a "
+         "CUDA-enabled Kokkos, see the README's 'Building for GPUs')");
+  }
+}
+
+}  // namespace engine
+}  // namespace rfa

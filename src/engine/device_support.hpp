@@ -1,0 +1,23 @@
+// What each place the engine runs in accepts, checked when a ring is configured (before any
+// device is touched or any byte moves), so an unsupported problem fails at context creation
+// with RFA_ERROR_UNSUPPORTED instead of at the first kernel launch.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/engine_backends.hpp"
+#include "rfa/rfa.h"
+
+namespace rfa {
+namespace engine {
+
+/// Throws RFA_ERROR_UNSUPPORTED, saying why, unless the engine of this build can run a ring
+/// of this head_dim and dtype on `device`. CUDA: kernels_cuda takes head_dim 64 or 128 and
+/// bf16/fp16 storage, and the build must have a CUDA-enabled Kokkos.
+void require_device_support(Device device, std::int64_t head_dim, rfa_dtype_t dtype);
+
+/// "host" / "cuda".
+const char* device_name(Device device);
+
+}  // namespace engine
+}  // namespace rfa

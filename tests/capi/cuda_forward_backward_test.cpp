@@ -1,0 +1,287 @@
+// The C API on CUDA devices end to end (issue #9): tensors in device memory, the engine's
+// blocks computed by kernels_cuda on the caller's stream, K/V and dK/dV moved by the device
+// transport (RFA_TRANSPORT picks it: MPI, staged or CUDA-aware, with ranks sharing one GPU;
+// NCCL at one rank). Every layout, both masks, bf16 and fp16, head dims 64 and 128, GQA and
+// MQA, compared with the float64 reference on the whole sequence. Without a CUDA device every
+// test skips, saying why.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "capi_test_support.hpp"
+#include "reference_attention.hpp"
+#include "rfa/rfa_config.h"
+#include "rfa/rfa_mpi.h"
+
+namespace {
+
+using namespace rfa_capi_test;
+
+/// "" when every rank sees a CUDA device, else why not (agreed, so all ranks skip together).
+std::string why_no_device() {
+  int count = 0;
+  const cudaError_t rc = cudaGetDeviceCount(&count);
+  if (rc != cudaSuccess) cudaGetLastError();
+  int ok = rc == cudaSuccess && count > 0 ? 1 : 0, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (all) return "";
+  return rc != cudaSuccess ? std::string("no usable CUDA device on some rank (") + cudaGetErrorName(rc) + ")"
+                           : "no CUDA device on some rank";
+}
+
+#define SKIP_WITHOUT_DEVICE()                                       \
+  do {                                                              \
+    const std::string why_ = why_no_device();                       \
+    if (!why_.empty()) GTEST_SKIP() << why_ << ": nothing to test"; \
+  } while (0)
+
+/// A device copy of a host tensor, and back.
+class OnDevice {
+ public:
+  explicit OnDevice(std::size_t bytes) : bytes_(bytes) { EXPECT_EQ(cudaMalloc(&p_, bytes), cudaSuccess); }
+  OnDevice(const void* host, std::size_t bytes) : OnDevice(bytes) {
+    EXPECT_EQ(cudaMemcpy(p_, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ~OnDevice() { cudaFree(p_); }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+  void* get() const { return p_; }
+  void poison() { EXPECT_EQ(cudaMemset(p_, 0xff, bytes_), cudaSuccess); }  // NaN in every dtype
+  void download(void* host) const { EXPECT_EQ(cudaMemcpy(host, p_, bytes_, cudaMemcpyDeviceToHost), cudaSuccess); }
+
+ private:
+  void* p_ = nullptr;
+  std::size_t bytes_;
+};
+
+struct Case {
+  rfa_layout_t layout;
+  rfa_mask_t mask;
+  rfa_dtype_t dtype;
+  int64_t head_dim;
+  int64_t kv_heads;
+};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  const char* layouts[] = {"contiguous", "zigzag", "stripe"};
+  const Case& c = info.param;
+  return std::string(layouts[c.layout]) + (c.mask == RFA_MASK_CAUSAL ? "_causal_" : "_full_") +
+         (c.dtype == RFA_DTYPE_BFLOAT16 ? "bf16" : "fp16") + "_d" + std::to_string(c.head_dim) + "_kv" +
+         std::to_string(c.kv_heads);
+}
+
+// |error| bounds for values of order one: the CUDA kernels round the probabilities to the
+// storage dtype before the PV product (as FlashAttention does) and store 16-bit outputs.
+double tolerance(rfa_dtype_t t) { return t == RFA_DTYPE_BFLOAT16 ? 1.5e-2 : 3e-3; }
+
+rfa_options_t cuda_options(const Case& c, int64_t S) {
+  rfa_options_t o;
+  rfa_options_init(&o);
+  o.device = RFA_DEVICE_CUDA;
+  o.layout = c.layout;
+  o.mask = c.mask;
+  o.dtype = c.dtype;
+  o.ring_order = RFA_RING_ORDER_IDENTITY;
+  o.batch = 2;
+  o.seq_total = S;
+  o.heads = 4;
+  o.kv_heads = c.kv_heads;
+  o.head_dim = c.head_dim;
+  return o;
+}
+
+class CudaForwardBackward : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
+  SKIP_WITHOUT_DEVICE();
+  const Case c = GetParam();
+  const int P = world_size();
+  // L = 72 rows per rank: more than one 64-row tile, and a partial one.
+  const int64_t S = 2 * P * 36;
+  const rfa_options_t o = cuda_options(c, S);
+  const int64_t B = o.batch, H = o.heads, Hkv = o.kv_heads, D = o.head_dim;
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_RFA_OK(rfa_context_set_stream(ctx, stream));
+
+  int64_t L = 0;
+  ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
+  std::vector<int64_t> positions(std::size_t(L), -1);
+  ASSERT_RFA_OK(rfa_context_get_local_positions(ctx, positions.data(), L));
+
+  Stored gq(c.dtype, B * S * H * D), gk(c.dtype, B * S * Hkv * D), gv(c.dtype, B * S * Hkv * D),
+      gdo(c.dtype, B * S * H * D);
+  const auto q = gq.assign(random_values(gq.size(), 31)), k = gk.assign(random_values(gk.size(), 32)),
+             v = gv.assign(random_values(gv.size(), 33)), dout = gdo.assign(random_values(gdo.size(), 34));
+  rfa::reference::Problem p;
+  p.batch = B;
+  p.seq_q = p.seq_k = S;
+  p.heads = H;
+  p.kv_heads = Hkv;
+  p.head_dim = D;
+  p.causal = c.mask == RFA_MASK_CAUSAL;
+  std::vector<double> ref_out, ref_lse, ref_dq, ref_dk, ref_dv;
+  rfa::reference::forward(p, q, k, v, ref_out, ref_lse);
+  rfa::reference::backward(p, q, k, v, dout, ref_dq, ref_dk, ref_dv);
+
+  Stored lq(c.dtype, B * L * H * D), lk(c.dtype, B * L * Hkv * D), lv(c.dtype, B * L * Hkv * D),
+      ldo(c.dtype, B * L * H * D), lout(c.dtype, B * L * H * D), ldq(c.dtype, B * L * H * D),
+      ldk(c.dtype, B * L * Hkv * D), ldv(c.dtype, B * L * Hkv * D);
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, H, gq.data(), lq.data()));  // host-side helpers, host memory
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, Hkv, gk.data(), lk.data()));
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, Hkv, gv.data(), lv.data()));
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, H, gdo.data(), ldo.data()));
+  const std::size_t qb = lq.size() * rfa::dtype_size(c.dtype), kvb = lk.size() * rfa::dtype_size(c.dtype),
+                    lseb = std::size_t(B * H * L) * sizeof(float);
+  OnDevice dq_in(lq.data(), qb), dk_in(lk.data(), kvb), dv_in(lv.data(), kvb), ddo(ldo.data(), qb);
+  OnDevice dout_buf(qb), dlse(lseb), ddq(qb), ddk(kvb), ddv(kvb);
+  dout_buf.poison();
+  dlse.poison();
+  ddq.poison();
+  ddk.poison();
+  ddv.poison();
+
+  ASSERT_RFA_OK(rfa_forward(ctx, dq_in.get(), dk_in.get(), dv_in.get(), dout_buf.get(),
+                            static_cast<float*>(dlse.get())));
+  ASSERT_RFA_OK(rfa_backward(ctx, dq_in.get(), dk_in.get(), dv_in.get(), dout_buf.get(), ddo.get(),
+                             static_cast<const float*>(dlse.get()), ddq.get(), ddk.get(), ddv.get()));
+  ASSERT_RFA_OK(rfa_context_synchronize(ctx));
+  std::vector<float> lse(std::size_t(B * H * L));
+  dout_buf.download(lout.data());
+  dlse.download(lse.data());
+  ddq.download(ldq.data());
+  ddk.download(ldk.data());
+  ddv.download(ldv.data());
+
+  double lse_err = 0.0;
+  for (int64_t bh = 0; bh < B * H; ++bh)
+    for (int64_t i = 0; i < L; ++i) {
+      const double err = std::fabs(lse[std::size_t(bh * L + i)] - ref_lse[std::size_t(bh * S + positions[i])]);
+      lse_err = std::isnan(err) ? std::numeric_limits<double>::infinity() : std::max(lse_err, err);
+    }
+  const double tol = tolerance(c.dtype), gtol = 4 * tol;
+  const double out_err = max_error_bshd(lout, ref_out, positions, B, S, H, D);
+  const double dq_err = max_error_bshd(ldq, ref_dq, positions, B, S, H, D);
+  const double dk_err = max_error_bshd(ldk, ref_dk, positions, B, S, Hkv, D);
+  const double dv_err = max_error_bshd(ldv, ref_dv, positions, B, S, Hkv, D);
+  EXPECT_LE(out_err, tol);
+  EXPECT_LE(lse_err, 1e-3);  // fp32, from scores of bf16/fp16 inputs
+  EXPECT_LE(dq_err, gtol);
+  EXPECT_LE(dk_err, gtol);
+  EXPECT_LE(dv_err, gtol);
+  if (world_rank() == 0) {
+    const char* transport = std::getenv("RFA_TRANSPORT");
+    std::printf("  P=%d transport %s: max |error| out %.2e lse %.2e dq %.2e dk %.2e dv %.2e (tolerance %.1e, "
+                "gradients %.1e)\n",
+                P, transport ? transport : "default", out_err, lse_err, dq_err, dk_err, dv_err, tol, gtol);
+  }
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+  cudaStreamDestroy(stream);
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (rfa_layout_t l : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
+    for (rfa_mask_t m : {RFA_MASK_NONE, RFA_MASK_CAUSAL})
+      for (rfa_dtype_t t : {RFA_DTYPE_BFLOAT16, RFA_DTYPE_FLOAT16}) cases.push_back({l, m, t, 64, 2});
+  cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 128, 2});
+  cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_CAUSAL, RFA_DTYPE_FLOAT16, 128, 1});  // MQA
+  cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, 64, 4});  // MHA
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(LayoutsMasksDtypes, CudaForwardBackward, ::testing::ValuesIn(all_cases()), case_name);
+
+// Host memory handed to a CUDA context fails on every rank before anything moves, and the
+// context stays usable; head dims the CUDA kernels lack are refused at creation.
+TEST(CudaContext, RefusesHostPointersAndUnsupportedHeadDims) {
+  SKIP_WITHOUT_DEVICE();
+  const int P = world_size();
+  rfa_options_t o = cuda_options({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2}, 2 * P * 8);
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  int64_t L = 0;
+  ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
+  const std::size_t q_elems = std::size_t(o.batch * L * o.heads * o.head_dim),
+                    kv_elems = std::size_t(o.batch * L * o.kv_heads * o.head_dim);
+  OnDevice q(q_elems * 2), k(kv_elems * 2), v(kv_elems * 2), out(q_elems * 2), lse(std::size_t(o.batch * o.heads * L) * 4);
+  std::vector<uint16_t> host_k(kv_elems);
+  // Only rank 0 passes a host pointer: every rank must fail, naming it on rank 0.
+  const void* k_arg = world_rank() == 0 ? static_cast<const void*>(host_k.data()) : k.get();
+  const rfa_result_t rc = rfa_forward(ctx, q.get(), k_arg, v.get(), out.get(), static_cast<float*>(lse.get()));
+  EXPECT_EQ(int(rc), int(RFA_ERROR_INVALID_ARGUMENT)) << rfa_get_last_error_message();
+  if (world_rank() == 0) EXPECT_NE(std::string(rfa_get_last_error_message()).find("k is host memory"), std::string::npos);
+  ASSERT_RFA_OK(rfa_forward(ctx, q.get(), k.get(), v.get(), out.get(), static_cast<float*>(lse.get())));
+  ASSERT_RFA_OK(rfa_context_synchronize(ctx));
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+
+  o.head_dim = 96;
+  EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "head_dim 96",
+                   "64 or 128");
+  o.head_dim = 64;
+  o.dtype = RFA_DTYPE_FLOAT32;
+  EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "float32");
+}
+
+// Device memory handed to a host context is refused the same way.
+TEST(CudaContext, HostContextRefusesDevicePointers) {
+  SKIP_WITHOUT_DEVICE();
+  const int P = world_size();
+  rfa_options_t o = cuda_options({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, 64, 2}, P * 8);
+  o.device = RFA_DEVICE_HOST;
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  int64_t L = 0;
+  ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
+  const std::size_t q_elems = std::size_t(o.batch * L * o.heads * o.head_dim),
+                    kv_elems = std::size_t(o.batch * L * o.kv_heads * o.head_dim);
+  std::vector<uint16_t> q(q_elems), k(kv_elems), v(kv_elems), out(q_elems);
+  std::vector<float> lse(std::size_t(o.batch * o.heads * L));
+  OnDevice device_out(q_elems * 2);
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_forward(ctx, q.data(), k.data(), v.data(), device_out.get(), lse.data()),
+                   "out is CUDA device memory", "RFA_DEVICE_HOST");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_set_stream(ctx, nullptr), "RFA_DEVICE_HOST");
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
+// NCCL cannot put two ranks on one GPU: with more ranks than GPUs on this node, a context that
+// asks for NCCL fails on every rank with a message that points at the MPI transport.
+TEST(CudaContext, NcclRefusesRanksSharingAGpu) {
+  SKIP_WITHOUT_DEVICE();
+#if !RFA_HAVE_NCCL
+  GTEST_SKIP() << "this build has no NCCL";
+#endif
+  int devices = 0;
+  cudaGetDeviceCount(&devices);
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int local_ranks = 1;
+  MPI_Comm_size(node, &local_ranks);
+  MPI_Comm_free(&node);
+  int shared = local_ranks > devices ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &shared, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (!shared) GTEST_SKIP() << "every rank has a GPU of its own here";
+  const int P = world_size();
+  rfa_options_t o = cuda_options({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2}, 2 * P * 8);
+  o.transport = RFA_TRANSPORT_NCCL;
+  // The environment would override the option (the suite runs with RFA_TRANSPORT=mpi).
+  const char* env = std::getenv("RFA_TRANSPORT");
+  const std::string saved = env ? env : "";
+  unsetenv("RFA_TRANSPORT");
+  rfa_context_t ctx = nullptr;
+  EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "share the GPU",
+                   "RFA_TRANSPORT=mpi");
+  if (env) setenv("RFA_TRANSPORT", saved.c_str(), 1);
+}
+
+}  // namespace
