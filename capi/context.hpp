@@ -25,9 +25,20 @@ inline void require_pointer(const void* p, const char* what) {
   if (!p) fail(RFA_ERROR_INVALID_ARGUMENT, what, " is NULL");
 }
 
-/// The context behind a handle, or RFA_ERROR_INVALID_ARGUMENT for NULL.
+/// Live contexts (context_registry.cpp): registered by rfa_context_create, removed by
+/// rfa_context_destroy; unregister_context() says whether the handle was live.
+void register_context(const rfa_context_s* context);
+bool unregister_context(const rfa_context_s* context);
+bool is_live_context(const rfa_context_s* context);
+
+/// The context behind a handle, or RFA_ERROR_INVALID_ARGUMENT for NULL and for a handle that
+/// is not a live context (already destroyed, or never created by rfa_context_create).
 inline rfa_context_s& context_ref(rfa_context_t context) {
   require_pointer(context, "context");
+  if (!is_live_context(context)) {
+    fail(RFA_ERROR_INVALID_ARGUMENT, "context is not a live rfa context: it was destroyed already, or never "
+                                     "created by rfa_context_create");
+  }
   return *context;
 }
 

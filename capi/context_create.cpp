@@ -76,6 +76,7 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   context->comm = make_context_communicator(comm, order.position, options);
   context->engine = std::make_unique<engine::RingAttention>(*context->comm, ring_config(options));
   count->keep();
+  register_context(context.get());
   *out = context.release();
   return RFA_SUCCESS;
 }
@@ -102,6 +103,10 @@ RFA_API rfa_result_t rfa_context_create_fint(MPI_Fint comm, const rfa_options_t*
 RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context) {
   return rfa::capi::guard(__func__, [&] {
     if (!context) return RFA_SUCCESS;
+    if (!rfa::capi::unregister_context(context)) {
+      rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "context is not a live rfa context: it was destroyed already, or never "
+                                            "created by rfa_context_create");
+    }
     // The engine goes first (it refers to the communicator); the communicator's destructor
     // frees its MPI communicator and never throws.
     std::unique_ptr<rfa_context_s> owned(context);

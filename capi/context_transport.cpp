@@ -16,9 +16,16 @@
 namespace rfa {
 namespace capi {
 
+double mpi_timeout(const rfa_options_t& options) {
+  // options.timeout_s: 0 the environment or the default, < 0 none, > 0 itself (MpiOptions
+  // spells "the environment" as negative and "none" as 0).
+  if (options.timeout_s == 0.0) return -1.0;
+  return options.timeout_s < 0.0 ? 0.0 : options.timeout_s;
+}
+
 std::unique_ptr<comm::Communicator> make_context_communicator(MPI_Comm comm, int ring_position,
                                                               const rfa_options_t& options) {
-  if (options.device == RFA_DEVICE_HOST) return comm::make_mpi_communicator(comm, ring_position);
+  if (options.device == RFA_DEVICE_HOST) return comm::make_mpi_communicator(comm, ring_position, mpi_timeout(options));
   // Only reached when the engine supports CUDA (validate_options refuses it otherwise).
   // resolve_transport reads RFA_TRANSPORT on each rank: first make sure they all see one value.
   topology::agreed_env(comm, "RFA_TRANSPORT");
@@ -30,7 +37,7 @@ std::unique_ptr<comm::Communicator> make_context_communicator(MPI_Comm comm, int
     choice = comm::resolve_transport(option, RFA_HAVE_NCCL != 0);
   });
 #if RFA_ENGINE_CUDA
-  return comm::make_device_communicator(comm, ring_position, choice);
+  return comm::make_device_communicator(comm, ring_position, choice, mpi_timeout(options));
 #else
   fail(RFA_ERROR_UNSUPPORTED, "this build of rfa cannot run on CUDA devices");
 #endif

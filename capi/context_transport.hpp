@@ -17,6 +17,9 @@ namespace capi {
 std::unique_ptr<comm::Communicator> make_context_communicator(MPI_Comm comm, int ring_position,
                                                               const rfa_options_t& options);
 
+/// The deadline of the context's MPI operations as MpiOptions::timeout_s spells it.
+double mpi_timeout(const rfa_options_t& options);
+
 /// For a CUDA context: throws RFA_ERROR_INVALID_USAGE unless Kokkos allocates on the caller's
 /// current device (rfa's device buffers are Kokkos Views). No-op for a host context.
 void require_kokkos_on_current_device(const rfa_options_t& options);

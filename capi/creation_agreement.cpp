@@ -1,10 +1,12 @@
 #include "creation_agreement.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <sstream>
 #include <vector>
 
+#include "comm/mpi/deadline.hpp"
 #include "core/error.hpp"
 #include "core/enum_value.hpp"
 
@@ -39,13 +41,19 @@ const Field kFields[] = {
     {"head_dim", [](const rfa_options_t& o) { return o.head_dim; }},
     {"device", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.device)); }},
     {"transport", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.transport)); }},
+    {"timeout_s",
+     [](const rfa_options_t& o) {
+       std::int64_t bits;
+       std::memcpy(&bits, &o.timeout_s, sizeof bits);
+       return bits;
+     }},
 };
 constexpr int kFieldCount = int(sizeof kFields / sizeof kFields[0]);
 constexpr int kRecord = 1 + kFieldCount;  // the verdict's code, then the fields
 
 std::string value_text(int field, std::int64_t value) {
   std::ostringstream os;
-  if (std::strcmp(kFields[field].name, "softmax_scale") == 0) {
+  if (std::strcmp(kFields[field].name, "softmax_scale") == 0 || std::strcmp(kFields[field].name, "timeout_s") == 0) {
     double d;
     std::memcpy(&d, &value, sizeof d);
     os << d;
@@ -73,6 +81,19 @@ void check_mpi(int rc, const char* call) {
 
 }  // namespace
 
+static double creation_timeout(const LocalVerdict& verdict, const rfa_options_t& options) {
+  // Options that failed to read are no guide; the environment still is (a bad RFA_TIMEOUT_S
+  // falls back to the default here: it is reported when the communicator reads it).
+  // A non-finite value is refused after the agreement, on every rank alike.
+  if (verdict.code == RFA_SUCCESS && std::isfinite(options.timeout_s) && options.timeout_s != 0.0)
+    return options.timeout_s < 0.0 ? 0.0 : options.timeout_s;
+  try {
+    return comm::mpi::timeout_from_environment();
+  } catch (const Error&) {
+    return comm::mpi::kDefaultTimeoutSeconds;
+  }
+}
+
 void agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const rfa_options_t& options) {
   int size = 0, rank = 0;
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
@@ -81,8 +102,28 @@ void agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const rfa_opt
   std::int64_t mine[kRecord];
   mine[0] = verdict.code;
   for (int f = 0; f < kFieldCount; ++f) mine[1 + f] = verdict.code == RFA_SUCCESS ? kFields[f].get(options) : 0;
-  std::vector<std::int64_t> all(std::size_t(size) * kRecord);
-  check_mpi(MPI_Allgather(mine, kRecord, MPI_INT64_T, all.data(), kRecord, MPI_INT64_T, comm), "MPI_Allgather");
+  // The first collective of a context's life, so the one that meets a late rank: it runs
+  // nonblocking under the deadline, into a buffer that is abandoned to MPI on a timeout.
+  auto* parked = new std::vector<std::int64_t>(std::size_t(size) * kRecord);
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallgather(mine, kRecord, MPI_INT64_T, parked->data(), kRecord, MPI_INT64_T, comm, &request),
+            "MPI_Iallgather");
+  const double timeout = creation_timeout(verdict, options);
+  try {
+    check_mpi(comm::mpi::wait_within(&request, 1, MPI_STATUS_IGNORE, timeout,
+                                     [&](const int*) {
+                                       return "rfa_context_create: not every rank of the communicator arrived "
+                                              "within " + comm::mpi::seconds_text(timeout) +
+                                              " (a rank is late, stuck or gone; options.timeout_s or RFA_TIMEOUT_S "
+                                              "sets the deadline)";
+                                     }),
+              "MPI_Iallgather");
+  } catch (const Error& e) {
+    if (e.code() != RFA_ERROR_TIMEOUT) delete parked;
+    throw;
+  }
+  const std::vector<std::int64_t> all = std::move(*parked);
+  delete parked;
   auto at = [&](int r, int i) { return all[std::size_t(r) * kRecord + std::size_t(i)]; };
 
   std::vector<int> failing;

@@ -30,6 +30,7 @@ rfa_options_t default_options() {
   o.head_dim = defaults.head_dim;
   o.device = RFA_DEVICE_HOST;
   o.transport = RFA_TRANSPORT_DEFAULT;
+  o.timeout_s = 0.0;
   return o;
 }
 
@@ -74,6 +75,8 @@ void validate_options(const rfa_options_t& o, int ranks) {
     fail(RFA_ERROR_UNSUPPORTED, "options.transport is RFA_TRANSPORT_NCCL but options.device is RFA_DEVICE_HOST: "
                                 "NCCL moves device memory only; host contexts use MPI");
   }
+  require(std::isfinite(o.timeout_s), "options.timeout_s is ", o.timeout_s,
+          "; it must be finite (0: RFA_TIMEOUT_S or the default, < 0: no deadline)");
   require(std::isfinite(o.softmax_scale) && o.softmax_scale >= 0.0, "options.softmax_scale is ", o.softmax_scale,
           "; it must be finite and >= 0 (0 means 1/sqrt(head_dim))");
   require(o.batch >= 1, "options.batch is ", o.batch, "; it must be >= 1");

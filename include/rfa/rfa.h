@@ -50,7 +50,12 @@ typedef enum rfa_result_t {
   RFA_ERROR_HWLOC = 9,             /**< hwloc could not load or query the topology. */
   RFA_ERROR_KOKKOS = 10,           /**< Kokkos failed to initialize or to allocate. */
   RFA_ERROR_VERSION_MISMATCH = 11, /**< The header and the library have different major versions. */
-  RFA_ERROR_TIMEOUT = 12           /**< A communication did not complete in time and was aborted. */
+  RFA_ERROR_TIMEOUT = 12           /**< A communication did not complete in time and was abandoned (a rank
+                                        is late, stuck or gone; options.timeout_s, RFA_TIMEOUT_S,
+                                        RFA_NCCL_TIMEOUT_S). The context is unusable from then on: every
+                                        call but rfa_context_destroy() fails, and buffers passed to the
+                                        failed call must not be reused while the job runs on. Like NCCL
+                                        after an abort, the job should end (MPI_Abort). */
 } rfa_result_t;
 
 /** @brief Storage data types of Q, K, V, the output and the gradients. Accumulation is always fp32. */
@@ -165,6 +170,12 @@ typedef struct rfa_options_t {
   int64_t head_dim;            /**< Head dimension d: a multiple of 8, at most 256 (CUDA: 64 or 128). Default 64. */
   rfa_device_t device;         /**< Where tensors live and attention runs. Default ::RFA_DEVICE_HOST. */
   rfa_transport_t transport;   /**< Device contexts: what moves blocks. Default ::RFA_TRANSPORT_DEFAULT. */
+  double timeout_s;            /**< Seconds a blocking operation over MPI (creation's agreement, argument
+                                    agreements, ring exchanges, collectives) waits for the other ranks
+                                    before failing with ::RFA_ERROR_TIMEOUT. 0 (default): the environment
+                                    variable RFA_TIMEOUT_S if set, else 600; negative: no deadline.
+                                    After a timeout the context is unusable except for
+                                    rfa_context_destroy() (see ::RFA_ERROR_TIMEOUT). */
 } rfa_options_t;
 
 /**
@@ -214,7 +225,9 @@ typedef struct rfa_context_s* rfa_context_t;
  * handle, in the same order relative to other collective calls. Call it before MPI_Finalize.
  * @param context the handle, or NULL.
  * After MPI_Finalize it frees the memory but cannot free the MPI communicator.
- * @return ::RFA_SUCCESS; the handle must not be used again.
+ * @return ::RFA_SUCCESS; the handle must not be used again: every call given a destroyed or
+ *         never-created handle (destroy included) returns ::RFA_ERROR_INVALID_ARGUMENT. After
+ *         ::RFA_ERROR_TIMEOUT it is the only call a context still accepts, and it never waits.
  */
 RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context);
 

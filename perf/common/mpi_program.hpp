@@ -7,9 +7,13 @@
 #include <Kokkos_Core.hpp>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/error.hpp"
+#if defined(KOKKOS_ENABLE_CUDA)
+#include "device/select_device.hpp"
+#endif
 
 namespace rfa {
 namespace perf {
@@ -36,6 +40,19 @@ int run_mpi_program(int argc, char** argv, const char* name, Body&& body) {
       program_args.push_back(argv[i]);
     }
   }
+#if defined(KOKKOS_ENABLE_CUDA)
+  // A CUDA-enabled Kokkos needs a GPU even for host runs: take the one of this rank's
+  // node-local rank (rfa uses the current device) and tell Kokkos to use the same.
+  std::string device_flag;
+  try {
+    device_flag = "--kokkos-device-id=" + std::to_string(device::select_device_by_local_rank(MPI_COMM_WORLD));
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s (rank %d): error: %s\n", name, world_rank, e.what());
+    MPI_Finalize();
+    return 2;
+  }
+  kokkos_args.push_back(&device_flag[0]);
+#endif
   int kokkos_argc = int(kokkos_args.size());
   kokkos_args.push_back(nullptr);
   Kokkos::initialize(kokkos_argc, kokkos_args.data());

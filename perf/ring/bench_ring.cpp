@@ -70,8 +70,8 @@ Schedule measure(comm::Communicator& ring, const engine::RingConfig& cfg, RingMo
   }
   Schedule s;
   for (int r = 0; r < o.repeat; ++r) {
-    time_pass<T>(ring, attn, lp, mode, false, s.fwd);
-    time_pass<T>(ring, attn, lp, mode, true, s.bwd);
+    time_pass(ring, attn, lp, mode, false, s.fwd);
+    time_pass(ring, attn, lp, mode, true, s.bwd);
   }
   return s;
 }

@@ -7,12 +7,21 @@
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
+#include <memory>
 #include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "comm/mpi/mpi_communicator.hpp"
+#include "engine/engine_backends.hpp"
+#include "rfa/rfa_config.h"
+#if RFA_ENGINE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "comm/device_transport.hpp"
+#include "comm/transport.hpp"
+#endif
 #include "core/error.hpp"
 #include "cpu_peak.hpp"
 #include "engine/ring_attention.hpp"
@@ -86,7 +95,22 @@ void print_hidden(const char* pass, const PassSamples& full, const PassSamples& 
   }
 }
 
-template <class T>
+/// Where this rank computes, for the headline: "2 host thread(s)/rank", or its GPU.
+std::string compute_place(const RunOptions& o, int threads) {
+#if RFA_ENGINE_CUDA
+  if (o.device == RunDevice::cuda) {
+    int device = -1;
+    cudaGetDevice(&device);
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, device);
+    return std::string("GPU ") + std::to_string(device) + " (" + prop.name + ") per rank, transport ";
+  }
+#endif
+  (void)o;
+  return std::to_string(threads) + " host thread(s)/rank";
+}
+
+template <class T, class Problem>
 int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy) {
   const engine::RingConfig cfg = ring_config(o);
   const int P = ring.size(), me = ring.rank();
@@ -94,14 +118,16 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
   const bool causal = o.mask == RFA_MASK_CAUSAL;
   const bool check = check_enabled(o);
   const bool overlap = o.overlap && P > 1;
-  progress(me, "rfa_run: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, %s (ring order: %s), %d host thread(s)/rank\n",
+  const bool gpu = o.device == RunDevice::cuda;
+  const std::string place = compute_place(o, threads) + (gpu ? ring.backend_name() : "");
+  progress(me, "rfa_run: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, %s (ring order: %s), %s\n",
            (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, (long long)o.head_dim,
            dtype_name(o.dtype), causal ? "causal" : "non-causal", layout::layout_name(o.layout),
-           ranks_text(P).c_str(), order_policy, threads);
-  warn_if_oversubscribed(me, threads);
+           ranks_text(P).c_str(), order_policy, place.c_str());
+  if (!gpu) warn_if_oversubscribed(me, threads);
 
   engine::RingAttention attn(ring, cfg);
-  LocalProblem<T> lp(attn);
+  Problem lp(attn);
   const int phases = 2 + (check ? 1 : 0) + (overlap ? 1 : 0);
   int phase = 0;
 
@@ -115,8 +141,8 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
   progress(me, "[%d/%d] timed: %d repetition(s) of forward+backward\n", ++phase, phases, o.repeat);
   PassSamples fwd, bwd;
   for (int r = 0; r < o.repeat; ++r) {
-    time_pass<T>(ring, attn, lp, RingMode::full, false, fwd);
-    time_pass<T>(ring, attn, lp, RingMode::full, true, bwd);
+    time_pass(ring, attn, lp, RingMode::full, false, fwd);
+    time_pass(ring, attn, lp, RingMode::full, true, bwd);
     progress(me, "  repetition %d/%d: forward %.1f ms, backward %.1f ms (slowest rank)\n", r + 1, o.repeat,
              1e3 * fwd.slowest().back(), 1e3 * bwd.slowest().back());
   }
@@ -125,7 +151,8 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
   if (check) {
     progress(me, "[%d/%d] check: this rank's results against the single-rank fp32 kernels on the full sequence\n",
              ++phase, phases);
-    err = check_against_single_rank<T>(ring, cfg, lp.out, lp.lse, lp.dq, lp.dk, lp.dv);
+    LocalProblem<T>& r = lp.results();  // in host memory
+    err = check_against_single_rank<T>(ring, cfg, r.out, r.lse, r.dq, r.dk, r.dv);
   }
   // The other two schedules overwrite the results, so they run after the check.
   PassSamples fwd_compute, fwd_comm, bwd_compute, bwd_comm;
@@ -133,10 +160,10 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
     progress(me, "[%d/%d] overlap: %d repetition(s) each of the same schedule without communication and without "
              "compute\n", ++phase, phases, o.repeat);
     for (int r = 0; r < o.repeat; ++r) {
-      time_pass<T>(ring, attn, lp, RingMode::compute_only, false, fwd_compute);
-      time_pass<T>(ring, attn, lp, RingMode::comm_only, false, fwd_comm);
-      time_pass<T>(ring, attn, lp, RingMode::compute_only, true, bwd_compute);
-      time_pass<T>(ring, attn, lp, RingMode::comm_only, true, bwd_comm);
+      time_pass(ring, attn, lp, RingMode::compute_only, false, fwd_compute);
+      time_pass(ring, attn, lp, RingMode::comm_only, false, fwd_comm);
+      time_pass(ring, attn, lp, RingMode::compute_only, true, bwd_compute);
+      time_pass(ring, attn, lp, RingMode::comm_only, true, bwd_comm);
     }
   }
 
@@ -147,11 +174,15 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
                              err.dv <= 2 * tol);
   // The job's peak: every rank's host threads at the single-core FMA peak rank 0 measures.
   double peak = 0;
-  if (!o.json.empty() && me == 0) peak = measure_fp32_fma_peak() * P * threads;
+  if (!o.json.empty() && me == 0 && !gpu) peak = measure_fp32_fma_peak() * P * threads;
 
   if (me == 0) {
     std::printf("\nper rank (median over %d repetition(s)):\n", o.repeat);
-    std::printf("%4s %9s %9s %9s %9s %9s %6s\n", "pos", "fwd ms", "bwd ms", "fwd GF/s", "bwd GF/s", "wait ms", "steps");
+    // Throughput per rank: GFLOP/s on the host, TFLOP/s on GPUs (FlashAttention's convention).
+    const double unit = gpu ? 1e-12 : 1e-9;
+    const char* rate = gpu ? "TF/s" : "GF/s";
+    std::printf("%4s %9s %9s %6s %-4s %6s %-4s %9s %6s\n", "pos", "fwd ms", "bwd ms", "fwd", rate, "bwd", rate,
+                "wait ms", "steps");
     for (int k = 0; k < P; ++k) {
       std::vector<double> f, b, w;
       for (int r = 0; r < o.repeat; ++r) {
@@ -160,14 +191,14 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
         w.push_back(fwd.wait[r][k] + bwd.wait[r][k]);
       }
       const double fm = median(f), bm = median(b);
-      std::printf("%4d %9.1f %9.1f %9.1f %9.1f %9.1f %6d\n", k, 1e3 * fm, 1e3 * bm, fwd_flops / P / fm * 1e-9,
-                  bwd_flops / P / bm * 1e-9, 1e3 * median(w), int(fwd.steps_computed[std::size_t(k)]));
+      std::printf("%4d %9.1f %9.1f %11.1f %11.1f %9.1f %6d\n", k, 1e3 * fm, 1e3 * bm, fwd_flops / P / fm * unit,
+                  bwd_flops / P / bm * unit, 1e3 * median(w), int(fwd.steps_computed[std::size_t(k)]));
     }
     const Spread f = spread_of(fwd.slowest()), b = spread_of(bwd.slowest());
-    std::printf("ring (slowest rank): forward %.1f ms (range %.1f-%.1f, %.1f GFLOP/s), backward %.1f ms (range "
-                "%.1f-%.1f, %.1f GFLOP/s); FLOPs by FlashAttention's convention\n",
-                1e3 * f.median, 1e3 * f.min, 1e3 * f.max, fwd_flops / f.median * 1e-9, 1e3 * b.median, 1e3 * b.min,
-                1e3 * b.max, bwd_flops / b.median * 1e-9);
+    std::printf("ring (slowest rank): forward %.1f ms (range %.1f-%.1f, %.1f %s), backward %.1f ms (range "
+                "%.1f-%.1f, %.1f %s); FLOPs by FlashAttention's convention\n",
+                1e3 * f.median, 1e3 * f.min, 1e3 * f.max, fwd_flops / f.median * unit, gpu ? "TFLOP/s" : "GFLOP/s",
+                1e3 * b.median, 1e3 * b.min, 1e3 * b.max, bwd_flops / b.median * unit, gpu ? "TFLOP/s" : "GFLOP/s");
     if (P == 1) {
       std::printf("hidden communication: none to hide (one rank, no ring exchange)\n");
     } else if (!overlap) {
@@ -249,9 +280,29 @@ int main(int argc, char** argv) {
       if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
       return 2;
     }
-    auto ring = rfa::comm::make_mpi_communicator(MPI_COMM_WORLD, order.position);
+    std::unique_ptr<rfa::comm::Communicator> ring;
+    if (opts.device == rfa::perf::RunDevice::cuda) {
+#if RFA_ENGINE_CUDA
+      try {
+        // NCCL when built with it, unless RFA_TRANSPORT says otherwise; failures (ranks sharing
+        // a GPU under NCCL, say) are raised on every rank alike.
+        const auto transport = rfa::comm::resolve_transport(rfa::comm::TransportChoice::automatic, RFA_HAVE_NCCL != 0);
+        ring = rfa::comm::make_device_communicator(MPI_COMM_WORLD, order.position, transport);
+      } catch (const rfa::Error& e) {
+        if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
+        return 2;
+      }
+#endif
+    } else {
+      ring = rfa::comm::make_mpi_communicator(MPI_COMM_WORLD, order.position);
+    }
+    const char* policy = rfa::topology::policy_name(order.policy_used);
     return rfa::dispatch_dtype(opts.dtype, [&](auto tag) {
-      return rfa::perf::run<decltype(tag)>(*ring, opts, rfa::topology::policy_name(order.policy_used));
+      using T = decltype(tag);
+#if RFA_ENGINE_CUDA
+      if (opts.device == rfa::perf::RunDevice::cuda) return rfa::perf::run<T, rfa::perf::DeviceProblem<T>>(*ring, opts, policy);
+#endif
+      return rfa::perf::run<T, rfa::perf::LocalProblem<T>>(*ring, opts, policy);
     });
   });
 }

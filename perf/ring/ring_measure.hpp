@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -53,18 +54,21 @@ inline std::vector<double> gather_everywhere(comm::Communicator& ring, double va
   return all;
 }
 
-/// Collective: runs one pass of `mode` once, after a barrier, and appends every rank's time.
-template <class T>
-void time_pass(comm::Communicator& ring, engine::RingAttention& attn, LocalProblem<T>& lp, engine::RingMode mode,
+/// Collective: runs one pass of `mode` once, after a barrier, and appends every rank's time:
+/// wall time around the call, which for a device problem includes waiting for the GPU.
+template <class Problem>
+void time_pass(comm::Communicator& ring, engine::RingAttention& attn, Problem& lp, engine::RingMode mode,
                bool backward, PassSamples& into) {
   ring.barrier();
+  const auto start = std::chrono::steady_clock::now();
   if (backward) {
     lp.backward(attn, mode);
   } else {
     lp.forward(attn, mode);
   }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const engine::RingTimings& t = attn.last_timings();
-  into.total.push_back(gather_everywhere(ring, t.total));
+  into.total.push_back(gather_everywhere(ring, seconds));
   into.wait.push_back(gather_everywhere(ring, t.wait));
   into.bytes_moved = ring.allreduce(t.bytes_sent, comm::ReduceOp::sum);
   into.steps_computed = gather_everywhere(ring, double(t.steps_computed));

@@ -73,6 +73,7 @@ inline engine::RingConfig ring_config(const RunOptions& o) {
   cfg.heads = o.heads;
   cfg.kv_heads = o.kv_heads;
   cfg.head_dim = o.head_dim;
+  cfg.device = o.device == RunDevice::cuda ? engine::Device::cuda : engine::Device::host;
   return cfg;
 }
 
@@ -107,7 +108,58 @@ struct LocalProblem {
   void backward(engine::RingAttention& attn, engine::RingMode mode = engine::RingMode::full) {
     attn.backward<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);
   }
+  /// The results, in host memory, for the check.
+  LocalProblem& results() { return *this; }
 };
+
+#if RFA_ENGINE_CUDA
+/// The same problem on this rank's GPU: filled on the host, copied once; each pass returns
+/// only when the GPU is done with it, so that host clocks time the device work.
+template <class T>
+struct DeviceProblem {
+  template <class U>
+  using Tensor4 = engine::DeviceTensor4<U>;
+  LocalProblem<T> host;
+  Tensor4<T> q, k, v, dout, out, dq, dk, dv;
+  engine::DeviceTensor3<float> lse;
+
+  explicit DeviceProblem(const engine::RingAttention& attn) : host(attn) {
+    q = mirror(host.q, "q_device");
+    k = mirror(host.k, "k_device");
+    v = mirror(host.v, "v_device");
+    dout = mirror(host.dout, "dout_device");
+    out = mirror(host.out, "out_device");
+    dq = mirror(host.dq, "dq_device");
+    dk = mirror(host.dk, "dk_device");
+    dv = mirror(host.dv, "dv_device");
+    lse = engine::DeviceTensor3<float>("lse_device", host.lse.extent(0), host.lse.extent(1), host.lse.extent(2));
+  }
+
+  void forward(engine::RingAttention& attn, engine::RingMode mode = engine::RingMode::full) {
+    attn.forward_device<T>(q, k, v, out, lse, mode);
+    Kokkos::fence();
+  }
+  void backward(engine::RingAttention& attn, engine::RingMode mode = engine::RingMode::full) {
+    attn.backward_device<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);
+    Kokkos::fence();
+  }
+  LocalProblem<T>& results() {
+    Kokkos::deep_copy(host.out, out);
+    Kokkos::deep_copy(host.lse, lse);
+    Kokkos::deep_copy(host.dq, dq);
+    Kokkos::deep_copy(host.dk, dk);
+    Kokkos::deep_copy(host.dv, dv);
+    return host;
+  }
+
+ private:
+  static Tensor4<T> mirror(const kernels::Tensor4<T>& h, const char* label) {
+    Tensor4<T> d(label, h.extent(0), h.extent(1), h.extent(2), h.extent(3));
+    Kokkos::deep_copy(d, h);
+    return d;
+  }
+};
+#endif
 
 }  // namespace perf
 }  // namespace rfa

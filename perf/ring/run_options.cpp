@@ -47,6 +47,11 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
   --no-check         skip that comparison
   --no-overlap       skip the runs that measure hidden communication
   --json FILE        also write the results as JSON (rank 0), the format of perf/'s benchmarks
+  --device D         host | cuda (default host). cuda: each rank uses the GPU of its node-local
+                     rank (modulo the GPUs it sees, so ranks share GPUs when there are fewer);
+                     needs rfa built against a CUDA-enabled Kokkos, head-dim 64 or 128, bf16
+                     or fp16. RFA_TRANSPORT=nccl|mpi picks the transport (ranks sharing a GPU:
+                     mpi)
   --kokkos-help      Kokkos' own options (--kokkos-threads=N, ...)
   --help             this text
 
@@ -118,6 +123,11 @@ RunOptions parse_run_options(int argc, char** argv) {
       o.check = CheckMode::off;
     } else if (flag == "--no-overlap") {
       o.overlap = false;
+    } else if (flag == "--device") {
+      const std::string v = value();
+      if (v == "host") o.device = RunDevice::host;
+      else if (v == "cuda") o.device = RunDevice::cuda;
+      else fail(RFA_ERROR_INVALID_ARGUMENT, "--device must be host or cuda, got '", v, "'");
     } else {
       fail(RFA_ERROR_INVALID_ARGUMENT, "unknown option '", flag, "' (see --help)");
     }

@@ -12,6 +12,9 @@ namespace perf {
 
 enum class CheckMode { automatic, on, off };
 
+/// Where the ring runs: the host kernels, or the CUDA kernels on this rank's GPU.
+enum class RunDevice { host, cuda };
+
 struct RunOptions {
   std::int64_t batch = 1;
   std::int64_t seq = 8192;
@@ -29,6 +32,7 @@ struct RunOptions {
   bool help = false;
   bool seq_given = false;  ///< --seq was on the command line (the default adapts to P)
   std::string json;        ///< --json FILE: also write the results there (rank 0)
+  RunDevice device = RunDevice::host;  ///< --device host|cuda
 };
 
 /// Above this many tokens the full-sequence check is off unless --check asks for it: it

@@ -46,8 +46,8 @@ std::vector<GpuPlacement> gather_placements(MPI_Comm comm) {
   return out;
 }
 
-std::unique_ptr<Communicator> make_mpi_device_communicator(MPI_Comm parent, int ring_position) {
-  std::unique_ptr<Communicator> mpi = make_mpi_communicator(parent, ring_position);
+std::unique_ptr<Communicator> make_mpi_device_communicator(MPI_Comm parent, int ring_position, double timeout_s) {
+  std::unique_ptr<Communicator> mpi = make_mpi_communicator(parent, ring_position, timeout_s);
   // Whether MPI is CUDA-aware is a property of the library and job, the same on every rank.
   if (mpi_is_cuda_aware()) return make_stream_ordered_communicator(std::move(mpi));
   std::unique_ptr<StagingDevice> staging;
@@ -57,8 +57,9 @@ std::unique_ptr<Communicator> make_mpi_device_communicator(MPI_Comm parent, int 
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_device_communicator(MPI_Comm parent, int ring_position, TransportChoice choice) {
-  if (choice == TransportChoice::mpi) return make_mpi_device_communicator(parent, ring_position);
+std::unique_ptr<Communicator> make_device_communicator(MPI_Comm parent, int ring_position, TransportChoice choice,
+                                                       double mpi_timeout_s) {
+  if (choice == TransportChoice::mpi) return make_mpi_device_communicator(parent, ring_position, mpi_timeout_s);
 #if RFA_HAVE_NCCL
   const std::vector<GpuPlacement> placements = gather_placements(parent);
   const SharedGpu shared = find_shared_gpu(placements);

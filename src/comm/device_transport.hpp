@@ -14,6 +14,8 @@ namespace rfa::comm {
 /// shared_gpu_message), or MPI: CUDA-aware when mpi_is_cuda_aware(), else staged through
 /// pinned host buffers. `choice` must be resolved (resolve_transport). Every failure is
 /// raised on every rank. Uses the caller's current CUDA device.
-std::unique_ptr<Communicator> make_device_communicator(MPI_Comm parent, int ring_position, TransportChoice choice);
+/// `mpi_timeout_s`: the deadline of the MPI transports (MpiOptions::timeout_s).
+std::unique_ptr<Communicator> make_device_communicator(MPI_Comm parent, int ring_position, TransportChoice choice,
+                                                       double mpi_timeout_s = -1.0);
 
 }  // namespace rfa::comm

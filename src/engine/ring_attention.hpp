@@ -141,6 +141,21 @@ class RingAttention {
   std::int64_t local_seq_ = 0;
   RingTimings timings_;
   std::int64_t last_workspace_bytes_ = 0;
+  int current_step_ = -1;  // the ring step a pass is in, for the message of a timeout
+
+  /// Runs a pass; a timeout is rethrown naming the pass and the ring step it happened in.
+  template <class Pass>
+  void naming_step_of_timeout(const char* pass, Pass&& run) {
+    current_step_ = -1;
+    try {
+      run();
+    } catch (const Error& e) {
+      if (e.code() != RFA_ERROR_TIMEOUT) throw;
+      if (current_step_ < 0) throw;  // before the ring started: the message says where
+      fail(RFA_ERROR_TIMEOUT, pass, ", ring step ", current_step_, " of ", ranks(), " (ring position ", position(),
+           "): ", e.what());
+    }
+  }
   void* cuda_stream_ = nullptr;
 #if RFA_ENGINE_CUDA
   WorkspaceCache<Kokkos::CudaSpace> device_cache_;

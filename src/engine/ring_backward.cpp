@@ -20,7 +20,9 @@ void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<con
                              Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,
                              Tensor4<T> dv, RingMode mode) {
   HostBlockCompute blocks;
-  run_backward<HostBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode);
+  naming_step_of_timeout("backward", [&] {
+    run_backward<HostBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode);
+  });
 }
 
 #if RFA_ENGINE_CUDA
@@ -31,7 +33,9 @@ void RingAttention::backward_device(DeviceTensor4<const T> q, DeviceTensor4<cons
                                     DeviceTensor4<T> dv, RingMode mode) {
   CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_);
   comm_.set_compute_stream(cuda_stream_);
-  run_backward<CudaBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode);
+  naming_step_of_timeout("backward", [&] {
+    run_backward<CudaBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode);
+  });
 }
 #endif
 
@@ -102,6 +106,7 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
   comm::Exchange grad_k, grad_v;  // the dK/dV partials arriving for this step's block
   ExchangePoller poller;
   for (int s = 0; s < P; ++s) {
+    current_step_ = s;
     const int owner = (me - s + P) % P;
     timings_.bytes_sent += kv.start(s);
     bool contributed = false;

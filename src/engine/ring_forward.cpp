@@ -19,7 +19,9 @@ template <class T>
 void RingAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,
                             Tensor3<float> lse, RingMode mode) {
   HostBlockCompute blocks;
-  run_forward<HostBlockCompute, T>(blocks, q, k, v, out, lse, mode);
+  naming_step_of_timeout("forward", [&] {
+    run_forward<HostBlockCompute, T>(blocks, q, k, v, out, lse, mode);
+  });
 }
 
 #if RFA_ENGINE_CUDA
@@ -28,7 +30,9 @@ void RingAttention::forward_device(DeviceTensor4<const T> q, DeviceTensor4<const
                                    DeviceTensor4<T> out, DeviceTensor3<float> lse, RingMode mode) {
   CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_);
   comm_.set_compute_stream(cuda_stream_);
-  run_forward<CudaBlockCompute, T>(blocks, q, k, v, out, lse, mode);
+  naming_step_of_timeout("forward", [&] {
+    run_forward<CudaBlockCompute, T>(blocks, q, k, v, out, lse, mode);
+  });
 }
 #endif
 
@@ -78,6 +82,7 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
   ExchangePoller poller;
   bool seen_any = false;  // the first visible block is written straight into the accumulator
   for (int s = 0; s < P; ++s) {
+    current_step_ = s;
     const int owner = (me - s + P) % P;
     timings_.bytes_sent += kv.start(s);
     if (compute) {

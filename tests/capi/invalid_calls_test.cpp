@@ -393,6 +393,31 @@ TEST(CapiInvalid, UnknownResultCodeHasText) {
 
 TEST(CapiInvalid, DestroyNullIsANoOp) { EXPECT_EQ(rfa_context_destroy(nullptr), RFA_SUCCESS); }
 
+// A handle that was destroyed, or never came from rfa_context_create, is refused by every call
+// (with a message) instead of being dereferenced.
+TEST(CapiInvalid, DestroyedAndMadeUpHandles) {
+  rfa_options_t o;
+  rfa_options_init(&o);
+  o.seq_total = 2 * world_size() * 4;
+  o.head_dim = 8;
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+  int64_t L = 0;
+  int position = 0;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_local_seq(ctx, &L), "not a live rfa context");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_position(ctx, &position), "destroyed already");
+  float buffer[8] = {0};
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_forward(ctx, buffer, buffer, buffer, buffer, buffer),
+                   "not a live rfa context");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_destroy(ctx), "not a live rfa context");
+  // Never created: any other address.
+  alignas(16) static unsigned char not_a_context[256];
+  rfa_context_t made_up = reinterpret_cast<rfa_context_t>(not_a_context);
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_local_seq(made_up, &L), "never created");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_destroy(made_up), "never created");
+}
+
 // The test main initialized Kokkos, so rfa only borrows it: rfa_finalize must leave it alone.
 TEST(CapiInvalid, FinalizeLeavesBorrowedKokkosAlone) {
   EXPECT_EQ(rfa_finalize(), RFA_SUCCESS);

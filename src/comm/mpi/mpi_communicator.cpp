@@ -1,8 +1,11 @@
 #include "comm/mpi/mpi_communicator.hpp"
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "comm/mpi/byte_datatype.hpp"
+#include "comm/mpi/deadline.hpp"
 #include "comm/mpi/mpi_error.hpp"
 #include "comm/mpi/mpi_exchange.hpp"
 #include "comm/ring_positions.hpp"
@@ -71,6 +74,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, int ring_position, const MpiOp
   require(parent != MPI_COMM_NULL, "the parent communicator is MPI_COMM_NULL");
   require(options_.max_count_per_call >= 1 && options_.max_count_per_call <= std::size_t(INT_MAX),
           "MpiOptions::max_count_per_call must be in 1..INT_MAX, is ", options_.max_count_per_call);
+  if (options_.timeout_s < 0.0) options_.timeout_s = mpi::timeout_from_environment();
   ScopedErrorsReturn errors_return(parent);
 
   int parent_size = 0;
@@ -103,10 +107,32 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, int ring_position, const MpiOp
 
 MpiCommunicator::~MpiCommunicator() {
   // After MPI_Finalize no MPI call is allowed, not even a free: the handle is simply dropped.
-  if (ring_ != MPI_COMM_NULL && mpi::mpi_is_usable()) MPI_Comm_free(&ring_);
+  // After a timeout it is dropped too: abandoned collectives still refer to it, and MPI's
+  // progress engine would touch a freed communicator.
+  if (ring_ != MPI_COMM_NULL && mpi::mpi_is_usable() && timed_out_->empty()) MPI_Comm_free(&ring_);
+}
+
+void MpiCommunicator::require_usable(const char* what) const {
+  if (!timed_out_->empty()) {
+    fail(RFA_ERROR_INVALID_USAGE, what, ": this communicator is unusable since an earlier operation timed out (",
+         *timed_out_, "); only destroying it is allowed");
+  }
+}
+
+void MpiCommunicator::complete_collective(MPI_Request& request, const char* what, void* parked) {
+  const int rc = mpi::wait_within(&request, 1, MPI_STATUS_IGNORE, options_.timeout_s, [&](const int*) {
+    // A collective cannot be cancelled: its request and buffer stay with MPI for good, so a
+    // late rank can still complete it without touching memory the program has reused.
+    (void)parked;
+    *timed_out_ = std::string(what) + " did not complete within " + mpi::seconds_text(options_.timeout_s);
+    return *timed_out_ + ": at least one rank has not reached it (late, stuck or gone; options.timeout_s or "
+                         "RFA_TIMEOUT_S sets the deadline). The communicator is unusable from now on; destroy it";
+  });
+  check_mpi(rc, what);
 }
 
 Exchange MpiCommunicator::start_ring_exchange(const void* send, void* recv, std::size_t bytes) {
+  require_usable("start_ring_exchange");
   if (bytes == 0) return Exchange();
   require_buffer(send, bytes, "start_ring_exchange", "the send buffer");
   require_buffer(recv, bytes, "start_ring_exchange", "the receive buffer");
@@ -122,46 +148,82 @@ Exchange MpiCommunicator::start_ring_exchange(const void* send, void* recv, std:
   // each other's messages; the k-th exchange of every rank gets the same tag.
   route.tag = int(exchanges_started_ % (std::int64_t(tag_upper_bound_) + 1));
   route.max_count = options_.max_count_per_call;
+  route.timeout_s = options_.timeout_s;
+  route.timed_out = timed_out_;
   auto pending = std::make_unique<mpi::MpiPendingExchange>(send, recv, bytes, route);
   ++exchanges_started_;
   return Exchange(std::move(pending));
 }
 
+// The collectives run nonblocking and are completed under the deadline. Those that write
+// the caller's buffers do so in place: after a timeout the caller must not reuse the buffers
+// it passed while the job runs on (documented with RFA_ERROR_TIMEOUT); the small agreement
+// reductions work on a parked copy instead.
 void MpiCommunicator::allgather(const void* send, void* recv, std::size_t bytes_per_rank) {
+  require_usable("allgather");
   require_buffer(send, bytes_per_rank, "allgather", "the send buffer");
   require_buffer(recv, total_bytes(std::size_t(size_), bytes_per_rank, "allgather"), "allgather",
                  "the receive buffer");
   const ByteDatatype block(bytes_per_rank, options_.max_count_per_call);
-  check_mpi(MPI_Allgather(send, block.count(), block.type(), recv, block.count(), block.type(), ring_),
-            "MPI_Allgather");
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallgather(send, block.count(), block.type(), recv, block.count(), block.type(), ring_, &request),
+            "MPI_Iallgather");
+  complete_collective(request, "allgather (MPI_Iallgather)", recv);
 }
 
 void MpiCommunicator::alltoall(const void* send, void* recv, std::size_t bytes_per_pair) {
+  require_usable("alltoall");
   const std::size_t total = total_bytes(std::size_t(size_), bytes_per_pair, "alltoall");
   require_buffer(send, total, "alltoall", "the send buffer");
   require_buffer(recv, total, "alltoall", "the receive buffer");
   const ByteDatatype block(bytes_per_pair, options_.max_count_per_call);
-  check_mpi(MPI_Alltoall(send, block.count(), block.type(), recv, block.count(), block.type(), ring_),
-            "MPI_Alltoall");
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Ialltoall(send, block.count(), block.type(), recv, block.count(), block.type(), ring_, &request),
+            "MPI_Ialltoall");
+  complete_collective(request, "alltoall (MPI_Ialltoall)", recv);
 }
 
 void MpiCommunicator::allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) {
+  require_usable("allreduce");
   require_buffer(values, count * sizeof(std::int64_t), "allreduce", "the value array");
   require(count <= std::size_t(INT_MAX), "allreduce of ", count, " values: at most INT_MAX at once");
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, values, int(count), MPI_INT64_T, to_mpi(op), ring_), "MPI_Allreduce");
+  // A parked copy: the argument agreements run this before anything else of a call, so it is
+  // where a late rank is usually noticed, and their arrays live on the caller's stack.
+  auto* parked = new std::vector<std::int64_t>(values, values + count);
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, parked->data(), int(count), MPI_INT64_T, to_mpi(op), ring_, &request),
+            "MPI_Iallreduce");
+  try {
+    complete_collective(request, "allreduce (MPI_Iallreduce)", parked);
+  } catch (const Error& e) {
+    if (e.code() != RFA_ERROR_TIMEOUT) delete parked;  // on a timeout MPI may still write it
+    throw;
+  }
+  std::copy(parked->begin(), parked->end(), values);
+  delete parked;
 }
 
 void MpiCommunicator::broadcast(void* buffer, std::size_t bytes, int root) {
+  require_usable("broadcast");
   require_buffer(buffer, bytes, "broadcast", "the buffer");
   require(root >= 0 && root < size_, "broadcast: root ", root, " is not a ring position (0..", size_ - 1, ")");
   const ByteDatatype message(bytes, options_.max_count_per_call);
-  check_mpi(MPI_Bcast(buffer, message.count(), message.type(), root, ring_), "MPI_Bcast");
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Ibcast(buffer, message.count(), message.type(), root, ring_, &request), "MPI_Ibcast");
+  complete_collective(request, "broadcast (MPI_Ibcast)", buffer);
 }
 
-void MpiCommunicator::barrier() { check_mpi(MPI_Barrier(ring_), "MPI_Barrier"); }
+void MpiCommunicator::barrier() {
+  require_usable("barrier");
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Ibarrier(ring_, &request), "MPI_Ibarrier");
+  complete_collective(request, "barrier (MPI_Ibarrier)", nullptr);
+}
 
-std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm parent, int ring_position) {
-  return std::make_unique<MpiCommunicator>(parent, ring_position);
+std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm parent, int ring_position, double timeout_s) {
+  MpiOptions options;
+  options.timeout_s = timeout_s;
+  return std::make_unique<MpiCommunicator>(parent, ring_position, options);
 }
 
 }  // namespace rfa::comm

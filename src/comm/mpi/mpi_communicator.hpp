@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "comm/communicator.hpp"
 
@@ -27,6 +28,10 @@ struct MpiOptions {
   /// Byte counts above this go through a derived datatype instead of a plain MPI_BYTE count
   /// (see mpi/byte_datatype.hpp). Tests lower it to exercise that path with small buffers.
   std::size_t max_count_per_call = INT_MAX;
+  /// Seconds every blocking operation waits for the other ranks before it fails with
+  /// RFA_ERROR_TIMEOUT (mpi/deadline.hpp); 0: no deadline; negative: RFA_TIMEOUT_S or the
+  /// default (mpi::kDefaultTimeoutSeconds).
+  double timeout_s = -1.0;
 };
 
 class MpiCommunicator final : public Communicator {
@@ -59,6 +64,8 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm mpi_comm() const { return ring_; }
   /// The largest tag ring exchanges use (they cycle through 0..this).
   int tag_upper_bound() const { return tag_upper_bound_; }
+  /// The deadline of blocking operations in seconds (0: none).
+  double timeout_seconds() const { return options_.timeout_s; }
 
  private:
   MPI_Comm ring_ = MPI_COMM_NULL;
@@ -67,9 +74,19 @@ class MpiCommunicator final : public Communicator {
   int tag_upper_bound_ = 32767;    // the least MPI guarantees; raised to MPI_TAG_UB
   std::int64_t exchanges_started_ = 0;  // the next exchange's tag, modulo the tag range
   MpiOptions options_;
+  // What timed out, shared with the exchanges; non-empty: every later operation is refused.
+  std::shared_ptr<std::string> timed_out_ = std::make_shared<std::string>();
+
+  /// Completes a started collective within the deadline. On timeout the request (and
+  /// `parked`, the buffer it works on) are abandoned for good, the communicator is marked
+  /// unusable, and RFA_ERROR_TIMEOUT names `what`.
+  void complete_collective(MPI_Request& request, const char* what, void* parked);
+  /// Refuses to work after a timeout (RFA_ERROR_INVALID_USAGE).
+  void require_usable(const char* what) const;
 };
 
-/// The MPI ring communicator for `parent` with this rank at `ring_position` (see MpiCommunicator).
-std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm parent, int ring_position);
+/// The MPI ring communicator for `parent` with this rank at `ring_position` (see
+/// MpiCommunicator); `timeout_s` as MpiOptions::timeout_s.
+std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm parent, int ring_position, double timeout_s = -1.0);
 
 }  // namespace rfa::comm

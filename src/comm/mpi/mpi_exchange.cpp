@@ -2,8 +2,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <thread>
 
+#include "comm/mpi/deadline.hpp"
 #include "comm/mpi/mpi_error.hpp"
 #include "core/error.hpp"
 
@@ -11,7 +13,8 @@ namespace rfa::comm::mpi {
 
 MpiPendingExchange::MpiPendingExchange(const void* send, void* recv, std::size_t bytes,
                                        const ExchangeRoute& route)
-    : datatype_(bytes, route.max_count), bytes_(bytes), prev_(route.prev), tag_(route.tag) {
+    : datatype_(bytes, route.max_count), bytes_(bytes), prev_(route.prev), next_(route.next), tag_(route.tag),
+      timeout_s_(route.timeout_s), timed_out_(route.timed_out) {
   check_mpi(MPI_Irecv(recv, datatype_.count(), datatype_.type(), route.prev, route.tag, route.comm,
                       &requests_[kRecv]),
             "MPI_Irecv");
@@ -51,7 +54,25 @@ bool MpiPendingExchange::test() {
 }
 
 void MpiPendingExchange::wait() {
-  check_completed(MPI_Waitall(2, requests_, statuses_), "MPI_Waitall");
+  const int rc = wait_within(requests_, 2, statuses_, timeout_s_, [&](const int* done) {
+    std::string who;
+    if (!done[kRecv]) {
+      who = "ring position " + std::to_string(prev_) + " did not send its block";
+      // Nothing may land in the receive buffer after we return: cancel, then let go.
+      MPI_Cancel(&requests_[kRecv]);
+      MPI_Request_free(&requests_[kRecv]);
+    }
+    if (!done[kSend]) {
+      who += (who.empty() ? "" : ", and ") + std::string("ring position ") + std::to_string(next_) +
+             " did not receive this rank's block";
+      MPI_Request_free(&requests_[kSend]);
+    }
+    const std::string what = "ring exchange (tag " + std::to_string(tag_) + ", " + std::to_string(bytes_) +
+                             " bytes) did not complete within " + seconds_text(timeout_s_) + ": " + who;
+    if (timed_out_) *timed_out_ = what;
+    return what + " (it is late, stuck or gone; options.timeout_s or RFA_TIMEOUT_S sets the deadline)";
+  });
+  check_completed(rc, "MPI_Waitall");
 }
 
 MpiPendingExchange::~MpiPendingExchange() {

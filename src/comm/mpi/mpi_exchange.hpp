@@ -5,6 +5,8 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <memory>
+#include <string>
 
 #include "comm/communicator.hpp"
 #include "comm/mpi/byte_datatype.hpp"
@@ -18,6 +20,8 @@ struct ExchangeRoute {
   int prev = 0;
   int tag = 0;
   std::size_t max_count = 0;  // see ByteDatatype
+  double timeout_s = 0;       // wait()'s deadline; 0: none (see deadline.hpp)
+  std::shared_ptr<std::string> timed_out;  // set on a timeout: the communicator is unusable
 };
 
 class MpiPendingExchange final : public detail::PendingExchange {
@@ -29,6 +33,8 @@ class MpiPendingExchange final : public detail::PendingExchange {
   ~MpiPendingExchange() override;
 
   bool test() override;
+  /// Throws RFA_ERROR_TIMEOUT naming the silent neighbour when the route's deadline passes;
+  /// the exchange is then abandoned (receive cancelled, send released) and counts as done.
   void wait() override;
 
  private:
@@ -41,7 +47,10 @@ class MpiPendingExchange final : public detail::PendingExchange {
   ByteDatatype datatype_;  // kept until completion: the received size is read through it
   std::size_t bytes_;
   int prev_;
+  int next_;
   int tag_;
+  double timeout_s_;
+  std::shared_ptr<std::string> timed_out_;
 };
 
 }  // namespace rfa::comm::mpi

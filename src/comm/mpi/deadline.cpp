@@ -1,0 +1,58 @@
+#include "comm/mpi/deadline.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace rfa::comm::mpi {
+
+double timeout_from_environment() {
+  const char* text = std::getenv("RFA_TIMEOUT_S");
+  if (text == nullptr || *text == '\0') return kDefaultTimeoutSeconds;
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(value >= 0.0) || value > 1e9) {
+    fail(RFA_ERROR_INVALID_ARGUMENT, "RFA_TIMEOUT_S is '", text,
+         "'; it must be a number of seconds >= 0 (0: no deadline)");
+  }
+  return value;
+}
+
+std::string seconds_text(double seconds) {
+  std::ostringstream s;
+  s << seconds << " s";
+  return s.str();
+}
+
+int wait_within(MPI_Request* requests, int count, MPI_Status* statuses, double timeout_s,
+                const std::function<std::string(const int* done)>& on_timeout) {
+  if (!(timeout_s > 0.0) || timeout_s > 1e9) return MPI_Waitall(count, requests, statuses);  // none, NaN included
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(
+                                           std::chrono::duration<double>(timeout_s));
+  // Poll without burning a core for long waits: spin briefly, then back off to 1 ms naps.
+  int polls = 0;
+  for (;;) {
+    int complete = 0;
+    const int rc = MPI_Testall(count, requests, &complete, statuses);
+    if (rc != MPI_SUCCESS || complete) return rc;
+    if (clock::now() >= deadline) break;
+    if (++polls > 1000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    else std::this_thread::yield();
+  }
+  std::vector<int> done(static_cast<std::size_t>(count), 0);
+  for (int i = 0; i < count; ++i) {
+    if (requests[i] == MPI_REQUEST_NULL) {
+      done[static_cast<std::size_t>(i)] = 1;
+    } else {
+      MPI_Test(&requests[i], &done[static_cast<std::size_t>(i)], MPI_STATUS_IGNORE);
+    }
+  }
+  throw Error(RFA_ERROR_TIMEOUT, on_timeout(done.data()));
+}
+
+}  // namespace rfa::comm::mpi

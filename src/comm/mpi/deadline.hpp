@@ -1,0 +1,33 @@
+// Deadlines on rfa's blocking MPI operations (issue #14, docs/architecture.md §5): every wait
+// polls its requests until they complete or the deadline passes, and then fails with
+// RFA_ERROR_TIMEOUT instead of hanging the job. What a timeout leaves behind is contained:
+// receives are cancelled, sends and collectives are abandoned, and a collective works on a
+// buffer that is never freed, so a rank that turns up later cannot write into memory the
+// program has reused. After a timeout the communicator is unusable (as after an NCCL abort).
+#pragma once
+
+#include <mpi.h>
+
+#include <functional>
+#include <string>
+
+namespace rfa::comm::mpi {
+
+/// The default deadline when RFA_TIMEOUT_S is not set, in seconds.
+constexpr double kDefaultTimeoutSeconds = 600.0;
+
+/// The deadline in seconds: RFA_TIMEOUT_S when set (a number >= 0; 0 means wait forever), else
+/// kDefaultTimeoutSeconds. Throws RFA_ERROR_INVALID_ARGUMENT for any other value.
+double timeout_from_environment();
+
+/// Completes `count` requests (statuses may be MPI_STATUSES_IGNORE) within `timeout_s`
+/// seconds (0: no deadline) and returns MPI_Waitall's code. On timeout: calls `on_timeout`
+/// with which requests are complete (done[i] != 0), which must release what it can (cancel
+/// receives, free sends) and return a message; then throws RFA_ERROR_TIMEOUT with it.
+int wait_within(MPI_Request* requests, int count, MPI_Status* statuses, double timeout_s,
+                const std::function<std::string(const int* done)>& on_timeout);
+
+/// "5 s", "0.5 s", for messages.
+std::string seconds_text(double seconds);
+
+}  // namespace rfa::comm::mpi

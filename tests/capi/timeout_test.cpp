@@ -1,0 +1,105 @@
+// Deadlines on the MPI path (issue #14): under mpiexec -n 2..4, the last rank enters a call
+// late. Later than options.timeout_s: every rank returns RFA_ERROR_TIMEOUT (the punctual ones
+// within the deadline plus a second), with a message naming the operation, and the context is
+// unusable but destroys cleanly. Less late than the deadline: nothing changes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <limits>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "capi_test_support.hpp"
+#include "rfa/rfa_mpi.h"
+
+namespace {
+
+using namespace rfa_capi_test;
+using clock_type = std::chrono::steady_clock;
+
+rfa_options_t small_options(double timeout_s) {
+  rfa_options_t o;
+  rfa_options_init(&o);
+  o.layout = RFA_LAYOUT_ZIGZAG;
+  o.mask = RFA_MASK_CAUSAL;
+  o.dtype = RFA_DTYPE_FLOAT32;
+  o.ring_order = RFA_RING_ORDER_IDENTITY;
+  o.seq_total = 2 * world_size() * 8;
+  o.heads = 2;
+  o.kv_heads = 1;
+  o.head_dim = 8;
+  o.timeout_s = timeout_s;
+  return o;
+}
+
+struct Buffers {
+  std::vector<float> q, k, v, out, lse;
+  explicit Buffers(rfa_context_t ctx, const rfa_options_t& o) {
+    int64_t L = 0;
+    rfa_context_get_local_seq(ctx, &L);
+    const auto qn = std::size_t(o.batch * L * o.heads * o.head_dim);
+    const auto kvn = std::size_t(o.batch * L * o.kv_heads * o.head_dim);
+    const auto values = random_values(qn, 5);
+    q.assign(values.begin(), values.end());
+    k.assign(values.begin(), values.begin() + std::ptrdiff_t(kvn));
+    v.assign(values.rbegin(), values.rbegin() + std::ptrdiff_t(kvn));
+    out.assign(qn, 0.0f);
+    lse.assign(std::size_t(o.batch * o.heads * L), 0.0f);
+  }
+  rfa_result_t forward(rfa_context_t ctx) {
+    return rfa_forward(ctx, q.data(), k.data(), v.data(), out.data(), lse.data());
+  }
+};
+
+double seconds_since(clock_type::time_point start) {
+  return std::chrono::duration<double>(clock_type::now() - start).count();
+}
+
+TEST(Timeout, ALateRankMakesEveryRankFailWithinTheDeadline) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  const double deadline = 1.0;
+  const rfa_options_t o = small_options(deadline);
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  Buffers b(ctx, o);
+  const bool late = world_rank() == world_size() - 1;
+  if (late) std::this_thread::sleep_for(std::chrono::duration<double>(2.5 * deadline));
+  const auto start = clock_type::now();
+  const rfa_result_t rc = b.forward(ctx);
+  const double waited = seconds_since(start);
+  const std::string message = rfa_get_last_error_message();
+  EXPECT_EQ(int(rc), int(RFA_ERROR_TIMEOUT)) << message;
+  EXPECT_NE(message.find("did not complete within 1 s"), std::string::npos) << message;
+  if (!late) EXPECT_LE(waited, deadline + 1.0) << message;
+  if (world_rank() == 0 || late) std::printf("  rank %d after %.2f s: %s\n", world_rank(), waited, message.c_str());
+  // The context refuses further work, and is destroyed without waiting for anyone.
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, b.forward(ctx), "timed out");
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
+TEST(Timeout, ARankLessLateThanTheDeadlineChangesNothing) {
+  const double deadline = 5.0;
+  const rfa_options_t o = small_options(deadline);
+  MPI_Barrier(MPI_COMM_WORLD);  // start together: an earlier test may have left a rank behind
+  const bool late = world_rank() == world_size() - 1;
+  if (late) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));  // creation's agreement waits
+  Buffers b(ctx, o);
+  if (late) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_RFA_OK(b.forward(ctx));  // the argument agreement and the ring exchanges wait
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
+TEST(Timeout, NonFiniteOptionIsRefusedOnEveryRank) {
+  rfa_options_t o = small_options(0.0);
+  o.timeout_s = std::numeric_limits<double>::quiet_NaN();
+  rfa_context_t ctx = nullptr;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "timeout_s");
+  EXPECT_EQ(ctx, nullptr);
+}
+
+}  // namespace
