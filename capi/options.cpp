@@ -86,6 +86,16 @@ void validate_options(const rfa_options_t& o, int ranks) {
   require(o.heads % o.kv_heads == 0, "options.heads (", o.heads, ") is not a multiple of options.kv_heads (",
           o.kv_heads, ")");
   require(o.head_dim >= 1, "options.head_dim is ", o.head_dim, "; it must be >= 1");
+  // The whole sequence's largest tensor (the sharding helpers take it whole) in fp32 bytes,
+  // with a factor 2 of headroom for padded lengths and offsets past the end: every size and
+  // index rfa computes then fits in 64 bits.
+  std::int64_t bytes = 2 * 4;
+  for (const std::int64_t factor : {o.batch, o.seq_total, o.heads > o.kv_heads ? o.heads : o.kv_heads, o.head_dim}) {
+    if (__builtin_mul_overflow(bytes, factor, &bytes)) {
+      fail(RFA_ERROR_INVALID_ARGUMENT, "options.batch x seq_total x heads x head_dim (", o.batch, " x ", o.seq_total,
+           " x ", o.heads, " x ", o.head_dim, ") overflows 64-bit sizes: a tensor that large cannot be addressed");
+    }
+  }
   // Shape rules the engine owns (layout divisibility, supported head dims) are checked by it,
   // so the C API cannot drift from what the kernels accept.
   engine::validate_local(ring_config(o), ranks);

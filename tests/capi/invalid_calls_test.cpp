@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <Kokkos_Core.hpp>
+#include <cctype>
 #include <cmath>
+#include <string>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -216,6 +218,84 @@ TEST(CapiInvalid, OneRankPassesNullOptions) {
   }
   EXPECT_EQ(ctx, nullptr);
 }
+
+// Many invalid options, one row each: every rank creates with the same bad value and every
+// rank must fail with the code and a message naming what to change.
+struct BadOption {
+  const char* name;
+  void (*spoil)(rfa_options_t&);
+  rfa_result_t code;
+  const char* fragment;
+};
+
+const BadOption kBadOptions[] = {
+    {"layout 3", [](rfa_options_t& o) { o.layout = rfa_layout_t(3); }, RFA_ERROR_INVALID_ARGUMENT, "options.layout"},
+    {"layout minus 1", [](rfa_options_t& o) { o.layout = rfa_layout_t(-1); }, RFA_ERROR_INVALID_ARGUMENT, "options.layout"},
+    {"mask 2", [](rfa_options_t& o) { o.mask = rfa_mask_t(2); }, RFA_ERROR_INVALID_ARGUMENT, "options.mask"},
+    {"mask minus 1", [](rfa_options_t& o) { o.mask = rfa_mask_t(-1); }, RFA_ERROR_INVALID_ARGUMENT, "options.mask"},
+    {"dtype 3", [](rfa_options_t& o) { o.dtype = rfa_dtype_t(3); }, RFA_ERROR_INVALID_ARGUMENT, "options.dtype"},
+    {"dtype minus 1", [](rfa_options_t& o) { o.dtype = rfa_dtype_t(-1); }, RFA_ERROR_INVALID_ARGUMENT, "options.dtype"},
+    {"ring_order 4", [](rfa_options_t& o) { o.ring_order = rfa_ring_order_t(4); }, RFA_ERROR_INVALID_ARGUMENT,
+     "options.ring_order"},
+    {"ring_order minus 1", [](rfa_options_t& o) { o.ring_order = rfa_ring_order_t(-1); }, RFA_ERROR_INVALID_ARGUMENT,
+     "options.ring_order"},
+    {"device 2", [](rfa_options_t& o) { o.device = rfa_device_t(2); }, RFA_ERROR_INVALID_ARGUMENT, "options.device"},
+    {"device minus 1", [](rfa_options_t& o) { o.device = rfa_device_t(-1); }, RFA_ERROR_INVALID_ARGUMENT, "options.device"},
+    {"transport 3", [](rfa_options_t& o) { o.transport = rfa_transport_t(3); }, RFA_ERROR_INVALID_ARGUMENT,
+     "options.transport"},
+    {"transport minus 1", [](rfa_options_t& o) { o.transport = rfa_transport_t(-1); }, RFA_ERROR_INVALID_ARGUMENT,
+     "options.transport"},
+    {"NCCL on the host", [](rfa_options_t& o) { o.transport = RFA_TRANSPORT_NCCL; }, RFA_ERROR_UNSUPPORTED,
+     "NCCL moves device memory only"},
+    {"softmax_scale plus inf", [](rfa_options_t& o) { o.softmax_scale = std::numeric_limits<double>::infinity(); },
+     RFA_ERROR_INVALID_ARGUMENT, "softmax_scale"},
+    {"softmax_scale minus inf", [](rfa_options_t& o) { o.softmax_scale = -std::numeric_limits<double>::infinity(); },
+     RFA_ERROR_INVALID_ARGUMENT, "softmax_scale"},
+    {"timeout_s plus inf", [](rfa_options_t& o) { o.timeout_s = std::numeric_limits<double>::infinity(); },
+     RFA_ERROR_INVALID_ARGUMENT, "timeout_s"},
+    {"timeout_s minus inf", [](rfa_options_t& o) { o.timeout_s = -std::numeric_limits<double>::infinity(); },
+     RFA_ERROR_INVALID_ARGUMENT, "timeout_s"},
+    {"batch minus 1", [](rfa_options_t& o) { o.batch = -1; }, RFA_ERROR_INVALID_ARGUMENT, "options.batch"},
+    {"heads minus 1", [](rfa_options_t& o) { o.heads = -1; }, RFA_ERROR_INVALID_ARGUMENT, "options.heads"},
+    {"kv_heads minus 1", [](rfa_options_t& o) { o.kv_heads = -1; }, RFA_ERROR_INVALID_ARGUMENT, "kv_heads"},
+    {"kv_heads > heads", [](rfa_options_t& o) { o.kv_heads = 4; }, RFA_ERROR_INVALID_ARGUMENT, "kv_heads"},
+    {"head_dim minus 8", [](rfa_options_t& o) { o.head_dim = -8; }, RFA_ERROR_INVALID_ARGUMENT, "head_dim"},
+    {"head_dim 7", [](rfa_options_t& o) { o.head_dim = 7; }, RFA_ERROR_UNSUPPORTED, "head_dim 7"},
+    {"head_dim 264", [](rfa_options_t& o) { o.head_dim = 264; }, RFA_ERROR_UNSUPPORTED, "head_dim 264"},
+    {"seq_total INT64_MAX", [](rfa_options_t& o) { o.seq_total = std::numeric_limits<int64_t>::max(); },
+     RFA_ERROR_INVALID_ARGUMENT, "overflow"},
+    {"batch x seq x heads x d overflows", [](rfa_options_t& o) {
+       o.batch = int64_t(1) << 40;
+       o.seq_total = int64_t(1) << 20;
+     },
+     RFA_ERROR_INVALID_ARGUMENT, "overflow"},
+    {"heads x d overflows", [](rfa_options_t& o) {
+       o.heads = o.kv_heads = int64_t(1) << 58;
+     },
+     RFA_ERROR_INVALID_ARGUMENT, "overflow"},
+    {"CUDA context, fp32", [](rfa_options_t& o) { o.device = RFA_DEVICE_CUDA; }, RFA_ERROR_UNSUPPORTED, "CUDA"},
+    {"CUDA context, head_dim 8", [](rfa_options_t& o) {
+       o.device = RFA_DEVICE_CUDA;
+       o.dtype = RFA_DTYPE_BFLOAT16;
+     },
+     RFA_ERROR_UNSUPPORTED, "64 or 128"},
+};
+
+class CapiInvalidOption : public ::testing::TestWithParam<BadOption> {};
+
+TEST_P(CapiInvalidOption, FailsOnEveryRankWithAMessage) {
+  rfa_options_t o = valid_options();
+  GetParam().spoil(o);
+  expect_create_fails(o, GetParam().code, GetParam().fragment);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, CapiInvalidOption, ::testing::ValuesIn(kBadOptions),
+                         [](const ::testing::TestParamInfo<BadOption>& info) {
+                           std::string name;
+                           for (const char* c = info.param.name; *c; ++c)
+                             name += std::isalnum(static_cast<unsigned char>(*c)) ? *c : '_';
+                           return name;
+                         });
 
 // ---------------------------------------------------------------- calls on a context
 
