@@ -240,6 +240,9 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
       cases[1].counters["comm_only_s"] = spread_of(bwd_comm.slowest()).median;
     }
     ContextFields context = ring_context("rfa_run", P, order_policy, o, threads);
+    // Host and GPU runs of the same shape are different configurations for the comparator.
+    set_field(context, "device", gpu ? "cuda" : "host");
+    set_field(context, "communicator", ring.backend_name());
     write_results_json(o.json, context, cases);
     std::printf("results written to %s\n", o.json.c_str());
   }

@@ -113,6 +113,20 @@ class CompareTest(unittest.TestCase):
         self.assertIn("cpu_model", cases["ring/fwd/zigzag"]["reason"])
         self.assertEqual(cases["fwd float32 full"]["verdict"], "missing")
 
+    def test_a_gpu_run_is_not_compared_with_a_host_run(self):
+        host = result_file(self.dir.name, "host.json", {"main_job/fwd/zigzag": {"times_ms": noisy(100, 0.02, seed=17)}},
+                           context=dict(CONTEXT, device="host"))
+        gpu = result_file(self.dir.name, "gpu.json", {"main_job/fwd/zigzag": {"times_ms": noisy(300, 0.02, seed=18)}},
+                          context=dict(CONTEXT, device="cuda"))
+        verdict = os.path.join(self.dir.name, "verdict.json")
+        with redirect_stdout(io.StringIO()):
+            code = compare.main([host, gpu, "--json-out", verdict])
+        self.assertEqual(code, 0)
+        with open(verdict) as f:
+            case = json.load(f)["cases"][0]
+        self.assertEqual(case["verdict"], "new-baseline")
+        self.assertIn("device", case["reason"])
+
     def test_an_unknown_case_or_shape_is_a_new_baseline(self):
         new = result_file(self.dir.name, "new.json", {
             "ring/fwd/stripe": {"times_ms": noisy(300, 0.02, seed=12)},

@@ -1,0 +1,139 @@
+// The arithmetic behind the main job's and the ring benchmark's figures (perf/ring), and the
+// one JSON writer (perf/common), on hand-made samples: no MPI, no timing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/error.hpp"
+#include "result_json.hpp"
+#include "ring_measure.hpp"
+#include "run_options.hpp"
+
+namespace rfa::perf {
+namespace {
+
+/// A pass of `reps` repetitions on two ranks: rank 0 takes a[r], rank 1 b[r] seconds.
+PassSamples two_ranks(const std::vector<double>& a, const std::vector<double>& b) {
+  PassSamples p;
+  for (std::size_t r = 0; r < a.size(); ++r) {
+    p.total.push_back({a[r], b[r]});
+    p.wait.push_back({0.0, 0.0});
+  }
+  return p;
+}
+
+TEST(HiddenFraction, IsOneMinusExposedOverCommunicationAlone) {
+  EXPECT_DOUBLE_EQ(hidden_fraction(10.0, 10.0, 2.0), 1.0);  // nothing exposed
+  EXPECT_DOUBLE_EQ(hidden_fraction(12.0, 10.0, 2.0), 0.0);  // all of it exposed
+  EXPECT_DOUBLE_EQ(hidden_fraction(11.0, 10.0, 2.0), 0.5);
+  EXPECT_DOUBLE_EQ(hidden_fraction(9.0, 10.0, 2.0), 1.0);   // faster than compute alone: clamped
+  EXPECT_DOUBLE_EQ(hidden_fraction(20.0, 10.0, 2.0), 0.0);  // exposed more than it takes: clamped
+}
+
+TEST(HiddenFraction, SamplesEveryRepetitionAndRankAgainstItsOwnRuns) {
+  const PassSamples full = two_ranks({11, 12}, {10, 11});
+  const PassSamples compute = two_ranks({10, 10}, {10, 10});
+  const PassSamples comm = two_ranks({2, 2}, {2, 4});
+  const std::vector<double> h = hidden_samples(full, compute, comm);
+  ASSERT_EQ(h.size(), 4u);  // [rep 0: rank 0, rank 1], [rep 1: rank 0, rank 1]
+  EXPECT_DOUBLE_EQ(h[0], 0.5);
+  EXPECT_DOUBLE_EQ(h[1], 1.0);
+  EXPECT_DOUBLE_EQ(h[2], 0.0);
+  EXPECT_DOUBLE_EQ(h[3], 0.75);
+}
+
+TEST(OverlapMeasurable, OnlyWhenCommunicationStandsOutOfTheNoise) {
+  const PassSamples steady = two_ranks({10.0, 10.1, 10.05}, {9.9, 10.0, 10.0});
+  const PassSamples noisy = two_ranks({10.0, 14.0, 12.0}, {9.0, 13.0, 11.0});
+  const PassSamples comm = two_ranks({1.0, 1.0, 1.0}, {1.0, 1.0, 1.0});
+  EXPECT_TRUE(overlap_measurable(steady, comm));   // 1 s of communication, 0.1 s of spread
+  EXPECT_FALSE(overlap_measurable(noisy, comm));   // 4 s of spread hides it
+  const PassSamples once = two_ranks({10.0}, {10.0});
+  EXPECT_FALSE(overlap_measurable(once, two_ranks({1.0}, {1.0})));  // one repetition: no noise known
+}
+
+TEST(RingCase, EachRepetitionIsItsSlowestRankWithTheRankSpreadAndTheHiddenShare) {
+  RunOptions o;
+  o.seq = 1024;
+  const PassSamples full = two_ranks({2.0, 3.0}, {4.0, 1.0});
+  const std::vector<double> hidden = {0.2, 0.6, 1.0, 0.0};
+  const BenchCase c = ring_case("ring/fwd/zigzag", o, "zigzag", full, 8e12, 4e12, &hidden);
+  ASSERT_EQ(c.repetitions.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.repetitions[0].seconds, 4.0);
+  EXPECT_DOUBLE_EQ(c.repetitions[0].counters.at("rank_max_s"), 4.0);
+  EXPECT_DOUBLE_EQ(c.repetitions[0].counters.at("rank_min_s"), 2.0);
+  EXPECT_DOUBLE_EQ(c.repetitions[0].counters.at("tflops"), 2.0);
+  EXPECT_DOUBLE_EQ(c.repetitions[0].counters.at("peak_fraction"), 0.5);
+  EXPECT_DOUBLE_EQ(c.repetitions[0].counters.at("hidden_fraction"), 0.4);  // median of 0.2 and 0.6
+  EXPECT_DOUBLE_EQ(c.repetitions[0].counters.at("hidden_fraction_rank_min"), 0.2);
+  EXPECT_DOUBLE_EQ(c.repetitions[1].seconds, 3.0);
+  EXPECT_DOUBLE_EQ(c.repetitions[1].counters.at("hidden_fraction_rank_max"), 1.0);
+  EXPECT_EQ(c.labels.at("shape"), "B=1 S=1024 H=8/8 d=64 causal");
+  // Not measured: no hidden share at all, rather than a made-up one.
+  const BenchCase quiet = ring_case("ring/fwd/zigzag", o, "zigzag", full, 8e12, 0.0, nullptr);
+  EXPECT_EQ(quiet.repetitions[0].counters.count("hidden_fraction"), 0u);
+  EXPECT_EQ(quiet.repetitions[0].counters.count("peak_fraction"), 0u);
+}
+
+TEST(RunOptions, TheDefaultSequenceFitsTheRanksAndSaysSo) {
+  char prog[] = "rfa_run";
+  char* none[] = {prog, nullptr};
+  RunOptions o = parse_run_options(1, none);
+  EXPECT_EQ(fit_default_seq(o, 2), "");  // 8192 splits over 2 ranks
+  EXPECT_EQ(o.seq, 8192);
+  const std::string note = fit_default_seq(o, 3);
+  EXPECT_EQ(o.seq, 8190);  // zigzag: a multiple of 2P = 6
+  EXPECT_NE(note.find("S=8190"), std::string::npos);
+  char flag[] = "--seq", value[] = "8192";
+  char* given[] = {prog, flag, value, nullptr};
+  RunOptions explicit_seq = parse_run_options(3, given);
+  EXPECT_EQ(fit_default_seq(explicit_seq, 3), "");  // what the user asked for is never changed
+  EXPECT_EQ(explicit_seq.seq, 8192);
+}
+
+TEST(RunOptions, BadFlagsAreNamed) {
+  char prog[] = "rfa_run", bogus[] = "--bogus";
+  char* argv[] = {prog, bogus, nullptr};
+  try {
+    parse_run_options(2, argv);
+    FAIL() << "no error for an unknown flag";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--bogus"), std::string::npos);
+  }
+}
+
+TEST(ResultJson, GoogleBenchmarkLayoutWithContextRepetitionsAndMedian) {
+  BenchCase c;
+  c.name = "ring/fwd/\"odd\"";
+  c.labels = {{"suite", "ring"}};
+  c.counters = {{"bytes_moved", 64.0}};
+  for (double s : {0.003, 0.001, 0.002}) {
+    Repetition r;
+    r.seconds = s;
+    r.counters["tflops"] = 1.0 / s;
+    r.counters["hidden_fraction"] = s > 0.0025 ? NAN : 0.5;
+    c.repetitions.push_back(r);
+  }
+  const std::string path = ::testing::TempDir() + "rfa_result_json_test.json";
+  write_results_json(path, {{"git_commit", "abc"}, {"ranks", "2"}}, {c});
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string json = text.str();
+  std::remove(path.c_str());
+  EXPECT_NE(json.find("\"context\": {\n    \"git_commit\": \"abc\",\n    \"ranks\": \"2\""), std::string::npos);
+  EXPECT_NE(json.find("\"name\": \"ring/fwd/\\\"odd\\\"\""), std::string::npos);  // quotes escaped
+  EXPECT_NE(json.find("\"run_type\": \"iteration\""), std::string::npos);
+  EXPECT_NE(json.find("\"hidden_fraction\": null"), std::string::npos);  // NaN is not JSON
+  EXPECT_NE(json.find("\"aggregate_name\": \"median\""), std::string::npos);
+  EXPECT_NE(json.find("\"real_time\": 2,"), std::string::npos);  // the median repetition, in ms
+  EXPECT_NE(json.find("\"bytes_moved\": 64"), std::string::npos);
+  EXPECT_THROW(write_results_json("/nonexistent-folder/x.json", {}, {c}), Error);
+}
+
+}  // namespace
+}  // namespace rfa::perf
