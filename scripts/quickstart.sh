@@ -13,11 +13,17 @@ jobs=${RFA_JOBS:-$(nproc)}
 mode=${1:-}
 [ $# -gt 0 ] && shift
 
-usage() { sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+# The usage text is the header comment above: from its second line up to the first line
+# that is not a comment, without the leading "# ".
+usage() {
+  echo "usage: bash scripts/quickstart.sh run|test [flags]"
+  awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"
+}
 case "$mode" in
   run|test) ;;
   -h|--help|help) usage; exit 0 ;;
-  *) usage >&2; exit 2 ;;
+  "") { echo "quickstart: no mode given"; usage; } >&2; exit 2 ;;
+  *) { echo "quickstart: unknown mode '$mode'"; usage; } >&2; exit 2 ;;
 esac
 
 packages=(cmake make g++ gfortran pkg-config libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin
