@@ -37,7 +37,7 @@ inline double measure_fp32_fma_peak() {
   return best;
 }
 
-/// FlashAttention's FLOP convention (DESIGN.md §3): forward 4 B S_q S_k H d, halved when
+/// FlashAttention's FLOP convention (docs/architecture.md §3): forward 4 B S_q S_k H d, halved when
 /// causal (for S_q == S_k); backward 2.5x the forward.
 inline double attention_flops(double batch, double seq_q, double seq_k, double heads, double head_dim,
                               bool causal, bool backward) {

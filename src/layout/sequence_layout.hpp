@@ -1,4 +1,4 @@
-// Which global token positions each ring position holds (DESIGN.md §4). Every layout yields
+// Which global token positions each ring position holds (docs/architecture.md §4). Every layout yields
 // an rfa::PositionMap of one or two affine segments, which is all the kernels and the engine
 // ever see of it:
 //   contiguous: chunk r of P equal chunks            -> {r*S/P, 1, S/P}

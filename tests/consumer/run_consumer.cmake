@@ -1,5 +1,5 @@
 # The consumer test (cmake -P): install this build into a fresh prefix, then, as a new user
-# would from the README alone (docs/architecture.md §9), build each of the README's programs
+# would from the README alone (docs/architecture.md §7), build each of the README's programs
 # against it and run them on 2 ranks:
 #   - one outside CMake project per language (C, C++, Fortran), each the README's CMakeLists.txt
 #     block with its program block beside it, found with find_package(rfa);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Extracts every code block of the README so that tests can build it (docs/architecture.md §9).
+"""Extracts every code block of the README so that tests can build it (docs/architecture.md §7).
 
 Every fenced block must follow a marker line, invisible on the rendered page:
   <!-- readme-test: file DIR/NAME -->    written to OUT/DIR/NAME (built and run by a test)

@@ -1,4 +1,4 @@
-/* Wraps the README's CUDA C fragment: what it assumes exists (docs/architecture.md §9). */
+/* Wraps the README's CUDA C fragment: what it assumes exists (docs/architecture.md §7). */
 #include <stdio.h>
 #include <cuda_runtime.h>
 #include <rfa/rfa_mpi.h>

@@ -1,4 +1,4 @@
-! Wraps the README's CUDA Fortran fragment: what it assumes exists (docs/architecture.md §9).
+! Wraps the README's CUDA Fortran fragment: what it assumes exists (docs/architecture.md §7).
 subroutine readme_cuda_fragment(o, ring, stream, q, k, v, out, dout, lse, dq, dk, dv)
   use, intrinsic :: iso_c_binding
   use mpi_f08
