@@ -5,7 +5,7 @@
 #     block with its program block beside it, found with find_package(rfa);
 #   - the C and Fortran programs again with the MPI compiler wrappers and pkg-config alone.
 #   -DBUILD_DIR -DWORK_DIR -DBLOCKS_DIR (the README's extracted blocks) -DGENERATOR
-#   -DC_COMPILER -DCXX_COMPILER -DFortran_COMPILER -DWITH_FORTRAN -DMPICC -DMPIFORT
+#   -DC_COMPILER -DCXX_COMPILER -DFortran_COMPILER -DWITH_FORTRAN -DWITH_DOCS -DMPICC -DMPIFORT
 #   -DMPIEXEC -DMPIEXEC_FLAGS (a ;-list) -DLINK_FLAGS (for the consumer's programs)
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -26,6 +26,10 @@ foreach(f include/rfa/rfa.h include/rfa/rfa_mpi.h include/rfa/rfa_version.h incl
     message(FATAL_ERROR "consumer test: the install lacks ${f}")
   endif()
 endforeach()
+# The HTML reference (docs target, part of the default build) is installed too.
+if(WITH_DOCS AND NOT EXISTS ${prefix}/share/doc/rfa/html/index.html)
+  message(FATAL_ERROR "consumer test: the install lacks the HTML documentation (share/doc/rfa/html)")
+endif()
 if(NOT n_pc EQUAL 1)
   message(FATAL_ERROR "consumer test: the install has ${n_pc} rfa.pc files, not one")
 endif()
