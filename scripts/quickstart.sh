@@ -13,11 +13,12 @@ jobs=${RFA_JOBS:-$(nproc)}
 mode=${1:-}
 [ $# -gt 0 ] && shift
 
-# The usage text is the header comment above: from its second line up to the first line
-# that is not a comment, without the leading "# ".
+# The usage text is the header comment above (less its licence line): from its second line
+# up to the first line that is not a comment, without the leading "# ".
 usage() {
   echo "usage: bash scripts/quickstart.sh run|test [flags]"
-  awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"
+  awk '/SPDX-License-Identifier/ { next } NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' \
+    "${BASH_SOURCE[0]}"
 }
 case "$mode" in
   run|test) ;;

@@ -14,7 +14,7 @@ for mode in bogus ""; do
   fi
   grep -q "^usage: bash scripts/quickstart.sh run|test" <<<"$out" || fail "no usage line in: $out"
   grep -q "^  test \[args\]" <<<"$out" || fail "the usage misses the test mode: $out"
-  ! grep -q "set -euo\|^#\|cmake\b.*-S" <<<"$out" || fail "the usage shows script lines: $out"
+  ! grep -q "set -euo\|^#\|SPDX\|cmake\b.*-S" <<<"$out" || fail "the usage shows script lines: $out"
 done
 out=$(bash "$script" --help 2>&1) || fail "--help exited non-zero"
 grep -q "RFA_BUILD_DIR" <<<"$out" || fail "--help misses the environment: $out"
