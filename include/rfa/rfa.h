@@ -121,6 +121,20 @@ RFA_API const char* rfa_get_error_string(rfa_result_t code);
 RFA_API const char* rfa_get_last_error_message(void);
 
 /**
+ * @brief For language bindings (the Fortran module): records a failure that the binding found
+ *        itself (an array whose shape does not match the context, say) as the calling thread's
+ *        last error, so that rfa_get_last_error_message() reports it.
+ *
+ * Not collective. A binding that finds such an error in a collective call must still make
+ * the call fail on every rank (the Fortran module passes a NULL buffer, which every rank
+ * agrees on), then report the real reason with this.
+ * @param code the ::rfa_result_t to return; ::RFA_SUCCESS records nothing.
+ * @param message the message; NULL records "".
+ * @return code.
+ */
+RFA_API rfa_result_t rfa_report_binding_error(rfa_result_t code, const char* message);
+
+/**
  * @brief The version of the linked library.
  * @param[out] major,minor,patch may each be NULL.
  * @return ::RFA_SUCCESS.

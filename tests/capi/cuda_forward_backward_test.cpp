@@ -213,13 +213,16 @@ TEST(CudaContext, RefusesHostPointersAndUnsupportedHeadDims) {
   ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
   const std::size_t q_elems = std::size_t(o.batch * L * o.heads * o.head_dim),
                     kv_elems = std::size_t(o.batch * L * o.kv_heads * o.head_dim);
-  OnDevice q(q_elems * 2), k(kv_elems * 2), v(kv_elems * 2), out(q_elems * 2), lse(std::size_t(o.batch * o.heads * L) * 4);
+  OnDevice q(q_elems * 2), k(kv_elems * 2), v(kv_elems * 2), out(q_elems * 2);
+  OnDevice lse(std::size_t(o.batch * o.heads * L) * 4);
   std::vector<uint16_t> host_k(kv_elems);
   // Only rank 0 passes a host pointer: every rank must fail, naming it on rank 0.
   const void* k_arg = world_rank() == 0 ? static_cast<const void*>(host_k.data()) : k.get();
   const rfa_result_t rc = rfa_forward(ctx, q.get(), k_arg, v.get(), out.get(), static_cast<float*>(lse.get()));
   EXPECT_EQ(int(rc), int(RFA_ERROR_INVALID_ARGUMENT)) << rfa_get_last_error_message();
-  if (world_rank() == 0) EXPECT_NE(std::string(rfa_get_last_error_message()).find("k is host memory"), std::string::npos);
+  if (world_rank() == 0) {
+    EXPECT_NE(std::string(rfa_get_last_error_message()).find("k is host memory"), std::string::npos);
+  }
   ASSERT_RFA_OK(rfa_forward(ctx, q.get(), k.get(), v.get(), out.get(), static_cast<float*>(lse.get())));
   ASSERT_RFA_OK(rfa_context_synchronize(ctx));
   ASSERT_RFA_OK(rfa_context_destroy(ctx));

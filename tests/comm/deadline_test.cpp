@@ -35,14 +35,18 @@ TEST(Deadline, ExchangeWithASilentNeighbourTimesOutNamingIt) {
     Exchange x = comm.start_ring_exchange(send.data(), recv.data(), send.size());
     try {
       x.wait();
-      if (comm.prev() == silent) ADD_FAILURE() << "the exchange completed although ring position 1 never sent";
+      if (comm.prev() == silent) {
+        ADD_FAILURE() << "the exchange completed although ring position 1 never sent";
+      }
     } catch (const Error& e) {
       const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       EXPECT_EQ(e.code(), RFA_ERROR_TIMEOUT) << e.what();
       EXPECT_LE(waited, 1.5);
       const std::string message = e.what();
       // This rank's receive waits on prev; only the rank after the silent one names it as sender.
-      if (comm.prev() == silent) EXPECT_NE(message.find("ring position 1 did not send"), std::string::npos) << message;
+      if (comm.prev() == silent) {
+        EXPECT_NE(message.find("ring position 1 did not send"), std::string::npos) << message;
+      }
       EXPECT_NE(message.find("within 0.5 s"), std::string::npos) << message;
       try {
         comm.barrier();

@@ -95,6 +95,7 @@ program fortran_api_test
   dv = ieee_nan()
   call check_ok(rfa_forward(ring, q, k, v, out, lse), "forward")
   call check_ok(rfa_backward(ring, q, k, v, out, dout, lse, dq, dk, dv), "backward")
+  call check_wrong_shapes()
 
   call check_ok(rfa_scatter_bshd(ring, rout, eout), "scatter reference out")
   call check_ok(rfa_scatter_lse(ring, rlse, else_ref), "scatter reference lse")
@@ -200,6 +201,33 @@ contains
     integer(c_int16_t), intent(in) :: bits
     from_bf16 = transfer(ishft(int(bits, c_int32_t), 16), 0.0_c_float)
   end function
+
+  ! Arrays whose shape does not fit the context: every rank fails together, and the rank whose
+  ! array is wrong (only the last one here) says which array and which shape was expected.
+  subroutine check_wrong_shapes()
+    real(c_float), allocatable, target :: short_q(:,:,:,:), swapped_lse(:,:,:)
+    integer(c_int) :: status
+    if (rank == nranks - 1) then
+      allocate(short_q(D, H, L - 1, B))
+    else
+      allocate(short_q(D, H, L, B))
+    end if
+    short_q = 0
+    status = rfa_forward(ring, short_q, k, v, out, lse)
+    if (status /= RFA_ERROR_INVALID_ARGUMENT) then
+      call fail("forward with a short q must be RFA_ERROR_INVALID_ARGUMENT on every rank")
+    else if (rank == nranks - 1 .and. index(rfa_get_last_error_message(), "q has shape") == 0) then
+      call fail("short q message: " // rfa_get_last_error_message())
+    end if
+    allocate(swapped_lse(H, L, B))  ! (heads, tokens, batch) instead of (tokens, heads, batch)
+    swapped_lse = 0
+    status = rfa_backward(ring, q, k, v, out, dout, swapped_lse, dq, dk, dv)
+    if (H /= L .and. status /= RFA_ERROR_INVALID_ARGUMENT) then
+      call fail("backward with lse(H, L, B) must be RFA_ERROR_INVALID_ARGUMENT")
+    else if (H /= L .and. index(rfa_get_last_error_message(), "lse has shape") == 0) then
+      call fail("swapped lse message: " // rfa_get_last_error_message())
+    end if
+  end subroutine
 
   subroutine check_bf16_forward()
     type(rfa_context) :: ring16

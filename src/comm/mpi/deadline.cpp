@@ -34,15 +34,18 @@ int wait_within(MPI_Request* requests, int count, MPI_Status* statuses, double t
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(
                                            std::chrono::duration<double>(timeout_s));
-  // Poll without burning a core for long waits: spin briefly, then back off to 1 ms naps.
-  int polls = 0;
+  // Spin like MPI_Waitall for the first 50 ms (a ring step's exchange usually ends within it,
+  // and a nap there would add its length to the step), then nap 0.2 ms between polls so that
+  // a long wait does not burn a core.
+  const auto spin_until = clock::now() + std::chrono::milliseconds(50);
   for (;;) {
     int complete = 0;
     const int rc = MPI_Testall(count, requests, &complete, statuses);
     if (rc != MPI_SUCCESS || complete) return rc;
-    if (clock::now() >= deadline) break;
-    if (++polls > 1000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    else std::this_thread::yield();
+    const auto now = clock::now();
+    if (now >= deadline) break;
+    if (now < spin_until) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   std::vector<int> done(static_cast<std::size_t>(count), 0);
   for (int i = 0; i < count; ++i) {
