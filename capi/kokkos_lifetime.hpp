@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Kokkos is borrowed when the application initialized it and owned otherwise (docs/architecture.md §6.9).
 //
 // Kokkos 3.4 cannot be initialized again after Kokkos::finalize(), so an owned Kokkos is not

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the library, the public headers, the CMake package exporting rfa::rfa and the
 # pkg-config file rfa.pc (fortran/ adds rfa-fortran.pc).
 include(CMakePackageConfigHelpers)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # rfa quick start: installs what is missing (Debian 12), configures, builds, then
 #   run  [flags]  runs the main job (rfa_run) under mpiexec, one rank per core; flags go to rfa_run
 #   test [args]   builds the docs and runs the whole test suite through ctest; args go to ctest

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file rfa.h
  * @brief The C interface of rfa, ring (context-parallel) flash attention.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file rfa_mpi.h
  * @brief The entry points of rfa that take an MPI communicator.

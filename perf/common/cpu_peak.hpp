@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The single-core fp32 FMA peak of this machine, measured rather than looked up: a loop of
 // independent 8-wide FMA chains (enough of them to cover the FMA latency on two pipes), so
 // benchmarks can report the fraction of what this core actually sustains.

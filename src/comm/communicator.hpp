@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The ring communicator: the only way the engines talk to other ranks (docs/architecture.md §5).
 //
 // The interface names no MPI or NCCL type, so the engine is written once for every transport:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Exact attention over a sequence split across the ranks of a ring (docs/architecture.md §3-§5).
 //
 // Each rank holds the rows of Q, K and V at the global positions its layout gives it. In the

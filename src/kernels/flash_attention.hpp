@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Portable flash-attention kernels (Kokkos, host execution space). One call handles one
 // (Q block, K/V block) pair of the ring: masks are applied on global positions, so the
 // same call serves every layout and every ring step (docs/architecture.md §3-§4).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Forward flash attention on the host: one Kokkos team (of one thread) per
 // (batch, head, query tile); the tile's running max, sum and output stay in scratch while
 // the key tiles stream past (online softmax, docs/architecture.md §3).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "layout/sequence_layout.hpp"
 
 #include "core/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Which global token positions each ring position holds (docs/architecture.md §4). Every layout yields
 // an rfa::PositionMap of one or two affine segments, which is all the kernels and the engine
 // ever see of it:

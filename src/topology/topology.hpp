@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rfa::topology: topology-aware ring order (docs/architecture.md §5). One include for callers.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Measures whether a ring exchange progresses while the CPU computes (docs/architecture.md §5), for the
 // note in src/comm/communicator.hpp. Not a test: it prints numbers and asserts nothing.
 //

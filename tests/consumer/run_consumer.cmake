@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The consumer test (cmake -P): install this build into a fresh prefix, then, as a new user
 # would from the README alone (docs/architecture.md §7), build each of the README's programs
 # against it and run them on 2 ranks:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Position maps of the three layouts: exact maps, full coverage without duplicates, the
 // validation messages, and the causal work balance the layouts are chosen for.
 #include "layout/sequence_layout.hpp"

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Checks packaging/spack/packages/rfa/package.py without Spack: it parses, declares the
 variants cuda, nccl, fortran and hwloc with their dependencies, and its cmake_args map each
 variant onto an option the project really has. A tiny stand-in for Spack's package DSL records

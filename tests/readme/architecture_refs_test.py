@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Every `docs/architecture.md §N` (or §N.M) cited in the tree names a section (or numbered rule)
 that exists, and nothing cites the old DESIGN.md. Usage: architecture_refs_test.py SOURCE_DIR"""
 import os

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The README's environment table names every variable the sources read, and nothing else;
 the Doxygen main page's table names only variables the sources read.
 

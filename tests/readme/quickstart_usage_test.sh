@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # quickstart.sh with a wrong or missing mode: exit 2, say why, print the usage and nothing else
 # (it must stop before installing or building anything). --help: the same text, exit 0.
 set -u

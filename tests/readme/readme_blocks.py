@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Extracts every code block of the README so that tests can build it (docs/architecture.md §7).
 
 Every fenced block must follow a marker line, invisible on the rendered page:

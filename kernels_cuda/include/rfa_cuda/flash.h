@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rfa_cuda: flash attention kernels for NVIDIA GPUs (sm_80 and newer) behind a raw-pointer
  * interface. No Kokkos, no MPI: a params struct, a cudaStream_t and a status code.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The ring communicator over MPI with host buffers (docs/architecture.md §5).
 //
 // It is built from the application's communicator and this rank's ring position (computed by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The ring communicator over NCCL, for device buffers (docs/architecture.md §5).
 //
 // Creation. Collective over the parent MPI communicator: an MpiCommunicator is built first

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Wraps the README's CUDA C fragment: what it assumes exists (docs/architecture.md §7). */
 #include <stdio.h>
 #include <cuda_runtime.h>
