@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rfa_forward / rfa_backward: caller pointers -> unmanaged Kokkos views (host memory, or the
 // CUDA device's for a RFA_DEVICE_CUDA context) -> the ring engine.
 #include <string>

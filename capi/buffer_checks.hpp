@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Cheap checks on the caller's raw buffers: NULL pointers and overlapping outputs. A C API
 // cannot see how large a buffer really is, but it knows how large it must be, so two buffers
 // whose required byte ranges intersect are certainly aliased.

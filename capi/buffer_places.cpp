@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "buffer_places.hpp"
 
 #include "core/error.hpp"

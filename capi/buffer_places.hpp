@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Whether the caller's buffers are in the memory the context computes in (docs/architecture.md
 // §6): a host pointer handed to a CUDA context, or a device pointer to a host one, would make
 // the kernels fault or read garbage, so both are refused before any data moves.

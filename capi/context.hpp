@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What an rfa_context_t points at. The communicator is declared before the engine, so it is
 // built first and destroyed last: every strategy keeps a reference to it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rfa_context_create / _fint / destroy: the collective life of a ring.
 #include <mpi.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The non-collective questions a caller asks a context: its options, ring position and shard.
 #include <cstring>
 

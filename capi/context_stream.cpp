@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rfa_context_set_stream / rfa_context_synchronize: how a CUDA context's device work is
 // ordered with the caller's (docs/architecture.md §8). The engine enqueues every kernel and
 // copy on the caller's stream and returns without synchronizing the device.

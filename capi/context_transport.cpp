@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "context_transport.hpp"
 
 #include "comm/mpi/mpi_communicator.hpp"

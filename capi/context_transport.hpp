@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The communicator a new context gets: MPI on host memory, or a device transport (NCCL, or
 // MPI CUDA-aware / staged) for a CUDA context (docs/architecture.md §8).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "creation_agreement.hpp"
 
 #include <cmath>

@@ -1,4 +1,5 @@
-// The one small collective of rfa_context_create (DESIGN.md §6.7): every rank learns, from a
+// SPDX-License-Identifier: BSD-3-Clause
+// The one small collective of rfa_context_create (docs/architecture.md §6.7): every rank learns, from a
 // single MPI_Allgather over the application's communicator, whether every rank's arguments
 // were usable and whether all ranks passed the same options. Unlike comm/agreement.hpp (which
 // reports min and max), it names the disagreeing ranks, which is what a user needs to find

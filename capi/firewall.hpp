@@ -1,4 +1,5 @@
-// The exception firewall of the C ABI (DESIGN.md §6.3): every entry point runs its body
+// SPDX-License-Identifier: BSD-3-Clause
+// The exception firewall of the C ABI (docs/architecture.md §6.3): every entry point runs its body
 // through guard(), which turns any C++ exception into an rfa_result_t and records the
 // detailed message for rfa_get_last_error_message().
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "kokkos_lifetime.hpp"
 
 #include <Kokkos_Core.hpp>

@@ -1,4 +1,5 @@
-// Kokkos is borrowed when the application initialized it and owned otherwise (DESIGN.md §6.9).
+// SPDX-License-Identifier: BSD-3-Clause
+// Kokkos is borrowed when the application initialized it and owned otherwise (docs/architecture.md §6.9).
 //
 // Kokkos 3.4 cannot be initialized again after Kokkos::finalize(), so an owned Kokkos is not
 // finalized when the last context goes (a later rfa_context_create would then be impossible)

@@ -1,4 +1,5 @@
-// Reading and checking rfa_options_t (DESIGN.md §6.4): the caller's struct may be older
+// SPDX-License-Identifier: BSD-3-Clause
+// Reading and checking rfa_options_t (docs/architecture.md §6.4): the caller's struct may be older
 // (smaller) than this library's; fields it lacks take their defaults.
 #pragma once
 

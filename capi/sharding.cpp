@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Sharding helpers: whole-sequence tensors <-> this rank's rows, with and without a context.
 #include "buffer_checks.hpp"
 #include "context.hpp"

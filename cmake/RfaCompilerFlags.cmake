@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Compiler flags shared by every rfa target, collected in one interface target.
 add_library(rfa_build_flags INTERFACE)
 target_compile_options(rfa_build_flags INTERFACE

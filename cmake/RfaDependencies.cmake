@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Finds rfa's dependencies and presents each as one target:
 #   rfa::kokkos (always), MPI::MPI_CXX/MPI::MPI_C, rfa::hwloc, GTest::gtest, benchmark::benchmark.
 

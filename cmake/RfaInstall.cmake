@@ -1,4 +1,6 @@
-# Installs the library, the public headers and the CMake package exporting rfa::rfa.
+# SPDX-License-Identifier: BSD-3-Clause
+# Installs the library, the public headers, the CMake package exporting rfa::rfa and the
+# pkg-config file rfa.pc (fortran/ adds rfa-fortran.pc).
 include(CMakePackageConfigHelpers)
 set(RFA_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/rfa)
 
@@ -20,3 +22,8 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/rfaConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/rfaConfig.cmake ${PROJECT_BINARY_DIR}/rfaConfigVersion.cmake
         DESTINATION ${RFA_INSTALL_CMAKEDIR})
+
+# pkg-config: the prefix is relative to the .pc file, so `cmake --install --prefix P` works.
+set(RFA_INSTALL_PKGCONFIGDIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/rfa.pc.in ${PROJECT_BINARY_DIR}/rfa.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/rfa.pc DESTINATION ${RFA_INSTALL_PKGCONFIGDIR})

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # rfa_add_test(NAME name SOURCES ... [LIBS ...] [MPI_RANKS n ...] [LABELS ...])
 #
 # Builds one GoogleTest executable. Without MPI_RANKS it is registered once and runs as a

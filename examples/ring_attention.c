@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Ring attention from C: run with  mpiexec -n 2 ./rfa_example_c
  *
  * Each rank owns a slice of one long sequence. It asks rfa which global token positions it

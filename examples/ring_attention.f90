@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! Ring attention from Fortran: run with  mpiexec -n 2 ./rfa_example_fortran
 !
 ! Each rank owns a slice of one long sequence. It asks rfa which global token positions it

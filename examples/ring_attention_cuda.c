@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Ring attention on GPUs from C: run with  mpiexec -n 2 ./rfa_example_cuda_c
  *
  * The same ring as examples/ring_attention.c, with every tensor in GPU memory: the context is

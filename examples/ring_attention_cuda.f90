@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 !> Ring attention on GPUs from Fortran: run with  mpiexec -n 2 ./rfa_example_cuda_fortran
 !>
 !> The tensors live in GPU memory; rfa takes their addresses as type(c_ptr). This program is

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # One call on a lent GPU machine: build the kernels with nvcc alone, check them, time them.
 #   bash kernels_cuda/gpu_check.sh [quick]
 # Builds for the GPU it finds (sm_90 on Hopper), runs rfa_cuda_kernel_test, compute-sanitizer

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # rfa quick start: installs what is missing (Debian 12), configures, builds, then
 #   run  [flags]  runs the main job (rfa_run) under mpiexec, one rank per core; flags go to rfa_run
 #   test [args]   builds the docs and runs the whole test suite through ctest; args go to ctest
@@ -13,11 +14,18 @@ jobs=${RFA_JOBS:-$(nproc)}
 mode=${1:-}
 [ $# -gt 0 ] && shift
 
-usage() { sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+# The usage text is the header comment above (less its licence line): from its second line
+# up to the first line that is not a comment, without the leading "# ".
+usage() {
+  echo "usage: bash scripts/quickstart.sh run|test [flags]"
+  awk '/SPDX-License-Identifier/ { next } NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' \
+    "${BASH_SOURCE[0]}"
+}
 case "$mode" in
   run|test) ;;
   -h|--help|help) usage; exit 0 ;;
-  *) usage >&2; exit 2 ;;
+  "") { echo "quickstart: no mode given"; usage; } >&2; exit 2 ;;
+  *) { echo "quickstart: unknown mode '$mode'"; usage; } >&2; exit 2 ;;
 esac
 
 packages=(cmake make g++ gfortran pkg-config libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file rfa.h
  * @brief The C interface of rfa, ring (context-parallel) flash attention.
@@ -72,7 +73,7 @@ typedef enum rfa_mask_t {
 } rfa_mask_t;
 
 /**
- * @brief How the global sequence is split over the P ranks of the ring (DESIGN.md §4).
+ * @brief How the global sequence is split over the P ranks of the ring (docs/architecture.md §4).
  *
  * The ring position r (0..P-1) decides which tokens a rank holds.
  */
@@ -181,7 +182,7 @@ RFA_API rfa_result_t rfa_check_version_major(int header_major);
  * compiled against an older header keeps working (fields it does not know take their
  * defaults); fields a newer header appends are ignored by an older library.
  *
- * Shapes are those of DESIGN.md §2: the whole sequence has seq_total tokens, of which each of
+ * Shapes are those of docs/architecture.md §2: the whole sequence has seq_total tokens, of which each of
  * the P ranks holds seq_total / P (see ::rfa_layout_t for the divisibility rules).
  */
 typedef struct rfa_options_t {
@@ -346,7 +347,7 @@ RFA_API rfa_result_t rfa_context_synchronize(rfa_context_t context);
 /* ------------------------------------------------------------------------------------------ */
 /** @name Attention
  *
- * Tensors are this rank's shards, row-major (DESIGN.md §2), in host memory for a
+ * Tensors are this rank's shards, row-major (docs/architecture.md §2), in host memory for a
  * ::RFA_DEVICE_HOST context and in device memory of the context's GPU for a ::RFA_DEVICE_CUDA
  * one (checked with cudaPointerGetAttributes: a pointer to the wrong kind of memory fails with
  * ::RFA_ERROR_INVALID_ARGUMENT on every rank before any data moves), in the context's

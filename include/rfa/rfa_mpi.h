@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file rfa_mpi.h
  * @brief The entry points of rfa that take an MPI communicator.
@@ -52,7 +53,7 @@ RFA_API rfa_result_t rfa_context_create(MPI_Comm comm, const rfa_options_t* opti
 
 /**
  * @brief rfa_context_create() for a Fortran communicator handle (MPI_Fint, as in `integer`
- *        communicators and `comm%MPI_VAL` of `type(MPI_Comm)`).
+ *        communicators and <tt>comm\%MPI_VAL</tt> of <tt>type(MPI_Comm)</tt>).
  *
  * Collective over the communicator; converts it with MPI_Comm_f2c (which needs MPI to be
  * initialized: otherwise ::RFA_ERROR_INVALID_USAGE) and behaves as rfa_context_create().

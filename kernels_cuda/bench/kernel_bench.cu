@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Throughput of the rfa_cuda forward and backward kernels, FlashAttention's FLOP convention
 // (forward 4*B*S^2*H*d, halved when causal; backward 2.5x forward), CUDA events after
 // warm-up, median of the runs. The same shapes then go through

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """PyTorch peers for rfa_cuda_kernel_bench: times torch.nn.functional.scaled_dot_product_attention
 with each requested backend (FlashAttention-2 "flash", NVIDIA "cudnn") on the benchmark's shape
 and prints one line per measurement:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Global token positions and the causal mask as the kernels see them: a position map
 // flattened to two affine pieces, and the classification of a (query tile, key tile) pair
 // as skipped, partially masked or fully visible.

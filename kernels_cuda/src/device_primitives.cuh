@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Thin wrappers over the sm_80 instructions the flash kernels are built from:
 // cp.async (global -> shared copies that bypass registers), ldmatrix (shared -> mma fragments),
 // mma.sync m16n8k16 (tensor cores, fp32 accumulate), plus the XOR swizzle of shared tiles.

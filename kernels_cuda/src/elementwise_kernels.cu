@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Elementwise fp32 helpers the ring engine needs on the device besides the attention kernels:
 // adding an arrived dK/dV partial into this step's contribution, and filling a fresh lse with
 // -inf. Grid-stride loops: any count, one launch.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The public entry points: argument checks with readable messages, resolution of defaults
 // (scale, strides, position maps) and dispatch to the launchers. Nothing here throws.
 #include "rfa_cuda/flash.h"

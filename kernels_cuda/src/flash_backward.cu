@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // FlashAttention-2 backward: one CTA owns a tile of kBlockN key rows of one (batch, kv head)
 // and keeps their dK, dV in registers while it streams every query tile of every query head
 // of its GQA group (Q, dO, lse, D through shared memory, cp.async, two stages). dK and dV are

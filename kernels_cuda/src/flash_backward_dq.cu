@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // dQ of the backward without atomics, for the deterministic mode: one CTA owns kBlockM query
 // rows of one (batch, head), so every dQ row has exactly one writer and sums its key tiles in
 // a fixed order. The CTA keeps Q, dO and its dQ accumulator in registers and streams K and V

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // FlashAttention-2 forward: one CTA owns a tile of kBlockM query rows of one (batch, head),
 // streams the key/value tiles through shared memory (cp.async, two stages) and keeps the
 // output accumulator and the online-softmax state of its rows in registers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal, validated arguments handed from the host API (flash_api.cpp) to the kernel
 // launchers (*.cu). Strides are resolved (no zeros left) and lengths fit in int.
 #pragma once

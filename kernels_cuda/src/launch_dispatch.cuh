@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Host-side launch plumbing shared by the flash kernels: the (dtype, head_dim) dispatch to a
 // template instantiation, and a launch that first raises the dynamic shared-memory limit.
 #pragma once

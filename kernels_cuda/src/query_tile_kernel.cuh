@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the query-tile kernels share (the forward, and the deterministic backward's dQ pass):
 // which (batch, head, query tile) a CTA owns, its walk over the key tiles the mask leaves
 // visible, the double-buffered K/V loads, and the two warp-level products of their key loop,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Memory-bound helpers that work one (batch, position, head) row at a time, one warp per row:
 // D = rowsum(dO * O), the ring merge of partial outputs, and fp32 -> 16-bit conversion.
 #include <cuda_bf16.h>

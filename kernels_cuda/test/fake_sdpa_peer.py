@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Stands in for bench/sdpa_peer.py in the benchmark's peer-parsing test: what a real run can
 print, noise included (versions, a warning, a figure, per-measurement errors, a crash)."""
 import sys

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Correctness of the rfa_cuda kernels against the float64 reference (tests/reference):
 // fresh random inputs, outputs poisoned with NaN before every call, odd lengths, causal and
 // not, GQA, both dtypes and head dims, segment position maps, fp32 accumulate modes, the

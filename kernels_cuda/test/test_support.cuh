@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Small host helpers shared by the kernel test and the benchmark: a device buffer that frees
 // itself, conversion between double and the 16-bit storage types, and check macros.
 #pragma once

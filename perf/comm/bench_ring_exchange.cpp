@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rfa_comm_bench: the ring exchange of src/comm alone (every rank sends a buffer to the next
 // ring position and receives one from the previous), per message size, with no attention
 // around it. It bounds what the ring can hide: a K/V block of B*L*Hkv*d elements in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The single-core fp32 FMA peak of this machine, measured rather than looked up: a loop of
 // independent 8-wide FMA chains (enough of them to cover the FMA latency on two pipes), so
 // benchmarks can report the fraction of what this core actually sustains.
@@ -37,7 +38,7 @@ inline double measure_fp32_fma_peak() {
   return best;
 }
 
-/// FlashAttention's FLOP convention (DESIGN.md §3): forward 4 B S_q S_k H d, halved when
+/// FlashAttention's FLOP convention (docs/architecture.md §3): forward 4 B S_q S_k H d, halved when
 /// causal (for S_q == S_k); backward 2.5x the forward.
 inline double attention_flops(double batch, double seq_q, double seq_k, double heads, double head_dim,
                               bool causal, bool backward) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The frame the MPI programs of perf/ run in: MPI and Kokkos set up and torn down around the body,
 // and an rfa::Error that escapes it reported with the program's name and the rank.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "result_json.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "run_context.hpp"
 
 #if RFA_PERF_HAVE_MPI

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Provenance of a benchmark run: where, on what and with which software it ran. Every
 // program in perf/ puts these fields in the "context" block of its JSON, so the comparator
 // (perf/compare) can tell a regression from a different machine or configuration.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Benchmark of the portable flash kernels on one host thread.
 //
 // Prints, per (pass, dtype, mask): GFLOP/s by FlashAttention's convention, the fraction of

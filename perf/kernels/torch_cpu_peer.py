@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """PyTorch's CPU flash-attention kernel on one thread, as the peer of rfa's kernel benchmark.
 
 Prints one JSON object per configuration: {"dtype", "causal", "fwd_ms", "bwd_ms"}.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rfa_ring_bench: ring efficiency and hidden communication, per layout.
 //
 //   efficiency = (single-rank time on the full sequence) / (P x ring time)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The main job's correctness check: this rank's shard of the results against the single-rank
 // kernels run in fp32 on the full sequence. Each rank computes only what its own rows need
 // (its queries against all keys, all queries against its keys), using the kernels' global

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rfa_run: the main job. Ring attention forward and backward on an embedded problem split
 // over the MPI ranks: a warm-up, timed repetitions, an optional check against the
 // single-rank kernels, and runs that measure how much communication compute hid. It says

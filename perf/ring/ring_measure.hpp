@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Timing of ring passes for the main job and the ring benchmark: every repetition's time on
 // every rank is kept, so figures come with their spread over repetitions and ranks instead
 // of one rank's best run, and the same samples feed the JSON results.

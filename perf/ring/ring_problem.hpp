@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A reproducible distributed problem for the main job and the ring benchmark. Every value
 // is a hash of (tensor, batch, global position, head, dim), so each rank fills its shard -- or
 // the whole sequence, for a check -- without anyone holding or sending the global tensors.

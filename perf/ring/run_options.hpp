@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Command-line options of the main job (rfa_run). Every rank parses the same argv, so every
 // rank reaches the same verdict on bad flags without talking to the others.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "strategy_compare.hpp"
 
 #include <Kokkos_Core.hpp>

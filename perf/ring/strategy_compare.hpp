@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rfa_ring_bench --strategy: the context-parallel strategies side by side on one problem, in
 // one run: time (best of --repeat, slowest rank), bytes each rank sent (counted by the
 // engines) and the engine workspace each rank allocated (counted by its Workspace; the tests

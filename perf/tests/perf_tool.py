@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Loads one of perf/'s scripts (compare, plot, suite: files without a .py suffix) as a module,
 so the tests call its functions directly."""
 import importlib.machinery

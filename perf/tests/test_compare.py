@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Tests of perf/compare on synthetic result files: a clear regression is flagged, noise is
 not, a correctness mismatch always is, an unknown machine or case is a new baseline, and too
 few repetitions give no verdict."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Tests of perf/plot on synthetic result files: every figure is drawn from what the files
 hold, strategies other than the ring get their own bars, and an exact zero error does not
 break the logarithmic error figure."""

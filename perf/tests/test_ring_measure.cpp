@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The arithmetic behind the main job's and the ring benchmark's figures (perf/ring), and the
 // one JSON writer (perf/common), on hand-made samples: no MPI, no timing.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rfa_ring_edges: counts the ring edges that leave a node or change socket, for identity and
 // topology order.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "ring_edges_report.hpp"
 
 #include <iomanip>

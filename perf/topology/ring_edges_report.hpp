@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The table rfa_ring_edges prints: edge counts of identity and topology order for one key set.
 #pragma once
 

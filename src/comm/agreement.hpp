@@ -1,4 +1,5 @@
-// Collective validation (DESIGN.md §6.7): when one rank finds a problem, every rank must fail,
+// SPDX-License-Identifier: BSD-3-Clause
+// Collective validation (docs/architecture.md §6.7): when one rank finds a problem, every rank must fail,
 // none may be left waiting in a collective the failing rank never reaches.
 #pragma once
 

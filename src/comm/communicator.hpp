@@ -1,4 +1,5 @@
-// The ring communicator: the only way the engines talk to other ranks (DESIGN.md §5).
+// SPDX-License-Identifier: BSD-3-Clause
+// The ring communicator: the only way the engines talk to other ranks (docs/architecture.md §5).
 //
 // The interface names no MPI or NCCL type, so the engine is written once for every transport:
 // src/comm/mpi/ implements it over MPI with host buffers; a device-memory NCCL implementation

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The communicator for a context whose tensors are in CUDA device memory.
 #pragma once
 

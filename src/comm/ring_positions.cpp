@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "comm/ring_positions.hpp"
 
 #include <sstream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Checks that the ring positions the ranks chose form a permutation of 0..P-1, so that the
 // ring is one cycle over all ranks. Pure (no communication): every rank runs it on the same
 // gathered array and so reaches the same verdict.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Which transport moves device buffers (docs/architecture.md §8): NCCL, or MPI (CUDA-aware
 // when the library says so at run time, otherwise staged through pinned host memory). The
 // parts that need neither a GPU nor MPI live here so they are tested on any machine.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Storage types of rfa and their conversions to and from fp32. Kokkos 3.4 has no
 // bfloat16 and its half type depends on the backend, so rfa carries its own 16-bit
 // storage types: plain bit patterns, converted with round-to-nearest-even. All

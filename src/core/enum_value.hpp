@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The integer a caller stored in an enum-typed argument or field.
 //
 // C passes any int in an enum; in C++ an enum without a fixed underlying type may only hold

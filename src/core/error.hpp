@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The one exception type of the C++ core. The C API's firewall (capi/) maps it to
 // rfa_result_t; nothing else may escape the core.
 #pragma once

@@ -1,4 +1,5 @@
-// Global token positions of the rows a rank holds (DESIGN.md §4). Every layout is described
+// SPDX-License-Identifier: BSD-3-Clause
+// Global token positions of the rows a rank holds (docs/architecture.md §4). Every layout is described
 // by one or two affine segments, so one masking rule serves contiguous, zigzag and stripe
 // layouts alike: the kernels never know which layout produced the map.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "device/cuda_error.hpp"
 
 #include "core/error.hpp"

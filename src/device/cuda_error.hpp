@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Turns CUDA runtime return codes into rfa::Error(RFA_ERROR_CUDA), naming the call.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Owning wrappers of CUDA streams and events, and a guard that makes a device current for a
 // scope. Destructors never throw: a failure there is printed, not raised.
 #pragma once

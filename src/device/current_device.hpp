@@ -1,4 +1,5 @@
-// The CUDA device rfa works on: always the caller's current device (DESIGN.md §5). rfa never
+// SPDX-License-Identifier: BSD-3-Clause
+// The CUDA device rfa works on: always the caller's current device (docs/architecture.md §5). rfa never
 // picks a device behind the application's back; select_device.hpp offers an explicit helper.
 #pragma once
 

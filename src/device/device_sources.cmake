@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The CUDA device helpers (current device, device selection by local rank, stream/event
 # wrappers): plain C++ over the CUDA runtime API, built when CUDA is on.
 #

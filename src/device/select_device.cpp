@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "device/select_device.hpp"
 
 #include <cuda_runtime_api.h>

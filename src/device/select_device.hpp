@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // An optional helper for jobs that start one rank per GPU (Slurm, mpiexec): choose the device
 // from the node-local rank. rfa itself always uses the caller's current device; call this
 // before creating anything that touches the GPU (Kokkos, an NCCL communicator) if the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The KV all-gather schedule (engine/allgather_attention.hpp).
 #include "engine/allgather_attention.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // KV all-gather (Llama 3's context parallelism, docs/architecture.md §8): every rank keeps its
 // queries and gathers K and V of the whole sequence, one chunk of K/V heads at a time, then
 // attends to them with its own queries. The gather of chunk c+1 is in flight (polled between

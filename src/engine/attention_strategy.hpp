@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One interface over the context-parallel strategies (docs/architecture.md §8): the ring,
 // Ulysses, KV all-gather and the hybrid Ulysses x ring grid are schedules over the same two
 // seams, and callers (the C API, the benchmark) hold any of them through this class.

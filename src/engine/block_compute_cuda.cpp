@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CudaBlockCompute: the engine's block operations as kernels_cuda launches on one stream.
 #include "engine/block_compute_cuda.hpp"
 

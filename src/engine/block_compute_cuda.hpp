@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The "compute one block" seam on a CUDA device (docs/architecture.md §8): kernels_cuda on
 // Views in Kokkos::CudaSpace, every launch on the context's stream, nothing copied to the
 // host. Same calls as HostBlockCompute, so the ring schedule is shared. Exists only when

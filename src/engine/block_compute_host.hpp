@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The "compute one block" seam on the host (docs/architecture.md §8): the portable Kokkos
 // kernels of src/kernels on host Views. The ring schedule (ring_forward.cpp,
 // ring_backward.cpp) is written once over this interface; block_compute_cuda.hpp is the

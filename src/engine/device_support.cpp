@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "engine/device_support.hpp"
 
 #include "core/dtype.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What each place the engine runs in accepts, checked when a ring is configured (before any
 // device is touched or any byte moves), so an unsupported problem fails at context creation
 // with RFA_ERROR_UNSUPPORTED instead of at the first kernel launch.

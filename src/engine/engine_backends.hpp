@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Which places the engine can run in this build (docs/architecture.md §8): always the host;
 // the CUDA devices too when Kokkos was built with its CUDA backend (then the engine's device
 // buffers are Views in Kokkos::CudaSpace and kernels_cuda computes the blocks).

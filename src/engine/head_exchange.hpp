@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The all-to-all between "every rank holds some rows of the sequence for all heads" and "every
 // rank holds all rows of its group for H/P heads" (docs/architecture.md §8), over a
 // communicator of P ranks, in both directions. Ulysses is this exchange around one local

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "engine/head_routing.hpp"
 
 #include "core/error.hpp"

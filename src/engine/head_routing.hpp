@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Which heads each rank of a Ulysses group attends to, and which K/V heads it therefore needs
 // (docs/architecture.md §8).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The hybrid schedule (engine/hybrid_attention.hpp): the Ulysses all-to-all inside a group
 // around the ring engine across groups.
 #include "engine/hybrid_attention.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The hybrid Ulysses x ring grid (docs/architecture.md §8): P = Pu x Pr ranks. Ring position p
 // is in Ulysses group j = p / Pu (Pu consecutive positions: the ranks of one node in topology
 // order) at place u = p % Pu. The layout applies at the group level: group j holds the rows the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "engine/ring_attention.hpp"
 
 #include "core/error.hpp"

@@ -1,4 +1,5 @@
-// Exact attention over a sequence split across the ranks of a ring (DESIGN.md §3-§5).
+// SPDX-License-Identifier: BSD-3-Clause
+// Exact attention over a sequence split across the ranks of a ring (docs/architecture.md §3-§5).
 //
 // Each rank holds the rows of Q, K and V at the global positions its layout gives it. In the
 // forward, the K/V blocks travel around the ring (step s computes on the block that started

@@ -1,4 +1,5 @@
-// The ring backward (DESIGN.md §3). K/V blocks travel as in the forward; each block's dK/dV
+// SPDX-License-Identifier: BSD-3-Clause
+// The ring backward (docs/architecture.md §3). K/V blocks travel as in the forward; each block's dK/dV
 // travels with it, one hop behind: at step s a rank computes its contribution to block j's
 // gradient into a zeroed local buffer (while the partial sum from the ranks before it is
 // still arriving), then adds the arrived partial and sends the sum on. After P steps every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What every rank of a ring must agree on before any tensor moves.
 #pragma once
 

@@ -1,4 +1,5 @@
-// The ring forward (DESIGN.md §3): step s computes this rank's queries against the K/V block
+// SPDX-License-Identifier: BSD-3-Clause
+// The ring forward (docs/architecture.md §3): step s computes this rank's queries against the K/V block
 // that started s positions upstream while the block for step s+1 is already travelling, then
 // merges the block's fp32 partial into the running output.
 #include <limits>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The data movement of a sequence <-> head transpose (Ulysses, docs/architecture.md §8), on the
 // host: packing head ranges of a local bshd tensor into one block per rank, placing received
 // rows at their global positions in a full-sequence tensor, and the way back.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The argument checks every strategy runs on its local tensors before anything moves
 // (docs/architecture.md §6.7): the dtype the context was configured for and each tensor's
 // shape, with messages naming the tensor. Callers run them inside comm::check_everywhere, so

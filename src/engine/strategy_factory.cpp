@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // make_strategy(): the one place that turns a StrategyChoice into an engine
 // (engine/attention_strategy.hpp).
 #include <string>

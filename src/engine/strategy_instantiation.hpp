@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Explicit instantiation of a strategy engine's forward and backward for the three storage
 // dtypes, in the engine's .cpp (the templates are defined there, not in the header).
 #pragma once

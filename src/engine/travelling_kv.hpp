@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The K/V blocks as they travel around the ring, shared by the forward and the backward:
 // at step s the rank computes on the block it holds while that block is already on its way
 // to the next rank and the following one arrives from the previous rank, double-buffered.

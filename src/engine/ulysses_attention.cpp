@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Ulysses schedule (engine/ulysses_attention.hpp): all-to-all, one local attention,
 // all-to-all back, over the same two seams as the ring (docs/architecture.md §8).
 #include "engine/ulysses_attention.hpp"

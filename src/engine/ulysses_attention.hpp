@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Ulysses (DeepSpeed) sequence parallelism (docs/architecture.md §8): input and output stay
 // sharded by sequence as for the ring (each rank holds the rows its layout gives it, all
 // heads). An all-to-all turns [B][S/P][H][D] into [B][S][H/P][D], with every received row placed

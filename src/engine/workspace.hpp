@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Engine buffers are allocated only through a Workspace, which counts their bytes: the
 // per-rank memory formula in the README is checked against this count in the tests.
 #pragma once

@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Portable flash-attention kernels (Kokkos, host execution space). One call handles one
 // (Q block, K/V block) pair of the ring: masks are applied on global positions, so the
-// same call serves every layout and every ring step (DESIGN.md §3-§4).
+// same call serves every layout and every ring step (docs/architecture.md §3-§4).
 //
 // Layouts: q, out, dout, dq: [batch][seq_q][heads][head_dim]; k, v, dk, dv:
 // [batch][seq_k][kv_heads][head_dim]; lse, delta: [batch][heads][seq_q], fp32, natural log.
@@ -70,7 +71,7 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
                    Tensor4<const T> v, Tensor4<TOut> out, Tensor3<float> lse,
                    const ProgressHook& progress = ProgressHook());
 
-/// Merges one block's fp32 partial into the running result (DESIGN.md §3):
+/// Merges one block's fp32 partial into the running result (docs/architecture.md §3):
 ///   out <- out - sigmoid(block_lse - lse) (out - block_out),  lse <- lse - logsigmoid(lse - block_lse)
 /// Rows whose block saw no key (block_lse = -inf) are left untouched.
 void merge_partial(Tensor4<float> out, Tensor3<float> lse, Tensor4<const float> block_out,
@@ -80,7 +81,7 @@ void merge_partial(Tensor4<float> out, Tensor3<float> lse, Tensor4<const float> 
 template <class T>
 void narrow(Tensor4<const float> from, Tensor4<T> to);
 
-/// delta[b][h][i] = sum_d dout[b][i][h][d] * out[b][i][h][d], in fp32 (DESIGN.md §3).
+/// delta[b][h][i] = sum_d dout[b][i][h][d] * out[b][i][h][d], in fp32 (docs/architecture.md §3).
 template <class T, class TOut>
 void compute_delta(const AttentionParams& p, Tensor4<const T> dout, Tensor4<const TOut> out,
                    Tensor3<float> delta);

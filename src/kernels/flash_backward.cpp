@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Backward flash attention on the host (FlashAttention-2 order): one Kokkos team per
 // (batch, kv head, range of key tiles). A team owns dK and dV of its key tiles, so they
 // accumulate in scratch without synchronization while every query tile of every head of

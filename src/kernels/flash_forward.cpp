@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Forward flash attention on the host: one Kokkos team (of one thread) per
 // (batch, head, query tile); the tile's running max, sum and output stay in scratch while
-// the key tiles stream past (online softmax, DESIGN.md §3).
+// the key tiles stream past (online softmax, docs/architecture.md §3).
 #include <cmath>
 #include <limits>
 

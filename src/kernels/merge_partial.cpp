@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The online-softmax merge of ring partials and the fp32 -> storage narrowing.
 #include <cmath>
 

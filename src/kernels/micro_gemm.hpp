@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The register-blocked matrix-product core shared by the forward and backward kernels.
 //
 // Every product in flash attention (S = Q K^T, O += P V, dP = dO V^T, dV += P^T dO,

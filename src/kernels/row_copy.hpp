@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Row conversions between storage and the fp32 tile buffers. A row of a bshd tensor (d values
 // of one token and head) is contiguous, so packing goes row by row through plain pointers,
 // which the compiler vectorizes; per-element 4-D view indexing costs more than the products.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Hands out consecutive, cache-line aligned pieces of one team-scratch block. A kernel carves
 // its buffers twice with the same code: once without a block, to count the bytes it must ask
 // Kokkos for, and once in the real block, so the size and the layout cannot disagree.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // An 8-lane fp32 vector for the host kernels. With GCC/Clang on the host it is a native
 // vector (AVX2: one ymm register; narrower ISAs split it), so the micro-kernels compile to
 // FMAs on whole registers without intrinsics tied to one ISA. Elsewhere (a device compiler,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shape and pointer checks shared by the kernel entry points: each names the tensor and
 // the expected shape so a caller can see at once what is wrong.
 #pragma once

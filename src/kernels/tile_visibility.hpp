@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Which part of a (query tile, key tile) block the mask lets through, decided from the
 // position ranges alone so fully masked tiles are skipped and fully visible ones pay no
 // per-element test.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "layout/distributed_gather.hpp"
 
 #include <vector>

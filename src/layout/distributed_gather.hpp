@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reassembles a sharded tensor on every rank: all-gather the shards over the ring
 // communicator, then place rank r's rows at positions(layout, S, P, r). For tests and result
 // checks (it needs the whole tensor in memory on every rank), never for the engine.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "layout/sequence_layout.hpp"
 
 #include "core/error.hpp"
@@ -36,7 +37,9 @@ void validate_shape(rfa_layout_t layout, std::int64_t seq_len, int ranks) {
                                                         : "it cuts the sequence into P equal chunks";
     fail(RFA_ERROR_INVALID_ARGUMENT, "the ", layout_name(layout), " layout needs the global sequence length S to be a multiple of ",
          divisor, " = ", chunks, " (", why, "), but S = ", seq_len, " and P = ", ranks,
-         ". Pad the sequence to S = ", padded, " (masking the padding), or choose a rank count P that ",
+         ". Pad the end of the sequence to S = ", padded,
+         " (rfa has no padding mask: only under the causal mask do tokens appended at the end leave every "
+         "earlier token's output unchanged; drop their rows and give them a zero dout), or choose a rank count P that ",
          layout == RFA_LAYOUT_ZIGZAG ? "makes 2 * P divide S" : "divides S");
   }
 }

@@ -1,4 +1,5 @@
-// Which global token positions each ring position holds (DESIGN.md §4). Every layout yields
+// SPDX-License-Identifier: BSD-3-Clause
+// Which global token positions each ring position holds (docs/architecture.md §4). Every layout yields
 // an rfa::PositionMap of one or two affine segments, which is all the kernels and the engine
 // ever see of it:
 //   contiguous: chunk r of P equal chunks            -> {r*S/P, 1, S/P}

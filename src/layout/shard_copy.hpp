@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Copies between a global tensor and one rank's shard of it, for setting up inputs, checking
 // results and the C API's convenience helpers. Host memory, plain row-major pointers (a Kokkos
 // host View's data() works; so does a Fortran array): the caller owns both buffers.

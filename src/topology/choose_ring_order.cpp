@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "topology/choose_ring_order.hpp"
 
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The collective entry point: gather keys, pick the order the policy asks for, say where this
 // rank sits. The caller applies it with MPI_Comm_split(parent, 0, position, &ring) (src/comm/).
 #pragma once

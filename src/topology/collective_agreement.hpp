@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Making a step's failure everybody's failure: a collective must fail on every rank with the
 // same error, never leave the ranks that did not fail waiting in the next collective.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Collecting every rank's key, and the node-local rank, over MPI.
 #pragma once
 

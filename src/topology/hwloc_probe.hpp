@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What hwloc can tell about this process's place in the machine. Kept apart from the key so
 // that the build without hwloc swaps one small file (hwloc_probe_none.cpp) and nothing else.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Build without hwloc (RFA_ENABLE_HWLOC=OFF): nothing is known beyond host and PCI bus id.
 #include "topology/hwloc_probe.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "topology/local_key.hpp"
 
 #include <unistd.h>

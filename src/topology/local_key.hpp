@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Building this rank's key from the host name, the environment and (when built in) hwloc.
 #pragma once
 

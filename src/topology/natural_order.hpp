@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Natural ("human") string order: digit runs compare as numbers, so "node2" < "node10".
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Which ring order to use: the caller's rfa_ring_order_t, refined by RFA_RING_ORDER, and the
 // text of an order file. Pure functions; the collective wrappers live in choose_ring_order.cpp.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "topology/rank_key.hpp"
 
 #include <cctype>

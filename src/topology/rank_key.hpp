@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // RankKey: what one rank knows about where it runs, in a fixed-size POD so that keys can be
 // all-gathered as raw bytes (MPI_Allgather of MPI_BYTE) and compared on every rank alike.
 #pragma once

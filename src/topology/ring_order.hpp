@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The ring order as a pure function of the gathered keys: every rank computes the same order
 // from the same bytes, so no rank has to tell the others where they sit.
 #pragma once

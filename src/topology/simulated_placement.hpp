@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Keys of an imaginary job, for tests and the edge-count tool: NODES nodes of GPUS GPUs each,
 // ranks placed block-wise (rank r on node r / GPUS) or cyclically (rank r on node r % NODES).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Provenance: the gathered keys and the chosen order as one JSON document (RFA_TOPO_DUMP).
 #pragma once
 

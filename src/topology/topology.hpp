@@ -1,4 +1,5 @@
-// rfa::topology: topology-aware ring order (DESIGN.md §5). One include for callers.
+// SPDX-License-Identifier: BSD-3-Clause
+// rfa::topology: topology-aware ring order (docs/architecture.md §5). One include for callers.
 #pragma once
 
 #include "rfa/rfa_config.h"

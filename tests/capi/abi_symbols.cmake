@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # ABI hygiene of librfa (run with cmake -P): every exported dynamic symbol is rfa_* (plus the
 # version node of rfa.map), the soname carries the major version, and the C API's entry
 # points are really there (so the check cannot pass on an empty or wrong file).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The C API from a program compiled as C99 (not C++): the header must be pure C, and a whole
  * create / forward / backward / destroy cycle must work from C. Run under mpiexec -n 2.
  *

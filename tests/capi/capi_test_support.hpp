@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Helpers for the C API tests: world rank/size, random tensors stored in any rfa dtype, and
 // checking a call's code together with its message.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The C API on CUDA devices end to end (issue #9): tensors in device memory, the engine's
 // blocks computed by kernels_cuda on the caller's stream, K/V and dK/dV moved by the device
 // transport (RFA_TRANSPORT picks it: MPI, staged or CUDA-aware, with ranks sharing one GPU;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The C API end to end: every layout, both masks, every dtype, GQA, on 1-4 ranks; each rank's
 // shard of out, lse, dq, dk, dv is compared with the float64 reference on the whole sequence.
 #include <gtest/gtest.h>

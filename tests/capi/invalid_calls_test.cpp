@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Bad input through the C API: every call below is invalid, and each must return the right
 // code with a message that tells the user what to fix. None may crash or hang, on any rank.
 #include <gtest/gtest.h>

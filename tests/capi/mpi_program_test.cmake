@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # rfa_add_mpi_program_test(NAME test_name TARGET target RANKS n [TIMEOUT s])
 #
 # Registers a plain program (C, Fortran or an example: not a GoogleTest suite) as a CTest test

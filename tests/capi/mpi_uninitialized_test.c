@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rfa never initializes MPI: creating a context before MPI_Init must fail with
  * RFA_ERROR_INVALID_USAGE and say so, from C, without touching MPI. Runs without mpiexec. */
 #include <stdio.h>

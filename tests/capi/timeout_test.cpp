@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Deadlines on the MPI path (issue #14): under mpiexec -n 2..4, the last rank enters a call
 // late. Later than options.timeout_s: every rank returns RFA_ERROR_TIMEOUT (the punctual ones
 // within the deadline plus a second), with a message naming the operation, and the context is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Collective validation: a problem seen on one rank fails every rank, none hangs.
 #include "comm/agreement.hpp"
 

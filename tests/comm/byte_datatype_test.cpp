@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The derived datatype that carries byte counts above INT_MAX: its size and extent are exact.
 #include "comm/mpi/byte_datatype.hpp"
 

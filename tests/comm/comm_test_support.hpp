@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Helpers shared by the communicator tests: the world's size and rank, recognisable byte
 // patterns, and expecting an rfa::Error with a given code.
 #pragma once

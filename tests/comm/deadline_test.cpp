@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Deadlines of the MPI communicator (src/comm/mpi/deadline.hpp) under mpiexec -n 2..4: a ring
 // exchange whose neighbour never starts its side fails with RFA_ERROR_TIMEOUT naming that
 // neighbour, within the deadline plus a second, and leaves the communicator refusing work;

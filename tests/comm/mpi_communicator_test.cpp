@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The MPI ring communicator under mpiexec -n 1..4: creation and ring positions, ring
 // exchanges (several in flight, large, through the derived datatype), collectives, and the
 // translation of MPI failures into rfa::Error.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A plain process that initializes and finalizes MPI itself (an MPI singleton): a communicator
 // destroyed after MPI_Finalize must not call MPI, and creating one afterwards is a usage error.
 #include <gtest/gtest.h>

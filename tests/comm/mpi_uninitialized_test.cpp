@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A plain process (no mpiexec, MPI never initialized): creating an MPI communicator must be a
 // clear usage error, not a crash, because rfa never initializes MPI itself.
 #include <gtest/gtest.h>

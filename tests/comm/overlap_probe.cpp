@@ -1,4 +1,5 @@
-// Measures whether a ring exchange progresses while the CPU computes (DESIGN.md §5), for the
+// SPDX-License-Identifier: BSD-3-Clause
+// Measures whether a ring exchange progresses while the CPU computes (docs/architecture.md §5), for the
 // note in src/comm/communicator.hpp. Not a test: it prints numbers and asserts nothing.
 //
 //   mpiexec -n 2 ./comm_overlap_probe [bytes=4194304] [compute_us=5000] [repeats=30]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The permutation check behind MpiCommunicator's creation, without MPI.
 #include "comm/ring_positions.hpp"
 

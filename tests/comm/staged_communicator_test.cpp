@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The staged transport's state machine (src/comm/staged) on the host, under mpiexec -n 1..4:
 // a fake staging device whose "device" memory is host memory and whose copies complete late
 // and out of order, so that the ordering rules (exchanges reach MPI in the order they were

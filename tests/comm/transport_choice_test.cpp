@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Which transport a CUDA context gets (src/comm/transport.hpp): the option, RFA_TRANSPORT
 // overriding it, what a build without NCCL must refuse, and the message for two ranks on one
 // GPU under NCCL. Pure functions: no GPU, no MPI.

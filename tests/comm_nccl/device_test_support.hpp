@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the NCCL tests need around CUDA: whether every rank can run them (agreed across ranks,
 // so all skip or none), and device buffers filled from / read back to host byte vectors.
 #pragma once

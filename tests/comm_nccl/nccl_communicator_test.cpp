@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The NCCL ring communicator under mpiexec -n 1 and 2. On a machine without a CUDA device
 // (or with fewer devices than ranks per node) the GPU tests skip, all ranks together, with
 // the reason; the NcclWithoutDevice tests run there instead and skip on a GPU machine.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // RFA_NCCL_TIMEOUT_S parsing and precedence (no GPU, no MPI needed).
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Small MPI helpers shared by the suites that run under mpiexec.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Helpers for comparing rfa tensors with the float64 reference, shared by the kernel and
 // engine suites.
 #pragma once

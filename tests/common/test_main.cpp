@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // GoogleTest main for single-process suites: Kokkos lives for the whole run.
 #include <gtest/gtest.h>
 

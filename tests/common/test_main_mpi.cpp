@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // GoogleTest main for suites run under mpiexec. Every rank runs every test; only rank 0
 // prints, and the exit code is agreed across ranks so a failure on any rank fails the test.
 #include <gtest/gtest.h>

@@ -1,6 +1,12 @@
-# The consumer test (cmake -P): install this build into a fresh prefix, configure and build
-# tests/consumer/project against it with find_package(rfa), and run its programs on 2 ranks.
-#   -DBUILD_DIR -DWORK_DIR -DPROJECT_DIR -DGENERATOR -DC_COMPILER -DFortran_COMPILER -DWITH_FORTRAN
+# SPDX-License-Identifier: BSD-3-Clause
+# The consumer test (cmake -P): install this build into a fresh prefix, then, as a new user
+# would from the README alone (docs/architecture.md §7), build each of the README's programs
+# against it and run them on 2 ranks:
+#   - one outside CMake project per language (C, C++, Fortran), each the README's CMakeLists.txt
+#     block with its program block beside it, found with find_package(rfa);
+#   - the C and Fortran programs again with the MPI compiler wrappers and pkg-config alone.
+#   -DBUILD_DIR -DWORK_DIR -DBLOCKS_DIR (the README's extracted blocks) -DGENERATOR
+#   -DC_COMPILER -DCXX_COMPILER -DFortran_COMPILER -DWITH_FORTRAN -DWITH_DOCS -DMPICC -DMPIFORT
 #   -DMPIEXEC -DMPIEXEC_FLAGS (a ;-list) -DLINK_FLAGS (for the consumer's programs)
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -13,23 +19,57 @@ endfunction()
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
-foreach(f include/rfa/rfa.h include/rfa/rfa_mpi.h include/rfa/rfa_version.h lib/cmake/rfa/rfaConfig.cmake)
+file(GLOB_RECURSE pc_files ${prefix}/*/rfa.pc)
+list(LENGTH pc_files n_pc)
+foreach(f include/rfa/rfa.h include/rfa/rfa_mpi.h include/rfa/rfa_version.h include/rfa/rfa_config.h
+          lib/cmake/rfa/rfaConfig.cmake)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "consumer test: the install lacks ${f}")
   endif()
 endforeach()
-
-run(${CMAKE_COMMAND} -S ${PROJECT_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
-    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_C_COMPILER=${C_COMPILER}
-    -DCMAKE_Fortran_COMPILER=${Fortran_COMPILER} -DWITH_FORTRAN=${WITH_FORTRAN}
-    "-DCMAKE_EXE_LINKER_FLAGS=${LINK_FLAGS}")
-run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
-
-set(programs consumer_c)
-if(WITH_FORTRAN)
-  list(APPEND programs consumer_fortran)
+# The HTML reference (docs target, part of the default build) is installed too.
+if(WITH_DOCS AND NOT EXISTS ${prefix}/share/doc/rfa/html/index.html)
+  message(FATAL_ERROR "consumer test: the install lacks the HTML documentation (share/doc/rfa/html)")
 endif()
-foreach(p IN LISTS programs)
-  run(${MPIEXEC} -n 2 ${MPIEXEC_FLAGS} ${WORK_DIR}/build/${p})
-  message(STATUS "consumer test: ${p} ran on 2 ranks against the installed rfa")
+if(NOT n_pc EQUAL 1)
+  message(FATAL_ERROR "consumer test: the install has ${n_pc} rfa.pc files, not one")
+endif()
+
+set(languages c cxx)
+if(WITH_FORTRAN)
+  list(APPEND languages fortran)
+endif()
+foreach(lang IN LISTS languages)
+  # The project is the README's text exactly: copied, not generated.
+  set(src ${WORK_DIR}/${lang}-src)
+  file(COPY ${BLOCKS_DIR}/${lang}/ DESTINATION ${src})
+  run(${CMAKE_COMMAND} -S ${src} -B ${WORK_DIR}/${lang}-build -G ${GENERATOR}
+      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_C_COMPILER=${C_COMPILER}
+      -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_Fortran_COMPILER=${Fortran_COMPILER}
+      "-DCMAKE_EXE_LINKER_FLAGS=${LINK_FLAGS}")
+  run(${CMAKE_COMMAND} --build ${WORK_DIR}/${lang}-build)
+  run(${MPIEXEC} -n 2 ${MPIEXEC_FLAGS} ${WORK_DIR}/${lang}-build/my_app)
+  message(STATUS "consumer test: the README's ${lang} project built with find_package(rfa) and ran on 2 ranks")
 endforeach()
+
+# Plain compiler use, as the README documents it: mpicc/mpif90 $(pkg-config --cflags --libs ...).
+get_filename_component(pc_dir ${pc_files} DIRECTORY)
+set(ENV{PKG_CONFIG_PATH} ${pc_dir})
+set(wrappers c ${MPICC} rfa my_app.c)
+if(WITH_FORTRAN)
+  list(APPEND wrappers fortran ${MPIFORT} rfa-fortran my_app.f90)
+endif()
+separate_arguments(link_flags UNIX_COMMAND "${LINK_FLAGS}")
+while(wrappers)
+  list(POP_FRONT wrappers lang compiler module source)
+  execute_process(COMMAND pkg-config --cflags --libs ${module} RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE pc_flags ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "consumer test: pkg-config --cflags --libs ${module} failed: ${err}")
+  endif()
+  separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
+  set(exe ${WORK_DIR}/${lang}-pkgconfig)
+  run(${compiler} ${BLOCKS_DIR}/${lang}/${source} ${pc_flags} ${link_flags} -o ${exe})
+  run(${MPIEXEC} -n 2 ${MPIEXEC_FLAGS} ${exe})
+  message(STATUS "consumer test: the README's ${lang} program built with ${compiler} and pkg-config ${module}, ran on 2 ranks")
+endwhile()

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Engine allocations observed through Kokkos' tool hooks: every View allocation is reported,
 // and those labelled "rfa::" (the engines' workspaces) are summed while a call runs.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A distributed test problem: every rank draws the same global inputs (same seed), keeps
 // its shard, and computes the float64 reference on the whole sequence to compare its shard
 // of the results with.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The cases every context-parallel strategy is checked on against the float64 reference:
 // every layout, causal and not, MHA, GQA (K/V heads a multiple of P, a divisor of P, and
 // neither for P = 3) and MQA. 12 heads divide by P = 1..4 and S = 120 by 2P.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // KV all-gather against the float64 reference of the whole sequence (strategy_case.hpp's
 // cases, every dtype), with one K/V head per chunk (several chunks, so the gather of the next
 // chunk is in flight while one is computed) and with all K/V heads in one chunk.

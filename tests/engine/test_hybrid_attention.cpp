@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The hybrid Ulysses x ring grid against the float64 reference (strategy_case.hpp's cases, every
 // dtype): a 2 x 2 grid on 4 ranks; on 2 and 3 ranks the one grid of Pu = P (a single ring
 // group); plus Pu = 1 (Ulysses groups of one: the plain ring) on any count.

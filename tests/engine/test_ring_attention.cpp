@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The ring engine against the float64 reference of the whole sequence: every layout, causal
 // and not, every dtype, with and without GQA, on however many ranks mpiexec started.
 #include "ring_case.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // No buffer of the whole sequence: the engine's allocations, observed through Kokkos' tool
 // hooks (every View allocation is reported), must match the README formula exactly, and the
 // largest one must be one local block.

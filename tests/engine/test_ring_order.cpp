@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Ring order changes which rank holds which position, never the answer: with ranks pretending
 // to live on two hosts (the test-only RFA_TEST_HOSTNAME), topology order differs from identity
 // order, and the gathered fp32 results must be bitwise identical.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Bad configurations fail on every rank together, with a clear message, and leave no rank
 // hanging (a hang would time the test out).
 #include "core/error.hpp"

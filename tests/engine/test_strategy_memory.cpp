@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every strategy's allocations, observed through Kokkos' tool hooks, against the formula its
 // header documents (workspace_bytes()): exactly, at the peak, for forward and backward, with
 // nothing left allocated after the call. Built through make_strategy(), as the C API does.

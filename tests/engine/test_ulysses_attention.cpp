@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Ulysses against the float64 reference of the whole sequence (strategy_case.hpp's cases, every
 // dtype), on however many ranks mpiexec started.
 #include "engine/ulysses_attention.hpp"

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! The Fortran module under mpiexec -n 2: constants match the C header, both kinds of
 ! communicator work through the one generic, and forward and backward on sharded fp32 arrays
 ! match an independent float64 reference (tests/reference, through a bind(c) bridge); a bf16

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the Fortran test cannot get from rfa itself: an independent float64 reference
 // (tests/reference) and the C header's constants, both through plain bind(c) functions.
 #include <cstddef>

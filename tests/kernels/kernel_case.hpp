@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One test problem for the portable kernels: random inputs quantized to the storage dtype,
 // Kokkos views holding them, and the float64 reference computed from the same values.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The 16-bit storage conversions: exact round trips, round-to-nearest-even, specials.
 #include <gtest/gtest.h>
 

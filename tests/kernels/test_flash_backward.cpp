@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Backward kernels against the float64 reference: the self-contained call writing gradients
 // in the storage dtype, and the accumulating fp32 mode the ring uses.
 #include <gtest/gtest.h>

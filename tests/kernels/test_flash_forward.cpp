@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Forward kernel against the float64 reference, for every dtype and output mode.
 #include <gtest/gtest.h>
 

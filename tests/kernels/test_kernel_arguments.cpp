@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Bad arguments to the kernels are rejected with a code and a message naming the problem.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // allgather_bshd / allgather_bhs under mpiexec -n 1..4: every rank scatters its own shard of a
 // global tensor all ranks can generate, and the gather must rebuild it bitwise on every rank.
 #include "layout/distributed_gather.hpp"

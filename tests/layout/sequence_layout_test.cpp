@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Position maps of the three layouts: exact maps, full coverage without duplicates, the
 // validation messages, and the causal work balance the layouts are chosen for.
 #include "layout/sequence_layout.hpp"
@@ -89,15 +90,18 @@ TEST(SequenceLayout, RejectsInvalidShapesWithAdvice) {
   std::string m = rejection(RFA_LAYOUT_CONTIGUOUS, 10, 3, 0);
   EXPECT_NE(m.find("multiple of P = 3"), std::string::npos) << m;
   EXPECT_NE(m.find("S = 10 and P = 3"), std::string::npos) << m;
-  EXPECT_NE(m.find("Pad the sequence to S = 12"), std::string::npos) << m;
+  EXPECT_NE(m.find("Pad the end of the sequence to S = 12"), std::string::npos) << m;
+  // No padding mask exists, so the hint must not offer one (#15).
+  EXPECT_NE(m.find("rfa has no padding mask"), std::string::npos) << m;
+  EXPECT_EQ(m.find("masking the padding"), std::string::npos) << m;
   m = rejection(RFA_LAYOUT_STRIPE, 7, 2, 1);
   EXPECT_NE(m.find("stripe layout needs"), std::string::npos) << m;
-  EXPECT_NE(m.find("Pad the sequence to S = 8"), std::string::npos) << m;
+  EXPECT_NE(m.find("Pad the end of the sequence to S = 8"), std::string::npos) << m;
   // Divisible by P but not by 2P: contiguous accepts, zigzag refuses.
   EXPECT_EQ(positions(RFA_LAYOUT_CONTIGUOUS, 6, 2, 1).length(), 3);
   m = rejection(RFA_LAYOUT_ZIGZAG, 6, 2, 0);
   EXPECT_NE(m.find("multiple of 2 * P = 4"), std::string::npos) << m;
-  EXPECT_NE(m.find("Pad the sequence to S = 8"), std::string::npos) << m;
+  EXPECT_NE(m.find("Pad the end of the sequence to S = 8"), std::string::npos) << m;
   EXPECT_NE(m.find("makes 2 * P divide S"), std::string::npos) << m;
   m = rejection(rfa_layout_t(7), 8, 2, 0);
   EXPECT_NE(m.find("unknown sequence layout value 7"), std::string::npos) << m;

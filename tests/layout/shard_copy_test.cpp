@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Scatter and gather between global tensors and shards: every layout, every storage type,
 // bitwise round trips, rows in the right places, and rejected arguments.
 #include "layout/shard_copy.hpp"

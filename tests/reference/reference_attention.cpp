@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "reference_attention.hpp"
 
 #include <cmath>

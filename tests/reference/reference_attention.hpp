@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Naive float64 attention, forward and backward, on the full (unsharded) problem.
-// Layouts as in DESIGN.md §2: q/out/dout/dq [b][sq][h][d], k/v/dk/dv [b][sk][hkv][d],
+// Layouts as in docs/architecture.md §2: q/out/dout/dq [b][sq][h][d], k/v/dk/dv [b][sk][hkv][d],
 // lse [b][h][sq]. A row that sees no key has out = 0, lse = -inf and zero gradients.
 #pragma once
 

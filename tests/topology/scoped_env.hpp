@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Sets (or unsets) an environment variable for one scope and restores the old value after.
 #pragma once
 

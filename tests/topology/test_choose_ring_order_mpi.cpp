@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // choose_ring_order() under mpiexec: every rank agrees on the order, on the policy and on
 // every error; none hangs (a hang shows as this test's timeout).
 #include <gtest/gtest.h>

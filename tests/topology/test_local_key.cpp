@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // make_local_key() on this machine's real topology.
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,7 +1,8 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rfa_cuda: flash attention kernels for NVIDIA GPUs (sm_80 and newer) behind a raw-pointer
  * interface. No Kokkos, no MPI: a params struct, a cudaStream_t and a status code.
  *
- * Layouts (DESIGN.md §2), all row-major with the head dimension contiguous:
+ * Layouts (docs/architecture.md §2), all row-major with the head dimension contiguous:
  *   q, out, dout, dq   [batch][seq_q][heads][head_dim]
  *   k, v, dk, dv       [batch][seq_k][kv_heads][head_dim]
  *   lse, delta         [batch][heads][seq_q], fp32, always contiguous (natural log for lse)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs an sbatch template as a plain script with the fake srun beside this file, and checks
 # that the default program (rfa_ring_edges) ran on every task and that rank 0 wrote the
 # RFA_TOPO_DUMP provenance file.

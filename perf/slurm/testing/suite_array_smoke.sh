@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs perf_suite_array.sbatch as a plain script with the fake srun beside this file: every
 # array task (0-3) with the suite's --quick problems, then the main-job task again against the
 # first run as its baseline. Checks that each part wrote its results and that the comparison

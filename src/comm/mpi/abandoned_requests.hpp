@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Completing MPI requests whose handle was destroyed before wait() (an Exchange's destructor):
 // they are never cancelled (a cancelled receive leaves the peer's message unmatched, and a
 // collective cannot be cancelled), so they are polled to completion, and a wait that does not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Describes a byte count of any size to MPI, whose counts are int (MPI 3.1; Open MPI 4.1 has no
 // large-count MPI_Count functions). Up to `max_count` bytes it is simply `bytes` x MPI_BYTE.
 // Above, it is one element of a derived datatype covering exactly `bytes` bytes: q blocks of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "comm/mpi/cuda_aware_mpi.hpp"
 
 #include <mpi.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Whether the MPI library can move device memory itself (CUDA-aware MPI), asked at run time:
 // a library built with CUDA support may still run without it (Open MPI: when its CUDA
 // component is disabled or the job has no GPU).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Deadlines on rfa's blocking MPI operations (issue #14, docs/architecture.md §5): every wait
 // polls its requests until they complete or the deadline passes, and then fails with
 // RFA_ERROR_TIMEOUT instead of hanging the job. What a timeout leaves behind is contained:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Communicator::split() for the transports built on an MPI communicator: MPI_Comm_split into
 // the group, a new transport built over it, and the temporary group communicator freed (the
 // transport splits its own private copy from it, as it does from any parent).

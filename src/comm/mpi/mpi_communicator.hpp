@@ -1,4 +1,5 @@
-// The ring communicator over MPI with host buffers (DESIGN.md §5).
+// SPDX-License-Identifier: BSD-3-Clause
+// The ring communicator over MPI with host buffers (docs/architecture.md §5).
 //
 // It is built from the application's communicator and this rank's ring position (computed by
 // src/topology, or the identity): MPI_Comm_split(parent, 0, position) gives a private
@@ -6,7 +7,7 @@
 // every MPI failure becomes rfa::Error(RFA_ERROR_MPI) naming the call and MPI's message, and it
 // gives the library its own tag space apart from the application's traffic.
 //
-// The library never calls MPI_Init or MPI_Finalize (DESIGN.md §6.9): MPI must be initialized
+// The library never calls MPI_Init or MPI_Finalize (docs/architecture.md §6.9): MPI must be initialized
 // when a communicator is created, and one that is destroyed after MPI_Finalize does not free its
 // MPI communicator (there is nothing left to free it with).
 #pragma once

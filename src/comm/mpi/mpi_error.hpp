@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Turns MPI return codes into rfa::Error. The library's communicators use MPI_ERRORS_RETURN,
 // so every MPI call's code passes through check_mpi().
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One ring exchange over MPI: a nonblocking receive from prev and send to next, with the tag
 // that keeps it apart from the other exchanges in flight.
 #pragma once

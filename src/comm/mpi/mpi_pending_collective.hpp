@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One started non-blocking MPI collective (MPI_Iallgather, ...) as an Exchange: test() and
 // wait() complete its request (wait() under the communicator's deadline, comm/mpi/deadline.hpp),
 // and the destructor completes an unfinished one (collectives cannot be cancelled), reporting

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "comm/mpi/stream_ordered_communicator.hpp"
 
 #include <cuda_runtime_api.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device buffers straight through a CUDA-aware MPI (docs/architecture.md §8). MPI knows no
 // streams, so before it touches device memory the compute stream is synchronized: the bytes
 // sent are what the queued kernels wrote, and a receive buffer is no longer being read. The

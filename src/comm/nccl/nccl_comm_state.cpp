@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "comm/nccl/nccl_comm_state.hpp"
 
 #include <cstdio>

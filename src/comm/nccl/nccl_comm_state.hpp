@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One NCCL communicator and its communication stream, shared by the NcclCommunicator and
 // every operation it started (so an Exchange that outlives its communicator stays valid).
 //

@@ -1,4 +1,5 @@
-// The ring communicator over NCCL, for device buffers (DESIGN.md §5).
+// SPDX-License-Identifier: BSD-3-Clause
+// The ring communicator over NCCL, for device buffers (docs/architecture.md §5).
 //
 // Creation. Collective over the parent MPI communicator: an MpiCommunicator is built first
 // (MPI_Comm_split by ring position, so NCCL rank = MPI rank = ring position, and the same

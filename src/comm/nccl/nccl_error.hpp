@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Turns NCCL return codes into rfa::Error(RFA_ERROR_NCCL), with NCCL's own detail.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One NCCL operation in flight (a ring exchange or a collective): its completion is an event
 // recorded on the communication stream after the operation.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "comm/nccl/nccl_timeout.hpp"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How long the NCCL communicator waits for anything (init, an exchange, a collective,
 // finalize) before it aborts: a hang on the GPU becomes an error instead of a stuck job.
 #pragma once

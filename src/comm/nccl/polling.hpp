@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Host-side polling with a deadline: how every NCCL wait in rfa is built, so that none of
 // them can block forever (a blocking cudaEventSynchronize or cudaStreamSynchronize could).
 #pragma once

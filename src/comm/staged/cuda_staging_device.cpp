@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "comm/staged/cuda_staging_device.hpp"
 
 #include <cuda_runtime_api.h>

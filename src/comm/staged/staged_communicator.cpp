@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "comm/staged/staged_communicator.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A ring communicator for device buffers over a host transport (MPI without CUDA support):
 // every exchange is staged through pinned host buffers (docs/architecture.md §8).
 //

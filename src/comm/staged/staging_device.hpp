@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The device side of a staged transport (docs/architecture.md §8, "move a buffer"): copies
 // between device memory and pinned host buffers, queued on a copy stream of their own and
 // ordered against the compute stream with events. StagedCommunicator is written against this

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The installed rfa_config.h macros mean what a user reads into them (#15): RFA_HAVE_CUDA is 1
+// exactly when librfa runs CUDA contexts, and the narrower macros are consistent with it.
+#include <gtest/gtest.h>
+
+#include "capi_test_support.hpp"
+#include "rfa/rfa_config.h"
+#include "rfa/rfa_mpi.h"
+
+namespace {
+
+using namespace rfa_capi_test;
+
+// A CUDA context the CUDA engine supports (bf16, head_dim 64): refused only for lack of CUDA.
+rfa_options_t supported_cuda_options() {
+  rfa_options_t o;
+  rfa_options_init(&o);
+  o.device = RFA_DEVICE_CUDA;
+  o.dtype = RFA_DTYPE_BFLOAT16;
+  o.layout = RFA_LAYOUT_CONTIGUOUS;
+  o.ring_order = RFA_RING_ORDER_IDENTITY;
+  o.seq_total = 8 * world_size();
+  o.heads = 2;
+  o.kv_heads = 2;
+  o.head_dim = 64;
+  return o;
+}
+
+TEST(ConfigMacros, HaveCudaMeansCudaContextsWork) {
+  const rfa_options_t o = supported_cuda_options();
+  rfa_context_t ctx = nullptr;
+  const rfa_result_t rc = rfa_context_create(MPI_COMM_WORLD, &o, &ctx);
+#if RFA_HAVE_CUDA
+  if (rc != RFA_SUCCESS) GTEST_SKIP() << "RFA_HAVE_CUDA is 1 but no usable GPU here: " << rfa_get_last_error_message();
+  EXPECT_EQ(rfa_context_destroy(ctx), RFA_SUCCESS);
+#else
+  EXPECT_EQ(rc, RFA_ERROR_UNSUPPORTED) << "RFA_HAVE_CUDA is 0, yet a CUDA context was not refused: "
+                                       << rfa_get_last_error_message();
+  EXPECT_EQ(ctx, nullptr);
+  if (rc == RFA_SUCCESS) rfa_context_destroy(ctx);
+#endif
+}
+
+TEST(ConfigMacros, NarrowerMacrosAgree) {
+  // The engine on CUDA runs the CUDA kernels; NCCL is a CUDA transport; rfa_mpi.h needs MPI.
+  EXPECT_TRUE(!RFA_HAVE_CUDA || RFA_HAVE_CUDA_KERNELS);
+  EXPECT_TRUE(!RFA_HAVE_NCCL || RFA_HAVE_CUDA_KERNELS);
+  EXPECT_EQ(RFA_HAVE_MPI, 1);  // this test runs under MPI through rfa_mpi.h
+  for (int v : {RFA_HAVE_CUDA, RFA_HAVE_CUDA_KERNELS, RFA_HAVE_NCCL, RFA_HAVE_MPI, RFA_HAVE_HWLOC, RFA_HAVE_FORTRAN})
+    EXPECT_TRUE(v == 0 || v == 1);
+}
+
+}  // namespace
