@@ -47,6 +47,13 @@ Tensor3<T, Space> lse3(T* p, const rfa_context_s& c) {
   return Tensor3<T, Space>(p, c.options.batch, c.options.heads, c.engine->local_seq());
 }
 
+/// NULL and overlapping buffers, then buffers in the wrong memory for the context's device.
+void check_call_buffers(const rfa_context_s& c, std::initializer_list<Buffer> inputs,
+                        std::initializer_list<Buffer> outputs) {
+  check_buffers(inputs, outputs);
+  check_buffer_places(c.options.device, inputs, outputs);
+}
+
 /// Calls `run(tag, space)` with the element type of the context's dtype and its memory space
 /// (Kokkos::HostSpace, or Kokkos::CudaSpace for a CUDA context).
 template <class Run>
@@ -67,9 +74,7 @@ void dispatch_place(const rfa_context_s& c, Run&& run) {
 rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void* v, void* out, float* lse) {
   const LocalSizes s = local_sizes(c);
   agree_on_arguments(c, [&] {
-    check_buffers({{"q", q, s.q}, {"k", k, s.kv}, {"v", v, s.kv}}, {{"out", out, s.q}, {"lse", lse, s.lse}});
-    check_buffer_places(c.options.device,
-                        {{"q", q, s.q}, {"k", k, s.kv}, {"v", v, s.kv}, {"out", out, s.q}, {"lse", lse, s.lse}});
+    check_call_buffers(c, {{"q", q, s.q}, {"k", k, s.kv}, {"v", v, s.kv}}, {{"out", out, s.q}, {"lse", lse, s.lse}});
   });
   const rfa_options_t& o = c.options;
   dispatch_place(c, [&](auto tag, auto space) {
@@ -92,18 +97,10 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
                       const void* dout, const float* lse, void* dq, void* dk, void* dv) {
   const LocalSizes s = local_sizes(c);
   agree_on_arguments(c, [&] {
-    check_buffers({{"q", q, s.q}, {"k", k, s.kv}, {"v", v, s.kv}, {"out", out, s.q}, {"dout", dout, s.q},
-                   {"lse", lse, s.lse}},
-                  {{"dq", dq, s.q}, {"dk", dk, s.kv}, {"dv", dv, s.kv}});
-    check_buffer_places(c.options.device, {{"q", q, s.q},
-                                           {"k", k, s.kv},
-                                           {"v", v, s.kv},
-                                           {"out", out, s.q},
-                                           {"dout", dout, s.q},
-                                           {"lse", lse, s.lse},
-                                           {"dq", dq, s.q},
-                                           {"dk", dk, s.kv},
-                                           {"dv", dv, s.kv}});
+    check_call_buffers(c,
+                       {{"q", q, s.q}, {"k", k, s.kv}, {"v", v, s.kv}, {"out", out, s.q}, {"dout", dout, s.q},
+                        {"lse", lse, s.lse}},
+                       {{"dq", dq, s.q}, {"dk", dk, s.kv}, {"dv", dv, s.kv}});
   });
   const rfa_options_t& o = c.options;
   dispatch_place(c, [&](auto tag, auto space) {

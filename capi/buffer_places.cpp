@@ -11,31 +11,34 @@
 namespace rfa {
 namespace capi {
 
-void check_buffer_places(rfa_device_t device, std::initializer_list<Buffer> buffers) {
+void check_buffer_places(rfa_device_t device, std::initializer_list<Buffer> inputs,
+                         std::initializer_list<Buffer> outputs) {
 #if RFA_ENGINE_CUDA
   using Kind = device::PointerPlace::Kind;
   const int current = device == RFA_DEVICE_CUDA ? device::require_current_device() : -1;
-  for (const Buffer& b : buffers) {
-    const device::PointerPlace place = device::pointer_place(b.data);
-    if (device == RFA_DEVICE_CUDA) {
-      if (place.kind == Kind::host) {
-        fail(RFA_ERROR_INVALID_ARGUMENT, b.name,
-             " is host memory but the context is RFA_DEVICE_CUDA: pass device memory of the current GPU "
-             "(cudaMalloc, or c_devloc in Fortran), or create the context with RFA_DEVICE_HOST");
+  for (const std::initializer_list<Buffer>& list : {inputs, outputs})
+    for (const Buffer& b : list) {
+      const device::PointerPlace place = device::pointer_place(b.data);
+      if (device == RFA_DEVICE_CUDA) {
+        if (place.kind == Kind::host) {
+          fail(RFA_ERROR_INVALID_ARGUMENT, b.name,
+               " is host memory but the context is RFA_DEVICE_CUDA: pass device memory of the current GPU "
+               "(cudaMalloc, or c_devloc in Fortran), or create the context with RFA_DEVICE_HOST");
+        }
+        if (place.kind == Kind::device && place.device != current) {
+          fail(RFA_ERROR_INVALID_ARGUMENT, b.name, " is memory of CUDA device ", place.device,
+               " but the current device is ", current, ": make the device that holds the tensors current");
+        }
+      } else if (place.kind == Kind::device) {
+        fail(RFA_ERROR_INVALID_ARGUMENT, b.name, " is CUDA device memory (device ", place.device,
+             ") but the context is RFA_DEVICE_HOST: create the context with options.device = RFA_DEVICE_CUDA, or "
+             "pass host memory");
       }
-      if (place.kind == Kind::device && place.device != current) {
-        fail(RFA_ERROR_INVALID_ARGUMENT, b.name, " is memory of CUDA device ", place.device,
-             " but the current device is ", current, ": make the device that holds the tensors current");
-      }
-    } else if (place.kind == Kind::device) {
-      fail(RFA_ERROR_INVALID_ARGUMENT, b.name, " is CUDA device memory (device ", place.device,
-           ") but the context is RFA_DEVICE_HOST: create the context with options.device = RFA_DEVICE_CUDA, or "
-           "pass host memory");
     }
-  }
 #else
   (void)device;
-  (void)buffers;
+  (void)inputs;
+  (void)outputs;
 #endif
 }
 

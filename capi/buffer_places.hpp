@@ -16,7 +16,8 @@ namespace capi {
 /// ::RFA_DEVICE_CUDA context every buffer must be device memory of the current device (or
 /// managed memory); for a host context none may be device memory. Builds whose engine has no
 /// CUDA backend cannot create CUDA contexts and have no device memory to detect: no-op there.
-void check_buffer_places(rfa_device_t device, std::initializer_list<Buffer> buffers);
+void check_buffer_places(rfa_device_t device, std::initializer_list<Buffer> inputs,
+                         std::initializer_list<Buffer> outputs);
 
 }  // namespace capi
 }  // namespace rfa
