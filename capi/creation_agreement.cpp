@@ -107,26 +107,21 @@ void agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const rfa_opt
   for (int f = 0; f < kFieldCount; ++f) mine[1 + f] = verdict.code == RFA_SUCCESS ? kFields[f].get(options) : 0;
   // The first collective of a context's life, so the one that meets a late rank: it runs
   // nonblocking under the deadline, into a buffer that is abandoned to MPI on a timeout.
-  auto* parked = new std::vector<std::int64_t>(std::size_t(size) * kRecord);
+  comm::mpi::ParkedValues parked(std::vector<std::int64_t>(std::size_t(size) * kRecord));
   MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallgather(mine, kRecord, MPI_INT64_T, parked->data(), kRecord, MPI_INT64_T, comm, &request),
+  check_mpi(MPI_Iallgather(mine, kRecord, MPI_INT64_T, parked.data(), kRecord, MPI_INT64_T, comm, &request),
             "MPI_Iallgather");
   const double timeout = creation_timeout(verdict, options);
-  try {
-    check_mpi(comm::mpi::wait_within(&request, 1, MPI_STATUS_IGNORE, timeout,
-                                     [&](const int*) {
-                                       return "rfa_context_create: not every rank of the communicator arrived "
-                                              "within " + comm::mpi::seconds_text(timeout) +
-                                              " (a rank is late, stuck or gone; options.timeout_s or RFA_TIMEOUT_S "
-                                              "sets the deadline)";
-                                     }),
-              "MPI_Iallgather");
-  } catch (const Error& e) {
-    if (e.code() != RFA_ERROR_TIMEOUT) delete parked;
-    throw;
-  }
-  const std::vector<std::int64_t> all = std::move(*parked);
-  delete parked;
+  check_mpi(comm::mpi::wait_within(&request, 1, MPI_STATUS_IGNORE, timeout,
+                                   [&](const int*) {
+                                     parked.abandon();
+                                     return "rfa_context_create: not every rank of the communicator arrived within " +
+                                            comm::mpi::seconds_text(timeout) +
+                                            " (a rank is late, stuck or gone; options.timeout_s or RFA_TIMEOUT_S "
+                                            "sets the deadline)";
+                                   }),
+            "MPI_Iallgather");
+  const std::vector<std::int64_t>& all = parked.values();
   auto at = [&](int r, int i) { return all[std::size_t(r) * kRecord + std::size_t(i)]; };
 
   std::vector<int> failing;

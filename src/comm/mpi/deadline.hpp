@@ -9,8 +9,10 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace rfa::comm::mpi {
 
@@ -27,6 +29,28 @@ double timeout_from_environment();
 /// receives, free sends) and return a message; then throws RFA_ERROR_TIMEOUT with it.
 int wait_within(MPI_Request* requests, int count, MPI_Status* statuses, double timeout_s,
                 const std::function<std::string(const int* done)>& on_timeout);
+
+/// The values a nonblocking collective works on, freed with this object, unless abandon()
+/// was called: then they stay with MPI for good, since a late rank can still complete the
+/// collective and write them.
+class ParkedValues {
+ public:
+  explicit ParkedValues(std::vector<std::int64_t> values) : values_(new std::vector<std::int64_t>(std::move(values))) {}
+  ~ParkedValues() {
+    if (!abandoned_) delete values_;
+  }
+  ParkedValues(const ParkedValues&) = delete;
+  ParkedValues& operator=(const ParkedValues&) = delete;
+
+  std::int64_t* data() { return values_->data(); }
+  const std::vector<std::int64_t>& values() const { return *values_; }
+  /// Leaves the values to MPI (their collective timed out).
+  void abandon() { abandoned_ = true; }
+
+ private:
+  std::vector<std::int64_t>* values_;
+  bool abandoned_ = false;
+};
 
 /// "5 s", "0.5 s", for messages.
 std::string seconds_text(double seconds);

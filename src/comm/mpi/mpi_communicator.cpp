@@ -123,11 +123,11 @@ void MpiCommunicator::require_usable(const char* what) const {
   }
 }
 
-void MpiCommunicator::complete_collective(MPI_Request& request, const char* what, void* parked) {
+void MpiCommunicator::complete_collective(MPI_Request& request, const char* what, mpi::ParkedValues* parked) {
   const int rc = mpi::wait_within(&request, 1, MPI_STATUS_IGNORE, options_.timeout_s, [&](const int*) {
     // A collective cannot be cancelled: its request and buffer stay with MPI for good, so a
     // late rank can still complete it without touching memory the program has reused.
-    (void)parked;
+    if (parked) parked->abandon();
     *timed_out_ = std::string(what) + " did not complete within " + mpi::seconds_text(options_.timeout_s);
     return *timed_out_ + ": at least one rank has not reached it (late, stuck or gone; options.timeout_s or "
                          "RFA_TIMEOUT_S sets the deadline). The communicator is unusable from now on; destroy it";
@@ -172,7 +172,7 @@ void MpiCommunicator::allgather(const void* send, void* recv, std::size_t bytes_
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Iallgather(send, block.count(), block.type(), recv, block.count(), block.type(), ring_, &request),
             "MPI_Iallgather");
-  complete_collective(request, "allgather (MPI_Iallgather)", recv);
+  complete_collective(request, "allgather (MPI_Iallgather)");
 }
 
 Exchange MpiCommunicator::start_allgather(const void* send, void* recv, std::size_t bytes_per_rank) {
@@ -199,7 +199,7 @@ void MpiCommunicator::alltoall(const void* send, void* recv, std::size_t bytes_p
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Ialltoall(send, block.count(), block.type(), recv, block.count(), block.type(), ring_, &request),
             "MPI_Ialltoall");
-  complete_collective(request, "alltoall (MPI_Ialltoall)", recv);
+  complete_collective(request, "alltoall (MPI_Ialltoall)");
 }
 
 void MpiCommunicator::alltoallv(const void* send, const std::size_t* send_bytes, const std::size_t* send_offsets,
@@ -268,7 +268,7 @@ void MpiCommunicator::reduce_scatter_sum(const float* send, float* recv, std::si
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Ireduce_scatter_block(send, recv, int(count_per_rank), MPI_FLOAT, MPI_SUM, ring_, &request),
             "MPI_Ireduce_scatter_block");
-  complete_collective(request, "reduce_scatter_sum (MPI_Ireduce_scatter_block)", recv);
+  complete_collective(request, "reduce_scatter_sum (MPI_Ireduce_scatter_block)");
 }
 
 void MpiCommunicator::allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) {
@@ -277,18 +277,12 @@ void MpiCommunicator::allreduce_inplace(std::int64_t* values, std::size_t count,
   require(count <= std::size_t(INT_MAX), "allreduce of ", count, " values: at most INT_MAX at once");
   // A parked copy: the argument agreements run this before anything else of a call, so it is
   // where a late rank is usually noticed, and their arrays live on the caller's stack.
-  auto* parked = new std::vector<std::int64_t>(values, values + count);
+  mpi::ParkedValues parked(std::vector<std::int64_t>(values, values + count));
   MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, parked->data(), int(count), MPI_INT64_T, to_mpi(op), ring_, &request),
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, parked.data(), int(count), MPI_INT64_T, to_mpi(op), ring_, &request),
             "MPI_Iallreduce");
-  try {
-    complete_collective(request, "allreduce (MPI_Iallreduce)", parked);
-  } catch (const Error& e) {
-    if (e.code() != RFA_ERROR_TIMEOUT) delete parked;  // on a timeout MPI may still write it
-    throw;
-  }
-  std::copy(parked->begin(), parked->end(), values);
-  delete parked;
+  complete_collective(request, "allreduce (MPI_Iallreduce)", &parked);
+  std::copy(parked.values().begin(), parked.values().end(), values);
 }
 
 void MpiCommunicator::broadcast(void* buffer, std::size_t bytes, int root) {
@@ -298,14 +292,14 @@ void MpiCommunicator::broadcast(void* buffer, std::size_t bytes, int root) {
   const ByteDatatype message(bytes, options_.max_count_per_call);
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibcast(buffer, message.count(), message.type(), root, ring_, &request), "MPI_Ibcast");
-  complete_collective(request, "broadcast (MPI_Ibcast)", buffer);
+  complete_collective(request, "broadcast (MPI_Ibcast)");
 }
 
 void MpiCommunicator::barrier() {
   require_usable("barrier");
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibarrier(ring_, &request), "MPI_Ibarrier");
-  complete_collective(request, "barrier (MPI_Ibarrier)", nullptr);
+  complete_collective(request, "barrier (MPI_Ibarrier)");
 }
 
 std::unique_ptr<Communicator> MpiCommunicator::split(int color, int position) {

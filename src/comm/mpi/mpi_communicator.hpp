@@ -21,6 +21,7 @@
 #include <string>
 
 #include "comm/communicator.hpp"
+#include "comm/mpi/deadline.hpp"
 
 namespace rfa::comm {
 
@@ -84,9 +85,9 @@ class MpiCommunicator final : public Communicator {
   std::shared_ptr<std::string> timed_out_ = std::make_shared<std::string>();
 
   /// Completes a started collective within the deadline. On timeout the request (and
-  /// `parked`, the buffer it works on) are abandoned for good, the communicator is marked
-  /// unusable, and RFA_ERROR_TIMEOUT names `what`.
-  void complete_collective(MPI_Request& request, const char* what, void* parked);
+  /// `parked`, when the collective works on one) are abandoned for good, the communicator is
+  /// marked unusable, and RFA_ERROR_TIMEOUT names `what`.
+  void complete_collective(MPI_Request& request, const char* what, mpi::ParkedValues* parked = nullptr);
   /// Refuses to work after a timeout (RFA_ERROR_INVALID_USAGE).
   void require_usable(const char* what) const;
 };
