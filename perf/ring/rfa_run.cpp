@@ -8,12 +8,14 @@
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
-#include <memory>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "comm/agreement.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
 #include "engine/engine_backends.hpp"
 #include "rfa/rfa_config.h"
@@ -128,7 +130,11 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
   if (!gpu) warn_if_oversubscribed(me, threads);
 
   engine::RingAttention attn(ring, cfg);
-  Problem lp(attn);
+  // Inside the agreement: a rank that cannot allocate its tensors fails every rank with its
+  // message (RFA_ERROR_OUT_OF_MEMORY, the tensor and the bytes) instead of leaving them waiting.
+  std::optional<Problem> problem;
+  comm::check_everywhere(ring, [&] { problem.emplace(attn); });
+  Problem& lp = *problem;
   const int phases = 2 + (check ? 1 : 0) + (overlap ? 1 : 0);
   int phase = 0;
 

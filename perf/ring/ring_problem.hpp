@@ -6,11 +6,14 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "core/allocation.hpp"
 #include "core/dtype.hpp"
 #include "core/positions.hpp"
 #include "engine/attention_strategy.hpp"
 #include "engine/ring_attention.hpp"
+#include "kernels/contiguous_ops.hpp"
 #include "kernels/flash_attention.hpp"
 #include "run_options.hpp"
 
@@ -79,7 +82,10 @@ inline engine::RingConfig ring_config(const RunOptions& o) {
   return cfg;
 }
 
-/// One rank's tensors for a ring run: inputs filled for its rows, outputs allocated.
+/// One rank's tensors for a ring run: inputs filled for its rows, outputs zeroed. Allocated
+/// as bytes (core/allocation.hpp), so that a tensor of 2^32 elements or more is whole and a
+/// refused allocation is RFA_ERROR_OUT_OF_MEMORY naming the tensor: construct it inside
+/// comm::check_everywhere so that every rank reports it.
 template <class T>
 struct LocalProblem {
   kernels::Tensor4<T> q, k, v, dout, out, dq, dk, dv;
@@ -90,20 +96,22 @@ struct LocalProblem {
   explicit LocalProblem(const Engine& attn) {
     const engine::RingConfig& c = attn.config();
     const std::int64_t L = attn.local_seq(), B = c.batch, H = c.heads, HKV = c.kv_heads, D = c.head_dim;
-    q = kernels::Tensor4<T>("q", B, L, H, D);
-    k = kernels::Tensor4<T>("k", B, L, HKV, D);
-    v = kernels::Tensor4<T>("v", B, L, HKV, D);
-    dout = kernels::Tensor4<T>("dout", B, L, H, D);
-    out = kernels::Tensor4<T>("out", B, L, H, D);
-    dq = kernels::Tensor4<T>("dq", B, L, H, D);
-    dk = kernels::Tensor4<T>("dk", B, L, HKV, D);
-    dv = kernels::Tensor4<T>("dv", B, L, HKV, D);
-    lse = kernels::Tensor3<float>("lse", B, H, L);
+    q = allocate<kernels::Tensor4<T>>("q", B, L, H, D);
+    k = allocate<kernels::Tensor4<T>>("k", B, L, HKV, D);
+    v = allocate<kernels::Tensor4<T>>("v", B, L, HKV, D);
+    dout = allocate<kernels::Tensor4<T>>("dout", B, L, H, D);
+    out = allocate<kernels::Tensor4<T>>("out", B, L, H, D);
+    dq = allocate<kernels::Tensor4<T>>("dq", B, L, H, D);
+    dk = allocate<kernels::Tensor4<T>>("dk", B, L, HKV, D);
+    dv = allocate<kernels::Tensor4<T>>("dv", B, L, HKV, D);
+    lse = allocate<kernels::Tensor3<float>>("lse", B, H, L);
     const PositionMap rows = attn.local_positions();
     fill(q, TensorId::q, rows);
     fill(k, TensorId::k, rows);
     fill(v, TensorId::v, rows);
     fill(dout, TensorId::dout, rows);
+    for (const auto& t : {out, dq, dk, dv}) kernels::fill_elements(t, from_float<T>(0.0f));
+    kernels::fill_elements(lse, 0.0f);
   }
 
   void forward(engine::RingAttention& attn, engine::RingMode mode = engine::RingMode::full) {
@@ -117,6 +125,15 @@ struct LocalProblem {
   /// Any strategy (engine/attention_strategy.hpp).
   void forward(engine::AttentionStrategy& attn) { attn.forward<T>(q, k, v, out, lse); }
   void backward(engine::AttentionStrategy& attn) { attn.backward<T>(q, k, v, out, dout, lse, dq, dk, dv); }
+
+ private:
+  template <class View, class... Extents>
+  View allocate(const char* label, Extents... extents) {
+    OwnedTensor<View> t = allocate_tensor<View>(label, extents...);
+    storage_.push_back(t.storage);
+    return t.view;
+  }
+  std::vector<Kokkos::View<unsigned char*, Kokkos::HostSpace>> storage_;
 };
 
 #if RFA_ENGINE_CUDA
@@ -139,7 +156,8 @@ struct DeviceProblem {
     dq = mirror(host.dq, "dq_device");
     dk = mirror(host.dk, "dk_device");
     dv = mirror(host.dv, "dv_device");
-    lse = engine::DeviceTensor3<float>("lse_device", host.lse.extent(0), host.lse.extent(1), host.lse.extent(2));
+    lse = allocate<engine::DeviceTensor3<float>>("lse_device", host.lse.extent(0), host.lse.extent(1),
+                                                 host.lse.extent(2));
   }
 
   void forward(engine::RingAttention& attn, engine::RingMode mode = engine::RingMode::full) {
@@ -151,20 +169,36 @@ struct DeviceProblem {
     Kokkos::fence();
   }
   LocalProblem<T>& results() {
-    Kokkos::deep_copy(host.out, out);
-    Kokkos::deep_copy(host.lse, lse);
-    Kokkos::deep_copy(host.dq, dq);
-    Kokkos::deep_copy(host.dk, dk);
-    Kokkos::deep_copy(host.dv, dv);
+    copy_contiguous(host.out, out);
+    copy_contiguous(host.lse, lse);
+    copy_contiguous(host.dq, dq);
+    copy_contiguous(host.dk, dk);
+    copy_contiguous(host.dv, dv);
     return host;
   }
 
  private:
-  static Tensor4<T> mirror(const kernels::Tensor4<T>& h, const char* label) {
-    Tensor4<T> d(label, h.extent(0), h.extent(1), h.extent(2), h.extent(3));
-    Kokkos::deep_copy(d, h);
+  // Byte-allocated like the host tensors (core/allocation.hpp), and copied as 1-d arrays:
+  // deep_copy of a rank-4 View goes by its span, 32-bit in Kokkos' legacy Views.
+  template <class View, class... Extents>
+  View allocate(const char* label, Extents... extents) {
+    OwnedTensor<View> t = allocate_tensor<View>(label, extents...);
+    storage_.push_back(t.storage);
+    return t.view;
+  }
+  template <class Dst, class Src>
+  static void copy_contiguous(const Dst& dst, const Src& src) {
+    using U = typename Dst::non_const_value_type;
+    Kokkos::View<U*, typename Dst::memory_space, Kokkos::MemoryUnmanaged> d(dst.data(), dst.size());
+    Kokkos::View<const U*, typename Src::memory_space, Kokkos::MemoryUnmanaged> s(src.data(), src.size());
+    Kokkos::deep_copy(d, s);
+  }
+  Tensor4<T> mirror(const kernels::Tensor4<T>& h, const char* label) {
+    Tensor4<T> d = allocate<Tensor4<T>>(label, h.extent(0), h.extent(1), h.extent(2), h.extent(3));
+    copy_contiguous(d, h);
     return d;
   }
+  std::vector<Kokkos::View<unsigned char*, typename engine::DeviceTensor4<T>::memory_space>> storage_;
 };
 #endif
 

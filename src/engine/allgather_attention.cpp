@@ -8,6 +8,7 @@
 #include "engine/strategy_checks.hpp"
 #include "engine/strategy_instantiation.hpp"
 #include "engine/workspace.hpp"
+#include "kernels/contiguous_ops.hpp"
 #include "layout/sequence_layout.hpp"
 
 namespace rfa {
@@ -27,10 +28,12 @@ const RingConfig& validated(comm::Communicator& comm, const RingConfig& c, std::
 template <class T>
 class GatheredKV {
  public:
-  GatheredKV(Workspace<>& ws, comm::Communicator& comm, Tensor4<const T> k, Tensor4<const T> v, std::int64_t chunk,
-             std::int64_t seq_total)
+  /// Buffers sized by the context (batch, local_seq, head_dim), not by k: the caller's tensors
+  /// are checked only after the workspace is allocated.
+  GatheredKV(Workspace<>& ws, comm::Communicator& comm, const RingConfig& c, std::int64_t local_seq, Tensor4<const T> k,
+             Tensor4<const T> v, std::int64_t chunk)
       : comm_(comm), k_(k), v_(v), chunk_(chunk) {
-    const std::int64_t B = k.extent(0), L = k.extent(1), D = k.extent(3), P = comm.size();
+    const std::int64_t B = c.batch, L = local_seq, D = c.head_dim, P = comm.size(), seq_total = c.seq_total;
     const char* names[2][4] = {{"rfa::k_send0", "rfa::v_send0", "rfa::k_gather0", "rfa::v_gather0"},
                                {"rfa::k_send1", "rfa::v_send1", "rfa::k_gather1", "rfa::v_gather1"}};
     for (int i = 0; i < 2; ++i) {
@@ -155,7 +158,6 @@ void AllGatherAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4
                                  Tensor3<float> lse) {
   const RingConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim;
-  comm::check_everywhere(comm_, [&] { check_forward_tensors<T>(c, L, q, k, v, out, lse); });
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
   const kernels::AttentionParams p = chunk_params();
@@ -164,11 +166,15 @@ void AllGatherAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4
   for (int r = 0; r < comm_.size(); ++r) rows.push_back(layout::positions(c.layout, c.seq_total, comm_.size(), r));
 
   Workspace<> ws;
-  GatheredKV<T> kv(ws, comm_, k, v, chunk_, c.seq_total);
+  GatheredKV<T> kv(ws, comm_, c, L, k, v, chunk_);
   Tensor4<T> q_chunk = ws.tensor4<T>("rfa::q_chunk", B, L, qh, D);
   Tensor4<T> out_chunk = ws.tensor4<T>("rfa::out_chunk", B, L, qh, D);
   Tensor3<float> lse_chunk = ws.tensor3<float>("rfa::lse_chunk", B, qh, L);
   last_workspace_bytes_ = ws.bytes();
+  comm::check_everywhere(comm_, [&] {
+    check_forward_tensors<T>(c, L, q, k, v, out, lse);
+    ws.throw_if_failed();
+  });
 
   kv.for_each_chunk(chunks, rows, timings_, [&](std::int64_t ch, const kernels::ProgressHook& hook) {
     ScopedSeconds t(timings_.compute);
@@ -186,7 +192,6 @@ void AllGatherAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor
                                   Tensor4<T> dv) {
   const RingConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim, S = c.seq_total;
-  comm::check_everywhere(comm_, [&] { check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv); });
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
   const kernels::AttentionParams p = chunk_params();
@@ -195,7 +200,7 @@ void AllGatherAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor
   for (int r = 0; r < P; ++r) rows.push_back(layout::positions(c.layout, S, int(P), r));
 
   Workspace<> ws;
-  GatheredKV<T> kv(ws, comm_, k, v, chunk_, S);
+  GatheredKV<T> kv(ws, comm_, c, L, k, v, chunk_);
   Tensor4<T> q_chunk = ws.tensor4<T>("rfa::q_chunk", B, L, qh, D);
   Tensor4<T> dout_chunk = ws.tensor4<T>("rfa::dout_chunk", B, L, qh, D);
   Tensor3<float> lse_chunk = ws.tensor3<float>("rfa::lse_chunk", B, qh, L);
@@ -207,6 +212,10 @@ void AllGatherAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor
   Tensor4<float> grad_send = ws.tensor4<float>("rfa::grad_send", P * B, L, chunk_, D);
   Tensor4<float> grad_mine = ws.tensor4<float>("rfa::grad_mine", B, L, chunk_, D);
   last_workspace_bytes_ = ws.bytes();
+  comm::check_everywhere(comm_, [&] {
+    check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv);
+    ws.throw_if_failed();
+  });
 
   {
     ScopedSeconds t(timings_.compute);
@@ -233,9 +242,9 @@ void AllGatherAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor
       take_heads(dout, ch * qh, dout_chunk);
       slice_heads(lse_in, ch * qh, lse_chunk, true);
       slice_heads(delta, ch * qh, delta_chunk, true);
-      Kokkos::deep_copy(dq_chunk, 0.0f);
-      Kokkos::deep_copy(dk_full, 0.0f);
-      Kokkos::deep_copy(dv_full, 0.0f);
+      kernels::fill_elements(dq_chunk, 0.0f);
+      kernels::fill_elements(dk_full, 0.0f);
+      kernels::fill_elements(dv_full, 0.0f);
       kernels::flash_backward_accumulate<T>(p, q_chunk, kv.k(), kv.v(), dout_chunk, lse_chunk, delta_chunk,
                                             dq_chunk, dk_full, dv_full, hook);
       put_heads<float, T>(dq_chunk, ch * qh, dq);

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "engine/workspace.hpp"
+#include "kernels/contiguous_ops.hpp"
 #include "kernels/flash_attention.hpp"
 
 namespace rfa {
@@ -62,9 +63,9 @@ class HostBlockCompute {
   }
   template <class View>
   void fill(const View& view, float value) {
-    Kokkos::deep_copy(view, value);
+    kernels::fill_elements(view, value);
   }
-  void copy(Tensor4<float> to, Tensor4<const float> from) { Kokkos::deep_copy(to, from); }
+  void copy(Tensor4<float> to, Tensor4<const float> from) { kernels::copy_elements(to, from); }
   /// The fp32 accumulator rounded into the caller's 16-bit tensor.
   template <class T>
   void narrow(Tensor4<const float> from, Tensor4<T> to) {

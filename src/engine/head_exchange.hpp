@@ -17,6 +17,7 @@
 #include "engine/head_routing.hpp"
 #include "engine/sequence_transpose.hpp"
 #include "engine/workspace.hpp"
+#include "kernels/contiguous_ops.hpp"
 #include "kernels/flash_attention.hpp"
 
 namespace rfa {
@@ -103,7 +104,7 @@ class HeadExchange {
     take_rows(full, rows_, kv_column_, out, send);
     const BlockLayout in = my_rows(kv_count_, head_dim_);
     const std::int64_t sent = exchange(send, out, recv, in);
-    Kokkos::deep_copy(local, 0.0f);
+    kernels::fill_elements(local, 0.0f);
     unpack_heads(recv, in, kv_first_, local, true);
     return sent;
   }
@@ -164,9 +165,9 @@ class HeadExchange {
 /// Staging buffers, sized for the largest exchange, viewed as the 1-D arrays the exchanges use.
 template <class T>
 struct Staging {
-  kernels::Tensor4<T> send, recv;
+  Kokkos::View<T*, Kokkos::HostSpace> send, recv;
   Staging(Workspace<>& ws, const char* send_name, const char* recv_name, std::int64_t elems)
-      : send(ws.tensor4<T>(send_name, 1, 1, 1, elems)), recv(ws.tensor4<T>(recv_name, 1, 1, 1, elems)) {}
+      : send(ws.buffer<T>(send_name, elems)), recv(ws.buffer<T>(recv_name, elems)) {}
 };
 
 /// What both passes hold head-sharded: the staging pair and the full-rows q, k, v, out of this

@@ -101,7 +101,6 @@ void HybridAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<co
                               Tensor3<float> lse) {
   const RingConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim;
-  comm::check_everywhere(comm_, [&] { check_forward_tensors<T>(c, L, q, k, v, out, lse); });
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
 
@@ -113,6 +112,10 @@ void HybridAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<co
   Tensor3<float> lse_full = ws.tensor3<float>("rfa::hybrid_lse", B, routing_.heads_per_rank(), x.full_rows());
   Staging<float> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
   last_workspace_bytes_ = ws.bytes();
+  comm::check_everywhere(comm_, [&] {
+    check_forward_tensors<T>(c, L, q, k, v, out, lse);
+    ws.throw_if_failed();
+  });
   {
     ScopedSeconds t(timings_.wait);
     timings_.bytes_sent += x.queries_to_heads<T>(q, full.q, send, recv);
@@ -132,7 +135,6 @@ void HybridAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<c
                                Tensor4<T> dv) {
   const RingConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim;
-  comm::check_everywhere(comm_, [&] { check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv); });
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
 
@@ -152,6 +154,10 @@ void HybridAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<c
   Tensor3<float> lse_full = ws.tensor3<float>("rfa::hybrid_lse", B, hp, rows);
   Staging<float> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
   last_workspace_bytes_ = ws.bytes();
+  comm::check_everywhere(comm_, [&] {
+    check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv);
+    ws.throw_if_failed();
+  });
   {
     ScopedSeconds t(timings_.wait);
     timings_.bytes_sent += x.queries_to_heads<T>(q, full.q, send, recv);

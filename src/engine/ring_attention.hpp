@@ -130,11 +130,9 @@ class RingAttention {
                     typename Compute::template Tensor4<T> dk, typename Compute::template Tensor4<T> dv,
                     RingMode mode);
 
-  template <class T, class View>
-  void check_local_tensors(const View& q, const View& k, const View& v) const;
-  /// Runs this rank's argument checks, then agrees with the other ranks: if any rank's checks
-  /// failed, every rank throws (before any K/V moves), so no rank is left waiting in a ring
-  /// exchange its neighbour will never start.
+  /// Runs this rank's argument and allocation checks, then agrees with the other ranks: if
+  /// any rank's checks failed, every rank throws (before any K/V moves), so no rank is left
+  /// waiting in a ring exchange its neighbour will never start.
   template <class Checks>
   void check_everywhere(Checks&& checks);
 
@@ -163,18 +161,6 @@ class RingAttention {
   WorkspaceCache<Kokkos::CudaSpace> device_cache_;
 #endif
 };
-
-template <class T, class View>
-void RingAttention::check_local_tensors(const View& q, const View& k, const View& v) const {
-  const RingConfig& c = config_;
-  if (dtype_of<T>::value != c.dtype) {
-    fail(RFA_ERROR_INVALID_ARGUMENT, "tensors are ", dtype_name(dtype_of<T>::value), " but the ring was configured for ",
-         dtype_name(c.dtype));
-  }
-  kernels::check_tensor(q, "q", c.batch, local_seq_, c.heads, c.head_dim);
-  kernels::check_tensor(k, "k", c.batch, local_seq_, c.kv_heads, c.head_dim);
-  kernels::check_tensor(v, "v", c.batch, local_seq_, c.kv_heads, c.head_dim);
-}
 
 template <class Checks>
 void RingAttention::check_everywhere(Checks&& checks) {

@@ -9,6 +9,7 @@
 #include "engine/block_compute_cuda.hpp"
 #include "engine/block_compute_host.hpp"
 #include "engine/ring_attention.hpp"
+#include "engine/strategy_checks.hpp"
 #include "engine/travelling_kv.hpp"
 #include "engine/workspace.hpp"
 #include "kernels/tensor_checks.hpp"
@@ -54,16 +55,6 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
   using Grad = typename Compute::template Tensor4<float>;
   const RingConfig& c = config_;
   const std::int64_t L = local_seq_;
-  check_everywhere([&] {
-    check_local_tensors<T>(q, k, v);
-    kernels::check_tensor(out, "out", c.batch, L, c.heads, c.head_dim);
-    kernels::check_tensor(dout, "dout", c.batch, L, c.heads, c.head_dim);
-    kernels::check_tensor(lse, "lse", c.batch, c.heads, L);
-    kernels::check_tensor(dq, "dq", c.batch, L, c.heads, c.head_dim);
-    kernels::check_tensor(dk, "dk", c.batch, L, c.kv_heads, c.head_dim);
-    kernels::check_tensor(dv, "dv", c.batch, L, c.kv_heads, c.head_dim);
-  });
-
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
   const int P = ranks(), me = position();
@@ -72,7 +63,7 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
   const std::int64_t B = c.batch, HKV = c.kv_heads, D = c.head_dim;
 
   Workspace<Space> ws = blocks.workspace();
-  TravellingKV<T, Space> kv(ws, comm_, k, v, communicate);
+  TravellingKV<T, Space> kv(ws, comm_, c, L, k, v, communicate);
   Grad dk_recv[2] = {ws.template tensor4<float>("rfa::dk_recv0", B, L, HKV, D),
                      ws.template tensor4<float>("rfa::dk_recv1", B, L, HKV, D)};
   Grad dv_recv[2] = {ws.template tensor4<float>("rfa::dv_recv0", B, L, HKV, D),
@@ -87,6 +78,10 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
   }
   auto delta = ws.template tensor3<float>("rfa::delta", B, c.heads, L);
   last_workspace_bytes_ = ws.bytes();
+  check_everywhere([&] {
+    check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv);
+    ws.throw_if_failed();
+  });
 
   blocks.fill(dq_acc, 0.0f);
   // The partial gradient of this rank's own block starts at zero: nobody has seen it yet.

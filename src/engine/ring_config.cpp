@@ -7,6 +7,7 @@
 
 #include "comm/agreement.hpp"
 #include "core/error.hpp"
+#include "core/view_limits.hpp"
 #include "engine/device_support.hpp"
 #include "layout/sequence_layout.hpp"
 
@@ -21,6 +22,10 @@ void validate_local(const RingConfig& c, int ranks) {
                                                     c.kv_heads, c.head_dim, c.mask, c.softmax_scale);
   kernels::validate(p);
   require_device_support(c.device, c.head_dim, c.dtype);
+  // The caller's tensors are wrapped in Views: they must be able to index every element.
+  const std::int64_t local = c.seq_total / ranks;
+  require_view_extents("q", {c.batch, local, c.heads, c.head_dim});
+  require_view_extents("lse", {c.batch, c.heads, local});
 }
 
 void require_same_config(comm::Communicator& comm, const RingConfig& c) {

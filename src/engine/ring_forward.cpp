@@ -8,6 +8,7 @@
 #include "engine/block_compute_cuda.hpp"
 #include "engine/block_compute_host.hpp"
 #include "engine/ring_attention.hpp"
+#include "engine/strategy_checks.hpp"
 #include "engine/travelling_kv.hpp"
 #include "engine/workspace.hpp"
 #include "kernels/tensor_checks.hpp"
@@ -48,12 +49,6 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
   using Space = typename Compute::memory_space;
   const RingConfig& c = config_;
   const std::int64_t L = local_seq_;
-  check_everywhere([&] {
-    check_local_tensors<T>(q, k, v);
-    kernels::check_tensor(out, "out", c.batch, L, c.heads, c.head_dim);
-    kernels::check_tensor(lse, "lse", c.batch, c.heads, L);
-  });
-
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
   const int P = ranks(), me = position();
@@ -61,7 +56,7 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
   const bool compute = mode != RingMode::comm_only;
 
   Workspace<Space> ws = blocks.workspace();
-  TravellingKV<T, Space> kv(ws, comm_, k, v, communicate);
+  TravellingKV<T, Space> kv(ws, comm_, c, L, k, v, communicate);
   // fp32 callers' out doubles as the accumulator; 16-bit outputs are narrowed at the end.
   typename Compute::template Tensor4<float> acc;
   if constexpr (std::is_same<T, float>::value) {
@@ -77,6 +72,10 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
     block_lse = ws.template tensor3<float>("rfa::block_lse", c.batch, c.heads, L);
   }
   last_workspace_bytes_ = ws.bytes();
+  check_everywhere([&] {
+    check_forward_tensors<T>(c, L, q, k, v, out, lse);
+    ws.throw_if_failed();
+  });
   blocks.fill(acc, 0.0f);
   blocks.fill(lse, -std::numeric_limits<float>::infinity());
 

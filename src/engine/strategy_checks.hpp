@@ -16,10 +16,10 @@
 namespace rfa {
 namespace engine {
 
-/// The dtype, and q, k, v on `local_seq` rows.
-template <class T>
-void check_input_tensors(const RingConfig& c, std::int64_t local_seq, const kernels::Tensor4<const T>& q,
-                         const kernels::Tensor4<const T>& k, const kernels::Tensor4<const T>& v) {
+/// The dtype, and q, k, v on `local_seq` rows. Views of any memory space (host or device):
+/// only their extents and data pointers are read.
+template <class T, class In>
+void check_input_tensors(const RingConfig& c, std::int64_t local_seq, const In& q, const In& k, const In& v) {
   require(dtype_of<T>::value == c.dtype, "tensors are ", dtype_name(dtype_of<T>::value),
           " but the context was configured for ", dtype_name(c.dtype));
   kernels::check_tensor(q, "q", c.batch, local_seq, c.heads, c.head_dim);
@@ -28,23 +28,20 @@ void check_input_tensors(const RingConfig& c, std::int64_t local_seq, const kern
 }
 
 /// q, k, v, out and lse of a forward.
-template <class T>
-void check_forward_tensors(const RingConfig& c, std::int64_t local_seq, const kernels::Tensor4<const T>& q,
-                           const kernels::Tensor4<const T>& k, const kernels::Tensor4<const T>& v,
-                           const kernels::Tensor4<T>& out, const kernels::Tensor3<float>& lse) {
-  check_input_tensors(c, local_seq, q, k, v);
+template <class T, class In, class Out, class Lse>
+void check_forward_tensors(const RingConfig& c, std::int64_t local_seq, const In& q, const In& k, const In& v,
+                           const Out& out, const Lse& lse) {
+  check_input_tensors<T>(c, local_seq, q, k, v);
   kernels::check_tensor(out, "out", c.batch, local_seq, c.heads, c.head_dim);
   kernels::check_tensor(lse, "lse", c.batch, c.heads, local_seq);
 }
 
 /// The forward's tensors plus dout, dq, dk and dv of a backward.
-template <class T>
-void check_backward_tensors(const RingConfig& c, std::int64_t local_seq, const kernels::Tensor4<const T>& q,
-                            const kernels::Tensor4<const T>& k, const kernels::Tensor4<const T>& v,
-                            const kernels::Tensor4<const T>& out, const kernels::Tensor4<const T>& dout,
-                            const kernels::Tensor3<const float>& lse, const kernels::Tensor4<T>& dq,
-                            const kernels::Tensor4<T>& dk, const kernels::Tensor4<T>& dv) {
-  check_input_tensors(c, local_seq, q, k, v);
+template <class T, class In, class Lse, class Grad>
+void check_backward_tensors(const RingConfig& c, std::int64_t local_seq, const In& q, const In& k, const In& v,
+                            const In& out, const In& dout, const Lse& lse, const Grad& dq, const Grad& dk,
+                            const Grad& dv) {
+  check_input_tensors<T>(c, local_seq, q, k, v);
   kernels::check_tensor(out, "out", c.batch, local_seq, c.heads, c.head_dim);
   kernels::check_tensor(dout, "dout", c.batch, local_seq, c.heads, c.head_dim);
   kernels::check_tensor(lse, "lse", c.batch, c.heads, local_seq);

@@ -6,6 +6,7 @@
 
 #include "comm/agreement.hpp"
 #include "core/error.hpp"
+#include "core/view_limits.hpp"
 #include "engine/allgather_attention.hpp"
 #include "engine/attention_strategy.hpp"
 #include "engine/head_routing.hpp"
@@ -84,6 +85,8 @@ void validate_strategy(const StrategyChoice& choice, const RingConfig& c, int ra
               "kv_heads_per_chunk (", choice.kv_heads_per_chunk, ") must divide kv_heads (", c.kv_heads,
               "): choose 1 (least memory) up to kv_heads (fewest, largest gathers)");
       validate_local(c, ranks);
+      if (choice.kind == StrategyKind::allgather)  // every rank gathers the whole sequence's K/V
+        require_view_extents("gathered k", {c.batch, c.seq_total, choice.kv_heads_per_chunk, c.head_dim});
       return;
     case StrategyKind::ulysses:
       require(degree == 0 || degree == ranks, "ulysses_degree is ", degree, " but the Ulysses strategy runs over all ",
@@ -91,6 +94,9 @@ void validate_strategy(const StrategyChoice& choice, const RingConfig& c, int ra
               degree > 0 ? ranks / degree : 0, " grid");
       validate_local(c, ranks);
       HeadRouting(c.heads, c.kv_heads, ranks);  // heads must divide by P
+      // Each rank attends over the whole sequence on its heads.
+      require_view_extents("q on the full sequence", {c.batch, c.seq_total, c.heads / ranks, c.head_dim});
+      require_view_extents("lse on the full sequence", {c.batch, c.heads / ranks, c.seq_total});
       return;
     case StrategyKind::hybrid: {
       require(degree >= 1 && ranks % degree == 0, "ulysses_degree is ", degree, " but the hybrid strategy needs a ",
@@ -104,6 +110,8 @@ void validate_strategy(const StrategyChoice& choice, const RingConfig& c, int ra
               " Ulysses ranks: choose seq_total a multiple of ", std::int64_t(rings) * degree,
               " (times 2 for zigzag) or another ulysses_degree");
       HeadRouting(c.heads, c.kv_heads, degree);  // heads must divide by Pu
+      require_view_extents("q of a ring group", {c.batch, group_rows, c.heads / degree, c.head_dim});
+      require_view_extents("lse of a ring group", {c.batch, c.heads / degree, group_rows});
       return;
     }
   }

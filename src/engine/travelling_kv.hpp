@@ -19,14 +19,21 @@ class TravellingKV {
  public:
   using Block = SpaceTensor4<const T, Space>;
 
-  /// k and v are this rank's own block (step 0); the two receive buffers come from `ws`.
-  TravellingKV(Workspace<Space>& ws, comm::Communicator& comm, Block k, Block v, bool communicate)
-      : comm_(comm), k_(k), v_(v), communicate_(communicate), bytes_(k.size() * sizeof(T)) {
+  /// k and v are this rank's own block (step 0), `local_seq` rows of the context `c`; the two
+  /// receive buffers come from `ws`, sized by the context (the caller's k and v are checked
+  /// against it only after the workspace is allocated).
+  TravellingKV(Workspace<Space>& ws, comm::Communicator& comm, const RingConfig& c, std::int64_t local_seq, Block k,
+               Block v, bool communicate)
+      : comm_(comm),
+        k_(k),
+        v_(v),
+        communicate_(communicate),
+        bytes_(std::size_t(c.batch * local_seq * c.kv_heads * c.head_dim) * sizeof(T)) {
     for (int i = 0; i < 2; ++i) {
-      k_recv_[i] = ws.template tensor4<T>(i == 0 ? "rfa::k_recv0" : "rfa::k_recv1", k.extent(0), k.extent(1), k.extent(2),
-                                 k.extent(3));
-      v_recv_[i] = ws.template tensor4<T>(i == 0 ? "rfa::v_recv0" : "rfa::v_recv1", v.extent(0), v.extent(1), v.extent(2),
-                                 v.extent(3));
+      k_recv_[i] = ws.template tensor4<T>(i == 0 ? "rfa::k_recv0" : "rfa::k_recv1", c.batch, local_seq, c.kv_heads,
+                                          c.head_dim);
+      v_recv_[i] = ws.template tensor4<T>(i == 0 ? "rfa::v_recv0" : "rfa::v_recv1", c.batch, local_seq, c.kv_heads,
+                                          c.head_dim);
     }
   }
 

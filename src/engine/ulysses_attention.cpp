@@ -9,6 +9,7 @@
 #include "engine/strategy_checks.hpp"
 #include "engine/strategy_instantiation.hpp"
 #include "engine/workspace.hpp"
+#include "kernels/contiguous_ops.hpp"
 #include "layout/sequence_layout.hpp"
 
 namespace rfa {
@@ -68,7 +69,6 @@ void UlyssesAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<c
   const RingConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, S = c.seq_total, D = c.head_dim;
   const std::int64_t hp = routing_.heads_per_rank();
-  comm::check_everywhere(comm_, [&] { check_forward_tensors<T>(c, L, q, k, v, out, lse); });
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
 
@@ -80,6 +80,10 @@ void UlyssesAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<c
   Tensor3<float> lse_full = ws.tensor3<float>("rfa::ulysses_lse", B, hp, S);
   Staging<float> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
   last_workspace_bytes_ = ws.bytes();
+  comm::check_everywhere(comm_, [&] {
+    check_forward_tensors<T>(c, L, q, k, v, out, lse);
+    ws.throw_if_failed();
+  });
 
   {
     ScopedSeconds t(timings_.wait);
@@ -104,7 +108,6 @@ void UlyssesAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
   const RingConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, S = c.seq_total, D = c.head_dim;
   const std::int64_t hp = routing_.heads_per_rank(), slots = routing_.slots();
-  comm::check_everywhere(comm_, [&] { check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv); });
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
 
@@ -125,6 +128,10 @@ void UlyssesAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
   Tensor3<float> delta = ws.tensor3<float>("rfa::delta", B, hp, S);
   Staging<float> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
   last_workspace_bytes_ = ws.bytes();
+  comm::check_everywhere(comm_, [&] {
+    check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv);
+    ws.throw_if_failed();
+  });
 
   {
     ScopedSeconds t(timings_.wait);
@@ -142,9 +149,9 @@ void UlyssesAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
   {
     ScopedSeconds t(timings_.compute);
     const kernels::AttentionParams p = local_params();
-    Kokkos::deep_copy(dq_full, 0.0f);
-    Kokkos::deep_copy(dk_full, 0.0f);
-    Kokkos::deep_copy(dv_full, 0.0f);
+    kernels::fill_elements(dq_full, 0.0f);
+    kernels::fill_elements(dk_full, 0.0f);
+    kernels::fill_elements(dv_full, 0.0f);
     kernels::compute_delta<T, T>(p, dout_full, out_full, delta);
     kernels::flash_backward_accumulate<T>(p, q_full, k_full, v_full, dout_full, lse_full, delta, dq_full, dk_full,
                                           dv_full);
@@ -155,8 +162,8 @@ void UlyssesAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
   timings_.bytes_sent += x.keys_to_rows<float>(dk_full, dk_acc, grad_stage.send.data(), grad_stage.recv.data());
   timings_.bytes_sent += x.keys_to_rows<float>(dv_full, dv_acc, grad_stage.send.data(), grad_stage.recv.data());
   if constexpr (std::is_same<T, float>::value) {
-    Kokkos::deep_copy(dk, dk_acc);
-    Kokkos::deep_copy(dv, dv_acc);
+    kernels::copy_elements(dk, dk_acc);
+    kernels::copy_elements(dv, dv_acc);
   } else {
     kernels::narrow<T>(dk_acc, dk);
     kernels::narrow<T>(dv_acc, dv);

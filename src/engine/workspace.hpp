@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Engine buffers are allocated only through a Workspace, which counts their bytes: the
-// per-rank memory formula in the README is checked against this count in the tests.
+// Engine buffers are allocated only through a Workspace, which counts their bytes (the
+// per-rank memory formula in the README is checked against this count in the tests) and turns
+// a refused allocation into an error every rank raises together.
 #pragma once
 
 #include <chrono>
@@ -9,8 +10,12 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "comm/communicator.hpp"
+#include "core/allocation.hpp"
+#include "core/error.hpp"
+#include "core/view_limits.hpp"
 #include "kernels/flash_attention.hpp"
 
 namespace rfa {
@@ -29,12 +34,14 @@ using SpaceTensor3 = Kokkos::View<T***, Kokkos::LayoutRight, Space>;
 template <class Space>
 class WorkspaceCache {
  public:
-  /// Raw bytes for `name`, reallocated only when more are needed.
+  /// Raw bytes for `name`, reallocated only when more are needed. Throws
+  /// RFA_ERROR_OUT_OF_MEMORY (name, bytes) when the allocator refuses.
   void* bytes(const std::string& name, std::int64_t bytes) {
     auto& slot = buffers_[name];
-    if (std::int64_t(slot.extent(0)) < bytes)
-      slot = Kokkos::View<unsigned char*, Space>(Kokkos::view_alloc(name, Kokkos::WithoutInitializing),
-                                                 std::size_t(bytes));
+    if (std::int64_t(slot.extent(0)) < bytes) {
+      slot = Kokkos::View<unsigned char*, Space>();  // the old buffer goes before the new one comes
+      slot = allocate_bytes<Space>(name, bytes);
+    }
     return slot.data();
   }
 
@@ -42,11 +49,17 @@ class WorkspaceCache {
   std::map<std::string, Kokkos::View<unsigned char*, Space>> buffers_;
 };
 
+/// The buffers of one engine call. Buffers come uninitialized: the engine writes every one
+/// before reading it (receives, kernel outputs, or an explicit fill), and zero-filling ~10 local
+/// blocks per call would cost a few percent of a ring pass. Without a cache every buffer is
+/// allocated for this call (host) and lives as long as the Workspace; with one they are taken
+/// from it (device).
 ///
-/// Buffers come uninitialized: the engine writes every one before reading it (receives,
-/// kernel outputs, or an explicit fill), and zero-filling ~10 local blocks per call would cost
-/// a few percent of a ring pass. Without a cache every buffer is allocated for this call
-/// (host); with one they are taken from it (device).
+/// Tensors are carved from byte buffers (core/allocation.hpp: 64-bit sizes on every Kokkos).
+/// An allocation that fails does not throw: the engine allocates before its ranks agree that
+/// the call may go on, and a throw on one rank there would leave the others waiting in the
+/// first exchange. The failure is kept, later buffers are not attempted (they come back empty),
+/// and throw_if_failed(), called inside that agreement, raises it on every rank.
 template <class Space = Kokkos::HostSpace>
 class Workspace {
  public:
@@ -55,23 +68,54 @@ class Workspace {
 
   template <class T>
   SpaceTensor4<T, Space> tensor4(const char* name, std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
-    const std::int64_t n = a * b * c * d * std::int64_t(sizeof(T));
-    bytes_ += n;
-    if (cache_) return SpaceTensor4<T, Space>(static_cast<T*>(cache_->bytes(name, n)), a, b, c, d);
-    return SpaceTensor4<T, Space>(Kokkos::view_alloc(std::string(name), Kokkos::WithoutInitializing), a, b, c, d);
+    return carve<SpaceTensor4<T, Space>>(name, a, b, c, d);
   }
   template <class T>
   SpaceTensor3<T, Space> tensor3(const char* name, std::int64_t a, std::int64_t b, std::int64_t c) {
-    const std::int64_t n = a * b * c * std::int64_t(sizeof(T));
-    bytes_ += n;
-    if (cache_) return SpaceTensor3<T, Space>(static_cast<T*>(cache_->bytes(name, n)), a, b, c);
-    return SpaceTensor3<T, Space>(Kokkos::view_alloc(std::string(name), Kokkos::WithoutInitializing), a, b, c);
+    return carve<SpaceTensor3<T, Space>>(name, a, b, c);
   }
+  /// A 1-d buffer (staging for exchanges).
+  template <class T>
+  Kokkos::View<T*, Space> buffer(const char* name, std::int64_t n) {
+    return carve<Kokkos::View<T*, Space>>(name, n);
+  }
+
+  /// Bytes asked for so far, including any that could not be allocated.
   std::int64_t bytes() const { return bytes_; }
 
+  /// Throws the first allocation failure of this workspace (RFA_ERROR_OUT_OF_MEMORY, or
+  /// RFA_ERROR_UNSUPPORTED for a shape a View cannot index), with the total it asked for.
+  void throw_if_failed() const {
+    if (failure_code_ == RFA_SUCCESS) return;
+    fail(failure_code_, failure_, "; this call's buffers need ", describe_bytes(bytes_), " in all on this rank");
+  }
+
  private:
+  template <class View, class... Extents>
+  View carve(const char* name, Extents... extents) {
+    using T = typename View::non_const_value_type;
+    try {
+      const std::int64_t n = checked_bytes(name, std::int64_t(sizeof(T)), extents...);
+      bytes_ += n;
+      if (failure_code_ != RFA_SUCCESS) return View();
+      if constexpr (View::rank >= 3) require_view_extents(name, {extents...});
+      if (cache_) return View(static_cast<T*>(cache_->bytes(name, n)), std::size_t(extents)...);
+      owned_.push_back(allocate_bytes<Space>(name, n));
+      return view_over<View>(owned_.back(), extents...);
+    } catch (const Error& e) {
+      if (failure_code_ == RFA_SUCCESS) {
+        failure_code_ = e.code();
+        failure_ = e.what();
+      }
+      return View();
+    }
+  }
+
   WorkspaceCache<Space>* cache_ = nullptr;
+  std::vector<Kokkos::View<unsigned char*, Space>> owned_;
   std::int64_t bytes_ = 0;
+  rfa_result_t failure_code_ = RFA_SUCCESS;
+  std::string failure_;
 };
 
 /// Keeps outstanding exchanges moving while a kernel runs (kernels::ProgressHook). An error

@@ -8,6 +8,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/allocation.hpp"
+#include "kernels/contiguous_ops.hpp"
 #include "kernels/flash_attention.hpp"
 #include "kernels/micro_gemm.hpp"
 #include "kernels/row_copy.hpp"
@@ -264,17 +266,20 @@ void flash_backward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const 
   check_tensor(dq, "dq", p.batch, p.seq_q, p.heads, p.head_dim);
   check_tensor(dk, "dk", p.batch, p.seq_k, p.kv_heads, p.head_dim);
   check_tensor(dv, "dv", p.batch, p.seq_k, p.kv_heads, p.head_dim);
-  Tensor3<float> delta("rfa::delta", p.batch, p.heads, p.seq_q);
+  const auto delta_owned = allocate_tensor<Tensor3<float>>("rfa::delta", p.batch, p.heads, p.seq_q);
+  const Tensor3<float> delta = delta_owned.view;
   compute_delta<T, T>(p, dout, out, delta);
   if constexpr (std::is_same<T, float>::value) {
-    Kokkos::deep_copy(dq, 0.0f);
-    Kokkos::deep_copy(dk, 0.0f);
-    Kokkos::deep_copy(dv, 0.0f);
+    fill_elements(dq, 0.0f);
+    fill_elements(dk, 0.0f);
+    fill_elements(dv, 0.0f);
     flash_backward_accumulate<T>(p, q, k, v, dout, lse, delta, dq, dk, dv);
   } else {
-    Tensor4<float> dq32("rfa::dq32", p.batch, p.seq_q, p.heads, p.head_dim);
-    Tensor4<float> dk32("rfa::dk32", p.batch, p.seq_k, p.kv_heads, p.head_dim);
-    Tensor4<float> dv32("rfa::dv32", p.batch, p.seq_k, p.kv_heads, p.head_dim);
+    const auto dq32_owned = allocate_tensor<Tensor4<float>>("rfa::dq32", p.batch, p.seq_q, p.heads, p.head_dim);
+    const auto dk32_owned = allocate_tensor<Tensor4<float>>("rfa::dk32", p.batch, p.seq_k, p.kv_heads, p.head_dim);
+    const auto dv32_owned = allocate_tensor<Tensor4<float>>("rfa::dv32", p.batch, p.seq_k, p.kv_heads, p.head_dim);
+    const Tensor4<float> dq32 = dq32_owned.view, dk32 = dk32_owned.view, dv32 = dv32_owned.view;
+    for (const Tensor4<float>& g : {dq32, dk32, dv32}) fill_elements(g, 0.0f);  // accumulated into
     flash_backward_accumulate<T>(p, q, k, v, dout, lse, delta, dq32, dk32, dv32);
     narrow<T>(dq32, dq);
     narrow<T>(dk32, dk);
