@@ -11,6 +11,7 @@
 #include "core/allocation.hpp"
 #include "kernels/contiguous_ops.hpp"
 #include "kernels/flash_attention.hpp"
+#include "kernels/league_chunks.hpp"
 #include "kernels/micro_gemm.hpp"
 #include "kernels/row_copy.hpp"
 #include "kernels/scratch_carver.hpp"
@@ -41,6 +42,7 @@ struct BackwardTiles {
   int d = 0;
   int group = 1;
   int n_qtiles = 0;
+  std::int64_t first_item = 0;  // league rank 0 of this launch (kernels/league_chunks.hpp)
   int n_ktiles = 0;
   int n_chunks = 1;
   bool atomic_dq = false;
@@ -71,7 +73,7 @@ struct BackwardTiles {
   }
 
   void operator()(const Member& team) const {
-    const std::int64_t item = team.league_rank();
+    const std::int64_t item = first_item + team.league_rank();
     const int chunk = int(item % n_chunks);
     const std::int64_t bhk = item / n_chunks;
     const int hk = int(bhk % p.kv_heads);
@@ -85,6 +87,9 @@ struct BackwardTiles {
   void key_tile(const Scratch& s, int b, int hk, int kt) const {
     const std::int64_t c0 = std::int64_t(kt) * kTileCols;
     const int cols = int(std::min<std::int64_t>(kTileCols, p.seq_k - c0));
+    // A key tile no query sees adds nothing: neither its K/V rows nor its dK/dV rows are touched
+    // (a causal block pair hides about half its key tiles; dk/dv may be large and untouched).
+    if (classify_tile(p.mask, p.q_pos, 0, p.seq_q, p.k_pos, c0, c0 + cols) == TileVisibility::hidden) return;
     const int cols_padded = round_up(cols, kColPadding);
     for (int j = 0; j < cols_padded; ++j) {
       float* krow = s.k_rows + j * d;
@@ -252,9 +257,9 @@ void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Ten
   f.n_chunks = int(std::max<std::int64_t>(1, std::min<std::int64_t>(f.n_ktiles, (2 * threads + units - 1) / units)));
   if (threads == 1) f.n_chunks = 1;
   f.atomic_dq = f.n_chunks > 1;
-  Policy policy(Exec(), int(units * f.n_chunks), 1);
-  policy.set_scratch_size(1, Kokkos::PerTeam(scratch_bytes<BackwardTiles<T>>(f.d)));
-  Kokkos::parallel_for("rfa::flash_backward", policy, f);
+  const std::size_t scratch = scratch_bytes<BackwardTiles<T>>(f.d);
+  for_each_league_chunk<Policy>("rfa::flash_backward", units * f.n_chunks, f,
+                                [&](Policy& policy) { policy.set_scratch_size(1, Kokkos::PerTeam(scratch)); });
   Exec().fence();
 }
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kernels/flash_attention.hpp"
+#include "kernels/league_chunks.hpp"
 #include "kernels/micro_gemm.hpp"
 #include "kernels/row_copy.hpp"
 #include "kernels/scratch_carver.hpp"
@@ -34,6 +35,7 @@ struct ForwardTiles {
   Tensor3<float> lse;
   int d = 0;
   int n_qtiles = 0;
+  std::int64_t first_item = 0;  // league rank 0 of this launch (kernels/league_chunks.hpp)
   int n_ktiles = 0;
   ProgressHook progress;
 
@@ -60,7 +62,7 @@ struct ForwardTiles {
   }
 
   void operator()(const Member& team) const {
-    const std::int64_t item = team.league_rank();
+    const std::int64_t item = first_item + team.league_rank();
     const int qt = int(item % n_qtiles);
     const std::int64_t bh = item / n_qtiles;
     const int h = int(bh % p.heads);
@@ -199,9 +201,9 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
   f.n_qtiles = int((p.seq_q + kTileRows - 1) / kTileRows);
   f.n_ktiles = int((p.seq_k + kTileCols - 1) / kTileCols);
   const std::int64_t league = p.batch * p.heads * f.n_qtiles;
-  Policy policy(Exec(), int(league), 1);
-  policy.set_scratch_size(1, Kokkos::PerTeam(scratch_bytes<ForwardTiles<T, TOut>>(f.d)));
-  Kokkos::parallel_for("rfa::flash_forward", policy, f);
+  const std::size_t scratch = scratch_bytes<ForwardTiles<T, TOut>>(f.d);
+  for_each_league_chunk<Policy>("rfa::flash_forward", league, f,
+                                [&](Policy& policy) { policy.set_scratch_size(1, Kokkos::PerTeam(scratch)); });
   Exec().fence();
 }
 
