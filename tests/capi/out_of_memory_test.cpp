@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Sizes no machine can hold, through the C API: an engine buffer the allocator refuses is
+// RFA_ERROR_OUT_OF_MEMORY on every rank, naming the buffer and its bytes, and the context
+// stays usable; a local shape Kokkos' Views cannot index is refused at creation. The caller's
+// tensors are address space without memory behind it (nothing reads them: the call fails
+// before any kernel runs).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "capi_test_support.hpp"
+#include "rfa/rfa_mpi.h"
+#include "unbacked_memory.hpp"
+
+namespace {
+
+using namespace rfa_capi_test;
+using rfa::test::Unbacked;
+
+// 2^30 rows per rank, 16 heads of 64, bf16: 2 TiB per local q/k/v/out; the engine's first
+// receive buffer asks for as much again, which no test machine grants.
+constexpr std::int64_t kRows = std::int64_t(1) << 30, kHeads = 16, kDim = 64;
+constexpr std::size_t kTensorBytes = std::size_t(kRows * kHeads * kDim) * 2;
+constexpr std::size_t kLseBytes = std::size_t(kRows * kHeads) * 4;
+
+rfa_options_t huge_options() {
+  rfa_options_t o;
+  rfa_options_init(&o);
+  o.layout = RFA_LAYOUT_CONTIGUOUS;
+  o.mask = RFA_MASK_CAUSAL;
+  o.dtype = RFA_DTYPE_BFLOAT16;
+  o.ring_order = RFA_RING_ORDER_IDENTITY;
+  o.batch = 1;
+  o.seq_total = kRows * world_size();
+  o.heads = kHeads;
+  o.kv_heads = kHeads;
+  o.head_dim = kDim;
+  return o;
+}
+
+class OutOfMemory : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (rfa::test::overcommit_always()) GTEST_SKIP() << "vm.overcommit_memory = 1 grants any allocation";
+    for (Unbacked* t : {&q, &k, &v, &out, &dout, &dq, &dk, &dv, &lse})
+      ASSERT_NE(t->data(), nullptr) << "cannot map the test's address space";
+    const rfa_options_t o = huge_options();
+    ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  }
+  void TearDown() override {
+    if (ctx) EXPECT_EQ(int(rfa_context_destroy(ctx)), int(RFA_SUCCESS));
+  }
+
+  // Every rank fails alike: the code, a byte count, a buffer of the engine's by name.
+  static void expect_out_of_memory(rfa_result_t got, const char* call) {
+    const std::string m = rfa_get_last_error_message();
+    EXPECT_EQ(int(got), int(RFA_ERROR_OUT_OF_MEMORY)) << call << ": " << m;
+    EXPECT_NE(m.find("cannot allocate 2199023255552 bytes (2.0 TiB) for 'rfa::"), std::string::npos) << m;
+    EXPECT_NE(m.find("in all on this rank"), std::string::npos) << m;
+  }
+
+  Unbacked q{kTensorBytes}, k{kTensorBytes}, v{kTensorBytes}, out{kTensorBytes}, dout{kTensorBytes},
+      dq{kTensorBytes}, dk{kTensorBytes}, dv{kTensorBytes}, lse{kLseBytes};
+  rfa_context_t ctx = nullptr;
+};
+
+TEST_F(OutOfMemory, ForwardFailsOnEveryRankWithTheBufferAndItsBytes) {
+  auto* lse_f = static_cast<float*>(lse.data());
+  expect_out_of_memory(rfa_forward(ctx, q.data(), k.data(), v.data(), out.data(), lse_f), "rfa_forward");
+  // The context is still usable (nothing moved): a second call fails the same way, no hang.
+  expect_out_of_memory(rfa_forward(ctx, q.data(), k.data(), v.data(), out.data(), lse_f), "rfa_forward");
+}
+
+TEST_F(OutOfMemory, BackwardFailsOnEveryRankWithTheBufferAndItsBytes) {
+  expect_out_of_memory(rfa_backward(ctx, q.data(), k.data(), v.data(), out.data(), dout.data(),
+                                    static_cast<const float*>(lse.data()), dq.data(), dk.data(), dv.data()),
+                       "rfa_backward");
+}
+
+// 2^32 rows on each rank: an extent Kokkos' Views hold in 32 bits. Refused at creation, on
+// every rank, or (a Kokkos whose Views are wider) accepted.
+TEST(ViewExtents, LocalRowsPast2To32AreRefusedAtCreationOnEveryRank) {
+  rfa_options_t o = huge_options();
+  o.seq_total = (std::int64_t(1) << 32) * world_size();
+  o.heads = o.kv_heads = 1;
+  rfa_context_t ctx = nullptr;
+  const rfa_result_t r = rfa_context_create(MPI_COMM_WORLD, &o, &ctx);
+  if (r == RFA_SUCCESS) {
+    EXPECT_EQ(int(rfa_context_destroy(ctx)), int(RFA_SUCCESS));
+    GTEST_SKIP() << "this build's Kokkos Views index extents of 2^32";
+  }
+  const std::string m = rfa_get_last_error_message();
+  EXPECT_EQ(int(r), int(RFA_ERROR_UNSUPPORTED)) << m;
+  EXPECT_NE(m.find("tensor 'q' of shape [1,4294967296,1,64]"), std::string::npos) << m;
+  EXPECT_EQ(ctx, nullptr);
+}
+
+}  // namespace
