@@ -97,6 +97,39 @@ TEST(Timeout, ARankLessLateThanTheDeadlineChangesNothing) {
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
 }
 
+// A rank that passes a context made over another communicator (here MPI_COMM_SELF, of size
+// 1) never joins the others' agreement: rfa cannot tell this from a late rank, and the others
+// end by the deadline, not in a hang. The stray rank's own call is a valid one-rank call.
+TEST(Timeout, ARankUsingAContextOfAnotherCommunicatorEndsInTheDeadline) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  const double deadline = 1.0;
+  const rfa_options_t o = small_options(deadline);
+  rfa_options_t alone = o;
+  alone.seq_total = 2 * 8;  // the layout over one rank
+  MPI_Barrier(MPI_COMM_WORLD);
+  rfa_context_t ctx = nullptr, self_ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_SELF, &alone, &self_ctx));
+  const bool stray = world_rank() == world_size() - 1;
+  if (stray) {
+    Buffers mine(self_ctx, alone);
+    ASSERT_RFA_OK(mine.forward(self_ctx));
+    // Then it joins late, as the late rank above does, so that no collective stays open.
+    std::this_thread::sleep_for(std::chrono::duration<double>(2.5 * deadline));
+  }
+  Buffers b(ctx, o);
+  const auto start = clock_type::now();
+  const rfa_result_t rc = b.forward(ctx);
+  const double waited = seconds_since(start);
+  const std::string message = rfa_get_last_error_message();
+  EXPECT_EQ(int(rc), int(RFA_ERROR_TIMEOUT)) << message;
+  if (!stray) {
+    EXPECT_LE(waited, deadline + 1.0) << message;
+  }
+  ASSERT_RFA_OK(rfa_context_destroy(self_ctx));
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
 TEST(Timeout, NonFiniteOptionIsRefusedOnEveryRank) {
   rfa_options_t o = small_options(0.0);
   o.timeout_s = std::numeric_limits<double>::quiet_NaN();
