@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Benchmark of the portable flash kernels on one host thread.
+// Benchmark of the portable flash kernels on the host threads Kokkos gives (one with the
+// Serial backend; OMP_NUM_THREADS with OpenMP).
 //
 // Prints, per (pass, dtype, mask): GFLOP/s by FlashAttention's convention, the fraction of
-// this core's measured fp32 FMA peak, and PyTorch's CPU flash kernel on the same shape when
-// torch is importable (measured in the same run). Google Benchmark flags apply
+// the measured fp32 FMA peak of the cores used, and PyTorch's CPU flash kernel on the same
+// shape and thread count when torch is importable (measured in the same run). Google Benchmark flags apply
 // (--benchmark_out=FILE --benchmark_out_format=json for the regression comparator,
 // --benchmark_filter=...); the shape comes
 // from --rfa_batch, --rfa_seq, --rfa_heads, --rfa_head_dim (defaults 1, 4096, 4, 128), the
@@ -115,7 +116,9 @@ void measure_peer() {
   const char* python = std::getenv("RFA_PEER_PYTHON");
   const std::string cmd = std::string(python && *python ? python : "python3") + " " + RFA_TORCH_PEER_SCRIPT + " --batch " + std::to_string(g_shape.batch) +
                           " --seq " + std::to_string(g_shape.seq) + " --heads " + std::to_string(g_shape.heads) +
-                          " --head-dim " + std::to_string(g_shape.head_dim) + " 2>/dev/null";
+                          " --head-dim " + std::to_string(g_shape.head_dim) +
+                          " --threads " + std::to_string(Kokkos::DefaultHostExecutionSpace().concurrency()) +
+                          " 2>/dev/null";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
   if (!pipe) return;
   char line[512];
@@ -174,9 +177,9 @@ const char* kUsage = R"(usage: rfa_kernel_bench [--rfa_batch=N] [--rfa_seq=N] [-
                         [--rfa_min_time=SECONDS] [Google Benchmark flags] [--kokkos-help]
 
 The portable flash kernels on the host threads Kokkos gives (fp32 and bf16, forward and backward,
-causal and not): GFLOP/s by FlashAttention's convention, the fraction of this core's measured fp32
-FMA peak, and PyTorch's CPU flash kernel on the same shape when RFA_PEER_PYTHON (default python3)
-imports torch. Shape defaults: B=1, S=4096, H=4, d=128; --rfa_min_time: seconds per case (1).
+causal and not): GFLOP/s by FlashAttention's convention, the fraction of the measured fp32 FMA
+peak of the cores used (one core's, times the host threads), and PyTorch's CPU flash kernel on
+the same shape and as many threads when RFA_PEER_PYTHON (default python3) imports torch. Shape defaults: B=1, S=4096, H=4, d=128; --rfa_min_time: seconds per case (1).
 perf/'s result format: --benchmark_repetitions=10 --benchmark_out=FILE --benchmark_out_format=json.
 
 Google Benchmark's flags:
@@ -202,11 +205,15 @@ int main(int argc, char** argv) {
   Kokkos::initialize(rest_argc, rest.data());
   {
     benchmark::Initialize(&rest_argc, rest.data());
-    g_peak = perf::measure_fp32_fma_peak();
+    // The peak of the cores the kernels run on: one core's measured peak times the host
+    // threads (Kokkos OpenMP with OMP_NUM_THREADS=2, say); the peer gets as many threads.
+    const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
+    const double core_peak = perf::measure_fp32_fma_peak();
+    g_peak = core_peak * threads;
     std::printf("shape: B=%lld S=%lld H=%lld d=%lld, %d host thread(s)\n", (long long)g_shape.batch,
-                (long long)g_shape.seq, (long long)g_shape.heads, (long long)g_shape.head_dim,
-                Kokkos::DefaultHostExecutionSpace().concurrency());
-    std::printf("measured fp32 FMA peak of one core: %.1f GFLOP/s\n", g_peak * 1e-9);
+                (long long)g_shape.seq, (long long)g_shape.heads, (long long)g_shape.head_dim, threads);
+    std::printf("measured fp32 FMA peak of one core: %.1f GFLOP/s (x %d thread(s) = %.1f)\n", core_peak * 1e-9,
+                threads, g_peak * 1e-9);
     benchmark::AddCustomContext("fp32_fma_peak_gflops", std::to_string(g_peak * 1e-9));
     // The provenance every perf/ result carries; Google Benchmark writes date, host, executable
     // and CPU count itself.

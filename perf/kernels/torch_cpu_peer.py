@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""PyTorch's CPU flash-attention kernel on one thread, as the peer of rfa's kernel benchmark.
+"""PyTorch's CPU flash-attention kernel (one thread unless --threads), as the peer of rfa's
+kernel benchmark.
 
 Prints one JSON object per configuration: {"dtype", "causal", "fwd_ms", "bwd_ms"}.
 Exits 3 when torch cannot be imported (the benchmark then reports no peer).
@@ -35,8 +36,9 @@ def main():
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--head-dim", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel
