@@ -122,7 +122,9 @@ void HybridAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<co
     timings_.bytes_sent += x.keys_to_heads<T>(k, full.k, send, recv);
     timings_.bytes_sent += x.keys_to_heads<T>(v, full.v, send, recv);
   }
-  ring_->forward<T>(full.q, full.k, full.v, full.out, lse_full);
+  // The inner ring agrees only within its ring group; a failure there (a refused allocation,
+  // say) must reach the other groups too, which would otherwise wait for it in the all-to-all.
+  comm::check_everywhere(comm_, [&] { ring_->forward<T>(full.q, full.k, full.v, full.out, lse_full); });
   add_ring_timings();
   ScopedSeconds t(timings_.wait);
   timings_.bytes_sent += x.queries_to_rows<T, T>(full.out, out, send, recv);
@@ -169,7 +171,9 @@ void HybridAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<c
     Tensor3<float> lse_in(const_cast<float*>(lse.data()), B, c.heads, L);
     timings_.bytes_sent += x.lse_to_heads(lse_in, lse_full, lse_stage.send.data(), lse_stage.recv.data());
   }
-  ring_->backward<T>(full.q, full.k, full.v, full.out, dout_full, lse_full, dq_full, dk_full, dv_full);
+  comm::check_everywhere(comm_, [&] {  // as in forward: a group's failure reaches every group
+    ring_->backward<T>(full.q, full.k, full.v, full.out, dout_full, lse_full, dq_full, dk_full, dv_full);
+  });
   add_ring_timings();
   ScopedSeconds t(timings_.wait);
   timings_.bytes_sent += x.queries_to_rows<T, T>(dq_full, dq, send, recv);

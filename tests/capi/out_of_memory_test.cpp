@@ -78,6 +78,33 @@ TEST_F(OutOfMemory, BackwardFailsOnEveryRankWithTheBufferAndItsBytes) {
                        "rfa_backward");
 }
 
+// The other strategies allocate their own buffers (whole-sequence heads, gathered chunks,
+// the hybrid's groups and its inner ring): the same contract.
+TEST(OutOfMemoryStrategies, EveryStrategyFailsOnEveryRank) {
+  if (rfa::test::overcommit_always()) GTEST_SKIP() << "vm.overcommit_memory = 1 grants any allocation";
+  Unbacked q{kTensorBytes}, k{kTensorBytes}, v{kTensorBytes}, out{kTensorBytes}, lse{kLseBytes};
+  ASSERT_TRUE(q.data() && k.data() && v.data() && out.data() && lse.data());
+  const struct {
+    rfa_strategy_t strategy;
+    int32_t degree;
+    const char* name;
+  } cases[] = {{RFA_STRATEGY_ULYSSES, 0, "ulysses"},
+               {RFA_STRATEGY_ALLGATHER, 0, "allgather"},
+               {RFA_STRATEGY_HYBRID, world_size(), "hybrid"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    rfa_options_t o = huge_options();
+    o.strategy = c.strategy;
+    o.ulysses_degree = c.degree;
+    rfa_context_t ctx = nullptr;
+    ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+    EXPECT_RFA_FAILS(RFA_ERROR_OUT_OF_MEMORY,
+                     rfa_forward(ctx, q.data(), k.data(), v.data(), out.data(), static_cast<float*>(lse.data())),
+                     "cannot allocate ", " for 'rfa::", "in all on this rank");
+    EXPECT_EQ(int(rfa_context_destroy(ctx)), int(RFA_SUCCESS));
+  }
+}
+
 // 2^32 rows on each rank: an extent Kokkos' Views hold in 32 bits. Refused at creation, on
 // every rank, or (a Kokkos whose Views are wider) accepted.
 TEST(ViewExtents, LocalRowsPast2To32AreRefusedAtCreationOnEveryRank) {
