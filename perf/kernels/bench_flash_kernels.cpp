@@ -11,6 +11,7 @@
 // time each benchmark runs from --rfa_min_time (seconds, default 1).
 // RFA_PEER_PYTHON names the Python that has torch (default: python3 on PATH).
 #include <benchmark/benchmark.h>
+#include <sched.h>
 
 #include <Kokkos_Core.hpp>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "cpu_peak.hpp"
 #include "kernels/flash_attention.hpp"
@@ -119,7 +121,16 @@ void measure_peer() {
                           " --head-dim " + std::to_string(g_shape.head_dim) +
                           " --threads " + std::to_string(Kokkos::DefaultHostExecutionSpace().concurrency()) +
                           " 2>/dev/null";
+  // The child inherits this thread's CPU affinity, which OpenMP's binding (OMP_PROC_BIND) may
+  // have narrowed to one core: widen it to every CPU while the peer starts, so that the peer
+  // gets as many cores as it has threads.
+  cpu_set_t bound, all;
+  const bool have_mask = sched_getaffinity(0, sizeof bound, &bound) == 0;
+  CPU_ZERO(&all);
+  for (unsigned c = 0; c < std::thread::hardware_concurrency() && c < CPU_SETSIZE; ++c) CPU_SET(c, &all);
+  if (have_mask) sched_setaffinity(0, sizeof all, &all);
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  if (have_mask) sched_setaffinity(0, sizeof bound, &bound);
   if (!pipe) return;
   char line[512];
   while (std::fgets(line, sizeof line, pipe.get())) {
