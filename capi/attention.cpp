@@ -24,13 +24,14 @@ using Tensor3 = engine::SpaceTensor3<T, Space>;
 /// Byte sizes of this rank's tensors.
 struct LocalSizes {
   std::int64_t q, kv, lse;
+  std::int64_t element;  // bytes of one q/k/v element: their alignment
 };
 
 LocalSizes local_sizes(const rfa_context_s& c) {
   const rfa_options_t& o = c.options;
   const std::int64_t L = c.engine->local_seq(), elem = std::int64_t(dtype_size(o.dtype));
   return {o.batch * L * o.heads * o.head_dim * elem, o.batch * L * o.kv_heads * o.head_dim * elem,
-          o.batch * o.heads * L * std::int64_t(sizeof(float))};
+          o.batch * o.heads * L * std::int64_t(sizeof(float)), elem};
 }
 
 template <class T, class Space>
@@ -74,7 +75,9 @@ void dispatch_place(const rfa_context_s& c, Run&& run) {
 rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void* v, void* out, float* lse) {
   const LocalSizes s = local_sizes(c);
   agree_on_arguments(c, [&] {
-    check_call_buffers(c, {{"q", q, s.q}, {"k", k, s.kv}, {"v", v, s.kv}}, {{"out", out, s.q}, {"lse", lse, s.lse}});
+    const std::int64_t e = s.element, f = std::int64_t(sizeof(float));
+    check_call_buffers(c, {{"q", q, s.q, e}, {"k", k, s.kv, e}, {"v", v, s.kv, e}},
+                       {{"out", out, s.q, e}, {"lse", lse, s.lse, f}});
   });
   const rfa_options_t& o = c.options;
   dispatch_place(c, [&](auto tag, auto space) {
@@ -97,10 +100,11 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
                       const void* dout, const float* lse, void* dq, void* dk, void* dv) {
   const LocalSizes s = local_sizes(c);
   agree_on_arguments(c, [&] {
+    const std::int64_t e = s.element, f = std::int64_t(sizeof(float));
     check_call_buffers(c,
-                       {{"q", q, s.q}, {"k", k, s.kv}, {"v", v, s.kv}, {"out", out, s.q}, {"dout", dout, s.q},
-                        {"lse", lse, s.lse}},
-                       {{"dq", dq, s.q}, {"dk", dk, s.kv}, {"dv", dv, s.kv}});
+                       {{"q", q, s.q, e}, {"k", k, s.kv, e}, {"v", v, s.kv, e}, {"out", out, s.q, e},
+                        {"dout", dout, s.q, e}, {"lse", lse, s.lse, f}},
+                       {{"dq", dq, s.q, e}, {"dk", dk, s.kv, e}, {"dv", dv, s.kv, e}});
   });
   const rfa_options_t& o = c.options;
   dispatch_place(c, [&](auto tag, auto space) {

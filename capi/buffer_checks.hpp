@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Cheap checks on the caller's raw buffers: NULL pointers and overlapping outputs. A C API
-// cannot see how large a buffer really is, but it knows how large it must be, so two buffers
-// whose required byte ranges intersect are certainly aliased.
+// Cheap checks on the caller's raw buffers: NULL pointers, addresses not aligned to their
+// element (reading a float through such a pointer is undefined behaviour in C and C++), and
+// overlapping outputs. A C API cannot see how large a buffer really is, but it knows how
+// large it must be, so two buffers whose required byte ranges intersect are certainly aliased.
 #pragma once
 
 #include <cstddef>
@@ -13,11 +14,13 @@
 namespace rfa {
 namespace capi {
 
-/// One argument: its name, where it starts, how many bytes the call will touch.
+/// One argument: its name, where it starts, how many bytes the call will touch, and the
+/// alignment its elements need (their size; 1: any address).
 struct Buffer {
   const char* name;
   const void* data;
   std::int64_t bytes;
+  std::int64_t alignment = 1;
 };
 
 inline bool overlap(const Buffer& a, const Buffer& b) {
@@ -25,13 +28,17 @@ inline bool overlap(const Buffer& a, const Buffer& b) {
   return a.bytes > 0 && b.bytes > 0 && a0 < b0 + std::uintptr_t(b.bytes) && b0 < a0 + std::uintptr_t(a.bytes);
 }
 
-/// Throws RFA_ERROR_INVALID_ARGUMENT for a NULL buffer, or for an output overlapping any
-/// other buffer (inputs may overlap each other: they are only read).
+/// Throws RFA_ERROR_INVALID_ARGUMENT for a NULL or misaligned buffer, or for an output
+/// overlapping any other buffer (inputs may overlap each other: they are only read).
 inline void check_buffers(std::initializer_list<Buffer> inputs, std::initializer_list<Buffer> outputs) {
-  for (const Buffer& b : inputs)
-    if (!b.data) fail(RFA_ERROR_INVALID_ARGUMENT, b.name, " is NULL");
-  for (const Buffer& b : outputs)
-    if (!b.data) fail(RFA_ERROR_INVALID_ARGUMENT, b.name, " is NULL");
+  for (std::initializer_list<Buffer> list : {inputs, outputs})
+    for (const Buffer& b : list) {
+      if (!b.data) fail(RFA_ERROR_INVALID_ARGUMENT, b.name, " is NULL");
+      const auto address = reinterpret_cast<std::uintptr_t>(b.data);
+      if (b.alignment > 1 && address % std::uintptr_t(b.alignment) != 0)
+        fail(RFA_ERROR_INVALID_ARGUMENT, b.name, " (address ", b.data, ") is not aligned to its ", b.alignment,
+             "-byte elements");
+    }
   for (const Buffer* o = outputs.begin(); o != outputs.end(); ++o) {
     for (const Buffer& i : inputs)
       if (overlap(*o, i)) fail(RFA_ERROR_INVALID_ARGUMENT, "the output ", o->name, " overlaps the input ", i.name);

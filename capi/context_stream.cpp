@@ -18,7 +18,7 @@ namespace {
 rfa_result_t set_stream(rfa_context_s& c, void* stream) {
   if (c.options.device != RFA_DEVICE_CUDA) {
     fail(RFA_ERROR_INVALID_USAGE,
-         "rfa_context_set_stream: the context is RFA_DEVICE_HOST; only RFA_DEVICE_CUDA contexts take a CUDA stream");
+         "the context is RFA_DEVICE_HOST; only RFA_DEVICE_CUDA contexts take a CUDA stream");
   }
   device_ring(c).set_cuda_stream(stream);
   c.comm->set_compute_stream(stream);

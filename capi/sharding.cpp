@@ -55,7 +55,8 @@ RFA_API rfa_result_t rfa_scatter_bshd(rfa_context_t context, int64_t heads, cons
   return rfa::capi::guard(__func__, [&] {
     const rfa_context_s& c = rfa::capi::context_ref(context);
     const auto shape = rfa::capi::bshd_shape(c, heads);
-    check_buffers({{"global", global, shape.global_bytes}}, {{"local", local, shape.local_bytes}});
+    const std::int64_t e = std::int64_t(rfa::dtype_size(c.options.dtype));
+    check_buffers({{"global", global, shape.global_bytes, e}}, {{"local", local, shape.local_bytes, e}});
     rfa::dispatch_dtype(c.options.dtype, [&](auto tag) {
       using T = decltype(tag);
       rfa::layout::scatter_bshd<T>(static_cast<const T*>(global), c.options.seq_total, shape.dims,
@@ -69,7 +70,8 @@ RFA_API rfa_result_t rfa_gather_bshd(rfa_context_t context, int64_t heads, const
   return rfa::capi::guard(__func__, [&] {
     const rfa_context_s& c = rfa::capi::context_ref(context);
     const auto shape = rfa::capi::bshd_shape(c, heads);
-    check_buffers({{"local", local, shape.local_bytes}}, {{"global", global, shape.global_bytes}});
+    const std::int64_t e = std::int64_t(rfa::dtype_size(c.options.dtype));
+    check_buffers({{"local", local, shape.local_bytes, e}}, {{"global", global, shape.global_bytes, e}});
     rfa::dispatch_dtype(c.options.dtype, [&](auto tag) {
       using T = decltype(tag);
       rfa::layout::gather_bshd<T>(static_cast<const T*>(local), shape.dims, c.engine->local_positions(),
@@ -86,7 +88,8 @@ RFA_API rfa_result_t rfa_allgather_bshd(rfa_context_t context, int64_t heads, co
     rfa::capi::BshdShape shape{};
     rfa::capi::agree_on_arguments(c, [&] {
       shape = rfa::capi::bshd_shape(c, heads);
-      check_buffers({{"local", local, shape.local_bytes}}, {{"global", global, shape.global_bytes}});
+      const std::int64_t e = std::int64_t(rfa::dtype_size(c.options.dtype));
+      check_buffers({{"local", local, shape.local_bytes, e}}, {{"global", global, shape.global_bytes, e}});
     });
     rfa::dispatch_dtype(c.options.dtype, [&](auto tag) {
       using T = decltype(tag);
@@ -100,8 +103,8 @@ RFA_API rfa_result_t rfa_allgather_bshd(rfa_context_t context, int64_t heads, co
 RFA_API rfa_result_t rfa_scatter_lse(rfa_context_t context, const float* global, float* local) {
   return rfa::capi::guard(__func__, [&] {
     const rfa_context_s& c = rfa::capi::context_ref(context);
-    check_buffers({{"global", global, rfa::capi::lse_global_bytes(c)}},
-                  {{"local", local, rfa::capi::lse_local_bytes(c)}});
+    check_buffers({{"global", global, rfa::capi::lse_global_bytes(c), 4}},
+                  {{"local", local, rfa::capi::lse_local_bytes(c), 4}});
     rfa::layout::scatter_bhs(global, c.options.seq_total, c.options.batch, c.options.heads,
                              c.engine->local_positions(), local);
     return RFA_SUCCESS;
@@ -111,8 +114,8 @@ RFA_API rfa_result_t rfa_scatter_lse(rfa_context_t context, const float* global,
 RFA_API rfa_result_t rfa_gather_lse(rfa_context_t context, const float* local, float* global) {
   return rfa::capi::guard(__func__, [&] {
     const rfa_context_s& c = rfa::capi::context_ref(context);
-    check_buffers({{"local", local, rfa::capi::lse_local_bytes(c)}},
-                  {{"global", global, rfa::capi::lse_global_bytes(c)}});
+    check_buffers({{"local", local, rfa::capi::lse_local_bytes(c), 4}},
+                  {{"global", global, rfa::capi::lse_global_bytes(c), 4}});
     rfa::layout::gather_bhs(local, c.options.batch, c.options.heads, c.engine->local_positions(), global,
                             c.options.seq_total);
     return RFA_SUCCESS;

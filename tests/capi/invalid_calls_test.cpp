@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <string>
@@ -334,6 +335,32 @@ const BadOption kBadOptions[] = {
        o.heads = o.kv_heads = int64_t(1) << 58;
      },
      RFA_ERROR_INVALID_ARGUMENT, "overflow"},
+    {"strategy 4", [](rfa_options_t& o) { o.strategy = rfa_strategy_t(4); }, RFA_ERROR_INVALID_ARGUMENT, "strategy"},
+    {"strategy minus 1", [](rfa_options_t& o) { o.strategy = rfa_strategy_t(-1); }, RFA_ERROR_INVALID_ARGUMENT,
+     "strategy"},
+    {"ulysses_degree minus 1, hybrid", [](rfa_options_t& o) {
+       o.strategy = RFA_STRATEGY_HYBRID;
+       o.ulysses_degree = -1;
+     },
+     RFA_ERROR_INVALID_ARGUMENT, "ulysses_degree"},
+    {"ulysses_degree minus 1, ring", [](rfa_options_t& o) { o.ulysses_degree = -1; }, RFA_ERROR_INVALID_ARGUMENT,
+     "ulysses_degree"},
+    {"batch INT64_MIN", [](rfa_options_t& o) { o.batch = std::numeric_limits<int64_t>::min(); },
+     RFA_ERROR_INVALID_ARGUMENT, "options.batch"},
+    {"heads INT64_MAX", [](rfa_options_t& o) { o.heads = std::numeric_limits<int64_t>::max(); },
+     RFA_ERROR_INVALID_ARGUMENT, "overflow"},
+    {"kv_heads INT64_MAX", [](rfa_options_t& o) { o.kv_heads = std::numeric_limits<int64_t>::max(); },
+     RFA_ERROR_INVALID_ARGUMENT, "kv_heads"},
+    {"head_dim INT64_MAX", [](rfa_options_t& o) { o.head_dim = std::numeric_limits<int64_t>::max(); },
+     RFA_ERROR_INVALID_ARGUMENT, "overflow"},
+    {"softmax_scale minus tiny", [](rfa_options_t& o) { o.softmax_scale = -1e-30; }, RFA_ERROR_INVALID_ARGUMENT,
+     "softmax_scale"},
+    {"softmax_scale beyond float", [](rfa_options_t& o) { o.softmax_scale = 1e300; }, RFA_ERROR_INVALID_ARGUMENT,
+     "softmax_scale"},
+    {"timeout_s NaN", [](rfa_options_t& o) { o.timeout_s = std::numeric_limits<double>::quiet_NaN(); },
+     RFA_ERROR_INVALID_ARGUMENT, "timeout_s"},
+    {"transport 99", [](rfa_options_t& o) { o.transport = rfa_transport_t(99); }, RFA_ERROR_INVALID_ARGUMENT,
+     "options.transport"},
     {"CUDA context, fp32", [](rfa_options_t& o) { o.device = RFA_DEVICE_CUDA; }, RFA_ERROR_UNSUPPORTED, "CUDA"},
     {"CUDA context, head_dim 8", [](rfa_options_t& o) {
        o.device = RFA_DEVICE_CUDA;
@@ -491,7 +518,133 @@ TEST_F(CapiInvalidOnContext, AllgatherNegativeHeadsFailsEverywhere) {
                    "heads is -1");
 }
 
+// A buffer one byte off its element's alignment: reading a float through it is undefined.
+TEST_F(CapiInvalidOnContext, ForwardMisalignedQuery) {
+  const void* q = reinterpret_cast<const char*>(q_.data()) + 1;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_forward(ctx_, q, k_.data(), v_.data(), out_.data(), lse_.data()),
+                   "q (address", "is not aligned to its 4-byte elements");
+}
+
+TEST_F(CapiInvalidOnContext, ForwardMisalignedLse) {
+  auto* lse = reinterpret_cast<float*>(reinterpret_cast<char*>(lse_.data()) + 2);
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_forward(ctx_, q_.data(), k_.data(), v_.data(), out_.data(), lse),
+                   "lse (address", "not aligned");
+}
+
+TEST_F(CapiInvalidOnContext, BackwardMisalignedDk) {
+  std::vector<float> dq(q_.size());
+  void* dk = reinterpret_cast<char*>(dk_.data()) + 3;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_backward(ctx_, q_.data(), k_.data(), v_.data(), out_.data(), q_.data(), lse_.data(), dq.data(),
+                                dk, dv_.data()),
+                   "dk (address", "not aligned");
+}
+
+TEST_F(CapiInvalidOnContext, ForwardNullKey) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_forward(ctx_, q_.data(), nullptr, v_.data(), out_.data(), lse_.data()), "k is NULL");
+}
+
+TEST_F(CapiInvalidOnContext, ForwardNullOutput) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_forward(ctx_, q_.data(), k_.data(), v_.data(), nullptr, lse_.data()), "out is NULL");
+}
+
+TEST_F(CapiInvalidOnContext, ForwardOutputAliasesKey) {
+  std::vector<float> big(q_.size() + k_.size());  // out's range starts inside k's
+  std::copy(k_.begin(), k_.end(), big.begin());
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_forward(ctx_, q_.data(), big.data(), v_.data(), big.data() + 1, lse_.data()),
+                   "the output out overlaps the input k");
+}
+
+TEST_F(CapiInvalidOnContext, ForwardLseOverwritesQuery) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_forward(ctx_, q_.data(), k_.data(), v_.data(), out_.data(), q_.data()),
+                   "the output lse overlaps the input q");
+}
+
+TEST_F(CapiInvalidOnContext, BackwardNullDq) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_backward(ctx_, q_.data(), k_.data(), v_.data(), out_.data(), q_.data(), lse_.data(), nullptr,
+                                dk_.data(), dv_.data()),
+                   "dq is NULL");
+}
+
+TEST_F(CapiInvalidOnContext, BackwardNullLse) {
+  std::vector<float> dq(q_.size());
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_backward(ctx_, q_.data(), k_.data(), v_.data(), out_.data(), q_.data(), nullptr, dq.data(),
+                                dk_.data(), dv_.data()),
+                   "lse is NULL");
+}
+
+TEST_F(CapiInvalidOnContext, BackwardDqOverwritesDout) {
+  std::vector<float> dout(q_.size());
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_backward(ctx_, q_.data(), k_.data(), v_.data(), out_.data(), dout.data(), lse_.data(),
+                                dout.data(), dk_.data(), dv_.data()),
+                   "the output dq overlaps the input dout");
+}
+
+TEST_F(CapiInvalidOnContext, BackwardDkOverwritesQuery) {
+  std::vector<float> dq(q_.size());
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_backward(ctx_, q_.data(), k_.data(), v_.data(), out_.data(), out_.data(), lse_.data(), dq.data(),
+                                q_.data(), dv_.data()),
+                   "the output dk overlaps the input q");
+}
+
+TEST_F(CapiInvalidOnContext, SetStreamOnAHostContext) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_set_stream(ctx_, nullptr),
+                   "the context is RFA_DEVICE_HOST; only RFA_DEVICE_CUDA contexts take a CUDA stream");
+}
+
+TEST_F(CapiInvalidOnContext, GetLocalSeqNullOutput) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_local_seq(ctx_, nullptr), "NULL");
+}
+
+TEST_F(CapiInvalidOnContext, GetOptionsNullOutput) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_options(ctx_, nullptr), "NULL");
+}
+
+TEST_F(CapiInvalidOnContext, LocalPositionsNullOutput) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_local_positions(ctx_, nullptr, L_), "NULL");
+}
+
+TEST_F(CapiInvalidOnContext, GatherBshdMisalignedLocal) {
+  std::vector<float> global(static_cast<std::size_t>(o_.seq_total * o_.heads * o_.head_dim));
+  const void* local = reinterpret_cast<const char*>(q_.data()) + 2;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_gather_bshd(ctx_, o_.heads, local, global.data()),
+                   "local (address", "not aligned");
+}
+
+TEST_F(CapiInvalidOnContext, ScatterLseNullLocal) {
+  std::vector<float> global(static_cast<std::size_t>(o_.heads * o_.seq_total));
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_scatter_lse(ctx_, global.data(), nullptr), "local is NULL");
+}
+
+TEST_F(CapiInvalidOnContext, GatherBshdLocalOverlapsGlobal) {
+  std::vector<float> global(static_cast<std::size_t>(o_.seq_total * o_.heads * o_.head_dim));
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_gather_bshd(ctx_, o_.heads, global.data(), global.data()),
+                   "the output global overlaps the input local");
+}
+
 // ---------------------------------------------------------------- context-free calls
+
+TEST(CapiInvalid, LayoutLocalSeqNegativeSequence) {
+  int64_t L = 0;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_layout_local_seq(RFA_LAYOUT_CONTIGUOUS, -8, 2, &L), "-8");
+}
+
+TEST(CapiInvalid, LayoutPositionsNullOutput) {
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_layout_positions(RFA_LAYOUT_ZIGZAG, 8, 2, 0, nullptr, 4), "NULL");
+}
+
+TEST(CapiInvalid, LayoutPositionsNegativePosition) {
+  std::vector<int64_t> pos(8);
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_layout_positions(RFA_LAYOUT_STRIPE, 8, 2, -1, pos.data(), 8),
+                   "ring position -1 is outside 0..1");
+}
 
 TEST(CapiInvalid, LayoutLocalSeqUnknownLayout) {
   int64_t L = 0;
