@@ -26,3 +26,24 @@ if(RFA_ENABLE_SANITIZERS)
     $<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
   target_link_options(rfa_build_flags INTERFACE -fsanitize=address,undefined)
 endif()
+
+# libFuzzer harnesses (tests/fuzz, scripts/fuzz.sh): Clang only. Every rfa target gets the
+# coverage instrumentation libFuzzer steers by, and ASan + UBSan, so that a finding anywhere in
+# the library is reported; the harness links libFuzzer's main.
+option(RFA_ENABLE_FUZZING "Build the libFuzzer harnesses (Clang; implies ASan + UBSan)" OFF)
+if(RFA_ENABLE_FUZZING)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "RFA_ENABLE_FUZZING needs Clang (CXX=clang++-14): libFuzzer is part of compiler-rt; "
+                        "CMAKE_CXX_COMPILER is ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  target_compile_options(rfa_build_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+                                -fno-sanitize-recover=undefined>)
+  # One copy of the sanitizer runtimes, shared by librfa and the harness: Clang links them
+  # statically into executables only, and librfa is linked with --no-undefined.
+  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libclang_rt.asan-x86_64.so
+                  OUTPUT_VARIABLE _rfa_asan_runtime OUTPUT_STRIP_TRAILING_WHITESPACE)
+  get_filename_component(_rfa_sanitizer_dir "${_rfa_asan_runtime}" DIRECTORY)
+  target_link_options(rfa_build_flags INTERFACE -fsanitize=address,undefined -shared-libsan
+                      "LINKER:-rpath,${_rfa_sanitizer_dir}")
+endif()

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "layout/sequence_layout.hpp"
 
+#include <string>
+
 #include "core/error.hpp"
 
 namespace rfa::layout {
@@ -29,17 +31,22 @@ void validate_shape(rfa_layout_t layout, std::int64_t seq_len, int ranks) {
   require(ranks >= 1, "the number of ranks in the ring must be at least 1, got ", ranks);
   const std::int64_t chunks = chunk_count(layout, ranks);
   if (seq_len % chunks != 0) {
-    const std::int64_t padded = (seq_len / chunks + 1) * chunks;
+    // The next multiple of `chunks`, unless S is so close to 2^63 that it has none.
+    std::int64_t padded = 0;
+    const bool can_pad = !__builtin_mul_overflow(seq_len / chunks + 1, chunks, &padded);
     const char* divisor = layout == RFA_LAYOUT_ZIGZAG ? "2 * P" : "P";
     const char* why = layout == RFA_LAYOUT_ZIGZAG
                           ? "it cuts the sequence into 2P equal chunks and gives each rank two"
                           : layout == RFA_LAYOUT_STRIPE ? "every rank holds every P-th token and all ranks hold equally many"
                                                         : "it cuts the sequence into P equal chunks";
     fail(RFA_ERROR_INVALID_ARGUMENT, "the ", layout_name(layout), " layout needs the global sequence length S to be a multiple of ",
-         divisor, " = ", chunks, " (", why, "), but S = ", seq_len, " and P = ", ranks,
-         ". Pad the end of the sequence to S = ", padded,
-         " (rfa has no padding mask: only under the causal mask do tokens appended at the end leave every "
-         "earlier token's output unchanged; drop their rows and give them a zero dout), or choose a rank count P that ",
+         divisor, " = ", chunks, " (", why, "), but S = ", seq_len, " and P = ", ranks, ". ",
+         can_pad ? "Pad the end of the sequence to S = " + std::to_string(padded) +
+                       " (rfa has no padding mask: only under the causal mask do tokens appended at the end "
+                       "leave every earlier token's output unchanged; drop their rows and give them a zero "
+                       "dout), or choose"
+                 : std::string("Choose"),
+         " a rank count P that ",
          layout == RFA_LAYOUT_ZIGZAG ? "makes 2 * P divide S" : "divides S");
   }
 }

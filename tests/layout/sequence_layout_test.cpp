@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "core/error.hpp"
@@ -103,6 +106,11 @@ TEST(SequenceLayout, RejectsInvalidShapesWithAdvice) {
   EXPECT_NE(m.find("multiple of 2 * P = 4"), std::string::npos) << m;
   EXPECT_NE(m.find("Pad the end of the sequence to S = 8"), std::string::npos) << m;
   EXPECT_NE(m.find("makes 2 * P divide S"), std::string::npos) << m;
+  // S just below 2^63 has no next multiple to pad to: no suggestion, no overflow (found by
+  // the fuzzer: the padded length was computed in int64 and overflowed).
+  m = rejection(RFA_LAYOUT_ZIGZAG, std::numeric_limits<std::int64_t>::max(), 3, 0);
+  EXPECT_EQ(m.find("Pad the end"), std::string::npos) << m;
+  EXPECT_NE(m.find("Choose a rank count P that makes 2 * P divide S"), std::string::npos) << m;
   m = rejection(rfa_layout_t(7), 8, 2, 0);
   EXPECT_NE(m.find("unknown sequence layout value 7"), std::string::npos) << m;
   EXPECT_THROW(local_length(RFA_LAYOUT_ZIGZAG, 10, 3), Error);

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Fuzzes the C API's argument checks with libFuzzer for a bounded time (CI runs it):
+#   bash scripts/fuzz.sh [SECONDS]   (default 60)
+# Installs clang-14 and its compiler-rt if missing (Debian 12), builds the harness
+# (tests/fuzz/capi_fuzzer.cpp) with ASan + UBSan in $RFA_FUZZ_BUILD_DIR (default ./build-fuzz),
+# replays the seed corpus (tests/fuzz/corpus), then fuzzes from it into a scratch corpus.
+# Fails on any crash, sanitizer report, leak or broken contract; prints libFuzzer's
+# executions, coverage (cov) and features (ft) at the end.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${RFA_FUZZ_BUILD_DIR:-$here/build-fuzz}
+seconds=${1:-60}
+
+packages=(clang-14 libclang-rt-14-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "fuzz: installing ${missing[*]}"
+  if [ "$(id -u)" -eq 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  else
+    sudo apt-get update -qq
+    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+fi
+
+mkdir -p "$build"
+CC=clang-14 CXX=clang++-14 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRFA_ENABLE_FUZZING=ON \
+  -DRFA_ENABLE_CUDA=OFF -DRFA_ENABLE_FORTRAN=OFF -DRFA_ENABLE_BENCHMARKS=OFF -DRFA_ENABLE_DOCS=OFF \
+  -DRFA_ENABLE_NATIVE=OFF >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
+cmake --build "$build" -j "$(nproc)" --target rfa_capi_fuzzer
+
+# Open MPI keeps some allocations until MPI_Finalize, which a fuzzer never reaches: the
+# suppressions name them (tests/fuzz/lsan.supp); rfa's own allocations are all checked.
+export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:verify_asan_link_order=0
+export LSAN_OPTIONS=suppressions=$here/tests/fuzz/lsan.supp:print_suppressions=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+fuzzer="$build/tests/fuzz/rfa_capi_fuzzer"
+ctest --test-dir "$build" -R rfa_capi_fuzzer_seeds --output-on-failure  # the seed corpus, once each
+scratch="$build/fuzz-corpus"
+mkdir -p "$scratch"
+set +e
+"$fuzzer" -max_total_time="$seconds" -print_final_stats=1 -timeout=20 -rss_limit_mb=4096 \
+  -artifact_prefix="$build/" "$scratch" "$here/tests/fuzz/corpus" >"$build/fuzz.log" 2>&1
+status=$?
+set -e
+grep -E "^#[0-9]+ +(INITED|DONE)|stat::number_of_executed_units|stat::peak_rss|ERROR|SUMMARY|contract broken" \
+  "$build/fuzz.log" || true
+if [ "$status" -ne 0 ]; then
+  echo "fuzz: the fuzzer failed (exit $status); the input is in $build/crash-* (or leak-*, timeout-*), log in $build/fuzz.log" >&2
+  tail -40 "$build/fuzz.log" >&2
+  exit 1
+fi
+echo "fuzz: clean after ${seconds} s"

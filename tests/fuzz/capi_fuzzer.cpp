@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// libFuzzer harness over the C API's argument checks: each input is decoded into options
+// (every field, enums in and out of range, sizes from 0 to overflowing, scales NaN, infinite,
+// negative), a context is created on MPI_COMM_SELF, and the entry points are called with
+// buffers that are valid, NULL, misaligned or aliasing, and with fuzzed counts and heads.
+// Whatever the input, every call must return an rfa code, with a message when it fails; a
+// crash, a sanitizer report, a leak or a broken contract (abort below) is a finding.
+// Shapes that pass validation are capped small, so a run makes thousands of calls a second.
+#include <fuzzer/FuzzedDataProvider.h>
+#include <mpi.h>
+#include <sanitizer/lsan_interface.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "c_entry_points.h"
+#include "rfa/rfa.h"
+#include "rfa/rfa_mpi.h"
+
+namespace {
+
+[[noreturn]] void broken(const char* call, rfa_result_t code, const char* why) {
+  std::fprintf(stderr, "contract broken: %s returned %d: %s (message: \"%s\")\n", call, int(code), why,
+               rfa_get_last_error_message());
+  std::abort();
+}
+
+// A failure must come with a message; success must leave none; the code must be one of rfa's.
+void check(const char* call, rfa_result_t code) {
+  if (int(code) < int(RFA_SUCCESS) || int(code) > int(RFA_ERROR_TIMEOUT)) broken(call, code, "not an rfa_result_t");
+  if (code == RFA_ERROR_INTERNAL) broken(call, code, "an internal error is a bug in rfa");
+  const char* message = rfa_get_last_error_message();
+  if (!message) broken(call, code, "NULL message");
+  if (code != RFA_SUCCESS && message[0] == '\0') broken(call, code, "failure without a message");
+  if (code == RFA_SUCCESS && message[0] != '\0') broken(call, code, "success left a message");
+  if (std::strcmp(rfa_get_error_string(code), "unknown rfa result code") == 0) broken(call, code, "no text");
+}
+
+std::int64_t fuzzed_size(FuzzedDataProvider& in) {
+  static const std::int64_t special[] = {0, -1, 1, 2, 3, 7, 8, 16, 24, 64, 256, 264, std::int64_t(1) << 31,
+                                         std::int64_t(1) << 32, std::int64_t(1) << 40,
+                                         std::numeric_limits<std::int64_t>::max(),
+                                         std::numeric_limits<std::int64_t>::min()};
+  if (in.ConsumeBool()) return in.PickValueInArray(special);
+  return in.ConsumeIntegralInRange<std::int64_t>(-4, 70);
+}
+
+double fuzzed_real(FuzzedDataProvider& in) {
+  static const double special[] = {0.0, -0.0, 1.0, -1.0, 0.125, 1e-30, -1e-30, 1e300, -1e300,
+                                   std::numeric_limits<double>::infinity(),
+                                   -std::numeric_limits<double>::infinity(),
+                                   std::numeric_limits<double>::quiet_NaN(),
+                                   std::numeric_limits<double>::denorm_min()};
+  return in.ConsumeBool() ? in.PickValueInArray(special) : in.ConsumeFloatingPointInRange(-4.0, 4.0);
+}
+
+// Enums in and out of range, as ints (c_entry_points.h says why).
+int fuzzed_enum(FuzzedDataProvider& in) { return in.ConsumeIntegralInRange<int>(-2, 6); }
+
+rfa_options_t fuzzed_options(FuzzedDataProvider& in) {
+  rfa_options_t o;
+  if (in.ConsumeBool()) {
+    check("rfa_options_init", rfa_options_init(&o));
+  } else {  // a caller compiled against another struct size
+    std::memset(&o, 0, sizeof o);
+    const std::size_t size = in.ConsumeIntegralInRange<std::size_t>(0, sizeof o);
+    check("rfa_options_init_sized", rfa_options_init_sized(&o, size));
+  }
+  if (in.ConsumeBool()) o.version = in.ConsumeIntegralInRange<std::int32_t>(-1, 3);
+  int enums[FUZZ_ENUM_FIELDS];
+  for (int& e : enums) e = fuzzed_enum(in);
+  unsigned which = in.ConsumeIntegral<std::uint8_t>() & ~8u;
+  // The topology orders cost milliseconds each (hwloc): mostly the identity, sometimes any.
+  if (in.ConsumeIntegralInRange<int>(0, 15) == 0) {
+    which |= 8u;
+  } else {
+    o.ring_order = RFA_RING_ORDER_IDENTITY;
+  }
+  fuzz_set_enum_fields(&o, enums, which);
+  if (in.ConsumeBool()) o.softmax_scale = fuzzed_real(in);
+  o.batch = in.ConsumeBool() ? fuzzed_size(in) : 1;
+  o.seq_total = fuzzed_size(in);
+  o.heads = in.ConsumeBool() ? fuzzed_size(in) : 2;
+  o.kv_heads = in.ConsumeBool() ? fuzzed_size(in) : 1;
+  o.head_dim = in.ConsumeBool() ? fuzzed_size(in) : 8;
+  if (in.ConsumeBool()) o.timeout_s = fuzzed_real(in);
+  if (in.ConsumeBool()) o.ulysses_degree = in.ConsumeIntegralInRange<std::int32_t>(-2, 4);
+  return o;
+}
+
+// Storage for one call's tensors, and pointers into it that are valid, NULL, misaligned or
+// aliasing another argument, as the input says. Every buffer is as large as the largest
+// argument: the C API cannot know how large a caller's buffer is, so a buffer too small for
+// its argument would be the harness's bug, not a finding.
+class Arguments {
+ public:
+  explicit Arguments(std::int64_t largest_bytes) {
+    for (auto& s : storage_) s.assign(std::size_t(largest_bytes) / sizeof(float) + 16, 0.0f);
+  }
+  void* pick(FuzzedDataProvider& in, int i) {
+    switch (in.ConsumeIntegralInRange<int>(0, 7)) {
+      case 0: return nullptr;
+      case 1: return reinterpret_cast<char*>(storage_[i].data()) + in.ConsumeIntegralInRange<int>(1, 3);
+      case 2: return storage_[in.ConsumeIntegralInRange<int>(0, kCount - 1)].data();  // maybe another's
+      default: return storage_[i].data();
+    }
+  }
+  static constexpr int kCount = 9;  // q k v out dout lse dq dk dv
+
+ private:
+  std::vector<float> storage_[kCount];  // floats: aligned for every dtype
+};
+
+void call_on_context(rfa_context_t ctx, const rfa_options_t& o, FuzzedDataProvider& in) {
+  std::int64_t L = 0;
+  check("rfa_context_get_local_seq", rfa_context_get_local_seq(ctx, &L));
+  int position = -1, ranks = 0;
+  check("rfa_context_get_position", rfa_context_get_position(ctx, &position));
+  check("rfa_context_get_ranks", rfa_context_get_ranks(ctx, &ranks));
+  if (position != 0 || ranks != 1 || L < 1) broken("rfa_context_get_*", RFA_SUCCESS, "wrong one-rank context");
+  rfa_options_t back;
+  rfa_options_init(&back);
+  check("rfa_context_get_options", rfa_context_get_options(ctx, in.ConsumeBool() ? &back : nullptr));
+  std::vector<std::int64_t> positions(static_cast<std::size_t>(L));
+  check("rfa_context_get_local_positions",
+        rfa_context_get_local_positions(ctx, in.ConsumeBool() ? positions.data() : nullptr,
+                                        in.ConsumeIntegralInRange<std::int64_t>(-1, L)));
+
+  // Sizes as the context sees them (validated and capped at creation by this harness).
+  const std::int64_t elem = o.dtype == RFA_DTYPE_FLOAT32 ? 4 : 2;
+  const std::int64_t q = o.batch * L * o.heads * o.head_dim * elem, kv = o.batch * L * o.kv_heads * o.head_dim * elem;
+  Arguments a(std::max({q, kv, o.batch * o.heads * L * 4}));
+  if (in.ConsumeBool()) {
+    check("rfa_forward", rfa_forward(ctx, a.pick(in, 0), a.pick(in, 1), a.pick(in, 2), a.pick(in, 3),
+                                     static_cast<float*>(a.pick(in, 5))));
+  } else {
+    check("rfa_backward", rfa_backward(ctx, a.pick(in, 0), a.pick(in, 1), a.pick(in, 2), a.pick(in, 3), a.pick(in, 4),
+                                       static_cast<const float*>(a.pick(in, 5)), a.pick(in, 6), a.pick(in, 7),
+                                       a.pick(in, 8)));
+  }
+  const std::int64_t heads = in.ConsumeBool() ? o.heads : in.ConsumeIntegralInRange<std::int64_t>(-2, 4);
+  const std::int64_t global_bytes = heads > 0 ? o.batch * o.seq_total * heads * o.head_dim * elem : 0;
+  std::vector<float> global(std::size_t(global_bytes > 0 ? global_bytes : 0) + 4);
+  Arguments local(o.batch * L * 4 * o.head_dim * elem);  // heads above are at most 4
+  check("rfa_scatter_bshd", rfa_scatter_bshd(ctx, heads, in.ConsumeBool() ? global.data() : nullptr,
+                                             local.pick(in, 0)));
+  check("rfa_gather_bshd", rfa_gather_bshd(ctx, heads, local.pick(in, 0), in.ConsumeBool() ? global.data() : nullptr));
+  check("rfa_context_set_stream", rfa_context_set_stream(ctx, nullptr));
+}
+
+void call_without_context(FuzzedDataProvider& in) {
+  const int layout = fuzzed_enum(in);
+  const std::int64_t seq = fuzzed_size(in);
+  const int ranks = in.ConsumeIntegralInRange<int>(-1, 9);
+  std::int64_t L = 0;
+  check("rfa_layout_local_seq", fuzz_layout_local_seq(layout, seq, ranks, in.ConsumeBool() ? &L : nullptr));
+  std::vector<std::int64_t> positions(64);
+  const std::int64_t capacity = in.ConsumeIntegralInRange<std::int64_t>(-1, 64);
+  if (seq <= 64)  // the helper writes up to `capacity` positions; keep them inside the vector
+    check("rfa_layout_positions", fuzz_layout_positions(layout, seq, ranks, in.ConsumeIntegralInRange<int>(-1, 9),
+                                                       in.ConsumeBool() ? positions.data() : nullptr, capacity));
+  check("rfa_check_version_major", rfa_check_version_major(in.ConsumeIntegralInRange<int>(-1, 3)));
+  // A handle that never came from rfa_context_create must be refused, not dereferenced.
+  alignas(64) static unsigned char not_a_context[256];
+  std::int64_t ignored = 0;
+  check("rfa_context_get_local_seq(made-up handle)",
+        rfa_context_get_local_seq(reinterpret_cast<rfa_context_t>(not_a_context + 8 * in.ConsumeIntegral<std::uint8_t>() % 256),
+                                  &ignored));
+  if (fuzz_error_string(in.ConsumeIntegral<int>()) == nullptr) broken("rfa_get_error_string", RFA_SUCCESS, "NULL");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+  // Open MPI, PMIx and hwloc keep what they allocate here until MPI_Finalize, which a fuzzer
+  // never reaches: not rfa's leaks, so not counted. Everything after is.
+  __lsan_disable();
+  MPI_Init(argc, argv);
+  __lsan_enable();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  FuzzedDataProvider in(data, size);
+  call_without_context(in);
+  const rfa_options_t o = fuzzed_options(in);
+  // Creation validates everything; only tiny problems go on to run attention.
+  const bool small = o.batch >= 1 && o.batch <= 2 && o.seq_total >= 1 && o.seq_total <= 70 && o.heads >= 1 &&
+                     o.heads <= 4 && o.kv_heads >= 1 && o.head_dim >= 1 && o.head_dim <= 64;
+  rfa_options_t create = o;
+  rfa_context_t ctx = nullptr;
+  const rfa_result_t rc = rfa_context_create(in.ConsumeBool() ? MPI_COMM_SELF : MPI_COMM_NULL,
+                                             in.ConsumeIntegralInRange<int>(0, 15) == 0 ? nullptr : &create,
+                                             in.ConsumeIntegralInRange<int>(0, 15) == 0 ? nullptr : &ctx);
+  check("rfa_context_create", rc);
+  if (rc != RFA_SUCCESS) {
+    if (ctx != nullptr) broken("rfa_context_create", rc, "failed but left a context");
+    return 0;
+  }
+  if (small) call_on_context(ctx, o, in);
+  check("rfa_context_destroy", rfa_context_destroy(ctx));
+  return 0;
+}
