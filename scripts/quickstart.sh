@@ -31,23 +31,9 @@ esac
 packages=(cmake make g++ gfortran pkg-config libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin
           libhwloc-dev googletest libgtest-dev libbenchmark-dev doxygen graphviz binutils
           python3-numpy python3-scipy python3-matplotlib)  # the last three: perf/compare, perf/plot
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "quickstart: installing ${missing[*]}"
-  if [ "$(id -u)" -eq 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  elif command -v sudo >/dev/null; then
-    sudo apt-get update -qq
-    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  else
-    echo "quickstart: missing Debian packages; as root run: apt-get install ${missing[*]}" >&2
-    exit 1
-  fi
-fi
+# shellcheck source=scripts/install_debian_packages.sh
+source "$here/scripts/install_debian_packages.sh"
+install_debian_packages quickstart "${packages[@]}"
 
 # shellcheck disable=SC2086  # RFA_CMAKE_ARGS is a list of flags
 mkdir -p "$build"

@@ -82,6 +82,14 @@ inline engine::RingConfig ring_config(const RunOptions& o) {
   return cfg;
 }
 
+/// A tensor allocated as bytes (core/allocation.hpp) whose buffer `storage` keeps alive.
+template <class View, class Storage, class... Extents>
+View allocate_kept(Storage& storage, const char* label, Extents... extents) {
+  OwnedTensor<View> t = allocate_tensor<View>(label, extents...);
+  storage.push_back(t.storage);
+  return t.view;
+}
+
 /// One rank's tensors for a ring run: inputs filled for its rows, outputs zeroed. Allocated
 /// as bytes (core/allocation.hpp), so that a tensor of 2^32 elements or more is whole and a
 /// refused allocation is RFA_ERROR_OUT_OF_MEMORY naming the tensor: construct it inside
@@ -129,9 +137,7 @@ struct LocalProblem {
  private:
   template <class View, class... Extents>
   View allocate(const char* label, Extents... extents) {
-    OwnedTensor<View> t = allocate_tensor<View>(label, extents...);
-    storage_.push_back(t.storage);
-    return t.view;
+    return allocate_kept<View>(storage_, label, extents...);
   }
   std::vector<Kokkos::View<unsigned char*, Kokkos::HostSpace>> storage_;
 };
@@ -182,9 +188,7 @@ struct DeviceProblem {
   // deep_copy of a rank-4 View goes by its span, 32-bit in Kokkos' legacy Views.
   template <class View, class... Extents>
   View allocate(const char* label, Extents... extents) {
-    OwnedTensor<View> t = allocate_tensor<View>(label, extents...);
-    storage_.push_back(t.storage);
-    return t.view;
+    return allocate_kept<View>(storage_, label, extents...);
   }
   template <class Dst, class Src>
   static void copy_contiguous(const Dst& dst, const Src& src) {
