@@ -50,6 +50,7 @@ const Field kFields[] = {
      }},
     {"strategy", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.strategy)); }},
     {"ulysses_degree", [](const rfa_options_t& o) { return std::int64_t(o.ulysses_degree); }},
+    {"window", [](const rfa_options_t& o) { return o.window; }},
 };
 constexpr int kFieldCount = int(sizeof kFields / sizeof kFields[0]);
 constexpr int kRecord = 1 + kFieldCount;  // the verdict's code, then the fields

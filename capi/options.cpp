@@ -34,6 +34,7 @@ rfa_options_t default_options() {
   o.timeout_s = 0.0;
   o.strategy = RFA_STRATEGY_RING;
   o.ulysses_degree = 0;
+  o.window = 0;
   return o;
 }
 
@@ -95,6 +96,8 @@ void validate_options(const rfa_options_t& o, int ranks) {
   require(o.heads % o.kv_heads == 0, "options.heads (", o.heads, ") is not a multiple of options.kv_heads (",
           o.kv_heads, ")");
   require(o.head_dim >= 1, "options.head_dim is ", o.head_dim, "; it must be >= 1");
+  require(o.window >= 0, "options.window is ", o.window,
+          "; it must be >= 0 (0: no sliding window; w >= 1: a key is visible only if q_pos - k_pos < w)");
   // The whole sequence's largest tensor (the sharding helpers take it whole) in fp32 bytes,
   // with a factor 2 of headroom for padded lengths and offsets past the end: every size and
   // index rfa computes then fits in 64 bits.
@@ -134,6 +137,7 @@ engine::RingConfig ring_config(const rfa_options_t& o) {
   c.kv_heads = o.kv_heads;
   c.head_dim = o.head_dim;
   c.device = o.device == RFA_DEVICE_CUDA ? engine::Device::cuda : engine::Device::host;
+  c.window = o.window;
   return c;
 }
 

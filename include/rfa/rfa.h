@@ -210,6 +210,12 @@ typedef struct rfa_options_t {
   int32_t ulysses_degree;      /**< Ranks per Ulysses group: 0 (or P) for ::RFA_STRATEGY_ULYSSES; Pu >= 1 dividing
                                     P and heads for ::RFA_STRATEGY_HYBRID (a Pu x P/Pu grid); 0 otherwise.
                                     Default 0. */
+  int64_t window;              /**< Sliding window on global token positions: a key is visible to a query
+                                    only if q_pos - k_pos < window, with or without the causal mask
+                                    (without it, keys after the query stay visible). 0 (default): no
+                                    window; otherwise >= 1. Host contexts only so far. Ring steps whose
+                                    whole K/V block lies outside every local query's window run no
+                                    kernel. */
 } rfa_options_t;
 
 /**

@@ -123,9 +123,11 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
   const bool overlap = o.overlap && P > 1;
   const bool gpu = o.device == RunDevice::cuda;
   const std::string place = compute_place(o, threads) + (gpu ? ring.backend_name() : "");
+  const std::string mask_text =
+      std::string(causal ? "causal" : "non-causal") + (o.window > 0 ? ", window " + std::to_string(o.window) : "");
   progress(me, "rfa_run: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, %s (ring order: %s), %s\n",
            (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, (long long)o.head_dim,
-           dtype_name(o.dtype), causal ? "causal" : "non-causal", layout::layout_name(o.layout),
+           dtype_name(o.dtype), mask_text.c_str(), layout::layout_name(o.layout),
            ranks_text(P).c_str(), order_policy, place.c_str());
   if (!gpu) warn_if_oversubscribed(me, threads);
 

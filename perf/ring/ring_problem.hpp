@@ -78,6 +78,7 @@ inline engine::RingConfig ring_config(const RunOptions& o) {
   cfg.heads = o.heads;
   cfg.kv_heads = o.kv_heads;
   cfg.head_dim = o.head_dim;
+  cfg.window = o.window;
   cfg.device = o.device == RunDevice::cuda ? engine::Device::cuda : engine::Device::host;
   return cfg;
 }

@@ -40,6 +40,7 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
   --layout L         contiguous | zigzag | stripe (default zigzag)
   --dtype T          fp32 | bf16 | fp16 (default bf16)
   --mask M           causal | none (default causal); --causal and --no-causal also work
+  --window W         sliding window: a key is visible only if q_pos - k_pos < W (default 0: none)
   --scale X          softmax scale (default 1/sqrt(head-dim))
   --warmup N         untimed forward+backward passes first (default 1)
   --repeat N         timed repetitions; medians and spreads are reported (default 3)
@@ -116,6 +117,8 @@ RunOptions parse_run_options(int argc, char** argv) {
       if (v == "causal") o.mask = RFA_MASK_CAUSAL;
       else if (v == "none") o.mask = RFA_MASK_NONE;
       else fail(RFA_ERROR_INVALID_ARGUMENT, "--mask must be causal or none, got '", v, "'");
+    } else if (flag == "--window") {
+      o.window = parse_int(flag, value(), 0);
     } else if (flag == "--causal") {
       o.mask = RFA_MASK_CAUSAL;
     } else if (flag == "--no-causal") {

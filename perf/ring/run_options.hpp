@@ -25,6 +25,7 @@ struct RunOptions {
   rfa_layout_t layout = RFA_LAYOUT_ZIGZAG;
   rfa_dtype_t dtype = RFA_DTYPE_BFLOAT16;
   rfa_mask_t mask = RFA_MASK_CAUSAL;
+  std::int64_t window = 0;  ///< --window W: sliding window (0: none)
   float scale = 0.0f;
   int warmup = 1;
   int repeat = 3;

@@ -108,7 +108,7 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
     bool contributed = false;
     if (compute) {
       const kernels::AttentionParams p = block_params(c, P, me, owner);
-      if (kernels::classify_tile(p.mask, p.q_pos, 0, L, p.k_pos, 0, L) != kernels::TileVisibility::hidden) {
+      if (kernels::classify_blocks(p.rule(), p.q_pos, p.k_pos) != kernels::TileVisibility::hidden) {
         ScopedSeconds t(timings_.compute);
         // At step 0 the rank's own block has no partial in flight: accumulate into it directly.
         // Later steps accumulate apart while the partial from upstream is still arriving.

@@ -20,7 +20,11 @@ void validate_local(const RingConfig& c, int ranks) {
   layout::validate_shape(c.layout, c.seq_total, ranks);
   kernels::AttentionParams p = kernels::make_params(c.batch, c.seq_total / ranks, c.seq_total / ranks, c.heads,
                                                     c.kv_heads, c.head_dim, c.mask, c.softmax_scale);
+  p.window = c.window;
   kernels::validate(p);
+  if (c.window != 0 && c.device == Device::cuda)
+    fail(RFA_ERROR_UNSUPPORTED, "a sliding window (window = ", c.window, ") is not supported on CUDA devices yet: ",
+         "use a host context, or window = 0");
   require_device_support(c.device, c.head_dim, c.dtype);
   // The caller's tensors are wrapped in Views: they must be able to index every element.
   const std::int64_t local = c.seq_total / ranks;
@@ -42,7 +46,8 @@ void require_same_config(comm::Communicator& comm, const RingConfig& c) {
                                        {"heads", c.heads},
                                        {"kv_heads", c.kv_heads},
                                        {"head_dim", c.head_dim},
-                                       {"device", std::int64_t(c.device)}});
+                                       {"device", std::int64_t(c.device)},
+                                       {"window", c.window}});
 }
 
 void validate_collective(comm::Communicator& comm, const RingConfig& c) {
@@ -68,6 +73,7 @@ kernels::AttentionParams block_params(const RingConfig& c, int ranks, int positi
   const std::int64_t local = layout::local_length(c.layout, c.seq_total, ranks);
   kernels::AttentionParams p =
       kernels::make_params(c.batch, local, local, c.heads, c.kv_heads, c.head_dim, c.mask, c.softmax_scale);
+  p.window = c.window;
   p.q_pos = layout::positions(c.layout, c.seq_total, ranks, position);
   p.k_pos = layout::positions(c.layout, c.seq_total, ranks, block_owner);
   return p;

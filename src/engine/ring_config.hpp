@@ -24,6 +24,7 @@ struct RingConfig {
   std::int64_t kv_heads = 1;
   std::int64_t head_dim = 64;
   Device device = Device::host;  ///< where tensors live and blocks are computed
+  std::int64_t window = 0;       ///< sliding window on global positions (q - k < window); 0: none
 };
 
 /// Throws RFA_ERROR_INVALID_ARGUMENT / RFA_ERROR_UNSUPPORTED unless the config is usable on a

@@ -87,7 +87,7 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
     timings_.bytes_sent += kv.start(s);
     if (compute) {
       const kernels::AttentionParams p = block_params(c, P, me, owner);
-      const bool visible = kernels::classify_tile(p.mask, p.q_pos, 0, L, p.k_pos, 0, L) !=
+      const bool visible = kernels::classify_blocks(p.rule(), p.q_pos, p.k_pos) !=
                            kernels::TileVisibility::hidden;
       if (visible) {
         ScopedSeconds t(timings_.compute);

@@ -44,8 +44,10 @@ kernels::AttentionParams UlyssesAttention::local_params() const {
   const RingConfig& c = config_;
   // The whole sequence in global order: one contiguous map for queries and keys, so the mask
   // applies exactly as in a single-device attention.
-  return kernels::make_params(c.batch, c.seq_total, c.seq_total, routing_.heads_per_rank(), routing_.slots(),
-                              c.head_dim, c.mask, c.softmax_scale);
+  kernels::AttentionParams p = kernels::make_params(c.batch, c.seq_total, c.seq_total, routing_.heads_per_rank(),
+                                                    routing_.slots(), c.head_dim, c.mask, c.softmax_scale);
+  p.window = c.window;
+  return p;
 }
 
 std::int64_t UlyssesAttention::workspace_bytes(bool backward) const {

@@ -45,6 +45,7 @@ void validate(const AttentionParams& p) {
           "softmax_scale must be finite and >= 0 (0 selects 1/sqrt(head_dim)), got ", p.softmax_scale);
   const int mask = enum_value(p.mask);
   require(mask == RFA_MASK_NONE || mask == RFA_MASK_CAUSAL, "unknown mask value ", mask);
+  require(p.window >= 0, "window must be >= 0 (0: no sliding window), got ", p.window);
   validate_position_map(p.q_pos, p.seq_q, "query");
   validate_position_map(p.k_pos, p.seq_k, "key");
 }

@@ -12,6 +12,7 @@
 
 #include "core/dtype.hpp"
 #include "core/positions.hpp"
+#include "kernels/tile_visibility.hpp"
 #include "rfa/rfa.h"
 
 namespace rfa {
@@ -34,11 +35,16 @@ struct AttentionParams {
   /// Multiplies QK^T before the softmax. 0 means the default, 1/sqrt(head_dim).
   float softmax_scale = 0.0f;
   rfa_mask_t mask = RFA_MASK_NONE;
+  /// Sliding window on global positions: a key is visible only if q_pos - k_pos < window
+  /// (with or without the causal mask). 0: no window.
+  std::int64_t window = 0;
   /// Global positions of the query rows and of the key rows (length seq_q and seq_k).
   PositionMap q_pos;
   PositionMap k_pos;
 
   float scale() const;
+  /// The mask and the window, as the kernels test them.
+  MaskRule rule() const { return MaskRule{mask == RFA_MASK_CAUSAL, window}; }
 };
 
 /// Called by the kernels between tiles so a transport that only progresses inside its own

@@ -89,7 +89,7 @@ struct BackwardTiles {
     const int cols = int(std::min<std::int64_t>(kTileCols, p.seq_k - c0));
     // A key tile no query sees adds nothing: neither its K/V rows nor its dK/dV rows are touched
     // (a causal block pair hides about half its key tiles; dk/dv may be large and untouched).
-    if (classify_tile(p.mask, p.q_pos, 0, p.seq_q, p.k_pos, c0, c0 + cols) == TileVisibility::hidden) return;
+    if (classify_tile(p.rule(), p.q_pos, 0, p.seq_q, p.k_pos, c0, c0 + cols) == TileVisibility::hidden) return;
     const int cols_padded = round_up(cols, kColPadding);
     for (int j = 0; j < cols_padded; ++j) {
       float* krow = s.k_rows + j * d;
@@ -124,7 +124,8 @@ struct BackwardTiles {
   void query_tile(const Scratch& s, int b, int h, int qt, std::int64_t c0, int cols, int cols_padded) const {
     const std::int64_t r0 = std::int64_t(qt) * kTileRows;
     const int rows = int(std::min<std::int64_t>(kTileRows, p.seq_q - r0));
-    const TileVisibility vis = classify_tile(p.mask, p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
+    const TileVisibility vis = classify_tile(p.rule(), p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
+    const MaskRule rule = p.rule();
     if (vis == TileVisibility::hidden) return;
     if (progress.poll) progress.poll(progress.context);
     const int rows_padded = round_up(rows, kMicroRows);
@@ -168,7 +169,7 @@ struct BackwardTiles {
     if (vis == TileVisibility::partial) {
       for (int i = 0; i < rows; ++i)
         for (int j = 0; j < cols; ++j)
-          if (!key_visible(s.q_pos[i], s.k_pos[j])) s.p[i * kTileCols + j] = s.ds[i * kTileCols + j] = 0.0f;
+          if (!rule.visible(s.q_pos[i], s.k_pos[j])) s.p[i * kTileCols + j] = s.ds[i * kTileCols + j] = 0.0f;
     }
 
     gemm(cols_padded, d, rows_padded, MatrixA{s.p, 1, kTileCols}, s.dout, d, s.dv, d, true);

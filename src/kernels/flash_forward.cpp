@@ -74,6 +74,7 @@ struct ForwardTiles {
     const int rows_padded = round_up(rows, kRowPadding);
     const float ninf = -std::numeric_limits<float>::infinity();
     Scratch s = carve_team_scratch<ForwardTiles>(team, d);
+    const MaskRule rule = p.rule();
 
     // Q^T in the log2 domain: S = (scale * log2 e) Q K^T feeds exp2 directly.
     const float q_scale = p.scale() * kLog2e;
@@ -97,7 +98,7 @@ struct ForwardTiles {
       const std::int64_t c0 = std::int64_t(kt) * kTileCols;
       const int cols = int(std::min<std::int64_t>(kTileCols, p.seq_k - c0));
       const int cols_padded = round_up(cols, kMicroRows);
-      const TileVisibility vis = classify_tile(p.mask, p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
+      const TileVisibility vis = classify_tile(p.rule(), p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
       if (vis == TileVisibility::hidden) continue;
       if (progress.poll) progress.poll(progress.context);
 
@@ -123,7 +124,7 @@ struct ForwardTiles {
         for (int j = 0; j < cols; ++j) s.k_pos[j] = p.k_pos(c0 + j);
         for (int j = 0; j < cols; ++j)
           for (int i = 0; i < rows; ++i)
-            if (!key_visible(s.q_pos[i], s.k_pos[j])) s.st[j * kTileRows + i] = ninf;
+            if (!rule.visible(s.q_pos[i], s.k_pos[j])) s.st[j * kTileRows + i] = ninf;
       }
       for (int j = cols; j < cols_padded; ++j)
         for (int i = 0; i < rows_padded; ++i) s.st[j * kTileRows + i] = ninf;

@@ -359,6 +359,7 @@ const BadOption kBadOptions[] = {
      "softmax_scale"},
     {"timeout_s NaN", [](rfa_options_t& o) { o.timeout_s = std::numeric_limits<double>::quiet_NaN(); },
      RFA_ERROR_INVALID_ARGUMENT, "timeout_s"},
+    {"window minus 1", [](rfa_options_t& o) { o.window = -1; }, RFA_ERROR_INVALID_ARGUMENT, "options.window is -1"},
     {"transport 99", [](rfa_options_t& o) { o.transport = rfa_transport_t(99); }, RFA_ERROR_INVALID_ARGUMENT,
      "options.transport"},
     {"CUDA context, fp32", [](rfa_options_t& o) { o.device = RFA_DEVICE_CUDA; }, RFA_ERROR_UNSUPPORTED, "CUDA"},

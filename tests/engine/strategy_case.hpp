@@ -16,12 +16,14 @@ struct StrategySpec {
   rfa_layout_t layout;
   rfa_mask_t mask;
   std::int64_t kv_heads;
+  std::int64_t window = 0;
 };
 
 inline engine::RingConfig strategy_config(const StrategySpec& spec, rfa_dtype_t dtype) {
   engine::RingConfig cfg;
   cfg.layout = spec.layout;
   cfg.mask = spec.mask;
+  cfg.window = spec.window;
   cfg.dtype = dtype;
   cfg.batch = 2;
   cfg.seq_total = 120;
@@ -36,13 +38,17 @@ inline std::vector<StrategySpec> strategy_specs() {
   for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
     for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL})
       for (std::int64_t kv_heads : {12, 4, 2, 1}) specs.push_back({layout, mask, kv_heads});
+  // A sliding window (S/8), causal and not: every strategy takes it through the same params.
+  for (rfa_layout_t layout : {RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
+    for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL}) specs.push_back({layout, mask, 4, 15});
   return specs;
 }
 
 inline std::string strategy_spec_name(const ::testing::TestParamInfo<StrategySpec>& info) {
   const StrategySpec& s = info.param;
   const std::string kv = s.kv_heads == 12 ? "mha" : s.kv_heads == 1 ? "mqa" : "gqa" + std::to_string(s.kv_heads);
-  return std::string(layout::layout_name(s.layout)) + (s.mask == RFA_MASK_CAUSAL ? "_causal_" : "_full_") + kv;
+  return std::string(layout::layout_name(s.layout)) + (s.mask == RFA_MASK_CAUSAL ? "_causal_" : "_full_") + kv +
+         (s.window > 0 ? "_window" + std::to_string(s.window) : "");
 }
 
 }  // namespace test

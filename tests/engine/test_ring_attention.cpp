@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The ring engine against the float64 reference of the whole sequence: every layout, causal
-// and not, every dtype, with and without GQA, on however many ranks mpiexec started.
+// and not, with and without a sliding window, every dtype, with and without GQA, on however
+// many ranks mpiexec started.
 #include "ring_case.hpp"
 
 namespace rfa {
@@ -11,6 +12,7 @@ struct RingSpec {
   rfa_layout_t layout;
   rfa_mask_t mask;
   std::int64_t kv_heads;
+  std::int64_t window = 0;
 };
 
 using RingErrors = AttentionErrors;
@@ -31,6 +33,7 @@ engine::RingConfig config_for(const RingSpec& spec, rfa_dtype_t dtype) {
   cfg.heads = 4;
   cfg.kv_heads = spec.kv_heads;
   cfg.head_dim = 32;
+  cfg.window = spec.window;
   return cfg;
 }
 
@@ -53,14 +56,34 @@ std::vector<RingSpec> ring_specs() {
   for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
     for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL})
       for (std::int64_t kv_heads : {4, 2}) specs.push_back({layout, mask, kv_heads});
+  // Sliding windows: of 1 (each query sees itself), of 15 (S/8: most ring steps see nothing),
+  // and longer than the sequence (the window changes nothing).
+  for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
+    for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL})
+      for (std::int64_t window : {1, 15}) specs.push_back({layout, mask, 2, window});
+  specs.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 2, 500});
   return specs;
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, RingAttentionTest, ::testing::ValuesIn(ring_specs()), [](const auto& info) {
   const RingSpec& s = info.param;
   return std::string(layout::layout_name(s.layout)) + (s.mask == RFA_MASK_CAUSAL ? "_causal" : "_full") +
-         (s.kv_heads == 4 ? "_mha" : "_gqa");
+         (s.kv_heads == 4 ? "_mha" : "_gqa") + (s.window > 0 ? "_window" + std::to_string(s.window) : "");
 });
+
+// A window of 1 token: every query sees only itself, which its own block holds, so with the
+// contiguous and zigzag layouts (blocks of consecutive positions) every other ring step is
+// skipped, forward and backward. (Stripe blocks interleave, so their steps stay partial.)
+TEST(RingWindow, StepsOutsideEveryWindowRunNoKernel) {
+  auto ring = world_ring();
+  for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG}) {
+    SCOPED_TRACE(layout::layout_name(layout));
+    const auto cfg = config_for({layout, RFA_MASK_CAUSAL, 2, 1}, RFA_DTYPE_FLOAT32);
+    engine::RingAttention attn(*ring, cfg);
+    expect_matches_reference<float>(run_attention<float>(attn, cfg, 7));
+    EXPECT_EQ(attn.last_timings().steps_computed, 1) << "P=" << ring->size();  // the backward's
+  }
+}
 
 // The partials stay fp32 across ring steps, so splitting the sequence over more ranks must not
 // make bf16 results worse: compare this run's error with the same problem on one rank.

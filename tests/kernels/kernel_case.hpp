@@ -26,14 +26,17 @@ struct CaseSpec {
   rfa_mask_t mask;
   PositionMap q_pos, k_pos;  // count == 0: contiguous from 0
   float scale = 0.0f;
+  std::int64_t window = 0;
 
   std::string name() const {
     return "b" + std::to_string(batch) + "_sq" + std::to_string(seq_q) + "_sk" + std::to_string(seq_k) +
            "_h" + std::to_string(heads) + "x" + std::to_string(kv_heads) + "_d" + std::to_string(head_dim) +
-           (mask == RFA_MASK_CAUSAL ? "_causal" : "_full") + (q_pos.count > 0 ? "_mapped" : "");
+           (mask == RFA_MASK_CAUSAL ? "_causal" : "_full") + (q_pos.count > 0 ? "_mapped" : "") +
+           (window > 0 ? "_w" + std::to_string(window) : "");
   }
   kernels::AttentionParams params() const {
     auto p = kernels::make_params(batch, seq_q, seq_k, heads, kv_heads, head_dim, mask, scale);
+    p.window = window;
     if (q_pos.count > 0) p.q_pos = q_pos;
     if (k_pos.count > 0) p.k_pos = k_pos;
     return p;
@@ -47,6 +50,7 @@ struct CaseSpec {
     r.kv_heads = kv_heads;
     r.head_dim = head_dim;
     r.scale = scale;
+    r.window = window;
     r.causal = mask == RFA_MASK_CAUSAL;
     const auto p = params();
     for (std::int64_t i = 0; i < seq_q; ++i) r.q_pos.push_back(p.q_pos(i));
@@ -132,6 +136,22 @@ inline std::vector<CaseSpec> kernel_cases() {
          PositionMap::two({0, 1, 50}, {250, 1, 50})});
     // Stripe-like: stride 3.
     add({1, 101, 100, 2, 2, 48, mask, PositionMap::one({1, 3, 101}), PositionMap::one({2, 3, 100})});
+  }
+  // Sliding windows, causal or not: of 1 (each query sees itself only), inside a tile, across
+  // tiles (tiles fully inside, partly inside and fully outside the window), larger than the
+  // sequence, and on zigzag- and stripe-like position maps.
+  auto windowed = [&](CaseSpec c, std::int64_t w) {
+    c.window = w;
+    add(c);
+  };
+  for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL}) {
+    windowed({1, 37, 37, 2, 2, 16, mask, {}, {}}, 1);
+    windowed({1, 300, 300, 2, 1, 32, mask, {}, {}}, 17);
+    windowed({2, 250, 230, 4, 2, 64, mask, {}, {}}, 130);
+    windowed({1, 100, 100, 2, 2, 16, mask, {}, {}}, 1000);
+    windowed({1, 100, 100, 2, 1, 24, mask, PositionMap::two({50, 1, 50}, {200, 1, 50}),
+              PositionMap::two({0, 1, 50}, {250, 1, 50})}, 60);
+    windowed({1, 101, 100, 2, 2, 48, mask, PositionMap::one({1, 3, 101}), PositionMap::one({2, 3, 100})}, 40);
   }
   // A custom softmax scale.
   CaseSpec scaled{1, 50, 70, 2, 2, 32, RFA_MASK_CAUSAL, {}, {}};

@@ -13,7 +13,8 @@ std::int64_t position(const std::vector<std::int64_t>& map, std::int64_t i) {
 }
 
 bool visible(const Problem& p, std::int64_t i, std::int64_t j) {
-  return !p.causal || position(p.k_pos, j) <= position(p.q_pos, i);
+  const std::int64_t qp = position(p.q_pos, i), kp = position(p.k_pos, j);
+  return (!p.causal || kp <= qp) && (p.window <= 0 || qp - kp < p.window);
 }
 
 // Scores and probabilities of one (batch, head) pair: P[i][j], plus lse[i].
