@@ -49,7 +49,9 @@ class OutOfMemory : public ::testing::Test {
     ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
   }
   void TearDown() override {
-    if (ctx) EXPECT_EQ(int(rfa_context_destroy(ctx)), int(RFA_SUCCESS));
+    if (ctx) {
+      EXPECT_EQ(int(rfa_context_destroy(ctx)), int(RFA_SUCCESS));
+    }
   }
 
   // Every rank fails alike: the code, a byte count, a buffer of the engine's by name.
