@@ -53,7 +53,7 @@ per core (mpirun -np 2 --bind-to core).
   --json FILE        also write the results as JSON (rank 0), perf/'s result format
   --strategy LIST    compare strategies instead of layouts, on --layout (default zigzag): all,
                      or a comma list of ring, ulysses, allgather, hybrid:PU; prints time, bytes
-                     sent and engine workspace per rank (no JSON yet)
+                     sent and engine workspace per rank (and --json writes them)
   --kokkos-help      Kokkos' own options
   --help             this text
 )";

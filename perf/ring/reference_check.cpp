@@ -6,8 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "layout/distributed_gather.hpp"
-#include "layout/sequence_layout.hpp"
+#include "core/error.hpp"
 #include "ring_problem.hpp"
 
 namespace rfa {
@@ -46,15 +45,32 @@ double relative_everywhere(comm::Communicator& ring, std::pair<double, double> l
   return err / std::max(scale, 1e-30);
 }
 
+/// Collective: `all` [B][H][S] from every rank's `local` [B][H][L] at its rows `mine`. By
+/// positions rather than by layout, so that any strategy's row assignment (the hybrid applies
+/// the layout per ring group) is gathered alike; every rank holds the same number of rows.
+void allgather_by_position(comm::Communicator& ring, const PositionMap& mine, const float* local, std::int64_t B,
+                           std::int64_t H, float* all, std::int64_t S) {
+  const std::int64_t L = mine.length(), P = ring.size();
+  require(ring.allreduce(L, comm::ReduceOp::min) == ring.allreduce(L, comm::ReduceOp::max),
+          "the check needs the same number of rows on every rank");
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(L)), all_rows(static_cast<std::size_t>(L * P));
+  for (std::int64_t i = 0; i < L; ++i) rows[std::size_t(i)] = mine(i);
+  ring.allgather(rows.data(), all_rows.data(), std::size_t(L) * sizeof(std::int64_t));
+  std::vector<float> values(static_cast<std::size_t>(B * H * L * P));
+  ring.allgather(local, values.data(), std::size_t(B * H * L) * sizeof(float));
+  for (std::int64_t r = 0; r < P; ++r)
+    for (std::int64_t bh = 0; bh < B * H; ++bh)
+      for (std::int64_t i = 0; i < L; ++i)
+        all[bh * S + all_rows[std::size_t(r * L + i)]] = values[std::size_t((r * B * H + bh) * L + i)];
+}
+
 }  // namespace
 
 template <class T>
-CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::RingConfig& cfg, Tensor4<const T> out,
-                                      Tensor3<const float> lse, Tensor4<const T> dq, Tensor4<const T> dk,
-                                      Tensor4<const T> dv) {
+CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::RingConfig& cfg, const PositionMap& mine,
+                                      Tensor4<const T> out, Tensor3<const float> lse, Tensor4<const T> dq,
+                                      Tensor4<const T> dk, Tensor4<const T> dv) {
   const std::int64_t B = cfg.batch, S = cfg.seq_total, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
-  const int P = ring.size();
-  const PositionMap mine = layout::positions(cfg.layout, S, P, ring.rank());
   const PositionMap all = PositionMap::contiguous(0, S);
   const std::int64_t L = mine.length();
 
@@ -84,8 +100,8 @@ CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::Ri
   Tensor3<float> delta_ref("delta_ref", B, H, L);
   kernels::compute_delta<float, float>(mine_vs_all, dout_mine, out_ref, delta_ref);
   Tensor3<float> lse_all("lse_all", B, H, S), delta_all("delta_all", B, H, S);
-  layout::allgather_bhs(ring, cfg.layout, lse_ref.data(), B, H, lse_all.data(), S);
-  layout::allgather_bhs(ring, cfg.layout, delta_ref.data(), B, H, delta_all.data(), S);
+  allgather_by_position(ring, mine, lse_ref.data(), B, H, lse_all.data(), S);
+  allgather_by_position(ring, mine, delta_ref.data(), B, H, delta_all.data(), S);
 
   Tensor4<float> dq_ref("dq_ref", B, L, H, D), dk_unused("dk_unused", B, S, HKV, D), dv_unused("dv_unused", B, S, HKV, D);
   kernels::flash_backward_accumulate<float>(mine_vs_all, q_mine, k_all, v_all, dout_mine, lse_ref, delta_ref, dq_ref,
@@ -110,8 +126,8 @@ CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::Ri
 
 #define RFA_INSTANTIATE_CHECK(T)                                                                               \
   template CheckErrors check_against_single_rank<T>(comm::Communicator&, const engine::RingConfig&,             \
-                                                    Tensor4<const T>, Tensor3<const float>, Tensor4<const T>, \
-                                                    Tensor4<const T>, Tensor4<const T>);
+                                                    const PositionMap&, Tensor4<const T>, Tensor3<const float>, \
+                                                    Tensor4<const T>, Tensor4<const T>, Tensor4<const T>);
 RFA_INSTANTIATE_CHECK(float)
 RFA_INSTANTIATE_CHECK(bf16_t)
 RFA_INSTANTIATE_CHECK(fp16_t)

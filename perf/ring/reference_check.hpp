@@ -15,9 +15,10 @@ struct CheckErrors {
   double out = 0, lse = 0, dq = 0, dk = 0, dv = 0;
 };
 
-/// Collective. Errors are max|got - ref| / max|ref| over all ranks (lse: absolute).
+/// Collective. Errors are max|got - ref| / max|ref| over all ranks (lse: absolute). `mine`:
+/// the global positions of this rank's rows (the strategy's local_positions()).
 template <class T>
-CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::RingConfig& cfg,
+CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::RingConfig& cfg, const PositionMap& mine,
                                       engine::Tensor4<const T> out, engine::Tensor3<const float> lse,
                                       engine::Tensor4<const T> dq, engine::Tensor4<const T> dk,
                                       engine::Tensor4<const T> dv);

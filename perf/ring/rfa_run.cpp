@@ -13,10 +13,12 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "comm/agreement.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
+#include "engine/attention_strategy.hpp"
 #include "engine/engine_backends.hpp"
 #include "rfa/rfa_config.h"
 #if RFA_ENGINE_CUDA
@@ -113,6 +115,25 @@ std::string compute_place(const RunOptions& o, int threads) {
   return std::to_string(threads) + " host thread(s)/rank";
 }
 
+/// One pass of the chosen strategy. LocalProblem runs any strategy; DeviceProblem runs the
+/// ring's device entry points (device contexts are always the ring).
+template <class T, class Problem>
+struct Passes {
+  engine::AttentionStrategy& strategy;
+  engine::RingAttention* ring_engine;  ///< the ring's modes, when the strategy is the ring
+  Problem& lp;
+
+  void run(bool backward, RingMode mode = RingMode::full) {
+    if (ring_engine) {
+      if (backward) lp.backward(*ring_engine, mode);
+      else lp.forward(*ring_engine, mode);
+    } else if constexpr (std::is_same<Problem, LocalProblem<T>>::value) {
+      if (backward) lp.backward(strategy);
+      else lp.forward(strategy);
+    }
+  }
+};
+
 template <class T, class Problem>
 int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy) {
   const engine::RingConfig cfg = ring_config(o);
@@ -120,23 +141,35 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
   const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
   const bool causal = o.mask == RFA_MASK_CAUSAL;
   const bool check = check_enabled(o);
-  const bool overlap = o.overlap && P > 1;
+  const bool is_ring = o.strategy.kind == engine::StrategyKind::ring;
+  // Only the ring has the schedules without communication or without compute to compare with.
+  const bool overlap = o.overlap && P > 1 && is_ring;
   const bool gpu = o.device == RunDevice::cuda;
+  const std::string strategy = strategy_label(o.strategy);
   const std::string place = compute_place(o, threads) + (gpu ? ring.backend_name() : "");
   const std::string mask_text =
       std::string(causal ? "causal" : "non-causal") + (o.window > 0 ? ", window " + std::to_string(o.window) : "");
-  progress(me, "rfa_run: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, %s (ring order: %s), %s\n",
+  progress(me, "rfa_run: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, strategy %s, %s (ring order: %s), %s\n",
            (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, (long long)o.head_dim,
-           dtype_name(o.dtype), mask_text.c_str(), layout::layout_name(o.layout),
+           dtype_name(o.dtype), mask_text.c_str(), layout::layout_name(o.layout), strategy.c_str(),
            ranks_text(P).c_str(), order_policy, place.c_str());
   if (!gpu) warn_if_oversubscribed(me, threads);
 
-  engine::RingAttention attn(ring, cfg);
+  // Collective; a choice that cannot run fails on every rank alike (checked before, too).
+  const std::unique_ptr<engine::AttentionStrategy> attn = engine::make_strategy(ring, cfg, o.strategy);
+  engine::RingAttention* ring_engine = attn->ring_engine();
   // Inside the agreement: a rank that cannot allocate its tensors fails every rank with its
   // message (RFA_ERROR_OUT_OF_MEMORY, the tensor and the bytes) instead of leaving them waiting.
   std::optional<Problem> problem;
-  comm::check_everywhere(ring, [&] { problem.emplace(attn); });
+  comm::check_everywhere(ring, [&] {
+    if constexpr (std::is_same<Problem, LocalProblem<T>>::value) {
+      problem.emplace(*attn);
+    } else {
+      problem.emplace(*ring_engine);
+    }
+  });
   Problem& lp = *problem;
+  Passes<T, Problem> passes{*attn, ring_engine, lp};
   const int phases = 2 + (check ? 1 : 0) + (overlap ? 1 : 0);
   int phase = 0;
 
@@ -144,14 +177,14 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
   // the figures.
   progress(me, "[%d/%d] warm-up: %d untimed forward+backward pass(es)\n", ++phase, phases, o.warmup);
   for (int w = 0; w < o.warmup; ++w) {
-    lp.forward(attn);
-    lp.backward(attn);
+    passes.run(false);
+    passes.run(true);
   }
   progress(me, "[%d/%d] timed: %d repetition(s) of forward+backward\n", ++phase, phases, o.repeat);
   PassSamples fwd, bwd;
   for (int r = 0; r < o.repeat; ++r) {
-    time_pass(ring, attn, lp, RingMode::full, false, fwd);
-    time_pass(ring, attn, lp, RingMode::full, true, bwd);
+    time_pass(ring, *attn, [&] { passes.run(false); }, fwd);
+    time_pass(ring, *attn, [&] { passes.run(true); }, bwd);
     progress(me, "  repetition %d/%d: forward %.1f ms, backward %.1f ms (slowest rank)\n", r + 1, o.repeat,
              1e3 * fwd.slowest().back(), 1e3 * bwd.slowest().back());
   }
@@ -161,7 +194,7 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
     progress(me, "[%d/%d] check: this rank's results against the single-rank fp32 kernels on the full sequence\n",
              ++phase, phases);
     LocalProblem<T>& r = lp.results();  // in host memory
-    err = check_against_single_rank<T>(ring, cfg, r.out, r.lse, r.dq, r.dk, r.dv);
+    err = check_against_single_rank<T>(ring, cfg, attn->local_positions(), r.out, r.lse, r.dq, r.dk, r.dv);
   }
   // The other two schedules overwrite the results, so they run after the check.
   PassSamples fwd_compute, fwd_comm, bwd_compute, bwd_comm;
@@ -169,10 +202,10 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
     progress(me, "[%d/%d] overlap: %d repetition(s) each of the same schedule without communication and without "
              "compute\n", ++phase, phases, o.repeat);
     for (int r = 0; r < o.repeat; ++r) {
-      time_pass(ring, attn, lp, RingMode::compute_only, false, fwd_compute);
-      time_pass(ring, attn, lp, RingMode::comm_only, false, fwd_comm);
-      time_pass(ring, attn, lp, RingMode::compute_only, true, bwd_compute);
-      time_pass(ring, attn, lp, RingMode::comm_only, true, bwd_comm);
+      time_pass(ring, *ring_engine, lp, RingMode::compute_only, false, fwd_compute);
+      time_pass(ring, *ring_engine, lp, RingMode::comm_only, false, fwd_comm);
+      time_pass(ring, *ring_engine, lp, RingMode::compute_only, true, bwd_compute);
+      time_pass(ring, *ring_engine, lp, RingMode::comm_only, true, bwd_comm);
     }
   }
 
@@ -204,12 +237,19 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
                   bwd_flops / P / bm * unit, 1e3 * median(w), int(fwd.steps_computed[std::size_t(k)]));
     }
     const Spread f = spread_of(fwd.slowest()), b = spread_of(bwd.slowest());
-    std::printf("ring (slowest rank): forward %.1f ms (range %.1f-%.1f, %.1f %s), backward %.1f ms (range "
+    std::printf("%s (slowest rank): forward %.1f ms (range %.1f-%.1f, %.1f %s), backward %.1f ms (range "
                 "%.1f-%.1f, %.1f %s); FLOPs by FlashAttention's convention\n",
-                1e3 * f.median, 1e3 * f.min, 1e3 * f.max, fwd_flops / f.median * unit, gpu ? "TFLOP/s" : "GFLOP/s",
+                strategy.c_str(), 1e3 * f.median, 1e3 * f.min, 1e3 * f.max, fwd_flops / f.median * unit,
+                gpu ? "TFLOP/s" : "GFLOP/s",
                 1e3 * b.median, 1e3 * b.min, 1e3 * b.max, bwd_flops / b.median * unit, gpu ? "TFLOP/s" : "GFLOP/s");
     if (P == 1) {
       std::printf("hidden communication: none to hide (one rank, no ring exchange)\n");
+    } else if (!is_ring) {
+      std::printf("hidden communication: not measured for %s (only the ring has schedules without communication "
+                  "or without compute to compare with); bytes sent per pass: forward %.2f MiB, backward %.2f MiB "
+                  "(all ranks)\n",
+                  strategy.c_str(), double(fwd.bytes_moved) / (1024.0 * 1024.0),
+                  double(bwd.bytes_moved) / (1024.0 * 1024.0));
     } else if (!overlap) {
       std::printf("hidden communication: not measured (--no-overlap)\n");
     } else {
@@ -235,9 +275,11 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
     const std::vector<double> hf = overlap ? hidden_samples(fwd, fwd_compute, fwd_comm) : std::vector<double>{};
     const std::vector<double> hb = overlap ? hidden_samples(bwd, bwd_compute, bwd_comm) : std::vector<double>{};
     const bool hf_ok = overlap && overlap_measurable(fwd, fwd_comm), hb_ok = overlap && overlap_measurable(bwd, bwd_comm);
+    // The ring's cases keep their earlier names, so that older baselines still compare.
+    const std::string prefix = is_ring ? "" : strategy + "/";
     std::vector<BenchCase> cases = {
-        ring_case(std::string("main_job/fwd/") + layout, o, layout, fwd, fwd_flops, peak, hf_ok ? &hf : nullptr),
-        ring_case(std::string("main_job/bwd/") + layout, o, layout, bwd, bwd_flops, peak, hb_ok ? &hb : nullptr)};
+        ring_case("main_job/fwd/" + prefix + layout, o, layout, fwd, fwd_flops, peak, hf_ok ? &hf : nullptr, strategy),
+        ring_case("main_job/bwd/" + prefix + layout, o, layout, bwd, bwd_flops, peak, hb_ok ? &hb : nullptr, strategy)};
     if (check) {
       cases[0].counters["correct"] = err.out <= tol && err.lse <= 1e-3;
       cases[0].counters["max_error"] = std::max(err.out, err.lse);
@@ -248,7 +290,7 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
       cases[0].counters["comm_only_s"] = spread_of(fwd_comm.slowest()).median;
       cases[1].counters["comm_only_s"] = spread_of(bwd_comm.slowest()).median;
     }
-    ContextFields context = ring_context("rfa_run", P, order_policy, o, threads);
+    ContextFields context = ring_context("rfa_run", P, order_policy, o, threads, strategy);
     // Host and GPU runs of the same shape are different configurations for the comparator.
     set_field(context, "device", gpu ? "cuda" : "host");
     set_field(context, "communicator", ring.backend_name());
@@ -277,7 +319,7 @@ int main(int argc, char** argv) {
       note = rfa::perf::fit_default_seq(opts, P);
       // Every rank parsed the same argv and reaches the same verdict here, before any
       // communication: one message is enough.
-      rfa::engine::validate_local(rfa::perf::ring_config(opts), P);
+      rfa::engine::validate_strategy(opts.strategy, rfa::perf::ring_config(opts), P);
     } catch (const rfa::Error& e) {
       if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
       return 2;

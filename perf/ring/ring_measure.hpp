@@ -24,6 +24,8 @@ struct PassSamples {
   std::vector<std::vector<double>> total;  ///< [repetition][ring position], seconds
   std::vector<std::vector<double>> wait;   ///< time blocked in exchange waits, same shape
   std::int64_t bytes_moved = 0;            ///< bytes all ranks sent in one pass
+  std::int64_t bytes_sent_max = 0;         ///< the most bytes one rank sent in one pass
+  std::int64_t workspace_max = 0;          ///< the most engine workspace one rank allocated
   std::vector<double> steps_computed;      ///< per ring position: steps whose block was not fully masked
 
   /// The ring's time in each repetition: its slowest rank.
@@ -55,24 +57,43 @@ inline std::vector<double> gather_everywhere(comm::Communicator& ring, double va
   return all;
 }
 
-/// Collective: runs one pass of `mode` once, after a barrier, and appends every rank's time:
-/// wall time around the call, which for a device problem includes waiting for the GPU.
-template <class Problem>
-void time_pass(comm::Communicator& ring, engine::RingAttention& attn, Problem& lp, engine::RingMode mode,
-               bool backward, PassSamples& into) {
-  ring.barrier();
-  const auto start = std::chrono::steady_clock::now();
-  if (backward) {
-    lp.backward(attn, mode);
-  } else {
-    lp.forward(attn, mode);
-  }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const engine::RingTimings& t = attn.last_timings();
+/// Collective: appends every rank's time of one pass and what its engine (a RingAttention or
+/// any AttentionStrategy) counted in it.
+template <class Engine>
+void record_pass(comm::Communicator& ring, double seconds, const Engine& engine, PassSamples& into) {
+  const engine::RingTimings& t = engine.last_timings();
   into.total.push_back(gather_everywhere(ring, seconds));
   into.wait.push_back(gather_everywhere(ring, t.wait));
   into.bytes_moved = ring.allreduce(t.bytes_sent, comm::ReduceOp::sum);
+  into.bytes_sent_max = ring.allreduce(t.bytes_sent, comm::ReduceOp::max);
+  into.workspace_max = ring.allreduce(engine.last_workspace_bytes(), comm::ReduceOp::max);
   into.steps_computed = gather_everywhere(ring, double(t.steps_computed));
+}
+
+/// Collective: runs `pass` once, after a barrier, and records it: wall time around the call
+/// (for a device problem, waiting for the GPU included) and what `engine` counted.
+template <class Engine, class Pass>
+void time_pass(comm::Communicator& ring, const Engine& engine, Pass&& pass, PassSamples& into) {
+  ring.barrier();
+  const auto start = std::chrono::steady_clock::now();
+  pass();
+  record_pass(ring, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), engine, into);
+}
+
+/// Collective: one pass of the ring in `mode` (the overlap measurements need all three).
+template <class Problem>
+void time_pass(comm::Communicator& ring, engine::RingAttention& attn, Problem& lp, engine::RingMode mode,
+               bool backward, PassSamples& into) {
+  time_pass(
+      ring, attn,
+      [&] {
+        if (backward) {
+          lp.backward(attn, mode);
+        } else {
+          lp.forward(attn, mode);
+        }
+      },
+      into);
 }
 
 /// The hidden share of communication of every (repetition, rank): 1 - (full - compute_only) /
@@ -101,16 +122,19 @@ inline std::string shape_label(const RunOptions& o) {
          (o.mask == RFA_MASK_CAUSAL ? " causal" : " non-causal");
 }
 
-/// One JSON case of a ring pass: per repetition the slowest rank's time, TFLOP/s by
+/// One JSON case of a pass of `strategy` ("ring", "ulysses", ...): per repetition the slowest rank's time, TFLOP/s by
 /// FlashAttention's convention, the fraction of `peak_flops` (the whole job's measured peak;
 /// 0: not measured), the slowest and fastest rank, and the hidden share when measured.
 inline BenchCase ring_case(const std::string& name, const RunOptions& o, const char* layout, const PassSamples& full,
-                           double flops, double peak_flops, const std::vector<double>* hidden_per_rep_rank) {
+                           double flops, double peak_flops, const std::vector<double>* hidden_per_rep_rank,
+                           const std::string& strategy = "ring") {
   BenchCase c;
   c.name = name;
-  c.labels = {{"suite", "ring"}, {"strategy", "ring"}, {"layout", layout}, {"dtype", dtype_name(o.dtype)},
+  c.labels = {{"suite", "ring"}, {"strategy", strategy}, {"layout", layout}, {"dtype", dtype_name(o.dtype)},
               {"shape", shape_label(o)}};
   c.counters["bytes_moved"] = double(full.bytes_moved);
+  c.counters["bytes_sent_rank_max"] = double(full.bytes_sent_max);
+  c.counters["workspace_bytes_rank_max"] = double(full.workspace_max);
   const std::size_t P = full.total.empty() ? 0 : full.total[0].size();
   for (std::size_t r = 0; r < full.total.size(); ++r) {
     const auto& ranks = full.total[r];
@@ -136,13 +160,13 @@ inline BenchCase ring_case(const std::string& name, const RunOptions& o, const c
 
 /// The provenance of a ring run: the shared fields plus ranks, ring order and strategy.
 inline ContextFields ring_context(const std::string& program, int ranks, const std::string& ring_order,
-                                  const RunOptions& o, int threads_per_rank) {
+                                  const RunOptions& o, int threads_per_rank, const std::string& strategy = "ring") {
   ContextFields c = collect_run_context(program);
   set_field(c, "suite", "ring");
   set_field(c, "ranks", std::to_string(ranks));
   set_field(c, "threads_per_rank", std::to_string(threads_per_rank));
   set_field(c, "ring_order", ring_order);
-  set_field(c, "strategy", "ring");
+  set_field(c, "strategy", strategy);
   set_field(c, "dtype", dtype_name(o.dtype));
   set_field(c, "shape", shape_label(o));
   return c;

@@ -24,11 +24,12 @@ std::int64_t parse_int(const std::string& flag, const char* text, std::int64_t l
 std::string run_usage(const char* program) {
   return std::string("usage: mpirun -np P ") + program + R"( [options]
 
-Runs ring attention forward and backward on an embedded problem split over the P ranks: a
-warm-up, timed repetitions, a check of every rank's results against the single-rank kernels
-on the full sequence (up to S = 32768 unless --check/--no-check), and the runs that measure
-how much communication was hidden. Prints which phase runs, then per-rank and ring times
-(medians with their range over repetitions), throughput, the hidden share and the largest error.
+Runs context-parallel attention (the ring unless --strategy says otherwise) forward and backward
+on an embedded problem split over the P ranks: a warm-up, timed repetitions, a check of every
+rank's results against the single-rank kernels on the full sequence (up to S = 32768 unless
+--check/--no-check), and the runs that measure how much communication was hidden. Prints which
+phase runs, then per-rank and ring times (medians with their range over repetitions),
+throughput, the hidden share and the largest error.
 Use one rank per core: more ranks than cores take turns and time each other's work.
 
   --batch N          batch size (default 1)
@@ -41,6 +42,10 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
   --dtype T          fp32 | bf16 | fp16 (default bf16)
   --mask M           causal | none (default causal); --causal and --no-causal also work
   --window W         sliding window: a key is visible only if q_pos - k_pos < W (default 0: none)
+  --strategy X       ring | ulysses | allgather | hybrid (default ring): how the sequence is
+                     parallelized (README: "Choosing a strategy"); hybrid needs --ulysses-degree
+  --ulysses-degree N ranks per Ulysses group of the hybrid strategy (a Pu x P/Pu grid; N divides
+                     P and the heads)
   --scale X          softmax scale (default 1/sqrt(head-dim))
   --warmup N         untimed forward+backward passes first (default 1)
   --repeat N         timed repetitions; medians and spreads are reported (default 3)
@@ -57,7 +62,8 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
   --kokkos-help      Kokkos' own options (--kokkos-threads=N, ...)
   --help             this text
 
-The hidden share of communication is 1 - (ring time - the same schedule without communication)
+The hidden share of communication is measured for the ring only (the other strategies have no
+schedule without communication to compare with); it is 1 - (ring time - the same schedule without communication)
 / (the schedule without compute), per repetition and rank; it is reported with its spread, or
 not at all when communication alone is shorter than the run-to-run noise of the ring time.
 Ring order comes from RFA_RING_ORDER (identity | topo | file:PATH; default topo).
@@ -127,6 +133,15 @@ RunOptions parse_run_options(int argc, char** argv) {
       o.check = CheckMode::off;
     } else if (flag == "--no-overlap") {
       o.overlap = false;
+    } else if (flag == "--strategy") {
+      const std::string v = value();
+      if (v == "ring") o.strategy.kind = engine::StrategyKind::ring;
+      else if (v == "ulysses") o.strategy.kind = engine::StrategyKind::ulysses;
+      else if (v == "allgather") o.strategy.kind = engine::StrategyKind::allgather;
+      else if (v == "hybrid") o.strategy.kind = engine::StrategyKind::hybrid;
+      else fail(RFA_ERROR_INVALID_ARGUMENT, "--strategy must be ring, ulysses, allgather or hybrid, got '", v, "'");
+    } else if (flag == "--ulysses-degree") {
+      o.strategy.ulysses_degree = int(parse_int(flag, value(), 1));
     } else if (flag == "--device") {
       const std::string v = value();
       if (v == "host") o.device = RunDevice::host;
@@ -137,7 +152,23 @@ RunOptions parse_run_options(int argc, char** argv) {
     }
   }
   if (!kv_heads_given) o.kv_heads = o.heads;
+  const engine::StrategyKind kind = o.strategy.kind;
+  if (kind == engine::StrategyKind::hybrid) {
+    require(o.strategy.ulysses_degree > 0, "--strategy hybrid needs --ulysses-degree N: the ranks per Ulysses group "
+            "(N divides P and the heads; ranks per node is usual)");
+  } else if (kind != engine::StrategyKind::ulysses) {  // Ulysses: the engine checks a degree against P
+    require(o.strategy.ulysses_degree == 0, "--ulysses-degree applies to --strategy hybrid (or ulysses), not to ",
+            engine::strategy_name(kind));
+  }
+  require(o.device == RunDevice::host || kind == engine::StrategyKind::ring, "--device cuda runs the ring only: ",
+          "drop --strategy ", engine::strategy_name(kind), " or run it on the host");
   return o;
+}
+
+std::string strategy_label(const engine::StrategyChoice& choice) {
+  std::string text = engine::strategy_name(choice.kind);
+  if (choice.kind == engine::StrategyKind::hybrid) text += ":" + std::to_string(choice.ulysses_degree);
+  return text;
 }
 
 std::string fit_default_seq(RunOptions& o, int ranks) {

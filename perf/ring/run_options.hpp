@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/attention_strategy.hpp"
 #include "rfa/rfa.h"
 
 namespace rfa {
@@ -35,6 +36,7 @@ struct RunOptions {
   bool seq_given = false;  ///< --seq was on the command line (the default adapts to P)
   std::string json;        ///< --json FILE: also write the results there (rank 0)
   RunDevice device = RunDevice::host;  ///< --device host|cuda
+  engine::StrategyChoice strategy;     ///< --strategy, --ulysses-degree (default: the ring)
 };
 
 /// Above this many tokens the full-sequence check is off unless --check asks for it: it
@@ -50,6 +52,10 @@ inline bool check_enabled(const RunOptions& o) {
 /// split over `ranks` (zigzag: a multiple of 2P, else of P) and returns a note saying so
 /// (empty when nothing changed). An explicit --seq is never changed.
 std::string fit_default_seq(RunOptions& o, int ranks);
+
+/// "ring", "ulysses", "allgather" or "hybrid:PU": the strategy as output and JSON name it (the
+/// spelling of rfa_ring_bench --strategy).
+std::string strategy_label(const engine::StrategyChoice& choice);
 
 /// Parses argv; throws rfa::Error(RFA_ERROR_INVALID_ARGUMENT) with a message naming the flag.
 RunOptions parse_run_options(int argc, char** argv);

@@ -9,59 +9,56 @@
 #include "core/error.hpp"
 #include "cpu_peak.hpp"
 #include "layout/sequence_layout.hpp"
+#include "ring_measure.hpp"
 #include "ring_problem.hpp"
 
 namespace rfa {
 namespace perf {
 namespace {
 
-struct PassFigures {
-  double seconds = 1e300;          ///< best of repeat, slowest rank
-  std::int64_t bytes_sent = 0;     ///< most any rank sent
-  std::int64_t workspace = 0;      ///< most any rank allocated
+/// A strategy's forward and backward samples, or why it did not run.
+struct StrategyRun {
+  std::string label;    ///< "ring", "hybrid:2", ...
+  std::string skipped;  ///< the reason, when the problem does not fit the strategy
+  PassSamples fwd, bwd;
 };
 
-std::int64_t max_over(comm::Communicator& comm, std::int64_t v) { return comm.allreduce(v, comm::ReduceOp::max); }
-
-void keep_best(comm::Communicator& comm, const engine::AttentionStrategy& attn, PassFigures& f) {
-  const double s = double(max_over(comm, std::int64_t(attn.last_timings().total * 1e9))) * 1e-9;
-  if (s < f.seconds) f.seconds = s;
-  f.bytes_sent = max_over(comm, attn.last_timings().bytes_sent);
-  f.workspace = max_over(comm, attn.last_workspace_bytes());
-}
-
-std::string choice_name(const engine::StrategyChoice& c) {
-  std::string name = engine::strategy_name(c.kind);
-  if (c.kind == engine::StrategyKind::hybrid) name += ":" + std::to_string(c.ulysses_degree);
-  return name;
-}
-
 template <class T>
-void measure(comm::Communicator& comm, const RunOptions& o, const engine::StrategyChoice& choice) {
+StrategyRun measure(comm::Communicator& comm, const RunOptions& o, const engine::StrategyChoice& choice) {
+  StrategyRun run;
+  run.label = strategy_label(choice);
   std::unique_ptr<engine::AttentionStrategy> attn;
   try {
     attn = engine::make_strategy(comm, ring_config(o), choice);  // fails on every rank together
   } catch (const Error& e) {
-    if (comm.rank() == 0) std::printf("%-12s skipped: %s\n", choice_name(choice).c_str(), e.what());
-    return;
+    run.skipped = e.what();
+    return run;
   }
   LocalProblem<T> lp(*attn);
-  lp.forward(*attn);  // untimed: first-touch and first-rendezvous costs out of the figures
-  lp.backward(*attn);
-  PassFigures fwd, bwd;
-  for (int r = 0; r < o.repeat; ++r) {
-    comm.barrier();
+  // Untimed: first-touch and first-rendezvous costs out of the figures, and a real lse for the
+  // timed backward.
+  for (int w = 0; w < std::max(o.warmup, 1); ++w) {
     lp.forward(*attn);
-    keep_best(comm, *attn, fwd);
-    comm.barrier();
     lp.backward(*attn);
-    keep_best(comm, *attn, bwd);
   }
-  if (comm.rank() != 0) return;
+  for (int r = 0; r < o.repeat; ++r) {
+    time_pass(comm, *attn, [&] { lp.forward(*attn); }, run.fwd);
+    time_pass(comm, *attn, [&] { lp.backward(*attn); }, run.bwd);
+  }
+  return run;
+}
+
+void print_row(const StrategyRun& run) {
+  if (!run.skipped.empty()) {
+    std::printf("%-12s skipped: %s\n", run.label.c_str(), run.skipped.c_str());
+    return;
+  }
   const double MiB = 1024.0 * 1024.0;
-  std::printf("%-12s %9.1f %9.1f %10.2f %10.2f %10.2f %10.2f\n", choice_name(choice).c_str(), 1e3 * fwd.seconds,
-              1e3 * bwd.seconds, double(fwd.bytes_sent) / MiB, double(bwd.bytes_sent) / MiB,
-              double(fwd.workspace) / MiB, double(bwd.workspace) / MiB);
+  const Spread f = spread_of(run.fwd.slowest()), b = spread_of(run.bwd.slowest());
+  std::printf("%-12s %9.1f %9.1f %10.2f %10.2f %10.2f %10.2f\n", run.label.c_str(), 1e3 * f.median, 1e3 * b.median,
+              double(run.fwd.bytes_sent_max) / MiB, double(run.bwd.bytes_sent_max) / MiB,
+              double(run.fwd.workspace_max) / MiB, double(run.bwd.workspace_max) / MiB);
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -100,19 +97,40 @@ std::vector<engine::StrategyChoice> parse_strategies(const std::string& text, in
 
 void compare_strategies(comm::Communicator& comm, const RunOptions& o,
                         const std::vector<engine::StrategyChoice>& choices) {
+  const int P = comm.size();
+  const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
+  const bool causal = o.mask == RFA_MASK_CAUSAL;
   if (comm.rank() == 0) {
-    std::printf("rfa_ring_bench --strategy: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, P=%d, %d host thread(s)/rank\n",
+    std::printf("rfa_ring_bench --strategy: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, P=%d, %d host thread(s)/rank, "
+                "%d repetition(s)\n",
                 (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads,
-                (long long)o.head_dim, dtype_name(o.dtype), o.mask == RFA_MASK_CAUSAL ? "causal" : "non-causal",
-                layout::layout_name(o.layout), comm.size(), Kokkos::DefaultHostExecutionSpace().concurrency());
+                (long long)o.head_dim, dtype_name(o.dtype), causal ? "causal" : "non-causal",
+                layout::layout_name(o.layout), P, threads, o.repeat);
+    std::printf("medians over repetitions of the slowest rank; bytes sent and engine workspace: the most of any "
+                "rank\n");
     std::printf("%-12s %9s %9s %10s %10s %10s %10s\n", "strategy", "fwd ms", "bwd ms", "fwd MiB tx", "bwd MiB tx",
                 "fwd MiB ws", "bwd MiB ws");
   }
+  std::vector<BenchCase> cases;
+  const double peak = !o.json.empty() && comm.rank() == 0 ? measure_fp32_fma_peak() * P * threads : 0.0;
+  const double ffwd = attention_flops(o.batch, o.seq, o.seq, o.heads, o.head_dim, causal, false);
+  const double fbwd = attention_flops(o.batch, o.seq, o.seq, o.heads, o.head_dim, causal, true);
+  const char* layout = layout::layout_name(o.layout);
   for (const engine::StrategyChoice& choice : choices) {
-    dispatch_dtype(o.dtype, [&](auto tag) {
-      measure<decltype(tag)>(comm, o, choice);
-      return 0;
-    });
+    const StrategyRun run = dispatch_dtype(o.dtype, [&](auto tag) { return measure<decltype(tag)>(comm, o, choice); });
+    if (comm.rank() != 0) continue;
+    print_row(run);
+    if (!run.skipped.empty()) continue;
+    cases.push_back(ring_case("strategy/fwd/" + run.label + "/" + layout, o, layout, run.fwd, ffwd, peak, nullptr,
+                              run.label));
+    cases.push_back(ring_case("strategy/bwd/" + run.label + "/" + layout, o, layout, run.bwd, fbwd, peak, nullptr,
+                              run.label));
+  }
+  if (comm.rank() == 0 && !o.json.empty()) {
+    // The context's strategy names the comparison; each case names its own.
+    ContextFields context = ring_context("rfa_ring_bench", P, "identity", o, threads, "compare");
+    write_results_json(o.json, context, cases);
+    std::printf("results written to %s\n", o.json.c_str());
   }
 }
 

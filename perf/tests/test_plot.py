@@ -38,13 +38,28 @@ class PlotTest(unittest.TestCase):
         config = ("forward", 4, "float32", SHAPE)
         self.assertEqual(set(table), {config})
         self.assertEqual(set(table[config]), {"ring/zigzag", "ulysses"})
-        median, least, largest = table[config]["ulysses"]
+        median, least, largest = table[config]["ulysses"]["gflops"]
         self.assertAlmostEqual(median, 60.0)
         self.assertAlmostEqual(least, 55.0)
         self.assertAlmostEqual(largest, 60.0)
         with tempfile.TemporaryDirectory() as out:
             path = plot.plot_strategies(runs, out)
             self.assertTrue(os.path.getsize(path) > 0)
+
+    def test_bytes_sent_and_workspace_are_per_strategy(self):
+        mib = 2**20
+        runs = [run(2, ring_entries("strategy/fwd/ring/zigzag", "ring", [10, 12], [0.05, 0.04], layout="zigzag",
+                                    bytes_sent_rank_max=3 * mib, workspace_bytes_rank_max=5 * mib)
+                    + ring_entries("strategy/fwd/ulysses/zigzag", "ulysses", [9, 9], [0.06, 0.06], layout="zigzag",
+                                   bytes_sent_rank_max=1 * mib, workspace_bytes_rank_max=7 * mib)
+                    # an older file's case: no byte counters, still a throughput bar
+                    + ring_entries("strategy/fwd/allgather/zigzag", "allgather", [9], [0.06], layout="zigzag"))]
+        row = plot.strategy_table(runs)[("forward", 2, "float32", SHAPE)]
+        self.assertEqual(row["ring/zigzag"]["sent"], 3 * mib)
+        self.assertEqual(row["ulysses/zigzag"]["workspace"], 7 * mib)
+        self.assertIsNone(row["allgather/zigzag"]["sent"])
+        with tempfile.TemporaryDirectory() as out:
+            self.assertTrue(os.path.getsize(plot.plot_strategies(runs, out)) > 0)
 
     def test_the_main_job_and_kernels_are_not_strategies(self):
         main_job = ring_entries("main_job/fwd/zigzag", "ring", [10], [0.05], layout="zigzag")

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Runs perf_suite_array.sbatch as a plain script with the fake srun beside this file: every
-# array task (0-3) with the suite's --quick problems, then the main-job task again against the
+# array task (0-4) with the suite's --quick problems, then the main-job task again against the
 # first run as its baseline. Checks that each part wrote its results and that the comparison
 # ran; the verdict itself is not checked (tiny problems on a shared machine: timings are noise).
 #   suite_array_smoke.sh TEMPLATE BUILD_DIR PYTHON
@@ -20,9 +20,10 @@ run_task() {  # run_task ARRAY_TASK_ID JOB_ID [baseline]
     RFA_PERF_RESULTS="$work/results" RFA_PERF_BASELINE="${3:-}" SLURM_ARRAY_TASK_ID=$1 SLURM_ARRAY_JOB_ID=$2 \
     SLURM_NTASKS=2 SLURM_CPUS_PER_TASK=1 bash "$template"
 }
-for task in 0 1 2 3; do run_task "$task" first; done
+for task in 0 1 2 3 4; do run_task "$task" first; done
 for f in kernels.json comm-P2.json ring-P2-S256.json main-P2-fp32.json main-P2-bf16.json rfa-topo-main.json \
-         plots/kernels_vs_peak.png plots/ring_efficiency.png plots/error_vs_p.png; do
+         strategies-P2-S256.json plots/kernels_vs_peak.png plots/ring_efficiency.png plots/error_vs_p.png \
+         plots/strategies.png; do
   [ -s "results/first/$f" ] || { echo "FAIL: the array job wrote no $f" >&2; exit 1; }
 done
 set +e
