@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 #include <string>
 #include <utility>
 
@@ -17,6 +18,7 @@ struct rfa_context_s {
   std::unique_ptr<rfa::comm::Communicator> comm;
   std::unique_ptr<rfa::engine::AttentionStrategy> engine;  ///< options.strategy's engine
   rfa_options_t options;  ///< as created, defaults applied, struct_size = sizeof (this build)
+  std::vector<std::int64_t> doc_boundaries;  ///< the copy options.doc_boundaries points to
 };
 
 namespace rfa {

@@ -72,6 +72,9 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
 
   auto context = std::make_unique<rfa_context_s>();
   context->options = options;
+  // The caller may free its boundaries once this returns: the context keeps its own copy.
+  context->doc_boundaries.assign(options.doc_boundaries, options.doc_boundaries + options.doc_boundary_count);
+  context->options.doc_boundaries = context->doc_boundaries.empty() ? nullptr : context->doc_boundaries.data();
   const topology::RingOrder order = topology::choose_ring_order(comm, options.ring_order);
   topology::agree_on_failure(comm, [&] { require_kokkos_on_current_device(options); });
   context->comm = make_context_communicator(comm, order.position, options);

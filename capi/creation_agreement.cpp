@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm/mpi/deadline.hpp"
+#include "core/documents.hpp"
 #include "core/error.hpp"
 #include "core/enum_value.hpp"
 
@@ -51,13 +52,24 @@ const Field kFields[] = {
     {"strategy", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.strategy)); }},
     {"ulysses_degree", [](const rfa_options_t& o) { return std::int64_t(o.ulysses_degree); }},
     {"window", [](const rfa_options_t& o) { return o.window; }},
+    // Read only after this rank's own check of the list (read_options): the pointer is valid.
+    {"doc_boundary_count", [](const rfa_options_t& o) { return o.doc_boundary_count; }},
+    {"doc_boundaries (hash of the values)",
+     [](const rfa_options_t& o) {
+       return document_bounds_hash(o.doc_boundary_count > 0
+                                       ? std::vector<std::int64_t>(o.doc_boundaries,
+                                                                   o.doc_boundaries + o.doc_boundary_count)
+                                       : std::vector<std::int64_t>());
+     }},
 };
 constexpr int kFieldCount = int(sizeof kFields / sizeof kFields[0]);
 constexpr int kRecord = 1 + kFieldCount;  // the verdict's code, then the fields
 
 std::string value_text(int field, std::int64_t value) {
   std::ostringstream os;
-  if (std::strcmp(kFields[field].name, "softmax_scale") == 0 || std::strcmp(kFields[field].name, "timeout_s") == 0) {
+  if (std::strncmp(kFields[field].name, "doc_boundaries", 14) == 0) {
+    os << "a list hashing to 0x" << std::hex << static_cast<std::uint64_t>(value);
+  } else if (std::strcmp(kFields[field].name, "softmax_scale") == 0 || std::strcmp(kFields[field].name, "timeout_s") == 0) {
     double d;
     std::memcpy(&d, &value, sizeof d);
     os << d;

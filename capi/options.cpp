@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "core/documents.hpp"
 #include "core/error.hpp"
 #include "engine/ring_config.hpp"
 #include "core/enum_value.hpp"
@@ -35,6 +36,8 @@ rfa_options_t default_options() {
   o.strategy = RFA_STRATEGY_RING;
   o.ulysses_degree = 0;
   o.window = 0;
+  o.doc_boundaries = nullptr;
+  o.doc_boundary_count = 0;
   return o;
 }
 
@@ -57,6 +60,11 @@ rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
   const std::size_t n = caller->struct_size < sizeof o ? caller->struct_size : sizeof o;
   std::memcpy(&o, caller, n);
   o.struct_size = sizeof o;
+  // The boundaries are read here, where only this rank's own memory is at stake, so that a bad
+  // pointer or list is this rank's verdict before the ranks agree on anything.
+  require(o.doc_boundary_count >= 0, what, "->doc_boundary_count is ", o.doc_boundary_count,
+          "; it must be >= 0 (0: no documents)");
+  validate_document_bounds(o.doc_boundaries, o.doc_boundary_count, o.seq_total, "options.doc_boundaries");
   return o;
 }
 
@@ -138,6 +146,8 @@ engine::RingConfig ring_config(const rfa_options_t& o) {
   c.head_dim = o.head_dim;
   c.device = o.device == RFA_DEVICE_CUDA ? engine::Device::cuda : engine::Device::host;
   c.window = o.window;
+  if (o.doc_boundary_count > 0 && o.doc_boundaries)
+    c.doc_bounds.assign(o.doc_boundaries, o.doc_boundaries + o.doc_boundary_count);
   return c;
 }
 

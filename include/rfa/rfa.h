@@ -216,6 +216,19 @@ typedef struct rfa_options_t {
                                     window; otherwise >= 1. Host contexts only so far. Ring steps whose
                                     whole K/V block lies outside every local query's window run no
                                     kernel. */
+  const int64_t* doc_boundaries; /**< Packed documents: doc_boundary_count cumulative boundaries
+                                    0 = b[0] <= b[1] <= ... <= b[n] = seq_total (as FlashAttention's
+                                    cu_seqlens); document d holds global positions [b[d], b[d+1]) and a
+                                    key is visible only to queries of its own document (with the causal
+                                    mask and the window on top). Any lengths: no divisibility rule per
+                                    document. Copied at rfa_context_create() (the caller's array may be
+                                    freed after it) and checked there, on every rank, to start at 0,
+                                    never decrease, end at seq_total and be identical on every rank.
+                                    rfa_context_get_options() returns a pointer to the context's copy.
+                                    NULL (default) with count 0: one document. Host contexts only so far.
+                                    Ring steps whose K/V block shares no document with the local queries
+                                    run no kernel. */
+  int64_t doc_boundary_count;  /**< Number of values in doc_boundaries (documents + 1), or 0 (default). */
 } rfa_options_t;
 
 /**
@@ -274,7 +287,8 @@ RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context);
 /**
  * @brief The options the context was created with (after defaults were applied).
  *
- * Not collective. Writes min(options->struct_size, sizeof(rfa_options_t)) bytes.
+ * Not collective. Writes min(options->struct_size, sizeof(rfa_options_t)) bytes;
+ * doc_boundaries then points to the context's own copy, valid until rfa_context_destroy().
  * @param context a live context.
  * @param[in,out] options struct_size must be set (rfa_options_init() does so); the rest is written.
  * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL argument or a struct_size

@@ -137,7 +137,7 @@ kernels::AttentionParams AllGatherAttention::chunk_params() const {
   const std::int64_t group = c.heads / c.kv_heads;
   kernels::AttentionParams p = kernels::make_params(c.batch, local_seq_, c.seq_total, chunk_ * group, chunk_,
                                                     c.head_dim, c.mask, c.softmax_scale);
-  p.window = c.window;
+  apply_mask(c, p);
   p.q_pos = local_positions();
   p.k_pos = PositionMap::contiguous(0, c.seq_total);
   return p;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "comm/agreement.hpp"
+#include "core/documents.hpp"
 #include "core/error.hpp"
 #include "core/view_limits.hpp"
 #include "engine/device_support.hpp"
@@ -20,11 +21,16 @@ void validate_local(const RingConfig& c, int ranks) {
   layout::validate_shape(c.layout, c.seq_total, ranks);
   kernels::AttentionParams p = kernels::make_params(c.batch, c.seq_total / ranks, c.seq_total / ranks, c.heads,
                                                     c.kv_heads, c.head_dim, c.mask, c.softmax_scale);
-  p.window = c.window;
+  apply_mask(c, p);
   kernels::validate(p);
+  validate_document_bounds(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()), c.seq_total,
+                           "document boundaries");
   if (c.window != 0 && c.device == Device::cuda)
     fail(RFA_ERROR_UNSUPPORTED, "a sliding window (window = ", c.window, ") is not supported on CUDA devices yet: ",
          "use a host context, or window = 0");
+  if (!c.doc_bounds.empty() && c.device == Device::cuda)
+    fail(RFA_ERROR_UNSUPPORTED, "packed documents (", c.doc_bounds.size() - 1, " documents) are not supported on ",
+         "CUDA devices yet: use a host context, or no document boundaries");
   require_device_support(c.device, c.head_dim, c.dtype);
   // The caller's tensors are wrapped in Views: they must be able to index every element.
   const std::int64_t local = c.seq_total / ranks;
@@ -47,7 +53,9 @@ void require_same_config(comm::Communicator& comm, const RingConfig& c) {
                                        {"kv_heads", c.kv_heads},
                                        {"head_dim", c.head_dim},
                                        {"device", std::int64_t(c.device)},
-                                       {"window", c.window}});
+                                       {"window", c.window},
+                                       {"document boundaries (count)", std::int64_t(c.doc_bounds.size())},
+                                       {"document boundaries (hash)", document_bounds_hash(c.doc_bounds)}});
 }
 
 void validate_collective(comm::Communicator& comm, const RingConfig& c) {
@@ -69,11 +77,17 @@ void validate_collective(comm::Communicator& comm, const RingConfig& c) {
   comm::fail_everywhere_unless(comm, ok, ok ? RFA_ERROR_INVALID_ARGUMENT : code, message);
 }
 
+void apply_mask(const RingConfig& c, kernels::AttentionParams& p) {
+  p.window = c.window;
+  p.doc_bounds = c.doc_bounds.empty() ? nullptr : c.doc_bounds.data();
+  p.doc_bound_count = std::int64_t(c.doc_bounds.size());
+}
+
 kernels::AttentionParams block_params(const RingConfig& c, int ranks, int position, int block_owner) {
   const std::int64_t local = layout::local_length(c.layout, c.seq_total, ranks);
   kernels::AttentionParams p =
       kernels::make_params(c.batch, local, local, c.heads, c.kv_heads, c.head_dim, c.mask, c.softmax_scale);
-  p.window = c.window;
+  apply_mask(c, p);
   p.q_pos = layout::positions(c.layout, c.seq_total, ranks, position);
   p.k_pos = layout::positions(c.layout, c.seq_total, ranks, block_owner);
   return p;

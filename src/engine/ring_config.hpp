@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "comm/communicator.hpp"
 #include "core/positions.hpp"
@@ -25,7 +26,14 @@ struct RingConfig {
   std::int64_t head_dim = 64;
   Device device = Device::host;  ///< where tensors live and blocks are computed
   std::int64_t window = 0;       ///< sliding window on global positions (q - k < window); 0: none
+  /// Packed documents: cumulative boundaries 0 = b[0] <= ... <= b[n] = seq_total (document d
+  /// holds positions [b[d], b[d+1])); empty: one document. core/documents.hpp.
+  std::vector<std::int64_t> doc_bounds;
 };
+
+/// Sets the mask fields of kernel params from the config: the window, and the documents
+/// (pointing into `c`, which must outlive the params).
+void apply_mask(const RingConfig& c, kernels::AttentionParams& p);
 
 /// Throws RFA_ERROR_INVALID_ARGUMENT / RFA_ERROR_UNSUPPORTED unless the config is usable on a
 /// ring of `ranks` ranks (shapes, head dim, dtype, layout divisibility, what the device's

@@ -46,7 +46,7 @@ kernels::AttentionParams UlyssesAttention::local_params() const {
   // applies exactly as in a single-device attention.
   kernels::AttentionParams p = kernels::make_params(c.batch, c.seq_total, c.seq_total, routing_.heads_per_rank(),
                                                     routing_.slots(), c.head_dim, c.mask, c.softmax_scale);
-  p.window = c.window;
+  apply_mask(c, p);
   return p;
 }
 

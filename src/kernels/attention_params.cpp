@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <cmath>
 
+#include "core/documents.hpp"
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
 #include "kernels/flash_attention.hpp"
@@ -46,6 +47,7 @@ void validate(const AttentionParams& p) {
   const int mask = enum_value(p.mask);
   require(mask == RFA_MASK_NONE || mask == RFA_MASK_CAUSAL, "unknown mask value ", mask);
   require(p.window >= 0, "window must be >= 0 (0: no sliding window), got ", p.window);
+  validate_document_bounds(p.doc_bounds, p.doc_bound_count, -1, "document boundaries");
   validate_position_map(p.q_pos, p.seq_q, "query");
   validate_position_map(p.k_pos, p.seq_k, "key");
 }

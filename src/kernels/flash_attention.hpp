@@ -38,13 +38,17 @@ struct AttentionParams {
   /// Sliding window on global positions: a key is visible only if q_pos - k_pos < window
   /// (with or without the causal mask). 0: no window.
   std::int64_t window = 0;
+  /// Packed documents (MaskRule::doc_bounds): a key is visible only in its query's document.
+  /// Host memory that outlives the call; null / 0: one document.
+  const std::int64_t* doc_bounds = nullptr;
+  std::int64_t doc_bound_count = 0;
   /// Global positions of the query rows and of the key rows (length seq_q and seq_k).
   PositionMap q_pos;
   PositionMap k_pos;
 
   float scale() const;
-  /// The mask and the window, as the kernels test them.
-  MaskRule rule() const { return MaskRule{mask == RFA_MASK_CAUSAL, window}; }
+  /// The mask, the window and the documents, as the kernels test them.
+  MaskRule rule() const { return MaskRule{mask == RFA_MASK_CAUSAL, window, doc_bounds, doc_bound_count}; }
 };
 
 /// Called by the kernels between tiles so a transport that only progresses inside its own

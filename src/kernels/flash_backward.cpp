@@ -166,7 +166,13 @@ struct BackwardTiles {
       }
       for (int j = cols; j < cols_padded; ++j) prow[j] = dsrow[j] = 0.0f;
     }
-    if (vis == TileVisibility::partial) {
+    if (vis == TileVisibility::partial && rule.documents()) {
+      DocumentIds<kTileRows, kTileCols> docs(rule, s.q_pos, rows, s.k_pos, cols);
+      for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < cols; ++j)
+          if (!rule.visible(s.q_pos[i], s.k_pos[j]) || docs.q[i] != docs.k[j])
+            s.p[i * kTileCols + j] = s.ds[i * kTileCols + j] = 0.0f;
+    } else if (vis == TileVisibility::partial) {
       for (int i = 0; i < rows; ++i)
         for (int j = 0; j < cols; ++j)
           if (!rule.visible(s.q_pos[i], s.k_pos[j])) s.p[i * kTileCols + j] = s.ds[i * kTileCols + j] = 0.0f;

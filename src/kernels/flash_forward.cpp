@@ -122,9 +122,16 @@ struct ForwardTiles {
 
       if (vis == TileVisibility::partial) {
         for (int j = 0; j < cols; ++j) s.k_pos[j] = p.k_pos(c0 + j);
-        for (int j = 0; j < cols; ++j)
-          for (int i = 0; i < rows; ++i)
-            if (!rule.visible(s.q_pos[i], s.k_pos[j])) s.st[j * kTileRows + i] = ninf;
+        if (rule.documents()) {
+          DocumentIds<kTileRows, kTileCols> docs(rule, s.q_pos, rows, s.k_pos, cols);
+          for (int j = 0; j < cols; ++j)
+            for (int i = 0; i < rows; ++i)
+              if (!rule.visible(s.q_pos[i], s.k_pos[j]) || docs.q[i] != docs.k[j]) s.st[j * kTileRows + i] = ninf;
+        } else {
+          for (int j = 0; j < cols; ++j)
+            for (int i = 0; i < rows; ++i)
+              if (!rule.visible(s.q_pos[i], s.k_pos[j])) s.st[j * kTileRows + i] = ninf;
+        }
       }
       for (int j = cols; j < cols_padded; ++j)
         for (int i = 0; i < rows_padded; ++i) s.st[j * kTileRows + i] = ninf;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Which part of a (query tile, key tile) block the mask lets through, decided from the
 // position ranges alone so fully masked tiles are skipped and fully visible ones pay no
-// per-element test.
+// per-element test. Documents are ranges of positions, so their test is a range test too.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -16,15 +16,47 @@ namespace kernels {
 enum class TileVisibility { hidden, partial, full };
 
 /// The rule that decides which keys a query sees, on global positions: causal (k <= q) or
-/// not, and a sliding window (q - k < window; 0: none). Without the causal mask a window still
-/// limits only how far back a query looks: keys ahead of it stay visible.
+/// not, a sliding window (q - k < window; 0: none), and packed documents (a key is visible only
+/// in its query's document). Without the causal mask a window still limits only how far back a
+/// query looks: keys ahead of it stay visible.
 struct MaskRule {
   bool causal = false;
   std::int64_t window = 0;
+  /// Document d holds positions [doc_bounds[d], doc_bounds[d + 1]); doc_bound_count = documents
+  /// + 1 (0: one document, the whole sequence). Host memory, increasing, from 0 to S.
+  const std::int64_t* doc_bounds = nullptr;
+  std::int64_t doc_bound_count = 0;
 
-  KOKKOS_INLINE_FUNCTION bool any() const { return causal || window > 0; }
+  KOKKOS_INLINE_FUNCTION bool documents() const { return doc_bound_count > 2; }
+  KOKKOS_INLINE_FUNCTION bool any() const { return causal || window > 0 || documents(); }
+  /// The causal mask and the window only (the per-tile loops test documents by their ids).
   KOKKOS_INLINE_FUNCTION bool visible(std::int64_t q_position, std::int64_t k_position) const {
     return (!causal || k_position <= q_position) && (window <= 0 || q_position - k_position < window);
+  }
+  /// The document holding `position`: the last d with doc_bounds[d] <= position (empty
+  /// documents, equal bounds, hold no position and are passed over). 0 without documents.
+  KOKKOS_INLINE_FUNCTION std::int64_t document_of(std::int64_t position) const {
+    if (!documents()) return 0;
+    std::int64_t lo = 0, hi = doc_bound_count - 1;  // doc_bounds[lo] <= position < doc_bounds[hi]
+    while (hi - lo > 1) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      if (doc_bounds[mid] <= position) lo = mid;
+      else hi = mid;
+    }
+    return lo;
+  }
+};
+
+/// The documents of a tile's query and key positions, looked up once per tile rather than
+/// once per score (host kernels; ROWS and COLS are the tile's largest extents).
+template <int ROWS, int COLS>
+struct DocumentIds {
+  std::int64_t q[ROWS];
+  std::int64_t k[COLS];
+  DocumentIds(const MaskRule& rule, const std::int64_t* q_positions, int rows, const std::int64_t* k_positions,
+              int cols) {
+    for (int i = 0; i < rows; ++i) q[i] = rule.document_of(q_positions[i]);
+    for (int j = 0; j < cols; ++j) k[j] = rule.document_of(k_positions[j]);
   }
 };
 
@@ -38,9 +70,17 @@ KOKKOS_INLINE_FUNCTION TileVisibility classify_tile(const MaskRule& rule, const 
   k_pos.range(c0, c1, k_lo, k_hi);
   if (rule.causal && k_lo > q_hi) return TileVisibility::hidden;            // every key after every query
   if (rule.window > 0 && q_lo - k_hi >= rule.window) return TileVisibility::hidden;  // all too far back
+  bool same_document = true;
+  if (rule.documents()) {
+    // Documents are ordered like positions: the ranges' first and last documents bound all.
+    const std::int64_t dq_lo = rule.document_of(q_lo), dq_hi = rule.document_of(q_hi);
+    const std::int64_t dk_lo = rule.document_of(k_lo), dk_hi = rule.document_of(k_hi);
+    if (dk_hi < dq_lo || dq_hi < dk_lo) return TileVisibility::hidden;     // no document in common
+    same_document = dq_lo == dq_hi && dk_lo == dk_hi && dq_lo == dk_lo;
+  }
   const bool causal_full = !rule.causal || k_hi <= q_lo;                    // every key at or before every query
   const bool window_full = rule.window <= 0 || q_hi - k_lo < rule.window;   // every key within every window
-  return causal_full && window_full ? TileVisibility::full : TileVisibility::partial;
+  return causal_full && window_full && same_document ? TileVisibility::full : TileVisibility::partial;
 }
 
 /// The same for whole blocks, segment by segment: a zigzag rank's rows are two distant

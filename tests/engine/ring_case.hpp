@@ -111,6 +111,7 @@ AttentionErrors run_attention(Engine& attn, const engine::RingConfig& cfg, std::
   prob.head_dim = D;
   prob.causal = cfg.mask == RFA_MASK_CAUSAL;
   prob.window = cfg.window;
+  prob.doc_bounds = cfg.doc_bounds;
   std::vector<double> out_ref, lse_ref, dq_ref, dk_ref, dv_ref;
   reference::forward(prob, q.exact, k.exact, v.exact, out_ref, lse_ref);
   reference::backward(prob, q.exact, k.exact, v.exact, dout.exact, dq_ref, dk_ref, dv_ref);

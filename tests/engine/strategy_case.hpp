@@ -17,13 +17,19 @@ struct StrategySpec {
   rfa_mask_t mask;
   std::int64_t kv_heads;
   std::int64_t window = 0;
+  std::vector<std::int64_t> docs = {};  ///< packed documents' boundaries (empty: none)
 };
+
+/// Packed documents over S = 120 for the engine tests: documents of length 1, one longer than
+/// any rank's rows, and boundaries inside ranks' blocks for every P = 1..4 and layout.
+inline std::vector<std::int64_t> packed_documents() { return {0, 1, 2, 50, 51, 97, 120}; }
 
 inline engine::RingConfig strategy_config(const StrategySpec& spec, rfa_dtype_t dtype) {
   engine::RingConfig cfg;
   cfg.layout = spec.layout;
   cfg.mask = spec.mask;
   cfg.window = spec.window;
+  cfg.doc_bounds = spec.docs;
   cfg.dtype = dtype;
   cfg.batch = 2;
   cfg.seq_total = 120;
@@ -41,6 +47,10 @@ inline std::vector<StrategySpec> strategy_specs() {
   // A sliding window (S/8), causal and not: every strategy takes it through the same params.
   for (rfa_layout_t layout : {RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
     for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL}) specs.push_back({layout, mask, 4, 15});
+  // Packed documents, causal and not, on every layout; and with a window on top.
+  for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
+    for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL}) specs.push_back({layout, mask, 4, 0, packed_documents()});
+  specs.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 2, 15, packed_documents()});
   return specs;
 }
 
@@ -48,7 +58,8 @@ inline std::string strategy_spec_name(const ::testing::TestParamInfo<StrategySpe
   const StrategySpec& s = info.param;
   const std::string kv = s.kv_heads == 12 ? "mha" : s.kv_heads == 1 ? "mqa" : "gqa" + std::to_string(s.kv_heads);
   return std::string(layout::layout_name(s.layout)) + (s.mask == RFA_MASK_CAUSAL ? "_causal_" : "_full_") + kv +
-         (s.window > 0 ? "_window" + std::to_string(s.window) : "");
+         (s.window > 0 ? "_window" + std::to_string(s.window) : "") +
+         (s.docs.empty() ? "" : "_docs" + std::to_string(s.docs.size() - 1));
 }
 
 }  // namespace test

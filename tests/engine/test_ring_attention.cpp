@@ -3,6 +3,7 @@
 // and not, with and without a sliding window, every dtype, with and without GQA, on however
 // many ranks mpiexec started.
 #include "ring_case.hpp"
+#include "strategy_case.hpp"
 
 namespace rfa {
 namespace test {
@@ -13,6 +14,7 @@ struct RingSpec {
   rfa_mask_t mask;
   std::int64_t kv_heads;
   std::int64_t window = 0;
+  std::vector<std::int64_t> docs = {};
 };
 
 using RingErrors = AttentionErrors;
@@ -34,6 +36,7 @@ engine::RingConfig config_for(const RingSpec& spec, rfa_dtype_t dtype) {
   cfg.kv_heads = spec.kv_heads;
   cfg.head_dim = 32;
   cfg.window = spec.window;
+  cfg.doc_bounds = spec.docs;
   return cfg;
 }
 
@@ -62,13 +65,24 @@ std::vector<RingSpec> ring_specs() {
     for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL})
       for (std::int64_t window : {1, 15}) specs.push_back({layout, mask, 2, window});
   specs.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 2, 500});
+  // Packed documents (strategy_case.hpp: lengths 1 to 49, crossing ranks' blocks), causal and
+  // not, on every layout; with windows of 1, 10 and more than S on top.
+  for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
+    for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL}) specs.push_back({layout, mask, 2, 0, packed_documents()});
+  for (std::int64_t window : {1, 10, 500})
+    specs.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_CAUSAL, 2, window, packed_documents()});
+  // One document per token: every query sees only itself.
+  std::vector<std::int64_t> singletons;
+  for (std::int64_t b = 0; b <= 120; ++b) singletons.push_back(b);
+  specs.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, 2, 0, singletons});
   return specs;
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, RingAttentionTest, ::testing::ValuesIn(ring_specs()), [](const auto& info) {
   const RingSpec& s = info.param;
   return std::string(layout::layout_name(s.layout)) + (s.mask == RFA_MASK_CAUSAL ? "_causal" : "_full") +
-         (s.kv_heads == 4 ? "_mha" : "_gqa") + (s.window > 0 ? "_window" + std::to_string(s.window) : "");
+         (s.kv_heads == 4 ? "_mha" : "_gqa") + (s.window > 0 ? "_window" + std::to_string(s.window) : "") +
+         (s.docs.empty() ? "" : "_docs" + std::to_string(s.docs.size() - 1));
 });
 
 // A window of 1 token: every query sees only itself, which its own block holds, so with the
@@ -82,6 +96,22 @@ TEST(RingWindow, StepsOutsideEveryWindowRunNoKernel) {
     engine::RingAttention attn(*ring, cfg);
     expect_matches_reference<float>(run_attention<float>(attn, cfg, 7));
     EXPECT_EQ(attn.last_timings().steps_computed, 1) << "P=" << ring->size();  // the backward's
+  }
+}
+
+// Documents that coincide with the contiguous layout's blocks: a rank's queries share a
+// document only with its own block, so every other ring step runs no kernel, causal or not,
+// forward and backward.
+TEST(RingDocuments, StepsSharingNoDocumentRunNoKernel) {
+  auto ring = world_ring();
+  const std::int64_t P = ring->size(), L = 120 / P;
+  std::vector<std::int64_t> blocks;
+  for (std::int64_t r = 0; r <= P; ++r) blocks.push_back(r * L);
+  for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL}) {
+    const auto cfg = config_for({RFA_LAYOUT_CONTIGUOUS, mask, 2, 0, blocks}, RFA_DTYPE_FLOAT32);
+    engine::RingAttention attn(*ring, cfg);
+    expect_matches_reference<float>(run_attention<float>(attn, cfg, 11));
+    EXPECT_EQ(attn.last_timings().steps_computed, 1) << "P=" << P;  // the backward's
   }
 }
 

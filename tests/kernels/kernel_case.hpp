@@ -27,16 +27,20 @@ struct CaseSpec {
   PositionMap q_pos, k_pos;  // count == 0: contiguous from 0
   float scale = 0.0f;
   std::int64_t window = 0;
+  std::vector<std::int64_t> docs;  // packed documents' cumulative boundaries (empty: none)
 
   std::string name() const {
     return "b" + std::to_string(batch) + "_sq" + std::to_string(seq_q) + "_sk" + std::to_string(seq_k) +
            "_h" + std::to_string(heads) + "x" + std::to_string(kv_heads) + "_d" + std::to_string(head_dim) +
            (mask == RFA_MASK_CAUSAL ? "_causal" : "_full") + (q_pos.count > 0 ? "_mapped" : "") +
-           (window > 0 ? "_w" + std::to_string(window) : "");
+           (window > 0 ? "_w" + std::to_string(window) : "") +
+           (docs.empty() ? "" : "_docs" + std::to_string(docs.size() - 1));
   }
   kernels::AttentionParams params() const {
     auto p = kernels::make_params(batch, seq_q, seq_k, heads, kv_heads, head_dim, mask, scale);
     p.window = window;
+    p.doc_bounds = docs.empty() ? nullptr : docs.data();  // `this` outlives the kernel call
+    p.doc_bound_count = std::int64_t(docs.size());
     if (q_pos.count > 0) p.q_pos = q_pos;
     if (k_pos.count > 0) p.k_pos = k_pos;
     return p;
@@ -51,6 +55,7 @@ struct CaseSpec {
     r.head_dim = head_dim;
     r.scale = scale;
     r.window = window;
+    r.doc_bounds = docs;
     r.causal = mask == RFA_MASK_CAUSAL;
     const auto p = params();
     for (std::int64_t i = 0; i < seq_q; ++i) r.q_pos.push_back(p.q_pos(i));
@@ -152,6 +157,29 @@ inline std::vector<CaseSpec> kernel_cases() {
     windowed({1, 100, 100, 2, 1, 24, mask, PositionMap::two({50, 1, 50}, {200, 1, 50}),
               PositionMap::two({0, 1, 50}, {250, 1, 50})}, 60);
     windowed({1, 101, 100, 2, 2, 48, mask, PositionMap::one({1, 3, 101}), PositionMap::one({2, 3, 100})}, 40);
+  }
+  // Packed documents (cumulative boundaries over the global positions), causal or not, alone
+  // and with a window: documents of length 1, documents shorter and longer than a tile, an
+  // empty document, boundaries inside tiles; on contiguous, zigzag- and stripe-like maps, and
+  // queries later than keys (a ring step), where some key tiles share no document.
+  auto packed = [&](CaseSpec c, std::vector<std::int64_t> bounds, std::int64_t w = 0) {
+    c.docs = std::move(bounds);
+    c.window = w;
+    add(c);
+  };
+  for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL}) {
+    packed({1, 37, 37, 2, 2, 16, mask, {}, {}}, {0, 1, 2, 3, 20, 20, 36, 37});
+    packed({1, 300, 300, 2, 1, 32, mask, {}, {}}, {0, 5, 150, 151, 290, 300});
+    packed({2, 250, 250, 4, 2, 64, mask, {}, {}}, {0, 100, 250}, 40);
+    packed({1, 100, 100, 2, 1, 24, mask, PositionMap::two({50, 1, 50}, {200, 1, 50}),
+            PositionMap::two({0, 1, 50}, {250, 1, 50})}, {0, 30, 75, 120, 260, 300});
+    packed({1, 101, 100, 2, 2, 48, mask, PositionMap::one({1, 3, 101}), PositionMap::one({2, 3, 100})},
+           {0, 1, 17, 170, 171, 303});
+    packed({1, 96, 96, 2, 2, 32, mask, PositionMap::contiguous(96, 96), PositionMap::contiguous(0, 96)},
+           {0, 40, 100, 192});
+    // Every key in a document of its own, after the queries' documents: every row sees nothing.
+    packed({1, 30, 40, 1, 1, 8, mask, PositionMap::contiguous(0, 30), PositionMap::contiguous(100, 40)},
+           {0, 30, 140});
   }
   // A custom softmax scale.
   CaseSpec scaled{1, 50, 70, 2, 2, 32, RFA_MASK_CAUSAL, {}, {}};

@@ -12,9 +12,19 @@ std::int64_t position(const std::vector<std::int64_t>& map, std::int64_t i) {
   return map.empty() ? i : map[i];
 }
 
+/// The document of a position: how many boundaries after the first lie at or before it
+/// (written as a plain count, independently of the kernels' binary search).
+std::int64_t document(const Problem& p, std::int64_t position) {
+  std::int64_t d = 0;
+  for (std::size_t i = 1; i + 1 < p.doc_bounds.size(); ++i)
+    if (p.doc_bounds[i] <= position) d = std::int64_t(i);
+  return d;
+}
+
 bool visible(const Problem& p, std::int64_t i, std::int64_t j) {
   const std::int64_t qp = position(p.q_pos, i), kp = position(p.k_pos, j);
-  return (!p.causal || kp <= qp) && (p.window <= 0 || qp - kp < p.window);
+  return (!p.causal || kp <= qp) && (p.window <= 0 || qp - kp < p.window) &&
+         (p.doc_bounds.empty() || document(p, qp) == document(p, kp));
 }
 
 // Scores and probabilities of one (batch, head) pair: P[i][j], plus lse[i].

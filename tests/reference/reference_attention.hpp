@@ -15,6 +15,9 @@ struct Problem {
   double scale = 0.0;   ///< 0 means 1/sqrt(head_dim)
   bool causal = false;  ///< key visible iff k_pos <= q_pos
   std::int64_t window = 0;  ///< and (if > 0) iff q_pos - k_pos < window
+  /// and (if not empty) iff both positions lie in the same document [b[d], b[d+1]) of these
+  /// cumulative boundaries (packed documents)
+  std::vector<std::int64_t> doc_bounds;
   std::vector<std::int64_t> q_pos;  ///< global position of each query row (empty: 0..seq_q-1)
   std::vector<std::int64_t> k_pos;  ///< global position of each key row (empty: 0..seq_k-1)
   /// nullptr: exact float64. Otherwise the rounding of a plain low-precision implementation

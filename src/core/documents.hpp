@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Packed documents: one sequence of S tokens holding several documents back to back, given by
+// their cumulative boundaries b[0] = 0 <= b[1] <= ... <= b[n] = S (document d holds positions
+// [b[d], b[d+1]); n + 1 values, as FlashAttention's cu_seqlens). Attention stays inside a
+// document; the kernels test it through MaskRule (kernels/tile_visibility.hpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace rfa {
+
+/// Throws rfa::Error (RFA_ERROR_INVALID_ARGUMENT) naming `what` and saying what to change
+/// unless `bounds` (`count` values; count 0: no documents, bounds may be null) start at 0, never
+/// decrease and end at `seq_total` (seq_total < 0: the end is not checked). Empty documents
+/// (equal neighbours) are allowed and hold no token.
+void validate_document_bounds(const std::int64_t* bounds, std::int64_t count, std::int64_t seq_total,
+                              const char* what);
+
+/// A 64-bit FNV-1a hash of the values, so that ranks can agree on a whole list by one number.
+std::int64_t document_bounds_hash(const std::vector<std::int64_t>& bounds);
+
+}  // namespace rfa
