@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -24,6 +25,7 @@ struct Case {
   rfa_mask_t mask;
   rfa_dtype_t dtype;
   rfa_strategy_t strategy;
+  bool documents = false;  ///< packed documents (lengths 1 and up, crossing ranks' rows)
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
@@ -31,7 +33,7 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const char* dtypes[] = {"fp32", "bf16", "fp16"};
   const char* strategies[] = {"", "_ulysses", "_allgather", "_hybrid"};
   return std::string(layouts[info.param.layout]) + (info.param.mask == RFA_MASK_CAUSAL ? "_causal_" : "_full_") +
-         dtypes[info.param.dtype] + strategies[info.param.strategy];
+         dtypes[info.param.dtype] + strategies[info.param.strategy] + (info.param.documents ? "_documents" : "");
 }
 
 /// The Ulysses degree each strategy is tested with on P ranks: the 2 x 2 grid on four ranks
@@ -67,8 +69,24 @@ TEST_P(CapiForwardBackward, MatchesFloat64Reference) {
   o.head_dim = D;
   o.strategy = c.strategy;
   o.ulysses_degree = tested_degree(c.strategy, P);
+  const std::vector<int64_t> bounds = {0, 1, S / 3, S - 2, S};
+  // The caller's array lives only until the context is created: the context keeps a copy.
+  auto callers_array = std::make_unique<std::vector<int64_t>>(bounds);
+  if (c.documents) {
+    o.doc_boundaries = callers_array->data();
+    o.doc_boundary_count = int64_t(callers_array->size());
+  }
   rfa_context_t ctx = nullptr;
   ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  std::fill(callers_array->begin(), callers_array->end(), int64_t(-7));
+  callers_array.reset();
+  if (c.documents) {
+    rfa_options_t kept;
+    ASSERT_RFA_OK(rfa_options_init(&kept));
+    ASSERT_RFA_OK(rfa_context_get_options(ctx, &kept));
+    ASSERT_EQ(kept.doc_boundary_count, int64_t(bounds.size()));
+    EXPECT_EQ(std::vector<int64_t>(kept.doc_boundaries, kept.doc_boundaries + kept.doc_boundary_count), bounds);
+  }
 
   int64_t L = 0;
   int position = -1, ranks = 0;
@@ -94,6 +112,7 @@ TEST_P(CapiForwardBackward, MatchesFloat64Reference) {
   p.kv_heads = Hkv;
   p.head_dim = D;
   p.causal = c.mask == RFA_MASK_CAUSAL;
+  if (c.documents) p.doc_bounds = bounds;
   std::vector<double> ref_out, ref_lse, ref_dq, ref_dk, ref_dv;
   rfa::reference::forward(p, q, k, v, ref_out, ref_lse);
   rfa::reference::backward(p, q, k, v, dout, ref_dq, ref_dk, ref_dv);
@@ -174,6 +193,20 @@ std::vector<Case> strategy_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, CapiForwardBackward, ::testing::ValuesIn(strategy_cases()), case_name);
+
+// Packed documents through options.doc_boundaries: every layout, both masks, fp32 and bf16,
+// and every strategy.
+std::vector<Case> document_cases() {
+  std::vector<Case> cases;
+  for (rfa_layout_t l : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
+    for (rfa_mask_t m : {RFA_MASK_NONE, RFA_MASK_CAUSAL})
+      for (rfa_dtype_t t : {RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16}) cases.push_back({l, m, t, RFA_STRATEGY_RING, true});
+  for (rfa_strategy_t st : {RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID})
+    cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_FLOAT32, st, true});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Documents, CapiForwardBackward, ::testing::ValuesIn(document_cases()), case_name);
 
 // The sharding helpers round-trip bitwise, lse included, and agree with rfa_layout_positions.
 TEST(CapiSharding, ScatterGatherRoundTripAndPositions) {

@@ -268,6 +268,29 @@ TEST(CapiInvalid, RanksDisagreeOnSoftmaxScale) {
                    ("rank " + last + " passes 0.25").c_str());
 }
 
+TEST(CapiInvalid, RanksDisagreeOnDocumentBoundaries) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  rfa_options_t o = valid_options();
+  const std::vector<int64_t> bounds = {0, world_rank() == 1 ? 1 : 2, o.seq_total};
+  o.doc_boundaries = bounds.data();
+  o.doc_boundary_count = int64_t(bounds.size());
+  rfa_context_t ctx = nullptr;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "options.doc_boundaries",
+                   "rank 1 passes a list hashing to", "rank(s) 1)");
+  EXPECT_EQ(ctx, nullptr);
+}
+
+TEST(CapiInvalid, DocumentsOnCudaAreRefused) {
+  rfa_options_t o = valid_options();
+  o.device = RFA_DEVICE_CUDA;
+  o.dtype = RFA_DTYPE_BFLOAT16;
+  o.head_dim = 64;
+  const std::vector<int64_t> bounds = {0, 1, o.seq_total};
+  o.doc_boundaries = bounds.data();
+  o.doc_boundary_count = int64_t(bounds.size());
+  expect_create_fails(o, RFA_ERROR_UNSUPPORTED, "packed documents (2 documents) are not supported on CUDA devices");
+}
+
 TEST(CapiInvalid, OneRankPassesNullOptions) {
   if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
   const rfa_options_t o = valid_options();
@@ -360,6 +383,51 @@ const BadOption kBadOptions[] = {
     {"timeout_s NaN", [](rfa_options_t& o) { o.timeout_s = std::numeric_limits<double>::quiet_NaN(); },
      RFA_ERROR_INVALID_ARGUMENT, "timeout_s"},
     {"window minus 1", [](rfa_options_t& o) { o.window = -1; }, RFA_ERROR_INVALID_ARGUMENT, "options.window is -1"},
+    {"doc_boundary_count minus 1", [](rfa_options_t& o) { o.doc_boundary_count = -1; }, RFA_ERROR_INVALID_ARGUMENT,
+     "options->doc_boundary_count is -1"},
+    {"doc_boundaries NULL with a count", [](rfa_options_t& o) { o.doc_boundary_count = 3; },
+     RFA_ERROR_INVALID_ARGUMENT, "options.doc_boundaries is NULL but its count is 3"},
+    {"doc_boundaries of one value", [](rfa_options_t& o) {
+       static const int64_t zero[] = {0};
+       o.doc_boundaries = zero;
+       o.doc_boundary_count = 1;
+     },
+     RFA_ERROR_INVALID_ARGUMENT, "needs documents + 1 cumulative boundaries"},
+    {"doc_boundaries not from 0", [](rfa_options_t& o) {
+       static int64_t b[2];
+       b[0] = 1;
+       b[1] = o.seq_total;
+       o.doc_boundaries = b;
+       o.doc_boundary_count = 2;
+     },
+     RFA_ERROR_INVALID_ARGUMENT, "options.doc_boundaries[0] is 1; the first boundary must be 0"},
+    {"doc_boundaries decreasing", [](rfa_options_t& o) {
+       static int64_t b[4];
+       b[0] = 0;
+       b[1] = 3;
+       b[2] = 2;
+       b[3] = o.seq_total;
+       o.doc_boundaries = b;
+       o.doc_boundary_count = 4;
+     },
+     RFA_ERROR_INVALID_ARGUMENT, "options.doc_boundaries[2] = 2 is smaller than options.doc_boundaries[1] = 3"},
+    {"doc_boundaries short of seq_total", [](rfa_options_t& o) {
+       static int64_t b[3];
+       b[0] = 0;
+       b[1] = 2;
+       b[2] = o.seq_total - 1;
+       o.doc_boundaries = b;
+       o.doc_boundary_count = 3;
+     },
+     RFA_ERROR_INVALID_ARGUMENT, "the last boundary must be seq_total"},
+    {"doc_boundaries past seq_total", [](rfa_options_t& o) {
+       static int64_t b[2];
+       b[0] = 0;
+       b[1] = o.seq_total + 1;
+       o.doc_boundaries = b;
+       o.doc_boundary_count = 2;
+     },
+     RFA_ERROR_INVALID_ARGUMENT, "the last boundary must be seq_total"},
     {"transport 99", [](rfa_options_t& o) { o.transport = rfa_transport_t(99); }, RFA_ERROR_INVALID_ARGUMENT,
      "options.transport"},
     {"CUDA context, fp32", [](rfa_options_t& o) { o.device = RFA_DEVICE_CUDA; }, RFA_ERROR_UNSUPPORTED, "CUDA"},

@@ -2,7 +2,8 @@
 ! The Fortran module under mpiexec -n 2: constants match the C header, both kinds of
 ! communicator work through the one generic, and forward and backward on sharded fp32 arrays
 ! match an independent float64 reference (tests/reference, through a bind(c) bridge); a bf16
-! forward exercises the 16-bit interfaces; an invalid call returns its code and message.
+! forward exercises the 16-bit interfaces; packed documents pass through c_loc; an invalid
+! call returns its code and message.
 program fortran_api_test
   use, intrinsic :: iso_c_binding
   use mpi_f08
@@ -111,6 +112,7 @@ program fortran_api_test
   call check_ok(rfa_context_destroy(ring), "destroy")
 
   call check_bf16_forward()
+  call check_documents()
 
   ! ---- an invalid call: code and message
   opts%heads = 3
@@ -259,6 +261,48 @@ contains
     ! bf16 keeps 8 bits of mantissa: outputs of order one are good to about 1e-2.
     call check_close(from_bf16(out16), from_bf16(ref16), 1.6e-2, "bf16 out")
     call check_ok(rfa_context_destroy(ring16), "destroy bf16")
+  end subroutine
+
+  ! Packed documents of one token each (boundaries 0, 1, ..., S through c_loc), no causal mask:
+  ! every query sees only its own key, so out is that row of v (of its K/V head) and lse is the
+  ! scaled q.k of the row. The array is overwritten after creation: the context keeps a copy.
+  ! Then a decreasing list is refused with its message.
+  subroutine check_documents()
+    type(rfa_context) :: docs_ring, refused
+    type(rfa_options) :: od
+    integer(c_int64_t), allocatable, target :: bounds(:)
+    integer(c_int64_t) :: i, hh
+    real(c_float) :: worst_out, worst_lse
+    allocate(bounds(S + 1))
+    bounds = [(i, i = 0, S)]
+    od = opts
+    od%mask = RFA_MASK_NONE
+    od%heads = H
+    od%doc_boundaries = c_loc(bounds)
+    od%doc_boundary_count = S + 1
+    call check_ok(rfa_context_create(MPI_COMM_WORLD, od, docs_ring), "create with documents")
+    bounds = -1
+    out = ieee_nan()
+    lse = ieee_nan()
+    call check_ok(rfa_forward(docs_ring, q, k, v, out, lse), "forward with documents")
+    worst_out = 0
+    worst_lse = 0
+    do hh = 1, H
+      worst_out = max(worst_out, maxval(abs(out(:, hh, :, :) - v(:, (hh - 1) / (H / HKV) + 1, :, :))))
+      do i = 1, L
+        worst_lse = max(worst_lse, maxval(abs(lse(i, hh, :) - sum(q(:, hh, i, :) * k(:, (hh - 1) / (H / HKV) + 1, i, :), &
+                                                                  dim=1) / sqrt(real(D, c_float)))))
+      end do
+    end do
+    call check(worst_out < 1.0e-6 .and. worst_lse < 1.0e-5, "documents of one token: out = v, lse = q.k/sqrt(d)")
+    call check_ok(rfa_context_destroy(docs_ring), "destroy with documents")
+    bounds = [(i, i = 0, S)]
+    bounds(3) = 0
+    if (rfa_context_create(MPI_COMM_WORLD, od, refused) /= RFA_ERROR_INVALID_ARGUMENT) then
+      call fail("decreasing doc_boundaries must be RFA_ERROR_INVALID_ARGUMENT")
+    else if (index(rfa_get_last_error_message(), "must never decrease") == 0) then
+      call fail("message: " // rfa_get_last_error_message())
+    end if
   end subroutine
 
   subroutine check_constants()
