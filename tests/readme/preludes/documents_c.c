@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Wraps the README's packed-documents fragment: the options and the context it assumes. */
+#include <rfa/rfa_mpi.h>
+
+rfa_result_t readme_documents_fragment(rfa_options_t o);
+rfa_result_t readme_documents_fragment(rfa_options_t o) {
+  rfa_context_t ctx = NULL;
+@FRAGMENT@
+  return rfa_context_destroy(ctx);
+}
