@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Global token positions and the causal mask as the kernels see them: a position map
-// flattened to two affine pieces, and the classification of a (query tile, key tile) pair
-// as skipped, partially masked or fully visible.
+// Global token positions and the mask as the kernels see them: a position map flattened to
+// two affine pieces, the causal mask, window and documents, and the classification of a
+// (query tile, key tile) pair as skipped, partially masked or fully visible.
 #pragma once
 
 #include <cstdint>
@@ -37,12 +37,43 @@ struct DevicePositions {
   }
 };
 
+// The mask on global positions: causal (k <= q), a sliding window (q - k < window; 0: none)
+// and packed documents (a key is visible only in its query's document; doc_bounds holds
+// doc_bound_count cumulative boundaries in device memory, 0: one document). The same rule as
+// the host kernels' MaskRule (src/kernels/tile_visibility.hpp).
+struct DeviceMask {
+  bool causal;
+  std::int64_t window;
+  const std::int64_t* doc_bounds;
+  std::int64_t doc_bound_count;
+
+  __host__ __device__ bool documents() const { return doc_bound_count > 2; }
+  __host__ __device__ bool any() const { return causal || window > 0 || documents(); }
+  // The last d with doc_bounds[d] <= position; a binary search in global memory, done only at
+  // tile corners and in partial tiles (read through the read-only cache).
+  __device__ std::int64_t document_of(std::int64_t position) const {
+    std::int64_t lo = 0, hi = doc_bound_count - 1;
+    while (hi - lo > 1) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      if (__ldg(doc_bounds + mid) <= position) lo = mid;
+      else hi = mid;
+    }
+    return lo;
+  }
+  __device__ bool visible_positions(std::int64_t q, std::int64_t k) const {
+    if (causal && k > q) return false;
+    if (window > 0 && q - k >= window) return false;
+    return !documents() || document_of(q) == document_of(k);
+  }
+};
+
 enum class TileKind { kSkip, kPartial, kFull };
 
 // Query rows [q_first, q_first + q_rows) against key rows [k_first, k_first + k_rows), with
 // sequence lengths seq_q, seq_k. A tile is skipped when the mask hides all of it, and
 // "full" (no per-element mask) only when every row and column is inside its sequence too.
-__device__ __forceinline__ TileKind classify_tile(bool causal, const DevicePositions& qpos,
+// Documents are ranges of positions, so their test is a range test as well.
+__device__ __forceinline__ TileKind classify_tile(const DeviceMask& mask, const DevicePositions& qpos,
                                                   const DevicePositions& kpos, int q_first,
                                                   int q_rows, int seq_q, int k_first, int k_rows,
                                                   int seq_k) {
@@ -50,19 +81,29 @@ __device__ __forceinline__ TileKind classify_tile(bool causal, const DevicePosit
   const int k_last = min(k_first + k_rows, seq_k) - 1;
   if (q_last < q_first || k_last < k_first) return TileKind::kSkip;
   const bool in_bounds = q_first + q_rows <= seq_q && k_first + k_rows <= seq_k;
-  if (!causal) return in_bounds ? TileKind::kFull : TileKind::kPartial;
-  if (kpos.min_over(k_first, k_last) > qpos.max_over(q_first, q_last)) return TileKind::kSkip;
-  if (in_bounds && kpos.max_over(k_first, k_last) <= qpos.min_over(q_first, q_last))
-    return TileKind::kFull;
-  return TileKind::kPartial;
+  if (!mask.any()) return in_bounds ? TileKind::kFull : TileKind::kPartial;
+  const std::int64_t q_lo = qpos.min_over(q_first, q_last), q_hi = qpos.max_over(q_first, q_last);
+  const std::int64_t k_lo = kpos.min_over(k_first, k_last), k_hi = kpos.max_over(k_first, k_last);
+  if (mask.causal && k_lo > q_hi) return TileKind::kSkip;                      // every key after every query
+  if (mask.window > 0 && q_lo - k_hi >= mask.window) return TileKind::kSkip;   // all too far back
+  bool one_document = true;
+  if (mask.documents()) {
+    const std::int64_t dq_lo = mask.document_of(q_lo), dq_hi = mask.document_of(q_hi);
+    const std::int64_t dk_lo = mask.document_of(k_lo), dk_hi = mask.document_of(k_hi);
+    if (dk_hi < dq_lo || dq_hi < dk_lo) return TileKind::kSkip;                // no document in common
+    one_document = dq_lo == dq_hi && dk_lo == dk_hi && dq_lo == dk_lo;
+  }
+  const bool causal_full = !mask.causal || k_hi <= q_lo;
+  const bool window_full = mask.window <= 0 || q_hi - k_lo < mask.window;
+  return in_bounds && causal_full && window_full && one_document ? TileKind::kFull : TileKind::kPartial;
 }
 
 // Per-element visibility inside a partial tile (indices are local rows).
-__device__ __forceinline__ bool visible(bool causal, const DevicePositions& qpos,
+__device__ __forceinline__ bool visible(const DeviceMask& mask, const DevicePositions& qpos,
                                         const DevicePositions& kpos, int q, int seq_q, int k,
                                         int seq_k) {
   if (q >= seq_q || k >= seq_k) return false;
-  return !causal || kpos.at(k) <= qpos.at(q);
+  return mask.visible_positions(qpos.at(q), kpos.at(k));
 }
 
 }  // namespace detail

@@ -128,6 +128,12 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
                 dtype_name(s.dtype));
   if (s.mask != RFA_CUDA_MASK_NONE && s.mask != RFA_CUDA_MASK_CAUSAL)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "unknown mask %d", static_cast<int>(s.mask));
+  if (s.window < 0)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "window %lld must be >= 0 (0: none)", static_cast<long long>(s.window));
+  if (s.doc_bound_count < 0 || s.doc_bound_count == 1 || (s.doc_bound_count > 0 && s.doc_bounds == nullptr))
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "doc_bounds: %lld values at %p; give documents + 1 boundaries (>= 2) in device memory, or 0 and NULL",
+                static_cast<long long>(s.doc_bound_count), static_cast<const void*>(s.doc_bounds));
   if (!(s.scale >= 0.f) || !std::isfinite(s.scale))
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "scale %g must be finite and >= 0 (0: 1/sqrt(d))",
                 static_cast<double>(s.scale));
@@ -139,7 +145,7 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
   dims.head_dim = static_cast<int>(s.head_dim);
   dims.scale = s.scale != 0.f ? s.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
   dims.scale_log2 = dims.scale * 1.44269504088896340736f;
-  dims.causal = s.mask == RFA_CUDA_MASK_CAUSAL;
+  dims.mask = DeviceMask{s.mask == RFA_CUDA_MASK_CAUSAL, s.window, s.doc_bounds, s.doc_bound_count};
   RFA_CUDA_TRY(to_device_positions("q_positions", s.q_positions, s.seq_q, dims.q_positions));
   RFA_CUDA_TRY(to_device_positions("k_positions", s.k_positions, s.seq_k, dims.k_positions));
   return RFA_CUDA_SUCCESS;

@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads)
                                         dims.seq_k - k_first);
 
   auto kind_of = [&](int q_tile) {
-    return classify_tile(dims.causal, dims.q_positions, dims.k_positions, q_tile * kBlockM,
+    return classify_tile(dims.mask, dims.q_positions, dims.k_positions, q_tile * kBlockM,
                          kBlockM, dims.seq_q, k_first, kBlockN, dims.seq_k);
   };
   auto next_visible = [&](int it) {
@@ -177,7 +177,7 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads)
         const int query = nb * 8 + quad * 2 + (e % 2);
         const float lse = lse_s[query];
         const bool shown =
-            full_tile || visible(dims.causal, dims.q_positions, dims.k_positions, q_first + query,
+            full_tile || visible(dims.mask, dims.q_positions, dims.k_positions, q_first + query,
                                  dims.seq_q, k_first + key, dims.seq_k);
         // lse = -inf marks a row that sees no key anywhere: all its P are 0.
         const float p = (shown && lse != -INFINITY)

@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim>::kThreads)
       for (int e = 0; e < 4; ++e) {
         const int half = e / 2;
         const int col = k_tile * kBlockN + nb * 8 + (lane % 4) * 2 + (e % 2);
-        const bool shown = row_live[half] && (!partial || visible(dims.causal, dims.q_positions, dims.k_positions,
+        const bool shown = row_live[half] && (!partial || visible(dims.mask, dims.q_positions, dims.k_positions,
                                                                   tile.row_of(warp, lane, e), dims.seq_q, col,
                                                                   dims.seq_k));
         const float p = shown ? exp2f(fmaf(s[nb][e], dims.scale_log2, -row_lse2[half])) : 0.f;

@@ -22,7 +22,7 @@ struct AttentionDims {
   int batch, seq_q, seq_k, heads, kv_heads, head_dim;
   float scale;       // softmax scale
   float scale_log2;  // scale * log2(e): the kernels work with exp2
-  bool causal;
+  DeviceMask mask;
   DevicePositions q_positions, k_positions;
 };
 

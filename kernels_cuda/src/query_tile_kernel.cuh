@@ -44,7 +44,7 @@ struct QueryTile {
   }
 
   __device__ TileKind kind_of(const AttentionDims& dims, int k_tile) const {
-    return classify_tile(dims.causal, dims.q_positions, dims.k_positions, q_first, kBlockM, dims.seq_q,
+    return classify_tile(dims.mask, dims.q_positions, dims.k_positions, q_first, kBlockM, dims.seq_q,
                          k_tile * kBlockN, kBlockN, dims.seq_k);
   }
   __device__ int next_visible(const AttentionDims& dims, int k_tile) const {

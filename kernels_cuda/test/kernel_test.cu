@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Correctness of the rfa_cuda kernels against the float64 reference (tests/reference):
 // fresh random inputs, outputs poisoned with NaN before every call, odd lengths, causal and
-// not, GQA, both dtypes and head dims, segment position maps, fp32 accumulate modes, the
-// delta and merge kernels. Argument checks run first and need no GPU; without a device the
+// not, GQA, both dtypes and head dims, segment position maps, sliding windows and packed
+// documents, fp32 accumulate modes, the delta and merge kernels. Argument checks run first and need no GPU; without a device the
 // program then prints "no CUDA device: skipping" and exits 77 (CTest: skipped).
 #include <algorithm>
 #include <cmath>
@@ -32,6 +32,27 @@ struct Case {
   int batch, seq_q, seq_k, heads, kv_heads;
   bool causal;
   rfa_cuda_position_map q_map{}, k_map{};  // count 0: identity
+  std::int64_t window = 0;                 // sliding window (0: none)
+  std::vector<std::int64_t> docs = {};     // packed documents' cumulative boundaries (empty: none)
+};
+
+// The boundaries in device memory, as the kernels read them (freed with the case).
+class DeviceBounds {
+ public:
+  explicit DeviceBounds(const std::vector<std::int64_t>& bounds) {
+    if (bounds.empty()) return;
+    RFA_TEST_CUDA(cudaMalloc(&data_, bounds.size() * sizeof(std::int64_t)));
+    RFA_TEST_CUDA(cudaMemcpy(data_, bounds.data(), bounds.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice));
+  }
+  ~DeviceBounds() {
+    if (data_) cudaFree(data_);
+  }
+  DeviceBounds(const DeviceBounds&) = delete;
+  DeviceBounds& operator=(const DeviceBounds&) = delete;
+  const std::int64_t* get() const { return data_; }
+
+ private:
+  std::int64_t* data_ = nullptr;
 };
 
 rfa_cuda_position_map two_segments(std::int64_t s0, std::int64_t l0, std::int64_t s1, std::int64_t l1,
@@ -149,7 +170,7 @@ std::vector<double> rowsum_product(const ref::Problem& p, const std::vector<doub
   return delta;
 }
 
-rfa_cuda_attention_shape shape_of(const Case& c) {
+rfa_cuda_attention_shape shape_of(const Case& c, const std::int64_t* device_docs = nullptr) {
   rfa_cuda_attention_shape s{};
   s.batch = c.batch;
   s.seq_q = c.seq_q;
@@ -162,6 +183,9 @@ rfa_cuda_attention_shape shape_of(const Case& c) {
   s.q_positions = c.q_map;
   s.k_positions = c.k_map;
   s.dtype = c.dtype;
+  s.window = c.window;
+  s.doc_bounds = device_docs;
+  s.doc_bound_count = device_docs ? std::int64_t(c.docs.size()) : 0;
   return s;
 }
 
@@ -176,6 +200,8 @@ ref::Problem problem_of(const Case& c) {
   p.causal = c.causal;
   p.q_pos = positions(c.q_map);
   p.k_pos = positions(c.k_map);
+  p.window = c.window;
+  p.doc_bounds = c.docs;
   return p;
 }
 
@@ -186,6 +212,7 @@ void run_case(const Case& c) {
               c.heads, c.kv_heads, c.causal ? "causal" : "full");
   const ref::Problem p = problem_of(c);
   const ref::Problem low = low_precision(p, c.dtype);
+  const DeviceBounds docs(c.docs);
   const std::vector<double> q = random_values(c.dtype, p.q_size()), k = random_values(c.dtype, p.kv_size()),
                             v = random_values(c.dtype, p.kv_size()), dout = random_values(c.dtype, p.q_size());
   std::vector<double> ref_out, ref_lse, ref_dq, ref_dk, ref_dv;
@@ -206,7 +233,7 @@ void run_case(const Case& c) {
 
   rfa_cuda_forward_params f;
   rfa_cuda_forward_params_init(&f);
-  f.shape = shape_of(c);
+  f.shape = shape_of(c, docs.get());
   f.q = dq_in.get();
   f.k = dk_in.get();
   f.v = dv_in.get();
@@ -250,7 +277,7 @@ void run_case(const Case& c) {
 
   rfa_cuda_backward_params bp;
   rfa_cuda_backward_params_init(&bp);
-  bp.shape = shape_of(c);
+  bp.shape = shape_of(c, docs.get());
   bp.q = dq_in.get();
   bp.k = dk_in.get();
   bp.v = dv_in.get();
@@ -444,6 +471,18 @@ void run_argument_checks() {
   expect("position map length != seq_q", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
          "q_positions");
   bad = f;
+  bad.shape.window = -1;
+  expect("window -1", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT, "window -1");
+  bad = f;
+  bad.shape.doc_bound_count = 3;
+  expect("doc_bounds NULL with a count", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "doc_bounds: 3 values");
+  bad = f;
+  bad.shape.doc_bounds = reinterpret_cast<const std::int64_t*>(dummy);
+  bad.shape.doc_bound_count = 1;
+  expect("doc_bounds of one value", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "documents + 1 boundaries");
+  bad = f;
   bad.shape.k_positions = one_segment(0, 0, 1);
   expect("segment stride 0", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT, "stride");
   bad = f;
@@ -525,6 +564,32 @@ int main(int argc, char** argv) {
   stripe.q_map = one_segment(2, 3, 101);
   stripe.k_map = one_segment(0, 3, 100);
   cases.push_back(stripe);
+  // Sliding windows and packed documents (the host kernels' MaskRule, on the device): windows of
+  // 1, inside a tile and across tiles, causal or not; documents of one token, documents
+  // shorter and longer than a tile, an empty document, with a window on top, on zigzag and
+  // stripe maps.
+  Case w1{"window 1, causal", B, 64, 1, 200, 200, 2, 1, true};
+  w1.window = 1;
+  Case w37{"window 37, full, fp16 d128", H, 128, 2, 300, 300, 4, 2, false};
+  w37.window = 37;
+  Case w300{"window 300, causal, long", B, 128, 1, 1000, 1000, 2, 2, true};
+  w300.window = 300;
+  Case docs{"documents, causal", B, 64, 1, 500, 500, 2, 1, true};
+  docs.docs = {0, 1, 2, 90, 90, 260, 261, 500};
+  Case docs_full{"documents, full, fp16 d128", H, 128, 2, 300, 300, 4, 2, false};
+  docs_full.docs = {0, 150, 151, 300};
+  Case docs_window{"documents + window 50, causal", B, 128, 1, 700, 700, 2, 2, true};
+  docs_window.docs = {0, 7, 400, 700};
+  docs_window.window = 50;
+  Case docs_zig{"documents, zigzag q(rank 0) x k(rank 2)", H, 64, 1, 80, 80, 2, 2, true};
+  docs_zig.q_map = two_segments(0, 40, 200, 40);
+  docs_zig.k_map = two_segments(80, 40, 120, 40);
+  docs_zig.docs = {0, 30, 110, 210, 240};
+  Case docs_stripe{"documents, stripe q(rank 2 of 3) x k(rank 0)", B, 64, 1, 101, 100, 2, 1, false};
+  docs_stripe.q_map = one_segment(2, 3, 101);
+  docs_stripe.k_map = one_segment(0, 3, 100);
+  docs_stripe.docs = {0, 1, 50, 170, 303};
+  for (const Case& c : {w1, w37, w300, docs, docs_full, docs_window, docs_zig, docs_stripe}) cases.push_back(c);
   for (const Case& c : cases)
     if (selected(c.name)) run_case(c);
 

@@ -76,6 +76,14 @@ typedef struct rfa_cuda_attention_shape {
   rfa_cuda_mask mask;
   rfa_cuda_position_map q_positions, k_positions;
   rfa_cuda_dtype dtype;      /* of q, k, v, dout: RFA_CUDA_BF16 or RFA_CUDA_FP16 */
+  /* Sliding window on global positions: a key is visible only if q_pos - k_pos < window, with
+   * or without the causal mask. 0 (default): none. */
+  int64_t window;
+  /* Packed documents: doc_bound_count cumulative boundaries 0 = b[0] <= ... <= b[n] in DEVICE
+   * memory (read by the kernels; left unchecked there: the caller validates them); a key is
+   * visible only to queries of its document [b[d], b[d+1]). NULL / 0 (default): one document. */
+  const int64_t* doc_bounds;
+  int64_t doc_bound_count;
 } rfa_cuda_attention_shape;
 
 typedef struct rfa_cuda_forward_params {
