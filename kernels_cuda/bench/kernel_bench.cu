@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "bench_results.hpp"
 #include "rfa_cuda/flash.h"
 #include "test_support.cuh"
 
@@ -80,8 +81,19 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-double median_ms(const Options& o, const std::function<void()>& fn) {
-  return median_event_ms(o.warmup, o.iters, fn);
+// Every timed iteration (the JSON's repetitions) and their median (the table's figure).
+struct Timing {
+  std::vector<double> samples;
+  double median = 0;
+};
+
+Timing time_ms(const Options& o, const std::function<void()>& fn) {
+  Timing t;
+  t.samples = event_samples_ms(o.warmup, o.iters, fn);
+  std::vector<double> sorted = t.samples;
+  std::sort(sorted.begin(), sorted.end());
+  t.median = sorted[sorted.size() / 2];
+  return t;
 }
 
 double forward_flops(const Options& o, bool causal) {
@@ -179,20 +191,13 @@ PeerResult peer_result(const PeerResults& all, const char* peer, const std::stri
   return whole != p->second.end() ? whole->second : PeerResult{};
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out + "\"";
-}
-
 struct Row {
   std::string pass;
   bool causal;
   double ms, tflops;
   PeerResult peers[2];  // kPeers order
+  std::vector<double> samples = {};  // every timed iteration, ms
+  double flops = 0;
   // The peer's name for the same measurement: "fwd_full", "bwd_causal", ... (an earlier
   // pass.substr(0, 3) gave "for_full", which no peer line ever matched).
   std::string key() const { return std::string(pass == "forward" ? "fwd" : "bwd") + (causal ? "_causal" : "_full"); }
@@ -262,7 +267,7 @@ int main(int argc, char** argv) {
     f.out = out.get();
     f.out_dtype = o.dtype;
     f.lse = lse.as_float();
-    const double fwd_ms = median_ms(o, [&] { RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr)); });
+    const Timing fwd = time_ms(o, [&] { RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr)); });
 
     rfa_cuda_delta_params dp{};
     dp.batch = o.batch;
@@ -290,21 +295,21 @@ int main(int argc, char** argv) {
     DeviceArray workspace(RFA_CUDA_FP32, rfa_cuda_backward_workspace_size(&bp) / 4);
     bp.workspace = workspace.get();
     // The backward as a training step sees it: D, then the gradient kernel (+ dq conversion).
-    const double bwd_ms = median_ms(o, [&] {
+    const Timing bwd = time_ms(o, [&] {
       RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
       RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
     });
     const double flops = forward_flops(o, causal);
-    rows.push_back({"forward", causal, fwd_ms, flops / (fwd_ms * 1e9), {}});
-    rows.push_back({"backward", causal, bwd_ms, 2.5 * flops / (bwd_ms * 1e9), {}});
+    rows.push_back({"forward", causal, fwd.median, flops / (fwd.median * 1e9), {}, fwd.samples, flops});
+    rows.push_back({"backward", causal, bwd.median, 2.5 * flops / (bwd.median * 1e9), {}, bwd.samples, 2.5 * flops});
     if (o.deterministic) {
       bp.deterministic = 1;
-      const double det_ms = median_ms(o, [&] {
+      const Timing det = time_ms(o, [&] {
         RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
         RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
       });
       bp.deterministic = 0;
-      rows.push_back({"bwd-det", causal, det_ms, 2.5 * flops / (det_ms * 1e9), {}});
+      rows.push_back({"bwd-det", causal, det.median, 2.5 * flops / (det.median * 1e9), {}, det.samples, 2.5 * flops});
     }
   }
 
@@ -329,33 +334,35 @@ int main(int argc, char** argv) {
   std::printf("ratio = peer ms / rfa ms (> 1: rfa is faster)\n");
 
   if (!o.json.empty()) {
-    FILE* j = std::fopen(o.json.c_str(), "w");
-    if (j == nullptr) {
-      std::fprintf(stderr, "cannot write %s\n", o.json.c_str());
+    // perf/'s one format: one case per row, each timed iteration a repetition, the peers'
+    // medians as counters of the same case (perf/compare, perf/plot read it).
+    const std::string dtype = o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16";
+    const std::string shape = "B=" + std::to_string(o.batch) + " S=" + std::to_string(o.seq) + " H=" +
+                              std::to_string(o.heads) + "/" + std::to_string(o.kv_heads) + " d=" + std::to_string(o.dim);
+    std::vector<rfa_cuda_bench::Measurement> measured;
+    for (const Row& r : rows) {
+      rfa_cuda_bench::Measurement m;
+      const std::string pass = r.pass == "forward" ? "fwd" : r.pass == "backward" ? "bwd" : "bwd_det";
+      m.name = "cuda/" + pass + "/" + (r.causal ? "causal" : "full");
+      m.ms = r.samples;
+      m.flops = r.flops;
+      m.labels = {{"pass", r.pass}, {"mask", r.causal ? "causal" : "none"}};
+      for (int p = 0; p < 2; ++p) m.peers.push_back({std::string("sdpa_") + kPeers[p], r.peers[p].ms, r.peers[p].error});
+      measured.push_back(m);
+    }
+    int runtime = 0, driver = 0;
+    cudaRuntimeGetVersion(&runtime);
+    cudaDriverGetVersion(&driver);
+    try {
+      rfa::perf::write_results_json(
+          o.json, rfa_cuda_bench::gpu_context("rfa_cuda_kernel_bench", prop.name, runtime, driver, "cuda_kernels", dtype,
+                                              shape),
+          rfa_cuda_bench::to_cases(measured, "cuda_kernels", dtype, shape));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "rfa_cuda_kernel_bench: %s\n", e.what());
       return 1;
     }
-    std::fprintf(j, "{\n  \"device\": %s,\n  \"dtype\": \"%s\",\n  \"batch\": %d, \"heads\": %d, "
-                    "\"kv_heads\": %d, \"seq\": %d, \"head_dim\": %d,\n  \"results\": [\n",
-                 json_string(prop.name).c_str(), o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.batch, o.heads,
-                 o.kv_heads, o.seq, o.dim);
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      std::fprintf(j, "    {\"pass\": \"%s\", \"causal\": %s, \"ms\": %.4f, \"tflops\": %.2f, \"peers\": {",
-                   r.pass.c_str(), r.causal ? "true" : "false", r.ms, r.tflops);
-      for (int p = 0; p < 2; ++p) {
-        const PeerResult& pr = r.peers[p];
-        const double work = r.tflops * r.ms;  // TFLOP/s x ms: the same work for the peer
-        if (pr.ms > 0)
-          std::fprintf(j, "%s\"sdpa_%s\": {\"ms\": %.4f, \"tflops\": %.2f, \"speedup\": %.3f}", p ? ", " : "",
-                       kPeers[p], pr.ms, work / pr.ms, pr.ms / r.ms);
-        else
-          std::fprintf(j, "%s\"sdpa_%s\": {\"error\": %s}", p ? ", " : "", kPeers[p], json_string(pr.error).c_str());
-      }
-      std::fprintf(j, "}}%s\n", i + 1 < rows.size() ? "," : "");
-    }
-    std::fprintf(j, "  ]\n}\n");
-    std::fclose(j);
-    std::printf("wrote %s\n", o.json.c_str());
+    std::printf("wrote %s (perf/'s result format)\n", o.json.c_str());
   }
   return 0;
 }

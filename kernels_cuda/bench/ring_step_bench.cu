@@ -14,7 +14,9 @@
 // --iters runs after --warmup. Without a GPU: a message and exit 77.
 //
 // usage: rfa_cuda_ring_step_bench [--batch 1] [--heads 16] [--seq 32768] [--dim 128]
-//        [--ranks 2,4,8] [--dtype bf16|fp16] [--warmup 3] [--iters 10]
+//        [--ranks 2,4,8] [--dtype bf16|fp16] [--warmup 3] [--iters 10] [--json FILE]
+// --json writes perf/'s result format (suite cuda_ring_step): one case per measurement, every
+// timed iteration a repetition, the efficiency as a counter.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_results.hpp"
 #include "rfa_cuda/flash.h"
 #include "test_support.cuh"
 
@@ -36,6 +39,7 @@ struct Options {
   int batch = 1, heads = 16, seq = 32768, dim = 128, warmup = 3, iters = 10;
   std::vector<int> ranks = {2, 4, 8};
   rfa_cuda_dtype dtype = RFA_CUDA_BF16;
+  std::string json;
 };
 
 Options parse(int argc, char** argv) {
@@ -54,6 +58,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--warmup") o.warmup = std::atoi(v);
     else if (a == "--iters") o.iters = std::atoi(v);
     else if (a == "--dtype") o.dtype = std::strcmp(v, "fp16") == 0 ? RFA_CUDA_FP16 : RFA_CUDA_BF16;
+    else if (a == "--json") o.json = v;
     else if (a == "--ranks") {
       o.ranks.clear();
       std::stringstream list(v);
@@ -72,8 +77,14 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-double median_ms(const Options& o, const std::function<void()>& fn) {
-  return median_event_ms(o.warmup, o.iters, fn);
+// Every timed iteration, kept for the JSON; the table shows their median.
+std::vector<double> samples_ms(const Options& o, const std::function<void()>& fn) {
+  return event_samples_ms(o.warmup, o.iters, fn);
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 // Rank r of a zigzag ring of P holds chunks r and 2P-1-r of S/(2P) tokens each.
@@ -266,7 +277,8 @@ int main(int argc, char** argv) {
   f.out = whole.out.get();
   f.out_dtype = o.dtype;
   f.lse = whole.lse.as_float();
-  const double single_fwd = median_ms(o, [&] { RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr)); });
+  const std::vector<double> single_fwd_ms = samples_ms(o, [&] { RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr)); });
+  const double single_fwd = median_of(single_fwd_ms);
   rfa_cuda_delta_params dp{};
   dp.batch = o.batch;
   dp.seq = o.seq;
@@ -290,22 +302,62 @@ int main(int argc, char** argv) {
   bp.dq = whole.dq.get();
   bp.dk = whole.dk.get();
   bp.dv = whole.dv.get();
-  const double single_bwd = median_ms(o, [&] {
+  const std::vector<double> single_bwd_ms = samples_ms(o, [&] {
     RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
     RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
   });
+  const double single_bwd = median_of(single_bwd_ms);
+  // FlashAttention's convention: causal forward 2*B*S^2*H*d, backward 2.5x that.
+  const double fwd_flops = 2.0 * o.batch * double(o.seq) * o.seq * o.heads * o.dim;
+  std::vector<rfa_cuda_bench::Measurement> measured;
+  auto add = [&](const std::string& name, const std::vector<double>& ms, double flops, const std::string& pass,
+                 int P, double efficiency) {
+    rfa_cuda_bench::Measurement m;
+    m.name = name;
+    m.ms = ms;
+    m.flops = flops;
+    m.labels = {{"pass", pass}, {"mask", "causal"}, {"layout", "zigzag"}, {"ranks_on_one_gpu", std::to_string(P)}};
+    if (efficiency > 0) m.counters = {{"efficiency", efficiency}};
+    measured.push_back(m);
+  };
+  add("cuda_ring_step/single/fwd", single_fwd_ms, fwd_flops, "forward", 1, 0);
+  add("cuda_ring_step/single/bwd", single_bwd_ms, 2.5 * fwd_flops, "backward", 1, 0);
 
   std::printf("single causal attention: forward %.3f ms, backward %.3f ms\n", single_fwd, single_bwd);
   std::printf("%4s | %12s %6s | %12s %6s | %12s %6s\n", "P", "fwd fused ms", "eff", "fwd sep. ms", "eff",
               "backward ms", "eff");
   for (int P : o.ranks) {
     Buffers b(o, o.seq / P);
-    const double fused = median_ms(o, [&] { ring_forward(o, P, b, true); });
-    const double separate = median_ms(o, [&] { ring_forward(o, P, b, false); });
-    const double backward = median_ms(o, [&] { ring_backward(o, P, b); });
+    const std::vector<double> fused_ms = samples_ms(o, [&] { ring_forward(o, P, b, true); });
+    const std::vector<double> separate_ms = samples_ms(o, [&] { ring_forward(o, P, b, false); });
+    const std::vector<double> backward_ms = samples_ms(o, [&] { ring_backward(o, P, b); });
+    const double fused = median_of(fused_ms), separate = median_of(separate_ms), backward = median_of(backward_ms);
+    const std::string at = "cuda_ring_step/P" + std::to_string(P);
+    add(at + "/fwd_fused", fused_ms, fwd_flops, "forward", P, single_fwd / fused);
+    add(at + "/fwd_separate", separate_ms, fwd_flops, "forward", P, single_fwd / separate);
+    add(at + "/bwd", backward_ms, 2.5 * fwd_flops, "backward", P, single_bwd / backward);
     std::printf("%4d | %12.3f %6.3f | %12.3f %6.3f | %12.3f %6.3f\n", P, fused, single_fwd / fused, separate,
                 single_fwd / separate, backward, single_bwd / backward);
   }
   std::printf("eff = single attention ms / sum over ranks of their per-step kernels (1.0: no ring overhead)\n");
+  if (!o.json.empty()) {
+    const std::string dtype = o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16";
+    const std::string shape = "B=" + std::to_string(o.batch) + " S=" + std::to_string(o.seq) + " H=" +
+                              std::to_string(o.heads) + "/" + std::to_string(o.heads) + " d=" + std::to_string(o.dim) +
+                              " causal";
+    int runtime = 0, driver = 0;
+    cudaRuntimeGetVersion(&runtime);
+    cudaDriverGetVersion(&driver);
+    try {
+      rfa::perf::write_results_json(o.json,
+                                    rfa_cuda_bench::gpu_context("rfa_cuda_ring_step_bench", prop.name, runtime, driver,
+                                                                "cuda_ring_step", dtype, shape),
+                                    rfa_cuda_bench::to_cases(measured, "cuda_ring_step", dtype, shape));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "rfa_cuda_ring_step_bench: %s\n", e.what());
+      return 1;
+    }
+    std::printf("wrote %s (perf/'s result format)\n", o.json.c_str());
+  }
   return 0;
 }

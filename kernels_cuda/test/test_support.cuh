@@ -113,10 +113,10 @@ class DeviceArray {
   void* data_ = nullptr;
 };
 
-// Median milliseconds of `iters` timed runs of fn after `warmup` untimed ones, timed with CUDA
+// Milliseconds of each of `iters` timed runs of fn after `warmup` untimed ones, timed with CUDA
 // events on the legacy default stream (the benchmarks' shared timer).
 template <typename Fn>
-double median_event_ms(int warmup, int iters, Fn&& fn) {
+std::vector<double> event_samples_ms(int warmup, int iters, Fn&& fn) {
   for (int i = 0; i < warmup; ++i) fn();
   cudaEvent_t start, stop;
   RFA_TEST_CUDA(cudaEventCreate(&start));
@@ -133,6 +133,13 @@ double median_event_ms(int warmup, int iters, Fn&& fn) {
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
+  return times;
+}
+
+// The median of event_samples_ms.
+template <typename Fn>
+double median_event_ms(int warmup, int iters, Fn&& fn) {
+  std::vector<double> times = event_samples_ms(warmup, iters, fn);
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }

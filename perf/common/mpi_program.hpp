@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "result_json.hpp"
 #if defined(KOKKOS_ENABLE_CUDA)
 #include "device/select_device.hpp"
 #endif
@@ -63,6 +64,9 @@ int run_mpi_program(int argc, char** argv, const char* name, Body&& body) {
       program_args.push_back(nullptr);
       rc = body(world_rank, int(program_args.size()) - 1, program_args.data());
     } catch (const Error& e) {
+      std::fprintf(stderr, "%s (rank %d): error: %s\n", name, world_rank, e.what());
+      rc = 2;
+    } catch (const ResultsFileError& e) {  // --json to a path that cannot be written
       std::fprintf(stderr, "%s (rank %d): error: %s\n", name, world_rank, e.what());
       rc = 2;
     }

@@ -7,7 +7,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.hpp"
 
 namespace rfa {
 namespace perf {
@@ -100,10 +99,10 @@ void write_results_json(const std::string& path, const ContextFields& context, c
   }
   os << "\n  ]\n}\n";
   std::ofstream out(path);
-  require(bool(out), "cannot open '", path, "' for writing");
+  if (!out) throw ResultsFileError("cannot open '" + path + "' for writing");
   out << os.str();
   out.close();
-  require(bool(out), "cannot write '", path, "'");
+  if (!out) throw ResultsFileError("cannot write '" + path + "'");
 }
 
 }  // namespace perf

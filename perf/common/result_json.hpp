@@ -7,10 +7,11 @@
 #pragma once
 
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "run_context.hpp"
+#include "machine_context.hpp"
 
 namespace rfa {
 namespace perf {
@@ -29,8 +30,15 @@ struct BenchCase {
   std::vector<Repetition> repetitions;
 };
 
-/// Writes the results to `path` (overwritten). Throws rfa::Error (RFA_ERROR_INVALID_ARGUMENT)
-/// naming the path when it cannot be written.
+/// A results file that cannot be written. Not rfa::Error: this writer depends on nothing of
+/// rfa's, so that kernels_cuda's GPU benchmarks (no Kokkos, no MPI, no rfa build) use it too.
+class ResultsFileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Writes the results to `path` (overwritten). Throws ResultsFileError naming the path when it
+/// cannot be written.
 void write_results_json(const std::string& path, const ContextFields& context, const std::vector<BenchCase>& cases);
 
 /// The median of `values` (0 for none).

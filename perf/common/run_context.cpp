@@ -4,15 +4,8 @@
 #if RFA_PERF_HAVE_MPI
 #include <mpi.h>
 #endif
-#include <sched.h>
-#include <unistd.h>
 
 #include <Kokkos_Core.hpp>
-#include <cstdlib>
-#include <ctime>
-#include <filesystem>
-#include <fstream>
-#include <thread>
 
 #include "rfa/rfa_version.h"
 #if RFA_PERF_HAVE_HWLOC
@@ -22,40 +15,6 @@
 namespace rfa {
 namespace perf {
 namespace {
-
-std::string env_or(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
-
-/// The value after "key<spaces>:" on the first matching line of a "key: value" file.
-std::string keyed_line(const std::string& path, const std::string& key) {
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key, 0) != 0) continue;
-    const auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    const auto start = line.find_first_not_of(" \t", colon + 1);
-    return start == std::string::npos ? "" : line.substr(start);
-  }
-  return "";
-}
-
-/// NVIDIA's driver names each GPU under /proc without needing the CUDA runtime; a CPU-only
-/// node has no such folder.
-std::string gpu_models() {
-  std::string models;
-  std::error_code ec;
-  const std::filesystem::path root("/proc/driver/nvidia/gpus");
-  if (!std::filesystem::is_directory(root, ec)) return "none";
-  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
-    const std::string model = keyed_line((entry.path() / "information").string(), "Model");
-    if (model.empty()) continue;
-    if (models.find(model) == std::string::npos) models += (models.empty() ? "" : "; ") + model;
-  }
-  return models.empty() ? "none" : models;
-}
 
 std::string mpi_library_version() {
 #if !RFA_PERF_HAVE_MPI
@@ -105,63 +64,17 @@ std::string hwloc_version() {
 #endif
 }
 
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return text;
-}
-
-std::string host_name() {
-  char name[256] = {0};
-  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
-  return name;
-}
-
 }  // namespace
 
-void set_field(ContextFields& fields, const std::string& key, const std::string& value) {
-  for (auto& f : fields) {
-    if (f.first == key) {
-      f.second = value;
-      return;
-    }
-  }
-  fields.emplace_back(key, value);
-}
-
-std::string cpu_model() {
-  const std::string m = keyed_line("/proc/cpuinfo", "model name");
-  return m.empty() ? "unknown" : m;
-}
-
-int usable_cores() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
-  const unsigned n = std::thread::hardware_concurrency();
-  return n > 0 ? int(n) : 1;
-}
-
 ContextFields collect_run_context(const std::string& program) {
-  ContextFields c;
-  c.emplace_back("date", utc_now());
-  c.emplace_back("executable", program);
-  c.emplace_back("host_name", host_name());
-  c.emplace_back("num_cpus", std::to_string(std::thread::hardware_concurrency()));
-  c.emplace_back("cpu_model", cpu_model());
-  c.emplace_back("gpu_model", gpu_models());
-  c.emplace_back("git_commit", RFA_PERF_GIT_COMMIT);
-  c.emplace_back("rfa_version", RFA_VERSION_STRING);
-  c.emplace_back("kokkos_version", kokkos_version());
-  c.emplace_back("kokkos_backends", kokkos_backends());
-  c.emplace_back("mpi_version", mpi_library_version());
-  c.emplace_back("nccl_version", RFA_PERF_NCCL_VERSION);
-  c.emplace_back("cuda_version", RFA_PERF_CUDA_VERSION);
-  c.emplace_back("hwloc_version", hwloc_version());
-  c.emplace_back("compiler", RFA_PERF_COMPILER);
-  c.emplace_back("slurm_job_id", env_or("SLURM_JOB_ID", "none"));
-  c.emplace_back("slurm_nodelist", env_or("SLURM_JOB_NODELIST", "none"));
-  c.emplace_back("rfa_build_type", RFA_PERF_BUILD_TYPE);  // Google Benchmark's "library_build_type" is its own
+  ContextFields c = collect_machine_context(program);
+  set_field(c, "rfa_version", RFA_VERSION_STRING);
+  set_field(c, "kokkos_version", kokkos_version());
+  set_field(c, "kokkos_backends", kokkos_backends());
+  set_field(c, "mpi_version", mpi_library_version());
+  set_field(c, "nccl_version", RFA_PERF_NCCL_VERSION);
+  set_field(c, "cuda_version", RFA_PERF_CUDA_VERSION);
+  set_field(c, "hwloc_version", hwloc_version());
   return c;
 }
 

@@ -5,29 +5,16 @@
 #pragma once
 
 #include <string>
-#include <utility>
-#include <vector>
+
+#include "machine_context.hpp"
 
 namespace rfa {
 namespace perf {
 
-/// Ordered (key, value) pairs; JSON object members in this order.
-using ContextFields = std::vector<std::pair<std::string, std::string>>;
-
-/// The fields every run shares: date, program, git commit, versions of rfa, Kokkos (and its
-/// backends), MPI, NCCL, CUDA, hwloc and the compiler, host name, CPU and GPU model, core
-/// count, and the Slurm job id and node list when the run is a Slurm job. Local: no
-/// communication (MPI's library version may be asked before MPI_Init).
+/// The machine's fields (machine_context.hpp) plus the versions of rfa, Kokkos (and its
+/// backends), MPI, NCCL, CUDA and hwloc. Local: no communication (MPI's library version may
+/// be asked before MPI_Init).
 ContextFields collect_run_context(const std::string& program);
-
-/// Sets `key` to `value`, replacing an earlier value of the same key.
-void set_field(ContextFields& fields, const std::string& key, const std::string& value);
-
-/// The CPU model as /proc/cpuinfo names it ("unknown" elsewhere).
-std::string cpu_model();
-
-/// Logical cores this process may run on (its affinity mask), at least 1.
-int usable_cores();
 
 }  // namespace perf
 }  // namespace rfa

@@ -15,6 +15,7 @@
 #include "ring_problem.hpp"
 #include "run_options.hpp"
 #include "result_json.hpp"
+#include "run_context.hpp"
 
 namespace rfa {
 namespace perf {

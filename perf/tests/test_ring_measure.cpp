@@ -133,7 +133,7 @@ TEST(ResultJson, GoogleBenchmarkLayoutWithContextRepetitionsAndMedian) {
   EXPECT_NE(json.find("\"aggregate_name\": \"median\""), std::string::npos);
   EXPECT_NE(json.find("\"real_time\": 2,"), std::string::npos);  // the median repetition, in ms
   EXPECT_NE(json.find("\"bytes_moved\": 64"), std::string::npos);
-  EXPECT_THROW(write_results_json("/nonexistent-folder/x.json", {}, {c}), Error);
+  EXPECT_THROW(write_results_json("/nonexistent-folder/x.json", {}, {c}), ResultsFileError);
 }
 
 }  // namespace

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The part of a run's provenance that needs nothing but the C++ library and the OS: when,
+// where and from which build it ran. run_context.hpp adds the software versions (Kokkos, MPI,
+// hwloc, ...); kernels_cuda's GPU benchmarks, which have neither Kokkos nor MPI, use this alone
+// and add their own (CUDA runtime and driver, GPU).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rfa {
+namespace perf {
+
+/// Ordered (key, value) pairs; JSON object members in this order.
+using ContextFields = std::vector<std::pair<std::string, std::string>>;
+
+/// Date, program, host name, CPU count and model, GPU models (from the driver's /proc files:
+/// no CUDA runtime needed), git commit, compiler and build type (compile definitions
+/// RFA_PERF_GIT_COMMIT, RFA_PERF_COMPILER, RFA_PERF_BUILD_TYPE: cmake/RfaPerfProvenance.cmake),
+/// and the Slurm job id and node list when the run is a Slurm job.
+ContextFields collect_machine_context(const std::string& program);
+
+/// Sets `key` to `value`, replacing an earlier value of the same key.
+void set_field(ContextFields& fields, const std::string& key, const std::string& value);
+
+/// The CPU model as /proc/cpuinfo names it ("unknown" elsewhere).
+std::string cpu_model();
+
+/// Logical cores this process may run on (its affinity mask), at least 1.
+int usable_cores();
+
+}  // namespace perf
+}  // namespace rfa
