@@ -11,6 +11,7 @@ namespace engine {
 RingAttention::RingAttention(comm::Communicator& comm, const RingConfig& config) : comm_(comm), config_(config) {
   validate_collective(comm_, config_);
   local_seq_ = layout::local_length(config_.layout, config_.seq_total, comm_.size());
+  forward_steps_ = forward_steps_needed(config_, comm_.size());
 }
 
 RingAttention::~RingAttention() {

@@ -139,6 +139,7 @@ class RingAttention {
   comm::Communicator& comm_;
   RingConfig config_;
   std::int64_t local_seq_ = 0;
+  int forward_steps_ = 0;  // forward_steps_needed(): the forward's ring stops after them
   RingTimings timings_;
   std::int64_t last_workspace_bytes_ = 0;
   int current_step_ = -1;  // the ring step a pass is in, for the message of a timeout

@@ -83,6 +83,20 @@ void apply_mask(const RingConfig& c, kernels::AttentionParams& p) {
   p.doc_bound_count = std::int64_t(c.doc_bounds.size());
 }
 
+int forward_steps_needed(const RingConfig& c, int ranks) {
+  if (c.window <= 0 && c.doc_bounds.size() <= 2) return ranks;  // causal alone: zigzag needs every step
+  int last = 0;
+  for (int owner = 0; owner < ranks; ++owner)
+    for (int s = ranks - 1; s > last; --s) {  // the farthest step first: most owners stop at once
+      const kernels::AttentionParams p = block_params(c, ranks, (owner + s) % ranks, owner);
+      if (kernels::classify_blocks(p.rule(), p.q_pos, p.k_pos) != kernels::TileVisibility::hidden) {
+        last = s;
+        break;
+      }
+    }
+  return last + 1;
+}
+
 kernels::AttentionParams block_params(const RingConfig& c, int ranks, int position, int block_owner) {
   const std::int64_t local = layout::local_length(c.layout, c.seq_total, ranks);
   kernels::AttentionParams p =

@@ -53,5 +53,11 @@ void validate_collective(comm::Communicator& comm, const RingConfig& c);
 /// ring position `block_owner`.
 kernels::AttentionParams block_params(const RingConfig& c, int ranks, int position, int block_owner);
 
+/// How many forward steps the ring needs: 1 + the largest distance s at which some rank's
+/// queries see the block that started s positions upstream (P without a window or documents).
+/// When the mask hides every later step on every rank, the forward stops there and its blocks
+/// travel no further. The same on every rank for the same config (no communication).
+int forward_steps_needed(const RingConfig& c, int ranks);
+
 }  // namespace engine
 }  // namespace rfa

@@ -56,7 +56,10 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
   const bool compute = mode != RingMode::comm_only;
 
   Workspace<Space> ws = blocks.workspace();
-  TravellingKV<T, Space> kv(ws, comm_, c, L, k, v, communicate);
+  // The mask may hide every step after some s on every rank (a window or documents shorter
+  // than the distance): the ring stops there, and its blocks travel no further.
+  const int steps = forward_steps_;
+  TravellingKV<T, Space> kv(ws, comm_, c, L, k, v, communicate, steps);
   // fp32 callers' out doubles as the accumulator; 16-bit outputs are narrowed at the end.
   typename Compute::template Tensor4<float> acc;
   if constexpr (std::is_same<T, float>::value) {
@@ -81,7 +84,7 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
 
   ExchangePoller poller;
   bool seen_any = false;  // the first visible block is written straight into the accumulator
-  for (int s = 0; s < P; ++s) {
+  for (int s = 0; s < steps; ++s) {
     current_step_ = s;
     const int owner = (me - s + P) % P;
     timings_.bytes_sent += kv.start(s);

@@ -21,13 +21,15 @@ class TravellingKV {
 
   /// k and v are this rank's own block (step 0), `local_seq` rows of the context `c`; the two
   /// receive buffers come from `ws`, sized by the context (the caller's k and v are checked
-  /// against it only after the workspace is allocated).
+  /// against it only after the workspace is allocated). The blocks move between the `steps`
+  /// steps of the pass (0: as many as ranks), not after the last.
   TravellingKV(Workspace<Space>& ws, comm::Communicator& comm, const RingConfig& c, std::int64_t local_seq, Block k,
-               Block v, bool communicate)
+               Block v, bool communicate, int steps = 0)
       : comm_(comm),
         k_(k),
         v_(v),
         communicate_(communicate),
+        steps_(steps > 0 ? steps : comm.size()),
         bytes_(std::size_t(c.batch * local_seq * c.kv_heads * c.head_dim) * sizeof(T)) {
     for (int i = 0; i < 2; ++i) {
       k_recv_[i] = ws.template tensor4<T>(i == 0 ? "rfa::k_recv0" : "rfa::k_recv1", c.batch, local_seq, c.kv_heads,
@@ -61,13 +63,14 @@ class TravellingKV {
   comm::Exchange* pending_v() { return &send_v_; }
 
  private:
-  bool moves_after(int step) const { return communicate_ && step + 1 < comm_.size(); }
+  bool moves_after(int step) const { return communicate_ && step + 1 < steps_; }
 
   comm::Communicator& comm_;
   Block k_, v_;
   SpaceTensor4<T, Space> k_recv_[2], v_recv_[2];
   comm::Exchange send_k_, send_v_;
   bool communicate_;
+  int steps_;
   std::size_t bytes_;
 };
 

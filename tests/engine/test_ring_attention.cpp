@@ -99,6 +99,35 @@ TEST(RingWindow, StepsOutsideEveryWindowRunNoKernel) {
   }
 }
 
+// The forward stops after the last step any rank needs, and its blocks travel no further: a
+// window of 1 needs no block but the rank's own (nothing sent), a window of one block's length
+// on the contiguous layout needs the previous block (one hop), and the zigzag layout with a
+// window of S/8 needs every step (P - 1 hops). That the results stay exact with the shortened
+// ring is what the window cases of RingAttentionTest check (the same configs and schedule).
+TEST(RingWindow, ForwardSendsOnlyTheHopsSomeRankNeeds) {
+  auto ring = world_ring();
+  const std::int64_t P = ring->size();
+  struct Expect {
+    rfa_layout_t layout;
+    std::int64_t window, hops;
+  };
+  const Expect cases[] = {{RFA_LAYOUT_CONTIGUOUS, 1, 0},
+                          {RFA_LAYOUT_ZIGZAG, 1, 0},
+                          {RFA_LAYOUT_CONTIGUOUS, 120 / P, std::min<std::int64_t>(P - 1, 1)},
+                          {RFA_LAYOUT_ZIGZAG, 15, P - 1}};
+  for (const Expect& e : cases) {
+    SCOPED_TRACE(std::string(layout::layout_name(e.layout)) + " window " + std::to_string(e.window));
+    const auto cfg = config_for({e.layout, RFA_MASK_CAUSAL, 2, e.window}, RFA_DTYPE_FLOAT32);
+    engine::RingAttention attn(*ring, cfg);
+    const std::int64_t L = attn.local_seq(), B = cfg.batch, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
+    kernels::Tensor4<float> q("q", B, L, H, D), k("k", B, L, HKV, D), v("v", B, L, HKV, D), out("out", B, L, H, D);
+    kernels::Tensor3<float> lse("lse", B, H, L);
+    attn.forward<float>(q, k, v, out, lse);
+    EXPECT_EQ(attn.last_timings().bytes_sent, e.hops * 2 * B * L * HKV * D * std::int64_t(sizeof(float)))
+        << "P=" << P;
+  }
+}
+
 // Documents that coincide with the contiguous layout's blocks: a rank's queries share a
 // document only with its own block, so every other ring step runs no kernel, causal or not,
 // forward and backward.
