@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "comm/agreement.hpp"
 #include "core/documents.hpp"
@@ -85,15 +86,37 @@ void apply_mask(const RingConfig& c, kernels::AttentionParams& p) {
 
 int forward_steps_needed(const RingConfig& c, int ranks) {
   if (c.window <= 0 && c.doc_bounds.size() <= 2) return ranks;  // causal alone: zigzag needs every step
+  kernels::AttentionParams rule_source;
+  rule_source.mask = c.mask;
+  apply_mask(c, rule_source);
+  const kernels::MaskRule rule = rule_source.rule();
+  // Every (owner, step) pair is looked at, P^2 of them: each rank's map, position range and
+  // document range are computed once, and the ranges reject most pairs before the full
+  // segment-by-segment classification (a few ms at P = 4096).
+  const std::int64_t L = layout::local_length(c.layout, c.seq_total, ranks);
+  std::vector<PositionMap> maps(static_cast<std::size_t>(ranks));
+  std::vector<std::int64_t> lo(maps.size()), hi(maps.size()), dlo(maps.size()), dhi(maps.size());
+  for (int r = 0; r < ranks; ++r) {
+    const std::size_t i = std::size_t(r);
+    maps[i] = layout::positions(c.layout, c.seq_total, ranks, r);
+    maps[i].range(0, L, lo[i], hi[i]);
+    dlo[i] = rule.document_of(lo[i]);
+    dhi[i] = rule.document_of(hi[i]);
+  }
   int last = 0;
-  for (int owner = 0; owner < ranks; ++owner)
+  for (int owner = 0; owner < ranks; ++owner) {
+    const std::size_t k = std::size_t(owner);
     for (int s = ranks - 1; s > last; --s) {  // the farthest step first: most owners stop at once
-      const kernels::AttentionParams p = block_params(c, ranks, (owner + s) % ranks, owner);
-      if (kernels::classify_blocks(p.rule(), p.q_pos, p.k_pos) != kernels::TileVisibility::hidden) {
+      const std::size_t q = std::size_t((owner + s) % ranks);
+      if (rule.documents() && (dhi[k] < dlo[q] || dhi[q] < dlo[k])) continue;
+      if (rule.causal && lo[k] > hi[q]) continue;
+      if (rule.window > 0 && lo[q] - hi[k] >= rule.window) continue;
+      if (kernels::classify_blocks(rule, maps[q], maps[k]) != kernels::TileVisibility::hidden) {
         last = s;
         break;
       }
     }
+  }
   return last + 1;
 }
 
