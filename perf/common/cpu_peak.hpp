@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The single-core fp32 FMA peak of this machine, measured rather than looked up: a loop of
-// independent 8-wide FMA chains (enough of them to cover the FMA latency on two pipes), so
-// benchmarks can report the fraction of what this core actually sustains.
+// independent FMA chains on the widest vectors the build uses (enough chains to cover the FMA
+// latency on two pipes), so benchmarks can report the fraction of what this core sustains.
 #pragma once
 
 #include <chrono>
@@ -11,31 +11,62 @@
 namespace rfa {
 namespace perf {
 
-/// Sustained fp32 FLOP/s of one core (best of a few short runs).
-inline double measure_fp32_fma_peak() {
+namespace detail {
+
+/// Runs `step` (one FMA on each of 12 independent chains) many times; FLOP/s of the best run.
+template <class Chains>
+double best_flops(int lanes, Chains&& chains) {
   constexpr int kChains = 12;
   const long iterations = 20'000'000;
   double best = 0.0;
   for (int trial = 0; trial < 5; ++trial) {
-    simd::f8 acc[kChains];
-    for (int c = 0; c < kChains; ++c) acc[c] = simd::broadcast(1.0f + 1e-3f * c);
-    const simd::f8 a = simd::broadcast(0.999999f), b = simd::broadcast(1e-7f);
     const auto t0 = std::chrono::steady_clock::now();
+    chains(iterations);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double flops = 2.0 * lanes * kChains * double(iterations);
+    if (flops / seconds > best) best = flops / seconds;
+  }
+  return best;
+}
+
+}  // namespace detail
+
+/// Sustained fp32 FLOP/s of one core: FMA chains on the widest vectors the kernels are
+/// compiled for (16 lanes where the build targets AVX-512, whose matrix products use them:
+/// kernels/micro_gemm.hpp; 8 otherwise), so a kernel's fraction of it is a fraction of what
+/// the core can do.
+inline double measure_fp32_fma_peak() {
+#if RFA_NATIVE_VECTORS && defined(__AVX512F__)
+  typedef float f16v __attribute__((vector_size(64)));
+  return detail::best_flops(16, [](long iterations) {
+    f16v acc[12];
+    for (int c = 0; c < 12; ++c) acc[c] = f16v{} + (1.0f + 1e-3f * c);
+    const f16v a = f16v{} + 0.999999f, b = f16v{} + 1e-7f;
     for (long i = 0; i < iterations; ++i) {
-      for (int c = 0; c < kChains; ++c) acc[c] = simd::fma(acc[c], a, b);
-#if RFA_NATIVE_VECTORS && defined(__x86_64__)
+      for (int c = 0; c < 12; ++c) acc[c] = acc[c] * a + b;
       // Keeps the compiler from hoisting or collapsing the chains.
+      asm volatile("" : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]), "+v"(acc[4]), "+v"(acc[5]),
+                   "+v"(acc[6]), "+v"(acc[7]), "+v"(acc[8]), "+v"(acc[9]), "+v"(acc[10]), "+v"(acc[11]));
+    }
+    volatile float sink = 0.0f;
+    for (int c = 0; c < 12; ++c) sink = sink + acc[c][0];
+  });
+#else
+  return detail::best_flops(simd::kLanes, [](long iterations) {
+    simd::f8 acc[12];
+    for (int c = 0; c < 12; ++c) acc[c] = simd::broadcast(1.0f + 1e-3f * c);
+    const simd::f8 a = simd::broadcast(0.999999f), b = simd::broadcast(1e-7f);
+    for (long i = 0; i < iterations; ++i) {
+      for (int c = 0; c < 12; ++c) acc[c] = simd::fma(acc[c], a, b);
+#if RFA_NATIVE_VECTORS && defined(__x86_64__)
       asm volatile("" : "+x"(acc[0]), "+x"(acc[1]), "+x"(acc[2]), "+x"(acc[3]), "+x"(acc[4]), "+x"(acc[5]),
                    "+x"(acc[6]), "+x"(acc[7]), "+x"(acc[8]), "+x"(acc[9]), "+x"(acc[10]), "+x"(acc[11]));
 #endif
     }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     volatile float sink = 0.0f;
-    for (int c = 0; c < kChains; ++c) sink = sink + simd::reduce_add(acc[c]);
-    const double flops = 2.0 * simd::kLanes * kChains * double(iterations);
-    if (flops / seconds > best) best = flops / seconds;
-  }
-  return best;
+    for (int c = 0; c < 12; ++c) sink = sink + simd::reduce_add(acc[c]);
+  });
+#endif
 }
 
 /// FlashAttention's FLOP convention (docs/architecture.md §3): forward 4 B S_q S_k H d, halved when
