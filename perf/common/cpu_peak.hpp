@@ -31,10 +31,10 @@ double best_flops(int lanes, Chains&& chains) {
 
 }  // namespace detail
 
-/// Sustained fp32 FLOP/s of one core: FMA chains on the widest vectors the kernels are
-/// compiled for (16 lanes where the build targets AVX-512, whose matrix products use them:
-/// kernels/micro_gemm.hpp; 8 otherwise), so a kernel's fraction of it is a fraction of what
-/// the core can do.
+/// Sustained fp32 FLOP/s of one core: FMA chains on the widest vectors the build targets (16
+/// lanes where it targets AVX-512, 8 otherwise), so a kernel's fraction of it is a fraction of
+/// what the core can do, not of what rfa's 8-lane kernels could do (on a core with two 512-bit
+/// FMA pipes that is half; where AVX-512 runs on 256-bit pipes, the two peaks agree).
 inline double measure_fp32_fma_peak() {
 #if RFA_NATIVE_VECTORS && defined(__AVX512F__)
   typedef float f16v __attribute__((vector_size(64)));
