@@ -91,6 +91,16 @@ rfa_options_t fuzzed_options(FuzzedDataProvider& in) {
   o.head_dim = in.ConsumeBool() ? fuzzed_size(in) : 8;
   if (in.ConsumeBool()) o.timeout_s = fuzzed_real(in);
   if (in.ConsumeBool()) o.ulysses_degree = in.ConsumeIntegralInRange<std::int32_t>(-2, 4);
+  if (in.ConsumeBool()) o.window = in.ConsumeIntegralInRange<std::int64_t>(-2, 100);
+  if (in.ConsumeBool()) {
+    // Document boundaries in valid memory (a pointer the harness owns, or NULL), with any
+    // values and any count up to what the array holds: the checks, not the harness, refuse them.
+    static std::int64_t bounds[8];
+    const int n = in.ConsumeIntegralInRange<int>(0, 8);
+    for (int i = 0; i < n; ++i) bounds[i] = in.ConsumeIntegralInRange<std::int64_t>(-2, 80);
+    o.doc_boundaries = in.ConsumeBool() ? bounds : nullptr;
+    o.doc_boundary_count = in.ConsumeIntegralInRange<std::int64_t>(-1, n);
+  }
   return o;
 }
 
