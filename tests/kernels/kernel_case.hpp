@@ -27,7 +27,7 @@ struct CaseSpec {
   PositionMap q_pos, k_pos;  // count == 0: contiguous from 0
   float scale = 0.0f;
   std::int64_t window = 0;
-  std::vector<std::int64_t> docs;  // packed documents' cumulative boundaries (empty: none)
+  std::vector<std::int64_t> docs = {};  // packed documents' cumulative boundaries (empty: none)
 
   std::string name() const {
     return "b" + std::to_string(batch) + "_sq" + std::to_string(seq_q) + "_sk" + std::to_string(seq_k) +
