@@ -32,9 +32,9 @@ double best_flops(int lanes, Chains&& chains) {
 }  // namespace detail
 
 /// Sustained fp32 FLOP/s of one core: FMA chains on the widest vectors the build targets (16
-/// lanes where it targets AVX-512, 8 otherwise), so a kernel's fraction of it is a fraction of
-/// what the core can do, not of what rfa's 8-lane kernels could do (on a core with two 512-bit
-/// FMA pipes that is half; where AVX-512 runs on 256-bit pipes, the two peaks agree).
+/// lanes where it targets AVX-512, as the kernels' matrix products then do, 8 otherwise), so a
+/// kernel's fraction of it is a fraction of what the core can do (on a core with two 512-bit
+/// FMA pipes, twice the 8-lane figure; where AVX-512 runs on 256-bit pipes, the two agree).
 inline double measure_fp32_fma_peak() {
 #if RFA_NATIVE_VECTORS && defined(__AVX512F__)
   typedef float f16v __attribute__((vector_size(64)));
