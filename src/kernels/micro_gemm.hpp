@@ -125,7 +125,14 @@ KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, MatrixA a, const float* b,
   int j = 0;
 #if RFA_NATIVE_VECTORS && defined(__AVX512F__)
   for (; j + 32 <= N; j += 32) {
-    for (int i = 0; i < M; i += kMicroRows) {
+    // 12 x 32 blocks where the rows allow (24 of the 32 zmm registers accumulate: each B load
+    // feeds twice the FMAs), the last 6 rows as 6 x 32.
+    int i = 0;
+    for (; i + 2 * kMicroRows <= M; i += 2 * kMicroRows) {
+      const MatrixA ai{a.data + i * a.row_stride, a.row_stride, a.inner_stride};
+      micro_tile_wide<2 * kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+    }
+    for (; i < M; i += kMicroRows) {
       const MatrixA ai{a.data + i * a.row_stride, a.row_stride, a.inner_stride};
       micro_tile_wide<kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
     }
