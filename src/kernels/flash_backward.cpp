@@ -25,7 +25,7 @@ namespace {
 constexpr int kTileRows = 48;  // query rows per tile (a multiple of kMicroRows)
 // Key rows per tile. Key tiles are the row dimension of the dK/dV products and the column
 // dimension of the score tile, so their padded length must divide by 6 and by 8.
-constexpr int kTileCols = 48;
+constexpr int kTileCols = 96;
 constexpr int kColPadding = 24;
 constexpr float kLog2e = 1.4426950408889634f;
 

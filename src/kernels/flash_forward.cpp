@@ -17,7 +17,7 @@ namespace rfa {
 namespace kernels {
 namespace {
 
-constexpr int kTileRows = 96;  // query rows per tile (a multiple of kMicroRows)
+constexpr int kTileRows = 192;  // query rows per tile (a multiple of kRowPadding)
 constexpr int kTileCols = 96;  // key rows per tile (a multiple of kMicroRows)
 constexpr int kRowPadding = 24;  // query rows are padded to whole micro-tiles (6) and SIMD lanes (8)
 constexpr float kLog2e = 1.4426950408889634f;
