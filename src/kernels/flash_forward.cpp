@@ -19,7 +19,10 @@ namespace {
 
 constexpr int kTileRows = 192;  // query rows per tile (a multiple of kRowPadding)
 constexpr int kTileCols = 96;  // key rows per tile (a multiple of kMicroRows)
-constexpr int kRowPadding = 24;  // query rows are padded to whole micro-tiles (6) and SIMD lanes (8)
+// Query rows are padded to whole micro-tiles (6) and to the softmax's lanes (8, or 16 where the
+// build targets AVX-512).
+constexpr int kRowPadding = simd::kWideLanes == 16 ? 48 : 24;
+static_assert(kTileRows % kRowPadding == 0, "query tiles hold whole padded row groups");
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -114,6 +117,14 @@ struct ForwardTiles {
           zero_row(s.v + j * d, d);
         }
       }
+      // The next key tile's rows are fetched while this one is worked on (row_copy.hpp).
+      RowPrefetcher next_k, next_v;
+      if (kt + 1 < n_ktiles) {
+        const std::int64_t n0 = c0 + kTileCols;
+        const int next_rows = int(std::min<std::int64_t>(kTileCols, p.seq_k - n0));
+        next_k = RowPrefetcher(&k(b, n0, hk, 0), std::ptrdiff_t(k.stride_1() * sizeof(T)), next_rows, d * sizeof(T));
+        next_v = RowPrefetcher(&v(b, n0, hk, 0), std::ptrdiff_t(v.stride_1() * sizeof(T)), next_rows, d * sizeof(T));
+      }
       const float* k_rows = s.k;
       const float* v_rows = s.v;
       const std::ptrdiff_t ld_kv = d;
@@ -136,7 +147,11 @@ struct ForwardTiles {
       for (int j = cols; j < cols_padded; ++j)
         for (int i = 0; i < rows_padded; ++i) s.st[j * kTileRows + i] = ninf;
 
-      online_softmax(s, rows_padded, cols_padded);
+      online_softmax(s, rows_padded, cols_padded, next_k, next_v);
+      while (next_k.remaining() > 0 || next_v.remaining() > 0) {
+        next_k.step();
+        next_v.step();
+      }
 
       gemm(rows_padded, d, cols_padded, MatrixA{s.st, 1, kTileRows}, v_rows, ld_kv, s.o, d, true);
     }
@@ -150,35 +165,39 @@ struct ForwardTiles {
     }
   }
 
-  /// Turns the score columns into probabilities against the running max, eight queries at a
-  /// time, and rescales the running sum and output rows whose max moved.
-  void online_softmax(const Scratch& s, int rows_padded, int cols_padded) const {
-    const float ninf = -std::numeric_limits<float>::infinity();
-    const simd::f8 vninf = simd::broadcast(ninf);
-    for (int i0 = 0; i0 < rows_padded; i0 += simd::kLanes) {
-      simd::f8 vmax = vninf;
-      for (int j = 0; j < cols_padded; ++j) vmax = simd::max(vmax, simd::load(s.st + j * kTileRows + i0));
-      const simd::f8 m_old = simd::load(s.m + i0);
-      const simd::f8 m_new = simd::max(m_old, vmax);
+  /// Turns the score columns into probabilities against the running max, a vector of queries
+  /// at a time (16 where the build targets AVX-512), and rescales the running sum and output
+  /// rows whose max moved. One line of the next K and V tiles is asked for per column.
+  void online_softmax(const Scratch& s, int rows_padded, int cols_padded, RowPrefetcher& next_k,
+                      RowPrefetcher& next_v) const {
+    using V = simd::wide;
+    constexpr int L = simd::kWideLanes;
+    const V vninf = simd::splat<V>(-std::numeric_limits<float>::infinity());
+    for (int i0 = 0; i0 < rows_padded; i0 += L) {
+      V vmax = vninf;
+      for (int j = 0; j < cols_padded; ++j) vmax = simd::max(vmax, simd::load_as<V>(s.st + j * kTileRows + i0));
+      const V m_old = simd::load_as<V>(s.m + i0);
+      const V m_new = simd::max(m_old, vmax);
       // A query that has seen nothing yet keeps m = -inf; subtracting 0 instead keeps its
       // probabilities at exp2(-inf) = 0 rather than NaN.
-      const simd::f8 m_sub = simd::select_less(m_new, -3.0e38f, simd::broadcast(0.0f), m_new);
-      simd::f8 vsum = simd::broadcast(0.0f);
+      V m_sub;
+      for (int lane = 0; lane < L; ++lane) m_sub[lane] = m_new[lane] < -3.0e38f ? 0.0f : m_new[lane];
+      V vsum = simd::splat<V>(0.0f);
       for (int j = 0; j < cols_padded; ++j) {
         float* col = s.st + j * kTileRows + i0;
-        const simd::f8 pj = simd::exp2(simd::load(col) - m_sub);
-        simd::store(col, pj);
+        const V pj = simd::exp2(simd::load_as<V>(col) - m_sub);
+        simd::store_as(col, pj);
         vsum = vsum + pj;
+        next_k.step();
+        next_v.step();
       }
-      const simd::f8 alpha = simd::exp2(m_old - m_sub);
-      simd::store(s.l + i0, simd::fma(simd::load(s.l + i0), alpha, vsum));
-      simd::store(s.m + i0, m_new);
-      float a[simd::kLanes];
-      simd::store(a, alpha);
-      for (int lane = 0; lane < simd::kLanes; ++lane) {
-        if (a[lane] == 1.0f) continue;
+      const V alpha = simd::exp2(m_old - m_sub);
+      simd::store_as(s.l + i0, simd::fma(simd::load_as<V>(s.l + i0), alpha, vsum));
+      simd::store_as(s.m + i0, m_new);
+      for (int lane = 0; lane < L; ++lane) {
+        if (alpha[lane] == 1.0f) continue;
         float* o = s.o + (i0 + lane) * d;
-        const simd::f8 va = simd::broadcast(a[lane]);
+        const simd::f8 va = simd::broadcast(alpha[lane]);
         for (int x = 0; x < d; x += simd::kLanes) simd::store(o + x, simd::load(o + x) * va);
       }
     }

@@ -20,6 +20,41 @@ KOKKOS_INLINE_FUNCTION void zero_row(float* dst, int n) {
   for (int x = 0; x < n; ++x) dst[x] = 0.0f;
 }
 
+/// Brings the rows of the next key tile towards L2 a cache line at a time, spread over the
+/// work on the current tile. Rows of one head are H * d values apart, so a tile's rows sit on
+/// different pages and the hardware prefetchers (which stay within a page) start over on
+/// every row or two: unaided, the copy of each key tile waits on L3 for most of its rows. Asked
+/// for all at once the prefetches fill the load buffers and stall the core instead, hence one
+/// or two lines per step() of some loop that has ALU work to hide them behind.
+class RowPrefetcher {
+ public:
+  RowPrefetcher() = default;
+  /// rows rows of row_bytes bytes, the first at `first`, `stride_bytes` apart.
+  RowPrefetcher(const void* first, std::ptrdiff_t stride_bytes, int rows, std::size_t row_bytes)
+      : base_(static_cast<const char*>(first)),
+        stride_(stride_bytes),
+        lines_per_row_(int((row_bytes + 63) / 64)),
+        total_(rows * lines_per_row_) {}
+
+  void step() {
+#if defined(__GNUC__) && !defined(__CUDA_ARCH__)
+    if (next_ >= total_) return;
+    const int row = next_ / lines_per_row_, line = next_ - row * lines_per_row_;
+    __builtin_prefetch(base_ + row * stride_ + line * 64, 0, 2);
+    ++next_;
+#endif
+  }
+  /// Lines not asked for yet (the caller may flush them at the end of its loop).
+  int remaining() const { return total_ - next_; }
+
+ private:
+  const char* base_ = nullptr;
+  std::ptrdiff_t stride_ = 0;
+  int lines_per_row_ = 0;
+  int total_ = 0;
+  int next_ = 0;
+};
+
 /// dst[x] += src[x], for the fp32 accumulators of the ring.
 KOKKOS_INLINE_FUNCTION void add_row(const float* src, float* dst, int n) {
   for (int x = 0; x < n; ++x) dst[x] += src[x];

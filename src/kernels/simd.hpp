@@ -57,6 +57,44 @@ inline f8 pow2_int(f8 n) {
   __builtin_memcpy(&r, &e, sizeof r);
   return r;
 }
+// The widest native vector the build targets, for the loops that may run wider than 8 lanes
+// (the forward's softmax): 16 lanes (one zmm register) where the compiler targets AVX-512.
+#if defined(__AVX512F__)
+typedef float f16 __attribute__((vector_size(64)));
+typedef std::int32_t i16 __attribute__((vector_size(64)));
+typedef f16 wide;
+constexpr int kWideLanes = 16;
+
+inline f16 max(f16 a, f16 b) { return a > b ? a : b; }
+inline f16 fma(f16 a, f16 b, f16 c) { return a * b + c; }
+inline f16 pow2_int(f16 n) {
+  i16 e = (__builtin_convertvector(n, i16) + 127) << 23;
+  f16 r;
+  __builtin_memcpy(&r, &e, sizeof r);
+  return r;
+}
+#else
+typedef f8 wide;
+constexpr int kWideLanes = kLanes;
+#endif
+
+/// load/broadcast/store for either vector type: the type is not deducible from a float.
+template <class V>
+inline V load_as(const float* p) {
+  V v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class V>
+inline V splat(float x) {
+  V v;
+  for (int i = 0; i < int(sizeof(V) / sizeof(float)); ++i) v[i] = x;  // one vbroadcastss at -O2
+  return v;
+}
+template <class V>
+inline void store_as(float* p, V v) {
+  __builtin_memcpy(p, &v, sizeof v);
+}
 #else
 struct f8 {
   float v[kLanes];
@@ -90,24 +128,45 @@ KOKKOS_INLINE_FUNCTION float reduce_add(f8 v) {
 }
 KOKKOS_INLINE_FUNCTION f8 pow2_int(f8 n) { RFA_SIMD_LANEWISE(ldexpf(1.0f, int(n.v[i]))); }
 #undef RFA_SIMD_LANEWISE
+typedef f8 wide;
+constexpr int kWideLanes = kLanes;
+template <class V>
+KOKKOS_INLINE_FUNCTION V load_as(const float* p) {
+  return load(p);
+}
+template <class V>
+KOKKOS_INLINE_FUNCTION V splat(float x) {
+  return broadcast(x);
+}
+template <class V>
+KOKKOS_INLINE_FUNCTION void store_as(float* p, V v) {
+  store(p, v);
+}
 #endif
 
 /// 2^x for x <= 127 with relative error below 3e-9 for x >= -126, and exactly 0 below -126
 /// (so -inf, a masked score, gives 0). Range reduction x = n + f, |f| <= 1/2, then a
 /// degree-6 minimax polynomial for 2^f.
-KOKKOS_INLINE_FUNCTION f8 exp2(f8 x) {
-  const f8 clamped = max(x, broadcast(-126.0f));
-  const f8 magic = broadcast(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
-  const f8 n = (clamped + magic) - magic;
-  const f8 f = clamped - n;
-  f8 p = broadcast(1.5469732170458883e-4f);
-  p = fma(p, f, broadcast(1.3400432653725147e-3f));
-  p = fma(p, f, broadcast(9.618025273084640e-3f));
-  p = fma(p, f, broadcast(5.550327152013779e-2f));
-  p = fma(p, f, broadcast(2.4022650718688965e-1f));
-  p = fma(p, f, broadcast(6.931471824645996e-1f));
-  p = fma(p, f, broadcast(1.0f));
-  return select_less(x, -126.0f, broadcast(0.0f), p * pow2_int(n));
+/// The same for f8 and, where the build has it, the wide type.
+template <class V>
+KOKKOS_INLINE_FUNCTION V exp2(V x) {
+  const V clamped = max(x, splat<V>(-126.0f));
+  const V magic = splat<V>(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+  const V n = (clamped + magic) - magic;
+  const V f = clamped - n;
+  V p = splat<V>(1.5469732170458883e-4f);
+  p = fma(p, f, splat<V>(1.3400432653725147e-3f));
+  p = fma(p, f, splat<V>(9.618025273084640e-3f));
+  p = fma(p, f, splat<V>(5.550327152013779e-2f));
+  p = fma(p, f, splat<V>(2.4022650718688965e-1f));
+  p = fma(p, f, splat<V>(6.931471824645996e-1f));
+  p = fma(p, f, splat<V>(1.0f));
+  const V r = p * pow2_int(n);
+#if RFA_NATIVE_VECTORS
+  return x < splat<V>(-126.0f) ? splat<V>(0.0f) : r;
+#else
+  return select_less(x, -126.0f, splat<V>(0.0f), r);
+#endif
 }
 
 }  // namespace simd
