@@ -26,7 +26,8 @@ constexpr int kTileRows = 48;  // query rows per tile (a multiple of kMicroRows)
 // Key rows per tile. Key tiles are the row dimension of the dK/dV products and the column
 // dimension of the score tile, so their padded length must divide by 6 and by 8.
 constexpr int kTileCols = 96;
-constexpr int kColPadding = 24;
+constexpr int kColPadding = simd::kWideLanes == 16 ? 48 : 24;  // and by 16 where vectors are wide
+static_assert(kTileCols % kColPadding == 0, "key tiles hold whole padded column groups");
 constexpr float kLog2e = 1.4426950408889634f;
 
 using Exec = Kokkos::DefaultHostExecutionSpace;
@@ -53,16 +54,20 @@ struct BackwardTiles {
     std::int64_t *q_pos, *k_pos;
   };
 
+  /// Floats between rows of the d-wide scratch tiles: d plus one 64-byte line, so rows are not
+  /// a power of two apart and a column strip of a tile spreads over all L1 sets.
+  static int row_pitch(int d) { return d + 16; }
+
   static Scratch carve(ScratchCarver& c, int d) {
     Scratch s;
-    s.k_rows = c.take<float>(std::size_t(kTileCols) * d);
+    s.k_rows = c.take<float>(std::size_t(kTileCols) * row_pitch(d));
     s.kt = c.take<float>(std::size_t(kTileCols) * d);
     s.vt = c.take<float>(std::size_t(kTileCols) * d);
-    s.dk = c.take<float>(std::size_t(kTileCols) * d);
-    s.dv = c.take<float>(std::size_t(kTileCols) * d);
-    s.q = c.take<float>(std::size_t(kTileRows) * d);
-    s.dout = c.take<float>(std::size_t(kTileRows) * d);
-    s.dq = c.take<float>(std::size_t(kTileRows) * d);
+    s.dk = c.take<float>(std::size_t(kTileCols) * row_pitch(d));
+    s.dv = c.take<float>(std::size_t(kTileCols) * row_pitch(d));
+    s.q = c.take<float>(std::size_t(kTileRows) * row_pitch(d));
+    s.dout = c.take<float>(std::size_t(kTileRows) * row_pitch(d));
+    s.dq = c.take<float>(std::size_t(kTileRows) * row_pitch(d));
     s.p = c.take<float>(std::size_t(kTileRows) * kTileCols);
     s.ds = c.take<float>(std::size_t(kTileRows) * kTileCols);
     s.lse2 = c.take<float>(kTileRows);
@@ -85,6 +90,7 @@ struct BackwardTiles {
   }
 
   void key_tile(const Scratch& s, int b, int hk, int kt) const {
+    const int ld = row_pitch(d);
     const std::int64_t c0 = std::int64_t(kt) * kTileCols;
     const int cols = int(std::min<std::int64_t>(kTileCols, p.seq_k - c0));
     // A key tile no query sees adds nothing: neither its K/V rows nor its dK/dV rows are touched
@@ -92,7 +98,7 @@ struct BackwardTiles {
     if (classify_tile(p.rule(), p.q_pos, 0, p.seq_q, p.k_pos, c0, c0 + cols) == TileVisibility::hidden) return;
     const int cols_padded = round_up(cols, kColPadding);
     for (int j = 0; j < cols_padded; ++j) {
-      float* krow = s.k_rows + j * d;
+      float* krow = s.k_rows + j * ld;
       float* vrow = s.dv;  // staging for V's row before it is transposed (dv is zeroed below)
       if (j < cols) {
         s.k_pos[j] = p.k_pos(c0 + j);
@@ -107,21 +113,51 @@ struct BackwardTiles {
         s.vt[x * kTileCols + j] = vrow[x];
       }
     }
-    for (int i = 0; i < cols_padded * d; ++i) {
+    for (int i = 0; i < cols_padded * ld; ++i) {
       s.dk[i] = 0.0f;
       s.dv[i] = 0.0f;
     }
     for (int g = 0; g < group; ++g) {
       const int h = hk * group + g;
-      for (int qt = 0; qt < n_qtiles; ++qt) query_tile(s, b, h, qt, c0, cols, cols_padded);
+      for (int qt = 0; qt < n_qtiles; ++qt) {
+        // The query tile after this one, for prefetching: the next of this head, else the first of the next head.
+        const bool last_of_head = qt + 1 == n_qtiles;
+        const int next_h = last_of_head ? (g + 1 < group ? h + 1 : -1) : h;
+        query_tile(s, b, h, qt, c0, cols, cols_padded, next_h, last_of_head ? 0 : qt + 1);
+      }
     }
     for (int j = 0; j < cols; ++j) {
-      add_row(s.dk + j * d, &dk(b, c0 + j, hk, 0), d);
-      add_row(s.dv + j * d, &dv(b, c0 + j, hk, 0), d);
+      add_row(s.dk + j * ld, &dk(b, c0 + j, hk, 0), d);
+      add_row(s.dv + j * ld, &dv(b, c0 + j, hk, 0), d);
     }
   }
 
-  void query_tile(const Scratch& s, int b, int h, int qt, std::int64_t c0, int cols, int cols_padded) const {
+  /// Q, dO and dQ rows of the query tile (b, h, qt), towards L2 (row_copy.hpp); nothing for h < 0.
+  struct QueryRowPrefetch {
+    RowPrefetcher q, dout, dq;
+    void step() {
+      q.step();
+      dout.step();
+      dq.step();
+    }
+    void finish() {
+      while (q.remaining() > 0 || dout.remaining() > 0 || dq.remaining() > 0) step();
+    }
+  };
+  QueryRowPrefetch prefetcher(int b, int h, int qt) const {
+    QueryRowPrefetch pf;
+    if (h < 0) return pf;
+    const std::int64_t r0 = std::int64_t(qt) * kTileRows;
+    const int rows = int(std::min<std::int64_t>(kTileRows, p.seq_q - r0));
+    pf.q = RowPrefetcher(&q(b, r0, h, 0), std::ptrdiff_t(q.stride_1() * sizeof(T)), rows, d * sizeof(T));
+    pf.dout = RowPrefetcher(&dout(b, r0, h, 0), std::ptrdiff_t(dout.stride_1() * sizeof(T)), rows, d * sizeof(T));
+    pf.dq = RowPrefetcher(&dq(b, r0, h, 0), std::ptrdiff_t(dq.stride_1() * sizeof(float)), rows, d * sizeof(float));
+    return pf;
+  }
+
+  void query_tile(const Scratch& s, int b, int h, int qt, std::int64_t c0, int cols, int cols_padded, int next_h,
+                  int next_qt) const {
+    const int ld = row_pitch(d);
     const std::int64_t r0 = std::int64_t(qt) * kTileRows;
     const int rows = int(std::min<std::int64_t>(kTileRows, p.seq_q - r0));
     const TileVisibility vis = classify_tile(p.rule(), p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
@@ -133,11 +169,11 @@ struct BackwardTiles {
     for (int i = 0; i < rows_padded; ++i) {
       const bool real = i < rows;
       if (real) {
-        load_row(&q(b, r0 + i, h, 0), s.q + i * d, d);
-        load_row(&dout(b, r0 + i, h, 0), s.dout + i * d, d);
+        load_row(&q(b, r0 + i, h, 0), s.q + i * ld, d);
+        load_row(&dout(b, r0 + i, h, 0), s.dout + i * ld, d);
       } else {
-        zero_row(s.q + i * d, d);
-        zero_row(s.dout + i * d, d);
+        zero_row(s.q + i * ld, d);
+        zero_row(s.dout + i * ld, d);
       }
       // A padded row (or a row that sees nothing anywhere, lse = -inf) gets P = 0.
       const float l = real ? lse(b, h, r0 + i) : -inf;
@@ -146,26 +182,31 @@ struct BackwardTiles {
       if (real) s.q_pos[i] = p.q_pos(r0 + i);
     }
 
-    gemm(rows_padded, cols_padded, d, MatrixA{s.q, d, 1}, s.kt, kTileCols, s.p, kTileCols, false);
-    gemm(rows_padded, cols_padded, d, MatrixA{s.dout, d, 1}, s.vt, kTileCols, s.ds, kTileCols, false);
+    gemm(rows_padded, cols_padded, d, MatrixA{s.q, ld, 1}, s.kt, kTileCols, s.p, kTileCols, false);
+    gemm(rows_padded, cols_padded, d, MatrixA{s.dout, ld, 1}, s.vt, kTileCols, s.ds, kTileCols, false);
 
     // P = exp(scale S - lse), dS = scale * P (dP - D): scale is folded in here so dQ and dK
     // come out of their products already scaled.
+    // Meanwhile the next query tile's rows are asked for, a line of each tensor per vector.
+    using V = simd::wide;
+    QueryRowPrefetch next = prefetcher(b, next_h, next_qt);
     const float scale = p.scale();
-    const simd::f8 vc = simd::broadcast(scale * kLog2e);
-    const simd::f8 vscale = simd::broadcast(scale);
+    const V vc = simd::splat<V>(scale * kLog2e);
+    const V vscale = simd::splat<V>(scale);
     for (int i = 0; i < rows_padded; ++i) {
       float* prow = s.p + i * kTileCols;
       float* dsrow = s.ds + i * kTileCols;
-      const simd::f8 vl = simd::broadcast(s.lse2[i]);
-      const simd::f8 vd = simd::broadcast(s.delta[i]);
-      for (int j = 0; j < cols_padded; j += simd::kLanes) {
-        const simd::f8 pj = simd::exp2(simd::load(prow + j) * vc - vl);
-        simd::store(prow + j, pj);
-        simd::store(dsrow + j, pj * (simd::load(dsrow + j) - vd) * vscale);
+      const V vl = simd::splat<V>(s.lse2[i]);
+      const V vd = simd::splat<V>(s.delta[i]);
+      for (int j = 0; j < cols_padded; j += simd::kWideLanes) {
+        const V pj = simd::exp2(simd::load_as<V>(prow + j) * vc - vl);
+        simd::store_as(prow + j, pj);
+        simd::store_as(dsrow + j, pj * (simd::load_as<V>(dsrow + j) - vd) * vscale);
+        next.step();
       }
       for (int j = cols; j < cols_padded; ++j) prow[j] = dsrow[j] = 0.0f;
     }
+    next.finish();
     if (vis == TileVisibility::partial && rule.documents()) {
       DocumentIds<kTileRows, kTileCols> docs(rule, s.q_pos, rows, s.k_pos, cols);
       for (int i = 0; i < rows; ++i)
@@ -178,13 +219,13 @@ struct BackwardTiles {
           if (!rule.visible(s.q_pos[i], s.k_pos[j])) s.p[i * kTileCols + j] = s.ds[i * kTileCols + j] = 0.0f;
     }
 
-    gemm(cols_padded, d, rows_padded, MatrixA{s.p, 1, kTileCols}, s.dout, d, s.dv, d, true);
-    gemm(cols_padded, d, rows_padded, MatrixA{s.ds, 1, kTileCols}, s.q, d, s.dk, d, true);
-    gemm(rows_padded, d, cols_padded, MatrixA{s.ds, kTileCols, 1}, s.k_rows, d, s.dq, d, false);
+    gemm(cols_padded, d, rows_padded, MatrixA{s.p, 1, kTileCols}, s.dout, ld, s.dv, ld, true);
+    gemm(cols_padded, d, rows_padded, MatrixA{s.ds, 1, kTileCols}, s.q, ld, s.dk, ld, true);
+    gemm(rows_padded, d, cols_padded, MatrixA{s.ds, kTileCols, 1}, s.k_rows, ld, s.dq, ld, false);
 
     for (int i = 0; i < rows; ++i) {
       float* dst = &dq(b, r0 + i, h, 0);
-      const float* src = s.dq + i * d;
+      const float* src = s.dq + i * ld;
       if (atomic_dq) {
         for (int x = 0; x < d; ++x) Kokkos::atomic_add(dst + x, src[x]);
       } else {

@@ -50,13 +50,17 @@ struct ForwardTiles {
     std::int64_t *q_pos, *k_pos;
   };
 
+  /// Floats between rows of the d-wide scratch tiles: d plus one 64-byte line, so rows are not
+  /// a power of two apart and a column strip of a tile spreads over all L1 sets.
+  static int row_pitch(int d) { return d + 16; }
+
   static Scratch carve(ScratchCarver& c, int d) {
     Scratch s;
     s.qt = c.take<float>(std::size_t(kTileRows) * d);
-    s.k = c.take<float>(std::size_t(kTileCols) * d);
-    s.v = c.take<float>(std::size_t(kTileCols) * d);
+    s.k = c.take<float>(std::size_t(kTileCols) * row_pitch(d));
+    s.v = c.take<float>(std::size_t(kTileCols) * row_pitch(d));
     s.st = c.take<float>(std::size_t(kTileRows) * kTileCols);
-    s.o = c.take<float>(std::size_t(kTileRows) * d);
+    s.o = c.take<float>(std::size_t(kTileRows) * row_pitch(d));
     s.m = c.take<float>(kTileRows);
     s.l = c.take<float>(kTileRows);
     s.q_pos = c.take<std::int64_t>(kTileRows);
@@ -77,6 +81,7 @@ struct ForwardTiles {
     const int rows_padded = round_up(rows, kRowPadding);
     const float ninf = -std::numeric_limits<float>::infinity();
     Scratch s = carve_team_scratch<ForwardTiles>(team, d);
+    const int ld = row_pitch(d);
     const MaskRule rule = p.rule();
 
     // Q^T in the log2 domain: S = (scale * log2 e) Q K^T feeds exp2 directly.
@@ -91,7 +96,7 @@ struct ForwardTiles {
       }
       for (int x = 0; x < d; ++x) s.qt[x * kTileRows + i] = row[x];
     }
-    for (int i = 0; i < rows_padded * d; ++i) s.o[i] = 0.0f;
+    for (int i = 0; i < rows_padded * ld; ++i) s.o[i] = 0.0f;
     for (int i = 0; i < rows_padded; ++i) {
       s.m[i] = ninf;
       s.l[i] = 0.0f;
@@ -110,11 +115,11 @@ struct ForwardTiles {
       // 4 KiB / 8, which maps a 16-column strip of V onto a few L1 sets and thrashes them.
       for (int j = 0; j < cols_padded; ++j) {
         if (j < cols) {
-          load_row(&k(b, c0 + j, hk, 0), s.k + j * d, d);
-          load_row(&v(b, c0 + j, hk, 0), s.v + j * d, d);
+          load_row(&k(b, c0 + j, hk, 0), s.k + j * ld, d);
+          load_row(&v(b, c0 + j, hk, 0), s.v + j * ld, d);
         } else {
-          zero_row(s.k + j * d, d);
-          zero_row(s.v + j * d, d);
+          zero_row(s.k + j * ld, d);
+          zero_row(s.v + j * ld, d);
         }
       }
       // The next key tile's rows are fetched while this one is worked on (row_copy.hpp).
@@ -127,7 +132,7 @@ struct ForwardTiles {
       }
       const float* k_rows = s.k;
       const float* v_rows = s.v;
-      const std::ptrdiff_t ld_kv = d;
+      const std::ptrdiff_t ld_kv = ld;
 
       gemm(cols_padded, rows_padded, d, MatrixA{k_rows, ld_kv, 1}, s.qt, kTileRows, s.st, kTileRows, false);
 
@@ -153,14 +158,14 @@ struct ForwardTiles {
         next_v.step();
       }
 
-      gemm(rows_padded, d, cols_padded, MatrixA{s.st, 1, kTileRows}, v_rows, ld_kv, s.o, d, true);
+      gemm(rows_padded, d, cols_padded, MatrixA{s.st, 1, kTileRows}, v_rows, ld_kv, s.o, ld, true);
     }
 
     for (int i = 0; i < rows; ++i) {
       const bool seen = s.l[i] > 0.0f;
       const float inv = seen ? 1.0f / s.l[i] : 0.0f;
       TOut* dst = &out(b, r0 + i, h, 0);
-      for (int x = 0; x < d; ++x) from_float(s.o[i * d + x] * inv, dst[x]);
+      for (int x = 0; x < d; ++x) from_float(s.o[i * ld + x] * inv, dst[x]);
       lse(b, h, r0 + i) = seen ? (s.m[i] + std::log2(s.l[i])) * kLn2 : ninf;
     }
   }
@@ -172,6 +177,7 @@ struct ForwardTiles {
                       RowPrefetcher& next_v) const {
     using V = simd::wide;
     constexpr int L = simd::kWideLanes;
+    const int ld = row_pitch(d);
     const V vninf = simd::splat<V>(-std::numeric_limits<float>::infinity());
     for (int i0 = 0; i0 < rows_padded; i0 += L) {
       V vmax = vninf;
@@ -196,7 +202,7 @@ struct ForwardTiles {
       simd::store_as(s.m + i0, m_new);
       for (int lane = 0; lane < L; ++lane) {
         if (alpha[lane] == 1.0f) continue;
-        float* o = s.o + (i0 + lane) * d;
+        float* o = s.o + (i0 + lane) * ld;
         const simd::f8 va = simd::broadcast(alpha[lane]);
         for (int x = 0; x < d; x += simd::kLanes) simd::store(o + x, simd::load(o + x) * va);
       }
