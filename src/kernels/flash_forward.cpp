@@ -4,8 +4,10 @@
 // the key tiles stream past (online softmax, docs/architecture.md §3).
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/flash_attention.hpp"
+#include "kernels/flash_forward_amx.hpp"
 #include "kernels/league_chunks.hpp"
 #include "kernels/micro_gemm.hpp"
 #include "kernels/row_copy.hpp"
@@ -221,6 +223,10 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
   check_tensor(v, "v", p.batch, p.seq_k, p.kv_heads, p.head_dim);
   check_tensor(out, "out", p.batch, p.seq_q, p.heads, p.head_dim);
   check_tensor(lse, "lse", p.batch, p.heads, p.seq_q);
+
+  if constexpr (std::is_same<T, bf16_t>::value) {
+    if (flash_forward_amx<TOut>(p, q, k, v, out, lse, progress)) return;
+  }
 
   ForwardTiles<T, TOut> f;
   f.p = p;
