@@ -76,15 +76,21 @@ void configure_tiles() {
   _tile_loadconfig(&config);
 }
 
+/// Lane 0 of a tree reduction of the 16 lanes (four shuffles; per-row loops of 16 dependent
+/// scalar steps cost more than the row's exponentials).
+template <class Op>
+float reduce16(V v, Op op) {
+  v = op(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+  v = op(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
+  v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
+  v = op(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
+  return v[0];
+}
 float reduce_max(V v) {
-  float m = v[0];
-  for (int i = 1; i < 16; ++i) m = v[i] > m ? v[i] : m;
-  return m;
+  return reduce16(v, [](V a, V b) { return simd::max(a, b); });
 }
 float reduce_add(V v) {
-  float s = 0.0f;
-  for (int i = 0; i < 16; ++i) s += v[i];
-  return s;
+  return reduce16(v, [](V a, V b) { return a + b; });
 }
 
 /// x as hi + lo, two bf16 values (each rounded to nearest even) that together carry 16
@@ -298,37 +304,45 @@ struct AmxForwardTiles {
   }
 
   /// Row-wise online softmax: P = exp2(c S - m) split into bf16 hi + lo, l and m updated, O rows
-  /// whose max moved rescaled.
+  /// whose max moved rescaled. Rows go in groups of 16 so that the per-row scalars (max, sum,
+  /// the rescale factor) are one vector per group: per row they cost more than the exponentials.
   void softmax_rows(const Scratch& s, int rows_padded, int cols_padded, V c) const {
     const int ld = row_pitch(d);
     const int vectors = cols_padded / 16;
-    for (int i = 0; i < rows_padded; ++i) {
-      const float* srow = s.s + std::size_t(i) * kCols;
-      std::uint16_t* prow = s.pb + std::size_t(i) * kCols;
-      std::uint16_t* plow = s.pl + std::size_t(i) * kCols;
-      V x[kCols / 16];
-      V vmax = simd::splat<V>(-std::numeric_limits<float>::infinity());
-      for (int t = 0; t < vectors; ++t) {
-        x[t] = simd::load_as<V>(srow + 16 * t) * c;
-        vmax = simd::max(vmax, x[t]);
+    const float ninf = -std::numeric_limits<float>::infinity();
+    for (int i0 = 0; i0 < rows_padded; i0 += 16) {
+      alignas(64) float row_max[16];
+      for (int r = 0; r < 16; ++r) {
+        const float* srow = s.s + std::size_t(i0 + r) * kCols;
+        V vmax = simd::splat<V>(ninf);
+        for (int t = 0; t < vectors; ++t) vmax = simd::max(vmax, simd::load_as<V>(srow + 16 * t) * c);
+        row_max[r] = reduce_max(vmax);
       }
-      const float m_old = s.m[i];
-      const float m_new = std::max(m_old, reduce_max(vmax));
+      const V m_old = simd::load_as<V>(s.m + i0);
+      const V m_new = simd::max(m_old, simd::load_as<V>(row_max));
       // A row that has seen nothing yet keeps m = -inf; subtracting 0 keeps exp2(-inf) = 0.
-      const float m_sub = m_new < -3.0e38f ? 0.0f : m_new;
-      const V vsub = simd::splat<V>(m_sub);
-      V vsum = simd::splat<V>(0.0f);
-      for (int t = 0; t < vectors; ++t) {
-        const V pt = simd::exp2(x[t] - vsub);
-        split_bf16(pt, prow + 16 * t, plow + 16 * t);
-        vsum = vsum + pt;
+      const V m_sub = m_new < simd::splat<V>(-3.0e38f) ? simd::splat<V>(0.0f) : m_new;
+      const V alpha = simd::exp2(m_old - m_sub);
+      alignas(64) float row_sum[16];
+      for (int r = 0; r < 16; ++r) {
+        const float* srow = s.s + std::size_t(i0 + r) * kCols;
+        std::uint16_t* prow = s.pb + std::size_t(i0 + r) * kCols;
+        std::uint16_t* plow = s.pl + std::size_t(i0 + r) * kCols;
+        const V vsub = simd::splat<V>(m_sub[r]);
+        V vsum = simd::splat<V>(0.0f);
+        for (int t = 0; t < vectors; ++t) {
+          const V pt = simd::exp2(simd::load_as<V>(srow + 16 * t) * c - vsub);
+          split_bf16(pt, prow + 16 * t, plow + 16 * t);
+          vsum = vsum + pt;
+        }
+        row_sum[r] = reduce_add(vsum);
       }
-      const float alpha = std::exp2(m_old - m_sub);
-      s.l[i] = s.l[i] * alpha + reduce_add(vsum);
-      s.m[i] = m_new;
-      if (alpha != 1.0f) {
-        float* o = s.o + std::size_t(i) * ld;
-        const V va = simd::splat<V>(alpha);
+      simd::store_as(s.l + i0, simd::fma(simd::load_as<V>(s.l + i0), alpha, simd::load_as<V>(row_sum)));
+      simd::store_as(s.m + i0, m_new);
+      for (int r = 0; r < 16; ++r) {
+        if (alpha[r] == 1.0f) continue;
+        float* o = s.o + std::size_t(i0 + r) * ld;
+        const V va = simd::splat<V>(alpha[r]);
         for (int t = 0; t < d; t += 16) simd::store_as(o + t, simd::load_as<V>(o + t) * va);
       }
     }
