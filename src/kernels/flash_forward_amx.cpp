@@ -96,19 +96,14 @@ float reduce_add(V v) {
 /// x as hi + lo, two bf16 values (each rounded to nearest even) that together carry 16
 /// significant bits: |x - hi - lo| <= 2^-17 |x|, as close as fp32 sums need.
 void split_bf16(V x, std::uint16_t* hi, std::uint16_t* lo) {
-  typedef std::uint16_t u16x16 __attribute__((vector_size(32)));
-  typedef std::uint32_t u32x16 __attribute__((vector_size(64)));
   __m512 xs;
   std::memcpy(&xs, &x, sizeof xs);
   const __m256bh h = _mm512_cvtneps_pbh(xs);
-  u16x16 hbits;
+  __m256i hbits;
   std::memcpy(&hbits, &h, sizeof hbits);
-  const u32x16 widened = __builtin_convertvector(hbits, u32x16) << 16;
-  V hf;
-  std::memcpy(&hf, &widened, sizeof hf);
-  const V rest = x - hf;
-  std::memcpy(&xs, &rest, sizeof xs);
-  const __m256bh l = _mm512_cvtneps_pbh(xs);
+  // The masked forms: the unmasked ones start from an "undefined" vector GCC 12 warns about.
+  const __m512i widened = _mm512_maskz_slli_epi32(0xffff, _mm512_maskz_cvtepu16_epi32(0xffff, hbits), 16);
+  const __m256bh l = _mm512_cvtneps_pbh(_mm512_sub_ps(xs, _mm512_castsi512_ps(widened)));
   std::memcpy(hi, &h, sizeof h);
   std::memcpy(lo, &l, sizeof l);
 }

@@ -86,11 +86,18 @@ inline V load_as(const float* p) {
   return v;
 }
 template <class V>
-inline V splat(float x) {
-  V v;
-  for (int i = 0; i < int(sizeof(V) / sizeof(float)); ++i) v[i] = x;  // one vbroadcastss at -O2
-  return v;
+inline V splat(float x);
+// Brace lists: a lane-by-lane loop compiles to one masked broadcast per lane.
+template <>
+inline f8 splat<f8>(float x) {
+  return f8{x, x, x, x, x, x, x, x};
 }
+#if defined(__AVX512F__)
+template <>
+inline f16 splat<f16>(float x) {
+  return f16{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
+}
+#endif
 template <class V>
 inline void store_as(float* p, V v) {
   __builtin_memcpy(p, &v, sizeof v);
