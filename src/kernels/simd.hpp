@@ -9,6 +9,9 @@
 #include <Kokkos_Core.hpp>
 #include <cmath>
 #include <cstdint>
+#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__CUDACC__)
+#include <immintrin.h>
+#endif
 
 // A build may force the portable lanes with -DRFA_NATIVE_VECTORS=0; the test suite does, to
 // check on the host the code path device compilers get.
@@ -151,30 +154,58 @@ KOKKOS_INLINE_FUNCTION void store_as(float* p, V v) {
 }
 #endif
 
-/// 2^x for x <= 127 with relative error below 3e-9 for x >= -126, and exactly 0 below -126
-/// (so -inf, a masked score, gives 0). Range reduction x = n + f, |f| <= 1/2, then a
-/// degree-6 minimax polynomial for 2^f.
-/// The same for f8 and, where the build has it, the wide type.
+/// 2^f for |f| <= 1/2: a degree-6 minimax polynomial, relative error below 3e-9.
 template <class V>
-KOKKOS_INLINE_FUNCTION V exp2(V x) {
-  const V clamped = max(x, splat<V>(-126.0f));
-  const V magic = splat<V>(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
-  const V n = (clamped + magic) - magic;
-  const V f = clamped - n;
+KOKKOS_INLINE_FUNCTION V exp2_reduced(V f) {
   V p = splat<V>(1.5469732170458883e-4f);
   p = fma(p, f, splat<V>(1.3400432653725147e-3f));
   p = fma(p, f, splat<V>(9.618025273084640e-3f));
   p = fma(p, f, splat<V>(5.550327152013779e-2f));
   p = fma(p, f, splat<V>(2.4022650718688965e-1f));
   p = fma(p, f, splat<V>(6.931471824645996e-1f));
-  p = fma(p, f, splat<V>(1.0f));
-  const V r = p * pow2_int(n);
+  return fma(p, f, splat<V>(1.0f));
+}
+
+/// 2^x for x <= 127 with relative error below 3e-9 for x >= -126, and exactly 0 below -126
+/// (so -inf, a masked score, gives 0). Range reduction x = n + f, |f| <= 1/2, then
+/// exp2_reduced. The same for f8 and, where the build has it, the wide type.
+template <class V>
+KOKKOS_INLINE_FUNCTION V exp2(V x) {
+  const V clamped = max(x, splat<V>(-126.0f));
+  const V magic = splat<V>(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+  const V n = (clamped + magic) - magic;
+  const V r = exp2_reduced(clamped - n) * pow2_int(n);
 #if RFA_NATIVE_VECTORS
   return x < splat<V>(-126.0f) ? splat<V>(0.0f) : r;
 #else
   return select_less(x, -126.0f, splat<V>(0.0f), r);
 #endif
 }
+
+#if RFA_NATIVE_VECTORS && defined(__AVX512F__)
+/// The same function on 16 lanes in ten instructions instead of sixteen: AVX-512 rounds to an
+/// integer (vrndscaleps) and scales by 2^n (vscalefps, zeroing the lanes below -126) directly.
+/// Lanes below -126 (-inf included) compute garbage that the zeroing mask discards.
+inline f16 exp2(f16 x) {
+  __m512 xs;
+  __builtin_memcpy(&xs, &x, sizeof xs);
+  // The masked forms: the unmasked ones start from an "undefined" vector GCC 12 warns about.
+  const __m512 n = _mm512_maskz_roundscale_ps(0xffff, xs, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const f16 fn = [&] {
+    f16 v;
+    __builtin_memcpy(&v, &n, sizeof v);
+    return v;
+  }();
+  const f16 p = exp2_reduced(x - fn);
+  __m512 ps;
+  __builtin_memcpy(&ps, &p, sizeof ps);
+  const __mmask16 in_range = _mm512_cmp_ps_mask(xs, _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
+  const __m512 r = _mm512_maskz_scalef_ps(in_range, ps, n);
+  f16 out;
+  __builtin_memcpy(&out, &r, sizeof out);
+  return out;
+}
+#endif
 
 }  // namespace simd
 }  // namespace rfa
