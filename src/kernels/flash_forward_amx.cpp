@@ -2,10 +2,12 @@
 // Forward flash attention for bf16 on AMX tiles. The tile unit multiplies 16 x 32 bf16 by
 // 32 x 16 bf16 into 16 x 16 fp32 (tdpbf16ps) at several times the fp32 FMA rate, with the same
 // exact bf16 products and fp32 sums the portable kernel gets by widening. P is fp32 and the
-// tiles take bf16, so P enters P V as two bf16 terms, hi + lo (16 significant bits): rounding P
-// to bf16 alone, as GPU kernels do, would put ~1e-3 relative error into the fp32 partials the
-// ring merges, where the contract is fp32 accuracy (DESIGN.md §7); the second term costs one
-// more tile product per P tile.
+// tiles take bf16. For fp32 partials (what the ring merges) P enters P V as two bf16 terms,
+// hi + lo (16 significant bits): rounding P to bf16 alone, as GPU kernels do, would put ~1e-3
+// relative error into them, where the contract is fp32 accuracy (DESIGN.md §7); the second
+// term costs one more tile product per P tile (about 15% of the kernel). A bf16 output takes
+// P rounded once: its own rounding to bf16 is the larger error. Row sums, and so lse, are
+// always those of the unrounded P.
 //
 // Layout per team (one query tile of one head): scores S = Q K^T are query-major, so Q rows
 // are the A operand as they are, K^T goes to B in the tiles' pair-interleaved (VNNI) form (a
@@ -15,6 +17,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #if RFA_HOST_AMX
 #include <immintrin.h>
@@ -95,6 +98,14 @@ float reduce_add(V v) {
 
 /// x as hi + lo, two bf16 values (each rounded to nearest even) that together carry 16
 /// significant bits: |x - hi - lo| <= 2^-17 |x|, as close as fp32 sums need.
+/// x rounded to bf16 (nearest even) at hi.
+void round_bf16(V x, std::uint16_t* hi) {
+  __m512 xs;
+  std::memcpy(&xs, &x, sizeof xs);
+  const __m256bh h = _mm512_cvtneps_pbh(xs);
+  std::memcpy(hi, &h, sizeof h);
+}
+
 void split_bf16(V x, std::uint16_t* hi, std::uint16_t* lo) {
   __m512 xs;
   std::memcpy(&xs, &x, sizeof xs);
@@ -157,6 +168,11 @@ struct PackKeyTiles {
 
 template <class TOut>
 struct AmxForwardTiles {
+  // fp32 partials (the ring's) keep fp32 accuracy: P enters P V as hi + lo. A bf16 output is
+  // rounded to 8 bits in the end, a larger error than that of P in bf16 alone (averaged over
+  // the keys), so there P V is one product per tile, as in GPU kernels.
+  static constexpr bool kSplitP = std::is_same<TOut, float>::value;
+
   AttentionParams p;
   Tensor4<const bf16_t> q, k, v;
   Tensor4<TOut> out;
@@ -327,7 +343,10 @@ struct AmxForwardTiles {
         V vsum = simd::splat<V>(0.0f);
         for (int t = 0; t < vectors; ++t) {
           const V pt = simd::exp2(simd::load_as<V>(srow + 16 * t) * c - vsub);
-          split_bf16(pt, prow + 16 * t, plow + 16 * t);
+          if (kSplitP)
+            split_bf16(pt, prow + 16 * t, plow + 16 * t);
+          else
+            round_bf16(pt, prow + 16 * t);
           vsum = vsum + pt;
         }
         row_sum[r] = reduce_add(vsum);
@@ -367,12 +386,14 @@ struct AmxForwardTiles {
           _tile_dpbf16ps(1, 4, 7);
           _tile_dpbf16ps(2, 5, 6);
           _tile_dpbf16ps(3, 5, 7);
-          _tile_loadd(4, s.pl + std::size_t(i) * kCols + j, p_stride);
-          _tile_loadd(5, s.pl + std::size_t(i + kBlock) * kCols + j, p_stride);
-          _tile_dpbf16ps(0, 4, 6);
-          _tile_dpbf16ps(1, 4, 7);
-          _tile_dpbf16ps(2, 5, 6);
-          _tile_dpbf16ps(3, 5, 7);
+          if (kSplitP) {
+            _tile_loadd(4, s.pl + std::size_t(i) * kCols + j, p_stride);
+            _tile_loadd(5, s.pl + std::size_t(i + kBlock) * kCols + j, p_stride);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+          }
         }
         _tile_stored(0, o, o_stride);
         _tile_stored(1, o + kBlock, o_stride);
