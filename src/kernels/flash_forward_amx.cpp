@@ -20,13 +20,10 @@
 #include <type_traits>
 
 #if RFA_HOST_AMX
-#include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <limits>
 
+#include "kernels/amx_tiles.hpp"
 #include "kernels/league_chunks.hpp"
 #include "kernels/scratch_carver.hpp"
 #include "kernels/simd.hpp"
@@ -41,8 +38,8 @@ namespace {
 
 constexpr int kRows = 192;   // query rows per tile (12 blocks of 16)
 constexpr int kCols = 128;   // keys per tile (8 blocks of 16; 4 chunks of 32 for P V)
-constexpr int kBlock = 16;   // rows and columns of a C tile
-constexpr int kChunk = 32;   // bf16 values along the reduction per A tile row
+using amx::kBlock;
+using amx::kChunk;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -50,34 +47,6 @@ using Exec = Kokkos::DefaultHostExecutionSpace;
 using Policy = Kokkos::TeamPolicy<Exec>;
 using Member = Policy::member_type;
 using V = simd::f16;
-
-/// Linux hands out the AMX register state (8 KiB per thread) only on request.
-bool tile_state_granted() {
-  static const bool granted = [] {
-    constexpr long kArchReqXcompPerm = 0x1023;
-    constexpr long kXfeatureXtiledata = 18;
-    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-  }();
-  return granted;
-}
-
-/// Every tile is 16 rows of 64 bytes: C 16 x 16 fp32, A 16 x 32 bf16, B 16 pairs x 16 columns.
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1;
-  std::uint8_t start_row = 0;
-  std::uint8_t reserved[14] = {};
-  std::uint16_t colsb[16] = {};
-  std::uint8_t rows[16] = {};
-};
-
-void configure_tiles() {
-  TileConfig config;
-  for (int t = 0; t < 8; ++t) {
-    config.colsb[t] = 64;
-    config.rows[t] = 16;
-  }
-  _tile_loadconfig(&config);
-}
 
 /// Lane 0 of a tree reduction of the 16 lanes (four shuffles; per-row loops of 16 dependent
 /// scalar steps cost more than the row's exponentials).
@@ -98,27 +67,6 @@ float reduce_add(V v) {
 
 /// x as hi + lo, two bf16 values (each rounded to nearest even) that together carry 16
 /// significant bits: |x - hi - lo| <= 2^-17 |x|, as close as fp32 sums need.
-/// x rounded to bf16 (nearest even) at hi.
-void round_bf16(V x, std::uint16_t* hi) {
-  __m512 xs;
-  std::memcpy(&xs, &x, sizeof xs);
-  const __m256bh h = _mm512_cvtneps_pbh(xs);
-  std::memcpy(hi, &h, sizeof h);
-}
-
-void split_bf16(V x, std::uint16_t* hi, std::uint16_t* lo) {
-  __m512 xs;
-  std::memcpy(&xs, &x, sizeof xs);
-  const __m256bh h = _mm512_cvtneps_pbh(xs);
-  __m256i hbits;
-  std::memcpy(&hbits, &h, sizeof hbits);
-  // The masked forms: the unmasked ones start from an "undefined" vector GCC 12 warns about.
-  const __m512i widened = _mm512_maskz_slli_epi32(0xffff, _mm512_maskz_cvtepu16_epi32(0xffff, hbits), 16);
-  const __m256bh l = _mm512_cvtneps_pbh(_mm512_sub_ps(xs, _mm512_castsi512_ps(widened)));
-  std::memcpy(hi, &h, sizeof h);
-  std::memcpy(lo, &l, sizeof l);
-}
-
 /// K and V of one (batch, kv head), tile by tile, in the forms the tiles read: K^T in pairs
 /// along d, kt[p][j] (32 bits) = K[j][2p .. 2p+1], and V with pairs of key rows interleaved,
 /// vp[j / 2][x][j % 2] = V[j][x]; kCols * d values per tile for each. Rows past the last key
@@ -224,7 +172,7 @@ struct AmxForwardTiles {
     const float ninf = -std::numeric_limits<float>::infinity();
     Scratch s = carve_team_scratch<AmxForwardTiles>(team, d);
     const MaskRule rule = p.rule();
-    configure_tiles();  // per team: the tile configuration belongs to the thread
+    amx::configure_tiles();  // per team: the tile configuration belongs to the thread
 
     for (int i = 0; i < rows_padded; ++i) {
       std::uint16_t* row = s.q + std::size_t(i) * d;
@@ -253,7 +201,9 @@ struct AmxForwardTiles {
 
       const std::uint16_t* k_tile = kt_packed + std::size_t(kt) * kCols * d;
       const std::uint16_t* v_tile = vp_packed + std::size_t(kt) * kCols * d;
-      scores(s, k_tile, rows_padded, cols_padded);
+      // S = Q K^T, then (after the softmax) O += P V, on the tiles.
+      amx::gemm(rows_padded, cols_padded, d, amx::RowsA{s.q, nullptr, std::size_t(d)},
+                amx::PairsB{k_tile, nullptr, std::size_t(2 * kCols)}, s.s, kCols, false);
       if (vis == TileVisibility::partial) {
         for (int j = 0; j < cols; ++j) s.k_pos[j] = p.k_pos(c0 + j);
         if (rule.documents()) {
@@ -270,7 +220,8 @@ struct AmxForwardTiles {
       for (int i = 0; i < rows_padded; ++i)
         for (int j = cols; j < cols_padded; ++j) s.s[i * kCols + j] = ninf;
       softmax_rows(s, rows_padded, cols_padded, c);
-      accumulate_pv(s, v_tile, rows_padded, cols_padded);
+      amx::gemm(rows_padded, d, cols_padded, amx::RowsA{s.pb, kSplitP ? s.pl : nullptr, std::size_t(kCols)},
+                amx::PairsB{v_tile, nullptr, std::size_t(2 * d)}, s.o, std::size_t(ld), true);
     }
     _tile_release();
 
@@ -280,37 +231,6 @@ struct AmxForwardTiles {
       TOut* dst = &out(b, r0 + i, h, 0);
       for (int x = 0; x < d; ++x) from_float(s.o[i * ld + x] * inv, dst[x]);
       lse(b, h, r0 + i) = seen ? (s.m[i] + std::log2(s.l[i])) * kLn2 : ninf;
-    }
-  }
-
-  /// S[0:rows][0:cols] = Q K^T, in 32 x 32 blocks (four C tiles, two A, two B).
-  void scores(const Scratch& s, const std::uint16_t* kt_tile, int rows_padded, int cols_padded) const {
-    const std::size_t q_stride = std::size_t(d) * 2;          // bytes
-    const std::size_t kt_stride = std::size_t(kCols) * 4;     // bytes per pair row
-    const std::size_t s_stride = std::size_t(kCols) * 4;
-    for (int i = 0; i < rows_padded; i += 2 * kBlock) {
-      for (int j = 0; j < cols_padded; j += 2 * kBlock) {
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-        for (int x = 0; x < d; x += kChunk) {
-          _tile_loadd(4, s.q + std::size_t(i) * d + x, q_stride);
-          _tile_loadd(5, s.q + std::size_t(i + kBlock) * d + x, q_stride);
-          const std::uint16_t* kt = kt_tile + (std::size_t(x / 2) * kCols + j) * 2;
-          _tile_loadd(6, kt, kt_stride);
-          _tile_loadd(7, kt + 2 * kBlock, kt_stride);
-          _tile_dpbf16ps(0, 4, 6);
-          _tile_dpbf16ps(1, 4, 7);
-          _tile_dpbf16ps(2, 5, 6);
-          _tile_dpbf16ps(3, 5, 7);
-        }
-        float* out = s.s + std::size_t(i) * kCols + j;
-        _tile_stored(0, out, s_stride);
-        _tile_stored(1, out + kBlock, s_stride);
-        _tile_stored(2, out + kBlock * kCols, s_stride);
-        _tile_stored(3, out + kBlock * kCols + kBlock, s_stride);
-      }
     }
   }
 
@@ -343,10 +263,14 @@ struct AmxForwardTiles {
         V vsum = simd::splat<V>(0.0f);
         for (int t = 0; t < vectors; ++t) {
           const V pt = simd::exp2(simd::load_as<V>(srow + 16 * t) * c - vsub);
-          if (kSplitP)
-            split_bf16(pt, prow + 16 * t, plow + 16 * t);
-          else
-            round_bf16(pt, prow + 16 * t);
+          if (kSplitP) {
+            __m256i hi, lo;
+            amx::split_bf16(pt, hi, lo);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(prow + 16 * t), hi);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(plow + 16 * t), lo);
+          } else {
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(prow + 16 * t), amx::round_bf16(pt));
+          }
           vsum = vsum + pt;
         }
         row_sum[r] = reduce_add(vsum);
@@ -362,55 +286,9 @@ struct AmxForwardTiles {
     }
   }
 
-  /// O[0:rows][0:d] += (P_hi + P_lo) V, in 32 x 32 blocks of O held in four C tiles across the
-  /// key chunks.
-  void accumulate_pv(const Scratch& s, const std::uint16_t* vp_tile, int rows_padded, int cols_padded) const {
-    const int ld = row_pitch(d);
-    const std::size_t o_stride = std::size_t(ld) * 4;
-    const std::size_t p_stride = std::size_t(kCols) * 2;
-    const std::size_t v_stride = std::size_t(d) * 4;  // bytes per pair of key rows
-    for (int i = 0; i < rows_padded; i += 2 * kBlock) {
-      for (int x = 0; x < d; x += 2 * kBlock) {
-        float* o = s.o + std::size_t(i) * ld + x;
-        _tile_loadd(0, o, o_stride);
-        _tile_loadd(1, o + kBlock, o_stride);
-        _tile_loadd(2, o + kBlock * ld, o_stride);
-        _tile_loadd(3, o + kBlock * ld + kBlock, o_stride);
-        for (int j = 0; j < cols_padded; j += kChunk) {
-          _tile_loadd(4, s.pb + std::size_t(i) * kCols + j, p_stride);
-          _tile_loadd(5, s.pb + std::size_t(i + kBlock) * kCols + j, p_stride);
-          const std::uint16_t* vp = vp_tile + (std::size_t(j / 2) * d + x) * 2;
-          _tile_loadd(6, vp, v_stride);
-          _tile_loadd(7, vp + 2 * kBlock, v_stride);
-          _tile_dpbf16ps(0, 4, 6);
-          _tile_dpbf16ps(1, 4, 7);
-          _tile_dpbf16ps(2, 5, 6);
-          _tile_dpbf16ps(3, 5, 7);
-          if (kSplitP) {
-            _tile_loadd(4, s.pl + std::size_t(i) * kCols + j, p_stride);
-            _tile_loadd(5, s.pl + std::size_t(i + kBlock) * kCols + j, p_stride);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
-          }
-        }
-        _tile_stored(0, o, o_stride);
-        _tile_stored(1, o + kBlock, o_stride);
-        _tile_stored(2, o + kBlock * ld, o_stride);
-        _tile_stored(3, o + kBlock * ld + kBlock, o_stride);
-      }
-    }
-  }
 };
 
 }  // namespace
-
-bool host_amx_bf16_enabled() {
-  const char* env = std::getenv("RFA_HOST_AMX");
-  if (env != nullptr && std::strcmp(env, "0") == 0) return false;
-  return tile_state_granted();
-}
 
 template <class TOut>
 bool flash_forward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
@@ -453,8 +331,6 @@ bool flash_forward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor
 }
 
 #else  // no AMX in this build
-
-bool host_amx_bf16_enabled() { return false; }
 
 template <class TOut>
 bool flash_forward_amx(const AttentionParams&, Tensor4<const bf16_t>, Tensor4<const bf16_t>, Tensor4<const bf16_t>,

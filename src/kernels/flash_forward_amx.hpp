@@ -4,23 +4,11 @@
 // hands bf16 work to it; everywhere else it reports "not taken" and the portable kernel runs.
 #pragma once
 
+#include "kernels/amx_tiles.hpp"
 #include "kernels/flash_attention.hpp"
-#include "kernels/simd.hpp"  // RFA_NATIVE_VECTORS
-
-#if RFA_NATIVE_VECTORS && defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__AVX512BF16__) && \
-    defined(__linux__)
-#define RFA_HOST_AMX 1
-#else
-#define RFA_HOST_AMX 0
-#endif
 
 namespace rfa {
 namespace kernels {
-
-/// Whether bf16 forward work would run on AMX tiles now: the build targets them, the kernel
-/// asked Linux for the tile state (once per process) and got it, and the environment does not
-/// say RFA_HOST_AMX=0 (read on every call, so a test can compare both kernels in one process).
-bool host_amx_bf16_enabled();
 
 /// Runs the forward on AMX tiles and returns true, or returns false without touching anything
 /// when the tiles are not to be used (host_amx_bf16_enabled() false, or head_dim not a multiple
