@@ -11,6 +11,7 @@
 #include "core/allocation.hpp"
 #include "kernels/contiguous_ops.hpp"
 #include "kernels/flash_attention.hpp"
+#include "kernels/flash_backward_amx.hpp"
 #include "kernels/league_chunks.hpp"
 #include "kernels/micro_gemm.hpp"
 #include "kernels/row_copy.hpp"
@@ -282,6 +283,10 @@ void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Ten
   check_tensor(dq, "dq", p.batch, p.seq_q, p.heads, p.head_dim);
   check_tensor(dk, "dk", p.batch, p.seq_k, p.kv_heads, p.head_dim);
   check_tensor(dv, "dv", p.batch, p.seq_k, p.kv_heads, p.head_dim);
+
+  if constexpr (std::is_same<T, bf16_t>::value) {
+    if (flash_backward_amx(p, q, k, v, dout, lse, delta, dq, dk, dv, progress)) return;
+  }
 
   BackwardTiles<T> f;
   f.p = p;

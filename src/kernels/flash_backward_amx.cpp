@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Backward flash attention for bf16 on AMX tiles, in the portable kernel's order (one team per
+// (batch, kv head, range of key tiles); dK and dV of its key tiles accumulate in scratch while
+// every query tile of the head's group streams past) with all five products on the tiles:
+//
+//   S  = Q K^T       A: Q rows            B: K^T in pairs along d      (packed per key tile)
+//   dP = dO V^T      A: dO rows           B: V^T in pairs along d      (packed per key tile)
+//   dV^T += dO^T P   A: dO^T              B: P in pairs of query rows  (from the softmax)
+//   dK^T += Q^T dS   A: Q^T               B: dS in pairs of query rows (from the softmax)
+//   dQ = dS K        A: dS rows           B: K in pairs of key rows    (packed per key tile)
+//
+// dK and dV are accumulated transposed so that P and dS are B operands, which the elementwise
+// pass writes in pair form at no cost; the transposes then fall on Q and dO, which are packed
+// once per call and head (with their plain rows) rather than once per key tile. P and dS are
+// fp32; they enter the products as bf16 hi + lo (kernels/amx_tiles.hpp), so dQ, dK and dV keep
+// the fp32 accuracy of the portable kernel (the products of bf16 inputs are exact either way).
+#include "kernels/flash_backward_amx.hpp"
+
+#if RFA_HOST_AMX
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kernels/league_chunks.hpp"
+#include "kernels/scratch_carver.hpp"
+#include "kernels/tile_visibility.hpp"
+#endif
+
+namespace rfa {
+namespace kernels {
+
+#if RFA_HOST_AMX
+namespace {
+
+constexpr int kRows = 128;  // query rows per tile
+constexpr int kCols = 128;  // keys per tile
+constexpr float kLog2e = 1.4426950408889634f;
+
+using Exec = Kokkos::DefaultHostExecutionSpace;
+using Policy = Kokkos::TeamPolicy<Exec>;
+using Member = Policy::member_type;
+using V = amx::f16;
+using Packed = Kokkos::View<std::uint16_t*, Kokkos::HostSpace>;
+
+/// Where the query side of (head g of the group, query tile t) lies in the packed workspace:
+/// Q rows [kRows][d], dO rows [kRows][d], Q^T [d][kRows], dO^T [d][kRows], all bf16, padded
+/// rows zero.
+struct QuerySide {
+  const std::uint16_t *q, *dout, *qt, *doutt;
+};
+inline QuerySide query_side(const std::uint16_t* base, int n_qtiles, int g, int t, int d) {
+  const std::size_t tile = std::size_t(kRows) * d;
+  const std::uint16_t* at = base + (std::size_t(g) * n_qtiles + t) * 4 * tile;
+  return {at, at + tile, at + 2 * tile, at + 3 * tile};
+}
+
+/// Packs the query side of one (b, kv head): every query tile of every head of its group.
+struct PackQuerySide {
+  Tensor4<const bf16_t> q, dout;
+  Packed packed;
+  int b = 0, hk = 0, d = 0, group = 1, n_qtiles = 0;
+  std::int64_t seq_q = 0;
+
+  void operator()(int item) const {
+    const int t = item % n_qtiles, g = item / n_qtiles;
+    const int h = hk * group + g;
+    const std::int64_t r0 = std::int64_t(t) * kRows;
+    const int rows = int(std::min<std::int64_t>(kRows, seq_q - r0));
+    std::uint16_t* at = packed.data() + (std::size_t(g) * n_qtiles + t) * 4 * std::size_t(kRows) * d;
+    std::uint16_t *qrows = at, *drows = at + std::size_t(kRows) * d;
+    std::uint16_t *qt = drows + std::size_t(kRows) * d, *dt = qt + std::size_t(kRows) * d;
+    for (int i = 0; i < kRows; ++i) {
+      if (i < rows) {
+        std::memcpy(qrows + std::size_t(i) * d, &q(b, r0 + i, h, 0), sizeof(std::uint16_t) * d);
+        std::memcpy(drows + std::size_t(i) * d, &dout(b, r0 + i, h, 0), sizeof(std::uint16_t) * d);
+      } else {
+        std::memset(qrows + std::size_t(i) * d, 0, sizeof(std::uint16_t) * d);
+        std::memset(drows + std::size_t(i) * d, 0, sizeof(std::uint16_t) * d);
+      }
+    }
+    for (int x = 0; x < d; ++x)
+      for (int i = 0; i < kRows; ++i) {
+        qt[std::size_t(x) * kRows + i] = qrows[std::size_t(i) * d + x];
+        dt[std::size_t(x) * kRows + i] = drows[std::size_t(i) * d + x];
+      }
+  }
+};
+
+struct AmxBackwardTiles {
+  AttentionParams p;
+  Tensor4<const bf16_t> k, v;
+  Tensor3<const float> lse, delta;
+  Tensor4<float> dq, dk, dv;
+  const std::uint16_t* query_packed = nullptr;  // PackQuerySide of (b, hk)
+  int b = 0, hk = 0;
+  int d = 0;
+  int group = 1;
+  int n_qtiles = 0;
+  int n_ktiles = 0;
+  int n_chunks = 1;
+  bool atomic_dq = false;
+  std::int64_t first_item = 0;
+  ProgressHook progress;
+
+  struct Scratch {
+    std::uint16_t *kt, *vt, *kp;        // K^T and V^T in pairs along d, K in pairs of key rows
+    float *dkt, *dvt;                   // [d][kCols] accumulators
+    float *s, *dp;                      // [kRows][kCols]
+    std::uint16_t *p_hi, *p_lo;         // P in pairs of query rows, [kRows / 2][kCols][2]
+    std::uint16_t *dsp_hi, *dsp_lo;     // dS likewise
+    std::uint16_t *ds_hi, *ds_lo;       // dS rows, [kRows][kCols]
+    float *dqt;                         // [kRows][d]: this pair's dQ
+    float *lse2, *dlt;
+    std::int64_t *q_pos, *k_pos;
+  };
+
+  static Scratch carve(ScratchCarver& c, int d) {
+    const std::size_t kd = std::size_t(kCols) * d, rc = std::size_t(kRows) * kCols;
+    Scratch s;
+    s.kt = c.take<std::uint16_t>(kd);
+    s.vt = c.take<std::uint16_t>(kd);
+    s.kp = c.take<std::uint16_t>(kd);
+    s.dkt = c.take<float>(kd);
+    s.dvt = c.take<float>(kd);
+    s.s = c.take<float>(rc);
+    s.dp = c.take<float>(rc);
+    s.p_hi = c.take<std::uint16_t>(rc);
+    s.p_lo = c.take<std::uint16_t>(rc);
+    s.dsp_hi = c.take<std::uint16_t>(rc);
+    s.dsp_lo = c.take<std::uint16_t>(rc);
+    s.ds_hi = c.take<std::uint16_t>(rc);
+    s.ds_lo = c.take<std::uint16_t>(rc);
+    s.dqt = c.take<float>(std::size_t(kRows) * d);
+    s.lse2 = c.take<float>(kRows);
+    s.dlt = c.take<float>(kRows);
+    s.q_pos = c.take<std::int64_t>(kRows);
+    s.k_pos = c.take<std::int64_t>(kCols);
+    return s;
+  }
+
+  void operator()(const Member& team) const {
+    const int chunk = int(first_item + team.league_rank());
+    const int kt_begin = int(std::int64_t(chunk) * n_ktiles / n_chunks);
+    const int kt_end = int(std::int64_t(chunk + 1) * n_ktiles / n_chunks);
+    Scratch s = carve_team_scratch<AmxBackwardTiles>(team, d);
+    amx::configure_tiles();
+    for (int kt = kt_begin; kt < kt_end; ++kt) key_tile(s, kt);
+    _tile_release();
+  }
+
+  void key_tile(const Scratch& s, int kt) const {
+    const std::int64_t c0 = std::int64_t(kt) * kCols;
+    const int cols = int(std::min<std::int64_t>(kCols, p.seq_k - c0));
+    if (classify_tile(p.rule(), p.q_pos, 0, p.seq_q, p.k_pos, c0, c0 + cols) == TileVisibility::hidden) return;
+    const int cols_padded = (cols + amx::kChunk - 1) / amx::kChunk * amx::kChunk;
+    std::uint32_t* kt32 = reinterpret_cast<std::uint32_t*>(s.kt);
+    std::uint32_t* vt32 = reinterpret_cast<std::uint32_t*>(s.vt);
+    const int pairs = d / 2;
+    for (int j = 0; j < kCols; ++j) {
+      const bool real = j < cols;
+      const std::uint16_t* krow = real ? reinterpret_cast<const std::uint16_t*>(&k(b, c0 + j, hk, 0)) : nullptr;
+      const std::uint16_t* vrow = real ? reinterpret_cast<const std::uint16_t*>(&v(b, c0 + j, hk, 0)) : nullptr;
+      if (real) s.k_pos[j] = p.k_pos(c0 + j);
+      for (int pp = 0; pp < pairs; ++pp) {
+        std::uint32_t kw = 0, vw = 0;
+        if (real) {
+          std::memcpy(&kw, krow + 2 * pp, sizeof kw);
+          std::memcpy(&vw, vrow + 2 * pp, sizeof vw);
+        }
+        kt32[std::size_t(pp) * kCols + j] = kw;
+        vt32[std::size_t(pp) * kCols + j] = vw;
+      }
+      std::uint16_t* kp = s.kp + std::size_t(j / 2) * 2 * d + (j % 2);
+      for (int x = 0; x < d; ++x) kp[2 * x] = real ? krow[x] : 0;
+    }
+    for (std::size_t i = 0; i < std::size_t(kCols) * d; ++i) s.dkt[i] = s.dvt[i] = 0.0f;
+
+    for (int g = 0; g < group; ++g)
+      for (int qt = 0; qt < n_qtiles; ++qt) query_tile(s, g, qt, c0, cols, cols_padded);
+
+    for (int j = 0; j < cols; ++j) {
+      float* dkrow = &dk(b, c0 + j, hk, 0);
+      float* dvrow = &dv(b, c0 + j, hk, 0);
+      for (int x = 0; x < d; ++x) {
+        dkrow[x] += s.dkt[std::size_t(x) * kCols + j];
+        dvrow[x] += s.dvt[std::size_t(x) * kCols + j];
+      }
+    }
+  }
+
+  void query_tile(const Scratch& s, int g, int qt, std::int64_t c0, int cols, int cols_padded) const {
+    const int h = hk * group + g;
+    const std::int64_t r0 = std::int64_t(qt) * kRows;
+    const int rows = int(std::min<std::int64_t>(kRows, p.seq_q - r0));
+    const MaskRule rule = p.rule();
+    const TileVisibility vis = classify_tile(rule, p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
+    if (vis == TileVisibility::hidden) return;
+    if (progress.poll) progress.poll(progress.context);
+    const int rows_padded = (rows + amx::kChunk - 1) / amx::kChunk * amx::kChunk;
+    const QuerySide side = query_side(query_packed, n_qtiles, g, qt, d);
+    const float inf = std::numeric_limits<float>::infinity();
+    for (int i = 0; i < rows_padded; ++i) {
+      const bool real = i < rows;
+      // A padded row (or one that sees nothing anywhere, lse = -inf) gets P = 0.
+      const float l = real ? lse(b, h, r0 + i) : -inf;
+      s.lse2[i] = l == -inf ? inf : l * kLog2e;
+      s.dlt[i] = real ? delta(b, h, r0 + i) : 0.0f;
+      if (real) s.q_pos[i] = p.q_pos(r0 + i);
+    }
+
+    const std::size_t dd = std::size_t(d);
+    amx::gemm(rows_padded, cols_padded, d, amx::RowsA{side.q, nullptr, dd}, amx::PairsB{s.kt, nullptr, 2 * kCols},
+              s.s, kCols, false);
+    amx::gemm(rows_padded, cols_padded, d, amx::RowsA{side.dout, nullptr, dd},
+              amx::PairsB{s.vt, nullptr, 2 * kCols}, s.dp, kCols, false);
+
+    // Masked and padded scores become -inf, so P = 0 there and dS = P (dP - D) = 0.
+    if (vis == TileVisibility::partial) {
+      if (rule.documents()) {
+        DocumentIds<kRows, kCols> docs(rule, s.q_pos, rows, s.k_pos, cols);
+        for (int i = 0; i < rows; ++i)
+          for (int j = 0; j < cols; ++j)
+            if (!rule.visible(s.q_pos[i], s.k_pos[j]) || docs.q[i] != docs.k[j]) s.s[i * kCols + j] = -inf;
+      } else {
+        for (int i = 0; i < rows; ++i)
+          for (int j = 0; j < cols; ++j)
+            if (!rule.visible(s.q_pos[i], s.k_pos[j])) s.s[i * kCols + j] = -inf;
+      }
+    }
+    for (int i = 0; i < rows_padded; ++i)
+      for (int j = cols; j < cols_padded; ++j) s.s[i * kCols + j] = -inf;
+    probabilities(s, rows_padded, cols_padded);
+
+    amx::gemm(d, cols_padded, rows_padded, amx::RowsA{side.doutt, nullptr, kRows},
+              amx::PairsB{s.p_hi, s.p_lo, 2 * kCols}, s.dvt, kCols, true);
+    amx::gemm(d, cols_padded, rows_padded, amx::RowsA{side.qt, nullptr, kRows},
+              amx::PairsB{s.dsp_hi, s.dsp_lo, 2 * kCols}, s.dkt, kCols, true);
+    amx::gemm(rows_padded, d, cols_padded, amx::RowsA{s.ds_hi, s.ds_lo, kCols}, amx::PairsB{s.kp, nullptr, 2 * dd},
+              s.dqt, dd, false);
+
+    for (int i = 0; i < rows; ++i) {
+      float* dst = &dq(b, r0 + i, h, 0);
+      const float* src = s.dqt + std::size_t(i) * d;
+      if (atomic_dq) {
+        for (int x = 0; x < d; ++x) Kokkos::atomic_add(dst + x, src[x]);
+      } else {
+        for (int x = 0; x < d; ++x) dst[x] += src[x];
+      }
+    }
+  }
+
+  /// P = exp(scale S - lse) and dS = scale P (dP - D), two query rows at a time: each written as
+  /// bf16 hi + lo in pairs of rows (B of dV^T and dK^T) and dS also as plain rows (A of dQ).
+  void probabilities(const Scratch& s, int rows_padded, int cols_padded) const {
+    const float scale = p.scale();
+    const V c = simd::splat<V>(scale * kLog2e);
+    const V vscale = simd::splat<V>(scale);
+    for (int i = 0; i < rows_padded; i += 2) {
+      for (int t = 0; t < cols_padded; t += 16) {
+        __m256i p_hi[2], p_lo[2], ds_hi[2], ds_lo[2];
+        for (int r = 0; r < 2; ++r) {
+          const std::size_t at = std::size_t(i + r) * kCols + t;
+          const V pr = simd::exp2(simd::load_as<V>(s.s + at) * c - simd::splat<V>(s.lse2[i + r]));
+          const V dsr = pr * (simd::load_as<V>(s.dp + at) - simd::splat<V>(s.dlt[i + r])) * vscale;
+          amx::split_bf16(pr, p_hi[r], p_lo[r]);
+          amx::split_bf16(dsr, ds_hi[r], ds_lo[r]);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(s.ds_hi + at), ds_hi[r]);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(s.ds_lo + at), ds_lo[r]);
+        }
+        const std::size_t pair_at = std::size_t(i / 2) * 2 * kCols + 2 * std::size_t(t);
+        _mm512_storeu_si512(s.p_hi + pair_at, amx::interleave_rows(p_hi[0], p_hi[1]));
+        _mm512_storeu_si512(s.p_lo + pair_at, amx::interleave_rows(p_lo[0], p_lo[1]));
+        _mm512_storeu_si512(s.dsp_hi + pair_at, amx::interleave_rows(ds_hi[0], ds_hi[1]));
+        _mm512_storeu_si512(s.dsp_lo + pair_at, amx::interleave_rows(ds_lo[0], ds_lo[1]));
+      }
+    }
+  }
+};
+
+}  // namespace
+
+bool flash_backward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
+                        Tensor4<const bf16_t> v, Tensor4<const bf16_t> dout, Tensor3<const float> lse,
+                        Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
+                        const ProgressHook& progress) {
+  if (p.head_dim % amx::kChunk != 0 || !host_amx_bf16_enabled()) return false;
+  AmxBackwardTiles f;
+  f.p = p;
+  f.k = k;
+  f.v = v;
+  f.lse = lse;
+  f.delta = delta;
+  f.dq = dq;
+  f.dk = dk;
+  f.dv = dv;
+  if (Exec().concurrency() == 1) f.progress = progress;
+  f.d = int(p.head_dim);
+  f.group = int(p.heads / p.kv_heads);
+  f.n_qtiles = int((p.seq_q + kRows - 1) / kRows);
+  f.n_ktiles = int((p.seq_k + kCols - 1) / kCols);
+  // One launch per (batch, kv head); its key tiles are split over the threads when there are several.
+  const std::int64_t threads = Exec().concurrency();
+  f.n_chunks = threads == 1 ? 1 : int(std::max<std::int64_t>(1, std::min<std::int64_t>(f.n_ktiles, 2 * threads)));
+  f.atomic_dq = f.n_chunks > 1;
+  PackQuerySide pack;
+  pack.q = q;
+  pack.dout = dout;
+  pack.packed = Packed(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::amx_packed_queries"),
+                       std::size_t(f.group) * f.n_qtiles * 4 * kRows * f.d);
+  pack.d = f.d;
+  pack.group = f.group;
+  pack.n_qtiles = f.n_qtiles;
+  pack.seq_q = p.seq_q;
+  f.query_packed = pack.packed.data();
+  const std::size_t scratch = scratch_bytes<AmxBackwardTiles>(f.d);
+  for (int b = 0; b < int(p.batch); ++b) {
+    for (int hk = 0; hk < int(p.kv_heads); ++hk) {
+      pack.b = f.b = b;
+      pack.hk = f.hk = hk;
+      Kokkos::parallel_for("rfa::flash_backward_amx_pack", Kokkos::RangePolicy<Exec>(0, f.group * f.n_qtiles), pack);
+      Exec().fence();
+      for_each_league_chunk<Policy>("rfa::flash_backward_amx", f.n_chunks, f,
+                                    [&](Policy& policy) { policy.set_scratch_size(1, Kokkos::PerTeam(scratch)); });
+      Exec().fence();
+    }
+  }
+  return true;
+}
+
+#else  // no AMX in this build
+
+bool flash_backward_amx(const AttentionParams&, Tensor4<const bf16_t>, Tensor4<const bf16_t>, Tensor4<const bf16_t>,
+                        Tensor4<const bf16_t>, Tensor3<const float>, Tensor3<const float>, Tensor4<float>,
+                        Tensor4<float>, Tensor4<float>, const ProgressHook&) {
+  return false;
+}
+
+#endif
+
+}  // namespace kernels
+}  // namespace rfa
