@@ -150,8 +150,14 @@ std::int64_t AllGatherAttention::workspace_bytes(bool backward) const {
   const std::int64_t k = c.batch * local_seq_ * chunk_ * c.head_dim, K = P * k;
   const std::int64_t qc = c.batch * local_seq_ * qh * c.head_dim, r = c.batch * local_seq_ * qh;
   const std::int64_t common = E * (4 * k + 4 * K + 2 * K + 2 * qc);
-  if (!backward) return common + 4 * r;
-  return common + 4 * (2 * r + c.batch * c.heads * local_seq_ + qc + 2 * K + K + k);
+  if (!backward) return common + 4 * r + kernel_workspace_bytes(false);
+  return common + 4 * (2 * r + c.batch * c.heads * local_seq_ + qc + 2 * K + K + k) + kernel_workspace_bytes(true);
+}
+
+std::int64_t AllGatherAttention::kernel_workspace_bytes(bool backward) const {
+  const kernels::AttentionParams p = chunk_params();
+  return backward ? kernels::flash_backward_workspace_bytes(p, config_.dtype)
+                  : kernels::flash_forward_workspace_bytes(p, config_.dtype);
 }
 
 template <class T>
@@ -171,7 +177,7 @@ void AllGatherAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4
   Tensor4<T> q_chunk = ws.tensor4<T>("rfa::q_chunk", B, L, qh, D);
   Tensor4<T> out_chunk = ws.tensor4<T>("rfa::out_chunk", B, L, qh, D);
   Tensor3<float> lse_chunk = ws.tensor3<float>("rfa::lse_chunk", B, qh, L);
-  last_workspace_bytes_ = ws.bytes();
+  last_workspace_bytes_ = ws.bytes() + kernel_workspace_bytes(false);
   comm::check_everywhere(comm_, [&] {
     check_forward_tensors<T>(c, L, q, k, v, out, lse);
     ws.throw_if_failed();
@@ -212,7 +218,7 @@ void AllGatherAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor
   Tensor4<float> dv_full = ws.tensor4<float>("rfa::dv_full", B, S, chunk_, D);
   Tensor4<float> grad_send = ws.tensor4<float>("rfa::grad_send", P * B, L, chunk_, D);
   Tensor4<float> grad_mine = ws.tensor4<float>("rfa::grad_mine", B, L, chunk_, D);
-  last_workspace_bytes_ = ws.bytes();
+  last_workspace_bytes_ = ws.bytes() + kernel_workspace_bytes(true);
   comm::check_everywhere(comm_, [&] {
     check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv);
     ws.throw_if_failed();

@@ -50,6 +50,9 @@ class AllGatherAttention {
   const RingTimings& last_timings() const { return timings_; }
   /// The formula in the file comment.
   std::int64_t workspace_bytes(bool backward) const;
+  /// What the kernels allocate for themselves during one pass (kernels/flash_attention.hpp:
+  /// packing for AMX tiles; 0 elsewhere), part of workspace_bytes().
+  std::int64_t kernel_workspace_bytes(bool backward) const;
   std::int64_t last_workspace_bytes() const { return last_workspace_bytes_; }
 
  private:

@@ -44,7 +44,14 @@ std::int64_t RingAttention::workspace_bytes(bool backward) const {
              + (fp32 ? 0 : q_elems * 4)  // fp32 dQ accumulator (fp32 callers' dq is used in place)
              + row_elems * 4;          // D = rowsum(dO * O)
   }
-  return bytes;
+  return bytes + kernel_workspace_bytes(backward);
+}
+
+std::int64_t RingAttention::kernel_workspace_bytes(bool backward) const {
+  if (config_.device != Device::host) return 0;  // the CUDA kernels allocate nothing
+  const kernels::AttentionParams p = block_params(config_, ranks(), position(), position());
+  return backward ? kernels::flash_backward_workspace_bytes(p, config_.dtype)
+                  : kernels::flash_forward_workspace_bytes(p, config_.dtype);
 }
 
 }  // namespace engine

@@ -111,6 +111,9 @@ class RingAttention {
   /// Bytes the engine allocates for a forward (backward = false) or backward, by the formula
   /// documented in the README; the tests check it against what is actually allocated.
   std::int64_t workspace_bytes(bool backward) const;
+  /// What the kernels allocate for themselves during one pass (kernels/flash_attention.hpp:
+  /// packing for AMX tiles; 0 elsewhere), part of workspace_bytes().
+  std::int64_t kernel_workspace_bytes(bool backward) const;
   /// Bytes of engine workspace allocated by the last forward or backward (measured).
   std::int64_t last_workspace_bytes() const { return last_workspace_bytes_; }
 

@@ -74,7 +74,7 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
     block_out = ws.template tensor4<float>("rfa::block_out", c.batch, L, c.heads, c.head_dim);
     block_lse = ws.template tensor3<float>("rfa::block_lse", c.batch, c.heads, L);
   }
-  last_workspace_bytes_ = ws.bytes();
+  last_workspace_bytes_ = ws.bytes() + kernel_workspace_bytes(false);
   check_everywhere([&] {
     check_forward_tensors<T>(c, L, q, k, v, out, lse);
     ws.throw_if_failed();

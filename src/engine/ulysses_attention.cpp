@@ -57,8 +57,15 @@ std::int64_t UlyssesAttention::workspace_bytes(bool backward) const {
   const std::int64_t kvs = c.batch * c.seq_total * routing_.slots() * c.head_dim;
   const std::int64_t kv_local = c.batch * local_seq_ * c.kv_heads * c.head_dim;
   const std::int64_t rows = c.batch * c.heads * local_seq_;
-  if (!backward) return E * (2 * q + q + 2 * kvs + q) + 4 * 3 * rows;
-  return E * (2 * q + 3 * q + 2 * kvs) + 4 * (q + 2 * kvs + 2 * grad_staging_elems() + 2 * kv_local + 4 * rows);
+  if (!backward) return E * (2 * q + q + 2 * kvs + q) + 4 * 3 * rows + kernel_workspace_bytes(false);
+  return E * (2 * q + 3 * q + 2 * kvs) + 4 * (q + 2 * kvs + 2 * grad_staging_elems() + 2 * kv_local + 4 * rows) +
+         kernel_workspace_bytes(true);
+}
+
+std::int64_t UlyssesAttention::kernel_workspace_bytes(bool backward) const {
+  const kernels::AttentionParams p = local_params();
+  return backward ? kernels::flash_backward_workspace_bytes(p, config_.dtype)
+                  : kernels::flash_forward_workspace_bytes(p, config_.dtype);
 }
 
 std::int64_t UlyssesAttention::grad_staging_elems() const {
@@ -81,7 +88,7 @@ void UlyssesAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<c
   Tensor4<T> q_full = full.q, k_full = full.k, v_full = full.v, out_full = full.out;
   Tensor3<float> lse_full = ws.tensor3<float>("rfa::ulysses_lse", B, hp, S);
   Staging<float> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
-  last_workspace_bytes_ = ws.bytes();
+  last_workspace_bytes_ = ws.bytes() + kernel_workspace_bytes(false);
   comm::check_everywhere(comm_, [&] {
     check_forward_tensors<T>(c, L, q, k, v, out, lse);
     ws.throw_if_failed();
@@ -129,7 +136,7 @@ void UlyssesAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
   Tensor3<float> lse_full = ws.tensor3<float>("rfa::ulysses_lse", B, hp, S);
   Tensor3<float> delta = ws.tensor3<float>("rfa::delta", B, hp, S);
   Staging<float> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
-  last_workspace_bytes_ = ws.bytes();
+  last_workspace_bytes_ = ws.bytes() + kernel_workspace_bytes(true);
   comm::check_everywhere(comm_, [&] {
     check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv);
     ws.throw_if_failed();

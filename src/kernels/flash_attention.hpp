@@ -81,6 +81,15 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
                    Tensor4<const T> v, Tensor4<TOut> out, Tensor3<float> lse,
                    const ProgressHook& progress = ProgressHook());
 
+/// Bytes flash_forward allocates for itself on a call with these params and storage dtype, so
+/// the engine's memory formulas can count them: where bf16 runs on AMX tiles, K and V of one
+/// (batch, kv head) in the tiles' forms, 4 * roundup(seq_k, 128) * head_dim; 0 elsewhere.
+std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
+
+/// The same for flash_backward_accumulate: where bf16 runs on AMX tiles, Q^T and dO^T of the
+/// heads of one kv head, 4 * (heads / kv_heads) * roundup(seq_q, 128) * head_dim; 0 elsewhere.
+std::int64_t flash_backward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
+
 /// Merges one block's fp32 partial into the running result (docs/architecture.md §3):
 ///   out <- out - sigmoid(block_lse - lse) (out - block_out),  lse <- lse - logsigmoid(lse - block_lse)
 /// Rows whose block saw no key (block_lse = -inf) are left untouched.

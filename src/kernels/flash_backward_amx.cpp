@@ -11,7 +11,7 @@
 //
 // dK and dV are accumulated transposed so that P and dS are B operands, which the elementwise
 // pass writes in pair form at no cost; the transposes then fall on Q and dO, which are packed
-// once per call and head (with their plain rows) rather than once per key tile. P and dS are
+// once per call and head rather than once per key tile (their rows the tiles read in place). P and dS are
 // fp32; they enter the products as bf16 hi + lo (kernels/amx_tiles.hpp), so dQ, dK and dV keep
 // the fp32 accuracy of the portable kernel (the products of bf16 inputs are exact either way).
 #include "kernels/flash_backward_amx.hpp"
@@ -42,19 +42,20 @@ using Member = Policy::member_type;
 using V = amx::f16;
 using Packed = Kokkos::View<std::uint16_t*, Kokkos::HostSpace>;
 
-/// Where the query side of (head g of the group, query tile t) lies in the packed workspace:
-/// Q rows [kRows][d], dO rows [kRows][d], Q^T [d][kRows], dO^T [d][kRows], all bf16, padded
-/// rows zero.
-struct QuerySide {
-  const std::uint16_t *q, *dout, *qt, *doutt;
+/// Where Q^T and dO^T of (head g of the group, query tile t) lie in the packed workspace:
+/// [d][kRows] bf16 each, padded query columns zero.
+struct QueryTransposes {
+  const std::uint16_t *qt, *doutt;
 };
-inline QuerySide query_side(const std::uint16_t* base, int n_qtiles, int g, int t, int d) {
+inline QueryTransposes query_transposes(const std::uint16_t* base, int n_qtiles, int g, int t, int d) {
   const std::size_t tile = std::size_t(kRows) * d;
-  const std::uint16_t* at = base + (std::size_t(g) * n_qtiles + t) * 4 * tile;
-  return {at, at + tile, at + 2 * tile, at + 3 * tile};
+  const std::uint16_t* at = base + (std::size_t(g) * n_qtiles + t) * 2 * tile;
+  return {at, at + tile};
 }
 
-/// Packs the query side of one (b, kv head): every query tile of every head of its group.
+/// Packs Q^T and dO^T of one (b, kv head): every query tile of every head of its group. (The
+/// rows themselves are read from the tensors by the tiles; only a last, partial tile is copied,
+/// into team scratch, to pad it with zeros.)
 struct PackQuerySide {
   Tensor4<const bf16_t> q, dout;
   Packed packed;
@@ -66,29 +67,22 @@ struct PackQuerySide {
     const int h = hk * group + g;
     const std::int64_t r0 = std::int64_t(t) * kRows;
     const int rows = int(std::min<std::int64_t>(kRows, seq_q - r0));
-    std::uint16_t* at = packed.data() + (std::size_t(g) * n_qtiles + t) * 4 * std::size_t(kRows) * d;
-    std::uint16_t *qrows = at, *drows = at + std::size_t(kRows) * d;
-    std::uint16_t *qt = drows + std::size_t(kRows) * d, *dt = qt + std::size_t(kRows) * d;
+    std::uint16_t* qt = packed.data() + (std::size_t(g) * n_qtiles + t) * 2 * std::size_t(kRows) * d;
+    std::uint16_t* dt = qt + std::size_t(kRows) * d;
     for (int i = 0; i < kRows; ++i) {
-      if (i < rows) {
-        std::memcpy(qrows + std::size_t(i) * d, &q(b, r0 + i, h, 0), sizeof(std::uint16_t) * d);
-        std::memcpy(drows + std::size_t(i) * d, &dout(b, r0 + i, h, 0), sizeof(std::uint16_t) * d);
-      } else {
-        std::memset(qrows + std::size_t(i) * d, 0, sizeof(std::uint16_t) * d);
-        std::memset(drows + std::size_t(i) * d, 0, sizeof(std::uint16_t) * d);
+      const std::uint16_t* qrow = i < rows ? reinterpret_cast<const std::uint16_t*>(&q(b, r0 + i, h, 0)) : nullptr;
+      const std::uint16_t* drow = i < rows ? reinterpret_cast<const std::uint16_t*>(&dout(b, r0 + i, h, 0)) : nullptr;
+      for (int x = 0; x < d; ++x) {
+        qt[std::size_t(x) * kRows + i] = qrow ? qrow[x] : 0;
+        dt[std::size_t(x) * kRows + i] = drow ? drow[x] : 0;
       }
     }
-    for (int x = 0; x < d; ++x)
-      for (int i = 0; i < kRows; ++i) {
-        qt[std::size_t(x) * kRows + i] = qrows[std::size_t(i) * d + x];
-        dt[std::size_t(x) * kRows + i] = drows[std::size_t(i) * d + x];
-      }
   }
 };
 
 struct AmxBackwardTiles {
   AttentionParams p;
-  Tensor4<const bf16_t> k, v;
+  Tensor4<const bf16_t> q, k, v, dout;
   Tensor3<const float> lse, delta;
   Tensor4<float> dq, dk, dv;
   const std::uint16_t* query_packed = nullptr;  // PackQuerySide of (b, hk)
@@ -110,6 +104,7 @@ struct AmxBackwardTiles {
     std::uint16_t *dsp_hi, *dsp_lo;     // dS likewise
     std::uint16_t *ds_hi, *ds_lo;       // dS rows, [kRows][kCols]
     float *dqt;                         // [kRows][d]: this pair's dQ
+    std::uint16_t *q_tail, *dout_tail;  // a last, partial query tile's rows, zero-padded
     float *lse2, *dlt;
     std::int64_t *q_pos, *k_pos;
   };
@@ -131,6 +126,8 @@ struct AmxBackwardTiles {
     s.ds_hi = c.take<std::uint16_t>(rc);
     s.ds_lo = c.take<std::uint16_t>(rc);
     s.dqt = c.take<float>(std::size_t(kRows) * d);
+    s.q_tail = c.take<std::uint16_t>(std::size_t(kRows) * d);
+    s.dout_tail = c.take<std::uint16_t>(std::size_t(kRows) * d);
     s.lse2 = c.take<float>(kRows);
     s.dlt = c.take<float>(kRows);
     s.q_pos = c.take<std::int64_t>(kRows);
@@ -197,7 +194,27 @@ struct AmxBackwardTiles {
     if (vis == TileVisibility::hidden) return;
     if (progress.poll) progress.poll(progress.context);
     const int rows_padded = (rows + amx::kChunk - 1) / amx::kChunk * amx::kChunk;
-    const QuerySide side = query_side(query_packed, n_qtiles, g, qt, d);
+    const QueryTransposes side = query_transposes(query_packed, n_qtiles, g, qt, d);
+    // Q and dO rows straight from the tensors, but for a partial tile (its padding must be zero).
+    const std::uint16_t* q_rows = reinterpret_cast<const std::uint16_t*>(&q(b, r0, h, 0));
+    const std::uint16_t* dout_rows = reinterpret_cast<const std::uint16_t*>(&dout(b, r0, h, 0));
+    std::size_t q_ld = q.stride_1(), dout_ld = dout.stride_1();
+    if (rows < rows_padded) {
+      for (int i = 0; i < rows_padded; ++i) {
+        std::uint16_t* qdst = s.q_tail + std::size_t(i) * d;
+        std::uint16_t* ddst = s.dout_tail + std::size_t(i) * d;
+        if (i < rows) {
+          std::memcpy(qdst, q_rows + i * q_ld, sizeof(std::uint16_t) * d);
+          std::memcpy(ddst, dout_rows + i * dout_ld, sizeof(std::uint16_t) * d);
+        } else {
+          std::memset(qdst, 0, sizeof(std::uint16_t) * d);
+          std::memset(ddst, 0, sizeof(std::uint16_t) * d);
+        }
+      }
+      q_rows = s.q_tail;
+      dout_rows = s.dout_tail;
+      q_ld = dout_ld = std::size_t(d);
+    }
     const float inf = std::numeric_limits<float>::infinity();
     for (int i = 0; i < rows_padded; ++i) {
       const bool real = i < rows;
@@ -209,9 +226,9 @@ struct AmxBackwardTiles {
     }
 
     const std::size_t dd = std::size_t(d);
-    amx::gemm(rows_padded, cols_padded, d, amx::RowsA{side.q, nullptr, dd}, amx::PairsB{s.kt, nullptr, 2 * kCols},
+    amx::gemm(rows_padded, cols_padded, d, amx::RowsA{q_rows, nullptr, q_ld}, amx::PairsB{s.kt, nullptr, 2 * kCols},
               s.s, kCols, false);
-    amx::gemm(rows_padded, cols_padded, d, amx::RowsA{side.dout, nullptr, dd},
+    amx::gemm(rows_padded, cols_padded, d, amx::RowsA{dout_rows, nullptr, dout_ld},
               amx::PairsB{s.vt, nullptr, 2 * kCols}, s.dp, kCols, false);
 
     // Masked and padded scores become -inf, so P = 0 there and dS = P (dP - D) = 0.
@@ -277,6 +294,12 @@ struct AmxBackwardTiles {
   }
 };
 
+/// Elements of the packed query side of one (batch, kv head): Q^T and dO^T per query tile of
+/// each head of the group.
+std::int64_t packed_query_elems(const AttentionParams& p) {
+  return (p.heads / p.kv_heads) * 2 * ((p.seq_q + kRows - 1) / kRows * kRows) * p.head_dim;
+}
+
 }  // namespace
 
 bool flash_backward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
@@ -286,6 +309,8 @@ bool flash_backward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tenso
   if (p.head_dim % amx::kChunk != 0 || !host_amx_bf16_enabled()) return false;
   AmxBackwardTiles f;
   f.p = p;
+  f.q = q;
+  f.dout = dout;
   f.k = k;
   f.v = v;
   f.lse = lse;
@@ -306,7 +331,7 @@ bool flash_backward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tenso
   pack.q = q;
   pack.dout = dout;
   pack.packed = Packed(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::amx_packed_queries"),
-                       std::size_t(f.group) * f.n_qtiles * 4 * kRows * f.d);
+                       std::size_t(packed_query_elems(p)));
   pack.d = f.d;
   pack.group = f.group;
   pack.n_qtiles = f.n_qtiles;
@@ -327,7 +352,20 @@ bool flash_backward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tenso
   return true;
 }
 
-#else  // no AMX in this build
+#endif
+
+std::int64_t flash_backward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
+#if RFA_HOST_AMX
+  if (dtype == RFA_DTYPE_BFLOAT16 && p.head_dim % amx::kChunk == 0 && host_amx_bf16_enabled())
+    return std::int64_t(sizeof(std::uint16_t)) * packed_query_elems(p);
+#else
+  (void)p;
+  (void)dtype;
+#endif
+  return 0;
+}
+
+#if !RFA_HOST_AMX
 
 bool flash_backward_amx(const AttentionParams&, Tensor4<const bf16_t>, Tensor4<const bf16_t>, Tensor4<const bf16_t>,
                         Tensor4<const bf16_t>, Tensor3<const float>, Tensor3<const float>, Tensor4<float>,

@@ -288,6 +288,11 @@ struct AmxForwardTiles {
 
 };
 
+/// Elements of each packed array (K^T pairs, V pairs): whole tiles of keys.
+std::int64_t packed_key_elems(const AttentionParams& p) {
+  return (p.seq_k + kCols - 1) / kCols * kCols * p.head_dim;
+}
+
 }  // namespace
 
 template <class TOut>
@@ -307,7 +312,7 @@ bool flash_forward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor
   f.group = int(p.heads / p.kv_heads);
   f.n_qtiles = int((p.seq_q + kRows - 1) / kRows);
   f.n_ktiles = int((p.seq_k + kCols - 1) / kCols);
-  const std::size_t packed = std::size_t(f.n_ktiles) * kCols * f.d;
+  const std::size_t packed = std::size_t(packed_key_elems(p));
   PackKeyTiles pack{k, v, Kokkos::View<std::uint16_t*, Kokkos::HostSpace>(
                               Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::amx_packed_k"), packed),
                     Kokkos::View<std::uint16_t*, Kokkos::HostSpace>(
@@ -330,7 +335,20 @@ bool flash_forward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor
   return true;
 }
 
-#else  // no AMX in this build
+#endif
+
+std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
+#if RFA_HOST_AMX
+  if (dtype == RFA_DTYPE_BFLOAT16 && p.head_dim % kChunk == 0 && host_amx_bf16_enabled())
+    return 2 * std::int64_t(sizeof(std::uint16_t)) * packed_key_elems(p);
+#else
+  (void)p;
+  (void)dtype;
+#endif
+  return 0;
+}
+
+#if !RFA_HOST_AMX
 
 template <class TOut>
 bool flash_forward_amx(const AttentionParams&, Tensor4<const bf16_t>, Tensor4<const bf16_t>, Tensor4<const bf16_t>,
