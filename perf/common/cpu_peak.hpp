@@ -5,7 +5,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 
+#include "kernels/amx_tiles.hpp"
 #include "kernels/simd.hpp"
 
 namespace rfa {
@@ -66,6 +68,46 @@ inline double measure_fp32_fma_peak() {
     volatile float sink = 0.0f;
     for (int c = 0; c < 12; ++c) sink = sink + simd::reduce_add(acc[c]);
   });
+#endif
+}
+
+/// Sustained bf16 FLOP/s of one core's AMX tiles (tdpbf16ps on four independent accumulator
+/// tiles, 2 * 16 * 16 * 32 FLOPs each), the peak of the bf16 kernels where they run on the
+/// tiles; 0 where they do not (no AMX in the build, not granted, or RFA_HOST_AMX=0).
+inline double measure_bf16_tile_peak() {
+#if RFA_HOST_AMX
+  if (!kernels::host_amx_bf16_enabled()) return 0.0;
+  alignas(64) static std::uint16_t operand[16 * 32] = {};
+  alignas(64) static float result[16 * 16];
+  for (int i = 0; i < 16 * 32; ++i) operand[i] = std::uint16_t(0x3c00 + (i % 7));  // small normal values
+  kernels::amx::configure_tiles();
+  _tile_loadd(4, operand, 64);
+  _tile_loadd(5, operand, 64);
+  _tile_loadd(6, operand, 64);
+  _tile_loadd(7, operand, 64);
+  const long iterations = 1'000'000;
+  double best = 0.0;
+  for (int trial = 0; trial < 5; ++trial) {
+    const auto t0 = std::chrono::steady_clock::now();
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (long i = 0; i < iterations; ++i) {
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, result, 64);  // the sums are used, so the loop stays
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double flops = 4.0 * 2.0 * 16 * 16 * 32 * double(iterations);
+    if (flops / seconds > best) best = flops / seconds;
+  }
+  _tile_release();
+  return best;
+#else
+  return 0.0;
 #endif
 }
 

@@ -21,6 +21,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <thread>
 
 #include "cpu_peak.hpp"
@@ -37,7 +38,8 @@ struct Shape {
   std::int64_t batch = 1, seq = 4096, heads = 4, head_dim = 128;
 };
 Shape g_shape;
-double g_peak = 0.0;
+double g_peak = 0.0;            // fp32 FMA peak of the cores the kernels run on
+double g_bf16_tile_peak = 0.0;  // bf16 AMX tile peak of those cores (0: no tiles)
 double g_min_time = 1.0;  // seconds per benchmark (--rfa_min_time; the suite's --quick mode shortens it)
 
 struct Result {
@@ -58,6 +60,16 @@ Tensor4<T> random_tensor(const char* name, std::int64_t a, std::int64_t b, std::
 
 std::string key(const char* pass, rfa_dtype_t dtype, bool causal) {
   return std::string(pass) + " " + dtype_name(dtype) + (causal ? " causal" : " full");
+}
+
+/// The peak a kernel of this dtype runs against: the AMX tiles' where bf16 runs on them (this
+/// shape's head_dim a multiple of 32), the fp32 FMA peak otherwise.
+double peak_of(bool bf16) {
+  return bf16 && g_bf16_tile_peak > 0 && g_shape.head_dim % 32 == 0 ? g_bf16_tile_peak : g_peak;
+}
+template <class T>
+double peak_for() {
+  return peak_of(std::is_same<T, bf16_t>::value);
 }
 
 template <class T>
@@ -88,7 +100,7 @@ void bench_attention(benchmark::State& state, bool backward, bool causal) {
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9 * iterations, benchmark::Counter::kIsRate);
   // perf/'s figures of merit, by the names every benchmark there uses (perf/common/result_json.hpp).
   state.counters["tflops"] = benchmark::Counter(flops * 1e-12 * iterations, benchmark::Counter::kIsRate);
-  state.counters["peak_fraction"] = benchmark::Counter(flops / g_peak * iterations, benchmark::Counter::kIsRate);
+  state.counters["peak_fraction"] = benchmark::Counter(flops / peak_for<T>() * iterations, benchmark::Counter::kIsRate);
   // The tensors one pass reads and writes once (q, k, v, out, lse; the backward adds dout and
   // the three gradients), a lower bound on its memory traffic.
   const double elements = double(q.size());
@@ -226,6 +238,12 @@ int main(int argc, char** argv) {
     std::printf("measured fp32 FMA peak of one core: %.1f GFLOP/s (x %d thread(s) = %.1f)\n", core_peak * 1e-9,
                 threads, g_peak * 1e-9);
     benchmark::AddCustomContext("fp32_fma_peak_gflops", std::to_string(g_peak * 1e-9));
+    g_bf16_tile_peak = perf::measure_bf16_tile_peak() * threads;
+    if (g_bf16_tile_peak > 0) {
+      std::printf("measured bf16 AMX tile peak of one core: %.1f GFLOP/s (bf16 kernels on the tiles: \"of peak\" is of this)\n",
+                  g_bf16_tile_peak * 1e-9 / threads);
+      benchmark::AddCustomContext("bf16_tile_peak_gflops", std::to_string(g_bf16_tile_peak * 1e-9));
+    }
     // The provenance every perf/ result carries; Google Benchmark writes date, host, executable
     // and CPU count itself.
     for (const auto& [k, v] : perf::collect_run_context("rfa_kernel_bench")) {
@@ -249,11 +267,12 @@ int main(int argc, char** argv) {
     std::printf("\n%-22s %10s %8s %14s %10s\n", "kernel", "GFLOP/s", "of peak", "torch GFLOP/s", "rfa/torch");
     for (const auto& [name, r] : g_results) {
       if (r.rfa_gflops <= 0) continue;
+      const double peak = peak_of(name.find("bfloat16") != std::string::npos);
       if (r.peer_gflops > 0) {
-        std::printf("%-22s %10.1f %7.1f%% %14.1f %10.2f\n", name.c_str(), r.rfa_gflops, 100 * r.rfa_gflops / (g_peak * 1e-9),
+        std::printf("%-22s %10.1f %7.1f%% %14.1f %10.2f\n", name.c_str(), r.rfa_gflops, 100 * r.rfa_gflops / (peak * 1e-9),
                     r.peer_gflops, r.rfa_gflops / r.peer_gflops);
       } else {
-        std::printf("%-22s %10.1f %7.1f%% %14s %10s\n", name.c_str(), r.rfa_gflops, 100 * r.rfa_gflops / (g_peak * 1e-9),
+        std::printf("%-22s %10.1f %7.1f%% %14s %10s\n", name.c_str(), r.rfa_gflops, 100 * r.rfa_gflops / (peak * 1e-9),
                     "n/a", "n/a");
       }
     }
