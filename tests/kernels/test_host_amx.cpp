@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The AMX switch and what the kernels report they allocate: the engine's memory formulas add
+// these figures, and the engine tests check those formulas against every allocation.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "kernels/amx_tiles.hpp"
+#include "kernels/flash_attention.hpp"
+
+namespace rfa {
+namespace kernels {
+namespace {
+
+/// Sets RFA_HOST_AMX for one scope and restores what was there.
+class ScopedAmxSetting {
+ public:
+  explicit ScopedAmxSetting(const char* value) {
+    const char* old = std::getenv("RFA_HOST_AMX");
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv("RFA_HOST_AMX", value, 1);
+  }
+  ~ScopedAmxSetting() {
+    if (had_) {
+      setenv("RFA_HOST_AMX", old_.c_str(), 1);
+    } else {
+      unsetenv("RFA_HOST_AMX");
+    }
+  }
+
+ private:
+  bool had_ = false;
+  std::string old_;
+};
+
+TEST(HostAmx, ZeroInTheEnvironmentTurnsTheTilesOff) {
+  const ScopedAmxSetting off("0");
+  EXPECT_FALSE(host_amx_bf16_enabled());
+  const AttentionParams p = make_params(1, 300, 300, 4, 2, 128, RFA_MASK_CAUSAL);
+  EXPECT_EQ(flash_forward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), 0);
+  EXPECT_EQ(flash_backward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), 0);
+}
+
+TEST(HostAmx, OnByDefaultWhereTheBuildHasThem) {
+  const ScopedAmxSetting on("1");
+#if RFA_HOST_AMX
+  // A build for an AMX CPU runs on one: Linux grants the tile state unless it is too old.
+  EXPECT_TRUE(host_amx_bf16_enabled());
+#else
+  EXPECT_FALSE(host_amx_bf16_enabled());
+#endif
+}
+
+TEST(HostAmx, PackingBuffersOnlyForBf16OnTheTiles) {
+  const ScopedAmxSetting on("1");
+  const AttentionParams p = make_params(2, 300, 200, 4, 2, 128, RFA_MASK_NONE);
+  EXPECT_EQ(flash_forward_workspace_bytes(p, RFA_DTYPE_FLOAT32), 0);
+  EXPECT_EQ(flash_backward_workspace_bytes(p, RFA_DTYPE_FLOAT16), 0);
+  const AttentionParams odd_dim = make_params(2, 300, 200, 4, 2, 40, RFA_MASK_NONE);  // not a multiple of 32
+  EXPECT_EQ(flash_forward_workspace_bytes(odd_dim, RFA_DTYPE_BFLOAT16), 0);
+  EXPECT_EQ(flash_backward_workspace_bytes(odd_dim, RFA_DTYPE_BFLOAT16), 0);
+  if (host_amx_bf16_enabled()) {
+    // K and V of one kv head over whole 128-key tiles; Q^T and dO^T of the 2 heads sharing one.
+    EXPECT_EQ(flash_forward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), 4 * 256 * 128);
+    EXPECT_EQ(flash_backward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), 4 * 2 * 384 * 128);
+  } else {
+    EXPECT_EQ(flash_forward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), 0);
+    EXPECT_EQ(flash_backward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), 0);
+  }
+}
+
+}  // namespace
+}  // namespace kernels
+}  // namespace rfa
