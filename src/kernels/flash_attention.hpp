@@ -86,8 +86,9 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
 /// (batch, kv head) in the tiles' forms, 4 * roundup(seq_k, 128) * head_dim; 0 elsewhere.
 std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
 
-/// The same for flash_backward_accumulate: where bf16 runs on AMX tiles, Q^T and dO^T of the
-/// heads of one kv head, 4 * (heads / kv_heads) * roundup(seq_q, 128) * head_dim; 0 elsewhere.
+/// The same for flash_backward_accumulate: where bf16 runs on AMX tiles, Q^T and dO^T of every
+/// head, 4 * batch * heads * roundup(seq_q, 128) * head_dim in one buffer per (batch, kv head);
+/// 0 elsewhere.
 std::int64_t flash_backward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
 
 /// Merges one block's fp32 partial into the running result (docs/architecture.md §3):

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "kernels/league_chunks.hpp"
 #include "kernels/scratch_carver.hpp"
@@ -53,21 +54,24 @@ inline QueryTransposes query_transposes(const std::uint16_t* base, int n_qtiles,
   return {at, at + tile};
 }
 
-/// Packs Q^T and dO^T of one (b, kv head): every query tile of every head of its group. (The
-/// rows themselves are read from the tensors by the tiles; only a last, partial tile is copied,
-/// into team scratch, to pad it with zeros.)
+/// Packs Q^T and dO^T of every (b, kv head) unit: every query tile of every head of its group,
+/// one buffer per unit. (The rows themselves are read from the tensors by the tiles; only a
+/// last, partial tile is copied, into team scratch, to pad it with zeros.)
 struct PackQuerySide {
   Tensor4<const bf16_t> q, dout;
-  Packed packed;
-  int b = 0, hk = 0, d = 0, group = 1, n_qtiles = 0;
+  std::uint16_t* const* units = nullptr;
+  int kv_heads = 1, d = 0, group = 1, n_qtiles = 0;
   std::int64_t seq_q = 0;
 
   void operator()(int item) const {
-    const int t = item % n_qtiles, g = item / n_qtiles;
+    const int per_unit = group * n_qtiles;
+    const int unit = item / per_unit;
+    const int t = item % n_qtiles, g = (item % per_unit) / n_qtiles;
+    const int b = unit / kv_heads, hk = unit % kv_heads;
     const int h = hk * group + g;
     const std::int64_t r0 = std::int64_t(t) * kRows;
     const int rows = int(std::min<std::int64_t>(kRows, seq_q - r0));
-    std::uint16_t* qt = packed.data() + (std::size_t(g) * n_qtiles + t) * 2 * std::size_t(kRows) * d;
+    std::uint16_t* qt = units[unit] + (std::size_t(g) * n_qtiles + t) * 2 * std::size_t(kRows) * d;
     std::uint16_t* dt = qt + std::size_t(kRows) * d;
     for (int i = 0; i < kRows; ++i) {
       const std::uint16_t* qrow = i < rows ? reinterpret_cast<const std::uint16_t*>(&q(b, r0 + i, h, 0)) : nullptr;
@@ -85,8 +89,7 @@ struct AmxBackwardTiles {
   Tensor4<const bf16_t> q, k, v, dout;
   Tensor3<const float> lse, delta;
   Tensor4<float> dq, dk, dv;
-  const std::uint16_t* query_packed = nullptr;  // PackQuerySide of (b, hk)
-  int b = 0, hk = 0;
+  const std::uint16_t* const* unit_packed = nullptr;  // PackQuerySide's buffer of each (b, kv head)
   int d = 0;
   int group = 1;
   int n_qtiles = 0;
@@ -136,16 +139,19 @@ struct AmxBackwardTiles {
   }
 
   void operator()(const Member& team) const {
-    const int chunk = int(first_item + team.league_rank());
+    const std::int64_t item = first_item + team.league_rank();
+    const int chunk = int(item % n_chunks);
+    const int unit = int(item / n_chunks);
+    const int hk = unit % int(p.kv_heads), b = unit / int(p.kv_heads);
     const int kt_begin = int(std::int64_t(chunk) * n_ktiles / n_chunks);
     const int kt_end = int(std::int64_t(chunk + 1) * n_ktiles / n_chunks);
     Scratch s = carve_team_scratch<AmxBackwardTiles>(team, d);
     amx::configure_tiles();
-    for (int kt = kt_begin; kt < kt_end; ++kt) key_tile(s, kt);
+    for (int kt = kt_begin; kt < kt_end; ++kt) key_tile(s, b, hk, unit_packed[unit], kt);
     _tile_release();
   }
 
-  void key_tile(const Scratch& s, int kt) const {
+  void key_tile(const Scratch& s, int b, int hk, const std::uint16_t* query_packed, int kt) const {
     const std::int64_t c0 = std::int64_t(kt) * kCols;
     const int cols = int(std::min<std::int64_t>(kCols, p.seq_k - c0));
     if (classify_tile(p.rule(), p.q_pos, 0, p.seq_q, p.k_pos, c0, c0 + cols) == TileVisibility::hidden) return;
@@ -173,7 +179,7 @@ struct AmxBackwardTiles {
     for (std::size_t i = 0; i < std::size_t(kCols) * d; ++i) s.dkt[i] = s.dvt[i] = 0.0f;
 
     for (int g = 0; g < group; ++g)
-      for (int qt = 0; qt < n_qtiles; ++qt) query_tile(s, g, qt, c0, cols, cols_padded);
+      for (int qt = 0; qt < n_qtiles; ++qt) query_tile(s, b, hk, query_packed, g, qt, c0, cols, cols_padded);
 
     for (int j = 0; j < cols; ++j) {
       float* dkrow = &dk(b, c0 + j, hk, 0);
@@ -185,7 +191,8 @@ struct AmxBackwardTiles {
     }
   }
 
-  void query_tile(const Scratch& s, int g, int qt, std::int64_t c0, int cols, int cols_padded) const {
+  void query_tile(const Scratch& s, int b, int hk, const std::uint16_t* query_packed, int g, int qt, std::int64_t c0,
+                  int cols, int cols_padded) const {
     const int h = hk * group + g;
     const std::int64_t r0 = std::int64_t(qt) * kRows;
     const int rows = int(std::min<std::int64_t>(kRows, p.seq_q - r0));
@@ -294,8 +301,8 @@ struct AmxBackwardTiles {
   }
 };
 
-/// Elements of the packed query side of one (batch, kv head): Q^T and dO^T per query tile of
-/// each head of the group.
+/// Elements of the packed query side of one (batch, kv head) unit: Q^T and dO^T per query tile
+/// of each head of the group.
 std::int64_t packed_query_elems(const AttentionParams& p) {
   return (p.heads / p.kv_heads) * 2 * ((p.seq_q + kRows - 1) / kRows * kRows) * p.head_dim;
 }
@@ -323,32 +330,38 @@ bool flash_backward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tenso
   f.group = int(p.heads / p.kv_heads);
   f.n_qtiles = int((p.seq_q + kRows - 1) / kRows);
   f.n_ktiles = int((p.seq_k + kCols - 1) / kCols);
-  // One launch per (batch, kv head); its key tiles are split over the threads when there are several.
+  // Teams over (batch, kv head) units, as in the portable kernel; a unit's key tiles are split
+  // over several teams (dq then added atomically) only when the units cannot keep every thread busy.
+  const std::int64_t units = p.batch * p.kv_heads;
   const std::int64_t threads = Exec().concurrency();
-  f.n_chunks = threads == 1 ? 1 : int(std::max<std::int64_t>(1, std::min<std::int64_t>(f.n_ktiles, 2 * threads)));
+  f.n_chunks = int(std::max<std::int64_t>(1, std::min<std::int64_t>(f.n_ktiles, (2 * threads + units - 1) / units)));
+  if (threads == 1) f.n_chunks = 1;
   f.atomic_dq = f.n_chunks > 1;
+  // One buffer per unit: none is larger than the unit's share of the queries.
+  std::vector<Packed> buffers;
+  std::vector<std::uint16_t*> unit_buffers;
+  for (std::int64_t u = 0; u < units; ++u) {
+    buffers.emplace_back(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::amx_packed_queries"),
+                         std::size_t(packed_query_elems(p)));
+    unit_buffers.push_back(buffers.back().data());
+  }
   PackQuerySide pack;
   pack.q = q;
   pack.dout = dout;
-  pack.packed = Packed(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::amx_packed_queries"),
-                       std::size_t(packed_query_elems(p)));
+  pack.units = unit_buffers.data();
+  pack.kv_heads = int(p.kv_heads);
   pack.d = f.d;
   pack.group = f.group;
   pack.n_qtiles = f.n_qtiles;
   pack.seq_q = p.seq_q;
-  f.query_packed = pack.packed.data();
+  Kokkos::parallel_for("rfa::flash_backward_amx_pack",
+                       Kokkos::RangePolicy<Exec>(0, int(units) * f.group * f.n_qtiles), pack);
+  Exec().fence();
+  f.unit_packed = unit_buffers.data();
   const std::size_t scratch = scratch_bytes<AmxBackwardTiles>(f.d);
-  for (int b = 0; b < int(p.batch); ++b) {
-    for (int hk = 0; hk < int(p.kv_heads); ++hk) {
-      pack.b = f.b = b;
-      pack.hk = f.hk = hk;
-      Kokkos::parallel_for("rfa::flash_backward_amx_pack", Kokkos::RangePolicy<Exec>(0, f.group * f.n_qtiles), pack);
-      Exec().fence();
-      for_each_league_chunk<Policy>("rfa::flash_backward_amx", f.n_chunks, f,
-                                    [&](Policy& policy) { policy.set_scratch_size(1, Kokkos::PerTeam(scratch)); });
-      Exec().fence();
-    }
-  }
+  for_each_league_chunk<Policy>("rfa::flash_backward_amx", units * f.n_chunks, f,
+                                [&](Policy& policy) { policy.set_scratch_size(1, Kokkos::PerTeam(scratch)); });
+  Exec().fence();
   return true;
 }
 
@@ -357,7 +370,7 @@ bool flash_backward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tenso
 std::int64_t flash_backward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
 #if RFA_HOST_AMX
   if (dtype == RFA_DTYPE_BFLOAT16 && p.head_dim % amx::kChunk == 0 && host_amx_bf16_enabled())
-    return std::int64_t(sizeof(std::uint16_t)) * packed_query_elems(p);
+    return std::int64_t(sizeof(std::uint16_t)) * p.batch * p.kv_heads * packed_query_elems(p);
 #else
   (void)p;
   (void)dtype;

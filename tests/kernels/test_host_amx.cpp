@@ -62,9 +62,9 @@ TEST(HostAmx, PackingBuffersOnlyForBf16OnTheTiles) {
   EXPECT_EQ(flash_forward_workspace_bytes(odd_dim, RFA_DTYPE_BFLOAT16), 0);
   EXPECT_EQ(flash_backward_workspace_bytes(odd_dim, RFA_DTYPE_BFLOAT16), 0);
   if (host_amx_bf16_enabled()) {
-    // K and V of one kv head over whole 128-key tiles; Q^T and dO^T of the 2 heads sharing one.
+    // K and V of one kv head over whole 128-key tiles; Q^T and dO^T of every head (2 x 4).
     EXPECT_EQ(flash_forward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), 4 * 256 * 128);
-    EXPECT_EQ(flash_backward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), 4 * 2 * 384 * 128);
+    EXPECT_EQ(flash_backward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), 4 * 2 * 4 * 384 * 128);
   } else {
     EXPECT_EQ(flash_forward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), 0);
     EXPECT_EQ(flash_backward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), 0);
