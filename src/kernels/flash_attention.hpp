@@ -82,8 +82,9 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
                    const ProgressHook& progress = ProgressHook());
 
 /// Bytes flash_forward allocates for itself on a call with these params and storage dtype, so
-/// the engine's memory formulas can count them: where bf16 runs on AMX tiles, K and V of one
-/// (batch, kv head) in the tiles' forms, 4 * roundup(seq_k, 128) * head_dim; 0 elsewhere.
+/// the engine's memory formulas can count them: where bf16 runs on AMX tiles, K and V in the
+/// tiles' forms, 4 * batch * kv_heads * roundup(seq_k, 128) * head_dim in two buffers per
+/// (batch, kv head); 0 elsewhere.
 std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
 
 /// The same for flash_backward_accumulate: where bf16 runs on AMX tiles, Q^T and dO^T of every

@@ -22,6 +22,7 @@
 #if RFA_HOST_AMX
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kernels/amx_tiles.hpp"
 #include "kernels/league_chunks.hpp"
@@ -65,27 +66,28 @@ float reduce_add(V v) {
   return reduce16(v, [](V a, V b) { return a + b; });
 }
 
-/// x as hi + lo, two bf16 values (each rounded to nearest even) that together carry 16
-/// significant bits: |x - hi - lo| <= 2^-17 |x|, as close as fp32 sums need.
-/// K and V of one (batch, kv head), tile by tile, in the forms the tiles read: K^T in pairs
+/// K and V of every (batch, kv head) unit, tile by tile, in the forms the tiles read: K^T in pairs
 /// along d, kt[p][j] (32 bits) = K[j][2p .. 2p+1], and V with pairs of key rows interleaved,
 /// vp[j / 2][x][j % 2] = V[j][x]; kCols * d values per tile for each. Rows past the last key
 /// are zero, so padded scores are finite before the mask and 0 * V stays 0. Packed once per
-/// call and head, not once per query tile: every query tile of the head's group reads them.
+/// call and unit, not once per query tile: every query tile of the unit's heads reads them.
 struct PackKeyTiles {
   Tensor4<const bf16_t> k, v;
-  Kokkos::View<std::uint16_t*, Kokkos::HostSpace> kt, vp;
-  int b = 0, hk = 0, d = 0;
+  std::uint16_t* const* kt_units = nullptr;  // one buffer per unit, n_ktiles * kCols * d values
+  std::uint16_t* const* vp_units = nullptr;
+  int kv_heads = 1, d = 0, n_ktiles = 0;
   std::int64_t seq_k = 0;
 
-  void operator()(int tile) const {
+  void operator()(int item) const {
+    const int unit = item / n_ktiles, tile = item % n_ktiles;
+    const int b = unit / kv_heads, hk = unit % kv_heads;
     typedef std::uint16_t u16x16 __attribute__((vector_size(32)));
     typedef std::uint32_t u32x16 __attribute__((vector_size(64)));
     const std::int64_t c0 = std::int64_t(tile) * kCols;
     const int cols = int(std::min<std::int64_t>(kCols, seq_k - c0));
     const int pairs = d / 2;
-    std::uint32_t* kt32 = reinterpret_cast<std::uint32_t*>(kt.data() + std::size_t(tile) * kCols * d);
-    std::uint16_t* vtile = vp.data() + std::size_t(tile) * kCols * d;
+    std::uint32_t* kt32 = reinterpret_cast<std::uint32_t*>(kt_units[unit] + std::size_t(tile) * kCols * d);
+    std::uint16_t* vtile = vp_units[unit] + std::size_t(tile) * kCols * d;
     for (int j = 0; j < kCols; ++j) {
       if (j < cols) {
         const std::uint16_t* krow = reinterpret_cast<const std::uint16_t*>(&k(b, c0 + j, hk, 0));
@@ -125,9 +127,8 @@ struct AmxForwardTiles {
   Tensor4<const bf16_t> q, k, v;
   Tensor4<TOut> out;
   Tensor3<float> lse;
-  const std::uint16_t* kt_packed = nullptr;  // PackKeyTiles of (b, hk)
-  const std::uint16_t* vp_packed = nullptr;
-  int b = 0, hk = 0;  // the batch and kv head of this launch
+  const std::uint16_t* const* kt_units = nullptr;  // PackKeyTiles' buffers, per (batch, kv head)
+  const std::uint16_t* const* vp_units = nullptr;
   int d = 0;
   int group = 1;
   int n_qtiles = 0;
@@ -164,7 +165,10 @@ struct AmxForwardTiles {
   void operator()(const Member& team) const {
     const std::int64_t item = first_item + team.league_rank();
     const int qt = int(item % n_qtiles);
-    const int h = hk * group + int(item / n_qtiles);
+    const std::int64_t bh = item / n_qtiles;
+    const int h = int(bh % p.heads), b = int(bh / p.heads);
+    const int hk = h / group;
+    const std::int64_t unit = std::int64_t(b) * p.kv_heads + hk;
     const std::int64_t r0 = std::int64_t(qt) * kRows;
     const int rows = int(std::min<std::int64_t>(kRows, p.seq_q - r0));
     const int rows_padded = (rows + 2 * kBlock - 1) / (2 * kBlock) * (2 * kBlock);  // pairs of A tiles
@@ -199,8 +203,8 @@ struct AmxForwardTiles {
       if (vis == TileVisibility::hidden) continue;
       if (progress.poll) progress.poll(progress.context);
 
-      const std::uint16_t* k_tile = kt_packed + std::size_t(kt) * kCols * d;
-      const std::uint16_t* v_tile = vp_packed + std::size_t(kt) * kCols * d;
+      const std::uint16_t* k_tile = kt_units[unit] + std::size_t(kt) * kCols * d;
+      const std::uint16_t* v_tile = vp_units[unit] + std::size_t(kt) * kCols * d;
       // S = Q K^T, then (after the softmax) O += P V, on the tiles.
       amx::gemm(rows_padded, cols_padded, d, amx::RowsA{s.q, nullptr, std::size_t(d)},
                 amx::PairsB{k_tile, nullptr, std::size_t(2 * kCols)}, s.s, kCols, false);
@@ -312,26 +316,29 @@ bool flash_forward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor
   f.group = int(p.heads / p.kv_heads);
   f.n_qtiles = int((p.seq_q + kRows - 1) / kRows);
   f.n_ktiles = int((p.seq_k + kCols - 1) / kCols);
-  const std::size_t packed = std::size_t(packed_key_elems(p));
-  PackKeyTiles pack{k, v, Kokkos::View<std::uint16_t*, Kokkos::HostSpace>(
-                              Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::amx_packed_k"), packed),
-                    Kokkos::View<std::uint16_t*, Kokkos::HostSpace>(
-                        Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::amx_packed_v"), packed),
-                    0, 0, f.d, p.seq_k};
-  f.kt_packed = pack.kt.data();
-  f.vp_packed = pack.vp.data();
-  const std::size_t scratch = scratch_bytes<AmxForwardTiles<TOut>>(f.d);
-  for (int b = 0; b < int(p.batch); ++b) {
-    for (int hk = 0; hk < int(p.kv_heads); ++hk) {
-      pack.b = f.b = b;
-      pack.hk = f.hk = hk;
-      Kokkos::parallel_for("rfa::flash_forward_amx_pack", Kokkos::RangePolicy<Exec>(0, f.n_ktiles), pack);
-      Exec().fence();
-      for_each_league_chunk<Policy>("rfa::flash_forward_amx", std::int64_t(f.group) * f.n_qtiles, f,
-                                    [&](Policy& policy) { policy.set_scratch_size(1, Kokkos::PerTeam(scratch)); });
-      Exec().fence();
-    }
+  // K and V of every (batch, kv head) unit first, one buffer each (none larger than a unit's
+  // share of K), then teams over every (batch, head, query tile), as in the portable kernel.
+  const std::int64_t units = p.batch * p.kv_heads;
+  using Buffer = Kokkos::View<std::uint16_t*, Kokkos::HostSpace>;
+  std::vector<Buffer> buffers;
+  std::vector<std::uint16_t*> kt_units, vp_units;
+  for (std::int64_t u = 0; u < units; ++u) {
+    buffers.emplace_back(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::amx_packed_k"),
+                         std::size_t(packed_key_elems(p)));
+    kt_units.push_back(buffers.back().data());
+    buffers.emplace_back(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::amx_packed_v"),
+                         std::size_t(packed_key_elems(p)));
+    vp_units.push_back(buffers.back().data());
   }
+  PackKeyTiles pack{k, v, kt_units.data(), vp_units.data(), int(p.kv_heads), f.d, f.n_ktiles, p.seq_k};
+  Kokkos::parallel_for("rfa::flash_forward_amx_pack", Kokkos::RangePolicy<Exec>(0, int(units) * f.n_ktiles), pack);
+  Exec().fence();
+  f.kt_units = kt_units.data();
+  f.vp_units = vp_units.data();
+  const std::size_t scratch = scratch_bytes<AmxForwardTiles<TOut>>(f.d);
+  for_each_league_chunk<Policy>("rfa::flash_forward_amx", p.batch * p.heads * f.n_qtiles, f,
+                                [&](Policy& policy) { policy.set_scratch_size(1, Kokkos::PerTeam(scratch)); });
+  Exec().fence();
   return true;
 }
 
@@ -340,7 +347,7 @@ bool flash_forward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor
 std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
 #if RFA_HOST_AMX
   if (dtype == RFA_DTYPE_BFLOAT16 && p.head_dim % kChunk == 0 && host_amx_bf16_enabled())
-    return 2 * std::int64_t(sizeof(std::uint16_t)) * packed_key_elems(p);
+    return 2 * std::int64_t(sizeof(std::uint16_t)) * p.batch * p.kv_heads * packed_key_elems(p);
 #else
   (void)p;
   (void)dtype;

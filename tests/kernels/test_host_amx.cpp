@@ -62,8 +62,8 @@ TEST(HostAmx, PackingBuffersOnlyForBf16OnTheTiles) {
   EXPECT_EQ(flash_forward_workspace_bytes(odd_dim, RFA_DTYPE_BFLOAT16), 0);
   EXPECT_EQ(flash_backward_workspace_bytes(odd_dim, RFA_DTYPE_BFLOAT16), 0);
   if (host_amx_bf16_enabled()) {
-    // K and V of one kv head over whole 128-key tiles; Q^T and dO^T of every head (2 x 4).
-    EXPECT_EQ(flash_forward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), 4 * 256 * 128);
+    // K and V of every kv head (2 x 2) over whole 128-key tiles; Q^T and dO^T of every head (2 x 4).
+    EXPECT_EQ(flash_forward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), 4 * 2 * 2 * 256 * 128);
     EXPECT_EQ(flash_backward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), 4 * 2 * 4 * 384 * 128);
   } else {
     EXPECT_EQ(flash_forward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), 0);
