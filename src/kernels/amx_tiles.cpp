@@ -55,6 +55,16 @@ void configure_tiles() {
   _tile_loadconfig(&config);
 }
 
+namespace {
+/// C tiles 0-3 += A tiles 4-5 (rows) x B tiles 6-7 (columns).
+inline void products_2x2() {
+  _tile_dpbf16ps(0, 4, 6);
+  _tile_dpbf16ps(1, 4, 7);
+  _tile_dpbf16ps(2, 5, 6);
+  _tile_dpbf16ps(3, 5, 7);
+}
+}  // namespace
+
 void gemm(int M, int N, int K, RowsA a, PairsB b, float* c, std::size_t ldc, bool accumulate) {
   const std::size_t a_stride = a.ld * 2, b_stride = b.ld * 2, c_stride = ldc * 4;  // bytes
   for (int i = 0; i < M; i += 2 * kBlock) {
@@ -78,24 +88,15 @@ void gemm(int M, int N, int K, RowsA a, PairsB b, float* c, std::size_t ldc, boo
         _tile_loadd(5, a.hi + a1, a_stride);
         _tile_loadd(6, b.hi + b0, b_stride);
         _tile_loadd(7, b.hi + b1, b_stride);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
+        products_2x2();
         if (a.lo != nullptr) {
           _tile_loadd(4, a.lo + a0, a_stride);
           _tile_loadd(5, a.lo + a1, a_stride);
-          _tile_dpbf16ps(0, 4, 6);
-          _tile_dpbf16ps(1, 4, 7);
-          _tile_dpbf16ps(2, 5, 6);
-          _tile_dpbf16ps(3, 5, 7);
+          products_2x2();
         } else if (b.lo != nullptr) {
           _tile_loadd(6, b.lo + b0, b_stride);
           _tile_loadd(7, b.lo + b1, b_stride);
-          _tile_dpbf16ps(0, 4, 6);
-          _tile_dpbf16ps(1, 4, 7);
-          _tile_dpbf16ps(2, 5, 6);
-          _tile_dpbf16ps(3, 5, 7);
+          products_2x2();
         }
       }
       _tile_stored(0, cij, c_stride);

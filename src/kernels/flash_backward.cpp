@@ -208,17 +208,9 @@ struct BackwardTiles {
       for (int j = cols; j < cols_padded; ++j) prow[j] = dsrow[j] = 0.0f;
     }
     next.finish();
-    if (vis == TileVisibility::partial && rule.documents()) {
-      DocumentIds<kTileRows, kTileCols> docs(rule, s.q_pos, rows, s.k_pos, cols);
-      for (int i = 0; i < rows; ++i)
-        for (int j = 0; j < cols; ++j)
-          if (!rule.visible(s.q_pos[i], s.k_pos[j]) || docs.q[i] != docs.k[j])
-            s.p[i * kTileCols + j] = s.ds[i * kTileCols + j] = 0.0f;
-    } else if (vis == TileVisibility::partial) {
-      for (int i = 0; i < rows; ++i)
-        for (int j = 0; j < cols; ++j)
-          if (!rule.visible(s.q_pos[i], s.k_pos[j])) s.p[i * kTileCols + j] = s.ds[i * kTileCols + j] = 0.0f;
-    }
+    if (vis == TileVisibility::partial)
+      for_each_hidden<kTileRows, kTileCols>(rule, s.q_pos, rows, s.k_pos, cols,
+                                            [&](int i, int j) { s.p[i * kTileCols + j] = s.ds[i * kTileCols + j] = 0.0f; });
 
     gemm(cols_padded, d, rows_padded, MatrixA{s.p, 1, kTileCols}, s.dout, ld, s.dv, ld, true);
     gemm(cols_padded, d, rows_padded, MatrixA{s.ds, 1, kTileCols}, s.q, ld, s.dk, ld, true);
@@ -307,8 +299,7 @@ void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Ten
   // Split the key tiles of a head only when (batch x kv heads) cannot keep every thread busy.
   const std::int64_t units = p.batch * p.kv_heads;
   const std::int64_t threads = Exec().concurrency();
-  f.n_chunks = int(std::max<std::int64_t>(1, std::min<std::int64_t>(f.n_ktiles, (2 * threads + units - 1) / units)));
-  if (threads == 1) f.n_chunks = 1;
+  f.n_chunks = key_tile_chunks(units, f.n_ktiles, threads);
   f.atomic_dq = f.n_chunks > 1;
   const std::size_t scratch = scratch_bytes<BackwardTiles<T>>(f.d);
   for_each_league_chunk<Policy>("rfa::flash_backward", units * f.n_chunks, f,

@@ -239,18 +239,8 @@ struct AmxBackwardTiles {
               amx::PairsB{s.vt, nullptr, 2 * kCols}, s.dp, kCols, false);
 
     // Masked and padded scores become -inf, so P = 0 there and dS = P (dP - D) = 0.
-    if (vis == TileVisibility::partial) {
-      if (rule.documents()) {
-        DocumentIds<kRows, kCols> docs(rule, s.q_pos, rows, s.k_pos, cols);
-        for (int i = 0; i < rows; ++i)
-          for (int j = 0; j < cols; ++j)
-            if (!rule.visible(s.q_pos[i], s.k_pos[j]) || docs.q[i] != docs.k[j]) s.s[i * kCols + j] = -inf;
-      } else {
-        for (int i = 0; i < rows; ++i)
-          for (int j = 0; j < cols; ++j)
-            if (!rule.visible(s.q_pos[i], s.k_pos[j])) s.s[i * kCols + j] = -inf;
-      }
-    }
+    if (vis == TileVisibility::partial)
+      for_each_hidden<kRows, kCols>(rule, s.q_pos, rows, s.k_pos, cols, [&](int i, int j) { s.s[i * kCols + j] = -inf; });
     for (int i = 0; i < rows_padded; ++i)
       for (int j = cols; j < cols_padded; ++j) s.s[i * kCols + j] = -inf;
     probabilities(s, rows_padded, cols_padded);
@@ -334,8 +324,7 @@ bool flash_backward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tenso
   // over several teams (dq then added atomically) only when the units cannot keep every thread busy.
   const std::int64_t units = p.batch * p.kv_heads;
   const std::int64_t threads = Exec().concurrency();
-  f.n_chunks = int(std::max<std::int64_t>(1, std::min<std::int64_t>(f.n_ktiles, (2 * threads + units - 1) / units)));
-  if (threads == 1) f.n_chunks = 1;
+  f.n_chunks = key_tile_chunks(units, f.n_ktiles, threads);
   f.atomic_dq = f.n_chunks > 1;
   // One buffer per unit: none is larger than the unit's share of the queries.
   std::vector<Packed> buffers;

@@ -210,16 +210,7 @@ struct AmxForwardTiles {
                 amx::PairsB{k_tile, nullptr, std::size_t(2 * kCols)}, s.s, kCols, false);
       if (vis == TileVisibility::partial) {
         for (int j = 0; j < cols; ++j) s.k_pos[j] = p.k_pos(c0 + j);
-        if (rule.documents()) {
-          DocumentIds<kRows, kCols> docs(rule, s.q_pos, rows, s.k_pos, cols);
-          for (int i = 0; i < rows; ++i)
-            for (int j = 0; j < cols; ++j)
-              if (!rule.visible(s.q_pos[i], s.k_pos[j]) || docs.q[i] != docs.k[j]) s.s[i * kCols + j] = ninf;
-        } else {
-          for (int i = 0; i < rows; ++i)
-            for (int j = 0; j < cols; ++j)
-              if (!rule.visible(s.q_pos[i], s.k_pos[j])) s.s[i * kCols + j] = ninf;
-        }
+        for_each_hidden<kRows, kCols>(rule, s.q_pos, rows, s.k_pos, cols, [&](int i, int j) { s.s[i * kCols + j] = ninf; });
       }
       for (int i = 0; i < rows_padded; ++i)
         for (int j = cols; j < cols_padded; ++j) s.s[i * kCols + j] = ninf;

@@ -26,5 +26,12 @@ void for_each_league_chunk(const char* name, std::int64_t league, Functor functo
   }
 }
 
+/// How many teams share the key tiles of one (batch, kv head) unit in the backward kernels:
+/// one, unless the units alone cannot keep every host thread busy (then dq is added atomically).
+inline int key_tile_chunks(std::int64_t units, int n_ktiles, std::int64_t threads) {
+  if (threads == 1) return 1;
+  return int(std::max<std::int64_t>(1, std::min<std::int64_t>(n_ktiles, (2 * threads + units - 1) / units)));
+}
+
 }  // namespace kernels
 }  // namespace rfa

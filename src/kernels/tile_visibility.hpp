@@ -60,6 +60,23 @@ struct DocumentIds {
   }
 };
 
+/// Calls hide(i, j) for every query i < rows and key j < cols of a partial tile that the rule
+/// (causal, window, documents) hides, query-major (host kernels).
+template <int ROWS, int COLS, class Hide>
+void for_each_hidden(const MaskRule& rule, const std::int64_t* q_positions, int rows, const std::int64_t* k_positions,
+                     int cols, Hide&& hide) {
+  if (rule.documents()) {
+    const DocumentIds<ROWS, COLS> docs(rule, q_positions, rows, k_positions, cols);
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j)
+        if (!rule.visible(q_positions[i], k_positions[j]) || docs.q[i] != docs.k[j]) hide(i, j);
+  } else {
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j)
+        if (!rule.visible(q_positions[i], k_positions[j])) hide(i, j);
+  }
+}
+
 KOKKOS_INLINE_FUNCTION TileVisibility classify_tile(const MaskRule& rule, const PositionMap& q_pos,
                                                     std::int64_t r0, std::int64_t r1,
                                                     const PositionMap& k_pos, std::int64_t c0,
