@@ -4,7 +4,7 @@
 // exact bf16 products and fp32 sums the portable kernel gets by widening. P is fp32 and the
 // tiles take bf16. For fp32 partials (what the ring merges) P enters P V as two bf16 terms,
 // hi + lo (16 significant bits): rounding P to bf16 alone, as GPU kernels do, would put ~1e-3
-// relative error into them, where the contract is fp32 accuracy (DESIGN.md §7); the second
+// relative error into them, where the contract is fp32 accuracy (docs/architecture.md §3); the second
 // term costs one more tile product per P tile (about 15% of the kernel). A bf16 output takes
 // P rounded once: its own rounding to bf16 is the larger error. Row sums, and so lse, are
 // always those of the unrounded P.
