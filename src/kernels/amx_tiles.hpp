@@ -36,7 +36,7 @@ constexpr int kChunk = 32;  // bf16 values along the reduction in a row of an A 
 /// The configuration belongs to the thread: a kernel sets it at the start of each team.
 void configure_tiles();
 
-typedef float f16 __attribute__((vector_size(64)));
+using f16 = simd::f16;
 
 /// x rounded to bf16 (nearest even), as 16 raw values.
 inline __m256i round_bf16(f16 x) {

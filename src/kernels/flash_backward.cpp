@@ -55,10 +55,6 @@ struct BackwardTiles {
     std::int64_t *q_pos, *k_pos;
   };
 
-  /// Floats between rows of the d-wide scratch tiles: d plus one 64-byte line, so rows are not
-  /// a power of two apart and a column strip of a tile spreads over all L1 sets.
-  static int row_pitch(int d) { return d + 16; }
-
   static Scratch carve(ScratchCarver& c, int d) {
     Scratch s;
     s.k_rows = c.take<float>(std::size_t(kTileCols) * row_pitch(d));
@@ -142,7 +138,9 @@ struct BackwardTiles {
       dq.step();
     }
     void finish() {
-      while (q.remaining() > 0 || dout.remaining() > 0 || dq.remaining() > 0) step();
+      q.finish();
+      dout.finish();
+      dq.finish();
     }
   };
   QueryRowPrefetch prefetcher(int b, int h, int qt) const {

@@ -52,10 +52,6 @@ struct ForwardTiles {
     std::int64_t *q_pos, *k_pos;
   };
 
-  /// Floats between rows of the d-wide scratch tiles: d plus one 64-byte line, so rows are not
-  /// a power of two apart and a column strip of a tile spreads over all L1 sets.
-  static int row_pitch(int d) { return d + 16; }
-
   static Scratch carve(ScratchCarver& c, int d) {
     Scratch s;
     s.qt = c.take<float>(std::size_t(kTileRows) * d);
@@ -140,25 +136,15 @@ struct ForwardTiles {
 
       if (vis == TileVisibility::partial) {
         for (int j = 0; j < cols; ++j) s.k_pos[j] = p.k_pos(c0 + j);
-        if (rule.documents()) {
-          DocumentIds<kTileRows, kTileCols> docs(rule, s.q_pos, rows, s.k_pos, cols);
-          for (int j = 0; j < cols; ++j)
-            for (int i = 0; i < rows; ++i)
-              if (!rule.visible(s.q_pos[i], s.k_pos[j]) || docs.q[i] != docs.k[j]) s.st[j * kTileRows + i] = ninf;
-        } else {
-          for (int j = 0; j < cols; ++j)
-            for (int i = 0; i < rows; ++i)
-              if (!rule.visible(s.q_pos[i], s.k_pos[j])) s.st[j * kTileRows + i] = ninf;
-        }
+        for_each_hidden<kTileRows, kTileCols>(rule, s.q_pos, rows, s.k_pos, cols,
+                                              [&](int i, int j) { s.st[j * kTileRows + i] = ninf; });
       }
       for (int j = cols; j < cols_padded; ++j)
         for (int i = 0; i < rows_padded; ++i) s.st[j * kTileRows + i] = ninf;
 
       online_softmax(s, rows_padded, cols_padded, next_k, next_v);
-      while (next_k.remaining() > 0 || next_v.remaining() > 0) {
-        next_k.step();
-        next_v.step();
-      }
+      next_k.finish();
+      next_v.finish();
 
       gemm(rows_padded, d, cols_padded, MatrixA{s.st, 1, kTileRows}, v_rows, ld_kv, s.o, ld, true);
     }

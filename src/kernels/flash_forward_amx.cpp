@@ -146,8 +146,6 @@ struct AmxForwardTiles {
     std::int64_t *q_pos, *k_pos;
   };
 
-  static int row_pitch(int d) { return d + 16; }
-
   static Scratch carve(ScratchCarver& c, int d) {
     Scratch s;
     s.q = c.take<std::uint16_t>(std::size_t(kRows) * d);

@@ -20,10 +20,10 @@ KOKKOS_INLINE_FUNCTION void zero_row(float* dst, int n) {
   for (int x = 0; x < n; ++x) dst[x] = 0.0f;
 }
 
-/// Brings the rows of the next key tile towards L2 a cache line at a time, spread over the
-/// work on the current tile. Rows of one head are H * d values apart, so a tile's rows sit on
+/// Brings the rows of the next tile towards L2 a cache line at a time, spread over the work on
+/// the current tile. Rows of one head are H * d values apart, so a tile's rows sit on
 /// different pages and the hardware prefetchers (which stay within a page) start over on
-/// every row or two: unaided, the copy of each key tile waits on L3 for most of its rows. Asked
+/// every row or two: unaided, the copy of each tile waits on L3 for most of its rows. Asked
 /// for all at once the prefetches fill the load buffers and stall the core instead, hence one
 /// or two lines per step() of some loop that has ALU work to hide them behind.
 class RowPrefetcher {
@@ -44,8 +44,10 @@ class RowPrefetcher {
     ++next_;
 #endif
   }
-  /// Lines not asked for yet (the caller may flush them at the end of its loop).
-  int remaining() const { return total_ - next_; }
+  /// Asks for the lines not asked for yet (at the end of the loop that hid the others).
+  void finish() {
+    while (next_ < total_) step();
+  }
 
  private:
   const char* base_ = nullptr;

@@ -11,6 +11,11 @@
 namespace rfa {
 namespace kernels {
 
+/// Floats between rows of the d-wide fp32 scratch tiles of the host kernels: d plus one 64-byte
+/// line, so rows are not a power of two apart and a column strip of a tile spreads over all L1
+/// sets.
+KOKKOS_INLINE_FUNCTION int row_pitch(int d) { return d + 16; }
+
 class ScratchCarver {
  public:
   /// base == nullptr: only count.

@@ -64,18 +64,11 @@ inline f8 pow2_int(f8 n) {
 // (the forward's softmax): 16 lanes (one zmm register) where the compiler targets AVX-512.
 #if defined(__AVX512F__)
 typedef float f16 __attribute__((vector_size(64)));
-typedef std::int32_t i16 __attribute__((vector_size(64)));
 typedef f16 wide;
 constexpr int kWideLanes = 16;
 
 inline f16 max(f16 a, f16 b) { return a > b ? a : b; }
 inline f16 fma(f16 a, f16 b, f16 c) { return a * b + c; }
-inline f16 pow2_int(f16 n) {
-  i16 e = (__builtin_convertvector(n, i16) + 127) << 23;
-  f16 r;
-  __builtin_memcpy(&r, &e, sizeof r);
-  return r;
-}
 #else
 typedef f8 wide;
 constexpr int kWideLanes = kLanes;
