@@ -23,10 +23,16 @@ namespace rfa {
 namespace kernels {
 namespace {
 
-constexpr int kTileRows = 48;  // query rows per tile (a multiple of kMicroRows)
+// Query rows per tile (a multiple of kMicroRows). They are the reduction length of the dK and
+// dV products, whose accumulators are loaded and stored once per micro-tile: at 48 those two
+// products ran at ~80% of the FMA peak, at 96 as fast as the others.
+constexpr int kTileRows = 96;
 // Key rows per tile. Key tiles are the row dimension of the dK/dV products and the column
-// dimension of the score tile, so their padded length must divide by 6 and by 8.
-constexpr int kTileCols = 96;
+// dimension of the score tile, so their padded length must divide by 6 and by 8. Every key
+// tile re-reads the Q and dO rows and updates the dQ rows of the whole sequence (strided rows:
+// latency-bound), so longer key tiles mean fewer such passes; 192 gave ~10% over 96 on a
+// 2-core Zen VM (perf/RESULTS.md, 2026-11-25), longer ones nothing more.
+constexpr int kTileCols = 192;
 constexpr int kColPadding = simd::kWideLanes == 16 ? 48 : 24;  // and by 16 where vectors are wide
 static_assert(kTileCols % kColPadding == 0, "key tiles hold whole padded column groups");
 constexpr float kLog2e = 1.4426950408889634f;

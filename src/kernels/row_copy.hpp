@@ -31,30 +31,35 @@ class RowPrefetcher {
   RowPrefetcher() = default;
   /// rows rows of row_bytes bytes, the first at `first`, `stride_bytes` apart.
   RowPrefetcher(const void* first, std::ptrdiff_t stride_bytes, int rows, std::size_t row_bytes)
-      : base_(static_cast<const char*>(first)),
+      : row_(static_cast<const char*>(first)),
         stride_(stride_bytes),
         lines_per_row_(int((row_bytes + 63) / 64)),
-        total_(rows * lines_per_row_) {}
+        left_(rows * lines_per_row_) {}
 
+  /// The position advances by increments, not by dividing a line count: step() runs once per
+  /// vector of softmax work, where an integer division (tens of cycles on some cores) showed.
   void step() {
 #if defined(__GNUC__) && !defined(__CUDA_ARCH__)
-    if (next_ >= total_) return;
-    const int row = next_ / lines_per_row_, line = next_ - row * lines_per_row_;
-    __builtin_prefetch(base_ + row * stride_ + line * 64, 0, 2);
-    ++next_;
+    if (left_ == 0) return;
+    __builtin_prefetch(row_ + line_ * 64, 0, 2);
+    --left_;
+    if (++line_ == lines_per_row_) {
+      line_ = 0;
+      row_ += stride_;
+    }
 #endif
   }
   /// Asks for the lines not asked for yet (at the end of the loop that hid the others).
   void finish() {
-    while (next_ < total_) step();
+    while (left_ > 0) step();
   }
 
  private:
-  const char* base_ = nullptr;
+  const char* row_ = nullptr;  // the row of the next line asked for
   std::ptrdiff_t stride_ = 0;
   int lines_per_row_ = 0;
-  int total_ = 0;
-  int next_ = 0;
+  int line_ = 0;  // its line within the row
+  int left_ = 0;  // lines not asked for yet
 };
 
 /// dst[x] += src[x], for the fp32 accumulators of the ring.
