@@ -38,16 +38,18 @@ class RowPrefetcher {
 
   /// The position advances by increments, not by dividing a line count: step() runs once per
   /// vector of softmax work, where an integer division (tens of cycles on some cores) showed.
+  /// Only the hint depends on the compiler: the count always advances, so finish() ends
+  /// where there is no prefetch builtin.
   void step() {
-#if defined(__GNUC__) && !defined(__CUDA_ARCH__)
     if (left_ == 0) return;
+#if defined(__GNUC__) && !defined(__CUDA_ARCH__)
     __builtin_prefetch(row_ + line_ * 64, 0, 2);
+#endif
     --left_;
     if (++line_ == lines_per_row_) {
       line_ = 0;
       row_ += stride_;
     }
-#endif
   }
   /// Asks for the lines not asked for yet (at the end of the loop that hid the others).
   void finish() {
