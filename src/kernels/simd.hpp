@@ -9,7 +9,7 @@
 #include <Kokkos_Core.hpp>
 #include <cmath>
 #include <cstdint>
-#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__CUDACC__)
+#if defined(__AVX__) && defined(__GNUC__) && !defined(__CUDACC__)
 #include <immintrin.h>
 #endif
 
@@ -27,6 +27,9 @@ namespace rfa {
 namespace simd {
 
 constexpr int kLanes = 8;
+/// 1.5 * 2^23 + 127: adding it to x in [-127, 128] rounds x to the nearest integer n and leaves
+/// n + 127 in the low bits of the sum's mantissa (exp2's range reduction).
+constexpr float kExp2Shift = 12583039.0f;
 
 #if RFA_NATIVE_VECTORS
 typedef float f8 __attribute__((vector_size(32)));
@@ -40,7 +43,21 @@ inline f8 load(const float* p) {
 inline void store(float* p, f8 v) { __builtin_memcpy(p, &v, sizeof v); }
 inline f8 broadcast(float x) { return f8{x, x, x, x, x, x, x, x}; }
 inline f8 fma(f8 a, f8 b, f8 c) { return a * b + c; }  // contracted: -ffp-contract=fast
+#if defined(__AVX__)
+// One vmaxps (same lanes, NaN included, as the expression below): GCC 12 makes the
+// expression a compare and a blend, two operations where the softmax counts every one.
+inline f8 max(f8 a, f8 b) {
+  __m256 x, y;
+  __builtin_memcpy(&x, &a, sizeof x);
+  __builtin_memcpy(&y, &b, sizeof y);
+  const __m256 m = _mm256_max_ps(x, y);
+  f8 r;
+  __builtin_memcpy(&r, &m, sizeof r);
+  return r;
+}
+#else
 inline f8 max(f8 a, f8 b) { return a > b ? a : b; }
+#endif
 inline f8 select_less(f8 x, float bound, f8 if_less, f8 otherwise) {
   return x < broadcast(bound) ? if_less : otherwise;
 }
@@ -53,11 +70,14 @@ inline float reduce_add(f8 v) {
   // Pairwise, so the result does not depend on accumulated rounding order across lanes.
   return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
 }
-/// 2^n for integral-valued n in [-126, 127], by building the exponent bits.
-inline f8 pow2_int(f8 n) {
-  i8 e = (__builtin_convertvector(n, i8) + 127) << 23;
+/// 2^n from s = n + kExp2Shift (see exp2): the low bits of s's mantissa hold n + 127, the
+/// biased exponent, and shifting them into the exponent field leaves 2^n (0 for n = -127).
+inline f8 pow2_from_shifted(f8 s) {
+  i8 bits;
+  __builtin_memcpy(&bits, &s, sizeof bits);
+  bits = bits << 23;
   f8 r;
-  __builtin_memcpy(&r, &e, sizeof r);
+  __builtin_memcpy(&r, &bits, sizeof r);
   return r;
 }
 // The widest native vector the build targets, for the loops that may run wider than 8 lanes
@@ -129,7 +149,9 @@ KOKKOS_INLINE_FUNCTION float reduce_max(f8 v) {
 KOKKOS_INLINE_FUNCTION float reduce_add(f8 v) {
   return ((v.v[0] + v.v[1]) + (v.v[2] + v.v[3])) + ((v.v[4] + v.v[5]) + (v.v[6] + v.v[7]));
 }
-KOKKOS_INLINE_FUNCTION f8 pow2_int(f8 n) { RFA_SIMD_LANEWISE(ldexpf(1.0f, int(n.v[i]))); }
+KOKKOS_INLINE_FUNCTION f8 pow2_from_shifted(f8 s) {
+  RFA_SIMD_LANEWISE(s.v[i] - kExp2Shift <= -127.0f ? 0.0f : ldexpf(1.0f, int(s.v[i] - kExp2Shift)));
+}
 #undef RFA_SIMD_LANEWISE
 typedef f8 wide;
 constexpr int kWideLanes = kLanes;
@@ -147,38 +169,35 @@ KOKKOS_INLINE_FUNCTION void store_as(float* p, V v) {
 }
 #endif
 
-/// 2^f for |f| <= 1/2: a degree-6 minimax polynomial, relative error below 3e-9.
+/// 2^f for |f| <= 1/2: a degree-5 polynomial, minimax for the relative error (below 1e-7,
+/// fp32's own rounding is 6e-8) with its constant term held at 1 so that 2^0 is exactly 1.
+/// The degree-6 one it replaced cost a multiply-add per score for accuracy fp32 cannot hold.
 template <class V>
 KOKKOS_INLINE_FUNCTION V exp2_reduced(V f) {
-  V p = splat<V>(1.5469732170458883e-4f);
-  p = fma(p, f, splat<V>(1.3400432653725147e-3f));
-  p = fma(p, f, splat<V>(9.618025273084640e-3f));
-  p = fma(p, f, splat<V>(5.550327152013779e-2f));
-  p = fma(p, f, splat<V>(2.4022650718688965e-1f));
-  p = fma(p, f, splat<V>(6.931471824645996e-1f));
+  V p = splat<V>(1.3264708686619997e-3f);
+  p = fma(p, f, splat<V>(9.671511128544807e-3f));
+  p = fma(p, f, splat<V>(5.550733953714371e-2f));
+  p = fma(p, f, splat<V>(2.4022242426872253e-1f));
+  p = fma(p, f, splat<V>(6.931470036506653e-1f));
   return fma(p, f, splat<V>(1.0f));
 }
 
-/// 2^x for x <= 127 with relative error below 3e-9 for x >= -126, and exactly 0 below -126
-/// (so -inf, a masked score, gives 0). Range reduction x = n + f, |f| <= 1/2, then
-/// exp2_reduced. The same for f8 and, where the build has it, the wide type.
+/// 2^x for x <= 127: relative error below 3e-7 where 2^x is a normal float (x >= -126),
+/// exactly 0 below -126.5 (so -inf, a masked score, gives 0), a subnormal or 0 in between.
+/// x = n + f with n = round(x), |f| <= 1/2, by one add of kExp2Shift, which also yields 2^n's
+/// bits: ten vector operations, every one of which the softmax pays per score.
 template <class V>
 KOKKOS_INLINE_FUNCTION V exp2(V x) {
-  const V clamped = max(x, splat<V>(-126.0f));
-  const V magic = splat<V>(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
-  const V n = (clamped + magic) - magic;
-  const V r = exp2_reduced(clamped - n) * pow2_int(n);
-#if RFA_NATIVE_VECTORS
-  return x < splat<V>(-126.0f) ? splat<V>(0.0f) : r;
-#else
-  return select_less(x, -126.0f, splat<V>(0.0f), r);
-#endif
+  const V clamped = max(x, splat<V>(-127.0f));
+  const V shifted = clamped + splat<V>(kExp2Shift);
+  const V f = clamped - (shifted - splat<V>(kExp2Shift));
+  return exp2_reduced(f) * pow2_from_shifted(shifted);
 }
 
 #if RFA_NATIVE_VECTORS && defined(__AVX512F__)
-/// The same function on 16 lanes in ten instructions instead of sixteen: AVX-512 rounds to an
-/// integer (vrndscaleps) and scales by 2^n (vscalefps, zeroing the lanes below -126) directly.
-/// Lanes below -126 (-inf included) compute garbage that the zeroing mask discards.
+/// The same function on 16 lanes, where AVX-512 rounds to an integer (vrndscaleps) and scales
+/// by 2^n (vscalefps, zeroing the lanes below -126) directly. Lanes below -126 (-inf included)
+/// compute garbage that the zeroing mask discards.
 inline f16 exp2(f16 x) {
   __m512 xs;
   __builtin_memcpy(&xs, &x, sizeof xs);
