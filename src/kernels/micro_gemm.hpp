@@ -33,89 +33,45 @@ struct MatrixA {
   std::ptrdiff_t inner_stride;  // step along the reduction dimension
 };
 
-/// C[0:MR][0:8*NV] (+)= A[0:MR][0:K] * B[0:K][0:8*NV]. The two A access patterns get their
-/// own loops so every A element is one broadcast with a plain base+index address: with a
-/// generic stride pair the compiler keeps the row offsets on the stack and each broadcast
-/// costs an extra load, which makes the loop load-bound instead of FMA-bound.
-template <int MR, int NV>
+/// C[0:MR][0:L*NV] (+)= A[0:MR][0:K] * B[0:K][0:L*NV], on vectors V of L lanes: simd::f8, or
+/// simd::wide where the compiler targets AVX-512 (twice the FLOPs per instruction, same block).
+/// The two A access patterns get their own loops so every A element is one broadcast with a
+/// plain base+index address: with a generic stride pair the compiler keeps the row offsets on
+/// the stack and each broadcast costs an extra load, which makes the loop load-bound instead
+/// of FMA-bound.
+template <class V, int MR, int NV>
 RFA_MICRO_KERNEL void micro_tile(int K, MatrixA a, const float* b, std::ptrdiff_t ldb, float* c,
-                                       std::ptrdiff_t ldc, bool accumulate) {
-  simd::f8 acc[MR][NV];
+                                 std::ptrdiff_t ldc, bool accumulate) {
+  constexpr int L = int(sizeof(V) / sizeof(float));
+  V acc[MR][NV];
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < NV; ++v)
-      acc[i][v] = accumulate ? simd::load(c + i * ldc + 8 * v) : simd::broadcast(0.0f);
+      acc[i][v] = accumulate ? simd::load_as<V>(c + i * ldc + L * v) : simd::splat<V>(0.0f);
   if (a.inner_stride == 1) {  // A row-major: MR row pointers, one shared index
     const float* rows[MR];
     for (int i = 0; i < MR; ++i) rows[i] = a.data + i * a.row_stride;
     for (int k = 0; k < K; ++k) {
-      simd::f8 bv[NV];
-      for (int v = 0; v < NV; ++v) bv[v] = simd::load(b + k * ldb + 8 * v);
+      V bv[NV];
+      for (int v = 0; v < NV; ++v) bv[v] = simd::load_as<V>(b + k * ldb + L * v);
       for (int i = 0; i < MR; ++i) {
-        const simd::f8 ai = simd::broadcast(rows[i][k]);
+        const V ai = simd::splat<V>(rows[i][k]);
         for (int v = 0; v < NV; ++v) acc[i][v] = simd::fma(ai, bv[v], acc[i][v]);
       }
     }
   } else {  // A transposed (row_stride == 1): MR consecutive values per step
     const float* ak = a.data;
     for (int k = 0; k < K; ++k, ak += a.inner_stride) {
-      simd::f8 bv[NV];
-      for (int v = 0; v < NV; ++v) bv[v] = simd::load(b + k * ldb + 8 * v);
+      V bv[NV];
+      for (int v = 0; v < NV; ++v) bv[v] = simd::load_as<V>(b + k * ldb + L * v);
       for (int i = 0; i < MR; ++i) {
-        const simd::f8 ai = simd::broadcast(ak[i]);
+        const V ai = simd::splat<V>(ak[i]);
         for (int v = 0; v < NV; ++v) acc[i][v] = simd::fma(ai, bv[v], acc[i][v]);
       }
     }
   }
   for (int i = 0; i < MR; ++i)
-    for (int v = 0; v < NV; ++v) simd::store(c + i * ldc + 8 * v, acc[i][v]);
+    for (int v = 0; v < NV; ++v) simd::store_as(c + i * ldc + L * v, acc[i][v]);
 }
-
-#if RFA_NATIVE_VECTORS && defined(__AVX512F__)
-// Where the compiler targets AVX-512 (-march=native on such a machine), the products run on
-// 16-lane registers: the same MR x (16 * NW) register block and the same two loops, at twice
-// the FLOPs per instruction. Everything else in the kernels stays 8-lane (simd.hpp).
-typedef float f16v __attribute__((vector_size(64)));
-
-template <int MR, int NW>
-RFA_MICRO_KERNEL void micro_tile_wide(int K, MatrixA a, const float* b, std::ptrdiff_t ldb, float* c,
-                                      std::ptrdiff_t ldc, bool accumulate) {
-  auto load16 = [](const float* p) {
-    f16v v;
-    __builtin_memcpy(&v, p, sizeof v);
-    return v;
-  };
-  // A brace list, not `f16v{} + x`: adding to zero is not an identity for -0.0, so the compiler
-  // keeps an add before every broadcast; the list becomes one vbroadcastss from memory.
-  auto splat = [](float x) { return f16v{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; };
-  f16v acc[MR][NW];
-  for (int i = 0; i < MR; ++i)
-    for (int v = 0; v < NW; ++v) acc[i][v] = accumulate ? load16(c + i * ldc + 16 * v) : splat(0.0f);
-  if (a.inner_stride == 1) {
-    const float* rows[MR];
-    for (int i = 0; i < MR; ++i) rows[i] = a.data + i * a.row_stride;
-    for (int k = 0; k < K; ++k) {
-      f16v bv[NW];
-      for (int v = 0; v < NW; ++v) bv[v] = load16(b + k * ldb + 16 * v);
-      for (int i = 0; i < MR; ++i) {
-        const f16v ai = splat(rows[i][k]);
-        for (int v = 0; v < NW; ++v) acc[i][v] = ai * bv[v] + acc[i][v];
-      }
-    }
-  } else {
-    const float* ak = a.data;
-    for (int k = 0; k < K; ++k, ak += a.inner_stride) {
-      f16v bv[NW];
-      for (int v = 0; v < NW; ++v) bv[v] = load16(b + k * ldb + 16 * v);
-      for (int i = 0; i < MR; ++i) {
-        const f16v ai = splat(ak[i]);
-        for (int v = 0; v < NW; ++v) acc[i][v] = ai * bv[v] + acc[i][v];
-      }
-    }
-  }
-  for (int i = 0; i < MR; ++i)
-    for (int v = 0; v < NW; ++v) __builtin_memcpy(c + i * ldc + 16 * v, &acc[i][v], sizeof(f16v));
-}
-#endif
 
 /// C[M][N] (+)= A[M][K] * B[K][N], with M a multiple of kMicroRows and N a multiple of 8.
 /// Column strips of B are the outer loop so a strip (K x 16 floats) stays in L1 while every
@@ -124,30 +80,32 @@ KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, MatrixA a, const float* b,
                                  float* c, std::ptrdiff_t ldc, bool accumulate) {
   int j = 0;
 #if RFA_NATIVE_VECTORS && defined(__AVX512F__)
+  // Where the compiler targets AVX-512 (-march=native on such a machine) the products run on
+  // 16-lane registers; everything else in the kernels stays 8-lane (simd.hpp).
   for (; j + 32 <= N; j += 32) {
     // 12 x 32 blocks where the rows allow (24 of the 32 zmm registers accumulate: each B load
     // feeds twice the FMAs), the last 6 rows as 6 x 32.
     int i = 0;
     for (; i + 2 * kMicroRows <= M; i += 2 * kMicroRows) {
       const MatrixA ai{a.data + i * a.row_stride, a.row_stride, a.inner_stride};
-      micro_tile_wide<2 * kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+      micro_tile<simd::wide, 2 * kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
     }
     for (; i < M; i += kMicroRows) {
       const MatrixA ai{a.data + i * a.row_stride, a.row_stride, a.inner_stride};
-      micro_tile_wide<kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+      micro_tile<simd::wide, kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
     }
   }
 #endif
   for (; j + 16 <= N; j += 16) {
     for (int i = 0; i < M; i += kMicroRows) {
       const MatrixA ai{a.data + i * a.row_stride, a.row_stride, a.inner_stride};
-      micro_tile<kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+      micro_tile<simd::f8, kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
     }
   }
   if (j < N) {  // one 8-wide strip left (N is a multiple of 8)
     for (int i = 0; i < M; i += kMicroRows) {
       const MatrixA ai{a.data + i * a.row_stride, a.row_stride, a.inner_stride};
-      micro_tile<kMicroRows, 1>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+      micro_tile<simd::f8, kMicroRows, 1>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
     }
   }
 }
