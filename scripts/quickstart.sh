@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # rfa quick start: installs what is missing (Debian 12), configures, builds, then
 #   run  [flags]  runs the main job (rfa_run) under mpiexec, one rank per core; flags go to rfa_run
-#   test [args]   builds the docs and runs the whole test suite through ctest; args go to ctest
+#   test [args]   builds the docs and runs the whole test suite through ctest, one test per core
+#                 at a time (RFA_JOBS); args go to ctest
 # Both are idempotent: a second run installs nothing and rebuilds only what changed.
 # Environment: RFA_BUILD_DIR (default ./build), RFA_RANKS (default: one per core, at least 2),
 # RFA_CMAKE_ARGS (extra configure flags, e.g. "-DRFA_ENABLE_CUDA=OFF"), RFA_JOBS (default: cores).
@@ -54,6 +55,8 @@ case "$mode" in
     ;;
   test)
     cmake --build "$build" --target docs
-    exec ctest --test-dir "$build" --output-on-failure "$@"
+    # One test per core at a time: an MPI test counts as many cores as it has ranks (its
+    # PROCESSORS property), and one with more ranks than cores runs alone.
+    exec ctest --test-dir "$build" --output-on-failure --parallel "$jobs" "$@"
     ;;
 esac
