@@ -58,9 +58,6 @@ inline f8 max(f8 a, f8 b) {
 #else
 inline f8 max(f8 a, f8 b) { return a > b ? a : b; }
 #endif
-inline f8 select_less(f8 x, float bound, f8 if_less, f8 otherwise) {
-  return x < broadcast(bound) ? if_less : otherwise;
-}
 inline float reduce_max(f8 v) {
   float m = v[0];
   for (int i = 1; i < kLanes; ++i) m = v[i] > m ? v[i] : m;
@@ -135,9 +132,6 @@ KOKKOS_INLINE_FUNCTION void store(float* p, f8 v) {
 KOKKOS_INLINE_FUNCTION f8 broadcast(float x) { RFA_SIMD_LANEWISE(x); }
 KOKKOS_INLINE_FUNCTION f8 fma(f8 a, f8 b, f8 c) { RFA_SIMD_LANEWISE(a.v[i] * b.v[i] + c.v[i]); }
 KOKKOS_INLINE_FUNCTION f8 max(f8 a, f8 b) { RFA_SIMD_LANEWISE(a.v[i] > b.v[i] ? a.v[i] : b.v[i]); }
-KOKKOS_INLINE_FUNCTION f8 select_less(f8 x, float bound, f8 if_less, f8 otherwise) {
-  RFA_SIMD_LANEWISE(x.v[i] < bound ? if_less.v[i] : otherwise.v[i]);
-}
 KOKKOS_INLINE_FUNCTION f8 operator+(f8 a, f8 b) { RFA_SIMD_LANEWISE(a.v[i] + b.v[i]); }
 KOKKOS_INLINE_FUNCTION f8 operator-(f8 a, f8 b) { RFA_SIMD_LANEWISE(a.v[i] - b.v[i]); }
 KOKKOS_INLINE_FUNCTION f8 operator*(f8 a, f8 b) { RFA_SIMD_LANEWISE(a.v[i] * b.v[i]); }
