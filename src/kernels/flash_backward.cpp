@@ -120,14 +120,17 @@ struct BackwardTiles {
       s.dk[i] = 0.0f;
       s.dv[i] = 0.0f;
     }
-    for (int g = 0; g < group; ++g) {
-      const int h = hk * group + g;
-      for (int qt = 0; qt < n_qtiles; ++qt) {
-        // The query tile after this one, for prefetching: the next of this head, else the first of the next head.
-        const bool last_of_head = qt + 1 == n_qtiles;
-        const int next_h = last_of_head ? (g + 1 < group ? h + 1 : -1) : h;
-        query_tile(s, b, h, qt, c0, cols, cols_padded, next_h, last_of_head ? 0 : qt + 1);
-      }
+    // The query tiles of every head of the GQA group that see this key tile, in order; each
+    // one's Q and dO rows are converted beside the previous one's last products.
+    QueryTileRef tile = next_visible({0, 0}, c0, cols);
+    if (tile.g < group) {
+      query_rows(q, b, hk * group + tile.g, tile.qt, s.q, 1).finish();
+      query_rows(dout, b, hk * group + tile.g, tile.qt, s.dout, 1).finish();
+    }
+    while (tile.g < group) {
+      const QueryTileRef next = next_visible({tile.g, tile.qt + 1}, c0, cols);
+      query_tile(s, b, hk, tile, next, c0, cols, cols_padded);
+      tile = next;
     }
     for (int j = 0; j < cols; ++j) {
       add_row(s.dk + j * ld, &dk(b, c0 + j, hk, 0), d);
@@ -135,51 +138,50 @@ struct BackwardTiles {
     }
   }
 
-  /// Q, dO and dQ rows of the query tile (b, h, qt), towards L2 (row_copy.hpp); nothing for h < 0.
-  struct QueryRowPrefetch {
-    RowPrefetcher q, dout, dq;
-    void step() {
-      q.step();
-      dout.step();
-      dq.step();
-    }
-    void finish() {
-      q.finish();
-      dout.finish();
-      dq.finish();
-    }
+  /// A query tile: tile qt of head hk * group + g.
+  struct QueryTileRef {
+    int g, qt;
   };
-  QueryRowPrefetch prefetcher(int b, int h, int qt) const {
-    QueryRowPrefetch pf;
-    if (h < 0) return pf;
-    const std::int64_t r0 = std::int64_t(qt) * kTileRows;
-    const int rows = int(std::min<std::int64_t>(kTileRows, p.seq_q - r0));
-    pf.q = RowPrefetcher(&q(b, r0, h, 0), std::ptrdiff_t(q.stride_1() * sizeof(T)), rows, d * sizeof(T));
-    pf.dout = RowPrefetcher(&dout(b, r0, h, 0), std::ptrdiff_t(dout.stride_1() * sizeof(T)), rows, d * sizeof(T));
-    pf.dq = RowPrefetcher(&dq(b, r0, h, 0), std::ptrdiff_t(dq.stride_1() * sizeof(float)), rows, d * sizeof(float));
-    return pf;
+
+  /// The first query tile from `from` on (in head-major order) with a query that sees key
+  /// columns c0 .. c0 + cols (every head of the group has the same mask); g == group when
+  /// there is none.
+  QueryTileRef next_visible(QueryTileRef from, std::int64_t c0, int cols) const {
+    for (; from.g < group; ++from.g, from.qt = 0) {
+      for (; from.qt < n_qtiles; ++from.qt) {
+        const std::int64_t r0 = std::int64_t(from.qt) * kTileRows;
+        const std::int64_t r1 = std::min<std::int64_t>(r0 + kTileRows, p.seq_q);
+        if (classify_tile(p.rule(), p.q_pos, r0, r1, p.k_pos, c0, c0 + cols) != TileVisibility::hidden) return from;
+      }
+    }
+    return from;
   }
 
-  void query_tile(const Scratch& s, int b, int h, int qt, std::int64_t c0, int cols, int cols_padded, int next_h,
-                  int next_qt) const {
+  /// The rows of query tile qt of `t` (Q or dO) of batch b and head h, converted into dst over
+  /// `steps` steps (row_copy.hpp).
+  SpreadRowLoad<T> query_rows(const Tensor4<const T>& t, int b, int h, int qt, float* dst, int steps) const {
+    const std::int64_t r0 = std::int64_t(qt) * kTileRows;
+    const int rows = int(std::min<std::int64_t>(kTileRows, p.seq_q - r0));
+    return SpreadRowLoad<T>(&t(b, r0, h, 0), std::ptrdiff_t(t.stride_1()), rows, round_up(rows, kMicroRows), d, dst,
+                            row_pitch(d), steps);
+  }
+
+  /// One query tile against the key tile in scratch; its Q and dO rows are in scratch already,
+  /// and those of `next` (if any) are by the end.
+  void query_tile(const Scratch& s, int b, int hk, QueryTileRef tile, QueryTileRef next, std::int64_t c0, int cols,
+                  int cols_padded) const {
+    const int h = hk * group + tile.g;
+    const int qt = tile.qt;
     const int ld = row_pitch(d);
     const std::int64_t r0 = std::int64_t(qt) * kTileRows;
     const int rows = int(std::min<std::int64_t>(kTileRows, p.seq_q - r0));
     const TileVisibility vis = classify_tile(p.rule(), p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
     const MaskRule rule = p.rule();
-    if (vis == TileVisibility::hidden) return;
     if (progress.poll) progress.poll(progress.context);
     const int rows_padded = round_up(rows, kMicroRows);
     const float inf = std::numeric_limits<float>::infinity();
     for (int i = 0; i < rows_padded; ++i) {
       const bool real = i < rows;
-      if (real) {
-        load_row(&q(b, r0 + i, h, 0), s.q + i * ld, d);
-        load_row(&dout(b, r0 + i, h, 0), s.dout + i * ld, d);
-      } else {
-        zero_row(s.q + i * ld, d);
-        zero_row(s.dout + i * ld, d);
-      }
       // A padded row (or a row that sees nothing anywhere, lse = -inf) gets P = 0.
       const float l = real ? lse(b, h, r0 + i) : -inf;
       s.lse2[i] = l == -inf ? inf : l * kLog2e;
@@ -192,9 +194,7 @@ struct BackwardTiles {
 
     // P = exp(scale S - lse), dS = scale * P (dP - D): scale is folded in here so dQ and dK
     // come out of their products already scaled.
-    // Meanwhile the next query tile's rows are asked for, a line of each tensor per vector.
     using V = simd::wide;
-    QueryRowPrefetch next = prefetcher(b, next_h, next_qt);
     const float scale = p.scale();
     const V vc = simd::splat<V>(scale * kLog2e);
     const V vscale = simd::splat<V>(scale);
@@ -207,18 +207,31 @@ struct BackwardTiles {
         const V pj = simd::exp2(simd::load_as<V>(prow + j) * vc - vl);
         simd::store_as(prow + j, pj);
         simd::store_as(dsrow + j, pj * (simd::load_as<V>(dsrow + j) - vd) * vscale);
-        next.step();
       }
       for (int j = cols; j < cols_padded; ++j) prow[j] = dsrow[j] = 0.0f;
     }
-    next.finish();
     if (vis == TileVisibility::partial)
       for_each_hidden<kTileRows, kTileCols>(rule, s.q_pos, rows, s.k_pos, cols,
                                             [&](int i, int j) { s.p[i * kTileCols + j] = s.ds[i * kTileCols + j] = 0.0f; });
 
+    // The next tile's dO rows go in beside dK += dS^T Q (the last product to read dO came
+    // before), its Q rows beside dQ = dS K, together with this tile's dQ rows (added to below).
+    const bool more = next.g < group;
+    const int next_h = hk * group + next.g;
     gemm(cols_padded, d, rows_padded, MatrixA{s.p, 1, kTileCols}, s.dout, ld, s.dv, ld, true);
-    gemm(cols_padded, d, rows_padded, MatrixA{s.ds, 1, kTileCols}, s.q, ld, s.dk, ld, true);
-    gemm(rows_padded, d, cols_padded, MatrixA{s.ds, kTileCols, 1}, s.k_rows, ld, s.dq, ld, false);
+    SpreadRowLoad<T> next_dout, next_q;
+    if (more) next_dout = query_rows(dout, b, next_h, next.qt, s.dout, gemm_micro_tiles(cols_padded, d));
+    gemm(cols_padded, d, rows_padded, MatrixA{s.ds, 1, kTileCols}, s.q, ld, s.dk, ld, true, [&] { next_dout.step(); });
+    next_dout.finish();
+    if (more) next_q = query_rows(q, b, next_h, next.qt, s.q, gemm_micro_tiles(rows_padded, d));
+    const int dq_tiles = gemm_micro_tiles(rows_padded, d);
+    RowPrefetcher dq_lines(&dq(b, r0, h, 0), std::ptrdiff_t(dq.stride_1() * sizeof(float)), rows, d * sizeof(float));
+    const int dq_lines_per_tile = (dq_lines.left() + dq_tiles - 1) / dq_tiles;
+    gemm(rows_padded, d, cols_padded, MatrixA{s.ds, kTileCols, 1}, s.k_rows, ld, s.dq, ld, false, [&] {
+      next_q.step();
+      for (int n = 0; n < dq_lines_per_tile; ++n) dq_lines.step();
+    });
+    next_q.finish();
 
     for (int i = 0; i < rows; ++i) {
       float* dst = &dq(b, r0 + i, h, 0);

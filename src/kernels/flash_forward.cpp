@@ -100,39 +100,25 @@ struct ForwardTiles {
       s.l[i] = 0.0f;
     }
 
-    for (int kt = 0; kt < n_ktiles; ++kt) {
+    // K/V rows are converted (and zero-padded to whole micro-tiles) into contiguous scratch
+    // even for fp32: the tensor's row stride (kv_heads * d floats) is often a multiple of
+    // 4 KiB / 8, which maps a 16-column strip of V onto a few L1 sets and thrashes them. Each
+    // conversion runs beside a product that leaves its buffer alone (row_copy.hpp): a tile's V
+    // beside its S^T = K Q^T, the next tile's K beside this one's O += P V.
+    int kt = next_visible_tile(r0, rows, 0);
+    if (kt < n_ktiles) key_rows(k, b, hk, kt, s.k, 1).finish();
+    while (kt < n_ktiles) {
       const std::int64_t c0 = std::int64_t(kt) * kTileCols;
       const int cols = int(std::min<std::int64_t>(kTileCols, p.seq_k - c0));
       const int cols_padded = round_up(cols, kMicroRows);
-      const TileVisibility vis = classify_tile(p.rule(), p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
-      if (vis == TileVisibility::hidden) continue;
+      const TileVisibility vis = classify_tile(rule, p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
       if (progress.poll) progress.poll(progress.context);
+      const int next_kt = next_visible_tile(r0, rows, kt + 1);
 
-      // K/V rows are converted (and zero-padded to whole micro-tiles) into contiguous scratch
-      // even for fp32: the tensor's row stride (kv_heads * d floats) is often a multiple of
-      // 4 KiB / 8, which maps a 16-column strip of V onto a few L1 sets and thrashes them.
-      for (int j = 0; j < cols_padded; ++j) {
-        if (j < cols) {
-          load_row(&k(b, c0 + j, hk, 0), s.k + j * ld, d);
-          load_row(&v(b, c0 + j, hk, 0), s.v + j * ld, d);
-        } else {
-          zero_row(s.k + j * ld, d);
-          zero_row(s.v + j * ld, d);
-        }
-      }
-      // The next key tile's rows are fetched while this one is worked on (row_copy.hpp).
-      RowPrefetcher next_k, next_v;
-      if (kt + 1 < n_ktiles) {
-        const std::int64_t n0 = c0 + kTileCols;
-        const int next_rows = int(std::min<std::int64_t>(kTileCols, p.seq_k - n0));
-        next_k = RowPrefetcher(&k(b, n0, hk, 0), std::ptrdiff_t(k.stride_1() * sizeof(T)), next_rows, d * sizeof(T));
-        next_v = RowPrefetcher(&v(b, n0, hk, 0), std::ptrdiff_t(v.stride_1() * sizeof(T)), next_rows, d * sizeof(T));
-      }
-      const float* k_rows = s.k;
-      const float* v_rows = s.v;
-      const std::ptrdiff_t ld_kv = ld;
-
-      gemm(cols_padded, rows_padded, d, MatrixA{k_rows, ld_kv, 1}, s.qt, kTileRows, s.st, kTileRows, false);
+      SpreadRowLoad<T> v_rows = key_rows(v, b, hk, kt, s.v, gemm_micro_tiles(cols_padded, rows_padded));
+      gemm(cols_padded, rows_padded, d, MatrixA{s.k, ld, 1}, s.qt, kTileRows, s.st, kTileRows, false,
+           [&] { v_rows.step(); });
+      v_rows.finish();
 
       if (vis == TileVisibility::partial) {
         for (int j = 0; j < cols; ++j) s.k_pos[j] = p.k_pos(c0 + j);
@@ -142,11 +128,14 @@ struct ForwardTiles {
       for (int j = cols; j < cols_padded; ++j)
         for (int i = 0; i < rows_padded; ++i) s.st[j * kTileRows + i] = ninf;
 
-      online_softmax(s, rows_padded, cols_padded, next_k, next_v);
-      next_k.finish();
-      next_v.finish();
+      online_softmax(s, rows_padded, cols_padded);
 
-      gemm(rows_padded, d, cols_padded, MatrixA{s.st, 1, kTileRows}, v_rows, ld_kv, s.o, ld, true);
+      SpreadRowLoad<T> k_rows;
+      if (next_kt < n_ktiles) k_rows = key_rows(k, b, hk, next_kt, s.k, gemm_micro_tiles(rows_padded, d));
+      gemm(rows_padded, d, cols_padded, MatrixA{s.st, 1, kTileRows}, s.v, ld, s.o, ld, true,
+           [&] { k_rows.step(); });
+      k_rows.finish();
+      kt = next_kt;
     }
 
     for (int i = 0; i < rows; ++i) {
@@ -158,11 +147,29 @@ struct ForwardTiles {
     }
   }
 
+  /// The first key tile from `from` on that some query of rows r0 .. r0 + rows sees.
+  int next_visible_tile(std::int64_t r0, int rows, int from) const {
+    for (; from < n_ktiles; ++from) {
+      const std::int64_t c0 = std::int64_t(from) * kTileCols;
+      const std::int64_t c1 = std::min<std::int64_t>(c0 + kTileCols, p.seq_k);
+      if (classify_tile(p.rule(), p.q_pos, r0, r0 + rows, p.k_pos, c0, c1) != TileVisibility::hidden) break;
+    }
+    return from;
+  }
+
+  /// The rows of key tile kt of `t` (K or V) of batch b and key head hk, converted into dst over
+  /// `steps` steps.
+  SpreadRowLoad<T> key_rows(const Tensor4<const T>& t, int b, int hk, int kt, float* dst, int steps) const {
+    const std::int64_t c0 = std::int64_t(kt) * kTileCols;
+    const int cols = int(std::min<std::int64_t>(kTileCols, p.seq_k - c0));
+    return SpreadRowLoad<T>(&t(b, c0, hk, 0), std::ptrdiff_t(t.stride_1()), cols, round_up(cols, kMicroRows), d,
+                            dst, row_pitch(d), steps);
+  }
+
   /// Turns the score columns into probabilities against the running max, a vector of queries
   /// at a time (16 where the build targets AVX-512), and rescales the running sum and output
-  /// rows whose max moved. One line of the next K and V tiles is asked for per column.
-  void online_softmax(const Scratch& s, int rows_padded, int cols_padded, RowPrefetcher& next_k,
-                      RowPrefetcher& next_v) const {
+  /// rows whose max moved.
+  void online_softmax(const Scratch& s, int rows_padded, int cols_padded) const {
     using V = simd::wide;
     constexpr int L = simd::kWideLanes;
     const int ld = row_pitch(d);
@@ -182,8 +189,6 @@ struct ForwardTiles {
         const V pj = simd::exp2(simd::load_as<V>(col) - m_sub);
         simd::store_as(col, pj);
         vsum = vsum + pj;
-        next_k.step();
-        next_v.step();
       }
       const V alpha = simd::exp2(m_old - m_sub);
       simd::store_as(s.l + i0, simd::fma(simd::load_as<V>(s.l + i0), alpha, vsum));

@@ -75,9 +75,11 @@ RFA_MICRO_KERNEL void micro_tile(int K, MatrixA a, const float* b, std::ptrdiff_
 
 /// C[M][N] (+)= A[M][K] * B[K][N], with M a multiple of kMicroRows and N a multiple of 8.
 /// Column strips of B are the outer loop so a strip (K x 16 floats) stays in L1 while every
-/// row block of A streams past it.
-KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, MatrixA a, const float* b, std::ptrdiff_t ldb,
-                                 float* c, std::ptrdiff_t ldc, bool accumulate) {
+/// row block of A streams past it. `after_tile()` runs after each micro-tile: the kernels
+/// spread their prefetches of the next tile's rows over a product with it (row_copy.hpp).
+template <class AfterTile>
+KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, MatrixA a, const float* b, std::ptrdiff_t ldb, float* c,
+                                 std::ptrdiff_t ldc, bool accumulate, AfterTile&& after_tile) {
   int j = 0;
 #if RFA_NATIVE_VECTORS && defined(__AVX512F__)
   // Where the compiler targets AVX-512 (-march=native on such a machine) the products run on
@@ -89,10 +91,12 @@ KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, MatrixA a, const float* b,
     for (; i + 2 * kMicroRows <= M; i += 2 * kMicroRows) {
       const MatrixA ai{a.data + i * a.row_stride, a.row_stride, a.inner_stride};
       micro_tile<simd::wide, 2 * kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+      after_tile();
     }
     for (; i < M; i += kMicroRows) {
       const MatrixA ai{a.data + i * a.row_stride, a.row_stride, a.inner_stride};
       micro_tile<simd::wide, kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+      after_tile();
     }
   }
 #endif
@@ -100,14 +104,35 @@ KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, MatrixA a, const float* b,
     for (int i = 0; i < M; i += kMicroRows) {
       const MatrixA ai{a.data + i * a.row_stride, a.row_stride, a.inner_stride};
       micro_tile<simd::f8, kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+      after_tile();
     }
   }
   if (j < N) {  // one 8-wide strip left (N is a multiple of 8)
     for (int i = 0; i < M; i += kMicroRows) {
       const MatrixA ai{a.data + i * a.row_stride, a.row_stride, a.inner_stride};
       micro_tile<simd::f8, kMicroRows, 1>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+      after_tile();
     }
   }
+}
+
+/// How many times gemm(M, N, ...) calls after_tile().
+KOKKOS_INLINE_FUNCTION int gemm_micro_tiles(int M, int N) {
+  int tiles = 0, j = 0;
+#if RFA_NATIVE_VECTORS && defined(__AVX512F__)
+  tiles += (N / 32) * (M / (2 * kMicroRows) + (M % (2 * kMicroRows)) / kMicroRows);
+  j = N / 32 * 32;
+#endif
+  return tiles + ((N - j + 15) / 16) * (M / kMicroRows);
+}
+
+struct NothingAfterTile {
+  KOKKOS_INLINE_FUNCTION void operator()() const {}
+};
+
+KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, MatrixA a, const float* b, std::ptrdiff_t ldb, float* c,
+                                 std::ptrdiff_t ldc, bool accumulate) {
+  gemm(M, N, K, a, b, ldb, c, ldc, accumulate, NothingAfterTile{});
 }
 
 KOKKOS_INLINE_FUNCTION int round_up(int x, int m) { return (x + m - 1) / m * m; }
