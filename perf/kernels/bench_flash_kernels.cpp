@@ -8,7 +8,9 @@
 // (--benchmark_out=FILE --benchmark_out_format=json for the regression comparator,
 // --benchmark_filter=...); the shape comes
 // from --rfa_batch, --rfa_seq, --rfa_heads, --rfa_head_dim (defaults 1, 4096, 4, 128), the
-// time each benchmark runs from --rfa_min_time (seconds, default 1).
+// time each benchmark runs from --rfa_min_time (seconds, default 1). --rfa_rounds=N alternates
+// the whole rfa run and the peer's N times and reports medians, so that a slow spell of a
+// shared machine does not land on one side of the ratio only.
 // RFA_PEER_PYTHON names the Python that has torch (default: python3 on PATH).
 #include <benchmark/benchmark.h>
 #include <sched.h>
@@ -22,6 +24,7 @@
 #include <random>
 #include <string>
 #include <type_traits>
+#include <vector>
 #include <thread>
 
 #include "cpu_peak.hpp"
@@ -41,12 +44,14 @@ Shape g_shape;
 double g_peak = 0.0;            // fp32 FMA peak of the cores the kernels run on
 double g_bf16_tile_peak = 0.0;  // bf16 AMX tile peak of those cores (0: no tiles)
 double g_min_time = 1.0;  // seconds per benchmark (--rfa_min_time; the suite's --quick mode shortens it)
+int g_rounds = 1;         // rfa runs, each followed by a peer run (--rfa_rounds)
 
 struct Result {
   double rfa_gflops = 0.0;
   double peer_gflops = 0.0;
 };
-std::map<std::string, Result> g_results;  // key: "fwd bf16 causal"
+std::map<std::string, Result> g_results;  // this round's; key: "fwd bf16 causal"
+std::map<std::string, std::vector<Result>> g_rounds_results;  // every round's, in order
 
 template <class T>
 Tensor4<T> random_tensor(const char* name, std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d,
@@ -177,7 +182,52 @@ bool parse_shape_flag(const std::string& arg) {
     g_min_time = std::atof(arg.c_str() + min_time.size());
     return true;
   }
+  const std::string rounds = "--rfa_rounds=";
+  if (arg.rfind(rounds, 0) == 0) {
+    g_rounds = std::max(1, std::atoi(arg.c_str() + rounds.size()));
+    return true;
+  }
   return false;
+}
+
+double median(std::vector<double> x) {
+  std::sort(x.begin(), x.end());
+  const std::size_t n = x.size();
+  return n == 0 ? 0.0 : n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+/// The summary table: one round's figures, or with several rounds the medians of rfa's and the
+/// peer's figures and of the per-round ratios (each round's rfa against the same round's peer),
+/// with the ratios' range.
+void print_summary() {
+  const bool several = g_rounds > 1;
+  if (several)
+    std::printf("\nmedians of %d rounds (each: every rfa case, then the peer's)\n", g_rounds);
+  std::printf("\n%-22s %10s %8s %14s %10s%s\n", "kernel", "GFLOP/s", "of peak", "torch GFLOP/s", "rfa/torch",
+              several ? "  ratio range" : "");
+  bool any_peer = false;
+  for (const auto& [name, rounds] : g_rounds_results) {
+    std::vector<double> rfa, peer, ratio;
+    for (const Result& r : rounds) {
+      if (r.rfa_gflops > 0) rfa.push_back(r.rfa_gflops);
+      if (r.peer_gflops > 0) peer.push_back(r.peer_gflops);
+      if (r.rfa_gflops > 0 && r.peer_gflops > 0) ratio.push_back(r.rfa_gflops / r.peer_gflops);
+    }
+    if (rfa.empty()) continue;
+    const double peak = peak_of(name.find("bfloat16") != std::string::npos);
+    std::printf("%-22s %10.1f %7.1f%%", name.c_str(), median(rfa), 100 * median(rfa) / (peak * 1e-9));
+    if (ratio.empty()) {
+      std::printf(" %14s %10s\n", "n/a", "n/a");
+      continue;
+    }
+    any_peer = true;
+    std::printf(" %14.1f %10.2f", median(peer), median(ratio));
+    if (several)
+      std::printf("  %.2f-%.2f", *std::min_element(ratio.begin(), ratio.end()), *std::max_element(ratio.begin(), ratio.end()));
+    std::printf("\n");
+  }
+  if (!any_peer)
+    std::printf("(no PyTorch peer: torch is not importable; set RFA_PEER_PYTHON to a Python that has it)\n");
 }
 
 template <class T>
@@ -197,12 +247,14 @@ void register_dtype() {
 }  // namespace
 
 const char* kUsage = R"(usage: rfa_kernel_bench [--rfa_batch=N] [--rfa_seq=N] [--rfa_heads=N] [--rfa_head_dim=N]
-                        [--rfa_min_time=SECONDS] [Google Benchmark flags] [--kokkos-help]
+                        [--rfa_min_time=SECONDS] [--rfa_rounds=N] [Google Benchmark flags] [--kokkos-help]
 
 The portable flash kernels on the host threads Kokkos gives (fp32 and bf16, forward and backward,
 causal and not): GFLOP/s by FlashAttention's convention, the fraction of the measured fp32 FMA
 peak of the cores used (one core's, times the host threads), and PyTorch's CPU flash kernel on
 the same shape and as many threads when RFA_PEER_PYTHON (default python3) imports torch. Shape defaults: B=1, S=4096, H=4, d=128; --rfa_min_time: seconds per case (1).
+--rfa_rounds=N: N rounds of (every rfa case, then the peer's), medians reported (default 1; a
+JSON output file holds the last round).
 perf/'s result format: --benchmark_repetitions=10 --benchmark_out=FILE --benchmark_out_format=json.
 
 Google Benchmark's flags:
@@ -261,23 +313,14 @@ int main(int argc, char** argv) {
     register_dtype<float>();
     register_dtype<bf16_t>();
     SummaryReporter reporter;
-    benchmark::RunSpecifiedBenchmarks(&reporter);
-    measure_peer();
-
-    std::printf("\n%-22s %10s %8s %14s %10s\n", "kernel", "GFLOP/s", "of peak", "torch GFLOP/s", "rfa/torch");
-    for (const auto& [name, r] : g_results) {
-      if (r.rfa_gflops <= 0) continue;
-      const double peak = peak_of(name.find("bfloat16") != std::string::npos);
-      if (r.peer_gflops > 0) {
-        std::printf("%-22s %10.1f %7.1f%% %14.1f %10.2f\n", name.c_str(), r.rfa_gflops, 100 * r.rfa_gflops / (peak * 1e-9),
-                    r.peer_gflops, r.rfa_gflops / r.peer_gflops);
-      } else {
-        std::printf("%-22s %10.1f %7.1f%% %14s %10s\n", name.c_str(), r.rfa_gflops, 100 * r.rfa_gflops / (peak * 1e-9),
-                    "n/a", "n/a");
-      }
+    for (int round = 0; round < g_rounds; ++round) {
+      if (g_rounds > 1) std::printf("round %d of %d\n", round + 1, g_rounds);
+      g_results.clear();
+      benchmark::RunSpecifiedBenchmarks(&reporter);
+      measure_peer();
+      for (const auto& [name, r] : g_results) g_rounds_results[name].push_back(r);
     }
-    if (g_results.empty() || std::none_of(g_results.begin(), g_results.end(), [](const auto& e) { return e.second.peer_gflops > 0; }))
-      std::printf("(no PyTorch peer: torch is not importable; set RFA_PEER_PYTHON to a Python that has it)\n");
+    print_summary();
     benchmark::Shutdown();
   }
   Kokkos::finalize();
