@@ -107,7 +107,10 @@ class SpreadRowLoad {
   }
 
  private:
-  static constexpr int kAhead = 2;
+  // Rows asked for ahead of the one converted: a row goes in every one to three micro-tiles
+  // (~600 cycles each); on a shared Zen 3 VM 4 rows ahead made the forward ~8% faster than 2,
+  // 8 and 16 no faster than 4, and none at all ~20% slower (perf/RESULTS.md, 2026-11-25).
+  static constexpr int kAhead = 4;
 
   void prefetch_row(int r) const {
 #if defined(__GNUC__) && !defined(__CUDA_ARCH__)
