@@ -122,13 +122,13 @@ struct BackwardTiles {
     }
     // The query tiles of every head of the GQA group that see this key tile, in order; each
     // one's Q and dO rows are converted beside the previous one's last products.
-    QueryTileRef tile = next_visible({0, 0}, c0, cols);
+    QueryTileRef tile = next_visible(0, 0, c0, cols);
     if (tile.g < group) {
       query_rows(q, b, hk * group + tile.g, tile.qt, s.q, 1).finish();
       query_rows(dout, b, hk * group + tile.g, tile.qt, s.dout, 1).finish();
     }
     while (tile.g < group) {
-      const QueryTileRef next = next_visible({tile.g, tile.qt + 1}, c0, cols);
+      const QueryTileRef next = next_visible(tile.g, tile.qt + 1, c0, cols);
       query_tile(s, b, hk, tile, next, c0, cols, cols_padded);
       tile = next;
     }
@@ -138,23 +138,25 @@ struct BackwardTiles {
     }
   }
 
-  /// A query tile: tile qt of head hk * group + g.
+  /// A query tile: tile qt of head hk * group + g, and how much of the key tile it sees.
   struct QueryTileRef {
     int g, qt;
+    TileVisibility vis;
   };
 
   /// The first query tile from `from` on (in head-major order) with a query that sees key
   /// columns c0 .. c0 + cols (every head of the group has the same mask); g == group when
   /// there is none.
-  QueryTileRef next_visible(QueryTileRef from, std::int64_t c0, int cols) const {
-    for (; from.g < group; ++from.g, from.qt = 0) {
-      for (; from.qt < n_qtiles; ++from.qt) {
-        const std::int64_t r0 = std::int64_t(from.qt) * kTileRows;
+  QueryTileRef next_visible(int g, int qt, std::int64_t c0, int cols) const {
+    for (; g < group; ++g, qt = 0) {
+      for (; qt < n_qtiles; ++qt) {
+        const std::int64_t r0 = std::int64_t(qt) * kTileRows;
         const std::int64_t r1 = std::min<std::int64_t>(r0 + kTileRows, p.seq_q);
-        if (classify_tile(p.rule(), p.q_pos, r0, r1, p.k_pos, c0, c0 + cols) != TileVisibility::hidden) return from;
+        const TileVisibility vis = classify_tile(p.rule(), p.q_pos, r0, r1, p.k_pos, c0, c0 + cols);
+        if (vis != TileVisibility::hidden) return {g, qt, vis};
       }
     }
-    return from;
+    return {group, 0, TileVisibility::hidden};
   }
 
   /// The rows of query tile qt of `t` (Q or dO) of batch b and head h, converted into dst over
@@ -175,7 +177,6 @@ struct BackwardTiles {
     const int ld = row_pitch(d);
     const std::int64_t r0 = std::int64_t(qt) * kTileRows;
     const int rows = int(std::min<std::int64_t>(kTileRows, p.seq_q - r0));
-    const TileVisibility vis = classify_tile(p.rule(), p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
     const MaskRule rule = p.rule();
     if (progress.poll) progress.poll(progress.context);
     const int rows_padded = round_up(rows, kMicroRows);
@@ -210,7 +211,7 @@ struct BackwardTiles {
       }
       for (int j = cols; j < cols_padded; ++j) prow[j] = dsrow[j] = 0.0f;
     }
-    if (vis == TileVisibility::partial)
+    if (tile.vis == TileVisibility::partial)
       for_each_hidden<kTileRows, kTileCols>(rule, s.q_pos, rows, s.k_pos, cols,
                                             [&](int i, int j) { s.p[i * kTileCols + j] = s.ds[i * kTileCols + j] = 0.0f; });
 
@@ -224,14 +225,14 @@ struct BackwardTiles {
     gemm(cols_padded, d, rows_padded, MatrixA{s.ds, 1, kTileCols}, s.q, ld, s.dk, ld, true, [&] { next_dout.step(); });
     next_dout.finish();
     if (more) next_q = query_rows(q, b, next_h, next.qt, s.q, gemm_micro_tiles(rows_padded, d));
-    const int dq_tiles = gemm_micro_tiles(rows_padded, d);
-    RowPrefetcher dq_lines(&dq(b, r0, h, 0), std::ptrdiff_t(dq.stride_1() * sizeof(float)), rows, d * sizeof(float));
-    const int dq_lines_per_tile = (dq_lines.left() + dq_tiles - 1) / dq_tiles;
+    RowPrefetcher dq_lines(&dq(b, r0, h, 0), std::ptrdiff_t(dq.stride_1() * sizeof(float)), rows, d * sizeof(float),
+                           gemm_micro_tiles(rows_padded, d));
     gemm(rows_padded, d, cols_padded, MatrixA{s.ds, kTileCols, 1}, s.k_rows, ld, s.dq, ld, false, [&] {
       next_q.step();
-      for (int n = 0; n < dq_lines_per_tile; ++n) dq_lines.step();
+      dq_lines.step();
     });
     next_q.finish();
+    dq_lines.finish();
 
     for (int i = 0; i < rows; ++i) {
       float* dst = &dq(b, r0 + i, h, 0);

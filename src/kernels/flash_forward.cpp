@@ -105,22 +105,22 @@ struct ForwardTiles {
     // 4 KiB / 8, which maps a 16-column strip of V onto a few L1 sets and thrashes them. Each
     // conversion runs beside a product that leaves its buffer alone (row_copy.hpp): a tile's V
     // beside its S^T = K Q^T, the next tile's K beside this one's O += P V.
-    int kt = next_visible_tile(r0, rows, 0);
-    if (kt < n_ktiles) key_rows(k, b, hk, kt, s.k, 1).finish();
-    while (kt < n_ktiles) {
+    KeyTileRef tile = next_visible_tile(r0, rows, 0);
+    if (tile.kt < n_ktiles) key_rows(k, b, hk, tile.kt, s.k, 1).finish();
+    while (tile.kt < n_ktiles) {
+      const int kt = tile.kt;
       const std::int64_t c0 = std::int64_t(kt) * kTileCols;
       const int cols = int(std::min<std::int64_t>(kTileCols, p.seq_k - c0));
       const int cols_padded = round_up(cols, kMicroRows);
-      const TileVisibility vis = classify_tile(rule, p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
       if (progress.poll) progress.poll(progress.context);
-      const int next_kt = next_visible_tile(r0, rows, kt + 1);
+      const KeyTileRef next = next_visible_tile(r0, rows, kt + 1);
 
       SpreadRowLoad<T> v_rows = key_rows(v, b, hk, kt, s.v, gemm_micro_tiles(cols_padded, rows_padded));
       gemm(cols_padded, rows_padded, d, MatrixA{s.k, ld, 1}, s.qt, kTileRows, s.st, kTileRows, false,
            [&] { v_rows.step(); });
       v_rows.finish();
 
-      if (vis == TileVisibility::partial) {
+      if (tile.vis == TileVisibility::partial) {
         for (int j = 0; j < cols; ++j) s.k_pos[j] = p.k_pos(c0 + j);
         for_each_hidden<kTileRows, kTileCols>(rule, s.q_pos, rows, s.k_pos, cols,
                                               [&](int i, int j) { s.st[j * kTileRows + i] = ninf; });
@@ -131,11 +131,11 @@ struct ForwardTiles {
       online_softmax(s, rows_padded, cols_padded);
 
       SpreadRowLoad<T> k_rows;
-      if (next_kt < n_ktiles) k_rows = key_rows(k, b, hk, next_kt, s.k, gemm_micro_tiles(rows_padded, d));
+      if (next.kt < n_ktiles) k_rows = key_rows(k, b, hk, next.kt, s.k, gemm_micro_tiles(rows_padded, d));
       gemm(rows_padded, d, cols_padded, MatrixA{s.st, 1, kTileRows}, s.v, ld, s.o, ld, true,
            [&] { k_rows.step(); });
       k_rows.finish();
-      kt = next_kt;
+      tile = next;
     }
 
     for (int i = 0; i < rows; ++i) {
@@ -147,14 +147,22 @@ struct ForwardTiles {
     }
   }
 
-  /// The first key tile from `from` on that some query of rows r0 .. r0 + rows sees.
-  int next_visible_tile(std::int64_t r0, int rows, int from) const {
+  /// A key tile, and how much of it the query tile sees.
+  struct KeyTileRef {
+    int kt;
+    TileVisibility vis;
+  };
+
+  /// The first key tile from `from` on that some query of rows r0 .. r0 + rows sees;
+  /// kt == n_ktiles when there is none.
+  KeyTileRef next_visible_tile(std::int64_t r0, int rows, int from) const {
     for (; from < n_ktiles; ++from) {
       const std::int64_t c0 = std::int64_t(from) * kTileCols;
       const std::int64_t c1 = std::min<std::int64_t>(c0 + kTileCols, p.seq_k);
-      if (classify_tile(p.rule(), p.q_pos, r0, r0 + rows, p.k_pos, c0, c1) != TileVisibility::hidden) break;
+      const TileVisibility vis = classify_tile(p.rule(), p.q_pos, r0, r0 + rows, p.k_pos, c0, c1);
+      if (vis != TileVisibility::hidden) return {from, vis};
     }
-    return from;
+    return {n_ktiles, TileVisibility::hidden};
   }
 
   /// The rows of key tile kt of `t` (K or V) of batch b and key head hk, converted into dst over

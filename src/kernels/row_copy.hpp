@@ -6,6 +6,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
+
 #include "core/dtype.hpp"
 
 namespace rfa {
@@ -20,50 +22,73 @@ KOKKOS_INLINE_FUNCTION void zero_row(float* dst, int n) {
   for (int x = 0; x < n; ++x) dst[x] = 0.0f;
 }
 
-/// Brings rows of a tile towards L2 a cache line at a time, spread over other work (the
-/// backward's dQ rows, added to after the product they sit beside). Rows of one head are H * d values apart, so a tile's rows sit on
-/// different pages and the hardware prefetchers (which stay within a page) start over on
-/// every row or two: unaided, the copy of each tile waits on L3 for most of its rows. Asked
-/// for all at once the prefetches fill the load buffers and stall the core instead, hence one
-/// or two lines per step() of some loop that has ALU work to hide them behind.
+/// Asks for the cache lines of `bytes` bytes from `first` (a hint: nothing where the compiler
+/// has no prefetch builtin). `locality` is __builtin_prefetch's: 3 keeps the lines in every
+/// level, 2 towards L2.
+template <int locality>
+KOKKOS_INLINE_FUNCTION void prefetch_bytes(const void* first, std::size_t bytes) {
+#if defined(__GNUC__) && !defined(__CUDA_ARCH__)
+  const char* p = static_cast<const char*>(first);
+  for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b, 0, locality);
+#else
+  (void)first;
+  (void)bytes;
+#endif
+}
+
+/// Brings rows of a tile towards L2 a cache line at a time, spread evenly over the `steps`
+/// step() calls of some other loop (the backward's dQ rows, added to after the product they
+/// sit beside). Rows of one head are H * d values apart, so a tile's rows sit on different
+/// pages and the hardware prefetchers (which stay within a page) start over on every row or
+/// two: unaided, the copy of each tile waits on L3 for most of its rows. Asked for all at once
+/// the prefetches fill the load buffers and stall the core instead.
 class RowPrefetcher {
  public:
   RowPrefetcher() = default;
   /// rows rows of row_bytes bytes, the first at `first`, `stride_bytes` apart.
-  RowPrefetcher(const void* first, std::ptrdiff_t stride_bytes, int rows, std::size_t row_bytes)
+  RowPrefetcher(const void* first, std::ptrdiff_t stride_bytes, int rows, std::size_t row_bytes, int steps)
       : row_(static_cast<const char*>(first)),
         stride_(stride_bytes),
         lines_per_row_(int((row_bytes + 63) / 64)),
-        left_(rows * lines_per_row_) {}
+        left_(rows * lines_per_row_),
+        lines_(left_),
+        steps_(steps > 0 ? steps : 1) {}
 
-  /// The position advances by increments, not by dividing a line count: step() runs once per
-  /// vector of softmax work, where an integer division (tens of cycles on some cores) showed.
-  /// Only the hint depends on the compiler: the count always advances, so finish() ends
-  /// where there is no prefetch builtin.
+  /// Asks for the lines due by this step (lines / steps of them, on average). The position
+  /// advances by increments, not by dividing a line count: an integer division per step (tens
+  /// of cycles on some cores) would show beside a micro-tile.
   void step() {
-    if (left_ == 0) return;
-#if defined(__GNUC__) && !defined(__CUDA_ARCH__)
-    __builtin_prefetch(row_ + line_ * 64, 0, 2);
-#endif
+    owed_ += lines_;
+    while (owed_ >= steps_ && left_ > 0) {
+      owed_ -= steps_;
+      ask_next();
+    }
+  }
+  /// Asks for the lines not asked for yet (at the end of the loop that hid the others).
+  void finish() {
+    while (left_ > 0) ask_next();
+  }
+  /// Lines not asked for yet.
+  int left() const { return left_; }
+
+ private:
+  void ask_next() {
+    prefetch_bytes<2>(row_ + line_ * 64, 1);
     --left_;
     if (++line_ == lines_per_row_) {
       line_ = 0;
       row_ += stride_;
     }
   }
-  /// Asks for the lines not asked for yet (at the end of the loop that hid the others).
-  void finish() {
-    while (left_ > 0) step();
-  }
-  /// Lines not asked for yet.
-  int left() const { return left_; }
 
- private:
   const char* row_ = nullptr;  // the row of the next line asked for
   std::ptrdiff_t stride_ = 0;
   int lines_per_row_ = 0;
-  int line_ = 0;  // its line within the row
-  int left_ = 0;  // lines not asked for yet
+  int line_ = 0;   // its line within the row
+  int left_ = 0;   // lines not asked for yet
+  int lines_ = 0;  // lines in all
+  int steps_ = 1;
+  int owed_ = 0;  // steps taken times lines, less steps times lines asked for
 };
 
 /// Converts the rows of a tile into fp32 scratch a few at a time, spread evenly over the `steps`
@@ -112,14 +137,7 @@ class SpreadRowLoad {
   // 8 and 16 no faster than 4, and none at all ~20% slower (perf/RESULTS.md, 2026-11-25).
   static constexpr int kAhead = 4;
 
-  void prefetch_row(int r) const {
-#if defined(__GNUC__) && !defined(__CUDA_ARCH__)
-    const char* row = reinterpret_cast<const char*>(src_ + r * stride_);
-    for (std::size_t b = 0; b < std::size_t(d_) * sizeof(T); b += 64) __builtin_prefetch(row + b, 0, 3);
-#else
-    (void)r;
-#endif
-  }
+  void prefetch_row(int r) const { prefetch_bytes<3>(src_ + r * stride_, std::size_t(d_) * sizeof(T)); }
   void convert_next() {
     if (next_ + kAhead < rows_) prefetch_row(next_ + kAhead);
     if (next_ < rows_)
