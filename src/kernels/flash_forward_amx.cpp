@@ -49,23 +49,6 @@ using Policy = Kokkos::TeamPolicy<Exec>;
 using Member = Policy::member_type;
 using V = simd::f16;
 
-/// Lane 0 of a tree reduction of the 16 lanes (four shuffles; per-row loops of 16 dependent
-/// scalar steps cost more than the row's exponentials).
-template <class Op>
-float reduce16(V v, Op op) {
-  v = op(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
-  v = op(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
-  v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
-  v = op(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
-  return v[0];
-}
-float reduce_max(V v) {
-  return reduce16(v, [](V a, V b) { return simd::max(a, b); });
-}
-float reduce_add(V v) {
-  return reduce16(v, [](V a, V b) { return a + b; });
-}
-
 /// K and V of every (batch, kv head) unit, tile by tile, in the forms the tiles read: K^T in pairs
 /// along d, kt[p][j] (32 bits) = K[j][2p .. 2p+1], and V with pairs of key rows interleaved,
 /// vp[j / 2][x][j % 2] = V[j][x]; kCols * d values per tile for each. Rows past the last key
@@ -240,7 +223,7 @@ struct AmxForwardTiles {
         const float* srow = s.s + std::size_t(i0 + r) * kCols;
         V vmax = simd::splat<V>(ninf);
         for (int t = 0; t < vectors; ++t) vmax = simd::max(vmax, simd::load_as<V>(srow + 16 * t) * c);
-        row_max[r] = reduce_max(vmax);
+        row_max[r] = simd::reduce_max(vmax);
       }
       const V m_old = simd::load_as<V>(s.m + i0);
       const V m_new = simd::max(m_old, simd::load_as<V>(row_max));
@@ -266,7 +249,7 @@ struct AmxForwardTiles {
           }
           vsum = vsum + pt;
         }
-        row_sum[r] = reduce_add(vsum);
+        row_sum[r] = simd::reduce_add(vsum);
       }
       simd::store_as(s.l + i0, simd::fma(simd::load_as<V>(s.l + i0), alpha, simd::load_as<V>(row_sum)));
       simd::store_as(s.m + i0, m_new);

@@ -58,11 +58,6 @@ inline f8 max(f8 a, f8 b) {
 #else
 inline f8 max(f8 a, f8 b) { return a > b ? a : b; }
 #endif
-inline float reduce_max(f8 v) {
-  float m = v[0];
-  for (int i = 1; i < kLanes; ++i) m = v[i] > m ? v[i] : m;
-  return m;
-}
 inline float reduce_add(f8 v) {
   // Pairwise, so the result does not depend on accumulated rounding order across lanes.
   return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
@@ -86,6 +81,22 @@ constexpr int kWideLanes = 16;
 
 inline f16 max(f16 a, f16 b) { return a > b ? a : b; }
 inline f16 fma(f16 a, f16 b, f16 c) { return a * b + c; }
+/// Lane 0 of a tree reduction of the 16 lanes (four shuffles: a loop of 16 dependent scalar
+/// steps per row costs more than the row's exponentials in the AMX kernels' row softmax).
+template <class Op>
+inline float reduce16(f16 v, Op op) {
+  v = op(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+  v = op(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
+  v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
+  v = op(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
+  return v[0];
+}
+inline float reduce_max(f16 v) {
+  return reduce16(v, [](f16 a, f16 b) { return max(a, b); });
+}
+inline float reduce_add(f16 v) {
+  return reduce16(v, [](f16 a, f16 b) { return a + b; });
+}
 #else
 typedef f8 wide;
 constexpr int kWideLanes = kLanes;
@@ -135,16 +146,16 @@ KOKKOS_INLINE_FUNCTION f8 max(f8 a, f8 b) { RFA_SIMD_LANEWISE(a.v[i] > b.v[i] ? 
 KOKKOS_INLINE_FUNCTION f8 operator+(f8 a, f8 b) { RFA_SIMD_LANEWISE(a.v[i] + b.v[i]); }
 KOKKOS_INLINE_FUNCTION f8 operator-(f8 a, f8 b) { RFA_SIMD_LANEWISE(a.v[i] - b.v[i]); }
 KOKKOS_INLINE_FUNCTION f8 operator*(f8 a, f8 b) { RFA_SIMD_LANEWISE(a.v[i] * b.v[i]); }
-KOKKOS_INLINE_FUNCTION float reduce_max(f8 v) {
-  float m = v.v[0];
-  for (int i = 1; i < kLanes; ++i) m = v.v[i] > m ? v.v[i] : m;
-  return m;
-}
 KOKKOS_INLINE_FUNCTION float reduce_add(f8 v) {
   return ((v.v[0] + v.v[1]) + (v.v[2] + v.v[3])) + ((v.v[4] + v.v[5]) + (v.v[6] + v.v[7]));
 }
 KOKKOS_INLINE_FUNCTION f8 pow2_from_shifted(f8 s) {
-  RFA_SIMD_LANEWISE(s.v[i] - kExp2Shift <= -127.0f ? 0.0f : ldexpf(1.0f, int(s.v[i] - kExp2Shift)));
+  f8 r;
+  for (int i = 0; i < kLanes; ++i) {
+    const float n = s.v[i] - kExp2Shift;  // an integer, exactly (see exp2)
+    r.v[i] = n <= -127.0f ? 0.0f : ldexpf(1.0f, int(n));
+  }
+  return r;
 }
 #undef RFA_SIMD_LANEWISE
 typedef f8 wide;
