@@ -26,11 +26,11 @@ void validate_document_bounds(const std::int64_t* bounds, std::int64_t count, st
   }
 }
 
-std::int64_t document_bounds_hash(const std::vector<std::int64_t>& bounds) {
+std::int64_t document_bounds_hash(const std::int64_t* bounds, std::int64_t count) {
   std::uint64_t h = 0xcbf29ce484222325ull;
-  for (const std::int64_t v : bounds) {
-    unsigned char bytes[sizeof v];
-    std::memcpy(bytes, &v, sizeof v);
+  for (std::int64_t i = 0; i < count; ++i) {
+    unsigned char bytes[sizeof bounds[i]];
+    std::memcpy(bytes, &bounds[i], sizeof bytes);
     for (const unsigned char b : bytes) {
       h ^= b;
       h *= 0x100000001b3ull;

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 namespace rfa {
 
@@ -17,7 +16,8 @@ namespace rfa {
 void validate_document_bounds(const std::int64_t* bounds, std::int64_t count, std::int64_t seq_total,
                               const char* what);
 
-/// A 64-bit FNV-1a hash of the values, so that ranks can agree on a whole list by one number.
-std::int64_t document_bounds_hash(const std::vector<std::int64_t>& bounds);
+/// A 64-bit FNV-1a hash of the `count` values at `bounds` (nullptr when count is 0), so that
+/// ranks can agree on a whole list by one number.
+std::int64_t document_bounds_hash(const std::int64_t* bounds, std::int64_t count);
 
 }  // namespace rfa

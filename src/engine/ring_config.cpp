@@ -56,7 +56,8 @@ void require_same_config(comm::Communicator& comm, const RingConfig& c) {
                                        {"device", std::int64_t(c.device)},
                                        {"window", c.window},
                                        {"document boundaries (count)", std::int64_t(c.doc_bounds.size())},
-                                       {"document boundaries (hash)", document_bounds_hash(c.doc_bounds)}});
+                                       {"document boundaries (hash)",
+                                        document_bounds_hash(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()))}});
 }
 
 void validate_collective(comm::Communicator& comm, const RingConfig& c) {
@@ -84,12 +85,14 @@ void apply_mask(const RingConfig& c, kernels::AttentionParams& p) {
   p.doc_bound_count = std::int64_t(c.doc_bounds.size());
 }
 
+kernels::MaskRule mask_rule(const RingConfig& c) {
+  return kernels::MaskRule{c.mask == RFA_MASK_CAUSAL, c.window, c.doc_bounds.empty() ? nullptr : c.doc_bounds.data(),
+                           std::int64_t(c.doc_bounds.size())};
+}
+
 int forward_steps_needed(const RingConfig& c, int ranks) {
   if (c.window <= 0 && c.doc_bounds.size() <= 2) return ranks;  // causal alone: zigzag needs every step
-  kernels::AttentionParams rule_source;
-  rule_source.mask = c.mask;
-  apply_mask(c, rule_source);
-  const kernels::MaskRule rule = rule_source.rule();
+  const kernels::MaskRule rule = mask_rule(c);
   // Every (owner, step) pair is looked at, P^2 of them: each rank's map, position range and
   // document range are computed once, and the ranges reject most pairs before the full
   // segment-by-segment classification (a few ms at P = 4096).

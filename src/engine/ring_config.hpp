@@ -35,6 +35,10 @@ struct RingConfig {
 /// (pointing into `c`, which must outlive the params).
 void apply_mask(const RingConfig& c, kernels::AttentionParams& p);
 
+/// The mask, the window and the documents of the config, as the kernels test them (pointing
+/// into `c`, which must outlive the rule).
+kernels::MaskRule mask_rule(const RingConfig& c);
+
 /// Throws RFA_ERROR_INVALID_ARGUMENT / RFA_ERROR_UNSUPPORTED unless the config is usable on a
 /// ring of `ranks` ranks (shapes, head dim, dtype, layout divisibility, what the device's
 /// kernels accept).
