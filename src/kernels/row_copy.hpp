@@ -58,6 +58,7 @@ class RowPrefetcher {
   /// advances by increments, not by dividing a line count: an integer division per step (tens
   /// of cycles on some cores) would show beside a micro-tile.
   void step() {
+    if (left_ == 0) return;  // (owed_ stays bounded however many steps follow)
     owed_ += lines_;
     while (owed_ >= steps_ && left_ > 0) {
       owed_ -= steps_;
@@ -120,6 +121,7 @@ class SpreadRowLoad {
 
   /// Converts the rows due by this step (rows_padded / steps of them, on average).
   void step() {
+    if (next_ == rows_padded_) return;  // (owed_ stays bounded however many steps follow)
     owed_ += rows_padded_;
     while (owed_ >= steps_ && next_ < rows_padded_) {
       owed_ -= steps_;
