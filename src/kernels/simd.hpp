@@ -14,7 +14,12 @@
 #endif
 
 // A build may force the portable lanes with -DRFA_NATIVE_VECTORS=0; the test suite does, to
-// check on the host the code path device compilers get.
+// check on the host the code path device compilers get. Its sources that call the kernels only
+// through flash_attention.hpp are compiled once for both builds, with RFA_VECTOR_NEUTRAL
+// defined (tests/kernels/CMakeLists.txt): code that changes with the lanes must not reach them.
+#ifdef RFA_VECTOR_NEUTRAL
+#error "kernels/simd.hpp changes with RFA_NATIVE_VECTORS: compile this source once per kernel build"
+#endif
 #ifndef RFA_NATIVE_VECTORS
 #if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__HIPCC__) && !defined(__SYCL_DEVICE_ONLY__)
 #define RFA_NATIVE_VECTORS 1
