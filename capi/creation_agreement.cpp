@@ -56,8 +56,7 @@ const Field kFields[] = {
     {"doc_boundary_count", [](const rfa_options_t& o) { return o.doc_boundary_count; }},
     {"doc_boundaries (hash of the values)",
      [](const rfa_options_t& o) {
-       return document_bounds_hash(o.doc_boundary_count > 0 ? o.doc_boundaries : nullptr,
-                                   o.doc_boundary_count > 0 ? o.doc_boundary_count : 0);
+       return document_bounds_hash(o.doc_boundaries, o.doc_boundary_count);  // count <= 0: no value read
      }},
 };
 constexpr int kFieldCount = int(sizeof kFields / sizeof kFields[0]);

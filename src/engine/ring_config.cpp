@@ -79,15 +79,16 @@ void validate_collective(comm::Communicator& comm, const RingConfig& c) {
   comm::fail_everywhere_unless(comm, ok, ok ? RFA_ERROR_INVALID_ARGUMENT : code, message);
 }
 
-void apply_mask(const RingConfig& c, kernels::AttentionParams& p) {
-  p.window = c.window;
-  p.doc_bounds = c.doc_bounds.empty() ? nullptr : c.doc_bounds.data();
-  p.doc_bound_count = std::int64_t(c.doc_bounds.size());
-}
-
 kernels::MaskRule mask_rule(const RingConfig& c) {
   return kernels::MaskRule{c.mask == RFA_MASK_CAUSAL, c.window, c.doc_bounds.empty() ? nullptr : c.doc_bounds.data(),
                            std::int64_t(c.doc_bounds.size())};
+}
+
+void apply_mask(const RingConfig& c, kernels::AttentionParams& p) {
+  const kernels::MaskRule rule = mask_rule(c);
+  p.window = rule.window;
+  p.doc_bounds = rule.doc_bounds;
+  p.doc_bound_count = rule.doc_bound_count;
 }
 
 int forward_steps_needed(const RingConfig& c, int ranks) {

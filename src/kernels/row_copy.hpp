@@ -92,6 +92,10 @@ class RowPrefetcher {
   int owed_ = 0;  // steps taken times lines, less steps times lines asked for
 };
 
+// SpreadRowLoad keeps its own copy of RowPrefetcher's even-spread count: one shared counter
+// class (take() returning how many rows are due, then a loop over them) made the fp32 forward
+// 4-7% slower on a Zen 3 VM (best and 75th percentile of 3-4 interleaved rounds, 2026-11-25).
+
 /// Converts the rows of a tile into fp32 scratch a few at a time, spread evenly over the `steps`
 /// step() calls of some other loop (a product that does not touch that scratch), and asks for
 /// each row's lines kAhead rows before converting it. In bshd storage (docs/architecture.md §2)

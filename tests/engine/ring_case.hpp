@@ -10,6 +10,7 @@
 #include "mpi_test_support.hpp"
 
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -88,7 +89,7 @@ struct ReferenceResults {
 /// The float64 reference of `cfg` on the inputs run_attention draws from `seed` (below). The
 /// last one is kept: a test that runs one problem through several configurations of a
 /// strategy (the all-gather's chunk sizes) computes it once, where it was half of the test's
-/// time under the sanitizers. The key is everything that decides the problem and the inputs
+/// time under the sanitizers. The key is everything that decides the problem and the inputs.
 template <class T>
 const ReferenceResults& reference_results(const engine::RingConfig& cfg, std::uint64_t seed,
                                           const GlobalTensor<T>& q, const GlobalTensor<T>& k,
@@ -98,9 +99,9 @@ const ReferenceResults& reference_results(const engine::RingConfig& cfg, std::ui
                          rfa_mask_t, std::int64_t, std::vector<std::int64_t>>;
   const Key key{seed,         cfg.batch, cfg.seq_total, cfg.heads, cfg.kv_heads,
                 cfg.head_dim, cfg.mask,  cfg.window,    cfg.doc_bounds};
-  static std::unique_ptr<Key> last_key;
+  static std::optional<Key> last_key;
   static ReferenceResults last;
-  if (last_key && *last_key == key) return last;
+  if (last_key == key) return last;
   reference::Problem prob;
   prob.batch = cfg.batch;
   prob.seq_q = prob.seq_k = cfg.seq_total;
@@ -112,7 +113,7 @@ const ReferenceResults& reference_results(const engine::RingConfig& cfg, std::ui
   prob.doc_bounds = cfg.doc_bounds;
   reference::forward(prob, q.exact, k.exact, v.exact, last.out, last.lse);
   reference::backward(prob, q.exact, k.exact, v.exact, dout.exact, last.dq, last.dk, last.dv);
-  last_key = std::make_unique<Key>(key);
+  last_key = key;
   return last;
 }
 
