@@ -10,8 +10,10 @@
 // from --rfa_batch, --rfa_seq, --rfa_heads, --rfa_head_dim (defaults 1, 4096, 4, 128), the
 // time each benchmark runs from --rfa_min_time (seconds, default 1). --rfa_rounds=N alternates
 // the whole rfa run and the peer's N times and reports medians, so that a slow spell of a
-// shared machine does not land on one side of the ratio only.
-// RFA_PEER_PYTHON names the Python that has torch (default: python3 on PATH).
+// shared machine does not land on one side of the ratio only. --rfa_peer_layout=bshd gives the
+// peer views of the same [B][S][H][d] memory rfa reads instead of its preferred contiguous
+// [B][H][S][d] tensors (the default). RFA_PEER_PYTHON names the Python that has torch (default:
+// python3 on PATH).
 #include <benchmark/benchmark.h>
 #include <sched.h>
 
@@ -45,6 +47,7 @@ double g_peak = 0.0;            // fp32 FMA peak of the cores the kernels run on
 double g_bf16_tile_peak = 0.0;  // bf16 AMX tile peak of those cores (0: no tiles)
 double g_min_time = 1.0;  // seconds per benchmark (--rfa_min_time; the suite's --quick mode shortens it)
 int g_rounds = 1;         // rfa runs, each followed by a peer run (--rfa_rounds)
+std::string g_peer_layout = "bhsd";  // the memory the peer reads (--rfa_peer_layout)
 
 struct Result {
   double rfa_gflops = 0.0;
@@ -137,7 +140,7 @@ void measure_peer() {
                           " --seq " + std::to_string(g_shape.seq) + " --heads " + std::to_string(g_shape.heads) +
                           " --head-dim " + std::to_string(g_shape.head_dim) +
                           " --threads " + std::to_string(Kokkos::DefaultHostExecutionSpace().concurrency()) +
-                          " 2>/dev/null";
+                          " --layout " + g_peer_layout + " 2>/dev/null";
   // The child inherits this thread's CPU affinity, which OpenMP's binding (OMP_PROC_BIND) may
   // have narrowed to one core: widen it to every CPU while the peer starts, so that the peer
   // gets as many cores as it has threads.
@@ -187,6 +190,15 @@ bool parse_shape_flag(const std::string& arg) {
     g_rounds = std::max(1, std::atoi(arg.c_str() + rounds.size()));
     return true;
   }
+  const std::string peer_layout = "--rfa_peer_layout=";
+  if (arg.rfind(peer_layout, 0) == 0) {
+    g_peer_layout = arg.substr(peer_layout.size());
+    if (g_peer_layout != "bhsd" && g_peer_layout != "bshd") {
+      std::fprintf(stderr, "rfa_kernel_bench: --rfa_peer_layout must be bhsd or bshd, not '%s'\n", g_peer_layout.c_str());
+      std::exit(2);
+    }
+    return true;
+  }
   return false;
 }
 
@@ -228,6 +240,9 @@ void print_summary() {
   }
   if (!any_peer)
     std::printf("(no PyTorch peer: torch is not importable; set RFA_PEER_PYTHON to a Python that has it)\n");
+  else
+    std::printf("(torch read %s)\n", g_peer_layout == "bshd" ? "transposed views of [B][S][H][d] tensors, as rfa does"
+                                                            : "contiguous [B][H][S][d] tensors, its preferred layout");
 }
 
 template <class T>
@@ -247,7 +262,8 @@ void register_dtype() {
 }  // namespace
 
 const char* kUsage = R"(usage: rfa_kernel_bench [--rfa_batch=N] [--rfa_seq=N] [--rfa_heads=N] [--rfa_head_dim=N]
-                        [--rfa_min_time=SECONDS] [--rfa_rounds=N] [Google Benchmark flags] [--kokkos-help]
+                        [--rfa_min_time=SECONDS] [--rfa_rounds=N] [--rfa_peer_layout=bhsd|bshd]
+                        [Google Benchmark flags] [--kokkos-help]
 
 The portable flash kernels on the host threads Kokkos gives (fp32 and bf16, forward and backward,
 causal and not): GFLOP/s by FlashAttention's convention, the fraction of the measured fp32 FMA
@@ -255,6 +271,8 @@ peak of the cores used (one core's, times the host threads), and PyTorch's CPU f
 the same shape and as many threads when RFA_PEER_PYTHON (default python3) imports torch. Shape defaults: B=1, S=4096, H=4, d=128; --rfa_min_time: seconds per case (1).
 --rfa_rounds=N: N rounds of (every rfa case, then the peer's), medians reported (default 1; a
 JSON output file holds the last round).
+--rfa_peer_layout: the memory PyTorch reads: bhsd (default), contiguous [B][H][S][d] tensors, its
+preferred layout; bshd, transposed views of [B][S][H][d] tensors, the memory rfa's kernels read.
 perf/'s result format: --benchmark_repetitions=10 --benchmark_out=FILE --benchmark_out_format=json.
 
 Google Benchmark's flags:
@@ -306,6 +324,7 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("strategy", "none (one rank)");
     benchmark::AddCustomContext("ranks", "1");
     benchmark::AddCustomContext("ring_order", "none");
+    benchmark::AddCustomContext("peer_layout", g_peer_layout);
     benchmark::AddCustomContext("dtype", "fp32 bf16");
     benchmark::AddCustomContext("shape", "B=" + std::to_string(g_shape.batch) + " S=" + std::to_string(g_shape.seq) +
                                              " H=" + std::to_string(g_shape.heads) + " d=" +

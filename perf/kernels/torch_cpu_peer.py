@@ -3,8 +3,12 @@
 """PyTorch's CPU flash-attention kernel (one thread unless --threads), as the peer of rfa's
 kernel benchmark.
 
-Prints one JSON object per configuration: {"dtype", "causal", "fwd_ms", "bwd_ms"}.
+Prints one JSON object per configuration: {"dtype", "causal", "fwd_ms", "bwd_ms", "torch", "layout"}.
 Exits 3 when torch cannot be imported (the benchmark then reports no peer).
+
+--layout picks the memory the peer reads: "bhsd" (default), contiguous [B][H][S][d] tensors, the
+layout PyTorch's kernel prefers; "bshd", views (transpose(1, 2)) of contiguous [B][S][H][d]
+tensors, the memory rfa's kernels read, as a caller holding rfa's layout would pass it.
 """
 import argparse
 import json
@@ -29,6 +33,16 @@ def median_ms(fn, repeats):
     return statistics.median(times)
 
 
+def make_inputs(torch, shape, dtype, layout):
+    """q, k, v (requiring gradients) and dout of the logical shape (B, H, S, d) in `layout`."""
+    b, h, s, d = shape
+    if layout == "bhsd":
+        q, k, v = (torch.randn((b, h, s, d), dtype=dtype, requires_grad=True) for _ in range(3))
+        return q, k, v, torch.randn((b, h, s, d), dtype=dtype)
+    q, k, v = (torch.randn((b, s, h, d), dtype=dtype).transpose(1, 2).requires_grad_() for _ in range(3))
+    return q, k, v, torch.randn((b, s, h, d), dtype=dtype).transpose(1, 2)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--batch", type=int, default=1)
@@ -37,6 +51,7 @@ def main():
     ap.add_argument("--head-dim", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--layout", choices=("bhsd", "bshd"), default="bhsd")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -51,8 +66,7 @@ def main():
     for dtype_name, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
         for causal in (False, True):
             shape = (args.batch, args.heads, args.seq, args.head_dim)
-            q, k, v = (torch.randn(shape, dtype=dtype, requires_grad=True) for _ in range(3))
-            dout = torch.randn(shape, dtype=dtype)
+            q, k, v, dout = make_inputs(torch, shape, dtype, args.layout)
             with backend():
                 fwd = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), args.repeats)
 
@@ -62,7 +76,7 @@ def main():
 
                 both = median_ms(fwd_bwd, args.repeats)
             print(json.dumps({"dtype": dtype_name, "causal": causal, "fwd_ms": fwd, "bwd_ms": max(both - fwd, 0.0),
-                              "torch": torch.__version__}), flush=True)
+                              "torch": torch.__version__, "layout": args.layout}), flush=True)
 
 
 if __name__ == "__main__":
