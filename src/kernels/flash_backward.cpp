@@ -190,8 +190,27 @@ struct BackwardTiles {
       if (real) s.q_pos[i] = p.q_pos(r0 + i);
     }
 
-    gemm(rows_padded, cols_padded, d, MatrixA{s.q, ld, 1}, s.kt, kTileCols, s.p, kTileCols, false);
-    gemm(rows_padded, cols_padded, d, MatrixA{s.dout, ld, 1}, s.vt, kTileCols, s.ds, kTileCols, false);
+    // In a partial tile, blocks the mask hides whole are not computed (docs/architecture.md §4):
+    // their P and dS are set to 0 below, key rows no query of the tile sees add nothing to dK
+    // and dV, and query rows that see no key of the tile get dQ rows of zeros.
+    const bool partial = tile.vis == TileVisibility::partial;
+    auto hidden = [&](int q0, int q1, int k0, int k1) {
+      return classify_tile(rule, p.q_pos, r0 + q0, r0 + q1, p.k_pos, c0 + k0, c0 + k1) == TileVisibility::hidden;
+    };
+    auto hidden_scores = [&](int q0, int q1, int k0, int k1) {
+      return partial && q1 <= rows && k1 <= cols && hidden(q0, q1, k0, k1);
+    };
+    auto unseen_keys = [&](int k0, int k1, int, int) { return partial && k1 <= cols && hidden(0, rows, k0, k1); };
+    auto blind_queries = [&](int q0, int q1, int x0, int x1) {
+      if (!partial || q1 > rows || !hidden(q0, q1, 0, cols)) return false;
+      for (int i = q0; i < q1; ++i)
+        for (int x = x0; x < x1; ++x) s.dq[i * ld + x] = 0.0f;
+      return true;
+    };
+    gemm(rows_padded, cols_padded, d, MatrixA{s.q, ld, 1}, s.kt, kTileCols, s.p, kTileCols, false, NothingAfterTile{},
+         hidden_scores);
+    gemm(rows_padded, cols_padded, d, MatrixA{s.dout, ld, 1}, s.vt, kTileCols, s.ds, kTileCols, false,
+         NothingAfterTile{}, hidden_scores);
 
     // P = exp(scale S - lse), dS = scale * P (dP - D): scale is folded in here so dQ and dK
     // come out of their products already scaled.
@@ -211,7 +230,7 @@ struct BackwardTiles {
       }
       for (int j = cols; j < cols_padded; ++j) prow[j] = dsrow[j] = 0.0f;
     }
-    if (tile.vis == TileVisibility::partial)
+    if (partial)
       for_each_hidden<kTileRows, kTileCols>(rule, s.q_pos, rows, s.k_pos, cols,
                                             [&](int i, int j) { s.p[i * kTileCols + j] = s.ds[i * kTileCols + j] = 0.0f; });
 
@@ -219,18 +238,23 @@ struct BackwardTiles {
     // before), its Q rows beside dQ = dS K, together with this tile's dQ rows (added to below).
     const bool more = next.g < group;
     const int next_h = hk * group + next.g;
-    gemm(cols_padded, d, rows_padded, MatrixA{s.p, 1, kTileCols}, s.dout, ld, s.dv, ld, true);
+    gemm(cols_padded, d, rows_padded, MatrixA{s.p, 1, kTileCols}, s.dout, ld, s.dv, ld, true, NothingAfterTile{},
+         unseen_keys);
     SpreadRowLoad<T> next_dout, next_q;
     if (more) next_dout = query_rows(dout, b, next_h, next.qt, s.dout, gemm_micro_tiles(cols_padded, d));
-    gemm(cols_padded, d, rows_padded, MatrixA{s.ds, 1, kTileCols}, s.q, ld, s.dk, ld, true, [&] { next_dout.step(); });
+    gemm(cols_padded, d, rows_padded, MatrixA{s.ds, 1, kTileCols}, s.q, ld, s.dk, ld, true, [&] { next_dout.step(); },
+         unseen_keys);
     next_dout.finish();
     if (more) next_q = query_rows(q, b, next_h, next.qt, s.q, gemm_micro_tiles(rows_padded, d));
     RowPrefetcher dq_lines(&dq(b, r0, h, 0), std::ptrdiff_t(dq.stride_1() * sizeof(float)), rows, d * sizeof(float),
                            gemm_micro_tiles(rows_padded, d));
-    gemm(rows_padded, d, cols_padded, MatrixA{s.ds, kTileCols, 1}, s.k_rows, ld, s.dq, ld, false, [&] {
-      next_q.step();
-      dq_lines.step();
-    });
+    gemm(
+        rows_padded, d, cols_padded, MatrixA{s.ds, kTileCols, 1}, s.k_rows, ld, s.dq, ld, false,
+        [&] {
+          next_q.step();
+          dq_lines.step();
+        },
+        blind_queries);
     next_q.finish();
     dq_lines.finish();
 

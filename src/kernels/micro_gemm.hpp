@@ -77,9 +77,11 @@ RFA_MICRO_KERNEL void micro_tile(int K, MatrixA a, const float* b, std::ptrdiff_
 /// Column strips of B are the outer loop so a strip (K x 16 floats) stays in L1 while every
 /// row block of A streams past it. `after_tile()` runs after each micro-tile: the kernels
 /// spread their prefetches of the next tile's rows over a product with it (row_copy.hpp).
-template <class AfterTile>
+/// `skip(i0, i1, j0, j1)` true leaves the block C[i0:i1][j0:j1] unwritten (the kernels' masked
+/// blocks, which they overwrite or whose A rows are zero); after_tile() still runs for it.
+template <class AfterTile, class Skip>
 KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, MatrixA a, const float* b, std::ptrdiff_t ldb, float* c,
-                                 std::ptrdiff_t ldc, bool accumulate, AfterTile&& after_tile) {
+                                 std::ptrdiff_t ldc, bool accumulate, AfterTile&& after_tile, Skip&& skip) {
   int j = 0;
 #if RFA_NATIVE_VECTORS && defined(__AVX512F__)
   // Where the compiler targets AVX-512 (-march=native on such a machine) the products run on
@@ -90,12 +92,14 @@ KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, MatrixA a, const float* b,
     int i = 0;
     for (; i + 2 * kMicroRows <= M; i += 2 * kMicroRows) {
       const MatrixA ai{a.data + i * a.row_stride, a.row_stride, a.inner_stride};
-      micro_tile<simd::wide, 2 * kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+      if (!skip(i, i + 2 * kMicroRows, j, j + 32))
+        micro_tile<simd::wide, 2 * kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
       after_tile();
     }
     for (; i < M; i += kMicroRows) {
       const MatrixA ai{a.data + i * a.row_stride, a.row_stride, a.inner_stride};
-      micro_tile<simd::wide, kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+      if (!skip(i, i + kMicroRows, j, j + 32))
+        micro_tile<simd::wide, kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
       after_tile();
     }
   }
@@ -103,14 +107,16 @@ KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, MatrixA a, const float* b,
   for (; j + 16 <= N; j += 16) {
     for (int i = 0; i < M; i += kMicroRows) {
       const MatrixA ai{a.data + i * a.row_stride, a.row_stride, a.inner_stride};
-      micro_tile<simd::f8, kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+      if (!skip(i, i + kMicroRows, j, j + 16))
+        micro_tile<simd::f8, kMicroRows, 2>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
       after_tile();
     }
   }
   if (j < N) {  // one 8-wide strip left (N is a multiple of 8)
     for (int i = 0; i < M; i += kMicroRows) {
       const MatrixA ai{a.data + i * a.row_stride, a.row_stride, a.inner_stride};
-      micro_tile<simd::f8, kMicroRows, 1>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+      if (!skip(i, i + kMicroRows, j, j + 8))
+        micro_tile<simd::f8, kMicroRows, 1>(K, ai, b + j, ldb, c + i * ldc + j, ldc, accumulate);
       after_tile();
     }
   }
@@ -130,9 +136,19 @@ struct NothingAfterTile {
   KOKKOS_INLINE_FUNCTION void operator()() const {}
 };
 
+struct SkipNothing {
+  KOKKOS_INLINE_FUNCTION bool operator()(int, int, int, int) const { return false; }
+};
+
+template <class AfterTile>
+KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, MatrixA a, const float* b, std::ptrdiff_t ldb, float* c,
+                                 std::ptrdiff_t ldc, bool accumulate, AfterTile&& after_tile) {
+  gemm(M, N, K, a, b, ldb, c, ldc, accumulate, after_tile, SkipNothing{});
+}
+
 KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, MatrixA a, const float* b, std::ptrdiff_t ldb, float* c,
                                  std::ptrdiff_t ldc, bool accumulate) {
-  gemm(M, N, K, a, b, ldb, c, ldc, accumulate, NothingAfterTile{});
+  gemm(M, N, K, a, b, ldb, c, ldc, accumulate, NothingAfterTile{}, SkipNothing{});
 }
 
 KOKKOS_INLINE_FUNCTION int round_up(int x, int m) { return (x + m - 1) / m * m; }
