@@ -191,26 +191,32 @@ struct BackwardTiles {
     }
 
     // In a partial tile, blocks the mask hides whole are not computed (docs/architecture.md §4):
-    // their P and dS are set to 0 below, key rows no query of the tile sees add nothing to dK
-    // and dV, and query rows that see no key of the tile get dQ rows of zeros.
+    // their S and dP are written as zeros (P and dS are set to 0 there below), key rows no query
+    // of the tile sees add nothing to dK and dV, and query rows that see no key of the tile get
+    // dQ rows of zeros.
     const bool partial = tile.vis == TileVisibility::partial;
     auto hidden = [&](int q0, int q1, int k0, int k1) {
       return classify_tile(rule, p.q_pos, r0 + q0, r0 + q1, p.k_pos, c0 + k0, c0 + k1) == TileVisibility::hidden;
     };
-    auto hidden_scores = [&](int q0, int q1, int k0, int k1) {
-      return partial && q1 <= rows && k1 <= cols && hidden(q0, q1, k0, k1);
+    // Zeros C[i0:i1][j0:j1] of a product whose block `skip` says to leave out; returns skip.
+    auto zeroed = [](bool skip, float* c, int ldc, int i0, int i1, int j0, int j1) {
+      for (int i = i0; skip && i < i1; ++i)
+        for (int j = j0; j < j1; ++j) c[i * ldc + j] = 0.0f;
+      return skip;
+    };
+    auto hidden_scores_of = [&](float* c) {
+      return [&, c](int q0, int q1, int k0, int k1) {
+        return zeroed(partial && q1 <= rows && k1 <= cols && hidden(q0, q1, k0, k1), c, kTileCols, q0, q1, k0, k1);
+      };
     };
     auto unseen_keys = [&](int k0, int k1, int, int) { return partial && k1 <= cols && hidden(0, rows, k0, k1); };
     auto blind_queries = [&](int q0, int q1, int x0, int x1) {
-      if (!partial || q1 > rows || !hidden(q0, q1, 0, cols)) return false;
-      for (int i = q0; i < q1; ++i)
-        for (int x = x0; x < x1; ++x) s.dq[i * ld + x] = 0.0f;
-      return true;
+      return zeroed(partial && q1 <= rows && hidden(q0, q1, 0, cols), s.dq, ld, q0, q1, x0, x1);
     };
     gemm(rows_padded, cols_padded, d, MatrixA{s.q, ld, 1}, s.kt, kTileCols, s.p, kTileCols, false, NothingAfterTile{},
-         hidden_scores);
+         hidden_scores_of(s.p));
     gemm(rows_padded, cols_padded, d, MatrixA{s.dout, ld, 1}, s.vt, kTileCols, s.ds, kTileCols, false,
-         NothingAfterTile{}, hidden_scores);
+         NothingAfterTile{}, hidden_scores_of(s.ds));
 
     // P = exp(scale S - lse), dS = scale * P (dP - D): scale is folded in here so dQ and dK
     // come out of their products already scaled.
