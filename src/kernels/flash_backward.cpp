@@ -194,24 +194,20 @@ struct BackwardTiles {
     // their S and dP are written as zeros (P and dS are set to 0 there below), key rows no query
     // of the tile sees add nothing to dK and dV, and query rows that see no key of the tile get
     // dQ rows of zeros.
-    const bool partial = tile.vis == TileVisibility::partial;
-    auto hidden = [&](int q0, int q1, int k0, int k1) {
-      return classify_tile(rule, p.q_pos, r0 + q0, r0 + q1, p.k_pos, c0 + k0, c0 + k1) == TileVisibility::hidden;
-    };
+    const HiddenBlocks hidden{rule, p.q_pos, p.k_pos, r0, c0, rows, cols, tile.vis == TileVisibility::partial};
     // Zeros C[i0:i1][j0:j1] of a product whose block `skip` says to leave out; returns skip.
     auto zeroed = [](bool skip, float* c, int ldc, int i0, int i1, int j0, int j1) {
-      for (int i = i0; skip && i < i1; ++i)
-        for (int j = j0; j < j1; ++j) c[i * ldc + j] = 0.0f;
+      for (int i = i0; skip && i < i1; ++i) zero_row(c + i * ldc + j0, j1 - j0);
       return skip;
     };
     auto hidden_scores_of = [&](float* c) {
       return [&, c](int q0, int q1, int k0, int k1) {
-        return zeroed(partial && q1 <= rows && k1 <= cols && hidden(q0, q1, k0, k1), c, kTileCols, q0, q1, k0, k1);
+        return zeroed(hidden(q0, q1, k0, k1), c, kTileCols, q0, q1, k0, k1);
       };
     };
-    auto unseen_keys = [&](int k0, int k1, int, int) { return partial && k1 <= cols && hidden(0, rows, k0, k1); };
+    auto unseen_keys = [&](int k0, int k1, int, int) { return hidden(0, rows, k0, k1); };
     auto blind_queries = [&](int q0, int q1, int x0, int x1) {
-      return zeroed(partial && q1 <= rows && hidden(q0, q1, 0, cols), s.dq, ld, q0, q1, x0, x1);
+      return zeroed(hidden(q0, q1, 0, cols), s.dq, ld, q0, q1, x0, x1);
     };
     gemm(rows_padded, cols_padded, d, MatrixA{s.q, ld, 1}, s.kt, kTileCols, s.p, kTileCols, false, NothingAfterTile{},
          hidden_scores_of(s.p));
@@ -236,7 +232,7 @@ struct BackwardTiles {
       }
       for (int j = cols; j < cols_padded; ++j) prow[j] = dsrow[j] = 0.0f;
     }
-    if (partial)
+    if (hidden.partial)
       for_each_hidden<kTileRows, kTileCols>(rule, s.q_pos, rows, s.k_pos, cols,
                                             [&](int i, int j) { s.p[i * kTileCols + j] = s.ds[i * kTileCols + j] = 0.0f; });
 

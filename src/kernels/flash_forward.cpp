@@ -118,19 +118,14 @@ struct ForwardTiles {
       // In a partial tile, blocks the mask hides whole are not computed (docs/architecture.md
       // §4): their scores are set to -inf below, and rows that see no key of the tile add
       // nothing to O.
-      const bool partial = tile.vis == TileVisibility::partial;
-      auto hidden = [&](int q0, int q1, int k0, int k1) {
-        return classify_tile(rule, p.q_pos, r0 + q0, r0 + q1, p.k_pos, c0 + k0, c0 + k1) == TileVisibility::hidden;
-      };
+      const HiddenBlocks hidden{rule, p.q_pos, p.k_pos, r0, c0, rows, cols, tile.vis == TileVisibility::partial};
       SpreadRowLoad<T> v_rows = key_rows(v, b, hk, kt, s.v, gemm_micro_tiles(cols_padded, rows_padded));
       gemm(cols_padded, rows_padded, d, MatrixA{s.k, ld, 1}, s.qt, kTileRows, s.st, kTileRows, false,
            [&] { v_rows.step(); },
-           [&](int k0, int k1, int q0, int q1) {
-             return partial && k1 <= cols && q1 <= rows && hidden(q0, q1, k0, k1);
-           });
+           [&](int k0, int k1, int q0, int q1) { return hidden(q0, q1, k0, k1); });
       v_rows.finish();
 
-      if (partial) {
+      if (hidden.partial) {
         for (int j = 0; j < cols; ++j) s.k_pos[j] = p.k_pos(c0 + j);
         for_each_hidden<kTileRows, kTileCols>(rule, s.q_pos, rows, s.k_pos, cols,
                                               [&](int i, int j) { s.st[j * kTileRows + i] = ninf; });
@@ -144,7 +139,7 @@ struct ForwardTiles {
       if (next.kt < n_ktiles) k_rows = key_rows(k, b, hk, next.kt, s.k, gemm_micro_tiles(rows_padded, d));
       gemm(rows_padded, d, cols_padded, MatrixA{s.st, 1, kTileRows}, s.v, ld, s.o, ld, true,
            [&] { k_rows.step(); },
-           [&](int q0, int q1, int, int) { return partial && q1 <= rows && hidden(q0, q1, 0, cols); });
+           [&](int q0, int q1, int, int) { return hidden(q0, q1, 0, cols); });
       k_rows.finish();
       tile = next;
     }

@@ -100,6 +100,24 @@ KOKKOS_INLINE_FUNCTION TileVisibility classify_tile(const MaskRule& rule, const 
   return causal_full && window_full && same_document ? TileVisibility::full : TileVisibility::partial;
 }
 
+/// The register blocks of one (query tile, key tile) pair that the mask hides whole, so the
+/// products can leave them out (micro_gemm.hpp's skip): only in a partial tile, and never a
+/// block that reaches into the tile's padding. Blocks are in tile coordinates: queries
+/// [q0, q1) from row r0, keys [k0, k1) from column c0; rows and cols are the real ones.
+struct HiddenBlocks {
+  const MaskRule& rule;
+  const PositionMap& q_pos;
+  const PositionMap& k_pos;
+  std::int64_t r0, c0;
+  int rows, cols;
+  bool partial;
+
+  bool operator()(int q0, int q1, int k0, int k1) const {
+    return partial && q1 <= rows && k1 <= cols &&
+           classify_tile(rule, q_pos, r0 + q0, r0 + q1, k_pos, c0 + k0, c0 + k1) == TileVisibility::hidden;
+  }
+};
+
 /// The same for whole blocks, segment by segment: a zigzag rank's rows are two distant
 /// chunks, and the range spanning both would see keys neither chunk sees. The ring's schedule
 /// skips a step whose block this calls hidden.
