@@ -209,10 +209,10 @@ struct BackwardTiles {
     auto blind_queries = [&](int q0, int q1, int x0, int x1) {
       return zeroed(hidden(q0, q1, 0, cols), s.dq, ld, q0, q1, x0, x1);
     };
-    gemm(rows_padded, cols_padded, d, MatrixA{s.q, ld, 1}, s.kt, kTileCols, s.p, kTileCols, false, NothingAfterTile{},
-         hidden_scores_of(s.p));
-    gemm(rows_padded, cols_padded, d, MatrixA{s.dout, ld, 1}, s.vt, kTileCols, s.ds, kTileCols, false,
-         NothingAfterTile{}, hidden_scores_of(s.ds));
+    gemm<Update::overwrite>(rows_padded, cols_padded, d, RowMajorA{s.q, ld}, s.kt, kTileCols, s.p, kTileCols,
+                            NothingAfterTile{}, hidden_scores_of(s.p));
+    gemm<Update::overwrite>(rows_padded, cols_padded, d, RowMajorA{s.dout, ld}, s.vt, kTileCols, s.ds, kTileCols,
+                            NothingAfterTile{}, hidden_scores_of(s.ds));
 
     // P = exp(scale S - lse), dS = scale * P (dP - D): scale is folded in here so dQ and dK
     // come out of their products already scaled.
@@ -240,18 +240,18 @@ struct BackwardTiles {
     // before), its Q rows beside dQ = dS K, together with this tile's dQ rows (added to below).
     const bool more = next.g < group;
     const int next_h = hk * group + next.g;
-    gemm(cols_padded, d, rows_padded, MatrixA{s.p, 1, kTileCols}, s.dout, ld, s.dv, ld, true, NothingAfterTile{},
-         unseen_keys);
+    gemm<Update::accumulate>(cols_padded, d, rows_padded, TransposedA{s.p, kTileCols}, s.dout, ld, s.dv, ld,
+                             NothingAfterTile{}, unseen_keys);
     SpreadRowLoad<T> next_dout, next_q;
     if (more) next_dout = query_rows(dout, b, next_h, next.qt, s.dout, gemm_micro_tiles(cols_padded, d));
-    gemm(cols_padded, d, rows_padded, MatrixA{s.ds, 1, kTileCols}, s.q, ld, s.dk, ld, true, [&] { next_dout.step(); },
-         unseen_keys);
+    gemm<Update::accumulate>(cols_padded, d, rows_padded, TransposedA{s.ds, kTileCols}, s.q, ld, s.dk, ld,
+                             [&] { next_dout.step(); }, unseen_keys);
     next_dout.finish();
     if (more) next_q = query_rows(q, b, next_h, next.qt, s.q, gemm_micro_tiles(rows_padded, d));
     RowPrefetcher dq_lines(&dq(b, r0, h, 0), std::ptrdiff_t(dq.stride_1() * sizeof(float)), rows, d * sizeof(float),
                            gemm_micro_tiles(rows_padded, d));
-    gemm(
-        rows_padded, d, cols_padded, MatrixA{s.ds, kTileCols, 1}, s.k_rows, ld, s.dq, ld, false,
+    gemm<Update::overwrite>(
+        rows_padded, d, cols_padded, RowMajorA{s.ds, kTileCols}, s.k_rows, ld, s.dq, ld,
         [&] {
           next_q.step();
           dq_lines.step();

@@ -120,9 +120,9 @@ struct ForwardTiles {
       // nothing to O.
       const HiddenBlocks hidden{rule, p.q_pos, p.k_pos, r0, c0, rows, cols, tile.vis == TileVisibility::partial};
       SpreadRowLoad<T> v_rows = key_rows(v, b, hk, kt, s.v, gemm_micro_tiles(cols_padded, rows_padded));
-      gemm(cols_padded, rows_padded, d, MatrixA{s.k, ld, 1}, s.qt, kTileRows, s.st, kTileRows, false,
-           [&] { v_rows.step(); },
-           [&](int k0, int k1, int q0, int q1) { return hidden(q0, q1, k0, k1); });
+      gemm<Update::overwrite>(cols_padded, rows_padded, d, RowMajorA{s.k, ld}, s.qt, kTileRows, s.st, kTileRows,
+                              [&] { v_rows.step(); },
+                              [&](int k0, int k1, int q0, int q1) { return hidden(q0, q1, k0, k1); });
       v_rows.finish();
 
       if (hidden.partial) {
@@ -137,9 +137,9 @@ struct ForwardTiles {
 
       SpreadRowLoad<T> k_rows;
       if (next.kt < n_ktiles) k_rows = key_rows(k, b, hk, next.kt, s.k, gemm_micro_tiles(rows_padded, d));
-      gemm(rows_padded, d, cols_padded, MatrixA{s.st, 1, kTileRows}, s.v, ld, s.o, ld, true,
-           [&] { k_rows.step(); },
-           [&](int q0, int q1, int, int) { return hidden(q0, q1, 0, cols); });
+      gemm<Update::accumulate>(rows_padded, d, cols_padded, TransposedA{s.st, kTileRows}, s.v, ld, s.o, ld,
+                               [&] { k_rows.step(); },
+                               [&](int q0, int q1, int, int) { return hidden(q0, q1, 0, cols); });
       k_rows.finish();
       tile = next;
     }

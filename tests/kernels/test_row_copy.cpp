@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The pieces the host kernels load their tiles with: SpreadRowLoad converts every row once
-// (scaled, zero-padded) however its steps fall, gemm calls after_tile() once per micro-tile as
-// gemm_micro_tiles() counts them, and RowPrefetcher asks for each line once.
+// (scaled, zero-padded) however its steps fall, and RowPrefetcher asks for each line once.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
 
 #include "core/dtype.hpp"
-#include "kernels/micro_gemm.hpp"
 #include "kernels/row_copy.hpp"
 
 namespace rfa {
@@ -98,18 +96,6 @@ TEST(SpreadRowLoad, DefaultConstructedDoesNothing) {
   load.step();
   load.finish();
   SUCCEED();
-}
-
-TEST(Gemm, AfterTileRunsOncePerMicroTile) {
-  for (int M : {6, 12, 18, 96, 192})
-    for (int N : {8, 16, 24, 32, 40, 96, 128, 192}) {
-      const int K = 3;
-      std::vector<float> a(std::size_t(M) * K, 1.0f), b(std::size_t(K) * N, 2.0f), c(std::size_t(M) * N, 0.0f);
-      int calls = 0;
-      gemm(M, N, K, MatrixA{a.data(), K, 1}, b.data(), N, c.data(), N, false, [&] { ++calls; });
-      EXPECT_EQ(calls, gemm_micro_tiles(M, N)) << "M=" << M << " N=" << N;
-      for (float x : c) ASSERT_EQ(x, 6.0f) << "M=" << M << " N=" << N;
-    }
 }
 
 TEST(RowPrefetcher, AsksForEveryLineOnceSpreadOverItsSteps) {
