@@ -111,9 +111,9 @@ KOKKOS_FORCEINLINE_FUNCTION void micro_tile(int K, A a, const float* b, std::ptr
                                             std::ptrdiff_t ldc) {
   constexpr int L = int(sizeof(V) / sizeof(float));
   if (K < 1) {  // an empty reduction: C = 0, or C unchanged
-    for (int i = 0; kUpdate == Update::overwrite && i < MR; ++i) {
-      for (int x = 0; x < L * NV; ++x) c[i * ldc + x] = 0.0f;
-    }
+    if (kUpdate == Update::overwrite)
+      for (int i = 0; i < MR; ++i)
+        for (int x = 0; x < L * NV; ++x) c[i * ldc + x] = 0.0f;
     return;
   }
   V acc[MR][NV];

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include "mpi_test_support.hpp"
+#include "random_values.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -26,14 +27,7 @@ namespace rfa_capi_test {
 using rfa::test::world_rank;
 using rfa::test::world_size;
 
-/// Uniform values in [-1, 1) from a seed: the same on every rank.
-inline std::vector<double> random_values(std::size_t n, unsigned seed) {
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  std::vector<double> v(n);
-  for (double& x : v) x = dist(gen);
-  return v;
-}
+using rfa::test::random_values;  // uniform in [-1, 1) from a seed: the same on every rank
 
 /// A tensor in an rfa storage dtype, as raw bytes, with conversions through fp32.
 class Stored {

@@ -7,10 +7,10 @@
 
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <vector>
 
 #include "kernels/micro_gemm.hpp"
+#include "random_values.hpp"
 
 namespace rfa {
 namespace kernels {
@@ -18,13 +18,7 @@ namespace {
 
 constexpr float kSentinel = -7.0f;
 
-std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+std::vector<float> random_values(std::size_t n, std::uint64_t seed) { return test::random_values<float>(n, seed); }
 
 /// An M x K matrix A in both storages the products read, with padding between rows that holds
 /// a sentinel: row-major with rows K + 3 apart, and transposed (A^T row-major) with rows
