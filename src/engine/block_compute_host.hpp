@@ -29,7 +29,7 @@ class HostBlockCompute {
   template <class T>
   void forward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
                Tensor4<float> out, Tensor3<float> lse, const kernels::ProgressHook& progress) {
-    kernels::flash_forward<T, float>(p, q, k, v, out, lse, progress);
+    kernels::flash_forward<T, float>(p, q, k, v, out, lse, progress, &forward_workspace_);
   }
   /// The host kernels merge in a pass of their own, through the block_out/block_lse scratch.
   static constexpr bool kMergesInKernel = false;
@@ -38,7 +38,7 @@ class HostBlockCompute {
   void forward_merged(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
                       Tensor4<float> out, Tensor3<float> lse, Tensor4<float> block_out, Tensor3<float> block_lse,
                       const kernels::ProgressHook& progress) {
-    kernels::flash_forward<T, float>(p, q, k, v, block_out, block_lse, progress);
+    kernels::flash_forward<T, float>(p, q, k, v, block_out, block_lse, progress, &forward_workspace_);
     kernels::merge_partial(out, lse, block_out, block_lse);
   }
   template <class T>
@@ -71,6 +71,12 @@ class HostBlockCompute {
   void narrow(Tensor4<const float> from, Tensor4<T> to) {
     kernels::narrow<T>(from, to);
   }
+
+ private:
+  // The forward kernel's K/V copy, kept across the ring's steps (one engine call: this object
+  // lives as long as the call) so its pages are touched once; flash_forward_workspace_bytes()
+  // counts it in the engine's formula.
+  kernels::ForwardWorkspace forward_workspace_;
 };
 
 }  // namespace engine

@@ -73,18 +73,30 @@ AttentionParams make_params(std::int64_t batch, std::int64_t seq_q, std::int64_t
 /// unless the params are usable.
 void validate(const AttentionParams& p);
 
+/// Buffers flash_forward may keep between calls: on the portable path its fp32 head-major
+/// copy of K and V (flash_forward_workspace_bytes). A caller that makes several calls (the
+/// ring's steps, a benchmark's repetitions) passes one object to all of them, so the copy's
+/// pages are faulted in once rather than by every call; they are freed with the object. One
+/// call at a time.
+struct ForwardWorkspace {
+  Kokkos::View<int*, HostSpace> slots;
+  Kokkos::View<float*, HostSpace> k, v;
+};
+
 /// Forward: out = softmax(scale * Q K^T + mask) V per head, lse = log-sum-exp of each row.
 /// TOut is T (the final output) or float (an fp32 partial for the ring merge). Rows that see
-/// no key get out = 0 and lse = -inf.
+/// no key get out = 0 and lse = -inf. Without a workspace the call allocates and frees its own.
 template <class T, class TOut>
 void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                    Tensor4<const T> v, Tensor4<TOut> out, Tensor3<float> lse,
-                   const ProgressHook& progress = ProgressHook());
+                   const ProgressHook& progress = ProgressHook(), ForwardWorkspace* workspace = nullptr);
 
 /// Bytes flash_forward allocates for itself on a call with these params and storage dtype, so
 /// the engine's memory formulas can count them: where bf16 runs on AMX tiles, K and V in the
 /// tiles' forms, 4 * batch * kv_heads * roundup(seq_k, 128) * head_dim in two buffers per
-/// (batch, kv head); 0 elsewhere.
+/// (batch, kv head); elsewhere fp32 copies of K and V head by head, 8 * batch * kv_heads *
+/// 96 * (head_dim + 16) per 96-key tile that some query tile sees (every tile without a mask)
+/// in two buffers, and 8 * ceil(seq_k / 96) for two tables.
 std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
 
 /// The same for flash_backward_accumulate: where bf16 runs on AMX tiles, Q^T and dO^T of every

@@ -4,6 +4,7 @@
 // the key tiles stream past (online softmax, docs/architecture.md §3).
 #include <cmath>
 #include <limits>
+#include <string>
 #include <type_traits>
 
 #include "kernels/flash_attention.hpp"
@@ -32,10 +33,20 @@ using Exec = Kokkos::DefaultHostExecutionSpace;
 using Policy = Kokkos::TeamPolicy<Exec>;
 using Member = Policy::member_type;
 
+/// K and V of one call in fp32, head by head: [batch][kv head][slot][key][row_pitch(d)], the
+/// key tiles some query tile sees, each in its slot, padded with zero rows to whole tiles.
+struct HeadMajorKV {
+  const float* k = nullptr;
+  const float* v = nullptr;
+  const int* slot = nullptr;  // key tile -> slot (-1: no query tile sees it)
+  std::int64_t head_rows = 0;  // rows per (batch, kv head): slots * kTileCols
+};
+
 template <class T, class TOut>
 struct ForwardTiles {
   AttentionParams p;
-  Tensor4<const T> q, k, v;
+  Tensor4<const T> q;
+  HeadMajorKV kv;
   Tensor4<TOut> out;
   Tensor3<float> lse;
   int d = 0;
@@ -48,15 +59,14 @@ struct ForwardTiles {
   // from the tensor (no transposition per key tile; Q^T is packed once per query tile), and
   // the softmax reductions over keys run down columns, lane-parallel over 8 queries.
   struct Scratch {
-    float *qt, *k, *v, *st, *o, *m, *l;
+    float *qt, *row, *st, *o, *m, *l;
     std::int64_t *q_pos, *k_pos;
   };
 
   static Scratch carve(ScratchCarver& c, int d) {
     Scratch s;
     s.qt = c.take<float>(std::size_t(kTileRows) * d);
-    s.k = c.take<float>(std::size_t(kTileCols) * row_pitch(d));
-    s.v = c.take<float>(std::size_t(kTileCols) * row_pitch(d));
+    s.row = c.take<float>(std::size_t(d));
     s.st = c.take<float>(std::size_t(kTileRows) * kTileCols);
     s.o = c.take<float>(std::size_t(kTileRows) * row_pitch(d));
     s.m = c.take<float>(kTileRows);
@@ -85,7 +95,7 @@ struct ForwardTiles {
     // Q^T in the log2 domain: S = (scale * log2 e) Q K^T feeds exp2 directly.
     const float q_scale = p.scale() * kLog2e;
     for (int i = 0; i < rows_padded; ++i) {
-      float* row = s.k;  // staging: the K tile buffer is free until the first key tile
+      float* row = s.row;
       if (i < rows) {
         load_row(&q(b, r0 + i, h, 0), row, d, q_scale);
         s.q_pos[i] = p.q_pos(r0 + i);
@@ -100,13 +110,16 @@ struct ForwardTiles {
       s.l[i] = 0.0f;
     }
 
-    // K/V rows are converted (and zero-padded to whole micro-tiles) into contiguous scratch
-    // even for fp32: the tensor's row stride (kv_heads * d floats) is often a multiple of
-    // 4 KiB / 8, which maps a 16-column strip of V onto a few L1 sets and thrashes them. Each
-    // conversion runs beside a product that leaves its buffer alone (row_copy.hpp): a tile's V
-    // beside its S^T = K Q^T, the next tile's K beside this one's O += P V.
+    // K and V are read in place from the call's head-major copy (HeadMajorKV): a key tile's
+    // rows are one contiguous block, so its lines are asked for a tile ahead, spread over a
+    // product that does not read them (a tile's V beside its S^T = K Q^T, the next tile's K
+    // beside O += P V). From the bshd tensors themselves (rows H * d values apart) the same
+    // prefetches cost ~10% of the forward (perf/RESULTS.md, 2026-11-26).
+    const std::int64_t head_row0 = (std::int64_t(b) * p.kv_heads + hk) * kv.head_rows;
+    auto tile_rows = [&](const float* base, int kt) {
+      return base + (head_row0 + std::int64_t(kv.slot[kt]) * kTileCols) * ld;
+    };
     KeyTileRef tile = next_visible_tile(r0, rows, 0);
-    if (tile.kt < n_ktiles) key_rows(k, b, hk, tile.kt, s.k, 1).finish();
     while (tile.kt < n_ktiles) {
       const int kt = tile.kt;
       const std::int64_t c0 = std::int64_t(kt) * kTileCols;
@@ -114,16 +127,18 @@ struct ForwardTiles {
       const int cols_padded = round_up(cols, kMicroRows);
       if (progress.poll) progress.poll(progress.context);
       const KeyTileRef next = next_visible_tile(r0, rows, kt + 1);
+      const float* k_tile = tile_rows(kv.k, kt);
+      const float* v_tile = tile_rows(kv.v, kt);
 
       // In a partial tile, blocks the mask hides whole are not computed (docs/architecture.md
       // §4): their scores are set to -inf below, and rows that see no key of the tile add
       // nothing to O.
       const HiddenBlocks hidden{rule, p.q_pos, p.k_pos, r0, c0, rows, cols, tile.vis == TileVisibility::partial};
-      SpreadRowLoad<T> v_rows = key_rows(v, b, hk, kt, s.v, gemm_micro_tiles(cols_padded, rows_padded));
-      gemm<Update::overwrite>(cols_padded, rows_padded, d, RowMajorA{s.k, ld}, s.qt, kTileRows, s.st, kTileRows,
-                              [&] { v_rows.step(); },
+      RowPrefetcher v_lines = tile_lines(v_tile, cols_padded, gemm_micro_tiles(cols_padded, rows_padded));
+      gemm<Update::overwrite>(cols_padded, rows_padded, d, RowMajorA{k_tile, ld}, s.qt, kTileRows, s.st, kTileRows,
+                              [&] { v_lines.step(); },
                               [&](int k0, int k1, int q0, int q1) { return hidden(q0, q1, k0, k1); });
-      v_rows.finish();
+      v_lines.finish();
 
       if (hidden.partial) {
         for (int j = 0; j < cols; ++j) s.k_pos[j] = p.k_pos(c0 + j);
@@ -135,12 +150,13 @@ struct ForwardTiles {
 
       online_softmax(s, rows_padded, cols_padded);
 
-      SpreadRowLoad<T> k_rows;
-      if (next.kt < n_ktiles) k_rows = key_rows(k, b, hk, next.kt, s.k, gemm_micro_tiles(rows_padded, d));
-      gemm<Update::accumulate>(rows_padded, d, cols_padded, TransposedA{s.st, kTileRows}, s.v, ld, s.o, ld,
-                               [&] { k_rows.step(); },
+      RowPrefetcher k_lines;
+      if (next.kt < n_ktiles)
+        k_lines = tile_lines(tile_rows(kv.k, next.kt), kTileCols, gemm_micro_tiles(rows_padded, d));
+      gemm<Update::accumulate>(rows_padded, d, cols_padded, TransposedA{s.st, kTileRows}, v_tile, ld, s.o, ld,
+                               [&] { k_lines.step(); },
                                [&](int q0, int q1, int, int) { return hidden(q0, q1, 0, cols); });
-      k_rows.finish();
+      k_lines.finish();
       tile = next;
     }
 
@@ -166,18 +182,16 @@ struct ForwardTiles {
       const std::int64_t c0 = std::int64_t(from) * kTileCols;
       const std::int64_t c1 = std::min<std::int64_t>(c0 + kTileCols, p.seq_k);
       const TileVisibility vis = classify_tile(p.rule(), p.q_pos, r0, r0 + rows, p.k_pos, c0, c1);
-      if (vis != TileVisibility::hidden) return {from, vis};
+      // A tile without a slot is hidden from every query of every segment: one a query tile
+      // straddling two segments may still call partial (its range spans both) sees nothing.
+      if (vis != TileVisibility::hidden && kv.slot[from] >= 0) return {from, vis};
     }
     return {n_ktiles, TileVisibility::hidden};
   }
 
-  /// The rows of key tile kt of `t` (K or V) of batch b and key head hk, converted into dst over
-  /// `steps` steps.
-  SpreadRowLoad<T> key_rows(const Tensor4<const T>& t, int b, int hk, int kt, float* dst, int steps) const {
-    const std::int64_t c0 = std::int64_t(kt) * kTileCols;
-    const int cols = int(std::min<std::int64_t>(kTileCols, p.seq_k - c0));
-    return SpreadRowLoad<T>(&t(b, c0, hk, 0), std::ptrdiff_t(t.stride_1()), cols, round_up(cols, kMicroRows), d,
-                            dst, row_pitch(d), steps);
+  /// The lines of `rows` rows of a key tile in the head-major copy, asked for over `steps` steps.
+  RowPrefetcher tile_lines(const float* first, int rows, int steps) const {
+    return RowPrefetcher(first, 0, 1, std::size_t(rows) * row_pitch(d) * sizeof(float), steps);
   }
 
   /// Turns the score columns into probabilities against the running max, a vector of queries
@@ -217,11 +231,90 @@ struct ForwardTiles {
   }
 };
 
+std::int64_t key_tiles(const AttentionParams& p) { return (p.seq_k + kTileCols - 1) / kTileCols; }
+
+/// Calls seen(kt, slot) for each key tile, in order, that some query may see: one the mask
+/// does not hide from every query of some segment of the query positions (classify_tile over a
+/// segment's range; a zigzag rank's rows are two distant segments). O(key tiles x segments),
+/// so the engines' memory formulas can ask for the count of any shape cheaply.
+template <class Seen>
+int for_each_seen_key_tile(const AttentionParams& p, Seen&& seen) {
+  const MaskRule rule = p.rule();
+  int count = 0;
+  for (std::int64_t kt = 0; kt < key_tiles(p); ++kt) {
+    const std::int64_t c0 = kt * kTileCols, c1 = std::min<std::int64_t>(c0 + kTileCols, p.seq_k);
+    bool any = !rule.any();
+    std::int64_t row = 0;  // the query rows of each segment, then any rows after the last one
+    for (int a = 0; a <= p.q_pos.count && row < p.seq_q && !any; ++a) {
+      const std::int64_t end = a < p.q_pos.count ? std::min(p.seq_q, row + p.q_pos.seg[a].length) : p.seq_q;
+      any = end > row && classify_tile(rule, p.q_pos, row, end, p.k_pos, c0, c1) != TileVisibility::hidden;
+      row = end;
+    }
+    if (any) seen(int(kt), count++);
+  }
+  return count;
+}
+
+template <class View>
+void ensure_extent(View& view, const char* name, std::int64_t n) {
+  if (std::int64_t(view.extent(0)) >= n) return;
+  view = View();  // the old buffer goes before the new one comes
+  view = View(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(name)), std::size_t(n));
+}
+
+/// K and V converted to fp32 head by head, made once per call: every query tile of a head then
+/// reads the same copy (docs/architecture.md §3), a key tile costing one contiguous prefetch
+/// instead of a conversion of strided rows per query tile. Only the key tiles some query tile
+/// sees are copied (a mask may hide most of a long block), each zero-padded to a whole tile.
+/// Three buffers of `ws`, grown when too small, which flash_forward_workspace_bytes() counts:
+/// the slot of each key tile and the tile of each slot, and K and V of batch * kv_heads *
+/// slots * kTileCols rows of row_pitch(d) floats.
+template <class T>
+HeadMajorKV copy_head_major(const AttentionParams& p, const Tensor4<const T>& tk, const Tensor4<const T>& tv,
+                            ForwardWorkspace& ws) {
+  const int n_ktiles = int(key_tiles(p));
+  // Key tile -> slot (-1: none), then slot -> key tile.
+  ensure_extent(ws.slots, "rfa::head_major_slots", 2 * std::int64_t(n_ktiles));
+  int* const slot = ws.slots.data();
+  for (int kt = 0; kt < n_ktiles; ++kt) slot[kt] = -1;
+  const int slots = for_each_seen_key_tile(p, [&](int kt, int s) {
+    slot[kt] = s;
+    slot[n_ktiles + s] = kt;
+  });
+
+  const int d = int(p.head_dim);
+  const int ld = row_pitch(d);
+  const std::int64_t head_rows = std::int64_t(slots) * kTileCols;
+  const std::int64_t heads = p.kv_heads, seq = p.seq_k, rows = p.batch * heads * head_rows;
+  ensure_extent(ws.k, "rfa::head_major_k", rows * ld);
+  ensure_extent(ws.v, "rfa::head_major_v", rows * ld);
+  const int* const tiles = slot + n_ktiles;
+  float* const kd = ws.k.data();
+  float* const vd = ws.v.data();
+  Kokkos::parallel_for(
+      "rfa::head_major_kv", Kokkos::RangePolicy<Exec>(0, rows), [=](std::int64_t r) {
+        const std::int64_t in_head = r % head_rows;
+        const std::int64_t key = std::int64_t(tiles[in_head / kTileCols]) * kTileCols + in_head % kTileCols;
+        const std::int64_t h = (r / head_rows) % heads;
+        const std::int64_t b = r / (head_rows * heads);
+        if (key < seq) {
+          load_row(&tk(b, key, h, 0), kd + r * ld, d);
+          load_row(&tv(b, key, h, 0), vd + r * ld, d);
+        } else {
+          zero_row(kd + r * ld, d);
+          zero_row(vd + r * ld, d);
+        }
+      });
+  Exec().fence();
+  return {kd, vd, slot, head_rows};
+}
+
 }  // namespace
 
 template <class T, class TOut>
 void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
-                   Tensor4<TOut> out, Tensor3<float> lse, const ProgressHook& progress) {
+                   Tensor4<TOut> out, Tensor3<float> lse, const ProgressHook& progress,
+                   ForwardWorkspace* workspace) {
   validate(p);
   check_tensor(q, "q", p.batch, p.seq_q, p.heads, p.head_dim);
   check_tensor(k, "k", p.batch, p.seq_k, p.kv_heads, p.head_dim);
@@ -236,14 +329,14 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
   ForwardTiles<T, TOut> f;
   f.p = p;
   f.q = q;
-  f.k = k;
-  f.v = v;
   f.out = out;
   f.lse = lse;
   if (Exec().concurrency() == 1) f.progress = progress;
   f.d = int(p.head_dim);
   f.n_qtiles = int((p.seq_q + kTileRows - 1) / kTileRows);
   f.n_ktiles = int((p.seq_k + kTileCols - 1) / kTileCols);
+  ForwardWorkspace own;  // freed at return unless the caller keeps one
+  f.kv = copy_head_major(p, k, v, workspace ? *workspace : own);
   const std::int64_t league = p.batch * p.heads * f.n_qtiles;
   const std::size_t scratch = scratch_bytes<ForwardTiles<T, TOut>>(f.d);
   for_each_league_chunk<Policy>("rfa::flash_forward", league, f,
@@ -251,9 +344,18 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
   Exec().fence();
 }
 
+std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
+  const std::int64_t amx = flash_forward_amx_workspace_bytes(p, dtype);
+  if (amx > 0) return amx;
+  return 2 * std::int64_t(sizeof(int)) * key_tiles(p) +
+         2 * std::int64_t(sizeof(float)) * p.batch * p.kv_heads * for_each_seen_key_tile(p, [](int, int) {}) *
+             kTileCols * row_pitch(int(p.head_dim));
+}
+
 #define RFA_INSTANTIATE_FORWARD(T, TOut)                                                          \
   template void flash_forward<T, TOut>(const AttentionParams&, Tensor4<const T>, Tensor4<const T>, \
-                                       Tensor4<const T>, Tensor4<TOut>, Tensor3<float>, const ProgressHook&);
+                                       Tensor4<const T>, Tensor4<TOut>, Tensor3<float>, const ProgressHook&, \
+                                       ForwardWorkspace*);
 RFA_INSTANTIATE_FORWARD(float, float)
 RFA_INSTANTIATE_FORWARD(bf16_t, bf16_t)
 RFA_INSTANTIATE_FORWARD(bf16_t, float)

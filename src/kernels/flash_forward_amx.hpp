@@ -18,5 +18,9 @@ bool flash_forward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor
                        Tensor4<const bf16_t> v, Tensor4<TOut> out, Tensor3<float> lse,
                        const ProgressHook& progress);
 
+/// The bytes flash_forward_amx allocates on a call with these params and storage dtype: 0 where
+/// it would not be taken.
+std::int64_t flash_forward_amx_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
+
 }  // namespace kernels
 }  // namespace rfa

@@ -49,6 +49,33 @@ TEST(ForwardStability, LargeScoresStayFinite) {
   run_forward_case<float, float>(c, 11, 5e-4);
 }
 
+// One workspace kept across calls of every shape (needs that grow and shrink, masks that hide
+// key tiles): each call's results are bit for bit those of a call with its own buffers, so
+// nothing a call leaves in the workspace reaches the next.
+TEST(ForwardWorkspace, SharedAcrossShapesChangesNothing) {
+  kernels::ForwardWorkspace workspace;
+  std::uint64_t seed = 21;
+  for (const CaseSpec& c : kernel_cases()) {
+    SCOPED_TRACE(c.name());
+    std::mt19937_64 rng(seed++);
+    std::vector<double> q64, k64, v64;
+    auto q = random_tensor<float>("q", c.batch, c.seq_q, c.heads, c.head_dim, rng, q64, 2.0);
+    auto k = random_tensor<float>("k", c.batch, c.seq_k, c.kv_heads, c.head_dim, rng, k64, 2.0);
+    auto v = random_tensor<float>("v", c.batch, c.seq_k, c.kv_heads, c.head_dim, rng, v64);
+    Tensor4<float> own_out("own_out", c.batch, c.seq_q, c.heads, c.head_dim);
+    Tensor4<float> shared_out("shared_out", c.batch, c.seq_q, c.heads, c.head_dim);
+    Tensor3<float> own_lse("own_lse", c.batch, c.heads, c.seq_q), shared_lse("shared_lse", c.batch, c.heads, c.seq_q);
+    poison(shared_out);
+    poison(shared_lse);
+    kernels::flash_forward<float, float>(c.params(), q, k, v, own_out, own_lse);
+    kernels::flash_forward<float, float>(c.params(), q, k, v, shared_out, shared_lse, kernels::ProgressHook(),
+                                         &workspace);
+    EXPECT_EQ(to_doubles(shared_out), to_doubles(own_out));
+    EXPECT_EQ(to_doubles(shared_lse), to_doubles(own_lse));
+  }
+  EXPECT_GT(workspace.k.extent(0), 0u) << "the portable forward kept nothing in the workspace";
+}
+
 }  // namespace
 }  // namespace test
 }  // namespace rfa
