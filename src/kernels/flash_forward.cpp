@@ -334,7 +334,7 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
   if (Exec().concurrency() == 1) f.progress = progress;
   f.d = int(p.head_dim);
   f.n_qtiles = int((p.seq_q + kTileRows - 1) / kTileRows);
-  f.n_ktiles = int((p.seq_k + kTileCols - 1) / kTileCols);
+  f.n_ktiles = int(key_tiles(p));
   ForwardWorkspace own;  // freed at return unless the caller keeps one
   f.kv = copy_head_major(p, k, v, workspace ? *workspace : own);
   const std::int64_t league = p.batch * p.heads * f.n_qtiles;
