@@ -9,12 +9,16 @@ namespace rfa::comm {
 
 void fail_everywhere_unless(Communicator& comm, bool ok_here, rfa_result_t code,
                             const std::string& message_here) {
-  // Each rank offers its own position if it failed, P otherwise: the minimum is the lowest
-  // failing position, or P when all succeeded.
-  const std::int64_t lowest_failing = comm.allreduce(ok_here ? comm.size() : comm.rank(), ReduceOp::min);
-  if (lowest_failing == comm.size()) return;
+  // Each rank that failed offers its position and its code, one that did not offers P: the
+  // minimum is the lowest failing position with its code, or P when all succeeded. One
+  // reduction, and the ranks that did not fail report the code of the one that did (a refused
+  // allocation there is RFA_ERROR_OUT_OF_MEMORY everywhere, not an invalid argument).
+  constexpr std::int64_t kCodes = std::int64_t(1) << 16;  // above every rfa_result_t value
+  const std::int64_t offered = ok_here ? comm.size() * kCodes : comm.rank() * kCodes + std::int64_t(code);
+  const std::int64_t lowest = comm.allreduce(offered, ReduceOp::min);
+  if (lowest == comm.size() * kCodes) return;
   if (!ok_here) throw Error(code, message_here);
-  fail(code, "failed on another rank (lowest failing ring position: ", lowest_failing,
+  fail(rfa_result_t(lowest % kCodes), "failed on another rank (lowest failing ring position: ", lowest / kCodes,
        "); see that rank's message");
 }
 

@@ -14,8 +14,9 @@
 namespace rfa::comm {
 
 /// Collective. Returns normally only if `ok_here` holds on every rank. Otherwise throws on
-/// every rank: ranks where it failed throw `code` with `message_here`; the others throw `code`
-/// naming the lowest failing ring position, so their logs point at the rank with the details.
+/// every rank: ranks where it failed throw `code` with `message_here`; the others throw the code
+/// of the lowest failing ring position, naming that position, so their logs point at the rank
+/// with the details.
 void fail_everywhere_unless(Communicator& comm, bool ok_here, rfa_result_t code,
                             const std::string& message_here);
 

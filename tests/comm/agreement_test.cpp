@@ -32,6 +32,25 @@ TEST(Agreement, OneFailingRankFailsAll) {
   }
 }
 
+// The ranks that did not fail report the failing rank's code (the lowest one's when several
+// fail), not a code of their own: an allocation refused on one rank is an out-of-memory error
+// everywhere.
+TEST(Agreement, EveryRankReportsTheCodeOfTheLowestFailingRank) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  const int P = comm.size(), first = P > 1 ? 1 : 0;
+  // Positions >= first fail, each with a code of its own (the lowest's: RFA_ERROR_OUT_OF_MEMORY).
+  const rfa_result_t mine = comm.rank() == first ? RFA_ERROR_OUT_OF_MEMORY : RFA_ERROR_TIMEOUT;
+  const bool fails_here = comm.rank() >= first;
+  const rfa_result_t expected = fails_here ? mine : RFA_ERROR_OUT_OF_MEMORY;
+  const std::string message =
+      expect_error(expected, [&] { fail_everywhere_unless(comm, !fails_here, mine, "the local reason"); });
+  if (fails_here) {
+    EXPECT_EQ(message, "the local reason");
+  } else {
+    EXPECT_NE(message.find("lowest failing ring position: " + std::to_string(first)), std::string::npos) << message;
+  }
+}
+
 TEST(Agreement, DifferingValuesFailEveryRankNamingTheValue) {
   MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
   if (comm.size() < 2) GTEST_SKIP() << "needs two ranks";
