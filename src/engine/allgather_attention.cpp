@@ -177,7 +177,9 @@ void AllGatherAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4
   Tensor4<T> q_chunk = ws.tensor4<T>("rfa::q_chunk", B, L, qh, D);
   Tensor4<T> out_chunk = ws.tensor4<T>("rfa::out_chunk", B, L, qh, D);
   Tensor3<float> lse_chunk = ws.tensor3<float>("rfa::lse_chunk", B, qh, L);
-  last_workspace_bytes_ = ws.bytes() + kernel_workspace_bytes(false);
+  kernels::ForwardWorkspace kernel_ws;  // one for every chunk's call, made before the agreement
+  ws.adopt(kernel_workspace_bytes(false), [&] { kernels::reserve_forward_workspace(kernel_ws, p, c.dtype); });
+  last_workspace_bytes_ = ws.bytes();
   comm::check_everywhere(comm_, [&] {
     check_forward_tensors<T>(c, L, q, k, v, out, lse);
     ws.throw_if_failed();
@@ -186,7 +188,7 @@ void AllGatherAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4
   kv.for_each_chunk(chunks, rows, timings_, [&](std::int64_t ch, const kernels::ProgressHook& hook) {
     ScopedSeconds t(timings_.compute);
     take_heads(q, ch * qh, q_chunk);
-    kernels::flash_forward<T, T>(p, q_chunk, kv.k(), kv.v(), out_chunk, lse_chunk, hook);
+    kernels::flash_forward<T, T>(p, q_chunk, kv.k(), kv.v(), out_chunk, lse_chunk, hook, &kernel_ws);
     put_heads<T, T>(out_chunk, ch * qh, out);
     slice_heads(lse, ch * qh, lse_chunk, false);
     ++timings_.steps_computed;

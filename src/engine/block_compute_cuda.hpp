@@ -30,6 +30,8 @@ class CudaBlockCompute {
 
   /// Device buffers are kept in the engine's cache between calls (see WorkspaceCache).
   Workspace<memory_space> workspace() { return Workspace<memory_space>(cache_); }
+  /// The CUDA kernels keep no buffers of their own (HostBlockCompute's twin).
+  void prepare_forward(const kernels::AttentionParams&, rfa_dtype_t, Workspace<memory_space>&) {}
 
   /// The progress hook is not needed: launches return at once, so the engine's thread is
   /// back in the transport (wait/test) while the kernels run.

@@ -25,6 +25,14 @@ class HostBlockCompute {
   /// Host buffers are allocated per call and freed at its end (the memory test counts them).
   Workspace<memory_space> workspace() { return Workspace<memory_space>(); }
 
+  /// Makes, before the ranks agree that the call may go on, the buffers the forward kernel keeps
+  /// across the ring's steps: enough for a block with params `largest` (the diagonal block,
+  /// whose queries see every key tile). Counted in, and a refusal kept by, `ws`.
+  void prepare_forward(const kernels::AttentionParams& largest, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
+    ws.adopt(kernels::flash_forward_workspace_bytes(largest, dtype),
+             [&] { kernels::reserve_forward_workspace(forward_workspace_, largest, dtype); });
+  }
+
   /// One block's normalized fp32 partial out and its lse.
   template <class T>
   void forward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,

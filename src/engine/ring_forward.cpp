@@ -74,7 +74,9 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
     block_out = ws.template tensor4<float>("rfa::block_out", c.batch, L, c.heads, c.head_dim);
     block_lse = ws.template tensor3<float>("rfa::block_lse", c.batch, c.heads, L);
   }
-  last_workspace_bytes_ = ws.bytes() + kernel_workspace_bytes(false);
+  // The diagonal block's queries see every key tile some block's queries may see.
+  blocks.prepare_forward(block_params(c, P, me, me), c.dtype, ws);
+  last_workspace_bytes_ = ws.bytes();
   check_everywhere([&] {
     check_forward_tensors<T>(c, L, q, k, v, out, lse);
     ws.throw_if_failed();

@@ -88,7 +88,10 @@ void UlyssesAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<c
   Tensor4<T> q_full = full.q, k_full = full.k, v_full = full.v, out_full = full.out;
   Tensor3<float> lse_full = ws.tensor3<float>("rfa::ulysses_lse", B, hp, S);
   Staging<float> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
-  last_workspace_bytes_ = ws.bytes() + kernel_workspace_bytes(false);
+  kernels::ForwardWorkspace kernel_ws;  // made before the agreement, so a refusal fails every rank
+  ws.adopt(kernel_workspace_bytes(false),
+           [&] { kernels::reserve_forward_workspace(kernel_ws, local_params(), c.dtype); });
+  last_workspace_bytes_ = ws.bytes();
   comm::check_everywhere(comm_, [&] {
     check_forward_tensors<T>(c, L, q, k, v, out, lse);
     ws.throw_if_failed();
@@ -102,7 +105,8 @@ void UlyssesAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<c
   }
   {
     ScopedSeconds t(timings_.compute);
-    kernels::flash_forward<T, T>(local_params(), q_full, k_full, v_full, out_full, lse_full);
+    kernels::flash_forward<T, T>(local_params(), q_full, k_full, v_full, out_full, lse_full, kernels::ProgressHook(),
+                                 &kernel_ws);
     timings_.steps_computed = 1;
   }
   ScopedSeconds t(timings_.wait);

@@ -80,6 +80,22 @@ class Workspace {
     return carve<Kokkos::View<T*, Space>>(name, n);
   }
 
+  /// Buffers a kernel keeps for itself (kernels::ForwardWorkspace), counted and failed as if
+  /// they were this workspace's own: `allocate` makes them (throwing rfa::Error when refused),
+  /// `bytes` is what they hold. A refusal is kept for throw_if_failed(); nothing is attempted
+  /// after an earlier failure.
+  template <class Allocate>
+  void adopt(std::int64_t bytes, Allocate&& allocate) {
+    bytes_ += bytes;
+    if (failure_code_ != RFA_SUCCESS) return;
+    try {
+      allocate();
+    } catch (const Error& e) {
+      failure_code_ = e.code();
+      failure_ = e.what();
+    }
+  }
+
   /// Bytes asked for so far, including any that could not be allocated.
   std::int64_t bytes() const { return bytes_; }
 

@@ -79,8 +79,7 @@ void validate(const AttentionParams& p);
 /// pages are faulted in once rather than by every call; they are freed with the object. One
 /// call at a time.
 struct ForwardWorkspace {
-  Kokkos::View<int*, HostSpace> slots;
-  Kokkos::View<float*, HostSpace> k, v;
+  Kokkos::View<unsigned char*, HostSpace> slots, k, v;
 };
 
 /// Forward: out = softmax(scale * Q K^T + mask) V per head, lse = log-sum-exp of each row.
@@ -98,6 +97,14 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
 /// 96 * (head_dim + 16) per 96-key tile that some query tile sees (every tile without a mask)
 /// in two buffers, and 8 * ceil(seq_k / 96) for two tables.
 std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
+
+/// Grows `workspace` to what flash_forward needs for a call with these params and dtype, so that
+/// such calls, and calls whose queries see fewer key tiles, allocate nothing. Engines call it
+/// before their ranks agree that a call may go on (docs/architecture.md §6.7): a refusal then
+/// fails every rank together instead of one rank inside a kernel while its neighbours wait.
+/// Throws RFA_ERROR_OUT_OF_MEMORY naming the buffer and its bytes when the allocator refuses
+/// (nothing is kept for the AMX path, whose packing buffers are made by each call).
+void reserve_forward_workspace(ForwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype);
 
 /// The same for flash_backward_accumulate: where bf16 runs on AMX tiles, Q^T and dO^T of every
 /// head, 4 * batch * heads * roundup(seq_q, 128) * head_dim in one buffer per (batch, kv head);

@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/allocation.hpp"
 #include "kernels/flash_attention.hpp"
 #include "kernels/flash_forward_amx.hpp"
 #include "kernels/league_chunks.hpp"
@@ -255,29 +256,48 @@ int for_each_seen_key_tile(const AttentionParams& p, Seen&& seen) {
   return count;
 }
 
-template <class View>
-void ensure_extent(View& view, const char* name, std::int64_t n) {
-  if (std::int64_t(view.extent(0)) >= n) return;
-  view = View();  // the old buffer goes before the new one comes
-  view = View(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(name)), std::size_t(n));
+/// Grows `buffer` to `bytes`, the old buffer going before the new one comes; a refusal is
+/// RFA_ERROR_OUT_OF_MEMORY naming the buffer (core/allocation.hpp).
+void ensure_bytes(Kokkos::View<unsigned char*, HostSpace>& buffer, const char* name, std::int64_t bytes) {
+  if (std::int64_t(buffer.extent(0)) >= bytes) return;
+  buffer = Kokkos::View<unsigned char*, HostSpace>();
+  buffer = allocate_bytes<HostSpace>(name, bytes);
+}
+
+/// The head-major copy's buffers for a call with these params: the slot tables, and K and V of
+/// batch * kv_heads * slots * kTileCols rows of row_pitch(d) floats.
+struct HeadMajorSizes {
+  std::int64_t table_bytes, kv_bytes;
+};
+HeadMajorSizes head_major_sizes(const AttentionParams& p, int slots) {
+  const std::int64_t rows = p.batch * p.kv_heads * std::int64_t(slots) * kTileCols;
+  return {2 * std::int64_t(sizeof(int)) * key_tiles(p),
+          std::int64_t(sizeof(float)) * rows * row_pitch(int(p.head_dim))};
+}
+
+void reserve_head_major(ForwardWorkspace& ws, const HeadMajorSizes& sizes) {
+  ensure_bytes(ws.slots, "rfa::head_major_slots", sizes.table_bytes);
+  ensure_bytes(ws.k, "rfa::head_major_k", sizes.kv_bytes);
+  ensure_bytes(ws.v, "rfa::head_major_v", sizes.kv_bytes);
 }
 
 /// K and V converted to fp32 head by head, made once per call: every query tile of a head then
 /// reads the same copy (docs/architecture.md §3), a key tile costing one contiguous prefetch
 /// instead of a conversion of strided rows per query tile. Only the key tiles some query tile
 /// sees are copied (a mask may hide most of a long block), each zero-padded to a whole tile.
-/// Three buffers of `ws`, grown when too small, which flash_forward_workspace_bytes() counts:
-/// the slot of each key tile and the tile of each slot, and K and V of batch * kv_heads *
-/// slots * kTileCols rows of row_pitch(d) floats.
+/// Three buffers of `ws` (head_major_sizes, which flash_forward_workspace_bytes() counts), grown
+/// when too small: nothing is allocated here when reserve_forward_workspace() made them large
+/// enough beforehand.
 template <class T>
 HeadMajorKV copy_head_major(const AttentionParams& p, const Tensor4<const T>& tk, const Tensor4<const T>& tv,
                             ForwardWorkspace& ws) {
   const int n_ktiles = int(key_tiles(p));
+  const int slots = for_each_seen_key_tile(p, [](int, int) {});
+  reserve_head_major(ws, head_major_sizes(p, slots));
   // Key tile -> slot (-1: none), then slot -> key tile.
-  ensure_extent(ws.slots, "rfa::head_major_slots", 2 * std::int64_t(n_ktiles));
-  int* const slot = ws.slots.data();
+  int* const slot = reinterpret_cast<int*>(ws.slots.data());
   for (int kt = 0; kt < n_ktiles; ++kt) slot[kt] = -1;
-  const int slots = for_each_seen_key_tile(p, [&](int kt, int s) {
+  for_each_seen_key_tile(p, [&](int kt, int s) {
     slot[kt] = s;
     slot[n_ktiles + s] = kt;
   });
@@ -286,11 +306,9 @@ HeadMajorKV copy_head_major(const AttentionParams& p, const Tensor4<const T>& tk
   const int ld = row_pitch(d);
   const std::int64_t head_rows = std::int64_t(slots) * kTileCols;
   const std::int64_t heads = p.kv_heads, seq = p.seq_k, rows = p.batch * heads * head_rows;
-  ensure_extent(ws.k, "rfa::head_major_k", rows * ld);
-  ensure_extent(ws.v, "rfa::head_major_v", rows * ld);
   const int* const tiles = slot + n_ktiles;
-  float* const kd = ws.k.data();
-  float* const vd = ws.v.data();
+  float* const kd = reinterpret_cast<float*>(ws.k.data());
+  float* const vd = reinterpret_cast<float*>(ws.v.data());
   Kokkos::parallel_for(
       "rfa::head_major_kv", Kokkos::RangePolicy<Exec>(0, rows), [=](std::int64_t r) {
         const std::int64_t in_head = r % head_rows;
@@ -347,9 +365,14 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
 std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
   const std::int64_t amx = flash_forward_amx_workspace_bytes(p, dtype);
   if (amx > 0) return amx;
-  return 2 * std::int64_t(sizeof(int)) * key_tiles(p) +
-         2 * std::int64_t(sizeof(float)) * p.batch * p.kv_heads * for_each_seen_key_tile(p, [](int, int) {}) *
-             kTileCols * row_pitch(int(p.head_dim));
+  const HeadMajorSizes sizes = head_major_sizes(p, for_each_seen_key_tile(p, [](int, int) {}));
+  return sizes.table_bytes + 2 * sizes.kv_bytes;
+}
+
+void reserve_forward_workspace(ForwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype) {
+  validate(p);
+  if (flash_forward_amx_workspace_bytes(p, dtype) > 0) return;  // the AMX path packs per call
+  reserve_head_major(workspace, head_major_sizes(p, for_each_seen_key_tile(p, [](int, int) {})));
 }
 
 #define RFA_INSTANTIATE_FORWARD(T, TOut)                                                          \

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The forward kernel's own buffers (its head-major K/V copy, kernels::ForwardWorkspace) refused
+// on one rank only, as on a node whose `ulimit -v` is lower or whose memory is nearly full: the
+// engine must make them before its ranks agree that the call may go on, so every rank fails
+// with RFA_ERROR_OUT_OF_MEMORY and none waits in the ring for a neighbour that has left
+// (docs/architecture.md §3, §6.7). The last rank's address space is limited to what the
+// engine's own buffers need and a quarter of the kernel's, so the engine's allocations succeed
+// and the kernel's K copy is refused. The caller's tensors are address space without memory
+// behind it; nothing reads them (the call fails before any kernel runs).
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "allocation_log.hpp"
+#include "engine/allgather_attention.hpp"
+#include "engine/ring_attention.hpp"
+#include "engine/ulysses_attention.hpp"
+#include "ring_case.hpp"
+#include "unbacked_memory.hpp"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define RFA_TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RFA_TEST_UNDER_ASAN 1
+#endif
+#endif
+
+namespace rfa {
+namespace test {
+namespace {
+
+// A ring step that waited for a rank which had failed would end here rather than at the
+// default deadline, so a regression shows as RFA_ERROR_TIMEOUT, not as a hung test.
+constexpr double kDeadlineSeconds = 60;
+
+// 12 heads of 64 (divisible by P = 1..4), 2^17 rows per rank, fp32: each kernel copy of K or V
+// is ~0.5 GB per rank, the margin left above the engine's buffers ~0.25 GB.
+engine::RingConfig big_config(int P) {
+  engine::RingConfig c;
+  c.layout = RFA_LAYOUT_CONTIGUOUS;
+  c.mask = RFA_MASK_NONE;
+  c.dtype = RFA_DTYPE_FLOAT32;
+  c.batch = 1;
+  c.seq_total = (std::int64_t(1) << 17) * P;
+  c.heads = 12;
+  c.kv_heads = 12;
+  c.head_dim = 64;
+  return c;
+}
+
+std::int64_t mapped_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  std::int64_t kib = -1;
+  while (status >> key) {
+    if (key == "VmSize:") {
+      status >> kib;
+      break;
+    }
+  }
+  return kib * 1024;
+}
+
+/// Lowers this process's address-space limit for its lifetime, then restores it.
+class AddressSpaceLimit {
+ public:
+  explicit AddressSpaceLimit(std::int64_t bytes) {
+    getrlimit(RLIMIT_AS, &saved_);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = rlim_t(bytes);
+    ok_ = setrlimit(RLIMIT_AS, &lowered) == 0;
+  }
+  ~AddressSpaceLimit() { setrlimit(RLIMIT_AS, &saved_); }
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit saved_{};
+  bool ok_ = false;
+};
+
+/// Runs one forward of `attn` with the last rank's address space limited to `engine_bytes`
+/// (the engine's own buffers) and a quarter of `kernel_bytes` (the kernel's) more, and checks
+/// that every rank fails together, the last naming the kernel's buffer, with nothing left
+/// allocated.
+template <class Strategy>
+void expect_refusal_everywhere(comm::Communicator& ring, Strategy& attn, std::int64_t engine_bytes,
+                               std::int64_t kernel_bytes) {
+  const engine::RingConfig& c = attn.config();
+  const std::int64_t L = attn.local_seq(), B = c.batch, H = c.heads, HKV = c.kv_heads, D = c.head_dim;
+  const std::size_t q_bytes = std::size_t(B * L * H * D) * 4, kv_bytes = std::size_t(B * L * HKV * D) * 4;
+  Unbacked q_mem(q_bytes), k_mem(kv_bytes), v_mem(kv_bytes), out_mem(q_bytes), lse_mem(std::size_t(B * H * L) * 4);
+  ASSERT_TRUE(q_mem.data() && k_mem.data() && v_mem.data() && out_mem.data() && lse_mem.data());
+  Tensor4<const float> q(static_cast<const float*>(q_mem.data()), B, L, H, D);
+  Tensor4<const float> k(static_cast<const float*>(k_mem.data()), B, L, HKV, D);
+  Tensor4<const float> v(static_cast<const float*>(v_mem.data()), B, L, HKV, D);
+  Tensor4<float> out(static_cast<float*>(out_mem.data()), B, L, H, D);
+  Tensor3<float> lse(static_cast<float*>(lse_mem.data()), B, H, L);
+
+  const bool limited = ring.rank() == ring.size() - 1;
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the second: nothing was lost or left in flight
+    SCOPED_TRACE("attempt " + std::to_string(attempt));
+    std::unique_ptr<AddressSpaceLimit> limit;
+    if (limited) {
+      limit = std::make_unique<AddressSpaceLimit>(mapped_bytes() + engine_bytes + kernel_bytes / 4);
+      ASSERT_TRUE(limit->ok()) << "setrlimit(RLIMIT_AS) failed";
+    }
+    std::string message;
+    rfa_result_t code = RFA_SUCCESS;
+    const AllocationLog log = log_allocations([&] {
+      try {
+        attn.template forward<float>(q, k, v, out, lse);
+      } catch (const Error& e) {
+        code = e.code();
+        message = e.what();
+      }
+    });
+    limit.reset();
+    EXPECT_EQ(int(code), int(RFA_ERROR_OUT_OF_MEMORY)) << "rank " << ring.rank() << ": " << message;
+    const std::string expected = limited ? "for 'rfa::head_major_" : "lowest failing ring position";
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+    if (limited) {
+      EXPECT_NE(message.find("in all on this rank"), std::string::npos) << message;
+    }
+    EXPECT_EQ(log.live, 0) << "the failed call kept memory";
+  }
+}
+
+class RefusedKernelBuffers : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#ifdef RFA_TEST_UNDER_ASAN
+    GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space: RLIMIT_AS cannot model a full node";
+#endif
+    ring = comm::make_mpi_communicator(MPI_COMM_WORLD, world_rank(), kDeadlineSeconds);
+  }
+  std::unique_ptr<comm::Communicator> ring;
+};
+
+TEST_F(RefusedKernelBuffers, RingFailsOnEveryRank) {
+  engine::RingAttention attn(*ring, big_config(ring->size()));
+  const std::int64_t kernel = attn.kernel_workspace_bytes(false);
+  ASSERT_GT(kernel, std::int64_t(1) << 29) << "the shape no longer makes the kernel's buffers large";
+  expect_refusal_everywhere(*ring, attn, attn.workspace_bytes(false) - kernel, kernel);
+}
+
+TEST_F(RefusedKernelBuffers, UlyssesFailsOnEveryRank) {
+  engine::UlyssesAttention attn(*ring, big_config(ring->size()));
+  const std::int64_t kernel = attn.kernel_workspace_bytes(false);
+  ASSERT_GT(kernel, std::int64_t(1) << 29) << "the shape no longer makes the kernel's buffers large";
+  expect_refusal_everywhere(*ring, attn, attn.workspace_bytes(false) - kernel, kernel);
+}
+
+TEST_F(RefusedKernelBuffers, AllGatherFailsOnEveryRank) {
+  // K/V heads gathered 12 / P at a time: the kernel's copy is as large as the ring's.
+  engine::AllGatherAttention attn(*ring, big_config(ring->size()), 12 / ring->size());
+  const std::int64_t kernel = attn.kernel_workspace_bytes(false);
+  ASSERT_GT(kernel, std::int64_t(1) << 29) << "the shape no longer makes the kernel's buffers large";
+  expect_refusal_everywhere(*ring, attn, attn.workspace_bytes(false) - kernel, kernel);
+}
+
+}  // namespace
+}  // namespace test
+}  // namespace rfa
