@@ -94,13 +94,14 @@ void bench_attention(benchmark::State& state, bool backward, bool causal) {
   Tensor4<T> dq("dq", s.batch, s.seq, s.heads, s.head_dim);
   Tensor4<T> dk("dk", s.batch, s.seq, s.heads, s.head_dim);
   Tensor4<T> dv("dv", s.batch, s.seq, s.heads, s.head_dim);
-  // Repetitions share the forward's workspace, as the ring's steps do (block_compute_host.hpp).
+  // Repetitions share the kernels' workspaces, as the ring's steps do (block_compute_host.hpp).
   kernels::ForwardWorkspace workspace;
+  kernels::BackwardWorkspace backward_workspace;
   kernels::flash_forward<T, T>(p, q, k, v, out, lse, kernels::ProgressHook(), &workspace);
 
   for (auto _ : state) {
     if (backward) {
-      kernels::flash_backward<T>(p, q, k, v, out, dout, lse, dq, dk, dv);
+      kernels::flash_backward<T>(p, q, k, v, out, dout, lse, dq, dk, dv, &backward_workspace);
     } else {
       kernels::flash_forward<T, T>(p, q, k, v, out, lse, kernels::ProgressHook(), &workspace);
     }

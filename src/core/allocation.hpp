@@ -45,6 +45,16 @@ Kokkos::View<unsigned char*, Space> allocate_bytes(const std::string& label, std
   }
 }
 
+/// Grows `buffer` to at least `bytes` (uninitialized; its contents are not kept), for buffers
+/// kept from one call to the next: reallocated only when more is needed, the old buffer freed
+/// before the new one comes. Throws as allocate_bytes().
+template <class Space>
+void grow_bytes(Kokkos::View<unsigned char*, Space>& buffer, const std::string& label, std::int64_t bytes) {
+  if (std::int64_t(buffer.extent(0)) >= bytes) return;
+  buffer = Kokkos::View<unsigned char*, Space>();
+  buffer = allocate_bytes<Space>(label, bytes);
+}
+
 /// A row-major tensor View (unmanaged) over the front of `buffer`, which the caller keeps
 /// alive. `buffer` must hold the tensor: allocate it with checked_bytes() of the same extents.
 template <class TensorView, class Space, class... Extents>

@@ -220,7 +220,9 @@ void AllGatherAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor
   Tensor4<float> dv_full = ws.tensor4<float>("rfa::dv_full", B, S, chunk_, D);
   Tensor4<float> grad_send = ws.tensor4<float>("rfa::grad_send", P * B, L, chunk_, D);
   Tensor4<float> grad_mine = ws.tensor4<float>("rfa::grad_mine", B, L, chunk_, D);
-  last_workspace_bytes_ = ws.bytes() + kernel_workspace_bytes(true);
+  kernels::BackwardWorkspace kernel_ws;  // one for every chunk's call, made before the agreement
+  ws.adopt(kernel_workspace_bytes(true), [&] { kernels::reserve_backward_workspace(kernel_ws, p, c.dtype); });
+  last_workspace_bytes_ = ws.bytes();
   comm::check_everywhere(comm_, [&] {
     check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv);
     ws.throw_if_failed();
@@ -255,7 +257,7 @@ void AllGatherAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor
       kernels::fill_elements(dk_full, 0.0f);
       kernels::fill_elements(dv_full, 0.0f);
       kernels::flash_backward_accumulate<T>(p, q_chunk, kv.k(), kv.v(), dout_chunk, lse_chunk, delta_chunk,
-                                            dq_chunk, dk_full, dv_full, hook);
+                                            dq_chunk, dk_full, dv_full, hook, &kernel_ws);
       put_heads<float, T>(dq_chunk, ch * qh, dq);
       ++timings_.steps_computed;
     }

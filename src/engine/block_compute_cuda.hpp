@@ -32,6 +32,7 @@ class CudaBlockCompute {
   Workspace<memory_space> workspace() { return Workspace<memory_space>(cache_); }
   /// The CUDA kernels keep no buffers of their own (HostBlockCompute's twin).
   void prepare_forward(const kernels::AttentionParams&, rfa_dtype_t, Workspace<memory_space>&) {}
+  void prepare_backward(const kernels::AttentionParams&, rfa_dtype_t, Workspace<memory_space>&) {}
 
   /// The progress hook is not needed: launches return at once, so the engine's thread is
   /// back in the transport (wait/test) while the kernels run.

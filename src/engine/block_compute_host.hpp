@@ -33,6 +33,12 @@ class HostBlockCompute {
              [&] { kernels::reserve_forward_workspace(forward_workspace_, largest, dtype); });
   }
 
+  /// The same for the backward kernel's buffers (its fp32 copy of the local Q and dO).
+  void prepare_backward(const kernels::AttentionParams& largest, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
+    ws.adopt(kernels::flash_backward_workspace_bytes(largest, dtype),
+             [&] { kernels::reserve_backward_workspace(backward_workspace_, largest, dtype); });
+  }
+
   /// One block's normalized fp32 partial out and its lse.
   template <class T>
   void forward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
@@ -57,7 +63,7 @@ class HostBlockCompute {
   void backward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
                 Tensor4<const T> dout, Tensor3<const float> lse, Tensor3<const float> d, Tensor4<float> dq,
                 Tensor4<float> dk, Tensor4<float> dv, const kernels::ProgressHook& progress) {
-    kernels::flash_backward_accumulate<T>(p, q, k, v, dout, lse, d, dq, dk, dv, progress);
+    kernels::flash_backward_accumulate<T>(p, q, k, v, dout, lse, d, dq, dk, dv, progress, &backward_workspace_);
   }
   /// into += from, elementwise.
   void add(Tensor4<float> into, Tensor4<const float> from) {
@@ -85,6 +91,7 @@ class HostBlockCompute {
   // lives as long as the call) so its pages are touched once; flash_forward_workspace_bytes()
   // counts it in the engine's formula.
   kernels::ForwardWorkspace forward_workspace_;
+  kernels::BackwardWorkspace backward_workspace_;
 };
 
 }  // namespace engine

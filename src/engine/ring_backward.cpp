@@ -77,7 +77,8 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
     dq_acc = ws.template tensor4<float>("rfa::dq_acc", B, L, c.heads, D);
   }
   auto delta = ws.template tensor3<float>("rfa::delta", B, c.heads, L);
-  last_workspace_bytes_ = ws.bytes() + kernel_workspace_bytes(true);
+  blocks.prepare_backward(block_params(c, P, me, me), c.dtype, ws);  // every block has these queries
+  last_workspace_bytes_ = ws.bytes();
   check_everywhere([&] {
     check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv);
     ws.throw_if_failed();

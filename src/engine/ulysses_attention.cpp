@@ -140,7 +140,10 @@ void UlyssesAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
   Tensor3<float> lse_full = ws.tensor3<float>("rfa::ulysses_lse", B, hp, S);
   Tensor3<float> delta = ws.tensor3<float>("rfa::delta", B, hp, S);
   Staging<float> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
-  last_workspace_bytes_ = ws.bytes() + kernel_workspace_bytes(true);
+  kernels::BackwardWorkspace kernel_ws;  // made before the agreement, so a refusal fails every rank
+  ws.adopt(kernel_workspace_bytes(true),
+           [&] { kernels::reserve_backward_workspace(kernel_ws, local_params(), c.dtype); });
+  last_workspace_bytes_ = ws.bytes();
   comm::check_everywhere(comm_, [&] {
     check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv);
     ws.throw_if_failed();
@@ -167,7 +170,7 @@ void UlyssesAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
     kernels::fill_elements(dv_full, 0.0f);
     kernels::compute_delta<T, T>(p, dout_full, out_full, delta);
     kernels::flash_backward_accumulate<T>(p, q_full, k_full, v_full, dout_full, lse_full, delta, dq_full, dk_full,
-                                          dv_full);
+                                          dv_full, kernels::ProgressHook(), &kernel_ws);
     timings_.steps_computed = 1;
   }
   ScopedSeconds t(timings_.wait);

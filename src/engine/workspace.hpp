@@ -38,10 +38,7 @@ class WorkspaceCache {
   /// RFA_ERROR_OUT_OF_MEMORY (name, bytes) when the allocator refuses.
   void* bytes(const std::string& name, std::int64_t bytes) {
     auto& slot = buffers_[name];
-    if (std::int64_t(slot.extent(0)) < bytes) {
-      slot = Kokkos::View<unsigned char*, Space>();  // the old buffer goes before the new one comes
-      slot = allocate_bytes<Space>(name, bytes);
-    }
+    grow_bytes<Space>(slot, name, bytes);
     return slot.data();
   }
 

@@ -106,10 +106,21 @@ std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t
 /// (nothing is kept for the AMX path, whose packing buffers are made by each call).
 void reserve_forward_workspace(ForwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype);
 
+/// Buffers flash_backward_accumulate may keep between calls: on the portable path fp32
+/// head-major copies of Q and dO (flash_backward_workspace_bytes), shared by the calls a caller
+/// passes it to as ForwardWorkspace is. One call at a time.
+struct BackwardWorkspace {
+  Kokkos::View<unsigned char*, HostSpace> q, dout;
+};
+
 /// The same for flash_backward_accumulate: where bf16 runs on AMX tiles, Q^T and dO^T of every
 /// head, 4 * batch * heads * roundup(seq_q, 128) * head_dim in one buffer per (batch, kv head);
-/// 0 elsewhere.
+/// elsewhere fp32 copies of Q and dO head by head, 8 * batch * heads * roundup(seq_q, 96) *
+/// (head_dim + 16) in two buffers.
 std::int64_t flash_backward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
+
+/// reserve_forward_workspace() for flash_backward_accumulate.
+void reserve_backward_workspace(BackwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype);
 
 /// Merges one block's fp32 partial into the running result (docs/architecture.md §3):
 ///   out <- out - sigmoid(block_lse - lse) (out - block_out),  lse <- lse - logsigmoid(lse - block_lse)
@@ -132,13 +143,15 @@ template <class T>
 void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                                Tensor4<const T> v, Tensor4<const T> dout, Tensor3<const float> lse,
                                Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk,
-                               Tensor4<float> dv, const ProgressHook& progress = ProgressHook());
+                               Tensor4<float> dv, const ProgressHook& progress = ProgressHook(),
+                               BackwardWorkspace* workspace = nullptr);
 
 /// Backward for one self-contained attention: computes delta, then writes dq, dk, dv in T.
 template <class T>
 void flash_backward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                     Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
-                    Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv);
+                    Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv,
+                    BackwardWorkspace* workspace = nullptr);
 
 }  // namespace kernels
 }  // namespace rfa

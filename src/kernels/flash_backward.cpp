@@ -12,6 +12,7 @@
 #include "kernels/contiguous_ops.hpp"
 #include "kernels/flash_attention.hpp"
 #include "kernels/flash_backward_amx.hpp"
+#include "kernels/head_major_copy.hpp"
 #include "kernels/league_chunks.hpp"
 #include "kernels/micro_gemm.hpp"
 #include "kernels/row_copy.hpp"
@@ -41,10 +42,47 @@ using Exec = Kokkos::DefaultHostExecutionSpace;
 using Policy = Kokkos::TeamPolicy<Exec>;
 using Member = Policy::member_type;
 
+/// Q and dO of one call in fp32, head by head: [batch][head][query tile][row][row_pitch(d)],
+/// padded with zero rows to whole tiles, so a query tile is one contiguous block the products
+/// read in place.
+struct HeadMajorQD {
+  const float* q = nullptr;
+  const float* dout = nullptr;
+  std::int64_t head_rows = 0;  // rows per (batch, head): n_qtiles * kTileRows
+};
+
+std::int64_t head_major_qd_bytes(const AttentionParams& p) {
+  const std::int64_t tiles = (p.seq_q + kTileRows - 1) / kTileRows;
+  return std::int64_t(sizeof(float)) * p.batch * p.heads * tiles * kTileRows * row_pitch(int(p.head_dim));
+}
+
+void reserve_head_major_qd(BackwardWorkspace& ws, const AttentionParams& p) {
+  const std::int64_t bytes = head_major_qd_bytes(p);
+  grow_bytes<HostSpace>(ws.q, "rfa::head_major_q", bytes);
+  grow_bytes<HostSpace>(ws.dout, "rfa::head_major_dout", bytes);
+}
+
+/// Q and dO converted to fp32 head by head once per call (docs/architecture.md §3): every key
+/// tile then reads each query tile's rows in place, one contiguous block asked for beside the
+/// products before it, instead of converting rows that bshd storage puts H * d values apart
+/// once per key tile. Into two buffers of `ws`, grown when too small.
+template <class T>
+HeadMajorQD copy_head_major(const AttentionParams& p, const Tensor4<const T>& tq, const Tensor4<const T>& tdo,
+                            BackwardWorkspace& ws) {
+  reserve_head_major_qd(ws, p);
+  const std::int64_t head_rows = (p.seq_q + kTileRows - 1) / kTileRows * kTileRows;
+  float* const qd = reinterpret_cast<float*>(ws.q.data());
+  float* const dod = reinterpret_cast<float*>(ws.dout.data());
+  copy_rows_head_major<Exec>("rfa::head_major_qd", tq, tdo, qd, dod, head_rows, p.seq_q, row_pitch(int(p.head_dim)),
+                             [](std::int64_t i) { return i; });
+  return {qd, dod, head_rows};
+}
+
 template <class T>
 struct BackwardTiles {
   AttentionParams p;
-  Tensor4<const T> q, k, v, dout;
+  Tensor4<const T> k, v;
+  HeadMajorQD qd;
   Tensor3<const float> lse, delta;
   Tensor4<float> dq, dk, dv;
   int d = 0;
@@ -57,7 +95,7 @@ struct BackwardTiles {
   ProgressHook progress;
 
   struct Scratch {
-    float *k_rows, *kt, *vt, *q, *dout, *p, *ds, *dq, *dk, *dv, *lse2, *delta;
+    float *k_rows, *kt, *vt, *p, *ds, *dq, *dk, *dv, *lse2, *delta;
     std::int64_t *q_pos, *k_pos;
   };
 
@@ -68,8 +106,6 @@ struct BackwardTiles {
     s.vt = c.take<float>(std::size_t(kTileCols) * d);
     s.dk = c.take<float>(std::size_t(kTileCols) * row_pitch(d));
     s.dv = c.take<float>(std::size_t(kTileCols) * row_pitch(d));
-    s.q = c.take<float>(std::size_t(kTileRows) * row_pitch(d));
-    s.dout = c.take<float>(std::size_t(kTileRows) * row_pitch(d));
     s.dq = c.take<float>(std::size_t(kTileRows) * row_pitch(d));
     s.p = c.take<float>(std::size_t(kTileRows) * kTileCols);
     s.ds = c.take<float>(std::size_t(kTileRows) * kTileCols);
@@ -121,12 +157,8 @@ struct BackwardTiles {
       s.dv[i] = 0.0f;
     }
     // The query tiles of every head of the GQA group that see this key tile, in order; each
-    // one's Q and dO rows are converted beside the previous one's last products.
+    // one's Q and dO rows are asked for beside the previous one's last products.
     QueryTileRef tile = next_visible(0, 0, c0, cols);
-    if (tile.g < group) {
-      query_rows(q, b, hk * group + tile.g, tile.qt, s.q, 1).finish();
-      query_rows(dout, b, hk * group + tile.g, tile.qt, s.dout, 1).finish();
-    }
     while (tile.g < group) {
       const QueryTileRef next = next_visible(tile.g, tile.qt + 1, c0, cols);
       query_tile(s, b, hk, tile, next, c0, cols, cols_padded);
@@ -159,17 +191,19 @@ struct BackwardTiles {
     return {group, 0, TileVisibility::hidden};
   }
 
-  /// The rows of query tile qt of `t` (Q or dO) of batch b and head h, converted into dst over
-  /// `steps` steps (row_copy.hpp).
-  SpreadRowLoad<T> query_rows(const Tensor4<const T>& t, int b, int h, int qt, float* dst, int steps) const {
-    const std::int64_t r0 = std::int64_t(qt) * kTileRows;
-    const int rows = int(std::min<std::int64_t>(kTileRows, p.seq_q - r0));
-    return SpreadRowLoad<T>(&t(b, r0, h, 0), std::ptrdiff_t(t.stride_1()), rows, round_up(rows, kMicroRows), d, dst,
-                            row_pitch(d), steps);
+  /// The first row of query tile qt of head h of batch b in a head-major copy.
+  const float* query_rows(const float* copy, int b, int h, int qt) const {
+    return copy + ((std::int64_t(b) * p.heads + h) * qd.head_rows + std::int64_t(qt) * kTileRows) * row_pitch(d);
+  }
+  /// Asks for the rows of query tile qt of a head-major copy over `steps` steps.
+  RowPrefetcher prefetch_rows(const float* copy, int b, int h, int qt, int steps) const {
+    const int rows = int(std::min<std::int64_t>(kTileRows, p.seq_q - std::int64_t(qt) * kTileRows));
+    return RowPrefetcher(query_rows(copy, b, h, qt), std::ptrdiff_t(row_pitch(d) * sizeof(float)),
+                         round_up(rows, kMicroRows), d * sizeof(float), steps);
   }
 
-  /// One query tile against the key tile in scratch; its Q and dO rows are in scratch already,
-  /// and those of `next` (if any) are by the end.
+  /// One query tile against the key tile in scratch; the rows of `next` (if any) are asked for
+  /// by the end.
   void query_tile(const Scratch& s, int b, int hk, QueryTileRef tile, QueryTileRef next, std::int64_t c0, int cols,
                   int cols_padded) const {
     const int h = hk * group + tile.g;
@@ -180,6 +214,8 @@ struct BackwardTiles {
     const MaskRule rule = p.rule();
     if (progress.poll) progress.poll(progress.context);
     const int rows_padded = round_up(rows, kMicroRows);
+    const float* const q_rows = query_rows(qd.q, b, h, qt);
+    const float* const dout_rows = query_rows(qd.dout, b, h, qt);
     const float inf = std::numeric_limits<float>::infinity();
     for (int i = 0; i < rows_padded; ++i) {
       const bool real = i < rows;
@@ -209,9 +245,9 @@ struct BackwardTiles {
     auto blind_queries = [&](int q0, int q1, int x0, int x1) {
       return zeroed(hidden(q0, q1, 0, cols), s.dq, ld, q0, q1, x0, x1);
     };
-    gemm<Update::overwrite>(rows_padded, cols_padded, d, RowMajorA{s.q, ld}, s.kt, kTileCols, s.p, kTileCols,
+    gemm<Update::overwrite>(rows_padded, cols_padded, d, RowMajorA{q_rows, ld}, s.kt, kTileCols, s.p, kTileCols,
                             NothingAfterTile{}, hidden_scores_of(s.p));
-    gemm<Update::overwrite>(rows_padded, cols_padded, d, RowMajorA{s.dout, ld}, s.vt, kTileCols, s.ds, kTileCols,
+    gemm<Update::overwrite>(rows_padded, cols_padded, d, RowMajorA{dout_rows, ld}, s.vt, kTileCols, s.ds, kTileCols,
                             NothingAfterTile{}, hidden_scores_of(s.ds));
 
     // P = exp(scale S - lse), dS = scale * P (dP - D): scale is folded in here so dQ and dK
@@ -236,18 +272,19 @@ struct BackwardTiles {
       for_each_hidden<kTileRows, kTileCols>(rule, s.q_pos, rows, s.k_pos, cols,
                                             [&](int i, int j) { s.p[i * kTileCols + j] = s.ds[i * kTileCols + j] = 0.0f; });
 
-    // The next tile's dO rows go in beside dK += dS^T Q (the last product to read dO came
-    // before), its Q rows beside dQ = dS K, together with this tile's dQ rows (added to below).
+    // The next tile's dO rows are asked for beside dK += dS^T Q (the last product to read dO
+    // came before), its Q rows beside dQ = dS K, together with this tile's dQ rows (added to
+    // below).
     const bool more = next.g < group;
     const int next_h = hk * group + next.g;
-    gemm<Update::accumulate>(cols_padded, d, rows_padded, TransposedA{s.p, kTileCols}, s.dout, ld, s.dv, ld,
+    gemm<Update::accumulate>(cols_padded, d, rows_padded, TransposedA{s.p, kTileCols}, dout_rows, ld, s.dv, ld,
                              NothingAfterTile{}, unseen_keys);
-    SpreadRowLoad<T> next_dout, next_q;
-    if (more) next_dout = query_rows(dout, b, next_h, next.qt, s.dout, gemm_micro_tiles(cols_padded, d));
-    gemm<Update::accumulate>(cols_padded, d, rows_padded, TransposedA{s.ds, kTileCols}, s.q, ld, s.dk, ld,
+    RowPrefetcher next_dout, next_q;
+    if (more) next_dout = prefetch_rows(qd.dout, b, next_h, next.qt, gemm_micro_tiles(cols_padded, d));
+    gemm<Update::accumulate>(cols_padded, d, rows_padded, TransposedA{s.ds, kTileCols}, q_rows, ld, s.dk, ld,
                              [&] { next_dout.step(); }, unseen_keys);
     next_dout.finish();
-    if (more) next_q = query_rows(q, b, next_h, next.qt, s.q, gemm_micro_tiles(rows_padded, d));
+    if (more) next_q = prefetch_rows(qd.q, b, next_h, next.qt, gemm_micro_tiles(rows_padded, d));
     RowPrefetcher dq_lines(&dq(b, r0, h, 0), std::ptrdiff_t(dq.stride_1() * sizeof(float)), rows, d * sizeof(float),
                            gemm_micro_tiles(rows_padded, d));
     gemm<Update::overwrite>(
@@ -308,7 +345,7 @@ template <class T>
 void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                                Tensor4<const T> v, Tensor4<const T> dout, Tensor3<const float> lse,
                                Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk,
-                               Tensor4<float> dv, const ProgressHook& progress) {
+                               Tensor4<float> dv, const ProgressHook& progress, BackwardWorkspace* workspace) {
   validate(p);
   check_tensor(q, "q", p.batch, p.seq_q, p.heads, p.head_dim);
   check_tensor(k, "k", p.batch, p.seq_k, p.kv_heads, p.head_dim);
@@ -326,10 +363,8 @@ void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Ten
 
   BackwardTiles<T> f;
   f.p = p;
-  f.q = q;
   f.k = k;
   f.v = v;
-  f.dout = dout;
   f.lse = lse;
   f.delta = delta;
   f.dq = dq;
@@ -345,16 +380,29 @@ void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Ten
   const std::int64_t threads = Exec().concurrency();
   f.n_chunks = key_tile_chunks(units, f.n_ktiles, threads);
   f.atomic_dq = f.n_chunks > 1;
+  BackwardWorkspace own;  // freed at return unless the caller keeps one
+  f.qd = copy_head_major(p, q, dout, workspace ? *workspace : own);
   const std::size_t scratch = scratch_bytes<BackwardTiles<T>>(f.d);
   for_each_league_chunk<Policy>("rfa::flash_backward", units * f.n_chunks, f,
                                 [&](Policy& policy) { policy.set_scratch_size(1, Kokkos::PerTeam(scratch)); });
   Exec().fence();
 }
 
+std::int64_t flash_backward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
+  const std::int64_t amx = flash_backward_amx_workspace_bytes(p, dtype);
+  return amx > 0 ? amx : 2 * head_major_qd_bytes(p);
+}
+
+void reserve_backward_workspace(BackwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype) {
+  validate(p);
+  if (flash_backward_amx_workspace_bytes(p, dtype) > 0) return;  // the AMX path packs per call
+  reserve_head_major_qd(workspace, p);
+}
+
 template <class T>
 void flash_backward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
                     Tensor4<const T> out, Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq,
-                    Tensor4<T> dk, Tensor4<T> dv) {
+                    Tensor4<T> dk, Tensor4<T> dv, BackwardWorkspace* workspace) {
   validate(p);
   check_tensor(dq, "dq", p.batch, p.seq_q, p.heads, p.head_dim);
   check_tensor(dk, "dk", p.batch, p.seq_k, p.kv_heads, p.head_dim);
@@ -366,14 +414,14 @@ void flash_backward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const 
     fill_elements(dq, 0.0f);
     fill_elements(dk, 0.0f);
     fill_elements(dv, 0.0f);
-    flash_backward_accumulate<T>(p, q, k, v, dout, lse, delta, dq, dk, dv);
+    flash_backward_accumulate<T>(p, q, k, v, dout, lse, delta, dq, dk, dv, ProgressHook(), workspace);
   } else {
     const auto dq32_owned = allocate_tensor<Tensor4<float>>("rfa::dq32", p.batch, p.seq_q, p.heads, p.head_dim);
     const auto dk32_owned = allocate_tensor<Tensor4<float>>("rfa::dk32", p.batch, p.seq_k, p.kv_heads, p.head_dim);
     const auto dv32_owned = allocate_tensor<Tensor4<float>>("rfa::dv32", p.batch, p.seq_k, p.kv_heads, p.head_dim);
     const Tensor4<float> dq32 = dq32_owned.view, dk32 = dk32_owned.view, dv32 = dv32_owned.view;
     for (const Tensor4<float>& g : {dq32, dk32, dv32}) fill_elements(g, 0.0f);  // accumulated into
-    flash_backward_accumulate<T>(p, q, k, v, dout, lse, delta, dq32, dk32, dv32);
+    flash_backward_accumulate<T>(p, q, k, v, dout, lse, delta, dq32, dk32, dv32, ProgressHook(), workspace);
     narrow<T>(dq32, dq);
     narrow<T>(dk32, dk);
     narrow<T>(dv32, dv);
@@ -385,10 +433,10 @@ void flash_backward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const 
   template void flash_backward_accumulate<T>(const AttentionParams&, Tensor4<const T>, Tensor4<const T>,      \
                                              Tensor4<const T>, Tensor4<const T>, Tensor3<const float>,        \
                                              Tensor3<const float>, Tensor4<float>, Tensor4<float>,            \
-                                             Tensor4<float>, const ProgressHook&);                            \
+                                             Tensor4<float>, const ProgressHook&, BackwardWorkspace*);        \
   template void flash_backward<T>(const AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, \
                                   Tensor4<const T>, Tensor4<const T>, Tensor3<const float>, Tensor4<T>,       \
-                                  Tensor4<T>, Tensor4<T>);
+                                  Tensor4<T>, Tensor4<T>, BackwardWorkspace*);
 RFA_INSTANTIATE_BACKWARD(float)
 RFA_INSTANTIATE_BACKWARD(bf16_t)
 RFA_INSTANTIATE_BACKWARD(fp16_t)

@@ -356,7 +356,7 @@ bool flash_backward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tenso
 
 #endif
 
-std::int64_t flash_backward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
+std::int64_t flash_backward_amx_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
 #if RFA_HOST_AMX
   if (dtype == RFA_DTYPE_BFLOAT16 && p.head_dim % amx::kChunk == 0 && host_amx_bf16_enabled())
     return std::int64_t(sizeof(std::uint16_t)) * p.batch * p.kv_heads * packed_query_elems(p);

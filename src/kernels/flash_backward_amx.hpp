@@ -18,5 +18,9 @@ bool flash_backward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tenso
                         Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
                         const ProgressHook& progress);
 
+/// Bytes flash_backward_amx allocates for a call (its packed Q^T and dO^T), 0 where it is not
+/// taken: the AMX part of flash_backward_workspace_bytes().
+std::int64_t flash_backward_amx_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
+
 }  // namespace kernels
 }  // namespace rfa

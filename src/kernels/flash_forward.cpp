@@ -10,6 +10,7 @@
 #include "core/allocation.hpp"
 #include "kernels/flash_attention.hpp"
 #include "kernels/flash_forward_amx.hpp"
+#include "kernels/head_major_copy.hpp"
 #include "kernels/league_chunks.hpp"
 #include "kernels/micro_gemm.hpp"
 #include "kernels/row_copy.hpp"
@@ -256,14 +257,6 @@ int for_each_seen_key_tile(const AttentionParams& p, Seen&& seen) {
   return count;
 }
 
-/// Grows `buffer` to `bytes`, the old buffer going before the new one comes; a refusal is
-/// RFA_ERROR_OUT_OF_MEMORY naming the buffer (core/allocation.hpp).
-void ensure_bytes(Kokkos::View<unsigned char*, HostSpace>& buffer, const char* name, std::int64_t bytes) {
-  if (std::int64_t(buffer.extent(0)) >= bytes) return;
-  buffer = Kokkos::View<unsigned char*, HostSpace>();
-  buffer = allocate_bytes<HostSpace>(name, bytes);
-}
-
 /// The head-major copy's buffers for a call with these params: the slot tables, and K and V of
 /// batch * kv_heads * slots * kTileCols rows of row_pitch(d) floats.
 struct HeadMajorSizes {
@@ -276,9 +269,9 @@ HeadMajorSizes head_major_sizes(const AttentionParams& p, int slots) {
 }
 
 void reserve_head_major(ForwardWorkspace& ws, const HeadMajorSizes& sizes) {
-  ensure_bytes(ws.slots, "rfa::head_major_slots", sizes.table_bytes);
-  ensure_bytes(ws.k, "rfa::head_major_k", sizes.kv_bytes);
-  ensure_bytes(ws.v, "rfa::head_major_v", sizes.kv_bytes);
+  grow_bytes<HostSpace>(ws.slots, "rfa::head_major_slots", sizes.table_bytes);
+  grow_bytes<HostSpace>(ws.k, "rfa::head_major_k", sizes.kv_bytes);
+  grow_bytes<HostSpace>(ws.v, "rfa::head_major_v", sizes.kv_bytes);
 }
 
 /// K and V converted to fp32 head by head, made once per call: every query tile of a head then
@@ -302,28 +295,12 @@ HeadMajorKV copy_head_major(const AttentionParams& p, const Tensor4<const T>& tk
     slot[n_ktiles + s] = kt;
   });
 
-  const int d = int(p.head_dim);
-  const int ld = row_pitch(d);
   const std::int64_t head_rows = std::int64_t(slots) * kTileCols;
-  const std::int64_t heads = p.kv_heads, seq = p.seq_k, rows = p.batch * heads * head_rows;
   const int* const tiles = slot + n_ktiles;
   float* const kd = reinterpret_cast<float*>(ws.k.data());
   float* const vd = reinterpret_cast<float*>(ws.v.data());
-  Kokkos::parallel_for(
-      "rfa::head_major_kv", Kokkos::RangePolicy<Exec>(0, rows), [=](std::int64_t r) {
-        const std::int64_t in_head = r % head_rows;
-        const std::int64_t key = std::int64_t(tiles[in_head / kTileCols]) * kTileCols + in_head % kTileCols;
-        const std::int64_t h = (r / head_rows) % heads;
-        const std::int64_t b = r / (head_rows * heads);
-        if (key < seq) {
-          load_row(&tk(b, key, h, 0), kd + r * ld, d);
-          load_row(&tv(b, key, h, 0), vd + r * ld, d);
-        } else {
-          zero_row(kd + r * ld, d);
-          zero_row(vd + r * ld, d);
-        }
-      });
-  Exec().fence();
+  copy_rows_head_major<Exec>("rfa::head_major_kv", tk, tv, kd, vd, head_rows, p.seq_k, row_pitch(int(p.head_dim)),
+                             [=](std::int64_t i) { return std::int64_t(tiles[i / kTileCols]) * kTileCols + i % kTileCols; });
   return {kd, vd, slot, head_rows};
 }
 

@@ -37,11 +37,12 @@ KOKKOS_INLINE_FUNCTION void prefetch_bytes(const void* first, std::size_t bytes)
 }
 
 /// Brings rows of a tile towards L2 a cache line at a time, spread evenly over the `steps`
-/// step() calls of some other loop (the backward's dQ rows, added to after the product they
-/// sit beside). Rows of one head are H * d values apart, so a tile's rows sit on different
-/// pages and the hardware prefetchers (which stay within a page) start over on every row or
-/// two: unaided, the copy of each tile waits on L3 for most of its rows. Asked for all at once
-/// the prefetches fill the load buffers and stall the core instead.
+/// step() calls of some other loop: the backward's dQ rows (added to after the product they
+/// sit beside), and the next tile of the kernels' head-major copies. Rows of one head in bshd
+/// storage are H * d values apart, so a tile's rows sit on different pages and the hardware
+/// prefetchers (which stay within a page) start over on every row or two: unaided, the copy of
+/// each tile waits on L3 for most of its rows. Asked for all at once the prefetches fill the
+/// load buffers and stall the core instead.
 class RowPrefetcher {
  public:
   RowPrefetcher() = default;
@@ -90,78 +91,6 @@ class RowPrefetcher {
   int lines_ = 0;  // lines in all
   int steps_ = 1;
   int owed_ = 0;  // steps taken times lines, less steps times lines asked for
-};
-
-// SpreadRowLoad keeps its own copy of RowPrefetcher's even-spread count: one shared counter
-// class (take() returning how many rows are due, then a loop over them) made the fp32 forward
-// 4-7% slower on a Zen 3 VM (best and 75th percentile of 3-4 interleaved rounds, 2026-11-25).
-
-/// Converts the rows of a tile into fp32 scratch a few at a time, spread evenly over the `steps`
-/// step() calls of some other loop (a product that does not touch that scratch), and asks for
-/// each row's lines kAhead rows before converting it. In bshd storage (docs/architecture.md §2)
-/// the rows of one head are H * d values apart, often a multiple of 2 KiB, so their lines fall
-/// into a quarter of L2's sets: prefetched a whole tile ahead they evict each other (and the
-/// scratch) before use, and copied all at once at a tile's start they wait on L3. Converted
-/// just in time beside a product's FMAs, the misses overlap with the arithmetic.
-template <class T>
-class SpreadRowLoad {
- public:
-  SpreadRowLoad() = default;
-  /// rows rows of d values, the first at `first`, `stride` elements apart, into dst (ld floats
-  /// apart), then zero rows up to rows_padded.
-  SpreadRowLoad(const T* first, std::ptrdiff_t stride, int rows, int rows_padded, int d, float* dst, int ld,
-                int steps, float scale = 1.0f)
-      : src_(first),
-        stride_(stride),
-        rows_(rows),
-        rows_padded_(rows_padded),
-        d_(d),
-        dst_(dst),
-        ld_(ld),
-        steps_(steps > 0 ? steps : 1),
-        scale_(scale) {
-    for (int r = 0; r < kAhead && r < rows_; ++r) prefetch_row(r);
-  }
-
-  /// Converts the rows due by this step (rows_padded / steps of them, on average).
-  void step() {
-    if (next_ == rows_padded_) return;  // (owed_ stays bounded however many steps follow)
-    owed_ += rows_padded_;
-    while (owed_ >= steps_ && next_ < rows_padded_) {
-      owed_ -= steps_;
-      convert_next();
-    }
-  }
-  /// Converts what is left.
-  void finish() {
-    while (next_ < rows_padded_) convert_next();
-  }
-
- private:
-  // Rows asked for ahead of the one converted: a row goes in every one to three micro-tiles
-  // (~600 cycles each); on a shared Zen 3 VM 4 rows ahead made the forward ~8% faster than 2,
-  // 8 and 16 no faster than 4, and none at all ~20% slower (perf/RESULTS.md, 2026-11-25).
-  static constexpr int kAhead = 4;
-
-  void prefetch_row(int r) const { prefetch_bytes<3>(src_ + r * stride_, std::size_t(d_) * sizeof(T)); }
-  void convert_next() {
-    if (next_ + kAhead < rows_) prefetch_row(next_ + kAhead);
-    if (next_ < rows_)
-      load_row(src_ + next_ * stride_, dst_ + next_ * ld_, d_, scale_);
-    else
-      zero_row(dst_ + next_ * ld_, d_);
-    ++next_;
-  }
-
-  const T* src_ = nullptr;
-  std::ptrdiff_t stride_ = 0;
-  int rows_ = 0, rows_padded_ = 0, d_ = 0;
-  float* dst_ = nullptr;
-  std::ptrdiff_t ld_ = 0;
-  int steps_ = 1;
-  float scale_ = 1.0f;
-  int next_ = 0;  // the next row to convert
-  int owed_ = 0;  // steps taken times rows_padded, less steps times rows converted
 };
 
 /// dst[x] += src[x], for the fp32 accumulators of the ring.

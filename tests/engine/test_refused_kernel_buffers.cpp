@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The forward kernel's own buffers (its head-major K/V copy, kernels::ForwardWorkspace) refused
+// The kernels' own buffers (their head-major fp32 copies of K/V or Q/dO, kernels::ForwardWorkspace
+// and BackwardWorkspace) refused
 // on one rank only, as on a node whose `ulimit -v` is lower or whose memory is nearly full: the
 // engine must make them before its ranks agree that the call may go on, so every rank fails
 // with RFA_ERROR_OUT_OF_MEMORY and none waits in the ring for a neighbour that has left
@@ -38,8 +39,9 @@ namespace {
 // default deadline, so a regression shows as RFA_ERROR_TIMEOUT, not as a hung test.
 constexpr double kDeadlineSeconds = 60;
 
-// 12 heads of 64 (divisible by P = 1..4), 2^17 rows per rank, fp32: each kernel copy of K or V
-// is ~0.5 GB per rank, the margin left above the engine's buffers ~0.25 GB.
+// 12 heads of 64 (divisible by P = 1..4), 2^17 rows per rank, fp32: each kernel copy (K, V, Q or
+// dO) is 0.17-0.5 GB per rank, the margin left above the engine's buffers half of that, far
+// more than anything else the process maps during a call.
 engine::RingConfig big_config(int P) {
   engine::RingConfig c;
   c.layout = RFA_LAYOUT_CONTIGUOUS;
@@ -83,22 +85,24 @@ class AddressSpaceLimit {
   bool ok_ = false;
 };
 
-/// Runs one forward of `attn` with the last rank's address space limited to `engine_bytes`
-/// (the engine's own buffers) and a quarter of `kernel_bytes` (the kernel's) more, and checks
-/// that every rank fails together, the last naming the kernel's buffer, with nothing left
-/// allocated.
+/// Runs one forward or backward of `attn` with the last rank's address space limited to
+/// `engine_bytes` (the engine's own buffers) and a quarter of `kernel_bytes` (the kernel's)
+/// more, and checks that every rank fails together, the last naming the kernel's buffer, with
+/// nothing left allocated.
 template <class Strategy>
-void expect_refusal_everywhere(comm::Communicator& ring, Strategy& attn, std::int64_t engine_bytes,
+void expect_refusal_everywhere(comm::Communicator& ring, Strategy& attn, bool backward, std::int64_t engine_bytes,
                                std::int64_t kernel_bytes) {
+  SCOPED_TRACE(backward ? "backward" : "forward");
   const engine::RingConfig& c = attn.config();
   const std::int64_t L = attn.local_seq(), B = c.batch, H = c.heads, HKV = c.kv_heads, D = c.head_dim;
   const std::size_t q_bytes = std::size_t(B * L * H * D) * 4, kv_bytes = std::size_t(B * L * HKV * D) * 4;
-  Unbacked q_mem(q_bytes), k_mem(kv_bytes), v_mem(kv_bytes), out_mem(q_bytes), lse_mem(std::size_t(B * H * L) * 4);
-  ASSERT_TRUE(q_mem.data() && k_mem.data() && v_mem.data() && out_mem.data() && lse_mem.data());
-  Tensor4<const float> q(static_cast<const float*>(q_mem.data()), B, L, H, D);
-  Tensor4<const float> k(static_cast<const float*>(k_mem.data()), B, L, HKV, D);
-  Tensor4<const float> v(static_cast<const float*>(v_mem.data()), B, L, HKV, D);
-  Tensor4<float> out(static_cast<float*>(out_mem.data()), B, L, H, D);
+  Unbacked q_mem(q_bytes), k_mem(kv_bytes), v_mem(kv_bytes), out_mem(q_bytes), lse_mem(std::size_t(B * H * L) * 4),
+      dout_mem(q_bytes), dq_mem(q_bytes), dk_mem(kv_bytes), dv_mem(kv_bytes);
+  for (const Unbacked* m : {&q_mem, &k_mem, &v_mem, &out_mem, &lse_mem, &dout_mem, &dq_mem, &dk_mem, &dv_mem})
+    ASSERT_NE(m->data(), nullptr) << "cannot map the test's address space";
+  auto tensor = [&](const Unbacked& m, std::int64_t heads) {
+    return Tensor4<float>(static_cast<float*>(m.data()), B, L, heads, D);
+  };
   Tensor3<float> lse(static_cast<float*>(lse_mem.data()), B, H, L);
 
   const bool limited = ring.rank() == ring.size() - 1;
@@ -113,7 +117,14 @@ void expect_refusal_everywhere(comm::Communicator& ring, Strategy& attn, std::in
     rfa_result_t code = RFA_SUCCESS;
     const AllocationLog log = log_allocations([&] {
       try {
-        attn.template forward<float>(q, k, v, out, lse);
+        if (backward) {
+          attn.template backward<float>(tensor(q_mem, H), tensor(k_mem, HKV), tensor(v_mem, HKV), tensor(out_mem, H),
+                                        tensor(dout_mem, H), lse, tensor(dq_mem, H), tensor(dk_mem, HKV),
+                                        tensor(dv_mem, HKV));
+        } else {
+          attn.template forward<float>(tensor(q_mem, H), tensor(k_mem, HKV), tensor(v_mem, HKV), tensor(out_mem, H),
+                                       lse);
+        }
       } catch (const Error& e) {
         code = e.code();
         message = e.what();
@@ -141,26 +152,30 @@ class RefusedKernelBuffers : public ::testing::Test {
   std::unique_ptr<comm::Communicator> ring;
 };
 
+// Both passes of `attn`, each with its kernel's buffers refused on the last rank.
+template <class Strategy>
+void expect_refusals(comm::Communicator& ring, Strategy& attn) {
+  for (bool backward : {false, true}) {
+    const std::int64_t kernel = attn.kernel_workspace_bytes(backward);
+    ASSERT_GT(kernel, std::int64_t(1) << 28) << "the shape no longer makes the kernel's buffers large";
+    expect_refusal_everywhere(ring, attn, backward, attn.workspace_bytes(backward) - kernel, kernel);
+  }
+}
+
 TEST_F(RefusedKernelBuffers, RingFailsOnEveryRank) {
   engine::RingAttention attn(*ring, big_config(ring->size()));
-  const std::int64_t kernel = attn.kernel_workspace_bytes(false);
-  ASSERT_GT(kernel, std::int64_t(1) << 29) << "the shape no longer makes the kernel's buffers large";
-  expect_refusal_everywhere(*ring, attn, attn.workspace_bytes(false) - kernel, kernel);
+  expect_refusals(*ring, attn);
 }
 
 TEST_F(RefusedKernelBuffers, UlyssesFailsOnEveryRank) {
   engine::UlyssesAttention attn(*ring, big_config(ring->size()));
-  const std::int64_t kernel = attn.kernel_workspace_bytes(false);
-  ASSERT_GT(kernel, std::int64_t(1) << 29) << "the shape no longer makes the kernel's buffers large";
-  expect_refusal_everywhere(*ring, attn, attn.workspace_bytes(false) - kernel, kernel);
+  expect_refusals(*ring, attn);
 }
 
 TEST_F(RefusedKernelBuffers, AllGatherFailsOnEveryRank) {
   // K/V heads gathered 12 / P at a time: the kernel's copy is as large as the ring's.
   engine::AllGatherAttention attn(*ring, big_config(ring->size()), 12 / ring->size());
-  const std::int64_t kernel = attn.kernel_workspace_bytes(false);
-  ASSERT_GT(kernel, std::int64_t(1) << 29) << "the shape no longer makes the kernel's buffers large";
-  expect_refusal_everywhere(*ring, attn, attn.workspace_bytes(false) - kernel, kernel);
+  expect_refusals(*ring, attn);
 }
 
 }  // namespace

@@ -52,6 +52,38 @@ TEST_P(BackwardTest, Float16) { run_backward_case<fp16_t>(GetParam(), 23); }
 INSTANTIATE_TEST_SUITE_P(Shapes, BackwardTest, ::testing::ValuesIn(kernel_cases()),
                          [](const auto& info) { return info.param.name() + "_" + std::to_string(info.index); });
 
+// One workspace kept across calls of every shape (growing and shrinking, GQA, masks): each
+// call's gradients are bit for bit those of a call with its own buffers, so nothing a call
+// leaves in the workspace (a longer sequence's rows past this one's end) reaches the next.
+TEST(BackwardWorkspace, SharedAcrossShapesChangesNothing) {
+  kernels::BackwardWorkspace workspace;
+  std::uint64_t seed = 31;
+  for (const CaseSpec& c : kernel_cases()) {
+    SCOPED_TRACE(c.name());
+    std::mt19937_64 rng(seed++);
+    std::vector<double> q64, k64, v64, do64;
+    auto q = random_tensor<float>("q", c.batch, c.seq_q, c.heads, c.head_dim, rng, q64, 2.0);
+    auto k = random_tensor<float>("k", c.batch, c.seq_k, c.kv_heads, c.head_dim, rng, k64, 2.0);
+    auto v = random_tensor<float>("v", c.batch, c.seq_k, c.kv_heads, c.head_dim, rng, v64);
+    auto dout = random_tensor<float>("dout", c.batch, c.seq_q, c.heads, c.head_dim, rng, do64);
+    Tensor4<float> out("out", c.batch, c.seq_q, c.heads, c.head_dim);
+    Tensor3<float> lse("lse", c.batch, c.heads, c.seq_q);
+    kernels::flash_forward<float, float>(c.params(), q, k, v, out, lse);
+    Tensor4<float> grads[2][3];
+    for (auto& g : grads) {
+      g[0] = Tensor4<float>("dq", c.batch, c.seq_q, c.heads, c.head_dim);
+      g[1] = Tensor4<float>("dk", c.batch, c.seq_k, c.kv_heads, c.head_dim);
+      g[2] = Tensor4<float>("dv", c.batch, c.seq_k, c.kv_heads, c.head_dim);
+      for (auto& t : g) poison(t);
+    }
+    kernels::flash_backward<float>(c.params(), q, k, v, out, dout, lse, grads[0][0], grads[0][1], grads[0][2]);
+    kernels::flash_backward<float>(c.params(), q, k, v, out, dout, lse, grads[1][0], grads[1][1], grads[1][2],
+                                   &workspace);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(to_doubles(grads[1][i]), to_doubles(grads[0][i])) << "gradient " << i;
+  }
+  EXPECT_GT(workspace.q.extent(0), 0u) << "the portable backward kept nothing in the workspace";
+}
+
 // The ring calls the accumulating mode once per K/V block with the final lse and delta of the
 // whole sequence; the sum over blocks must equal the gradient of the whole, and what was in
 // the buffers before must be kept (accumulation, not overwrite).
