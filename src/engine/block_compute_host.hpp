@@ -87,9 +87,10 @@ class HostBlockCompute {
   }
 
  private:
-  // The forward kernel's K/V copy, kept across the ring's steps (one engine call: this object
-  // lives as long as the call) so its pages are touched once; flash_forward_workspace_bytes()
-  // counts it in the engine's formula.
+  // The kernels' fp32 copies (K/V forward, Q/dO backward), kept across the ring's steps (one
+  // engine call: this object lives as long as the call) so their pages are touched once;
+  // flash_forward_workspace_bytes() and flash_backward_workspace_bytes() count them in the
+  // engine's formulas.
   kernels::ForwardWorkspace forward_workspace_;
   kernels::BackwardWorkspace backward_workspace_;
 };

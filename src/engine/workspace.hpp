@@ -77,7 +77,7 @@ class Workspace {
     return carve<Kokkos::View<T*, Space>>(name, n);
   }
 
-  /// Buffers a kernel keeps for itself (kernels::ForwardWorkspace), counted and failed as if
+  /// Buffers a kernel keeps for itself (kernels::ForwardWorkspace, BackwardWorkspace), counted and failed as if
   /// they were this workspace's own: `allocate` makes them (throwing rfa::Error when refused),
   /// `bytes` is what they hold. A refusal is kept for throw_if_failed(); nothing is attempted
   /// after an earlier failure.
