@@ -1,24 +1,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # What a benchmark binary records about how it was built (perf/common/machine_context.cpp):
-# the git commit, the compiler and the build type, as compile definitions; and the Python
-# that reads their results (perf/ and kernels_cuda/ tests). Configuring again
-# after each commit is automatic: the git log of HEAD is a configure dependency.
-set(RFA_PERF_GIT_COMMIT "unknown")
+# the git commit its sources are at, from a header that the rfa_git_state target rewrites at
+# build time whenever that changes (cmake/RfaGitState.cmake: a commit, or edits to tracked
+# files, which add "-dirty"); the compiler and the build type, as compile definitions; and the
+# Python that reads their results (perf/ and kernels_cuda/ tests).
 find_package(Git QUIET)
-if(GIT_FOUND)
-  execute_process(COMMAND ${GIT_EXECUTABLE} rev-parse HEAD WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-                  OUTPUT_VARIABLE _rfa_commit OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rfa_git_rc ERROR_QUIET)
-  execute_process(COMMAND ${GIT_EXECUTABLE} rev-parse --absolute-git-dir WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-                  OUTPUT_VARIABLE _rfa_git_dir OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-  if(_rfa_git_rc EQUAL 0)
-    set(RFA_PERF_GIT_COMMIT "${_rfa_commit}")
-    foreach(_f HEAD logs/HEAD)
-      if(EXISTS "${_rfa_git_dir}/${_f}")
-        set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${_rfa_git_dir}/${_f}")
-      endif()
-    endforeach()
-  endif()
-endif()
+set(RFA_GIT_STATE_DIR ${PROJECT_BINARY_DIR}/generated/git_state)
+add_custom_target(rfa_git_state
+  COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DOUTPUT=${RFA_GIT_STATE_DIR}/rfa_git_state.h
+          -DGIT_EXECUTABLE=${GIT_EXECUTABLE} -P ${CMAKE_CURRENT_LIST_DIR}/RfaGitState.cmake
+  BYPRODUCTS ${RFA_GIT_STATE_DIR}/rfa_git_state.h
+  VERBATIM)
 
 # The Python that runs perf/compare, perf/plot and perf/suite under CTest: the first candidate
 # that imports numpy, scipy and matplotlib (quickstart.sh installs Debian's python3-numpy,
@@ -37,8 +29,9 @@ endif()
 
 # Adds the provenance definitions to `target` (PRIVATE), for the compiler of `language`.
 function(rfa_perf_provenance target language)
+  add_dependencies(${target} rfa_git_state)
+  target_include_directories(${target} PRIVATE ${RFA_GIT_STATE_DIR})
   target_compile_definitions(${target} PRIVATE
-    RFA_PERF_GIT_COMMIT="${RFA_PERF_GIT_COMMIT}"
     RFA_PERF_COMPILER="${CMAKE_${language}_COMPILER_ID} ${CMAKE_${language}_COMPILER_VERSION}"
     RFA_PERF_BUILD_TYPE="${CMAKE_BUILD_TYPE}")
 endfunction()

@@ -10,6 +10,9 @@
 #include <fstream>
 #include <thread>
 
+#if __has_include("rfa_git_state.h")
+#include "rfa_git_state.h"  // RFA_PERF_GIT_COMMIT, rewritten at build time (cmake/RfaGitState.cmake)
+#endif
 #ifndef RFA_PERF_GIT_COMMIT
 #define RFA_PERF_GIT_COMMIT "unknown"
 #endif

@@ -16,8 +16,9 @@ namespace perf {
 using ContextFields = std::vector<std::pair<std::string, std::string>>;
 
 /// Date, program, host name, CPU count and model, GPU models (from the driver's /proc files:
-/// no CUDA runtime needed), git commit, compiler and build type (compile definitions
-/// RFA_PERF_GIT_COMMIT, RFA_PERF_COMPILER, RFA_PERF_BUILD_TYPE: cmake/RfaPerfProvenance.cmake),
+/// no CUDA runtime needed), git commit (from a header rewritten at build time, "-dirty" when
+/// tracked files were edited: cmake/RfaGitState.cmake), compiler and build type (compile
+/// definitions RFA_PERF_COMPILER, RFA_PERF_BUILD_TYPE: cmake/RfaPerfProvenance.cmake),
 /// and the Slurm job id and node list when the run is a Slurm job.
 ContextFields collect_machine_context(const std::string& program);
 
