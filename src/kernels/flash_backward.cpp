@@ -51,9 +51,10 @@ struct HeadMajorQD {
   std::int64_t head_rows = 0;  // rows per (batch, head): n_qtiles * kTileRows
 };
 
+std::int64_t query_tiles(const AttentionParams& p) { return (p.seq_q + kTileRows - 1) / kTileRows; }
+
 std::int64_t head_major_qd_bytes(const AttentionParams& p) {
-  const std::int64_t tiles = (p.seq_q + kTileRows - 1) / kTileRows;
-  return std::int64_t(sizeof(float)) * p.batch * p.heads * tiles * kTileRows * row_pitch(int(p.head_dim));
+  return std::int64_t(sizeof(float)) * p.batch * p.heads * query_tiles(p) * kTileRows * row_pitch(int(p.head_dim));
 }
 
 void reserve_head_major_qd(BackwardWorkspace& ws, const AttentionParams& p) {
@@ -70,7 +71,7 @@ template <class T>
 HeadMajorQD copy_head_major(const AttentionParams& p, const Tensor4<const T>& tq, const Tensor4<const T>& tdo,
                             BackwardWorkspace& ws) {
   reserve_head_major_qd(ws, p);
-  const std::int64_t head_rows = (p.seq_q + kTileRows - 1) / kTileRows * kTileRows;
+  const std::int64_t head_rows = query_tiles(p) * kTileRows;
   float* const qd = reinterpret_cast<float*>(ws.q.data());
   float* const dod = reinterpret_cast<float*>(ws.dout.data());
   copy_rows_head_major<Exec>("rfa::head_major_qd", tq, tdo, qd, dod, head_rows, p.seq_q, row_pitch(int(p.head_dim)),
@@ -373,7 +374,7 @@ void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Ten
   if (Exec().concurrency() == 1) f.progress = progress;
   f.d = int(p.head_dim);
   f.group = int(p.heads / p.kv_heads);
-  f.n_qtiles = int((p.seq_q + kTileRows - 1) / kTileRows);
+  f.n_qtiles = int(query_tiles(p));
   f.n_ktiles = int((p.seq_k + kTileCols - 1) / kTileCols);
   // Split the key tiles of a head only when (batch x kv heads) cannot keep every thread busy.
   const std::int64_t units = p.batch * p.kv_heads;

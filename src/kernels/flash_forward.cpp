@@ -4,7 +4,6 @@
 // the key tiles stream past (online softmax, docs/architecture.md §3).
 #include <cmath>
 #include <limits>
-#include <string>
 #include <type_traits>
 
 #include "core/allocation.hpp"
@@ -257,14 +256,17 @@ int for_each_seen_key_tile(const AttentionParams& p, Seen&& seen) {
   return count;
 }
 
-/// The head-major copy's buffers for a call with these params: the slot tables, and K and V of
-/// batch * kv_heads * slots * kTileCols rows of row_pitch(d) floats.
+/// The head-major copy's buffers for a call with these params: a slot for each key tile some
+/// query sees, the slot tables, and K and V of batch * kv_heads * slots * kTileCols rows of
+/// row_pitch(d) floats.
 struct HeadMajorSizes {
+  int slots;
   std::int64_t table_bytes, kv_bytes;
 };
-HeadMajorSizes head_major_sizes(const AttentionParams& p, int slots) {
+HeadMajorSizes head_major_sizes(const AttentionParams& p) {
+  const int slots = for_each_seen_key_tile(p, [](int, int) {});
   const std::int64_t rows = p.batch * p.kv_heads * std::int64_t(slots) * kTileCols;
-  return {2 * std::int64_t(sizeof(int)) * key_tiles(p),
+  return {slots, 2 * std::int64_t(sizeof(int)) * key_tiles(p),
           std::int64_t(sizeof(float)) * rows * row_pitch(int(p.head_dim))};
 }
 
@@ -285,8 +287,8 @@ template <class T>
 HeadMajorKV copy_head_major(const AttentionParams& p, const Tensor4<const T>& tk, const Tensor4<const T>& tv,
                             ForwardWorkspace& ws) {
   const int n_ktiles = int(key_tiles(p));
-  const int slots = for_each_seen_key_tile(p, [](int, int) {});
-  reserve_head_major(ws, head_major_sizes(p, slots));
+  const HeadMajorSizes sizes = head_major_sizes(p);
+  reserve_head_major(ws, sizes);
   // Key tile -> slot (-1: none), then slot -> key tile.
   int* const slot = reinterpret_cast<int*>(ws.slots.data());
   for (int kt = 0; kt < n_ktiles; ++kt) slot[kt] = -1;
@@ -295,7 +297,7 @@ HeadMajorKV copy_head_major(const AttentionParams& p, const Tensor4<const T>& tk
     slot[n_ktiles + s] = kt;
   });
 
-  const std::int64_t head_rows = std::int64_t(slots) * kTileCols;
+  const std::int64_t head_rows = std::int64_t(sizes.slots) * kTileCols;
   const int* const tiles = slot + n_ktiles;
   float* const kd = reinterpret_cast<float*>(ws.k.data());
   float* const vd = reinterpret_cast<float*>(ws.v.data());
@@ -342,14 +344,14 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
 std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
   const std::int64_t amx = flash_forward_amx_workspace_bytes(p, dtype);
   if (amx > 0) return amx;
-  const HeadMajorSizes sizes = head_major_sizes(p, for_each_seen_key_tile(p, [](int, int) {}));
+  const HeadMajorSizes sizes = head_major_sizes(p);
   return sizes.table_bytes + 2 * sizes.kv_bytes;
 }
 
 void reserve_forward_workspace(ForwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype) {
   validate(p);
   if (flash_forward_amx_workspace_bytes(p, dtype) > 0) return;  // the AMX path packs per call
-  reserve_head_major(workspace, head_major_sizes(p, for_each_seen_key_tile(p, [](int, int) {})));
+  reserve_head_major(workspace, head_major_sizes(p));
 }
 
 #define RFA_INSTANTIATE_FORWARD(T, TOut)                                                          \
