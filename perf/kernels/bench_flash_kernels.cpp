@@ -10,27 +10,28 @@
 // from --rfa_batch, --rfa_seq, --rfa_heads, --rfa_head_dim (defaults 1, 4096, 4, 128), the
 // time each benchmark runs from --rfa_min_time (seconds, default 1). --rfa_rounds=N alternates
 // the whole rfa run and the peer's N times and reports medians, so that a slow spell of a
-// shared machine does not land on one side of the ratio only. --rfa_peer_layout=bshd gives the
+// shared machine does not land on one side of the ratio only; --rfa_paired=N then measures each
+// case again in N pairs of single calls (one rfa call, one call of a peer that stays up), the
+// finest alternation there is: a slow spell of a few seconds touches both calls of a pair.
+// --rfa_peer_layout=bshd gives the
 // peer views of the same [B][S][H][d] memory rfa reads instead of its preferred contiguous
 // [B][H][S][d] tensors (the default). RFA_PEER_PYTHON names the Python that has torch (default:
 // python3 on PATH).
 #include <benchmark/benchmark.h>
-#include <sched.h>
-
 #include <Kokkos_Core.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
+#include <chrono>
 #include <map>
-#include <memory>
 #include <random>
 #include <string>
 #include <type_traits>
 #include <vector>
-#include <thread>
 
 #include "cpu_peak.hpp"
 #include "kernels/flash_attention.hpp"
+#include "peer_process.hpp"
 #include "run_context.hpp"
 
 namespace {
@@ -47,6 +48,7 @@ double g_peak = 0.0;            // fp32 FMA peak of the cores the kernels run on
 double g_bf16_tile_peak = 0.0;  // bf16 AMX tile peak of those cores (0: no tiles)
 double g_min_time = 1.0;  // seconds per benchmark (--rfa_min_time; the suite's --quick mode shortens it)
 int g_rounds = 1;         // rfa runs, each followed by a peer run (--rfa_rounds)
+int g_paired = 0;         // pairs of calls (rfa's, the serving peer's) per case after the rounds (--rfa_paired)
 std::string g_peer_layout = "bhsd";  // the memory the peer reads (--rfa_peer_layout)
 
 struct Result {
@@ -80,43 +82,70 @@ double peak_for() {
   return peak_of(std::is_same<T, bf16_t>::value);
 }
 
+/// One case's inputs, outputs and workspaces on the shape asked for; run() is one kernel call.
+/// Calls share the kernels' workspaces, as the ring's steps do (block_compute_host.hpp).
 template <class T>
-void bench_attention(benchmark::State& state, bool backward, bool causal) {
-  const Shape s = g_shape;
-  const auto p = kernels::make_params(s.batch, s.seq, s.seq, s.heads, s.heads, s.head_dim,
-                                      causal ? RFA_MASK_CAUSAL : RFA_MASK_NONE);
-  auto q = random_tensor<T>("q", s.batch, s.seq, s.heads, s.head_dim, 1);
-  auto k = random_tensor<T>("k", s.batch, s.seq, s.heads, s.head_dim, 2);
-  auto v = random_tensor<T>("v", s.batch, s.seq, s.heads, s.head_dim, 3);
-  auto dout = random_tensor<T>("dout", s.batch, s.seq, s.heads, s.head_dim, 4);
-  Tensor4<T> out("out", s.batch, s.seq, s.heads, s.head_dim);
-  Tensor3<float> lse("lse", s.batch, s.heads, s.seq);
-  Tensor4<T> dq("dq", s.batch, s.seq, s.heads, s.head_dim);
-  Tensor4<T> dk("dk", s.batch, s.seq, s.heads, s.head_dim);
-  Tensor4<T> dv("dv", s.batch, s.seq, s.heads, s.head_dim);
-  // Repetitions share the kernels' workspaces, as the ring's steps do (block_compute_host.hpp).
-  kernels::ForwardWorkspace workspace;
-  kernels::BackwardWorkspace backward_workspace;
-  kernels::flash_forward<T, T>(p, q, k, v, out, lse, kernels::ProgressHook(), &workspace);
+class KernelCase {
+ public:
+  KernelCase(bool backward, bool causal)
+      : backward_(backward),
+        causal_(causal),
+        p_(kernels::make_params(g_shape.batch, g_shape.seq, g_shape.seq, g_shape.heads, g_shape.heads,
+                                g_shape.head_dim, causal ? RFA_MASK_CAUSAL : RFA_MASK_NONE)),
+        q_(random_tensor<T>("q", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim, 1)),
+        k_(random_tensor<T>("k", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim, 2)),
+        v_(random_tensor<T>("v", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim, 3)),
+        dout_(random_tensor<T>("dout", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim, 4)),
+        out_("out", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim),
+        lse_("lse", g_shape.batch, g_shape.heads, g_shape.seq),
+        dq_("dq", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim),
+        dk_("dk", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim),
+        dv_("dv", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim) {
+    forward();  // the backward reads its output and log-sum-exp
+  }
 
-  for (auto _ : state) {
-    if (backward) {
-      kernels::flash_backward<T>(p, q, k, v, out, dout, lse, dq, dk, dv, &backward_workspace);
+  void run() {
+    if (backward_) {
+      kernels::flash_backward<T>(p_, q_, k_, v_, out_, dout_, lse_, dq_, dk_, dv_, &backward_workspace_);
     } else {
-      kernels::flash_forward<T, T>(p, q, k, v, out, lse, kernels::ProgressHook(), &workspace);
+      forward();
     }
   }
-  const double flops = perf::attention_flops(s.batch, s.seq, s.seq, s.heads, s.head_dim, causal, backward);
+
+  double flops() const {
+    const Shape& s = g_shape;
+    return perf::attention_flops(s.batch, s.seq, s.seq, s.heads, s.head_dim, causal_, backward_);
+  }
+  /// The tensors one pass reads and writes once (q, k, v, out, lse; the backward adds dout and
+  /// the three gradients), a lower bound on its memory traffic.
+  double bytes_moved() const {
+    const double tensors = backward_ ? 8.0 : 4.0;
+    return tensors * double(q_.size()) * sizeof(T) + double(lse_.size()) * sizeof(float);
+  }
+
+ private:
+  void forward() { kernels::flash_forward<T, T>(p_, q_, k_, v_, out_, lse_, kernels::ProgressHook(), &workspace_); }
+
+  bool backward_, causal_;
+  kernels::AttentionParams p_;
+  Tensor4<T> q_, k_, v_, dout_, out_;
+  Tensor3<float> lse_;
+  Tensor4<T> dq_, dk_, dv_;
+  kernels::ForwardWorkspace workspace_;
+  kernels::BackwardWorkspace backward_workspace_;
+};
+
+template <class T>
+void bench_attention(benchmark::State& state, bool backward, bool causal) {
+  KernelCase<T> kernel_case(backward, causal);
+  for (auto _ : state) kernel_case.run();
+  const double flops = kernel_case.flops();
   const double iterations = double(state.iterations());
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9 * iterations, benchmark::Counter::kIsRate);
   // perf/'s figures of merit, by the names every benchmark there uses (perf/common/result_json.hpp).
   state.counters["tflops"] = benchmark::Counter(flops * 1e-12 * iterations, benchmark::Counter::kIsRate);
   state.counters["peak_fraction"] = benchmark::Counter(flops / peak_for<T>() * iterations, benchmark::Counter::kIsRate);
-  // The tensors one pass reads and writes once (q, k, v, out, lse; the backward adds dout and
-  // the three gradients), a lower bound on its memory traffic.
-  const double elements = double(q.size());
-  const double tensors = backward ? 8.0 : 4.0;
-  state.counters["bytes_moved"] = tensors * elements * sizeof(T) + double(lse.size()) * sizeof(float);
+  state.counters["bytes_moved"] = kernel_case.bytes_moved();
   state.SetLabel(std::string("suite=kernels dtype=") + dtype_name(dtype_of<T>::value));
 }
 
@@ -136,31 +165,25 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   }
 };
 
-/// Runs the PyTorch peer script; fills peer_gflops of the matching entries.
-void measure_peer() {
+/// The command that starts the PyTorch peer script on this run's shape, threads and layout,
+/// with `extra` arguments.
+std::string peer_command(const std::string& extra) {
   const char* python = std::getenv("RFA_PEER_PYTHON");
-  const std::string cmd = std::string(python && *python ? python : "python3") + " " + RFA_TORCH_PEER_SCRIPT + " --batch " + std::to_string(g_shape.batch) +
-                          " --seq " + std::to_string(g_shape.seq) + " --heads " + std::to_string(g_shape.heads) +
-                          " --head-dim " + std::to_string(g_shape.head_dim) +
-                          " --threads " + std::to_string(Kokkos::DefaultHostExecutionSpace().concurrency()) +
-                          " --layout " + g_peer_layout + " 2>/dev/null";
-  // The child inherits this thread's CPU affinity, which OpenMP's binding (OMP_PROC_BIND) may
-  // have narrowed to one core: widen it to every CPU while the peer starts, so that the peer
-  // gets as many cores as it has threads.
-  cpu_set_t bound, all;
-  const bool have_mask = sched_getaffinity(0, sizeof bound, &bound) == 0;
-  CPU_ZERO(&all);
-  for (unsigned c = 0; c < std::thread::hardware_concurrency() && c < CPU_SETSIZE; ++c) CPU_SET(c, &all);
-  if (have_mask) sched_setaffinity(0, sizeof all, &all);
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  if (have_mask) sched_setaffinity(0, sizeof bound, &bound);
-  if (!pipe) return;
-  char line[512];
-  while (std::fgets(line, sizeof line, pipe.get())) {
+  return std::string(python && *python ? python : "python3") + " " + RFA_TORCH_PEER_SCRIPT + " --batch " +
+         std::to_string(g_shape.batch) + " --seq " + std::to_string(g_shape.seq) + " --heads " +
+         std::to_string(g_shape.heads) + " --head-dim " + std::to_string(g_shape.head_dim) + " --threads " +
+         std::to_string(Kokkos::DefaultHostExecutionSpace().concurrency()) + " --layout " + g_peer_layout + extra +
+         " 2>/dev/null";
+}
+
+/// Runs the PyTorch peer script once; fills peer_gflops of the matching entries.
+void measure_peer() {
+  perf::PeerProcess peer(peer_command(""));
+  while (const auto line = peer.read_line()) {
     char dtype[32] = {0}, causal[8] = {0};
     double fwd_ms = 0, bwd_ms = 0;
-    if (std::sscanf(line, "{\"dtype\": \"%31[^\"]\", \"causal\": %7[a-z], \"fwd_ms\": %lf, \"bwd_ms\": %lf", dtype,
-                    causal, &fwd_ms, &bwd_ms) != 4)
+    if (std::sscanf(line->c_str(), "{\"dtype\": \"%31[^\"]\", \"causal\": %7[a-z], \"fwd_ms\": %lf, \"bwd_ms\": %lf",
+                    dtype, causal, &fwd_ms, &bwd_ms) != 4)
       continue;
     const bool is_causal = std::string(causal) == "true";
     const rfa_dtype_t dt = std::string(dtype) == "float32" ? RFA_DTYPE_FLOAT32 : RFA_DTYPE_BFLOAT16;
@@ -193,6 +216,11 @@ bool parse_shape_flag(const std::string& arg) {
     g_rounds = std::max(1, std::atoi(arg.c_str() + rounds.size()));
     return true;
   }
+  const std::string paired = "--rfa_paired=";
+  if (arg.rfind(paired, 0) == 0) {
+    g_paired = std::max(1, std::atoi(arg.c_str() + paired.size()));
+    return true;
+  }
   const std::string peer_layout = "--rfa_peer_layout=";
   if (arg.rfind(peer_layout, 0) == 0) {
     g_peer_layout = arg.substr(peer_layout.size());
@@ -205,11 +233,16 @@ bool parse_shape_flag(const std::string& arg) {
   return false;
 }
 
-double median(std::vector<double> x) {
+/// The q-quantile of x, interpolated linearly between order statistics (q = 0.5: the median).
+double quantile(std::vector<double> x, double q) {
+  if (x.empty()) return 0.0;
   std::sort(x.begin(), x.end());
-  const std::size_t n = x.size();
-  return n == 0 ? 0.0 : n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+  const double at = q * double(x.size() - 1);
+  const std::size_t below = std::size_t(at);
+  const double above_weight = at - double(below);
+  return below + 1 < x.size() ? x[below] * (1.0 - above_weight) + x[below + 1] * above_weight : x[below];
 }
+double median(const std::vector<double>& x) { return quantile(x, 0.5); }
 
 /// The summary table: one round's figures, or with several rounds the medians of rfa's and the
 /// peer's figures and of the per-round ratios (each round's rfa against the same round's peer),
@@ -248,6 +281,108 @@ void print_summary() {
                                                             : "contiguous [B][H][S][d] tensors, its preferred layout");
 }
 
+/// One case measured in pairs of calls (--rfa_paired): each pair one rfa call and one call of
+/// the serving peer, back to back.
+struct PairedCase {
+  std::string name;
+  double flops = 0.0;
+  std::vector<double> rfa_ms, peer_ms;
+};
+std::vector<PairedCase> g_paired_results;
+
+/// The serving peer's time for `request` in milliseconds, or a negative number once it has
+/// failed (the reason printed).
+double peer_call_ms(perf::PeerProcess& peer, const std::string& request) {
+  const auto answer = peer.ask(request);
+  if (!answer) {
+    std::fprintf(stderr, "rfa_kernel_bench: the peer stopped answering (request '%s')\n", request.c_str());
+    return -1.0;
+  }
+  char* end = nullptr;
+  const double ms = std::strtod(answer->c_str(), &end);
+  if (end == answer->c_str() || *end != '\0' || !(ms > 0.0)) {
+    std::fprintf(stderr, "rfa_kernel_bench: the peer answered '%s' to '%s'\n", answer->c_str(), request.c_str());
+    return -1.0;
+  }
+  return ms;
+}
+
+template <class T>
+void measure_paired(perf::PeerProcess& peer, bool backward, bool causal) {
+  const std::string name = key(backward ? "bwd" : "fwd", dtype_of<T>::value, causal);
+  KernelCase<T> kernel_case(backward, causal);
+  PairedCase result{name, kernel_case.flops(), {}, {}};
+  const auto rfa_call_ms = [&kernel_case] {
+    const auto start = std::chrono::steady_clock::now();
+    kernel_case.run();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  rfa_call_ms();                                // warm-up, as the peer's next call is
+  if (peer_call_ms(peer, name) < 0.0) return;  // (the request is the case's name)
+  for (int i = 0; i < g_paired; ++i) {
+    // Who goes first alternates, so that neither side always follows the other's cache state.
+    double rfa_ms = 0.0, peer_ms = 0.0;
+    if (i % 2 == 0) {
+      rfa_ms = rfa_call_ms();
+      peer_ms = peer_call_ms(peer, name);
+    } else {
+      peer_ms = peer_call_ms(peer, name);
+      rfa_ms = rfa_call_ms();
+    }
+    if (peer_ms < 0.0) return;
+    result.rfa_ms.push_back(rfa_ms);
+    result.peer_ms.push_back(peer_ms);
+  }
+  g_paired_results.push_back(std::move(result));
+}
+
+/// The paired table: medians of each side's call times as GFLOP/s, and the median, middle half
+/// and range of the per-pair ratios.
+void print_paired_summary(const std::string& peer_version) {
+  std::printf("\npaired calls: %d per case, one rfa call and one PyTorch call back to back (%s)\n\n", g_paired,
+              peer_version.c_str());
+  std::printf("%-22s %10s %8s %14s %10s %14s %14s\n", "kernel", "GFLOP/s", "of peak", "torch GFLOP/s", "rfa/torch",
+              "middle half", "range");
+  for (const PairedCase& c : g_paired_results) {
+    std::vector<double> ratio;
+    for (std::size_t i = 0; i < c.rfa_ms.size(); ++i) ratio.push_back(c.peer_ms[i] / c.rfa_ms[i]);
+    const double rfa_gflops = c.flops / (median(c.rfa_ms) * 1e-3) * 1e-9;
+    const double peer_gflops = c.flops / (median(c.peer_ms) * 1e-3) * 1e-9;
+    const double peak = peak_of(c.name.find("bfloat16") != std::string::npos);
+    char middle[32], range[32];
+    std::snprintf(middle, sizeof middle, "%.2f-%.2f", quantile(ratio, 0.25), quantile(ratio, 0.75));
+    std::snprintf(range, sizeof range, "%.2f-%.2f", *std::min_element(ratio.begin(), ratio.end()),
+                  *std::max_element(ratio.begin(), ratio.end()));
+    std::printf("%-22s %10.1f %7.1f%% %14.1f %10.2f %14s %14s\n", c.name.c_str(), rfa_gflops,
+                100 * rfa_gflops / (peak * 1e-9), peer_gflops, median(ratio), middle, range);
+  }
+}
+
+/// --rfa_paired=N: the cases the filter selected, each in N pairs of calls against a peer that
+/// stays up (torch_cpu_peer.py --serve).
+void run_paired() {
+  perf::PeerProcess peer(peer_command(" --serve"));
+  const auto greeting = peer.read_line();
+  if (!greeting || greeting->rfind("ready ", 0) != 0) {
+    std::printf("\n(paired calls: no PyTorch peer: torch is not importable; set RFA_PEER_PYTHON to a Python that has it)\n");
+    return;
+  }
+  for (const auto& [name, rounds] : g_rounds_results) {
+    // The cases the filter selected: rfa ran them (the one-shot peer measured every case).
+    if (std::none_of(rounds.begin(), rounds.end(), [](const Result& r) { return r.rfa_gflops > 0; })) continue;
+    std::printf("paired calls: %s\n", name.c_str());
+    std::fflush(stdout);
+    const bool backward = name.rfind("bwd", 0) == 0;
+    const bool causal = name.find(" causal") != std::string::npos;
+    if (name.find("bfloat16") != std::string::npos) {
+      measure_paired<bf16_t>(peer, backward, causal);
+    } else {
+      measure_paired<float>(peer, backward, causal);
+    }
+  }
+  print_paired_summary(greeting->substr(6));
+}
+
 template <class T>
 void register_dtype() {
   const rfa_dtype_t dt = dtype_of<T>::value;
@@ -265,7 +400,8 @@ void register_dtype() {
 }  // namespace
 
 const char* kUsage = R"(usage: rfa_kernel_bench [--rfa_batch=N] [--rfa_seq=N] [--rfa_heads=N] [--rfa_head_dim=N]
-                        [--rfa_min_time=SECONDS] [--rfa_rounds=N] [--rfa_peer_layout=bhsd|bshd]
+                        [--rfa_min_time=SECONDS] [--rfa_rounds=N] [--rfa_paired=N]
+                        [--rfa_peer_layout=bhsd|bshd]
                         [Google Benchmark flags] [--kokkos-help]
 
 The portable flash kernels on the host threads Kokkos gives (fp32 and bf16, forward and backward,
@@ -274,6 +410,9 @@ peak of the cores used (one core's, times the host threads), and PyTorch's CPU f
 the same shape and as many threads when RFA_PEER_PYTHON (default python3) imports torch. Shape defaults: B=1, S=4096, H=4, d=128; --rfa_min_time: seconds per case (1).
 --rfa_rounds=N: N rounds of (every rfa case, then the peer's), medians reported (default 1; a
 JSON output file holds the last round).
+--rfa_paired=N: then each case again in N pairs of single calls, one rfa call and one PyTorch call
+back to back (the peer stays up between calls; who goes first alternates): the median of the
+per-pair ratios, their middle half and range (not in the JSON output file).
 --rfa_peer_layout: the memory PyTorch reads: bhsd (default), contiguous [B][H][S][d] tensors, its
 preferred layout; bshd, transposed views of [B][S][H][d] tensors, the memory rfa's kernels read.
 perf/'s result format: --benchmark_repetitions=10 --benchmark_out=FILE --benchmark_out_format=json.
@@ -343,6 +482,7 @@ int main(int argc, char** argv) {
       for (const auto& [name, r] : g_results) g_rounds_results[name].push_back(r);
     }
     print_summary();
+    if (g_paired > 0) run_paired();
     benchmark::Shutdown();
   }
   Kokkos::finalize();

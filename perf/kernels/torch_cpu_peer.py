@@ -6,6 +6,11 @@ kernel benchmark.
 Prints one JSON object per configuration: {"dtype", "causal", "fwd_ms", "bwd_ms", "torch", "layout"}.
 Exits 3 when torch cannot be imported (the benchmark then reports no peer).
 
+--serve keeps it running for paired measurements (rfa_kernel_bench --rfa_paired): it prints
+"ready torch=<version>", then answers each request line "<fwd|bwd> <float32|bfloat16>
+<full|causal>" with the milliseconds of one call (a backward: the backward alone, after an
+untimed forward, into fresh gradients), or "error <why>"; it exits at end of input.
+
 --layout picks the memory the peer reads: "bhsd" (default), contiguous [B][H][S][d] tensors, the
 layout PyTorch's kernel prefers; "bshd", views (transpose(1, 2)) of contiguous [B][S][H][d]
 tensors, the memory rfa's kernels read, as a caller holding rfa's layout would pass it.
@@ -33,6 +38,42 @@ def median_ms(fn, repeats):
     return statistics.median(times)
 
 
+def one_call_ms(fn):
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1e3
+
+
+DTYPE_NAMES = ("float32", "bfloat16")
+MASK_NAMES = ("full", "causal")
+
+
+def serve(torch, F, backend, shape, layout, requests, reply):
+    """Answers timing requests (see the module's text) from the lines of `requests`; `reply`
+    prints one line. Inputs are made once per (dtype, mask) and reused, as rfa's are."""
+    inputs = {}
+    reply(f"ready torch={torch.__version__}")
+    for line in requests:
+        words = line.split()
+        if len(words) != 3 or words[0] not in ("fwd", "bwd") or words[1] not in DTYPE_NAMES or words[2] not in MASK_NAMES:
+            reply(f"error expected '<fwd|bwd> <{'|'.join(DTYPE_NAMES)}> <{'|'.join(MASK_NAMES)}>', got {line.strip()!r}")
+            continue
+        pass_, dtype_name, mask = words
+        key = (dtype_name, mask)
+        if key not in inputs:
+            inputs[key] = make_inputs(torch, shape, getattr(torch, dtype_name), layout)
+        q, k, v, dout = inputs[key]
+        causal = mask == "causal"
+        with backend():
+            if pass_ == "fwd":
+                ms = one_call_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+            else:
+                out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                q.grad = k.grad = v.grad = None  # written, not accumulated into, as rfa's are
+                ms = one_call_ms(lambda: out.backward(dout))
+        reply(f"{ms:.6f}")
+
+
 def make_inputs(torch, shape, dtype, layout):
     """q, k, v (requiring gradients) and dout of the logical shape (B, H, S, d) in `layout`."""
     b, h, s, d = shape
@@ -52,6 +93,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--layout", choices=("bhsd", "bshd"), default="bhsd")
+    ap.add_argument("--serve", action="store_true", help="answer timing requests on stdin (see above)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -63,6 +105,10 @@ def main():
     except ImportError:  # older torch: let it choose
         import contextlib
         backend = contextlib.nullcontext
+    if args.serve:
+        serve(torch, F, backend, (args.batch, args.heads, args.seq, args.head_dim), args.layout, sys.stdin,
+              lambda line: print(line, flush=True))
+        return
     for dtype_name, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
         for causal in (False, True):
             shape = (args.batch, args.heads, args.seq, args.head_dim)

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Tests of perf/kernels/torch_cpu_peer.py without PyTorch: a stand-in torch module records how
 the peer builds its inputs, so the two layouts it offers are checked for the memory they
-describe (contiguous [B][H][S][d], or transposed views of [B][S][H][d] as rfa stores them)."""
+describe (contiguous [B][H][S][d], or transposed views of [B][S][H][d] as rfa stores them), and
+what its serving mode (rfa_kernel_bench --rfa_paired) calls and answers."""
+import contextlib
 import importlib.machinery
 import importlib.util
 import os
@@ -78,6 +80,59 @@ class TorchPeerInputsTest(unittest.TestCase):
             self.assertEqual(t.dtype, "bfloat16")
         self.assertTrue(all(t.requires_grad for t in (q, k, v)))
         self.assertFalse(dout.requires_grad)
+
+    def serve(self, requests):
+        """Runs the serving loop on `requests`; returns its reply lines and the calls it made."""
+        calls = []
+
+        class FakeOut:
+            def backward(self, dout):
+                calls.append(("backward", dout, self.q.grad))
+
+        def sdpa(q, k, v, is_causal):
+            calls.append(("forward", q.dtype, is_causal))
+            out = FakeOut()
+            out.q = q
+            return out
+
+        F = types.SimpleNamespace(scaled_dot_product_attention=sdpa)
+        self.torch.__version__ = "0.fake"
+        made = []
+        real_make_inputs = self.peer.make_inputs
+
+        def counting_make_inputs(*args):
+            made.append(args[2])
+            inputs = real_make_inputs(*args)
+            inputs[0].grad = "stale"  # a gradient a previous backward left
+            return inputs
+
+        replies = []
+        with mock.patch.object(self.peer, "make_inputs", counting_make_inputs):
+            self.peer.serve(self.torch, F, contextlib.nullcontext, self.shape, "bhsd", requests, replies.append)
+        return replies, calls, made
+
+    def test_serve_greets_then_times_one_call_per_request(self):
+        replies, calls, made = self.serve(["fwd float32 causal\n", "fwd float32 causal\n", "bwd bfloat16 full\n"])
+        self.assertEqual(replies[0], "ready torch=0.fake")
+        self.assertEqual(len(replies), 4)
+        for reply in replies[1:]:
+            self.assertGreaterEqual(float(reply), 0.0)
+        self.assertEqual(made, ["float32", "bfloat16"], "inputs are made once per (dtype, mask) and reused")
+        self.assertEqual(calls[:2], [("forward", "float32", True)] * 2)
+        # A backward request: one untimed forward, then the backward into fresh gradients.
+        self.assertEqual(calls[2], ("forward", "bfloat16", False))
+        self.assertEqual(calls[3][0], "backward")
+        self.assertIsNone(calls[3][2], "gradients are cleared before the timed backward")
+        self.assertEqual(len(calls), 4)
+
+    def test_serve_answers_a_bad_request_with_an_error_and_goes_on(self):
+        replies, calls, _ = self.serve(["fwd float16 full\n", "sideways float32 full\n", "fwd float32\n",
+                                        "fwd float32 full\n"])
+        self.assertEqual(len(replies), 5)
+        for reply in replies[1:4]:
+            self.assertTrue(reply.startswith("error expected '<fwd|bwd> <float32|bfloat16> <full|causal>'"), reply)
+        self.assertGreaterEqual(float(replies[4]), 0.0)
+        self.assertEqual(calls, [("forward", "float32", False)])
 
     def test_unknown_layout_is_refused(self):
         with mock.patch.object(sys, "argv", ["torch_cpu_peer.py", "--layout", "bsdh"]), \
