@@ -43,6 +43,22 @@ struct HeadMajorKV {
   std::int64_t head_rows = 0;  // rows per (batch, kv head): slots * kTileCols
 };
 
+/// The product S^T = K Q^T's register hook (micro_gemm.hpp) that keeps each query's max over
+/// the key tile: a block's rows are keys, its lanes queries.
+struct TileMaxPerQuery {
+  float* max;  // [query]
+  template <class V, int MR, int NV>
+  KOKKOS_INLINE_FUNCTION void operator()(const V (&acc)[MR][NV], int, int q0) const {
+    constexpr int L = int(sizeof(V) / sizeof(float));
+    for (int v = 0; v < NV; ++v) {
+      V m = acc[0][v];
+      for (int r = 1; r < MR; ++r) m = simd::max(m, acc[r][v]);
+      float* at = max + q0 + L * v;
+      simd::store_as(at, simd::max(simd::load_as<V>(at), m));
+    }
+  }
+};
+
 template <class T, class TOut>
 struct ForwardTiles {
   AttentionParams p;
@@ -60,7 +76,7 @@ struct ForwardTiles {
   // from the tensor (no transposition per key tile; Q^T is packed once per query tile), and
   // the softmax reductions over keys run down columns, lane-parallel over 8 queries.
   struct Scratch {
-    float *qt, *row, *st, *o, *m, *l;
+    float *qt, *row, *st, *o, *m, *l, *tile_max;
     std::int64_t *q_pos, *k_pos;
   };
 
@@ -72,6 +88,7 @@ struct ForwardTiles {
     s.o = c.take<float>(std::size_t(kTileRows) * row_pitch(d));
     s.m = c.take<float>(kTileRows);
     s.l = c.take<float>(kTileRows);
+    s.tile_max = c.take<float>(kTileRows);
     s.q_pos = c.take<std::int64_t>(kTileRows);
     s.k_pos = c.take<std::int64_t>(kTileCols);
     return s;
@@ -136,9 +153,21 @@ struct ForwardTiles {
       // nothing to O.
       const HiddenBlocks hidden{rule, p.q_pos, p.k_pos, r0, c0, rows, cols, tile.vis == TileVisibility::partial};
       RowPrefetcher v_lines = tile_lines(v_tile, cols_padded, gemm_micro_tiles(cols_padded, rows_padded));
-      gemm<Update::overwrite>(cols_padded, rows_padded, d, RowMajorA{k_tile, ld}, s.qt, kTileRows, s.st, kTileRows,
-                              [&] { v_lines.step(); },
-                              [&](int k0, int k1, int q0, int q1) { return hidden(q0, q1, k0, k1); });
+      // Where every score of the tile counts (no mask inside it, no padding keys), each query's
+      // max over the tile is taken from the accumulators as they leave the registers, which
+      // spares the softmax a pass over the score tile. Elsewhere hidden or padding scores, not
+      // yet -inf, would enter it, and the softmax takes the max itself.
+      const bool max_from_registers = !hidden.partial && cols == cols_padded;
+      if (max_from_registers)
+        for (int i = 0; i < rows_padded; ++i) s.tile_max[i] = ninf;
+      const auto skip_hidden = [&](int k0, int k1, int q0, int q1) { return hidden(q0, q1, k0, k1); };
+      if (max_from_registers) {
+        gemm<Update::overwrite>(cols_padded, rows_padded, d, RowMajorA{k_tile, ld}, s.qt, kTileRows, s.st, kTileRows,
+                                [&] { v_lines.step(); }, skip_hidden, TileMaxPerQuery{s.tile_max});
+      } else {
+        gemm<Update::overwrite>(cols_padded, rows_padded, d, RowMajorA{k_tile, ld}, s.qt, kTileRows, s.st, kTileRows,
+                                [&] { v_lines.step(); }, skip_hidden);
+      }
       v_lines.finish();
 
       if (hidden.partial) {
@@ -149,7 +178,7 @@ struct ForwardTiles {
       for (int j = cols; j < cols_padded; ++j)
         for (int i = 0; i < rows_padded; ++i) s.st[j * kTileRows + i] = ninf;
 
-      online_softmax(s, rows_padded, cols_padded);
+      online_softmax(s, rows_padded, cols_padded, max_from_registers ? s.tile_max : nullptr);
 
       RowPrefetcher k_lines;
       if (next.kt < n_ktiles)
@@ -197,15 +226,20 @@ struct ForwardTiles {
 
   /// Turns the score columns into probabilities against the running max, a vector of queries
   /// at a time (16 where the build targets AVX-512), and rescales the running sum and output
-  /// rows whose max moved.
-  void online_softmax(const Scratch& s, int rows_padded, int cols_padded) const {
+  /// rows whose max moved. `tile_max`: each query's max over the tile, when the product took
+  /// it (nullptr: taken here).
+  void online_softmax(const Scratch& s, int rows_padded, int cols_padded, const float* tile_max) const {
     using V = simd::wide;
     constexpr int L = simd::kWideLanes;
     const int ld = row_pitch(d);
     const V vninf = simd::splat<V>(-std::numeric_limits<float>::infinity());
     for (int i0 = 0; i0 < rows_padded; i0 += L) {
       V vmax = vninf;
-      for (int j = 0; j < cols_padded; ++j) vmax = simd::max(vmax, simd::load_as<V>(s.st + j * kTileRows + i0));
+      if (tile_max) {
+        vmax = simd::load_as<V>(tile_max + i0);
+      } else {
+        for (int j = 0; j < cols_padded; ++j) vmax = simd::max(vmax, simd::load_as<V>(s.st + j * kTileRows + i0));
+      }
       const V m_old = simd::load_as<V>(s.m + i0);
       const V m_new = simd::max(m_old, vmax);
       // A query that has seen nothing yet keeps m = -inf; subtracting 0 instead keeps its

@@ -106,9 +106,9 @@ KOKKOS_FORCEINLINE_FUNCTION void k_loop(V (&acc)[MR][NV], int K, TransposedA a, 
 /// C[0:MR][0:L*NV] (+)= A[0:MR][0:K] * B[0:K][0:L*NV]: simd::f8, or simd::wide where the
 /// compiler targets AVX-512 (twice the FLOPs per instruction, same block). The MR x NV block
 /// of C stays in registers for the whole K loop.
-template <class V, int MR, int NV, Update kUpdate, class A>
+template <class V, int MR, int NV, Update kUpdate, class A, class OnRegisters>
 KOKKOS_FORCEINLINE_FUNCTION void micro_tile(int K, A a, const float* b, std::ptrdiff_t ldb, float* c,
-                                            std::ptrdiff_t ldc) {
+                                            std::ptrdiff_t ldc, OnRegisters& on_registers, int i0, int j0) {
   constexpr int L = int(sizeof(V) / sizeof(float));
   if (K < 1) {  // an empty reduction: C = 0, or C unchanged
     if (kUpdate == Update::overwrite)
@@ -124,6 +124,7 @@ KOKKOS_FORCEINLINE_FUNCTION void micro_tile(int K, A a, const float* b, std::ptr
       acc[i][v] = kUpdate == Update::accumulate ? simd::load_as<V>(c + i * ldc + L * v) : simd::splat<V>(0.0f);
   }
   k_loop<V, MR, NV>(acc, K, a, b, ldb);
+  on_registers(acc, i0, j0);
   RFA_UNROLL_REGISTERS
   for (int i = 0; i < MR; ++i) {
     RFA_UNROLL_REGISTERS
@@ -133,13 +134,14 @@ KOKKOS_FORCEINLINE_FUNCTION void micro_tile(int K, A a, const float* b, std::ptr
 
 /// Rows i0 .. i1 (a multiple of MR apart) of the column strip C[:][j0 : j0 + L*NV]: one
 /// micro-tile per MR rows, after_tile() after each, skipped blocks left unwritten.
-template <class V, int MR, int NV, Update kUpdate, class A, class AfterTile, class Skip>
+template <class V, int MR, int NV, Update kUpdate, class A, class AfterTile, class Skip, class OnRegisters>
 RFA_MICRO_KERNEL void column_strip(int i0, int i1, int K, A a, const float* b, std::ptrdiff_t ldb, float* c,
-                                   std::ptrdiff_t ldc, int j0, AfterTile& after_tile, Skip& skip) {
+                                   std::ptrdiff_t ldc, int j0, AfterTile& after_tile, Skip& skip,
+                                   OnRegisters& on_registers) {
   constexpr int width = NV * int(sizeof(V) / sizeof(float));
   for (int i = i0; i < i1; i += MR) {
     if (!skip(i, i + MR, j0, j0 + width))
-      micro_tile<V, MR, NV, kUpdate>(K, rows_from(a, i), b + j0, ldb, c + i * ldc + j0, ldc);
+      micro_tile<V, MR, NV, kUpdate>(K, rows_from(a, i), b + j0, ldb, c + i * ldc + j0, ldc, on_registers, i, j0);
     after_tile();
   }
 }
@@ -152,10 +154,12 @@ RFA_MICRO_KERNEL void column_strip(int i0, int i1, int K, A a, const float* b, s
 /// each micro-tile: the kernels spread their prefetches of the next tile's rows over a product
 /// with it (row_copy.hpp). `skip(i0, i1, j0, j1)` true leaves the block C[i0:i1][j0:j1]
 /// unwritten (the kernels' masked blocks, which they overwrite or whose A rows are zero);
-/// after_tile() still runs for it.
-template <Update kUpdate, class A, class AfterTile, class Skip>
+/// after_tile() still runs for it. `on_registers(acc, i0, j0)` sees each computed block's
+/// accumulators, acc[MR][NV] holding C[i0 : i0 + MR][j0 : j0 + NV lanes], before they are
+/// stored: a reduction over them costs a few register operations instead of a pass over C.
+template <Update kUpdate, class A, class AfterTile, class Skip, class OnRegisters>
 KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, A a, const float* b, std::ptrdiff_t ldb, float* c,
-                                 std::ptrdiff_t ldc, AfterTile&& after_tile, Skip&& skip) {
+                                 std::ptrdiff_t ldc, AfterTile&& after_tile, Skip&& skip, OnRegisters&& on_registers) {
   int j = 0;
 #if RFA_NATIVE_VECTORS && defined(__AVX512F__)
   // Where the compiler targets AVX-512 (-march=native on such a machine) the products run on
@@ -164,14 +168,14 @@ KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, A a, const float* b, std::
   // FMAs), the last 6 rows as 6 x 32.
   const int m12 = M / (2 * kMicroRows) * (2 * kMicroRows);
   for (; j + 32 <= N; j += 32) {
-    column_strip<simd::wide, 2 * kMicroRows, 2, kUpdate>(0, m12, K, a, b, ldb, c, ldc, j, after_tile, skip);
-    column_strip<simd::wide, kMicroRows, 2, kUpdate>(m12, M, K, a, b, ldb, c, ldc, j, after_tile, skip);
+    column_strip<simd::wide, 2 * kMicroRows, 2, kUpdate>(0, m12, K, a, b, ldb, c, ldc, j, after_tile, skip, on_registers);
+    column_strip<simd::wide, kMicroRows, 2, kUpdate>(m12, M, K, a, b, ldb, c, ldc, j, after_tile, skip, on_registers);
   }
 #endif
   for (; j + 16 <= N; j += 16)
-    column_strip<simd::f8, kMicroRows, 2, kUpdate>(0, M, K, a, b, ldb, c, ldc, j, after_tile, skip);
+    column_strip<simd::f8, kMicroRows, 2, kUpdate>(0, M, K, a, b, ldb, c, ldc, j, after_tile, skip, on_registers);
   if (j < N)  // one 8-wide strip left (N is a multiple of 8)
-    column_strip<simd::f8, kMicroRows, 1, kUpdate>(0, M, K, a, b, ldb, c, ldc, j, after_tile, skip);
+    column_strip<simd::f8, kMicroRows, 1, kUpdate>(0, M, K, a, b, ldb, c, ldc, j, after_tile, skip, on_registers);
 }
 
 /// How many times gemm(M, N, ...) calls after_tile().
@@ -191,6 +195,17 @@ struct NothingAfterTile {
 struct SkipNothing {
   KOKKOS_INLINE_FUNCTION bool operator()(int, int, int, int) const { return false; }
 };
+
+struct IgnoreRegisters {
+  template <class V, int MR, int NV>
+  KOKKOS_INLINE_FUNCTION void operator()(const V (&)[MR][NV], int, int) const {}
+};
+
+template <Update kUpdate, class A, class AfterTile, class Skip>
+KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, A a, const float* b, std::ptrdiff_t ldb, float* c,
+                                 std::ptrdiff_t ldc, AfterTile&& after_tile, Skip&& skip) {
+  gemm<kUpdate>(M, N, K, a, b, ldb, c, ldc, after_tile, skip, IgnoreRegisters{});
+}
 
 template <Update kUpdate, class A, class AfterTile>
 KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, A a, const float* b, std::ptrdiff_t ldb, float* c,
