@@ -13,9 +13,8 @@
 // shared machine does not land on one side of the ratio only; --rfa_paired=N then measures each
 // case again in N pairs of single calls (one rfa call, one call of a peer that stays up), the
 // finest alternation there is: a slow spell of a few seconds touches both calls of a pair.
-// --rfa_peer_layout=bshd gives the
-// peer views of the same [B][S][H][d] memory rfa reads instead of its preferred contiguous
-// [B][H][S][d] tensors (the default). RFA_PEER_PYTHON names the Python that has torch (default:
+// --rfa_peer_layout=bshd gives the peer views of the same [B][S][H][d] memory rfa reads instead
+// of its preferred contiguous [B][H][S][d] tensors (the default). RFA_PEER_PYTHON names the Python that has torch (default:
 // python3 on PATH).
 #include <benchmark/benchmark.h>
 #include <Kokkos_Core.hpp>

@@ -156,7 +156,8 @@ RFA_MICRO_KERNEL void column_strip(int i0, int i1, int K, A a, const float* b, s
 /// unwritten (the kernels' masked blocks, which they overwrite or whose A rows are zero);
 /// after_tile() still runs for it. `on_registers(acc, i0, j0)` sees each computed block's
 /// accumulators, acc[MR][NV] holding C[i0 : i0 + MR][j0 : j0 + NV lanes], before they are
-/// stored: a reduction over them costs a few register operations instead of a pass over C.
+/// stored (not called for an empty reduction, K = 0): a reduction over them costs a few
+/// register operations instead of a pass over C.
 template <Update kUpdate, class A, class AfterTile, class Skip, class OnRegisters>
 KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, A a, const float* b, std::ptrdiff_t ldb, float* c,
                                  std::ptrdiff_t ldc, AfterTile&& after_tile, Skip&& skip, OnRegisters&& on_registers) {
