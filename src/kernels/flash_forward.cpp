@@ -153,21 +153,16 @@ struct ForwardTiles {
       // nothing to O.
       const HiddenBlocks hidden{rule, p.q_pos, p.k_pos, r0, c0, rows, cols, tile.vis == TileVisibility::partial};
       RowPrefetcher v_lines = tile_lines(v_tile, cols_padded, gemm_micro_tiles(cols_padded, rows_padded));
-      // Where every score of the tile counts (no mask inside it, no padding keys), each query's
-      // max over the tile is taken from the accumulators as they leave the registers, which
-      // spares the softmax a pass over the score tile. Elsewhere hidden or padding scores, not
-      // yet -inf, would enter it, and the softmax takes the max itself.
+      // Each query's max over the tile is taken from the accumulators as they leave the
+      // registers (a few operations per block), which spares the softmax a pass over the score
+      // tile where every score counts (no mask inside the tile, no padding keys). Elsewhere
+      // hidden or padding scores, not yet -inf, entered it, and the softmax takes the max itself.
       const bool max_from_registers = !hidden.partial && cols == cols_padded;
-      if (max_from_registers)
-        for (int i = 0; i < rows_padded; ++i) s.tile_max[i] = ninf;
-      const auto skip_hidden = [&](int k0, int k1, int q0, int q1) { return hidden(q0, q1, k0, k1); };
-      if (max_from_registers) {
-        gemm<Update::overwrite>(cols_padded, rows_padded, d, RowMajorA{k_tile, ld}, s.qt, kTileRows, s.st, kTileRows,
-                                [&] { v_lines.step(); }, skip_hidden, TileMaxPerQuery{s.tile_max});
-      } else {
-        gemm<Update::overwrite>(cols_padded, rows_padded, d, RowMajorA{k_tile, ld}, s.qt, kTileRows, s.st, kTileRows,
-                                [&] { v_lines.step(); }, skip_hidden);
-      }
+      for (int i = 0; i < rows_padded; ++i) s.tile_max[i] = ninf;
+      gemm<Update::overwrite>(cols_padded, rows_padded, d, RowMajorA{k_tile, ld}, s.qt, kTileRows, s.st, kTileRows,
+                              [&] { v_lines.step(); },
+                              [&](int k0, int k1, int q0, int q1) { return hidden(q0, q1, k0, k1); },
+                              TileMaxPerQuery{s.tile_max});
       v_lines.finish();
 
       if (hidden.partial) {
