@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -285,9 +286,12 @@ void print_summary() {
 struct PairedCase {
   std::string name;
   double flops = 0.0;
+  double peak = 0.0;  // of the cores the kernel ran on, for its dtype (peak_for)
   std::vector<double> rfa_ms, peer_ms;
 };
 std::vector<PairedCase> g_paired_results;
+/// Each registered case's paired measurement, by the case's name (register_dtype).
+std::map<std::string, std::function<void(perf::PeerProcess&)>> g_paired_measures;
 
 /// The serving peer's time for `request` in milliseconds, or a negative number once it has
 /// failed (the reason printed).
@@ -307,10 +311,9 @@ double peer_call_ms(perf::PeerProcess& peer, const std::string& request) {
 }
 
 template <class T>
-void measure_paired(perf::PeerProcess& peer, bool backward, bool causal) {
-  const std::string name = key(backward ? "bwd" : "fwd", dtype_of<T>::value, causal);
+void measure_paired(perf::PeerProcess& peer, const std::string& name, bool backward, bool causal) {
   KernelCase<T> kernel_case(backward, causal);
-  PairedCase result{name, kernel_case.flops(), {}, {}};
+  PairedCase result{name, kernel_case.flops(), peak_for<T>(), {}, {}};
   const auto rfa_call_ms = [&kernel_case] {
     const auto start = std::chrono::steady_clock::now();
     kernel_case.run();
@@ -347,13 +350,12 @@ void print_paired_summary(const std::string& peer_version) {
     for (std::size_t i = 0; i < c.rfa_ms.size(); ++i) ratio.push_back(c.peer_ms[i] / c.rfa_ms[i]);
     const double rfa_gflops = c.flops / (median(c.rfa_ms) * 1e-3) * 1e-9;
     const double peer_gflops = c.flops / (median(c.peer_ms) * 1e-3) * 1e-9;
-    const double peak = peak_of(c.name.find("bfloat16") != std::string::npos);
     char middle[32], range[32];
     std::snprintf(middle, sizeof middle, "%.2f-%.2f", quantile(ratio, 0.25), quantile(ratio, 0.75));
     std::snprintf(range, sizeof range, "%.2f-%.2f", *std::min_element(ratio.begin(), ratio.end()),
                   *std::max_element(ratio.begin(), ratio.end()));
     std::printf("%-22s %10.1f %7.1f%% %14.1f %10.2f %14s %14s\n", c.name.c_str(), rfa_gflops,
-                100 * rfa_gflops / (peak * 1e-9), peer_gflops, median(ratio), middle, range);
+                100 * rfa_gflops / (c.peak * 1e-9), peer_gflops, median(ratio), middle, range);
   }
 }
 
@@ -371,13 +373,7 @@ void run_paired() {
     if (std::none_of(rounds.begin(), rounds.end(), [](const Result& r) { return r.rfa_gflops > 0; })) continue;
     std::printf("paired calls: %s\n", name.c_str());
     std::fflush(stdout);
-    const bool backward = name.rfind("bwd", 0) == 0;
-    const bool causal = name.find(" causal") != std::string::npos;
-    if (name.find("bfloat16") != std::string::npos) {
-      measure_paired<bf16_t>(peer, backward, causal);
-    } else {
-      measure_paired<float>(peer, backward, causal);
-    }
+    g_paired_measures.at(name)(peer);
   }
   print_paired_summary(greeting->substr(6));
 }
@@ -387,11 +383,15 @@ void register_dtype() {
   const rfa_dtype_t dt = dtype_of<T>::value;
   for (bool backward : {false, true}) {
     for (bool causal : {false, true}) {
-      benchmark::RegisterBenchmark(key(backward ? "bwd" : "fwd", dt, causal).c_str(),
+      const std::string name = key(backward ? "bwd" : "fwd", dt, causal);
+      benchmark::RegisterBenchmark(name.c_str(),
                                    [backward, causal](benchmark::State& st) { bench_attention<T>(st, backward, causal); })
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime()
           ->MinTime(g_min_time);
+      g_paired_measures[name] = [name, backward, causal](perf::PeerProcess& peer) {
+        measure_paired<T>(peer, name, backward, causal);
+      };
     }
   }
 }
