@@ -12,7 +12,8 @@
 // the whole rfa run and the peer's N times and reports medians, so that a slow spell of a
 // shared machine does not land on one side of the ratio only; --rfa_paired=N then measures each
 // case again in N pairs of single calls (one rfa call, one call of a peer that stays up), the
-// finest alternation there is: a slow spell of a few seconds touches both calls of a pair.
+// finest alternation there is: a slow spell of a few seconds touches both calls of a pair
+// (--rfa_rounds=0 --rfa_paired=N: rfa's cases once, and PyTorch in the pairs only).
 // --rfa_peer_layout=bshd gives the peer views of the same [B][S][H][d] memory rfa reads instead
 // of its preferred contiguous [B][H][S][d] tensors (the default). RFA_PEER_PYTHON names the Python that has torch (default:
 // python3 on PATH).
@@ -47,7 +48,7 @@ Shape g_shape;
 double g_peak = 0.0;            // fp32 FMA peak of the cores the kernels run on
 double g_bf16_tile_peak = 0.0;  // bf16 AMX tile peak of those cores (0: no tiles)
 double g_min_time = 1.0;  // seconds per benchmark (--rfa_min_time; the suite's --quick mode shortens it)
-int g_rounds = 1;         // rfa runs, each followed by a peer run (--rfa_rounds)
+int g_rounds = 1;         // rfa runs, each followed by a peer run (--rfa_rounds; 0: one rfa run, no peer run)
 int g_paired = 0;         // pairs of calls (rfa's, the serving peer's) per case after the rounds (--rfa_paired)
 std::string g_peer_layout = "bhsd";  // the memory the peer reads (--rfa_peer_layout)
 
@@ -213,7 +214,7 @@ bool parse_shape_flag(const std::string& arg) {
   }
   const std::string rounds = "--rfa_rounds=";
   if (arg.rfind(rounds, 0) == 0) {
-    g_rounds = std::max(1, std::atoi(arg.c_str() + rounds.size()));
+    g_rounds = std::max(0, std::atoi(arg.c_str() + rounds.size()));
     return true;
   }
   const std::string paired = "--rfa_paired=";
@@ -274,7 +275,9 @@ void print_summary() {
       std::printf("  %.2f-%.2f", *std::min_element(ratio.begin(), ratio.end()), *std::max_element(ratio.begin(), ratio.end()));
     std::printf("\n");
   }
-  if (!any_peer)
+  if (g_rounds == 0)
+    std::printf("(--rfa_rounds=0: PyTorch measured in paired calls only)\n");
+  else if (!any_peer)
     std::printf("(no PyTorch peer: torch is not importable; set RFA_PEER_PYTHON to a Python that has it)\n");
   else
     std::printf("(torch read %s)\n", g_peer_layout == "bshd" ? "transposed views of [B][S][H][d] tensors, as rfa does"
@@ -408,7 +411,8 @@ causal and not): GFLOP/s by FlashAttention's convention, the fraction of the mea
 peak of the cores used (one core's, times the host threads), and PyTorch's CPU flash kernel on
 the same shape and as many threads when RFA_PEER_PYTHON (default python3) imports torch. Shape defaults: B=1, S=4096, H=4, d=128; --rfa_min_time: seconds per case (1).
 --rfa_rounds=N: N rounds of (every rfa case, then the peer's), medians reported (default 1; a
-JSON output file holds the last round).
+JSON output file holds the last round). 0: rfa's cases once and no peer round (with --rfa_paired,
+whose pairs then give the only PyTorch figures).
 --rfa_paired=N: then each case again in N pairs of single calls, one rfa call and one PyTorch call
 back to back (the peer stays up between calls; who goes first alternates): the median of the
 per-pair ratios, their middle half and range (not in the JSON output file).
@@ -473,11 +477,14 @@ int main(int argc, char** argv) {
     register_dtype<float>();
     register_dtype<bf16_t>();
     SummaryReporter reporter;
-    for (int round = 0; round < g_rounds; ++round) {
+    // --rfa_rounds=0: rfa's figures once (the cases the filter selects, for --rfa_paired), without
+    // the one-shot peer, whose every case would cost a paired run minutes (PyTorch's bf16
+    // backward takes seconds a call on CPUs without bf16 instructions).
+    for (int round = 0; round < std::max(1, g_rounds); ++round) {
       if (g_rounds > 1) std::printf("round %d of %d\n", round + 1, g_rounds);
       g_results.clear();
       benchmark::RunSpecifiedBenchmarks(&reporter);
-      measure_peer();
+      if (g_rounds > 0) measure_peer();
       for (const auto& [name, r] : g_results) g_rounds_results[name].push_back(r);
     }
     print_summary();
