@@ -34,6 +34,10 @@ constexpr int kTileRows = 96;
 // latency-bound), so longer key tiles mean fewer such passes; 192 gave ~10% over 96 on a
 // 2-core Zen VM (perf/RESULTS.md, 2026-11-25), longer ones nothing more.
 constexpr int kTileCols = 192;
+// Floats between rows of K^T, V^T, P and dS (all kTileCols wide): an odd number of cache lines,
+// as the forward's score tile (flash_forward.cpp), so a column strip spreads over all L1 sets.
+constexpr int kScorePitch = kTileCols + 16;
+static_assert(kScorePitch % 16 == 0 && (kScorePitch / 16) % 2 == 1, "an odd number of 64-byte lines");
 constexpr int kColPadding = simd::kWideLanes == 16 ? 48 : 24;  // and by 16 where vectors are wide
 static_assert(kTileCols % kColPadding == 0, "key tiles hold whole padded column groups");
 constexpr float kLog2e = 1.4426950408889634f;
@@ -103,13 +107,13 @@ struct BackwardTiles {
   static Scratch carve(ScratchCarver& c, int d) {
     Scratch s;
     s.k_rows = c.take<float>(std::size_t(kTileCols) * row_pitch(d));
-    s.kt = c.take<float>(std::size_t(kTileCols) * d);
-    s.vt = c.take<float>(std::size_t(kTileCols) * d);
+    s.kt = c.take<float>(std::size_t(kScorePitch) * d);
+    s.vt = c.take<float>(std::size_t(kScorePitch) * d);
     s.dk = c.take<float>(std::size_t(kTileCols) * row_pitch(d));
     s.dv = c.take<float>(std::size_t(kTileCols) * row_pitch(d));
     s.dq = c.take<float>(std::size_t(kTileRows) * row_pitch(d));
-    s.p = c.take<float>(std::size_t(kTileRows) * kTileCols);
-    s.ds = c.take<float>(std::size_t(kTileRows) * kTileCols);
+    s.p = c.take<float>(std::size_t(kTileRows) * kScorePitch);
+    s.ds = c.take<float>(std::size_t(kTileRows) * kScorePitch);
     s.lse2 = c.take<float>(kTileRows);
     s.delta = c.take<float>(kTileRows);
     s.q_pos = c.take<std::int64_t>(kTileRows);
@@ -149,8 +153,8 @@ struct BackwardTiles {
         zero_row(vrow, d);
       }
       for (int x = 0; x < d; ++x) {
-        s.kt[x * kTileCols + j] = krow[x];
-        s.vt[x * kTileCols + j] = vrow[x];
+        s.kt[x * kScorePitch + j] = krow[x];
+        s.vt[x * kScorePitch + j] = vrow[x];
       }
     }
     for (int i = 0; i < cols_padded * ld; ++i) {
@@ -239,16 +243,16 @@ struct BackwardTiles {
     };
     auto hidden_scores_of = [&](float* c) {
       return [&, c](int q0, int q1, int k0, int k1) {
-        return zeroed(hidden(q0, q1, k0, k1), c, kTileCols, q0, q1, k0, k1);
+        return zeroed(hidden(q0, q1, k0, k1), c, kScorePitch, q0, q1, k0, k1);
       };
     };
     auto unseen_keys = [&](int k0, int k1, int, int) { return hidden(0, rows, k0, k1); };
     auto blind_queries = [&](int q0, int q1, int x0, int x1) {
       return zeroed(hidden(q0, q1, 0, cols), s.dq, ld, q0, q1, x0, x1);
     };
-    gemm<Update::overwrite>(rows_padded, cols_padded, d, RowMajorA{q_rows, ld}, s.kt, kTileCols, s.p, kTileCols,
+    gemm<Update::overwrite>(rows_padded, cols_padded, d, RowMajorA{q_rows, ld}, s.kt, kScorePitch, s.p, kScorePitch,
                             NothingAfterTile{}, hidden_scores_of(s.p));
-    gemm<Update::overwrite>(rows_padded, cols_padded, d, RowMajorA{dout_rows, ld}, s.vt, kTileCols, s.ds, kTileCols,
+    gemm<Update::overwrite>(rows_padded, cols_padded, d, RowMajorA{dout_rows, ld}, s.vt, kScorePitch, s.ds, kScorePitch,
                             NothingAfterTile{}, hidden_scores_of(s.ds));
 
     // P = exp(scale S - lse), dS = scale * P (dP - D): scale is folded in here so dQ and dK
@@ -258,8 +262,8 @@ struct BackwardTiles {
     const V vc = simd::splat<V>(scale * kLog2e);
     const V vscale = simd::splat<V>(scale);
     for (int i = 0; i < rows_padded; ++i) {
-      float* prow = s.p + i * kTileCols;
-      float* dsrow = s.ds + i * kTileCols;
+      float* prow = s.p + i * kScorePitch;
+      float* dsrow = s.ds + i * kScorePitch;
       const V vl = simd::splat<V>(s.lse2[i]);
       const V vd = simd::splat<V>(s.delta[i]);
       for (int j = 0; j < cols_padded; j += simd::kWideLanes) {
@@ -271,25 +275,25 @@ struct BackwardTiles {
     }
     if (hidden.partial)
       for_each_hidden<kTileRows, kTileCols>(rule, s.q_pos, rows, s.k_pos, cols,
-                                            [&](int i, int j) { s.p[i * kTileCols + j] = s.ds[i * kTileCols + j] = 0.0f; });
+                                            [&](int i, int j) { s.p[i * kScorePitch + j] = s.ds[i * kScorePitch + j] = 0.0f; });
 
     // The next tile's dO rows are asked for beside dK += dS^T Q (the last product to read dO
     // came before), its Q rows beside dQ = dS K, together with this tile's dQ rows (added to
     // below).
     const bool more = next.g < group;
     const int next_h = hk * group + next.g;
-    gemm<Update::accumulate>(cols_padded, d, rows_padded, TransposedA{s.p, kTileCols}, dout_rows, ld, s.dv, ld,
+    gemm<Update::accumulate>(cols_padded, d, rows_padded, TransposedA{s.p, kScorePitch}, dout_rows, ld, s.dv, ld,
                              NothingAfterTile{}, unseen_keys);
     RowPrefetcher next_dout, next_q;
     if (more) next_dout = prefetch_rows(qd.dout, b, next_h, next.qt, gemm_micro_tiles(cols_padded, d));
-    gemm<Update::accumulate>(cols_padded, d, rows_padded, TransposedA{s.ds, kTileCols}, q_rows, ld, s.dk, ld,
+    gemm<Update::accumulate>(cols_padded, d, rows_padded, TransposedA{s.ds, kScorePitch}, q_rows, ld, s.dk, ld,
                              [&] { next_dout.step(); }, unseen_keys);
     next_dout.finish();
     if (more) next_q = prefetch_rows(qd.q, b, next_h, next.qt, gemm_micro_tiles(rows_padded, d));
     RowPrefetcher dq_lines(&dq(b, r0, h, 0), std::ptrdiff_t(dq.stride_1() * sizeof(float)), rows, d * sizeof(float),
                            gemm_micro_tiles(rows_padded, d));
     gemm<Update::overwrite>(
-        rows_padded, d, cols_padded, RowMajorA{s.ds, kTileCols}, s.k_rows, ld, s.dq, ld,
+        rows_padded, d, cols_padded, RowMajorA{s.ds, kScorePitch}, s.k_rows, ld, s.dq, ld,
         [&] {
           next_q.step();
           dq_lines.step();

@@ -23,6 +23,12 @@ namespace {
 
 constexpr int kTileRows = 192;  // query rows per tile (a multiple of kRowPadding)
 constexpr int kTileCols = 96;  // key rows per tile (a multiple of kMicroRows)
+// Floats between rows of the score tile and of Q^T (both kTileRows wide): an odd number of
+// cache lines, so a column strip of either (a product's B strip, P^T's steps) spreads over all
+// L1 sets; 192 floats (12 lines) put a 128-row strip in 16 sets of 8 ways, which the other
+// operand's lines then evicted (forward +2-3%, perf/RESULTS.md 2026-11-26).
+constexpr int kScorePitch = kTileRows + 16;
+static_assert(kScorePitch % 16 == 0 && (kScorePitch / 16) % 2 == 1, "an odd number of 64-byte lines");
 // Query rows are padded to whole micro-tiles (6) and to the softmax's lanes (8, or 16 where the
 // build targets AVX-512).
 constexpr int kRowPadding = simd::kWideLanes == 16 ? 48 : 24;
@@ -82,9 +88,9 @@ struct ForwardTiles {
 
   static Scratch carve(ScratchCarver& c, int d) {
     Scratch s;
-    s.qt = c.take<float>(std::size_t(kTileRows) * d);
+    s.qt = c.take<float>(std::size_t(kScorePitch) * d);
     s.row = c.take<float>(std::size_t(d));
-    s.st = c.take<float>(std::size_t(kTileRows) * kTileCols);
+    s.st = c.take<float>(std::size_t(kScorePitch) * kTileCols);
     s.o = c.take<float>(std::size_t(kTileRows) * row_pitch(d));
     s.m = c.take<float>(kTileRows);
     s.l = c.take<float>(kTileRows);
@@ -120,7 +126,7 @@ struct ForwardTiles {
       } else {
         zero_row(row, d);
       }
-      for (int x = 0; x < d; ++x) s.qt[x * kTileRows + i] = row[x];
+      for (int x = 0; x < d; ++x) s.qt[x * kScorePitch + i] = row[x];
     }
     for (int i = 0; i < rows_padded * ld; ++i) s.o[i] = 0.0f;
     for (int i = 0; i < rows_padded; ++i) {
@@ -159,7 +165,7 @@ struct ForwardTiles {
       // hidden or padding scores, not yet -inf, entered it, and the softmax takes the max itself.
       const bool max_from_registers = !hidden.partial && cols == cols_padded;
       for (int i = 0; i < rows_padded; ++i) s.tile_max[i] = ninf;
-      gemm<Update::overwrite>(cols_padded, rows_padded, d, RowMajorA{k_tile, ld}, s.qt, kTileRows, s.st, kTileRows,
+      gemm<Update::overwrite>(cols_padded, rows_padded, d, RowMajorA{k_tile, ld}, s.qt, kScorePitch, s.st, kScorePitch,
                               [&] { v_lines.step(); },
                               [&](int k0, int k1, int q0, int q1) { return hidden(q0, q1, k0, k1); },
                               TileMaxPerQuery{s.tile_max});
@@ -168,17 +174,17 @@ struct ForwardTiles {
       if (hidden.partial) {
         for (int j = 0; j < cols; ++j) s.k_pos[j] = p.k_pos(c0 + j);
         for_each_hidden<kTileRows, kTileCols>(rule, s.q_pos, rows, s.k_pos, cols,
-                                              [&](int i, int j) { s.st[j * kTileRows + i] = ninf; });
+                                              [&](int i, int j) { s.st[j * kScorePitch + i] = ninf; });
       }
       for (int j = cols; j < cols_padded; ++j)
-        for (int i = 0; i < rows_padded; ++i) s.st[j * kTileRows + i] = ninf;
+        for (int i = 0; i < rows_padded; ++i) s.st[j * kScorePitch + i] = ninf;
 
       online_softmax(s, rows_padded, cols_padded, max_from_registers ? s.tile_max : nullptr);
 
       RowPrefetcher k_lines;
       if (next.kt < n_ktiles)
         k_lines = tile_lines(tile_rows(kv.k, next.kt), kTileCols, gemm_micro_tiles(rows_padded, d));
-      gemm<Update::accumulate>(rows_padded, d, cols_padded, TransposedA{s.st, kTileRows}, v_tile, ld, s.o, ld,
+      gemm<Update::accumulate>(rows_padded, d, cols_padded, TransposedA{s.st, kScorePitch}, v_tile, ld, s.o, ld,
                                [&] { k_lines.step(); },
                                [&](int q0, int q1, int, int) { return hidden(q0, q1, 0, cols); });
       k_lines.finish();
@@ -233,7 +239,7 @@ struct ForwardTiles {
       if (tile_max) {
         vmax = simd::load_as<V>(tile_max + i0);
       } else {
-        for (int j = 0; j < cols_padded; ++j) vmax = simd::max(vmax, simd::load_as<V>(s.st + j * kTileRows + i0));
+        for (int j = 0; j < cols_padded; ++j) vmax = simd::max(vmax, simd::load_as<V>(s.st + j * kScorePitch + i0));
       }
       const V m_old = simd::load_as<V>(s.m + i0);
       const V m_new = simd::max(m_old, vmax);
@@ -243,7 +249,7 @@ struct ForwardTiles {
       for (int lane = 0; lane < L; ++lane) m_sub[lane] = m_new[lane] < -3.0e38f ? 0.0f : m_new[lane];
       V vsum = simd::splat<V>(0.0f);
       for (int j = 0; j < cols_padded; ++j) {
-        float* col = s.st + j * kTileRows + i0;
+        float* col = s.st + j * kScorePitch + i0;
         const V pj = simd::exp2(simd::load_as<V>(col) - m_sub);
         simd::store_as(col, pj);
         vsum = vsum + pj;
