@@ -26,7 +26,7 @@ constexpr int kTileCols = 96;  // key rows per tile (a multiple of kMicroRows)
 // Floats between rows of the score tile and of Q^T (both kTileRows wide): an odd number of
 // cache lines, so a column strip of either (a product's B strip, P^T's steps) spreads over all
 // L1 sets; 192 floats (12 lines) put a 128-row strip in 16 sets of 8 ways, which the other
-// operand's lines then evicted (forward +2-3%, perf/RESULTS.md 2026-11-26).
+// operand's lines then evicted (forward 1-3% faster, perf/RESULTS.md 2026-11-26).
 constexpr int kScorePitch = kTileRows + 16;
 static_assert(kScorePitch % 16 == 0 && (kScorePitch / 16) % 2 == 1, "an odd number of 64-byte lines");
 // Query rows are padded to whole micro-tiles (6) and to the softmax's lanes (8, or 16 where the
