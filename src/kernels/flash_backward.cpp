@@ -36,8 +36,8 @@ constexpr int kTileRows = 96;
 constexpr int kTileCols = 192;
 // Floats between rows of K^T, V^T, P and dS (all kTileCols wide): an odd number of cache lines,
 // as the forward's score tile (flash_forward.cpp), so a column strip spreads over all L1 sets.
-constexpr int kScorePitch = kTileCols + 16;
-static_assert(kScorePitch % 16 == 0 && (kScorePitch / 16) % 2 == 1, "an odd number of 64-byte lines");
+constexpr int kScorePitch = row_pitch(kTileCols);
+static_assert(odd_lines(kScorePitch), "score rows an odd number of 64-byte lines apart");
 constexpr int kColPadding = simd::kWideLanes == 16 ? 48 : 24;  // and by 16 where vectors are wide
 static_assert(kTileCols % kColPadding == 0, "key tiles hold whole padded column groups");
 constexpr float kLog2e = 1.4426950408889634f;

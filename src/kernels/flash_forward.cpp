@@ -27,8 +27,8 @@ constexpr int kTileCols = 96;  // key rows per tile (a multiple of kMicroRows)
 // cache lines, so a column strip of either (a product's B strip, P^T's steps) spreads over all
 // L1 sets; 192 floats (12 lines) put a 128-row strip in 16 sets of 8 ways, which the other
 // operand's lines then evicted (forward 1-3% faster, perf/RESULTS.md 2026-11-26).
-constexpr int kScorePitch = kTileRows + 16;
-static_assert(kScorePitch % 16 == 0 && (kScorePitch / 16) % 2 == 1, "an odd number of 64-byte lines");
+constexpr int kScorePitch = row_pitch(kTileRows);
+static_assert(odd_lines(kScorePitch), "score rows an odd number of 64-byte lines apart");
 // Query rows are padded to whole micro-tiles (6) and to the softmax's lanes (8, or 16 where the
 // build targets AVX-512).
 constexpr int kRowPadding = simd::kWideLanes == 16 ? 48 : 24;

@@ -11,10 +11,12 @@
 namespace rfa {
 namespace kernels {
 
-/// Floats between rows of the d-wide fp32 scratch tiles of the host kernels: d plus one 64-byte
-/// line, so rows are not a power of two apart and a column strip of a tile spreads over all L1
-/// sets.
-KOKKOS_INLINE_FUNCTION int row_pitch(int d) { return d + 16; }
+/// Floats between rows of the n-wide fp32 scratch tiles of the host kernels (n = d, or a tile's
+/// rows or keys for the score tiles): n plus one 64-byte line, so that for the kernels' widths
+/// rows are an odd number of lines apart and a column strip of a tile spreads over all L1 sets.
+KOKKOS_INLINE_FUNCTION constexpr int row_pitch(int n) { return n + 16; }
+/// Whether rows `pitch` floats apart are an odd number of whole 64-byte lines apart.
+KOKKOS_INLINE_FUNCTION constexpr bool odd_lines(int pitch) { return pitch % 16 == 0 && (pitch / 16) % 2 == 1; }
 
 class ScratchCarver {
  public:
