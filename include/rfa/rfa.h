@@ -213,7 +213,7 @@ typedef struct rfa_options_t {
   int64_t window;              /**< Sliding window on global token positions: a key is visible to a query
                                     only if q_pos - k_pos < window, with or without the causal mask
                                     (without it, keys after the query stay visible). 0 (default): no
-                                    window; otherwise >= 1. Host contexts only so far. Ring steps whose
+                                    window; otherwise >= 1. Host and CUDA contexts. Ring steps whose
                                     whole K/V block lies outside every local query's window run no
                                     kernel. */
   const int64_t* doc_boundaries; /**< Packed documents: doc_boundary_count cumulative boundaries
@@ -225,7 +225,8 @@ typedef struct rfa_options_t {
                                     freed after it) and checked there, on every rank, to start at 0,
                                     never decrease, end at seq_total and be identical on every rank.
                                     rfa_context_get_options() returns a pointer to the context's copy.
-                                    NULL (default) with count 0: one document. Host contexts only so far.
+                                    NULL (default) with count 0: one document. Host and CUDA contexts
+                                    (copied to the device there).
                                     Ring steps whose K/V block shares no document with the local queries
                                     run no kernel. */
   int64_t doc_boundary_count;  /**< Number of values in doc_boundaries (documents + 1), or 0 (default). */

@@ -37,32 +37,11 @@ rfa_cuda_position_map cuda_positions(const PositionMap& m) {
 }
 
 template <class T>
-rfa_cuda_attention_shape cuda_shape(const kernels::AttentionParams& p) {
-  rfa_cuda_attention_shape s{};
-  s.batch = p.batch;
-  s.seq_q = p.seq_q;
-  s.seq_k = p.seq_k;
-  s.heads = p.heads;
-  s.kv_heads = p.kv_heads;
-  s.head_dim = p.head_dim;
-  s.scale = p.scale();
-  s.mask = p.mask == RFA_MASK_CAUSAL ? RFA_CUDA_MASK_CAUSAL : RFA_CUDA_MASK_NONE;
-  s.q_positions = cuda_positions(p.q_pos);
-  s.k_positions = cuda_positions(p.k_pos);
-  s.dtype = cuda_dtype<T>();
-  return s;
-}
-
-}  // namespace
-
-namespace {
-
-template <class T>
-void launch_forward(const kernels::AttentionParams& p, const T* q, const T* k, const T* v, float* out, float* lse,
+void launch_forward(const rfa_cuda_attention_shape& shape, const T* q, const T* k, const T* v, float* out, float* lse,
                     bool merge, cudaStream_t stream) {
   rfa_cuda_forward_params f;
   rfa_cuda_forward_params_init(&f);
-  f.shape = cuda_shape<T>(p);
+  f.shape = shape;
   f.q = q;
   f.k = k;
   f.v = v;
@@ -76,17 +55,42 @@ void launch_forward(const kernels::AttentionParams& p, const T* q, const T* k, c
 }  // namespace
 
 template <class T>
+rfa_cuda_attention_shape CudaBlockCompute::shape(const kernels::AttentionParams& p) const {
+  rfa_cuda_attention_shape s{};
+  s.batch = p.batch;
+  s.seq_q = p.seq_q;
+  s.seq_k = p.seq_k;
+  s.heads = p.heads;
+  s.kv_heads = p.kv_heads;
+  s.head_dim = p.head_dim;
+  s.scale = p.scale();
+  s.mask = p.mask == RFA_MASK_CAUSAL ? RFA_CUDA_MASK_CAUSAL : RFA_CUDA_MASK_NONE;
+  s.q_positions = cuda_positions(p.q_pos);
+  s.k_positions = cuda_positions(p.k_pos);
+  s.dtype = cuda_dtype<T>();
+  s.window = p.window;
+  if (p.doc_bounds != nullptr) {
+    // The engine's copy of the same list: made at context creation from config().doc_bounds.
+    if (device_doc_bounds_ == nullptr)
+      fail(RFA_ERROR_INTERNAL, "document boundaries reached the CUDA kernels without a device copy");
+    s.doc_bounds = device_doc_bounds_;
+    s.doc_bound_count = p.doc_bound_count;
+  }
+  return s;
+}
+
+template <class T>
 void CudaBlockCompute::forward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                                Tensor4<const T> v, Tensor4<float> out, Tensor3<float> lse,
                                const kernels::ProgressHook&) {
-  launch_forward<T>(p, q.data(), k.data(), v.data(), out.data(), lse.data(), false, stream_);
+  launch_forward<T>(shape<T>(p), q.data(), k.data(), v.data(), out.data(), lse.data(), false, stream_);
 }
 
 template <class T>
 void CudaBlockCompute::forward_merged(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                                       Tensor4<const T> v, Tensor4<float> out, Tensor3<float> lse, Tensor4<float>,
                                       Tensor3<float>, const kernels::ProgressHook&) {
-  launch_forward<T>(p, q.data(), k.data(), v.data(), out.data(), lse.data(), true, stream_);
+  launch_forward<T>(shape<T>(p), q.data(), k.data(), v.data(), out.data(), lse.data(), true, stream_);
 }
 
 template <class T>
@@ -112,7 +116,7 @@ void CudaBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<const
                                 const kernels::ProgressHook&) {
   rfa_cuda_backward_params b;
   rfa_cuda_backward_params_init(&b);
-  b.shape = cuda_shape<T>(p);
+  b.shape = shape<T>(p);
   b.q = q.data();
   b.k = k.data();
   b.v = v.data();

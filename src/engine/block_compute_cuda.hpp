@@ -11,8 +11,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+
 #include "engine/workspace.hpp"
 #include "kernels/flash_attention.hpp"
+#include "rfa_cuda/flash.h"
 
 namespace rfa {
 namespace engine {
@@ -26,7 +29,12 @@ class CudaBlockCompute {
   using Tensor3 = SpaceTensor3<T, memory_space>;
 
   /// Kernels go on `stream` (nullptr: the legacy default stream); workspace from `cache`.
-  CudaBlockCompute(cudaStream_t stream, WorkspaceCache<memory_space>& cache) : stream_(stream), cache_(&cache) {}
+  /// `device_doc_bounds`: the context's document boundaries in device memory (the kernels read
+  /// them there; AttentionParams::doc_bounds is the host copy the engine classifies with), or
+  /// nullptr without documents.
+  CudaBlockCompute(cudaStream_t stream, WorkspaceCache<memory_space>& cache,
+                   const std::int64_t* device_doc_bounds = nullptr)
+      : stream_(stream), cache_(&cache), device_doc_bounds_(device_doc_bounds) {}
 
   /// Device buffers are kept in the engine's cache between calls (see WorkspaceCache).
   Workspace<memory_space> workspace() { return Workspace<memory_space>(cache_); }
@@ -64,8 +72,13 @@ class CudaBlockCompute {
  private:
   void fill_raw(float* data, std::size_t count, float value);
 
+  /// The kernels' problem: p's shape and mask, with the document boundaries on the device.
+  template <class T>
+  rfa_cuda_attention_shape shape(const kernels::AttentionParams& p) const;
+
   cudaStream_t stream_;
   WorkspaceCache<memory_space>* cache_;
+  const std::int64_t* device_doc_bounds_;
 };
 
 }  // namespace engine

@@ -5,6 +5,8 @@
 #include "kernels/tensor_checks.hpp"
 #include "layout/sequence_layout.hpp"
 
+#include <vector>
+
 namespace rfa {
 namespace engine {
 
@@ -12,6 +14,16 @@ RingAttention::RingAttention(comm::Communicator& comm, const RingConfig& config)
   validate_collective(comm_, config_);
   local_seq_ = layout::local_length(config_.layout, config_.seq_total, comm_.size());
   forward_steps_ = forward_steps_needed(config_, comm_.size());
+#if RFA_ENGINE_CUDA
+  if (config_.device == Device::cuda && !config_.doc_bounds.empty()) {
+    const std::vector<std::int64_t>& bounds = config_.doc_bounds;
+    device_doc_bounds_ = Kokkos::View<std::int64_t*, Kokkos::CudaSpace>(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::doc_bounds"), bounds.size());
+    Kokkos::deep_copy(device_doc_bounds_,
+                      Kokkos::View<const std::int64_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(bounds.data(),
+                                                                                                   bounds.size()));
+  }
+#endif
 }
 
 RingAttention::~RingAttention() {

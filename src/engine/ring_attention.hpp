@@ -163,6 +163,11 @@ class RingAttention {
   void* cuda_stream_ = nullptr;
 #if RFA_ENGINE_CUDA
   WorkspaceCache<Kokkos::CudaSpace> device_cache_;
+  /// config_.doc_bounds in device memory, for the CUDA kernels' mask (empty without documents).
+  Kokkos::View<std::int64_t*, Kokkos::CudaSpace> device_doc_bounds_;
+  const std::int64_t* device_doc_bounds() const {
+    return device_doc_bounds_.size() == 0 ? nullptr : device_doc_bounds_.data();
+  }
 #endif
 };
 

@@ -33,7 +33,7 @@ void RingAttention::backward_device(DeviceTensor4<const T> q, DeviceTensor4<cons
                                     DeviceTensor4<const T> out, DeviceTensor4<const T> dout,
                                     DeviceTensor3<const float> lse, DeviceTensor4<T> dq, DeviceTensor4<T> dk,
                                     DeviceTensor4<T> dv, RingMode mode) {
-  CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_);
+  CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_, device_doc_bounds());
   comm_.set_compute_stream(cuda_stream_);
   naming_step_of_timeout("backward", [&] {
     run_backward<CudaBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode);

@@ -26,12 +26,6 @@ void validate_local(const RingConfig& c, int ranks) {
   kernels::validate(p);
   validate_document_bounds(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()), c.seq_total,
                            "document boundaries");
-  if (c.window != 0 && c.device == Device::cuda)
-    fail(RFA_ERROR_UNSUPPORTED, "a sliding window (window = ", c.window, ") is not supported on CUDA devices yet: ",
-         "use a host context, or window = 0");
-  if (!c.doc_bounds.empty() && c.device == Device::cuda)
-    fail(RFA_ERROR_UNSUPPORTED, "packed documents (", c.doc_bounds.size() - 1, " documents) are not supported on ",
-         "CUDA devices yet: use a host context, or no document boundaries");
   require_device_support(c.device, c.head_dim, c.dtype);
   // The caller's tensors are wrapped in Views: they must be able to index every element.
   const std::int64_t local = c.seq_total / ranks;

@@ -30,7 +30,7 @@ void RingAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<cons
 template <class T>
 void RingAttention::forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
                                    DeviceTensor4<T> out, DeviceTensor3<float> lse, RingMode mode) {
-  CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_);
+  CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_, device_doc_bounds());
   comm_.set_compute_stream(cuda_stream_);
   naming_step_of_timeout("forward", [&] {
     run_forward<CudaBlockCompute, T>(blocks, q, k, v, out, lse, mode);

@@ -68,21 +68,29 @@ struct Case {
   rfa_dtype_t dtype;
   int64_t head_dim;
   int64_t kv_heads;
+  int64_t window = 0;      // options.window
+  bool documents = false;  // packed documents (document_bounds)
 };
+
+/// Packed documents over S = 72 P tokens: one of a single token, an empty one, one crossing
+/// rank boundaries at every P, a long one, and a short last one.
+std::vector<int64_t> document_bounds(int64_t S) { return {0, 1, 1, 50, 51, S - 20, S}; }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const char* layouts[] = {"contiguous", "zigzag", "stripe"};
   const Case& c = info.param;
   return std::string(layouts[c.layout]) + (c.mask == RFA_MASK_CAUSAL ? "_causal_" : "_full_") +
          (c.dtype == RFA_DTYPE_BFLOAT16 ? "bf16" : "fp16") + "_d" + std::to_string(c.head_dim) + "_kv" +
-         std::to_string(c.kv_heads);
+         std::to_string(c.kv_heads) + (c.window > 0 ? "_window" + std::to_string(c.window) : "") +
+         (c.documents ? "_documents" : "");
 }
 
 // |error| bounds for values of order one: the CUDA kernels round the probabilities to the
 // storage dtype before the PV product (as FlashAttention does) and store 16-bit outputs.
 double tolerance(rfa_dtype_t t) { return t == RFA_DTYPE_BFLOAT16 ? 1.5e-2 : 3e-3; }
 
-rfa_options_t cuda_options(const Case& c, int64_t S) {
+/// `bounds` must outlive the context's creation (rfa copies them there).
+rfa_options_t cuda_options(const Case& c, int64_t S, const std::vector<int64_t>* bounds = nullptr) {
   rfa_options_t o;
   rfa_options_init(&o);
   o.device = RFA_DEVICE_CUDA;
@@ -95,6 +103,11 @@ rfa_options_t cuda_options(const Case& c, int64_t S) {
   o.heads = 4;
   o.kv_heads = c.kv_heads;
   o.head_dim = c.head_dim;
+  o.window = c.window;
+  if (bounds != nullptr) {
+    o.doc_boundaries = bounds->data();
+    o.doc_boundary_count = int64_t(bounds->size());
+  }
   return o;
 }
 
@@ -106,7 +119,8 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   const int P = world_size();
   // L = 72 rows per rank: more than one 64-row tile, and a partial one.
   const int64_t S = 2 * P * 36;
-  const rfa_options_t o = cuda_options(c, S);
+  const std::vector<int64_t> bounds = c.documents ? document_bounds(S) : std::vector<int64_t>();
+  const rfa_options_t o = cuda_options(c, S, c.documents ? &bounds : nullptr);
   const int64_t B = o.batch, H = o.heads, Hkv = o.kv_heads, D = o.head_dim;
   rfa_context_t ctx = nullptr;
   ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
@@ -130,6 +144,8 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   p.kv_heads = Hkv;
   p.head_dim = D;
   p.causal = c.mask == RFA_MASK_CAUSAL;
+  p.window = c.window;
+  p.doc_bounds = bounds;
   std::vector<double> ref_out, ref_lse, ref_dq, ref_dk, ref_dv;
   rfa::reference::forward(p, q, k, v, ref_out, ref_lse);
   rfa::reference::backward(p, q, k, v, dout, ref_dq, ref_dk, ref_dv);
@@ -197,6 +213,14 @@ std::vector<Case> all_cases() {
   cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 128, 2});
   cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_CAUSAL, RFA_DTYPE_FLOAT16, 128, 1});  // MQA
   cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, 64, 4});  // MHA
+  // Sliding windows (issue #12): shorter than a rank's 72 rows, of 1, longer than S; packed
+  // documents alone and under a window. The ring skips the steps they hide on every layout.
+  cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2, 40});
+  cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 128, 1, 1});
+  cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, 64, 2, 300});
+  cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 128, 2, 0, true});
+  cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 4, 0, true});
+  cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 64, 2, 10, true});
   return cases;
 }
 

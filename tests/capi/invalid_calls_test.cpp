@@ -280,15 +280,18 @@ TEST(CapiInvalid, RanksDisagreeOnDocumentBoundaries) {
   EXPECT_EQ(ctx, nullptr);
 }
 
-TEST(CapiInvalid, DocumentsOnCudaAreRefused) {
+// CUDA contexts take documents and windows (the device mask is the host kernels' rule); their
+// boundaries are checked as on the host, before the device is looked at, in every build.
+TEST(CapiInvalid, DocumentsOnCudaAreCheckedLikeOnTheHost) {
   rfa_options_t o = valid_options();
   o.device = RFA_DEVICE_CUDA;
   o.dtype = RFA_DTYPE_BFLOAT16;
   o.head_dim = 64;
-  const std::vector<int64_t> bounds = {0, 1, o.seq_total};
+  o.window = 3;
+  const std::vector<int64_t> bounds = {0, 5, 4, o.seq_total};
   o.doc_boundaries = bounds.data();
   o.doc_boundary_count = int64_t(bounds.size());
-  expect_create_fails(o, RFA_ERROR_UNSUPPORTED, "packed documents (2 documents) are not supported on CUDA devices");
+  expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "decrease");
 }
 
 TEST(CapiInvalid, OneRankPassesNullOptions) {
