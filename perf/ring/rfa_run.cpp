@@ -134,8 +134,11 @@ struct Passes {
   }
 };
 
+/// `ring` carries the attention's buffers (device memory on GPUs); `control` the job's own
+/// host-memory collectives (timings, the check's gathers), which a device transport refuses.
+/// On the host both are the same MPI communicator.
 template <class T, class Problem>
-int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy) {
+int run(comm::Communicator& ring, comm::Communicator& control, const RunOptions& o, const char* order_policy) {
   const engine::RingConfig cfg = ring_config(o);
   const int P = ring.size(), me = ring.rank();
   const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
@@ -183,8 +186,8 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
   progress(me, "[%d/%d] timed: %d repetition(s) of forward+backward\n", ++phase, phases, o.repeat);
   PassSamples fwd, bwd;
   for (int r = 0; r < o.repeat; ++r) {
-    time_pass(ring, *attn, [&] { passes.run(false); }, fwd);
-    time_pass(ring, *attn, [&] { passes.run(true); }, bwd);
+    time_pass(control, *attn, [&] { passes.run(false); }, fwd);
+    time_pass(control, *attn, [&] { passes.run(true); }, bwd);
     progress(me, "  repetition %d/%d: forward %.1f ms, backward %.1f ms (slowest rank)\n", r + 1, o.repeat,
              1e3 * fwd.slowest().back(), 1e3 * bwd.slowest().back());
   }
@@ -194,7 +197,7 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
     progress(me, "[%d/%d] check: this rank's results against the single-rank fp32 kernels on the full sequence\n",
              ++phase, phases);
     LocalProblem<T>& r = lp.results();  // in host memory
-    err = check_against_single_rank<T>(ring, cfg, attn->local_positions(), r.out, r.lse, r.dq, r.dk, r.dv);
+    err = check_against_single_rank<T>(control, cfg, attn->local_positions(), r.out, r.lse, r.dq, r.dk, r.dv);
   }
   // The other two schedules overwrite the results, so they run after the check.
   PassSamples fwd_compute, fwd_comm, bwd_compute, bwd_comm;
@@ -202,10 +205,10 @@ int run(comm::Communicator& ring, const RunOptions& o, const char* order_policy)
     progress(me, "[%d/%d] overlap: %d repetition(s) each of the same schedule without communication and without "
              "compute\n", ++phase, phases, o.repeat);
     for (int r = 0; r < o.repeat; ++r) {
-      time_pass(ring, *ring_engine, lp, RingMode::compute_only, false, fwd_compute);
-      time_pass(ring, *ring_engine, lp, RingMode::comm_only, false, fwd_comm);
-      time_pass(ring, *ring_engine, lp, RingMode::compute_only, true, bwd_compute);
-      time_pass(ring, *ring_engine, lp, RingMode::comm_only, true, bwd_comm);
+      time_pass(control, *ring_engine, lp, RingMode::compute_only, false, fwd_compute);
+      time_pass(control, *ring_engine, lp, RingMode::comm_only, false, fwd_comm);
+      time_pass(control, *ring_engine, lp, RingMode::compute_only, true, bwd_compute);
+      time_pass(control, *ring_engine, lp, RingMode::comm_only, true, bwd_comm);
     }
   }
 
@@ -334,7 +337,7 @@ int main(int argc, char** argv) {
       if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
       return 2;
     }
-    std::unique_ptr<rfa::comm::Communicator> ring;
+    std::unique_ptr<rfa::comm::Communicator> ring, control;
     if (opts.device == rfa::perf::RunDevice::cuda) {
 #if RFA_ENGINE_CUDA
       try {
@@ -342,6 +345,7 @@ int main(int argc, char** argv) {
         // a GPU under NCCL, say) are raised on every rank alike.
         const auto transport = rfa::comm::resolve_transport(rfa::comm::TransportChoice::automatic, RFA_HAVE_NCCL != 0);
         ring = rfa::comm::make_device_communicator(MPI_COMM_WORLD, order.position, transport);
+        control = rfa::comm::make_mpi_communicator(MPI_COMM_WORLD, order.position);
       } catch (const rfa::Error& e) {
         if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
         return 2;
@@ -354,9 +358,10 @@ int main(int argc, char** argv) {
     return rfa::dispatch_dtype(opts.dtype, [&](auto tag) {
       using T = decltype(tag);
 #if RFA_ENGINE_CUDA
-      if (opts.device == rfa::perf::RunDevice::cuda) return rfa::perf::run<T, rfa::perf::DeviceProblem<T>>(*ring, opts, policy);
+      if (opts.device == rfa::perf::RunDevice::cuda)
+        return rfa::perf::run<T, rfa::perf::DeviceProblem<T>>(*ring, *control, opts, policy);
 #endif
-      return rfa::perf::run<T, rfa::perf::LocalProblem<T>>(*ring, opts, policy);
+      return rfa::perf::run<T, rfa::perf::LocalProblem<T>>(*ring, *ring, opts, policy);
     });
   });
 }
