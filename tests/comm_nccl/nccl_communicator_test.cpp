@@ -215,16 +215,28 @@ TEST_F(NcclCommunicatorTest, ExchangeStuckBehindComputeTimesOut) {
   cudaStream_t compute = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), cudaSuccess);
   comm->set_compute_stream(compute);
-  // A host function that holds the compute stream until released: the exchange, ordered
-  // after it, cannot finish before the timeout.
+  // A host function that holds the compute stream for 4 s, four times the timeout: the
+  // exchange, ordered after it, cannot finish in time. The abort that follows the timeout
+  // frees NCCL's device memory, which waits for the work already queued on the device (on
+  // an H100 the test hung there while nothing released the stream), so a watchdog thread
+  // plays a compute that is slow, not one that never ends.
   static std::atomic<bool> released;
   released = false;
+  DeviceBuffer send(256), recv(256);
   ASSERT_EQ(cudaLaunchHostFunc(compute, [](void*) { while (!released) std::this_thread::yield(); }, nullptr),
             cudaSuccess);
-  DeviceBuffer send(256), recv(256);
+  std::thread watchdog([] {
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+    released = true;
+  });
+  const auto started = std::chrono::steady_clock::now();
   Exchange exchange = comm->start_ring_exchange(send.get(), recv.get(), 256);
-  expect_error(RFA_ERROR_TIMEOUT, [&] { exchange.wait(); });
-  released = true;
+  const std::string message = expect_error(RFA_ERROR_TIMEOUT, [&] { exchange.wait(); });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  watchdog.join();
+  EXPECT_NE(message.find("did not complete within"), std::string::npos) << message;
+  EXPECT_GE(seconds, 1.0) << "the timeout is 1 s";
+  std::printf("  exchange behind a 4 s compute with a 1 s timeout: RFA_ERROR_TIMEOUT after %.2f s\n", seconds);
   ASSERT_EQ(cudaStreamSynchronize(compute), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(static_cast<cudaStream_t>(comm->communication_stream())), cudaSuccess);
   comm.reset();
@@ -246,8 +258,19 @@ TEST_F(NcclCommunicatorTest, DeviceHelpers) {
 
 // ---- without a GPU: creation must fail the same way on every rank, without hanging.
 
+/// True on every rank when some rank sees a CUDA device (agreed, so all ranks skip together).
+bool some_rank_has_a_device() {
+  int count = 0;
+  int has = cudaGetDeviceCount(&count) == cudaSuccess && count > 0 ? 1 : 0;
+  cudaGetLastError();
+  MPI_Allreduce(MPI_IN_PLACE, &has, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return has != 0;
+}
+
 TEST(NcclWithoutDevice, CreationFailsWithCudaErrorOnEveryRank) {
-  if (why_no_gpu().empty()) GTEST_SKIP() << "this machine has a CUDA device per rank";
+  // Ranks that share a GPU are NCCL's own refusal (the C API's NcclRefusesRanksSharingAGpu
+  // test), not this one.
+  if (some_rank_has_a_device()) GTEST_SKIP() << "a rank has a CUDA device";
   // Every rank gets the lowest failing rank's code and message.
   const std::string message = expect_error(RFA_ERROR_CUDA, [] { NcclCommunicator comm(MPI_COMM_WORLD, world_rank()); });
   EXPECT_NE(message.find("no usable CUDA device"), std::string::npos) << message;
