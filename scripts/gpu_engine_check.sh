@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The engine on a CUDA device, end to end, in one call on a lent GPU machine (which has nvcc,
+# CMake and PyTorch, but no Kokkos, MPI or GoogleTest, and no network):
+#
+#   bash scripts/gpu_engine_check.sh prepare DEPS KOKKOS_SRC   # here, on Debian 12, with apt
+#   bash scripts/gpu_engine_check.sh run DEPS [quick]           # there; DEPS carried along
+#
+# prepare: DEPS/kokkos-src.tar.gz (KOKKOS_SRC, a Kokkos 4.6 source tree, with the two edits
+# CUDA 13 needs applied when missing) and DEPS/debs/ (Debian's Open MPI, GoogleTest and Google
+# Benchmark packages, unpacked there without installing).
+# run: builds Kokkos (CUDA backend, the GPU's architecture) and rfa against it, then runs the
+# CUDA kernel test, the C API suite on device pointers against the float64 reference at 1-4
+# ranks sharing the GPU over staged MPI and at 1 rank over NCCL, the GPU example, memcheck of
+# the engine with documents and a window, and rfa_run --device cuda (full causal against a
+# sliding window of S/8, zigzag, P=4). Logs go to $OUT (the device tool's result folder) or
+# ./gpu-engine-out; the last lines printed are a summary. "quick": smaller rfa_run sizes.
+set -uo pipefail
+mode=${1:-}
+deps=${2:-}
+[ -n "$mode" ] && [ -n "$deps" ] || { sed -n 3,18p "$0"; exit 2; }
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+if [ "$mode" = prepare ]; then
+  src=${3:?prepare needs the Kokkos source tree}
+  instance=$src/core/src/Cuda/Kokkos_Cuda_Instance.hpp
+  # CUDA 13: cudaGraphAddDependencies takes edge data; cudaMemPrefetchAsync a cudaMemLocation.
+  sed -i -e 's/cudaGraphAddDependencies(graph, from, to, numDependencies)/cudaGraphAddDependencies(graph, from, to, nullptr, numDependencies)/' \
+    -e 's/cudaMemPrefetchAsync(devPtr, count, dstDevice, m_stream)/cudaMemPrefetchAsync(devPtr, count, cudaMemLocation{cudaMemLocationTypeDevice, dstDevice}, 0, m_stream)/' \
+    "$instance"
+  grep -q "nullptr, numDependencies" "$instance" && grep -q "cudaMemLocation{" "$instance" \
+    || { echo "could not apply the CUDA 13 edits to $instance" >&2; exit 1; }
+  mkdir -p "$deps/debs"
+  tar -czf "$deps/kokkos-src.tar.gz" -C "$(dirname "$src")" \
+    --transform "s|^$(basename "$src")|kokkos-src|" "$(basename "$src")"
+  (cd "$deps/debs" && apt-get download openmpi-bin libopenmpi3 libopenmpi-dev openmpi-common libpmix2 libhwloc15 \
+    libevent-2.1-7 libevent-core-2.1-7 libevent-pthreads-2.1-7 libfabric1 libucx0 libibverbs1 librdmacm1 \
+    libnl-3-200 libnl-route-3-200 libpsm2-2 libpsm-infinipath1 libgfortran5 libmunge2 libgtest-dev \
+    libbenchmark-dev libbenchmark1debian)
+  du -sh "$deps"
+  exit 0
+fi
+[ "$mode" = run ] || { echo "mode must be prepare or run" >&2; exit 2; }
+deps=$(cd "$deps" && pwd)
+quick=${3:-}
+results=${OUT:-$PWD/gpu-engine-out}
+mkdir -p "$results"
+export PATH=/usr/local/cuda/bin:$PATH
+jobs=$(nproc)
+cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d .)
+cap=${cap:-90}
+declare -A kokkos_arch=([80]=AMPERE80 [86]=AMPERE86 [89]=ADA89 [90]=HOPPER90 [100]=BLACKWELL100)
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  nvcc --version | tail -n 2
+  echo "cores: $jobs"
+} | tee "$results/device.txt"
+
+status=()
+note() {  # name, rc
+  case $2 in
+    0) status+=("$1 ok") ;;
+    77) status+=("$1 skipped") ;;
+    *) status+=("$1 FAILED (rc $2)") ;;
+  esac
+}
+# The device tool brings back only a few files: steps share logs (log=NAME before a step).
+step() {  # name, then the command: output appended to $results/${log:-name}.log, its tail printed
+  local name=$1
+  shift
+  local t0=$SECONDS file="$results/${log:-$name}.log"
+  echo "== $name: $*" | tee -a "$file"
+  "$@" >"$file.part" 2>&1
+  local rc=$?
+  cat "$file.part" >>"$file"
+  note "$name ($((SECONDS - t0)) s)" $rc
+  tail -n 3 "$file.part"
+  rm -f "$file.part"
+  return $rc
+}
+finish() {
+  echo
+  echo "== summary ($(sed -n 2p "$results/device.txt"))"
+  printf '  %s\n' "${status[@]}"
+  # The main job's table and verdict lines, run by run.
+  [ -f "$results/rfa_run.log" ] && grep -E "^== |slowest rank|hidden|max error|TF/s" "$results/rfa_run.log"
+  [[ "${status[*]}" != *FAILED* ]]
+  exit $?
+}
+
+# ---- what the machine lacks: Debian's packages unpacked into one prefix
+prefix=/opt/rfa-deps
+mkdir -p $prefix
+for deb in "$deps"/debs/*.deb; do dpkg -x "$deb" $prefix; done
+# Debian names them through alternatives, which unpacking does not set up.
+for tool in mpicc mpicxx mpiexec mpirun; do ln -sf $tool.openmpi $prefix/usr/bin/$tool; done
+export OPAL_PREFIX=$prefix/usr
+export PATH=$prefix/usr/bin:$PATH
+export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu:$prefix/usr/lib/x86_64-linux-gnu/openmpi/lib:${LD_LIBRARY_PATH:-}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# One GPU machine, no network: shared memory and the loopback only.
+export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+
+kokkos=/opt/kokkos-cuda
+tar -xzf "$deps/kokkos-src.tar.gz" -C /tmp
+log=build step kokkos bash -c "cmake -S /tmp/kokkos-src -B /tmp/kokkos-build -DCMAKE_BUILD_TYPE=Release \
+  -DKokkos_ENABLE_CUDA=ON -DKokkos_ARCH_${kokkos_arch[$cap]:-HOPPER90}=ON -DBUILD_SHARED_LIBS=ON \
+  -DCMAKE_INSTALL_PREFIX=$kokkos && cmake --build /tmp/kokkos-build -j$jobs && cmake --install /tmp/kokkos-build" \
+  || finish
+
+# NCCL: the CUDA toolkit's, else the one PyTorch's wheel carries.
+nccl_flags=()
+nccl_lib=$(ls /usr/local/cuda/lib64/libnccl.so* /usr/lib/x86_64-linux-gnu/libnccl.so* 2>/dev/null | head -n1)
+if [ -z "$nccl_lib" ]; then
+  wheel=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) if nvidia.nccl.__file__ else list(nvidia.nccl.__path__)[0])' 2>/dev/null)
+  nccl_lib=$(ls "$wheel"/lib/libnccl.so* 2>/dev/null | head -n1)
+  [ -n "$nccl_lib" ] && nccl_flags=(-DRFA_NCCL_LIBRARY="$nccl_lib" -DRFA_NCCL_INCLUDE_DIR="$wheel/include")
+  [ -n "$nccl_lib" ] && export LD_LIBRARY_PATH=$(dirname "$nccl_lib"):$LD_LIBRARY_PATH
+fi
+[ -n "$nccl_lib" ] || nccl_flags=(-DRFA_ENABLE_NCCL=OFF)
+echo "NCCL: ${nccl_lib:-none}" | tee -a "$results/device.txt"
+
+build=/tmp/rfa-cuda-build
+targets=(capi_cuda_test rfa_cuda_kernel_test rfa_run rfa_example_cuda_c)
+[ -n "$nccl_lib" ] && targets+=(comm_nccl_communicator_test)
+log=build step configure cmake -S "$here" -B $build -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT=$kokkos \
+  -DCMAKE_PREFIX_PATH=$prefix/usr -DMPI_C_COMPILER=$prefix/usr/bin/mpicc -DMPI_CXX_COMPILER=$prefix/usr/bin/mpicxx \
+  -DMPIEXEC_EXECUTABLE=$prefix/usr/bin/mpiexec -DRFA_CUDA_ARCHITECTURES="$cap" -DRFA_ENABLE_HWLOC=OFF \
+  -DRFA_ENABLE_FORTRAN=OFF -DRFA_ENABLE_DOCS=OFF "${nccl_flags[@]}" || finish
+step build cmake --build $build -j"$jobs" --target "${targets[@]}" || finish
+
+cd $build || finish
+step kernel_test ./kernels_cuda/rfa_cuda_kernel_test
+step ctest ctest --output-on-failure --timeout 90 -R "^(capi_cuda_test|example_cuda_c|comm_nccl_communicator_test)"
+# The engine with documents and a window under memcheck: the device copy of the boundaries,
+# the kernels reading them, the ring's skipped steps.
+step memcheck env RFA_TRANSPORT=mpi mpiexec -n 1 compute-sanitizer --tool memcheck --error-exitcode 1 \
+  ./tests/capi/capi_cuda_test --gtest_filter='*documents*:*window*'
+
+# The main job on the GPU (#9): full causal against a window of S/8 (#12), zigzag, P=4 ranks
+# sharing the GPU over staged MPI; one checked run at a smaller size first.
+seq=32768
+[ "$quick" = quick ] && seq=8192
+run_job() {  # name, ranks, then rfa_run flags
+  local name=$1 ranks=$2
+  shift 2
+  log=rfa_run step "$name" env RFA_TRANSPORT=mpi mpiexec -n "$ranks" ./perf/ring/rfa_run --device cuda "$@" \
+    --json "/tmp/$name.json"
+}
+run_job rfa_run_checked 4 --seq 4096 --heads 8 --head-dim 128 --dtype bf16 --layout zigzag --causal --window 300 --check
+run_job rfa_run_causal 4 --seq $seq --heads 16 --head-dim 128 --dtype bf16 --layout zigzag --causal --no-check --repeat 5
+run_job rfa_run_window 4 --seq $seq --heads 16 --head-dim 128 --dtype bf16 --layout zigzag --causal \
+  --window $((seq / 8)) --no-check --repeat 5
+[ -n "$nccl_lib" ] && log=rfa_run step rfa_run_nccl env RFA_TRANSPORT=nccl ./perf/ring/rfa_run --device cuda --seq 8192 \
+  --heads 16 --head-dim 128 --dtype bf16 --layout zigzag --causal --check --json /tmp/rfa_run_nccl.json
+for name in rfa_run_checked rfa_run_causal rfa_run_window rfa_run_nccl; do
+  [ -f "/tmp/$name.json" ] && { echo "// $name"; cat "/tmp/$name.json"; }
+done >"$results/rfa_run_json.txt"
+finish
