@@ -216,10 +216,10 @@ TEST_F(NcclCommunicatorTest, ExchangeStuckBehindComputeTimesOut) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), cudaSuccess);
   comm->set_compute_stream(compute);
   // A host function that holds the compute stream for 4 s, four times the timeout: the
-  // exchange, ordered after it, cannot finish in time. The abort that follows the timeout
-  // frees NCCL's device memory, which waits for the work already queued on the device (on
-  // an H100 the test hung there while nothing released the stream), so a watchdog thread
-  // plays a compute that is slow, not one that never ends.
+  // exchange, ordered after it, cannot finish in time. On an H100 the test hung while nothing
+  // released the stream (most likely in the abort that follows the timeout: ncclCommAbort
+  // frees device memory, which waits for work already queued), so a watchdog thread plays a
+  // compute that is slow, not one that never ends.
   static std::atomic<bool> released;
   released = false;
   DeviceBuffer send(256), recv(256);
