@@ -15,10 +15,12 @@
 # the engine with documents and a window, and rfa_run --device cuda (full causal against a
 # sliding window of S/8, zigzag, P=4). Logs go to $OUT (the device tool's result folder) or
 # ./gpu-engine-out; the last lines printed are a summary. "quick": smaller rfa_run sizes.
+# Everything else goes under $GPU_CHECK_WORK (default /opt/rfa-gpu-check): the unpacked
+# packages, Kokkos' source, build and install, rfa's build and the JSON of the runs.
 set -uo pipefail
 mode=${1:-}
 deps=${2:-}
-[ -n "$mode" ] && [ -n "$deps" ] || { sed -n 3,18p "$0"; exit 2; }
+[ -n "$mode" ] && [ -n "$deps" ] || { sed -n 3,19p "$0"; exit 2; }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 if [ "$mode" = prepare ]; then
@@ -90,11 +92,14 @@ finish() {
 }
 
 # ---- what the machine lacks: Debian's packages unpacked into one prefix
-prefix=/opt/rfa-deps
+work=${GPU_CHECK_WORK:-/opt/rfa-gpu-check}
+prefix=$work/deps
 mkdir -p $prefix
 for deb in "$deps"/debs/*.deb; do dpkg -x "$deb" $prefix; done
 # Debian names them through alternatives, which unpacking does not set up.
-for tool in mpicc mpicxx mpiexec mpirun; do ln -sf $tool.openmpi $prefix/usr/bin/$tool; done
+for tool in mpicc mpicxx mpiexec mpirun; do
+  [ -e $prefix/usr/bin/$tool.openmpi ] && ln -sf $tool.openmpi $prefix/usr/bin/$tool
+done
 export OPAL_PREFIX=$prefix/usr
 export PATH=$prefix/usr/bin:$PATH
 export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu:$prefix/usr/lib/x86_64-linux-gnu/openmpi/lib:${LD_LIBRARY_PATH:-}
@@ -102,11 +107,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 # One GPU machine, no network: shared memory and the loopback only.
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 
-kokkos=/opt/kokkos-cuda
-tar -xzf "$deps/kokkos-src.tar.gz" -C /tmp
-log=build step kokkos bash -c "cmake -S /tmp/kokkos-src -B /tmp/kokkos-build -DCMAKE_BUILD_TYPE=Release \
+kokkos=$work/kokkos-cuda
+tar -xzf "$deps/kokkos-src.tar.gz" -C "$work"
+log=build step kokkos bash -c "cmake -S $work/kokkos-src -B $work/kokkos-build -DCMAKE_BUILD_TYPE=Release \
   -DKokkos_ENABLE_CUDA=ON -DKokkos_ARCH_${kokkos_arch[$cap]:-HOPPER90}=ON -DBUILD_SHARED_LIBS=ON \
-  -DCMAKE_INSTALL_PREFIX=$kokkos && cmake --build /tmp/kokkos-build -j$jobs && cmake --install /tmp/kokkos-build" \
+  -DCMAKE_INSTALL_PREFIX=$kokkos && cmake --build $work/kokkos-build -j$jobs && cmake --install $work/kokkos-build" \
   || finish
 
 # NCCL: the CUDA toolkit's, else the one PyTorch's wheel carries.
@@ -121,7 +126,7 @@ fi
 [ -n "$nccl_lib" ] || nccl_flags=(-DRFA_ENABLE_NCCL=OFF)
 echo "NCCL: ${nccl_lib:-none}" | tee -a "$results/device.txt"
 
-build=/tmp/rfa-cuda-build
+build=$work/rfa-cuda-build
 targets=(capi_cuda_test rfa_cuda_kernel_test rfa_run rfa_example_cuda_c)
 [ -n "$nccl_lib" ] && targets+=(comm_nccl_communicator_test)
 log=build step configure cmake -S "$here" -B $build -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT=$kokkos \
@@ -146,15 +151,15 @@ run_job() {  # name, ranks, then rfa_run flags
   local name=$1 ranks=$2
   shift 2
   log=rfa_run step "$name" env RFA_TRANSPORT=mpi mpiexec -n "$ranks" ./perf/ring/rfa_run --device cuda "$@" \
-    --json "/tmp/$name.json"
+    --json "$work/$name.json"
 }
 run_job rfa_run_checked 4 --seq 4096 --heads 8 --head-dim 128 --dtype bf16 --layout zigzag --causal --window 300 --check
 run_job rfa_run_causal 4 --seq $seq --heads 16 --head-dim 128 --dtype bf16 --layout zigzag --causal --no-check --repeat 5
 run_job rfa_run_window 4 --seq $seq --heads 16 --head-dim 128 --dtype bf16 --layout zigzag --causal \
   --window $((seq / 8)) --no-check --repeat 5
 [ -n "$nccl_lib" ] && log=rfa_run step rfa_run_nccl env RFA_TRANSPORT=nccl ./perf/ring/rfa_run --device cuda --seq 8192 \
-  --heads 16 --head-dim 128 --dtype bf16 --layout zigzag --causal --check --json /tmp/rfa_run_nccl.json
+  --heads 16 --head-dim 128 --dtype bf16 --layout zigzag --causal --check --json $work/rfa_run_nccl.json
 for name in rfa_run_checked rfa_run_causal rfa_run_window rfa_run_nccl; do
-  [ -f "/tmp/$name.json" ] && { echo "// $name"; cat "/tmp/$name.json"; }
+  [ -f "$work/$name.json" ] && { echo "// $name"; cat "$work/$name.json"; }
 done >"$results/rfa_run_json.txt"
 finish

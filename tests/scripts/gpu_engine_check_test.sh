@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# scripts/gpu_engine_check.sh's plumbing, without a GPU, Kokkos or MPI: cmake, ctest, dpkg,
+# nvidia-smi and mpiexec are stand-ins that report their arguments, and the programs the
+# script would build are stand-ins too. A device call is expensive, so what is checked here is
+# what would waste one: the steps run in order and go on after a failed test, a failed build
+# stops before the tests, the 4-rank runs use the staged MPI transport and the last one NCCL,
+# the logs come back in few files (the device tool returns only a handful), and the summary
+# names every step with its verdict.
+#   bash gpu_engine_check_test.sh path/to/gpu_engine_check.sh
+set -uo pipefail
+script=${1:?usage: gpu_engine_check_test.sh path/to/gpu_engine_check.sh}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+check() {  # description, then a command that must succeed
+  local what=$1
+  shift
+  if "$@"; then echo "ok   $what"; else echo "FAIL $what"; failures=$((failures + 1)); fi
+}
+
+fakes=$tmp/bin
+mkdir -p "$fakes" "$tmp/deps/debs"
+for tool in cmake ctest dpkg; do
+  printf '#!/bin/bash\necho "%s $*"\n[ "${FAKE_FAIL:-}" = "%s $1" ] && exit 1\nexit 0\n' "$tool" "$tool" >"$fakes/$tool"
+done
+printf '#!/bin/bash\ncase "$*" in *compute_cap*) echo 9.0 ;; *) echo "Fake GPU, 0.0, 1 MiB" ;; esac\n' >"$fakes/nvidia-smi"
+cat >"$fakes/mpiexec" <<'FAKE'
+#!/bin/bash
+# -n N, then the program; compute-sanitizer is only reported.
+ranks=$2
+shift 2
+[ "$1" = compute-sanitizer ] && { echo "compute-sanitizer $*"; echo "ERROR SUMMARY: 0 errors"; exit 0; }
+RANKS=$ranks exec "$@"
+FAKE
+chmod +x "$fakes"/*
+touch "$tmp/deps/debs/openmpi-bin.deb"
+tar -czf "$tmp/deps/kokkos-src.tar.gz" -C "$tmp" bin  # any tree: the fake cmake never reads it
+
+work=$tmp/work
+build=$work/rfa-cuda-build
+mkdir -p "$build/kernels_cuda" "$build/tests/capi" "$build/perf/ring"
+printf '#!/bin/bash\necho "all checks passed"\n' >"$build/kernels_cuda/rfa_cuda_kernel_test"
+printf '#!/bin/bash\necho "capi_cuda_test $*"\n' >"$build/tests/capi/capi_cuda_test"
+cat >"$build/perf/ring/rfa_run" <<'FAKE'
+#!/bin/bash
+echo "rfa_run ranks=${RANKS:-1} transport=${RFA_TRANSPORT:-unset} $*"
+echo "ring (slowest rank): forward 1.0 ms, backward 2.0 ms"
+[ -n "${FAKE_FAIL:-}" ] && [[ " $* " == *" $FAKE_FAIL "* ]] && { echo "rfa_run: error: made to fail"; exit 2; }
+while [ $# -gt 0 ]; do
+  [ "$1" = --json ] && echo '{"benchmarks": []}' >"$2"
+  shift
+done
+FAKE
+chmod +x "$build"/kernels_cuda/* "$build"/tests/capi/* "$build"/perf/ring/*
+
+run_check() {  # result folder, then extra environment
+  local out=$1
+  shift
+  rm -f "$work"/*.json
+  env "$@" OUT="$out" GPU_CHECK_WORK="$work" PATH="$fakes:$PATH" bash "$script" run "$tmp/deps" >"$out.txt" 2>&1
+}
+
+# 1. Everything passes.
+run_check "$tmp/out1"
+rc=$?
+check "all steps passing: exit code 0" [ $rc -eq 0 ]
+# The NCCL run needs an NCCL the script finds on this machine (the CUDA toolkit's here).
+steps=10 nccl_runs=1
+grep -q "^NCCL: none" "$tmp/out1/device.txt" && steps=9 nccl_runs=0
+check "all steps passing: $steps steps ok in the summary" \
+  [ "$(grep -cE '^  [a-z_]+ \([0-9]+ s\) ok$' "$tmp/out1.txt")" -eq $steps ]
+check "few result files (the device tool returns only a handful)" [ "$(ls "$tmp/out1" | wc -l)" -le 8 ]
+check "Kokkos, rfa's configure and build share one log" \
+  grep -q "== configure" "$tmp/out1/build.log"
+check "Kokkos is built for the GPU's architecture" grep -q "Kokkos_ARCH_HOPPER90=ON" "$tmp/out1/build.log"
+check "rfa is built for it" grep -q "RFA_CUDA_ARCHITECTURES=90" "$tmp/out1/build.log"
+check "the 4-rank main jobs run over staged MPI" \
+  [ "$(grep -c "rfa_run ranks=4 transport=mpi --device cuda" "$tmp/out1/rfa_run.log")" -eq 3 ]
+check "NCCL's main job runs where NCCL is found" \
+  [ "$(grep -c "rfa_run ranks=1 transport=nccl --device cuda" "$tmp/out1/rfa_run.log")" -eq $nccl_runs ]
+check "the window run is S/8" grep -q -- "--seq 32768 .*--window 4096" "$tmp/out1/rfa_run.log"
+check "every run's JSON comes back in one file" \
+  [ "$(grep -c '^// rfa_run_' "$tmp/out1/rfa_run_json.txt")" -eq $((3 + nccl_runs)) ]
+check "memcheck runs the window and document cases" grep -q "documents\*:\*window" "$tmp/out1/memcheck.log"
+check "the summary shows the main job's lines" grep -q "ring (slowest rank)" "$tmp/out1.txt"
+
+# 2. One main job fails: the others still run, and the exit code says so.
+run_check "$tmp/out2" FAKE_FAIL="--window 4096"
+rc=$?
+check "a failing run: nonzero exit code" [ $rc -ne 0 ]
+check "a failing run: named with its exit code" grep -qE "rfa_run_window \([0-9]+ s\) FAILED \(rc 2\)" "$tmp/out2.txt"
+check "a failing run: the steps after it still ran" \
+  [ "$(grep -cE "rfa_run_(checked|causal|nccl) \([0-9]+ s\) ok" "$tmp/out2.txt")" -eq $((2 + nccl_runs)) ]
+
+# 3. The build fails: nothing is run against it.
+run_check "$tmp/out3" FAKE_FAIL="cmake --build"
+rc=$?
+check "a failed build: nonzero exit code" [ $rc -ne 0 ]
+check "a failed build: the first build step is named" grep -qE "kokkos \([0-9]+ s\) FAILED" "$tmp/out3.txt"
+check "a failed build: no test ran" [ ! -e "$tmp/out3/kernel_test.log" ]
+
+# 4. No arguments: the usage, exit code 2.
+bash "$script" >"$tmp/usage.txt" 2>&1
+rc=$?
+check "no arguments: exit code 2" [ $rc -eq 2 ]
+check "no arguments: the usage text" grep -q "gpu_engine_check.sh run DEPS" "$tmp/usage.txt"
+
+if [ $failures -ne 0 ]; then
+  echo "$failures check(s) failed; the script's output:"
+  cat "$tmp/out1.txt"
+  exit 1
+fi
+echo "all checks passed"
