@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Tests of perf/plot on synthetic result files: every figure is drawn from what the files
-hold, strategies other than the ring get their own bars, and an exact zero error does not
-break the logarithmic error figure."""
+hold, strategies other than the ring get their own bars, GPU benchmarks get their own figures
+(and no strategy bars), and an exact zero error does not break the logarithmic error figure."""
 import os
 import tempfile
 import unittest
@@ -73,6 +73,37 @@ class PlotTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as out:
             path = plot.plot_error_vs_p(runs, out)
             self.assertTrue(os.path.getsize(path) > 0)
+
+    def test_gpu_files_get_their_own_figures_and_are_not_strategies(self):
+        # As rfa_cuda_kernel_bench and rfa_cuda_ring_step_bench write them: TFLOP/s, peers as
+        # counters (one peer failed: its error instead of figures), the efficiency per P.
+        kernels = [{"name": "cuda/fwd/causal", "run_name": "cuda/fwd/causal", "run_type": "iteration",
+                    "repetition_index": i, "real_time": t, "time_unit": "ms", "suite": "cuda_kernels",
+                    "dtype": "bf16", "shape": "B=2 S=8192 H=16/16 d=128", "tflops": f, "sdpa_flash_tflops": 300.0,
+                    "sdpa_cudnn_error": "RuntimeError: No available kernel"}
+                   for i, (t, f) in enumerate(((2.0, 280.0), (2.1, 270.0), (1.9, 290.0)))]
+        steps = [{"name": f"cuda_ring_step/P{p}/fwd_fused", "run_name": f"cuda_ring_step/P{p}/fwd_fused",
+                  "run_type": "iteration", "repetition_index": 0, "real_time": 20.0, "time_unit": "ms",
+                  "suite": "cuda_ring_step", "efficiency": e} for p, e in ((2, 0.98), (4, 0.97), (8, 0.92))]
+        runs = [("kernels.json", {"suite": "cuda_kernels", "ranks": "1", "device": "cuda", "gpu_model": "H100"},
+                 kernels),
+                ("steps.json", {"suite": "cuda_ring_step", "ranks": "1", "device": "cuda"}, steps)]
+        self.assertEqual(plot.strategy_table(runs), {})
+        with tempfile.TemporaryDirectory() as out:
+            self.assertTrue(os.path.getsize(plot.plot_gpu_kernels(runs, out)) > 0)
+            self.assertTrue(os.path.getsize(plot.plot_gpu_ring_steps(runs, out)) > 0)
+            self.assertIsNone(plot.plot_strategies(runs, out))
+            self.assertIsNone(plot.plot_kernels(runs, out))  # the CPU figure: no CPU kernels here
+
+    def test_errors_of_gpu_and_host_runs_are_separate_lines(self):
+        host = run(2, ring_entries("main_job/fwd/zigzag", "ring", [10], [0.05], layout="zigzag", max_error=1e-3))
+        gpu = ("gpu.json", {"suite": "ring", "ranks": "2", "device": "cuda"},
+               ring_entries("main_job/fwd/zigzag", "ring", [1], [0.5], layout="zigzag", max_error=3e-3))
+        series = plot.error_series([host, gpu])
+        self.assertEqual(series[("float32", "forward (out, lse)")], {2: 1e-3})
+        self.assertEqual(series[("float32 on cuda", "forward (out, lse)")], {2: 3e-3})
+        with tempfile.TemporaryDirectory() as out:
+            self.assertTrue(os.path.getsize(plot.plot_error_vs_p([host, gpu], out)) > 0)
 
     def test_nothing_to_plot_is_said(self):
         with tempfile.TemporaryDirectory() as out:
