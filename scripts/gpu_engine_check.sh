@@ -13,7 +13,7 @@
 # CUDA kernel test, the C API suite on device pointers against the float64 reference at 1-4
 # ranks sharing the GPU over staged MPI and at 1 rank over NCCL, the GPU example, memcheck of
 # the engine with documents and a window, and rfa_run --device cuda (full causal against a
-# sliding window of S/8, zigzag, P=4). Logs go to $OUT (the device tool's result folder) or
+# sliding window of S/8, zigzag, P=4), then perf/suite --device cuda --quick. Logs go to $OUT (the device tool's result folder) or
 # ./gpu-engine-out; the last lines printed are a summary. "quick": smaller rfa_run sizes.
 # Everything else goes under $GPU_CHECK_WORK (default /opt/rfa-gpu-check): the unpacked
 # packages, Kokkos' source, build and install, rfa's build and the JSON of the runs.
@@ -127,7 +127,7 @@ fi
 echo "NCCL: ${nccl_lib:-none}" | tee -a "$results/device.txt"
 
 build=$work/rfa-cuda-build
-targets=(capi_cuda_test rfa_cuda_kernel_test rfa_run rfa_example_cuda_c)
+targets=(capi_cuda_test rfa_cuda_kernel_test rfa_run rfa_example_cuda_c rfa_cuda_kernel_bench rfa_cuda_ring_step_bench)
 [ -n "$nccl_lib" ] && targets+=(comm_nccl_communicator_test)
 log=build step configure cmake -S "$here" -B $build -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT=$kokkos \
   -DCMAKE_PREFIX_PATH=$prefix/usr -DMPI_C_COMPILER=$prefix/usr/bin/mpicc -DMPI_CXX_COMPILER=$prefix/usr/bin/mpicxx \
@@ -162,4 +162,7 @@ run_job rfa_run_window 4 --seq $seq --heads 16 --head-dim 128 --dtype bf16 --lay
 for name in rfa_run_checked rfa_run_causal rfa_run_window rfa_run_nccl; do
   [ -f "$work/$name.json" ] && { echo "// $name"; cat "$work/$name.json"; }
 done >"$results/rfa_run_json.txt"
+# The regression suite's GPU parts on tiny problems (its result files and figures, not timings).
+log=rfa_run step suite env RFA_TRANSPORT=mpi RFA_MPIEXEC=mpiexec python3 "$here/perf/suite" --device cuda --quick \
+  --ranks 2 --build "$build" --out "$work/suite"
 finish

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # scripts/gpu_engine_check.sh's plumbing, without a GPU, Kokkos or MPI: cmake, ctest, dpkg,
-# nvidia-smi and mpiexec are stand-ins that report their arguments, and the programs the
+# nvidia-smi, mpiexec and python3 are stand-ins that report their arguments, and the programs the
 # script would build are stand-ins too. A device call is expensive, so what is checked here is
 # what would waste one: the steps run in order and go on after a failed test, a failed build
 # stops before the tests, the 4-rank runs use the staged MPI transport and the last one NCCL,
@@ -25,6 +25,8 @@ for tool in cmake ctest dpkg; do
   printf '#!/bin/bash\necho "%s $*"\n[ "${FAKE_FAIL:-}" = "%s $1" ] && exit 1\nexit 0\n' "$tool" "$tool" >"$fakes/$tool"
 done
 printf '#!/bin/bash\ncase "$*" in *compute_cap*) echo 9.0 ;; *) echo "Fake GPU, 0.0, 1 MiB" ;; esac\n' >"$fakes/nvidia-smi"
+# python3 runs perf/suite (reported) and looks for PyTorch's NCCL (none here).
+printf '#!/bin/bash\n[[ "$1" == */perf/suite ]] || exit 1\nshift\necho "suite $*"\n' >"$fakes/python3"
 cat >"$fakes/mpiexec" <<'FAKE'
 #!/bin/bash
 # -n N, then the program; compute-sanitizer is only reported.
@@ -66,8 +68,8 @@ run_check "$tmp/out1"
 rc=$?
 check "all steps passing: exit code 0" [ $rc -eq 0 ]
 # The NCCL run needs an NCCL the script finds on this machine (the CUDA toolkit's here).
-steps=10 nccl_runs=1
-grep -q "^NCCL: none" "$tmp/out1/device.txt" && steps=9 nccl_runs=0
+steps=11 nccl_runs=1
+grep -q "^NCCL: none" "$tmp/out1/device.txt" && steps=10 nccl_runs=0
 check "all steps passing: $steps steps ok in the summary" \
   [ "$(grep -cE '^  [a-z_]+ \([0-9]+ s\) ok$' "$tmp/out1.txt")" -eq $steps ]
 check "few result files (the device tool returns only a handful)" [ "$(ls "$tmp/out1" | wc -l)" -le 8 ]
@@ -84,6 +86,7 @@ check "every run's JSON comes back in one file" \
   [ "$(grep -c '^// rfa_run_' "$tmp/out1/rfa_run_json.txt")" -eq $((3 + nccl_runs)) ]
 check "memcheck runs the window and document cases" grep -q "documents\*:\*window" "$tmp/out1/memcheck.log"
 check "the summary shows the main job's lines" grep -q "ring (slowest rank)" "$tmp/out1.txt"
+check "the suite's GPU parts run last" grep -q "^suite --device cuda --quick" "$tmp/out1/rfa_run.log"
 
 # 2. One main job fails: the others still run, and the exit code says so.
 run_check "$tmp/out2" FAKE_FAIL="--window 4096"
