@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "engine/ring_attention.hpp"
 
+#include <exception>
+#include <vector>
+
 #include "core/error.hpp"
 #include "kernels/tensor_checks.hpp"
 #include "layout/sequence_layout.hpp"
-
-#include <vector>
 
 namespace rfa {
 namespace engine {
@@ -16,12 +17,19 @@ RingAttention::RingAttention(comm::Communicator& comm, const RingConfig& config)
   forward_steps_ = forward_steps_needed(config_, comm_.size());
 #if RFA_ENGINE_CUDA
   if (config_.device == Device::cuda && !config_.doc_bounds.empty()) {
-    const std::vector<std::int64_t>& bounds = config_.doc_bounds;
-    device_doc_bounds_ = Kokkos::View<std::int64_t*, Kokkos::CudaSpace>(
-        Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::doc_bounds"), bounds.size());
-    Kokkos::deep_copy(device_doc_bounds_,
-                      Kokkos::View<const std::int64_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(bounds.data(),
-                                                                                                   bounds.size()));
+    // Agreed: a rank whose device cannot take the copy fails creation on every rank.
+    check_everywhere([&] {
+      const std::vector<std::int64_t>& bounds = config_.doc_bounds;
+      try {
+        device_doc_bounds_ = Kokkos::View<std::int64_t*, Kokkos::CudaSpace>(
+            Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::doc_bounds"), bounds.size());
+        Kokkos::deep_copy(device_doc_bounds_,
+                          Kokkos::View<const std::int64_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                              bounds.data(), bounds.size()));
+      } catch (const std::exception& e) {  // Kokkos reports allocation and copy failures so
+        fail(RFA_ERROR_CUDA, "copying the ", bounds.size(), " document boundaries to the device failed: ", e.what());
+      }
+    });
   }
 #endif
 }
