@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What the bf16 kernels on Intel AMX tiles share: whether they may run, the one tile shape they
-// use, bf16 rounding and hi + lo splitting of fp32 vectors, and a blocked product on the tiles.
+// use, and a blocked product on the tiles (their operands' form: kernels/bf16_pairs.hpp).
 // Everything but host_amx_bf16_enabled() exists only where the build targets AMX-BF16
 // (-march=native on a Sapphire Rapids or later CPU); elsewhere the portable kernels run.
 #pragma once
@@ -8,9 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/simd.hpp"  // RFA_NATIVE_VECTORS
+#include "kernels/bf16_pairs.hpp"
 
-#if RFA_NATIVE_VECTORS && defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__AVX512BF16__) && \
+#if RFA_HOST_BF16_PAIRS && defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__AVX512BF16__) && \
     defined(__linux__)
 #define RFA_HOST_AMX 1
 #include <immintrin.h>
@@ -36,53 +36,12 @@ constexpr int kChunk = 32;  // bf16 values along the reduction in a row of an A 
 /// The configuration belongs to the thread: a kernel sets it at the start of each team.
 void configure_tiles();
 
-using f16 = simd::f16;
-
-/// x rounded to bf16 (nearest even), as 16 raw values.
-inline __m256i round_bf16(f16 x) {
-  __m512 xs;
-  __builtin_memcpy(&xs, &x, sizeof xs);
-  const __m256bh h = _mm512_cvtneps_pbh(xs);
-  __m256i bits;
-  __builtin_memcpy(&bits, &h, sizeof bits);
-  return bits;
-}
-
-/// bf16 raw values widened to fp32 bit patterns (the masked forms: the unmasked ones start
-/// from an "undefined" vector GCC 12 warns about).
-inline __m512i widen_bf16(__m256i bits) {
-  return _mm512_maskz_slli_epi32(0xffff, _mm512_maskz_cvtepu16_epi32(0xffff, bits), 16);
-}
-
-/// x as hi + lo, two bf16 values that together carry 16 significant bits:
-/// |x - hi - lo| <= 2^-17 |x|, as close as fp32 sums need.
-inline void split_bf16(f16 x, __m256i& hi, __m256i& lo) {
-  hi = round_bf16(x);
-  const __m512i h = widen_bf16(hi);
-  f16 hf;
-  __builtin_memcpy(&hf, &h, sizeof hf);
-  lo = round_bf16(x - hf);
-}
-
-/// Two rows of 16 bf16 as 16 pairs (32-bit words: even row low, odd row high), the form a B
-/// tile takes along its reduction dimension.
-inline __m512i interleave_rows(__m256i even, __m256i odd) {
-  return _mm512_or_si512(_mm512_maskz_cvtepu16_epi32(0xffff, even), widen_bf16(odd));
-}
-
-/// A bf16 matrix with rows `ld` values apart; `lo` (optional) is a second term added to it.
-struct RowsA {
-  const std::uint16_t* hi;
-  const std::uint16_t* lo;
-  std::size_t ld;
-};
-/// A bf16 matrix B[K][N] stored as pairs along K: row r holds (B[2r][n], B[2r + 1][n]) for
-/// every n, `ld` bf16 values per row (2 N for a whole matrix); `lo` (optional) as above.
-struct PairsB {
-  const std::uint16_t* hi;
-  const std::uint16_t* lo;
-  std::size_t ld;
-};
+using pairs::interleave_rows;
+using pairs::PairsB;
+using pairs::round_bf16;
+using pairs::RowsA;
+using pairs::split_bf16;
+using pairs::widen_bf16;
 
 /// C[M][N] (+)= (A_hi + A_lo) (B_hi + B_lo) without the lo x lo term (at most one of the two
 /// has a lo part), in 32 x 32 blocks of C held in four tiles while K streams past. M, N and K

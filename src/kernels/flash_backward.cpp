@@ -11,7 +11,7 @@
 #include "core/allocation.hpp"
 #include "kernels/contiguous_ops.hpp"
 #include "kernels/flash_attention.hpp"
-#include "kernels/flash_backward_amx.hpp"
+#include "kernels/flash_backward_bf16.hpp"
 #include "kernels/head_major_copy.hpp"
 #include "kernels/league_chunks.hpp"
 #include "kernels/micro_gemm.hpp"
@@ -363,7 +363,7 @@ void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Ten
   check_tensor(dv, "dv", p.batch, p.seq_k, p.kv_heads, p.head_dim);
 
   if constexpr (std::is_same<T, bf16_t>::value) {
-    if (flash_backward_amx(p, q, k, v, dout, lse, delta, dq, dk, dv, progress)) return;
+    if (flash_backward_bf16(p, q, k, v, dout, lse, delta, dq, dk, dv, progress)) return;
   }
 
   BackwardTiles<T> f;
@@ -394,13 +394,13 @@ void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Ten
 }
 
 std::int64_t flash_backward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
-  const std::int64_t amx = flash_backward_amx_workspace_bytes(p, dtype);
-  return amx > 0 ? amx : 2 * head_major_qd_bytes(p);
+  const std::int64_t packed = flash_backward_bf16_workspace_bytes(p, dtype);
+  return packed > 0 ? packed : 2 * head_major_qd_bytes(p);
 }
 
 void reserve_backward_workspace(BackwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype) {
   validate(p);
-  if (flash_backward_amx_workspace_bytes(p, dtype) > 0) return;  // the AMX path packs per call
+  if (flash_backward_bf16_workspace_bytes(p, dtype) > 0) return;  // the bf16 products pack per call
   reserve_head_major_qd(workspace, p);
 }
 

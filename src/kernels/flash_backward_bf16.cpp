@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Backward flash attention for bf16 on AMX tiles, in the portable kernel's order (one team per
+// Backward flash attention for bf16 on hardware bf16 products (Intel AMX tiles, or AVX512-BF16
+// dot products where there are no tiles), in the portable kernel's order (one team per
 // (batch, kv head, range of key tiles); dK and dV of its key tiles accumulate in scratch while
-// every query tile of the head's group streams past) with all five products on the tiles:
+// every query tile of the head's group streams past) with all five products in bf16 (operands
+// in pair form, kernels/bf16_pairs.hpp):
 //
 //   S  = Q K^T       A: Q rows            B: K^T in pairs along d      (packed per key tile)
 //   dP = dO V^T      A: dO rows           B: V^T in pairs along d      (packed per key tile)
@@ -11,12 +13,21 @@
 //
 // dK and dV are accumulated transposed so that P and dS are B operands, which the elementwise
 // pass writes in pair form at no cost; the transposes then fall on Q and dO, which are packed
-// once per call and head rather than once per key tile (their rows the tiles read in place). P and dS are
-// fp32; they enter the products as bf16 hi + lo (kernels/amx_tiles.hpp), so dQ, dK and dV keep
-// the fp32 accuracy of the portable kernel (the products of bf16 inputs are exact either way).
-#include "kernels/flash_backward_amx.hpp"
+// once per call and head rather than once per key tile (their rows the products read in place).
+//
+// The products of bf16 inputs (S, dP) are exact either way. P and dS are fp32: on AMX tiles they
+// enter their products as bf16 hi + lo, so dQ, dK and dV keep the fp32 accuracy of the portable
+// kernel (the second term costs little next to the tiles' speed). On AVX512-BF16 dot products a
+// second term would cost 3 of the 5 products again, more than the dot products gain over fp32
+// FMAs, so there P and dS enter as one bf16 term each, as in FlashAttention, PyTorch's CPU
+// kernel and rfa's CUDA kernels: the sums stay fp32, and each product term carries a relative
+// rounding of at most 2^-9 (RFA_HOST_BF16_DOT=0 keeps the portable kernel's fp32 accuracy).
+#include "kernels/flash_backward_bf16.hpp"
 
-#if RFA_HOST_AMX
+#include "kernels/amx_tiles.hpp"
+#include "kernels/bf16_dot.hpp"
+
+#if RFA_HOST_BF16_PAIRS
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -30,9 +41,32 @@
 namespace rfa {
 namespace kernels {
 
-#if RFA_HOST_AMX
+#if RFA_HOST_BF16_PAIRS
 namespace {
 
+#if RFA_HOST_AMX
+/// The products on AMX tiles: the tile configuration belongs to the thread, set per team.
+struct AmxProducts {
+  static constexpr bool kTwoTerms = true;
+  static void begin() { amx::configure_tiles(); }
+  static void end() { _tile_release(); }
+  static void gemm(int M, int N, int K, pairs::RowsA a, pairs::PairsB b, float* c, std::size_t ldc, bool acc) {
+    amx::gemm(M, N, K, a, b, c, ldc, acc);
+  }
+};
+#endif
+
+/// The products on AVX512-BF16 dot instructions.
+struct DotProducts {
+  static constexpr bool kTwoTerms = false;
+  static void begin() {}
+  static void end() {}
+  static void gemm(int M, int N, int K, pairs::RowsA a, pairs::PairsB b, float* c, std::size_t ldc, bool acc) {
+    dot::gemm(M, N, K, a, b, c, ldc, acc);
+  }
+};
+
+constexpr int kPad = 32;  // both products take sizes in multiples of 32
 constexpr int kRows = 128;  // query rows per tile
 constexpr int kCols = 128;  // keys per tile
 constexpr float kLog2e = 1.4426950408889634f;
@@ -40,7 +74,7 @@ constexpr float kLog2e = 1.4426950408889634f;
 using Exec = Kokkos::DefaultHostExecutionSpace;
 using Policy = Kokkos::TeamPolicy<Exec>;
 using Member = Policy::member_type;
-using V = amx::f16;
+using V = pairs::f16;
 using Packed = Kokkos::View<std::uint16_t*, Kokkos::HostSpace>;
 
 /// Where Q^T and dO^T of (head g of the group, query tile t) lie in the packed workspace:
@@ -84,7 +118,10 @@ struct PackQuerySide {
   }
 };
 
-struct AmxBackwardTiles {
+template <class Products>
+struct Bf16BackwardTiles {
+  static constexpr bool kTwoTerms = Products::kTwoTerms;
+
   AttentionParams p;
   Tensor4<const bf16_t> q, k, v, dout;
   Tensor3<const float> lse, delta;
@@ -105,7 +142,7 @@ struct AmxBackwardTiles {
     float *s, *dp;                      // [kRows][kCols]
     std::uint16_t *p_hi, *p_lo;         // P in pairs of query rows, [kRows / 2][kCols][2]
     std::uint16_t *dsp_hi, *dsp_lo;     // dS likewise
-    std::uint16_t *ds_hi, *ds_lo;       // dS rows, [kRows][kCols]
+    std::uint16_t *ds_hi, *ds_lo;       // dS rows, [kRows][kCols] (the lo parts: two terms only)
     float *dqt;                         // [kRows][d]: this pair's dQ
     std::uint16_t *q_tail, *dout_tail;  // a last, partial query tile's rows, zero-padded
     float *lse2, *dlt;
@@ -123,11 +160,11 @@ struct AmxBackwardTiles {
     s.s = c.take<float>(rc);
     s.dp = c.take<float>(rc);
     s.p_hi = c.take<std::uint16_t>(rc);
-    s.p_lo = c.take<std::uint16_t>(rc);
+    s.p_lo = kTwoTerms ? c.take<std::uint16_t>(rc) : nullptr;
     s.dsp_hi = c.take<std::uint16_t>(rc);
-    s.dsp_lo = c.take<std::uint16_t>(rc);
+    s.dsp_lo = kTwoTerms ? c.take<std::uint16_t>(rc) : nullptr;
     s.ds_hi = c.take<std::uint16_t>(rc);
-    s.ds_lo = c.take<std::uint16_t>(rc);
+    s.ds_lo = kTwoTerms ? c.take<std::uint16_t>(rc) : nullptr;
     s.dqt = c.take<float>(std::size_t(kRows) * d);
     s.q_tail = c.take<std::uint16_t>(std::size_t(kRows) * d);
     s.dout_tail = c.take<std::uint16_t>(std::size_t(kRows) * d);
@@ -145,17 +182,17 @@ struct AmxBackwardTiles {
     const int hk = unit % int(p.kv_heads), b = unit / int(p.kv_heads);
     const int kt_begin = int(std::int64_t(chunk) * n_ktiles / n_chunks);
     const int kt_end = int(std::int64_t(chunk + 1) * n_ktiles / n_chunks);
-    Scratch s = carve_team_scratch<AmxBackwardTiles>(team, d);
-    amx::configure_tiles();
+    Scratch s = carve_team_scratch<Bf16BackwardTiles>(team, d);
+    Products::begin();
     for (int kt = kt_begin; kt < kt_end; ++kt) key_tile(s, b, hk, unit_packed[unit], kt);
-    _tile_release();
+    Products::end();
   }
 
   void key_tile(const Scratch& s, int b, int hk, const std::uint16_t* query_packed, int kt) const {
     const std::int64_t c0 = std::int64_t(kt) * kCols;
     const int cols = int(std::min<std::int64_t>(kCols, p.seq_k - c0));
     if (classify_tile(p.rule(), p.q_pos, 0, p.seq_q, p.k_pos, c0, c0 + cols) == TileVisibility::hidden) return;
-    const int cols_padded = (cols + amx::kChunk - 1) / amx::kChunk * amx::kChunk;
+    const int cols_padded = (cols + kPad - 1) / kPad * kPad;
     std::uint32_t* kt32 = reinterpret_cast<std::uint32_t*>(s.kt);
     std::uint32_t* vt32 = reinterpret_cast<std::uint32_t*>(s.vt);
     const int pairs = d / 2;
@@ -200,7 +237,7 @@ struct AmxBackwardTiles {
     const TileVisibility vis = classify_tile(rule, p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
     if (vis == TileVisibility::hidden) return;
     if (progress.poll) progress.poll(progress.context);
-    const int rows_padded = (rows + amx::kChunk - 1) / amx::kChunk * amx::kChunk;
+    const int rows_padded = (rows + kPad - 1) / kPad * kPad;
     const QueryTransposes side = query_transposes(query_packed, n_qtiles, g, qt, d);
     // Q and dO rows straight from the tensors, but for a partial tile (its padding must be zero).
     const std::uint16_t* q_rows = reinterpret_cast<const std::uint16_t*>(&q(b, r0, h, 0));
@@ -233,10 +270,10 @@ struct AmxBackwardTiles {
     }
 
     const std::size_t dd = std::size_t(d);
-    amx::gemm(rows_padded, cols_padded, d, amx::RowsA{q_rows, nullptr, q_ld}, amx::PairsB{s.kt, nullptr, 2 * kCols},
+    Products::gemm(rows_padded, cols_padded, d, pairs::RowsA{q_rows, nullptr, q_ld}, pairs::PairsB{s.kt, nullptr, 2 * kCols},
               s.s, kCols, false);
-    amx::gemm(rows_padded, cols_padded, d, amx::RowsA{dout_rows, nullptr, dout_ld},
-              amx::PairsB{s.vt, nullptr, 2 * kCols}, s.dp, kCols, false);
+    Products::gemm(rows_padded, cols_padded, d, pairs::RowsA{dout_rows, nullptr, dout_ld},
+              pairs::PairsB{s.vt, nullptr, 2 * kCols}, s.dp, kCols, false);
 
     // Masked and padded scores become -inf, so P = 0 there and dS = P (dP - D) = 0.
     if (vis == TileVisibility::partial)
@@ -245,11 +282,11 @@ struct AmxBackwardTiles {
       for (int j = cols; j < cols_padded; ++j) s.s[i * kCols + j] = -inf;
     probabilities(s, rows_padded, cols_padded);
 
-    amx::gemm(d, cols_padded, rows_padded, amx::RowsA{side.doutt, nullptr, kRows},
-              amx::PairsB{s.p_hi, s.p_lo, 2 * kCols}, s.dvt, kCols, true);
-    amx::gemm(d, cols_padded, rows_padded, amx::RowsA{side.qt, nullptr, kRows},
-              amx::PairsB{s.dsp_hi, s.dsp_lo, 2 * kCols}, s.dkt, kCols, true);
-    amx::gemm(rows_padded, d, cols_padded, amx::RowsA{s.ds_hi, s.ds_lo, kCols}, amx::PairsB{s.kp, nullptr, 2 * dd},
+    Products::gemm(d, cols_padded, rows_padded, pairs::RowsA{side.doutt, nullptr, kRows},
+              pairs::PairsB{s.p_hi, s.p_lo, 2 * kCols}, s.dvt, kCols, true);
+    Products::gemm(d, cols_padded, rows_padded, pairs::RowsA{side.qt, nullptr, kRows},
+              pairs::PairsB{s.dsp_hi, s.dsp_lo, 2 * kCols}, s.dkt, kCols, true);
+    Products::gemm(rows_padded, d, cols_padded, pairs::RowsA{s.ds_hi, s.ds_lo, kCols}, pairs::PairsB{s.kp, nullptr, 2 * dd},
               s.dqt, dd, false);
 
     for (int i = 0; i < rows; ++i) {
@@ -263,8 +300,9 @@ struct AmxBackwardTiles {
     }
   }
 
-  /// P = exp(scale S - lse) and dS = scale P (dP - D), two query rows at a time: each written as
-  /// bf16 hi + lo in pairs of rows (B of dV^T and dK^T) and dS also as plain rows (A of dQ).
+  /// P = exp(scale S - lse) and dS = scale P (dP - D), two query rows at a time: each written in
+  /// bf16 (hi + lo for two terms) in pairs of rows (B of dV^T and dK^T) and dS also as plain
+  /// rows (A of dQ).
   void probabilities(const Scratch& s, int rows_padded, int cols_padded) const {
     const float scale = p.scale();
     const V c = simd::splat<V>(scale * kLog2e);
@@ -276,16 +314,23 @@ struct AmxBackwardTiles {
           const std::size_t at = std::size_t(i + r) * kCols + t;
           const V pr = simd::exp2(simd::load_as<V>(s.s + at) * c - simd::splat<V>(s.lse2[i + r]));
           const V dsr = pr * (simd::load_as<V>(s.dp + at) - simd::splat<V>(s.dlt[i + r])) * vscale;
-          amx::split_bf16(pr, p_hi[r], p_lo[r]);
-          amx::split_bf16(dsr, ds_hi[r], ds_lo[r]);
+          if (kTwoTerms) {
+            pairs::split_bf16(pr, p_hi[r], p_lo[r]);
+            pairs::split_bf16(dsr, ds_hi[r], ds_lo[r]);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(s.ds_lo + at), ds_lo[r]);
+          } else {
+            p_hi[r] = pairs::round_bf16(pr);
+            ds_hi[r] = pairs::round_bf16(dsr);
+          }
           _mm256_storeu_si256(reinterpret_cast<__m256i*>(s.ds_hi + at), ds_hi[r]);
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(s.ds_lo + at), ds_lo[r]);
         }
         const std::size_t pair_at = std::size_t(i / 2) * 2 * kCols + 2 * std::size_t(t);
-        _mm512_storeu_si512(s.p_hi + pair_at, amx::interleave_rows(p_hi[0], p_hi[1]));
-        _mm512_storeu_si512(s.p_lo + pair_at, amx::interleave_rows(p_lo[0], p_lo[1]));
-        _mm512_storeu_si512(s.dsp_hi + pair_at, amx::interleave_rows(ds_hi[0], ds_hi[1]));
-        _mm512_storeu_si512(s.dsp_lo + pair_at, amx::interleave_rows(ds_lo[0], ds_lo[1]));
+        _mm512_storeu_si512(s.p_hi + pair_at, pairs::interleave_rows(p_hi[0], p_hi[1]));
+        _mm512_storeu_si512(s.dsp_hi + pair_at, pairs::interleave_rows(ds_hi[0], ds_hi[1]));
+        if (kTwoTerms) {
+          _mm512_storeu_si512(s.p_lo + pair_at, pairs::interleave_rows(p_lo[0], p_lo[1]));
+          _mm512_storeu_si512(s.dsp_lo + pair_at, pairs::interleave_rows(ds_lo[0], ds_lo[1]));
+        }
       }
     }
   }
@@ -297,14 +342,13 @@ std::int64_t packed_query_elems(const AttentionParams& p) {
   return (p.heads / p.kv_heads) * 2 * ((p.seq_q + kRows - 1) / kRows * kRows) * p.head_dim;
 }
 
-}  // namespace
-
-bool flash_backward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
-                        Tensor4<const bf16_t> v, Tensor4<const bf16_t> dout, Tensor3<const float> lse,
-                        Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
-                        const ProgressHook& progress) {
-  if (p.head_dim % amx::kChunk != 0 || !host_amx_bf16_enabled()) return false;
-  AmxBackwardTiles f;
+/// Runs the kernel on `Products`; the arguments are checked by the caller.
+template <class Products>
+void run_backward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
+                  Tensor4<const bf16_t> v, Tensor4<const bf16_t> dout, Tensor3<const float> lse,
+                  Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
+                  const ProgressHook& progress) {
+  Bf16BackwardTiles<Products> f;
   f.p = p;
   f.q = q;
   f.dout = dout;
@@ -330,7 +374,7 @@ bool flash_backward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tenso
   std::vector<Packed> buffers;
   std::vector<std::uint16_t*> unit_buffers;
   for (std::int64_t u = 0; u < units; ++u) {
-    buffers.emplace_back(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::amx_packed_queries"),
+    buffers.emplace_back(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::bf16_packed_queries"),
                          std::size_t(packed_query_elems(p)));
     unit_buffers.push_back(buffers.back().data());
   }
@@ -343,22 +387,51 @@ bool flash_backward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tenso
   pack.group = f.group;
   pack.n_qtiles = f.n_qtiles;
   pack.seq_q = p.seq_q;
-  Kokkos::parallel_for("rfa::flash_backward_amx_pack",
+  Kokkos::parallel_for("rfa::flash_backward_bf16_pack",
                        Kokkos::RangePolicy<Exec>(0, int(units) * f.group * f.n_qtiles), pack);
   Exec().fence();
   f.unit_packed = unit_buffers.data();
-  const std::size_t scratch = scratch_bytes<AmxBackwardTiles>(f.d);
-  for_each_league_chunk<Policy>("rfa::flash_backward_amx", units * f.n_chunks, f,
+  const std::size_t scratch = scratch_bytes<Bf16BackwardTiles<Products>>(f.d);
+  for_each_league_chunk<Policy>("rfa::flash_backward_bf16", units * f.n_chunks, f,
                                 [&](Policy& policy) { policy.set_scratch_size(1, Kokkos::PerTeam(scratch)); });
   Exec().fence();
-  return true;
 }
+
+}  // namespace
 
 #endif
 
-std::int64_t flash_backward_amx_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
+Bf16Products backward_bf16_products(const AttentionParams& p) {
+  if (p.head_dim % 32 != 0) return Bf16Products::none;
+  if (host_amx_bf16_enabled()) return Bf16Products::amx_tiles;
+  if (host_bf16_dot_enabled()) return Bf16Products::avx512_dot;
+  return Bf16Products::none;
+}
+
+bool flash_backward_bf16(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
+                         Tensor4<const bf16_t> v, Tensor4<const bf16_t> dout, Tensor3<const float> lse,
+                         Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
+                         const ProgressHook& progress) {
+  switch (backward_bf16_products(p)) {
 #if RFA_HOST_AMX
-  if (dtype == RFA_DTYPE_BFLOAT16 && p.head_dim % amx::kChunk == 0 && host_amx_bf16_enabled())
+    case Bf16Products::amx_tiles:
+      run_backward<AmxProducts>(p, q, k, v, dout, lse, delta, dq, dk, dv, progress);
+      return true;
+#endif
+#if RFA_HOST_BF16_PAIRS
+    case Bf16Products::avx512_dot:
+      run_backward<DotProducts>(p, q, k, v, dout, lse, delta, dq, dk, dv, progress);
+      return true;
+#endif
+    default:
+      (void)q, (void)k, (void)v, (void)dout, (void)lse, (void)delta, (void)dq, (void)dk, (void)dv, (void)progress;
+      return false;
+  }
+}
+
+std::int64_t flash_backward_bf16_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
+#if RFA_HOST_BF16_PAIRS
+  if (dtype == RFA_DTYPE_BFLOAT16 && backward_bf16_products(p) != Bf16Products::none)
     return std::int64_t(sizeof(std::uint16_t)) * p.batch * p.kv_heads * packed_query_elems(p);
 #else
   (void)p;
@@ -366,16 +439,6 @@ std::int64_t flash_backward_amx_workspace_bytes(const AttentionParams& p, rfa_dt
 #endif
   return 0;
 }
-
-#if !RFA_HOST_AMX
-
-bool flash_backward_amx(const AttentionParams&, Tensor4<const bf16_t>, Tensor4<const bf16_t>, Tensor4<const bf16_t>,
-                        Tensor4<const bf16_t>, Tensor3<const float>, Tensor3<const float>, Tensor4<float>,
-                        Tensor4<float>, Tensor4<float>, const ProgressHook&) {
-  return false;
-}
-
-#endif
 
 }  // namespace kernels
 }  // namespace rfa

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "kernels/bf16_dot.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace rfa {
+namespace kernels {
+
+#if RFA_HOST_BF16_PAIRS
+
+bool host_bf16_dot_enabled() {
+  const char* env = std::getenv("RFA_HOST_BF16_DOT");
+  return env == nullptr || std::strcmp(env, "0") != 0;
+}
+
+namespace dot {
+namespace {
+
+constexpr int kWidth = 32;  // columns of C per block: two 16-lane registers
+
+inline __m512bh as_bh(__m512i x) {
+  __m512bh r;
+  __builtin_memcpy(&r, &x, sizeof r);
+  return r;
+}
+
+/// A's pair (A[i][k], A[i][k + 1]) in every 32-bit lane.
+inline __m512bh pair_of(const std::uint16_t* at) {
+  std::int32_t word;
+  std::memcpy(&word, at, sizeof word);
+  return as_bh(_mm512_set1_epi32(word));
+}
+
+/// Rows [i0, i1) (a multiple of MR apart) of the column block C[:][j : j + 32]: per block the
+/// MR x 32 results stay in 2 MR registers (24 of the 32 for MR = 12, the AVX-512 fp32 kernels'
+/// shape) for the whole reduction, and per pair of K each B register feeds MR dot products.
+/// Not inlined into gemm(): with its own frame the row pointers stay in registers.
+template <int MR, bool kALo, bool kBLo>
+__attribute__((noinline)) void column_block(int i0, int i1, int K, pairs::RowsA a, pairs::PairsB b, int j, float* c,
+                                            std::size_t ldc, bool accumulate) {
+  for (int i = i0; i < i1; i += MR) {
+    __m512 acc[MR][2];
+    float* ci = c + std::size_t(i) * ldc + j;
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      acc[r][0] = accumulate ? _mm512_loadu_ps(ci + r * ldc) : _mm512_setzero_ps();
+      acc[r][1] = accumulate ? _mm512_loadu_ps(ci + r * ldc + 16) : _mm512_setzero_ps();
+    }
+    const std::uint16_t* ahi = a.hi + std::size_t(i) * a.ld;
+    const std::uint16_t* alo = kALo ? a.lo + std::size_t(i) * a.ld : nullptr;
+    const std::uint16_t* bhi = b.hi + 2 * std::size_t(j);
+    const std::uint16_t* blo = kBLo ? b.lo + 2 * std::size_t(j) : nullptr;
+    for (int k = 0; k < K; k += 2) {
+      const std::size_t brow = std::size_t(k / 2) * b.ld;
+      const __m512bh b0 = as_bh(_mm512_loadu_si512(bhi + brow));
+      const __m512bh b1 = as_bh(_mm512_loadu_si512(bhi + brow + 32));
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) {
+        const __m512bh ar = pair_of(ahi + r * a.ld + k);
+        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], ar, b0);
+        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], ar, b1);
+      }
+      if (kALo) {
+#pragma GCC unroll 16
+        for (int r = 0; r < MR; ++r) {
+          const __m512bh ar = pair_of(alo + r * a.ld + k);
+          acc[r][0] = _mm512_dpbf16_ps(acc[r][0], ar, b0);
+          acc[r][1] = _mm512_dpbf16_ps(acc[r][1], ar, b1);
+        }
+      }
+      if (kBLo) {
+        const __m512bh l0 = as_bh(_mm512_loadu_si512(blo + brow));
+        const __m512bh l1 = as_bh(_mm512_loadu_si512(blo + brow + 32));
+#pragma GCC unroll 16
+        for (int r = 0; r < MR; ++r) {
+          const __m512bh ar = pair_of(ahi + r * a.ld + k);
+          acc[r][0] = _mm512_dpbf16_ps(acc[r][0], ar, l0);
+          acc[r][1] = _mm512_dpbf16_ps(acc[r][1], ar, l1);
+        }
+      }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      _mm512_storeu_ps(ci + r * ldc, acc[r][0]);
+      _mm512_storeu_ps(ci + r * ldc + 16, acc[r][1]);
+    }
+  }
+}
+
+/// Column block j of C over all M rows: blocks of 12 rows, then what is left (8 or 4: M is a
+/// multiple of 32, so of 4).
+template <bool kALo, bool kBLo>
+void column(int M, int K, pairs::RowsA a, pairs::PairsB b, int j, float* c, std::size_t ldc, bool accumulate) {
+  const int m12 = M / 12 * 12;
+  column_block<12, kALo, kBLo>(0, m12, K, a, b, j, c, ldc, accumulate);
+  if (M - m12 == 8) column_block<8, kALo, kBLo>(m12, M, K, a, b, j, c, ldc, accumulate);
+  if (M - m12 == 4) column_block<4, kALo, kBLo>(m12, M, K, a, b, j, c, ldc, accumulate);
+}
+
+}  // namespace
+
+void gemm(int M, int N, int K, pairs::RowsA a, pairs::PairsB b, float* c, std::size_t ldc, bool accumulate) {
+  // Column blocks outermost: a block of B (K / 2 rows of 128 bytes, 8 KiB at K = 128) stays in
+  // L1 while every row block of A streams past it.
+  for (int j = 0; j < N; j += kWidth) {
+    if (a.lo != nullptr) {
+      column<true, false>(M, K, a, b, j, c, ldc, accumulate);
+    } else if (b.lo != nullptr) {
+      column<false, true>(M, K, a, b, j, c, ldc, accumulate);
+    } else {
+      column<false, false>(M, K, a, b, j, c, ldc, accumulate);
+    }
+  }
+}
+
+}  // namespace dot
+
+#else  // no AVX512-BF16 in this build
+
+bool host_bf16_dot_enabled() { return false; }
+
+#endif
+
+}  // namespace kernels
+}  // namespace rfa
