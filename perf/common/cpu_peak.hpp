@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "kernels/amx_tiles.hpp"
+#include "kernels/bf16_dot.hpp"
 #include "kernels/simd.hpp"
 
 namespace rfa {
@@ -106,6 +107,33 @@ inline double measure_bf16_tile_peak() {
   }
   _tile_release();
   return best;
+#else
+  return 0.0;
+#endif
+}
+
+/// Sustained bf16 FLOP/s of one core's AVX512-BF16 dot products (vdpbf16ps on 12 independent
+/// chains, 2 products of 2 FLOPs per fp32 lane), the peak of the bf16 backward where it runs on
+/// them; 0 where it does not (no AVX512-BF16 in the build, or RFA_HOST_BF16_DOT=0).
+inline double measure_bf16_dot_peak() {
+#if RFA_HOST_BF16_PAIRS
+  if (!kernels::host_bf16_dot_enabled()) return 0.0;
+  return detail::best_flops(32, [](long iterations) {
+    __m512 acc[12];
+    for (int c = 0; c < 12; ++c) acc[c] = _mm512_set1_ps(1.0f + 1e-3f * c);
+    // Small normal bf16 values (1/128 and 1/256 in pairs), so the sums stay far from overflow.
+    __m512bh a, b;
+    const __m512i a_bits = _mm512_set1_epi32(0x3c003c00), b_bits = _mm512_set1_epi32(0x3b803b80);
+    __builtin_memcpy(&a, &a_bits, sizeof a);
+    __builtin_memcpy(&b, &b_bits, sizeof b);
+    for (long i = 0; i < iterations; ++i) {
+      for (int c = 0; c < 12; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
+      asm volatile("" : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]), "+v"(acc[4]), "+v"(acc[5]),
+                   "+v"(acc[6]), "+v"(acc[7]), "+v"(acc[8]), "+v"(acc[9]), "+v"(acc[10]), "+v"(acc[11]));
+    }
+    volatile float sink = 0.0f;
+    for (int c = 0; c < 12; ++c) sink = sink + _mm512_cvtss_f32(acc[c]);
+  });
 #else
   return 0.0;
 #endif
