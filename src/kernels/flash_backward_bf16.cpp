@@ -69,6 +69,12 @@ struct DotProducts {
 constexpr int kPad = 32;  // both products take sizes in multiples of 32
 constexpr int kRows = 128;  // query rows per tile
 constexpr int kCols = 128;  // keys per tile
+// bf16 values between the rows of a pair-form operand (K^T, V^T, P, dS: kCols pairs a row; K:
+// d pairs a row, pair_pitch(d)): one 64-byte line more than the row, so that a product's
+// column block of B, one or two lines of every row, spreads over every L1 set. At exactly 512
+// bytes apart the rows of a block fell into a quarter of the sets and filled all their ways.
+constexpr int pair_pitch(int pairs_per_row) { return 2 * pairs_per_row + 32; }
+constexpr int kPairPitch = pair_pitch(kCols);
 constexpr float kLog2e = 1.4426950408889634f;
 
 using Exec = Kokkos::DefaultHostExecutionSpace;
@@ -151,18 +157,20 @@ struct Bf16BackwardTiles {
 
   static Scratch carve(ScratchCarver& c, int d) {
     const std::size_t kd = std::size_t(kCols) * d, rc = std::size_t(kRows) * kCols;
+    const std::size_t kd_pairs = std::size_t(d / 2) * kPairPitch, kp_pairs = std::size_t(kCols / 2) * pair_pitch(d);
+    const std::size_t rc_pairs = std::size_t(kRows / 2) * kPairPitch;
     Scratch s;
-    s.kt = c.take<std::uint16_t>(kd);
-    s.vt = c.take<std::uint16_t>(kd);
-    s.kp = c.take<std::uint16_t>(kd);
+    s.kt = c.take<std::uint16_t>(kd_pairs);
+    s.vt = c.take<std::uint16_t>(kd_pairs);
+    s.kp = c.take<std::uint16_t>(kp_pairs);
     s.dkt = c.take<float>(kd);
     s.dvt = c.take<float>(kd);
     s.s = c.take<float>(rc);
     s.dp = c.take<float>(rc);
-    s.p_hi = c.take<std::uint16_t>(rc);
-    s.p_lo = kTwoTerms ? c.take<std::uint16_t>(rc) : nullptr;
-    s.dsp_hi = c.take<std::uint16_t>(rc);
-    s.dsp_lo = kTwoTerms ? c.take<std::uint16_t>(rc) : nullptr;
+    s.p_hi = c.take<std::uint16_t>(rc_pairs);
+    s.p_lo = kTwoTerms ? c.take<std::uint16_t>(rc_pairs) : nullptr;
+    s.dsp_hi = c.take<std::uint16_t>(rc_pairs);
+    s.dsp_lo = kTwoTerms ? c.take<std::uint16_t>(rc_pairs) : nullptr;
     s.ds_hi = c.take<std::uint16_t>(rc);
     s.ds_lo = kTwoTerms ? c.take<std::uint16_t>(rc) : nullptr;
     s.dqt = c.take<float>(std::size_t(kRows) * d);
@@ -207,10 +215,10 @@ struct Bf16BackwardTiles {
           std::memcpy(&kw, krow + 2 * pp, sizeof kw);
           std::memcpy(&vw, vrow + 2 * pp, sizeof vw);
         }
-        kt32[std::size_t(pp) * kCols + j] = kw;
-        vt32[std::size_t(pp) * kCols + j] = vw;
+        kt32[std::size_t(pp) * (kPairPitch / 2) + j] = kw;
+        vt32[std::size_t(pp) * (kPairPitch / 2) + j] = vw;
       }
-      std::uint16_t* kp = s.kp + std::size_t(j / 2) * 2 * d + (j % 2);
+      std::uint16_t* kp = s.kp + std::size_t(j / 2) * pair_pitch(d) + (j % 2);
       for (int x = 0; x < d; ++x) kp[2 * x] = real ? krow[x] : 0;
     }
     for (std::size_t i = 0; i < std::size_t(kCols) * d; ++i) s.dkt[i] = s.dvt[i] = 0.0f;
@@ -270,10 +278,10 @@ struct Bf16BackwardTiles {
     }
 
     const std::size_t dd = std::size_t(d);
-    Products::gemm(rows_padded, cols_padded, d, pairs::RowsA{q_rows, nullptr, q_ld}, pairs::PairsB{s.kt, nullptr, 2 * kCols},
+    Products::gemm(rows_padded, cols_padded, d, pairs::RowsA{q_rows, nullptr, q_ld}, pairs::PairsB{s.kt, nullptr, kPairPitch},
               s.s, kCols, false);
     Products::gemm(rows_padded, cols_padded, d, pairs::RowsA{dout_rows, nullptr, dout_ld},
-              pairs::PairsB{s.vt, nullptr, 2 * kCols}, s.dp, kCols, false);
+              pairs::PairsB{s.vt, nullptr, kPairPitch}, s.dp, kCols, false);
 
     // Masked and padded scores become -inf, so P = 0 there and dS = P (dP - D) = 0.
     if (vis == TileVisibility::partial)
@@ -283,10 +291,10 @@ struct Bf16BackwardTiles {
     probabilities(s, rows_padded, cols_padded);
 
     Products::gemm(d, cols_padded, rows_padded, pairs::RowsA{side.doutt, nullptr, kRows},
-              pairs::PairsB{s.p_hi, s.p_lo, 2 * kCols}, s.dvt, kCols, true);
+              pairs::PairsB{s.p_hi, s.p_lo, kPairPitch}, s.dvt, kCols, true);
     Products::gemm(d, cols_padded, rows_padded, pairs::RowsA{side.qt, nullptr, kRows},
-              pairs::PairsB{s.dsp_hi, s.dsp_lo, 2 * kCols}, s.dkt, kCols, true);
-    Products::gemm(rows_padded, d, cols_padded, pairs::RowsA{s.ds_hi, s.ds_lo, kCols}, pairs::PairsB{s.kp, nullptr, 2 * dd},
+              pairs::PairsB{s.dsp_hi, s.dsp_lo, kPairPitch}, s.dkt, kCols, true);
+    Products::gemm(rows_padded, d, cols_padded, pairs::RowsA{s.ds_hi, s.ds_lo, kCols}, pairs::PairsB{s.kp, nullptr, std::size_t(pair_pitch(d))},
               s.dqt, dd, false);
 
     for (int i = 0; i < rows; ++i) {
@@ -324,7 +332,7 @@ struct Bf16BackwardTiles {
           }
           _mm256_storeu_si256(reinterpret_cast<__m256i*>(s.ds_hi + at), ds_hi[r]);
         }
-        const std::size_t pair_at = std::size_t(i / 2) * 2 * kCols + 2 * std::size_t(t);
+        const std::size_t pair_at = std::size_t(i / 2) * kPairPitch + 2 * std::size_t(t);
         _mm512_storeu_si512(s.p_hi + pair_at, pairs::interleave_rows(p_hi[0], p_hi[1]));
         _mm512_storeu_si512(s.dsp_hi + pair_at, pairs::interleave_rows(ds_hi[0], ds_hi[1]));
         if (kTwoTerms) {
