@@ -113,8 +113,8 @@ inline double measure_bf16_tile_peak() {
 }
 
 /// Sustained bf16 FLOP/s of one core's AVX512-BF16 dot products (vdpbf16ps on 12 independent
-/// chains, 2 products of 2 FLOPs per fp32 lane), the peak of the bf16 backward where it runs on
-/// them; 0 where it does not (no AVX512-BF16 in the build, or RFA_HOST_BF16_DOT=0).
+/// chains, 2 products of 2 FLOPs per fp32 lane), the peak of the bf16 kernels where they run on
+/// them; 0 where they do not (no AVX512-BF16 in the build, or RFA_HOST_BF16_DOT=0).
 inline double measure_bf16_dot_peak() {
 #if RFA_HOST_BF16_PAIRS
   if (!kernels::host_bf16_dot_enabled()) return 0.0;

@@ -74,18 +74,18 @@ std::string key(const char* pass, rfa_dtype_t dtype, bool causal) {
   return std::string(pass) + " " + dtype_name(dtype) + (causal ? " causal" : " full");
 }
 
-/// The peak a kernel of this dtype and pass runs against: the AMX tiles' where bf16 runs on them,
-/// the AVX512-BF16 dot products' where the bf16 backward runs on those (this shape's head_dim a
-/// multiple of 32 either way), the fp32 FMA peak otherwise.
-double peak_of(bool bf16, bool backward) {
+/// The peak a kernel of this dtype runs against: the AMX tiles' where bf16 runs on them, the
+/// AVX512-BF16 dot products' where bf16 runs on those (this shape's head_dim a multiple of 32
+/// either way), the fp32 FMA peak otherwise.
+double peak_of(bool bf16) {
   if (!bf16 || g_shape.head_dim % 32 != 0) return g_peak;
   if (g_bf16_tile_peak > 0) return g_bf16_tile_peak;
-  if (backward && g_bf16_dot_peak > 0) return g_bf16_dot_peak;
+  if (g_bf16_dot_peak > 0) return g_bf16_dot_peak;
   return g_peak;
 }
 template <class T>
-double peak_for(bool backward) {
-  return peak_of(std::is_same<T, bf16_t>::value, backward);
+double peak_for() {
+  return peak_of(std::is_same<T, bf16_t>::value);
 }
 
 /// One case's inputs, outputs and workspaces on the shape asked for; run() is one kernel call.
@@ -150,7 +150,7 @@ void bench_attention(benchmark::State& state, bool backward, bool causal) {
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9 * iterations, benchmark::Counter::kIsRate);
   // perf/'s figures of merit, by the names every benchmark there uses (perf/common/result_json.hpp).
   state.counters["tflops"] = benchmark::Counter(flops * 1e-12 * iterations, benchmark::Counter::kIsRate);
-  state.counters["peak_fraction"] = benchmark::Counter(flops / peak_for<T>(backward) * iterations, benchmark::Counter::kIsRate);
+  state.counters["peak_fraction"] = benchmark::Counter(flops / peak_for<T>() * iterations, benchmark::Counter::kIsRate);
   state.counters["bytes_moved"] = kernel_case.bytes_moved();
   state.SetLabel(std::string("suite=kernels dtype=") + dtype_name(dtype_of<T>::value));
 }
@@ -268,7 +268,7 @@ void print_summary() {
       if (r.rfa_gflops > 0 && r.peer_gflops > 0) ratio.push_back(r.rfa_gflops / r.peer_gflops);
     }
     if (rfa.empty()) continue;
-    const double peak = peak_of(name.find("bfloat16") != std::string::npos, name.rfind("bwd", 0) == 0);
+    const double peak = peak_of(name.find("bfloat16") != std::string::npos);
     std::printf("%-22s %10.1f %7.1f%%", name.c_str(), median(rfa), 100 * median(rfa) / (peak * 1e-9));
     if (ratio.empty()) {
       std::printf(" %14s %10s\n", "n/a", "n/a");
@@ -321,7 +321,7 @@ double peer_call_ms(perf::PeerProcess& peer, const std::string& request) {
 template <class T>
 void measure_paired(perf::PeerProcess& peer, const std::string& name, bool backward, bool causal) {
   KernelCase<T> kernel_case(backward, causal);
-  PairedCase result{name, kernel_case.flops(), peak_for<T>(backward), {}, {}};
+  PairedCase result{name, kernel_case.flops(), peak_for<T>(), {}, {}};
   const auto rfa_call_ms = [&kernel_case] {
     const auto start = std::chrono::steady_clock::now();
     kernel_case.run();
@@ -466,7 +466,7 @@ int main(int argc, char** argv) {
     }
     g_bf16_dot_peak = g_bf16_tile_peak > 0 ? 0.0 : perf::measure_bf16_dot_peak() * threads;
     if (g_bf16_dot_peak > 0) {
-      std::printf("measured AVX512-BF16 dot-product peak of one core: %.1f GFLOP/s (the bf16 backward runs on "
+      std::printf("measured AVX512-BF16 dot-product peak of one core: %.1f GFLOP/s (bf16 kernels run on "
                   "them: \"of peak\" is of this)\n",
                   g_bf16_dot_peak * 1e-9 / threads);
       benchmark::AddCustomContext("bf16_dot_peak_gflops", std::to_string(g_bf16_dot_peak * 1e-9));

@@ -24,8 +24,7 @@
 // rounding of at most 2^-9 (RFA_HOST_BF16_DOT=0 keeps the portable kernel's fp32 accuracy).
 #include "kernels/flash_backward_bf16.hpp"
 
-#include "kernels/amx_tiles.hpp"
-#include "kernels/bf16_dot.hpp"
+#include "kernels/bf16_product_engines.hpp"
 
 #if RFA_HOST_BF16_PAIRS
 #include <cmath>
@@ -44,29 +43,6 @@ namespace kernels {
 #if RFA_HOST_BF16_PAIRS
 namespace {
 
-#if RFA_HOST_AMX
-/// The products on AMX tiles: the tile configuration belongs to the thread, set per team.
-struct AmxProducts {
-  static constexpr bool kTwoTerms = true;
-  static void begin() { amx::configure_tiles(); }
-  static void end() { _tile_release(); }
-  static void gemm(int M, int N, int K, pairs::RowsA a, pairs::PairsB b, float* c, std::size_t ldc, bool acc) {
-    amx::gemm(M, N, K, a, b, c, ldc, acc);
-  }
-};
-#endif
-
-/// The products on AVX512-BF16 dot instructions.
-struct DotProducts {
-  static constexpr bool kTwoTerms = false;
-  static void begin() {}
-  static void end() {}
-  static void gemm(int M, int N, int K, pairs::RowsA a, pairs::PairsB b, float* c, std::size_t ldc, bool acc) {
-    dot::gemm(M, N, K, a, b, c, ldc, acc);
-  }
-};
-
-constexpr int kPad = 32;  // both products take sizes in multiples of 32
 constexpr int kRows = 128;  // query rows per tile
 constexpr int kCols = 128;  // keys per tile
 // bf16 values between the rows of a pair-form operand (K^T, V^T, P, dS: kCols pairs a row; K:
@@ -200,7 +176,7 @@ struct Bf16BackwardTiles {
     const std::int64_t c0 = std::int64_t(kt) * kCols;
     const int cols = int(std::min<std::int64_t>(kCols, p.seq_k - c0));
     if (classify_tile(p.rule(), p.q_pos, 0, p.seq_q, p.k_pos, c0, c0 + cols) == TileVisibility::hidden) return;
-    const int cols_padded = (cols + kPad - 1) / kPad * kPad;
+    const int cols_padded = (cols + kProductStep - 1) / kProductStep * kProductStep;
     std::uint32_t* kt32 = reinterpret_cast<std::uint32_t*>(s.kt);
     std::uint32_t* vt32 = reinterpret_cast<std::uint32_t*>(s.vt);
     const int pairs = d / 2;
@@ -245,7 +221,7 @@ struct Bf16BackwardTiles {
     const TileVisibility vis = classify_tile(rule, p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
     if (vis == TileVisibility::hidden) return;
     if (progress.poll) progress.poll(progress.context);
-    const int rows_padded = (rows + kPad - 1) / kPad * kPad;
+    const int rows_padded = (rows + kProductStep - 1) / kProductStep * kProductStep;
     const QueryTransposes side = query_transposes(query_packed, n_qtiles, g, qt, d);
     // Q and dO rows straight from the tensors, but for a partial tile (its padding must be zero).
     const std::uint16_t* q_rows = reinterpret_cast<const std::uint16_t*>(&q(b, r0, h, 0));
@@ -409,18 +385,11 @@ void run_backward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<con
 
 #endif
 
-Bf16Products backward_bf16_products(const AttentionParams& p) {
-  if (p.head_dim % 32 != 0) return Bf16Products::none;
-  if (host_amx_bf16_enabled()) return Bf16Products::amx_tiles;
-  if (host_bf16_dot_enabled()) return Bf16Products::avx512_dot;
-  return Bf16Products::none;
-}
-
 bool flash_backward_bf16(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
                          Tensor4<const bf16_t> v, Tensor4<const bf16_t> dout, Tensor3<const float> lse,
                          Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
                          const ProgressHook& progress) {
-  switch (backward_bf16_products(p)) {
+  switch (host_bf16_products(p)) {
 #if RFA_HOST_AMX
     case Bf16Products::amx_tiles:
       run_backward<AmxProducts>(p, q, k, v, dout, lse, delta, dq, dk, dv, progress);
@@ -439,7 +408,7 @@ bool flash_backward_bf16(const AttentionParams& p, Tensor4<const bf16_t> q, Tens
 
 std::int64_t flash_backward_bf16_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
 #if RFA_HOST_BF16_PAIRS
-  if (dtype == RFA_DTYPE_BFLOAT16 && backward_bf16_products(p) != Bf16Products::none)
+  if (dtype == RFA_DTYPE_BFLOAT16 && host_bf16_products(p) != Bf16Products::none)
     return std::int64_t(sizeof(std::uint16_t)) * p.batch * p.kv_heads * packed_query_elems(p);
 #else
   (void)p;

@@ -5,22 +5,14 @@
 // work to it; everywhere else it reports "not taken" and the portable kernel runs.
 #pragma once
 
+#include "kernels/bf16_products.hpp"
 #include "kernels/flash_attention.hpp"
 
 namespace rfa {
 namespace kernels {
 
-/// Which products a bf16 backward of this shape runs on now.
-enum class Bf16Products {
-  none,        ///< the portable kernel (no such products in the build or on the CPU, switched off,
-               ///< or head_dim not a multiple of 32)
-  amx_tiles,   ///< AMX tiles; P and dS as two bf16 terms (fp32 accuracy)
-  avx512_dot,  ///< AVX512-BF16 dot products; P and dS as one bf16 term (FlashAttention's rounding)
-};
-Bf16Products backward_bf16_products(const AttentionParams& p);
-
-/// dq += dQ, dk += dK, dv += dV on the products backward_bf16_products() names and true, or
-/// false without touching anything when it names none. Arguments are checked by the caller
+/// dq += dQ, dk += dK, dv += dV on the products host_bf16_products() names and true, or false
+/// without touching anything when it names none. Arguments are checked by the caller
 /// (flash_backward_accumulate).
 bool flash_backward_bf16(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
                          Tensor4<const bf16_t> v, Tensor4<const bf16_t> dout, Tensor3<const float> lse,

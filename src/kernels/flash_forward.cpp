@@ -8,7 +8,7 @@
 
 #include "core/allocation.hpp"
 #include "kernels/flash_attention.hpp"
-#include "kernels/flash_forward_amx.hpp"
+#include "kernels/flash_forward_bf16.hpp"
 #include "kernels/head_major_copy.hpp"
 #include "kernels/league_chunks.hpp"
 #include "kernels/micro_gemm.hpp"
@@ -355,7 +355,7 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
   check_tensor(lse, "lse", p.batch, p.heads, p.seq_q);
 
   if constexpr (std::is_same<T, bf16_t>::value) {
-    if (flash_forward_amx<TOut>(p, q, k, v, out, lse, progress)) return;
+    if (flash_forward_bf16<TOut>(p, q, k, v, out, lse, progress)) return;
   }
 
   ForwardTiles<T, TOut> f;
@@ -377,15 +377,15 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
 }
 
 std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
-  const std::int64_t amx = flash_forward_amx_workspace_bytes(p, dtype);
-  if (amx > 0) return amx;
+  const std::int64_t packed = flash_forward_bf16_workspace_bytes(p, dtype);
+  if (packed > 0) return packed;
   const HeadMajorSizes sizes = head_major_sizes(p);
   return sizes.table_bytes + 2 * sizes.kv_bytes;
 }
 
 void reserve_forward_workspace(ForwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype) {
   validate(p);
-  if (flash_forward_amx_workspace_bytes(p, dtype) > 0) return;  // the AMX path packs per call
+  if (flash_forward_bf16_workspace_bytes(p, dtype) > 0) return;  // the bf16 products pack per call
   reserve_head_major(workspace, head_major_sizes(p));
 }
 

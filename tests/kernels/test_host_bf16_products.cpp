@@ -9,8 +9,8 @@
 
 #include "kernels/amx_tiles.hpp"
 #include "kernels/bf16_dot.hpp"
+#include "kernels/bf16_products.hpp"
 #include "kernels/flash_attention.hpp"
-#include "kernels/flash_backward_bf16.hpp"
 
 namespace rfa {
 namespace kernels {
@@ -45,7 +45,7 @@ TEST(HostBf16Products, ZeroInTheEnvironmentTurnsThemOff) {
   EXPECT_FALSE(host_amx_bf16_enabled());
   EXPECT_FALSE(host_bf16_dot_enabled());
   const AttentionParams p = make_params(1, 300, 300, 4, 2, 128, RFA_MASK_CAUSAL);
-  EXPECT_EQ(backward_bf16_products(p), Bf16Products::none);
+  EXPECT_EQ(host_bf16_products(p), Bf16Products::none);
   // The portable forward's fp32 copies of K and V: 2 kv heads, 384 keys (four 96-key tiles),
   // rows of 128 + 16 floats, and two table entries per tile.
   EXPECT_EQ(flash_forward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), 8 * 4 + 2 * 4 * 2 * 384 * 144);
@@ -60,26 +60,26 @@ TEST(HostBf16Products, OnByDefaultWhereTheBuildHasThem) {
 #if RFA_HOST_AMX
   // A build for an AMX CPU runs on one: Linux grants the tile state unless it is too old.
   EXPECT_TRUE(host_amx_bf16_enabled());
-  EXPECT_EQ(backward_bf16_products(p), Bf16Products::amx_tiles);
+  EXPECT_EQ(host_bf16_products(p), Bf16Products::amx_tiles);
 #else
   EXPECT_FALSE(host_amx_bf16_enabled());
 #endif
 #if RFA_HOST_BF16_PAIRS
   EXPECT_TRUE(host_bf16_dot_enabled());
 #if !RFA_HOST_AMX
-  EXPECT_EQ(backward_bf16_products(p), Bf16Products::avx512_dot);
+  EXPECT_EQ(host_bf16_products(p), Bf16Products::avx512_dot);
 #endif
   {
     // Without the tiles, the dot products take the work.
     const ScopedEnv amx_off("RFA_HOST_AMX", "0");
-    EXPECT_EQ(backward_bf16_products(p), Bf16Products::avx512_dot);
+    EXPECT_EQ(host_bf16_products(p), Bf16Products::avx512_dot);
   }
 #else
   EXPECT_FALSE(host_bf16_dot_enabled());
-  EXPECT_EQ(backward_bf16_products(p), Bf16Products::none);
+  EXPECT_EQ(host_bf16_products(p), Bf16Products::none);
 #endif
   // Head dims that are not a multiple of 32 stay on the portable kernel everywhere.
-  EXPECT_EQ(backward_bf16_products(make_params(1, 300, 300, 4, 2, 40, RFA_MASK_CAUSAL)), Bf16Products::none);
+  EXPECT_EQ(host_bf16_products(make_params(1, 300, 300, 4, 2, 40, RFA_MASK_CAUSAL)), Bf16Products::none);
 }
 
 TEST(HostBf16Products, WorkspaceBytesOnAndOffThem) {
@@ -96,13 +96,11 @@ TEST(HostBf16Products, WorkspaceBytesOnAndOffThem) {
   const AttentionParams odd_dim = make_params(2, 300, 200, 4, 2, 40, RFA_MASK_NONE);  // not a multiple of 32
   EXPECT_EQ(flash_forward_workspace_bytes(odd_dim, RFA_DTYPE_BFLOAT16), 8 * 3 + 2 * 4 * 2 * 2 * 288 * 56);
   EXPECT_EQ(flash_backward_workspace_bytes(odd_dim, RFA_DTYPE_BFLOAT16), 2 * 4 * 2 * 4 * 384 * 56);
-  // The forward runs bf16 on AMX tiles only: K and V of every kv head (2 x 2) over whole 128-key tiles.
-  EXPECT_EQ(flash_forward_workspace_bytes(p, RFA_DTYPE_BFLOAT16),
-            host_amx_bf16_enabled() ? 4 * 2 * 2 * 256 * 128 : portable_forward);
-  // The backward on either kind of bf16 products packs Q^T and dO^T of every head (2 x 4) over
-  // whole 128-row tiles.
-  EXPECT_EQ(flash_backward_workspace_bytes(p, RFA_DTYPE_BFLOAT16),
-            backward_bf16_products(p) != Bf16Products::none ? 4 * 2 * 4 * 384 * 128 : portable_backward);
+  // On either kind of bf16 products the forward packs K and V of every kv head (2 x 2) over
+  // whole 128-key tiles, the backward Q^T and dO^T of every head (2 x 4) over whole 128-row tiles.
+  const bool on_products = host_bf16_products(p) != Bf16Products::none;
+  EXPECT_EQ(flash_forward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), on_products ? 4 * 2 * 2 * 256 * 128 : portable_forward);
+  EXPECT_EQ(flash_backward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), on_products ? 4 * 2 * 4 * 384 * 128 : portable_backward);
 }
 
 }  // namespace

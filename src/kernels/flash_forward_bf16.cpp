@@ -1,30 +1,34 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Forward flash attention for bf16 on AMX tiles. The tile unit multiplies 16 x 32 bf16 by
-// 32 x 16 bf16 into 16 x 16 fp32 (tdpbf16ps) at several times the fp32 FMA rate, with the same
-// exact bf16 products and fp32 sums the portable kernel gets by widening. P is fp32 and the
-// tiles take bf16. For fp32 partials (what the ring merges) P enters P V as two bf16 terms,
-// hi + lo (16 significant bits): rounding P to bf16 alone, as GPU kernels do, would put ~1e-3
-// relative error into them, where the contract is fp32 accuracy (docs/architecture.md §3); the second
-// term costs one more tile product per P tile (about 15% of the kernel). A bf16 output takes
-// P rounded once: its own rounding to bf16 is the larger error. Row sums, and so lse, are
-// always those of the unrounded P.
+// Forward flash attention for bf16 on hardware bf16 products: Intel AMX tiles (tdpbf16ps: 16 x 32
+// bf16 by 32 x 16 bf16 into 16 x 16 fp32, several times the fp32 FMA rate) or, without them,
+// AVX512-BF16 dot products (vdpbf16ps, twice the fp32 FMA's multiply-adds per instruction), with
+// the same exact bf16 products and fp32 sums the portable kernel gets by widening
+// (kernels/bf16_product_engines.hpp). P is fp32 and the products take bf16. For fp32 partials
+// (what the ring merges) P enters P V as two bf16 terms, hi + lo (16 significant bits), on
+// either engine: rounding P to bf16 alone, as GPU kernels do, would put ~1e-3 relative error
+// into them, where the forward's contract is fp32 accuracy (docs/architecture.md §3); the second
+// term costs one more product per P tile (on the tiles about 15% of the kernel; on dot
+// products P V then costs what it costs in fp32, S = Q K^T still half). A bf16 output takes P
+// rounded once: its own rounding to bf16 is the larger error. Row sums, and so lse, are always
+// those of the unrounded P.
 //
 // Layout per team (one query tile of one head): scores S = Q K^T are query-major, so Q rows
 // are the A operand as they are, K^T goes to B in the tiles' pair-interleaved (VNNI) form (a
 // 32-bit transpose of the K tile), the softmax runs along rows, P (bf16 hi + lo, query-major) is the A
 // operand of O += P V, and V goes to B with pairs of key rows interleaved.
-#include "kernels/flash_forward_amx.hpp"
+#include "kernels/flash_forward_bf16.hpp"
 
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
-#if RFA_HOST_AMX
+#include "kernels/bf16_product_engines.hpp"
+
+#if RFA_HOST_BF16_PAIRS
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "kernels/amx_tiles.hpp"
 #include "kernels/league_chunks.hpp"
 #include "kernels/scratch_carver.hpp"
 #include "kernels/simd.hpp"
@@ -34,13 +38,11 @@
 namespace rfa {
 namespace kernels {
 
-#if RFA_HOST_AMX
+#if RFA_HOST_BF16_PAIRS
 namespace {
 
-constexpr int kRows = 192;   // query rows per tile (12 blocks of 16)
-constexpr int kCols = 128;   // keys per tile (8 blocks of 16; 4 chunks of 32 for P V)
-using amx::kBlock;
-using amx::kChunk;
+constexpr int kRows = 192;   // query rows per tile (12 AMX blocks of 16)
+constexpr int kCols = 128;   // keys per tile (8 AMX blocks of 16; 4 steps of 32 for P V)
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -99,8 +101,8 @@ struct PackKeyTiles {
   }
 };
 
-template <class TOut>
-struct AmxForwardTiles {
+template <class Products, class TOut>
+struct Bf16ForwardTiles {
   // fp32 partials (the ring's) keep fp32 accuracy: P enters P V as hi + lo. A bf16 output is
   // rounded to 8 bits in the end, a larger error than that of P in bf16 alone (averaged over
   // the keys), so there P V is one product per tile, as in GPU kernels.
@@ -152,12 +154,12 @@ struct AmxForwardTiles {
     const std::int64_t unit = std::int64_t(b) * p.kv_heads + hk;
     const std::int64_t r0 = std::int64_t(qt) * kRows;
     const int rows = int(std::min<std::int64_t>(kRows, p.seq_q - r0));
-    const int rows_padded = (rows + 2 * kBlock - 1) / (2 * kBlock) * (2 * kBlock);  // pairs of A tiles
+    const int rows_padded = (rows + kProductStep - 1) / kProductStep * kProductStep;
     const int ld = row_pitch(d);
     const float ninf = -std::numeric_limits<float>::infinity();
-    Scratch s = carve_team_scratch<AmxForwardTiles>(team, d);
+    Scratch s = carve_team_scratch<Bf16ForwardTiles>(team, d);
     const MaskRule rule = p.rule();
-    amx::configure_tiles();  // per team: the tile configuration belongs to the thread
+    Products::begin();
 
     for (int i = 0; i < rows_padded; ++i) {
       std::uint16_t* row = s.q + std::size_t(i) * d;
@@ -179,16 +181,16 @@ struct AmxForwardTiles {
     for (int kt = 0; kt < n_ktiles; ++kt) {
       const std::int64_t c0 = std::int64_t(kt) * kCols;
       const int cols = int(std::min<std::int64_t>(kCols, p.seq_k - c0));
-      const int cols_padded = (cols + kChunk - 1) / kChunk * kChunk;
+      const int cols_padded = (cols + kProductStep - 1) / kProductStep * kProductStep;
       const TileVisibility vis = classify_tile(rule, p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
       if (vis == TileVisibility::hidden) continue;
       if (progress.poll) progress.poll(progress.context);
 
       const std::uint16_t* k_tile = kt_units[unit] + std::size_t(kt) * kCols * d;
       const std::uint16_t* v_tile = vp_units[unit] + std::size_t(kt) * kCols * d;
-      // S = Q K^T, then (after the softmax) O += P V, on the tiles.
-      amx::gemm(rows_padded, cols_padded, d, amx::RowsA{s.q, nullptr, std::size_t(d)},
-                amx::PairsB{k_tile, nullptr, std::size_t(2 * kCols)}, s.s, kCols, false);
+      // S = Q K^T, then (after the softmax) O += P V.
+      Products::gemm(rows_padded, cols_padded, d, pairs::RowsA{s.q, nullptr, std::size_t(d)},
+                     pairs::PairsB{k_tile, nullptr, std::size_t(2 * kCols)}, s.s, kCols, false);
       if (vis == TileVisibility::partial) {
         for (int j = 0; j < cols; ++j) s.k_pos[j] = p.k_pos(c0 + j);
         for_each_hidden<kRows, kCols>(rule, s.q_pos, rows, s.k_pos, cols, [&](int i, int j) { s.s[i * kCols + j] = ninf; });
@@ -196,10 +198,10 @@ struct AmxForwardTiles {
       for (int i = 0; i < rows_padded; ++i)
         for (int j = cols; j < cols_padded; ++j) s.s[i * kCols + j] = ninf;
       softmax_rows(s, rows_padded, cols_padded, c);
-      amx::gemm(rows_padded, d, cols_padded, amx::RowsA{s.pb, kSplitP ? s.pl : nullptr, std::size_t(kCols)},
-                amx::PairsB{v_tile, nullptr, std::size_t(2 * d)}, s.o, std::size_t(ld), true);
+      Products::gemm(rows_padded, d, cols_padded, pairs::RowsA{s.pb, kSplitP ? s.pl : nullptr, std::size_t(kCols)},
+                     pairs::PairsB{v_tile, nullptr, std::size_t(2 * d)}, s.o, std::size_t(ld), true);
     }
-    _tile_release();
+    Products::end();
 
     for (int i = 0; i < rows; ++i) {
       const bool seen = s.l[i] > 0.0f;
@@ -241,11 +243,11 @@ struct AmxForwardTiles {
           const V pt = simd::exp2(simd::load_as<V>(srow + 16 * t) * c - vsub);
           if (kSplitP) {
             __m256i hi, lo;
-            amx::split_bf16(pt, hi, lo);
+            pairs::split_bf16(pt, hi, lo);
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(prow + 16 * t), hi);
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(plow + 16 * t), lo);
           } else {
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(prow + 16 * t), amx::round_bf16(pt));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(prow + 16 * t), pairs::round_bf16(pt));
           }
           vsum = vsum + pt;
         }
@@ -269,14 +271,11 @@ std::int64_t packed_key_elems(const AttentionParams& p) {
   return (p.seq_k + kCols - 1) / kCols * kCols * p.head_dim;
 }
 
-}  // namespace
-
-template <class TOut>
-bool flash_forward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
-                       Tensor4<const bf16_t> v, Tensor4<TOut> out, Tensor3<float> lse,
-                       const ProgressHook& progress) {
-  if (p.head_dim % kChunk != 0 || !host_amx_bf16_enabled()) return false;
-  AmxForwardTiles<TOut> f;
+/// Runs the kernel on `Products`; the arguments are checked by the caller.
+template <class Products, class TOut>
+void run_forward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
+                 Tensor4<const bf16_t> v, Tensor4<TOut> out, Tensor3<float> lse, const ProgressHook& progress) {
+  Bf16ForwardTiles<Products, TOut> f;
   f.p = p;
   f.q = q;
   f.k = k;
@@ -295,30 +294,52 @@ bool flash_forward_amx(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor
   std::vector<Buffer> buffers;
   std::vector<std::uint16_t*> kt_units, vp_units;
   for (std::int64_t u = 0; u < units; ++u) {
-    buffers.emplace_back(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::amx_packed_k"),
+    buffers.emplace_back(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::bf16_packed_k"),
                          std::size_t(packed_key_elems(p)));
     kt_units.push_back(buffers.back().data());
-    buffers.emplace_back(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::amx_packed_v"),
+    buffers.emplace_back(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::bf16_packed_v"),
                          std::size_t(packed_key_elems(p)));
     vp_units.push_back(buffers.back().data());
   }
   PackKeyTiles pack{k, v, kt_units.data(), vp_units.data(), int(p.kv_heads), f.d, f.n_ktiles, p.seq_k};
-  Kokkos::parallel_for("rfa::flash_forward_amx_pack", Kokkos::RangePolicy<Exec>(0, int(units) * f.n_ktiles), pack);
+  Kokkos::parallel_for("rfa::flash_forward_bf16_pack", Kokkos::RangePolicy<Exec>(0, int(units) * f.n_ktiles), pack);
   Exec().fence();
   f.kt_units = kt_units.data();
   f.vp_units = vp_units.data();
-  const std::size_t scratch = scratch_bytes<AmxForwardTiles<TOut>>(f.d);
-  for_each_league_chunk<Policy>("rfa::flash_forward_amx", p.batch * p.heads * f.n_qtiles, f,
+  const std::size_t scratch = scratch_bytes<Bf16ForwardTiles<Products, TOut>>(f.d);
+  for_each_league_chunk<Policy>("rfa::flash_forward_bf16", p.batch * p.heads * f.n_qtiles, f,
                                 [&](Policy& policy) { policy.set_scratch_size(1, Kokkos::PerTeam(scratch)); });
   Exec().fence();
-  return true;
 }
+
+}  // namespace
 
 #endif
 
-std::int64_t flash_forward_amx_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
+template <class TOut>
+bool flash_forward_bf16(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
+                        Tensor4<const bf16_t> v, Tensor4<TOut> out, Tensor3<float> lse,
+                        const ProgressHook& progress) {
+  switch (host_bf16_products(p)) {
 #if RFA_HOST_AMX
-  if (dtype == RFA_DTYPE_BFLOAT16 && p.head_dim % kChunk == 0 && host_amx_bf16_enabled())
+    case Bf16Products::amx_tiles:
+      run_forward<AmxProducts>(p, q, k, v, out, lse, progress);
+      return true;
+#endif
+#if RFA_HOST_BF16_PAIRS
+    case Bf16Products::avx512_dot:
+      run_forward<DotProducts>(p, q, k, v, out, lse, progress);
+      return true;
+#endif
+    default:
+      (void)q, (void)k, (void)v, (void)out, (void)lse, (void)progress;
+      return false;
+  }
+}
+
+std::int64_t flash_forward_bf16_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
+#if RFA_HOST_BF16_PAIRS
+  if (dtype == RFA_DTYPE_BFLOAT16 && host_bf16_products(p) != Bf16Products::none)
     return 2 * std::int64_t(sizeof(std::uint16_t)) * p.batch * p.kv_heads * packed_key_elems(p);
 #else
   (void)p;
@@ -327,20 +348,10 @@ std::int64_t flash_forward_amx_workspace_bytes(const AttentionParams& p, rfa_dty
   return 0;
 }
 
-#if !RFA_HOST_AMX
-
-template <class TOut>
-bool flash_forward_amx(const AttentionParams&, Tensor4<const bf16_t>, Tensor4<const bf16_t>, Tensor4<const bf16_t>,
-                       Tensor4<TOut>, Tensor3<float>, const ProgressHook&) {
-  return false;
-}
-
-#endif
-
-template bool flash_forward_amx<bf16_t>(const AttentionParams&, Tensor4<const bf16_t>, Tensor4<const bf16_t>,
-                                        Tensor4<const bf16_t>, Tensor4<bf16_t>, Tensor3<float>, const ProgressHook&);
-template bool flash_forward_amx<float>(const AttentionParams&, Tensor4<const bf16_t>, Tensor4<const bf16_t>,
-                                       Tensor4<const bf16_t>, Tensor4<float>, Tensor3<float>, const ProgressHook&);
+template bool flash_forward_bf16<bf16_t>(const AttentionParams&, Tensor4<const bf16_t>, Tensor4<const bf16_t>,
+                                         Tensor4<const bf16_t>, Tensor4<bf16_t>, Tensor3<float>, const ProgressHook&);
+template bool flash_forward_bf16<float>(const AttentionParams&, Tensor4<const bf16_t>, Tensor4<const bf16_t>,
+                                        Tensor4<const bf16_t>, Tensor4<float>, Tensor3<float>, const ProgressHook&);
 
 }  // namespace kernels
 }  // namespace rfa

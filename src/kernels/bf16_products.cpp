@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "kernels/bf16_products.hpp"
+
+#include "kernels/amx_tiles.hpp"
+#include "kernels/bf16_dot.hpp"
+
+namespace rfa {
+namespace kernels {
+
+Bf16Products host_bf16_products(const AttentionParams& p) {
+  if (p.head_dim % 32 != 0) return Bf16Products::none;  // both products reduce in steps of 32
+  if (host_amx_bf16_enabled()) return Bf16Products::amx_tiles;
+  if (host_bf16_dot_enabled()) return Bf16Products::avx512_dot;
+  return Bf16Products::none;
+}
+
+}  // namespace kernels
+}  // namespace rfa

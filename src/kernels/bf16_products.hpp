@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Which hardware bf16 products, if any, run the host's bf16 kernels of a given shape: Intel AMX
+// tiles, AVX512-BF16 dot products, or none (the portable kernels, which widen bf16 to fp32).
+// Free of vector code, so that code compiled once for every kernel build (the tests') may ask.
+#pragma once
+
+#include "kernels/flash_attention.hpp"
+
+namespace rfa {
+namespace kernels {
+
+enum class Bf16Products {
+  none,        ///< the portable kernels: no such products in the build or on the CPU, switched
+               ///< off (RFA_HOST_AMX=0 and RFA_HOST_BF16_DOT=0), or head_dim not a multiple of 32
+  amx_tiles,   ///< AMX tiles (host_amx_bf16_enabled())
+  avx512_dot,  ///< AVX512-BF16 dot products (host_bf16_dot_enabled(), and no AMX tiles enabled)
+};
+
+/// The products bf16 forward and backward kernels of this shape run on now (the switches are
+/// read on every call).
+Bf16Products host_bf16_products(const AttentionParams& p);
+
+}  // namespace kernels
+}  // namespace rfa
