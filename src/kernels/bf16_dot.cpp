@@ -68,33 +68,21 @@ __attribute__((noinline)) void column_block(int i0, int i1, int K, pairs::RowsA 
           if (kALo) _mm_prefetch(reinterpret_cast<const char*>(alo + (MR + r) * a.ld + k), _MM_HINT_T0);
         }
       }
+      // acc += rows' pairs x (x0, x1): the first term, then A's or B's second term if any.
+      const auto add_products = [&](const std::uint16_t* rows, __m512bh x0, __m512bh x1) {
+#pragma GCC unroll 16
+        for (int r = 0; r < MR; ++r) {
+          const __m512bh ar = pair_of(rows + r * a.ld + k);
+          acc[r][0] = _mm512_dpbf16_ps(acc[r][0], ar, x0);
+          acc[r][1] = _mm512_dpbf16_ps(acc[r][1], ar, x1);
+        }
+      };
       const std::size_t brow = std::size_t(k / 2) * b.ld;
       const __m512bh b0 = as_bh(_mm512_loadu_si512(bhi + brow));
       const __m512bh b1 = as_bh(_mm512_loadu_si512(bhi + brow + 32));
-#pragma GCC unroll 16
-      for (int r = 0; r < MR; ++r) {
-        const __m512bh ar = pair_of(ahi + r * a.ld + k);
-        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], ar, b0);
-        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], ar, b1);
-      }
-      if (kALo) {
-#pragma GCC unroll 16
-        for (int r = 0; r < MR; ++r) {
-          const __m512bh ar = pair_of(alo + r * a.ld + k);
-          acc[r][0] = _mm512_dpbf16_ps(acc[r][0], ar, b0);
-          acc[r][1] = _mm512_dpbf16_ps(acc[r][1], ar, b1);
-        }
-      }
-      if (kBLo) {
-        const __m512bh l0 = as_bh(_mm512_loadu_si512(blo + brow));
-        const __m512bh l1 = as_bh(_mm512_loadu_si512(blo + brow + 32));
-#pragma GCC unroll 16
-        for (int r = 0; r < MR; ++r) {
-          const __m512bh ar = pair_of(ahi + r * a.ld + k);
-          acc[r][0] = _mm512_dpbf16_ps(acc[r][0], ar, l0);
-          acc[r][1] = _mm512_dpbf16_ps(acc[r][1], ar, l1);
-        }
-      }
+      add_products(ahi, b0, b1);
+      if (kALo) add_products(alo, b0, b1);
+      if (kBLo) add_products(ahi, as_bh(_mm512_loadu_si512(blo + brow)), as_bh(_mm512_loadu_si512(blo + brow + 32)));
     }
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {

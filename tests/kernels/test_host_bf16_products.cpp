@@ -4,40 +4,17 @@
 // figures, and the engine tests check those formulas against every allocation.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <string>
-
 #include "kernels/amx_tiles.hpp"
 #include "kernels/bf16_dot.hpp"
 #include "kernels/bf16_products.hpp"
 #include "kernels/flash_attention.hpp"
+#include "scoped_env.hpp"
 
 namespace rfa {
 namespace kernels {
 namespace {
 
-/// Sets an environment variable for one scope and restores what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_.c_str(), old_.c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-  }
-
- private:
-  std::string name_;
-  bool had_ = false;
-  std::string old_;
-};
+using test::ScopedEnv;
 
 TEST(HostBf16Products, ZeroInTheEnvironmentTurnsThemOff) {
   const ScopedEnv amx_off("RFA_HOST_AMX", "0");

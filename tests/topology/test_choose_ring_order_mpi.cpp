@@ -22,7 +22,7 @@
 namespace rfa::topology {
 namespace {
 
-using testing::ScopedEnv;
+using rfa::test::ScopedEnv;
 
 int world_rank() {
   int rank = 0;

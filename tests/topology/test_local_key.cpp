@@ -19,7 +19,7 @@
 namespace rfa::topology {
 namespace {
 
-using testing::ScopedEnv;
+using rfa::test::ScopedEnv;
 
 std::string real_host_name() {
   char name[256] = {};

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-namespace rfa::topology::testing {
+namespace rfa::test {
 
 class ScopedEnv {
  public:
@@ -37,4 +37,4 @@ class ScopedEnv {
   std::string old_value_;
 };
 
-}  // namespace rfa::topology::testing
+}  // namespace rfa::test
