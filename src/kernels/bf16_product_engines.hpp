@@ -11,6 +11,7 @@
 
 #include "kernels/amx_tiles.hpp"
 #include "kernels/bf16_dot.hpp"
+#include "kernels/bf16_products.hpp"
 
 #if RFA_HOST_BF16_PAIRS
 namespace rfa {
@@ -40,6 +41,24 @@ struct DotProducts {
 
 /// Both products take M, N and K in multiples of this.
 constexpr int kProductStep = 32;
+
+/// Calls run(engine), with engine an AmxProducts or a DotProducts as host_bf16_products(p)
+/// names, and returns true; returns false without calling it when that names none.
+template <class Run>
+bool run_on_bf16_products(const AttentionParams& p, Run&& run) {
+  switch (host_bf16_products(p)) {
+#if RFA_HOST_AMX
+    case Bf16Products::amx_tiles:
+      run(AmxProducts{});
+      return true;
+#endif
+    case Bf16Products::avx512_dot:
+      run(DotProducts{});
+      return true;
+    default:
+      return false;
+  }
+}
 
 }  // namespace kernels
 }  // namespace rfa

@@ -389,21 +389,14 @@ bool flash_backward_bf16(const AttentionParams& p, Tensor4<const bf16_t> q, Tens
                          Tensor4<const bf16_t> v, Tensor4<const bf16_t> dout, Tensor3<const float> lse,
                          Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
                          const ProgressHook& progress) {
-  switch (host_bf16_products(p)) {
-#if RFA_HOST_AMX
-    case Bf16Products::amx_tiles:
-      run_backward<AmxProducts>(p, q, k, v, dout, lse, delta, dq, dk, dv, progress);
-      return true;
-#endif
 #if RFA_HOST_BF16_PAIRS
-    case Bf16Products::avx512_dot:
-      run_backward<DotProducts>(p, q, k, v, dout, lse, delta, dq, dk, dv, progress);
-      return true;
+  return run_on_bf16_products(p, [&](auto products) {
+    run_backward<decltype(products)>(p, q, k, v, dout, lse, delta, dq, dk, dv, progress);
+  });
+#else
+  (void)p, (void)q, (void)k, (void)v, (void)dout, (void)lse, (void)delta, (void)dq, (void)dk, (void)dv, (void)progress;
+  return false;
 #endif
-    default:
-      (void)q, (void)k, (void)v, (void)dout, (void)lse, (void)delta, (void)dq, (void)dk, (void)dv, (void)progress;
-      return false;
-  }
 }
 
 std::int64_t flash_backward_bf16_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {

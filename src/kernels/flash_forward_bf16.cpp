@@ -320,21 +320,14 @@ template <class TOut>
 bool flash_forward_bf16(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
                         Tensor4<const bf16_t> v, Tensor4<TOut> out, Tensor3<float> lse,
                         const ProgressHook& progress) {
-  switch (host_bf16_products(p)) {
-#if RFA_HOST_AMX
-    case Bf16Products::amx_tiles:
-      run_forward<AmxProducts>(p, q, k, v, out, lse, progress);
-      return true;
-#endif
 #if RFA_HOST_BF16_PAIRS
-    case Bf16Products::avx512_dot:
-      run_forward<DotProducts>(p, q, k, v, out, lse, progress);
-      return true;
+  return run_on_bf16_products(p, [&](auto products) {
+    run_forward<decltype(products)>(p, q, k, v, out, lse, progress);
+  });
+#else
+  (void)p, (void)q, (void)k, (void)v, (void)out, (void)lse, (void)progress;
+  return false;
 #endif
-    default:
-      (void)q, (void)k, (void)v, (void)out, (void)lse, (void)progress;
-      return false;
-  }
 }
 
 std::int64_t flash_forward_bf16_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
