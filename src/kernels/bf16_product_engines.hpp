@@ -39,9 +39,6 @@ struct DotProducts {
   }
 };
 
-/// Both products take M, N and K in multiples of this.
-constexpr int kProductStep = 32;
-
 /// Calls run(engine), with engine an AmxProducts or a DotProducts as host_bf16_products(p)
 /// names, and returns true; returns false without calling it when that names none.
 template <class Run>

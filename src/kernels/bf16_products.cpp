@@ -8,7 +8,7 @@ namespace rfa {
 namespace kernels {
 
 Bf16Products host_bf16_products(const AttentionParams& p) {
-  if (p.head_dim % 32 != 0) return Bf16Products::none;  // both products reduce in steps of 32
+  if (p.head_dim % kProductStep != 0) return Bf16Products::none;
   if (host_amx_bf16_enabled()) return Bf16Products::amx_tiles;
   if (host_bf16_dot_enabled()) return Bf16Products::avx512_dot;
   return Bf16Products::none;

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "kernels/league_chunks.hpp"
+#include "kernels/micro_gemm.hpp"  // round_up
 #include "kernels/scratch_carver.hpp"
 #include "kernels/tile_visibility.hpp"
 #endif
@@ -176,7 +177,7 @@ struct Bf16BackwardTiles {
     const std::int64_t c0 = std::int64_t(kt) * kCols;
     const int cols = int(std::min<std::int64_t>(kCols, p.seq_k - c0));
     if (classify_tile(p.rule(), p.q_pos, 0, p.seq_q, p.k_pos, c0, c0 + cols) == TileVisibility::hidden) return;
-    const int cols_padded = (cols + kProductStep - 1) / kProductStep * kProductStep;
+    const int cols_padded = round_up(cols, kProductStep);
     std::uint32_t* kt32 = reinterpret_cast<std::uint32_t*>(s.kt);
     std::uint32_t* vt32 = reinterpret_cast<std::uint32_t*>(s.vt);
     const int pairs = d / 2;
@@ -221,7 +222,7 @@ struct Bf16BackwardTiles {
     const TileVisibility vis = classify_tile(rule, p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
     if (vis == TileVisibility::hidden) return;
     if (progress.poll) progress.poll(progress.context);
-    const int rows_padded = (rows + kProductStep - 1) / kProductStep * kProductStep;
+    const int rows_padded = round_up(rows, kProductStep);
     const QueryTransposes side = query_transposes(query_packed, n_qtiles, g, qt, d);
     // Q and dO rows straight from the tensors, but for a partial tile (its padding must be zero).
     const std::uint16_t* q_rows = reinterpret_cast<const std::uint16_t*>(&q(b, r0, h, 0));
@@ -253,11 +254,10 @@ struct Bf16BackwardTiles {
       if (real) s.q_pos[i] = p.q_pos(r0 + i);
     }
 
-    const std::size_t dd = std::size_t(d);
-    Products::gemm(rows_padded, cols_padded, d, pairs::RowsA{q_rows, nullptr, q_ld}, pairs::PairsB{s.kt, nullptr, kPairPitch},
-              s.s, kCols, false);
+    Products::gemm(rows_padded, cols_padded, d, pairs::RowsA{q_rows, nullptr, q_ld},
+                   pairs::PairsB{s.kt, nullptr, kPairPitch}, s.s, kCols, false);
     Products::gemm(rows_padded, cols_padded, d, pairs::RowsA{dout_rows, nullptr, dout_ld},
-              pairs::PairsB{s.vt, nullptr, kPairPitch}, s.dp, kCols, false);
+                   pairs::PairsB{s.vt, nullptr, kPairPitch}, s.dp, kCols, false);
 
     // Masked and padded scores become -inf, so P = 0 there and dS = P (dP - D) = 0.
     if (vis == TileVisibility::partial)
@@ -267,11 +267,11 @@ struct Bf16BackwardTiles {
     probabilities(s, rows_padded, cols_padded);
 
     Products::gemm(d, cols_padded, rows_padded, pairs::RowsA{side.doutt, nullptr, kRows},
-              pairs::PairsB{s.p_hi, s.p_lo, kPairPitch}, s.dvt, kCols, true);
+                   pairs::PairsB{s.p_hi, s.p_lo, kPairPitch}, s.dvt, kCols, true);
     Products::gemm(d, cols_padded, rows_padded, pairs::RowsA{side.qt, nullptr, kRows},
-              pairs::PairsB{s.dsp_hi, s.dsp_lo, kPairPitch}, s.dkt, kCols, true);
-    Products::gemm(rows_padded, d, cols_padded, pairs::RowsA{s.ds_hi, s.ds_lo, kCols}, pairs::PairsB{s.kp, nullptr, std::size_t(pair_pitch(d))},
-              s.dqt, dd, false);
+                   pairs::PairsB{s.dsp_hi, s.dsp_lo, kPairPitch}, s.dkt, kCols, true);
+    Products::gemm(rows_padded, d, cols_padded, pairs::RowsA{s.ds_hi, s.ds_lo, kCols},
+                   pairs::PairsB{s.kp, nullptr, std::size_t(pair_pitch(d))}, s.dqt, std::size_t(d), false);
 
     for (int i = 0; i < rows; ++i) {
       float* dst = &dq(b, r0 + i, h, 0);

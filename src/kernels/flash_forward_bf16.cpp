@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "kernels/league_chunks.hpp"
+#include "kernels/micro_gemm.hpp"  // round_up
 #include "kernels/scratch_carver.hpp"
 #include "kernels/simd.hpp"
 #include "kernels/tile_visibility.hpp"
@@ -154,7 +155,7 @@ struct Bf16ForwardTiles {
     const std::int64_t unit = std::int64_t(b) * p.kv_heads + hk;
     const std::int64_t r0 = std::int64_t(qt) * kRows;
     const int rows = int(std::min<std::int64_t>(kRows, p.seq_q - r0));
-    const int rows_padded = (rows + kProductStep - 1) / kProductStep * kProductStep;
+    const int rows_padded = round_up(rows, kProductStep);
     const int ld = row_pitch(d);
     const float ninf = -std::numeric_limits<float>::infinity();
     Scratch s = carve_team_scratch<Bf16ForwardTiles>(team, d);
@@ -181,7 +182,7 @@ struct Bf16ForwardTiles {
     for (int kt = 0; kt < n_ktiles; ++kt) {
       const std::int64_t c0 = std::int64_t(kt) * kCols;
       const int cols = int(std::min<std::int64_t>(kCols, p.seq_k - c0));
-      const int cols_padded = (cols + kProductStep - 1) / kProductStep * kProductStep;
+      const int cols_padded = round_up(cols, kProductStep);
       const TileVisibility vis = classify_tile(rule, p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
       if (vis == TileVisibility::hidden) continue;
       if (progress.poll) progress.poll(progress.context);
