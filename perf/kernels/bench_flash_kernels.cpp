@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "cpu_peak.hpp"
+#include "kernels/bf16_products.hpp"
 #include "kernels/flash_attention.hpp"
 #include "peer_process.hpp"
 #include "run_context.hpp"
@@ -74,14 +75,21 @@ std::string key(const char* pass, rfa_dtype_t dtype, bool causal) {
   return std::string(pass) + " " + dtype_name(dtype) + (causal ? " causal" : " full");
 }
 
-/// The peak a kernel of this dtype runs against: the AMX tiles' where bf16 runs on them, the
-/// AVX512-BF16 dot products' where bf16 runs on those (this shape's head_dim a multiple of 32
-/// either way), the fp32 FMA peak otherwise.
+/// The peak a kernel of this dtype runs against: that of the products bf16 runs on for this
+/// shape (kernels::host_bf16_products: AMX tiles or AVX512-BF16 dot products), the fp32 FMA peak
+/// otherwise.
 double peak_of(bool bf16) {
-  if (!bf16 || g_shape.head_dim % 32 != 0) return g_peak;
-  if (g_bf16_tile_peak > 0) return g_bf16_tile_peak;
-  if (g_bf16_dot_peak > 0) return g_bf16_dot_peak;
-  return g_peak;
+  if (!bf16) return g_peak;
+  const kernels::AttentionParams p = kernels::make_params(g_shape.batch, g_shape.seq, g_shape.seq, g_shape.heads,
+                                                          g_shape.heads, g_shape.head_dim, RFA_MASK_NONE);
+  switch (kernels::host_bf16_products(p)) {
+    case kernels::Bf16Products::amx_tiles:
+      return g_bf16_tile_peak;
+    case kernels::Bf16Products::avx512_dot:
+      return g_bf16_dot_peak;
+    default:
+      return g_peak;
+  }
 }
 template <class T>
 double peak_for() {
