@@ -7,9 +7,12 @@
 
 #include "buffer_checks.hpp"
 #include "buffer_places.hpp"
+#include "collective_call.hpp"
 #include "context.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "engine/value_checks.hpp"
+#include "kernels/nonfinite_scan.hpp"
 #include "firewall.hpp"
 
 namespace rfa {
@@ -48,6 +51,28 @@ Tensor3<T, Space> lse3(T* p, const rfa_context_s& c) {
   return Tensor3<T, Space>(p, c.options.batch, c.options.heads, c.engine->local_seq());
 }
 
+/// The value checks' scan of a bshd tensor of the context with `heads` heads, in memory `Space`.
+template <class T, class Space>
+engine::ScannedTensor scan_bshd(const char* name, const void* p, const rfa_context_s& c, std::int64_t heads) {
+  const rfa_options_t& o = c.options;
+  const std::int64_t L = c.engine->local_seq();
+  return {name, kernels::first_nonfinite<T, Space>(static_cast<const T*>(p), o.batch * L * heads * o.head_dim, false),
+          o.batch, L, heads, o.head_dim};
+}
+
+/// The same for an lse ([batch][heads][rows], fp32), where -inf is a row that sees no key.
+template <class Space>
+engine::ScannedTensor scan_lse(const float* p, const rfa_context_s& c) {
+  const rfa_options_t& o = c.options;
+  const std::int64_t L = c.engine->local_seq();
+  return {"lse", kernels::first_nonfinite<float, Space>(p, o.batch * o.heads * L, true), o.batch, L, o.heads, 0};
+}
+
+bool checks_values(const rfa_context_s& c) { return c.options.check_values == RFA_VALUE_CHECKS_ON; }
+
+constexpr const char* kInputsUntouched = "nothing was computed or written";
+constexpr const char* kOutputsWritten = "the outputs are written but must not be trusted";
+
 /// NULL and overlapping buffers, then buffers in the wrong memory for the context's device.
 void check_call_buffers(const rfa_context_s& c, std::initializer_list<Buffer> inputs,
                         std::initializer_list<Buffer> outputs) {
@@ -74,24 +99,39 @@ void dispatch_place(const rfa_context_s& c, Run&& run) {
 
 rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void* v, void* out, float* lse) {
   const LocalSizes s = local_sizes(c);
-  agree_on_arguments(c, [&] {
+  const rfa_options_t& o = c.options;
+  auto checks = [&] {
     const std::int64_t e = s.element, f = std::int64_t(sizeof(float));
     check_call_buffers(c, {{"q", q, s.q, e}, {"k", k, s.kv, e}, {"v", v, s.kv, e}},
                        {{"out", out, s.q, e}, {"lse", lse, s.lse, f}});
-  });
-  const rfa_options_t& o = c.options;
-  dispatch_place(c, [&](auto tag, auto space) {
-    using T = decltype(tag);
-    using S = decltype(space);
-    auto args = std::make_tuple(in4<T, S>(q, c, o.heads), in4<T, S>(k, c, o.kv_heads), in4<T, S>(v, c, o.kv_heads),
-                                out4<T, S>(out, c, o.heads), lse3<float, S>(lse, c));
-    if constexpr (std::is_same<S, Kokkos::HostSpace>::value) {
-      std::apply([&](auto... a) { c.engine->forward<T>(a...); }, args);
-    } else {
+  };
+  run_collective_call(c, CollectiveCall::forward, checks, [&] {
+    dispatch_place(c, [&](auto tag, auto space) {
+      using T = decltype(tag);
+      using S = decltype(space);
+      const PositionMap rows = c.engine->local_positions();
+      if (checks_values(c)) {
+        engine::report_nonfinite_everywhere(
+            *c.comm, rows,
+            {scan_bshd<T, S>("q", q, c, o.heads), scan_bshd<T, S>("k", k, c, o.kv_heads),
+             scan_bshd<T, S>("v", v, c, o.kv_heads)},
+            "input", kInputsUntouched);
+      }
+      auto args = std::make_tuple(in4<T, S>(q, c, o.heads), in4<T, S>(k, c, o.kv_heads), in4<T, S>(v, c, o.kv_heads),
+                                  out4<T, S>(out, c, o.heads), lse3<float, S>(lse, c));
+      if constexpr (std::is_same<S, Kokkos::HostSpace>::value) {
+        std::apply([&](auto... a) { c.engine->forward<T>(a...); }, args);
+      } else {
 #if RFA_ENGINE_CUDA
-      std::apply([&](auto... a) { device_ring(c).forward_device<T>(a...); }, args);
+        std::apply([&](auto... a) { device_ring(c).forward_device<T>(a...); }, args);
 #endif
-    }
+      }
+      if (checks_values(c)) {
+        engine::report_nonfinite_everywhere(*c.comm, rows,
+                                            {scan_bshd<T, S>("out", out, c, o.heads), scan_lse<S>(lse, c)}, "output",
+                                            kOutputsWritten);
+      }
+    });
   });
   return RFA_SUCCESS;
 }
@@ -99,28 +139,46 @@ rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void*
 rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void* v, const void* out,
                       const void* dout, const float* lse, void* dq, void* dk, void* dv) {
   const LocalSizes s = local_sizes(c);
-  agree_on_arguments(c, [&] {
+  const rfa_options_t& o = c.options;
+  auto checks = [&] {
     const std::int64_t e = s.element, f = std::int64_t(sizeof(float));
     check_call_buffers(c,
                        {{"q", q, s.q, e}, {"k", k, s.kv, e}, {"v", v, s.kv, e}, {"out", out, s.q, e},
                         {"dout", dout, s.q, e}, {"lse", lse, s.lse, f}},
                        {{"dq", dq, s.q, e}, {"dk", dk, s.kv, e}, {"dv", dv, s.kv, e}});
-  });
-  const rfa_options_t& o = c.options;
-  dispatch_place(c, [&](auto tag, auto space) {
-    using T = decltype(tag);
-    using S = decltype(space);
-    auto args = std::make_tuple(in4<T, S>(q, c, o.heads), in4<T, S>(k, c, o.kv_heads), in4<T, S>(v, c, o.kv_heads),
-                                in4<T, S>(out, c, o.heads), in4<T, S>(dout, c, o.heads),
-                                lse3<const float, S>(lse, c), out4<T, S>(dq, c, o.heads),
-                                out4<T, S>(dk, c, o.kv_heads), out4<T, S>(dv, c, o.kv_heads));
-    if constexpr (std::is_same<S, Kokkos::HostSpace>::value) {
-      std::apply([&](auto... a) { c.engine->backward<T>(a...); }, args);
-    } else {
+  };
+  run_collective_call(c, CollectiveCall::backward, checks, [&] {
+    dispatch_place(c, [&](auto tag, auto space) {
+      using T = decltype(tag);
+      using S = decltype(space);
+      const PositionMap rows = c.engine->local_positions();
+      if (checks_values(c)) {
+        engine::report_nonfinite_everywhere(
+            *c.comm, rows,
+            {scan_bshd<T, S>("q", q, c, o.heads), scan_bshd<T, S>("k", k, c, o.kv_heads),
+             scan_bshd<T, S>("v", v, c, o.kv_heads), scan_bshd<T, S>("out", out, c, o.heads),
+             scan_bshd<T, S>("dout", dout, c, o.heads), scan_lse<S>(lse, c)},
+            "input", kInputsUntouched);
+      }
+      auto args = std::make_tuple(in4<T, S>(q, c, o.heads), in4<T, S>(k, c, o.kv_heads), in4<T, S>(v, c, o.kv_heads),
+                                  in4<T, S>(out, c, o.heads), in4<T, S>(dout, c, o.heads),
+                                  lse3<const float, S>(lse, c), out4<T, S>(dq, c, o.heads),
+                                  out4<T, S>(dk, c, o.kv_heads), out4<T, S>(dv, c, o.kv_heads));
+      if constexpr (std::is_same<S, Kokkos::HostSpace>::value) {
+        std::apply([&](auto... a) { c.engine->backward<T>(a...); }, args);
+      } else {
 #if RFA_ENGINE_CUDA
-      std::apply([&](auto... a) { device_ring(c).backward_device<T>(a...); }, args);
+        std::apply([&](auto... a) { device_ring(c).backward_device<T>(a...); }, args);
 #endif
-    }
+      }
+      if (checks_values(c)) {
+        engine::report_nonfinite_everywhere(
+            *c.comm, rows,
+            {scan_bshd<T, S>("dq", dq, c, o.heads), scan_bshd<T, S>("dk", dk, c, o.kv_heads),
+             scan_bshd<T, S>("dv", dv, c, o.kv_heads)},
+            "output", kOutputsWritten);
+      }
+    });
   });
   return RFA_SUCCESS;
 }

@@ -8,7 +8,6 @@
 #include <string>
 #include <utility>
 
-#include "comm/agreement.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
 #include "engine/attention_strategy.hpp"
@@ -19,6 +18,9 @@ struct rfa_context_s {
   std::unique_ptr<rfa::engine::AttentionStrategy> engine;  ///< options.strategy's engine
   rfa_options_t options;  ///< as created, defaults applied, struct_size = sizeof (this build)
   std::vector<std::int64_t> doc_boundaries;  ///< the copy options.doc_boundaries points to
+  std::int64_t id = 0;           ///< agreed at creation: the same on every rank (call stamps)
+  std::int64_t calls_begun = 0;  ///< collective calls begun on this rank (call stamps)
+  std::string unusable;          ///< why the context takes no more calls ("" while it does)
 };
 
 namespace rfa {
@@ -51,13 +53,6 @@ inline engine::RingAttention& device_ring(rfa_context_s& c) {
   engine::RingAttention* ring = c.engine->ring_engine();
   if (!ring) fail(RFA_ERROR_INTERNAL, "a device context whose strategy is not the ring");
   return *ring;
-}
-
-/// Runs the local checks, then agrees over the ring so that no rank enters the ring
-/// exchange while another has returned an error (which would leave it waiting forever).
-template <class Check>
-void agree_on_arguments(rfa_context_s& c, Check&& check) {
-  comm::check_everywhere(*c.comm, std::forward<Check>(check));
 }
 
 }  // namespace capi

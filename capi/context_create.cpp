@@ -2,10 +2,13 @@
 // rfa_context_create / _fint / destroy: the collective life of a ring.
 #include <mpi.h>
 
+#include <atomic>
+#include <exception>
 #include <memory>
 #include <new>
 
 #include "comm/mpi/mpi_communicator.hpp"
+#include "collective_call.hpp"
 #include "context.hpp"
 #include "context_transport.hpp"
 #include "core/error.hpp"
@@ -15,7 +18,8 @@
 #include "options.hpp"
 #include "rfa/rfa_mpi.h"
 #include "topology/choose_ring_order.hpp"
-#include "topology/collective_agreement.hpp"
+#include "collective/agree_on_failure.hpp"
+#include "collective/deadline.hpp"
 
 namespace rfa {
 namespace capi {
@@ -32,6 +36,16 @@ void require_mpi_usable(MPI_Comm comm) {
          "destroy contexts before MPI_Finalize");
   }
   if (comm == MPI_COMM_NULL) fail(RFA_ERROR_INVALID_ARGUMENT, "comm is MPI_COMM_NULL");
+}
+
+// The id this process proposes for its next context; creation takes the largest proposal of
+// any rank, so ids are the same on every rank of a context and never reused in the process.
+std::atomic<std::int64_t> next_context_id{1};
+
+void raise_next_context_id(std::int64_t at_least) {
+  std::int64_t now = next_context_id.load();
+  while (now < at_least && !next_context_id.compare_exchange_weak(now, at_least)) {
+  }
 }
 
 // Undoes acquire_kokkos_for_context() unless the context was handed out.
@@ -64,19 +78,24 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   } catch (const Error& e) {
     verdict = {e.code(), e.what()};
   }
-  agree_on_creation(comm, verdict, options);
+  // Every collective of the creation ends by the deadline, so a rank that arrives after the
+  // others gave up fails too instead of waiting in the next one.
+  const collective::DeadlineScope deadline(creation_timeout(verdict, options));
+  const std::int64_t id = agree_on_creation(comm, verdict, options, next_context_id.load());
+  raise_next_context_id(id + 1);
 
   int ranks = 0;
   MPI_Comm_size(comm, &ranks);
   validate_options(options, ranks);  // the same options everywhere: the same verdict everywhere
 
   auto context = std::make_unique<rfa_context_s>();
+  context->id = id;
   context->options = options;
   // The caller may free its boundaries once this returns: the context keeps its own copy.
   context->doc_boundaries.assign(options.doc_boundaries, options.doc_boundaries + options.doc_boundary_count);
   context->options.doc_boundaries = context->doc_boundaries.empty() ? nullptr : context->doc_boundaries.data();
   const topology::RingOrder order = topology::choose_ring_order(comm, options.ring_order);
-  topology::agree_on_failure(comm, [&] { require_kokkos_on_current_device(options); });
+  collective::agree_on_failure(comm, [&] { require_kokkos_on_current_device(options); });
   context->comm = make_context_communicator(comm, order.position, options);
   context->engine = engine::make_strategy(*context->comm, ring_config(options), strategy_choice(options));
   count->keep();
@@ -111,13 +130,25 @@ RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context) {
       rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "context is not a live rfa context: it was destroyed already, or never "
                                             "created by rfa_context_create");
     }
+    std::unique_ptr<rfa_context_s> owned(context);
+    // The ranks agree that they are all destroying this context (a rank in another call fails
+    // with them, RFA_ERROR_CALL_MISMATCH), unless the context is already unusable or MPI is
+    // gone; the context is destroyed whatever the agreement says.
+    std::exception_ptr failure;
+    if (owned->unusable.empty() && rfa::capi::mpi_is_running()) {
+      try {
+        rfa::capi::run_collective_call(*owned, rfa::capi::CollectiveCall::destroy, [] {}, [] {});
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    }
     // The engine goes first (it refers to the communicator); the communicator's destructor
     // frees its MPI communicator and never throws.
-    std::unique_ptr<rfa_context_s> owned(context);
     owned->engine.reset();
     owned->comm.reset();
     owned.reset();
     rfa::capi::release_context();
+    if (failure) std::rethrow_exception(failure);
     return RFA_SUCCESS;
   });
 }

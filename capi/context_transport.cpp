@@ -6,7 +6,7 @@
 #include "core/error.hpp"
 #include "engine/engine_backends.hpp"
 #include "rfa/rfa_config.h"
-#include "topology/collective_agreement.hpp"
+#include "collective/agree_on_failure.hpp"
 
 #if RFA_ENGINE_CUDA
 #include <cuda_runtime_api.h>
@@ -29,9 +29,9 @@ std::unique_ptr<comm::Communicator> make_context_communicator(MPI_Comm comm, int
   if (options.device == RFA_DEVICE_HOST) return comm::make_mpi_communicator(comm, ring_position, mpi_timeout(options));
   // Only reached when the engine supports CUDA (validate_options refuses it otherwise).
   // resolve_transport reads RFA_TRANSPORT on each rank: first make sure they all see one value.
-  topology::agreed_env(comm, "RFA_TRANSPORT");
+  collective::agreed_env(comm, "RFA_TRANSPORT");
   comm::TransportChoice choice = comm::TransportChoice::automatic;
-  topology::agree_on_failure(comm, [&] {
+  collective::agree_on_failure(comm, [&] {
     const comm::TransportChoice option = options.transport == RFA_TRANSPORT_MPI    ? comm::TransportChoice::mpi
                                          : options.transport == RFA_TRANSPORT_NCCL ? comm::TransportChoice::nccl
                                                                                    : comm::TransportChoice::automatic;

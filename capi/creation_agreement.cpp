@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "creation_agreement.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <sstream>
 #include <vector>
 
-#include "comm/mpi/deadline.hpp"
+#include "collective/deadline.hpp"
 #include "core/documents.hpp"
 #include "core/error.hpp"
 #include "core/enum_value.hpp"
@@ -58,9 +60,16 @@ const Field kFields[] = {
      [](const rfa_options_t& o) {
        return document_bounds_hash(o.doc_boundaries, o.doc_boundary_count);  // count <= 0: no value read
      }},
+    {"check_values (after RFA_CHECK_VALUES)",
+     [](const rfa_options_t& o) { return std::int64_t(enum_value(o.check_values)); }},
 };
+// A field appended to rfa_options_t must be added above (and to the disagreement test,
+// tests/capi/options_agreement_test.cpp): this fails to compile until the size is updated.
+static_assert(offsetof(rfa_options_t, check_values) + sizeof(rfa_value_checks_t) <= sizeof(rfa_options_t) &&
+                  sizeof(rfa_options_t) <= offsetof(rfa_options_t, check_values) + 8,
+              "rfa_options_t has a field the creation agreement does not compare");
 constexpr int kFieldCount = int(sizeof kFields / sizeof kFields[0]);
-constexpr int kRecord = 1 + kFieldCount;  // the verdict's code, then the fields
+constexpr int kRecord = 1 + kFieldCount + 1;  // the verdict's code, the fields, the proposed id
 
 std::string value_text(int field, std::int64_t value) {
   std::ostringstream os;
@@ -94,20 +103,21 @@ void check_mpi(int rc, const char* call) {
 
 }  // namespace
 
-static double creation_timeout(const LocalVerdict& verdict, const rfa_options_t& options) {
+double creation_timeout(const LocalVerdict& verdict, const rfa_options_t& options) {
   // Options that failed to read are no guide; the environment still is (a bad RFA_TIMEOUT_S
   // falls back to the default here: it is reported when the communicator reads it).
   // A non-finite value is refused after the agreement, on every rank alike.
   if (verdict.code == RFA_SUCCESS && std::isfinite(options.timeout_s) && options.timeout_s != 0.0)
     return options.timeout_s < 0.0 ? 0.0 : options.timeout_s;
   try {
-    return comm::mpi::timeout_from_environment();
+    return collective::timeout_from_environment();
   } catch (const Error&) {
-    return comm::mpi::kDefaultTimeoutSeconds;
+    return collective::kDefaultTimeoutSeconds;
   }
 }
 
-void agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const rfa_options_t& options) {
+std::int64_t agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const rfa_options_t& options,
+                               std::int64_t proposed_id) {
   int size = 0, rank = 0;
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
@@ -115,18 +125,19 @@ void agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const rfa_opt
   std::int64_t mine[kRecord];
   mine[0] = verdict.code;
   for (int f = 0; f < kFieldCount; ++f) mine[1 + f] = verdict.code == RFA_SUCCESS ? kFields[f].get(options) : 0;
+  mine[kRecord - 1] = proposed_id;
   // The first collective of a context's life, so the one that meets a late rank: it runs
   // nonblocking under the deadline, into a buffer that is abandoned to MPI on a timeout.
-  comm::mpi::ParkedValues parked(std::vector<std::int64_t>(std::size_t(size) * kRecord));
+  collective::ParkedValues parked(std::vector<std::int64_t>(std::size_t(size) * kRecord));
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Iallgather(mine, kRecord, MPI_INT64_T, parked.data(), kRecord, MPI_INT64_T, comm, &request),
             "MPI_Iallgather");
   const double timeout = creation_timeout(verdict, options);
-  check_mpi(comm::mpi::wait_within(&request, 1, MPI_STATUS_IGNORE, timeout,
+  check_mpi(collective::wait_within(&request, 1, MPI_STATUS_IGNORE, timeout,
                                    [&](const int*) {
                                      parked.abandon();
                                      return "rfa_context_create: not every rank of the communicator arrived within " +
-                                            comm::mpi::seconds_text(timeout) +
+                                            collective::seconds_text(timeout) +
                                             " (a rank is late, stuck or gone; options.timeout_s or RFA_TIMEOUT_S "
                                             "sets the deadline)";
                                    }),
@@ -159,6 +170,9 @@ void agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const rfa_opt
        << "); every rank must pass the same options";
     throw Error(RFA_ERROR_INVALID_USAGE, os.str());
   }
+  std::int64_t id = 0;
+  for (int r = 0; r < size; ++r) id = std::max(id, at(r, kRecord - 1));
+  return id;
 }
 
 }  // namespace capi

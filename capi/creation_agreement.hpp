@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <string>
 
 #include "rfa/rfa.h"
@@ -21,13 +22,19 @@ struct LocalVerdict {
   std::string message;              ///< the detailed message when not
 };
 
+/// The deadline of a creation's collectives in seconds (0: none): options.timeout_s when this
+/// rank's options were usable and it is set, else RFA_TIMEOUT_S or the default.
+double creation_timeout(const LocalVerdict& verdict, const rfa_options_t& options);
+
 /// Collective over `comm`. Returns normally only if every rank's verdict is success and every
 /// rank passed the same options (`options` is ignored on ranks whose verdict is a failure).
+/// Returns the new context's id: the largest `proposed_id` of any rank, the same everywhere.
 /// Otherwise throws on every rank: a failing rank its own code and message; the others the
 /// lowest failing rank's code, naming the failing ranks; when all are usable but options
 /// differ, RFA_ERROR_INVALID_USAGE naming the first differing field and the ranks whose value
 /// differs from the lowest rank's. Ranks are ranks of `comm`. RFA_ERROR_MPI if MPI fails.
-void agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const rfa_options_t& options);
+std::int64_t agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const rfa_options_t& options,
+                               std::int64_t proposed_id);
 
 }  // namespace capi
 }  // namespace rfa

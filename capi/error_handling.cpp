@@ -60,6 +60,8 @@ RFA_API const char* rfa_get_error_string(rfa_result_t code) {
     case RFA_ERROR_KOKKOS: return "Kokkos error";
     case RFA_ERROR_VERSION_MISMATCH: return "header and library major versions differ";
     case RFA_ERROR_TIMEOUT: return "communication timed out";
+    case RFA_ERROR_CALL_MISMATCH: return "ranks are in different collective calls";
+    case RFA_ERROR_NONFINITE: return "NaN or infinity in a checked tensor";
   }
   return "unknown rfa result code";
 }

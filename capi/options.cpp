@@ -3,7 +3,10 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <string>
 
 #include "core/documents.hpp"
 #include "core/error.hpp"
@@ -38,7 +41,21 @@ rfa_options_t default_options() {
   o.window = 0;
   o.doc_boundaries = nullptr;
   o.doc_boundary_count = 0;
+  o.check_values = RFA_VALUE_CHECKS_DEFAULT;
   return o;
+}
+
+rfa_value_checks_t resolve_value_checks(rfa_value_checks_t option) {
+  const int v = enum_value(option);
+  require(v == RFA_VALUE_CHECKS_DEFAULT || v == RFA_VALUE_CHECKS_OFF || v == RFA_VALUE_CHECKS_ON,
+          "options.check_values is ", v, ", not an rfa_value_checks_t value");
+  if (v != RFA_VALUE_CHECKS_DEFAULT) return rfa_value_checks_t(v);
+  const char* env = std::getenv(kCheckValuesEnv);
+  const std::string text = env ? env : "";
+  if (text.empty() || text == "0") return RFA_VALUE_CHECKS_OFF;
+  if (text == "1") return RFA_VALUE_CHECKS_ON;
+  fail(RFA_ERROR_INVALID_ARGUMENT, kCheckValuesEnv, " is '", text, "'; it must be 1 (check every call's tensors for "
+       "NaN and infinity) or 0 (do not)");
 }
 
 std::size_t min_options_size() {
@@ -65,6 +82,8 @@ rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
   require(o.doc_boundary_count >= 0, what, "->doc_boundary_count is ", o.doc_boundary_count,
           "; it must be >= 0 (0: no documents)");
   validate_document_bounds(o.doc_boundaries, o.doc_boundary_count, o.seq_total, "options.doc_boundaries");
+  // Resolved here, on each rank, so that the ranks then agree on what they will do.
+  o.check_values = resolve_value_checks(o.check_values);
   return o;
 }
 
@@ -97,6 +116,13 @@ void validate_options(const rfa_options_t& o, int ranks) {
   }
   require(std::isfinite(o.softmax_scale) && o.softmax_scale >= 0.0, "options.softmax_scale is ", o.softmax_scale,
           "; it must be finite and >= 0 (0 means 1/sqrt(head_dim))");
+  // The kernels apply the scale in fp32: a value that rounds to 0 there would read as "the
+  // default", and one beyond fp32's range as infinity.
+  const float scale_fp32 = float(o.softmax_scale);
+  require(o.softmax_scale == 0.0 || (scale_fp32 > 0.0f && std::isfinite(scale_fp32)), "options.softmax_scale is ",
+          o.softmax_scale, ", which is ", scale_fp32 > 0.0f ? "beyond" : "below", " the range of fp32 (",
+          std::numeric_limits<float>::denorm_min(), " .. ", std::numeric_limits<float>::max(),
+          ") the kernels apply it in; 0 means 1/sqrt(head_dim)");
   require(o.batch >= 1, "options.batch is ", o.batch, "; it must be >= 1");
   require(o.seq_total >= 1, "options.seq_total is ", o.seq_total, "; it must be >= 1 (the whole sequence length)");
   require(o.heads >= 1, "options.heads is ", o.heads, "; it must be >= 1");

@@ -10,14 +10,24 @@
 namespace rfa {
 namespace capi {
 
+/// The environment variable that decides options.check_values when it is left at DEFAULT.
+constexpr const char* kCheckValuesEnv = "RFA_CHECK_VALUES";
+
+/// options.check_values as this rank resolves it: ON or OFF, from the option or, for DEFAULT,
+/// from RFA_CHECK_VALUES (unset or "0": off, "1": on). Throws RFA_ERROR_INVALID_ARGUMENT for
+/// any other value of either.
+rfa_value_checks_t resolve_value_checks(rfa_value_checks_t option);
+
 /// The defaults rfa_options_init() writes.
 rfa_options_t default_options();
 
 /// The struct size of version 1 of rfa_options_t: the smallest struct_size accepted.
 std::size_t min_options_size();
 
-/// Copies min(struct_size, sizeof) bytes of the caller's struct over the defaults. Throws
-/// RFA_ERROR_INVALID_ARGUMENT for NULL or a struct_size below version 1 (not initialized).
+/// Copies min(struct_size, sizeof) bytes of the caller's struct over the defaults, checks the
+/// document boundaries and resolves check_values (resolve_value_checks). Throws
+/// RFA_ERROR_INVALID_ARGUMENT for NULL, a struct_size below version 1 (not initialized), bad
+/// boundaries or a bad check_values.
 rfa_options_t read_options(const rfa_options_t* caller, const char* what);
 
 /// Throws RFA_ERROR_INVALID_ARGUMENT / RFA_ERROR_UNSUPPORTED, naming the field, unless the

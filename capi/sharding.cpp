@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Sharding helpers: whole-sequence tensors <-> this rank's rows, with and without a context.
 #include "buffer_checks.hpp"
+#include "collective_call.hpp"
 #include "context.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
@@ -23,8 +24,18 @@ struct BshdShape {
 BshdShape bshd_shape(const rfa_context_s& c, std::int64_t heads) {
   if (heads < 1) fail(RFA_ERROR_INVALID_ARGUMENT, "heads is ", heads, "; it must be >= 1");
   const rfa_options_t& o = c.options;
+  // The whole sequence's tensor is the larger of the two; the context's own sizes are known to
+  // fit (validate_options), a caller's head count is not.
+  std::int64_t global_bytes = std::int64_t(dtype_size(o.dtype));
+  for (const std::int64_t factor : {o.batch, o.seq_total, heads, o.head_dim}) {
+    if (__builtin_mul_overflow(global_bytes, factor, &global_bytes)) {
+      fail(RFA_ERROR_INVALID_ARGUMENT, "heads is ", heads, ": a tensor of batch x seq_total x heads x head_dim (",
+           o.batch, " x ", o.seq_total, " x ", heads, " x ", o.head_dim,
+           ") elements overflows 64-bit byte sizes, so no buffer can hold it");
+    }
+  }
   const std::int64_t row = heads * o.head_dim * std::int64_t(dtype_size(o.dtype));
-  return {{o.batch, heads, o.head_dim}, o.batch * c.engine->local_seq() * row, o.batch * o.seq_total * row};
+  return {{o.batch, heads, o.head_dim}, o.batch * c.engine->local_seq() * row, global_bytes};
 }
 
 /// The caller's layout, checked before it is used as an rfa_layout_t (see enum_value.hpp).
@@ -86,15 +97,17 @@ RFA_API rfa_result_t rfa_allgather_bshd(rfa_context_t context, int64_t heads, co
     rfa_context_s& c = rfa::capi::context_ref(context);
     // Local problems are agreed over the ring before the all-gather, so no rank is left in it.
     rfa::capi::BshdShape shape{};
-    rfa::capi::agree_on_arguments(c, [&] {
+    auto checks = [&] {
       shape = rfa::capi::bshd_shape(c, heads);
       const std::int64_t e = std::int64_t(rfa::dtype_size(c.options.dtype));
       check_buffers({{"local", local, shape.local_bytes, e}}, {{"global", global, shape.global_bytes, e}});
-    });
-    rfa::dispatch_dtype(c.options.dtype, [&](auto tag) {
-      using T = decltype(tag);
-      rfa::layout::allgather_bshd<T>(*c.comm, c.engine->local_positions(), static_cast<const T*>(local), shape.dims,
-                                     static_cast<T*>(global), c.options.seq_total);
+    };
+    rfa::capi::run_collective_call(c, rfa::capi::CollectiveCall::allgather_bshd, checks, [&] {
+      rfa::dispatch_dtype(c.options.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        rfa::layout::allgather_bshd<T>(*c.comm, c.engine->local_positions(), static_cast<const T*>(local),
+                                       shape.dims, static_cast<T*>(global), c.options.seq_total);
+      });
     });
     return RFA_SUCCESS;
   });

@@ -51,12 +51,22 @@ typedef enum rfa_result_t {
   RFA_ERROR_HWLOC = 9,             /**< hwloc could not load or query the topology. */
   RFA_ERROR_KOKKOS = 10,           /**< Kokkos failed to initialize or to allocate. */
   RFA_ERROR_VERSION_MISMATCH = 11, /**< The header and the library have different major versions. */
-  RFA_ERROR_TIMEOUT = 12           /**< A communication did not complete in time and was abandoned (a rank
+  RFA_ERROR_TIMEOUT = 12,          /**< A communication did not complete in time and was abandoned (a rank
                                         is late, stuck or gone; options.timeout_s, RFA_TIMEOUT_S,
                                         RFA_NCCL_TIMEOUT_S). The context is unusable from then on: every
                                         call but rfa_context_destroy() fails, and buffers passed to the
                                         failed call must not be reused while the job runs on. Like NCCL
                                         after an abort, the job should end (MPI_Abort). */
+  RFA_ERROR_CALL_MISMATCH = 13,    /**< The ranks of a context are in different collective calls (one calls
+                                        rfa_forward() while another calls rfa_backward(), or one made a call
+                                        the others did not), found before the call moved any data; the
+                                        message names what each side called. Every rank that took part fails
+                                        with it; the context is unusable from then on: every call but
+                                        rfa_context_destroy() fails. */
+  RFA_ERROR_NONFINITE = 14         /**< The value checks (options.check_values, RFA_CHECK_VALUES) found NaN or
+                                        infinity in a tensor; the message names the tensor, the rank and the
+                                        first position. In an input: nothing was computed or written. In an
+                                        output: the outputs are written but must not be trusted. */
 } rfa_result_t;
 
 /** @brief Storage data types of Q, K, V, the output and the gradients. Accumulation is always fp32. */
@@ -122,6 +132,17 @@ typedef enum rfa_transport_t {
                                   through pinned host buffers. Several ranks may share one GPU. */
   RFA_TRANSPORT_NCCL = 2     /**< NCCL: one GPU per rank (ranks sharing a GPU are refused). */
 } rfa_transport_t;
+
+/** @brief Whether calls check their tensors for NaN and infinity (options.check_values). */
+typedef enum rfa_value_checks_t {
+  RFA_VALUE_CHECKS_DEFAULT = 0, /**< The environment variable RFA_CHECK_VALUES decides: 1 on, 0 (or unset) off. */
+  RFA_VALUE_CHECKS_OFF = 1,     /**< No checks. */
+  RFA_VALUE_CHECKS_ON = 2       /**< rfa_forward() and rfa_backward() scan their inputs before anything moves and
+                                     their outputs after computing; a NaN or infinity anywhere (an lse of -inf,
+                                     a query that sees no key, is allowed) fails the call on every rank with
+                                     ::RFA_ERROR_NONFINITE naming the tensor, the ring position and the first
+                                     element. One read of each tensor, on the context's device. */
+} rfa_value_checks_t;
 
 /**
  * @brief The static text for a result code.
@@ -230,6 +251,9 @@ typedef struct rfa_options_t {
                                     Ring steps whose K/V block shares no document with the local queries
                                     run no kernel. */
   int64_t doc_boundary_count;  /**< Number of values in doc_boundaries (documents + 1), or 0 (default). */
+  rfa_value_checks_t check_values; /**< NaN/infinity checks of every call's tensors. Default
+                                        ::RFA_VALUE_CHECKS_DEFAULT (RFA_CHECK_VALUES decides, at creation);
+                                        rfa_context_get_options() returns ON or OFF as resolved. */
 } rfa_options_t;
 
 /**
@@ -277,11 +301,18 @@ typedef struct rfa_context_s* rfa_context_t;
  *
  * Collective over the context's ranks (it frees an MPI communicator): every rank destroys its
  * handle, in the same order relative to other collective calls. Call it before MPI_Finalize.
- * @param context the handle, or NULL.
+ * The ranks first agree that they are all destroying the context (one small reduction, under
+ * the deadline): a rank that is in another call on it meanwhile makes both sides fail with
+ * ::RFA_ERROR_CALL_MISMATCH. The handle is destroyed whatever the result. On a context that is
+ * unusable (after ::RFA_ERROR_TIMEOUT or ::RFA_ERROR_CALL_MISMATCH) or after MPI_Finalize there
+ * is no agreement and nothing waits; exchanges a failed call left unfinished are given up at the
+ * deadline at the latest (receives cancelled, the rest left to MPI), so it never blocks longer.
  * After MPI_Finalize it frees the memory but cannot free the MPI communicator.
- * @return ::RFA_SUCCESS; the handle must not be used again: every call given a destroyed or
- *         never-created handle (destroy included) returns ::RFA_ERROR_INVALID_ARGUMENT. After
- *         ::RFA_ERROR_TIMEOUT it is the only call a context still accepts, and it never waits.
+ * @param context the handle, or NULL.
+ * @return ::RFA_SUCCESS; ::RFA_ERROR_CALL_MISMATCH or ::RFA_ERROR_TIMEOUT from the agreement
+ *         (the handle is gone all the same); the handle must not be used again: every call
+ *         given a destroyed or never-created handle (destroy included) returns
+ *         ::RFA_ERROR_INVALID_ARGUMENT.
  */
 RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context);
 
@@ -384,7 +415,24 @@ RFA_API rfa_result_t rfa_context_synchronize(rfa_context_t context);
  * any data moves, so every rank returns an error together: the rank with the problem gets its
  * code and message, the others the same code naming the lowest failing ring position. A NULL
  * context is the one exception: that rank has no ring to agree over and returns at once, so
- * the other ranks would wait for it; pass a valid context on every rank.
+ * the other ranks would wait for it (until the deadline); pass a valid context on every rank.
+ *
+ * Matching: the same agreement compares what the ranks call. Every collective call on a
+ * context (rfa_forward(), rfa_backward(), rfa_allgather_bshd(), rfa_context_destroy()) carries
+ * its operation and its number among the context's collective calls; ranks in different calls
+ * (one in rfa_forward() while another is in rfa_backward(), or one call more on one rank) all
+ * fail with ::RFA_ERROR_CALL_MISMATCH naming what each side called, before any data moves and
+ * without writing an output, and the context is unusable from then on. The messages of a call
+ * travel under tags of their own (MPI) or on the context's own communicator (NCCL), so nothing
+ * of one call or context is received by another. Ranks that wait in different contexts (two
+ * contexts called in different orders) cannot meet in an agreement: they end by the deadline
+ * with ::RFA_ERROR_TIMEOUT. A failure that leaves the ranks out of step (a timeout, a call
+ * mismatch, an error raised on one rank alone after the ranks agreed to run the call) makes the
+ * context unusable on that rank: every later call but rfa_context_destroy() is refused with
+ * ::RFA_ERROR_INVALID_USAGE saying why.
+ *
+ * Collective calls after MPI_Finalize (or before MPI_Init) return ::RFA_ERROR_INVALID_USAGE
+ * instead of calling MPI.
  * @{ */
 
 /**
@@ -399,7 +447,8 @@ RFA_API rfa_result_t rfa_context_synchronize(rfa_context_t context);
  * @param[out] lse [B][H][L] fp32 log-sum-exp of each query row (-inf if it sees no key);
  *             rfa_backward() needs it.
  * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, overlapping outputs);
- *         ::RFA_ERROR_MPI; ::RFA_ERROR_OUT_OF_MEMORY.
+ *         ::RFA_ERROR_CALL_MISMATCH; ::RFA_ERROR_NONFINITE (options.check_values);
+ *         ::RFA_ERROR_TIMEOUT; ::RFA_ERROR_MPI; ::RFA_ERROR_OUT_OF_MEMORY.
  */
 RFA_API rfa_result_t rfa_forward(rfa_context_t context, const void* q, const void* k, const void* v, void* out,
                                  float* lse);
@@ -420,7 +469,8 @@ RFA_API rfa_result_t rfa_forward(rfa_context_t context, const void* q, const voi
  * @param[out] dk [B][L][Hkv][d] gradient with respect to k.
  * @param[out] dv [B][L][Hkv][d] gradient with respect to v.
  * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, overlapping outputs);
- *         ::RFA_ERROR_MPI; ::RFA_ERROR_OUT_OF_MEMORY.
+ *         ::RFA_ERROR_CALL_MISMATCH; ::RFA_ERROR_NONFINITE (options.check_values);
+ *         ::RFA_ERROR_TIMEOUT; ::RFA_ERROR_MPI; ::RFA_ERROR_OUT_OF_MEMORY.
  */
 RFA_API rfa_result_t rfa_backward(rfa_context_t context, const void* q, const void* k, const void* v,
                                   const void* out, const void* dout, const float* lse, void* dq, void* dk,

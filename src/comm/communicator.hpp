@@ -59,6 +59,19 @@ enum class MemoryKind { host, device };
 /// Reductions offered by allreduce (validation and agreement; not for tensors).
 enum class ReduceOp { min, max, sum };
 
+/// Which collective call the ranks are in. A caller that makes calls on behalf of its users
+/// (the C API) stamps each one with begin_call(); every agreement (comm/agreement.hpp) then
+/// carries the stamp, so ranks that make different calls fail together at their first
+/// agreement instead of exchanging each other's data. The default stamp (all zero) is what a
+/// communicator carries before any call.
+struct CallStamp {
+  std::int64_t context = 0;    ///< what the calls are made on, numbered alike on every rank
+  std::int64_t operation = 0;  ///< what is called, in the caller's numbering (0: no call)
+  std::int64_t sequence = 0;   ///< how many calls came before this one on the same communicator
+  /// Names an operation number in messages ("rfa_forward"); may be null (numbers are shown).
+  const char* (*operation_name)(std::int64_t operation) = nullptr;
+};
+
 namespace detail {
 /// One started exchange, as an implementation sees it. Its destructor must complete the
 /// exchange (or, if the transport is already shut down, abandon it) and must never throw.
@@ -195,6 +208,14 @@ class Communicator {
   /// Returns once every rank has entered the barrier.
   virtual void barrier() = 0;
 
+  /// A collective call begins: later agreements carry `stamp`, and transports that tag their
+  /// messages give the call's messages tags of their own, so no message of one call is
+  /// received by another. Not collective (the agreements that follow compare the stamps).
+  /// Implementations that wrap another communicator pass the stamp on.
+  virtual void begin_call(const CallStamp& stamp) { stamp_ = stamp; }
+  /// The stamp of the call in progress (the last begin_call()).
+  const CallStamp& call_stamp() const { return stamp_; }
+
   /// Transports of device memory: the CUDA stream (a cudaStream_t; nullptr is the legacy
   /// default stream) whose queued work every later exchange is ordered after, and that is
   /// made to wait for the data an exchange delivers. Host transports ignore it.
@@ -213,6 +234,7 @@ class Communicator {
   Communicator() = default;
 
  private:
+  CallStamp stamp_;
   [[noreturn]] void unsupported(const char* call) const {
     fail(RFA_ERROR_UNSUPPORTED, "the ", backend_name(), " transport does not offer ", call,
          " (the Ulysses, all-gather and hybrid strategies need it): use the MPI or NCCL transport");

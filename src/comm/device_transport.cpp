@@ -13,7 +13,8 @@
 #include "core/error.hpp"
 #include "device/current_device.hpp"
 #include "rfa/rfa_config.h"
-#include "topology/collective_agreement.hpp"
+#include "collective/agree_on_failure.hpp"
+#include "collective/bounded_collectives.hpp"
 
 #if RFA_HAVE_NCCL
 #include "comm/nccl/nccl_communicator.hpp"
@@ -37,7 +38,8 @@ std::vector<GpuPlacement> gather_placements(MPI_Comm comm) {
   int ranks = 0;
   MPI_Comm_size(comm, &ranks);
   std::vector<char> all(std::size_t(kRecord) * std::size_t(ranks));
-  MPI_Allgather(mine.data(), kRecord, MPI_CHAR, all.data(), kRecord, MPI_CHAR, comm);
+  collective::allgather_within(comm, mine.data(), all.data(), kRecord, MPI_CHAR,
+                               "rfa: the ranks' hosts and GPUs (MPI_Iallgather)");
   std::vector<GpuPlacement> out(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
     const char* rec = all.data() + std::size_t(r) * kRecord;
@@ -52,7 +54,7 @@ std::unique_ptr<Communicator> make_mpi_device_communicator(MPI_Comm parent, int 
   // Whether MPI is CUDA-aware is a property of the library and job, the same on every rank.
   if (mpi_is_cuda_aware()) return make_stream_ordered_communicator(std::move(mpi));
   std::unique_ptr<StagingDevice> staging;
-  topology::agree_on_failure(parent, [&] { staging = make_cuda_staging_device(); });
+  collective::agree_on_failure(parent, [&] { staging = make_cuda_staging_device(); });
   return std::make_unique<StagedCommunicator>(std::move(mpi), std::move(staging));
 }
 

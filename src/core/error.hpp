@@ -20,6 +20,15 @@ class Error : public std::runtime_error {
   rfa_result_t code_;
 };
 
+/// An error that every rank raised at the same point of a collective call, decided by one
+/// agreement (comm/agreement.hpp): the ranks are still in step, so the call failed cleanly and
+/// later calls may proceed. Any other error raised inside a collective call may have left
+/// this rank out of step with the others.
+class AgreedError : public Error {
+ public:
+  AgreedError(rfa_result_t code, const std::string& message) : Error(code, message) {}
+};
+
 namespace detail {
 inline void append(std::ostringstream&) {}
 template <class T, class... Rest>

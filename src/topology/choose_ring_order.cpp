@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "topology/choose_ring_order.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
+#include "collective/agree_on_failure.hpp"
+#include "collective/bounded_collectives.hpp"
+#include "collective/mpi_error.hpp"
 #include "core/error.hpp"
-#include "topology/collective_agreement.hpp"
 #include "topology/gather_keys.hpp"
 #include "topology/local_key.hpp"
 #include "topology/order_policy.hpp"
@@ -19,16 +22,16 @@ namespace {
 // Rank 0 reads and checks the file; everyone gets the order or rank 0's error.
 std::vector<int> read_order_file(MPI_Comm comm, int rank, int size, const std::string& path) {
   std::vector<int> order;
-  agree_on_failure(comm, [&] {
+  collective::agree_on_failure(comm, [&] {
     if (rank == 0) order = parse_order_text(read_text_file(path), size, path);
   });
-  broadcast_ints(comm, order, 0);
+  collective::broadcast_ints(comm, order, 0);
   return order;
 }
 
 void write_dump(MPI_Comm comm, int rank, const RingOrder& ring) {
   const std::string path = rank == 0 && std::getenv(kTopoDumpEnv) ? std::getenv(kTopoDumpEnv) : "";
-  agree_on_failure(comm, [&] {
+  collective::agree_on_failure(comm, [&] {
     if (path.empty()) return;
     std::ofstream out(path);
     out << to_json(ring) << '\n';
@@ -42,8 +45,10 @@ void write_dump(MPI_Comm comm, int rank, const RingOrder& ring) {
 void require_same_options(MPI_Comm comm, const RingOrderOptions& options) {
   int mine[2] = {static_cast<int>(options.policy), options.order_file.empty() ? 0 : 1};
   int low[2], high[2];
-  check_mpi(MPI_Allreduce(mine, low, 2, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-  check_mpi(MPI_Allreduce(mine, high, 2, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  std::copy(mine, mine + 2, low);
+  std::copy(mine, mine + 2, high);
+  collective::allreduce_within(comm, low, 2, MPI_INT, MPI_MIN, "rfa topology: the ring order options (MPI_Iallreduce)");
+  collective::allreduce_within(comm, high, 2, MPI_INT, MPI_MAX, "rfa topology: the ring order options (MPI_Iallreduce)");
   if (low[0] != high[0]) {
     fail(RFA_ERROR_INVALID_USAGE, "rfa topology: ranks asked for different ring order policies (",
          policy_name(static_cast<rfa_ring_order_t>(low[0])), " and ",
@@ -58,20 +63,20 @@ void require_same_options(MPI_Comm comm, const RingOrderOptions& options) {
 
 RingOrder choose_ring_order(MPI_Comm comm, const RingOrderOptions& options) {
   int rank = 0, size = 1;
-  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  collective::check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  collective::check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
 
   require_same_options(comm, options);
 
   // The variable is read (and checked to agree across ranks) only when it can matter.
   const bool env_matters = options.policy == RFA_RING_ORDER_DEFAULT ||
                            (options.policy == RFA_RING_ORDER_FILE && options.order_file.empty());
-  const std::string env_value = env_matters ? agreed_env(comm, kRingOrderEnv) : "";
+  const std::string env_value = env_matters ? collective::agreed_env(comm, kRingOrderEnv) : "";
   PolicyChoice choice;
-  agree_on_failure(comm, [&] { choice = resolve_policy(options.policy, env_value, options.order_file); });
+  collective::agree_on_failure(comm, [&] { choice = resolve_policy(options.policy, env_value, options.order_file); });
 
   RankKey local;
-  agree_on_failure(comm, [&] { local = make_local_key({options.gpu_pci_bus_id, true}); });
+  collective::agree_on_failure(comm, [&] { local = make_local_key({options.gpu_pci_bus_id, true}); });
 
   RingOrder ring;
   ring.keys = gather_keys(comm, local);

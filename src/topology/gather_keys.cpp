@@ -4,20 +4,21 @@
 #include <cstdlib>
 #include <string>
 
+#include "collective/bounded_collectives.hpp"
+#include "collective/mpi_error.hpp"
 #include "core/error.hpp"
-#include "topology/collective_agreement.hpp"
 
 namespace rfa::topology {
 
 std::vector<RankKey> gather_keys(MPI_Comm comm, const RankKey& local) {
   int rank = 0, size = 1;
-  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  collective::check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  collective::check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   RankKey mine = local;
   mine.rank = rank;
   std::vector<RankKey> keys(size);
-  check_mpi(MPI_Allgather(&mine, sizeof(RankKey), MPI_BYTE, keys.data(), sizeof(RankKey), MPI_BYTE, comm),
-            "MPI_Allgather");
+  collective::allgather_within(comm, &mine, keys.data(), int(sizeof(RankKey)), MPI_BYTE,
+                               "rfa topology: the ranks' topology keys (MPI_Iallgather)");
   // Every rank checks the same gathered bytes, so every rank throws alike.
   for (int r = 0; r < size; ++r) {
     if (keys[r].version != kRankKeyVersion || keys[r].rank != r) {
@@ -35,12 +36,12 @@ int local_rank(MPI_Comm comm) {
   MPI_Finalized(&finalized);
   if (initialized && !finalized) {
     int rank = 0;
-    check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    collective::check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
     MPI_Comm node = MPI_COMM_NULL;
-    check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
+    collective::check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
               "MPI_Comm_split_type");
     int node_rank = 0;
-    check_mpi(MPI_Comm_rank(node, &node_rank), "MPI_Comm_rank");
+    collective::check_mpi(MPI_Comm_rank(node, &node_rank), "MPI_Comm_rank");
     MPI_Comm_free(&node);
     return node_rank;
   }

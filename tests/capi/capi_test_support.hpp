@@ -98,6 +98,23 @@ inline double max_error_bshd(const Stored& local, const std::vector<double>& glo
   return worst;
 }
 
+/// A small fp32 causal problem the C API suites run over MPI_COMM_WORLD: identity ring order,
+/// 2 query heads over 1 K/V head of dimension 8, `tokens_per_rank` tokens on every rank.
+inline rfa_options_t small_problem(rfa_layout_t layout, int64_t tokens_per_rank) {
+  rfa_options_t o;
+  rfa_options_init(&o);
+  o.layout = layout;
+  o.mask = RFA_MASK_CAUSAL;
+  o.dtype = RFA_DTYPE_FLOAT32;
+  o.ring_order = RFA_RING_ORDER_IDENTITY;
+  o.batch = 1;
+  o.seq_total = tokens_per_rank * world_size();
+  o.heads = 2;
+  o.kv_heads = 1;
+  o.head_dim = 8;
+  return o;
+}
+
 /// Asserts the code of an rfa call and that its message contains every given fragment.
 inline void expect_failure(rfa_result_t got, rfa_result_t want, std::initializer_list<const char*> fragments,
                            const char* call) {

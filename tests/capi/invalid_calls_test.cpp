@@ -19,20 +19,7 @@ namespace {
 
 using namespace rfa_capi_test;
 
-rfa_options_t valid_options() {
-  rfa_options_t o;
-  rfa_options_init(&o);
-  o.layout = RFA_LAYOUT_CONTIGUOUS;
-  o.mask = RFA_MASK_CAUSAL;
-  o.dtype = RFA_DTYPE_FLOAT32;
-  o.ring_order = RFA_RING_ORDER_IDENTITY;
-  o.batch = 1;
-  o.seq_total = 4 * world_size();
-  o.heads = 2;
-  o.kv_heads = 1;
-  o.head_dim = 8;
-  return o;
-}
+rfa_options_t valid_options() { return small_problem(RFA_LAYOUT_CONTIGUOUS, 4); }
 
 // Every rank makes the same invalid creation; every rank must fail with the code and message.
 void expect_create_fails(const rfa_options_t& o, rfa_result_t code, const char* fragment) {
@@ -339,6 +326,12 @@ const BadOption kBadOptions[] = {
      RFA_ERROR_INVALID_ARGUMENT, "softmax_scale"},
     {"softmax_scale minus inf", [](rfa_options_t& o) { o.softmax_scale = -std::numeric_limits<double>::infinity(); },
      RFA_ERROR_INVALID_ARGUMENT, "softmax_scale"},
+    {"softmax_scale below fp32", [](rfa_options_t& o) { o.softmax_scale = 1e-300; }, RFA_ERROR_INVALID_ARGUMENT,
+     "below the range of fp32"},
+    {"softmax_scale beyond fp32", [](rfa_options_t& o) { o.softmax_scale = 1e300; }, RFA_ERROR_INVALID_ARGUMENT,
+     "beyond the range of fp32"},
+    {"check_values 3", [](rfa_options_t& o) { o.check_values = rfa_value_checks_t(3); }, RFA_ERROR_INVALID_ARGUMENT,
+     "options.check_values is 3"},
     {"timeout_s plus inf", [](rfa_options_t& o) { o.timeout_s = std::numeric_limits<double>::infinity(); },
      RFA_ERROR_INVALID_ARGUMENT, "timeout_s"},
     {"timeout_s minus inf", [](rfa_options_t& o) { o.timeout_s = -std::numeric_limits<double>::infinity(); },
@@ -573,6 +566,14 @@ TEST_F(CapiInvalidOnContext, GetOptionsUninitializedStruct) {
 TEST_F(CapiInvalidOnContext, ScatterZeroHeads) {
   std::vector<float> global(static_cast<std::size_t>(o_.seq_total * o_.heads * o_.head_dim));
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_scatter_bshd(ctx_, 0, global.data(), q_.data()), "heads is 0");
+}
+
+// A head count whose tensor no 64-bit size can hold: refused before any size is trusted.
+TEST_F(CapiInvalidOnContext, ScatterAndGatherHeadsOverflowingTheSize) {
+  const int64_t huge = int64_t(1) << 60;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_scatter_bshd(ctx_, huge, q_.data(), k_.data()), "overflows");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_gather_bshd(ctx_, huge, q_.data(), k_.data()), "overflows");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_allgather_bshd(ctx_, huge, q_.data(), k_.data()), "overflows");
 }
 
 TEST_F(CapiInvalidOnContext, ScatterNullGlobal) {

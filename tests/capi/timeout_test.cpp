@@ -22,16 +22,7 @@ using namespace rfa_capi_test;
 using clock_type = std::chrono::steady_clock;
 
 rfa_options_t small_options(double timeout_s) {
-  rfa_options_t o;
-  rfa_options_init(&o);
-  o.layout = RFA_LAYOUT_ZIGZAG;
-  o.mask = RFA_MASK_CAUSAL;
-  o.dtype = RFA_DTYPE_FLOAT32;
-  o.ring_order = RFA_RING_ORDER_IDENTITY;
-  o.seq_total = 2 * world_size() * 8;
-  o.heads = 2;
-  o.kv_heads = 1;
-  o.head_dim = 8;
+  rfa_options_t o = small_problem(RFA_LAYOUT_ZIGZAG, 16);
   o.timeout_s = timeout_s;
   return o;
 }
@@ -128,6 +119,31 @@ TEST(Timeout, ARankUsingAContextOfAnotherCommunicatorEndsInTheDeadline) {
   }
   ASSERT_RFA_OK(rfa_context_destroy(self_ctx));
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
+// A rank that arrives at rfa_context_create after the others gave up fails too, within the
+// deadline of its own arrival, instead of waiting forever in one of creation's later
+// collectives. The communicator is a duplicate: after a creation timeout the ranks' collectives
+// on it are out of step for good (MPI cannot cancel a collective), so it is left alone after.
+TEST(Timeout, ARankLateForCreationFailsToo) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  const double deadline = 1.0;
+  const rfa_options_t o = small_options(deadline);
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  const bool late = world_rank() == world_size() - 1;
+  if (late) std::this_thread::sleep_for(std::chrono::duration<double>(2.5 * deadline));
+  rfa_context_t ctx = nullptr;
+  const auto start = clock_type::now();
+  const rfa_result_t rc = rfa_context_create(comm, &o, &ctx);
+  const double waited = seconds_since(start);
+  const std::string message = rfa_get_last_error_message();
+  EXPECT_EQ(int(rc), int(RFA_ERROR_TIMEOUT)) << message;
+  EXPECT_EQ(ctx, nullptr);
+  EXPECT_LE(waited, deadline + 1.0) << message;
+  if (world_rank() == 0 || late) std::printf("  rank %d after %.2f s: %s\n", world_rank(), waited, message.c_str());
+  // Let the late rank's abandoned collectives settle before the next test's barrier.
+  if (!late) std::this_thread::sleep_for(std::chrono::duration<double>(2.5 * deadline));
 }
 
 TEST(Timeout, NonFiniteOptionIsRefusedOnEveryRank) {

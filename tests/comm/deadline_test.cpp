@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Deadlines of the MPI communicator (src/comm/mpi/deadline.hpp) under mpiexec -n 2..4: a ring
+// Deadlines of the MPI communicator (src/collective/deadline.hpp) under mpiexec -n 2..4: a ring
 // exchange whose neighbour never starts its side fails with RFA_ERROR_TIMEOUT naming that
 // neighbour, within the deadline plus a second, and leaves the communicator refusing work;
-// RFA_TIMEOUT_S is read and checked.
+// exchanges of different calls never match; an exchange dropped unfinished is given up at the
+// deadline; RFA_TIMEOUT_S is read and checked.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -12,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "comm/mpi/deadline.hpp"
+#include "collective/deadline.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
 #include "comm_test_support.hpp"
 
@@ -60,17 +61,77 @@ TEST(Deadline, ExchangeWithASilentNeighbourTimesOutNamingIt) {
   MPI_Barrier(MPI_COMM_WORLD);  // the silent rank returns only now: nothing is left waiting
 }
 
+// Exchanges of two different calls never match, even with equal sizes and equal positions in
+// their calls: rank 0 is in call 1 while the others are in call 2, and every rank times out
+// instead of receiving the other call's block.
+TEST(Deadline, ExchangesOfDifferentCallsNeverMatch) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  MpiOptions options;
+  options.timeout_s = 0.5;
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank(), options);
+  comm.begin_call({7, 1, world_rank() == 0 ? 1 : 2, nullptr});
+  std::vector<char> send(64, char(world_rank())), recv(64, char(-1));
+  Exchange x = comm.start_ring_exchange(send.data(), recv.data(), send.size());
+  // A small send completes on its own (eagerly); the receive completes only from a neighbour
+  // in the same call.
+  const bool other_call = (comm.rank() == 0) != (comm.prev() == 0);
+  try {
+    x.wait();
+    EXPECT_FALSE(other_call) << "a block of a neighbour in another call was received";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), RFA_ERROR_TIMEOUT) << e.what();
+    EXPECT_TRUE(other_call) << e.what();
+  }
+  if (comm.prev() == 0) {
+    EXPECT_EQ(recv[0], char(-1)) << "a block of another call landed";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// The same call on every rank: the tags agree and the exchange completes.
+TEST(Deadline, ExchangesOfTheSameCallMatch) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  for (std::int64_t call = 1; call <= 3; ++call) {
+    comm.begin_call({7, 1, call, nullptr});
+    std::vector<char> send(64, char(world_rank())), recv(64, char(-1));
+    comm.start_ring_exchange(send.data(), recv.data(), send.size()).wait();
+    EXPECT_EQ(recv[0], char(comm.prev()));
+  }
+}
+
+// An exchange whose handle is dropped unfinished (an error unwinding a call) is given up at the
+// deadline instead of being waited for forever, and leaves the communicator refusing work.
+TEST(Deadline, AnAbandonedExchangeIsGivenUpAtTheDeadline) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  MpiOptions options;
+  options.timeout_s = 0.5;
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank(), options);
+  std::vector<char> send(1 << 20, 1), recv(1 << 20);  // beyond the eager limit: needs the peer
+  if (world_rank() != 1) {
+    const auto start = std::chrono::steady_clock::now();
+    { Exchange dropped = comm.start_ring_exchange(send.data(), recv.data(), send.size()); }
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (comm.prev() == 1 || comm.next() == 1) {
+      EXPECT_GE(waited, 0.4);
+      EXPECT_LE(waited, 1.5);
+      EXPECT_THROW(comm.barrier(), Error) << "a communicator that gave an exchange up accepted a barrier";
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(world_rank() == 1 ? 1500 : 0));
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 TEST(Deadline, EnvironmentVariableIsReadAndChecked) {
   setenv("RFA_TIMEOUT_S", "2.5", 1);
-  EXPECT_EQ(mpi::timeout_from_environment(), 2.5);
+  EXPECT_EQ(collective::timeout_from_environment(), 2.5);
   setenv("RFA_TIMEOUT_S", "0", 1);
-  EXPECT_EQ(mpi::timeout_from_environment(), 0.0);
+  EXPECT_EQ(collective::timeout_from_environment(), 0.0);
   setenv("RFA_TIMEOUT_S", "soon", 1);
-  EXPECT_THROW(mpi::timeout_from_environment(), Error);
+  EXPECT_THROW(collective::timeout_from_environment(), Error);
   setenv("RFA_TIMEOUT_S", "-1", 1);
-  EXPECT_THROW(mpi::timeout_from_environment(), Error);
+  EXPECT_THROW(collective::timeout_from_environment(), Error);
   unsetenv("RFA_TIMEOUT_S");
-  EXPECT_EQ(mpi::timeout_from_environment(), mpi::kDefaultTimeoutSeconds);
+  EXPECT_EQ(collective::timeout_from_environment(), collective::kDefaultTimeoutSeconds);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "comm/mpi/mpi_error.hpp"
+#include "collective/mpi_error.hpp"
 #include "comm_test_support.hpp"
 
 namespace rfa::comm {
@@ -340,7 +340,7 @@ TEST(MpiCommunicator, RingCommunicatorReturnsErrorsAndTheyBecomeRfaErrors) {
   char byte = 0;
   const int rc = MPI_Send(&byte, -1, MPI_BYTE, comm.next(), 0, comm.mpi_comm());
   ASSERT_NE(rc, MPI_SUCCESS);
-  const std::string message = expect_error(RFA_ERROR_MPI, [&] { mpi::check_mpi(rc, "MPI_Send"); });
+  const std::string message = expect_error(RFA_ERROR_MPI, [&] { collective::check_mpi(rc, "MPI_Send"); });
   EXPECT_NE(message.find("MPI_Send failed"), std::string::npos) << message;
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;

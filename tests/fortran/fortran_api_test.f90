@@ -306,13 +306,15 @@ contains
   end subroutine
 
   subroutine check_constants()
-    integer(c_int64_t) :: c(40)
+    integer(c_int64_t) :: c(48)
     integer(c_int) :: n
-    integer(c_int64_t) :: mine(37)
+    integer(c_int64_t) :: mine(42)
     type(rfa_options), target :: probe
     mine = [integer(c_int64_t) :: RFA_SUCCESS, RFA_ERROR_INVALID_ARGUMENT, RFA_ERROR_INVALID_USAGE, &
             RFA_ERROR_UNSUPPORTED, RFA_ERROR_OUT_OF_MEMORY, RFA_ERROR_INTERNAL, RFA_ERROR_MPI, RFA_ERROR_NCCL, &
             RFA_ERROR_CUDA, RFA_ERROR_HWLOC, RFA_ERROR_KOKKOS, RFA_ERROR_VERSION_MISMATCH, RFA_ERROR_TIMEOUT, &
+            RFA_ERROR_CALL_MISMATCH, RFA_ERROR_NONFINITE, RFA_VALUE_CHECKS_DEFAULT, RFA_VALUE_CHECKS_OFF, &
+            RFA_VALUE_CHECKS_ON, &
             RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16, RFA_DTYPE_FLOAT16, RFA_MASK_NONE, RFA_MASK_CAUSAL, &
             RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE, RFA_RING_ORDER_DEFAULT, &
             RFA_RING_ORDER_IDENTITY, RFA_RING_ORDER_TOPOLOGY, RFA_RING_ORDER_FILE, RFA_STRATEGY_RING, &

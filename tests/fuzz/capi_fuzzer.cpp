@@ -33,7 +33,7 @@ namespace {
 
 // A failure must come with a message; success must leave none; the code must be one of rfa's.
 void check(const char* call, rfa_result_t code) {
-  if (int(code) < int(RFA_SUCCESS) || int(code) > int(RFA_ERROR_TIMEOUT)) broken(call, code, "not an rfa_result_t");
+  if (int(code) < int(RFA_SUCCESS) || int(code) > int(RFA_ERROR_NONFINITE)) broken(call, code, "not an rfa_result_t");
   if (code == RFA_ERROR_INTERNAL) broken(call, code, "an internal error is a bug in rfa");
   const char* message = rfa_get_last_error_message();
   if (!message) broken(call, code, "NULL message");

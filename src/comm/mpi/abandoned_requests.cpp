@@ -5,37 +5,52 @@
 #include <cstdio>
 #include <thread>
 
-#include "comm/mpi/mpi_error.hpp"
+#include "collective/deadline.hpp"
+#include "collective/mpi_error.hpp"
 
 namespace rfa::comm::mpi {
 
-void complete_abandoned_requests(MPI_Request* requests, int count, const std::string& what) noexcept {
-  if (!mpi_is_usable()) {
+bool complete_abandoned_requests(MPI_Request* requests, int count, const std::string& what, double timeout_s,
+                                 Abandon abandon) noexcept {
+  if (!collective::mpi_is_usable()) {
     std::fprintf(stderr, "rfa: %s was still pending at MPI_Finalize; its buffers may be incomplete\n", what.c_str());
-    return;
+    return false;
   }
-  // Poll instead of MPI_Waitall so that a wait that cannot end (some rank never started its
-  // side) is reported instead of hanging silently.
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
+  const bool bounded = timeout_s > 0.0 && timeout_s <= 1e9;
+  const auto deadline = start + std::chrono::duration_cast<clock::duration>(
+                                    std::chrono::duration<double>(bounded ? timeout_s : 0.0));
   auto next_report = start + std::chrono::seconds(10);
   for (;;) {
     int complete = 0;
     const int rc = MPI_Testall(count, requests, &complete, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) {
-      std::fprintf(stderr, "rfa: %s (while completing %s, abandoned)\n", mpi_error_message(rc, "MPI_Testall").c_str(),
+      std::fprintf(stderr, "rfa: %s (while completing %s, abandoned)\n", collective::mpi_error_message(rc, "MPI_Testall").c_str(),
                    what.c_str());
-      return;
+      return false;
     }
-    if (complete) return;
-    if (clock::now() >= next_report) {
-      const long waited = long(std::chrono::duration_cast<std::chrono::seconds>(clock::now() - start).count());
+    if (complete) return true;
+    const auto now = clock::now();
+    if (bounded && now >= deadline) break;
+    if (now >= next_report) {
+      const long waited = long(std::chrono::duration_cast<std::chrono::seconds>(now - start).count());
       std::fprintf(stderr, "rfa: still completing %s that was destroyed before wait(), %ld s so far: "
                            "the other ranks have not finished their side\n", what.c_str(), waited);
       next_report += std::chrono::seconds(10);
     }
-    std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+  if (abandon == Abandon::cancel_receive_first) {
+    for (int i = 0; i < count; ++i) {
+      if (requests[i] == MPI_REQUEST_NULL) continue;
+      if (i == 0) MPI_Cancel(&requests[i]);
+      MPI_Request_free(&requests[i]);
+    }
+  }
+  std::fprintf(stderr, "rfa: gave up completing %s after %s: the other ranks did not finish their side; it is "
+                       "left to MPI and the communicator is unusable\n", what.c_str(), collective::seconds_text(timeout_s).c_str());
+  return false;
 }
 
 }  // namespace rfa::comm::mpi

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Completing MPI requests whose handle was destroyed before wait() (an Exchange's destructor):
-// they are never cancelled (a cancelled receive leaves the peer's message unmatched, and a
-// collective cannot be cancelled), so they are polled to completion, and a wait that does not
-// end is reported on stderr every 10 s instead of hanging silently. Never throws.
+// Completing MPI requests whose handle was destroyed before wait() (an Exchange's destructor,
+// while an error unwinds a call or a context is destroyed): they are polled, since the peers
+// are usually about to finish their side, but never past the communicator's deadline, so that
+// destroying a context can never hang. A wait longer than 10 s is reported on stderr. Never
+// throws.
 #pragma once
 
 #include <mpi.h>
@@ -11,8 +12,18 @@
 
 namespace rfa::comm::mpi {
 
-/// Polls `count` requests until all are complete. `what` names them in messages ("a ring
-/// exchange (tag 3, 4096 bytes)"). After MPI_Finalize it only reports that they were pending.
-void complete_abandoned_requests(MPI_Request* requests, int count, const std::string& what) noexcept;
+/// How requests that did not complete by the deadline are let go.
+enum class Abandon {
+  cancel_receive_first,  ///< requests[0] is a receive: cancelled (nothing may land after we return), the rest freed
+  leave_to_mpi,          ///< a collective's request: neither cancelled nor freed (MPI forbids both); it leaks
+};
+
+/// Polls `count` requests until all are complete, for at most `timeout_s` seconds (0 or less:
+/// no deadline). Returns true if they completed. Past the deadline the requests are let go as
+/// `abandon` says, a line on stderr names `what` ("a ring exchange (tag 3, 4096 bytes)"), and it
+/// returns false: the caller's communicator must then refuse further work. After MPI_Finalize it
+/// only reports that they were pending, and returns false.
+bool complete_abandoned_requests(MPI_Request* requests, int count, const std::string& what, double timeout_s,
+                                 Abandon abandon) noexcept;
 
 }  // namespace rfa::comm::mpi

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "comm/mpi/byte_datatype.hpp"
 
-#include "comm/mpi/mpi_error.hpp"
+#include "collective/mpi_error.hpp"
 #include "core/error.hpp"
 
 namespace rfa::comm::mpi {
@@ -28,26 +28,26 @@ ByteDatatype::ByteDatatype(std::size_t bytes, std::size_t max_count) {
   require(blocks <= std::size_t(INT_MAX), "message of ", bytes, " bytes is too large for MPI");
 
   TypeGuard block, body, tail, joined;
-  check_mpi(MPI_Type_contiguous(int(max_count), MPI_BYTE, &block.type), "MPI_Type_contiguous");
-  check_mpi(MPI_Type_contiguous(int(blocks), block.type, &body.type), "MPI_Type_contiguous");
+  collective::check_mpi(MPI_Type_contiguous(int(max_count), MPI_BYTE, &block.type), "MPI_Type_contiguous");
+  collective::check_mpi(MPI_Type_contiguous(int(blocks), block.type, &body.type), "MPI_Type_contiguous");
   MPI_Datatype whole = body.type;
   if (remainder > 0) {
-    check_mpi(MPI_Type_contiguous(int(remainder), MPI_BYTE, &tail.type), "MPI_Type_contiguous");
+    collective::check_mpi(MPI_Type_contiguous(int(remainder), MPI_BYTE, &tail.type), "MPI_Type_contiguous");
     int lengths[2] = {1, 1};
     MPI_Aint displacements[2] = {0, MPI_Aint(blocks * max_count)};
     MPI_Datatype parts[2] = {body.type, tail.type};
-    check_mpi(MPI_Type_create_struct(2, lengths, displacements, parts, &joined.type),
+    collective::check_mpi(MPI_Type_create_struct(2, lengths, displacements, parts, &joined.type),
               "MPI_Type_create_struct");
     whole = joined.type;
   }
   // An exact extent makes consecutive elements (allgather blocks) adjacent whatever
   // alignment padding the implementation would add to a struct type.
-  check_mpi(MPI_Type_create_resized(whole, 0, MPI_Aint(bytes), &type_), "MPI_Type_create_resized");
+  collective::check_mpi(MPI_Type_create_resized(whole, 0, MPI_Aint(bytes), &type_), "MPI_Type_create_resized");
   owned_ = true;
   const int rc = MPI_Type_commit(&type_);
   if (rc != MPI_SUCCESS) {
     MPI_Type_free(&type_);
-    throw_mpi_error(rc, "MPI_Type_commit");
+    collective::throw_mpi_error(rc, "MPI_Type_commit");
   }
   count_ = 1;
 }
@@ -55,7 +55,7 @@ ByteDatatype::ByteDatatype(std::size_t bytes, std::size_t max_count) {
 ByteDatatype::~ByteDatatype() {
   // Freeing a type is allowed while operations that use it are pending; after MPI_Finalize
   // nothing may be called.
-  if (owned_ && mpi_is_usable()) MPI_Type_free(&type_);
+  if (owned_ && collective::mpi_is_usable()) MPI_Type_free(&type_);
 }
 
 }  // namespace rfa::comm::mpi

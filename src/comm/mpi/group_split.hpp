@@ -8,7 +8,7 @@
 
 #include <utility>
 
-#include "comm/mpi/mpi_error.hpp"
+#include "collective/mpi_error.hpp"
 
 namespace rfa::comm::mpi {
 
@@ -17,7 +17,7 @@ namespace rfa::comm::mpi {
 template <class Make>
 auto with_group(MPI_Comm comm, int color, int key, Make&& make) {
   MPI_Comm group = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split(comm, color, key, &group), "MPI_Comm_split (group)");
+  collective::check_mpi(MPI_Comm_split(comm, color, key, &group), "MPI_Comm_split (group)");
   struct Free {
     MPI_Comm& c;
     ~Free() { MPI_Comm_free(&c); }

@@ -7,9 +7,10 @@
 #include <vector>
 
 #include "comm/mpi/byte_datatype.hpp"
-#include "comm/mpi/deadline.hpp"
+#include "collective/bounded_collectives.hpp"
+#include "collective/deadline.hpp"
 #include "comm/mpi/group_split.hpp"
-#include "comm/mpi/mpi_error.hpp"
+#include "collective/mpi_error.hpp"
 #include "comm/mpi/mpi_exchange.hpp"
 #include "comm/mpi/mpi_pending_collective.hpp"
 #include "comm/ring_positions.hpp"
@@ -18,7 +19,6 @@
 namespace rfa::comm {
 
 using mpi::ByteDatatype;
-using mpi::check_mpi;
 
 namespace {
 
@@ -27,11 +27,11 @@ namespace {
 class ScopedErrorsReturn {
  public:
   explicit ScopedErrorsReturn(MPI_Comm comm) : comm_(comm) {
-    check_mpi(MPI_Comm_get_errhandler(comm_, &saved_), "MPI_Comm_get_errhandler");
+    collective::check_mpi(MPI_Comm_get_errhandler(comm_, &saved_), "MPI_Comm_get_errhandler");
     const int rc = MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     if (rc != MPI_SUCCESS) {
       MPI_Errhandler_free(&saved_);
-      mpi::throw_mpi_error(rc, "MPI_Comm_set_errhandler");
+      collective::throw_mpi_error(rc, "MPI_Comm_set_errhandler");
     }
   }
   ~ScopedErrorsReturn() {
@@ -70,7 +70,7 @@ std::size_t total_bytes(std::size_t ranks, std::size_t bytes_each, const char* c
 
 MpiCommunicator::MpiCommunicator(MPI_Comm parent, int ring_position, const MpiOptions& options)
     : options_(options) {
-  if (!mpi::mpi_is_usable()) {
+  if (!collective::mpi_is_usable()) {
     fail(RFA_ERROR_INVALID_USAGE, "an MPI communicator needs MPI to be initialized and not finalized: "
          "call MPI_Init (or MPI_Init_thread) before creating it and destroy it before MPI_Finalize; "
          "rfa never initializes MPI itself");
@@ -78,30 +78,36 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, int ring_position, const MpiOp
   require(parent != MPI_COMM_NULL, "the parent communicator is MPI_COMM_NULL");
   require(options_.max_count_per_call >= 1 && options_.max_count_per_call <= std::size_t(INT_MAX),
           "MpiOptions::max_count_per_call must be in 1..INT_MAX, is ", options_.max_count_per_call);
-  if (options_.timeout_s < 0.0) options_.timeout_s = mpi::timeout_from_environment();
+  if (options_.timeout_s < 0.0) options_.timeout_s = collective::timeout_from_environment();
   ScopedErrorsReturn errors_return(parent);
 
   int parent_size = 0;
-  check_mpi(MPI_Comm_size(parent, &parent_size), "MPI_Comm_size");
+  collective::check_mpi(MPI_Comm_size(parent, &parent_size), "MPI_Comm_size");
   // Gather every rank's position first, even a bad one: each rank then judges the same array,
   // so all fail together instead of some waiting in MPI_Comm_split for the others.
   std::vector<int> positions(std::size_t(parent_size), -1);
-  check_mpi(MPI_Allgather(&ring_position, 1, MPI_INT, positions.data(), 1, MPI_INT, parent), "MPI_Allgather");
+  // Under the deadline: once it completes every rank has arrived, and the split that follows
+  // (which MPI offers only blocking) meets them all at once.
+  {
+    const collective::DeadlineScope deadline(options_.timeout_s);
+    collective::allgather_within(parent, &ring_position, positions.data(), 1, MPI_INT,
+                                 "rfa: the ranks' ring positions (MPI_Iallgather)");
+  }
   const std::string problems = describe_position_errors(positions);
   if (!problems.empty()) fail(RFA_ERROR_INVALID_USAGE, problems);
 
-  check_mpi(MPI_Comm_split(parent, 0, ring_position, &ring_), "MPI_Comm_split");
+  collective::check_mpi(MPI_Comm_split(parent, 0, ring_position, &ring_), "MPI_Comm_split");
   try {
-    check_mpi(MPI_Comm_set_errhandler(ring_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-    check_mpi(MPI_Comm_rank(ring_, &rank_), "MPI_Comm_rank");
-    check_mpi(MPI_Comm_size(ring_, &size_), "MPI_Comm_size");
+    collective::check_mpi(MPI_Comm_set_errhandler(ring_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    collective::check_mpi(MPI_Comm_rank(ring_, &rank_), "MPI_Comm_rank");
+    collective::check_mpi(MPI_Comm_size(ring_, &size_), "MPI_Comm_size");
     if (rank_ != ring_position || size_ != parent_size) {
       fail(RFA_ERROR_INTERNAL, "MPI_Comm_split gave rank ", rank_, " of ", size_, " for ring position ",
            ring_position, " of ", parent_size);
     }
     int* tag_ub = nullptr;
     int found = 0;
-    check_mpi(MPI_Comm_get_attr(ring_, MPI_TAG_UB, &tag_ub, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
+    collective::check_mpi(MPI_Comm_get_attr(ring_, MPI_TAG_UB, &tag_ub, &found), "MPI_Comm_get_attr(MPI_TAG_UB)");
     if (found && tag_ub != nullptr && *tag_ub > tag_upper_bound_) tag_upper_bound_ = *tag_ub;
   } catch (...) {
     MPI_Comm_free(&ring_);
@@ -113,7 +119,7 @@ MpiCommunicator::~MpiCommunicator() {
   // After MPI_Finalize no MPI call is allowed, not even a free: the handle is simply dropped.
   // After a timeout it is dropped too: abandoned collectives still refer to it, and MPI's
   // progress engine would touch a freed communicator.
-  if (ring_ != MPI_COMM_NULL && mpi::mpi_is_usable() && timed_out_->empty()) MPI_Comm_free(&ring_);
+  if (ring_ != MPI_COMM_NULL && collective::mpi_is_usable() && timed_out_->empty()) MPI_Comm_free(&ring_);
 }
 
 void MpiCommunicator::require_usable(const char* what) const {
@@ -123,16 +129,29 @@ void MpiCommunicator::require_usable(const char* what) const {
   }
 }
 
-void MpiCommunicator::complete_collective(MPI_Request& request, const char* what, mpi::ParkedValues* parked) {
-  const int rc = mpi::wait_within(&request, 1, MPI_STATUS_IGNORE, options_.timeout_s, [&](const int*) {
+void MpiCommunicator::begin_call(const CallStamp& stamp) {
+  Communicator::begin_call(stamp);
+  call_tag_range_ = stamp.sequence % kCallTagRanges;
+  exchanges_started_ = 0;
+}
+
+int MpiCommunicator::next_tag() {
+  const std::int64_t per_call = (std::int64_t(tag_upper_bound_) + 1) / kCallTagRanges;
+  const std::int64_t tag = call_tag_range_ * per_call + exchanges_started_ % per_call;
+  ++exchanges_started_;
+  return int(tag);
+}
+
+void MpiCommunicator::complete_collective(MPI_Request& request, const char* what, collective::ParkedValues* parked) {
+  const int rc = collective::wait_within(&request, 1, MPI_STATUS_IGNORE, options_.timeout_s, [&](const int*) {
     // A collective cannot be cancelled: its request and buffer stay with MPI for good, so a
     // late rank can still complete it without touching memory the program has reused.
     if (parked) parked->abandon();
-    *timed_out_ = std::string(what) + " did not complete within " + mpi::seconds_text(options_.timeout_s);
+    *timed_out_ = std::string(what) + " did not complete within " + collective::seconds_text(options_.timeout_s);
     return *timed_out_ + ": at least one rank has not reached it (late, stuck or gone; options.timeout_s or "
                          "RFA_TIMEOUT_S sets the deadline). The communicator is unusable from now on; destroy it";
   });
-  check_mpi(rc, what);
+  collective::check_mpi(rc, what);
 }
 
 Exchange MpiCommunicator::start_ring_exchange(const void* send, void* recv, std::size_t bytes) {
@@ -149,14 +168,12 @@ Exchange MpiCommunicator::start_ring_exchange(const void* send, void* recv, std:
   route.next = next();
   route.prev = prev();
   // Consecutive exchanges get consecutive tags, so the ones in flight together never match
-  // each other's messages; the k-th exchange of every rank gets the same tag.
-  route.tag = int(exchanges_started_ % (std::int64_t(tag_upper_bound_) + 1));
+  // each other's messages; the k-th exchange of a call gets the same tag on every rank.
+  route.tag = next_tag();
   route.max_count = options_.max_count_per_call;
   route.timeout_s = options_.timeout_s;
   route.timed_out = timed_out_;
-  auto pending = std::make_unique<mpi::MpiPendingExchange>(send, recv, bytes, route);
-  ++exchanges_started_;
-  return Exchange(std::move(pending));
+  return Exchange(std::make_unique<mpi::MpiPendingExchange>(send, recv, bytes, route));
 }
 
 // The collectives run nonblocking and are completed under the deadline. Those that write
@@ -170,7 +187,7 @@ void MpiCommunicator::allgather(const void* send, void* recv, std::size_t bytes_
                  "the receive buffer");
   const ByteDatatype block(bytes_per_rank, options_.max_count_per_call);
   MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallgather(send, block.count(), block.type(), recv, block.count(), block.type(), ring_, &request),
+  collective::check_mpi(MPI_Iallgather(send, block.count(), block.type(), recv, block.count(), block.type(), ring_, &request),
             "MPI_Iallgather");
   complete_collective(request, "allgather (MPI_Iallgather)");
 }
@@ -183,7 +200,7 @@ Exchange MpiCommunicator::start_allgather(const void* send, void* recv, std::siz
                  "the receive buffer");
   auto block = std::make_unique<ByteDatatype>(bytes_per_rank, options_.max_count_per_call);
   MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallgather(send, block->count(), block->type(), recv, block->count(), block->type(), ring_, &request),
+  collective::check_mpi(MPI_Iallgather(send, block->count(), block->type(), recv, block->count(), block->type(), ring_, &request),
             "MPI_Iallgather");
   return Exchange(std::make_unique<mpi::MpiPendingCollective>(
       request, std::move(block), "all-gather of " + std::to_string(bytes_per_rank) + " bytes per rank",
@@ -197,7 +214,7 @@ void MpiCommunicator::alltoall(const void* send, void* recv, std::size_t bytes_p
   require_buffer(recv, total, "alltoall", "the receive buffer");
   const ByteDatatype block(bytes_per_pair, options_.max_count_per_call);
   MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Ialltoall(send, block.count(), block.type(), recv, block.count(), block.type(), ring_, &request),
+  collective::check_mpi(MPI_Ialltoall(send, block.count(), block.type(), recv, block.count(), block.type(), ring_, &request),
             "MPI_Ialltoall");
   complete_collective(request, "alltoall (MPI_Ialltoall)");
 }
@@ -210,8 +227,7 @@ void MpiCommunicator::alltoallv(const void* send, const std::size_t* send_bytes,
   // int), and non-blocking + one wait, the place where a deadline can be enforced. The whole
   // call uses one tag from the ring exchanges' sequence: every rank takes it at the same
   // collective call, and between two ranks there is only one message per call.
-  const int tag = int(exchanges_started_ % (std::int64_t(tag_upper_bound_) + 1));
-  ++exchanges_started_;
+  const int tag = next_tag();
   const auto* s = static_cast<const unsigned char*>(send);
   auto* r = static_cast<unsigned char*>(recv);
   std::vector<MPI_Request> requests;
@@ -233,14 +249,14 @@ void MpiCommunicator::alltoallv(const void* send, const std::size_t* send_bytes,
         MPI_Cancel(&posted);
         MPI_Wait(&posted, MPI_STATUS_IGNORE);
       }
-      mpi::throw_mpi_error(rc, is_recv ? "MPI_Irecv (alltoallv)" : "MPI_Isend (alltoallv)");
+      collective::throw_mpi_error(rc, is_recv ? "MPI_Irecv (alltoallv)" : "MPI_Isend (alltoallv)");
     }
     requests.push_back(request);
   };
   for (int peer = 0; peer < size_; ++peer) post(true, peer, recv_bytes[peer], recv_offsets[peer]);
   for (int peer = 0; peer < size_; ++peer) post(false, peer, send_bytes[peer], send_offsets[peer]);
   const int receives = int(std::count_if(recv_bytes, recv_bytes + size_, [](std::size_t b) { return b > 0; }));
-  const int rc = mpi::wait_within(requests.data(), int(requests.size()), MPI_STATUSES_IGNORE, options_.timeout_s,
+  const int rc = collective::wait_within(requests.data(), int(requests.size()), MPI_STATUSES_IGNORE, options_.timeout_s,
                                   [&](const int* done) {
     // Unfinished receives are cancelled; sends stay with MPI, and so do their datatypes.
     for (int i = 0; i < receives; ++i) {
@@ -250,11 +266,11 @@ void MpiCommunicator::alltoallv(const void* send, const std::size_t* send_bytes,
       }
     }
     for (auto& type : types) type.release();
-    *timed_out_ = "alltoallv did not complete within " + mpi::seconds_text(options_.timeout_s);
+    *timed_out_ = "alltoallv did not complete within " + collective::seconds_text(options_.timeout_s);
     return *timed_out_ + ": a peer has not sent or received its blocks (late, stuck or gone; options.timeout_s "
                          "or RFA_TIMEOUT_S sets the deadline). The communicator is unusable from now on; destroy it";
   });
-  check_mpi(rc, "MPI_Waitall (alltoallv)");
+  collective::check_mpi(rc, "MPI_Waitall (alltoallv)");
 }
 
 void MpiCommunicator::reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) {
@@ -266,7 +282,7 @@ void MpiCommunicator::reduce_scatter_sum(const float* send, float* recv, std::si
           " values per rank: at most INT_MAX at once");
   if (count_per_rank == 0) return;
   MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Ireduce_scatter_block(send, recv, int(count_per_rank), MPI_FLOAT, MPI_SUM, ring_, &request),
+  collective::check_mpi(MPI_Ireduce_scatter_block(send, recv, int(count_per_rank), MPI_FLOAT, MPI_SUM, ring_, &request),
             "MPI_Ireduce_scatter_block");
   complete_collective(request, "reduce_scatter_sum (MPI_Ireduce_scatter_block)");
 }
@@ -277,9 +293,9 @@ void MpiCommunicator::allreduce_inplace(std::int64_t* values, std::size_t count,
   require(count <= std::size_t(INT_MAX), "allreduce of ", count, " values: at most INT_MAX at once");
   // A parked copy: the argument agreements run this before anything else of a call, so it is
   // where a late rank is usually noticed, and their arrays live on the caller's stack.
-  mpi::ParkedValues parked(std::vector<std::int64_t>(values, values + count));
+  collective::ParkedValues parked(std::vector<std::int64_t>(values, values + count));
   MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, parked.data(), int(count), MPI_INT64_T, to_mpi(op), ring_, &request),
+  collective::check_mpi(MPI_Iallreduce(MPI_IN_PLACE, parked.data(), int(count), MPI_INT64_T, to_mpi(op), ring_, &request),
             "MPI_Iallreduce");
   complete_collective(request, "allreduce (MPI_Iallreduce)", &parked);
   std::copy(parked.values().begin(), parked.values().end(), values);
@@ -291,14 +307,14 @@ void MpiCommunicator::broadcast(void* buffer, std::size_t bytes, int root) {
   require(root >= 0 && root < size_, "broadcast: root ", root, " is not a ring position (0..", size_ - 1, ")");
   const ByteDatatype message(bytes, options_.max_count_per_call);
   MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Ibcast(buffer, message.count(), message.type(), root, ring_, &request), "MPI_Ibcast");
+  collective::check_mpi(MPI_Ibcast(buffer, message.count(), message.type(), root, ring_, &request), "MPI_Ibcast");
   complete_collective(request, "broadcast (MPI_Ibcast)");
 }
 
 void MpiCommunicator::barrier() {
   require_usable("barrier");
   MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Ibarrier(ring_, &request), "MPI_Ibarrier");
+  collective::check_mpi(MPI_Ibarrier(ring_, &request), "MPI_Ibarrier");
   complete_collective(request, "barrier (MPI_Ibarrier)");
 }
 

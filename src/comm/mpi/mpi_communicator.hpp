@@ -21,7 +21,7 @@
 #include <string>
 
 #include "comm/communicator.hpp"
-#include "comm/mpi/deadline.hpp"
+#include "collective/deadline.hpp"
 
 namespace rfa::comm {
 
@@ -32,7 +32,7 @@ struct MpiOptions {
   std::size_t max_count_per_call = INT_MAX;
   /// Seconds every blocking operation waits for the other ranks before it fails with
   /// RFA_ERROR_TIMEOUT (mpi/deadline.hpp); 0: no deadline; negative: RFA_TIMEOUT_S or the
-  /// default (mpi::kDefaultTimeoutSeconds).
+  /// default (collective::kDefaultTimeoutSeconds).
   double timeout_s = -1.0;
 };
 
@@ -64,13 +64,18 @@ class MpiCommunicator final : public Communicator {
   void broadcast(void* buffer, std::size_t bytes, int root) override;
   void barrier() override;
   std::unique_ptr<Communicator> split(int color, int position) override;
+  /// Also starts the call's own range of tags (see tag_upper_bound()).
+  void begin_call(const CallStamp& stamp) override;
 
   /// The private ring communicator (rank = ring position). Owned by this object: do not free
   /// it; code that sends on it must not use tags 0..tag_upper_bound() while exchanges are
   /// in flight.
   MPI_Comm mpi_comm() const { return ring_; }
-  /// The largest tag ring exchanges use (they cycle through 0..this).
+  /// The largest tag ring exchanges use. The tags 0..this are cut into kCallTagRanges ranges;
+  /// call n (begin_call) tags its exchanges from range n mod kCallTagRanges, cycling within it,
+  /// so messages of consecutive calls (a forward, the backward after it) never match each other.
   int tag_upper_bound() const { return tag_upper_bound_; }
+  static constexpr int kCallTagRanges = 64;
   /// The deadline of blocking operations in seconds (0: none).
   double timeout_seconds() const { return options_.timeout_s; }
 
@@ -79,7 +84,8 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int size_ = 1;
   int tag_upper_bound_ = 32767;    // the least MPI guarantees; raised to MPI_TAG_UB
-  std::int64_t exchanges_started_ = 0;  // the next exchange's tag, modulo the tag range
+  std::int64_t call_tag_range_ = 0;     // the range of tags of the call in progress
+  std::int64_t exchanges_started_ = 0;  // in this call: the next exchange's tag within the range
   MpiOptions options_;
   // What timed out, shared with the exchanges; non-empty: every later operation is refused.
   std::shared_ptr<std::string> timed_out_ = std::make_shared<std::string>();
@@ -87,9 +93,11 @@ class MpiCommunicator final : public Communicator {
   /// Completes a started collective within the deadline. On timeout the request (and
   /// `parked`, when the collective works on one) are abandoned for good, the communicator is
   /// marked unusable, and RFA_ERROR_TIMEOUT names `what`.
-  void complete_collective(MPI_Request& request, const char* what, mpi::ParkedValues* parked = nullptr);
+  void complete_collective(MPI_Request& request, const char* what, collective::ParkedValues* parked = nullptr);
   /// Refuses to work after a timeout (RFA_ERROR_INVALID_USAGE).
   void require_usable(const char* what) const;
+  /// The tag of the next exchange of the call in progress.
+  int next_tag();
 };
 
 /// The MPI ring communicator for `parent` with this rank at `ring_position` (see

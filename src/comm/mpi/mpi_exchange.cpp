@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "comm/mpi/abandoned_requests.hpp"
-#include "comm/mpi/deadline.hpp"
-#include "comm/mpi/mpi_error.hpp"
+#include "collective/deadline.hpp"
+#include "collective/mpi_error.hpp"
 #include "core/error.hpp"
 
 namespace rfa::comm::mpi {
@@ -17,7 +17,7 @@ MpiPendingExchange::MpiPendingExchange(const void* send, void* recv, std::size_t
                                        const ExchangeRoute& route)
     : datatype_(bytes, route.max_count), bytes_(bytes), prev_(route.prev), next_(route.next), tag_(route.tag),
       timeout_s_(route.timeout_s), timed_out_(route.timed_out) {
-  check_mpi(MPI_Irecv(recv, datatype_.count(), datatype_.type(), route.prev, route.tag, route.comm,
+  collective::check_mpi(MPI_Irecv(recv, datatype_.count(), datatype_.type(), route.prev, route.tag, route.comm,
                       &requests_[kRecv]),
             "MPI_Irecv");
   const int rc = MPI_Isend(send, datatype_.count(), datatype_.type(), route.next, route.tag, route.comm,
@@ -27,17 +27,17 @@ MpiPendingExchange::MpiPendingExchange(const void* send, void* recv, std::size_t
     // destructor would wait for it forever.
     MPI_Cancel(&requests_[kRecv]);
     MPI_Wait(&requests_[kRecv], MPI_STATUS_IGNORE);
-    throw_mpi_error(rc, "MPI_Isend");
+    collective::throw_mpi_error(rc, "MPI_Isend");
   }
 }
 
 void MpiPendingExchange::check_completed(int rc, const char* call) {
   if (rc == MPI_ERR_IN_STATUS) {
-    for (const MPI_Status& s : statuses_) check_mpi(s.MPI_ERROR, call);
+    for (const MPI_Status& s : statuses_) collective::check_mpi(s.MPI_ERROR, call);
   }
-  check_mpi(rc, call);
+  collective::check_mpi(rc, call);
   MPI_Count received = 0;
-  check_mpi(MPI_Get_elements_x(&statuses_[kRecv], datatype_.type(), &received), "MPI_Get_elements_x");
+  collective::check_mpi(MPI_Get_elements_x(&statuses_[kRecv], datatype_.type(), &received), "MPI_Get_elements_x");
   // Counted in basic elements of the type, i.e. bytes; MPI_UNDEFINED (negative) if partial.
   if (received != MPI_Count(bytes_)) {
     fail(RFA_ERROR_INVALID_USAGE, "ring exchange (tag ", tag_, ") expected ", bytes_,
@@ -56,7 +56,7 @@ bool MpiPendingExchange::test() {
 }
 
 void MpiPendingExchange::wait() {
-  const int rc = wait_within(requests_, 2, statuses_, timeout_s_, [&](const int* done) {
+  const int rc = collective::wait_within(requests_, 2, statuses_, timeout_s_, [&](const int* done) {
     std::string who;
     if (!done[kRecv]) {
       who = "ring position " + std::to_string(prev_) + " did not send its block";
@@ -70,7 +70,7 @@ void MpiPendingExchange::wait() {
       MPI_Request_free(&requests_[kSend]);
     }
     const std::string what = "ring exchange (tag " + std::to_string(tag_) + ", " + std::to_string(bytes_) +
-                             " bytes) did not complete within " + seconds_text(timeout_s_) + ": " + who;
+                             " bytes) did not complete within " + collective::seconds_text(timeout_s_) + ": " + who;
     if (timed_out_) *timed_out_ = what;
     return what + " (it is late, stuck or gone; options.timeout_s or RFA_TIMEOUT_S sets the deadline)";
   });
@@ -79,8 +79,12 @@ void MpiPendingExchange::wait() {
 
 MpiPendingExchange::~MpiPendingExchange() {
   if (requests_[kRecv] == MPI_REQUEST_NULL && requests_[kSend] == MPI_REQUEST_NULL) return;
-  complete_abandoned_requests(requests_, 2, "a ring exchange (tag " + std::to_string(tag_) + ", " +
-                                                std::to_string(bytes_) + " bytes)");
+  static_assert(kRecv == 0, "the receive is the request complete_abandoned_requests cancels");
+  const std::string what = "a ring exchange (tag " + std::to_string(tag_) + ", " + std::to_string(bytes_) + " bytes)";
+  if (!complete_abandoned_requests(requests_, 2, what, timeout_s_, Abandon::cancel_receive_first) && timed_out_ &&
+      timed_out_->empty()) {
+    *timed_out_ = what + " was abandoned unfinished";
+  }
 }
 
 }  // namespace rfa::comm::mpi

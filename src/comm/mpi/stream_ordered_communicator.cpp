@@ -38,6 +38,10 @@ class StreamOrderedCommunicator final : public Communicator {
   }
   void barrier() override { mpi_->barrier(); }
   void set_compute_stream(void* cuda_stream) override { stream_ = static_cast<cudaStream_t>(cuda_stream); }
+  void begin_call(const CallStamp& stamp) override {
+    Communicator::begin_call(stamp);
+    mpi_->begin_call(stamp);
+  }
 
  private:
   void drain_compute() { device::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (compute stream)"); }

@@ -12,7 +12,7 @@
 #include "core/error.hpp"
 #include "device/cuda_error.hpp"
 #include "device/current_device.hpp"
-#include "topology/collective_agreement.hpp"
+#include "collective/agree_on_failure.hpp"
 
 namespace rfa::comm {
 
@@ -43,13 +43,13 @@ NcclCommunicator::NcclCommunicator(MPI_Comm parent, int ring_position, const Ncc
   // rank goes on into a collective call that a failing one never makes.
   const MPI_Comm ring = mpi_->mpi_comm();
   double timeout = 0;
-  topology::agree_on_failure(ring, [&] {
+  collective::agree_on_failure(ring, [&] {
     timeout = nccl::resolve_timeout_seconds(options.timeout_seconds);
     state_ = std::make_shared<nccl::NcclCommState>(device::require_current_device(), timeout);
   });
 
   ncclUniqueId id{};
-  topology::agree_on_failure(ring, [&] {
+  collective::agree_on_failure(ring, [&] {
     if (rank() == 0) nccl::check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId", nullptr);
   });
   mpi_->broadcast(&id, sizeof id, 0);
@@ -57,7 +57,7 @@ NcclCommunicator::NcclCommunicator(MPI_Comm parent, int ring_position, const Ncc
   // A rank whose init fails at once waits in the agreement below while the others wait for
   // their init to complete or time out; either way every rank leaves with the same verdict.
   try {
-    topology::agree_on_failure(ring, [&] { state_->init(size(), id, rank()); });
+    collective::agree_on_failure(ring, [&] { state_->init(size(), id, rank()); });
   } catch (...) {
     state_->abort("creation failed");  // do not finalize a communicator the peers gave up on
     throw;

@@ -68,7 +68,7 @@ class NcclCommunicator final : public Communicator {
   /// positions (as MpiCommunicator), RFA_ERROR_CUDA when a rank has no usable device,
   /// RFA_ERROR_NCCL or RFA_ERROR_TIMEOUT when NCCL fails, RFA_ERROR_INVALID_ARGUMENT for a
   /// malformed RFA_NCCL_TIMEOUT_S; always on every rank, with the code and message of the
-  /// lowest failing rank (topology::agree_on_failure).
+  /// lowest failing rank (collective::agree_on_failure).
   NcclCommunicator(MPI_Comm parent, int ring_position, const NcclOptions& options = NcclOptions());
   /// Finalizes and destroys the NCCL communicator (aborts it if it failed); never throws.
   ~NcclCommunicator() override;
@@ -97,6 +97,11 @@ class NcclCommunicator final : public Communicator {
   /// for their results; nullptr means the legacy default stream. It must belong to this
   /// communicator's device and outlive the operations started while it is set.
   void set_compute_stream(void* cuda_stream) override { compute_stream_ = cuda_stream; }
+  /// NCCL matches messages in issue order; the MPI communicator beside it gets the stamp too.
+  void begin_call(const CallStamp& stamp) override {
+    Communicator::begin_call(stamp);
+    mpi_->begin_call(stamp);
+  }
   void* compute_stream() const { return compute_stream_; }
   /// The library's communication stream (a cudaStream_t), for profiling and tests.
   void* communication_stream() const;

@@ -250,6 +250,11 @@ void StagedCommunicator::barrier() { state_->host().barrier(); }
 
 void StagedCommunicator::set_compute_stream(void* cuda_stream) { state_->device().set_compute_stream(cuda_stream); }
 
+void StagedCommunicator::begin_call(const CallStamp& stamp) {
+  Communicator::begin_call(stamp);
+  state_->host().begin_call(stamp);
+}
+
 std::size_t StagedCommunicator::pinned_bytes() const { return state_->pool().held(); }
 
 }  // namespace rfa::comm

@@ -53,6 +53,7 @@ class StagedCommunicator final : public Communicator {
   void broadcast(void* buffer, std::size_t bytes, int root) override;
   void barrier() override;
   void set_compute_stream(void* cuda_stream) override;
+  void begin_call(const CallStamp& stamp) override;
 
   /// Pinned bytes the pool holds (for tests and the memory report).
   std::size_t pinned_bytes() const;

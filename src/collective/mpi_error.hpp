@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace rfa::comm::mpi {
+namespace rfa::collective {
 
 /// "MPI_Isend failed: MPI_ERR_COUNT: invalid count argument (error class 2)".
 std::string mpi_error_message(int code, const char* call);
@@ -23,4 +23,4 @@ inline void check_mpi(int code, const char* call) {
 /// Whether MPI may be called now: initialized and not yet finalized.
 bool mpi_is_usable();
 
-}  // namespace rfa::comm::mpi
+}  // namespace rfa::collective

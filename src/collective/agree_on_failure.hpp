@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Making a step's failure everybody's failure: a collective must fail on every rank with the
-// same error, never leave the ranks that did not fail waiting in the next collective.
+// Making a step's failure everybody's failure on a raw MPI communicator (creation, before the
+// ring's communicator exists): a collective step must fail on every rank with the same error,
+// never leave the ranks that did not fail waiting in the next collective. Every collective here
+// ends by the deadline (collective/bounded_collectives.hpp).
 #pragma once
 
 #include <mpi.h>
@@ -9,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace rfa::topology {
+namespace rfa::collective {
 
 /// Runs step on every rank of comm (collective). When it throws on any rank, every rank throws
 /// an rfa::Error with the code and message of the lowest failing rank; the message says which
@@ -26,7 +28,4 @@ void broadcast_string(MPI_Comm comm, std::string& text, int root);
 /// Broadcasts a vector of ints from root; other ranks' vectors are resized to match.
 void broadcast_ints(MPI_Comm comm, std::vector<int>& values, int root);
 
-/// Throws RFA_ERROR_MPI naming the call unless rc is MPI_SUCCESS.
-void check_mpi(int rc, const char* call);
-
-}  // namespace rfa::topology
+}  // namespace rfa::collective

@@ -1,19 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "topology/collective_agreement.hpp"
+#include "collective/agree_on_failure.hpp"
 
 #include <cstdlib>
 
+#include "collective/bounded_collectives.hpp"
+#include "collective/mpi_error.hpp"
 #include "core/error.hpp"
 
-namespace rfa::topology {
-
-void check_mpi(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int length = 0;
-  MPI_Error_string(rc, text, &length);
-  fail(RFA_ERROR_MPI, "rfa topology: ", call, " failed: ", text);
-}
+namespace rfa::collective {
 
 void agree_on_failure(MPI_Comm comm, const std::function<void()>& step) {
   int rank = 0, size = 1;
@@ -33,10 +27,10 @@ void agree_on_failure(MPI_Comm comm, const std::function<void()>& step) {
   }
 
   int first_failing = code == RFA_SUCCESS ? size : rank;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &first_failing, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  allreduce_within(comm, &first_failing, 1, MPI_INT, MPI_MIN, "rfa: the agreement on a step's failures (MPI_Iallreduce)");
   if (first_failing == size) return;
 
-  check_mpi(MPI_Bcast(&code, 1, MPI_INT, first_failing, comm), "MPI_Bcast");
+  bcast_within(comm, &code, 1, MPI_INT, first_failing, "rfa: the failing rank's code (MPI_Ibcast)");
   broadcast_string(comm, message, first_failing);
   throw Error(static_cast<rfa_result_t>(code), message + " (raised on rank " + std::to_string(first_failing) + ")");
 }
@@ -60,16 +54,16 @@ std::string agreed_env(MPI_Comm comm, const char* name) {
 
 void broadcast_string(MPI_Comm comm, std::string& text, int root) {
   int length = static_cast<int>(text.size());
-  check_mpi(MPI_Bcast(&length, 1, MPI_INT, root, comm), "MPI_Bcast");
-  text.resize(length);
-  check_mpi(MPI_Bcast(&text[0], length, MPI_CHAR, root, comm), "MPI_Bcast");
+  bcast_within(comm, &length, 1, MPI_INT, root, "rfa: a text's length (MPI_Ibcast)");
+  text.resize(std::size_t(length));
+  bcast_within(comm, &text[0], length, MPI_CHAR, root, "rfa: a text (MPI_Ibcast)");
 }
 
 void broadcast_ints(MPI_Comm comm, std::vector<int>& values, int root) {
   int count = static_cast<int>(values.size());
-  check_mpi(MPI_Bcast(&count, 1, MPI_INT, root, comm), "MPI_Bcast");
-  values.resize(count);
-  check_mpi(MPI_Bcast(values.data(), count, MPI_INT, root, comm), "MPI_Bcast");
+  bcast_within(comm, &count, 1, MPI_INT, root, "rfa: a list's length (MPI_Ibcast)");
+  values.resize(std::size_t(count));
+  bcast_within(comm, values.data(), count, MPI_INT, root, "rfa: a list (MPI_Ibcast)");
 }
 
-}  // namespace rfa::topology
+}  // namespace rfa::collective

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "comm/mpi/mpi_error.hpp"
+#include "collective/mpi_error.hpp"
 
 #include "core/error.hpp"
 
-namespace rfa::comm::mpi {
+namespace rfa::collective {
 
 std::string mpi_error_message(int code, const char* call) {
   char text[MPI_MAX_ERROR_STRING];
@@ -29,4 +29,4 @@ bool mpi_is_usable() {
   return initialized && !finalized;
 }
 
-}  // namespace rfa::comm::mpi
+}  // namespace rfa::collective

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "comm/mpi/deadline.hpp"
+#include "collective/deadline.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -9,7 +9,7 @@
 
 #include "core/error.hpp"
 
-namespace rfa::comm::mpi {
+namespace rfa::collective {
 
 double timeout_from_environment() {
   const char* text = std::getenv("RFA_TIMEOUT_S");
@@ -21,6 +21,30 @@ double timeout_from_environment() {
          "'; it must be a number of seconds >= 0 (0: no deadline)");
   }
   return value;
+}
+
+namespace {
+thread_local bool scope_set = false;
+thread_local double scope_seconds = 0.0;
+}  // namespace
+
+double current_timeout() {
+  if (scope_set) return scope_seconds;
+  try {
+    return timeout_from_environment();
+  } catch (const Error&) {
+    return kDefaultTimeoutSeconds;
+  }
+}
+
+DeadlineScope::DeadlineScope(double seconds) : previous_(scope_seconds), had_previous_(scope_set) {
+  scope_set = true;
+  scope_seconds = seconds;
+}
+
+DeadlineScope::~DeadlineScope() {
+  scope_set = had_previous_;
+  scope_seconds = previous_;
 }
 
 std::string seconds_text(double seconds) {
@@ -59,4 +83,4 @@ int wait_within(MPI_Request* requests, int count, MPI_Status* statuses, double t
   throw Error(RFA_ERROR_TIMEOUT, on_timeout(done.data()));
 }
 
-}  // namespace rfa::comm::mpi
+}  // namespace rfa::collective

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Deadlines on rfa's blocking MPI operations (issue #14, docs/architecture.md §5): every wait
+// Deadlines on rfa's blocking MPI operations (docs/architecture.md §5): every wait
 // polls its requests until they complete or the deadline passes, and then fails with
 // RFA_ERROR_TIMEOUT instead of hanging the job. What a timeout leaves behind is contained:
 // receives are cancelled, sends and collectives are abandoned, and a collective works on a
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace rfa::comm::mpi {
+namespace rfa::collective {
 
 /// The default deadline when RFA_TIMEOUT_S is not set, in seconds.
 constexpr double kDefaultTimeoutSeconds = 600.0;
@@ -55,4 +55,23 @@ class ParkedValues {
 /// "5 s", "0.5 s", for messages.
 std::string seconds_text(double seconds);
 
-}  // namespace rfa::comm::mpi
+/// The deadline of the bounded collectives (collective/bounded_collectives.hpp) on this thread:
+/// the innermost live DeadlineScope's seconds, else timeout_from_environment() (or the default
+/// when RFA_TIMEOUT_S is malformed: that is reported where it is read for a context). 0: none.
+double current_timeout();
+
+/// Sets current_timeout() on this thread while it lives: rfa_context_create() runs every
+/// collective of a creation under the deadline of the options being created.
+class DeadlineScope {
+ public:
+  explicit DeadlineScope(double seconds);
+  ~DeadlineScope();
+  DeadlineScope(const DeadlineScope&) = delete;
+  DeadlineScope& operator=(const DeadlineScope&) = delete;
+
+ private:
+  double previous_;
+  bool had_previous_;
+};
+
+}  // namespace rfa::collective

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "collective_call.hpp"
+
+#include <mpi.h>
+
+namespace rfa {
+namespace capi {
+
+const char* collective_call_name(std::int64_t operation) {
+  switch (operation) {
+    case std::int64_t(CollectiveCall::forward): return "rfa_forward";
+    case std::int64_t(CollectiveCall::backward): return "rfa_backward";
+    case std::int64_t(CollectiveCall::allgather_bshd): return "rfa_allgather_bshd";
+    case std::int64_t(CollectiveCall::destroy): return "rfa_context_destroy";
+  }
+  return "an unknown call";
+}
+
+bool mpi_is_running() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);  // both may be called at any time, even after MPI_Finalize
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+void require_callable(const rfa_context_s& c, CollectiveCall call) {
+  if (!mpi_is_running()) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    fail(RFA_ERROR_INVALID_USAGE, collective_call_name(std::int64_t(call)), " is collective over MPI, and MPI is ",
+         finalized ? "already finalized" : "not initialized",
+         ": make collective calls between MPI_Init and MPI_Finalize (destroy contexts before MPI_Finalize)");
+  }
+  if (!c.unusable.empty()) {
+    fail(RFA_ERROR_INVALID_USAGE, "the context is unusable since ", c.unusable,
+         "; only rfa_context_destroy() is allowed on it");
+  }
+}
+
+void make_unusable(rfa_context_s& c, const char* call, rfa_result_t code, const std::string& why) {
+  if (!c.unusable.empty()) return;
+  const char* what = code == RFA_ERROR_TIMEOUT         ? " timed out"
+                     : code == RFA_ERROR_CALL_MISMATCH ? " found the ranks in different calls"
+                                                       : " failed on this rank after the ranks agreed to run it";
+  c.unusable = "an earlier " + std::string(call) + what + " (" + why + ")";
+}
+
+}  // namespace capi
+}  // namespace rfa

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Every field of rfa_options_t is agreed at creation: for each one, the last rank passes a
+// different value than the others, and every rank must fail with RFA_ERROR_INVALID_USAGE
+// naming that field, without a context. A field the creation agreement forgot would let the
+// ranks build contexts for different problems, so a field appended to rfa_options_t fails to
+// compile here until it has a case.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "capi_test_support.hpp"
+#include "rfa/rfa_mpi.h"
+
+namespace {
+
+using namespace rfa_capi_test;
+
+static_assert(sizeof(rfa_options_t) <= offsetof(rfa_options_t, check_values) + 8,
+              "rfa_options_t gained a field: add its case to kFields below (and to capi/creation_agreement.cpp)");
+
+rfa_options_t valid_options() {
+  rfa_options_t o = small_problem(RFA_LAYOUT_CONTIGUOUS, 8);
+  o.check_values = RFA_VALUE_CHECKS_OFF;
+  return o;
+}
+
+// The boundaries a rank points its options at (two documents), kept alive for the call.
+std::vector<int64_t> two_documents(int64_t seq_total, int64_t split) { return {0, split, seq_total}; }
+
+struct Field {
+  const char* name;  // as the message names it: "options.<name>"
+  void (*change)(rfa_options_t& o, std::vector<int64_t>& bounds);
+};
+
+const Field kFields[] = {
+    {"layout", [](rfa_options_t& o, std::vector<int64_t>&) { o.layout = RFA_LAYOUT_STRIPE; }},
+    {"mask", [](rfa_options_t& o, std::vector<int64_t>&) { o.mask = RFA_MASK_NONE; }},
+    {"dtype", [](rfa_options_t& o, std::vector<int64_t>&) { o.dtype = RFA_DTYPE_BFLOAT16; }},
+    {"ring_order", [](rfa_options_t& o, std::vector<int64_t>&) { o.ring_order = RFA_RING_ORDER_TOPOLOGY; }},
+    {"softmax_scale", [](rfa_options_t& o, std::vector<int64_t>&) { o.softmax_scale = 0.125; }},
+    {"batch", [](rfa_options_t& o, std::vector<int64_t>&) { o.batch = 2; }},
+    {"seq_total", [](rfa_options_t& o, std::vector<int64_t>&) { o.seq_total *= 2; }},
+    {"heads", [](rfa_options_t& o, std::vector<int64_t>&) { o.heads = 8; }},
+    {"kv_heads", [](rfa_options_t& o, std::vector<int64_t>&) { o.kv_heads = 2; }},
+    {"head_dim", [](rfa_options_t& o, std::vector<int64_t>&) { o.head_dim = 16; }},
+    {"device", [](rfa_options_t& o, std::vector<int64_t>&) { o.device = RFA_DEVICE_CUDA; }},
+    {"transport", [](rfa_options_t& o, std::vector<int64_t>&) { o.transport = RFA_TRANSPORT_MPI; }},
+    {"timeout_s", [](rfa_options_t& o, std::vector<int64_t>&) { o.timeout_s = 77.0; }},
+    {"strategy", [](rfa_options_t& o, std::vector<int64_t>&) { o.strategy = RFA_STRATEGY_ALLGATHER; }},
+    {"ulysses_degree", [](rfa_options_t& o, std::vector<int64_t>&) { o.ulysses_degree = 1; }},
+    {"window", [](rfa_options_t& o, std::vector<int64_t>&) { o.window = 3; }},
+    {"doc_boundary_count",
+     [](rfa_options_t& o, std::vector<int64_t>& bounds) {
+       bounds = two_documents(o.seq_total, 3);
+       o.doc_boundaries = bounds.data();
+       o.doc_boundary_count = int64_t(bounds.size());
+     }},
+    {"doc_boundaries",
+     [](rfa_options_t& o, std::vector<int64_t>& bounds) {
+       bounds = two_documents(o.seq_total, 5);  // the others split at 3: same count, other values
+       o.doc_boundaries = bounds.data();
+       o.doc_boundary_count = int64_t(bounds.size());
+     }},
+    {"check_values", [](rfa_options_t& o, std::vector<int64_t>&) { o.check_values = RFA_VALUE_CHECKS_ON; }},
+};
+
+class OptionsAgreement : public ::testing::TestWithParam<Field> {};
+
+TEST_P(OptionsAgreement, OneRankDifferingFailsEveryRank) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  rfa_options_t o = valid_options();
+  std::vector<int64_t> bounds;
+  if (std::string(GetParam().name) == "doc_boundaries") {  // every rank has documents; the values differ
+    bounds = two_documents(o.seq_total, 3);
+    o.doc_boundaries = bounds.data();
+    o.doc_boundary_count = int64_t(bounds.size());
+  }
+  const bool differs = world_rank() == world_size() - 1;
+  if (differs) GetParam().change(o, bounds);
+  rfa_context_t ctx = reinterpret_cast<rfa_context_t>(&ctx);
+  const std::string field = std::string("options.") + GetParam().name;
+  const std::string last = "rank " + std::to_string(world_size() - 1) + " passes";
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), field.c_str(),
+                   "rank 0 passes", last.c_str());
+  EXPECT_EQ(ctx, nullptr) << "no context may exist after a failed creation";
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryField, OptionsAgreement, ::testing::ValuesIn(kFields),
+                         [](const ::testing::TestParamInfo<Field>& info) { return std::string(info.param.name); });
+
+}  // namespace
