@@ -32,7 +32,11 @@ extern "C" {
  * 3. validates the shapes (the same verdict on every rank);
  * 4. chooses the ring order (options->ring_order, environment RFA_RING_ORDER and
  *    RFA_TOPO_DUMP) and splits a private communicator whose rank is the ring position.
- * No rank hangs when another fails, as long as every rank makes the call.
+ * No rank hangs when another fails, as long as every rank makes the call. Every collective of
+ * the creation ends by the deadline (options->timeout_s, else RFA_TIMEOUT_S or 600 s): a rank
+ * that arrives after the others gave up fails with ::RFA_ERROR_TIMEOUT too. After a creation
+ * timeout the ranks' collectives on @p comm are out of step (MPI cannot cancel a collective):
+ * use it for nothing collective afterwards; the job should end.
  *
  * Thread safety: the application's MPI threading rules apply; @p comm is only used during
  * this call (the context keeps its own duplicate).
@@ -46,7 +50,7 @@ extern "C" {
  *         divisible as the layout needs);
  *         ::RFA_ERROR_UNSUPPORTED (head dim);
  *         ::RFA_ERROR_INVALID_USAGE (MPI not initialized or already finalized, ranks disagree,
- *         Kokkos already finalized);
+ *         Kokkos already finalized); ::RFA_ERROR_TIMEOUT (not every rank arrived in time);
  *         ::RFA_ERROR_KOKKOS, ::RFA_ERROR_MPI, ::RFA_ERROR_HWLOC, ::RFA_ERROR_OUT_OF_MEMORY.
  */
 RFA_API rfa_result_t rfa_context_create(MPI_Comm comm, const rfa_options_t* options, rfa_context_t* context);
