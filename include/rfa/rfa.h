@@ -96,7 +96,7 @@ typedef enum rfa_layout_t {
 /**
  * @brief How the attention is parallelized over the ranks (docs/architecture.md §8). Every
  *        strategy takes the same local tensors and computes the same result; they differ in
- *        what they send and hold (see the README's decision table).
+ *        what they send and hold (see the decision table in docs/strategies.md).
  */
 typedef enum rfa_strategy_t {
   RFA_STRATEGY_RING = 0,      /**< K/V blocks travel around the ring while each rank computes. The default. */

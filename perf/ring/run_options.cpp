@@ -43,7 +43,7 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
   --mask M           causal | none (default causal); --causal and --no-causal also work
   --window W         sliding window: a key is visible only if q_pos - k_pos < W (default 0: none)
   --strategy X       ring | ulysses | allgather | hybrid (default ring): how the sequence is
-                     parallelized (README: "Choosing a strategy"); hybrid needs --ulysses-degree
+                     parallelized (docs/strategies.md); hybrid needs --ulysses-degree
   --ulysses-degree N ranks per Ulysses group of the hybrid strategy (a Pu x P/Pu grid; N divides
                      P and the heads)
   --scale X          softmax scale (default 1/sqrt(head-dim))

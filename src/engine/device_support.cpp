@@ -25,7 +25,7 @@ void require_device_support(Device device, std::int64_t head_dim, rfa_dtype_t dt
   if (!engine_supports(device)) {
     fail(RFA_ERROR_UNSUPPORTED,
          "this build of rfa cannot run on CUDA devices: its Kokkos has no CUDA backend (rebuild rfa against a "
-         "CUDA-enabled Kokkos, see the README's 'Building for GPUs')");
+         "CUDA-enabled Kokkos, see docs/gpus.md, 'Building for GPUs')");
   }
 }
 

@@ -109,7 +109,7 @@ class RingAttention {
   const RingTimings& last_timings() const { return timings_; }
 
   /// Bytes the engine allocates for a forward (backward = false) or backward, by the formula
-  /// documented in the README; the tests check it against what is actually allocated.
+  /// documented in docs/memory.md; the tests check it against what is actually allocated.
   std::int64_t workspace_bytes(bool backward) const;
   /// What the kernels allocate for themselves during one pass (kernels/flash_attention.hpp:
   /// packing for AMX tiles; 0 elsewhere), part of workspace_bytes().

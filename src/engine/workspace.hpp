@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Engine buffers are allocated only through a Workspace, which counts their bytes (the
-// per-rank memory formula in the README is checked against this count in the tests) and turns
+// per-rank memory formula of docs/memory.md is checked against this count in the tests) and turns
 // a refused allocation into an error every rank raises together.
 #pragma once
 

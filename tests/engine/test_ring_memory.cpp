@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // No buffer of the whole sequence: the engine's allocations, observed through Kokkos' tool
-// hooks (every View allocation is reported), must match the README formula exactly, and the
+// hooks (every View allocation is reported), must match docs/memory.md's formula exactly, and the
 // largest one must be one local block.
 #include "allocation_log.hpp"
 #include "ring_case.hpp"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""The README's environment table names every variable the sources read, and nothing else;
-the Doxygen main page's table names only variables the sources read.
+"""The environment table (docs/environment.md) names every variable the sources read, and
+nothing else; the Doxygen main page's table names only variables the sources read.
 
 Reads: getenv("X") and constants named k...Env = "X" (C, C++, CUDA), os.environ.get("X")
 (Python), and ${RFA_...} / $RFA_... in shell scripts and batch files.
@@ -37,9 +37,10 @@ def read_variables(root):
     return found
 
 
-def table_variables(readme):
-    text = open(readme, encoding="utf-8").read()
-    section = text.split("## Environment variables", 1)[1].split("\n## ", 1)[0]
+def table_variables(page, heading):
+    """The variables named in the first column of the table under `heading` in `page`."""
+    text = open(page, encoding="utf-8").read()
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
     names = set()
     for row in section.splitlines():
         if row.startswith("| `"):
@@ -49,16 +50,17 @@ def table_variables(readme):
 
 def main(root):
     read = read_variables(root)
-    listed = table_variables(os.path.join(root, "README.md"))
+    listed = table_variables(os.path.join(root, "docs", "environment.md"), "# Environment variables")
     missing = sorted(v for v in read if v not in listed and v.startswith(("RFA_", "SLURM_LOCALID", "SLURM_TOPO")))
     stale = sorted(v for v in listed if v not in read and v not in TEST_ONLY)
     # The Doxygen main page lists the library's variables: each must be one the sources read.
-    stale += sorted(f"{v} (docs/mainpage.md)" for v in table_variables(os.path.join(root, "docs", "mainpage.md"))
+    stale += sorted(f"{v} (docs/mainpage.md)" for v in table_variables(os.path.join(root, "docs", "mainpage.md"),
+                                                                       "## Environment variables")
                     if v not in read)
     for v in missing:
-        print(f"README's environment table lacks {v} (read in {read[v]})", file=sys.stderr)
+        print(f"docs/environment.md's table lacks {v} (read in {read[v]})", file=sys.stderr)
     for v in stale:
-        print(f"README's environment table lists {v}, which no source reads", file=sys.stderr)
+        print(f"docs/environment.md's table lists {v}, which no source reads", file=sys.stderr)
     print(f"env_table_test: {len(listed)} variables listed, {len(missing)} missing, {len(stale)} stale")
     return 1 if missing or stale else 0
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Wraps the README's CUDA C fragment: what it assumes exists (docs/architecture.md §7). */
+/* Wraps docs/gpus.md's CUDA C fragment: what it assumes exists (docs/architecture.md §7). */
 #include <stdio.h>
 #include <cuda_runtime.h>
 #include <rfa/rfa_mpi.h>

@@ -1,5 +1,5 @@
 ! SPDX-License-Identifier: BSD-3-Clause
-! Wraps the README's CUDA Fortran fragment: what it assumes exists (docs/architecture.md §7).
+! Wraps docs/gpus.md's CUDA Fortran fragment: what it assumes exists (docs/architecture.md §7).
 subroutine readme_cuda_fragment(o, ring, stream, q, k, v, out, dout, lse, dq, dk, dv)
   use, intrinsic :: iso_c_binding
   use mpi_f08

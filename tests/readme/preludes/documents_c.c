@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Wraps the README's packed-documents fragment: the options and the context it assumes. */
+/* Wraps docs/documents-and-windows.md's fragment: the options and the context it assumes. */
 #include <rfa/rfa_mpi.h>
 
 rfa_result_t readme_documents_fragment(rfa_options_t o);
