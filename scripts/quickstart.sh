@@ -31,13 +31,17 @@ esac
 
 packages=(cmake make g++ gfortran pkg-config libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin
           libhwloc-dev googletest libgtest-dev libbenchmark-dev doxygen graphviz binutils
-          python3-numpy python3-scipy python3-matplotlib)  # the last three: perf/compare, perf/plot
+          python3-numpy python3-scipy python3-matplotlib python3-pip)  # perf/compare, perf/plot; pip: fetch_cudnn_frontend.sh
 # shellcheck source=scripts/install_debian_packages.sh
 source "$here/scripts/install_debian_packages.sh"
 install_debian_packages quickstart "${packages[@]}"
 
 # shellcheck disable=SC2086  # RFA_CMAKE_ARGS is a list of flags
 mkdir -p "$build"
+# With nvcc, the cuDNN block kernel is compiled too: its frontend headers come from PyPI.
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  bash "$here/scripts/fetch_cudnn_frontend.sh" "$build"
+fi
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release ${RFA_CMAKE_ARGS:-} >"$build/configure.log" 2>&1 \
   || { cat "$build/configure.log" >&2; exit 1; }
 cmake --build "$build" -j "$jobs"

@@ -10,33 +10,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "api_support.hpp"
 #include "kernel_args.hpp"
 
 namespace rfa_cuda {
 namespace detail {
 namespace {
-
-thread_local char last_message[512] = "";
-
-rfa_cuda_status fail(rfa_cuda_status status, const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(last_message, sizeof last_message, format, args);
-  va_end(args);
-  return status;
-}
-
-rfa_cuda_status from_cuda(cudaError_t error, const char* what) {
-  if (error == cudaSuccess) return RFA_CUDA_SUCCESS;
-  return fail(RFA_CUDA_ERROR_CUDA, "%s: CUDA error %d (%s)", what, static_cast<int>(error),
-              cudaGetErrorString(error));
-}
-
-#define RFA_CUDA_TRY(expr)                          \
-  do {                                              \
-    const rfa_cuda_status try_status_ = (expr);     \
-    if (try_status_ != RFA_CUDA_SUCCESS) return try_status_; \
-  } while (0)
 
 bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
 
@@ -49,22 +28,7 @@ const char* dtype_name(rfa_cuda_dtype t) {
   return "unknown";
 }
 
-ElementType element_type(rfa_cuda_dtype t) {
-  return t == RFA_CUDA_BF16 ? ElementType::kBf16 : t == RFA_CUDA_FP16 ? ElementType::kFp16 : ElementType::kFp32;
-}
-
 bool known_dtype(rfa_cuda_dtype t) { return t == RFA_CUDA_BF16 || t == RFA_CUDA_FP16 || t == RFA_CUDA_FP32; }
-
-// Zero strides become the contiguous [batch][seq][heads][head_dim] layout.
-StridedTensor resolve(const void* data, rfa_cuda_strides s, std::int64_t seq, std::int64_t heads,
-                      std::int64_t head_dim) {
-  if (s.batch == 0 && s.seq == 0 && s.head == 0) {
-    s.head = head_dim;
-    s.seq = heads * head_dim;
-    s.batch = seq * heads * head_dim;
-  }
-  return StridedTensor{const_cast<void*>(data), s.batch, s.seq, s.head};
-}
 
 // The tensor-core kernels copy 16-byte chunks: base and strides must keep them aligned.
 rfa_cuda_status check_tile_tensor(const char* name, const void* data, const rfa_cuda_strides& s) {
@@ -386,6 +350,6 @@ const char* rfa_cuda_status_string(rfa_cuda_status status) {
   return "unknown status";
 }
 
-const char* rfa_cuda_last_error_message(void) { return last_message; }
+const char* rfa_cuda_last_error_message(void) { return rfa_cuda::detail::last_message(); }
 
 }  // extern "C"

@@ -9,14 +9,10 @@
 #include <cstdint>
 
 #include "attention_mask.cuh"
+#include "tensor_args.hpp"
 
 namespace rfa_cuda {
 namespace detail {
-
-struct StridedTensor {
-  void* data;
-  std::int64_t batch, seq, head;  // element strides; the head dimension is contiguous
-};
 
 struct AttentionDims {
   int batch, seq_q, seq_k, heads, kv_heads, head_dim;
@@ -55,16 +51,10 @@ struct DqArgs {
   bool store_dq;
 };
 
-enum class ElementType { kBf16, kFp16, kFp32 };
-
 // Launchers; each returns the launch status (cudaGetLastError after the launch).
 cudaError_t launch_flash_forward(const ForwardArgs& args, ElementType dtype, cudaStream_t stream);
 cudaError_t launch_flash_backward(const BackwardArgs& args, ElementType dtype, cudaStream_t stream);
 cudaError_t launch_flash_backward_dq(const DqArgs& args, ElementType dtype, cudaStream_t stream);
-
-struct RowwiseShape {
-  int batch, seq, heads, head_dim;
-};
 
 cudaError_t launch_attention_delta(const RowwiseShape& shape, StridedTensor out, ElementType out_type,
                                    StridedTensor dout, ElementType dout_type, float* delta,

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Memory-bound helpers that work one (batch, position, head) row at a time, one warp per row:
-// D = rowsum(dO * O), the ring merge of partial outputs, and fp32 -> 16-bit conversion.
+// D = rowsum(dO * O), the ring merge of partial outputs (also of cuDNN band outputs in the
+// storage dtype), the accumulation of 16-bit band gradients into fp32, and fp32 -> 16-bit
+// conversion.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -8,6 +10,7 @@
 #include <cstdint>
 
 #include "kernel_args.hpp"
+#include "rowwise_launchers.hpp"
 
 namespace rfa_cuda {
 namespace detail {
@@ -70,26 +73,38 @@ __device__ __forceinline__ float softplus(float x) {
   return x > 0.f ? x + log1pf(expf(-x)) : log1pf(expf(x));
 }
 
-__global__ void merge_partial_kernel(RowwiseShape shape, StridedTensor out, float* lse,
-                                     StridedTensor block_out, const float* block_lse) {
+// The ring merge of a block's normalized output into the running one (rows of one (batch, head)
+// of lse are lse_pitch apart; block_lse is [batch][heads][seq]):
+//   weight = sigmoid(block_lse - lse) is the block's share of the merged softmax mass; with
+//   lse = -inf it is exactly 1 and out takes the block's values (whatever out held), and
+//   lse - logsigmoid(lse - block_lse) = lse + softplus(block_lse - lse).
+__global__ void merge_band_kernel(RowwiseShape shape, StridedTensor out, float* lse, std::int64_t lse_pitch,
+                                  StridedTensor block_out, ElementType block_type, const float* block_lse) {
   const RowIndex r = this_warps_row(shape);
   if (!r.valid) return;
   const int lane = threadIdx.x % 32;
-  const std::int64_t li = lse_index(shape, r);
-  const float old_lse = lse[li], new_lse = block_lse[li];
-  if (new_lse == -INFINITY) return;  // the block saw nothing for this row: keep the running state
+  float* running_lse = lse + (static_cast<std::int64_t>(r.b) * shape.heads + r.h) * lse_pitch + r.s;
+  const float old_lse = *running_lse;
+  const float new_lse = block_lse[lse_index(shape, r)];
+  if (new_lse == -INFINITY) return;  // the band saw nothing for this row: keep the running state
   float* o = static_cast<float*>(out.data) + offset_of(out, r);
-  const float* bo = static_cast<const float*>(block_out.data) + offset_of(block_out, r);
-  // weight = sigmoid(block_lse - lse) is the block's share of the merged softmax mass;
-  // with lse = -inf it is exactly 1 and out takes the block's values (whatever out held).
+  const std::int64_t bo = offset_of(block_out, r);
   const float weight = old_lse == -INFINITY ? 1.f : 1.f / (1.f + expf(old_lse - new_lse));
   for (int d = lane; d < shape.head_dim; d += 32) {
     const float current = weight == 1.f ? 0.f : o[d];
-    o[d] = current - weight * (current - bo[d]);
+    o[d] = current - weight * (current - load_as_float(block_out.data, bo + d, block_type));
   }
   __syncwarp();
-  // lse - logsigmoid(lse - block_lse) = lse + softplus(block_lse - lse)
-  if (lane == 0) lse[li] = old_lse == -INFINITY ? new_lse : old_lse + softplus(new_lse - old_lse);
+  if (lane == 0) *running_lse = old_lse == -INFINITY ? new_lse : old_lse + softplus(new_lse - old_lse);
+}
+
+__global__ void accumulate_band_kernel(RowwiseShape shape, StridedTensor into, StridedTensor from,
+                                       ElementType from_type) {
+  const RowIndex r = this_warps_row(shape);
+  if (!r.valid) return;
+  float* dst = static_cast<float*>(into.data) + offset_of(into, r);
+  const std::int64_t src = offset_of(from, r);
+  for (int d = threadIdx.x % 32; d < shape.head_dim; d += 32) dst[d] += load_as_float(from.data, src + d, from_type);
 }
 
 template <typename T>
@@ -126,9 +141,7 @@ cudaError_t launch_attention_delta(const RowwiseShape& shape, StridedTensor out,
 cudaError_t launch_merge_partial(const RowwiseShape& shape, StridedTensor out, float* lse,
                                  StridedTensor block_out, const float* block_lse,
                                  cudaStream_t stream) {
-  merge_partial_kernel<<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(shape, out, lse,
-                                                                                block_out, block_lse);
-  return cudaGetLastError();
+  return launch_merge_band(shape, out, lse, shape.seq, block_out, ElementType::kFp32, block_lse, stream);
 }
 
 cudaError_t launch_convert_from_fp32(const RowwiseShape& shape, StridedTensor src, StridedTensor dst,
@@ -137,6 +150,20 @@ cudaError_t launch_convert_from_fp32(const RowwiseShape& shape, StridedTensor sr
     convert_from_fp32_kernel<__nv_bfloat16><<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(shape, src, dst);
   else
     convert_from_fp32_kernel<__half><<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(shape, src, dst);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_merge_band(const RowwiseShape& shape, StridedTensor out, float* lse, std::int64_t lse_pitch,
+                              StridedTensor block_out, ElementType block_type, const float* block_lse,
+                              cudaStream_t stream) {
+  merge_band_kernel<<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(shape, out, lse, lse_pitch, block_out,
+                                                                            block_type, block_lse);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_accumulate_band(const RowwiseShape& shape, StridedTensor into, StridedTensor from,
+                                   ElementType from_type, cudaStream_t stream) {
+  accumulate_band_kernel<<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(shape, into, from, from_type);
   return cudaGetLastError();
 }
 

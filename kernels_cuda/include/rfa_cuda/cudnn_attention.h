@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* rfa_cuda's second block kernel: cuDNN's fused attention (SDPA forward with softmax
+ * statistics, SDPA backward) behind the same parameter structs as flash.h, for the ring.
+ *
+ * A block is asked of cuDNN as one or more band calls (src/cudnn/band_plan.hpp): cuDNN's mask
+ * is a band around the diagonal of contiguous rows, rfa's is a rule on global positions, and
+ * the contiguous, zigzag and stripe layouts turn into such bands exactly. Where they do not
+ * (a document boundary inside the block, a 32-bit dtype), rfa_cudnn_plan_forward() and _backward() say so and the
+ * caller runs the block on rfa_cuda_flash_* instead: never a different mask.
+ *
+ * cuDNN is loaded at run time (dlopen of libcudnn.so.9, or the file RFA_CUDNN_LIBRARY names):
+ * one build runs with or without cuDNN installed. Graphs and execution plans are built once
+ * per band shape and kept in the context; a call after the first of a shape builds nothing.
+ *
+ * Numerics: cuDNN writes each band's output (forward) and gradients (backward) in the storage
+ * dtype; rfa folds them into its fp32 ring state (merge, accumulation) in fp32. The statistics
+ * are fp32 natural-log log-sum-exps, as rfa's.
+ *
+ * Functions return rfa_cuda_status and leave a message in rfa_cuda_last_error_message() on
+ * failure, like flash.h. A context belongs to the CUDA device that was current when it was
+ * made and must be used by one thread at a time. */
+#ifndef RFA_CUDA_CUDNN_ATTENTION_H
+#define RFA_CUDA_CUDNN_ATTENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rfa_cuda/flash.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The oldest cuDNN rfa asks for fused attention: 9.10.2 (a window without the causal bound needs it;
+ * the cuDNN frontend refuses 9.10.0 and 9.10.1 for bf16/fp16 attention). */
+#define RFA_CUDNN_MIN_VERSION 91002
+
+/* Loads cuDNN once per process (later calls return the first result). RFA_CUDA_SUCCESS when a
+ * cuDNN of at least RFA_CUDNN_MIN_VERSION loaded; otherwise RFA_CUDA_ERROR_UNSUPPORTED with the
+ * reason (not found, too old) in the message. Needs no GPU. */
+rfa_cuda_status rfa_cudnn_load(void);
+
+/* The loaded cuDNN's version (cudnnGetVersion, e.g. 91900 for 9.19.0), 0 when none loaded. */
+int64_t rfa_cudnn_version(void);
+
+typedef struct rfa_cudnn_context rfa_cudnn_context;
+
+/* A cuDNN handle on the current device and an empty plan cache. Loads cuDNN if needed. */
+rfa_cuda_status rfa_cudnn_create(rfa_cudnn_context** context);
+void rfa_cudnn_destroy(rfa_cudnn_context* context);
+
+/* Whether cuDNN computes the forward of p's block exactly, and the device scratch that needs:
+ * RFA_CUDA_SUCCESS and *workspace_bytes, or RFA_CUDA_ERROR_UNSUPPORTED with the reason (the caller
+ * then uses rfa_cuda_flash_forward). `host_doc_bounds` is the host copy of p->shape.doc_bounds
+ * (NULL without documents). Builds and caches the execution plans of the block's bands; only the
+ * shapes and strides of p are read, not its pointers. */
+rfa_cuda_status rfa_cudnn_plan_forward(rfa_cudnn_context* context, const rfa_cuda_forward_params* p,
+                                       const int64_t* host_doc_bounds, size_t* workspace_bytes);
+
+/* The same for the backward of p's block, whose final output has strides `out_strides`;
+ * p->deterministic selects cuDNN's deterministic backward. */
+rfa_cuda_status rfa_cudnn_plan_backward(rfa_cudnn_context* context, const rfa_cuda_backward_params* p,
+                                        rfa_cuda_strides out_strides, const int64_t* host_doc_bounds,
+                                        size_t* workspace_bytes);
+
+/* The forward of one ring block, merged into the running result: p->out (fp32, out_dtype
+ * RFA_CUDA_FP32) and p->lse hold the normalized result over earlier blocks (lse -inf: none yet)
+ * and receive this block's share, as rfa_cuda_flash_forward with merge = 1 (p->merge must be 1:
+ * a first block merges into lse = -inf). Rows that see no key of the block keep their values.
+ * `workspace` holds rfa_cudnn_plan_forward()'s bytes (256-byte aligned), on the stream's
+ * device. */
+rfa_cuda_status rfa_cudnn_forward(rfa_cudnn_context* context, const rfa_cuda_forward_params* p,
+                                  const int64_t* host_doc_bounds, void* workspace, size_t workspace_bytes,
+                                  cudaStream_t stream);
+
+/* The backward of one ring block: p->dq, p->dk, p->dv are fp32 and receive += this block's
+ * gradients (grad_mode RFA_CUDA_GRAD_ACCUMULATE_FP32); p->lse is the final lse. cuDNN takes the
+ * final output `out` (strides `out_strides`, in shape.dtype) instead of p->delta, which is
+ * ignored. p->deterministic selects cuDNN's deterministic backward. */
+rfa_cuda_status rfa_cudnn_backward(rfa_cudnn_context* context, const rfa_cuda_backward_params* p, const void* out,
+                                   rfa_cuda_strides out_strides, const int64_t* host_doc_bounds, void* workspace,
+                                   size_t workspace_bytes, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RFA_CUDA_CUDNN_ATTENTION_H */

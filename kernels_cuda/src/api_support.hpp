@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What the host-side API files (flash_api.cu, cudnn/cudnn_attention.cpp) share: the calling
+// thread's last failure message, CUDA errors as statuses, and the resolution of zero strides.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "tensor_args.hpp"
+#include "rfa_cuda/flash.h"
+
+namespace rfa_cuda {
+namespace detail {
+
+/// Records a printf-style message for rfa_cuda_last_error_message() and returns `status`.
+rfa_cuda_status fail(rfa_cuda_status status, const char* format, ...);
+
+/// RFA_CUDA_SUCCESS, or RFA_CUDA_ERROR_CUDA naming `what` and the CUDA error.
+rfa_cuda_status from_cuda(cudaError_t error, const char* what);
+
+/// The calling thread's last message ("" if none yet).
+const char* last_message();
+
+inline ElementType element_type(rfa_cuda_dtype t) {
+  return t == RFA_CUDA_BF16 ? ElementType::kBf16 : t == RFA_CUDA_FP16 ? ElementType::kFp16 : ElementType::kFp32;
+}
+
+/// Zero strides become the contiguous [batch][seq][heads][head_dim] layout.
+inline StridedTensor resolve(const void* data, rfa_cuda_strides s, std::int64_t seq, std::int64_t heads,
+                             std::int64_t head_dim) {
+  if (s.batch == 0 && s.seq == 0 && s.head == 0) {
+    s.head = head_dim;
+    s.seq = heads * head_dim;
+    s.batch = seq * heads * head_dim;
+  }
+  return StridedTensor{const_cast<void*>(data), s.batch, s.seq, s.head};
+}
+
+}  // namespace detail
+}  // namespace rfa_cuda
+
+#define RFA_CUDA_TRY(expr)                                     \
+  do {                                                         \
+    const rfa_cuda_status try_status_ = (expr);                \
+    if (try_status_ != RFA_CUDA_SUCCESS) return try_status_;   \
+  } while (0)

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "cudnn/band_plan.hpp"
+
+#include <algorithm>
+
+namespace rfa_cuda {
+namespace cudnn {
+namespace {
+
+/// One affine piece of a position map and the local row it starts at.
+struct Piece {
+  std::int64_t start, stride, length, local_begin;
+};
+
+std::vector<Piece> pieces(const rfa_cuda_position_map& map, std::int64_t seq) {
+  if (map.count == 0) return {{0, 1, seq, 0}};
+  std::vector<Piece> out;
+  std::int64_t begin = 0;
+  for (int s = 0; s < map.count && s < 2; ++s) {
+    out.push_back({map.seg[s].start, map.seg[s].stride, map.seg[s].length, begin});
+    begin += map.seg[s].length;
+  }
+  return out;
+}
+
+std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - ((a % b != 0) && (a < 0)); }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b); }
+
+/// The document of a global position: the last d with bounds[d] <= position.
+std::int64_t document_of(const std::int64_t* bounds, std::int64_t count, std::int64_t position) {
+  const std::int64_t* it = std::upper_bound(bounds, bounds + count, position);
+  return std::max<std::int64_t>(0, std::min<std::int64_t>(count - 2, (it - bounds) - 1));
+}
+
+BandPlan refuse(const std::string& why) {
+  BandPlan plan;
+  plan.why_not = why;
+  return plan;
+}
+
+}  // namespace
+
+BandPlan plan_bands(const rfa_cuda_attention_shape& shape, const std::int64_t* host_doc_bounds,
+                    std::int64_t doc_bound_count) {
+  if (shape.dtype != RFA_CUDA_BF16 && shape.dtype != RFA_CUDA_FP16) {
+    return refuse("cuDNN's fused attention takes bf16 or fp16 tensors");
+  }
+  const bool documents = doc_bound_count > 2;
+  if (documents && host_doc_bounds == nullptr) return refuse("the document boundaries are not on the host");
+  BandPlan plan;
+  plan.expressible = true;
+  const bool causal = shape.mask == RFA_CUDA_MASK_CAUSAL;
+  for (const Piece& q : pieces(shape.q_positions, shape.seq_q)) {
+    for (const Piece& k : pieces(shape.k_positions, shape.seq_k)) {
+      if (q.length <= 0 || k.length <= 0) continue;
+      if (q.stride != k.stride) return refuse("the query and key positions have different strides");
+      const std::int64_t sigma = q.stride, delta = q.start - k.start;
+      if (documents) {
+        const std::int64_t q_first = document_of(host_doc_bounds, doc_bound_count, q.start);
+        const std::int64_t q_last = document_of(host_doc_bounds, doc_bound_count, q.start + sigma * (q.length - 1));
+        const std::int64_t k_first = document_of(host_doc_bounds, doc_bound_count, k.start);
+        const std::int64_t k_last = document_of(host_doc_bounds, doc_bound_count, k.start + sigma * (k.length - 1));
+        if (k_last < q_first || q_last < k_first) continue;  // no document in common: hidden
+        if (!(q_first == q_last && k_first == k_last && q_first == k_first)) {
+          return refuse("a document boundary falls inside the block (packed documents run on rfa's kernels)");
+        }
+      }
+      // In local indices i (query) and j (key) of this pair: causal is j <= i + r, the window
+      // i - j < left.
+      bool has_right = causal, has_left = shape.window > 0;
+      std::int64_t right = floor_div(delta, sigma);
+      std::int64_t left = has_left ? ceil_div(shape.window - delta, sigma) : 0;
+      if (has_right && has_left && right + left < 1) continue;  // an empty band
+      // Leading rows (or keys) that see nothing are dropped, which moves the diagonal into the
+      // band: then right >= 0 and left >= 1, as cuDNN needs.
+      std::int64_t q_drop = 0, k_drop = 0;
+      if (has_right && right < 0) {
+        q_drop = -right;
+        right = 0;
+        left -= q_drop;
+      } else if (has_left && left < 1) {
+        k_drop = 1 - left;
+        left = 1;
+        right -= k_drop;
+      }
+      std::int64_t rows = q.length - q_drop, cols = k.length - k_drop;
+      if (rows <= 0 || cols <= 0) continue;
+      // Trailing rows that see no key, then trailing keys that no row sees.
+      if (has_left) rows = std::min(rows, cols + left - 1);
+      if (has_right) cols = std::min(cols, rows + right);
+      if (rows <= 0 || cols <= 0) continue;
+      // Bounds that hide nothing in this block are left out.
+      if (has_right && right >= cols - 1) has_right = false;
+      if (has_left && left >= rows) has_left = false;
+      if (has_left && rows > cols) {
+        return refuse("a sliding window over more query rows than key rows (cuDNN needs s_q <= s_kv for it)");
+      }
+      BandBlock b;
+      b.q_begin = q.local_begin + q_drop;
+      b.q_rows = rows;
+      b.k_begin = k.local_begin + k_drop;
+      b.k_rows = cols;
+      b.has_right_bound = has_right;
+      b.right_bound = has_right ? right : 0;
+      b.has_left_bound = has_left;
+      b.left_bound = has_left ? left : 0;
+      plan.blocks.push_back(b);
+    }
+  }
+  return plan;
+}
+
+}  // namespace cudnn
+}  // namespace rfa_cuda

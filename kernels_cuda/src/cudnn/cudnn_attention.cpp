@@ -1,0 +1,540 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// rfa_cudnn_*: one ring block as cuDNN band calls (band_plan.hpp), each a cached cuDNN
+// frontend graph (SDPA forward with statistics, SDPA backward), folded into the ring's fp32
+// state by the row-wise kernels (rowwise_launchers.hpp). cuDNN itself is loaded at run time (cudnn_library.hpp).
+#include "rfa_cuda/cudnn_attention.h"
+
+#include <cudnn_frontend.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "api_support.hpp"
+#include "rowwise_launchers.hpp"
+#include "cudnn/band_plan.hpp"
+#include "cudnn/cudnn_library.hpp"
+
+namespace fe = cudnn_frontend;
+
+namespace rfa_cuda {
+namespace cudnn {
+namespace {
+
+using detail::ElementType;
+using detail::fail;
+using detail::StridedTensor;
+
+// Tensor uids of the graphs' variant packs.
+enum Uid : std::int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV };
+
+constexpr std::size_t kAlign = 256;
+std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+std::size_t element_bytes(rfa_cuda_dtype t) { return t == RFA_CUDA_FP32 ? 4 : 2; }
+
+/// What makes two band calls the same cuDNN graph.
+struct GraphKey {
+  int backward = 0, deterministic = 0;
+  int dtype = 0;
+  std::int64_t batch = 0, heads = 0, kv_heads = 0, head_dim = 0, q_rows = 0, k_rows = 0;
+  std::int64_t strides[5][3] = {};  // q, k, v, then out and dout (backward)
+  int has_right = 0, has_left = 0;
+  std::int64_t right = 0, left = 0;
+  std::uint32_t scale_bits = 0;
+
+  bool operator==(const GraphKey& o) const { return std::memcmp(this, &o, sizeof *this) == 0; }
+};
+
+struct GraphKeyHash {
+  std::size_t operator()(const GraphKey& k) const {
+    // FNV-1a over the key's bytes (the key is zero-initialized, padding included).
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&k);
+    std::uint64_t h = 1469598103934665603ull;
+    for (std::size_t i = 0; i < sizeof k; ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+    return std::size_t(h);
+  }
+};
+
+struct CachedGraph {
+  std::shared_ptr<fe::graph::Graph> graph;
+  std::int64_t workspace = 0;  // cuDNN's own scratch
+};
+
+fe::DataType_t io_type(rfa_cuda_dtype t) {
+  return t == RFA_CUDA_BF16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF;
+}
+
+/// A 4-d [b][h][s][d] cuDNN tensor over rfa's [b][s][h][d] storage with these strides.
+std::shared_ptr<fe::graph::Tensor_attributes> bshd_tensor(fe::graph::Graph& g, const char* name, Uid uid,
+                                                          std::int64_t b, std::int64_t h, std::int64_t s,
+                                                          std::int64_t d, const StridedTensor& t) {
+  return g.tensor(fe::graph::Tensor_attributes()
+                      .set_name(name)
+                      .set_uid(uid)
+                      .set_dim({b, h, s, d})
+                      .set_stride({t.batch, t.head, t.seq, 1}));
+}
+
+/// Contiguous [b][s][h][d] scratch strides.
+StridedTensor packed(void* data, std::int64_t s, std::int64_t h, std::int64_t d) {
+  return StridedTensor{data, s * h * d, h * d, d};
+}
+
+template <class Attributes>
+void set_band(Attributes& a, const BandBlock& band) {
+  if (band.has_right_bound || band.has_left_bound) a.set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT);
+  if (band.has_right_bound) a.set_diagonal_band_right_bound(int(band.right_bound));
+  if (band.has_left_bound) a.set_diagonal_band_left_bound(int(band.left_bound));
+}
+
+#define RFA_CUDNN_FE_TRY(call, what)                                                                    \
+  do {                                                                                                 \
+    auto fe_status_ = (call);                                                                          \
+    if (fe_status_.is_bad())                                                                           \
+      return fail(RFA_CUDA_ERROR_UNSUPPORTED, "cuDNN %s: %s", what, fe_status_.get_message().c_str()); \
+  } while (0)
+
+/// Validates, builds and plans a graph; its workspace size into `out`.
+rfa_cuda_status finish_graph(cudnnHandle_t handle, const std::shared_ptr<fe::graph::Graph>& g, CachedGraph& out) {
+  RFA_CUDNN_FE_TRY(g->validate(), "graph validation");
+  RFA_CUDNN_FE_TRY(g->build_operation_graph(handle), "operation graph");
+  RFA_CUDNN_FE_TRY(g->create_execution_plans({fe::HeurMode_t::A}), "execution plans");
+  RFA_CUDNN_FE_TRY(g->check_support(handle), "support check");
+  RFA_CUDNN_FE_TRY(g->build_plans(handle), "plan build");
+  std::int64_t workspace = 0;
+  RFA_CUDNN_FE_TRY(g->get_workspace_size(workspace), "workspace size");
+  out.graph = g;
+  out.workspace = workspace;
+  return RFA_CUDA_SUCCESS;
+}
+
+/// The problem a band call sees: the block's dims, strides and scale with the band's rows.
+struct BandProblem {
+  rfa_cuda_dtype dtype;
+  std::int64_t batch, heads, kv_heads, head_dim;
+  float scale;
+  StridedTensor q, k, v, out, dout;  // out and dout: backward only (their data may be null here)
+};
+
+GraphKey key_of(const BandProblem& p, const BandBlock& band, bool backward, bool deterministic) {
+  GraphKey k{};
+  k.backward = backward;
+  k.deterministic = backward && deterministic;
+  k.dtype = int(p.dtype);
+  k.batch = p.batch;
+  k.heads = p.heads;
+  k.kv_heads = p.kv_heads;
+  k.head_dim = p.head_dim;
+  k.q_rows = band.q_rows;
+  k.k_rows = band.k_rows;
+  const StridedTensor* tensors[5] = {&p.q, &p.k, &p.v, &p.out, &p.dout};
+  for (int t = 0; t < (backward ? 5 : 3); ++t) {
+    k.strides[t][0] = tensors[t]->batch;
+    k.strides[t][1] = tensors[t]->seq;
+    k.strides[t][2] = tensors[t]->head;
+  }
+  k.has_right = band.has_right_bound;
+  k.has_left = band.has_left_bound;
+  k.right = band.right_bound;
+  k.left = band.left_bound;
+  std::memcpy(&k.scale_bits, &p.scale, sizeof p.scale);
+  return k;
+}
+
+/// Scratch of one band call: cuDNN's workspace, then rfa's buffers.
+struct ScratchLayout {
+  std::size_t cudnn = 0, out = 0, stats = 0, dq = 0, dk = 0, dv = 0;
+  std::size_t total() const { return cudnn + out + stats + dq + dk + dv; }
+};
+
+ScratchLayout scratch_of(const BandProblem& p, const BandBlock& band, const CachedGraph& g, bool backward) {
+  ScratchLayout s;
+  const std::size_t e = element_bytes(p.dtype);
+  s.cudnn = aligned(std::size_t(g.workspace));
+  s.stats = aligned(std::size_t(p.batch * p.heads * band.q_rows) * sizeof(float));
+  if (!backward) {
+    s.out = aligned(std::size_t(p.batch * band.q_rows * p.heads * p.head_dim) * e);
+  } else {
+    s.dq = aligned(std::size_t(p.batch * band.q_rows * p.heads * p.head_dim) * e);
+    s.dk = aligned(std::size_t(p.batch * band.k_rows * p.kv_heads * p.head_dim) * e);
+    s.dv = s.dk;
+  }
+  return s;
+}
+
+/// Moves a tensor's base to local row `row`.
+StridedTensor at_row(const StridedTensor& t, std::int64_t row, std::size_t element) {
+  StridedTensor out = t;
+  out.data = static_cast<char*>(t.data) + std::size_t(row * t.seq) * element;
+  return out;
+}
+
+}  // namespace
+}  // namespace cudnn
+}  // namespace rfa_cuda
+
+/// A cuDNN handle of one device and the graphs built on it, by band shape.
+struct rfa_cudnn_context {
+  cudnnHandle_t handle = nullptr;
+  std::unordered_map<rfa_cuda::cudnn::GraphKey, rfa_cuda::cudnn::CachedGraph, rfa_cuda::cudnn::GraphKeyHash> graphs;
+};
+
+namespace rfa_cuda {
+namespace cudnn {
+namespace {
+
+/// A graph in the problem's storage type with fp32 intermediates, and its q, k, v of the band.
+struct GraphInputs {
+  std::shared_ptr<fe::graph::Graph> graph;
+  std::shared_ptr<fe::graph::Tensor_attributes> q, k, v;
+};
+
+GraphInputs graph_inputs(const BandProblem& p, const BandBlock& band) {
+  GraphInputs in;
+  in.graph = std::make_shared<fe::graph::Graph>();
+  in.graph->set_io_data_type(io_type(p.dtype))
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  in.q = bshd_tensor(*in.graph, "q", kQ, p.batch, p.heads, band.q_rows, p.head_dim, p.q);
+  in.k = bshd_tensor(*in.graph, "k", kK, p.batch, p.kv_heads, band.k_rows, p.head_dim, p.k);
+  in.v = bshd_tensor(*in.graph, "v", kV, p.batch, p.kv_heads, band.k_rows, p.head_dim, p.v);
+  return in;
+}
+
+rfa_cuda_status build_forward(rfa_cudnn_context& c, const BandProblem& p, const BandBlock& band, CachedGraph& out) {
+  auto [g, q, k, v] = graph_inputs(p, band);
+  auto attributes = fe::graph::SDPA_attributes().set_name("rfa_band_forward").set_generate_stats(true).set_attn_scale(
+      p.scale);
+  set_band(attributes, band);
+  auto [o, stats] = g->sdpa(q, k, v, attributes);
+  const StridedTensor o_layout = packed(nullptr, band.q_rows, p.heads, p.head_dim);
+  o->set_output(true).set_uid(kO).set_dim({p.batch, p.heads, band.q_rows, p.head_dim}).set_stride(
+      {o_layout.batch, o_layout.head, o_layout.seq, 1});
+  stats->set_output(true)
+      .set_uid(kStats)
+      .set_data_type(fe::DataType_t::FLOAT)
+      .set_dim({p.batch, p.heads, band.q_rows, 1})
+      .set_stride({p.heads * band.q_rows, band.q_rows, 1, 1});
+  return finish_graph(c.handle, g, out);
+}
+
+rfa_cuda_status build_backward(rfa_cudnn_context& c, const BandProblem& p, const BandBlock& band, bool deterministic,
+                               CachedGraph& out) {
+  auto [g, q, k, v] = graph_inputs(p, band);
+  auto o = bshd_tensor(*g, "o", kO, p.batch, p.heads, band.q_rows, p.head_dim, p.out);
+  auto dout = bshd_tensor(*g, "do", kDO, p.batch, p.heads, band.q_rows, p.head_dim, p.dout);
+  auto stats = g->tensor(fe::graph::Tensor_attributes()
+                             .set_name("stats")
+                             .set_uid(kStats)
+                             .set_data_type(fe::DataType_t::FLOAT)
+                             .set_dim({p.batch, p.heads, band.q_rows, 1})
+                             .set_stride({p.heads * band.q_rows, band.q_rows, 1, 1}));
+  auto attributes = fe::graph::SDPA_backward_attributes()
+                        .set_name("rfa_band_backward")
+                        .set_attn_scale(p.scale)
+                        .set_deterministic_algorithm(deterministic);
+  set_band(attributes, band);
+  auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dout, stats, attributes);
+  const StridedTensor q_layout = packed(nullptr, band.q_rows, p.heads, p.head_dim);
+  const StridedTensor k_layout = packed(nullptr, band.k_rows, p.kv_heads, p.head_dim);
+  dq->set_output(true).set_uid(kDQ).set_dim({p.batch, p.heads, band.q_rows, p.head_dim}).set_stride(
+      {q_layout.batch, q_layout.head, q_layout.seq, 1});
+  dk->set_output(true).set_uid(kDK).set_dim({p.batch, p.kv_heads, band.k_rows, p.head_dim}).set_stride(
+      {k_layout.batch, k_layout.head, k_layout.seq, 1});
+  dv->set_output(true).set_uid(kDV).set_dim({p.batch, p.kv_heads, band.k_rows, p.head_dim}).set_stride(
+      {k_layout.batch, k_layout.head, k_layout.seq, 1});
+  return finish_graph(c.handle, g, out);
+}
+
+/// The cached graph of a band call, built on first use.
+rfa_cuda_status graph_for(rfa_cudnn_context& c, const BandProblem& p, const BandBlock& band, bool backward,
+                          bool deterministic, const CachedGraph** out) {
+  const GraphKey key = key_of(p, band, backward, deterministic);
+  auto it = c.graphs.find(key);
+  if (it == c.graphs.end()) {
+    CachedGraph built;
+    RFA_CUDA_TRY(backward ? build_backward(c, p, band, deterministic, built) : build_forward(c, p, band, built));
+    it = c.graphs.emplace(key, std::move(built)).first;
+  }
+  *out = &it->second;
+  return RFA_CUDA_SUCCESS;
+}
+
+float resolved_scale(const rfa_cuda_attention_shape& s) {
+  return s.scale > 0.f ? s.scale : 1.f / std::sqrt(float(s.head_dim));
+}
+
+rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s) {
+  if (s.batch < 1 || s.seq_q < 1 || s.seq_k < 1 || s.heads < 1 || s.kv_heads < 1 || s.heads % s.kv_heads != 0 ||
+      s.head_dim < 8 || s.head_dim % 8 != 0 || s.head_dim > 256)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "cuDNN attention: a shape of batch %lld, seq %lld x %lld, heads %lld over %lld, head_dim %lld",
+                (long long)s.batch, (long long)s.seq_q, (long long)s.seq_k, (long long)s.heads,
+                (long long)s.kv_heads, (long long)s.head_dim);
+  return RFA_CUDA_SUCCESS;
+}
+
+/// The bands of a block, or why cuDNN cannot compute it.
+rfa_cuda_status bands_of(const rfa_cuda_attention_shape& s, const std::int64_t* host_doc_bounds, BandPlan& plan) {
+  RFA_CUDA_TRY(check_shape(s));
+  plan = plan_bands(s, host_doc_bounds, s.doc_bound_count);
+  if (!plan.expressible) return fail(RFA_CUDA_ERROR_UNSUPPORTED, "cuDNN attention: %s", plan.why_not.c_str());
+  return RFA_CUDA_SUCCESS;
+}
+
+/// The band problem of a block's shape and its q, k, v (forward and backward alike).
+template <class Params>
+BandProblem inputs_problem(const Params& p) {
+  const rfa_cuda_attention_shape& s = p.shape;
+  BandProblem b{};
+  b.dtype = s.dtype;
+  b.batch = s.batch;
+  b.heads = s.heads;
+  b.kv_heads = s.kv_heads;
+  b.head_dim = s.head_dim;
+  b.scale = resolved_scale(s);
+  b.q = detail::resolve(p.q, p.q_strides, s.seq_q, s.heads, s.head_dim);
+  b.k = detail::resolve(p.k, p.k_strides, s.seq_k, s.kv_heads, s.head_dim);
+  b.v = detail::resolve(p.v, p.v_strides, s.seq_k, s.kv_heads, s.head_dim);
+  return b;
+}
+
+BandProblem forward_problem(const rfa_cuda_forward_params& p) { return inputs_problem(p); }
+
+BandProblem backward_problem(const rfa_cuda_backward_params& p, const void* out, rfa_cuda_strides out_strides) {
+  BandProblem b = inputs_problem(p);
+  b.out = detail::resolve(out, out_strides, p.shape.seq_q, p.shape.heads, p.shape.head_dim);
+  b.dout = detail::resolve(p.dout, p.dout_strides, p.shape.seq_q, p.shape.heads, p.shape.head_dim);
+  return b;
+}
+
+/// The scratch the block's bands need (the largest band's: they run one after another).
+rfa_cuda_status plan_block(rfa_cudnn_context& c, const BandProblem& problem, const BandPlan& plan, bool backward,
+                           bool deterministic, std::size_t& bytes) {
+  bytes = 0;
+  for (const BandBlock& band : plan.blocks) {
+    const CachedGraph* g = nullptr;
+    RFA_CUDA_TRY(graph_for(c, problem, band, backward, deterministic, &g));
+    bytes = std::max(bytes, scratch_of(problem, band, *g, backward).total());
+  }
+  return RFA_CUDA_SUCCESS;
+}
+
+rfa_cuda_status check_workspace(void* workspace, std::size_t have, std::size_t need) {
+  if (need > have)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "cuDNN attention: the workspace holds %zu bytes, the block needs %zu",
+                have, need);
+  if (need > 0 && (workspace == nullptr || reinterpret_cast<std::uintptr_t>(workspace) % kAlign != 0))
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "cuDNN attention: the workspace must be %zu-byte aligned", kAlign);
+  return RFA_CUDA_SUCCESS;
+}
+
+rfa_cuda_status execute(rfa_cudnn_context& c, const CachedGraph& g, std::unordered_map<std::int64_t, void*>& pack,
+                        void* workspace, cudaStream_t stream) {
+  const cudnnStatus_t set = fe::detail::set_stream(c.handle, stream);
+  if (set != CUDNN_STATUS_SUCCESS) return fail(RFA_CUDA_ERROR_CUDA, "cudnnSetStream failed (status %d)", int(set));
+  RFA_CUDNN_FE_TRY(g.graph->execute(c.handle, pack, workspace), "execution");
+  return RFA_CUDA_SUCCESS;
+}
+
+rfa_cuda_status forward_block(rfa_cudnn_context& c, const rfa_cuda_forward_params& p, const std::int64_t* host_docs,
+                              void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
+  if (p.out_dtype != RFA_CUDA_FP32 || !p.merge || p.out == nullptr || p.lse == nullptr)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "cuDNN attention merges into an fp32 running result: out_dtype fp32, merge 1, out and lse set");
+  BandPlan plan;
+  RFA_CUDA_TRY(bands_of(p.shape, host_docs, plan));
+  const BandProblem problem = forward_problem(p);
+  std::size_t need = 0;
+  RFA_CUDA_TRY(plan_block(c, problem, plan, false, false, need));
+  RFA_CUDA_TRY(check_workspace(workspace, workspace_bytes, need));
+  const rfa_cuda_attention_shape& s = p.shape;
+  const std::size_t e = element_bytes(s.dtype);
+  const StridedTensor out = detail::resolve(p.out, p.out_strides, s.seq_q, s.heads, s.head_dim);
+  for (const BandBlock& band : plan.blocks) {
+    const CachedGraph* g = nullptr;
+    RFA_CUDA_TRY(graph_for(c, problem, band, false, false, &g));
+    const ScratchLayout layout = scratch_of(problem, band, *g, false);
+    char* base = static_cast<char*>(workspace);
+    void* block_out = base + layout.cudnn;
+    float* block_stats = reinterpret_cast<float*>(base + layout.cudnn + layout.out);
+    std::unordered_map<std::int64_t, void*> pack = {
+        {kQ, at_row(problem.q, band.q_begin, e).data}, {kK, at_row(problem.k, band.k_begin, e).data},
+        {kV, at_row(problem.v, band.k_begin, e).data}, {kO, block_out},
+        {kStats, block_stats}};
+    RFA_CUDA_TRY(execute(c, *g, pack, base, stream));
+    const detail::RowwiseShape rows{int(s.batch), int(band.q_rows), int(s.heads), int(s.head_dim)};
+    RFA_CUDA_TRY(detail::from_cuda(
+        detail::launch_merge_band(rows, at_row(out, band.q_begin, sizeof(float)), p.lse + band.q_begin, s.seq_q,
+                                  packed(block_out, band.q_rows, s.heads, s.head_dim), detail::element_type(s.dtype),
+                                  block_stats, stream),
+        "cuDNN attention: the merge of a band"));
+  }
+  return RFA_CUDA_SUCCESS;
+}
+
+rfa_cuda_status backward_block(rfa_cudnn_context& c, const rfa_cuda_backward_params& p, const void* out_data,
+                               rfa_cuda_strides out_strides, const std::int64_t* host_docs, void* workspace,
+                               std::size_t workspace_bytes, cudaStream_t stream) {
+  if (p.grad_mode != RFA_CUDA_GRAD_ACCUMULATE_FP32 || p.dq == nullptr || p.dk == nullptr || p.dv == nullptr ||
+      p.lse == nullptr || out_data == nullptr)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "cuDNN attention accumulates fp32 gradients (grad mode accumulate; dq, dk, dv, lse and out set)");
+  BandPlan plan;
+  RFA_CUDA_TRY(bands_of(p.shape, host_docs, plan));
+  const BandProblem problem = backward_problem(p, out_data, out_strides);
+  const bool deterministic = p.deterministic != 0;
+  std::size_t need = 0;
+  RFA_CUDA_TRY(plan_block(c, problem, plan, true, deterministic, need));
+  RFA_CUDA_TRY(check_workspace(workspace, workspace_bytes, need));
+  const rfa_cuda_attention_shape& s = p.shape;
+  const std::size_t e = element_bytes(s.dtype);
+  const StridedTensor dq = detail::resolve(p.dq, p.dq_strides, s.seq_q, s.heads, s.head_dim);
+  const StridedTensor dk = detail::resolve(p.dk, p.dk_strides, s.seq_k, s.kv_heads, s.head_dim);
+  const StridedTensor dv = detail::resolve(p.dv, p.dv_strides, s.seq_k, s.kv_heads, s.head_dim);
+  const ElementType type = detail::element_type(s.dtype);
+  for (const BandBlock& band : plan.blocks) {
+    const CachedGraph* g = nullptr;
+    RFA_CUDA_TRY(graph_for(c, problem, band, true, deterministic, &g));
+    const ScratchLayout layout = scratch_of(problem, band, *g, true);
+    // cuDNN's workspace, then the lse rows, dQ, dK and dV of the band (scratch_of's order).
+    char* base = static_cast<char*>(workspace);
+    auto* stats = reinterpret_cast<float*>(base + layout.cudnn);
+    void* band_dq = base + layout.cudnn + layout.stats;
+    void* band_dk = static_cast<char*>(band_dq) + layout.dq;
+    void* band_dv = static_cast<char*>(band_dk) + layout.dk;
+    // The final lse rows of the band, contiguous per (batch, head): cuDNN's statistics input.
+    RFA_CUDA_TRY(detail::from_cuda(
+        cudaMemcpy2DAsync(stats, std::size_t(band.q_rows) * sizeof(float), p.lse + band.q_begin,
+                          std::size_t(s.seq_q) * sizeof(float), std::size_t(band.q_rows) * sizeof(float),
+                          std::size_t(s.batch * s.heads), cudaMemcpyDeviceToDevice, stream),
+        "cuDNN attention: the copy of the band's lse rows"));
+    std::unordered_map<std::int64_t, void*> pack = {
+        {kQ, at_row(problem.q, band.q_begin, e).data},       {kK, at_row(problem.k, band.k_begin, e).data},
+        {kV, at_row(problem.v, band.k_begin, e).data},       {kO, at_row(problem.out, band.q_begin, e).data},
+        {kDO, at_row(problem.dout, band.q_begin, e).data},   {kStats, stats},
+        {kDQ, band_dq}, {kDK, band_dk}, {kDV, band_dv}};
+    RFA_CUDA_TRY(execute(c, *g, pack, base, stream));
+    const detail::RowwiseShape q_rows{int(s.batch), int(band.q_rows), int(s.heads), int(s.head_dim)};
+    const detail::RowwiseShape k_rows{int(s.batch), int(band.k_rows), int(s.kv_heads), int(s.head_dim)};
+    RFA_CUDA_TRY(detail::from_cuda(
+        detail::launch_accumulate_band(q_rows, at_row(dq, band.q_begin, sizeof(float)),
+                                       packed(band_dq, band.q_rows, s.heads, s.head_dim), type, stream),
+        "cuDNN attention: the accumulation of a band's dQ"));
+    RFA_CUDA_TRY(detail::from_cuda(
+        detail::launch_accumulate_band(k_rows, at_row(dk, band.k_begin, sizeof(float)),
+                                       packed(band_dk, band.k_rows, s.kv_heads, s.head_dim), type, stream),
+        "cuDNN attention: the accumulation of a band's dK"));
+    RFA_CUDA_TRY(detail::from_cuda(
+        detail::launch_accumulate_band(k_rows, at_row(dv, band.k_begin, sizeof(float)),
+                                       packed(band_dv, band.k_rows, s.kv_heads, s.head_dim), type, stream),
+        "cuDNN attention: the accumulation of a band's dV"));
+  }
+  return RFA_CUDA_SUCCESS;
+}
+
+/// Runs `body` and turns any exception (the frontend throws for some failures) into a status.
+template <class Body>
+rfa_cuda_status guarded(const char* what, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED, "cuDNN attention (%s): %s", what, e.what());
+  } catch (...) {
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED, "cuDNN attention (%s): an unknown exception", what);
+  }
+}
+
+rfa_cuda_status require_context(const rfa_cudnn_context* c, const void* p) {
+  if (c == nullptr || p == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "cuDNN attention: a NULL argument");
+  return RFA_CUDA_SUCCESS;
+}
+
+}  // namespace
+}  // namespace cudnn
+}  // namespace rfa_cuda
+
+using namespace rfa_cuda::cudnn;
+
+extern "C" {
+
+rfa_cuda_status rfa_cudnn_load(void) { return load_library(); }
+
+int64_t rfa_cudnn_version(void) { return loaded_version(); }
+
+rfa_cuda_status rfa_cudnn_create(rfa_cudnn_context** context) {
+  if (context == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "rfa_cudnn_create: context is NULL");
+  *context = nullptr;
+  RFA_CUDA_TRY(load_library());
+  return guarded("create", [&]() -> rfa_cuda_status {
+    auto made = std::make_unique<rfa_cudnn_context>();
+    const cudnnStatus_t status = fe::detail::create_handle(&made->handle);
+    if (status != CUDNN_STATUS_SUCCESS)
+      return fail(RFA_CUDA_ERROR_UNSUPPORTED, "cudnnCreate failed (status %d): no usable GPU for cuDNN here",
+                  int(status));
+    *context = made.release();
+    return RFA_CUDA_SUCCESS;
+  });
+}
+
+void rfa_cudnn_destroy(rfa_cudnn_context* context) {
+  if (context == nullptr) return;
+  context->graphs.clear();
+  if (context->handle != nullptr) fe::detail::destroy_handle(context->handle);
+  delete context;
+}
+
+rfa_cuda_status rfa_cudnn_plan_forward(rfa_cudnn_context* context, const rfa_cuda_forward_params* p,
+                                       const int64_t* host_doc_bounds, size_t* workspace_bytes) {
+  RFA_CUDA_TRY(require_context(context, p));
+  if (workspace_bytes == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "workspace_bytes is NULL");
+  return guarded("forward plan", [&]() -> rfa_cuda_status {
+    BandPlan plan;
+    RFA_CUDA_TRY(bands_of(p->shape, host_doc_bounds, plan));
+    std::size_t bytes = 0;
+    RFA_CUDA_TRY(plan_block(*context, forward_problem(*p), plan, false, false, bytes));
+    *workspace_bytes = bytes;
+    return RFA_CUDA_SUCCESS;
+  });
+}
+
+rfa_cuda_status rfa_cudnn_plan_backward(rfa_cudnn_context* context, const rfa_cuda_backward_params* p,
+                                        rfa_cuda_strides out_strides, const int64_t* host_doc_bounds,
+                                        size_t* workspace_bytes) {
+  RFA_CUDA_TRY(require_context(context, p));
+  if (workspace_bytes == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "workspace_bytes is NULL");
+  return guarded("backward plan", [&]() -> rfa_cuda_status {
+    BandPlan plan;
+    RFA_CUDA_TRY(bands_of(p->shape, host_doc_bounds, plan));
+    std::size_t bytes = 0;
+    RFA_CUDA_TRY(plan_block(*context, backward_problem(*p, nullptr, out_strides), plan, true, p->deterministic != 0,
+                            bytes));
+    *workspace_bytes = bytes;
+    return RFA_CUDA_SUCCESS;
+  });
+}
+
+rfa_cuda_status rfa_cudnn_forward(rfa_cudnn_context* context, const rfa_cuda_forward_params* p,
+                                  const int64_t* host_doc_bounds, void* workspace, size_t workspace_bytes,
+                                  cudaStream_t stream) {
+  RFA_CUDA_TRY(require_context(context, p));
+  return guarded("forward", [&] { return forward_block(*context, *p, host_doc_bounds, workspace, workspace_bytes, stream); });
+}
+
+rfa_cuda_status rfa_cudnn_backward(rfa_cudnn_context* context, const rfa_cuda_backward_params* p, const void* out,
+                                   rfa_cuda_strides out_strides, const int64_t* host_doc_bounds, void* workspace,
+                                   size_t workspace_bytes, cudaStream_t stream) {
+  RFA_CUDA_TRY(require_context(context, p));
+  return guarded("backward", [&] {
+    return backward_block(*context, *p, out, out_strides, host_doc_bounds, workspace, workspace_bytes, stream);
+  });
+}
+
+}  // extern "C"

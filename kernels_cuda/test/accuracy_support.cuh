@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What the CUDA accuracy tests share (kernel_test.cu, cudnn_attention_test.cu): a case (shape,
+// mask, position maps), its float64 reference problem, random inputs, and FlashAttention's
+// acceptance rule against float64 with its report.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "reference_attention.hpp"
+#include "rfa_cuda/flash.h"
+#include "test_support.cuh"
+
+namespace rfa_cuda_test {
+namespace ref = rfa::reference;
+
+inline int failures = 0;  // checks that failed so far
+inline std::mt19937_64 rng(20240607);  // the inputs of every case
+
+struct Case {
+  std::string name;
+  rfa_cuda_dtype dtype;
+  int head_dim;
+  int batch, seq_q, seq_k, heads, kv_heads;
+  bool causal;
+  rfa_cuda_position_map q_map{}, k_map{};  // count 0: identity
+  std::int64_t window = 0;                 // sliding window (0: none)
+  std::vector<std::int64_t> docs = {};     // packed documents' cumulative boundaries (empty: none)
+};
+
+// The boundaries in device memory, as the kernels read them (freed with the case).
+class DeviceBounds {
+ public:
+  explicit DeviceBounds(const std::vector<std::int64_t>& bounds) {
+    if (bounds.empty()) return;
+    RFA_TEST_CUDA(cudaMalloc(&data_, bounds.size() * sizeof(std::int64_t)));
+    RFA_TEST_CUDA(cudaMemcpy(data_, bounds.data(), bounds.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice));
+  }
+  ~DeviceBounds() {
+    if (data_) cudaFree(data_);
+  }
+  DeviceBounds(const DeviceBounds&) = delete;
+  DeviceBounds& operator=(const DeviceBounds&) = delete;
+  const std::int64_t* get() const { return data_; }
+
+ private:
+  std::int64_t* data_ = nullptr;
+};
+
+inline rfa_cuda_position_map two_segments(std::int64_t s0, std::int64_t l0, std::int64_t s1, std::int64_t l1,
+                                   std::int64_t stride = 1) {
+  rfa_cuda_position_map m{};
+  m.seg[0] = {s0, stride, l0};
+  m.seg[1] = {s1, stride, l1};
+  m.count = 2;
+  return m;
+}
+
+inline rfa_cuda_position_map one_segment(std::int64_t start, std::int64_t stride, std::int64_t length) {
+  rfa_cuda_position_map m{};
+  m.seg[0] = {start, stride, length};
+  m.count = 1;
+  return m;
+}
+
+inline std::vector<std::int64_t> positions(const rfa_cuda_position_map& m) {
+  std::vector<std::int64_t> p;
+  if (m.count == 0) return p;  // the reference's identity map
+  for (int s = 0; s < m.count; ++s)
+    for (std::int64_t i = 0; i < m.seg[s].length; ++i) p.push_back(m.seg[s].start + i * m.seg[s].stride);
+  return p;
+}
+
+inline std::vector<double> random_values(rfa_cuda_dtype t, std::size_t n, double amplitude = 1.0) {
+  std::uniform_real_distribution<double> u(-amplitude, amplitude);
+  std::vector<double> x(n);
+  for (double& v : x) v = round_to(t, u(rng));
+  return x;
+}
+
+// Rounding of the low-precision implementation the kernels are measured against.
+inline double round_bf16(double x) { return round_to(RFA_CUDA_BF16, x); }
+inline double round_fp16(double x) { return round_to(RFA_CUDA_FP16, x); }
+
+// A kernel passes when its largest deviation from float64 is at most kFactor times that of a
+// plain implementation in the same 16-bit type (FlashAttention's rule), plus a floor of
+// kFloor * max(1, max|exact|). Unlike max|got - exact| / max|exact|, this stays meaningful
+// where the exact result is 0: a single causal query has dq = dk = 0 exactly, the kernel
+// returns ~1e-7 from rounding, and the low-precision implementation is off by ~1e-3.
+inline constexpr double kFactor = 3.0;
+inline constexpr double kFloor = 1e-5;
+
+inline double max_abs_error(const std::vector<double>& got, const std::vector<double>& want,
+                            std::size_t* worst = nullptr) {
+  double max_err = 0.0;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    double err;
+    if (std::isinf(want[i]) || std::isinf(got[i])) err = got[i] == want[i] ? 0.0 : INFINITY;
+    else err = std::fabs(got[i] - want[i]);
+    if (std::isnan(got[i])) err = INFINITY;  // NaN never passes
+    if (err > max_err) {
+      max_err = err;
+      at = i;
+    }
+  }
+  if (worst != nullptr) *worst = at;
+  return max_err;
+}
+
+inline void report(const std::string& what, bool ok, const std::string& detail, const std::vector<double>& got,
+            const std::vector<double>& want, std::size_t worst) {
+  std::printf("  %-4s %-40s %s\n", ok ? "ok" : "FAIL", what.c_str(), detail.c_str());
+  if (!ok) {
+    std::printf("       worst at %zu: got %.6g want %.6g\n", worst, got[worst], want[worst]);
+    ++failures;
+  }
+}
+
+// `lowp` is the same computation by ref::Problem::round's low-precision implementation.
+inline void expect_close(const std::string& what, const std::vector<double>& got, const std::vector<double>& exact,
+                  const std::vector<double>& lowp) {
+  std::size_t worst = 0;
+  const double err = max_abs_error(got, exact, &worst), lowp_err = max_abs_error(lowp, exact);
+  double scale = 1.0;
+  for (double x : exact)
+    if (std::isfinite(x)) scale = std::max(scale, std::fabs(x));
+  const double bound = kFactor * lowp_err + kFloor * scale;
+  char detail[160];
+  std::snprintf(detail, sizeof detail, "error %.3e (low-precision %.3e, bound %.3e)", err, lowp_err, bound);
+  report(what, err <= bound, detail, got, exact, worst);
+}
+
+// An absolute bound, for values that no 16-bit rounding touches (lse, D).
+inline void expect_within(const std::string& what, const std::vector<double>& got, const std::vector<double>& exact,
+                   double tol) {
+  std::size_t worst = 0;
+  const double err = max_abs_error(got, exact, &worst);
+  char detail[96];
+  std::snprintf(detail, sizeof detail, "error %.3e (tol %.1e)", err, tol);
+  report(what, err <= tol, detail, got, exact, worst);
+}
+
+inline ref::Problem low_precision(ref::Problem p, rfa_cuda_dtype t) {
+  p.round = t == RFA_CUDA_BF16 ? round_bf16 : round_fp16;
+  return p;
+}
+
+// D[b][h][i] = sum_d dout * out, in float64.
+inline std::vector<double> rowsum_product(const ref::Problem& p, const std::vector<double>& dout,
+                                   const std::vector<double>& out) {
+  std::vector<double> delta(p.lse_size(), 0.0);
+  for (std::int64_t b = 0; b < p.batch; ++b)
+    for (std::int64_t i = 0; i < p.seq_q; ++i)
+      for (std::int64_t h = 0; h < p.heads; ++h) {
+        double s = 0.0;
+        for (std::int64_t d = 0; d < p.head_dim; ++d) {
+          const std::size_t at = ((b * p.seq_q + i) * p.heads + h) * p.head_dim + d;
+          s += dout[at] * out[at];
+        }
+        delta[(b * p.heads + h) * p.seq_q + i] = s;
+      }
+  return delta;
+}
+
+inline rfa_cuda_attention_shape shape_of(const Case& c, const std::int64_t* device_docs = nullptr) {
+  rfa_cuda_attention_shape s{};
+  s.batch = c.batch;
+  s.seq_q = c.seq_q;
+  s.seq_k = c.seq_k;
+  s.heads = c.heads;
+  s.kv_heads = c.kv_heads;
+  s.head_dim = c.head_dim;
+  s.scale = 0.f;
+  s.mask = c.causal ? RFA_CUDA_MASK_CAUSAL : RFA_CUDA_MASK_NONE;
+  s.q_positions = c.q_map;
+  s.k_positions = c.k_map;
+  s.dtype = c.dtype;
+  s.window = c.window;
+  s.doc_bounds = device_docs;
+  s.doc_bound_count = device_docs ? std::int64_t(c.docs.size()) : 0;
+  return s;
+}
+
+inline ref::Problem problem_of(const Case& c) {
+  ref::Problem p;
+  p.batch = c.batch;
+  p.seq_q = c.seq_q;
+  p.seq_k = c.seq_k;
+  p.heads = c.heads;
+  p.kv_heads = c.kv_heads;
+  p.head_dim = c.head_dim;
+  p.causal = c.causal;
+  p.q_pos = positions(c.q_map);
+  p.k_pos = positions(c.k_map);
+  p.window = c.window;
+  p.doc_bounds = c.docs;
+  return p;
+}
+
+}  // namespace rfa_cuda_test

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The cuDNN block kernel (rfa_cuda/cudnn_attention.h) against the float64 reference: the ring
+// blocks of every layout (contiguous, zigzag, stripe) at P = 2 and 4, every step, full and
+// causal, sliding windows, GQA, bf16 and fp16, head dims 64 and 128; the forward merged into an
+// fp32 running result (lse -inf at first), then the backward accumulated into fp32 gradients
+// from the block's final output and lse; the deterministic backward twice, bitwise; documents
+// that cross a block refused with the reason. Without a GPU, or without a loadable cuDNN 9.6+,
+// it prints why and exits 77 (CTest: skipped).
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "accuracy_support.cuh"
+#include "rfa_cuda/cudnn_attention.h"
+#include "rfa_cuda/flash.h"
+#include "test_support.cuh"
+
+using namespace rfa_cuda_test;
+
+namespace {
+
+enum class Layout { contiguous, zigzag, stripe };
+
+rfa_cuda_position_map layout_positions(Layout layout, int S, int P, int r) {
+  if (layout == Layout::contiguous) return one_segment(std::int64_t(r) * (S / P), 1, S / P);
+  if (layout == Layout::stripe) return one_segment(r, P, S / P);
+  const std::int64_t c = S / (2 * P);
+  return two_segments(r * c, c, (2 * P - 1 - r) * c, c);
+}
+
+/// A device workspace of rfa_cudnn_plan_*'s size (cudaMalloc is 256-byte aligned).
+struct Workspace {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+  explicit Workspace(std::size_t n) : bytes(n) { RFA_TEST_CUDA(cudaMalloc(&data, n == 0 ? 256 : n)); }
+  ~Workspace() { cudaFree(data); }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+};
+
+void fill_device(DeviceArray& a, float value, std::size_t count) {
+  RFA_TEST_CALL(rfa_cuda_fill_fp32(a.as_float(), value, count, nullptr));
+}
+
+// One ring block (queries of rank `me`, keys of rank `owner`) through cuDNN, forward then
+// backward, against the reference of exactly that block.
+void run_block(rfa_cudnn_context* ctx, const Case& c, bool deterministic) {
+  const ref::Problem p = problem_of(c);
+  const ref::Problem low = low_precision(p, c.dtype);
+  const std::vector<double> q = random_values(c.dtype, p.q_size()), k = random_values(c.dtype, p.kv_size()),
+                            v = random_values(c.dtype, p.kv_size()), dout = random_values(c.dtype, p.q_size());
+  std::vector<double> ref_out, ref_lse, ref_dq, ref_dk, ref_dv, low_out, low_lse, low_dq, low_dk, low_dv;
+  ref::forward(p, q, k, v, ref_out, ref_lse);
+  ref::backward(p, q, k, v, dout, ref_dq, ref_dk, ref_dv);
+  ref::forward(low, q, k, v, low_out, low_lse);
+  ref::backward(low, q, k, v, dout, low_dq, low_dk, low_dv);
+
+  DeviceArray dq_in(c.dtype, q.size()), dk_in(c.dtype, k.size()), dv_in(c.dtype, v.size()), ddout(c.dtype, q.size()),
+      out16(c.dtype, q.size()), out32(RFA_CUDA_FP32, q.size()), lse(RFA_CUDA_FP32, p.lse_size()),
+      dq(RFA_CUDA_FP32, q.size()), dk(RFA_CUDA_FP32, k.size()), dv(RFA_CUDA_FP32, v.size());
+  dq_in.upload(q);
+  dk_in.upload(k);
+  dv_in.upload(v);
+  ddout.upload(dout);
+
+  rfa_cuda_forward_params f;
+  rfa_cuda_forward_params_init(&f);
+  f.shape = shape_of(c);
+  f.q = dq_in.get();
+  f.k = dk_in.get();
+  f.v = dv_in.get();
+  f.out = out32.get();
+  f.out_dtype = RFA_CUDA_FP32;
+  f.lse = lse.as_float();
+  f.merge = 1;
+  std::size_t bytes = 0;
+  RFA_TEST_CALL(rfa_cudnn_plan_forward(ctx, &f, nullptr, &bytes));
+  Workspace fw(bytes);
+  fill_device(out32, 0.f, q.size());
+  fill_device(lse, -INFINITY, p.lse_size());
+  RFA_TEST_CALL(rfa_cudnn_forward(ctx, &f, nullptr, fw.data, fw.bytes, nullptr));
+  RFA_TEST_CUDA(cudaDeviceSynchronize());
+  expect_close("forward out", out32.download(), ref_out, low_out);
+  expect_within("forward lse", lse.download(), ref_lse, 2e-3);
+
+  // The backward from this block's final output (in the storage dtype) and lse.
+  out16.upload(ref_out);
+  lse.upload(ref_lse);
+  rfa_cuda_backward_params b;
+  rfa_cuda_backward_params_init(&b);
+  b.shape = shape_of(c);
+  b.q = dq_in.get();
+  b.k = dk_in.get();
+  b.v = dv_in.get();
+  b.dout = ddout.get();
+  b.lse = lse.as_float();
+  b.grad_mode = RFA_CUDA_GRAD_ACCUMULATE_FP32;
+  b.dq = dq.get();
+  b.dk = dk.get();
+  b.dv = dv.get();
+  b.deterministic = deterministic ? 1 : 0;
+  const rfa_cuda_strides contiguous{};
+  RFA_TEST_CALL(rfa_cudnn_plan_backward(ctx, &b, contiguous, nullptr, &bytes));
+  Workspace bw(bytes);
+  std::vector<double> first_dq;
+  for (int run = 0; run < (deterministic ? 2 : 1); ++run) {
+    fill_device(dq, 0.f, q.size());
+    fill_device(dk, 0.f, k.size());
+    fill_device(dv, 0.f, v.size());
+    RFA_TEST_CALL(rfa_cudnn_backward(ctx, &b, out16.get(), contiguous, nullptr, bw.data, bw.bytes, nullptr));
+    RFA_TEST_CUDA(cudaDeviceSynchronize());
+    if (run == 0) {
+      first_dq = dq.download();
+      expect_close("backward dq", first_dq, ref_dq, low_dq);
+      expect_close("backward dk", dk.download(), ref_dk, low_dk);
+      expect_close("backward dv", dv.download(), ref_dv, low_dv);
+    } else {
+      const bool same = std::memcmp(first_dq.data(), dq.download().data(), first_dq.size() * sizeof(double)) == 0;
+      report("deterministic backward: dq bitwise repeated", same, "", first_dq, first_dq, 0);
+    }
+  }
+}
+
+// Documents whose boundary falls inside the block: cuDNN is not asked, and says why.
+void run_document_refusal(rfa_cudnn_context* ctx) {
+  Case c{"documents", RFA_CUDA_BF16, 64, 1, 64, 64, 2, 2, true};
+  const std::vector<std::int64_t> bounds = {0, 40, 128};
+  rfa_cuda_forward_params f;
+  rfa_cuda_forward_params_init(&f);
+  f.shape = shape_of(c);
+  f.shape.doc_bound_count = std::int64_t(bounds.size());
+  f.out_dtype = RFA_CUDA_FP32;
+  f.merge = 1;
+  std::size_t bytes = 0;
+  const rfa_cuda_status s = rfa_cudnn_plan_forward(ctx, &f, bounds.data(), &bytes);
+  const bool ok = s == RFA_CUDA_ERROR_UNSUPPORTED &&
+                  std::strstr(rfa_cuda_last_error_message(), "document boundary") != nullptr;
+  std::printf("  %-4s documents across the block are refused: %s\n", ok ? "ok" : "FAIL",
+              rfa_cuda_last_error_message());
+  if (!ok) ++failures;
+}
+
+}  // namespace
+
+int main() {
+  if (!cuda_device_present()) {
+    std::printf("no CUDA device: skipping\n");
+    return kSkipExitCode;
+  }
+  if (rfa_cudnn_load() != RFA_CUDA_SUCCESS) {
+    std::printf("no usable cuDNN: skipping (%s)\n", rfa_cuda_last_error_message());
+    return kSkipExitCode;
+  }
+  std::printf("cuDNN %lld\n", static_cast<long long>(rfa_cudnn_version()));
+  rfa_cudnn_context* ctx = nullptr;
+  RFA_TEST_CALL(rfa_cudnn_create(&ctx));
+  int blocks = 0;
+  for (Layout layout : {Layout::contiguous, Layout::zigzag, Layout::stripe})
+    for (int P : {2, 4}) {
+      const int S = 2 * P * 96;  // 96-row chunks: not a multiple of cuDNN's 64-row tiles
+      for (int me = 0; me < P; ++me)
+        for (int owner = 0; owner < P; ++owner) {
+          // Cycle through the masks, dtypes, head dims and head groupings over the steps.
+          const int pick = blocks++;
+          Case c{};
+          c.name = std::string(layout == Layout::contiguous ? "contiguous" : layout == Layout::zigzag ? "zigzag" : "stripe") +
+                   " P=" + std::to_string(P) + " step " + std::to_string(me) + "<-" + std::to_string(owner);
+          c.dtype = pick % 3 == 2 ? RFA_CUDA_FP16 : RFA_CUDA_BF16;
+          c.head_dim = pick % 2 ? 128 : 64;
+          c.batch = 1 + pick % 2;
+          c.seq_q = c.seq_k = S / P;
+          c.heads = 4;
+          c.kv_heads = pick % 4 == 3 ? 1 : (pick % 2 ? 2 : 4);
+          c.causal = pick % 4 != 1;
+          c.window = pick % 5 == 4 ? S / 3 : (pick % 7 == 6 ? 33 : 0);
+          c.q_map = layout_positions(layout, S, P, me);
+          c.k_map = layout_positions(layout, S, P, owner);
+          std::printf("%s: %s d=%d b=%d h=%d hkv=%d %s w=%lld\n", c.name.c_str(),
+                      c.dtype == RFA_CUDA_BF16 ? "bf16" : "fp16", c.head_dim, c.batch, c.heads, c.kv_heads,
+                      c.causal ? "causal" : "full", static_cast<long long>(c.window));
+          run_block(ctx, c, pick % 6 == 5);
+        }
+    }
+  run_document_refusal(ctx);
+  rfa_cudnn_destroy(ctx);
+  std::printf("%s: %d failures\n", failures ? "FAILED" : "passed", failures);
+  return failures == 0 ? 0 : 1;
+}

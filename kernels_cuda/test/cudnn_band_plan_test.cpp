@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The cuDNN band plan without a GPU: for every ring step of every layout (contiguous, zigzag,
+// stripe), P = 1..6, causal or not, windows of many widths and packed documents, the bands the
+// plan asks of cuDNN must show exactly the (query, key) pairs the mask on global positions
+// shows: each visible pair inside exactly one band call, no hidden pair visible, and every
+// refusal one of the documented kinds. Exit code 0 when all hold.
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cudnn/band_plan.hpp"
+
+namespace {
+
+using rfa_cuda::cudnn::BandBlock;
+using rfa_cuda::cudnn::BandPlan;
+using rfa_cuda::cudnn::band_visible;
+using rfa_cuda::cudnn::plan_bands;
+
+int failures = 0, checked_steps = 0, refused_steps = 0, refused_tall_window = 0;
+
+void fail(const std::string& what) {
+  if (failures < 20) std::printf("FAIL: %s\n", what.c_str());
+  ++failures;
+}
+
+enum class Layout { contiguous, zigzag, stripe };
+const char* name(Layout l) { return l == Layout::contiguous ? "contiguous" : l == Layout::zigzag ? "zigzag" : "stripe"; }
+
+/// The rows a ring position holds, as the library's layouts place them.
+rfa_cuda_position_map positions(Layout layout, std::int64_t S, int P, int r) {
+  rfa_cuda_position_map m{};
+  if (layout == Layout::contiguous) {
+    m.count = 1;
+    m.seg[0] = {r * (S / P), 1, S / P};
+  } else if (layout == Layout::zigzag) {
+    const std::int64_t c = S / (2 * P);
+    m.count = 2;
+    m.seg[0] = {r * c, 1, c};
+    m.seg[1] = {(2 * P - 1 - r) * c, 1, c};
+  } else {
+    m.count = 1;
+    m.seg[0] = {r, P, S / P};
+  }
+  return m;
+}
+
+std::vector<std::int64_t> expand(const rfa_cuda_position_map& m) {
+  std::vector<std::int64_t> out;
+  for (int s = 0; s < m.count; ++s)
+    for (std::int64_t i = 0; i < m.seg[s].length; ++i) out.push_back(m.seg[s].start + i * m.seg[s].stride);
+  return out;
+}
+
+std::int64_t document(const std::vector<std::int64_t>& bounds, std::int64_t p) {
+  std::int64_t d = 0;
+  while (d + 2 < std::int64_t(bounds.size()) && bounds[std::size_t(d + 1)] <= p) ++d;
+  return d;
+}
+
+bool visible(std::int64_t q, std::int64_t k, bool causal, std::int64_t window, const std::vector<std::int64_t>& docs) {
+  if (causal && k > q) return false;
+  if (window > 0 && q - k >= window) return false;
+  return docs.size() <= 2 || document(docs, q) == document(docs, k);
+}
+
+void check_step(Layout layout, std::int64_t S, int P, int me, int owner, bool causal, std::int64_t window,
+                const std::vector<std::int64_t>& docs, rfa_cuda_dtype dtype) {
+  rfa_cuda_attention_shape s{};
+  s.batch = 1;
+  s.heads = s.kv_heads = 1;
+  s.head_dim = 64;
+  s.mask = causal ? RFA_CUDA_MASK_CAUSAL : RFA_CUDA_MASK_NONE;
+  s.window = window;
+  s.dtype = dtype;
+  s.q_positions = positions(layout, S, P, me);
+  s.k_positions = positions(layout, S, P, owner);
+  const std::vector<std::int64_t> qpos = expand(s.q_positions), kpos = expand(s.k_positions);
+  s.seq_q = std::int64_t(qpos.size());
+  s.seq_k = std::int64_t(kpos.size());
+  const BandPlan plan = plan_bands(s, docs.empty() ? nullptr : docs.data(), std::int64_t(docs.size()));
+  const std::string where = std::string(name(layout)) + " S=" + std::to_string(S) + " P=" + std::to_string(P) +
+                            " step " + std::to_string(me) + "<-" + std::to_string(owner) +
+                            (causal ? " causal" : "") + " w=" + std::to_string(window) +
+                            " docs=" + std::to_string(docs.size());
+  ++checked_steps;
+  if (!plan.expressible) {
+    ++refused_steps;
+    if (plan.why_not.find("more query rows than key rows") != std::string::npos) ++refused_tall_window;
+    // The only refusals: a 32-bit dtype, a document boundary inside the block, a window over a
+    // tall block.
+    const bool allowed = dtype == RFA_CUDA_FP32 || plan.why_not.find("document boundary") != std::string::npos ||
+                         plan.why_not.find("more query rows than key rows") != std::string::npos;
+    if (!allowed || plan.why_not.empty()) fail(where + ": refused for '" + plan.why_not + "'");
+    if (plan.why_not.find("document boundary") != std::string::npos && docs.size() <= 2)
+      fail(where + ": refused for documents without documents");
+    return;
+  }
+  std::vector<int> covered(qpos.size() * kpos.size(), 0);
+  for (const BandBlock& b : plan.blocks) {
+    if (b.q_rows <= 0 || b.k_rows <= 0 || b.q_begin < 0 || b.k_begin < 0 || b.q_begin + b.q_rows > s.seq_q ||
+        b.k_begin + b.k_rows > s.seq_k) {
+      fail(where + ": a band outside the block");
+      return;
+    }
+    if ((b.has_right_bound && b.right_bound < 0) || (b.has_left_bound && b.left_bound < 1))
+      fail(where + ": a bound cuDNN refuses");
+    if (b.has_left_bound && b.q_rows > b.k_rows) fail(where + ": a window band with s_q > s_kv");
+    for (std::int64_t i = 0; i < b.q_rows; ++i)
+      for (std::int64_t j = 0; j < b.k_rows; ++j)
+        if (band_visible(b, i, j)) ++covered[std::size_t((b.q_begin + i) * s.seq_k + b.k_begin + j)];
+    // Every row of a band sees a key in it (rows that see nothing are trimmed away, so the
+    // merge never meets a cuDNN row without keys).
+    for (std::int64_t i = 0; i < b.q_rows; ++i) {
+      bool any = false;
+      for (std::int64_t j = 0; j < b.k_rows && !any; ++j) any = band_visible(b, i, j);
+      if (!any) fail(where + ": a band row that sees no key");
+    }
+  }
+  for (std::size_t i = 0; i < qpos.size(); ++i)
+    for (std::size_t j = 0; j < kpos.size(); ++j) {
+      const int want = visible(qpos[i], kpos[j], causal, window, docs) ? 1 : 0;
+      const int got = covered[i * kpos.size() + j];
+      if (got != want) {
+        fail(where + ": query " + std::to_string(qpos[i]) + " key " + std::to_string(kpos[j]) + " expected " +
+             std::to_string(want) + " got " + std::to_string(got));
+        return;
+      }
+    }
+}
+
+}  // namespace
+
+int main() {
+  std::mt19937_64 rng(5);
+  for (Layout layout : {Layout::contiguous, Layout::zigzag, Layout::stripe}) {
+    for (int P = 1; P <= 6; ++P) {
+      const std::int64_t S = 2 * P * 12;  // divisible by every layout's rule
+      std::vector<std::vector<std::int64_t>> doc_sets = {{}};
+      doc_sets.push_back({0, S});                      // one document: no mask
+      doc_sets.push_back({0, S / 3, S / 3, S - 5, S});  // an empty document, a short last one
+      for (int t = 0; t < 2; ++t) {
+        std::vector<std::int64_t> d = {0};
+        while (d.back() < S) d.push_back(std::min<std::int64_t>(S, d.back() + 1 + std::int64_t(rng() % 30)));
+        doc_sets.push_back(d);
+      }
+      for (int me = 0; me < P; ++me)
+        for (int owner = 0; owner < P; ++owner)
+          for (bool causal : {false, true})
+            for (std::int64_t window : {0, 1, 2, 3, 5, 7, 12, 13, 24, 31, 1000})
+              for (const auto& docs : doc_sets) check_step(layout, S, P, me, owner, causal, window, docs, RFA_CUDA_BF16);
+    }
+  }
+  // 32-bit tensors are never asked of cuDNN.
+  check_step(Layout::contiguous, 8, 2, 0, 0, true, 0, {}, RFA_CUDA_FP32);
+  std::printf("cudnn_band_plan_test: %d steps, %d left to rfa's kernels (%d of them a window over a tall block), "
+              "%d failures\n", checked_steps, refused_steps, refused_tall_window, failures);
+  return failures == 0 ? 0 : 1;
+}
