@@ -13,6 +13,7 @@
 #include "context_transport.hpp"
 #include "core/error.hpp"
 #include "creation_agreement.hpp"
+#include "engine/cuda_kernel_choice.hpp"
 #include "firewall.hpp"
 #include "kokkos_lifetime.hpp"
 #include "options.hpp"
@@ -97,7 +98,17 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   const topology::RingOrder order = topology::choose_ring_order(comm, options.ring_order);
   collective::agree_on_failure(comm, [&] { require_kokkos_on_current_device(options); });
   context->comm = make_context_communicator(comm, order.position, options);
-  context->engine = engine::make_strategy(*context->comm, ring_config(options), strategy_choice(options));
+  // What the CUDA steps run on, the same on every rank; the context reports it.
+  const engine::KernelRequest request = options.cuda_kernels == RFA_CUDA_KERNELS_CUDNN ? engine::KernelRequest::cudnn
+                                        : options.cuda_kernels == RFA_CUDA_KERNELS_RFA ? engine::KernelRequest::rfa
+                                                                                       : engine::KernelRequest::automatic;
+  const engine::Device device = options.device == RFA_DEVICE_CUDA ? engine::Device::cuda : engine::Device::host;
+  context->options.cuda_kernels = engine::choose_cuda_kernels(*context->comm, device, request) ==
+                                          engine::CudaKernels::cudnn
+                                      ? RFA_CUDA_KERNELS_CUDNN
+                                      : RFA_CUDA_KERNELS_RFA;
+  context->engine =
+      engine::make_strategy(*context->comm, ring_config(context->options), strategy_choice(context->options));
   count->keep();
   register_context(context.get());
   *out = context.release();

@@ -42,7 +42,22 @@ rfa_options_t default_options() {
   o.doc_boundaries = nullptr;
   o.doc_boundary_count = 0;
   o.check_values = RFA_VALUE_CHECKS_DEFAULT;
+  o.cuda_kernels = RFA_CUDA_KERNELS_DEFAULT;
+  o.deterministic = 0;
   return o;
+}
+
+rfa_cuda_kernels_t requested_cuda_kernels(rfa_cuda_kernels_t option) {
+  const int v = enum_value(option);
+  require(v >= RFA_CUDA_KERNELS_DEFAULT && v <= RFA_CUDA_KERNELS_CUDNN, "options.cuda_kernels is ", v,
+          ", not an rfa_cuda_kernels_t value");
+  if (v != RFA_CUDA_KERNELS_DEFAULT) return rfa_cuda_kernels_t(v);
+  const char* env = std::getenv(kCudaKernelsEnv);
+  const std::string text = env ? env : "";
+  if (text.empty() || text == "auto") return RFA_CUDA_KERNELS_AUTO;
+  if (text == "rfa") return RFA_CUDA_KERNELS_RFA;
+  if (text == "cudnn") return RFA_CUDA_KERNELS_CUDNN;
+  fail(RFA_ERROR_INVALID_ARGUMENT, kCudaKernelsEnv, " is '", text, "'; it must be auto, rfa or cudnn");
 }
 
 rfa_value_checks_t resolve_value_checks(rfa_value_checks_t option) {
@@ -84,6 +99,8 @@ rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
   validate_document_bounds(o.doc_boundaries, o.doc_boundary_count, o.seq_total, "options.doc_boundaries");
   // Resolved here, on each rank, so that the ranks then agree on what they will do.
   o.check_values = resolve_value_checks(o.check_values);
+  o.cuda_kernels = requested_cuda_kernels(o.cuda_kernels);
+  o.deterministic = o.deterministic != 0 ? 1 : 0;
   return o;
 }
 
@@ -172,6 +189,8 @@ engine::RingConfig ring_config(const rfa_options_t& o) {
   c.head_dim = o.head_dim;
   c.device = o.device == RFA_DEVICE_CUDA ? engine::Device::cuda : engine::Device::host;
   c.window = o.window;
+  c.cuda_kernels = o.cuda_kernels == RFA_CUDA_KERNELS_CUDNN ? engine::CudaKernels::cudnn : engine::CudaKernels::rfa;
+  c.deterministic = o.deterministic != 0;
   if (o.doc_boundary_count > 0 && o.doc_boundaries)
     c.doc_bounds.assign(o.doc_boundaries, o.doc_boundaries + o.doc_boundary_count);
   return c;

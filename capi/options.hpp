@@ -18,6 +18,14 @@ constexpr const char* kCheckValuesEnv = "RFA_CHECK_VALUES";
 /// any other value of either.
 rfa_value_checks_t resolve_value_checks(rfa_value_checks_t option);
 
+/// The environment variable that decides options.cuda_kernels when it is left at DEFAULT.
+constexpr const char* kCudaKernelsEnv = "RFA_CUDA_KERNELS";
+
+/// options.cuda_kernels as asked for on this rank: AUTO, RFA or CUDNN, from the option or, for
+/// DEFAULT, from RFA_CUDA_KERNELS (unset: auto). Throws RFA_ERROR_INVALID_ARGUMENT for any other
+/// value of either. What runs is decided at creation (engine::choose_cuda_kernels).
+rfa_cuda_kernels_t requested_cuda_kernels(rfa_cuda_kernels_t option);
+
 /// The defaults rfa_options_init() writes.
 rfa_options_t default_options();
 
@@ -25,7 +33,8 @@ rfa_options_t default_options();
 std::size_t min_options_size();
 
 /// Copies min(struct_size, sizeof) bytes of the caller's struct over the defaults, checks the
-/// document boundaries and resolves check_values (resolve_value_checks). Throws
+/// document boundaries, resolves check_values (resolve_value_checks) and cuda_kernels to what is
+/// asked for (requested_cuda_kernels), and makes deterministic 0 or 1. Throws
 /// RFA_ERROR_INVALID_ARGUMENT for NULL, a struct_size below version 1 (not initialized), bad
 /// boundaries or a bad check_values.
 rfa_options_t read_options(const rfa_options_t* caller, const char* what);

@@ -144,6 +144,21 @@ typedef enum rfa_value_checks_t {
                                      element. One read of each tensor, on the context's device. */
 } rfa_value_checks_t;
 
+/** @brief Which kernels compute the ring steps of a ::RFA_DEVICE_CUDA context
+ *  (options.cuda_kernels). Host contexts always run rfa's host kernels. */
+typedef enum rfa_cuda_kernels_t {
+  RFA_CUDA_KERNELS_DEFAULT = 0, /**< The environment variable RFA_CUDA_KERNELS decides (auto, rfa or cudnn); unset:
+                                     ::RFA_CUDA_KERNELS_AUTO. */
+  RFA_CUDA_KERNELS_AUTO = 1,    /**< cuDNN when this build has the cuDNN block kernel and every rank loads
+                                     cuDNN 9.10.2 or newer at creation, else rfa's kernels. */
+  RFA_CUDA_KERNELS_RFA = 2,     /**< rfa's own CUDA kernels for every step. */
+  RFA_CUDA_KERNELS_CUDNN = 3    /**< cuDNN's fused attention for every step it can express exactly (every step
+                                     of the contiguous, zigzag and stripe layouts, with or without causal
+                                     mask and window); rfa's kernels for the others (a step a document
+                                     boundary crosses). Creation fails on every rank with
+                                     ::RFA_ERROR_UNSUPPORTED, and the reason, where cuDNN cannot be used. */
+} rfa_cuda_kernels_t;
+
 /**
  * @brief The static text for a result code.
  * @param code any value; unknown values give "unknown rfa result code".
@@ -254,6 +269,16 @@ typedef struct rfa_options_t {
   rfa_value_checks_t check_values; /**< NaN/infinity checks of every call's tensors. Default
                                         ::RFA_VALUE_CHECKS_DEFAULT (RFA_CHECK_VALUES decides, at creation);
                                         rfa_context_get_options() returns ON or OFF as resolved. */
+  rfa_cuda_kernels_t cuda_kernels; /**< The kernels of a CUDA context's ring steps. Default
+                                        ::RFA_CUDA_KERNELS_DEFAULT. rfa_context_get_options() returns what
+                                        runs: ::RFA_CUDA_KERNELS_CUDNN or ::RFA_CUDA_KERNELS_RFA (always RFA
+                                        for host contexts). */
+  int32_t deterministic;       /**< Nonzero: rfa_backward()'s gradients are bitwise the same from run to run
+                                    with the same ranks and inputs. CUDA contexts: rfa's deterministic dQ
+                                    pass (no atomics) or cuDNN's deterministic backward; host contexts:
+                                    the key tiles of a head are not split over threads (no atomic dQ
+                                    sums), which leaves threads idle where batch x kv_heads is small.
+                                    Default 0. */
 } rfa_options_t;
 
 /**

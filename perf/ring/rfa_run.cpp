@@ -19,6 +19,7 @@
 #include "comm/agreement.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
 #include "engine/attention_strategy.hpp"
+#include "engine/cuda_kernel_choice.hpp"
 #include "engine/engine_backends.hpp"
 #include "rfa/rfa_config.h"
 #if RFA_ENGINE_CUDA
@@ -139,7 +140,10 @@ struct Passes {
 /// On the host both are the same MPI communicator.
 template <class T, class Problem>
 int run(comm::Communicator& ring, comm::Communicator& control, const RunOptions& o, const char* order_policy) {
-  const engine::RingConfig cfg = ring_config(o);
+  engine::RingConfig cfg = ring_config(o);
+  // Collective: what the CUDA steps run on, the same on every rank (auto: cuDNN where every rank
+  // loads it). A forced choice that cannot run fails every rank with the reason.
+  cfg.cuda_kernels = engine::choose_cuda_kernels(ring, cfg.device, o.kernels);
   const int P = ring.size(), me = ring.rank();
   const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
   const bool causal = o.mask == RFA_MASK_CAUSAL;
@@ -149,7 +153,11 @@ int run(comm::Communicator& ring, comm::Communicator& control, const RunOptions&
   const bool overlap = o.overlap && P > 1 && is_ring;
   const bool gpu = o.device == RunDevice::cuda;
   const std::string strategy = strategy_label(o.strategy);
-  const std::string place = compute_place(o, threads) + (gpu ? ring.backend_name() : "");
+  const std::string place = compute_place(o, threads) + (gpu ? ring.backend_name() : "") +
+                            (gpu ? std::string(", kernels ") + engine::cuda_kernels_name(cfg.cuda_kernels) +
+                                       " (asked: " + engine::kernel_request_name(o.kernels) + ")"
+                                 : "") +
+                            (o.deterministic ? ", deterministic backward" : "");
   const std::string mask_text =
       std::string(causal ? "causal" : "non-causal") + (o.window > 0 ? ", window " + std::to_string(o.window) : "");
   progress(me, "rfa_run: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, strategy %s, %s (ring order: %s), %s\n",
@@ -296,6 +304,8 @@ int run(comm::Communicator& ring, comm::Communicator& control, const RunOptions&
     ContextFields context = ring_context("rfa_run", P, order_policy, o, threads, strategy);
     // Host and GPU runs of the same shape are different configurations for the comparator.
     set_field(context, "device", gpu ? "cuda" : "host");
+    set_field(context, "cuda_kernels", gpu ? engine::cuda_kernels_name(cfg.cuda_kernels) : "none");
+    set_field(context, "deterministic", o.deterministic ? "1" : "0");
     set_field(context, "communicator", ring.backend_name());
     write_results_json(o.json, context, cases);
     std::printf("results written to %s\n", o.json.c_str());

@@ -80,6 +80,7 @@ inline engine::RingConfig ring_config(const RunOptions& o) {
   cfg.head_dim = o.head_dim;
   cfg.window = o.window;
   cfg.device = o.device == RunDevice::cuda ? engine::Device::cuda : engine::Device::host;
+  cfg.deterministic = o.deterministic;
   return cfg;
 }
 

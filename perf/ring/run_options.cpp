@@ -59,6 +59,10 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
                      needs rfa built against a CUDA-enabled Kokkos, head-dim 64 or 128, bf16
                      or fp16. RFA_TRANSPORT=nccl|mpi picks the transport (ranks sharing a GPU:
                      mpi)
+  --kernels K        auto | rfa | cudnn (default auto): what the ring steps run on with --device cuda
+                     (cudnn: cuDNN's fused attention wherever it expresses the step; auto: cuDNN
+                     when every rank loads it, else rfa's kernels); the header line says which
+  --deterministic    bitwise reproducible gradients (deterministic backward kernels)
   --kokkos-help      Kokkos' own options (--kokkos-threads=N, ...)
   --help             this text
 
@@ -142,6 +146,14 @@ RunOptions parse_run_options(int argc, char** argv) {
       else fail(RFA_ERROR_INVALID_ARGUMENT, "--strategy must be ring, ulysses, allgather or hybrid, got '", v, "'");
     } else if (flag == "--ulysses-degree") {
       o.strategy.ulysses_degree = int(parse_int(flag, value(), 1));
+    } else if (flag == "--kernels") {
+      const std::string v = value();
+      if (v == "auto") o.kernels = engine::KernelRequest::automatic;
+      else if (v == "rfa") o.kernels = engine::KernelRequest::rfa;
+      else if (v == "cudnn") o.kernels = engine::KernelRequest::cudnn;
+      else fail(RFA_ERROR_INVALID_ARGUMENT, "--kernels must be auto, rfa or cudnn, got '", v, "'");
+    } else if (flag == "--deterministic") {
+      o.deterministic = true;
     } else if (flag == "--device") {
       const std::string v = value();
       if (v == "host") o.device = RunDevice::host;
@@ -162,6 +174,8 @@ RunOptions parse_run_options(int argc, char** argv) {
   }
   require(o.device == RunDevice::host || kind == engine::StrategyKind::ring, "--device cuda runs the ring only: ",
           "drop --strategy ", engine::strategy_name(kind), " or run it on the host");
+  require(o.device == RunDevice::cuda || o.kernels != engine::KernelRequest::cudnn,
+          "--kernels cudnn needs --device cuda (host runs use rfa's host kernels)");
   return o;
 }
 

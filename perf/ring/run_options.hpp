@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/attention_strategy.hpp"
+#include "engine/cuda_kernel_choice.hpp"
 #include "rfa/rfa.h"
 
 namespace rfa {
@@ -37,6 +38,8 @@ struct RunOptions {
   std::string json;        ///< --json FILE: also write the results there (rank 0)
   RunDevice device = RunDevice::host;  ///< --device host|cuda
   engine::StrategyChoice strategy;     ///< --strategy, --ulysses-degree (default: the ring)
+  engine::KernelRequest kernels = engine::KernelRequest::automatic;  ///< --kernels (CUDA devices)
+  bool deterministic = false;          ///< --deterministic: bitwise reproducible gradients
 };
 
 /// Above this many tokens the full-sequence check is off unless --check asks for it: it

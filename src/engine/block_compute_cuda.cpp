@@ -12,15 +12,17 @@
 
 namespace rfa {
 namespace engine {
-namespace {
-
-void check(rfa_cuda_status status, const char* what) {
+void check_cuda_kernels(rfa_cuda_status status, const char* what) {
   if (status == RFA_CUDA_SUCCESS) return;
   const rfa_result_t code = status == RFA_CUDA_ERROR_UNSUPPORTED ? RFA_ERROR_UNSUPPORTED
                             : status == RFA_CUDA_ERROR_CUDA      ? RFA_ERROR_CUDA
                                                                  : RFA_ERROR_INTERNAL;
   fail(code, what, " failed: ", rfa_cuda_last_error_message());
 }
+
+namespace {
+
+void check(rfa_cuda_status status, const char* what) { check_cuda_kernels(status, what); }
 
 template <class T>
 rfa_cuda_dtype cuda_dtype() {
@@ -111,9 +113,9 @@ void CudaBlockCompute::delta(const kernels::AttentionParams& p, Tensor4<const T>
 
 template <class T>
 void CudaBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
-                                Tensor4<const T> v, Tensor4<const T> dout, Tensor3<const float> lse,
-                                Tensor3<const float> d, Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
-                                const kernels::ProgressHook&) {
+                                Tensor4<const T> v, Tensor4<const T>, Tensor4<const T> dout,
+                                Tensor3<const float> lse, Tensor3<const float> d, Tensor4<float> dq,
+                                Tensor4<float> dk, Tensor4<float> dv, const kernels::ProgressHook&) {
   rfa_cuda_backward_params b;
   rfa_cuda_backward_params_init(&b);
   b.shape = shape<T>(p);
@@ -127,6 +129,7 @@ void CudaBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<const
   b.dq = dq.data();
   b.dk = dk.data();
   b.dv = dv.data();
+  b.deterministic = p.deterministic ? 1 : 0;
   check(rfa_cuda_flash_backward(&b, stream_), "rfa_cuda_flash_backward");
 }
 
@@ -168,9 +171,10 @@ void CudaBlockCompute::narrow(Tensor4<const float> from, Tensor4<T> to) {
                                            Tensor3<float>);                                                       \
   template void CudaBlockCompute::backward<T>(                                                                     \
       const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,    \
-      Tensor3<const float>, Tensor3<const float>, Tensor4<float>, Tensor4<float>, Tensor4<float>,                 \
-      const kernels::ProgressHook&);                                                                               \
-  template void CudaBlockCompute::narrow<T>(Tensor4<const float>, Tensor4<T>);
+      Tensor4<const T>, Tensor3<const float>, Tensor3<const float>, Tensor4<float>, Tensor4<float>,               \
+      Tensor4<float>, const kernels::ProgressHook&);                                                               \
+  template void CudaBlockCompute::narrow<T>(Tensor4<const float>, Tensor4<T>);                                    \
+  template rfa_cuda_attention_shape CudaBlockCompute::shape<T>(const kernels::AttentionParams&) const;
 
 RFA_INSTANTIATE_CUDA_BLOCK_COMPUTE(float)
 RFA_INSTANTIATE_CUDA_BLOCK_COMPUTE(bf16_t)

@@ -20,6 +20,10 @@
 namespace rfa {
 namespace engine {
 
+/// Throws the rfa error of a kernels_cuda status (UNSUPPORTED, CUDA, else INTERNAL) with its
+/// message, naming `what`; returns on RFA_CUDA_SUCCESS.
+void check_cuda_kernels(rfa_cuda_status status, const char* what);
+
 class CudaBlockCompute {
  public:
   using memory_space = Kokkos::CudaSpace;
@@ -56,10 +60,11 @@ class CudaBlockCompute {
                       const kernels::ProgressHook& progress);
   template <class T>
   void delta(const kernels::AttentionParams& p, Tensor4<const T> dout, Tensor4<const T> out, Tensor3<float> d);
+  /// `out` is unused: these kernels take D (delta()) instead.
   template <class T>
   void backward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
-                Tensor4<const T> dout, Tensor3<const float> lse, Tensor3<const float> d, Tensor4<float> dq,
-                Tensor4<float> dk, Tensor4<float> dv, const kernels::ProgressHook& progress);
+                Tensor4<const T> out, Tensor4<const T> dout, Tensor3<const float> lse, Tensor3<const float> d,
+                Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv, const kernels::ProgressHook& progress);
   void add(Tensor4<float> into, Tensor4<const float> from);
   void fill(Tensor4<float> view, float value) { fill_raw(view.data(), view.size(), value); }
   void fill(Tensor3<float> view, float value) { fill_raw(view.data(), view.size(), value); }
@@ -69,12 +74,12 @@ class CudaBlockCompute {
 
   cudaStream_t stream() const { return stream_; }
 
- private:
-  void fill_raw(float* data, std::size_t count, float value);
-
   /// The kernels' problem: p's shape and mask, with the document boundaries on the device.
   template <class T>
   rfa_cuda_attention_shape shape(const kernels::AttentionParams& p) const;
+
+ private:
+  void fill_raw(float* data, std::size_t count, float value);
 
   cudaStream_t stream_;
   WorkspaceCache<memory_space>* cache_;

@@ -59,10 +59,11 @@ class HostBlockCompute {
   void delta(const kernels::AttentionParams& p, Tensor4<const T> dout, Tensor4<const T> out, Tensor3<float> d) {
     kernels::compute_delta<T, T>(p, dout, out, d);
   }
+  /// `out` (the final output) is for kernels that rebuild D themselves; these use `d`.
   template <class T>
   void backward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
-                Tensor4<const T> dout, Tensor3<const float> lse, Tensor3<const float> d, Tensor4<float> dq,
-                Tensor4<float> dk, Tensor4<float> dv, const kernels::ProgressHook& progress) {
+                Tensor4<const T> /*out*/, Tensor4<const T> dout, Tensor3<const float> lse, Tensor3<const float> d,
+                Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv, const kernels::ProgressHook& progress) {
     kernels::flash_backward_accumulate<T>(p, q, k, v, dout, lse, d, dq, dk, dv, progress, &backward_workspace_);
   }
   /// into += from, elementwise.

@@ -32,6 +32,21 @@ RingAttention::RingAttention(comm::Communicator& comm, const RingConfig& config)
     });
   }
 #endif
+#if RFA_ENGINE_CUDNN
+  // Agreed: a rank where cuDNN cannot start (no handle on its device) fails every rank.
+  if (config_.device == Device::cuda && config_.cuda_kernels == CudaKernels::cudnn)
+    check_everywhere([&] { cudnn_ = std::make_unique<CudnnState>(); });
+#else
+  if (config_.cuda_kernels == CudaKernels::cudnn)
+    check_everywhere([] { fail(RFA_ERROR_UNSUPPORTED, "this build's engine has no cuDNN block kernel"); });
+#endif
+}
+
+std::vector<kernels::AttentionParams> RingAttention::step_params() const {
+  std::vector<kernels::AttentionParams> steps;
+  const int P = ranks(), me = position();
+  for (int s = 0; s < P; ++s) steps.push_back(block_params(config_, P, me, (me - s + P) % P));
+  return steps;
 }
 
 RingAttention::~RingAttention() {

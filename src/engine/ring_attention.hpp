@@ -17,10 +17,12 @@
 #include <cstdint>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "comm/agreement.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
+#include "engine/block_compute_cudnn.hpp"
 #include "engine/engine_backends.hpp"
 #include "engine/ring_config.hpp"
 #include "engine/workspace.hpp"
@@ -116,6 +118,8 @@ class RingAttention {
   std::int64_t kernel_workspace_bytes(bool backward) const;
   /// Bytes of engine workspace allocated by the last forward or backward (measured).
   std::int64_t last_workspace_bytes() const { return last_workspace_bytes_; }
+  /// Ring steps of the last device pass computed on cuDNN (0 with rfa's kernels).
+  int last_cudnn_steps() const { return last_cudnn_steps_; }
 
  private:
   /// The ring schedules, written once over the "compute one block" seam (`Compute`:
@@ -146,6 +150,9 @@ class RingAttention {
   RingTimings timings_;
   std::int64_t last_workspace_bytes_ = 0;
   int current_step_ = -1;  // the ring step a pass is in, for the message of a timeout
+  int last_cudnn_steps_ = 0;
+  /// The block params of every ring step of this rank (owner = position - step).
+  std::vector<kernels::AttentionParams> step_params() const;
 
   /// Runs a pass; a timeout is rethrown naming the pass and the ring step it happened in.
   template <class Pass>
@@ -168,6 +175,10 @@ class RingAttention {
   const std::int64_t* device_doc_bounds() const {
     return device_doc_bounds_.size() == 0 ? nullptr : device_doc_bounds_.data();
   }
+#endif
+#if RFA_ENGINE_CUDNN
+  /// The cuDNN handle and plans of a context whose steps run on cuDNN (config_.cuda_kernels).
+  std::unique_ptr<CudnnState> cudnn_;
 #endif
 };
 

@@ -33,11 +33,23 @@ void RingAttention::backward_device(DeviceTensor4<const T> q, DeviceTensor4<cons
                                     DeviceTensor4<const T> out, DeviceTensor4<const T> dout,
                                     DeviceTensor3<const float> lse, DeviceTensor4<T> dq, DeviceTensor4<T> dk,
                                     DeviceTensor4<T> dv, RingMode mode) {
-  CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_, device_doc_bounds());
   comm_.set_compute_stream(cuda_stream_);
+  const auto stream = static_cast<cudaStream_t>(cuda_stream_);
+#if RFA_ENGINE_CUDNN
+  if (cudnn_) {
+    CudnnBlockCompute blocks(stream, device_cache_, device_doc_bounds(), *cudnn_, step_params());
+    naming_step_of_timeout("backward", [&] {
+      run_backward<CudnnBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode);
+    });
+    last_cudnn_steps_ = blocks.cudnn_steps();
+    return;
+  }
+#endif
+  CudaBlockCompute blocks(stream, device_cache_, device_doc_bounds());
   naming_step_of_timeout("backward", [&] {
     run_backward<CudaBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode);
   });
+  last_cudnn_steps_ = 0;
 }
 #endif
 
@@ -120,7 +132,7 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
           blocks.fill(dv_step, 0.0f);
         }
         poller.watch(kv.pending_k(), kv.pending_v(), &grad_k, &grad_v);
-        blocks.template backward<T>(p, q, kv.k(), kv.v(), dout, lse, delta, dq_acc, dk_into, dv_into,
+        blocks.template backward<T>(p, q, kv.k(), kv.v(), out, dout, lse, delta, dq_acc, dk_into, dv_into,
                                     poller.hook());
         contributed = !direct;
         ++timings_.steps_computed;

@@ -27,6 +27,9 @@ void validate_local(const RingConfig& c, int ranks) {
   validate_document_bounds(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()), c.seq_total,
                            "document boundaries");
   require_device_support(c.device, c.head_dim, c.dtype);
+  if (c.cuda_kernels == CudaKernels::cudnn && c.device != Device::cuda) {
+    fail(RFA_ERROR_UNSUPPORTED, "cuDNN's block kernel runs on CUDA contexts only (the device is the host)");
+  }
   // The caller's tensors are wrapped in Views: they must be able to index every element.
   const std::int64_t local = c.seq_total / ranks;
   require_view_extents("q", {c.batch, local, c.heads, c.head_dim});
@@ -49,6 +52,8 @@ void require_same_config(comm::Communicator& comm, const RingConfig& c) {
                                        {"head_dim", c.head_dim},
                                        {"device", std::int64_t(c.device)},
                                        {"window", c.window},
+                                       {"cuda kernels", std::int64_t(c.cuda_kernels)},
+                                       {"deterministic", c.deterministic ? 1 : 0},
                                        {"document boundaries (count)", std::int64_t(c.doc_bounds.size())},
                                        {"document boundaries (hash)",
                                         document_bounds_hash(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()))}});
@@ -83,6 +88,7 @@ void apply_mask(const RingConfig& c, kernels::AttentionParams& p) {
   p.window = rule.window;
   p.doc_bounds = rule.doc_bounds;
   p.doc_bound_count = rule.doc_bound_count;
+  p.deterministic = c.deterministic;
 }
 
 int forward_steps_needed(const RingConfig& c, int ranks) {

@@ -14,6 +14,12 @@
 namespace rfa {
 namespace engine {
 
+/// Which kernels compute a CUDA context's ring steps (host contexts: always rfa's host kernels).
+enum class CudaKernels {
+  rfa,    ///< kernels_cuda for every step
+  cudnn   ///< cuDNN's fused attention for every step it expresses exactly, kernels_cuda for the rest
+};
+
 struct RingConfig {
   rfa_layout_t layout = RFA_LAYOUT_ZIGZAG;
   rfa_mask_t mask = RFA_MASK_CAUSAL;
@@ -29,6 +35,8 @@ struct RingConfig {
   /// Packed documents: cumulative boundaries 0 = b[0] <= ... <= b[n] = seq_total (document d
   /// holds positions [b[d], b[d+1])); empty: one document. core/documents.hpp.
   std::vector<std::int64_t> doc_bounds;
+  CudaKernels cuda_kernels = CudaKernels::rfa;  ///< Device::cuda only
+  bool deterministic = false;  ///< the backward's gradients are bitwise reproducible
 };
 
 /// Sets the mask fields of kernel params from the config: the window, and the documents

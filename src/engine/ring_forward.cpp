@@ -30,11 +30,19 @@ void RingAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<cons
 template <class T>
 void RingAttention::forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
                                    DeviceTensor4<T> out, DeviceTensor3<float> lse, RingMode mode) {
-  CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_, device_doc_bounds());
   comm_.set_compute_stream(cuda_stream_);
-  naming_step_of_timeout("forward", [&] {
-    run_forward<CudaBlockCompute, T>(blocks, q, k, v, out, lse, mode);
-  });
+  const auto stream = static_cast<cudaStream_t>(cuda_stream_);
+#if RFA_ENGINE_CUDNN
+  if (cudnn_) {
+    CudnnBlockCompute blocks(stream, device_cache_, device_doc_bounds(), *cudnn_, step_params());
+    naming_step_of_timeout("forward", [&] { run_forward<CudnnBlockCompute, T>(blocks, q, k, v, out, lse, mode); });
+    last_cudnn_steps_ = blocks.cudnn_steps();
+    return;
+  }
+#endif
+  CudaBlockCompute blocks(stream, device_cache_, device_doc_bounds());
+  naming_step_of_timeout("forward", [&] { run_forward<CudaBlockCompute, T>(blocks, q, k, v, out, lse, mode); });
+  last_cudnn_steps_ = 0;
 }
 #endif
 

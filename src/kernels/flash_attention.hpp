@@ -45,6 +45,9 @@ struct AttentionParams {
   /// Global positions of the query rows and of the key rows (length seq_q and seq_k).
   PositionMap q_pos;
   PositionMap k_pos;
+  /// The backward sums every dQ row in one fixed order (bitwise reproducible): the key tiles
+  /// of a head are not split across threads, which would add their dQ shares atomically.
+  bool deterministic = false;
 
   float scale() const;
   /// The mask, the window and the documents, as the kernels test them.

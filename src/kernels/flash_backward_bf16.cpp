@@ -352,7 +352,7 @@ void run_backward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<con
   // over several teams (dq then added atomically) only when the units cannot keep every thread busy.
   const std::int64_t units = p.batch * p.kv_heads;
   const std::int64_t threads = Exec().concurrency();
-  f.n_chunks = key_tile_chunks(units, f.n_ktiles, threads);
+  f.n_chunks = p.deterministic ? 1 : key_tile_chunks(units, f.n_ktiles, threads);
   f.atomic_dq = f.n_chunks > 1;
   // One buffer per unit: none is larger than the unit's share of the queries.
   std::vector<Packed> buffers;

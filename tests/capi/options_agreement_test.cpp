@@ -18,12 +18,13 @@ namespace {
 
 using namespace rfa_capi_test;
 
-static_assert(sizeof(rfa_options_t) <= offsetof(rfa_options_t, check_values) + 8,
+static_assert(sizeof(rfa_options_t) <= offsetof(rfa_options_t, deterministic) + 8,
               "rfa_options_t gained a field: add its case to kFields below (and to capi/creation_agreement.cpp)");
 
 rfa_options_t valid_options() {
   rfa_options_t o = small_problem(RFA_LAYOUT_CONTIGUOUS, 8);
   o.check_values = RFA_VALUE_CHECKS_OFF;
+  o.cuda_kernels = RFA_CUDA_KERNELS_AUTO;
   return o;
 }
 
@@ -65,6 +66,8 @@ const Field kFields[] = {
        o.doc_boundary_count = int64_t(bounds.size());
      }},
     {"check_values", [](rfa_options_t& o, std::vector<int64_t>&) { o.check_values = RFA_VALUE_CHECKS_ON; }},
+    {"cuda_kernels", [](rfa_options_t& o, std::vector<int64_t>&) { o.cuda_kernels = RFA_CUDA_KERNELS_RFA; }},
+    {"deterministic", [](rfa_options_t& o, std::vector<int64_t>&) { o.deterministic = 1; }},
 };
 
 class OptionsAgreement : public ::testing::TestWithParam<Field> {};

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// CudnnBlockCompute: ring blocks on cuDNN where it expresses them, on kernels_cuda elsewhere.
+#include "engine/block_compute_cudnn.hpp"
+
+#if RFA_ENGINE_CUDNN
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+
+namespace rfa {
+namespace engine {
+namespace {
+
+void check(rfa_cuda_status status, const char* what) { check_cuda_kernels(status, what); }
+
+constexpr std::size_t kScratchAlign = 256;
+
+bool same_positions(const PositionMap& a, const PositionMap& b) {
+  if (a.count != b.count) return false;
+  for (int s = 0; s < a.count; ++s)
+    if (a.seg[s].start != b.seg[s].start || a.seg[s].stride != b.seg[s].stride || a.seg[s].length != b.seg[s].length)
+      return false;
+  return true;
+}
+
+}  // namespace
+
+CudnnState::CudnnState() { check(rfa_cudnn_create(&context_), "rfa_cudnn_create"); }
+
+CudnnState::~CudnnState() { rfa_cudnn_destroy(context_); }
+
+bool CudnnBlockCompute::on_cudnn(const kernels::AttentionParams& p) const {
+  for (std::size_t i = 0; i < steps_.size() && i < on_cudnn_.size(); ++i)
+    if (same_positions(steps_[i].q_pos, p.q_pos) && same_positions(steps_[i].k_pos, p.k_pos)) return on_cudnn_[i];
+  return false;  // a block the pass was not prepared for: rfa's kernels take it
+}
+
+int CudnnBlockCompute::cudnn_steps() const { return int(std::count(on_cudnn_.begin(), on_cudnn_.end(), true)); }
+
+void* CudnnBlockCompute::scratch() const {
+  auto address = reinterpret_cast<std::uintptr_t>(scratch_.data());
+  address = (address + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
+  return reinterpret_cast<void*>(address);
+}
+
+void CudnnBlockCompute::prepare(bool backward, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
+  on_cudnn_.assign(steps_.size(), false);
+  std::size_t most = 0;
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    const kernels::AttentionParams& p = steps_[i];
+    rfa_cuda_attention_shape shape{};
+    switch (dtype) {
+      case RFA_DTYPE_BFLOAT16: shape = rfa_.shape<bf16_t>(p); break;
+      case RFA_DTYPE_FLOAT16: shape = rfa_.shape<fp16_t>(p); break;
+      default: shape = rfa_.shape<float>(p); break;  // refused by the plan: rfa's kernels
+    }
+    std::size_t bytes = 0;
+    rfa_cuda_status status;
+    if (!backward) {
+      rfa_cuda_forward_params f;
+      rfa_cuda_forward_params_init(&f);
+      f.shape = shape;
+      f.out_dtype = RFA_CUDA_FP32;
+      f.merge = 1;
+      status = rfa_cudnn_plan_forward(cudnn_->get(), &f, p.doc_bounds, &bytes);
+    } else {
+      rfa_cuda_backward_params b;
+      rfa_cuda_backward_params_init(&b);
+      b.shape = shape;
+      b.deterministic = p.deterministic ? 1 : 0;
+      status = rfa_cudnn_plan_backward(cudnn_->get(), &b, rfa_cuda_strides{}, p.doc_bounds, &bytes);
+    }
+    // cuDNN declines a block it cannot express or plan (UNSUPPORTED): rfa's kernels take it.
+    // Anything else is a failure of this rank, raised at the pass's agreement below.
+    if (status == RFA_CUDA_SUCCESS) {
+      on_cudnn_[i] = true;
+      most = std::max(most, bytes);
+    } else if (status != RFA_CUDA_ERROR_UNSUPPORTED) {
+      ws.adopt(0, [&] { check(status, backward ? "rfa_cudnn_plan_backward" : "rfa_cudnn_plan_forward"); });
+    }
+  }
+  scratch_bytes_ = most;
+  scratch_ = most > 0 ? ws.buffer<unsigned char>("rfa::cudnn_scratch", std::int64_t(most + kScratchAlign))
+                      : Kokkos::View<unsigned char*, memory_space>();
+}
+
+template <class T>
+void CudnnBlockCompute::forward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                                Tensor4<const T> v, Tensor4<float> out, Tensor3<float> lse,
+                                const kernels::ProgressHook& progress) {
+  if (!on_cudnn(p)) {
+    rfa_.forward<T>(p, q, k, v, out, lse, progress);
+    return;
+  }
+  forward_merged<T>(p, q, k, v, out, lse, Tensor4<float>(), Tensor3<float>(), progress);
+}
+
+template <class T>
+void CudnnBlockCompute::forward_merged(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                                       Tensor4<const T> v, Tensor4<float> out, Tensor3<float> lse,
+                                       Tensor4<float> block_out, Tensor3<float> block_lse,
+                                       const kernels::ProgressHook& progress) {
+  if (!on_cudnn(p)) {
+    rfa_.forward_merged<T>(p, q, k, v, out, lse, block_out, block_lse, progress);
+    return;
+  }
+  rfa_cuda_forward_params f;
+  rfa_cuda_forward_params_init(&f);
+  f.shape = rfa_.shape<T>(p);
+  f.q = q.data();
+  f.k = k.data();
+  f.v = v.data();
+  f.out = out.data();
+  f.out_dtype = RFA_CUDA_FP32;
+  f.lse = lse.data();
+  f.merge = 1;
+  check(rfa_cudnn_forward(cudnn_->get(), &f, p.doc_bounds, scratch(), scratch_bytes_, rfa_.stream()),
+        "rfa_cudnn_forward");
+}
+
+template <class T>
+void CudnnBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                                 Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
+                                 Tensor3<const float> lse, Tensor3<const float> d, Tensor4<float> dq,
+                                 Tensor4<float> dk, Tensor4<float> dv, const kernels::ProgressHook& progress) {
+  if (!on_cudnn(p)) {
+    rfa_.backward<T>(p, q, k, v, out, dout, lse, d, dq, dk, dv, progress);
+    return;
+  }
+  rfa_cuda_backward_params b;
+  rfa_cuda_backward_params_init(&b);
+  b.shape = rfa_.shape<T>(p);
+  b.q = q.data();
+  b.k = k.data();
+  b.v = v.data();
+  b.dout = dout.data();
+  b.lse = lse.data();
+  b.grad_mode = RFA_CUDA_GRAD_ACCUMULATE_FP32;
+  b.dq = dq.data();
+  b.dk = dk.data();
+  b.dv = dv.data();
+  b.deterministic = p.deterministic ? 1 : 0;
+  check(rfa_cudnn_backward(cudnn_->get(), &b, out.data(), rfa_cuda_strides{}, p.doc_bounds, scratch(),
+                           scratch_bytes_, rfa_.stream()),
+        "rfa_cudnn_backward");
+}
+
+#define RFA_INSTANTIATE_CUDNN_BLOCK_COMPUTE(T)                                                                      \
+  template void CudnnBlockCompute::forward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, \
+                                              Tensor4<const T>, Tensor4<float>, Tensor3<float>,                    \
+                                              const kernels::ProgressHook&);                                       \
+  template void CudnnBlockCompute::forward_merged<T>(                                                               \
+      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<float>,       \
+      Tensor3<float>, Tensor4<float>, Tensor3<float>, const kernels::ProgressHook&);                              \
+  template void CudnnBlockCompute::backward<T>(                                                                     \
+      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,     \
+      Tensor4<const T>, Tensor3<const float>, Tensor3<const float>, Tensor4<float>, Tensor4<float>,                \
+      Tensor4<float>, const kernels::ProgressHook&);
+
+RFA_INSTANTIATE_CUDNN_BLOCK_COMPUTE(float)
+RFA_INSTANTIATE_CUDNN_BLOCK_COMPUTE(bf16_t)
+RFA_INSTANTIATE_CUDNN_BLOCK_COMPUTE(fp16_t)
+
+}  // namespace engine
+}  // namespace rfa
+
+#endif  // RFA_ENGINE_CUDNN

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The "compute one block" seam on cuDNN (docs/architecture.md §8): each ring step's block runs
+// on cuDNN's fused attention (kernels_cuda's rfa_cudnn_*) when cuDNN can express its mask
+// exactly, and on kernels_cuda's own kernels (CudaBlockCompute) otherwise; every other block
+// operation (fills, adds, narrowing, D) is CudaBlockCompute's. Decided per step at
+// prepare_forward()/prepare_backward(), which also builds cuDNN's execution plans (cached in the
+// context's cuDNN state: built on the first call of a shape only) and reserves the scratch they
+// need from the engine's workspace, so a refused allocation fails every rank together. Exists
+// when Kokkos has its CUDA backend and the cuDNN block kernel is built.
+#pragma once
+
+#include "engine/engine_backends.hpp"
+#include "rfa/rfa_config.h"
+
+#if RFA_ENGINE_CUDA && RFA_HAVE_CUDNN
+#define RFA_ENGINE_CUDNN 1
+#else
+#define RFA_ENGINE_CUDNN 0
+#endif
+
+#if RFA_ENGINE_CUDNN
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/block_compute_cuda.hpp"
+#include "rfa_cuda/cudnn_attention.h"
+
+namespace rfa {
+namespace engine {
+
+/// A cuDNN handle and the execution plans built on it: one per context with cuDNN kernels.
+class CudnnState {
+ public:
+  /// Throws RFA_ERROR_UNSUPPORTED with cuDNN's reason when cuDNN cannot be used here.
+  CudnnState();
+  ~CudnnState();
+  CudnnState(const CudnnState&) = delete;
+  CudnnState& operator=(const CudnnState&) = delete;
+  rfa_cudnn_context* get() const { return context_; }
+
+ private:
+  rfa_cudnn_context* context_ = nullptr;
+};
+
+class CudnnBlockCompute {
+ public:
+  using memory_space = Kokkos::CudaSpace;
+  template <class T>
+  using Tensor4 = SpaceTensor4<T, memory_space>;
+  template <class T>
+  using Tensor3 = SpaceTensor3<T, memory_space>;
+
+  /// `steps`: the params of every block the pass may compute (one per ring step), so that
+  /// prepare_*() can plan them all before the ranks agree that the pass goes on.
+  CudnnBlockCompute(cudaStream_t stream, WorkspaceCache<memory_space>& cache, const std::int64_t* device_doc_bounds,
+                    CudnnState& cudnn, std::vector<kernels::AttentionParams> steps)
+      : rfa_(stream, cache, device_doc_bounds), cudnn_(&cudnn), steps_(std::move(steps)) {}
+
+  Workspace<memory_space> workspace() { return rfa_.workspace(); }
+  void prepare_forward(const kernels::AttentionParams&, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
+    prepare(false, dtype, ws);
+  }
+  void prepare_backward(const kernels::AttentionParams&, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
+    prepare(true, dtype, ws);
+  }
+
+  /// cuDNN's path merges into out/lse itself, and so does kernels_cuda's forward: no scratch.
+  static constexpr bool kMergesInKernel = true;
+  /// The first block: the engine has set out = 0 and lse = -inf, so merging into them is the
+  /// same as writing them.
+  template <class T>
+  void forward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+               Tensor4<float> out, Tensor3<float> lse, const kernels::ProgressHook& progress);
+  template <class T>
+  void forward_merged(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+                      Tensor4<float> out, Tensor3<float> lse, Tensor4<float> block_out, Tensor3<float> block_lse,
+                      const kernels::ProgressHook& progress);
+  template <class T>
+  void delta(const kernels::AttentionParams& p, Tensor4<const T> dout, Tensor4<const T> out, Tensor3<float> d) {
+    rfa_.delta<T>(p, dout, out, d);
+  }
+  template <class T>
+  void backward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+                Tensor4<const T> out, Tensor4<const T> dout, Tensor3<const float> lse, Tensor3<const float> d,
+                Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv, const kernels::ProgressHook& progress);
+  void add(Tensor4<float> into, Tensor4<const float> from) { rfa_.add(into, from); }
+  void fill(Tensor4<float> view, float value) { rfa_.fill(view, value); }
+  void fill(Tensor3<float> view, float value) { rfa_.fill(view, value); }
+  void copy(Tensor4<float> to, Tensor4<const float> from) { rfa_.copy(to, from); }
+  template <class T>
+  void narrow(Tensor4<const float> from, Tensor4<T> to) {
+    rfa_.narrow<T>(from, to);
+  }
+
+  /// Steps of the last prepared pass that run on cuDNN, and those that run on rfa's kernels.
+  int cudnn_steps() const;
+  int rfa_steps() const { return int(on_cudnn_.size()) - cudnn_steps(); }
+
+ private:
+  /// Plans every step (cuDNN where it expresses the block) and reserves the largest scratch.
+  void prepare(bool backward, rfa_dtype_t dtype, Workspace<memory_space>& ws);
+  /// Whether the block of `p` (found among steps_ by its key positions) runs on cuDNN.
+  bool on_cudnn(const kernels::AttentionParams& p) const;
+  /// The scratch, aligned to 256 bytes.
+  void* scratch() const;
+
+  CudaBlockCompute rfa_;
+  CudnnState* cudnn_;
+  std::vector<kernels::AttentionParams> steps_;
+  std::vector<bool> on_cudnn_;  // per entry of steps_
+  Kokkos::View<unsigned char*, memory_space> scratch_;
+  std::size_t scratch_bytes_ = 0;
+};
+
+}  // namespace engine
+}  // namespace rfa
+
+#endif  // RFA_ENGINE_CUDNN
