@@ -6,15 +6,21 @@
 #   bash scripts/gpu_engine_check.sh prepare DEPS KOKKOS_SRC   # here, on Debian 12, with apt
 #   bash scripts/gpu_engine_check.sh run DEPS [quick]           # there; DEPS carried along
 #
-# prepare: DEPS/kokkos-src.tar.gz (KOKKOS_SRC, a Kokkos 4.6 source tree, with the two edits
-# CUDA 13 needs applied when missing) and DEPS/debs/ (Debian's Open MPI, GoogleTest and Google
-# Benchmark packages, unpacked there without installing).
+# prepare: DEPS/kokkos-src.tar.gz (KOKKOS_SRC, a Kokkos 4.6 source tree, with the edits CUDA 13
+# needs applied when missing), DEPS/debs/ (Debian's Open MPI, GoogleTest and Google Benchmark
+# packages, unpacked there without installing) and DEPS/_deps/cudnn-frontend/include (the cuDNN
+# frontend's headers, scripts/fetch_cudnn_frontend.sh).
 # run: builds Kokkos (CUDA backend, the GPU's architecture) and rfa against it, then runs the
 # CUDA kernel test, the C API suite on device pointers against the float64 reference at 1-4
 # ranks sharing the GPU over staged MPI and at 1 rank over NCCL, the GPU example, memcheck of
 # the engine with documents and a window, and rfa_run --device cuda (full causal against a
-# sliding window of S/8, zigzag, P=4), then perf/suite --device cuda --quick. Logs go to $OUT (the device tool's result folder) or
-# ./gpu-engine-out; the last lines printed are a summary. "quick": smaller rfa_run sizes.
+# sliding window of S/8, zigzag, P=4), then perf/suite --device cuda --quick. With cuDNN (its
+# headers and libraries from PyTorch's nvidia.cudnn package, the frontend's carried in DEPS) it
+# also runs the cuDNN block kernel's test, the C API suite on cuDNN (capi_cuda_test.cudnn.*), the
+# ring's overhead on both kernel choices, the error against float64 at P = 1, 2, 4, 8 on both,
+# and the main job on cuDNN beside the kernel benchmark's SDPA peers. Logs go to $OUT (the
+# device tool's result folder) or ./gpu-engine-out; the last lines printed are a summary.
+# "quick": smaller rfa_run sizes.
 # Everything else goes under $GPU_CHECK_WORK (default /opt/rfa-gpu-check): the unpacked
 # packages, Kokkos' source, build and install, rfa's build and the JSON of the runs.
 set -uo pipefail
@@ -29,6 +35,8 @@ if [ "$mode" = prepare ]; then
   # CUDA 13: cudaGraphAddDependencies takes edge data; cudaMemPrefetchAsync a cudaMemLocation.
   sed -i -e 's/cudaGraphAddDependencies(graph, from, to, numDependencies)/cudaGraphAddDependencies(graph, from, to, nullptr, numDependencies)/' \
     -e 's/cudaMemPrefetchAsync(devPtr, count, dstDevice, m_stream)/cudaMemPrefetchAsync(devPtr, count, cudaMemLocation{cudaMemLocationTypeDevice, dstDevice}, 0, m_stream)/' \
+    -e 's/cudaMemPrefetchAsync(devPtr, count, dstDevice,$/cudaMemPrefetchAsync(devPtr, count, cudaMemLocation{cudaMemLocationTypeDevice, dstDevice}, 0,/' \
+    -e 's/cudaMemAdvise(devPtr, count, advice, device);/cudaMemAdvise(devPtr, count, advice, cudaMemLocation{cudaMemLocationTypeDevice, device});/' \
     "$instance"
   grep -q "nullptr, numDependencies" "$instance" && grep -q "cudaMemLocation{" "$instance" \
     || { echo "could not apply the CUDA 13 edits to $instance" >&2; exit 1; }
@@ -39,6 +47,7 @@ if [ "$mode" = prepare ]; then
     libevent-2.1-7 libevent-core-2.1-7 libevent-pthreads-2.1-7 libfabric1 libucx0 libibverbs1 librdmacm1 \
     libnl-3-200 libnl-route-3-200 libpsm2-2 libpsm-infinipath1 libgfortran5 libmunge2 libgtest-dev \
     libbenchmark-dev libbenchmark1debian)
+  bash "$here/scripts/fetch_cudnn_frontend.sh" "$deps" && rm -rf "$deps/_deps/wheels"
   du -sh "$deps"
   exit 0
 fi
@@ -86,7 +95,7 @@ finish() {
   echo "== summary ($(sed -n 2p "$results/device.txt"))"
   printf '  %s\n' "${status[@]}"
   # The main job's table and verdict lines, run by run.
-  [ -f "$results/rfa_run.log" ] && grep -E "^== |slowest rank|hidden|max error|TF/s" "$results/rfa_run.log"
+  [ -f "$results/rfa_run.log" ] && grep -E "^== |slowest rank|hidden|max error|TF/s|kernels|^ +[0-9]+ \|" "$results/rfa_run.log"
   [[ "${status[*]}" != *FAILED* ]]
   exit $?
 }
@@ -129,14 +138,28 @@ echo "NCCL: ${nccl_lib:-none}" | tee -a "$results/device.txt"
 build=$work/rfa-cuda-build
 targets=(capi_cuda_test rfa_cuda_kernel_test rfa_run rfa_example_cuda_c rfa_cuda_kernel_bench rfa_cuda_ring_step_bench)
 [ -n "$nccl_lib" ] && targets+=(comm_nccl_communicator_test)
+
+# cuDNN: its headers and libraries from PyTorch's nvidia.cudnn package, the frontend's carried.
+cudnn_flags=(-DRFA_ENABLE_CUDNN=OFF)
+fe_include=$deps/_deps/cudnn-frontend/include
+cudnn_dir=$(python3 -c 'import nvidia.cudnn; print(list(nvidia.cudnn.__path__)[0])' 2>/dev/null)
+if [ -f "$fe_include/cudnn_frontend.h" ] && [ -n "$cudnn_dir" ] && [ -f "$cudnn_dir/include/cudnn.h" ]; then
+  cudnn_flags=(-DRFA_ENABLE_CUDNN=ON -DCUDNN_FRONTEND_INCLUDE_DIR="$fe_include" -DCUDNN_INCLUDE_DIR="$cudnn_dir/include")
+  export LD_LIBRARY_PATH=$cudnn_dir/lib:$LD_LIBRARY_PATH  # libcudnn.so.9, loaded at run time
+  targets+=(rfa_cudnn_attention_test)
+else
+  cudnn_dir=""
+fi
+echo "cuDNN: ${cudnn_dir:-none}" | tee -a "$results/device.txt"
 log=build step configure cmake -S "$here" -B $build -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT=$kokkos \
   -DCMAKE_PREFIX_PATH=$prefix/usr -DMPI_C_COMPILER=$prefix/usr/bin/mpicc -DMPI_CXX_COMPILER=$prefix/usr/bin/mpicxx \
   -DMPIEXEC_EXECUTABLE=$prefix/usr/bin/mpiexec -DRFA_CUDA_ARCHITECTURES="$cap" -DRFA_ENABLE_HWLOC=OFF \
-  -DRFA_ENABLE_FORTRAN=OFF -DRFA_ENABLE_DOCS=OFF "${nccl_flags[@]}" || finish
+  -DRFA_ENABLE_FORTRAN=OFF -DRFA_ENABLE_DOCS=OFF "${nccl_flags[@]}" "${cudnn_flags[@]}" || finish
 step build cmake --build $build -j"$jobs" --target "${targets[@]}" || finish
 
 cd $build || finish
 step kernel_test ./kernels_cuda/rfa_cuda_kernel_test
+[ -n "$cudnn_dir" ] && log=kernel_test step cudnn_test ./kernels_cuda/rfa_cudnn_attention_test
 step ctest ctest --output-on-failure --timeout 90 -R "^(capi_cuda_test|example_cuda_c|comm_nccl_communicator_test)"
 # The engine with documents and a window under memcheck: the device copy of the boundaries,
 # the kernels reading them, the ring's skipped steps.
@@ -159,7 +182,33 @@ run_job rfa_run_window 4 --seq $seq --heads 16 --head-dim 128 --dtype bf16 --lay
   --window $((seq / 8)) --no-check --repeat 5
 [ -n "$nccl_lib" ] && log=rfa_run step rfa_run_nccl env RFA_TRANSPORT=nccl ./perf/ring/rfa_run --device cuda --seq 8192 \
   --heads 16 --head-dim 128 --dtype bf16 --layout zigzag --causal --check --json $work/rfa_run_nccl.json
-for name in rfa_run_checked rfa_run_causal rfa_run_window rfa_run_nccl; do
+if [ -n "$cudnn_dir" ]; then
+  # The ring's own overhead on one GPU (S=32768, H=16, causal, zigzag), both kernel choices.
+  for kernels in rfa cudnn; do
+    log=rfa_run step "ring_steps_$kernels" ./kernels_cuda/rfa_cuda_ring_step_bench --kernels $kernels --ranks 2,4,8 \
+      --json "$work/ring_steps_$kernels.json"
+  done
+  # The kernels against PyTorch's SDPA (flash and cuDNN backends) in the same run: the peers.
+  log=rfa_run step kernel_bench ./kernels_cuda/rfa_cuda_kernel_bench --json "$work/kernel_bench.json"
+  # Error against float64 at P = 1 (NCCL), 2, 4, 8 (staged MPI), both kernel choices.
+  for kernels in rfa cudnn; do
+    for ranks in 2 4 8; do
+      run_job "rfa_run_error_${kernels}_p$ranks" "$ranks" --kernels $kernels --seq 4096 --heads 8 --head-dim 128 \
+        --dtype bf16 --layout zigzag --causal --check --repeat 1 --no-overlap
+    done
+    [ -n "$nccl_lib" ] && log=rfa_run step "rfa_run_error_${kernels}_p1" env RFA_TRANSPORT=nccl ./perf/ring/rfa_run \
+      --device cuda --kernels $kernels --seq 4096 --heads 8 --head-dim 128 --dtype bf16 --layout zigzag --causal \
+      --check --repeat 1 --json "$work/rfa_run_error_${kernels}_p1.json"
+    # One rank at the shapes of the kernel benchmark, full and causal: rfa_forward / rfa_backward.
+    [ -n "$nccl_lib" ] && for mask in --causal --no-causal; do
+      log=rfa_run step "rfa_run_1rank_${kernels}${mask}" env RFA_TRANSPORT=nccl ./perf/ring/rfa_run --device cuda \
+        --kernels $kernels --batch 2 --seq 8192 --heads 16 --head-dim 128 --dtype bf16 $mask --no-check --repeat 10 \
+        --json "$work/rfa_run_1rank_${kernels}${mask}.json"
+    done
+  done
+fi
+for name in rfa_run_checked rfa_run_causal rfa_run_window rfa_run_nccl \
+            $(cd "$work" && ls rfa_run_error_* rfa_run_1rank_* ring_steps_* kernel_bench.json 2>/dev/null | sed 's/\.json$//'); do
   [ -f "$work/$name.json" ] && { echo "// $name"; cat "$work/$name.json"; }
 done >"$results/rfa_run_json.txt"
 # The regression suite's GPU parts on tiny problems (its result files and figures, not timings).

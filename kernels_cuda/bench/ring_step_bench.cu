@@ -13,8 +13,14 @@
 // single attention's time over the ring's sum (1.0: no overhead). CUDA events, median of
 // --iters runs after --warmup. Without a GPU: a message and exit 77.
 //
+// With --kernels cudnn (built when the cuDNN block kernel is), every block runs on cuDNN's fused
+// attention as CudnnBlockCompute runs it (rfa_cudnn_forward merging into the running out/lse,
+// rfa_cudnn_backward accumulating fp32 gradients), and the single attention is the same call
+// over the whole sequence.
+//
 // usage: rfa_cuda_ring_step_bench [--batch 1] [--heads 16] [--seq 32768] [--dim 128]
-//        [--ranks 2,4,8] [--dtype bf16|fp16] [--warmup 3] [--iters 10] [--json FILE]
+//        [--ranks 2,4,8] [--dtype bf16|fp16] [--kernels rfa|cudnn] [--warmup 3] [--iters 10]
+//        [--json FILE]
 // --json writes perf/'s result format (suite cuda_ring_step): one case per measurement, every
 // timed iteration a repetition, the efficiency as a counter.
 #include <algorithm>
@@ -30,6 +36,9 @@
 #include "bench_results.hpp"
 #include "rfa_cuda/flash.h"
 #include "test_support.cuh"
+#if RFA_RING_STEP_CUDNN
+#include "rfa_cuda/cudnn_attention.h"
+#endif
 
 using namespace rfa_cuda_test;
 
@@ -39,6 +48,7 @@ struct Options {
   int batch = 1, heads = 16, seq = 32768, dim = 128, warmup = 3, iters = 10;
   std::vector<int> ranks = {2, 4, 8};
   rfa_cuda_dtype dtype = RFA_CUDA_BF16;
+  bool cudnn = false;  // --kernels cudnn
   std::string json;
 };
 
@@ -59,6 +69,19 @@ Options parse(int argc, char** argv) {
     else if (a == "--iters") o.iters = std::atoi(v);
     else if (a == "--dtype") o.dtype = std::strcmp(v, "fp16") == 0 ? RFA_CUDA_FP16 : RFA_CUDA_BF16;
     else if (a == "--json") o.json = v;
+    else if (a == "--kernels") {
+      o.cudnn = std::strcmp(v, "cudnn") == 0;
+      if (!o.cudnn && std::strcmp(v, "rfa") != 0) {
+        std::fprintf(stderr, "--kernels must be rfa or cudnn\n");
+        std::exit(2);
+      }
+#if !RFA_RING_STEP_CUDNN
+      if (o.cudnn) {
+        std::fprintf(stderr, "--kernels cudnn: this build has no cuDNN block kernel (RFA_ENABLE_CUDNN)\n");
+        std::exit(2);
+      }
+#endif
+    }
     else if (a == "--ranks") {
       o.ranks.clear();
       std::stringstream list(v);
@@ -162,6 +185,44 @@ rfa_cuda_convert_params narrowing(const Options& o, int64_t rows, const float* s
   return c;
 }
 
+#if RFA_RING_STEP_CUDNN
+// The cuDNN context and one scratch buffer, grown to the largest plan seen.
+struct Cudnn {
+  rfa_cudnn_context* ctx = nullptr;
+  void* scratch = nullptr;
+  std::size_t bytes = 0;
+  void reserve(std::size_t need) {
+    if (need <= bytes) return;
+    if (scratch) RFA_TEST_CUDA(cudaFree(scratch));
+    RFA_TEST_CUDA(cudaMalloc(&scratch, need));
+    bytes = need;
+  }
+  ~Cudnn() {
+    if (scratch) cudaFree(scratch);
+    rfa_cudnn_destroy(ctx);
+  }
+};
+Cudnn* cudnn = nullptr;
+
+// One block forward on cuDNN, merged into f's out (fp32) and lse; plans on first use.
+void cudnn_forward(rfa_cuda_forward_params& f) {
+  f.merge = 1;
+  std::size_t need = 0;
+  RFA_TEST_CALL(rfa_cudnn_plan_forward(cudnn->ctx, &f, nullptr, &need));
+  cudnn->reserve(need);
+  RFA_TEST_CALL(rfa_cudnn_forward(cudnn->ctx, &f, nullptr, cudnn->scratch, cudnn->bytes, nullptr));
+}
+
+// One block backward on cuDNN from the final output `out`, accumulated into b's fp32 gradients.
+void cudnn_backward(const rfa_cuda_backward_params& b, const void* out) {
+  std::size_t need = 0;
+  RFA_TEST_CALL(rfa_cudnn_plan_backward(cudnn->ctx, &b, rfa_cuda_strides{}, nullptr, &need));
+  cudnn->reserve(need);
+  RFA_TEST_CALL(rfa_cudnn_backward(cudnn->ctx, &b, out, rfa_cuda_strides{}, nullptr, cudnn->scratch, cudnn->bytes,
+                                   nullptr));
+}
+#endif
+
 // One forward pass of all P ranks, one after another.
 void ring_forward(const Options& o, int P, Buffers& b, bool fused) {
   const int64_t L = o.seq / P;
@@ -177,6 +238,20 @@ void ring_forward(const Options& o, int P, Buffers& b, bool fused) {
       f.k = b.k.get();
       f.v = b.v.get();
       f.out_dtype = RFA_CUDA_FP32;
+#if RFA_RING_STEP_CUDNN
+      if (o.cudnn) {  // into out = 0, lse = -inf at the first block, as the engine starts
+        if (!seen) {
+          RFA_TEST_CALL(rfa_cuda_fill_fp32(b.acc.as_float(), 0.f, std::size_t(o.batch) * L * o.heads * o.dim, nullptr));
+          RFA_TEST_CALL(rfa_cuda_fill_fp32(b.block_lse.as_float(), -INFINITY, std::size_t(o.batch) * L * o.heads,
+                                           nullptr));
+        }
+        f.out = b.acc.get();
+        f.lse = b.block_lse.as_float();
+        cudnn_forward(f);
+        seen = true;
+        continue;
+      }
+#endif
       if (!seen || fused) {
         f.out = b.acc.get();
         f.lse = b.block_lse.as_float();  // the running lse of this rank
@@ -239,7 +314,12 @@ void ring_backward(const Options& o, int P, Buffers& b) {
       bp.dq = b.dq.get();
       bp.dk = b.dk.get();
       bp.dv = b.dv.get();
+#if RFA_RING_STEP_CUDNN
+      if (o.cudnn) cudnn_backward(bp, b.out.get());
+      else RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
+#else
       RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
+#endif
       if (s > 0) {  // the partial that arrived from upstream joins this step's contribution
         RFA_TEST_CALL(rfa_cuda_add_fp32(b.dk_in.as_float(), b.dk.as_float(), grad, nullptr));
         RFA_TEST_CALL(rfa_cuda_add_fp32(b.dv_in.as_float(), b.dv.as_float(), grad, nullptr));
@@ -262,8 +342,16 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   RFA_TEST_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf("%s: zigzag causal ring on one GPU, B=%d H=%d S=%d d=%d %s, median of %d\n", prop.name, o.batch,
-              o.heads, o.seq, o.dim, o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.iters);
+#if RFA_RING_STEP_CUDNN
+  Cudnn cudnn_state;
+  if (o.cudnn) {
+    RFA_TEST_CALL(rfa_cudnn_create(&cudnn_state.ctx));
+    cudnn = &cudnn_state;
+  }
+#endif
+  std::printf("%s: zigzag causal ring on one GPU, B=%d H=%d S=%d d=%d %s, %s kernels, median of %d\n", prop.name,
+              o.batch, o.heads, o.seq, o.dim, o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.cudnn ? "cuDNN" : "rfa",
+              o.iters);
 
   // The single attention over the whole sequence, as a training step runs it.
   Buffers whole(o, o.seq);
@@ -277,7 +365,21 @@ int main(int argc, char** argv) {
   f.out = whole.out.get();
   f.out_dtype = o.dtype;
   f.lse = whole.lse.as_float();
-  const std::vector<double> single_fwd_ms = samples_ms(o, [&] { RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr)); });
+  std::function<void()> single_forward = [&] { RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr)); };
+#if RFA_RING_STEP_CUDNN
+  rfa_cuda_forward_params single_cudnn = f;  // into fp32 out and lse, as the ring's blocks
+  single_cudnn.out = whole.acc.get();
+  single_cudnn.out_dtype = RFA_CUDA_FP32;
+  single_cudnn.lse = whole.block_lse.as_float();
+  if (o.cudnn) {
+    single_forward = [&] {
+      RFA_TEST_CALL(rfa_cuda_fill_fp32(whole.block_lse.as_float(), -INFINITY,
+                                       std::size_t(o.batch) * o.seq * o.heads, nullptr));
+      cudnn_forward(single_cudnn);
+    };
+  }
+#endif
+  const std::vector<double> single_fwd_ms = samples_ms(o, single_forward);
   const double single_fwd = median_of(single_fwd_ms);
   rfa_cuda_delta_params dp{};
   dp.batch = o.batch;
@@ -303,6 +405,12 @@ int main(int argc, char** argv) {
   bp.dk = whole.dk.get();
   bp.dv = whole.dv.get();
   const std::vector<double> single_bwd_ms = samples_ms(o, [&] {
+#if RFA_RING_STEP_CUDNN
+    if (o.cudnn) {
+      cudnn_backward(bp, whole.out.get());
+      return;
+    }
+#endif
     RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
     RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
   });
@@ -316,12 +424,14 @@ int main(int argc, char** argv) {
     m.name = name;
     m.ms = ms;
     m.flops = flops;
-    m.labels = {{"pass", pass}, {"mask", "causal"}, {"layout", "zigzag"}, {"ranks_on_one_gpu", std::to_string(P)}};
+    m.labels = {{"pass", pass}, {"mask", "causal"}, {"layout", "zigzag"}, {"ranks_on_one_gpu", std::to_string(P)},
+                {"kernels", o.cudnn ? "cudnn" : "rfa"}};
     if (efficiency > 0) m.counters = {{"efficiency", efficiency}};
     measured.push_back(m);
   };
-  add("cuda_ring_step/single/fwd", single_fwd_ms, fwd_flops, "forward", 1, 0);
-  add("cuda_ring_step/single/bwd", single_bwd_ms, 2.5 * fwd_flops, "backward", 1, 0);
+  const std::string prefix = o.cudnn ? "cuda_ring_step_cudnn" : "cuda_ring_step";
+  add(prefix + "/single/fwd", single_fwd_ms, fwd_flops, "forward", 1, 0);
+  add(prefix + "/single/bwd", single_bwd_ms, 2.5 * fwd_flops, "backward", 1, 0);
 
   std::printf("single causal attention: forward %.3f ms, backward %.3f ms\n", single_fwd, single_bwd);
   std::printf("%4s | %12s %6s | %12s %6s | %12s %6s\n", "P", "fwd fused ms", "eff", "fwd sep. ms", "eff",
@@ -329,10 +439,11 @@ int main(int argc, char** argv) {
   for (int P : o.ranks) {
     Buffers b(o, o.seq / P);
     const std::vector<double> fused_ms = samples_ms(o, [&] { ring_forward(o, P, b, true); });
-    const std::vector<double> separate_ms = samples_ms(o, [&] { ring_forward(o, P, b, false); });
+    // The separate merge is rfa's kernels' variant; cuDNN's path always merges one way.
+    const std::vector<double> separate_ms = samples_ms(o, [&] { ring_forward(o, P, b, o.cudnn); });
     const std::vector<double> backward_ms = samples_ms(o, [&] { ring_backward(o, P, b); });
     const double fused = median_of(fused_ms), separate = median_of(separate_ms), backward = median_of(backward_ms);
-    const std::string at = "cuda_ring_step/P" + std::to_string(P);
+    const std::string at = prefix + "/P" + std::to_string(P);
     add(at + "/fwd_fused", fused_ms, fwd_flops, "forward", P, single_fwd / fused);
     add(at + "/fwd_separate", separate_ms, fwd_flops, "forward", P, single_fwd / separate);
     add(at + "/bwd", backward_ms, 2.5 * fwd_flops, "backward", P, single_bwd / backward);

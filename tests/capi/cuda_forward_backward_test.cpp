@@ -124,6 +124,16 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   const int64_t B = o.batch, H = o.heads, Hkv = o.kv_heads, D = o.head_dim;
   rfa_context_t ctx = nullptr;
   ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  // The suite runs once per kernel choice (RFA_CUDA_KERNELS): the context reports what it runs.
+  const char* asked = std::getenv("RFA_CUDA_KERNELS");
+  rfa_options_t created;
+  rfa_options_init(&created);
+  ASSERT_RFA_OK(rfa_context_get_options(ctx, &created));
+  if (asked != nullptr && std::string(asked) == "cudnn") {
+    EXPECT_EQ(int(created.cuda_kernels), int(RFA_CUDA_KERNELS_CUDNN));
+  } else if (asked != nullptr && std::string(asked) == "rfa") {
+    EXPECT_EQ(int(created.cuda_kernels), int(RFA_CUDA_KERNELS_RFA));
+  }
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   ASSERT_RFA_OK(rfa_context_set_stream(ctx, stream));

@@ -103,6 +103,36 @@ check "a failed build: nonzero exit code" [ $rc -ne 0 ]
 check "a failed build: the first build step is named" grep -qE "kokkos \([0-9]+ s\) FAILED" "$tmp/out3.txt"
 check "a failed build: no test ran" [ ! -e "$tmp/out3/kernel_test.log" ]
 
+# 5. With cuDNN (PyTorch's nvidia.cudnn package and the carried frontend headers): the cuDNN
+#    block kernel is built, tested, and measured beside rfa's kernels, in the same few files.
+cudnn_pkg=$tmp/site/nvidia/cudnn
+mkdir -p "$cudnn_pkg/include" "$cudnn_pkg/lib" "$tmp/deps/_deps/cudnn-frontend/include"
+touch "$cudnn_pkg/include/cudnn.h" "$tmp/deps/_deps/cudnn-frontend/include/cudnn_frontend.h"
+cat >"$fakes/python3" <<FAKE
+#!/bin/bash
+case "\$*" in
+  *nvidia.cudnn*) echo "$cudnn_pkg" ;;
+  */perf/suite*) shift; echo "suite \$*" ;;
+  *) exit 1 ;;
+esac
+FAKE
+chmod +x "$fakes/python3"
+for prog in rfa_cudnn_attention_test rfa_cuda_ring_step_bench rfa_cuda_kernel_bench; do
+  printf '#!/bin/bash\necho "%s $*"\n' "$prog" >"$build/kernels_cuda/$prog"
+done
+chmod +x "$build"/kernels_cuda/*
+run_check "$tmp/out5"
+rc=$?
+check "with cuDNN: exit code 0" [ $rc -eq 0 ]
+check "with cuDNN: rfa is configured with it" grep -q "RFA_ENABLE_CUDNN=ON" "$tmp/out5/build.log"
+check "with cuDNN: its test runs" grep -qE "cudnn_test \([0-9]+ s\) ok" "$tmp/out5.txt"
+check "with cuDNN: the ring's overhead on both kernel choices" \
+  [ "$(grep -cE "ring_steps_(rfa|cudnn) \([0-9]+ s\) ok" "$tmp/out5.txt")" -eq 2 ]
+check "with cuDNN: the error at P = 2, 4, 8 on both kernel choices" \
+  [ "$(grep -c "rfa_run ranks=[248] transport=mpi --device cuda --kernels" "$tmp/out5/rfa_run.log")" -eq 6 ]
+check "with cuDNN: still few result files" [ "$(ls "$tmp/out5" | wc -l)" -le 8 ]
+check "without cuDNN (case 1): none of its steps" [ "$(grep -c "cudnn_test\|ring_steps_" "$tmp/out1.txt")" -eq 0 ]
+
 # 4. No arguments: the usage, exit code 2.
 bash "$script" >"$tmp/usage.txt" 2>&1
 rc=$?
