@@ -95,6 +95,18 @@ class PlotTest(unittest.TestCase):
             self.assertIsNone(plot.plot_strategies(runs, out))
             self.assertIsNone(plot.plot_kernels(runs, out))  # the CPU figure: no CPU kernels here
 
+    def test_ring_steps_of_both_block_kernels_are_separate_lines(self):
+        steps = [{"name": f"{prefix}/P{p}/bwd", "run_name": f"{prefix}/P{p}/bwd", "run_type": "iteration",
+                  "repetition_index": 0, "real_time": 20.0, "time_unit": "ms", "suite": "cuda_ring_step",
+                  "efficiency": e}
+                 for prefix, e in (("cuda_ring_step", 0.9), ("cuda_ring_step_cudnn", 0.95)) for p in (2, 4)]
+        runs = [("steps.json", {"suite": "cuda_ring_step", "ranks": "1", "device": "cuda"}, steps)]
+        series = plot.ring_step_series(runs)
+        self.assertEqual(sorted(series), ["cudnn bwd", "rfa bwd"])
+        self.assertAlmostEqual(series["cudnn bwd"][4][0], 0.95)
+        with tempfile.TemporaryDirectory() as out:
+            self.assertTrue(os.path.getsize(plot.plot_gpu_ring_steps(runs, out)) > 0)
+
     def test_errors_of_gpu_and_host_runs_are_separate_lines(self):
         host = run(2, ring_entries("main_job/fwd/zigzag", "ring", [10], [0.05], layout="zigzag", max_error=1e-3))
         gpu = ("gpu.json", {"suite": "ring", "ranks": "2", "device": "cuda"},
