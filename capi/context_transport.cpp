@@ -29,7 +29,7 @@ std::unique_ptr<comm::Communicator> make_context_communicator(MPI_Comm comm, int
   if (options.device == RFA_DEVICE_HOST) return comm::make_mpi_communicator(comm, ring_position, mpi_timeout(options));
   // Only reached when the engine supports CUDA (validate_options refuses it otherwise).
   // resolve_transport reads RFA_TRANSPORT on each rank: first make sure they all see one value.
-  collective::agreed_env(comm, "RFA_TRANSPORT");
+  collective::agreed_env(comm, Env::transport);
   comm::TransportChoice choice = comm::TransportChoice::automatic;
   collective::agree_on_failure(comm, [&] {
     const comm::TransportChoice option = options.transport == RFA_TRANSPORT_MPI    ? comm::TransportChoice::mpi

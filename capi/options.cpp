@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/documents.hpp"
+#include "core/environment.hpp"
 #include "core/error.hpp"
 #include "engine/ring_config.hpp"
 #include "core/enum_value.hpp"
@@ -52,12 +53,11 @@ rfa_cuda_kernels_t requested_cuda_kernels(rfa_cuda_kernels_t option) {
   require(v >= RFA_CUDA_KERNELS_DEFAULT && v <= RFA_CUDA_KERNELS_CUDNN, "options.cuda_kernels is ", v,
           ", not an rfa_cuda_kernels_t value");
   if (v != RFA_CUDA_KERNELS_DEFAULT) return rfa_cuda_kernels_t(v);
-  const char* env = std::getenv(kCudaKernelsEnv);
-  const std::string text = env ? env : "";
+  const std::string text = env_text(Env::cuda_kernels);
   if (text.empty() || text == "auto") return RFA_CUDA_KERNELS_AUTO;
   if (text == "rfa") return RFA_CUDA_KERNELS_RFA;
   if (text == "cudnn") return RFA_CUDA_KERNELS_CUDNN;
-  fail(RFA_ERROR_INVALID_ARGUMENT, kCudaKernelsEnv, " is '", text, "'; it must be auto, rfa or cudnn");
+  fail(RFA_ERROR_INVALID_ARGUMENT, env_name(Env::cuda_kernels), " is '", text, "'; it must be auto, rfa or cudnn");
 }
 
 rfa_value_checks_t resolve_value_checks(rfa_value_checks_t option) {
@@ -65,11 +65,10 @@ rfa_value_checks_t resolve_value_checks(rfa_value_checks_t option) {
   require(v == RFA_VALUE_CHECKS_DEFAULT || v == RFA_VALUE_CHECKS_OFF || v == RFA_VALUE_CHECKS_ON,
           "options.check_values is ", v, ", not an rfa_value_checks_t value");
   if (v != RFA_VALUE_CHECKS_DEFAULT) return rfa_value_checks_t(v);
-  const char* env = std::getenv(kCheckValuesEnv);
-  const std::string text = env ? env : "";
+  const std::string text = env_text(Env::check_values);
   if (text.empty() || text == "0") return RFA_VALUE_CHECKS_OFF;
   if (text == "1") return RFA_VALUE_CHECKS_ON;
-  fail(RFA_ERROR_INVALID_ARGUMENT, kCheckValuesEnv, " is '", text, "'; it must be 1 (check every call's tensors for "
+  fail(RFA_ERROR_INVALID_ARGUMENT, env_name(Env::check_values), " is '", text, "'; it must be 1 (check every call's tensors for "
        "NaN and infinity) or 0 (do not)");
 }
 

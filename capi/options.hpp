@@ -10,16 +10,10 @@
 namespace rfa {
 namespace capi {
 
-/// The environment variable that decides options.check_values when it is left at DEFAULT.
-constexpr const char* kCheckValuesEnv = "RFA_CHECK_VALUES";
-
 /// options.check_values as this rank resolves it: ON or OFF, from the option or, for DEFAULT,
 /// from RFA_CHECK_VALUES (unset or "0": off, "1": on). Throws RFA_ERROR_INVALID_ARGUMENT for
 /// any other value of either.
 rfa_value_checks_t resolve_value_checks(rfa_value_checks_t option);
-
-/// The environment variable that decides options.cuda_kernels when it is left at DEFAULT.
-constexpr const char* kCudaKernelsEnv = "RFA_CUDA_KERNELS";
 
 /// options.cuda_kernels as asked for on this rank: AUTO, RFA or CUDNN, from the option or, for
 /// DEFAULT, from RFA_CUDA_KERNELS (unset: auto). Throws RFA_ERROR_INVALID_ARGUMENT for any other

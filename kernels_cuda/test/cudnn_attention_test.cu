@@ -7,6 +7,7 @@
 // that cross a block refused with the reason. Without a GPU, or without a loadable cuDNN 9.6+,
 // it prints why and exits 77 (CTest: skipped).
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -148,7 +149,7 @@ int main() {
     std::printf("no CUDA device: skipping\n");
     return kSkipExitCode;
   }
-  if (rfa_cudnn_load() != RFA_CUDA_SUCCESS) {
+  if (rfa_cudnn_load(std::getenv("RFA_CUDNN_LIBRARY")) != RFA_CUDA_SUCCESS) {
     std::printf("no usable cuDNN: skipping (%s)\n", rfa_cuda_last_error_message());
     return kSkipExitCode;
   }

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "collective/agree_on_failure.hpp"
 
-#include <cstdlib>
-
 #include "collective/bounded_collectives.hpp"
 #include "collective/mpi_error.hpp"
+#include "core/environment.hpp"
 #include "core/error.hpp"
 
 namespace rfa::collective {
@@ -35,8 +34,9 @@ void agree_on_failure(MPI_Comm comm, const std::function<void()>& step) {
   throw Error(static_cast<rfa_result_t>(code), message + " (raised on rank " + std::to_string(first_failing) + ")");
 }
 
-std::string agreed_env(MPI_Comm comm, const char* name) {
-  const char* raw = std::getenv(name);
+std::string agreed_env(MPI_Comm comm, Env variable) {
+  const char* name = env_name(variable);
+  const char* raw = env_value(variable);
   const std::string mine = raw ? raw : "";
   int rank = 0;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/environment.hpp"
+
 namespace rfa::collective {
 
 /// Runs step on every rank of comm (collective). When it throws on any rank, every rank throws
@@ -20,7 +22,7 @@ void agree_on_failure(MPI_Comm comm, const std::function<void()>& step);
 
 /// The value of an environment variable, checked to be the same on every rank (collective).
 /// Throws RFA_ERROR_INVALID_USAGE on every rank when ranks see different values. "" when unset.
-std::string agreed_env(MPI_Comm comm, const char* name);
+std::string agreed_env(MPI_Comm comm, Env variable);
 
 /// Broadcasts a string from root; other ranks' strings are replaced.
 void broadcast_string(MPI_Comm comm, std::string& text, int root);

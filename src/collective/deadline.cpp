@@ -7,12 +7,13 @@
 #include <thread>
 #include <vector>
 
+#include "core/environment.hpp"
 #include "core/error.hpp"
 
 namespace rfa::collective {
 
 double timeout_from_environment() {
-  const char* text = std::getenv("RFA_TIMEOUT_S");
+  const char* text = env_value(Env::timeout_s);
   if (text == nullptr || *text == '\0') return kDefaultTimeoutSeconds;
   char* end = nullptr;
   const double value = std::strtod(text, &end);

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 
+#include "core/environment.hpp"
 #include "core/error.hpp"
 
 namespace rfa::comm {
@@ -17,7 +18,7 @@ const char* transport_name(TransportChoice t) {
 
 TransportChoice resolve_transport(TransportChoice option, bool nccl_built) {
   TransportChoice t = option;
-  if (const char* env = std::getenv("RFA_TRANSPORT"); env && *env) {
+  if (const char* env = env_value(Env::transport); env && *env) {
     const std::string v = env;
     if (v == "nccl") t = TransportChoice::nccl;
     else if (v == "mpi") t = TransportChoice::mpi;

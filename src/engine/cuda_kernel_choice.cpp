@@ -2,6 +2,7 @@
 #include "engine/cuda_kernel_choice.hpp"
 
 #include "comm/agreement.hpp"
+#include "core/environment.hpp"
 #include "core/error.hpp"
 #include "engine/engine_backends.hpp"
 #include "rfa/rfa_config.h"
@@ -26,7 +27,8 @@ const char* cuda_kernels_name(CudaKernels k) { return k == CudaKernels::cudnn ? 
 
 std::string cudnn_unavailable_reason() {
 #if RFA_ENGINE_CUDA && RFA_HAVE_CUDNN
-  if (rfa_cudnn_load() != RFA_CUDA_SUCCESS) return rfa_cuda_last_error_message();
+  if (rfa_cudnn_load(env_value(Env::cudnn_library)) != RFA_CUDA_SUCCESS)
+    return std::string(rfa_cuda_last_error_message()) + " (" + env_name(Env::cudnn_library) + " names the file)";
   return "";
 #elif RFA_HAVE_CUDNN
   return "this build's engine has no CUDA backend (rfa was built against a Kokkos without CUDA)";

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/environment.hpp"
+
 #if RFA_HOST_AMX
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -36,7 +38,7 @@ struct alignas(64) TileConfig {
 }  // namespace
 
 bool host_amx_bf16_enabled() {
-  const char* env = std::getenv("RFA_HOST_AMX");
+  const char* env = env_value(Env::host_amx);
   if (env != nullptr && std::strcmp(env, "0") == 0) return false;
   return tile_state_granted();
 }

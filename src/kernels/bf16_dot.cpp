@@ -5,13 +5,15 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/environment.hpp"
+
 namespace rfa {
 namespace kernels {
 
 #if RFA_HOST_BF16_PAIRS
 
 bool host_bf16_dot_enabled() {
-  const char* env = std::getenv("RFA_HOST_BF16_DOT");
+  const char* env = env_value(Env::host_bf16_dot);
   return env == nullptr || std::strcmp(env, "0") != 0;
 }
 

@@ -9,6 +9,7 @@
 #include "collective/agree_on_failure.hpp"
 #include "collective/bounded_collectives.hpp"
 #include "collective/mpi_error.hpp"
+#include "core/environment.hpp"
 #include "core/error.hpp"
 #include "topology/gather_keys.hpp"
 #include "topology/local_key.hpp"
@@ -30,13 +31,13 @@ std::vector<int> read_order_file(MPI_Comm comm, int rank, int size, const std::s
 }
 
 void write_dump(MPI_Comm comm, int rank, const RingOrder& ring) {
-  const std::string path = rank == 0 && std::getenv(kTopoDumpEnv) ? std::getenv(kTopoDumpEnv) : "";
+  const std::string path = rank == 0 ? env_text(Env::topo_dump) : "";
   collective::agree_on_failure(comm, [&] {
     if (path.empty()) return;
     std::ofstream out(path);
     out << to_json(ring) << '\n';
     out.close();
-    require(out.good(), "rfa topology: cannot write ", kTopoDumpEnv, " file '", path, "'");
+    require(out.good(), "rfa topology: cannot write ", env_name(Env::topo_dump), " file '", path, "'");
   });
 }
 
@@ -71,7 +72,7 @@ RingOrder choose_ring_order(MPI_Comm comm, const RingOrderOptions& options) {
   // The variable is read (and checked to agree across ranks) only when it can matter.
   const bool env_matters = options.policy == RFA_RING_ORDER_DEFAULT ||
                            (options.policy == RFA_RING_ORDER_FILE && options.order_file.empty());
-  const std::string env_value = env_matters ? collective::agreed_env(comm, kRingOrderEnv) : "";
+  const std::string env_value = env_matters ? collective::agreed_env(comm, Env::ring_order) : "";
   PolicyChoice choice;
   collective::agree_on_failure(comm, [&] { choice = resolve_policy(options.policy, env_value, options.order_file); });
 

@@ -6,6 +6,7 @@
 
 #include "collective/bounded_collectives.hpp"
 #include "collective/mpi_error.hpp"
+#include "core/environment.hpp"
 #include "core/error.hpp"
 
 namespace rfa::topology {
@@ -45,7 +46,7 @@ int local_rank(MPI_Comm comm) {
     MPI_Comm_free(&node);
     return node_rank;
   }
-  const char* slurm = std::getenv("SLURM_LOCALID");
+  const char* slurm = env_value(Env::slurm_localid);
   if (slurm && *slurm) {
     char* end = nullptr;
     long value = std::strtol(slurm, &end, 10);

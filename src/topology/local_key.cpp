@@ -3,24 +3,16 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <string>
 
+#include "core/environment.hpp"
 #include "core/error.hpp"
 #include "topology/hwloc_probe.hpp"
 
 namespace rfa::topology {
-namespace {
-
-std::string env_or_empty(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
-
-}  // namespace
 
 std::string local_host_name() {
-  std::string override_name = env_or_empty(kTestHostnameEnv);
+  std::string override_name = env_text(Env::test_hostname);
   if (!override_name.empty()) return override_name;
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0) fail(RFA_ERROR_INTERNAL, "rfa topology: gethostname failed");
@@ -32,7 +24,7 @@ RankKey make_local_key(const LocalKeyOptions& options) {
   set_host(key, local_host_name());
   const std::string bus_id = normalize_pci_bus_id(options.gpu_pci_bus_id);
   set_field(key.pci_bus_id, bus_id);
-  set_field(key.slurm_topology_addr, env_or_empty(kSlurmTopologyAddrEnv));
+  set_field(key.slurm_topology_addr, env_text(Env::slurm_topology_addr));
 
   if (!options.use_hwloc) return key;
   const HwlocPlacement placement = probe_hwloc(bus_id);

@@ -8,14 +8,6 @@
 
 namespace rfa::topology {
 
-/// Environment variable that replaces the host name in the key. TEST-ONLY: it lets one machine
-/// pretend to be several nodes under mpiexec. Never set it in a real job: ranks that share a
-/// node but claim different hosts get a ring that crosses the "node" boundaries needlessly.
-inline constexpr const char* kTestHostnameEnv = "RFA_TEST_HOSTNAME";
-
-/// Slurm's address of the node in the network topology (topology/tree plugin), e.g. "s0.s3.n12".
-inline constexpr const char* kSlurmTopologyAddrEnv = "SLURM_TOPOLOGY_ADDR";
-
 struct LocalKeyOptions {
   /// PCI bus id of the GPU this rank drives (from cudaDeviceGetPCIBusId or NVML), "" for none.
   std::string gpu_pci_bus_id;
@@ -29,6 +21,8 @@ struct LocalKeyOptions {
 RankKey make_local_key(const LocalKeyOptions& options = {});
 
 /// The host name this rank reports: RFA_TEST_HOSTNAME when set and non-empty, else gethostname().
+/// The override lets one machine pretend to be several nodes in the tests; a real job that sets
+/// it gets a ring that crosses the pretended node boundaries needlessly.
 std::string local_host_name();
 
 }  // namespace rfa::topology

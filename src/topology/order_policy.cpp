@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/environment.hpp"
 #include "core/error.hpp"
 
 namespace rfa::topology {
@@ -32,8 +33,8 @@ PolicyChoice resolve_policy(rfa_ring_order_t requested, const std::string& env_v
       return {RFA_RING_ORDER_TOPOLOGY, ""};
     case RFA_RING_ORDER_FILE: {
       std::string file = explicit_file.empty() && env_names_file ? env_value.substr(kFilePrefix.size()) : explicit_file;
-      require(!file.empty(), "rfa topology: ring order policy FILE needs a path: set ", kRingOrderEnv,
-              "=file:PATH (", kRingOrderEnv, " is '", env_value, "')");
+      require(!file.empty(), "rfa topology: ring order policy FILE needs a path: set ", env_name(Env::ring_order),
+              "=file:PATH (", env_name(Env::ring_order), " is '", env_value, "')");
       return {RFA_RING_ORDER_FILE, file};
     }
     case RFA_RING_ORDER_DEFAULT:
@@ -45,10 +46,10 @@ PolicyChoice resolve_policy(rfa_ring_order_t requested, const std::string& env_v
   if (env_value == "identity") return {RFA_RING_ORDER_IDENTITY, ""};
   if (env_names_file) {
     std::string file = env_value.substr(kFilePrefix.size());
-    require(!file.empty(), "rfa topology: ", kRingOrderEnv, "=file: needs a path (file:PATH)");
+    require(!file.empty(), "rfa topology: ", env_name(Env::ring_order), "=file: needs a path (file:PATH)");
     return {RFA_RING_ORDER_FILE, file};
   }
-  fail(RFA_ERROR_INVALID_ARGUMENT, "rfa topology: ", kRingOrderEnv, "='", env_value,
+  fail(RFA_ERROR_INVALID_ARGUMENT, "rfa topology: ", env_name(Env::ring_order), "='", env_value,
        "' is not one of identity, topo, file:PATH");
 }
 

@@ -10,12 +10,6 @@
 
 namespace rfa::topology {
 
-/// RFA_RING_ORDER = identity | topo | file:PATH. Read only when the policy is DEFAULT (and, for
-/// policy FILE without an explicit path, for the path).
-inline constexpr const char* kRingOrderEnv = "RFA_RING_ORDER";
-/// RFA_TOPO_DUMP = PATH: rank 0 writes the keys and the chosen order there as JSON.
-inline constexpr const char* kTopoDumpEnv = "RFA_TOPO_DUMP";
-
 /// A resolved policy: never DEFAULT; file is set exactly when policy is FILE.
 struct PolicyChoice {
   rfa_ring_order_t policy = RFA_RING_ORDER_TOPOLOGY;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/environment.hpp"
 #include "core/error.hpp"
 #include "scoped_env.hpp"
 #include "topology/choose_ring_order.hpp"
@@ -106,7 +107,7 @@ std::string as_lines(const std::vector<int>& order) {
 }
 
 TEST(ChooseRingOrder, EveryRankComputesTheSameTopologyOrder) {
-  ScopedEnv no_fake(kTestHostnameEnv, nullptr);
+  ScopedEnv no_fake(env_name(Env::test_hostname), nullptr);
   const RingOrder ring = choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_TOPOLOGY);
   ASSERT_EQ(static_cast<int>(ring.order.size()), world_size());
   EXPECT_TRUE(is_single_cycle(ring.order));
@@ -127,7 +128,7 @@ TEST(ChooseRingOrder, RanksPretendingToLiveOnTwoHosts) {
   // TEST-ONLY host override: even ranks on "fakenode10", odd ranks on "fakenode2".
   // Natural order puts fakenode2 (the odd ranks) first.
   const int rank = world_rank(), size = world_size();
-  ScopedEnv fake(kTestHostnameEnv, rank % 2 ? "fakenode2" : "fakenode10");
+  ScopedEnv fake(env_name(Env::test_hostname), rank % 2 ? "fakenode2" : "fakenode10");
   const RingOrder ring = choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_TOPOLOGY);
 
   std::vector<int> expected;
@@ -147,7 +148,7 @@ TEST(ChooseRingOrder, RanksPretendingToLiveOnTwoHosts) {
 }
 
 TEST(ChooseRingOrder, IdentityPolicyAndEnvironment) {
-  ScopedEnv identity(kRingOrderEnv, "identity");
+  ScopedEnv identity(env_name(Env::ring_order), "identity");
   RingOrder ring = choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT);
   EXPECT_EQ(ring.policy_used, RFA_RING_ORDER_IDENTITY);
   EXPECT_EQ(ring.order, identity_order(world_size()));
@@ -162,14 +163,14 @@ TEST(ChooseRingOrder, FileFromEnvironmentAndFromOptions) {
   SharedTempFile file("good");
   file.write("# reversed ring\n" + as_lines(reversed_order(size)));
   {
-    ScopedEnv from_env(kRingOrderEnv, "file:" + file.path());
+    ScopedEnv from_env(env_name(Env::ring_order), "file:" + file.path());
     const RingOrder ring = choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT);
     EXPECT_EQ(ring.policy_used, RFA_RING_ORDER_FILE);
     EXPECT_EQ(ring.order, reversed_order(size));
     EXPECT_EQ(ring.position, size - 1 - world_rank());
     EXPECT_EQ(ring.order_file, file.path());
   }
-  ScopedEnv unset(kRingOrderEnv, nullptr);
+  ScopedEnv unset(env_name(Env::ring_order), nullptr);
   RingOrderOptions options;
   options.policy = RFA_RING_ORDER_FILE;
   options.order_file = file.path();
@@ -189,11 +190,11 @@ TEST(ChooseRingOrder, BadFilesFailOnEveryRank) {
   SharedTempFile file("bad");
   for (const auto& [text, complaint] : bad_files) {
     file.write(text);
-    ScopedEnv env(kRingOrderEnv, "file:" + file.path());
+    ScopedEnv env(env_name(Env::ring_order), "file:" + file.path());
     expect_error_on_every_rank(RFA_ERROR_INVALID_ARGUMENT,
                                [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT); }, complaint);
   }
-  ScopedEnv missing(kRingOrderEnv, "file:/nonexistent/rfa-ring.txt");
+  ScopedEnv missing(env_name(Env::ring_order), "file:/nonexistent/rfa-ring.txt");
   expect_error_on_every_rank(RFA_ERROR_INVALID_ARGUMENT,
                              [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT); },
                              "/nonexistent/rfa-ring.txt");
@@ -201,18 +202,18 @@ TEST(ChooseRingOrder, BadFilesFailOnEveryRank) {
 
 TEST(ChooseRingOrder, BadEnvironmentValuesFailOnEveryRank) {
   for (const char* bad : {"bogus", "file:", "TOPO"}) {
-    ScopedEnv env(kRingOrderEnv, bad);
+    ScopedEnv env(env_name(Env::ring_order), bad);
     expect_error_on_every_rank(RFA_ERROR_INVALID_ARGUMENT,
                                [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT); }, "RFA_RING_ORDER");
   }
-  ScopedEnv unset(kRingOrderEnv, nullptr);
+  ScopedEnv unset(env_name(Env::ring_order), nullptr);
   expect_error_on_every_rank(RFA_ERROR_INVALID_ARGUMENT,
                              [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_FILE); }, "needs a path");
 }
 
 TEST(ChooseRingOrder, EnvironmentThatDiffersBetweenRanksFailsOnEveryRank) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
-  ScopedEnv env(kRingOrderEnv, world_rank() == 1 ? "identity" : "topo");
+  ScopedEnv env(env_name(Env::ring_order), world_rank() == 1 ? "identity" : "topo");
   expect_error_on_every_rank(RFA_ERROR_INVALID_USAGE,
                              [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT); }, "differs between ranks");
 }
@@ -234,7 +235,7 @@ TEST(ChooseRingOrder, BadPciBusIdOnOneRankFailsOnEveryRank) {
 TEST(ChooseRingOrder, DumpWritesKeysAndOrderFromRankZero) {
   SharedTempFile dump("dump");
   {
-    ScopedEnv env(kTopoDumpEnv, dump.path());
+    ScopedEnv env(env_name(Env::topo_dump), dump.path());
     choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_IDENTITY);
   }
   if (world_rank() == 0) {
@@ -246,7 +247,7 @@ TEST(ChooseRingOrder, DumpWritesKeysAndOrderFromRankZero) {
     EXPECT_NE(json.find("\"size\": " + std::to_string(world_size())), std::string::npos) << json;
     EXPECT_NE(json.find("\"rank\": " + std::to_string(world_size() - 1)), std::string::npos) << json;
   }
-  ScopedEnv unwritable(kTopoDumpEnv, "/nonexistent/dir/topo.json");
+  ScopedEnv unwritable(env_name(Env::topo_dump), "/nonexistent/dir/topo.json");
   expect_error_on_every_rank(RFA_ERROR_INVALID_ARGUMENT,
                              [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_IDENTITY); }, "topo.json");
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/environment.hpp"
 #include "core/error.hpp"
 #include "rfa/rfa_config.h"
 #include "scoped_env.hpp"
@@ -28,7 +29,7 @@ std::string real_host_name() {
 }
 
 TEST(LocalKey, CarriesHostNameAndHash) {
-  ScopedEnv no_override(kTestHostnameEnv, nullptr);
+  ScopedEnv no_override(env_name(Env::test_hostname), nullptr);
   const RankKey key = make_local_key();
   EXPECT_EQ(std::string(key.host), real_host_name().substr(0, RankKey::kHostCapacity - 1));
   EXPECT_EQ(key.host_hash, host_hash(real_host_name()));
@@ -36,16 +37,16 @@ TEST(LocalKey, CarriesHostNameAndHash) {
 }
 
 TEST(LocalKey, TestHostnameOverrideReplacesTheHost) {
-  ScopedEnv fake(kTestHostnameEnv, "pretend-node7");
+  ScopedEnv fake(env_name(Env::test_hostname), "pretend-node7");
   const RankKey key = make_local_key({"", false});
   EXPECT_STREQ(key.host, "pretend-node7");
   EXPECT_EQ(key.host_hash, host_hash("pretend-node7"));
 }
 
 TEST(LocalKey, SlurmTopologyAddressIsRecorded) {
-  ScopedEnv addr(kSlurmTopologyAddrEnv, "s0.s3.node12");
+  ScopedEnv addr(env_name(Env::slurm_topology_addr), "s0.s3.node12");
   EXPECT_STREQ(make_local_key({"", false}).slurm_topology_addr, "s0.s3.node12");
-  ScopedEnv unset(kSlurmTopologyAddrEnv, nullptr);
+  ScopedEnv unset(env_name(Env::slurm_topology_addr), nullptr);
   EXPECT_STREQ(make_local_key({"", false}).slurm_topology_addr, "");
 }
 

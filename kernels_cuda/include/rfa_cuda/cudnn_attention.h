@@ -8,7 +8,7 @@
  * (a document boundary inside the block, a 32-bit dtype), rfa_cudnn_plan_forward() and _backward() say so and the
  * caller runs the block on rfa_cuda_flash_* instead: never a different mask.
  *
- * cuDNN is loaded at run time (dlopen of libcudnn.so.9, or the file RFA_CUDNN_LIBRARY names):
+ * cuDNN is loaded at run time (dlopen of libcudnn.so.9, or the file rfa_cudnn_load() names):
  * one build runs with or without cuDNN installed. Graphs and execution plans are built once
  * per band shape and kept in the context; a call after the first of a shape builds nothing.
  *
@@ -35,10 +35,11 @@ extern "C" {
  * the cuDNN frontend refuses 9.10.0 and 9.10.1 for bf16/fp16 attention). */
 #define RFA_CUDNN_MIN_VERSION 91002
 
-/* Loads cuDNN once per process (later calls return the first result). RFA_CUDA_SUCCESS when a
- * cuDNN of at least RFA_CUDNN_MIN_VERSION loaded; otherwise RFA_CUDA_ERROR_UNSUPPORTED with the
- * reason (not found, too old) in the message. Needs no GPU. */
-rfa_cuda_status rfa_cudnn_load(void);
+/* Loads cuDNN once per process (later calls return the first result, whatever file they name):
+ * `library_file` (a path or a name the loader searches), or libcudnn.so.9 when it is NULL or "".
+ * RFA_CUDA_SUCCESS when a cuDNN of at least RFA_CUDNN_MIN_VERSION loaded; otherwise
+ * RFA_CUDA_ERROR_UNSUPPORTED with the reason (not found, too old) in the message. Needs no GPU. */
+rfa_cuda_status rfa_cudnn_load(const char* library_file);
 
 /* The loaded cuDNN's version (cudnnGetVersion, e.g. 91900 for 9.19.0), 0 when none loaded. */
 int64_t rfa_cudnn_version(void);

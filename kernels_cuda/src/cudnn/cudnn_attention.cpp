@@ -465,14 +465,14 @@ using namespace rfa_cuda::cudnn;
 
 extern "C" {
 
-rfa_cuda_status rfa_cudnn_load(void) { return load_library(); }
+rfa_cuda_status rfa_cudnn_load(const char* library_file) { return load_library(library_file); }
 
 int64_t rfa_cudnn_version(void) { return loaded_version(); }
 
 rfa_cuda_status rfa_cudnn_create(rfa_cudnn_context** context) {
   if (context == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "rfa_cudnn_create: context is NULL");
   *context = nullptr;
-  RFA_CUDA_TRY(load_library());
+  RFA_CUDA_TRY(load_library(nullptr));
   return guarded("create", [&]() -> rfa_cuda_status {
     auto made = std::make_unique<rfa_cudnn_context>();
     const cudnnStatus_t status = fe::detail::create_handle(&made->handle);

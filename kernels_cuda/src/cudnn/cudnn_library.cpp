@@ -3,7 +3,7 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
+#include <atomic>
 #include <mutex>
 #include <string>
 
@@ -29,17 +29,16 @@ std::string version_text(std::int64_t v) {
   return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
 }
 
-LoadResult open_cudnn() {
+LoadResult open_cudnn(const char* file) {
   LoadResult r;
-  const char* chosen = std::getenv("RFA_CUDNN_LIBRARY");
-  const std::string name = chosen != nullptr && *chosen != '\0' ? chosen : "libcudnn.so.9";
+  const std::string name = file != nullptr && *file != '\0' ? file : "libcudnn.so.9";
   dlerror();
   void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
     r.message = "cuDNN is not available: dlopen(" + name + ") failed (" + (why ? why : "no reason given") +
                 "); install cuDNN 9 (for example the PyPI package nvidia-cudnn-cu13) and put its lib folder on "
-                "LD_LIBRARY_PATH, or name the library file in RFA_CUDNN_LIBRARY";
+                "LD_LIBRARY_PATH, or load it by its file name";
     return r;
   }
   using GetVersion = std::size_t (*)();
@@ -63,22 +62,27 @@ LoadResult open_cudnn() {
   return r;
 }
 
-const LoadResult& loaded() {
-  static std::once_flag once;
-  static LoadResult result;
-  std::call_once(once, [] { result = open_cudnn(); });
-  return result;
+std::once_flag load_once;
+LoadResult load_result;               // written once, by the first load_library()
+std::atomic<bool> load_done{false};  // load_result is final
+
+const LoadResult& loaded(const char* file) {
+  std::call_once(load_once, [file] {
+    load_result = open_cudnn(file);
+    load_done.store(true, std::memory_order_release);
+  });
+  return load_result;
 }
 
 }  // namespace
 
-rfa_cuda_status load_library() {
-  const LoadResult& r = loaded();
+rfa_cuda_status load_library(const char* file) {
+  const LoadResult& r = loaded(file);
   if (r.status != RFA_CUDA_SUCCESS) return detail::fail(r.status, "%s", r.message.c_str());
   return RFA_CUDA_SUCCESS;
 }
 
-std::int64_t loaded_version() { return loaded().version; }
+std::int64_t loaded_version() { return load_done.load(std::memory_order_acquire) ? load_result.version : 0; }
 
 }  // namespace cudnn
 }  // namespace rfa_cuda

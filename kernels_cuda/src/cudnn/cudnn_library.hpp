@@ -11,11 +11,11 @@
 namespace rfa_cuda {
 namespace cudnn {
 
-/// Opens cuDNN once per process: the file RFA_CUDNN_LIBRARY names, else libcudnn.so.9 on the
-/// loader's search path. RFA_CUDA_ERROR_UNSUPPORTED, with the reason as the thread's message,
-/// when it is missing, lacks cudnnGetVersion or is older than RFA_CUDNN_MIN_VERSION; the
-/// result of the first call is kept (and its message repeated) for every later one.
-rfa_cuda_status load_library();
+/// Opens cuDNN once per process: `file` (nullptr or "": libcudnn.so.9 on the loader's search
+/// path). RFA_CUDA_ERROR_UNSUPPORTED, with the reason as the thread's message, when it is
+/// missing, lacks cudnnGetVersion or is older than RFA_CUDNN_MIN_VERSION; the result of the
+/// first call is kept (and its message repeated) for every later one, whatever file it names.
+rfa_cuda_status load_library(const char* file);
 
 /// The loaded cuDNN's cudnnGetVersion(), 0 when none is loaded.
 std::int64_t loaded_version();

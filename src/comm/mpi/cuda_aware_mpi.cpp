@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/environment.hpp"
+
 #if defined(__has_include)
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>
@@ -15,7 +17,7 @@
 namespace rfa::comm {
 
 bool mpi_is_cuda_aware() {
-  const char* env = std::getenv("RFA_MPI_CUDA_AWARE");
+  const char* env = env_value(Env::mpi_cuda_aware);
   if (env && std::strcmp(env, "0") == 0) return false;
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
   return MPIX_Query_cuda_support() == 1;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "core/environment.hpp"
 #include "core/error.hpp"
 
 namespace rfa::comm::nccl {
@@ -19,7 +20,7 @@ double parse_timeout_seconds(const char* text, const char* source) {
 
 double resolve_timeout_seconds(double requested) {
   if (requested > 0) return requested;
-  return parse_timeout_seconds(std::getenv("RFA_NCCL_TIMEOUT_S"), "RFA_NCCL_TIMEOUT_S");
+  return parse_timeout_seconds(env_value(Env::nccl_timeout_s), env_name(Env::nccl_timeout_s));
 }
 
 }  // namespace rfa::comm::nccl

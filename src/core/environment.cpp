@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "core/environment.hpp"
+
+#include <cstdlib>
+
+#include "core/error.hpp"
+
+namespace rfa {
+namespace {
+
+const EnvVariable kRegistry[] = {
+    {Env::ring_order, "RFA_RING_ORDER", "librfa", "`topo`",
+     "`identity`, `topo` or `file:PATH`: overrides `options.ring_order` when it is left at its default; must be "
+     "alike on every rank"},
+    {Env::topo_dump, "RFA_TOPO_DUMP", "librfa", "no file",
+     "rank 0 writes the topology keys and the chosen ring order to this JSON file"},
+    {Env::timeout_s, "RFA_TIMEOUT_S", "librfa", "`600`",
+     "the deadline, in seconds, of every blocking MPI operation when `options.timeout_s` is 0 (`0`: none)"},
+    {Env::check_values, "RFA_CHECK_VALUES", "librfa", "`0`",
+     "`1`: check every call's inputs and outputs for NaN and infinity when `options.check_values` is left at "
+     "its default; `0`: no checks"},
+    {Env::cuda_kernels, "RFA_CUDA_KERNELS", "librfa (CUDA contexts)", "`auto`",
+     "`auto`, `rfa` or `cudnn`: what the ring steps of a CUDA context run on when `options.cuda_kernels` is left "
+     "at its default (`auto`: cuDNN when every rank loads it)"},
+    {Env::cudnn_library, "RFA_CUDNN_LIBRARY", "librfa (cuDNN kernels)", "`libcudnn.so.9`",
+     "the cuDNN library file to load, instead of `libcudnn.so.9` from the loader's search path"},
+    {Env::nccl_timeout_s, "RFA_NCCL_TIMEOUT_S", "librfa (NCCL)", "`300`",
+     "how long, in seconds, an NCCL operation may take before the communicator is aborted"},
+    {Env::transport, "RFA_TRANSPORT", "librfa (CUDA contexts)", "`nccl` where built with NCCL, else `mpi`",
+     "`nccl` or `mpi`: overrides `options.transport`; alike on every rank"},
+    {Env::mpi_cuda_aware, "RFA_MPI_CUDA_AWARE", "librfa (CUDA contexts)", "what MPI reports",
+     "`0` stages device buffers through host memory even when MPI says it is CUDA-aware"},
+    {Env::host_amx, "RFA_HOST_AMX", "librfa", "`1`",
+     "`0` keeps bf16 off the AMX tiles even where the build and CPU have them: it then runs on AVX512-BF16 dot "
+     "products where `RFA_HOST_BF16_DOT` allows, else on the portable host kernels"},
+    {Env::host_bf16_dot, "RFA_HOST_BF16_DOT", "librfa", "`1`",
+     "`0` keeps bf16 off AVX512-BF16 dot products (the portable host kernels, fp32 accuracy in the backward "
+     "too) even where the build and CPU have them"},
+    {Env::slurm_localid, "SLURM_LOCALID", "librfa", "`0`",
+     "the node-local rank when MPI cannot tell it (before `MPI_Init`)"},
+    {Env::slurm_topology_addr, "SLURM_TOPOLOGY_ADDR", "librfa", "no switch path",
+     "the switch path of this node, used to order the ring across switches"},
+    {Env::test_hostname, "RFA_TEST_HOSTNAME", "librfa (tests only)", "the real host name",
+     "a host name that replaces the real one in the ring-order tests"},
+};
+constexpr std::size_t kCount = sizeof kRegistry / sizeof kRegistry[0];
+
+}  // namespace
+
+const EnvVariable* env_registry(std::size_t* count) {
+  *count = kCount;
+  return kRegistry;
+}
+
+const EnvVariable& env_variable(Env id) {
+  for (const EnvVariable& v : kRegistry)
+    if (v.id == id) return v;
+  fail(RFA_ERROR_INTERNAL, "environment variable ", int(id), " is not in the registry");
+}
+
+const char* env_name(Env id) { return env_variable(id).name; }
+
+const char* env_value(Env id) { return std::getenv(env_variable(id).name); }
+
+std::string env_text(Env id) {
+  const char* v = env_value(id);
+  return v ? v : "";
+}
+
+}  // namespace rfa

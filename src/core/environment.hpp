@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The one registry of the environment variables the library reads: each one's name, the part of
+// librfa that reads it, what applies when it is unset and what it does. Library code (src/, capi/)
+// reads them only through env_value(), and docs/environment.md's library table must repeat this
+// registry row for row (tests/readme/env_table_test.py, fed by rfa_env_registry_dump). Variables
+// of the tools (quickstart.sh, benchmarks, Slurm templates) are theirs and listed in the docs.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace rfa {
+
+enum class Env {
+  ring_order,
+  topo_dump,
+  timeout_s,
+  check_values,
+  cuda_kernels,
+  cudnn_library,
+  nccl_timeout_s,
+  transport,
+  mpi_cuda_aware,
+  host_amx,
+  host_bf16_dot,
+  slurm_localid,
+  slurm_topology_addr,
+  test_hostname,
+};
+
+struct EnvVariable {
+  Env id;
+  const char* name;     ///< "RFA_TIMEOUT_S"
+  const char* readers;  ///< "librfa", "librfa (NCCL)", ...
+  const char* fallback;  ///< what applies when it is unset, as the docs table shows it
+  const char* meaning;  ///< one line, as docs/environment.md shows it
+};
+
+/// Every registered variable, in the order of docs/environment.md's table.
+const EnvVariable* env_registry(std::size_t* count);
+
+/// The registry's entry of `id`.
+const EnvVariable& env_variable(Env id);
+
+/// The variable's name ("RFA_TIMEOUT_S"), for messages and tests.
+const char* env_name(Env id);
+
+/// The variable's value, or nullptr when it is unset.
+const char* env_value(Env id);
+
+/// The variable's value, or "" when it is unset.
+std::string env_text(Env id);
+
+}  // namespace rfa
