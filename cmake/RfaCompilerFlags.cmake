@@ -3,6 +3,13 @@
 add_library(rfa_build_flags INTERFACE)
 target_compile_options(rfa_build_flags INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+# CI builds with it: a warning in rfa's own C, C++ and CUDA host code fails the build. (nvcc's
+# own device-code diagnostics, and those of dependencies' headers, are not rfa's and stay
+# warnings.)
+option(RFA_WARNINGS_AS_ERRORS "Treat compiler warnings in rfa's code as errors" OFF)
+if(RFA_WARNINGS_AS_ERRORS)
+  target_compile_options(rfa_build_flags INTERFACE $<$<COMPILE_LANGUAGE:C,CXX>:-Werror>)
+endif()
 
 if(RFA_ENABLE_NATIVE)
   include(CheckCXXCompilerFlag)
