@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The set of live contexts: a handle that was destroyed, or never came from
-// rfa_context_create, is an error with a message instead of undefined behaviour (issue #14).
+// rfa_context_create, is an error with a message instead of undefined behaviour.
 // Looking a handle up costs a mutex and a hash lookup, nothing next to a collective call.
 #include <mutex>
 #include <unordered_set>

@@ -24,7 +24,7 @@ target_compile_options(rfa_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-ffp-
 option(RFA_ENABLE_SANITIZERS "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
 # The flash kernels depend on loop vectorization; -O3 turns on GCC's vectorizer
 # (and its SLP pass) for every build type that optimizes. Sanitized builds take -O1 instead
-# (the level ASan's documentation suggests): instrumented -O3 took twice as long to compile,
+# (the level ASan's documentation suggests): instrumented -O3 takes twice as long to compile,
 # and the kernels' explicit vector types stay vectors at any level.
 if(RFA_ENABLE_SANITIZERS)
   set(_rfa_opt_level -O1)

@@ -3,7 +3,7 @@
 # One call on a lent GPU machine: build the kernels with nvcc alone, check them, time them.
 #   bash kernels_cuda/gpu_check.sh [quick]
 # Builds for the GPU it finds (sm_90 on Hopper), runs rfa_cuda_kernel_test, compute-sanitizer
-# memcheck and racecheck on a short case, then rfa_cuda_kernel_bench on issue #10's shapes with
+# memcheck and racecheck on a short case, then rfa_cuda_kernel_bench on the three shapes below with
 # both PyTorch SDPA peers and the deterministic backward, and rfa_cuda_ring_step_bench (the
 # zigzag ring's own overhead on one GPU). Logs and JSON go to $OUT (the device
 # tool's result folder) or ./gpu-check-out; the last lines printed are a summary table.
@@ -57,7 +57,7 @@ for shape in "${shapes[@]}"; do
   run "bench_$i" "$build/rfa_cuda_kernel_bench" $shape --iters "$iters" --deterministic --json "$results/bench_$i.json"
 done
 
-# The ring's own overhead (issue #9, item 6): zigzag causal steps of P ranks on this one GPU.
+# The ring's own overhead: zigzag causal steps of P ranks on this one GPU.
 if [ "${1:-}" = quick ]; then
   run ring_steps "$build/rfa_cuda_ring_step_bench" --ranks 2,4,8 --iters 5
 else

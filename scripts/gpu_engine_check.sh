@@ -166,7 +166,7 @@ step ctest ctest --output-on-failure --timeout 90 -R "^(capi_cuda_test|example_c
 step memcheck env RFA_TRANSPORT=mpi mpiexec -n 1 compute-sanitizer --tool memcheck --error-exitcode 1 \
   ./tests/capi/capi_cuda_test --gtest_filter='*documents*:*window*'
 
-# The main job on the GPU (#9): full causal against a window of S/8 (#12), zigzag, P=4 ranks
+# The main job on the GPU: full causal against a window of S/8, zigzag, P=4 ranks
 # sharing the GPU over staged MPI; one checked run at a smaller size first.
 seq=32768
 [ "$quick" = quick ] && seq=8192

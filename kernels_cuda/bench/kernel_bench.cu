@@ -198,8 +198,8 @@ struct Row {
   PeerResult peers[2];  // kPeers order
   std::vector<double> samples = {};  // every timed iteration, ms
   double flops = 0;
-  // The peer's name for the same measurement: "fwd_full", "bwd_causal", ... (an earlier
-  // pass.substr(0, 3) gave "for_full", which no peer line ever matched).
+  // The peer's name for the same measurement: "fwd_full", "bwd_causal", ... (not the pass's
+  // first three letters: "for_full" matches no peer line).
   std::string key() const { return std::string(pass == "forward" ? "fwd" : "bwd") + (causal ? "_causal" : "_full"); }
 };
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The ring's own overhead on one GPU (issue #9, item 6): every kernel the P ranks of a zigzag
+// The ring's own overhead on one GPU: every kernel the P ranks of a zigzag
 // causal ring launch for their blocks, run one after another on one GPU, against one causal
 // attention over the whole sequence. Ranks that share a GPU take turns on it, so this sum is
 // what the ring costs beyond the attention itself: the smaller per-block launches, the

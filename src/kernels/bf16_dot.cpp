@@ -43,8 +43,9 @@ inline __m512bh pair_of(const std::uint16_t* at) {
 /// measured peak), and M, a multiple of 32, then needs no shorter last block. While a block
 /// runs, the next block's rows of A are prefetched, a line per row every 16 pairs: A comes from
 /// L2 or further (Q and dO rows straight from the tensors), and the dot products wait on it
-/// otherwise (the kernel's backward 5-10% slower on Zen 4 without). Not inlined into gemm():
-/// with its own frame the row pointers stay in registers.
+/// otherwise (the kernel's backward 4-10% slower on Zen 4 without; both figures: perf/RESULTS.md,
+/// "2026-11-26 (evening, Zen 4 VM) — bf16 on AVX512-BF16 dot products: all eight cases >= 1.11x
+/// PyTorch"). Not inlined into gemm(): with its own frame the row pointers stay in registers.
 template <bool kALo, bool kBLo>
 __attribute__((noinline)) void column_block(int i0, int i1, int K, pairs::RowsA a, pairs::PairsB b, int j, float* c,
                                             std::size_t ldc, bool accumulate) {

@@ -26,13 +26,16 @@ namespace {
 
 // Query rows per tile (a multiple of kMicroRows). They are the reduction length of the dK and
 // dV products, whose accumulators are loaded and stored once per micro-tile: at 48 those two
-// products ran at ~80% of the FMA peak, at 96 as fast as the others.
+// products ran at ~80% of the FMA peak, at 96 as fast as the others (perf/RESULTS.md,
+// "2026-11-25 — CPU kernels on a Zen 1 VM (AVX2 only): backward tiles retuned, against PyTorch,
+// one thread").
 constexpr int kTileRows = 96;
 // Key rows per tile. Key tiles are the row dimension of the dK/dV products and the column
 // dimension of the score tile, so their padded length must divide by 6 and by 8. Every key
 // tile re-reads the Q and dO rows and updates the dQ rows of the whole sequence (strided rows:
-// latency-bound), so longer key tiles mean fewer such passes; 192 gave ~10% over 96 on a
-// 2-core Zen VM (perf/RESULTS.md, 2026-11-25), longer ones nothing more.
+// latency-bound), so longer key tiles mean fewer such passes: 96 x 192 tiles ran the fp32
+// backward ~10% faster than 48 x 96 on a 2-core Zen 1 VM, longer and other shapes no faster
+// (the same perf/RESULTS.md section as kTileRows).
 constexpr int kTileCols = 192;
 // Floats between rows of K^T, V^T, P and dS (all kTileCols wide): an odd number of cache lines,
 // as the forward's score tile (flash_forward.cpp), so a column strip spreads over all L1 sets.

@@ -25,8 +25,10 @@ constexpr int kTileRows = 192;  // query rows per tile (a multiple of kRowPaddin
 constexpr int kTileCols = 96;  // key rows per tile (a multiple of kMicroRows)
 // Floats between rows of the score tile and of Q^T (both kTileRows wide): an odd number of
 // cache lines, so a column strip of either (a product's B strip, P^T's steps) spreads over all
-// L1 sets; 192 floats (12 lines) put a 128-row strip in 16 sets of 8 ways, which the other
-// operand's lines then evicted (forward 1-3% faster, perf/RESULTS.md 2026-11-26).
+// L1 sets. At 192 floats (12 lines) a 128-row strip would fall in 16 sets of 8 ways, which the
+// other operand's lines evict; the odd pitch makes the forward 1-3% faster (perf/RESULTS.md,
+// "2026-11-26 (noon, Zen 3 VM) — one and two threads on Kokkos OpenMP, paired; score tiles one
+// cache line longer").
 constexpr int kScorePitch = row_pitch(kTileRows);
 static_assert(odd_lines(kScorePitch), "score rows an odd number of 64-byte lines apart");
 // Query rows are padded to whole micro-tiles (6) and to the softmax's lanes (8, or 16 where the
@@ -138,7 +140,8 @@ struct ForwardTiles {
     // rows are one contiguous block, so its lines are asked for a tile ahead, spread over a
     // product that does not read them (a tile's V beside its S^T = K Q^T, the next tile's K
     // beside O += P V). From the bshd tensors themselves (rows H * d values apart) the same
-    // prefetches cost ~10% of the forward (perf/RESULTS.md, 2026-11-26).
+    // prefetches cost ~10% of the forward (perf/RESULTS.md, "2026-11-26 (Zen 3 VM) — where the
+    // fp32 forward's time goes outside the products; nothing kept").
     const std::int64_t head_row0 = (std::int64_t(b) * p.kv_heads + hk) * kv.head_rows;
     auto tile_rows = [&](const float* base, int kt) {
       return base + (head_row0 + std::int64_t(kv.slot[kt]) * kTileCols) * ld;

@@ -7,10 +7,11 @@
 // (what the ring merges) P enters P V as two bf16 terms, hi + lo (16 significant bits), on
 // either engine: rounding P to bf16 alone, as GPU kernels do, would put ~1e-3 relative error
 // into them, where the forward's contract is fp32 accuracy (docs/architecture.md §3); the second
-// term costs one more product per P tile (on the tiles about 15% of the kernel; on dot
-// products P V then costs what it costs in fp32, S = Q K^T still half). A bf16 output takes P
-// rounded once: its own rounding to bf16 is the larger error. Row sums, and so lse, are always
-// those of the unrounded P.
+// term costs one more product per P tile (on the tiles the forward runs at ~570 GFLOP/s against
+// ~690 with one term: perf/RESULTS.md, "2026-11-24 — CPU kernels on AMX tiles (bf16) and retuned
+// (fp32), against PyTorch, one thread"; on dot products P V then costs what it costs in fp32,
+// S = Q K^T still half). A bf16 output takes P rounded once: its own rounding to bf16 is the
+// larger error. Row sums, and so lse, are always those of the unrounded P.
 //
 // Layout per team (one query tile of one head): scores S = Q K^T are query-major, so Q rows
 // are the A operand as they are, K^T goes to B in the tiles' pair-interleaved (VNNI) form (a

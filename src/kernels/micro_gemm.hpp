@@ -18,8 +18,9 @@ namespace kernels {
 // On the host each column strip of a product is a function of its own, with the micro-kernel
 // inlined into its row-block loop: inlined into a large kernel body the micro-kernel loses the
 // general-purpose registers its row pointers need and reloads them every step, and called once
-// per micro-tile (as before 2026-11-25) its frame and the accumulators' trip through the stack
-// cost 5-10% of a 128-step micro-tile in L1 (perf/RESULTS.md, 2026-11-25, late night).
+// per micro-tile its frame and the accumulators' trip through the stack cost 5-10% of a 128-step
+// micro-tile in L1 (perf/RESULTS.md, "2026-11-25 (late night, Zen 3 VM) — one call per column
+// strip; the products against BLAS").
 #if RFA_NATIVE_VECTORS
 #define RFA_MICRO_KERNEL __attribute__((noinline))
 #else

@@ -181,7 +181,7 @@ KOKKOS_INLINE_FUNCTION void store_as(float* p, V v) {
 
 /// 2^f for |f| <= 1/2: a degree-5 polynomial, minimax for the relative error (below 1e-7,
 /// fp32's own rounding is 6e-8) with its constant term held at 1 so that 2^0 is exactly 1.
-/// The degree-6 one it replaced cost a multiply-add per score for accuracy fp32 cannot hold.
+/// A degree-6 polynomial would cost a multiply-add more per score for accuracy fp32 cannot hold.
 template <class V>
 KOKKOS_INLINE_FUNCTION V exp2_reduced(V f) {
   V p = splat<V>(1.3264708686619997e-3f);

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Comments tell the present: no comment in the library's sources and scripts carries a date, an
+issue number or "as before". A date (or anything else) inside a citation of a perf/RESULTS.md
+section, perf/RESULTS.md, "HEADING", is fine, and the heading must exist there.
+Fails naming file:line. Usage: comments_present_test.py SOURCE_DIR"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from source_comments import comments, kind  # noqa: E402
+
+ROOTS = ["src", "capi", "include", "kernels_cuda", "fortran", "cmake", "scripts", ".ci/run"]
+# A comment line's leading decoration (///, //!, ///<, * of a block, !> of Fortran), dropped
+# before a block's lines are joined so a citation may wrap from one line to the next.
+DECORATION = re.compile(r"^\s*(?:/+<?|!+[<>]?|\*+(?!/)|[<>](?=\s))?\s*")
+CITATION = re.compile(r'RESULTS\.md[,:]?\s*"([^"]+)"')
+RULES = [(re.compile(r"\b\d{4}-\d{2}-\d{2}\b"), "a date"),
+         (re.compile(r"\bissues?\s*#?\d+|#\d+(?![\w#])", re.IGNORECASE), "an issue number"),
+         (re.compile(r"\bas before\b", re.IGNORECASE), '"as before"')]
+
+
+def source_files(root):
+    for top in ROOTS:
+        path = os.path.join(root, top)
+        if os.path.isfile(path):
+            yield path
+            continue
+        for here, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("build"))
+            for name in sorted(files):
+                if kind(os.path.join(here, name)):
+                    yield os.path.join(here, name)
+
+
+def blocks(lines):
+    """Runs of comments on consecutive lines, each as (joined text, [(offset, line)])."""
+    run, starts, last = [], [], None
+    for number, text in lines + [(None, "")]:
+        if run and (number is None or number != last + 1):
+            yield " ".join(run), starts
+            run, starts = [], []
+        if number is None:
+            break
+        offset = sum(len(r) + 1 for r in run)
+        run.append(DECORATION.sub("", text).rstrip())
+        starts.append((offset, number))
+        last = number
+
+
+def line_of(starts, offset):
+    return [n for o, n in starts if o <= offset][-1]
+
+
+def problems(root, headings, seen):
+    for path in source_files(root):
+        seen["files"] += 1
+        rel = os.path.relpath(path, root)
+        try:
+            text = open(path, encoding="utf-8").read()
+        except (UnicodeDecodeError, OSError):
+            continue
+        for joined, starts in blocks(comments(path, text)):
+            cited = []
+            for m in CITATION.finditer(joined):
+                cited.append(m.span())
+                seen["citations"] += 1
+                heading = " ".join(m.group(1).split())
+                if heading not in headings:
+                    yield f'{rel}:{line_of(starts, m.start())}: cites perf/RESULTS.md "{heading}", no such heading'
+            for pattern, what in RULES:
+                for m in pattern.finditer(joined):
+                    if not any(a <= m.start() < b for a, b in cited):
+                        yield (f"{rel}:{line_of(starts, m.start())}: comment carries {what} ({m.group(0)}); "
+                               "say what the code does and why, now")
+
+
+def main(root):
+    results = open(os.path.join(root, "perf", "RESULTS.md"), encoding="utf-8").read()
+    headings = {" ".join(h.split()) for h in re.findall(r"^#+ (.+)$", results, re.MULTILINE)}
+    seen = {"files": 0, "citations": 0}
+    found = list(problems(root, headings, seen))
+    for p in found:
+        print(p, file=sys.stderr)
+    print(f"comments_present_test: {seen['files']} files, {seen['citations']} perf/RESULTS.md citations, "
+          f"{len(found)} problems")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
