@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # rfa quick start: installs what is missing (Debian 12), configures, builds, then
-#   run  [flags]  runs the main job (rfa_run) under mpiexec, one rank per core; flags go to rfa_run
-#   test [args]   builds the docs and runs the whole test suite through ctest, one test per core
-#                 at a time (RFA_JOBS); args go to ctest
+#   run  [flags]  builds the library and the main job (rfa_run) only, and runs the job under
+#                 mpiexec, one rank per core; flags go to rfa_run
+#   test [args]   builds everything (tests, benchmarks, docs) and runs the whole test suite
+#                 through ctest, one test per core at a time (RFA_JOBS); args go to ctest
 # Both are idempotent: a second run installs nothing and rebuilds only what changed.
 # Environment: RFA_BUILD_DIR (default ./build), RFA_RANKS (default: one per core, at least 2),
 # RFA_CMAKE_ARGS (extra configure flags, e.g. "-DRFA_ENABLE_CUDA=OFF"), RFA_JOBS (default: cores).
@@ -29,22 +30,37 @@ case "$mode" in
   *) { echo "quickstart: unknown mode '$mode'"; usage; } >&2; exit 2 ;;
 esac
 
+# What the library and the main job need; the test suite, the benchmarks' peer comparison and
+# plots (perf/compare, perf/plot: numpy, scipy, matplotlib) and the docs need the rest.
 packages=(cmake make g++ gfortran pkg-config libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin
-          libhwloc-dev googletest libgtest-dev libbenchmark-dev doxygen graphviz binutils
-          python3-numpy python3-scipy python3-matplotlib python3-pip)  # perf/compare, perf/plot; pip: fetch_cudnn_frontend.sh
+          libhwloc-dev libbenchmark-dev binutils)
+[ "$mode" = test ] && packages+=(googletest libgtest-dev doxygen graphviz python3-numpy python3-scipy
+                                 python3-matplotlib python3-pip)  # pip: fetch_cudnn_frontend.sh
 # shellcheck source=scripts/install_debian_packages.sh
 source "$here/scripts/install_debian_packages.sh"
 install_debian_packages quickstart "${packages[@]}"
 
-# shellcheck disable=SC2086  # RFA_CMAKE_ARGS is a list of flags
 mkdir -p "$build"
-# With nvcc, the cuDNN block kernel is compiled too: its frontend headers come from PyPI.
-if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
-  bash "$here/scripts/fetch_cudnn_frontend.sh" "$build"
+configure=(-DCMAKE_BUILD_TYPE=Release)
+if [ "$mode" = test ]; then
+  configure+=(-DRFA_ENABLE_TESTS=ON -DRFA_ENABLE_DOCS=ON)
+  # With nvcc, the cuDNN block kernel is compiled too: its frontend headers come from PyPI.
+  if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+    bash "$here/scripts/fetch_cudnn_frontend.sh" "$build"
+  fi
+elif [ ! -f "$build/CMakeCache.txt" ]; then
+  # A first run configures without the tests and docs (and so without their packages); a
+  # later test run turns them on in the same folder.
+  configure+=(-DRFA_ENABLE_TESTS=OFF -DRFA_ENABLE_DOCS=OFF)
 fi
-cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release ${RFA_CMAKE_ARGS:-} >"$build/configure.log" 2>&1 \
+# shellcheck disable=SC2086  # RFA_CMAKE_ARGS is a list of flags
+cmake -S "$here" -B "$build" "${configure[@]}" ${RFA_CMAKE_ARGS:-} >"$build/configure.log" 2>&1 \
   || { cat "$build/configure.log" >&2; exit 1; }
-cmake --build "$build" -j "$jobs"
+if [ "$mode" = run ]; then
+  cmake --build "$build" -j "$jobs" --target rfa rfa_run
+else
+  cmake --build "$build" -j "$jobs"
+fi
 
 mpi_flags=(--oversubscribe)
 [ "$(id -u)" -eq 0 ] && mpi_flags+=(--allow-run-as-root)
