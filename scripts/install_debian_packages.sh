@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Sourced by the scripts that need Debian packages (quickstart.sh, fuzz.sh):
+# Sourced by the scripts that need Debian packages (quickstart.sh, fuzz.sh, install_peers.sh):
 #   install_debian_packages WHO PACKAGE...
 # installs those not installed yet, as root or through sudo; otherwise says what to run and
 # exits. WHO prefixes the messages. Installs nothing when everything is there.

@@ -10,14 +10,8 @@
 #   bash gpu_engine_check_test.sh path/to/gpu_engine_check.sh
 set -uo pipefail
 script=${1:?usage: gpu_engine_check_test.sh path/to/gpu_engine_check.sh}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-check() {  # description, then a command that must succeed
-  local what=$1
-  shift
-  if "$@"; then echo "ok   $what"; else echo "FAIL $what"; failures=$((failures + 1)); fi
-}
+# shellcheck source=tests/scripts/checks.sh
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 
 fakes=$tmp/bin
 mkdir -p "$fakes" "$tmp/deps/debs"
@@ -139,9 +133,4 @@ rc=$?
 check "no arguments: exit code 2" [ $rc -eq 2 ]
 check "no arguments: the usage text" grep -q "gpu_engine_check.sh run DEPS" "$tmp/usage.txt"
 
-if [ $failures -ne 0 ]; then
-  echo "$failures check(s) failed; the script's output:"
-  cat "$tmp/out1.txt"
-  exit 1
-fi
-echo "all checks passed"
+checks_done "$tmp/out1.txt"
