@@ -7,9 +7,13 @@ rfa: the variants cuda (with cuda_arch), nccl, cudnn, fortran, hwloc and kokkos_
 each spec asks of its dependencies (Kokkos's backend and cuda_arch follow rfa's variants);
 the conflicts; cmake_args for several specs, each variable one the project really reads (a
 copy of the recipe with a misspelt option must fail that check); every variant changes
-cmake_args or a dependency. cudnn-frontend: a checksummed version, and an install that puts
-the wheel's include/ into the prefix (run on a small made-up wheel).
+cmake_args or a dependency; and the smoke test: what it keeps for `spack test run`, when it
+runs, the commands it runs (recorded), and that it fails when the install does not match the
+spec or the consumer does not run. cudnn-frontend: a checksummed version, and an install that
+puts the wheel's include/ into the prefix (run on a small made-up wheel).
 Usage: spack_recipe_test.py SOURCE_DIR"""
+import contextlib
+import io
 import os
 import re
 import sys
@@ -20,6 +24,9 @@ import zipfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import spack_standin as standin  # noqa: E402
 from spack_standin import FakeSpec  # noqa: E402
+
+SMOKE_DIR = os.path.join("tests", "consumer", "smoke")
+
 
 def project_options(root):
     """The cache variables the project reads: its options and cache strings, and the
@@ -170,11 +177,161 @@ def misspelt_option_is_caught(root, recipe, known):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "package.py")
         open(path, "w", encoding="utf-8").write(text)
-        Rfa = standin.load_recipe(path, "Rfa")
+        Rfa = standin.load_recipe(path, "Rfa", **recording_tools(Session()))
     del standin.RECORDED[recorded:]
     errors = []
     check_cmake_args(Rfa, known, errors)
     return any("RFA_ENABLE_CUDNN_X, which is no option" in e for e in errors)
+
+
+# ---- the smoke test, with recorded commands
+
+class Session:
+    """What the recorded tools saw and what the smoke program answers."""
+
+    def __init__(self):
+        self.commands = []
+        self.cached = []
+        self.reply = ""
+        self.mpiexec_found = True
+
+
+class Recorder:
+    """An Executable that records its command line; a run of rfa_smoke answers session.reply."""
+
+    def __init__(self, path, session):
+        self.path, self.session = str(path), session
+
+    def __call__(self, *args, output=None, error=None):
+        command = [self.path, *map(str, args)]
+        self.session.commands.append(command)
+        return self.session.reply if any(c.endswith("rfa_smoke") for c in command) else ""
+
+
+def recording_tools(session):
+    def which(*names, path=None, required=False):
+        return Recorder(os.path.join(path, names[0]), session) if session.mpiexec_found else None
+
+    def cache_extra_test_sources(package, sources):
+        session.cached.append(list(sources))
+
+    return {"which": which, "Executable": lambda path: Recorder(path, session),
+            "cache_extra_test_sources": cache_extra_test_sources}
+
+
+def smoke_reply(cuda=0, kernels=0, cudnn=0, nccl=0, hwloc=1, fortran=1, context=True):
+    lines = ["rfa 0.1.0 (options version 1)", f"RFA_HAVE_CUDA={cuda}", f"RFA_HAVE_CUDA_KERNELS={kernels}",
+             f"RFA_HAVE_CUDNN={cudnn}", f"RFA_HAVE_NCCL={nccl}", "RFA_HAVE_MPI=1",
+             f"RFA_HAVE_HWLOC={hwloc}", f"RFA_HAVE_FORTRAN={fortran}"]
+    if context:
+        lines.append("context: created over MPI_COMM_WORLD, forward pass exact to 0")
+    return "\n".join(lines) + "\n"
+
+
+def smoke_package(Rfa, session, spec, root, gpu):
+    class NoGpu(Rfa):
+        def gpu_visible(self):
+            return gpu
+
+    spec.deps["cmake"].command = Recorder("/spack/cmake/bin/cmake", session)
+    package = NoGpu(spec)
+    package.run_tests = True
+    package.prefix = standin.Prefix("/spack/rfa")
+    package.stage = types.SimpleNamespace(source_path=root, path="/stage")
+    package.test_suite = types.SimpleNamespace(current_test_cache_dir="/test-cache")
+    return package
+
+
+def check_smoke_sources(root, errors):
+    folder = os.path.join(root, SMOKE_DIR)
+    texts = {f: open(os.path.join(folder, f), encoding="utf-8").read()
+             for f in ("CMakeLists.txt", "smoke.c") if os.path.exists(os.path.join(folder, f))}
+    for f, needles in (("CMakeLists.txt", ("find_package(rfa REQUIRED)", "rfa::rfa", "rfa_smoke")),
+                       ("smoke.c", ("rfa_get_version(", "rfa_options_init(", "rfa_check_version(",
+                                    "rfa_context_create(MPI_COMM_WORLD", "rfa_forward(", "RFA_HAVE_CUDNN",
+                                    '"context"', "context: created over MPI_COMM_WORLD"))):
+        for needle in needles:
+            if needle not in texts.get(f, ""):
+                errors.append(f"{SMOKE_DIR}/{f} lacks {needle}")
+
+
+def check_smoke_test(Rfa, root, session, errors):
+    if getattr(Rfa, "test_requires_compiler", False) is not True:
+        errors.append("test_requires_compiler is not True: `spack test run` could not compile the consumer")
+    if getattr(Rfa, "smoke_consumer", None) != SMOKE_DIR:
+        errors.append(f"the smoke consumer is not {SMOKE_DIR}")
+    check_smoke_sources(root, errors)
+    cache = getattr(Rfa, "cache_smoke_consumer", None)
+    if getattr(cache, "run_after", None) != "install":
+        errors.append("cache_smoke_consumer does not run after install")
+    check = getattr(Rfa, "check_smoke_consumer", None)
+    if getattr(check, "run_after", None) != "install" or \
+            getattr(check, "on_package_attributes", None) != {"run_tests": True}:
+        errors.append("check_smoke_consumer is not @run_after('install') @on_package_attributes(run_tests=True)")
+    tests = [n for n in dir(Rfa) if n.startswith("test_") and callable(getattr(Rfa, n))]
+    if "test_smoke_consumer" not in tests or not (Rfa.test_smoke_consumer.__doc__ or "").strip():
+        errors.append("no stand-alone test test_smoke_consumer with a purpose (docstring)")
+    if cache is None or check is None or "test_smoke_consumer" not in tests:
+        return
+
+    host = smoke_package(Rfa, session, rfa_spec(HOST), root, gpu=False)
+    host.cache_smoke_consumer()
+    if session.cached != [[SMOKE_DIR]]:
+        errors.append(f"cache_smoke_consumer keeps {session.cached}, not [{SMOKE_DIR}]")
+
+    def run(method, reply, mpiexec_found=True):
+        """Runs a smoke method; returns its commands and whether it passed."""
+        session.commands, session.reply, session.mpiexec_found = [], reply, mpiexec_found
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # the recipe prints the program's output
+                method()
+            return session.commands, True
+        except AssertionError as e:
+            return session.commands, f"{e}"
+
+    # Install time, host build: configure against the prefix, build, run with a context.
+    commands, passed = run(host.check_smoke_consumer, smoke_reply())
+    if passed is not True or len(commands) != 3:
+        errors.append(f"host smoke test: {passed}; commands {commands}")
+    else:
+        configure, build, launch = commands
+        source = os.path.join(root, SMOKE_DIR)
+        if configure[:3] != ["/spack/cmake/bin/cmake", "-S", source] or \
+                "-DCMAKE_PREFIX_PATH:STRING=/spack/rfa" not in configure or \
+                "-DMPI_C_COMPILER:STRING=/spack/openmpi/bin/mpicc" not in configure:
+            errors.append(f"the smoke test configures with {configure}")
+        if build[1:3] != ["--build", configure[4]]:
+            errors.append(f"the smoke test builds with {build}")
+        if launch[:3] != ["/spack/openmpi/bin/mpiexec", "-n", "1"] or launch[-2:] != \
+                [os.path.join(configure[4], "rfa_smoke"), "context"]:
+            errors.append(f"the smoke test runs {launch}, not rfa_smoke context on one rank")
+
+    # Stand-alone (`spack test run`), +cuda on a machine without a GPU: no context there.
+    gpu = smoke_package(Rfa, session, rfa_spec(GPU, "90"), root, gpu=False)
+    gpu_reply = smoke_reply(cuda=1, kernels=1, cudnn=1, nccl=1, context=False)
+    commands, passed = run(gpu.test_smoke_consumer, gpu_reply)
+    if passed is not True or not commands or commands[0][2] != os.path.join("/test-cache", SMOKE_DIR) \
+            or commands[-1][-1] == "context":
+        errors.append(f"+cuda stand-alone smoke test without a GPU: {passed}; commands {commands}")
+    gpu_with_device = smoke_package(Rfa, session, rfa_spec(GPU, "90"), root, gpu=True)
+    commands, passed = run(gpu_with_device.test_smoke_consumer, smoke_reply(1, 1, 1, 1))
+    if passed is not True or commands[-1][-1] != "context":
+        errors.append(f"+cuda smoke test with a GPU runs no context: {passed}; commands {commands}")
+
+    # An MPI without mpiexec: the program runs alone (MPI singleton).
+    commands, passed = run(host.check_smoke_consumer, smoke_reply(), mpiexec_found=False)
+    if passed is not True or commands[-1][1:] != ["context"] or not commands[-1][0].endswith("rfa_smoke"):
+        errors.append(f"smoke test without mpiexec: {passed}; commands {commands}")
+
+    # It fails when the install is not what the spec asked for, or the context did not run.
+    for name, method, reply in (
+            ("+cudnn spec, install without cuDNN", gpu.test_smoke_consumer,
+             smoke_reply(cuda=1, kernels=1, cudnn=0, nccl=1, context=False)),
+            ("+fortran spec, install without Fortran", host.check_smoke_consumer, smoke_reply(fortran=0)),
+            ("host spec, install with a CUDA engine", host.check_smoke_consumer, smoke_reply(cuda=1)),
+            ("host spec, no context ran", host.check_smoke_consumer, smoke_reply(context=False))):
+        if run(method, reply)[1] is True:
+            errors.append(f"the smoke test passes with {name}")
 
 
 # ---- cudnn-frontend
@@ -211,10 +368,12 @@ def check_cudnn_frontend(root, errors):
 def main(root):
     errors = []
     recipe = os.path.join(root, "packaging", "spack", "packages", "rfa", "package.py")
-    Rfa = standin.load_recipe(recipe, "Rfa")
+    session = Session()
+    Rfa = standin.load_recipe(recipe, "Rfa", **recording_tools(session))
     check_directives(errors)
     known = project_options(root)
     check_cmake_args(Rfa, known, errors)
+    check_smoke_test(Rfa, root, session, errors)
     directives = len(standin.RECORDED)
     if not misspelt_option_is_caught(root, recipe, known):
         errors.append("a recipe mapping a variant onto a misspelt option passes the cmake_args check")

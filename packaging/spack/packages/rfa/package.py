@@ -5,7 +5,11 @@
 #            spack add rfa +cuda cuda_arch=90 +cudnn && spack install --test=root
 # Host builds: spack add rfa kokkos_host=openmp (or threads, serial). The repository also holds
 # cudnn-frontend (the cuDNN frontend's headers, which Spack's builtin repository lacks).
-# Checked without Spack by tests/packaging/spack_recipe_test.py.
+# Checked without Spack by tests/packaging/spack_recipe_test.py; its smoke test is run
+# against a real install by tests/packaging/spack_smoke_test.py.
+import glob
+import os
+import tempfile
 
 from spack.package import *
 
@@ -17,6 +21,11 @@ class Rfa(CMakePackage, CudaPackage):
     license("BSD-3-Clause")
 
     version("main")  # the checkout `spack develop` points at
+
+    # The smoke test compiles the consumer in smoke_consumer against the install, so it needs
+    # the compilers and cmake in `spack test run` too.
+    test_requires_compiler = True
+    smoke_consumer = os.path.join("tests", "consumer", "smoke")
 
     variant("nccl", default=True, when="+cuda", description="NCCL ring transport between GPUs")
     variant(
@@ -109,3 +118,75 @@ class Rfa(CMakePackage, CudaPackage):
             oversubscribe = "--oversubscribe" if spec.satisfies("^openmpi") else ""
             args.append(self.define("RFA_MPIEXEC_EXTRA_FLAGS", oversubscribe))
         return args
+
+    # ---- smoke test: an outside C project built against the installed prefix, then run
+
+    @run_after("install")
+    def cache_smoke_consumer(self):
+        """Keeps the consumer's sources for `spack test run`."""
+        cache_extra_test_sources(self, [self.smoke_consumer])
+
+    @run_after("install")
+    @on_package_attributes(run_tests=True)
+    def check_smoke_consumer(self):
+        """spack install --test=root: the consumer builds against the new prefix and runs."""
+        with tempfile.TemporaryDirectory(prefix="rfa-smoke-") as build:
+            source = os.path.join(self.stage.source_path, self.smoke_consumer)
+            self.run_smoke_consumer(source, build)
+
+    def test_smoke_consumer(self):
+        """build a C consumer with find_package(rfa) and run it on one MPI rank"""
+        source = os.path.join(self.test_suite.current_test_cache_dir, self.smoke_consumer)
+        self.run_smoke_consumer(source, os.path.abspath("smoke-build"))
+
+    def gpu_visible(self):
+        """Whether this machine shows an NVIDIA GPU (build machines often have none)."""
+        return bool(glob.glob("/dev/nvidia[0-9]*"))
+
+    def run_smoke_consumer(self, source, build):
+        """Configures the consumer in `source` with find_package(rfa) from this prefix, builds
+        it in `build`, runs it on one MPI rank and checks that what the install contains
+        (rfa_config.h) is what the spec asked for. The program also creates a context over
+        MPI_COMM_WORLD and runs a forward pass, except in a +cuda build on a machine without
+        a GPU: a CUDA Kokkos cannot initialize there."""
+        spec = self.spec
+        cmake = spec["cmake"].command
+        cmake(
+            "-S",
+            source,
+            "-B",
+            build,
+            self.define("CMAKE_PREFIX_PATH", self.prefix),
+            self.define("MPI_C_COMPILER", spec["mpi"].mpicc),
+        )
+        cmake("--build", build)
+
+        program = [os.path.join(build, "rfa_smoke")]
+        with_context = spec.satisfies("^kokkos~cuda") or self.gpu_visible()
+        if with_context:
+            program.append("context")
+        mpiexec = which("mpiexec", "mpirun", path=spec["mpi"].prefix.bin)
+        if mpiexec:
+            flags = ["-n", "1"]
+            if spec.satisfies("^openmpi") and os.geteuid() == 0:
+                flags.append("--allow-run-as-root")
+            out = mpiexec(*flags, *program, output=str)
+        else:  # an MPI without a launcher here: a singleton run
+            out = Executable(program[0])(*program[1:], output=str)
+        print(out)
+
+        built = dict(line.split("=", 1) for line in out.split() if line.startswith("RFA_HAVE_"))
+        expected = {
+            "RFA_HAVE_CUDA": "^kokkos+cuda",  # the engine runs on GPUs over a CUDA Kokkos
+            "RFA_HAVE_CUDA_KERNELS": "+cuda",
+            "RFA_HAVE_CUDNN": "+cudnn",
+            "RFA_HAVE_NCCL": "+nccl",
+            "RFA_HAVE_HWLOC": "+hwloc",
+            "RFA_HAVE_FORTRAN": "+fortran",
+        }
+        for macro, constraint in expected.items():
+            want = str(int(spec.satisfies(constraint)))
+            got = built.get(macro)
+            assert got == want, f"the install has {macro}={got}, the spec asks {want}: {constraint}"
+        if with_context:
+            assert "context: created over MPI_COMM_WORLD" in out, "the consumer ran no context"
