@@ -45,12 +45,12 @@ def project_options(root):
 
 # ---- specs (concrete, as Spack would hand them to the recipe)
 
-def rfa_spec(on, cuda_arch="none", kokkos_host="openmp", kokkos_cuda=None, mpi="openmpi"):
+def rfa_spec(on, cuda_arch="none", kokkos_host="openmp", kokkos_cuda=None, mpi="openmpi", kokkos="4.6.1"):
     """An rfa spec with the variants in `on`; its Kokkos has CUDA when +cuda unless told."""
     kokkos_cuda = "cuda" in on if kokkos_cuda is None else kokkos_cuda
     mpi_spec = FakeSpec(mpi, mpicc=f"/spack/{mpi}/bin/mpicc")
     deps = {
-        "kokkos": FakeSpec("kokkos", on={"cuda"} if kokkos_cuda else set()),
+        "kokkos": FakeSpec("kokkos", on={"cuda"} if kokkos_cuda else set(), version=kokkos),
         "mpi": mpi_spec, mpi: mpi_spec,
         "cudnn": FakeSpec("cudnn"), "cudnn-frontend": FakeSpec("cudnn-frontend"),
         "cmake": FakeSpec("cmake", command=None),
@@ -70,6 +70,12 @@ def check_directives(errors):
             errors.append(f"no variant '{v}'")
     if set(variants.get("kokkos_host", {}).get("values", ())) != {"openmp", "threads", "serial"}:
         errors.append("kokkos_host does not offer openmp, threads and serial")
+    # The Kokkos versions the project is tested against (docs/building.md) are all allowed.
+    ranges = [a[0].split("@", 1)[1] for d, a, k in standin.RECORDED
+              if d == "depends_on" and a[0].startswith("kokkos@") and not k.get("when")]
+    for version in ("3.4.1", "4.6.1", "5.2.2"):
+        if not ranges or not all(standin.version_in(version, r) for r in ranges):
+            errors.append(f"Kokkos {version} is not allowed (depends_on kokkos@{ranges})")
 
     def deps_of(spec):
         return {standin.split_dependency(a[0])[0] for d, a, k in standin.RECORDED
@@ -91,6 +97,8 @@ def check_directives(errors):
     for name, spec, wanted, unwanted in (
             ("+cuda cuda_arch=90", rfa_spec(GPU, "90"),
              {"+cuda", "+cuda_lambda", "+wrapper", "cuda_arch=90", "+openmp"}, {"~cuda"}),
+            ("+cuda cuda_arch=90 ^kokkos@5", rfa_spec(GPU, "90", kokkos="5.2.2"),
+             {"+cuda", "+wrapper", "cuda_arch=90", "+openmp"}, {"~cuda", "+cuda_lambda"}),
             ("+cuda cuda_arch=80 kokkos_host=threads", rfa_spec(GPU, "80", "threads"),
              {"+cuda", "cuda_arch=80", "+threads", "~openmp"}, {"cuda_arch=90"}),
             ("~cuda", rfa_spec(HOST), {"~cuda", "+openmp"}, {"+cuda"}),

@@ -48,6 +48,12 @@ class FakeSpec:
 
     def satisfies(self, constraint):
         for token in constraint.split():
+            if token.startswith("@"):
+                versions, token = re.match(r"@([\d.:]*)(.*)", token).groups()
+                if not version_in(getattr(self, "version", None), versions):
+                    return False
+            if not token:
+                continue
             if token.startswith("^"):
                 name, rest = re.match(r"\^([\w-]+)(.*)", token).groups()
                 dep = self.deps.get(name)
@@ -60,6 +66,21 @@ class FakeSpec:
             elif not all((v in self.on) == (sign == "+") for sign, v in re.findall(r"([+~])(\w+)", token)):
                 return False
         return True
+
+
+def version_in(version, versions):
+    """Whether `version` ("4.6.1") is in Spack's range `versions` ("3.4:", ":4", "5.2.2"): the
+    upper end names a prefix, so ":4" takes every 4.x. A spec without a version is in no range."""
+    if version is None:
+        return False
+    low, colon, high = versions.partition(":")
+    if not colon:
+        high = low
+    number = tuple(int(x) for x in version.split("."))
+    if low and number < tuple(int(x) for x in low.split(".")):
+        return False
+    top = tuple(int(x) for x in high.split(".")) if high else None
+    return top is None or number[:len(top)] <= top
 
 
 def split_dependency(text):

@@ -54,15 +54,17 @@ class Rfa(CMakePackage, CudaPackage):
     depends_on("hwloc@2:", when="+hwloc")
     depends_on("nccl@2:", when="+nccl")
 
-    # Kokkos 3.4 to 4.x: the APIs rfa is written against (C++17; Kokkos 5 needs C++20).
-    depends_on("kokkos@3.4:4")
+    # Kokkos 3.4 and later: rfa compiles as C++17, or C++20 where the Kokkos asks for it (5.x).
+    depends_on("kokkos@3.4:")
     # The Kokkos backend follows the variants. rfa's engine runs on GPUs only over a CUDA
     # Kokkos, and its CMake refuses a CUDA Kokkos without its own CUDA kernels: +cuda and the
     # Kokkos's CUDA backend go together, compiled for the same GPU (Kokkos takes one
     # cuda_arch, so +cuda takes one too). rfa keeps the default C++ compiler: Kokkos's
     # launcher hands the files that need it to the nvcc_wrapper Kokkos was built with.
     depends_on("kokkos~cuda", when="~cuda")
-    depends_on("kokkos+cuda+cuda_lambda+wrapper", when="+cuda")
+    depends_on("kokkos+cuda+wrapper", when="+cuda")
+    # Kokkos 5 always compiles device lambdas and has no cuda_lambda variant.
+    depends_on("kokkos+cuda_lambda", when="+cuda ^kokkos@:4")
     for _arch in CudaPackage.cuda_arch_values:
         depends_on(f"kokkos cuda_arch={_arch}", when=f"+cuda cuda_arch={_arch}")
     # The default host execution space is the first of OpenMP, Threads, Serial a Kokkos has.
