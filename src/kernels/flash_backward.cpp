@@ -293,7 +293,7 @@ struct BackwardTiles {
                              [&] { next_dout.step(); }, unseen_keys);
     next_dout.finish();
     if (more) next_q = prefetch_rows(qd.q, b, next_h, next.qt, gemm_micro_tiles(rows_padded, d));
-    RowPrefetcher dq_lines(&dq(b, r0, h, 0), std::ptrdiff_t(dq.stride_1() * sizeof(float)), rows, d * sizeof(float),
+    RowPrefetcher dq_lines(&dq(b, r0, h, 0), std::ptrdiff_t(dq.stride(1) * sizeof(float)), rows, d * sizeof(float),
                            gemm_micro_tiles(rows_padded, d));
     gemm<Update::overwrite>(
         rows_padded, d, cols_padded, RowMajorA{s.ds, kScorePitch}, s.k_rows, ld, s.dq, ld,

@@ -229,7 +229,7 @@ struct Bf16BackwardTiles {
     // Q and dO rows straight from the tensors, but for a partial tile (its padding must be zero).
     const std::uint16_t* q_rows = reinterpret_cast<const std::uint16_t*>(&q(b, r0, h, 0));
     const std::uint16_t* dout_rows = reinterpret_cast<const std::uint16_t*>(&dout(b, r0, h, 0));
-    std::size_t q_ld = q.stride_1(), dout_ld = dout.stride_1();
+    std::size_t q_ld = q.stride(1), dout_ld = dout.stride(1);
     if (rows < rows_padded) {
       for (int i = 0; i < rows_padded; ++i) {
         std::uint16_t* qdst = s.q_tail + std::size_t(i) * d;

@@ -39,6 +39,14 @@ rfa_options_t huge_options() {
   return o;
 }
 
+// Where Views compute offsets in the indices' type (Kokkos 5), a local tensor of 2^31 elements
+// or more is refused at creation (ViewExtents below checks how), so no allocation is attempted;
+// a smaller one is not sure to be refused. True, with the reason, when creation said so.
+bool refused_as_too_large_for_views(rfa_result_t created) {
+  return created == RFA_ERROR_UNSUPPORTED &&
+         std::string(rfa_get_last_error_message()).find("holds 2^31 elements or more") != std::string::npos;
+}
+
 class OutOfMemory : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -46,7 +54,9 @@ class OutOfMemory : public ::testing::Test {
     for (Unbacked* t : {&q, &k, &v, &out, &dout, &dq, &dk, &dv, &lse})
       ASSERT_NE(t->data(), nullptr) << "cannot map the test's address space";
     const rfa_options_t o = huge_options();
-    ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+    const rfa_result_t created = rfa_context_create(MPI_COMM_WORLD, &o, &ctx);
+    if (refused_as_too_large_for_views(created)) GTEST_SKIP() << rfa_get_last_error_message();
+    ASSERT_RFA_OK(created);
   }
   void TearDown() override {
     if (ctx) {
@@ -99,7 +109,9 @@ TEST(OutOfMemoryStrategies, EveryStrategyFailsOnEveryRank) {
     o.strategy = c.strategy;
     o.ulysses_degree = c.degree;
     rfa_context_t ctx = nullptr;
-    ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+    const rfa_result_t created = rfa_context_create(MPI_COMM_WORLD, &o, &ctx);
+    if (refused_as_too_large_for_views(created)) GTEST_SKIP() << rfa_get_last_error_message();
+    ASSERT_RFA_OK(created);
     EXPECT_RFA_FAILS(RFA_ERROR_OUT_OF_MEMORY,
                      rfa_forward(ctx, q.data(), k.data(), v.data(), out.data(), static_cast<float*>(lse.data())),
                      "cannot allocate ", " for 'rfa::", "in all on this rank");

@@ -37,7 +37,11 @@ void MpiPendingExchange::check_completed(int rc, const char* call) {
   }
   collective::check_mpi(rc, call);
   MPI_Count received = 0;
+#if MPI_VERSION >= 4  // the large-count form; MPI 4.1 deprecates the _x one
+  collective::check_mpi(MPI_Get_elements_c(&statuses_[kRecv], datatype_.type(), &received), "MPI_Get_elements_c");
+#else
   collective::check_mpi(MPI_Get_elements_x(&statuses_[kRecv], datatype_.type(), &received), "MPI_Get_elements_x");
+#endif
   // Counted in basic elements of the type, i.e. bytes; MPI_UNDEFINED (negative) if partial.
   if (received != MPI_Count(bytes_)) {
     fail(RFA_ERROR_INVALID_USAGE, "ring exchange (tag ", tag_, ") expected ", bytes_,
