@@ -56,8 +56,10 @@ template <class T, class Space>
 engine::ScannedTensor scan_bshd(const char* name, const void* p, const rfa_context_s& c, std::int64_t heads) {
   const rfa_options_t& o = c.options;
   const std::int64_t L = c.engine->local_seq();
-  return {name, kernels::first_nonfinite<T, Space>(static_cast<const T*>(p), o.batch * L * heads * o.head_dim, false),
-          o.batch, L, heads, o.head_dim};
+  return {
+      name,    kernels::first_nonfinite<T, Space>(static_cast<const T*>(p), o.batch * L * heads * o.head_dim, false),
+      o.batch, L,
+      heads,   o.head_dim};
 }
 
 /// The same for an lse ([batch][heads][rows], fp32), where -inf is a row that sees no key.
@@ -127,24 +129,27 @@ rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void*
 #endif
       }
       if (checks_values(c)) {
-        engine::report_nonfinite_everywhere(*c.comm, rows,
-                                            {scan_bshd<T, S>("out", out, c, o.heads), scan_lse<S>(lse, c)}, "output",
-                                            kOutputsWritten);
+        engine::report_nonfinite_everywhere(
+            *c.comm, rows, {scan_bshd<T, S>("out", out, c, o.heads), scan_lse<S>(lse, c)}, "output", kOutputsWritten);
       }
     });
   });
   return RFA_SUCCESS;
 }
 
-rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void* v, const void* out,
-                      const void* dout, const float* lse, void* dq, void* dk, void* dv) {
+rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void* v, const void* out, const void* dout,
+                      const float* lse, void* dq, void* dk, void* dv) {
   const LocalSizes s = local_sizes(c);
   const rfa_options_t& o = c.options;
   auto checks = [&] {
     const std::int64_t e = s.element, f = std::int64_t(sizeof(float));
     check_call_buffers(c,
-                       {{"q", q, s.q, e}, {"k", k, s.kv, e}, {"v", v, s.kv, e}, {"out", out, s.q, e},
-                        {"dout", dout, s.q, e}, {"lse", lse, s.lse, f}},
+                       {{"q", q, s.q, e},
+                        {"k", k, s.kv, e},
+                        {"v", v, s.kv, e},
+                        {"out", out, s.q, e},
+                        {"dout", dout, s.q, e},
+                        {"lse", lse, s.lse, f}},
                        {{"dq", dq, s.q, e}, {"dk", dk, s.kv, e}, {"dv", dv, s.kv, e}});
   };
   run_collective_call(c, CollectiveCall::backward, checks, [&] {
@@ -160,10 +165,10 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
              scan_bshd<T, S>("dout", dout, c, o.heads), scan_lse<S>(lse, c)},
             "input", kInputsUntouched);
       }
-      auto args = std::make_tuple(in4<T, S>(q, c, o.heads), in4<T, S>(k, c, o.kv_heads), in4<T, S>(v, c, o.kv_heads),
-                                  in4<T, S>(out, c, o.heads), in4<T, S>(dout, c, o.heads),
-                                  lse3<const float, S>(lse, c), out4<T, S>(dq, c, o.heads),
-                                  out4<T, S>(dk, c, o.kv_heads), out4<T, S>(dv, c, o.kv_heads));
+      auto args =
+          std::make_tuple(in4<T, S>(q, c, o.heads), in4<T, S>(k, c, o.kv_heads), in4<T, S>(v, c, o.kv_heads),
+                          in4<T, S>(out, c, o.heads), in4<T, S>(dout, c, o.heads), lse3<const float, S>(lse, c),
+                          out4<T, S>(dq, c, o.heads), out4<T, S>(dk, c, o.kv_heads), out4<T, S>(dv, c, o.kv_heads));
       if constexpr (std::is_same<S, Kokkos::HostSpace>::value) {
         std::apply([&](auto... a) { c.engine->backward<T>(a...); }, args);
       } else {
@@ -191,14 +196,12 @@ extern "C" {
 
 RFA_API rfa_result_t rfa_forward(rfa_context_t context, const void* q, const void* k, const void* v, void* out,
                                  float* lse) {
-  return rfa::capi::guard(__func__, [&] {
-    return rfa::capi::forward(rfa::capi::context_ref(context), q, k, v, out, lse);
-  });
+  return rfa::capi::guard(__func__,
+                          [&] { return rfa::capi::forward(rfa::capi::context_ref(context), q, k, v, out, lse); });
 }
 
-RFA_API rfa_result_t rfa_backward(rfa_context_t context, const void* q, const void* k, const void* v,
-                                  const void* out, const void* dout, const float* lse, void* dq, void* dk,
-                                  void* dv) {
+RFA_API rfa_result_t rfa_backward(rfa_context_t context, const void* q, const void* k, const void* v, const void* out,
+                                  const void* dout, const float* lse, void* dq, void* dk, void* dv) {
   return rfa::capi::guard(__func__, [&] {
     return rfa::capi::backward(rfa::capi::context_ref(context), q, k, v, out, dout, lse, dq, dk, dv);
   });

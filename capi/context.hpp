@@ -16,11 +16,11 @@
 struct rfa_context_s {
   std::unique_ptr<rfa::comm::Communicator> comm;
   std::unique_ptr<rfa::engine::AttentionStrategy> engine;  ///< options.strategy's engine
-  rfa_options_t options;  ///< as created, defaults applied, struct_size = sizeof (this build)
+  rfa_options_t options;                     ///< as created, defaults applied, struct_size = sizeof (this build)
   std::vector<std::int64_t> doc_boundaries;  ///< the copy options.doc_boundaries points to
-  std::int64_t id = 0;           ///< agreed at creation: the same on every rank (call stamps)
-  std::int64_t calls_begun = 0;  ///< collective calls begun on this rank (call stamps)
-  std::string unusable;          ///< why the context takes no more calls ("" while it does)
+  std::int64_t id = 0;                       ///< agreed at creation: the same on every rank (call stamps)
+  std::int64_t calls_begun = 0;              ///< collective calls begun on this rank (call stamps)
+  std::string unusable;                      ///< why the context takes no more calls ("" while it does)
 };
 
 namespace rfa {
@@ -42,8 +42,9 @@ bool is_live_context(const rfa_context_s* context);
 inline rfa_context_s& context_ref(rfa_context_t context) {
   require_pointer(context, "context");
   if (!is_live_context(context)) {
-    fail(RFA_ERROR_INVALID_ARGUMENT, "context is not a live rfa context: it was destroyed already, or never "
-                                     "created by rfa_context_create");
+    fail(RFA_ERROR_INVALID_ARGUMENT,
+         "context is not a live rfa context: it was destroyed already, or never "
+         "created by rfa_context_create");
   }
   return *context;
 }

@@ -100,13 +100,14 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   context->comm = make_context_communicator(comm, order.position, options);
   // What the CUDA steps run on, the same on every rank; the context reports it.
   const engine::KernelRequest request = options.cuda_kernels == RFA_CUDA_KERNELS_CUDNN ? engine::KernelRequest::cudnn
-                                        : options.cuda_kernels == RFA_CUDA_KERNELS_RFA ? engine::KernelRequest::rfa
-                                                                                       : engine::KernelRequest::automatic;
+                                        : options.cuda_kernels == RFA_CUDA_KERNELS_RFA
+                                            ? engine::KernelRequest::rfa
+                                            : engine::KernelRequest::automatic;
   const engine::Device device = options.device == RFA_DEVICE_CUDA ? engine::Device::cuda : engine::Device::host;
-  context->options.cuda_kernels = engine::choose_cuda_kernels(*context->comm, device, request) ==
-                                          engine::CudaKernels::cudnn
-                                      ? RFA_CUDA_KERNELS_CUDNN
-                                      : RFA_CUDA_KERNELS_RFA;
+  context->options.cuda_kernels =
+      engine::choose_cuda_kernels(*context->comm, device, request) == engine::CudaKernels::cudnn
+          ? RFA_CUDA_KERNELS_CUDNN
+          : RFA_CUDA_KERNELS_RFA;
   context->engine =
       engine::make_strategy(*context->comm, ring_config(context->options), strategy_choice(context->options));
   count->keep();
@@ -138,8 +139,9 @@ RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context) {
   return rfa::capi::guard(__func__, [&] {
     if (!context) return RFA_SUCCESS;
     if (!rfa::capi::unregister_context(context)) {
-      rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "context is not a live rfa context: it was destroyed already, or never "
-                                            "created by rfa_context_create");
+      rfa::fail(RFA_ERROR_INVALID_ARGUMENT,
+                "context is not a live rfa context: it was destroyed already, or never "
+                "created by rfa_context_create");
     }
     std::unique_ptr<rfa_context_s> owned(context);
     // The ranks agree that they are all destroying this context (a rank in another call fails
@@ -148,7 +150,8 @@ RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context) {
     std::exception_ptr failure;
     if (owned->unusable.empty() && rfa::capi::mpi_is_running()) {
       try {
-        rfa::capi::run_collective_call(*owned, rfa::capi::CollectiveCall::destroy, [] {}, [] {});
+        rfa::capi::run_collective_call(
+            *owned, rfa::capi::CollectiveCall::destroy, [] {}, [] {});
       } catch (...) {
         failure = std::current_exception();
       }

@@ -17,8 +17,7 @@ namespace {
 
 rfa_result_t set_stream(rfa_context_s& c, void* stream) {
   if (c.options.device != RFA_DEVICE_CUDA) {
-    fail(RFA_ERROR_INVALID_USAGE,
-         "the context is RFA_DEVICE_HOST; only RFA_DEVICE_CUDA contexts take a CUDA stream");
+    fail(RFA_ERROR_INVALID_USAGE, "the context is RFA_DEVICE_HOST; only RFA_DEVICE_CUDA contexts take a CUDA stream");
   }
   device_ring(c).set_cuda_stream(stream);
   c.comm->set_compute_stream(stream);
@@ -45,7 +44,8 @@ rfa_result_t synchronize(rfa_context_s& c) {
 extern "C" {
 
 RFA_API rfa_result_t rfa_context_set_stream(rfa_context_t context, void* cuda_stream) {
-  return rfa::capi::guard(__func__, [&] { return rfa::capi::set_stream(rfa::capi::context_ref(context), cuda_stream); });
+  return rfa::capi::guard(__func__,
+                          [&] { return rfa::capi::set_stream(rfa::capi::context_ref(context), cuda_stream); });
 }
 
 RFA_API rfa_result_t rfa_context_synchronize(rfa_context_t context) {

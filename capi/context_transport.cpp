@@ -55,7 +55,8 @@ void require_kokkos_on_current_device(const rfa_options_t& options) {
   const int kokkos_device = Kokkos::Cuda().cuda_device();
   if (kokkos_device != current) {
     fail(RFA_ERROR_INVALID_USAGE, "the current CUDA device is ", current, " but Kokkos was initialized on device ",
-         kokkos_device, "; rfa's device buffers are Kokkos allocations, so make the device Kokkos uses current "
+         kokkos_device,
+         "; rfa's device buffers are Kokkos allocations, so make the device Kokkos uses current "
          "before rfa_context_create (or let rfa initialize Kokkos, which then uses the current device)");
   }
 #endif

@@ -78,7 +78,8 @@ std::string value_text(int field, std::int64_t value) {
   std::ostringstream os;
   if (std::strncmp(kFields[field].name, "doc_boundaries", 14) == 0) {
     os << "a list hashing to 0x" << std::hex << static_cast<std::uint64_t>(value);
-  } else if (std::strcmp(kFields[field].name, "softmax_scale") == 0 || std::strcmp(kFields[field].name, "timeout_s") == 0) {
+  } else if (std::strcmp(kFields[field].name, "softmax_scale") == 0 ||
+             std::strcmp(kFields[field].name, "timeout_s") == 0) {
     double d;
     std::memcpy(&d, &value, sizeof d);
     os << d;
@@ -137,13 +138,13 @@ std::int64_t agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const
             "MPI_Iallgather");
   const double timeout = creation_timeout(verdict, options);
   check_mpi(collective::wait_within(&request, 1, MPI_STATUS_IGNORE, timeout,
-                                   [&](const int*) {
-                                     parked.abandon();
-                                     return "rfa_context_create: not every rank of the communicator arrived within " +
-                                            collective::seconds_text(timeout) +
-                                            " (a rank is late, stuck or gone; options.timeout_s or RFA_TIMEOUT_S "
-                                            "sets the deadline)";
-                                   }),
+                                    [&](const int*) {
+                                      parked.abandon();
+                                      return "rfa_context_create: not every rank of the communicator arrived within " +
+                                             collective::seconds_text(timeout) +
+                                             " (a rank is late, stuck or gone; options.timeout_s or RFA_TIMEOUT_S "
+                                             "sets the deadline)";
+                                    }),
             "MPI_Iallgather");
   const std::vector<std::int64_t>& all = parked.values();
   auto at = [&](int r, int i) { return all[std::size_t(r) * kRecord + std::size_t(i)]; };
@@ -169,8 +170,7 @@ std::int64_t agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const
     os << "ranks disagree on options." << kFields[f].name << ": rank 0 passes " << value_text(f, reference);
     for (std::size_t i = 0; i < differing.size() && i < 8; ++i)
       os << ", rank " << differing[i] << " passes " << value_text(f, at(differing[i], 1 + f));
-    os << " (differing from rank 0: rank(s) " << rank_list(differing)
-       << "); every rank must pass the same options";
+    os << " (differing from rank 0: rank(s) " << rank_list(differing) << "); every rank must pass the same options";
     throw Error(RFA_ERROR_INVALID_USAGE, os.str());
   }
   std::int64_t id = 0;

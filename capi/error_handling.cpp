@@ -66,9 +66,7 @@ RFA_API const char* rfa_get_error_string(rfa_result_t code) {
   return "unknown rfa result code";
 }
 
-RFA_API const char* rfa_get_last_error_message(void) {
-  return rfa::capi::last_error_message_cstr();
-}
+RFA_API const char* rfa_get_last_error_message(void) { return rfa::capi::last_error_message_cstr(); }
 
 RFA_API rfa_result_t rfa_report_binding_error(rfa_result_t code, const char* message) {
   if (code == RFA_SUCCESS) return code;

@@ -38,8 +38,9 @@ std::vector<std::string> kokkos_arguments() {
   int device = -1, count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0 || cudaGetDevice(&device) != cudaSuccess) {
     cudaGetLastError();
-    fail(RFA_ERROR_CUDA, "this rfa is built against a CUDA-enabled Kokkos, which needs a usable CUDA device to "
-                         "initialize, and this rank has none (no GPU, no driver, or CUDA_VISIBLE_DEVICES hides them)");
+    fail(RFA_ERROR_CUDA,
+         "this rfa is built against a CUDA-enabled Kokkos, which needs a usable CUDA device to "
+         "initialize, and this rank has none (no GPU, no driver, or CUDA_VISIBLE_DEVICES hides them)");
   }
   args.push_back("--kokkos-device-id=" + std::to_string(device));
 #endif

@@ -68,7 +68,8 @@ rfa_value_checks_t resolve_value_checks(rfa_value_checks_t option) {
   const std::string text = env_text(Env::check_values);
   if (text.empty() || text == "0") return RFA_VALUE_CHECKS_OFF;
   if (text == "1") return RFA_VALUE_CHECKS_ON;
-  fail(RFA_ERROR_INVALID_ARGUMENT, env_name(Env::check_values), " is '", text, "'; it must be 1 (check every call's tensors for "
+  fail(RFA_ERROR_INVALID_ARGUMENT, env_name(Env::check_values), " is '", text,
+       "'; it must be 1 (check every call's tensors for "
        "NaN and infinity) or 0 (do not)");
 }
 
@@ -109,8 +110,8 @@ void validate_options(const rfa_options_t& o, int ranks) {
   require(layout == RFA_LAYOUT_CONTIGUOUS || layout == RFA_LAYOUT_ZIGZAG || layout == RFA_LAYOUT_STRIPE,
           "options.layout is ", layout, ", not an rfa_layout_t value");
   require(mask == RFA_MASK_NONE || mask == RFA_MASK_CAUSAL, "options.mask is ", mask, ", not an rfa_mask_t value");
-  require(dtype == RFA_DTYPE_FLOAT32 || dtype == RFA_DTYPE_BFLOAT16 || dtype == RFA_DTYPE_FLOAT16,
-          "options.dtype is ", dtype, ", not an rfa_dtype_t value");
+  require(dtype == RFA_DTYPE_FLOAT32 || dtype == RFA_DTYPE_BFLOAT16 || dtype == RFA_DTYPE_FLOAT16, "options.dtype is ",
+          dtype, ", not an rfa_dtype_t value");
   require(ring_order >= RFA_RING_ORDER_DEFAULT && ring_order <= RFA_RING_ORDER_FILE, "options.ring_order is ",
           ring_order, ", not an rfa_ring_order_t value");
   const int device = enum_value(o.device), transport = enum_value(o.transport);
@@ -119,8 +120,9 @@ void validate_options(const rfa_options_t& o, int ranks) {
   require(transport >= RFA_TRANSPORT_DEFAULT && transport <= RFA_TRANSPORT_NCCL, "options.transport is ", transport,
           ", not an rfa_transport_t value");
   if (device == RFA_DEVICE_HOST && transport == RFA_TRANSPORT_NCCL) {
-    fail(RFA_ERROR_UNSUPPORTED, "options.transport is RFA_TRANSPORT_NCCL but options.device is RFA_DEVICE_HOST: "
-                                "NCCL moves device memory only; host contexts use MPI");
+    fail(RFA_ERROR_UNSUPPORTED,
+         "options.transport is RFA_TRANSPORT_NCCL but options.device is RFA_DEVICE_HOST: "
+         "NCCL moves device memory only; host contexts use MPI");
   }
   require(std::isfinite(o.timeout_s), "options.timeout_s is ", o.timeout_s,
           "; it must be finite (0: RFA_TIMEOUT_S or the default, < 0: no deadline)");

@@ -105,8 +105,8 @@ RFA_API rfa_result_t rfa_allgather_bshd(rfa_context_t context, int64_t heads, co
     rfa::capi::run_collective_call(c, rfa::capi::CollectiveCall::allgather_bshd, checks, [&] {
       rfa::dispatch_dtype(c.options.dtype, [&](auto tag) {
         using T = decltype(tag);
-        rfa::layout::allgather_bshd<T>(*c.comm, c.engine->local_positions(), static_cast<const T*>(local),
-                                       shape.dims, static_cast<T*>(global), c.options.seq_total);
+        rfa::layout::allgather_bshd<T>(*c.comm, c.engine->local_positions(), static_cast<const T*>(local), shape.dims,
+                                       static_cast<T*>(global), c.options.seq_total);
       });
     });
     return RFA_SUCCESS;
@@ -118,8 +118,8 @@ RFA_API rfa_result_t rfa_scatter_lse(rfa_context_t context, const float* global,
     const rfa_context_s& c = rfa::capi::context_ref(context);
     check_buffers({{"global", global, rfa::capi::lse_global_bytes(c), 4}},
                   {{"local", local, rfa::capi::lse_local_bytes(c), 4}});
-    rfa::layout::scatter_bhs(global, c.options.seq_total, c.options.batch, c.options.heads,
-                             c.engine->local_positions(), local);
+    rfa::layout::scatter_bhs(global, c.options.seq_total, c.options.batch, c.options.heads, c.engine->local_positions(),
+                             local);
     return RFA_SUCCESS;
   });
 }
@@ -147,8 +147,7 @@ RFA_API rfa_result_t rfa_layout_positions(rfa_layout_t layout, int64_t seq_total
                                           int64_t* positions, int64_t capacity) {
   return rfa::capi::guard(__func__, [&] {
     rfa::capi::require_pointer(positions, "positions");
-    const rfa::PositionMap map =
-        rfa::layout::positions(rfa::capi::checked_layout(layout), seq_total, ranks, position);
+    const rfa::PositionMap map = rfa::layout::positions(rfa::capi::checked_layout(layout), seq_total, ranks, position);
     if (capacity < map.length()) {
       rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "capacity is ", capacity, " but ring position ", position, " holds ",
                 map.length(), " positions");

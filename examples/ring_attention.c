@@ -14,14 +14,13 @@
 #include "rfa/rfa_mpi.h" /* rfa_context_create takes an MPI_Comm */
 
 /* Stops every rank if an rfa call fails, printing the library's detailed message. */
-#define RFA_CHECK(call)                                                                          \
-  do {                                                                                           \
-    rfa_result_t rc_ = (call);                                                                   \
-    if (rc_ != RFA_SUCCESS) {                                                                    \
-      fprintf(stderr, "%s failed: %s: %s\n", #call, rfa_get_error_string(rc_),                   \
-              rfa_get_last_error_message());                                                     \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                              \
-    }                                                                                            \
+#define RFA_CHECK(call)                                                                                       \
+  do {                                                                                                        \
+    rfa_result_t rc_ = (call);                                                                                \
+    if (rc_ != RFA_SUCCESS) {                                                                                 \
+      fprintf(stderr, "%s failed: %s: %s\n", #call, rfa_get_error_string(rc_), rfa_get_last_error_message()); \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                                           \
+    }                                                                                                         \
   } while (0)
 
 /* A made-up input: a smooth function of (global token position, head, channel), so that any
@@ -103,13 +102,22 @@ int main(int argc, char** argv) {
     /* Something to print: the mean of the output over the whole sequence. */
     for (i = 0; i < B * L * H * D; ++i) local_sum += out[i];
     MPI_Allreduce(&local_sum, &total_sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    printf("rank %d: ring position %d of %d, first and last token %lld, %lld, dq[0] = %.6f\n", rank, ring_position, ranks,
-           (long long)positions[0], (long long)positions[L - 1], dq[0]);
+    printf("rank %d: ring position %d of %d, first and last token %lld, %lld, dq[0] = %.6f\n", rank, ring_position,
+           ranks, (long long)positions[0], (long long)positions[L - 1], dq[0]);
     if (rank == 0)
       printf("mean of out over %lld tokens: %.6f\n", (long long)options.seq_total,
              total_sum / (double)(B * options.seq_total * H * D));
 
-    free(q); free(k); free(v); free(out); free(lse); free(dout); free(dq); free(dk); free(dv); free(positions);
+    free(q);
+    free(k);
+    free(v);
+    free(out);
+    free(lse);
+    free(dout);
+    free(dq);
+    free(dk);
+    free(dv);
+    free(positions);
   }
 
   /* Collective (frees the ring's communicator): before MPI_Finalize. */

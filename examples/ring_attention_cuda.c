@@ -17,23 +17,22 @@
 #include "rfa/rfa.h"
 #include "rfa/rfa_mpi.h"
 
-#define RFA_CHECK(call)                                                                          \
-  do {                                                                                           \
-    rfa_result_t rc_ = (call);                                                                   \
-    if (rc_ != RFA_SUCCESS) {                                                                    \
-      fprintf(stderr, "%s failed: %s: %s\n", #call, rfa_get_error_string(rc_),                   \
-              rfa_get_last_error_message());                                                     \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                              \
-    }                                                                                            \
+#define RFA_CHECK(call)                                                                                       \
+  do {                                                                                                        \
+    rfa_result_t rc_ = (call);                                                                                \
+    if (rc_ != RFA_SUCCESS) {                                                                                 \
+      fprintf(stderr, "%s failed: %s: %s\n", #call, rfa_get_error_string(rc_), rfa_get_last_error_message()); \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                                           \
+    }                                                                                                         \
   } while (0)
 
-#define CUDA_CHECK(call)                                                                         \
-  do {                                                                                           \
-    cudaError_t e_ = (call);                                                                     \
-    if (e_ != cudaSuccess) {                                                                     \
-      fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_));                         \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                              \
-    }                                                                                            \
+#define CUDA_CHECK(call)                                                 \
+  do {                                                                   \
+    cudaError_t e_ = (call);                                             \
+    if (e_ != cudaSuccess) {                                             \
+      fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_)); \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                      \
+    }                                                                    \
   } while (0)
 
 /* bf16 is the top half of an fp32 (rounded to nearest even). */
@@ -58,7 +57,8 @@ static void* device_tensor(const int64_t* pos, int64_t L, int64_t heads, int64_t
   for (int64_t i = 0; i < L; ++i)
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t c = 0; c < d; ++c)
-        host[(i * heads + h) * d + c] = to_bf16((float)sin(0.05 * (double)pos[i] + 0.3 * (double)h + 0.7 * (double)c + phase));
+        host[(i * heads + h) * d + c] =
+            to_bf16((float)sin(0.05 * (double)pos[i] + 0.3 * (double)h + 0.7 * (double)c + phase));
   CUDA_CHECK(cudaMalloc(&dev, n * sizeof *host));
   CUDA_CHECK(cudaMemcpy(dev, host, n * sizeof *host, cudaMemcpyHostToDevice));
   free(host);

@@ -221,6 +221,8 @@ RFA_API rfa_result_t rfa_check_version_major(int header_major);
  * Shapes are those of docs/architecture.md §2: the whole sequence has seq_total tokens, of which each of
  * the P ranks holds seq_total / P (see ::rfa_layout_t for the divisibility rules).
  */
+/* The field comments below are kept aligned as a table by hand. */
+/* clang-format off */
 typedef struct rfa_options_t {
   size_t struct_size;          /**< sizeof(rfa_options_t) as the caller was compiled; set by rfa_options_init(). */
   int32_t version;             /**< ::RFA_OPTIONS_VERSION as the caller was compiled; set by rfa_options_init(). */
@@ -280,6 +282,7 @@ typedef struct rfa_options_t {
                                     sums), which leaves threads idle where batch x kv_heads is small.
                                     Default 0. */
 } rfa_options_t;
+/* clang-format on */
 
 /**
  * @brief Fills the first @p struct_size bytes of @p options with the defaults, and sets
@@ -497,9 +500,8 @@ RFA_API rfa_result_t rfa_forward(rfa_context_t context, const void* q, const voi
  *         ::RFA_ERROR_CALL_MISMATCH; ::RFA_ERROR_NONFINITE (options.check_values);
  *         ::RFA_ERROR_TIMEOUT; ::RFA_ERROR_MPI; ::RFA_ERROR_OUT_OF_MEMORY.
  */
-RFA_API rfa_result_t rfa_backward(rfa_context_t context, const void* q, const void* k, const void* v,
-                                  const void* out, const void* dout, const float* lse, void* dq, void* dk,
-                                  void* dv);
+RFA_API rfa_result_t rfa_backward(rfa_context_t context, const void* q, const void* k, const void* v, const void* out,
+                                  const void* dout, const float* lse, void* dq, void* dk, void* dv);
 
 /** @} */
 

@@ -22,9 +22,9 @@ struct PeerFigure {
 
 /// One timed kernel sequence.
 struct Measurement {
-  std::string name;           ///< unique in the file: "cuda/fwd/causal", "cuda_ring_step/P4/fwd_fused"
-  std::vector<double> ms;     ///< every timed iteration
-  double flops = 0;           ///< by FlashAttention's convention (0: not a FLOP count, no tflops)
+  std::string name;        ///< unique in the file: "cuda/fwd/causal", "cuda_ring_step/P4/fwd_fused"
+  std::vector<double> ms;  ///< every timed iteration
+  double flops = 0;        ///< by FlashAttention's convention (0: not a FLOP count, no tflops)
   std::vector<std::pair<std::string, std::string>> labels;  ///< pass, mask, ...
   std::vector<std::pair<std::string, double>> counters;     ///< the same in every repetition
   std::vector<PeerFigure> peers;

@@ -59,19 +59,32 @@ Options parse(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--batch") o.batch = std::atoi(value());
-    else if (a == "--heads") o.heads = std::atoi(value());
-    else if (a == "--kv-heads") o.kv_heads = std::atoi(value());
-    else if (a == "--seq") o.seq = std::atoi(value());
-    else if (a == "--dim") o.dim = std::atoi(value());
-    else if (a == "--warmup") o.warmup = std::atoi(value());
-    else if (a == "--iters") o.iters = std::atoi(value());
-    else if (a == "--dtype") o.dtype = std::strcmp(value(), "fp16") == 0 ? RFA_CUDA_FP16 : RFA_CUDA_BF16;
-    else if (a == "--json") o.json = value();
-    else if (a == "--no-torch") o.torch = false;
-    else if (a == "--torch-script") o.torch_script = value();
-    else if (a == "--peer-check") o.peer_check = true;
-    else if (a == "--deterministic") o.deterministic = true;
+    if (a == "--batch")
+      o.batch = std::atoi(value());
+    else if (a == "--heads")
+      o.heads = std::atoi(value());
+    else if (a == "--kv-heads")
+      o.kv_heads = std::atoi(value());
+    else if (a == "--seq")
+      o.seq = std::atoi(value());
+    else if (a == "--dim")
+      o.dim = std::atoi(value());
+    else if (a == "--warmup")
+      o.warmup = std::atoi(value());
+    else if (a == "--iters")
+      o.iters = std::atoi(value());
+    else if (a == "--dtype")
+      o.dtype = std::strcmp(value(), "fp16") == 0 ? RFA_CUDA_FP16 : RFA_CUDA_BF16;
+    else if (a == "--json")
+      o.json = value();
+    else if (a == "--no-torch")
+      o.torch = false;
+    else if (a == "--torch-script")
+      o.torch_script = value();
+    else if (a == "--peer-check")
+      o.peer_check = true;
+    else if (a == "--deterministic")
+      o.deterministic = true;
     else {
       std::fprintf(stderr, "unknown option %s (see the comment at the top of kernel_bench.cu)\n", a.c_str());
       std::exit(2);
@@ -144,10 +157,9 @@ PeerResults run_sdpa_peers(const Options& o) {
   const char* python = std::getenv("RFA_PEER_PYTHON");
   const std::string cmd = std::string(python != nullptr && *python != '\0' ? python : "python3") + " '" + script +
                           "' --batch " + std::to_string(o.batch) + " --heads " + std::to_string(o.heads) +
-                          " --kv-heads " + std::to_string(o.kv_heads) + " --seq " + std::to_string(o.seq) +
-                          " --dim " + std::to_string(o.dim) + " --dtype " +
-                          (o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16") + " --warmup " + std::to_string(o.warmup) +
-                          " --iters " + std::to_string(o.iters) + " 2>&1";
+                          " --kv-heads " + std::to_string(o.kv_heads) + " --seq " + std::to_string(o.seq) + " --dim " +
+                          std::to_string(o.dim) + " --dtype " + (o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16") +
+                          " --warmup " + std::to_string(o.warmup) + " --iters " + std::to_string(o.iters) + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) {
     fail_all("cannot start: " + cmd);
@@ -195,7 +207,7 @@ struct Row {
   std::string pass;
   bool causal;
   double ms, tflops;
-  PeerResult peers[2];  // kPeers order
+  PeerResult peers[2];               // kPeers order
   std::vector<double> samples = {};  // every timed iteration, ms
   double flops = 0;
   // The peer's name for the same measurement: "fwd_full", "bwd_causal", ... (not the pass's
@@ -215,8 +227,10 @@ int main(int argc, char** argv) {
         for (bool causal : {false, true}) {
           const std::string key = Row{pass, causal, 0, 0, {}}.key();
           const PeerResult r = peer_result(peers, peer, key);
-          if (r.ms > 0) std::printf("%s %s %.4f ms\n", peer, key.c_str(), r.ms);
-          else std::printf("%s %s: %s\n", peer, key.c_str(), r.error.c_str());
+          if (r.ms > 0)
+            std::printf("%s %s %.4f ms\n", peer, key.c_str(), r.ms);
+          else
+            std::printf("%s %s: %s\n", peer, key.c_str(), r.error.c_str());
         }
     return 0;
   }
@@ -226,8 +240,8 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   RFA_TEST_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device %s, %s d=%d B=%d H=%d Hkv=%d S=%d\n", prop.name,
-              o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.dim, o.batch, o.heads, o.kv_heads, o.seq);
+  std::printf("device %s, %s d=%d B=%d H=%d Hkv=%d S=%d\n", prop.name, o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16",
+              o.dim, o.batch, o.heads, o.kv_heads, o.seq);
 
   const std::size_t q_elems = std::size_t(o.batch) * o.seq * o.heads * o.dim;
   const std::size_t kv_elems = std::size_t(o.batch) * o.seq * o.kv_heads * o.dim;
@@ -337,8 +351,9 @@ int main(int argc, char** argv) {
     // perf/'s one format: one case per row, each timed iteration a repetition, the peers'
     // medians as counters of the same case (perf/compare, perf/plot read it).
     const std::string dtype = o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16";
-    const std::string shape = "B=" + std::to_string(o.batch) + " S=" + std::to_string(o.seq) + " H=" +
-                              std::to_string(o.heads) + "/" + std::to_string(o.kv_heads) + " d=" + std::to_string(o.dim);
+    const std::string shape = "B=" + std::to_string(o.batch) + " S=" + std::to_string(o.seq) +
+                              " H=" + std::to_string(o.heads) + "/" + std::to_string(o.kv_heads) +
+                              " d=" + std::to_string(o.dim);
     std::vector<rfa_cuda_bench::Measurement> measured;
     for (const Row& r : rows) {
       rfa_cuda_bench::Measurement m;
@@ -347,17 +362,18 @@ int main(int argc, char** argv) {
       m.ms = r.samples;
       m.flops = r.flops;
       m.labels = {{"pass", r.pass}, {"mask", r.causal ? "causal" : "none"}};
-      for (int p = 0; p < 2; ++p) m.peers.push_back({std::string("sdpa_") + kPeers[p], r.peers[p].ms, r.peers[p].error});
+      for (int p = 0; p < 2; ++p)
+        m.peers.push_back({std::string("sdpa_") + kPeers[p], r.peers[p].ms, r.peers[p].error});
       measured.push_back(m);
     }
     int runtime = 0, driver = 0;
     cudaRuntimeGetVersion(&runtime);
     cudaDriverGetVersion(&driver);
     try {
-      rfa::perf::write_results_json(
-          o.json, rfa_cuda_bench::gpu_context("rfa_cuda_kernel_bench", prop.name, runtime, driver, "cuda_kernels", dtype,
-                                              shape),
-          rfa_cuda_bench::to_cases(measured, "cuda_kernels", dtype, shape));
+      rfa::perf::write_results_json(o.json,
+                                    rfa_cuda_bench::gpu_context("rfa_cuda_kernel_bench", prop.name, runtime, driver,
+                                                                "cuda_kernels", dtype, shape),
+                                    rfa_cuda_bench::to_cases(measured, "cuda_kernels", dtype, shape));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "rfa_cuda_kernel_bench: %s\n", e.what());
       return 1;

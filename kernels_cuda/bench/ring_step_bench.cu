@@ -61,14 +61,22 @@ Options parse(int argc, char** argv) {
       std::exit(2);
     }
     const char* v = argv[++i];
-    if (a == "--batch") o.batch = std::atoi(v);
-    else if (a == "--heads") o.heads = std::atoi(v);
-    else if (a == "--seq") o.seq = std::atoi(v);
-    else if (a == "--dim") o.dim = std::atoi(v);
-    else if (a == "--warmup") o.warmup = std::atoi(v);
-    else if (a == "--iters") o.iters = std::atoi(v);
-    else if (a == "--dtype") o.dtype = std::strcmp(v, "fp16") == 0 ? RFA_CUDA_FP16 : RFA_CUDA_BF16;
-    else if (a == "--json") o.json = v;
+    if (a == "--batch")
+      o.batch = std::atoi(v);
+    else if (a == "--heads")
+      o.heads = std::atoi(v);
+    else if (a == "--seq")
+      o.seq = std::atoi(v);
+    else if (a == "--dim")
+      o.dim = std::atoi(v);
+    else if (a == "--warmup")
+      o.warmup = std::atoi(v);
+    else if (a == "--iters")
+      o.iters = std::atoi(v);
+    else if (a == "--dtype")
+      o.dtype = std::strcmp(v, "fp16") == 0 ? RFA_CUDA_FP16 : RFA_CUDA_BF16;
+    else if (a == "--json")
+      o.json = v;
     else if (a == "--kernels") {
       o.cudnn = std::strcmp(v, "cudnn") == 0;
       if (!o.cudnn && std::strcmp(v, "rfa") != 0) {
@@ -81,8 +89,7 @@ Options parse(int argc, char** argv) {
         std::exit(2);
       }
 #endif
-    }
-    else if (a == "--ranks") {
+    } else if (a == "--ranks") {
       o.ranks.clear();
       std::stringstream list(v);
       for (std::string n; std::getline(list, n, ',');) o.ranks.push_back(std::atoi(n.c_str()));
@@ -130,13 +137,21 @@ bool block_visible(int me, int owner, int P, int seq) {
 
 struct Buffers {
   Buffers(const Options& o, int64_t rows)
-      : q(o.dtype, rows * o.heads * o.dim), k(o.dtype, rows * o.heads * o.dim), v(o.dtype, rows * o.heads * o.dim),
-        dout(o.dtype, rows * o.heads * o.dim), out(o.dtype, rows * o.heads * o.dim),
-        acc(RFA_CUDA_FP32, rows * o.heads * o.dim), block_out(RFA_CUDA_FP32, rows * o.heads * o.dim),
-        lse(RFA_CUDA_FP32, rows * o.heads), block_lse(RFA_CUDA_FP32, rows * o.heads),
-        delta(RFA_CUDA_FP32, rows * o.heads), dq(RFA_CUDA_FP32, rows * o.heads * o.dim),
-        dk(RFA_CUDA_FP32, rows * o.heads * o.dim), dv(RFA_CUDA_FP32, rows * o.heads * o.dim),
-        dk_in(RFA_CUDA_FP32, rows * o.heads * o.dim), dv_in(RFA_CUDA_FP32, rows * o.heads * o.dim),
+      : q(o.dtype, rows * o.heads * o.dim),
+        k(o.dtype, rows * o.heads * o.dim),
+        v(o.dtype, rows * o.heads * o.dim),
+        dout(o.dtype, rows * o.heads * o.dim),
+        out(o.dtype, rows * o.heads * o.dim),
+        acc(RFA_CUDA_FP32, rows * o.heads * o.dim),
+        block_out(RFA_CUDA_FP32, rows * o.heads * o.dim),
+        lse(RFA_CUDA_FP32, rows * o.heads),
+        block_lse(RFA_CUDA_FP32, rows * o.heads),
+        delta(RFA_CUDA_FP32, rows * o.heads),
+        dq(RFA_CUDA_FP32, rows * o.heads * o.dim),
+        dk(RFA_CUDA_FP32, rows * o.heads * o.dim),
+        dv(RFA_CUDA_FP32, rows * o.heads * o.dim),
+        dk_in(RFA_CUDA_FP32, rows * o.heads * o.dim),
+        dv_in(RFA_CUDA_FP32, rows * o.heads * o.dim),
         dq16(o.dtype, rows * o.heads * o.dim) {
     std::mt19937 gen(7);
     std::uniform_real_distribution<double> d(-1.0, 1.0);
@@ -218,8 +233,8 @@ void cudnn_backward(const rfa_cuda_backward_params& b, const void* out) {
   std::size_t need = 0;
   RFA_TEST_CALL(rfa_cudnn_plan_backward(cudnn->ctx, &b, rfa_cuda_strides{}, nullptr, &need));
   cudnn->reserve(need);
-  RFA_TEST_CALL(rfa_cudnn_backward(cudnn->ctx, &b, out, rfa_cuda_strides{}, nullptr, cudnn->scratch, cudnn->bytes,
-                                   nullptr));
+  RFA_TEST_CALL(
+      rfa_cudnn_backward(cudnn->ctx, &b, out, rfa_cuda_strides{}, nullptr, cudnn->scratch, cudnn->bytes, nullptr));
 }
 #endif
 
@@ -242,8 +257,8 @@ void ring_forward(const Options& o, int P, Buffers& b, bool fused) {
       if (o.cudnn) {  // into out = 0, lse = -inf at the first block, as the engine starts
         if (!seen) {
           RFA_TEST_CALL(rfa_cuda_fill_fp32(b.acc.as_float(), 0.f, std::size_t(o.batch) * L * o.heads * o.dim, nullptr));
-          RFA_TEST_CALL(rfa_cuda_fill_fp32(b.block_lse.as_float(), -INFINITY, std::size_t(o.batch) * L * o.heads,
-                                           nullptr));
+          RFA_TEST_CALL(
+              rfa_cuda_fill_fp32(b.block_lse.as_float(), -INFINITY, std::size_t(o.batch) * L * o.heads, nullptr));
         }
         f.out = b.acc.get();
         f.lse = b.block_lse.as_float();
@@ -315,8 +330,10 @@ void ring_backward(const Options& o, int P, Buffers& b) {
       bp.dk = b.dk.get();
       bp.dv = b.dv.get();
 #if RFA_RING_STEP_CUDNN
-      if (o.cudnn) cudnn_backward(bp, b.out.get());
-      else RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
+      if (o.cudnn)
+        cudnn_backward(bp, b.out.get());
+      else
+        RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
 #else
       RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
 #endif
@@ -373,8 +390,8 @@ int main(int argc, char** argv) {
   single_cudnn.lse = whole.block_lse.as_float();
   if (o.cudnn) {
     single_forward = [&] {
-      RFA_TEST_CALL(rfa_cuda_fill_fp32(whole.block_lse.as_float(), -INFINITY,
-                                       std::size_t(o.batch) * o.seq * o.heads, nullptr));
+      RFA_TEST_CALL(
+          rfa_cuda_fill_fp32(whole.block_lse.as_float(), -INFINITY, std::size_t(o.batch) * o.seq * o.heads, nullptr));
       cudnn_forward(single_cudnn);
     };
   }
@@ -418,13 +435,16 @@ int main(int argc, char** argv) {
   // FlashAttention's convention: causal forward 2*B*S^2*H*d, backward 2.5x that.
   const double fwd_flops = 2.0 * o.batch * double(o.seq) * o.seq * o.heads * o.dim;
   std::vector<rfa_cuda_bench::Measurement> measured;
-  auto add = [&](const std::string& name, const std::vector<double>& ms, double flops, const std::string& pass,
-                 int P, double efficiency) {
+  auto add = [&](const std::string& name, const std::vector<double>& ms, double flops, const std::string& pass, int P,
+                 double efficiency) {
     rfa_cuda_bench::Measurement m;
     m.name = name;
     m.ms = ms;
     m.flops = flops;
-    m.labels = {{"pass", pass}, {"mask", "causal"}, {"layout", "zigzag"}, {"ranks_on_one_gpu", std::to_string(P)},
+    m.labels = {{"pass", pass},
+                {"mask", "causal"},
+                {"layout", "zigzag"},
+                {"ranks_on_one_gpu", std::to_string(P)},
                 {"kernels", o.cudnn ? "cudnn" : "rfa"}};
     if (efficiency > 0) m.counters = {{"efficiency", efficiency}};
     measured.push_back(m);
@@ -434,8 +454,8 @@ int main(int argc, char** argv) {
   add(prefix + "/single/bwd", single_bwd_ms, 2.5 * fwd_flops, "backward", 1, 0);
 
   std::printf("single causal attention: forward %.3f ms, backward %.3f ms\n", single_fwd, single_bwd);
-  std::printf("%4s | %12s %6s | %12s %6s | %12s %6s\n", "P", "fwd fused ms", "eff", "fwd sep. ms", "eff",
-              "backward ms", "eff");
+  std::printf("%4s | %12s %6s | %12s %6s | %12s %6s\n", "P", "fwd fused ms", "eff", "fwd sep. ms", "eff", "backward ms",
+              "eff");
   for (int P : o.ranks) {
     Buffers b(o, o.seq / P);
     const std::vector<double> fused_ms = samples_ms(o, [&] { ring_forward(o, P, b, true); });
@@ -453,9 +473,9 @@ int main(int argc, char** argv) {
   std::printf("eff = single attention ms / sum over ranks of their per-step kernels (1.0: no ring overhead)\n");
   if (!o.json.empty()) {
     const std::string dtype = o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16";
-    const std::string shape = "B=" + std::to_string(o.batch) + " S=" + std::to_string(o.seq) + " H=" +
-                              std::to_string(o.heads) + "/" + std::to_string(o.heads) + " d=" + std::to_string(o.dim) +
-                              " causal";
+    const std::string shape = "B=" + std::to_string(o.batch) + " S=" + std::to_string(o.seq) +
+                              " H=" + std::to_string(o.heads) + "/" + std::to_string(o.heads) +
+                              " d=" + std::to_string(o.dim) + " causal";
     int runtime = 0, driver = 0;
     cudaRuntimeGetVersion(&runtime);
     cudaDriverGetVersion(&driver);

@@ -40,8 +40,8 @@ inline StridedTensor resolve(const void* data, rfa_cuda_strides s, std::int64_t 
 }  // namespace detail
 }  // namespace rfa_cuda
 
-#define RFA_CUDA_TRY(expr)                                     \
-  do {                                                         \
-    const rfa_cuda_status try_status_ = (expr);                \
-    if (try_status_ != RFA_CUDA_SUCCESS) return try_status_;   \
+#define RFA_CUDA_TRY(expr)                                   \
+  do {                                                       \
+    const rfa_cuda_status try_status_ = (expr);              \
+    if (try_status_ != RFA_CUDA_SUCCESS) return try_status_; \
   } while (0)

@@ -55,8 +55,10 @@ struct DeviceMask {
     std::int64_t lo = 0, hi = doc_bound_count - 1;
     while (hi - lo > 1) {
       const std::int64_t mid = lo + (hi - lo) / 2;
-      if (__ldg(doc_bounds + mid) <= position) lo = mid;
-      else hi = mid;
+      if (__ldg(doc_bounds + mid) <= position)
+        lo = mid;
+      else
+        hi = mid;
     }
     return lo;
   }
@@ -74,9 +76,8 @@ enum class TileKind { kSkip, kPartial, kFull };
 // "full" (no per-element mask) only when every row and column is inside its sequence too.
 // Documents are ranges of positions, so their test is a range test as well.
 __device__ __forceinline__ TileKind classify_tile(const DeviceMask& mask, const DevicePositions& qpos,
-                                                  const DevicePositions& kpos, int q_first,
-                                                  int q_rows, int seq_q, int k_first, int k_rows,
-                                                  int seq_k) {
+                                                  const DevicePositions& kpos, int q_first, int q_rows, int seq_q,
+                                                  int k_first, int k_rows, int seq_k) {
   const int q_last = min(q_first + q_rows, seq_q) - 1;
   const int k_last = min(k_first + k_rows, seq_k) - 1;
   if (q_last < q_first || k_last < k_first) return TileKind::kSkip;
@@ -84,13 +85,13 @@ __device__ __forceinline__ TileKind classify_tile(const DeviceMask& mask, const 
   if (!mask.any()) return in_bounds ? TileKind::kFull : TileKind::kPartial;
   const std::int64_t q_lo = qpos.min_over(q_first, q_last), q_hi = qpos.max_over(q_first, q_last);
   const std::int64_t k_lo = kpos.min_over(k_first, k_last), k_hi = kpos.max_over(k_first, k_last);
-  if (mask.causal && k_lo > q_hi) return TileKind::kSkip;                      // every key after every query
-  if (mask.window > 0 && q_lo - k_hi >= mask.window) return TileKind::kSkip;   // all too far back
+  if (mask.causal && k_lo > q_hi) return TileKind::kSkip;                     // every key after every query
+  if (mask.window > 0 && q_lo - k_hi >= mask.window) return TileKind::kSkip;  // all too far back
   bool one_document = true;
   if (mask.documents()) {
     const std::int64_t dq_lo = mask.document_of(q_lo), dq_hi = mask.document_of(q_hi);
     const std::int64_t dk_lo = mask.document_of(k_lo), dk_hi = mask.document_of(k_hi);
-    if (dk_hi < dq_lo || dq_hi < dk_lo) return TileKind::kSkip;                // no document in common
+    if (dk_hi < dq_lo || dq_hi < dk_lo) return TileKind::kSkip;  // no document in common
     one_document = dq_lo == dq_hi && dk_lo == dk_hi && dq_lo == dk_lo;
   }
   const bool causal_full = !mask.causal || k_hi <= q_lo;
@@ -100,8 +101,7 @@ __device__ __forceinline__ TileKind classify_tile(const DeviceMask& mask, const 
 
 // Per-element visibility inside a partial tile (indices are local rows).
 __device__ __forceinline__ bool visible(const DeviceMask& mask, const DevicePositions& qpos,
-                                        const DevicePositions& kpos, int q, int seq_q, int k,
-                                        int seq_k) {
+                                        const DevicePositions& kpos, int q, int seq_q, int k, int seq_k) {
   if (q >= seq_q || k >= seq_k) return false;
   return mask.visible_positions(qpos.at(q), kpos.at(k));
 }

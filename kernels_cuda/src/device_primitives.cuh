@@ -20,14 +20,12 @@ __device__ __forceinline__ std::uint32_t shared_address(const void* p) {
 // which is how rows past the end of a sequence become zeros (never garbage that 0*x = NaN).
 __device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, bool valid) {
   const int src_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 
 __device__ __forceinline__ void cp_async_4(std::uint32_t dst, const void* src, bool valid) {
   const int src_bytes = valid ? 4 : 0;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
@@ -49,12 +47,12 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::ui
 
 // c += a * b on a 16x8 tile with k = 16: a row-major (4 regs), b column-major (2 regs).
 template <typename T>
-__device__ __forceinline__ void mma_16816(float (&c)[4], const std::uint32_t (&a)[4],
-                                          std::uint32_t b0, std::uint32_t b1);
+__device__ __forceinline__ void mma_16816(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                          std::uint32_t b1);
 
 template <>
-__device__ __forceinline__ void mma_16816<__nv_bfloat16>(float (&c)[4], const std::uint32_t (&a)[4],
-                                                         std::uint32_t b0, std::uint32_t b1) {
+__device__ __forceinline__ void mma_16816<__nv_bfloat16>(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                                         std::uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
@@ -63,8 +61,8 @@ __device__ __forceinline__ void mma_16816<__nv_bfloat16>(float (&c)[4], const st
 }
 
 template <>
-__device__ __forceinline__ void mma_16816<__half>(float (&c)[4], const std::uint32_t (&a)[4],
-                                                  std::uint32_t b0, std::uint32_t b1) {
+__device__ __forceinline__ void mma_16816<__half>(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                                  std::uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
@@ -130,8 +128,7 @@ __device__ __forceinline__ int swizzled(int row, int col) {
 // Copies a kRows x kCols tile of 16-bit elements (rows `row_stride` elements apart) into a
 // swizzled shared tile; rows >= valid_rows are zero-filled.
 template <int kRows, int kCols, int kThreads, typename T>
-__device__ __forceinline__ void load_tile_async(T* tile, const T* global, std::int64_t row_stride,
-                                                int valid_rows) {
+__device__ __forceinline__ void load_tile_async(T* tile, const T* global, std::int64_t row_stride, int valid_rows) {
   constexpr int kChunksPerRow = kCols / 8;
   constexpr int kChunks = kRows * kChunksPerRow;
   static_assert(kChunks % kThreads == 0, "every thread copies the same number of chunks");

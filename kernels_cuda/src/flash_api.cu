@@ -33,18 +33,16 @@ bool known_dtype(rfa_cuda_dtype t) { return t == RFA_CUDA_BF16 || t == RFA_CUDA_
 // The tensor-core kernels copy 16-byte chunks: base and strides must keep them aligned.
 rfa_cuda_status check_tile_tensor(const char* name, const void* data, const rfa_cuda_strides& s) {
   if (data == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s is NULL", name);
-  if (!aligned16(data))
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s is not 16-byte aligned", name);
+  if (!aligned16(data)) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s is not 16-byte aligned", name);
   if (s.batch % 8 != 0 || s.seq % 8 != 0 || s.head % 8 != 0 || s.batch < 0 || s.seq < 0 || s.head < 0)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
-                "%s strides (batch %lld, seq %lld, head %lld) must be non-negative multiples of 8",
-                name, static_cast<long long>(s.batch), static_cast<long long>(s.seq),
-                static_cast<long long>(s.head));
+                "%s strides (batch %lld, seq %lld, head %lld) must be non-negative multiples of 8", name,
+                static_cast<long long>(s.batch), static_cast<long long>(s.seq), static_cast<long long>(s.head));
   return RFA_CUDA_SUCCESS;
 }
 
-rfa_cuda_status to_device_positions(const char* name, const rfa_cuda_position_map& map,
-                                    std::int64_t seq, DevicePositions& out) {
+rfa_cuda_status to_device_positions(const char* name, const rfa_cuda_position_map& map, std::int64_t seq,
+                                    DevicePositions& out) {
   if (map.count == 0) {
     out = DevicePositions{0, 1, INT64_MAX, 0, 1};
     return RFA_CUDA_SUCCESS;
@@ -55,16 +53,14 @@ rfa_cuda_status to_device_positions(const char* name, const rfa_cuda_position_ma
   for (int i = 0; i < map.count; ++i) {
     const rfa_cuda_segment& s = map.seg[i];
     if (s.stride < 1 || s.length < 1)
-      return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
-                  "%s.seg[%d] has stride %lld and length %lld; both must be >= 1", name, i,
-                  static_cast<long long>(s.stride), static_cast<long long>(s.length));
+      return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s.seg[%d] has stride %lld and length %lld; both must be >= 1",
+                  name, i, static_cast<long long>(s.stride), static_cast<long long>(s.length));
     if (std::llabs(s.start) > (INT64_C(1) << 60) || s.stride > (INT64_C(1) << 30))
       return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s.seg[%d] positions are out of range", name, i);
     total += s.length;
   }
   if (total != seq)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
-                "%s covers %lld rows but the sequence has %lld", name,
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s covers %lld rows but the sequence has %lld", name,
                 static_cast<long long>(total), static_cast<long long>(seq));
   const rfa_cuda_segment& a = map.seg[0];
   const rfa_cuda_segment& b = map.seg[map.count == 2 ? 1 : 0];
@@ -76,9 +72,8 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
   if (s.batch < 1 || s.seq_q < 1 || s.seq_k < 1 || s.heads < 1 || s.kv_heads < 1)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
                 "batch %lld, seq_q %lld, seq_k %lld, heads %lld, kv_heads %lld must all be >= 1",
-                static_cast<long long>(s.batch), static_cast<long long>(s.seq_q),
-                static_cast<long long>(s.seq_k), static_cast<long long>(s.heads),
-                static_cast<long long>(s.kv_heads));
+                static_cast<long long>(s.batch), static_cast<long long>(s.seq_q), static_cast<long long>(s.seq_k),
+                static_cast<long long>(s.heads), static_cast<long long>(s.kv_heads));
   if (s.heads % s.kv_heads != 0)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "heads (%lld) is not a multiple of kv_heads (%lld)",
                 static_cast<long long>(s.heads), static_cast<long long>(s.kv_heads));
@@ -88,12 +83,12 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
     return fail(RFA_CUDA_ERROR_UNSUPPORTED, "head_dim %lld is not supported: use 64 or 128",
                 static_cast<long long>(s.head_dim));
   if (s.dtype != RFA_CUDA_BF16 && s.dtype != RFA_CUDA_FP16)
-    return fail(RFA_CUDA_ERROR_UNSUPPORTED, "input dtype %s is not supported: use bf16 or fp16",
-                dtype_name(s.dtype));
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED, "input dtype %s is not supported: use bf16 or fp16", dtype_name(s.dtype));
   if (s.mask != RFA_CUDA_MASK_NONE && s.mask != RFA_CUDA_MASK_CAUSAL)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "unknown mask %d", static_cast<int>(s.mask));
   if (s.window < 0)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "window %lld must be >= 0 (0: none)", static_cast<long long>(s.window));
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "window %lld must be >= 0 (0: none)",
+                static_cast<long long>(s.window));
   if (s.doc_bound_count < 0 || s.doc_bound_count == 1 || (s.doc_bound_count > 0 && s.doc_bounds == nullptr))
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
                 "doc_bounds: %lld values at %p; give documents + 1 boundaries (>= 2) in device memory, or 0 and NULL",
@@ -119,23 +114,23 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
 rfa_cuda_status check_device() {
   int device = 0, major = 0;
   RFA_CUDA_TRY(from_cuda(cudaGetDevice(&device), "cudaGetDevice"));
-  RFA_CUDA_TRY(from_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
-                         "cudaDeviceGetAttribute"));
+  RFA_CUDA_TRY(
+      from_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute"));
   if (major < 8)
-    return fail(RFA_CUDA_ERROR_UNSUPPORTED, "device %d has compute capability %d.x; sm_80 or newer is needed",
-                device, major);
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED, "device %d has compute capability %d.x; sm_80 or newer is needed", device,
+                major);
   return RFA_CUDA_SUCCESS;
 }
 
-rfa_cuda_status check_rowwise_shape(const char* what, std::int64_t batch, std::int64_t seq,
-                                    std::int64_t heads, std::int64_t head_dim, RowwiseShape& shape) {
+rfa_cuda_status check_rowwise_shape(const char* what, std::int64_t batch, std::int64_t seq, std::int64_t heads,
+                                    std::int64_t head_dim, RowwiseShape& shape) {
   if (batch < 1 || seq < 1 || heads < 1 || head_dim < 1)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s: batch, seq, heads, head_dim must all be >= 1", what);
   if (batch * seq * heads > (INT64_C(1) << 33) || seq > INT_MAX || heads > INT_MAX || batch > INT_MAX ||
       head_dim > INT_MAX)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s: too many rows", what);
-  shape = RowwiseShape{static_cast<int>(batch), static_cast<int>(seq), static_cast<int>(heads),
-                       static_cast<int>(head_dim)};
+  shape =
+      RowwiseShape{static_cast<int>(batch), static_cast<int>(seq), static_cast<int>(heads), static_cast<int>(head_dim)};
   return RFA_CUDA_SUCCESS;
 }
 
@@ -228,13 +223,12 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   a.atomic_dq = true;
   a.dq_accum = store ? resolve(p->workspace, rfa_cuda_strides{0, 0, 0}, s.seq_q, s.heads, s.head_dim) : dq;
   if (store)
-    RFA_CUDA_TRY(from_cuda(cudaMemsetAsync(p->workspace, 0, backward_workspace_bytes(*p), stream),
-                           "zeroing the dq workspace"));
+    RFA_CUDA_TRY(
+        from_cuda(cudaMemsetAsync(p->workspace, 0, backward_workspace_bytes(*p), stream), "zeroing the dq workspace"));
   RFA_CUDA_TRY(from_cuda(launch_flash_backward(a, type, stream), "flash backward launch"));
   if (store) {
     const RowwiseShape shape{a.dims.batch, a.dims.seq_q, a.dims.heads, a.dims.head_dim};
-    RFA_CUDA_TRY(from_cuda(launch_convert_from_fp32(shape, a.dq_accum, dq, type, stream),
-                           "dq conversion launch"));
+    RFA_CUDA_TRY(from_cuda(launch_convert_from_fp32(shape, a.dq_accum, dq, type, stream), "dq conversion launch"));
   }
   return RFA_CUDA_SUCCESS;
 }
@@ -249,8 +243,8 @@ rfa_cuda_status delta(const rfa_cuda_delta_params* p, cudaStream_t stream) {
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "attention_delta: unknown dtype");
   const StridedTensor out = resolve(p->out, p->out_strides, p->seq, p->heads, p->head_dim);
   const StridedTensor dout = resolve(p->dout, p->dout_strides, p->seq, p->heads, p->head_dim);
-  return from_cuda(launch_attention_delta(shape, out, element_type(p->out_dtype), dout,
-                                          element_type(p->dout_dtype), p->delta, stream),
+  return from_cuda(launch_attention_delta(shape, out, element_type(p->out_dtype), dout, element_type(p->dout_dtype),
+                                          p->delta, stream),
                    "attention_delta launch");
 }
 
@@ -262,8 +256,7 @@ rfa_cuda_status merge(const rfa_cuda_merge_params* p, cudaStream_t stream) {
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "merge_partial: out, lse, block_out, block_lse must not be NULL");
   const StridedTensor out = resolve(p->out, p->out_strides, p->seq, p->heads, p->head_dim);
   const StridedTensor block = resolve(p->block_out, p->block_out_strides, p->seq, p->heads, p->head_dim);
-  return from_cuda(launch_merge_partial(shape, out, p->lse, block, p->block_lse, stream),
-                   "merge_partial launch");
+  return from_cuda(launch_merge_partial(shape, out, p->lse, block, p->block_lse, stream), "merge_partial launch");
 }
 
 rfa_cuda_status convert(const rfa_cuda_convert_params* p, cudaStream_t stream) {
@@ -274,8 +267,7 @@ rfa_cuda_status convert(const rfa_cuda_convert_params* p, cudaStream_t stream) {
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "convert_from_fp32: src and dst must not be NULL");
   if (p->dst_dtype != RFA_CUDA_BF16 && p->dst_dtype != RFA_CUDA_FP16)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "convert_from_fp32: dst_dtype must be bf16 or fp16");
-  const StridedTensor src =
-      resolve(p->src, p->src_strides, p->seq, p->heads, p->head_dim);
+  const StridedTensor src = resolve(p->src, p->src_strides, p->seq, p->heads, p->head_dim);
   const StridedTensor dst = resolve(p->dst, p->dst_strides, p->seq, p->heads, p->head_dim);
   return from_cuda(launch_convert_from_fp32(shape, src, dst, element_type(p->dst_dtype), stream),
                    "convert_from_fp32 launch");
@@ -319,9 +311,7 @@ rfa_cuda_status rfa_cuda_attention_delta(const rfa_cuda_delta_params* p, cudaStr
   return delta(p, stream);
 }
 
-rfa_cuda_status rfa_cuda_merge_partial(const rfa_cuda_merge_params* p, cudaStream_t stream) {
-  return merge(p, stream);
-}
+rfa_cuda_status rfa_cuda_merge_partial(const rfa_cuda_merge_params* p, cudaStream_t stream) { return merge(p, stream); }
 
 rfa_cuda_status rfa_cuda_convert_from_fp32(const rfa_cuda_convert_params* p, cudaStream_t stream) {
   return convert(p, stream);

@@ -36,11 +36,10 @@ struct BackwardConfig {
   static constexpr int kQueryGroups = kBlockM / 16;
   static constexpr int kDimSplit = kWarps / kQueryGroups;
   static constexpr int kDimPerWarp = kHeadDim / kDimSplit;
-  static constexpr int kDimChunk = kDimPerWarp < 64 ? kDimPerWarp : 64;  // bounds registers
-  static constexpr int kSmemElements =
-      2 * kBlockN * kHeadDim        // K, V
-      + 4 * kBlockM * kHeadDim      // Q, dO, two stages each
-      + kBlockN * kBlockM;          // dS^T
+  static constexpr int kDimChunk = kDimPerWarp < 64 ? kDimPerWarp : 64;   // bounds registers
+  static constexpr int kSmemElements = 2 * kBlockN * kHeadDim             // K, V
+                                       + 4 * kBlockM * kHeadDim           // Q, dO, two stages each
+                                       + kBlockN * kBlockM;               // dS^T
   static constexpr int kSmemBytes = kSmemElements * 2 + 4 * kBlockM * 4;  // + lse, D (2 stages)
 };
 
@@ -49,8 +48,7 @@ constexpr float kLog2e = 1.44269504088896340736f;
 // kAtomicDq false (the deterministic mode): dK and dV only; a compile-time switch, because a
 // run-time branch around the dQ block makes the d = 128 kernel spill.
 template <typename T, int kHeadDim, bool kAtomicDq>
-__global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads)
-    flash_backward_kernel(const BackwardArgs args) {
+__global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_backward_kernel(const BackwardArgs args) {
   using Config = BackwardConfig<kHeadDim>;
   constexpr int kBlockM = Config::kBlockM, kBlockN = Config::kBlockN, kThreads = Config::kThreads;
   constexpr int D = kHeadDim;
@@ -58,9 +56,9 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads)
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   T* k_s = reinterpret_cast<T*>(shared_bytes);
   T* v_s = k_s + kBlockN * D;
-  T* q_tiles = v_s + kBlockN * D;            // [2][kBlockM][D]
-  T* do_tiles = q_tiles + 2 * kBlockM * D;   // [2][kBlockM][D]
-  T* ds_s = do_tiles + 2 * kBlockM * D;      // dS^T, [kBlockN][kBlockM]
+  T* q_tiles = v_s + kBlockN * D;                                         // [2][kBlockM][D]
+  T* do_tiles = q_tiles + 2 * kBlockM * D;                                // [2][kBlockM][D]
+  T* ds_s = do_tiles + 2 * kBlockM * D;                                   // dS^T, [kBlockN][kBlockM]
   float* lse_tiles = reinterpret_cast<float*>(ds_s + kBlockN * kBlockM);  // [2][kBlockM]
   float* delta_tiles = lse_tiles + 2 * kBlockM;                           // [2][kBlockM]
 
@@ -79,14 +77,12 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads)
 
   const T* k = static_cast<const T*>(args.k.data) + b * args.k.batch + kv_head * args.k.head;
   const T* v = static_cast<const T*>(args.v.data) + b * args.v.batch + kv_head * args.v.head;
-  load_tile_async<kBlockN, D, kThreads>(k_s, k + k_first * args.k.seq, args.k.seq,
-                                        dims.seq_k - k_first);
-  load_tile_async<kBlockN, D, kThreads>(v_s, v + k_first * args.v.seq, args.v.seq,
-                                        dims.seq_k - k_first);
+  load_tile_async<kBlockN, D, kThreads>(k_s, k + k_first * args.k.seq, args.k.seq, dims.seq_k - k_first);
+  load_tile_async<kBlockN, D, kThreads>(v_s, v + k_first * args.v.seq, args.v.seq, dims.seq_k - k_first);
 
   auto kind_of = [&](int q_tile) {
-    return classify_tile(dims.mask, dims.q_positions, dims.k_positions, q_tile * kBlockM,
-                         kBlockM, dims.seq_q, k_first, kBlockN, dims.seq_k);
+    return classify_tile(dims.mask, dims.q_positions, dims.k_positions, q_tile * kBlockM, kBlockM, dims.seq_q, k_first,
+                         kBlockN, dims.seq_k);
   };
   auto next_visible = [&](int it) {
     while (it < iterations && kind_of(it % num_q_tiles) == TileKind::kSkip) ++it;
@@ -95,19 +91,15 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads)
   auto load_query_tile = [&](int it, int stage) {
     const int head = kv_head * group_size + it / num_q_tiles;
     const int q_first = (it % num_q_tiles) * kBlockM;
-    const T* q = static_cast<const T*>(args.q.data) + b * args.q.batch + head * args.q.head +
-                 q_first * args.q.seq;
-    const T* dout = static_cast<const T*>(args.dout.data) + b * args.dout.batch +
-                    head * args.dout.head + q_first * args.dout.seq;
-    load_tile_async<kBlockM, D, kThreads>(q_tiles + stage * kBlockM * D, q, args.q.seq,
-                                          dims.seq_q - q_first);
-    load_tile_async<kBlockM, D, kThreads>(do_tiles + stage * kBlockM * D, dout, args.dout.seq,
-                                          dims.seq_q - q_first);
+    const T* q = static_cast<const T*>(args.q.data) + b * args.q.batch + head * args.q.head + q_first * args.q.seq;
+    const T* dout =
+        static_cast<const T*>(args.dout.data) + b * args.dout.batch + head * args.dout.head + q_first * args.dout.seq;
+    load_tile_async<kBlockM, D, kThreads>(q_tiles + stage * kBlockM * D, q, args.q.seq, dims.seq_q - q_first);
+    load_tile_async<kBlockM, D, kThreads>(do_tiles + stage * kBlockM * D, dout, args.dout.seq, dims.seq_q - q_first);
     if (threadIdx.x < kBlockM) {
       const int row = q_first + static_cast<int>(threadIdx.x);
       const bool valid = row < dims.seq_q;
-      const std::int64_t at = (static_cast<std::int64_t>(b) * dims.heads + head) * dims.seq_q +
-                              (valid ? row : 0);
+      const std::int64_t at = (static_cast<std::int64_t>(b) * dims.heads + head) * dims.seq_q + (valid ? row : 0);
       cp_async_4(shared_address(lse_tiles + stage * kBlockM + threadIdx.x), args.lse + at, valid);
       cp_async_4(shared_address(delta_tiles + stage * kBlockM + threadIdx.x), args.delta + at, valid);
     }
@@ -176,13 +168,10 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads)
         const int key = warp * 16 + group + (e / 2) * 8;
         const int query = nb * 8 + quad * 2 + (e % 2);
         const float lse = lse_s[query];
-        const bool shown =
-            full_tile || visible(dims.mask, dims.q_positions, dims.k_positions, q_first + query,
-                                 dims.seq_q, k_first + key, dims.seq_k);
+        const bool shown = full_tile || visible(dims.mask, dims.q_positions, dims.k_positions, q_first + query,
+                                                dims.seq_q, k_first + key, dims.seq_k);
         // lse = -inf marks a row that sees no key anywhere: all its P are 0.
-        const float p = (shown && lse != -INFINITY)
-                            ? exp2f(fmaf(st[nb][e], dims.scale_log2, -lse * kLog2e))
-                            : 0.f;
+        const float p = (shown && lse != -INFINITY) ? exp2f(fmaf(st[nb][e], dims.scale_log2, -lse * kLog2e)) : 0.f;
         st[nb][e] = p;
         dpt[nb][e] = p * (dpt[nb][e] - delta_s[query]);
       }
@@ -252,9 +241,8 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads)
           for (int half = 0; half < 2; ++half) {
             const int row = q_first + query_group * 16 + group + half * 8;
             if (row >= dims.seq_q) continue;
-            float* dst = static_cast<float*>(args.dq_accum.data) + b * args.dq_accum.batch +
-                         row * args.dq_accum.seq + head * args.dq_accum.head + dim_first +
-                         chunk * Config::kDimChunk;
+            float* dst = static_cast<float*>(args.dq_accum.data) + b * args.dq_accum.batch + row * args.dq_accum.seq +
+                         head * args.dq_accum.head + dim_first + chunk * Config::kDimChunk;
 #pragma unroll
             for (int nb = 0; nb < Config::kDimChunk / 8; ++nb) {
               const int col = nb * 8 + quad * 2;
@@ -301,10 +289,10 @@ cudaError_t launch_flash_backward(const BackwardArgs& args, ElementType dtype, c
     using Config = BackwardConfig<D>;
     const std::int64_t tiles = (args.dims.seq_k + Config::kBlockN - 1) / Config::kBlockN;
     const std::int64_t blocks = tiles * args.dims.batch * args.dims.kv_heads;
-    return args.atomic_dq
-               ? launch_tiles(flash_backward_kernel<T, D, true>, args, blocks, Config::kThreads, Config::kSmemBytes, stream)
-               : launch_tiles(flash_backward_kernel<T, D, false>, args, blocks, Config::kThreads, Config::kSmemBytes,
-                              stream);
+    return args.atomic_dq ? launch_tiles(flash_backward_kernel<T, D, true>, args, blocks, Config::kThreads,
+                                         Config::kSmemBytes, stream)
+                          : launch_tiles(flash_backward_kernel<T, D, false>, args, blocks, Config::kThreads,
+                                         Config::kSmemBytes, stream);
   });
 }
 

@@ -31,8 +31,7 @@ struct DqConfig {
 constexpr float kLog2e = 1.44269504088896340736f;
 
 template <typename T, int kHeadDim>
-__global__ void __launch_bounds__(DqConfig<kHeadDim>::kThreads)
-    flash_backward_dq_kernel(const DqArgs args) {
+__global__ void __launch_bounds__(DqConfig<kHeadDim>::kThreads) flash_backward_dq_kernel(const DqArgs args) {
   using Config = DqConfig<kHeadDim>;
   constexpr int kBlockM = Config::kBlockM, kBlockN = Config::kBlockN, kThreads = Config::kThreads;
   constexpr int D = kHeadDim;
@@ -111,9 +110,9 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim>::kThreads)
       for (int e = 0; e < 4; ++e) {
         const int half = e / 2;
         const int col = k_tile * kBlockN + nb * 8 + (lane % 4) * 2 + (e % 2);
-        const bool shown = row_live[half] && (!partial || visible(dims.mask, dims.q_positions, dims.k_positions,
-                                                                  tile.row_of(warp, lane, e), dims.seq_q, col,
-                                                                  dims.seq_k));
+        const bool shown =
+            row_live[half] && (!partial || visible(dims.mask, dims.q_positions, dims.k_positions,
+                                                   tile.row_of(warp, lane, e), dims.seq_q, col, dims.seq_k));
         const float p = shown ? exp2f(fmaf(s[nb][e], dims.scale_log2, -row_lse2[half])) : 0.f;
         dp[nb][e] = p * (dp[nb][e] - row_delta[half]);
       }

@@ -31,15 +31,14 @@ constexpr float kLn2 = 0.69314718055994530942f;
 // saves the engine a separate merge pass over out and lse. A compile-time switch, so the plain
 // kernel's registers are not touched by it.
 template <typename T, int kHeadDim, bool kMerge>
-__global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads)
-    flash_forward_kernel(const ForwardArgs args) {
+__global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads) flash_forward_kernel(const ForwardArgs args) {
   using Config = ForwardConfig<kHeadDim>;
   constexpr int kBlockM = Config::kBlockM, kBlockN = Config::kBlockN, kThreads = Config::kThreads;
   constexpr int D = kHeadDim;
 
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   T* q_tile = reinterpret_cast<T*>(shared_bytes);
-  T* k_tiles = q_tile + kBlockM * D;     // [2][kBlockN][D]
+  T* k_tiles = q_tile + kBlockM * D;       // [2][kBlockN][D]
   T* v_tiles = k_tiles + 2 * kBlockN * D;  // [2][kBlockN][D]
 
   const AttentionDims& dims = args.dims;
@@ -97,8 +96,7 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads)
         for (int e = 0; e < 4; ++e) {
           const int row = tile.row_of(warp, lane, e);
           const int col = k_tile * kBlockN + nb * 8 + (lane % 4) * 2 + (e % 2);
-          if (!visible(dims.mask, dims.q_positions, dims.k_positions, row, dims.seq_q, col,
-                       dims.seq_k))
+          if (!visible(dims.mask, dims.q_positions, dims.k_positions, row, dims.seq_q, col, dims.seq_k))
             s[nb][e] = -INFINITY;
         }
       }
@@ -109,8 +107,7 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads)
     for (int half = 0; half < 2; ++half) {
       float tile_max = -INFINITY;
 #pragma unroll
-      for (int nb = 0; nb < kBlockN / 8; ++nb)
-        tile_max = fmaxf(tile_max, fmaxf(s[nb][2 * half], s[nb][2 * half + 1]));
+      for (int nb = 0; nb < kBlockN / 8; ++nb) tile_max = fmaxf(tile_max, fmaxf(s[nb][2 * half], s[nb][2 * half + 1]));
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
       const float new_max = fmaxf(row_max[half], tile_max * dims.scale_log2);
@@ -206,8 +203,7 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads)
         }
         *reinterpret_cast<float2*>(static_cast<float*>(args.out.data) + offset + col) = make_float2(v0, v1);
       } else {
-        *reinterpret_cast<std::uint32_t*>(static_cast<T*>(args.out.data) + offset + col) =
-            pack2<T>(v0, v1);
+        *reinterpret_cast<std::uint32_t*>(static_cast<T*>(args.out.data) + offset + col) = pack2<T>(v0, v1);
       }
     }
   }

@@ -57,11 +57,9 @@ cudaError_t launch_flash_backward(const BackwardArgs& args, ElementType dtype, c
 cudaError_t launch_flash_backward_dq(const DqArgs& args, ElementType dtype, cudaStream_t stream);
 
 cudaError_t launch_attention_delta(const RowwiseShape& shape, StridedTensor out, ElementType out_type,
-                                   StridedTensor dout, ElementType dout_type, float* delta,
-                                   cudaStream_t stream);
-cudaError_t launch_merge_partial(const RowwiseShape& shape, StridedTensor out, float* lse,
-                                 StridedTensor block_out, const float* block_lse,
-                                 cudaStream_t stream);
+                                   StridedTensor dout, ElementType dout_type, float* delta, cudaStream_t stream);
+cudaError_t launch_merge_partial(const RowwiseShape& shape, StridedTensor out, float* lse, StridedTensor block_out,
+                                 const float* block_lse, cudaStream_t stream);
 // dst (16-bit type) <- src (fp32), both [b][s][h][d] with their strides.
 cudaError_t launch_convert_from_fp32(const RowwiseShape& shape, StridedTensor src, StridedTensor dst,
                                      ElementType dst_type, cudaStream_t stream);

@@ -30,10 +30,9 @@ cudaError_t dispatch_dtype_head_dim(ElementType dtype, int head_dim, Launch&& la
 
 // One CTA per tile; kernels above 48 KB of shared memory must opt in first.
 template <typename Args>
-cudaError_t launch_tiles(void (*kernel)(Args), const Args& args, std::int64_t blocks, int threads,
-                         int shared_bytes, cudaStream_t stream) {
-  const cudaError_t status =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
+cudaError_t launch_tiles(void (*kernel)(Args), const Args& args, std::int64_t blocks, int threads, int shared_bytes,
+                         cudaStream_t stream) {
+  const cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
   if (status != cudaSuccess) return status;
   if (blocks > 0x7fffffff) return cudaErrorInvalidConfiguration;
   kernel<<<static_cast<unsigned>(blocks), threads, shared_bytes, stream>>>(args);

@@ -44,8 +44,8 @@ struct QueryTile {
   }
 
   __device__ TileKind kind_of(const AttentionDims& dims, int k_tile) const {
-    return classify_tile(dims.mask, dims.q_positions, dims.k_positions, q_first, kBlockM, dims.seq_q,
-                         k_tile * kBlockN, kBlockN, dims.seq_k);
+    return classify_tile(dims.mask, dims.q_positions, dims.k_positions, q_first, kBlockM, dims.seq_q, k_tile * kBlockN,
+                         kBlockN, dims.seq_k);
   }
   __device__ int next_visible(const AttentionDims& dims, int k_tile) const {
     while (k_tile < num_k_tiles && kind_of(dims, k_tile) == TileKind::kSkip) ++k_tile;
@@ -58,8 +58,8 @@ struct QueryTile {
 // K and V tile k_tile into stage `stage` of the double buffers (rows past seq_k zero-filled).
 template <int kBlockN, int D, int kThreads, typename T>
 __device__ __forceinline__ void load_key_value_tiles(T* k_tiles, T* v_tiles, const T* k, const T* v,
-                                                     const StridedTensor& k_t, const StridedTensor& v_t,
-                                                     int seq_k, int k_tile, int stage) {
+                                                     const StridedTensor& k_t, const StridedTensor& v_t, int seq_k,
+                                                     int k_tile, int stage) {
   const int first = k_tile * kBlockN;
   load_tile_async<kBlockN, D, kThreads>(k_tiles + stage * kBlockN * D, k + first * k_t.seq, k_t.seq, seq_k - first);
   load_tile_async<kBlockN, D, kThreads>(v_tiles + stage * kBlockN * D, v + first * v_t.seq, v_t.seq, seq_k - first);
@@ -88,9 +88,8 @@ __device__ __forceinline__ void rows_times_tile_transposed(float (&scores)[kBloc
 
 // acc (16 x D) += P x tile, P the 16 x kBlockN accumulators (rounded to T as the A operand).
 template <typename T, int D, int kBlockN>
-__device__ __forceinline__ void accumulate_weights_times_tile(float (&acc)[D / 8][4],
-                                                              const float (&p)[kBlockN / 8][4], const T* tile,
-                                                              int lane) {
+__device__ __forceinline__ void accumulate_weights_times_tile(float (&acc)[D / 8][4], const float (&p)[kBlockN / 8][4],
+                                                              const T* tile, int lane) {
 #pragma unroll
   for (int kk = 0; kk < kBlockN / 16; ++kk) {
     std::uint32_t p_frag[4];

@@ -34,8 +34,7 @@ struct RowIndex {
 // Rows are numbered in [b][h][s] order so that consecutive warps write consecutive
 // lse/delta entries.
 __device__ __forceinline__ RowIndex this_warps_row(const RowwiseShape& shape) {
-  const std::int64_t row =
-      static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const std::int64_t rows = static_cast<std::int64_t>(shape.batch) * shape.heads * shape.seq;
   RowIndex r{};
   r.valid = row < rows;
@@ -54,8 +53,8 @@ __device__ __forceinline__ std::int64_t lse_index(const RowwiseShape& shape, con
   return (static_cast<std::int64_t>(r.b) * shape.heads + r.h) * shape.seq + r.s;
 }
 
-__global__ void attention_delta_kernel(RowwiseShape shape, StridedTensor out, ElementType out_type,
-                                       StridedTensor dout, ElementType dout_type, float* delta) {
+__global__ void attention_delta_kernel(RowwiseShape shape, StridedTensor out, ElementType out_type, StridedTensor dout,
+                                       ElementType dout_type, float* delta) {
   const RowIndex r = this_warps_row(shape);
   if (!r.valid) return;
   const int lane = threadIdx.x % 32;
@@ -69,9 +68,7 @@ __global__ void attention_delta_kernel(RowwiseShape shape, StridedTensor out, El
 }
 
 // log(1 + exp(x)) without overflow.
-__device__ __forceinline__ float softplus(float x) {
-  return x > 0.f ? x + log1pf(expf(-x)) : log1pf(expf(x));
-}
+__device__ __forceinline__ float softplus(float x) { return x > 0.f ? x + log1pf(expf(-x)) : log1pf(expf(x)); }
 
 // The ring merge of a block's normalized output into the running one (rows of one (batch, head)
 // of lse are lse_pitch apart; block_lse is [batch][heads][seq]):
@@ -110,9 +107,13 @@ __global__ void accumulate_band_kernel(RowwiseShape shape, StridedTensor into, S
 template <typename T>
 __device__ __forceinline__ T from_float(float x);
 template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
 template <>
-__device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+__device__ __forceinline__ __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
 
 template <typename T>
 __global__ void convert_from_fp32_kernel(RowwiseShape shape, StridedTensor src, StridedTensor dst) {
@@ -131,16 +132,14 @@ unsigned blocks_for(const RowwiseShape& shape) {
 }  // namespace
 
 cudaError_t launch_attention_delta(const RowwiseShape& shape, StridedTensor out, ElementType out_type,
-                                   StridedTensor dout, ElementType dout_type, float* delta,
-                                   cudaStream_t stream) {
-  attention_delta_kernel<<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(
-      shape, out, out_type, dout, dout_type, delta);
+                                   StridedTensor dout, ElementType dout_type, float* delta, cudaStream_t stream) {
+  attention_delta_kernel<<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(shape, out, out_type, dout, dout_type,
+                                                                                delta);
   return cudaGetLastError();
 }
 
-cudaError_t launch_merge_partial(const RowwiseShape& shape, StridedTensor out, float* lse,
-                                 StridedTensor block_out, const float* block_lse,
-                                 cudaStream_t stream) {
+cudaError_t launch_merge_partial(const RowwiseShape& shape, StridedTensor out, float* lse, StridedTensor block_out,
+                                 const float* block_lse, cudaStream_t stream) {
   return launch_merge_band(shape, out, lse, shape.seq, block_out, ElementType::kFp32, block_lse, stream);
 }
 
@@ -157,7 +156,7 @@ cudaError_t launch_merge_band(const RowwiseShape& shape, StridedTensor out, floa
                               StridedTensor block_out, ElementType block_type, const float* block_lse,
                               cudaStream_t stream) {
   merge_band_kernel<<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(shape, out, lse, lse_pitch, block_out,
-                                                                            block_type, block_lse);
+                                                                           block_type, block_lse);
   return cudaGetLastError();
 }
 

@@ -18,7 +18,7 @@
 namespace rfa_cuda_test {
 namespace ref = rfa::reference;
 
-inline int failures = 0;  // checks that failed so far
+inline int failures = 0;               // checks that failed so far
 inline std::mt19937_64 rng(20240607);  // the inputs of every case
 
 struct Case {
@@ -52,7 +52,7 @@ class DeviceBounds {
 };
 
 inline rfa_cuda_position_map two_segments(std::int64_t s0, std::int64_t l0, std::int64_t s1, std::int64_t l1,
-                                   std::int64_t stride = 1) {
+                                          std::int64_t stride = 1) {
   rfa_cuda_position_map m{};
   m.seg[0] = {s0, stride, l0};
   m.seg[1] = {s1, stride, l1};
@@ -100,8 +100,10 @@ inline double max_abs_error(const std::vector<double>& got, const std::vector<do
   std::size_t at = 0;
   for (std::size_t i = 0; i < want.size(); ++i) {
     double err;
-    if (std::isinf(want[i]) || std::isinf(got[i])) err = got[i] == want[i] ? 0.0 : INFINITY;
-    else err = std::fabs(got[i] - want[i]);
+    if (std::isinf(want[i]) || std::isinf(got[i]))
+      err = got[i] == want[i] ? 0.0 : INFINITY;
+    else
+      err = std::fabs(got[i] - want[i]);
     if (std::isnan(got[i])) err = INFINITY;  // NaN never passes
     if (err > max_err) {
       max_err = err;
@@ -113,7 +115,7 @@ inline double max_abs_error(const std::vector<double>& got, const std::vector<do
 }
 
 inline void report(const std::string& what, bool ok, const std::string& detail, const std::vector<double>& got,
-            const std::vector<double>& want, std::size_t worst) {
+                   const std::vector<double>& want, std::size_t worst) {
   std::printf("  %-4s %-40s %s\n", ok ? "ok" : "FAIL", what.c_str(), detail.c_str());
   if (!ok) {
     std::printf("       worst at %zu: got %.6g want %.6g\n", worst, got[worst], want[worst]);
@@ -123,7 +125,7 @@ inline void report(const std::string& what, bool ok, const std::string& detail, 
 
 // `lowp` is the same computation by ref::Problem::round's low-precision implementation.
 inline void expect_close(const std::string& what, const std::vector<double>& got, const std::vector<double>& exact,
-                  const std::vector<double>& lowp) {
+                         const std::vector<double>& lowp) {
   std::size_t worst = 0;
   const double err = max_abs_error(got, exact, &worst), lowp_err = max_abs_error(lowp, exact);
   double scale = 1.0;
@@ -137,7 +139,7 @@ inline void expect_close(const std::string& what, const std::vector<double>& got
 
 // An absolute bound, for values that no 16-bit rounding touches (lse, D).
 inline void expect_within(const std::string& what, const std::vector<double>& got, const std::vector<double>& exact,
-                   double tol) {
+                          double tol) {
   std::size_t worst = 0;
   const double err = max_abs_error(got, exact, &worst);
   char detail[96];
@@ -152,7 +154,7 @@ inline ref::Problem low_precision(ref::Problem p, rfa_cuda_dtype t) {
 
 // D[b][h][i] = sum_d dout * out, in float64.
 inline std::vector<double> rowsum_product(const ref::Problem& p, const std::vector<double>& dout,
-                                   const std::vector<double>& out) {
+                                          const std::vector<double>& out) {
   std::vector<double> delta(p.lse_size(), 0.0);
   for (std::int64_t b = 0; b < p.batch; ++b)
     for (std::int64_t i = 0; i < p.seq_q; ++i)

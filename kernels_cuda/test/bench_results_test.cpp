@@ -56,9 +56,8 @@ int main(int argc, char** argv) {
   expect(cases[1].repetitions[0].counters.count("tflops") == 0, "no tflops without a FLOP count");
   expect(near(cases[1].counters.at("efficiency"), 0.8), "constant counters");
 
-  const auto context =
-      rfa_cuda_bench::gpu_context("bench_results_test", "NVIDIA H100 80GB HBM3", 13000, 13010, "cuda_kernels", "bf16",
-                                  "B=1 S=8192 H=16/16 d=128");
+  const auto context = rfa_cuda_bench::gpu_context("bench_results_test", "NVIDIA H100 80GB HBM3", 13000, 13010,
+                                                   "cuda_kernels", "bf16", "B=1 S=8192 H=16/16 d=128");
   bool has_gpu = false;
   for (const auto& [k, v] : context) has_gpu = has_gpu || (k == "gpu_model" && v == "NVIDIA H100 80GB HBM3");
   expect(has_gpu, "the GPU in the context");

@@ -135,10 +135,9 @@ void run_document_refusal(rfa_cudnn_context* ctx) {
   f.merge = 1;
   std::size_t bytes = 0;
   const rfa_cuda_status s = rfa_cudnn_plan_forward(ctx, &f, bounds.data(), &bytes);
-  const bool ok = s == RFA_CUDA_ERROR_UNSUPPORTED &&
-                  std::strstr(rfa_cuda_last_error_message(), "document boundary") != nullptr;
-  std::printf("  %-4s documents across the block are refused: %s\n", ok ? "ok" : "FAIL",
-              rfa_cuda_last_error_message());
+  const bool ok =
+      s == RFA_CUDA_ERROR_UNSUPPORTED && std::strstr(rfa_cuda_last_error_message(), "document boundary") != nullptr;
+  std::printf("  %-4s documents across the block are refused: %s\n", ok ? "ok" : "FAIL", rfa_cuda_last_error_message());
   if (!ok) ++failures;
 }
 
@@ -165,7 +164,9 @@ int main() {
           // Cycle through the masks, dtypes, head dims and head groupings over the steps.
           const int pick = blocks++;
           Case c{};
-          c.name = std::string(layout == Layout::contiguous ? "contiguous" : layout == Layout::zigzag ? "zigzag" : "stripe") +
+          c.name = std::string(layout == Layout::contiguous ? "contiguous"
+                               : layout == Layout::zigzag   ? "zigzag"
+                                                            : "stripe") +
                    " P=" + std::to_string(P) + " step " + std::to_string(me) + "<-" + std::to_string(owner);
           c.dtype = pick % 3 == 2 ? RFA_CUDA_FP16 : RFA_CUDA_BF16;
           c.head_dim = pick % 2 ? 128 : 64;

@@ -14,9 +14,9 @@
 
 namespace {
 
+using rfa_cuda::cudnn::band_visible;
 using rfa_cuda::cudnn::BandBlock;
 using rfa_cuda::cudnn::BandPlan;
-using rfa_cuda::cudnn::band_visible;
 using rfa_cuda::cudnn::plan_bands;
 
 int failures = 0, checked_steps = 0, refused_steps = 0, refused_tall_window = 0;
@@ -27,7 +27,9 @@ void fail(const std::string& what) {
 }
 
 enum class Layout { contiguous, zigzag, stripe };
-const char* name(Layout l) { return l == Layout::contiguous ? "contiguous" : l == Layout::zigzag ? "zigzag" : "stripe"; }
+const char* name(Layout l) {
+  return l == Layout::contiguous ? "contiguous" : l == Layout::zigzag ? "zigzag" : "stripe";
+}
 
 /// The rows a ring position holds, as the library's layouts place them.
 rfa_cuda_position_map positions(Layout layout, std::int64_t S, int P, int r) {
@@ -82,9 +84,8 @@ void check_step(Layout layout, std::int64_t S, int P, int me, int owner, bool ca
   s.seq_k = std::int64_t(kpos.size());
   const BandPlan plan = plan_bands(s, docs.empty() ? nullptr : docs.data(), std::int64_t(docs.size()));
   const std::string where = std::string(name(layout)) + " S=" + std::to_string(S) + " P=" + std::to_string(P) +
-                            " step " + std::to_string(me) + "<-" + std::to_string(owner) +
-                            (causal ? " causal" : "") + " w=" + std::to_string(window) +
-                            " docs=" + std::to_string(docs.size());
+                            " step " + std::to_string(me) + "<-" + std::to_string(owner) + (causal ? " causal" : "") +
+                            " w=" + std::to_string(window) + " docs=" + std::to_string(docs.size());
   ++checked_steps;
   if (!plan.expressible) {
     ++refused_steps;
@@ -139,7 +140,7 @@ int main() {
     for (int P = 1; P <= 6; ++P) {
       const std::int64_t S = 2 * P * 12;  // divisible by every layout's rule
       std::vector<std::vector<std::int64_t>> doc_sets = {{}};
-      doc_sets.push_back({0, S});                      // one document: no mask
+      doc_sets.push_back({0, S});                       // one document: no mask
       doc_sets.push_back({0, S / 3, S / 3, S - 5, S});  // an empty document, a short last one
       for (int t = 0; t < 2; ++t) {
         std::vector<std::int64_t> d = {0};
@@ -150,12 +151,15 @@ int main() {
         for (int owner = 0; owner < P; ++owner)
           for (bool causal : {false, true})
             for (std::int64_t window : {0, 1, 2, 3, 5, 7, 12, 13, 24, 31, 1000})
-              for (const auto& docs : doc_sets) check_step(layout, S, P, me, owner, causal, window, docs, RFA_CUDA_BF16);
+              for (const auto& docs : doc_sets)
+                check_step(layout, S, P, me, owner, causal, window, docs, RFA_CUDA_BF16);
     }
   }
   // 32-bit tensors are never asked of cuDNN.
   check_step(Layout::contiguous, 8, 2, 0, 0, true, 0, {}, RFA_CUDA_FP32);
-  std::printf("cudnn_band_plan_test: %d steps, %d left to rfa's kernels (%d of them a window over a tall block), "
-              "%d failures\n", checked_steps, refused_steps, refused_tall_window, failures);
+  std::printf(
+      "cudnn_band_plan_test: %d steps, %d left to rfa's kernels (%d of them a window over a tall block), "
+      "%d failures\n",
+      checked_steps, refused_steps, refused_tall_window, failures);
   return failures == 0 ? 0 : 1;
 }

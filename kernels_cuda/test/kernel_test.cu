@@ -2,8 +2,8 @@
 // Correctness of the rfa_cuda kernels against the float64 reference (tests/reference):
 // fresh random inputs, outputs poisoned with NaN before every call, odd lengths, causal and
 // not, GQA, both dtypes and head dims, segment position maps, sliding windows and packed
-// documents, fp32 accumulate modes, the delta and merge kernels. Argument checks run first and need no GPU; without a device the
-// program then prints "no CUDA device: skipping" and exits 77 (CTest: skipped).
+// documents, fp32 accumulate modes, the delta and merge kernels. Argument checks run first and need no GPU; without a
+// device the program then prints "no CUDA device: skipping" and exits 77 (CTest: skipped).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -26,8 +26,8 @@ namespace {
 // Forward (both output modes), delta, backward (both gradient modes) of one case.
 void run_case(const Case& c) {
   std::printf("%s: %s d=%d b=%d sq=%d sk=%d h=%d hkv=%d %s\n", c.name.c_str(),
-              c.dtype == RFA_CUDA_BF16 ? "bf16" : "fp16", c.head_dim, c.batch, c.seq_q, c.seq_k,
-              c.heads, c.kv_heads, c.causal ? "causal" : "full");
+              c.dtype == RFA_CUDA_BF16 ? "bf16" : "fp16", c.head_dim, c.batch, c.seq_q, c.seq_k, c.heads, c.kv_heads,
+              c.causal ? "causal" : "full");
   const ref::Problem p = problem_of(c);
   const ref::Problem low = low_precision(p, c.dtype);
   const DeviceBounds docs(c.docs);
@@ -40,8 +40,7 @@ void run_case(const Case& c) {
   ref::forward(low, q, k, v, low_out, low_lse);
   ref::backward(low, q, k, v, dout, low_dq, low_dk, low_dv);
 
-  DeviceArray dq_in(c.dtype, q.size()), dk_in(c.dtype, k.size()), dv_in(c.dtype, v.size()),
-      ddout(c.dtype, dout.size());
+  DeviceArray dq_in(c.dtype, q.size()), dk_in(c.dtype, k.size()), dv_in(c.dtype, v.size()), ddout(c.dtype, dout.size());
   dq_in.upload(q);
   dk_in.upload(k);
   dv_in.upload(v);
@@ -85,8 +84,8 @@ void run_case(const Case& c) {
     delta.poison();
     RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
     RFA_TEST_CUDA(cudaDeviceSynchronize());
-    expect_close(std::string("delta (out ") + (out_type == RFA_CUDA_FP32 ? "fp32)" : "dtype)"),
-                 delta.download(), ref_delta, low_delta);
+    expect_close(std::string("delta (out ") + (out_type == RFA_CUDA_FP32 ? "fp32)" : "dtype)"), delta.download(),
+                 ref_delta, low_delta);
   }
   // Leave delta computed from the fp32 output for the backward.
   dp.out = out32.get();
@@ -159,8 +158,10 @@ void run_case(const Case& c) {
     for (int run = 0; run < 2; ++run) {
       DeviceArray* grads[3] = {&dq, &dk, &dv};
       for (DeviceArray* g : grads) {
-        if (store) g->poison();
-        else g->upload(std::vector<double>(g->bytes() / 4, 0.0));
+        if (store)
+          g->poison();
+        else
+          g->upload(std::vector<double>(g->bytes() / 4, 0.0));
       }
       RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
       RFA_TEST_CUDA(cudaDeviceSynchronize());
@@ -173,7 +174,8 @@ void run_case(const Case& c) {
         const char* names[3] = {"dq", "dk", "dv"};
         for (int i = 0; i < 3; ++i) {
           const bool same = grads[i]->download() == first[i];
-          std::printf("  %-4s %-40s\n", same ? "ok" : "FAIL", (std::string(names[i]) + " bitwise equal on rerun" + tag).c_str());
+          std::printf("  %-4s %-40s\n", same ? "ok" : "FAIL",
+                      (std::string(names[i]) + " bitwise equal on rerun" + tag).c_str());
           if (!same) ++failures;
         }
       }
@@ -199,8 +201,8 @@ void run_merge_case(const Case& c, int split, bool fused) {
   dq.upload(q);
   dk.upload(k);
   dv.upload(v);
-  DeviceArray out(RFA_CUDA_FP32, q.size()), lse(RFA_CUDA_FP32, p.lse_size()),
-      block_out(RFA_CUDA_FP32, q.size()), block_lse(RFA_CUDA_FP32, p.lse_size());
+  DeviceArray out(RFA_CUDA_FP32, q.size()), lse(RFA_CUDA_FP32, p.lse_size()), block_out(RFA_CUDA_FP32, q.size()),
+      block_lse(RFA_CUDA_FP32, p.lse_size());
   out.poison();
   lse.upload(std::vector<double>(p.lse_size(), -INFINITY));
 
@@ -420,7 +422,9 @@ int main(int argc, char** argv) {
     if (selected(merge_stripe.name)) run_merge_case(merge_stripe, 70, fused);
   }
 
-  if (failures == 0) std::printf("all checks passed\n");
-  else std::printf("%d check(s) FAILED\n", failures);
+  if (failures == 0)
+    std::printf("all checks passed\n");
+  else
+    std::printf("%d check(s) FAILED\n", failures);
   return failures == 0 ? 0 : 1;
 }

@@ -17,24 +17,23 @@
 
 namespace rfa_cuda_test {
 
-#define RFA_TEST_CUDA(expr)                                                              \
-  do {                                                                                   \
-    const cudaError_t e_ = (expr);                                                       \
-    if (e_ != cudaSuccess) {                                                             \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr,          \
-                   cudaGetErrorString(e_));                                              \
-      std::exit(1);                                                                      \
-    }                                                                                    \
+#define RFA_TEST_CUDA(expr)                                                                              \
+  do {                                                                                                   \
+    const cudaError_t e_ = (expr);                                                                       \
+    if (e_ != cudaSuccess) {                                                                             \
+      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                                      \
+    }                                                                                                    \
   } while (0)
 
-#define RFA_TEST_CALL(expr)                                                              \
-  do {                                                                                   \
-    const rfa_cuda_status s_ = (expr);                                                   \
-    if (s_ != RFA_CUDA_SUCCESS) {                                                        \
-      std::fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #expr,      \
-                   rfa_cuda_status_string(s_), rfa_cuda_last_error_message());           \
-      std::exit(1);                                                                      \
-    }                                                                                    \
+#define RFA_TEST_CALL(expr)                                                                                     \
+  do {                                                                                                          \
+    const rfa_cuda_status s_ = (expr);                                                                          \
+    if (s_ != RFA_CUDA_SUCCESS) {                                                                               \
+      std::fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #expr, rfa_cuda_status_string(s_), \
+                   rfa_cuda_last_error_message());                                                              \
+      std::exit(1);                                                                                             \
+    }                                                                                                           \
   } while (0)
 
 // Exit code that CTest reads as "skipped" (SKIP_RETURN_CODE 77).
@@ -74,9 +73,12 @@ inline std::vector<unsigned char> encode(rfa_cuda_dtype t, const std::vector<dou
 inline std::vector<double> decode(rfa_cuda_dtype t, const std::vector<unsigned char>& bytes) {
   std::vector<double> x(bytes.size() / element_size(t));
   for (std::size_t i = 0; i < x.size(); ++i) {
-    if (t == RFA_CUDA_BF16) x[i] = __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(bytes.data())[i]);
-    else if (t == RFA_CUDA_FP16) x[i] = __half2float(reinterpret_cast<const __half*>(bytes.data())[i]);
-    else x[i] = reinterpret_cast<const float*>(bytes.data())[i];
+    if (t == RFA_CUDA_BF16)
+      x[i] = __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(bytes.data())[i]);
+    else if (t == RFA_CUDA_FP16)
+      x[i] = __half2float(reinterpret_cast<const __half*>(bytes.data())[i]);
+    else
+      x[i] = reinterpret_cast<const float*>(bytes.data())[i];
   }
   return x;
 }

@@ -169,10 +169,11 @@ int bench(int me, int ranks, const ChecksOptions& o) {
   const double peak = measure_fp32_fma_peak() * 1e-9 * ranks;
   std::vector<BenchCase> cases;
   if (me == 0) {
-    std::printf("rfa_value_checks_bench: %d rank%s, S=%lld H=%lld d=%lld %s causal zigzag, %d pairs; "
-                "fp32 FMA peak of the ranks' cores %.1f GFLOP/s\n",
-                ranks, ranks == 1 ? "" : "s", (long long)o.seq, (long long)o.heads, (long long)o.head_dim,
-                o.dtype == RFA_DTYPE_FLOAT32 ? "fp32" : "bf16", o.pairs, peak);
+    std::printf(
+        "rfa_value_checks_bench: %d rank%s, S=%lld H=%lld d=%lld %s causal zigzag, %d pairs; "
+        "fp32 FMA peak of the ranks' cores %.1f GFLOP/s\n",
+        ranks, ranks == 1 ? "" : "s", (long long)o.seq, (long long)o.heads, (long long)o.head_dim,
+        o.dtype == RFA_DTYPE_FLOAT32 ? "fp32" : "bf16", o.pairs, peak);
     std::printf("%-9s %14s %14s %13s %12s\n", "pass", "off GFLOP/s", "on GFLOP/s", "of fp32 peak", "checks cost");
   }
   for (int pass = 0; pass < 2; ++pass) {
@@ -186,7 +187,9 @@ int bench(int me, int ranks, const ChecksOptions& o) {
     for (int checked = 0; checked < 2; ++checked) {
       BenchCase c;
       c.name = std::string("value_checks/") + name + (checked ? "/on" : "/off");
-      c.labels = {{"suite", "value_checks"}, {"pass", name}, {"checks", checked ? "on" : "off"},
+      c.labels = {{"suite", "value_checks"},
+                  {"pass", name},
+                  {"checks", checked ? "on" : "off"},
                   {"dtype", o.dtype == RFA_DTYPE_FLOAT32 ? "fp32" : "bf16"},
                   {"shape", "S=" + std::to_string(o.seq) + " H=" + std::to_string(o.heads)}};
       for (double s : checked ? t_on : t_off) {

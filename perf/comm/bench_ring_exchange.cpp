@@ -61,13 +61,20 @@ CommOptions parse(int argc, char** argv) {
       require(i + 1 < argc, flag, " needs a value (see --help)");
       return argv[++i];
     };
-    if (flag == "--help" || flag == "-h") o.help = true;
-    else if (flag == "--min-bytes") o.min_bytes = parse_count(flag, value(), 1);
-    else if (flag == "--max-bytes") o.max_bytes = parse_count(flag, value(), 1);
-    else if (flag == "--repeat") o.repeat = int(parse_count(flag, value(), 1));
-    else if (flag == "--warmup") o.warmup = int(parse_count(flag, value(), 0));
-    else if (flag == "--json") o.json = value();
-    else fail(RFA_ERROR_INVALID_ARGUMENT, "unknown option '", flag, "' (see --help)");
+    if (flag == "--help" || flag == "-h")
+      o.help = true;
+    else if (flag == "--min-bytes")
+      o.min_bytes = parse_count(flag, value(), 1);
+    else if (flag == "--max-bytes")
+      o.max_bytes = parse_count(flag, value(), 1);
+    else if (flag == "--repeat")
+      o.repeat = int(parse_count(flag, value(), 1));
+    else if (flag == "--warmup")
+      o.warmup = int(parse_count(flag, value(), 0));
+    else if (flag == "--json")
+      o.json = value();
+    else
+      fail(RFA_ERROR_INVALID_ARGUMENT, "unknown option '", flag, "' (see --help)");
   }
   require(o.min_bytes <= o.max_bytes, "--min-bytes (", o.min_bytes, ") is larger than --max-bytes (", o.max_bytes, ")");
   return o;
@@ -90,8 +97,8 @@ std::pair<double, double> timed_exchange(comm::Communicator& ring, const std::ve
 int bench(comm::Communicator& ring, const CommOptions& o) {
   const int P = ring.size(), me = ring.rank();
   if (me == 0) {
-    std::printf("rfa_comm_bench: ring exchange over %s, %d rank%s%s, %d repetition(s) per size\n",
-                ring.backend_name(), P, P == 1 ? "" : "s", P == 1 ? " (sending to itself)" : "", o.repeat);
+    std::printf("rfa_comm_bench: ring exchange over %s, %d rank%s%s, %d repetition(s) per size\n", ring.backend_name(),
+                P, P == 1 ? "" : "s", P == 1 ? " (sending to itself)" : "", o.repeat);
     std::printf("%12s %10s %10s %10s %12s\n", "bytes", "median us", "min us", "max us", "GB/s (link)");
   }
   std::vector<BenchCase> cases;

@@ -48,8 +48,9 @@ inline double measure_fp32_fma_peak() {
     for (long i = 0; i < iterations; ++i) {
       for (int c = 0; c < 12; ++c) acc[c] = acc[c] * a + b;
       // Keeps the compiler from hoisting or collapsing the chains.
-      asm volatile("" : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]), "+v"(acc[4]), "+v"(acc[5]),
-                   "+v"(acc[6]), "+v"(acc[7]), "+v"(acc[8]), "+v"(acc[9]), "+v"(acc[10]), "+v"(acc[11]));
+      asm volatile(""
+                   : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]), "+v"(acc[4]), "+v"(acc[5]), "+v"(acc[6]),
+                     "+v"(acc[7]), "+v"(acc[8]), "+v"(acc[9]), "+v"(acc[10]), "+v"(acc[11]));
     }
     volatile float sink = 0.0f;
     for (int c = 0; c < 12; ++c) sink = sink + acc[c][0];
@@ -62,8 +63,9 @@ inline double measure_fp32_fma_peak() {
     for (long i = 0; i < iterations; ++i) {
       for (int c = 0; c < 12; ++c) acc[c] = simd::fma(acc[c], a, b);
 #if RFA_NATIVE_VECTORS && defined(__x86_64__)
-      asm volatile("" : "+x"(acc[0]), "+x"(acc[1]), "+x"(acc[2]), "+x"(acc[3]), "+x"(acc[4]), "+x"(acc[5]),
-                   "+x"(acc[6]), "+x"(acc[7]), "+x"(acc[8]), "+x"(acc[9]), "+x"(acc[10]), "+x"(acc[11]));
+      asm volatile(""
+                   : "+x"(acc[0]), "+x"(acc[1]), "+x"(acc[2]), "+x"(acc[3]), "+x"(acc[4]), "+x"(acc[5]), "+x"(acc[6]),
+                     "+x"(acc[7]), "+x"(acc[8]), "+x"(acc[9]), "+x"(acc[10]), "+x"(acc[11]));
 #endif
     }
     volatile float sink = 0.0f;
@@ -128,8 +130,9 @@ inline double measure_bf16_dot_peak() {
     __builtin_memcpy(&b, &b_bits, sizeof b);
     for (long i = 0; i < iterations; ++i) {
       for (int c = 0; c < 12; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
-      asm volatile("" : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]), "+v"(acc[4]), "+v"(acc[5]),
-                   "+v"(acc[6]), "+v"(acc[7]), "+v"(acc[8]), "+v"(acc[9]), "+v"(acc[10]), "+v"(acc[11]));
+      asm volatile(""
+                   : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]), "+v"(acc[4]), "+v"(acc[5]), "+v"(acc[6]),
+                     "+v"(acc[7]), "+v"(acc[8]), "+v"(acc[9]), "+v"(acc[10]), "+v"(acc[11]));
     }
     volatile float sink = 0.0f;
     for (int c = 0; c < 12; ++c) sink = sink + _mm512_cvtss_f32(acc[c]);
@@ -141,8 +144,8 @@ inline double measure_bf16_dot_peak() {
 
 /// FlashAttention's FLOP convention (docs/architecture.md §3): forward 4 B S_q S_k H d, halved when
 /// causal (for S_q == S_k); backward 2.5x the forward.
-inline double attention_flops(double batch, double seq_q, double seq_k, double heads, double head_dim,
-                              bool causal, bool backward) {
+inline double attention_flops(double batch, double seq_q, double seq_k, double heads, double head_dim, bool causal,
+                              bool backward) {
   double f = 4.0 * batch * seq_q * seq_k * heads * head_dim;
   if (causal) f *= 0.5;
   if (backward) f *= 2.5;

@@ -7,7 +7,6 @@
 #include <fstream>
 #include <sstream>
 
-
 namespace rfa {
 namespace perf {
 namespace {

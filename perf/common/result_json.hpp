@@ -18,15 +18,15 @@ namespace perf {
 
 /// One timed repetition of a case and the figures of merit measured in it.
 struct Repetition {
-  double seconds = 0.0;                     ///< the case's time (a ring: its slowest rank)
-  std::map<std::string, double> counters;   ///< e.g. tflops, peak_fraction, rank_max_s, rank_min_s
+  double seconds = 0.0;                    ///< the case's time (a ring: its slowest rank)
+  std::map<std::string, double> counters;  ///< e.g. tflops, peak_fraction, rank_max_s, rank_min_s
 };
 
 /// One case: a name unique within the run, what it is, and its repetitions.
 struct BenchCase {
-  std::string name;                         ///< e.g. "ring/fwd/zigzag"
+  std::string name;                           ///< e.g. "ring/fwd/zigzag"
   std::map<std::string, std::string> labels;  ///< suite, strategy, layout, dtype, shape, ...
-  std::map<std::string, double> counters;   ///< the same in every repetition (bytes_moved, correct)
+  std::map<std::string, double> counters;     ///< the same in every repetition (bytes_moved, correct)
   std::vector<Repetition> repetitions;
 };
 

@@ -37,15 +37,24 @@ Options parse(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--seq") o.seq = std::atoll(value());
-    else if (a == "--ranks") o.ranks = std::atoi(value());
-    else if (a == "--median") o.median = std::atof(value());
-    else if (a == "--sigma") o.sigma = std::atof(value());
-    else if (a == "--seed") o.seed = unsigned(std::atoi(value()));
-    else if (a == "--window") o.window = std::atoll(value());
-    else if (a == "--tile") o.tile = std::atoll(value());
-    else if (a == "--check-stripe") o.check_stripe = std::atof(value());
-    else if (a == "--no-causal") o.causal = false;
+    if (a == "--seq")
+      o.seq = std::atoll(value());
+    else if (a == "--ranks")
+      o.ranks = std::atoi(value());
+    else if (a == "--median")
+      o.median = std::atof(value());
+    else if (a == "--sigma")
+      o.sigma = std::atof(value());
+    else if (a == "--seed")
+      o.seed = unsigned(std::atoi(value()));
+    else if (a == "--window")
+      o.window = std::atoll(value());
+    else if (a == "--tile")
+      o.tile = std::atoll(value());
+    else if (a == "--check-stripe")
+      o.check_stripe = std::atof(value());
+    else if (a == "--no-causal")
+      o.causal = false;
     else {
       std::fprintf(stderr, "rfa_document_balance: unknown option %s (see the top of document_balance_main.cpp)\n",
                    a.c_str());
@@ -54,8 +63,9 @@ Options parse(int argc, char** argv) {
   }
   if (o.seq < 1 || o.ranks < 1 || o.median < 1 || o.sigma < 0 || o.tile < 1 || o.window < 0 ||
       o.seq % (2 * o.ranks) != 0) {
-    std::fprintf(stderr, "rfa_document_balance: need seq a multiple of 2 * ranks, ranks, median, tile >= 1, "
-                         "sigma, window >= 0\n");
+    std::fprintf(stderr,
+                 "rfa_document_balance: need seq a multiple of 2 * ranks, ranks, median, tile >= 1, "
+                 "sigma, window >= 0\n");
     std::exit(2);
   }
   return o;
@@ -70,12 +80,12 @@ int main(int argc, char** argv) {
   std::int64_t longest = 0;
   for (std::size_t d = 1; d < docs.size(); ++d) longest = std::max(longest, docs[d] - docs[d - 1]);
   rfa::kernels::MaskRule rule{o.causal, o.window, docs.data(), std::int64_t(docs.size())};
-  std::printf("rfa_document_balance: S=%lld, P=%d, %zu documents (log-normal lengths, median %.0f, sigma %.2f, "
-              "seed %u; longest %lld, rows per rank %lld), %s%s, tiles of %lld x %lld\n",
-              (long long)o.seq, o.ranks, docs.size() - 1, o.median, o.sigma, o.seed, (long long)longest,
-              (long long)(o.seq / o.ranks), o.causal ? "causal" : "non-causal",
-              o.window > 0 ? (", window " + std::to_string(o.window)).c_str() : "", (long long)o.tile,
-              (long long)o.tile);
+  std::printf(
+      "rfa_document_balance: S=%lld, P=%d, %zu documents (log-normal lengths, median %.0f, sigma %.2f, "
+      "seed %u; longest %lld, rows per rank %lld), %s%s, tiles of %lld x %lld\n",
+      (long long)o.seq, o.ranks, docs.size() - 1, o.median, o.sigma, o.seed, (long long)longest,
+      (long long)(o.seq / o.ranks), o.causal ? "causal" : "non-causal",
+      o.window > 0 ? (", window " + std::to_string(o.window)).c_str() : "", (long long)o.tile, (long long)o.tile);
   std::printf("%-11s %14s %14s %12s   per rank (pairs, millions)\n", "layout", "max/mean pairs", "max/mean tiles",
               "tiles, all");
   bool ok = true;

@@ -15,8 +15,8 @@
 // finest alternation there is: a slow spell of a few seconds touches both calls of a pair
 // (--rfa_rounds=0 --rfa_paired=N: rfa's cases once, and PyTorch in the pairs only).
 // --rfa_peer_layout=bshd gives the peer views of the same [B][S][H][d] memory rfa reads instead
-// of its preferred contiguous [B][H][S][d] tensors (the default). RFA_PEER_PYTHON names the Python that has torch (default:
-// python3 on PATH).
+// of its preferred contiguous [B][H][S][d] tensors (the default). RFA_PEER_PYTHON names the Python that has torch
+// (default: python3 on PATH).
 #include <benchmark/benchmark.h>
 #include <Kokkos_Core.hpp>
 #include <cstdio>
@@ -49,16 +49,16 @@ Shape g_shape;
 double g_peak = 0.0;            // fp32 FMA peak of the cores the kernels run on
 double g_bf16_tile_peak = 0.0;  // bf16 AMX tile peak of those cores (0: no tiles)
 double g_bf16_dot_peak = 0.0;   // AVX512-BF16 dot-product peak of those cores (0: not used)
-double g_min_time = 1.0;  // seconds per benchmark (--rfa_min_time; the suite's --quick mode shortens it)
-int g_rounds = 1;         // rfa runs, each followed by a peer run (--rfa_rounds; 0: one rfa run, no peer run)
-int g_paired = 0;         // pairs of calls (rfa's, the serving peer's) per case after the rounds (--rfa_paired)
+double g_min_time = 1.0;        // seconds per benchmark (--rfa_min_time; the suite's --quick mode shortens it)
+int g_rounds = 1;               // rfa runs, each followed by a peer run (--rfa_rounds; 0: one rfa run, no peer run)
+int g_paired = 0;               // pairs of calls (rfa's, the serving peer's) per case after the rounds (--rfa_paired)
 std::string g_peer_layout = "bhsd";  // the memory the peer reads (--rfa_peer_layout)
 
 struct Result {
   double rfa_gflops = 0.0;
   double peer_gflops = 0.0;
 };
-std::map<std::string, Result> g_results;  // this round's; key: "fwd bf16 causal"
+std::map<std::string, Result> g_results;                      // this round's; key: "fwd bf16 causal"
 std::map<std::string, std::vector<Result>> g_rounds_results;  // every round's, in order
 
 template <class T>
@@ -83,12 +83,9 @@ double peak_of(bool bf16) {
   const kernels::AttentionParams p = kernels::make_params(g_shape.batch, g_shape.seq, g_shape.seq, g_shape.heads,
                                                           g_shape.heads, g_shape.head_dim, RFA_MASK_NONE);
   switch (kernels::host_bf16_products(p)) {
-    case kernels::Bf16Products::amx_tiles:
-      return g_bf16_tile_peak;
-    case kernels::Bf16Products::avx512_dot:
-      return g_bf16_dot_peak;
-    default:
-      return g_peak;
+    case kernels::Bf16Products::amx_tiles: return g_bf16_tile_peak;
+    case kernels::Bf16Products::avx512_dot: return g_bf16_dot_peak;
+    default: return g_peak;
   }
 }
 template <class T>
@@ -104,8 +101,8 @@ class KernelCase {
   KernelCase(bool backward, bool causal)
       : backward_(backward),
         causal_(causal),
-        p_(kernels::make_params(g_shape.batch, g_shape.seq, g_shape.seq, g_shape.heads, g_shape.heads,
-                                g_shape.head_dim, causal ? RFA_MASK_CAUSAL : RFA_MASK_NONE)),
+        p_(kernels::make_params(g_shape.batch, g_shape.seq, g_shape.seq, g_shape.heads, g_shape.heads, g_shape.head_dim,
+                                causal ? RFA_MASK_CAUSAL : RFA_MASK_NONE)),
         q_(random_tensor<T>("q", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim, 1)),
         k_(random_tensor<T>("k", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim, 2)),
         v_(random_tensor<T>("v", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim, 3)),
@@ -239,7 +236,8 @@ bool parse_shape_flag(const std::string& arg) {
   if (arg.rfind(peer_layout, 0) == 0) {
     g_peer_layout = arg.substr(peer_layout.size());
     if (g_peer_layout != "bhsd" && g_peer_layout != "bshd") {
-      std::fprintf(stderr, "rfa_kernel_bench: --rfa_peer_layout must be bhsd or bshd, not '%s'\n", g_peer_layout.c_str());
+      std::fprintf(stderr, "rfa_kernel_bench: --rfa_peer_layout must be bhsd or bshd, not '%s'\n",
+                   g_peer_layout.c_str());
       std::exit(2);
     }
     return true;
@@ -263,8 +261,7 @@ double median(const std::vector<double>& x) { return quantile(x, 0.5); }
 /// with the ratios' range.
 void print_summary() {
   const bool several = g_rounds > 1;
-  if (several)
-    std::printf("\nmedians of %d rounds (each: every rfa case, then the peer's)\n", g_rounds);
+  if (several) std::printf("\nmedians of %d rounds (each: every rfa case, then the peer's)\n", g_rounds);
   std::printf("\n%-22s %10s %8s %14s %10s%s\n", "kernel", "GFLOP/s", "of peak", "torch GFLOP/s", "rfa/torch",
               several ? "  ratio range" : "");
   bool any_peer = false;
@@ -285,7 +282,8 @@ void print_summary() {
     any_peer = true;
     std::printf(" %14.1f %10.2f", median(peer), median(ratio));
     if (several)
-      std::printf("  %.2f-%.2f", *std::min_element(ratio.begin(), ratio.end()), *std::max_element(ratio.begin(), ratio.end()));
+      std::printf("  %.2f-%.2f", *std::min_element(ratio.begin(), ratio.end()),
+                  *std::max_element(ratio.begin(), ratio.end()));
     std::printf("\n");
   }
   if (g_rounds == 0)
@@ -294,7 +292,7 @@ void print_summary() {
     std::printf("(no PyTorch peer: torch is not importable; set RFA_PEER_PYTHON to a Python that has it)\n");
   else
     std::printf("(torch read %s)\n", g_peer_layout == "bshd" ? "transposed views of [B][S][H][d] tensors, as rfa does"
-                                                            : "contiguous [B][H][S][d] tensors, its preferred layout");
+                                                             : "contiguous [B][H][S][d] tensors, its preferred layout");
 }
 
 /// One case measured in pairs of calls (--rfa_paired): each pair one rfa call and one call of
@@ -335,7 +333,7 @@ void measure_paired(perf::PeerProcess& peer, const std::string& name, bool backw
     kernel_case.run();
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   };
-  rfa_call_ms();                                // warm-up, as the peer's next call is
+  rfa_call_ms();                               // warm-up, as the peer's next call is
   if (peer_call_ms(peer, name) < 0.0) return;  // (the request is the case's name)
   for (int i = 0; i < g_paired; ++i) {
     // Who goes first alternates, so that neither side always follows the other's cache state.
@@ -381,7 +379,8 @@ void run_paired() {
   perf::PeerProcess peer(peer_command(" --serve"));
   const auto greeting = peer.read_line();
   if (!greeting || greeting->rfind("ready ", 0) != 0) {
-    std::printf("\n(paired calls: no PyTorch peer: torch is not importable; set RFA_PEER_PYTHON to a Python that has it)\n");
+    std::printf(
+        "\n(paired calls: no PyTorch peer: torch is not importable; set RFA_PEER_PYTHON to a Python that has it)\n");
     return;
   }
   for (const auto& [name, rounds] : g_rounds_results) {
@@ -400,8 +399,8 @@ void register_dtype() {
   for (bool backward : {false, true}) {
     for (bool causal : {false, true}) {
       const std::string name = key(backward ? "bwd" : "fwd", dt, causal);
-      benchmark::RegisterBenchmark(name.c_str(),
-                                   [backward, causal](benchmark::State& st) { bench_attention<T>(st, backward, causal); })
+      benchmark::RegisterBenchmark(
+          name.c_str(), [backward, causal](benchmark::State& st) { bench_attention<T>(st, backward, causal); })
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime()
           ->MinTime(g_min_time);
@@ -463,20 +462,22 @@ int main(int argc, char** argv) {
     g_peak = core_peak * threads;
     std::printf("shape: B=%lld S=%lld H=%lld d=%lld, %d host thread(s)\n", (long long)g_shape.batch,
                 (long long)g_shape.seq, (long long)g_shape.heads, (long long)g_shape.head_dim, threads);
-    std::printf("measured fp32 FMA peak of one core: %.1f GFLOP/s (x %d thread(s) = %.1f)\n", core_peak * 1e-9,
-                threads, g_peak * 1e-9);
+    std::printf("measured fp32 FMA peak of one core: %.1f GFLOP/s (x %d thread(s) = %.1f)\n", core_peak * 1e-9, threads,
+                g_peak * 1e-9);
     benchmark::AddCustomContext("fp32_fma_peak_gflops", std::to_string(g_peak * 1e-9));
     g_bf16_tile_peak = perf::measure_bf16_tile_peak() * threads;
     if (g_bf16_tile_peak > 0) {
-      std::printf("measured bf16 AMX tile peak of one core: %.1f GFLOP/s (bf16 kernels on the tiles: \"of peak\" is of this)\n",
-                  g_bf16_tile_peak * 1e-9 / threads);
+      std::printf(
+          "measured bf16 AMX tile peak of one core: %.1f GFLOP/s (bf16 kernels on the tiles: \"of peak\" is of this)\n",
+          g_bf16_tile_peak * 1e-9 / threads);
       benchmark::AddCustomContext("bf16_tile_peak_gflops", std::to_string(g_bf16_tile_peak * 1e-9));
     }
     g_bf16_dot_peak = g_bf16_tile_peak > 0 ? 0.0 : perf::measure_bf16_dot_peak() * threads;
     if (g_bf16_dot_peak > 0) {
-      std::printf("measured AVX512-BF16 dot-product peak of one core: %.1f GFLOP/s (bf16 kernels run on "
-                  "them: \"of peak\" is of this)\n",
-                  g_bf16_dot_peak * 1e-9 / threads);
+      std::printf(
+          "measured AVX512-BF16 dot-product peak of one core: %.1f GFLOP/s (bf16 kernels run on "
+          "them: \"of peak\" is of this)\n",
+          g_bf16_dot_peak * 1e-9 / threads);
       benchmark::AddCustomContext("bf16_dot_peak_gflops", std::to_string(g_bf16_dot_peak * 1e-9));
     }
     // The provenance every perf/ result carries; Google Benchmark writes date, host, executable
@@ -492,8 +493,8 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("peer_layout", g_peer_layout);
     benchmark::AddCustomContext("dtype", "fp32 bf16");
     benchmark::AddCustomContext("shape", "B=" + std::to_string(g_shape.batch) + " S=" + std::to_string(g_shape.seq) +
-                                             " H=" + std::to_string(g_shape.heads) + " d=" +
-                                             std::to_string(g_shape.head_dim));
+                                             " H=" + std::to_string(g_shape.heads) +
+                                             " d=" + std::to_string(g_shape.head_dim));
     register_dtype<float>();
     register_dtype<bf16_t>();
     SummaryReporter reporter;

@@ -88,8 +88,7 @@ CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::Ri
   fill_as_float<T>(dout_mine, TensorId::dout, mine);
 
   // Forward of this rank's queries against the whole sequence.
-  kernels::AttentionParams mine_vs_all =
-      kernels::make_params(B, L, S, H, HKV, D, cfg.mask, cfg.softmax_scale);
+  kernels::AttentionParams mine_vs_all = kernels::make_params(B, L, S, H, HKV, D, cfg.mask, cfg.softmax_scale);
   mine_vs_all.window = cfg.window;
   mine_vs_all.q_pos = mine;
   Tensor4<float> out_ref("out_ref", B, L, H, D);
@@ -103,15 +102,16 @@ CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::Ri
   allgather_by_position(ring, mine, lse_ref.data(), B, H, lse_all.data(), S);
   allgather_by_position(ring, mine, delta_ref.data(), B, H, delta_all.data(), S);
 
-  Tensor4<float> dq_ref("dq_ref", B, L, H, D), dk_unused("dk_unused", B, S, HKV, D), dv_unused("dv_unused", B, S, HKV, D);
+  Tensor4<float> dq_ref("dq_ref", B, L, H, D), dk_unused("dk_unused", B, S, HKV, D),
+      dv_unused("dv_unused", B, S, HKV, D);
   kernels::flash_backward_accumulate<float>(mine_vs_all, q_mine, k_all, v_all, dout_mine, lse_ref, delta_ref, dq_ref,
                                             dk_unused, dv_unused);
   kernels::AttentionParams all_vs_mine = kernels::make_params(B, S, L, H, HKV, D, cfg.mask, cfg.softmax_scale);
   all_vs_mine.window = cfg.window;
   all_vs_mine.k_pos = mine;
   Tensor4<float> dq_unused("dq_unused", B, S, H, D), dk_ref("dk_ref", B, L, HKV, D), dv_ref("dv_ref", B, L, HKV, D);
-  kernels::flash_backward_accumulate<float>(all_vs_mine, q_all, k_mine, v_mine, dout_all, lse_all, delta_all,
-                                            dq_unused, dk_ref, dv_ref);
+  kernels::flash_backward_accumulate<float>(all_vs_mine, q_all, k_mine, v_mine, dout_all, lse_all, delta_all, dq_unused,
+                                            dk_ref, dv_ref);
 
   CheckErrors e;
   e.out = relative_everywhere(ring, diff(out.data(), out_ref.data(), out.size()));
@@ -124,7 +124,7 @@ CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::Ri
   return e;
 }
 
-#define RFA_INSTANTIATE_CHECK(T)                                                                               \
+#define RFA_INSTANTIATE_CHECK(T)                                                                                \
   template CheckErrors check_against_single_rank<T>(comm::Communicator&, const engine::RingConfig&,             \
                                                     const PositionMap&, Tensor4<const T>, Tensor3<const float>, \
                                                     Tensor4<const T>, Tensor4<const T>, Tensor4<const T>);

@@ -75,9 +75,10 @@ void warn_if_oversubscribed(int me, int threads_per_rank) {
   int over[2] = {local_ranks * threads_per_rank > cores ? local_ranks * threads_per_rank : 0, cores};
   MPI_Allreduce(MPI_IN_PLACE, over, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (me == 0 && over[0] > 0) {
-    std::printf("note: %d ranks x %d thread(s) share %d cores on one node: they take turns, so times are longer "
-                "than the hardware can do and overlap figures mean little (use one rank per core: -np %d)\n",
-                local_ranks, threads_per_rank, over[1], std::max(2, over[1] / threads_per_rank));
+    std::printf(
+        "note: %d ranks x %d thread(s) share %d cores on one node: they take turns, so times are longer "
+        "than the hardware can do and overlap figures mean little (use one rank per core: -np %d)\n",
+        local_ranks, threads_per_rank, over[1], std::max(2, over[1] / threads_per_rank));
   }
 }
 
@@ -89,15 +90,16 @@ void print_hidden(const char* pass, const PassSamples& full, const PassSamples& 
   if (full.total.size() < 2) {
     std::printf("  %s: not reported: one repetition says nothing about noise (--repeat 2 or more)\n", pass);
   } else if (!overlap_measurable(full, comm_only)) {
-    std::printf("  %s: not measurable: communication alone takes %.1f ms, within the ring time's spread of %.1f ms "
-                "over repetitions\n",
-                pass, 1e3 * comm.median, 1e3 * (ring.max - ring.min));
+    std::printf(
+        "  %s: not measurable: communication alone takes %.1f ms, within the ring time's spread of %.1f ms "
+        "over repetitions\n",
+        pass, 1e3 * comm.median, 1e3 * (ring.max - ring.min));
   } else {
     const Spread h = spread_of(hidden_samples(full, compute_only, comm_only));
-    std::printf("  %s: %.0f%% hidden (median over %zu repetitions x %zu ranks, range %.0f-%.0f%%); communication "
-                "alone %.1f ms\n",
-                pass, 100 * h.median, full.total.size(), full.total[0].size(), 100 * h.min, 100 * h.max,
-                1e3 * comm.median);
+    std::printf(
+        "  %s: %.0f%% hidden (median over %zu repetitions x %zu ranks, range %.0f-%.0f%%); communication "
+        "alone %.1f ms\n",
+        pass, 100 * h.median, full.total.size(), full.total[0].size(), 100 * h.min, 100 * h.max, 1e3 * comm.median);
   }
 }
 
@@ -126,11 +128,15 @@ struct Passes {
 
   void run(bool backward, RingMode mode = RingMode::full) {
     if (ring_engine) {
-      if (backward) lp.backward(*ring_engine, mode);
-      else lp.forward(*ring_engine, mode);
+      if (backward)
+        lp.backward(*ring_engine, mode);
+      else
+        lp.forward(*ring_engine, mode);
     } else if constexpr (std::is_same<Problem, LocalProblem<T>>::value) {
-      if (backward) lp.backward(strategy);
-      else lp.forward(strategy);
+      if (backward)
+        lp.backward(strategy);
+      else
+        lp.forward(strategy);
     }
   }
 };
@@ -194,8 +200,10 @@ int run(comm::Communicator& ring, comm::Communicator& control, const RunOptions&
   progress(me, "[%d/%d] timed: %d repetition(s) of forward+backward\n", ++phase, phases, o.repeat);
   PassSamples fwd, bwd;
   for (int r = 0; r < o.repeat; ++r) {
-    time_pass(control, *attn, [&] { passes.run(false); }, fwd);
-    time_pass(control, *attn, [&] { passes.run(true); }, bwd);
+    time_pass(
+        control, *attn, [&] { passes.run(false); }, fwd);
+    time_pass(
+        control, *attn, [&] { passes.run(true); }, bwd);
     progress(me, "  repetition %d/%d: forward %.1f ms, backward %.1f ms (slowest rank)\n", r + 1, o.repeat,
              1e3 * fwd.slowest().back(), 1e3 * bwd.slowest().back());
   }
@@ -210,8 +218,10 @@ int run(comm::Communicator& ring, comm::Communicator& control, const RunOptions&
   // The other two schedules overwrite the results, so they run after the check.
   PassSamples fwd_compute, fwd_comm, bwd_compute, bwd_comm;
   if (overlap) {
-    progress(me, "[%d/%d] overlap: %d repetition(s) each of the same schedule without communication and without "
-             "compute\n", ++phase, phases, o.repeat);
+    progress(me,
+             "[%d/%d] overlap: %d repetition(s) each of the same schedule without communication and without "
+             "compute\n",
+             ++phase, phases, o.repeat);
     for (int r = 0; r < o.repeat; ++r) {
       time_pass(control, *ring_engine, lp, RingMode::compute_only, false, fwd_compute);
       time_pass(control, *ring_engine, lp, RingMode::comm_only, false, fwd_comm);
@@ -223,8 +233,8 @@ int run(comm::Communicator& ring, comm::Communicator& control, const RunOptions&
   const double fwd_flops = attention_flops(o.batch, o.seq, o.seq, o.heads, o.head_dim, causal, false);
   const double bwd_flops = attention_flops(o.batch, o.seq, o.seq, o.heads, o.head_dim, causal, true);
   const double tol = tolerance(o.dtype);
-  const bool ok = !check || (err.out <= tol && err.lse <= 1e-3 && err.dq <= 2 * tol && err.dk <= 2 * tol &&
-                             err.dv <= 2 * tol);
+  const bool ok =
+      !check || (err.out <= tol && err.lse <= 1e-3 && err.dq <= 2 * tol && err.dk <= 2 * tol && err.dv <= 2 * tol);
   // The job's peak: every rank's host threads at the single-core FMA peak rank 0 measures.
   double peak = 0;
   if (!o.json.empty() && me == 0 && !gpu) peak = measure_fp32_fma_peak() * P * threads;
@@ -248,19 +258,20 @@ int run(comm::Communicator& ring, comm::Communicator& control, const RunOptions&
                   bwd_flops / P / bm * unit, 1e3 * median(w), int(fwd.steps_computed[std::size_t(k)]));
     }
     const Spread f = spread_of(fwd.slowest()), b = spread_of(bwd.slowest());
-    std::printf("%s (slowest rank): forward %.1f ms (range %.1f-%.1f, %.1f %s), backward %.1f ms (range "
-                "%.1f-%.1f, %.1f %s); FLOPs by FlashAttention's convention\n",
-                strategy.c_str(), 1e3 * f.median, 1e3 * f.min, 1e3 * f.max, fwd_flops / f.median * unit,
-                gpu ? "TFLOP/s" : "GFLOP/s",
-                1e3 * b.median, 1e3 * b.min, 1e3 * b.max, bwd_flops / b.median * unit, gpu ? "TFLOP/s" : "GFLOP/s");
+    std::printf(
+        "%s (slowest rank): forward %.1f ms (range %.1f-%.1f, %.1f %s), backward %.1f ms (range "
+        "%.1f-%.1f, %.1f %s); FLOPs by FlashAttention's convention\n",
+        strategy.c_str(), 1e3 * f.median, 1e3 * f.min, 1e3 * f.max, fwd_flops / f.median * unit,
+        gpu ? "TFLOP/s" : "GFLOP/s", 1e3 * b.median, 1e3 * b.min, 1e3 * b.max, bwd_flops / b.median * unit,
+        gpu ? "TFLOP/s" : "GFLOP/s");
     if (P == 1) {
       std::printf("hidden communication: none to hide (one rank, no ring exchange)\n");
     } else if (!is_ring) {
-      std::printf("hidden communication: not measured for %s (only the ring has schedules without communication "
-                  "or without compute to compare with); bytes sent per pass: forward %.2f MiB, backward %.2f MiB "
-                  "(all ranks)\n",
-                  strategy.c_str(), double(fwd.bytes_moved) / (1024.0 * 1024.0),
-                  double(bwd.bytes_moved) / (1024.0 * 1024.0));
+      std::printf(
+          "hidden communication: not measured for %s (only the ring has schedules without communication "
+          "or without compute to compare with); bytes sent per pass: forward %.2f MiB, backward %.2f MiB "
+          "(all ranks)\n",
+          strategy.c_str(), double(fwd.bytes_moved) / (1024.0 * 1024.0), double(bwd.bytes_moved) / (1024.0 * 1024.0));
     } else if (!overlap) {
       std::printf("hidden communication: not measured (--no-overlap)\n");
     } else {
@@ -269,15 +280,17 @@ int run(comm::Communicator& ring, comm::Communicator& control, const RunOptions&
       print_hidden("backward", bwd, bwd_compute, bwd_comm);
     }
     if (check) {
-      std::printf("max error vs single-rank fp32 kernels on the full sequence: out %.2e  lse %.2e  dq %.2e  dk %.2e  dv %.2e"
-                  "  (tolerance %.0e, gradients %.0e): %s\n",
-                  err.out, err.lse, err.dq, err.dk, err.dv, tol, 2 * tol, ok ? "PASS" : "FAIL");
+      std::printf(
+          "max error vs single-rank fp32 kernels on the full sequence: out %.2e  lse %.2e  dq %.2e  dk %.2e  dv %.2e"
+          "  (tolerance %.0e, gradients %.0e): %s\n",
+          err.out, err.lse, err.dq, err.dk, err.dv, tol, 2 * tol, ok ? "PASS" : "FAIL");
     } else if (o.check == CheckMode::off) {
       std::printf("check skipped (--no-check)\n");
     } else {
-      std::printf("check skipped: S = %lld is above %lld, where the full-sequence check would hold the whole "
-                  "sequence on every rank (--check forces it)\n",
-                  (long long)o.seq, (long long)kCheckAutoMaxSeq);
+      std::printf(
+          "check skipped: S = %lld is above %lld, where the full-sequence check would hold the whole "
+          "sequence on every rank (--check forces it)\n",
+          (long long)o.seq, (long long)kCheckAutoMaxSeq);
     }
   }
 
@@ -285,7 +298,8 @@ int run(comm::Communicator& ring, comm::Communicator& control, const RunOptions&
     const char* layout = layout::layout_name(o.layout);
     const std::vector<double> hf = overlap ? hidden_samples(fwd, fwd_compute, fwd_comm) : std::vector<double>{};
     const std::vector<double> hb = overlap ? hidden_samples(bwd, bwd_compute, bwd_comm) : std::vector<double>{};
-    const bool hf_ok = overlap && overlap_measurable(fwd, fwd_comm), hb_ok = overlap && overlap_measurable(bwd, bwd_comm);
+    const bool hf_ok = overlap && overlap_measurable(fwd, fwd_comm),
+               hb_ok = overlap && overlap_measurable(bwd, bwd_comm);
     // The ring's cases keep their earlier names, so that older baselines still compare.
     const std::string prefix = is_ring ? "" : strategy + "/";
     std::vector<BenchCase> cases = {

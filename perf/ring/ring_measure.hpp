@@ -83,8 +83,8 @@ void time_pass(comm::Communicator& ring, const Engine& engine, Pass&& pass, Pass
 
 /// Collective: one pass of the ring in `mode` (the overlap measurements need all three).
 template <class Problem>
-void time_pass(comm::Communicator& ring, engine::RingAttention& attn, Problem& lp, engine::RingMode mode,
-               bool backward, PassSamples& into) {
+void time_pass(comm::Communicator& ring, engine::RingAttention& attn, Problem& lp, engine::RingMode mode, bool backward,
+               PassSamples& into) {
   time_pass(
       ring, attn,
       [&] {
@@ -131,7 +131,10 @@ inline BenchCase ring_case(const std::string& name, const RunOptions& o, const c
                            const std::string& strategy = "ring") {
   BenchCase c;
   c.name = name;
-  c.labels = {{"suite", "ring"}, {"strategy", strategy}, {"layout", layout}, {"dtype", dtype_name(o.dtype)},
+  c.labels = {{"suite", "ring"},
+              {"strategy", strategy},
+              {"layout", layout},
+              {"dtype", dtype_name(o.dtype)},
               {"shape", shape_label(o)}};
   c.counters["bytes_moved"] = double(full.bytes_moved);
   c.counters["bytes_sent_rank_max"] = double(full.bytes_sent_max);

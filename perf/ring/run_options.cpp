@@ -112,21 +112,32 @@ RunOptions parse_run_options(int argc, char** argv) {
       require(end && *end == '\0' && o.scale > 0.0f, "--scale expects a positive number, got '", text, "'");
     } else if (flag == "--layout") {
       const std::string v = value();
-      if (v == "contiguous") o.layout = RFA_LAYOUT_CONTIGUOUS;
-      else if (v == "zigzag") o.layout = RFA_LAYOUT_ZIGZAG;
-      else if (v == "stripe") o.layout = RFA_LAYOUT_STRIPE;
-      else fail(RFA_ERROR_INVALID_ARGUMENT, "--layout must be contiguous, zigzag or stripe, got '", v, "'");
+      if (v == "contiguous")
+        o.layout = RFA_LAYOUT_CONTIGUOUS;
+      else if (v == "zigzag")
+        o.layout = RFA_LAYOUT_ZIGZAG;
+      else if (v == "stripe")
+        o.layout = RFA_LAYOUT_STRIPE;
+      else
+        fail(RFA_ERROR_INVALID_ARGUMENT, "--layout must be contiguous, zigzag or stripe, got '", v, "'");
     } else if (flag == "--dtype") {
       const std::string v = value();
-      if (v == "fp32" || v == "float32") o.dtype = RFA_DTYPE_FLOAT32;
-      else if (v == "bf16" || v == "bfloat16") o.dtype = RFA_DTYPE_BFLOAT16;
-      else if (v == "fp16" || v == "float16") o.dtype = RFA_DTYPE_FLOAT16;
-      else fail(RFA_ERROR_INVALID_ARGUMENT, "--dtype must be fp32, bf16 or fp16, got '", v, "'");
+      if (v == "fp32" || v == "float32")
+        o.dtype = RFA_DTYPE_FLOAT32;
+      else if (v == "bf16" || v == "bfloat16")
+        o.dtype = RFA_DTYPE_BFLOAT16;
+      else if (v == "fp16" || v == "float16")
+        o.dtype = RFA_DTYPE_FLOAT16;
+      else
+        fail(RFA_ERROR_INVALID_ARGUMENT, "--dtype must be fp32, bf16 or fp16, got '", v, "'");
     } else if (flag == "--mask") {
       const std::string v = value();
-      if (v == "causal") o.mask = RFA_MASK_CAUSAL;
-      else if (v == "none") o.mask = RFA_MASK_NONE;
-      else fail(RFA_ERROR_INVALID_ARGUMENT, "--mask must be causal or none, got '", v, "'");
+      if (v == "causal")
+        o.mask = RFA_MASK_CAUSAL;
+      else if (v == "none")
+        o.mask = RFA_MASK_NONE;
+      else
+        fail(RFA_ERROR_INVALID_ARGUMENT, "--mask must be causal or none, got '", v, "'");
     } else if (flag == "--window") {
       o.window = parse_int(flag, value(), 0);
     } else if (flag == "--causal") {
@@ -139,26 +150,38 @@ RunOptions parse_run_options(int argc, char** argv) {
       o.overlap = false;
     } else if (flag == "--strategy") {
       const std::string v = value();
-      if (v == "ring") o.strategy.kind = engine::StrategyKind::ring;
-      else if (v == "ulysses") o.strategy.kind = engine::StrategyKind::ulysses;
-      else if (v == "allgather") o.strategy.kind = engine::StrategyKind::allgather;
-      else if (v == "hybrid") o.strategy.kind = engine::StrategyKind::hybrid;
-      else fail(RFA_ERROR_INVALID_ARGUMENT, "--strategy must be ring, ulysses, allgather or hybrid, got '", v, "'");
+      if (v == "ring")
+        o.strategy.kind = engine::StrategyKind::ring;
+      else if (v == "ulysses")
+        o.strategy.kind = engine::StrategyKind::ulysses;
+      else if (v == "allgather")
+        o.strategy.kind = engine::StrategyKind::allgather;
+      else if (v == "hybrid")
+        o.strategy.kind = engine::StrategyKind::hybrid;
+      else
+        fail(RFA_ERROR_INVALID_ARGUMENT, "--strategy must be ring, ulysses, allgather or hybrid, got '", v, "'");
     } else if (flag == "--ulysses-degree") {
       o.strategy.ulysses_degree = int(parse_int(flag, value(), 1));
     } else if (flag == "--kernels") {
       const std::string v = value();
-      if (v == "auto") o.kernels = engine::KernelRequest::automatic;
-      else if (v == "rfa") o.kernels = engine::KernelRequest::rfa;
-      else if (v == "cudnn") o.kernels = engine::KernelRequest::cudnn;
-      else fail(RFA_ERROR_INVALID_ARGUMENT, "--kernels must be auto, rfa or cudnn, got '", v, "'");
+      if (v == "auto")
+        o.kernels = engine::KernelRequest::automatic;
+      else if (v == "rfa")
+        o.kernels = engine::KernelRequest::rfa;
+      else if (v == "cudnn")
+        o.kernels = engine::KernelRequest::cudnn;
+      else
+        fail(RFA_ERROR_INVALID_ARGUMENT, "--kernels must be auto, rfa or cudnn, got '", v, "'");
     } else if (flag == "--deterministic") {
       o.deterministic = true;
     } else if (flag == "--device") {
       const std::string v = value();
-      if (v == "host") o.device = RunDevice::host;
-      else if (v == "cuda") o.device = RunDevice::cuda;
-      else fail(RFA_ERROR_INVALID_ARGUMENT, "--device must be host or cuda, got '", v, "'");
+      if (v == "host")
+        o.device = RunDevice::host;
+      else if (v == "cuda")
+        o.device = RunDevice::cuda;
+      else
+        fail(RFA_ERROR_INVALID_ARGUMENT, "--device must be host or cuda, got '", v, "'");
     } else {
       fail(RFA_ERROR_INVALID_ARGUMENT, "unknown option '", flag, "' (see --help)");
     }
@@ -166,14 +189,16 @@ RunOptions parse_run_options(int argc, char** argv) {
   if (!kv_heads_given) o.kv_heads = o.heads;
   const engine::StrategyKind kind = o.strategy.kind;
   if (kind == engine::StrategyKind::hybrid) {
-    require(o.strategy.ulysses_degree > 0, "--strategy hybrid needs --ulysses-degree N: the ranks per Ulysses group "
+    require(o.strategy.ulysses_degree > 0,
+            "--strategy hybrid needs --ulysses-degree N: the ranks per Ulysses group "
             "(N divides P and the heads; ranks per node is usual)");
   } else if (kind != engine::StrategyKind::ulysses) {  // Ulysses: the engine checks a degree against P
     require(o.strategy.ulysses_degree == 0, "--ulysses-degree applies to --strategy hybrid (or ulysses), not to ",
             engine::strategy_name(kind));
   }
-  require(o.device == RunDevice::host || kind == engine::StrategyKind::ring, "--device cuda runs the ring only: ",
-          "drop --strategy ", engine::strategy_name(kind), " or run it on the host");
+  require(o.device == RunDevice::host || kind == engine::StrategyKind::ring,
+          "--device cuda runs the ring only: ", "drop --strategy ", engine::strategy_name(kind),
+          " or run it on the host");
   require(o.device == RunDevice::cuda || o.kernels != engine::KernelRequest::cudnn,
           "--kernels cudnn needs --device cuda (host runs use rfa's host kernels)");
   return o;
@@ -193,7 +218,8 @@ std::string fit_default_seq(RunOptions& o, int ranks) {
   const std::string old = std::to_string(o.seq);
   o.seq = fitted;
   return "S=" + std::to_string(fitted) + ": the default " + old + " rounded down to a multiple of " +
-         (o.layout == RFA_LAYOUT_ZIGZAG ? "2P = " : "P = ") + std::to_string(divisor) + " for the " + layout::layout_name(o.layout) + " layout";
+         (o.layout == RFA_LAYOUT_ZIGZAG ? "2P = " : "P = ") + std::to_string(divisor) + " for the " +
+         layout::layout_name(o.layout) + " layout";
 }
 
 }  // namespace perf

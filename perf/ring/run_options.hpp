@@ -34,12 +34,12 @@ struct RunOptions {
   CheckMode check = CheckMode::automatic;
   bool overlap = true;
   bool help = false;
-  bool seq_given = false;  ///< --seq was on the command line (the default adapts to P)
-  std::string json;        ///< --json FILE: also write the results there (rank 0)
+  bool seq_given = false;              ///< --seq was on the command line (the default adapts to P)
+  std::string json;                    ///< --json FILE: also write the results there (rank 0)
   RunDevice device = RunDevice::host;  ///< --device host|cuda
   engine::StrategyChoice strategy;     ///< --strategy, --ulysses-degree (default: the ring)
   engine::KernelRequest kernels = engine::KernelRequest::automatic;  ///< --kernels (CUDA devices)
-  bool deterministic = false;          ///< --deterministic: bitwise reproducible gradients
+  bool deterministic = false;  ///< --deterministic: bitwise reproducible gradients
 };
 
 /// Above this many tokens the full-sequence check is off unless --check asks for it: it

@@ -42,8 +42,10 @@ StrategyRun measure(comm::Communicator& comm, const RunOptions& o, const engine:
     lp.backward(*attn);
   }
   for (int r = 0; r < o.repeat; ++r) {
-    time_pass(comm, *attn, [&] { lp.forward(*attn); }, run.fwd);
-    time_pass(comm, *attn, [&] { lp.backward(*attn); }, run.bwd);
+    time_pass(
+        comm, *attn, [&] { lp.forward(*attn); }, run.fwd);
+    time_pass(
+        comm, *attn, [&] { lp.backward(*attn); }, run.bwd);
   }
   return run;
 }
@@ -101,13 +103,14 @@ void compare_strategies(comm::Communicator& comm, const RunOptions& o,
   const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
   const bool causal = o.mask == RFA_MASK_CAUSAL;
   if (comm.rank() == 0) {
-    std::printf("rfa_ring_bench --strategy: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, P=%d, %d host thread(s)/rank, "
-                "%d repetition(s)\n",
-                (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads,
-                (long long)o.head_dim, dtype_name(o.dtype), causal ? "causal" : "non-causal",
-                layout::layout_name(o.layout), P, threads, o.repeat);
-    std::printf("medians over repetitions of the slowest rank; bytes sent and engine workspace: the most of any "
-                "rank\n");
+    std::printf(
+        "rfa_ring_bench --strategy: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, P=%d, %d host thread(s)/rank, "
+        "%d repetition(s)\n",
+        (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, (long long)o.head_dim,
+        dtype_name(o.dtype), causal ? "causal" : "non-causal", layout::layout_name(o.layout), P, threads, o.repeat);
+    std::printf(
+        "medians over repetitions of the slowest rank; bytes sent and engine workspace: the most of any "
+        "rank\n");
     std::printf("%-12s %9s %9s %10s %10s %10s %10s\n", "strategy", "fwd ms", "bwd ms", "fwd MiB tx", "bwd MiB tx",
                 "fwd MiB ws", "bwd MiB ws");
   }
@@ -121,10 +124,10 @@ void compare_strategies(comm::Communicator& comm, const RunOptions& o,
     if (comm.rank() != 0) continue;
     print_row(run);
     if (!run.skipped.empty()) continue;
-    cases.push_back(ring_case("strategy/fwd/" + run.label + "/" + layout, o, layout, run.fwd, ffwd, peak, nullptr,
-                              run.label));
-    cases.push_back(ring_case("strategy/bwd/" + run.label + "/" + layout, o, layout, run.bwd, fbwd, peak, nullptr,
-                              run.label));
+    cases.push_back(
+        ring_case("strategy/fwd/" + run.label + "/" + layout, o, layout, run.fwd, ffwd, peak, nullptr, run.label));
+    cases.push_back(
+        ring_case("strategy/bwd/" + run.label + "/" + layout, o, layout, run.bwd, fbwd, peak, nullptr, run.label));
   }
   if (comm.rank() == 0 && !o.json.empty()) {
     // The context's strategy names the comparison; each case names its own.

@@ -51,8 +51,8 @@ TEST(OverlapMeasurable, OnlyWhenCommunicationStandsOutOfTheNoise) {
   const PassSamples steady = two_ranks({10.0, 10.1, 10.05}, {9.9, 10.0, 10.0});
   const PassSamples noisy = two_ranks({10.0, 14.0, 12.0}, {9.0, 13.0, 11.0});
   const PassSamples comm = two_ranks({1.0, 1.0, 1.0}, {1.0, 1.0, 1.0});
-  EXPECT_TRUE(overlap_measurable(steady, comm));   // 1 s of communication, 0.1 s of spread
-  EXPECT_FALSE(overlap_measurable(noisy, comm));   // 4 s of spread hides it
+  EXPECT_TRUE(overlap_measurable(steady, comm));  // 1 s of communication, 0.1 s of spread
+  EXPECT_FALSE(overlap_measurable(noisy, comm));  // 4 s of spread hides it
   const PassSamples once = two_ranks({10.0}, {10.0});
   EXPECT_FALSE(overlap_measurable(once, two_ranks({1.0}, {1.0})));  // one repetition: no noise known
 }

@@ -81,8 +81,8 @@ int run(const Arguments& args, int rank) {
     parse_shape(args.simulate, nodes, gpus);
     const Placement placement = parse_placement(args.placement);
     if (rank == 0) {
-      print_edge_report(std::cout, "simulated " + args.simulate + " " + args.placement, simulate_keys(nodes, gpus, placement),
-                        args.show_order);
+      print_edge_report(std::cout, "simulated " + args.simulate + " " + args.placement,
+                        simulate_keys(nodes, gpus, placement), args.show_order);
     }
     return 0;
   }

@@ -17,7 +17,7 @@ namespace rfa::topology {
 ///   topology             4             4           4
 ///   chosen(file)         ...                                (when `chosen` is given)
 /// and, with show_order, the topology order itself (or the chosen one when given).
-void print_edge_report(std::ostream& out, const std::string& job, const std::vector<RankKey>& keys,
-                       bool show_order, const RingOrder* chosen = nullptr);
+void print_edge_report(std::ostream& out, const std::string& job, const std::vector<RankKey>& keys, bool show_order,
+                       const RingOrder* chosen = nullptr);
 
 }  // namespace rfa::topology

@@ -26,7 +26,8 @@ void agree_on_failure(MPI_Comm comm, const std::function<void()>& step) {
   }
 
   int first_failing = code == RFA_SUCCESS ? size : rank;
-  allreduce_within(comm, &first_failing, 1, MPI_INT, MPI_MIN, "rfa: the agreement on a step's failures (MPI_Iallreduce)");
+  allreduce_within(comm, &first_failing, 1, MPI_INT, MPI_MIN,
+                   "rfa: the agreement on a step's failures (MPI_Iallreduce)");
   if (first_failing == size) return;
 
   bcast_within(comm, &code, 1, MPI_INT, first_failing, "rfa: the failing rank's code (MPI_Ibcast)");
@@ -45,8 +46,8 @@ std::string agreed_env(MPI_Comm comm, Env variable) {
   broadcast_string(comm, root_value, 0);
   agree_on_failure(comm, [&] {
     if (mine != root_value) {
-      fail(RFA_ERROR_INVALID_USAGE, "rfa topology: ", name, " differs between ranks: rank 0 has '",
-           root_value, "', rank ", rank, " has '", mine, "'; set it alike on every rank");
+      fail(RFA_ERROR_INVALID_USAGE, "rfa topology: ", name, " differs between ranks: rank 0 has '", root_value,
+           "', rank ", rank, " has '", mine, "'; set it alike on every rank");
     }
   });
   return mine;

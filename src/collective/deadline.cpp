@@ -58,8 +58,8 @@ int wait_within(MPI_Request* requests, int count, MPI_Status* statuses, double t
                 const std::function<std::string(const int* done)>& on_timeout) {
   if (!(timeout_s > 0.0) || timeout_s > 1e9) return MPI_Waitall(count, requests, statuses);  // none, NaN included
   using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(
-                                           std::chrono::duration<double>(timeout_s));
+  const auto deadline =
+      clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s));
   // Spin like MPI_Waitall for the first 50 ms (a ring step's exchange usually ends within it,
   // and a nap there would add its length to the step), then nap 0.2 ms between polls so that
   // a long wait does not burn a core.
@@ -70,8 +70,10 @@ int wait_within(MPI_Request* requests, int count, MPI_Status* statuses, double t
     if (rc != MPI_SUCCESS || complete) return rc;
     const auto now = clock::now();
     if (now >= deadline) break;
-    if (now < spin_until) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if (now < spin_until)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   std::vector<int> done(static_cast<std::size_t>(count), 0);
   for (int i = 0; i < count; ++i) {

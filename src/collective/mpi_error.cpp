@@ -17,9 +17,7 @@ std::string mpi_error_message(int code, const char* call) {
   return message;
 }
 
-void throw_mpi_error(int code, const char* call) {
-  throw Error(RFA_ERROR_MPI, mpi_error_message(code, call));
-}
+void throw_mpi_error(int code, const char* call) { throw Error(RFA_ERROR_MPI, mpi_error_message(code, call)); }
 
 bool mpi_is_usable() {
   // Both queries are allowed before MPI_Init and after MPI_Finalize.

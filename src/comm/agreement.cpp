@@ -28,9 +28,7 @@ int position_bits(int ranks) {
 
 // Stamp fields are counters >= 0; the slot keeps their low 62 - position_bits bits, which is
 // enough to tell two calls apart (they differ in their low bits first).
-std::int64_t field_bits(std::int64_t value, int pbits) {
-  return value & ((std::int64_t(1) << (62 - pbits)) - 1);
-}
+std::int64_t field_bits(std::int64_t value, int pbits) { return value & ((std::int64_t(1) << (62 - pbits)) - 1); }
 
 /// What the ranks saw of one stamp field.
 struct Spread {
@@ -47,9 +45,7 @@ struct Reduced {
 
 constexpr std::int64_t kCodes = std::int64_t(1) << 16;  // above every rfa_result_t value
 
-std::array<std::int64_t, kStampFields> stamp_fields(const CallStamp& s) {
-  return {s.context, s.operation, s.sequence};
-}
+std::array<std::int64_t, kStampFields> stamp_fields(const CallStamp& s) { return {s.context, s.operation, s.sequence}; }
 
 Reduced reduce(Communicator& comm, bool ok_here, rfa_result_t code, const std::int64_t* values, std::size_t count) {
   require(count <= kMaxAgreedValues, "an agreement takes at most ", kMaxAgreedValues, " values, not ", count);
@@ -105,10 +101,10 @@ void require_same_call(const Communicator& comm, const Reduced& r) {
   };
   std::ostringstream os;
   os << "the ranks are in different collective calls (their " << kFieldNames[f] << " differs): ring position "
-     << s.low_position << " is in " << side(s.low) << ", ring position " << s.high_position << " in "
-     << side(s.high) << "; this rank (ring position " << comm.rank() << ") is in "
-     << (mine.operation != 0 ? operation_text(mine, mine.operation) : std::string("no call"))
-     << ", call " << mine.sequence << " on context " << mine.context
+     << s.low_position << " is in " << side(s.low) << ", ring position " << s.high_position << " in " << side(s.high)
+     << "; this rank (ring position " << comm.rank() << ") is in "
+     << (mine.operation != 0 ? operation_text(mine, mine.operation) : std::string("no call")) << ", call "
+     << mine.sequence << " on context " << mine.context
      << ". Every rank must make the same collective calls on a context, in the same order; the context is "
         "unusable from now on: destroy it";
   throw Error(RFA_ERROR_CALL_MISMATCH, os.str());
@@ -116,8 +112,7 @@ void require_same_call(const Communicator& comm, const Reduced& r) {
 
 }  // namespace
 
-void fail_everywhere_unless(Communicator& comm, bool ok_here, rfa_result_t code,
-                            const std::string& message_here) {
+void fail_everywhere_unless(Communicator& comm, bool ok_here, rfa_result_t code, const std::string& message_here) {
   // Each rank that failed offers its position and its code, one that did not offers P: the
   // minimum is the lowest failing position with its code, or P when all succeeded, and the
   // ranks that did not fail report the code of the one that did (a refused allocation there is

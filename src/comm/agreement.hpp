@@ -27,8 +27,7 @@ namespace rfa::comm {
 /// the check failed throw `code` with `message_here`; the others throw the code of the lowest
 /// failing ring position, naming that position, so their logs point at the rank with the
 /// details.
-void fail_everywhere_unless(Communicator& comm, bool ok_here, rfa_result_t code,
-                            const std::string& message_here);
+void fail_everywhere_unless(Communicator& comm, bool ok_here, rfa_result_t code, const std::string& message_here);
 
 /// Collective. Runs `checks` (which throw rfa::Error on bad input), then agrees: if they threw
 /// on any rank, every rank throws (fail_everywhere_unless), before anything else moves.

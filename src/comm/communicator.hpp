@@ -178,8 +178,8 @@ class Communicator {
   /// send_bytes[r]. The Ulysses strategy uses it to send each rank exactly the K/V heads its
   /// query heads need. Blocking.
   /// MPI and NCCL implement it; other transports throw RFA_ERROR_UNSUPPORTED.
-  virtual void alltoallv(const void* send, const std::size_t* send_bytes, const std::size_t* send_offsets,
-                         void* recv, const std::size_t* recv_bytes, const std::size_t* recv_offsets) {
+  virtual void alltoallv(const void* send, const std::size_t* send_bytes, const std::size_t* send_offsets, void* recv,
+                         const std::size_t* recv_bytes, const std::size_t* recv_offsets) {
     (void)send, (void)send_bytes, (void)send_offsets, (void)recv, (void)recv_bytes, (void)recv_offsets;
     unsupported("alltoallv");
   }

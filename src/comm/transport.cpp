@@ -20,14 +20,18 @@ TransportChoice resolve_transport(TransportChoice option, bool nccl_built) {
   TransportChoice t = option;
   if (const char* env = env_value(Env::transport); env && *env) {
     const std::string v = env;
-    if (v == "nccl") t = TransportChoice::nccl;
-    else if (v == "mpi") t = TransportChoice::mpi;
-    else fail(RFA_ERROR_INVALID_ARGUMENT, "RFA_TRANSPORT is '", v, "'; it must be 'nccl' or 'mpi' (or unset)");
+    if (v == "nccl")
+      t = TransportChoice::nccl;
+    else if (v == "mpi")
+      t = TransportChoice::mpi;
+    else
+      fail(RFA_ERROR_INVALID_ARGUMENT, "RFA_TRANSPORT is '", v, "'; it must be 'nccl' or 'mpi' (or unset)");
   }
   if (t == TransportChoice::automatic) t = nccl_built ? TransportChoice::nccl : TransportChoice::mpi;
   if (t == TransportChoice::nccl && !nccl_built) {
-    fail(RFA_ERROR_UNSUPPORTED, "the NCCL transport was asked for but this build of rfa has no NCCL; use "
-                                "RFA_TRANSPORT=mpi or rebuild with -DRFA_ENABLE_NCCL=ON");
+    fail(RFA_ERROR_UNSUPPORTED,
+         "the NCCL transport was asked for but this build of rfa has no NCCL; use "
+         "RFA_TRANSPORT=mpi or rebuild with -DRFA_ENABLE_NCCL=ON");
   }
   return t;
 }

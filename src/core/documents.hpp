@@ -13,8 +13,7 @@ namespace rfa {
 /// unless `bounds` (`count` values; count 0: no documents, bounds may be null) start at 0, never
 /// decrease and end at `seq_total` (seq_total < 0: the end is not checked). Empty documents
 /// (equal neighbours) are allowed and hold no token.
-void validate_document_bounds(const std::int64_t* bounds, std::int64_t count, std::int64_t seq_total,
-                              const char* what);
+void validate_document_bounds(const std::int64_t* bounds, std::int64_t count, std::int64_t seq_total, const char* what);
 
 /// A 64-bit FNV-1a hash of the `count` values at `bounds` (nullptr when count is 0), so that
 /// ranks can agree on a whole list by one number.

@@ -78,8 +78,8 @@ KOKKOS_INLINE_FUNCTION void from_float(float x, fp16_t& out) {
     out.bits = std::uint16_t(sign | std::uint32_t(rounded));
     return;
   }
-  std::uint32_t r = abs - (112u << 23);              // rebias exponent
-  r += 0xfffu + ((r >> 13) & 1u);                     // round to nearest even at bit 13
+  std::uint32_t r = abs - (112u << 23);  // rebias exponent
+  r += 0xfffu + ((r >> 13) & 1u);        // round to nearest even at bit 13
   out.bits = std::uint16_t(sign | (r >> 13));
 }
 

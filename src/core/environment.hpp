@@ -30,10 +30,10 @@ enum class Env {
 
 struct EnvVariable {
   Env id;
-  const char* name;     ///< "RFA_TIMEOUT_S"
-  const char* readers;  ///< "librfa", "librfa (NCCL)", ...
+  const char* name;      ///< "RFA_TIMEOUT_S"
+  const char* readers;   ///< "librfa", "librfa (NCCL)", ...
   const char* fallback;  ///< what applies when it is unset, as the docs table shows it
-  const char* meaning;  ///< one line, as docs/environment.md shows it
+  const char* meaning;   ///< one line, as docs/environment.md shows it
 };
 
 /// Every registered variable, in the order of docs/environment.md's table.

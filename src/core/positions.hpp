@@ -60,8 +60,7 @@ struct PositionMap {
 
   /// Smallest and largest global position among local rows [i0, i1), i0 < i1 <= length().
   /// Each segment is increasing, so only the ends of its overlap with the range matter.
-  KOKKOS_INLINE_FUNCTION void range(std::int64_t i0, std::int64_t i1, std::int64_t& lo,
-                                    std::int64_t& hi) const {
+  KOKKOS_INLINE_FUNCTION void range(std::int64_t i0, std::int64_t i1, std::int64_t& lo, std::int64_t& hi) const {
     lo = INT64_MAX;
     hi = INT64_MIN;
     std::int64_t base = 0;

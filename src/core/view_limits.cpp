@@ -56,8 +56,9 @@ void require_view_extents(const char* tensor, std::initializer_list<std::int64_t
   std::int64_t elements = 1;
   for (std::int64_t x : e) elements = elements > (std::int64_t(1) << 62) / x ? (std::int64_t(1) << 62) : elements * x;
   if (kOffsetsInIndexType && elements >= (std::int64_t(1) << 31)) {
-    fail(RFA_ERROR_UNSUPPORTED, "tensor '", tensor, "' of shape [", shape_text(e), "] holds 2^31 elements or more: ",
-         "the Kokkos Views of this build (Kokkos ", KOKKOS_VERSION / 10000, ".", KOKKOS_VERSION / 100 % 100,
+    fail(RFA_ERROR_UNSUPPORTED, "tensor '", tensor, "' of shape [", shape_text(e),
+         "] holds 2^31 elements or more: ", "the Kokkos Views of this build (Kokkos ", KOKKOS_VERSION / 10000, ".",
+         KOKKOS_VERSION / 100 % 100,
          ") compute an element's offset in the type of its indices, which rfa's kernels keep in 32 bits: spread ",
          "the sequence over more ranks, or call rfa on fewer heads at a time");
   }
@@ -66,7 +67,7 @@ void require_view_extents(const char* tensor, std::initializer_list<std::int64_t
     ok = view_indexes<Kokkos::View<float***, Kokkos::LayoutRight, Kokkos::HostSpace, Unmanaged>>(e, e[0], e[1], e[2]);
   else if (e.size() == 4)
     ok = view_indexes<Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace, Unmanaged>>(e, e[0], e[1], e[2],
-                                                                                                 e[3]);
+                                                                                                  e[3]);
   else
     fail(RFA_ERROR_INTERNAL, "require_view_extents: rank ", e.size(), " is not probed");
   if (ok) return;

@@ -6,8 +6,8 @@
 namespace rfa::device {
 
 std::string cuda_error_message(cudaError_t code, const char* call) {
-  return std::string(call) + " failed: " + cudaGetErrorName(code) + ": " + cudaGetErrorString(code) +
-         " (CUDA error " + std::to_string(int(code)) + ")";
+  return std::string(call) + " failed: " + cudaGetErrorName(code) + ": " + cudaGetErrorString(code) + " (CUDA error " +
+         std::to_string(int(code)) + ")";
 }
 
 void throw_cuda_error(cudaError_t code, const char* call) {

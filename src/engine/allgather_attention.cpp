@@ -18,8 +18,8 @@ namespace {
 const RingConfig& validated(comm::Communicator& comm, const RingConfig& c, std::int64_t chunk) {
   validate_collective(comm, c);
   // The config is the same everywhere (just agreed), so this verdict is too.
-  require(chunk >= 1 && c.kv_heads % chunk == 0, "kv_heads_per_chunk (", chunk, ") must divide kv_heads (",
-          c.kv_heads, "): choose 1 (least memory) up to kv_heads (fewest, largest gathers)");
+  require(chunk >= 1 && c.kv_heads % chunk == 0, "kv_heads_per_chunk (", chunk, ") must divide kv_heads (", c.kv_heads,
+          "): choose 1 (least memory) up to kv_heads (fewest, largest gathers)");
   return c;
 }
 
@@ -256,8 +256,8 @@ void AllGatherAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor
       kernels::fill_elements(dq_chunk, 0.0f);
       kernels::fill_elements(dk_full, 0.0f);
       kernels::fill_elements(dv_full, 0.0f);
-      kernels::flash_backward_accumulate<T>(p, q_chunk, kv.k(), kv.v(), dout_chunk, lse_chunk, delta_chunk,
-                                            dq_chunk, dk_full, dv_full, hook, &kernel_ws);
+      kernels::flash_backward_accumulate<T>(p, q_chunk, kv.k(), kv.v(), dout_chunk, lse_chunk, delta_chunk, dq_chunk,
+                                            dk_full, dv_full, hook, &kernel_ws);
       put_heads<float, T>(dq_chunk, ch * qh, dq);
       ++timings_.steps_computed;
     }

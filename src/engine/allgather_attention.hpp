@@ -43,8 +43,8 @@ class AllGatherAttention {
 
   /// Collective. Same tensors as RingAttention::backward.
   template <class T>
-  void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
-                Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv);
+  void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
+                Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv);
 
   /// total, compute (kernels), wait (blocked on a gather or in the reduce-scatter), bytes_sent.
   const RingTimings& last_timings() const { return timings_; }

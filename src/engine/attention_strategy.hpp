@@ -69,19 +69,19 @@ class AttentionStrategy {
   }
   /// Collective. Tensors as RingAttention::backward.
   template <class T>
-  void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
-                Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv) {
+  void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
+                Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv) {
     run_backward(q, k, v, out, dout, lse, dq, dk, dv);
   }
 
  protected:
   AttentionStrategy() = default;
 
-#define RFA_STRATEGY_PASSES(T)                                                                                    \
-  virtual void run_forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,            \
-                           Tensor3<float> lse) = 0;                                                               \
-  virtual void run_backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,     \
-                            Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,        \
+#define RFA_STRATEGY_PASSES(T)                                                                                \
+  virtual void run_forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,        \
+                           Tensor3<float> lse) = 0;                                                           \
+  virtual void run_backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out, \
+                            Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,    \
                             Tensor4<T> dv) = 0;
   RFA_STRATEGY_PASSES(float)
   RFA_STRATEGY_PASSES(bf16_t)

@@ -113,9 +113,9 @@ void CudaBlockCompute::delta(const kernels::AttentionParams& p, Tensor4<const T>
 
 template <class T>
 void CudaBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
-                                Tensor4<const T> v, Tensor4<const T>, Tensor4<const T> dout,
-                                Tensor3<const float> lse, Tensor3<const float> d, Tensor4<float> dq,
-                                Tensor4<float> dk, Tensor4<float> dv, const kernels::ProgressHook&) {
+                                Tensor4<const T> v, Tensor4<const T>, Tensor4<const T> dout, Tensor3<const float> lse,
+                                Tensor3<const float> d, Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
+                                const kernels::ProgressHook&) {
   rfa_cuda_backward_params b;
   rfa_cuda_backward_params_init(&b);
   b.shape = shape<T>(p);
@@ -161,19 +161,19 @@ void CudaBlockCompute::narrow(Tensor4<const float> from, Tensor4<T> to) {
 }
 
 #define RFA_INSTANTIATE_CUDA_BLOCK_COMPUTE(T)                                                                      \
-  template void CudaBlockCompute::forward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, \
-                                             Tensor4<const T>, Tensor4<float>, Tensor3<float>,                    \
-                                             const kernels::ProgressHook&);                                       \
+  template void CudaBlockCompute::forward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>,  \
+                                             Tensor4<const T>, Tensor4<float>, Tensor3<float>,                     \
+                                             const kernels::ProgressHook&);                                        \
   template void CudaBlockCompute::forward_merged<T>(                                                               \
-      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<float>,      \
-      Tensor3<float>, Tensor4<float>, Tensor3<float>, const kernels::ProgressHook&);                             \
-  template void CudaBlockCompute::delta<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>,   \
-                                           Tensor3<float>);                                                       \
-  template void CudaBlockCompute::backward<T>(                                                                     \
-      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,    \
-      Tensor4<const T>, Tensor3<const float>, Tensor3<const float>, Tensor4<float>, Tensor4<float>,               \
-      Tensor4<float>, const kernels::ProgressHook&);                                                               \
-  template void CudaBlockCompute::narrow<T>(Tensor4<const float>, Tensor4<T>);                                    \
+      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<float>,       \
+      Tensor3<float>, Tensor4<float>, Tensor3<float>, const kernels::ProgressHook&);                               \
+  template void CudaBlockCompute::delta<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>,    \
+                                           Tensor3<float>);                                                        \
+  template void CudaBlockCompute::backward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, \
+                                              Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,                \
+                                              Tensor3<const float>, Tensor3<const float>, Tensor4<float>,          \
+                                              Tensor4<float>, Tensor4<float>, const kernels::ProgressHook&);       \
+  template void CudaBlockCompute::narrow<T>(Tensor4<const float>, Tensor4<T>);                                     \
   template rfa_cuda_attention_shape CudaBlockCompute::shape<T>(const kernels::AttentionParams&) const;
 
 RFA_INSTANTIATE_CUDA_BLOCK_COMPUTE(float)

@@ -125,8 +125,8 @@ void CudnnBlockCompute::forward_merged(const kernels::AttentionParams& p, Tensor
 template <class T>
 void CudnnBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                                  Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
-                                 Tensor3<const float> lse, Tensor3<const float> d, Tensor4<float> dq,
-                                 Tensor4<float> dk, Tensor4<float> dv, const kernels::ProgressHook& progress) {
+                                 Tensor3<const float> lse, Tensor3<const float> d, Tensor4<float> dq, Tensor4<float> dk,
+                                 Tensor4<float> dv, const kernels::ProgressHook& progress) {
   if (!on_cudnn(p)) {
     rfa_.backward<T>(p, q, k, v, out, dout, lse, d, dq, dk, dv, progress);
     return;
@@ -144,22 +144,22 @@ void CudnnBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<cons
   b.dk = dk.data();
   b.dv = dv.data();
   b.deterministic = p.deterministic ? 1 : 0;
-  check(rfa_cudnn_backward(cudnn_->get(), &b, out.data(), rfa_cuda_strides{}, p.doc_bounds, scratch(),
-                           scratch_bytes_, rfa_.stream()),
+  check(rfa_cudnn_backward(cudnn_->get(), &b, out.data(), rfa_cuda_strides{}, p.doc_bounds, scratch(), scratch_bytes_,
+                           rfa_.stream()),
         "rfa_cudnn_backward");
 }
 
 #define RFA_INSTANTIATE_CUDNN_BLOCK_COMPUTE(T)                                                                      \
-  template void CudnnBlockCompute::forward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, \
-                                              Tensor4<const T>, Tensor4<float>, Tensor3<float>,                    \
-                                              const kernels::ProgressHook&);                                       \
+  template void CudnnBlockCompute::forward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>,  \
+                                              Tensor4<const T>, Tensor4<float>, Tensor3<float>,                     \
+                                              const kernels::ProgressHook&);                                        \
   template void CudnnBlockCompute::forward_merged<T>(                                                               \
-      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<float>,       \
-      Tensor3<float>, Tensor4<float>, Tensor3<float>, const kernels::ProgressHook&);                              \
-  template void CudnnBlockCompute::backward<T>(                                                                     \
-      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,     \
-      Tensor4<const T>, Tensor3<const float>, Tensor3<const float>, Tensor4<float>, Tensor4<float>,                \
-      Tensor4<float>, const kernels::ProgressHook&);
+      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<float>,        \
+      Tensor3<float>, Tensor4<float>, Tensor3<float>, const kernels::ProgressHook&);                                \
+  template void CudnnBlockCompute::backward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, \
+                                               Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,                \
+                                               Tensor3<const float>, Tensor3<const float>, Tensor4<float>,          \
+                                               Tensor4<float>, Tensor4<float>, const kernels::ProgressHook&);
 
 RFA_INSTANTIATE_CUDNN_BLOCK_COMPUTE(float)
 RFA_INSTANTIATE_CUDNN_BLOCK_COMPUTE(bf16_t)

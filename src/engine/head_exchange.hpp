@@ -25,8 +25,8 @@ namespace engine {
 
 class HeadExchange {
  public:
-  HeadExchange(comm::Communicator& comm, const HeadRouting& routing, std::vector<PositionMap> rows,
-               std::int64_t batch, std::int64_t head_dim)
+  HeadExchange(comm::Communicator& comm, const HeadRouting& routing, std::vector<PositionMap> rows, std::int64_t batch,
+               std::int64_t head_dim)
       : comm_(comm), routing_(routing), rows_(std::move(rows)), batch_(batch), head_dim_(head_dim) {
     const int P = comm_.size(), me = comm_.rank();
     local_rows_ = rows_[std::size_t(me)].length();

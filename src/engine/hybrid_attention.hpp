@@ -51,8 +51,8 @@ class HybridAttention {
 
   /// Collective. Same tensors as RingAttention::backward.
   template <class T>
-  void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
-                Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv);
+  void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
+                Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv);
 
   /// compute and steps: the ring's; wait: the ring's plus the all-to-alls; bytes: both.
   const RingTimings& last_timings() const { return timings_; }

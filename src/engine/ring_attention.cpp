@@ -24,8 +24,8 @@ RingAttention::RingAttention(comm::Communicator& comm, const RingConfig& config)
         device_doc_bounds_ = Kokkos::View<std::int64_t*, Kokkos::CudaSpace>(
             Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::doc_bounds"), bounds.size());
         Kokkos::deep_copy(device_doc_bounds_,
-                          Kokkos::View<const std::int64_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
-                              bounds.data(), bounds.size()));
+                          Kokkos::View<const std::int64_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(bounds.data(),
+                                                                                                        bounds.size()));
       } catch (const std::exception& e) {  // Kokkos reports allocation and copy failures so
         fail(RFA_ERROR_CUDA, "copying the ", bounds.size(), " document boundaries to the device failed: ", e.what());
       }
@@ -74,10 +74,10 @@ std::int64_t RingAttention::workspace_bytes(bool backward) const {
     // One block's fp32 partial output and lse; the CUDA kernels merge in their epilogue instead.
     if (c.device == Device::host) bytes += q_elems * 4 + row_elems * 4;
   } else {
-    bytes += 2 * 2 * kv_elems * 4      // two dK/dV receive buffers, fp32
-             + 2 * kv_elems * 4        // this step's dK/dV contribution, fp32
+    bytes += 2 * 2 * kv_elems * 4        // two dK/dV receive buffers, fp32
+             + 2 * kv_elems * 4          // this step's dK/dV contribution, fp32
              + (fp32 ? 0 : q_elems * 4)  // fp32 dQ accumulator (fp32 callers' dq is used in place)
-             + row_elems * 4;          // D = rowsum(dO * O)
+             + row_elems * 4;            // D = rowsum(dO * O)
   }
   return bytes + kernel_workspace_bytes(backward);
 }

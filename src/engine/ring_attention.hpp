@@ -45,9 +45,9 @@ using DeviceTensor3 = SpaceTensor3<T, Kokkos::CudaSpace>;
 /// What a run spent its time on (seconds, this rank), for the main job and the benchmark.
 struct RingTimings {
   double total = 0.0;
-  double compute = 0.0;      ///< inside the flash kernels and the merge
-  double wait = 0.0;         ///< blocked in Exchange::wait (communication not hidden)
-  int steps_computed = 0;    ///< ring steps whose block was not fully masked
+  double compute = 0.0;    ///< inside the flash kernels and the merge
+  double wait = 0.0;       ///< blocked in Exchange::wait (communication not hidden)
+  int steps_computed = 0;  ///< ring steps whose block was not fully masked
   std::int64_t bytes_sent = 0;
 };
 
@@ -82,9 +82,8 @@ class RingAttention {
 
   /// Collective. out and lse are the forward's results; gradients are written in T.
   template <class T>
-  void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
-                Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv,
-                RingMode mode = RingMode::full);
+  void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
+                Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv, RingMode mode = RingMode::full);
 
 #if RFA_ENGINE_CUDA
   /// Collective. As forward(), with every tensor in device memory: the blocks are computed by
@@ -134,8 +133,7 @@ class RingAttention {
                     typename Compute::template Tensor4<const T> k, typename Compute::template Tensor4<const T> v,
                     typename Compute::template Tensor4<const T> out, typename Compute::template Tensor4<const T> dout,
                     typename Compute::template Tensor3<const float> lse, typename Compute::template Tensor4<T> dq,
-                    typename Compute::template Tensor4<T> dk, typename Compute::template Tensor4<T> dv,
-                    RingMode mode);
+                    typename Compute::template Tensor4<T> dk, typename Compute::template Tensor4<T> dv, RingMode mode);
 
   /// Runs this rank's argument and allocation checks, then agrees with the other ranks: if
   /// any rank's checks failed, every rank throws (before any K/V moves), so no rank is left

@@ -22,9 +22,8 @@ void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<con
                              Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,
                              Tensor4<T> dv, RingMode mode) {
   HostBlockCompute blocks;
-  naming_step_of_timeout("backward", [&] {
-    run_backward<HostBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode);
-  });
+  naming_step_of_timeout("backward",
+                         [&] { run_backward<HostBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode); });
 }
 
 #if RFA_ENGINE_CUDA
@@ -38,17 +37,15 @@ void RingAttention::backward_device(DeviceTensor4<const T> q, DeviceTensor4<cons
 #if RFA_ENGINE_CUDNN
   if (cudnn_) {
     CudnnBlockCompute blocks(stream, device_cache_, device_doc_bounds(), *cudnn_, step_params());
-    naming_step_of_timeout("backward", [&] {
-      run_backward<CudnnBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode);
-    });
+    naming_step_of_timeout(
+        "backward", [&] { run_backward<CudnnBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode); });
     last_cudnn_steps_ = blocks.cudnn_steps();
     return;
   }
 #endif
   CudaBlockCompute blocks(stream, device_cache_, device_doc_bounds());
-  naming_step_of_timeout("backward", [&] {
-    run_backward<CudaBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode);
-  });
+  naming_step_of_timeout("backward",
+                         [&] { run_backward<CudaBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode); });
   last_cudnn_steps_ = 0;
 }
 #endif
@@ -178,10 +175,10 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
 }
 
 #if RFA_ENGINE_CUDA
-#define RFA_INSTANTIATE_BACKWARD_DEVICE(T)                                                                        \
-  template void RingAttention::backward_device<T>(DeviceTensor4<const T>, DeviceTensor4<const T>,               \
-                                                  DeviceTensor4<const T>, DeviceTensor4<const T>,               \
-                                                  DeviceTensor4<const T>, DeviceTensor3<const float>,           \
+#define RFA_INSTANTIATE_BACKWARD_DEVICE(T)                                                            \
+  template void RingAttention::backward_device<T>(DeviceTensor4<const T>, DeviceTensor4<const T>,     \
+                                                  DeviceTensor4<const T>, DeviceTensor4<const T>,     \
+                                                  DeviceTensor4<const T>, DeviceTensor3<const float>, \
                                                   DeviceTensor4<T>, DeviceTensor4<T>, DeviceTensor4<T>, RingMode);
 RFA_INSTANTIATE_BACKWARD_DEVICE(float)
 RFA_INSTANTIATE_BACKWARD_DEVICE(bf16_t)

@@ -24,8 +24,7 @@ void validate_local(const RingConfig& c, int ranks) {
                                                     c.kv_heads, c.head_dim, c.mask, c.softmax_scale);
   apply_mask(c, p);
   kernels::validate(p);
-  validate_document_bounds(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()), c.seq_total,
-                           "document boundaries");
+  validate_document_bounds(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()), c.seq_total, "document boundaries");
   require_device_support(c.device, c.head_dim, c.dtype);
   if (c.cuda_kernels == CudaKernels::cudnn && c.device != Device::cuda) {
     fail(RFA_ERROR_UNSUPPORTED, "cuDNN's block kernel runs on CUDA contexts only (the device is the host)");

@@ -16,8 +16,8 @@ namespace engine {
 
 /// Which kernels compute a CUDA context's ring steps (host contexts: always rfa's host kernels).
 enum class CudaKernels {
-  rfa,    ///< kernels_cuda for every step
-  cudnn   ///< cuDNN's fused attention for every step it expresses exactly, kernels_cuda for the rest
+  rfa,   ///< kernels_cuda for every step
+  cudnn  ///< cuDNN's fused attention for every step it expresses exactly, kernels_cuda for the rest
 };
 
 struct RingConfig {
@@ -36,7 +36,7 @@ struct RingConfig {
   /// holds positions [b[d], b[d+1])); empty: one document. core/documents.hpp.
   std::vector<std::int64_t> doc_bounds;
   CudaKernels cuda_kernels = CudaKernels::rfa;  ///< Device::cuda only
-  bool deterministic = false;  ///< the backward's gradients are bitwise reproducible
+  bool deterministic = false;                   ///< the backward's gradients are bitwise reproducible
 };
 
 /// Sets the mask fields of kernel params from the config: the window, and the documents

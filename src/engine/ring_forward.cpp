@@ -21,9 +21,7 @@ template <class T>
 void RingAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,
                             Tensor3<float> lse, RingMode mode) {
   HostBlockCompute blocks;
-  naming_step_of_timeout("forward", [&] {
-    run_forward<HostBlockCompute, T>(blocks, q, k, v, out, lse, mode);
-  });
+  naming_step_of_timeout("forward", [&] { run_forward<HostBlockCompute, T>(blocks, q, k, v, out, lse, mode); });
 }
 
 #if RFA_ENGINE_CUDA
@@ -100,8 +98,7 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
     timings_.bytes_sent += kv.start(s);
     if (compute) {
       const kernels::AttentionParams p = block_params(c, P, me, owner);
-      const bool visible = kernels::classify_blocks(p.rule(), p.q_pos, p.k_pos) !=
-                           kernels::TileVisibility::hidden;
+      const bool visible = kernels::classify_blocks(p.rule(), p.q_pos, p.k_pos) != kernels::TileVisibility::hidden;
       if (visible) {
         ScopedSeconds t(timings_.compute);
         poller.watch(kv.pending_k(), kv.pending_v());

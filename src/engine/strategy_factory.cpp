@@ -43,15 +43,15 @@ class StrategyOf final : public AttentionStrategy {
   std::int64_t last_workspace_bytes() const override { return engine_.last_workspace_bytes(); }
 
  private:
-#define RFA_STRATEGY_FORWARDS(T)                                                                                  \
-  void run_forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,                    \
-                   Tensor3<float> lse) override {                                                                 \
-    engine_.template forward<T>(q, k, v, out, lse);                                                               \
-  }                                                                                                               \
-  void run_backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,             \
-                    Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv) \
-      override {                                                                                                  \
-    engine_.template backward<T>(q, k, v, out, dout, lse, dq, dk, dv);                                            \
+#define RFA_STRATEGY_FORWARDS(T)                                                                                   \
+  void run_forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out, Tensor3<float> lse) \
+      override {                                                                                                   \
+    engine_.template forward<T>(q, k, v, out, lse);                                                                \
+  }                                                                                                                \
+  void run_backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,              \
+                    Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv)  \
+      override {                                                                                                   \
+    engine_.template backward<T>(q, k, v, out, dout, lse, dq, dk, dv);                                             \
   }
   RFA_STRATEGY_FORWARDS(float)
   RFA_STRATEGY_FORWARDS(bf16_t)
@@ -81,8 +81,8 @@ void validate_strategy(const StrategyChoice& choice, const RingConfig& c, int ra
     case StrategyKind::allgather:
       require(degree == 0, "ulysses_degree is ", degree, " but the ", strategy_name(choice.kind),
               " strategy has no Ulysses groups: set it to 0, or choose the ulysses or hybrid strategy");
-      require(choice.kv_heads_per_chunk >= 1 && c.kv_heads % choice.kv_heads_per_chunk == 0,
-              "kv_heads_per_chunk (", choice.kv_heads_per_chunk, ") must divide kv_heads (", c.kv_heads,
+      require(choice.kv_heads_per_chunk >= 1 && c.kv_heads % choice.kv_heads_per_chunk == 0, "kv_heads_per_chunk (",
+              choice.kv_heads_per_chunk, ") must divide kv_heads (", c.kv_heads,
               "): choose 1 (least memory) up to kv_heads (fewest, largest gathers)");
       validate_local(c, ranks);
       if (choice.kind == StrategyKind::allgather)  // every rank gathers the whole sequence's K/V
@@ -100,7 +100,8 @@ void validate_strategy(const StrategyChoice& choice, const RingConfig& c, int ra
       return;
     case StrategyKind::hybrid: {
       require(degree >= 1 && ranks % degree == 0, "ulysses_degree is ", degree, " but the hybrid strategy needs a ",
-              "Ulysses degree Pu >= 1 that divides the ", ranks, " ranks (a Pu x P/Pu grid; Pu = ranks per node is "
+              "Ulysses degree Pu >= 1 that divides the ", ranks,
+              " ranks (a Pu x P/Pu grid; Pu = ranks per node is "
               "usual)");
       const int rings = ranks / degree;
       validate_local(c, rings);  // the layout applies over the P/Pu ring groups

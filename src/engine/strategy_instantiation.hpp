@@ -5,10 +5,9 @@
 
 #include "core/dtype.hpp"
 
-#define RFA_INSTANTIATE_STRATEGY_PASSES_FOR(Engine, T)                                                           \
-  template void Engine::forward<T>(Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<T>,              \
-                                   Tensor3<float>);                                                               \
-  template void Engine::backward<T>(Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,       \
+#define RFA_INSTANTIATE_STRATEGY_PASSES_FOR(Engine, T)                                                                \
+  template void Engine::forward<T>(Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<T>, Tensor3<float>); \
+  template void Engine::backward<T>(Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,           \
                                     Tensor4<const T>, Tensor3<const float>, Tensor4<T>, Tensor4<T>, Tensor4<T>);
 
 #define RFA_INSTANTIATE_STRATEGY_PASSES(Engine)            \

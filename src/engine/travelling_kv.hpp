@@ -32,10 +32,10 @@ class TravellingKV {
         steps_(steps > 0 ? steps : comm.size()),
         bytes_(std::size_t(c.batch * local_seq * c.kv_heads * c.head_dim) * sizeof(T)) {
     for (int i = 0; i < 2; ++i) {
-      k_recv_[i] = ws.template tensor4<T>(i == 0 ? "rfa::k_recv0" : "rfa::k_recv1", c.batch, local_seq, c.kv_heads,
-                                          c.head_dim);
-      v_recv_[i] = ws.template tensor4<T>(i == 0 ? "rfa::v_recv0" : "rfa::v_recv1", c.batch, local_seq, c.kv_heads,
-                                          c.head_dim);
+      k_recv_[i] =
+          ws.template tensor4<T>(i == 0 ? "rfa::k_recv0" : "rfa::k_recv1", c.batch, local_seq, c.kv_heads, c.head_dim);
+      v_recv_[i] =
+          ws.template tensor4<T>(i == 0 ? "rfa::v_recv0" : "rfa::v_recv1", c.batch, local_seq, c.kv_heads, c.head_dim);
     }
   }
 

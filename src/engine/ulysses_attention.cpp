@@ -36,7 +36,8 @@ PositionMap UlyssesAttention::local_positions() const {
 
 std::vector<PositionMap> UlyssesAttention::all_positions() const {
   std::vector<PositionMap> rows;
-  for (int r = 0; r < comm_.size(); ++r) rows.push_back(layout::positions(config_.layout, config_.seq_total, comm_.size(), r));
+  for (int r = 0; r < comm_.size(); ++r)
+    rows.push_back(layout::positions(config_.layout, config_.seq_total, comm_.size(), r));
   return rows;
 }
 

@@ -51,8 +51,8 @@ class UlyssesAttention {
 
   /// Collective. Same tensors as RingAttention::backward.
   template <class T>
-  void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
-                Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv);
+  void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
+                Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv);
 
   /// total, compute (the local kernels), wait (inside the all-to-alls and the packing around
   /// them), bytes_sent (to other ranks).

@@ -16,9 +16,9 @@ namespace engine {
 
 /// One tensor as this rank scanned it.
 struct ScannedTensor {
-  const char* name;     ///< "q", "lse", ...
-  std::int64_t first;   ///< flat index of its first NaN or infinity on this rank, or -1
-  std::int64_t batch;   ///< its dims: [batch][rows][heads][head_dim] (bshd) or [batch][heads][rows] (lse)
+  const char* name;    ///< "q", "lse", ...
+  std::int64_t first;  ///< flat index of its first NaN or infinity on this rank, or -1
+  std::int64_t batch;  ///< its dims: [batch][rows][heads][head_dim] (bshd) or [batch][heads][rows] (lse)
   std::int64_t rows;
   std::int64_t heads;
   std::int64_t head_dim;  ///< 0 for the [batch][heads][rows] layout of lse

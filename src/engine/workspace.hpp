@@ -135,8 +135,7 @@ class Workspace {
 /// seen while polling is kept and rethrown by rethrow_if_failed(), outside the kernel.
 class ExchangePoller {
  public:
-  void watch(comm::Exchange* a, comm::Exchange* b = nullptr, comm::Exchange* c = nullptr,
-             comm::Exchange* d = nullptr) {
+  void watch(comm::Exchange* a, comm::Exchange* b = nullptr, comm::Exchange* c = nullptr, comm::Exchange* d = nullptr) {
     watched_[0] = a;
     watched_[1] = b;
     watched_[2] = c;

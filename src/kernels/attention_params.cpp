@@ -13,9 +13,8 @@ float AttentionParams::scale() const {
   return softmax_scale != 0.0f ? softmax_scale : 1.0f / std::sqrt(float(head_dim));
 }
 
-AttentionParams make_params(std::int64_t batch, std::int64_t seq_q, std::int64_t seq_k,
-                            std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim,
-                            rfa_mask_t mask, float softmax_scale) {
+AttentionParams make_params(std::int64_t batch, std::int64_t seq_q, std::int64_t seq_k, std::int64_t heads,
+                            std::int64_t kv_heads, std::int64_t head_dim, rfa_mask_t mask, float softmax_scale) {
   AttentionParams p;
   p.batch = batch;
   p.seq_q = seq_q;
@@ -36,11 +35,10 @@ void validate(const AttentionParams& p) {
   require(p.seq_k >= 1, "seq_k must be >= 1, got ", p.seq_k);
   require(p.heads >= 1, "heads must be >= 1, got ", p.heads);
   require(p.kv_heads >= 1, "kv_heads must be >= 1, got ", p.kv_heads);
-  require(p.heads % p.kv_heads == 0, "heads (", p.heads, ") must be a multiple of kv_heads (",
-          p.kv_heads, ")");
+  require(p.heads % p.kv_heads == 0, "heads (", p.heads, ") must be a multiple of kv_heads (", p.kv_heads, ")");
   if (p.head_dim < 8 || p.head_dim > kMaxHeadDim || p.head_dim % 8 != 0) {
-    fail(RFA_ERROR_UNSUPPORTED, "head_dim ", p.head_dim,
-         " is not supported: it must be a multiple of 8 between 8 and ", kMaxHeadDim);
+    fail(RFA_ERROR_UNSUPPORTED, "head_dim ", p.head_dim, " is not supported: it must be a multiple of 8 between 8 and ",
+         kMaxHeadDim);
   }
   require(std::isfinite(p.softmax_scale) && p.softmax_scale >= 0.0f,
           "softmax_scale must be finite and >= 0 (0 selects 1/sqrt(head_dim)), got ", p.softmax_scale);

@@ -45,15 +45,10 @@ template <class Run>
 bool run_on_bf16_products(const AttentionParams& p, Run&& run) {
   switch (host_bf16_products(p)) {
 #if RFA_HOST_AMX
-    case Bf16Products::amx_tiles:
-      run(AmxProducts{});
-      return true;
+    case Bf16Products::amx_tiles: run(AmxProducts{}); return true;
 #endif
-    case Bf16Products::avx512_dot:
-      run(DotProducts{});
-      return true;
-    default:
-      return false;
+    case Bf16Products::avx512_dot: run(DotProducts{}); return true;
+    default: return false;
   }
 }
 

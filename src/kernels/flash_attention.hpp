@@ -68,9 +68,8 @@ constexpr std::int64_t kMaxHeadDim = 256;
 
 /// Makes a params struct for the common single-sequence case: queries and keys both start at
 /// global position 0 and are contiguous.
-AttentionParams make_params(std::int64_t batch, std::int64_t seq_q, std::int64_t seq_k,
-                            std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim,
-                            rfa_mask_t mask, float softmax_scale = 0.0f);
+AttentionParams make_params(std::int64_t batch, std::int64_t seq_q, std::int64_t seq_k, std::int64_t heads,
+                            std::int64_t kv_heads, std::int64_t head_dim, rfa_mask_t mask, float softmax_scale = 0.0f);
 
 /// Throws rfa::Error (RFA_ERROR_INVALID_ARGUMENT / RFA_ERROR_UNSUPPORTED) with a clear message
 /// unless the params are usable.
@@ -89,9 +88,9 @@ struct ForwardWorkspace {
 /// TOut is T (the final output) or float (an fp32 partial for the ring merge). Rows that see
 /// no key get out = 0 and lse = -inf. Without a workspace the call allocates and frees its own.
 template <class T, class TOut>
-void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
-                   Tensor4<const T> v, Tensor4<TOut> out, Tensor3<float> lse,
-                   const ProgressHook& progress = ProgressHook(), ForwardWorkspace* workspace = nullptr);
+void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+                   Tensor4<TOut> out, Tensor3<float> lse, const ProgressHook& progress = ProgressHook(),
+                   ForwardWorkspace* workspace = nullptr);
 
 /// Bytes flash_forward allocates for itself on a call with these params and storage dtype, so
 /// the engine's memory formulas can count them: where bf16 runs on AMX tiles, K and V in the
@@ -137,24 +136,21 @@ void narrow(Tensor4<const float> from, Tensor4<T> to);
 
 /// delta[b][h][i] = sum_d dout[b][i][h][d] * out[b][i][h][d], in fp32 (docs/architecture.md §3).
 template <class T, class TOut>
-void compute_delta(const AttentionParams& p, Tensor4<const T> dout, Tensor4<const TOut> out,
-                   Tensor3<float> delta);
+void compute_delta(const AttentionParams& p, Tensor4<const T> dout, Tensor4<const TOut> out, Tensor3<float> delta);
 
 /// Backward, accumulating: dq += dQ, dk += dK, dv += dV for this (Q, K/V) block pair, all fp32.
 /// lse and delta are the final (whole-sequence) values for the query rows.
 template <class T>
-void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
-                               Tensor4<const T> v, Tensor4<const T> dout, Tensor3<const float> lse,
-                               Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk,
-                               Tensor4<float> dv, const ProgressHook& progress = ProgressHook(),
-                               BackwardWorkspace* workspace = nullptr);
+void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+                               Tensor4<const T> dout, Tensor3<const float> lse, Tensor3<const float> delta,
+                               Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
+                               const ProgressHook& progress = ProgressHook(), BackwardWorkspace* workspace = nullptr);
 
 /// Backward for one self-contained attention: computes delta, then writes dq, dk, dv in T.
 template <class T>
-void flash_backward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
-                    Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
-                    Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv,
-                    BackwardWorkspace* workspace = nullptr);
+void flash_backward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+                    Tensor4<const T> out, Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,
+                    Tensor4<T> dv, BackwardWorkspace* workspace = nullptr);
 
 }  // namespace kernels
 }  // namespace rfa

@@ -277,8 +277,9 @@ struct BackwardTiles {
       for (int j = cols; j < cols_padded; ++j) prow[j] = dsrow[j] = 0.0f;
     }
     if (hidden.partial)
-      for_each_hidden<kTileRows, kTileCols>(rule, s.q_pos, rows, s.k_pos, cols,
-                                            [&](int i, int j) { s.p[i * kScorePitch + j] = s.ds[i * kScorePitch + j] = 0.0f; });
+      for_each_hidden<kTileRows, kTileCols>(rule, s.q_pos, rows, s.k_pos, cols, [&](int i, int j) {
+        s.p[i * kScorePitch + j] = s.ds[i * kScorePitch + j] = 0.0f;
+      });
 
     // The next tile's dO rows are asked for beside dK += dS^T Q (the last product to read dO
     // came before), its Q rows beside dQ = dS K, together with this tile's dQ rows (added to
@@ -289,8 +290,9 @@ struct BackwardTiles {
                              NothingAfterTile{}, unseen_keys);
     RowPrefetcher next_dout, next_q;
     if (more) next_dout = prefetch_rows(qd.dout, b, next_h, next.qt, gemm_micro_tiles(cols_padded, d));
-    gemm<Update::accumulate>(cols_padded, d, rows_padded, TransposedA{s.ds, kScorePitch}, q_rows, ld, s.dk, ld,
-                             [&] { next_dout.step(); }, unseen_keys);
+    gemm<Update::accumulate>(
+        cols_padded, d, rows_padded, TransposedA{s.ds, kScorePitch}, q_rows, ld, s.dk, ld, [&] { next_dout.step(); },
+        unseen_keys);
     next_dout.finish();
     if (more) next_q = prefetch_rows(qd.q, b, next_h, next.qt, gemm_micro_tiles(rows_padded, d));
     RowPrefetcher dq_lines(&dq(b, r0, h, 0), std::ptrdiff_t(dq.stride(1) * sizeof(float)), rows, d * sizeof(float),
@@ -337,8 +339,7 @@ struct DeltaRows {
 }  // namespace
 
 template <class T, class TOut>
-void compute_delta(const AttentionParams& p, Tensor4<const T> dout, Tensor4<const TOut> out,
-                   Tensor3<float> delta) {
+void compute_delta(const AttentionParams& p, Tensor4<const T> dout, Tensor4<const TOut> out, Tensor3<float> delta) {
   validate(p);
   check_tensor(dout, "dout", p.batch, p.seq_q, p.heads, p.head_dim);
   check_tensor(out, "out", p.batch, p.seq_q, p.heads, p.head_dim);
@@ -350,10 +351,10 @@ void compute_delta(const AttentionParams& p, Tensor4<const T> dout, Tensor4<cons
 }
 
 template <class T>
-void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
-                               Tensor4<const T> v, Tensor4<const T> dout, Tensor3<const float> lse,
-                               Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk,
-                               Tensor4<float> dv, const ProgressHook& progress, BackwardWorkspace* workspace) {
+void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+                               Tensor4<const T> dout, Tensor3<const float> lse, Tensor3<const float> delta,
+                               Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv, const ProgressHook& progress,
+                               BackwardWorkspace* workspace) {
   validate(p);
   check_tensor(q, "q", p.batch, p.seq_q, p.heads, p.head_dim);
   check_tensor(k, "k", p.batch, p.seq_k, p.kv_heads, p.head_dim);
@@ -409,8 +410,8 @@ void reserve_backward_workspace(BackwardWorkspace& workspace, const AttentionPar
 
 template <class T>
 void flash_backward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
-                    Tensor4<const T> out, Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq,
-                    Tensor4<T> dk, Tensor4<T> dv, BackwardWorkspace* workspace) {
+                    Tensor4<const T> out, Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,
+                    Tensor4<T> dv, BackwardWorkspace* workspace) {
   validate(p);
   check_tensor(dq, "dq", p.batch, p.seq_q, p.heads, p.head_dim);
   check_tensor(dk, "dk", p.batch, p.seq_k, p.kv_heads, p.head_dim);
@@ -436,15 +437,15 @@ void flash_backward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const 
   }
 }
 
-#define RFA_INSTANTIATE_BACKWARD(T)                                                                          \
-  template void compute_delta<T, T>(const AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor3<float>); \
-  template void flash_backward_accumulate<T>(const AttentionParams&, Tensor4<const T>, Tensor4<const T>,      \
-                                             Tensor4<const T>, Tensor4<const T>, Tensor3<const float>,        \
-                                             Tensor3<const float>, Tensor4<float>, Tensor4<float>,            \
-                                             Tensor4<float>, const ProgressHook&, BackwardWorkspace*);        \
-  template void flash_backward<T>(const AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, \
-                                  Tensor4<const T>, Tensor4<const T>, Tensor3<const float>, Tensor4<T>,       \
-                                  Tensor4<T>, Tensor4<T>, BackwardWorkspace*);
+#define RFA_INSTANTIATE_BACKWARD(T)                                                                                 \
+  template void compute_delta<T, T>(const AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor3<float>);    \
+  template void flash_backward_accumulate<T>(const AttentionParams&, Tensor4<const T>, Tensor4<const T>,            \
+                                             Tensor4<const T>, Tensor4<const T>, Tensor3<const float>,              \
+                                             Tensor3<const float>, Tensor4<float>, Tensor4<float>, Tensor4<float>,  \
+                                             const ProgressHook&, BackwardWorkspace*);                              \
+  template void flash_backward<T>(const AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,     \
+                                  Tensor4<const T>, Tensor4<const T>, Tensor3<const float>, Tensor4<T>, Tensor4<T>, \
+                                  Tensor4<T>, BackwardWorkspace*);
 RFA_INSTANTIATE_BACKWARD(float)
 RFA_INSTANTIATE_BACKWARD(bf16_t)
 RFA_INSTANTIATE_BACKWARD(fp16_t)

@@ -128,7 +128,7 @@ struct Bf16BackwardTiles {
     std::uint16_t *p_hi, *p_lo;         // P in pairs of query rows, [kRows / 2][kCols][2]
     std::uint16_t *dsp_hi, *dsp_lo;     // dS likewise
     std::uint16_t *ds_hi, *ds_lo;       // dS rows, [kRows][kCols] (the lo parts: two terms only)
-    float *dqt;                         // [kRows][d]: this pair's dQ
+    float* dqt;                         // [kRows][d]: this pair's dQ
     std::uint16_t *q_tail, *dout_tail;  // a last, partial query tile's rows, zero-padded
     float *lse2, *dlt;
     std::int64_t *q_pos, *k_pos;
@@ -263,7 +263,8 @@ struct Bf16BackwardTiles {
 
     // Masked and padded scores become -inf, so P = 0 there and dS = P (dP - D) = 0.
     if (vis == TileVisibility::partial)
-      for_each_hidden<kRows, kCols>(rule, s.q_pos, rows, s.k_pos, cols, [&](int i, int j) { s.s[i * kCols + j] = -inf; });
+      for_each_hidden<kRows, kCols>(rule, s.q_pos, rows, s.k_pos, cols,
+                                    [&](int i, int j) { s.s[i * kCols + j] = -inf; });
     for (int i = 0; i < rows_padded; ++i)
       for (int j = cols; j < cols_padded; ++j) s.s[i * kCols + j] = -inf;
     probabilities(s, rows_padded, cols_padded);
@@ -330,10 +331,9 @@ std::int64_t packed_query_elems(const AttentionParams& p) {
 
 /// Runs the kernel on `Products`; the arguments are checked by the caller.
 template <class Products>
-void run_backward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
-                  Tensor4<const bf16_t> v, Tensor4<const bf16_t> dout, Tensor3<const float> lse,
-                  Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
-                  const ProgressHook& progress) {
+void run_backward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k, Tensor4<const bf16_t> v,
+                  Tensor4<const bf16_t> dout, Tensor3<const float> lse, Tensor3<const float> delta, Tensor4<float> dq,
+                  Tensor4<float> dk, Tensor4<float> dv, const ProgressHook& progress) {
   Bf16BackwardTiles<Products> f;
   f.p = p;
   f.q = q;
@@ -373,8 +373,8 @@ void run_backward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<con
   pack.group = f.group;
   pack.n_qtiles = f.n_qtiles;
   pack.seq_q = p.seq_q;
-  Kokkos::parallel_for("rfa::flash_backward_bf16_pack",
-                       Kokkos::RangePolicy<Exec>(0, int(units) * f.group * f.n_qtiles), pack);
+  Kokkos::parallel_for("rfa::flash_backward_bf16_pack", Kokkos::RangePolicy<Exec>(0, int(units) * f.group * f.n_qtiles),
+                       pack);
   Exec().fence();
   f.unit_packed = unit_buffers.data();
   const std::size_t scratch = scratch_bytes<Bf16BackwardTiles<Products>>(f.d);
@@ -392,9 +392,8 @@ bool flash_backward_bf16(const AttentionParams& p, Tensor4<const bf16_t> q, Tens
                          Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
                          const ProgressHook& progress) {
 #if RFA_HOST_BF16_PAIRS
-  return run_on_bf16_products(p, [&](auto products) {
-    run_backward<decltype(products)>(p, q, k, v, dout, lse, delta, dq, dk, dv, progress);
-  });
+  return run_on_bf16_products(
+      p, [&](auto products) { run_backward<decltype(products)>(p, q, k, v, dout, lse, delta, dq, dk, dv, progress); });
 #else
   (void)p, (void)q, (void)k, (void)v, (void)dout, (void)lse, (void)delta, (void)dq, (void)dk, (void)dv, (void)progress;
   return false;

@@ -22,7 +22,7 @@ namespace kernels {
 namespace {
 
 constexpr int kTileRows = 192;  // query rows per tile (a multiple of kRowPadding)
-constexpr int kTileCols = 96;  // key rows per tile (a multiple of kMicroRows)
+constexpr int kTileCols = 96;   // key rows per tile (a multiple of kMicroRows)
 // Floats between rows of the score tile and of Q^T (both kTileRows wide): an odd number of
 // cache lines, so a column strip of either (a product's B strip, P^T's steps) spreads over all
 // L1 sets. At 192 floats (12 lines) a 128-row strip would fall in 16 sets of 8 ways, which the
@@ -47,7 +47,7 @@ using Member = Policy::member_type;
 struct HeadMajorKV {
   const float* k = nullptr;
   const float* v = nullptr;
-  const int* slot = nullptr;  // key tile -> slot (-1: no query tile sees it)
+  const int* slot = nullptr;   // key tile -> slot (-1: no query tile sees it)
   std::int64_t head_rows = 0;  // rows per (batch, kv head): slots * kTileCols
 };
 
@@ -168,10 +168,10 @@ struct ForwardTiles {
       // hidden or padding scores, not yet -inf, entered it, and the softmax takes the max itself.
       const bool max_from_registers = !hidden.partial && cols == cols_padded;
       for (int i = 0; i < rows_padded; ++i) s.tile_max[i] = ninf;
-      gemm<Update::overwrite>(cols_padded, rows_padded, d, RowMajorA{k_tile, ld}, s.qt, kScorePitch, s.st, kScorePitch,
-                              [&] { v_lines.step(); },
-                              [&](int k0, int k1, int q0, int q1) { return hidden(q0, q1, k0, k1); },
-                              TileMaxPerQuery{s.tile_max});
+      gemm<Update::overwrite>(
+          cols_padded, rows_padded, d, RowMajorA{k_tile, ld}, s.qt, kScorePitch, s.st, kScorePitch,
+          [&] { v_lines.step(); }, [&](int k0, int k1, int q0, int q1) { return hidden(q0, q1, k0, k1); },
+          TileMaxPerQuery{s.tile_max});
       v_lines.finish();
 
       if (hidden.partial) {
@@ -187,9 +187,9 @@ struct ForwardTiles {
       RowPrefetcher k_lines;
       if (next.kt < n_ktiles)
         k_lines = tile_lines(tile_rows(kv.k, next.kt), kTileCols, gemm_micro_tiles(rows_padded, d));
-      gemm<Update::accumulate>(rows_padded, d, cols_padded, TransposedA{s.st, kScorePitch}, v_tile, ld, s.o, ld,
-                               [&] { k_lines.step(); },
-                               [&](int q0, int q1, int, int) { return hidden(q0, q1, 0, cols); });
+      gemm<Update::accumulate>(
+          rows_padded, d, cols_padded, TransposedA{s.st, kScorePitch}, v_tile, ld, s.o, ld, [&] { k_lines.step(); },
+          [&](int q0, int q1, int, int) { return hidden(q0, q1, 0, cols); });
       k_lines.finish();
       tile = next;
     }
@@ -339,8 +339,9 @@ HeadMajorKV copy_head_major(const AttentionParams& p, const Tensor4<const T>& tk
   const int* const tiles = slot + n_ktiles;
   float* const kd = reinterpret_cast<float*>(ws.k.data());
   float* const vd = reinterpret_cast<float*>(ws.v.data());
-  copy_rows_head_major<Exec>("rfa::head_major_kv", tk, tv, kd, vd, head_rows, p.seq_k, row_pitch(int(p.head_dim)),
-                             [=](std::int64_t i) { return std::int64_t(tiles[i / kTileCols]) * kTileCols + i % kTileCols; });
+  copy_rows_head_major<Exec>(
+      "rfa::head_major_kv", tk, tv, kd, vd, head_rows, p.seq_k, row_pitch(int(p.head_dim)),
+      [=](std::int64_t i) { return std::int64_t(tiles[i / kTileCols]) * kTileCols + i % kTileCols; });
   return {kd, vd, slot, head_rows};
 }
 
@@ -348,8 +349,7 @@ HeadMajorKV copy_head_major(const AttentionParams& p, const Tensor4<const T>& tk
 
 template <class T, class TOut>
 void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
-                   Tensor4<TOut> out, Tensor3<float> lse, const ProgressHook& progress,
-                   ForwardWorkspace* workspace) {
+                   Tensor4<TOut> out, Tensor3<float> lse, const ProgressHook& progress, ForwardWorkspace* workspace) {
   validate(p);
   check_tensor(q, "q", p.batch, p.seq_q, p.heads, p.head_dim);
   check_tensor(k, "k", p.batch, p.seq_k, p.kv_heads, p.head_dim);
@@ -392,10 +392,9 @@ void reserve_forward_workspace(ForwardWorkspace& workspace, const AttentionParam
   reserve_head_major(workspace, head_major_sizes(p));
 }
 
-#define RFA_INSTANTIATE_FORWARD(T, TOut)                                                          \
-  template void flash_forward<T, TOut>(const AttentionParams&, Tensor4<const T>, Tensor4<const T>, \
-                                       Tensor4<const T>, Tensor4<TOut>, Tensor3<float>, const ProgressHook&, \
-                                       ForwardWorkspace*);
+#define RFA_INSTANTIATE_FORWARD(T, TOut)                                                                             \
+  template void flash_forward<T, TOut>(const AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, \
+                                       Tensor4<TOut>, Tensor3<float>, const ProgressHook&, ForwardWorkspace*);
 RFA_INSTANTIATE_FORWARD(float, float)
 RFA_INSTANTIATE_FORWARD(bf16_t, bf16_t)
 RFA_INSTANTIATE_FORWARD(bf16_t, float)

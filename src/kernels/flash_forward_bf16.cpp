@@ -43,8 +43,8 @@ namespace kernels {
 #if RFA_HOST_BF16_PAIRS
 namespace {
 
-constexpr int kRows = 192;   // query rows per tile (12 AMX blocks of 16)
-constexpr int kCols = 128;   // keys per tile (8 AMX blocks of 16; 4 steps of 32 for P V)
+constexpr int kRows = 192;  // query rows per tile (12 AMX blocks of 16)
+constexpr int kCols = 128;  // keys per tile (8 AMX blocks of 16; 4 steps of 32 for P V)
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -90,7 +90,8 @@ struct PackKeyTiles {
     const u16x16 zero = {};
     for (int j = 0; j < kCols; j += 2) {
       const std::uint16_t* even = j < cols ? reinterpret_cast<const std::uint16_t*>(&v(b, c0 + j, hk, 0)) : nullptr;
-      const std::uint16_t* odd = j + 1 < cols ? reinterpret_cast<const std::uint16_t*>(&v(b, c0 + j + 1, hk, 0)) : nullptr;
+      const std::uint16_t* odd =
+          j + 1 < cols ? reinterpret_cast<const std::uint16_t*>(&v(b, c0 + j + 1, hk, 0)) : nullptr;
       std::uint16_t* dst = vtile + std::size_t(j / 2) * 2 * d;
       for (int x = 0; x < d; x += 16) {
         u16x16 a = zero, c = zero;
@@ -124,11 +125,11 @@ struct Bf16ForwardTiles {
   ProgressHook progress;
 
   struct Scratch {
-    std::uint16_t *q;   // [kRows][d]: Q rows as they are (bf16 bits)
-    std::uint16_t *pb;  // [kRows][kCols]: P rounded to bf16
-    std::uint16_t *pl;  // [kRows][kCols]: P - pb rounded to bf16 (P V = pb V + pl V to ~2^-17)
-    float *s;           // [kRows][kCols]: scores
-    float *o;           // [kRows][row_pitch(d)]: output accumulator
+    std::uint16_t* q;   // [kRows][d]: Q rows as they are (bf16 bits)
+    std::uint16_t* pb;  // [kRows][kCols]: P rounded to bf16
+    std::uint16_t* pl;  // [kRows][kCols]: P - pb rounded to bf16 (P V = pb V + pl V to ~2^-17)
+    float* s;           // [kRows][kCols]: scores
+    float* o;           // [kRows][row_pitch(d)]: output accumulator
     float *m, *l;
     std::int64_t *q_pos, *k_pos;
   };
@@ -195,7 +196,8 @@ struct Bf16ForwardTiles {
                      pairs::PairsB{k_tile, nullptr, std::size_t(2 * kCols)}, s.s, kCols, false);
       if (vis == TileVisibility::partial) {
         for (int j = 0; j < cols; ++j) s.k_pos[j] = p.k_pos(c0 + j);
-        for_each_hidden<kRows, kCols>(rule, s.q_pos, rows, s.k_pos, cols, [&](int i, int j) { s.s[i * kCols + j] = ninf; });
+        for_each_hidden<kRows, kCols>(rule, s.q_pos, rows, s.k_pos, cols,
+                                      [&](int i, int j) { s.s[i * kCols + j] = ninf; });
       }
       for (int i = 0; i < rows_padded; ++i)
         for (int j = cols; j < cols_padded; ++j) s.s[i * kCols + j] = ninf;
@@ -265,18 +267,15 @@ struct Bf16ForwardTiles {
       }
     }
   }
-
 };
 
 /// Elements of each packed array (K^T pairs, V pairs): whole tiles of keys.
-std::int64_t packed_key_elems(const AttentionParams& p) {
-  return (p.seq_k + kCols - 1) / kCols * kCols * p.head_dim;
-}
+std::int64_t packed_key_elems(const AttentionParams& p) { return (p.seq_k + kCols - 1) / kCols * kCols * p.head_dim; }
 
 /// Runs the kernel on `Products`; the arguments are checked by the caller.
 template <class Products, class TOut>
-void run_forward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
-                 Tensor4<const bf16_t> v, Tensor4<TOut> out, Tensor3<float> lse, const ProgressHook& progress) {
+void run_forward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k, Tensor4<const bf16_t> v,
+                 Tensor4<TOut> out, Tensor3<float> lse, const ProgressHook& progress) {
   Bf16ForwardTiles<Products, TOut> f;
   f.p = p;
   f.q = q;
@@ -320,12 +319,10 @@ void run_forward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<cons
 
 template <class TOut>
 bool flash_forward_bf16(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
-                        Tensor4<const bf16_t> v, Tensor4<TOut> out, Tensor3<float> lse,
-                        const ProgressHook& progress) {
+                        Tensor4<const bf16_t> v, Tensor4<TOut> out, Tensor3<float> lse, const ProgressHook& progress) {
 #if RFA_HOST_BF16_PAIRS
-  return run_on_bf16_products(p, [&](auto products) {
-    run_forward<decltype(products)>(p, q, k, v, out, lse, progress);
-  });
+  return run_on_bf16_products(p,
+                              [&](auto products) { run_forward<decltype(products)>(p, q, k, v, out, lse, progress); });
 #else
   (void)p, (void)q, (void)k, (void)v, (void)out, (void)lse, (void)progress;
   return false;

@@ -16,8 +16,7 @@ namespace kernels {
 /// (flash_forward).
 template <class TOut>
 bool flash_forward_bf16(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
-                        Tensor4<const bf16_t> v, Tensor4<TOut> out, Tensor3<float> lse,
-                        const ProgressHook& progress);
+                        Tensor4<const bf16_t> v, Tensor4<TOut> out, Tensor3<float> lse, const ProgressHook& progress);
 
 /// The bytes flash_forward_bf16 allocates on a call with these params and storage dtype (K and V
 /// packed for the products): 0 where it would not be taken.

@@ -23,19 +23,18 @@ void copy_rows_head_major(const char* label, const Tensor4<const T>& a, const Te
   const std::int64_t heads = std::int64_t(a.extent(2));
   const int d = int(a.extent(3));
   const std::int64_t rows = std::int64_t(a.extent(0)) * heads * head_rows;
-  Kokkos::parallel_for(
-      label, Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0, rows), [=](std::int64_t r) {
-        const std::int64_t row = source_row(r % head_rows);
-        const std::int64_t h = (r / head_rows) % heads;
-        const std::int64_t batch = r / (head_rows * heads);
-        if (row < seq) {
-          load_row(&a(batch, row, h, 0), a_copy + r * ld, d);
-          load_row(&b(batch, row, h, 0), b_copy + r * ld, d);
-        } else {
-          zero_row(a_copy + r * ld, d);
-          zero_row(b_copy + r * ld, d);
-        }
-      });
+  Kokkos::parallel_for(label, Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0, rows), [=](std::int64_t r) {
+    const std::int64_t row = source_row(r % head_rows);
+    const std::int64_t h = (r / head_rows) % heads;
+    const std::int64_t batch = r / (head_rows * heads);
+    if (row < seq) {
+      load_row(&a(batch, row, h, 0), a_copy + r * ld, d);
+      load_row(&b(batch, row, h, 0), b_copy + r * ld, d);
+    } else {
+      zero_row(a_copy + r * ld, d);
+      zero_row(b_copy + r * ld, d);
+    }
+  });
   Exec().fence();
 }
 

@@ -94,8 +94,7 @@ KOKKOS_FORCEINLINE_FUNCTION void k_loop(V (&acc)[MR][NV], int K, RowMajorA a, co
 }
 
 template <class V, int MR, int NV>
-KOKKOS_FORCEINLINE_FUNCTION void k_loop(V (&acc)[MR][NV], int K, TransposedA a, const float* b,
-                                        std::ptrdiff_t ldb) {
+KOKKOS_FORCEINLINE_FUNCTION void k_loop(V (&acc)[MR][NV], int K, TransposedA a, const float* b, std::ptrdiff_t ldb) {
   const float* ak = a.data;  // MR consecutive values per step
   int k = 0;
   do {
@@ -170,7 +169,8 @@ KOKKOS_INLINE_FUNCTION void gemm(int M, int N, int K, A a, const float* b, std::
   // FMAs), the last 6 rows as 6 x 32.
   const int m12 = M / (2 * kMicroRows) * (2 * kMicroRows);
   for (; j + 32 <= N; j += 32) {
-    column_strip<simd::wide, 2 * kMicroRows, 2, kUpdate>(0, m12, K, a, b, ldb, c, ldc, j, after_tile, skip, on_registers);
+    column_strip<simd::wide, 2 * kMicroRows, 2, kUpdate>(0, m12, K, a, b, ldb, c, ldc, j, after_tile, skip,
+                                                         on_registers);
     column_strip<simd::wide, kMicroRows, 2, kUpdate>(m12, M, K, a, b, ldb, c, ldc, j, after_tile, skip, on_registers);
   }
 #endif

@@ -137,8 +137,8 @@ struct f8 {
   KOKKOS_INLINE_FUNCTION float& operator[](int i) { return v[i]; }
   KOKKOS_INLINE_FUNCTION float operator[](int i) const { return v[i]; }
 };
-#define RFA_SIMD_LANEWISE(expr) \
-  f8 r;                         \
+#define RFA_SIMD_LANEWISE(expr)                     \
+  f8 r;                                             \
   for (int i = 0; i < kLanes; ++i) r.v[i] = (expr); \
   return r
 KOKKOS_INLINE_FUNCTION f8 load(const float* p) { RFA_SIMD_LANEWISE(p[i]); }

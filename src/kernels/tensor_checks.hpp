@@ -22,8 +22,7 @@ void check_tensor(const View& v, const char* name, std::int64_t e0, std::int64_t
       got << (r ? "," : "") << v.extent(r);
       exp << (r ? "," : "") << want[r];
     }
-    fail(RFA_ERROR_INVALID_ARGUMENT, "tensor '", name, "' has shape [", got.str(), "], expected [",
-         exp.str(), "]");
+    fail(RFA_ERROR_INVALID_ARGUMENT, "tensor '", name, "' has shape [", got.str(), "], expected [", exp.str(), "]");
   }
   require(v.data() != nullptr, "tensor '", name, "' has no data (null pointer)");
 }

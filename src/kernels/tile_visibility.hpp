@@ -40,8 +40,10 @@ struct MaskRule {
     std::int64_t lo = 0, hi = doc_bound_count - 1;  // doc_bounds[lo] <= position < doc_bounds[hi]
     while (hi - lo > 1) {
       const std::int64_t mid = lo + (hi - lo) / 2;
-      if (doc_bounds[mid] <= position) lo = mid;
-      else hi = mid;
+      if (doc_bounds[mid] <= position)
+        lo = mid;
+      else
+        hi = mid;
     }
     return lo;
   }
@@ -77,26 +79,25 @@ void for_each_hidden(const MaskRule& rule, const std::int64_t* q_positions, int 
   }
 }
 
-KOKKOS_INLINE_FUNCTION TileVisibility classify_tile(const MaskRule& rule, const PositionMap& q_pos,
-                                                    std::int64_t r0, std::int64_t r1,
-                                                    const PositionMap& k_pos, std::int64_t c0,
+KOKKOS_INLINE_FUNCTION TileVisibility classify_tile(const MaskRule& rule, const PositionMap& q_pos, std::int64_t r0,
+                                                    std::int64_t r1, const PositionMap& k_pos, std::int64_t c0,
                                                     std::int64_t c1) {
   if (!rule.any()) return TileVisibility::full;
   std::int64_t q_lo, q_hi, k_lo, k_hi;
   q_pos.range(r0, r1, q_lo, q_hi);
   k_pos.range(c0, c1, k_lo, k_hi);
-  if (rule.causal && k_lo > q_hi) return TileVisibility::hidden;            // every key after every query
+  if (rule.causal && k_lo > q_hi) return TileVisibility::hidden;                     // every key after every query
   if (rule.window > 0 && q_lo - k_hi >= rule.window) return TileVisibility::hidden;  // all too far back
   bool same_document = true;
   if (rule.documents()) {
     // Documents are ordered like positions: the ranges' first and last documents bound all.
     const std::int64_t dq_lo = rule.document_of(q_lo), dq_hi = rule.document_of(q_hi);
     const std::int64_t dk_lo = rule.document_of(k_lo), dk_hi = rule.document_of(k_hi);
-    if (dk_hi < dq_lo || dq_hi < dk_lo) return TileVisibility::hidden;     // no document in common
+    if (dk_hi < dq_lo || dq_hi < dk_lo) return TileVisibility::hidden;  // no document in common
     same_document = dq_lo == dq_hi && dk_lo == dk_hi && dq_lo == dk_lo;
   }
-  const bool causal_full = !rule.causal || k_hi <= q_lo;                    // every key at or before every query
-  const bool window_full = rule.window <= 0 || q_hi - k_lo < rule.window;   // every key within every window
+  const bool causal_full = !rule.causal || k_hi <= q_lo;                   // every key at or before every query
+  const bool window_full = rule.window <= 0 || q_hi - k_lo < rule.window;  // every key within every window
   return causal_full && window_full && same_document ? TileVisibility::full : TileVisibility::partial;
 }
 

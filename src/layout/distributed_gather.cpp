@@ -13,8 +13,7 @@ namespace {
 
 // Validates on every rank together: an invalid shape on one rank fails all of them before
 // any of them enters the all-gather.
-void agree_on_shape(comm::Communicator& comm, rfa_layout_t layout, std::int64_t global_seq,
-                    const BshdDims& dims) {
+void agree_on_shape(comm::Communicator& comm, rfa_layout_t layout, std::int64_t global_seq, const BshdDims& dims) {
   comm::require_same_everywhere(comm, {{"the sequence layout", std::int64_t(layout)},
                                        {"the global sequence length", global_seq},
                                        {"the batch size", dims.batch},
@@ -33,8 +32,8 @@ void agree_on_shape(comm::Communicator& comm, rfa_layout_t layout, std::int64_t 
 // All-gathers `outer * local_seq * width` elements per rank and places each rank's rows at
 // the positions of its map (every rank's map is gathered too: PositionMap is plain data).
 template <class T, class Place>
-void gather_all_shards(comm::Communicator& comm, const PositionMap& mine, const T* local,
-                       std::size_t shard_elements, Place place) {
+void gather_all_shards(comm::Communicator& comm, const PositionMap& mine, const T* local, std::size_t shard_elements,
+                       Place place) {
   const int ranks = comm.size();
   std::vector<PositionMap> maps(static_cast<std::size_t>(ranks));
   comm.allgather(&mine, maps.data(), sizeof(PositionMap));
@@ -52,15 +51,15 @@ void gather_all_shards(comm::Communicator& comm, rfa_layout_t layout, const T* l
 }  // namespace
 
 template <class T>
-void allgather_bshd(comm::Communicator& comm, rfa_layout_t layout, const T* local, const BshdDims& dims,
-                    T* global, std::int64_t global_seq) {
+void allgather_bshd(comm::Communicator& comm, rfa_layout_t layout, const T* local, const BshdDims& dims, T* global,
+                    std::int64_t global_seq) {
   agree_on_shape(comm, layout, global_seq, dims);
   allgather_bshd(comm, positions(layout, global_seq, comm.size(), comm.rank()), local, dims, global, global_seq);
 }
 
 template <class T>
-void allgather_bshd(comm::Communicator& comm, const PositionMap& mine, const T* local, const BshdDims& dims,
-                    T* global, std::int64_t global_seq) {
+void allgather_bshd(comm::Communicator& comm, const PositionMap& mine, const T* local, const BshdDims& dims, T* global,
+                    std::int64_t global_seq) {
   comm::require_same_everywhere(comm, {{"the global sequence length", global_seq},
                                        {"the number of local rows", mine.length()},
                                        {"the batch size", dims.batch},
@@ -85,7 +84,7 @@ void allgather_bhs(comm::Communicator& comm, rfa_layout_t layout, const float* l
 template void allgather_bshd<float>(comm::Communicator&, rfa_layout_t, const float*, const BshdDims&, float*,
                                     std::int64_t);
 template void allgather_bshd<float>(comm::Communicator&, const PositionMap&, const float*, const BshdDims&, float*,
-                                     std::int64_t);
+                                    std::int64_t);
 template void allgather_bshd<double>(comm::Communicator&, rfa_layout_t, const double*, const BshdDims&, double*,
                                      std::int64_t);
 template void allgather_bshd<double>(comm::Communicator&, const PositionMap&, const double*, const BshdDims&, double*,

@@ -17,14 +17,14 @@ namespace rfa::layout {
 /// [b][S][h][d] in `global`. All ranks must pass the same layout, S and dims: checked, and a
 /// mismatch or an invalid shape fails on every rank (RFA_ERROR_INVALID_USAGE / _ARGUMENT).
 template <class T>
-void allgather_bshd(comm::Communicator& comm, rfa_layout_t layout, const T* local, const BshdDims& dims,
-                    T* global, std::int64_t global_seq);
+void allgather_bshd(comm::Communicator& comm, rfa_layout_t layout, const T* local, const BshdDims& dims, T* global,
+                    std::int64_t global_seq);
 
 /// The same for shards of any rows (a strategy's local_positions()): every rank passes the map
 /// of its own rows, all of the same length; the maps are gathered with the shards.
 template <class T>
-void allgather_bshd(comm::Communicator& comm, const PositionMap& mine, const T* local, const BshdDims& dims,
-                    T* global, std::int64_t global_seq);
+void allgather_bshd(comm::Communicator& comm, const PositionMap& mine, const T* local, const BshdDims& dims, T* global,
+                    std::int64_t global_seq);
 
 /// The same for an fp32 [b][h][S/P] shard (lse) into [b][h][S].
 void allgather_bhs(comm::Communicator& comm, rfa_layout_t layout, const float* local, std::int64_t batch,

@@ -35,26 +35,26 @@ void validate_shape(rfa_layout_t layout, std::int64_t seq_len, int ranks) {
     std::int64_t padded = 0;
     const bool can_pad = !__builtin_mul_overflow(seq_len / chunks + 1, chunks, &padded);
     const char* divisor = layout == RFA_LAYOUT_ZIGZAG ? "2 * P" : "P";
-    const char* why = layout == RFA_LAYOUT_ZIGZAG
-                          ? "it cuts the sequence into 2P equal chunks and gives each rank two"
-                          : layout == RFA_LAYOUT_STRIPE ? "every rank holds every P-th token and all ranks hold equally many"
-                                                        : "it cuts the sequence into P equal chunks";
-    fail(RFA_ERROR_INVALID_ARGUMENT, "the ", layout_name(layout), " layout needs the global sequence length S to be a multiple of ",
-         divisor, " = ", chunks, " (", why, "), but S = ", seq_len, " and P = ", ranks, ". ",
+    const char* why = layout == RFA_LAYOUT_ZIGZAG ? "it cuts the sequence into 2P equal chunks and gives each rank two"
+                      : layout == RFA_LAYOUT_STRIPE
+                          ? "every rank holds every P-th token and all ranks hold equally many"
+                          : "it cuts the sequence into P equal chunks";
+    fail(RFA_ERROR_INVALID_ARGUMENT, "the ", layout_name(layout),
+         " layout needs the global sequence length S to be a multiple of ", divisor, " = ", chunks, " (", why,
+         "), but S = ", seq_len, " and P = ", ranks, ". ",
          can_pad ? "Pad the end of the sequence to S = " + std::to_string(padded) +
                        " (rfa has no padding mask: only under the causal mask do tokens appended at the end "
                        "leave every earlier token's output unchanged; drop their rows and give them a zero "
                        "dout), or choose"
                  : std::string("Choose"),
-         " a rank count P that ",
-         layout == RFA_LAYOUT_ZIGZAG ? "makes 2 * P divide S" : "divides S");
+         " a rank count P that ", layout == RFA_LAYOUT_ZIGZAG ? "makes 2 * P divide S" : "divides S");
   }
 }
 
 void validate(rfa_layout_t layout, std::int64_t seq_len, int ranks, int position) {
   validate_shape(layout, seq_len, ranks);
-  require(position >= 0 && position < ranks, "ring position ", position, " is outside 0..", ranks - 1,
-          " (P = ", ranks, ")");
+  require(position >= 0 && position < ranks, "ring position ", position, " is outside 0..", ranks - 1, " (P = ", ranks,
+          ")");
 }
 
 std::int64_t local_length(rfa_layout_t layout, std::int64_t seq_len, int ranks) {

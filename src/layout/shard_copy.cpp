@@ -22,8 +22,7 @@ struct RowBlocks {
 void validate_copy(const void* global, const void* local, const RowBlocks& blocks, const PositionMap& rows,
                    const char* what) {
   require(blocks.outer >= 0 && blocks.width >= 0, what, ": tensor sizes must not be negative");
-  require(blocks.global_seq >= 0, what, ": the global sequence length must not be negative, got ",
-          blocks.global_seq);
+  require(blocks.global_seq >= 0, what, ": the global sequence length must not be negative, got ", blocks.global_seq);
   validate_position_map(rows, rows.length(), what);
   for (int s = 0; s < rows.count; ++s) {
     const Segment& seg = rows.seg[s];
@@ -59,8 +58,8 @@ void copy_rows(T* global, T* local, const RowBlocks& blocks, const PositionMap& 
 }
 
 RowBlocks bshd_blocks(const BshdDims& dims, std::int64_t global_seq) {
-  require(dims.batch >= 0 && dims.heads >= 0 && dims.head_dim >= 0, "bshd sizes must not be negative (b=",
-          dims.batch, ", h=", dims.heads, ", d=", dims.head_dim, ")");
+  require(dims.batch >= 0 && dims.heads >= 0 && dims.head_dim >= 0, "bshd sizes must not be negative (b=", dims.batch,
+          ", h=", dims.heads, ", d=", dims.head_dim, ")");
   return RowBlocks{dims.batch, dims.heads * dims.head_dim, global_seq};
 }
 
@@ -72,16 +71,14 @@ RowBlocks bhs_blocks(std::int64_t batch, std::int64_t heads, std::int64_t global
 }  // namespace
 
 template <class T>
-void scatter_bshd(const T* global, std::int64_t global_seq, const BshdDims& dims, const PositionMap& rows,
-                  T* local) {
+void scatter_bshd(const T* global, std::int64_t global_seq, const BshdDims& dims, const PositionMap& rows, T* local) {
   const RowBlocks blocks = bshd_blocks(dims, global_seq);
   validate_copy(global, local, blocks, rows, "scatter_bshd");
   copy_rows(const_cast<T*>(global), local, blocks, rows, Direction::to_local);  // only read
 }
 
 template <class T>
-void gather_bshd(const T* local, const BshdDims& dims, const PositionMap& rows, T* global,
-                 std::int64_t global_seq) {
+void gather_bshd(const T* local, const BshdDims& dims, const PositionMap& rows, T* global, std::int64_t global_seq) {
   const RowBlocks blocks = bshd_blocks(dims, global_seq);
   validate_copy(global, local, blocks, rows, "gather_bshd");
   copy_rows(global, const_cast<T*>(local), blocks, rows, Direction::to_global);  // only read
@@ -94,14 +91,14 @@ void scatter_bhs(const float* global, std::int64_t global_seq, std::int64_t batc
   copy_rows(const_cast<float*>(global), local, blocks, rows, Direction::to_local);  // only read
 }
 
-void gather_bhs(const float* local, std::int64_t batch, std::int64_t heads, const PositionMap& rows,
-                float* global, std::int64_t global_seq) {
+void gather_bhs(const float* local, std::int64_t batch, std::int64_t heads, const PositionMap& rows, float* global,
+                std::int64_t global_seq) {
   const RowBlocks blocks = bhs_blocks(batch, heads, global_seq);
   validate_copy(global, local, blocks, rows, "gather_bhs");
   copy_rows(global, const_cast<float*>(local), blocks, rows, Direction::to_global);  // only read
 }
 
-#define RFA_INSTANTIATE_SHARD_COPY(T)                                                                  \
+#define RFA_INSTANTIATE_SHARD_COPY(T)                                                             \
   template void scatter_bshd<T>(const T*, std::int64_t, const BshdDims&, const PositionMap&, T*); \
   template void gather_bshd<T>(const T*, const BshdDims&, const PositionMap&, T*, std::int64_t);
 RFA_INSTANTIATE_SHARD_COPY(float)

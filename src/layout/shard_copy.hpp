@@ -28,20 +28,18 @@ struct BshdDims {
 /// Throws RFA_ERROR_INVALID_ARGUMENT for a malformed map, a position outside 0..global_seq-1,
 /// negative sizes or a null pointer to a non-empty tensor.
 template <class T>
-void scatter_bshd(const T* global, std::int64_t global_seq, const BshdDims& dims, const PositionMap& rows,
-                  T* local);
+void scatter_bshd(const T* global, std::int64_t global_seq, const BshdDims& dims, const PositionMap& rows, T* local);
 
 /// global[b][rows(i)][h][d] = local[b][i][h][d]; rows of `global` not in the map are untouched.
 template <class T>
-void gather_bshd(const T* local, const BshdDims& dims, const PositionMap& rows, T* global,
-                 std::int64_t global_seq);
+void gather_bshd(const T* local, const BshdDims& dims, const PositionMap& rows, T* global, std::int64_t global_seq);
 
 /// local[b][h][i] = global[b][h][rows(i)] (fp32, the lse layout).
 void scatter_bhs(const float* global, std::int64_t global_seq, std::int64_t batch, std::int64_t heads,
                  const PositionMap& rows, float* local);
 
 /// global[b][h][rows(i)] = local[b][h][i]; other positions of `global` are untouched.
-void gather_bhs(const float* local, std::int64_t batch, std::int64_t heads, const PositionMap& rows,
-                float* global, std::int64_t global_seq);
+void gather_bhs(const float* local, std::int64_t batch, std::int64_t heads, const PositionMap& rows, float* global,
+                std::int64_t global_seq);
 
 }  // namespace rfa::layout

@@ -49,7 +49,8 @@ void require_same_options(MPI_Comm comm, const RingOrderOptions& options) {
   std::copy(mine, mine + 2, low);
   std::copy(mine, mine + 2, high);
   collective::allreduce_within(comm, low, 2, MPI_INT, MPI_MIN, "rfa topology: the ring order options (MPI_Iallreduce)");
-  collective::allreduce_within(comm, high, 2, MPI_INT, MPI_MAX, "rfa topology: the ring order options (MPI_Iallreduce)");
+  collective::allreduce_within(comm, high, 2, MPI_INT, MPI_MAX,
+                               "rfa topology: the ring order options (MPI_Iallreduce)");
   if (low[0] != high[0]) {
     fail(RFA_ERROR_INVALID_USAGE, "rfa topology: ranks asked for different ring order policies (",
          policy_name(static_cast<rfa_ring_order_t>(low[0])), " and ",
@@ -70,8 +71,8 @@ RingOrder choose_ring_order(MPI_Comm comm, const RingOrderOptions& options) {
   require_same_options(comm, options);
 
   // The variable is read (and checked to agree across ranks) only when it can matter.
-  const bool env_matters = options.policy == RFA_RING_ORDER_DEFAULT ||
-                           (options.policy == RFA_RING_ORDER_FILE && options.order_file.empty());
+  const bool env_matters =
+      options.policy == RFA_RING_ORDER_DEFAULT || (options.policy == RFA_RING_ORDER_FILE && options.order_file.empty());
   const std::string env_value = env_matters ? collective::agreed_env(comm, Env::ring_order) : "";
   PolicyChoice choice;
   collective::agree_on_failure(comm, [&] { choice = resolve_policy(options.policy, env_value, options.order_file); });
@@ -92,16 +93,16 @@ RingOrder choose_ring_order(MPI_Comm comm, const RingOrderOptions& options) {
       if (!is_single_cycle(ring.order)) {
         // Every rank computed the same order from the same keys, so every rank falls back alike.
         if (rank == 0) {
-          std::fprintf(stderr, "rfa topology: warning: the topology ring order is not one cycle over the %d "
-                       "ranks; using identity order (please report this as a bug)\n", size);
+          std::fprintf(stderr,
+                       "rfa topology: warning: the topology ring order is not one cycle over the %d "
+                       "ranks; using identity order (please report this as a bug)\n",
+                       size);
         }
         ring.order = identity_order(size);
         ring.policy_used = RFA_RING_ORDER_IDENTITY;
       }
       break;
-    default:
-      ring.order = identity_order(size);
-      break;
+    default: ring.order = identity_order(size); break;
   }
   ring.position = ring_position(ring.order, rank);
   write_dump(comm, rank, ring);

@@ -23,9 +23,8 @@ std::vector<RankKey> gather_keys(MPI_Comm comm, const RankKey& local) {
   // Every rank checks the same gathered bytes, so every rank throws alike.
   for (int r = 0; r < size; ++r) {
     if (keys[r].version != kRankKeyVersion || keys[r].rank != r) {
-      fail(RFA_ERROR_INVALID_USAGE, "rfa topology: the topology key of rank ", r,
-           " has layout version ", keys[r].version, " (this build: ", kRankKeyVersion,
-           "); are all ranks running the same rfa build?");
+      fail(RFA_ERROR_INVALID_USAGE, "rfa topology: the topology key of rank ", r, " has layout version ",
+           keys[r].version, " (this build: ", kRankKeyVersion, "); are all ranks running the same rfa build?");
     }
   }
   return keys;
@@ -40,7 +39,7 @@ int local_rank(MPI_Comm comm) {
     collective::check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
     MPI_Comm node = MPI_COMM_NULL;
     collective::check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
-              "MPI_Comm_split_type");
+                          "MPI_Comm_split_type");
     int node_rank = 0;
     collective::check_mpi(MPI_Comm_rank(node, &node_rank), "MPI_Comm_rank");
     MPI_Comm_free(&node);

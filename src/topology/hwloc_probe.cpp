@@ -86,15 +86,13 @@ std::string nearest_nic(hwloc_topology_t topology, hwloc_obj_t from) {
   std::string best;
   int best_hops = 0;
   bool best_fabric = false;
-  for (hwloc_obj_t dev = hwloc_get_next_osdev(topology, nullptr); dev;
-       dev = hwloc_get_next_osdev(topology, dev)) {
+  for (hwloc_obj_t dev = hwloc_get_next_osdev(topology, nullptr); dev; dev = hwloc_get_next_osdev(topology, dev)) {
     const auto type = dev->attr->osdev.type;
     if (type != HWLOC_OBJ_OSDEV_NETWORK && type != HWLOC_OBJ_OSDEV_OPENFABRICS) continue;
     if (!dev->name) continue;
     const int hops = tree_hops(from, dev);
     const bool fabric = type == HWLOC_OBJ_OSDEV_OPENFABRICS;
-    const bool better = best.empty() || hops < best_hops ||
-                        (hops == best_hops && fabric && !best_fabric) ||
+    const bool better = best.empty() || hops < best_hops || (hops == best_hops && fabric && !best_fabric) ||
                         (hops == best_hops && fabric == best_fabric && dev->name < best);
     if (better) {
       best = dev->name;
@@ -119,9 +117,8 @@ HwlocPlacement probe_hwloc(const std::string& gpu_pci_bus_id) {
   placement.numa_node = only_intersecting(topology, HWLOC_OBJ_NUMANODE, binding.get());
   placement.package = only_intersecting(topology, HWLOC_OBJ_PACKAGE, binding.get());
 
-  hwloc_obj_t gpu = gpu_pci_bus_id.empty()
-                        ? nullptr
-                        : hwloc_get_pcidev_by_busidstring(topology, gpu_pci_bus_id.c_str());
+  hwloc_obj_t gpu =
+      gpu_pci_bus_id.empty() ? nullptr : hwloc_get_pcidev_by_busidstring(topology, gpu_pci_bus_id.c_str());
   placement.gpu_found = gpu != nullptr;
   if (gpu && (placement.numa_node < 0 || placement.package < 0)) {
     // The process may run anywhere, but its GPU hangs off one socket: order by the GPU.

@@ -27,20 +27,16 @@ PolicyChoice resolve_policy(rfa_ring_order_t requested, const std::string& env_v
                             const std::string& explicit_file) {
   const bool env_names_file = env_value.compare(0, kFilePrefix.size(), kFilePrefix) == 0;
   switch (requested) {
-    case RFA_RING_ORDER_IDENTITY:
-      return {RFA_RING_ORDER_IDENTITY, ""};
-    case RFA_RING_ORDER_TOPOLOGY:
-      return {RFA_RING_ORDER_TOPOLOGY, ""};
+    case RFA_RING_ORDER_IDENTITY: return {RFA_RING_ORDER_IDENTITY, ""};
+    case RFA_RING_ORDER_TOPOLOGY: return {RFA_RING_ORDER_TOPOLOGY, ""};
     case RFA_RING_ORDER_FILE: {
       std::string file = explicit_file.empty() && env_names_file ? env_value.substr(kFilePrefix.size()) : explicit_file;
       require(!file.empty(), "rfa topology: ring order policy FILE needs a path: set ", env_name(Env::ring_order),
               "=file:PATH (", env_name(Env::ring_order), " is '", env_value, "')");
       return {RFA_RING_ORDER_FILE, file};
     }
-    case RFA_RING_ORDER_DEFAULT:
-      break;
-    default:
-      fail(RFA_ERROR_INVALID_ARGUMENT, "rfa topology: unknown ring order policy ", static_cast<int>(requested));
+    case RFA_RING_ORDER_DEFAULT: break;
+    default: fail(RFA_ERROR_INVALID_ARGUMENT, "rfa topology: unknown ring order policy ", static_cast<int>(requested));
   }
   if (env_value.empty() || env_value == "topo") return {RFA_RING_ORDER_TOPOLOGY, ""};
   if (env_value == "identity") return {RFA_RING_ORDER_IDENTITY, ""};
@@ -80,10 +76,10 @@ std::vector<int> parse_order_text(const std::string& text, int size, const std::
     }
     require(used == content.size(), "rfa topology: ", source, ":", number, ": '", content,
             "' is not a rank (one integer per line)");
-    require(rank >= 0 && rank < size, "rfa topology: ", source, ":", number, ": rank ", rank,
-            " is outside 0..", size - 1);
-    require(line_of_rank[rank] == 0, "rfa topology: ", source, ":", number, ": rank ", rank,
-            " already listed on line ", line_of_rank[rank]);
+    require(rank >= 0 && rank < size, "rfa topology: ", source, ":", number, ": rank ", rank, " is outside 0..",
+            size - 1);
+    require(line_of_rank[rank] == 0, "rfa topology: ", source, ":", number, ": rank ", rank, " already listed on line ",
+            line_of_rank[rank]);
     line_of_rank[rank] = number;
     order.push_back(static_cast<int>(rank));
   }

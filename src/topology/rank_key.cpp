@@ -50,8 +50,8 @@ std::string normalize_pci_bus_id(const std::string& bus_id) {
   // sscanf's %x also takes signs and "0x"; insist on hex digits and separators only.
   bool plain = true;
   for (char c : bus_id) plain = plain && (std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.');
-  require(parsed && plain && consumed == static_cast<int>(bus_id.size()) && domain <= 0xffffu &&
-              bus <= 0xffu && device <= 0x1fu && function <= 0x7u,
+  require(parsed && plain && consumed == static_cast<int>(bus_id.size()) && domain <= 0xffffu && bus <= 0xffu &&
+              device <= 0x1fu && function <= 0x7u,
           "rfa topology: '", bus_id, "' is not a PCI bus id (expected dddd:bb:dd.f, e.g. 0000:3b:00.0)");
   char out[RankKey::kPciCapacity];
   std::snprintf(out, sizeof out, "%04x:%02x:%02x.%x", domain, bus, device, function);

@@ -28,16 +28,16 @@ struct RankKey {
   static constexpr std::size_t kNicCapacity = 32;
   static constexpr std::size_t kSlurmAddrCapacity = 128;
 
-  std::uint32_t version;     ///< kRankKeyVersion.
-  std::uint32_t flags;       ///< RankKeyFlag bits.
-  std::int32_t rank;         ///< Rank in the communicator the key was gathered over (-1 before).
-  std::int32_t numa_node;    ///< OS index of the NUMA node of the CPU binding; -1 unknown.
-  std::int32_t package;      ///< OS index of the package (socket) of the CPU binding; -1 unknown.
-  std::int32_t reserved;     ///< Zero; keeps host_hash 8-byte aligned without hidden padding.
-  std::uint64_t host_hash;   ///< FNV-1a of the full host name.
-  char host[kHostCapacity];                ///< Host name (possibly truncated).
-  char pci_bus_id[kPciCapacity];           ///< GPU PCI bus id "dddd:bb:dd.f" (lower case); "" none.
-  char nic[kNicCapacity];                  ///< Nearest network device seen by hwloc; "" none.
+  std::uint32_t version;                         ///< kRankKeyVersion.
+  std::uint32_t flags;                           ///< RankKeyFlag bits.
+  std::int32_t rank;                             ///< Rank in the communicator the key was gathered over (-1 before).
+  std::int32_t numa_node;                        ///< OS index of the NUMA node of the CPU binding; -1 unknown.
+  std::int32_t package;                          ///< OS index of the package (socket) of the CPU binding; -1 unknown.
+  std::int32_t reserved;                         ///< Zero; keeps host_hash 8-byte aligned without hidden padding.
+  std::uint64_t host_hash;                       ///< FNV-1a of the full host name.
+  char host[kHostCapacity];                      ///< Host name (possibly truncated).
+  char pci_bus_id[kPciCapacity];                 ///< GPU PCI bus id "dddd:bb:dd.f" (lower case); "" none.
+  char nic[kNicCapacity];                        ///< Nearest network device seen by hwloc; "" none.
   char slurm_topology_addr[kSlurmAddrCapacity];  ///< SLURM_TOPOLOGY_ADDR; "" when unset.
 };
 

@@ -83,14 +83,13 @@ std::vector<int> identity_order(int size) {
 
 int ring_position(const std::vector<int>& order, int rank) {
   auto it = std::find(order.begin(), order.end(), rank);
-  require(it != order.end(), "rfa topology: rank ", rank, " is not in the ring order of ",
-          order.size(), " ranks");
+  require(it != order.end(), "rfa topology: rank ", rank, " is not in the ring order of ", order.size(), " ranks");
   return static_cast<int>(it - order.begin());
 }
 
 EdgeCounts count_edges(const std::vector<RankKey>& keys, const std::vector<int>& order) {
-  require(order.size() == keys.size() && is_single_cycle(order),
-          "rfa topology: count_edges needs an order over the ", keys.size(), " keys");
+  require(order.size() == keys.size() && is_single_cycle(order), "rfa topology: count_edges needs an order over the ",
+          keys.size(), " keys");
   EdgeCounts counts;
   const std::size_t size = order.size();
   if (size < 2) return counts;

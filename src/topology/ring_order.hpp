@@ -47,11 +47,11 @@ EdgeCounts count_edges(const std::vector<RankKey>& keys, const std::vector<int>&
 
 /// A chosen ring order (choose_ring_order() fills it; the JSON dump reads it).
 struct RingOrder {
-  std::vector<int> order;          ///< order[position] = rank in the communicator
-  int position = 0;                ///< this rank's position: the key for MPI_Comm_split
+  std::vector<int> order;                                  ///< order[position] = rank in the communicator
+  int position = 0;                                        ///< this rank's position: the key for MPI_Comm_split
   rfa_ring_order_t policy_used = RFA_RING_ORDER_IDENTITY;  ///< never DEFAULT
-  std::string order_file;          ///< the file read when policy_used is FILE
-  std::vector<RankKey> keys;       ///< every rank's key (keys[i] of rank i), for provenance
+  std::string order_file;                                  ///< the file read when policy_used is FILE
+  std::vector<RankKey> keys;                               ///< every rank's key (keys[i] of rank i), for provenance
 };
 
 }  // namespace rfa::topology

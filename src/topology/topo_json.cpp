@@ -62,8 +62,7 @@ std::string to_json(const RingOrder& ring) {
   for (std::size_t p = 0; p < ring.order.size(); ++p) os << (p ? ", " : "") << ring.order[p];
   os << "],\n  \"keys\": " << keys_to_json(ring.keys);
   if (ring.order.size() == ring.keys.size() && is_single_cycle(ring.order)) {
-    os << ",\n  \"edges\": {\"chosen\": " << edges_to_json(count_edges(ring.keys, ring.order))
-       << ", \"identity\": "
+    os << ",\n  \"edges\": {\"chosen\": " << edges_to_json(count_edges(ring.keys, ring.order)) << ", \"identity\": "
        << edges_to_json(count_edges(ring.keys, identity_order(static_cast<int>(ring.keys.size())))) << "}";
   }
   os << "\n}";

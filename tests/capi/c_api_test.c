@@ -20,19 +20,19 @@
 
 static int failures = 0;
 
-#define CHECK(cond, ...)                                  \
-  do {                                                    \
-    if (!(cond)) {                                        \
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
       fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                       \
-      fprintf(stderr, "\n");                              \
-      ++failures;                                         \
-    }                                                     \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fprintf(stderr, "\n");                                                   \
+      ++failures;                                                              \
+    }                                                                          \
   } while (0)
 
-#define CHECK_OK(call)                                                                             \
-  do {                                                                                             \
-    rfa_result_t rc_ = (call);                                                                     \
+#define CHECK_OK(call)                                                                                         \
+  do {                                                                                                         \
+    rfa_result_t rc_ = (call);                                                                                 \
     CHECK(rc_ == RFA_SUCCESS, "%s -> %s: %s", #call, rfa_get_error_string(rc_), rfa_get_last_error_message()); \
   } while (0)
 
@@ -184,9 +184,29 @@ int main(int argc, char** argv) {
   CHECK(strstr(rfa_get_last_error_message(), "cannot be initialized again") != NULL, "message: %s",
         rfa_get_last_error_message());
 
-  free(gq); free(gk); free(gv); free(gdo); free(gout); free(glse); free(gdq); free(gdk); free(gdv);
-  free(lq); free(lk); free(lv); free(ldo); free(lout); free(llse); free(ldq); free(ldk); free(ldv);
-  free(rout); free(rlse); free(rdq); free(rdk); free(rdv);
+  free(gq);
+  free(gk);
+  free(gv);
+  free(gdo);
+  free(gout);
+  free(glse);
+  free(gdq);
+  free(gdk);
+  free(gdv);
+  free(lq);
+  free(lk);
+  free(lv);
+  free(ldo);
+  free(lout);
+  free(llse);
+  free(ldq);
+  free(ldk);
+  free(ldv);
+  free(rout);
+  free(rlse);
+  free(rdq);
+  free(rdk);
+  free(rdv);
 
   {
     int local = failures, total = 0;

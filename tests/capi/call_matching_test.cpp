@@ -59,8 +59,8 @@ struct Tensors {
     return rfa_forward(ctx, q.data(), k.data(), v.data(), out.data(), lse.data());
   }
   rfa_result_t backward(rfa_context_t ctx) {
-    return rfa_backward(ctx, q.data(), k.data(), v.data(), out.data(), dout.data(), lse.data(), dq.data(),
-                        dk.data(), dv.data());
+    return rfa_backward(ctx, q.data(), k.data(), v.data(), out.data(), dout.data(), lse.data(), dq.data(), dk.data(),
+                        dv.data());
   }
   bool forward_outputs_untouched() const { return all_untouched(out) && all_untouched(lse); }
   bool backward_outputs_untouched() const { return all_untouched(dq) && all_untouched(dk) && all_untouched(dv); }

@@ -32,8 +32,7 @@ using rfa::test::random_values;  // uniform in [-1, 1) from a seed: the same on 
 /// A tensor in an rfa storage dtype, as raw bytes, with conversions through fp32.
 class Stored {
  public:
-  Stored(rfa_dtype_t dtype, std::size_t count)
-      : dtype_(dtype), bytes_(count * rfa::dtype_size(dtype)), count_(count) {}
+  Stored(rfa_dtype_t dtype, std::size_t count) : dtype_(dtype), bytes_(count * rfa::dtype_size(dtype)), count_(count) {}
   /// Rounds `values` to the dtype; returns what the stored values are, in double.
   std::vector<double> assign(const std::vector<double>& values) {
     std::vector<double> rounded(values.size());
@@ -129,8 +128,8 @@ inline void expect_failure(rfa_result_t got, rfa_result_t want, std::initializer
 /// EXPECT that `call` returns `code` and leaves a message containing each fragment.
 #define EXPECT_RFA_FAILS(code, call, ...) ::rfa_capi_test::expect_failure((call), (code), {__VA_ARGS__}, #call)
 /// ASSERT that an rfa call succeeds, printing the message if it does not.
-#define ASSERT_RFA_OK(call)                                                                             \
-  do {                                                                                                  \
-    const rfa_result_t rfa_ok_result_ = (call);                                                         \
+#define ASSERT_RFA_OK(call)                                                                            \
+  do {                                                                                                 \
+    const rfa_result_t rfa_ok_result_ = (call);                                                        \
     ASSERT_EQ(int(rfa_ok_result_), int(RFA_SUCCESS)) << #call << ": " << rfa_get_last_error_message(); \
   } while (0)

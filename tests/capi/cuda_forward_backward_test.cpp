@@ -177,8 +177,8 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   ddk.poison();
   ddv.poison();
 
-  ASSERT_RFA_OK(rfa_forward(ctx, dq_in.get(), dk_in.get(), dv_in.get(), dout_buf.get(),
-                            static_cast<float*>(dlse.get())));
+  ASSERT_RFA_OK(
+      rfa_forward(ctx, dq_in.get(), dk_in.get(), dv_in.get(), dout_buf.get(), static_cast<float*>(dlse.get())));
   ASSERT_RFA_OK(rfa_backward(ctx, dq_in.get(), dk_in.get(), dv_in.get(), dout_buf.get(), ddo.get(),
                              static_cast<const float*>(dlse.get()), ddq.get(), ddk.get(), ddv.get()));
   ASSERT_RFA_OK(rfa_context_synchronize(ctx));
@@ -207,9 +207,10 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   EXPECT_LE(dv_err, gtol);
   if (world_rank() == 0) {
     const char* transport = std::getenv("RFA_TRANSPORT");
-    std::printf("  P=%d transport %s: max |error| out %.2e lse %.2e dq %.2e dk %.2e dv %.2e (tolerance %.1e, "
-                "gradients %.1e)\n",
-                P, transport ? transport : "default", out_err, lse_err, dq_err, dk_err, dv_err, tol, gtol);
+    std::printf(
+        "  P=%d transport %s: max |error| out %.2e lse %.2e dq %.2e dk %.2e dv %.2e (tolerance %.1e, "
+        "gradients %.1e)\n",
+        P, transport ? transport : "default", out_err, lse_err, dq_err, dk_err, dv_err, tol, gtol);
   }
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
   cudaStreamDestroy(stream);
@@ -221,7 +222,7 @@ std::vector<Case> all_cases() {
     for (rfa_mask_t m : {RFA_MASK_NONE, RFA_MASK_CAUSAL})
       for (rfa_dtype_t t : {RFA_DTYPE_BFLOAT16, RFA_DTYPE_FLOAT16}) cases.push_back({l, m, t, 64, 2});
   cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 128, 2});
-  cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_CAUSAL, RFA_DTYPE_FLOAT16, 128, 1});  // MQA
+  cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_CAUSAL, RFA_DTYPE_FLOAT16, 128, 1});    // MQA
   cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, 64, 4});  // MHA
   // Sliding windows (issue #12): shorter than a rank's 72 rows, of 1, longer than S; packed
   // documents alone and under a window. The ring skips the steps they hide on every layout.
@@ -263,8 +264,7 @@ TEST(CudaContext, RefusesHostPointersAndUnsupportedHeadDims) {
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
 
   o.head_dim = 96;
-  EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "head_dim 96",
-                   "64 or 128");
+  EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "head_dim 96", "64 or 128");
   o.head_dim = 64;
   o.dtype = RFA_DTYPE_FLOAT32;
   EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "float32");

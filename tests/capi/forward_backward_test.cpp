@@ -250,7 +250,8 @@ TEST(CapiSharding, ScatterGatherRoundTripAndPositions) {
       }
     }
 
-  std::vector<float> glse(std::size_t(o.batch * o.heads * o.seq_total)), llse(static_cast<std::size_t>(o.batch * o.heads * L));
+  std::vector<float> glse(std::size_t(o.batch * o.heads * o.seq_total)),
+      llse(static_cast<std::size_t>(o.batch * o.heads * L));
   for (std::size_t i = 0; i < glse.size(); ++i) glse[i] = float(i);
   std::vector<float> lse_back(glse.size(), -1.0f);
   ASSERT_RFA_OK(rfa_scatter_lse(ctx, glse.data(), llse.data()));

@@ -305,7 +305,8 @@ struct BadOption {
 
 const BadOption kBadOptions[] = {
     {"layout 3", [](rfa_options_t& o) { o.layout = rfa_layout_t(3); }, RFA_ERROR_INVALID_ARGUMENT, "options.layout"},
-    {"layout minus 1", [](rfa_options_t& o) { o.layout = rfa_layout_t(-1); }, RFA_ERROR_INVALID_ARGUMENT, "options.layout"},
+    {"layout minus 1", [](rfa_options_t& o) { o.layout = rfa_layout_t(-1); }, RFA_ERROR_INVALID_ARGUMENT,
+     "options.layout"},
     {"mask 2", [](rfa_options_t& o) { o.mask = rfa_mask_t(2); }, RFA_ERROR_INVALID_ARGUMENT, "options.mask"},
     {"mask minus 1", [](rfa_options_t& o) { o.mask = rfa_mask_t(-1); }, RFA_ERROR_INVALID_ARGUMENT, "options.mask"},
     {"dtype 3", [](rfa_options_t& o) { o.dtype = rfa_dtype_t(3); }, RFA_ERROR_INVALID_ARGUMENT, "options.dtype"},
@@ -315,7 +316,8 @@ const BadOption kBadOptions[] = {
     {"ring_order minus 1", [](rfa_options_t& o) { o.ring_order = rfa_ring_order_t(-1); }, RFA_ERROR_INVALID_ARGUMENT,
      "options.ring_order"},
     {"device 2", [](rfa_options_t& o) { o.device = rfa_device_t(2); }, RFA_ERROR_INVALID_ARGUMENT, "options.device"},
-    {"device minus 1", [](rfa_options_t& o) { o.device = rfa_device_t(-1); }, RFA_ERROR_INVALID_ARGUMENT, "options.device"},
+    {"device minus 1", [](rfa_options_t& o) { o.device = rfa_device_t(-1); }, RFA_ERROR_INVALID_ARGUMENT,
+     "options.device"},
     {"transport 3", [](rfa_options_t& o) { o.transport = rfa_transport_t(3); }, RFA_ERROR_INVALID_ARGUMENT,
      "options.transport"},
     {"transport minus 1", [](rfa_options_t& o) { o.transport = rfa_transport_t(-1); }, RFA_ERROR_INVALID_ARGUMENT,
@@ -345,19 +347,19 @@ const BadOption kBadOptions[] = {
     {"head_dim 264", [](rfa_options_t& o) { o.head_dim = 264; }, RFA_ERROR_UNSUPPORTED, "head_dim 264"},
     {"seq_total INT64_MAX", [](rfa_options_t& o) { o.seq_total = std::numeric_limits<int64_t>::max(); },
      RFA_ERROR_INVALID_ARGUMENT, "overflow"},
-    {"batch x seq x heads x d overflows", [](rfa_options_t& o) {
+    {"batch x seq x heads x d overflows",
+     [](rfa_options_t& o) {
        o.batch = int64_t(1) << 40;
        o.seq_total = int64_t(1) << 20;
      },
      RFA_ERROR_INVALID_ARGUMENT, "overflow"},
-    {"heads x d overflows", [](rfa_options_t& o) {
-       o.heads = o.kv_heads = int64_t(1) << 58;
-     },
+    {"heads x d overflows", [](rfa_options_t& o) { o.heads = o.kv_heads = int64_t(1) << 58; },
      RFA_ERROR_INVALID_ARGUMENT, "overflow"},
     {"strategy 4", [](rfa_options_t& o) { o.strategy = rfa_strategy_t(4); }, RFA_ERROR_INVALID_ARGUMENT, "strategy"},
     {"strategy minus 1", [](rfa_options_t& o) { o.strategy = rfa_strategy_t(-1); }, RFA_ERROR_INVALID_ARGUMENT,
      "strategy"},
-    {"ulysses_degree minus 1, hybrid", [](rfa_options_t& o) {
+    {"ulysses_degree minus 1, hybrid",
+     [](rfa_options_t& o) {
        o.strategy = RFA_STRATEGY_HYBRID;
        o.ulysses_degree = -1;
      },
@@ -381,15 +383,17 @@ const BadOption kBadOptions[] = {
     {"window minus 1", [](rfa_options_t& o) { o.window = -1; }, RFA_ERROR_INVALID_ARGUMENT, "options.window is -1"},
     {"doc_boundary_count minus 1", [](rfa_options_t& o) { o.doc_boundary_count = -1; }, RFA_ERROR_INVALID_ARGUMENT,
      "options->doc_boundary_count is -1"},
-    {"doc_boundaries NULL with a count", [](rfa_options_t& o) { o.doc_boundary_count = 3; },
-     RFA_ERROR_INVALID_ARGUMENT, "options.doc_boundaries is NULL but its count is 3"},
-    {"doc_boundaries of one value", [](rfa_options_t& o) {
+    {"doc_boundaries NULL with a count", [](rfa_options_t& o) { o.doc_boundary_count = 3; }, RFA_ERROR_INVALID_ARGUMENT,
+     "options.doc_boundaries is NULL but its count is 3"},
+    {"doc_boundaries of one value",
+     [](rfa_options_t& o) {
        static const int64_t zero[] = {0};
        o.doc_boundaries = zero;
        o.doc_boundary_count = 1;
      },
      RFA_ERROR_INVALID_ARGUMENT, "needs documents + 1 cumulative boundaries"},
-    {"doc_boundaries not from 0", [](rfa_options_t& o) {
+    {"doc_boundaries not from 0",
+     [](rfa_options_t& o) {
        static int64_t b[2];
        b[0] = 1;
        b[1] = o.seq_total;
@@ -397,7 +401,8 @@ const BadOption kBadOptions[] = {
        o.doc_boundary_count = 2;
      },
      RFA_ERROR_INVALID_ARGUMENT, "options.doc_boundaries[0] is 1; the first boundary must be 0"},
-    {"doc_boundaries decreasing", [](rfa_options_t& o) {
+    {"doc_boundaries decreasing",
+     [](rfa_options_t& o) {
        static int64_t b[4];
        b[0] = 0;
        b[1] = 3;
@@ -407,7 +412,8 @@ const BadOption kBadOptions[] = {
        o.doc_boundary_count = 4;
      },
      RFA_ERROR_INVALID_ARGUMENT, "options.doc_boundaries[2] = 2 is smaller than options.doc_boundaries[1] = 3"},
-    {"doc_boundaries short of seq_total", [](rfa_options_t& o) {
+    {"doc_boundaries short of seq_total",
+     [](rfa_options_t& o) {
        static int64_t b[3];
        b[0] = 0;
        b[1] = 2;
@@ -416,7 +422,8 @@ const BadOption kBadOptions[] = {
        o.doc_boundary_count = 3;
      },
      RFA_ERROR_INVALID_ARGUMENT, "the last boundary must be seq_total"},
-    {"doc_boundaries past seq_total", [](rfa_options_t& o) {
+    {"doc_boundaries past seq_total",
+     [](rfa_options_t& o) {
        static int64_t b[2];
        b[0] = 0;
        b[1] = o.seq_total + 1;
@@ -427,7 +434,8 @@ const BadOption kBadOptions[] = {
     {"transport 99", [](rfa_options_t& o) { o.transport = rfa_transport_t(99); }, RFA_ERROR_INVALID_ARGUMENT,
      "options.transport"},
     {"CUDA context, fp32", [](rfa_options_t& o) { o.device = RFA_DEVICE_CUDA; }, RFA_ERROR_UNSUPPORTED, "CUDA"},
-    {"CUDA context, head_dim 8", [](rfa_options_t& o) {
+    {"CUDA context, head_dim 8",
+     [](rfa_options_t& o) {
        o.device = RFA_DEVICE_CUDA;
        o.dtype = RFA_DTYPE_BFLOAT16;
      },
@@ -485,12 +493,13 @@ TEST_F(CapiInvalidOnContext, ForwardNullQuery) {
 }
 
 TEST_F(CapiInvalidOnContext, ForwardNullLse) {
-  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
-                   rfa_forward(ctx_, q_.data(), k_.data(), v_.data(), out_.data(), nullptr), "lse is NULL");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_forward(ctx_, q_.data(), k_.data(), v_.data(), out_.data(), nullptr),
+                   "lse is NULL");
 }
 
 TEST_F(CapiInvalidOnContext, ForwardOutputAliasesQuery) {
-  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_forward(ctx_, q_.data(), k_.data(), v_.data(), q_.data(), lse_.data()),
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_forward(ctx_, q_.data(), k_.data(), v_.data(), q_.data(), lse_.data()),
                    "the output out overlaps the input q");
 }
 
@@ -553,8 +562,8 @@ TEST_F(CapiInvalidOnContext, GetRanksNullContext) {
 
 TEST_F(CapiInvalidOnContext, LocalPositionsCapacityTooSmall) {
   std::vector<int64_t> pos(static_cast<std::size_t>(L_));
-  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_local_positions(ctx_, pos.data(), L_ - 1),
-                   "capacity is", "holds");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_local_positions(ctx_, pos.data(), L_ - 1), "capacity is",
+                   "holds");
 }
 
 TEST_F(CapiInvalidOnContext, GetOptionsUninitializedStruct) {
@@ -587,8 +596,7 @@ TEST_F(CapiInvalidOnContext, GatherLseNullLocal) {
 
 TEST_F(CapiInvalidOnContext, AllgatherNegativeHeadsFailsEverywhere) {
   std::vector<float> global(static_cast<std::size_t>(o_.seq_total * o_.heads * o_.head_dim));
-  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_allgather_bshd(ctx_, -1, q_.data(), global.data()),
-                   "heads is -1");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_allgather_bshd(ctx_, -1, q_.data(), global.data()), "heads is -1");
 }
 
 // A buffer one byte off its element's alignment: reading a float through it is undefined.
@@ -619,8 +627,8 @@ TEST_F(CapiInvalidOnContext, ForwardNullKey) {
 }
 
 TEST_F(CapiInvalidOnContext, ForwardNullOutput) {
-  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
-                   rfa_forward(ctx_, q_.data(), k_.data(), v_.data(), nullptr, lse_.data()), "out is NULL");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_forward(ctx_, q_.data(), k_.data(), v_.data(), nullptr, lse_.data()),
+                   "out is NULL");
 }
 
 TEST_F(CapiInvalidOnContext, ForwardOutputAliasesKey) {
@@ -632,7 +640,8 @@ TEST_F(CapiInvalidOnContext, ForwardOutputAliasesKey) {
 }
 
 TEST_F(CapiInvalidOnContext, ForwardLseOverwritesQuery) {
-  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_forward(ctx_, q_.data(), k_.data(), v_.data(), out_.data(), q_.data()),
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_forward(ctx_, q_.data(), k_.data(), v_.data(), out_.data(), q_.data()),
                    "the output lse overlaps the input q");
 }
 
@@ -687,8 +696,8 @@ TEST_F(CapiInvalidOnContext, LocalPositionsNullOutput) {
 TEST_F(CapiInvalidOnContext, GatherBshdMisalignedLocal) {
   std::vector<float> global(static_cast<std::size_t>(o_.seq_total * o_.heads * o_.head_dim));
   const void* local = reinterpret_cast<const char*>(q_.data()) + 2;
-  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_gather_bshd(ctx_, o_.heads, local, global.data()),
-                   "local (address", "not aligned");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_gather_bshd(ctx_, o_.heads, local, global.data()), "local (address",
+                   "not aligned");
 }
 
 TEST_F(CapiInvalidOnContext, ScatterLseNullLocal) {

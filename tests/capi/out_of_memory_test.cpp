@@ -72,8 +72,8 @@ class OutOfMemory : public ::testing::Test {
     EXPECT_NE(m.find("in all on this rank"), std::string::npos) << m;
   }
 
-  Unbacked q{kTensorBytes}, k{kTensorBytes}, v{kTensorBytes}, out{kTensorBytes}, dout{kTensorBytes},
-      dq{kTensorBytes}, dk{kTensorBytes}, dv{kTensorBytes}, lse{kLseBytes};
+  Unbacked q{kTensorBytes}, k{kTensorBytes}, v{kTensorBytes}, out{kTensorBytes}, dout{kTensorBytes}, dq{kTensorBytes},
+      dk{kTensorBytes}, dv{kTensorBytes}, lse{kLseBytes};
   rfa_context_t ctx = nullptr;
 };
 

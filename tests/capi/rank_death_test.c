@@ -34,8 +34,8 @@ int main(int argc, char** argv) {
   rfa_context_get_local_seq(ctx, &L);
   {
     float* buffers = calloc((size_t)(5 * L * 8), sizeof(float));
-    const rfa_result_t rc = rfa_forward(ctx, buffers, buffers + L * 8, buffers + 2 * L * 8, buffers + 3 * L * 8,
-                                        buffers + 4 * L * 8);
+    const rfa_result_t rc =
+        rfa_forward(ctx, buffers, buffers + L * 8, buffers + 2 * L * 8, buffers + 3 * L * 8, buffers + 4 * L * 8);
     /* Reached only if MPI reports the dead peer instead of the runtime ending the job. */
     fprintf(stderr, "rank 0: rfa_forward returned %s: %s\n", rfa_get_error_string(rc), rfa_get_last_error_message());
     free(buffers);

@@ -104,8 +104,9 @@ TEST_F(ValueChecks, NanInAnInputFailsEveryRankNamingIt) {
   MPI_Allreduce(MPI_IN_PLACE, &culprit_position, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
   if (me == culprit) t.k.set(std::size_t(3 * o.kv_heads * o.head_dim + 5), std::numeric_limits<float>::quiet_NaN());
   const std::string where = "sequence position " + std::to_string(culprit_position) + ", head 0, element 5";
-  EXPECT_RFA_FAILS(RFA_ERROR_NONFINITE, t.forward(ctx_), "input k", ("ring position " + std::to_string(culprit)).c_str(),
-                   where.c_str(), "nothing was computed or written");
+  EXPECT_RFA_FAILS(RFA_ERROR_NONFINITE, t.forward(ctx_), "input k",
+                   ("ring position " + std::to_string(culprit)).c_str(), where.c_str(),
+                   "nothing was computed or written");
   EXPECT_TRUE(Tensors::all(t.out, Tensors::kMarker)) << "a refused call wrote out";
   // The ranks failed together: the context is still usable.
   if (me == culprit) t.k.set(std::size_t(3 * o.kv_heads * o.head_dim + 5), 0.5f);
@@ -162,7 +163,8 @@ TEST_F(ValueChecks, TheEnvironmentDecidesTheDefault) {
 TEST_F(ValueChecks, AMalformedEnvironmentValueIsRefused) {
   const rfa_options_t o = options(RFA_DTYPE_FLOAT32, RFA_VALUE_CHECKS_DEFAULT);
   ScopedEnv bad("RFA_CHECK_VALUES", "yes");
-  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx_), "RFA_CHECK_VALUES is 'yes'");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx_),
+                   "RFA_CHECK_VALUES is 'yes'");
   EXPECT_EQ(ctx_, nullptr);
 }
 

@@ -34,12 +34,12 @@ TEST(ByteDatatype, PlainBytesUpToTheLimit) {
 }
 
 TEST(ByteDatatype, DerivedTypesCoverExactlyTheBytes) {
-  expect_exact(1001, 1000);    // one block and a remainder of 1
-  expect_exact(3000, 1000);    // whole blocks, no remainder
+  expect_exact(1001, 1000);  // one block and a remainder of 1
+  expect_exact(3000, 1000);  // whole blocks, no remainder
   expect_exact(12345, 1000);
   const std::size_t int_max = 2147483647;
-  expect_exact(int_max + std::size_t(1), int_max);          // just past the real limit
-  expect_exact((std::size_t(5) << 32) + 12345, int_max);    // ~20 GiB: only described, never sent
+  expect_exact(int_max + std::size_t(1), int_max);        // just past the real limit
+  expect_exact((std::size_t(5) << 32) + 12345, int_max);  // ~20 GiB: only described, never sent
 }
 
 TEST(ByteDatatype, RejectsABadLimit) {

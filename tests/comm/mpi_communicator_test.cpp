@@ -62,7 +62,8 @@ TEST(MpiCommunicator, FactoryReturnsTheMpiCommunicator) {
 TEST(MpiCommunicator, DuplicatePositionsFailOnEveryRank) {
   // Everyone claims position 0 (with P = 1 that is valid, so claim 1 there instead).
   const int position = world_size() == 1 ? 1 : 0;
-  const std::string message = expect_error(RFA_ERROR_INVALID_USAGE, [&] { MpiCommunicator c(MPI_COMM_WORLD, position); });
+  const std::string message =
+      expect_error(RFA_ERROR_INVALID_USAGE, [&] { MpiCommunicator c(MPI_COMM_WORLD, position); });
   EXPECT_NE(message.find("permutation"), std::string::npos) << message;
 }
 
@@ -70,7 +71,8 @@ TEST(MpiCommunicator, OutOfRangePositionOnOneRankFailsOnEveryRank) {
   const int last = world_size() - 1;
   // The last rank asks for position P; the others are fine, and must still fail, not hang.
   const int position = world_rank() == last ? world_size() : world_rank();
-  const std::string message = expect_error(RFA_ERROR_INVALID_USAGE, [&] { MpiCommunicator c(MPI_COMM_WORLD, position); });
+  const std::string message =
+      expect_error(RFA_ERROR_INVALID_USAGE, [&] { MpiCommunicator c(MPI_COMM_WORLD, position); });
   EXPECT_NE(message.find("rank " + std::to_string(last) + " gave position " + std::to_string(world_size())),
             std::string::npos)
       << message;
@@ -211,7 +213,8 @@ TEST(MpiCommunicator, DerivedDatatypePathMovesExactBytes) {
     EXPECT_EQ(first_mismatch(&from_all[block * r], r, 10 + comm.rank(), block), block) << "from " << r;
   }
 
-  std::vector<unsigned char> shared = comm.rank() == p - 1 ? pattern(p - 1, 2, 2500) : std::vector<unsigned char>(2500, 0);
+  std::vector<unsigned char> shared =
+      comm.rank() == p - 1 ? pattern(p - 1, 2, 2500) : std::vector<unsigned char>(2500, 0);
   comm.broadcast(shared.data(), shared.size(), p - 1);
   EXPECT_EQ(first_mismatch(shared.data(), p - 1, 2, 2500), std::size_t(2500));
 }

@@ -10,8 +10,8 @@
 //   no polling:   compute without any MPI call
 //   poll 100 us:  call test() every ~100 us of compute (what the engine does between tiles)
 // "start us" is the time inside start_ring_exchange (posting the receive can already do the
-// copy when the neighbour's request-to-send has arrived); "compute us" is the compute phase as it really ran (longer than asked when the machine is
-// busy); "in test() us" is the time spent inside the polls.
+// copy when the neighbour's request-to-send has arrived); "compute us" is the compute phase as it really ran (longer
+// than asked when the machine is busy); "in test() us" is the time spent inside the polls.
 #include <mpi.h>
 
 #include <algorithm>
@@ -104,8 +104,8 @@ int main(int argc, char** argv) {
     std::vector<double> mine;
     for (int m = 0; m < mode_count; ++m) {
       const auto& w = waits[std::size_t(m)];
-      mine.insert(mine.end(), {median(starts[std::size_t(m)]), median(w), *std::min_element(w.begin(), w.end()), median(computes[std::size_t(m)]),
-                               median(polls[std::size_t(m)])});
+      mine.insert(mine.end(), {median(starts[std::size_t(m)]), median(w), *std::min_element(w.begin(), w.end()),
+                               median(computes[std::size_t(m)]), median(polls[std::size_t(m)])});
     }
     std::vector<double> all(mine.size() * std::size_t(comm.size()));
     comm.allgather(mine.data(), all.data(), mine.size() * sizeof(double));
@@ -117,8 +117,7 @@ int main(int argc, char** argv) {
       for (int r = 0; r < comm.size(); ++r) {
         for (int m = 0; m < mode_count; ++m) {
           const double* v = &all[mine.size() * std::size_t(r) + 5 * std::size_t(m)];
-          std::printf("%-5d %-12s %9.1f %10.1f %12.1f %11.1f %13.1f\n", r, modes[m].name, v[0], v[1], v[2], v[3],
-                      v[4]);
+          std::printf("%-5d %-12s %9.1f %10.1f %12.1f %11.1f %13.1f\n", r, modes[m].name, v[0], v[1], v[2], v[3], v[4]);
         }
       }
     }

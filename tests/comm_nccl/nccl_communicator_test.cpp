@@ -119,8 +119,8 @@ TEST_F(NcclCommunicatorTest, ExchangeIsOrderedAfterTheComputeStream) {
   send.upload(pattern(comm->rank(), 0, bytes));
   fresh.upload(pattern(comm->rank(), 1, bytes));
   recv.poison();
-  ASSERT_EQ(cudaLaunchHostFunc(compute, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); },
-                               nullptr),
+  ASSERT_EQ(cudaLaunchHostFunc(
+                compute, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }, nullptr),
             cudaSuccess);
   ASSERT_EQ(cudaMemcpyAsync(send.get(), fresh.get(), bytes, cudaMemcpyDeviceToDevice, compute), cudaSuccess);
   Exchange exchange = comm->start_ring_exchange(send.get(), recv.get(), bytes);
@@ -223,7 +223,12 @@ TEST_F(NcclCommunicatorTest, ExchangeStuckBehindComputeTimesOut) {
   static std::atomic<bool> released;
   released = false;
   DeviceBuffer send(256), recv(256);
-  ASSERT_EQ(cudaLaunchHostFunc(compute, [](void*) { while (!released) std::this_thread::yield(); }, nullptr),
+  ASSERT_EQ(cudaLaunchHostFunc(
+                compute,
+                [](void*) {
+                  while (!released) std::this_thread::yield();
+                },
+                nullptr),
             cudaSuccess);
   std::thread watchdog([] {
     std::this_thread::sleep_for(std::chrono::seconds(4));
@@ -283,8 +288,7 @@ TEST(NcclWithoutDevice, DeviceHelpersFailWithCudaError) {
   int count = 0;
   if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) GTEST_SKIP() << "this rank has a CUDA device";
   cudaGetLastError();
-  const std::string message =
-      expect_error(RFA_ERROR_CUDA, [] { device::select_device_by_local_rank(MPI_COMM_WORLD); });
+  const std::string message = expect_error(RFA_ERROR_CUDA, [] { device::select_device_by_local_rank(MPI_COMM_WORLD); });
   EXPECT_NE(message.find("no usable CUDA device"), std::string::npos) << message;
   expect_error(RFA_ERROR_CUDA, [] { device::current_device_pci_bus_id(); });
   EXPECT_FALSE(device::is_device_memory(&count));

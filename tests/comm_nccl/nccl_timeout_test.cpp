@@ -21,7 +21,8 @@ TEST(NcclTimeout, ParsesSecondsAndDefaultsWhenUnset) {
 
 TEST(NcclTimeout, RejectsWhatIsNotAPositiveNumber) {
   for (const char* bad : {"0", "-1", "abc", "5s", "nan", "inf", " "}) {
-    const std::string message = expect_error(RFA_ERROR_INVALID_ARGUMENT, [&] { parse_timeout_seconds(bad, "RFA_NCCL_TIMEOUT_S"); });
+    const std::string message =
+        expect_error(RFA_ERROR_INVALID_ARGUMENT, [&] { parse_timeout_seconds(bad, "RFA_NCCL_TIMEOUT_S"); });
     EXPECT_NE(message.find("RFA_NCCL_TIMEOUT_S"), std::string::npos) << message;
   }
 }

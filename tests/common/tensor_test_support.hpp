@@ -15,11 +15,17 @@ namespace test {
 template <class T>
 double tolerance();
 template <>
-inline double tolerance<float>() { return 2e-5; }
+inline double tolerance<float>() {
+  return 2e-5;
+}
 template <>
-inline double tolerance<bf16_t>() { return 1.6e-2; }
+inline double tolerance<bf16_t>() {
+  return 1.6e-2;
+}
 template <>
-inline double tolerance<fp16_t>() { return 2.5e-3; }
+inline double tolerance<fp16_t>() {
+  return 2.5e-3;
+}
 
 /// Fills a tensor with NaN so anything a kernel forgets to write is caught.
 template <class View>

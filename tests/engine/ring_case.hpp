@@ -29,9 +29,10 @@ namespace test {
 using engine::Tensor3;
 using engine::Tensor4;
 
-
 /// The ring over MPI_COMM_WORLD in identity order.
-inline std::unique_ptr<comm::Communicator> world_ring() { return comm::make_mpi_communicator(MPI_COMM_WORLD, world_rank()); }
+inline std::unique_ptr<comm::Communicator> world_ring() {
+  return comm::make_mpi_communicator(MPI_COMM_WORLD, world_rank());
+}
 
 /// Global inputs rounded to T, as doubles (the reference) and as T.
 template <class T>
@@ -56,8 +57,8 @@ Tensor4<T> shard(const std::vector<T>& global, std::int64_t S, std::int64_t B, s
   return local;
 }
 
-inline std::vector<double> shard_of(const std::vector<double>& global, std::int64_t S, std::int64_t B,
-                                    std::int64_t H, std::int64_t D, const PositionMap& rows) {
+inline std::vector<double> shard_of(const std::vector<double>& global, std::int64_t S, std::int64_t B, std::int64_t H,
+                                    std::int64_t D, const PositionMap& rows) {
   std::vector<double> local(std::size_t(B * rows.length() * H * D));
   layout::scatter_bshd(global.data(), S, layout::BshdDims{B, H, D}, rows, local.data());
   return local;
@@ -91,13 +92,13 @@ struct ReferenceResults {
 /// strategy (the all-gather's chunk sizes) computes it once, where it was half of the test's
 /// time under the sanitizers. The key is everything that decides the problem and the inputs.
 template <class T>
-const ReferenceResults& reference_results(const engine::RingConfig& cfg, std::uint64_t seed,
-                                          const GlobalTensor<T>& q, const GlobalTensor<T>& k,
-                                          const GlobalTensor<T>& v, const GlobalTensor<T>& dout) {
+const ReferenceResults& reference_results(const engine::RingConfig& cfg, std::uint64_t seed, const GlobalTensor<T>& q,
+                                          const GlobalTensor<T>& k, const GlobalTensor<T>& v,
+                                          const GlobalTensor<T>& dout) {
   // (and T: each instantiation keeps its own)
   using Key = std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                          rfa_mask_t, std::int64_t, std::vector<std::int64_t>>;
-  const Key key{seed,         cfg.batch, cfg.seq_total, cfg.heads, cfg.kv_heads,
+  const Key key{seed,         cfg.batch, cfg.seq_total, cfg.heads,     cfg.kv_heads,
                 cfg.head_dim, cfg.mask,  cfg.window,    cfg.doc_bounds};
   static std::optional<Key> last_key;
   static ReferenceResults last;

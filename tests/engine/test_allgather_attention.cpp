@@ -27,8 +27,7 @@ TEST_P(AllGatherAttentionTest, Float32) { check<float>(); }
 TEST_P(AllGatherAttentionTest, BFloat16) { check<bf16_t>(); }
 TEST_P(AllGatherAttentionTest, Float16) { check<fp16_t>(); }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, AllGatherAttentionTest, ::testing::ValuesIn(strategy_specs()),
-                         strategy_spec_name);
+INSTANTIATE_TEST_SUITE_P(Layouts, AllGatherAttentionTest, ::testing::ValuesIn(strategy_specs()), strategy_spec_name);
 
 // K and V cross the wire once per other rank; dK and dV come back once, in fp32.
 TEST(AllGatherAttention, CountsTheGatheredAndReducedBytes) {

@@ -105,7 +105,9 @@ TEST(ViewLimits, AcceptsShapesPast2To32ElementsAndRejectsExtentsPast2To32) {
     const rfa::Error big = error_of([] { rfa::require_view_extents("q", {1, 1 << 25, 1 << 4, 1 << 2}); });
     EXPECT_EQ(big.code(), RFA_ERROR_UNSUPPORTED);
     EXPECT_NE(std::string(big.what()).find("holds 2^31 elements or more"), std::string::npos) << big.what();
-    EXPECT_EQ(error_of([] { rfa::require_view_extents("q", {1 << 20, 1 << 6, 1 << 4, 1 << 6}); }).code(),
+    EXPECT_EQ(error_of([] {
+                rfa::require_view_extents("q", {1 << 20, 1 << 6, 1 << 4, 1 << 6});
+              }).code(),
               RFA_ERROR_UNSUPPORTED);
   } else {
     EXPECT_NO_THROW(rfa::require_view_extents("q", {1 << 20, 1 << 6, 1 << 4, 1 << 6}));  // 2^36 elements

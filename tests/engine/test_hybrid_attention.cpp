@@ -59,8 +59,7 @@ TEST(HybridAttention, RejectsADegreeThatDoesNotDivideTheRanksOrTheHeads) {
     engine::HybridAttention attn(*comm, cfg, P + 1);
     ADD_FAILURE() << "accepted degree " << P + 1;
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("divides the " + std::to_string(P) + " ranks"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("divides the " + std::to_string(P) + " ranks"), std::string::npos) << e.what();
   }
   cfg.heads = 2 * P + 1;
   try {

@@ -123,8 +123,7 @@ TEST(RingWindow, ForwardSendsOnlyTheHopsSomeRankNeeds) {
     kernels::Tensor4<float> q("q", B, L, H, D), k("k", B, L, HKV, D), v("v", B, L, HKV, D), out("out", B, L, H, D);
     kernels::Tensor3<float> lse("lse", B, H, L);
     attn.forward<float>(q, k, v, out, lse);
-    EXPECT_EQ(attn.last_timings().bytes_sent, e.hops * 2 * B * L * HKV * D * std::int64_t(sizeof(float)))
-        << "P=" << P;
+    EXPECT_EQ(attn.last_timings().bytes_sent, e.hops * 2 * B * L * HKV * D * std::int64_t(sizeof(float))) << "P=" << P;
   }
 }
 

@@ -105,8 +105,7 @@ TEST(RingValidation, OneRankWithABadTensorFailsEveryRank) {
   Tensor3<float> lse("lse", 1, 2, L);
   try {
     attn.forward<float>(q, k, v, out, lse);
-    FAIL() << "rank " << ring->rank() << " returned normally although rank " << ring->size() - 1
-           << " passed a bad out";
+    FAIL() << "rank " << ring->rank() << " returned normally although rank " << ring->size() - 1 << " passed a bad out";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), RFA_ERROR_INVALID_ARGUMENT) << e.what();
     const std::string expected = bad_here ? "tensor 'out'" : "lowest failing ring position";

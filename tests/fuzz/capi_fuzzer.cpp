@@ -43,8 +43,21 @@ void check(const char* call, rfa_result_t code) {
 }
 
 std::int64_t fuzzed_size(FuzzedDataProvider& in) {
-  static const std::int64_t special[] = {0, -1, 1, 2, 3, 7, 8, 16, 24, 64, 256, 264, std::int64_t(1) << 31,
-                                         std::int64_t(1) << 32, std::int64_t(1) << 40,
+  static const std::int64_t special[] = {0,
+                                         -1,
+                                         1,
+                                         2,
+                                         3,
+                                         7,
+                                         8,
+                                         16,
+                                         24,
+                                         64,
+                                         256,
+                                         264,
+                                         std::int64_t(1) << 31,
+                                         std::int64_t(1) << 32,
+                                         std::int64_t(1) << 40,
                                          std::numeric_limits<std::int64_t>::max(),
                                          std::numeric_limits<std::int64_t>::min()};
   if (in.ConsumeBool()) return in.PickValueInArray(special);
@@ -52,7 +65,15 @@ std::int64_t fuzzed_size(FuzzedDataProvider& in) {
 }
 
 double fuzzed_real(FuzzedDataProvider& in) {
-  static const double special[] = {0.0, -0.0, 1.0, -1.0, 0.125, 1e-30, -1e-30, 1e300, -1e300,
+  static const double special[] = {0.0,
+                                   -0.0,
+                                   1.0,
+                                   -1.0,
+                                   0.125,
+                                   1e-30,
+                                   -1e-30,
+                                   1e300,
+                                   -1e300,
                                    std::numeric_limits<double>::infinity(),
                                    -std::numeric_limits<double>::infinity(),
                                    std::numeric_limits<double>::quiet_NaN(),
@@ -150,16 +171,16 @@ void call_on_context(rfa_context_t ctx, const rfa_options_t& o, FuzzedDataProvid
     check("rfa_forward", rfa_forward(ctx, a.pick(in, 0), a.pick(in, 1), a.pick(in, 2), a.pick(in, 3),
                                      static_cast<float*>(a.pick(in, 5))));
   } else {
-    check("rfa_backward", rfa_backward(ctx, a.pick(in, 0), a.pick(in, 1), a.pick(in, 2), a.pick(in, 3), a.pick(in, 4),
-                                       static_cast<const float*>(a.pick(in, 5)), a.pick(in, 6), a.pick(in, 7),
-                                       a.pick(in, 8)));
+    check("rfa_backward",
+          rfa_backward(ctx, a.pick(in, 0), a.pick(in, 1), a.pick(in, 2), a.pick(in, 3), a.pick(in, 4),
+                       static_cast<const float*>(a.pick(in, 5)), a.pick(in, 6), a.pick(in, 7), a.pick(in, 8)));
   }
   const std::int64_t heads = in.ConsumeBool() ? o.heads : in.ConsumeIntegralInRange<std::int64_t>(-2, 4);
   const std::int64_t global_bytes = heads > 0 ? o.batch * o.seq_total * heads * o.head_dim * elem : 0;
   std::vector<float> global(std::size_t(global_bytes > 0 ? global_bytes : 0) + 4);
   Arguments local(o.batch * L * 4 * o.head_dim * elem);  // heads above are at most 4
-  check("rfa_scatter_bshd", rfa_scatter_bshd(ctx, heads, in.ConsumeBool() ? global.data() : nullptr,
-                                             local.pick(in, 0)));
+  check("rfa_scatter_bshd",
+        rfa_scatter_bshd(ctx, heads, in.ConsumeBool() ? global.data() : nullptr, local.pick(in, 0)));
   check("rfa_gather_bshd", rfa_gather_bshd(ctx, heads, local.pick(in, 0), in.ConsumeBool() ? global.data() : nullptr));
   check("rfa_context_set_stream", rfa_context_set_stream(ctx, nullptr));
 }
@@ -174,14 +195,14 @@ void call_without_context(FuzzedDataProvider& in) {
   const std::int64_t capacity = in.ConsumeIntegralInRange<std::int64_t>(-1, 64);
   if (seq <= 64)  // the helper writes up to `capacity` positions; keep them inside the vector
     check("rfa_layout_positions", fuzz_layout_positions(layout, seq, ranks, in.ConsumeIntegralInRange<int>(-1, 9),
-                                                       in.ConsumeBool() ? positions.data() : nullptr, capacity));
+                                                        in.ConsumeBool() ? positions.data() : nullptr, capacity));
   check("rfa_check_version_major", rfa_check_version_major(in.ConsumeIntegralInRange<int>(-1, 3)));
   // A handle that never came from rfa_context_create must be refused, not dereferenced.
   alignas(64) static unsigned char not_a_context[256];
   std::int64_t ignored = 0;
   check("rfa_context_get_local_seq(made-up handle)",
-        rfa_context_get_local_seq(reinterpret_cast<rfa_context_t>(not_a_context + 8 * in.ConsumeIntegral<std::uint8_t>() % 256),
-                                  &ignored));
+        rfa_context_get_local_seq(
+            reinterpret_cast<rfa_context_t>(not_a_context + 8 * in.ConsumeIntegral<std::uint8_t>() % 256), &ignored));
   if (fuzz_error_string(in.ConsumeIntegral<int>()) == nullptr) broken("rfa_get_error_string", RFA_SUCCESS, "NULL");
 }
 

@@ -30,8 +30,8 @@ struct CaseSpec {
   std::vector<std::int64_t> docs = {};  // packed documents' cumulative boundaries (empty: none)
 
   std::string name() const {
-    return "b" + std::to_string(batch) + "_sq" + std::to_string(seq_q) + "_sk" + std::to_string(seq_k) +
-           "_h" + std::to_string(heads) + "x" + std::to_string(kv_heads) + "_d" + std::to_string(head_dim) +
+    return "b" + std::to_string(batch) + "_sq" + std::to_string(seq_q) + "_sk" + std::to_string(seq_k) + "_h" +
+           std::to_string(heads) + "x" + std::to_string(kv_heads) + "_d" + std::to_string(head_dim) +
            (mask == RFA_MASK_CAUSAL ? "_causal" : "_full") + (q_pos.count > 0 ? "_mapped" : "") +
            (window > 0 ? "_w" + std::to_string(window) : "") +
            (docs.empty() ? "" : "_docs" + std::to_string(docs.size() - 1));
@@ -109,14 +109,14 @@ inline Comparison compare(const std::vector<double>& got, const std::vector<doub
   return c;
 }
 
-#define RFA_EXPECT_CLOSE(got, ref, tol, what)                                                     \
-  do {                                                                                            \
-    const auto rfa_cmp_ = ::rfa::test::compare(got, ref);                                         \
-    EXPECT_EQ(rfa_cmp_.nans, 0u) << what << ": NaN in result";                                    \
-    EXPECT_EQ(rfa_cmp_.mismatched_infinities, 0u) << what << ": infinities differ";              \
-    EXPECT_LE(rfa_cmp_.relative(), tol) << what << ": max abs error " << rfa_cmp_.max_abs_error \
-                                        << " vs max |ref| " << rfa_cmp_.max_abs_ref;              \
-    ::testing::Test::RecordProperty(what, std::to_string(rfa_cmp_.relative()));                  \
+#define RFA_EXPECT_CLOSE(got, ref, tol, what)                                                                       \
+  do {                                                                                                              \
+    const auto rfa_cmp_ = ::rfa::test::compare(got, ref);                                                           \
+    EXPECT_EQ(rfa_cmp_.nans, 0u) << what << ": NaN in result";                                                      \
+    EXPECT_EQ(rfa_cmp_.mismatched_infinities, 0u) << what << ": infinities differ";                                 \
+    EXPECT_LE(rfa_cmp_.relative(), tol) << what << ": max abs error " << rfa_cmp_.max_abs_error << " vs max |ref| " \
+                                        << rfa_cmp_.max_abs_ref;                                                    \
+    ::testing::Test::RecordProperty(what, std::to_string(rfa_cmp_.relative()));                                     \
   } while (0)
 
 /// The shapes every dtype is tested on: odd lengths, sq != sk, GQA/MQA, offsets and
@@ -127,8 +127,8 @@ inline std::vector<CaseSpec> kernel_cases() {
   for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL}) {
     add({1, 1, 1, 1, 1, 8, mask, {}, {}});
     add({1, 37, 37, 2, 2, 16, mask, {}, {}});
-    add({2, 130, 97, 4, 2, 64, mask, {}, {}});       // GQA, sq != sk, partial tiles
-    add({1, 200, 211, 3, 1, 40, mask, {}, {}});      // MQA, d not a multiple of 16
+    add({2, 130, 97, 4, 2, 64, mask, {}, {}});   // GQA, sq != sk, partial tiles
+    add({1, 200, 211, 3, 1, 40, mask, {}, {}});  // MQA, d not a multiple of 16
     add({1, 100, 100, 2, 2, 128, mask, {}, {}});
     add({1, 64, 50, 2, 1, 256, mask, {}, {}});
     // Queries later in the sequence than the keys (a ring step seeing an earlier block).
@@ -155,7 +155,8 @@ inline std::vector<CaseSpec> kernel_cases() {
     windowed({2, 250, 230, 4, 2, 64, mask, {}, {}}, 130);
     windowed({1, 100, 100, 2, 2, 16, mask, {}, {}}, 1000);
     windowed({1, 100, 100, 2, 1, 24, mask, PositionMap::two({50, 1, 50}, {200, 1, 50}),
-              PositionMap::two({0, 1, 50}, {250, 1, 50})}, 60);
+              PositionMap::two({0, 1, 50}, {250, 1, 50})},
+             60);
     windowed({1, 101, 100, 2, 2, 48, mask, PositionMap::one({1, 3, 101}), PositionMap::one({2, 3, 100})}, 40);
   }
   // Packed documents (cumulative boundaries over the global positions), causal or not, alone
@@ -172,14 +173,14 @@ inline std::vector<CaseSpec> kernel_cases() {
     packed({1, 300, 300, 2, 1, 32, mask, {}, {}}, {0, 5, 150, 151, 290, 300});
     packed({2, 250, 250, 4, 2, 64, mask, {}, {}}, {0, 100, 250}, 40);
     packed({1, 100, 100, 2, 1, 24, mask, PositionMap::two({50, 1, 50}, {200, 1, 50}),
-            PositionMap::two({0, 1, 50}, {250, 1, 50})}, {0, 30, 75, 120, 260, 300});
+            PositionMap::two({0, 1, 50}, {250, 1, 50})},
+           {0, 30, 75, 120, 260, 300});
     packed({1, 101, 100, 2, 2, 48, mask, PositionMap::one({1, 3, 101}), PositionMap::one({2, 3, 100})},
            {0, 1, 17, 170, 171, 303});
     packed({1, 96, 96, 2, 2, 32, mask, PositionMap::contiguous(96, 96), PositionMap::contiguous(0, 96)},
            {0, 40, 100, 192});
     // Every key in a document of its own, after the queries' documents: every row sees nothing.
-    packed({1, 30, 40, 1, 1, 8, mask, PositionMap::contiguous(0, 30), PositionMap::contiguous(100, 40)},
-           {0, 30, 140});
+    packed({1, 30, 40, 1, 1, 8, mask, PositionMap::contiguous(0, 30), PositionMap::contiguous(100, 40)}, {0, 30, 140});
   }
   // A custom softmax scale.
   CaseSpec scaled{1, 50, 70, 2, 2, 32, RFA_MASK_CAUSAL, {}, {}};

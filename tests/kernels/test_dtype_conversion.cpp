@@ -49,8 +49,8 @@ TEST(Fp16, RoundingOverflowAndSubnormals) {
   EXPECT_EQ(to_float(from_float<fp16_t>(65519.0f)), 65504.0f);
   EXPECT_EQ(to_float(from_float<fp16_t>(-1e9f)), -std::numeric_limits<float>::infinity());
   EXPECT_EQ(to_float(from_float<fp16_t>(5.9604644775390625e-8f)), 5.9604644775390625e-8f);  // 2^-24
-  EXPECT_EQ(to_float(from_float<fp16_t>(2.9802322387695312e-8f)), 0.0f);  // 2^-25 ties to even (0)
-  EXPECT_EQ(to_float(from_float<fp16_t>(1.0f + 0.00048828125f)), 1.0f);   // halfway, ties to even
+  EXPECT_EQ(to_float(from_float<fp16_t>(2.9802322387695312e-8f)), 0.0f);                    // 2^-25 ties to even (0)
+  EXPECT_EQ(to_float(from_float<fp16_t>(1.0f + 0.00048828125f)), 1.0f);                     // halfway, ties to even
   EXPECT_EQ(to_float(from_float<fp16_t>(0.1f)), 0.0999755859375f);
 }
 

@@ -76,8 +76,10 @@ TEST(HostBf16Products, WorkspaceBytesOnAndOffThem) {
   // On either kind of bf16 products the forward packs K and V of every kv head (2 x 2) over
   // whole 128-key tiles, the backward Q^T and dO^T of every head (2 x 4) over whole 128-row tiles.
   const bool on_products = host_bf16_products(p) != Bf16Products::none;
-  EXPECT_EQ(flash_forward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), on_products ? 4 * 2 * 2 * 256 * 128 : portable_forward);
-  EXPECT_EQ(flash_backward_workspace_bytes(p, RFA_DTYPE_BFLOAT16), on_products ? 4 * 2 * 4 * 384 * 128 : portable_backward);
+  EXPECT_EQ(flash_forward_workspace_bytes(p, RFA_DTYPE_BFLOAT16),
+            on_products ? 4 * 2 * 2 * 256 * 128 : portable_forward);
+  EXPECT_EQ(flash_backward_workspace_bytes(p, RFA_DTYPE_BFLOAT16),
+            on_products ? 4 * 2 * 4 * 384 * 128 : portable_backward);
 }
 
 }  // namespace

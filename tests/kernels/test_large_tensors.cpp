@@ -50,8 +50,10 @@ void fill_rows(const Tensor4<T>& t, std::int64_t first, std::int64_t count, std:
 }
 
 struct LargeKeys {
-  Unbacked k_memory{std::size_t(kKeyRows * kDim) * sizeof(float)}, v_memory{std::size_t(kKeyRows * kDim) * sizeof(float)};
-  Unbacked dk_memory{std::size_t(kKeyRows * kDim) * sizeof(float)}, dv_memory{std::size_t(kKeyRows * kDim) * sizeof(float)};
+  Unbacked k_memory{std::size_t(kKeyRows * kDim) * sizeof(float)},
+      v_memory{std::size_t(kKeyRows * kDim) * sizeof(float)};
+  Unbacked dk_memory{std::size_t(kKeyRows * kDim) * sizeof(float)},
+      dv_memory{std::size_t(kKeyRows * kDim) * sizeof(float)};
 
   bool mapped() const { return k_memory.data() && v_memory.data() && dk_memory.data() && dv_memory.data(); }
 
@@ -145,7 +147,8 @@ TEST(LeagueChunks, EveryTeamOnceAcrossLaunches) {
   CountTeams f;
   f.seen = Kokkos::View<int*, Kokkos::HostSpace>("seen", 10);
   int launches = 0;
-  kernels::for_each_league_chunk<CountTeams::Policy>("count", 10, f, [&](CountTeams::Policy&) { ++launches; }, 3);
+  kernels::for_each_league_chunk<CountTeams::Policy>(
+      "count", 10, f, [&](CountTeams::Policy&) { ++launches; }, 3);
   Kokkos::fence();
   EXPECT_EQ(launches, 4);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(f.seen(i), 1) << "team " << i;

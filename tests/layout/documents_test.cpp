@@ -25,7 +25,7 @@ void expect_rejected(const std::vector<std::int64_t>& b, std::int64_t seq_total,
 }
 
 TEST(DocumentBounds, AcceptsCumulativeListsFromZeroToTheSequence) {
-  validate_document_bounds(nullptr, 0, 100, "bounds");  // no documents
+  validate_document_bounds(nullptr, 0, 100, "bounds");    // no documents
   const std::vector<std::int64_t> ok = {0, 10, 10, 100};  // an empty document is allowed
   validate_document_bounds(ok.data(), 4, 100, "bounds");
   validate_document_bounds(ok.data(), 4, -1, "bounds");  // end not checked

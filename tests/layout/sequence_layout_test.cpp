@@ -143,12 +143,15 @@ TEST(SequenceLayout, CausalWorkBalance) {
         std::int64_t totals[3] = {0, 0, 0};
         for (int src = 0; src < p; ++src) {
           const std::int64_t c = s / (2 * p);
-          const std::int64_t zz = visible_pairs(positions(RFA_LAYOUT_ZIGZAG, s, p, r), positions(RFA_LAYOUT_ZIGZAG, s, p, src));
+          const std::int64_t zz =
+              visible_pairs(positions(RFA_LAYOUT_ZIGZAG, s, p, r), positions(RFA_LAYOUT_ZIGZAG, s, p, src));
           EXPECT_EQ(zz, src == r ? 2 * c * c + c : 2 * c * c) << "zigzag r=" << r << " src=" << src;
           const std::int64_t n = s / p;
-          const std::int64_t st = visible_pairs(positions(RFA_LAYOUT_STRIPE, s, p, r), positions(RFA_LAYOUT_STRIPE, s, p, src));
+          const std::int64_t st =
+              visible_pairs(positions(RFA_LAYOUT_STRIPE, s, p, r), positions(RFA_LAYOUT_STRIPE, s, p, src));
           EXPECT_EQ(st, src <= r ? n * (n + 1) / 2 : n * (n - 1) / 2) << "stripe r=" << r << " src=" << src;
-          totals[0] += visible_pairs(positions(RFA_LAYOUT_CONTIGUOUS, s, p, r), positions(RFA_LAYOUT_CONTIGUOUS, s, p, src));
+          totals[0] +=
+              visible_pairs(positions(RFA_LAYOUT_CONTIGUOUS, s, p, r), positions(RFA_LAYOUT_CONTIGUOUS, s, p, src));
           totals[1] += zz;
           totals[2] += st;
         }

@@ -115,7 +115,11 @@ TEST(ShardCopyErrors, RejectsMapsOutsideTheTensorAndNullPointers) {
   const PositionMap fine = PositionMap::contiguous(4, 4);
   expect_invalid([&] { scatter_bshd<float>(nullptr, 8, dims, fine, local.data()); }, "global tensor pointer is null");
   expect_invalid([&] { gather_bshd<float>(nullptr, dims, fine, global.data(), 8); }, "local tensor pointer is null");
-  expect_invalid([&] { scatter_bshd(global.data(), 8, BshdDims{-1, 2, 2}, fine, local.data()); }, "must not be negative");
+  expect_invalid(
+      [&] {
+        scatter_bshd(global.data(), 8, BshdDims{-1, 2, 2}, fine, local.data());
+      },
+      "must not be negative");
   const PositionMap zero_stride = PositionMap::one(Segment{0, 0, 4});
   expect_invalid([&] { scatter_bhs(global.data(), 8, 2, 2, zero_stride, local.data()); }, "stride 0");
 }

@@ -8,9 +8,7 @@ namespace rfa {
 namespace reference {
 namespace {
 
-std::int64_t position(const std::vector<std::int64_t>& map, std::int64_t i) {
-  return map.empty() ? i : map[i];
-}
+std::int64_t position(const std::vector<std::int64_t>& map, std::int64_t i) { return map.empty() ? i : map[i]; }
 
 /// The document of a position: how many boundaries after the first lie at or before it
 /// (written as a plain count, independently of the kernels' binary search).
@@ -28,8 +26,8 @@ bool visible(const Problem& p, std::int64_t i, std::int64_t j) {
 }
 
 // Scores and probabilities of one (batch, head) pair: P[i][j], plus lse[i].
-void probabilities(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
-                   std::int64_t b, std::int64_t h, std::vector<double>& P, std::vector<double>& lse) {
+void probabilities(const Problem& p, const std::vector<double>& q, const std::vector<double>& k, std::int64_t b,
+                   std::int64_t h, std::vector<double>& P, std::vector<double>& lse) {
   const std::int64_t D = p.head_dim, hk = h / (p.heads / p.kv_heads);
   const double scale = p.effective_scale();
   const double ninf = -std::numeric_limits<double>::infinity();
@@ -64,8 +62,8 @@ void probabilities(const Problem& p, const std::vector<double>& q, const std::ve
 
 double Problem::effective_scale() const { return scale != 0.0 ? scale : 1.0 / std::sqrt(double(head_dim)); }
 
-void forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
-             const std::vector<double>& v, std::vector<double>& out, std::vector<double>& lse) {
+void forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+             std::vector<double>& out, std::vector<double>& lse) {
   const std::int64_t D = p.head_dim, group = p.heads / p.kv_heads;
   out.assign(p.q_size(), 0.0);
   lse.assign(p.lse_size(), 0.0);

@@ -12,8 +12,8 @@ namespace reference {
 
 struct Problem {
   std::int64_t batch = 1, seq_q = 1, seq_k = 1, heads = 1, kv_heads = 1, head_dim = 8;
-  double scale = 0.0;   ///< 0 means 1/sqrt(head_dim)
-  bool causal = false;  ///< key visible iff k_pos <= q_pos
+  double scale = 0.0;       ///< 0 means 1/sqrt(head_dim)
+  bool causal = false;      ///< key visible iff k_pos <= q_pos
   std::int64_t window = 0;  ///< and (if > 0) iff q_pos - k_pos < window
   /// and (if not empty) iff both positions lie in the same document [b[d], b[d+1]) of these
   /// cumulative boundaries (packed documents)
@@ -34,12 +34,12 @@ struct Problem {
   double rounded(double x) const { return round ? round(x) : x; }
 };
 
-void forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
-             const std::vector<double>& v, std::vector<double>& out, std::vector<double>& lse);
+void forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+             std::vector<double>& out, std::vector<double>& lse);
 
 void backward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
-              const std::vector<double>& v, const std::vector<double>& dout,
-              std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv);
+              const std::vector<double>& v, const std::vector<double>& dout, std::vector<double>& dq,
+              std::vector<double>& dk, std::vector<double>& dv);
 
 }  // namespace reference
 }  // namespace rfa

@@ -9,8 +9,8 @@
 
 namespace rfa::topology::testing {
 
-inline RankKey synthetic_key(const std::string& host, int package = -1, int numa = -1,
-                             const std::string& pci = "", const std::string& slurm_addr = "") {
+inline RankKey synthetic_key(const std::string& host, int package = -1, int numa = -1, const std::string& pci = "",
+                             const std::string& slurm_addr = "") {
   RankKey key = empty_key();
   set_host(key, host);
   key.package = package;

@@ -191,38 +191,41 @@ TEST(ChooseRingOrder, BadFilesFailOnEveryRank) {
   for (const auto& [text, complaint] : bad_files) {
     file.write(text);
     ScopedEnv env(env_name(Env::ring_order), "file:" + file.path());
-    expect_error_on_every_rank(RFA_ERROR_INVALID_ARGUMENT,
-                               [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT); }, complaint);
+    expect_error_on_every_rank(
+        RFA_ERROR_INVALID_ARGUMENT, [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT); }, complaint);
   }
   ScopedEnv missing(env_name(Env::ring_order), "file:/nonexistent/rfa-ring.txt");
-  expect_error_on_every_rank(RFA_ERROR_INVALID_ARGUMENT,
-                             [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT); },
-                             "/nonexistent/rfa-ring.txt");
+  expect_error_on_every_rank(
+      RFA_ERROR_INVALID_ARGUMENT, [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT); },
+      "/nonexistent/rfa-ring.txt");
 }
 
 TEST(ChooseRingOrder, BadEnvironmentValuesFailOnEveryRank) {
   for (const char* bad : {"bogus", "file:", "TOPO"}) {
     ScopedEnv env(env_name(Env::ring_order), bad);
-    expect_error_on_every_rank(RFA_ERROR_INVALID_ARGUMENT,
-                               [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT); }, "RFA_RING_ORDER");
+    expect_error_on_every_rank(
+        RFA_ERROR_INVALID_ARGUMENT, [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT); },
+        "RFA_RING_ORDER");
   }
   ScopedEnv unset(env_name(Env::ring_order), nullptr);
-  expect_error_on_every_rank(RFA_ERROR_INVALID_ARGUMENT,
-                             [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_FILE); }, "needs a path");
+  expect_error_on_every_rank(
+      RFA_ERROR_INVALID_ARGUMENT, [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_FILE); }, "needs a path");
 }
 
 TEST(ChooseRingOrder, EnvironmentThatDiffersBetweenRanksFailsOnEveryRank) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
   ScopedEnv env(env_name(Env::ring_order), world_rank() == 1 ? "identity" : "topo");
-  expect_error_on_every_rank(RFA_ERROR_INVALID_USAGE,
-                             [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT); }, "differs between ranks");
+  expect_error_on_every_rank(
+      RFA_ERROR_INVALID_USAGE, [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT); },
+      "differs between ranks");
 }
 
 TEST(ChooseRingOrder, DifferentPoliciesOnDifferentRanksFailOnEveryRank) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
   const rfa_ring_order_t policy = world_rank() == 0 ? RFA_RING_ORDER_IDENTITY : RFA_RING_ORDER_DEFAULT;
-  expect_error_on_every_rank(RFA_ERROR_INVALID_USAGE, [policy] { choose_ring_order(MPI_COMM_WORLD, policy); },
-                             "different ring order policies");
+  expect_error_on_every_rank(
+      RFA_ERROR_INVALID_USAGE, [policy] { choose_ring_order(MPI_COMM_WORLD, policy); },
+      "different ring order policies");
 }
 
 TEST(ChooseRingOrder, BadPciBusIdOnOneRankFailsOnEveryRank) {
@@ -248,8 +251,8 @@ TEST(ChooseRingOrder, DumpWritesKeysAndOrderFromRankZero) {
     EXPECT_NE(json.find("\"rank\": " + std::to_string(world_size() - 1)), std::string::npos) << json;
   }
   ScopedEnv unwritable(env_name(Env::topo_dump), "/nonexistent/dir/topo.json");
-  expect_error_on_every_rank(RFA_ERROR_INVALID_ARGUMENT,
-                             [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_IDENTITY); }, "topo.json");
+  expect_error_on_every_rank(
+      RFA_ERROR_INVALID_ARGUMENT, [] { choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_IDENTITY); }, "topo.json");
 }
 
 TEST(ChooseRingOrder, LocalRankCountsRanksOfThisNode) {

@@ -91,8 +91,8 @@ class BoundToOnePu {
     hwloc_topology_load(topology_);
     old_ = hwloc_bitmap_alloc();
     hwloc_get_cpubind(topology_, old_, HWLOC_CPUBIND_PROCESS);
-    hwloc_obj_t last_pu = hwloc_get_obj_by_type(topology_, HWLOC_OBJ_PU,
-                                                hwloc_get_nbobjs_by_type(topology_, HWLOC_OBJ_PU) - 1);
+    hwloc_obj_t last_pu =
+        hwloc_get_obj_by_type(topology_, HWLOC_OBJ_PU, hwloc_get_nbobjs_by_type(topology_, HWLOC_OBJ_PU) - 1);
     bound_ = last_pu && hwloc_set_cpubind(topology_, last_pu->cpuset, HWLOC_CPUBIND_PROCESS) == 0;
     if (last_pu) {
       hwloc_obj_t numa = nullptr;

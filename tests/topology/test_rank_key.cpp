@@ -49,8 +49,8 @@ TEST(RankKey, PciBusIdsNormalize) {
 }
 
 TEST(RankKey, MalformedPciBusIdsAreInvalidArguments) {
-  for (const char* bad : {"gpu0", "0000:3b:00", "0000:3b:00.0 ", "0000:3b:00.8", "0000:3b:20.0",
-                          "0000:100:00.0", "-1:3b:00.0", "0x0:3b:00.0", "0000:3b:00.0x"}) {
+  for (const char* bad : {"gpu0", "0000:3b:00", "0000:3b:00.0 ", "0000:3b:00.8", "0000:3b:20.0", "0000:100:00.0",
+                          "-1:3b:00.0", "0x0:3b:00.0", "0000:3b:00.0x"}) {
     try {
       normalize_pci_bus_id(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";

@@ -50,8 +50,8 @@ void expect_one_crossing_each_way(const std::vector<RankKey>& keys, const std::v
 
 TEST(RingOrder, NodesContiguousInNaturalHostOrder) {
   // Ranks alternate between node10 and node2; node2 must come first.
-  auto keys = numbered({synthetic_key("node10"), synthetic_key("node2"), synthetic_key("node10"),
-                        synthetic_key("node2")});
+  auto keys =
+      numbered({synthetic_key("node10"), synthetic_key("node2"), synthetic_key("node10"), synthetic_key("node2")});
   EXPECT_EQ(compute_ring_order(keys), (std::vector<int>{1, 3, 0, 2}));
 }
 

@@ -34,11 +34,7 @@ typedef enum rfa_cuda_status {
   RFA_CUDA_ERROR_CUDA = 3              /* the CUDA runtime reported an error (see message) */
 } rfa_cuda_status;
 
-typedef enum rfa_cuda_dtype {
-  RFA_CUDA_BF16 = 0,
-  RFA_CUDA_FP16 = 1,
-  RFA_CUDA_FP32 = 2
-} rfa_cuda_dtype;
+typedef enum rfa_cuda_dtype { RFA_CUDA_BF16 = 0, RFA_CUDA_FP16 = 1, RFA_CUDA_FP32 = 2 } rfa_cuda_dtype;
 
 typedef enum rfa_cuda_mask {
   RFA_CUDA_MASK_NONE = 0,
@@ -72,10 +68,10 @@ typedef struct rfa_cuda_strides {
 /* The problem shared by forward and backward. */
 typedef struct rfa_cuda_attention_shape {
   int64_t batch, seq_q, seq_k, heads, kv_heads, head_dim; /* head_dim: 64 or 128 */
-  float scale;               /* softmax scale > 0; 0 means 1/sqrt(head_dim) */
+  float scale;                                            /* softmax scale > 0; 0 means 1/sqrt(head_dim) */
   rfa_cuda_mask mask;
   rfa_cuda_position_map q_positions, k_positions;
-  rfa_cuda_dtype dtype;      /* of q, k, v, dout: RFA_CUDA_BF16 or RFA_CUDA_FP16 */
+  rfa_cuda_dtype dtype; /* of q, k, v, dout: RFA_CUDA_BF16 or RFA_CUDA_FP16 */
   /* Sliding window on global positions: a key is visible only if q_pos - k_pos < window, with
    * or without the causal mask. 0 (default): none. */
   int64_t window;
@@ -88,10 +84,14 @@ typedef struct rfa_cuda_attention_shape {
 
 typedef struct rfa_cuda_forward_params {
   rfa_cuda_attention_shape shape;
-  const void* q;  rfa_cuda_strides q_strides;
-  const void* k;  rfa_cuda_strides k_strides;
-  const void* v;  rfa_cuda_strides v_strides;
-  void* out;      rfa_cuda_strides out_strides;
+  const void* q;
+  rfa_cuda_strides q_strides;
+  const void* k;
+  rfa_cuda_strides k_strides;
+  const void* v;
+  rfa_cuda_strides v_strides;
+  void* out;
+  rfa_cuda_strides out_strides;
   rfa_cuda_dtype out_dtype; /* shape.dtype (normalized output) or RFA_CUDA_FP32 (ring partial) */
   float* lse;               /* [batch][heads][seq_q]; -inf for a row that sees no key */
   /* Nonzero (out_dtype fp32 only): out and lse already hold the normalized result over earlier
@@ -103,16 +103,23 @@ typedef struct rfa_cuda_forward_params {
 
 typedef struct rfa_cuda_backward_params {
   rfa_cuda_attention_shape shape;
-  const void* q;    rfa_cuda_strides q_strides;
-  const void* k;    rfa_cuda_strides k_strides;
-  const void* v;    rfa_cuda_strides v_strides;
-  const void* dout; rfa_cuda_strides dout_strides;
+  const void* q;
+  rfa_cuda_strides q_strides;
+  const void* k;
+  rfa_cuda_strides k_strides;
+  const void* v;
+  rfa_cuda_strides v_strides;
+  const void* dout;
+  rfa_cuda_strides dout_strides;
   const float* lse;   /* final lse of the full attention, [batch][heads][seq_q] */
   const float* delta; /* D = rowsum(dout * out), from rfa_cuda_attention_delta */
   rfa_cuda_grad_mode grad_mode;
-  void* dq; rfa_cuda_strides dq_strides;
-  void* dk; rfa_cuda_strides dk_strides;
-  void* dv; rfa_cuda_strides dv_strides;
+  void* dq;
+  rfa_cuda_strides dq_strides;
+  void* dk;
+  rfa_cuda_strides dk_strides;
+  void* dv;
+  rfa_cuda_strides dv_strides;
   /* RFA_CUDA_GRAD_STORE without `deterministic` only: device scratch of
    * rfa_cuda_backward_workspace_size() bytes, 16-byte aligned; it holds the fp32 dQ
    * accumulator. Unused (may be NULL) otherwise. */
@@ -127,9 +134,13 @@ typedef struct rfa_cuda_backward_params {
 /* D = rowsum(dout * out) in fp32, one value per (batch, head, query). */
 typedef struct rfa_cuda_delta_params {
   int64_t batch, seq, heads, head_dim; /* any head_dim >= 1 */
-  const void* out;  rfa_cuda_strides out_strides;  rfa_cuda_dtype out_dtype;  /* any dtype */
-  const void* dout; rfa_cuda_strides dout_strides; rfa_cuda_dtype dout_dtype; /* any dtype */
-  float* delta; /* [batch][heads][seq] */
+  const void* out;
+  rfa_cuda_strides out_strides;
+  rfa_cuda_dtype out_dtype; /* any dtype */
+  const void* dout;
+  rfa_cuda_strides dout_strides;
+  rfa_cuda_dtype dout_dtype; /* any dtype */
+  float* delta;              /* [batch][heads][seq] */
 } rfa_cuda_delta_params;
 
 /* Ring merge of one block's normalized partial result into the running one, all fp32:
@@ -139,9 +150,11 @@ typedef struct rfa_cuda_delta_params {
  * values (so out may start as anything and lse as -inf). */
 typedef struct rfa_cuda_merge_params {
   int64_t batch, seq, heads, head_dim; /* any head_dim >= 1 */
-  float* out;             rfa_cuda_strides out_strides;
-  float* lse;             /* [batch][heads][seq] */
-  const float* block_out; rfa_cuda_strides block_out_strides;
+  float* out;
+  rfa_cuda_strides out_strides;
+  float* lse; /* [batch][heads][seq] */
+  const float* block_out;
+  rfa_cuda_strides block_out_strides;
   const float* block_lse; /* [batch][heads][seq] */
 } rfa_cuda_merge_params;
 
@@ -149,8 +162,10 @@ typedef struct rfa_cuda_merge_params {
  *   dst[b][s][h][:] <- src[b][s][h][:]   (the ring's fp32 accumulators -> the caller's out/dq) */
 typedef struct rfa_cuda_convert_params {
   int64_t batch, seq, heads, head_dim; /* any head_dim >= 1 */
-  const float* src; rfa_cuda_strides src_strides;
-  void* dst;        rfa_cuda_strides dst_strides;
+  const float* src;
+  rfa_cuda_strides src_strides;
+  void* dst;
+  rfa_cuda_strides dst_strides;
   rfa_cuda_dtype dst_dtype; /* RFA_CUDA_BF16 or RFA_CUDA_FP16 */
 } rfa_cuda_convert_params;
 

@@ -28,14 +28,14 @@ struct BandBlock {
   bool has_right_bound = false;
   std::int64_t right_bound = 0;  ///< >= 0: key j visible to query i only if j <= i + right_bound
   bool has_left_bound = false;
-  std::int64_t left_bound = 0;   ///< >= 1: key j visible to query i only if j > i - left_bound
+  std::int64_t left_bound = 0;  ///< >= 1: key j visible to query i only if j > i - left_bound
 };
 
 /// The cuDNN calls that compute one block exactly, or why it cannot be asked of cuDNN.
 struct BandPlan {
   bool expressible = false;
-  std::string why_not;           ///< set when not expressible
-  std::vector<BandBlock> blocks; ///< empty and expressible: the mask hides the whole block
+  std::string why_not;            ///< set when not expressible
+  std::vector<BandBlock> blocks;  ///< empty and expressible: the mask hides the whole block
 };
 
 /// The plan for `shape`'s block (its position maps, mask, window). `host_doc_bounds` is the

@@ -94,7 +94,7 @@ void set_band(Attributes& a, const BandBlock& band) {
   if (band.has_left_bound) a.set_diagonal_band_left_bound(int(band.left_bound));
 }
 
-#define RFA_CUDNN_FE_TRY(call, what)                                                                    \
+#define RFA_CUDNN_FE_TRY(call, what)                                                                   \
   do {                                                                                                 \
     auto fe_status_ = (call);                                                                          \
     if (fe_status_.is_bad())                                                                           \
@@ -210,13 +210,15 @@ GraphInputs graph_inputs(const BandProblem& p, const BandBlock& band) {
 
 rfa_cuda_status build_forward(rfa_cudnn_context& c, const BandProblem& p, const BandBlock& band, CachedGraph& out) {
   auto [g, q, k, v] = graph_inputs(p, band);
-  auto attributes = fe::graph::SDPA_attributes().set_name("rfa_band_forward").set_generate_stats(true).set_attn_scale(
-      p.scale);
+  auto attributes =
+      fe::graph::SDPA_attributes().set_name("rfa_band_forward").set_generate_stats(true).set_attn_scale(p.scale);
   set_band(attributes, band);
   auto [o, stats] = g->sdpa(q, k, v, attributes);
   const StridedTensor o_layout = packed(nullptr, band.q_rows, p.heads, p.head_dim);
-  o->set_output(true).set_uid(kO).set_dim({p.batch, p.heads, band.q_rows, p.head_dim}).set_stride(
-      {o_layout.batch, o_layout.head, o_layout.seq, 1});
+  o->set_output(true)
+      .set_uid(kO)
+      .set_dim({p.batch, p.heads, band.q_rows, p.head_dim})
+      .set_stride({o_layout.batch, o_layout.head, o_layout.seq, 1});
   stats->set_output(true)
       .set_uid(kStats)
       .set_data_type(fe::DataType_t::FLOAT)
@@ -244,12 +246,18 @@ rfa_cuda_status build_backward(rfa_cudnn_context& c, const BandProblem& p, const
   auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dout, stats, attributes);
   const StridedTensor q_layout = packed(nullptr, band.q_rows, p.heads, p.head_dim);
   const StridedTensor k_layout = packed(nullptr, band.k_rows, p.kv_heads, p.head_dim);
-  dq->set_output(true).set_uid(kDQ).set_dim({p.batch, p.heads, band.q_rows, p.head_dim}).set_stride(
-      {q_layout.batch, q_layout.head, q_layout.seq, 1});
-  dk->set_output(true).set_uid(kDK).set_dim({p.batch, p.kv_heads, band.k_rows, p.head_dim}).set_stride(
-      {k_layout.batch, k_layout.head, k_layout.seq, 1});
-  dv->set_output(true).set_uid(kDV).set_dim({p.batch, p.kv_heads, band.k_rows, p.head_dim}).set_stride(
-      {k_layout.batch, k_layout.head, k_layout.seq, 1});
+  dq->set_output(true)
+      .set_uid(kDQ)
+      .set_dim({p.batch, p.heads, band.q_rows, p.head_dim})
+      .set_stride({q_layout.batch, q_layout.head, q_layout.seq, 1});
+  dk->set_output(true)
+      .set_uid(kDK)
+      .set_dim({p.batch, p.kv_heads, band.k_rows, p.head_dim})
+      .set_stride({k_layout.batch, k_layout.head, k_layout.seq, 1});
+  dv->set_output(true)
+      .set_uid(kDV)
+      .set_dim({p.batch, p.kv_heads, band.k_rows, p.head_dim})
+      .set_stride({k_layout.batch, k_layout.head, k_layout.seq, 1});
   return finish_graph(c.handle, g, out);
 }
 
@@ -276,8 +284,8 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s) {
       s.head_dim < 8 || s.head_dim % 8 != 0 || s.head_dim > 256)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
                 "cuDNN attention: a shape of batch %lld, seq %lld x %lld, heads %lld over %lld, head_dim %lld",
-                (long long)s.batch, (long long)s.seq_q, (long long)s.seq_k, (long long)s.heads,
-                (long long)s.kv_heads, (long long)s.head_dim);
+                (long long)s.batch, (long long)s.seq_q, (long long)s.seq_k, (long long)s.heads, (long long)s.kv_heads,
+                (long long)s.head_dim);
   return RFA_CUDA_SUCCESS;
 }
 
@@ -365,10 +373,11 @@ rfa_cuda_status forward_block(rfa_cudnn_context& c, const rfa_cuda_forward_param
     char* base = static_cast<char*>(workspace);
     void* block_out = base + layout.cudnn;
     float* block_stats = reinterpret_cast<float*>(base + layout.cudnn + layout.out);
-    std::unordered_map<std::int64_t, void*> pack = {
-        {kQ, at_row(problem.q, band.q_begin, e).data}, {kK, at_row(problem.k, band.k_begin, e).data},
-        {kV, at_row(problem.v, band.k_begin, e).data}, {kO, block_out},
-        {kStats, block_stats}};
+    std::unordered_map<std::int64_t, void*> pack = {{kQ, at_row(problem.q, band.q_begin, e).data},
+                                                    {kK, at_row(problem.k, band.k_begin, e).data},
+                                                    {kV, at_row(problem.v, band.k_begin, e).data},
+                                                    {kO, block_out},
+                                                    {kStats, block_stats}};
     RFA_CUDA_TRY(execute(c, *g, pack, base, stream));
     const detail::RowwiseShape rows{int(s.batch), int(band.q_rows), int(s.heads), int(s.head_dim)};
     RFA_CUDA_TRY(detail::from_cuda(
@@ -416,11 +425,15 @@ rfa_cuda_status backward_block(rfa_cudnn_context& c, const rfa_cuda_backward_par
                           std::size_t(s.seq_q) * sizeof(float), std::size_t(band.q_rows) * sizeof(float),
                           std::size_t(s.batch * s.heads), cudaMemcpyDeviceToDevice, stream),
         "cuDNN attention: the copy of the band's lse rows"));
-    std::unordered_map<std::int64_t, void*> pack = {
-        {kQ, at_row(problem.q, band.q_begin, e).data},       {kK, at_row(problem.k, band.k_begin, e).data},
-        {kV, at_row(problem.v, band.k_begin, e).data},       {kO, at_row(problem.out, band.q_begin, e).data},
-        {kDO, at_row(problem.dout, band.q_begin, e).data},   {kStats, stats},
-        {kDQ, band_dq}, {kDK, band_dk}, {kDV, band_dv}};
+    std::unordered_map<std::int64_t, void*> pack = {{kQ, at_row(problem.q, band.q_begin, e).data},
+                                                    {kK, at_row(problem.k, band.k_begin, e).data},
+                                                    {kV, at_row(problem.v, band.k_begin, e).data},
+                                                    {kO, at_row(problem.out, band.q_begin, e).data},
+                                                    {kDO, at_row(problem.dout, band.q_begin, e).data},
+                                                    {kStats, stats},
+                                                    {kDQ, band_dq},
+                                                    {kDK, band_dk},
+                                                    {kDV, band_dv}};
     RFA_CUDA_TRY(execute(c, *g, pack, base, stream));
     const detail::RowwiseShape q_rows{int(s.batch), int(band.q_rows), int(s.heads), int(s.head_dim)};
     const detail::RowwiseShape k_rows{int(s.batch), int(band.k_rows), int(s.kv_heads), int(s.head_dim)};
@@ -514,8 +527,8 @@ rfa_cuda_status rfa_cudnn_plan_backward(rfa_cudnn_context* context, const rfa_cu
     BandPlan plan;
     RFA_CUDA_TRY(bands_of(p->shape, host_doc_bounds, plan));
     std::size_t bytes = 0;
-    RFA_CUDA_TRY(plan_block(*context, backward_problem(*p, nullptr, out_strides), plan, true, p->deterministic != 0,
-                            bytes));
+    RFA_CUDA_TRY(
+        plan_block(*context, backward_problem(*p, nullptr, out_strides), plan, true, p->deterministic != 0, bytes));
     *workspace_bytes = bytes;
     return RFA_CUDA_SUCCESS;
   });
@@ -525,7 +538,8 @@ rfa_cuda_status rfa_cudnn_forward(rfa_cudnn_context* context, const rfa_cuda_for
                                   const int64_t* host_doc_bounds, void* workspace, size_t workspace_bytes,
                                   cudaStream_t stream) {
   RFA_CUDA_TRY(require_context(context, p));
-  return guarded("forward", [&] { return forward_block(*context, *p, host_doc_bounds, workspace, workspace_bytes, stream); });
+  return guarded("forward",
+                 [&] { return forward_block(*context, *p, host_doc_bounds, workspace, workspace_bytes, stream); });
 }
 
 rfa_cuda_status rfa_cudnn_backward(rfa_cudnn_context* context, const rfa_cuda_backward_params* p, const void* out,

@@ -51,7 +51,8 @@ LoadResult open_cudnn(const char* file) {
   r.version = std::int64_t(get_version());
   if (r.version < RFA_CUDNN_MIN_VERSION) {
     r.message = "cuDNN " + version_text(r.version) + " (" + name + ") is older than " +
-                version_text(RFA_CUDNN_MIN_VERSION) + ", the oldest rfa asks for fused attention; install a newer "
+                version_text(RFA_CUDNN_MIN_VERSION) +
+                ", the oldest rfa asks for fused attention; install a newer "
                 "cuDNN 9";
     r.version = 0;
     dlclose(handle);
@@ -63,7 +64,7 @@ LoadResult open_cudnn(const char* file) {
 }
 
 std::once_flag load_once;
-LoadResult load_result;               // written once, by the first load_library()
+LoadResult load_result;              // written once, by the first load_library()
 std::atomic<bool> load_done{false};  // load_result is final
 
 const LoadResult& loaded(const char* file) {

@@ -19,15 +19,15 @@ bool complete_abandoned_requests(MPI_Request* requests, int count, const std::st
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   const bool bounded = timeout_s > 0.0 && timeout_s <= 1e9;
-  const auto deadline = start + std::chrono::duration_cast<clock::duration>(
-                                    std::chrono::duration<double>(bounded ? timeout_s : 0.0));
+  const auto deadline =
+      start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(bounded ? timeout_s : 0.0));
   auto next_report = start + std::chrono::seconds(10);
   for (;;) {
     int complete = 0;
     const int rc = MPI_Testall(count, requests, &complete, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) {
-      std::fprintf(stderr, "rfa: %s (while completing %s, abandoned)\n", collective::mpi_error_message(rc, "MPI_Testall").c_str(),
-                   what.c_str());
+      std::fprintf(stderr, "rfa: %s (while completing %s, abandoned)\n",
+                   collective::mpi_error_message(rc, "MPI_Testall").c_str(), what.c_str());
       return false;
     }
     if (complete) return true;
@@ -35,8 +35,10 @@ bool complete_abandoned_requests(MPI_Request* requests, int count, const std::st
     if (bounded && now >= deadline) break;
     if (now >= next_report) {
       const long waited = long(std::chrono::duration_cast<std::chrono::seconds>(now - start).count());
-      std::fprintf(stderr, "rfa: still completing %s that was destroyed before wait(), %ld s so far: "
-                           "the other ranks have not finished their side\n", what.c_str(), waited);
+      std::fprintf(stderr,
+                   "rfa: still completing %s that was destroyed before wait(), %ld s so far: "
+                   "the other ranks have not finished their side\n",
+                   what.c_str(), waited);
       next_report += std::chrono::seconds(10);
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -48,8 +50,10 @@ bool complete_abandoned_requests(MPI_Request* requests, int count, const std::st
       MPI_Request_free(&requests[i]);
     }
   }
-  std::fprintf(stderr, "rfa: gave up completing %s after %s: the other ranks did not finish their side; it is "
-                       "left to MPI and the communicator is unusable\n", what.c_str(), collective::seconds_text(timeout_s).c_str());
+  std::fprintf(stderr,
+               "rfa: gave up completing %s after %s: the other ranks did not finish their side; it is "
+               "left to MPI and the communicator is unusable\n",
+               what.c_str(), collective::seconds_text(timeout_s).c_str());
   return false;
 }
 

@@ -37,7 +37,7 @@ ByteDatatype::ByteDatatype(std::size_t bytes, std::size_t max_count) {
     MPI_Aint displacements[2] = {0, MPI_Aint(blocks * max_count)};
     MPI_Datatype parts[2] = {body.type, tail.type};
     collective::check_mpi(MPI_Type_create_struct(2, lengths, displacements, parts, &joined.type),
-              "MPI_Type_create_struct");
+                          "MPI_Type_create_struct");
     whole = joined.type;
   }
   // An exact extent makes consecutive elements (allgather blocks) adjacent whatever

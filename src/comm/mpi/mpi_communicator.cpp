@@ -68,10 +68,10 @@ std::size_t total_bytes(std::size_t ranks, std::size_t bytes_each, const char* c
 
 }  // namespace
 
-MpiCommunicator::MpiCommunicator(MPI_Comm parent, int ring_position, const MpiOptions& options)
-    : options_(options) {
+MpiCommunicator::MpiCommunicator(MPI_Comm parent, int ring_position, const MpiOptions& options) : options_(options) {
   if (!collective::mpi_is_usable()) {
-    fail(RFA_ERROR_INVALID_USAGE, "an MPI communicator needs MPI to be initialized and not finalized: "
+    fail(RFA_ERROR_INVALID_USAGE,
+         "an MPI communicator needs MPI to be initialized and not finalized: "
          "call MPI_Init (or MPI_Init_thread) before creating it and destroy it before MPI_Finalize; "
          "rfa never initializes MPI itself");
   }
@@ -102,8 +102,8 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, int ring_position, const MpiOp
     collective::check_mpi(MPI_Comm_rank(ring_, &rank_), "MPI_Comm_rank");
     collective::check_mpi(MPI_Comm_size(ring_, &size_), "MPI_Comm_size");
     if (rank_ != ring_position || size_ != parent_size) {
-      fail(RFA_ERROR_INTERNAL, "MPI_Comm_split gave rank ", rank_, " of ", size_, " for ring position ",
-           ring_position, " of ", parent_size);
+      fail(RFA_ERROR_INTERNAL, "MPI_Comm_split gave rank ", rank_, " of ", size_, " for ring position ", ring_position,
+           " of ", parent_size);
     }
     int* tag_ub = nullptr;
     int found = 0;
@@ -148,8 +148,9 @@ void MpiCommunicator::complete_collective(MPI_Request& request, const char* what
     // late rank can still complete it without touching memory the program has reused.
     if (parked) parked->abandon();
     *timed_out_ = std::string(what) + " did not complete within " + collective::seconds_text(options_.timeout_s);
-    return *timed_out_ + ": at least one rank has not reached it (late, stuck or gone; options.timeout_s or "
-                         "RFA_TIMEOUT_S sets the deadline). The communicator is unusable from now on; destroy it";
+    return *timed_out_ +
+           ": at least one rank has not reached it (late, stuck or gone; options.timeout_s or "
+           "RFA_TIMEOUT_S sets the deadline). The communicator is unusable from now on; destroy it";
   });
   collective::check_mpi(rc, what);
 }
@@ -183,12 +184,12 @@ Exchange MpiCommunicator::start_ring_exchange(const void* send, void* recv, std:
 void MpiCommunicator::allgather(const void* send, void* recv, std::size_t bytes_per_rank) {
   require_usable("allgather");
   require_buffer(send, bytes_per_rank, "allgather", "the send buffer");
-  require_buffer(recv, total_bytes(std::size_t(size_), bytes_per_rank, "allgather"), "allgather",
-                 "the receive buffer");
+  require_buffer(recv, total_bytes(std::size_t(size_), bytes_per_rank, "allgather"), "allgather", "the receive buffer");
   const ByteDatatype block(bytes_per_rank, options_.max_count_per_call);
   MPI_Request request = MPI_REQUEST_NULL;
-  collective::check_mpi(MPI_Iallgather(send, block.count(), block.type(), recv, block.count(), block.type(), ring_, &request),
-            "MPI_Iallgather");
+  collective::check_mpi(
+      MPI_Iallgather(send, block.count(), block.type(), recv, block.count(), block.type(), ring_, &request),
+      "MPI_Iallgather");
   complete_collective(request, "allgather (MPI_Iallgather)");
 }
 
@@ -200,8 +201,9 @@ Exchange MpiCommunicator::start_allgather(const void* send, void* recv, std::siz
                  "the receive buffer");
   auto block = std::make_unique<ByteDatatype>(bytes_per_rank, options_.max_count_per_call);
   MPI_Request request = MPI_REQUEST_NULL;
-  collective::check_mpi(MPI_Iallgather(send, block->count(), block->type(), recv, block->count(), block->type(), ring_, &request),
-            "MPI_Iallgather");
+  collective::check_mpi(
+      MPI_Iallgather(send, block->count(), block->type(), recv, block->count(), block->type(), ring_, &request),
+      "MPI_Iallgather");
   return Exchange(std::make_unique<mpi::MpiPendingCollective>(
       request, std::move(block), "all-gather of " + std::to_string(bytes_per_rank) + " bytes per rank",
       options_.timeout_s, timed_out_));
@@ -214,8 +216,9 @@ void MpiCommunicator::alltoall(const void* send, void* recv, std::size_t bytes_p
   require_buffer(recv, total, "alltoall", "the receive buffer");
   const ByteDatatype block(bytes_per_pair, options_.max_count_per_call);
   MPI_Request request = MPI_REQUEST_NULL;
-  collective::check_mpi(MPI_Ialltoall(send, block.count(), block.type(), recv, block.count(), block.type(), ring_, &request),
-            "MPI_Ialltoall");
+  collective::check_mpi(
+      MPI_Ialltoall(send, block.count(), block.type(), recv, block.count(), block.type(), ring_, &request),
+      "MPI_Ialltoall");
   complete_collective(request, "alltoall (MPI_Ialltoall)");
 }
 
@@ -239,10 +242,9 @@ void MpiCommunicator::alltoallv(const void* send, const std::size_t* send_bytes,
                    is_recv ? "the receive buffer" : "the send buffer");
     types.push_back(std::make_unique<ByteDatatype>(bytes, options_.max_count_per_call));
     MPI_Request request = MPI_REQUEST_NULL;
-    const int rc = is_recv ? MPI_Irecv(r + offset, types.back()->count(), types.back()->type(), peer, tag, ring_,
-                                       &request)
-                           : MPI_Isend(s + offset, types.back()->count(), types.back()->type(), peer, tag, ring_,
-                                       &request);
+    const int rc = is_recv
+                       ? MPI_Irecv(r + offset, types.back()->count(), types.back()->type(), peer, tag, ring_, &request)
+                       : MPI_Isend(s + offset, types.back()->count(), types.back()->type(), peer, tag, ring_, &request);
     if (rc != MPI_SUCCESS) {
       // Nothing may stay posted on buffers the caller is about to free.
       for (MPI_Request& posted : requests) {
@@ -256,20 +258,21 @@ void MpiCommunicator::alltoallv(const void* send, const std::size_t* send_bytes,
   for (int peer = 0; peer < size_; ++peer) post(true, peer, recv_bytes[peer], recv_offsets[peer]);
   for (int peer = 0; peer < size_; ++peer) post(false, peer, send_bytes[peer], send_offsets[peer]);
   const int receives = int(std::count_if(recv_bytes, recv_bytes + size_, [](std::size_t b) { return b > 0; }));
-  const int rc = collective::wait_within(requests.data(), int(requests.size()), MPI_STATUSES_IGNORE, options_.timeout_s,
-                                  [&](const int* done) {
-    // Unfinished receives are cancelled; sends stay with MPI, and so do their datatypes.
-    for (int i = 0; i < receives; ++i) {
-      if (!done[i]) {
-        MPI_Cancel(&requests[std::size_t(i)]);
-        MPI_Request_free(&requests[std::size_t(i)]);
-      }
-    }
-    for (auto& type : types) type.release();
-    *timed_out_ = "alltoallv did not complete within " + collective::seconds_text(options_.timeout_s);
-    return *timed_out_ + ": a peer has not sent or received its blocks (late, stuck or gone; options.timeout_s "
-                         "or RFA_TIMEOUT_S sets the deadline). The communicator is unusable from now on; destroy it";
-  });
+  const int rc = collective::wait_within(
+      requests.data(), int(requests.size()), MPI_STATUSES_IGNORE, options_.timeout_s, [&](const int* done) {
+        // Unfinished receives are cancelled; sends stay with MPI, and so do their datatypes.
+        for (int i = 0; i < receives; ++i) {
+          if (!done[i]) {
+            MPI_Cancel(&requests[std::size_t(i)]);
+            MPI_Request_free(&requests[std::size_t(i)]);
+          }
+        }
+        for (auto& type : types) type.release();
+        *timed_out_ = "alltoallv did not complete within " + collective::seconds_text(options_.timeout_s);
+        return *timed_out_ +
+               ": a peer has not sent or received its blocks (late, stuck or gone; options.timeout_s "
+               "or RFA_TIMEOUT_S sets the deadline). The communicator is unusable from now on; destroy it";
+      });
   collective::check_mpi(rc, "MPI_Waitall (alltoallv)");
 }
 
@@ -283,7 +286,7 @@ void MpiCommunicator::reduce_scatter_sum(const float* send, float* recv, std::si
   if (count_per_rank == 0) return;
   MPI_Request request = MPI_REQUEST_NULL;
   collective::check_mpi(MPI_Ireduce_scatter_block(send, recv, int(count_per_rank), MPI_FLOAT, MPI_SUM, ring_, &request),
-            "MPI_Ireduce_scatter_block");
+                        "MPI_Ireduce_scatter_block");
   complete_collective(request, "reduce_scatter_sum (MPI_Ireduce_scatter_block)");
 }
 
@@ -295,8 +298,9 @@ void MpiCommunicator::allreduce_inplace(std::int64_t* values, std::size_t count,
   // where a late rank is usually noticed, and their arrays live on the caller's stack.
   collective::ParkedValues parked(std::vector<std::int64_t>(values, values + count));
   MPI_Request request = MPI_REQUEST_NULL;
-  collective::check_mpi(MPI_Iallreduce(MPI_IN_PLACE, parked.data(), int(count), MPI_INT64_T, to_mpi(op), ring_, &request),
-            "MPI_Iallreduce");
+  collective::check_mpi(
+      MPI_Iallreduce(MPI_IN_PLACE, parked.data(), int(count), MPI_INT64_T, to_mpi(op), ring_, &request),
+      "MPI_Iallreduce");
   complete_collective(request, "allreduce (MPI_Iallreduce)", &parked);
   std::copy(parked.values().begin(), parked.values().end(), values);
 }

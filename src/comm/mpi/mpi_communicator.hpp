@@ -83,7 +83,7 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm ring_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
-  int tag_upper_bound_ = 32767;    // the least MPI guarantees; raised to MPI_TAG_UB
+  int tag_upper_bound_ = 32767;         // the least MPI guarantees; raised to MPI_TAG_UB
   std::int64_t call_tag_range_ = 0;     // the range of tags of the call in progress
   std::int64_t exchanges_started_ = 0;  // in this call: the next exchange's tag within the range
   MpiOptions options_;

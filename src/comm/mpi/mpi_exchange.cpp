@@ -13,15 +13,19 @@
 
 namespace rfa::comm::mpi {
 
-MpiPendingExchange::MpiPendingExchange(const void* send, void* recv, std::size_t bytes,
-                                       const ExchangeRoute& route)
-    : datatype_(bytes, route.max_count), bytes_(bytes), prev_(route.prev), next_(route.next), tag_(route.tag),
-      timeout_s_(route.timeout_s), timed_out_(route.timed_out) {
-  collective::check_mpi(MPI_Irecv(recv, datatype_.count(), datatype_.type(), route.prev, route.tag, route.comm,
-                      &requests_[kRecv]),
-            "MPI_Irecv");
-  const int rc = MPI_Isend(send, datatype_.count(), datatype_.type(), route.next, route.tag, route.comm,
-                           &requests_[kSend]);
+MpiPendingExchange::MpiPendingExchange(const void* send, void* recv, std::size_t bytes, const ExchangeRoute& route)
+    : datatype_(bytes, route.max_count),
+      bytes_(bytes),
+      prev_(route.prev),
+      next_(route.next),
+      tag_(route.tag),
+      timeout_s_(route.timeout_s),
+      timed_out_(route.timed_out) {
+  collective::check_mpi(
+      MPI_Irecv(recv, datatype_.count(), datatype_.type(), route.prev, route.tag, route.comm, &requests_[kRecv]),
+      "MPI_Irecv");
+  const int rc =
+      MPI_Isend(send, datatype_.count(), datatype_.type(), route.next, route.tag, route.comm, &requests_[kSend]);
   if (rc != MPI_SUCCESS) {
     // A receive nobody will complete may be cancelled (unlike a send), and must be, or the
     // destructor would wait for it forever.
@@ -44,9 +48,8 @@ void MpiPendingExchange::check_completed(int rc, const char* call) {
 #endif
   // Counted in basic elements of the type, i.e. bytes; MPI_UNDEFINED (negative) if partial.
   if (received != MPI_Count(bytes_)) {
-    fail(RFA_ERROR_INVALID_USAGE, "ring exchange (tag ", tag_, ") expected ", bytes_,
-         " bytes from ring position ", prev_, " but received ",
-         received < 0 ? std::string("a different amount") : std::to_string(received),
+    fail(RFA_ERROR_INVALID_USAGE, "ring exchange (tag ", tag_, ") expected ", bytes_, " bytes from ring position ",
+         prev_, " but received ", received < 0 ? std::string("a different amount") : std::to_string(received),
          ": every rank must start the same exchanges, in the same order, with the same sizes");
   }
 }

@@ -20,8 +20,8 @@ struct ExchangeRoute {
   int next = 0;
   int prev = 0;
   int tag = 0;
-  std::size_t max_count = 0;  // see ByteDatatype
-  double timeout_s = 0;       // wait()'s deadline; 0: none (see deadline.hpp)
+  std::size_t max_count = 0;               // see ByteDatatype
+  double timeout_s = 0;                    // wait()'s deadline; 0: none (see deadline.hpp)
   std::shared_ptr<std::string> timed_out;  // set on a timeout: the communicator is unusable
 };
 

@@ -19,8 +19,9 @@ void MpiPendingCollective::wait() {
     request_ = MPI_REQUEST_NULL;
     datatype_.release();
     *timed_out_ = "a non-blocking " + what_ + " did not complete within " + collective::seconds_text(timeout_s_);
-    return *timed_out_ + ": at least one rank has not reached it (options.timeout_s or RFA_TIMEOUT_S sets the "
-                         "deadline). The communicator is unusable from now on; destroy it";
+    return *timed_out_ +
+           ": at least one rank has not reached it (options.timeout_s or RFA_TIMEOUT_S sets the "
+           "deadline). The communicator is unusable from now on; destroy it";
   });
   collective::check_mpi(rc, ("MPI_Wait (" + what_ + ")").c_str());
 }

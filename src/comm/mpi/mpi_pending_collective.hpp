@@ -20,8 +20,8 @@ class MpiPendingCollective final : public detail::PendingExchange {
   /// Takes the started request and the datatype it uses (which must outlive it). wait() gives
   /// up after `timeout_s` seconds (0: never) with RFA_ERROR_TIMEOUT, recording why in
   /// `timed_out` (the communicator's flag that makes it unusable).
-  MpiPendingCollective(MPI_Request request, std::unique_ptr<ByteDatatype> datatype, std::string what,
-                       double timeout_s, std::shared_ptr<std::string> timed_out)
+  MpiPendingCollective(MPI_Request request, std::unique_ptr<ByteDatatype> datatype, std::string what, double timeout_s,
+                       std::shared_ptr<std::string> timed_out)
       : request_(request),
         datatype_(std::move(datatype)),
         what_(std::move(what)),

@@ -9,8 +9,7 @@
 
 namespace rfa::comm::nccl {
 
-NcclCommState::NcclCommState(int device, double timeout_seconds)
-    : device_(device), timeout_seconds_(timeout_seconds) {}
+NcclCommState::NcclCommState(int device, double timeout_seconds) : device_(device), timeout_seconds_(timeout_seconds) {}
 
 void NcclCommState::init(int nranks, const ncclUniqueId& id, int rank) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -105,7 +104,8 @@ NcclCommState::~NcclCommState() {
     wait_until_settled("ncclCommFinalize", deadline_after(start, timeout_seconds_));
     const ncclResult_t destroyed = ncclCommDestroy(comm_);
     comm_ = nullptr;
-    if (destroyed != ncclSuccess) std::fprintf(stderr, "rfa: ncclCommDestroy failed: %s\n", ncclGetErrorString(destroyed));
+    if (destroyed != ncclSuccess)
+      std::fprintf(stderr, "rfa: ncclCommDestroy failed: %s\n", ncclGetErrorString(destroyed));
   } catch (const std::exception& e) {
     // wait_until_settled aborted already on its failures; a failed Finalize did not.
     std::fprintf(stderr, "rfa: while destroying an NCCL communicator: %s\n", e.what());

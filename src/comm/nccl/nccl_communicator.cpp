@@ -104,12 +104,13 @@ Exchange NcclCommunicator::start_ring_exchange(const void* send, void* recv, std
   require(s + bytes <= r || r + bytes <= s, "start_ring_exchange: the send and receive buffers overlap");
 
   const std::string what = "ring exchange #" + std::to_string(exchanges_started_) + " (" + std::to_string(bytes) +
-                           " bytes to ring position " + std::to_string(next()) + ", from " +
-                           std::to_string(prev()) + ")";
+                           " bytes to ring position " + std::to_string(next()) + ", from " + std::to_string(prev()) +
+                           ")";
   ++exchanges_started_;
   auto pending = launch(what, [&](cudaStream_t stream) {
     if (size() == 1) {
-      check_cuda(cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync (self exchange)");
+      check_cuda(cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDeviceToDevice, stream),
+                 "cudaMemcpyAsync (self exchange)");
       return;
     }
     ncclComm_t comm = state_->comm();
@@ -132,15 +133,18 @@ Exchange NcclCommunicator::start_allgather(const void* send, void* recv, std::si
   require_device_buffer(send, bytes_per_rank, "allgather", "the send buffer");
   const std::size_t total = total_bytes(std::size_t(size()), bytes_per_rank, "allgather");
   require_device_buffer(recv, total, "allgather", "the receive buffer");
-  return Exchange(launch("allgather of " + std::to_string(bytes_per_rank) + " bytes per rank", [&](cudaStream_t stream) {
-    if (size() == 1) {
-      if (send != recv) {
-        check_cuda(cudaMemcpyAsync(recv, send, bytes_per_rank, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
-      }
-      return;
-    }
-    state_->check_call(ncclAllGather(send, recv, bytes_per_rank, ncclUint8, state_->comm(), stream), "ncclAllGather");
-  }));
+  return Exchange(
+      launch("allgather of " + std::to_string(bytes_per_rank) + " bytes per rank", [&](cudaStream_t stream) {
+        if (size() == 1) {
+          if (send != recv) {
+            check_cuda(cudaMemcpyAsync(recv, send, bytes_per_rank, cudaMemcpyDeviceToDevice, stream),
+                       "cudaMemcpyAsync");
+          }
+          return;
+        }
+        state_->check_call(ncclAllGather(send, recv, bytes_per_rank, ncclUint8, state_->comm(), stream),
+                           "ncclAllGather");
+      }));
 }
 
 void NcclCommunicator::alltoall(const void* send, void* recv, std::size_t bytes_per_pair) {
@@ -174,17 +178,19 @@ void NcclCommunicator::alltoallv(const void* send, const std::size_t* send_bytes
   const auto* s = static_cast<const unsigned char*>(send);
   auto* r = static_cast<unsigned char*>(recv);
   for (int peer = 0; peer < size(); ++peer) {
-    if (send_bytes[peer] > 0) require_device_buffer(s + send_offsets[peer], send_bytes[peer], "alltoallv", "the send buffer");
-    if (recv_bytes[peer] > 0) require_device_buffer(r + recv_offsets[peer], recv_bytes[peer], "alltoallv", "the receive buffer");
+    if (send_bytes[peer] > 0)
+      require_device_buffer(s + send_offsets[peer], send_bytes[peer], "alltoallv", "the send buffer");
+    if (recv_bytes[peer] > 0)
+      require_device_buffer(r + recv_offsets[peer], recv_bytes[peer], "alltoallv", "the receive buffer");
   }
   const int me = rank();
-  require(send_bytes[me] == recv_bytes[me], "alltoallv: this rank sends itself ", send_bytes[me],
-          " bytes but expects ", recv_bytes[me]);
+  require(send_bytes[me] == recv_bytes[me], "alltoallv: this rank sends itself ", send_bytes[me], " bytes but expects ",
+          recv_bytes[me]);
   launch("alltoallv", [&](cudaStream_t stream) {
     if (send_bytes[me] > 0) {
-      check_cuda(cudaMemcpyAsync(r + recv_offsets[me], s + send_offsets[me], send_bytes[me], cudaMemcpyDeviceToDevice,
-                                 stream),
-                 "cudaMemcpyAsync");
+      check_cuda(
+          cudaMemcpyAsync(r + recv_offsets[me], s + send_offsets[me], send_bytes[me], cudaMemcpyDeviceToDevice, stream),
+          "cudaMemcpyAsync");
     }
     if (size() == 1) return;
     ncclComm_t comm = state_->comm();
@@ -192,10 +198,12 @@ void NcclCommunicator::alltoallv(const void* send, const std::size_t* send_bytes
     for (int peer = 0; peer < size(); ++peer) {
       if (peer == me) continue;
       if (send_bytes[peer] > 0) {
-        state_->check_call(ncclSend(s + send_offsets[peer], send_bytes[peer], ncclUint8, peer, comm, stream), "ncclSend");
+        state_->check_call(ncclSend(s + send_offsets[peer], send_bytes[peer], ncclUint8, peer, comm, stream),
+                           "ncclSend");
       }
       if (recv_bytes[peer] > 0) {
-        state_->check_call(ncclRecv(r + recv_offsets[peer], recv_bytes[peer], ncclUint8, peer, comm, stream), "ncclRecv");
+        state_->check_call(ncclRecv(r + recv_offsets[peer], recv_bytes[peer], ncclUint8, peer, comm, stream),
+                           "ncclRecv");
       }
     }
     state_->check_call(ncclGroupEnd(), "ncclGroupEnd");

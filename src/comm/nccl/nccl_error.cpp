@@ -6,8 +6,8 @@
 namespace rfa::comm::nccl {
 
 std::string nccl_error_message(ncclResult_t code, const char* call, ncclComm_t comm) {
-  std::string message = std::string(call) + " failed: " + ncclGetErrorString(code) + " (NCCL result " +
-                        std::to_string(int(code)) + ")";
+  std::string message =
+      std::string(call) + " failed: " + ncclGetErrorString(code) + " (NCCL result " + std::to_string(int(code)) + ")";
   const char* detail = ncclGetLastError(comm);
   if (detail != nullptr && *detail != '\0') message += ": " + std::string(detail);
   return message;

@@ -58,8 +58,10 @@ NcclPendingOperation::~NcclPendingOperation() {
   try {
     while (!test()) {
       if (Clock::now() >= next_report) {
-        std::fprintf(stderr, "rfa: still completing %s, destroyed before wait(): its neighbours have not "
-                             "finished their side (gives up at the NCCL timeout)\n", what_.c_str());
+        std::fprintf(stderr,
+                     "rfa: still completing %s, destroyed before wait(): its neighbours have not "
+                     "finished their side (gives up at the NCCL timeout)\n",
+                     what_.c_str());
         next_report += std::chrono::seconds(10);
       }
       pause_between_polls(since);

@@ -123,8 +123,10 @@ class StagedExchange final : public detail::PendingExchange {
     while (!test()) {
       // While the host transport is in flight, block in it rather than spin: the copies of
       // other exchanges are advanced again by the next test().
-      if (phase_ == Phase::sending) host_exchange_.wait();
-      else std::this_thread::yield();
+      if (phase_ == Phase::sending)
+        host_exchange_.wait();
+      else
+        std::this_thread::yield();
     }
   }
 

@@ -48,7 +48,11 @@ static float forward_deviation(void) {
     worst = d > worst ? d : worst;
   }
   CHECK(rfa_context_destroy(ring));
-  free(q); free(k); free(v); free(out); free(lse);
+  free(q);
+  free(k);
+  free(v);
+  free(out);
+  free(lse);
   return worst;
 }
 
@@ -60,10 +64,11 @@ int main(int argc, char** argv) {
   rfa_options_t defaults;
   CHECK(rfa_options_init(&defaults));
   printf("rfa %d.%d.%d (options version %d)\n", major, minor, patch, (int)defaults.version);
-  printf("RFA_HAVE_CUDA=%d\nRFA_HAVE_CUDA_KERNELS=%d\nRFA_HAVE_CUDNN=%d\nRFA_HAVE_NCCL=%d\n"
-         "RFA_HAVE_MPI=%d\nRFA_HAVE_HWLOC=%d\nRFA_HAVE_FORTRAN=%d\n",
-         RFA_HAVE_CUDA, RFA_HAVE_CUDA_KERNELS, RFA_HAVE_CUDNN, RFA_HAVE_NCCL, RFA_HAVE_MPI,
-         RFA_HAVE_HWLOC, RFA_HAVE_FORTRAN);
+  printf(
+      "RFA_HAVE_CUDA=%d\nRFA_HAVE_CUDA_KERNELS=%d\nRFA_HAVE_CUDNN=%d\nRFA_HAVE_NCCL=%d\n"
+      "RFA_HAVE_MPI=%d\nRFA_HAVE_HWLOC=%d\nRFA_HAVE_FORTRAN=%d\n",
+      RFA_HAVE_CUDA, RFA_HAVE_CUDA_KERNELS, RFA_HAVE_CUDNN, RFA_HAVE_NCCL, RFA_HAVE_MPI, RFA_HAVE_HWLOC,
+      RFA_HAVE_FORTRAN);
   int status = 0;
   if (argc > 1 && strcmp(argv[1], "context") == 0) {
     float worst = forward_deviation();
