@@ -22,7 +22,8 @@ version=$(clang-format --version | grep -oE '[0-9]+\.[0-9]+\.[0-9]+' | head -1)
 [ "${version%%.*}" = 14 ] || echo "format: clang-format $version here; the style is checked with 14" >&2
 
 cd "$here"
-mapfile -t files < <(git ls-files '*.c' '*.h' '*.cpp' '*.hpp' '*.cu' '*.cuh')
+# tests/readme/preludes/ are templates (an @FRAGMENT@ line stands for a README block), not C.
+mapfile -t files < <(git ls-files '*.c' '*.h' '*.cpp' '*.hpp' '*.cu' '*.cuh' ':(exclude)tests/readme/preludes/*')
 if [ "$mode" = write ]; then
   clang-format -i --style=file "${files[@]}"
   exit 0

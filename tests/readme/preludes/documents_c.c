@@ -5,5 +5,6 @@
 rfa_result_t readme_documents_fragment(rfa_options_t o);
 rfa_result_t readme_documents_fragment(rfa_options_t o) {
   rfa_context_t ctx = NULL;
-  @FRAGMENT @ return rfa_context_destroy(ctx);
+@FRAGMENT@
+  return rfa_context_destroy(ctx);
 }

@@ -6,5 +6,6 @@
 
 int main(int argc, char** argv) {
   float *q = NULL, *k = NULL, *v = NULL, *out = NULL, *lse = NULL;
-  @FRAGMENT @ return 0;
+@FRAGMENT@
+  return 0;
 }
