@@ -203,7 +203,7 @@ int main(int argc, char** argv) {
         return 0;
       }
       rfa::require(opts.check == rfa::perf::CheckMode::automatic,
-                   "rfa_ring_bench does not check results (rfa_run does): drop --check/--no-check");
+                   "rfa_ring_bench does not check results (rfa_run does): drop --check/--sampled-check/--no-check");
       if (layout_given) layouts = {opts.layout};
       // Same argv, same verdict on every rank, before any communication: rank 0 speaks.
       for (rfa_layout_t layout : layouts) {

@@ -5,15 +5,12 @@
 // position maps, so the check costs about 2/P of one single-rank run per rank.
 #pragma once
 
+#include "check_reductions.hpp"
 #include "comm/communicator.hpp"
 #include "engine/ring_attention.hpp"
 
 namespace rfa {
 namespace perf {
-
-struct CheckErrors {
-  double out = 0, lse = 0, dq = 0, dk = 0, dv = 0;
-};
 
 /// Collective. Errors are max|got - ref| / max|ref| over all ranks (lse: absolute). `mine`:
 /// the global positions of this rank's rows (the strategy's local_positions()).

@@ -13,7 +13,8 @@
 namespace rfa {
 namespace perf {
 
-enum class CheckMode { automatic, on, off };
+/// automatic: the full-sequence check up to kCheckAutoMaxSeq tokens, the sampled one above.
+enum class CheckMode { automatic, on, sampled, off };
 
 /// Where the ring runs: the host kernels, or the CUDA kernels on this rank's GPU.
 enum class RunDevice { host, cuda };
@@ -42,13 +43,15 @@ struct RunOptions {
   bool deterministic = false;  ///< --deterministic: bitwise reproducible gradients
 };
 
-/// Above this many tokens the full-sequence check is off unless --check asks for it: it
-/// builds full-sequence fp32 tensors on every rank, which a long (Slurm) run must not.
+/// Above this many tokens the full-sequence check gives way to the sampled one unless --check
+/// asks for it: it builds full-sequence fp32 tensors on every rank, which a long (Slurm) run
+/// must not.
 constexpr std::int64_t kCheckAutoMaxSeq = 32768;
 
-/// Whether the full-sequence check runs for these options.
-inline bool check_enabled(const RunOptions& o) {
-  return o.check == CheckMode::on || (o.check == CheckMode::automatic && o.seq <= kCheckAutoMaxSeq);
+/// Which check runs for these options: on (the full sequence), sampled, or off.
+inline CheckMode check_to_run(const RunOptions& o) {
+  if (o.check != CheckMode::automatic) return o.check;
+  return o.seq <= kCheckAutoMaxSeq ? CheckMode::on : CheckMode::sampled;
 }
 
 /// When --seq was not given, rounds the default down to the nearest length the layout can

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "sampled_check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/error.hpp"
+#include "ring_problem.hpp"
+
+namespace rfa {
+namespace perf {
+namespace {
+
+using kernels::Tensor3;
+using kernels::Tensor4;
+
+/// The problem's value of tensor `id`, rounded to the storage dtype as the run saw it.
+template <class T>
+void row_values(TensorId id, std::int64_t b, std::int64_t pos, std::int64_t h, std::vector<double>& x) {
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = to_float(from_float<T>(hashed_uniform(id, b, pos, h, std::int64_t(i))));
+}
+
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+/// Global positions a query at `q` may see, as an interval [lo, hi] the mask rule narrows
+/// (each candidate is still tested with the rule).
+struct Span {
+  std::int64_t lo, hi;
+};
+/// Narrows `s` to the document holding `position` (packed documents only).
+Span within_document(const kernels::MaskRule& rule, std::int64_t position, Span s) {
+  if (!rule.documents()) return s;
+  const std::int64_t d = rule.document_of(position);
+  return Span{std::max(s.lo, rule.doc_bounds[d]), std::min(s.hi, rule.doc_bounds[d + 1] - 1)};
+}
+Span keys_seen_by(const kernels::MaskRule& rule, std::int64_t q, std::int64_t S) {
+  const std::int64_t lo = rule.window > 0 ? std::max<std::int64_t>(0, q - rule.window + 1) : 0;
+  return within_document(rule, q, Span{lo, rule.causal ? q : S - 1});
+}
+Span queries_seeing(const kernels::MaskRule& rule, std::int64_t k, std::int64_t S) {
+  const std::int64_t hi = rule.window > 0 ? std::min<std::int64_t>(S - 1, k + rule.window - 1) : S - 1;
+  return within_document(rule, k, Span{rule.causal ? k : 0, hi});
+}
+bool sees(const kernels::MaskRule& rule, std::int64_t q, std::int64_t k) {
+  return rule.visible(q, k) && (!rule.documents() || rule.document_of(q) == rule.document_of(k));
+}
+
+/// {max |got - ref|, max |ref|}, accumulated entry by entry; an infinite reference must be
+/// matched exactly, and NaN is an infinite error.
+struct Diff {
+  double err = 0, scale = 0;
+  void add(double got, double ref) {
+    if (std::isinf(ref) || std::isinf(got)) {
+      if (got != ref) err = INFINITY;
+      return;
+    }
+    err = std::max(err, std::isnan(got) ? INFINITY : std::abs(got - ref));
+    scale = std::max(scale, std::abs(ref));
+  }
+  std::pair<double, double> pair() const { return {err, scale}; }
+};
+
+/// The sampled local rows: the first, the last and evenly spaced ones between.
+std::vector<std::int64_t> sampled_rows(std::int64_t L, int rows) {
+  std::vector<std::int64_t> r;
+  const std::int64_t n = std::min<std::int64_t>(L, std::max(rows, 1));
+  for (std::int64_t k = 0; k < n; ++k) r.push_back(n == 1 ? 0 : k * (L - 1) / (n - 1));
+  return r;
+}
+
+}  // namespace
+
+template <class T>
+CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::RingConfig& cfg, const PositionMap& mine,
+                               Tensor4<const T> out, Tensor3<const float> lse, Tensor4<const T> dq, Tensor4<const T> dk,
+                               Tensor4<const T> dv, int rows) {
+  const std::int64_t B = cfg.batch, S = cfg.seq_total, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
+  const std::int64_t L = mine.length(), group = H / HKV;
+  const kernels::MaskRule rule = engine::mask_rule(cfg);
+  const double scale = kernels::make_params(B, L, S, H, HKV, D, cfg.mask, cfg.softmax_scale).scale();
+  const int me = ring.rank();
+  const std::vector<std::int64_t> picks = sampled_rows(L, rows);
+  const std::size_t dn = std::size_t(D);
+  std::vector<double> q(dn), k(dn), v(dn), dov(dn), o(dn), a(dn), bk(dn), dk_ref(dn), dv_ref(dn);
+  Diff out_d, lse_d, dq_d, dk_d, dv_d;
+
+  // Query rows: each pick in two heads, spread over the heads (and the K/V heads they read)
+  // from rank to rank.
+  for (std::size_t n = 0; n < picks.size(); ++n) {
+    const std::int64_t i = picks[n], p = mine(i), b = std::int64_t(n) % B;
+    for (std::int64_t h : {(std::int64_t(n) + me) % H, (std::int64_t(n) + me + H / 2) % H}) {
+      const std::int64_t g = h / group;
+      row_values<T>(TensorId::q, b, p, h, q);
+      row_values<T>(TensorId::dout, b, p, h, dov);
+      double m = -std::numeric_limits<double>::infinity(), z = 0;
+      std::fill(o.begin(), o.end(), 0.0);
+      std::fill(a.begin(), a.end(), 0.0);
+      std::fill(bk.begin(), bk.end(), 0.0);
+      const Span span = keys_seen_by(rule, p, S);
+      for (std::int64_t j = span.lo; j <= span.hi; ++j) {
+        if (!sees(rule, p, j)) continue;
+        row_values<T>(TensorId::k, b, j, g, k);
+        row_values<T>(TensorId::v, b, j, g, v);
+        const double s = scale * dot(q, k), dov_v = dot(dov, v);
+        if (s > m) {
+          const double r = std::exp(m - s);  // 0 while nothing was seen
+          z *= r;
+          for (std::int64_t x = 0; x < D; ++x) o[x] *= r, a[x] *= r, bk[x] *= r;
+          m = s;
+        }
+        const double e = std::exp(s - m);
+        z += e;
+        for (std::int64_t x = 0; x < D; ++x) o[x] += e * v[x], a[x] += e * dov_v * k[x], bk[x] += e * k[x];
+      }
+      const bool none = z == 0;
+      for (std::int64_t x = 0; x < D; ++x) o[x] = none ? 0.0 : o[x] / z;
+      const double delta = dot(dov, o);
+      lse_d.add(lse(b, h, i), none ? -INFINITY : m + std::log(z));
+      for (std::int64_t x = 0; x < D; ++x) {
+        out_d.add(to_float(out(b, i, h, x)), o[x]);
+        dq_d.add(to_float(dq(b, i, h, x)), none ? 0.0 : scale * (a[x] - delta * bk[x]) / z);
+      }
+      if (H == 1) break;  // the second head would be the first again
+    }
+  }
+
+  // Key rows need lse and D of every query that sees them: this rank's rows, gathered.
+  Tensor3<float> delta_mine("delta_mine", B, H, L);
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t i = 0; i < L; ++i)
+      for (std::int64_t h = 0; h < H; ++h) {
+        row_values<T>(TensorId::dout, b, mine(i), h, dov);
+        double d = 0;
+        for (std::int64_t x = 0; x < D; ++x) d += dov[x] * to_float(out(b, i, h, x));
+        delta_mine(b, h, i) = float(d);
+      }
+  std::vector<float> lse_all(std::size_t(B * H * S)), delta_all(std::size_t(B * H * S));
+  allgather_by_position(ring, mine, lse.data(), B, H, lse_all.data(), S);
+  allgather_by_position(ring, mine, delta_mine.data(), B, H, delta_all.data(), S);
+
+  for (std::size_t n = 0; n < picks.size(); ++n) {
+    const std::int64_t j = picks[n], p = mine(j), b = std::int64_t(n) % B, g = (std::int64_t(n) + me) % HKV;
+    row_values<T>(TensorId::k, b, p, g, k);
+    row_values<T>(TensorId::v, b, p, g, v);
+    std::fill(dk_ref.begin(), dk_ref.end(), 0.0);
+    std::fill(dv_ref.begin(), dv_ref.end(), 0.0);
+    const Span span = queries_seeing(rule, p, S);
+    for (std::int64_t h = g * group; h < (g + 1) * group; ++h)
+      for (std::int64_t i = span.lo; i <= span.hi; ++i) {
+        if (!sees(rule, i, p)) continue;
+        const std::size_t row = std::size_t((b * H + h) * S + i);
+        row_values<T>(TensorId::q, b, i, h, q);
+        row_values<T>(TensorId::dout, b, i, h, dov);
+        const double pr = std::exp(scale * dot(q, k) - double(lse_all[row]));
+        const double ds = pr * (dot(dov, v) - double(delta_all[row]));
+        for (std::int64_t x = 0; x < D; ++x) dv_ref[x] += pr * dov[x], dk_ref[x] += scale * ds * q[x];
+      }
+    for (std::int64_t x = 0; x < D; ++x) {
+      dk_d.add(to_float(dk(b, j, g, x)), dk_ref[x]);
+      dv_d.add(to_float(dv(b, j, g, x)), dv_ref[x]);
+    }
+  }
+
+  CheckErrors e;
+  e.out = relative_everywhere(ring, out_d.pair());
+  e.lse = relative_everywhere(ring, {lse_d.err, 1.0});  // lse is compared in absolute terms
+  e.dq = relative_everywhere(ring, dq_d.pair());
+  e.dk = relative_everywhere(ring, dk_d.pair());
+  e.dv = relative_everywhere(ring, dv_d.pair());
+  return e;
+}
+
+#define RFA_INSTANTIATE_SAMPLED_CHECK(T)                                                                         \
+  template CheckErrors check_sampled_rows<T>(comm::Communicator&, const engine::RingConfig&, const PositionMap&, \
+                                             Tensor4<const T>, Tensor3<const float>, Tensor4<const T>,           \
+                                             Tensor4<const T>, Tensor4<const T>, int);
+RFA_INSTANTIATE_SAMPLED_CHECK(float)
+RFA_INSTANTIATE_SAMPLED_CHECK(bf16_t)
+RFA_INSTANTIATE_SAMPLED_CHECK(fp16_t)
+
+}  // namespace perf
+}  // namespace rfa

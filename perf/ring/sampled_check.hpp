@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The main job's check at any length: a few rows of this rank's results against attention
+// computed in float64 for those rows alone, with the keys and queries they see generated from
+// the problem's hash on the fly (ring_problem.hpp), so no rank holds more than one row of the
+// sequence. Its cost grows with S, not S^2: each sampled row is one pass over the positions it
+// sees.
+//
+// Query rows: out, lse and dQ from scratch, in one pass with an online softmax (dQ = scale *
+// (sum_j p_j (dO.v_j) k_j - D sum_j p_j k_j) / Z, D = dO.out, accumulated under the same
+// rescaling). Key rows: dK and dV summed over every query that sees the key, in float64, from
+// the run's lse and D = rowsum(dO * out) of those queries (gathered by position, 8 bytes per
+// row and head); those statistics are themselves what the query rows check.
+#pragma once
+
+#include "check_reductions.hpp"
+#include "comm/communicator.hpp"
+#include "engine/ring_attention.hpp"
+
+namespace rfa {
+namespace perf {
+
+/// Rows of each rank's shard the sampled check looks at: the first, the last and evenly
+/// spaced ones between, each for two heads (and, for the key rows, one K/V head).
+constexpr int kSampledRowsPerRank = 8;
+
+/// Collective. Errors as check_against_single_rank(): max |got - ref| over the sampled entries
+/// of every rank, relative to the largest |ref| among them (lse: absolute). `mine`: the global
+/// positions of this rank's rows; `rows`: how many of them to sample (at most all).
+template <class T>
+CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::RingConfig& cfg, const PositionMap& mine,
+                               engine::Tensor4<const T> out, engine::Tensor3<const float> lse,
+                               engine::Tensor4<const T> dq, engine::Tensor4<const T> dk, engine::Tensor4<const T> dv,
+                               int rows = kSampledRowsPerRank);
+
+}  // namespace perf
+}  // namespace rfa

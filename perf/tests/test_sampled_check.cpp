@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The main job's sampled check (perf/ring/sampled_check.hpp): on runs small enough for the
+// full-sequence check it agrees with it, and it fails a result that is wrong in a sampled row
+// of any output (out, lse, dQ, dK, dV), on every rank.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <memory>
+#include <vector>
+
+#include "comm/mpi/mpi_communicator.hpp"
+#include "engine/attention_strategy.hpp"
+#include "reference_check.hpp"
+#include "ring_problem.hpp"
+#include "sampled_check.hpp"
+
+namespace rfa::perf {
+namespace {
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+struct SmallRun {
+  std::unique_ptr<comm::Communicator> comm;
+  std::unique_ptr<engine::AttentionStrategy> attn;
+  std::unique_ptr<LocalProblem<float>> lp;
+
+  /// `doc_bounds`: packed documents, as fractions of the sequence (none: one document).
+  explicit SmallRun(RunOptions o, const std::vector<double>& doc_bounds = {}) {
+    int ranks = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    o.seq = o.seq * ranks;
+    o.dtype = RFA_DTYPE_FLOAT32;
+    comm = comm::make_mpi_communicator(MPI_COMM_WORLD, world_rank());
+    engine::RingConfig cfg = ring_config(o);
+    for (double f : doc_bounds) cfg.doc_bounds.push_back(std::int64_t(f * double(o.seq)));
+    attn = engine::make_strategy(*comm, cfg, o.strategy);
+    lp = std::make_unique<LocalProblem<float>>(*attn);
+    lp->forward(*attn);
+    lp->backward(*attn);
+  }
+  CheckErrors sampled() {
+    return check_sampled_rows<float>(*comm, attn->config(), attn->local_positions(), lp->out, lp->lse, lp->dq, lp->dk,
+                                     lp->dv);
+  }
+  CheckErrors full() {
+    return check_against_single_rank<float>(*comm, attn->config(), attn->local_positions(), lp->out, lp->lse, lp->dq,
+                                            lp->dk, lp->dv);
+  }
+};
+
+void expect_close(const CheckErrors& e, double tol) {
+  EXPECT_LT(e.out, tol);
+  EXPECT_LT(e.lse, tol);
+  EXPECT_LT(e.dq, tol);
+  EXPECT_LT(e.dk, tol);
+  EXPECT_LT(e.dv, tol);
+}
+
+RunOptions options(std::int64_t seq_per_rank, std::int64_t heads, std::int64_t kv_heads, std::int64_t dim) {
+  RunOptions o;
+  o.seq = seq_per_rank;
+  o.heads = heads;
+  o.kv_heads = kv_heads;
+  o.head_dim = dim;
+  return o;
+}
+
+TEST(SampledCheck, AgreesWithTheFullCheckOnEveryMaskAndLayout) {
+  for (rfa_layout_t layout : {RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_STRIPE})
+    for (rfa_mask_t mask : {RFA_MASK_CAUSAL, RFA_MASK_NONE})
+      for (std::int64_t window : {0, 37}) {
+        SCOPED_TRACE(::testing::Message() << "layout " << layout << " mask " << mask << " window " << window);
+        RunOptions o = options(64, 4, 2, 16);
+        o.layout = layout;
+        o.mask = mask;
+        o.window = window;
+        SmallRun run(o);
+        expect_close(run.sampled(), 2e-5);
+        expect_close(run.full(), 2e-5);
+      }
+}
+
+// The full check knows no documents; the sampled one takes the mask rule whole.
+TEST(SampledCheck, FollowsPackedDocuments) {
+  for (rfa_mask_t mask : {RFA_MASK_CAUSAL, RFA_MASK_NONE}) {
+    RunOptions o = options(64, 2, 1, 16);
+    o.mask = mask;
+    o.window = mask == RFA_MASK_CAUSAL ? 20 : 0;
+    SmallRun run(o, {0.0, 0.3, 0.3, 0.71, 1.0});  // an empty document too
+    expect_close(run.sampled(), 2e-5);
+  }
+}
+
+TEST(SampledCheck, CoversEveryStrategy) {
+  RunOptions o = options(64, 4, 1, 16);
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  for (engine::StrategyKind kind : {engine::StrategyKind::ulysses, engine::StrategyKind::allgather}) {
+    if (kind == engine::StrategyKind::ulysses && o.heads % ranks != 0) continue;
+    o.strategy.kind = kind;
+    SmallRun run(o);
+    expect_close(run.sampled(), 2e-5);
+  }
+}
+
+// A wrong value in a sampled row of any output fails the check on every rank. The first local
+// row is always sampled: its first pick reads head `rank % H` of batch 0 (query rows) and K/V
+// head `rank % H_kv` (key rows).
+TEST(SampledCheck, FailsAWrongSampledRowOfEveryOutput) {
+  const int me = world_rank();
+  RunOptions o = options(64, 4, 2, 16);
+  o.window = 50;
+  for (int which = 0; which < 5; ++which) {
+    SCOPED_TRACE(::testing::Message() << "output " << which);
+    SmallRun run(o);
+    LocalProblem<float>& lp = *run.lp;
+    const std::int64_t h = me % 4, g = me % 2;
+    if (which == 0) lp.out(0, 0, h, 3) += 0.5f;
+    if (which == 1) lp.lse(0, h, 0) += 0.01f;
+    if (which == 2) lp.dq(0, 0, h, 5) += 1.0f;
+    if (which == 3) lp.dk(0, 0, g, 7) += 1.0f;
+    if (which == 4) lp.dv(0, 0, g, 1) -= 1.0f;
+    const CheckErrors e = run.sampled();
+    const double got[5] = {e.out, e.lse, e.dq, e.dk, e.dv};
+    for (int k = 0; k < 5; ++k) {
+      if (k == which) {
+        EXPECT_GT(got[k], 1e-3);
+      } else if (k < 3 || which > 1) {  // the key rows' reference reads the run's lse and out
+        EXPECT_LT(got[k], 2e-5);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rfa::perf
