@@ -48,7 +48,7 @@ rfa_options_t default_options() {
   return o;
 }
 
-rfa_cuda_kernels_t requested_cuda_kernels(rfa_cuda_kernels_t option) {
+rfa_cuda_kernels_t requested_cuda_kernels(const rfa_cuda_kernels_t& option) {
   const int v = enum_value(option);
   require(v >= RFA_CUDA_KERNELS_DEFAULT && v <= RFA_CUDA_KERNELS_CUDNN, "options.cuda_kernels is ", v,
           ", not an rfa_cuda_kernels_t value");
@@ -60,7 +60,7 @@ rfa_cuda_kernels_t requested_cuda_kernels(rfa_cuda_kernels_t option) {
   fail(RFA_ERROR_INVALID_ARGUMENT, env_name(Env::cuda_kernels), " is '", text, "'; it must be auto, rfa or cudnn");
 }
 
-rfa_value_checks_t resolve_value_checks(rfa_value_checks_t option) {
+rfa_value_checks_t resolve_value_checks(const rfa_value_checks_t& option) {
   const int v = enum_value(option);
   require(v == RFA_VALUE_CHECKS_DEFAULT || v == RFA_VALUE_CHECKS_OFF || v == RFA_VALUE_CHECKS_ON,
           "options.check_values is ", v, ", not an rfa_value_checks_t value");

@@ -13,12 +13,12 @@ namespace capi {
 /// options.check_values as this rank resolves it: ON or OFF, from the option or, for DEFAULT,
 /// from RFA_CHECK_VALUES (unset or "0": off, "1": on). Throws RFA_ERROR_INVALID_ARGUMENT for
 /// any other value of either.
-rfa_value_checks_t resolve_value_checks(rfa_value_checks_t option);
+rfa_value_checks_t resolve_value_checks(const rfa_value_checks_t& option);
 
 /// options.cuda_kernels as asked for on this rank: AUTO, RFA or CUDNN, from the option or, for
 /// DEFAULT, from RFA_CUDA_KERNELS (unset: auto). Throws RFA_ERROR_INVALID_ARGUMENT for any other
 /// value of either. What runs is decided at creation (engine::choose_cuda_kernels).
-rfa_cuda_kernels_t requested_cuda_kernels(rfa_cuda_kernels_t option);
+rfa_cuda_kernels_t requested_cuda_kernels(const rfa_cuda_kernels_t& option);
 
 /// The defaults rfa_options_init() writes.
 rfa_options_t default_options();
