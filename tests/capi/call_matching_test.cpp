@@ -22,7 +22,7 @@ using namespace rfa_capi_test;
 using clock_type = std::chrono::steady_clock;
 
 constexpr double kDeadline = 2.0;
-constexpr double kMargin = 1.5;  // seconds a failure may take past the deadline (loaded CI machines)
+constexpr double kMargin = 3.0;  // seconds a failure may take past the deadline (loaded, sanitized CI machines)
 
 rfa_options_t small_options() {
   rfa_options_t o = small_problem(RFA_LAYOUT_ZIGZAG, 16);
@@ -124,7 +124,7 @@ TEST_F(CallMatching, ForwardAgainstBackwardFailsEveryRankBeforeAnythingMoves) {
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, t.forward(ctx), "unusable", "different calls");
   const Outcome destroyed = timed([&] { return rfa_context_destroy(ctx); });
   EXPECT_EQ(int(destroyed.code), int(RFA_SUCCESS)) << destroyed.message;
-  EXPECT_LE(destroyed.seconds, 0.5) << "destroying an unusable context must not wait for anyone";
+  EXPECT_LE(destroyed.seconds, 0.75 * kDeadline) << "destroying an unusable context must not wait for anyone";
 }
 
 // Rank 0 makes one call more than the others, who destroy the context meanwhile: rank 0's
@@ -175,6 +175,9 @@ TEST_F(CallMatching, DestroyWhileAnotherRankCallsFailsBothSides) {
 
 // Two contexts over the same ranks, called in different orders: each rank waits in a
 // different context, which no agreement can see; every call ends by its deadline instead.
+// Rank 0 turns to b only a while after its call on a timed out, when the others have given up
+// on b too: arriving within their deadline, it would meet them in b's first call, which is
+// then a call every rank made, and succeeds.
 TEST_F(CallMatching, TwoContextsCalledInDifferentOrdersEndByTheDeadline) {
   rfa_context_t a = nullptr, b = nullptr;
   ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o_, &a));
@@ -184,6 +187,7 @@ TEST_F(CallMatching, TwoContextsCalledInDifferentOrdersEndByTheDeadline) {
   const Outcome first = timed([&] { return a_first ? ta.forward(a) : tb.forward(b); });
   expect_in_time(first, "the first context's rfa_forward");
   EXPECT_EQ(int(first.code), int(RFA_ERROR_TIMEOUT)) << first.message;
+  if (a_first) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const Outcome second = timed([&] { return a_first ? tb.forward(b) : ta.forward(a); });
   expect_in_time(second, "the second context's rfa_forward");
   EXPECT_NE(int(second.code), int(RFA_SUCCESS)) << "ranks that never met in a call must not succeed";
