@@ -139,20 +139,29 @@ class Communicator {
   /// The number of ranks on the ring, P >= 1.
   virtual int size() const = 0;
   /// The rank this one sends to in a ring exchange.
-  int next() const { return (rank() + 1) % size(); }
+  int next() const { return ahead(1); }
   /// The rank this one receives from in a ring exchange.
-  int prev() const { return (rank() + size() - 1) % size(); }
+  int prev() const { return behind(1); }
+  /// The rank `hops` >= 0 positions ahead of this one on the ring, and the one `hops` behind.
+  int ahead(int hops) const { return int((std::int64_t(rank()) + hops) % size()); }
+  int behind(int hops) const { return int((std::int64_t(rank()) + size() - hops % size()) % size()); }
 
   /// A short name of the transport ("mpi"), for messages and provenance.
   virtual const char* backend_name() const = 0;
   /// Whether buffers of this kind may be passed to the calls below.
   virtual bool accepts(MemoryKind kind) const = 0;
 
-  /// Starts sending `bytes` bytes from `send` to next() and receiving `bytes` bytes from
-  /// prev() into `recv`; returns at once. Collective; all ranks pass the same `bytes`. The
-  /// buffers must not overlap. With P = 1 the rank exchanges with itself (a copy). Any byte
-  /// count works, including more than INT_MAX; zero gives a completed handle.
-  virtual Exchange start_ring_exchange(const void* send, void* recv, std::size_t bytes) = 0;
+  /// Starts sending `bytes` bytes from `send` to ahead(hops) and receiving `bytes` bytes from
+  /// behind(hops) into `recv`; returns at once. Collective; all ranks pass the same `bytes` and
+  /// `hops` (>= 1). The buffers must not overlap. Where `hops` is a multiple of P (P = 1, say)
+  /// the rank exchanges with itself (a copy). Any byte count works, including more than
+  /// INT_MAX; zero gives a completed handle. The engines skip ring steps no rank computes on
+  /// with hops > 1, and send gradients home in one exchange.
+  virtual Exchange start_shift_exchange(const void* send, void* recv, std::size_t bytes, int hops) = 0;
+  /// start_shift_exchange() by one hop: send to next(), receive from prev().
+  Exchange start_ring_exchange(const void* send, void* recv, std::size_t bytes) {
+    return start_shift_exchange(send, recv, bytes, 1);
+  }
 
   /// Every rank contributes `bytes_per_rank` bytes; `recv` (size() * bytes_per_rank bytes)
   /// receives rank r's contribution at offset r * bytes_per_rank, on every rank. Blocking.

@@ -14,7 +14,7 @@ namespace engine {
 RingAttention::RingAttention(comm::Communicator& comm, const RingConfig& config) : comm_(comm), config_(config) {
   validate_collective(comm_, config_);
   local_seq_ = layout::local_length(config_.layout, config_.seq_total, comm_.size());
-  forward_steps_ = forward_steps_needed(config_, comm_.size());
+  steps_ = ring_steps_with_work(config_, comm_.size());
 #if RFA_ENGINE_CUDA
   if (config_.device == Device::cuda && !config_.doc_bounds.empty()) {
     // Agreed: a rank whose device cannot take the copy fails creation on every rank.

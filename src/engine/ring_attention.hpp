@@ -6,7 +6,8 @@
 // s positions upstream while the next block is already in flight) and each block's fp32
 // partial is merged into the running output with the online softmax. In the backward, the
 // K/V blocks travel again, and each block's dK/dV partial travels with it, accumulated by
-// every rank it visits, until it is home after P steps.
+// every rank it visits, until it goes home after the last step. Steps no rank computes on
+// (a window, documents) are jumped over, forward and backward (ring_steps_with_work()).
 //
 // Memory per rank (see workspace_bytes()): the caller's local tensors, two K/V receive
 // buffers, two dK/dV receive buffers in fp32 (backward), one fp32 dK/dV accumulator, and
@@ -144,7 +145,7 @@ class RingAttention {
   comm::Communicator& comm_;
   RingConfig config_;
   std::int64_t local_seq_ = 0;
-  int forward_steps_ = 0;  // forward_steps_needed(): the forward's ring stops after them
+  std::vector<int> steps_;  // ring_steps_with_work(): the steps forward and backward run
   RingTimings timings_;
   std::int64_t last_workspace_bytes_ = 0;
   int current_step_ = -1;  // the ring step a pass is in, for the message of a timeout

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The ring backward (docs/architecture.md §3). K/V blocks travel as in the forward; each block's dK/dV
-// travels with it, one hop behind: at step s a rank computes its contribution to block j's
+// travels with it, one step behind: at each step a rank computes its contribution to block j's
 // gradient into a zeroed local buffer (while the partial sum from the ranks before it is
-// still arriving), then adds the arrived partial and sends the sum on. After P steps every
-// block's dK/dV has visited every rank and the last hop brings it home.
+// still arriving), then adds the arrived partial and sends the sum on. Both run only the steps
+// some rank computes on (ring_steps_with_work()), jumping over the others, and after the last
+// one the gradient goes straight home: with every step needed, that is the ring's last hop.
 #include <type_traits>
 
 #include "engine/block_compute_cuda.hpp"
@@ -72,7 +73,7 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
   const std::int64_t B = c.batch, HKV = c.kv_heads, D = c.head_dim;
 
   Workspace<Space> ws = blocks.workspace();
-  TravellingKV<T, Space> kv(ws, comm_, c, L, k, v, communicate);
+  TravellingKV<T, Space> kv(ws, comm_, c, L, k, v, communicate, steps_);
   Grad dk_recv[2] = {ws.template tensor4<float>("rfa::dk_recv0", B, L, HKV, D),
                      ws.template tensor4<float>("rfa::dk_recv1", B, L, HKV, D)};
   Grad dv_recv[2] = {ws.template tensor4<float>("rfa::dv_recv0", B, L, HKV, D),
@@ -111,10 +112,12 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
   const std::size_t grad_bytes = dk_step.size() * sizeof(float);
   comm::Exchange grad_k, grad_v;  // the dK/dV partials arriving for this step's block
   ExchangePoller poller;
-  for (int s = 0; s < P; ++s) {
+  const std::size_t n = steps_.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const int s = steps_[i];
     current_step_ = s;
     const int owner = (me - s + P) % P;
-    timings_.bytes_sent += kv.start(s);
+    timings_.bytes_sent += kv.start(i);
     bool contributed = false;
     if (compute) {
       const kernels::AttentionParams p = block_params(c, P, me, owner);
@@ -122,7 +125,7 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
         ScopedSeconds t(timings_.compute);
         // At step 0 the rank's own block has no partial in flight: accumulate into it directly.
         // Later steps accumulate apart while the partial from upstream is still arriving.
-        const bool direct = s == 0;
+        const bool direct = i == 0;
         Grad dk_into = direct ? dk_recv[0] : dk_step, dv_into = direct ? dv_recv[0] : dv_step;
         if (!direct) {
           blocks.fill(dk_step, 0.0f);
@@ -136,7 +139,7 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
       }
       poller.rethrow_if_failed();
     }
-    Grad dk_block = dk_recv[s % 2], dv_block = dv_recv[s % 2];
+    Grad dk_block = dk_recv[i % 2], dv_block = dv_recv[i % 2];
     if (communicate) {
       ScopedSeconds t(timings_.wait);
       grad_k.wait();
@@ -147,15 +150,17 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
       blocks.add(dk_block, dk_step);
       blocks.add(dv_block, dv_step);
     }
-    if (communicate) {
-      // Sends block `owner`'s partial on; after the last step this hop delivers it home.
-      grad_k = comm_.start_ring_exchange(dk_block.data(), dk_recv[(s + 1) % 2].data(), grad_bytes);
-      grad_v = comm_.start_ring_exchange(dv_block.data(), dv_recv[(s + 1) % 2].data(), grad_bytes);
+    // Sends block `owner`'s partial to the rank of the next step; after the last step, to
+    // `owner` itself, unless it is already there (only step 0 has work).
+    const int hops = i + 1 < n ? steps_[i + 1] - s : P - s;
+    if (communicate && hops < P) {
+      grad_k = comm_.start_shift_exchange(dk_block.data(), dk_recv[(i + 1) % 2].data(), grad_bytes, hops);
+      grad_v = comm_.start_shift_exchange(dv_block.data(), dv_recv[(i + 1) % 2].data(), grad_bytes, hops);
       timings_.bytes_sent += std::int64_t(2 * grad_bytes);
     }
     {
       ScopedSeconds t(timings_.wait);
-      kv.finish(s);
+      kv.finish(i);
     }
   }
   {
@@ -163,7 +168,8 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
     grad_k.wait();
     grad_v.wait();
   }
-  const int home = P % 2;  // where the last hop delivered this rank's own block
+  // Where this rank's own block's gradient is: delivered by the last exchange, or never sent.
+  const std::size_t home = communicate && steps_.back() != 0 ? n % 2 : (n - 1) % 2;
   if constexpr (std::is_same<T, float>::value) {
     blocks.copy(dk, dk_recv[home]);
     blocks.copy(dv, dv_recv[home]);

@@ -90,12 +90,16 @@ void apply_mask(const RingConfig& c, kernels::AttentionParams& p) {
   p.deterministic = c.deterministic;
 }
 
-int forward_steps_needed(const RingConfig& c, int ranks) {
-  if (c.window <= 0 && c.doc_bounds.size() <= 2) return ranks;  // causal alone: zigzag needs every step
+std::vector<int> ring_steps_with_work(const RingConfig& c, int ranks) {
+  std::vector<int> steps;
+  if (c.window <= 0 && c.doc_bounds.size() <= 2) {  // causal alone: zigzag needs every step
+    for (int s = 0; s < ranks; ++s) steps.push_back(s);
+    return steps;
+  }
   const kernels::MaskRule rule = mask_rule(c);
-  // Every (owner, step) pair is looked at, P^2 of them: each rank's map, position range and
-  // document range are computed once, and the ranges reject most pairs before the full
-  // segment-by-segment classification (a few ms at P = 4096).
+  // Each (owner, step) pair is looked at until its step is known to be needed, at most P^2 of
+  // them: each rank's map, position range and document range are computed once, and the ranges
+  // reject most pairs before the full segment-by-segment classification.
   const std::int64_t L = layout::local_length(c.layout, c.seq_total, ranks);
   std::vector<PositionMap> maps(static_cast<std::size_t>(ranks));
   std::vector<std::int64_t> lo(maps.size()), hi(maps.size()), dlo(maps.size()), dhi(maps.size());
@@ -106,21 +110,23 @@ int forward_steps_needed(const RingConfig& c, int ranks) {
     dlo[i] = rule.document_of(lo[i]);
     dhi[i] = rule.document_of(hi[i]);
   }
-  int last = 0;
+  std::vector<char> needed(std::size_t(ranks), 0);
+  needed[0] = 1;  // a rank's own block: its queries' diagonal (the backward starts its gradients there)
   for (int owner = 0; owner < ranks; ++owner) {
     const std::size_t k = std::size_t(owner);
-    for (int s = ranks - 1; s > last; --s) {  // the farthest step first: most owners stop at once
+    for (int s = 1; s < ranks; ++s) {
+      if (needed[std::size_t(s)]) continue;
       const std::size_t q = std::size_t((owner + s) % ranks);
       if (rule.documents() && (dhi[k] < dlo[q] || dhi[q] < dlo[k])) continue;
       if (rule.causal && lo[k] > hi[q]) continue;
       if (rule.window > 0 && lo[q] - hi[k] >= rule.window) continue;
-      if (kernels::classify_blocks(rule, maps[q], maps[k]) != kernels::TileVisibility::hidden) {
-        last = s;
-        break;
-      }
+      if (kernels::classify_blocks(rule, maps[q], maps[k]) != kernels::TileVisibility::hidden)
+        needed[std::size_t(s)] = 1;
     }
   }
-  return last + 1;
+  for (int s = 0; s < ranks; ++s)
+    if (needed[std::size_t(s)]) steps.push_back(s);
+  return steps;
 }
 
 kernels::AttentionParams block_params(const RingConfig& c, int ranks, int position, int block_owner) {

@@ -65,11 +65,12 @@ void validate_collective(comm::Communicator& comm, const RingConfig& c);
 /// ring position `block_owner`.
 kernels::AttentionParams block_params(const RingConfig& c, int ranks, int position, int block_owner);
 
-/// How many forward steps the ring needs: 1 + the largest distance s at which some rank's
-/// queries see the block that started s positions upstream (P without a window or documents).
-/// When the mask hides every later step on every rank, the forward stops there and its blocks
-/// travel no further. The same on every rank for the same config (no communication).
-int forward_steps_needed(const RingConfig& c, int ranks);
+/// The ring steps some rank computes on: the distances s (ascending, 0 <= s < P, 0 always) at
+/// which some rank's queries see the block that started s positions upstream; every step
+/// without a window or documents. The engines run only these steps: a block jumps over the
+/// others in one exchange, and the backward's gradients go home from the last one in one
+/// exchange. The same on every rank for the same config (no communication).
+std::vector<int> ring_steps_with_work(const RingConfig& c, int ranks);
 
 }  // namespace engine
 }  // namespace rfa

@@ -62,10 +62,9 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
   const bool compute = mode != RingMode::comm_only;
 
   Workspace<Space> ws = blocks.workspace();
-  // The mask may hide every step after some s on every rank (a window or documents shorter
-  // than the distance): the ring stops there, and its blocks travel no further.
-  const int steps = forward_steps_;
-  TravellingKV<T, Space> kv(ws, comm_, c, L, k, v, communicate, steps);
+  // The mask may hide a step on every rank (a window or documents shorter than the distance):
+  // the pass runs only the steps some rank computes on, and its blocks jump over the others.
+  TravellingKV<T, Space> kv(ws, comm_, c, L, k, v, communicate, steps_);
   // fp32 callers' out doubles as the accumulator; 16-bit outputs are narrowed at the end.
   typename Compute::template Tensor4<float> acc;
   if constexpr (std::is_same<T, float>::value) {
@@ -92,10 +91,11 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
 
   ExchangePoller poller;
   bool seen_any = false;  // the first visible block is written straight into the accumulator
-  for (int s = 0; s < steps; ++s) {
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    const int s = steps_[i];
     current_step_ = s;
     const int owner = (me - s + P) % P;
-    timings_.bytes_sent += kv.start(s);
+    timings_.bytes_sent += kv.start(i);
     if (compute) {
       const kernels::AttentionParams p = block_params(c, P, me, owner);
       const bool visible = kernels::classify_blocks(p.rule(), p.q_pos, p.k_pos) != kernels::TileVisibility::hidden;
@@ -113,7 +113,7 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
       poller.rethrow_if_failed();
     }
     ScopedSeconds t(timings_.wait);
-    kv.finish(s);
+    kv.finish(i);
   }
   if constexpr (!std::is_same<T, float>::value) blocks.template narrow<T>(acc, out);
 }

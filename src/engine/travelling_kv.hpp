@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The K/V blocks as they travel around the ring, shared by the forward and the backward:
-// at step s the rank computes on the block it holds while that block is already on its way
-// to the next rank and the following one arrives from the previous rank, double-buffered.
+// at each step the rank computes on the block it holds while that block is already on its way
+// to the rank of the next step and the following one arrives, double-buffered. Steps no rank
+// computes on (ring_steps_with_work()) are jumped over: the block goes straight to the rank
+// that needs it next, in one exchange of as many hops.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "comm/communicator.hpp"
 #include "engine/ring_attention.hpp"
@@ -21,15 +24,15 @@ class TravellingKV {
 
   /// k and v are this rank's own block (step 0), `local_seq` rows of the context `c`; the two
   /// receive buffers come from `ws`, sized by the context (the caller's k and v are checked
-  /// against it only after the workspace is allocated). The blocks move between the `steps`
-  /// steps of the pass (0: as many as ranks), not after the last.
+  /// against it only after the workspace is allocated). The blocks move between the pass's
+  /// `steps` (ring distances, ascending, from 0), not after the last; `steps` must outlive this.
   TravellingKV(Workspace<Space>& ws, comm::Communicator& comm, const RingConfig& c, std::int64_t local_seq, Block k,
-               Block v, bool communicate, int steps = 0)
+               Block v, bool communicate, const std::vector<int>& steps)
       : comm_(comm),
         k_(k),
         v_(v),
         communicate_(communicate),
-        steps_(steps > 0 ? steps : comm.size()),
+        steps_(steps),
         bytes_(std::size_t(c.batch * local_seq * c.kv_heads * c.head_dim) * sizeof(T)) {
     for (int i = 0; i < 2; ++i) {
       k_recv_[i] =
@@ -39,22 +42,23 @@ class TravellingKV {
     }
   }
 
-  /// Step s begins: unless this is the last step, send the held block on and start receiving
-  /// the next one. Returns the bytes put on the wire.
-  std::int64_t start(int step) {
-    if (!moves_after(step)) return 0;
-    send_k_ = comm_.start_ring_exchange(k_.data(), k_recv_[step % 2].data(), bytes_);
-    send_v_ = comm_.start_ring_exchange(v_.data(), v_recv_[step % 2].data(), bytes_);
+  /// The i-th step of the pass begins: unless it is the last, send the held block on to the
+  /// rank of the next step and start receiving the next one. Returns the bytes put on the wire.
+  std::int64_t start(std::size_t i) {
+    if (!moves_after(i)) return 0;
+    const int hops = steps_[i + 1] - steps_[i];
+    send_k_ = comm_.start_shift_exchange(k_.data(), k_recv_[i % 2].data(), bytes_, hops);
+    send_v_ = comm_.start_shift_exchange(v_.data(), v_recv_[i % 2].data(), bytes_, hops);
     return std::int64_t(2 * bytes_);
   }
 
-  /// Step s ends: wait for the next block and hold it.
-  void finish(int step) {
-    if (!moves_after(step)) return;
+  /// The i-th step ends: wait for the next block and hold it.
+  void finish(std::size_t i) {
+    if (!moves_after(i)) return;
     send_k_.wait();
     send_v_.wait();
-    k_ = k_recv_[step % 2];
-    v_ = v_recv_[step % 2];
+    k_ = k_recv_[i % 2];
+    v_ = v_recv_[i % 2];
   }
 
   Block k() const { return k_; }
@@ -63,14 +67,14 @@ class TravellingKV {
   comm::Exchange* pending_v() { return &send_v_; }
 
  private:
-  bool moves_after(int step) const { return communicate_ && step + 1 < steps_; }
+  bool moves_after(std::size_t i) const { return communicate_ && i + 1 < steps_.size(); }
 
   comm::Communicator& comm_;
   Block k_, v_;
   SpaceTensor4<T, Space> k_recv_[2], v_recv_[2];
   comm::Exchange send_k_, send_v_;
   bool communicate_;
-  int steps_;
+  const std::vector<int>& steps_;
   std::size_t bytes_;
 };
 

@@ -107,6 +107,32 @@ TEST(MpiCommunicator, RingExchangeDeliversPrevsData) {
   EXPECT_EQ(first_mismatch(recv.data(), comm.prev(), 0, bytes), bytes);
 }
 
+// Every shift from 1 to P, in flight together and completed in reverse: hops h delivers the
+// data of the rank h positions behind (P positions: the rank itself); fewer than 1 is refused.
+TEST(MpiCommunicator, ShiftExchangeDeliversTheDataOfTheRankThatManyHopsBehind) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  const int P = comm.size();
+  const std::size_t bytes = 777;
+  std::vector<std::vector<unsigned char>> send, recv;
+  std::vector<Exchange> inflight;
+  for (int h = 1; h <= P; ++h) {
+    send.push_back(pattern(comm.rank(), h, bytes));
+    recv.emplace_back(bytes, 0);
+  }
+  for (int h = 1; h <= P; ++h)
+    inflight.push_back(
+        comm.start_shift_exchange(send[std::size_t(h - 1)].data(), recv[std::size_t(h - 1)].data(), bytes, h));
+  for (int h = P; h >= 1; --h) inflight[std::size_t(h - 1)].wait();
+  for (int h = 1; h <= P; ++h) {
+    const int from = (comm.rank() - h % P + P) % P;
+    EXPECT_EQ(comm.behind(h), from);
+    EXPECT_EQ(comm.ahead(h), (comm.rank() + h) % P);
+    EXPECT_EQ(first_mismatch(recv[std::size_t(h - 1)].data(), from, h, bytes), bytes) << "hops " << h;
+  }
+  std::vector<unsigned char> a(8), b(8);
+  expect_error(RFA_ERROR_INVALID_ARGUMENT, [&] { comm.start_shift_exchange(a.data(), b.data(), 8, 0); });
+}
+
 TEST(MpiCommunicator, ZeroBytesIsAlreadyDone) {
   MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
   Exchange x = comm.start_ring_exchange(nullptr, nullptr, 0);

@@ -129,6 +129,20 @@ TEST(StagedCommunicator, RingPassDeliversEveryBlockInOrder) {
   EXPECT_EQ(s.comm->pinned_bytes(), std::size_t(s.device->allocations) * n * sizeof(int));
 }
 
+// A shift of h hops through the staging buffers delivers the block of the rank h positions
+// behind, for every h from 1 to P (P: the rank's own).
+TEST(StagedCommunicator, ShiftExchangeDeliversTheBlockThatManyHopsBehind) {
+  Staged s;
+  const int P = world_size(), me = world_rank();
+  const std::size_t n = 999;
+  for (int h = 1; h <= P; ++h) {
+    std::vector<int> send = block(me, h, n), recv(n);
+    s.comm->start_shift_exchange(send.data(), recv.data(), n * sizeof(int), h).wait();
+    EXPECT_EQ(recv, block((me - h % P + P) % P, h, n)) << "hops " << h;
+  }
+  EXPECT_EQ(s.pending, 0);
+}
+
 // Exchanges whose handles are destroyed unfinished are completed, not dropped.
 TEST(StagedCommunicator, DestroyedHandlesStillComplete) {
   Staged s;

@@ -99,31 +99,61 @@ TEST(RingWindow, StepsOutsideEveryWindowRunNoKernel) {
   }
 }
 
-// The forward stops after the last step any rank needs, and its blocks travel no further: a
-// window of 1 needs no block but the rank's own (nothing sent), a window of one block's length
-// on the contiguous layout needs the previous block (one hop), and the zigzag layout with a
-// window of S/8 needs every step (P - 1 hops). That the results stay exact with the shortened
-// ring is what the window cases of RingAttentionTest check (the same configs and schedule).
-TEST(RingWindow, ForwardSendsOnlyTheHopsSomeRankNeeds) {
+// The steps some rank computes on, from the configuration alone: every step under a plain
+// causal mask; under a window, the distances whose blocks some window reaches (zigzag: both
+// neighbours of each chunk, so the steps near 0 and near P); with documents that coincide
+// with the contiguous blocks, none but the rank's own.
+TEST(RingSteps, OnlyTheStepsSomeRankComputesOn) {
+  engine::RingConfig c = config_for({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 2}, RFA_DTYPE_FLOAT32);
+  c.seq_total = 1024;
+  EXPECT_EQ(engine::ring_steps_with_work(c, 4), (std::vector<int>{0, 1, 2, 3}));
+  c.window = 128;  // S/8: one zigzag chunk at P = 4, two at P = 8
+  EXPECT_EQ(engine::ring_steps_with_work(c, 4), (std::vector<int>{0, 1, 3}));
+  EXPECT_EQ(engine::ring_steps_with_work(c, 8), (std::vector<int>{0, 1, 2, 6, 7}));
+  EXPECT_EQ(engine::ring_steps_with_work(c, 1), (std::vector<int>{0}));
+  c.layout = RFA_LAYOUT_CONTIGUOUS;
+  EXPECT_EQ(engine::ring_steps_with_work(c, 8), (std::vector<int>{0, 1}));
+  c.mask = RFA_MASK_NONE;  // without the causal mask a window does not limit keys ahead
+  EXPECT_EQ(engine::ring_steps_with_work(c, 4), (std::vector<int>{0, 1, 2, 3}));
+  c.window = 0;
+  c.doc_bounds = {0, 256, 512, 768, 1024};
+  EXPECT_EQ(engine::ring_steps_with_work(c, 4), (std::vector<int>{0}));
+  c.doc_bounds = {0, 300, 1024};
+  EXPECT_EQ(engine::ring_steps_with_work(c, 4), (std::vector<int>{0, 1, 2, 3}));
+}
+
+// The ring runs only those steps and its buffers go no further than needed: a window of 1 needs
+// no block but the rank's own (nothing sent, forward or backward); a window of one block's length
+// on the contiguous layout needs the previous block (one exchange of K/V; the gradients go one
+// hop on and straight home); the zigzag layout with a window of S/8 needs the neighbours' chunks
+// at steps 1 and P - 1, so the blocks jump over the steps between (two exchanges of K/V, three
+// of the gradients). That the results stay exact is what the window cases of RingAttentionTest
+// check (the same configs and schedule).
+TEST(RingWindow, SendsOnlyTheExchangesSomeRankNeeds) {
   auto ring = world_ring();
-  const std::int64_t P = ring->size();
+  const int P = ring->size();
   struct Expect {
     rfa_layout_t layout;
-    std::int64_t window, hops;
+    std::int64_t window, kv_exchanges;
   };
   const Expect cases[] = {{RFA_LAYOUT_CONTIGUOUS, 1, 0},
                           {RFA_LAYOUT_ZIGZAG, 1, 0},
-                          {RFA_LAYOUT_CONTIGUOUS, 120 / P, std::min<std::int64_t>(P - 1, 1)},
-                          {RFA_LAYOUT_ZIGZAG, 15, P - 1}};
+                          {RFA_LAYOUT_CONTIGUOUS, 120 / P, std::min(P - 1, 1)},
+                          {RFA_LAYOUT_ZIGZAG, 15, std::min(P - 1, 2)}};
   for (const Expect& e : cases) {
     SCOPED_TRACE(std::string(layout::layout_name(e.layout)) + " window " + std::to_string(e.window));
     const auto cfg = config_for({e.layout, RFA_MASK_CAUSAL, 2, e.window}, RFA_DTYPE_FLOAT32);
     engine::RingAttention attn(*ring, cfg);
     const std::int64_t L = attn.local_seq(), B = cfg.batch, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
-    kernels::Tensor4<float> q("q", B, L, H, D), k("k", B, L, HKV, D), v("v", B, L, HKV, D), out("out", B, L, H, D);
+    kernels::Tensor4<float> q("q", B, L, H, D), k("k", B, L, HKV, D), v("v", B, L, HKV, D), out("out", B, L, H, D),
+        dout("dout", B, L, H, D), dq("dq", B, L, H, D), dk("dk", B, L, HKV, D), dv("dv", B, L, HKV, D);
     kernels::Tensor3<float> lse("lse", B, H, L);
+    const std::int64_t block_bytes = 2 * B * L * HKV * D * std::int64_t(sizeof(float));  // K and V, or dK and dV
     attn.forward<float>(q, k, v, out, lse);
-    EXPECT_EQ(attn.last_timings().bytes_sent, e.hops * 2 * B * L * HKV * D * std::int64_t(sizeof(float))) << "P=" << P;
+    EXPECT_EQ(attn.last_timings().bytes_sent, e.kv_exchanges * block_bytes) << "P=" << P;
+    attn.backward<float>(q, k, v, out, dout, lse, dq, dk, dv);
+    const std::int64_t grad_exchanges = e.kv_exchanges > 0 ? e.kv_exchanges + 1 : 0;
+    EXPECT_EQ(attn.last_timings().bytes_sent, (e.kv_exchanges + grad_exchanges) * block_bytes) << "P=" << P;
   }
 }
 

@@ -155,19 +155,20 @@ void MpiCommunicator::complete_collective(MPI_Request& request, const char* what
   collective::check_mpi(rc, what);
 }
 
-Exchange MpiCommunicator::start_ring_exchange(const void* send, void* recv, std::size_t bytes) {
-  require_usable("start_ring_exchange");
+Exchange MpiCommunicator::start_shift_exchange(const void* send, void* recv, std::size_t bytes, int hops) {
+  require_usable("start_shift_exchange");
+  require(hops >= 1, "start_shift_exchange: hops must be at least 1, got ", hops);
   if (bytes == 0) return Exchange();
-  require_buffer(send, bytes, "start_ring_exchange", "the send buffer");
-  require_buffer(recv, bytes, "start_ring_exchange", "the receive buffer");
+  require_buffer(send, bytes, "start_shift_exchange", "the send buffer");
+  require_buffer(recv, bytes, "start_shift_exchange", "the receive buffer");
   const auto* s = static_cast<const unsigned char*>(send);
   const auto* r = static_cast<const unsigned char*>(recv);
-  require(s + bytes <= r || r + bytes <= s, "start_ring_exchange: the send and receive buffers overlap");
+  require(s + bytes <= r || r + bytes <= s, "start_shift_exchange: the send and receive buffers overlap");
 
   mpi::ExchangeRoute route;
   route.comm = ring_;
-  route.next = next();
-  route.prev = prev();
+  route.next = ahead(hops);
+  route.prev = behind(hops);
   // Consecutive exchanges get consecutive tags, so the ones in flight together never match
   // each other's messages; the k-th exchange of a call gets the same tag on every rank.
   route.tag = next_tag();

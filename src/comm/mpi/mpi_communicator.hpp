@@ -53,7 +53,7 @@ class MpiCommunicator final : public Communicator {
   /// Host memory only (device buffers would need a CUDA-aware MPI; not detected yet).
   bool accepts(MemoryKind kind) const override { return kind == MemoryKind::host; }
 
-  Exchange start_ring_exchange(const void* send, void* recv, std::size_t bytes) override;
+  Exchange start_shift_exchange(const void* send, void* recv, std::size_t bytes, int hops) override;
   void allgather(const void* send, void* recv, std::size_t bytes_per_rank) override;
   Exchange start_allgather(const void* send, void* recv, std::size_t bytes_per_rank) override;
   void alltoall(const void* send, void* recv, std::size_t bytes_per_pair) override;

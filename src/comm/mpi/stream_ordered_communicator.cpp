@@ -17,9 +17,9 @@ class StreamOrderedCommunicator final : public Communicator {
   const char* backend_name() const override { return "mpi-cuda-aware"; }
   bool accepts(MemoryKind kind) const override { return kind == MemoryKind::device; }
 
-  Exchange start_ring_exchange(const void* send, void* recv, std::size_t bytes) override {
+  Exchange start_shift_exchange(const void* send, void* recv, std::size_t bytes, int hops) override {
     drain_compute();
-    return mpi_->start_ring_exchange(send, recv, bytes);
+    return mpi_->start_shift_exchange(send, recv, bytes, hops);
   }
   void allgather(const void* send, void* recv, std::size_t bytes_per_rank) override {
     drain_compute();

@@ -95,30 +95,31 @@ std::unique_ptr<detail::PendingExchange> NcclCommunicator::launch(const std::str
   }
 }
 
-Exchange NcclCommunicator::start_ring_exchange(const void* send, void* recv, std::size_t bytes) {
+Exchange NcclCommunicator::start_shift_exchange(const void* send, void* recv, std::size_t bytes, int hops) {
+  require(hops >= 1, "start_shift_exchange: hops must be at least 1, got ", hops);
   if (bytes == 0) return Exchange();
-  require_device_buffer(send, bytes, "start_ring_exchange", "the send buffer");
-  require_device_buffer(recv, bytes, "start_ring_exchange", "the receive buffer");
+  require_device_buffer(send, bytes, "start_shift_exchange", "the send buffer");
+  require_device_buffer(recv, bytes, "start_shift_exchange", "the receive buffer");
   const auto* s = static_cast<const unsigned char*>(send);
   const auto* r = static_cast<const unsigned char*>(recv);
-  require(s + bytes <= r || r + bytes <= s, "start_ring_exchange: the send and receive buffers overlap");
+  require(s + bytes <= r || r + bytes <= s, "start_shift_exchange: the send and receive buffers overlap");
 
+  const int to = ahead(hops), from = behind(hops);
   const std::string what = "ring exchange #" + std::to_string(exchanges_started_) + " (" + std::to_string(bytes) +
-                           " bytes to ring position " + std::to_string(next()) + ", from " + std::to_string(prev()) +
-                           ")";
+                           " bytes to ring position " + std::to_string(to) + ", from " + std::to_string(from) + ")";
   ++exchanges_started_;
   auto pending = launch(what, [&](cudaStream_t stream) {
-    if (size() == 1) {
+    if (to == rank()) {
       check_cuda(cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDeviceToDevice, stream),
                  "cudaMemcpyAsync (self exchange)");
       return;
     }
     ncclComm_t comm = state_->comm();
     // One group: NCCL posts both sides together, so the ring cannot deadlock on the order of
-    // sends and receives, and P = 2 (next == prev) is one bidirectional transfer.
+    // sends and receives, and P = 2 (to == from) is one bidirectional transfer.
     state_->check_call(ncclGroupStart(), "ncclGroupStart");
-    state_->check_call(ncclSend(send, bytes, ncclUint8, next(), comm, stream), "ncclSend");
-    state_->check_call(ncclRecv(recv, bytes, ncclUint8, prev(), comm, stream), "ncclRecv");
+    state_->check_call(ncclSend(send, bytes, ncclUint8, to, comm, stream), "ncclSend");
+    state_->check_call(ncclRecv(recv, bytes, ncclUint8, from, comm, stream), "ncclRecv");
     state_->check_call(ncclGroupEnd(), "ncclGroupEnd");
   });
   return Exchange(std::move(pending));

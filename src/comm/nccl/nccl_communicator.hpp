@@ -79,7 +79,7 @@ class NcclCommunicator final : public Communicator {
   /// Device memory only.
   bool accepts(MemoryKind kind) const override { return kind == MemoryKind::device; }
 
-  Exchange start_ring_exchange(const void* send, void* recv, std::size_t bytes) override;
+  Exchange start_shift_exchange(const void* send, void* recv, std::size_t bytes, int hops) override;
   void allgather(const void* send, void* recv, std::size_t bytes_per_rank) override;
   Exchange start_allgather(const void* send, void* recv, std::size_t bytes_per_rank) override;
   void alltoall(const void* send, void* recv, std::size_t bytes_per_pair) override;

@@ -88,8 +88,8 @@ class StagedExchange final : public detail::PendingExchange {
  public:
   enum class Phase { copying_out, queued, sending, copying_in, done };
 
-  StagedExchange(std::shared_ptr<StagingState> state, const void* send, void* recv, std::size_t bytes)
-      : state_(std::move(state)), recv_(recv), bytes_(bytes) {
+  StagedExchange(std::shared_ptr<StagingState> state, const void* send, void* recv, std::size_t bytes, int hops)
+      : state_(std::move(state)), recv_(recv), bytes_(bytes), hops_(hops) {
     PinnedPool& pool = state_->pool();
     host_send_ = pool.acquire(bytes);
     try {
@@ -149,7 +149,7 @@ class StagedExchange final : public detail::PendingExchange {
   }
 
   void post() {
-    host_exchange_ = state_->host().start_ring_exchange(host_send_, host_recv_, bytes_);
+    host_exchange_ = state_->host().start_shift_exchange(host_send_, host_recv_, bytes_, hops_);
     phase_ = Phase::sending;
   }
 
@@ -157,6 +157,7 @@ class StagedExchange final : public detail::PendingExchange {
   std::shared_ptr<StagingState> state_;
   void* recv_;
   std::size_t bytes_;
+  int hops_;
   void* host_send_ = nullptr;
   void* host_recv_ = nullptr;
   std::unique_ptr<CopyTicket> out_, in_;
@@ -214,10 +215,11 @@ StagedCommunicator::~StagedCommunicator() { state_->complete_all(); }
 int StagedCommunicator::rank() const { return state_->host().rank(); }
 int StagedCommunicator::size() const { return state_->host().size(); }
 
-Exchange StagedCommunicator::start_ring_exchange(const void* send, void* recv, std::size_t bytes) {
+Exchange StagedCommunicator::start_shift_exchange(const void* send, void* recv, std::size_t bytes, int hops) {
+  require(hops >= 1, "start_shift_exchange: hops must be at least 1, got ", hops);
   if (bytes == 0) return Exchange();
-  require(send && recv, "start_ring_exchange: null buffer");
-  auto e = std::make_unique<staged::StagedExchange>(state_, send, recv, bytes);
+  require(send && recv, "start_shift_exchange: null buffer");
+  auto e = std::make_unique<staged::StagedExchange>(state_, send, recv, bytes, hops);
   state_->progress();
   return Exchange(std::move(e));
 }

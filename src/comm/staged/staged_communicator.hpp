@@ -46,7 +46,7 @@ class StagedCommunicator final : public Communicator {
   const char* backend_name() const override { return "mpi-staged"; }
   bool accepts(MemoryKind kind) const override { return kind == MemoryKind::device; }
 
-  Exchange start_ring_exchange(const void* send, void* recv, std::size_t bytes) override;
+  Exchange start_shift_exchange(const void* send, void* recv, std::size_t bytes, int hops) override;
   void allgather(const void* send, void* recv, std::size_t bytes_per_rank) override;
   void alltoall(const void* send, void* recv, std::size_t bytes_per_pair) override;
   void allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) override;
