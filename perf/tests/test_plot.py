@@ -117,6 +117,22 @@ class PlotTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as out:
             self.assertTrue(os.path.getsize(plot.plot_error_vs_p([host, gpu], out)) > 0)
 
+    def test_plans_are_lines_per_machine_and_length_labelled_with_their_plan(self):
+        def entry(seq, p, plan, fwd):
+            name = f"plan/S={seq}/P={p}"
+            return {"name": name, "run_name": name, "run_type": "iteration", "repetition_index": 0,
+                    "real_time": 5.0, "time_unit": "ms", "suite": "plan", "plan": plan,
+                    "forward_tflops_per_device": fwd, "backward_tflops_per_device": fwd / 2}
+        runs = [("plan.json", {"suite": "plan", "machine_model": "h100-cluster"},
+                 [entry(131072, 8, "ring, zigzag", 270.0), entry(131072, 64, "hybrid 8 x 8, zigzag", 200.0),
+                  entry(1048576, 8, "ring, zigzag", 275.0)])]
+        series = plot.plan_series(runs)
+        self.assertEqual(sorted(series), [("h100-cluster", 131072), ("h100-cluster", 1048576)])
+        self.assertEqual(series[("h100-cluster", 131072)][64], (200.0, 100.0, "hybrid 8 x 8, zigzag"))
+        with tempfile.TemporaryDirectory() as out:
+            self.assertTrue(os.path.getsize(plot.plot_plan(runs, out)) > 0)
+        self.assertEqual(plot.plan_series([run(2, ring_entries("ring/fwd/zigzag", "ring", [1], [1.0]))]), {})
+
     def test_nothing_to_plot_is_said(self):
         with tempfile.TemporaryDirectory() as out:
             path = os.path.join(out, "empty.json")

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "model/performance_model.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "engine/head_routing.hpp"
+#include "layout/sequence_layout.hpp"
+#include "model/tile_work.hpp"
+
+namespace rfa {
+namespace model {
+namespace {
+
+using engine::RingConfig;
+
+/// FLOPs per score and head, by FlashAttention's count.
+double forward_flops_per_score(const RingConfig& c) { return 4.0 * double(c.head_dim); }
+double backward_flops_per_score(const RingConfig& c) { return 2.5 * forward_flops_per_score(c); }
+
+double element_bytes(const RingConfig& c) { return double(dtype_size(c.dtype)); }
+
+/// Seconds the kernels take for one block: `heads` query heads of every batch.
+double block_seconds(const MachineModel& m, const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k,
+                     double scale, bool backward) {
+  const TileWork w = backward ? count_tile_work(rule, q, k, m.backward_tile_q, m.backward_tile_k)
+                              : count_tile_work(rule, q, k, m.forward_tile_q, m.forward_tile_k);
+  const double rate = backward ? m.backward_flops_per_s : m.forward_flops_per_s;
+  const double partial = backward ? m.backward_partial_tile_cost : m.forward_partial_tile_cost;
+  return (w.full + partial * w.partial) * scale / rate;
+}
+
+/// A point-to-point transfer of `bytes`; several in flight together share the link.
+double transfer_seconds(const Link& link, double bytes) {
+  return bytes > 0 ? link.latency_s + bytes / link.bytes_per_s : 0.0;
+}
+
+/// A collective over `ranks` ranks in which this rank sends `bytes` in all (all-to-all,
+/// all-gather, reduce-scatter): one latency per peer, the bytes at the link's rate.
+double collective_seconds(const Link& link, int ranks, double bytes) {
+  return ranks > 1 ? double(ranks - 1) * link.latency_s + bytes / link.bytes_per_s : 0.0;
+}
+
+/// The link a group of `span` consecutive ranks (stride `stride`) uses: the network as soon as
+/// it spans two nodes.
+const Link& link_for(const MachineModel& m, int span, int stride) {
+  return std::int64_t(span) * stride > m.ranks_per_node ? m.inter_node : m.intra_node;
+}
+
+/// The ring (engine/ring_attention.hpp) on `ranks` ranks whose neighbours are `stride` global
+/// ranks apart, for ring position `rank`.
+Prediction ring(const RingConfig& c, int ranks, int rank, int stride, const MachineModel& m) {
+  Prediction p;
+  const std::vector<int> steps = engine::ring_steps_with_work(c, ranks);
+  const std::size_t n = steps.size();
+  const kernels::MaskRule rule = engine::mask_rule(c);
+  const std::int64_t L = layout::local_length(c.layout, c.seq_total, ranks);
+  const PositionMap mine = layout::positions(c.layout, c.seq_total, ranks, rank);
+  const double kv_bytes = 2.0 * double(c.batch * L * c.kv_heads * c.head_dim) * element_bytes(c);
+  const double grad_bytes = 2.0 * double(c.batch * L * c.kv_heads * c.head_dim) * 4.0;
+  const Link& link = link_for(m, ranks, stride);
+  const double heads = double(c.batch * c.heads);
+  double grads_in_flight = 0;  // dK/dV sent at the previous step, arriving during this one
+  for (std::size_t i = 0; i < n; ++i) {
+    const int s = steps[i];
+    const PositionMap block = layout::positions(c.layout, c.seq_total, ranks, (rank - s + ranks) % ranks);
+    const double f = block_seconds(m, rule, mine, block, heads * forward_flops_per_score(c), false);
+    const double b = block_seconds(m, rule, mine, block, heads * backward_flops_per_score(c), true);
+    const double kv = i + 1 < n ? kv_bytes : 0.0;
+    const int grad_hops = i + 1 < n ? steps[i + 1] - s : ranks - s;
+    const double grads = grad_hops < ranks ? grad_bytes : 0.0;
+    p.forward.compute_seconds += f;
+    p.forward.seconds += std::max(f, transfer_seconds(link, kv));
+    p.forward.bytes_sent += kv;
+    p.backward.compute_seconds += b;
+    p.backward.seconds += std::max(b, transfer_seconds(link, kv + grads_in_flight));
+    p.backward.bytes_sent += kv + grads;
+    grads_in_flight = grads;
+  }
+  p.backward.seconds += transfer_seconds(link, grads_in_flight);  // the last dK/dV on their way home
+  return p;
+}
+
+/// Ulysses inside a group of `degree` consecutive ranks: the all-to-alls that take this
+/// rank's `local_rows` rows of every head to the group's rows of its heads and back, and the
+/// attention in between (`inner`: the whole sequence for Ulysses, the ring of groups for the
+/// hybrid). engine/ulysses_attention.hpp and engine/hybrid_attention.hpp send what is counted.
+Prediction heads_exchange(const RingConfig& c, int degree, int place, std::int64_t local_rows, const Prediction& inner,
+                          const MachineModel& m) {
+  Prediction p = inner;
+  if (degree == 1) return p;
+  const engine::HeadRouting routing(c.heads, c.kv_heads, degree);
+  const double E = element_bytes(c), D = double(c.head_dim), B = double(c.batch), rows = double(local_rows);
+  const double others = double(degree - 1);
+  const double heads_out = double(c.heads - routing.heads_per_rank());  // query heads sent away
+  double kv_out = 0;                                                    // K/V heads sent away
+  for (int r = 0; r < degree; ++r)
+    if (r != place) kv_out += double(routing.kv_count(r));
+  const double q = B * rows * heads_out * D * E;  // Q, out, dO, dQ: each way
+  const double kv = B * rows * kv_out * D * E;    // K or V to the heads
+  const double lse = 4.0 * B * double(routing.heads_per_rank()) * rows * others;
+  const double grad = 4.0 * B * rows * double(routing.kv_count(place)) * D * others;  // dK or dV home, fp32
+  const Link& link = link_for(m, degree, 1);
+  auto a2a = [&](double bytes) { return collective_seconds(link, degree, bytes); };
+  p.forward.seconds += a2a(q) + 2 * a2a(kv) + a2a(q) + a2a(lse);
+  p.forward.bytes_sent += q + 2 * kv + q + lse;
+  p.backward.seconds += 3 * a2a(q) + 2 * a2a(kv) + a2a(lse) + a2a(q) + 2 * a2a(grad);
+  p.backward.bytes_sent += 3 * q + 2 * kv + lse + q + 2 * grad;
+  return p;
+}
+
+/// One attention of this rank's heads over the whole sequence (Ulysses' local step).
+Prediction whole_sequence(const RingConfig& c, double heads, const MachineModel& m) {
+  Prediction p;
+  const kernels::MaskRule rule = engine::mask_rule(c);
+  const PositionMap all = PositionMap::contiguous(0, c.seq_total);
+  const double scale = double(c.batch) * heads;
+  p.forward.compute_seconds = p.forward.seconds =
+      block_seconds(m, rule, all, all, scale * forward_flops_per_score(c), false);
+  p.backward.compute_seconds = p.backward.seconds =
+      block_seconds(m, rule, all, all, scale * backward_flops_per_score(c), true);
+  return p;
+}
+
+/// The KV all-gather (engine/allgather_attention.hpp): chunks of K/V heads gathered while the
+/// previous chunk computes; in the backward each chunk's dK/dV reduce-scattered home.
+Prediction allgather(const RingConfig& c, std::int64_t chunk, int ranks, int rank, const MachineModel& m) {
+  Prediction p;
+  const std::int64_t L = layout::local_length(c.layout, c.seq_total, ranks), chunks = c.kv_heads / chunk;
+  const kernels::MaskRule rule = engine::mask_rule(c);
+  const PositionMap mine = layout::positions(c.layout, c.seq_total, ranks, rank);
+  const PositionMap all = PositionMap::contiguous(0, c.seq_total);
+  const double scale = double(c.batch * (c.heads / c.kv_heads) * chunk);
+  const double f = block_seconds(m, rule, mine, all, scale * forward_flops_per_score(c), false);
+  const double b = block_seconds(m, rule, mine, all, scale * backward_flops_per_score(c), true);
+  const double others = double(ranks - 1);
+  const double gather = 2.0 * double(c.batch * L * chunk * c.head_dim) * element_bytes(c) * others;
+  const double scatter = 2.0 * double(c.batch * L * chunk * c.head_dim) * 4.0 * others;
+  const Link& link = link_for(m, ranks, 1);
+  const double g = collective_seconds(link, ranks, gather);
+  const double rs = collective_seconds(link, ranks, scatter);
+  for (std::int64_t ch = 0; ch < chunks; ++ch) {
+    const double next = ch + 1 < chunks ? g : 0.0;
+    p.forward.seconds += std::max(f, next);
+    p.backward.seconds += std::max(b, next) + rs;
+  }
+  p.forward.seconds += g;
+  p.backward.seconds += g;
+  p.forward.compute_seconds = f * double(chunks);
+  p.backward.compute_seconds = b * double(chunks);
+  p.forward.bytes_sent = gather * double(chunks);
+  p.backward.bytes_sent = (gather + scatter) * double(chunks);
+  return p;
+}
+
+}  // namespace
+
+Prediction predict_rank(const RingConfig& c, const engine::StrategyChoice& choice, int ranks, int rank,
+                        const MachineModel& m) {
+  require(ranks >= 1 && rank >= 0 && rank < ranks, "rank ", rank, " is not a position of ", ranks, " ranks");
+  require(m.ranks_per_node >= 1, "ranks_per_node must be at least 1, got ", m.ranks_per_node);
+  require(m.forward_flops_per_s > 0 && m.backward_flops_per_s > 0, "kernel rates must be positive");
+  require(m.intra_node.bytes_per_s > 0 && m.inter_node.bytes_per_s > 0, "link bandwidths must be positive");
+  engine::validate_strategy(choice, c, ranks);
+  switch (choice.kind) {
+    case engine::StrategyKind::ring: return ring(c, ranks, rank, 1, m);
+    case engine::StrategyKind::ulysses: {
+      const engine::HeadRouting routing(c.heads, c.kv_heads, ranks);
+      const Prediction local = whole_sequence(c, double(routing.heads_per_rank()), m);
+      return heads_exchange(c, ranks, rank, layout::local_length(c.layout, c.seq_total, ranks), local, m);
+    }
+    case engine::StrategyKind::allgather:
+      return allgather(c, std::max<std::int64_t>(1, choice.kv_heads_per_chunk), ranks, rank, m);
+    case engine::StrategyKind::hybrid: {
+      const int pu = choice.ulysses_degree, pr = ranks / pu;
+      const engine::HeadRouting routing(c.heads, c.kv_heads, pu);
+      RingConfig rc = c;
+      rc.heads = routing.heads_per_rank();
+      rc.kv_heads = routing.slots();
+      const Prediction inner = ring(rc, pr, rank / pu, pu, m);
+      const std::int64_t rows = layout::local_length(c.layout, c.seq_total, pr) / pu;
+      return heads_exchange(c, pu, rank % pu, rows, inner, m);
+    }
+  }
+  fail(RFA_ERROR_INVALID_ARGUMENT, "unknown strategy");
+}
+
+Prediction predict(const RingConfig& c, const engine::StrategyChoice& choice, int ranks, const MachineModel& m) {
+  Prediction worst;
+  const int looked = std::min(ranks, 64);
+  for (int i = 0; i < looked; ++i) {
+    const int rank = looked == ranks ? i : int(std::int64_t(i) * (ranks - 1) / (looked - 1));
+    const Prediction p = predict_rank(c, choice, ranks, rank, m);
+    for (auto [w, q] : {std::pair<PassPrediction*, const PassPrediction*>{&worst.forward, &p.forward},
+                        std::pair<PassPrediction*, const PassPrediction*>{&worst.backward, &p.backward}}) {
+      w->seconds = std::max(w->seconds, q->seconds);
+      w->compute_seconds = std::max(w->compute_seconds, q->compute_seconds);
+      w->bytes_sent = std::max(w->bytes_sent, q->bytes_sent);
+    }
+  }
+  return worst;
+}
+
+}  // namespace model
+}  // namespace rfa

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The performance model (docs/performance-model.md): the time a forward and a backward take on
+// each rank, predicted from the problem (shape, dtype, mask, layout), the strategy and the
+// machine (kernel rates, links, ranks per node), following each engine's schedule: which steps
+// run, what each sends, and which transfers overlap which compute.
+//
+// Compute is the scores in the tiles the kernels compute (model/tile_work.hpp), counted as the
+// kernels count them, at the rate a kernel benchmark measured on whole tiles; a masked tile
+// costs a set fraction of a whole one. A transfer costs latency + bytes / bandwidth on
+// the link it crosses (inside a node or between nodes). Bytes are the engines' own
+// (RingTimings::bytes_sent), which the tests hold the model to.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/attention_strategy.hpp"
+#include "engine/ring_config.hpp"
+
+namespace rfa {
+namespace model {
+
+/// One kind of link: a transfer of b bytes takes latency_s + b / bytes_per_s.
+struct Link {
+  double latency_s = 5e-6;
+  double bytes_per_s = 10e9;
+};
+
+/// What the model knows of the machine. Ranks are placed ranks_per_node to a node, in ring
+/// order (as rfa's topology ordering places them).
+struct MachineModel {
+  int ranks_per_node = 1;
+  Link intra_node;  ///< between ranks of one node (shared memory, NVLink)
+  Link inter_node;  ///< between nodes (the network)
+  /// One rank's kernel rate on whole tiles, in FLOP/s by FlashAttention's count (forward
+  /// 4*d per score and head, backward 2.5 times that), as the kernel benchmarks report it for
+  /// the device and dtype. Ranks that share cores or a GPU get their share.
+  double forward_flops_per_s = 100e9;
+  double backward_flops_per_s = 100e9;
+  /// The kernels' tiles (query rows x key rows) in the forward and the backward.
+  int forward_tile_q = 192, forward_tile_k = 96;
+  int backward_tile_q = 96, backward_tile_k = 192;
+  /// What a tile the mask cuts costs, relative to a whole one, in the forward and the backward
+  /// (the host kernels skip the register blocks the mask hides, so less than 1 there).
+  double forward_partial_tile_cost = 1.0;
+  double backward_partial_tile_cost = 1.0;
+};
+
+/// One pass on one rank.
+struct PassPrediction {
+  double seconds = 0;          ///< the whole pass
+  double compute_seconds = 0;  ///< its kernels alone
+  double bytes_sent = 0;       ///< to other ranks, as the engine counts them
+};
+
+struct Prediction {
+  PassPrediction forward, backward;
+};
+
+/// The prediction for ring position `rank` of `ranks`. Throws RFA_ERROR_INVALID_ARGUMENT where
+/// the strategy cannot run the problem (engine::validate_strategy).
+Prediction predict_rank(const engine::RingConfig& config, const engine::StrategyChoice& choice, int ranks, int rank,
+                        const MachineModel& machine);
+
+/// The slowest rank's times and the largest bytes over the ranks (at most 64 of them looked at,
+/// evenly spread, when there are more).
+Prediction predict(const engine::RingConfig& config, const engine::StrategyChoice& choice, int ranks,
+                   const MachineModel& machine);
+
+}  // namespace model
+}  // namespace rfa

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "model/tile_work.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace rfa {
+namespace model {
+namespace {
+
+/// The first i in [0, n) with pred(i) true, for pred false then true along i; n if none.
+template <class Pred>
+std::int64_t first_true(std::int64_t n, Pred&& pred) {
+  std::int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (pred(mid))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+}  // namespace
+
+TileWork count_tile_work(const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k, int tile_q,
+                         int tile_k) {
+  require(tile_q > 0 && tile_k > 0, "tile sizes must be positive, got ", tile_q, " x ", tile_k);
+  TileWork w;
+  const std::int64_t Lq = q.length(), Lk = k.length();
+  if (Lq == 0 || Lk == 0) return w;
+  const std::int64_t nq = (Lq + tile_q - 1) / tile_q, nk = (Lk + tile_k - 1) / tile_k;
+  // Key columns in tiles [a, b): whole tiles but the last, which may be short.
+  auto columns = [&](std::int64_t a, std::int64_t b) -> double {
+    if (a >= b) return 0.0;
+    return double((b - a) * tile_k - (b == nk ? nk * tile_k - Lk : 0));
+  };
+  auto k_lo = [&](std::int64_t kt) {
+    std::int64_t lo, hi;
+    k.range(kt * tile_k, std::min(Lk, (kt + 1) * tile_k), lo, hi);
+    return lo;
+  };
+  auto k_hi = [&](std::int64_t kt) {
+    std::int64_t lo, hi;
+    k.range(kt * tile_k, std::min(Lk, (kt + 1) * tile_k), lo, hi);
+    return hi;
+  };
+  const bool docs = rule.documents();
+  for (std::int64_t qt = 0; qt < nq; ++qt) {
+    const std::int64_t r0 = qt * tile_q, r1 = std::min(Lq, r0 + tile_q);
+    const double rows = double(r1 - r0);
+    if (!rule.any()) {
+      w.full += rows * double(Lk);
+      continue;
+    }
+    std::int64_t q_lo, q_hi;
+    q.range(r0, r1, q_lo, q_hi);
+    // Visible tiles [a, b): hidden ones are a prefix (too far back, or an earlier document) and
+    // a suffix (after every query, or a later document).
+    std::int64_t a = 0, b = nk;
+    if (rule.causal) b = std::min(b, first_true(nk, [&](std::int64_t kt) { return k_lo(kt) > q_hi; }));
+    if (rule.window > 0)
+      a = std::max(a, first_true(nk, [&](std::int64_t kt) { return q_lo - k_hi(kt) < rule.window; }));
+    std::int64_t dq_lo = 0, dq_hi = 0;
+    if (docs) {
+      dq_lo = rule.document_of(q_lo);
+      dq_hi = rule.document_of(q_hi);
+      a = std::max(a, first_true(nk, [&](std::int64_t kt) { return rule.document_of(k_hi(kt)) >= dq_lo; }));
+      b = std::min(b, first_true(nk, [&](std::int64_t kt) { return rule.document_of(k_lo(kt)) > dq_hi; }));
+    }
+    if (a >= b) continue;
+    // Full tiles [fa, fb) inside them: every key at or before every query, within every
+    // window, and all in the queries' one document.
+    std::int64_t fa = a, fb = b;
+    if (rule.causal) fb = std::min(fb, first_true(nk, [&](std::int64_t kt) { return k_hi(kt) > q_lo; }));
+    if (rule.window > 0)
+      fa = std::max(fa, first_true(nk, [&](std::int64_t kt) { return q_hi - k_lo(kt) < rule.window; }));
+    if (docs) {
+      if (dq_lo != dq_hi) {
+        fb = fa;  // queries in two documents: no tile is full
+      } else {
+        fa = std::max(fa, first_true(nk, [&](std::int64_t kt) { return rule.document_of(k_lo(kt)) >= dq_lo; }));
+        fb = std::min(fb, first_true(nk, [&](std::int64_t kt) { return rule.document_of(k_hi(kt)) > dq_lo; }));
+      }
+    }
+    const double all = columns(a, b), full = fa < fb ? columns(fa, fb) : 0.0;
+    w.full += rows * full;
+    w.partial += rows * (all - full);
+  }
+  return w;
+}
+
+}  // namespace model
+}  // namespace rfa

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// How much work a block kernel does for one (queries, keys) block: the scores of the tiles it
+// computes, counted the way the kernels tile and classify (kernels/tile_visibility.hpp): tiles
+// of tile_q local query rows by tile_k local key rows, each hidden (skipped), full (no mask) or
+// partial (masked), decided from the position ranges alone. The performance model
+// (model/performance_model.hpp) turns these counts into time.
+//
+// Every layout's position map is increasing, so along a row of tiles the hidden ones form a
+// prefix and a suffix and the full ones an interval: each query tile costs a few binary searches,
+// not a pass over the key tiles, and a block of millions of rows is counted in microseconds.
+#pragma once
+
+#include <cstdint>
+
+#include "core/positions.hpp"
+#include "kernels/tile_visibility.hpp"
+
+namespace rfa {
+namespace model {
+
+/// Scores (query row, key row pairs) in the tiles a kernel computes, by kind of tile.
+struct TileWork {
+  double full = 0;     ///< in tiles the mask leaves whole
+  double partial = 0;  ///< in tiles the mask cuts (computed whole, then masked)
+  double computed() const { return full + partial; }
+};
+
+/// The tiles a kernel computes for queries at `q` against keys at `k` (local rows in the maps'
+/// order, tiles from row 0), under `rule`. Both maps must be increasing (every layout's is).
+TileWork count_tile_work(const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k, int tile_q,
+                         int tile_k);
+
+}  // namespace model
+}  // namespace rfa

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The model's tile count (model/tile_work.hpp) against the kernels' own rule applied to every
+// tile pair (kernels::classify_tile), for every layout, mask, window and documents, blocks of
+// every pair of ranks, and tile sizes that do and do not divide the rows.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "layout/sequence_layout.hpp"
+#include "model/tile_work.hpp"
+
+namespace rfa::model {
+namespace {
+
+TileWork tile_by_tile(const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k, int tq, int tk) {
+  TileWork w;
+  const std::int64_t Lq = q.length(), Lk = k.length();
+  for (std::int64_t r0 = 0; r0 < Lq; r0 += tq)
+    for (std::int64_t c0 = 0; c0 < Lk; c0 += tk) {
+      const std::int64_t r1 = std::min(Lq, r0 + tq), c1 = std::min(Lk, c0 + tk);
+      const double area = double((r1 - r0) * (c1 - c0));
+      switch (kernels::classify_tile(rule, q, r0, r1, k, c0, c1)) {
+        case kernels::TileVisibility::full: w.full += area; break;
+        case kernels::TileVisibility::partial: w.partial += area; break;
+        case kernels::TileVisibility::hidden: break;
+      }
+    }
+  return w;
+}
+
+TEST(TileWork, MatchesTheKernelsRuleTileByTile) {
+  const std::int64_t S = 720;
+  const std::vector<std::int64_t> no_docs, docs = {0, 100, 100, 333, 610, 720};
+  int cases = 0;
+  for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
+    for (int P : {1, 2, 3, 4})
+      for (bool causal : {false, true})
+        for (std::int64_t window : {0, 1, 50, 200})
+          for (const std::vector<std::int64_t>* d : {&no_docs, &docs})
+            for (auto [tq, tk] : {std::pair<int, int>{16, 8}, {7, 13}, {192, 96}}) {
+              kernels::MaskRule rule{causal, window, d->empty() ? nullptr : d->data(), std::int64_t(d->size())};
+              for (int me = 0; me < P; ++me)
+                for (int owner = 0; owner < P; ++owner) {
+                  const PositionMap q = layout::positions(layout, S, P, me), k = layout::positions(layout, S, P, owner);
+                  const TileWork want = tile_by_tile(rule, q, k, tq, tk), got = count_tile_work(rule, q, k, tq, tk);
+                  ASSERT_EQ(got.full, want.full)
+                      << layout::layout_name(layout) << " P=" << P << " " << me << "<-" << owner << " causal " << causal
+                      << " window " << window << " docs " << d->size() << " tiles " << tq << "x" << tk;
+                  ASSERT_EQ(got.partial, want.partial)
+                      << layout::layout_name(layout) << " P=" << P << " " << me << "<-" << owner << " causal " << causal
+                      << " window " << window << " docs " << d->size() << " tiles " << tq << "x" << tk;
+                  ++cases;
+                }
+            }
+  EXPECT_EQ(cases, 3 * 30 * 2 * 4 * 2 * 3);
+}
+
+TEST(TileWork, WholeSequenceCountsAreExact) {
+  const PositionMap all = PositionMap::contiguous(0, 1000);
+  const TileWork none = count_tile_work(kernels::MaskRule{}, all, all, 64, 64);
+  EXPECT_EQ(none.full, 1e6);
+  EXPECT_EQ(none.partial, 0);
+  // Causal, tiles of 1: exactly the visible scores, all full.
+  const TileWork causal = count_tile_work(kernels::MaskRule{true, 0, nullptr, 0}, all, all, 1, 1);
+  EXPECT_EQ(causal.full, 1000.0 * 1001.0 / 2.0);
+  EXPECT_EQ(causal.partial, 0);
+}
+
+}  // namespace
+}  // namespace rfa::model
