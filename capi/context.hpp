@@ -21,6 +21,7 @@ struct rfa_context_s {
   std::int64_t id = 0;                       ///< agreed at creation: the same on every rank (call stamps)
   std::int64_t calls_begun = 0;              ///< collective calls begun on this rank (call stamps)
   std::string unusable;                      ///< why the context takes no more calls ("" while it does)
+  std::string plan;                          ///< what it runs and why (rfa_context_get_plan)
 };
 
 namespace rfa {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <new>
 
+#include "auto_strategy.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
 #include "collective_call.hpp"
 #include "context.hpp"
@@ -108,6 +109,8 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
       engine::choose_cuda_kernels(*context->comm, device, request) == engine::CudaKernels::cudnn
           ? RFA_CUDA_KERNELS_CUDNN
           : RFA_CUDA_KERNELS_RFA;
+  // RFA_STRATEGY_AUTO becomes the plan the performance model picks, the same on every rank.
+  resolve_strategy(comm, order, ranks, *context);
   context->engine =
       engine::make_strategy(*context->comm, ring_config(context->options), strategy_choice(context->options));
   count->keep();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The non-collective questions a caller asks a context: its options, ring position and shard.
+#include <algorithm>
 #include <cstring>
 
 #include "context.hpp"
@@ -20,6 +21,18 @@ RFA_API rfa_result_t rfa_context_get_options(rfa_context_t context, rfa_options_
     const std::size_t n = options->struct_size < sizeof c.options ? options->struct_size : sizeof c.options;
     std::memcpy(options, &c.options, n);
     options->struct_size = n;
+    return RFA_SUCCESS;
+  });
+}
+
+RFA_API rfa_result_t rfa_context_get_plan(rfa_context_t context, char* text, int64_t capacity) {
+  return rfa::capi::guard(__func__, [&] {
+    const rfa_context_s& c = rfa::capi::context_ref(context);
+    rfa::capi::require_pointer(text, "text");
+    if (capacity < 1) rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "capacity is ", capacity, "; it must be at least 1");
+    const std::size_t n = std::min<std::size_t>(c.plan.size(), std::size_t(capacity - 1));
+    std::memcpy(text, c.plan.data(), n);
+    text[n] = '\0';
     return RFA_SUCCESS;
   });
 }

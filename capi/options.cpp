@@ -126,9 +126,12 @@ void validate_options(const rfa_options_t& o, int ranks) {
   }
   require(std::isfinite(o.timeout_s), "options.timeout_s is ", o.timeout_s,
           "; it must be finite (0: RFA_TIMEOUT_S or the default, < 0: no deadline)");
-  require(strategy >= RFA_STRATEGY_RING && strategy <= RFA_STRATEGY_HYBRID, "options.strategy is ", strategy,
+  require(strategy >= RFA_STRATEGY_RING && strategy <= RFA_STRATEGY_AUTO, "options.strategy is ", strategy,
           ", not an rfa_strategy_t value");
-  if (device != RFA_DEVICE_HOST && strategy != RFA_STRATEGY_RING) {
+  if (strategy == RFA_STRATEGY_AUTO) {
+    require(o.ulysses_degree == 0, "options.ulysses_degree is ", o.ulysses_degree,
+            " but RFA_STRATEGY_AUTO chooses the degree: leave it 0");
+  } else if (device != RFA_DEVICE_HOST && strategy != RFA_STRATEGY_RING) {
     fail(RFA_ERROR_UNSUPPORTED, "options.strategy is ", strategy, " but only the ring (RFA_STRATEGY_RING) runs on ",
          "devices so far; the Ulysses, all-gather and hybrid strategies run on the host (RFA_DEVICE_HOST)");
   }
@@ -161,8 +164,9 @@ void validate_options(const rfa_options_t& o, int ranks) {
     }
   }
   // Shape rules the engine owns (layout divisibility, supported head dims, what each strategy
-  // needs) are checked by it, so the C API cannot drift from what the engines accept.
-  engine::validate_strategy(strategy_choice(o), ring_config(o), ranks);
+  // needs) are checked by it, so the C API cannot drift from what the engines accept. An
+  // automatic strategy is checked once chosen (creation chooses only among plans that fit).
+  if (strategy != RFA_STRATEGY_AUTO) engine::validate_strategy(strategy_choice(o), ring_config(o), ranks);
 }
 
 engine::StrategyChoice strategy_choice(const rfa_options_t& o) {
@@ -172,6 +176,7 @@ engine::StrategyChoice strategy_choice(const rfa_options_t& o) {
     case RFA_STRATEGY_ULYSSES: choice.kind = engine::StrategyKind::ulysses; break;
     case RFA_STRATEGY_ALLGATHER: choice.kind = engine::StrategyKind::allgather; break;
     case RFA_STRATEGY_HYBRID: choice.kind = engine::StrategyKind::hybrid; break;
+    case RFA_STRATEGY_AUTO: fail(RFA_ERROR_INTERNAL, "RFA_STRATEGY_AUTO reached the engine unresolved");
   }
   choice.ulysses_degree = o.ulysses_degree;
   return choice;

@@ -104,8 +104,13 @@ typedef enum rfa_strategy_t {
                                    back. heads % P == 0. */
   RFA_STRATEGY_ALLGATHER = 2, /**< K and V all-gathered in head chunks, local queries attend to all of them;
                                    dK/dV reduce-scattered in fp32. */
-  RFA_STRATEGY_HYBRID = 3     /**< Ulysses inside groups of ulysses_degree consecutive ring positions (one node),
+  RFA_STRATEGY_HYBRID = 3,    /**< Ulysses inside groups of ulysses_degree consecutive ring positions (one node),
                                    the ring across the groups. */
+  RFA_STRATEGY_AUTO = 4       /**< The strategy, Ulysses degree and layout the performance model predicts
+                                   fastest for a forward plus a backward on these ranks (options.layout and
+                                   ulysses_degree are then chosen too; ulysses_degree must be 0). The same on
+                                   every rank; rfa_context_get_options() reports the choice and
+                                   rfa_context_get_plan() why. Devices choose among the ring's layouts. */
 } rfa_strategy_t;
 
 /** @brief How ranks are placed on the ring. */
@@ -355,6 +360,19 @@ RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context);
  *         smaller than version 1 of the struct.
  */
 RFA_API rfa_result_t rfa_context_get_options(rfa_context_t context, rfa_options_t* options);
+
+/**
+ * @brief What the context runs and why, as text: for ::RFA_STRATEGY_AUTO the chosen strategy,
+ *        Ulysses degree and layout with their predicted forward and backward time per rank and
+ *        the runners-up; otherwise the strategy the caller chose.
+ *
+ * Not collective. The text is the same on every rank.
+ * @param context a live context.
+ * @param[out] text receives the text, NUL-terminated, cut to @p capacity - 1 characters.
+ * @param capacity the size of @p text in bytes, at least 1.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL argument or a capacity below 1.
+ */
+RFA_API rfa_result_t rfa_context_get_plan(rfa_context_t context, char* text, int64_t capacity);
 
 /**
  * @brief This rank's ring position r (0..P-1): it decides which tokens this rank must hold.

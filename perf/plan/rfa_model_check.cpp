@@ -90,17 +90,36 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
   const auto [f, b] = block_seconds(world, block, o.repeat);
   m.forward_flops_per_s = flops / f;
   m.backward_flops_per_s = 2.5 * flops / b;
-  // A causal block: its diagonal tiles are the masked ones.
-  block.mask = RFA_MASK_CAUSAL;
-  const auto [fc, bc] = block_seconds(world, block, o.repeat);
+  // Masked tiles: a causal block (its diagonal tiles) and a windowed one (tiles along both edges
+  // of a band), two equations for what a masked tile costs per score and per visible score.
   const PositionMap rows = PositionMap::contiguous(0, block.seq_total);
-  const kernels::MaskRule causal{true, 0, nullptr, 0};
-  const double per_score_f = 4.0 * double(block.head_dim * block.batch * block.heads);
-  const model::TileWork wf = model::count_tile_work(causal, rows, rows, m.forward_tile_q, m.forward_tile_k);
-  const model::TileWork wb = model::count_tile_work(causal, rows, rows, m.backward_tile_q, m.backward_tile_k);
-  m.forward_partial_tile_cost = std::max(0.0, (fc * m.forward_flops_per_s / per_score_f - wf.full) / wf.partial);
-  m.backward_partial_tile_cost =
-      std::max(0.0, (bc * m.backward_flops_per_s / (2.5 * per_score_f) - wb.full) / wb.partial);
+  const double per_score = 4.0 * double(block.head_dim * block.batch * block.heads);
+  double lhs[2][2][2], rhs[2][2];  // [pass][equation]
+  for (int e = 0; e < 2; ++e) {
+    block.mask = RFA_MASK_CAUSAL;
+    block.window = e == 0 ? 0 : std::max<std::int64_t>(1, block.seq_total / 8);
+    const auto [fm, bm] = block_seconds(world, block, o.repeat);
+    const kernels::MaskRule rule{true, block.window, nullptr, 0};
+    const model::TileWork wf = model::count_tile_work(rule, rows, rows, m.forward_tile_q, m.forward_tile_k);
+    const model::TileWork wb = model::count_tile_work(rule, rows, rows, m.backward_tile_q, m.backward_tile_k);
+    lhs[0][e][0] = wf.partial, lhs[0][e][1] = wf.partial_visible;
+    rhs[0][e] = fm * m.forward_flops_per_s / per_score - wf.full;
+    lhs[1][e][0] = wb.partial, lhs[1][e][1] = wb.partial_visible;
+    rhs[1][e] = bm * m.backward_flops_per_s / (2.5 * per_score) - wb.full;
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    const double(*a)[2] = lhs[pass];
+    const double* y = rhs[pass];
+    const double det = a[0][0] * a[1][1] - a[0][1] * a[1][0];
+    double tile = det != 0 ? (y[0] * a[1][1] - y[1] * a[0][1]) / det : y[0] / a[0][0];
+    double visible = det != 0 ? (a[0][0] * y[1] - a[1][0] * y[0]) / det : 0.0;
+    if (tile < 0 || visible < 0) {  // noise beyond what two unknowns explain: one cost per score
+      tile = std::max(0.0, y[0] / a[0][0]);
+      visible = 0.0;
+    }
+    (pass == 0 ? m.forward_masked_tile_cost : m.backward_masked_tile_cost) = tile;
+    (pass == 0 ? m.forward_masked_visible_cost : m.backward_masked_visible_cost) = visible;
+  }
   // The ring exchange, two buffers at once as the engines send K and V: latency from 8 bytes,
   // bandwidth from a block's K and V.
   if (P > 1) {
@@ -135,16 +154,18 @@ int run(int me, int argc, char** argv) {
   o.dtype = RFA_DTYPE_FLOAT32;
   auto world = comm::make_mpi_communicator(MPI_COMM_WORLD, me);
   const int P = world->size();
+  o.seq -= o.seq % (2 * P);  // every layout splits it (zigzag: 2P chunks)
   const model::MachineModel m = calibrate(*world, o);
   if (me == 0) {
     std::printf("rfa_model_check: %d rank(s), B=%lld S=%lld H=%lld/%lld d=%lld fp32, medians of %d, slowest rank\n", P,
                 (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, (long long)o.head_dim,
                 o.repeat);
     std::printf(
-        "calibrated: kernels %.1f / %.1f GFLOP/s per rank (forward / backward, whole tiles), masked tiles cost "
-        "%.2f / %.2f of a whole one; exchange %.1f us, %.2f GB/s\n",
-        m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, m.forward_partial_tile_cost,
-        m.backward_partial_tile_cost, m.intra_node.latency_s * 1e6, m.intra_node.bytes_per_s / 1e9);
+        "calibrated: kernels %.1f / %.1f GFLOP/s per rank (forward / backward, whole tiles); a masked tile costs "
+        "%.2f per score + %.2f per visible score (forward), %.2f + %.2f (backward); exchange %.1f us, %.2f GB/s\n",
+        m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, m.forward_masked_tile_cost,
+        m.forward_masked_visible_cost, m.backward_masked_tile_cost, m.backward_masked_visible_cost,
+        m.intra_node.latency_s * 1e6, m.intra_node.bytes_per_s / 1e9);
     std::printf("%-22s %-14s %10s %10s %6s %10s %10s %6s\n", "strategy", "mask", "fwd pred", "fwd meas", "ratio",
                 "bwd pred", "bwd meas", "ratio");
   }

@@ -148,7 +148,8 @@ int run(int argc, char** argv) {
       char* end = nullptr;
       const double x = std::strtod(value.c_str(), &end);
       rfa::require(*end == '\0' && x > 0, "--partial-tile must be a positive number, got '", value, "'");
-      m.forward_partial_tile_cost = m.backward_partial_tile_cost = x;
+      m.forward_masked_tile_cost = m.backward_masked_tile_cost = x;
+      m.forward_masked_visible_cost = m.backward_masked_visible_cost = 0.0;
     }
   }
 

@@ -35,6 +35,7 @@
 #include "engine/ring_config.hpp"
 #include "layout/sequence_layout.hpp"
 #include "mpi_program.hpp"
+#include "model/plan.hpp"
 #include "reference_check.hpp"
 #include "sampled_check.hpp"
 #include "ring_measure.hpp"
@@ -174,6 +175,7 @@ int run(comm::Communicator& ring, comm::Communicator& control, const RunOptions&
            (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, (long long)o.head_dim,
            dtype_name(o.dtype), mask_text.c_str(), layout::layout_name(o.layout), strategy.c_str(),
            ranks_text(P).c_str(), order_policy, place.c_str());
+  if (!o.plan.empty()) progress(me, "plan: %s\n", o.plan.c_str());
   if (!gpu) warn_if_oversubscribed(me, threads);
 
   // Collective; a choice that cannot run fails on every rank alike (checked before, too).
@@ -353,7 +355,7 @@ int main(int argc, char** argv) {
       note = rfa::perf::fit_default_seq(opts, P);
       // Every rank parsed the same argv and reaches the same verdict here, before any
       // communication: one message is enough.
-      rfa::engine::validate_strategy(opts.strategy, rfa::perf::ring_config(opts), P);
+      if (!opts.auto_strategy) rfa::engine::validate_strategy(opts.strategy, rfa::perf::ring_config(opts), P);
     } catch (const rfa::Error& e) {
       if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
       return 2;
@@ -367,6 +369,27 @@ int main(int argc, char** argv) {
       // file): every rank throws the same message, so rank 0 speaks for all.
       if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
       return 2;
+    }
+    if (opts.auto_strategy) {
+      // The plan depends on what every rank has alike (argv, the gathered host keys, the least
+      // thread count, RFA_PLAN_*), so every rank reaches the same plan, or the same error.
+      int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
+      MPI_Allreduce(MPI_IN_PLACE, &threads, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+      try {
+        const rfa::engine::RingConfig cfg = rfa::perf::ring_config(opts);
+        const rfa::model::MachineModel machine =
+            rfa::model::planning_machine(cfg.device, threads, rfa::topology::most_ranks_on_one_host(order));
+        const std::vector<rfa::model::Plan> plans =
+            rfa::model::rank_plans(cfg, P, machine, opts.device == rfa::perf::RunDevice::cuda);
+        rfa::require(!plans.empty(), "--strategy auto: no strategy fits S = ", opts.seq, " and H = ", opts.heads,
+                     " on ", P, " ranks");
+        opts.strategy = plans.front().choice;
+        opts.layout = plans.front().layout;
+        opts.plan = "automatic: " + rfa::model::explain_plans(plans);
+      } catch (const rfa::Error& e) {
+        if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
+        return 2;
+      }
     }
     std::unique_ptr<rfa::comm::Communicator> ring, control;
     if (opts.device == rfa::perf::RunDevice::cuda) {

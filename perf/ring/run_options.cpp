@@ -42,8 +42,10 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
   --dtype T          fp32 | bf16 | fp16 (default bf16)
   --mask M           causal | none (default causal); --causal and --no-causal also work
   --window W         sliding window: a key is visible only if q_pos - k_pos < W (default 0: none)
-  --strategy X       ring | ulysses | allgather | hybrid (default ring): how the sequence is
-                     parallelized (docs/strategies.md); hybrid needs --ulysses-degree
+  --strategy X       ring | ulysses | allgather | hybrid | auto (default ring): how the sequence
+                     is parallelized (docs/strategies.md); hybrid needs --ulysses-degree; auto
+                     takes the strategy, degree and layout the performance model predicts
+                     fastest (docs/performance-model.md; RFA_PLAN_* set its machine figures)
   --ulysses-degree N ranks per Ulysses group of the hybrid strategy (a Pu x P/Pu grid; N divides
                      P and the heads)
   --scale X          softmax scale (default 1/sqrt(head-dim))
@@ -162,8 +164,10 @@ RunOptions parse_run_options(int argc, char** argv) {
         o.strategy.kind = engine::StrategyKind::allgather;
       else if (v == "hybrid")
         o.strategy.kind = engine::StrategyKind::hybrid;
+      else if (v == "auto")
+        o.auto_strategy = true;
       else
-        fail(RFA_ERROR_INVALID_ARGUMENT, "--strategy must be ring, ulysses, allgather or hybrid, got '", v, "'");
+        fail(RFA_ERROR_INVALID_ARGUMENT, "--strategy must be ring, ulysses, allgather, hybrid or auto, got '", v, "'");
     } else if (flag == "--ulysses-degree") {
       o.strategy.ulysses_degree = int(parse_int(flag, value(), 1));
     } else if (flag == "--kernels") {
@@ -192,7 +196,9 @@ RunOptions parse_run_options(int argc, char** argv) {
   }
   if (!kv_heads_given) o.kv_heads = o.heads;
   const engine::StrategyKind kind = o.strategy.kind;
-  if (kind == engine::StrategyKind::hybrid) {
+  if (o.auto_strategy) {
+    require(o.strategy.ulysses_degree == 0, "--ulysses-degree: --strategy auto chooses the degree");
+  } else if (kind == engine::StrategyKind::hybrid) {
     require(o.strategy.ulysses_degree > 0,
             "--strategy hybrid needs --ulysses-degree N: the ranks per Ulysses group "
             "(N divides P and the heads; ranks per node is usual)");

@@ -39,6 +39,8 @@ struct RunOptions {
   std::string json;                    ///< --json FILE: also write the results there (rank 0)
   RunDevice device = RunDevice::host;  ///< --device host|cuda
   engine::StrategyChoice strategy;     ///< --strategy, --ulysses-degree (default: the ring)
+  bool auto_strategy = false;          ///< --strategy auto: the performance model's plan (and layout)
+  std::string plan;                    ///< what runs and why, for the header (auto: the model's words)
   engine::KernelRequest kernels = engine::KernelRequest::automatic;  ///< --kernels (CUDA devices)
   bool deterministic = false;  ///< --deterministic: bitwise reproducible gradients
 };

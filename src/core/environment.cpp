@@ -36,6 +36,14 @@ const EnvVariable kRegistry[] = {
     {Env::host_bf16_dot, "RFA_HOST_BF16_DOT", "librfa", "`1`",
      "`0` keeps bf16 off AVX512-BF16 dot products (the portable host kernels, fp32 accuracy in the backward "
      "too) even where the build and CPU have them"},
+    {Env::plan_kernel_rate, "RFA_PLAN_KERNEL_RATE", "librfa (`RFA_STRATEGY_AUTO`), `rfa_run --strategy auto`",
+     "the device's preset (docs/performance-model.md)",
+     "`FWD,BWD`: one rank's kernel rate in GFLOP/s, forward and backward, that the automatic strategy plans "
+     "with; alike on every rank"},
+    {Env::plan_links, "RFA_PLAN_LINKS", "librfa (`RFA_STRATEGY_AUTO`), `rfa_run --strategy auto`",
+     "the device's preset (docs/performance-model.md)",
+     "`GBPS,US,GBPS,US`: bandwidth (GB/s) and latency (us) inside a node, then between nodes, that the "
+     "automatic strategy plans with; alike on every rank"},
     {Env::slurm_localid, "SLURM_LOCALID", "librfa", "`0`",
      "the node-local rank when MPI cannot tell it (before `MPI_Init`)"},
     {Env::slurm_topology_addr, "SLURM_TOPOLOGY_ADDR", "librfa", "no switch path",

@@ -22,6 +22,8 @@ enum class Env {
   transport,
   mpi_cuda_aware,
   host_amx,
+  plan_kernel_rate,
+  plan_links,
   host_bf16_dot,
   slurm_localid,
   slurm_topology_addr,

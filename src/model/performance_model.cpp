@@ -28,8 +28,9 @@ double block_seconds(const MachineModel& m, const kernels::MaskRule& rule, const
   const TileWork w = backward ? count_tile_work(rule, q, k, m.backward_tile_q, m.backward_tile_k)
                               : count_tile_work(rule, q, k, m.forward_tile_q, m.forward_tile_k);
   const double rate = backward ? m.backward_flops_per_s : m.forward_flops_per_s;
-  const double partial = backward ? m.backward_partial_tile_cost : m.forward_partial_tile_cost;
-  return (w.full + partial * w.partial) * scale / rate;
+  const double tile = backward ? m.backward_masked_tile_cost : m.forward_masked_tile_cost;
+  const double visible = backward ? m.backward_masked_visible_cost : m.forward_masked_visible_cost;
+  return (w.full + tile * w.partial + visible * w.partial_visible) * scale / rate;
 }
 
 /// A point-to-point transfer of `bytes`; several in flight together share the link.

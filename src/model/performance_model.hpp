@@ -6,7 +6,7 @@
 //
 // Compute is the scores in the tiles the kernels compute (model/tile_work.hpp), counted as the
 // kernels count them, at the rate a kernel benchmark measured on whole tiles; a masked tile
-// costs a set fraction of a whole one. A transfer costs latency + bytes / bandwidth on
+// costs what its size and its visible scores say (MachineModel). A transfer costs latency + bytes / bandwidth on
 // the link it crosses (inside a node or between nodes). Bytes are the engines' own
 // (RingTimings::bytes_sent), which the tests hold the model to.
 #pragma once
@@ -40,10 +40,12 @@ struct MachineModel {
   /// The kernels' tiles (query rows x key rows) in the forward and the backward.
   int forward_tile_q = 192, forward_tile_k = 96;
   int backward_tile_q = 96, backward_tile_k = 192;
-  /// What a tile the mask cuts costs, relative to a whole one, in the forward and the backward
-  /// (the host kernels skip the register blocks the mask hides, so less than 1 there).
-  double forward_partial_tile_cost = 1.0;
-  double backward_partial_tile_cost = 1.0;
+  /// What a tile the mask cuts costs, relative to a score of a whole tile: `masked_tile_cost`
+  /// per score of the tile plus `masked_visible_cost` per score the mask lets through. The CUDA
+  /// kernels compute such a tile whole and then mask it (1, 0); the host kernels skip the
+  /// register blocks the mask hides and pay for the masking (calibrated by rfa_model_check).
+  double forward_masked_tile_cost = 1.0, forward_masked_visible_cost = 0.0;
+  double backward_masked_tile_cost = 1.0, backward_masked_visible_cost = 0.0;
 };
 
 /// One pass on one rank.

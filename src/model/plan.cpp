@@ -2,7 +2,11 @@
 #include "model/plan.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
+#include "core/environment.hpp"
 #include "core/error.hpp"
 #include "layout/sequence_layout.hpp"
 
@@ -21,12 +25,14 @@ std::string Plan::name() const {
   return s + ", " + layout::layout_name(layout);
 }
 
-std::vector<Plan> rank_plans(const engine::RingConfig& config, int ranks, const MachineModel& machine) {
-  std::vector<engine::StrategyChoice> choices = {{engine::StrategyKind::ring, 0, 1},
-                                                 {engine::StrategyKind::allgather, 0, 1}};
-  if (ranks > 1) choices.push_back({engine::StrategyKind::ulysses, 0, 1});
-  for (int degree = 2; degree < ranks && degree <= machine.ranks_per_node; ++degree)
-    if (ranks % degree == 0) choices.push_back({engine::StrategyKind::hybrid, degree, 1});
+std::vector<Plan> rank_plans(const engine::RingConfig& config, int ranks, const MachineModel& machine, bool ring_only) {
+  std::vector<engine::StrategyChoice> choices = {{engine::StrategyKind::ring, 0, 1}};
+  if (!ring_only) {
+    choices.push_back({engine::StrategyKind::allgather, 0, 1});
+    if (ranks > 1) choices.push_back({engine::StrategyKind::ulysses, 0, 1});
+    for (int degree = 2; degree < ranks && degree <= machine.ranks_per_node; ++degree)
+      if (ranks % degree == 0) choices.push_back({engine::StrategyKind::hybrid, degree, 1});
+  }
   std::vector<Plan> plans;
   for (const engine::StrategyChoice& choice : choices)
     for (rfa_layout_t layout : {RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_STRIPE}) {
@@ -46,11 +52,78 @@ std::vector<Plan> rank_plans(const engine::RingConfig& config, int ranks, const 
   return plans;
 }
 
-Plan choose_plan(const engine::RingConfig& config, int ranks, const MachineModel& machine) {
-  std::vector<Plan> plans = rank_plans(config, ranks, machine);
+Plan choose_plan(const engine::RingConfig& config, int ranks, const MachineModel& machine, bool ring_only) {
+  std::vector<Plan> plans = rank_plans(config, ranks, machine, ring_only);
   require(!plans.empty(), "no strategy fits S = ", config.seq_total, ", H = ", config.heads, " on ", ranks,
           " ranks (the sequence must split over the ranks, 2 * ranks for zigzag)");
   return plans.front();
+}
+
+std::string explain_plans(const std::vector<Plan>& plans) {
+  if (plans.empty()) return "no plan fits";
+  auto ms = [](double s) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", 1e3 * s);
+    return std::string(text);
+  };
+  const Plan& best = plans.front();
+  std::string s = best.name() + ": predicted " + ms(best.prediction.forward.seconds) + " ms forward + " +
+                  ms(best.prediction.backward.seconds) + " ms backward per rank (docs/performance-model.md)";
+  for (std::size_t i = 1; i < plans.size() && i < 4; ++i)
+    s += std::string(i == 1 ? "; then " : ", ") + plans[i].name() + " " + ms(plans[i].prediction.forward.seconds) +
+         " + " + ms(plans[i].prediction.backward.seconds) + " ms";
+  return s;
+}
+
+namespace {
+
+/// Comma-separated numbers from an environment variable, exactly `count` of them, each > 0.
+std::vector<double> numbers(Env id, std::size_t count, const char* form) {
+  const std::string text = env_text(id);
+  std::vector<double> v;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    char* end = nullptr;
+    const double x = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || !(x > 0) || !std::isfinite(x))
+      fail(RFA_ERROR_INVALID_ARGUMENT, env_name(id), " is '", text, "'; it must be ", form, ", every number > 0");
+    v.push_back(x);
+    at = comma + 1;
+  }
+  if (v.size() != count)
+    fail(RFA_ERROR_INVALID_ARGUMENT, env_name(id), " is '", text, "'; it must be ", form, " (", count, " numbers)");
+  return v;
+}
+
+}  // namespace
+
+MachineModel planning_machine(engine::Device device, int host_threads, int ranks_per_node) {
+  MachineModel m;
+  m.ranks_per_node = std::max(1, ranks_per_node);
+  if (device == engine::Device::cuda) {
+    // rfa's CUDA kernels on an H100 (perf/RESULTS.md), NVLink inside a node, 400 Gb/s between.
+    m.forward_flops_per_s = 275e12, m.backward_flops_per_s = 150e12;
+    m.forward_tile_q = 128, m.forward_tile_k = 64, m.backward_tile_q = 32, m.backward_tile_k = 128;
+    m.intra_node = Link{3e-6, 450e9}, m.inter_node = Link{5e-6, 50e9};
+  } else {
+    // The host kernels' measured per-core rate (fp32, AVX-512) and what a masked tile costs
+    // them (perf/RESULTS.md, the performance model's check); shared memory inside a node,
+    // 100 Gb/s between.
+    const double threads = double(std::max(1, host_threads));
+    m.forward_flops_per_s = 90e9 * threads, m.backward_flops_per_s = 90e9 * threads;
+    m.intra_node = Link{2e-6, 8e9}, m.inter_node = Link{5e-6, 12.5e9};
+  }
+  if (env_value(Env::plan_kernel_rate)) {
+    const std::vector<double> r = numbers(Env::plan_kernel_rate, 2, "FWD,BWD in GFLOP/s");
+    m.forward_flops_per_s = r[0] * 1e9, m.backward_flops_per_s = r[1] * 1e9;
+  }
+  if (env_value(Env::plan_links)) {
+    const std::vector<double> l = numbers(Env::plan_links, 4, "GBPS,US,GBPS,US");
+    m.intra_node = Link{l[1] * 1e-6, l[0] * 1e9}, m.inter_node = Link{l[3] * 1e-6, l[2] * 1e9};
+  }
+  return m;
 }
 
 }  // namespace model

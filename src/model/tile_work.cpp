@@ -2,6 +2,7 @@
 #include "model/tile_work.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "core/error.hpp"
 
@@ -21,6 +22,41 @@ std::int64_t first_true(std::int64_t n, Pred&& pred) {
       lo = mid + 1;
   }
   return lo;
+}
+
+/// Keys among local rows [c0, c1) of `k` whose positions lie in [a, b].
+std::int64_t keys_between(const PositionMap& k, std::int64_t c0, std::int64_t c1, std::int64_t a, std::int64_t b) {
+  std::int64_t n = 0, base = 0;
+  for (int s = 0; s < k.count; ++s) {
+    const Segment& seg = k.seg[s];
+    const std::int64_t j0 = std::max(c0, base) - base, j1 = std::min(c1, base + seg.length) - base;
+    base += seg.length;
+    if (j0 >= j1 || a > b) continue;
+    // start + j * stride in [a, b]  <=>  j in [ceil((a - start) / stride), floor((b - start) / stride)]
+    auto floor_div = [](std::int64_t x, std::int64_t y) { return x >= 0 ? x / y : -((-x + y - 1) / y); };
+    const std::int64_t lo = std::max(j0, -floor_div(-(a - seg.start), seg.stride));
+    const std::int64_t hi = std::min(j1 - 1, floor_div(b - seg.start, seg.stride));
+    if (lo <= hi) n += hi - lo + 1;
+  }
+  return n;
+}
+
+/// Scores the rule lets through in the tile of query rows [r0, r1) and key rows [c0, c1).
+double visible_in_tile(const kernels::MaskRule& rule, const PositionMap& q, std::int64_t r0, std::int64_t r1,
+                       const PositionMap& k, std::int64_t c0, std::int64_t c1) {
+  double n = 0;
+  for (std::int64_t i = r0; i < r1; ++i) {
+    const std::int64_t p = q(i);
+    std::int64_t a = rule.window > 0 ? p - rule.window + 1 : INT64_MIN / 2;
+    std::int64_t b = rule.causal ? p : INT64_MAX / 2;
+    if (rule.documents()) {
+      const std::int64_t d = rule.document_of(p);
+      a = std::max(a, rule.doc_bounds[d]);
+      b = std::min(b, rule.doc_bounds[d + 1] - 1);
+    }
+    n += double(keys_between(k, c0, c1, a, b));
+  }
+  return n;
 }
 
 }  // namespace
@@ -88,6 +124,13 @@ TileWork count_tile_work(const kernels::MaskRule& rule, const PositionMap& q, co
     const double all = columns(a, b), full = fa < fb ? columns(fa, fb) : 0.0;
     w.full += rows * full;
     w.partial += rows * (all - full);
+    // The partial tiles are [a, fa) and [fb, b) (all of [a, b) when none is full).
+    if (fa >= fb) fa = fb = b;
+    for (std::int64_t kt = a; kt < b; ++kt) {
+      if (kt == fa) kt = fb;
+      if (kt >= b) break;
+      w.partial_visible += visible_in_tile(rule, q, r0, r1, k, kt * tile_k, std::min(Lk, (kt + 1) * tile_k));
+    }
   }
   return w;
 }

@@ -7,7 +7,9 @@
 //
 // Every layout's position map is increasing, so along a row of tiles the hidden ones form a
 // prefix and a suffix and the full ones an interval: each query tile costs a few binary searches,
-// not a pass over the key tiles, and a block of millions of rows is counted in microseconds.
+// not a pass over the key tiles. Inside the few tiles the mask cuts, the visible scores are
+// counted row by row (the host kernels skip what the mask hides in them), each row's keys an
+// interval of positions counted by arithmetic on the map's segments.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +22,9 @@ namespace model {
 
 /// Scores (query row, key row pairs) in the tiles a kernel computes, by kind of tile.
 struct TileWork {
-  double full = 0;     ///< in tiles the mask leaves whole
-  double partial = 0;  ///< in tiles the mask cuts (computed whole, then masked)
+  double full = 0;             ///< in tiles the mask leaves whole
+  double partial = 0;          ///< in tiles the mask cuts
+  double partial_visible = 0;  ///< of those, the scores the mask lets through
   double computed() const { return full + partial; }
 };
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <string>
 
@@ -104,6 +105,13 @@ EdgeCounts count_edges(const std::vector<RankKey>& keys, const std::vector<int>&
     if (from.numa_node >= 0 && to.numa_node >= 0 && from.numa_node != to.numa_node) ++counts.cross_numa;
   }
   return counts;
+}
+
+int most_ranks_on_one_host(const RingOrder& order) {
+  std::map<std::uint64_t, int> per_host;
+  int most = 1;
+  for (const RankKey& key : order.keys) most = std::max(most, ++per_host[key.host_hash]);
+  return most;
 }
 
 }  // namespace rfa::topology

@@ -54,4 +54,8 @@ struct RingOrder {
   std::vector<RankKey> keys;                               ///< every rank's key (keys[i] of rank i), for provenance
 };
 
+/// The most ranks that share one host, from the keys every rank gathered (1 without keys): the
+/// same on every rank.
+int most_ranks_on_one_host(const RingOrder& order);
+
 }  // namespace rfa::topology

@@ -31,7 +31,7 @@ struct Case {
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const char* layouts[] = {"contiguous", "zigzag", "stripe"};
   const char* dtypes[] = {"fp32", "bf16", "fp16"};
-  const char* strategies[] = {"", "_ulysses", "_allgather", "_hybrid"};
+  const char* strategies[] = {"", "_ulysses", "_allgather", "_hybrid", "_auto"};
   return std::string(layouts[info.param.layout]) + (info.param.mask == RFA_MASK_CAUSAL ? "_causal_" : "_full_") +
          dtypes[info.param.dtype] + strategies[info.param.strategy] + (info.param.documents ? "_documents" : "");
 }
@@ -207,6 +207,16 @@ std::vector<Case> document_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Documents, CapiForwardBackward, ::testing::ValuesIn(document_cases()), case_name);
+
+// RFA_STRATEGY_AUTO: whatever plan it picks (strategy, degree, layout), the shards follow the
+// context and the results are the reference's.
+std::vector<Case> auto_cases() {
+  return {{RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_FLOAT32, RFA_STRATEGY_AUTO},
+          {RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, RFA_STRATEGY_AUTO},
+          {RFA_LAYOUT_STRIPE, RFA_MASK_CAUSAL, RFA_DTYPE_FLOAT32, RFA_STRATEGY_AUTO, true}};
+}
+
+INSTANTIATE_TEST_SUITE_P(Automatic, CapiForwardBackward, ::testing::ValuesIn(auto_cases()), case_name);
 
 // The sharding helpers round-trip bitwise, lse included, and agree with rfa_layout_positions.
 TEST(CapiSharding, ScatterGatherRoundTripAndPositions) {

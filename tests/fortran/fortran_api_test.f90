@@ -37,6 +37,7 @@ program fortran_api_test
   real(c_float), allocatable :: dq(:,:,:,:), dk(:,:,:,:), dv(:,:,:,:)
   real(c_float), allocatable :: eout(:,:,:,:), else_ref(:,:,:), edq(:,:,:,:), edk(:,:,:,:), edv(:,:,:,:)
   integer(c_int64_t), allocatable :: positions(:)
+  character(len=46) :: plan
 
   call MPI_Init()
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -65,6 +66,8 @@ program fortran_api_test
   call check_ok(rfa_context_get_position(ring_int, position_int), "position (integer)")
   call check_ok(rfa_context_get_ranks(ring, ranks_seen), "ranks")
   call check(position == rank .and. position_int == rank .and. ranks_seen == nranks, "ring position and size")
+  call check_ok(rfa_context_get_plan(ring, plan), "plan")
+  call check(plan(1:46) == "ring, zigzag: chosen by the caller (options.st", "the plan says the caller chose the ring")
   call check_ok(rfa_context_destroy(ring_int), "destroy (integer)")
   call check_ok(rfa_context_destroy(ring_int), "destroy twice is a no-op")
   call check_ok(rfa_context_get_local_seq(ring, L), "local seq")
@@ -308,7 +311,7 @@ contains
   subroutine check_constants()
     integer(c_int64_t) :: c(56)
     integer(c_int) :: n
-    integer(c_int64_t) :: mine(46)
+    integer(c_int64_t) :: mine(47)
     type(rfa_options), target :: probe
     mine = [integer(c_int64_t) :: RFA_SUCCESS, RFA_ERROR_INVALID_ARGUMENT, RFA_ERROR_INVALID_USAGE, &
             RFA_ERROR_UNSUPPORTED, RFA_ERROR_OUT_OF_MEMORY, RFA_ERROR_INTERNAL, RFA_ERROR_MPI, RFA_ERROR_NCCL, &
@@ -319,7 +322,7 @@ contains
             RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16, RFA_DTYPE_FLOAT16, RFA_MASK_NONE, RFA_MASK_CAUSAL, &
             RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE, RFA_RING_ORDER_DEFAULT, &
             RFA_RING_ORDER_IDENTITY, RFA_RING_ORDER_TOPOLOGY, RFA_RING_ORDER_FILE, RFA_STRATEGY_RING, &
-            RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID, RFA_VERSION_MAJOR, &
+            RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID, RFA_STRATEGY_AUTO, RFA_VERSION_MAJOR, &
             RFA_VERSION_MINOR, RFA_VERSION_PATCH, int(RFA_OPTIONS_VERSION, c_int64_t), c_sizeof(probe), &
             byte_offset(probe), byte_offset_head_dim(probe), byte_offset_ulysses_degree(probe)]
     n = fortran_test_c_constants(c, size(c, kind=c_int))

@@ -78,6 +78,7 @@ int fortran_test_c_constants(std::int64_t* values, int capacity) {
                               RFA_STRATEGY_ULYSSES,
                               RFA_STRATEGY_ALLGATHER,
                               RFA_STRATEGY_HYBRID,
+                              RFA_STRATEGY_AUTO,
                               RFA_VERSION_MAJOR,
                               RFA_VERSION_MINOR,
                               RFA_VERSION_PATCH,

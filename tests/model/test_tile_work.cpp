@@ -4,6 +4,7 @@
 // every pair of ranks, and tile sizes that do and do not divide the rows.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <vector>
 
 #include "layout/sequence_layout.hpp"
@@ -21,7 +22,12 @@ TileWork tile_by_tile(const kernels::MaskRule& rule, const PositionMap& q, const
       const double area = double((r1 - r0) * (c1 - c0));
       switch (kernels::classify_tile(rule, q, r0, r1, k, c0, c1)) {
         case kernels::TileVisibility::full: w.full += area; break;
-        case kernels::TileVisibility::partial: w.partial += area; break;
+        case kernels::TileVisibility::partial:
+          w.partial += area;
+          for (std::int64_t i = r0; i < r1; ++i)
+            for (std::int64_t j = c0; j < c1; ++j)
+              if (rule.visible(q(i), k(j)) && rule.document_of(q(i)) == rule.document_of(k(j))) w.partial_visible += 1;
+          break;
         case kernels::TileVisibility::hidden: break;
       }
     }
@@ -43,12 +49,12 @@ TEST(TileWork, MatchesTheKernelsRuleTileByTile) {
                 for (int owner = 0; owner < P; ++owner) {
                   const PositionMap q = layout::positions(layout, S, P, me), k = layout::positions(layout, S, P, owner);
                   const TileWork want = tile_by_tile(rule, q, k, tq, tk), got = count_tile_work(rule, q, k, tq, tk);
-                  ASSERT_EQ(got.full, want.full)
-                      << layout::layout_name(layout) << " P=" << P << " " << me << "<-" << owner << " causal " << causal
-                      << " window " << window << " docs " << d->size() << " tiles " << tq << "x" << tk;
-                  ASSERT_EQ(got.partial, want.partial)
-                      << layout::layout_name(layout) << " P=" << P << " " << me << "<-" << owner << " causal " << causal
-                      << " window " << window << " docs " << d->size() << " tiles " << tq << "x" << tk;
+                  std::ostringstream where;
+                  where << layout::layout_name(layout) << " P=" << P << " " << me << "<-" << owner << " causal "
+                        << causal << " window " << window << " docs " << d->size() << " tiles " << tq << "x" << tk;
+                  ASSERT_EQ(got.full, want.full) << where.str();
+                  ASSERT_EQ(got.partial, want.partial) << where.str();
+                  ASSERT_EQ(got.partial_visible, want.partial_visible) << where.str();
                   ++cases;
                 }
             }

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// RFA_STRATEGY_AUTO through the C API: the context reports a concrete strategy, degree and layout,
+// the same on every rank, and rfa_context_get_plan says why; what it cannot take fails on every
+// rank with the reason. (The results under the chosen plan: capi_forward_backward_test's
+// Automatic cases.)
+#include <cstdlib>
+#include <string>
+
+#include "capi_test_support.hpp"
+#include "rfa/rfa_mpi.h"
+
+using namespace rfa_capi_test;
+
+namespace {
+
+rfa_options_t problem() {
+  rfa_options_t o;
+  EXPECT_EQ(rfa_options_init(&o), RFA_SUCCESS);
+  o.batch = 1;
+  o.seq_total = 2 * world_size() * 32;
+  o.heads = 4;
+  o.kv_heads = 2;
+  o.head_dim = 16;
+  o.mask = RFA_MASK_CAUSAL;
+  o.strategy = RFA_STRATEGY_AUTO;
+  return o;
+}
+
+/// The same on every rank: compares `value` with rank 0's.
+bool same_everywhere(const std::string& text) {
+  unsigned long long h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char ch : text) h = (h ^ ch) * 1099511628211ull;
+  unsigned long long lo = h, hi = h;
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  return lo == hi;
+}
+
+TEST(AutoStrategy, ReportsOnePlanEverywhereAndWhy) {
+  rfa_options_t o = problem();
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  rfa_options_t got;
+  ASSERT_RFA_OK(rfa_options_init(&got));
+  ASSERT_RFA_OK(rfa_context_get_options(ctx, &got));
+  EXPECT_GE(int(got.strategy), int(RFA_STRATEGY_RING));
+  EXPECT_LE(int(got.strategy), int(RFA_STRATEGY_HYBRID));
+  if (got.strategy == RFA_STRATEGY_HYBRID) {
+    EXPECT_GE(got.ulysses_degree, 2);
+  } else {
+    EXPECT_EQ(got.ulysses_degree, 0);
+  }
+  char text[512];
+  ASSERT_RFA_OK(rfa_context_get_plan(ctx, text, sizeof text));
+  const std::string plan = text;
+  EXPECT_EQ(plan.rfind("automatic: ", 0), 0u) << plan;
+  EXPECT_NE(plan.find("predicted"), std::string::npos) << plan;
+  EXPECT_TRUE(same_everywhere(plan + std::to_string(int(got.strategy)) + "/" + std::to_string(got.ulysses_degree) +
+                              "/" + std::to_string(int(got.layout))))
+      << "the ranks chose differently: " << plan;
+  // A short buffer gets the text cut, NUL-terminated.
+  char shorter[8];
+  ASSERT_RFA_OK(rfa_context_get_plan(ctx, shorter, sizeof shorter));
+  EXPECT_EQ(std::string(shorter), plan.substr(0, 7));
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_plan(ctx, shorter, 0), "capacity");
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
+TEST(AutoStrategy, AChosenStrategyIsSaidToBeTheCallers) {
+  rfa_options_t o = problem();
+  o.strategy = RFA_STRATEGY_RING;
+  o.layout = RFA_LAYOUT_STRIPE;
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  char text[256];
+  ASSERT_RFA_OK(rfa_context_get_plan(ctx, text, sizeof text));
+  EXPECT_EQ(std::string(text), "ring, stripe: chosen by the caller (options.strategy)");
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
+TEST(AutoStrategy, ADegreeWithAutoIsRefusedEverywhere) {
+  rfa_options_t o = problem();
+  o.ulysses_degree = 2;
+  rfa_context_t ctx = nullptr;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx),
+                   "RFA_STRATEGY_AUTO chooses the degree");
+  EXPECT_EQ(ctx, nullptr);
+}
+
+TEST(AutoStrategy, AMachineFigureThatDoesNotParseIsRefusedEverywhere) {
+  // Set on rank 0 only: the others plan with the preset, and every rank fails with rank 0's reason.
+  if (world_rank() == 0) setenv("RFA_PLAN_KERNEL_RATE", "fast,100", 1);
+  rfa_options_t o = problem();
+  rfa_context_t ctx = nullptr;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx),
+                   "RFA_PLAN_KERNEL_RATE is 'fast,100'");
+  EXPECT_EQ(ctx, nullptr);
+  unsetenv("RFA_PLAN_KERNEL_RATE");
+  // Slow links and fast kernels are figures the plan takes: creation succeeds.
+  setenv("RFA_PLAN_LINKS", "0.5,100,0.1,200", 1);
+  setenv("RFA_PLAN_KERNEL_RATE", "1000,800", 1);
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+  unsetenv("RFA_PLAN_LINKS");
+  unsetenv("RFA_PLAN_KERNEL_RATE");
+}
+
+}  // namespace
