@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,20 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
     (pass == 0 ? m.forward_masked_tile_cost : m.backward_masked_tile_cost) = tile;
     (pass == 0 ? m.forward_masked_visible_cost : m.backward_masked_visible_cost) = visible;
   }
+  // Local copies as the all-to-alls pack: a [rows][heads][d] fp32 tensor regrouped by head,
+  // every rank at once.
+  {
+    const std::size_t rows = std::size_t(o.seq), heads = std::size_t(o.heads), d = std::size_t(o.head_dim);
+    std::vector<float> from(rows * heads * d, 1.0f), to(from.size());
+    auto regroup = [&] {
+      for (std::size_t h = 0; h < heads; ++h)
+        for (std::size_t r = 0; r < rows; ++r)
+          std::memcpy(&to[(h * rows + r) * d], &from[(r * heads + h) * d], d * sizeof(float));
+    };
+    regroup();
+    const double t = slowest_median(world, 5, regroup);
+    m.copy_bytes_per_s = double(from.size() * sizeof(float)) / t;
+  }
   // The ring exchange, two buffers at once as the engines send K and V: latency from 8 bytes,
   // bandwidth from a block's K and V.
   if (P > 1) {
@@ -162,10 +177,11 @@ int run(int me, int argc, char** argv) {
                 o.repeat);
     std::printf(
         "calibrated: kernels %.1f / %.1f GFLOP/s per rank (forward / backward, whole tiles); a masked tile costs "
-        "%.2f per score + %.2f per visible score (forward), %.2f + %.2f (backward); exchange %.1f us, %.2f GB/s\n",
+        "%.2f per score + %.2f per visible score (forward), %.2f + %.2f (backward); copies %.1f GB/s; exchange %.1f "
+        "us, %.2f GB/s\n",
         m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, m.forward_masked_tile_cost,
         m.forward_masked_visible_cost, m.backward_masked_tile_cost, m.backward_masked_visible_cost,
-        m.intra_node.latency_s * 1e6, m.intra_node.bytes_per_s / 1e9);
+        m.copy_bytes_per_s / 1e9, m.intra_node.latency_s * 1e6, m.intra_node.bytes_per_s / 1e9);
     std::printf("%-22s %-14s %10s %10s %6s %10s %10s %6s\n", "strategy", "mask", "fwd pred", "fwd meas", "ratio",
                 "bwd pred", "bwd meas", "ratio");
   }

@@ -91,9 +91,18 @@ Prediction ring(const RingConfig& c, int ranks, int rank, int stride, const Mach
 Prediction heads_exchange(const RingConfig& c, int degree, int place, std::int64_t local_rows, const Prediction& inner,
                           const MachineModel& m) {
   Prediction p = inner;
-  if (degree == 1) return p;
   const engine::HeadRouting routing(c.heads, c.kv_heads, degree);
   const double E = element_bytes(c), D = double(c.head_dim), B = double(c.batch), rows = double(local_rows);
+  // Every tensor is packed for its all-to-all and unpacked after it, this rank's own share too:
+  // Q, K, V, out and lse forward; Q, K, V, out, dO, lse, dQ and the fp32 dK, dV backward.
+  const double H = double(c.heads), kv_all = double(routing.kv_count_total());
+  const double rows_bytes = B * rows * D;
+  const double forward_copies = 2.0 * (rows_bytes * E * (2 * H + 2 * kv_all) + 4.0 * B * H * rows);
+  const double backward_copies = 2.0 * (rows_bytes * E * (4 * H + 2 * kv_all) + 4.0 * B * H * rows +
+                                        rows_bytes * 4.0 * 2.0 * double(routing.kv_count(place)) * double(degree));
+  p.forward.seconds += forward_copies / m.copy_bytes_per_s;
+  p.backward.seconds += backward_copies / m.copy_bytes_per_s;
+  if (degree == 1) return p;
   const double others = double(degree - 1);
   const double heads_out = double(c.heads - routing.heads_per_rank());  // query heads sent away
   double kv_out = 0;                                                    // K/V heads sent away
@@ -142,10 +151,15 @@ Prediction allgather(const RingConfig& c, std::int64_t chunk, int ranks, int ran
   const Link& link = link_for(m, ranks, 1);
   const double g = collective_seconds(link, ranks, gather);
   const double rs = collective_seconds(link, ranks, scatter);
+  // Each chunk's K and V packed, then placed at their positions in the whole sequence; in the
+  // backward also the fp32 dK and dV taken back out of it and put into this rank's heads.
+  const double kv_chunk = 2.0 * double(c.batch * chunk * c.head_dim);
+  const double place = kv_chunk * element_bytes(c) * double(L + c.seq_total) / m.copy_bytes_per_s;
+  const double take = kv_chunk * 4.0 * double(L + c.seq_total) / m.copy_bytes_per_s;
   for (std::int64_t ch = 0; ch < chunks; ++ch) {
     const double next = ch + 1 < chunks ? g : 0.0;
-    p.forward.seconds += std::max(f, next);
-    p.backward.seconds += std::max(b, next) + rs;
+    p.forward.seconds += place + std::max(f, next);
+    p.backward.seconds += place + std::max(b, next) + take + rs;
   }
   p.forward.seconds += g;
   p.backward.seconds += g;

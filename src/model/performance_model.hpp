@@ -37,6 +37,8 @@ struct MachineModel {
   /// the device and dtype. Ranks that share cores or a GPU get their share.
   double forward_flops_per_s = 100e9;
   double backward_flops_per_s = 100e9;
+  /// One rank's local copies (packing around the all-to-alls and gathers), bytes per second.
+  double copy_bytes_per_s = 5e9;
   /// The kernels' tiles (query rows x key rows) in the forward and the backward.
   int forward_tile_q = 192, forward_tile_k = 96;
   int backward_tile_q = 96, backward_tile_k = 192;

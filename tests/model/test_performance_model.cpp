@@ -89,6 +89,7 @@ TEST(PerformanceModel, TimesFollowFromComputeAndTransfers) {
   c.seq_total = 4096;
   MachineModel free_links;
   free_links.intra_node = free_links.inter_node = Link{0.0, 1e30};
+  free_links.copy_bytes_per_s = 1e30;
   free_links.forward_flops_per_s = 1e9;
   free_links.backward_flops_per_s = 2e9;
   // One rank, no mask: every score of the sequence, at the kernels' rate.
@@ -96,7 +97,8 @@ TEST(PerformanceModel, TimesFollowFromComputeAndTransfers) {
   const double scores = double(c.seq_total * c.seq_total * c.batch * c.heads);
   EXPECT_DOUBLE_EQ(one.forward.seconds, scores * 4 * c.head_dim / 1e9);
   EXPECT_DOUBLE_EQ(one.backward.seconds, scores * 2.5 * 4 * c.head_dim / 2e9);
-  // Free links: every strategy takes its compute alone; the ring over 4 ranks a quarter of it.
+  // Free links and copies: every strategy takes its compute alone; the ring over 4 ranks a
+  // quarter of it.
   for (StrategyChoice choice :
        {StrategyChoice{StrategyKind::ring, 0, 1}, StrategyChoice{StrategyKind::ulysses, 0, 1},
         StrategyChoice{StrategyKind::allgather, 0, 1}, StrategyChoice{StrategyKind::hybrid, 2, 1}}) {
