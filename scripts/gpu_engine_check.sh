@@ -18,7 +18,8 @@
 # headers and libraries from PyTorch's nvidia.cudnn package, the frontend's carried in DEPS) it
 # also runs the cuDNN block kernel's test, the C API suite on cuDNN (capi_cuda_test.cudnn.*), the
 # ring's overhead on both kernel choices, the error against float64 at P = 1, 2, 4, 8 on both,
-# and the main job on cuDNN beside the kernel benchmark's SDPA peers. Logs go to $OUT (the
+# and the main job on cuDNN beside the kernel benchmark's SDPA peers; last, a million-token run
+# (8 ranks sharing the GPU, sampled check against float64). Logs go to $OUT (the
 # device tool's result folder) or ./gpu-engine-out; the last lines printed are a summary.
 # "quick": smaller rfa_run sizes.
 # Everything else goes under $GPU_CHECK_WORK (default /opt/rfa-gpu-check): the unpacked
@@ -26,7 +27,8 @@
 set -uo pipefail
 mode=${1:-}
 deps=${2:-}
-[ -n "$mode" ] && [ -n "$deps" ] || { sed -n 3,19p "$0"; exit 2; }
+# Without both arguments: the comment above, up to the first line of code.
+[ -n "$mode" ] && [ -n "$deps" ] || { awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "$0"; exit 2; }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 if [ "$mode" = prepare ]; then
@@ -207,7 +209,16 @@ if [ -n "$cudnn_dir" ]; then
     done
   done
 fi
-for name in rfa_run_checked rfa_run_causal rfa_run_window rfa_run_nccl \
+# A million tokens: 8 ranks sharing the GPU over staged MPI (H=16, d=128, bf16, causal, zigzag),
+# forward and backward once, checked on sampled rows against float64; its time and the GPU's
+# memory in the log. Bounded so that it cannot eat the rest of the device time.
+if [ "$quick" != quick ]; then
+  log=rfa_run step rfa_run_million env RFA_TRANSPORT=mpi timeout 300 mpiexec -n 8 ./perf/ring/rfa_run --device cuda \
+    --seq 1048576 --heads 16 --head-dim 128 --dtype bf16 --layout zigzag --causal --sampled-check --warmup 0 \
+    --repeat 1 --no-overlap --json "$work/rfa_run_million.json"
+  nvidia-smi --query-gpu=memory.used,memory.total --format=csv >>"$results/rfa_run.log" 2>&1 || true
+fi
+for name in rfa_run_checked rfa_run_causal rfa_run_window rfa_run_nccl rfa_run_million \
             $(cd "$work" && ls rfa_run_error_* rfa_run_1rank_* ring_steps_* kernel_bench.json 2>/dev/null | sed 's/\.json$//'); do
   [ -f "$work/$name.json" ] && { echo "// $name"; cat "$work/$name.json"; }
 done >"$results/rfa_run_json.txt"

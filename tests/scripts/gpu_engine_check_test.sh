@@ -62,8 +62,8 @@ run_check "$tmp/out1"
 rc=$?
 check "all steps passing: exit code 0" [ $rc -eq 0 ]
 # The NCCL run needs an NCCL the script finds on this machine (the CUDA toolkit's here).
-steps=11 nccl_runs=1
-grep -q "^NCCL: none" "$tmp/out1/device.txt" && steps=10 nccl_runs=0
+steps=12 nccl_runs=1
+grep -q "^NCCL: none" "$tmp/out1/device.txt" && steps=11 nccl_runs=0
 check "all steps passing: $steps steps ok in the summary" \
   [ "$(grep -cE '^  [a-z_]+ \([0-9]+ s\) ok$' "$tmp/out1.txt")" -eq $steps ]
 check "few result files (the device tool returns only a handful)" [ "$(ls "$tmp/out1" | wc -l)" -le 8 ]
@@ -77,7 +77,9 @@ check "NCCL's main job runs where NCCL is found" \
   [ "$(grep -c "rfa_run ranks=1 transport=nccl --device cuda" "$tmp/out1/rfa_run.log")" -eq $nccl_runs ]
 check "the window run is S/8" grep -q -- "--seq 32768 .*--window 4096" "$tmp/out1/rfa_run.log"
 check "every run's JSON comes back in one file" \
-  [ "$(grep -c '^// rfa_run_' "$tmp/out1/rfa_run_json.txt")" -eq $((3 + nccl_runs)) ]
+  [ "$(grep -c '^// rfa_run_' "$tmp/out1/rfa_run_json.txt")" -eq $((4 + nccl_runs)) ]
+check "a million tokens on 8 ranks, checked on sampled rows" \
+  grep -q "rfa_run ranks=8 transport=mpi --device cuda --seq 1048576 .*--sampled-check" "$tmp/out1/rfa_run.log"
 check "memcheck runs the window and document cases" grep -q "documents\*:\*window" "$tmp/out1/memcheck.log"
 check "the summary shows the main job's lines" grep -q "ring (slowest rank)" "$tmp/out1.txt"
 check "the suite's GPU parts run last" grep -q "^suite --device cuda --quick" "$tmp/out1/rfa_run.log"
