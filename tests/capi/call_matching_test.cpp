@@ -175,9 +175,9 @@ TEST_F(CallMatching, DestroyWhileAnotherRankCallsFailsBothSides) {
 
 // Two contexts over the same ranks, called in different orders: each rank waits in a
 // different context, which no agreement can see; every call ends by its deadline instead.
-// Rank 0 turns to b only a while after its call on a timed out, when the others have given up
-// on b too: arriving within their deadline, it would meet them in b's first call, which is
-// then a call every rank made, and succeeds.
+// Every rank turns to its second context only a while after its first call timed out, when the
+// others have given up on that context too: a rank arriving within another's deadline would
+// meet it in that context's first call, which is then a call every rank made, and succeeds.
 TEST_F(CallMatching, TwoContextsCalledInDifferentOrdersEndByTheDeadline) {
   rfa_context_t a = nullptr, b = nullptr;
   ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o_, &a));
@@ -187,7 +187,7 @@ TEST_F(CallMatching, TwoContextsCalledInDifferentOrdersEndByTheDeadline) {
   const Outcome first = timed([&] { return a_first ? ta.forward(a) : tb.forward(b); });
   expect_in_time(first, "the first context's rfa_forward");
   EXPECT_EQ(int(first.code), int(RFA_ERROR_TIMEOUT)) << first.message;
-  if (a_first) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const Outcome second = timed([&] { return a_first ? tb.forward(b) : ta.forward(a); });
   expect_in_time(second, "the second context's rfa_forward");
   EXPECT_NE(int(second.code), int(RFA_SUCCESS)) << "ranks that never met in a call must not succeed";
