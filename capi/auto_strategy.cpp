@@ -18,16 +18,8 @@ namespace {
 /// This rank's choice, from what every rank has alike.
 void choose(int threads, const topology::RingOrder& order, int ranks, rfa_context_s& context) {
   rfa_options_t& o = context.options;
-  const engine::RingConfig config = ring_config(o);
-  const model::MachineModel machine =
-      model::planning_machine(config.device, threads, topology::most_ranks_on_one_host(order));
   const std::vector<model::Plan> plans =
-      model::rank_plans(config, ranks, machine, /*ring_only=*/config.device != engine::Device::host);
-  if (plans.empty()) {
-    fail(RFA_ERROR_INVALID_ARGUMENT, "RFA_STRATEGY_AUTO: no strategy fits seq_total = ", o.seq_total,
-         " and heads = ", o.heads, " on ", ranks,
-         " ranks (every layout needs seq_total divisible by the ranks, zigzag by twice their number)");
-  }
+      model::automatic_plans(ring_config(o), ranks, threads, topology::most_ranks_on_one_host(order));
   const model::Plan& best = plans.front();
   switch (best.choice.kind) {
     case engine::StrategyKind::ring: o.strategy = RFA_STRATEGY_RING; break;

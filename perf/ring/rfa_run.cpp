@@ -376,13 +376,8 @@ int main(int argc, char** argv) {
       int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
       MPI_Allreduce(MPI_IN_PLACE, &threads, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
       try {
-        const rfa::engine::RingConfig cfg = rfa::perf::ring_config(opts);
-        const rfa::model::MachineModel machine =
-            rfa::model::planning_machine(cfg.device, threads, rfa::topology::most_ranks_on_one_host(order));
-        const std::vector<rfa::model::Plan> plans =
-            rfa::model::rank_plans(cfg, P, machine, opts.device == rfa::perf::RunDevice::cuda);
-        rfa::require(!plans.empty(), "--strategy auto: no strategy fits S = ", opts.seq, " and H = ", opts.heads,
-                     " on ", P, " ranks");
+        const std::vector<rfa::model::Plan> plans = rfa::model::automatic_plans(
+            rfa::perf::ring_config(opts), P, threads, rfa::topology::most_ranks_on_one_host(order));
         opts.strategy = plans.front().choice;
         opts.layout = plans.front().layout;
         opts.plan = "automatic: " + rfa::model::explain_plans(plans);

@@ -126,5 +126,14 @@ MachineModel planning_machine(engine::Device device, int host_threads, int ranks
   return m;
 }
 
+std::vector<Plan> automatic_plans(const engine::RingConfig& config, int ranks, int host_threads, int ranks_per_node) {
+  const MachineModel machine = planning_machine(config.device, host_threads, ranks_per_node);
+  std::vector<Plan> plans = rank_plans(config, ranks, machine, /*ring_only=*/config.device != engine::Device::host);
+  require(!plans.empty(), "the automatic strategy: no strategy fits seq_total = ", config.seq_total,
+          " and heads = ", config.heads, " on ", ranks,
+          " ranks (every layout needs seq_total divisible by the ranks, zigzag by twice their number)");
+  return plans;
+}
+
 }  // namespace model
 }  // namespace rfa

@@ -44,5 +44,9 @@ std::string explain_plans(const std::vector<Plan>& plans);
 /// naming the variable when one does not parse.
 MachineModel planning_machine(engine::Device device, int host_threads, int ranks_per_node);
 
+/// What the automatic strategy weighs: rank_plans() on planning_machine(), the ring's layouts
+/// alone on devices. Throws RFA_ERROR_INVALID_ARGUMENT, saying why, when no plan fits.
+std::vector<Plan> automatic_plans(const engine::RingConfig& config, int ranks, int host_threads, int ranks_per_node);
+
 }  // namespace model
 }  // namespace rfa
