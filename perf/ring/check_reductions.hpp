@@ -3,6 +3,8 @@
 // measure and its reduction over ranks, and the gather of per-row statistics by position.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <utility>
 
@@ -16,6 +18,21 @@ namespace perf {
 /// absolute (natural log).
 struct CheckErrors {
   double out = 0, lse = 0, dq = 0, dk = 0, dv = 0;
+};
+
+/// {max |got - ref|, max |ref|}, accumulated entry by entry; an infinite reference must be
+/// matched exactly (a row that sees no key has lse -inf), and NaN is an infinite error.
+struct ErrorAndScale {
+  double err = 0, scale = 0;
+  void add(double got, double ref) {
+    if (std::isinf(ref) || std::isinf(got)) {
+      if (got != ref) err = INFINITY;
+      return;
+    }
+    err = std::max(err, std::isnan(got) ? INFINITY : std::abs(got - ref));
+    scale = std::max(scale, std::abs(ref));
+  }
+  std::pair<double, double> pair() const { return {err, scale}; }
 };
 
 /// Collective: max over ranks of err / max over ranks of scale, from this rank's

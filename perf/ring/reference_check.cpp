@@ -16,20 +16,12 @@ namespace {
 using kernels::Tensor3;
 using kernels::Tensor4;
 
-/// {max |a - b|, max |b|} over finite entries; -inf must match -inf.
+/// ErrorAndScale over n entries.
 template <class A>
 std::pair<double, double> diff(const A* got, const float* ref, std::size_t n) {
-  double err = 0, scale = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double g = to_float(got[i]), r = ref[i];
-    if (std::isinf(r) || std::isinf(g)) {
-      if (g != r) err = INFINITY;
-      continue;
-    }
-    err = std::max(err, std::isnan(g) ? INFINITY : std::abs(g - r));
-    scale = std::max(scale, std::abs(r));
-  }
-  return {err, scale};
+  ErrorAndScale d;
+  for (std::size_t i = 0; i < n; ++i) d.add(to_float(got[i]), ref[i]);
+  return d.pair();
 }
 
 }  // namespace

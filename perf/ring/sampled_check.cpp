@@ -52,21 +52,6 @@ bool sees(const kernels::MaskRule& rule, std::int64_t q, std::int64_t k) {
   return rule.visible(q, k) && (!rule.documents() || rule.document_of(q) == rule.document_of(k));
 }
 
-/// {max |got - ref|, max |ref|}, accumulated entry by entry; an infinite reference must be
-/// matched exactly, and NaN is an infinite error.
-struct Diff {
-  double err = 0, scale = 0;
-  void add(double got, double ref) {
-    if (std::isinf(ref) || std::isinf(got)) {
-      if (got != ref) err = INFINITY;
-      return;
-    }
-    err = std::max(err, std::isnan(got) ? INFINITY : std::abs(got - ref));
-    scale = std::max(scale, std::abs(ref));
-  }
-  std::pair<double, double> pair() const { return {err, scale}; }
-};
-
 /// The sampled local rows: the first, the last and evenly spaced ones between.
 std::vector<std::int64_t> sampled_rows(std::int64_t L, int rows) {
   std::vector<std::int64_t> r;
@@ -89,7 +74,7 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::RingConfi
   const std::vector<std::int64_t> picks = sampled_rows(L, rows);
   const std::size_t dn = std::size_t(D);
   std::vector<double> q(dn), k(dn), v(dn), dov(dn), o(dn), a(dn), bk(dn), dk_ref(dn), dv_ref(dn);
-  Diff out_d, lse_d, dq_d, dk_d, dv_d;
+  ErrorAndScale out_d, lse_d, dq_d, dk_d, dv_d;
 
   // Query rows: each pick in two heads, spread over the heads (and the K/V heads they read)
   // from rank to rank.
