@@ -83,14 +83,20 @@ TileWork count_tile_work(const kernels::MaskRule& rule, const PositionMap& q, co
     k.range(kt * tile_k, std::min(Lk, (kt + 1) * tile_k), lo, hi);
     return hi;
   };
+  if (!rule.any()) {
+    w.full = double(Lq) * double(Lk);
+    return w;
+  }
   const bool docs = rule.documents();
-  for (std::int64_t qt = 0; qt < nq; ++qt) {
+  // Beyond kMaxQueryTiles query tiles, every stride-th is counted and stands for the stride
+  // tiles from it, so that a block of any length costs a bounded time (the rows of each are
+  // counted as they are).
+  constexpr std::int64_t kMaxQueryTiles = 4096;
+  const std::int64_t stride = (nq + kMaxQueryTiles - 1) / kMaxQueryTiles;
+  for (std::int64_t qt = 0; qt < nq; qt += stride) {
     const std::int64_t r0 = qt * tile_q, r1 = std::min(Lq, r0 + tile_q);
-    const double rows = double(r1 - r0);
-    if (!rule.any()) {
-      w.full += rows * double(Lk);
-      continue;
-    }
+    const double rows = double(std::min(Lq, (qt + stride) * tile_q) - r0);  // the rows this tile stands for
+    const double weight = rows / double(r1 - r0);
     std::int64_t q_lo, q_hi;
     q.range(r0, r1, q_lo, q_hi);
     // Visible tiles [a, b): hidden ones are a prefix (too far back, or an earlier document) and
@@ -124,12 +130,15 @@ TileWork count_tile_work(const kernels::MaskRule& rule, const PositionMap& q, co
     const double all = columns(a, b), full = fa < fb ? columns(fa, fb) : 0.0;
     w.full += rows * full;
     w.partial += rows * (all - full);
-    // The partial tiles are [a, fa) and [fb, b) (all of [a, b) when none is full).
+    // The partial tiles are [a, fa) and [fb, b) (all of [a, b) when none is full); of a run
+    // longer than kMaxPartialTiles, every step-th is counted for the step tiles from it.
     if (fa >= fb) fa = fb = b;
-    for (std::int64_t kt = a; kt < b; ++kt) {
-      if (kt == fa) kt = fb;
-      if (kt >= b) break;
-      w.partial_visible += visible_in_tile(rule, q, r0, r1, k, kt * tile_k, std::min(Lk, (kt + 1) * tile_k));
+    constexpr std::int64_t kMaxPartialTiles = 256;
+    for (const auto& [from, to] : {std::pair<std::int64_t, std::int64_t>{a, fa}, {fb, b}}) {
+      const std::int64_t step = std::max<std::int64_t>(1, (to - from + kMaxPartialTiles - 1) / kMaxPartialTiles);
+      for (std::int64_t kt = from; kt < to; kt += step)
+        w.partial_visible += weight * double(std::min(step, to - kt)) *
+                             visible_in_tile(rule, q, r0, r1, k, kt * tile_k, std::min(Lk, (kt + 1) * tile_k));
     }
   }
   return w;
