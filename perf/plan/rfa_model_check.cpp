@@ -114,9 +114,26 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
     const double det = a[0][0] * a[1][1] - a[0][1] * a[1][0];
     double tile = det != 0 ? (y[0] * a[1][1] - y[1] * a[0][1]) / det : y[0] / a[0][0];
     double visible = det != 0 ? (a[0][0] * y[1] - a[1][0] * y[0]) / det : 0.0;
-    if (tile < 0 || visible < 0) {  // noise beyond what two unknowns explain: one cost per score
-      tile = std::max(0.0, y[0] / a[0][0]);
-      visible = 0.0;
+    if (tile < 0 || visible < 0) {
+      // Noise beyond what two unknowns explain (the equations are nearly parallel: a band's
+      // edges and the diagonal show about the same visible share): one of the two costs alone,
+      // whichever fits both equations better, each to its relative error.
+      double best = -1;
+      for (int unknown = 0; unknown < 2; ++unknown) {
+        double num = 0, den = 0;
+        for (int e = 0; e < 2; ++e) {
+          num += a[e][unknown] * y[e] / (y[e] * y[e]);
+          den += a[e][unknown] * a[e][unknown] / (y[e] * y[e]);
+        }
+        const double x = den > 0 ? std::max(0.0, num / den) : 0.0;
+        double misfit = 0;
+        for (int e = 0; e < 2; ++e) misfit += std::pow((a[e][unknown] * x - y[e]) / y[e], 2);
+        if (best < 0 || misfit < best) {
+          best = misfit;
+          tile = unknown == 0 ? x : 0.0;
+          visible = unknown == 1 ? x : 0.0;
+        }
+      }
     }
     (pass == 0 ? m.forward_masked_tile_cost : m.backward_masked_tile_cost) = tile;
     (pass == 0 ? m.forward_masked_visible_cost : m.backward_masked_visible_cost) = visible;

@@ -5,9 +5,10 @@
 // attention; the hybrid strategy puts the ring inside it.
 //
 // rows[s] gives, for every rank s, where its local rows go in the full tensor (global positions
-// for Ulysses). Each direction packs into a send buffer, runs one all-to-all(v) and places the
-// received blocks; the caller passes the two staging buffers (from its Workspace), sized by
-// staging_elems().
+// for Ulysses). Each direction packs the blocks for the other ranks into a send buffer, runs one
+// all-to-all(v) and places the received blocks; a rank's own block moves directly between its
+// local and full tensors, one copy instead of three. The caller passes the two staging buffers
+// (from its Workspace), sized by staging_elems().
 #pragma once
 
 #include <cstdint>
@@ -65,10 +66,11 @@ class HeadExchange {
   template <class T>
   std::int64_t queries_to_heads(kernels::Tensor4<const T> local, kernels::Tensor4<T> full, T* send, T* recv) {
     const BlockLayout out = my_rows(same_width(routing_.heads_per_rank()), head_dim_);
-    pack_heads(local, q_first_, out, send);
+    pack_heads(local, q_first_, out, send, me());
     const BlockLayout in = all_rows(routing_.heads_per_rank(), head_dim_);
     const std::int64_t sent = exchange(send, out, recv, in);
-    place_rows(recv, in, rows_, q_column_, full);
+    place_rows(recv, in, rows_, q_column_, full, me());
+    place_own_rows(local, q_first_[std::size_t(me())], my_positions(), q_column_, full);
     return sent;
   }
 
@@ -76,10 +78,11 @@ class HeadExchange {
   template <class T>
   std::int64_t keys_to_heads(kernels::Tensor4<const T> local, kernels::Tensor4<T> full, T* send, T* recv) {
     const BlockLayout out = my_rows(kv_count_, head_dim_);
-    pack_heads(local, kv_first_, out, send);
-    const BlockLayout in = all_rows(kv_count_[std::size_t(comm_.rank())], head_dim_);
+    pack_heads(local, kv_first_, out, send, me());
+    const BlockLayout in = all_rows(kv_count_[std::size_t(me())], head_dim_);
     const std::int64_t sent = exchange(send, out, recv, in);
-    place_rows(recv, in, rows_, kv_column_, full);
+    place_rows(recv, in, rows_, kv_column_, full, me());
+    place_own_rows(local, kv_first_[std::size_t(me())], my_positions(), kv_column_, full);
     return sent;
   }
 
@@ -87,10 +90,12 @@ class HeadExchange {
   template <class TFull, class T>
   std::int64_t queries_to_rows(kernels::Tensor4<const TFull> full, kernels::Tensor4<T> local, T* send, T* recv) {
     const BlockLayout out = all_rows(routing_.heads_per_rank(), head_dim_);
-    take_rows(full, rows_, q_column_, out, send);
+    take_rows(full, rows_, q_column_, out, send, me());
     const BlockLayout in = my_rows(same_width(routing_.heads_per_rank()), head_dim_);
     const std::int64_t sent = exchange(send, out, recv, in);
-    unpack_heads(recv, in, q_first_, local, false);
+    unpack_heads(recv, in, q_first_, local, false, me());
+    take_own_rows(full, my_positions(), q_column_, q_first_[std::size_t(me())], routing_.heads_per_rank(), local,
+                  false);
     return sent;
   }
 
@@ -99,13 +104,15 @@ class HeadExchange {
   template <class TFull>
   std::int64_t keys_to_rows(kernels::Tensor4<const TFull> full, kernels::Tensor4<float> local, float* send,
                             float* recv) {
-    const int me = comm_.rank();
-    const BlockLayout out = all_rows(kv_count_[std::size_t(me)], head_dim_);
-    take_rows(full, rows_, kv_column_, out, send);
+    const std::size_t mine = std::size_t(me());
+    const BlockLayout out = all_rows(kv_count_[mine], head_dim_);
+    take_rows(full, rows_, kv_column_, out, send, me());
     const BlockLayout in = my_rows(kv_count_, head_dim_);
     const std::int64_t sent = exchange(send, out, recv, in);
+    // This rank's own partials first, then the others' added to them.
     kernels::fill_elements(local, 0.0f);
-    unpack_heads(recv, in, kv_first_, local, true);
+    take_own_rows(full, my_positions(), kv_column_, kv_first_[mine], kv_count_[mine], local, true);
+    unpack_heads(recv, in, kv_first_, local, true, me());
     return sent;
   }
 
@@ -113,7 +120,7 @@ class HeadExchange {
   std::int64_t lse_to_heads(kernels::Tensor3<float> local, kernels::Tensor3<float> full, float* send, float* recv) {
     const std::int64_t hp = routing_.heads_per_rank();
     lse_heads(local, send, hp, true);
-    const std::int64_t sent = exchange(send, my_rows(same_width(hp), 1), recv, all_rows(hp, 1));
+    const std::int64_t sent = exchange(send, my_rows(same_width(hp), 1), recv, all_rows(hp, 1), false);
     lse_sequence(full, recv, rows_, true);
     return sent;
   }
@@ -122,7 +129,7 @@ class HeadExchange {
   std::int64_t lse_to_rows(kernels::Tensor3<float> full, kernels::Tensor3<float> local, float* send, float* recv) {
     const std::int64_t hp = routing_.heads_per_rank();
     lse_sequence(full, send, rows_, false);
-    const std::int64_t sent = exchange(send, all_rows(hp, 1), recv, my_rows(same_width(hp), 1));
+    const std::int64_t sent = exchange(send, all_rows(hp, 1), recv, my_rows(same_width(hp), 1), false);
     lse_heads(local, recv, hp, false);
     return sent;
   }
@@ -142,10 +149,16 @@ class HeadExchange {
     return std::vector<std::int64_t>(rows_.size(), width);
   }
 
+  int me() const { return comm_.rank(); }
+  const PositionMap& my_positions() const { return rows_[std::size_t(me())]; }
+
+  /// The all-to-all(v) of the packed blocks. With `own_moved`, this rank's own block does not go
+  /// through it (the caller moves it directly between the local and the full tensor).
   template <class T>
-  std::int64_t exchange(const T* send, const BlockLayout& out, T* recv, const BlockLayout& in) {
+  std::int64_t exchange(const T* send, const BlockLayout& out, T* recv, const BlockLayout& in, bool own_moved = true) {
     out.bytes(sizeof(T), send_bytes_, send_offsets_);
     in.bytes(sizeof(T), recv_bytes_, recv_offsets_);
+    if (own_moved) send_bytes_[std::size_t(me())] = recv_bytes_[std::size_t(me())] = 0;
     comm_.alltoallv(send, send_bytes_.data(), send_offsets_.data(), recv, recv_bytes_.data(), recv_offsets_.data());
     std::int64_t sent = 0;
     for (int r = 0; r < comm_.size(); ++r)

@@ -11,6 +11,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -55,73 +56,117 @@ KOKKOS_INLINE_FUNCTION To convert_value(From x) {
   }
 }
 
+/// to[0, n) = from[0, n), converted (a plain copy when the types agree).
+template <class From, class To>
+inline void copy_row(const From* from, std::int64_t n, To* to) {
+  if constexpr (std::is_same<From, To>::value) {
+    std::memcpy(to, from, std::size_t(n) * sizeof(To));
+  } else {
+    for (std::int64_t x = 0; x < n; ++x) to[x] = convert_value<To>(from[x]);
+  }
+}
+
 using HostRange = Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>;
 
-/// Block r of `dst` = src's heads [first[r], first[r] + width(r)), all local rows.
+/// Block r of `dst` = src's heads [first[r], first[r] + width(r)), all local rows; block `skip`
+/// (a rank's own, moved without a copy through the buffer) is left alone.
 template <class T>
 void pack_heads(kernels::Tensor4<const T> src, const std::vector<std::int64_t>& first, const BlockLayout& blocks,
-                T* dst) {
+                T* dst, std::int64_t skip = -1) {
   const std::int64_t B = src.extent(0), L = src.extent(1), D = src.extent(3);
   for (std::size_t r = 0; r < first.size(); ++r) {
+    if (std::int64_t(r) == skip) continue;
     const std::int64_t w = blocks.width[r], f = first[r];
     T* block = dst + blocks.offset[r];
     Kokkos::parallel_for("rfa::pack_heads", HostRange(0, B * L), [=](std::int64_t bl) {
       const std::int64_t b = bl / L, l = bl % L;
-      for (std::int64_t u = 0; u < w; ++u)
-        for (std::int64_t x = 0; x < D; ++x) block[((b * L + l) * w + u) * D + x] = src(b, l, f + u, x);
+      // Heads f .. f + w of a row are w * D consecutive elements.
+      copy_row(&src(b, l, f, 0), w * D, block + (b * L + l) * w * D);
     });
   }
   Kokkos::DefaultHostExecutionSpace().fence();
 }
 
 /// full[b][rows[s](l)][j] = block s [b][l][column[j]] for every rank s and slot j: the received
-/// rows go to their global positions.
+/// rows go to their global positions. Block `skip` is left alone.
 template <class T>
 void place_rows(const T* recv, const BlockLayout& blocks, const std::vector<PositionMap>& rows,
-                const std::vector<std::int64_t>& column, kernels::Tensor4<T> full) {
+                const std::vector<std::int64_t>& column, kernels::Tensor4<T> full, std::int64_t skip = -1) {
   const std::int64_t B = full.extent(0), J = full.extent(2), D = full.extent(3);
   const std::int64_t* col = column.data();
   for (std::size_t s = 0; s < rows.size(); ++s) {
+    if (std::int64_t(s) == skip) continue;
     const PositionMap pos = rows[s];
     const std::int64_t L = pos.length(), w = blocks.width[s];
     const T* block = recv + blocks.offset[s];
     Kokkos::parallel_for("rfa::place_rows", HostRange(0, B * L), [=](std::int64_t bl) {
       const std::int64_t b = bl / L, l = bl % L, t = pos(l);
-      for (std::int64_t j = 0; j < J; ++j)
-        for (std::int64_t x = 0; x < D; ++x) full(b, t, j, x) = block[((b * L + l) * w + col[j]) * D + x];
+      for (std::int64_t j = 0; j < J; ++j) copy_row(block + ((b * L + l) * w + col[j]) * D, D, &full(b, t, j, 0));
     });
   }
   Kokkos::DefaultHostExecutionSpace().fence();
 }
 
+/// The slots j of each column u (column[j] == u), listed column by column:
+/// slot[first[u] .. first[u + 1]). A K/V head held in several slots (GQA) has several.
+struct ColumnSlots {
+  std::vector<std::int64_t> first, slot;
+  explicit ColumnSlots(const std::vector<std::int64_t>& column) {
+    std::int64_t width = 0;
+    for (std::int64_t u : column) width = u + 1 > width ? u + 1 : width;
+    for (std::int64_t u = 0; u < width; ++u) {
+      first.push_back(std::int64_t(slot.size()));
+      for (std::size_t j = 0; j < column.size(); ++j)
+        if (column[j] == u) slot.push_back(std::int64_t(j));
+    }
+    first.push_back(std::int64_t(slot.size()));
+  }
+  std::int64_t width() const { return std::int64_t(first.size()) - 1; }
+};
+
+/// out[0, D) = (or += when accumulating) the sum of the slots' rows row[slot[i] * D ..] for
+/// i in [from, to), converted. A single slot is copied as is (no round trip through fp32 for
+/// 16-bit values); several are summed in fp32, whole row after whole row.
+template <class TFull, class TOut>
+inline void sum_slots(const TFull* row, std::int64_t D, const std::int64_t* slot, std::int64_t from, std::int64_t to,
+                      TOut* out, bool accumulate) {
+  if (to - from == 1 && !accumulate) {
+    const TFull* only = row + slot[from] * D;
+    for (std::int64_t x = 0; x < D; ++x) out[x] = convert_value<TOut>(only[x]);
+    return;
+  }
+  float sum[kernels::kMaxHeadDim];
+  for (std::int64_t x = 0; x < D; ++x) sum[x] = accumulate ? to_float(out[x]) : 0.0f;
+  for (std::int64_t i = from; i < to; ++i) {
+    const TFull* one = row + slot[i] * D;
+    for (std::int64_t x = 0; x < D; ++x) sum[x] += to_float(one[x]);
+  }
+  for (std::int64_t x = 0; x < D; ++x) out[x] = convert_value<TOut>(sum[x]);
+}
+
 /// Block r [b][l][u] = the sum over the slots j with column[j] == u of full[b][rows[r](l)][j],
 /// converted to TSend: the rows of rank r, back from the full sequence. (One slot per column
-/// for out and dQ; dK/dV sum the slots that held copies of one K/V head.)
+/// for out and dQ; dK/dV sum the slots that held copies of one K/V head.) Block `skip` is left
+/// alone.
 template <class TFull, class TSend>
 void take_rows(kernels::Tensor4<const TFull> full, const std::vector<PositionMap>& rows,
-               const std::vector<std::int64_t>& column, const BlockLayout& blocks, TSend* dst) {
+               const std::vector<std::int64_t>& column, const BlockLayout& blocks, TSend* dst, std::int64_t skip = -1) {
   const std::int64_t B = full.extent(0), J = full.extent(2), D = full.extent(3);
-  const std::int64_t* col = column.data();
+  const ColumnSlots slots(column);
+  const std::int64_t width = slots.width();
+  const std::int64_t* first = slots.first.data();
+  const std::int64_t* slot = slots.slot.data();
   for (std::size_t r = 0; r < rows.size(); ++r) {
+    if (std::int64_t(r) == skip) continue;
     const PositionMap pos = rows[r];
     const std::int64_t L = pos.length(), w = blocks.width[r];
     TSend* block = dst + blocks.offset[r];
     Kokkos::parallel_for("rfa::take_rows", HostRange(0, B * L), [=](std::int64_t bl) {
-      const std::int64_t b = bl / L, l = bl % L, t = pos(l);
+      const std::int64_t b = bl / L, l = bl % L;
+      const TFull* row = full.data() + (b * full.extent(1) + pos(l)) * J * D;
       for (std::int64_t u = 0; u < w; ++u) {
-        for (std::int64_t x = 0; x < D; ++x) {
-          float sum = 0.0f;
-          int copies = 0;
-          TFull only{};
-          for (std::int64_t j = 0; j < J; ++j) {
-            if (col[j] != u) continue;
-            only = full(b, t, j, x);
-            sum += to_float(only);
-            ++copies;
-          }
-          // A single slot is copied as is (no round trip through fp32 for 16-bit values).
-          block[((b * L + l) * w + u) * D + x] = copies == 1 ? convert_value<TSend>(only) : convert_value<TSend>(sum);
-        }
+        const std::int64_t from = u < width ? first[u] : 0, to = u < width ? first[u + 1] : 0;
+        sum_slots(row, D, slot, from, to, block + ((b * L + l) * w + u) * D, false);
       }
     });
   }
@@ -129,27 +174,60 @@ void take_rows(kernels::Tensor4<const TFull> full, const std::vector<PositionMap
 }
 
 /// dst[b][l][first[s] + u][x] = block s [b][l][u][x] (or += when accumulating), converted.
+/// Block `skip` is left alone.
 template <class TRecv, class TDst>
 void unpack_heads(const TRecv* recv, const BlockLayout& blocks, const std::vector<std::int64_t>& first,
-                  kernels::Tensor4<TDst> dst, bool accumulate) {
+                  kernels::Tensor4<TDst> dst, bool accumulate, std::int64_t skip = -1) {
   const std::int64_t B = dst.extent(0), L = dst.extent(1), D = dst.extent(3);
   for (std::size_t s = 0; s < first.size(); ++s) {
+    if (std::int64_t(s) == skip) continue;
     const std::int64_t w = blocks.width[s], f = first[s];
     const TRecv* block = recv + blocks.offset[s];
     Kokkos::parallel_for("rfa::unpack_heads", HostRange(0, B * L), [=](std::int64_t bl) {
       const std::int64_t b = bl / L, l = bl % L;
-      for (std::int64_t u = 0; u < w; ++u) {
-        for (std::int64_t x = 0; x < D; ++x) {
-          const TRecv v = block[((b * L + l) * w + u) * D + x];
-          if (accumulate) {
-            dst(b, l, f + u, x) = convert_value<TDst>(to_float(dst(b, l, f + u, x)) + to_float(v));
-          } else {
-            dst(b, l, f + u, x) = convert_value<TDst>(v);
-          }
-        }
+      const TRecv* from = block + (b * L + l) * w * D;
+      TDst* to = &dst(b, l, f, 0);  // heads f .. f + w: w * D consecutive elements
+      if (!accumulate) {
+        copy_row(from, w * D, to);
+      } else {
+        for (std::int64_t x = 0; x < w * D; ++x) to[x] = convert_value<TDst>(to_float(to[x]) + to_float(from[x]));
       }
     });
   }
+  Kokkos::DefaultHostExecutionSpace().fence();
+}
+
+/// A rank's own block moved directly, without the packed buffers: full[b][pos(l)][j] =
+/// local[b][l][first + column[j]] for every local row l and slot j.
+template <class T>
+void place_own_rows(kernels::Tensor4<const T> local, std::int64_t first, const PositionMap& pos,
+                    const std::vector<std::int64_t>& column, kernels::Tensor4<T> full) {
+  const std::int64_t B = local.extent(0), L = local.extent(1), J = full.extent(2), D = full.extent(3);
+  const std::int64_t* col = column.data();
+  Kokkos::parallel_for("rfa::place_own_rows", HostRange(0, B * L), [=](std::int64_t bl) {
+    const std::int64_t b = bl / L, l = bl % L, t = pos(l);
+    for (std::int64_t j = 0; j < J; ++j) copy_row(&local(b, l, first + col[j], 0), D, &full(b, t, j, 0));
+  });
+  Kokkos::DefaultHostExecutionSpace().fence();
+}
+
+/// The way back for a rank's own block: local[b][l][first + u] = (or += when accumulating) the
+/// sum over the slots j with column[j] == u of full[b][pos(l)][j], for u < width, converted.
+template <class TFull, class T>
+void take_own_rows(kernels::Tensor4<const TFull> full, const PositionMap& pos, const std::vector<std::int64_t>& column,
+                   std::int64_t first, std::int64_t width, kernels::Tensor4<T> local, bool accumulate) {
+  const std::int64_t B = local.extent(0), L = local.extent(1), J = full.extent(2), D = full.extent(3);
+  const ColumnSlots slots(column);
+  const std::int64_t known = slots.width();
+  const std::int64_t* from = slots.first.data();
+  const std::int64_t* slot = slots.slot.data();
+  Kokkos::parallel_for("rfa::take_own_rows", HostRange(0, B * L), [=](std::int64_t bl) {
+    const std::int64_t b = bl / L, l = bl % L;
+    const TFull* row = full.data() + (b * full.extent(1) + pos(l)) * J * D;
+    for (std::int64_t u = 0; u < width; ++u)
+      sum_slots(row, D, slot, u < known ? from[u] : 0, u < known ? from[u + 1] : 0, &local(b, l, first + u, 0),
+                accumulate);
+  });
   Kokkos::DefaultHostExecutionSpace().fence();
 }
 
