@@ -57,7 +57,10 @@ HybridAttention::HybridAttention(comm::Communicator& comm, const RingConfig& con
   const int p = comm_.rank();
   group_ = comm_.split(p / degree_, p % degree_);
   rings_ = comm_.split(p % degree_, p / degree_);
-  ring_ = std::make_unique<RingAttention>(*rings_, ring_of_groups(config_, routing_));
+  // The ring's checks agree over all P ranks: a buffer refused in one ring group stops every
+  // group before any of them computes (each group would otherwise compute its whole ring
+  // before the failure reached it).
+  ring_ = std::make_unique<RingAttention>(*rings_, ring_of_groups(config_, routing_), &comm_);
   local_seq_ = ring_->local_seq() / degree_;
 }
 

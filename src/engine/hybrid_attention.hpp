@@ -57,6 +57,8 @@ class HybridAttention {
   /// compute and steps: the ring's; wait: the ring's plus the all-to-alls; bytes: both.
   const RingTimings& last_timings() const { return timings_; }
   std::int64_t workspace_bytes(bool backward) const;
+  /// What the ring's kernels allocate for themselves during one pass, part of workspace_bytes().
+  std::int64_t kernel_workspace_bytes(bool backward) const { return ring_->kernel_workspace_bytes(backward); }
   std::int64_t last_workspace_bytes() const { return last_workspace_bytes_; }
 
  private:

@@ -11,7 +11,8 @@
 namespace rfa {
 namespace engine {
 
-RingAttention::RingAttention(comm::Communicator& comm, const RingConfig& config) : comm_(comm), config_(config) {
+RingAttention::RingAttention(comm::Communicator& comm, const RingConfig& config, comm::Communicator* agreement)
+    : comm_(comm), agreement_(agreement ? agreement : &comm), config_(config) {
   validate_collective(comm_, config_);
   local_seq_ = layout::local_length(config_.layout, config_.seq_total, comm_.size());
   steps_ = ring_steps_with_work(config_, comm_.size());

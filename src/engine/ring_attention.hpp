@@ -62,7 +62,11 @@ enum class RingMode {
 class RingAttention {
  public:
   /// Collective over `comm`: validates the config on every rank and that all ranks agree.
-  RingAttention(comm::Communicator& comm, const RingConfig& config);
+  /// `agreement`, when given, is a communicator that holds `comm`'s ranks and more, all of which
+  /// run this ring's passes together (the hybrid's: every ring group at once): the checks
+  /// before each pass agree over it, so a refused buffer in one ring group fails every group
+  /// before any of them computes. It must outlive the engine.
+  RingAttention(comm::Communicator& comm, const RingConfig& config, comm::Communicator* agreement = nullptr);
   /// Waits for work still queued on the CUDA stream before the device workspace is freed.
   ~RingAttention();
   RingAttention(const RingAttention&) = delete;
@@ -136,13 +140,14 @@ class RingAttention {
                     typename Compute::template Tensor3<const float> lse, typename Compute::template Tensor4<T> dq,
                     typename Compute::template Tensor4<T> dk, typename Compute::template Tensor4<T> dv, RingMode mode);
 
-  /// Runs this rank's argument and allocation checks, then agrees with the other ranks: if
-  /// any rank's checks failed, every rank throws (before any K/V moves), so no rank is left
-  /// waiting in a ring exchange its neighbour will never start.
+  /// Runs this rank's argument and allocation checks, then agrees with the other ranks (of
+  /// `agreement_`): if any rank's checks failed, every rank throws (before any K/V moves), so no
+  /// rank is left waiting in a ring exchange its neighbour will never start.
   template <class Checks>
   void check_everywhere(Checks&& checks);
 
   comm::Communicator& comm_;
+  comm::Communicator* agreement_;  // where check_everywhere agrees: comm_ unless given
   RingConfig config_;
   std::int64_t local_seq_ = 0;
   std::vector<int> steps_;  // ring_steps_with_work(): the steps forward and backward run
@@ -183,7 +188,7 @@ class RingAttention {
 
 template <class Checks>
 void RingAttention::check_everywhere(Checks&& checks) {
-  comm::check_everywhere(comm_, std::forward<Checks>(checks));
+  comm::check_everywhere(*agreement_, std::forward<Checks>(checks));
 }
 
 }  // namespace engine

@@ -18,6 +18,7 @@
 
 #include "allocation_log.hpp"
 #include "engine/allgather_attention.hpp"
+#include "engine/hybrid_attention.hpp"
 #include "engine/ring_attention.hpp"
 #include "engine/ulysses_attention.hpp"
 #include "ring_case.hpp"
@@ -169,6 +170,13 @@ TEST_F(RefusedKernelBuffers, RingFailsOnEveryRank) {
 
 TEST_F(RefusedKernelBuffers, UlyssesFailsOnEveryRank) {
   engine::UlyssesAttention attn(*ring, big_config(ring->size()));
+  expect_refusals(*ring, attn);
+}
+
+TEST_F(RefusedKernelBuffers, HybridFailsOnEveryRankBeforeAnyGroupComputes) {
+  // One group of P ranks, each its own ring of one: only an agreement over all P ranks stops
+  // the ranks whose buffers fit from computing the whole sequence.
+  engine::HybridAttention attn(*ring, big_config(ring->size()), ring->size());
   expect_refusals(*ring, attn);
 }
 
