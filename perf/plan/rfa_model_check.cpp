@@ -26,6 +26,7 @@
 #include "model/performance_model.hpp"
 #include "model/tile_work.hpp"
 #include "mpi_program.hpp"
+#include "result_json.hpp"
 #include "ring_measure.hpp"
 #include "ring_problem.hpp"
 #include "run_options.hpp"
@@ -179,7 +180,8 @@ int run(int me, int argc, char** argv) {
     if (me == 0)
       std::printf(
           "usage: mpirun -np P rfa_model_check [--seq N] [--heads N] [--kv-heads N] [--head-dim N] [--batch N] "
-          "[--repeat N]\nThe performance model's predictions against measured times of every strategy on these "
+          "[--repeat N] [--json FILE]\nThe performance model's predictions against measured times of every strategy on "
+          "these "
           "ranks (fp32).\n");
     return 0;
   }
@@ -216,6 +218,7 @@ int run(int me, int argc, char** argv) {
     if (P % degree == 0)
       strategies.push_back({"hybrid " + std::to_string(degree), {StrategyKind::hybrid, degree, 1}, RFA_LAYOUT_ZIGZAG});
   double worst = 0;
+  std::vector<BenchCase> cases;
   for (const Case& k : strategies)
     for (int mask = 0; mask < 3; ++mask) {
       RunOptions c = o;
@@ -243,8 +246,24 @@ int run(int me, int argc, char** argv) {
       if (me == 0)
         std::printf("%-22s %-14s %10.1f %10.1f %6.2f %10.1f %10.1f %6.2f\n", label.c_str(), masks[mask],
                     1e3 * p.forward.seconds, 1e3 * f, rf, 1e3 * p.backward.seconds, 1e3 * b, rb);
+      BenchCase bc;
+      bc.name = "model/" + label + "/" + masks[mask] + "/P=" + std::to_string(P);
+      bc.labels = {{"suite", "model_check"}, {"strategy", label}, {"mask", masks[mask]}};
+      bc.counters = {{"ranks", double(P)},
+                     {"predicted_forward_ms", 1e3 * p.forward.seconds},
+                     {"measured_forward_ms", 1e3 * f},
+                     {"predicted_backward_ms", 1e3 * p.backward.seconds},
+                     {"measured_backward_ms", 1e3 * b}};
+      bc.repetitions.push_back({f + b, {}});
+      cases.push_back(bc);
     }
   if (me == 0) std::printf("largest deviation of a prediction from its measurement: %.1f%%\n", 100 * worst);
+  if (me == 0 && !o.json.empty()) {
+    ContextFields context = collect_machine_context("rfa_model_check");
+    set_field(context, "suite", "model_check");
+    write_results_json(o.json, context, cases);
+    std::printf("results written to %s\n", o.json.c_str());
+  }
   return 0;
 }
 

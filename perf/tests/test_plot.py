@@ -133,6 +133,24 @@ class PlotTest(unittest.TestCase):
             self.assertTrue(os.path.getsize(plot.plot_plan(runs, out)) > 0)
         self.assertEqual(plot.plan_series([run(2, ring_entries("ring/fwd/zigzag", "ring", [1], [1.0]))]), {})
 
+    def test_model_check_is_predicted_against_measured_per_strategy_and_p(self):
+        def entry(strategy, mask, p, measured, predicted):
+            name = f"model/{strategy}/{mask}/P={p}"
+            return {"name": name, "run_name": name, "run_type": "iteration", "repetition_index": 0,
+                    "real_time": measured, "time_unit": "ms", "suite": "model_check", "strategy": strategy,
+                    "mask": mask, "ranks": p, "measured_forward_ms": measured, "predicted_forward_ms": predicted,
+                    "measured_backward_ms": 2 * measured, "predicted_backward_ms": 1.5 * predicted}
+        runs = [("check.json", {"suite": "model_check"},
+                 [entry("ring, zigzag", "causal", 2, 100.0, 110.0), entry("ulysses", "causal", 2, 90.0, 80.0),
+                  entry("ring, zigzag", "none", 4, 150.0, 140.0)])]
+        points = plot.model_check_points(runs)
+        self.assertEqual(sorted(points), [("ring, zigzag", 2), ("ring, zigzag", 4), ("ulysses", 2)])
+        self.assertIn((100.0, 110.0, "forward", "causal"), points[("ring, zigzag", 2)])
+        self.assertIn((200.0, 165.0, "backward", "causal"), points[("ring, zigzag", 2)])
+        with tempfile.TemporaryDirectory() as out:
+            self.assertTrue(os.path.getsize(plot.plot_model_check(runs, out)) > 0)
+        self.assertEqual(plot.model_check_points([run(2, ring_entries("ring/fwd/zigzag", "ring", [1], [1.0]))]), {})
+
     def test_nothing_to_plot_is_said(self):
         with tempfile.TemporaryDirectory() as out:
             path = os.path.join(out, "empty.json")

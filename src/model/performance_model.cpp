@@ -93,13 +93,15 @@ Prediction heads_exchange(const RingConfig& c, int degree, int place, std::int64
   Prediction p = inner;
   const engine::HeadRouting routing(c.heads, c.kv_heads, degree);
   const double E = element_bytes(c), D = double(c.head_dim), B = double(c.batch), rows = double(local_rows);
-  // Every tensor is packed for its all-to-all and unpacked after it, this rank's own share too:
-  // Q, K, V, out and lse forward; Q, K, V, out, dO, lse, dQ and the fp32 dK, dV backward.
+  // Every tensor is packed for its all-to-all and placed after it, but for this rank's own
+  // share, which moves once (its 1/degree of the heads): Q, K, V, out and lse forward; Q, K, V,
+  // out, dO, lse, dQ and the fp32 dK, dV backward. lse goes whole through the all-to-all.
   const double H = double(c.heads), kv_all = double(routing.kv_count_total());
-  const double rows_bytes = B * rows * D;
-  const double forward_copies = 2.0 * (rows_bytes * E * (2 * H + 2 * kv_all) + 4.0 * B * H * rows);
-  const double backward_copies = 2.0 * (rows_bytes * E * (4 * H + 2 * kv_all) + 4.0 * B * H * rows +
-                                        rows_bytes * 4.0 * 2.0 * double(routing.kv_count(place)) * double(degree));
+  const double rows_bytes = B * rows * D, moves = 2.0 - 1.0 / double(degree);
+  const double forward_copies = moves * rows_bytes * E * (2 * H + 2 * kv_all) + 2.0 * 4.0 * B * H * rows;
+  const double backward_copies = moves * (rows_bytes * E * (4 * H + 2 * kv_all) +
+                                          rows_bytes * 4.0 * 2.0 * double(routing.kv_count(place)) * double(degree)) +
+                                 2.0 * 4.0 * B * H * rows;
   p.forward.seconds += forward_copies / m.copy_bytes_per_s;
   p.backward.seconds += backward_copies / m.copy_bytes_per_s;
   if (degree == 1) return p;
