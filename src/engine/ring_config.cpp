@@ -136,6 +136,10 @@ kernels::AttentionParams block_params(const RingConfig& c, int ranks, int positi
   apply_mask(c, p);
   p.q_pos = layout::positions(c.layout, c.seq_total, ranks, position);
   p.k_pos = layout::positions(c.layout, c.seq_total, ranks, block_owner);
+  // The merged out is stored in the context's dtype: with 16 bits, fp32-accurate partials would
+  // double the bf16 kernels' P V products for an accuracy the final rounding takes away
+  // (perf/RESULTS.md, "2026-11-27 (later) — the ring's bf16 partials rounded once").
+  p.fp32_accurate_partials = c.dtype == RFA_DTYPE_FLOAT32;
   return p;
 }
 

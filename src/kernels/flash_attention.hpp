@@ -48,6 +48,11 @@ struct AttentionParams {
   /// The backward sums every dQ row in one fixed order (bitwise reproducible): the key tiles
   /// of a head are not split across threads, which would add their dQ shares atomically.
   bool deterministic = false;
+  /// An fp32 output from 16-bit inputs (a ring's partial) as accurate as fp32: the bf16 product
+  /// kernels then enter P into P V as two bf16 terms (hi + lo, twice the products). false: P is
+  /// rounded to bf16 once, as for a 16-bit output and in GPU kernels; for partials whose merged
+  /// result is stored in 16 bits, where that rounding's error stays below the output's own.
+  bool fp32_accurate_partials = true;
 
   float scale() const;
   /// The mask, the window and the documents, as the kernels test them.

@@ -106,10 +106,11 @@ struct PackKeyTiles {
 
 template <class Products, class TOut>
 struct Bf16ForwardTiles {
-  // fp32 partials (the ring's) keep fp32 accuracy: P enters P V as hi + lo. A bf16 output is
+  // fp32 partials keep fp32 accuracy unless the caller says their result ends in 16 bits
+  // (AttentionParams::fp32_accurate_partials): P enters P V as hi + lo. A bf16 output is
   // rounded to 8 bits in the end, a larger error than that of P in bf16 alone (averaged over
   // the keys), so there P V is one product per tile, as in GPU kernels.
-  static constexpr bool kSplitP = std::is_same<TOut, float>::value;
+  bool split_p = false;
 
   AttentionParams p;
   Tensor4<const bf16_t> q, k, v;
@@ -202,7 +203,7 @@ struct Bf16ForwardTiles {
       for (int i = 0; i < rows_padded; ++i)
         for (int j = cols; j < cols_padded; ++j) s.s[i * kCols + j] = ninf;
       softmax_rows(s, rows_padded, cols_padded, c);
-      Products::gemm(rows_padded, d, cols_padded, pairs::RowsA{s.pb, kSplitP ? s.pl : nullptr, std::size_t(kCols)},
+      Products::gemm(rows_padded, d, cols_padded, pairs::RowsA{s.pb, split_p ? s.pl : nullptr, std::size_t(kCols)},
                      pairs::PairsB{v_tile, nullptr, std::size_t(2 * d)}, s.o, std::size_t(ld), true);
     }
     Products::end();
@@ -245,7 +246,7 @@ struct Bf16ForwardTiles {
         V vsum = simd::splat<V>(0.0f);
         for (int t = 0; t < vectors; ++t) {
           const V pt = simd::exp2(simd::load_as<V>(srow + 16 * t) * c - vsub);
-          if (kSplitP) {
+          if (split_p) {
             __m256i hi, lo;
             pairs::split_bf16(pt, hi, lo);
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(prow + 16 * t), hi);
@@ -283,6 +284,7 @@ void run_forward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<cons
   f.v = v;
   f.out = out;
   f.lse = lse;
+  f.split_p = std::is_same<TOut, float>::value && p.fp32_accurate_partials;
   if (Exec().concurrency() == 1) f.progress = progress;
   f.d = int(p.head_dim);
   f.group = int(p.heads / p.kv_heads);
