@@ -7,19 +7,17 @@
 #include <memory>
 #include <new>
 
-#include "auto_strategy.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
 #include "collective_call.hpp"
 #include "context.hpp"
-#include "context_transport.hpp"
 #include "core/error.hpp"
 #include "creation_agreement.hpp"
-#include "engine/cuda_kernel_choice.hpp"
+#include "core/enum_value.hpp"
 #include "firewall.hpp"
 #include "kokkos_lifetime.hpp"
 #include "options.hpp"
 #include "rfa/rfa_mpi.h"
-#include "topology/choose_ring_order.hpp"
+#include "setup/ring_setup.hpp"
 #include "collective/agree_on_failure.hpp"
 #include "collective/deadline.hpp"
 
@@ -48,6 +46,24 @@ void raise_next_context_id(std::int64_t at_least) {
   std::int64_t now = next_context_id.load();
   while (now < at_least && !next_context_id.compare_exchange_weak(now, at_least)) {
   }
+}
+
+/// The C API's name of a strategy.
+rfa_strategy_t strategy_value(engine::StrategyKind kind) {
+  switch (kind) {
+    case engine::StrategyKind::ring: return RFA_STRATEGY_RING;
+    case engine::StrategyKind::ulysses: return RFA_STRATEGY_ULYSSES;
+    case engine::StrategyKind::allgather: return RFA_STRATEGY_ALLGATHER;
+    case engine::StrategyKind::hybrid: return RFA_STRATEGY_HYBRID;
+  }
+  fail(RFA_ERROR_INTERNAL, "unknown strategy kind ", int(kind));
+}
+
+/// The deadline of the context's MPI operations as MpiOptions spells it (options.timeout_s: 0
+/// the environment or the default, < 0 none, > 0 itself).
+double mpi_timeout(const rfa_options_t& options) {
+  if (options.timeout_s == 0.0) return -1.0;
+  return options.timeout_s < 0.0 ? 0.0 : options.timeout_s;
 }
 
 // Undoes acquire_kokkos_for_context() unless the context was handed out.
@@ -96,23 +112,32 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   // The caller may free its boundaries once this returns: the context keeps its own copy.
   context->doc_boundaries.assign(options.doc_boundaries, options.doc_boundaries + options.doc_boundary_count);
   context->options.doc_boundaries = context->doc_boundaries.empty() ? nullptr : context->doc_boundaries.data();
-  const topology::RingOrder order = topology::choose_ring_order(comm, options.ring_order);
-  collective::agree_on_failure(comm, [&] { require_kokkos_on_current_device(options); });
-  context->comm = make_context_communicator(comm, order.position, options);
-  // What the CUDA steps run on, the same on every rank; the context reports it.
-  const engine::KernelRequest request = options.cuda_kernels == RFA_CUDA_KERNELS_CUDNN ? engine::KernelRequest::cudnn
-                                        : options.cuda_kernels == RFA_CUDA_KERNELS_RFA
-                                            ? engine::KernelRequest::rfa
-                                            : engine::KernelRequest::automatic;
-  const engine::Device device = options.device == RFA_DEVICE_CUDA ? engine::Device::cuda : engine::Device::host;
+  setup::SetupRequest request;
+  request.config = ring_config(context->options);
+  request.automatic_strategy = enum_value(options.strategy) == RFA_STRATEGY_AUTO;
+  if (!request.automatic_strategy) request.strategy = strategy_choice(options);
+  request.ring_order = options.ring_order;
+  request.transport = options.transport == RFA_TRANSPORT_MPI    ? comm::TransportChoice::mpi
+                      : options.transport == RFA_TRANSPORT_NCCL ? comm::TransportChoice::nccl
+                                                                : comm::TransportChoice::automatic;
+  request.cuda_kernels = options.cuda_kernels == RFA_CUDA_KERNELS_CUDNN ? engine::KernelRequest::cudnn
+                         : options.cuda_kernels == RFA_CUDA_KERNELS_RFA ? engine::KernelRequest::rfa
+                                                                        : engine::KernelRequest::automatic;
+  request.timeout_s = mpi_timeout(options);
+  request.chosen_by = "the caller (options.strategy)";
+  setup::RingSetup ring = setup::set_up_ring(comm, request);
+  // The context reports what runs: the CUDA kernels chosen, and with RFA_STRATEGY_AUTO the plan.
   context->options.cuda_kernels =
-      engine::choose_cuda_kernels(*context->comm, device, request) == engine::CudaKernels::cudnn
-          ? RFA_CUDA_KERNELS_CUDNN
-          : RFA_CUDA_KERNELS_RFA;
-  // RFA_STRATEGY_AUTO becomes the plan the performance model picks, the same on every rank.
-  resolve_strategy(comm, order, ranks, *context);
-  context->engine =
-      engine::make_strategy(*context->comm, ring_config(context->options), strategy_choice(context->options));
+      ring.config.cuda_kernels == engine::CudaKernels::cudnn ? RFA_CUDA_KERNELS_CUDNN : RFA_CUDA_KERNELS_RFA;
+  if (request.automatic_strategy) {
+    context->options.strategy = strategy_value(ring.strategy.kind);
+    context->options.ulysses_degree =
+        ring.strategy.kind == engine::StrategyKind::hybrid ? ring.strategy.ulysses_degree : 0;
+    context->options.layout = ring.config.layout;
+  }
+  context->plan = std::move(ring.plan);
+  context->comm = std::move(ring.comm);
+  context->engine = std::move(ring.engine);
   count->keep();
   register_context(context.get());
   *out = context.release();

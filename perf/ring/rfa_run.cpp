@@ -25,9 +25,6 @@
 #include "rfa/rfa_config.h"
 #if RFA_ENGINE_CUDA
 #include <cuda_runtime_api.h>
-
-#include "comm/device_transport.hpp"
-#include "comm/transport.hpp"
 #endif
 #include "core/error.hpp"
 #include "cpu_peak.hpp"
@@ -35,14 +32,13 @@
 #include "engine/ring_config.hpp"
 #include "layout/sequence_layout.hpp"
 #include "mpi_program.hpp"
-#include "model/plan.hpp"
 #include "reference_check.hpp"
 #include "sampled_check.hpp"
 #include "ring_measure.hpp"
 #include "ring_problem.hpp"
 #include "run_context.hpp"
 #include "run_options.hpp"
-#include "topology/choose_ring_order.hpp"
+#include "setup/ring_setup.hpp"
 #include "topology/order_policy.hpp"
 
 namespace rfa {
@@ -148,11 +144,10 @@ struct Passes {
 /// host-memory collectives (timings, the check's gathers), which a device transport refuses.
 /// On the host both are the same MPI communicator.
 template <class T, class Problem>
-int run(comm::Communicator& ring, comm::Communicator& control, const RunOptions& o, const char* order_policy) {
-  engine::RingConfig cfg = ring_config(o);
-  // Collective: what the CUDA steps run on, the same on every rank (auto: cuDNN where every rank
-  // loads it). A forced choice that cannot run fails every rank with the reason.
-  cfg.cuda_kernels = engine::choose_cuda_kernels(ring, cfg.device, o.kernels);
+int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& o) {
+  comm::Communicator& ring = *setup.comm;
+  const engine::RingConfig& cfg = setup.config;  // the CUDA kernels as chosen, the same everywhere
+  const char* order_policy = topology::policy_name(setup.order.policy_used);
   const int P = ring.size(), me = ring.rank();
   const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
   const bool causal = o.mask == RFA_MASK_CAUSAL;
@@ -178,8 +173,7 @@ int run(comm::Communicator& ring, comm::Communicator& control, const RunOptions&
   if (!o.plan.empty()) progress(me, "plan: %s\n", o.plan.c_str());
   if (!gpu) warn_if_oversubscribed(me, threads);
 
-  // Collective; a choice that cannot run fails on every rank alike (checked before, too).
-  const std::unique_ptr<engine::AttentionStrategy> attn = engine::make_strategy(ring, cfg, o.strategy);
+  const std::unique_ptr<engine::AttentionStrategy>& attn = setup.engine;
   engine::RingAttention* ring_engine = attn->ring_engine();
   // Inside the agreement: a rank that cannot allocate its tensors fails every rank with its
   // message (RFA_ERROR_OUT_OF_MEMORY, the tensor and the bytes) instead of leaving them waiting.
@@ -361,56 +355,38 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (world_rank == 0 && !note.empty()) std::printf("note: %s\n", note.c_str());
-    rfa::topology::RingOrder order;
+    // The same setup as rfa_context_create: ring order, device check, communicator, CUDA
+    // kernels, strategy (the model's plan with --strategy auto), engine. Every failure is
+    // raised on every rank alike, so rank 0 speaks for all.
+    rfa::setup::SetupRequest request;
+    request.config = rfa::perf::ring_config(opts);
+    request.strategy = opts.strategy;
+    request.automatic_strategy = opts.auto_strategy;
+    request.cuda_kernels = opts.kernels;
+    request.chosen_by = "--strategy";
+    rfa::setup::RingSetup ring;
+    std::unique_ptr<rfa::comm::Communicator> control;
     try {
-      order = rfa::topology::choose_ring_order(MPI_COMM_WORLD, RFA_RING_ORDER_DEFAULT);
+      ring = rfa::setup::set_up_ring(MPI_COMM_WORLD, request);
+      // The job's own host-memory collectives (timings, the check's gathers): the ring's
+      // communicator on the host; a plain MPI one beside a device transport, which refuses them.
+      if (opts.device == rfa::perf::RunDevice::cuda)
+        control = rfa::comm::make_mpi_communicator(MPI_COMM_WORLD, ring.order.position);
     } catch (const rfa::Error& e) {
-      // choose_ring_order agrees on its errors (a bad RFA_RING_ORDER, an unreadable order
-      // file): every rank throws the same message, so rank 0 speaks for all.
       if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
       return 2;
     }
-    if (opts.auto_strategy) {
-      // The plan depends on what every rank has alike (argv, the gathered host keys, the least
-      // thread count, RFA_PLAN_*), so every rank reaches the same plan, or the same error.
-      int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
-      MPI_Allreduce(MPI_IN_PLACE, &threads, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-      try {
-        const std::vector<rfa::model::Plan> plans = rfa::model::automatic_plans(
-            rfa::perf::ring_config(opts), P, threads, rfa::topology::most_ranks_on_one_host(order));
-        opts.strategy = plans.front().choice;
-        opts.layout = plans.front().layout;
-        opts.plan = "automatic: " + rfa::model::explain_plans(plans);
-      } catch (const rfa::Error& e) {
-        if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
-        return 2;
-      }
-    }
-    std::unique_ptr<rfa::comm::Communicator> ring, control;
-    if (opts.device == rfa::perf::RunDevice::cuda) {
-#if RFA_ENGINE_CUDA
-      try {
-        // NCCL when built with it, unless RFA_TRANSPORT says otherwise; failures (ranks sharing
-        // a GPU under NCCL, say) are raised on every rank alike.
-        const auto transport = rfa::comm::resolve_transport(rfa::comm::TransportChoice::automatic, RFA_HAVE_NCCL != 0);
-        ring = rfa::comm::make_device_communicator(MPI_COMM_WORLD, order.position, transport);
-        control = rfa::comm::make_mpi_communicator(MPI_COMM_WORLD, order.position);
-      } catch (const rfa::Error& e) {
-        if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
-        return 2;
-      }
-#endif
-    } else {
-      ring = rfa::comm::make_mpi_communicator(MPI_COMM_WORLD, order.position);
-    }
-    const char* policy = rfa::topology::policy_name(order.policy_used);
+    opts.strategy = ring.strategy;
+    opts.layout = ring.config.layout;
+    if (opts.auto_strategy) opts.plan = ring.plan;
+    rfa::comm::Communicator& checks = control ? *control : *ring.comm;
     return rfa::dispatch_dtype(opts.dtype, [&](auto tag) {
       using T = decltype(tag);
 #if RFA_ENGINE_CUDA
       if (opts.device == rfa::perf::RunDevice::cuda)
-        return rfa::perf::run<T, rfa::perf::DeviceProblem<T>>(*ring, *control, opts, policy);
+        return rfa::perf::run<T, rfa::perf::DeviceProblem<T>>(ring, checks, opts);
 #endif
-      return rfa::perf::run<T, rfa::perf::LocalProblem<T>>(*ring, *ring, opts, policy);
+      return rfa::perf::run<T, rfa::perf::LocalProblem<T>>(ring, checks, opts);
     });
   });
 }

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "setup/ring_setup.hpp"
+
+#include <Kokkos_Core.hpp>
+#include <vector>
+
+#include "collective/agree_on_failure.hpp"
+#include "collective/bounded_collectives.hpp"
+#include "comm/mpi/mpi_communicator.hpp"
+#include "core/error.hpp"
+#include "engine/engine_backends.hpp"
+#include "model/plan.hpp"
+#include "rfa/rfa_config.h"
+#include "topology/choose_ring_order.hpp"
+
+#if RFA_ENGINE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "comm/device_transport.hpp"
+#endif
+
+namespace rfa {
+namespace setup {
+namespace {
+
+/// MPI on host memory; a device transport for a CUDA context.
+std::unique_ptr<comm::Communicator> make_communicator(MPI_Comm comm, int position, const SetupRequest& r) {
+  if (r.config.device == engine::Device::host) return comm::make_mpi_communicator(comm, position, r.timeout_s);
+  // resolve_transport reads RFA_TRANSPORT on each rank: first make sure they all see one value.
+  collective::agreed_env(comm, Env::transport);
+  comm::TransportChoice choice = comm::TransportChoice::automatic;
+  collective::agree_on_failure(comm, [&] { choice = comm::resolve_transport(r.transport, RFA_HAVE_NCCL != 0); });
+#if RFA_ENGINE_CUDA
+  return comm::make_device_communicator(comm, position, choice, r.timeout_s);
+#else
+  collective::agree_on_failure(comm,
+                               [] { fail(RFA_ERROR_UNSUPPORTED, "this build of rfa cannot run on CUDA devices"); });
+  return nullptr;  // not reached: the agreement throws on every rank
+#endif
+}
+
+/// The strategy and layout to run: the caller's, or the model's plan. The plan depends only on
+/// what every rank has alike (the config, the ranks, the gathered host keys, the least host
+/// thread count, RFA_PLAN_*), so it is the same everywhere; a variable that does not parse on
+/// one rank fails every rank with that rank's message.
+void choose_strategy(MPI_Comm comm, const SetupRequest& r, RingSetup& s) {
+  const int ranks = int(s.order.order.size());
+  if (!r.automatic_strategy) {
+    s.strategy = r.strategy;
+    s.plan = model::Plan{r.strategy, s.config.layout, ranks, {}}.name() + ": chosen by " + r.chosen_by;
+    return;
+  }
+  int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
+  collective::allreduce_within(comm, &threads, 1, MPI_INT, MPI_MIN, "the automatic strategy's host threads");
+  collective::agree_on_failure(comm, [&] {
+    const std::vector<model::Plan> plans =
+        model::automatic_plans(s.config, ranks, threads, topology::most_ranks_on_one_host(s.order));
+    s.strategy = plans.front().choice;
+    s.config.layout = plans.front().layout;
+    s.plan = "automatic: " + model::explain_plans(plans);
+  });
+}
+
+}  // namespace
+
+void require_kokkos_on_current_device(engine::Device device) {
+  if (device != engine::Device::cuda) return;
+#if RFA_ENGINE_CUDA
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess) {
+    cudaGetLastError();
+    fail(RFA_ERROR_CUDA, "the device is CUDA but no CUDA device is usable on this rank");
+  }
+  const int kokkos_device = Kokkos::Cuda().cuda_device();
+  if (kokkos_device != current) {
+    fail(RFA_ERROR_INVALID_USAGE, "the current CUDA device is ", current, " but Kokkos was initialized on device ",
+         kokkos_device,
+         "; rfa's device buffers are Kokkos allocations, so make the device Kokkos uses current "
+         "before rfa_context_create (or let rfa initialize Kokkos, which then uses the current device)");
+  }
+#endif
+}
+
+RingSetup set_up_ring(MPI_Comm comm, const SetupRequest& request) {
+  RingSetup s;
+  s.config = request.config;
+  s.order = topology::choose_ring_order(comm, request.ring_order);
+  collective::agree_on_failure(comm, [&] { require_kokkos_on_current_device(request.config.device); });
+  s.comm = make_communicator(comm, s.order.position, request);
+  // What the CUDA steps run on, the same on every rank (auto: cuDNN where every rank loads it).
+  s.config.cuda_kernels = engine::choose_cuda_kernels(*s.comm, s.config.device, request.cuda_kernels);
+  choose_strategy(comm, request, s);
+  s.engine = engine::make_strategy(*s.comm, s.config, s.strategy);
+  return s;
+}
+
+}  // namespace setup
+}  // namespace rfa

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Setting up a ring: the one path from "these ranks want this attention" to an engine, shared by
+// the C API's rfa_context_create and the main job rfa_run (docs/architecture.md §1). In order,
+// every step collective and failing on every rank together: the ring order (topology), the
+// device check (Kokkos allocates on the current CUDA device), the communicator (MPI on the
+// host; NCCL or MPI staged / CUDA-aware on devices), the CUDA block kernels (rfa's or cuDNN's),
+// the strategy (the caller's, or the performance model's plan for RFA_STRATEGY_AUTO), the engine.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+
+#include "comm/communicator.hpp"
+#include "comm/transport.hpp"
+#include "engine/attention_strategy.hpp"
+#include "engine/cuda_kernel_choice.hpp"
+#include "engine/ring_config.hpp"
+#include "rfa/rfa.h"
+#include "topology/ring_order.hpp"
+
+namespace rfa {
+namespace setup {
+
+/// What a caller asks for, in the engine's terms.
+struct SetupRequest {
+  /// The problem; config.device picks host or CUDA. With an automatic strategy, the layout is
+  /// the plan's (this one is ignored).
+  engine::RingConfig config;
+  engine::StrategyChoice strategy;
+  bool automatic_strategy = false;  ///< RFA_STRATEGY_AUTO: the model's plan (model/plan.hpp)
+  rfa_ring_order_t ring_order = RFA_RING_ORDER_DEFAULT;
+  comm::TransportChoice transport = comm::TransportChoice::automatic;  ///< CUDA contexts
+  engine::KernelRequest cuda_kernels = engine::KernelRequest::automatic;
+  /// The deadline of MPI operations as MpiOptions spells it: < 0 the environment or the
+  /// default, 0 none, > 0 seconds.
+  double timeout_s = -1.0;
+  /// How the caller names its strategy choice in the plan's text ("options.strategy").
+  std::string chosen_by = "the caller";
+};
+
+/// A ring set up. Members are destroyed in reverse order: the engine before the communicator it
+/// refers to.
+struct RingSetup {
+  topology::RingOrder order;
+  std::unique_ptr<comm::Communicator> comm;  ///< the attention's buffers travel on it
+  engine::RingConfig config;                 ///< as run: CUDA kernels chosen, layout planned
+  engine::StrategyChoice strategy;           ///< as run: the plan's with RFA_STRATEGY_AUTO
+  /// What was chosen and why: "automatic: <plan>, predicted ...; then ..." or "<plan>: chosen by
+  /// <chosen_by>".
+  std::string plan;
+  std::unique_ptr<engine::AttentionStrategy> engine;
+};
+
+/// Collective over `comm`. Every step's failure (a bad RFA_RING_ORDER or RFA_TRANSPORT, a
+/// device Kokkos does not allocate on, a strategy that cannot run the problem, a refused
+/// allocation) is raised on every rank, that rank's message where it happened.
+RingSetup set_up_ring(MPI_Comm comm, const SetupRequest& request);
+
+/// For a CUDA config: throws RFA_ERROR_INVALID_USAGE unless Kokkos allocates on the caller's
+/// current device (rfa's device buffers are Kokkos Views), RFA_ERROR_CUDA without a usable
+/// device. Local (no communication); no-op on the host.
+void require_kokkos_on_current_device(engine::Device device);
+
+}  // namespace setup
+}  // namespace rfa
