@@ -160,8 +160,8 @@ log=build step configure cmake -S "$here" -B $build -DCMAKE_BUILD_TYPE=Release -
 step build cmake --build $build -j"$jobs" --target "${targets[@]}" || finish
 
 cd $build || finish
-step kernel_test ./kernels_cuda/rfa_cuda_kernel_test
-[ -n "$cudnn_dir" ] && log=kernel_test step cudnn_test ./kernels_cuda/rfa_cudnn_attention_test
+step kernel_test ./tests/cuda/rfa_cuda_kernel_test
+[ -n "$cudnn_dir" ] && log=kernel_test step cudnn_test ./tests/cuda/rfa_cudnn_attention_test
 step ctest ctest --output-on-failure --timeout 90 -R "^(capi_cuda_test|example_cuda_c|comm_nccl_communicator_test)"
 # The engine with documents and a window under memcheck: the device copy of the boundaries,
 # the kernels reading them, the ring's skipped steps.
@@ -187,11 +187,11 @@ run_job rfa_run_window 4 --seq $seq --heads 16 --head-dim 128 --dtype bf16 --lay
 if [ -n "$cudnn_dir" ]; then
   # The ring's own overhead on one GPU (S=32768, H=16, causal, zigzag), both kernel choices.
   for kernels in rfa cudnn; do
-    log=rfa_run step "ring_steps_$kernels" ./kernels_cuda/rfa_cuda_ring_step_bench --kernels $kernels --ranks 2,4,8 \
+    log=rfa_run step "ring_steps_$kernels" ./perf/cuda/rfa_cuda_ring_step_bench --kernels $kernels --ranks 2,4,8 \
       --json "$work/ring_steps_$kernels.json"
   done
   # The kernels against PyTorch's SDPA (flash and cuDNN backends) in the same run: the peers.
-  log=rfa_run step kernel_bench ./kernels_cuda/rfa_cuda_kernel_bench --json "$work/kernel_bench.json"
+  log=rfa_run step kernel_bench ./perf/cuda/rfa_cuda_kernel_bench --json "$work/kernel_bench.json"
   # Error against float64 at P = 1 (NCCL), 2, 4, 8 (staged MPI), both kernel choices.
   for kernels in rfa cudnn; do
     for ranks in 2 4 8; do

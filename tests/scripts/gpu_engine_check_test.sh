@@ -35,8 +35,8 @@ tar -czf "$tmp/deps/kokkos-src.tar.gz" -C "$tmp" bin  # any tree: the fake cmake
 
 work=$tmp/work
 build=$work/rfa-cuda-build
-mkdir -p "$build/kernels_cuda" "$build/tests/capi" "$build/perf/ring"
-printf '#!/bin/bash\necho "all checks passed"\n' >"$build/kernels_cuda/rfa_cuda_kernel_test"
+mkdir -p "$build/tests/cuda" "$build/perf/cuda" "$build/tests/capi" "$build/perf/ring"
+printf '#!/bin/bash\necho "all checks passed"\n' >"$build/tests/cuda/rfa_cuda_kernel_test"
 printf '#!/bin/bash\necho "capi_cuda_test $*"\n' >"$build/tests/capi/capi_cuda_test"
 cat >"$build/perf/ring/rfa_run" <<'FAKE'
 #!/bin/bash
@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 FAKE
-chmod +x "$build"/kernels_cuda/* "$build"/tests/capi/* "$build"/perf/ring/*
+chmod +x "$build"/tests/cuda/* "$build"/tests/capi/* "$build"/perf/ring/*
 
 run_check() {  # result folder, then extra environment
   local out=$1
@@ -113,10 +113,11 @@ case "\$*" in
 esac
 FAKE
 chmod +x "$fakes/python3"
-for prog in rfa_cudnn_attention_test rfa_cuda_ring_step_bench rfa_cuda_kernel_bench; do
-  printf '#!/bin/bash\necho "%s $*"\n' "$prog" >"$build/kernels_cuda/$prog"
+printf '#!/bin/bash\necho "rfa_cudnn_attention_test $*"\n' >"$build/tests/cuda/rfa_cudnn_attention_test"
+for prog in rfa_cuda_ring_step_bench rfa_cuda_kernel_bench; do
+  printf '#!/bin/bash\necho "%s $*"\n' "$prog" >"$build/perf/cuda/$prog"
 done
-chmod +x "$build"/kernels_cuda/*
+chmod +x "$build"/tests/cuda/* "$build"/perf/cuda/*
 run_check "$tmp/out5"
 rc=$?
 check "with cuDNN: exit code 0" [ $rc -eq 0 ]

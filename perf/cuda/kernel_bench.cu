@@ -3,7 +3,7 @@
 // (forward 4*B*S^2*H*d, halved when causal; backward 2.5x forward), CUDA events after
 // warm-up, median of the runs. The same shapes then go through
 // torch.nn.functional.scaled_dot_product_attention with its FlashAttention-2 ("flash") and
-// cuDNN backends in the same run, via bench/sdpa_peer.py, and both ratios are printed; a peer
+// cuDNN backends in the same run, via perf/cuda/sdpa_peer.py, and both ratios are printed; a peer
 // that cannot run says why in the table's place and in the JSON. Without a GPU: a message and
 // exit 77.
 //
@@ -32,7 +32,7 @@
 #include "test_support.cuh"
 
 #ifndef RFA_CUDA_SDPA_SCRIPT
-#define RFA_CUDA_SDPA_SCRIPT "kernels_cuda/bench/sdpa_peer.py"
+#define RFA_CUDA_SDPA_SCRIPT "perf/cuda/sdpa_peer.py"
 #endif
 
 using namespace rfa_cuda_test;
@@ -138,7 +138,7 @@ std::string find_peer_script(const Options& o) {
   return o.torch_script;
 }
 
-// Runs bench/sdpa_peer.py and collects its "<peer> <key> <ms>" and "<peer> <key> error <why>"
+// Runs perf/cuda/sdpa_peer.py and collects its "<peer> <key> <ms>" and "<peer> <key> error <why>"
 // lines; other lines (versions) are echoed. Every peer ends up with a figure or a reason.
 PeerResults run_sdpa_peers(const Options& o) {
   PeerResults results;

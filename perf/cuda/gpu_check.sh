@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # One call on a lent GPU machine: build the kernels with nvcc alone, check them, time them.
-#   bash kernels_cuda/gpu_check.sh [quick]
+#   bash perf/cuda/gpu_check.sh [quick]
 # Builds for the GPU it finds (sm_90 on Hopper), runs rfa_cuda_kernel_test, compute-sanitizer
 # memcheck and racecheck on a short case, then rfa_cuda_kernel_bench on the three shapes below with
 # both PyTorch SDPA peers and the deterministic backward, and rfa_cuda_ring_step_bench (the

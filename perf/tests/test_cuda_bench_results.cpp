@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The GPU benchmarks' JSON without a GPU: known timings and peer figures through the same
-// builder the benchmarks use (bench/bench_results.hpp), checked here, then written to argv[1]
+// builder the benchmarks use (perf/cuda/bench_results.hpp), checked here, then written to argv[1]
 // for the next test, which reads the file with perf/compare.
 #include <cmath>
 #include <cstdio>

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Stands in for bench/sdpa_peer.py in the benchmark's peer-parsing test: what a real run can
+"""Stands in for perf/cuda/sdpa_peer.py in the benchmark's peer-parsing test: what a real run can
 print, noise included (versions, a warning, a figure, per-measurement errors, a crash)."""
 import sys
 
