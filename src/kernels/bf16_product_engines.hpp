@@ -6,7 +6,7 @@
 // tiles' speed, so the kernels keep fp32 accuracy with it. On AVX512-BF16 dot products it
 // costs as much as the first, which matters where three of five products take P or dS (the
 // backward, which there rounds them to one term, as FlashAttention does); the forward decides
-// by its output (kernels/flash_forward_bf16.cpp).
+// by its output and by what its caller asks of fp32 partials (kernels/flash_forward_bf16.cpp).
 #pragma once
 
 #include "kernels/amx_tiles.hpp"

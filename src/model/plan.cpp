@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "model/plan.hpp"
 
+#include "kernels/amx_tiles.hpp"
+#include "kernels/bf16_dot.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -99,20 +102,32 @@ std::vector<double> numbers(Env id, std::size_t count, const char* form) {
 
 }  // namespace
 
-MachineModel planning_machine(engine::Device device, int host_threads, int ranks_per_node) {
+HostBf16 host_bf16_here() {
+  if (kernels::host_amx_bf16_enabled()) return HostBf16::amx_tiles;
+  if (kernels::host_bf16_dot_enabled()) return HostBf16::dot_products;
+  return HostBf16::portable;
+}
+
+MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const PlanningHost& host) {
   MachineModel m;
-  m.ranks_per_node = std::max(1, ranks_per_node);
+  m.ranks_per_node = std::max(1, host.ranks_per_node);
   if (device == engine::Device::cuda) {
-    // rfa's CUDA kernels on an H100 (perf/RESULTS.md), NVLink inside a node, 400 Gb/s between.
+    // rfa's CUDA kernels on an H100, bf16 and fp16 alike (perf/RESULTS.md), NVLink inside a
+    // node, 400 Gb/s between.
     m.forward_flops_per_s = 275e12, m.backward_flops_per_s = 150e12;
     m.forward_tile_q = 128, m.forward_tile_k = 64, m.backward_tile_q = 32, m.backward_tile_k = 128;
     m.intra_node = Link{3e-6, 450e9}, m.inter_node = Link{5e-6, 50e9};
   } else {
-    // The host kernels' measured per-core rate (fp32, AVX-512) and what a masked tile costs
-    // them (perf/RESULTS.md, the performance model's check); shared memory inside a node,
-    // 100 Gb/s between.
-    const double threads = double(std::max(1, host_threads));
-    m.forward_flops_per_s = 90e9 * threads, m.backward_flops_per_s = 90e9 * threads;
+    // The host kernels' measured per-core rates, forward and backward (perf/RESULTS.md, the
+    // summary's CPU kernel table): the portable kernels (fp32, fp16, and bf16 without bf16
+    // hardware) at ~90 GFLOP/s on AVX-512; bf16 on AVX512-BF16 dot products 1.9x / 1.45x that
+    // (Zen 4), on AMX tiles 5.3x / 3.0x (Sapphire Rapids). Shared memory inside a node, 100 Gb/s
+    // between.
+    double forward = 90e9, backward = 90e9;
+    if (dtype == RFA_DTYPE_BFLOAT16 && host.bf16 == HostBf16::dot_products) forward *= 1.9, backward *= 1.45;
+    if (dtype == RFA_DTYPE_BFLOAT16 && host.bf16 == HostBf16::amx_tiles) forward *= 5.3, backward *= 3.0;
+    const double threads = double(std::max(1, host.threads));
+    m.forward_flops_per_s = forward * threads, m.backward_flops_per_s = backward * threads;
     m.intra_node = Link{2e-6, 8e9}, m.inter_node = Link{5e-6, 12.5e9};
   }
   if (env_value(Env::plan_kernel_rate)) {
@@ -126,8 +141,8 @@ MachineModel planning_machine(engine::Device device, int host_threads, int ranks
   return m;
 }
 
-std::vector<Plan> automatic_plans(const engine::RingConfig& config, int ranks, int host_threads, int ranks_per_node) {
-  const MachineModel machine = planning_machine(config.device, host_threads, ranks_per_node);
+std::vector<Plan> automatic_plans(const engine::RingConfig& config, int ranks, const PlanningHost& host) {
+  const MachineModel machine = planning_machine(config.device, config.dtype, host);
   std::vector<Plan> plans = rank_plans(config, ranks, machine, /*ring_only=*/config.device != engine::Device::host);
   require(!plans.empty(), "the automatic strategy: no strategy fits seq_total = ", config.seq_total,
           " and heads = ", config.heads, " on ", ranks,

@@ -38,15 +38,30 @@ Plan choose_plan(const engine::RingConfig& config, int ranks, const MachineModel
 /// backward per rank; then ring, zigzag 14.0 + 45.2 ms; ...").
 std::string explain_plans(const std::vector<Plan>& plans);
 
-/// The machine the automatic strategy plans for: the preset of the device (docs/
-/// performance-model.md; the host's kernel rate scaled by `host_threads` per rank), with
-/// RFA_PLAN_KERNEL_RATE and RFA_PLAN_LINKS overriding it. Throws RFA_ERROR_INVALID_ARGUMENT
-/// naming the variable when one does not parse.
-MachineModel planning_machine(engine::Device device, int host_threads, int ranks_per_node);
+/// What runs a host rank's bf16 products (kernels/bf16_product_engines.hpp), in order of speed.
+enum class HostBf16 { portable = 0, dot_products = 1, amx_tiles = 2 };
+
+/// This process's: AMX tiles or AVX512-BF16 dot products where the build, the CPU and the
+/// environment allow them. Local; callers that plan together take the least over their ranks.
+HostBf16 host_bf16_here();
+
+/// What the ranks plan with, the same on every rank: the least host threads per rank and the
+/// slowest bf16 products of any rank, and the most ranks on one node.
+struct PlanningHost {
+  int threads = 1;
+  HostBf16 bf16 = HostBf16::portable;
+  int ranks_per_node = 1;
+};
+
+/// The machine the automatic strategy plans for: the preset of the device and dtype (docs/
+/// performance-model.md; on the host the measured per-core rate of the kernels that run the
+/// dtype, times the threads per rank), with RFA_PLAN_KERNEL_RATE and RFA_PLAN_LINKS overriding
+/// it. Throws RFA_ERROR_INVALID_ARGUMENT naming the variable when one does not parse.
+MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const PlanningHost& host);
 
 /// What the automatic strategy weighs: rank_plans() on planning_machine(), the ring's layouts
 /// alone on devices. Throws RFA_ERROR_INVALID_ARGUMENT, saying why, when no plan fits.
-std::vector<Plan> automatic_plans(const engine::RingConfig& config, int ranks, int host_threads, int ranks_per_node);
+std::vector<Plan> automatic_plans(const engine::RingConfig& config, int ranks, const PlanningHost& host);
 
 }  // namespace model
 }  // namespace rfa

@@ -41,8 +41,8 @@ std::unique_ptr<comm::Communicator> make_communicator(MPI_Comm comm, int positio
 
 /// The strategy and layout to run: the caller's, or the model's plan. The plan depends only on
 /// what every rank has alike (the config, the ranks, the gathered host keys, the least host
-/// thread count, RFA_PLAN_*), so it is the same everywhere; a variable that does not parse on
-/// one rank fails every rank with that rank's message.
+/// thread count and bf16 products, RFA_PLAN_*), so it is the same everywhere; a variable that
+/// does not parse on one rank fails every rank with that rank's message.
 void choose_strategy(MPI_Comm comm, const SetupRequest& r, RingSetup& s) {
   const int ranks = int(s.order.order.size());
   if (!r.automatic_strategy) {
@@ -50,11 +50,12 @@ void choose_strategy(MPI_Comm comm, const SetupRequest& r, RingSetup& s) {
     s.plan = model::Plan{r.strategy, s.config.layout, ranks, {}}.name() + ": chosen by " + r.chosen_by;
     return;
   }
-  int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
-  collective::allreduce_within(comm, &threads, 1, MPI_INT, MPI_MIN, "the automatic strategy's host threads");
+  // The least threads per rank and the slowest bf16 products of any rank.
+  int least[2] = {Kokkos::DefaultHostExecutionSpace().concurrency(), int(model::host_bf16_here())};
+  collective::allreduce_within(comm, least, 2, MPI_INT, MPI_MIN, "the automatic strategy's host threads");
+  const model::PlanningHost host{least[0], model::HostBf16(least[1]), topology::most_ranks_on_one_host(s.order)};
   collective::agree_on_failure(comm, [&] {
-    const std::vector<model::Plan> plans =
-        model::automatic_plans(s.config, ranks, threads, topology::most_ranks_on_one_host(s.order));
+    const std::vector<model::Plan> plans = model::automatic_plans(s.config, ranks, host);
     s.strategy = plans.front().choice;
     s.config.layout = plans.front().layout;
     s.plan = "automatic: " + model::explain_plans(plans);

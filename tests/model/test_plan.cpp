@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The machine the automatic strategy plans for (model/plan.hpp): the kernel rate of the device
+// and dtype, scaled by the threads per rank on the host; the environment's figures over it.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "model/plan.hpp"
+
+namespace rfa::model {
+namespace {
+
+MachineModel host(rfa_dtype_t dtype, HostBf16 bf16, int threads = 1) {
+  return planning_machine(engine::Device::host, dtype, PlanningHost{threads, bf16, 2});
+}
+
+TEST(PlanningMachine, HostRatesFollowTheKernelsThatRunTheDtype) {
+  const MachineModel fp32 = host(RFA_DTYPE_FLOAT32, HostBf16::amx_tiles);
+  // fp32 and fp16 run the portable kernels whatever bf16 hardware there is; so does bf16 without it.
+  EXPECT_EQ(host(RFA_DTYPE_FLOAT16, HostBf16::amx_tiles).forward_flops_per_s, fp32.forward_flops_per_s);
+  EXPECT_EQ(host(RFA_DTYPE_BFLOAT16, HostBf16::portable).backward_flops_per_s, fp32.backward_flops_per_s);
+  const MachineModel dot = host(RFA_DTYPE_BFLOAT16, HostBf16::dot_products);
+  const MachineModel amx = host(RFA_DTYPE_BFLOAT16, HostBf16::amx_tiles);
+  EXPECT_GT(dot.forward_flops_per_s, 1.5 * fp32.forward_flops_per_s);
+  EXPECT_GT(dot.backward_flops_per_s, 1.2 * fp32.backward_flops_per_s);
+  EXPECT_GT(amx.forward_flops_per_s, 2.0 * dot.forward_flops_per_s);
+  EXPECT_GT(amx.backward_flops_per_s, 1.5 * dot.backward_flops_per_s);
+  // Threads per rank multiply the rate; the node's ranks are the caller's.
+  EXPECT_EQ(host(RFA_DTYPE_BFLOAT16, HostBf16::dot_products, 4).forward_flops_per_s, 4 * dot.forward_flops_per_s);
+  EXPECT_EQ(dot.ranks_per_node, 2);
+}
+
+TEST(PlanningMachine, DevicesPlanWithTheirOwnPresetAndTheEnvironmentOverridesIt) {
+  const MachineModel bf16 = planning_machine(engine::Device::cuda, RFA_DTYPE_BFLOAT16, PlanningHost{});
+  const MachineModel fp16 = planning_machine(engine::Device::cuda, RFA_DTYPE_FLOAT16, PlanningHost{});
+  EXPECT_EQ(bf16.forward_flops_per_s, fp16.forward_flops_per_s);
+  EXPECT_GT(bf16.forward_flops_per_s, 100 * host(RFA_DTYPE_BFLOAT16, HostBf16::amx_tiles).forward_flops_per_s);
+  setenv("RFA_PLAN_KERNEL_RATE", "1000,800", 1);
+  const MachineModel given = host(RFA_DTYPE_BFLOAT16, HostBf16::amx_tiles, 8);
+  unsetenv("RFA_PLAN_KERNEL_RATE");
+  EXPECT_EQ(given.forward_flops_per_s, 1000e9);
+  EXPECT_EQ(given.backward_flops_per_s, 800e9);
+}
+
+TEST(PlanningMachine, ThisProcessKnowsItsBf16Products) {
+  const HostBf16 here = host_bf16_here();
+  EXPECT_TRUE(here == HostBf16::portable || here == HostBf16::dot_products || here == HostBf16::amx_tiles);
+  setenv("RFA_HOST_AMX", "0", 1);
+  setenv("RFA_HOST_BF16_DOT", "0", 1);
+  EXPECT_EQ(host_bf16_here(), HostBf16::portable);  // the environment keeps bf16 on the portable kernels
+  unsetenv("RFA_HOST_AMX");
+  unsetenv("RFA_HOST_BF16_DOT");
+}
+
+}  // namespace
+}  // namespace rfa::model
