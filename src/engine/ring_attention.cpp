@@ -68,12 +68,13 @@ std::int64_t RingAttention::workspace_bytes(bool backward) const {
   const std::int64_t kv_elems = c.batch * local_seq_ * c.kv_heads * c.head_dim;
   const std::int64_t row_elems = c.batch * c.heads * local_seq_;
   const bool fp32 = c.dtype == RFA_DTYPE_FLOAT32;
+  const bool moves = steps_.size() > 1;  // a pass of one step moves and merges nothing
   // Two K/V receive buffers (K and V each) in the storage dtype.
-  std::int64_t bytes = 2 * 2 * kv_elems * elem;
+  std::int64_t bytes = moves ? 2 * 2 * kv_elems * elem : 0;
   if (!backward) {
     bytes += fp32 ? 0 : q_elems * 4;  // fp32 output accumulator (fp32 callers' out is used in place)
     // One block's fp32 partial output and lse; the CUDA kernels merge in their epilogue instead.
-    if (c.device == Device::host) bytes += q_elems * 4 + row_elems * 4;
+    if (c.device == Device::host && moves) bytes += q_elems * 4 + row_elems * 4;
   } else {
     bytes += 2 * 2 * kv_elems * 4        // two dK/dV receive buffers, fp32
              + 2 * kv_elems * 4          // this step's dK/dV contribution, fp32

@@ -72,12 +72,15 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
   } else {
     acc = ws.template tensor4<float>("rfa::out_acc", c.batch, L, c.heads, c.head_dim);
   }
-  // Scratch for one block's partial, unless the backend merges inside its forward kernel.
+  // Scratch for one block's partial, unless the backend merges inside its forward kernel or the
+  // pass has one step (nothing to merge).
   typename Compute::template Tensor4<float> block_out;
   typename Compute::template Tensor3<float> block_lse;
   if constexpr (!Compute::kMergesInKernel) {
-    block_out = ws.template tensor4<float>("rfa::block_out", c.batch, L, c.heads, c.head_dim);
-    block_lse = ws.template tensor3<float>("rfa::block_lse", c.batch, c.heads, L);
+    if (steps_.size() > 1) {
+      block_out = ws.template tensor4<float>("rfa::block_out", c.batch, L, c.heads, c.head_dim);
+      block_lse = ws.template tensor3<float>("rfa::block_lse", c.batch, c.heads, L);
+    }
   }
   // The diagonal block's queries see every key tile some block's queries may see.
   blocks.prepare_forward(block_params(c, P, me, me), c.dtype, ws);

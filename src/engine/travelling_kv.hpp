@@ -23,9 +23,9 @@ class TravellingKV {
   using Block = SpaceTensor4<const T, Space>;
 
   /// k and v are this rank's own block (step 0), `local_seq` rows of the context `c`; the two
-  /// receive buffers come from `ws`, sized by the context (the caller's k and v are checked
-  /// against it only after the workspace is allocated). The blocks move between the pass's
-  /// `steps` (ring distances, ascending, from 0), not after the last; `steps` must outlive this.
+  /// receive buffers (none for a pass of one step) come from `ws`, sized by the context (the caller's k and v are
+  /// checked against it only after the workspace is allocated). The blocks move between the pass's `steps` (ring
+  /// distances, ascending, from 0), not after the last; `steps` must outlive this.
   TravellingKV(Workspace<Space>& ws, comm::Communicator& comm, const RingConfig& c, std::int64_t local_seq, Block k,
                Block v, bool communicate, const std::vector<int>& steps)
       : comm_(comm),
@@ -34,6 +34,8 @@ class TravellingKV {
         communicate_(communicate),
         steps_(steps),
         bytes_(std::size_t(c.batch * local_seq * c.kv_heads * c.head_dim) * sizeof(T)) {
+    // A pass of one step (one rank, or a window within the local block) moves nothing.
+    if (steps.size() < 2) return;
     for (int i = 0; i < 2; ++i) {
       k_recv_[i] =
           ws.template tensor4<T>(i == 0 ? "rfa::k_recv0" : "rfa::k_recv1", c.batch, local_seq, c.kv_heads, c.head_dim);
