@@ -87,23 +87,27 @@ void pack_heads(kernels::Tensor4<const T> src, const std::vector<std::int64_t>& 
   Kokkos::DefaultHostExecutionSpace().fence();
 }
 
+/// full[b][pos(l)][j] = src[(b * L + l) * pitch + column[j] * D ..] for the L rows of `pos`
+/// and every slot j: one rank's rows, at `pitch` elements per row (a packed block's w * D, or a
+/// local tensor's H * D from its first head), placed at their global positions.
+template <class T>
+void place_block(const T* src, std::int64_t pitch, const PositionMap& pos, const std::int64_t* col,
+                 kernels::Tensor4<T> full) {
+  const std::int64_t B = full.extent(0), J = full.extent(2), D = full.extent(3), L = pos.length();
+  Kokkos::parallel_for("rfa::place_rows", HostRange(0, B * L), [=](std::int64_t bl) {
+    const std::int64_t b = bl / L, l = bl % L, t = pos(l);
+    for (std::int64_t j = 0; j < J; ++j) copy_row(src + (b * L + l) * pitch + col[j] * D, D, &full(b, t, j, 0));
+  });
+}
+
 /// full[b][rows[s](l)][j] = block s [b][l][column[j]] for every rank s and slot j: the received
 /// rows go to their global positions. Block `skip` is left alone.
 template <class T>
 void place_rows(const T* recv, const BlockLayout& blocks, const std::vector<PositionMap>& rows,
                 const std::vector<std::int64_t>& column, kernels::Tensor4<T> full, std::int64_t skip = -1) {
-  const std::int64_t B = full.extent(0), J = full.extent(2), D = full.extent(3);
-  const std::int64_t* col = column.data();
-  for (std::size_t s = 0; s < rows.size(); ++s) {
-    if (std::int64_t(s) == skip) continue;
-    const PositionMap pos = rows[s];
-    const std::int64_t L = pos.length(), w = blocks.width[s];
-    const T* block = recv + blocks.offset[s];
-    Kokkos::parallel_for("rfa::place_rows", HostRange(0, B * L), [=](std::int64_t bl) {
-      const std::int64_t b = bl / L, l = bl % L, t = pos(l);
-      for (std::int64_t j = 0; j < J; ++j) copy_row(block + ((b * L + l) * w + col[j]) * D, D, &full(b, t, j, 0));
-    });
-  }
+  for (std::size_t s = 0; s < rows.size(); ++s)
+    if (std::int64_t(s) != skip)
+      place_block(recv + blocks.offset[s], blocks.width[s] * full.extent(3), rows[s], column.data(), full);
   Kokkos::DefaultHostExecutionSpace().fence();
 }
 
@@ -144,32 +148,38 @@ inline void sum_slots(const TFull* row, std::int64_t D, const std::int64_t* slot
   for (std::int64_t x = 0; x < D; ++x) out[x] = convert_value<TOut>(sum[x]);
 }
 
+/// dst[(b * L + l) * pitch + u * D ..] = (or += when accumulating) the sum over the slots j
+/// with column[j] == u of full[b][pos(l)][j], converted, for the L rows of `pos` and u < width:
+/// one rank's rows back from the full sequence, at `pitch` elements per row (place_block's way
+/// back). (One slot per column for out and dQ; dK/dV sum the slots that held copies of one K/V
+/// head.)
+template <class TFull, class TDst>
+void take_block(kernels::Tensor4<const TFull> full, const PositionMap& pos, const ColumnSlots& slots,
+                std::int64_t width, TDst* dst, std::int64_t pitch, bool accumulate) {
+  const std::int64_t B = full.extent(0), S = full.extent(1), J = full.extent(2), D = full.extent(3);
+  const std::int64_t L = pos.length(), known = slots.width();
+  const std::int64_t* first = slots.first.data();
+  const std::int64_t* slot = slots.slot.data();
+  Kokkos::parallel_for("rfa::take_rows", HostRange(0, B * L), [=](std::int64_t bl) {
+    const std::int64_t b = bl / L, l = bl % L;
+    const TFull* row = full.data() + (b * S + pos(l)) * J * D;
+    for (std::int64_t u = 0; u < width; ++u)
+      sum_slots(row, D, slot, u < known ? first[u] : 0, u < known ? first[u + 1] : 0, dst + (b * L + l) * pitch + u * D,
+                accumulate);
+  });
+}
+
 /// Block r [b][l][u] = the sum over the slots j with column[j] == u of full[b][rows[r](l)][j],
-/// converted to TSend: the rows of rank r, back from the full sequence. (One slot per column
-/// for out and dQ; dK/dV sum the slots that held copies of one K/V head.) Block `skip` is left
+/// converted to TSend: the rows of rank r, back from the full sequence. Block `skip` is left
 /// alone.
 template <class TFull, class TSend>
 void take_rows(kernels::Tensor4<const TFull> full, const std::vector<PositionMap>& rows,
                const std::vector<std::int64_t>& column, const BlockLayout& blocks, TSend* dst, std::int64_t skip = -1) {
-  const std::int64_t B = full.extent(0), J = full.extent(2), D = full.extent(3);
   const ColumnSlots slots(column);
-  const std::int64_t width = slots.width();
-  const std::int64_t* first = slots.first.data();
-  const std::int64_t* slot = slots.slot.data();
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    if (std::int64_t(r) == skip) continue;
-    const PositionMap pos = rows[r];
-    const std::int64_t L = pos.length(), w = blocks.width[r];
-    TSend* block = dst + blocks.offset[r];
-    Kokkos::parallel_for("rfa::take_rows", HostRange(0, B * L), [=](std::int64_t bl) {
-      const std::int64_t b = bl / L, l = bl % L;
-      const TFull* row = full.data() + (b * full.extent(1) + pos(l)) * J * D;
-      for (std::int64_t u = 0; u < w; ++u) {
-        const std::int64_t from = u < width ? first[u] : 0, to = u < width ? first[u + 1] : 0;
-        sum_slots(row, D, slot, from, to, block + ((b * L + l) * w + u) * D, false);
-      }
-    });
-  }
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    if (std::int64_t(r) != skip)
+      take_block(full, rows[r], slots, blocks.width[r], dst + blocks.offset[r], blocks.width[r] * full.extent(3),
+                 false);
   Kokkos::DefaultHostExecutionSpace().fence();
 }
 
@@ -202,12 +212,8 @@ void unpack_heads(const TRecv* recv, const BlockLayout& blocks, const std::vecto
 template <class T>
 void place_own_rows(kernels::Tensor4<const T> local, std::int64_t first, const PositionMap& pos,
                     const std::vector<std::int64_t>& column, kernels::Tensor4<T> full) {
-  const std::int64_t B = local.extent(0), L = local.extent(1), J = full.extent(2), D = full.extent(3);
-  const std::int64_t* col = column.data();
-  Kokkos::parallel_for("rfa::place_own_rows", HostRange(0, B * L), [=](std::int64_t bl) {
-    const std::int64_t b = bl / L, l = bl % L, t = pos(l);
-    for (std::int64_t j = 0; j < J; ++j) copy_row(&local(b, l, first + col[j], 0), D, &full(b, t, j, 0));
-  });
+  const std::int64_t H = local.extent(2), D = local.extent(3);
+  place_block(local.data() + first * D, H * D, pos, column.data(), full);
   Kokkos::DefaultHostExecutionSpace().fence();
 }
 
@@ -216,18 +222,9 @@ void place_own_rows(kernels::Tensor4<const T> local, std::int64_t first, const P
 template <class TFull, class T>
 void take_own_rows(kernels::Tensor4<const TFull> full, const PositionMap& pos, const std::vector<std::int64_t>& column,
                    std::int64_t first, std::int64_t width, kernels::Tensor4<T> local, bool accumulate) {
-  const std::int64_t B = local.extent(0), L = local.extent(1), J = full.extent(2), D = full.extent(3);
-  const ColumnSlots slots(column);
-  const std::int64_t known = slots.width();
-  const std::int64_t* from = slots.first.data();
-  const std::int64_t* slot = slots.slot.data();
-  Kokkos::parallel_for("rfa::take_own_rows", HostRange(0, B * L), [=](std::int64_t bl) {
-    const std::int64_t b = bl / L, l = bl % L;
-    const TFull* row = full.data() + (b * full.extent(1) + pos(l)) * J * D;
-    for (std::int64_t u = 0; u < width; ++u)
-      sum_slots(row, D, slot, u < known ? from[u] : 0, u < known ? from[u + 1] : 0, &local(b, l, first + u, 0),
-                accumulate);
-  });
+  const std::int64_t H = local.extent(2), D = local.extent(3);
+  const ColumnSlots slots(column);  // read by the loop until the fence
+  take_block(full, pos, slots, width, local.data() + first * D, H * D, accumulate);
   Kokkos::DefaultHostExecutionSpace().fence();
 }
 

@@ -62,8 +62,9 @@ void choose_strategy(MPI_Comm comm, const SetupRequest& r, RingSetup& s) {
   });
 }
 
-}  // namespace
-
+/// For a CUDA config: throws RFA_ERROR_INVALID_USAGE unless Kokkos allocates on the caller's
+/// current device (rfa's device buffers are Kokkos Views), RFA_ERROR_CUDA without a usable
+/// device. Local (no communication); no-op on the host.
 void require_kokkos_on_current_device(engine::Device device) {
   if (device != engine::Device::cuda) return;
 #if RFA_ENGINE_CUDA
@@ -81,6 +82,8 @@ void require_kokkos_on_current_device(engine::Device device) {
   }
 #endif
 }
+
+}  // namespace
 
 RingSetup set_up_ring(MPI_Comm comm, const SetupRequest& request) {
   RingSetup s;

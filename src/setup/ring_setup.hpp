@@ -58,10 +58,5 @@ struct RingSetup {
 /// allocation) is raised on every rank, that rank's message where it happened.
 RingSetup set_up_ring(MPI_Comm comm, const SetupRequest& request);
 
-/// For a CUDA config: throws RFA_ERROR_INVALID_USAGE unless Kokkos allocates on the caller's
-/// current device (rfa's device buffers are Kokkos Views), RFA_ERROR_CUDA without a usable
-/// device. Local (no communication); no-op on the host.
-void require_kokkos_on_current_device(engine::Device device);
-
 }  // namespace setup
 }  // namespace rfa
