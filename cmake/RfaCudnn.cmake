@@ -13,30 +13,17 @@
 #   cuDNN (cudnn.h): CUDNN_INCLUDE_DIR; CUDNN_ROOT/include (a site cuDNN module); the CUDA
 #     toolkit's include folder; nvidia/cudnn/include of the PyPI package nvidia-cudnn-cu13.
 # Sets RFA_HAVE_CUDNN_BUILT (ON/OFF) and, when ON, the target rfa::cudnn_headers.
-set(RFA_ENABLE_CUDNN AUTO CACHE STRING "Build the cuDNN block kernel: AUTO (when its headers are found), ON, OFF")
-set_property(CACHE RFA_ENABLE_CUDNN PROPERTY STRINGS AUTO ON OFF)
+include(RfaGpuOption)
 set(RFA_HAVE_CUDNN_BUILT OFF)
-if(NOT RFA_ENABLE_CUDNN MATCHES "^(AUTO|ON|OFF)$")
-  message(FATAL_ERROR "rfa: RFA_ENABLE_CUDNN is '${RFA_ENABLE_CUDNN}'; it must be AUTO, ON or OFF")
-endif()
-if(RFA_ENABLE_CUDNN STREQUAL "OFF")
-  return()
-endif()
-if(NOT RFA_ENABLE_CUDA)
-  if(RFA_ENABLE_CUDNN STREQUAL "ON")
-    message(FATAL_ERROR "rfa: RFA_ENABLE_CUDNN=ON needs RFA_ENABLE_CUDA=ON (the cuDNN block kernel is a CUDA kernel)")
-  endif()
+rfa_gpu_option(RFA_ENABLE_CUDNN "Build the cuDNN block kernel" _rfa_cudnn_state)
+if(_rfa_cudnn_state STREQUAL "SKIP")
   return()
 endif()
 
+rfa_python_purelib(_rfa_purelib)
 set(_rfa_python_include "")
-find_package(Python3 QUIET COMPONENTS Interpreter)
-if(Python3_Interpreter_FOUND)
-  execute_process(COMMAND ${Python3_EXECUTABLE} -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-                  OUTPUT_VARIABLE _rfa_purelib OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-  if(_rfa_purelib)
-    set(_rfa_python_include ${_rfa_purelib}/include ${_rfa_purelib}/nvidia/cudnn/include)
-  endif()
+if(_rfa_purelib)
+  set(_rfa_python_include ${_rfa_purelib}/include ${_rfa_purelib}/nvidia/cudnn/include)
 endif()
 
 find_path(CUDNN_FRONTEND_INCLUDE_DIR cudnn_frontend.h

@@ -35,7 +35,7 @@ esac
 packages=(cmake make g++ gfortran pkg-config libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin
           libhwloc-dev libbenchmark-dev binutils)
 [ "$mode" = test ] && packages+=(googletest libgtest-dev doxygen graphviz python3-numpy python3-scipy
-                                 python3-matplotlib python3-pip)  # pip: fetch_cudnn_frontend.sh
+                                 python3-matplotlib python3-pip)  # pip: fetch_gpu_headers.sh
 # shellcheck source=scripts/install_debian_packages.sh
 source "$here/scripts/install_debian_packages.sh"
 install_debian_packages quickstart "${packages[@]}"
@@ -44,9 +44,10 @@ mkdir -p "$build"
 configure=(-DCMAKE_BUILD_TYPE=Release)
 if [ "$mode" = test ]; then
   configure+=(-DRFA_ENABLE_TESTS=ON -DRFA_ENABLE_DOCS=ON)
-  # With nvcc, the cuDNN block kernel is compiled too: its frontend headers come from PyPI.
+  # With nvcc, the cuDNN block kernel and the Hopper kernels are compiled too: their header-only
+  # dependencies (the cuDNN frontend, CUTLASS) come from PyPI.
   if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
-    bash "$here/scripts/fetch_cudnn_frontend.sh" "$build"
+    bash "$here/scripts/fetch_gpu_headers.sh" "$build"
   fi
 elif [ ! -f "$build/CMakeCache.txt" ]; then
   # A first run configures without the tests and docs (and so without their packages); a

@@ -12,6 +12,9 @@
 
 #include "api_support.hpp"
 #include "kernel_args.hpp"
+#if RFA_CUDA_HAVE_SM90
+#include "hopper/forward_sm90.hpp"
+#endif
 
 namespace rfa_cuda {
 namespace detail {
@@ -158,6 +161,12 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   a.out_fp32 = p->out_dtype == RFA_CUDA_FP32;
   a.lse = p->lse;
   a.merge = p->merge != 0;
+  rfa_cuda_path path = RFA_CUDA_PATH_SM80;
+  RFA_CUDA_TRY(rfa_cuda_forward_path(p->path, &path));
+#if RFA_CUDA_HAVE_SM90
+  if (path == RFA_CUDA_PATH_SM90)
+    return from_cuda(hopper::launch_flash_forward_sm90(a, element_type(s.dtype), stream), "Hopper forward launch");
+#endif
   return from_cuda(launch_flash_forward(a, element_type(s.dtype), stream), "flash forward launch");
 }
 

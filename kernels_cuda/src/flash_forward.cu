@@ -9,6 +9,7 @@
 
 #include "launch_dispatch.cuh"
 #include "query_tile_kernel.cuh"
+#include "row_epilogue.cuh"
 
 namespace rfa_cuda {
 namespace detail {
@@ -23,8 +24,6 @@ struct ForwardConfig {
   // Q tile + two stages of K and V tiles, 16-bit elements.
   static constexpr int kSmemBytes = (kBlockM + 4 * kBlockN) * kHeadDim * 2;
 };
-
-constexpr float kLn2 = 0.69314718055994530942f;
 
 // kMerge: out (fp32) and lse already hold the normalized result over earlier key blocks, and
 // the epilogue merges this block into them in registers (the ring's online softmax), which
@@ -143,9 +142,7 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads) flash_forwa
     __syncthreads();
   }
 
-  // Epilogue: normalize, write out and lse. A row that saw no key has sum 0: out 0, lse -inf.
-  // Merging: a row that saw no key here keeps its running values; otherwise
-  //   lse' = log(exp(lse) + exp(lse_block)),  out' = exp(lse - lse') out + exp(lse_block - lse') out_block.
+  // Epilogue: normalize, write out and lse (row_epilogue.cuh).
   const std::int64_t lse_row0 = (static_cast<std::int64_t>(tile.b) * dims.heads + tile.h) * dims.seq_q;
   float running_lse[2] = {-INFINITY, -INFINITY};
   if constexpr (kMerge) {
@@ -165,22 +162,12 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads) flash_forwa
   }
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    const float sum = row_sum[half];
     const int row = tile.row_of(warp, lane, 2 * half);
     if (row >= dims.seq_q) continue;
-    const float block_lse = sum > 0.f ? row_max[half] * kLn2 + logf(sum) : -INFINITY;
-    float scale_block = sum > 0.f ? 1.f / sum : 0.f, scale_running = 0.f, lse = block_lse;
-    if constexpr (kMerge) {
-      if (sum <= 0.f) continue;  // nothing visible here: the running values stand
-      const float old = running_lse[half];
-      if (old != -INFINITY) {
-        const float hi = fmaxf(old, block_lse);
-        lse = hi + logf(expf(old - hi) + expf(block_lse - hi));
-        scale_running = expf(old - lse);
-        scale_block *= expf(block_lse - lse);
-      }
-    }
-    if (lane % 4 == 0) args.lse[lse_row0 + row] = lse;
+    RowEpilogue e;
+    if (!row_epilogue(kMerge, row_sum[half], row_max[half], running_lse[half], e)) continue;
+    const float scale_block = e.block, scale_running = e.running;
+    if (lane % 4 == 0) args.lse[lse_row0 + row] = e.lse;
     const std::int64_t offset = tile.b * args.out.batch + row * args.out.seq + tile.h * args.out.head;
     // The row's running values, all loaded before any store: loads and stores to one row would
     // otherwise alternate, each load waiting out the memory latency.

@@ -2,11 +2,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # One call on a lent GPU machine: build the kernels with nvcc alone, check them, time them.
 #   bash perf/cuda/gpu_check.sh [quick]
-# Builds for the GPU it finds (sm_90 on Hopper), runs rfa_cuda_kernel_test, compute-sanitizer
-# memcheck and racecheck on a short case, then rfa_cuda_kernel_bench on the three shapes below with
-# both PyTorch SDPA peers and the deterministic backward, and rfa_cuda_ring_step_bench (the
-# zigzag ring's own overhead on one GPU). Logs and JSON go to $OUT (the device
-# tool's result folder) or ./gpu-check-out; the last lines printed are a summary table.
+# Builds for the GPU it finds (sm_90 on Hopper), with the Hopper kernels when CUTLASS's headers
+# are at $CUTLASS or build/_deps/cutlass/include (scripts/fetch_gpu_headers.sh build; carry
+# build/_deps/cutlass to the GPU machine). Runs the Hopper fragment test, rfa_cuda_kernel_test
+# (every forward on each path the GPU runs), compute-sanitizer memcheck and racecheck on short
+# cases, then rfa_cuda_kernel_bench on the three shapes below with both PyTorch SDPA peers, every
+# forward path and the deterministic backward, Nsight Compute on each forward path (one launch
+# each, full and causal), and rfa_cuda_ring_step_bench (the zigzag ring's own overhead on one
+# GPU). Logs and JSON go to $OUT (the device tool's result folder) or ./gpu-check-out; the last
+# lines printed are a summary table.
 # "quick": one benchmark shape, fewer iterations.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,8 +27,11 @@ arch=${RFA_CUDA_ARCHS:-${cap:-90}}
 } | tee "$results/device.txt"
 
 build=/tmp/rfa-kernels-build
-make -C "$here" BUILD_DIR="$build" ARCHS="$arch" PTXAS_VERBOSE=1 -j"$(nproc)" >"$results/build.log" 2>&1 \
-  || { tail -n 30 "$results/build.log"; exit 1; }
+cutlass=${CUTLASS:-$here/../../build/_deps/cutlass/include}
+[ -f "$cutlass/cute/tensor.hpp" ] || cutlass=""
+echo "CUTLASS: ${cutlass:-none (no Hopper kernels)}" | tee -a "$results/device.txt"
+make -C "$here" BUILD_DIR="$build" ARCHS="$arch" CUTLASS="$cutlass" PTXAS_VERBOSE=1 -j"$(nproc)" \
+  >"$results/build.log" 2>&1 || { tail -n 30 "$results/build.log"; exit 1; }
 grep -E "spill|Used" "$results/build.log" | sort | uniq -c >"$results/ptxas.txt"
 
 status=()
@@ -41,8 +48,10 @@ run() {  # name, then the command; keeps going after a failure
   esac
   tail -n 3 "$results/$name.log"
 }
+[ -n "$cutlass" ] && run fragment_views "$build/rfa_hopper_fragment_views_test"
 run kernel_test "$build/rfa_cuda_kernel_test"
 run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$build/rfa_cuda_kernel_test" --filter "odd, causal, d128"
+run memcheck_strided compute-sanitizer --tool memcheck --error-exitcode 1 "$build/rfa_cuda_kernel_test" --filter "strided"
 run memcheck_merge compute-sanitizer --tool memcheck --error-exitcode 1 "$build/rfa_cuda_kernel_test" --filter "merge, stripe"
 run racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$build/rfa_cuda_kernel_test" --filter "zigzag q(rank 1)"
 
@@ -54,8 +63,16 @@ i=0
 for shape in "${shapes[@]}"; do
   i=$((i + 1))
   # shellcheck disable=SC2086  # shape is a list of flags
-  run "bench_$i" "$build/rfa_cuda_kernel_bench" $shape --iters "$iters" --deterministic --json "$results/bench_$i.json"
+  run "bench_$i" "$build/rfa_cuda_kernel_bench" $shape --iters "$iters" --deterministic --path all \
+    --json "$results/bench_$i.json"
 done
+
+# Nsight Compute: one launch of each forward kernel (sm80 and sm90; full, then causal) on the
+# first shape, the sections that say what bounds it.
+# shellcheck disable=SC2086  # shape is a list of flags
+run ncu_forward ncu --kernel-name regex:'flash_forward_kernel|forward_sm90_kernel' --launch-skip 0 --launch-count 4 \
+  --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+  --section WarpStateStats "$build/rfa_cuda_kernel_bench" ${shapes[0]} --warmup 0 --iters 1 --no-torch --path all
 
 # The ring's own overhead: zigzag causal steps of P ranks on this one GPU.
 if [ "${1:-}" = quick ]; then

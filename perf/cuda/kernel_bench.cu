@@ -10,7 +10,10 @@
 // usage: rfa_cuda_kernel_bench [--batch 2] [--heads 16] [--kv-heads H] [--seq 8192]
 //        [--dim 128] [--dtype bf16|fp16] [--warmup 5] [--iters 30] [--json FILE]
 //        [--no-torch] [--torch-script PATH] [--peer-check] [--deterministic]
+//        [--path auto|sm80|sm90|all]
 // --deterministic adds rows "bwd-det": the backward in its deterministic mode (no atomics).
+// --path picks the forward's implementation (rfa_cuda_path; default auto); "all" times the sm80
+// path and, where it runs, the Hopper one (rows "fwd-sm90"), each against the same peers.
 // --peer-check runs only the peers and prints what each reported (no GPU needed to run it,
 // but the peers need one to report figures): a quick diagnosis of a missing peer column.
 // The peers run under $RFA_PEER_PYTHON (default python3); the script is looked for beside the
@@ -46,6 +49,7 @@ struct Options {
   bool torch = true;
   bool peer_check = false;
   bool deterministic = false;
+  std::string path = "auto";
 };
 
 Options parse(int argc, char** argv) {
@@ -85,12 +89,18 @@ Options parse(int argc, char** argv) {
       o.peer_check = true;
     else if (a == "--deterministic")
       o.deterministic = true;
+    else if (a == "--path")
+      o.path = value();
     else {
       std::fprintf(stderr, "unknown option %s (see the comment at the top of kernel_bench.cu)\n", a.c_str());
       std::exit(2);
     }
   }
   if (o.kv_heads == 0) o.kv_heads = o.heads;
+  if (o.path != "auto" && o.path != "sm80" && o.path != "sm90" && o.path != "all") {
+    std::fprintf(stderr, "--path is auto, sm80, sm90 or all, not %s\n", o.path.c_str());
+    std::exit(2);
+  }
   return o;
 }
 
@@ -204,7 +214,7 @@ PeerResult peer_result(const PeerResults& all, const char* peer, const std::stri
 }
 
 struct Row {
-  std::string pass;
+  std::string pass;  // forward, fwd-sm90, backward, bwd-det
   bool causal;
   double ms, tflops;
   PeerResult peers[2];               // kPeers order
@@ -212,7 +222,7 @@ struct Row {
   double flops = 0;
   // The peer's name for the same measurement: "fwd_full", "bwd_causal", ... (not the pass's
   // first three letters: "for_full" matches no peer line).
-  std::string key() const { return std::string(pass == "forward" ? "fwd" : "bwd") + (causal ? "_causal" : "_full"); }
+  std::string key() const { return std::string(pass[0] == 'f' ? "fwd" : "bwd") + (causal ? "_causal" : "_full"); }
 };
 
 }  // namespace
@@ -240,8 +250,27 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   RFA_TEST_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device %s, %s d=%d B=%d H=%d Hkv=%d S=%d\n", prop.name, o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16",
-              o.dim, o.batch, o.heads, o.kv_heads, o.seq);
+  // The forward paths to time, each as the API resolves it on this device.
+  std::vector<rfa_cuda_path> paths;
+  for (rfa_cuda_path want : o.path == "all"    ? std::vector<rfa_cuda_path>{RFA_CUDA_PATH_SM80, RFA_CUDA_PATH_SM90}
+                            : o.path == "sm80" ? std::vector<rfa_cuda_path>{RFA_CUDA_PATH_SM80}
+                            : o.path == "sm90" ? std::vector<rfa_cuda_path>{RFA_CUDA_PATH_SM90}
+                                               : std::vector<rfa_cuda_path>{RFA_CUDA_PATH_AUTO}) {
+    rfa_cuda_path chosen = RFA_CUDA_PATH_SM80;
+    if (rfa_cuda_forward_path(want, &chosen) == RFA_CUDA_SUCCESS) {
+      paths.push_back(chosen);
+    } else if (o.path == "all") {
+      std::printf("forward path %s skipped: %s\n", rfa_cuda_path_name(want), rfa_cuda_last_error_message());
+    } else {
+      std::fprintf(stderr, "forward path %s: %s\n", rfa_cuda_path_name(want), rfa_cuda_last_error_message());
+      return 1;
+    }
+  }
+  std::string path_names;
+  for (rfa_cuda_path p : paths) path_names += std::string(path_names.empty() ? "" : ",") + rfa_cuda_path_name(p);
+  std::printf("device %s, %s d=%d B=%d H=%d Hkv=%d S=%d, forward path %s\n", prop.name,
+              o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.dim, o.batch, o.heads, o.kv_heads, o.seq,
+              path_names.c_str());
 
   const std::size_t q_elems = std::size_t(o.batch) * o.seq * o.heads * o.dim;
   const std::size_t kv_elems = std::size_t(o.batch) * o.seq * o.kv_heads * o.dim;
@@ -281,7 +310,14 @@ int main(int argc, char** argv) {
     f.out = out.get();
     f.out_dtype = o.dtype;
     f.lse = lse.as_float();
-    const Timing fwd = time_ms(o, [&] { RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr)); });
+    const double flops = forward_flops(o, causal);
+    // sm80 last: its out and lse feed the backward's delta.
+    for (auto path = paths.rbegin(); path != paths.rend(); ++path) {
+      f.path = *path;
+      const Timing fwd = time_ms(o, [&] { RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr)); });
+      const std::string pass = *path == RFA_CUDA_PATH_SM90 ? "fwd-sm90" : "forward";
+      rows.push_back({pass, causal, fwd.median, flops / (fwd.median * 1e9), {}, fwd.samples, flops});
+    }
 
     rfa_cuda_delta_params dp{};
     dp.batch = o.batch;
@@ -313,8 +349,6 @@ int main(int argc, char** argv) {
       RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
       RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
     });
-    const double flops = forward_flops(o, causal);
-    rows.push_back({"forward", causal, fwd.median, flops / (fwd.median * 1e9), {}, fwd.samples, flops});
     rows.push_back({"backward", causal, bwd.median, 2.5 * flops / (bwd.median * 1e9), {}, bwd.samples, 2.5 * flops});
     if (o.deterministic) {
       bp.deterministic = 1;
@@ -357,11 +391,15 @@ int main(int argc, char** argv) {
     std::vector<rfa_cuda_bench::Measurement> measured;
     for (const Row& r : rows) {
       rfa_cuda_bench::Measurement m;
-      const std::string pass = r.pass == "forward" ? "fwd" : r.pass == "backward" ? "bwd" : "bwd_det";
+      const std::string pass = r.pass == "forward"    ? "fwd"
+                               : r.pass == "fwd-sm90" ? "fwd_sm90"
+                               : r.pass == "backward" ? "bwd"
+                                                      : "bwd_det";
       m.name = "cuda/" + pass + "/" + (r.causal ? "causal" : "full");
       m.ms = r.samples;
       m.flops = r.flops;
-      m.labels = {{"pass", r.pass}, {"mask", r.causal ? "causal" : "none"}};
+      m.labels = {
+          {"pass", r.pass}, {"mask", r.causal ? "causal" : "none"}, {"path", r.pass == "fwd-sm90" ? "sm90" : "sm80"}};
       for (int p = 0; p < 2; ++p)
         m.peers.push_back({std::string("sdpa_") + kPeers[p], r.peers[p].ms, r.peers[p].error});
       measured.push_back(m);

@@ -2,8 +2,10 @@
 // Correctness of the rfa_cuda kernels against the float64 reference (tests/reference):
 // fresh random inputs, outputs poisoned with NaN before every call, odd lengths, causal and
 // not, GQA, both dtypes and head dims, segment position maps, sliding windows and packed
-// documents, fp32 accumulate modes, the delta and merge kernels. Argument checks run first and need no GPU; without a
-// device the program then prints "no CUDA device: skipping" and exits 77 (CTest: skipped).
+// documents, fp32 accumulate modes, the delta and merge kernels. Every forward runs on each path
+// this build and device have (sm80; sm90 on a Hopper GPU when the build has it). Argument checks
+// run first and need no GPU; without a device the program then prints "no CUDA device: skipping"
+// and exits 77 (CTest: skipped).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,7 +25,14 @@ namespace ref = rfa::reference;
 
 namespace {
 
-// Forward (both output modes), delta, backward (both gradient modes) of one case.
+// The forward paths to test: sm80 always, sm90 where it runs (set in main).
+std::vector<rfa_cuda_path> forward_paths = {RFA_CUDA_PATH_SM80};
+
+std::string path_tag(rfa_cuda_path path) {
+  return path == RFA_CUDA_PATH_SM80 ? "" : std::string(", ") + rfa_cuda_path_name(path);
+}
+
+// Forward (both output modes, every path), delta, backward (both gradient modes) of one case.
 void run_case(const Case& c) {
   std::printf("%s: %s d=%d b=%d sq=%d sk=%d h=%d hkv=%d %s\n", c.name.c_str(),
               c.dtype == RFA_CUDA_BF16 ? "bf16" : "fp16", c.head_dim, c.batch, c.seq_q, c.seq_k, c.heads, c.kv_heads,
@@ -55,17 +64,21 @@ void run_case(const Case& c) {
   f.k = dk_in.get();
   f.v = dv_in.get();
   f.lse = lse.as_float();
-  for (rfa_cuda_dtype out_type : {c.dtype, RFA_CUDA_FP32}) {
-    DeviceArray& out = out_type == RFA_CUDA_FP32 ? out32 : out16;
-    out.poison();
-    lse.poison();
-    f.out = out.get();
-    f.out_dtype = out_type;
-    RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr));
-    RFA_TEST_CUDA(cudaDeviceSynchronize());
-    const std::string tag = out_type == RFA_CUDA_FP32 ? "fp32" : "dtype";
-    expect_close("forward out (" + tag + ")", out.download(), ref_out, low_out);
-    expect_within("forward lse (" + tag + ")", lse.download(), ref_lse, 2e-3);
+  // sm80 last: its fp32 out and lse feed the delta and the backward below.
+  for (auto path = forward_paths.rbegin(); path != forward_paths.rend(); ++path) {
+    f.path = *path;
+    for (rfa_cuda_dtype out_type : {c.dtype, RFA_CUDA_FP32}) {
+      DeviceArray& out = out_type == RFA_CUDA_FP32 ? out32 : out16;
+      out.poison();
+      lse.poison();
+      f.out = out.get();
+      f.out_dtype = out_type;
+      RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr));
+      RFA_TEST_CUDA(cudaDeviceSynchronize());
+      const std::string tag = (out_type == RFA_CUDA_FP32 ? "fp32" : "dtype") + path_tag(*path);
+      expect_close("forward out (" + tag + ")", out.download(), ref_out, low_out);
+      expect_within("forward lse (" + tag + ")", lse.download(), ref_lse, 2e-3);
+    }
   }
 
   // D = rowsum(dout * out): from the fp32 out (used below) and from the dtype out.
@@ -184,18 +197,30 @@ void run_case(const Case& c) {
   bp.deterministic = 0;
 }
 
+// Random inputs of a case and its forward against float64 and against the inputs' precision.
+struct ForwardReference {
+  ref::Problem p;
+  std::vector<double> q, k, v, ref_out, ref_lse, low_out, low_lse;
+  explicit ForwardReference(const Case& c)
+      : p(problem_of(c)),
+        q(random_values(c.dtype, p.q_size())),
+        k(random_values(c.dtype, p.kv_size())),
+        v(random_values(c.dtype, p.kv_size())) {
+    ref::forward(p, q, k, v, ref_out, ref_lse);
+    ref::forward(low_precision(p, c.dtype), q, k, v, low_out, low_lse);
+  }
+};
+
 // Ring-style forward: the keys split in two blocks with their own position maps, each block's
 // fp32 partial merged into a running out/lse that starts as NaN / -inf: by the separate merge
 // kernel, or (fused) in the forward's epilogue.
-void run_merge_case(const Case& c, int split, bool fused) {
-  std::printf("%s: %s merge of two key blocks (%d + %d rows)\n", c.name.c_str(), fused ? "fused" : "separate", split,
-              c.seq_k - split);
-  const ref::Problem p = problem_of(c);
-  const std::vector<double> q = random_values(c.dtype, p.q_size()), k = random_values(c.dtype, p.kv_size()),
-                            v = random_values(c.dtype, p.kv_size());
-  std::vector<double> ref_out, ref_lse, low_out, low_lse;
-  ref::forward(p, q, k, v, ref_out, ref_lse);
-  ref::forward(low_precision(p, c.dtype), q, k, v, low_out, low_lse);
+void run_merge_case(const Case& c, int split, bool fused, rfa_cuda_path path) {
+  std::printf("%s: %s merge of two key blocks (%d + %d rows), path %s\n", c.name.c_str(), fused ? "fused" : "separate",
+              split, c.seq_k - split, rfa_cuda_path_name(path));
+  const ForwardReference r(c);
+  const ref::Problem& p = r.p;
+  const std::vector<double>&q = r.q, &k = r.k, &v = r.v;
+  const std::vector<double>&ref_out = r.ref_out, &ref_lse = r.ref_lse, &low_out = r.low_out;
 
   DeviceArray dq(c.dtype, q.size()), dk(c.dtype, k.size()), dv(c.dtype, v.size());
   dq.upload(q);
@@ -228,6 +253,7 @@ void run_merge_case(const Case& c, int split, bool fused) {
     f.k = static_cast<char*>(dk.get()) + first * row_bytes;
     f.v = static_cast<char*>(dv.get()) + first * row_bytes;
     f.out_dtype = RFA_CUDA_FP32;
+    f.path = path;
     if (fused) {
       f.out = out.get();
       f.lse = lse.as_float();
@@ -252,8 +278,56 @@ void run_merge_case(const Case& c, int split, bool fused) {
     RFA_TEST_CALL(rfa_cuda_merge_partial(&m, nullptr));
   }
   RFA_TEST_CUDA(cudaDeviceSynchronize());
-  expect_close(fused ? "fused merged out" : "merged out", out.download(), ref_out, low_out);
-  expect_within(fused ? "fused merged lse" : "merged lse", lse.download(), ref_lse, 2e-3);
+  const std::string tag = std::string(fused ? "fused merged" : "merged") + path_tag(path);
+  expect_close(tag + " out", out.download(), ref_out, low_out);
+  expect_within(tag + " lse", lse.download(), ref_lse, 2e-3);
+}
+
+// Strided inputs, every path: K and V interleaved in one packed [b][s][2 kv_heads][d] buffer
+// (seq stride 2 kv_heads d, V starting kv_heads d elements in), Q with a padded batch stride.
+void run_strided_case(const Case& c) {
+  std::printf("%s: packed K/V, padded Q batch stride\n", c.name.c_str());
+  const ForwardReference r(c);
+  const ref::Problem& p = r.p;
+  const std::vector<double>&q = r.q, &k = r.k, &v = r.v;
+  const std::vector<double>&ref_out = r.ref_out, &ref_lse = r.ref_lse, &low_out = r.low_out;
+  const std::int64_t d = c.head_dim, row = static_cast<std::int64_t>(c.heads) * d, pad = 8;
+  const std::int64_t q_batch = c.seq_q * row + pad, kv_row = 2 * static_cast<std::int64_t>(c.kv_heads) * d;
+  std::vector<double> q_padded(static_cast<std::size_t>(c.batch * q_batch), 0.0);
+  std::vector<double> kv(static_cast<std::size_t>(c.batch * c.seq_k * kv_row), 0.0);
+  for (int b = 0; b < c.batch; ++b) {
+    for (std::int64_t i = 0; i < c.seq_q * row; ++i) q_padded[b * q_batch + i] = q[b * c.seq_q * row + i];
+    for (std::int64_t t = 0; t < c.seq_k; ++t)
+      for (std::int64_t i = 0; i < c.kv_heads * d; ++i) {
+        const std::size_t from = (b * c.seq_k + t) * c.kv_heads * d + i, to = (b * c.seq_k + t) * kv_row + i;
+        kv[to] = k[from];
+        kv[to + c.kv_heads * d] = v[from];
+      }
+  }
+  DeviceArray dq(c.dtype, q_padded.size()), dkv(c.dtype, kv.size()), out(c.dtype, q.size()),
+      lse(RFA_CUDA_FP32, p.lse_size());
+  dq.upload(q_padded);
+  dkv.upload(kv);
+  rfa_cuda_forward_params f;
+  rfa_cuda_forward_params_init(&f);
+  f.shape = shape_of(c);
+  f.q = dq.get();
+  f.q_strides = {q_batch, row, d};
+  f.k = dkv.get();
+  f.v = static_cast<char*>(dkv.get()) + c.kv_heads * d * 2;
+  f.k_strides = f.v_strides = {c.seq_k * kv_row, kv_row, d};
+  f.out = out.get();
+  f.out_dtype = c.dtype;
+  f.lse = lse.as_float();
+  for (rfa_cuda_path path : forward_paths) {
+    f.path = path;
+    out.poison();
+    lse.poison();
+    RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr));
+    RFA_TEST_CUDA(cudaDeviceSynchronize());
+    expect_close("strided forward out" + path_tag(path), out.download(), ref_out, low_out);
+    expect_within("strided forward lse" + path_tag(path), lse.download(), ref_lse, 2e-3);
+  }
 }
 
 // Checks that need no GPU: bad arguments are refused with a status and a message.
@@ -317,6 +391,16 @@ void run_argument_checks() {
   bad.out_dtype = RFA_CUDA_FP16;
   expect("out dtype fp16 with bf16 input", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
          "out_dtype");
+  rfa_cuda_path chosen = RFA_CUDA_PATH_SM90;
+  expect("unknown forward path", rfa_cuda_forward_path(static_cast<rfa_cuda_path>(7), &chosen),
+         RFA_CUDA_ERROR_INVALID_ARGUMENT, "unknown forward path 7");
+  const bool auto_is_sm80 =
+      rfa_cuda_forward_path(RFA_CUDA_PATH_AUTO, &chosen) == RFA_CUDA_SUCCESS && chosen == RFA_CUDA_PATH_SM80;
+  std::printf("  %-4s %-40s\n", auto_is_sm80 ? "ok" : "FAIL", "path auto -> sm80");
+  if (!auto_is_sm80) ++failures;
+  if (!rfa_cuda_sm90_built())
+    expect("path sm90 in a build without it", rfa_cuda_forward_path(RFA_CUDA_PATH_SM90, &chosen),
+           RFA_CUDA_ERROR_UNSUPPORTED, "not in this build");
   rfa_cuda_backward_params b;
   rfa_cuda_backward_params_init(&b);
   b.shape = f.shape;
@@ -359,6 +443,12 @@ int main(int argc, char** argv) {
     std::printf("CUDA device has compute capability %d.x < 8.0: skipping\n", major);
     return kSkipExitCode;
   }
+
+  rfa_cuda_path hopper = RFA_CUDA_PATH_SM80;
+  if (rfa_cuda_forward_path(RFA_CUDA_PATH_SM90, &hopper) == RFA_CUDA_SUCCESS) forward_paths.push_back(hopper);
+  std::printf("forward paths tested:");
+  for (rfa_cuda_path path : forward_paths) std::printf(" %s", rfa_cuda_path_name(path));
+  std::printf(rfa_cuda_sm90_built() ? "\n" : " (this build has no sm90 path)\n");
 
   const rfa_cuda_dtype B = RFA_CUDA_BF16, H = RFA_CUDA_FP16;
   std::vector<Case> cases = {
@@ -413,13 +503,20 @@ int main(int argc, char** argv) {
   for (const Case& c : cases)
     if (selected(c.name)) run_case(c);
 
+  Case strided{"strided, causal GQA 4:2", B, 128, 2, 300, 300, 4, 2, true};
+  Case strided_d64{"strided, full fp16 d64", H, 64, 2, 129, 257, 2, 1, false};
+  for (const Case& c : {strided, strided_d64})
+    if (selected(c.name)) run_strided_case(c);
+
   Case merge{"merge, causal", B, 128, 1, 200, 200, 2, 1, true};
   Case merge_stripe{"merge, stripe causal fp16", H, 64, 1, 150, 150, 2, 2, true};
   merge_stripe.q_map = one_segment(1, 2, 150);
   merge_stripe.k_map = one_segment(0, 2, 150);
-  for (bool fused : {false, true}) {
-    if (selected(merge.name)) run_merge_case(merge, 77, fused);
-    if (selected(merge_stripe.name)) run_merge_case(merge_stripe, 70, fused);
+  for (rfa_cuda_path path : forward_paths) {
+    for (bool fused : {false, true}) {
+      if (selected(merge.name)) run_merge_case(merge, 77, fused, path);
+      if (selected(merge_stripe.name)) run_merge_case(merge_stripe, 70, fused, path);
+    }
   }
 
   if (failures == 0)

@@ -39,6 +39,7 @@ def project_options(root):
                 text = open(os.path.join(top, f), encoding="utf-8").read()
                 names.update(re.findall(r"option\((RFA_\w+)", text))
                 names.update(re.findall(r"set\((RFA_\w+) [^)]*CACHE", text))
+                names.update(re.findall(r"rfa_gpu_option\((RFA_\w+)", text))
                 names.update(re.findall(r"find_(?:path|library|program)\((\w+)", text))
     return names
 
@@ -52,7 +53,7 @@ def rfa_spec(on, cuda_arch="none", kokkos_host="openmp", kokkos_cuda=None, mpi="
     deps = {
         "kokkos": FakeSpec("kokkos", on={"cuda"} if kokkos_cuda else set(), version=kokkos),
         "mpi": mpi_spec, mpi: mpi_spec,
-        "cudnn": FakeSpec("cudnn"), "cudnn-frontend": FakeSpec("cudnn-frontend"),
+        "cudnn": FakeSpec("cudnn"), "cudnn-frontend": FakeSpec("cudnn-frontend"), "cutlass": FakeSpec("cutlass"),
         "cmake": FakeSpec("cmake", command=None),
     }
     values = {"cuda_arch": cuda_arch.split(","), "kokkos_host": [kokkos_host]}
@@ -125,8 +126,11 @@ def check_directives(errors):
 # ---- cmake_args
 
 CMAKE_CASES = [
+    ("+cuda+nccl+cudnn+hopper cuda_arch=90", rfa_spec(GPU | {"hopper"}, "90"),
+     {"RFA_ENABLE_HOPPER": "ON", "CUTLASS_INCLUDE_DIR": "/spack/cutlass/include"}),
     ("+cuda+nccl+cudnn cuda_arch=90", rfa_spec(GPU, "90"),
-     {"RFA_ENABLE_CUDA": "ON", "RFA_ENABLE_NCCL": "ON", "RFA_ENABLE_CUDNN": "ON",
+     {"RFA_ENABLE_CUDA": "ON", "RFA_ENABLE_NCCL": "ON", "RFA_ENABLE_CUDNN": "ON", "RFA_ENABLE_HOPPER": "OFF",
+      "CUTLASS_INCLUDE_DIR": None,
       "RFA_ENABLE_FORTRAN": "ON", "RFA_ENABLE_HWLOC": "ON", "RFA_CUDA_ARCHITECTURES": "90",
       "CUDNN_INCLUDE_DIR": "/spack/cudnn/include",
       "CUDNN_FRONTEND_INCLUDE_DIR": "/spack/cudnn-frontend/include", "RFA_ENABLE_MPI": "ON",
@@ -169,6 +173,7 @@ def check_cmake_args(Rfa, known, errors):
             ("cuda", rfa_spec({"cuda", "fortran", "hwloc"}, "90"), rfa_spec(HOST)),
             ("nccl", rfa_spec(GPU, "90"), rfa_spec(GPU - {"nccl"}, "90")),
             ("cudnn", rfa_spec(GPU, "90"), rfa_spec(GPU - {"cudnn"}, "90")),
+            ("hopper", rfa_spec(GPU | {"hopper"}, "90"), rfa_spec(GPU, "90")),
             ("fortran", rfa_spec(HOST), rfa_spec({"hwloc"})),
             ("hwloc", rfa_spec(HOST), rfa_spec({"fortran"}))):
         if cmake_args_of(Rfa, on) == cmake_args_of(Rfa, off):

@@ -41,6 +41,14 @@ typedef enum rfa_cuda_mask {
   RFA_CUDA_MASK_CAUSAL = 1 /* key visible iff k_pos <= q_pos, on global positions */
 } rfa_cuda_mask;
 
+/* Which implementation runs the forward. The Hopper path exists only in builds that found
+ * CUTLASS (rfa_cuda_sm90_built) and runs only on compute capability 9.x. */
+typedef enum rfa_cuda_path {
+  RFA_CUDA_PATH_AUTO = 0, /* the sm_80 path: the Hopper path has not yet passed the kernel test on a GPU */
+  RFA_CUDA_PATH_SM80 = 1, /* mma.sync, cp.async: any device of compute capability 8.0 or newer */
+  RFA_CUDA_PATH_SM90 = 2  /* wgmma, TMA, a producer warpgroup and two consumer warpgroups: sm_90 */
+} rfa_cuda_path;
+
 /* Where the backward pass puts dQ, dK, dV. */
 typedef enum rfa_cuda_grad_mode {
   RFA_CUDA_GRAD_ACCUMULATE_FP32 = 0, /* dq, dk, dv are fp32 and receive +=  (ring hops) */
@@ -99,6 +107,9 @@ typedef struct rfa_cuda_forward_params {
    * rfa_cuda_merge_partial would, in the kernel's epilogue. Rows that see no key of this block
    * keep their values. */
   int merge;
+  /* The implementation (default RFA_CUDA_PATH_AUTO); rfa_cuda_forward_path says which one runs.
+   * Asking for the Hopper path where it cannot run is RFA_CUDA_ERROR_UNSUPPORTED. */
+  rfa_cuda_path path;
 } rfa_cuda_forward_params;
 
 typedef struct rfa_cuda_backward_params {
@@ -175,6 +186,15 @@ void rfa_cuda_forward_params_init(rfa_cuda_forward_params* p);
 void rfa_cuda_backward_params_init(rfa_cuda_backward_params* p);
 
 rfa_cuda_status rfa_cuda_flash_forward(const rfa_cuda_forward_params* p, cudaStream_t stream);
+
+/* Nonzero when this build has the Hopper forward (compiled for sm_90a against CUTLASS). */
+int rfa_cuda_sm90_built(void);
+/* The path rfa_cuda_flash_forward takes for `requested` on the current device: RFA_CUDA_PATH_SM80
+ * or RFA_CUDA_PATH_SM90 in *chosen, or RFA_CUDA_ERROR_UNSUPPORTED (with the reason) when the
+ * request cannot be met here. */
+rfa_cuda_status rfa_cuda_forward_path(rfa_cuda_path requested, rfa_cuda_path* chosen);
+/* "auto", "sm80", "sm90" ("unknown" otherwise). */
+const char* rfa_cuda_path_name(rfa_cuda_path path);
 
 /* Bytes of workspace the backward needs (0 in accumulate mode and in the deterministic mode). */
 size_t rfa_cuda_backward_workspace_size(const rfa_cuda_backward_params* p);

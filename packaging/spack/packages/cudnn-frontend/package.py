@@ -3,7 +3,7 @@
 # repository has no such package). NVIDIA publishes them in the PyPI wheels of
 # nvidia-cudnn-frontend under include/: this recipe installs that folder from one wheel. The
 # headers are the same in every platform's wheel, so the x86_64 one serves any machine.
-# The version is the one scripts/fetch_cudnn_frontend.sh pins for quickstart.sh.
+# The version is the one scripts/fetch_gpu_headers.sh pins for quickstart.sh.
 # Checked without Spack by tests/packaging/spack_recipe_test.py.
 import zipfile
 

@@ -34,6 +34,13 @@ class Rfa(CMakePackage, CudaPackage):
         description="cuDNN's fused attention as a second CUDA block kernel (libcudnn is loaded "
         "at run time; spack load cudnn, or RFA_CUDNN_LIBRARY)",
     )
+    variant(
+        "hopper",
+        default=False,
+        when="+cuda",
+        description="the Hopper (sm_90a) kernels, built on CUTLASS/CuTe (header-only); chosen "
+        "at run time on compute capability 9.x",
+    )
     variant("fortran", default=True, description="Fortran module rfa (needs mpi_f08)")
     variant("hwloc", default=True, description="Ring order from the hwloc topology")
     variant(
@@ -75,6 +82,8 @@ class Rfa(CMakePackage, CudaPackage):
     # cuDNN: cudnn.h at build time; libcudnn itself is loaded at run time (9.10.2 or newer).
     depends_on("cudnn@9.10.2:", type=("build", "run"), when="+cudnn")
     depends_on("cudnn-frontend", type="build", when="+cudnn")
+    # CUTLASS: headers only, at build time.
+    depends_on("cutlass@3.5:", type="build", when="+hopper")
 
     # `spack install --test=root` builds and runs the project's test suite as well.
     depends_on("googletest", type="test")
@@ -97,6 +106,7 @@ class Rfa(CMakePackage, CudaPackage):
             # ON or OFF, never AUTO: what is built follows the spec, not what the build
             # environment happens to hold.
             self.define("RFA_ENABLE_CUDNN", spec.satisfies("+cudnn")),
+            self.define("RFA_ENABLE_HOPPER", spec.satisfies("+hopper")),
             self.define_from_variant("RFA_ENABLE_FORTRAN", "fortran"),
             self.define_from_variant("RFA_ENABLE_HWLOC", "hwloc"),
             self.define("RFA_ENABLE_MPI", True),
@@ -115,6 +125,8 @@ class Rfa(CMakePackage, CudaPackage):
             args.append(
                 self.define("CUDNN_FRONTEND_INCLUDE_DIR", spec["cudnn-frontend"].prefix.include)
             )
+        if spec.satisfies("+hopper"):
+            args.append(self.define("CUTLASS_INCLUDE_DIR", spec["cutlass"].prefix.include))
         if self.run_tests:
             # The suite's mpiexec flag (--oversubscribe by default) is Open MPI's alone.
             oversubscribe = "--oversubscribe" if spec.satisfies("^openmpi") else ""
