@@ -8,8 +8,9 @@
 #
 # prepare: DEPS/kokkos-src.tar.gz (KOKKOS_SRC, a Kokkos 4.6 source tree, with the edits CUDA 13
 # needs applied when missing), DEPS/debs/ (Debian's Open MPI, GoogleTest and Google Benchmark
-# packages, unpacked there without installing) and DEPS/_deps/cudnn-frontend/include (the cuDNN
-# frontend's headers, scripts/fetch_cudnn_frontend.sh).
+# packages, unpacked there without installing), DEPS/_deps/cudnn-frontend/include (the cuDNN
+# frontend's headers) and DEPS/cutlass-headers.tar.gz (CUTLASS's, for the Hopper forward; both
+# from scripts/fetch_gpu_headers.sh).
 # run: builds Kokkos (CUDA backend, the GPU's architecture) and rfa against it, then runs the
 # CUDA kernel test, the C API suite on device pointers against the float64 reference at 1-4
 # ranks sharing the GPU over staged MPI and at 1 rank over NCCL, the GPU example, memcheck of
@@ -49,7 +50,12 @@ if [ "$mode" = prepare ]; then
     libevent-2.1-7 libevent-core-2.1-7 libevent-pthreads-2.1-7 libfabric1 libucx0 libibverbs1 librdmacm1 \
     libnl-3-200 libnl-route-3-200 libpsm2-2 libpsm-infinipath1 libgfortran5 libmunge2 libgtest-dev \
     libbenchmark-dev libbenchmark1debian)
-  bash "$here/scripts/fetch_cudnn_frontend.sh" "$deps" && rm -rf "$deps/_deps/wheels"
+  # The cuDNN frontend's headers as they are; CUTLASS's (27 MB of them) packed, to stay well
+  # under what a device call carries.
+  bash "$here/scripts/fetch_gpu_headers.sh" "$deps" && rm -rf "$deps/_deps/wheels"
+  if [ -d "$deps/_deps/cutlass/include" ]; then
+    tar -czf "$deps/cutlass-headers.tar.gz" -C "$deps/_deps" cutlass && rm -rf "$deps/_deps/cutlass"
+  fi
   du -sh "$deps"
   exit 0
 fi
@@ -153,10 +159,20 @@ else
   cudnn_dir=""
 fi
 echo "cuDNN: ${cudnn_dir:-none}" | tee -a "$results/device.txt"
+# The Hopper forward: CUTLASS's headers, carried packed, on a 9.x GPU.
+hopper_flags=(-DRFA_ENABLE_HOPPER=OFF)
+hopper=""
+if [ -f "$deps/cutlass-headers.tar.gz" ] && [ "$cap" = 90 ]; then
+  tar -xzf "$deps/cutlass-headers.tar.gz" -C "$work"
+  hopper_flags=(-DRFA_ENABLE_HOPPER=ON -DCUTLASS_INCLUDE_DIR="$work/cutlass/include")
+  hopper=yes
+fi
+echo "Hopper forward: ${hopper:-no}" | tee -a "$results/device.txt"
 log=build step configure cmake -S "$here" -B $build -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT=$kokkos \
   -DCMAKE_PREFIX_PATH=$prefix/usr -DMPI_C_COMPILER=$prefix/usr/bin/mpicc -DMPI_CXX_COMPILER=$prefix/usr/bin/mpicxx \
   -DMPIEXEC_EXECUTABLE=$prefix/usr/bin/mpiexec -DRFA_CUDA_ARCHITECTURES="$cap" -DRFA_ENABLE_HWLOC=OFF \
-  -DRFA_ENABLE_FORTRAN=OFF -DRFA_ENABLE_DOCS=OFF "${nccl_flags[@]}" "${cudnn_flags[@]}" || finish
+  -DRFA_ENABLE_FORTRAN=OFF -DRFA_ENABLE_DOCS=OFF "${nccl_flags[@]}" "${cudnn_flags[@]}" "${hopper_flags[@]}" \
+  || finish
 step build cmake --build $build -j"$jobs" --target "${targets[@]}" || finish
 
 cd $build || finish
@@ -182,6 +198,12 @@ run_job rfa_run_checked 4 --seq 4096 --heads 8 --head-dim 128 --dtype bf16 --lay
 run_job rfa_run_causal 4 --seq $seq --heads 16 --head-dim 128 --dtype bf16 --layout zigzag --causal --no-check --repeat 5
 run_job rfa_run_window 4 --seq $seq --heads 16 --head-dim 128 --dtype bf16 --layout zigzag --causal \
   --window $((seq / 8)) --no-check --repeat 5
+if [ -n "$hopper" ]; then
+  run_job rfa_run_checked_sm90 4 --forward-path sm90 --seq 4096 --heads 8 --head-dim 128 --dtype bf16 --layout zigzag \
+    --causal --window 300 --check
+  run_job rfa_run_causal_sm90 4 --forward-path sm90 --seq $seq --heads 16 --head-dim 128 --dtype bf16 --layout zigzag \
+    --causal --no-check --repeat 5
+fi
 [ -n "$nccl_lib" ] && log=rfa_run step rfa_run_nccl env RFA_TRANSPORT=nccl ./perf/ring/rfa_run --device cuda --seq 8192 \
   --heads 16 --head-dim 128 --dtype bf16 --layout zigzag --causal --check --json $work/rfa_run_nccl.json
 if [ -n "$cudnn_dir" ]; then
@@ -218,7 +240,7 @@ if [ "$quick" != quick ]; then
     --repeat 1 --no-overlap --json "$work/rfa_run_million.json"
   nvidia-smi --query-gpu=memory.used,memory.total --format=csv >>"$results/rfa_run.log" 2>&1 || true
 fi
-for name in rfa_run_checked rfa_run_causal rfa_run_window rfa_run_nccl rfa_run_million \
+for name in rfa_run_checked rfa_run_causal rfa_run_window rfa_run_checked_sm90 rfa_run_causal_sm90 rfa_run_nccl rfa_run_million \
             $(cd "$work" && ls rfa_run_error_* rfa_run_1rank_* ring_steps_* kernel_bench.json 2>/dev/null | sed 's/\.json$//'); do
   [ -f "$work/$name.json" ] && { echo "// $name"; cat "$work/$name.json"; }
 done >"$results/rfa_run_json.txt"

@@ -75,11 +75,11 @@ run ncu_forward ncu --kernel-name regex:'flash_forward_kernel|forward_sm90_kerne
   --section WarpStateStats "$build/rfa_cuda_kernel_bench" ${shapes[0]} --warmup 0 --iters 1 --no-torch --path all
 
 # The ring's own overhead: zigzag causal steps of P ranks on this one GPU.
-if [ "${1:-}" = quick ]; then
-  run ring_steps "$build/rfa_cuda_ring_step_bench" --ranks 2,4,8 --iters 5
-else
-  run ring_steps "$build/rfa_cuda_ring_step_bench" --ranks 2,4,8
-fi
+ring_iters=()
+[ "${1:-}" = quick ] && ring_iters=(--iters 5)
+run ring_steps "$build/rfa_cuda_ring_step_bench" --ranks 2,4,8 "${ring_iters[@]}" --json "$results/ring_steps.json"
+[ -n "$cutlass" ] && run ring_steps_sm90 "$build/rfa_cuda_ring_step_bench" --ranks 2,4,8 --kernels rfa-sm90 \
+  "${ring_iters[@]}" --json "$results/ring_steps_sm90.json"
 
 echo
 echo "== summary ($(sed -n 2p "$results/device.txt"))"
@@ -88,6 +88,9 @@ for i in $(seq 1 ${#shapes[@]}); do
   echo "-- ${shapes[$((i - 1))]}"
   sed -n '/^pass /,/^ratio/p' "$results/bench_$i.log"
 done
-echo "-- ring steps on one GPU"
-sed -n '/^single/,$p' "$results/ring_steps.log"
+for steps in ring_steps ring_steps_sm90; do
+  [ -f "$results/$steps.log" ] || continue
+  echo "-- $steps: the ring on one GPU"
+  sed -n '/^single/,$p' "$results/$steps.log"
+done
 [[ "${status[*]}" != *FAILED* ]]

@@ -16,10 +16,11 @@
 // With --kernels cudnn (built when the cuDNN block kernel is), every block runs on cuDNN's fused
 // attention as CudnnBlockCompute runs it (rfa_cudnn_forward merging into the running out/lse,
 // rfa_cudnn_backward accumulating fp32 gradients), and the single attention is the same call
-// over the whole sequence.
+// over the whole sequence. With --kernels rfa-sm90, every forward (the blocks and the single
+// attention) runs on the Hopper path of rfa's kernels; the backward stays on the sm_80 path.
 //
 // usage: rfa_cuda_ring_step_bench [--batch 1] [--heads 16] [--seq 32768] [--dim 128]
-//        [--ranks 2,4,8] [--dtype bf16|fp16] [--kernels rfa|cudnn] [--warmup 3] [--iters 10]
+//        [--ranks 2,4,8] [--dtype bf16|fp16] [--kernels rfa|rfa-sm90|cudnn] [--warmup 3] [--iters 10]
 //        [--json FILE]
 // --json writes perf/'s result format (suite cuda_ring_step): one case per measurement, every
 // timed iteration a repetition, the efficiency as a counter.
@@ -48,7 +49,9 @@ struct Options {
   int batch = 1, heads = 16, seq = 32768, dim = 128, warmup = 3, iters = 10;
   std::vector<int> ranks = {2, 4, 8};
   rfa_cuda_dtype dtype = RFA_CUDA_BF16;
-  bool cudnn = false;  // --kernels cudnn
+  bool cudnn = false;                       // --kernels cudnn
+  rfa_cuda_path path = RFA_CUDA_PATH_AUTO;  // --kernels rfa-sm90: RFA_CUDA_PATH_SM90
+  const char* kernels = "rfa";              // as given
   std::string json;
 };
 
@@ -78,9 +81,11 @@ Options parse(int argc, char** argv) {
     else if (a == "--json")
       o.json = v;
     else if (a == "--kernels") {
+      o.kernels = v;
       o.cudnn = std::strcmp(v, "cudnn") == 0;
-      if (!o.cudnn && std::strcmp(v, "rfa") != 0) {
-        std::fprintf(stderr, "--kernels must be rfa or cudnn\n");
+      if (std::strcmp(v, "rfa-sm90") == 0) o.path = RFA_CUDA_PATH_SM90;
+      if (!o.cudnn && o.path != RFA_CUDA_PATH_SM90 && std::strcmp(v, "rfa") != 0) {
+        std::fprintf(stderr, "--kernels must be rfa, rfa-sm90 or cudnn\n");
         std::exit(2);
       }
 #if !RFA_RING_STEP_CUDNN
@@ -249,6 +254,7 @@ void ring_forward(const Options& o, int P, Buffers& b, bool fused) {
       rfa_cuda_forward_params f;
       rfa_cuda_forward_params_init(&f);
       f.shape = shape(o, L, L, zigzag(me, P, o.seq), zigzag(owner, P, o.seq));
+      f.path = o.path;
       f.q = b.q.get();
       f.k = b.k.get();
       f.v = b.v.get();
@@ -359,6 +365,11 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   RFA_TEST_CUDA(cudaGetDeviceProperties(&prop, 0));
+  rfa_cuda_path chosen = RFA_CUDA_PATH_SM80;
+  if (rfa_cuda_forward_path(o.path, &chosen) != RFA_CUDA_SUCCESS) {
+    std::fprintf(stderr, "--kernels %s: %s\n", o.kernels, rfa_cuda_last_error_message());
+    return 2;
+  }
 #if RFA_RING_STEP_CUDNN
   Cudnn cudnn_state;
   if (o.cudnn) {
@@ -367,8 +378,7 @@ int main(int argc, char** argv) {
   }
 #endif
   std::printf("%s: zigzag causal ring on one GPU, B=%d H=%d S=%d d=%d %s, %s kernels, median of %d\n", prop.name,
-              o.batch, o.heads, o.seq, o.dim, o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.cudnn ? "cuDNN" : "rfa",
-              o.iters);
+              o.batch, o.heads, o.seq, o.dim, o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.kernels, o.iters);
 
   // The single attention over the whole sequence, as a training step runs it.
   Buffers whole(o, o.seq);
@@ -376,6 +386,7 @@ int main(int argc, char** argv) {
   rfa_cuda_forward_params f;
   rfa_cuda_forward_params_init(&f);
   f.shape = shape(o, o.seq, o.seq, identity, identity);
+  f.path = o.path;
   f.q = whole.q.get();
   f.k = whole.k.get();
   f.v = whole.v.get();
@@ -445,11 +456,13 @@ int main(int argc, char** argv) {
                 {"mask", "causal"},
                 {"layout", "zigzag"},
                 {"ranks_on_one_gpu", std::to_string(P)},
-                {"kernels", o.cudnn ? "cudnn" : "rfa"}};
+                {"kernels", o.kernels}};
     if (efficiency > 0) m.counters = {{"efficiency", efficiency}};
     measured.push_back(m);
   };
-  const std::string prefix = o.cudnn ? "cuda_ring_step_cudnn" : "cuda_ring_step";
+  const std::string prefix = o.cudnn                        ? "cuda_ring_step_cudnn"
+                             : o.path == RFA_CUDA_PATH_SM90 ? "cuda_ring_step_sm90"
+                                                            : "cuda_ring_step";
   add(prefix + "/single/fwd", single_fwd_ms, fwd_flops, "forward", 1, 0);
   add(prefix + "/single/bwd", single_bwd_ms, 2.5 * fwd_flops, "backward", 1, 0);
 

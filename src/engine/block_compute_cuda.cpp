@@ -40,10 +40,11 @@ rfa_cuda_position_map cuda_positions(const PositionMap& m) {
 
 template <class T>
 void launch_forward(const rfa_cuda_attention_shape& shape, const T* q, const T* k, const T* v, float* out, float* lse,
-                    bool merge, cudaStream_t stream) {
+                    bool merge, CudaForward path, cudaStream_t stream) {
   rfa_cuda_forward_params f;
   rfa_cuda_forward_params_init(&f);
   f.shape = shape;
+  f.path = path == CudaForward::sm90 ? RFA_CUDA_PATH_SM90 : RFA_CUDA_PATH_SM80;
   f.q = q;
   f.k = k;
   f.v = v;
@@ -85,14 +86,14 @@ template <class T>
 void CudaBlockCompute::forward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                                Tensor4<const T> v, Tensor4<float> out, Tensor3<float> lse,
                                const kernels::ProgressHook&) {
-  launch_forward<T>(shape<T>(p), q.data(), k.data(), v.data(), out.data(), lse.data(), false, stream_);
+  launch_forward<T>(shape<T>(p), q.data(), k.data(), v.data(), out.data(), lse.data(), false, forward_path_, stream_);
 }
 
 template <class T>
 void CudaBlockCompute::forward_merged(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                                       Tensor4<const T> v, Tensor4<float> out, Tensor3<float> lse, Tensor4<float>,
                                       Tensor3<float>, const kernels::ProgressHook&) {
-  launch_forward<T>(shape<T>(p), q.data(), k.data(), v.data(), out.data(), lse.data(), true, stream_);
+  launch_forward<T>(shape<T>(p), q.data(), k.data(), v.data(), out.data(), lse.data(), true, forward_path_, stream_);
 }
 
 template <class T>

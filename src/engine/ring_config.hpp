@@ -20,6 +20,12 @@ enum class CudaKernels {
   cudnn  ///< cuDNN's fused attention for every step it expresses exactly, kernels_cuda for the rest
 };
 
+/// The implementation of kernels_cuda's forward that CUDA contexts run (rfa_cuda_path).
+enum class CudaForward {
+  sm80,  ///< mma.sync, every device of compute capability 8.0 or newer
+  sm90   ///< wgmma and TMA, compute capability 9.x, builds with the Hopper kernels
+};
+
 struct RingConfig {
   rfa_layout_t layout = RFA_LAYOUT_ZIGZAG;
   rfa_mask_t mask = RFA_MASK_CAUSAL;
@@ -35,8 +41,9 @@ struct RingConfig {
   /// Packed documents: cumulative boundaries 0 = b[0] <= ... <= b[n] = seq_total (document d
   /// holds positions [b[d], b[d+1])); empty: one document. core/documents.hpp.
   std::vector<std::int64_t> doc_bounds;
-  CudaKernels cuda_kernels = CudaKernels::rfa;  ///< Device::cuda only
-  bool deterministic = false;                   ///< the backward's gradients are bitwise reproducible
+  CudaKernels cuda_kernels = CudaKernels::rfa;   ///< Device::cuda only
+  CudaForward cuda_forward = CudaForward::sm80;  ///< Device::cuda only: the forward of rfa's kernels
+  bool deterministic = false;                    ///< the backward's gradients are bitwise reproducible
 };
 
 /// Sets the mask fields of kernel params from the config: the window, and the documents

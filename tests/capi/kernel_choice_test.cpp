@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// options.cuda_kernels and RFA_CUDA_KERNELS, and options.deterministic, through the C API on
-// any machine: what a context reports it runs, the refusals (cuDNN on a host context, cuDNN
-// where this build or machine cannot run it, a malformed value) on every rank with the
-// reason. The CUDA contexts' runs on both kernel choices are capi_cuda_test's, on a GPU.
+// options.cuda_kernels and RFA_CUDA_KERNELS, RFA_CUDA_FORWARD_PATH, and options.deterministic,
+// through the C API on any machine: what a context reports it runs, the refusals (cuDNN or the
+// Hopper forward on a host context, cuDNN where this build or machine cannot run it, a
+// malformed value, ranks that ask differently) on every rank with the reason. The CUDA
+// contexts' runs on both kernel choices are capi_cuda_test's, on a GPU.
 #include <gtest/gtest.h>
+
+#include <mpi.h>
 
 #include <string>
 
@@ -83,6 +86,38 @@ TEST(KernelChoice, CudnnWhereItCannotRunIsRefusedWithTheReason) {
   rfa_context_t ctx = nullptr;
   // Without a CUDA engine the device itself is refused first, naming what is missing.
   EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "CUDA");
+  EXPECT_EQ(ctx, nullptr);
+}
+
+TEST(KernelChoice, TheForwardPathIsCheckedOnEveryContext) {
+  const rfa_options_t o = options();
+  for (const char* fine : {"auto", "sm80"}) {
+    ScopedEnv asked("RFA_CUDA_FORWARD_PATH", fine);
+    EXPECT_EQ(int(created_options(o).cuda_kernels), int(RFA_CUDA_KERNELS_RFA)) << fine;
+  }
+  rfa_context_t ctx = nullptr;
+  {
+    ScopedEnv asked("RFA_CUDA_FORWARD_PATH", "sm90");
+    EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "forward path sm90",
+                     "CUDA contexts only");
+  }
+  {
+    ScopedEnv bad("RFA_CUDA_FORWARD_PATH", "sm100");
+    EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx),
+                     "RFA_CUDA_FORWARD_PATH is 'sm100'", "auto, sm80 or sm90");
+  }
+  EXPECT_EQ(ctx, nullptr);
+}
+
+TEST(KernelChoice, RanksAskingForDifferentForwardPathsFailTogether) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size < 2) GTEST_SKIP() << "needs two ranks";
+  ScopedEnv asked("RFA_CUDA_FORWARD_PATH", rank == 0 ? "sm80" : "auto");
+  const rfa_options_t o = options();
+  rfa_context_t ctx = nullptr;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "CUDA forward path");
   EXPECT_EQ(ctx, nullptr);
 }
 
