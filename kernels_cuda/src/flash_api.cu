@@ -13,6 +13,7 @@
 #include "api_support.hpp"
 #include "kernel_args.hpp"
 #if RFA_CUDA_HAVE_SM90
+#include "hopper/backward_sm90.hpp"
 #include "hopper/forward_sm90.hpp"
 #endif
 
@@ -162,7 +163,7 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   a.lse = p->lse;
   a.merge = p->merge != 0;
   rfa_cuda_path path = RFA_CUDA_PATH_SM80;
-  RFA_CUDA_TRY(rfa_cuda_forward_path(p->path, &path));
+  RFA_CUDA_TRY(rfa_cuda_resolve_path(p->path, &path));
 #if RFA_CUDA_HAVE_SM90
   if (path == RFA_CUDA_PATH_SM90)
     return from_cuda(hopper::launch_flash_forward_sm90(a, element_type(s.dtype), stream), "Hopper forward launch");
@@ -198,6 +199,8 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
                 "grad_mode STORE needs a 16-byte aligned workspace of rfa_cuda_backward_workspace_size() bytes");
   RFA_CUDA_TRY(check_device());
+  rfa_cuda_path path = RFA_CUDA_PATH_SM80;
+  RFA_CUDA_TRY(rfa_cuda_resolve_path(p->path, &path));
   const rfa_cuda_attention_shape& s = p->shape;
   a.q = resolve(p->q, p->q_strides, s.seq_q, s.heads, s.head_dim);
   a.k = resolve(p->k, p->k_strides, s.seq_k, s.kv_heads, s.head_dim);
@@ -227,14 +230,19 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
     d.store_dq = store;
     return from_cuda(launch_flash_backward_dq(d, type, stream), "flash backward dq launch");
   }
-  // dQ is summed over key tiles by atomics, so it always accumulates in fp32: directly in the
-  // caller's buffer, or in the zeroed workspace that is then converted into dq.
+  // dQ is summed over key tiles in an order that varies, so it always accumulates in fp32:
+  // directly in the caller's buffer, or in the zeroed workspace that is then converted into dq.
   a.atomic_dq = true;
   a.dq_accum = store ? resolve(p->workspace, rfa_cuda_strides{0, 0, 0}, s.seq_q, s.heads, s.head_dim) : dq;
   if (store)
     RFA_CUDA_TRY(
         from_cuda(cudaMemsetAsync(p->workspace, 0, backward_workspace_bytes(*p), stream), "zeroing the dq workspace"));
-  RFA_CUDA_TRY(from_cuda(launch_flash_backward(a, type, stream), "flash backward launch"));
+#if RFA_CUDA_HAVE_SM90
+  if (path == RFA_CUDA_PATH_SM90)
+    RFA_CUDA_TRY(from_cuda(hopper::launch_flash_backward_sm90(a, type, stream), "Hopper backward launch"));
+  else
+#endif
+    RFA_CUDA_TRY(from_cuda(launch_flash_backward(a, type, stream), "flash backward launch"));
   if (store) {
     const RowwiseShape shape{a.dims.batch, a.dims.seq_q, a.dims.heads, a.dims.head_dim};
     RFA_CUDA_TRY(from_cuda(launch_convert_from_fp32(shape, a.dq_accum, dq, type, stream), "dq conversion launch"));

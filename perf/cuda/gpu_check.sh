@@ -5,12 +5,13 @@
 # Builds for the GPU it finds (sm_90 on Hopper), with the Hopper kernels when CUTLASS's headers
 # are at $CUTLASS or build/_deps/cutlass/include (scripts/fetch_gpu_headers.sh build; carry
 # build/_deps/cutlass to the GPU machine). Runs the Hopper fragment test, rfa_cuda_kernel_test
-# (every forward on each path the GPU runs), compute-sanitizer memcheck and racecheck on short
-# cases, then rfa_cuda_kernel_bench on the three shapes below with both PyTorch SDPA peers, every
-# forward path and the deterministic backward, Nsight Compute on each forward path (one launch
-# each, full and causal), and rfa_cuda_ring_step_bench (the zigzag ring's own overhead on one
-# GPU). Logs and JSON go to $OUT (the device tool's result folder) or ./gpu-check-out; the last
-# lines printed are a summary table.
+# (every forward and backward on each path the GPU runs), compute-sanitizer memcheck and
+# racecheck on short cases, then rfa_cuda_kernel_bench on the three shapes below with both
+# PyTorch SDPA peers, every kernel path and the deterministic backward, Nsight Compute on each
+# forward and backward kernel (one launch each, full and causal), and rfa_cuda_ring_step_bench
+# (the zigzag ring's own overhead on one GPU, on each forward path). Logs and JSON go to $OUT
+# (the device tool's result folder) or ./gpu-check-out; the last lines printed are a summary
+# table.
 # "quick": one benchmark shape, fewer iterations.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -67,10 +68,11 @@ for shape in "${shapes[@]}"; do
     --json "$results/bench_$i.json"
 done
 
-# Nsight Compute: one launch of each forward kernel (sm80 and sm90; full, then causal) on the
-# first shape, the sections that say what bounds it.
+# Nsight Compute: one launch of each forward and backward kernel (sm80 and sm90; full, then
+# causal) on the first shape, the sections that say what bounds it.
 # shellcheck disable=SC2086  # shape is a list of flags
-run ncu_forward ncu --kernel-name regex:'flash_forward_kernel|forward_sm90_kernel' --launch-skip 0 --launch-count 4 \
+run ncu_kernels ncu --kernel-name regex:'flash_forward_kernel|forward_sm90_kernel|flash_backward_kernel|backward_sm90_kernel' \
+  --launch-skip 0 --launch-count 8 \
   --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
   --section WarpStateStats "$build/rfa_cuda_kernel_bench" ${shapes[0]} --warmup 0 --iters 1 --no-torch --path all
 

@@ -12,8 +12,9 @@
 //        [--no-torch] [--torch-script PATH] [--peer-check] [--deterministic]
 //        [--path auto|sm80|sm90|all]
 // --deterministic adds rows "bwd-det": the backward in its deterministic mode (no atomics).
-// --path picks the forward's implementation (rfa_cuda_path; default auto); "all" times the sm80
-// path and, where it runs, the Hopper one (rows "fwd-sm90"), each against the same peers.
+// --path picks the kernels' implementation (rfa_cuda_path; default auto); "all" times the sm80
+// path and, where it runs, the Hopper one (rows "fwd-sm90", "bwd-sm90"), each against the same
+// peers. The deterministic backward runs on the sm80 kernels whatever the path.
 // --peer-check runs only the peers and prints what each reported (no GPU needed to run it,
 // but the peers need one to report figures): a quick diagnosis of a missing peer column.
 // The peers run under $RFA_PEER_PYTHON (default python3); the script is looked for beside the
@@ -250,25 +251,25 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   RFA_TEST_CUDA(cudaGetDeviceProperties(&prop, 0));
-  // The forward paths to time, each as the API resolves it on this device.
+  // The kernel paths to time, each as the API resolves it on this device.
   std::vector<rfa_cuda_path> paths;
   for (rfa_cuda_path want : o.path == "all"    ? std::vector<rfa_cuda_path>{RFA_CUDA_PATH_SM80, RFA_CUDA_PATH_SM90}
                             : o.path == "sm80" ? std::vector<rfa_cuda_path>{RFA_CUDA_PATH_SM80}
                             : o.path == "sm90" ? std::vector<rfa_cuda_path>{RFA_CUDA_PATH_SM90}
                                                : std::vector<rfa_cuda_path>{RFA_CUDA_PATH_AUTO}) {
     rfa_cuda_path chosen = RFA_CUDA_PATH_SM80;
-    if (rfa_cuda_forward_path(want, &chosen) == RFA_CUDA_SUCCESS) {
+    if (rfa_cuda_resolve_path(want, &chosen) == RFA_CUDA_SUCCESS) {
       paths.push_back(chosen);
     } else if (o.path == "all") {
-      std::printf("forward path %s skipped: %s\n", rfa_cuda_path_name(want), rfa_cuda_last_error_message());
+      std::printf("kernel path %s skipped: %s\n", rfa_cuda_path_name(want), rfa_cuda_last_error_message());
     } else {
-      std::fprintf(stderr, "forward path %s: %s\n", rfa_cuda_path_name(want), rfa_cuda_last_error_message());
+      std::fprintf(stderr, "kernel path %s: %s\n", rfa_cuda_path_name(want), rfa_cuda_last_error_message());
       return 1;
     }
   }
   std::string path_names;
   for (rfa_cuda_path p : paths) path_names += std::string(path_names.empty() ? "" : ",") + rfa_cuda_path_name(p);
-  std::printf("device %s, %s d=%d B=%d H=%d Hkv=%d S=%d, forward path %s\n", prop.name,
+  std::printf("device %s, %s d=%d B=%d H=%d Hkv=%d S=%d, kernel path %s\n", prop.name,
               o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.dim, o.batch, o.heads, o.kv_heads, o.seq,
               path_names.c_str());
 
@@ -345,11 +346,16 @@ int main(int argc, char** argv) {
     DeviceArray workspace(RFA_CUDA_FP32, rfa_cuda_backward_workspace_size(&bp) / 4);
     bp.workspace = workspace.get();
     // The backward as a training step sees it: D, then the gradient kernel (+ dq conversion).
-    const Timing bwd = time_ms(o, [&] {
-      RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
-      RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
-    });
-    rows.push_back({"backward", causal, bwd.median, 2.5 * flops / (bwd.median * 1e9), {}, bwd.samples, 2.5 * flops});
+    for (rfa_cuda_path path : paths) {
+      bp.path = path;
+      const Timing bwd = time_ms(o, [&] {
+        RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
+        RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
+      });
+      const std::string pass = path == RFA_CUDA_PATH_SM90 ? "bwd-sm90" : "backward";
+      rows.push_back({pass, causal, bwd.median, 2.5 * flops / (bwd.median * 1e9), {}, bwd.samples, 2.5 * flops});
+    }
+    bp.path = RFA_CUDA_PATH_AUTO;
     if (o.deterministic) {
       bp.deterministic = 1;
       const Timing det = time_ms(o, [&] {
@@ -394,6 +400,7 @@ int main(int argc, char** argv) {
       const std::string pass = r.pass == "forward"    ? "fwd"
                                : r.pass == "fwd-sm90" ? "fwd_sm90"
                                : r.pass == "backward" ? "bwd"
+                               : r.pass == "bwd-sm90" ? "bwd_sm90"
                                                       : "bwd_det";
       m.name = "cuda/" + pass + "/" + (r.causal ? "causal" : "full");
       m.ms = r.samples;

@@ -366,7 +366,7 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   RFA_TEST_CUDA(cudaGetDeviceProperties(&prop, 0));
   rfa_cuda_path chosen = RFA_CUDA_PATH_SM80;
-  if (rfa_cuda_forward_path(o.path, &chosen) != RFA_CUDA_SUCCESS) {
+  if (rfa_cuda_resolve_path(o.path, &chosen) != RFA_CUDA_SUCCESS) {
     std::fprintf(stderr, "--kernels %s: %s\n", o.kernels, rfa_cuda_last_error_message());
     return 2;
   }

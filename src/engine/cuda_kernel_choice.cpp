@@ -88,7 +88,7 @@ CudaForward resolve_forward_here(ForwardPathRequest request) {
                               : request == ForwardPathRequest::sm80 ? RFA_CUDA_PATH_SM80
                                                                     : RFA_CUDA_PATH_AUTO;
   rfa_cuda_path chosen = RFA_CUDA_PATH_SM80;
-  if (rfa_cuda_forward_path(asked, &chosen) != RFA_CUDA_SUCCESS)
+  if (rfa_cuda_resolve_path(asked, &chosen) != RFA_CUDA_SUCCESS)
     fail(RFA_ERROR_UNSUPPORTED, "the CUDA forward path ", forward_path_request_name(request), " was asked for, but ",
          rfa_cuda_last_error_message());
   return chosen == RFA_CUDA_PATH_SM90 ? CudaForward::sm90 : CudaForward::sm80;

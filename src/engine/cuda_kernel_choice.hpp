@@ -47,7 +47,7 @@ const char* cuda_forward_name(CudaForward f);
 ForwardPathRequest parse_forward_path_request(const std::string& text, const char* what);
 
 /// Collective over `comm`: the forward path of a context on `device`. CUDA contexts: what
-/// kernels_cuda resolves the request to on every rank (rfa_cuda_forward_path); host contexts:
+/// kernels_cuda resolves the request to on every rank (rfa_cuda_resolve_path); host contexts:
 /// sm80 (unused there). Fails on every rank: RFA_ERROR_UNSUPPORTED, with the reason, for sm90
 /// on a host context or where some rank cannot run it; RFA_ERROR_INVALID_ARGUMENT for a
 /// malformed RFA_CUDA_FORWARD_PATH; RFA_ERROR_INVALID_USAGE when the ranks' requests differ.

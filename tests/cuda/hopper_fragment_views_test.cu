@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The Hopper forward's register and shared-memory views, checked on the host against CuTe's own
-// thread-value layouts of the two warpgroup MMAs (no GPU needed): for every consumer thread,
-//  - the score accumulators viewed as the P V product's A operand hold, value for value, the
-//    (row, key) elements that operand expects;
+// The Hopper kernels' register and shared-memory views, checked on the host against CuTe's own
+// thread-value layouts of their warpgroup MMAs (no GPU needed): for every consumer thread,
+//  - score accumulators viewed as the next product's A operand (P V in the forward; P^T dO and
+//    dS^T Q in the backward) hold, value for value, the elements that operand expects;
 //  - the rows/columns views give each value its (row, column): a thread's rows are the same in
 //    both products, and the two values of a pair are adjacent columns;
-//  - V read transposed addresses the same shared-memory element as V itself.
+//  - V, Q, dO and K read transposed address the same shared-memory elements as themselves;
+//  - the backward's dQ product gives each consumer warpgroup half of the head dimension, every
+//    element once, and its dS buffers give every element its own place;
+//  - each kernel's shared memory fits a Hopper CTA.
 #include <cstdio>
+#include <vector>
 
+#include "hopper/backward_sm90_traits.hpp"
 #include "hopper/forward_sm90_traits.hpp"
 #include "hopper/fragment_views.hpp"
 
@@ -20,26 +25,27 @@ void expect(bool ok, const char* what, int thread, int value) {
   if (!ok && failures++ < 20) std::printf("  FAIL %s (thread %d, value %d)\n", what, thread, value);
 }
 
-template <class Traits>
-void check(const char* name) {
-  std::printf("%s: block %d x %d, head dim %d\n", name, Traits::kBlockM, Traits::kBlockN, Traits::kHeadDim);
-  const int before = failures;
-  typename Traits::MmaQK mma_qk;
-  typename Traits::MmaPV mma_pv;
-  auto scores_identity = make_identity_tensor(typename Traits::BlockMN{});
-  auto out_identity = make_identity_tensor(typename Traits::BlockMD{});
-  for (int t = 0; t < Traits::kConsumerThreads; ++t) {
-    auto qk = mma_qk.get_thread_slice(t);
-    auto pv = mma_pv.get_thread_slice(t);
-    Tensor score_at = qk.partition_C(scores_identity);  // (row, key) of each score accumulator
-    Tensor a_at = pv.partition_A(scores_identity);      // (row, key) the P V product expects
+// The accumulators of `first` (a tile of shape FirstTile) fed as the A operand of `second`, and
+// the rows/columns views of both products' accumulators (`second`'s of shape SecondTile), for
+// every consumer thread: rows of 64 per consumer warpgroup.
+template <class First, class Second, class FirstTile, class SecondTile>
+void check_products(int threads) {
+  First first;
+  Second second;
+  auto first_identity = make_identity_tensor(FirstTile{});
+  auto second_identity = make_identity_tensor(SecondTile{});
+  for (int t = 0; t < threads; ++t) {
+    auto one = first.get_thread_slice(t);
+    auto two = second.get_thread_slice(t);
+    Tensor score_at = one.partition_C(first_identity);  // (row, column) of each accumulator of `first`
+    Tensor a_at = two.partition_A(first_identity);      // (row, k) the second product expects
     Tensor as_a = make_tensor(score_at.data(), rfa_cuda::hopper::scores_as_a_operand(score_at.layout()));
-    expect(size(as_a) == size(a_at), "as many A values as score values", t, -1);
-    expect(rank(as_a) == rank(a_at) && size<2>(as_a) == size<2>(a_at), "one A step per 16 keys", t, -1);
-    for (int i = 0; i < size(a_at); ++i) expect(as_a(i) == a_at(i), "score value = A operand value", t, i);
+    expect(size(as_a) == size(a_at), "as many A values as accumulators", t, -1);
+    expect(rank(as_a) == rank(a_at) && size<2>(as_a) == size<2>(a_at), "one A step per 16 columns", t, -1);
+    for (int i = 0; i < size(a_at); ++i) expect(as_a(i) == a_at(i), "accumulator value = A operand value", t, i);
 
     Tensor rows_cols = make_tensor(score_at.data(), rfa_cuda::hopper::rows_cols_view(score_at.layout()));
-    Tensor out_at = pv.partition_C(out_identity);
+    Tensor out_at = two.partition_C(second_identity);
     Tensor out_rc = make_tensor(out_at.data(), rfa_cuda::hopper::rows_cols_view(out_at.layout()));
     expect(size<0>(rows_cols) == size<0>(out_rc), "the same number of rows in both products", t, -1);
     for (int r = 0; r < size<0>(rows_cols); ++r) {
@@ -47,29 +53,89 @@ void check(const char* name) {
       expect(get<0>(out_rc(r, 0)) == row, "the same rows in both products", t, r);
       expect(row / 64 == t / 128, "a consumer warpgroup owns 64 rows", t, r);
       for (int c = 0; c < size<1>(rows_cols); ++c) {
-        expect(get<0>(rows_cols(r, c)) == row, "scores: one row per row index", t, c);
-        expect(get<1>(rows_cols(r, c)) == get<1>(rows_cols(0, c)), "scores: one column per column index", t, c);
+        expect(get<0>(rows_cols(r, c)) == row, "first: one row per row index", t, c);
+        expect(get<1>(rows_cols(r, c)) == get<1>(rows_cols(0, c)), "first: one column per column index", t, c);
       }
       for (int c = 0; c < size<1>(out_rc); ++c) {
-        expect(get<0>(out_rc(r, c)) == row, "out: one row per row index", t, c);
-        if (c % 2 == 1) expect(get<1>(out_rc(r, c)) == get<1>(out_rc(r, c - 1)) + 1, "out: pairs adjacent", t, c);
+        expect(get<0>(out_rc(r, c)) == row, "second: one row per row index", t, c);
+        if (c % 2 == 1) expect(get<1>(out_rc(r, c)) == get<1>(out_rc(r, c - 1)) + 1, "second: pairs adjacent", t, c);
       }
     }
   }
-  // V^T(d, n, s) is V(n, d, s).
-  typename Traits::SmemLayoutV v;
-  typename Traits::SmemLayoutVt vt;
-  for (int s = 0; s < Traits::kStages; ++s)
-    for (int n = 0; n < Traits::kBlockN; ++n)
-      for (int d = 0; d < Traits::kHeadDim; ++d) expect(vt(d, n, s) == v(n, d, s), "V transposed in place", n, d);
+}
+
+// `transposed`(j, i[, s]) addresses the same element as `plain`(i, j[, s]) for every element.
+template <class Plain, class Transposed>
+void check_transposed(const char* what) {
+  Plain plain;
+  Transposed transposed;
+  constexpr bool kStaged = decltype(rank(plain))::value == 3;
+  const int stages = kStaged ? int(size < kStaged ? 2 : 0 > (plain)) : 1;
+  for (int s = 0; s < stages; ++s)
+    for (int i = 0; i < size<0>(plain); ++i)
+      for (int j = 0; j < size<1>(plain); ++j) {
+        if constexpr (kStaged)
+          expect(transposed(j, i, s) == plain(i, j, s), what, i, j);
+        else
+          expect(transposed(j, i) == plain(i, j), what, i, j);
+      }
+}
+
+// A Hopper CTA may opt in to 227 KB of shared memory (cudaFuncAttributeMaxDynamicSharedMemorySize).
+void check_shared_bytes(int bytes) {
+  std::printf("  shared memory: %d bytes\n", bytes);
+  expect(bytes <= 227 * 1024, "shared memory within a Hopper CTA's 227 KB", bytes, -1);
+}
+
+template <class Traits>
+void check_forward(const char* name) {
+  std::printf("forward %s: block %d x %d, head dim %d\n", name, Traits::kBlockM, Traits::kBlockN, Traits::kHeadDim);
+  const int before = failures;
+  check_products<typename Traits::MmaQK, typename Traits::MmaPV, typename Traits::BlockMN, typename Traits::BlockMD>(
+      Traits::kConsumerThreads);
+  check_transposed<typename Traits::SmemLayoutV, typename Traits::SmemLayoutVt>("V transposed in place");
+  check_shared_bytes(Traits::kSmemBytes);
+  std::printf("  %s\n", failures == before ? "ok" : "FAILED");
+}
+
+template <class Traits>
+void check_backward(const char* name) {
+  std::printf("backward %s: %d keys x %d queries, head dim %d\n", name, Traits::kBlockN, Traits::kBlockM,
+              Traits::kHeadDim);
+  const int before = failures;
+  check_products<typename Traits::MmaScores, typename Traits::MmaKeyGrads, typename Traits::KeysByQueries,
+                 typename Traits::KeysByDim>(Traits::kConsumerThreads);
+  check_transposed<typename Traits::SmemLayoutQ, typename Traits::SmemLayoutQt>("Q (and dO) transposed in place");
+  check_transposed<typename Traits::SmemLayoutK, typename Traits::SmemLayoutKt>("K transposed in place");
+  // dQ: consumer warpgroup w computes every query row of the tile and columns w D/2 .. (w + 1) D/2 - 1.
+  typename Traits::MmaQueryGrad mma;
+  auto identity = make_identity_tensor(typename Traits::QueriesByDim{});
+  std::vector<int> seen(Traits::kBlockM * Traits::kHeadDim, 0);
+  for (int t = 0; t < Traits::kConsumerThreads; ++t) {
+    Tensor at = mma.get_thread_slice(t).partition_C(identity);
+    for (int i = 0; i < size(at); ++i) {
+      const int q = get<0>(at(i)), d = get<1>(at(i));
+      expect(d / (Traits::kHeadDim / 2) == t / 128, "dQ: a warpgroup's half of the head dimension", t, i);
+      ++seen[q * Traits::kHeadDim + d];
+    }
+  }
+  for (int e = 0; e < int(seen.size()); ++e) expect(seen[e] == 1, "dQ: every element computed once", e, seen[e]);
+  // dS's buffers: every (query, key, buffer) its own element.
+  typename Traits::SmemLayoutDs ds;
+  std::vector<int> used(cosize(ds), 0);
+  for (int i = 0; i < size(ds); ++i) ++used[ds(i)];
+  for (int e = 0; e < int(used.size()); ++e) expect(used[e] == 1, "dS: one element per place", e, used[e]);
+  check_shared_bytes(Traits::kSmemBytes);
   std::printf("  %s\n", failures == before ? "ok" : "FAILED");
 }
 
 }  // namespace
 
 int main() {
-  check<rfa_cuda::hopper::ForwardSm90Traits<cutlass::bfloat16_t, 128>>("bf16 d128");
-  check<rfa_cuda::hopper::ForwardSm90Traits<cutlass::half_t, 64>>("fp16 d64");
+  check_forward<rfa_cuda::hopper::ForwardSm90Traits<cutlass::bfloat16_t, 128>>("bf16 d128");
+  check_forward<rfa_cuda::hopper::ForwardSm90Traits<cutlass::half_t, 64>>("fp16 d64");
+  check_backward<rfa_cuda::hopper::BackwardSm90Traits<cutlass::bfloat16_t, 128>>("bf16 d128");
+  check_backward<rfa_cuda::hopper::BackwardSm90Traits<cutlass::half_t, 64>>("fp16 d64");
   std::printf(failures == 0 ? "all checks passed\n" : "%d check(s) FAILED\n", failures);
   return failures == 0 ? 0 : 1;
 }

@@ -25,14 +25,28 @@ namespace ref = rfa::reference;
 
 namespace {
 
-// The forward paths to test: sm80 always, sm90 where it runs (set in main).
-std::vector<rfa_cuda_path> forward_paths = {RFA_CUDA_PATH_SM80};
+// The kernel paths to test: sm80 always, sm90 where it runs (set in main).
+std::vector<rfa_cuda_path> kernel_paths = {RFA_CUDA_PATH_SM80};
 
 std::string path_tag(rfa_cuda_path path) {
   return path == RFA_CUDA_PATH_SM80 ? "" : std::string(", ") + rfa_cuda_path_name(path);
 }
 
-// Forward (both output modes, every path), delta, backward (both gradient modes) of one case.
+// D = rowsum(dout * out) for a case's shape into `delta` (out and its dtype left to the caller).
+rfa_cuda_delta_params delta_params(const Case& c, const DeviceArray& dout, DeviceArray& delta) {
+  rfa_cuda_delta_params dp{};
+  dp.batch = c.batch;
+  dp.seq = c.seq_q;
+  dp.heads = c.heads;
+  dp.head_dim = c.head_dim;
+  dp.dout = dout.get();
+  dp.dout_dtype = c.dtype;
+  dp.delta = delta.as_float();
+  return dp;
+}
+
+// Forward (both output modes) and backward (both gradient modes) on every path, delta, and the
+// deterministic backward of one case.
 void run_case(const Case& c) {
   std::printf("%s: %s d=%d b=%d sq=%d sk=%d h=%d hkv=%d %s\n", c.name.c_str(),
               c.dtype == RFA_CUDA_BF16 ? "bf16" : "fp16", c.head_dim, c.batch, c.seq_q, c.seq_k, c.heads, c.kv_heads,
@@ -65,7 +79,7 @@ void run_case(const Case& c) {
   f.v = dv_in.get();
   f.lse = lse.as_float();
   // sm80 last: its fp32 out and lse feed the delta and the backward below.
-  for (auto path = forward_paths.rbegin(); path != forward_paths.rend(); ++path) {
+  for (auto path = kernel_paths.rbegin(); path != kernel_paths.rend(); ++path) {
     f.path = *path;
     for (rfa_cuda_dtype out_type : {c.dtype, RFA_CUDA_FP32}) {
       DeviceArray& out = out_type == RFA_CUDA_FP32 ? out32 : out16;
@@ -83,14 +97,7 @@ void run_case(const Case& c) {
 
   // D = rowsum(dout * out): from the fp32 out (used below) and from the dtype out.
   const std::vector<double> ref_delta = rowsum_product(p, dout, ref_out), low_delta = rowsum_product(p, dout, low_out);
-  rfa_cuda_delta_params dp{};
-  dp.batch = p.batch;
-  dp.seq = p.seq_q;
-  dp.heads = p.heads;
-  dp.head_dim = p.head_dim;
-  dp.dout = ddout.get();
-  dp.dout_dtype = c.dtype;
-  dp.delta = delta.as_float();
+  rfa_cuda_delta_params dp = delta_params(c, ddout, delta);
   for (rfa_cuda_dtype out_type : {c.dtype, RFA_CUDA_FP32}) {
     dp.out = out_type == RFA_CUDA_FP32 ? out32.get() : out16.get();
     dp.out_dtype = out_type;
@@ -115,46 +122,50 @@ void run_case(const Case& c) {
   bp.lse = lse.as_float();  // the fp32-output forward ran last
   bp.delta = delta.as_float();
 
-  {  // Accumulate mode: gradients are added to what the buffers hold.
-    const std::vector<double> dq0 = random_values(RFA_CUDA_FP32, q.size()),
-                              dk0 = random_values(RFA_CUDA_FP32, k.size()),
-                              dv0 = random_values(RFA_CUDA_FP32, v.size());
-    DeviceArray dq(RFA_CUDA_FP32, q.size()), dk(RFA_CUDA_FP32, k.size()), dv(RFA_CUDA_FP32, v.size());
-    dq.upload(dq0);
-    dk.upload(dk0);
-    dv.upload(dv0);
-    bp.grad_mode = RFA_CUDA_GRAD_ACCUMULATE_FP32;
-    bp.dq = dq.get();
-    bp.dk = dk.get();
-    bp.dv = dv.get();
-    RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
-    RFA_TEST_CUDA(cudaDeviceSynchronize());
-    auto minus = [](std::vector<double> a, const std::vector<double>& b) {
-      for (std::size_t i = 0; i < a.size(); ++i) a[i] -= b[i];
-      return a;
-    };
-    expect_close("backward dq (accumulate fp32)", minus(dq.download(), dq0), ref_dq, low_dq);
-    expect_close("backward dk (accumulate fp32)", minus(dk.download(), dk0), ref_dk, low_dk);
-    expect_close("backward dv (accumulate fp32)", minus(dv.download(), dv0), ref_dv, low_dv);
+  for (rfa_cuda_path path : kernel_paths) {
+    bp.path = path;
+    {  // Accumulate mode: gradients are added to what the buffers hold.
+      const std::vector<double> dq0 = random_values(RFA_CUDA_FP32, q.size()),
+                                dk0 = random_values(RFA_CUDA_FP32, k.size()),
+                                dv0 = random_values(RFA_CUDA_FP32, v.size());
+      DeviceArray dq(RFA_CUDA_FP32, q.size()), dk(RFA_CUDA_FP32, k.size()), dv(RFA_CUDA_FP32, v.size());
+      dq.upload(dq0);
+      dk.upload(dk0);
+      dv.upload(dv0);
+      bp.grad_mode = RFA_CUDA_GRAD_ACCUMULATE_FP32;
+      bp.dq = dq.get();
+      bp.dk = dk.get();
+      bp.dv = dv.get();
+      RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
+      RFA_TEST_CUDA(cudaDeviceSynchronize());
+      auto minus = [](std::vector<double> a, const std::vector<double>& b) {
+        for (std::size_t i = 0; i < a.size(); ++i) a[i] -= b[i];
+        return a;
+      };
+      expect_close("backward dq (accumulate fp32" + path_tag(path) + ")", minus(dq.download(), dq0), ref_dq, low_dq);
+      expect_close("backward dk (accumulate fp32" + path_tag(path) + ")", minus(dk.download(), dk0), ref_dk, low_dk);
+      expect_close("backward dv (accumulate fp32" + path_tag(path) + ")", minus(dv.download(), dv0), ref_dv, low_dv);
+    }
+    {  // Store mode: gradients in the input dtype, overwritten.
+      DeviceArray dq(c.dtype, q.size()), dk(c.dtype, k.size()), dv(c.dtype, v.size());
+      dq.poison();
+      dk.poison();
+      dv.poison();
+      bp.grad_mode = RFA_CUDA_GRAD_STORE;
+      bp.dq = dq.get();
+      bp.dk = dk.get();
+      bp.dv = dv.get();
+      DeviceArray workspace(RFA_CUDA_FP32, rfa_cuda_backward_workspace_size(&bp) / 4);
+      workspace.poison();
+      bp.workspace = workspace.get();
+      RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
+      RFA_TEST_CUDA(cudaDeviceSynchronize());
+      expect_close("backward dq (store dtype" + path_tag(path) + ")", dq.download(), ref_dq, low_dq);
+      expect_close("backward dk (store dtype" + path_tag(path) + ")", dk.download(), ref_dk, low_dk);
+      expect_close("backward dv (store dtype" + path_tag(path) + ")", dv.download(), ref_dv, low_dv);
+    }
   }
-  {  // Store mode: gradients in the input dtype, overwritten.
-    DeviceArray dq(c.dtype, q.size()), dk(c.dtype, k.size()), dv(c.dtype, v.size());
-    dq.poison();
-    dk.poison();
-    dv.poison();
-    bp.grad_mode = RFA_CUDA_GRAD_STORE;
-    bp.dq = dq.get();
-    bp.dk = dk.get();
-    bp.dv = dv.get();
-    DeviceArray workspace(RFA_CUDA_FP32, rfa_cuda_backward_workspace_size(&bp) / 4);
-    workspace.poison();
-    bp.workspace = workspace.get();
-    RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
-    RFA_TEST_CUDA(cudaDeviceSynchronize());
-    expect_close("backward dq (store dtype)", dq.download(), ref_dq, low_dq);
-    expect_close("backward dk (store dtype)", dk.download(), ref_dk, low_dk);
-    expect_close("backward dv (store dtype)", dv.download(), ref_dv, low_dv);
-  }
+  bp.path = RFA_CUDA_PATH_AUTO;
   // Deterministic mode, both gradient modes: right, and the same bits on a second run.
   for (rfa_cuda_grad_mode mode : {RFA_CUDA_GRAD_ACCUMULATE_FP32, RFA_CUDA_GRAD_STORE}) {
     const bool store = mode == RFA_CUDA_GRAD_STORE;
@@ -283,8 +294,9 @@ void run_merge_case(const Case& c, int split, bool fused, rfa_cuda_path path) {
   expect_within(tag + " lse", lse.download(), ref_lse, 2e-3);
 }
 
-// Strided inputs, every path: K and V interleaved in one packed [b][s][2 kv_heads][d] buffer
-// (seq stride 2 kv_heads d, V starting kv_heads d elements in), Q with a padded batch stride.
+// Strided inputs, every path, forward and backward: K and V interleaved in one packed
+// [b][s][2 kv_heads][d] buffer (seq stride 2 kv_heads d, V starting kv_heads d elements in), Q
+// with a padded batch stride.
 void run_strided_case(const Case& c) {
   std::printf("%s: packed K/V, padded Q batch stride\n", c.name.c_str());
   const ForwardReference r(c);
@@ -319,7 +331,7 @@ void run_strided_case(const Case& c) {
   f.out = out.get();
   f.out_dtype = c.dtype;
   f.lse = lse.as_float();
-  for (rfa_cuda_path path : forward_paths) {
+  for (rfa_cuda_path path : kernel_paths) {
     f.path = path;
     out.poison();
     lse.poison();
@@ -327,6 +339,46 @@ void run_strided_case(const Case& c) {
     RFA_TEST_CUDA(cudaDeviceSynchronize());
     expect_close("strided forward out" + path_tag(path), out.download(), ref_out, low_out);
     expect_within("strided forward lse" + path_tag(path), lse.download(), ref_lse, 2e-3);
+  }
+
+  // The backward on the same strided inputs (dO contiguous), fp32 gradients accumulated from 0.
+  const std::vector<double> dout = random_values(c.dtype, q.size());
+  std::vector<double> ref_dq, ref_dk, ref_dv, low_dq, low_dk, low_dv;
+  ref::backward(p, q, k, v, dout, ref_dq, ref_dk, ref_dv);
+  ref::backward(low_precision(p, c.dtype), q, k, v, dout, low_dq, low_dk, low_dv);
+  DeviceArray ddout(c.dtype, dout.size()), out32(RFA_CUDA_FP32, q.size()), delta(RFA_CUDA_FP32, p.lse_size());
+  ddout.upload(dout);
+  f.path = RFA_CUDA_PATH_SM80;
+  f.out = out32.get();
+  f.out_dtype = RFA_CUDA_FP32;
+  RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr));
+  rfa_cuda_delta_params dp = delta_params(c, ddout, delta);
+  dp.out = out32.get();
+  dp.out_dtype = RFA_CUDA_FP32;
+  RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
+  rfa_cuda_backward_params bp;
+  rfa_cuda_backward_params_init(&bp);
+  bp.shape = f.shape;
+  bp.q = f.q;
+  bp.q_strides = f.q_strides;
+  bp.k = f.k;
+  bp.v = f.v;
+  bp.k_strides = bp.v_strides = f.k_strides;
+  bp.dout = ddout.get();
+  bp.lse = lse.as_float();
+  bp.delta = delta.as_float();
+  for (rfa_cuda_path path : kernel_paths) {
+    DeviceArray dq(RFA_CUDA_FP32, q.size()), dk(RFA_CUDA_FP32, k.size()), dv(RFA_CUDA_FP32, v.size());
+    for (DeviceArray* g : {&dq, &dk, &dv}) g->upload(std::vector<double>(g->bytes() / 4, 0.0));
+    bp.path = path;
+    bp.dq = dq.get();
+    bp.dk = dk.get();
+    bp.dv = dv.get();
+    RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
+    RFA_TEST_CUDA(cudaDeviceSynchronize());
+    expect_close("strided backward dq" + path_tag(path), dq.download(), ref_dq, low_dq);
+    expect_close("strided backward dk" + path_tag(path), dk.download(), ref_dk, low_dk);
+    expect_close("strided backward dv" + path_tag(path), dv.download(), ref_dv, low_dv);
   }
 }
 
@@ -392,14 +444,14 @@ void run_argument_checks() {
   expect("out dtype fp16 with bf16 input", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
          "out_dtype");
   rfa_cuda_path chosen = RFA_CUDA_PATH_SM90;
-  expect("unknown forward path", rfa_cuda_forward_path(static_cast<rfa_cuda_path>(7), &chosen),
-         RFA_CUDA_ERROR_INVALID_ARGUMENT, "unknown forward path 7");
+  expect("unknown kernel path", rfa_cuda_resolve_path(static_cast<rfa_cuda_path>(7), &chosen),
+         RFA_CUDA_ERROR_INVALID_ARGUMENT, "unknown kernel path 7");
   const bool auto_is_sm80 =
-      rfa_cuda_forward_path(RFA_CUDA_PATH_AUTO, &chosen) == RFA_CUDA_SUCCESS && chosen == RFA_CUDA_PATH_SM80;
+      rfa_cuda_resolve_path(RFA_CUDA_PATH_AUTO, &chosen) == RFA_CUDA_SUCCESS && chosen == RFA_CUDA_PATH_SM80;
   std::printf("  %-4s %-40s\n", auto_is_sm80 ? "ok" : "FAIL", "path auto -> sm80");
   if (!auto_is_sm80) ++failures;
   if (!rfa_cuda_sm90_built())
-    expect("path sm90 in a build without it", rfa_cuda_forward_path(RFA_CUDA_PATH_SM90, &chosen),
+    expect("path sm90 in a build without it", rfa_cuda_resolve_path(RFA_CUDA_PATH_SM90, &chosen),
            RFA_CUDA_ERROR_UNSUPPORTED, "not in this build");
   rfa_cuda_backward_params b;
   rfa_cuda_backward_params_init(&b);
@@ -445,9 +497,9 @@ int main(int argc, char** argv) {
   }
 
   rfa_cuda_path hopper = RFA_CUDA_PATH_SM80;
-  if (rfa_cuda_forward_path(RFA_CUDA_PATH_SM90, &hopper) == RFA_CUDA_SUCCESS) forward_paths.push_back(hopper);
-  std::printf("forward paths tested:");
-  for (rfa_cuda_path path : forward_paths) std::printf(" %s", rfa_cuda_path_name(path));
+  if (rfa_cuda_resolve_path(RFA_CUDA_PATH_SM90, &hopper) == RFA_CUDA_SUCCESS) kernel_paths.push_back(hopper);
+  std::printf("kernel paths tested:");
+  for (rfa_cuda_path path : kernel_paths) std::printf(" %s", rfa_cuda_path_name(path));
   std::printf(rfa_cuda_sm90_built() ? "\n" : " (this build has no sm90 path)\n");
 
   const rfa_cuda_dtype B = RFA_CUDA_BF16, H = RFA_CUDA_FP16;
@@ -512,7 +564,7 @@ int main(int argc, char** argv) {
   Case merge_stripe{"merge, stripe causal fp16", H, 64, 1, 150, 150, 2, 2, true};
   merge_stripe.q_map = one_segment(1, 2, 150);
   merge_stripe.k_map = one_segment(0, 2, 150);
-  for (rfa_cuda_path path : forward_paths) {
+  for (rfa_cuda_path path : kernel_paths) {
     for (bool fused : {false, true}) {
       if (selected(merge.name)) run_merge_case(merge, 77, fused, path);
       if (selected(merge_stripe.name)) run_merge_case(merge_stripe, 70, fused, path);

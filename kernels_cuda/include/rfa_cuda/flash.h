@@ -41,8 +41,9 @@ typedef enum rfa_cuda_mask {
   RFA_CUDA_MASK_CAUSAL = 1 /* key visible iff k_pos <= q_pos, on global positions */
 } rfa_cuda_mask;
 
-/* Which implementation runs the forward. The Hopper path exists only in builds that found
- * CUTLASS (rfa_cuda_sm90_built) and runs only on compute capability 9.x. */
+/* Which implementation runs the forward or the backward. The Hopper path exists only in builds
+ * that found CUTLASS (rfa_cuda_sm90_built) and runs only on compute capability 9.x; the
+ * deterministic backward always runs on the sm_80 kernels. */
 typedef enum rfa_cuda_path {
   RFA_CUDA_PATH_AUTO = 0, /* the sm_80 path: the Hopper path has not yet passed the kernel test on a GPU */
   RFA_CUDA_PATH_SM80 = 1, /* mma.sync, cp.async: any device of compute capability 8.0 or newer */
@@ -107,7 +108,7 @@ typedef struct rfa_cuda_forward_params {
    * rfa_cuda_merge_partial would, in the kernel's epilogue. Rows that see no key of this block
    * keep their values. */
   int merge;
-  /* The implementation (default RFA_CUDA_PATH_AUTO); rfa_cuda_forward_path says which one runs.
+  /* The implementation (default RFA_CUDA_PATH_AUTO); rfa_cuda_resolve_path says which one runs.
    * Asking for the Hopper path where it cannot run is RFA_CUDA_ERROR_UNSUPPORTED. */
   rfa_cuda_path path;
 } rfa_cuda_forward_params;
@@ -140,6 +141,10 @@ typedef struct rfa_cuda_backward_params {
    * recomputing QK^T and dO V^T once more; no workspace is needed. 0 (default): dQ is summed
    * over key tiles with fp32 atomics, whose order varies. */
   int deterministic;
+  /* The implementation, as for the forward (default RFA_CUDA_PATH_AUTO). With the Hopper path dQ
+   * is summed by bulk adds from shared memory instead of per-element atomics (still in varying
+   * order); `deterministic` runs the sm_80 kernels whatever the path. */
+  rfa_cuda_path path;
 } rfa_cuda_backward_params;
 
 /* D = rowsum(dout * out) in fp32, one value per (batch, head, query). */
@@ -187,12 +192,12 @@ void rfa_cuda_backward_params_init(rfa_cuda_backward_params* p);
 
 rfa_cuda_status rfa_cuda_flash_forward(const rfa_cuda_forward_params* p, cudaStream_t stream);
 
-/* Nonzero when this build has the Hopper forward (compiled for sm_90a against CUTLASS). */
+/* Nonzero when this build has the Hopper kernels (compiled for sm_90a against CUTLASS). */
 int rfa_cuda_sm90_built(void);
-/* The path rfa_cuda_flash_forward takes for `requested` on the current device: RFA_CUDA_PATH_SM80
- * or RFA_CUDA_PATH_SM90 in *chosen, or RFA_CUDA_ERROR_UNSUPPORTED (with the reason) when the
- * request cannot be met here. */
-rfa_cuda_status rfa_cuda_forward_path(rfa_cuda_path requested, rfa_cuda_path* chosen);
+/* The path rfa_cuda_flash_forward and rfa_cuda_flash_backward take for `requested` on the current
+ * device: RFA_CUDA_PATH_SM80 or RFA_CUDA_PATH_SM90 in *chosen, or RFA_CUDA_ERROR_UNSUPPORTED
+ * (with the reason) when the request cannot be met here. */
+rfa_cuda_status rfa_cuda_resolve_path(rfa_cuda_path requested, rfa_cuda_path* chosen);
 /* "auto", "sm80", "sm90" ("unknown" otherwise). */
 const char* rfa_cuda_path_name(rfa_cuda_path path);
 

@@ -15,12 +15,12 @@
 #include <cute/tensor.hpp>
 #include <cutlass/arch/barrier.h>
 #include <cutlass/arch/reg_reconfig.h>
-#include <cutlass/numeric_conversion.h>
 #include <cutlass/pipeline/pipeline.hpp>
 
 #include "hopper/forward_sm90.hpp"
 #include "hopper/forward_sm90_traits.hpp"
 #include "hopper/fragment_views.hpp"
+#include "hopper/warpgroup_ops.cuh"
 #include "query_tile_kernel.cuh"
 #include "row_epilogue.cuh"
 
@@ -30,22 +30,11 @@ namespace {
 
 using namespace cute;
 
-// A [batch][seq][head][dim] tensor as TMA sees it: (seq, dim, head, batch), dim contiguous.
-using GmemLayout = Layout<Shape<int, int, int, int>, Stride<std::int64_t, _1, std::int64_t, std::int64_t>>;
-
-template <typename T>
-auto gmem_tensor(const detail::StridedTensor& t, int seq, int dim, int heads, int batch) {
-  return make_tensor(make_gmem_ptr(static_cast<const T*>(t.data)),
-                     GmemLayout(make_shape(seq, dim, heads, batch), make_stride(t.seq, _1{}, t.head, t.batch)));
-}
-
 template <class Traits>
-using GmemTensor = decltype(gmem_tensor<typename Traits::T>(std::declval<detail::StridedTensor>(), 0, 0, 0, 0));
+using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{}, std::declval<GmemTensor<typename Traits::T>>(),
+                                    typename Traits::SmemLayoutQ{}));
 template <class Traits>
-using TmaQ =
-    decltype(make_tma_copy(SM90_TMA_LOAD{}, std::declval<GmemTensor<Traits>>(), typename Traits::SmemLayoutQ{}));
-template <class Traits>
-using TmaKV = decltype(make_tma_copy(SM90_TMA_LOAD{}, std::declval<GmemTensor<Traits>>(),
+using TmaKV = decltype(make_tma_copy(SM90_TMA_LOAD{}, std::declval<GmemTensor<typename Traits::T>>(),
                                      take<0, 2>(typename Traits::SmemLayoutK{})));
 
 template <class Traits>
@@ -57,47 +46,8 @@ struct KernelParams {
 
 // The consumers' turn-taking: warpgroup w waits on barrier 1 + w before issuing its products
 // and then lets the other one go. 256 = the 128 threads that wait plus the 128 that arrive.
-__device__ __forceinline__ void wait_for_turn(int consumer) { asm volatile("bar.sync %0, 256;\n" ::"r"(1 + consumer)); }
-__device__ __forceinline__ void pass_turn(int consumer) {
-  asm volatile("bar.arrive %0, 256;\n" ::"r"(1 + (1 - consumer)));
-}
-
-// Issues c (+)= a b on the tensor cores and returns before it completes (wait_for_products).
-// `zero` starts c from zero instead of accumulating into it; kARegisters: a is a register
-// fragment (the compiler must not move its writes past the issue), not shared-memory descriptors.
-template <bool kARegisters, class Mma, class A, class B, class C>
-__device__ __forceinline__ void issue_gemm(Mma& mma, A& a, B const& b, C& c, bool zero) {
-  if constexpr (kARegisters) warpgroup_fence_operand(a);
-  warpgroup_fence_operand(c);
-  warpgroup_arrive();
-  mma.accumulate_ = zero ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
-  CUTE_UNROLL
-  for (int kb = 0; kb < size<2>(a); ++kb) {
-    cute::gemm(mma, a(_, _, kb), b(_, _, kb), c);
-    mma.accumulate_ = GMMA::ScaleOut::One;
-  }
-  warpgroup_commit_batch();
-  warpgroup_fence_operand(c);
-  if constexpr (kARegisters) warpgroup_fence_operand(a);
-}
-
-// Waits until at most kPending product groups are in flight, then pins the named fragments so
-// that the compiler neither reads an accumulator nor rewrites an operand before the wait.
-template <int kPending, class... Fragments>
-__device__ __forceinline__ void wait_for_products(Fragments&... fragments) {
-  warpgroup_wait<kPending>();
-  (warpgroup_fence_operand(fragments), ...);
-}
-
-// fp32 scores -> the 16-bit A operand of the P V product, two values per conversion.
-template <class Src, class Dst>
-__device__ __forceinline__ void round_into(Src const& src, Dst& dst) {
-  using T = typename Dst::value_type;
-  constexpr int kCount = decltype(size(src))::value;
-  cutlass::NumericArrayConverter<T, float, kCount> convert;
-  auto out = convert(*reinterpret_cast<const cutlass::Array<float, kCount>*>(src.data()));
-  *reinterpret_cast<cutlass::Array<T, kCount>*>(dst.data()) = out;
-}
+__device__ __forceinline__ void wait_for_turn(int consumer) { named_barrier_sync(1 + consumer, 256); }
+__device__ __forceinline__ void pass_turn(int consumer) { named_barrier_arrive(1 + (1 - consumer), 256); }
 
 template <class Traits, bool kMerge>
 __global__ void __launch_bounds__(Traits::kThreads, 1)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Which forward implementation runs: the sm_80 kernels everywhere, or the Hopper kernels
-// (hopper/, built when CUTLASS is found: RFA_CUDA_HAVE_SM90) on compute capability 9.x.
+// Which implementation of the forward and the backward runs: the sm_80 kernels everywhere, or
+// the Hopper kernels (hopper/, built when CUTLASS is found: RFA_CUDA_HAVE_SM90) on compute
+// capability 9.x.
 #include <cuda_runtime_api.h>
 
 #include "api_support.hpp"
@@ -23,21 +24,21 @@ const char* rfa_cuda_path_name(rfa_cuda_path path) {
   return "unknown";
 }
 
-rfa_cuda_status rfa_cuda_forward_path(rfa_cuda_path requested, rfa_cuda_path* chosen) {
+rfa_cuda_status rfa_cuda_resolve_path(rfa_cuda_path requested, rfa_cuda_path* chosen) {
   using rfa_cuda::detail::fail;
   using rfa_cuda::detail::from_cuda;
-  if (chosen == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "forward_path: chosen is NULL");
+  if (chosen == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "resolve_path: chosen is NULL");
   switch (requested) {
     case RFA_CUDA_PATH_AUTO:
     case RFA_CUDA_PATH_SM80: *chosen = RFA_CUDA_PATH_SM80; return RFA_CUDA_SUCCESS;
     case RFA_CUDA_PATH_SM90: break;
     default:
-      return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "unknown forward path %d (auto 0, sm80 1, sm90 2)",
+      return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "unknown kernel path %d (auto 0, sm80 1, sm90 2)",
                   static_cast<int>(requested));
   }
   if (!RFA_CUDA_HAVE_SM90)
     return fail(RFA_CUDA_ERROR_UNSUPPORTED,
-                "the Hopper forward (path sm90) is not in this build: it needs CUTLASS's headers when rfa is "
+                "the Hopper kernels (path sm90) are not in this build: it needs CUTLASS's headers when rfa is "
                 "configured (scripts/fetch_gpu_headers.sh, or CUTLASS_INCLUDE_DIR) and nvcc 12.3 or newer");
   int device = 0, major = 0, minor = 0;
   RFA_CUDA_TRY(from_cuda(cudaGetDevice(&device), "cudaGetDevice"));
@@ -47,7 +48,7 @@ rfa_cuda_status rfa_cuda_forward_path(rfa_cuda_path requested, rfa_cuda_path* ch
       from_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute"));
   if (major != 9)
     return fail(RFA_CUDA_ERROR_UNSUPPORTED,
-                "the Hopper forward (path sm90) runs on compute capability 9.x; device %d is %d.%d", device, major,
+                "the Hopper kernels (path sm90) run on compute capability 9.x; device %d is %d.%d", device, major,
                 minor);
   *chosen = RFA_CUDA_PATH_SM90;
   return RFA_CUDA_SUCCESS;

@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The Hopper (sm_90a) backward with dQ summed by atomics-free bulk adds: TMA loads, wgmma,
+// warp specialization. Shapes, layouts and the division of work in backward_sm90_traits.hpp;
+// the same mask, position maps, GQA and gradient modes as the sm_80 backward
+// (flash_backward.cu), whose walk over (query head, query tile) pairs it follows. The
+// deterministic mode stays on the sm_80 kernels (flash_api.cu).
+#include <cmath>
+#include <cstdint>
+
+#include <cute/tensor.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
+#include <cutlass/pipeline/pipeline.hpp>
+
+#include "attention_mask.cuh"
+#include "hopper/backward_sm90.hpp"
+#include "hopper/backward_sm90_traits.hpp"
+#include "hopper/fragment_views.hpp"
+#include "hopper/warpgroup_ops.cuh"
+
+namespace rfa_cuda {
+namespace hopper {
+namespace {
+
+using namespace cute;
+
+constexpr float kLog2e = 1.44269504088896340736f;
+
+template <class Traits>
+using TmaKeys = decltype(make_tma_copy(SM90_TMA_LOAD{}, std::declval<GmemTensor<typename Traits::T>>(),
+                                       typename Traits::SmemLayoutK{}));
+template <class Traits>
+using TmaQueries = decltype(make_tma_copy(SM90_TMA_LOAD{}, std::declval<GmemTensor<typename Traits::T>>(),
+                                          take<0, 2>(typename Traits::SmemLayoutQ{})));
+
+template <class Traits>
+struct KernelParams {
+  detail::BackwardArgs args;
+  TmaKeys<Traits> tma_k, tma_v;
+  TmaQueries<Traits> tma_q, tma_dout;
+};
+
+// fp32 bulk adds from shared to global memory (the copy engine sums them into L2, one request
+// per row instead of one atomic per element), tracked in the issuing thread's bulk group.
+__device__ __forceinline__ void bulk_add(float* global, const float* shared, int bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(global),
+               "r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(shared))), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// The group's sources have been read (the shared buffer may be rewritten).
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// The group's adds are done.
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+// Ordinary shared-memory stores made visible to the tensor cores and the copy engine.
+__device__ __forceinline__ void fence_shared_for_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// The CTA's key tile and its walk over the (query head of the GQA group, query tile) pairs,
+// skipping the tiles the mask hides.
+template <int kBlockM, int kBlockN>
+struct QueryWalk {
+  int b, kv_head, group_size, k_first, num_q_tiles, iterations;
+
+  __device__ explicit QueryWalk(const detail::AttentionDims& dims) {
+    const int kv_heads_total = dims.batch * dims.kv_heads;
+    const int bhk = static_cast<int>(blockIdx.x % kv_heads_total);
+    b = bhk / dims.kv_heads;
+    kv_head = bhk % dims.kv_heads;
+    k_first = static_cast<int>(blockIdx.x / kv_heads_total) * kBlockN;
+    group_size = dims.heads / dims.kv_heads;
+    num_q_tiles = (dims.seq_q + kBlockM - 1) / kBlockM;
+    iterations = group_size * num_q_tiles;
+  }
+  __device__ int head(int it) const { return kv_head * group_size + it / num_q_tiles; }
+  __device__ int q_tile(int it) const { return it % num_q_tiles; }
+  __device__ detail::TileKind kind(const detail::AttentionDims& dims, int it) const {
+    return detail::classify_tile(dims.mask, dims.q_positions, dims.k_positions, q_tile(it) * kBlockM, kBlockM,
+                                 dims.seq_q, k_first, kBlockN, dims.seq_k);
+  }
+  __device__ int next_visible(const detail::AttentionDims& dims, int it) const {
+    while (it < iterations && kind(dims, it) == detail::TileKind::kSkip) ++it;
+    return it;
+  }
+};
+
+template <class Traits>
+__global__ void __launch_bounds__(Traits::kThreads, 1)
+    backward_sm90_kernel(const __grid_constant__ KernelParams<Traits> params) {
+  using T = typename Traits::T;
+  using Pipeline = typename Traits::Pipeline;
+  using PipelineState = typename cutlass::PipelineState<Traits::kStages>;
+  constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, D = Traits::kHeadDim, kHalf = D / 2;
+
+  extern __shared__ __align__(1024) unsigned char shared_bytes[];
+  auto& shared = *reinterpret_cast<typename Traits::SharedStorage*>(shared_bytes);
+  const detail::BackwardArgs& args = params.args;
+  const detail::AttentionDims& dims = args.dims;
+  const QueryWalk<kBlockM, kBlockN> walk(dims);
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+
+  typename Pipeline::Params pipeline_params;
+  pipeline_params.transaction_bytes = Traits::kQueryTileBytes;
+  pipeline_params.role = warpgroup == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
+  pipeline_params.is_leader = threadIdx.x == 0;
+  pipeline_params.num_consumers = Traits::kConsumerThreads;
+  if (threadIdx.x == 0) cutlass::arch::ClusterTransactionBarrier::init(&shared.kv_barrier, 1);
+  // Warp 0 initializes the pipeline's barriers (and fences the initializations).
+  Pipeline pipeline_q(shared.pipeline_q, pipeline_params, Shape<_1, _1, _1>{});
+  __syncthreads();
+
+  Tensor sK = make_tensor(make_smem_ptr(shared.k.data()), typename Traits::SmemLayoutK{});
+  Tensor sV = make_tensor(make_smem_ptr(shared.v.data()), typename Traits::SmemLayoutV{});
+  Tensor sQ = make_tensor(make_smem_ptr(shared.q.data()), typename Traits::SmemLayoutQ{});
+  Tensor sDout = make_tensor(make_smem_ptr(shared.dout.data()), typename Traits::SmemLayoutDout{});
+  Tensor sKt = make_tensor(make_smem_ptr(shared.k.data()), typename Traits::SmemLayoutKt{});
+  Tensor sQt = make_tensor(make_smem_ptr(shared.q.data()), typename Traits::SmemLayoutQt{});
+  Tensor sDoutT = make_tensor(make_smem_ptr(shared.dout.data()), typename Traits::SmemLayoutDoutT{});
+  Tensor sDs = make_tensor(make_smem_ptr(shared.ds.data()), typename Traits::SmemLayoutDs{});
+  const int first = walk.next_visible(dims, 0);
+
+  if (warpgroup == 0) {  // producer
+    cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
+    if (threadIdx.x != 0 || first >= walk.iterations) return;
+    Tensor mK = params.tma_k.get_tma_tensor(make_shape(dims.seq_k, D, dims.kv_heads, dims.batch));
+    Tensor mV = params.tma_v.get_tma_tensor(make_shape(dims.seq_k, D, dims.kv_heads, dims.batch));
+    Tensor mQ = params.tma_q.get_tma_tensor(make_shape(dims.seq_q, D, dims.heads, dims.batch));
+    Tensor mDout = params.tma_dout.get_tma_tensor(make_shape(dims.seq_q, D, dims.heads, dims.batch));
+    const auto key_tile = make_coord(walk.k_first / kBlockN, 0);
+    Tensor gK = local_tile(mK(_, _, walk.kv_head, walk.b), typename Traits::KeysByDim{}, key_tile);
+    Tensor gV = local_tile(mV(_, _, walk.kv_head, walk.b), typename Traits::KeysByDim{}, key_tile);
+    auto copy_k = params.tma_k.get_slice(0);
+    auto copy_v = params.tma_v.get_slice(0);
+    auto copy_q = params.tma_q.get_slice(0);
+    auto copy_dout = params.tma_dout.get_slice(0);
+    Tensor tQsQ = copy_q.partition_D(sQ);           // (TMA, TMA_M, TMA_D, stage)
+    Tensor tDsDout = copy_dout.partition_D(sDout);  // (TMA, TMA_M, TMA_D, stage)
+
+    cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&shared.kv_barrier, Traits::kKVBytes);
+    copy(params.tma_k.with(shared.kv_barrier), copy_k.partition_S(gK), copy_k.partition_D(sK));
+    copy(params.tma_v.with(shared.kv_barrier), copy_v.partition_S(gV), copy_v.partition_D(sV));
+    PipelineState write = cutlass::make_producer_start_state<Pipeline>();
+    for (int it = first; it < walk.iterations; it = walk.next_visible(dims, it + 1)) {
+      const auto query_tile = make_coord(walk.q_tile(it), 0);
+      Tensor gQ = local_tile(mQ(_, _, walk.head(it), walk.b), typename Traits::QueriesByDim{}, query_tile);
+      Tensor gDout = local_tile(mDout(_, _, walk.head(it), walk.b), typename Traits::QueriesByDim{}, query_tile);
+      pipeline_q.producer_acquire(write);
+      auto* barrier = pipeline_q.producer_get_barrier(write);
+      copy(params.tma_q.with(*barrier), copy_q.partition_S(gQ), tQsQ(_, _, _, write.index()));
+      copy(params.tma_dout.with(*barrier), copy_dout.partition_S(gDout), tDsDout(_, _, _, write.index()));
+      ++write;
+    }
+    // Every stage handed back before the CTA may retire.
+    pipeline_q.producer_tail(write);
+    return;
+  }
+
+  // Consumers.
+  cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegisters>();
+  const int consumer_thread = static_cast<int>(threadIdx.x) - 128;
+  const int consumer = warpgroup - 1;
+  const bool lead = consumer_thread % 128 == 0;
+  typename Traits::MmaScores mma_scores;
+  typename Traits::MmaKeyGrads mma_key_grads;
+  typename Traits::MmaQueryGrad mma_query_grad;
+  auto thread_scores = mma_scores.get_thread_slice(consumer_thread);
+  auto thread_key_grads = mma_key_grads.get_thread_slice(consumer_thread);
+  auto thread_query_grad = mma_query_grad.get_thread_slice(consumer_thread);
+  Tensor tSrK = thread_scores.partition_fragment_A(sK);
+  Tensor tSrV = thread_scores.partition_fragment_A(sV);
+  Tensor tSrQ = thread_scores.partition_fragment_B(sQ);             // (MMA, MMA_N, MMA_K, stage)
+  Tensor tSrDout = thread_scores.partition_fragment_B(sDout);       // (MMA, MMA_N, MMA_K, stage)
+  Tensor tGrDoutT = thread_key_grads.partition_fragment_B(sDoutT);  // (MMA, MMA_N, MMA_K, stage)
+  Tensor tGrQt = thread_key_grads.partition_fragment_B(sQt);        // (MMA, MMA_N, MMA_K, stage)
+  Tensor tQrDs = thread_query_grad.partition_fragment_A(sDs);       // (MMA, MMA_M, MMA_K, buffer)
+  Tensor tQrKt = thread_query_grad.partition_fragment_B(sKt);
+  Tensor tSrS = partition_fragment_C(mma_scores, typename Traits::KeysByQueries{});
+  Tensor tSrDp = partition_fragment_C(mma_scores, typename Traits::KeysByQueries{});
+  Tensor tGrDv = partition_fragment_C(mma_key_grads, typename Traits::KeysByDim{});
+  Tensor tGrDk = partition_fragment_C(mma_key_grads, typename Traits::KeysByDim{});
+  Tensor tQrDq = partition_fragment_C(mma_query_grad, typename Traits::QueriesByDim{});
+  Tensor tGrP = make_tensor<T>(scores_as_a_operand(tSrS.layout()));
+  Tensor tGrDs = make_tensor<T>(scores_as_a_operand(tSrDp.layout()));
+  // Rows (keys) and columns (queries) of S^T and dP^T, with their tile coordinates; the same for
+  // dK and dV (keys, head dim); dQ's (query, head dim) coordinates.
+  Tensor p = make_tensor(tSrS.data(), rows_cols_view(tSrS.layout()));
+  Tensor ds = make_tensor(tSrDp.data(), rows_cols_view(tSrDp.layout()));
+  Tensor score_coords = thread_scores.partition_C(make_identity_tensor(typename Traits::KeysByQueries{}));
+  Tensor score_at = make_tensor(score_coords.data(), rows_cols_view(score_coords.layout()));
+  Tensor dv = make_tensor(tGrDv.data(), rows_cols_view(tGrDv.layout()));
+  Tensor dk = make_tensor(tGrDk.data(), rows_cols_view(tGrDk.layout()));
+  Tensor grad_coords = thread_key_grads.partition_C(make_identity_tensor(typename Traits::KeysByDim{}));
+  Tensor grad_at = make_tensor(grad_coords.data(), rows_cols_view(grad_coords.layout()));
+  Tensor dq_at = thread_query_grad.partition_C(make_identity_tensor(typename Traits::QueriesByDim{}));
+  constexpr int kRows = decltype(size<0>(p))::value, kCols = decltype(size<1>(p))::value;
+
+  // The keys' positions and documents, found once.
+  const bool documents = dims.mask.documents();
+  std::int64_t key_position[kRows], key_document[kRows];
+  CUTE_UNROLL
+  for (int r = 0; r < kRows; ++r) {
+    const int key = walk.k_first + get<0>(score_at(r, 0));
+    key_position[r] = key < dims.seq_k ? dims.k_positions.at(key) : 0;
+    key_document[r] = documents && key < dims.seq_k ? dims.mask.document_of(key_position[r]) : 0;
+  }
+
+  clear(tGrDv);
+  clear(tGrDk);
+  float* dq_tile = shared.dq.data() + consumer * kBlockM * kHalf;  // this consumer's half, [query][kHalf]
+  if (first < walk.iterations) {
+    cutlass::arch::ClusterTransactionBarrier::wait(&shared.kv_barrier, 0);
+    PipelineState read;
+    int buffer = 0;
+    for (int it = first; it < walk.iterations; it = walk.next_visible(dims, it + 1)) {
+      const int head = walk.head(it), q_first = walk.q_tile(it) * kBlockM;
+      pipeline_q.consumer_wait(read);
+      issue_gemm<false>(mma_scores, tSrK, tSrQ(_, _, _, read.index()), tSrS, true);
+      issue_gemm<false>(mma_scores, tSrV, tSrDout(_, _, _, read.index()), tSrDp, true);
+      const std::int64_t rows0 = (static_cast<std::int64_t>(walk.b) * dims.heads + head) * dims.seq_q;
+      wait_for_products<0>(tSrS, tSrDp);
+
+      // P^T = exp(scale S^T - lse) (0 where masked) and dS^T = P^T (dP^T - D).
+      const bool partial = walk.kind(dims, it) == detail::TileKind::kPartial;
+      CUTE_UNROLL
+      for (int c = 0; c < kCols; ++c) {
+        const int query = q_first + get<1>(score_at(0, c));
+        // The query's lse (in the exp2 domain) and D; lse = -inf marks a row that sees no key
+        // anywhere: all its P are 0.
+        const bool in_range = query < dims.seq_q;
+        const float lse = in_range ? __ldg(args.lse + rows0 + query) : -INFINITY;
+        const float lse_log2 = lse == -INFINITY ? INFINITY : lse * kLog2e;
+        const float delta = in_range ? __ldg(args.delta + rows0 + query) : 0.f;
+        bool column_shown = true;
+        std::int64_t position = 0, document = 0;
+        if (partial) {
+          column_shown = query < dims.seq_q;
+          position = column_shown ? dims.q_positions.at(query) : 0;
+          document = documents && column_shown ? dims.mask.document_of(position) : 0;
+        }
+        CUTE_UNROLL
+        for (int r = 0; r < kRows; ++r) {
+          bool shown = true;
+          if (partial) {
+            const int key = walk.k_first + get<0>(score_at(r, 0));
+            shown = column_shown && key < dims.seq_k && (!dims.mask.causal || key_position[r] <= position) &&
+                    (dims.mask.window <= 0 || position - key_position[r] < dims.mask.window) &&
+                    document == key_document[r];
+          }
+          const float prob = shown ? exp2f(fmaf(p(r, c), dims.scale_log2, -lse_log2)) : 0.f;
+          p(r, c) = prob;
+          ds(r, c) = prob * (ds(r, c) - delta);
+        }
+      }
+      round_into(tSrS, tGrP);
+      round_into(tSrDp, tGrDs);
+
+      // dV += P^T dO and dK += dS^T Q (the scale is applied once, at the end).
+      issue_gemm<true>(mma_key_grads, tGrP, tGrDoutT(_, _, _, read.index()), tGrDv, false);
+      issue_gemm<true>(mma_key_grads, tGrDs, tGrQt(_, _, _, read.index()), tGrDk, false);
+
+      // dS into shared memory (query-contiguous), rounded like the other operands; both
+      // consumers' keys are needed before either computes dQ = dS K.
+      CUTE_UNROLL
+      for (int i = 0; i < size(ds); ++i) sDs(get<1>(score_at(i)), get<0>(score_at(i)), buffer) = T(ds(i));
+      fence_shared_for_async();
+      named_barrier_sync(3, Traits::kConsumerThreads);
+      Tensor tQrDsHere = tQrDs(_, _, _, buffer);
+      issue_gemm<false>(mma_query_grad, tQrDsHere, tQrKt, tQrDq, true);
+      wait_for_products<0>(tGrDv, tGrDk, tGrP, tGrDs, tQrDq);
+      pipeline_q.consumer_release(read);
+      ++read;
+
+      // dQ += scale dS K: this consumer's half of the tile's rows, into shared memory (once the
+      // previous tile's adds have read it), then one bulk add per row.
+      if (lead) bulk_wait_read();
+      named_barrier_sync(4 + consumer, 128);
+      CUTE_UNROLL
+      for (int i = 0; i < size(tQrDq); ++i)
+        dq_tile[get<0>(dq_at(i)) * kHalf + get<1>(dq_at(i)) - consumer * kHalf] = dims.scale * tQrDq(i);
+      fence_shared_for_async();
+      named_barrier_sync(4 + consumer, 128);
+      if (lead) {
+        const int rows = min(kBlockM, dims.seq_q - q_first);
+        float* dq = static_cast<float*>(args.dq_accum.data) + walk.b * args.dq_accum.batch + head * args.dq_accum.head +
+                    consumer * kHalf;
+        for (int q = 0; q < rows; ++q)
+          bulk_add(dq + (q_first + q) * args.dq_accum.seq, dq_tile + q * kHalf,
+                   kHalf * static_cast<int>(sizeof(float)));
+        bulk_commit();
+      }
+      buffer ^= 1;
+    }
+    if (lead) bulk_wait();
+  }
+
+  // Epilogue: dK (scaled) and dV of the CTA's keys, complete over the whole GQA group; each key
+  // row belongs to one CTA, so the accumulate mode adds without atomics.
+  constexpr int kPairs = decltype(size<1>(dv))::value / 2;
+  CUTE_UNROLL
+  for (int r = 0; r < kRows; ++r) {
+    const int key = walk.k_first + get<0>(grad_at(r, 0));
+    if (key >= dims.seq_k) continue;
+    const std::int64_t dk_at = walk.b * args.dk.batch + key * args.dk.seq + walk.kv_head * args.dk.head;
+    const std::int64_t dv_at = walk.b * args.dv.batch + key * args.dv.seq + walk.kv_head * args.dv.head;
+    CUTE_UNROLL
+    for (int i = 0; i < kPairs; ++i) {
+      const int col = get<1>(grad_at(r, 2 * i));
+      const float dk0 = dims.scale * dk(r, 2 * i), dk1 = dims.scale * dk(r, 2 * i + 1);
+      const float dv0 = dv(r, 2 * i), dv1 = dv(r, 2 * i + 1);
+      if (args.store_dkdv) {
+        *reinterpret_cast<std::uint32_t*>(static_cast<T*>(args.dk.data) + dk_at + col) =
+            static_cast<std::uint32_t>(T(dk0).raw()) | static_cast<std::uint32_t>(T(dk1).raw()) << 16;
+        *reinterpret_cast<std::uint32_t*>(static_cast<T*>(args.dv.data) + dv_at + col) =
+            static_cast<std::uint32_t>(T(dv0).raw()) | static_cast<std::uint32_t>(T(dv1).raw()) << 16;
+      } else {
+        float2* dk_pair = reinterpret_cast<float2*>(static_cast<float*>(args.dk.data) + dk_at + col);
+        float2* dv_pair = reinterpret_cast<float2*>(static_cast<float*>(args.dv.data) + dv_at + col);
+        const float2 dk_old = *dk_pair, dv_old = *dv_pair;
+        *dk_pair = make_float2(dk_old.x + dk0, dk_old.y + dk1);
+        *dv_pair = make_float2(dv_old.x + dv0, dv_old.y + dv1);
+      }
+    }
+  }
+}
+
+template <class Traits>
+cudaError_t launch(const detail::BackwardArgs& args, cudaStream_t stream) {
+  using T = typename Traits::T;
+  const detail::AttentionDims& d = args.dims;
+  const auto q = gmem_tensor<T>(args.q, d.seq_q, d.head_dim, d.heads, d.batch);
+  const auto dout = gmem_tensor<T>(args.dout, d.seq_q, d.head_dim, d.heads, d.batch);
+  const auto k = gmem_tensor<T>(args.k, d.seq_k, d.head_dim, d.kv_heads, d.batch);
+  const auto v = gmem_tensor<T>(args.v, d.seq_k, d.head_dim, d.kv_heads, d.batch);
+  const KernelParams<Traits> params{
+      args, make_tma_copy(SM90_TMA_LOAD{}, k, typename Traits::SmemLayoutK{}),
+      make_tma_copy(SM90_TMA_LOAD{}, v, typename Traits::SmemLayoutV{}),
+      make_tma_copy(SM90_TMA_LOAD{}, q, take<0, 2>(typename Traits::SmemLayoutQ{})),
+      make_tma_copy(SM90_TMA_LOAD{}, dout, take<0, 2>(typename Traits::SmemLayoutDout{}))};
+  const std::int64_t tiles = (d.seq_k + Traits::kBlockN - 1) / Traits::kBlockN;
+  const std::int64_t blocks = tiles * d.batch * d.kv_heads;
+  if (blocks > 0x7fffffff) return cudaErrorInvalidConfiguration;
+  auto kernel = backward_sm90_kernel<Traits>;
+  const cudaError_t status =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes);
+  if (status != cudaSuccess) return status;
+  kernel<<<static_cast<unsigned>(blocks), Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_flash_backward_sm90(const detail::BackwardArgs& args, detail::ElementType dtype,
+                                       cudaStream_t stream) {
+  if (!args.atomic_dq) return cudaErrorInvalidValue;  // the deterministic mode runs on the sm_80 kernels
+  const bool bf16 = dtype == detail::ElementType::kBf16;
+  switch (args.dims.head_dim) {
+    case 64:
+      return bf16 ? launch<BackwardSm90Traits<cutlass::bfloat16_t, 64>>(args, stream)
+                  : launch<BackwardSm90Traits<cutlass::half_t, 64>>(args, stream);
+    case 128:
+      return bf16 ? launch<BackwardSm90Traits<cutlass::bfloat16_t, 128>>(args, stream)
+                  : launch<BackwardSm90Traits<cutlass::half_t, 128>>(args, stream);
+    default: return cudaErrorInvalidValue;  // rejected earlier by the API with a message
+  }
+}
+
+}  // namespace hopper
+}  // namespace rfa_cuda

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Shapes of the Hopper backward (backward_sm90.cu): tiles, shared-memory layouts, the four
+// warpgroup MMAs and the query-tile pipeline. Host and device code (the fragment test checks
+// these types on the host).
+//
+// One CTA owns kBlockN = 128 keys of one (batch, kv head) and walks every query tile of every
+// query head of its GQA group, so that dK and dV stay in registers until the end. Three
+// warpgroups: the producer (one thread issues the TMA loads: K and V once, then Q and dO of each
+// visible query tile into a two-stage ring) and two consumers of 64 keys each. Per query tile a
+// consumer computes S^T = K Q^T and dP^T = V dO^T (both operands in shared memory), turns them
+// into P^T and dS^T in registers, adds P^T dO to dV and dS^T Q to dK (P^T and dS^T as register
+// A operands, dO and Q read transposed in place), and writes dS^T to shared memory; then the two
+// consumers compute dQ = dS K for the tile, each for half of the head dimension, and add it to
+// the fp32 dQ in global memory with bulk reduce-add copies from shared memory.
+#pragma once
+
+#include <cute/tensor.hpp>
+#include <cutlass/numeric_types.h>
+#include <cutlass/pipeline/pipeline.hpp>
+
+namespace rfa_cuda {
+namespace hopper {
+
+template <typename Element, int kDim>
+struct BackwardSm90Traits {
+  using T = Element;  // cutlass::bfloat16_t or cutlass::half_t
+  static constexpr int kHeadDim = kDim;
+  static constexpr int kBlockN = 128;  // keys per CTA
+  static constexpr int kBlockM = 64;   // queries per tile
+  static constexpr int kStages = 2;    // of the Q / dO ring
+  static constexpr int kConsumerWarpgroups = 2;
+  static constexpr int kConsumerThreads = 128 * kConsumerWarpgroups;
+  static constexpr int kThreads = 128 + kConsumerThreads;
+  // Register budgets after setmaxnreg (65536 per SM, one CTA per SM): the consumers hold dK
+  // and dV (128 fp32 each per thread at d = 128) besides the scores.
+  static constexpr int kProducerRegisters = 24;
+  static constexpr int kConsumerRegisters = 240;
+  static_assert(kHeadDim % 64 == 0, "rows of whole 128-byte swizzle atoms");
+
+  using Keys = cute::Int<kBlockN>;
+  using Queries = cute::Int<kBlockM>;
+  using Dim = cute::Int<kHeadDim>;
+  using HalfDim = cute::Int<kHeadDim / 2>;
+  using Stages = cute::Int<kStages>;
+  using KeysByQueries = cute::Shape<Keys, Queries>;
+  using KeysByDim = cute::Shape<Keys, Dim>;
+  using QueriesByDim = cute::Shape<Queries, Dim>;
+  // The consumers split the keys (rows of S^T, dP^T, dK, dV): warpgroup w owns keys 64w .. 64w + 63.
+  using SplitKeys = cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>;
+  // ... and for dQ the head dimension: warpgroup w owns columns w D/2 .. (w + 1) D/2 - 1.
+  using SplitDim = cute::Layout<cute::Shape<cute::_1, cute::_2, cute::_1>>;
+
+  // S^T = K Q^T and dP^T = V dO^T: M = keys, N = queries, K = head dim; K-major operands.
+  using MmaScores = decltype(cute::make_tiled_mma(
+      cute::GMMA::ss_op_selector<T, T, float, cute::Shape<Keys, Queries, Dim>>(), SplitKeys{}));
+  // dV += P^T dO and dK += dS^T Q: M = keys, N = head dim, K = queries; A from registers, B the
+  // query tile read transposed (head dim contiguous: MN-major).
+  using MmaKeyGrads =
+      decltype(cute::make_tiled_mma(cute::GMMA::rs_op_selector<T, T, float, cute::Shape<Keys, Dim, Queries>,
+                                                               cute::GMMA::Major::K, cute::GMMA::Major::MN>(),
+                                    SplitKeys{}));
+  // dQ = dS K: M = queries, N = head dim (half per warpgroup), K = keys; dS from shared memory
+  // stored query-contiguous (MN-major A), K read transposed (MN-major B).
+  using MmaQueryGrad =
+      decltype(cute::make_tiled_mma(cute::GMMA::ss_op_selector<T, T, float, cute::Shape<Queries, HalfDim, Keys>,
+                                                               cute::GMMA::Major::MN, cute::GMMA::Major::MN>(),
+                                    SplitDim{}));
+
+  using SwizzleAtom = cute::GMMA::Layout_K_SW128_Atom<T>;
+  using SmemLayoutK = decltype(cute::tile_to_shape(SwizzleAtom{}, KeysByDim{}));
+  using SmemLayoutV = SmemLayoutK;
+  // K viewed as (head dim, keys): element (d, n) is K's (n, d).
+  using SmemLayoutKt = decltype(cute::composition(
+      SmemLayoutK{}, cute::make_ordered_layout(cute::Shape<Dim, Keys>{}, cute::Step<cute::_2, cute::_1>{})));
+  using SmemLayoutQ = decltype(cute::tile_to_shape(SwizzleAtom{}, cute::Shape<Queries, Dim, Stages>{}));
+  using SmemLayoutDout = SmemLayoutQ;
+  // Q and dO viewed as (head dim, queries, stage).
+  using SmemLayoutQt =
+      decltype(cute::composition(SmemLayoutQ{}, cute::make_ordered_layout(cute::Shape<Dim, Queries, Stages>{},
+                                                                          cute::Step<cute::_2, cute::_1, cute::_3>{})));
+  using SmemLayoutDoutT = SmemLayoutQt;
+  // dS as (queries, keys, buffer), queries contiguous: written from the dS^T accumulators,
+  // read as dQ's A operand. Two buffers, so that one tile's writes never meet the other
+  // consumer's dQ product of the tile before.
+  using SmemLayoutDs =
+      decltype(cute::tile_to_shape(cute::GMMA::Layout_MN_SW128_Atom<T>{}, cute::Shape<Queries, Keys, cute::_2>{}));
+
+  using Pipeline = cutlass::PipelineTmaAsync<kStages>;
+
+  struct SharedStorage {
+    cute::array_aligned<T, cute::cosize_v<SmemLayoutK>, 1024> k;
+    cute::array_aligned<T, cute::cosize_v<SmemLayoutV>, 1024> v;
+    cute::array_aligned<T, cute::cosize_v<SmemLayoutQ>, 1024> q;
+    cute::array_aligned<T, cute::cosize_v<SmemLayoutDout>, 1024> dout;
+    cute::array_aligned<T, cute::cosize_v<SmemLayoutDs>, 1024> ds;
+    // Each consumer's half of one dQ tile, fp32, rows of kHeadDim / 2: the source of its bulk adds.
+    cute::array_aligned<float, kConsumerWarpgroups * kBlockM * kHeadDim / 2, 128> dq;
+    typename Pipeline::SharedStorage pipeline_q;
+    alignas(8) std::uint64_t kv_barrier;
+  };
+  static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage));
+  static constexpr std::uint32_t kKVBytes = 2 * kBlockN * kHeadDim * sizeof(T);
+  static constexpr std::uint32_t kQueryTileBytes = 2 * kBlockM * kHeadDim * sizeof(T);  // Q and dO
+};
+
+}  // namespace hopper
+}  // namespace rfa_cuda
