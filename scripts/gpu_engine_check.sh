@@ -9,7 +9,7 @@
 # prepare: DEPS/kokkos-src.tar.gz (KOKKOS_SRC, a Kokkos 4.6 source tree, with the edits CUDA 13
 # needs applied when missing), DEPS/debs/ (Debian's Open MPI, GoogleTest and Google Benchmark
 # packages, unpacked there without installing), DEPS/_deps/cudnn-frontend/include (the cuDNN
-# frontend's headers) and DEPS/cutlass-headers.tar.gz (CUTLASS's, for the Hopper forward; both
+# frontend's headers) and DEPS/cutlass-headers.tar.gz (CUTLASS's, for the Hopper kernels; both
 # from scripts/fetch_gpu_headers.sh).
 # run: builds Kokkos (CUDA backend, the GPU's architecture) and rfa against it, then runs the
 # CUDA kernel test, the C API suite on device pointers against the float64 reference at 1-4
@@ -159,7 +159,7 @@ else
   cudnn_dir=""
 fi
 echo "cuDNN: ${cudnn_dir:-none}" | tee -a "$results/device.txt"
-# The Hopper forward: CUTLASS's headers, carried packed, on a 9.x GPU.
+# The Hopper kernels: CUTLASS's headers, carried packed, on a 9.x GPU.
 hopper_flags=(-DRFA_ENABLE_HOPPER=OFF)
 hopper=""
 if [ -f "$deps/cutlass-headers.tar.gz" ] && [ "$cap" = 90 ]; then
@@ -167,7 +167,7 @@ if [ -f "$deps/cutlass-headers.tar.gz" ] && [ "$cap" = 90 ]; then
   hopper_flags=(-DRFA_ENABLE_HOPPER=ON -DCUTLASS_INCLUDE_DIR="$work/cutlass/include")
   hopper=yes
 fi
-echo "Hopper forward: ${hopper:-no}" | tee -a "$results/device.txt"
+echo "Hopper kernels: ${hopper:-no}" | tee -a "$results/device.txt"
 log=build step configure cmake -S "$here" -B $build -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT=$kokkos \
   -DCMAKE_PREFIX_PATH=$prefix/usr -DMPI_C_COMPILER=$prefix/usr/bin/mpicc -DMPI_CXX_COMPILER=$prefix/usr/bin/mpicxx \
   -DMPIEXEC_EXECUTABLE=$prefix/usr/bin/mpiexec -DRFA_CUDA_ARCHITECTURES="$cap" -DRFA_ENABLE_HWLOC=OFF \
@@ -199,9 +199,9 @@ run_job rfa_run_causal 4 --seq $seq --heads 16 --head-dim 128 --dtype bf16 --lay
 run_job rfa_run_window 4 --seq $seq --heads 16 --head-dim 128 --dtype bf16 --layout zigzag --causal \
   --window $((seq / 8)) --no-check --repeat 5
 if [ -n "$hopper" ]; then
-  run_job rfa_run_checked_sm90 4 --forward-path sm90 --seq 4096 --heads 8 --head-dim 128 --dtype bf16 --layout zigzag \
+  run_job rfa_run_checked_sm90 4 --kernel-path sm90 --seq 4096 --heads 8 --head-dim 128 --dtype bf16 --layout zigzag \
     --causal --window 300 --check
-  run_job rfa_run_causal_sm90 4 --forward-path sm90 --seq $seq --heads 16 --head-dim 128 --dtype bf16 --layout zigzag \
+  run_job rfa_run_causal_sm90 4 --kernel-path sm90 --seq $seq --heads 16 --head-dim 128 --dtype bf16 --layout zigzag \
     --causal --no-check --repeat 5
 fi
 [ -n "$nccl_lib" ] && log=rfa_run step rfa_run_nccl env RFA_TRANSPORT=nccl ./perf/ring/rfa_run --device cuda --seq 8192 \

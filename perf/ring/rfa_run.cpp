@@ -161,9 +161,9 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
   const std::string strategy = strategy_label(o.strategy);
   const std::string place = compute_place(o, threads) + (gpu ? ring.backend_name() : "") +
                             (gpu ? std::string(", kernels ") + engine::cuda_kernels_name(cfg.cuda_kernels) +
-                                       " (asked: " + engine::kernel_request_name(o.kernels) + "), forward " +
-                                       engine::cuda_forward_name(cfg.cuda_forward) +
-                                       " (asked: " + engine::forward_path_request_name(o.forward_path) + ")"
+                                       " (asked: " + engine::kernel_request_name(o.kernels) + "), path " +
+                                       engine::cuda_path_name(cfg.cuda_path) +
+                                       " (asked: " + engine::path_request_name(o.kernel_path) + ")"
                                  : "") +
                             (o.deterministic ? ", deterministic backward" : "");
   const std::string mask_text =
@@ -324,7 +324,7 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
     // Host and GPU runs of the same shape are different configurations for the comparator.
     set_field(context, "device", gpu ? "cuda" : "host");
     set_field(context, "cuda_kernels", gpu ? engine::cuda_kernels_name(cfg.cuda_kernels) : "none");
-    set_field(context, "cuda_forward_path", gpu ? engine::cuda_forward_name(cfg.cuda_forward) : "none");
+    set_field(context, "cuda_kernel_path", gpu ? engine::cuda_path_name(cfg.cuda_path) : "none");
     set_field(context, "deterministic", o.deterministic ? "1" : "0");
     set_field(context, "communicator", ring.backend_name());
     write_results_json(o.json, context, cases);
@@ -366,7 +366,7 @@ int main(int argc, char** argv) {
     request.strategy = opts.strategy;
     request.automatic_strategy = opts.auto_strategy;
     request.cuda_kernels = opts.kernels;
-    request.cuda_forward = opts.forward_path;
+    request.cuda_path = opts.kernel_path;
     request.chosen_by = "--strategy";
     rfa::setup::RingSetup ring;
     std::unique_ptr<rfa::comm::Communicator> control;

@@ -64,10 +64,10 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
                      or fp16. RFA_TRANSPORT=nccl|mpi picks the transport (ranks sharing a GPU:
                      mpi)
   --kernels K        auto | rfa | cudnn (default auto): what the ring steps run on with --device cuda
-  --forward-path F   auto | sm80 | sm90: the implementation of rfa's CUDA forward (default: what
-                     RFA_CUDA_FORWARD_PATH says, else auto = sm80; sm90 is the Hopper path)
                      (cudnn: cuDNN's fused attention wherever it expresses the step; auto: cuDNN
                      when every rank loads it, else rfa's kernels); the header line says which
+  --kernel-path F    auto | sm80 | sm90: the implementation of rfa's CUDA kernels (default: what
+                     RFA_CUDA_KERNEL_PATH says, else auto = sm80; sm90 is the Hopper path)
   --deterministic    bitwise reproducible gradients (deterministic backward kernels)
   --kokkos-help      Kokkos' own options (--kokkos-threads=N, ...)
   --help             this text
@@ -182,8 +182,8 @@ RunOptions parse_run_options(int argc, char** argv) {
         o.kernels = engine::KernelRequest::cudnn;
       else
         fail(RFA_ERROR_INVALID_ARGUMENT, "--kernels must be auto, rfa or cudnn, got '", v, "'");
-    } else if (flag == "--forward-path") {
-      o.forward_path = engine::parse_forward_path_request(value(), "--forward-path");
+    } else if (flag == "--kernel-path") {
+      o.kernel_path = engine::parse_path_request(value(), "--kernel-path");
     } else if (flag == "--deterministic") {
       o.deterministic = true;
     } else if (flag == "--device") {
@@ -215,8 +215,8 @@ RunOptions parse_run_options(int argc, char** argv) {
           " or run it on the host");
   require(o.device == RunDevice::cuda || o.kernels != engine::KernelRequest::cudnn,
           "--kernels cudnn needs --device cuda (host runs use rfa's host kernels)");
-  require(o.device == RunDevice::cuda || o.forward_path != engine::ForwardPathRequest::sm90,
-          "--forward-path sm90 needs --device cuda (host runs use rfa's host kernels)");
+  require(o.device == RunDevice::cuda || o.kernel_path != engine::PathRequest::sm90,
+          "--kernel-path sm90 needs --device cuda (host runs use rfa's host kernels)");
   return o;
 }
 

@@ -42,8 +42,8 @@ struct RunOptions {
   bool auto_strategy = false;          ///< --strategy auto: the performance model's plan (and layout)
   std::string plan;                    ///< what runs and why, for the header (auto: the model's words)
   engine::KernelRequest kernels = engine::KernelRequest::automatic;  ///< --kernels (CUDA devices)
-  /// --forward-path (CUDA devices); unset: RFA_CUDA_FORWARD_PATH decides, as for the C API.
-  engine::ForwardPathRequest forward_path = engine::ForwardPathRequest::environment;
+  /// --kernel-path (CUDA devices); unset: RFA_CUDA_KERNEL_PATH decides, as for the C API.
+  engine::PathRequest kernel_path = engine::PathRequest::environment;
   bool deterministic = false;  ///< --deterministic: bitwise reproducible gradients
 };
 

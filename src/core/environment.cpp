@@ -22,8 +22,8 @@ const EnvVariable kRegistry[] = {
     {Env::cuda_kernels, "RFA_CUDA_KERNELS", "librfa (CUDA contexts)", "`auto`",
      "`auto`, `rfa` or `cudnn`: what the ring steps of a CUDA context run on when `options.cuda_kernels` is left "
      "at its default (`auto`: cuDNN when every rank loads it)"},
-    {Env::cuda_forward_path, "RFA_CUDA_FORWARD_PATH", "librfa (CUDA contexts)", "`auto`",
-     "`auto`, `sm80` or `sm90`: the implementation of rfa's CUDA forward kernel (`auto`: sm80; `sm90`, the "
+    {Env::cuda_path, "RFA_CUDA_KERNEL_PATH", "librfa (CUDA contexts)", "`auto`",
+     "`auto`, `sm80` or `sm90`: the implementation of rfa's CUDA kernels, forward and backward (`auto`: sm80; `sm90`, the "
      "Hopper path, needs a build with it and compute capability 9.x on every rank); alike on every rank"},
     {Env::cudnn_library, "RFA_CUDNN_LIBRARY", "librfa (cuDNN kernels)", "`libcudnn.so.9`",
      "the cuDNN library file to load, instead of `libcudnn.so.9` from the loader's search path"},

@@ -17,7 +17,7 @@ enum class Env {
   timeout_s,
   check_values,
   cuda_kernels,
-  cuda_forward_path,
+  cuda_path,
   cudnn_library,
   nccl_timeout_s,
   transport,

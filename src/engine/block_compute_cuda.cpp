@@ -40,11 +40,11 @@ rfa_cuda_position_map cuda_positions(const PositionMap& m) {
 
 template <class T>
 void launch_forward(const rfa_cuda_attention_shape& shape, const T* q, const T* k, const T* v, float* out, float* lse,
-                    bool merge, CudaForward path, cudaStream_t stream) {
+                    bool merge, CudaPath path, cudaStream_t stream) {
   rfa_cuda_forward_params f;
   rfa_cuda_forward_params_init(&f);
   f.shape = shape;
-  f.path = path == CudaForward::sm90 ? RFA_CUDA_PATH_SM90 : RFA_CUDA_PATH_SM80;
+  f.path = path == CudaPath::sm90 ? RFA_CUDA_PATH_SM90 : RFA_CUDA_PATH_SM80;
   f.q = q;
   f.k = k;
   f.v = v;
@@ -86,14 +86,14 @@ template <class T>
 void CudaBlockCompute::forward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                                Tensor4<const T> v, Tensor4<float> out, Tensor3<float> lse,
                                const kernels::ProgressHook&) {
-  launch_forward<T>(shape<T>(p), q.data(), k.data(), v.data(), out.data(), lse.data(), false, forward_path_, stream_);
+  launch_forward<T>(shape<T>(p), q.data(), k.data(), v.data(), out.data(), lse.data(), false, path_, stream_);
 }
 
 template <class T>
 void CudaBlockCompute::forward_merged(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                                       Tensor4<const T> v, Tensor4<float> out, Tensor3<float> lse, Tensor4<float>,
                                       Tensor3<float>, const kernels::ProgressHook&) {
-  launch_forward<T>(shape<T>(p), q.data(), k.data(), v.data(), out.data(), lse.data(), true, forward_path_, stream_);
+  launch_forward<T>(shape<T>(p), q.data(), k.data(), v.data(), out.data(), lse.data(), true, path_, stream_);
 }
 
 template <class T>
@@ -131,6 +131,7 @@ void CudaBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<const
   b.dk = dk.data();
   b.dv = dv.data();
   b.deterministic = p.deterministic ? 1 : 0;
+  b.path = path_ == CudaPath::sm90 ? RFA_CUDA_PATH_SM90 : RFA_CUDA_PATH_SM80;
   check(rfa_cuda_flash_backward(&b, stream_), "rfa_cuda_flash_backward");
 }
 

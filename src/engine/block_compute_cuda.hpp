@@ -37,10 +37,10 @@ class CudaBlockCompute {
   /// `device_doc_bounds`: the context's document boundaries in device memory (the kernels read
   /// them there; AttentionParams::doc_bounds is the host copy the engine classifies with), or
   /// nullptr without documents.
-  /// `forward_path`: the implementation of the forward kernel (RingConfig::cuda_forward).
+  /// `kernel_path`: the implementation of the forward and backward kernels (RingConfig::cuda_path).
   CudaBlockCompute(cudaStream_t stream, WorkspaceCache<memory_space>& cache,
-                   const std::int64_t* device_doc_bounds = nullptr, CudaForward forward_path = CudaForward::sm80)
-      : stream_(stream), cache_(&cache), device_doc_bounds_(device_doc_bounds), forward_path_(forward_path) {}
+                   const std::int64_t* device_doc_bounds = nullptr, CudaPath kernel_path = CudaPath::sm80)
+      : stream_(stream), cache_(&cache), device_doc_bounds_(device_doc_bounds), path_(kernel_path) {}
 
   /// Device buffers are kept in the engine's cache between calls (see WorkspaceCache).
   Workspace<memory_space> workspace() { return Workspace<memory_space>(cache_); }
@@ -86,7 +86,7 @@ class CudaBlockCompute {
   cudaStream_t stream_;
   WorkspaceCache<memory_space>* cache_;
   const std::int64_t* device_doc_bounds_;
-  CudaForward forward_path_;
+  CudaPath path_;
 };
 
 }  // namespace engine

@@ -60,65 +60,65 @@ CudaKernels choose_cuda_kernels(comm::Communicator& comm, Device device, KernelR
   return everywhere == 1 ? CudaKernels::cudnn : CudaKernels::rfa;
 }
 
-const char* forward_path_request_name(ForwardPathRequest r) {
+const char* path_request_name(PathRequest r) {
   switch (r) {
-    case ForwardPathRequest::environment: return "environment";
-    case ForwardPathRequest::automatic: return "auto";
-    case ForwardPathRequest::sm80: return "sm80";
-    case ForwardPathRequest::sm90: return "sm90";
+    case PathRequest::environment: return "environment";
+    case PathRequest::automatic: return "auto";
+    case PathRequest::sm80: return "sm80";
+    case PathRequest::sm90: return "sm90";
   }
   return "unknown";
 }
 
-const char* cuda_forward_name(CudaForward f) { return f == CudaForward::sm90 ? "sm90" : "sm80"; }
+const char* cuda_path_name(CudaPath f) { return f == CudaPath::sm90 ? "sm90" : "sm80"; }
 
-ForwardPathRequest parse_forward_path_request(const std::string& text, const char* what) {
-  if (text == "auto") return ForwardPathRequest::automatic;
-  if (text == "sm80") return ForwardPathRequest::sm80;
-  if (text == "sm90") return ForwardPathRequest::sm90;
+PathRequest parse_path_request(const std::string& text, const char* what) {
+  if (text == "auto") return PathRequest::automatic;
+  if (text == "sm80") return PathRequest::sm80;
+  if (text == "sm90") return PathRequest::sm90;
   fail(RFA_ERROR_INVALID_ARGUMENT, what, " is '", text, "'; it must be auto, sm80 or sm90");
 }
 
 namespace {
 
 // This rank's answer for `request` (not `environment`): local.
-CudaForward resolve_forward_here(ForwardPathRequest request) {
+CudaPath resolve_forward_here(PathRequest request) {
 #if RFA_ENGINE_CUDA
-  const rfa_cuda_path asked = request == ForwardPathRequest::sm90   ? RFA_CUDA_PATH_SM90
-                              : request == ForwardPathRequest::sm80 ? RFA_CUDA_PATH_SM80
+  const rfa_cuda_path asked = request == PathRequest::sm90   ? RFA_CUDA_PATH_SM90
+                              : request == PathRequest::sm80 ? RFA_CUDA_PATH_SM80
                                                                     : RFA_CUDA_PATH_AUTO;
   rfa_cuda_path chosen = RFA_CUDA_PATH_SM80;
   if (rfa_cuda_resolve_path(asked, &chosen) != RFA_CUDA_SUCCESS)
-    fail(RFA_ERROR_UNSUPPORTED, "the CUDA forward path ", forward_path_request_name(request), " was asked for, but ",
+    fail(RFA_ERROR_UNSUPPORTED, "the CUDA kernel path ", path_request_name(request), " was asked for, but ",
          rfa_cuda_last_error_message());
-  return chosen == RFA_CUDA_PATH_SM90 ? CudaForward::sm90 : CudaForward::sm80;
+  return chosen == RFA_CUDA_PATH_SM90 ? CudaPath::sm90 : CudaPath::sm80;
 #else
-  if (request == ForwardPathRequest::sm90)
+  if (request == PathRequest::sm90)
     fail(RFA_ERROR_UNSUPPORTED,
-         "the CUDA forward path sm90 was asked for, but this build's engine has no CUDA "
+         "the CUDA kernel path sm90 was asked for, but this build's engine has no CUDA "
          "backend (rfa was built against a Kokkos without CUDA)");
-  return CudaForward::sm80;
+  return CudaPath::sm80;
 #endif
 }
 
 }  // namespace
 
-CudaForward choose_cuda_forward(comm::Communicator& comm, Device device, ForwardPathRequest request) {
-  CudaForward chosen = CudaForward::sm80;
-  ForwardPathRequest asked = request;
+CudaPath choose_cuda_path(comm::Communicator& comm, Device device, PathRequest request) {
+  CudaPath chosen = CudaPath::sm80;
+  PathRequest asked = request;
   comm::check_everywhere(comm, [&] {
-    if (asked == ForwardPathRequest::environment) {
-      const std::string text = env_text(Env::cuda_forward_path);
-      asked = text.empty() ? ForwardPathRequest::automatic
-                           : parse_forward_path_request(text, env_name(Env::cuda_forward_path));
+    if (asked == PathRequest::environment) {
+      const std::string text = env_text(Env::cuda_path);
+      asked = text.empty() ? PathRequest::automatic
+                           : parse_path_request(text, env_name(Env::cuda_path));
     }
     if (device == Device::cuda) {
       chosen = resolve_forward_here(asked);
-    } else if (asked == ForwardPathRequest::sm90) {
-      fail(RFA_ERROR_UNSUPPORTED, "the CUDA forward path sm90 runs on CUDA contexts only (options.device is the host)");
+    } else if (asked == PathRequest::sm90) {
+      fail(RFA_ERROR_UNSUPPORTED, "the CUDA kernel path sm90 runs on CUDA contexts only (options.device is the host)");
     }
   });
-  comm::require_same_everywhere(comm, {{"CUDA forward path (RFA_CUDA_FORWARD_PATH)", std::int64_t(asked)}});
+  comm::require_same_everywhere(comm, {{"CUDA kernel path (RFA_CUDA_KERNEL_PATH)", std::int64_t(asked)}});
   return chosen;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Which kernels a CUDA context's ring steps run on (docs/gpus.md): rfa's own (kernels_cuda) or
-// cuDNN's fused attention (kernels_cuda/src/cudnn), and which implementation of rfa's forward
-// (the sm_80 one or the Hopper one), chosen at creation, the same on every rank.
+// cuDNN's fused attention (kernels_cuda/src/cudnn), and which implementation of rfa's kernels
+// (the sm_80 ones or the Hopper ones), chosen at creation, the same on every rank.
 #pragma once
 
 #include <string>
@@ -31,27 +31,27 @@ std::string cudnn_unavailable_reason();
 CudaKernels choose_cuda_kernels(comm::Communicator& comm, Device device, KernelRequest request);
 
 /// Which forward implementation of rfa's CUDA kernels the caller asks for.
-enum class ForwardPathRequest {
-  environment,  ///< RFA_CUDA_FORWARD_PATH decides (unset: automatic)
+enum class PathRequest {
+  environment,  ///< RFA_CUDA_KERNEL_PATH decides (unset: automatic)
   automatic,    ///< kernels_cuda's RFA_CUDA_PATH_AUTO
   sm80,
   sm90
 };
 
 /// "environment", "auto", "sm80", "sm90".
-const char* forward_path_request_name(ForwardPathRequest r);
+const char* path_request_name(PathRequest r);
 /// "sm80", "sm90".
-const char* cuda_forward_name(CudaForward f);
+const char* cuda_path_name(CudaPath f);
 /// "auto", "sm80" or "sm90" as a request; throws RFA_ERROR_INVALID_ARGUMENT naming `what`
 /// otherwise. Local.
-ForwardPathRequest parse_forward_path_request(const std::string& text, const char* what);
+PathRequest parse_path_request(const std::string& text, const char* what);
 
-/// Collective over `comm`: the forward path of a context on `device`. CUDA contexts: what
+/// Collective over `comm`: the kernel path of a context on `device`. CUDA contexts: what
 /// kernels_cuda resolves the request to on every rank (rfa_cuda_resolve_path); host contexts:
 /// sm80 (unused there). Fails on every rank: RFA_ERROR_UNSUPPORTED, with the reason, for sm90
 /// on a host context or where some rank cannot run it; RFA_ERROR_INVALID_ARGUMENT for a
-/// malformed RFA_CUDA_FORWARD_PATH; RFA_ERROR_INVALID_USAGE when the ranks' requests differ.
-CudaForward choose_cuda_forward(comm::Communicator& comm, Device device, ForwardPathRequest request);
+/// malformed RFA_CUDA_KERNEL_PATH; RFA_ERROR_INVALID_USAGE when the ranks' requests differ.
+CudaPath choose_cuda_path(comm::Communicator& comm, Device device, PathRequest request);
 
 }  // namespace engine
 }  // namespace rfa

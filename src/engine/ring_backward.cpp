@@ -37,14 +37,14 @@ void RingAttention::backward_device(DeviceTensor4<const T> q, DeviceTensor4<cons
   const auto stream = static_cast<cudaStream_t>(cuda_stream_);
 #if RFA_ENGINE_CUDNN
   if (cudnn_) {
-    CudnnBlockCompute blocks(stream, device_cache_, device_doc_bounds(), *cudnn_, step_params(), config_.cuda_forward);
+    CudnnBlockCompute blocks(stream, device_cache_, device_doc_bounds(), *cudnn_, step_params(), config_.cuda_path);
     naming_step_of_timeout(
         "backward", [&] { run_backward<CudnnBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode); });
     last_cudnn_steps_ = blocks.cudnn_steps();
     return;
   }
 #endif
-  CudaBlockCompute blocks(stream, device_cache_, device_doc_bounds(), config_.cuda_forward);
+  CudaBlockCompute blocks(stream, device_cache_, device_doc_bounds(), config_.cuda_path);
   naming_step_of_timeout("backward",
                          [&] { run_backward<CudaBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode); });
   last_cudnn_steps_ = 0;

@@ -53,7 +53,7 @@ void require_same_config(comm::Communicator& comm, const RingConfig& c) {
                                        {"window", c.window},
                                        {"cuda kernels", std::int64_t(c.cuda_kernels)},
                                        {"deterministic", c.deterministic ? 1 : 0},
-                                       {"cuda forward path", std::int64_t(c.cuda_forward)},
+                                       {"cuda kernel path", std::int64_t(c.cuda_path)},
                                        {"document boundaries (count)", std::int64_t(c.doc_bounds.size())},
                                        {"document boundaries (hash)",
                                         document_bounds_hash(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()))}});

@@ -20,8 +20,8 @@ enum class CudaKernels {
   cudnn  ///< cuDNN's fused attention for every step it expresses exactly, kernels_cuda for the rest
 };
 
-/// The implementation of kernels_cuda's forward that CUDA contexts run (rfa_cuda_path).
-enum class CudaForward {
+/// The implementation of kernels_cuda's forward and backward that CUDA contexts run (rfa_cuda_path).
+enum class CudaPath {
   sm80,  ///< mma.sync, every device of compute capability 8.0 or newer
   sm90   ///< wgmma and TMA, compute capability 9.x, builds with the Hopper kernels
 };
@@ -42,7 +42,7 @@ struct RingConfig {
   /// holds positions [b[d], b[d+1])); empty: one document. core/documents.hpp.
   std::vector<std::int64_t> doc_bounds;
   CudaKernels cuda_kernels = CudaKernels::rfa;   ///< Device::cuda only
-  CudaForward cuda_forward = CudaForward::sm80;  ///< Device::cuda only: the forward of rfa's kernels
+  CudaPath cuda_path = CudaPath::sm80;  ///< Device::cuda only: rfa's kernels' implementation
   bool deterministic = false;                    ///< the backward's gradients are bitwise reproducible
 };
 

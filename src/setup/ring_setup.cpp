@@ -93,7 +93,7 @@ RingSetup set_up_ring(MPI_Comm comm, const SetupRequest& request) {
   s.comm = make_communicator(comm, s.order.position, request);
   // What the CUDA steps run on, the same on every rank (auto: cuDNN where every rank loads it).
   s.config.cuda_kernels = engine::choose_cuda_kernels(*s.comm, s.config.device, request.cuda_kernels);
-  s.config.cuda_forward = engine::choose_cuda_forward(*s.comm, s.config.device, request.cuda_forward);
+  s.config.cuda_path = engine::choose_cuda_path(*s.comm, s.config.device, request.cuda_path);
   choose_strategy(comm, request, s);
   s.engine = engine::make_strategy(*s.comm, s.config, s.strategy);
   return s;

@@ -4,7 +4,7 @@
 // every step collective and failing on every rank together: the ring order (topology), the
 // device check (Kokkos allocates on the current CUDA device), the communicator (MPI on the
 // host; NCCL or MPI staged / CUDA-aware on devices), the CUDA block kernels (rfa's or cuDNN's,
-// and the implementation of rfa's forward), the strategy (the caller's, or the performance
+// and the implementation of rfa's kernels), the strategy (the caller's, or the performance
 // model's plan for RFA_STRATEGY_AUTO), the engine.
 #pragma once
 
@@ -34,8 +34,8 @@ struct SetupRequest {
   rfa_ring_order_t ring_order = RFA_RING_ORDER_DEFAULT;
   comm::TransportChoice transport = comm::TransportChoice::automatic;  ///< CUDA contexts
   engine::KernelRequest cuda_kernels = engine::KernelRequest::automatic;
-  /// The forward implementation of rfa's CUDA kernels (default: RFA_CUDA_FORWARD_PATH decides).
-  engine::ForwardPathRequest cuda_forward = engine::ForwardPathRequest::environment;
+  /// The forward implementation of rfa's CUDA kernels (default: RFA_CUDA_KERNEL_PATH decides).
+  engine::PathRequest cuda_path = engine::PathRequest::environment;
   /// The deadline of MPI operations as MpiOptions spells it: < 0 the environment or the
   /// default, 0 none, > 0 seconds.
   double timeout_s = -1.0;

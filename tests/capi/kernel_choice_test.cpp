@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// options.cuda_kernels and RFA_CUDA_KERNELS, RFA_CUDA_FORWARD_PATH, and options.deterministic,
+// options.cuda_kernels and RFA_CUDA_KERNELS, RFA_CUDA_KERNEL_PATH, and options.deterministic,
 // through the C API on any machine: what a context reports it runs, the refusals (cuDNN or the
 // Hopper forward on a host context, cuDNN where this build or machine cannot run it, a
 // malformed value, ranks that ask differently) on every rank with the reason. The CUDA
@@ -92,19 +92,19 @@ TEST(KernelChoice, CudnnWhereItCannotRunIsRefusedWithTheReason) {
 TEST(KernelChoice, TheForwardPathIsCheckedOnEveryContext) {
   const rfa_options_t o = options();
   for (const char* fine : {"auto", "sm80"}) {
-    ScopedEnv asked("RFA_CUDA_FORWARD_PATH", fine);
+    ScopedEnv asked("RFA_CUDA_KERNEL_PATH", fine);
     EXPECT_EQ(int(created_options(o).cuda_kernels), int(RFA_CUDA_KERNELS_RFA)) << fine;
   }
   rfa_context_t ctx = nullptr;
   {
-    ScopedEnv asked("RFA_CUDA_FORWARD_PATH", "sm90");
-    EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "forward path sm90",
+    ScopedEnv asked("RFA_CUDA_KERNEL_PATH", "sm90");
+    EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "kernel path sm90",
                      "CUDA contexts only");
   }
   {
-    ScopedEnv bad("RFA_CUDA_FORWARD_PATH", "sm100");
+    ScopedEnv bad("RFA_CUDA_KERNEL_PATH", "sm100");
     EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx),
-                     "RFA_CUDA_FORWARD_PATH is 'sm100'", "auto, sm80 or sm90");
+                     "RFA_CUDA_KERNEL_PATH is 'sm100'", "auto, sm80 or sm90");
   }
   EXPECT_EQ(ctx, nullptr);
 }
@@ -114,10 +114,10 @@ TEST(KernelChoice, RanksAskingForDifferentForwardPathsFailTogether) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size < 2) GTEST_SKIP() << "needs two ranks";
-  ScopedEnv asked("RFA_CUDA_FORWARD_PATH", rank == 0 ? "sm80" : "auto");
+  ScopedEnv asked("RFA_CUDA_KERNEL_PATH", rank == 0 ? "sm80" : "auto");
   const rfa_options_t o = options();
   rfa_context_t ctx = nullptr;
-  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "CUDA forward path");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "CUDA kernel path");
   EXPECT_EQ(ctx, nullptr);
 }
 

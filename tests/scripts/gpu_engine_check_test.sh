@@ -130,7 +130,7 @@ check "with cuDNN: the error at P = 2, 4, 8 on both kernel choices" \
 check "with cuDNN: still few result files" [ "$(ls "$tmp/out5" | wc -l)" -le 8 ]
 check "without cuDNN (case 1): none of its steps" [ "$(grep -c "cudnn_test\|ring_steps_" "$tmp/out1.txt")" -eq 0 ]
 
-# 6. With CUTLASS's headers carried (packed) on a 9.0 GPU: the Hopper forward is built and the
+# 6. With CUTLASS's headers carried (packed) on a 9.0 GPU: the Hopper kernels are built and the
 #    main job runs on it, checked, then timed.
 mkdir -p "$tmp/cutlass-src/cutlass/include/cute"
 touch "$tmp/cutlass-src/cutlass/include/cute/tensor.hpp"
@@ -138,10 +138,10 @@ tar -czf "$tmp/deps/cutlass-headers.tar.gz" -C "$tmp/cutlass-src" cutlass
 run_check "$tmp/out6"
 rc=$?
 check "with CUTLASS: exit code 0" [ $rc -eq 0 ]
-check "with CUTLASS: rfa is configured with the Hopper forward" \
+check "with CUTLASS: rfa is configured with the Hopper kernels" \
   grep -q "RFA_ENABLE_HOPPER=ON -DCUTLASS_INCLUDE_DIR=$work/cutlass/include" "$tmp/out6/build.log"
 check "with CUTLASS: the main job runs on it, checked and timed" \
-  [ "$(grep -c "rfa_run ranks=4 transport=mpi --device cuda --forward-path sm90" "$tmp/out6/rfa_run.log")" -eq 2 ]
+  [ "$(grep -c "rfa_run ranks=4 transport=mpi --device cuda --kernel-path sm90" "$tmp/out6/rfa_run.log")" -eq 2 ]
 check "with CUTLASS: its runs' JSON comes back" [ "$(grep -c '^// rfa_run_.*_sm90' "$tmp/out6/rfa_run_json.txt")" -eq 2 ]
 check "without CUTLASS (case 1): built without it, no sm90 run" \
   sh -c "grep -q RFA_ENABLE_HOPPER=OFF '$tmp/out1/build.log' && ! grep -q sm90 '$tmp/out1/rfa_run.log'"
