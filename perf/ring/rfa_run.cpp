@@ -159,13 +159,13 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
   const bool overlap = o.overlap && P > 1 && is_ring;
   const bool gpu = o.device == RunDevice::cuda;
   const std::string strategy = strategy_label(o.strategy);
-  const std::string place = compute_place(o, threads) + (gpu ? ring.backend_name() : "") +
-                            (gpu ? std::string(", kernels ") + engine::cuda_kernels_name(cfg.cuda_kernels) +
-                                       " (asked: " + engine::kernel_request_name(o.kernels) + "), path " +
-                                       engine::cuda_path_name(cfg.cuda_path) +
-                                       " (asked: " + engine::path_request_name(o.kernel_path) + ")"
-                                 : "") +
-                            (o.deterministic ? ", deterministic backward" : "");
+  const std::string place =
+      compute_place(o, threads) + (gpu ? ring.backend_name() : "") +
+      (gpu ? std::string(", kernels ") + engine::cuda_kernels_name(cfg.cuda_kernels) +
+                 " (asked: " + engine::kernel_request_name(o.kernels) + "), path " +
+                 engine::cuda_path_name(cfg.cuda_path) + " (asked: " + engine::path_request_name(o.kernel_path) + ")"
+           : "") +
+      (o.deterministic ? ", deterministic backward" : "");
   const std::string mask_text =
       std::string(causal ? "causal" : "non-causal") + (o.window > 0 ? ", window " + std::to_string(o.window) : "");
   progress(me, "rfa_run: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, strategy %s, %s (ring order: %s), %s\n",

@@ -23,8 +23,8 @@ const EnvVariable kRegistry[] = {
      "`auto`, `rfa` or `cudnn`: what the ring steps of a CUDA context run on when `options.cuda_kernels` is left "
      "at its default (`auto`: cuDNN when every rank loads it)"},
     {Env::cuda_path, "RFA_CUDA_KERNEL_PATH", "librfa (CUDA contexts)", "`auto`",
-     "`auto`, `sm80` or `sm90`: the implementation of rfa's CUDA kernels, forward and backward (`auto`: sm80; `sm90`, the "
-     "Hopper path, needs a build with it and compute capability 9.x on every rank); alike on every rank"},
+     "`auto`, `sm80` or `sm90`: the implementation of rfa's CUDA kernels, forward and backward (`auto`: sm80; "
+     "`sm90`, the Hopper path, needs a build with it and compute capability 9.x on every rank); alike on every rank"},
     {Env::cudnn_library, "RFA_CUDNN_LIBRARY", "librfa (cuDNN kernels)", "`libcudnn.so.9`",
      "the cuDNN library file to load, instead of `libcudnn.so.9` from the loader's search path"},
     {Env::nccl_timeout_s, "RFA_NCCL_TIMEOUT_S", "librfa (NCCL)", "`300`",

@@ -82,11 +82,11 @@ PathRequest parse_path_request(const std::string& text, const char* what) {
 namespace {
 
 // This rank's answer for `request` (not `environment`): local.
-CudaPath resolve_forward_here(PathRequest request) {
+CudaPath resolve_path_here(PathRequest request) {
 #if RFA_ENGINE_CUDA
   const rfa_cuda_path asked = request == PathRequest::sm90   ? RFA_CUDA_PATH_SM90
                               : request == PathRequest::sm80 ? RFA_CUDA_PATH_SM80
-                                                                    : RFA_CUDA_PATH_AUTO;
+                                                             : RFA_CUDA_PATH_AUTO;
   rfa_cuda_path chosen = RFA_CUDA_PATH_SM80;
   if (rfa_cuda_resolve_path(asked, &chosen) != RFA_CUDA_SUCCESS)
     fail(RFA_ERROR_UNSUPPORTED, "the CUDA kernel path ", path_request_name(request), " was asked for, but ",
@@ -109,11 +109,10 @@ CudaPath choose_cuda_path(comm::Communicator& comm, Device device, PathRequest r
   comm::check_everywhere(comm, [&] {
     if (asked == PathRequest::environment) {
       const std::string text = env_text(Env::cuda_path);
-      asked = text.empty() ? PathRequest::automatic
-                           : parse_path_request(text, env_name(Env::cuda_path));
+      asked = text.empty() ? PathRequest::automatic : parse_path_request(text, env_name(Env::cuda_path));
     }
     if (device == Device::cuda) {
-      chosen = resolve_forward_here(asked);
+      chosen = resolve_path_here(asked);
     } else if (asked == PathRequest::sm90) {
       fail(RFA_ERROR_UNSUPPORTED, "the CUDA kernel path sm90 runs on CUDA contexts only (options.device is the host)");
     }

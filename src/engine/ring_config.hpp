@@ -41,9 +41,9 @@ struct RingConfig {
   /// Packed documents: cumulative boundaries 0 = b[0] <= ... <= b[n] = seq_total (document d
   /// holds positions [b[d], b[d+1])); empty: one document. core/documents.hpp.
   std::vector<std::int64_t> doc_bounds;
-  CudaKernels cuda_kernels = CudaKernels::rfa;   ///< Device::cuda only
-  CudaPath cuda_path = CudaPath::sm80;  ///< Device::cuda only: rfa's kernels' implementation
-  bool deterministic = false;                    ///< the backward's gradients are bitwise reproducible
+  CudaKernels cuda_kernels = CudaKernels::rfa;  ///< Device::cuda only
+  CudaPath cuda_path = CudaPath::sm80;          ///< Device::cuda only: rfa's kernels' implementation
+  bool deterministic = false;                   ///< the backward's gradients are bitwise reproducible
 };
 
 /// Sets the mask fields of kernel params from the config: the window, and the documents

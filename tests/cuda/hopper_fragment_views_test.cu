@@ -6,8 +6,8 @@
 //  - the rows/columns views give each value its (row, column): a thread's rows are the same in
 //    both products, and the two values of a pair are adjacent columns;
 //  - V, Q, dO and K read transposed address the same shared-memory elements as themselves;
-//  - the backward's dQ product gives each consumer warpgroup half of the head dimension, every
-//    element once, and its dS buffers give every element its own place;
+//  - the backward's dQ products cover the tile between the two consumer warpgroups (half the head
+//    dimension each, or half the keys each), and its dS buffers give every element its own place;
 //  - each kernel's shared memory fits a Hopper CTA.
 #include <cstdio>
 #include <vector>
@@ -107,19 +107,26 @@ void check_backward(const char* name) {
                  typename Traits::KeysByDim>(Traits::kConsumerThreads);
   check_transposed<typename Traits::SmemLayoutQ, typename Traits::SmemLayoutQt>("Q (and dO) transposed in place");
   check_transposed<typename Traits::SmemLayoutK, typename Traits::SmemLayoutKt>("K transposed in place");
-  // dQ: consumer warpgroup w computes every query row of the tile and columns w D/2 .. (w + 1) D/2 - 1.
+  // dQ: each consumer warpgroup's product covers every query row of the tile and its columns: half
+  // the head dimension each (every element once), or all of it over half the keys each (every
+  // element twice, once per consumer).
   typename Traits::MmaQueryGrad mma;
-  auto identity = make_identity_tensor(typename Traits::QueriesByDim{});
+  auto identity = make_identity_tensor(typename Traits::QueriesByDqColumns{});
   std::vector<int> seen(Traits::kBlockM * Traits::kHeadDim, 0);
-  for (int t = 0; t < Traits::kConsumerThreads; ++t) {
-    Tensor at = mma.get_thread_slice(t).partition_C(identity);
-    for (int i = 0; i < size(at); ++i) {
-      const int q = get<0>(at(i)), d = get<1>(at(i));
-      expect(d / (Traits::kHeadDim / 2) == t / 128, "dQ: a warpgroup's half of the head dimension", t, i);
-      ++seen[q * Traits::kHeadDim + d];
+  for (int consumer = 0; consumer < 2; ++consumer)
+    for (int t = 0; t < 128; ++t) {
+      Tensor at = mma.get_thread_slice(t).partition_C(identity);
+      for (int i = 0; i < size(at); ++i) {
+        const int q = get<0>(at(i));
+        const int d = get<1>(at(i)) + (Traits::kDqSplitsKeys ? 0 : consumer * Traits::kDqColumns);
+        expect(d < Traits::kHeadDim, "dQ: columns within the head dimension", t, i);
+        if (d < Traits::kHeadDim) ++seen[q * Traits::kHeadDim + d];
+      }
     }
-  }
-  for (int e = 0; e < int(seen.size()); ++e) expect(seen[e] == 1, "dQ: every element computed once", e, seen[e]);
+  const int times = Traits::kDqSplitsKeys ? 2 : 1;
+  for (int e = 0; e < int(seen.size()); ++e)
+    expect(seen[e] == times, "dQ: every element of the tile covered", e, seen[e]);
+  expect(Traits::kDqKeys * (Traits::kDqSplitsKeys ? 2 : 1) == Traits::kBlockN, "dQ: all keys summed", -1, -1);
   // dS's buffers: every (query, key, buffer) its own element.
   typename Traits::SmemLayoutDs ds;
   std::vector<int> used(cosize(ds), 0);

@@ -91,7 +91,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   using T = typename Traits::T;
   using Pipeline = typename Traits::Pipeline;
   using PipelineState = typename cutlass::PipelineState<Traits::kStages>;
-  constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, D = Traits::kHeadDim, kHalf = D / 2;
+  constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, D = Traits::kHeadDim;
 
   extern __shared__ __align__(1024) unsigned char shared_bytes[];
   auto& shared = *reinterpret_cast<typename Traits::SharedStorage*>(shared_bytes);
@@ -166,20 +166,25 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   typename Traits::MmaQueryGrad mma_query_grad;
   auto thread_scores = mma_scores.get_thread_slice(consumer_thread);
   auto thread_key_grads = mma_key_grads.get_thread_slice(consumer_thread);
-  auto thread_query_grad = mma_query_grad.get_thread_slice(consumer_thread);
+  auto thread_query_grad = mma_query_grad.get_thread_slice(consumer_thread % 128);
   Tensor tSrK = thread_scores.partition_fragment_A(sK);
   Tensor tSrV = thread_scores.partition_fragment_A(sV);
   Tensor tSrQ = thread_scores.partition_fragment_B(sQ);             // (MMA, MMA_N, MMA_K, stage)
   Tensor tSrDout = thread_scores.partition_fragment_B(sDout);       // (MMA, MMA_N, MMA_K, stage)
   Tensor tGrDoutT = thread_key_grads.partition_fragment_B(sDoutT);  // (MMA, MMA_N, MMA_K, stage)
   Tensor tGrQt = thread_key_grads.partition_fragment_B(sQt);        // (MMA, MMA_N, MMA_K, stage)
-  Tensor tQrDs = thread_query_grad.partition_fragment_A(sDs);       // (MMA, MMA_M, MMA_K, buffer)
-  Tensor tQrKt = thread_query_grad.partition_fragment_B(sKt);
+  // This consumer's share of dQ = dS K (backward_sm90_traits.hpp): its columns of K^T, or its keys.
+  constexpr int kDqColumns = Traits::kDqColumns;
+  const int dq_column0 = Traits::kDqSplitsKeys ? 0 : consumer * kDqColumns;
+  const int dq_key_block = Traits::kDqSplitsKeys ? consumer : 0;
+  Tensor sKtMine = local_tile(sKt, Shape<typename Traits::DqColumns, typename Traits::DqKeys>{},
+                              make_coord(dq_column0 / kDqColumns, dq_key_block));
+  Tensor tQrKt = thread_query_grad.partition_fragment_B(sKtMine);
   Tensor tSrS = partition_fragment_C(mma_scores, typename Traits::KeysByQueries{});
   Tensor tSrDp = partition_fragment_C(mma_scores, typename Traits::KeysByQueries{});
   Tensor tGrDv = partition_fragment_C(mma_key_grads, typename Traits::KeysByDim{});
   Tensor tGrDk = partition_fragment_C(mma_key_grads, typename Traits::KeysByDim{});
-  Tensor tQrDq = partition_fragment_C(mma_query_grad, typename Traits::QueriesByDim{});
+  Tensor tQrDq = partition_fragment_C(mma_query_grad, typename Traits::QueriesByDqColumns{});
   Tensor tGrP = make_tensor<T>(scores_as_a_operand(tSrS.layout()));
   Tensor tGrDs = make_tensor<T>(scores_as_a_operand(tSrDp.layout()));
   // Rows (keys) and columns (queries) of S^T and dP^T, with their tile coordinates; the same for
@@ -192,7 +197,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   Tensor dk = make_tensor(tGrDk.data(), rows_cols_view(tGrDk.layout()));
   Tensor grad_coords = thread_key_grads.partition_C(make_identity_tensor(typename Traits::KeysByDim{}));
   Tensor grad_at = make_tensor(grad_coords.data(), rows_cols_view(grad_coords.layout()));
-  Tensor dq_at = thread_query_grad.partition_C(make_identity_tensor(typename Traits::QueriesByDim{}));
+  Tensor dq_at = thread_query_grad.partition_C(make_identity_tensor(typename Traits::QueriesByDqColumns{}));
   constexpr int kRows = decltype(size<0>(p))::value, kCols = decltype(size<1>(p))::value;
 
   // The keys' positions and documents, found once.
@@ -207,7 +212,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 
   clear(tGrDv);
   clear(tGrDk);
-  float* dq_tile = shared.dq.data() + consumer * kBlockM * kHalf;  // this consumer's half, [query][kHalf]
+  float* dq_tile = shared.dq.data() + consumer * kBlockM * kDqColumns;  // this consumer's share, [query][column]
   if (first < walk.iterations) {
     cutlass::arch::ClusterTransactionBarrier::wait(&shared.kv_barrier, 0);
     PipelineState read;
@@ -265,28 +270,29 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       for (int i = 0; i < size(ds); ++i) sDs(get<1>(score_at(i)), get<0>(score_at(i)), buffer) = T(ds(i));
       fence_shared_for_async();
       named_barrier_sync(3, Traits::kConsumerThreads);
-      Tensor tQrDsHere = tQrDs(_, _, _, buffer);
-      issue_gemm<false>(mma_query_grad, tQrDsHere, tQrKt, tQrDq, true);
+      Tensor tQrDs = thread_query_grad.partition_fragment_A(local_tile(
+          sDs(_, _, buffer), Shape<typename Traits::Queries, typename Traits::DqKeys>{}, make_coord(0, dq_key_block)));
+      issue_gemm<false>(mma_query_grad, tQrDs, tQrKt, tQrDq, true);
       wait_for_products<0>(tGrDv, tGrDk, tGrP, tGrDs, tQrDq);
       pipeline_q.consumer_release(read);
       ++read;
 
-      // dQ += scale dS K: this consumer's half of the tile's rows, into shared memory (once the
+      // dQ += scale dS K: this consumer's share of the tile's rows, into shared memory (once the
       // previous tile's adds have read it), then one bulk add per row.
       if (lead) bulk_wait_read();
       named_barrier_sync(4 + consumer, 128);
       CUTE_UNROLL
       for (int i = 0; i < size(tQrDq); ++i)
-        dq_tile[get<0>(dq_at(i)) * kHalf + get<1>(dq_at(i)) - consumer * kHalf] = dims.scale * tQrDq(i);
+        dq_tile[get<0>(dq_at(i)) * kDqColumns + get<1>(dq_at(i))] = dims.scale * tQrDq(i);
       fence_shared_for_async();
       named_barrier_sync(4 + consumer, 128);
       if (lead) {
         const int rows = min(kBlockM, dims.seq_q - q_first);
         float* dq = static_cast<float*>(args.dq_accum.data) + walk.b * args.dq_accum.batch + head * args.dq_accum.head +
-                    consumer * kHalf;
+                    dq_column0;
         for (int q = 0; q < rows; ++q)
-          bulk_add(dq + (q_first + q) * args.dq_accum.seq, dq_tile + q * kHalf,
-                   kHalf * static_cast<int>(sizeof(float)));
+          bulk_add(dq + (q_first + q) * args.dq_accum.seq, dq_tile + q * kDqColumns,
+                   kDqColumns * static_cast<int>(sizeof(float)));
         bulk_commit();
       }
       buffer ^= 1;

@@ -10,8 +10,8 @@
 // consumer computes S^T = K Q^T and dP^T = V dO^T (both operands in shared memory), turns them
 // into P^T and dS^T in registers, adds P^T dO to dV and dS^T Q to dK (P^T and dS^T as register
 // A operands, dO and Q read transposed in place), and writes dS^T to shared memory; then the two
-// consumers compute dQ = dS K for the tile, each for half of the head dimension, and add it to
-// the fp32 dQ in global memory with bulk reduce-add copies from shared memory.
+// consumers compute dQ = dS K for the tile, each a share of it (below), and add it to the fp32
+// dQ in global memory with bulk reduce-add copies from shared memory.
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -32,7 +32,7 @@ struct BackwardSm90Traits {
   static constexpr int kConsumerThreads = 128 * kConsumerWarpgroups;
   static constexpr int kThreads = 128 + kConsumerThreads;
   // Register budgets after setmaxnreg (65536 per SM, one CTA per SM): the consumers hold dK
-  // and dV (128 fp32 each per thread at d = 128) besides the scores.
+  // and dV (64 fp32 each per thread at d = 128) besides the scores.
   static constexpr int kProducerRegisters = 24;
   static constexpr int kConsumerRegisters = 240;
   static_assert(kHeadDim % 64 == 0, "rows of whole 128-byte swizzle atoms");
@@ -40,15 +40,23 @@ struct BackwardSm90Traits {
   using Keys = cute::Int<kBlockN>;
   using Queries = cute::Int<kBlockM>;
   using Dim = cute::Int<kHeadDim>;
-  using HalfDim = cute::Int<kHeadDim / 2>;
   using Stages = cute::Int<kStages>;
   using KeysByQueries = cute::Shape<Keys, Queries>;
   using KeysByDim = cute::Shape<Keys, Dim>;
   using QueriesByDim = cute::Shape<Queries, Dim>;
   // The consumers split the keys (rows of S^T, dP^T, dK, dV): warpgroup w owns keys 64w .. 64w + 63.
   using SplitKeys = cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>;
-  // ... and for dQ the head dimension: warpgroup w owns columns w D/2 .. (w + 1) D/2 - 1.
-  using SplitDim = cute::Layout<cute::Shape<cute::_1, cute::_2, cute::_1>>;
+  // dQ = dS K (M = queries, K = keys) is split between the consumers too, each issuing its own
+  // product: at d = 128 by the head dimension (warpgroup w: columns 64w .. 64w + 63, whole
+  // 128-byte rows of K^T), at d = 64 by the keys (warpgroup w: its own 64 keys, all 64 columns,
+  // both partial products added), since half a row of K^T would be 32 columns, less than the
+  // 128-byte swizzle of K's rows.
+  static constexpr bool kDqSplitsKeys = kHeadDim < 128;
+  static constexpr int kDqColumns = kDqSplitsKeys ? kHeadDim : kHeadDim / 2;  // per consumer
+  static constexpr int kDqKeys = kDqSplitsKeys ? kBlockN / 2 : kBlockN;       // per consumer
+  using DqColumns = cute::Int<kDqColumns>;
+  using DqKeys = cute::Int<kDqKeys>;
+  using QueriesByDqColumns = cute::Shape<Queries, DqColumns>;
 
   // S^T = K Q^T and dP^T = V dO^T: M = keys, N = queries, K = head dim; K-major operands.
   using MmaScores = decltype(cute::make_tiled_mma(
@@ -59,12 +67,12 @@ struct BackwardSm90Traits {
       decltype(cute::make_tiled_mma(cute::GMMA::rs_op_selector<T, T, float, cute::Shape<Keys, Dim, Queries>,
                                                                cute::GMMA::Major::K, cute::GMMA::Major::MN>(),
                                     SplitKeys{}));
-  // dQ = dS K: M = queries, N = head dim (half per warpgroup), K = keys; dS from shared memory
-  // stored query-contiguous (MN-major A), K read transposed (MN-major B).
+  // One consumer's share of dQ = dS K, a warpgroup's product (128 threads): M = queries, N = its
+  // columns, K = its keys; dS from shared memory stored query-contiguous (MN-major A), K read
+  // transposed (MN-major B).
   using MmaQueryGrad =
-      decltype(cute::make_tiled_mma(cute::GMMA::ss_op_selector<T, T, float, cute::Shape<Queries, HalfDim, Keys>,
-                                                               cute::GMMA::Major::MN, cute::GMMA::Major::MN>(),
-                                    SplitDim{}));
+      decltype(cute::make_tiled_mma(cute::GMMA::ss_op_selector<T, T, float, cute::Shape<Queries, DqColumns, DqKeys>,
+                                                               cute::GMMA::Major::MN, cute::GMMA::Major::MN>()));
 
   using SwizzleAtom = cute::GMMA::Layout_K_SW128_Atom<T>;
   using SmemLayoutK = decltype(cute::tile_to_shape(SwizzleAtom{}, KeysByDim{}));
@@ -93,8 +101,8 @@ struct BackwardSm90Traits {
     cute::array_aligned<T, cute::cosize_v<SmemLayoutQ>, 1024> q;
     cute::array_aligned<T, cute::cosize_v<SmemLayoutDout>, 1024> dout;
     cute::array_aligned<T, cute::cosize_v<SmemLayoutDs>, 1024> ds;
-    // Each consumer's half of one dQ tile, fp32, rows of kHeadDim / 2: the source of its bulk adds.
-    cute::array_aligned<float, kConsumerWarpgroups * kBlockM * kHeadDim / 2, 128> dq;
+    // Each consumer's share of one dQ tile, fp32, rows of kDqColumns: the source of its bulk adds.
+    cute::array_aligned<float, kConsumerWarpgroups * kBlockM * kDqColumns, 128> dq;
     typename Pipeline::SharedStorage pipeline_q;
     alignas(8) std::uint64_t kv_barrier;
   };

@@ -222,10 +222,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     bool first_product = true;
     for (k_tile = tile.next_visible(dims, k_tile + 1); k_tile < tile.num_k_tiles;
          k_tile = tile.next_visible(dims, k_tile + 1)) {
+      // Both tiles in before taking the turn, so that a late load stalls only this consumer.
       pipeline_k.consumer_wait(read_k);
+      pipeline_v.consumer_wait(read_v);
       wait_for_turn(consumer);
       issue_gemm<false>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), tSrS, true);
-      pipeline_v.consumer_wait(read_v);
       issue_gemm<true>(mma_pv, tOrP, tOrVt(_, _, _, read_v.index()), tOrO, first_product);
       pass_turn(consumer);
       wait_for_products<1>(tSrS);  // the scores are in; the P V product may still run
