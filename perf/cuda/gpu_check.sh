@@ -3,8 +3,8 @@
 # One call on a lent GPU machine: build the kernels with nvcc alone, check them, time them.
 #   bash perf/cuda/gpu_check.sh [quick]
 # Builds for the GPU it finds (sm_90 on Hopper), with the Hopper kernels when CUTLASS's headers
-# are at $CUTLASS or build/_deps/cutlass/include (scripts/fetch_gpu_headers.sh build; carry
-# build/_deps/cutlass to the GPU machine). Runs the Hopper fragment test, rfa_cuda_kernel_test
+# are at $RFA_CUTLASS_INCLUDE or build/_deps/cutlass/include (scripts/fetch_gpu_headers.sh
+# build; carry build/_deps/cutlass to the GPU machine). Runs the Hopper fragment test, rfa_cuda_kernel_test
 # (every forward and backward on each path the GPU runs), compute-sanitizer memcheck and
 # racecheck on short cases, then rfa_cuda_kernel_bench on the three shapes below with both
 # PyTorch SDPA peers, every kernel path and the deterministic backward, Nsight Compute on each
@@ -28,7 +28,7 @@ arch=${RFA_CUDA_ARCHS:-${cap:-90}}
 } | tee "$results/device.txt"
 
 build=/tmp/rfa-kernels-build
-cutlass=${CUTLASS:-$here/../../build/_deps/cutlass/include}
+cutlass=${RFA_CUTLASS_INCLUDE:-$here/../../build/_deps/cutlass/include}
 [ -f "$cutlass/cute/tensor.hpp" ] || cutlass=""
 echo "CUTLASS: ${cutlass:-none (no Hopper kernels)}" | tee -a "$results/device.txt"
 make -C "$here" BUILD_DIR="$build" ARCHS="$arch" CUTLASS="$cutlass" PTXAS_VERBOSE=1 -j"$(nproc)" \
