@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rfa_model_check: the performance model (model/performance_model.hpp) against measurement, on
-// the ranks it runs on. It calibrates the model's machine from three measurements taken on the
-// same ranks at the same time (a rank's whole-tile kernel rate, what a masked tile costs, and
-// the ring exchange's latency and bandwidth), then runs every strategy (the ring on each
-// layout, Ulysses, the KV all-gather and the hybrid grids that fit) on causal, windowed and
-// unmasked problems and prints the predicted and the measured time of each pass, slowest rank,
-// and their ratio. fp32 (the portable kernels, whose tiles the model counts).
+// the ranks it runs on. It calibrates the model's machine from measurements taken on the same
+// ranks at the same time (a rank's whole-tile kernel rate, over interleaved heads and over one
+// packed K/V head, what a masked tile costs, and the ring exchange's latency and bandwidth),
+// then runs every strategy (the ring on each layout, Ulysses, the KV all-gather and the hybrid
+// grids that fit) on causal, windowed and unmasked problems and prints the predicted and the
+// measured time of each pass, slowest rank, and their ratio. fp32 (the portable kernels, whose
+// tiles the model counts).
 //
 //   mpiexec -n P rfa_model_check [--seq N] [--heads N] [--head-dim N] [--repeat N] [--json FILE]
 #include <mpi.h>
@@ -92,6 +93,17 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
   const auto [f, b] = block_seconds(world, block, o.repeat);
   m.forward_flops_per_s = flops / f;
   m.backward_flops_per_s = 2.5 * flops / b;
+  // Calls over one K/V head (with its query heads) on packed rows, as the all-gather makes them:
+  // the same block with a single K/V head, per score against the interleaved heads above.
+  {
+    engine::RingConfig one = block;
+    one.heads = block.heads / block.kv_heads;
+    one.kv_heads = 1;
+    const double one_scores = double(one.batch * one.heads) * double(one.seq_total) * double(one.seq_total);
+    const auto [f1, b1] = block_seconds(world, one, o.repeat);
+    m.packed_head_forward_speedup = (one_scores / f1) / (scores / f);
+    m.packed_head_backward_speedup = (one_scores / b1) / (scores / b);
+  }
   // Masked tiles: a causal block (its diagonal tiles) and a windowed one (tiles along both edges
   // of a band), two equations for what a masked tile costs per score and per visible score.
   const PositionMap rows = PositionMap::contiguous(0, block.seq_total);
@@ -195,12 +207,13 @@ int run(int me, int argc, char** argv) {
                 (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, (long long)o.head_dim,
                 o.repeat);
     std::printf(
-        "calibrated: kernels %.1f / %.1f GFLOP/s per rank (forward / backward, whole tiles); a masked tile costs "
-        "%.2f per score + %.2f per visible score (forward), %.2f + %.2f (backward); copies %.1f GB/s; exchange %.1f "
-        "us, %.2f GB/s\n",
-        m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, m.forward_masked_tile_cost,
-        m.forward_masked_visible_cost, m.backward_masked_tile_cost, m.backward_masked_visible_cost,
-        m.copy_bytes_per_s / 1e9, m.intra_node.latency_s * 1e6, m.intra_node.bytes_per_s / 1e9);
+        "calibrated: kernels %.1f / %.1f GFLOP/s per rank (forward / backward, whole tiles), x%.2f / x%.2f on one "
+        "packed K/V head; a masked tile costs %.2f per score + %.2f per visible score (forward), %.2f + %.2f "
+        "(backward); copies %.1f GB/s; exchange %.1f us, %.2f GB/s\n",
+        m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, m.packed_head_forward_speedup,
+        m.packed_head_backward_speedup, m.forward_masked_tile_cost, m.forward_masked_visible_cost,
+        m.backward_masked_tile_cost, m.backward_masked_visible_cost, m.copy_bytes_per_s / 1e9,
+        m.intra_node.latency_s * 1e6, m.intra_node.bytes_per_s / 1e9);
     std::printf("%-22s %-14s %10s %10s %6s %10s %10s %6s\n", "strategy", "mask", "fwd pred", "fwd meas", "ratio",
                 "bwd pred", "bwd meas", "ratio");
   }
@@ -261,6 +274,8 @@ int run(int me, int argc, char** argv) {
   if (me == 0 && !o.json.empty()) {
     ContextFields context = collect_machine_context("rfa_model_check");
     set_field(context, "suite", "model_check");
+    set_field(context, "packed_head_speedup",
+              std::to_string(m.packed_head_forward_speedup) + " / " + std::to_string(m.packed_head_backward_speedup));
     write_results_json(o.json, context, cases);
     std::printf("results written to %s\n", o.json.c_str());
   }

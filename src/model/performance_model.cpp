@@ -145,8 +145,11 @@ Prediction allgather(const RingConfig& c, std::int64_t chunk, int ranks, int ran
   const PositionMap mine = layout::positions(c.layout, c.seq_total, ranks, rank);
   const PositionMap all = PositionMap::contiguous(0, c.seq_total);
   const double scale = double(c.batch * (c.heads / c.kv_heads) * chunk);
-  const double f = block_seconds(m, rule, mine, all, scale * forward_flops_per_score(c), false);
-  const double b = block_seconds(m, rule, mine, all, scale * backward_flops_per_score(c), true);
+  // Calls over one K/V head's packed rows (MachineModel::packed_head_*_speedup).
+  const double f =
+      block_seconds(m, rule, mine, all, scale * forward_flops_per_score(c), false) / m.packed_head_forward_speedup;
+  const double b =
+      block_seconds(m, rule, mine, all, scale * backward_flops_per_score(c), true) / m.packed_head_backward_speedup;
   const double others = double(ranks - 1);
   const double gather = 2.0 * double(c.batch * L * chunk * c.head_dim) * element_bytes(c) * others;
   const double scatter = 2.0 * double(c.batch * L * chunk * c.head_dim) * 4.0 * others;
@@ -179,6 +182,8 @@ Prediction predict_rank(const RingConfig& c, const engine::StrategyChoice& choic
   require(ranks >= 1 && rank >= 0 && rank < ranks, "rank ", rank, " is not a position of ", ranks, " ranks");
   require(m.ranks_per_node >= 1, "ranks_per_node must be at least 1, got ", m.ranks_per_node);
   require(m.forward_flops_per_s > 0 && m.backward_flops_per_s > 0, "kernel rates must be positive");
+  require(m.packed_head_forward_speedup > 0 && m.packed_head_backward_speedup > 0,
+          "the packed-head speedups must be positive");
   require(m.intra_node.bytes_per_s > 0 && m.inter_node.bytes_per_s > 0, "link bandwidths must be positive");
   engine::validate_strategy(choice, c, ranks);
   switch (choice.kind) {

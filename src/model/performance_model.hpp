@@ -48,6 +48,11 @@ struct MachineModel {
   /// register blocks the mask hides and pay for the masking (calibrated by rfa_model_check).
   double forward_masked_tile_cost = 1.0, forward_masked_visible_cost = 0.0;
   double backward_masked_tile_cost = 1.0, backward_masked_visible_cost = 0.0;
+  /// The KV all-gather calls the kernels once per K/V head (chunk) on packed rows, the other
+  /// engines once per block over every head, whose rows interleave the heads; the former run at
+  /// this multiple of the rate above (one head's rows stay in cache). 1: no difference;
+  /// rfa_model_check measures it on whole tiles.
+  double packed_head_forward_speedup = 1.0, packed_head_backward_speedup = 1.0;
 };
 
 /// One pass on one rank.

@@ -124,8 +124,19 @@ MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const Pl
     // (Zen 4), on AMX tiles 5.3x / 3.0x (Sapphire Rapids). Shared memory inside a node, 100 Gb/s
     // between.
     double forward = 90e9, backward = 90e9;
-    if (dtype == RFA_DTYPE_BFLOAT16 && host.bf16 == HostBf16::dot_products) forward *= 1.9, backward *= 1.45;
-    if (dtype == RFA_DTYPE_BFLOAT16 && host.bf16 == HostBf16::amx_tiles) forward *= 5.3, backward *= 3.0;
+    // The all-gather's calls over one packed K/V head against the others' interleaved heads
+    // (perf/RESULTS.md, "2026-11-27 (evening) — the all-gather's calls over one packed head, and
+    // the automatic choice again"): portable kernels
+    // 1.02 / 1.03, AVX512-BF16 dot products 1.01 / 1.055; AMX tiles not measured (1).
+    m.packed_head_forward_speedup = 1.02, m.packed_head_backward_speedup = 1.03;
+    if (dtype == RFA_DTYPE_BFLOAT16 && host.bf16 == HostBf16::dot_products) {
+      forward *= 1.9, backward *= 1.45;
+      m.packed_head_forward_speedup = 1.01, m.packed_head_backward_speedup = 1.055;
+    }
+    if (dtype == RFA_DTYPE_BFLOAT16 && host.bf16 == HostBf16::amx_tiles) {
+      forward *= 5.3, backward *= 3.0;
+      m.packed_head_forward_speedup = 1.0, m.packed_head_backward_speedup = 1.0;
+    }
     const double threads = double(std::max(1, host.threads));
     m.forward_flops_per_s = forward * threads, m.backward_flops_per_s = backward * threads;
     m.intra_node = Link{2e-6, 8e9}, m.inter_node = Link{5e-6, 12.5e9};

@@ -120,5 +120,30 @@ TEST(PerformanceModel, TimesFollowFromComputeAndTransfers) {
               3 * (2.0 + block / 1e6) + one.forward.seconds / 16, 1e-9);
 }
 
+// The all-gather's calls over one packed K/V head run at their measured multiple of the rate;
+// nothing else changes, and no other strategy's time.
+TEST(PerformanceModel, ThePackedHeadSpeedupScalesTheAllGathersKernelsOnly) {
+  engine::RingConfig c = config(RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 12, 0);
+  c.seq_total = 4096;
+  MachineModel plain;
+  MachineModel packed = plain;
+  packed.packed_head_forward_speedup = 2.0;
+  packed.packed_head_backward_speedup = 4.0;
+  const StrategyChoice allgather{StrategyKind::allgather, 0, 1};
+  const Prediction a = predict(c, allgather, 4, plain), b = predict(c, allgather, 4, packed);
+  EXPECT_DOUBLE_EQ(b.forward.compute_seconds, a.forward.compute_seconds / 2);
+  EXPECT_DOUBLE_EQ(b.backward.compute_seconds, a.backward.compute_seconds / 4);
+  EXPECT_EQ(b.backward.bytes_sent, a.backward.bytes_sent);
+  for (StrategyChoice other : {StrategyChoice{StrategyKind::ring, 0, 1}, StrategyChoice{StrategyKind::ulysses, 0, 1},
+                               StrategyChoice{StrategyKind::hybrid, 2, 1}}) {
+    EXPECT_DOUBLE_EQ(predict(c, other, 4, packed).forward.seconds, predict(c, other, 4, plain).forward.seconds)
+        << engine::strategy_name(other.kind);
+    EXPECT_DOUBLE_EQ(predict(c, other, 4, packed).backward.seconds, predict(c, other, 4, plain).backward.seconds)
+        << engine::strategy_name(other.kind);
+  }
+  packed.packed_head_forward_speedup = 0;
+  EXPECT_THROW(predict(c, allgather, 4, packed), Error);
+}
+
 }  // namespace
 }  // namespace rfa::model
