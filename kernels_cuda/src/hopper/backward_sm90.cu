@@ -17,6 +17,7 @@
 #include "hopper/backward_sm90_traits.hpp"
 #include "hopper/fragment_views.hpp"
 #include "hopper/warpgroup_ops.cuh"
+#include "launch_dispatch.cuh"
 
 namespace rfa_cuda {
 namespace hopper {
@@ -100,11 +101,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   const QueryWalk<kBlockM, kBlockN> walk(dims);
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
 
-  typename Pipeline::Params pipeline_params;
-  pipeline_params.transaction_bytes = Traits::kQueryTileBytes;
-  pipeline_params.role = warpgroup == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
-  pipeline_params.is_leader = threadIdx.x == 0;
-  pipeline_params.num_consumers = Traits::kConsumerThreads;
+  const auto pipeline_params = warpgroup_pipeline_params<Pipeline>(Traits::kQueryTileBytes, Traits::kConsumerThreads);
   if (threadIdx.x == 0) cutlass::arch::ClusterTransactionBarrier::init(&shared.kv_barrier, 1);
   // Warp 0 initializes the pipeline's barriers (and fences the initializations).
   Pipeline pipeline_q(shared.pipeline_q, pipeline_params, Shape<_1, _1, _1>{});
@@ -315,10 +312,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       const float dk0 = dims.scale * dk(r, 2 * i), dk1 = dims.scale * dk(r, 2 * i + 1);
       const float dv0 = dv(r, 2 * i), dv1 = dv(r, 2 * i + 1);
       if (args.store_dkdv) {
-        *reinterpret_cast<std::uint32_t*>(static_cast<T*>(args.dk.data) + dk_at + col) =
-            static_cast<std::uint32_t>(T(dk0).raw()) | static_cast<std::uint32_t>(T(dk1).raw()) << 16;
-        *reinterpret_cast<std::uint32_t*>(static_cast<T*>(args.dv.data) + dv_at + col) =
-            static_cast<std::uint32_t>(T(dv0).raw()) | static_cast<std::uint32_t>(T(dv1).raw()) << 16;
+        *reinterpret_cast<std::uint32_t*>(static_cast<T*>(args.dk.data) + dk_at + col) = pack_pair<T>(dk0, dk1);
+        *reinterpret_cast<std::uint32_t*>(static_cast<T*>(args.dv.data) + dv_at + col) = pack_pair<T>(dv0, dv1);
       } else {
         float2* dk_pair = reinterpret_cast<float2*>(static_cast<float*>(args.dk.data) + dk_at + col);
         float2* dv_pair = reinterpret_cast<float2*>(static_cast<float*>(args.dv.data) + dv_at + col);
@@ -344,14 +339,8 @@ cudaError_t launch(const detail::BackwardArgs& args, cudaStream_t stream) {
       make_tma_copy(SM90_TMA_LOAD{}, q, take<0, 2>(typename Traits::SmemLayoutQ{})),
       make_tma_copy(SM90_TMA_LOAD{}, dout, take<0, 2>(typename Traits::SmemLayoutDout{}))};
   const std::int64_t tiles = (d.seq_k + Traits::kBlockN - 1) / Traits::kBlockN;
-  const std::int64_t blocks = tiles * d.batch * d.kv_heads;
-  if (blocks > 0x7fffffff) return cudaErrorInvalidConfiguration;
-  auto kernel = backward_sm90_kernel<Traits>;
-  const cudaError_t status =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes);
-  if (status != cudaSuccess) return status;
-  kernel<<<static_cast<unsigned>(blocks), Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
-  return cudaGetLastError();
+  return detail::launch_tiles(backward_sm90_kernel<Traits>, params, tiles * d.batch * d.kv_heads, Traits::kThreads,
+                              Traits::kSmemBytes, stream);
 }
 
 }  // namespace
@@ -359,16 +348,9 @@ cudaError_t launch(const detail::BackwardArgs& args, cudaStream_t stream) {
 cudaError_t launch_flash_backward_sm90(const detail::BackwardArgs& args, detail::ElementType dtype,
                                        cudaStream_t stream) {
   if (!args.atomic_dq) return cudaErrorInvalidValue;  // the deterministic mode runs on the sm_80 kernels
-  const bool bf16 = dtype == detail::ElementType::kBf16;
-  switch (args.dims.head_dim) {
-    case 64:
-      return bf16 ? launch<BackwardSm90Traits<cutlass::bfloat16_t, 64>>(args, stream)
-                  : launch<BackwardSm90Traits<cutlass::half_t, 64>>(args, stream);
-    case 128:
-      return bf16 ? launch<BackwardSm90Traits<cutlass::bfloat16_t, 128>>(args, stream)
-                  : launch<BackwardSm90Traits<cutlass::half_t, 128>>(args, stream);
-    default: return cudaErrorInvalidValue;  // rejected earlier by the API with a message
-  }
+  return detail::dispatch_dtype_head_dim(dtype, args.dims.head_dim, [&](auto element, auto head_dim) {
+    return launch<BackwardSm90Traits<CutlassElement<decltype(element)>, decltype(head_dim)::value>>(args, stream);
+  });
 }
 
 }  // namespace hopper

@@ -21,6 +21,7 @@
 #include "hopper/forward_sm90_traits.hpp"
 #include "hopper/fragment_views.hpp"
 #include "hopper/warpgroup_ops.cuh"
+#include "launch_dispatch.cuh"
 #include "query_tile_kernel.cuh"
 #include "row_epilogue.cuh"
 
@@ -63,11 +64,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   const detail::QueryTile<kBlockM, kBlockN> tile(dims);
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
 
-  typename Pipeline::Params pipeline_params;
-  pipeline_params.transaction_bytes = Traits::kKVTileBytes;
-  pipeline_params.role = warpgroup == 0 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
-  pipeline_params.is_leader = threadIdx.x == 0;
-  pipeline_params.num_consumers = Traits::kConsumerThreads;
+  const auto pipeline_params = warpgroup_pipeline_params<Pipeline>(Traits::kKVTileBytes, Traits::kConsumerThreads);
   if (threadIdx.x == 0) cutlass::arch::ClusterTransactionBarrier::init(&shared.q_barrier, 1);
   // Warp 0 initializes both pipelines' barriers (and fences the initializations).
   Pipeline pipeline_k(shared.pipeline_k, pipeline_params, Shape<_1, _1, _1>{});
@@ -301,9 +298,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         }
         *reinterpret_cast<float2*>(static_cast<float*>(args.out.data) + offset + col) = make_float2(v0, v1);
       } else {
-        const std::uint32_t pair = static_cast<std::uint32_t>(T(v0).raw()) | static_cast<std::uint32_t>(T(v1).raw())
-                                                                                 << 16;
-        *reinterpret_cast<std::uint32_t*>(static_cast<T*>(args.out.data) + offset + col) = pair;
+        *reinterpret_cast<std::uint32_t*>(static_cast<T*>(args.out.data) + offset + col) = pack_pair<T>(v0, v1);
       }
     }
   }
@@ -320,35 +315,17 @@ cudaError_t launch(const detail::ForwardArgs& args, cudaStream_t stream) {
                                     make_tma_copy(SM90_TMA_LOAD{}, k, take<0, 2>(typename Traits::SmemLayoutK{})),
                                     make_tma_copy(SM90_TMA_LOAD{}, v, take<0, 2>(typename Traits::SmemLayoutV{}))};
   const std::int64_t tiles = (d.seq_q + Traits::kBlockM - 1) / Traits::kBlockM;
-  const std::int64_t blocks = tiles * d.batch * d.heads;
-  if (blocks > 0x7fffffff) return cudaErrorInvalidConfiguration;
-  auto kernel = forward_sm90_kernel<Traits, kMerge>;
-  const cudaError_t status =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes);
-  if (status != cudaSuccess) return status;
-  kernel<<<static_cast<unsigned>(blocks), Traits::kThreads, Traits::kSmemBytes, stream>>>(params);
-  return cudaGetLastError();
-}
-
-template <typename T, int D>
-cudaError_t launch_modes(const detail::ForwardArgs& args, cudaStream_t stream) {
-  using Traits = ForwardSm90Traits<T, D>;
-  return args.merge ? launch<Traits, true>(args, stream) : launch<Traits, false>(args, stream);
+  return detail::launch_tiles(forward_sm90_kernel<Traits, kMerge>, params, tiles * d.batch * d.heads, Traits::kThreads,
+                              Traits::kSmemBytes, stream);
 }
 
 }  // namespace
 
 cudaError_t launch_flash_forward_sm90(const detail::ForwardArgs& args, detail::ElementType dtype, cudaStream_t stream) {
-  const bool bf16 = dtype == detail::ElementType::kBf16;
-  switch (args.dims.head_dim) {
-    case 64:
-      return bf16 ? launch_modes<cutlass::bfloat16_t, 64>(args, stream)
-                  : launch_modes<cutlass::half_t, 64>(args, stream);
-    case 128:
-      return bf16 ? launch_modes<cutlass::bfloat16_t, 128>(args, stream)
-                  : launch_modes<cutlass::half_t, 128>(args, stream);
-    default: return cudaErrorInvalidValue;  // rejected earlier by the API with a message
-  }
+  return detail::dispatch_dtype_head_dim(dtype, args.dims.head_dim, [&](auto element, auto head_dim) {
+    using Traits = ForwardSm90Traits<CutlassElement<decltype(element)>, decltype(head_dim)::value>;
+    return args.merge ? launch<Traits, true>(args, stream) : launch<Traits, false>(args, stream);
+  });
 }
 
 }  // namespace hopper

@@ -6,8 +6,14 @@
 
 #include <cstdint>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <type_traits>
+
 #include <cute/tensor.hpp>
 #include <cutlass/numeric_conversion.h>
+#include <cutlass/numeric_types.h>
 
 #include "tensor_args.hpp"
 
@@ -27,6 +33,23 @@ auto gmem_tensor(const detail::StridedTensor& t, int seq, int dim, int heads, in
 
 template <typename T>
 using GmemTensor = decltype(gmem_tensor<T>(std::declval<detail::StridedTensor>(), 0, 0, 0, 0));
+
+// CUTLASS's type for the CUDA element type that detail::dispatch_dtype_head_dim hands out.
+template <typename CudaElement>
+using CutlassElement =
+    std::conditional_t<std::is_same_v<CudaElement, __nv_bfloat16>, cutlass::bfloat16_t, cutlass::half_t>;
+
+// The parameters of a CTA's TMA pipeline whose warpgroup 0 produces (its thread 0 issues the
+// copies) and whose other `consumers` threads consume, `bytes` arriving per stage.
+template <class Pipeline>
+__device__ __forceinline__ typename Pipeline::Params warpgroup_pipeline_params(std::uint32_t bytes, int consumers) {
+  typename Pipeline::Params p;
+  p.transaction_bytes = bytes;
+  p.role = threadIdx.x < 128 ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
+  p.is_leader = threadIdx.x == 0;
+  p.num_consumers = static_cast<std::uint32_t>(consumers);
+  return p;
+}
 
 // Issues c (+)= a b on the tensor cores and returns before it completes (wait_for_products).
 // `zero` starts c from zero instead of accumulating into it; kARegisters: a is a register
@@ -64,6 +87,12 @@ __device__ __forceinline__ void round_into(Src const& src, Dst& dst) {
   cutlass::NumericArrayConverter<T, float, kCount> convert;
   auto out = convert(*reinterpret_cast<const cutlass::Array<float, kCount>*>(src.data()));
   *reinterpret_cast<cutlass::Array<T, kCount>*>(dst.data()) = out;
+}
+
+// Two values rounded to the 16-bit T, `lo` in the low half (the lower column): one 4-byte store.
+template <typename T>
+__device__ __forceinline__ std::uint32_t pack_pair(float lo, float hi) {
+  return static_cast<std::uint32_t>(T(lo).raw()) | static_cast<std::uint32_t>(T(hi).raw()) << 16;
 }
 
 // Named barriers (0 is __syncthreads'): `threads` threads, a multiple of 32, meet at `id`.
