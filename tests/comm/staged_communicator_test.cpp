@@ -65,6 +65,11 @@ class FakeStagingDevice final : public StagingDevice {
   }
   void free_host(void* p) noexcept override { ::operator delete(p); }
   void set_compute_stream(void* stream) override { stream_ = stream; }
+  std::unique_ptr<StagingDevice> make_sibling() override {
+    auto sibling = std::make_unique<FakeStagingDevice>(pending_);
+    sibling->stream_ = stream_;
+    return sibling;
+  }
 
   int allocations = 0;
   void* stream_ = nullptr;
@@ -168,6 +173,56 @@ TEST(StagedCommunicator, CollectivesStageThroughHostBuffers) {
   int value = me == P - 1 ? 42 : -1;
   s.comm->broadcast(&value, sizeof value, P - 1);
   EXPECT_EQ(value, 42);
+  EXPECT_EQ(s.pending, 0);
+}
+
+// The strategies' collectives: an all-to-all(v) of a different length per pair (own block left
+// out, as the head exchange does, whose bytes must stay untouched), a reduce-scatter, and a
+// split whose sub-communicators stage through sibling devices.
+TEST(StagedCommunicator, IrregularCollectivesAndSplitsStageThroughHostBuffers) {
+  Staged s;
+  const int P = world_size(), me = world_rank();
+  const auto len = [](int from, int to) { return std::size_t(1 + (from + 2 * to) % 3); };  // ints
+  std::vector<std::size_t> send_bytes, send_offsets, recv_bytes, recv_offsets;
+  std::size_t send_total = 0, recv_total = 0;
+  for (int r = 0; r < P; ++r) {
+    send_offsets.push_back(send_total * sizeof(int));
+    send_bytes.push_back(r == me ? 0 : len(me, r) * sizeof(int));
+    send_total += len(me, r);
+    recv_offsets.push_back(recv_total * sizeof(int));
+    recv_bytes.push_back(r == me ? 0 : len(r, me) * sizeof(int));
+    recv_total += len(r, me);
+  }
+  std::vector<int> send(send_total), recv(recv_total, -7);
+  for (int r = 0; r < P; ++r)
+    for (std::size_t i = 0; i < len(me, r); ++i)
+      send[send_offsets[std::size_t(r)] / sizeof(int) + i] = block(me, r, 3)[i];
+  s.comm->alltoallv(send.data(), send_bytes.data(), send_offsets.data(), recv.data(), recv_bytes.data(),
+                    recv_offsets.data());
+  for (int r = 0; r < P; ++r)
+    for (std::size_t i = 0; i < len(r, me); ++i)
+      EXPECT_EQ(recv[recv_offsets[std::size_t(r)] / sizeof(int) + i], r == me ? -7 : block(r, me, 3)[i])
+          << "from rank " << r << ", element " << i;
+
+  std::vector<float> parts(std::size_t(2 * P)), mine(2, -1.0f);
+  for (int r = 0; r < P; ++r) {
+    parts[std::size_t(2 * r)] = float(me + r);
+    parts[std::size_t(2 * r + 1)] = float(10 * me);
+  }
+  s.comm->reduce_scatter_sum(parts.data(), mine.data(), 2);
+  EXPECT_EQ(mine[0], float(P * (P - 1) / 2 + P * me));
+  EXPECT_EQ(mine[1], float(10 * P * (P - 1) / 2));
+
+  int stream_marker = 0;
+  s.comm->set_compute_stream(&stream_marker);
+  std::unique_ptr<Communicator> half = s.comm->split(me % 2, me / 2);
+  EXPECT_STREQ(half->backend_name(), "mpi-staged");
+  EXPECT_EQ(half->size(), (P + 1 - me % 2) / 2);
+  EXPECT_EQ(half->rank(), me / 2);
+  std::vector<int> mine_v = block(me, 5, 4), all(std::size_t(4 * half->size()), -1);
+  half->allgather(mine_v.data(), all.data(), 4 * sizeof(int));
+  for (int r = 0; r < half->size(); ++r)
+    EXPECT_EQ(std::vector<int>(all.begin() + 4 * r, all.begin() + 4 * (r + 1)), block(2 * r + me % 2, 5, 4));
   EXPECT_EQ(s.pending, 0);
 }
 

@@ -29,6 +29,20 @@ class StreamOrderedCommunicator final : public Communicator {
     drain_compute();
     mpi_->alltoall(send, recv, bytes_per_pair);
   }
+  void alltoallv(const void* send, const std::size_t* send_bytes, const std::size_t* send_offsets, void* recv,
+                 const std::size_t* recv_bytes, const std::size_t* recv_offsets) override {
+    drain_compute();
+    mpi_->alltoallv(send, send_bytes, send_offsets, recv, recv_bytes, recv_offsets);
+  }
+  void reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) override {
+    drain_compute();
+    mpi_->reduce_scatter_sum(send, recv, count_per_rank);
+  }
+  std::unique_ptr<Communicator> split(int color, int position) override {
+    auto child = std::make_unique<StreamOrderedCommunicator>(mpi_->split(color, position));
+    child->stream_ = stream_;
+    return child;
+  }
   void allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) override {
     mpi_->allreduce_inplace(values, count, op);  // host values
   }

@@ -33,6 +33,8 @@ class EventTicket final : public CopyTicket {
 class CudaStagingDevice final : public StagingDevice {
  public:
   CudaStagingDevice() : device_(device::require_current_device()) {}
+  /// On `device`, with copies ordered after `compute`.
+  CudaStagingDevice(int device, cudaStream_t compute) : device_(device), compute_(compute) {}
 
   std::unique_ptr<CopyTicket> copy_to_host(void* dst, const void* src, std::size_t bytes) override {
     device::ScopedDevice on(device_);
@@ -73,6 +75,11 @@ class CudaStagingDevice final : public StagingDevice {
   }
 
   void set_compute_stream(void* stream) override { compute_ = static_cast<cudaStream_t>(stream); }
+
+  std::unique_ptr<StagingDevice> make_sibling() override {
+    device::ScopedDevice on(device_);  // the sibling's copy stream and event on the same device
+    return std::make_unique<CudaStagingDevice>(device_, compute_);
+  }
 
  private:
   int device_;

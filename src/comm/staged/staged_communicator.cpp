@@ -194,8 +194,13 @@ class StagedBuffer {
   StagedBuffer& operator=(const StagedBuffer&) = delete;
   void* get() const { return p_; }
 
-  void from_device(const void* src, std::size_t bytes) { finish(s_.device().copy_to_host(p_, src, bytes)); }
-  void to_device(void* dst, std::size_t bytes) { finish(s_.device().copy_to_device(dst, p_, bytes)); }
+  /// `bytes` between the device and this buffer, at byte `at` of the buffer.
+  void from_device(const void* src, std::size_t bytes, std::size_t at = 0) {
+    finish(s_.device().copy_to_host(static_cast<unsigned char*>(p_) + at, src, bytes));
+  }
+  void to_device(void* dst, std::size_t bytes, std::size_t at = 0) {
+    finish(s_.device().copy_to_device(dst, static_cast<unsigned char*>(p_) + at, bytes));
+  }
 
  private:
   static void finish(std::unique_ptr<CopyTicket> t) {
@@ -237,6 +242,41 @@ void StagedCommunicator::alltoall(const void* send, void* recv, std::size_t byte
   in.from_device(send, total);
   state_->host().alltoall(in.get(), out.get(), bytes_per_pair);
   out.to_device(recv, total);
+}
+
+void StagedCommunicator::alltoallv(const void* send, const std::size_t* send_bytes, const std::size_t* send_offsets,
+                                   void* recv, const std::size_t* recv_bytes, const std::size_t* recv_offsets) {
+  require(send_bytes && send_offsets && recv_bytes && recv_offsets, "alltoallv: a count or offset array is null");
+  const std::size_t P = std::size_t(size());
+  // One pinned buffer each way, as long as the furthest range; the offsets keep their meaning.
+  std::size_t send_end = 0, recv_end = 0;
+  for (std::size_t r = 0; r < P; ++r) {
+    if (send_bytes[r] > 0) send_end = std::max(send_end, send_offsets[r] + send_bytes[r]);
+    if (recv_bytes[r] > 0) recv_end = std::max(recv_end, recv_offsets[r] + recv_bytes[r]);
+  }
+  staged::StagedBuffer in(*state_, std::max<std::size_t>(send_end, 1)),
+      out(*state_, std::max<std::size_t>(recv_end, 1));
+  const auto* s = static_cast<const unsigned char*>(send);
+  for (std::size_t r = 0; r < P; ++r)
+    if (send_bytes[r] > 0) in.from_device(s + send_offsets[r], send_bytes[r], send_offsets[r]);
+  state_->host().alltoallv(in.get(), send_bytes, send_offsets, out.get(), recv_bytes, recv_offsets);
+  auto* d = static_cast<unsigned char*>(recv);
+  for (std::size_t r = 0; r < P; ++r)
+    if (recv_bytes[r] > 0) out.to_device(d + recv_offsets[r], recv_bytes[r], recv_offsets[r]);
+}
+
+void StagedCommunicator::reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) {
+  const std::size_t bytes = count_per_rank * sizeof(float), total = bytes * std::size_t(size());
+  if (bytes == 0) return;
+  staged::StagedBuffer in(*state_, total), out(*state_, bytes);
+  in.from_device(send, total);
+  state_->host().reduce_scatter_sum(static_cast<const float*>(in.get()), static_cast<float*>(out.get()),
+                                    count_per_rank);
+  out.to_device(recv, bytes);
+}
+
+std::unique_ptr<Communicator> StagedCommunicator::split(int color, int position) {
+  return std::make_unique<StagedCommunicator>(state_->host().split(color, position), state_->device().make_sibling());
 }
 
 void StagedCommunicator::allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) {

@@ -17,7 +17,8 @@
 // two buffers per exchange (double buffering), and the copies of one step overlap the
 // kernels of another because they run on the staging device's own copy stream.
 //
-// Collectives (allgather, alltoall, broadcast) stage through the same buffers and block;
+// Collectives (allgather, alltoall(v), reduce-scatter, broadcast) stage through the same
+// buffers and block (an all-to-all(v) writes back only the byte ranges it received);
 // allreduce_inplace and barrier take host values, as the NCCL transport's do.
 #pragma once
 
@@ -49,6 +50,11 @@ class StagedCommunicator final : public Communicator {
   Exchange start_shift_exchange(const void* send, void* recv, std::size_t bytes, int hops) override;
   void allgather(const void* send, void* recv, std::size_t bytes_per_rank) override;
   void alltoall(const void* send, void* recv, std::size_t bytes_per_pair) override;
+  void alltoallv(const void* send, const std::size_t* send_bytes, const std::size_t* send_offsets, void* recv,
+                 const std::size_t* recv_bytes, const std::size_t* recv_offsets) override;
+  void reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) override;
+  /// The host transport's split, staged through a sibling of this staging device.
+  std::unique_ptr<Communicator> split(int color, int position) override;
   void allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) override;
   void broadcast(void* buffer, std::size_t bytes, int root) override;
   void barrier() override;

@@ -31,6 +31,9 @@ class StagingDevice {
   virtual void free_host(void* p) noexcept = 0;
   /// The stream that copies are ordered after (a cudaStream_t; nullptr: legacy default).
   virtual void set_compute_stream(void* stream) = 0;
+  /// A device of the same kind with copy resources of its own and the same compute stream,
+  /// for a communicator split off this one's (StagedCommunicator::split).
+  virtual std::unique_ptr<StagingDevice> make_sibling() = 0;
 };
 
 }  // namespace rfa::comm
