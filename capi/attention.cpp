@@ -125,7 +125,7 @@ rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void*
         std::apply([&](auto... a) { c.engine->forward<T>(a...); }, args);
       } else {
 #if RFA_ENGINE_CUDA
-        std::apply([&](auto... a) { device_ring(c).forward_device<T>(a...); }, args);
+        std::apply([&](auto... a) { c.engine->forward_device<T>(a...); }, args);
 #endif
       }
       if (checks_values(c)) {
@@ -173,7 +173,7 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
         std::apply([&](auto... a) { c.engine->backward<T>(a...); }, args);
       } else {
 #if RFA_ENGINE_CUDA
-        std::apply([&](auto... a) { device_ring(c).backward_device<T>(a...); }, args);
+        std::apply([&](auto... a) { c.engine->backward_device<T>(a...); }, args);
 #endif
       }
       if (checks_values(c)) {

@@ -50,12 +50,5 @@ inline rfa_context_s& context_ref(rfa_context_t context) {
   return *context;
 }
 
-/// The ring engine behind a device context (only the ring runs on devices: validate_options).
-inline engine::RingAttention& device_ring(rfa_context_s& c) {
-  engine::RingAttention* ring = c.engine->ring_engine();
-  if (!ring) fail(RFA_ERROR_INTERNAL, "a device context whose strategy is not the ring");
-  return *ring;
-}
-
 }  // namespace capi
 }  // namespace rfa

@@ -19,7 +19,7 @@ rfa_result_t set_stream(rfa_context_s& c, void* stream) {
   if (c.options.device != RFA_DEVICE_CUDA) {
     fail(RFA_ERROR_INVALID_USAGE, "the context is RFA_DEVICE_HOST; only RFA_DEVICE_CUDA contexts take a CUDA stream");
   }
-  device_ring(c).set_cuda_stream(stream);
+  c.engine->set_cuda_stream(stream);
   c.comm->set_compute_stream(stream);
   return RFA_SUCCESS;
 }
@@ -27,7 +27,7 @@ rfa_result_t set_stream(rfa_context_s& c, void* stream) {
 rfa_result_t synchronize(rfa_context_s& c) {
   if (c.options.device != RFA_DEVICE_CUDA) return RFA_SUCCESS;
 #if RFA_ENGINE_CUDA
-  const cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(device_ring(c).cuda_stream()));
+  const cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(c.engine->cuda_stream()));
   if (e != cudaSuccess) {
     cudaGetLastError();
     fail(RFA_ERROR_CUDA, "rfa_context_synchronize: the context's stream reported ", cudaGetErrorName(e), ": ",

@@ -131,9 +131,6 @@ void validate_options(const rfa_options_t& o, int ranks) {
   if (strategy == RFA_STRATEGY_AUTO) {
     require(o.ulysses_degree == 0, "options.ulysses_degree is ", o.ulysses_degree,
             " but RFA_STRATEGY_AUTO chooses the degree: leave it 0");
-  } else if (device != RFA_DEVICE_HOST && strategy != RFA_STRATEGY_RING) {
-    fail(RFA_ERROR_UNSUPPORTED, "options.strategy is ", strategy, " but only the ring (RFA_STRATEGY_RING) runs on ",
-         "devices so far; the Ulysses, all-gather and hybrid strategies run on the host (RFA_DEVICE_HOST)");
   }
   require(std::isfinite(o.softmax_scale) && o.softmax_scale >= 0.0, "options.softmax_scale is ", o.softmax_scale,
           "; it must be finite and >= 0 (0 means 1/sqrt(head_dim))");

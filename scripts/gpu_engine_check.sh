@@ -144,7 +144,8 @@ fi
 echo "NCCL: ${nccl_lib:-none}" | tee -a "$results/device.txt"
 
 build=$work/rfa-cuda-build
-targets=(capi_cuda_test rfa_cuda_kernel_test rfa_run rfa_example_cuda_c rfa_cuda_kernel_bench rfa_cuda_ring_step_bench)
+targets=(capi_cuda_test rfa_device_strategies_test rfa_cuda_kernel_test rfa_run rfa_example_cuda_c rfa_cuda_kernel_bench
+  rfa_cuda_ring_step_bench)
 [ -n "$nccl_lib" ] && targets+=(comm_nccl_communicator_test)
 
 # cuDNN: its headers and libraries from PyTorch's nvidia.cudnn package, the frontend's carried.
@@ -178,7 +179,8 @@ step build cmake --build $build -j"$jobs" --target "${targets[@]}" || finish
 cd $build || finish
 step kernel_test ./tests/cuda/rfa_cuda_kernel_test
 [ -n "$cudnn_dir" ] && log=kernel_test step cudnn_test ./tests/cuda/rfa_cudnn_attention_test
-step ctest ctest --output-on-failure --timeout 90 -R "^(capi_cuda_test|example_cuda_c|comm_nccl_communicator_test)"
+step ctest ctest --output-on-failure --timeout 90 \
+  -R "^(capi_cuda_test|rfa_device_strategies_test|example_cuda_c|comm_nccl_communicator_test)"
 # The engine with documents and a window under memcheck: the device copy of the boundaries,
 # the kernels reading them, the ring's skipped steps.
 step memcheck env RFA_TRANSPORT=mpi mpiexec -n 1 compute-sanitizer --tool memcheck --error-exitcode 1 \
@@ -204,6 +206,21 @@ if [ -n "$hopper" ]; then
   run_job rfa_run_causal_sm90 4 --kernel-path sm90 --seq $seq --heads 16 --head-dim 128 --dtype bf16 --layout zigzag \
     --causal --no-check --repeat 5
 fi
+# Every other strategy on the GPU (ranks sharing it over staged MPI): checked against the fp32
+# kernels at P = 4, then timed at P = 2 and 4 beside one rank over the whole sequence (per-rank
+# compute, bytes sent and workspace in the JSON: their sum of compute against one attention).
+for strategy in ulysses allgather hybrid; do
+  degree=()
+  [ $strategy = hybrid ] && degree=(--ulysses-degree 2)
+  run_job "rfa_run_${strategy}_checked" 4 --strategy $strategy "${degree[@]}" --seq 4096 --heads 8 --head-dim 128 \
+    --dtype bf16 --layout zigzag --causal --check --repeat 1 --no-overlap
+  for ranks in 2 4; do
+    run_job "rfa_run_${strategy}_p$ranks" $ranks --strategy $strategy "${degree[@]}" --seq $seq --heads 16 \
+      --head-dim 128 --dtype bf16 --layout zigzag --causal --no-check --repeat 5 --no-overlap
+  done
+done
+run_job rfa_run_whole_p1 1 --seq $seq --heads 16 --head-dim 128 --dtype bf16 --layout zigzag --causal --no-check \
+  --repeat 5 --no-overlap
 [ -n "$nccl_lib" ] && log=rfa_run step rfa_run_nccl env RFA_TRANSPORT=nccl ./perf/ring/rfa_run --device cuda --seq 8192 \
   --heads 16 --head-dim 128 --dtype bf16 --layout zigzag --causal --check --json $work/rfa_run_nccl.json
 if [ -n "$cudnn_dir" ]; then
@@ -241,7 +258,8 @@ if [ "$quick" != quick ]; then
   nvidia-smi --query-gpu=memory.used,memory.total --format=csv >>"$results/rfa_run.log" 2>&1 || true
 fi
 for name in rfa_run_checked rfa_run_causal rfa_run_window rfa_run_checked_sm90 rfa_run_causal_sm90 rfa_run_nccl rfa_run_million \
-            $(cd "$work" && ls rfa_run_error_* rfa_run_1rank_* ring_steps_* kernel_bench.json 2>/dev/null | sed 's/\.json$//'); do
+            $(cd "$work" && ls rfa_run_error_* rfa_run_1rank_* rfa_run_ulysses_* rfa_run_allgather_* rfa_run_hybrid_* \
+              rfa_run_whole_p1.json ring_steps_* kernel_bench.json 2>/dev/null | sed 's/\.json$//'); do
   [ -f "$work/$name.json" ] && { echo "// $name"; cat "$work/$name.json"; }
 done >"$results/rfa_run_json.txt"
 # The regression suite's GPU parts on tiny problems (its result files and figures, not timings).

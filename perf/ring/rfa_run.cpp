@@ -117,26 +117,18 @@ std::string compute_place(const RunOptions& o, int threads) {
   return std::to_string(threads) + " host thread(s)/rank";
 }
 
-/// One pass of the chosen strategy. LocalProblem runs any strategy; DeviceProblem runs the
-/// ring's device entry points (device contexts are always the ring).
+/// One pass of the chosen strategy, through the strategy interface on host or device memory;
+/// modes other than full are the ring's (the overlap measurement runs them only there).
 template <class T, class Problem>
 struct Passes {
   engine::AttentionStrategy& strategy;
-  engine::RingAttention* ring_engine;  ///< the ring's modes, when the strategy is the ring
   Problem& lp;
 
   void run(bool backward, RingMode mode = RingMode::full) {
-    if (ring_engine) {
-      if (backward)
-        lp.backward(*ring_engine, mode);
-      else
-        lp.forward(*ring_engine, mode);
-    } else if constexpr (std::is_same<Problem, LocalProblem<T>>::value) {
-      if (backward)
-        lp.backward(strategy);
-      else
-        lp.forward(strategy);
-    }
+    if (backward)
+      lp.backward(strategy, mode);
+    else
+      lp.forward(strategy, mode);
   }
 };
 
@@ -176,19 +168,12 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
   if (!gpu) warn_if_oversubscribed(me, threads);
 
   const std::unique_ptr<engine::AttentionStrategy>& attn = setup.engine;
-  engine::RingAttention* ring_engine = attn->ring_engine();
   // Inside the agreement: a rank that cannot allocate its tensors fails every rank with its
   // message (RFA_ERROR_OUT_OF_MEMORY, the tensor and the bytes) instead of leaving them waiting.
   std::optional<Problem> problem;
-  comm::check_everywhere(ring, [&] {
-    if constexpr (std::is_same<Problem, LocalProblem<T>>::value) {
-      problem.emplace(*attn);
-    } else {
-      problem.emplace(*ring_engine);
-    }
-  });
+  comm::check_everywhere(ring, [&] { problem.emplace(*attn); });
   Problem& lp = *problem;
-  Passes<T, Problem> passes{*attn, ring_engine, lp};
+  Passes<T, Problem> passes{*attn, lp};
   const int phases = 2 + (check ? 1 : 0) + (overlap ? 1 : 0);
   int phase = 0;
 
@@ -231,10 +216,10 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
              "compute\n",
              ++phase, phases, o.repeat);
     for (int r = 0; r < o.repeat; ++r) {
-      time_pass(control, *ring_engine, lp, RingMode::compute_only, false, fwd_compute);
-      time_pass(control, *ring_engine, lp, RingMode::comm_only, false, fwd_comm);
-      time_pass(control, *ring_engine, lp, RingMode::compute_only, true, bwd_compute);
-      time_pass(control, *ring_engine, lp, RingMode::comm_only, true, bwd_comm);
+      time_pass(control, *attn, lp, RingMode::compute_only, false, fwd_compute);
+      time_pass(control, *attn, lp, RingMode::comm_only, false, fwd_comm);
+      time_pass(control, *attn, lp, RingMode::compute_only, true, bwd_compute);
+      time_pass(control, *attn, lp, RingMode::comm_only, true, bwd_comm);
     }
   }
 

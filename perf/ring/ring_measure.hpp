@@ -81,9 +81,10 @@ void time_pass(comm::Communicator& ring, const Engine& engine, Pass&& pass, Pass
   record_pass(ring, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), engine, into);
 }
 
-/// Collective: one pass of the ring in `mode` (the overlap measurements need all three).
-template <class Problem>
-void time_pass(comm::Communicator& ring, engine::RingAttention& attn, Problem& lp, engine::RingMode mode, bool backward,
+/// Collective: one pass of the ring (a RingAttention, or the ring strategy) in `mode` (the
+/// overlap measurements need all three).
+template <class Engine, class Problem>
+void time_pass(comm::Communicator& ring, Engine& attn, Problem& lp, engine::RingMode mode, bool backward,
                PassSamples& into) {
   time_pass(
       ring, attn,

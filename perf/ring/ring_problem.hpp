@@ -124,17 +124,18 @@ struct LocalProblem {
     kernels::fill_elements(lse, 0.0f);
   }
 
-  void forward(engine::RingAttention& attn, engine::RingMode mode = engine::RingMode::full) {
-    attn.forward<T>(q, k, v, out, lse, mode);
+  /// Any engine with the ring's passes: RingAttention, or any strategy
+  /// (engine/attention_strategy.hpp; modes other than full are the ring's).
+  template <class Engine>
+  void forward(Engine& attn, engine::RingMode mode = engine::RingMode::full) {
+    attn.template forward<T>(q, k, v, out, lse, mode);
   }
-  void backward(engine::RingAttention& attn, engine::RingMode mode = engine::RingMode::full) {
-    attn.backward<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);
+  template <class Engine>
+  void backward(Engine& attn, engine::RingMode mode = engine::RingMode::full) {
+    attn.template backward<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);
   }
   /// The results, in host memory, for the check.
   LocalProblem& results() { return *this; }
-  /// Any strategy (engine/attention_strategy.hpp).
-  void forward(engine::AttentionStrategy& attn) { attn.forward<T>(q, k, v, out, lse); }
-  void backward(engine::AttentionStrategy& attn) { attn.backward<T>(q, k, v, out, dout, lse, dq, dk, dv); }
 
  private:
   template <class View, class... Extents>
@@ -155,7 +156,9 @@ struct DeviceProblem {
   Tensor4<T> q, k, v, dout, out, dq, dk, dv;
   engine::DeviceTensor3<float> lse;
 
-  explicit DeviceProblem(const engine::RingAttention& attn) : host(attn) {
+  /// For any engine with config(), local_seq() and local_positions().
+  template <class Engine>
+  explicit DeviceProblem(const Engine& attn) : host(attn) {
     q = mirror(host.q, "q_device");
     k = mirror(host.k, "k_device");
     v = mirror(host.v, "v_device");
@@ -168,12 +171,15 @@ struct DeviceProblem {
                                                  host.lse.extent(2));
   }
 
-  void forward(engine::RingAttention& attn, engine::RingMode mode = engine::RingMode::full) {
-    attn.forward_device<T>(q, k, v, out, lse, mode);
+  /// RingAttention or any strategy, as LocalProblem's.
+  template <class Engine>
+  void forward(Engine& attn, engine::RingMode mode = engine::RingMode::full) {
+    attn.template forward_device<T>(q, k, v, out, lse, mode);
     Kokkos::fence();
   }
-  void backward(engine::RingAttention& attn, engine::RingMode mode = engine::RingMode::full) {
-    attn.backward_device<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);
+  template <class Engine>
+  void backward(Engine& attn, engine::RingMode mode = engine::RingMode::full) {
+    attn.template backward_device<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);
     Kokkos::fence();
   }
   LocalProblem<T>& results() {

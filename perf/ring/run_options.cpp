@@ -210,9 +210,6 @@ RunOptions parse_run_options(int argc, char** argv) {
     require(o.strategy.ulysses_degree == 0, "--ulysses-degree applies to --strategy hybrid (or ulysses), not to ",
             engine::strategy_name(kind));
   }
-  require(o.device == RunDevice::host || kind == engine::StrategyKind::ring,
-          "--device cuda runs the ring only: ", "drop --strategy ", engine::strategy_name(kind),
-          " or run it on the host");
   require(o.device == RunDevice::cuda || o.kernels != engine::KernelRequest::cudnn,
           "--kernels cudnn needs --device cuda (host runs use rfa's host kernels)");
   require(o.device == RunDevice::cuda || o.kernel_path != engine::PathRequest::sm90,

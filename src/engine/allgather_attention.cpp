@@ -2,13 +2,17 @@
 // The KV all-gather schedule (engine/allgather_attention.hpp).
 #include "engine/allgather_attention.hpp"
 
+#include <exception>
 #include <type_traits>
 
+#include "engine/block_compute_cuda.hpp"
+#include "engine/block_compute_host.hpp"
+#include "comm/agreement.hpp"
+#include "engine/device_doc_bounds.hpp"
 #include "engine/sequence_transpose.hpp"
 #include "engine/strategy_checks.hpp"
 #include "engine/strategy_instantiation.hpp"
 #include "engine/workspace.hpp"
-#include "kernels/contiguous_ops.hpp"
 #include "layout/sequence_layout.hpp"
 
 namespace rfa {
@@ -24,26 +28,33 @@ const RingConfig& validated(comm::Communicator& comm, const RingConfig& c, std::
 }
 
 /// The K/V chunks as they are gathered: chunk c is packed into its send buffer and its gather
-/// started one chunk ahead; both sides are double-buffered by chunk parity.
-template <class T>
+/// started one chunk ahead; both sides are double-buffered by chunk parity. `Space` is where
+/// the tensors live; the packing runs on `exec`.
+template <class T, class Space>
 class GatheredKV {
  public:
+  using Exec = typename Space::execution_space;
+  using Tensor = SpaceTensor4<T, Space>;
+  using Input = SpaceTensor4<const T, Space>;
+
   /// Buffers sized by the context (batch, local_seq, head_dim), not by k: the caller's tensors
   /// are checked only after the workspace is allocated.
-  GatheredKV(Workspace<>& ws, comm::Communicator& comm, const RingConfig& c, std::int64_t local_seq, Tensor4<const T> k,
-             Tensor4<const T> v, std::int64_t chunk)
-      : comm_(comm), k_(k), v_(v), chunk_(chunk) {
+  /// `identity`: the identity columns of one chunk, in `Space` (every rank's rows hold the
+  /// chunk's heads in order); it must outlive this.
+  GatheredKV(Workspace<Space>& ws, comm::Communicator& comm, const Exec& exec, const RingConfig& c,
+             std::int64_t local_seq, Input k, Input v, std::int64_t chunk, const ColumnMap<Space>& identity)
+      : comm_(comm), exec_(exec), k_(k), v_(v), chunk_(chunk), identity_(identity) {
     const std::int64_t B = c.batch, L = local_seq, D = c.head_dim, P = comm.size(), seq_total = c.seq_total;
     const char* names[2][4] = {{"rfa::k_send0", "rfa::v_send0", "rfa::k_gather0", "rfa::v_gather0"},
                                {"rfa::k_send1", "rfa::v_send1", "rfa::k_gather1", "rfa::v_gather1"}};
     for (int i = 0; i < 2; ++i) {
-      send_[i][0] = ws.tensor4<T>(names[i][0], B, L, chunk, D);
-      send_[i][1] = ws.tensor4<T>(names[i][1], B, L, chunk, D);
-      gathered_[i][0] = ws.tensor4<T>(names[i][2], P * B, L, chunk, D);
-      gathered_[i][1] = ws.tensor4<T>(names[i][3], P * B, L, chunk, D);
+      send_[i][0] = ws.template tensor4<T>(names[i][0], B, L, chunk, D);
+      send_[i][1] = ws.template tensor4<T>(names[i][1], B, L, chunk, D);
+      gathered_[i][0] = ws.template tensor4<T>(names[i][2], P * B, L, chunk, D);
+      gathered_[i][1] = ws.template tensor4<T>(names[i][3], P * B, L, chunk, D);
     }
-    full_[0] = ws.tensor4<T>("rfa::k_full", B, seq_total, chunk, D);
-    full_[1] = ws.tensor4<T>("rfa::v_full", B, seq_total, chunk, D);
+    full_[0] = ws.template tensor4<T>("rfa::k_full", B, seq_total, chunk, D);
+    full_[1] = ws.template tensor4<T>("rfa::v_full", B, seq_total, chunk, D);
   }
 
   /// Packs chunk c's heads and starts gathering them. Returns the bytes sent to other ranks.
@@ -52,8 +63,8 @@ class GatheredKV {
     const std::int64_t B = k_.extent(0), L = k_.extent(1), D = k_.extent(3);
     const BlockLayout one(B, D, {L}, {chunk_});
     const std::size_t bytes = send_[i][0].size() * sizeof(T);
-    pack_heads(k_, {c * chunk_}, one, send_[i][0].data());
-    pack_heads(v_, {c * chunk_}, one, send_[i][1].data());
+    pack_heads<Exec, T>(exec_, k_, {c * chunk_}, one, send_[i][0].data());
+    pack_heads<Exec, T>(exec_, v_, {c * chunk_}, one, send_[i][1].data());
     pending_[i][0] = comm_.start_allgather(send_[i][0].data(), gathered_[i][0].data(), bytes);
     pending_[i][1] = comm_.start_allgather(send_[i][1].data(), gathered_[i][1].data(), bytes);
     return 2 * std::int64_t(bytes) * (comm_.size() - 1);
@@ -67,10 +78,8 @@ class GatheredKV {
     const std::int64_t B = k_.extent(0), L = k_.extent(1), D = k_.extent(3);
     const BlockLayout blocks(B, D, std::vector<std::int64_t>(rows.size(), L),
                              std::vector<std::int64_t>(rows.size(), chunk_));
-    std::vector<std::int64_t> identity;
-    for (std::int64_t j = 0; j < chunk_; ++j) identity.push_back(j);
-    place_rows<T>(gathered_[i][0].data(), blocks, rows, identity, full_[0]);
-    place_rows<T>(gathered_[i][1].data(), blocks, rows, identity, full_[1]);
+    place_rows<Exec, T>(exec_, gathered_[i][0].data(), blocks, rows, identity_.lists(), full_[0]);
+    place_rows<Exec, T>(exec_, gathered_[i][1].data(), blocks, rows, identity_.lists(), full_[1]);
   }
 
   /// Runs compute(ch, hook) for every chunk ch with that chunk's K/V in k() and v(), while
@@ -92,14 +101,17 @@ class GatheredKV {
     }
   }
 
-  Tensor4<const T> k() const { return full_[0]; }
-  Tensor4<const T> v() const { return full_[1]; }
+  Input k() const { return full_[0]; }
+  Input v() const { return full_[1]; }
+  const ColumnMap<Space>& identity() const { return identity_; }
 
  private:
   comm::Communicator& comm_;
-  Tensor4<const T> k_, v_;
+  Exec exec_;
+  Input k_, v_;
   std::int64_t chunk_;
-  Tensor4<T> send_[2][2], gathered_[2][2], full_[2];
+  const ColumnMap<Space>& identity_;
+  Tensor send_[2][2], gathered_[2][2], full_[2];
   comm::Exchange pending_[2][2];
 };
 
@@ -110,26 +122,69 @@ BlockLayout one_block(const View& part) {
                      {std::int64_t(part.extent(2))});
 }
 
-template <class T>
-void take_heads(Tensor4<const T> whole, std::int64_t first, Tensor4<T> part) {
-  pack_heads(whole, {first}, one_block(part), part.data());
+/// part = whole's heads [first, first + part's heads).
+template <class Exec, class T>
+void take_heads(const Exec& exec, SpaceTensor4<const T, typename Exec::memory_space> whole, std::int64_t first,
+                SpaceTensor4<T, typename Exec::memory_space> part) {
+  pack_heads<Exec, T>(exec, whole, {first}, one_block(part), part.data());
 }
 
-template <class TPart, class T>
-void put_heads(Tensor4<const TPart> part, std::int64_t first, Tensor4<T> whole) {
-  unpack_heads(part.data(), one_block(part), {first}, whole, false);
+/// whole's heads [first, first + part's heads) = part, converted.
+template <class Exec, class TPart, class T>
+void put_heads(const Exec& exec, SpaceTensor4<TPart, typename Exec::memory_space> part, std::int64_t first,
+               SpaceTensor4<T, typename Exec::memory_space> whole) {
+  unpack_heads<Exec, TPart, T>(exec, part.data(), one_block(part), {first}, whole, false);
 }
 
 }  // namespace
 
 AllGatherAttention::AllGatherAttention(comm::Communicator& comm, const RingConfig& config,
                                        std::int64_t kv_heads_per_chunk)
-    : comm_(comm), config_(validated(comm, config, kv_heads_per_chunk)), chunk_(kv_heads_per_chunk) {
+    : EngineState(comm, validated(comm, config, kv_heads_per_chunk)), chunk_(kv_heads_per_chunk) {
   local_seq_ = layout::local_length(config_.layout, config_.seq_total, comm_.size());
+  host_identity_ = ColumnMap<Kokkos::HostSpace>(identity_columns(chunk_));
+#if RFA_ENGINE_CUDA
+  if (config_.device == Device::cuda) {
+    device_doc_bounds_ = copy_doc_bounds_to_device(comm_, config_.doc_bounds);
+    // Agreed: a rank whose device cannot take the chunk's columns fails every rank.
+    comm::check_everywhere(comm_, [&] {
+      try {
+        device_identity_ = ColumnMap<Kokkos::CudaSpace>(identity_columns(chunk_));
+      } catch (const std::exception& e) {  // Kokkos reports allocation and copy failures so
+        fail(RFA_ERROR_CUDA, "copying the all-gather's chunk columns to the device failed: ", e.what());
+      }
+    });
+  }
+#endif
+}
+
+template <>
+const ColumnMap<Kokkos::HostSpace>& AllGatherAttention::identity<Kokkos::HostSpace>() const {
+  return host_identity_;
+}
+#if RFA_ENGINE_CUDA
+template <>
+const ColumnMap<Kokkos::CudaSpace>& AllGatherAttention::identity<Kokkos::CudaSpace>() const {
+  return device_identity_;
+}
+#endif
+
+AllGatherAttention::~AllGatherAttention() {
+#if RFA_ENGINE_CUDA
+  // Kernels of the last device call may still read or write the cached workspace.
+  if (config_.device == Device::cuda) cudaStreamSynchronize(static_cast<cudaStream_t>(cuda_stream_));
+#endif
 }
 
 PositionMap AllGatherAttention::local_positions() const {
   return layout::positions(config_.layout, config_.seq_total, comm_.size(), comm_.rank());
+}
+
+std::vector<PositionMap> AllGatherAttention::all_positions() const {
+  std::vector<PositionMap> rows;
+  for (int r = 0; r < comm_.size(); ++r)
+    rows.push_back(layout::positions(config_.layout, config_.seq_total, comm_.size(), r));
+  return rows;
 }
 
 kernels::AttentionParams AllGatherAttention::chunk_params() const {
@@ -155,30 +210,76 @@ std::int64_t AllGatherAttention::workspace_bytes(bool backward) const {
 }
 
 std::int64_t AllGatherAttention::kernel_workspace_bytes(bool backward) const {
+  if (config_.device != Device::host) return 0;  // the CUDA kernels allocate nothing
   const kernels::AttentionParams p = chunk_params();
   return backward ? kernels::flash_backward_workspace_bytes(p, config_.dtype)
                   : kernels::flash_forward_workspace_bytes(p, config_.dtype);
 }
 
+Kokkos::DefaultHostExecutionSpace AllGatherAttention::exec_for(const HostBlockCompute&) { return {}; }
+#if RFA_ENGINE_CUDA
+Kokkos::Cuda AllGatherAttention::exec_for(const CudaBlockCompute&) { return device_exec_.on(cuda_stream_); }
+#endif
+
 template <class T>
 void AllGatherAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,
                                  Tensor3<float> lse) {
+  HostBlockCompute blocks;
+  run_forward<HostBlockCompute, T>(blocks, q, k, v, out, lse);
+}
+
+template <class T>
+void AllGatherAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
+                                  Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,
+                                  Tensor4<T> dv) {
+  HostBlockCompute blocks;
+  run_backward<HostBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv);
+}
+
+#if RFA_ENGINE_CUDA
+template <class T>
+void AllGatherAttention::forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
+                                        DeviceTensor4<T> out, DeviceTensor3<float> lse) {
+  comm_.set_compute_stream(cuda_stream_);
+  CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_,
+                          doc_bounds_or_null(device_doc_bounds_), config_.cuda_path);
+  run_forward<CudaBlockCompute, T>(blocks, q, k, v, out, lse);
+}
+
+template <class T>
+void AllGatherAttention::backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
+                                         DeviceTensor4<const T> out, DeviceTensor4<const T> dout,
+                                         DeviceTensor3<const float> lse, DeviceTensor4<T> dq, DeviceTensor4<T> dk,
+                                         DeviceTensor4<T> dv) {
+  comm_.set_compute_stream(cuda_stream_);
+  CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_,
+                          doc_bounds_or_null(device_doc_bounds_), config_.cuda_path);
+  run_backward<CudaBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv);
+}
+#endif
+
+template <class Compute, class T>
+void AllGatherAttention::run_forward(Compute& blocks, typename Compute::template Tensor4<const T> q,
+                                     typename Compute::template Tensor4<const T> k,
+                                     typename Compute::template Tensor4<const T> v,
+                                     typename Compute::template Tensor4<T> out,
+                                     typename Compute::template Tensor3<float> lse) {
+  using Space = typename Compute::memory_space;
   const RingConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim;
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
   const kernels::AttentionParams p = chunk_params();
   const std::int64_t chunks = c.kv_heads / chunk_, qh = p.heads;
-  std::vector<PositionMap> rows;
-  for (int r = 0; r < comm_.size(); ++r) rows.push_back(layout::positions(c.layout, c.seq_total, comm_.size(), r));
+  const std::vector<PositionMap> rows = all_positions();
+  const auto exec = exec_for(blocks);
 
-  Workspace<> ws;
-  GatheredKV<T> kv(ws, comm_, c, L, k, v, chunk_);
-  Tensor4<T> q_chunk = ws.tensor4<T>("rfa::q_chunk", B, L, qh, D);
-  Tensor4<T> out_chunk = ws.tensor4<T>("rfa::out_chunk", B, L, qh, D);
-  Tensor3<float> lse_chunk = ws.tensor3<float>("rfa::lse_chunk", B, qh, L);
-  kernels::ForwardWorkspace kernel_ws;  // one for every chunk's call, made before the agreement
-  ws.adopt(kernel_workspace_bytes(false), [&] { kernels::reserve_forward_workspace(kernel_ws, p, c.dtype); });
+  Workspace<Space> ws = blocks.workspace();
+  GatheredKV<T, Space> kv(ws, comm_, exec, c, L, k, v, chunk_, identity<Space>());
+  auto q_chunk = ws.template tensor4<T>("rfa::q_chunk", B, L, qh, D);
+  auto out_chunk = ws.template tensor4<T>("rfa::out_chunk", B, L, qh, D);
+  auto lse_chunk = ws.template tensor3<float>("rfa::lse_chunk", B, qh, L);
+  blocks.prepare_forward(p, c.dtype, ws);  // one for every chunk's call, made before the agreement
   last_workspace_bytes_ = ws.bytes();
   comm::check_everywhere(comm_, [&] {
     check_forward_tensors<T>(c, L, q, k, v, out, lse);
@@ -187,41 +288,45 @@ void AllGatherAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4
 
   kv.for_each_chunk(chunks, rows, timings_, [&](std::int64_t ch, const kernels::ProgressHook& hook) {
     ScopedSeconds t(timings_.compute);
-    take_heads(q, ch * qh, q_chunk);
-    kernels::flash_forward<T, T>(p, q_chunk, kv.k(), kv.v(), out_chunk, lse_chunk, hook, &kernel_ws);
-    put_heads<T, T>(out_chunk, ch * qh, out);
-    slice_heads(lse, ch * qh, lse_chunk, false);
+    take_heads<decltype(exec), T>(exec, q, ch * qh, q_chunk);
+    blocks.template forward_final<T>(p, q_chunk, kv.k(), kv.v(), out_chunk, lse_chunk, hook);
+    put_heads<decltype(exec), T, T>(exec, out_chunk, ch * qh, out);
+    slice_heads(exec, lse, ch * qh, lse_chunk, false);
     ++timings_.steps_computed;
   });
 }
 
-template <class T>
-void AllGatherAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
-                                  Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,
-                                  Tensor4<T> dv) {
+template <class Compute, class T>
+void AllGatherAttention::run_backward(
+    Compute& blocks, typename Compute::template Tensor4<const T> q, typename Compute::template Tensor4<const T> k,
+    typename Compute::template Tensor4<const T> v, typename Compute::template Tensor4<const T> out,
+    typename Compute::template Tensor4<const T> dout, typename Compute::template Tensor3<const float> lse,
+    typename Compute::template Tensor4<T> dq, typename Compute::template Tensor4<T> dk,
+    typename Compute::template Tensor4<T> dv) {
+  using Space = typename Compute::memory_space;
+  using Exec = typename Space::execution_space;
   const RingConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim, S = c.seq_total;
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
   const kernels::AttentionParams p = chunk_params();
   const std::int64_t chunks = c.kv_heads / chunk_, qh = p.heads, P = comm_.size();
-  std::vector<PositionMap> rows;
-  for (int r = 0; r < P; ++r) rows.push_back(layout::positions(c.layout, S, int(P), r));
+  const std::vector<PositionMap> rows = all_positions();
+  const Exec exec = exec_for(blocks);
 
-  Workspace<> ws;
-  GatheredKV<T> kv(ws, comm_, c, L, k, v, chunk_);
-  Tensor4<T> q_chunk = ws.tensor4<T>("rfa::q_chunk", B, L, qh, D);
-  Tensor4<T> dout_chunk = ws.tensor4<T>("rfa::dout_chunk", B, L, qh, D);
-  Tensor3<float> lse_chunk = ws.tensor3<float>("rfa::lse_chunk", B, qh, L);
-  Tensor3<float> delta_chunk = ws.tensor3<float>("rfa::delta_chunk", B, qh, L);
-  Tensor3<float> delta = ws.tensor3<float>("rfa::delta", B, c.heads, L);
-  Tensor4<float> dq_chunk = ws.tensor4<float>("rfa::dq_chunk", B, L, qh, D);
-  Tensor4<float> dk_full = ws.tensor4<float>("rfa::dk_full", B, S, chunk_, D);
-  Tensor4<float> dv_full = ws.tensor4<float>("rfa::dv_full", B, S, chunk_, D);
-  Tensor4<float> grad_send = ws.tensor4<float>("rfa::grad_send", P * B, L, chunk_, D);
-  Tensor4<float> grad_mine = ws.tensor4<float>("rfa::grad_mine", B, L, chunk_, D);
-  kernels::BackwardWorkspace kernel_ws;  // one for every chunk's call, made before the agreement
-  ws.adopt(kernel_workspace_bytes(true), [&] { kernels::reserve_backward_workspace(kernel_ws, p, c.dtype); });
+  Workspace<Space> ws = blocks.workspace();
+  GatheredKV<T, Space> kv(ws, comm_, exec, c, L, k, v, chunk_, identity<Space>());
+  auto q_chunk = ws.template tensor4<T>("rfa::q_chunk", B, L, qh, D);
+  auto dout_chunk = ws.template tensor4<T>("rfa::dout_chunk", B, L, qh, D);
+  auto lse_chunk = ws.template tensor3<float>("rfa::lse_chunk", B, qh, L);
+  auto delta_chunk = ws.template tensor3<float>("rfa::delta_chunk", B, qh, L);
+  auto delta = ws.template tensor3<float>("rfa::delta", B, c.heads, L);
+  auto dq_chunk = ws.template tensor4<float>("rfa::dq_chunk", B, L, qh, D);
+  auto dk_full = ws.template tensor4<float>("rfa::dk_full", B, S, chunk_, D);
+  auto dv_full = ws.template tensor4<float>("rfa::dv_full", B, S, chunk_, D);
+  auto grad_send = ws.template tensor4<float>("rfa::grad_send", P * B, L, chunk_, D);
+  auto grad_mine = ws.template tensor4<float>("rfa::grad_mine", B, L, chunk_, D);
+  blocks.prepare_backward(p, c.dtype, ws);  // one for every chunk's call, made before the agreement
   last_workspace_bytes_ = ws.bytes();
   comm::check_everywhere(comm_, [&] {
     check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv);
@@ -230,35 +335,35 @@ void AllGatherAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor
 
   {
     ScopedSeconds t(timings_.compute);
-    kernels::AttentionParams whole = kernels::make_params(B, L, L, c.heads, c.kv_heads, D, c.mask, c.softmax_scale);
-    kernels::compute_delta<T, T>(whole, dout, out, delta);
+    const kernels::AttentionParams whole =
+        kernels::make_params(B, L, L, c.heads, c.kv_heads, D, c.mask, c.softmax_scale);
+    blocks.template delta<T>(whole, dout, out, delta);
   }
-  Tensor3<float> lse_in(const_cast<float*>(lse.data()), B, c.heads, L);  // only read below
+  SpaceTensor3<float, Space> lse_in(const_cast<float*>(lse.data()), B, c.heads, L);  // only read below
   const BlockLayout per_rank(B, D, std::vector<std::int64_t>(std::size_t(P), L),
                              std::vector<std::int64_t>(std::size_t(P), chunk_));
-  std::vector<std::int64_t> identity;
-  for (std::int64_t j = 0; j < chunk_; ++j) identity.push_back(j);
   // Returns chunk ch's dK or dV: each rank's rows out of the full sequence, summed over ranks.
-  auto reduce_home = [&](Tensor4<float> full, Tensor4<T> into, std::int64_t ch) {
-    take_rows<float, float>(full, rows, identity, per_rank, grad_send.data());
+  auto reduce_home = [&](SpaceTensor4<float, Space> full, SpaceTensor4<T, Space> into, std::int64_t ch) {
+    take_rows<Exec, float, float>(exec, full, rows, kv.identity().lists(), per_rank, grad_send.data());
     comm_.reduce_scatter_sum(grad_send.data(), grad_mine.data(), grad_mine.size());
     timings_.bytes_sent += std::int64_t(grad_mine.size() * sizeof(float)) * (P - 1);
-    put_heads<float, T>(grad_mine, ch * chunk_, into);
+    put_heads<Exec, float, T>(exec, grad_mine, ch * chunk_, into);
   };
 
   kv.for_each_chunk(chunks, rows, timings_, [&](std::int64_t ch, const kernels::ProgressHook& hook) {
     {
       ScopedSeconds t(timings_.compute);
-      take_heads(q, ch * qh, q_chunk);
-      take_heads(dout, ch * qh, dout_chunk);
-      slice_heads(lse_in, ch * qh, lse_chunk, true);
-      slice_heads(delta, ch * qh, delta_chunk, true);
-      kernels::fill_elements(dq_chunk, 0.0f);
-      kernels::fill_elements(dk_full, 0.0f);
-      kernels::fill_elements(dv_full, 0.0f);
-      kernels::flash_backward_accumulate<T>(p, q_chunk, kv.k(), kv.v(), dout_chunk, lse_chunk, delta_chunk, dq_chunk,
-                                            dk_full, dv_full, hook, &kernel_ws);
-      put_heads<float, T>(dq_chunk, ch * qh, dq);
+      take_heads<Exec, T>(exec, q, ch * qh, q_chunk);
+      take_heads<Exec, T>(exec, dout, ch * qh, dout_chunk);
+      slice_heads(exec, lse_in, ch * qh, lse_chunk, true);
+      slice_heads(exec, delta, ch * qh, delta_chunk, true);
+      blocks.fill(dq_chunk, 0.0f);
+      blocks.fill(dk_full, 0.0f);
+      blocks.fill(dv_full, 0.0f);
+      // The chunk's out is not needed: these kernels take D (delta_chunk).
+      blocks.template backward<T>(p, q_chunk, kv.k(), kv.v(), typename Compute::template Tensor4<const T>(), dout_chunk,
+                                  lse_chunk, delta_chunk, dq_chunk, dk_full, dv_full, hook);
+      put_heads<Exec, float, T>(exec, dq_chunk, ch * qh, dq);
       ++timings_.steps_computed;
     }
     ScopedSeconds t(timings_.wait);
@@ -268,6 +373,17 @@ void AllGatherAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor
 }
 
 RFA_INSTANTIATE_STRATEGY_PASSES(AllGatherAttention)
+#if RFA_ENGINE_CUDA
+#define RFA_INSTANTIATE_ALLGATHER_DEVICE(T)                                                                            \
+  template void AllGatherAttention::forward_device<T>(DeviceTensor4<const T>, DeviceTensor4<const T>,                  \
+                                                      DeviceTensor4<const T>, DeviceTensor4<T>, DeviceTensor3<float>); \
+  template void AllGatherAttention::backward_device<T>(                                                                \
+      DeviceTensor4<const T>, DeviceTensor4<const T>, DeviceTensor4<const T>, DeviceTensor4<const T>,                  \
+      DeviceTensor4<const T>, DeviceTensor3<const float>, DeviceTensor4<T>, DeviceTensor4<T>, DeviceTensor4<T>);
+RFA_INSTANTIATE_ALLGATHER_DEVICE(float)
+RFA_INSTANTIATE_ALLGATHER_DEVICE(bf16_t)
+RFA_INSTANTIATE_ALLGATHER_DEVICE(fp16_t)
+#endif
 
 }  // namespace engine
 }  // namespace rfa

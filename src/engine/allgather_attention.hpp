@@ -4,7 +4,9 @@
 // attends to them with its own queries. The gather of chunk c+1 is in flight (polled between
 // tiles) while chunk c is computed, and only two chunks are ever held, so peak memory is set by
 // the chunk size, not by kv_heads. The backward gathers K/V the same way and returns each
-// chunk's dK/dV with a reduce-scatter in fp32.
+// chunk's dK/dV with a reduce-scatter in fp32. On a CUDA context the same schedule runs on
+// device memory with rfa's CUDA kernels (the chunk's gather then runs on the communicator's
+// stream while the previous chunk computes).
 //
 // Memory per rank (workspace_bytes(); E = element size, c = kv_heads_per_chunk, g = heads /
 // kv_heads, k = B*(S/P)*c*D one local chunk, K = P*k = B*S*c*D one gathered chunk,
@@ -18,22 +20,25 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "engine/block_compute_cuda.hpp"
+#include "engine/block_compute_host.hpp"
+#include "engine/engine_state.hpp"
 #include "engine/ring_attention.hpp"
 #include "engine/ring_config.hpp"
+#include "engine/sequence_transpose.hpp"
+#include "engine/workspace.hpp"
 
 namespace rfa {
 namespace engine {
 
-class AllGatherAttention {
+class AllGatherAttention : public EngineState {
  public:
   /// Collective over `comm`: validates the config on every rank (as the ring does, and that
   /// kv_heads_per_chunk divides kv_heads) and that all ranks agree.
   AllGatherAttention(comm::Communicator& comm, const RingConfig& config, std::int64_t kv_heads_per_chunk = 1);
+  /// Waits for work still queued on the CUDA stream before the device workspace is freed.
+  ~AllGatherAttention();
 
-  const RingConfig& config() const { return config_; }
-  int position() const { return comm_.rank(); }
-  int ranks() const { return comm_.size(); }
-  std::int64_t local_seq() const { return local_seq_; }
   PositionMap local_positions() const;
   std::int64_t kv_heads_per_chunk() const { return chunk_; }
 
@@ -46,24 +51,60 @@ class AllGatherAttention {
   void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
                 Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv);
 
-  /// total, compute (kernels), wait (blocked on a gather or in the reduce-scatter), bytes_sent.
-  const RingTimings& last_timings() const { return timings_; }
+#if RFA_ENGINE_CUDA
+  /// Collective. As forward(), on device memory: the gathers and reduce-scatters go through a
+  /// communicator that accepts device memory, the packing and rfa's CUDA kernels are queued on
+  /// the CUDA stream (set_cuda_stream), and the call returns once everything is queued.
+  template <class T>
+  void forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
+                      DeviceTensor4<T> out, DeviceTensor3<float> lse);
+  /// Collective. As backward(), on device memory (see forward_device()).
+  template <class T>
+  void backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
+                       DeviceTensor4<const T> out, DeviceTensor4<const T> dout, DeviceTensor3<const float> lse,
+                       DeviceTensor4<T> dq, DeviceTensor4<T> dk, DeviceTensor4<T> dv);
+#endif
+
+  // last_timings(): compute (kernels), wait (blocked on a gather or in the reduce-scatter).
   /// The formula in the file comment.
   std::int64_t workspace_bytes(bool backward) const;
   /// What the kernels allocate for themselves during one pass (kernels/flash_attention.hpp:
   /// packing for AMX tiles; 0 elsewhere), part of workspace_bytes().
   std::int64_t kernel_workspace_bytes(bool backward) const;
-  std::int64_t last_workspace_bytes() const { return last_workspace_bytes_; }
 
  private:
   kernels::AttentionParams chunk_params() const;
+  std::vector<PositionMap> all_positions() const;
+  /// The execution space instance the packing of a pass on `blocks`' backend is queued on.
+  Kokkos::DefaultHostExecutionSpace exec_for(const HostBlockCompute& blocks);
+#if RFA_ENGINE_CUDA
+  Kokkos::Cuda exec_for(const CudaBlockCompute& blocks);
+#endif
+  /// The identity columns of one chunk in memory `Space` (made at construction).
+  template <class Space>
+  const ColumnMap<Space>& identity() const;
 
-  comm::Communicator& comm_;
-  RingConfig config_;
+  /// The passes, written once over the "compute one block" seam (HostBlockCompute or
+  /// CudaBlockCompute: its memory space, execution space and kernels).
+  template <class Compute, class T>
+  void run_forward(Compute& blocks, typename Compute::template Tensor4<const T> q,
+                   typename Compute::template Tensor4<const T> k, typename Compute::template Tensor4<const T> v,
+                   typename Compute::template Tensor4<T> out, typename Compute::template Tensor3<float> lse);
+  template <class Compute, class T>
+  void run_backward(Compute& blocks, typename Compute::template Tensor4<const T> q,
+                    typename Compute::template Tensor4<const T> k, typename Compute::template Tensor4<const T> v,
+                    typename Compute::template Tensor4<const T> out, typename Compute::template Tensor4<const T> dout,
+                    typename Compute::template Tensor3<const float> lse, typename Compute::template Tensor4<T> dq,
+                    typename Compute::template Tensor4<T> dk, typename Compute::template Tensor4<T> dv);
+
   std::int64_t chunk_;
-  std::int64_t local_seq_ = 0;
-  RingTimings timings_;
-  std::int64_t last_workspace_bytes_ = 0;
+  ColumnMap<Kokkos::HostSpace> host_identity_;
+#if RFA_ENGINE_CUDA
+  ColumnMap<Kokkos::CudaSpace> device_identity_;
+  WorkspaceCache<Kokkos::CudaSpace> device_cache_;
+  StreamExec device_exec_;
+  Kokkos::View<std::int64_t*, Kokkos::CudaSpace> device_doc_bounds_;  ///< config_.doc_bounds for the kernels
+#endif
 };
 
 }  // namespace engine

@@ -38,8 +38,10 @@ rfa_cuda_position_map cuda_positions(const PositionMap& m) {
   return out;
 }
 
-template <class T>
-void launch_forward(const rfa_cuda_attention_shape& shape, const T* q, const T* k, const T* v, float* out, float* lse,
+/// `TOut` float: the ring partial, normalized, in fp32 (merged into out/lse when `merge`);
+/// otherwise the normalized result in the storage dtype.
+template <class T, class TOut>
+void launch_forward(const rfa_cuda_attention_shape& shape, const T* q, const T* k, const T* v, TOut* out, float* lse,
                     bool merge, CudaPath path, cudaStream_t stream) {
   rfa_cuda_forward_params f;
   rfa_cuda_forward_params_init(&f);
@@ -49,7 +51,7 @@ void launch_forward(const rfa_cuda_attention_shape& shape, const T* q, const T* 
   f.k = k;
   f.v = v;
   f.out = out;
-  f.out_dtype = RFA_CUDA_FP32;  // the ring partial, normalized, in fp32
+  f.out_dtype = cuda_dtype<TOut>();
   f.lse = lse;
   f.merge = merge ? 1 : 0;
   check(rfa_cuda_flash_forward(&f, stream), "rfa_cuda_flash_forward");
@@ -86,14 +88,21 @@ template <class T>
 void CudaBlockCompute::forward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                                Tensor4<const T> v, Tensor4<float> out, Tensor3<float> lse,
                                const kernels::ProgressHook&) {
-  launch_forward<T>(shape<T>(p), q.data(), k.data(), v.data(), out.data(), lse.data(), false, path_, stream_);
+  launch_forward<T, float>(shape<T>(p), q.data(), k.data(), v.data(), out.data(), lse.data(), false, path_, stream_);
+}
+
+template <class T>
+void CudaBlockCompute::forward_final(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                                     Tensor4<const T> v, Tensor4<T> out, Tensor3<float> lse,
+                                     const kernels::ProgressHook&) {
+  launch_forward<T, T>(shape<T>(p), q.data(), k.data(), v.data(), out.data(), lse.data(), false, path_, stream_);
 }
 
 template <class T>
 void CudaBlockCompute::forward_merged(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                                       Tensor4<const T> v, Tensor4<float> out, Tensor3<float> lse, Tensor4<float>,
                                       Tensor3<float>, const kernels::ProgressHook&) {
-  launch_forward<T>(shape<T>(p), q.data(), k.data(), v.data(), out.data(), lse.data(), true, path_, stream_);
+  launch_forward<T, float>(shape<T>(p), q.data(), k.data(), v.data(), out.data(), lse.data(), true, path_, stream_);
 }
 
 template <class T>
@@ -166,6 +175,9 @@ void CudaBlockCompute::narrow(Tensor4<const float> from, Tensor4<T> to) {
   template void CudaBlockCompute::forward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>,  \
                                              Tensor4<const T>, Tensor4<float>, Tensor3<float>,                     \
                                              const kernels::ProgressHook&);                                        \
+  template void CudaBlockCompute::forward_final<T>(const kernels::AttentionParams&, Tensor4<const T>,              \
+                                                   Tensor4<const T>, Tensor4<const T>, Tensor4<T>, Tensor3<float>, \
+                                                   const kernels::ProgressHook&);                                  \
   template void CudaBlockCompute::forward_merged<T>(                                                               \
       const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<float>,       \
       Tensor3<float>, Tensor4<float>, Tensor3<float>, const kernels::ProgressHook&);                               \

@@ -53,6 +53,12 @@ class CudaBlockCompute {
   template <class T>
   void forward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
                Tensor4<float> out, Tensor3<float> lse, const kernels::ProgressHook& progress);
+  /// forward_final() writes the storage dtype: a pass of one step needs no fp32 accumulator.
+  static constexpr bool kWritesStorageOutput = true;
+  /// The only block of a pass of one step: its normalized out in the storage dtype, and lse.
+  template <class T>
+  void forward_final(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+                     Tensor4<T> out, Tensor3<float> lse, const kernels::ProgressHook& progress);
   /// The forward kernel merges in its epilogue (rfa_cuda_forward_params.merge): no scratch.
   static constexpr bool kMergesInKernel = true;
   /// One more block merged into the running normalized out and lse; block_out/block_lse unused.

@@ -67,6 +67,9 @@ class CudnnBlockCompute {
     prepare(true, dtype, ws);
   }
 
+  /// The plans are made for fp32 outputs (prepare()): a pass of one step keeps its fp32
+  /// accumulator and narrows it, as a longer one does.
+  static constexpr bool kWritesStorageOutput = false;
   /// cuDNN's path merges into out/lse itself, and so does kernels_cuda's forward: no scratch.
   static constexpr bool kMergesInKernel = true;
   /// The first block: the engine has set out = 0 and lse = -inf, so merging into them is the

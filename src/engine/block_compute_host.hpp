@@ -45,6 +45,15 @@ class HostBlockCompute {
                Tensor4<float> out, Tensor3<float> lse, const kernels::ProgressHook& progress) {
     kernels::flash_forward<T, float>(p, q, k, v, out, lse, progress, &forward_workspace_);
   }
+  /// forward_final() writes the storage dtype: a pass of one step needs no fp32 accumulator.
+  static constexpr bool kWritesStorageOutput = true;
+  /// The only block of a pass of one step: its normalized out straight into the caller's
+  /// tensor, in the storage dtype, and its lse.
+  template <class T>
+  void forward_final(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+                     Tensor4<T> out, Tensor3<float> lse, const kernels::ProgressHook& progress) {
+    kernels::flash_forward<T, T>(p, q, k, v, out, lse, progress, &forward_workspace_);
+  }
   /// The host kernels merge in a pass of their own, through the block_out/block_lse scratch.
   static constexpr bool kMergesInKernel = false;
   /// One more block merged into the running normalized out and lse (online softmax).

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <optional>
 
 #if defined(KOKKOS_ENABLE_CUDA)
 #define RFA_ENGINE_CUDA 1
@@ -20,6 +21,32 @@ enum class Device { host, cuda };
 
 /// Whether this build's engine can run on `device`.
 constexpr bool engine_supports(Device device) { return device == Device::host || RFA_ENGINE_CUDA; }
+
+#if RFA_ENGINE_CUDA
+/// The Kokkos::Cuda instance an engine queues its own kernels on (the packing around the
+/// collectives), on the context's stream: made once per stream and kept, since making one
+/// allocates and ending one frees (which synchronizes the device).
+class StreamExec {
+ public:
+  /// On `stream`; nullptr (the legacy default stream) takes Kokkos' default instance, whose
+  /// blocking stream the legacy default stream is ordered with.
+  const Kokkos::Cuda& on(void* stream) {
+    if (!exec_ || stream != stream_) {
+      if (stream == nullptr) {
+        exec_.emplace();
+      } else {
+        exec_.emplace(static_cast<cudaStream_t>(stream));
+      }
+      stream_ = stream;
+    }
+    return *exec_;
+  }
+
+ private:
+  std::optional<Kokkos::Cuda> exec_;
+  void* stream_ = nullptr;
+};
+#endif
 
 }  // namespace engine
 }  // namespace rfa

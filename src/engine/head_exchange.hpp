@@ -9,6 +9,10 @@
 // all-to-all(v) and places the received blocks; a rank's own block moves directly between its
 // local and full tensors, one copy instead of three. The caller passes the two staging buffers
 // (from its Workspace), sized by staging_elems().
+//
+// `Space` is where the tensors and buffers live (the host, or a CUDA device: the packing runs
+// on its execution space, sequence_transpose.hpp, and the all-to-all on a communicator that
+// accepts that memory); every call takes the execution space instance to queue on.
 #pragma once
 
 #include <cstdint>
@@ -18,14 +22,19 @@
 #include "engine/head_routing.hpp"
 #include "engine/sequence_transpose.hpp"
 #include "engine/workspace.hpp"
-#include "kernels/contiguous_ops.hpp"
-#include "kernels/flash_attention.hpp"
 
 namespace rfa {
 namespace engine {
 
+template <class Space = Kokkos::HostSpace>
 class HeadExchange {
  public:
+  using Exec = typename Space::execution_space;
+  template <class T>
+  using Tensor4 = SpaceTensor4<T, Space>;
+  template <class T>
+  using Tensor3 = SpaceTensor3<T, Space>;
+
   HeadExchange(comm::Communicator& comm, const HeadRouting& routing, std::vector<PositionMap> rows, std::int64_t batch,
                std::int64_t head_dim)
       : comm_(comm), routing_(routing), rows_(std::move(rows)), batch_(batch), head_dim_(head_dim) {
@@ -40,7 +49,9 @@ class HeadExchange {
     }
     for (std::int64_t j = 0; j < routing_.slots(); ++j)
       kv_column_.push_back(routing_.slot_head(me, j) - routing_.kv_first(me));
-    for (std::int64_t i = 0; i < routing_.heads_per_rank(); ++i) q_column_.push_back(i);  // one to one
+    q_column_ = identity_columns(routing_.heads_per_rank());  // one to one
+    q_cols_ = ColumnMap<Space>(q_column_);
+    kv_cols_ = ColumnMap<Space>(kv_column_);
   }
 
   std::int64_t batch() const { return batch_; }
@@ -64,73 +75,75 @@ class HeadExchange {
 
   /// local [B][local rows][H][D] -> full [B][full rows][H/P][D]. Returns bytes sent to others.
   template <class T>
-  std::int64_t queries_to_heads(kernels::Tensor4<const T> local, kernels::Tensor4<T> full, T* send, T* recv) {
+  std::int64_t queries_to_heads(const Exec& exec, Tensor4<const T> local, Tensor4<T> full, T* send, T* recv) {
     const BlockLayout out = my_rows(same_width(routing_.heads_per_rank()), head_dim_);
-    pack_heads(local, q_first_, out, send, me());
+    pack_heads<Exec, T>(exec, local, q_first_, out, send, me());
     const BlockLayout in = all_rows(routing_.heads_per_rank(), head_dim_);
     const std::int64_t sent = exchange(send, out, recv, in);
-    place_rows(recv, in, rows_, q_column_, full, me());
-    place_own_rows(local, q_first_[std::size_t(me())], my_positions(), q_column_, full);
+    place_rows<Exec, T>(exec, recv, in, rows_, q_cols_.lists(), full, me());
+    place_own_rows<Exec, T>(exec, local, q_first_[std::size_t(me())], my_positions(), q_cols_.lists(), full);
     return sent;
   }
 
   /// K or V: rank r receives only the heads kv_first(r) .. + kv_count(r), placed in its slots.
   template <class T>
-  std::int64_t keys_to_heads(kernels::Tensor4<const T> local, kernels::Tensor4<T> full, T* send, T* recv) {
+  std::int64_t keys_to_heads(const Exec& exec, Tensor4<const T> local, Tensor4<T> full, T* send, T* recv) {
     const BlockLayout out = my_rows(kv_count_, head_dim_);
-    pack_heads(local, kv_first_, out, send, me());
+    pack_heads<Exec, T>(exec, local, kv_first_, out, send, me());
     const BlockLayout in = all_rows(kv_count_[std::size_t(me())], head_dim_);
     const std::int64_t sent = exchange(send, out, recv, in);
-    place_rows(recv, in, rows_, kv_column_, full, me());
-    place_own_rows(local, kv_first_[std::size_t(me())], my_positions(), kv_column_, full);
+    place_rows<Exec, T>(exec, recv, in, rows_, kv_cols_.lists(), full, me());
+    place_own_rows<Exec, T>(exec, local, kv_first_[std::size_t(me())], my_positions(), kv_cols_.lists(), full);
     return sent;
   }
 
   /// full [B][full rows][H/P][D] (out or dQ) -> local [B][local rows][H][D], converted to T.
   template <class TFull, class T>
-  std::int64_t queries_to_rows(kernels::Tensor4<const TFull> full, kernels::Tensor4<T> local, T* send, T* recv) {
+  std::int64_t queries_to_rows(const Exec& exec, Tensor4<const TFull> full, Tensor4<T> local, T* send, T* recv) {
     const BlockLayout out = all_rows(routing_.heads_per_rank(), head_dim_);
-    take_rows(full, rows_, q_column_, out, send, me());
+    take_rows<Exec, TFull, T>(exec, full, rows_, q_cols_.lists(), out, send, me());
     const BlockLayout in = my_rows(same_width(routing_.heads_per_rank()), head_dim_);
     const std::int64_t sent = exchange(send, out, recv, in);
-    unpack_heads(recv, in, q_first_, local, false, me());
-    take_own_rows(full, my_positions(), q_column_, q_first_[std::size_t(me())], routing_.heads_per_rank(), local,
-                  false);
+    unpack_heads<Exec, T, T>(exec, recv, in, q_first_, local, false, me());
+    take_own_rows<Exec, TFull, T>(exec, full, my_positions(), q_cols_.lists(), q_first_[std::size_t(me())],
+                                  routing_.heads_per_rank(), local, false);
     return sent;
   }
 
   /// dK or dV: full [B][full rows][slots][D] -> the fp32 local [B][local rows][kv_heads][D],
   /// summing the copies of a head within a rank and the partials of ranks sharing a head.
-  template <class TFull>
-  std::int64_t keys_to_rows(kernels::Tensor4<const TFull> full, kernels::Tensor4<float> local, float* send,
+  /// `local` is overwritten.
+  std::int64_t keys_to_rows(const Exec& exec, Tensor4<const float> full, Tensor4<float> local, float* send,
                             float* recv) {
     const std::size_t mine = std::size_t(me());
     const BlockLayout out = all_rows(kv_count_[mine], head_dim_);
-    take_rows(full, rows_, kv_column_, out, send, me());
+    take_rows<Exec, float, float>(exec, full, rows_, kv_cols_.lists(), out, send, me());
     const BlockLayout in = my_rows(kv_count_, head_dim_);
     const std::int64_t sent = exchange(send, out, recv, in);
-    // This rank's own partials first, then the others' added to them.
-    kernels::fill_elements(local, 0.0f);
-    take_own_rows(full, my_positions(), kv_column_, kv_first_[mine], kv_count_[mine], local, true);
-    unpack_heads(recv, in, kv_first_, local, true, me());
+    // This rank's own partials first (every head it does not hold set to zero), then the
+    // others' added to them.
+    zero_other_heads<Exec>(exec, local, kv_first_[mine], kv_count_[mine]);
+    take_own_rows<Exec, float, float>(exec, full, my_positions(), kv_cols_.lists(), kv_first_[mine], kv_count_[mine],
+                                      local, false);
+    unpack_heads<Exec, float, float>(exec, recv, in, kv_first_, local, true, me());
     return sent;
   }
 
   /// lse [B][H][local rows] -> [B][H/P][full rows].
-  std::int64_t lse_to_heads(kernels::Tensor3<float> local, kernels::Tensor3<float> full, float* send, float* recv) {
+  std::int64_t lse_to_heads(const Exec& exec, Tensor3<float> local, Tensor3<float> full, float* send, float* recv) {
     const std::int64_t hp = routing_.heads_per_rank();
-    lse_heads(local, send, hp, true);
+    lse_heads(exec, local, send, hp, true);
     const std::int64_t sent = exchange(send, my_rows(same_width(hp), 1), recv, all_rows(hp, 1), false);
-    lse_sequence(full, recv, rows_, true);
+    lse_sequence(exec, full, recv, rows_, true);
     return sent;
   }
 
   /// lse [B][H/P][full rows] -> [B][H][local rows].
-  std::int64_t lse_to_rows(kernels::Tensor3<float> full, kernels::Tensor3<float> local, float* send, float* recv) {
+  std::int64_t lse_to_rows(const Exec& exec, Tensor3<float> full, Tensor3<float> local, float* send, float* recv) {
     const std::int64_t hp = routing_.heads_per_rank();
-    lse_sequence(full, send, rows_, false);
+    lse_sequence(exec, full, send, rows_, false);
     const std::int64_t sent = exchange(send, all_rows(hp, 1), recv, my_rows(same_width(hp), 1), false);
-    lse_heads(local, recv, hp, false);
+    lse_heads(exec, local, recv, hp, false);
     return sent;
   }
 
@@ -150,6 +163,7 @@ class HeadExchange {
   }
 
   int me() const { return comm_.rank(); }
+
   const PositionMap& my_positions() const { return rows_[std::size_t(me())]; }
 
   /// The all-to-all(v) of the packed blocks. With `own_moved`, this rank's own block does not go
@@ -172,29 +186,32 @@ class HeadExchange {
   std::vector<std::int64_t> rows_length_;
   std::int64_t batch_, head_dim_, local_rows_ = 0, full_rows_ = 0;
   std::vector<std::int64_t> q_first_, kv_first_, kv_count_, q_column_, kv_column_;
+  ColumnMap<Space> q_cols_, kv_cols_;
   std::vector<std::size_t> send_bytes_, send_offsets_, recv_bytes_, recv_offsets_;
 };
 
 /// Staging buffers, sized for the largest exchange, viewed as the 1-D arrays the exchanges use.
-template <class T>
+template <class T, class Space = Kokkos::HostSpace>
 struct Staging {
-  Kokkos::View<T*, Kokkos::HostSpace> send, recv;
-  Staging(Workspace<>& ws, const char* send_name, const char* recv_name, std::int64_t elems)
-      : send(ws.buffer<T>(send_name, elems)), recv(ws.buffer<T>(recv_name, elems)) {}
+  Kokkos::View<T*, Space> send, recv;
+  Staging(Workspace<Space>& ws, const char* send_name, const char* recv_name, std::int64_t elems)
+      : send(ws.template buffer<T>(send_name, elems)), recv(ws.template buffer<T>(recv_name, elems)) {}
 };
 
 /// What both passes hold head-sharded: the staging pair and the full-rows q, k, v, out of this
 /// rank's heads (k and v in its K/V slots).
-template <class T>
+template <class T, class Space = Kokkos::HostSpace>
 struct HeadShardedInputs {
-  Staging<T> stage;
-  kernels::Tensor4<T> q, k, v, out;
-  HeadShardedInputs(Workspace<>& ws, const HeadExchange& x, std::int64_t heads)
+  Staging<T, Space> stage;
+  SpaceTensor4<T, Space> q, k, v, out;
+  HeadShardedInputs(Workspace<Space>& ws, const HeadExchange<Space>& x, std::int64_t heads)
       : stage(ws, "rfa::a2a_send", "rfa::a2a_recv", x.staging_elems(heads)),
-        q(ws.tensor4<T>("rfa::ulysses_q", x.batch(), x.full_rows(), x.routing().heads_per_rank(), x.head_dim())),
-        k(ws.tensor4<T>("rfa::ulysses_k", x.batch(), x.full_rows(), x.routing().slots(), x.head_dim())),
-        v(ws.tensor4<T>("rfa::ulysses_v", x.batch(), x.full_rows(), x.routing().slots(), x.head_dim())),
-        out(ws.tensor4<T>("rfa::ulysses_out", x.batch(), x.full_rows(), x.routing().heads_per_rank(), x.head_dim())) {}
+        q(ws.template tensor4<T>("rfa::ulysses_q", x.batch(), x.full_rows(), x.routing().heads_per_rank(),
+                                 x.head_dim())),
+        k(ws.template tensor4<T>("rfa::ulysses_k", x.batch(), x.full_rows(), x.routing().slots(), x.head_dim())),
+        v(ws.template tensor4<T>("rfa::ulysses_v", x.batch(), x.full_rows(), x.routing().slots(), x.head_dim())),
+        out(ws.template tensor4<T>("rfa::ulysses_out", x.batch(), x.full_rows(), x.routing().heads_per_rank(),
+                                   x.head_dim())) {}
 };
 
 }  // namespace engine

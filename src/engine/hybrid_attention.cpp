@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The hybrid schedule (engine/hybrid_attention.hpp): the Ulysses all-to-all inside a group
-// around the ring engine across groups.
+// around the ring engine across groups; Ulysses is its grid of one group.
 #include "engine/hybrid_attention.hpp"
 
+#include <exception>
 #include <type_traits>
 
 #include "comm/agreement.hpp"
@@ -18,11 +19,17 @@ namespace engine {
 namespace {
 
 // Agreement and the grid's rules before anything is split, on every rank together.
-const RingConfig& validated(comm::Communicator& comm, const RingConfig& c, int degree) {
+const RingConfig& validated(comm::Communicator& comm, const RingConfig& c, const StrategyChoice& choice) {
   require_same_config(comm, c);
-  comm::require_same_everywhere(comm, {{"ulysses_degree", std::int64_t(degree)}});
-  comm::check_everywhere(comm, [&] { validate_strategy({StrategyKind::hybrid, degree, 1}, c, comm.size()); });
+  comm::require_same_everywhere(
+      comm, {{"strategy", std::int64_t(choice.kind)}, {"ulysses_degree", std::int64_t(choice.ulysses_degree)}});
+  comm::check_everywhere(comm, [&] { validate_strategy(choice, c, comm.size()); });
   return c;
+}
+
+/// Ranks per Ulysses group: all of them for Ulysses.
+int degree_of(const StrategyChoice& choice, int ranks) {
+  return choice.kind == StrategyKind::ulysses ? ranks : choice.ulysses_degree;
 }
 
 /// Rows [first, first + count) of `map`, in its order: one or two segments again.
@@ -39,41 +46,73 @@ PositionMap slice_rows(const PositionMap& map, std::int64_t first, std::int64_t 
   return out;
 }
 
-/// The ring's problem: this group's heads (H/Pu) and K/V slots over the whole sequence.
-RingConfig ring_of_groups(const RingConfig& c, const HeadRouting& routing) {
+/// The ring's problem: this group's heads (H/Pu) and K/V slots over the whole sequence. A ring
+/// of one group holds the sequence in global order, whatever the layout.
+RingConfig ring_of_groups(const RingConfig& c, const HeadRouting& routing, int rings) {
   RingConfig r = c;
   r.heads = routing.heads_per_rank();
   r.kv_heads = routing.slots();
+  if (rings == 1) r.layout = RFA_LAYOUT_CONTIGUOUS;
   return r;
 }
 
 }  // namespace
 
-HybridAttention::HybridAttention(comm::Communicator& comm, const RingConfig& config, int ulysses_degree)
-    : comm_(comm),
-      config_(validated(comm, config, ulysses_degree)),
-      degree_(ulysses_degree),
-      routing_(config.heads, config.kv_heads, ulysses_degree) {
+HybridAttention::HybridAttention(comm::Communicator& comm, const RingConfig& config, const StrategyChoice& choice)
+    : EngineState(comm, validated(comm, config, choice)),
+      degree_(degree_of(choice, comm.size())),
+      routing_(config.heads, config.kv_heads, degree_) {
   const int p = comm_.rank();
   group_ = comm_.split(p / degree_, p % degree_);
   rings_ = comm_.split(p % degree_, p / degree_);
   // The ring's checks agree over all P ranks: a buffer refused in one ring group stops every
   // group before any of them computes (each group would otherwise compute its whole ring
   // before the failure reached it).
-  ring_ = std::make_unique<RingAttention>(*rings_, ring_of_groups(config_, routing_), &comm_);
+  ring_ = std::make_unique<RingAttention>(*rings_, ring_of_groups(config_, routing_, rings_->size()), &comm_);
   local_seq_ = ring_->local_seq() / degree_;
+  host_exchange_ = std::make_unique<HeadExchange<Kokkos::HostSpace>>(*group_, routing_, group_slices(), config_.batch,
+                                                                     config_.head_dim);
+#if RFA_ENGINE_CUDA
+  if (config_.device == Device::cuda) {
+    // Agreed: a rank whose device cannot take the exchange's index lists fails every rank.
+    comm::check_everywhere(comm_, [&] {
+      try {
+        device_exchange_ = std::make_unique<HeadExchange<Kokkos::CudaSpace>>(*group_, routing_, group_slices(),
+                                                                             config_.batch, config_.head_dim);
+      } catch (const std::exception& e) {  // Kokkos reports allocation and copy failures so
+        fail(RFA_ERROR_CUDA, "copying the head exchange's index lists to the device failed: ", e.what());
+      }
+    });
+  }
+#endif
 }
 
-HybridAttention::~HybridAttention() = default;
+HybridAttention::~HybridAttention() {
+#if RFA_ENGINE_CUDA
+  // Kernels of the last device call may still read or write the cached workspace.
+  if (config_.device == Device::cuda) cudaStreamSynchronize(static_cast<cudaStream_t>(cuda_stream_));
+#endif
+}
+
+void HybridAttention::set_cuda_stream(void* stream) {
+  EngineState::set_cuda_stream(stream);
+  ring_->set_cuda_stream(stream);
+}
 
 PositionMap HybridAttention::local_positions() const {
+  if (rings_->size() == 1) return layout::positions(config_.layout, config_.seq_total, degree_, group_->rank());
   return slice_rows(ring_->local_positions(), group_->rank() * local_seq_, local_seq_);
 }
 
 std::vector<PositionMap> HybridAttention::group_slices() const {
-  // Rows are indexed in the group's order (the ring's local order), not by global position.
   std::vector<PositionMap> rows;
-  for (int s = 0; s < degree_; ++s) rows.push_back(PositionMap::contiguous(s * local_seq_, local_seq_));
+  for (int s = 0; s < degree_; ++s) {
+    if (rings_->size() == 1) {
+      rows.push_back(layout::positions(config_.layout, config_.seq_total, degree_, s));
+    } else {
+      rows.push_back(PositionMap::contiguous(s * local_seq_, local_seq_));
+    }
+  }
   return rows;
 }
 
@@ -84,10 +123,10 @@ std::int64_t HybridAttention::workspace_bytes(bool backward) const {
   const std::int64_t kvs = c.batch * ring_->local_seq() * routing_.slots() * c.head_dim;
   const std::int64_t kv = c.batch * local_seq_ * c.kv_heads * c.head_dim;
   const std::int64_t rows = c.batch * c.heads * local_seq_;
-  const std::int64_t ring = ring_->workspace_bytes(backward);
+  const std::int64_t ring = ring_->workspace_bytes(backward, true);
   if (!backward) return ring + E * (2 * q + q + 2 * kvs + q) + 4 * 3 * rows;
-  const std::int64_t g = HeadExchange(*group_, routing_, group_slices(), c.batch, c.head_dim).key_staging_elems();
-  return ring + E * (2 * q + 3 * q + 2 * kvs + q + 2 * kvs) + 4 * (2 * g + 2 * kv + 3 * rows);
+  const std::int64_t g = host_exchange_->key_staging_elems();
+  return ring + E * (2 * q + 3 * q + 2 * kvs) + 4 * (q + 2 * kvs + 2 * g + 2 * kv + 3 * rows);
 }
 
 void HybridAttention::add_ring_timings() {
@@ -99,21 +138,73 @@ void HybridAttention::add_ring_timings() {
   last_workspace_bytes_ += ring_->last_workspace_bytes();
 }
 
+template <>
+HeadExchange<Kokkos::HostSpace>& HybridAttention::exchange<Kokkos::HostSpace>() {
+  return *host_exchange_;
+}
+template <>
+Workspace<Kokkos::HostSpace> HybridAttention::workspace<Kokkos::HostSpace>() {
+  return Workspace<Kokkos::HostSpace>();
+}
+#if RFA_ENGINE_CUDA
+template <>
+HeadExchange<Kokkos::CudaSpace>& HybridAttention::exchange<Kokkos::CudaSpace>() {
+  if (!device_exchange_) fail(RFA_ERROR_INVALID_USAGE, "a device pass on a context created for the host");
+  return *device_exchange_;
+}
+template <>
+Workspace<Kokkos::CudaSpace> HybridAttention::workspace<Kokkos::CudaSpace>() {
+  return Workspace<Kokkos::CudaSpace>(&device_cache_);
+}
+#endif
+
 template <class T>
 void HybridAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,
                               Tensor3<float> lse) {
+  run_forward<Kokkos::HostSpace, T>(Kokkos::DefaultHostExecutionSpace(), q, k, v, out, lse);
+}
+
+template <class T>
+void HybridAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
+                               Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,
+                               Tensor4<T> dv) {
+  run_backward<Kokkos::HostSpace, T>(Kokkos::DefaultHostExecutionSpace(), q, k, v, out, dout, lse, dq, dk, dv);
+}
+
+#if RFA_ENGINE_CUDA
+template <class T>
+void HybridAttention::forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
+                                     DeviceTensor4<T> out, DeviceTensor3<float> lse) {
+  group_->set_compute_stream(cuda_stream_);
+  run_forward<Kokkos::CudaSpace, T>(device_exec_.on(cuda_stream_), q, k, v, out, lse);
+}
+
+template <class T>
+void HybridAttention::backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
+                                      DeviceTensor4<const T> out, DeviceTensor4<const T> dout,
+                                      DeviceTensor3<const float> lse, DeviceTensor4<T> dq, DeviceTensor4<T> dk,
+                                      DeviceTensor4<T> dv) {
+  group_->set_compute_stream(cuda_stream_);
+  run_backward<Kokkos::CudaSpace, T>(device_exec_.on(cuda_stream_), q, k, v, out, dout, lse, dq, dk, dv);
+}
+#endif
+
+template <class Space, class T>
+void HybridAttention::run_forward(const typename Space::execution_space& exec, SpaceTensor4<const T, Space> q,
+                                  SpaceTensor4<const T, Space> k, SpaceTensor4<const T, Space> v,
+                                  SpaceTensor4<T, Space> out, SpaceTensor3<float, Space> lse) {
   const RingConfig& c = config_;
-  const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim;
+  const std::int64_t L = local_seq_, B = c.batch;
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
 
-  Workspace<> ws;
-  HeadExchange x(*group_, routing_, group_slices(), B, D);
-  HeadShardedInputs<T> full(ws, x, c.heads);
+  Workspace<Space> ws = workspace<Space>();
+  HeadExchange<Space>& x = exchange<Space>();
+  HeadShardedInputs<T, Space> full(ws, x, c.heads);
   T* send = full.stage.send.data();
   T* recv = full.stage.recv.data();
-  Tensor3<float> lse_full = ws.tensor3<float>("rfa::hybrid_lse", B, routing_.heads_per_rank(), x.full_rows());
-  Staging<float> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
+  auto lse_full = ws.template tensor3<float>("rfa::hybrid_lse", B, routing_.heads_per_rank(), x.full_rows());
+  Staging<float, Space> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
   last_workspace_bytes_ = ws.bytes();
   comm::check_everywhere(comm_, [&] {
     check_forward_tensors<T>(c, L, q, k, v, out, lse);
@@ -121,43 +212,55 @@ void HybridAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<co
   });
   {
     ScopedSeconds t(timings_.wait);
-    timings_.bytes_sent += x.queries_to_heads<T>(q, full.q, send, recv);
-    timings_.bytes_sent += x.keys_to_heads<T>(k, full.k, send, recv);
-    timings_.bytes_sent += x.keys_to_heads<T>(v, full.v, send, recv);
+    timings_.bytes_sent += x.template queries_to_heads<T>(exec, q, full.q, send, recv);
+    timings_.bytes_sent += x.template keys_to_heads<T>(exec, k, full.k, send, recv);
+    timings_.bytes_sent += x.template keys_to_heads<T>(exec, v, full.v, send, recv);
   }
   // The inner ring agrees only within its ring group; a failure there (a refused allocation,
   // say) must reach the other groups too, which would otherwise wait for it in the all-to-all.
-  comm::check_everywhere(comm_, [&] { ring_->forward<T>(full.q, full.k, full.v, full.out, lse_full); });
+  comm::check_everywhere(comm_, [&] {
+    if constexpr (std::is_same<Space, Kokkos::HostSpace>::value) {
+      ring_->forward<T>(full.q, full.k, full.v, full.out, lse_full);
+    } else {
+#if RFA_ENGINE_CUDA
+      ring_->forward_device<T>(full.q, full.k, full.v, full.out, lse_full);
+#endif
+    }
+  });
   add_ring_timings();
   ScopedSeconds t(timings_.wait);
-  timings_.bytes_sent += x.queries_to_rows<T, T>(full.out, out, send, recv);
-  timings_.bytes_sent += x.lse_to_rows(lse_full, lse, lse_stage.send.data(), lse_stage.recv.data());
+  timings_.bytes_sent += x.template queries_to_rows<T, T>(exec, full.out, out, send, recv);
+  timings_.bytes_sent += x.lse_to_rows(exec, lse_full, lse, lse_stage.send.data(), lse_stage.recv.data());
 }
 
-template <class T>
-void HybridAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
-                               Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,
-                               Tensor4<T> dv) {
+template <class Space, class T>
+void HybridAttention::run_backward(const typename Space::execution_space& exec, SpaceTensor4<const T, Space> q,
+                                   SpaceTensor4<const T, Space> k, SpaceTensor4<const T, Space> v,
+                                   SpaceTensor4<const T, Space> out, SpaceTensor4<const T, Space> dout,
+                                   SpaceTensor3<const float, Space> lse, SpaceTensor4<T, Space> dq,
+                                   SpaceTensor4<T, Space> dk, SpaceTensor4<T, Space> dv) {
   const RingConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim;
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
 
-  Workspace<> ws;
-  HeadExchange x(*group_, routing_, group_slices(), B, D);
+  Workspace<Space> ws = workspace<Space>();
+  HeadExchange<Space>& x = exchange<Space>();
   const std::int64_t rows = x.full_rows(), hp = routing_.heads_per_rank(), slots = routing_.slots();
-  HeadShardedInputs<T> full(ws, x, c.heads);
+  HeadShardedInputs<T, Space> full(ws, x, c.heads);
   T* send = full.stage.send.data();
   T* recv = full.stage.recv.data();
-  Tensor4<T> dout_full = ws.tensor4<T>("rfa::hybrid_dout", B, rows, hp, D);
-  Tensor4<T> dq_full = ws.tensor4<T>("rfa::hybrid_dq", B, rows, hp, D);
-  Tensor4<T> dk_full = ws.tensor4<T>("rfa::hybrid_dk", B, rows, slots, D);
-  Tensor4<T> dv_full = ws.tensor4<T>("rfa::hybrid_dv", B, rows, slots, D);
-  Staging<float> grad_stage(ws, "rfa::grad_send", "rfa::grad_recv", x.key_staging_elems());
-  Tensor4<float> dk_acc = ws.tensor4<float>("rfa::dk_acc", B, L, c.kv_heads, D);
-  Tensor4<float> dv_acc = ws.tensor4<float>("rfa::dv_acc", B, L, c.kv_heads, D);
-  Tensor3<float> lse_full = ws.tensor3<float>("rfa::hybrid_lse", B, hp, rows);
-  Staging<float> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
+  auto dout_full = ws.template tensor4<T>("rfa::hybrid_dout", B, rows, hp, D);
+  // The ring's gradients in fp32: dQ is rounded once, on its way home; dK/dV partials of a
+  // K/V head shared by several ranks are summed on arrival.
+  auto dq_full = ws.template tensor4<float>("rfa::hybrid_dq", B, rows, hp, D);
+  auto dk_full = ws.template tensor4<float>("rfa::hybrid_dk", B, rows, slots, D);
+  auto dv_full = ws.template tensor4<float>("rfa::hybrid_dv", B, rows, slots, D);
+  Staging<float, Space> grad_stage(ws, "rfa::grad_send", "rfa::grad_recv", x.key_staging_elems());
+  auto dk_acc = ws.template tensor4<float>("rfa::dk_acc", B, L, c.kv_heads, D);
+  auto dv_acc = ws.template tensor4<float>("rfa::dv_acc", B, L, c.kv_heads, D);
+  auto lse_full = ws.template tensor3<float>("rfa::hybrid_lse", B, hp, rows);
+  Staging<float, Space> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
   last_workspace_bytes_ = ws.bytes();
   comm::check_everywhere(comm_, [&] {
     check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv);
@@ -165,28 +268,46 @@ void HybridAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<c
   });
   {
     ScopedSeconds t(timings_.wait);
-    timings_.bytes_sent += x.queries_to_heads<T>(q, full.q, send, recv);
-    timings_.bytes_sent += x.keys_to_heads<T>(k, full.k, send, recv);
-    timings_.bytes_sent += x.keys_to_heads<T>(v, full.v, send, recv);
-    timings_.bytes_sent += x.queries_to_heads<T>(out, full.out, send, recv);
-    timings_.bytes_sent += x.queries_to_heads<T>(dout, dout_full, send, recv);
+    timings_.bytes_sent += x.template queries_to_heads<T>(exec, q, full.q, send, recv);
+    timings_.bytes_sent += x.template keys_to_heads<T>(exec, k, full.k, send, recv);
+    timings_.bytes_sent += x.template keys_to_heads<T>(exec, v, full.v, send, recv);
+    timings_.bytes_sent += x.template queries_to_heads<T>(exec, out, full.out, send, recv);
+    timings_.bytes_sent += x.template queries_to_heads<T>(exec, dout, dout_full, send, recv);
     // lse is only read: lse_to_heads takes a non-const view type.
-    Tensor3<float> lse_in(const_cast<float*>(lse.data()), B, c.heads, L);
-    timings_.bytes_sent += x.lse_to_heads(lse_in, lse_full, lse_stage.send.data(), lse_stage.recv.data());
+    SpaceTensor3<float, Space> lse_in(const_cast<float*>(lse.data()), B, c.heads, L);
+    timings_.bytes_sent += x.lse_to_heads(exec, lse_in, lse_full, lse_stage.send.data(), lse_stage.recv.data());
   }
   comm::check_everywhere(comm_, [&] {  // as in forward: a group's failure reaches every group
-    ring_->backward<T>(full.q, full.k, full.v, full.out, dout_full, lse_full, dq_full, dk_full, dv_full);
+    if constexpr (std::is_same<Space, Kokkos::HostSpace>::value) {
+      ring_->backward<T, float>(full.q, full.k, full.v, full.out, dout_full, lse_full, dq_full, dk_full, dv_full);
+    } else {
+#if RFA_ENGINE_CUDA
+      ring_->backward_device<T, float>(full.q, full.k, full.v, full.out, dout_full, lse_full, dq_full, dk_full,
+                                       dv_full);
+#endif
+    }
   });
   add_ring_timings();
   ScopedSeconds t(timings_.wait);
-  timings_.bytes_sent += x.queries_to_rows<T, T>(dq_full, dq, send, recv);
-  timings_.bytes_sent += x.keys_to_rows<T>(dk_full, dk_acc, grad_stage.send.data(), grad_stage.recv.data());
-  timings_.bytes_sent += x.keys_to_rows<T>(dv_full, dv_acc, grad_stage.send.data(), grad_stage.recv.data());
-  kernels::narrow<T>(dk_acc, dk);
-  kernels::narrow<T>(dv_acc, dv);
+  timings_.bytes_sent += x.template queries_to_rows<float, T>(exec, dq_full, dq, send, recv);
+  timings_.bytes_sent += x.keys_to_rows(exec, dk_full, dk_acc, grad_stage.send.data(), grad_stage.recv.data());
+  timings_.bytes_sent += x.keys_to_rows(exec, dv_full, dv_acc, grad_stage.send.data(), grad_stage.recv.data());
+  convert_elements<typename Space::execution_space, T>(exec, dk_acc, dk);
+  convert_elements<typename Space::execution_space, T>(exec, dv_acc, dv);
 }
 
 RFA_INSTANTIATE_STRATEGY_PASSES(HybridAttention)
+#if RFA_ENGINE_CUDA
+#define RFA_INSTANTIATE_HYBRID_DEVICE(T)                                                                            \
+  template void HybridAttention::forward_device<T>(DeviceTensor4<const T>, DeviceTensor4<const T>,                  \
+                                                   DeviceTensor4<const T>, DeviceTensor4<T>, DeviceTensor3<float>); \
+  template void HybridAttention::backward_device<T>(                                                                \
+      DeviceTensor4<const T>, DeviceTensor4<const T>, DeviceTensor4<const T>, DeviceTensor4<const T>,               \
+      DeviceTensor4<const T>, DeviceTensor3<const float>, DeviceTensor4<T>, DeviceTensor4<T>, DeviceTensor4<T>);
+RFA_INSTANTIATE_HYBRID_DEVICE(float)
+RFA_INSTANTIATE_HYBRID_DEVICE(bf16_t)
+RFA_INSTANTIATE_HYBRID_DEVICE(fp16_t)
+#endif
 
 }  // namespace engine
 }  // namespace rfa

@@ -1,21 +1,27 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The hybrid Ulysses x ring grid (docs/architecture.md §8): P = Pu x Pr ranks. Ring position p
-// is in Ulysses group j = p / Pu (Pu consecutive positions: the ranks of one node in topology
-// order) at place u = p % Pu. The layout applies at the group level: group j holds the rows the
-// layout gives position j of Pr, and its Pu ranks split them in order (rank u holds the u-th
-// of Pu equal slices). An all-to-all inside the group gives each rank the group's rows for H/Pu
-// heads; the ring engine then runs on those heads over the Pr groups (the ranks with the same
-// u), and a second all-to-all brings out and lse back. The backward mirrors it; dK/dV come back
-// from the ring in the storage dtype and are summed in fp32 over the ranks that shared a K/V
-// head (GQA/MQA with kv_heads < Pu), as in Ulysses.
+// The hybrid Ulysses x ring grid (docs/architecture.md §8), and Ulysses as its one-group case:
+// P = Pu x Pr ranks. Ring position p is in Ulysses group j = p / Pu (Pu consecutive positions:
+// the ranks of one node in topology order) at place u = p % Pu. An all-to-all inside the group
+// gives each rank the group's rows for H/Pu heads; the ring engine then runs on those heads
+// over the Pr groups (the ranks with the same u), and a second all-to-all brings out and lse
+// back. The backward mirrors it; the ring returns dQ, dK and dV in fp32, and dK/dV are summed
+// in fp32 over the ranks that shared a K/V head (GQA/MQA with kv_heads < Pu).
+//
+// Which rows a rank holds: with several ring groups the layout applies at the group level
+// (group j holds the rows the layout gives position j of Pr) and the group's Pu ranks split
+// them in order (rank u holds the u-th of Pu equal slices). With one group (Pu = P: Ulysses)
+// the layout applies over all P ranks, and the ring of one holds the whole sequence in global
+// order: its one step is a single attention over the sequence on H/P heads, written straight
+// into the head-sharded out (engine/ring_attention.hpp, one-step passes).
 //
 // Memory per rank (workspace_bytes()): the ring's (engine/ring_attention.hpp, for H/Pu heads
-// and the group's K/V slots on S/Pr rows) plus, with E = element size, q = B*(S/P)*H*D,
-// kvs = B*(S/Pr)*slots*D, kv = B*(S/P)*kv_heads*D, rows = B*H*(S/P):
+// and the group's K/V slots on S/Pr rows, fp32 gradients) plus, with E = element size,
+// q = B*(S/P)*H*D, kvs = B*(S/Pr)*slots*D, kv = B*(S/P)*kv_heads*D, rows = B*H*(S/P):
 //   forward:  E*(2q staging + q Q + 2kvs K/V + q out) + 4*3*rows (lse, two lse staging)
-//   backward: E*(2q staging + 3q Q/out/dO + 2kvs K/V + q dQ + 2kvs dK/dV)
-//             + 4*(2g dK/dV staging + 2kv fp32 dK/dV results + 3*rows lse and its staging),
-//             g as in Ulysses (engine/head_exchange.hpp key_staging_elems()).
+//   backward: E*(2q staging + 3q Q/out/dO + 2kvs K/V)
+//             + 4*(q dQ + 2kvs dK/dV + 2g dK/dV staging + 2kv dK/dV results + 3*rows lse and
+//             its staging), g the larger of what a rank sends and receives of dK/dV
+//             (engine/head_exchange.hpp key_staging_elems()).
 #pragma once
 
 #include <cstdint>
@@ -23,26 +29,27 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "engine/attention_strategy.hpp"
+#include "engine/engine_state.hpp"
+#include "engine/head_exchange.hpp"
 #include "engine/head_routing.hpp"
 #include "engine/ring_attention.hpp"
 #include "engine/ring_config.hpp"
+#include "engine/workspace.hpp"
 
 namespace rfa {
 namespace engine {
 
-class HybridAttention {
+class HybridAttention : public EngineState {
  public:
-  /// Collective over `comm`: checks that all ranks agree and that the grid fits (Pu divides P
-  /// and the heads, the group's rows divide by Pu), then splits `comm` into the groups and the
-  /// ring of groups.
-  HybridAttention(comm::Communicator& comm, const RingConfig& config, int ulysses_degree);
+  /// Collective over `comm`: checks that all ranks agree and that the grid of `choice` fits
+  /// (validate_strategy(): the hybrid's Pu x P/Pu, or Ulysses' P x 1), then splits `comm` into
+  /// the groups and the ring of groups.
+  HybridAttention(comm::Communicator& comm, const RingConfig& config, const StrategyChoice& choice);
+  /// Waits for work still queued on the CUDA stream before the device workspace is freed.
   ~HybridAttention();
 
-  const RingConfig& config() const { return config_; }
-  int position() const { return comm_.rank(); }
-  int ranks() const { return comm_.size(); }
   int ulysses_degree() const { return degree_; }
-  std::int64_t local_seq() const { return local_seq_; }
   PositionMap local_positions() const;
 
   /// Collective. Same tensors as RingAttention::forward.
@@ -54,27 +61,62 @@ class HybridAttention {
   void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
                 Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv);
 
-  /// compute and steps: the ring's; wait: the ring's plus the all-to-alls; bytes: both.
-  const RingTimings& last_timings() const { return timings_; }
+#if RFA_ENGINE_CUDA
+  /// Collective. As forward(), on device memory: the all-to-alls go through a communicator
+  /// that accepts device memory, the packing and the ring's kernels are queued on the CUDA
+  /// stream (set_cuda_stream), and the call returns once everything is queued.
+  template <class T>
+  void forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
+                      DeviceTensor4<T> out, DeviceTensor3<float> lse);
+  /// Collective. As backward(), on device memory (see forward_device()).
+  template <class T>
+  void backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
+                       DeviceTensor4<const T> out, DeviceTensor4<const T> dout, DeviceTensor3<const float> lse,
+                       DeviceTensor4<T> dq, DeviceTensor4<T> dk, DeviceTensor4<T> dv);
+#endif
+  /// The stream of the device passes (EngineState), the inner ring's too.
+  void set_cuda_stream(void* stream);
+
+  /// Timings (last_timings()): compute and steps the ring's; wait the ring's plus the
+  /// all-to-alls; bytes both.
   std::int64_t workspace_bytes(bool backward) const;
   /// What the ring's kernels allocate for themselves during one pass, part of workspace_bytes().
   std::int64_t kernel_workspace_bytes(bool backward) const { return ring_->kernel_workspace_bytes(backward); }
-  std::int64_t last_workspace_bytes() const { return last_workspace_bytes_; }
 
  private:
+  /// The rows of each rank of this group, as indices into the group's rows (the ring's local
+  /// order; global positions with one group).
   std::vector<PositionMap> group_slices() const;
   void add_ring_timings();
 
-  comm::Communicator& comm_;
-  RingConfig config_;
+  /// The passes, written once over the memory space of the tensors (host or CUDA device).
+  template <class Space, class T>
+  void run_forward(const typename Space::execution_space& exec, SpaceTensor4<const T, Space> q,
+                   SpaceTensor4<const T, Space> k, SpaceTensor4<const T, Space> v, SpaceTensor4<T, Space> out,
+                   SpaceTensor3<float, Space> lse);
+  template <class Space, class T>
+  void run_backward(const typename Space::execution_space& exec, SpaceTensor4<const T, Space> q,
+                    SpaceTensor4<const T, Space> k, SpaceTensor4<const T, Space> v, SpaceTensor4<const T, Space> out,
+                    SpaceTensor4<const T, Space> dout, SpaceTensor3<const float, Space> lse, SpaceTensor4<T, Space> dq,
+                    SpaceTensor4<T, Space> dk, SpaceTensor4<T, Space> dv);
+  /// This rank's group exchange over memory `Space` (made at construction).
+  template <class Space>
+  HeadExchange<Space>& exchange();
+  /// A workspace for one pass: fresh host buffers, or the device buffers kept in the cache.
+  template <class Space>
+  Workspace<Space> workspace();
+
   int degree_;
   HeadRouting routing_;
   std::unique_ptr<comm::Communicator> group_;  ///< the Pu ranks of this Ulysses group
   std::unique_ptr<comm::Communicator> rings_;  ///< the Pr ranks with this rank's place u
   std::unique_ptr<RingAttention> ring_;
-  std::int64_t local_seq_ = 0;
-  RingTimings timings_;
-  std::int64_t last_workspace_bytes_ = 0;
+  std::unique_ptr<HeadExchange<Kokkos::HostSpace>> host_exchange_;
+#if RFA_ENGINE_CUDA
+  std::unique_ptr<HeadExchange<Kokkos::CudaSpace>> device_exchange_;
+  WorkspaceCache<Kokkos::CudaSpace> device_cache_;
+  StreamExec device_exec_;
+#endif
 };
 
 }  // namespace engine

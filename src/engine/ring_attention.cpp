@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "engine/ring_attention.hpp"
 
-#include <exception>
 #include <vector>
 
 #include "core/error.hpp"
@@ -12,26 +11,12 @@ namespace rfa {
 namespace engine {
 
 RingAttention::RingAttention(comm::Communicator& comm, const RingConfig& config, comm::Communicator* agreement)
-    : comm_(comm), agreement_(agreement ? agreement : &comm), config_(config) {
+    : EngineState(comm, config), agreement_(agreement ? agreement : &comm) {
   validate_collective(comm_, config_);
   local_seq_ = layout::local_length(config_.layout, config_.seq_total, comm_.size());
   steps_ = ring_steps_with_work(config_, comm_.size());
 #if RFA_ENGINE_CUDA
-  if (config_.device == Device::cuda && !config_.doc_bounds.empty()) {
-    // Agreed: a rank whose device cannot take the copy fails creation on every rank.
-    check_everywhere([&] {
-      const std::vector<std::int64_t>& bounds = config_.doc_bounds;
-      try {
-        device_doc_bounds_ = Kokkos::View<std::int64_t*, Kokkos::CudaSpace>(
-            Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::doc_bounds"), bounds.size());
-        Kokkos::deep_copy(device_doc_bounds_,
-                          Kokkos::View<const std::int64_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(bounds.data(),
-                                                                                                        bounds.size()));
-      } catch (const std::exception& e) {  // Kokkos reports allocation and copy failures so
-        fail(RFA_ERROR_CUDA, "copying the ", bounds.size(), " document boundaries to the device failed: ", e.what());
-      }
-    });
-  }
+  if (config_.device == Device::cuda) device_doc_bounds_ = copy_doc_bounds_to_device(*agreement_, config_.doc_bounds);
 #endif
 #if RFA_ENGINE_CUDNN
   // Agreed: a rank where cuDNN cannot start (no handle on its device) fails every rank.
@@ -61,7 +46,7 @@ PositionMap RingAttention::local_positions() const {
   return layout::positions(config_.layout, config_.seq_total, comm_.size(), comm_.rank());
 }
 
-std::int64_t RingAttention::workspace_bytes(bool backward) const {
+std::int64_t RingAttention::workspace_bytes(bool backward, bool fp32_gradients) const {
   const RingConfig& c = config_;
   const std::int64_t elem = std::int64_t(dtype_size(c.dtype));
   const std::int64_t q_elems = c.batch * local_seq_ * c.heads * c.head_dim;
@@ -72,14 +57,20 @@ std::int64_t RingAttention::workspace_bytes(bool backward) const {
   // Two K/V receive buffers (K and V each) in the storage dtype.
   std::int64_t bytes = moves ? 2 * 2 * kv_elems * elem : 0;
   if (!backward) {
-    bytes += fp32 ? 0 : q_elems * 4;  // fp32 output accumulator (fp32 callers' out is used in place)
+    // fp32 output accumulator (fp32 callers' out is used in place, and so is a 16-bit out
+    // written directly by the one block of a one-step pass).
+    bytes += fp32 || direct_output() ? 0 : q_elems * 4;
     // One block's fp32 partial output and lse; the CUDA kernels merge in their epilogue instead.
     if (c.device == Device::host && moves) bytes += q_elems * 4 + row_elems * 4;
   } else {
-    bytes += 2 * 2 * kv_elems * 4        // two dK/dV receive buffers, fp32
-             + 2 * kv_elems * 4          // this step's dK/dV contribution, fp32
-             + (fp32 ? 0 : q_elems * 4)  // fp32 dQ accumulator (fp32 callers' dq is used in place)
-             + row_elems * 4;            // D = rowsum(dO * O)
+    const bool grads_in_place = fp32 || fp32_gradients;  // fp32 dQ (and a one-step dK/dV) in place
+    if (moves)
+      bytes += 2 * 2 * kv_elems * 4  // two dK/dV receive buffers, fp32
+               + 2 * kv_elems * 4;   // this step's dK/dV contribution, fp32
+    else if (!grads_in_place)
+      bytes += 2 * kv_elems * 4;                 // the own block's dK/dV, fp32
+    bytes += (grads_in_place ? 0 : q_elems * 4)  // fp32 dQ accumulator
+             + row_elems * 4;                    // D = rowsum(dO * O)
   }
   return bytes + kernel_workspace_bytes(backward);
 }

@@ -11,8 +11,11 @@
 //
 // Memory per rank (see workspace_bytes()): the caller's local tensors, two K/V receive
 // buffers, two dK/dV receive buffers in fp32 (backward), one fp32 dK/dV accumulator, and
-// fp32 accumulators for out/lse (forward) or dq and D (backward). Nothing of the size of the
-// whole sequence is ever allocated.
+// fp32 accumulators for out/lse (forward) or dq and D (backward). A pass of one step (one
+// rank, or a window within the local block) moves nothing and keeps only what it computes
+// into: no receive buffers, and no accumulators where the caller's tensors can be written
+// directly (a 16-bit out on rfa's kernels, fp32 gradients). Nothing of the size of the whole
+// sequence is ever allocated.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +27,9 @@
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
 #include "engine/block_compute_cudnn.hpp"
+#include "engine/device_doc_bounds.hpp"
 #include "engine/engine_backends.hpp"
+#include "engine/engine_state.hpp"
 #include "engine/ring_config.hpp"
 #include "engine/workspace.hpp"
 #include "kernels/flash_attention.hpp"
@@ -43,15 +48,6 @@ template <class T>
 using DeviceTensor3 = SpaceTensor3<T, Kokkos::CudaSpace>;
 #endif
 
-/// What a run spent its time on (seconds, this rank), for the main job and the benchmark.
-struct RingTimings {
-  double total = 0.0;
-  double compute = 0.0;    ///< inside the flash kernels and the merge
-  double wait = 0.0;       ///< blocked in Exchange::wait (communication not hidden)
-  int steps_computed = 0;  ///< ring steps whose block was not fully masked
-  std::int64_t bytes_sent = 0;
-};
-
 /// Benchmark switches: the same schedule with one half left out, to measure overlap.
 enum class RingMode {
   full,          ///< communicate and compute (the real thing)
@@ -59,7 +55,7 @@ enum class RingMode {
   comm_only      ///< run every exchange, compute nothing (results are garbage)
 };
 
-class RingAttention {
+class RingAttention : public EngineState {
  public:
   /// Collective over `comm`: validates the config on every rank and that all ranks agree.
   /// `agreement`, when given, is a communicator that holds `comm`'s ranks and more, all of which
@@ -72,11 +68,6 @@ class RingAttention {
   RingAttention(const RingAttention&) = delete;
   RingAttention& operator=(const RingAttention&) = delete;
 
-  const RingConfig& config() const { return config_; }
-  int position() const { return comm_.rank(); }
-  int ranks() const { return comm_.size(); }
-  /// Rows of the sequence this rank holds (S / P).
-  std::int64_t local_seq() const { return local_seq_; }
   /// The global positions of this rank's rows.
   PositionMap local_positions() const;
 
@@ -85,10 +76,13 @@ class RingAttention {
   void forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out, Tensor3<float> lse,
                RingMode mode = RingMode::full);
 
-  /// Collective. out and lse are the forward's results; gradients are written in T.
-  template <class T>
+  /// Collective. out and lse are the forward's results; gradients are written in TGrad: the
+  /// storage dtype, or fp32 for a caller that sums them further (the hybrid's K/V heads shared
+  /// by several ranks), which then need no fp32 accumulators of the engine's own.
+  template <class T, class TGrad = T>
   void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
-                Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv, RingMode mode = RingMode::full);
+                Tensor3<const float> lse, Tensor4<TGrad> dq, Tensor4<TGrad> dk, Tensor4<TGrad> dv,
+                RingMode mode = RingMode::full);
 
 #if RFA_ENGINE_CUDA
   /// Collective. As forward(), with every tensor in device memory: the blocks are computed by
@@ -100,28 +94,20 @@ class RingAttention {
                       DeviceTensor4<T> out, DeviceTensor3<float> lse, RingMode mode = RingMode::full);
 
   /// Collective. As backward(), on device memory (see forward_device()).
-  template <class T>
+  template <class T, class TGrad = T>
   void backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
                        DeviceTensor4<const T> out, DeviceTensor4<const T> dout, DeviceTensor3<const float> lse,
-                       DeviceTensor4<T> dq, DeviceTensor4<T> dk, DeviceTensor4<T> dv, RingMode mode = RingMode::full);
+                       DeviceTensor4<TGrad> dq, DeviceTensor4<TGrad> dk, DeviceTensor4<TGrad> dv,
+                       RingMode mode = RingMode::full);
 #endif
-
-  /// The cudaStream_t (as void*) device calls enqueue their work on; nullptr, the default,
-  /// is the legacy default stream. The stream must outlive the calls that use it.
-  void set_cuda_stream(void* stream) { cuda_stream_ = stream; }
-  void* cuda_stream() const { return cuda_stream_; }
-
-  /// Timings of the last forward or backward on this rank.
-  const RingTimings& last_timings() const { return timings_; }
 
   /// Bytes the engine allocates for a forward (backward = false) or backward, by the formula
   /// documented in docs/memory.md; the tests check it against what is actually allocated.
-  std::int64_t workspace_bytes(bool backward) const;
+  /// `fp32_gradients`: for a backward that writes its gradients in fp32 (TGrad = float).
+  std::int64_t workspace_bytes(bool backward, bool fp32_gradients = false) const;
   /// What the kernels allocate for themselves during one pass (kernels/flash_attention.hpp:
   /// packing for AMX tiles; 0 elsewhere), part of workspace_bytes().
   std::int64_t kernel_workspace_bytes(bool backward) const;
-  /// Bytes of engine workspace allocated by the last forward or backward (measured).
-  std::int64_t last_workspace_bytes() const { return last_workspace_bytes_; }
   /// Ring steps of the last device pass computed on cuDNN (0 with rfa's kernels).
   int last_cudnn_steps() const { return last_cudnn_steps_; }
 
@@ -133,12 +119,19 @@ class RingAttention {
                    typename Compute::template Tensor4<const T> k, typename Compute::template Tensor4<const T> v,
                    typename Compute::template Tensor4<T> out, typename Compute::template Tensor3<float> lse,
                    RingMode mode);
-  template <class Compute, class T>
+  template <class Compute, class T, class TGrad>
   void run_backward(Compute& blocks, typename Compute::template Tensor4<const T> q,
                     typename Compute::template Tensor4<const T> k, typename Compute::template Tensor4<const T> v,
                     typename Compute::template Tensor4<const T> out, typename Compute::template Tensor4<const T> dout,
-                    typename Compute::template Tensor3<const float> lse, typename Compute::template Tensor4<T> dq,
-                    typename Compute::template Tensor4<T> dk, typename Compute::template Tensor4<T> dv, RingMode mode);
+                    typename Compute::template Tensor3<const float> lse, typename Compute::template Tensor4<TGrad> dq,
+                    typename Compute::template Tensor4<TGrad> dk, typename Compute::template Tensor4<TGrad> dv,
+                    RingMode mode);
+
+  /// Whether a forward writes the caller's out directly, without an fp32 accumulator: a pass of
+  /// one step (one block, nothing to merge) on a backend that writes the storage dtype.
+  bool direct_output() const {
+    return steps_.size() == 1 && !(config_.device == Device::cuda && config_.cuda_kernels == CudaKernels::cudnn);
+  }
 
   /// Runs this rank's argument and allocation checks, then agrees with the other ranks (of
   /// `agreement_`): if any rank's checks failed, every rank throws (before any K/V moves), so no
@@ -146,14 +139,9 @@ class RingAttention {
   template <class Checks>
   void check_everywhere(Checks&& checks);
 
-  comm::Communicator& comm_;
   comm::Communicator* agreement_;  // where check_everywhere agrees: comm_ unless given
-  RingConfig config_;
-  std::int64_t local_seq_ = 0;
-  std::vector<int> steps_;  // ring_steps_with_work(): the steps forward and backward run
-  RingTimings timings_;
-  std::int64_t last_workspace_bytes_ = 0;
-  int current_step_ = -1;  // the ring step a pass is in, for the message of a timeout
+  std::vector<int> steps_;         // ring_steps_with_work(): the steps forward and backward run
+  int current_step_ = -1;          // the ring step a pass is in, for the message of a timeout
   int last_cudnn_steps_ = 0;
   /// The block params of every ring step of this rank (owner = position - step).
   std::vector<kernels::AttentionParams> step_params() const;
@@ -171,14 +159,11 @@ class RingAttention {
            "): ", e.what());
     }
   }
-  void* cuda_stream_ = nullptr;
 #if RFA_ENGINE_CUDA
   WorkspaceCache<Kokkos::CudaSpace> device_cache_;
   /// config_.doc_bounds in device memory, for the CUDA kernels' mask (empty without documents).
   Kokkos::View<std::int64_t*, Kokkos::CudaSpace> device_doc_bounds_;
-  const std::int64_t* device_doc_bounds() const {
-    return device_doc_bounds_.size() == 0 ? nullptr : device_doc_bounds_.data();
-  }
+  const std::int64_t* device_doc_bounds() const { return doc_bounds_or_null(device_doc_bounds_); }
 #endif
 #if RFA_ENGINE_CUDNN
   /// The cuDNN handle and plans of a context whose steps run on cuDNN (config_.cuda_kernels).

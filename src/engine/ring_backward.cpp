@@ -18,49 +18,48 @@
 
 namespace rfa {
 namespace engine {
-template <class T>
+template <class T, class TGrad>
 void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
-                             Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,
-                             Tensor4<T> dv, RingMode mode) {
+                             Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<TGrad> dq, Tensor4<TGrad> dk,
+                             Tensor4<TGrad> dv, RingMode mode) {
   HostBlockCompute blocks;
-  naming_step_of_timeout("backward",
-                         [&] { run_backward<HostBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode); });
+  naming_step_of_timeout(
+      "backward", [&] { run_backward<HostBlockCompute, T, TGrad>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode); });
 }
 
 #if RFA_ENGINE_CUDA
-template <class T>
+template <class T, class TGrad>
 void RingAttention::backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
                                     DeviceTensor4<const T> out, DeviceTensor4<const T> dout,
-                                    DeviceTensor3<const float> lse, DeviceTensor4<T> dq, DeviceTensor4<T> dk,
-                                    DeviceTensor4<T> dv, RingMode mode) {
+                                    DeviceTensor3<const float> lse, DeviceTensor4<TGrad> dq, DeviceTensor4<TGrad> dk,
+                                    DeviceTensor4<TGrad> dv, RingMode mode) {
   comm_.set_compute_stream(cuda_stream_);
   const auto stream = static_cast<cudaStream_t>(cuda_stream_);
 #if RFA_ENGINE_CUDNN
   if (cudnn_) {
     CudnnBlockCompute blocks(stream, device_cache_, device_doc_bounds(), *cudnn_, step_params(), config_.cuda_path);
-    naming_step_of_timeout(
-        "backward", [&] { run_backward<CudnnBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode); });
+    naming_step_of_timeout("backward", [&] {
+      run_backward<CudnnBlockCompute, T, TGrad>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode);
+    });
     last_cudnn_steps_ = blocks.cudnn_steps();
     return;
   }
 #endif
   CudaBlockCompute blocks(stream, device_cache_, device_doc_bounds(), config_.cuda_path);
-  naming_step_of_timeout("backward",
-                         [&] { run_backward<CudaBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode); });
+  naming_step_of_timeout(
+      "backward", [&] { run_backward<CudaBlockCompute, T, TGrad>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode); });
   last_cudnn_steps_ = 0;
 }
 #endif
 
 // The schedule, shared by every backend (docs/architecture.md §8); `blocks` computes.
-template <class Compute, class T>
-void RingAttention::run_backward(Compute& blocks, typename Compute::template Tensor4<const T> q,
-                                 typename Compute::template Tensor4<const T> k,
-                                 typename Compute::template Tensor4<const T> v,
-                                 typename Compute::template Tensor4<const T> out,
-                                 typename Compute::template Tensor4<const T> dout,
-                                 typename Compute::template Tensor3<const float> lse,
-                                 typename Compute::template Tensor4<T> dq, typename Compute::template Tensor4<T> dk,
-                                 typename Compute::template Tensor4<T> dv, RingMode mode) {
+template <class Compute, class T, class TGrad>
+void RingAttention::run_backward(
+    Compute& blocks, typename Compute::template Tensor4<const T> q, typename Compute::template Tensor4<const T> k,
+    typename Compute::template Tensor4<const T> v, typename Compute::template Tensor4<const T> out,
+    typename Compute::template Tensor4<const T> dout, typename Compute::template Tensor3<const float> lse,
+    typename Compute::template Tensor4<TGrad> dq, typename Compute::template Tensor4<TGrad> dk,
+    typename Compute::template Tensor4<TGrad> dv, RingMode mode) {
   using Space = typename Compute::memory_space;
   using Grad = typename Compute::template Tensor4<float>;
   const RingConfig& c = config_;
@@ -72,16 +71,32 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
   const bool compute = mode != RingMode::comm_only;
   const std::int64_t B = c.batch, HKV = c.kv_heads, D = c.head_dim;
 
+  constexpr bool kFp32Grads = std::is_same<TGrad, float>::value;
+  const std::size_t n = steps_.size();
   Workspace<Space> ws = blocks.workspace();
   TravellingKV<T, Space> kv(ws, comm_, c, L, k, v, communicate, steps_);
-  Grad dk_recv[2] = {ws.template tensor4<float>("rfa::dk_recv0", B, L, HKV, D),
-                     ws.template tensor4<float>("rfa::dk_recv1", B, L, HKV, D)};
-  Grad dv_recv[2] = {ws.template tensor4<float>("rfa::dv_recv0", B, L, HKV, D),
-                     ws.template tensor4<float>("rfa::dv_recv1", B, L, HKV, D)};
-  Grad dk_step = ws.template tensor4<float>("rfa::dk_step", B, L, HKV, D);
-  Grad dv_step = ws.template tensor4<float>("rfa::dv_step", B, L, HKV, D);
+  // dK/dV partials: [0] this rank's own block's (and what arrives at even steps), [1] the odd
+  // steps', *_step this step's contribution to a block whose partial is still arriving. A pass
+  // of one step has only its own block: fp32 gradients are accumulated in the caller's tensors.
+  Grad dk_recv[2], dv_recv[2], dk_step, dv_step;
+  if constexpr (kFp32Grads) {
+    if (n == 1) {
+      dk_recv[0] = dk;
+      dv_recv[0] = dv;
+    }
+  }
+  if (!dk_recv[0].data()) {
+    dk_recv[0] = ws.template tensor4<float>("rfa::dk_recv0", B, L, HKV, D);
+    dv_recv[0] = ws.template tensor4<float>("rfa::dv_recv0", B, L, HKV, D);
+  }
+  if (n > 1) {
+    dk_recv[1] = ws.template tensor4<float>("rfa::dk_recv1", B, L, HKV, D);
+    dv_recv[1] = ws.template tensor4<float>("rfa::dv_recv1", B, L, HKV, D);
+    dk_step = ws.template tensor4<float>("rfa::dk_step", B, L, HKV, D);
+    dv_step = ws.template tensor4<float>("rfa::dv_step", B, L, HKV, D);
+  }
   Grad dq_acc;
-  if constexpr (std::is_same<T, float>::value) {
+  if constexpr (kFp32Grads) {
     dq_acc = dq;
   } else {
     dq_acc = ws.template tensor4<float>("rfa::dq_acc", B, L, c.heads, D);
@@ -98,7 +113,7 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
   // The partial gradient of this rank's own block starts at zero: nobody has seen it yet.
   blocks.fill(dk_recv[0], 0.0f);
   blocks.fill(dv_recv[0], 0.0f);
-  if (!communicate) {
+  if (!communicate && n > 1) {
     // Nothing will arrive in the other buffers; the benchmark's compute-only schedule still
     // adds into them, and uninitialized memory (denormals, NaNs) could skew its timing.
     blocks.fill(dk_recv[1], 0.0f);
@@ -109,10 +124,9 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
     blocks.template delta<T>(block_params(c, P, me, me), dout, out, delta);
   }
 
-  const std::size_t grad_bytes = dk_step.size() * sizeof(float);
+  const std::size_t grad_bytes = std::size_t(B * L * HKV * D) * sizeof(float);
   comm::Exchange grad_k, grad_v;  // the dK/dV partials arriving for this step's block
   ExchangePoller poller;
-  const std::size_t n = steps_.size();
   for (std::size_t i = 0; i < n; ++i) {
     const int s = steps_[i];
     current_step_ = s;
@@ -170,35 +184,40 @@ void RingAttention::run_backward(Compute& blocks, typename Compute::template Ten
   }
   // Where this rank's own block's gradient is: delivered by the last exchange, or never sent.
   const std::size_t home = communicate && steps_.back() != 0 ? n % 2 : (n - 1) % 2;
-  if constexpr (std::is_same<T, float>::value) {
-    blocks.copy(dk, dk_recv[home]);
-    blocks.copy(dv, dv_recv[home]);
+  if constexpr (kFp32Grads) {
+    if (dk_recv[home].data() != dk.data()) {
+      blocks.copy(dk, dk_recv[home]);
+      blocks.copy(dv, dv_recv[home]);
+    }
   } else {
-    blocks.template narrow<T>(dq_acc, dq);
-    blocks.template narrow<T>(dk_recv[home], dk);
-    blocks.template narrow<T>(dv_recv[home], dv);
+    blocks.template narrow<TGrad>(dq_acc, dq);
+    blocks.template narrow<TGrad>(dk_recv[home], dk);
+    blocks.template narrow<TGrad>(dv_recv[home], dv);
   }
 }
 
+#define RFA_INSTANTIATE_BACKWARD(T, TGrad)                                                                  \
+  template void RingAttention::backward<T, TGrad>(Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,     \
+                                                  Tensor4<const T>, Tensor4<const T>, Tensor3<const float>, \
+                                                  Tensor4<TGrad>, Tensor4<TGrad>, Tensor4<TGrad>, RingMode);
 #if RFA_ENGINE_CUDA
-#define RFA_INSTANTIATE_BACKWARD_DEVICE(T)                                                            \
-  template void RingAttention::backward_device<T>(DeviceTensor4<const T>, DeviceTensor4<const T>,     \
-                                                  DeviceTensor4<const T>, DeviceTensor4<const T>,     \
-                                                  DeviceTensor4<const T>, DeviceTensor3<const float>, \
-                                                  DeviceTensor4<T>, DeviceTensor4<T>, DeviceTensor4<T>, RingMode);
-RFA_INSTANTIATE_BACKWARD_DEVICE(float)
-RFA_INSTANTIATE_BACKWARD_DEVICE(bf16_t)
-RFA_INSTANTIATE_BACKWARD_DEVICE(fp16_t)
+#define RFA_INSTANTIATE_BACKWARD_DEVICE(T, TGrad)                                                     \
+  template void RingAttention::backward_device<T, TGrad>(                                             \
+      DeviceTensor4<const T>, DeviceTensor4<const T>, DeviceTensor4<const T>, DeviceTensor4<const T>, \
+      DeviceTensor4<const T>, DeviceTensor3<const float>, DeviceTensor4<TGrad>, DeviceTensor4<TGrad>, \
+      DeviceTensor4<TGrad>, RingMode);
+#else
+#define RFA_INSTANTIATE_BACKWARD_DEVICE(T, TGrad)
 #endif
-template void RingAttention::backward<float>(Tensor4<const float>, Tensor4<const float>, Tensor4<const float>,
-                                             Tensor4<const float>, Tensor4<const float>, Tensor3<const float>,
-                                             Tensor4<float>, Tensor4<float>, Tensor4<float>, RingMode);
-template void RingAttention::backward<bf16_t>(Tensor4<const bf16_t>, Tensor4<const bf16_t>, Tensor4<const bf16_t>,
-                                              Tensor4<const bf16_t>, Tensor4<const bf16_t>, Tensor3<const float>,
-                                              Tensor4<bf16_t>, Tensor4<bf16_t>, Tensor4<bf16_t>, RingMode);
-template void RingAttention::backward<fp16_t>(Tensor4<const fp16_t>, Tensor4<const fp16_t>, Tensor4<const fp16_t>,
-                                              Tensor4<const fp16_t>, Tensor4<const fp16_t>, Tensor3<const float>,
-                                              Tensor4<fp16_t>, Tensor4<fp16_t>, Tensor4<fp16_t>, RingMode);
+// Gradients in the storage dtype (callers), and in fp32 for 16-bit storage (the hybrid).
+#define RFA_INSTANTIATE_BACKWARDS(T, TGrad) \
+  RFA_INSTANTIATE_BACKWARD(T, TGrad)        \
+  RFA_INSTANTIATE_BACKWARD_DEVICE(T, TGrad)
+RFA_INSTANTIATE_BACKWARDS(float, float)
+RFA_INSTANTIATE_BACKWARDS(bf16_t, bf16_t)
+RFA_INSTANTIATE_BACKWARDS(fp16_t, fp16_t)
+RFA_INSTANTIATE_BACKWARDS(bf16_t, float)
+RFA_INSTANTIATE_BACKWARDS(fp16_t, float)
 
 }  // namespace engine
 }  // namespace rfa

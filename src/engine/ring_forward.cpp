@@ -65,12 +65,16 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
   // The mask may hide a step on every rank (a window or documents shorter than the distance):
   // the pass runs only the steps some rank computes on, and its blocks jump over the others.
   TravellingKV<T, Space> kv(ws, comm_, c, L, k, v, communicate, steps_);
-  // fp32 callers' out doubles as the accumulator; 16-bit outputs are narrowed at the end.
+  // fp32 callers' out doubles as the accumulator; 16-bit outputs are narrowed at the end,
+  // unless the pass has one step (one block, nothing to merge) and the backend writes it in
+  // the storage dtype (direct_output(): the hybrid's one-group case, Ulysses, lives on that).
+  constexpr bool kStorageOutput = !std::is_same<T, float>::value && Compute::kWritesStorageOutput;
+  const bool direct = kStorageOutput && direct_output();
   typename Compute::template Tensor4<float> acc;
   if constexpr (std::is_same<T, float>::value) {
     acc = out;
   } else {
-    acc = ws.template tensor4<float>("rfa::out_acc", c.batch, L, c.heads, c.head_dim);
+    if (!direct) acc = ws.template tensor4<float>("rfa::out_acc", c.batch, L, c.heads, c.head_dim);
   }
   // Scratch for one block's partial, unless the backend merges inside its forward kernel or the
   // pass has one step (nothing to merge).
@@ -89,7 +93,7 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
     check_forward_tensors<T>(c, L, q, k, v, out, lse);
     ws.throw_if_failed();
   });
-  blocks.fill(acc, 0.0f);
+  if (!direct) blocks.fill(acc, 0.0f);
   blocks.fill(lse, -std::numeric_limits<float>::infinity());
 
   ExchangePoller poller;
@@ -105,7 +109,12 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
       if (visible) {
         ScopedSeconds t(timings_.compute);
         poller.watch(kv.pending_k(), kv.pending_v());
-        if (!seen_any) {  // merging into out = 0, lse = -inf would only copy
+        if constexpr (kStorageOutput) {
+          if (direct) blocks.template forward_final<T>(p, q, kv.k(), kv.v(), out, lse, poller.hook());
+        }
+        if (direct) {
+          seen_any = true;
+        } else if (!seen_any) {  // merging into out = 0, lse = -inf would only copy
           blocks.template forward<T>(p, q, kv.k(), kv.v(), acc, lse, poller.hook());
           seen_any = true;
         } else {
@@ -118,7 +127,11 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
     ScopedSeconds t(timings_.wait);
     kv.finish(i);
   }
-  if constexpr (!std::is_same<T, float>::value) blocks.template narrow<T>(acc, out);
+  // A pass of one step computes the diagonal block, which every mask leaves rows to see.
+  if (direct && compute && !seen_any) fail(RFA_ERROR_INTERNAL, "the one block of a one-step pass was fully masked");
+  if constexpr (!std::is_same<T, float>::value) {
+    if (!direct) blocks.template narrow<T>(acc, out);
+  }
 }
 
 #if RFA_ENGINE_CUDA

@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The data movement of a sequence <-> head transpose (Ulysses, docs/architecture.md §8), on the
-// host: packing head ranges of a local bshd tensor into one block per rank, placing received
-// rows at their global positions in a full-sequence tensor, and the way back.
+// host or a device: packing head ranges of a local bshd tensor into one block per rank, placing
+// received rows at their global positions in a full-sequence tensor, and the way back.
 //
 // A "block" is [batch][rows][width][head_dim], row-major; the blocks of all ranks lie one after
 // another in one buffer (BlockLayout), ready for an all-to-all(v). Rows go at their global
 // positions, so the full-sequence tensor is ordered 0..S-1 whatever the layout, and one
 // contiguous position map describes it: every layout and mask works unchanged.
+//
+// Every function runs on an execution space `exec` (the host's, or Kokkos::Cuda on the
+// context's stream) over pointers into that space's memory: on the host a thread takes whole
+// rows (copies the compiler vectorizes), on a device a thread takes one element, so neighbouring
+// threads touch neighbouring addresses. Device work is only queued: the communicators order
+// their transfers after the compute stream. Index lists the kernels read (which slot holds which
+// column) live in the same memory (ColumnMap).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -17,7 +24,7 @@
 
 #include "core/dtype.hpp"
 #include "core/positions.hpp"
-#include "kernels/flash_attention.hpp"
+#include "engine/workspace.hpp"
 
 namespace rfa {
 namespace engine {
@@ -56,238 +63,333 @@ KOKKOS_INLINE_FUNCTION To convert_value(From x) {
   }
 }
 
-/// to[0, n) = from[0, n), converted (a plain copy when the types agree).
-template <class From, class To>
-inline void copy_row(const From* from, std::int64_t n, To* to) {
-  if constexpr (std::is_same<From, To>::value) {
-    std::memcpy(to, from, std::size_t(n) * sizeof(To));
+/// to[0, n) = from[0, n): a memcpy on the host (several times faster than an element loop over
+/// 16-bit structs), a loop on a device, where n is one element (for_each_row).
+template <class T>
+KOKKOS_INLINE_FUNCTION void copy_span(T* to, const T* from, std::int64_t n) {
+#if defined(__CUDA_ARCH__)
+  for (std::int64_t x = 0; x < n; ++x) to[x] = from[x];
+#else
+  std::memcpy(static_cast<void*>(to), static_cast<const void*>(from), std::size_t(n) * sizeof(T));
+#endif
+}
+
+/// to[x] = from[x] converted, for x in [x0, x1): copy_span when the types agree.
+template <class To, class From>
+KOKKOS_INLINE_FUNCTION void convert_span(To* to, const From* from, std::int64_t x0, std::int64_t x1) {
+  if constexpr (std::is_same<To, From>::value) {
+    copy_span(to + x0, from + x0, x1 - x0);
   } else {
-    for (std::int64_t x = 0; x < n; ++x) to[x] = convert_value<To>(from[x]);
+    for (std::int64_t x = x0; x < x1; ++x) to[x] = convert_value<To>(from[x]);
   }
 }
 
-using HostRange = Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+/// Whether `Exec` runs on the host (then a thread takes whole rows).
+template <class Exec>
+constexpr bool kHostExec = std::is_same<typename Exec::memory_space, Kokkos::HostSpace>::value;
 
-/// Block r of `dst` = src's heads [first[r], first[r] + width(r)), all local rows; block `skip`
-/// (a rank's own, moved without a copy through the buffer) is left alone.
-template <class T>
-void pack_heads(kernels::Tensor4<const T> src, const std::vector<std::int64_t>& first, const BlockLayout& blocks,
-                T* dst, std::int64_t skip = -1) {
-  const std::int64_t B = src.extent(0), L = src.extent(1), D = src.extent(3);
-  for (std::size_t r = 0; r < first.size(); ++r) {
-    if (std::int64_t(r) == skip) continue;
-    const std::int64_t w = blocks.width[r], f = first[r];
-    T* block = dst + blocks.offset[r];
-    Kokkos::parallel_for("rfa::pack_heads", HostRange(0, B * L), [=](std::int64_t bl) {
-      const std::int64_t b = bl / L, l = bl % L;
-      // Heads f .. f + w of a row are w * D consecutive elements.
-      copy_row(&src(b, l, f, 0), w * D, block + (b * L + l) * w * D);
-    });
+/// op(row, x0, x1) for every row < rows, covering the elements [0, width) of each: whole rows
+/// per iteration on the host, one element per thread on a device. Queued on `exec`; the host's
+/// is fenced (its results are read by MPI next).
+template <class Exec, class Op>
+void for_each_row(const Exec& exec, const char* name, std::int64_t rows, std::int64_t width, const Op& op) {
+  if (rows <= 0 || width <= 0) return;
+  using Range = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
+  if constexpr (kHostExec<Exec>) {
+    Kokkos::parallel_for(name, Range(exec, 0, rows), [=](std::int64_t row) { op(row, 0, width); });
+    exec.fence();
+  } else {
+    Kokkos::parallel_for(
+        name, Range(exec, 0, rows * width), KOKKOS_LAMBDA(std::int64_t i) {
+          const std::int64_t x = i % width;
+          op(i / width, x, x + 1);
+        });
   }
-  Kokkos::DefaultHostExecutionSpace().fence();
 }
 
-/// full[b][pos(l)][j] = src[(b * L + l) * pitch + column[j] * D ..] for the L rows of `pos`
-/// and every slot j: one rank's rows, at `pitch` elements per row (a packed block's w * D, or a
-/// local tensor's H * D from its first head), placed at their global positions.
-template <class T>
-void place_block(const T* src, std::int64_t pitch, const PositionMap& pos, const std::int64_t* col,
-                 kernels::Tensor4<T> full) {
-  const std::int64_t B = full.extent(0), J = full.extent(2), D = full.extent(3), L = pos.length();
-  Kokkos::parallel_for("rfa::place_rows", HostRange(0, B * L), [=](std::int64_t bl) {
-    const std::int64_t b = bl / L, l = bl % L, t = pos(l);
-    for (std::int64_t j = 0; j < J; ++j) copy_row(src + (b * L + l) * pitch + col[j] * D, D, &full(b, t, j, 0));
-  });
-}
+/// Which slot of a head-sharded tensor holds which column of the rank-sharded one, in the
+/// memory `Space` the transposes run on: col[j] is slot j's column; the slots of column u are
+/// slot[first[u] .. first[u + 1]) (a K/V head held in several slots, GQA, has several).
+template <class Space>
+class ColumnMap {
+ public:
+  /// What the kernels read (pointers into the map's memory).
+  struct Lists {
+    const std::int64_t* col;
+    const std::int64_t* first;
+    const std::int64_t* slot;
+    std::int64_t slots, width;
+  };
 
-/// full[b][rows[s](l)][j] = block s [b][l][column[j]] for every rank s and slot j: the received
-/// rows go to their global positions. Block `skip` is left alone.
-template <class T>
-void place_rows(const T* recv, const BlockLayout& blocks, const std::vector<PositionMap>& rows,
-                const std::vector<std::int64_t>& column, kernels::Tensor4<T> full, std::int64_t skip = -1) {
-  for (std::size_t s = 0; s < rows.size(); ++s)
-    if (std::int64_t(s) != skip)
-      place_block(recv + blocks.offset[s], blocks.width[s] * full.extent(3), rows[s], column.data(), full);
-  Kokkos::DefaultHostExecutionSpace().fence();
-}
-
-/// The slots j of each column u (column[j] == u), listed column by column:
-/// slot[first[u] .. first[u + 1]). A K/V head held in several slots (GQA) has several.
-struct ColumnSlots {
-  std::vector<std::int64_t> first, slot;
-  explicit ColumnSlots(const std::vector<std::int64_t>& column) {
+  ColumnMap() = default;
+  explicit ColumnMap(const std::vector<std::int64_t>& column) {
     std::int64_t width = 0;
     for (std::int64_t u : column) width = u + 1 > width ? u + 1 : width;
+    std::vector<std::int64_t> table(column);  // [slots col][width + 1 first][slots slot]
+    std::vector<std::int64_t> slot;
     for (std::int64_t u = 0; u < width; ++u) {
-      first.push_back(std::int64_t(slot.size()));
+      table.push_back(std::int64_t(slot.size()));
       for (std::size_t j = 0; j < column.size(); ++j)
         if (column[j] == u) slot.push_back(std::int64_t(j));
     }
-    first.push_back(std::int64_t(slot.size()));
+    table.push_back(std::int64_t(slot.size()));
+    table.insert(table.end(), slot.begin(), slot.end());
+    table_ = Kokkos::View<std::int64_t*, Space>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::column_map"),
+                                                table.size());
+    Kokkos::deep_copy(table_, Kokkos::View<const std::int64_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                                  table.data(), table.size()));
+    slots_ = std::int64_t(column.size());
+    width_ = width;
   }
-  std::int64_t width() const { return std::int64_t(first.size()) - 1; }
+
+  Lists lists() const {
+    const std::int64_t* t = table_.data();
+    return Lists{t, t + slots_, t + slots_ + width_ + 1, slots_, width_};
+  }
+
+ private:
+  Kokkos::View<std::int64_t*, Space> table_;
+  std::int64_t slots_ = 0, width_ = 0;
 };
 
-/// out[0, D) = (or += when accumulating) the sum of the slots' rows row[slot[i] * D ..] for
-/// i in [from, to), converted. A single slot is copied as is (no round trip through fp32 for
-/// 16-bit values); several are summed in fp32, whole row after whole row.
-template <class TFull, class TOut>
-inline void sum_slots(const TFull* row, std::int64_t D, const std::int64_t* slot, std::int64_t from, std::int64_t to,
-                      TOut* out, bool accumulate) {
-  if (to - from == 1 && !accumulate) {
-    const TFull* only = row + slot[from] * D;
-    for (std::int64_t x = 0; x < D; ++x) out[x] = convert_value<TOut>(only[x]);
-    return;
+/// The identity columns 0 .. n-1.
+inline std::vector<std::int64_t> identity_columns(std::int64_t n) {
+  std::vector<std::int64_t> c;
+  for (std::int64_t j = 0; j < n; ++j) c.push_back(j);
+  return c;
+}
+
+/// Block r of `dst` = src's heads [first[r], first[r] + width(r)), all local rows; block `skip`
+/// (a rank's own, moved without a copy through the buffer) is left alone.
+template <class Exec, class T>
+void pack_heads(const Exec& exec, SpaceTensor4<const T, typename Exec::memory_space> src,
+                const std::vector<std::int64_t>& first, const BlockLayout& blocks, T* dst, std::int64_t skip = -1) {
+  const std::int64_t rows = std::int64_t(src.extent(0) * src.extent(1)), H = src.extent(2), D = src.extent(3);
+  for (std::size_t r = 0; r < first.size(); ++r) {
+    if (std::int64_t(r) == skip) continue;
+    const std::int64_t w = blocks.width[r];
+    const T* from = src.data() + first[r] * D;  // heads f .. f + w of a row: w * D consecutive elements
+    T* block = dst + blocks.offset[r];
+    for_each_row(
+        exec, "rfa::pack_heads", rows, w * D, KOKKOS_LAMBDA(std::int64_t row, std::int64_t x0, std::int64_t x1) {
+          copy_span(block + row * w * D + x0, from + row * H * D + x0, x1 - x0);
+        });
   }
-  float sum[kernels::kMaxHeadDim];
-  for (std::int64_t x = 0; x < D; ++x) sum[x] = accumulate ? to_float(out[x]) : 0.0f;
-  for (std::int64_t i = from; i < to; ++i) {
-    const TFull* one = row + slot[i] * D;
-    for (std::int64_t x = 0; x < D; ++x) sum[x] += to_float(one[x]);
-  }
-  for (std::int64_t x = 0; x < D; ++x) out[x] = convert_value<TOut>(sum[x]);
+}
+
+/// full[b][pos(l)][j] = src[(b * L + l) * pitch + col[j] * D ..] for the L rows of `pos` and
+/// every slot j: one rank's rows, at `pitch` elements per row (a packed block's w * D, or a
+/// local tensor's H * D from its first head), placed at their global positions.
+template <class Exec, class T>
+void place_block(const Exec& exec, const T* src, std::int64_t pitch, const PositionMap& pos,
+                 const typename ColumnMap<typename Exec::memory_space>::Lists& cols,
+                 SpaceTensor4<T, typename Exec::memory_space> full) {
+  const std::int64_t B = full.extent(0), S = full.extent(1), J = full.extent(2), D = full.extent(3), L = pos.length();
+  const std::int64_t* col = cols.col;
+  T* to = full.data();
+  for_each_row(
+      exec, "rfa::place_rows", B * L * J, D, KOKKOS_LAMBDA(std::int64_t row, std::int64_t x0, std::int64_t x1) {
+        const std::int64_t bl = row / J, j = row % J, b = bl / L, l = bl % L;
+        copy_span(to + ((b * S + pos(l)) * J + j) * D + x0, src + bl * pitch + col[j] * D + x0, x1 - x0);
+      });
+}
+
+/// full[b][rows[s](l)][j] = block s [b][l][col[j]] for every rank s and slot j: the received
+/// rows go to their global positions. Block `skip` is left alone.
+template <class Exec, class T>
+void place_rows(const Exec& exec, const T* recv, const BlockLayout& blocks, const std::vector<PositionMap>& rows,
+                const typename ColumnMap<typename Exec::memory_space>::Lists& cols,
+                SpaceTensor4<T, typename Exec::memory_space> full, std::int64_t skip = -1) {
+  for (std::size_t s = 0; s < rows.size(); ++s)
+    if (std::int64_t(s) != skip)
+      place_block(exec, recv + blocks.offset[s], blocks.width[s] * std::int64_t(full.extent(3)), rows[s], cols, full);
 }
 
 /// dst[(b * L + l) * pitch + u * D ..] = (or += when accumulating) the sum over the slots j
-/// with column[j] == u of full[b][pos(l)][j], converted, for the L rows of `pos` and u < width:
-/// one rank's rows back from the full sequence, at `pitch` elements per row (place_block's way
-/// back). (One slot per column for out and dQ; dK/dV sum the slots that held copies of one K/V
-/// head.)
-template <class TFull, class TDst>
-void take_block(kernels::Tensor4<const TFull> full, const PositionMap& pos, const ColumnSlots& slots,
-                std::int64_t width, TDst* dst, std::int64_t pitch, bool accumulate) {
+/// of column u of full[b][pos(l)][j], converted, for the L rows of `pos` and u < width: one
+/// rank's rows back from the full sequence, at `pitch` elements per row (place_block's way
+/// back). One slot per column for out and dQ (copied as is: no round trip through fp32 for
+/// 16-bit values); dK/dV sum, in fp32, the slots that held copies of one K/V head.
+template <class Exec, class TFull, class TDst>
+void take_block(const Exec& exec, SpaceTensor4<const TFull, typename Exec::memory_space> full, const PositionMap& pos,
+                const typename ColumnMap<typename Exec::memory_space>::Lists& cols, std::int64_t width, TDst* dst,
+                std::int64_t pitch, bool accumulate) {
   const std::int64_t B = full.extent(0), S = full.extent(1), J = full.extent(2), D = full.extent(3);
-  const std::int64_t L = pos.length(), known = slots.width();
-  const std::int64_t* first = slots.first.data();
-  const std::int64_t* slot = slots.slot.data();
-  Kokkos::parallel_for("rfa::take_rows", HostRange(0, B * L), [=](std::int64_t bl) {
-    const std::int64_t b = bl / L, l = bl % L;
-    const TFull* row = full.data() + (b * S + pos(l)) * J * D;
-    for (std::int64_t u = 0; u < width; ++u)
-      sum_slots(row, D, slot, u < known ? first[u] : 0, u < known ? first[u + 1] : 0, dst + (b * L + l) * pitch + u * D,
-                accumulate);
-  });
+  const std::int64_t L = pos.length(), known = cols.width;
+  const std::int64_t* first = cols.first;
+  const std::int64_t* slot = cols.slot;
+  const TFull* from = full.data();
+  for_each_row(
+      exec, "rfa::take_rows", B * L * width, D, KOKKOS_LAMBDA(std::int64_t row, std::int64_t x0, std::int64_t x1) {
+        const std::int64_t bl = row / width, u = row % width, b = bl / L, l = bl % L;
+        const TFull* r = from + (b * S + pos(l)) * J * D;
+        const std::int64_t i0 = u < known ? first[u] : 0, i1 = u < known ? first[u + 1] : 0;
+        TDst* out = dst + bl * pitch + u * D;
+        if (i1 - i0 == 1 && !accumulate) {
+          convert_span(out, r + slot[i0] * D, x0, x1);
+          return;
+        }
+        for (std::int64_t x = x0; x < x1; ++x) {
+          float sum = accumulate ? to_float(out[x]) : 0.0f;
+          for (std::int64_t i = i0; i < i1; ++i) sum += to_float(r[slot[i] * D + x]);
+          out[x] = convert_value<TDst>(sum);
+        }
+      });
 }
 
-/// Block r [b][l][u] = the sum over the slots j with column[j] == u of full[b][rows[r](l)][j],
+/// Block r [b][l][u] = the sum over the slots of column u of full[b][rows[r](l)][j],
 /// converted to TSend: the rows of rank r, back from the full sequence. Block `skip` is left
 /// alone.
-template <class TFull, class TSend>
-void take_rows(kernels::Tensor4<const TFull> full, const std::vector<PositionMap>& rows,
-               const std::vector<std::int64_t>& column, const BlockLayout& blocks, TSend* dst, std::int64_t skip = -1) {
-  const ColumnSlots slots(column);
+template <class Exec, class TFull, class TSend>
+void take_rows(const Exec& exec, SpaceTensor4<const TFull, typename Exec::memory_space> full,
+               const std::vector<PositionMap>& rows, const typename ColumnMap<typename Exec::memory_space>::Lists& cols,
+               const BlockLayout& blocks, TSend* dst, std::int64_t skip = -1) {
   for (std::size_t r = 0; r < rows.size(); ++r)
     if (std::int64_t(r) != skip)
-      take_block(full, rows[r], slots, blocks.width[r], dst + blocks.offset[r], blocks.width[r] * full.extent(3),
-                 false);
-  Kokkos::DefaultHostExecutionSpace().fence();
+      take_block(exec, full, rows[r], cols, blocks.width[r], dst + blocks.offset[r],
+                 blocks.width[r] * std::int64_t(full.extent(3)), false);
 }
 
 /// dst[b][l][first[s] + u][x] = block s [b][l][u][x] (or += when accumulating), converted.
 /// Block `skip` is left alone.
-template <class TRecv, class TDst>
-void unpack_heads(const TRecv* recv, const BlockLayout& blocks, const std::vector<std::int64_t>& first,
-                  kernels::Tensor4<TDst> dst, bool accumulate, std::int64_t skip = -1) {
-  const std::int64_t B = dst.extent(0), L = dst.extent(1), D = dst.extent(3);
+template <class Exec, class TRecv, class TDst>
+void unpack_heads(const Exec& exec, const TRecv* recv, const BlockLayout& blocks,
+                  const std::vector<std::int64_t>& first, SpaceTensor4<TDst, typename Exec::memory_space> dst,
+                  bool accumulate, std::int64_t skip = -1) {
+  const std::int64_t rows = std::int64_t(dst.extent(0) * dst.extent(1)), H = dst.extent(2), D = dst.extent(3);
   for (std::size_t s = 0; s < first.size(); ++s) {
     if (std::int64_t(s) == skip) continue;
-    const std::int64_t w = blocks.width[s], f = first[s];
+    const std::int64_t w = blocks.width[s];
     const TRecv* block = recv + blocks.offset[s];
-    Kokkos::parallel_for("rfa::unpack_heads", HostRange(0, B * L), [=](std::int64_t bl) {
-      const std::int64_t b = bl / L, l = bl % L;
-      const TRecv* from = block + (b * L + l) * w * D;
-      TDst* to = &dst(b, l, f, 0);  // heads f .. f + w: w * D consecutive elements
-      if (!accumulate) {
-        copy_row(from, w * D, to);
-      } else {
-        for (std::int64_t x = 0; x < w * D; ++x) to[x] = convert_value<TDst>(to_float(to[x]) + to_float(from[x]));
-      }
-    });
+    TDst* to_heads = dst.data() + first[s] * D;  // heads f .. f + w: w * D consecutive elements
+    for_each_row(
+        exec, "rfa::unpack_heads", rows, w * D, KOKKOS_LAMBDA(std::int64_t row, std::int64_t x0, std::int64_t x1) {
+          const TRecv* from = block + row * w * D;
+          TDst* to = to_heads + row * H * D;
+          if (!accumulate) {
+            convert_span(to, from, x0, x1);
+            return;
+          }
+          for (std::int64_t x = x0; x < x1; ++x) to[x] = convert_value<TDst>(to_float(to[x]) + to_float(from[x]));
+        });
   }
-  Kokkos::DefaultHostExecutionSpace().fence();
 }
 
 /// A rank's own block moved directly, without the packed buffers: full[b][pos(l)][j] =
-/// local[b][l][first + column[j]] for every local row l and slot j.
-template <class T>
-void place_own_rows(kernels::Tensor4<const T> local, std::int64_t first, const PositionMap& pos,
-                    const std::vector<std::int64_t>& column, kernels::Tensor4<T> full) {
+/// local[b][l][first + col[j]] for every local row l and slot j.
+template <class Exec, class T>
+void place_own_rows(const Exec& exec, SpaceTensor4<const T, typename Exec::memory_space> local, std::int64_t first,
+                    const PositionMap& pos, const typename ColumnMap<typename Exec::memory_space>::Lists& cols,
+                    SpaceTensor4<T, typename Exec::memory_space> full) {
   const std::int64_t H = local.extent(2), D = local.extent(3);
-  place_block(local.data() + first * D, H * D, pos, column.data(), full);
-  Kokkos::DefaultHostExecutionSpace().fence();
+  place_block(exec, local.data() + first * D, H * D, pos, cols, full);
 }
 
 /// The way back for a rank's own block: local[b][l][first + u] = (or += when accumulating) the
-/// sum over the slots j with column[j] == u of full[b][pos(l)][j], for u < width, converted.
-template <class TFull, class T>
-void take_own_rows(kernels::Tensor4<const TFull> full, const PositionMap& pos, const std::vector<std::int64_t>& column,
-                   std::int64_t first, std::int64_t width, kernels::Tensor4<T> local, bool accumulate) {
+/// sum over the slots of column u of full[b][pos(l)][j], for u < width, converted.
+template <class Exec, class TFull, class T>
+void take_own_rows(const Exec& exec, SpaceTensor4<const TFull, typename Exec::memory_space> full,
+                   const PositionMap& pos, const typename ColumnMap<typename Exec::memory_space>::Lists& cols,
+                   std::int64_t first, std::int64_t width, SpaceTensor4<T, typename Exec::memory_space> local,
+                   bool accumulate) {
   const std::int64_t H = local.extent(2), D = local.extent(3);
-  const ColumnSlots slots(column);  // read by the loop until the fence
-  take_block(full, pos, slots, width, local.data() + first * D, H * D, accumulate);
-  Kokkos::DefaultHostExecutionSpace().fence();
+  take_block(exec, full, pos, cols, width, local.data() + first * D, H * D, accumulate);
+}
+
+/// to = from, converted, elementwise, over [batch][rows][heads][dim] tensors of one shape.
+template <class Exec, class T>
+void convert_elements(const Exec& exec, SpaceTensor4<const float, typename Exec::memory_space> from,
+                      SpaceTensor4<T, typename Exec::memory_space> to) {
+  const float* a = from.data();
+  T* b = to.data();
+  const std::int64_t width = std::int64_t(to.extent(2) * to.extent(3));
+  for_each_row(
+      exec, "rfa::convert_elements", std::int64_t(to.extent(0) * to.extent(1)), width,
+      KOKKOS_LAMBDA(std::int64_t row, std::int64_t x0, std::int64_t x1) {
+        convert_span(b + row * width, a + row * width, x0, x1);
+      });
+}
+
+/// Every head of `t` [batch][rows][heads][dim] outside [first, first + count) set to zero.
+template <class Exec>
+void zero_other_heads(const Exec& exec, SpaceTensor4<float, typename Exec::memory_space> t, std::int64_t first,
+                      std::int64_t count) {
+  const std::int64_t H = t.extent(2), D = t.extent(3), lo = first * D, hi = (first + count) * D;
+  float* data = t.data();
+  for_each_row(
+      exec, "rfa::zero_heads", std::int64_t(t.extent(0) * t.extent(1)), H * D,
+      KOKKOS_LAMBDA(std::int64_t row, std::int64_t x0, std::int64_t x1) {
+        for (std::int64_t x = x0; x < x1; ++x)
+          if (x < lo || x >= hi) data[row * H * D + x] = 0.0f;
+      });
 }
 
 /// lse rows between the local [batch][heads][rows] and per-rank blocks [batch][hp][rows].
 /// to_blocks: block r = heads [r*hp, (r+1)*hp) of `local`. Otherwise the reverse.
-inline void lse_heads(kernels::Tensor3<float> local, float* blocks, std::int64_t hp, bool to_blocks) {
+template <class Exec>
+void lse_heads(const Exec& exec, SpaceTensor3<float, typename Exec::memory_space> local, float* blocks, std::int64_t hp,
+               bool to_blocks) {
   const std::int64_t B = local.extent(0), H = local.extent(1), L = local.extent(2);
-  Kokkos::parallel_for("rfa::lse_heads", HostRange(0, B * H), [=](std::int64_t bh) {
-    const std::int64_t b = bh / H, h = bh % H, r = h / hp, i = h % hp;
-    float* block = blocks + ((r * B + b) * hp + i) * L;
-    for (std::int64_t l = 0; l < L; ++l) {
-      if (to_blocks) {
-        block[l] = local(b, h, l);
-      } else {
-        local(b, h, l) = block[l];
-      }
-    }
-  });
-  Kokkos::DefaultHostExecutionSpace().fence();
+  float* rows = local.data();
+  for_each_row(
+      exec, "rfa::lse_heads", B * H, L, KOKKOS_LAMBDA(std::int64_t bh, std::int64_t l0, std::int64_t l1) {
+        const std::int64_t b = bh / H, h = bh % H, r = h / hp, i = h % hp;
+        float* block = blocks + ((r * B + b) * hp + i) * L;
+        float* row = rows + bh * L;
+        if (to_blocks) {
+          copy_span(block + l0, row + l0, l1 - l0);
+        } else {
+          copy_span(row + l0, block + l0, l1 - l0);
+        }
+      });
 }
 
 /// lse rows between per-rank blocks [batch][hp][rows of rank r] and the full [batch][hp][S]:
 /// to_full places block s at rank s's global positions; otherwise block r takes them back.
-inline void lse_sequence(kernels::Tensor3<float> full, float* blocks, const std::vector<PositionMap>& rows,
-                         bool to_full) {
-  const std::int64_t B = full.extent(0), hp = full.extent(1);
+template <class Exec>
+void lse_sequence(const Exec& exec, SpaceTensor3<float, typename Exec::memory_space> full, float* blocks,
+                  const std::vector<PositionMap>& rows, bool to_full) {
+  const std::int64_t B = full.extent(0), hp = full.extent(1), S = full.extent(2);
+  float* seq = full.data();
   std::int64_t offset = 0;
   for (const PositionMap& pos : rows) {
     const std::int64_t L = pos.length();
     float* block = blocks + offset;
-    Kokkos::parallel_for("rfa::lse_sequence", HostRange(0, B * hp), [=](std::int64_t bi) {
-      const std::int64_t b = bi / hp, i = bi % hp;
-      for (std::int64_t l = 0; l < L; ++l) {
-        float& f = full(b, i, pos(l));
-        float& x = block[(b * hp + i) * L + l];
-        if (to_full) {
-          f = x;
-        } else {
-          x = f;
-        }
-      }
-    });
+    for_each_row(
+        exec, "rfa::lse_sequence", B * hp, L, KOKKOS_LAMBDA(std::int64_t bi, std::int64_t l0, std::int64_t l1) {
+          for (std::int64_t l = l0; l < l1; ++l) {
+            float& f = seq[bi * S + pos(l)];
+            float& x = block[bi * L + l];
+            if (to_full) {
+              f = x;
+            } else {
+              x = f;
+            }
+          }
+        });
     offset += B * hp * L;
   }
-  Kokkos::DefaultHostExecutionSpace().fence();
 }
 
 /// Heads [first, first + part.extent(1)) of an fp32 [batch][heads][rows] tensor (lse, D): copied
 /// into `part` (into_part) or back into `whole`.
-inline void slice_heads(kernels::Tensor3<float> whole, std::int64_t first, kernels::Tensor3<float> part,
-                        bool into_part) {
-  const std::int64_t B = part.extent(0), h = part.extent(1), L = part.extent(2);
-  Kokkos::parallel_for("rfa::slice_heads", HostRange(0, B * h), [=](std::int64_t bi) {
-    const std::int64_t b = bi / h, i = bi % h;
-    for (std::int64_t l = 0; l < L; ++l) {
-      if (into_part) {
-        part(b, i, l) = whole(b, first + i, l);
-      } else {
-        whole(b, first + i, l) = part(b, i, l);
-      }
-    }
-  });
-  Kokkos::DefaultHostExecutionSpace().fence();
+template <class Exec>
+void slice_heads(const Exec& exec, SpaceTensor3<float, typename Exec::memory_space> whole, std::int64_t first,
+                 SpaceTensor3<float, typename Exec::memory_space> part, bool into_part) {
+  const std::int64_t B = part.extent(0), h = part.extent(1), L = part.extent(2), H = whole.extent(1);
+  float* w = whole.data();
+  float* p = part.data();
+  for_each_row(
+      exec, "rfa::slice_heads", B * h, L, KOKKOS_LAMBDA(std::int64_t bi, std::int64_t l0, std::int64_t l1) {
+        const std::int64_t b = bi / h, i = bi % h;
+        float* a = w + (b * H + first + i) * L;
+        float* c = p + bi * L;
+        if (into_part) {
+          copy_span(c + l0, a + l0, l1 - l0);
+        } else {
+          copy_span(a + l0, c + l0, l1 - l0);
+        }
+      });
 }
 
 }  // namespace engine

@@ -12,27 +12,31 @@
 #include "engine/head_routing.hpp"
 #include "engine/hybrid_attention.hpp"
 #include "engine/ring_attention.hpp"
-#include "engine/ulysses_attention.hpp"
 
 namespace rfa {
 namespace engine {
 namespace {
 
-/// Any engine with the common forward/backward members, behind AttentionStrategy.
+/// Whether `Engine` has the device passes (forward_device, backward_device) of this build.
+template <class Engine, class = void>
+struct HasDevicePasses : std::false_type {};
+#if RFA_ENGINE_CUDA
+template <class Engine>
+struct HasDevicePasses<Engine, std::void_t<decltype(&Engine::template forward_device<float>)>> : std::true_type {};
+#endif
+
+/// Any engine with the common forward/backward members, behind AttentionStrategy. The
+/// benchmark's schedule modes are the ring's (RingAttention); device passes are the engines'
+/// that have them.
 template <class Engine>
 class StrategyOf final : public AttentionStrategy {
+  static constexpr bool kRing = std::is_same<Engine, RingAttention>::value;
+
  public:
   template <class... Args>
   StrategyOf(StrategyKind kind, Args&&... args) : kind_(kind), engine_(std::forward<Args>(args)...) {}
 
   StrategyKind kind() const override { return kind_; }
-  RingAttention* ring_engine() override {
-    if constexpr (std::is_same<Engine, RingAttention>::value) {
-      return &engine_;
-    } else {
-      return nullptr;
-    }
-  }
   const RingConfig& config() const override { return engine_.config(); }
   int position() const override { return engine_.position(); }
   int ranks() const override { return engine_.ranks(); }
@@ -41,25 +45,86 @@ class StrategyOf final : public AttentionStrategy {
   const RingTimings& last_timings() const override { return engine_.last_timings(); }
   std::int64_t workspace_bytes(bool backward) const override { return engine_.workspace_bytes(backward); }
   std::int64_t last_workspace_bytes() const override { return engine_.last_workspace_bytes(); }
+  void set_cuda_stream(void* stream) override {
+    if constexpr (HasDevicePasses<Engine>::value) engine_.set_cuda_stream(stream);
+    stream_ = stream;
+  }
+  void* cuda_stream() const override { return stream_; }
 
  private:
+  /// Same verdict on every rank (the mode is the caller's, the same everywhere).
+  void require_full(RingMode mode) const {
+    if (mode != RingMode::full)
+      fail(RFA_ERROR_UNSUPPORTED, "the schedules without communication or without compute are the ring's; the ",
+           strategy_name(kind_), " strategy runs only in full");
+  }
+  [[noreturn]] void no_device_passes() const {
+    fail(RFA_ERROR_UNSUPPORTED, "the ", strategy_name(kind_), " strategy has no device passes in this build");
+  }
+
 #define RFA_STRATEGY_FORWARDS(T)                                                                                   \
-  void run_forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out, Tensor3<float> lse) \
-      override {                                                                                                   \
-    engine_.template forward<T>(q, k, v, out, lse);                                                                \
+  void run_forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out, Tensor3<float> lse, \
+                   RingMode mode) override {                                                                       \
+    if constexpr (kRing) {                                                                                         \
+      engine_.template forward<T>(q, k, v, out, lse, mode);                                                        \
+    } else {                                                                                                       \
+      require_full(mode);                                                                                          \
+      engine_.template forward<T>(q, k, v, out, lse);                                                              \
+    }                                                                                                              \
   }                                                                                                                \
   void run_backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,              \
-                    Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv)  \
-      override {                                                                                                   \
-    engine_.template backward<T>(q, k, v, out, dout, lse, dq, dk, dv);                                             \
+                    Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv,  \
+                    RingMode mode) override {                                                                      \
+    if constexpr (kRing) {                                                                                         \
+      engine_.template backward<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);                                     \
+    } else {                                                                                                       \
+      require_full(mode);                                                                                          \
+      engine_.template backward<T>(q, k, v, out, dout, lse, dq, dk, dv);                                           \
+    }                                                                                                              \
   }
   RFA_STRATEGY_FORWARDS(float)
   RFA_STRATEGY_FORWARDS(bf16_t)
   RFA_STRATEGY_FORWARDS(fp16_t)
 #undef RFA_STRATEGY_FORWARDS
 
+#if RFA_ENGINE_CUDA
+#define RFA_STRATEGY_DEVICE_FORWARDS(T)                                                                             \
+  void run_forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,             \
+                          DeviceTensor4<T> out, DeviceTensor3<float> lse, RingMode mode) override {                 \
+    if constexpr (!HasDevicePasses<Engine>::value) {                                                                \
+      no_device_passes();                                                                                           \
+    } else {                                                                                                        \
+      if constexpr (kRing) {                                                                                        \
+        engine_.template forward_device<T>(q, k, v, out, lse, mode);                                                \
+      } else {                                                                                                      \
+        require_full(mode);                                                                                         \
+        engine_.template forward_device<T>(q, k, v, out, lse);                                                      \
+      }                                                                                                             \
+    }                                                                                                               \
+  }                                                                                                                 \
+  void run_backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,            \
+                           DeviceTensor4<const T> out, DeviceTensor4<const T> dout, DeviceTensor3<const float> lse, \
+                           DeviceTensor4<T> dq, DeviceTensor4<T> dk, DeviceTensor4<T> dv, RingMode mode) override { \
+    if constexpr (!HasDevicePasses<Engine>::value) {                                                                \
+      no_device_passes();                                                                                           \
+    } else {                                                                                                        \
+      if constexpr (kRing) {                                                                                        \
+        engine_.template backward_device<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);                             \
+      } else {                                                                                                      \
+        require_full(mode);                                                                                         \
+        engine_.template backward_device<T>(q, k, v, out, dout, lse, dq, dk, dv);                                   \
+      }                                                                                                             \
+    }                                                                                                               \
+  }
+  RFA_STRATEGY_DEVICE_FORWARDS(float)
+  RFA_STRATEGY_DEVICE_FORWARDS(bf16_t)
+  RFA_STRATEGY_DEVICE_FORWARDS(fp16_t)
+#undef RFA_STRATEGY_DEVICE_FORWARDS
+#endif
+
   StrategyKind kind_;
   Engine engine_;
+  void* stream_ = nullptr;
 };
 
 }  // namespace
@@ -74,6 +139,33 @@ const char* strategy_name(StrategyKind kind) {
   return "unknown strategy";
 }
 
+namespace {
+
+/// The Pu x P/Pu grid's rules (engine/hybrid_attention.hpp). One ring group (Pu = P, Ulysses):
+/// the layout applies over all P ranks and every rank attends over the whole sequence.
+/// Several: the layout applies over the ring groups, whose rows divide among their Pu ranks.
+void validate_grid(const RingConfig& c, int ranks, int degree) {
+  const int rings = ranks / degree;
+  if (rings == 1) {
+    validate_local(c, ranks);
+    HeadRouting(c.heads, c.kv_heads, ranks);  // heads must divide by P
+    require_view_extents("q on the full sequence", {c.batch, c.seq_total, c.heads / ranks, c.head_dim});
+    require_view_extents("lse on the full sequence", {c.batch, c.heads / ranks, c.seq_total});
+    return;
+  }
+  validate_local(c, rings);
+  const std::int64_t group_rows = c.seq_total / rings;
+  require(group_rows % degree == 0, "seq_total (", c.seq_total, ") gives each of the ", rings, " ring groups ",
+          group_rows, " rows, which do not divide among its ", degree,
+          " Ulysses ranks: choose seq_total a multiple of ", std::int64_t(rings) * degree,
+          " (times 2 for zigzag) or another ulysses_degree");
+  HeadRouting(c.heads, c.kv_heads, degree);  // heads must divide by Pu
+  require_view_extents("q of a ring group", {c.batch, group_rows, c.heads / degree, c.head_dim});
+  require_view_extents("lse of a ring group", {c.batch, c.heads / degree, group_rows});
+}
+
+}  // namespace
+
 void validate_strategy(const StrategyChoice& choice, const RingConfig& c, int ranks) {
   const int degree = choice.ulysses_degree;
   switch (choice.kind) {
@@ -84,6 +176,10 @@ void validate_strategy(const StrategyChoice& choice, const RingConfig& c, int ra
       require(choice.kv_heads_per_chunk >= 1 && c.kv_heads % choice.kv_heads_per_chunk == 0, "kv_heads_per_chunk (",
               choice.kv_heads_per_chunk, ") must divide kv_heads (", c.kv_heads,
               "): choose 1 (least memory) up to kv_heads (fewest, largest gathers)");
+      if (choice.kind == StrategyKind::allgather && c.device == Device::cuda && c.cuda_kernels == CudaKernels::cudnn)
+        fail(RFA_ERROR_UNSUPPORTED,
+             "the KV all-gather computes its chunks with rfa's CUDA kernels, not cuDNN: set cuda_kernels to "
+             "RFA_CUDA_KERNELS_RFA (rfa_run --kernels rfa) or leave it automatic, or choose another strategy");
       validate_local(c, ranks);
       if (choice.kind == StrategyKind::allgather)  // every rank gathers the whole sequence's K/V
         require_view_extents("gathered k", {c.batch, c.seq_total, choice.kv_heads_per_chunk, c.head_dim});
@@ -92,29 +188,15 @@ void validate_strategy(const StrategyChoice& choice, const RingConfig& c, int ra
       require(degree == 0 || degree == ranks, "ulysses_degree is ", degree, " but the Ulysses strategy runs over all ",
               ranks, " ranks: set it to 0 (or ", ranks, "), or choose the hybrid strategy for a ", degree, " x ",
               degree > 0 ? ranks / degree : 0, " grid");
-      validate_local(c, ranks);
-      HeadRouting(c.heads, c.kv_heads, ranks);  // heads must divide by P
-      // Each rank attends over the whole sequence on its heads.
-      require_view_extents("q on the full sequence", {c.batch, c.seq_total, c.heads / ranks, c.head_dim});
-      require_view_extents("lse on the full sequence", {c.batch, c.heads / ranks, c.seq_total});
+      validate_grid(c, ranks, ranks);
       return;
-    case StrategyKind::hybrid: {
+    case StrategyKind::hybrid:
       require(degree >= 1 && ranks % degree == 0, "ulysses_degree is ", degree, " but the hybrid strategy needs a ",
               "Ulysses degree Pu >= 1 that divides the ", ranks,
               " ranks (a Pu x P/Pu grid; Pu = ranks per node is "
               "usual)");
-      const int rings = ranks / degree;
-      validate_local(c, rings);  // the layout applies over the P/Pu ring groups
-      const std::int64_t group_rows = c.seq_total / rings;
-      require(group_rows % degree == 0, "seq_total (", c.seq_total, ") gives each of the ", rings, " ring groups ",
-              group_rows, " rows, which do not divide among its ", degree,
-              " Ulysses ranks: choose seq_total a multiple of ", std::int64_t(rings) * degree,
-              " (times 2 for zigzag) or another ulysses_degree");
-      HeadRouting(c.heads, c.kv_heads, degree);  // heads must divide by Pu
-      require_view_extents("q of a ring group", {c.batch, group_rows, c.heads / degree, c.head_dim});
-      require_view_extents("lse of a ring group", {c.batch, c.heads / degree, group_rows});
+      validate_grid(c, ranks, degree);
       return;
-    }
   }
   fail(RFA_ERROR_INVALID_ARGUMENT, "unknown strategy value ", int(choice.kind));
 }
@@ -128,11 +210,10 @@ std::unique_ptr<AttentionStrategy> make_strategy(comm::Communicator& comm, const
   comm::check_everywhere(comm, [&] { validate_strategy(choice, config, comm.size()); });
   switch (choice.kind) {
     case StrategyKind::ring: return std::make_unique<StrategyOf<RingAttention>>(choice.kind, comm, config);
-    case StrategyKind::ulysses: return std::make_unique<StrategyOf<UlyssesAttention>>(choice.kind, comm, config);
     case StrategyKind::allgather:
       return std::make_unique<StrategyOf<AllGatherAttention>>(choice.kind, comm, config, choice.kv_heads_per_chunk);
-    case StrategyKind::hybrid:
-      return std::make_unique<StrategyOf<HybridAttention>>(choice.kind, comm, config, choice.ulysses_degree);
+    case StrategyKind::ulysses:  // the hybrid's grid of one ring group
+    case StrategyKind::hybrid: return std::make_unique<StrategyOf<HybridAttention>>(choice.kind, comm, config, choice);
   }
   fail(RFA_ERROR_INVALID_ARGUMENT, "unknown strategy value ", int(choice.kind));
 }

@@ -87,7 +87,7 @@ Prediction ring(const RingConfig& c, int ranks, int rank, int stride, const Mach
 /// Ulysses inside a group of `degree` consecutive ranks: the all-to-alls that take this
 /// rank's `local_rows` rows of every head to the group's rows of its heads and back, and the
 /// attention in between (`inner`: the whole sequence for Ulysses, the ring of groups for the
-/// hybrid). engine/ulysses_attention.hpp and engine/hybrid_attention.hpp send what is counted.
+/// hybrid). engine/hybrid_attention.hpp (Ulysses is its one-group grid) sends what is counted.
 Prediction heads_exchange(const RingConfig& c, int degree, int place, std::int64_t local_rows, const Prediction& inner,
                           const MachineModel& m) {
   Prediction p = inner;

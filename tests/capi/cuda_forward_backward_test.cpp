@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The C API on CUDA devices end to end (issue #9): tensors in device memory, the engine's
-// blocks computed by kernels_cuda on the caller's stream, K/V and dK/dV moved by the device
-// transport (RFA_TRANSPORT picks it: MPI, staged or CUDA-aware, with ranks sharing one GPU;
-// NCCL at one rank). Every layout, both masks, bf16 and fp16, head dims 64 and 128, GQA and
-// MQA, compared with the float64 reference on the whole sequence. Without a CUDA device every
-// test skips, saying why.
+// The C API on CUDA devices end to end: tensors in device memory, the engine's blocks computed
+// by kernels_cuda on the caller's stream, K/V and dK/dV moved by the device transport
+// (RFA_TRANSPORT picks it: MPI, staged or CUDA-aware, with ranks sharing one GPU; NCCL at one
+// rank). Every layout, both masks, bf16 and fp16, head dims 64 and 128, GQA and MQA, windows
+// and documents, on the ring and on the Ulysses, all-gather and hybrid strategies (their
+// all-to-alls, gathers and reduce-scatters on device memory), compared with the float64
+// reference on the whole sequence. Without a CUDA device every test skips, saying why.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "capi_test_support.hpp"
+#include "cuda_device_check.hpp"
 #include "reference_attention.hpp"
 #include "rfa/rfa_config.h"
 #include "rfa/rfa_mpi.h"
@@ -25,21 +27,9 @@ namespace {
 
 using namespace rfa_capi_test;
 
-/// "" when every rank sees a CUDA device, else why not (agreed, so all ranks skip together).
-std::string why_no_device() {
-  int count = 0;
-  const cudaError_t rc = cudaGetDeviceCount(&count);
-  if (rc != cudaSuccess) cudaGetLastError();
-  int ok = rc == cudaSuccess && count > 0 ? 1 : 0, all = 0;
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (all) return "";
-  return rc != cudaSuccess ? std::string("no usable CUDA device on some rank (") + cudaGetErrorName(rc) + ")"
-                           : "no CUDA device on some rank";
-}
-
 #define SKIP_WITHOUT_DEVICE()                                       \
   do {                                                              \
-    const std::string why_ = why_no_device();                       \
+    const std::string why_ = rfa_test::why_no_cuda_device();        \
     if (!why_.empty()) GTEST_SKIP() << why_ << ": nothing to test"; \
   } while (0)
 
@@ -70,7 +60,11 @@ struct Case {
   int64_t kv_heads;
   int64_t window = 0;      // options.window
   bool documents = false;  // packed documents (document_bounds)
+  rfa_strategy_t strategy = RFA_STRATEGY_RING;
 };
+
+/// Ranks per Ulysses group of the hybrid tested on P ranks: 2 x 2 on four, else one group.
+int hybrid_degree(int ranks) { return ranks == 4 ? 2 : ranks; }
 
 /// Packed documents over S = 72 P tokens: one of a single token, an empty one, one crossing
 /// rank boundaries at every P, a long one, and a short last one.
@@ -78,8 +72,9 @@ std::vector<int64_t> document_bounds(int64_t S) { return {0, 1, 1, 50, 51, S - 2
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const char* layouts[] = {"contiguous", "zigzag", "stripe"};
+  const char* strategies[] = {"", "ulysses_", "allgather_", "hybrid_"};
   const Case& c = info.param;
-  return std::string(layouts[c.layout]) + (c.mask == RFA_MASK_CAUSAL ? "_causal_" : "_full_") +
+  return std::string(strategies[c.strategy]) + layouts[c.layout] + (c.mask == RFA_MASK_CAUSAL ? "_causal_" : "_full_") +
          (c.dtype == RFA_DTYPE_BFLOAT16 ? "bf16" : "fp16") + "_d" + std::to_string(c.head_dim) + "_kv" +
          std::to_string(c.kv_heads) + (c.window > 0 ? "_window" + std::to_string(c.window) : "") +
          (c.documents ? "_documents" : "");
@@ -104,6 +99,8 @@ rfa_options_t cuda_options(const Case& c, int64_t S, const std::vector<int64_t>*
   o.kv_heads = c.kv_heads;
   o.head_dim = c.head_dim;
   o.window = c.window;
+  o.strategy = c.strategy;
+  if (c.strategy == RFA_STRATEGY_HYBRID) o.ulysses_degree = hybrid_degree(world_size());
   if (bounds != nullptr) {
     o.doc_boundaries = bounds->data();
     o.doc_boundary_count = int64_t(bounds->size());
@@ -122,10 +119,17 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   const std::vector<int64_t> bounds = c.documents ? document_bounds(S) : std::vector<int64_t>();
   const rfa_options_t o = cuda_options(c, S, c.documents ? &bounds : nullptr);
   const int64_t B = o.batch, H = o.heads, Hkv = o.kv_heads, D = o.head_dim;
-  rfa_context_t ctx = nullptr;
-  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  const int degree = c.strategy == RFA_STRATEGY_ULYSSES ? P : c.strategy == RFA_STRATEGY_HYBRID ? o.ulysses_degree : 1;
+  if (H % degree != 0) GTEST_SKIP() << H << " heads do not divide among " << degree << " Ulysses ranks";
   // The suite runs once per kernel choice (RFA_CUDA_KERNELS): the context reports what it runs.
   const char* asked = std::getenv("RFA_CUDA_KERNELS");
+  rfa_context_t ctx = nullptr;
+  if (c.strategy == RFA_STRATEGY_ALLGATHER && asked != nullptr && std::string(asked) == "cudnn") {
+    // The all-gather's chunks run on rfa's kernels: asking for cuDNN fails on every rank.
+    EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "not cuDNN");
+    return;
+  }
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
   rfa_options_t created;
   rfa_options_init(&created);
   ASSERT_RFA_OK(rfa_context_get_options(ctx, &created));
@@ -212,6 +216,7 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
         "gradients %.1e)\n",
         P, transport ? transport : "default", out_err, lse_err, dq_err, dk_err, dv_err, tol, gtol);
   }
+
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
   cudaStreamDestroy(stream);
 }
@@ -236,6 +241,22 @@ std::vector<Case> all_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(LayoutsMasksDtypes, CudaForwardBackward, ::testing::ValuesIn(all_cases()), case_name);
+
+/// Ulysses, the KV all-gather and the hybrid on device memory: layouts, masks, MQA and MHA,
+/// a window and packed documents.
+std::vector<Case> strategy_cases() {
+  std::vector<Case> cases;
+  for (rfa_strategy_t s : {RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID}) {
+    cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2, 0, false, s});
+    cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 128, 1, 0, false, s});        // MQA
+    cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 4, 0, false, s});  // MHA
+    cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2, 40, false, s});
+    cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 128, 2, 0, true, s});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, CudaForwardBackward, ::testing::ValuesIn(strategy_cases()), case_name);
 
 // Host memory handed to a CUDA context fails on every rank before anything moves, and the
 // context stays usable; head dims the CUDA kernels lack are refused at creation.

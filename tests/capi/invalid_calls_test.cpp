@@ -216,13 +216,6 @@ TEST(CapiInvalid, HybridDegreeNotDividingTheHeads) {
   expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "is not a multiple of the Ulysses degree");
 }
 
-TEST(CapiInvalid, StrategyOtherThanTheRingOnADevice) {
-  rfa_options_t o = valid_options();
-  o.device = RFA_DEVICE_CUDA;
-  o.strategy = RFA_STRATEGY_ALLGATHER;
-  expect_create_fails(o, RFA_ERROR_UNSUPPORTED, "only the ring (RFA_STRATEGY_RING) runs on devices");
-}
-
 // ---------------------------------------------------------------- ranks that disagree
 
 TEST(CapiInvalid, RanksDisagreeOnStrategy) {

@@ -70,7 +70,7 @@ class OutOfMemory : public ::testing::Test {
     const std::string m = rfa_get_last_error_message();
     EXPECT_EQ(int(got), int(RFA_ERROR_OUT_OF_MEMORY)) << call << ": " << m;
     // The first buffer refused: the K/V receive buffers (2 TiB) where blocks travel, the fp32
-    // accumulators (4 TiB) on one rank, which has no receive buffers.
+    // accumulators (4 TiB) of one rank's backward, which has no receive buffers.
     EXPECT_TRUE(std::regex_search(m, std::regex("cannot allocate (2199023255552 bytes \\(2\\.0|4398046511104 bytes "
                                                 "\\(4\\.0) TiB\\) for 'rfa::")))
         << m;
@@ -83,6 +83,9 @@ class OutOfMemory : public ::testing::Test {
 };
 
 TEST_F(OutOfMemory, ForwardFailsOnEveryRankWithTheBufferAndItsBytes) {
+  // One rank's forward is one block written straight into out: it allocates nothing of the
+  // tensors' size, so nothing is refused and the kernel would run over the unbacked tensors.
+  if (world_size() == 1) GTEST_SKIP() << "a one-rank forward holds no buffer of the tensors' size";
   auto* lse_f = static_cast<float*>(lse.data());
   expect_out_of_memory(rfa_forward(ctx, q.data(), k.data(), v.data(), out.data(), lse_f), "rfa_forward");
   // The context is still usable (nothing moved): a second call fails the same way, no hang.

@@ -3,6 +3,7 @@
 // cases, every dtype), with one K/V head per chunk (several chunks, so the gather of the next
 // chunk is in flight while one is computed) and with all K/V heads in one chunk.
 #include "engine/allgather_attention.hpp"
+#include "engine/attention_strategy.hpp"
 #include "strategy_case.hpp"
 
 namespace rfa {
@@ -57,6 +58,27 @@ TEST(AllGatherAttention, RejectsAChunkThatDoesNotDivideTheKvHeads) {
     EXPECT_EQ(e.code(), RFA_ERROR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(e.what()).find("must divide kv_heads"), std::string::npos) << e.what();
   }
+}
+
+// On a CUDA context the chunks run on rfa's kernels: an explicit request for cuDNN is refused
+// (the same verdict on every rank: no communication) before the device is looked at.
+TEST(AllGatherAttention, RefusesCudnnKernelsOnDevices) {
+  engine::RingConfig cfg = strategy_config({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 4}, RFA_DTYPE_BFLOAT16);
+  cfg.device = engine::Device::cuda;
+  cfg.head_dim = 64;
+  const auto refusal = [&](engine::StrategyKind kind) {
+    try {
+      engine::validate_strategy({kind, 0, 1}, cfg, 2);
+      return std::string();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  cfg.cuda_kernels = engine::CudaKernels::cudnn;
+  EXPECT_NE(refusal(engine::StrategyKind::allgather).find("rfa's CUDA kernels, not cuDNN"), std::string::npos);
+  EXPECT_EQ(refusal(engine::StrategyKind::ring).find("not cuDNN"), std::string::npos);
+  cfg.cuda_kernels = engine::CudaKernels::rfa;
+  EXPECT_EQ(refusal(engine::StrategyKind::allgather).find("not cuDNN"), std::string::npos);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The hybrid Ulysses x ring grid against the float64 reference (strategy_case.hpp's cases, every
 // dtype): a 2 x 2 grid on 4 ranks; on 2 and 3 ranks the one grid of Pu = P (a single ring
-// group); plus Pu = 1 (Ulysses groups of one: the plain ring) on any count.
+// group: Ulysses); plus Pu = 1 (Ulysses groups of one: the plain ring) on any count.
 #include "engine/hybrid_attention.hpp"
 #include "strategy_case.hpp"
 
@@ -12,13 +12,15 @@ namespace {
 /// The grid tested on P ranks: 2 x 2 on four, else Pu = P.
 int tested_degree(int ranks) { return ranks == 4 ? 2 : ranks; }
 
+engine::StrategyChoice hybrid(int degree) { return {engine::StrategyKind::hybrid, degree, 1}; }
+
 class HybridAttentionTest : public ::testing::TestWithParam<StrategySpec> {
  protected:
   template <class T>
   void check() {
     auto comm = world_ring();
     const auto cfg = strategy_config(GetParam(), dtype_of<T>::value);
-    engine::HybridAttention attn(*comm, cfg, tested_degree(comm->size()));
+    engine::HybridAttention attn(*comm, cfg, hybrid(tested_degree(comm->size())));
     expect_matches_reference<T>(run_attention<T>(attn, cfg, 2468));
   }
 };
@@ -32,7 +34,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, HybridAttentionTest, ::testing::ValuesIn(strat
 TEST(HybridAttention, DegreeOneIsTheRing) {
   auto comm = world_ring();
   const auto cfg = strategy_config({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 4}, RFA_DTYPE_FLOAT32);
-  engine::HybridAttention attn(*comm, cfg, 1);
+  engine::HybridAttention attn(*comm, cfg, hybrid(1));
   expect_matches_reference<float>(run_attention<float>(attn, cfg, 13579));
   EXPECT_EQ(attn.local_positions().length(), cfg.seq_total / comm->size());
 }
@@ -42,12 +44,29 @@ TEST(HybridAttention, GroupsHoldTheLayoutsRowsOfTheirRingPosition) {
   auto comm = world_ring();
   if (comm->size() != 4) GTEST_SKIP() << "the 2 x 2 grid needs 4 ranks";
   const auto cfg = strategy_config({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 4}, RFA_DTYPE_FLOAT32);
-  engine::HybridAttention attn(*comm, cfg, 2);
+  engine::HybridAttention attn(*comm, cfg, hybrid(2));
   const int me = comm->rank();
   const PositionMap group = layout::positions(RFA_LAYOUT_ZIGZAG, cfg.seq_total, 2, me / 2);
   const PositionMap mine = attn.local_positions();
   ASSERT_EQ(mine.length(), 30);
   for (std::int64_t i = 0; i < 30; ++i) EXPECT_EQ(mine(i), group((me % 2) * 30 + i)) << "row " << i;
+}
+
+// With one ring group (Pu = P) the layout applies over all P ranks: the grid is Ulysses.
+TEST(HybridAttention, OneGroupIsUlysses) {
+  auto comm = world_ring();
+  const auto cfg = strategy_config({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 4}, RFA_DTYPE_BFLOAT16);
+  const int P = comm->size();
+  engine::HybridAttention grid(*comm, cfg, hybrid(P));
+  engine::HybridAttention ulysses(*comm, cfg, {engine::StrategyKind::ulysses, 0, 1});
+  const PositionMap expected = layout::positions(RFA_LAYOUT_ZIGZAG, cfg.seq_total, P, comm->rank());
+  for (const engine::HybridAttention* attn : {&grid, &ulysses}) {
+    const PositionMap mine = attn->local_positions();
+    ASSERT_EQ(mine.length(), expected.length());
+    for (std::int64_t i = 0; i < mine.length(); ++i) EXPECT_EQ(mine(i), expected(i)) << "row " << i;
+    EXPECT_EQ(attn->ulysses_degree(), P);
+  }
+  EXPECT_EQ(grid.workspace_bytes(true), ulysses.workspace_bytes(true));
 }
 
 TEST(HybridAttention, RejectsADegreeThatDoesNotDivideTheRanksOrTheHeads) {
@@ -56,14 +75,14 @@ TEST(HybridAttention, RejectsADegreeThatDoesNotDivideTheRanksOrTheHeads) {
   auto cfg = strategy_config({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, 1}, RFA_DTYPE_FLOAT32);
   const int P = comm->size();
   try {
-    engine::HybridAttention attn(*comm, cfg, P + 1);
+    engine::HybridAttention attn(*comm, cfg, hybrid(P + 1));
     ADD_FAILURE() << "accepted degree " << P + 1;
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("divides the " + std::to_string(P) + " ranks"), std::string::npos) << e.what();
   }
   cfg.heads = 2 * P + 1;
   try {
-    engine::HybridAttention attn(*comm, cfg, P);
+    engine::HybridAttention attn(*comm, cfg, hybrid(P));
     ADD_FAILURE() << "accepted " << cfg.heads << " heads with degree " << P;
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("not a multiple of the Ulysses degree"), std::string::npos) << e.what();

@@ -20,7 +20,6 @@
 #include "engine/allgather_attention.hpp"
 #include "engine/hybrid_attention.hpp"
 #include "engine/ring_attention.hpp"
-#include "engine/ulysses_attention.hpp"
 #include "ring_case.hpp"
 #include "unbacked_memory.hpp"
 
@@ -169,14 +168,15 @@ TEST_F(RefusedKernelBuffers, RingFailsOnEveryRank) {
 }
 
 TEST_F(RefusedKernelBuffers, UlyssesFailsOnEveryRank) {
-  engine::UlyssesAttention attn(*ring, big_config(ring->size()));
+  engine::HybridAttention attn(*ring, big_config(ring->size()), {engine::StrategyKind::ulysses, 0, 1});
   expect_refusals(*ring, attn);
 }
 
 TEST_F(RefusedKernelBuffers, HybridFailsOnEveryRankBeforeAnyGroupComputes) {
-  // One group of P ranks, each its own ring of one: only an agreement over all P ranks stops
-  // the ranks whose buffers fit from computing the whole sequence.
-  engine::HybridAttention attn(*ring, big_config(ring->size()), ring->size());
+  // Rings of P/Pu ranks (Pu = P/2 on an even count): only an agreement over all P ranks stops
+  // the ring groups whose buffers fit from computing their whole ring.
+  const int P = ring->size(), degree = P % 2 == 0 ? P / 2 : P;
+  engine::HybridAttention attn(*ring, big_config(P), {engine::StrategyKind::hybrid, degree, 1});
   expect_refusals(*ring, attn);
 }
 

@@ -62,22 +62,30 @@ run_check "$tmp/out1"
 rc=$?
 check "all steps passing: exit code 0" [ $rc -eq 0 ]
 # The NCCL run needs an NCCL the script finds on this machine (the CUDA toolkit's here).
-steps=12 nccl_runs=1
-grep -q "^NCCL: none" "$tmp/out1/device.txt" && steps=11 nccl_runs=0
+steps=22 nccl_runs=1
+grep -q "^NCCL: none" "$tmp/out1/device.txt" && steps=21 nccl_runs=0
 check "all steps passing: $steps steps ok in the summary" \
-  [ "$(grep -cE '^  [a-z_]+ \([0-9]+ s\) ok$' "$tmp/out1.txt")" -eq $steps ]
+  [ "$(grep -cE '^  [a-z_0-9]+ \([0-9]+ s\) ok$' "$tmp/out1.txt")" -eq $steps ]
 check "few result files (the device tool returns only a handful)" [ "$(ls "$tmp/out1" | wc -l)" -le 8 ]
 check "Kokkos, rfa's configure and build share one log" \
   grep -q "== configure" "$tmp/out1/build.log"
 check "Kokkos is built for the GPU's architecture" grep -q "Kokkos_ARCH_HOPPER90=ON" "$tmp/out1/build.log"
 check "rfa is built for it" grep -q "RFA_CUDA_ARCHITECTURES=90" "$tmp/out1/build.log"
 check "the 4-rank main jobs run over staged MPI" \
-  [ "$(grep -c "rfa_run ranks=4 transport=mpi --device cuda" "$tmp/out1/rfa_run.log")" -eq 3 ]
+  [ "$(grep -c "rfa_run ranks=4 transport=mpi --device cuda" "$tmp/out1/rfa_run.log")" -eq 9 ]
+check "every other strategy runs on the GPU, checked at P = 4 and timed at P = 2 and 4" \
+  [ "$(grep -cE "rfa_run ranks=[24] transport=mpi --device cuda --strategy (ulysses|allgather|hybrid)" \
+    "$tmp/out1/rfa_run.log")" -eq 9 ]
+check "the hybrid as a 2 x 2 grid" grep -q -- "ranks=4 .*--strategy hybrid --ulysses-degree 2" "$tmp/out1/rfa_run.log"
+check "one rank over the whole sequence beside them" \
+  grep -q "rfa_run ranks=1 transport=mpi --device cuda --seq 32768" "$tmp/out1/rfa_run.log"
+check "the device strategies' memory test runs with the C API suite" \
+  grep -q "rfa_device_strategies_test" "$tmp/out1/ctest.log"
 check "NCCL's main job runs where NCCL is found" \
   [ "$(grep -c "rfa_run ranks=1 transport=nccl --device cuda" "$tmp/out1/rfa_run.log")" -eq $nccl_runs ]
 check "the window run is S/8" grep -q -- "--seq 32768 .*--window 4096" "$tmp/out1/rfa_run.log"
 check "every run's JSON comes back in one file" \
-  [ "$(grep -c '^// rfa_run_' "$tmp/out1/rfa_run_json.txt")" -eq $((4 + nccl_runs)) ]
+  [ "$(grep -c '^// rfa_run_' "$tmp/out1/rfa_run_json.txt")" -eq $((14 + nccl_runs)) ]
 check "a million tokens on 8 ranks, checked on sampled rows" \
   grep -q "rfa_run ranks=8 transport=mpi --device cuda --seq 1048576 .*--sampled-check" "$tmp/out1/rfa_run.log"
 check "memcheck runs the window and document cases" grep -q "documents\*:\*window" "$tmp/out1/memcheck.log"

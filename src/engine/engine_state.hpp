@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What every strategy engine holds and reports alike (docs/architecture.md §8): the
+// communicator it was built on, the agreed problem, this rank's rows, the timings and workspace
+// of its last pass, and the CUDA stream its device passes queue on. The ring, the KV all-gather
+// and the hybrid (Ulysses is its one-group grid) derive from it; AttentionStrategy reports it.
+#pragma once
+
+#include <cstdint>
+
+#include "comm/communicator.hpp"
+#include "engine/ring_config.hpp"
+
+namespace rfa {
+namespace engine {
+
+/// What a run spent its time on (seconds, this rank), for the main job and the benchmark.
+struct RingTimings {
+  double total = 0.0;
+  double compute = 0.0;    ///< inside the flash kernels and the merge
+  double wait = 0.0;       ///< blocked in Exchange::wait (communication not hidden)
+  int steps_computed = 0;  ///< ring steps whose block was not fully masked
+  std::int64_t bytes_sent = 0;
+};
+
+class EngineState {
+ public:
+  /// The problem, as every rank agreed on it.
+  const RingConfig& config() const { return config_; }
+  /// This rank's position on the communicator the engine was built on, and the number of ranks.
+  int position() const { return comm_.rank(); }
+  int ranks() const { return comm_.size(); }
+  /// Rows of the sequence this rank holds.
+  std::int64_t local_seq() const { return local_seq_; }
+  /// Timings and bytes sent of the last forward or backward on this rank.
+  const RingTimings& last_timings() const { return timings_; }
+  /// Bytes of engine workspace allocated by the last forward or backward (measured).
+  std::int64_t last_workspace_bytes() const { return last_workspace_bytes_; }
+  /// The cudaStream_t (as void*) device passes queue their work on; nullptr, the default, is
+  /// the legacy default stream. The stream must outlive the calls that use it.
+  void set_cuda_stream(void* stream) { cuda_stream_ = stream; }
+  void* cuda_stream() const { return cuda_stream_; }
+
+ protected:
+  /// `config` as every rank agreed on it (the engine validates before it comes here).
+  EngineState(comm::Communicator& comm, const RingConfig& config) : comm_(comm), config_(config) {}
+  ~EngineState() = default;
+  EngineState(const EngineState&) = delete;
+  EngineState& operator=(const EngineState&) = delete;
+
+  comm::Communicator& comm_;
+  RingConfig config_;
+  std::int64_t local_seq_ = 0;
+  RingTimings timings_;
+  std::int64_t last_workspace_bytes_ = 0;
+  void* cuda_stream_ = nullptr;
+};
+
+}  // namespace engine
+}  // namespace rfa
