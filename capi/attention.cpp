@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rfa_forward / rfa_backward: caller pointers -> unmanaged Kokkos views (host memory, or the
-// CUDA device's for a RFA_DEVICE_CUDA context) -> the ring engine.
+// CUDA device's for a RFA_DEVICE_CUDA context) -> the context's strategy (host or device passes).
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -14,6 +14,10 @@
 #include "engine/value_checks.hpp"
 #include "kernels/nonfinite_scan.hpp"
 #include "firewall.hpp"
+
+#if RFA_ENGINE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 namespace rfa {
 namespace capi {
@@ -72,6 +76,25 @@ engine::ScannedTensor scan_lse(const float* p, const rfa_context_s& c) {
 
 bool checks_values(const rfa_context_s& c) { return c.options.check_values == RFA_VALUE_CHECKS_ON; }
 
+/// Before a value scan of device memory: the scans run on Kokkos' own instance, so the
+/// context's stream (the caller's writes of the inputs, the engine's of the outputs) must be
+/// done first. Nothing to wait for on the host.
+template <class Space>
+void settle_before_scan(const rfa_context_s& c) {
+#if RFA_ENGINE_CUDA
+  if constexpr (!std::is_same<Space, Kokkos::HostSpace>::value) {
+    const cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(c.engine->cuda_stream()));
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      fail(RFA_ERROR_CUDA, "the context's stream reported ", cudaGetErrorName(e),
+           " before the value checks: ", cudaGetErrorString(e));
+    }
+  }
+#else
+  (void)c;
+#endif
+}
+
 constexpr const char* kInputsUntouched = "nothing was computed or written";
 constexpr const char* kOutputsWritten = "the outputs are written but must not be trusted";
 
@@ -113,6 +136,7 @@ rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void*
       using S = decltype(space);
       const PositionMap rows = c.engine->local_positions();
       if (checks_values(c)) {
+        settle_before_scan<S>(c);
         engine::report_nonfinite_everywhere(
             *c.comm, rows,
             {scan_bshd<T, S>("q", q, c, o.heads), scan_bshd<T, S>("k", k, c, o.kv_heads),
@@ -129,6 +153,7 @@ rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void*
 #endif
       }
       if (checks_values(c)) {
+        settle_before_scan<S>(c);
         engine::report_nonfinite_everywhere(
             *c.comm, rows, {scan_bshd<T, S>("out", out, c, o.heads), scan_lse<S>(lse, c)}, "output", kOutputsWritten);
       }
@@ -158,6 +183,7 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
       using S = decltype(space);
       const PositionMap rows = c.engine->local_positions();
       if (checks_values(c)) {
+        settle_before_scan<S>(c);
         engine::report_nonfinite_everywhere(
             *c.comm, rows,
             {scan_bshd<T, S>("q", q, c, o.heads), scan_bshd<T, S>("k", k, c, o.kv_heads),
@@ -177,6 +203,7 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
 #endif
       }
       if (checks_values(c)) {
+        settle_before_scan<S>(c);
         engine::report_nonfinite_everywhere(
             *c.comm, rows,
             {scan_bshd<T, S>("dq", dq, c, o.heads), scan_bshd<T, S>("dk", dk, c, o.kv_heads),

@@ -28,15 +28,12 @@ constexpr bool engine_supports(Device device) { return device == Device::host ||
 /// allocates and ending one frees (which synchronizes the device).
 class StreamExec {
  public:
-  /// On `stream`; nullptr (the legacy default stream) takes Kokkos' default instance, whose
-  /// blocking stream the legacy default stream is ordered with.
+  /// On `stream`; nullptr is the legacy default stream itself (cudaStreamLegacy), not Kokkos'
+  /// default instance: a cudaStreamSynchronize of the context's stream (the CUDA-aware
+  /// transport, rfa_context_synchronize) must wait for these kernels too.
   const Kokkos::Cuda& on(void* stream) {
     if (!exec_ || stream != stream_) {
-      if (stream == nullptr) {
-        exec_.emplace();
-      } else {
-        exec_.emplace(static_cast<cudaStream_t>(stream));
-      }
+      exec_.emplace(stream == nullptr ? cudaStreamLegacy : static_cast<cudaStream_t>(stream));
       stream_ = stream;
     }
     return *exec_;

@@ -61,6 +61,7 @@ struct Case {
   int64_t window = 0;      // options.window
   bool documents = false;  // packed documents (document_bounds)
   rfa_strategy_t strategy = RFA_STRATEGY_RING;
+  bool default_stream = false;  // no rfa_context_set_stream: the legacy default stream
 };
 
 /// Ranks per Ulysses group of the hybrid tested on P ranks: 2 x 2 on four, else one group.
@@ -77,7 +78,7 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   return std::string(strategies[c.strategy]) + layouts[c.layout] + (c.mask == RFA_MASK_CAUSAL ? "_causal_" : "_full_") +
          (c.dtype == RFA_DTYPE_BFLOAT16 ? "bf16" : "fp16") + "_d" + std::to_string(c.head_dim) + "_kv" +
          std::to_string(c.kv_heads) + (c.window > 0 ? "_window" + std::to_string(c.window) : "") +
-         (c.documents ? "_documents" : "");
+         (c.documents ? "_documents" : "") + (c.default_stream ? "_default_stream" : "");
 }
 
 // |error| bounds for values of order one: the CUDA kernels round the probabilities to the
@@ -139,8 +140,10 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
     EXPECT_EQ(int(created.cuda_kernels), int(RFA_CUDA_KERNELS_RFA));
   }
   cudaStream_t stream = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  ASSERT_RFA_OK(rfa_context_set_stream(ctx, stream));
+  if (!c.default_stream) {
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_RFA_OK(rfa_context_set_stream(ctx, stream));
+  }
 
   int64_t L = 0;
   ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
@@ -218,7 +221,7 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   }
 
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
-  cudaStreamDestroy(stream);
+  if (stream != nullptr) cudaStreamDestroy(stream);
 }
 
 std::vector<Case> all_cases() {
@@ -252,6 +255,8 @@ std::vector<Case> strategy_cases() {
     cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 4, 0, false, s});  // MHA
     cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2, 40, false, s});
     cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 128, 2, 0, true, s});
+    // On the legacy default stream: the strategies' own kernels must run on it too.
+    cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 64, 4, 0, false, s, true});
   }
   return cases;
 }

@@ -1,18 +1,23 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Every strategy's per-rank memory formula on a CUDA device (docs/memory.md): what a device
-// pass allocates, seen through Kokkos' allocation hooks as on the host (test_strategy_memory.cpp),
-// equals workspace_bytes(). Ranks share one GPU over the MPI transport (staged or CUDA-aware);
-// each strategy object is fresh, so its device cache allocates every buffer of the pass once.
-// Results against float64 are the C API suite's (tests/capi/cuda_forward_backward_test.cpp).
-// Without a CUDA device every test skips, saying why.
+// Every strategy on a CUDA device through the engine's interface (AttentionStrategy's device
+// passes), ranks sharing one GPU over the MPI transport (staged or CUDA-aware): the results
+// against the float64 reference of the whole sequence (strategy_case.hpp's problems: layouts,
+// GQA/MQA, a window, packed documents), and the per-rank memory formula (docs/memory.md): what a
+// device pass allocates, seen through Kokkos' allocation hooks as on the host
+// (test_strategy_memory.cpp), equals workspace_bytes(); each strategy object there is fresh, so
+// its device cache allocates every buffer of the pass once. Without a CUDA device every test
+// skips, saying why.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "allocation_log.hpp"
 #include "comm/device_transport.hpp"
 #include "cuda_device_check.hpp"
 #include "engine/attention_strategy.hpp"
+#include "layout/sequence_layout.hpp"
 #include "mpi_test_support.hpp"
 #include "strategy_case.hpp"
 
@@ -30,24 +35,33 @@ std::string device_case_name(const ::testing::TestParamInfo<DeviceCase>& info) {
          (info.param.dtype == RFA_DTYPE_BFLOAT16 ? "_bf16" : "_fp16");
 }
 
-class DeviceStrategyMemory : public ::testing::TestWithParam<DeviceCase> {
+/// The device communicator (MPI: ranks share the GPU) and the strategy of the case: the hybrid
+/// as 2 x 2 on four ranks, else one group. Skips on every rank without a device.
+class DeviceStrategyTest : public ::testing::TestWithParam<DeviceCase> {
+ protected:
+  void SetUp() override {
+    const std::string why = rfa_test::why_no_cuda_device();
+    if (!why.empty()) GTEST_SKIP() << why << ": nothing to test";
+    comm_ = comm::make_device_communicator(MPI_COMM_WORLD, world_rank(), comm::TransportChoice::mpi);
+    const int P = comm_->size();
+    choice_.kind = GetParam().kind;
+    if (choice_.kind == engine::StrategyKind::hybrid) choice_.ulysses_degree = P == 4 ? 2 : P;
+  }
+  std::unique_ptr<comm::Communicator> comm_;
+  engine::StrategyChoice choice_;
+};
+
+class DeviceStrategyMemory : public DeviceStrategyTest {
  protected:
   template <class T>
   void check() {
-    const std::string why = rfa_test::why_no_cuda_device();
-    if (!why.empty()) GTEST_SKIP() << why << ": nothing to test";
-    auto comm = comm::make_device_communicator(MPI_COMM_WORLD, world_rank(), comm::TransportChoice::mpi);
-    const int P = comm->size();
-    engine::StrategyChoice choice;
-    choice.kind = GetParam().kind;
-    if (choice.kind == engine::StrategyKind::hybrid) choice.ulysses_degree = P == 4 ? 2 : P;
     // GQA with kv_heads < P on 3 and 4 ranks; 12 heads divide among 1-4 ranks.
     engine::RingConfig cfg = strategy_config({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 2}, dtype_of<T>::value);
     cfg.device = engine::Device::cuda;
     cfg.head_dim = 64;
     for (bool backward : {false, true}) {
       SCOPED_TRACE(backward ? "backward" : "forward");
-      auto attn = engine::make_strategy(*comm, cfg, choice);  // fresh: its device cache is empty
+      auto attn = engine::make_strategy(*comm_, cfg, choice_);  // fresh: its device cache is empty
       const std::int64_t L = attn->local_seq(), B = cfg.batch, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
       engine::DeviceTensor4<T> q("q", B, L, H, D), k("k", B, L, HKV, D), v("v", B, L, HKV, D), out("out", B, L, H, D),
           dout("dout", B, L, H, D), dq("dq", B, L, H, D), dk("dk", B, L, HKV, D), dv("dv", B, L, HKV, D);
@@ -67,21 +81,115 @@ class DeviceStrategyMemory : public ::testing::TestWithParam<DeviceCase> {
   }
 };
 
-TEST_P(DeviceStrategyMemory, MatchesFormula) {
-  if (GetParam().dtype == RFA_DTYPE_BFLOAT16) {
-    check<bf16_t>();
+/// A strategy's device passes behind the host tensors run_attention() hands it: each pass
+/// copies its inputs to the device, runs there, waits, and copies its outputs back.
+template <class T>
+class OnTheDevice {
+ public:
+  explicit OnTheDevice(engine::AttentionStrategy& attn) : attn_(attn) {}
+  PositionMap local_positions() const { return attn_.local_positions(); }
+  std::int64_t local_seq() const { return attn_.local_seq(); }
+
+  template <class U>
+  void forward(Tensor4<const U> q, Tensor4<const U> k, Tensor4<const U> v, Tensor4<U> out, Tensor3<float> lse) {
+    auto dq = to_device(q), dk = to_device(k), dv = to_device(v);
+    auto dout = device_like(out);
+    auto dlse = device_like(lse);
+    attn_.forward_device<U>(dq, dk, dv, dout, dlse);
+    Kokkos::fence();
+    Kokkos::deep_copy(out, dout);
+    Kokkos::deep_copy(lse, dlse);
+  }
+  template <class U>
+  void backward(Tensor4<const U> q, Tensor4<const U> k, Tensor4<const U> v, Tensor4<const U> out, Tensor4<const U> dout,
+                Tensor3<const float> lse, Tensor4<U> dq, Tensor4<U> dk, Tensor4<U> dv) {
+    auto d_q = to_device(q), d_k = to_device(k), d_v = to_device(v), d_out = to_device(out), d_dout = to_device(dout);
+    auto d_lse = to_device(lse);
+    auto d_dq = device_like(dq), d_dk = device_like(dk), d_dv = device_like(dv);
+    attn_.backward_device<U>(d_q, d_k, d_v, d_out, d_dout, d_lse, d_dq, d_dk, d_dv);
+    Kokkos::fence();
+    Kokkos::deep_copy(dq, d_dq);
+    Kokkos::deep_copy(dk, d_dk);
+    Kokkos::deep_copy(dv, d_dv);
+  }
+
+ private:
+  template <class View>
+  static auto device_like(const View& host) {
+    using Device = Kokkos::View<typename View::non_const_data_type, Kokkos::LayoutRight, Kokkos::CudaSpace>;
+    return Device("device_copy", host.layout());
+  }
+  template <class View>
+  static auto to_device(const View& host) {
+    auto copy = device_like(host);
+    Kokkos::deep_copy(copy, host);
+    return copy;
+  }
+  engine::AttentionStrategy& attn_;
+};
+
+/// Tolerances of the CUDA kernels (relative to the largest reference value): they round the
+/// probabilities to the storage dtype before the P V product, as FlashAttention does.
+template <class T>
+void expect_device_matches_reference(const AttentionErrors& e) {
+  const double tol = std::is_same<T, bf16_t>::value ? 1.6e-2 : 3e-3;
+  EXPECT_LE(e.out, tol) << "out";
+  EXPECT_LE(e.lse, 1e-3) << "lse";
+  EXPECT_LE(e.dq, 4 * tol) << "dq";
+  EXPECT_LE(e.dk, 4 * tol) << "dk";
+  EXPECT_LE(e.dv, 4 * tol) << "dv";
+}
+
+class DeviceStrategyResults : public DeviceStrategyTest {
+ protected:
+  template <class T>
+  void check() {
+    const std::vector<StrategySpec> specs = {{RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 2},
+                                             {RFA_LAYOUT_STRIPE, RFA_MASK_NONE, 1},
+                                             {RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, 12},
+                                             {RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 4, 15},
+                                             {RFA_LAYOUT_STRIPE, RFA_MASK_CAUSAL, 4, 0, packed_documents()}};
+    for (const StrategySpec& spec : specs) {
+      SCOPED_TRACE(std::string(layout::layout_name(spec.layout)) + ", kv_heads " + std::to_string(spec.kv_heads) +
+                   (spec.window > 0 ? ", window" : "") + (spec.docs.empty() ? "" : ", documents"));
+      engine::RingConfig cfg = strategy_config(spec, dtype_of<T>::value);
+      cfg.device = engine::Device::cuda;
+      cfg.head_dim = 64;
+      auto attn = engine::make_strategy(*comm_, cfg, choice_);
+      OnTheDevice<T> device(*attn);
+      expect_device_matches_reference<T>(run_attention<T>(device, cfg, 8642));
+    }
+  }
+};
+
+/// Every strategy, in bf16 and fp16 (the CUDA kernels' dtypes).
+std::vector<DeviceCase> device_cases() {
+  std::vector<DeviceCase> cases;
+  for (engine::StrategyKind kind : {engine::StrategyKind::ring, engine::StrategyKind::ulysses,
+                                    engine::StrategyKind::allgather, engine::StrategyKind::hybrid})
+    for (rfa_dtype_t dtype : {RFA_DTYPE_BFLOAT16, RFA_DTYPE_FLOAT16}) cases.push_back({kind, dtype});
+  return cases;
+}
+
+/// f(T{}) with T the element type of a 16-bit dtype.
+template <class F>
+void with_dtype(rfa_dtype_t dtype, F&& f) {
+  if (dtype == RFA_DTYPE_BFLOAT16) {
+    f(bf16_t{});
   } else {
-    check<fp16_t>();
+    f(fp16_t{});
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, DeviceStrategyMemory,
-                         ::testing::Values(DeviceCase{engine::StrategyKind::ring, RFA_DTYPE_BFLOAT16},
-                                           DeviceCase{engine::StrategyKind::ulysses, RFA_DTYPE_BFLOAT16},
-                                           DeviceCase{engine::StrategyKind::ulysses, RFA_DTYPE_FLOAT16},
-                                           DeviceCase{engine::StrategyKind::allgather, RFA_DTYPE_BFLOAT16},
-                                           DeviceCase{engine::StrategyKind::hybrid, RFA_DTYPE_BFLOAT16}),
-                         device_case_name);
+TEST_P(DeviceStrategyResults, MatchFloat64Reference) {
+  with_dtype(GetParam().dtype, [this](auto tag) { this->template check<decltype(tag)>(); });
+}
+INSTANTIATE_TEST_SUITE_P(Strategies, DeviceStrategyResults, ::testing::ValuesIn(device_cases()), device_case_name);
+
+TEST_P(DeviceStrategyMemory, MatchesFormula) {
+  with_dtype(GetParam().dtype, [this](auto tag) { this->template check<decltype(tag)>(); });
+}
+INSTANTIATE_TEST_SUITE_P(Strategies, DeviceStrategyMemory, ::testing::ValuesIn(device_cases()), device_case_name);
 
 }  // namespace
 }  // namespace test
