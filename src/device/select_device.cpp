@@ -5,12 +5,12 @@
 
 #include "device/cuda_error.hpp"
 #include "device/current_device.hpp"
-#include "topology/gather_keys.hpp"
+#include "collective/node_rank.hpp"
 
 namespace rfa::device {
 
 int select_device_by_local_rank(MPI_Comm comm) {
-  const int local = topology::local_rank(comm);  // collective: before anything may throw
+  const int local = collective::node_local_rank(comm);  // collective: before anything may throw
   const int device = local % require_device_count();
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   return device;

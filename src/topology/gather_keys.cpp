@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "topology/gather_keys.hpp"
 
-#include <cstdlib>
 #include <string>
 
 #include "collective/bounded_collectives.hpp"
 #include "collective/mpi_error.hpp"
-#include "core/environment.hpp"
 #include "core/error.hpp"
 
 namespace rfa::topology {
@@ -28,31 +26,6 @@ std::vector<RankKey> gather_keys(MPI_Comm comm, const RankKey& local) {
     }
   }
   return keys;
-}
-
-int local_rank(MPI_Comm comm) {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (initialized && !finalized) {
-    int rank = 0;
-    collective::check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-    MPI_Comm node = MPI_COMM_NULL;
-    collective::check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
-                          "MPI_Comm_split_type");
-    int node_rank = 0;
-    collective::check_mpi(MPI_Comm_rank(node, &node_rank), "MPI_Comm_rank");
-    MPI_Comm_free(&node);
-    return node_rank;
-  }
-  const char* slurm = env_value(Env::slurm_localid);
-  if (slurm && *slurm) {
-    char* end = nullptr;
-    long value = std::strtol(slurm, &end, 10);
-    require(*end == '\0' && value >= 0, "rfa topology: SLURM_LOCALID='", slurm, "' is not a local rank");
-    return static_cast<int>(value);
-  }
-  return 0;
 }
 
 }  // namespace rfa::topology

@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "scoped_env.hpp"
 #include "topology/choose_ring_order.hpp"
+#include "collective/node_rank.hpp"
 #include "topology/gather_keys.hpp"
 #include "topology/local_key.hpp"
 #include "topology/order_policy.hpp"
@@ -257,7 +258,7 @@ TEST(ChooseRingOrder, DumpWritesKeysAndOrderFromRankZero) {
 
 TEST(ChooseRingOrder, LocalRankCountsRanksOfThisNode) {
   // mpiexec starts every rank on this machine: local rank = world rank.
-  EXPECT_EQ(local_rank(MPI_COMM_WORLD), world_rank());
+  EXPECT_EQ(collective::node_local_rank(MPI_COMM_WORLD), world_rank());
 }
 
 }  // namespace
