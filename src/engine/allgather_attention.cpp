@@ -373,17 +373,7 @@ void AllGatherAttention::run_backward(
 }
 
 RFA_INSTANTIATE_STRATEGY_PASSES(AllGatherAttention)
-#if RFA_ENGINE_CUDA
-#define RFA_INSTANTIATE_ALLGATHER_DEVICE(T)                                                                            \
-  template void AllGatherAttention::forward_device<T>(DeviceTensor4<const T>, DeviceTensor4<const T>,                  \
-                                                      DeviceTensor4<const T>, DeviceTensor4<T>, DeviceTensor3<float>); \
-  template void AllGatherAttention::backward_device<T>(                                                                \
-      DeviceTensor4<const T>, DeviceTensor4<const T>, DeviceTensor4<const T>, DeviceTensor4<const T>,                  \
-      DeviceTensor4<const T>, DeviceTensor3<const float>, DeviceTensor4<T>, DeviceTensor4<T>, DeviceTensor4<T>);
-RFA_INSTANTIATE_ALLGATHER_DEVICE(float)
-RFA_INSTANTIATE_ALLGATHER_DEVICE(bf16_t)
-RFA_INSTANTIATE_ALLGATHER_DEVICE(fp16_t)
-#endif
+RFA_INSTANTIATE_DEVICE_PASSES(AllGatherAttention)
 
 }  // namespace engine
 }  // namespace rfa

@@ -81,8 +81,7 @@ class AttentionStrategy {
 
 #if RFA_ENGINE_CUDA
   /// Collective. As forward(), with every tensor in device memory (RingAttention::forward_device):
-  /// returns once the work is queued on the stream. Strategies without device passes in this
-  /// build throw RFA_ERROR_UNSUPPORTED (contexts refuse them at creation).
+  /// returns once the work is queued on the stream.
   template <class T>
   void forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
                       DeviceTensor4<T> out, DeviceTensor3<float> lse, RingMode mode = RingMode::full) {

@@ -47,11 +47,11 @@ class HeadExchange {
       rows_length_.push_back(rows_[std::size_t(r)].length());
       full_rows_ += rows_length_.back();
     }
+    std::vector<std::int64_t> kv_column;  // the local K/V head each slot holds
     for (std::int64_t j = 0; j < routing_.slots(); ++j)
-      kv_column_.push_back(routing_.slot_head(me, j) - routing_.kv_first(me));
-    q_column_ = identity_columns(routing_.heads_per_rank());  // one to one
-    q_cols_ = ColumnMap<Space>(q_column_);
-    kv_cols_ = ColumnMap<Space>(kv_column_);
+      kv_column.push_back(routing_.slot_head(me, j) - routing_.kv_first(me));
+    q_cols_ = ColumnMap<Space>(identity_columns(routing_.heads_per_rank()));  // one to one
+    kv_cols_ = ColumnMap<Space>(kv_column);
   }
 
   std::int64_t batch() const { return batch_; }
@@ -185,7 +185,7 @@ class HeadExchange {
   std::vector<PositionMap> rows_;
   std::vector<std::int64_t> rows_length_;
   std::int64_t batch_, head_dim_, local_rows_ = 0, full_rows_ = 0;
-  std::vector<std::int64_t> q_first_, kv_first_, kv_count_, q_column_, kv_column_;
+  std::vector<std::int64_t> q_first_, kv_first_, kv_count_;
   ColumnMap<Space> q_cols_, kv_cols_;
   std::vector<std::size_t> send_bytes_, send_offsets_, recv_bytes_, recv_offsets_;
 };

@@ -297,17 +297,7 @@ void HybridAttention::run_backward(const typename Space::execution_space& exec, 
 }
 
 RFA_INSTANTIATE_STRATEGY_PASSES(HybridAttention)
-#if RFA_ENGINE_CUDA
-#define RFA_INSTANTIATE_HYBRID_DEVICE(T)                                                                            \
-  template void HybridAttention::forward_device<T>(DeviceTensor4<const T>, DeviceTensor4<const T>,                  \
-                                                   DeviceTensor4<const T>, DeviceTensor4<T>, DeviceTensor3<float>); \
-  template void HybridAttention::backward_device<T>(                                                                \
-      DeviceTensor4<const T>, DeviceTensor4<const T>, DeviceTensor4<const T>, DeviceTensor4<const T>,               \
-      DeviceTensor4<const T>, DeviceTensor3<const float>, DeviceTensor4<T>, DeviceTensor4<T>, DeviceTensor4<T>);
-RFA_INSTANTIATE_HYBRID_DEVICE(float)
-RFA_INSTANTIATE_HYBRID_DEVICE(bf16_t)
-RFA_INSTANTIATE_HYBRID_DEVICE(fp16_t)
-#endif
+RFA_INSTANTIATE_DEVICE_PASSES(HybridAttention)
 
 }  // namespace engine
 }  // namespace rfa

@@ -85,7 +85,8 @@ void RingAttention::run_backward(
       dv_recv[0] = dv;
     }
   }
-  if (!dk_recv[0].data()) {
+  const bool grads_in_place = kFp32Grads && n == 1;
+  if (!grads_in_place) {
     dk_recv[0] = ws.template tensor4<float>("rfa::dk_recv0", B, L, HKV, D);
     dv_recv[0] = ws.template tensor4<float>("rfa::dv_recv0", B, L, HKV, D);
   }
@@ -185,7 +186,7 @@ void RingAttention::run_backward(
   // Where this rank's own block's gradient is: delivered by the last exchange, or never sent.
   const std::size_t home = communicate && steps_.back() != 0 ? n % 2 : (n - 1) % 2;
   if constexpr (kFp32Grads) {
-    if (dk_recv[home].data() != dk.data()) {
+    if (!grads_in_place) {
       blocks.copy(dk, dk_recv[home]);
       blocks.copy(dv, dv_recv[home]);
     }

@@ -109,17 +109,14 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
       if (visible) {
         ScopedSeconds t(timings_.compute);
         poller.watch(kv.pending_k(), kv.pending_v());
-        if constexpr (kStorageOutput) {
-          if (direct) blocks.template forward_final<T>(p, q, kv.k(), kv.v(), out, lse, poller.hook());
-        }
         if (direct) {
-          seen_any = true;
+          if constexpr (kStorageOutput) blocks.template forward_final<T>(p, q, kv.k(), kv.v(), out, lse, poller.hook());
         } else if (!seen_any) {  // merging into out = 0, lse = -inf would only copy
           blocks.template forward<T>(p, q, kv.k(), kv.v(), acc, lse, poller.hook());
-          seen_any = true;
         } else {
           blocks.template forward_merged<T>(p, q, kv.k(), kv.v(), acc, lse, block_out, block_lse, poller.hook());
         }
+        seen_any = true;
         ++timings_.steps_computed;
       }
       poller.rethrow_if_failed();

@@ -17,17 +17,8 @@ namespace rfa {
 namespace engine {
 namespace {
 
-/// Whether `Engine` has the device passes (forward_device, backward_device) of this build.
-template <class Engine, class = void>
-struct HasDevicePasses : std::false_type {};
-#if RFA_ENGINE_CUDA
-template <class Engine>
-struct HasDevicePasses<Engine, std::void_t<decltype(&Engine::template forward_device<float>)>> : std::true_type {};
-#endif
-
-/// Any engine with the common forward/backward members, behind AttentionStrategy. The
-/// benchmark's schedule modes are the ring's (RingAttention); device passes are the engines'
-/// that have them.
+/// Any engine with the common forward/backward members (and their device twins in CUDA builds),
+/// behind AttentionStrategy. The benchmark's schedule modes are the ring's (RingAttention).
 template <class Engine>
 class StrategyOf final : public AttentionStrategy {
   static constexpr bool kRing = std::is_same<Engine, RingAttention>::value;
@@ -45,11 +36,8 @@ class StrategyOf final : public AttentionStrategy {
   const RingTimings& last_timings() const override { return engine_.last_timings(); }
   std::int64_t workspace_bytes(bool backward) const override { return engine_.workspace_bytes(backward); }
   std::int64_t last_workspace_bytes() const override { return engine_.last_workspace_bytes(); }
-  void set_cuda_stream(void* stream) override {
-    if constexpr (HasDevicePasses<Engine>::value) engine_.set_cuda_stream(stream);
-    stream_ = stream;
-  }
-  void* cuda_stream() const override { return stream_; }
+  void set_cuda_stream(void* stream) override { engine_.set_cuda_stream(stream); }
+  void* cuda_stream() const override { return engine_.cuda_stream(); }
 
  private:
   /// Same verdict on every rank (the mode is the caller's, the same everywhere).
@@ -57,9 +45,6 @@ class StrategyOf final : public AttentionStrategy {
     if (mode != RingMode::full)
       fail(RFA_ERROR_UNSUPPORTED, "the schedules without communication or without compute are the ring's; the ",
            strategy_name(kind_), " strategy runs only in full");
-  }
-  [[noreturn]] void no_device_passes() const {
-    fail(RFA_ERROR_UNSUPPORTED, "the ", strategy_name(kind_), " strategy has no device passes in this build");
   }
 
 #define RFA_STRATEGY_FORWARDS(T)                                                                                   \
@@ -91,29 +76,21 @@ class StrategyOf final : public AttentionStrategy {
 #define RFA_STRATEGY_DEVICE_FORWARDS(T)                                                                             \
   void run_forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,             \
                           DeviceTensor4<T> out, DeviceTensor3<float> lse, RingMode mode) override {                 \
-    if constexpr (!HasDevicePasses<Engine>::value) {                                                                \
-      no_device_passes();                                                                                           \
+    if constexpr (kRing) {                                                                                          \
+      engine_.template forward_device<T>(q, k, v, out, lse, mode);                                                  \
     } else {                                                                                                        \
-      if constexpr (kRing) {                                                                                        \
-        engine_.template forward_device<T>(q, k, v, out, lse, mode);                                                \
-      } else {                                                                                                      \
-        require_full(mode);                                                                                         \
-        engine_.template forward_device<T>(q, k, v, out, lse);                                                      \
-      }                                                                                                             \
+      require_full(mode);                                                                                           \
+      engine_.template forward_device<T>(q, k, v, out, lse);                                                        \
     }                                                                                                               \
   }                                                                                                                 \
   void run_backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,            \
                            DeviceTensor4<const T> out, DeviceTensor4<const T> dout, DeviceTensor3<const float> lse, \
                            DeviceTensor4<T> dq, DeviceTensor4<T> dk, DeviceTensor4<T> dv, RingMode mode) override { \
-    if constexpr (!HasDevicePasses<Engine>::value) {                                                                \
-      no_device_passes();                                                                                           \
+    if constexpr (kRing) {                                                                                          \
+      engine_.template backward_device<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);                               \
     } else {                                                                                                        \
-      if constexpr (kRing) {                                                                                        \
-        engine_.template backward_device<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);                             \
-      } else {                                                                                                      \
-        require_full(mode);                                                                                         \
-        engine_.template backward_device<T>(q, k, v, out, dout, lse, dq, dk, dv);                                   \
-      }                                                                                                             \
+      require_full(mode);                                                                                           \
+      engine_.template backward_device<T>(q, k, v, out, dout, lse, dq, dk, dv);                                     \
     }                                                                                                               \
   }
   RFA_STRATEGY_DEVICE_FORWARDS(float)
@@ -124,7 +101,6 @@ class StrategyOf final : public AttentionStrategy {
 
   StrategyKind kind_;
   Engine engine_;
-  void* stream_ = nullptr;
 };
 
 }  // namespace
