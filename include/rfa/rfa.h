@@ -440,6 +440,22 @@ RFA_API rfa_result_t rfa_context_set_stream(rfa_context_t context, void* cuda_st
  */
 RFA_API rfa_result_t rfa_context_synchronize(rfa_context_t context);
 
+/**
+ * @brief Frees the workspace the context keeps between calls.
+ *
+ * Not collective. A context keeps the buffers of its largest rfa_forward() or rfa_backward()
+ * so far (host memory for a ::RFA_DEVICE_HOST context, device memory for a ::RFA_DEVICE_CUDA
+ * one), so that later calls neither allocate nor touch fresh pages (docs/memory.md gives the
+ * sizes). This gives them back, for a code that needs the memory between calls; the next call
+ * allocates them again. A ::RFA_DEVICE_CUDA context first waits for its stream, whose queued
+ * kernels may still use them.
+ * @param context a live context.
+ * @param[out] released_bytes receives the bytes freed; may be NULL.
+ * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT for a NULL context; ::RFA_ERROR_CUDA
+ *         when the stream reports an error (a kernel failed).
+ */
+RFA_API rfa_result_t rfa_context_release_workspace(rfa_context_t context, int64_t* released_bytes);
+
 /** @} */
 
 /* ------------------------------------------------------------------------------------------ */

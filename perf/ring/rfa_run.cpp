@@ -187,10 +187,16 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
   progress(me, "[%d/%d] timed: %d repetition(s) of forward+backward\n", ++phase, phases, o.repeat);
   PassSamples fwd, bwd;
   for (int r = 0; r < o.repeat; ++r) {
+    // --release-workspace: each timed pass allocates its workspace afresh, as after
+    // rfa_context_release_workspace.
+    auto timed = [&](bool backward) {
+      if (o.release_workspace) attn->release_workspace();
+      passes.run(backward);
+    };
     time_pass(
-        control, *attn, [&] { passes.run(false); }, fwd);
+        control, *attn, [&] { timed(false); }, fwd);
     time_pass(
-        control, *attn, [&] { passes.run(true); }, bwd);
+        control, *attn, [&] { timed(true); }, bwd);
     progress(me, "  repetition %d/%d: forward %.1f ms, backward %.1f ms (slowest rank)\n", r + 1, o.repeat,
              1e3 * fwd.slowest().back(), 1e3 * bwd.slowest().back());
   }

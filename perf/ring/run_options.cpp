@@ -57,6 +57,9 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
                      alone (the default above S = 32768; its cost grows with S, not S^2)
   --no-check         skip both comparisons
   --no-overlap       skip the runs that measure hidden communication
+  --release-workspace  free the workspace the context keeps between calls before every
+                     timed forward and backward (rfa_context_release_workspace), as a code
+                     that gives the memory back between calls would
   --json FILE        also write the results as JSON (rank 0), the format of perf/'s benchmarks
   --device D         host | cuda (default host). cuda: each rank uses the GPU of its node-local
                      rank (modulo the GPUs it sees, so ranks share GPUs when there are fewer);
@@ -154,6 +157,8 @@ RunOptions parse_run_options(int argc, char** argv) {
       o.mask = RFA_MASK_NONE;
     } else if (flag == "--no-check") {
       o.check = CheckMode::off;
+    } else if (flag == "--release-workspace") {
+      o.release_workspace = true;
     } else if (flag == "--no-overlap") {
       o.overlap = false;
     } else if (flag == "--strategy") {

@@ -42,10 +42,21 @@ StrategyRun measure(comm::Communicator& comm, const RunOptions& o, const engine:
     lp.backward(*attn);
   }
   for (int r = 0; r < o.repeat; ++r) {
+    // --release-workspace: each timed pass allocates its workspace afresh.
     time_pass(
-        comm, *attn, [&] { lp.forward(*attn); }, run.fwd);
+        comm, *attn,
+        [&] {
+          if (o.release_workspace) attn->release_workspace();
+          lp.forward(*attn);
+        },
+        run.fwd);
     time_pass(
-        comm, *attn, [&] { lp.backward(*attn); }, run.bwd);
+        comm, *attn,
+        [&] {
+          if (o.release_workspace) attn->release_workspace();
+          lp.backward(*attn);
+        },
+        run.bwd);
   }
   return run;
 }

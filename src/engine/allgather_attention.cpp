@@ -224,7 +224,7 @@ Kokkos::Cuda AllGatherAttention::exec_for(const CudaBlockCompute&) { return devi
 template <class T>
 void AllGatherAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,
                                  Tensor3<float> lse) {
-  HostBlockCompute blocks;
+  HostBlockCompute blocks(&host_workspace_);
   run_forward<HostBlockCompute, T>(blocks, q, k, v, out, lse);
 }
 
@@ -232,7 +232,7 @@ template <class T>
 void AllGatherAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
                                   Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,
                                   Tensor4<T> dv) {
-  HostBlockCompute blocks;
+  HostBlockCompute blocks(&host_workspace_);
   run_backward<HostBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv);
 }
 

@@ -101,7 +101,6 @@ class AllGatherAttention : public EngineState {
   ColumnMap<Kokkos::HostSpace> host_identity_;
 #if RFA_ENGINE_CUDA
   ColumnMap<Kokkos::CudaSpace> device_identity_;
-  WorkspaceCache<Kokkos::CudaSpace> device_cache_;
   StreamExec device_exec_;
   Kokkos::View<std::int64_t*, Kokkos::CudaSpace> device_doc_bounds_;  ///< config_.doc_bounds for the kernels
 #endif

@@ -58,6 +58,13 @@ class AttentionStrategy {
   /// Engine workspace by the strategy's documented formula, and as last allocated.
   virtual std::int64_t workspace_bytes(bool backward) const = 0;
   virtual std::int64_t last_workspace_bytes() const = 0;
+  /// What the kernels allocate for themselves on every call (packing for bf16 products), part
+  /// of workspace_bytes() and never kept.
+  virtual std::int64_t kernel_workspace_bytes(bool backward) const = 0;
+  /// Bytes of workspace kept between calls (docs/memory.md), and freeing them (not
+  /// collective; a CUDA context waits for its stream first).
+  virtual std::int64_t held_workspace_bytes() const = 0;
+  virtual void release_workspace() = 0;
 
   /// Collective. Tensors as RingAttention::forward. A `mode` other than full (the benchmark's
   /// schedules without communication or without compute) is the ring's alone: the other

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "engine/workspace.hpp"
 #include "kernels/contiguous_ops.hpp"
@@ -22,21 +23,24 @@ class HostBlockCompute {
   template <class T>
   using Tensor3 = kernels::Tensor3<T>;
 
-  /// Host buffers are allocated per call and freed at its end (the memory test counts them).
-  Workspace<memory_space> workspace() { return Workspace<memory_space>(); }
+  /// `arena`: the engine's host memory kept between calls (EngineState), from which every
+  /// buffer of the call is carved, the kernels' copies included; null: allocated per call.
+  explicit HostBlockCompute(WorkspaceArena<memory_space>* arena = nullptr) : arena_(arena) {}
+
+  Workspace<memory_space> workspace() { return arena_ ? Workspace<memory_space>(arena_) : Workspace<memory_space>(); }
 
   /// Makes, before the ranks agree that the call may go on, the buffers the forward kernel keeps
   /// across the ring's steps: enough for a block with params `largest` (the diagonal block,
-  /// whose queries see every key tile). Counted in, and a refusal kept by, `ws`.
+  /// whose queries see every key tile), carved from `ws` (counted in it, a refusal kept by it).
   void prepare_forward(const kernels::AttentionParams& largest, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
-    ws.adopt(kernels::flash_forward_workspace_bytes(largest, dtype),
-             [&] { kernels::reserve_forward_workspace(forward_workspace_, largest, dtype); });
+    lend(kernels::forward_workspace_buffers(forward_workspace_, largest, dtype),
+         kernels::flash_forward_workspace_bytes(largest, dtype), ws);
   }
 
   /// The same for the backward kernel's buffers (its fp32 copy of the local Q and dO).
   void prepare_backward(const kernels::AttentionParams& largest, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
-    ws.adopt(kernels::flash_backward_workspace_bytes(largest, dtype),
-             [&] { kernels::reserve_backward_workspace(backward_workspace_, largest, dtype); });
+    lend(kernels::backward_workspace_buffers(backward_workspace_, largest, dtype),
+         kernels::flash_backward_workspace_bytes(largest, dtype), ws);
   }
 
   /// One block's normalized fp32 partial out and its lse.
@@ -97,8 +101,17 @@ class HostBlockCompute {
   }
 
  private:
-  // The kernels' fp32 copies (K/V forward, Q/dO backward), kept across the ring's steps (one
-  // engine call: this object lives as long as the call) so their pages are touched once;
+  /// Points the kernel's buffers at memory of `ws`. Where the kernel packs for itself on every
+  /// call (bf16 products: no buffers to lend) its `bytes` are only counted.
+  static void lend(const std::vector<kernels::WorkspaceBuffer>& buffers, std::int64_t bytes,
+                   Workspace<memory_space>& ws) {
+    if (buffers.empty()) ws.adopt(bytes, [] {});
+    for (const kernels::WorkspaceBuffer& b : buffers) *b.view = ws.template buffer<unsigned char>(b.label, b.bytes);
+  }
+
+  WorkspaceArena<memory_space>* arena_;
+  // The kernels' fp32 copies (K/V forward, Q/dO backward), shared by the ring's steps (this
+  // object lives as long as the call) in memory lent by the call's workspace;
   // flash_forward_workspace_bytes() and flash_backward_workspace_bytes() count them in the
   // engine's formulas.
   kernels::ForwardWorkspace forward_workspace_;

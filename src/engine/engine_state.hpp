@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What every strategy engine holds and reports alike (docs/architecture.md §8): the
 // communicator it was built on, the agreed problem, this rank's rows, the timings and workspace
-// of its last pass, and the CUDA stream its device passes queue on. The ring, the KV all-gather
+// of its last pass, the buffers it keeps between calls, and the CUDA stream its device passes
+// queue on. The ring, the KV all-gather
 // and the hybrid (Ulysses is its one-group grid) derive from it; AttentionStrategy reports it.
 #pragma once
 
 #include <cstdint>
 
 #include "comm/communicator.hpp"
+#include "engine/engine_backends.hpp"
 #include "engine/ring_config.hpp"
+#include "engine/workspace.hpp"
 
 namespace rfa {
 namespace engine {
@@ -39,6 +42,12 @@ class EngineState {
   /// the legacy default stream. The stream must outlive the calls that use it.
   void set_cuda_stream(void* stream) { cuda_stream_ = stream; }
   void* cuda_stream() const { return cuda_stream_; }
+  /// Bytes of workspace kept between calls: the host arena (as large as the largest call so
+  /// far) and, on a CUDA context, the device cache.
+  std::int64_t held_workspace_bytes() const;
+  /// Frees the workspace kept between calls (a CUDA context first waits for its stream, whose
+  /// queued kernels may still use it); the next call allocates afresh. Not collective.
+  void release_workspace();
 
  protected:
   /// `config` as every rank agreed on it (the engine validates before it comes here).
@@ -53,6 +62,10 @@ class EngineState {
   RingTimings timings_;
   std::int64_t last_workspace_bytes_ = 0;
   void* cuda_stream_ = nullptr;
+  WorkspaceArena<Kokkos::HostSpace> host_workspace_;
+#if RFA_ENGINE_CUDA
+  WorkspaceCache<Kokkos::CudaSpace> device_cache_;
+#endif
 };
 
 }  // namespace engine

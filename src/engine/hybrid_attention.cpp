@@ -144,7 +144,7 @@ HeadExchange<Kokkos::HostSpace>& HybridAttention::exchange<Kokkos::HostSpace>() 
 }
 template <>
 Workspace<Kokkos::HostSpace> HybridAttention::workspace<Kokkos::HostSpace>() {
-  return Workspace<Kokkos::HostSpace>();
+  return Workspace<Kokkos::HostSpace>(&host_workspace_);
 }
 #if RFA_ENGINE_CUDA
 template <>

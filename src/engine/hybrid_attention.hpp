@@ -76,6 +76,14 @@ class HybridAttention : public EngineState {
 #endif
   /// The stream of the device passes (EngineState), the inner ring's too.
   void set_cuda_stream(void* stream);
+  /// The workspace kept between calls (EngineState), the inner ring's too.
+  std::int64_t held_workspace_bytes() const {
+    return EngineState::held_workspace_bytes() + ring_->held_workspace_bytes();
+  }
+  void release_workspace() {
+    EngineState::release_workspace();
+    ring_->release_workspace();
+  }
 
   /// Timings (last_timings()): compute and steps the ring's; wait the ring's plus the
   /// all-to-alls; bytes both.
@@ -102,7 +110,7 @@ class HybridAttention : public EngineState {
   /// This rank's group exchange over memory `Space` (made at construction).
   template <class Space>
   HeadExchange<Space>& exchange();
-  /// A workspace for one pass: fresh host buffers, or the device buffers kept in the cache.
+  /// A workspace for one pass: the host arena's buffers, or the device buffers kept in the cache.
   template <class Space>
   Workspace<Space> workspace();
 
@@ -114,7 +122,6 @@ class HybridAttention : public EngineState {
   std::unique_ptr<HeadExchange<Kokkos::HostSpace>> host_exchange_;
 #if RFA_ENGINE_CUDA
   std::unique_ptr<HeadExchange<Kokkos::CudaSpace>> device_exchange_;
-  WorkspaceCache<Kokkos::CudaSpace> device_cache_;
   StreamExec device_exec_;
 #endif
 };

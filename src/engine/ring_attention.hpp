@@ -160,7 +160,6 @@ class RingAttention : public EngineState {
     }
   }
 #if RFA_ENGINE_CUDA
-  WorkspaceCache<Kokkos::CudaSpace> device_cache_;
   /// config_.doc_bounds in device memory, for the CUDA kernels' mask (empty without documents).
   Kokkos::View<std::int64_t*, Kokkos::CudaSpace> device_doc_bounds_;
   const std::int64_t* device_doc_bounds() const { return doc_bounds_or_null(device_doc_bounds_); }

@@ -22,7 +22,7 @@ template <class T, class TGrad>
 void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
                              Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<TGrad> dq, Tensor4<TGrad> dk,
                              Tensor4<TGrad> dv, RingMode mode) {
-  HostBlockCompute blocks;
+  HostBlockCompute blocks(&host_workspace_);
   naming_step_of_timeout(
       "backward", [&] { run_backward<HostBlockCompute, T, TGrad>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode); });
 }

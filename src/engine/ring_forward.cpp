@@ -20,7 +20,7 @@ namespace engine {
 template <class T>
 void RingAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,
                             Tensor3<float> lse, RingMode mode) {
-  HostBlockCompute blocks;
+  HostBlockCompute blocks(&host_workspace_);
   naming_step_of_timeout("forward", [&] { run_forward<HostBlockCompute, T>(blocks, q, k, v, out, lse, mode); });
 }
 

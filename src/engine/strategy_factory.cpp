@@ -36,6 +36,9 @@ class StrategyOf final : public AttentionStrategy {
   const RingTimings& last_timings() const override { return engine_.last_timings(); }
   std::int64_t workspace_bytes(bool backward) const override { return engine_.workspace_bytes(backward); }
   std::int64_t last_workspace_bytes() const override { return engine_.last_workspace_bytes(); }
+  std::int64_t kernel_workspace_bytes(bool backward) const override { return engine_.kernel_workspace_bytes(backward); }
+  std::int64_t held_workspace_bytes() const override { return engine_.held_workspace_bytes(); }
+  void release_workspace() override { engine_.release_workspace(); }
   void set_cuda_stream(void* stream) override { engine_.set_cuda_stream(stream); }
   void* cuda_stream() const override { return engine_.cuda_stream(); }
 

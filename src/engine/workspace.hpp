@@ -16,6 +16,7 @@
 #include "core/allocation.hpp"
 #include "core/error.hpp"
 #include "core/view_limits.hpp"
+#include "engine/workspace_arena.hpp"
 #include "kernels/flash_attention.hpp"
 
 namespace rfa {
@@ -41,6 +42,14 @@ class WorkspaceCache {
     grow_bytes<Space>(slot, name, bytes);
     return slot.data();
   }
+  /// Frees every buffer; the caller makes sure that no queued work still uses them.
+  void release() { buffers_.clear(); }
+  /// Bytes allocated and kept between calls.
+  std::int64_t held_bytes() const {
+    std::int64_t n = 0;
+    for (const auto& entry : buffers_) n += std::int64_t(entry.second.extent(0));
+    return n;
+  }
 
  private:
   std::map<std::string, Kokkos::View<unsigned char*, Space>> buffers_;
@@ -48,9 +57,10 @@ class WorkspaceCache {
 
 /// The buffers of one engine call. Buffers come uninitialized: the engine writes every one
 /// before reading it (receives, kernel outputs, or an explicit fill), and zero-filling ~10 local
-/// blocks per call would cost a few percent of a ring pass. Without a cache every buffer is
-/// allocated for this call (host) and lives as long as the Workspace; with one they are taken
-/// from it (device).
+/// blocks per call would cost a few percent of a ring pass. They are carved from the engine's
+/// arena (host: WorkspaceArena, which keeps them for the next call), taken from its cache
+/// (device: WorkspaceCache), or, with neither, allocated for this call alone and freed with the
+/// Workspace.
 ///
 /// Tensors are carved from byte buffers (core/allocation.hpp: 64-bit sizes on every Kokkos).
 /// An allocation that fails does not throw: the engine allocates before its ranks agree that
@@ -62,6 +72,23 @@ class Workspace {
  public:
   Workspace() = default;
   explicit Workspace(WorkspaceCache<Space>* cache) : cache_(cache) {}
+  explicit Workspace(WorkspaceArena<Space>* arena) : arena_(arena), exceptions_(std::uncaught_exceptions()) {}
+  Workspace(Workspace&& other) noexcept
+      : cache_(other.cache_),
+        arena_(std::exchange(other.arena_, nullptr)),
+        exceptions_(other.exceptions_),
+        owned_(std::move(other.owned_)),
+        bytes_(other.bytes_),
+        failure_code_(other.failure_code_),
+        failure_(std::move(other.failure_)) {}
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  Workspace& operator=(Workspace&&) = delete;
+  /// The call is over: an arena keeps its buffers for the next one, unless the call failed to
+  /// allocate or is unwinding with an exception.
+  ~Workspace() {
+    if (arena_) arena_->end_call(failure_code_ != RFA_SUCCESS || std::uncaught_exceptions() > exceptions_);
+  }
 
   template <class T>
   SpaceTensor4<T, Space> tensor4(const char* name, std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
@@ -113,6 +140,7 @@ class Workspace {
       if (failure_code_ != RFA_SUCCESS) return View();
       if constexpr (View::rank >= 3) require_view_extents(name, {extents...});
       if (cache_) return View(static_cast<T*>(cache_->bytes(name, n)), std::size_t(extents)...);
+      if (arena_) return View(reinterpret_cast<T*>(arena_->take(name, n)), std::size_t(extents)...);
       owned_.push_back(allocate_bytes<Space>(name, n));
       return view_over<View>(owned_.back(), extents...);
     } catch (const Error& e) {
@@ -125,6 +153,8 @@ class Workspace {
   }
 
   WorkspaceCache<Space>* cache_ = nullptr;
+  WorkspaceArena<Space>* arena_ = nullptr;
+  int exceptions_ = 0;  // std::uncaught_exceptions() when the call began
   std::vector<Kokkos::View<unsigned char*, Space>> owned_;
   std::int64_t bytes_ = 0;
   rfa_result_t failure_code_ = RFA_SUCCESS;

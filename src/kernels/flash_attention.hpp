@@ -9,6 +9,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <cstdint>
+#include <vector>
 
 #include "core/dtype.hpp"
 #include "core/positions.hpp"
@@ -113,6 +114,20 @@ std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t
 /// (nothing is kept for the AMX path, whose packing buffers are made by each call).
 void reserve_forward_workspace(ForwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype);
 
+/// One buffer of a kernel's workspace: its label, the bytes a call needs, and the View that
+/// holds them.
+struct WorkspaceBuffer {
+  const char* label;
+  std::int64_t bytes;
+  Kokkos::View<unsigned char*, HostSpace>* view;
+};
+
+/// The buffers reserve_forward_workspace() grows in `workspace` for a call with these params and
+/// dtype (none where bf16 products pack per call): a caller with memory of its own (the
+/// engine's workspace) points them at it instead, at least `bytes` each.
+std::vector<WorkspaceBuffer> forward_workspace_buffers(ForwardWorkspace& workspace, const AttentionParams& p,
+                                                       rfa_dtype_t dtype);
+
 /// Buffers flash_backward_accumulate may keep between calls: on the portable path fp32
 /// head-major copies of Q and dO (flash_backward_workspace_bytes), shared by the calls a caller
 /// passes it to as ForwardWorkspace is. One call at a time.
@@ -128,6 +143,10 @@ std::int64_t flash_backward_workspace_bytes(const AttentionParams& p, rfa_dtype_
 
 /// reserve_forward_workspace() for flash_backward_accumulate.
 void reserve_backward_workspace(BackwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype);
+
+/// forward_workspace_buffers() for flash_backward_accumulate.
+std::vector<WorkspaceBuffer> backward_workspace_buffers(BackwardWorkspace& workspace, const AttentionParams& p,
+                                                        rfa_dtype_t dtype);
 
 /// Merges one block's fp32 partial into the running result (docs/architecture.md §3):
 ///   out <- out - sigmoid(block_lse - lse) (out - block_out),  lse <- lse - logsigmoid(lse - block_lse)

@@ -402,10 +402,17 @@ std::int64_t flash_backward_workspace_bytes(const AttentionParams& p, rfa_dtype_
   return packed > 0 ? packed : 2 * head_major_qd_bytes(p);
 }
 
-void reserve_backward_workspace(BackwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype) {
+std::vector<WorkspaceBuffer> backward_workspace_buffers(BackwardWorkspace& workspace, const AttentionParams& p,
+                                                        rfa_dtype_t dtype) {
   validate(p);
-  if (flash_backward_bf16_workspace_bytes(p, dtype) > 0) return;  // the bf16 products pack per call
-  reserve_head_major_qd(workspace, p);
+  if (flash_backward_bf16_workspace_bytes(p, dtype) > 0) return {};  // the bf16 products pack per call
+  const std::int64_t bytes = head_major_qd_bytes(p);
+  return {{"rfa::head_major_q", bytes, &workspace.q}, {"rfa::head_major_dout", bytes, &workspace.dout}};
+}
+
+void reserve_backward_workspace(BackwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype) {
+  for (const WorkspaceBuffer& b : backward_workspace_buffers(workspace, p, dtype))
+    grow_bytes<HostSpace>(*b.view, b.label, b.bytes);
 }
 
 template <class T>

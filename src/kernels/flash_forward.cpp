@@ -386,10 +386,19 @@ std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t
   return sizes.table_bytes + 2 * sizes.kv_bytes;
 }
 
-void reserve_forward_workspace(ForwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype) {
+std::vector<WorkspaceBuffer> forward_workspace_buffers(ForwardWorkspace& workspace, const AttentionParams& p,
+                                                       rfa_dtype_t dtype) {
   validate(p);
-  if (flash_forward_bf16_workspace_bytes(p, dtype) > 0) return;  // the bf16 products pack per call
-  reserve_head_major(workspace, head_major_sizes(p));
+  if (flash_forward_bf16_workspace_bytes(p, dtype) > 0) return {};  // the bf16 products pack per call
+  const HeadMajorSizes sizes = head_major_sizes(p);
+  return {{"rfa::head_major_slots", sizes.table_bytes, &workspace.slots},
+          {"rfa::head_major_k", sizes.kv_bytes, &workspace.k},
+          {"rfa::head_major_v", sizes.kv_bytes, &workspace.v}};
+}
+
+void reserve_forward_workspace(ForwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype) {
+  for (const WorkspaceBuffer& b : forward_workspace_buffers(workspace, p, dtype))
+    grow_bytes<HostSpace>(*b.view, b.label, b.bytes);
 }
 
 #define RFA_INSTANTIATE_FORWARD(T, TOut)                                                                             \

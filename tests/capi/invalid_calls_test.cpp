@@ -674,6 +674,12 @@ TEST_F(CapiInvalidOnContext, SetStreamOnAHostContext) {
                    "the context is RFA_DEVICE_HOST; only RFA_DEVICE_CUDA contexts take a CUDA stream");
 }
 
+TEST_F(CapiInvalidOnContext, ReleaseWorkspaceNullContext) {
+  int64_t released = -1;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_release_workspace(nullptr, &released), "context is NULL");
+  EXPECT_EQ(released, -1) << "a failed call wrote its output";
+}
+
 TEST_F(CapiInvalidOnContext, GetLocalSeqNullOutput) {
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_local_seq(ctx_, nullptr), "NULL");
 }

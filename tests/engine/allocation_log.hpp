@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Engine allocations observed through Kokkos' tool hooks: every View allocation is reported,
 // and those labelled "rfa::" (the engines' workspaces) are summed while a call runs.
+// expect_workspace_kept() checks what an engine keeps between calls against its formula.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
@@ -9,11 +12,15 @@
 #include <map>
 #include <string>
 
+#include "engine/ring_config.hpp"
+#include "kernels/flash_attention.hpp"
+
 namespace rfa {
 namespace test {
 
 struct AllocationLog {
   std::int64_t live = 0, peak = 0, largest = 0;
+  std::int64_t freed_earlier = 0;  ///< "rfa::" buffers allocated before the log began, freed during it
   std::map<const void*, std::int64_t> sizes;
 };
 
@@ -30,11 +37,14 @@ inline void on_allocate(Kokkos::Profiling::SpaceHandle, const char* label, const
   log->peak = std::max(log->peak, log->live);
   log->largest = std::max(log->largest, std::int64_t(size));
 }
-inline void on_deallocate(Kokkos::Profiling::SpaceHandle, const char*, const void* ptr, std::uint64_t) {
+inline void on_deallocate(Kokkos::Profiling::SpaceHandle, const char* label, const void* ptr, std::uint64_t size) {
   AllocationLog* log = current_log();
   if (!log) return;
   auto it = log->sizes.find(ptr);
-  if (it == log->sizes.end()) return;
+  if (it == log->sizes.end()) {
+    if (std::string(label).rfind("rfa::", 0) == 0) log->freed_earlier += std::int64_t(size);
+    return;
+  }
   log->live -= it->second;
   log->sizes.erase(it);
 }
@@ -52,6 +62,49 @@ AllocationLog log_allocations(Call&& call) {
   Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr);
   Kokkos::Tools::Experimental::set_deallocate_data_callback(nullptr);
   return log;
+}
+
+/// What the kernels of an engine with problem `c` allocate for themselves on every call:
+/// nothing where the engine lends them its workspace (their buffers are listed), all of
+/// `kernel_bytes` where bf16 runs on packed products (packed per call).
+inline std::int64_t packed_per_call(const engine::RingConfig& c, bool backward, std::int64_t kernel_bytes) {
+  const kernels::AttentionParams p =
+      kernels::make_params(c.batch, 96, 96, c.heads, c.kv_heads, c.head_dim, RFA_MASK_NONE);
+  kernels::ForwardWorkspace fw;
+  kernels::BackwardWorkspace bw;
+  const bool lent = backward ? !kernels::backward_workspace_buffers(bw, p, c.dtype).empty()
+                             : !kernels::forward_workspace_buffers(fw, p, c.dtype).empty();
+  return lent ? 0 : kernel_bytes;
+}
+
+/// One pass (`pass` runs it) of an engine that keeps its host workspace between calls
+/// (docs/memory.md), from a released engine on: the first run allocates exactly the formula
+/// (workspace_bytes()) at its peak, buffer by buffer, and keeps what held_workspace_bytes()
+/// says; the second gathers the buffers into one kept block, as large as the pass's buffers
+/// (each rounded up to the arena's alignment) but for what the kernels pack on every call; the
+/// third allocates nothing else; release_workspace() frees the block.
+template <class Engine, class Pass>
+void expect_workspace_kept(Engine& engine, bool backward, Pass&& pass) {
+  const std::int64_t formula = engine.workspace_bytes(backward);
+  const std::int64_t per_call = packed_per_call(engine.config(), backward, engine.kernel_workspace_bytes(backward));
+  engine.release_workspace();
+  ASSERT_EQ(engine.held_workspace_bytes(), 0) << "release_workspace() kept memory";
+  const AllocationLog first = log_allocations(pass);
+  EXPECT_GT(first.peak, 0) << "no allocation observed: are Kokkos tool hooks working?";
+  EXPECT_EQ(first.peak, formula) << "allocations differ from the documented formula";
+  EXPECT_EQ(first.live, engine.held_workspace_bytes()) << "the engine keeps other memory than it reports";
+  pass();
+  const std::int64_t held = engine.held_workspace_bytes();
+  constexpr std::int64_t kRounding = 64 * 64;  // up to 64 buffers, each rounded up to 64 bytes
+  EXPECT_GE(held, formula - per_call) << "the kept block cannot hold the pass's buffers";
+  EXPECT_LE(held, formula - per_call + kRounding) << "the kept block is larger than the pass's buffers";
+  const AllocationLog third = log_allocations(pass);
+  EXPECT_EQ(third.peak, per_call) << "a repeated call allocated buffers it keeps";
+  EXPECT_EQ(third.live, 0) << "a repeated call kept more memory";
+  EXPECT_EQ(engine.held_workspace_bytes(), held);
+  const AllocationLog released = log_allocations([&] { engine.release_workspace(); });
+  EXPECT_EQ(released.freed_earlier, held) << "release_workspace() did not free the kept block";
+  EXPECT_EQ(engine.held_workspace_bytes(), 0);
 }
 
 }  // namespace test

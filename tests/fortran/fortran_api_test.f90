@@ -28,7 +28,7 @@ program fortran_api_test
 
   integer(c_int64_t), parameter :: B = 2, H = 4, HKV = 2, D = 16
   integer :: rank, nranks, failures, total_failures, position, position_int, ranks_seen
-  integer(c_int64_t) :: S, L
+  integer(c_int64_t) :: S, L, released
   type(rfa_options) :: opts
   type(rfa_context) :: ring, ring_int, bad
   real(c_float), allocatable :: gq(:,:,:,:), gk(:,:,:,:), gv(:,:,:,:), gdo(:,:,:,:)
@@ -112,6 +112,14 @@ program fortran_api_test
   call check_close(dq, edq, 4.0e-6, "dq")
   call check_close(dk, edk, 4.0e-6, "dk")
   call check_close(dv, edv, 4.0e-6, "dv")
+  ! the workspace the ring keeps between calls (from the call after each pass's first), given back once
+  call check_ok(rfa_forward(ring, q, k, v, out, lse), "forward in the kept workspace")
+  call check_close(out, eout, 2.0e-6, "out, again")
+  call check_ok(rfa_context_release_workspace(ring, released), "release workspace")
+  call check(released > 0, "the ring kept no workspace")
+  call check_ok(rfa_context_release_workspace(ring, released), "release workspace again")
+  call check(released == 0, "a second release freed memory")
+  call check_ok(rfa_context_release_workspace(ring), "release workspace, no count")
   call check_ok(rfa_context_destroy(ring), "destroy")
 
   call check_bf16_forward()
