@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "collective/node_cpus.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
 #include "core/error.hpp"
 #include "engine/attention_strategy.hpp"
@@ -56,8 +57,9 @@ double slowest_median(comm::Communicator& world, int repeat, Pass&& pass) {
 }
 
 /// One rank's kernels on a block of its own (every rank at once, each on MPI_COMM_SELF): the
-/// slowest rank's median kernel time, forward and backward.
-std::pair<double, double> block_seconds(comm::Communicator& world, const engine::RingConfig& cfg, int repeat) {
+/// slowest rank's median kernel time of `calls` calls in a row, forward and backward.
+std::pair<double, double> block_seconds(comm::Communicator& world, const engine::RingConfig& cfg, int repeat,
+                                        int calls = 1) {
   auto self = comm::make_mpi_communicator(MPI_COMM_SELF, 0);
   engine::RingAttention attn(*self, cfg);
   LocalProblem<float> lp(attn);
@@ -65,12 +67,19 @@ std::pair<double, double> block_seconds(comm::Communicator& world, const engine:
   lp.backward(attn);
   std::vector<double> f, b;
   for (int r = 0; r < repeat; ++r) {
+    double fr = 0, br = 0;
     world.barrier();
-    lp.forward(attn);
-    f.push_back(attn.last_timings().compute);
+    for (int c = 0; c < calls; ++c) {
+      lp.forward(attn);
+      fr += attn.last_timings().compute;
+    }
     world.barrier();
-    lp.backward(attn);
-    b.push_back(attn.last_timings().compute);
+    for (int c = 0; c < calls; ++c) {
+      lp.backward(attn);
+      br += attn.last_timings().compute;
+    }
+    f.push_back(fr);
+    b.push_back(br);
   }
   double fw = median(f), bw = median(b);
   for (double x : gather_everywhere(world, fw)) fw = std::max(fw, x);
@@ -83,6 +92,12 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
   model::MachineModel m;
   const int P = world.size();
   m.ranks_per_node = P;  // one node: every rank of the job shares its memory
+  // Ranks on fewer cores than ranks (oversubscribed) share them; the rates below are measured
+  // with every rank busy, and the model wants a rank's rate on a core of its own.
+  const double units = double(collective::node_cpus(MPI_COMM_WORLD, "rfa_model_check's CPUs")) /
+                       double(Kokkos::DefaultHostExecutionSpace().concurrency());
+  if (units < double(P)) m.compute_units_per_node = units;
+  const double share = units < double(P) ? units / double(P) : 1.0;
   engine::RingConfig block = ring_config(o);
   block.seq_total = o.seq / P;
   block.layout = RFA_LAYOUT_CONTIGUOUS;
@@ -91,35 +106,36 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
   const double scores = double(block.batch * block.heads) * double(block.seq_total) * double(block.seq_total);
   const double flops = 4.0 * double(block.head_dim) * scores;
   const auto [f, b] = block_seconds(world, block, o.repeat);
-  m.forward_flops_per_s = flops / f;
-  m.backward_flops_per_s = 2.5 * flops / b;
+  m.forward_flops_per_s = flops / f / share;
+  m.backward_flops_per_s = 2.5 * flops / b / share;
   // Calls over one K/V head (with its query heads) on packed rows, as the all-gather makes them:
-  // the same block with a single K/V head, per score against the interleaved heads above.
+  // one such call per K/V head, the same scores as the interleaved heads above in as long a run
+  // (calls much shorter than the others would be timed differently on shared cores).
   {
     engine::RingConfig one = block;
     one.heads = block.heads / block.kv_heads;
     one.kv_heads = 1;
-    const double one_scores = double(one.batch * one.heads) * double(one.seq_total) * double(one.seq_total);
-    const auto [f1, b1] = block_seconds(world, one, o.repeat);
-    m.packed_head_forward_speedup = (one_scores / f1) / (scores / f);
-    m.packed_head_backward_speedup = (one_scores / b1) / (scores / b);
+    const auto [f1, b1] = block_seconds(world, one, o.repeat, int(block.kv_heads));
+    m.packed_head_forward_speedup = f / f1;
+    m.packed_head_backward_speedup = b / b1;
   }
   // Masked tiles: a causal block (its diagonal tiles) and a windowed one (tiles along both edges
-  // of a band), two equations for what a masked tile costs per score and per visible score.
+  // of a band) with the window the checked problems use (S/8, the band's tiles cut as theirs
+  // are), two equations for what a masked tile costs per score and per visible score.
   const PositionMap rows = PositionMap::contiguous(0, block.seq_total);
   const double per_score = 4.0 * double(block.head_dim * block.batch * block.heads);
   double lhs[2][2][2], rhs[2][2];  // [pass][equation]
   for (int e = 0; e < 2; ++e) {
     block.mask = RFA_MASK_CAUSAL;
-    block.window = e == 0 ? 0 : std::max<std::int64_t>(1, block.seq_total / 8);
+    block.window = e == 0 ? 0 : std::clamp<std::int64_t>(o.seq / 8, 1, block.seq_total - 1);
     const auto [fm, bm] = block_seconds(world, block, o.repeat);
     const kernels::MaskRule rule{true, block.window, nullptr, 0};
     const model::TileWork wf = model::count_tile_work(rule, rows, rows, m.forward_tile_q, m.forward_tile_k);
     const model::TileWork wb = model::count_tile_work(rule, rows, rows, m.backward_tile_q, m.backward_tile_k);
     lhs[0][e][0] = wf.partial, lhs[0][e][1] = wf.partial_visible;
-    rhs[0][e] = fm * m.forward_flops_per_s / per_score - wf.full;
+    rhs[0][e] = fm * m.forward_flops_per_s * share / per_score - wf.full;  // as measured: shared
     lhs[1][e][0] = wb.partial, lhs[1][e][1] = wb.partial_visible;
-    rhs[1][e] = bm * m.backward_flops_per_s / (2.5 * per_score) - wb.full;
+    rhs[1][e] = bm * m.backward_flops_per_s * share / (2.5 * per_score) - wb.full;
   }
   for (int pass = 0; pass < 2; ++pass) {
     const double(*a)[2] = lhs[pass];
@@ -207,10 +223,12 @@ int run(int me, int argc, char** argv) {
                 (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, (long long)o.head_dim,
                 o.repeat);
     std::printf(
-        "calibrated: kernels %.1f / %.1f GFLOP/s per rank (forward / backward, whole tiles), x%.2f / x%.2f on one "
-        "packed K/V head; a masked tile costs %.2f per score + %.2f per visible score (forward), %.2f + %.2f "
-        "(backward); copies %.1f GB/s; exchange %.1f us, %.2f GB/s\n",
-        m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, m.packed_head_forward_speedup,
+        "calibrated: kernels %.1f / %.1f GFLOP/s per rank on a core of its own (forward / backward, whole "
+        "tiles; %d rank(s) on %.0f core(s)), x%.2f / x%.2f on one packed K/V head; a masked tile costs %.2f per "
+        "score + %.2f per visible score (forward), %.2f + %.2f (backward); copies %.1f GB/s; exchange %.1f us, "
+        "%.2f GB/s\n",
+        m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, P,
+        m.compute_units_per_node > 0 ? m.compute_units_per_node : double(P), m.packed_head_forward_speedup,
         m.packed_head_backward_speedup, m.forward_masked_tile_cost, m.forward_masked_visible_cost,
         m.backward_masked_tile_cost, m.backward_masked_visible_cost, m.copy_bytes_per_s / 1e9,
         m.intra_node.latency_s * 1e6, m.intra_node.bytes_per_s / 1e9);

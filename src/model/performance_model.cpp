@@ -2,6 +2,7 @@
 #include "model/performance_model.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -31,6 +32,34 @@ double block_seconds(const MachineModel& m, const kernels::MaskRule& rule, const
   const double tile = backward ? m.backward_masked_tile_cost : m.forward_masked_tile_cost;
   const double visible = backward ? m.backward_masked_visible_cost : m.forward_masked_visible_cost;
   return (w.full + tile * w.partial + visible * w.partial_visible) * scale / rate;
+}
+
+/// Whether ranks of a node share compute units (MachineModel::compute_units_per_node).
+bool shares_units(const MachineModel& m) {
+  return m.compute_units_per_node > 0 && m.compute_units_per_node < double(m.ranks_per_node);
+}
+
+/// What a rank gets of a unit while every rank of its node computes (1: a whole one).
+double full_node_share(const MachineModel& m) {
+  return shares_units(m) ? m.compute_units_per_node / double(m.ranks_per_node) : 1.0;
+}
+
+/// Jobs of `work` seconds each (on a unit of its own) started together on `units` shared units,
+/// each busy job getting min(1, units / busy) of one (processor sharing): when each finishes.
+std::vector<double> shared_finish_times(const std::vector<double>& work, double units) {
+  std::vector<std::size_t> order(work.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return work[a] < work[b]; });
+  std::vector<double> finish(work.size(), 0.0);
+  double t = 0, done = 0;  // time, and the work every unfinished job has done by then
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const double busy = double(order.size() - i);
+    const double w = work[order[i]];
+    if (w > done) t += (w - done) / std::min(1.0, units / busy);
+    done = std::max(done, w);
+    finish[order[i]] = t;
+  }
+  return finish;
 }
 
 /// A point-to-point transfer of `bytes`; several in flight together share the link.
@@ -63,19 +92,47 @@ Prediction ring(const RingConfig& c, int ranks, int rank, int stride, const Mach
   const double grad_bytes = 2.0 * double(c.batch * L * c.kv_heads * c.head_dim) * 4.0;
   const Link& link = link_for(m, ranks, stride);
   const double heads = double(c.batch * c.heads);
+  auto kernel_seconds = [&](const PositionMap& queries, int position, int s, bool backward) {
+    const PositionMap block = layout::positions(c.layout, c.seq_total, ranks, (position - s + ranks) % ranks);
+    const double per_score = heads * (backward ? backward_flops_per_score(c) : forward_flops_per_score(c));
+    return block_seconds(m, rule, queries, block, per_score, backward);
+  };
+  // Where ranks share their node's compute units, a step lasts until the node's last rank is
+  // done, each rank's kernels sped up as others finish (processor sharing). The node's ranks as
+  // positions of this ring: global rank g is position g / stride (the hybrid's rings interleave,
+  // and every ring's position p computes the same).
+  std::vector<int> node;  // this ring's positions on this rank's node, this rank first
+  std::vector<PositionMap> node_rows;
+  if (shares_units(m)) {
+    node.push_back(rank);
+    const std::int64_t first = std::int64_t(rank) * stride / m.ranks_per_node * m.ranks_per_node;
+    for (std::int64_t g = first; g < first + m.ranks_per_node; ++g)
+      if (g != std::int64_t(rank) * stride && g / stride < ranks) node.push_back(int(g / stride));
+    for (int position : node) node_rows.push_back(layout::positions(c.layout, c.seq_total, ranks, position));
+  }
+  // This rank's kernel seconds at step s and how long the step's compute lasts.
+  auto step_compute = [&](int s, bool backward) -> std::pair<double, double> {
+    if (node.empty()) {
+      const double own = kernel_seconds(mine, rank, s, backward);
+      return {own, own};
+    }
+    std::vector<double> work(node.size());
+    for (std::size_t j = 0; j < node.size(); ++j) work[j] = kernel_seconds(node_rows[j], node[j], s, backward);
+    const std::vector<double> finish = shared_finish_times(work, m.compute_units_per_node);
+    return {finish[0], *std::max_element(finish.begin(), finish.end())};
+  };
   double grads_in_flight = 0;  // dK/dV sent at the previous step, arriving during this one
   for (std::size_t i = 0; i < n; ++i) {
     const int s = steps[i];
-    const PositionMap block = layout::positions(c.layout, c.seq_total, ranks, (rank - s + ranks) % ranks);
-    const double f = block_seconds(m, rule, mine, block, heads * forward_flops_per_score(c), false);
-    const double b = block_seconds(m, rule, mine, block, heads * backward_flops_per_score(c), true);
+    const auto [f_own, f] = step_compute(s, false);
+    const auto [b_own, b] = step_compute(s, true);
     const double kv = i + 1 < n ? kv_bytes : 0.0;
     const int grad_hops = i + 1 < n ? steps[i + 1] - s : ranks - s;
     const double grads = grad_hops < ranks ? grad_bytes : 0.0;
-    p.forward.compute_seconds += f;
+    p.forward.compute_seconds += f_own;
     p.forward.seconds += std::max(f, transfer_seconds(link, kv));
     p.forward.bytes_sent += kv;
-    p.backward.compute_seconds += b;
+    p.backward.compute_seconds += b_own;
     p.backward.seconds += std::max(b, transfer_seconds(link, kv + grads_in_flight));
     p.backward.bytes_sent += kv + grads;
     grads_in_flight = grads;
@@ -129,10 +186,12 @@ Prediction whole_sequence(const RingConfig& c, double heads, const MachineModel&
   const kernels::MaskRule rule = engine::mask_rule(c);
   const PositionMap all = PositionMap::contiguous(0, c.seq_total);
   const double scale = double(c.batch) * heads;
+  // Every rank computes alike at once: each gets its share of the node's units.
+  const double share = full_node_share(m);
   p.forward.compute_seconds = p.forward.seconds =
-      block_seconds(m, rule, all, all, scale * forward_flops_per_score(c), false);
+      block_seconds(m, rule, all, all, scale * forward_flops_per_score(c), false) / share;
   p.backward.compute_seconds = p.backward.seconds =
-      block_seconds(m, rule, all, all, scale * backward_flops_per_score(c), true);
+      block_seconds(m, rule, all, all, scale * backward_flops_per_score(c), true) / share;
   return p;
 }
 
@@ -145,11 +204,13 @@ Prediction allgather(const RingConfig& c, std::int64_t chunk, int ranks, int ran
   const PositionMap mine = layout::positions(c.layout, c.seq_total, ranks, rank);
   const PositionMap all = PositionMap::contiguous(0, c.seq_total);
   const double scale = double(c.batch * (c.heads / c.kv_heads) * chunk);
-  // Calls over one K/V head's packed rows (MachineModel::packed_head_*_speedup).
-  const double f =
-      block_seconds(m, rule, mine, all, scale * forward_flops_per_score(c), false) / m.packed_head_forward_speedup;
-  const double b =
-      block_seconds(m, rule, mine, all, scale * backward_flops_per_score(c), true) / m.packed_head_backward_speedup;
+  // Calls over one K/V head's packed rows (MachineModel::packed_head_*_speedup); the ranks of a
+  // node compute at once, each on its share of the node's units.
+  const double share = full_node_share(m);
+  const double f = block_seconds(m, rule, mine, all, scale * forward_flops_per_score(c), false) /
+                   (m.packed_head_forward_speedup * share);
+  const double b = block_seconds(m, rule, mine, all, scale * backward_flops_per_score(c), true) /
+                   (m.packed_head_backward_speedup * share);
   const double others = double(ranks - 1);
   const double gather = 2.0 * double(c.batch * L * chunk * c.head_dim) * element_bytes(c) * others;
   const double scatter = 2.0 * double(c.batch * L * chunk * c.head_dim) * 4.0 * others;
@@ -181,6 +242,7 @@ Prediction predict_rank(const RingConfig& c, const engine::StrategyChoice& choic
                         const MachineModel& m) {
   require(ranks >= 1 && rank >= 0 && rank < ranks, "rank ", rank, " is not a position of ", ranks, " ranks");
   require(m.ranks_per_node >= 1, "ranks_per_node must be at least 1, got ", m.ranks_per_node);
+  require(m.compute_units_per_node >= 0, "compute_units_per_node must not be negative, got ", m.compute_units_per_node);
   require(m.forward_flops_per_s > 0 && m.backward_flops_per_s > 0, "kernel rates must be positive");
   require(m.packed_head_forward_speedup > 0 && m.packed_head_backward_speedup > 0,
           "the packed-head speedups must be positive");

@@ -30,11 +30,17 @@ struct Link {
 /// order (as rfa's topology ordering places them).
 struct MachineModel {
   int ranks_per_node = 1;
+  /// What the ranks of a node compute on: cores (divided by the threads of a rank) or GPUs.
+  /// Fewer than ranks_per_node: ranks share them, and each rank busy at a moment gets
+  /// units / busy of one (processor sharing; a rank whose neighbours idle runs faster). 0: one
+  /// per rank, nothing shared.
+  double compute_units_per_node = 0;
   Link intra_node;  ///< between ranks of one node (shared memory, NVLink)
   Link inter_node;  ///< between nodes (the network)
   /// One rank's kernel rate on whole tiles, in FLOP/s by FlashAttention's count (forward
   /// 4*d per score and head, backward 2.5 times that), as the kernel benchmarks report it for
-  /// the device and dtype. Ranks that share cores or a GPU get their share.
+  /// the device and dtype, on a compute unit of its own (compute_units_per_node says how
+  /// ranks that share one divide it).
   double forward_flops_per_s = 100e9;
   double backward_flops_per_s = 100e9;
   /// One rank's local copies (packing around the all-to-alls and gathers), bytes per second.

@@ -129,6 +129,10 @@ MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const Pl
     // the automatic choice again"): portable kernels
     // 1.02 / 1.03, AVX512-BF16 dot products 1.01 / 1.055; AMX tiles not measured (1).
     m.packed_head_forward_speedup = 1.02, m.packed_head_backward_speedup = 1.03;
+    // A tile the mask cuts costs what rfa_model_check calibrates for the portable kernels on one
+    // rank (perf/RESULTS.md, "2026-11-27 (late night) — host workspace kept between calls; the
+    // model with ranks that share a core"): 1.6 / 1.3 whole tiles' scores, forward / backward.
+    m.forward_masked_tile_cost = 1.6, m.backward_masked_tile_cost = 1.3;
     if (dtype == RFA_DTYPE_BFLOAT16 && host.bf16 == HostBf16::dot_products) {
       forward *= 1.9, backward *= 1.45;
       m.packed_head_forward_speedup = 1.01, m.packed_head_backward_speedup = 1.055;
@@ -139,6 +143,8 @@ MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const Pl
     }
     const double threads = double(std::max(1, host.threads));
     m.forward_flops_per_s = forward * threads, m.backward_flops_per_s = backward * threads;
+    if (host.compute_units_per_node > 0 && host.compute_units_per_node < double(m.ranks_per_node))
+      m.compute_units_per_node = host.compute_units_per_node;
     m.intra_node = Link{2e-6, 8e9}, m.inter_node = Link{5e-6, 12.5e9};
   }
   if (env_value(Env::plan_kernel_rate)) {

@@ -46,17 +46,21 @@ enum class HostBf16 { portable = 0, dot_products = 1, amx_tiles = 2 };
 HostBf16 host_bf16_here();
 
 /// What the ranks plan with, the same on every rank: the least host threads per rank and the
-/// slowest bf16 products of any rank, and the most ranks on one node.
+/// slowest bf16 products of any rank, the most ranks on one node, and the host threads the
+/// fewest CPUs of a node can run at once over the threads of a rank (0: not known, a core per
+/// rank).
 struct PlanningHost {
   int threads = 1;
   HostBf16 bf16 = HostBf16::portable;
   int ranks_per_node = 1;
+  double compute_units_per_node = 0;
 };
 
 /// The machine the automatic strategy plans for: the preset of the device and dtype (docs/
 /// performance-model.md; on the host the measured per-core rate of the kernels that run the
-/// dtype, times the threads per rank), with RFA_PLAN_KERNEL_RATE and RFA_PLAN_LINKS overriding
-/// it. Throws RFA_ERROR_INVALID_ARGUMENT naming the variable when one does not parse.
+/// dtype, times the threads per rank, and the node's cores shared where there are fewer than
+/// ranks), with RFA_PLAN_KERNEL_RATE and RFA_PLAN_LINKS overriding it. Throws RFA_ERROR_INVALID_ARGUMENT naming the
+/// variable when one does not parse.
 MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const PlanningHost& host);
 
 /// What the automatic strategy weighs: rank_plans() on planning_machine(), the ring's layouts

@@ -2,10 +2,12 @@
 #include "setup/ring_setup.hpp"
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <vector>
 
 #include "collective/agree_on_failure.hpp"
 #include "collective/bounded_collectives.hpp"
+#include "collective/node_cpus.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
 #include "core/error.hpp"
 #include "engine/engine_backends.hpp"
@@ -41,8 +43,8 @@ std::unique_ptr<comm::Communicator> make_communicator(MPI_Comm comm, int positio
 
 /// The strategy and layout to run: the caller's, or the model's plan. The plan depends only on
 /// what every rank has alike (the config, the ranks, the gathered host keys, the least host
-/// thread count and bf16 products, RFA_PLAN_*), so it is the same everywhere; a variable that
-/// does not parse on one rank fails every rank with that rank's message.
+/// thread count and bf16 products, the fewest CPUs of a node, RFA_PLAN_*), so it is the same everywhere; a variable
+/// that does not parse on one rank fails every rank with that rank's message.
 void choose_strategy(MPI_Comm comm, const SetupRequest& r, RingSetup& s) {
   const int ranks = int(s.order.order.size());
   if (!r.automatic_strategy) {
@@ -50,10 +52,12 @@ void choose_strategy(MPI_Comm comm, const SetupRequest& r, RingSetup& s) {
     s.plan = model::Plan{r.strategy, s.config.layout, ranks, {}}.name() + ": chosen by " + r.chosen_by;
     return;
   }
-  // The least threads per rank and the slowest bf16 products of any rank.
-  int least[2] = {Kokkos::DefaultHostExecutionSpace().concurrency(), int(model::host_bf16_here())};
-  collective::allreduce_within(comm, least, 2, MPI_INT, MPI_MIN, "the automatic strategy's host threads");
-  const model::PlanningHost host{least[0], model::HostBf16(least[1]), topology::most_ranks_on_one_host(s.order)};
+  // The least threads per rank, the slowest bf16 products and the fewest CPUs of a node.
+  int least[3] = {Kokkos::DefaultHostExecutionSpace().concurrency(), int(model::host_bf16_here()),
+                  collective::node_cpus(comm, "the automatic strategy's node CPUs")};
+  collective::allreduce_within(comm, least, 3, MPI_INT, MPI_MIN, "the automatic strategy's host threads");
+  const model::PlanningHost host{least[0], model::HostBf16(least[1]), topology::most_ranks_on_one_host(s.order),
+                                 double(least[2]) / double(std::max(1, least[0]))};
   collective::agree_on_failure(comm, [&] {
     const std::vector<model::Plan> plans = model::automatic_plans(s.config, ranks, host);
     s.strategy = plans.front().choice;

@@ -145,5 +145,44 @@ TEST(PerformanceModel, ThePackedHeadSpeedupScalesTheAllGathersKernelsOnly) {
   EXPECT_THROW(predict(c, allgather, 4, packed), Error);
 }
 
+// Ranks that share their node's compute units: where every rank computes alike (no mask) each
+// takes units / ranks of one; where the causal contiguous ring leaves ranks idle, a step lasts
+// as long as its busy ranks need with the idle ones' units shared among them.
+TEST(PerformanceModel, RanksSharingUnitsDivideThemAmongTheBusyOnes) {
+  MachineModel alone;
+  alone.intra_node = alone.inter_node = Link{0.0, 1e30};
+  alone.copy_bytes_per_s = 1e30;
+  alone.ranks_per_node = 4;
+  MachineModel shared = alone;
+  shared.compute_units_per_node = 2;
+  MachineModel enough = alone;
+  enough.compute_units_per_node = 4;
+  engine::RingConfig c = config(RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, 12, 0);
+  c.seq_total = 4096;
+  for (StrategyChoice choice : {StrategyChoice{StrategyKind::ring, 0, 1}, StrategyChoice{StrategyKind::ulysses, 0, 1},
+                                StrategyChoice{StrategyKind::allgather, 0, 1}}) {
+    SCOPED_TRACE(engine::strategy_name(choice.kind));
+    const Prediction a = predict(c, choice, 4, alone), b = predict(c, choice, 4, shared);
+    EXPECT_NEAR(b.forward.seconds, 2 * a.forward.seconds, 1e-9 * a.forward.seconds);
+    EXPECT_NEAR(b.backward.seconds, 2 * a.backward.seconds, 1e-9 * a.backward.seconds);
+    EXPECT_DOUBLE_EQ(predict(c, choice, 4, enough).forward.seconds, a.forward.seconds);
+  }
+  // Contiguous, causal: position r computes its diagonal block at step 0 and full blocks at
+  // steps 1..r. On 2 units: 4 diagonals, then 3, 2 and 1 full blocks at once.
+  c.layout = RFA_LAYOUT_CONTIGUOUS;
+  c.mask = RFA_MASK_CAUSAL;
+  engine::RingConfig block = c;
+  block.seq_total = c.seq_total / 4;
+  const double diagonal = predict(block, {StrategyKind::ring, 0, 1}, 1, alone).forward.seconds;
+  block.mask = RFA_MASK_NONE;
+  const double full = predict(block, {StrategyKind::ring, 0, 1}, 1, alone).forward.seconds;
+  const Prediction p = predict(c, {StrategyKind::ring, 0, 1}, 4, shared);
+  EXPECT_NEAR(p.forward.seconds, 4 * diagonal / 2 + 3 * full / 2 + full + full, 1e-9 * p.forward.seconds);
+  EXPECT_NEAR(predict(c, {StrategyKind::ring, 0, 1}, 4, alone).forward.seconds, diagonal + 3 * full,
+              1e-9 * p.forward.seconds);
+  shared.compute_units_per_node = -1;
+  EXPECT_THROW(predict(c, {StrategyKind::ring, 0, 1}, 4, shared), Error);
+}
+
 }  // namespace
 }  // namespace rfa::model

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The machine the automatic strategy plans for (model/plan.hpp): the kernel rate of the device
-// and dtype, scaled by the threads per rank on the host; the environment's figures over it.
+// and dtype, scaled by the threads per rank on the host, cores shared where ranks outnumber
+// them; the environment's figures over it.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -40,6 +41,18 @@ TEST(PlanningMachine, DevicesPlanWithTheirOwnPresetAndTheEnvironmentOverridesIt)
   unsetenv("RFA_PLAN_KERNEL_RATE");
   EXPECT_EQ(given.forward_flops_per_s, 1000e9);
   EXPECT_EQ(given.backward_flops_per_s, 800e9);
+}
+
+// Host ranks that outnumber their node's cores share them; enough cores, or a device, do not.
+TEST(PlanningMachine, HostRanksShareTheCoresOfTheirNode) {
+  auto planned = [](engine::Device device, double units) {
+    return planning_machine(device, RFA_DTYPE_FLOAT32, PlanningHost{1, HostBf16::portable, 4, units});
+  };
+  EXPECT_EQ(planned(engine::Device::host, 2).compute_units_per_node, 2);
+  EXPECT_EQ(planned(engine::Device::host, 4).compute_units_per_node, 0);
+  EXPECT_EQ(planned(engine::Device::host, 64).compute_units_per_node, 0);
+  EXPECT_EQ(planned(engine::Device::host, 0).compute_units_per_node, 0);
+  EXPECT_EQ(planned(engine::Device::cuda, 2).compute_units_per_node, 0);
 }
 
 TEST(PlanningMachine, ThisProcessKnowsItsBf16Products) {

@@ -3,6 +3,7 @@
 // every error; none hangs (a hang shows as this test's timeout).
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "core/error.hpp"
 #include "scoped_env.hpp"
 #include "topology/choose_ring_order.hpp"
+#include "collective/node_cpus.hpp"
 #include "collective/node_rank.hpp"
 #include "topology/gather_keys.hpp"
 #include "topology/local_key.hpp"
@@ -259,6 +261,21 @@ TEST(ChooseRingOrder, DumpWritesKeysAndOrderFromRankZero) {
 TEST(ChooseRingOrder, LocalRankCountsRanksOfThisNode) {
   // mpiexec starts every rank on this machine: local rank = world rank.
   EXPECT_EQ(collective::node_local_rank(MPI_COMM_WORLD), world_rank());
+}
+
+TEST(ChooseRingOrder, NodeCpusAreTheUnionOfTheRanksAffinities) {
+  // Every rank runs on this machine: the node's CPUs include this rank's own, are no more than
+  // the machine has, and every rank counts the same.
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  const int cpus = collective::node_cpus(MPI_COMM_WORLD, "the test's node CPUs");
+  EXPECT_GE(cpus, CPU_COUNT(&mine));
+  EXPECT_LE(cpus, int(sysconf(_SC_NPROCESSORS_CONF)));
+  int least = cpus, most = cpus;
+  MPI_Allreduce(MPI_IN_PLACE, &least, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  EXPECT_EQ(least, most);
 }
 
 }  // namespace
