@@ -443,14 +443,15 @@ RFA_API rfa_result_t rfa_context_synchronize(rfa_context_t context);
 /**
  * @brief Frees the workspace the context keeps between calls.
  *
- * Not collective. A context keeps the buffers of its largest rfa_forward() or rfa_backward()
- * so far (host memory for a ::RFA_DEVICE_HOST context, device memory for a ::RFA_DEVICE_CUDA
- * one), so that later calls neither allocate nor touch fresh pages (docs/memory.md gives the
- * sizes). This gives them back, for a code that needs the memory between calls; the next call
- * allocates them again. A ::RFA_DEVICE_CUDA context first waits for its stream, whose queued
- * kernels may still use them.
+ * Not collective. Once a context has run a forward and a backward, it keeps their buffers
+ * between calls (a ::RFA_DEVICE_HOST context one block of host memory as large as the larger
+ * call's, a ::RFA_DEVICE_CUDA one each device buffer as large as it has needed), so that later
+ * calls neither allocate nor touch fresh pages (docs/memory.md gives the sizes). This gives
+ * them back, for a code that needs the memory between calls; the next calls allocate them
+ * again. A ::RFA_DEVICE_CUDA context first waits for its stream, whose queued kernels may
+ * still use them.
  * @param context a live context.
- * @param[out] released_bytes receives the bytes freed; may be NULL.
+ * @param[out] released_bytes receives the bytes freed (0 when nothing was kept); may be NULL.
  * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT for a NULL context; ::RFA_ERROR_CUDA
  *         when the stream reports an error (a kernel failed).
  */

@@ -224,7 +224,7 @@ Kokkos::Cuda AllGatherAttention::exec_for(const CudaBlockCompute&) { return devi
 template <class T>
 void AllGatherAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,
                                  Tensor3<float> lse) {
-  HostBlockCompute blocks(&host_workspace_);
+  HostBlockCompute blocks(host_arena());
   run_forward<HostBlockCompute, T>(blocks, q, k, v, out, lse);
 }
 
@@ -232,7 +232,7 @@ template <class T>
 void AllGatherAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
                                   Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,
                                   Tensor4<T> dv) {
-  HostBlockCompute blocks(&host_workspace_);
+  HostBlockCompute blocks(host_arena());
   run_backward<HostBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv);
 }
 
@@ -274,7 +274,7 @@ void AllGatherAttention::run_forward(Compute& blocks, typename Compute::template
   const std::vector<PositionMap> rows = all_positions();
   const auto exec = exec_for(blocks);
 
-  Workspace<Space> ws = blocks.workspace();
+  Workspace<Space> ws = blocks.workspace(workspace_pass(false));
   GatheredKV<T, Space> kv(ws, comm_, exec, c, L, k, v, chunk_, identity<Space>());
   auto q_chunk = ws.template tensor4<T>("rfa::q_chunk", B, L, qh, D);
   auto out_chunk = ws.template tensor4<T>("rfa::out_chunk", B, L, qh, D);
@@ -314,7 +314,7 @@ void AllGatherAttention::run_backward(
   const std::vector<PositionMap> rows = all_positions();
   const Exec exec = exec_for(blocks);
 
-  Workspace<Space> ws = blocks.workspace();
+  Workspace<Space> ws = blocks.workspace(workspace_pass(true));
   GatheredKV<T, Space> kv(ws, comm_, exec, c, L, k, v, chunk_, identity<Space>());
   auto q_chunk = ws.template tensor4<T>("rfa::q_chunk", B, L, qh, D);
   auto dout_chunk = ws.template tensor4<T>("rfa::dout_chunk", B, L, qh, D);

@@ -58,8 +58,9 @@ class AttentionStrategy {
   /// Engine workspace by the strategy's documented formula, and as last allocated.
   virtual std::int64_t workspace_bytes(bool backward) const = 0;
   virtual std::int64_t last_workspace_bytes() const = 0;
-  /// What the kernels allocate for themselves on every call (packing for bf16 products), part
-  /// of workspace_bytes() and never kept.
+  /// What the kernels' own buffers take in a pass, part of workspace_bytes(): the portable
+  /// kernels' copies (lent from the workspace, kept with it), or the bf16 products' packing
+  /// (allocated by every kernel call, never kept).
   virtual std::int64_t kernel_workspace_bytes(bool backward) const = 0;
   /// Bytes of workspace kept between calls (docs/memory.md), and freeing them (not
   /// collective; a CUDA context waits for its stream first).

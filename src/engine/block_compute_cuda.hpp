@@ -43,7 +43,8 @@ class CudaBlockCompute {
       : stream_(stream), cache_(&cache), device_doc_bounds_(device_doc_bounds), path_(kernel_path) {}
 
   /// Device buffers are kept in the engine's cache between calls (see WorkspaceCache).
-  Workspace<memory_space> workspace() { return Workspace<memory_space>(cache_); }
+  /// The device buffers, kept in the cache by name whatever the call's kind.
+  Workspace<memory_space> workspace(int /*pass*/) { return Workspace<memory_space>(cache_); }
   /// The CUDA kernels keep no buffers of their own (HostBlockCompute's twin).
   void prepare_forward(const kernels::AttentionParams&, rfa_dtype_t, Workspace<memory_space>&) {}
   void prepare_backward(const kernels::AttentionParams&, rfa_dtype_t, Workspace<memory_space>&) {}

@@ -59,7 +59,7 @@ class CudnnBlockCompute {
                     CudaPath kernel_path = CudaPath::sm80)
       : rfa_(stream, cache, device_doc_bounds, kernel_path), cudnn_(&cudnn), steps_(std::move(steps)) {}
 
-  Workspace<memory_space> workspace() { return rfa_.workspace(); }
+  Workspace<memory_space> workspace(int pass) { return rfa_.workspace(pass); }
   void prepare_forward(const kernels::AttentionParams&, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
     prepare(false, dtype, ws);
   }

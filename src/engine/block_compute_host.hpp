@@ -27,7 +27,10 @@ class HostBlockCompute {
   /// buffer of the call is carved, the kernels' copies included; null: allocated per call.
   explicit HostBlockCompute(WorkspaceArena<memory_space>* arena = nullptr) : arena_(arena) {}
 
-  Workspace<memory_space> workspace() { return arena_ ? Workspace<memory_space>(arena_) : Workspace<memory_space>(); }
+  /// The buffers of a call of kind `pass` (workspace_pass()).
+  Workspace<memory_space> workspace(int pass) {
+    return arena_ ? Workspace<memory_space>(arena_, pass) : Workspace<memory_space>();
+  }
 
   /// Makes, before the ranks agree that the call may go on, the buffers the forward kernel keeps
   /// across the ring's steps: enough for a block with params `largest` (the diagonal block,

@@ -11,7 +11,7 @@ namespace rfa {
 namespace engine {
 
 std::int64_t EngineState::held_workspace_bytes() const {
-  std::int64_t n = host_workspace_.held_bytes();
+  std::int64_t n = host_arena_ == &host_workspace_ ? host_workspace_.held_bytes() : 0;  // a shared one: its owner's
 #if RFA_ENGINE_CUDA
   n += device_cache_.held_bytes();
 #endif
@@ -19,7 +19,7 @@ std::int64_t EngineState::held_workspace_bytes() const {
 }
 
 void EngineState::release_workspace() {
-  host_workspace_.release();
+  host_arena_->release();
 #if RFA_ENGINE_CUDA
   if (device_cache_.held_bytes() > 0) {
     const cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(cuda_stream_));

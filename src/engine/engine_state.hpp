@@ -48,6 +48,9 @@ class EngineState {
   /// Frees the workspace kept between calls (a CUDA context first waits for its stream, whose
   /// queued kernels may still use it); the next call allocates afresh. Not collective.
   void release_workspace();
+  /// This engine's calls, made only inside calls of `outer` (the hybrid's inner ring), carve
+  /// from `outer`'s arena: one block serves both engines and nothing is kept twice.
+  void share_host_workspace(EngineState& outer) { host_arena_ = outer.host_arena_; }
 
  protected:
   /// `config` as every rank agreed on it (the engine validates before it comes here).
@@ -62,7 +65,11 @@ class EngineState {
   RingTimings timings_;
   std::int64_t last_workspace_bytes_ = 0;
   void* cuda_stream_ = nullptr;
+  /// The host arena this engine's calls carve from: its own, or that of an engine whose calls
+  /// make this one's (share_host_workspace).
+  WorkspaceArena<Kokkos::HostSpace>* host_arena() { return host_arena_; }
   WorkspaceArena<Kokkos::HostSpace> host_workspace_;
+  WorkspaceArena<Kokkos::HostSpace>* host_arena_ = &host_workspace_;
 #if RFA_ENGINE_CUDA
   WorkspaceCache<Kokkos::CudaSpace> device_cache_;
 #endif

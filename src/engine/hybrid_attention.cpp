@@ -69,6 +69,7 @@ HybridAttention::HybridAttention(comm::Communicator& comm, const RingConfig& con
   // group before any of them computes (each group would otherwise compute its whole ring
   // before the failure reached it).
   ring_ = std::make_unique<RingAttention>(*rings_, ring_of_groups(config_, routing_, rings_->size()), &comm_);
+  ring_->share_host_workspace(*this);  // the ring runs only inside this engine's calls
   local_seq_ = ring_->local_seq() / degree_;
   host_exchange_ = std::make_unique<HeadExchange<Kokkos::HostSpace>>(*group_, routing_, group_slices(), config_.batch,
                                                                      config_.head_dim);
@@ -143,8 +144,8 @@ HeadExchange<Kokkos::HostSpace>& HybridAttention::exchange<Kokkos::HostSpace>() 
   return *host_exchange_;
 }
 template <>
-Workspace<Kokkos::HostSpace> HybridAttention::workspace<Kokkos::HostSpace>() {
-  return Workspace<Kokkos::HostSpace>(&host_workspace_);
+Workspace<Kokkos::HostSpace> HybridAttention::workspace<Kokkos::HostSpace>(int pass) {
+  return Workspace<Kokkos::HostSpace>(host_arena(), pass);
 }
 #if RFA_ENGINE_CUDA
 template <>
@@ -153,7 +154,7 @@ HeadExchange<Kokkos::CudaSpace>& HybridAttention::exchange<Kokkos::CudaSpace>() 
   return *device_exchange_;
 }
 template <>
-Workspace<Kokkos::CudaSpace> HybridAttention::workspace<Kokkos::CudaSpace>() {
+Workspace<Kokkos::CudaSpace> HybridAttention::workspace<Kokkos::CudaSpace>(int /*pass*/) {
   return Workspace<Kokkos::CudaSpace>(&device_cache_);
 }
 #endif
@@ -198,7 +199,7 @@ void HybridAttention::run_forward(const typename Space::execution_space& exec, S
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
 
-  Workspace<Space> ws = workspace<Space>();
+  Workspace<Space> ws = workspace<Space>(workspace_pass(false));
   HeadExchange<Space>& x = exchange<Space>();
   HeadShardedInputs<T, Space> full(ws, x, c.heads);
   T* send = full.stage.send.data();
@@ -244,7 +245,7 @@ void HybridAttention::run_backward(const typename Space::execution_space& exec, 
   timings_ = RingTimings();
   ScopedSeconds total(timings_.total);
 
-  Workspace<Space> ws = workspace<Space>();
+  Workspace<Space> ws = workspace<Space>(workspace_pass(true));
   HeadExchange<Space>& x = exchange<Space>();
   const std::int64_t rows = x.full_rows(), hp = routing_.heads_per_rank(), slots = routing_.slots();
   HeadShardedInputs<T, Space> full(ws, x, c.heads);

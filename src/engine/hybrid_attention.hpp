@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <vector>
 
@@ -76,13 +77,20 @@ class HybridAttention : public EngineState {
 #endif
   /// The stream of the device passes (EngineState), the inner ring's too.
   void set_cuda_stream(void* stream);
-  /// The workspace kept between calls (EngineState), the inner ring's too.
+  /// The workspace kept between calls (EngineState): one host arena with the inner ring's
+  /// buffers in it, and each engine's device cache.
   std::int64_t held_workspace_bytes() const {
     return EngineState::held_workspace_bytes() + ring_->held_workspace_bytes();
   }
   void release_workspace() {
+    std::exception_ptr ring_error;  // a CUDA error there still lets this engine's memory go
+    try {
+      ring_->release_workspace();
+    } catch (...) {
+      ring_error = std::current_exception();
+    }
     EngineState::release_workspace();
-    ring_->release_workspace();
+    if (ring_error) std::rethrow_exception(ring_error);
   }
 
   /// Timings (last_timings()): compute and steps the ring's; wait the ring's plus the
@@ -110,9 +118,10 @@ class HybridAttention : public EngineState {
   /// This rank's group exchange over memory `Space` (made at construction).
   template <class Space>
   HeadExchange<Space>& exchange();
-  /// A workspace for one pass: the host arena's buffers, or the device buffers kept in the cache.
+  /// A workspace for one pass of kind `pass` (workspace_pass()): the host arena's buffers, or
+  /// the device buffers kept in the cache.
   template <class Space>
-  Workspace<Space> workspace();
+  Workspace<Space> workspace(int pass);
 
   int degree_;
   HeadRouting routing_;

@@ -22,7 +22,7 @@ template <class T, class TGrad>
 void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
                              Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<TGrad> dq, Tensor4<TGrad> dk,
                              Tensor4<TGrad> dv, RingMode mode) {
-  HostBlockCompute blocks(&host_workspace_);
+  HostBlockCompute blocks(host_arena());
   naming_step_of_timeout(
       "backward", [&] { run_backward<HostBlockCompute, T, TGrad>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode); });
 }
@@ -73,7 +73,7 @@ void RingAttention::run_backward(
 
   constexpr bool kFp32Grads = std::is_same<TGrad, float>::value;
   const std::size_t n = steps_.size();
-  Workspace<Space> ws = blocks.workspace();
+  Workspace<Space> ws = blocks.workspace(workspace_pass(true, int(mode)));
   TravellingKV<T, Space> kv(ws, comm_, c, L, k, v, communicate, steps_);
   // dK/dV partials: [0] this rank's own block's (and what arrives at even steps), [1] the odd
   // steps', *_step this step's contribution to a block whose partial is still arriving. A pass

@@ -20,7 +20,7 @@ namespace engine {
 template <class T>
 void RingAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,
                             Tensor3<float> lse, RingMode mode) {
-  HostBlockCompute blocks(&host_workspace_);
+  HostBlockCompute blocks(host_arena());
   naming_step_of_timeout("forward", [&] { run_forward<HostBlockCompute, T>(blocks, q, k, v, out, lse, mode); });
 }
 
@@ -61,7 +61,7 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
   const bool communicate = mode != RingMode::compute_only;
   const bool compute = mode != RingMode::comm_only;
 
-  Workspace<Space> ws = blocks.workspace();
+  Workspace<Space> ws = blocks.workspace(workspace_pass(false, int(mode)));
   // The mask may hide a step on every rank (a window or documents shorter than the distance):
   // the pass runs only the steps some rank computes on, and its blocks jump over the others.
   TravellingKV<T, Space> kv(ws, comm_, c, L, k, v, communicate, steps_);

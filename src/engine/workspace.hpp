@@ -55,6 +55,10 @@ class WorkspaceCache {
   std::map<std::string, Kokkos::View<unsigned char*, Space>> buffers_;
 };
 
+/// The kind of an engine call, for WorkspaceArena: its direction and a variant (the ring's
+/// schedule mode), each kind with buffers of its own sizes.
+constexpr int workspace_pass(bool backward, int variant = 0) { return 2 * variant + (backward ? 1 : 0); }
+
 /// The buffers of one engine call. Buffers come uninitialized: the engine writes every one
 /// before reading it (receives, kernel outputs, or an explicit fill), and zero-filling ~10 local
 /// blocks per call would cost a few percent of a ring pass. They are carved from the engine's
@@ -72,7 +76,10 @@ class Workspace {
  public:
   Workspace() = default;
   explicit Workspace(WorkspaceCache<Space>* cache) : cache_(cache) {}
-  explicit Workspace(WorkspaceArena<Space>* arena) : arena_(arena), exceptions_(std::uncaught_exceptions()) {}
+  /// A call of kind `pass` (workspace_pass()) on an arena.
+  Workspace(WorkspaceArena<Space>* arena, int pass) : arena_(arena), exceptions_(std::uncaught_exceptions()) {
+    arena_->begin_call(pass);
+  }
   Workspace(Workspace&& other) noexcept
       : cache_(other.cache_),
         arena_(std::exchange(other.arena_, nullptr)),

@@ -8,16 +8,22 @@
 // "2026-11-27 (late night) — host workspace kept between calls; the model with ranks that
 // share a core").
 //
-// A call the block cannot hold (the first one, or one larger than any before) gets a block of
-// its own per buffer, each labelled with the buffer's name (what Kokkos' tools and an
-// out-of-memory message name); at the end of such a call they are freed and the next call
-// takes one block of the whole call's size. A call that fails or unwinds with an exception
-// leaves nothing allocated. release() gives everything back.
+// Each call names its kind (the engine's forward, backward, ...). A kind not seen before (the
+// first forward, the first backward) allocates a block of its own per buffer, each labelled with
+// the buffer's name (what Kokkos' tools and an out-of-memory message name), freed at the end of
+// the call; a kind seen before starts with one block as large as the largest kind, allocated
+// afresh when the kept one is smaller than the kind needs. So a call never holds more than the
+// larger of its own buffers and what is already kept (a kept block too small would be carved
+// first and the rest allocated beside it), and once every kind has run once, one block serves
+// every call. A call made inside another on the same arena (the hybrid's inner ring) carves on
+// after the outer call's buffers and counts as part of it. A call that fails or unwinds with an
+// exception leaves nothing allocated. release() gives everything back.
 #pragma once
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,14 +38,31 @@ class WorkspaceArena {
   /// Buffers start at multiples of this many bytes (a cache line; the host kernels' vectors).
   static constexpr std::int64_t kAlignment = 64;
 
+  /// Begins a call of kind `pass`; inside a call already begun, a part of that call.
+  void begin_call(int pass) {
+    if (depth_++ > 0) return;
+    inner_failed_ = false;
+    pass_ = pass;
+    call_bytes_ = 0;
+    const auto known = totals_.find(pass);
+    if (known == totals_.end()) {
+      blocks_.clear();  // its buffers one by one, freed at its end
+      want_ = 0;
+      return;
+    }
+    if (!blocks_.empty() && capacity(blocks_.front()) < known->second) blocks_.clear();
+    want_ = 0;
+    for (const auto& entry : totals_) want_ = std::max(want_, entry.second);
+  }
+
   /// `bytes` for buffer `name` of the current call. Throws RFA_ERROR_OUT_OF_MEMORY (name, bytes)
   /// when the allocator refuses.
   unsigned char* take(const std::string& name, std::int64_t bytes) {
     if (bytes <= 0) return nullptr;
     const std::int64_t size = (bytes + kAlignment - 1) / kAlignment * kAlignment;
     if (blocks_.empty() || blocks_.back().used + size > capacity(blocks_.back())) {
-      // The kept size serves the first buffer of a call; a buffer past it gets its own block.
-      const std::int64_t want = blocks_.empty() ? std::max(kept_, bytes) : bytes;
+      // The kept size serves a known kind's first buffer; past it a buffer gets its own block.
+      const std::int64_t want = blocks_.empty() ? std::max(want_, bytes) : bytes;
       blocks_.push_back({allocate_bytes<Space>(want == bytes ? name : std::string("rfa::workspace"), want), 0});
     }
     Block& b = blocks_.back();
@@ -49,25 +72,29 @@ class WorkspaceArena {
     return p;
   }
 
-  /// Ends a call's use of the buffers. `failed`: the call did not complete (a refused
-  /// allocation, an exception), and everything is freed.
+  /// Ends the call. `failed`: it did not complete (a refused allocation, an exception), and
+  /// everything is freed.
   void end_call(bool failed) {
-    if (failed) {
+    if (--depth_ > 0) {
+      inner_failed_ = inner_failed_ || failed;
+      return;
+    }
+    if (failed || inner_failed_) {
       blocks_.clear();
-    } else if (blocks_.size() > 1) {
-      kept_ = std::max(kept_, call_bytes_);
-      blocks_.clear();
-    } else if (!blocks_.empty()) {
-      kept_ = std::max(kept_, capacity(blocks_.front()));
-      blocks_.front().used = 0;
+    } else {
+      std::int64_t& total = totals_[pass_];
+      total = std::max(total, call_bytes_);
+      if (blocks_.size() > 1) blocks_.clear();  // the next call takes one block of the largest kind
+      for (Block& b : blocks_) b.used = 0;
     }
     call_bytes_ = 0;
   }
 
-  /// Frees what is kept; the next call allocates as the first one did.
+  /// Frees what is kept and forgets the kinds: the next call allocates as the first one did.
   void release() {
     blocks_.clear();
-    kept_ = 0;
+    totals_.clear();
+    want_ = 0;
     call_bytes_ = 0;
   }
 
@@ -86,8 +113,12 @@ class WorkspaceArena {
   static std::int64_t capacity(const Block& b) { return std::int64_t(b.memory.extent(0)); }
 
   std::vector<Block> blocks_;
-  std::int64_t kept_ = 0;        // the block size the next call starts with
-  std::int64_t call_bytes_ = 0;  // this call's buffers, each rounded to kAlignment
+  std::map<int, std::int64_t> totals_;  // each kind's buffers, each rounded to kAlignment
+  std::int64_t want_ = 0;               // the block a call starts with (0: none)
+  std::int64_t call_bytes_ = 0;         // this call's buffers so far
+  int pass_ = 0;
+  int depth_ = 0;              // calls begun and not ended: more than 1 inside another
+  bool inner_failed_ = false;  // a call inside this one failed
 };
 
 }  // namespace engine

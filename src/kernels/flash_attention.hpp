@@ -84,8 +84,9 @@ void validate(const AttentionParams& p);
 /// Buffers flash_forward may keep between calls: on the portable path its fp32 head-major
 /// copy of K and V (flash_forward_workspace_bytes). A caller that makes several calls (the
 /// ring's steps, a benchmark's repetitions) passes one object to all of them, so the copy's
-/// pages are faulted in once rather than by every call; they are freed with the object. One
-/// call at a time.
+/// pages are faulted in once rather than by every call. The views own what
+/// reserve_forward_workspace() or a call allocates for them, freed with the object, or point at
+/// memory the caller lends (forward_workspace_buffers()). One call at a time.
 struct ForwardWorkspace {
   Kokkos::View<unsigned char*, HostSpace> slots, k, v;
 };

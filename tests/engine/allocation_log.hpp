@@ -107,5 +107,41 @@ void expect_workspace_kept(Engine& engine, bool backward, Pass&& pass) {
   EXPECT_EQ(engine.held_workspace_bytes(), 0);
 }
 
+/// Forward and backward in turn (`forward`, `backward` run them), from a released engine on:
+/// the first of each allocates exactly its formula and nothing kept is carved beside it (a
+/// block kept from the other pass is freed first); the second pair takes one block for both
+/// passes, as large as the larger one's buffers; the third allocates nothing but what the
+/// kernels pack on every call.
+template <class Engine, class Forward, class Backward>
+void expect_passes_in_turn_kept(Engine& engine, Forward&& forward, Backward&& backward) {
+  const std::int64_t formula[2] = {engine.workspace_bytes(false), engine.workspace_bytes(true)};
+  const std::int64_t per_call[2] = {packed_per_call(engine.config(), false, engine.kernel_workspace_bytes(false)),
+                                    packed_per_call(engine.config(), true, engine.kernel_workspace_bytes(true))};
+  const std::int64_t both = std::max(formula[0] - per_call[0], formula[1] - per_call[1]);
+  constexpr std::int64_t kRounding = 64 * 64;  // up to 64 buffers, each rounded up to 64 bytes
+  engine.release_workspace();
+  std::int64_t second_pair = 0;  // bytes the second forward and backward allocate
+  for (int call = 0; call < 6; ++call) {
+    const bool back = call % 2 == 1;
+    SCOPED_TRACE(std::string("call ") + std::to_string(call + 1) + (back ? ", backward" : ", forward"));
+    const std::int64_t held_before = engine.held_workspace_bytes();
+    const AllocationLog log = back ? log_allocations(backward) : log_allocations(forward);
+    if (call < 2) {
+      EXPECT_EQ(log.peak, formula[back]) << "a first pass allocated other than its formula";
+      EXPECT_EQ(log.freed_earlier, held_before) << "a first pass kept memory of another beside its own";
+    } else if (call < 4) {
+      second_pair += log.peak;
+    } else {
+      EXPECT_EQ(log.peak, per_call[back]) << "a repeated pass allocated buffers it keeps";
+      EXPECT_EQ(log.freed_earlier, 0) << "a repeated pass freed the kept block";
+    }
+    if (call == 3) {
+      EXPECT_GE(engine.held_workspace_bytes(), both) << "the kept block cannot hold both passes";
+      EXPECT_LE(engine.held_workspace_bytes(), both + kRounding) << "the kept block is larger than a pass needs";
+      EXPECT_LE(second_pair, both + kRounding + per_call[0] + per_call[1]) << "more than one block for both passes";
+    }
+  }
+}
+
 }  // namespace test
 }  // namespace rfa

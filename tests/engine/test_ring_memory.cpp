@@ -45,6 +45,9 @@ void check_memory(rfa_dtype_t dtype) {
     const AllocationLog log = log_allocations(pass);
     EXPECT_LE(log.largest, B * H * ((L + 95) / 96 * 96) * (D + 16) * 4);
   }
+  expect_passes_in_turn_kept(
+      attn, [&] { attn.forward<T>(q, k, v, out, lse); },
+      [&] { attn.backward<T>(q, k, v, out, dout, lse, dq, dk, dv); });
 }
 
 TEST(RingMemory, Float32MatchesFormula) { check_memory<float>(RFA_DTYPE_FLOAT32); }

@@ -43,6 +43,9 @@ class StrategyMemoryTest : public ::testing::TestWithParam<MemoryCase> {
       });
       EXPECT_EQ(attn->last_workspace_bytes(), attn->workspace_bytes(backward));
     }
+    expect_passes_in_turn_kept(
+        *attn, [&] { attn->template forward<T>(q, k, v, out, lse); },
+        [&] { attn->template backward<T>(q, k, v, out, dout, lse, dq, dk, dv); });
   }
 };
 
