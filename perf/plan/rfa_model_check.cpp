@@ -121,13 +121,13 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
   }
   // Masked tiles: a causal block (its diagonal tiles) and a windowed one (tiles along both edges
   // of a band) with the window the checked problems use (S/8, the band's tiles cut as theirs
-  // are), two equations for what a masked tile costs per score and per visible score.
+  // are), two equations for what a masked tile costs.
   const PositionMap rows = PositionMap::contiguous(0, block.seq_total);
   const double per_score = 4.0 * double(block.head_dim * block.batch * block.heads);
-  double lhs[2][2][2], rhs[2][2];  // [pass][equation]
+  double lhs[2][2][2], rhs[2][2];  // [pass][equation][masked scores, visible ones]
   for (int e = 0; e < 2; ++e) {
     block.mask = RFA_MASK_CAUSAL;
-    block.window = e == 0 ? 0 : std::clamp<std::int64_t>(o.seq / 8, 1, block.seq_total - 1);
+    block.window = e == 0 ? 0 : std::max<std::int64_t>(1, std::min<std::int64_t>(o.seq / 8, block.seq_total - 1));
     const auto [fm, bm] = block_seconds(world, block, o.repeat);
     const kernels::MaskRule rule{true, block.window, nullptr, 0};
     const model::TileWork wf = model::count_tile_work(rule, rows, rows, m.forward_tile_q, m.forward_tile_k);
@@ -137,35 +137,19 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
     lhs[1][e][0] = wb.partial, lhs[1][e][1] = wb.partial_visible;
     rhs[1][e] = bm * m.backward_flops_per_s * share / (2.5 * per_score) - wb.full;
   }
+  // One cost per score of a masked tile, fitted to both equations, each to its relative error.
+  // A second unknown per visible score would be ill-posed: the diagonal's and a band's edges
+  // show about the same visible share, so the two equations are nearly parallel and their exact
+  // solution swings with the noise (from 0 to 2.4 per score between runs of one build).
   for (int pass = 0; pass < 2; ++pass) {
-    const double(*a)[2] = lhs[pass];
-    const double* y = rhs[pass];
-    const double det = a[0][0] * a[1][1] - a[0][1] * a[1][0];
-    double tile = det != 0 ? (y[0] * a[1][1] - y[1] * a[0][1]) / det : y[0] / a[0][0];
-    double visible = det != 0 ? (a[0][0] * y[1] - a[1][0] * y[0]) / det : 0.0;
-    if (tile < 0 || visible < 0) {
-      // Noise beyond what two unknowns explain (the equations are nearly parallel: a band's
-      // edges and the diagonal show about the same visible share): one of the two costs alone,
-      // whichever fits both equations better, each to its relative error.
-      double best = -1;
-      for (int unknown = 0; unknown < 2; ++unknown) {
-        double num = 0, den = 0;
-        for (int e = 0; e < 2; ++e) {
-          num += a[e][unknown] * y[e] / (y[e] * y[e]);
-          den += a[e][unknown] * a[e][unknown] / (y[e] * y[e]);
-        }
-        const double x = den > 0 ? std::max(0.0, num / den) : 0.0;
-        double misfit = 0;
-        for (int e = 0; e < 2; ++e) misfit += std::pow((a[e][unknown] * x - y[e]) / y[e], 2);
-        if (best < 0 || misfit < best) {
-          best = misfit;
-          tile = unknown == 0 ? x : 0.0;
-          visible = unknown == 1 ? x : 0.0;
-        }
-      }
+    double num = 0, den = 0;
+    for (int e = 0; e < 2; ++e) {
+      const double y = rhs[pass][e], x = lhs[pass][e][0];
+      num += x * y / (y * y);
+      den += x * x / (y * y);
     }
-    (pass == 0 ? m.forward_masked_tile_cost : m.backward_masked_tile_cost) = tile;
-    (pass == 0 ? m.forward_masked_visible_cost : m.backward_masked_visible_cost) = visible;
+    (pass == 0 ? m.forward_masked_tile_cost : m.backward_masked_tile_cost) = den > 0 ? std::max(0.0, num / den) : 1.0;
+    (pass == 0 ? m.forward_masked_visible_cost : m.backward_masked_visible_cost) = 0.0;
   }
   // Local copies as the all-to-alls pack: a [rows][heads][d] fp32 tensor regrouped by head,
   // every rank at once.
@@ -224,14 +208,12 @@ int run(int me, int argc, char** argv) {
                 o.repeat);
     std::printf(
         "calibrated: kernels %.1f / %.1f GFLOP/s per rank on a core of its own (forward / backward, whole "
-        "tiles; %d rank(s) on %.0f core(s)), x%.2f / x%.2f on one packed K/V head; a masked tile costs %.2f per "
-        "score + %.2f per visible score (forward), %.2f + %.2f (backward); copies %.1f GB/s; exchange %.1f us, "
-        "%.2f GB/s\n",
+        "tiles; %d rank(s) on %.0f core(s)), x%.2f / x%.2f on one packed K/V head; a masked tile costs %.2f / "
+        "%.2f whole tiles' scores; copies %.1f GB/s; exchange %.1f us, %.2f GB/s\n",
         m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, P,
         m.compute_units_per_node > 0 ? m.compute_units_per_node : double(P), m.packed_head_forward_speedup,
-        m.packed_head_backward_speedup, m.forward_masked_tile_cost, m.forward_masked_visible_cost,
-        m.backward_masked_tile_cost, m.backward_masked_visible_cost, m.copy_bytes_per_s / 1e9,
-        m.intra_node.latency_s * 1e6, m.intra_node.bytes_per_s / 1e9);
+        m.packed_head_backward_speedup, m.forward_masked_tile_cost, m.backward_masked_tile_cost,
+        m.copy_bytes_per_s / 1e9, m.intra_node.latency_s * 1e6, m.intra_node.bytes_per_s / 1e9);
     std::printf("%-22s %-14s %10s %10s %6s %10s %10s %6s\n", "strategy", "mask", "fwd pred", "fwd meas", "ratio",
                 "bwd pred", "bwd meas", "ratio");
   }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "collective/node_cpus.hpp"
 
+#include <dirent.h>
 #include <sched.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -11,14 +13,39 @@
 
 namespace rfa::collective {
 
-int node_cpus(MPI_Comm comm, const char* what) {
-  cpu_set_t mine;
-  CPU_ZERO(&mine);
-  const bool known = sched_getaffinity(0, sizeof(mine), &mine) == 0;
+namespace {
+
+/// The CPUs any thread of this process may run on: the union over /proc/self/task (host
+/// threads bound one per core, as OpenMP binds them, each see only their own), else the
+/// calling thread's, else every CPU online.
+cpu_set_t process_cpus() {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  bool known = false;
+  if (DIR* tasks = opendir("/proc/self/task")) {
+    while (const dirent* entry = readdir(tasks)) {
+      const pid_t tid = pid_t(std::atoi(entry->d_name));
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      if (tid > 0 && sched_getaffinity(tid, sizeof(one), &one) == 0) {
+        CPU_OR(&all, &all, &one);
+        known = true;
+      }
+    }
+    closedir(tasks);
+  }
+  if (!known) known = sched_getaffinity(0, sizeof(all), &all) == 0;
   if (!known) {
     const unsigned online = std::thread::hardware_concurrency();
-    for (unsigned c = 0; c < online && c < unsigned(CPU_SETSIZE); ++c) CPU_SET(c, &mine);
+    for (unsigned c = 0; c < online && c < unsigned(CPU_SETSIZE); ++c) CPU_SET(c, &all);
   }
+  return all;
+}
+
+}  // namespace
+
+int node_cpus(MPI_Comm comm, const char* what) {
+  const cpu_set_t mine = process_cpus();
   int rank = 0;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   MPI_Comm node = MPI_COMM_NULL;

@@ -8,7 +8,8 @@
 namespace rfa::collective {
 
 /// The number of CPUs in the union of the CPU affinity masks of comm's ranks on this rank's
-/// node (the ranks MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) groups with it). Collective over
+/// node (the ranks MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) groups with it), every thread of
+/// each. Collective over
 /// comm, ending by its deadline (bounded_collectives.hpp); `what` names the call in a timeout's
 /// message. Where the affinity cannot be read, the CPUs online on the node.
 int node_cpus(MPI_Comm comm, const char* what);

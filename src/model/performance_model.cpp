@@ -2,6 +2,7 @@
 #include "model/performance_model.hpp"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -62,6 +63,28 @@ std::vector<double> shared_finish_times(const std::vector<double>& work, double 
   return finish;
 }
 
+/// Where the node's ranks share its units (shares_units), the ranks of this rank's node as
+/// positions of a strategy over `ranks` ranks whose global rank is position * stride + place
+/// (the hybrid's rings interleave; every ring's position p computes the same), this rank
+/// first; otherwise empty.
+std::vector<int> node_positions(const MachineModel& m, int ranks, int rank, int stride, int place) {
+  std::vector<int> node;
+  if (!shares_units(m)) return node;
+  node.push_back(rank);
+  const std::int64_t me = std::int64_t(rank) * stride + place;
+  const std::int64_t first = me / m.ranks_per_node * m.ranks_per_node;
+  for (std::int64_t g = first; g < first + m.ranks_per_node; ++g)
+    if (g != me && g / stride < ranks) node.push_back(int(g / stride));
+  return node;
+}
+
+/// This rank's kernel seconds (the first of `work`, the seconds each of its node's ranks needs
+/// on a unit of its own) and when the last of them is done, the node's units shared.
+std::pair<double, double> own_and_last(const std::vector<double>& work, const MachineModel& m) {
+  const std::vector<double> finish = shared_finish_times(work, m.compute_units_per_node);
+  return {finish[0], *std::max_element(finish.begin(), finish.end())};
+}
+
 /// A point-to-point transfer of `bytes`; several in flight together share the link.
 double transfer_seconds(const Link& link, double bytes) {
   return bytes > 0 ? link.latency_s + bytes / link.bytes_per_s : 0.0;
@@ -80,8 +103,8 @@ const Link& link_for(const MachineModel& m, int span, int stride) {
 }
 
 /// The ring (engine/ring_attention.hpp) on `ranks` ranks whose neighbours are `stride` global
-/// ranks apart, for ring position `rank`.
-Prediction ring(const RingConfig& c, int ranks, int rank, int stride, const MachineModel& m) {
+/// ranks apart, for ring position `rank` (global rank rank * stride + place).
+Prediction ring(const RingConfig& c, int ranks, int rank, int stride, int place, const MachineModel& m) {
   Prediction p;
   const std::vector<int> steps = engine::ring_steps_with_work(c, ranks);
   const std::size_t n = steps.size();
@@ -98,18 +121,10 @@ Prediction ring(const RingConfig& c, int ranks, int rank, int stride, const Mach
     return block_seconds(m, rule, queries, block, per_score, backward);
   };
   // Where ranks share their node's compute units, a step lasts until the node's last rank is
-  // done, each rank's kernels sped up as others finish (processor sharing). The node's ranks as
-  // positions of this ring: global rank g is position g / stride (the hybrid's rings interleave,
-  // and every ring's position p computes the same).
-  std::vector<int> node;  // this ring's positions on this rank's node, this rank first
+  // done, each rank's kernels sped up as others finish (processor sharing).
+  const std::vector<int> node = node_positions(m, ranks, rank, stride, place);
   std::vector<PositionMap> node_rows;
-  if (shares_units(m)) {
-    node.push_back(rank);
-    const std::int64_t first = std::int64_t(rank) * stride / m.ranks_per_node * m.ranks_per_node;
-    for (std::int64_t g = first; g < first + m.ranks_per_node; ++g)
-      if (g != std::int64_t(rank) * stride && g / stride < ranks) node.push_back(int(g / stride));
-    for (int position : node) node_rows.push_back(layout::positions(c.layout, c.seq_total, ranks, position));
-  }
+  for (int position : node) node_rows.push_back(layout::positions(c.layout, c.seq_total, ranks, position));
   // This rank's kernel seconds at step s and how long the step's compute lasts.
   auto step_compute = [&](int s, bool backward) -> std::pair<double, double> {
     if (node.empty()) {
@@ -118,8 +133,7 @@ Prediction ring(const RingConfig& c, int ranks, int rank, int stride, const Mach
     }
     std::vector<double> work(node.size());
     for (std::size_t j = 0; j < node.size(); ++j) work[j] = kernel_seconds(node_rows[j], node[j], s, backward);
-    const std::vector<double> finish = shared_finish_times(work, m.compute_units_per_node);
-    return {finish[0], *std::max_element(finish.begin(), finish.end())};
+    return own_and_last(work, m);
   };
   double grads_in_flight = 0;  // dK/dV sent at the previous step, arriving during this one
   for (std::size_t i = 0; i < n; ++i) {
@@ -204,13 +218,27 @@ Prediction allgather(const RingConfig& c, std::int64_t chunk, int ranks, int ran
   const PositionMap mine = layout::positions(c.layout, c.seq_total, ranks, rank);
   const PositionMap all = PositionMap::contiguous(0, c.seq_total);
   const double scale = double(c.batch * (c.heads / c.kv_heads) * chunk);
-  // Calls over one K/V head's packed rows (MachineModel::packed_head_*_speedup); the ranks of a
-  // node compute at once, each on its share of the node's units.
-  const double share = full_node_share(m);
-  const double f = block_seconds(m, rule, mine, all, scale * forward_flops_per_score(c), false) /
-                   (m.packed_head_forward_speedup * share);
-  const double b = block_seconds(m, rule, mine, all, scale * backward_flops_per_score(c), true) /
-                   (m.packed_head_backward_speedup * share);
+  // Calls over one K/V head's packed rows (MachineModel::packed_head_*_speedup). Where the
+  // node's ranks share its units, each chunk's compute lasts until the node's last rank is done
+  // (the next chunk's gather needs every rank).
+  auto kernel_seconds = [&](const PositionMap& queries, bool backward) {
+    return backward ? block_seconds(m, rule, queries, all, scale * backward_flops_per_score(c), true) /
+                          m.packed_head_backward_speedup
+                    : block_seconds(m, rule, queries, all, scale * forward_flops_per_score(c), false) /
+                          m.packed_head_forward_speedup;
+  };
+  double f_own = kernel_seconds(mine, false), b_own = kernel_seconds(mine, true), f = f_own, b = b_own;
+  const std::vector<int> node = node_positions(m, ranks, rank, 1, 0);
+  if (!node.empty()) {
+    std::vector<double> fw, bw;
+    for (int position : node) {
+      const PositionMap rows = layout::positions(c.layout, c.seq_total, ranks, position);
+      fw.push_back(kernel_seconds(rows, false));
+      bw.push_back(kernel_seconds(rows, true));
+    }
+    std::tie(f_own, f) = own_and_last(fw, m);
+    std::tie(b_own, b) = own_and_last(bw, m);
+  }
   const double others = double(ranks - 1);
   const double gather = 2.0 * double(c.batch * L * chunk * c.head_dim) * element_bytes(c) * others;
   const double scatter = 2.0 * double(c.batch * L * chunk * c.head_dim) * 4.0 * others;
@@ -229,8 +257,8 @@ Prediction allgather(const RingConfig& c, std::int64_t chunk, int ranks, int ran
   }
   p.forward.seconds += g;
   p.backward.seconds += g;
-  p.forward.compute_seconds = f * double(chunks);
-  p.backward.compute_seconds = b * double(chunks);
+  p.forward.compute_seconds = f_own * double(chunks);
+  p.backward.compute_seconds = b_own * double(chunks);
   p.forward.bytes_sent = gather * double(chunks);
   p.backward.bytes_sent = (gather + scatter) * double(chunks);
   return p;
@@ -249,7 +277,7 @@ Prediction predict_rank(const RingConfig& c, const engine::StrategyChoice& choic
   require(m.intra_node.bytes_per_s > 0 && m.inter_node.bytes_per_s > 0, "link bandwidths must be positive");
   engine::validate_strategy(choice, c, ranks);
   switch (choice.kind) {
-    case engine::StrategyKind::ring: return ring(c, ranks, rank, 1, m);
+    case engine::StrategyKind::ring: return ring(c, ranks, rank, 1, 0, m);
     case engine::StrategyKind::ulysses: {
       const engine::HeadRouting routing(c.heads, c.kv_heads, ranks);
       const Prediction local = whole_sequence(c, double(routing.heads_per_rank()), m);
@@ -263,7 +291,7 @@ Prediction predict_rank(const RingConfig& c, const engine::StrategyChoice& choic
       RingConfig rc = c;
       rc.heads = routing.heads_per_rank();
       rc.kv_heads = routing.slots();
-      const Prediction inner = ring(rc, pr, rank / pu, pu, m);
+      const Prediction inner = ring(rc, pr, rank / pu, pu, rank % pu, m);
       const std::int64_t rows = layout::local_length(c.layout, c.seq_total, pr) / pu;
       return heads_exchange(c, pu, rank % pu, rows, inner, m);
     }
