@@ -195,6 +195,12 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   ddq.download(ldq.data());
   ddk.download(ldk.data());
   ddv.download(ldv.data());
+  // The device workspace the context keeps, given back once (after a wait for its stream).
+  int64_t released = -1;
+  ASSERT_RFA_OK(rfa_context_release_workspace(ctx, &released));
+  EXPECT_GE(released, 0);
+  ASSERT_RFA_OK(rfa_context_release_workspace(ctx, &released));
+  EXPECT_EQ(released, 0) << "a second release freed device memory";
 
   double lse_err = 0.0;
   for (int64_t bh = 0; bh < B * H; ++bh)
