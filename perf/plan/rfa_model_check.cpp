@@ -124,7 +124,7 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
   // are), two equations for what a masked tile costs.
   const PositionMap rows = PositionMap::contiguous(0, block.seq_total);
   const double per_score = 4.0 * double(block.head_dim * block.batch * block.heads);
-  double lhs[2][2][2], rhs[2][2];  // [pass][equation][masked scores, visible ones]
+  double lhs[2][2], rhs[2][2];  // [pass][equation]: masked scores, and what they cost
   for (int e = 0; e < 2; ++e) {
     block.mask = RFA_MASK_CAUSAL;
     block.window = e == 0 ? 0 : std::max<std::int64_t>(1, std::min<std::int64_t>(o.seq / 8, block.seq_total - 1));
@@ -132,9 +132,9 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
     const kernels::MaskRule rule{true, block.window, nullptr, 0};
     const model::TileWork wf = model::count_tile_work(rule, rows, rows, m.forward_tile_q, m.forward_tile_k);
     const model::TileWork wb = model::count_tile_work(rule, rows, rows, m.backward_tile_q, m.backward_tile_k);
-    lhs[0][e][0] = wf.partial, lhs[0][e][1] = wf.partial_visible;
+    lhs[0][e] = wf.partial;
     rhs[0][e] = fm * m.forward_flops_per_s * share / per_score - wf.full;  // as measured: shared
-    lhs[1][e][0] = wb.partial, lhs[1][e][1] = wb.partial_visible;
+    lhs[1][e] = wb.partial;
     rhs[1][e] = bm * m.backward_flops_per_s * share / (2.5 * per_score) - wb.full;
   }
   // One cost per score of a masked tile, fitted to both equations, each to its relative error.
@@ -144,12 +144,11 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
   for (int pass = 0; pass < 2; ++pass) {
     double num = 0, den = 0;
     for (int e = 0; e < 2; ++e) {
-      const double y = rhs[pass][e], x = lhs[pass][e][0];
+      const double y = rhs[pass][e], x = lhs[pass][e];
       num += x * y / (y * y);
       den += x * x / (y * y);
     }
     (pass == 0 ? m.forward_masked_tile_cost : m.backward_masked_tile_cost) = den > 0 ? std::max(0.0, num / den) : 1.0;
-    (pass == 0 ? m.forward_masked_visible_cost : m.backward_masked_visible_cost) = 0.0;
   }
   // Local copies as the all-to-alls pack: a [rows][heads][d] fp32 tensor regrouped by head,
   // every rank at once.

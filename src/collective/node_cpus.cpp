@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "collective/bounded_collectives.hpp"
-#include "collective/mpi_error.hpp"
+#include "collective/node_rank.hpp"
 
 namespace rfa::collective {
 
@@ -46,10 +46,7 @@ cpu_set_t process_cpus() {
 
 int node_cpus(MPI_Comm comm, const char* what) {
   const cpu_set_t mine = process_cpus();
-  int rank = 0;
-  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  MPI_Comm node = node_communicator(comm);
   constexpr int kWords = int(sizeof(cpu_set_t) / sizeof(unsigned long));
   unsigned long words[kWords];
   std::memcpy(words, &mine, sizeof(words));

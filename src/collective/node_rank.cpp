@@ -9,15 +9,20 @@
 
 namespace rfa::collective {
 
+MPI_Comm node_communicator(MPI_Comm comm) {
+  int rank = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  return node;
+}
+
 int node_local_rank(MPI_Comm comm) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (initialized && !finalized) {
-    int rank = 0;
-    check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-    MPI_Comm node = MPI_COMM_NULL;
-    check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    MPI_Comm node = node_communicator(comm);
     int node_rank = 0;
     check_mpi(MPI_Comm_rank(node, &node_rank), "MPI_Comm_rank");
     MPI_Comm_free(&node);

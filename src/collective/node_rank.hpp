@@ -14,4 +14,8 @@ namespace rfa::collective {
 /// communicator's node-local rank when comm is not MPI_COMM_WORLD.
 int node_local_rank(MPI_Comm comm);
 
+/// The ranks of comm on this rank's node, as MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) groups
+/// them (collective over comm); the caller frees it.
+MPI_Comm node_communicator(MPI_Comm comm);
+
 }  // namespace rfa::collective

@@ -80,17 +80,9 @@ class Workspace {
   Workspace(WorkspaceArena<Space>* arena, int pass) : arena_(arena), exceptions_(std::uncaught_exceptions()) {
     arena_->begin_call(pass);
   }
-  Workspace(Workspace&& other) noexcept
-      : cache_(other.cache_),
-        arena_(std::exchange(other.arena_, nullptr)),
-        exceptions_(other.exceptions_),
-        owned_(std::move(other.owned_)),
-        bytes_(other.bytes_),
-        failure_code_(other.failure_code_),
-        failure_(std::move(other.failure_)) {}
+  // One per call, made where it is returned (C++17 elides the copy): never copied or moved.
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;
-  Workspace& operator=(Workspace&&) = delete;
   /// The call is over: an arena keeps its buffers for the next one, unless the call failed to
   /// allocate or is unwinding with an exception.
   ~Workspace() {

@@ -84,9 +84,9 @@ void validate(const AttentionParams& p);
 /// Buffers flash_forward may keep between calls: on the portable path its fp32 head-major
 /// copy of K and V (flash_forward_workspace_bytes). A caller that makes several calls (the
 /// ring's steps, a benchmark's repetitions) passes one object to all of them, so the copy's
-/// pages are faulted in once rather than by every call. The views own what
-/// reserve_forward_workspace() or a call allocates for them, freed with the object, or point at
-/// memory the caller lends (forward_workspace_buffers()). One call at a time.
+/// pages are faulted in once rather than by every call. The views own what a call allocates
+/// for them, freed with the object, or point at memory the caller lends
+/// (forward_workspace_buffers()). One call at a time.
 struct ForwardWorkspace {
   Kokkos::View<unsigned char*, HostSpace> slots, k, v;
 };
@@ -107,14 +107,6 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
 /// in two buffers, and 8 * ceil(seq_k / 96) for two tables.
 std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
 
-/// Grows `workspace` to what flash_forward needs for a call with these params and dtype, so that
-/// such calls, and calls whose queries see fewer key tiles, allocate nothing. Engines call it
-/// before their ranks agree that a call may go on (docs/architecture.md §6.7): a refusal then
-/// fails every rank together instead of one rank inside a kernel while its neighbours wait.
-/// Throws RFA_ERROR_OUT_OF_MEMORY naming the buffer and its bytes when the allocator refuses
-/// (nothing is kept for the AMX path, whose packing buffers are made by each call).
-void reserve_forward_workspace(ForwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype);
-
 /// One buffer of a kernel's workspace: its label, the bytes a call needs, and the View that
 /// holds them.
 struct WorkspaceBuffer {
@@ -123,9 +115,12 @@ struct WorkspaceBuffer {
   Kokkos::View<unsigned char*, HostSpace>* view;
 };
 
-/// The buffers reserve_forward_workspace() grows in `workspace` for a call with these params and
-/// dtype (none where bf16 products pack per call): a caller with memory of its own (the
-/// engine's workspace) points them at it instead, at least `bytes` each.
+/// The buffers flash_forward grows in `workspace` for a call with these params and dtype (none
+/// where bf16 products pack per call). A caller points them at memory of its own, at least
+/// `bytes` each, so that such calls, and calls whose queries see fewer key tiles, allocate
+/// nothing: the engines lend them from their workspace before their ranks agree that a call may
+/// go on (docs/architecture.md §6.7), so a refusal fails every rank together instead of one
+/// rank inside a kernel while its neighbours wait.
 std::vector<WorkspaceBuffer> forward_workspace_buffers(ForwardWorkspace& workspace, const AttentionParams& p,
                                                        rfa_dtype_t dtype);
 
@@ -141,9 +136,6 @@ struct BackwardWorkspace {
 /// elsewhere fp32 copies of Q and dO head by head, 8 * batch * heads * roundup(seq_q, 96) *
 /// (head_dim + 16) in two buffers.
 std::int64_t flash_backward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
-
-/// reserve_forward_workspace() for flash_backward_accumulate.
-void reserve_backward_workspace(BackwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype);
 
 /// forward_workspace_buffers() for flash_backward_accumulate.
 std::vector<WorkspaceBuffer> backward_workspace_buffers(BackwardWorkspace& workspace, const AttentionParams& p,

@@ -64,10 +64,13 @@ std::int64_t head_major_qd_bytes(const AttentionParams& p) {
   return std::int64_t(sizeof(float)) * p.batch * p.heads * query_tiles(p) * kTileRows * row_pitch(int(p.head_dim));
 }
 
-void reserve_head_major_qd(BackwardWorkspace& ws, const AttentionParams& p) {
+std::vector<WorkspaceBuffer> head_major_qd_buffers(BackwardWorkspace& ws, const AttentionParams& p) {
   const std::int64_t bytes = head_major_qd_bytes(p);
-  grow_bytes<HostSpace>(ws.q, "rfa::head_major_q", bytes);
-  grow_bytes<HostSpace>(ws.dout, "rfa::head_major_dout", bytes);
+  return {{"rfa::head_major_q", bytes, &ws.q}, {"rfa::head_major_dout", bytes, &ws.dout}};
+}
+
+void reserve_head_major_qd(BackwardWorkspace& ws, const AttentionParams& p) {
+  for (const WorkspaceBuffer& b : head_major_qd_buffers(ws, p)) grow_bytes<HostSpace>(*b.view, b.label, b.bytes);
 }
 
 /// Q and dO converted to fp32 head by head once per call (docs/architecture.md §3): every key
@@ -406,13 +409,7 @@ std::vector<WorkspaceBuffer> backward_workspace_buffers(BackwardWorkspace& works
                                                         rfa_dtype_t dtype) {
   validate(p);
   if (flash_backward_bf16_workspace_bytes(p, dtype) > 0) return {};  // the bf16 products pack per call
-  const std::int64_t bytes = head_major_qd_bytes(p);
-  return {{"rfa::head_major_q", bytes, &workspace.q}, {"rfa::head_major_dout", bytes, &workspace.dout}};
-}
-
-void reserve_backward_workspace(BackwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype) {
-  for (const WorkspaceBuffer& b : backward_workspace_buffers(workspace, p, dtype))
-    grow_bytes<HostSpace>(*b.view, b.label, b.bytes);
+  return head_major_qd_buffers(workspace, p);
 }
 
 template <class T>

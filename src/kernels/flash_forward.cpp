@@ -308,10 +308,14 @@ HeadMajorSizes head_major_sizes(const AttentionParams& p) {
           std::int64_t(sizeof(float)) * rows * row_pitch(int(p.head_dim))};
 }
 
+std::vector<WorkspaceBuffer> head_major_buffers(ForwardWorkspace& ws, const HeadMajorSizes& sizes) {
+  return {{"rfa::head_major_slots", sizes.table_bytes, &ws.slots},
+          {"rfa::head_major_k", sizes.kv_bytes, &ws.k},
+          {"rfa::head_major_v", sizes.kv_bytes, &ws.v}};
+}
+
 void reserve_head_major(ForwardWorkspace& ws, const HeadMajorSizes& sizes) {
-  grow_bytes<HostSpace>(ws.slots, "rfa::head_major_slots", sizes.table_bytes);
-  grow_bytes<HostSpace>(ws.k, "rfa::head_major_k", sizes.kv_bytes);
-  grow_bytes<HostSpace>(ws.v, "rfa::head_major_v", sizes.kv_bytes);
+  for (const WorkspaceBuffer& b : head_major_buffers(ws, sizes)) grow_bytes<HostSpace>(*b.view, b.label, b.bytes);
 }
 
 /// K and V converted to fp32 head by head, made once per call: every query tile of a head then
@@ -319,8 +323,8 @@ void reserve_head_major(ForwardWorkspace& ws, const HeadMajorSizes& sizes) {
 /// instead of a conversion of strided rows per query tile. Only the key tiles some query tile
 /// sees are copied (a mask may hide most of a long block), each zero-padded to a whole tile.
 /// Three buffers of `ws` (head_major_sizes, which flash_forward_workspace_bytes() counts), grown
-/// when too small: nothing is allocated here when reserve_forward_workspace() made them large
-/// enough beforehand.
+/// when too small: nothing is allocated here when the caller lent them large enough
+/// (forward_workspace_buffers()).
 template <class T>
 HeadMajorKV copy_head_major(const AttentionParams& p, const Tensor4<const T>& tk, const Tensor4<const T>& tv,
                             ForwardWorkspace& ws) {
@@ -390,15 +394,7 @@ std::vector<WorkspaceBuffer> forward_workspace_buffers(ForwardWorkspace& workspa
                                                        rfa_dtype_t dtype) {
   validate(p);
   if (flash_forward_bf16_workspace_bytes(p, dtype) > 0) return {};  // the bf16 products pack per call
-  const HeadMajorSizes sizes = head_major_sizes(p);
-  return {{"rfa::head_major_slots", sizes.table_bytes, &workspace.slots},
-          {"rfa::head_major_k", sizes.kv_bytes, &workspace.k},
-          {"rfa::head_major_v", sizes.kv_bytes, &workspace.v}};
-}
-
-void reserve_forward_workspace(ForwardWorkspace& workspace, const AttentionParams& p, rfa_dtype_t dtype) {
-  for (const WorkspaceBuffer& b : forward_workspace_buffers(workspace, p, dtype))
-    grow_bytes<HostSpace>(*b.view, b.label, b.bytes);
+  return head_major_buffers(workspace, head_major_sizes(p));
 }
 
 #define RFA_INSTANTIATE_FORWARD(T, TOut)                                                                             \
