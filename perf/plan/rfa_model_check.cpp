@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rfa_model_check: the performance model (model/performance_model.hpp) against measurement, on
 // the ranks it runs on. It calibrates the model's machine from measurements taken on the same
-// ranks at the same time (a rank's whole-tile kernel rate, over interleaved heads and over one
-// packed K/V head, what a masked tile costs, and the ring exchange's latency and bandwidth),
+// ranks at the same time (a rank's whole-tile kernel rate and a call's cost per row, over
+// interleaved heads and over one packed K/V head, what a masked tile costs, and the ring
+// exchange's latency and bandwidth),
 // then runs every strategy (the ring on each layout, Ulysses, the KV all-gather and the hybrid
 // grids that fit) on causal, windowed and unmasked problems and prints the predicted and the
 // measured time of each pass, slowest rank, and their ratio. fp32 (the portable kernels, whose
@@ -17,9 +18,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "collective/deadline.hpp"
 #include "collective/node_cpus.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
 #include "core/error.hpp"
@@ -40,51 +45,98 @@ namespace {
 using engine::StrategyChoice;
 using engine::StrategyKind;
 
-/// Collective: the slowest rank's median over `repeat` runs of `pass` (each after a barrier).
+/// The slowest rank's `value` (collective).
+double slowest(comm::Communicator& world, double value) {
+  for (double x : gather_everywhere(world, value)) value = std::max(value, x);
+  return value;
+}
+
+/// Collective: the slowest rank's median over `repeat` runs of `pass` (each after a barrier);
+/// with `compute`, also the slowest rank's median of what `compute` reads after each run.
 template <class Pass>
-double slowest_median(comm::Communicator& world, int repeat, Pass&& pass) {
-  std::vector<double> mine;
+double slowest_median(comm::Communicator& world, int repeat, Pass&& pass, const std::function<double()>& compute = {},
+                      double* compute_median = nullptr) {
+  std::vector<double> mine, kernels;
   for (int r = 0; r < repeat; ++r) {
     world.barrier();
     const auto start = std::chrono::steady_clock::now();
     pass();
     mine.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (compute) kernels.push_back(compute());
   }
-  const double m = median(mine);
-  double worst = m;
-  for (double x : gather_everywhere(world, m)) worst = std::max(worst, x);
-  return worst;
+  if (compute_median != nullptr) *compute_median = slowest(world, median(kernels));
+  return slowest(world, median(mine));
 }
 
-/// One rank's kernels on a block of its own (every rank at once, each on MPI_COMM_SELF): the
-/// slowest rank's median kernel time of `calls` calls in a row, forward and backward.
-std::pair<double, double> block_seconds(comm::Communicator& world, const engine::RingConfig& cfg, int repeat,
-                                        int calls = 1) {
-  auto self = comm::make_mpi_communicator(MPI_COMM_SELF, 0);
-  engine::RingAttention attn(*self, cfg);
-  LocalProblem<float> lp(attn);
-  lp.forward(attn);
-  lp.backward(attn);
-  std::vector<double> f, b;
-  for (int r = 0; r < repeat; ++r) {
-    double fr = 0, br = 0;
-    world.barrier();
-    for (int c = 0; c < calls; ++c) {
-      lp.forward(attn);
-      fr += attn.last_timings().compute;
-    }
-    world.barrier();
-    for (int c = 0; c < calls; ++c) {
-      lp.backward(attn);
-      br += attn.last_timings().compute;
-    }
-    f.push_back(fr);
-    b.push_back(br);
+/// Where a node has fewer cores than ranks, the ranks calibrate in turns: `count` groups of
+/// at most as many ranks as cores, this rank in group `mine`, so that every measured rank has a
+/// core of its own while the node's cores are all busy, as the model's rates are defined
+/// (measured together, ranks that share a core take turns in slices of the scheduler's length,
+/// which on blocks of a few milliseconds swung a masked tile's fitted cost by a quarter).
+struct Turns {
+  int count = 1;
+  int mine = 0;
+};
+
+/// A barrier whose waiting ranks sleep between polls and leave the cores to the measured ones.
+void napping_barrier(MPI_Comm comm) {
+  MPI_Request request;
+  MPI_Ibarrier(comm, &request);
+  const double timeout = collective::current_timeout();
+  const auto start = std::chrono::steady_clock::now();
+  for (int done = 0;;) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    if (timeout > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout)
+      fail(RFA_ERROR_TIMEOUT, "rfa_model_check: a rank did not reach the calibration's barrier within ",
+           collective::seconds_text(timeout));
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
-  double fw = median(f), bw = median(b);
-  for (double x : gather_everywhere(world, fw)) fw = std::max(fw, x);
-  for (double x : gather_everywhere(world, bw)) bw = std::max(bw, x);
-  return {fw, bw};
+}
+
+/// A block the calibration times: its problem and how many calls in a row make one timing.
+struct CalibrationBlock {
+  engine::RingConfig config;
+  int calls = 1;
+};
+
+/// One rank's kernels on blocks of its own (each rank on MPI_COMM_SELF, the groups of `turns`
+/// one after another): the slowest rank's median kernel time of each block's calls in a row,
+/// forward and backward. The blocks take turns within each repetition, so that the machine's
+/// drift (5-20% within minutes on the development VMs) moves them alike and what the model
+/// takes from their ratios (a masked tile's cost, the packed-head speedup) holds still.
+std::vector<std::pair<double, double>> block_seconds(comm::Communicator& world,
+                                                     const std::vector<CalibrationBlock>& blocks, int repeat,
+                                                     const Turns& turns) {
+  auto self = comm::make_mpi_communicator(MPI_COMM_SELF, 0);
+  std::vector<std::unique_ptr<engine::RingAttention>> attn;
+  std::vector<std::unique_ptr<LocalProblem<float>>> problems;
+  for (const CalibrationBlock& block : blocks) {
+    attn.push_back(std::make_unique<engine::RingAttention>(*self, block.config));
+    problems.push_back(std::make_unique<LocalProblem<float>>(*attn.back()));
+    problems.back()->forward(*attn.back());
+    problems.back()->backward(*attn.back());
+  }
+  const std::size_t n = blocks.size();
+  std::vector<std::vector<double>> f(n), b(n);
+  for (int r = 0; r < repeat; ++r)
+    for (bool backward : {false, true})
+      for (std::size_t i = 0; i < n; ++i) {
+        double t = 0;
+        for (int g = 0; g < turns.count; ++g) {
+          napping_barrier(MPI_COMM_WORLD);
+          if (g != turns.mine) continue;
+          for (int c = 0; c < blocks[i].calls; ++c) {
+            backward ? problems[i]->backward(*attn[i]) : problems[i]->forward(*attn[i]);
+            t += attn[i]->last_timings().compute;
+          }
+        }
+        (backward ? b : f)[i].push_back(t);
+      }
+  napping_barrier(MPI_COMM_WORLD);
+  std::vector<std::pair<double, double>> seconds;
+  for (std::size_t i = 0; i < n; ++i) seconds.emplace_back(slowest(world, median(f[i])), slowest(world, median(b[i])));
+  return seconds;
 }
 
 /// The machine as measured on these ranks.
@@ -92,50 +144,75 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
   model::MachineModel m;
   const int P = world.size();
   m.ranks_per_node = P;  // one node: every rank of the job shares its memory
-  // Ranks on fewer cores than ranks (oversubscribed) share them; the rates below are measured
-  // with every rank busy, and the model wants a rank's rate on a core of its own.
+  // Ranks on fewer cores than ranks (oversubscribed) share them; the kernels are measured in
+  // turns of as many ranks as there are cores (Turns), a rank's rate on a core of its own.
   const double units = double(collective::node_cpus(MPI_COMM_WORLD, "rfa_model_check's CPUs")) /
                        double(Kokkos::DefaultHostExecutionSpace().concurrency());
-  if (units < double(P)) m.compute_units_per_node = units;
-  const double share = units < double(P) ? units / double(P) : 1.0;
+  Turns turns;
+  if (units < double(P)) {
+    m.compute_units_per_node = units;
+    turns.count = int(std::ceil(double(P) / std::max(1.0, std::floor(units))));
+    turns.mine = world.rank() % turns.count;
+  }
   engine::RingConfig block = ring_config(o);
   block.seq_total = o.seq / P;
   block.layout = RFA_LAYOUT_CONTIGUOUS;
   block.window = 0;
   block.mask = RFA_MASK_NONE;
-  const double scores = double(block.batch * block.heads) * double(block.seq_total) * double(block.seq_total);
-  const double flops = 4.0 * double(block.head_dim) * scores;
-  const auto [f, b] = block_seconds(world, block, o.repeat);
-  m.forward_flops_per_s = flops / f / share;
-  m.backward_flops_per_s = 2.5 * flops / b / share;
-  // Calls over one K/V head (with its query heads) on packed rows, as the all-gather makes them:
-  // one such call per K/V head, the same scores as the interleaved heads above in as long a run
-  // (calls much shorter than the others would be timed differently on shared cores).
-  {
-    engine::RingConfig one = block;
-    one.heads = block.heads / block.kv_heads;
-    one.kv_heads = 1;
-    const auto [f1, b1] = block_seconds(world, one, o.repeat, int(block.kv_heads));
-    m.packed_head_forward_speedup = f / f1;
-    m.packed_head_backward_speedup = b / b1;
+  // Whole tiles: unmasked blocks of two lengths, L and L/2 rows (their scores and rows give a
+  // rate per score and a cost per row). Calls over one K/V head (with its query heads) on
+  // packed rows, as the all-gather makes them: one such call per K/V head, the same scores as
+  // the interleaved heads in as long a run (calls much shorter than the others would be timed
+  // differently on shared cores). Masked tiles: a causal block (its diagonal tiles) and a
+  // windowed one (tiles along both edges of a band) with the window the checked problems use
+  // (S/8, the band's tiles cut as theirs are), two equations for what a masked tile costs.
+  std::vector<CalibrationBlock> blocks{{block, 1}, {block, 1}, {block, int(block.kv_heads)}, {block, 1}, {block, 1}};
+  blocks[1].config.seq_total = block.seq_total / 2;
+  blocks[2].config.heads = block.heads / block.kv_heads;
+  blocks[2].config.kv_heads = 1;
+  for (int e = 0; e < 2; ++e) {
+    engine::RingConfig& masked = blocks[std::size_t(3 + e)].config;
+    masked.mask = RFA_MASK_CAUSAL;
+    masked.window = e == 0 ? 0 : std::max<std::int64_t>(1, std::min<std::int64_t>(o.seq / 8, block.seq_total - 1));
   }
-  // Masked tiles: a causal block (its diagonal tiles) and a windowed one (tiles along both edges
-  // of a band) with the window the checked problems use (S/8, the band's tiles cut as theirs
-  // are), two equations for what a masked tile costs.
+  const std::vector<std::pair<double, double>> seconds = block_seconds(world, blocks, std::max(o.repeat, 7), turns);
+  // time = scores x 4d (x 2.5 backward) / rate + rows x row_seconds, per head, for L and L/2:
+  // solved exactly; a negative cost per row (noise where rows cost nothing) is taken as 0.
+  const double heads = double(block.batch * block.heads), L = double(block.seq_total),
+               half = double(block.seq_total / 2);
+  const double fpf = 4.0 * double(block.head_dim);  // forward FLOPs per score and head
+  for (int pass = 0; pass < 2; ++pass) {
+    const double t1 = pass == 0 ? seconds[0].first : seconds[0].second;
+    const double t2 = pass == 0 ? seconds[1].first : seconds[1].second;
+    const double flops1 = (pass == 0 ? 1.0 : 2.5) * fpf * heads * L * L;
+    const double flops2 = (pass == 0 ? 1.0 : 2.5) * fpf * heads * half * half;
+    // t1 = flops1 / rate + heads L row, t2 = flops2 / rate + heads half row
+    double row = (t2 * flops1 - t1 * flops2) / (heads * (half * flops1 - L * flops2));
+    if (!(row > 0)) row = 0;
+    const double rate = flops1 / (t1 - heads * L * row);
+    (pass == 0 ? m.forward_flops_per_s : m.backward_flops_per_s) = rate;
+    (pass == 0 ? m.forward_row_seconds : m.backward_row_seconds) = row;
+  }
+  const auto [f, b] = seconds[0];
+  m.packed_head_forward_speedup = f / seconds[2].first;
+  m.packed_head_backward_speedup = b / seconds[2].second;
   const PositionMap rows = PositionMap::contiguous(0, block.seq_total);
   const double per_score = 4.0 * double(block.head_dim * block.batch * block.heads);
   double lhs[2][2], rhs[2][2];  // [pass][equation]: masked scores, and what they cost
   for (int e = 0; e < 2; ++e) {
-    block.mask = RFA_MASK_CAUSAL;
-    block.window = e == 0 ? 0 : std::max<std::int64_t>(1, std::min<std::int64_t>(o.seq / 8, block.seq_total - 1));
-    const auto [fm, bm] = block_seconds(world, block, o.repeat);
-    const kernels::MaskRule rule{true, block.window, nullptr, 0};
+    const auto [fm, bm] = seconds[std::size_t(3 + e)];
+    const kernels::MaskRule rule{true, blocks[std::size_t(3 + e)].config.window, nullptr, 0};
     const model::TileWork wf = model::count_tile_work(rule, rows, rows, m.forward_tile_q, m.forward_tile_k);
     const model::TileWork wb = model::count_tile_work(rule, rows, rows, m.backward_tile_q, m.backward_tile_k);
+    // What the rows cost (MachineModel::forward_row_seconds) comes off first.
+    const double h = double(block.batch * block.heads);
     lhs[0][e] = wf.partial;
-    rhs[0][e] = fm * m.forward_flops_per_s * share / per_score - wf.full;  // as measured: shared
+    rhs[0][e] =
+        (fm - h * (wf.rows + wf.keys) / 2 * m.forward_row_seconds) * m.forward_flops_per_s / per_score - wf.full;
     lhs[1][e] = wb.partial;
-    rhs[1][e] = bm * m.backward_flops_per_s * share / (2.5 * per_score) - wb.full;
+    rhs[1][e] =
+        (bm - h * (wb.rows + wb.keys) / 2 * m.backward_row_seconds) * m.backward_flops_per_s / (2.5 * per_score) -
+        wb.full;
   }
   // One cost per score of a masked tile, fitted to both equations, each to its relative error.
   // A second unknown per visible score would be ill-posed: the diagonal's and a band's edges
@@ -207,12 +284,15 @@ int run(int me, int argc, char** argv) {
                 o.repeat);
     std::printf(
         "calibrated: kernels %.1f / %.1f GFLOP/s per rank on a core of its own (forward / backward, whole "
-        "tiles; %d rank(s) on %.0f core(s)), x%.2f / x%.2f on one packed K/V head; a masked tile costs %.2f / "
-        "%.2f whole tiles' scores; copies %.1f GB/s; exchange %.1f us, %.2f GB/s\n",
+        "tiles; %d rank(s) on %.0f core(s)), %.0f / %.0f ns per query or key row and head of a call, x%.2f / x%.2f on "
+        "one "
+        "packed K/V head; a masked tile costs %.2f / %.2f whole tiles' scores; copies %.1f GB/s; exchange %.1f us, "
+        "%.2f GB/s\n",
         m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, P,
-        m.compute_units_per_node > 0 ? m.compute_units_per_node : double(P), m.packed_head_forward_speedup,
-        m.packed_head_backward_speedup, m.forward_masked_tile_cost, m.backward_masked_tile_cost,
-        m.copy_bytes_per_s / 1e9, m.intra_node.latency_s * 1e6, m.intra_node.bytes_per_s / 1e9);
+        m.compute_units_per_node > 0 ? m.compute_units_per_node : double(P), 1e9 * m.forward_row_seconds,
+        1e9 * m.backward_row_seconds, m.packed_head_forward_speedup, m.packed_head_backward_speedup,
+        m.forward_masked_tile_cost, m.backward_masked_tile_cost, m.copy_bytes_per_s / 1e9, m.intra_node.latency_s * 1e6,
+        m.intra_node.bytes_per_s / 1e9);
     std::printf("%-22s %-14s %10s %10s %6s %10s %10s %6s\n", "strategy", "mask", "fwd pred", "fwd meas", "ratio",
                 "bwd pred", "bwd meas", "ratio");
   }
@@ -249,8 +329,14 @@ int run(int me, int argc, char** argv) {
       LocalProblem<float> lp(*attn);
       lp.forward(*attn);
       lp.backward(*attn);
-      const double f = slowest_median(*world, o.repeat, [&] { lp.forward(*attn); });
-      const double b = slowest_median(*world, o.repeat, [&] { lp.backward(*attn); });
+      // The kernels' share of each pass, measured and predicted, tells a kernel rate that is
+      // off from communication or overlap that is.
+      const std::function<double()> kernels = [&] { return attn->last_timings().compute; };
+      double fk = 0, bk = 0;
+      const double f = slowest_median(
+          *world, o.repeat, [&] { lp.forward(*attn); }, kernels, &fk);
+      const double b = slowest_median(
+          *world, o.repeat, [&] { lp.backward(*attn); }, kernels, &bk);
       const model::Prediction p = model::predict(cfg, choice, P, m);
       const double rf = p.forward.seconds / f, rb = p.backward.seconds / b;
       worst = std::max({worst, std::abs(rf - 1), std::abs(rb - 1)});
@@ -265,7 +351,11 @@ int run(int me, int argc, char** argv) {
                      {"predicted_forward_ms", 1e3 * p.forward.seconds},
                      {"measured_forward_ms", 1e3 * f},
                      {"predicted_backward_ms", 1e3 * p.backward.seconds},
-                     {"measured_backward_ms", 1e3 * b}};
+                     {"measured_backward_ms", 1e3 * b},
+                     {"predicted_forward_compute_ms", 1e3 * p.forward.compute_seconds},
+                     {"measured_forward_compute_ms", 1e3 * fk},
+                     {"predicted_backward_compute_ms", 1e3 * p.backward.compute_seconds},
+                     {"measured_backward_compute_ms", 1e3 * bk}};
       bc.repetitions.push_back({f + b, {}});
       cases.push_back(bc);
     }

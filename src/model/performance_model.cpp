@@ -24,15 +24,18 @@ double backward_flops_per_score(const RingConfig& c) { return 2.5 * forward_flop
 
 double element_bytes(const RingConfig& c) { return double(dtype_size(c.dtype)); }
 
-/// Seconds the kernels take for one block: `heads` query heads of every batch.
+/// Seconds the kernels take for one block of `heads` query heads (over every batch), each score
+/// `per_score` FLOPs.
 double block_seconds(const MachineModel& m, const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k,
-                     double scale, bool backward) {
+                     double heads, double per_score, bool backward) {
   const TileWork w = backward ? count_tile_work(rule, q, k, m.backward_tile_q, m.backward_tile_k)
                               : count_tile_work(rule, q, k, m.forward_tile_q, m.forward_tile_k);
   const double rate = backward ? m.backward_flops_per_s : m.forward_flops_per_s;
   const double tile = backward ? m.backward_masked_tile_cost : m.forward_masked_tile_cost;
   const double visible = backward ? m.backward_masked_visible_cost : m.forward_masked_visible_cost;
-  return (w.full + tile * w.partial + visible * w.partial_visible) * scale / rate;
+  const double row = backward ? m.backward_row_seconds : m.forward_row_seconds;
+  return (w.full + tile * w.partial + visible * w.partial_visible) * heads * per_score / rate +
+         row * heads * (w.rows + w.keys) / 2;
 }
 
 /// Whether ranks of a node share compute units (MachineModel::compute_units_per_node).
@@ -117,8 +120,8 @@ Prediction ring(const RingConfig& c, int ranks, int rank, int stride, int place,
   const double heads = double(c.batch * c.heads);
   auto kernel_seconds = [&](const PositionMap& queries, int position, int s, bool backward) {
     const PositionMap block = layout::positions(c.layout, c.seq_total, ranks, (position - s + ranks) % ranks);
-    const double per_score = heads * (backward ? backward_flops_per_score(c) : forward_flops_per_score(c));
-    return block_seconds(m, rule, queries, block, per_score, backward);
+    return block_seconds(m, rule, queries, block, heads,
+                         backward ? backward_flops_per_score(c) : forward_flops_per_score(c), backward);
   };
   // Where ranks share their node's compute units, a step lasts until the node's last rank is
   // done, each rank's kernels sped up as others finish (processor sharing).
@@ -203,9 +206,9 @@ Prediction whole_sequence(const RingConfig& c, double heads, const MachineModel&
   // Every rank computes alike at once: each gets its share of the node's units.
   const double share = full_node_share(m);
   p.forward.compute_seconds = p.forward.seconds =
-      block_seconds(m, rule, all, all, scale * forward_flops_per_score(c), false) / share;
+      block_seconds(m, rule, all, all, scale, forward_flops_per_score(c), false) / share;
   p.backward.compute_seconds = p.backward.seconds =
-      block_seconds(m, rule, all, all, scale * backward_flops_per_score(c), true) / share;
+      block_seconds(m, rule, all, all, scale, backward_flops_per_score(c), true) / share;
   return p;
 }
 
@@ -222,9 +225,9 @@ Prediction allgather(const RingConfig& c, std::int64_t chunk, int ranks, int ran
   // node's ranks share its units, each chunk's compute lasts until the node's last rank is done
   // (the next chunk's gather needs every rank).
   auto kernel_seconds = [&](const PositionMap& queries, bool backward) {
-    return backward ? block_seconds(m, rule, queries, all, scale * backward_flops_per_score(c), true) /
+    return backward ? block_seconds(m, rule, queries, all, scale, backward_flops_per_score(c), true) /
                           m.packed_head_backward_speedup
-                    : block_seconds(m, rule, queries, all, scale * forward_flops_per_score(c), false) /
+                    : block_seconds(m, rule, queries, all, scale, forward_flops_per_score(c), false) /
                           m.packed_head_forward_speedup;
   };
   double f_own = kernel_seconds(mine, false), b_own = kernel_seconds(mine, true), f = f_own, b = b_own;
@@ -272,6 +275,7 @@ Prediction predict_rank(const RingConfig& c, const engine::StrategyChoice& choic
   require(m.ranks_per_node >= 1, "ranks_per_node must be at least 1, got ", m.ranks_per_node);
   require(m.compute_units_per_node >= 0, "compute_units_per_node must not be negative, got ", m.compute_units_per_node);
   require(m.forward_flops_per_s > 0 && m.backward_flops_per_s > 0, "kernel rates must be positive");
+  require(m.forward_row_seconds >= 0 && m.backward_row_seconds >= 0, "the costs per row must not be negative");
   require(m.packed_head_forward_speedup > 0 && m.packed_head_backward_speedup > 0,
           "the packed-head speedups must be positive");
   require(m.intra_node.bytes_per_s > 0 && m.inter_node.bytes_per_s > 0, "link bandwidths must be positive");

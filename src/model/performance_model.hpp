@@ -43,6 +43,14 @@ struct MachineModel {
   /// ranks that share one divide it).
   double forward_flops_per_s = 100e9;
   double backward_flops_per_s = 100e9;
+  /// What a kernel call costs beyond its scores, per head, for each query row it computes and
+  /// each key row it reads (the rows of the tiles with visible scores), in seconds on a unit of
+  /// its own: loading and packing the rows, finishing the softmax and writing or merging the
+  /// output; the backward's row sums, dQ, dK and dV. It makes a small block (a large P, a
+  /// narrow window) slower per score than a large one. rfa_model_check calibrates it from
+  /// square blocks of two lengths, which cannot tell a query row's cost from a key row's: the
+  /// model counts the same for both.
+  double forward_row_seconds = 0.0, backward_row_seconds = 0.0;
   /// One rank's local copies (packing around the all-to-alls and gathers), bytes per second.
   double copy_bytes_per_s = 5e9;
   /// The kernels' tiles (query rows x key rows) in the forward and the backward.

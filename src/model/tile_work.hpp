@@ -25,6 +25,8 @@ struct TileWork {
   double full = 0;             ///< in tiles the mask leaves whole
   double partial = 0;          ///< in tiles the mask cuts
   double partial_visible = 0;  ///< of those, the scores the mask lets through
+  double rows = 0;             ///< query rows of the query tiles that compute any tile
+  double keys = 0;             ///< key rows of the key tiles any query tile computes
   double computed() const { return full + partial; }
 };
 

@@ -145,6 +145,33 @@ TEST(PerformanceModel, ThePackedHeadSpeedupScalesTheAllGathersKernelsOnly) {
   EXPECT_THROW(predict(c, allgather, 4, packed), Error);
 }
 
+// Each kernel call pays for its query rows and key rows beside its scores: the ring's blocks
+// (L rows against L keys, P of them: the sequence's rows once), Ulysses' one call over the
+// whole sequence for its heads, and the all-gather's calls of L rows against the whole
+// sequence's keys.
+TEST(PerformanceModel, EachCallPaysForItsQueryAndKeyRows) {
+  engine::RingConfig c = config(RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, 12, 0);
+  c.seq_total = 4096;
+  MachineModel plain;
+  MachineModel rows = plain;
+  rows.forward_row_seconds = 1e-6;
+  rows.backward_row_seconds = 3e-6;
+  const double B = double(c.batch), H = double(c.heads), S = double(c.seq_total), L = S / 4;
+  auto added = [&](const StrategyChoice& choice, int ranks, bool backward) {
+    const Prediction a = predict_rank(c, choice, ranks, 0, plain), b = predict_rank(c, choice, ranks, 0, rows);
+    return backward ? b.backward.compute_seconds - a.backward.compute_seconds
+                    : b.forward.compute_seconds - a.forward.compute_seconds;
+  };
+  for (int P : {1, 4}) {
+    EXPECT_NEAR(added({StrategyKind::ring, 0, 1}, P, false), 1e-6 * B * H * S, 1e-12) << P;
+    EXPECT_NEAR(added({StrategyKind::ring, 0, 1}, P, true), 3e-6 * B * H * S, 1e-12) << P;
+  }
+  EXPECT_NEAR(added({StrategyKind::ulysses, 0, 1}, 4, false), 1e-6 * B * (H / 4) * S, 1e-12);
+  EXPECT_NEAR(added({StrategyKind::allgather, 0, 1}, 4, true), 3e-6 * B * H * (L + S) / 2, 1e-12);
+  rows.forward_row_seconds = -1;
+  EXPECT_THROW(predict(c, {StrategyKind::ring, 0, 1}, 4, rows), Error);
+}
+
 // Ranks that share their node's compute units: where every rank computes alike (no mask) each
 // takes units / ranks of one; where the causal contiguous ring leaves ranks idle, a step lasts
 // as long as its busy ranks need with the idle ones' units shared among them.

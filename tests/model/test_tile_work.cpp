@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The model's tile count (model/tile_work.hpp) against the kernels' own rule applied to every
 // tile pair (kernels::classify_tile), for every layout, mask, window and documents, blocks of
-// every pair of ranks, and tile sizes that do and do not divide the rows.
+// every pair of ranks, and tile sizes that do and do not divide the rows; and the query and
+// key rows of the tiles computed.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -16,11 +17,19 @@ namespace {
 TileWork tile_by_tile(const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k, int tq, int tk) {
   TileWork w;
   const std::int64_t Lq = q.length(), Lk = k.length();
-  for (std::int64_t r0 = 0; r0 < Lq; r0 += tq)
+  std::int64_t first_key = Lk, end_key = 0;  // the key rows from the first to the last tile computed
+  for (std::int64_t r0 = 0; r0 < Lq; r0 += tq) {
+    bool computes = false;
     for (std::int64_t c0 = 0; c0 < Lk; c0 += tk) {
       const std::int64_t r1 = std::min(Lq, r0 + tq), c1 = std::min(Lk, c0 + tk);
       const double area = double((r1 - r0) * (c1 - c0));
-      switch (kernels::classify_tile(rule, q, r0, r1, k, c0, c1)) {
+      const kernels::TileVisibility kind = kernels::classify_tile(rule, q, r0, r1, k, c0, c1);
+      if (kind != kernels::TileVisibility::hidden) {
+        computes = true;
+        first_key = std::min(first_key, c0);
+        end_key = std::max(end_key, c1);
+      }
+      switch (kind) {
         case kernels::TileVisibility::full: w.full += area; break;
         case kernels::TileVisibility::partial:
           w.partial += area;
@@ -31,6 +40,9 @@ TileWork tile_by_tile(const kernels::MaskRule& rule, const PositionMap& q, const
         case kernels::TileVisibility::hidden: break;
       }
     }
+    if (computes) w.rows += double(std::min(Lq, r0 + tq) - r0);
+  }
+  w.keys = double(std::max<std::int64_t>(0, end_key - first_key));
   return w;
 }
 
@@ -55,6 +67,8 @@ TEST(TileWork, MatchesTheKernelsRuleTileByTile) {
                   ASSERT_EQ(got.full, want.full) << where.str();
                   ASSERT_EQ(got.partial, want.partial) << where.str();
                   ASSERT_EQ(got.partial_visible, want.partial_visible) << where.str();
+                  ASSERT_EQ(got.rows, want.rows) << where.str();
+                  ASSERT_EQ(got.keys, want.keys) << where.str();
                   ++cases;
                 }
             }
@@ -66,6 +80,8 @@ TEST(TileWork, WholeSequenceCountsAreExact) {
   const TileWork none = count_tile_work(kernels::MaskRule{}, all, all, 64, 64);
   EXPECT_EQ(none.full, 1e6);
   EXPECT_EQ(none.partial, 0);
+  EXPECT_EQ(none.rows, 1000);
+  EXPECT_EQ(none.keys, 1000);
   // Causal, tiles of 1: exactly the visible scores, all full.
   const TileWork causal = count_tile_work(kernels::MaskRule{true, 0, nullptr, 0}, all, all, 1, 1);
   EXPECT_EQ(causal.full, 1000.0 * 1001.0 / 2.0);
