@@ -177,7 +177,7 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
   }
   const std::vector<std::pair<double, double>> seconds = block_seconds(world, blocks, std::max(o.repeat, 7), turns);
   // time = scores x 4d (x 2.5 backward) / rate + rows x row_seconds, per head, for L and L/2:
-  // solved exactly; a negative cost per row (noise where rows cost nothing) is taken as 0.
+  // solved exactly; a cost per row below 0 or leaving nothing for the scores is taken as 0.
   const double heads = double(block.batch * block.heads), L = double(block.seq_total),
                half = double(block.seq_total / 2);
   const double fpf = 4.0 * double(block.head_dim);  // forward FLOPs per score and head
@@ -188,7 +188,9 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
     const double flops2 = (pass == 0 ? 1.0 : 2.5) * fpf * heads * half * half;
     // t1 = flops1 / rate + heads L row, t2 = flops2 / rate + heads half row
     double row = (t2 * flops1 - t1 * flops2) / (heads * (half * flops1 - L * flops2));
-    if (!(row > 0)) row = 0;
+    // Noise can leave no time for the scores (the half block at least half as long): then the
+    // rows are taken to cost nothing too.
+    if (!(row > 0) || !(t1 - heads * L * row > 0)) row = 0;
     const double rate = flops1 / (t1 - heads * L * row);
     (pass == 0 ? m.forward_flops_per_s : m.backward_flops_per_s) = rate;
     (pass == 0 ? m.forward_row_seconds : m.backward_row_seconds) = row;
