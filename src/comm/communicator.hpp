@@ -238,6 +238,12 @@ class Communicator {
     (void)color, (void)position;
     unsupported("split");
   }
+  /// True once an operation timed out and left transfers with the transport that may still
+  /// complete (a late rank can finish an abandoned collective, and a cancelled receive may
+  /// already be landing): the buffers those transfers were given must never be freed or reused,
+  /// so an engine sets its call's workspace aside for good instead (WorkspaceArena). Transports
+  /// that stop every transfer on a timeout (NCCL aborts its communicator) leave it false.
+  virtual bool has_abandoned_transfers() const { return false; }
 
  protected:
   Communicator() = default;

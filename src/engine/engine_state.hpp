@@ -50,11 +50,16 @@ class EngineState {
   void release_workspace();
   /// This engine's calls, made only inside calls of `outer` (the hybrid's inner ring), carve
   /// from `outer`'s arena: one block serves both engines and nothing is kept twice.
-  void share_host_workspace(EngineState& outer) { host_arena_ = outer.host_arena_; }
+  void share_host_workspace(EngineState& outer) {
+    host_arena_ = outer.host_arena_;
+    host_arena_->watch(&comm_);
+  }
 
  protected:
   /// `config` as every rank agreed on it (the engine validates before it comes here).
-  EngineState(comm::Communicator& comm, const RingConfig& config) : comm_(comm), config_(config) {}
+  EngineState(comm::Communicator& comm, const RingConfig& config) : comm_(comm), config_(config) {
+    host_workspace_.watch(&comm_);
+  }
   ~EngineState() = default;
   EngineState(const EngineState&) = delete;
   EngineState& operator=(const EngineState&) = delete;

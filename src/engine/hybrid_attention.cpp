@@ -65,6 +65,7 @@ HybridAttention::HybridAttention(comm::Communicator& comm, const RingConfig& con
   const int p = comm_.rank();
   group_ = comm_.split(p / degree_, p % degree_);
   rings_ = comm_.split(p % degree_, p / degree_);
+  host_workspace_.watch(group_.get());  // the all-to-alls write into this engine's workspace
   // The ring's checks agree over all P ranks: a buffer refused in one ring group stops every
   // group before any of them computes (each group would otherwise compute its whole ring
   // before the failure reached it).

@@ -17,7 +17,10 @@
 // first and the rest allocated beside it), and once every kind has run once, one block serves
 // every call. A call made inside another on the same arena (the hybrid's inner ring) carves on
 // after the outer call's buffers and counts as part of it. A call that fails or unwinds with an
-// exception leaves nothing allocated. release() gives everything back.
+// exception leaves nothing allocated, but for one whose transport abandoned transfers (a
+// timeout, Communicator::has_abandoned_transfers): a late rank may still write into its
+// buffers, so they are set aside for the life of the process instead of freed. release()
+// gives everything back.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -27,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator.hpp"
 #include "core/allocation.hpp"
 
 namespace rfa {
@@ -37,6 +41,10 @@ class WorkspaceArena {
  public:
   /// Buffers start at multiples of this many bytes (a cache line; the host kernels' vectors).
   static constexpr std::int64_t kAlignment = 64;
+
+  /// A communicator whose transfers write into this arena's buffers (each engine's own, the
+  /// hybrid's groups and its inner ring's); it must outlive the calls made on the arena.
+  void watch(const comm::Communicator* transport) { watched_.push_back(transport); }
 
   /// Begins a call of kind `pass`; inside a call already begun, a part of that call.
   void begin_call(int pass) {
@@ -79,7 +87,9 @@ class WorkspaceArena {
       inner_failed_ = inner_failed_ || failed;
       return;
     }
-    if (failed || inner_failed_) {
+    if ((failed || inner_failed_) && transfers_abandoned()) {
+      set_aside();
+    } else if (failed || inner_failed_) {
       blocks_.clear();
     } else {
       std::int64_t& total = totals_[pass_];
@@ -105,12 +115,34 @@ class WorkspaceArena {
     return n;
   }
 
+  /// Bytes of this arena's calls set aside for good after their transfers were abandoned.
+  std::int64_t set_aside_bytes() const { return set_aside_bytes_; }
+
  private:
   struct Block {
     Kokkos::View<unsigned char*, Space> memory;
     std::int64_t used = 0;
   };
   static std::int64_t capacity(const Block& b) { return std::int64_t(b.memory.extent(0)); }
+
+  bool transfers_abandoned() const {
+    for (const comm::Communicator* c : watched_)
+      if (c->has_abandoned_transfers()) return true;
+    return false;
+  }
+
+  /// Moves the blocks where nothing frees them (reachable from a static, so leak checkers do
+  /// not count them) and forgets the kinds: the context is unusable after a timeout anyway.
+  void set_aside() {
+    static auto* kept = new std::vector<Block>();
+    for (Block& b : blocks_) {
+      set_aside_bytes_ += capacity(b);
+      kept->push_back(std::move(b));
+    }
+    blocks_.clear();
+    totals_.clear();
+    want_ = 0;
+  }
 
   std::vector<Block> blocks_;
   std::map<int, std::int64_t> totals_;  // each kind's buffers, each rounded to kAlignment
@@ -119,6 +151,8 @@ class WorkspaceArena {
   int pass_ = 0;
   int depth_ = 0;              // calls begun and not ended: more than 1 inside another
   bool inner_failed_ = false;  // a call inside this one failed
+  std::vector<const comm::Communicator*> watched_;
+  std::int64_t set_aside_bytes_ = 0;
 };
 
 }  // namespace engine

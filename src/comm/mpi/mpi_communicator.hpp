@@ -66,6 +66,9 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<Communicator> split(int color, int position) override;
   /// Also starts the call's own range of tags (see tag_upper_bound()).
   void begin_call(const CallStamp& stamp) override;
+  /// After any timeout (receives are cancelled, but one may already be landing; sends and
+  /// collectives are abandoned to MPI).
+  bool has_abandoned_transfers() const override { return !timed_out_->empty(); }
 
   /// The private ring communicator (rank = ring position). Owned by this object: do not free
   /// it; code that sends on it must not use tags 0..tag_upper_bound() while exchanges are

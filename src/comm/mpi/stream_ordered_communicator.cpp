@@ -52,6 +52,7 @@ class StreamOrderedCommunicator final : public Communicator {
   }
   void barrier() override { mpi_->barrier(); }
   void set_compute_stream(void* cuda_stream) override { stream_ = static_cast<cudaStream_t>(cuda_stream); }
+  bool has_abandoned_transfers() const override { return mpi_->has_abandoned_transfers(); }
   void begin_call(const CallStamp& stamp) override {
     Communicator::begin_call(stamp);
     mpi_->begin_call(stamp);

@@ -292,6 +292,8 @@ void StagedCommunicator::broadcast(void* buffer, std::size_t bytes, int root) {
 
 void StagedCommunicator::barrier() { state_->host().barrier(); }
 
+bool StagedCommunicator::has_abandoned_transfers() const { return state_->host().has_abandoned_transfers(); }
+
 void StagedCommunicator::set_compute_stream(void* cuda_stream) { state_->device().set_compute_stream(cuda_stream); }
 
 void StagedCommunicator::begin_call(const CallStamp& stamp) {

@@ -60,6 +60,8 @@ class StagedCommunicator final : public Communicator {
   void barrier() override;
   void set_compute_stream(void* cuda_stream) override;
   void begin_call(const CallStamp& stamp) override;
+  /// The host transport's.
+  bool has_abandoned_transfers() const override;
 
   /// Pinned bytes the pool holds (for tests and the memory report).
   std::size_t pinned_bytes() const;

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A call whose transfers time out: the ranks agree on the call, then the last rank starts its
+// first data transfer later than the deadline. The punctual ranks fail with RFA_ERROR_TIMEOUT,
+// and the buffers of every call that failed so are set aside for good, not freed, neither at
+// the call's end nor with the engine: the late rank can still complete an abandoned collective
+// into them, or a cancelled receive may already be landing (Communicator::
+// has_abandoned_transfers, engine/workspace_arena.hpp). Calls that fail otherwise free their
+// buffers (the allocation and refused-buffer tests).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "allocation_log.hpp"
+#include "engine/attention_strategy.hpp"
+#include "strategy_case.hpp"
+
+namespace rfa {
+namespace test {
+namespace {
+
+constexpr double kDeadlineSeconds = 1.0;
+
+/// The MPI communicator whose first data transfer (an exchange or a collective over the
+/// tensors; not the agreements, which use allreduce_inplace) starts `delay_s` late, on this
+/// rank and on every communicator split from it.
+class LateTransfers final : public comm::Communicator {
+ public:
+  LateTransfers(std::unique_ptr<comm::Communicator> mpi, double delay_s) : mpi_(std::move(mpi)), delay_s_(delay_s) {}
+
+  int rank() const override { return mpi_->rank(); }
+  int size() const override { return mpi_->size(); }
+  const char* backend_name() const override { return mpi_->backend_name(); }
+  bool accepts(comm::MemoryKind kind) const override { return mpi_->accepts(kind); }
+  comm::Exchange start_shift_exchange(const void* send, void* recv, std::size_t bytes, int hops) override {
+    late();
+    return mpi_->start_shift_exchange(send, recv, bytes, hops);
+  }
+  void allgather(const void* send, void* recv, std::size_t bytes_per_rank) override {
+    late();
+    mpi_->allgather(send, recv, bytes_per_rank);
+  }
+  comm::Exchange start_allgather(const void* send, void* recv, std::size_t bytes_per_rank) override {
+    late();
+    return mpi_->start_allgather(send, recv, bytes_per_rank);
+  }
+  void alltoall(const void* send, void* recv, std::size_t bytes_per_pair) override {
+    late();
+    mpi_->alltoall(send, recv, bytes_per_pair);
+  }
+  void alltoallv(const void* send, const std::size_t* send_bytes, const std::size_t* send_offsets, void* recv,
+                 const std::size_t* recv_bytes, const std::size_t* recv_offsets) override {
+    late();
+    mpi_->alltoallv(send, send_bytes, send_offsets, recv, recv_bytes, recv_offsets);
+  }
+  void reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) override {
+    late();
+    mpi_->reduce_scatter_sum(send, recv, count_per_rank);
+  }
+  void allreduce_inplace(std::int64_t* values, std::size_t count, comm::ReduceOp op) override {
+    mpi_->allreduce_inplace(values, count, op);
+  }
+  void broadcast(void* buffer, std::size_t bytes, int root) override { mpi_->broadcast(buffer, bytes, root); }
+  void barrier() override { mpi_->barrier(); }
+  void begin_call(const comm::CallStamp& stamp) override {
+    Communicator::begin_call(stamp);
+    mpi_->begin_call(stamp);
+  }
+  std::unique_ptr<Communicator> split(int color, int position) override {
+    return std::make_unique<LateTransfers>(mpi_->split(color, position), delay_s_);
+  }
+  bool has_abandoned_transfers() const override { return mpi_->has_abandoned_transfers(); }
+
+ private:
+  void late() {
+    if (delayed_ || delay_s_ <= 0) return;
+    delayed_ = true;
+    std::this_thread::sleep_for(std::chrono::duration<double>(delay_s_));
+  }
+
+  std::unique_ptr<comm::Communicator> mpi_;
+  double delay_s_ = 0;
+  bool delayed_ = false;
+};
+
+class AbandonedTransfersTest : public ::testing::TestWithParam<engine::StrategyKind> {};
+
+TEST_P(AbandonedTransfersTest, TheFailedCallsBuffersAreNeverFreed) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  MPI_Barrier(MPI_COMM_WORLD);  // start together: the late rank of the case before may still be failing
+  const int P = world_size();
+  const bool late = world_rank() == P - 1;
+  LateTransfers comm(comm::make_mpi_communicator(MPI_COMM_WORLD, world_rank(), kDeadlineSeconds),
+                     late ? 2.5 * kDeadlineSeconds : 0.0);
+  engine::StrategyChoice choice;
+  choice.kind = GetParam();
+  if (choice.kind == engine::StrategyKind::hybrid) choice.ulysses_degree = P == 4 ? 2 : P;
+  const auto cfg = strategy_config({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 4}, RFA_DTYPE_FLOAT32);
+  auto attn = engine::make_strategy(comm, cfg, choice);
+  const std::int64_t L = attn->local_seq(), B = cfg.batch, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
+  Tensor4<float> q("q", B, L, H, D), k("k", B, L, HKV, D), v("v", B, L, HKV, D), out("out", B, L, H, D);
+  Tensor3<float> lse("lse", B, H, L);
+  bool timed_out = false;
+  std::string message;
+  std::int64_t held_after_call = -1;
+  // The call and then the engine's destruction, in one log: what the call allocated and is
+  // still live at the end was freed by neither.
+  const AllocationLog log = log_allocations([&] {
+    try {
+      attn->forward<float>(q, k, v, out, lse);
+    } catch (const Error& e) {
+      // A timeout, or a later operation on a communicator an earlier one made unusable (the
+      // hybrid's agreements after its groups' exchange) naming it.
+      message = e.what();
+      timed_out = e.code() == RFA_ERROR_TIMEOUT || message.find("timed out") != std::string::npos;
+    }
+    held_after_call = attn->held_workspace_bytes();
+    if (timed_out) attn.reset();
+  });
+  // The late rank may find its partners' abandoned transfers and complete a step before its
+  // own deadline passes; the punctual ones cannot complete without it.
+  if (!late) {
+    EXPECT_TRUE(timed_out) << message;
+  }
+  if (!timed_out) return;
+  EXPECT_GT(log.peak, 0) << "no allocation observed: are Kokkos tool hooks working?";
+  EXPECT_EQ(log.live, log.peak) << "the timed-out call's buffers, which a late rank may still write, were freed: "
+                                << message;
+  EXPECT_EQ(held_after_call, 0) << "buffers set aside are not kept for later calls";
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, AbandonedTransfersTest,
+                         ::testing::Values(engine::StrategyKind::ring, engine::StrategyKind::ulysses,
+                                           engine::StrategyKind::allgather, engine::StrategyKind::hybrid),
+                         [](const ::testing::TestParamInfo<engine::StrategyKind>& info) {
+                           return std::string(engine::strategy_name(info.param));
+                         });
+
+}  // namespace
+}  // namespace test
+}  // namespace rfa
