@@ -4,8 +4,8 @@
 // RFA_ERROR_TIMEOUT instead of hanging the job. What a timeout leaves behind is contained:
 // receives are cancelled, sends and collectives are abandoned, and a collective works on a
 // buffer that is never freed, so a rank that turns up later cannot write into memory the
-// program has reused (the engines' workspace too: engine/workspace_arena.hpp sets it aside). After a timeout the
-// communicator is unusable (as after an NCCL abort).
+// program has reused (the engines set their workspace aside: engine/workspace_arena.hpp).
+// After a timeout the communicator is unusable (as after an NCCL abort).
 #pragma once
 
 #include <mpi.h>

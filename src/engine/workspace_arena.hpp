@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -115,9 +116,6 @@ class WorkspaceArena {
     return n;
   }
 
-  /// Bytes of this arena's calls set aside for good after their transfers were abandoned.
-  std::int64_t set_aside_bytes() const { return set_aside_bytes_; }
-
  private:
   struct Block {
     Kokkos::View<unsigned char*, Space> memory;
@@ -133,11 +131,13 @@ class WorkspaceArena {
 
   /// Moves the blocks where nothing frees them (reachable from a static, so leak checkers do
   /// not count them) and forgets the kinds: the context is unusable after a timeout anyway.
+  /// Contexts used from different threads may set blocks aside at once.
   void set_aside() {
     static auto* kept = new std::vector<Block>();
-    for (Block& b : blocks_) {
-      set_aside_bytes_ += capacity(b);
-      kept->push_back(std::move(b));
+    static std::mutex kept_mutex;
+    {
+      const std::lock_guard<std::mutex> lock(kept_mutex);
+      for (Block& b : blocks_) kept->push_back(std::move(b));
     }
     blocks_.clear();
     totals_.clear();
@@ -152,7 +152,6 @@ class WorkspaceArena {
   int depth_ = 0;              // calls begun and not ended: more than 1 inside another
   bool inner_failed_ = false;  // a call inside this one failed
   std::vector<const comm::Communicator*> watched_;
-  std::int64_t set_aside_bytes_ = 0;
 };
 
 }  // namespace engine
