@@ -113,6 +113,10 @@ void require_same_call(const Communicator& comm, const Reduced& r) {
 }  // namespace
 
 void fail_everywhere_unless(Communicator& comm, bool ok_here, rfa_result_t code, const std::string& message_here) {
+  // A transport that timed out is unusable: no agreement can run on it, and the failure that
+  // made it so (RFA_ERROR_TIMEOUT, say, from an inner engine on the same ranks) is what the
+  // caller must see, not the refusal of the agreement.
+  if (!ok_here && comm.has_abandoned_transfers()) throw Error(code, message_here);
   // Each rank that failed offers its position and its code, one that did not offers P: the
   // minimum is the lowest failing position with its code, or P when all succeeded, and the
   // ranks that did not fail report the code of the one that did (a refused allocation there is
