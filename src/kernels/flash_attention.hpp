@@ -81,12 +81,12 @@ AttentionParams make_params(std::int64_t batch, std::int64_t seq_q, std::int64_t
 /// unless the params are usable.
 void validate(const AttentionParams& p);
 
-/// Buffers flash_forward may keep between calls: on the portable path its fp32 head-major
-/// copy of K and V (flash_forward_workspace_bytes). A caller that makes several calls (the
-/// ring's steps, a benchmark's repetitions) passes one object to all of them, so the copy's
-/// pages are faulted in once rather than by every call. The views own what a call allocates
-/// for them, freed with the object, or point at memory the caller lends
-/// (forward_workspace_buffers()). One call at a time.
+/// Buffers flash_forward may keep between calls: on the portable path its fp32 head-major copy
+/// of K and V, on bf16 products K and V packed for them (flash_forward_workspace_bytes). A
+/// caller that makes several calls (the ring's steps, a benchmark's repetitions) passes one
+/// object to all of them, so the copy's pages are faulted in once rather than by every call.
+/// The views own what a call allocates for them, freed with the object, or point at memory the
+/// caller lends (forward_workspace_buffers()). One call at a time.
 struct ForwardWorkspace {
   Kokkos::View<unsigned char*, HostSpace> slots, k, v;
 };
@@ -101,8 +101,8 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
 
 /// Bytes flash_forward allocates for itself on a call with these params and storage dtype, so
 /// the engine's memory formulas can count them: where bf16 runs on AMX tiles, K and V in the
-/// tiles' forms, 4 * batch * kv_heads * roundup(seq_k, 128) * head_dim in two buffers per
-/// (batch, kv head); elsewhere fp32 copies of K and V head by head, 8 * batch * kv_heads *
+/// tiles' forms, 4 * batch * kv_heads * roundup(seq_k, 128) * head_dim in two buffers;
+/// elsewhere fp32 copies of K and V head by head, 8 * batch * kv_heads *
 /// 96 * (head_dim + 16) per 96-key tile that some query tile sees (every tile without a mask)
 /// in two buffers, and 8 * ceil(seq_k / 96) for two tables.
 std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
@@ -115,24 +115,25 @@ struct WorkspaceBuffer {
   Kokkos::View<unsigned char*, HostSpace>* view;
 };
 
-/// The buffers flash_forward grows in `workspace` for a call with these params and dtype (none
-/// where bf16 products pack per call). A caller points them at memory of its own, at least
-/// `bytes` each, so that such calls, and calls whose queries see fewer key tiles, allocate
-/// nothing: the engines lend them from their workspace before their ranks agree that a call may
-/// go on (docs/architecture.md §6.7), so a refusal fails every rank together instead of one
-/// rank inside a kernel while its neighbours wait.
+/// The buffers flash_forward grows in `workspace` for a call with these params and dtype. A
+/// caller points them at memory of its own, at least `bytes` each, so that such calls, and
+/// calls whose queries see fewer key tiles, allocate nothing: the engines lend them from their
+/// workspace before their ranks agree that a call may go on (docs/architecture.md §6.7), so a
+/// refusal fails every rank together instead of one rank inside a kernel while its neighbours
+/// wait.
 std::vector<WorkspaceBuffer> forward_workspace_buffers(ForwardWorkspace& workspace, const AttentionParams& p,
                                                        rfa_dtype_t dtype);
 
 /// Buffers flash_backward_accumulate may keep between calls: on the portable path fp32
-/// head-major copies of Q and dO (flash_backward_workspace_bytes), shared by the calls a caller
-/// passes it to as ForwardWorkspace is. One call at a time.
+/// head-major copies of Q and dO, on bf16 products Q^T and dO^T packed for them in `q`
+/// (flash_backward_workspace_bytes), shared by the calls a caller passes it to as
+/// ForwardWorkspace is. One call at a time.
 struct BackwardWorkspace {
   Kokkos::View<unsigned char*, HostSpace> q, dout;
 };
 
 /// The same for flash_backward_accumulate: where bf16 runs on AMX tiles, Q^T and dO^T of every
-/// head, 4 * batch * heads * roundup(seq_q, 128) * head_dim in one buffer per (batch, kv head);
+/// head, 4 * batch * heads * roundup(seq_q, 128) * head_dim in one buffer;
 /// elsewhere fp32 copies of Q and dO head by head, 8 * batch * heads * roundup(seq_q, 96) *
 /// (head_dim + 16) in two buffers.
 std::int64_t flash_backward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);

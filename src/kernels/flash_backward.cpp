@@ -370,7 +370,7 @@ void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Ten
   check_tensor(dv, "dv", p.batch, p.seq_k, p.kv_heads, p.head_dim);
 
   if constexpr (std::is_same<T, bf16_t>::value) {
-    if (flash_backward_bf16(p, q, k, v, dout, lse, delta, dq, dk, dv, progress)) return;
+    if (flash_backward_bf16(p, q, k, v, dout, lse, delta, dq, dk, dv, progress, workspace)) return;
   }
 
   BackwardTiles<T> f;
@@ -408,7 +408,7 @@ std::int64_t flash_backward_workspace_bytes(const AttentionParams& p, rfa_dtype_
 std::vector<WorkspaceBuffer> backward_workspace_buffers(BackwardWorkspace& workspace, const AttentionParams& p,
                                                         rfa_dtype_t dtype) {
   validate(p);
-  if (flash_backward_bf16_workspace_bytes(p, dtype) > 0) return {};  // the bf16 products pack per call
+  if (flash_backward_bf16_workspace_bytes(p, dtype) > 0) return flash_backward_bf16_buffers(workspace, p, dtype);
   return head_major_qd_buffers(workspace, p);
 }
 

@@ -32,6 +32,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/allocation.hpp"
 #include "kernels/league_chunks.hpp"
 #include "kernels/micro_gemm.hpp"  // round_up
 #include "kernels/scratch_carver.hpp"
@@ -60,7 +61,6 @@ using Exec = Kokkos::DefaultHostExecutionSpace;
 using Policy = Kokkos::TeamPolicy<Exec>;
 using Member = Policy::member_type;
 using V = pairs::f16;
-using Packed = Kokkos::View<std::uint16_t*, Kokkos::HostSpace>;
 
 /// Where Q^T and dO^T of (head g of the group, query tile t) lie in the packed workspace:
 /// [d][kRows] bf16 each, padded query columns zero.
@@ -329,11 +329,18 @@ std::int64_t packed_query_elems(const AttentionParams& p) {
   return (p.heads / p.kv_heads) * 2 * ((p.seq_q + kRows - 1) / kRows * kRows) * p.head_dim;
 }
 
+/// Every unit's packed query side, one after another (each a multiple of 2 KiB, so every unit
+/// starts as aligned as the buffer).
+std::vector<WorkspaceBuffer> packed_query_buffers(BackwardWorkspace& ws, const AttentionParams& p) {
+  return {{"rfa::bf16_packed_queries",
+           std::int64_t(sizeof(std::uint16_t)) * p.batch * p.kv_heads * packed_query_elems(p), &ws.q}};
+}
+
 /// Runs the kernel on `Products`; the arguments are checked by the caller.
 template <class Products>
 void run_backward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k, Tensor4<const bf16_t> v,
                   Tensor4<const bf16_t> dout, Tensor3<const float> lse, Tensor3<const float> delta, Tensor4<float> dq,
-                  Tensor4<float> dk, Tensor4<float> dv, const ProgressHook& progress) {
+                  Tensor4<float> dk, Tensor4<float> dv, const ProgressHook& progress, BackwardWorkspace& ws) {
   Bf16BackwardTiles<Products> f;
   f.p = p;
   f.q = q;
@@ -356,14 +363,11 @@ void run_backward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<con
   const std::int64_t threads = Exec().concurrency();
   f.n_chunks = p.deterministic ? 1 : key_tile_chunks(units, f.n_ktiles, threads);
   f.atomic_dq = f.n_chunks > 1;
-  // One buffer per unit: none is larger than the unit's share of the queries.
-  std::vector<Packed> buffers;
+  // Every unit's packed queries one after another in the workspace's buffer.
+  for (const WorkspaceBuffer& b : packed_query_buffers(ws, p)) grow_bytes<HostSpace>(*b.view, b.label, b.bytes);
   std::vector<std::uint16_t*> unit_buffers;
-  for (std::int64_t u = 0; u < units; ++u) {
-    buffers.emplace_back(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::bf16_packed_queries"),
-                         std::size_t(packed_query_elems(p)));
-    unit_buffers.push_back(buffers.back().data());
-  }
+  for (std::int64_t u = 0; u < units; ++u)
+    unit_buffers.push_back(reinterpret_cast<std::uint16_t*>(ws.q.data()) + u * packed_query_elems(p));
   PackQuerySide pack;
   pack.q = q;
   pack.dout = dout;
@@ -390,12 +394,16 @@ void run_backward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<con
 bool flash_backward_bf16(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
                          Tensor4<const bf16_t> v, Tensor4<const bf16_t> dout, Tensor3<const float> lse,
                          Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
-                         const ProgressHook& progress) {
+                         const ProgressHook& progress, BackwardWorkspace* workspace) {
 #if RFA_HOST_BF16_PAIRS
-  return run_on_bf16_products(
-      p, [&](auto products) { run_backward<decltype(products)>(p, q, k, v, dout, lse, delta, dq, dk, dv, progress); });
+  BackwardWorkspace own;  // freed at return unless the caller keeps one
+  BackwardWorkspace& ws = workspace ? *workspace : own;
+  return run_on_bf16_products(p, [&](auto products) {
+    run_backward<decltype(products)>(p, q, k, v, dout, lse, delta, dq, dk, dv, progress, ws);
+  });
 #else
-  (void)p, (void)q, (void)k, (void)v, (void)dout, (void)lse, (void)delta, (void)dq, (void)dk, (void)dv, (void)progress;
+  (void)p, (void)q, (void)k, (void)v, (void)dout, (void)lse, (void)delta, (void)dq, (void)dk, (void)dv, (void)progress,
+      (void)workspace;
   return false;
 #endif
 }
@@ -409,6 +417,16 @@ std::int64_t flash_backward_bf16_workspace_bytes(const AttentionParams& p, rfa_d
   (void)dtype;
 #endif
   return 0;
+}
+
+std::vector<WorkspaceBuffer> flash_backward_bf16_buffers(BackwardWorkspace& workspace, const AttentionParams& p,
+                                                         rfa_dtype_t dtype) {
+#if RFA_HOST_BF16_PAIRS
+  if (flash_backward_bf16_workspace_bytes(p, dtype) > 0) return packed_query_buffers(workspace, p);
+#else
+  (void)workspace, (void)p, (void)dtype;
+#endif
+  return {};
 }
 
 }  // namespace kernels

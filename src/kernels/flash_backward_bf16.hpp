@@ -13,15 +13,21 @@ namespace kernels {
 
 /// dq += dQ, dk += dK, dv += dV on the products host_bf16_products() names and true, or false
 /// without touching anything when it names none. Arguments are checked by the caller
-/// (flash_backward_accumulate).
+/// (flash_backward_accumulate). Q and dO are packed into `workspace`
+/// (flash_backward_bf16_buffers(), grown when too small; without one, a buffer of the call's own).
 bool flash_backward_bf16(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
                          Tensor4<const bf16_t> v, Tensor4<const bf16_t> dout, Tensor3<const float> lse,
                          Tensor3<const float> delta, Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
-                         const ProgressHook& progress);
+                         const ProgressHook& progress, BackwardWorkspace* workspace);
 
-/// Bytes flash_backward_bf16 allocates for a call (its packed Q^T and dO^T), 0 where it is not
-/// taken: its part of flash_backward_workspace_bytes().
+/// Bytes flash_backward_bf16 packs Q^T and dO^T into for a call, 0 where it is not taken: its
+/// part of flash_backward_workspace_bytes().
 std::int64_t flash_backward_bf16_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
+
+/// Its buffer in `workspace` (every (batch, K/V head) unit's packed queries one after another),
+/// for backward_workspace_buffers(); empty where it would not be taken.
+std::vector<WorkspaceBuffer> flash_backward_bf16_buffers(BackwardWorkspace& workspace, const AttentionParams& p,
+                                                         rfa_dtype_t dtype);
 
 }  // namespace kernels
 }  // namespace rfa

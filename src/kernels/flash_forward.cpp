@@ -362,7 +362,7 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
   check_tensor(lse, "lse", p.batch, p.heads, p.seq_q);
 
   if constexpr (std::is_same<T, bf16_t>::value) {
-    if (flash_forward_bf16<TOut>(p, q, k, v, out, lse, progress)) return;
+    if (flash_forward_bf16<TOut>(p, q, k, v, out, lse, progress, workspace)) return;
   }
 
   ForwardTiles<T, TOut> f;
@@ -393,7 +393,7 @@ std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t
 std::vector<WorkspaceBuffer> forward_workspace_buffers(ForwardWorkspace& workspace, const AttentionParams& p,
                                                        rfa_dtype_t dtype) {
   validate(p);
-  if (flash_forward_bf16_workspace_bytes(p, dtype) > 0) return {};  // the bf16 products pack per call
+  if (flash_forward_bf16_workspace_bytes(p, dtype) > 0) return flash_forward_bf16_buffers(workspace, p, dtype);
   return head_major_buffers(workspace, head_major_sizes(p));
 }
 

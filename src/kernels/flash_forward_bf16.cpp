@@ -30,6 +30,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/allocation.hpp"
 #include "kernels/league_chunks.hpp"
 #include "kernels/micro_gemm.hpp"  // round_up
 #include "kernels/scratch_carver.hpp"
@@ -270,13 +271,20 @@ struct Bf16ForwardTiles {
   }
 };
 
-/// Elements of each packed array (K^T pairs, V pairs): whole tiles of keys.
+/// Elements of each packed array (K^T pairs, V pairs) of a unit: whole tiles of keys.
 std::int64_t packed_key_elems(const AttentionParams& p) { return (p.seq_k + kCols - 1) / kCols * kCols * p.head_dim; }
+
+/// The packed K and V of every unit, one after another (each unit's share a multiple of 2 KiB,
+/// so every unit starts as aligned as the buffer).
+std::vector<WorkspaceBuffer> packed_kv_buffers(ForwardWorkspace& ws, const AttentionParams& p) {
+  const std::int64_t bytes = std::int64_t(sizeof(std::uint16_t)) * p.batch * p.kv_heads * packed_key_elems(p);
+  return {{"rfa::bf16_packed_k", bytes, &ws.k}, {"rfa::bf16_packed_v", bytes, &ws.v}};
+}
 
 /// Runs the kernel on `Products`; the arguments are checked by the caller.
 template <class Products, class TOut>
 void run_forward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k, Tensor4<const bf16_t> v,
-                 Tensor4<TOut> out, Tensor3<float> lse, const ProgressHook& progress) {
+                 Tensor4<TOut> out, Tensor3<float> lse, const ProgressHook& progress, ForwardWorkspace& ws) {
   Bf16ForwardTiles<Products, TOut> f;
   f.p = p;
   f.q = q;
@@ -290,19 +298,15 @@ void run_forward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<cons
   f.group = int(p.heads / p.kv_heads);
   f.n_qtiles = int((p.seq_q + kRows - 1) / kRows);
   f.n_ktiles = int((p.seq_k + kCols - 1) / kCols);
-  // K and V of every (batch, kv head) unit first, one buffer each (none larger than a unit's
-  // share of K), then teams over every (batch, head, query tile), as in the portable kernel.
+  // K and V of every (batch, kv head) unit first, packed one unit after another into the
+  // workspace's two buffers, then teams over every (batch, head, query tile), as in the
+  // portable kernel.
   const std::int64_t units = p.batch * p.kv_heads;
-  using Buffer = Kokkos::View<std::uint16_t*, Kokkos::HostSpace>;
-  std::vector<Buffer> buffers;
+  for (const WorkspaceBuffer& b : packed_kv_buffers(ws, p)) grow_bytes<HostSpace>(*b.view, b.label, b.bytes);
   std::vector<std::uint16_t*> kt_units, vp_units;
   for (std::int64_t u = 0; u < units; ++u) {
-    buffers.emplace_back(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::bf16_packed_k"),
-                         std::size_t(packed_key_elems(p)));
-    kt_units.push_back(buffers.back().data());
-    buffers.emplace_back(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::bf16_packed_v"),
-                         std::size_t(packed_key_elems(p)));
-    vp_units.push_back(buffers.back().data());
+    kt_units.push_back(reinterpret_cast<std::uint16_t*>(ws.k.data()) + u * packed_key_elems(p));
+    vp_units.push_back(reinterpret_cast<std::uint16_t*>(ws.v.data()) + u * packed_key_elems(p));
   }
   PackKeyTiles pack{k, v, kt_units.data(), vp_units.data(), int(p.kv_heads), f.d, f.n_ktiles, p.seq_k};
   Kokkos::parallel_for("rfa::flash_forward_bf16_pack", Kokkos::RangePolicy<Exec>(0, int(units) * f.n_ktiles), pack);
@@ -321,12 +325,15 @@ void run_forward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<cons
 
 template <class TOut>
 bool flash_forward_bf16(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
-                        Tensor4<const bf16_t> v, Tensor4<TOut> out, Tensor3<float> lse, const ProgressHook& progress) {
+                        Tensor4<const bf16_t> v, Tensor4<TOut> out, Tensor3<float> lse, const ProgressHook& progress,
+                        ForwardWorkspace* workspace) {
 #if RFA_HOST_BF16_PAIRS
-  return run_on_bf16_products(p,
-                              [&](auto products) { run_forward<decltype(products)>(p, q, k, v, out, lse, progress); });
+  ForwardWorkspace own;  // freed at return unless the caller keeps one
+  ForwardWorkspace& ws = workspace ? *workspace : own;
+  return run_on_bf16_products(
+      p, [&](auto products) { run_forward<decltype(products)>(p, q, k, v, out, lse, progress, ws); });
 #else
-  (void)p, (void)q, (void)k, (void)v, (void)out, (void)lse, (void)progress;
+  (void)p, (void)q, (void)k, (void)v, (void)out, (void)lse, (void)progress, (void)workspace;
   return false;
 #endif
 }
@@ -342,10 +349,22 @@ std::int64_t flash_forward_bf16_workspace_bytes(const AttentionParams& p, rfa_dt
   return 0;
 }
 
+std::vector<WorkspaceBuffer> flash_forward_bf16_buffers(ForwardWorkspace& workspace, const AttentionParams& p,
+                                                        rfa_dtype_t dtype) {
+#if RFA_HOST_BF16_PAIRS
+  if (flash_forward_bf16_workspace_bytes(p, dtype) > 0) return packed_kv_buffers(workspace, p);
+#else
+  (void)workspace, (void)p, (void)dtype;
+#endif
+  return {};
+}
+
 template bool flash_forward_bf16<bf16_t>(const AttentionParams&, Tensor4<const bf16_t>, Tensor4<const bf16_t>,
-                                         Tensor4<const bf16_t>, Tensor4<bf16_t>, Tensor3<float>, const ProgressHook&);
+                                         Tensor4<const bf16_t>, Tensor4<bf16_t>, Tensor3<float>, const ProgressHook&,
+                                         ForwardWorkspace*);
 template bool flash_forward_bf16<float>(const AttentionParams&, Tensor4<const bf16_t>, Tensor4<const bf16_t>,
-                                        Tensor4<const bf16_t>, Tensor4<float>, Tensor3<float>, const ProgressHook&);
+                                        Tensor4<const bf16_t>, Tensor4<float>, Tensor3<float>, const ProgressHook&,
+                                        ForwardWorkspace*);
 
 }  // namespace kernels
 }  // namespace rfa

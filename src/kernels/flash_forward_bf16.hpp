@@ -13,14 +13,21 @@ namespace kernels {
 
 /// Runs the forward on the products host_bf16_products() names and returns true, or returns
 /// false without touching anything when it names none. Arguments are checked by the caller
-/// (flash_forward).
+/// (flash_forward). K and V are packed into `workspace` (flash_forward_bf16_buffers(), grown
+/// when too small; without one, buffers of the call's own).
 template <class TOut>
 bool flash_forward_bf16(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<const bf16_t> k,
-                        Tensor4<const bf16_t> v, Tensor4<TOut> out, Tensor3<float> lse, const ProgressHook& progress);
+                        Tensor4<const bf16_t> v, Tensor4<TOut> out, Tensor3<float> lse, const ProgressHook& progress,
+                        ForwardWorkspace* workspace);
 
-/// The bytes flash_forward_bf16 allocates on a call with these params and storage dtype (K and V
-/// packed for the products): 0 where it would not be taken.
+/// The bytes flash_forward_bf16 packs K and V into on a call with these params and storage
+/// dtype: 0 where it would not be taken.
 std::int64_t flash_forward_bf16_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
+
+/// Its buffers in `workspace` (K and V packed for the products, every (batch, K/V head) unit one
+/// after another), for forward_workspace_buffers(); empty where it would not be taken.
+std::vector<WorkspaceBuffer> flash_forward_bf16_buffers(ForwardWorkspace& workspace, const AttentionParams& p,
+                                                        rfa_dtype_t dtype);
 
 }  // namespace kernels
 }  // namespace rfa

@@ -64,29 +64,15 @@ AllocationLog log_allocations(Call&& call) {
   return log;
 }
 
-/// What the kernels of an engine with problem `c` allocate for themselves on every call:
-/// nothing where the engine lends them its workspace (their buffers are listed), all of
-/// `kernel_bytes` where bf16 runs on packed products (packed per call).
-inline std::int64_t packed_per_call(const engine::RingConfig& c, bool backward, std::int64_t kernel_bytes) {
-  const kernels::AttentionParams p =
-      kernels::make_params(c.batch, 96, 96, c.heads, c.kv_heads, c.head_dim, RFA_MASK_NONE);
-  kernels::ForwardWorkspace fw;
-  kernels::BackwardWorkspace bw;
-  const bool lent = backward ? !kernels::backward_workspace_buffers(bw, p, c.dtype).empty()
-                             : !kernels::forward_workspace_buffers(fw, p, c.dtype).empty();
-  return lent ? 0 : kernel_bytes;
-}
-
 /// One pass (`pass` runs it) of an engine that keeps its host workspace between calls
 /// (docs/memory.md), from a released engine on: the first run allocates exactly the formula
 /// (workspace_bytes()) at its peak, buffer by buffer, and keeps what held_workspace_bytes()
 /// says; the second gathers the buffers into one kept block, as large as the pass's buffers
-/// (each rounded up to the arena's alignment) but for what the kernels pack on every call; the
+/// (each rounded up to the arena's alignment), the kernels' copies included; the
 /// third allocates nothing else; release_workspace() frees the block.
 template <class Engine, class Pass>
 void expect_workspace_kept(Engine& engine, bool backward, Pass&& pass) {
   const std::int64_t formula = engine.workspace_bytes(backward);
-  const std::int64_t per_call = packed_per_call(engine.config(), backward, engine.kernel_workspace_bytes(backward));
   engine.release_workspace();
   ASSERT_EQ(engine.held_workspace_bytes(), 0) << "release_workspace() kept memory";
   const AllocationLog first = log_allocations(pass);
@@ -96,10 +82,10 @@ void expect_workspace_kept(Engine& engine, bool backward, Pass&& pass) {
   pass();
   const std::int64_t held = engine.held_workspace_bytes();
   constexpr std::int64_t kRounding = 64 * 64;  // up to 64 buffers, each rounded up to 64 bytes
-  EXPECT_GE(held, formula - per_call) << "the kept block cannot hold the pass's buffers";
-  EXPECT_LE(held, formula - per_call + kRounding) << "the kept block is larger than the pass's buffers";
+  EXPECT_GE(held, formula) << "the kept block cannot hold the pass's buffers";
+  EXPECT_LE(held, formula + kRounding) << "the kept block is larger than the pass's buffers";
   const AllocationLog third = log_allocations(pass);
-  EXPECT_EQ(third.peak, per_call) << "a repeated call allocated buffers it keeps";
+  EXPECT_EQ(third.peak, 0) << "a repeated call allocated buffers it keeps";
   EXPECT_EQ(third.live, 0) << "a repeated call kept more memory";
   EXPECT_EQ(engine.held_workspace_bytes(), held);
   const AllocationLog released = log_allocations([&] { engine.release_workspace(); });
@@ -110,14 +96,11 @@ void expect_workspace_kept(Engine& engine, bool backward, Pass&& pass) {
 /// Forward and backward in turn (`forward`, `backward` run them), from a released engine on:
 /// the first of each allocates exactly its formula and nothing kept is carved beside it (a
 /// block kept from the other pass is freed first); the second pair takes one block for both
-/// passes, as large as the larger one's buffers; the third allocates nothing but what the
-/// kernels pack on every call.
+/// passes, as large as the larger one's buffers; the third allocates nothing.
 template <class Engine, class Forward, class Backward>
 void expect_passes_in_turn_kept(Engine& engine, Forward&& forward, Backward&& backward) {
   const std::int64_t formula[2] = {engine.workspace_bytes(false), engine.workspace_bytes(true)};
-  const std::int64_t per_call[2] = {packed_per_call(engine.config(), false, engine.kernel_workspace_bytes(false)),
-                                    packed_per_call(engine.config(), true, engine.kernel_workspace_bytes(true))};
-  const std::int64_t both = std::max(formula[0] - per_call[0], formula[1] - per_call[1]);
+  const std::int64_t both = std::max(formula[0], formula[1]);
   constexpr std::int64_t kRounding = 64 * 64;  // up to 64 buffers, each rounded up to 64 bytes
   engine.release_workspace();
   std::int64_t second_pair = 0;  // bytes the second forward and backward allocate
@@ -132,13 +115,13 @@ void expect_passes_in_turn_kept(Engine& engine, Forward&& forward, Backward&& ba
     } else if (call < 4) {
       second_pair += log.peak;
     } else {
-      EXPECT_EQ(log.peak, per_call[back]) << "a repeated pass allocated buffers it keeps";
+      EXPECT_EQ(log.peak, 0) << "a repeated pass allocated buffers it keeps";
       EXPECT_EQ(log.freed_earlier, 0) << "a repeated pass freed the kept block";
     }
     if (call == 3) {
       EXPECT_GE(engine.held_workspace_bytes(), both) << "the kept block cannot hold both passes";
       EXPECT_LE(engine.held_workspace_bytes(), both + kRounding) << "the kept block is larger than a pass needs";
-      EXPECT_LE(second_pair, both + kRounding + per_call[0] + per_call[1]) << "more than one block for both passes";
+      EXPECT_LE(second_pair, both + kRounding) << "more than one block for both passes";
     }
   }
 }
