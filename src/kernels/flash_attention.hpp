@@ -124,6 +124,11 @@ struct WorkspaceBuffer {
 std::vector<WorkspaceBuffer> forward_workspace_buffers(ForwardWorkspace& workspace, const AttentionParams& p,
                                                        rfa_dtype_t dtype);
 
+/// Grows each of `buffers` to its bytes (a View large enough, lent or kept, is left as it is):
+/// what a kernel call does with its workspace before using it. Throws RFA_ERROR_OUT_OF_MEMORY
+/// naming the buffer when the allocator refuses.
+void grow_workspace(const std::vector<WorkspaceBuffer>& buffers);
+
 /// Buffers flash_backward_accumulate may keep between calls: on the portable path fp32
 /// head-major copies of Q and dO, on bf16 products Q^T and dO^T packed for them in `q`
 /// (flash_backward_workspace_bytes), shared by the calls a caller passes it to as

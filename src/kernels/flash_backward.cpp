@@ -69,10 +69,6 @@ std::vector<WorkspaceBuffer> head_major_qd_buffers(BackwardWorkspace& ws, const 
   return {{"rfa::head_major_q", bytes, &ws.q}, {"rfa::head_major_dout", bytes, &ws.dout}};
 }
 
-void reserve_head_major_qd(BackwardWorkspace& ws, const AttentionParams& p) {
-  for (const WorkspaceBuffer& b : head_major_qd_buffers(ws, p)) grow_bytes<HostSpace>(*b.view, b.label, b.bytes);
-}
-
 /// Q and dO converted to fp32 head by head once per call (docs/architecture.md §3): every key
 /// tile then reads each query tile's rows in place, one contiguous block asked for beside the
 /// products before it, instead of converting rows that bshd storage puts H * d values apart
@@ -80,7 +76,7 @@ void reserve_head_major_qd(BackwardWorkspace& ws, const AttentionParams& p) {
 template <class T>
 HeadMajorQD copy_head_major(const AttentionParams& p, const Tensor4<const T>& tq, const Tensor4<const T>& tdo,
                             BackwardWorkspace& ws) {
-  reserve_head_major_qd(ws, p);
+  grow_workspace(head_major_qd_buffers(ws, p));
   const std::int64_t head_rows = query_tiles(p) * kTileRows;
   float* const qd = reinterpret_cast<float*>(ws.q.data());
   float* const dod = reinterpret_cast<float*>(ws.dout.data());
@@ -408,8 +404,8 @@ std::int64_t flash_backward_workspace_bytes(const AttentionParams& p, rfa_dtype_
 std::vector<WorkspaceBuffer> backward_workspace_buffers(BackwardWorkspace& workspace, const AttentionParams& p,
                                                         rfa_dtype_t dtype) {
   validate(p);
-  if (flash_backward_bf16_workspace_bytes(p, dtype) > 0) return flash_backward_bf16_buffers(workspace, p, dtype);
-  return head_major_qd_buffers(workspace, p);
+  std::vector<WorkspaceBuffer> packed = flash_backward_bf16_buffers(workspace, p, dtype);
+  return packed.empty() ? head_major_qd_buffers(workspace, p) : packed;
 }
 
 template <class T>

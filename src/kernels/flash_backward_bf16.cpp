@@ -32,7 +32,6 @@
 #include <limits>
 #include <vector>
 
-#include "core/allocation.hpp"
 #include "kernels/league_chunks.hpp"
 #include "kernels/micro_gemm.hpp"  // round_up
 #include "kernels/scratch_carver.hpp"
@@ -364,7 +363,7 @@ void run_backward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<con
   f.n_chunks = p.deterministic ? 1 : key_tile_chunks(units, f.n_ktiles, threads);
   f.atomic_dq = f.n_chunks > 1;
   // Every unit's packed queries one after another in the workspace's buffer.
-  for (const WorkspaceBuffer& b : packed_query_buffers(ws, p)) grow_bytes<HostSpace>(*b.view, b.label, b.bytes);
+  grow_workspace(packed_query_buffers(ws, p));
   std::vector<std::uint16_t*> unit_buffers;
   for (std::int64_t u = 0; u < units; ++u)
     unit_buffers.push_back(reinterpret_cast<std::uint16_t*>(ws.q.data()) + u * packed_query_elems(p));

@@ -314,10 +314,6 @@ std::vector<WorkspaceBuffer> head_major_buffers(ForwardWorkspace& ws, const Head
           {"rfa::head_major_v", sizes.kv_bytes, &ws.v}};
 }
 
-void reserve_head_major(ForwardWorkspace& ws, const HeadMajorSizes& sizes) {
-  for (const WorkspaceBuffer& b : head_major_buffers(ws, sizes)) grow_bytes<HostSpace>(*b.view, b.label, b.bytes);
-}
-
 /// K and V converted to fp32 head by head, made once per call: every query tile of a head then
 /// reads the same copy (docs/architecture.md §3), a key tile costing one contiguous prefetch
 /// instead of a conversion of strided rows per query tile. Only the key tiles some query tile
@@ -330,7 +326,7 @@ HeadMajorKV copy_head_major(const AttentionParams& p, const Tensor4<const T>& tk
                             ForwardWorkspace& ws) {
   const int n_ktiles = int(key_tiles(p));
   const HeadMajorSizes sizes = head_major_sizes(p);
-  reserve_head_major(ws, sizes);
+  grow_workspace(head_major_buffers(ws, sizes));
   // Key tile -> slot (-1: none), then slot -> key tile.
   int* const slot = reinterpret_cast<int*>(ws.slots.data());
   for (int kt = 0; kt < n_ktiles; ++kt) slot[kt] = -1;
@@ -393,8 +389,12 @@ std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t
 std::vector<WorkspaceBuffer> forward_workspace_buffers(ForwardWorkspace& workspace, const AttentionParams& p,
                                                        rfa_dtype_t dtype) {
   validate(p);
-  if (flash_forward_bf16_workspace_bytes(p, dtype) > 0) return flash_forward_bf16_buffers(workspace, p, dtype);
-  return head_major_buffers(workspace, head_major_sizes(p));
+  std::vector<WorkspaceBuffer> packed = flash_forward_bf16_buffers(workspace, p, dtype);
+  return packed.empty() ? head_major_buffers(workspace, head_major_sizes(p)) : packed;
+}
+
+void grow_workspace(const std::vector<WorkspaceBuffer>& buffers) {
+  for (const WorkspaceBuffer& b : buffers) grow_bytes<HostSpace>(*b.view, b.label, b.bytes);
 }
 
 #define RFA_INSTANTIATE_FORWARD(T, TOut)                                                                             \

@@ -30,7 +30,6 @@
 #include <limits>
 #include <vector>
 
-#include "core/allocation.hpp"
 #include "kernels/league_chunks.hpp"
 #include "kernels/micro_gemm.hpp"  // round_up
 #include "kernels/scratch_carver.hpp"
@@ -302,7 +301,7 @@ void run_forward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<cons
   // workspace's two buffers, then teams over every (batch, head, query tile), as in the
   // portable kernel.
   const std::int64_t units = p.batch * p.kv_heads;
-  for (const WorkspaceBuffer& b : packed_kv_buffers(ws, p)) grow_bytes<HostSpace>(*b.view, b.label, b.bytes);
+  grow_workspace(packed_kv_buffers(ws, p));
   std::vector<std::uint16_t*> kt_units, vp_units;
   for (std::int64_t u = 0; u < units; ++u) {
     kt_units.push_back(reinterpret_cast<std::uint16_t*>(ws.k.data()) + u * packed_key_elems(p));
