@@ -59,8 +59,8 @@ class AttentionStrategy {
   virtual std::int64_t workspace_bytes(bool backward) const = 0;
   virtual std::int64_t last_workspace_bytes() const = 0;
   /// What the kernels' own buffers take in a pass, part of workspace_bytes(): the portable
-  /// kernels' copies (lent from the workspace, kept with it), or the bf16 products' packing
-  /// (allocated by every kernel call, never kept).
+  /// kernels' copies or the bf16 products' packed operands, lent from the workspace and kept
+  /// with it.
   virtual std::int64_t kernel_workspace_bytes(bool backward) const = 0;
   /// Bytes of workspace kept between calls (docs/memory.md), and freeing them (not
   /// collective; a CUDA context waits for its stream first).

@@ -36,14 +36,12 @@ class HostBlockCompute {
   /// across the ring's steps: enough for a block with params `largest` (the diagonal block,
   /// whose queries see every key tile), carved from `ws` (counted in it, a refusal kept by it).
   void prepare_forward(const kernels::AttentionParams& largest, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
-    lend(kernels::forward_workspace_buffers(forward_workspace_, largest, dtype),
-         kernels::flash_forward_workspace_bytes(largest, dtype), ws);
+    lend(kernels::forward_workspace_buffers(forward_workspace_, largest, dtype), ws);
   }
 
-  /// The same for the backward kernel's buffers (its fp32 copy of the local Q and dO).
+  /// The same for the backward kernel's buffers (its copies of the local Q and dO).
   void prepare_backward(const kernels::AttentionParams& largest, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
-    lend(kernels::backward_workspace_buffers(backward_workspace_, largest, dtype),
-         kernels::flash_backward_workspace_bytes(largest, dtype), ws);
+    lend(kernels::backward_workspace_buffers(backward_workspace_, largest, dtype), ws);
   }
 
   /// One block's normalized fp32 partial out and its lse.
@@ -104,17 +102,15 @@ class HostBlockCompute {
   }
 
  private:
-  /// Points the kernel's buffers at memory of `ws`. Where the kernel packs for itself on every
-  /// call (bf16 products: no buffers to lend) its `bytes` are only counted.
-  static void lend(const std::vector<kernels::WorkspaceBuffer>& buffers, std::int64_t bytes,
-                   Workspace<memory_space>& ws) {
-    if (buffers.empty()) ws.adopt(bytes, [] {});
+  /// Points the kernel's buffers at memory of `ws`.
+  static void lend(const std::vector<kernels::WorkspaceBuffer>& buffers, Workspace<memory_space>& ws) {
     for (const kernels::WorkspaceBuffer& b : buffers) *b.view = ws.template buffer<unsigned char>(b.label, b.bytes);
   }
 
   WorkspaceArena<memory_space>* arena_;
-  // The kernels' fp32 copies (K/V forward, Q/dO backward), shared by the ring's steps (this
-  // object lives as long as the call) in memory lent by the call's workspace;
+  // The kernels' copies (K/V forward, Q/dO backward: fp32 head-major, or packed for the bf16
+  // products), shared by the ring's steps (this object lives as long as the call) in memory
+  // lent by the call's workspace;
   // flash_forward_workspace_bytes() and flash_backward_workspace_bytes() count them in the
   // engine's formulas.
   kernels::ForwardWorkspace forward_workspace_;

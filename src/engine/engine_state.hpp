@@ -2,8 +2,8 @@
 // What every strategy engine holds and reports alike (docs/architecture.md §8): the
 // communicator it was built on, the agreed problem, this rank's rows, the timings and workspace
 // of its last pass, the buffers it keeps between calls, and the CUDA stream its device passes
-// queue on. The ring, the KV all-gather
-// and the hybrid (Ulysses is its one-group grid) derive from it; AttentionStrategy reports it.
+// queue on. The ring, the KV all-gather and the hybrid (Ulysses is its one-group grid) derive
+// from it; AttentionStrategy reports it.
 #pragma once
 
 #include <cstdint>

@@ -82,16 +82,17 @@ class WorkspaceArena {
   }
 
   /// Ends the call. `failed`: it did not complete (a refused allocation, an exception), and
-  /// everything is freed.
+  /// everything is freed, or set aside where its transfers were abandoned.
   void end_call(bool failed) {
     if (--depth_ > 0) {
       inner_failed_ = inner_failed_ || failed;
       return;
     }
-    if ((failed || inner_failed_) && transfers_abandoned()) {
-      set_aside();
-    } else if (failed || inner_failed_) {
-      blocks_.clear();
+    if (failed || inner_failed_) {
+      if (transfers_abandoned())
+        set_aside();
+      else
+        blocks_.clear();
     } else {
       std::int64_t& total = totals_[pass_];
       total = std::max(total, call_bytes_);
@@ -130,8 +131,8 @@ class WorkspaceArena {
   }
 
   /// Moves the blocks where nothing frees them (reachable from a static, so leak checkers do
-  /// not count them) and forgets the kinds: the context is unusable after a timeout anyway.
-  /// Contexts used from different threads may set blocks aside at once.
+  /// not count them), then forgets the kinds as release() does: the context is unusable after
+  /// a timeout anyway. Contexts used from different threads may set blocks aside at once.
   void set_aside() {
     static auto* kept = new std::vector<Block>();
     static std::mutex kept_mutex;
@@ -139,9 +140,7 @@ class WorkspaceArena {
       const std::lock_guard<std::mutex> lock(kept_mutex);
       for (Block& b : blocks_) kept->push_back(std::move(b));
     }
-    blocks_.clear();
-    totals_.clear();
-    want_ = 0;
+    release();
   }
 
   std::vector<Block> blocks_;

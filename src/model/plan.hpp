@@ -59,8 +59,8 @@ struct PlanningHost {
 /// The machine the automatic strategy plans for: the preset of the device and dtype (docs/
 /// performance-model.md; on the host the measured per-core rate of the kernels that run the
 /// dtype, times the threads per rank, and the node's cores shared where there are fewer than
-/// ranks), with RFA_PLAN_KERNEL_RATE and RFA_PLAN_LINKS overriding it. Throws RFA_ERROR_INVALID_ARGUMENT naming the
-/// variable when one does not parse.
+/// ranks), with RFA_PLAN_KERNEL_RATE and RFA_PLAN_LINKS overriding it. Throws
+/// RFA_ERROR_INVALID_ARGUMENT naming the variable when one does not parse.
 MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const PlanningHost& host);
 
 /// What the automatic strategy weighs: rank_plans() on planning_machine(), the ring's layouts

@@ -95,7 +95,7 @@ TileWork count_tile_work(const kernels::MaskRule& rule, const PositionMap& q, co
   // counted as they are).
   constexpr std::int64_t kMaxQueryTiles = 4096;
   const std::int64_t stride = (nq + kMaxQueryTiles - 1) / kMaxQueryTiles;
-  std::int64_t first_key_tile = nk, last_key_tile = 0;  // the key tiles any query tile computes
+  std::int64_t first_key_tile = nk, end_key_tile = 0;  // the key tiles any query tile computes
   for (std::int64_t qt = 0; qt < nq; qt += stride) {
     const std::int64_t r0 = qt * tile_q, r1 = std::min(Lq, r0 + tile_q);
     const double rows = double(std::min(Lq, (qt + stride) * tile_q) - r0);  // the rows this tile stands for
@@ -118,7 +118,7 @@ TileWork count_tile_work(const kernels::MaskRule& rule, const PositionMap& q, co
     if (a >= b) continue;
     w.rows += rows;
     first_key_tile = std::min(first_key_tile, a);
-    last_key_tile = std::max(last_key_tile, b);
+    end_key_tile = std::max(end_key_tile, b);
     // Full tiles [fa, fb) inside them: every key at or before every query, within every
     // window, and all in the queries' one document.
     std::int64_t fa = a, fb = b;
@@ -147,7 +147,7 @@ TileWork count_tile_work(const kernels::MaskRule& rule, const PositionMap& q, co
                              visible_in_tile(rule, q, r0, r1, k, kt * tile_k, std::min(Lk, (kt + 1) * tile_k));
     }
   }
-  w.keys = columns(first_key_tile, last_key_tile);
+  w.keys = columns(first_key_tile, end_key_tile);
   return w;
 }
 

@@ -43,8 +43,9 @@ std::unique_ptr<comm::Communicator> make_communicator(MPI_Comm comm, int positio
 
 /// The strategy and layout to run: the caller's, or the model's plan. The plan depends only on
 /// what every rank has alike (the config, the ranks, the gathered host keys, the least host
-/// thread count and bf16 products, the fewest CPUs of a node, RFA_PLAN_*), so it is the same everywhere; a variable
-/// that does not parse on one rank fails every rank with that rank's message.
+/// thread count and bf16 products, the fewest CPUs of a node, RFA_PLAN_*), so it is the same
+/// everywhere; a variable that does not parse on one rank fails every rank with that rank's
+/// message.
 void choose_strategy(MPI_Comm comm, const SetupRequest& r, RingSetup& s) {
   const int ranks = int(s.order.order.size());
   if (!r.automatic_strategy) {
