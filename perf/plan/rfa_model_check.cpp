@@ -21,10 +21,10 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "collective/deadline.hpp"
+#include "collective/mpi_error.hpp"
 #include "collective/node_cpus.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
 #include "core/error.hpp"
@@ -78,20 +78,20 @@ struct Turns {
   int mine = 0;
 };
 
-/// A barrier whose waiting ranks sleep between polls and leave the cores to the measured ones.
+/// A barrier whose waiting ranks nap between polls from the start and leave the cores to the
+/// measured ones.
 void napping_barrier(MPI_Comm comm) {
   MPI_Request request;
-  MPI_Ibarrier(comm, &request);
+  collective::check_mpi(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
   const double timeout = collective::current_timeout();
-  const auto start = std::chrono::steady_clock::now();
-  for (int done = 0;;) {
-    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-    if (done) return;
-    if (timeout > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout)
-      fail(RFA_ERROR_TIMEOUT, "rfa_model_check: a rank did not reach the calibration's barrier within ",
-           collective::seconds_text(timeout));
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
+  collective::check_mpi(collective::wait_within(
+                            &request, 1, MPI_STATUS_IGNORE, timeout,
+                            [&](const int*) {
+                              return "rfa_model_check: a rank did not reach the calibration's barrier within " +
+                                     collective::seconds_text(timeout);
+                            },
+                            std::chrono::milliseconds(0)),
+                        "MPI_Wait (the calibration's barrier)");
 }
 
 /// A block the calibration times: its problem and how many calls in a row make one timing.
@@ -199,21 +199,20 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
   m.packed_head_forward_speedup = f / seconds[2].first;
   m.packed_head_backward_speedup = b / seconds[2].second;
   const PositionMap rows = PositionMap::contiguous(0, block.seq_total);
-  const double per_score = 4.0 * double(block.head_dim * block.batch * block.heads);
-  double lhs[2][2], rhs[2][2];  // [pass][equation]: masked scores, and what they cost
+  const double per_score = fpf * heads;  // forward FLOPs per score over every head
+  double lhs[2][2], rhs[2][2];           // [pass][equation]: masked scores, and what they cost
   for (int e = 0; e < 2; ++e) {
     const auto [fm, bm] = seconds[std::size_t(3 + e)];
     const kernels::MaskRule rule{true, blocks[std::size_t(3 + e)].config.window, nullptr, 0};
     const model::TileWork wf = model::count_tile_work(rule, rows, rows, m.forward_tile_q, m.forward_tile_k);
     const model::TileWork wb = model::count_tile_work(rule, rows, rows, m.backward_tile_q, m.backward_tile_k);
     // What the rows cost (MachineModel::forward_row_seconds) comes off first.
-    const double h = double(block.batch * block.heads);
     lhs[0][e] = wf.partial;
     rhs[0][e] =
-        (fm - h * (wf.rows + wf.keys) / 2 * m.forward_row_seconds) * m.forward_flops_per_s / per_score - wf.full;
+        (fm - heads * (wf.rows + wf.keys) / 2 * m.forward_row_seconds) * m.forward_flops_per_s / per_score - wf.full;
     lhs[1][e] = wb.partial;
     rhs[1][e] =
-        (bm - h * (wb.rows + wb.keys) / 2 * m.backward_row_seconds) * m.backward_flops_per_s / (2.5 * per_score) -
+        (bm - heads * (wb.rows + wb.keys) / 2 * m.backward_row_seconds) * m.backward_flops_per_s / (2.5 * per_score) -
         wb.full;
   }
   // One cost per score of a masked tile, fitted to both equations, each to its relative error.

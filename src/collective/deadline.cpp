@@ -55,15 +55,12 @@ std::string seconds_text(double seconds) {
 }
 
 int wait_within(MPI_Request* requests, int count, MPI_Status* statuses, double timeout_s,
-                const std::function<std::string(const int* done)>& on_timeout) {
+                const std::function<std::string(const int* done)>& on_timeout, std::chrono::milliseconds spin) {
   if (!(timeout_s > 0.0) || timeout_s > 1e9) return MPI_Waitall(count, requests, statuses);  // none, NaN included
   using clock = std::chrono::steady_clock;
   const auto deadline =
       clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s));
-  // Spin like MPI_Waitall for the first 50 ms (a ring step's exchange usually ends within it,
-  // and a nap there would add its length to the step), then nap 0.2 ms between polls so that
-  // a long wait does not burn a core.
-  const auto spin_until = clock::now() + std::chrono::milliseconds(50);
+  const auto spin_until = clock::now() + spin;
   for (;;) {
     int complete = 0;
     const int rc = MPI_Testall(count, requests, &complete, statuses);

@@ -10,6 +10,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -27,9 +28,14 @@ double timeout_from_environment();
 /// Completes `count` requests (statuses may be MPI_STATUSES_IGNORE) within `timeout_s`
 /// seconds (0: no deadline) and returns MPI_Waitall's code. On timeout: calls `on_timeout`
 /// with which requests are complete (done[i] != 0), which must release what it can (cancel
-/// receives, free sends) and return a message; then throws RFA_ERROR_TIMEOUT with it.
+/// receives, free sends) and return a message; then throws RFA_ERROR_TIMEOUT with it. The
+/// wait polls without pause for its first `spin` (a ring step's exchange usually ends within
+/// 50 ms, and a nap there would add its length to the step; nonblocking collectives progress
+/// only while polled), then naps 0.2 ms between polls so that a long wait does not burn a core;
+/// a waiter that must leave the cores to others passes 0.
 int wait_within(MPI_Request* requests, int count, MPI_Status* statuses, double timeout_s,
-                const std::function<std::string(const int* done)>& on_timeout);
+                const std::function<std::string(const int* done)>& on_timeout,
+                std::chrono::milliseconds spin = std::chrono::milliseconds(50));
 
 /// The values a nonblocking collective works on, freed with this object, unless abandon()
 /// was called: then they stay with MPI for good, since a late rank can still complete the
