@@ -154,14 +154,19 @@ typedef enum rfa_value_checks_t {
 typedef enum rfa_cuda_kernels_t {
   RFA_CUDA_KERNELS_DEFAULT = 0, /**< The environment variable RFA_CUDA_KERNELS decides (auto, rfa or cudnn); unset:
                                      ::RFA_CUDA_KERNELS_AUTO. */
-  RFA_CUDA_KERNELS_AUTO = 1,    /**< cuDNN when this build has the cuDNN block kernel and every rank loads
-                                     cuDNN 9.10.2 or newer at creation, else rfa's kernels. */
+  RFA_CUDA_KERNELS_AUTO = 1,    /**< rfa's kernels: cuDNN's block kernel is chosen only when asked for
+                                     (::RFA_CUDA_KERNELS_CUDNN) until it has passed the device check on a
+                                     GPU. */
   RFA_CUDA_KERNELS_RFA = 2,     /**< rfa's own CUDA kernels for every step. */
   RFA_CUDA_KERNELS_CUDNN = 3    /**< cuDNN's fused attention for every step it can express exactly (every step
                                      of the contiguous, zigzag and stripe layouts, with or without causal
                                      mask and window); rfa's kernels for the others (a step a document
-                                     boundary crosses). Creation fails on every rank with
-                                     ::RFA_ERROR_UNSUPPORTED, and the reason, where cuDNN cannot be used. */
+                                     boundary crosses, and a deterministic backward). cuDNN writes each
+                                     step's output and gradients in the storage dtype before rfa merges
+                                     and accumulates them in fp32: one rounding more per step than on
+                                     rfa's kernels. Creation fails on every rank with
+                                     ::RFA_ERROR_UNSUPPORTED, and the reason, where cuDNN cannot be used
+                                     (needs cuDNN 9.10.2 or newer). */
 } rfa_cuda_kernels_t;
 
 /**

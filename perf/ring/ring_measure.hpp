@@ -28,6 +28,7 @@ struct PassSamples {
   std::int64_t bytes_sent_max = 0;         ///< the most bytes one rank sent in one pass
   std::int64_t workspace_max = 0;          ///< the most engine workspace one rank allocated
   std::vector<double> steps_computed;      ///< per ring position: steps whose block was not fully masked
+  std::int64_t steps_on_cudnn = 0;         ///< over all ranks: steps cuDNN computed (CUDA contexts)
 
   /// The ring's time in each repetition: its slowest rank.
   std::vector<double> slowest() const {
@@ -69,6 +70,7 @@ void record_pass(comm::Communicator& ring, double seconds, const Engine& engine,
   into.bytes_sent_max = ring.allreduce(t.bytes_sent, comm::ReduceOp::max);
   into.workspace_max = ring.allreduce(engine.last_workspace_bytes(), comm::ReduceOp::max);
   into.steps_computed = gather_everywhere(ring, double(t.steps_computed));
+  into.steps_on_cudnn = ring.allreduce(std::int64_t(t.steps_on_cudnn), comm::ReduceOp::sum);
 }
 
 /// Collective: runs `pass` once, after a barrier, and records it: wall time around the call

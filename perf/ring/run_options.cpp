@@ -67,8 +67,8 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
                      or fp16. RFA_TRANSPORT=nccl|mpi picks the transport (ranks sharing a GPU:
                      mpi)
   --kernels K        auto | rfa | cudnn (default auto): what the ring steps run on with --device cuda
-                     (cudnn: cuDNN's fused attention wherever it expresses the step; auto: cuDNN
-                     when every rank loads it, else rfa's kernels); the header line says which
+                     (cudnn: cuDNN's fused attention wherever it expresses the step; auto: rfa's
+                     kernels until cuDNN has passed on a GPU); the header line says which
   --kernel-path F    auto | sm80 | sm90: the implementation of rfa's CUDA kernels (default: what
                      RFA_CUDA_KERNEL_PATH says, else auto = sm80; sm90 is the Hopper path)
   --deterministic    bitwise reproducible gradients (deterministic backward kernels)

@@ -21,7 +21,7 @@ const EnvVariable kRegistry[] = {
      "its default; `0`: no checks"},
     {Env::cuda_kernels, "RFA_CUDA_KERNELS", "librfa (CUDA contexts)", "`auto`",
      "`auto`, `rfa` or `cudnn`: what the ring steps of a CUDA context run on when `options.cuda_kernels` is left "
-     "at its default (`auto`: cuDNN when every rank loads it)"},
+     "at its default (`auto`: rfa's kernels)"},
     {Env::cuda_path, "RFA_CUDA_KERNEL_PATH", "librfa (CUDA contexts)", "`auto`",
      "`auto`, `sm80` or `sm90`: the implementation of rfa's CUDA kernels, forward and backward (`auto`: sm80; "
      "`sm90`, the Hopper path, needs a build with it and compute capability 9.x on every rank); alike on every rank"},

@@ -52,6 +52,9 @@ void CudnnBlockCompute::prepare(bool backward, rfa_dtype_t dtype, Workspace<memo
   std::size_t most = 0;
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const kernels::AttentionParams& p = steps_[i];
+    // A deterministic backward runs on rfa's kernels: cuDNN's deterministic backward on Hopper
+    // takes a workspace quadratic in the block's rows (tens of GiB at 32k rows), rfa's none.
+    if (backward && p.deterministic) continue;
     rfa_cuda_attention_shape shape{};
     switch (dtype) {
       case RFA_DTYPE_BFLOAT16: shape = rfa_.shape<bf16_t>(p); break;

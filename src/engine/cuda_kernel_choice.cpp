@@ -48,16 +48,14 @@ CudaKernels choose_cuda_kernels(comm::Communicator& comm, Device device, KernelR
       fail(RFA_ERROR_UNSUPPORTED, "cuDNN's block kernel runs on CUDA contexts only (options.device is the host)");
     return CudaKernels::rfa;
   }
-  if (request == KernelRequest::rfa) return CudaKernels::rfa;
+  // The automatic choice is rfa's kernels: cuDNN's block kernel becomes a candidate once it has
+  // passed the device check on a GPU (docs/gpus.md, "What has run on a GPU").
+  if (request != KernelRequest::cudnn) return CudaKernels::rfa;
   const std::string reason = cudnn_unavailable_reason();
-  if (request == KernelRequest::cudnn) {
-    comm::check_everywhere(comm, [&] {
-      if (!reason.empty()) fail(RFA_ERROR_UNSUPPORTED, "the cuDNN kernels were asked for, but ", reason);
-    });
-    return CudaKernels::cudnn;
-  }
-  const std::int64_t everywhere = comm::min_everywhere(comm, {reason.empty() ? 1 : 0})[0];
-  return everywhere == 1 ? CudaKernels::cudnn : CudaKernels::rfa;
+  comm::check_everywhere(comm, [&] {
+    if (!reason.empty()) fail(RFA_ERROR_UNSUPPORTED, "the cuDNN kernels were asked for, but ", reason);
+  });
+  return CudaKernels::cudnn;
 }
 
 const char* path_request_name(PathRequest r) {

@@ -27,7 +27,8 @@ std::string cudnn_unavailable_reason();
 /// Collective over `comm`: the kernels of a context on `device` for `request`. Host contexts:
 /// rfa (a request for cudnn throws RFA_ERROR_UNSUPPORTED). CUDA contexts: rfa when asked;
 /// cudnn when asked and every rank can run it, else RFA_ERROR_UNSUPPORTED on every rank with the
-/// reason; for `automatic`, cudnn when every rank can run it, else rfa.
+/// reason; for `automatic`, rfa (cuDNN is chosen only when asked for until it has passed the
+/// device check on a GPU).
 CudaKernels choose_cuda_kernels(comm::Communicator& comm, Device device, KernelRequest request);
 
 /// Which forward implementation of rfa's CUDA kernels the caller asks for.

@@ -22,6 +22,7 @@ struct RingTimings {
   double compute = 0.0;    ///< inside the flash kernels and the merge
   double wait = 0.0;       ///< blocked in Exchange::wait (communication not hidden)
   int steps_computed = 0;  ///< ring steps whose block was not fully masked
+  int steps_on_cudnn = 0;  ///< of the steps prepared for the pass, those cuDNN computes (CUDA contexts)
   std::int64_t bytes_sent = 0;
 };
 

@@ -136,6 +136,7 @@ void HybridAttention::add_ring_timings() {
   timings_.compute += r.compute;
   timings_.wait += r.wait;
   timings_.steps_computed += r.steps_computed;
+  timings_.steps_on_cudnn += r.steps_on_cudnn;
   timings_.bytes_sent += r.bytes_sent;
   last_workspace_bytes_ += ring_->last_workspace_bytes();
 }

@@ -108,8 +108,6 @@ class RingAttention : public EngineState {
   /// What the kernels allocate for themselves during one pass (kernels/flash_attention.hpp:
   /// packing for AMX tiles; 0 elsewhere), part of workspace_bytes().
   std::int64_t kernel_workspace_bytes(bool backward) const;
-  /// Ring steps of the last device pass computed on cuDNN (0 with rfa's kernels).
-  int last_cudnn_steps() const { return last_cudnn_steps_; }
 
  private:
   /// The ring schedules, written once over the "compute one block" seam (`Compute`:
@@ -142,7 +140,6 @@ class RingAttention : public EngineState {
   comm::Communicator* agreement_;  // where check_everywhere agrees: comm_ unless given
   std::vector<int> steps_;         // ring_steps_with_work(): the steps forward and backward run
   int current_step_ = -1;          // the ring step a pass is in, for the message of a timeout
-  int last_cudnn_steps_ = 0;
   /// The block params of every ring step of this rank (owner = position - step).
   std::vector<kernels::AttentionParams> step_params() const;
 

@@ -41,14 +41,13 @@ void RingAttention::backward_device(DeviceTensor4<const T> q, DeviceTensor4<cons
     naming_step_of_timeout("backward", [&] {
       run_backward<CudnnBlockCompute, T, TGrad>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode);
     });
-    last_cudnn_steps_ = blocks.cudnn_steps();
+    timings_.steps_on_cudnn = blocks.cudnn_steps();
     return;
   }
 #endif
   CudaBlockCompute blocks(stream, device_cache_, device_doc_bounds(), config_.cuda_path);
   naming_step_of_timeout(
       "backward", [&] { run_backward<CudaBlockCompute, T, TGrad>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode); });
-  last_cudnn_steps_ = 0;
 }
 #endif
 

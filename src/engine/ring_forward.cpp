@@ -34,13 +34,12 @@ void RingAttention::forward_device(DeviceTensor4<const T> q, DeviceTensor4<const
   if (cudnn_) {
     CudnnBlockCompute blocks(stream, device_cache_, device_doc_bounds(), *cudnn_, step_params(), config_.cuda_path);
     naming_step_of_timeout("forward", [&] { run_forward<CudnnBlockCompute, T>(blocks, q, k, v, out, lse, mode); });
-    last_cudnn_steps_ = blocks.cudnn_steps();
+    timings_.steps_on_cudnn = blocks.cudnn_steps();
     return;
   }
 #endif
   CudaBlockCompute blocks(stream, device_cache_, device_doc_bounds(), config_.cuda_path);
   naming_step_of_timeout("forward", [&] { run_forward<CudaBlockCompute, T>(blocks, q, k, v, out, lse, mode); });
-  last_cudnn_steps_ = 0;
 }
 #endif
 

@@ -97,13 +97,8 @@ RingSetup set_up_ring(MPI_Comm comm, const SetupRequest& request) {
   collective::agree_on_failure(comm, [&] { require_kokkos_on_current_device(request.config.device); });
   s.comm = make_communicator(comm, s.order.position, request);
   choose_strategy(comm, request, s);
-  // What the CUDA steps run on, the same on every rank (auto: cuDNN where every rank loads it,
-  // except for the KV all-gather, whose chunks run on rfa's kernels).
-  const bool allgather = s.strategy.kind == engine::StrategyKind::allgather;
-  const engine::KernelRequest kernels = allgather && request.cuda_kernels == engine::KernelRequest::automatic
-                                            ? engine::KernelRequest::rfa
-                                            : request.cuda_kernels;
-  s.config.cuda_kernels = engine::choose_cuda_kernels(*s.comm, s.config.device, kernels);
+  // What the CUDA steps run on, the same on every rank (auto: rfa's kernels).
+  s.config.cuda_kernels = engine::choose_cuda_kernels(*s.comm, s.config.device, request.cuda_kernels);
   s.config.cuda_path = engine::choose_cuda_path(*s.comm, s.config.device, request.cuda_path);
   s.engine = engine::make_strategy(*s.comm, s.config, s.strategy);
   return s;

@@ -4,7 +4,7 @@
 // causal, sliding windows, GQA, bf16 and fp16, head dims 64 and 128; the forward merged into an
 // fp32 running result (lse -inf at first), then the backward accumulated into fp32 gradients
 // from the block's final output and lse; the deterministic backward twice, bitwise; documents
-// that cross a block refused with the reason. Without a GPU, or without a loadable cuDNN 9.6+,
+// that cross a block refused with the reason. Without a GPU, or without a loadable cuDNN 9.10.2 or newer,
 // it prints why and exits 77 (CTest: skipped).
 #include <cstdio>
 #include <cstdlib>

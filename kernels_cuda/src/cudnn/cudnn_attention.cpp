@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -40,21 +41,22 @@ std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * 
 std::size_t element_bytes(rfa_cuda_dtype t) { return t == RFA_CUDA_FP32 ? 4 : 2; }
 
 /// What makes two band calls the same cuDNN graph.
+/// Every field is 64 bits wide, so the key has no padding: its bytes are its value, and
+/// comparing or hashing them compares or hashes the fields (checked below at compile time).
 struct GraphKey {
-  int backward = 0, deterministic = 0;
-  int dtype = 0;
+  std::int64_t backward = 0, deterministic = 0, dtype = 0;
   std::int64_t batch = 0, heads = 0, kv_heads = 0, head_dim = 0, q_rows = 0, k_rows = 0;
   std::int64_t strides[5][3] = {};  // q, k, v, then out and dout (backward)
-  int has_right = 0, has_left = 0;
-  std::int64_t right = 0, left = 0;
-  std::uint32_t scale_bits = 0;
+  std::int64_t has_right = 0, has_left = 0, right = 0, left = 0;
+  std::int64_t scale_bits = 0;  // the float scale's bits
 
   bool operator==(const GraphKey& o) const { return std::memcmp(this, &o, sizeof *this) == 0; }
 };
+static_assert(std::has_unique_object_representations_v<GraphKey>, "GraphKey must have no padding bytes");
 
 struct GraphKeyHash {
   std::size_t operator()(const GraphKey& k) const {
-    // FNV-1a over the key's bytes (the key is zero-initialized, padding included).
+    // FNV-1a over the key's bytes (all of them fields: no padding).
     const auto* bytes = reinterpret_cast<const unsigned char*>(&k);
     std::uint64_t h = 1469598103934665603ull;
     for (std::size_t i = 0; i < sizeof k; ++i) h = (h ^ bytes[i]) * 1099511628211ull;
@@ -94,11 +96,25 @@ void set_band(Attributes& a, const BandBlock& band) {
   if (band.has_left_bound) a.set_diagonal_band_left_bound(int(band.left_bound));
 }
 
-#define RFA_CUDNN_FE_TRY(call, what)                                                                   \
-  do {                                                                                                 \
-    auto fe_status_ = (call);                                                                          \
-    if (fe_status_.is_bad())                                                                           \
-      return fail(RFA_CUDA_ERROR_UNSUPPORTED, "cuDNN %s: %s", what, fe_status_.get_message().c_str()); \
+/// A frontend error that means cuDNN declines the graph (no engine supports it, none could be
+/// planned): RFA_CUDA_ERROR_UNSUPPORTED, so that rfa's kernels take the block. Every other error
+/// (an attribute or tensor rfa got wrong, a CUDA or cuDNN call that failed, a runtime
+/// compilation that failed) is a failure, never a silent change of kernels.
+rfa_cuda_status frontend_failure(fe::error_object status, const char* what) {
+  switch (status.get_code()) {
+    case fe::error_code_t::GRAPH_NOT_SUPPORTED:
+    case fe::error_code_t::GRAPH_EXECUTION_PLAN_CREATION_FAILED:
+    case fe::error_code_t::HEURISTIC_QUERY_FAILED:
+    case fe::error_code_t::UNSUPPORTED_GRAPH_FORMAT:
+      return fail(RFA_CUDA_ERROR_UNSUPPORTED, "cuDNN %s: %s", what, status.get_message().c_str());
+    default: return fail(RFA_CUDA_ERROR_CUDA, "cuDNN %s failed: %s", what, status.get_message().c_str());
+  }
+}
+
+#define RFA_CUDNN_FE_TRY(call, what)                                    \
+  do {                                                                  \
+    auto fe_status_ = (call);                                           \
+    if (fe_status_.is_bad()) return frontend_failure(fe_status_, what); \
   } while (0)
 
 /// Validates, builds and plans a graph; its workspace size into `out`.
@@ -144,7 +160,9 @@ GraphKey key_of(const BandProblem& p, const BandBlock& band, bool backward, bool
   k.has_left = band.has_left_bound;
   k.right = band.right_bound;
   k.left = band.left_bound;
-  std::memcpy(&k.scale_bits, &p.scale, sizeof p.scale);
+  std::uint32_t scale_bits = 0;
+  std::memcpy(&scale_bits, &p.scale, sizeof p.scale);
+  k.scale_bits = scale_bits;
   return k;
 }
 
@@ -453,15 +471,16 @@ rfa_cuda_status backward_block(rfa_cudnn_context& c, const rfa_cuda_backward_par
   return RFA_CUDA_SUCCESS;
 }
 
-/// Runs `body` and turns any exception (the frontend throws for some failures) into a status.
+/// Runs `body` and turns any exception (the frontend throws for some failures, the standard
+/// library for a refused allocation) into a failure: an exception never means "declined".
 template <class Body>
 rfa_cuda_status guarded(const char* what, Body&& body) noexcept {
   try {
     return body();
   } catch (const std::exception& e) {
-    return fail(RFA_CUDA_ERROR_UNSUPPORTED, "cuDNN attention (%s): %s", what, e.what());
+    return fail(RFA_CUDA_ERROR_CUDA, "cuDNN attention (%s) failed: %s", what, e.what());
   } catch (...) {
-    return fail(RFA_CUDA_ERROR_UNSUPPORTED, "cuDNN attention (%s): an unknown exception", what);
+    return fail(RFA_CUDA_ERROR_CUDA, "cuDNN attention (%s) failed: an unknown exception", what);
   }
 }
 
