@@ -470,15 +470,23 @@ void run_argument_checks() {
 
 }  // namespace
 
-// usage: rfa_cuda_kernel_test [--filter SUBSTRING]   (only the GPU cases whose name contains it,
-// e.g. to keep a compute-sanitizer run short)
+// usage: rfa_cuda_kernel_test [--filter SUBSTRING] [--require-path sm90]
+//   --filter: only the GPU cases whose name contains it (e.g. to keep a compute-sanitizer run short)
+//   --require-path sm90: fail, rather than test the sm_80 kernels alone, where the Hopper kernels
+//   cannot run (not in this build, or a device that is not 9.x): a check that asks for them
+//   must not pass without them
 int main(int argc, char** argv) {
   std::string filter;
+  bool require_sm90 = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--filter" && i + 1 < argc) {
+    const std::string arg = argv[i];
+    if (arg == "--filter" && i + 1 < argc) {
       filter = argv[++i];
+    } else if (arg == "--require-path" && i + 1 < argc && std::string(argv[i + 1]) == "sm90") {
+      require_sm90 = true;
+      ++i;
     } else {
-      std::fprintf(stderr, "usage: %s [--filter SUBSTRING]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--filter SUBSTRING] [--require-path sm90]\n", argv[0]);
       return 2;
     }
   }
@@ -497,7 +505,12 @@ int main(int argc, char** argv) {
   }
 
   rfa_cuda_path hopper = RFA_CUDA_PATH_SM80;
-  if (rfa_cuda_resolve_path(RFA_CUDA_PATH_SM90, &hopper) == RFA_CUDA_SUCCESS) kernel_paths.push_back(hopper);
+  if (rfa_cuda_resolve_path(RFA_CUDA_PATH_SM90, &hopper) == RFA_CUDA_SUCCESS) {
+    kernel_paths.push_back(hopper);
+  } else if (require_sm90) {
+    std::printf("FAIL --require-path sm90: %s\n", rfa_cuda_last_error_message());
+    return 1;
+  }
   std::printf("kernel paths tested:");
   for (rfa_cuda_path path : kernel_paths) std::printf(" %s", rfa_cuda_path_name(path));
   std::printf(rfa_cuda_sm90_built() ? "\n" : " (this build has no sm90 path)\n");

@@ -5,10 +5,15 @@
 // GQA/MQA, a window, packed documents), and the per-rank memory formula (docs/memory.md): what a
 // device pass allocates, seen through Kokkos' allocation hooks as on the host
 // (test_strategy_memory.cpp), equals workspace_bytes(); each strategy object there is fresh, so
-// its device cache allocates every buffer of the pass once. Without a CUDA device every test
-// skips, saying why.
+// its device cache allocates every buffer of the pass once. The block kernels are pinned by
+// RFA_CUDA_KERNELS (rfa, the default here, or cudnn) and RFA_CUDA_KERNEL_PATH (sm80, the
+// default here, or sm90), resolved on every rank as a context resolves them, so a kernel
+// choice asked for and unavailable fails every test rather than testing another. Without a
+// CUDA device every test skips, saying why.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -17,6 +22,7 @@
 #include "comm/device_transport.hpp"
 #include "cuda_device_check.hpp"
 #include "engine/attention_strategy.hpp"
+#include "engine/cuda_kernel_choice.hpp"
 #include "layout/sequence_layout.hpp"
 #include "mpi_test_support.hpp"
 #include "strategy_case.hpp"
@@ -43,12 +49,41 @@ class DeviceStrategyTest : public ::testing::TestWithParam<DeviceCase> {
     const std::string why = rfa_test::why_no_cuda_device();
     if (!why.empty()) GTEST_SKIP() << why << ": nothing to test";
     comm_ = comm::make_device_communicator(MPI_COMM_WORLD, world_rank(), comm::TransportChoice::mpi);
+    const char* kernels = std::getenv("RFA_CUDA_KERNELS");
+    const std::string asked = kernels == nullptr ? "rfa" : kernels;
+    ASSERT_TRUE(asked == "rfa" || asked == "cudnn") << "RFA_CUDA_KERNELS is '" << asked << "': rfa or cudnn here";
+    const char* path = std::getenv("RFA_CUDA_KERNEL_PATH");
+    cuda_kernels_ = engine::choose_cuda_kernels(
+        *comm_, engine::Device::cuda, asked == "cudnn" ? engine::KernelRequest::cudnn : engine::KernelRequest::rfa);
+    cuda_path_ = engine::choose_cuda_path(
+        *comm_, engine::Device::cuda, path == nullptr ? engine::PathRequest::sm80 : engine::PathRequest::environment);
     const int P = comm_->size();
     choice_.kind = GetParam().kind;
     if (choice_.kind == engine::StrategyKind::hybrid) choice_.ulysses_degree = P == 4 ? 2 : P;
   }
+  /// The config of a case on the device, with the pinned kernels.
+  engine::RingConfig device_config(engine::RingConfig cfg) const {
+    cfg.device = engine::Device::cuda;
+    cfg.cuda_kernels = cuda_kernels_;
+    cfg.cuda_path = cuda_path_;
+    return cfg;
+  }
+  /// The all-gather computes on rfa's kernels only: with cuDNN pinned it must be refused on
+  /// every rank, and the case ends there.
+  bool refused_allgather_on_cudnn(const engine::RingConfig& cfg) {
+    if (choice_.kind != engine::StrategyKind::allgather || cfg.cuda_kernels != engine::CudaKernels::cudnn) return false;
+    try {
+      engine::make_strategy(*comm_, cfg, choice_);
+      ADD_FAILURE() << "the all-gather accepted cuDNN kernels";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), RFA_ERROR_UNSUPPORTED) << e.what();
+    }
+    return true;
+  }
   std::unique_ptr<comm::Communicator> comm_;
   engine::StrategyChoice choice_;
+  engine::CudaKernels cuda_kernels_ = engine::CudaKernels::rfa;
+  engine::CudaPath cuda_path_ = engine::CudaPath::sm80;
 };
 
 class DeviceStrategyMemory : public DeviceStrategyTest {
@@ -56,9 +91,10 @@ class DeviceStrategyMemory : public DeviceStrategyTest {
   template <class T>
   void check() {
     // GQA with kv_heads < P on 3 and 4 ranks; 12 heads divide among 1-4 ranks.
-    engine::RingConfig cfg = strategy_config({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 2}, dtype_of<T>::value);
-    cfg.device = engine::Device::cuda;
+    engine::RingConfig cfg =
+        device_config(strategy_config({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 2}, dtype_of<T>::value));
     cfg.head_dim = 64;
+    if (refused_allgather_on_cudnn(cfg)) return;
     for (bool backward : {false, true}) {
       SCOPED_TRACE(backward ? "backward" : "forward");
       auto attn = engine::make_strategy(*comm_, cfg, choice_);  // fresh: its device cache is empty
@@ -75,7 +111,15 @@ class DeviceStrategyMemory : public DeviceStrategyTest {
         Kokkos::fence();
       });
       EXPECT_GT(log.peak, 0) << "no allocation observed: are Kokkos tool hooks working?";
-      EXPECT_EQ(log.peak, attn->workspace_bytes(backward)) << "device allocations differ from the documented formula";
+      if (cfg.cuda_kernels == engine::CudaKernels::rfa) {
+        EXPECT_EQ(log.peak, attn->workspace_bytes(backward)) << "device allocations differ from the documented formula";
+      } else {
+        // cuDNN's plans ask for scratch of a size only cuDNN knows, beyond the formula.
+        EXPECT_GE(log.peak, attn->workspace_bytes(backward)) << "device allocations below the documented formula";
+        std::printf("[ cuDNN    ] %s: %lld bytes beyond the formula's %lld\n", backward ? "backward" : "forward",
+                    static_cast<long long>(log.peak - attn->workspace_bytes(backward)),
+                    static_cast<long long>(attn->workspace_bytes(backward)));
+      }
       EXPECT_EQ(attn->last_workspace_bytes(), attn->workspace_bytes(backward));
     }
   }
@@ -152,12 +196,19 @@ class DeviceStrategyResults : public DeviceStrategyTest {
     for (const StrategySpec& spec : specs) {
       SCOPED_TRACE(std::string(layout::layout_name(spec.layout)) + ", kv_heads " + std::to_string(spec.kv_heads) +
                    (spec.window > 0 ? ", window" : "") + (spec.docs.empty() ? "" : ", documents"));
-      engine::RingConfig cfg = strategy_config(spec, dtype_of<T>::value);
-      cfg.device = engine::Device::cuda;
+      engine::RingConfig cfg = device_config(strategy_config(spec, dtype_of<T>::value));
       cfg.head_dim = 64;
+      if (refused_allgather_on_cudnn(cfg)) return;
       auto attn = engine::make_strategy(*comm_, cfg, choice_);
       OnTheDevice<T> device(*attn);
       expect_device_matches_reference<T>(run_attention<T>(device, cfg, 8642));
+      if (cfg.cuda_kernels == engine::CudaKernels::cudnn && spec.docs.empty()) {
+        // Every step of these layouts is one cuDNN expresses: a pass with none on cuDNN fell
+        // back to rfa's kernels without saying so.
+        int mine = attn->last_timings().steps_on_cudnn, total = 0;
+        MPI_Allreduce(&mine, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        EXPECT_GT(total, 0) << "cuDNN computed no step of the backward";
+      }
     }
   }
 };
