@@ -2,6 +2,11 @@
 // The ring engine against the float64 reference of the whole sequence: every layout, causal
 // and not, with and without a sliding window, every dtype, with and without GQA, on however
 // many ranks mpiexec started.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "layout/sequence_layout.hpp"
 #include "ring_case.hpp"
 #include "strategy_case.hpp"
 
@@ -120,6 +125,90 @@ TEST(RingSteps, OnlyTheStepsSomeRankComputesOn) {
   EXPECT_EQ(engine::ring_steps_with_work(c, 4), (std::vector<int>{0}));
   c.doc_bounds = {0, 300, 1024};
   EXPECT_EQ(engine::ring_steps_with_work(c, 4), (std::vector<int>{0, 1, 2, 3}));
+}
+
+// The steps the ring runs, against a brute force over every (query, key) pair written from the
+// documented mask alone (causal: k <= q; a window w: q - k < w; documents: the same document),
+// with windows around every block edge: w = k * c + d for d in -2..2, k up to P, c the
+// distance that moves a key into the next block of its owner (the contiguous block, the zigzag
+// chunk, P for stripe's interleaved tokens), and document boundaries on chunk edges and one
+// token either side; every layout, P = 1..8, causal or not. A step selection off by one token
+// at any edge (a step skipped that some rank needs) fails here. The contiguous and zigzag
+// layouts must match exactly; on stripe the selection may run steps no rank needs (it judges
+// a rank's interleaved tokens by their range: under a window shorter than P every step runs)
+// but never skip one.
+std::vector<int> brute_force_steps(const engine::RingConfig& c, int P) {
+  const std::int64_t L = layout::local_length(c.layout, c.seq_total, P);
+  auto document = [&](std::int64_t pos) {
+    std::int64_t d = 0;
+    while (d + 1 < std::int64_t(c.doc_bounds.size()) && c.doc_bounds[std::size_t(d + 1)] <= pos) ++d;
+    return d;
+  };
+  auto visible = [&](std::int64_t qp, std::int64_t kp) {
+    if (c.mask == RFA_MASK_CAUSAL && kp > qp) return false;
+    if (c.window > 0 && qp - kp >= c.window) return false;
+    return c.doc_bounds.empty() || document(qp) == document(kp);
+  };
+  std::vector<int> steps = {0};  // a rank's own block always runs
+  for (int s = 1; s < P; ++s) {
+    bool needed = false;
+    for (int owner = 0; owner < P && !needed; ++owner) {
+      const PositionMap q = layout::positions(c.layout, c.seq_total, P, (owner + s) % P);
+      const PositionMap k = layout::positions(c.layout, c.seq_total, P, owner);
+      for (std::int64_t i = 0; i < L && !needed; ++i)
+        for (std::int64_t j = 0; j < L && !needed; ++j) needed = visible(q(i), k(j));
+    }
+    if (needed) steps.push_back(s);
+  }
+  return steps;
+}
+
+void expect_steps_cover(const std::vector<int>& run, const std::vector<int>& needed, rfa_layout_t layout) {
+  if (layout != RFA_LAYOUT_STRIPE) {
+    EXPECT_EQ(run, needed);
+    return;
+  }
+  for (int s : needed)
+    EXPECT_TRUE(std::find(run.begin(), run.end(), s) != run.end()) << "step " << s << " is needed but skipped";
+}
+
+TEST(RingSteps, MatchABruteForceAroundEveryBlockEdge) {
+  int configurations = 0;
+  for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE}) {
+    for (int P = 1; P <= 8; ++P) {
+      engine::RingConfig c = config_for({layout, RFA_MASK_CAUSAL, 1}, RFA_DTYPE_FLOAT32);
+      c.seq_total = 24 * P;  // 2P zigzag chunks of 12 tokens, P contiguous blocks of 24
+      const std::int64_t edge = layout == RFA_LAYOUT_CONTIGUOUS ? 24 : layout == RFA_LAYOUT_ZIGZAG ? 12 : P;
+      for (rfa_mask_t mask : {RFA_MASK_CAUSAL, RFA_MASK_NONE}) {
+        c.mask = mask;
+        std::vector<std::vector<std::int64_t>> document_sets = {{}};
+        for (std::int64_t d : {-1, 0, 1}) {  // boundaries on the zigzag chunk edges 1 and 3, +-1
+          if (12 + d > 0 && 36 + d < c.seq_total) document_sets.push_back({0, 12 + d, 36 + d, c.seq_total});
+        }
+        for (const auto& docs : document_sets) {
+          c.doc_bounds = docs;
+          for (std::int64_t k = 0; k <= P; ++k) {
+            for (std::int64_t d = -2; d <= 2; ++d) {
+              c.window = k * edge + d;
+              if (c.window < 1) continue;
+              SCOPED_TRACE(std::string(layout::layout_name(layout)) + " P=" + std::to_string(P) +
+                           (mask == RFA_MASK_CAUSAL ? " causal" : " full") + " w=" + std::to_string(c.window) +
+                           (docs.empty() ? "" : " documents at " + std::to_string(docs[1])));
+              expect_steps_cover(engine::ring_steps_with_work(c, P), brute_force_steps(c, P), layout);
+              ++configurations;
+            }
+          }
+          c.window = 0;
+          if (!docs.empty()) {
+            SCOPED_TRACE("documents alone, P=" + std::to_string(P));
+            expect_steps_cover(engine::ring_steps_with_work(c, P), brute_force_steps(c, P), layout);
+            ++configurations;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(configurations, 2000);
 }
 
 // The ring runs only those steps and its buffers go no further than needed: a window of 1 needs
