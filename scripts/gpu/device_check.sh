@@ -1,0 +1,374 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Checks and measures rfa on a lent GPU machine from the bundle that scripts/gpu/build_bundle.sh
+# made on a build machine (docs/gpus.md, "Checking on a lent GPU"). Nothing is compiled here.
+#
+#   bash scripts/gpu/device_check.sh [--bundle DIR] [PHASE...]   # on the GPU machine
+#   bash scripts/gpu/device_check.sh --list [PHASE...]           # anywhere: the steps, no runs
+#
+# PHASE is check (correctness: the kernel tests on both paths, the cuDNN test, the C API and engine
+# suites on each kernel choice pinned explicitly, every strategy, np 1-4 over staged MPI and np 1
+# over NCCL, memcheck), perf (the speed and error measurements beside PyTorch's SDPA peers) or
+# million (a million tokens, checked) or profile (racecheck and Nsight Compute on the kernels);
+# default: check perf million. Each phase has a budget of device seconds (RFA_BUDGET_CHECK 330,
+# RFA_BUDGET_PERF 230, RFA_BUDGET_MILLION 300, RFA_BUDGET_PROFILE 240): no step may outlast what
+# is left of it, and steps that no longer fit are reported "not run".
+# Every step has its own timeout and appends "name<TAB>verdict<TAB>seconds" to $OUT/summary.tsv
+# as it ends (summary.json is rewritten each time), so a killed call still returns every verdict
+# so far. Verdicts: ok, FAILED (with the reason), TIMEOUT, "not available" (a sanitizer or
+# profiler that the machine refuses), "not run" (budget spent). A test that skips because it
+# sees no GPU, or a kernel path or library asked for and missing, is FAILED.
+# What comes back ($OUT, or ./device-check-out): device.txt, summary.tsv, summary.json, one log
+# per phase run (check.log, perf.log, million.log, profile.log) and results.json (each
+# measurement's JSON by step): at most 8 files.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+bundle=$here/.device-bundle
+list=""
+phases=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --bundle) bundle=$(cd "${2:?--bundle needs a folder}" && pwd); shift ;;
+    --list) list=yes ;;
+    check|perf|million|profile) phases+=("$1") ;;
+    -h|--help) awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+    *) echo "device_check: unknown argument '$1' (phases: check, perf, million, profile; --list, --bundle DIR)" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ ${#phases[@]} -eq 0 ] && phases=(check perf million)
+
+out=${OUT:-$PWD/device-check-out}
+work=${RFA_DEVICE_WORK:-/tmp/rfa-device-check}
+manifest=$bundle/manifest.txt
+# The bundle travels packed (bundle.tar.xz) and is unpacked into the scratch folder here.
+if [ -z "$list" ] && [ -f "$bundle/bundle.tar.xz" ]; then
+  rm -rf "$work/bundle"
+  mkdir -p "$work/bundle"
+  if command -v xz >/dev/null; then
+    tar -xJf "$bundle/bundle.tar.xz" -C "$work/bundle"
+  else
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$bundle/bundle.tar.xz" "$work/bundle"
+  fi || { echo "device_check: could not unpack $bundle/bundle.tar.xz" >&2; exit 2; }
+  bundle=$work/bundle
+fi
+bin=$bundle/bin
+
+# ---------------------------------------------------------------- steps and their verdicts
+phase=""
+phase_start=0
+phase_budget=0
+pending=()
+summary_json() {  # summary.tsv as JSON: the device line and every step so far
+  local first=1 name verdict seconds ph
+  {
+    printf '{\n  "device": "%s",\n  "bundle": "%s",\n  "steps": [' \
+      "$(sed -n 2p "$out/device.txt" 2>/dev/null | sed 's/["\\]/ /g')" \
+      "$(sed -n 's/^commit: //p' "$manifest" 2>/dev/null | sed 's/["\\]/ /g')"
+    while IFS=$'\t' read -r ph name verdict seconds; do
+      [ $first -eq 1 ] || printf ','
+      first=0
+      printf '\n    {"phase": "%s", "name": "%s", "verdict": "%s", "seconds": %s}' "$ph" "$name" \
+        "${verdict//\"/\'}" "${seconds:-0}"
+    done <"$out/summary.tsv"
+    printf '\n  ]\n}\n'
+  } >"$out/summary.json.part" && mv "$out/summary.json.part" "$out/summary.json"
+}
+record() {  # name, its limit, kind (test or tool), verdict override ("" to judge the exit code)
+  local name=$1 limit=$2 kind=$3 verdict=$4 rc seconds file="$work/steps/$1"
+  read -r rc seconds <"$file.rc" 2>/dev/null || { rc=255; seconds=0; }
+  if [ -z "$verdict" ]; then
+    case $rc in
+      0) verdict=ok ;;
+      124|137) verdict="TIMEOUT (${limit} s)" ;;
+      77) verdict="FAILED (skipped: it saw no usable GPU, library or kernel path)" ;;
+      *) verdict="FAILED (rc $rc)" ;;
+    esac
+    # A sanitizer or profiler the machine refuses (gVisor: "Device not supported"; no counters).
+    if [ "$kind" = tool ] && [ "$rc" != 0 ] && { [ "$rc" = 127 ] || grep -qiE \
+      "device not supported|not supported on this|LibraryNotLoaded|ERR_NVGPUCTRPERM|failed to initialize the profiler|unable to find.*(sanitizer|ncu)|command not found" \
+      "$file.out"; }; then
+      verdict="not available"
+    fi
+  fi
+  {
+    echo "== $name: $verdict (${seconds} s)"
+    cat "$file.cmd" 2>/dev/null
+    cat "$file.out" 2>/dev/null
+  } >>"$out/$phase.log"
+  printf '%s\t%s\t%s\t%s\n' "$phase" "$name" "$verdict" "$seconds" >>"$out/summary.tsv"
+  summary_json
+  printf '  %-34s %s (%s s)\n' "$name" "$verdict" "$seconds"
+  [ "$verdict" = ok ] || [ "$verdict" = "not available" ] || tail -n 4 "$file.out" 2>/dev/null | sed 's/^/    | /'
+}
+# launch NAME SECONDS KIND [VAR=VALUE...] -- COMMAND...: starts a step in the background (settle
+# waits for it); its output goes to the phase's log, its JSON (written to $work/json/NAME.json by
+# the command) to results.json.
+launch() {
+  local name=$1 limit=$2 kind=$3
+  shift 3
+  local env=()
+  while [ "$1" != -- ]; do env+=("$1"); shift; done
+  shift
+  if [ -n "$list" ]; then
+    printf '%-8s %-34s %4s s  %s%s\n' "$phase" "$name" "$limit" "${env[*]:+${env[*]} }" "$*"
+    return
+  fi
+  local left=$((phase_budget - (SECONDS - phase_start)))
+  if [ $left -lt 5 ]; then
+    pending+=("$name|$limit|$kind|not run (the $phase phase's ${phase_budget} s are spent)")
+    return
+  fi
+  [ "$limit" -gt $left ] && limit=$left
+  local file="$work/steps/$name"
+  printf '$ %s%s\n' "${env[*]:+${env[*]} }" "$*" >"$file.cmd"
+  (
+    t0=$SECONDS
+    env "${env[@]}" timeout -k 10 "$limit" "$@" >"$file.out" 2>&1 </dev/null
+    echo "$? $((SECONDS - t0))" >"$file.rc"
+  ) &
+  pending+=("$name|$limit|$kind|")
+}
+settle() {  # waits for the launched steps; records them in launch order
+  [ -n "$list" ] && return
+  wait
+  local p name limit kind verdict
+  for p in "${pending[@]}"; do
+    IFS='|' read -r name limit kind verdict <<<"$p"
+    record "$name" "$limit" "$kind" "$verdict"
+    [ -f "$work/json/$name.json" ] && add_result "$name" "$work/json/$name.json"
+  done
+  pending=()
+}
+step() { launch "$@"; settle; }
+add_result() {  # name, JSON file: results.json gains {name: the file's JSON}
+  python3 - "$out/results.json" "$1" "$2" <<'PY' || echo "  (results.json: could not add $1)"
+import json, os, sys
+path, name, source = sys.argv[1:4]
+results = json.load(open(path)) if os.path.exists(path) else {}
+try:
+    results[name] = json.load(open(source))
+except ValueError:
+    results[name] = {"unparsed": open(source).read()[-4000:]}
+json.dump(results, open(path + ".part", "w"), indent=1)
+os.replace(path + ".part", path)
+PY
+}
+begin_phase() {  # name, budget in seconds
+  phase=$1
+  phase_budget=$2
+  phase_start=$SECONDS
+  [ -n "$list" ] || echo "== phase $phase (at most $phase_budget s)"
+}
+json() { echo "$work/json/$1.json"; }  # where step NAME writes its JSON
+
+# ---------------------------------------------------------------- the machine and the bundle
+memory_gib=80  # what nvidia-smi says, else an 80 GB card's
+nccl_dir="" cudnn_dir=""
+if [ -z "$list" ]; then
+  [ -x "$bin/rfa_run" ] || { echo "device_check: no bundle at $bundle (make it with scripts/gpu/build_bundle.sh on a build machine and carry it)" >&2; exit 2; }
+  mkdir -p "$out" "$work/steps" "$work/json"
+  rm -f "$out/summary.tsv" "$out/results.json" "$out"/*.log
+  touch "$out/summary.tsv"
+  export PATH=/usr/local/cuda/bin:$PATH
+  memory_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -n1)
+  [[ "$memory_mib" =~ ^[0-9]+$ ]] && memory_gib=$((memory_mib / 1024))
+  # NCCL and cuDNN are the machine's (PyTorch's wheels carry both); nothing here links cuDNN: it
+  # is loaded at run time.
+  py_dir() { python3 -c "import $1 as m; print(list(m.__path__)[0])" 2>/dev/null; }
+  for d in /usr/local/cuda/lib64 /usr/lib/x86_64-linux-gnu "$(py_dir nvidia.nccl)/lib"; do
+    ls "$d"/libnccl.so.2* >/dev/null 2>&1 && { nccl_dir=$d; break; }
+  done
+  for d in "$(py_dir nvidia.cudnn)/lib" /usr/local/cuda/lib64 /usr/lib/x86_64-linux-gnu; do
+    ls "$d"/libcudnn.so.9* >/dev/null 2>&1 && { cudnn_dir=$d; break; }
+  done
+  mpi=$bundle/mpi/usr
+  export OPAL_PREFIX=$mpi PATH=$mpi/bin:$PATH
+  export LD_LIBRARY_PATH=$bundle/lib:$mpi/lib/x86_64-linux-gnu:$mpi/lib/x86_64-linux-gnu/openmpi/lib:${nccl_dir:+$nccl_dir:}${cudnn_dir:+$cudnn_dir:}${LD_LIBRARY_PATH:-}
+  # One machine, no network: shared memory and the loopback; ranks of concurrent jobs unbound.
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+  export OMPI_MCA_hwloc_base_binding_policy=none OMPI_MCA_mca_base_component_show_load_errors=0
+  {
+    echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+    nvcc --version 2>/dev/null | tail -n 1
+    python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' 2>&1
+    echo "NCCL: ${nccl_dir:-not found}"
+    echo "cuDNN: ${cudnn_dir:-not found}"
+    echo "cores: $(nproc)"
+    cat "$manifest" 2>/dev/null
+  } >"$out/device.txt"
+  cat "$out/device.txt"
+fi
+ranks() { echo mpiexec -n "$1"; }  # the launcher of N ranks, as words for launch
+# The kernel choices every suite runs on, each pinned: rfa's sm_80 kernels, rfa's Hopper
+# kernels, cuDNN (the automatic choice is never what a check relies on).
+choice_env() {
+  case $1 in
+    rfa) echo RFA_CUDA_KERNELS=rfa RFA_CUDA_KERNEL_PATH=sm80 ;;
+    sm90) echo RFA_CUDA_KERNELS=rfa RFA_CUDA_KERNEL_PATH=sm90 ;;
+    cudnn) echo RFA_CUDA_KERNELS=cudnn RFA_CUDA_KERNEL_PATH=sm80 ;;
+  esac
+}
+run_flags() {  # rfa_run's flags for a choice
+  case $1 in
+    rfa) echo --kernels rfa --kernel-path sm80 ;;
+    sm90) echo --kernels rfa --kernel-path sm90 ;;
+    cudnn) echo --kernels cudnn --kernel-path sm80 ;;
+  esac
+}
+peer=$here/perf/cuda/sdpa_peer.py
+
+# ---------------------------------------------------------------- check
+check_phase() {
+  begin_phase check "${RFA_BUDGET_CHECK:-330}"
+  # Every library each program needs resolves here (cuDNN is loaded at run time and checked by
+  # the cuDNN steps).
+  step libraries 30 test -- bash -c "! for p in $bin/*; do ldd \$p | sed \"s|^|\$(basename \$p): |\"; done | grep 'not found'"
+  step hopper_fragments 60 test -- "$bin/rfa_hopper_fragment_views_test"
+  launch kernel_test 150 test -- "$bin/rfa_cuda_kernel_test" --require-path sm90
+  launch cudnn_test 150 test -- "$bin/rfa_cudnn_attention_test"
+  settle
+  local choice n
+  # The C API on device pointers against float64 (layouts, masks, GQA/MQA, windows, documents,
+  # every strategy), one kernel choice at a time, np 1-4 concurrently on the one GPU.
+  for choice in rfa sm90 cudnn; do
+    # shellcheck disable=SC2046  # choice_env and ranks are lists of words
+    for n in 1 2 3 4; do
+      launch "capi.$choice.np$n" 180 test $(choice_env $choice) RFA_TRANSPORT=mpi -- $(ranks $n) \
+        "$bin/capi_cuda_test" --gtest_brief=1
+    done
+    # shellcheck disable=SC2046
+    launch "capi.$choice.nccl" 180 test $(choice_env $choice) RFA_TRANSPORT=nccl -- "$bin/capi_cuda_test" --gtest_brief=1
+    settle
+  done
+  # The engine's interface: every strategy against float64 and its device memory against the
+  # formula (the formula on rfa's kernels).
+  for choice in rfa sm90 cudnn; do
+    for n in 1 2 3 4; do
+      [ $choice != rfa ] && [ $n = 1 ] && continue
+      [ $choice != rfa ] && [ $n = 3 ] && continue
+      # shellcheck disable=SC2046
+      launch "strategies.$choice.np$n" 180 test $(choice_env $choice) -- $(ranks $n) \
+        "$bin/rfa_device_strategies_test" --gtest_brief=1
+    done
+  done
+  launch nccl_communicator 60 test -- "$bin/comm_nccl_communicator_test" --gtest_brief=1
+  launch example_c 60 test RFA_TRANSPORT=mpi -- $(ranks 2) "$bin/rfa_example_cuda_c"
+  settle
+  # The main job, checked against the fp32 kernels: the ring on each choice with a window,
+  # then every other strategy; P = 4 ranks sharing the GPU over staged MPI.
+  local size="--seq 4096 --heads 8 --head-dim 128 --dtype bf16 --layout zigzag --causal --check --repeat 1"
+  for choice in rfa sm90 cudnn; do
+    # shellcheck disable=SC2046,SC2086
+    launch "main.ring.$choice" 120 test RFA_TRANSPORT=mpi -- $(ranks 4) "$bin/rfa_run" --device cuda \
+      $(run_flags $choice) $size --window 300 --json "$(json "main.ring.$choice")"
+  done
+  settle
+  for strategy in ulysses allgather hybrid; do
+    local degree=""
+    [ $strategy = hybrid ] && degree="--ulysses-degree 2"
+    # shellcheck disable=SC2046,SC2086
+    launch "main.$strategy" 120 test RFA_TRANSPORT=mpi -- $(ranks 4) "$bin/rfa_run" --device cuda \
+      $(run_flags rfa) --strategy $strategy $degree $size --no-overlap --json "$(json "main.$strategy")"
+  done
+  settle
+  # The sanitizer on the engine with documents and windows (every kernel choice's step
+  # skipping and device boundaries) and on both kernel paths' masked cases.
+  step memcheck.engine 150 tool RFA_TRANSPORT=mpi $(choice_env rfa) -- $(ranks 1) compute-sanitizer \
+    --tool memcheck --error-exitcode 1 "$bin/capi_cuda_test" --gtest_brief=1 --gtest_filter='*documents*:*window*'
+  step memcheck.kernels 120 tool -- compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "$bin/rfa_cuda_kernel_test" --require-path sm90 --filter "documents + window"
+}
+
+# ---------------------------------------------------------------- perf
+perf_phase() {
+  begin_phase perf "${RFA_BUDGET_PERF:-230}"
+  # The kernels beside PyTorch's SDPA (flash and cuDNN backends) on both paths: B=2 H=16 S=8192
+  # d=128 bf16, full and causal, then GQA 16:4 at S=16384.
+  step kernels.b2h16s8192 100 test -- "$bin/rfa_cuda_kernel_bench" --batch 2 --heads 16 --seq 8192 --dim 128 \
+    --path all --iters 20 --torch-script "$peer" --json "$(json kernels.b2h16s8192)"
+  step kernels.gqa16x4s16384 70 test -- "$bin/rfa_cuda_kernel_bench" --batch 1 --heads 16 --kv-heads 4 --seq 16384 \
+    --dim 128 --path all --iters 10 --torch-script "$peer" --json "$(json kernels.gqa16x4s16384)"
+  # rfa on cuDNN at one rank (the whole engine: rfa_forward / rfa_backward) at the same shape.
+  local mask
+  for mask in causal no-causal; do
+    step "one_rank.cudnn.$mask" 40 test RFA_TRANSPORT=nccl -- "$bin/rfa_run" --device cuda $(run_flags cudnn) \
+      --batch 2 --seq 8192 --heads 16 --head-dim 128 --dtype bf16 --"$mask" --no-check --warmup 2 --repeat 10 \
+      --json "$(json "one_rank.cudnn.$mask")"
+  done
+  # The ring's own overhead on one GPU: zigzag, causal, S=32768, P = 2, 4, 8, each choice.
+  local kernels
+  for kernels in rfa rfa-sm90 cudnn; do
+    step "ring_steps.$kernels" 60 test -- "$bin/rfa_cuda_ring_step_bench" --kernels $kernels --ranks 2,4,8 \
+      --json "$(json "ring_steps.$kernels")"
+  done
+  # Every strategy's compute at P = 2 and 4 ranks sharing the GPU against one attention over the
+  # whole sequence (per-rank compute in the JSON).
+  local timed="--seq 32768 --heads 16 --head-dim 128 --dtype bf16 --layout zigzag --causal --no-check --repeat 3 --no-overlap"
+  # shellcheck disable=SC2086
+  step strategies.whole 40 test RFA_TRANSPORT=nccl -- "$bin/rfa_run" --device cuda $(run_flags rfa) $timed \
+    --json "$(json strategies.whole)"
+  local strategy n
+  for n in 2 4; do
+    for strategy in ring ulysses allgather hybrid; do
+      [ $strategy = hybrid ] && [ $n = 2 ] && continue
+      local degree=""
+      [ $strategy = hybrid ] && degree="--ulysses-degree 2"
+      # shellcheck disable=SC2046,SC2086
+      step "strategies.$strategy.p$n" 40 test RFA_TRANSPORT=mpi -- $(ranks $n) "$bin/rfa_run" --device cuda \
+        $(run_flags rfa) --strategy $strategy $degree $timed --json "$(json "strategies.$strategy.p$n")"
+    done
+  done
+  # The bf16 error against float64 (sampled rows) at P = 1 (NCCL), 2, 4, 8 (staged MPI), each
+  # choice; the runs of one choice together.
+  local choice
+  for choice in rfa sm90 cudnn; do
+    local checked="--seq 8192 --heads 8 --head-dim 128 --dtype bf16 --layout zigzag --causal --sampled-check --repeat 1 --no-overlap"
+    # shellcheck disable=SC2046,SC2086
+    launch "error.$choice.p1" 60 test RFA_TRANSPORT=nccl -- "$bin/rfa_run" --device cuda $(run_flags $choice) \
+      $checked --json "$(json "error.$choice.p1")"
+    for n in 2 4 8; do
+      # shellcheck disable=SC2046,SC2086
+      launch "error.$choice.p$n" 60 test RFA_TRANSPORT=mpi -- $(ranks $n) "$bin/rfa_run" --device cuda \
+        $(run_flags $choice) $checked --json "$(json "error.$choice.p$n")"
+    done
+    settle
+  done
+}
+
+# ---------------------------------------------------------------- million
+million_phase() {
+  begin_phase million "${RFA_BUDGET_MILLION:-300}"
+  # S = 1,048,576, causal, bf16, zigzag, 8 ranks sharing the GPU over staged MPI, forward and
+  # backward once, sampled rows against float64. 16 query heads; 16 K/V heads need about 108 GiB
+  # in all, so a card under 120 GiB (an 80 GB H100) runs 4 K/V heads (GQA 16:4).
+  local kv=16
+  [ "$memory_gib" -lt 120 ] && kv=4
+  # shellcheck disable=SC2046
+  step "million.kv$kv" 280 test RFA_TRANSPORT=mpi -- $(ranks 8) "$bin/rfa_run" --device cuda $(run_flags rfa) \
+    --seq 1048576 --heads 16 --kv-heads $kv --head-dim 128 --dtype bf16 --layout zigzag --causal --sampled-check \
+    --warmup 0 --repeat 1 --no-overlap --json "$(json "million.kv$kv")"
+}
+
+# ---------------------------------------------------------------- profile
+profile_phase() {
+  begin_phase profile "${RFA_BUDGET_PROFILE:-240}"
+  # Races in the kernels (both paths), then Nsight Compute on one launch of each forward and
+  # backward kernel (sm80 and sm90; full, then causal): the sections that say what bounds it.
+  step racecheck 120 tool -- compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/rfa_cuda_kernel_test" \
+    --require-path sm90 --filter "zigzag q(rank 1)"
+  step ncu.kernels 200 tool -- ncu --clock-control none \
+    --kernel-name regex:'flash_forward_kernel|forward_sm90_kernel|flash_backward_kernel|backward_sm90_kernel' \
+    --launch-skip 0 --launch-count 8 --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
+    --section MemoryWorkloadAnalysis --section WarpStateStats "$bin/rfa_cuda_kernel_bench" --batch 2 --heads 16 \
+    --seq 8192 --dim 128 --warmup 0 --iters 1 --no-torch --path all
+}
+
+for p in "${phases[@]}"; do "${p}_phase"; done
+[ -n "$list" ] && exit 0
+echo
+echo "== summary ($(sed -n 2p "$out/device.txt"))"
+awk -F'\t' '{ printf "  %-8s %-34s %s (%s s)\n", $1, $2, $3, $4 }' "$out/summary.tsv"
+! cut -f3 "$out/summary.tsv" | grep -qE '^(FAILED|TIMEOUT)'

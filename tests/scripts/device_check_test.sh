@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# scripts/gpu/device_check.sh without a GPU: the bundle's programs, nvidia-smi, mpiexec and
+# compute-sanitizer are stand-ins that report their arguments and the kernel choice they were
+# given. A device call is scarce, so what is checked here is what would waste one: every suite
+# pinned to its kernel choice, verdicts appended as each step ends (a killed call keeps them),
+# few result files, valid JSON, a refused sanitizer "not available" and not a failure, a test
+# that skips for want of a GPU a failure, a hung step cut at its phase's budget with the rest
+# "not run", and the million-token run sized to the card.
+#   bash device_check_test.sh path/to/device_check.sh
+set -uo pipefail
+script=${1:?usage: device_check_test.sh path/to/device_check.sh}
+# shellcheck source=tests/scripts/checks.sh
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
+
+fakes=$tmp/tools
+bundle=$tmp/bundle
+mkdir -p "$fakes" "$bundle/bin" "$bundle/mpi/usr/bin"
+cat >"$fakes/nvidia-smi" <<'FAKE'
+#!/bin/bash
+case "$*" in
+  *compute_cap*) echo 9.0 ;;
+  *memory.total*nounits*) echo "${FAKE_MEMORY_MIB:-81559}" ;;
+  *) echo "Fake H100, 580.00, 81559 MiB, 1980 MHz" ;;
+esac
+FAKE
+cat >"$fakes/mpiexec" <<'FAKE'
+#!/bin/bash
+# mpiexec -n N PROGRAM...: one process standing for N ranks.
+RANKS=$2 exec "${@:3}"
+FAKE
+cat >"$fakes/compute-sanitizer" <<'FAKE'
+#!/bin/bash
+[ "${FAKE_SANITIZER:-}" = refuse ] && { echo "========= Error: Device not supported"; exit 1; }
+while [[ "$1" == --* ]]; do case $1 in --tool|--error-exitcode) shift ;; esac; shift; done
+echo "compute-sanitizer over:"
+"$@"
+FAKE
+# Every program of the bundle: reports what it was asked, writes its --json, fails or hangs
+# when FAKE_FAIL / FAKE_HANG name it.
+cat >"$tmp/program" <<'FAKE'
+#!/bin/bash
+me=$(basename "$0")
+echo "$me ranks=${RANKS:-1} kernels=${RFA_CUDA_KERNELS:-unset} path=${RFA_CUDA_KERNEL_PATH:-unset} transport=${RFA_TRANSPORT:-unset} $*"
+[ "${FAKE_HANG:-}" = "$me" ] && sleep 60
+[ "${FAKE_FAIL:-}" = "$me" ] && exit "${FAKE_RC:-1}"
+while [ $# -gt 0 ]; do
+  [ "$1" = --json ] && echo "{\"program\": \"$me\"}" >"$2"
+  shift
+done
+exit 0
+FAKE
+chmod +x "$fakes"/* "$tmp/program"
+for p in rfa_cuda_kernel_test rfa_cudnn_attention_test rfa_hopper_fragment_views_test rfa_cuda_kernel_bench \
+         rfa_cuda_ring_step_bench capi_cuda_test rfa_device_strategies_test comm_nccl_communicator_test \
+         rfa_example_cuda_c rfa_run; do
+  cp "$tmp/program" "$bundle/bin/$p"
+done
+echo "commit: abc1234" >"$bundle/manifest.txt"
+
+run_check() {  # result folder, then VAR=VALUE... and phases
+  local out=$1
+  shift
+  env RFA_DEVICE_WORK="$tmp/work-$(basename "$out")" OUT="$out" PATH="$fakes:$PATH" "$@" >"$out.txt" 2>&1
+}
+verdict() { awk -F'\t' -v n="$2" '$2 == n { print $3 }' "$1/summary.tsv"; }
+
+# 1. Everything passes.
+run_check "$tmp/out1" bash "$script" --bundle "$bundle"
+rc=$?
+steps=$(bash "$script" --bundle "$bundle" --list | wc -l)
+check "all passing: exit code 0" [ $rc -eq 0 ]
+check "all passing: every listed step ($steps) has a verdict, all ok" \
+  [ "$(grep -c $'\tok\t' "$tmp/out1/summary.tsv")" -eq "$steps" ]
+check "at most 8 files come back" [ "$(find "$tmp/out1" -type f | wc -l)" -le 8 ]
+check "summary.json is JSON with every step" \
+  python3 -c "import json,sys; d=json.load(open('$tmp/out1/summary.json')); sys.exit(len(d['steps']) != $steps)"
+check "results.json holds each measurement by step" \
+  python3 -c "import json,sys; d=json.load(open('$tmp/out1/results.json')); sys.exit(d['kernels.b2h16s8192']['program'] != 'rfa_cuda_kernel_bench' or 'million.kv4' not in d)"
+check "the kernel test requires the Hopper path" grep -q "rfa_cuda_kernel_test .* --require-path sm90" "$tmp/out1/check.log"
+check "the C API suite on rfa's sm_80 kernels, np 1-4 and NCCL, pinned" \
+  [ "$(grep -cE "^capi_cuda_test ranks=[1-4] kernels=rfa path=sm80 transport=(mpi|nccl) --gtest_brief=1$" "$tmp/out1/check.log")" -eq 5 ]
+check "the C API suite on the Hopper kernels, pinned" \
+  [ "$(grep -cE "^capi_cuda_test ranks=[1-4] kernels=rfa path=sm90 transport=(mpi|nccl) --gtest_brief=1$" "$tmp/out1/check.log")" -eq 5 ]
+check "the C API suite on cuDNN, pinned" \
+  [ "$(grep -cE "^capi_cuda_test ranks=[1-4] kernels=cudnn path=sm80 transport=(mpi|nccl) --gtest_brief=1$" "$tmp/out1/check.log")" -eq 5 ]
+check "the engine suite on each choice" \
+  [ "$(grep -cE "^rfa_device_strategies_test ranks=[1-4] kernels=(rfa|cudnn) path=sm(80|90)" "$tmp/out1/check.log")" -eq 8 ]
+check "every strategy through the main job, checked at P = 4" \
+  [ "$(grep -cE "^rfa_run ranks=4 .*--device cuda .*--check" "$tmp/out1/check.log")" -eq 6 ]
+check "no run leaves the kernel choice to auto" \
+  sh -c "! grep -E '^rfa_run ' '$tmp/out1/check.log' '$tmp/out1/perf.log' | grep -v -- '--kernels \(rfa\|cudnn\) --kernel-path sm\(80\|90\)'"
+check "memcheck runs the engine's window and document cases" grep -q "compute-sanitizer over:" "$tmp/out1/check.log"
+check "the kernels beside PyTorch's SDPA" grep -q "rfa_cuda_kernel_bench .*--torch-script .*sdpa_peer.py" "$tmp/out1/perf.log"
+check "the error at P = 1, 2, 4, 8 on each choice against float64" \
+  [ "$(grep -cE "^rfa_run ranks=[1248] .*--sampled-check" "$tmp/out1/perf.log")" -eq 12 ]
+check "an 80 GB card: the million tokens with 4 K/V heads" grep -q "seq 1048576 .*--kv-heads 4 " "$tmp/out1/million.log"
+check "the summary table ends the output" grep -q "== summary (Fake H100" "$tmp/out1.txt"
+
+# 2. A machine that refuses the sanitizer: "not available", not a failure.
+run_check "$tmp/out2" FAKE_SANITIZER=refuse bash "$script" --bundle "$bundle" check
+rc=$?
+check "sanitizer refused: exit code 0" [ $rc -eq 0 ]
+check "sanitizer refused: memcheck not available" [ "$(verdict "$tmp/out2" memcheck.engine)" = "not available" ]
+check "check alone: no perf steps" [ ! -e "$tmp/out2/perf.log" ]
+
+# 3. A test that skips for want of a GPU (77) fails, and the steps after it still run.
+run_check "$tmp/out3" FAKE_FAIL=rfa_cudnn_attention_test FAKE_RC=77 bash "$script" --bundle "$bundle" check
+rc=$?
+check "a skipping test: nonzero exit code" [ $rc -ne 0 ]
+check "a skipping test: FAILED, saying why" \
+  sh -c "verdict=\$(awk -F'\t' '\$2 == \"cudnn_test\" { print \$3 }' '$tmp/out3/summary.tsv'); [ \"\${verdict#FAILED (skipped}\" != \"\$verdict\" ]"
+check "a skipping test: the steps after it ran" [ "$(verdict "$tmp/out3" example_c)" = ok ]
+
+# 4. A step that hangs is cut at what is left of its phase's budget; the rest are "not run",
+#    every verdict is on disk, and the call ends within the budget.
+start=$SECONDS
+run_check "$tmp/out4" FAKE_HANG=rfa_cuda_kernel_test RFA_BUDGET_CHECK=8 bash "$script" --bundle "$bundle" check
+rc=$?
+check "a hung step: nonzero exit code" [ $rc -ne 0 ]
+check "a hung step: TIMEOUT" sh -c "awk -F'\t' '\$2 == \"kernel_test\"' '$tmp/out4/summary.tsv' | grep -q TIMEOUT"
+check "a hung step: the steps after it not run" [ "$(grep -c $'\tnot run' "$tmp/out4/summary.tsv")" -gt 10 ]
+check "a hung step: the call ended within the budget and the kill margin" [ $((SECONDS - start)) -lt 30 ]
+
+# 5. A card with room for 16 K/V heads, and the bundle packed as build_bundle.sh packs it.
+mkdir -p "$tmp/packed"
+tar -cJf "$tmp/packed/bundle.tar.xz" -C "$bundle" bin mpi
+cp "$bundle/manifest.txt" "$tmp/packed/"
+run_check "$tmp/out5" FAKE_MEMORY_MIB=143771 bash "$script" --bundle "$tmp/packed" million
+check "a packed bundle: unpacked and run" [ "$(verdict "$tmp/out5" million.kv16)" = ok ]
+check "a 141 GB card: the million tokens with 16 K/V heads" grep -q "seq 1048576 .*--kv-heads 16 " "$tmp/out5/million.log"
+
+# 6. No bundle, or an unknown phase: exit code 2 and why.
+mkdir -p "$tmp/empty"
+run_check "$tmp/out6" bash "$script" --bundle "$tmp/empty"
+rc=$?
+check "no bundle: exit code 2 and why" sh -c "[ $rc -eq 2 ] && grep -q 'build_bundle.sh' '$tmp/out6.txt'"
+bash "$script" --bundle "$bundle" --list everything >"$tmp/out7.txt" 2>&1
+rc=$?
+check "an unknown phase: exit code 2" [ $rc -eq 2 ]
+
+checks_done "$tmp/out1.txt"
