@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""The statements of what rfa supports agree where they can be compared mechanically: every
+value of the C header's enums for layouts, masks, dtypes, strategies, devices and CUDA kernel
+choices is named in the matching row of the README's table and of docs/supported.md, neither
+names one the header lacks, and the two pages give the same head dims.
+
+Usage: supported_agree_test.py SOURCE_DIR"""
+import os
+import re
+import sys
+
+# header enum -> (its values by the word the pages use, the row of each page that lists them)
+ENUMS = {
+    "rfa_layout_t": ({"CONTIGUOUS": "contiguous", "ZIGZAG": "zigzag", "STRIPE": "stripe"},
+                     "layouts", "layouts"),
+    "rfa_mask_t": ({"NONE": "none", "CAUSAL": "causal"}, "masks", "masks"),
+    "rfa_dtype_t": ({"FLOAT32": "fp32", "BFLOAT16": "bf16", "FLOAT16": "fp16"}, "storage dtypes", "storage dtypes"),
+    "rfa_strategy_t": ({"RING": "ring", "ULYSSES": "ulysses", "ALLGATHER": "all-gather", "HYBRID": "hybrid",
+                        "AUTO": "rfa_strategy_auto"}, "strategies", "strategies"),
+    "rfa_device_t": ({"HOST": "cpu|host", "CUDA": "cuda|nvidia"}, "devices", "devices"),
+    "rfa_cuda_kernels_t": ({"DEFAULT": None, "AUTO": None, "RFA": "rfa's (cuda )?kernels", "CUDNN": "cudnn"},
+                           "devices", "devices"),
+}
+# Words the pages would use for a value the header does not have.
+FOREIGN = {"layouts": ["ring-attention", "llama3"], "storage dtypes": ["fp8", "int8"],
+           "strategies": ["tree", "llama3"]}
+
+
+def enum_values(header, name):
+    match = re.search(r"typedef enum " + name + r" \{(.*?)\} " + name, header, re.S)
+    if not match:
+        raise SystemExit(f"supported_agree: no enum {name} in rfa.h")
+    prefix = {"rfa_cuda_kernels_t": "RFA_CUDA_KERNELS_"}.get(name, "RFA_" + name[4:-2].upper() + "_")
+    return re.findall(r"\b" + prefix + r"([A-Z0-9]+)\s*=", match.group(1))
+
+
+def table_row(text, label, page):
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 2 and cells[1].lower() == label:
+            return cells[2].lower()
+    raise SystemExit(f"supported_agree: {page} has no table row '{label}'")
+
+
+def main(root):
+    header = open(os.path.join(root, "include", "rfa", "rfa.h"), encoding="utf-8").read()
+    pages = {page: open(os.path.join(root, page), encoding="utf-8").read()
+             for page in ("README.md", os.path.join("docs", "supported.md"))}
+    problems = []
+    for name, (words, readme_row, supported_row) in ENUMS.items():
+        values = enum_values(header, name)
+        if sorted(values) != sorted(words):
+            problems.append(f"rfa.h's {name} has {values}; this test knows {sorted(words)}: update both pages and it")
+            continue
+        for page, label in (("README.md", readme_row), (os.path.join("docs", "supported.md"), supported_row)):
+            row = table_row(pages[page], label, page)
+            for value, word in words.items():
+                if word is not None and not re.search(word, row):
+                    problems.append(f"{page} row '{label}' does not name {name}'s {value} ('{word}')")
+            for word in FOREIGN.get(label, []):
+                if word in row:
+                    problems.append(f"{page} row '{label}' names '{word}', which rfa.h's {name} lacks")
+    dims = [table_row(pages[p], "head dims", p) for p in pages]
+    if dims[0] != dims[1]:
+        problems.append(f"the head dims differ: README '{dims[0]}', docs/supported.md '{dims[1]}'")
+    for p in problems:
+        print("supported_agree:", p)
+    print(f"supported_agree: {len(ENUMS)} enums against 2 pages, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "."))
