@@ -12,7 +12,9 @@
 # million (a million tokens, checked) or profile (racecheck and Nsight Compute on the kernels);
 # default: check perf million. Each phase has a budget of device seconds (RFA_BUDGET_CHECK 330,
 # RFA_BUDGET_PERF 230, RFA_BUDGET_MILLION 300, RFA_BUDGET_PROFILE 240): no step may outlast what
-# is left of it, and steps that no longer fit are reported "not run".
+# is left of it, nor outlast RFA_BUDGET_CALL (570) seconds from the start of the script, so that
+# one call ends inside the device tool's 10 minutes; steps that no longer fit are reported
+# "not run" (check and perf fit one call; million then runs in a second one).
 # Every step has its own timeout and appends "name<TAB>verdict<TAB>seconds" to $OUT/summary.tsv
 # as it ends (summary.json is rewritten each time), so a killed call still returns every verdict
 # so far. Verdicts: ok, FAILED (with the reason), TIMEOUT, "not available" (a sanitizer or
@@ -58,6 +60,7 @@ bin=$bundle/bin
 phase=""
 phase_start=0
 phase_budget=0
+call_budget=${RFA_BUDGET_CALL:-570}  # seconds since the start: a device command may run 600
 pending=()
 summary_json() {  # summary.tsv as JSON: the device line and every step so far
   local first=1 name verdict seconds ph
@@ -114,9 +117,14 @@ launch() {
     printf '%-8s %-34s %4s s  %s%s\n' "$phase" "$name" "$limit" "${env[*]:+${env[*]} }" "$*"
     return
   fi
-  local left=$((phase_budget - (SECONDS - phase_start)))
+  local left=$((phase_budget - (SECONDS - phase_start))) call_left=$((call_budget - SECONDS))
   if [ $left -lt 5 ]; then
     pending+=("$name|$limit|$kind|not run (the $phase phase's ${phase_budget} s are spent)")
+    return
+  fi
+  [ $call_left -lt $left ] && left=$call_left
+  if [ $left -lt 5 ]; then
+    pending+=("$name|$limit|$kind|not run (the call's ${call_budget} s are spent)")
     return
   fi
   [ "$limit" -gt $left ] && limit=$left
@@ -167,6 +175,7 @@ memory_gib=80  # what nvidia-smi says, else an 80 GB card's
 nccl_dir="" cudnn_dir=""
 if [ -z "$list" ]; then
   [ -x "$bin/rfa_run" ] || { echo "device_check: no bundle at $bundle (make it with scripts/gpu/build_bundle.sh on a build machine and carry it)" >&2; exit 2; }
+  rm -rf "$work/steps" "$work/json"  # nothing of an earlier call on this machine is reported again
   mkdir -p "$out" "$work/steps" "$work/json"
   rm -f "$out/summary.tsv" "$out/results.json" "$out"/*.log
   touch "$out/summary.tsv"

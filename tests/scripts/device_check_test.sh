@@ -122,6 +122,15 @@ check "a hung step: TIMEOUT" sh -c "awk -F'\t' '\$2 == \"kernel_test\"' '$tmp/ou
 check "a hung step: the steps after it not run" [ "$(grep -c $'\tnot run' "$tmp/out4/summary.tsv")" -gt 10 ]
 check "a hung step: the call ended within the budget and the kill margin" [ $((SECONDS - start)) -lt 30 ]
 
+# 4b. The whole call's budget: what no longer fits in it is "not run", whatever the phases'.
+run_check "$tmp/out4b" FAKE_HANG=rfa_cuda_kernel_test RFA_BUDGET_CALL=8 bash "$script" --bundle "$bundle" check perf
+check "the call's budget: the hung step cut at it" \
+  sh -c "awk -F'\t' '\$2 == \"kernel_test\"' '$tmp/out4b/summary.tsv' | grep -q TIMEOUT"
+check "the call's budget: every perf step not run" \
+  [ "$(awk -F'\t' '$1 == "perf"' "$tmp/out4b/summary.tsv" | grep -c "not run (the call's 8 s")" -eq \
+    "$(awk -F'\t' '$1 == "perf"' "$tmp/out4b/summary.tsv" | wc -l)" ]
+check "the call's budget: perf steps there to count" [ "$(grep -c '^perf' "$tmp/out4b/summary.tsv")" -gt 20 ]
+
 # 5. A card with room for 16 K/V heads, and the bundle packed as build_bundle.sh packs it.
 mkdir -p "$tmp/packed"
 tar -cJf "$tmp/packed/bundle.tar.xz" -C "$bundle" bin mpi
