@@ -218,7 +218,8 @@ stage_programs
 stage_mpi
 say "packing it into $bundle/bundle.tar.xz"
 mkdir -p "$bundle"
-rm -rf "$bundle/bundle.tar.xz" "$bundle/manifest.txt" "$bundle/steps.txt" "$bundle/bin" "$bundle/lib" "$bundle/mpi"
+rm -rf "${bundle:?}/bundle.tar.xz" "$bundle/manifest.txt" "$bundle/steps.txt" "${bundle:?}/bin" "${bundle:?}/lib" \
+  "$bundle/mpi"
 tar -cJf "$bundle/bundle.tar.xz" -C "$stage" bin lib mpi
 staged_mib=$(( $(du -sb "$stage" | cut -f1) / 1048576 ))
 size_mib=$(( $(du -sb "$bundle" | cut -f1) / 1048576 ))

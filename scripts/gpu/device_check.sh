@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
+# shellcheck disable=SC2046,SC2086  # word lists (ranks, choice_env, run_flags, sizes) split on purpose
 # Checks and measures rfa on a lent GPU machine from the bundle that scripts/gpu/build_bundle.sh
 # made on a build machine (docs/gpus.md, "Checking on a lent GPU"). Nothing is compiled here.
 #
@@ -24,6 +25,7 @@
 # per phase run (check.log, perf.log, million.log, profile.log) and results.json (each
 # measurement's JSON by step): at most 8 files.
 set -uo pipefail
+# ranks, choice_env and run_flags print lists of words, split on purpose where they are used.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bundle=$here/.device-bundle
 list=""
@@ -33,7 +35,7 @@ while [ $# -gt 0 ]; do
     --bundle) bundle=$(cd "${2:?--bundle needs a folder}" && pwd); shift ;;
     --list) list=yes ;;
     check|perf|million|profile) phases+=("$1") ;;
-    -h|--help) awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 3 && !/^#/ { exit } NR > 3 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "device_check: unknown argument '$1' (phases: check, perf, million, profile; --list, --bundle DIR)" >&2; exit 2 ;;
   esac
   shift
@@ -243,12 +245,10 @@ check_phase() {
   # The C API on device pointers against float64 (layouts, masks, GQA/MQA, windows, documents,
   # every strategy), one kernel choice at a time, np 1-4 concurrently on the one GPU.
   for choice in rfa sm90 cudnn; do
-    # shellcheck disable=SC2046  # choice_env and ranks are lists of words
     for n in 1 2 3 4; do
       launch "capi.$choice.np$n" 180 test $(choice_env $choice) RFA_TRANSPORT=mpi -- $(ranks $n) \
         "$bin/capi_cuda_test" --gtest_brief=1
     done
-    # shellcheck disable=SC2046
     launch "capi.$choice.nccl" 180 test $(choice_env $choice) RFA_TRANSPORT=nccl -- "$bin/capi_cuda_test" --gtest_brief=1
     settle
   done
@@ -258,7 +258,6 @@ check_phase() {
     for n in 1 2 3 4; do
       [ $choice != rfa ] && [ $n = 1 ] && continue
       [ $choice != rfa ] && [ $n = 3 ] && continue
-      # shellcheck disable=SC2046
       launch "strategies.$choice.np$n" 180 test $(choice_env $choice) -- $(ranks $n) \
         "$bin/rfa_device_strategies_test" --gtest_brief=1
     done
@@ -270,7 +269,6 @@ check_phase() {
   # then every other strategy; P = 4 ranks sharing the GPU over staged MPI.
   local size="--seq 4096 --heads 8 --head-dim 128 --dtype bf16 --layout zigzag --causal --check --repeat 1"
   for choice in rfa sm90 cudnn; do
-    # shellcheck disable=SC2046,SC2086
     launch "main.ring.$choice" 120 test RFA_TRANSPORT=mpi -- $(ranks 4) "$bin/rfa_run" --device cuda \
       $(run_flags $choice) $size --window 300 --json "$(json "main.ring.$choice")"
   done
@@ -278,7 +276,6 @@ check_phase() {
   for strategy in ulysses allgather hybrid; do
     local degree=""
     [ $strategy = hybrid ] && degree="--ulysses-degree 2"
-    # shellcheck disable=SC2046,SC2086
     launch "main.$strategy" 120 test RFA_TRANSPORT=mpi -- $(ranks 4) "$bin/rfa_run" --device cuda \
       $(run_flags rfa) --strategy $strategy $degree $size --no-overlap --json "$(json "main.$strategy")"
   done
@@ -316,7 +313,6 @@ perf_phase() {
   # Every strategy's compute at P = 2 and 4 ranks sharing the GPU against one attention over the
   # whole sequence (per-rank compute in the JSON).
   local timed="--seq 32768 --heads 16 --head-dim 128 --dtype bf16 --layout zigzag --causal --no-check --repeat 3 --no-overlap"
-  # shellcheck disable=SC2086
   step strategies.whole 40 test RFA_TRANSPORT=nccl -- "$bin/rfa_run" --device cuda $(run_flags rfa) $timed \
     --json "$(json strategies.whole)"
   local strategy n
@@ -325,7 +321,6 @@ perf_phase() {
       [ $strategy = hybrid ] && [ $n = 2 ] && continue
       local degree=""
       [ $strategy = hybrid ] && degree="--ulysses-degree 2"
-      # shellcheck disable=SC2046,SC2086
       step "strategies.$strategy.p$n" 40 test RFA_TRANSPORT=mpi -- $(ranks $n) "$bin/rfa_run" --device cuda \
         $(run_flags rfa) --strategy $strategy $degree $timed --json "$(json "strategies.$strategy.p$n")"
     done
@@ -335,11 +330,9 @@ perf_phase() {
   local choice
   for choice in rfa sm90 cudnn; do
     local checked="--seq 8192 --heads 8 --head-dim 128 --dtype bf16 --layout zigzag --causal --sampled-check --repeat 1 --no-overlap"
-    # shellcheck disable=SC2046,SC2086
     launch "error.$choice.p1" 60 test RFA_TRANSPORT=nccl -- "$bin/rfa_run" --device cuda $(run_flags $choice) \
       $checked --json "$(json "error.$choice.p1")"
     for n in 2 4 8; do
-      # shellcheck disable=SC2046,SC2086
       launch "error.$choice.p$n" 60 test RFA_TRANSPORT=mpi -- $(ranks $n) "$bin/rfa_run" --device cuda \
         $(run_flags $choice) $checked --json "$(json "error.$choice.p$n")"
     done
@@ -355,7 +348,6 @@ million_phase() {
   # in all, so a card under 120 GiB (an 80 GB H100) runs 4 K/V heads (GQA 16:4).
   local kv=16
   [ "$memory_gib" -lt 120 ] && kv=4
-  # shellcheck disable=SC2046
   step "million.kv$kv" 280 test RFA_TRANSPORT=mpi -- $(ranks 8) "$bin/rfa_run" --device cuda $(run_flags rfa) \
     --seq 1048576 --heads 16 --kv-heads $kv --head-dim 128 --dtype bf16 --layout zigzag --causal --sampled-check \
     --warmup 0 --repeat 1 --no-overlap --json "$(json "million.kv$kv")"
