@@ -220,7 +220,7 @@ say "packing it into $bundle/bundle.tar.xz"
 mkdir -p "$bundle"
 rm -rf "${bundle:?}/bundle.tar.xz" "$bundle/manifest.txt" "$bundle/steps.txt" "${bundle:?}/bin" "${bundle:?}/lib" \
   "$bundle/mpi"
-tar -cJf "$bundle/bundle.tar.xz" -C "$stage" bin lib mpi
+XZ_OPT=${XZ_OPT:--6 -T0} tar -cJf "$bundle/bundle.tar.xz" -C "$stage" bin lib mpi  # xz on every core
 staged_mib=$(( $(du -sb "$stage" | cut -f1) / 1048576 ))
 size_mib=$(( $(du -sb "$bundle" | cut -f1) / 1048576 ))
 # What travels beside it: the tracked and untracked-not-ignored files of the working tree.
