@@ -224,7 +224,7 @@ XZ_OPT=${XZ_OPT:--6 -T0} tar -cJf "$bundle/bundle.tar.xz" -C "$stage" bin lib mp
 staged_mib=$(( $(du -sb "$stage" | cut -f1) / 1048576 ))
 size_mib=$(( $(du -sb "$bundle" | cut -f1) / 1048576 ))
 # What travels beside it: the tracked and untracked-not-ignored files of the working tree.
-tree_mib=$(( $(cd "$here" && git ls-files -co --exclude-standard -z | xargs -0 du -cb 2>/dev/null | tail -n1 | cut -f1) / 1048576 ))
+tree_mib=$(( $(cd "$here" && git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2>/dev/null | tail -n1 | cut -f1) / 1048576 ))
 write_manifest "$size_mib" "$tree_mib" "$staged_mib"
 bash "$here/scripts/gpu/device_check.sh" --bundle "$bundle" --list >"$bundle/steps.txt"
 cat "$bundle/manifest.txt"
