@@ -40,6 +40,7 @@
 #include "run_options.hpp"
 #include "setup/ring_setup.hpp"
 #include "topology/order_policy.hpp"
+#include "topology/ring_order.hpp"
 
 namespace rfa {
 namespace perf {
@@ -165,6 +166,7 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
            dtype_name(o.dtype), mask_text.c_str(), layout::layout_name(o.layout), strategy.c_str(),
            ranks_text(P).c_str(), order_policy, place.c_str());
   if (!o.plan.empty()) progress(me, "plan: %s\n", o.plan.c_str());
+  progress(me, "ring order: %s\n", topology::order_by_host(setup.order).c_str());
   if (!gpu) warn_if_oversubscribed(me, threads);
 
   const std::unique_ptr<engine::AttentionStrategy>& attn = setup.engine;

@@ -107,6 +107,33 @@ EdgeCounts count_edges(const std::vector<RankKey>& keys, const std::vector<int>&
   return counts;
 }
 
+std::string order_by_host(const RingOrder& order, std::size_t max_runs) {
+  const std::size_t size = order.order.size();
+  std::string text;
+  if (order.keys.size() != size) {
+    for (std::size_t p = 0; p < size; ++p) text += (p ? " " : "") + std::to_string(order.order[p]);
+    return text + " (no host names gathered)";
+  }
+  std::size_t runs = 0;
+  for (std::size_t p = 0; p < size; ++p) {
+    const RankKey& key = order.keys[std::size_t(order.order[p])];
+    const bool new_run = p == 0 || !same_host(order.keys[std::size_t(order.order[p - 1])], key);
+    if (new_run) {
+      if (p > 0 && runs <= max_runs) text += "}";
+      if (++runs <= max_runs)
+        text +=
+            std::string(runs > 1 ? " " : "") + std::string(key.host, strnlen(key.host, RankKey::kHostCapacity)) + "{";
+    } else if (runs <= max_runs) {
+      text += ",";
+    }
+    if (runs <= max_runs) text += std::to_string(order.order[p]);
+  }
+  if (size > 0 && runs <= max_runs) text += "}";
+  if (runs > max_runs) text += " and " + std::to_string(runs - max_runs) + " more runs";
+  const int edges = count_edges(order.keys, order.order).inter_node;
+  return text + ": " + std::to_string(edges) + " inter-node edge" + (edges == 1 ? "" : "s");
+}
+
 int most_ranks_on_one_host(const RingOrder& order) {
   std::map<std::uint64_t, int> per_host;
   int most = 1;

@@ -54,6 +54,11 @@ struct RingOrder {
   std::vector<RankKey> keys;                               ///< every rank's key (keys[i] of rank i), for provenance
 };
 
+/// The order as a line of text: the ranks in ring order, grouped into runs of one host, and the
+/// count of inter-node edges, e.g. "node0{0,2} node1{1,3}: 2 inter-node edges". Runs after the
+/// first `max_runs` are counted, not listed. Without every rank's key: the ranks alone.
+std::string order_by_host(const RingOrder& order, std::size_t max_runs = 32);
+
 /// The most ranks that share one host, from the keys every rank gathered (1 without keys): the
 /// same on every rank.
 int most_ranks_on_one_host(const RingOrder& order);

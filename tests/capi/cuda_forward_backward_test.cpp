@@ -19,7 +19,7 @@
 
 #include "capi_test_support.hpp"
 #include "cuda_device_check.hpp"
-#include "reference_attention.hpp"
+#include "capi_reference.hpp"
 #include "rfa/rfa_config.h"
 #include "rfa/rfa_mpi.h"
 
@@ -150,30 +150,15 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   std::vector<int64_t> positions(std::size_t(L), -1);
   ASSERT_RFA_OK(rfa_context_get_local_positions(ctx, positions.data(), L));
 
-  Stored gq(c.dtype, B * S * H * D), gk(c.dtype, B * S * Hkv * D), gv(c.dtype, B * S * Hkv * D),
-      gdo(c.dtype, B * S * H * D);
-  const auto q = gq.assign(random_values(gq.size(), 31)), k = gk.assign(random_values(gk.size(), 32)),
-             v = gv.assign(random_values(gv.size(), 33)), dout = gdo.assign(random_values(gdo.size(), 34));
-  rfa::reference::Problem p;
-  p.batch = B;
-  p.seq_q = p.seq_k = S;
-  p.heads = H;
-  p.kv_heads = Hkv;
-  p.head_dim = D;
-  p.causal = c.mask == RFA_MASK_CAUSAL;
-  p.window = c.window;
-  p.doc_bounds = bounds;
-  std::vector<double> ref_out, ref_lse, ref_dq, ref_dk, ref_dv;
-  rfa::reference::forward(p, q, k, v, ref_out, ref_lse);
-  rfa::reference::backward(p, q, k, v, dout, ref_dq, ref_dk, ref_dv);
+  const ReferenceRun ref(o, bounds, 31);
 
   Stored lq(c.dtype, B * L * H * D), lk(c.dtype, B * L * Hkv * D), lv(c.dtype, B * L * Hkv * D),
       ldo(c.dtype, B * L * H * D), lout(c.dtype, B * L * H * D), ldq(c.dtype, B * L * H * D),
       ldk(c.dtype, B * L * Hkv * D), ldv(c.dtype, B * L * Hkv * D);
-  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, H, gq.data(), lq.data()));  // host-side helpers, host memory
-  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, Hkv, gk.data(), lk.data()));
-  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, Hkv, gv.data(), lv.data()));
-  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, H, gdo.data(), ldo.data()));
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, H, ref.q.data(), lq.data()));  // host-side helpers, host memory
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, Hkv, ref.k.data(), lk.data()));
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, Hkv, ref.v.data(), lv.data()));
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, H, ref.dout.data(), ldo.data()));
   const std::size_t qb = lq.size() * rfa::dtype_size(c.dtype), kvb = lk.size() * rfa::dtype_size(c.dtype),
                     lseb = std::size_t(B * H * L) * sizeof(float);
   OnDevice dq_in(lq.data(), qb), dk_in(lk.data(), kvb), dv_in(lv.data(), kvb), ddo(ldo.data(), qb);
@@ -205,14 +190,14 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   double lse_err = 0.0;
   for (int64_t bh = 0; bh < B * H; ++bh)
     for (int64_t i = 0; i < L; ++i) {
-      const double err = std::fabs(lse[std::size_t(bh * L + i)] - ref_lse[std::size_t(bh * S + positions[i])]);
+      const double err = std::fabs(lse[std::size_t(bh * L + i)] - ref.lse[std::size_t(bh * S + positions[i])]);
       lse_err = std::isnan(err) ? std::numeric_limits<double>::infinity() : std::max(lse_err, err);
     }
   const double tol = tolerance(c.dtype), gtol = 4 * tol;
-  const double out_err = max_error_bshd(lout, ref_out, positions, B, S, H, D);
-  const double dq_err = max_error_bshd(ldq, ref_dq, positions, B, S, H, D);
-  const double dk_err = max_error_bshd(ldk, ref_dk, positions, B, S, Hkv, D);
-  const double dv_err = max_error_bshd(ldv, ref_dv, positions, B, S, Hkv, D);
+  const double out_err = max_error_bshd(lout, ref.out, positions, B, S, H, D);
+  const double dq_err = max_error_bshd(ldq, ref.dq, positions, B, S, H, D);
+  const double dk_err = max_error_bshd(ldk, ref.dk, positions, B, S, Hkv, D);
+  const double dv_err = max_error_bshd(ldv, ref.dv, positions, B, S, Hkv, D);
   EXPECT_LE(out_err, tol);
   EXPECT_LE(lse_err, 1e-3);  // fp32, from scores of bf16/fp16 inputs
   EXPECT_LE(dq_err, gtol);

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "capi_test_support.hpp"
-#include "reference_attention.hpp"
+#include "capi_reference.hpp"
 #include "rfa/rfa_mpi.h"
 
 namespace {
@@ -100,31 +100,16 @@ TEST_P(CapiForwardBackward, MatchesFloat64Reference) {
   ASSERT_RFA_OK(rfa_context_get_local_positions(ctx, positions.data(), L));
 
   // Global inputs, the same on every rank, rounded to the dtype; the reference sees the rounded values.
-  Stored gq(c.dtype, B * S * H * D), gk(c.dtype, B * S * Hkv * D), gv(c.dtype, B * S * Hkv * D),
-      gdo(c.dtype, B * S * H * D);
-  const auto q = gq.assign(random_values(gq.size(), 11)), k = gk.assign(random_values(gk.size(), 12)),
-             v = gv.assign(random_values(gv.size(), 13)), dout = gdo.assign(random_values(gdo.size(), 14));
-
-  rfa::reference::Problem p;
-  p.batch = B;
-  p.seq_q = p.seq_k = S;
-  p.heads = H;
-  p.kv_heads = Hkv;
-  p.head_dim = D;
-  p.causal = c.mask == RFA_MASK_CAUSAL;
-  if (c.documents) p.doc_bounds = bounds;
-  std::vector<double> ref_out, ref_lse, ref_dq, ref_dk, ref_dv;
-  rfa::reference::forward(p, q, k, v, ref_out, ref_lse);
-  rfa::reference::backward(p, q, k, v, dout, ref_dq, ref_dk, ref_dv);
+  const ReferenceRun ref(o, c.documents ? bounds : std::vector<int64_t>(), 11);
 
   // This rank's shards, cut by the library's own helpers.
   Stored lq(c.dtype, B * L * H * D), lk(c.dtype, B * L * Hkv * D), lv(c.dtype, B * L * Hkv * D),
       ldo(c.dtype, B * L * H * D), lout(c.dtype, B * L * H * D), ldq(c.dtype, B * L * H * D),
       ldk(c.dtype, B * L * Hkv * D), ldv(c.dtype, B * L * Hkv * D);
-  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, H, gq.data(), lq.data()));
-  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, Hkv, gk.data(), lk.data()));
-  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, Hkv, gv.data(), lv.data()));
-  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, H, gdo.data(), ldo.data()));
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, H, ref.q.data(), lq.data()));
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, Hkv, ref.k.data(), lk.data()));
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, Hkv, ref.v.data(), lv.data()));
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, H, ref.dout.data(), ldo.data()));
   std::vector<float> lse(std::size_t(B * H * L));
   const double tol = tolerance(c.dtype);
   // Three rounds: the first allocates the workspace, the later ones run in the buffers the
@@ -138,13 +123,13 @@ TEST_P(CapiForwardBackward, MatchesFloat64Reference) {
     ldv.poison();
 
     ASSERT_RFA_OK(rfa_forward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), lse.data()));
-    EXPECT_LE(max_error_bshd(lout, ref_out, positions, B, S, H, D), tol);
+    EXPECT_LE(max_error_bshd(lout, ref.out, positions, B, S, H, D), tol);
     double lse_err = 0.0;
     for (int64_t b = 0; b < B; ++b)
       for (int64_t h = 0; h < H; ++h)
         for (int64_t i = 0; i < L; ++i) {
           const double err =
-              std::fabs(lse[std::size_t((b * H + h) * L + i)] - ref_lse[std::size_t((b * H + h) * S + positions[i])]);
+              std::fabs(lse[std::size_t((b * H + h) * L + i)] - ref.lse[std::size_t((b * H + h) * S + positions[i])]);
           lse_err = std::isnan(err) ? std::numeric_limits<double>::infinity() : std::max(lse_err, err);
         }
     EXPECT_LE(lse_err, 2e-6);  // lse is fp32 whatever the storage dtype
@@ -153,10 +138,10 @@ TEST_P(CapiForwardBackward, MatchesFloat64Reference) {
                                ldk.data(), ldv.data()));
     // Gradients grow with the sequence (sums over rows); scale the tolerance by it.
     const double gtol = tol * 4.0;
-    const double out_err = max_error_bshd(lout, ref_out, positions, B, S, H, D);
-    const double dq_err = max_error_bshd(ldq, ref_dq, positions, B, S, H, D);
-    const double dk_err = max_error_bshd(ldk, ref_dk, positions, B, S, Hkv, D);
-    const double dv_err = max_error_bshd(ldv, ref_dv, positions, B, S, Hkv, D);
+    const double out_err = max_error_bshd(lout, ref.out, positions, B, S, H, D);
+    const double dq_err = max_error_bshd(ldq, ref.dq, positions, B, S, H, D);
+    const double dk_err = max_error_bshd(ldk, ref.dk, positions, B, S, Hkv, D);
+    const double dv_err = max_error_bshd(ldv, ref.dv, positions, B, S, Hkv, D);
     EXPECT_LE(dq_err, gtol);
     EXPECT_LE(dk_err, gtol);
     EXPECT_LE(dv_err, gtol);
@@ -179,7 +164,7 @@ TEST_P(CapiForwardBackward, MatchesFloat64Reference) {
   ASSERT_RFA_OK(rfa_allgather_bshd(ctx, H, lout.data(), gout.data()));
   std::vector<int64_t> all_rows(static_cast<std::size_t>(S));
   for (int64_t s = 0; s < S; ++s) all_rows[std::size_t(s)] = s;
-  EXPECT_LE(max_error_bshd(gout, ref_out, all_rows, B, S, H, D), tol);
+  EXPECT_LE(max_error_bshd(gout, ref.out, all_rows, B, S, H, D), tol);
 
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
 }

@@ -3,7 +3,7 @@
 // exchange whose neighbour never starts its side fails with RFA_ERROR_TIMEOUT naming that
 // neighbour, within the deadline plus a second, and leaves the communicator refusing work;
 // exchanges of different calls never match; an exchange dropped unfinished is given up at the
-// deadline; RFA_TIMEOUT_S is read and checked.
+// deadline, or at once once the communicator has timed out; RFA_TIMEOUT_S is read and checked.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -118,6 +118,31 @@ TEST(Deadline, AnAbandonedExchangeIsGivenUpAtTheDeadline) {
     }
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(world_rank() == 1 ? 1500 : 0));
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// Once a wait has timed out, the other exchanges a call had in flight are given up at once: the
+// call returns within one deadline however many it had (a backward keeps two per step).
+TEST(Deadline, ExchangesInFlightAfterATimeoutAreGivenUpAtOnce) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  MpiOptions options;
+  options.timeout_s = 0.5;
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank(), options);
+  const int silent = 1;
+  std::vector<char> send(1 << 20, 1), recv_a(1 << 20), recv_b(1 << 20), recv_c(1 << 20);
+  if (world_rank() != silent && (comm.prev() == silent || comm.next() == silent)) {
+    const auto start = std::chrono::steady_clock::now();
+    {
+      Exchange a = comm.start_ring_exchange(send.data(), recv_a.data(), send.size());
+      Exchange b = comm.start_ring_exchange(send.data(), recv_b.data(), send.size());
+      Exchange c = comm.start_ring_exchange(send.data(), recv_c.data(), send.size());
+      EXPECT_THROW(a.wait(), Error);
+    }  // b and c dropped unfinished, as an error unwinding a call drops them
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_GE(waited, 0.4);
+    EXPECT_LE(waited, 0.9) << "the exchanges in flight were each given a deadline of their own";
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(world_rank() == silent ? 1500 : 0));
   MPI_Barrier(MPI_COMM_WORLD);
 }
 

@@ -55,6 +55,23 @@ TEST(RingOrder, NodesContiguousInNaturalHostOrder) {
   EXPECT_EQ(compute_ring_order(keys), (std::vector<int>{1, 3, 0, 2}));
 }
 
+TEST(RingOrder, DescribedByHost) {
+  RingOrder chosen;
+  chosen.keys =
+      numbered({synthetic_key("node0"), synthetic_key("node1"), synthetic_key("node0"), synthetic_key("node1")});
+  chosen.order = {0, 2, 1, 3};
+  EXPECT_EQ(order_by_host(chosen), "node0{0,2} node1{1,3}: 2 inter-node edges");
+  chosen.order = identity_order(4);
+  EXPECT_EQ(order_by_host(chosen), "node0{0} node1{1} node0{2} node1{3}: 4 inter-node edges");
+  EXPECT_EQ(order_by_host(chosen, 2), "node0{0} node1{1} and 2 more runs: 4 inter-node edges");
+  chosen.keys.resize(1);
+  chosen.order = {0};
+  EXPECT_EQ(order_by_host(chosen), "node0{0}: 0 inter-node edges");
+  chosen.keys.clear();
+  chosen.order = {1, 0};
+  EXPECT_EQ(order_by_host(chosen), "1 0 (no host names gathered)");
+}
+
 TEST(RingOrder, WithinANodeByPackageThenNuma) {
   // One node, two sockets with two NUMA domains each; ranks scattered across them.
   auto keys = numbered({synthetic_key("n", 1, 3), synthetic_key("n", 0, 1), synthetic_key("n", 1, 2),

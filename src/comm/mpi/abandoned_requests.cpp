@@ -11,16 +11,17 @@
 namespace rfa::comm::mpi {
 
 bool complete_abandoned_requests(MPI_Request* requests, int count, const std::string& what, double timeout_s,
-                                 Abandon abandon) noexcept {
+                                 Peers peers, Abandon abandon) noexcept {
   if (!collective::mpi_is_usable()) {
     std::fprintf(stderr, "rfa: %s was still pending at MPI_Finalize; its buffers may be incomplete\n", what.c_str());
     return false;
   }
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
-  const bool bounded = timeout_s > 0.0 && timeout_s <= 1e9;
-  const auto deadline =
-      start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(bounded ? timeout_s : 0.0));
+  const bool at_once = peers == Peers::timed_out;
+  const bool bounded = at_once || (timeout_s > 0.0 && timeout_s <= 1e9);
+  const auto deadline = start + std::chrono::duration_cast<clock::duration>(
+                                    std::chrono::duration<double>(bounded && !at_once ? timeout_s : 0.0));
   auto next_report = start + std::chrono::seconds(10);
   for (;;) {
     int complete = 0;
@@ -50,10 +51,15 @@ bool complete_abandoned_requests(MPI_Request* requests, int count, const std::st
       MPI_Request_free(&requests[i]);
     }
   }
-  std::fprintf(stderr,
-               "rfa: gave up completing %s after %s: the other ranks did not finish their side; it is "
-               "left to MPI and the communicator is unusable\n",
-               what.c_str(), collective::seconds_text(timeout_s).c_str());
+  if (at_once) {
+    std::fprintf(stderr, "rfa: gave up %s at once: the communicator had timed out already; it is left to MPI\n",
+                 what.c_str());
+  } else {
+    std::fprintf(stderr,
+                 "rfa: gave up completing %s after %s: the other ranks did not finish their side; it is "
+                 "left to MPI and the communicator is unusable\n",
+                 what.c_str(), collective::seconds_text(timeout_s).c_str());
+  }
   return false;
 }
 

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# scripts/multinode/nodes.sh itself: host names and placement, exit codes passed through, the
+# limit, nothing left behind after a normal end, a failure, a TERM or a SIGKILL (the next run
+# removes what a killed harness left), nothing made in this machine's own namespace, bad usage
+# refused. Skips (77) where namespaces cannot be made.
+#   harness_test.sh NODES_SH
+set -uo pipefail
+nodes_sh=${1:?nodes.sh}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/scripts/checks.sh
+source "$here/../scripts/checks.sh"
+bash "$nodes_sh" --probe >"$tmp/probe" 2>&1
+status=$?
+if [ "$status" -ne 0 ]; then
+  cat "$tmp/probe"
+  exit 77
+fi
+
+ours() { ip netns list | awk '{print $1}' | grep -c '^rfamn' || true; }
+links_before=$(ip -o link | wc -l)
+
+bash "$nodes_sh" --quiet --nodes 3 --ranks 2 -- hostname >"$tmp/slot" 2>&1
+check "3 nodes x 2 ranks: every rank reports its node's host name" \
+  test "$(sort "$tmp/slot" | tr '\n' ' ')" = "node0 node0 node1 node1 node2 node2 "
+bash "$nodes_sh" --quiet --nodes 2 --ranks 2 --map-by node -- sh -c 'echo "$OMPI_COMM_WORLD_RANK $(hostname)"' \
+  >"$tmp/rr" 2>&1
+check "--map-by node puts rank r on node r % N" \
+  test "$(sort "$tmp/rr" | tr '\n' ' ')" = "0 node0 1 node1 2 node0 3 node1 "
+bash "$nodes_sh" --quiet --nodes 2 -- sh -c 'ip -o -4 addr show | awk "{print \$2, \$4}"' >"$tmp/addr" 2>&1
+check "each node has loopback and one link on the private subnet, nothing else" \
+  test "$(sort -u "$tmp/addr" | tr '\n' ' ')" = "eth0 10.77.0.1/24 eth0 10.77.0.2/24 lo 127.0.0.1/8 "
+bash "$nodes_sh" --quiet --nodes 2 --env RFA_HARNESS_PROBE=seen -- sh -c 'echo "$RFA_HARNESS_PROBE $RFA_MULTINODE_NODES $RFA_MULTINODE_RANKS_PER_NODE"' \
+  >"$tmp/env" 2>&1
+check "--env and the harness's variables reach every rank" test "$(sort -u "$tmp/env")" = "seen 2 1"
+
+bash "$nodes_sh" --quiet --nodes 2 -- sh -c 'exit 3' >/dev/null 2>&1
+check "a failing program's exit code comes back" test $? -eq 3
+check "nothing is left after a failure" test "$(ours)" -eq 0
+start=$SECONDS
+bash "$nodes_sh" --quiet --nodes 2 --limit 2 -- sleep 60 >/dev/null 2>&1
+status=$?
+check "a job past --limit is killed with exit 124" test "$status" -eq 124
+check "... within a few seconds of the limit" test $((SECONDS - start)) -le 10
+check "nothing is left after the limit" test "$(ours)" -eq 0
+
+# A harness sent SIGNAL 3 s into a job that would run for a minute.
+signal_harness() {
+  bash "$nodes_sh" --quiet --nodes 2 -- sleep 60 >/dev/null 2>&1 &
+  local harness=$!
+  sleep 3
+  kill "-$1" "$harness"
+  wait "$harness" 2>/dev/null
+}
+signal_harness TERM
+check "nothing is left after the harness is sent TERM" test "$(ours)" -eq 0
+check "no process of the job survives TERM" test "$(pgrep -c -f '^sleep 60$')" -eq 0
+
+signal_harness KILL
+check "a harness killed by SIGKILL leaves its namespaces" test "$(ours)" -gt 0
+bash "$nodes_sh" --quiet --nodes 1 -- true >/dev/null 2>&1
+check "... which the next run removes, with their processes" test "$(ours)" -eq 0
+check "nothing was added to this machine's own network namespace" test "$(ip -o link | wc -l)" -eq "$links_before"
+
+for bad in "--nodes 0" "--nodes 65" "--ranks x" "--map-by cyclic" "--rate fast" "--link-rate 5=1mbit" \
+  "--fault action=down" "--fault on=m,action=explode" "--fault on=m,action=rate" "--fault on=m,action=down,node=2" \
+  "--until -1" "--limit soon"; do
+  # shellcheck disable=SC2086  # each entry is a list of words
+  bash "$nodes_sh" $bad -- true >"$tmp/bad" 2>&1
+  check "refused with exit 2: $bad" test $? -eq 2
+done
+check "... and nothing was made for them" test "$(ours)" -eq 0
+checks_done "$tmp/slot"

@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// One forward or backward across "nodes" while scripts/multinode/nodes.sh breaks something: a
+// link cut, a rank killed, a link slowed (tests/multinode/fault_case.sh runs the cases). Each rank
+// that lives through the call writes what happened to $RFA_MULTINODE_DIR/verdict.RANK, one line of
+// key=value words, which the case's script judges:
+//   rank, host, rc (the call's code), message, started/returned (seconds since the epoch, the
+//   clock the harness stamps its faults with), inputs (untouched or CHANGED: every input of the
+//   call compared byte for byte with a copy taken before it, after the call and after the linger
+//   below), canaries (intact or BROKEN), error (the largest error against float64 with --expect
+//   exact, else -).
+// After a failed call the rank destroys the context (which never waits) and lingers: for
+// --linger seconds it drives MPI's progress while blocks of the sizes rfa's transfers use sit in
+// the heap filled with a pattern. A buffer of an abandoned transfer that rfa freed and the heap
+// gave to a canary would be written by the late transfer (the harness brings a cut link back
+// up meanwhile): the canary breaks. Then the rank waits for the harness to end the job (ranks
+// cannot all finish MPI once a link is gone).
+//
+//   link_fault_test --op forward|backward --timeout S --seq N [--expect error|exact] [--linger S]
+//                   [--dtype fp32|bf16] [--mark NAME]
+// The rank at ring position 0 creates $RFA_MULTINODE_DIR/NAME (default: the op's name) just
+// before the call: the harness's --fault on=NAME acts then.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "random_values.hpp"
+#include "reference_attention.hpp"
+#include "rfa/rfa_mpi.h"
+
+namespace {
+
+struct Args {
+  std::string op = "forward";
+  double timeout = 5.0;
+  int64_t seq = 4096;
+  bool expect_exact = false;
+  double linger = 0.0;
+  rfa_dtype_t dtype = RFA_DTYPE_FLOAT32;
+  std::string mark;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "link_fault_test: %s\nusage: link_fault_test --op forward|backward --timeout S --seq N "
+               "[--expect error|exact] [--linger S] [--dtype fp32|bf16] [--mark NAME]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) usage("missing value after " + flag);
+    const std::string value = argv[++i];
+    if (flag == "--op") {
+      if (value != "forward" && value != "backward") usage("--op takes forward or backward");
+      a.op = value;
+    } else if (flag == "--timeout") {
+      a.timeout = std::atof(value.c_str());
+    } else if (flag == "--seq") {
+      a.seq = std::atoll(value.c_str());
+    } else if (flag == "--expect") {
+      if (value != "error" && value != "exact") usage("--expect takes error or exact");
+      a.expect_exact = value == "exact";
+    } else if (flag == "--linger") {
+      a.linger = std::atof(value.c_str());
+    } else if (flag == "--dtype") {
+      if (value != "fp32" && value != "bf16") usage("--dtype takes fp32 or bf16");
+      a.dtype = value == "fp32" ? RFA_DTYPE_FLOAT32 : RFA_DTYPE_BFLOAT16;
+    } else if (flag == "--mark") {
+      a.mark = value;
+    } else {
+      usage("unknown option " + flag);
+    }
+  }
+  if (a.mark.empty()) a.mark = a.op;
+  return a;
+}
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+/// A tensor in the storage dtype, filled from float64 values (the reference sees the rounded ones).
+struct Tensor {
+  rfa_dtype_t dtype;
+  std::vector<unsigned char> bytes;
+  Tensor(rfa_dtype_t t, int64_t count) : dtype(t), bytes(std::size_t(count) * (t == RFA_DTYPE_FLOAT32 ? 4 : 2)) {}
+  int64_t size() const { return int64_t(bytes.size() / (dtype == RFA_DTYPE_FLOAT32 ? 4 : 2)); }
+  double get(int64_t i) const {
+    if (dtype == RFA_DTYPE_FLOAT32) {
+      float f;
+      std::memcpy(&f, bytes.data() + 4 * i, 4);
+      return f;
+    }
+    rfa::bf16_t h;
+    std::memcpy(&h, bytes.data() + 2 * i, 2);
+    return rfa::to_float(h);
+  }
+  std::vector<double> assign(const std::vector<double>& values) {
+    std::vector<double> kept(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (dtype == RFA_DTYPE_FLOAT32) {
+        const float f = float(values[i]);
+        std::memcpy(bytes.data() + 4 * i, &f, 4);
+      } else {
+        const rfa::bf16_t h = rfa::from_float<rfa::bf16_t>(float(values[i]));
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+      }
+      kept[i] = get(int64_t(i));
+    }
+    return kept;
+  }
+  void* data() { return bytes.data(); }
+};
+
+/// The largest |error| of a local [b][row][h][d] shard against the reference's global tensor.
+double shard_error(const Tensor& local, const std::vector<double>& global, const std::vector<int64_t>& positions,
+                   int64_t S, int64_t H, int64_t D) {
+  const int64_t L = int64_t(positions.size());
+  double worst = 0.0;
+  for (int64_t i = 0; i < L; ++i)
+    for (int64_t e = 0; e < H * D; ++e) {
+      const double err = std::fabs(local.get(i * H * D + e) - global[std::size_t(positions[std::size_t(i)] * H * D + e)]);
+      worst = std::isnan(err) ? INFINITY : std::max(worst, err);
+    }
+  (void)S;
+  return worst;
+}
+
+/// Heap blocks of the given sizes filled with a pattern, checked later.
+struct Canaries {
+  std::vector<std::vector<unsigned char>> blocks;
+  explicit Canaries(const std::vector<std::size_t>& sizes) {
+    for (int copy = 0; copy < 8; ++copy)
+      for (std::size_t n : sizes) blocks.emplace_back(n, static_cast<unsigned char>(0xA5));
+  }
+  bool intact() const {
+    for (const auto& b : blocks)
+      if (std::any_of(b.begin(), b.end(), [](unsigned char c) { return c != 0xA5; })) return false;
+    return true;
+  }
+};
+
+/// The code's name as rfa.h spells it: the verdict's rc word.
+const char* code_name(rfa_result_t rc) {
+  static const char* const names[] = {"RFA_SUCCESS", "RFA_ERROR_INVALID_ARGUMENT", "RFA_ERROR_INVALID_USAGE",
+                                      "RFA_ERROR_UNSUPPORTED", "RFA_ERROR_OUT_OF_MEMORY", "RFA_ERROR_INTERNAL",
+                                      "RFA_ERROR_MPI", "RFA_ERROR_NCCL", "RFA_ERROR_CUDA", "RFA_ERROR_HWLOC",
+                                      "RFA_ERROR_KOKKOS", "RFA_ERROR_VERSION_MISMATCH", "RFA_ERROR_TIMEOUT",
+                                      "RFA_ERROR_CALL_MISMATCH", "RFA_ERROR_NONFINITE"};
+  const int i = int(rc);
+  return i >= 0 && i < int(sizeof names / sizeof names[0]) ? names[i] : "unknown";
+}
+
+std::string one_line(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const Args a = parse(argc, argv);
+  const char* dir_env = std::getenv("RFA_MULTINODE_DIR");
+  if (!dir_env) usage("runs under scripts/multinode/nodes.sh (RFA_MULTINODE_DIR is not set)");
+  const std::string dir = dir_env;
+  int rank = 0, P = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+
+  const int64_t H = 4, D = 64, S = a.seq;
+  rfa_options_t o;
+  rfa_options_init(&o);
+  o.dtype = a.dtype;
+  o.layout = RFA_LAYOUT_ZIGZAG;
+  o.mask = RFA_MASK_CAUSAL;
+  o.seq_total = S;
+  o.batch = 1;
+  o.heads = H;
+  o.kv_heads = H;
+  o.head_dim = D;
+  o.timeout_s = a.timeout;
+  rfa_context_t ctx = nullptr;
+  if (rfa_context_create(MPI_COMM_WORLD, &o, &ctx) != RFA_SUCCESS) {
+    std::fprintf(stderr, "rank %d: rfa_context_create failed: %s\n", rank, rfa_get_last_error_message());
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  }
+  int64_t L = 0;
+  int position = 0;
+  rfa_context_get_local_seq(ctx, &L);
+  rfa_context_get_position(ctx, &position);
+  std::vector<int64_t> positions(static_cast<std::size_t>(L));
+  rfa_context_get_local_positions(ctx, positions.data(), L);
+
+  Tensor gq(a.dtype, S * H * D), gk(a.dtype, S * H * D), gv(a.dtype, S * H * D), gdo(a.dtype, S * H * D);
+  const auto q = gq.assign(rfa::test::random_values(std::size_t(S * H * D), 21));
+  const auto k = gk.assign(rfa::test::random_values(std::size_t(S * H * D), 22));
+  const auto v = gv.assign(rfa::test::random_values(std::size_t(S * H * D), 23));
+  const auto dout = gdo.assign(rfa::test::random_values(std::size_t(S * H * D), 24));
+  Tensor lq(a.dtype, L * H * D), lk(a.dtype, L * H * D), lv(a.dtype, L * H * D), ldo(a.dtype, L * H * D),
+      lout(a.dtype, L * H * D), ldq(a.dtype, L * H * D), ldk(a.dtype, L * H * D), ldv(a.dtype, L * H * D);
+  rfa_scatter_bshd(ctx, H, gq.data(), lq.data());
+  rfa_scatter_bshd(ctx, H, gk.data(), lk.data());
+  rfa_scatter_bshd(ctx, H, gv.data(), lv.data());
+  rfa_scatter_bshd(ctx, H, gdo.data(), ldo.data());
+  std::vector<float> lse(std::size_t(H * L));
+
+  const bool backward = a.op == "backward";
+  if (backward && rfa_forward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), lse.data()) != RFA_SUCCESS) {
+    std::fprintf(stderr, "rank %d: the forward before the backward failed: %s\n", rank, rfa_get_last_error_message());
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  }
+  // Every input of the call, copied: the call must leave them as they are, whatever happens.
+  std::vector<const Tensor*> inputs = {&lq, &lk, &lv};
+  if (backward) inputs.insert(inputs.end(), {&lout, &ldo});
+  std::vector<std::vector<unsigned char>> before;
+  for (const Tensor* t : inputs) before.push_back(t->bytes);
+  const std::vector<float> lse_before = lse;
+  auto inputs_untouched = [&] {
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i]->bytes != before[i]) return false;
+    return !backward || std::memcmp(lse.data(), lse_before.data(), lse.size() * sizeof(float)) == 0;
+  };
+
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (position == 0) {
+    std::ofstream mark(dir + "/" + a.mark);
+    mark.precision(17);
+    mark << now() << "\n";
+  }
+  const double started = now();
+  const rfa_result_t rc =
+      backward ? rfa_backward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), ldo.data(), lse.data(), ldq.data(),
+                              ldk.data(), ldv.data())
+               : rfa_forward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), lse.data());
+  const double returned = now();
+  const std::string message = rc == RFA_SUCCESS ? "" : one_line(rfa_get_last_error_message());
+  bool untouched = inputs_untouched();
+
+  std::string error = "-";
+  if (a.expect_exact && rc == RFA_SUCCESS) {
+    rfa::reference::Problem p;
+    p.seq_q = p.seq_k = S;
+    p.heads = p.kv_heads = H;
+    p.head_dim = D;
+    p.causal = true;
+    std::vector<double> ro, rl, rdq, rdk, rdv;
+    rfa::reference::forward(p, q, k, v, ro, rl);
+    double worst = 0.0;
+    if (backward) {
+      rfa::reference::backward(p, q, k, v, dout, rdq, rdk, rdv);
+      worst = std::max({shard_error(ldq, rdq, positions, S, H, D), shard_error(ldk, rdk, positions, S, H, D),
+                        shard_error(ldv, rdv, positions, S, H, D)});
+    } else {
+      worst = shard_error(lout, ro, positions, S, H, D);
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < L; ++i)
+          worst = std::max(worst, std::fabs(double(lse[std::size_t(h * L + i)]) -
+                                            rl[std::size_t(h * S + positions[std::size_t(i)])]));
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3e", worst);
+    error = text;
+  }
+
+  rfa_context_destroy(ctx);  // never waits; what a failed call left unfinished is abandoned
+  bool canaries_intact = true;
+  if (rc != RFA_SUCCESS && a.linger > 0) {
+    const std::size_t block = std::size_t(L * H * D) * (a.dtype == RFA_DTYPE_FLOAT32 ? 4 : 2);
+    Canaries canaries({block, 2 * block, block / 2, std::size_t(H * L) * sizeof(float)});
+    const double until = now() + a.linger;
+    while (now() < until) {
+      int flag = 0;
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+      usleep(1000);
+    }
+    canaries_intact = canaries.intact();
+    untouched = untouched && inputs_untouched();
+  }
+
+  std::ostringstream line;
+  line.precision(17);
+  line << "rank=" << rank << " position=" << position << " host=" << host << " rc=" << code_name(rc) << " started=" << started << " returned=" << returned
+       << " inputs=" << (untouched ? "untouched" : "CHANGED") << " canaries=" << (canaries_intact ? "intact" : "BROKEN")
+       << " error=" << error << " message=" << message << "\n";
+  const std::string path = dir + "/verdict." + std::to_string(rank);
+  std::ofstream(path + ".tmp") << line.str();
+  std::rename((path + ".tmp").c_str(), path.c_str());
+  std::fputs(line.str().c_str(), stderr);
+
+  if (rc == RFA_SUCCESS) {
+    MPI_Finalize();
+    return 0;
+  }
+  // A failed call leaves the job to be ended: the harness does once every verdict is in.
+  for (int i = 0; i < 600; ++i) sleep(1);
+  return 1;
+}
