@@ -4,7 +4,8 @@
 // around it. It bounds what the ring can hide: a K/V block of B*L*Hkv*d elements in the
 // storage dtype travels once per step (twice, with fp32 dK/dV, in the backward).
 //
-//   mpirun -np 2 --bind-to core rfa_comm_bench [--min-bytes N] [--max-bytes N] [--repeat N] [--json FILE]
+//   mpirun -np 2 --bind-to core rfa_comm_bench [--min-bytes N] [--max-bytes N] [--messages N] [--repeat N]
+//                                              [--json FILE]
 #include <mpi.h>
 
 #include <algorithm>
@@ -26,7 +27,7 @@ namespace {
 
 struct CommOptions {
   std::int64_t min_bytes = 4 << 10, max_bytes = 64 << 20;
-  int repeat = 10, warmup = 2;
+  int messages = 1, repeat = 10, warmup = 2;
   std::string json;
   bool help = false;
 };
@@ -39,6 +40,8 @@ bandwidth of one link (bytes / time) and the spread over repetitions.
 
   --min-bytes N      smallest message (default 4096)
   --max-bytes N      largest message (default 67108864)
+  --messages N       exchanges of that size in flight at once, as the engines send a block's K and V
+                     together (2); bandwidth counts them all (default 1)
   --repeat N         timed exchanges per size (default 10, what the comparator needs)
   --warmup N         untimed exchanges per size first (default 2)
   --json FILE        also write the results as JSON (rank 0), perf/'s result format
@@ -67,6 +70,8 @@ CommOptions parse(int argc, char** argv) {
       o.min_bytes = parse_count(flag, value(), 1);
     else if (flag == "--max-bytes")
       o.max_bytes = parse_count(flag, value(), 1);
+    else if (flag == "--messages")
+      o.messages = int(parse_count(flag, value(), 1));
     else if (flag == "--repeat")
       o.repeat = int(parse_count(flag, value(), 1));
     else if (flag == "--warmup")
@@ -80,12 +85,15 @@ CommOptions parse(int argc, char** argv) {
   return o;
 }
 
-/// Collective: one exchange, timed on every rank; returns the slowest and fastest rank's time.
+/// Collective: one exchange of each receive buffer's size per buffer, all in flight at once, timed
+/// on every rank; returns the slowest and fastest rank's time.
 std::pair<double, double> timed_exchange(comm::Communicator& ring, const std::vector<char>& send,
-                                         std::vector<char>& recv) {
+                                         std::vector<std::vector<char>>& recv) {
   ring.barrier();
   const auto t0 = std::chrono::steady_clock::now();
-  ring.start_ring_exchange(send.data(), recv.data(), send.size()).wait();
+  std::vector<comm::Exchange> inflight;
+  for (std::vector<char>& r : recv) inflight.push_back(ring.start_ring_exchange(send.data(), r.data(), send.size()));
+  for (comm::Exchange& x : inflight) x.wait();
   const double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::vector<double> all(std::size_t(ring.size()));
   ring.allgather(&mine, all.data(), sizeof mine);
@@ -97,26 +105,30 @@ std::pair<double, double> timed_exchange(comm::Communicator& ring, const std::ve
 int bench(comm::Communicator& ring, const CommOptions& o) {
   const int P = ring.size(), me = ring.rank();
   if (me == 0) {
-    std::printf("rfa_comm_bench: ring exchange over %s, %d rank%s%s, %d repetition(s) per size\n", ring.backend_name(),
-                P, P == 1 ? "" : "s", P == 1 ? " (sending to itself)" : "", o.repeat);
+    std::printf(
+        "rfa_comm_bench: ring exchange over %s, %d rank%s%s, %d message(s) at once, %d repetition(s) per size\n",
+        ring.backend_name(), P, P == 1 ? "" : "s", P == 1 ? " (sending to itself)" : "", o.messages, o.repeat);
     std::printf("%12s %10s %10s %10s %12s\n", "bytes", "median us", "min us", "max us", "GB/s (link)");
   }
   std::vector<BenchCase> cases;
   for (std::int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 4) {
     const auto n = static_cast<std::size_t>(bytes);
-    std::vector<char> send(n, static_cast<char>(me)), recv(n);
+    std::vector<char> send(n, static_cast<char>(me));
+    std::vector<std::vector<char>> recv(std::size_t(o.messages), std::vector<char>(n));
+    const double moved = double(bytes) * o.messages;  // per rank and exchange
     for (int w = 0; w < o.warmup; ++w) timed_exchange(ring, send, recv);
     BenchCase c;
-    c.name = "comm/ring_exchange/" + std::to_string(bytes);
+    c.name = "comm/ring_exchange/" + std::to_string(bytes) + (o.messages > 1 ? "x" + std::to_string(o.messages) : "");
     c.labels = {{"suite", "comm"}, {"strategy", "ring"}, {"dtype", "bytes"}, {"shape", std::to_string(bytes) + " B"}};
-    c.counters["bytes_moved"] = double(bytes) * P;
+    c.counters["bytes_moved"] = moved * P;
     c.counters["message_bytes"] = double(bytes);
+    c.counters["messages"] = double(o.messages);
     std::vector<double> seconds;
     for (int r = 0; r < o.repeat; ++r) {
       const auto [slowest, fastest] = timed_exchange(ring, send, recv);
       Repetition rep;
       rep.seconds = slowest;
-      rep.counters["gbytes_per_s"] = double(bytes) / slowest * 1e-9;
+      rep.counters["gbytes_per_s"] = moved / slowest * 1e-9;
       rep.counters["rank_max_s"] = slowest;
       rep.counters["rank_min_s"] = fastest;
       c.repetitions.push_back(rep);
@@ -125,13 +137,14 @@ int bench(comm::Communicator& ring, const CommOptions& o) {
     // The received bytes are the previous rank's: a transport that moved nothing fails here.
     const char expected = char((me + P - 1) % P);
     bool ok = true;
-    for (char b : recv) ok = ok && b == expected;
+    for (const std::vector<char>& r : recv)
+      for (char b : r) ok = ok && b == expected;
     c.counters["correct"] = ring.allreduce(ok ? 1 : 0, comm::ReduceOp::min) == 1;
     if (me == 0) {
       const double mid = median(seconds);
       std::printf("%12lld %10.1f %10.1f %10.1f %12.2f%s\n", (long long)bytes, 1e6 * mid,
                   1e6 * *std::min_element(seconds.begin(), seconds.end()),
-                  1e6 * *std::max_element(seconds.begin(), seconds.end()), double(bytes) / mid * 1e-9,
+                  1e6 * *std::max_element(seconds.begin(), seconds.end()), moved / mid * 1e-9,
                   c.counters["correct"] ? "" : "  WRONG DATA");
     }
     cases.push_back(std::move(c));

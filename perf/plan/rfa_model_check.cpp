@@ -10,6 +10,10 @@
 // tiles the model counts).
 //
 //   mpiexec -n P rfa_model_check [--seq N] [--heads N] [--head-dim N] [--repeat N] [--json FILE]
+//                                [--links GBPS,US]
+// --links gives the links' bandwidth and latency instead of measuring them: every ring hop of the
+// run crosses such a link (scripts/multinode's nodes of one rank, their links shaped and
+// calibrated by the harness: docs/performance-model.md, "Across nodes").
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
@@ -139,8 +143,36 @@ std::vector<std::pair<double, double>> block_seconds(comm::Communicator& world,
   return seconds;
 }
 
-/// The machine as measured on these ranks.
-model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
+/// The links as given (--links GBPS,US): bandwidth in GB/s and latency in microseconds.
+struct GivenLinks {
+  bool given = false;
+  model::Link link;
+};
+
+/// Takes --links GBPS,US out of argv (the other flags are rfa_run's, parse_run_options reads them).
+GivenLinks take_links(int& argc, char** argv) {
+  GivenLinks links;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) != "--links") {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    double gbps = 0, us = -1;
+    char tail = 0;
+    require(i + 1 < argc && std::sscanf(argv[i + 1], "%lf,%lf%c", &gbps, &us, &tail) == 2 && gbps > 0 && us >= 0,
+            "--links takes GBPS,US (bandwidth in GB/s above 0, latency in microseconds), got '",
+            i + 1 < argc ? argv[i + 1] : "", "'");
+    links = {true, model::Link{us * 1e-6, gbps * 1e9}};
+    ++i;
+  }
+  argc = kept;
+  argv[argc] = nullptr;
+  return links;
+}
+
+/// The machine as measured on these ranks (the links as given, if they are).
+model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o, const GivenLinks& links) {
   model::MachineModel m;
   const int P = world.size();
   m.ranks_per_node = P;  // one node: every rank of the job shares its memory
@@ -244,7 +276,9 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
   }
   // The ring exchange, two buffers at once as the engines send K and V: latency from 8 bytes,
   // bandwidth from a block's K and V.
-  if (P > 1) {
+  if (links.given) {
+    m.intra_node = links.link;
+  } else if (P > 1) {
     const std::size_t bytes = std::size_t(block.batch * block.seq_total * block.kv_heads * block.head_dim) * 4;
     std::vector<unsigned char> send(2 * bytes, 1), recv(2 * bytes);
     auto exchange = [&](std::size_t n) {
@@ -264,21 +298,23 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o) {
 }
 
 int run(int me, int argc, char** argv) {
+  const GivenLinks links = take_links(argc, argv);
   RunOptions o = parse_run_options(argc, argv);
   if (o.help) {
     if (me == 0)
       std::printf(
           "usage: mpirun -np P rfa_model_check [--seq N] [--heads N] [--kv-heads N] [--head-dim N] [--batch N] "
-          "[--repeat N] [--json FILE]\nThe performance model's predictions against measured times of every strategy on "
-          "these "
-          "ranks (fp32).\n");
+          "[--repeat N] [--json FILE] [--links GBPS,US]\nThe performance model's predictions against measured times of "
+          "every strategy on these ranks (fp32). --links: the links' bandwidth (GB/s) and latency (us), which every "
+          "ring "
+          "hop crosses, instead of the exchange measured here.\n");
     return 0;
   }
   o.dtype = RFA_DTYPE_FLOAT32;
   auto world = comm::make_mpi_communicator(MPI_COMM_WORLD, me);
   const int P = world->size();
   o.seq -= o.seq % (2 * P);  // every layout splits it (zigzag: 2P chunks)
-  const model::MachineModel m = calibrate(*world, o);
+  const model::MachineModel m = calibrate(*world, o, links);
   if (me == 0) {
     std::printf("rfa_model_check: %d rank(s), B=%lld S=%lld H=%lld/%lld d=%lld fp32, medians of %d, slowest rank\n", P,
                 (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, (long long)o.head_dim,
@@ -288,12 +324,12 @@ int run(int me, int argc, char** argv) {
         "tiles; %d rank(s) on %.0f core(s)), %.0f / %.0f ns per query or key row and head of a call, x%.2f / x%.2f on "
         "one "
         "packed K/V head; a masked tile costs %.2f / %.2f whole tiles' scores; copies %.1f GB/s; exchange %.1f us, "
-        "%.2f GB/s\n",
+        "%.2f GB/s%s\n",
         m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, P,
         m.compute_units_per_node > 0 ? m.compute_units_per_node : double(P), 1e9 * m.forward_row_seconds,
         1e9 * m.backward_row_seconds, m.packed_head_forward_speedup, m.packed_head_backward_speedup,
         m.forward_masked_tile_cost, m.backward_masked_tile_cost, m.copy_bytes_per_s / 1e9, m.intra_node.latency_s * 1e6,
-        m.intra_node.bytes_per_s / 1e9);
+        m.intra_node.bytes_per_s / 1e9, links.given ? " (given)" : "");
     std::printf("%-22s %-14s %10s %10s %6s %10s %10s %6s\n", "strategy", "mask", "fwd pred", "fwd meas", "ratio",
                 "bwd pred", "bwd meas", "ratio");
   }
@@ -366,6 +402,9 @@ int run(int me, int argc, char** argv) {
     set_field(context, "suite", "model_check");
     set_field(context, "packed_head_speedup",
               std::to_string(m.packed_head_forward_speedup) + " / " + std::to_string(m.packed_head_backward_speedup));
+    set_field(context, "links", links.given ? "given" : "measured by the check");
+    set_field(context, "link_gbps", std::to_string(m.intra_node.bytes_per_s / 1e9));
+    set_field(context, "link_latency_us", std::to_string(m.intra_node.latency_s * 1e6));
     write_results_json(o.json, context, cases);
     std::printf("results written to %s\n", o.json.c_str());
   }

@@ -11,7 +11,9 @@
 # mpiexec runs in a head namespace on the same bridge and starts Open MPI's daemon on every node
 # through scripts/multinode/launch_agent.sh (in place of ssh). Ranks of one node talk through
 # shared memory, ranks of different nodes through TCP over their links, on private addresses
-# (10.77.0.0/24) that exist only inside these namespaces: nothing else is contacted. Each link
+# (10.77.0.0/24) that exist only inside these namespaces: nothing else is contacted. Every node
+# sees all of the machine's cores and ranks are not bound to cores (each node's daemon would
+# bind its ranks from core 0 up, piling the nodes' ranks onto the same cores). Each link
 # can be shaped (tc tbf, both directions), cut, or have a rank of its node killed at a moment the
 # program marks (--fault). Everything made is removed at exit, on failure, Ctrl-C or a kill
 # (TERM); after a SIGKILL the next run removes what a dead harness left (namespaces named
@@ -187,6 +189,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
 
+# A namespace with its loopback up.
 make_namespace() {
   ip netns add "$1" 2>/tmp/rfamn$$.err || { local e; e=$(cat /tmp/rfamn$$.err); rm -f /tmp/rfamn$$.err; skip "ip netns add: $e"; }
   rm -f /tmp/rfamn$$.err
@@ -287,7 +290,7 @@ done
 mpi_args=(--host "$hosts" -np $((nodes * ranks)) --map-by "$map_by" --allow-run-as-root
   --mca plm_rsh_agent "$here/launch_agent.sh" --mca plm_rsh_no_tree_spawn 1
   --mca oob_tcp_if_include "$subnet.0/24" --mca btl_tcp_if_include "$subnet.0/24"
-  --mca btl "self,vader,tcp" --mca pml ob1 --wdir "$PWD"
+  --mca btl "self,vader,tcp" --mca pml ob1 --bind-to none --wdir "$PWD"
   -x RFA_MULTINODE_DIR -x RFA_MULTINODE_NODES -x RFA_MULTINODE_RANKS_PER_NODE)
 [ "$keep_going" = 0 ] || mpi_args+=(--mca orte_enable_recovery 1 --mca orte_abort_on_non_zero_status 0)
 for e in "${envs[@]}"; do

@@ -48,7 +48,8 @@ std::vector<std::string> hosts_by_position(rfa_context_t ctx) {
   MPI_Allgather(mine, 64, MPI_CHAR, all.data(), 64, MPI_CHAR, MPI_COMM_WORLD);
   MPI_Allgather(&position, 1, MPI_INT, positions.data(), 1, MPI_INT, MPI_COMM_WORLD);
   std::vector<std::string> by_position(static_cast<std::size_t>(world_size()));
-  for (int r = 0; r < world_size(); ++r) by_position.at(std::size_t(positions[std::size_t(r)])) = &all[64 * std::size_t(r)];
+  for (int r = 0; r < world_size(); ++r)
+    by_position.at(std::size_t(positions[std::size_t(r)])) = &all[64 * std::size_t(r)];
   return by_position;
 }
 
@@ -206,7 +207,8 @@ TEST_P(AcrossNodesAttention, MatchesFloat64Reference) {
 const Case kCases[] = {
     {"ring_contiguous_causal_fp32", RFA_STRATEGY_RING, RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, RFA_DTYPE_FLOAT32, false,
      false},
-    {"ring_zigzag_causal_bf16", RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, false, false},
+    {"ring_zigzag_causal_bf16", RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, false,
+     false},
     {"ring_stripe_causal_fp32", RFA_STRATEGY_RING, RFA_LAYOUT_STRIPE, RFA_MASK_CAUSAL, RFA_DTYPE_FLOAT32, false, false},
     {"ring_zigzag_window_fp32", RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_FLOAT32, true, false},
     {"ring_contiguous_documents_bf16", RFA_STRATEGY_RING, RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16,

@@ -90,9 +90,7 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 /// A tensor in the storage dtype, filled from float64 values (the reference sees the rounded ones).
 struct Tensor {
@@ -134,7 +132,8 @@ double shard_error(const Tensor& local, const std::vector<double>& global, const
   double worst = 0.0;
   for (int64_t i = 0; i < L; ++i)
     for (int64_t e = 0; e < H * D; ++e) {
-      const double err = std::fabs(local.get(i * H * D + e) - global[std::size_t(positions[std::size_t(i)] * H * D + e)]);
+      const double err =
+          std::fabs(local.get(i * H * D + e) - global[std::size_t(positions[std::size_t(i)] * H * D + e)]);
       worst = std::isnan(err) ? INFINITY : std::max(worst, err);
     }
   (void)S;
@@ -157,11 +156,21 @@ struct Canaries {
 
 /// The code's name as rfa.h spells it: the verdict's rc word.
 const char* code_name(rfa_result_t rc) {
-  static const char* const names[] = {"RFA_SUCCESS", "RFA_ERROR_INVALID_ARGUMENT", "RFA_ERROR_INVALID_USAGE",
-                                      "RFA_ERROR_UNSUPPORTED", "RFA_ERROR_OUT_OF_MEMORY", "RFA_ERROR_INTERNAL",
-                                      "RFA_ERROR_MPI", "RFA_ERROR_NCCL", "RFA_ERROR_CUDA", "RFA_ERROR_HWLOC",
-                                      "RFA_ERROR_KOKKOS", "RFA_ERROR_VERSION_MISMATCH", "RFA_ERROR_TIMEOUT",
-                                      "RFA_ERROR_CALL_MISMATCH", "RFA_ERROR_NONFINITE"};
+  static const char* const names[] = {"RFA_SUCCESS",
+                                      "RFA_ERROR_INVALID_ARGUMENT",
+                                      "RFA_ERROR_INVALID_USAGE",
+                                      "RFA_ERROR_UNSUPPORTED",
+                                      "RFA_ERROR_OUT_OF_MEMORY",
+                                      "RFA_ERROR_INTERNAL",
+                                      "RFA_ERROR_MPI",
+                                      "RFA_ERROR_NCCL",
+                                      "RFA_ERROR_CUDA",
+                                      "RFA_ERROR_HWLOC",
+                                      "RFA_ERROR_KOKKOS",
+                                      "RFA_ERROR_VERSION_MISMATCH",
+                                      "RFA_ERROR_TIMEOUT",
+                                      "RFA_ERROR_CALL_MISMATCH",
+                                      "RFA_ERROR_NONFINITE"};
   const int i = int(rc);
   return i >= 0 && i < int(sizeof names / sizeof names[0]) ? names[i] : "unknown";
 }
@@ -246,10 +255,9 @@ int main(int argc, char** argv) {
     mark << now() << "\n";
   }
   const double started = now();
-  const rfa_result_t rc =
-      backward ? rfa_backward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), ldo.data(), lse.data(), ldq.data(),
-                              ldk.data(), ldv.data())
-               : rfa_forward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), lse.data());
+  const rfa_result_t rc = backward ? rfa_backward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), ldo.data(),
+                                                  lse.data(), ldq.data(), ldk.data(), ldv.data())
+                                   : rfa_forward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), lse.data());
   const double returned = now();
   const std::string message = rc == RFA_SUCCESS ? "" : one_line(rfa_get_last_error_message());
   bool untouched = inputs_untouched();
@@ -297,9 +305,10 @@ int main(int argc, char** argv) {
 
   std::ostringstream line;
   line.precision(17);
-  line << "rank=" << rank << " position=" << position << " host=" << host << " rc=" << code_name(rc) << " started=" << started << " returned=" << returned
-       << " inputs=" << (untouched ? "untouched" : "CHANGED") << " canaries=" << (canaries_intact ? "intact" : "BROKEN")
-       << " error=" << error << " message=" << message << "\n";
+  line << "rank=" << rank << " position=" << position << " host=" << host << " rc=" << code_name(rc)
+       << " started=" << started << " returned=" << returned << " inputs=" << (untouched ? "untouched" : "CHANGED")
+       << " canaries=" << (canaries_intact ? "intact" : "BROKEN") << " error=" << error << " message=" << message
+       << "\n";
   const std::string path = dir + "/verdict." + std::to_string(rank);
   std::ofstream(path + ".tmp") << line.str();
   std::rename((path + ".tmp").c_str(), path.c_str());
