@@ -14,6 +14,7 @@
 #include "comm/agreement.hpp"
 #include "context.hpp"
 #include "core/error.hpp"
+#include "core/profiling_region.hpp"
 
 namespace rfa {
 namespace capi {
@@ -38,13 +39,15 @@ void make_unusable(rfa_context_s& c, const char* call, rfa_result_t code, const 
 /// Starts collective call `call`: stamps the context's communicator with it, runs `checks`
 /// (this rank's argument checks, which throw rfa::Error), then one agreement over the ring:
 /// every rank fails together if the stamps differ (RFA_ERROR_CALL_MISMATCH) or any rank's
-/// checks failed (that rank's code). Then runs `body`; an error there that is not an agreed
+/// checks failed (that rank's code), all inside a Kokkos profiling region named for the call.
+/// Then runs `body`; an error there that is not an agreed
 /// one (rfa::AgreedError) makes the context unusable on this rank, as do timeouts and call
 /// mismatches anywhere.
 template <class Checks, class Body>
 void run_collective_call(rfa_context_s& c, CollectiveCall call, Checks&& checks, Body&& body) {
   require_callable(c, call);
   const char* name = collective_call_name(std::int64_t(call));
+  const ProfilingRegion region(name);  // the call's region in Kokkos' tools (core/profiling_region.hpp)
   c.comm->begin_call({c.id, std::int64_t(call), ++c.calls_begun, collective_call_name});
   try {
     comm::check_everywhere(*c.comm, std::forward<Checks>(checks));

@@ -7,6 +7,7 @@
 // one the gradient goes straight home: with every step needed, that is the ring's last hop.
 #include <type_traits>
 
+#include "core/profiling_region.hpp"
 #include "engine/block_compute_cuda.hpp"
 #include "engine/block_compute_host.hpp"
 #include "engine/ring_attention.hpp"
@@ -129,6 +130,7 @@ void RingAttention::run_backward(
   ExchangePoller poller;
   for (std::size_t i = 0; i < n; ++i) {
     const int s = steps_[i];
+    const ProfilingRegion region(ring_step_region("backward", s));
     current_step_ = s;
     const int owner = (me - s + P) % P;
     timings_.bytes_sent += kv.start(i);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/profiling_region.hpp"
 #include "engine/block_compute_cuda.hpp"
 #include "engine/block_compute_host.hpp"
 #include "engine/ring_attention.hpp"
@@ -99,6 +100,7 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
   bool seen_any = false;  // the first visible block is written straight into the accumulator
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const int s = steps_[i];
+    const ProfilingRegion region(ring_step_region("forward", s));
     current_step_ = s;
     const int owner = (me - s + P) % P;
     timings_.bytes_sent += kv.start(i);
