@@ -4,7 +4,9 @@
 Spack's package API and records the directives).
 
 rfa: the variants cuda (with cuda_arch), nccl, cudnn, fortran, hwloc and kokkos_host; what
-each spec asks of its dependencies (Kokkos's backend and cuda_arch follow rfa's variants);
+each spec asks of its dependencies (Kokkos's backend and cuda_arch follow rfa's variants; the
+Kokkos versions tested are allowed and the untested majors around them are not; Kokkos 5 at
+C++20);
 the conflicts; cmake_args for several specs, each variable one the project really reads (a
 copy of the recipe with a misspelt option must fail that check); every variant changes
 cmake_args or a dependency; and the smoke test: what it keeps for `spack test run`, when it
@@ -77,6 +79,10 @@ def check_directives(errors):
     for version in ("3.4.1", "4.6.1", "5.2.2"):
         if not ranges or not all(standin.version_in(version, r) for r in ranges):
             errors.append(f"Kokkos {version} is not allowed (depends_on kokkos@{ranges})")
+    # ... and the range ends: a Kokkos major nobody built rfa with is not taken unasked.
+    for version in ("3.3.1", "6.0.0"):
+        if ranges and all(standin.version_in(version, r) for r in ranges):
+            errors.append(f"Kokkos {version}, never tested, is allowed (depends_on kokkos@{ranges})")
 
     def deps_of(spec):
         return {standin.split_dependency(a[0])[0] for d, a, k in standin.RECORDED
@@ -99,10 +105,11 @@ def check_directives(errors):
             ("+cuda cuda_arch=90", rfa_spec(GPU, "90"),
              {"+cuda", "+cuda_lambda", "+wrapper", "cuda_arch=90", "+openmp"}, {"~cuda"}),
             ("+cuda cuda_arch=90 ^kokkos@5", rfa_spec(GPU, "90", kokkos="5.2.2"),
-             {"+cuda", "+wrapper", "cuda_arch=90", "+openmp"}, {"~cuda", "+cuda_lambda"}),
+             {"+cuda", "+wrapper", "cuda_arch=90", "+openmp", "cxxstd=20"}, {"~cuda", "+cuda_lambda"}),
+            ("~cuda ^kokkos@5", rfa_spec(HOST, kokkos="5.2.2"), {"~cuda", "+openmp", "cxxstd=20"}, {"+cuda"}),
             ("+cuda cuda_arch=80 kokkos_host=threads", rfa_spec(GPU, "80", "threads"),
              {"+cuda", "cuda_arch=80", "+threads", "~openmp"}, {"cuda_arch=90"}),
-            ("~cuda", rfa_spec(HOST), {"~cuda", "+openmp"}, {"+cuda"}),
+            ("~cuda", rfa_spec(HOST), {"~cuda", "+openmp"}, {"+cuda", "cxxstd=20"}),
             ("~cuda kokkos_host=serial", rfa_spec(HOST, kokkos_host="serial"),
              {"~cuda", "+serial", "~openmp", "~threads"}, {"+openmp"})):
         asked = standin.dependency_constraints(spec, "kokkos")

@@ -61,8 +61,11 @@ class Rfa(CMakePackage, CudaPackage):
     depends_on("hwloc@2:", when="+hwloc")
     depends_on("nccl@2:", when="+nccl")
 
-    # Kokkos 3.4 and later: rfa compiles as C++17, or C++20 where the Kokkos asks for it (5.x).
-    depends_on("kokkos@3.4:")
+    # The Kokkos majors rfa is built and tested against (docs/building.md: 3.4.1, 4.6.1, 5.2.2):
+    # 3.4 to 5.x, not a 6 nobody has built it with. rfa compiles as C++17, or C++20 where the
+    # Kokkos asks for it: Kokkos 5 needs C++20, so its cxxstd is pinned there.
+    depends_on("kokkos@3.4:5")
+    depends_on("kokkos cxxstd=20", when="^kokkos@5:")
     # The Kokkos backend follows the variants. rfa's engine runs on GPUs only over a CUDA
     # Kokkos, and its CMake refuses a CUDA Kokkos without its own CUDA kernels: +cuda and the
     # Kokkos's CUDA backend go together, compiled for the same GPU (Kokkos takes one
