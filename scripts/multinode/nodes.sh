@@ -17,7 +17,7 @@
 # can be shaped (tc tbf, both directions), cut, or have a rank of its node killed at a moment the
 # program marks (--fault). Everything made is removed at exit, on failure, Ctrl-C or a kill
 # (TERM); after a SIGKILL the next run removes what a dead harness left (namespaces named
-# rfamn<PID>-*, whose PID is gone).
+# rfamn<PID>-* and the folder /tmp/rfamn<PID>.dir.*, whose PID is gone).
 #
 # Options:
 #   --nodes N         nodes (default 2, at most 64)
@@ -170,6 +170,12 @@ for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
     remove_namespace "$ns"
   fi
 done
+# ... and its shared folder, named for its PID too (only the harness's own: --dir is the caller's).
+for stale in /tmp/rfamn[0-9]*.dir.*; do
+  if [[ $stale =~ ^/tmp/rfamn([0-9]+)[.]dir[.] ]] && ! kill -0 "${BASH_REMATCH[1]}" 2>/dev/null; then
+    rm -rf "$stale"
+  fi
+done
 
 made=()
 own_dir=0
@@ -242,7 +248,7 @@ done
 say "$nodes node(s) x $ranks rank(s), links ${rate:-unshaped}$(for k in "${!link_rate[@]}"; do printf ', node%s %s' "$k" "${link_rate[$k]}"; done)"
 
 if [ -z "$dir" ]; then
-  dir=$(mktemp -d /tmp/rfa-multinode.XXXXXX) || exit 1
+  dir=$(mktemp -d "/tmp/$prefix.dir.XXXXXX") || exit 1
   own_dir=1
 else
   mkdir -p "$dir" || die "cannot make --dir $dir"

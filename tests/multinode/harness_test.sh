@@ -56,10 +56,13 @@ signal_harness TERM
 check "nothing is left after the harness is sent TERM" test "$(ours)" -eq 0
 check "no process of the job survives TERM" test "$(pgrep -c -f '^sleep 60$')" -eq 0
 
+folders() { find /tmp -maxdepth 1 -name 'rfamn[0-9]*.dir.*' | wc -l; }
 signal_harness KILL
 check "a harness killed by SIGKILL leaves its namespaces" test "$(ours)" -gt 0
+check "... and its shared folder" test "$(folders)" -gt 0
 bash "$nodes_sh" --quiet --nodes 1 -- true >/dev/null 2>&1
 check "... which the next run removes, with their processes" test "$(ours)" -eq 0
+check "... and the folder" test "$(folders)" -eq 0
 check "nothing was added to this machine's own network namespace" test "$(ip -o link | wc -l)" -eq "$links_before"
 
 for bad in "--nodes 0" "--nodes 65" "--ranks x" "--map-by cyclic" "--rate fast" "--link-rate 5=1mbit" \
