@@ -24,6 +24,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -143,15 +144,10 @@ std::vector<std::pair<double, double>> block_seconds(comm::Communicator& world,
   return seconds;
 }
 
-/// The links as given (--links GBPS,US): bandwidth in GB/s and latency in microseconds.
-struct GivenLinks {
-  bool given = false;
-  model::Link link;
-};
-
-/// Takes --links GBPS,US out of argv (the other flags are rfa_run's, parse_run_options reads them).
-GivenLinks take_links(int& argc, char** argv) {
-  GivenLinks links;
+/// Takes --links GBPS,US (bandwidth in GB/s, latency in microseconds) out of argv, if given (the
+/// other flags are rfa_run's, parse_run_options reads them).
+std::optional<model::Link> take_links(int& argc, char** argv) {
+  std::optional<model::Link> links;
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) != "--links") {
@@ -163,7 +159,7 @@ GivenLinks take_links(int& argc, char** argv) {
     require(i + 1 < argc && std::sscanf(argv[i + 1], "%lf,%lf%c", &gbps, &us, &tail) == 2 && gbps > 0 && us >= 0,
             "--links takes GBPS,US (bandwidth in GB/s above 0, latency in microseconds), got '",
             i + 1 < argc ? argv[i + 1] : "", "'");
-    links = {true, model::Link{us * 1e-6, gbps * 1e9}};
+    links = model::Link{us * 1e-6, gbps * 1e9};
     ++i;
   }
   argc = kept;
@@ -172,7 +168,7 @@ GivenLinks take_links(int& argc, char** argv) {
 }
 
 /// The machine as measured on these ranks (the links as given, if they are).
-model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o, const GivenLinks& links) {
+model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o, const std::optional<model::Link>& links) {
   model::MachineModel m;
   const int P = world.size();
   m.ranks_per_node = P;  // one node: every rank of the job shares its memory
@@ -276,8 +272,8 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o, co
   }
   // The ring exchange, two buffers at once as the engines send K and V: latency from 8 bytes,
   // bandwidth from a block's K and V.
-  if (links.given) {
-    m.intra_node = links.link;
+  if (links) {
+    m.intra_node = *links;
   } else if (P > 1) {
     const std::size_t bytes = std::size_t(block.batch * block.seq_total * block.kv_heads * block.head_dim) * 4;
     std::vector<unsigned char> send(2 * bytes, 1), recv(2 * bytes);
@@ -298,7 +294,7 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o, co
 }
 
 int run(int me, int argc, char** argv) {
-  const GivenLinks links = take_links(argc, argv);
+  const std::optional<model::Link> links = take_links(argc, argv);
   RunOptions o = parse_run_options(argc, argv);
   if (o.help) {
     if (me == 0)
@@ -329,7 +325,7 @@ int run(int me, int argc, char** argv) {
         m.compute_units_per_node > 0 ? m.compute_units_per_node : double(P), 1e9 * m.forward_row_seconds,
         1e9 * m.backward_row_seconds, m.packed_head_forward_speedup, m.packed_head_backward_speedup,
         m.forward_masked_tile_cost, m.backward_masked_tile_cost, m.copy_bytes_per_s / 1e9, m.intra_node.latency_s * 1e6,
-        m.intra_node.bytes_per_s / 1e9, links.given ? " (given)" : "");
+        m.intra_node.bytes_per_s / 1e9, links ? " (given)" : "");
     std::printf("%-22s %-14s %10s %10s %6s %10s %10s %6s\n", "strategy", "mask", "fwd pred", "fwd meas", "ratio",
                 "bwd pred", "bwd meas", "ratio");
   }
@@ -402,7 +398,7 @@ int run(int me, int argc, char** argv) {
     set_field(context, "suite", "model_check");
     set_field(context, "packed_head_speedup",
               std::to_string(m.packed_head_forward_speedup) + " / " + std::to_string(m.packed_head_backward_speedup));
-    set_field(context, "links", links.given ? "given" : "measured by the check");
+    set_field(context, "links", links ? "given" : "measured by the check");
     set_field(context, "link_gbps", std::to_string(m.intra_node.bytes_per_s / 1e9));
     set_field(context, "link_latency_us", std::to_string(m.intra_node.latency_s * 1e6));
     write_results_json(o.json, context, cases);

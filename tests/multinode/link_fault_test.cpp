@@ -34,9 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.hpp"
-#include "random_values.hpp"
-#include "reference_attention.hpp"
+#include "capi_reference.hpp"
 #include "rfa/rfa_mpi.h"
 
 namespace {
@@ -91,54 +89,6 @@ Args parse(int argc, char** argv) {
 }
 
 double now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
-
-/// A tensor in the storage dtype, filled from float64 values (the reference sees the rounded ones).
-struct Tensor {
-  rfa_dtype_t dtype;
-  std::vector<unsigned char> bytes;
-  Tensor(rfa_dtype_t t, int64_t count) : dtype(t), bytes(std::size_t(count) * (t == RFA_DTYPE_FLOAT32 ? 4 : 2)) {}
-  int64_t size() const { return int64_t(bytes.size() / (dtype == RFA_DTYPE_FLOAT32 ? 4 : 2)); }
-  double get(int64_t i) const {
-    if (dtype == RFA_DTYPE_FLOAT32) {
-      float f;
-      std::memcpy(&f, bytes.data() + 4 * i, 4);
-      return f;
-    }
-    rfa::bf16_t h;
-    std::memcpy(&h, bytes.data() + 2 * i, 2);
-    return rfa::to_float(h);
-  }
-  std::vector<double> assign(const std::vector<double>& values) {
-    std::vector<double> kept(values.size());
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      if (dtype == RFA_DTYPE_FLOAT32) {
-        const float f = float(values[i]);
-        std::memcpy(bytes.data() + 4 * i, &f, 4);
-      } else {
-        const rfa::bf16_t h = rfa::from_float<rfa::bf16_t>(float(values[i]));
-        std::memcpy(bytes.data() + 2 * i, &h, 2);
-      }
-      kept[i] = get(int64_t(i));
-    }
-    return kept;
-  }
-  void* data() { return bytes.data(); }
-};
-
-/// The largest |error| of a local [b][row][h][d] shard against the reference's global tensor.
-double shard_error(const Tensor& local, const std::vector<double>& global, const std::vector<int64_t>& positions,
-                   int64_t S, int64_t H, int64_t D) {
-  const int64_t L = int64_t(positions.size());
-  double worst = 0.0;
-  for (int64_t i = 0; i < L; ++i)
-    for (int64_t e = 0; e < H * D; ++e) {
-      const double err =
-          std::fabs(local.get(i * H * D + e) - global[std::size_t(positions[std::size_t(i)] * H * D + e)]);
-      worst = std::isnan(err) ? INFINITY : std::max(worst, err);
-    }
-  (void)S;
-  return worst;
-}
 
 /// Heap blocks of the given sizes filled with a pattern, checked later.
 struct Canaries {
@@ -218,13 +168,18 @@ int main(int argc, char** argv) {
   std::vector<int64_t> positions(static_cast<std::size_t>(L));
   rfa_context_get_local_positions(ctx, positions.data(), L);
 
-  Tensor gq(a.dtype, S * H * D), gk(a.dtype, S * H * D), gv(a.dtype, S * H * D), gdo(a.dtype, S * H * D);
-  const auto q = gq.assign(rfa::test::random_values(std::size_t(S * H * D), 21));
-  const auto k = gk.assign(rfa::test::random_values(std::size_t(S * H * D), 22));
-  const auto v = gv.assign(rfa::test::random_values(std::size_t(S * H * D), 23));
-  const auto dout = gdo.assign(rfa::test::random_values(std::size_t(S * H * D), 24));
-  Tensor lq(a.dtype, L * H * D), lk(a.dtype, L * H * D), lv(a.dtype, L * H * D), ldo(a.dtype, L * H * D),
-      lout(a.dtype, L * H * D), ldq(a.dtype, L * H * D), ldk(a.dtype, L * H * D), ldv(a.dtype, L * H * D);
+  // Inputs rounded to the dtype, the same on every rank; the reference (only with --expect exact,
+  // a float64 attention over the whole sequence) sees the rounded values.
+  using rfa_capi_test::Stored;
+  Stored gq(a.dtype, std::size_t(S * H * D)), gk(a.dtype, std::size_t(S * H * D)), gv(a.dtype, std::size_t(S * H * D)),
+      gdo(a.dtype, std::size_t(S * H * D));
+  const auto q = gq.assign(rfa::test::random_values(gq.size(), 21)),
+             k = gk.assign(rfa::test::random_values(gk.size(), 22)),
+             v = gv.assign(rfa::test::random_values(gv.size(), 23)),
+             dout = gdo.assign(rfa::test::random_values(gdo.size(), 24));
+  const std::size_t local = std::size_t(L * H * D);
+  Stored lq(a.dtype, local), lk(a.dtype, local), lv(a.dtype, local), ldo(a.dtype, local), lout(a.dtype, local),
+      ldq(a.dtype, local), ldk(a.dtype, local), ldv(a.dtype, local);
   rfa_scatter_bshd(ctx, H, gq.data(), lq.data());
   rfa_scatter_bshd(ctx, H, gk.data(), lk.data());
   rfa_scatter_bshd(ctx, H, gv.data(), lv.data());
@@ -237,14 +192,18 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, 3);
   }
   // Every input of the call, copied: the call must leave them as they are, whatever happens.
-  std::vector<const Tensor*> inputs = {&lq, &lk, &lv};
+  const std::size_t bytes = local * rfa::dtype_size(a.dtype);
+  std::vector<const Stored*> inputs = {&lq, &lk, &lv};
   if (backward) inputs.insert(inputs.end(), {&lout, &ldo});
   std::vector<std::vector<unsigned char>> before;
-  for (const Tensor* t : inputs) before.push_back(t->bytes);
+  for (const Stored* t : inputs) {
+    const auto* from = static_cast<const unsigned char*>(t->data());
+    before.emplace_back(from, from + bytes);
+  }
   const std::vector<float> lse_before = lse;
   auto inputs_untouched = [&] {
     for (std::size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i]->bytes != before[i]) return false;
+      if (std::memcmp(inputs[i]->data(), before[i].data(), bytes) != 0) return false;
     return !backward || std::memcmp(lse.data(), lse_before.data(), lse.size() * sizeof(float)) == 0;
   };
 
@@ -264,20 +223,18 @@ int main(int argc, char** argv) {
 
   std::string error = "-";
   if (a.expect_exact && rc == RFA_SUCCESS) {
-    rfa::reference::Problem p;
-    p.seq_q = p.seq_k = S;
-    p.heads = p.kv_heads = H;
-    p.head_dim = D;
-    p.causal = true;
+    using rfa_capi_test::max_error_bshd;
+    const rfa::reference::Problem p = rfa_capi_test::reference_problem(o, {});
     std::vector<double> ro, rl, rdq, rdk, rdv;
-    rfa::reference::forward(p, q, k, v, ro, rl);
     double worst = 0.0;
     if (backward) {
       rfa::reference::backward(p, q, k, v, dout, rdq, rdk, rdv);
-      worst = std::max({shard_error(ldq, rdq, positions, S, H, D), shard_error(ldk, rdk, positions, S, H, D),
-                        shard_error(ldv, rdv, positions, S, H, D)});
+      worst =
+          std::max({max_error_bshd(ldq, rdq, positions, 1, S, H, D), max_error_bshd(ldk, rdk, positions, 1, S, H, D),
+                    max_error_bshd(ldv, rdv, positions, 1, S, H, D)});
     } else {
-      worst = shard_error(lout, ro, positions, S, H, D);
+      rfa::reference::forward(p, q, k, v, ro, rl);
+      worst = max_error_bshd(lout, ro, positions, 1, S, H, D);
       for (int64_t h = 0; h < H; ++h)
         for (int64_t i = 0; i < L; ++i)
           worst = std::max(worst, std::fabs(double(lse[std::size_t(h * L + i)]) -
@@ -291,7 +248,7 @@ int main(int argc, char** argv) {
   rfa_context_destroy(ctx);  // never waits; what a failed call left unfinished is abandoned
   bool canaries_intact = true;
   if (rc != RFA_SUCCESS && a.linger > 0) {
-    const std::size_t block = std::size_t(L * H * D) * (a.dtype == RFA_DTYPE_FLOAT32 ? 4 : 2);
+    const std::size_t block = bytes;
     Canaries canaries({block, 2 * block, block / 2, std::size_t(H * L) * sizeof(float)});
     const double until = now() + a.linger;
     while (now() < until) {

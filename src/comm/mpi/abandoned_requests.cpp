@@ -20,8 +20,8 @@ bool complete_abandoned_requests(MPI_Request* requests, int count, const std::st
   const auto start = clock::now();
   const bool at_once = peers == Peers::timed_out;
   const bool bounded = at_once || (timeout_s > 0.0 && timeout_s <= 1e9);
-  const auto deadline = start + std::chrono::duration_cast<clock::duration>(
-                                    std::chrono::duration<double>(bounded && !at_once ? timeout_s : 0.0));
+  const double wait_s = at_once || !bounded ? 0.0 : timeout_s;
+  const auto deadline = start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(wait_s));
   auto next_report = start + std::chrono::seconds(10);
   for (;;) {
     int complete = 0;

@@ -10,6 +10,7 @@
 
 #include <mpi.h>
 
+#include <memory>
 #include <string>
 
 namespace rfa::comm::mpi {
@@ -25,6 +26,11 @@ enum class Peers {
   may_be_late,  ///< nothing has failed: the requests get the deadline to complete
   timed_out,    ///< the communicator already timed out: one test, then given up at once
 };
+
+/// What a communicator's timeout record (empty until it times out; may be absent) says of its peers.
+inline Peers peers_after(const std::shared_ptr<std::string>& timed_out) {
+  return timed_out && !timed_out->empty() ? Peers::timed_out : Peers::may_be_late;
+}
 
 /// Polls `count` requests until all are complete, for at most `timeout_s` seconds (0 or less:
 /// no deadline), or tests them once if `peers` is Peers::timed_out. Returns true if they

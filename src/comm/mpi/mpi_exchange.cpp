@@ -88,8 +88,8 @@ MpiPendingExchange::~MpiPendingExchange() {
   if (requests_[kRecv] == MPI_REQUEST_NULL && requests_[kSend] == MPI_REQUEST_NULL) return;
   static_assert(kRecv == 0, "the receive is the request complete_abandoned_requests cancels");
   const std::string what = "a ring exchange (tag " + std::to_string(tag_) + ", " + std::to_string(bytes_) + " bytes)";
-  const Peers peers = timed_out_ && !timed_out_->empty() ? Peers::timed_out : Peers::may_be_late;
-  if (!complete_abandoned_requests(requests_, 2, what, timeout_s_, peers, Abandon::cancel_receive_first) &&
+  if (!complete_abandoned_requests(requests_, 2, what, timeout_s_, peers_after(timed_out_),
+                                   Abandon::cancel_receive_first) &&
       timed_out_ && timed_out_->empty()) {
     *timed_out_ = what + " was abandoned unfinished";
   }

@@ -29,8 +29,7 @@ void MpiPendingCollective::wait() {
 MpiPendingCollective::~MpiPendingCollective() {
   if (request_ == MPI_REQUEST_NULL) return;
   const std::string what = "a non-blocking " + what_;
-  const Peers peers = timed_out_ && !timed_out_->empty() ? Peers::timed_out : Peers::may_be_late;
-  if (!complete_abandoned_requests(&request_, 1, what, timeout_s_, peers, Abandon::leave_to_mpi)) {
+  if (!complete_abandoned_requests(&request_, 1, what, timeout_s_, peers_after(timed_out_), Abandon::leave_to_mpi)) {
     datatype_.release();  // MPI may still use it
     if (timed_out_ && timed_out_->empty()) *timed_out_ = what + " was abandoned unfinished";
   }
