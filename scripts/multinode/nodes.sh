@@ -42,7 +42,8 @@
 #                     may not be able to finish MPI once a link is gone)
 #   --limit S         wall-clock limit of the job in seconds (default 300): killed after, exit 124
 #   --dir DIR         the folder shared by every rank ($RFA_MULTINODE_DIR; default a temporary one,
-#                     removed at exit)
+#                     removed at exit); when the job ends, the statistics of each shaped link's
+#                     shaper (tc -s qdisc of node K's side) are written there as link.K.stats
 #   --env NAME=VALUE  set in every rank's environment (repeatable)
 #   --keep-going      a rank's death does not end the job: the others go on, as under a runtime that
 #                     keeps the survivors (Open MPI's orte_enable_recovery); by default Open MPI's
@@ -197,8 +198,8 @@ trap 'exit 129' HUP
 
 # A namespace with its loopback up.
 make_namespace() {
-  ip netns add "$1" 2>/tmp/rfamn$$.err || { local e; e=$(cat /tmp/rfamn$$.err); rm -f /tmp/rfamn$$.err; skip "ip netns add: $e"; }
-  rm -f /tmp/rfamn$$.err
+  local err
+  err=$(ip netns add "$1" 2>&1) || skip "ip netns add: $err"
   made+=("$1")
   ip -n "$1" link set lo up
 }
@@ -338,4 +339,10 @@ if [ -z "$status" ]; then
   status=$?
   job=""
 fi
+# What each shaped link's shaper did (tc -s: bytes sent, packets dropped, times it held packets
+# back as over the rate), for a caller that keeps --dir.
+for ((k = 0; k < nodes; k++)); do
+  stats=$(ip netns exec "$prefix-node$k" tc -s qdisc show dev eth0 2>/dev/null)
+  if grep -q "qdisc tbf" <<<"$stats"; then echo "$stats" >"$dir/link.$k.stats"; fi
+done
 exit "$status"
