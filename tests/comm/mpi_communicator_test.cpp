@@ -334,6 +334,37 @@ TEST(MpiCommunicator, ReduceScatterSumsFloatsIntoEachRanksBlock) {
   }
 }
 
+// The ring reduce-scatter at block sizes of one value, a few and many, through the
+// derived-datatype path too (a small max_count_per_call), and the same bits on a repeat.
+TEST(MpiCommunicator, ReduceScatterSumsEveryBlockSizeAndRepeatsBitwise) {
+  MpiOptions small;
+  small.max_count_per_call = 64;
+  for (const MpiOptions& options : {MpiOptions(), small}) {
+    MpiCommunicator comm(MPI_COMM_WORLD, (world_rank() + 1) % world_size(), options);
+    const int p = comm.size(), me = comm.rank();
+    for (std::size_t count : {std::size_t(1), std::size_t(3), std::size_t(4099)}) {
+      std::vector<float> send(count * std::size_t(p));
+      for (int r = 0; r < p; ++r)
+        for (std::size_t i = 0; i < count; ++i) send[r * count + i] = float(me * 7 + 1) * 0.25f + float(r * 10000 + i);
+      std::vector<float> recv(count, -1.0f);
+      comm.reduce_scatter_sum(send.data(), recv.data(), count);
+      for (std::size_t i = 0; i < count; ++i) {
+        const float expected = 0.25f * float(7 * p * (p - 1) / 2 + p) + float(p) * float(me * 10000 + std::int64_t(i));
+        ASSERT_EQ(recv[i], expected) << "count " << count << " value " << i;
+      }
+      // Values whose sum rounds: a repeat gives the same bits.
+      for (std::size_t i = 0; i < send.size(); ++i) send[i] = 1.0f / float(3 + me + int(i % count % 17));
+      std::vector<float> first(count), again(count);
+      comm.reduce_scatter_sum(send.data(), first.data(), count);
+      comm.reduce_scatter_sum(send.data(), again.data(), count);
+      ASSERT_EQ(std::memcmp(first.data(), again.data(), count * sizeof(float)), 0) << "count " << count;
+      double exact = 0;
+      for (int r = 0; r < p; ++r) exact += 1.0 / double(3 + r);
+      EXPECT_NEAR(first[0], exact, 1e-6 * p);
+    }
+  }
+}
+
 TEST(MpiCommunicator, AllreduceMinMaxSum) {
   MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
   const std::int64_t p = comm.size();

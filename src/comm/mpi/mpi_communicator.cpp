@@ -277,18 +277,41 @@ void MpiCommunicator::alltoallv(const void* send, const std::size_t* send_bytes,
   collective::check_mpi(rc, "MPI_Waitall (alltoallv)");
 }
 
+// A ring of P-1 shift exchanges, each of one rank's block: every link carries the nominal
+// (P-1)/P of the data once. Open MPI's MPI_Ireduce_scatter_block moved 2.6-2.9x those bytes
+// over TCP links (perf/RESULTS.md, "across nodes on one machine"). Block b is summed in ring
+// order starting after rank b, the same order on every call, so results repeat exactly.
+// Step s sends the partial sum of block (me - 1 - s) and receives that of block (me - 2 - s),
+// adding this rank's own part; the last step receives straight into `recv`.
 void MpiCommunicator::reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) {
   require_usable("reduce_scatter_sum");
-  require_buffer(send, total_bytes(std::size_t(size_), count_per_rank * sizeof(float), "reduce_scatter_sum"),
-                 "reduce_scatter_sum", "the send buffer");
-  require_buffer(recv, count_per_rank * sizeof(float), "reduce_scatter_sum", "the receive buffer");
-  require(count_per_rank <= std::size_t(INT_MAX), "reduce_scatter_sum of ", count_per_rank,
-          " values per rank: at most INT_MAX at once");
+  const std::size_t bytes = total_bytes(count_per_rank, sizeof(float), "reduce_scatter_sum");
+  require_buffer(send, total_bytes(std::size_t(size_), bytes, "reduce_scatter_sum"), "reduce_scatter_sum",
+                 "the send buffer");
+  require_buffer(recv, bytes, "reduce_scatter_sum", "the receive buffer");
   if (count_per_rank == 0) return;
-  MPI_Request request = MPI_REQUEST_NULL;
-  collective::check_mpi(MPI_Ireduce_scatter_block(send, recv, int(count_per_rank), MPI_FLOAT, MPI_SUM, ring_, &request),
-                        "MPI_Ireduce_scatter_block");
-  complete_collective(request, "reduce_scatter_sum (MPI_Ireduce_scatter_block)");
+  const int P = size_;
+  auto own_block = [&](int position) { return send + std::size_t((position % P + P) % P) * count_per_rank; };
+  if (P == 1) {
+    std::copy(send, send + count_per_rank, recv);
+    return;
+  }
+  // Two partial sums in turn: one travels while the other is received. On a timeout a late
+  // neighbour may still write into them, so they are then left allocated for good.
+  auto partials = std::make_unique<float[]>(P > 2 ? 2 * count_per_rank : 0);
+  const float* outgoing = own_block(rank_ - 1);
+  for (int step = 0; step < P - 1; ++step) {
+    float* incoming = step == P - 2 ? recv : partials.get() + std::size_t(step % 2) * count_per_rank;
+    try {
+      start_shift_exchange(outgoing, incoming, bytes, 1).wait();
+    } catch (...) {
+      if (has_abandoned_transfers()) static_cast<void>(partials.release());
+      throw;
+    }
+    const float* own = own_block(rank_ - 2 - step);
+    for (std::size_t i = 0; i < count_per_rank; ++i) incoming[i] += own[i];
+    outgoing = incoming;
+  }
 }
 
 void MpiCommunicator::allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) {
