@@ -48,6 +48,11 @@
 #   --keep-going      a rank's death does not end the job: the others go on, as under a runtime that
 #                     keeps the survivors (Open MPI's orte_enable_recovery); by default Open MPI's
 #                     runtime ends the whole job when a rank dies
+#   --tcp-links N     TCP connections Open MPI opens between two ranks on different nodes (its
+#                     btl_tcp_links; default 4, 1 to 16). With one, a large message's rendezvous
+#                     reply waits in the socket behind the bulk data flowing the other way and the
+#                     link idles up to half the time; an RDMA fabric keeps such replies apart
+#                     (perf/RESULTS.md, "one TCP connection per pair of ranks")
 #   --quiet           no harness lines on stderr
 # Every rank sees RFA_MULTINODE_DIR, RFA_MULTINODE_NODES and RFA_MULTINODE_RANKS_PER_NODE.
 # Exit: the program's (mpiexec's) exit code; 124 if killed at the limit; 77 if namespaces cannot
@@ -66,6 +71,7 @@ limit=300
 dir=""
 envs=()
 keep_going=0
+tcp_links=4
 quiet=0
 probe=0
 usage() {
@@ -102,6 +108,7 @@ while [ $# -gt 0 ]; do
       shift 2
       ;;
     --keep-going) keep_going=1; shift ;;
+    --tcp-links) tcp_links=${2:-}; shift 2 ;;
     --quiet) quiet=1; shift ;;
     --probe) probe=1; shift ;;
     -h | --help) usage 0 ;;
@@ -111,6 +118,7 @@ while [ $# -gt 0 ]; do
 done
 if ! is_count "$nodes" || [ "$nodes" -gt 64 ]; then die "--nodes takes 1 to 64, not '$nodes'"; fi
 is_count "$ranks" || die "--ranks takes a count of at least 1, not '$ranks'"
+if ! is_count "$tcp_links" || [ "$tcp_links" -gt 16 ]; then die "--tcp-links takes 1 to 16, not '$tcp_links'"; fi
 case $map_by in slot | node) ;; *) die "--map-by takes slot or node, not '$map_by'" ;; esac
 [ -z "$rate" ] || is_rate "$rate" || die "--rate takes a tc rate such as 200mbit, not '$rate'"
 for k in "${!link_rate[@]}"; do
@@ -297,7 +305,7 @@ done
 mpi_args=(--host "$hosts" -np $((nodes * ranks)) --map-by "$map_by" --allow-run-as-root
   --mca plm_rsh_agent "$here/launch_agent.sh" --mca plm_rsh_no_tree_spawn 1
   --mca oob_tcp_if_include "$subnet.0/24" --mca btl_tcp_if_include "$subnet.0/24"
-  --mca btl "self,vader,tcp" --mca pml ob1 --bind-to none --wdir "$PWD"
+  --mca btl "self,vader,tcp" --mca pml ob1 --mca btl_tcp_links "$tcp_links" --bind-to none --wdir "$PWD"
   -x RFA_MULTINODE_DIR -x RFA_MULTINODE_NODES -x RFA_MULTINODE_RANKS_PER_NODE)
 [ "$keep_going" = 0 ] || mpi_args+=(--mca orte_enable_recovery 1 --mca orte_abort_on_non_zero_status 0)
 for e in "${envs[@]}"; do

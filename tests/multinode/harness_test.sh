@@ -33,6 +33,10 @@ check "each node has loopback and one link on the private subnet, nothing else" 
 bash "$nodes_sh" --quiet --nodes 2 --env RFA_HARNESS_PROBE=seen -- sh -c 'echo "$RFA_HARNESS_PROBE $RFA_MULTINODE_NODES $RFA_MULTINODE_RANKS_PER_NODE"' \
   >"$tmp/env" 2>&1
 check "--env and the harness's variables reach every rank" test "$(sort -u "$tmp/env")" = "seen 2 1"
+bash "$nodes_sh" --quiet --nodes 2 -- sh -c 'echo "$OMPI_MCA_btl_tcp_links"' >"$tmp/links" 2>&1
+bash "$nodes_sh" --quiet --nodes 2 --tcp-links 1 -- sh -c 'echo "$OMPI_MCA_btl_tcp_links"' >>"$tmp/links" 2>&1
+check "Open MPI gets 4 TCP connections per pair of ranks, or --tcp-links" \
+  test "$(tr '\n' ' ' <"$tmp/links")" = "4 4 1 1 "
 
 bash "$nodes_sh" --quiet --nodes 2 -- sh -c 'exit 3' >/dev/null 2>&1
 check "a failing program's exit code comes back" test $? -eq 3
@@ -67,7 +71,7 @@ check "nothing was added to this machine's own network namespace" test "$(ip -o 
 
 for bad in "--nodes 0" "--nodes 65" "--ranks x" "--map-by cyclic" "--rate fast" "--link-rate 5=1mbit" \
   "--fault action=down" "--fault on=m,action=explode" "--fault on=m,action=rate" "--fault on=m,action=down,node=2" \
-  "--until -1" "--limit soon"; do
+  "--until -1" "--limit soon" "--tcp-links 0" "--tcp-links 17"; do
   # shellcheck disable=SC2086  # each entry is a list of words
   bash "$nodes_sh" $bad -- true >"$tmp/bad" 2>&1
   check "refused with exit 2: $bad" test $? -eq 2
