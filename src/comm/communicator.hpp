@@ -194,10 +194,11 @@ class Communicator {
   }
 
   /// Sums `size() * count_per_rank` fp32 values elementwise over all ranks and leaves block r
-  /// (values r * count_per_rank ...) on rank r, in `recv` (count_per_rank values). The
-  /// KV all-gather backward returns dK/dV partials with it. Blocking.
+  /// (values r * count_per_rank ...) on rank r, in `recv` (count_per_rank values). `send` is
+  /// also the transport's scratch: its values are unspecified afterwards. The KV all-gather
+  /// backward returns dK/dV partials with it. Blocking.
   /// MPI and NCCL implement it; other transports throw RFA_ERROR_UNSUPPORTED.
-  virtual void reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) {
+  virtual void reduce_scatter_sum(float* send, float* recv, std::size_t count_per_rank) {
     (void)send, (void)recv, (void)count_per_rank;
     unsupported("reduce_scatter_sum");
   }

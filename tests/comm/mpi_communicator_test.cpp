@@ -335,7 +335,8 @@ TEST(MpiCommunicator, ReduceScatterSumsFloatsIntoEachRanksBlock) {
 }
 
 // The ring reduce-scatter at block sizes of one value, a few and many, through the
-// derived-datatype path too (a small max_count_per_call), and the same bits on a repeat.
+// derived-datatype path too (a small max_count_per_call), and the same bits on a repeat (the
+// send buffer is scratch: each call gets a fresh copy).
 TEST(MpiCommunicator, ReduceScatterSumsEveryBlockSizeAndRepeatsBitwise) {
   MpiOptions small;
   small.max_count_per_call = 64;
@@ -354,9 +355,10 @@ TEST(MpiCommunicator, ReduceScatterSumsEveryBlockSizeAndRepeatsBitwise) {
       }
       // Values whose sum rounds: a repeat gives the same bits.
       for (std::size_t i = 0; i < send.size(); ++i) send[i] = 1.0f / float(3 + me + int(i % count % 17));
-      std::vector<float> first(count), again(count);
-      comm.reduce_scatter_sum(send.data(), first.data(), count);
-      comm.reduce_scatter_sum(send.data(), again.data(), count);
+      std::vector<float> first(count), again(count), scratch = send;
+      comm.reduce_scatter_sum(scratch.data(), first.data(), count);
+      scratch = send;
+      comm.reduce_scatter_sum(scratch.data(), again.data(), count);
       ASSERT_EQ(std::memcmp(first.data(), again.data(), count * sizeof(float)), 0) << "count " << count;
       double exact = 0;
       for (int r = 0; r < p; ++r) exact += 1.0 / double(3 + r);

@@ -57,7 +57,7 @@ class LateTransfers final : public comm::Communicator {
     late();
     mpi_->alltoallv(send, send_bytes, send_offsets, recv, recv_bytes, recv_offsets);
   }
-  void reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) override {
+  void reduce_scatter_sum(float* send, float* recv, std::size_t count_per_rank) override {
     late();
     mpi_->reduce_scatter_sum(send, recv, count_per_rank);
   }

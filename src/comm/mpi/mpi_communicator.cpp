@@ -278,12 +278,15 @@ void MpiCommunicator::alltoallv(const void* send, const std::size_t* send_bytes,
 }
 
 // A ring of P-1 shift exchanges, each of one rank's block: every link carries the nominal
-// (P-1)/P of the data once. Open MPI's MPI_Ireduce_scatter_block moved 2.6-2.9x those bytes
-// over TCP links (perf/RESULTS.md, "across nodes on one machine"). Block b is summed in ring
-// order starting after rank b, the same order on every call, so results repeat exactly.
-// Step s sends the partial sum of block (me - 1 - s) and receives that of block (me - 2 - s),
-// adding this rank's own part; the last step receives straight into `recv`.
-void MpiCommunicator::reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) {
+// (P-1)/P of the data once (Open MPI's MPI_Ireduce_scatter_block moved 2.9x those bytes at 2
+// ranks over TCP links and 4.5x at 4: perf/RESULTS.md, "one TCP connection per pair of ranks").
+// Step s sends the partial sum of block (me - 1 - s) and receives that of block (me - 2 - s)
+// into `recv`, which is added into this rank's part of that block in `send`, the partial the
+// next step sends; the last step receives block me and adds this rank's part. Block b is summed
+// in ring order starting after rank b, the same order on every call, so results repeat exactly.
+// Nothing is allocated: on a timeout the buffers a late neighbour may still write are the
+// caller's, whose workspaces are set aside then (has_abandoned_transfers).
+void MpiCommunicator::reduce_scatter_sum(float* send, float* recv, std::size_t count_per_rank) {
   require_usable("reduce_scatter_sum");
   const std::size_t bytes = total_bytes(count_per_rank, sizeof(float), "reduce_scatter_sum");
   require_buffer(send, total_bytes(std::size_t(size_), bytes, "reduce_scatter_sum"), "reduce_scatter_sum",
@@ -291,26 +294,20 @@ void MpiCommunicator::reduce_scatter_sum(const float* send, float* recv, std::si
   require_buffer(recv, bytes, "reduce_scatter_sum", "the receive buffer");
   if (count_per_rank == 0) return;
   const int P = size_;
-  auto own_block = [&](int position) { return send + std::size_t((position % P + P) % P) * count_per_rank; };
+  auto block = [&](int position) { return send + std::size_t((position % P + P) % P) * count_per_rank; };
   if (P == 1) {
     std::copy(send, send + count_per_rank, recv);
     return;
   }
-  // Two partial sums in turn: one travels while the other is received. On a timeout a late
-  // neighbour may still write into them, so they are then left allocated for good.
-  auto partials = std::make_unique<float[]>(P > 2 ? 2 * count_per_rank : 0);
-  const float* outgoing = own_block(rank_ - 1);
   for (int step = 0; step < P - 1; ++step) {
-    float* incoming = step == P - 2 ? recv : partials.get() + std::size_t(step % 2) * count_per_rank;
-    try {
-      start_shift_exchange(outgoing, incoming, bytes, 1).wait();
-    } catch (...) {
-      if (has_abandoned_transfers()) static_cast<void>(partials.release());
-      throw;
+    start_shift_exchange(block(rank_ - 1 - step), recv, bytes, 1).wait();
+    if (step < P - 2) {
+      float* partial = block(rank_ - 2 - step);
+      for (std::size_t i = 0; i < count_per_rank; ++i) partial[i] += recv[i];
+    } else {
+      const float* own = block(rank_);
+      for (std::size_t i = 0; i < count_per_rank; ++i) recv[i] += own[i];
     }
-    const float* own = own_block(rank_ - 2 - step);
-    for (std::size_t i = 0; i < count_per_rank; ++i) incoming[i] += own[i];
-    outgoing = incoming;
   }
 }
 

@@ -59,7 +59,7 @@ class MpiCommunicator final : public Communicator {
   void alltoall(const void* send, void* recv, std::size_t bytes_per_pair) override;
   void alltoallv(const void* send, const std::size_t* send_bytes, const std::size_t* send_offsets, void* recv,
                  const std::size_t* recv_bytes, const std::size_t* recv_offsets) override;
-  void reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) override;
+  void reduce_scatter_sum(float* send, float* recv, std::size_t count_per_rank) override;
   void allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) override;
   void broadcast(void* buffer, std::size_t bytes, int root) override;
   void barrier() override;

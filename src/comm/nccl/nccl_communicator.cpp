@@ -211,7 +211,7 @@ void NcclCommunicator::alltoallv(const void* send, const std::size_t* send_bytes
   })->wait();
 }
 
-void NcclCommunicator::reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) {
+void NcclCommunicator::reduce_scatter_sum(float* send, float* recv, std::size_t count_per_rank) {
   if (count_per_rank == 0) return;
   const std::size_t bytes = count_per_rank * sizeof(float);
   require_device_buffer(send, total_bytes(std::size_t(size()), bytes, "reduce_scatter_sum"), "reduce_scatter_sum",

@@ -265,13 +265,12 @@ void StagedCommunicator::alltoallv(const void* send, const std::size_t* send_byt
     if (recv_bytes[r] > 0) out.to_device(d + recv_offsets[r], recv_bytes[r], recv_offsets[r]);
 }
 
-void StagedCommunicator::reduce_scatter_sum(const float* send, float* recv, std::size_t count_per_rank) {
+void StagedCommunicator::reduce_scatter_sum(float* send, float* recv, std::size_t count_per_rank) {
   const std::size_t bytes = count_per_rank * sizeof(float), total = bytes * std::size_t(size());
   if (bytes == 0) return;
   staged::StagedBuffer in(*state_, total), out(*state_, bytes);
   in.from_device(send, total);
-  state_->host().reduce_scatter_sum(static_cast<const float*>(in.get()), static_cast<float*>(out.get()),
-                                    count_per_rank);
+  state_->host().reduce_scatter_sum(static_cast<float*>(in.get()), static_cast<float*>(out.get()), count_per_rank);
   out.to_device(recv, bytes);
 }
 
