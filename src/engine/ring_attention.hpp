@@ -5,13 +5,15 @@
 // forward, the K/V blocks travel around the ring (step s computes on the block that started
 // s positions upstream while the next block is already in flight) and each block's fp32
 // partial is merged into the running output with the online softmax. In the backward, the
-// K/V blocks travel again, and each block's dK/dV partial travels with it, accumulated by
-// every rank it visits, until it goes home after the last step. Steps no rank computes on
-// (a window, documents) are jumped over, forward and backward (ring_steps_with_work()).
+// K/V blocks travel again, and each block's dK/dV partial travels one step behind it from the
+// first rank after its owner, accumulated by every rank it visits, until it goes home after
+// the last step and is added to the owner's own contribution. Steps no rank computes on (a
+// window, documents) are jumped over, forward and backward (ring_steps_with_work()).
 //
 // Memory per rank (see workspace_bytes()): the caller's local tensors, two K/V receive
-// buffers, two dK/dV receive buffers in fp32 (backward), one fp32 dK/dV accumulator, and
-// fp32 accumulators for out/lse (forward) or dq and D (backward). A pass of one step (one
+// buffers, two travelling dK/dV partials in fp32 (backward), one fp32 dK/dV contribution (from
+// three steps on), and fp32 accumulators for out/lse (forward) or dq, the own block's dK/dV
+// (16-bit gradients; fp32 ones accumulate in place) and D (backward). A pass of one step (one
 // rank, or a window within the local block) moves nothing and keeps only what it computes
 // into: no receive buffers, and no accumulators where the caller's tensors can be written
 // directly (a 16-bit out on rfa's kernels, fp32 gradients). Nothing of the size of the whole

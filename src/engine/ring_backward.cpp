@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The ring backward (docs/architecture.md §3). K/V blocks travel as in the forward; each block's dK/dV
-// travels with it, one step behind: at each step a rank computes its contribution to block j's
-// gradient into a zeroed local buffer (while the partial sum from the ranks before it is
-// still arriving), then adds the arrived partial and sends the sum on. Both run only the steps
-// some rank computes on (ring_steps_with_work()), jumping over the others, and after the last
-// one the gradient goes straight home: with every step needed, that is the ring's last hop.
+// partial travels one step behind it, starting at the first rank after its owner: at each step
+// a rank computes its contribution to block j's gradient into a zeroed local buffer (while the
+// partial sum from the ranks before it is still arriving), then adds the arrived partial and
+// sends the sum on; after the last step the partial goes straight home, where the owner adds it
+// to its own step's contribution. P-1 gradient hops per block, none before the first step's
+// compute. Both run only the steps some rank computes on (ring_steps_with_work()), jumping
+// over the others.
 #include <type_traits>
 
 #include "core/profiling_region.hpp"
@@ -75,24 +77,27 @@ void RingAttention::run_backward(
   const std::size_t n = steps_.size();
   Workspace<Space> ws = blocks.workspace(workspace_pass(true, int(mode)));
   TravellingKV<T, Space> kv(ws, comm_, c, L, k, v, communicate, steps_);
-  // dK/dV partials: [0] this rank's own block's (and what arrives at even steps), [1] the odd
-  // steps', *_step this step's contribution to a block whose partial is still arriving. A pass
-  // of one step has only its own block: fp32 gradients are accumulated in the caller's tensors.
-  Grad dk_recv[2], dv_recv[2], dk_step, dv_step;
+  // dK/dV of this rank's own block: its step-0 contribution, and at the end the partial the
+  // others summed; fp32 gradients accumulate in the caller's tensors.
+  Grad dk_home, dv_home;
   if constexpr (kFp32Grads) {
-    if (n == 1) {
-      dk_recv[0] = dk;
-      dv_recv[0] = dv;
-    }
+    dk_home = dk;
+    dv_home = dv;
+  } else {
+    dk_home = ws.template tensor4<float>("rfa::dk_home", B, L, HKV, D);
+    dv_home = ws.template tensor4<float>("rfa::dv_home", B, L, HKV, D);
   }
-  const bool grads_in_place = kFp32Grads && n == 1;
-  if (!grads_in_place) {
-    dk_recv[0] = ws.template tensor4<float>("rfa::dk_recv0", B, L, HKV, D);
-    dv_recv[0] = ws.template tensor4<float>("rfa::dv_recv0", B, L, HKV, D);
-  }
+  // The travelling partials of other ranks' blocks, in turn the one this step adds to and sends
+  // on and the one arriving; *_step this step's contribution while the partial still arrives
+  // (needed from the third step on: at the second the partial starts here).
+  Grad dk_part[2], dv_part[2], dk_step, dv_step;
   if (n > 1) {
-    dk_recv[1] = ws.template tensor4<float>("rfa::dk_recv1", B, L, HKV, D);
-    dv_recv[1] = ws.template tensor4<float>("rfa::dv_recv1", B, L, HKV, D);
+    dk_part[0] = ws.template tensor4<float>("rfa::dk_part0", B, L, HKV, D);
+    dv_part[0] = ws.template tensor4<float>("rfa::dv_part0", B, L, HKV, D);
+    dk_part[1] = ws.template tensor4<float>("rfa::dk_part1", B, L, HKV, D);
+    dv_part[1] = ws.template tensor4<float>("rfa::dv_part1", B, L, HKV, D);
+  }
+  if (n > 2) {
     dk_step = ws.template tensor4<float>("rfa::dk_step", B, L, HKV, D);
     dv_step = ws.template tensor4<float>("rfa::dv_step", B, L, HKV, D);
   }
@@ -111,14 +116,13 @@ void RingAttention::run_backward(
   });
 
   blocks.fill(dq_acc, 0.0f);
-  // The partial gradient of this rank's own block starts at zero: nobody has seen it yet.
-  blocks.fill(dk_recv[0], 0.0f);
-  blocks.fill(dv_recv[0], 0.0f);
+  blocks.fill(dk_home, 0.0f);
+  blocks.fill(dv_home, 0.0f);
   if (!communicate && n > 1) {
-    // Nothing will arrive in the other buffers; the benchmark's compute-only schedule still
-    // adds into them, and uninitialized memory (denormals, NaNs) could skew its timing.
-    blocks.fill(dk_recv[1], 0.0f);
-    blocks.fill(dv_recv[1], 0.0f);
+    // Nothing will arrive; the benchmark's compute-only schedule still adds into the partials,
+    // and uninitialized memory (denormals, NaNs) could skew its timing.
+    blocks.fill(dk_part[0], 0.0f);
+    blocks.fill(dv_part[0], 0.0f);
   }
   {
     ScopedSeconds t(timings_.compute);
@@ -126,7 +130,7 @@ void RingAttention::run_backward(
   }
 
   const std::size_t grad_bytes = std::size_t(B * L * HKV * D) * sizeof(float);
-  comm::Exchange grad_k, grad_v;  // the dK/dV partials arriving for this step's block
+  comm::Exchange grad_k, grad_v;  // the dK/dV partial arriving for the next step's block
   ExchangePoller poller;
   for (std::size_t i = 0; i < n; ++i) {
     const int s = steps_[i];
@@ -134,28 +138,36 @@ void RingAttention::run_backward(
     current_step_ = s;
     const int owner = (me - s + P) % P;
     timings_.bytes_sent += kv.start(i);
-    bool contributed = false;
+    // Block `owner`'s partial: at step 0 the home gradient; at the second step it starts here
+    // (nobody before this rank has seen the block); later it arrives from the previous holder.
+    const bool starts_here = i == 1;
+    Grad dk_block = i == 0 ? dk_home : dk_part[i % 2], dv_block = i == 0 ? dv_home : dv_part[i % 2];
+    bool contributed = false, computed = false;
     if (compute) {
       const kernels::AttentionParams p = block_params(c, P, me, owner);
       if (kernels::classify_blocks(p.rule(), p.q_pos, p.k_pos) != kernels::TileVisibility::hidden) {
         ScopedSeconds t(timings_.compute);
-        // At step 0 the rank's own block has no partial in flight: accumulate into it directly.
-        // Later steps accumulate apart while the partial from upstream is still arriving.
-        const bool direct = i == 0;
-        Grad dk_into = direct ? dk_recv[0] : dk_step, dv_into = direct ? dv_recv[0] : dv_step;
-        if (!direct) {
-          blocks.fill(dk_step, 0.0f);
-          blocks.fill(dv_step, 0.0f);
+        // Into the block's gradient directly where nothing is arriving for it; otherwise apart,
+        // while the partial from upstream still arrives.
+        const bool direct = i <= 1;
+        Grad dk_into = direct ? dk_block : dk_step, dv_into = direct ? dv_block : dv_step;
+        if (i >= 1) {  // the home gradient was zeroed before the pass
+          blocks.fill(dk_into, 0.0f);
+          blocks.fill(dv_into, 0.0f);
         }
         poller.watch(kv.pending_k(), kv.pending_v(), &grad_k, &grad_v);
         blocks.template backward<T>(p, q, kv.k(), kv.v(), out, dout, lse, delta, dq_acc, dk_into, dv_into,
                                     poller.hook());
         contributed = !direct;
+        computed = true;
         ++timings_.steps_computed;
       }
       poller.rethrow_if_failed();
     }
-    Grad dk_block = dk_recv[i % 2], dv_block = dv_recv[i % 2];
+    if (starts_here && !computed) {
+      blocks.fill(dk_block, 0.0f);
+      blocks.fill(dv_block, 0.0f);
+    }
     if (communicate) {
       ScopedSeconds t(timings_.wait);
       grad_k.wait();
@@ -166,12 +178,12 @@ void RingAttention::run_backward(
       blocks.add(dk_block, dk_step);
       blocks.add(dv_block, dv_step);
     }
-    // Sends block `owner`'s partial to the rank of the next step; after the last step, to
-    // `owner` itself, unless it is already there (only step 0 has work).
-    const int hops = i + 1 < n ? steps_[i + 1] - s : P - s;
-    if (communicate && hops < P) {
-      grad_k = comm_.start_shift_exchange(dk_block.data(), dk_recv[(i + 1) % 2].data(), grad_bytes, hops);
-      grad_v = comm_.start_shift_exchange(dv_block.data(), dv_recv[(i + 1) % 2].data(), grad_bytes, hops);
+    // From the second step on, block `owner`'s partial goes to the rank of the next step; after
+    // the last step, to `owner` itself.
+    if (communicate && i >= 1) {
+      const int hops = i + 1 < n ? steps_[i + 1] - s : P - s;
+      grad_k = comm_.start_shift_exchange(dk_block.data(), dk_part[(i + 1) % 2].data(), grad_bytes, hops);
+      grad_v = comm_.start_shift_exchange(dv_block.data(), dv_part[(i + 1) % 2].data(), grad_bytes, hops);
       timings_.bytes_sent += std::int64_t(2 * grad_bytes);
     }
     {
@@ -184,17 +196,16 @@ void RingAttention::run_backward(
     grad_k.wait();
     grad_v.wait();
   }
-  // Where this rank's own block's gradient is: delivered by the last exchange, or never sent.
-  const std::size_t home = communicate && steps_.back() != 0 ? n % 2 : (n - 1) % 2;
-  if constexpr (kFp32Grads) {
-    if (!grads_in_place) {
-      blocks.copy(dk, dk_recv[home]);
-      blocks.copy(dv, dv_recv[home]);
-    }
-  } else {
+  if (n > 1) {
+    // What the other ranks added to this rank's block, delivered by the last exchange.
+    ScopedSeconds t(timings_.compute);
+    blocks.add(dk_home, dk_part[n % 2]);
+    blocks.add(dv_home, dv_part[n % 2]);
+  }
+  if constexpr (!kFp32Grads) {
     blocks.template narrow<TGrad>(dq_acc, dq);
-    blocks.template narrow<TGrad>(dk_recv[home], dk);
-    blocks.template narrow<TGrad>(dv_recv[home], dv);
+    blocks.template narrow<TGrad>(dk_home, dk);
+    blocks.template narrow<TGrad>(dv_home, dv);
   }
 }
 

@@ -144,8 +144,9 @@ Prediction ring(const RingConfig& c, int ranks, int rank, int stride, int place,
     const auto [f_own, f] = step_compute(s, false);
     const auto [b_own, b] = step_compute(s, true);
     const double kv = i + 1 < n ? kv_bytes : 0.0;
-    const int grad_hops = i + 1 < n ? steps[i + 1] - s : ranks - s;
-    const double grads = grad_hops < ranks ? grad_bytes : 0.0;
+    // A block's dK/dV partial starts at the second step's rank and goes on after every step
+    // from then on, after the last one home.
+    const double grads = i >= 1 ? grad_bytes : 0.0;
     p.forward.compute_seconds += f_own;
     p.forward.seconds += std::max(f, transfer_seconds(link, kv));
     p.forward.bytes_sent += kv;
