@@ -33,7 +33,8 @@ std::vector<Plan> rank_plans(const engine::RingConfig& config, int ranks, const 
   if (!ring_only) {
     choices.push_back({engine::StrategyKind::allgather, 0, 1});
     if (ranks > 1) choices.push_back({engine::StrategyKind::ulysses, 0, 1});
-    for (int degree = 2; degree < ranks && degree <= machine.ranks_per_node; ++degree)
+    // Every grid, groups across nodes too: their all-to-alls then cost the link between nodes.
+    for (int degree = 2; degree < ranks; ++degree)
       if (ranks % degree == 0) choices.push_back({engine::StrategyKind::hybrid, degree, 1});
   }
   std::vector<Plan> plans;

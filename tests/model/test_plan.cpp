@@ -4,7 +4,9 @@
 // them; the environment's figures over it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <vector>
 
 #include "model/plan.hpp"
 
@@ -53,6 +55,42 @@ TEST(PlanningMachine, HostRanksShareTheCoresOfTheirNode) {
   EXPECT_EQ(planned(engine::Device::host, 64).compute_units_per_node, 0);
   EXPECT_EQ(planned(engine::Device::host, 0).compute_units_per_node, 0);
   EXPECT_EQ(planned(engine::Device::cuda, 2).compute_units_per_node, 0);
+}
+
+// The automatic choice weighs every hybrid grid, those whose groups cross nodes too (one rank
+// per node: every group does); a grid across nodes pays its all-to-alls on the link between
+// nodes, so a slower network costs it more than the grid whose groups are nodes (whose ring
+// alone crosses the network).
+TEST(RankPlans, OfferEveryHybridGridAndChargeGroupsAcrossNodesTheNetwork) {
+  engine::RingConfig c;
+  c.layout = RFA_LAYOUT_ZIGZAG;
+  c.mask = RFA_MASK_CAUSAL;
+  c.dtype = RFA_DTYPE_FLOAT32;
+  c.batch = 1;
+  c.seq_total = 4096;
+  c.heads = 8;
+  c.kv_heads = 8;
+  c.head_dim = 64;
+  MachineModel one_per_node;
+  one_per_node.ranks_per_node = 1;
+  std::vector<int> degrees;
+  for (const Plan& plan : rank_plans(c, 8, one_per_node, false))
+    if (plan.choice.kind == engine::StrategyKind::hybrid && plan.layout == RFA_LAYOUT_ZIGZAG)
+      degrees.push_back(plan.choice.ulysses_degree);
+  std::sort(degrees.begin(), degrees.end());
+  EXPECT_EQ(degrees, (std::vector<int>{2, 4}));
+  EXPECT_TRUE(rank_plans(c, 8, one_per_node, true).size() == 3) << "ring only: its three layouts";
+
+  const engine::StrategyChoice grid{engine::StrategyKind::hybrid, 4, 1};
+  auto backward_seconds = [&](int ranks_per_node, double network_bytes_per_s) {
+    MachineModel m;
+    m.ranks_per_node = ranks_per_node;
+    m.inter_node = Link{5e-6, network_bytes_per_s};
+    return predict(c, grid, 8, m).backward.seconds;
+  };
+  EXPECT_GT(backward_seconds(1, 1e9), backward_seconds(1, 1e10));
+  EXPECT_LT(backward_seconds(4, 1e9) - backward_seconds(4, 1e10), backward_seconds(1, 1e9) - backward_seconds(1, 1e10));
+  EXPECT_LT(backward_seconds(4, 1e9), backward_seconds(1, 1e9));
 }
 
 TEST(PlanningMachine, ThisProcessKnowsItsBf16Products) {
