@@ -50,9 +50,10 @@
 #                     runtime ends the whole job when a rank dies
 #   --tcp-links N     TCP connections Open MPI opens between two ranks on different nodes (its
 #                     btl_tcp_links; default 4, 1 to 16). With one, a large message's rendezvous
-#                     reply waits in the socket behind the bulk data flowing the other way and the
+#                     reply waits in the socket behind the bulk data its sender is sending and the
 #                     link idles up to half the time; an RDMA fabric keeps such replies apart
-#                     (perf/RESULTS.md, "one TCP connection per pair of ranks")
+#                     (perf/RESULTS.md, "2026-11-28 (afternoon) — one TCP connection per pair
+#                     of ranks")
 #   --quiet           no harness lines on stderr
 # Every rank sees RFA_MULTINODE_DIR, RFA_MULTINODE_NODES and RFA_MULTINODE_RANKS_PER_NODE.
 # Exit: the program's (mpiexec's) exit code; 124 if killed at the limit; 77 if namespaces cannot
