@@ -279,7 +279,8 @@ void MpiCommunicator::alltoallv(const void* send, const std::size_t* send_bytes,
 
 // A ring of P-1 shift exchanges, each of one rank's block: every link carries the nominal
 // (P-1)/P of the data once (Open MPI's MPI_Ireduce_scatter_block moved 2.9x those bytes at 2
-// ranks over TCP links and 4.5x at 4: perf/RESULTS.md, "one TCP connection per pair of ranks").
+// ranks over TCP links and 4.5x at 4: perf/RESULTS.md, "2026-11-28 (afternoon) — one TCP
+// connection per pair of ranks").
 // Step s sends the partial sum of block (me - 1 - s) and receives that of block (me - 2 - s)
 // into `recv`, which is added into this rank's part of that block in `send`, the partial the
 // next step sends; the last step receives block me and adds this rank's part. Block b is summed
