@@ -63,9 +63,9 @@ std::int64_t RingAttention::workspace_bytes(bool backward, bool fp32_gradients) 
     // One block's fp32 partial output and lse; the CUDA kernels merge in their epilogue instead.
     if (c.device == Device::host && moves) bytes += q_elems * 4 + row_elems * 4;
   } else {
-    const bool grads_in_place = fp32 || fp32_gradients;  // fp32 dQ, dK and dV accumulate in place
-    if (moves) bytes += 2 * 2 * kv_elems * 4;            // two travelling dK/dV partials, fp32
-    if (steps_.size() > 2) bytes += 2 * kv_elems * 4;    // this step's dK/dV contribution, fp32
+    const bool grads_in_place = fp32 || fp32_gradients;             // fp32 dQ, dK and dV accumulate in place
+    if (moves) bytes += 2 * 2 * kv_elems * 4;                       // two travelling dK/dV partials, fp32
+    if (steps_.size() > 2) bytes += 2 * kv_elems * 4;               // this step's dK/dV contribution, fp32
     bytes += (grads_in_place ? 0 : 2 * kv_elems * 4 + q_elems * 4)  // fp32 dK/dV of the own block, dQ
              + row_elems * 4;                                       // D = rowsum(dO * O)
   }

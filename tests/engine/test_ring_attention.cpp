@@ -216,8 +216,8 @@ TEST(RingSteps, MatchABruteForceAroundEveryBlockEdge) {
 // on the contiguous layout needs the previous block (one exchange of K/V; the gradient partial,
 // which starts at the rank after the owner, goes straight home); the zigzag layout with a window
 // of S/8 needs the neighbours' chunks at steps 1 and P - 1, so the blocks jump over the steps
-// between (two exchanges of K/V, two of the gradients: as many as of K/V). That the results stay exact is what the window cases of RingAttentionTest
-// check (the same configs and schedule).
+// between (two exchanges of K/V, two of the gradients: as many as of K/V). That the results stay exact is what the
+// window cases of RingAttentionTest check (the same configs and schedule).
 TEST(RingWindow, SendsOnlyTheExchangesSomeRankNeeds) {
   auto ring = world_ring();
   const int P = ring->size();
