@@ -41,9 +41,12 @@ case $case_name in
     args=(--op "$op" --timeout "$deadline" --seq 4096 --linger 8)
     ;;
   rank_killed)
+    # One TCP connection per pair of ranks: with four, Open MPI's ob1 aborted a surviving rank
+    # whose send to the killed one failed ("writev failed: Connection reset by peer", a FATAL
+    # in pml_ob1_sendreq.c) in 1 of 3 runs, before rfa could return; with one, 5 of 5 passed.
     expected=3
     step_s=2.1
-    harness+=(--rate 8mbit --keep-going --until 3 --fault "on=forward,after=0.5,action=kill,node=1")
+    harness+=(--rate 8mbit --tcp-links 1 --keep-going --until 3 --fault "on=forward,after=0.5,action=kill,node=1")
     args=(--op forward --timeout "$deadline" --seq 4096 --linger 2)
     ;;
   trickle_link)
