@@ -138,11 +138,15 @@ void RingAttention::run_backward(
     current_step_ = s;
     const int owner = (me - s + P) % P;
     timings_.bytes_sent += kv.start(i);
-    // Block `owner`'s partial: at step 0 the home gradient; at the second step it starts here
-    // (nobody before this rank has seen the block); later it arrives from the previous holder.
-    const bool starts_here = i == 1;
+    // Block `owner`'s partial: at step 0 the home gradient (zeroed before the pass); at the
+    // second step it starts here, at zero (nobody before this rank has seen the block); later it
+    // arrives from the previous holder.
     Grad dk_block = i == 0 ? dk_home : dk_part[i % 2], dv_block = i == 0 ? dv_home : dv_part[i % 2];
-    bool contributed = false, computed = false;
+    if (i == 1) {
+      blocks.fill(dk_block, 0.0f);
+      blocks.fill(dv_block, 0.0f);
+    }
+    bool contributed = false;
     if (compute) {
       const kernels::AttentionParams p = block_params(c, P, me, owner);
       if (kernels::classify_blocks(p.rule(), p.q_pos, p.k_pos) != kernels::TileVisibility::hidden) {
@@ -151,22 +155,17 @@ void RingAttention::run_backward(
         // while the partial from upstream still arrives.
         const bool direct = i <= 1;
         Grad dk_into = direct ? dk_block : dk_step, dv_into = direct ? dv_block : dv_step;
-        if (i >= 1) {  // the home gradient was zeroed before the pass
-          blocks.fill(dk_into, 0.0f);
-          blocks.fill(dv_into, 0.0f);
+        if (!direct) {
+          blocks.fill(dk_step, 0.0f);
+          blocks.fill(dv_step, 0.0f);
         }
         poller.watch(kv.pending_k(), kv.pending_v(), &grad_k, &grad_v);
         blocks.template backward<T>(p, q, kv.k(), kv.v(), out, dout, lse, delta, dq_acc, dk_into, dv_into,
                                     poller.hook());
         contributed = !direct;
-        computed = true;
         ++timings_.steps_computed;
       }
       poller.rethrow_if_failed();
-    }
-    if (starts_here && !computed) {
-      blocks.fill(dk_block, 0.0f);
-      blocks.fill(dv_block, 0.0f);
     }
     if (communicate) {
       ScopedSeconds t(timings_.wait);
