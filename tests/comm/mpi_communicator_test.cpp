@@ -335,15 +335,16 @@ TEST(MpiCommunicator, ReduceScatterSumsFloatsIntoEachRanksBlock) {
 }
 
 // The ring reduce-scatter at block sizes of one value, a few and many, through the
-// derived-datatype path too (a small max_count_per_call), and the same bits on a repeat (the
-// send buffer is scratch: each call gets a fresh copy).
+// derived-datatype path too (a small max_count_per_call: 64 bytes, 16 floats, so blocks of 15,
+// 16 and 17 values sit on its edge), and the same bits on a repeat (the send buffer is scratch:
+// each call gets a fresh copy).
 TEST(MpiCommunicator, ReduceScatterSumsEveryBlockSizeAndRepeatsBitwise) {
   MpiOptions small;
   small.max_count_per_call = 64;
   for (const MpiOptions& options : {MpiOptions(), small}) {
     MpiCommunicator comm(MPI_COMM_WORLD, (world_rank() + 1) % world_size(), options);
     const int p = comm.size(), me = comm.rank();
-    for (std::size_t count : {std::size_t(1), std::size_t(3), std::size_t(4099)}) {
+    for (std::size_t count : {1, 3, 15, 16, 17, 4099}) {
       std::vector<float> send(count * std::size_t(p));
       for (int r = 0; r < p; ++r)
         for (std::size_t i = 0; i < count; ++i) send[r * count + i] = float(me * 7 + 1) * 0.25f + float(r * 10000 + i);
