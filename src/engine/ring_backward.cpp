@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The ring backward (docs/architecture.md §3). K/V blocks travel as in the forward; each block's dK/dV
-// partial travels one step behind it, starting at the first rank after its owner: at each step
-// a rank computes its contribution to block j's gradient into a zeroed local buffer (while the
-// partial sum from the ranks before it is still arriving), then adds the arrived partial and
-// sends the sum on; after the last step the partial goes straight home, where the owner adds it
-// to its own step's contribution. P-1 gradient hops per block, none before the first step's
-// compute. Both run only the steps some rank computes on (ring_steps_with_work()), jumping
-// over the others.
+// The ring backward (docs/architecture.md §3): the K/V blocks travel as in the forward
+// (travelling_kv.hpp) and each block's dK/dV partial one step behind it
+// (travelling_gradients.hpp); a rank computes each step's dQ into its own accumulator and its
+// contribution to the held block's dK/dV. Both run only the steps some rank computes on
+// (ring_steps_with_work()), jumping over the others.
 #include <type_traits>
 
 #include "core/profiling_region.hpp"
@@ -14,6 +11,7 @@
 #include "engine/block_compute_host.hpp"
 #include "engine/ring_attention.hpp"
 #include "engine/strategy_checks.hpp"
+#include "engine/travelling_gradients.hpp"
 #include "engine/travelling_kv.hpp"
 #include "engine/workspace.hpp"
 #include "kernels/tensor_checks.hpp"
@@ -74,7 +72,6 @@ void RingAttention::run_backward(
   const std::int64_t B = c.batch, HKV = c.kv_heads, D = c.head_dim;
 
   constexpr bool kFp32Grads = std::is_same<TGrad, float>::value;
-  const std::size_t n = steps_.size();
   Workspace<Space> ws = blocks.workspace(workspace_pass(true, int(mode)));
   TravellingKV<T, Space> kv(ws, comm_, c, L, k, v, communicate, steps_);
   // dK/dV of this rank's own block: its step-0 contribution, and at the end the partial the
@@ -87,20 +84,7 @@ void RingAttention::run_backward(
     dk_home = ws.template tensor4<float>("rfa::dk_home", B, L, HKV, D);
     dv_home = ws.template tensor4<float>("rfa::dv_home", B, L, HKV, D);
   }
-  // The travelling partials of other ranks' blocks, in turn the one this step adds to and sends
-  // on and the one arriving; *_step this step's contribution while the partial still arrives
-  // (needed from the third step on: at the second the partial starts here).
-  Grad dk_part[2], dv_part[2], dk_step, dv_step;
-  if (n > 1) {
-    dk_part[0] = ws.template tensor4<float>("rfa::dk_part0", B, L, HKV, D);
-    dv_part[0] = ws.template tensor4<float>("rfa::dv_part0", B, L, HKV, D);
-    dk_part[1] = ws.template tensor4<float>("rfa::dk_part1", B, L, HKV, D);
-    dv_part[1] = ws.template tensor4<float>("rfa::dv_part1", B, L, HKV, D);
-  }
-  if (n > 2) {
-    dk_step = ws.template tensor4<float>("rfa::dk_step", B, L, HKV, D);
-    dv_step = ws.template tensor4<float>("rfa::dv_step", B, L, HKV, D);
-  }
+  TravellingGradients<Compute> grads(blocks, ws, comm_, c, L, dk_home, dv_home, communicate, steps_);
   Grad dq_acc;
   if constexpr (kFp32Grads) {
     dq_acc = dq;
@@ -116,75 +100,41 @@ void RingAttention::run_backward(
   });
 
   blocks.fill(dq_acc, 0.0f);
-  blocks.fill(dk_home, 0.0f);
-  blocks.fill(dv_home, 0.0f);
-  if (!communicate && n > 1) {
-    // Nothing will arrive; the benchmark's compute-only schedule still adds into the partials,
-    // and uninitialized memory (denormals, NaNs) could skew its timing.
-    blocks.fill(dk_part[0], 0.0f);
-    blocks.fill(dv_part[0], 0.0f);
-  }
+  grads.zero();
   {
     ScopedSeconds t(timings_.compute);
     blocks.template delta<T>(block_params(c, P, me, me), dout, out, delta);
   }
 
-  const std::size_t grad_bytes = std::size_t(B * L * HKV * D) * sizeof(float);
-  comm::Exchange grad_k, grad_v;  // the dK/dV partial arriving for the next step's block
   ExchangePoller poller;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
     const int s = steps_[i];
     const ProfilingRegion region(ring_step_region("backward", s));
     current_step_ = s;
     const int owner = (me - s + P) % P;
     timings_.bytes_sent += kv.start(i);
-    // Block `owner`'s partial: at step 0 the home gradient (zeroed before the pass); at the
-    // second step it starts here, at zero (nobody before this rank has seen the block); later it
-    // arrives from the previous holder.
-    Grad dk_block = i == 0 ? dk_home : dk_part[i % 2], dv_block = i == 0 ? dv_home : dv_part[i % 2];
-    if (i == 1) {
-      blocks.fill(dk_block, 0.0f);
-      blocks.fill(dv_block, 0.0f);
-    }
-    bool contributed = false;
+    grads.begin(i);
     if (compute) {
       const kernels::AttentionParams p = block_params(c, P, me, owner);
       if (kernels::classify_blocks(p.rule(), p.q_pos, p.k_pos) != kernels::TileVisibility::hidden) {
         ScopedSeconds t(timings_.compute);
-        // Into the block's gradient directly where nothing is arriving for it; otherwise apart,
-        // while the partial from upstream still arrives.
-        const bool direct = i <= 1;
-        Grad dk_into = direct ? dk_block : dk_step, dv_into = direct ? dv_block : dv_step;
-        if (!direct) {
-          blocks.fill(dk_step, 0.0f);
-          blocks.fill(dv_step, 0.0f);
-        }
-        poller.watch(kv.pending_k(), kv.pending_v(), &grad_k, &grad_v);
+        const auto [dk_into, dv_into] = grads.contribution();
+        poller.watch(kv.pending_k(), kv.pending_v(), grads.pending_k(), grads.pending_v());
         blocks.template backward<T>(p, q, kv.k(), kv.v(), out, dout, lse, delta, dq_acc, dk_into, dv_into,
                                     poller.hook());
-        contributed = !direct;
         ++timings_.steps_computed;
       }
       poller.rethrow_if_failed();
     }
-    if (communicate) {
+    {
       ScopedSeconds t(timings_.wait);
-      grad_k.wait();
-      grad_v.wait();
+      grads.wait_arrival();
     }
-    if (contributed) {
+    {
       ScopedSeconds t(timings_.compute);
-      blocks.add(dk_block, dk_step);
-      blocks.add(dv_block, dv_step);
+      grads.add_contribution();
     }
-    // From the second step on, block `owner`'s partial goes to the rank of the next step; after
-    // the last step, to `owner` itself.
-    if (communicate && i >= 1) {
-      const int hops = i + 1 < n ? steps_[i + 1] - s : P - s;
-      grad_k = comm_.start_shift_exchange(dk_block.data(), dk_part[(i + 1) % 2].data(), grad_bytes, hops);
-      grad_v = comm_.start_shift_exchange(dv_block.data(), dv_part[(i + 1) % 2].data(), grad_bytes, hops);
-      timings_.bytes_sent += std::int64_t(2 * grad_bytes);
-    }
+    timings_.bytes_sent += grads.send_on();
     {
       ScopedSeconds t(timings_.wait);
       kv.finish(i);
@@ -192,14 +142,11 @@ void RingAttention::run_backward(
   }
   {
     ScopedSeconds t(timings_.wait);
-    grad_k.wait();
-    grad_v.wait();
+    grads.wait_arrival();
   }
-  if (n > 1) {
-    // What the other ranks added to this rank's block, delivered by the last exchange.
+  {
     ScopedSeconds t(timings_.compute);
-    blocks.add(dk_home, dk_part[n % 2]);
-    blocks.add(dv_home, dv_part[n % 2]);
+    grads.add_home();
   }
   if constexpr (!kFp32Grads) {
     blocks.template narrow<TGrad>(dq_acc, dq);
