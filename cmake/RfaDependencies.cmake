@@ -71,6 +71,12 @@ if("CUDA" IN_LIST Kokkos_DEVICES)
                         "kernels: configure with -DRFA_ENABLE_CUDA=ON (or point Kokkos_ROOT at a host-only Kokkos)")
   endif()
   message(STATUS "rfa: Kokkos has CUDA: the engine runs on CUDA devices (Kokkos_DEVICES: ${Kokkos_DEVICES})")
+  # Lambdas in device code (the head exchange's row copies and the value checks' scan are
+  # KOKKOS_LAMBDA loops on the device), checked in Kokkos' own terms: before Kokkos 4 an option
+  # (Kokkos_ENABLE_CUDA_LAMBDA) that a site may have left off; from 4 on always there.
+  if(Kokkos_VERSION VERSION_LESS 4.0)
+    kokkos_check(OPTIONS CUDA_LAMBDA)
+  endif()
 endif()
 
 # ---- MPI
