@@ -4,7 +4,7 @@
 // against the float64 reference of the whole sequence (strategy_case.hpp's problems: layouts,
 // GQA/MQA, a window, packed documents), and the per-rank memory formula (docs/memory.md): what a
 // device pass allocates, seen through Kokkos' allocation hooks as on the host
-// (test_strategy_memory.cpp), equals workspace_bytes(); each strategy object there is fresh, so
+// (strategy_memory_test.cpp), equals workspace_bytes(); each strategy object there is fresh, so
 // its device cache allocates every buffer of the pass once. The block kernels are pinned by
 // RFA_CUDA_KERNELS (rfa, the default here, or cudnn) and RFA_CUDA_KERNEL_PATH (sm80, the
 // default here, or sm90), resolved on every rank as a context resolves them, so a kernel
