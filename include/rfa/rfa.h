@@ -248,10 +248,12 @@ typedef struct rfa_options_t {
   int64_t head_dim;            /**< Head dimension d: a multiple of 8, at most 256 (CUDA: 64 or 128). Default 64. */
   rfa_device_t device;         /**< Where tensors live and attention runs. Default ::RFA_DEVICE_HOST. */
   rfa_transport_t transport;   /**< Device contexts: what moves blocks. Default ::RFA_TRANSPORT_DEFAULT. */
-  double timeout_s;            /**< Seconds a blocking operation over MPI (creation's agreement, argument
-                                    agreements, ring exchanges, collectives) waits for the other ranks
+  double timeout_s;            /**< Seconds a blocking operation (over MPI: creation's agreement, argument
+                                    agreements, ring exchanges, collectives; over NCCL: its creation,
+                                    exchanges, collectives and destruction) waits for the other ranks
                                     before failing with ::RFA_ERROR_TIMEOUT. 0 (default): the environment
-                                    variable RFA_TIMEOUT_S if set, else 600; negative: no deadline.
+                                    variable RFA_TIMEOUT_S if set, else 600, for MPI's waits, and
+                                    RFA_NCCL_TIMEOUT_S if set, else 300, for NCCL's; negative: no deadline.
                                     After a timeout the context is unusable except for
                                     rfa_context_destroy() (see ::RFA_ERROR_TIMEOUT). */
   rfa_strategy_t strategy;     /**< The context-parallel strategy. Default ::RFA_STRATEGY_RING. */

@@ -18,6 +18,12 @@
 
 namespace rfa::collective {
 
+/// Every deadline inside rfa is a number of seconds in one convention: > 0 the deadline, 0 none,
+/// < 0 the environment's (RFA_TIMEOUT_S for MPI's waits, RFA_NCCL_TIMEOUT_S for NCCL's), read
+/// where the communicator is made (MpiOptions::timeout_s, NcclOptions::timeout_seconds). The C
+/// API's options.timeout_s, where 0 means the environment's and < 0 none, is converted once
+/// when a context is created.
+
 /// The default deadline when RFA_TIMEOUT_S is not set, in seconds.
 constexpr double kDefaultTimeoutSeconds = 600.0;
 

@@ -61,14 +61,16 @@ std::unique_ptr<Communicator> make_mpi_device_communicator(MPI_Comm parent, int 
 }  // namespace
 
 std::unique_ptr<Communicator> make_device_communicator(MPI_Comm parent, int ring_position, TransportChoice choice,
-                                                       double mpi_timeout_s) {
-  if (choice == TransportChoice::mpi) return make_mpi_device_communicator(parent, ring_position, mpi_timeout_s);
+                                                       double timeout_s) {
+  if (choice == TransportChoice::mpi) return make_mpi_device_communicator(parent, ring_position, timeout_s);
 #if RFA_HAVE_NCCL
   const std::vector<GpuPlacement> placements = gather_placements(parent);
   const SharedGpu shared = find_shared_gpu(placements);
   // Every rank gathered the same placements, so every rank fails here together.
   if (shared.found()) fail(RFA_ERROR_UNSUPPORTED, shared_gpu_message(placements, shared));
-  return make_nccl_communicator(parent, ring_position);
+  NcclOptions options;
+  options.timeout_seconds = timeout_s;
+  return make_nccl_communicator(parent, ring_position, options);
 #else
   fail(RFA_ERROR_UNSUPPORTED, "this build of rfa has no NCCL transport; use RFA_TRANSPORT=mpi");
 #endif

@@ -15,8 +15,9 @@ namespace rfa::comm {
 /// shared_gpu_message), or MPI: CUDA-aware when mpi_is_cuda_aware(), else staged through
 /// pinned host buffers. `choice` must be resolved (resolve_transport). Every failure is
 /// raised on every rank. Uses the caller's current CUDA device.
-/// `mpi_timeout_s`: the deadline of the MPI transports (MpiOptions::timeout_s).
+/// `timeout_s`: the deadline of every wait of the communicator, MPI's and NCCL's alike
+/// (MpiOptions::timeout_s; NcclOptions::timeout_seconds).
 std::unique_ptr<Communicator> make_device_communicator(MPI_Comm parent, int ring_position, TransportChoice choice,
-                                                       double mpi_timeout_s = -1.0);
+                                                       double timeout_s = -1.0);
 
 }  // namespace rfa::comm

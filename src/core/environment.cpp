@@ -28,7 +28,8 @@ const EnvVariable kRegistry[] = {
     {Env::cudnn_library, "RFA_CUDNN_LIBRARY", "librfa (cuDNN kernels)", "`libcudnn.so.9`",
      "the cuDNN library file to load, instead of `libcudnn.so.9` from the loader's search path"},
     {Env::nccl_timeout_s, "RFA_NCCL_TIMEOUT_S", "librfa (NCCL)", "`300`",
-     "how long, in seconds, an NCCL operation may take before the communicator is aborted"},
+     "how long, in seconds, an NCCL operation may take before the communicator is aborted, when `options.timeout_s` is "
+     "0"},
     {Env::transport, "RFA_TRANSPORT", "librfa (CUDA contexts)", "`nccl` where built with NCCL, else `mpi`",
      "`nccl` or `mpi`: overrides `options.transport`; alike on every rank"},
     {Env::mpi_cuda_aware, "RFA_MPI_CUDA_AWARE", "librfa (CUDA contexts)", "what MPI reports",

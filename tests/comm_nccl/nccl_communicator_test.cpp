@@ -9,12 +9,16 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "../comm/comm_test_support.hpp"
+#include "comm/device_transport.hpp"
 #include "comm/nccl/nccl_communicator.hpp"
+#include "comm/nccl/nccl_timeout.hpp"
 #include "device/current_device.hpp"
 #include "device/select_device.hpp"
 #include "device_test_support.hpp"
@@ -65,6 +69,25 @@ TEST_F(NcclCommunicatorTest, DescribesItself) {
   EXPECT_FALSE(comm->accepts(MemoryKind::host));
   EXPECT_NE(comm->communication_stream(), nullptr);
   EXPECT_EQ(comm->timeout_seconds(), 60);
+}
+
+// The context's deadline (options.timeout_s, passed down by the setup as every internal
+// deadline is: > 0 seconds, 0 none, < 0 the environment's) governs the NCCL transport too.
+TEST_F(NcclCommunicatorTest, TheDeviceTransportTakesTheContextsDeadline) {
+  if (world_size() != 1) GTEST_SKIP() << "the device transport refuses ranks that share the one GPU";
+  const auto deadline_of = [](double timeout_s) {
+    auto comm = make_device_communicator(MPI_COMM_WORLD, 0, TransportChoice::nccl, timeout_s);
+    auto* nccl = dynamic_cast<NcclCommunicator*>(comm.get());
+    EXPECT_NE(nccl, nullptr) << comm->backend_name();
+    return nccl ? nccl->timeout_seconds() : -1.0;
+  };
+  EXPECT_EQ(deadline_of(7.5), 7.5);
+  EXPECT_EQ(deadline_of(0), std::numeric_limits<double>::infinity());
+  setenv("RFA_NCCL_TIMEOUT_S", "9", 1);
+  EXPECT_EQ(deadline_of(-1), 9.0);
+  EXPECT_EQ(deadline_of(7.5), 7.5);  // the context's own value wins
+  unsetenv("RFA_NCCL_TIMEOUT_S");
+  EXPECT_EQ(deadline_of(-1), nccl::kDefaultTimeoutSeconds);
 }
 
 TEST_F(NcclCommunicatorTest, RingExchangeDeliversPrevsData) {

@@ -2,10 +2,13 @@
 // RFA_NCCL_TIMEOUT_S parsing and precedence (no GPU, no MPI needed).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <limits>
 
 #include "../comm/comm_test_support.hpp"
 #include "comm/nccl/nccl_timeout.hpp"
+#include "comm/nccl/polling.hpp"
 
 namespace rfa::comm::nccl {
 namespace {
@@ -27,15 +30,23 @@ TEST(NcclTimeout, RejectsWhatIsNotAPositiveNumber) {
   }
 }
 
+// The convention of every internal deadline: > 0 seconds, 0 none, < 0 the environment's.
 TEST(NcclTimeout, OptionsWinOverTheEnvironment) {
   setenv("RFA_NCCL_TIMEOUT_S", "7", 1);
-  EXPECT_EQ(resolve_timeout_seconds(0), 7.0);
   EXPECT_EQ(resolve_timeout_seconds(-1), 7.0);
   EXPECT_EQ(resolve_timeout_seconds(3), 3.0);
+  EXPECT_EQ(resolve_timeout_seconds(0), std::numeric_limits<double>::infinity());  // no deadline
   setenv("RFA_NCCL_TIMEOUT_S", "seven", 1);
-  expect_error(RFA_ERROR_INVALID_ARGUMENT, [] { resolve_timeout_seconds(0); });
+  expect_error(RFA_ERROR_INVALID_ARGUMENT, [] { resolve_timeout_seconds(-1); });
+  EXPECT_EQ(resolve_timeout_seconds(3), 3.0);  // the environment is not read
   unsetenv("RFA_NCCL_TIMEOUT_S");
-  EXPECT_EQ(resolve_timeout_seconds(0), kDefaultTimeoutSeconds);
+  EXPECT_EQ(resolve_timeout_seconds(-1), kDefaultTimeoutSeconds);
+}
+
+// "No deadline" saturates to a point far in the future, not an overflow or the start.
+TEST(NcclTimeout, NoDeadlineIsFarAway) {
+  const Clock::time_point start = Clock::now();
+  EXPECT_GT(deadline_after(start, resolve_timeout_seconds(0)), start + std::chrono::hours(24 * 365));
 }
 
 }  // namespace

@@ -241,8 +241,8 @@ void NcclCommunicator::broadcast(void* buffer, std::size_t bytes, int root) {
 
 void NcclCommunicator::barrier() { mpi_->barrier(); }
 
-std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm parent, int ring_position) {
-  return std::make_unique<NcclCommunicator>(parent, ring_position);
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm parent, int ring_position, const NcclOptions& options) {
+  return std::make_unique<NcclCommunicator>(parent, ring_position, options);
 }
 
 std::unique_ptr<Communicator> NcclCommunicator::split(int color, int position) {

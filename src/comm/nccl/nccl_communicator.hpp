@@ -57,9 +57,9 @@ class NcclCommState;
 
 struct NcclOptions {
   /// Seconds any wait (creation, an exchange from its start, a collective, destruction) may
-  /// take before the communicator is aborted. <= 0: RFA_NCCL_TIMEOUT_S from the environment,
-  /// else 300.
-  double timeout_seconds = 0;
+  /// take before the communicator is aborted: as MpiOptions::timeout_s, 0 no deadline and
+  /// negative RFA_NCCL_TIMEOUT_S from the environment, else 300 (nccl_timeout.hpp).
+  double timeout_seconds = -1.0;
 };
 
 class NcclCommunicator final : public Communicator {
@@ -125,6 +125,7 @@ class NcclCommunicator final : public Communicator {
 };
 
 /// The NCCL ring communicator for `parent` with this rank at `ring_position`.
-std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm parent, int ring_position);
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm parent, int ring_position,
+                                                     const NcclOptions& options = NcclOptions());
 
 }  // namespace rfa::comm

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "core/environment.hpp"
 #include "core/error.hpp"
@@ -20,6 +21,7 @@ double parse_timeout_seconds(const char* text, const char* source) {
 
 double resolve_timeout_seconds(double requested) {
   if (requested > 0) return requested;
+  if (requested == 0) return std::numeric_limits<double>::infinity();
   return parse_timeout_seconds(env_value(Env::nccl_timeout_s), env_name(Env::nccl_timeout_s));
 }
 

@@ -12,7 +12,10 @@ constexpr double kDefaultTimeoutSeconds = 300.0;
 /// anything but a finite number > 0 throws RFA_ERROR_INVALID_ARGUMENT naming `source`.
 double parse_timeout_seconds(const char* text, const char* source);
 
-/// `requested` if > 0, else RFA_NCCL_TIMEOUT_S from the environment, else the default.
+/// The seconds the communicator waits, from `requested` in the convention of every internal
+/// deadline (MpiOptions::timeout_s, collective/deadline.hpp): > 0 itself; 0 no deadline
+/// (infinity: deadline_after() saturates it); < 0 RFA_NCCL_TIMEOUT_S from the environment,
+/// else the default.
 double resolve_timeout_seconds(double requested);
 
 }  // namespace rfa::comm::nccl
