@@ -9,6 +9,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -33,11 +34,11 @@
 #include "layout/sequence_layout.hpp"
 #include "mpi_program.hpp"
 #include "reference_check.hpp"
-#include "sampled_check.hpp"
 #include "ring_measure.hpp"
 #include "ring_problem.hpp"
 #include "run_context.hpp"
 #include "run_options.hpp"
+#include "sampled_check.hpp"
 #include "setup/ring_setup.hpp"
 #include "topology/order_policy.hpp"
 #include "topology/ring_order.hpp"
@@ -344,6 +345,9 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
 }  // namespace rfa
 
 int main(int argc, char** argv) {
+  // A rank whose peer died gets rfa's timeout instead of dying of SIGPIPE in Open MPI's TCP
+  // writev() (docs/reliability.md).
+  std::signal(SIGPIPE, SIG_IGN);
   return rfa::perf::run_mpi_program(argc, argv, "rfa_run", [](int world_rank, int args, char** argv_) {
     int P = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &P);

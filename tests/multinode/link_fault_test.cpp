@@ -19,7 +19,15 @@
 //                   [--dtype fp32|bf16] [--mark NAME]
 // The rank at ring position 0 creates $RFA_MULTINODE_DIR/NAME (default: the op's name) just
 // before the call: the harness's --fault on=NAME acts then.
+// A rank that dies of a signal during the call writes crash.RANK (the signal and a backtrace).
+// A process that its MPI library ends with exit() during the call (Open MPI's TCP transport
+// aborts a rank whose connection to a killed one fails, whatever the communicator's error
+// handler; rfa cannot return there) writes rc=ENDED_BY_MPI from an exit handler, so the case
+// can tell it from a rank that hangs (no verdict) or crashes (no verdict either).
+#include <execinfo.h>
+#include <fcntl.h>
 #include <mpi.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -104,6 +112,45 @@ struct Canaries {
   }
 };
 
+/// What the exit handler writes if the process ends during the call, before its verdict.
+struct PendingVerdict {
+  std::string path;  // verdict.RANK; empty until the call starts
+  std::string head;  // "rank=... host=..."
+  double started = 0.0;
+  bool written = false;
+};
+PendingVerdict pending;
+
+void write_verdict(const std::string& path, const std::string& line) {
+  std::ofstream(path + ".tmp") << line;
+  std::rename((path + ".tmp").c_str(), path.c_str());
+  std::fputs(line.c_str(), stderr);
+}
+
+char crash_path[512];
+void on_crash(int sig) {
+  const int fd = open(crash_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) {
+    char text[32];
+    const int n = std::snprintf(text, sizeof text, "signal %d\n", sig);
+    if (n > 0) (void)!write(fd, text, std::size_t(n));
+    void* frames[64];
+    backtrace_symbols_fd(frames, backtrace(frames, 64), fd);
+    close(fd);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void verdict_at_exit() {
+  if (pending.path.empty() || pending.written) return;
+  std::ostringstream line;
+  line.precision(17);
+  line << pending.head << " rc=ENDED_BY_MPI started=" << pending.started << " returned=" << now()
+       << " inputs=- canaries=- error=- message=the_process_was_ended_by_its_MPI_library_during_the_call\n";
+  write_verdict(pending.path, line.str());
+}
+
 /// The code's name as rfa.h spells it: the verdict's rc word.
 const char* code_name(rfa_result_t rc) {
   static const char* const names[] = {"RFA_SUCCESS",
@@ -133,6 +180,10 @@ std::string one_line(std::string s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // As docs/reliability.md advises: Open MPI's TCP transport writes with writev(), which raises
+  // SIGPIPE when the peer's process is gone; by default that kills a surviving rank before rfa
+  // can return its timeout.
+  signal(SIGPIPE, SIG_IGN);
   MPI_Init(&argc, &argv);
   const Args a = parse(argc, argv);
   const char* dir_env = std::getenv("RFA_MULTINODE_DIR");
@@ -214,6 +265,16 @@ int main(int argc, char** argv) {
     mark << now() << "\n";
   }
   const double started = now();
+  {
+    std::ostringstream head;
+    head << "rank=" << rank << " position=" << position << " host=" << host;
+    pending.head = head.str();
+    pending.started = started;
+    pending.path = dir + "/verdict." + std::to_string(rank);
+    std::atexit(verdict_at_exit);
+    std::snprintf(crash_path, sizeof crash_path, "%s/crash.%d", dir.c_str(), rank);
+    for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGTERM, SIGFPE, SIGILL}) signal(sig, on_crash);
+  }
   const rfa_result_t rc = backward ? rfa_backward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), ldo.data(),
                                                   lse.data(), ldq.data(), ldk.data(), ldv.data())
                                    : rfa_forward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), lse.data());
@@ -266,10 +327,8 @@ int main(int argc, char** argv) {
        << " started=" << started << " returned=" << returned << " inputs=" << (untouched ? "untouched" : "CHANGED")
        << " canaries=" << (canaries_intact ? "intact" : "BROKEN") << " error=" << error << " message=" << message
        << "\n";
-  const std::string path = dir + "/verdict." + std::to_string(rank);
-  std::ofstream(path + ".tmp") << line.str();
-  std::rename((path + ".tmp").c_str(), path.c_str());
-  std::fputs(line.str().c_str(), stderr);
+  pending.written = true;
+  write_verdict(pending.path, line.str());
 
   if (rc == RFA_SUCCESS) {
     MPI_Finalize();
