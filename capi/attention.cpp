@@ -12,8 +12,8 @@
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "engine/value_checks.hpp"
-#include "kernels/nonfinite_scan.hpp"
 #include "firewall.hpp"
+#include "kernels/nonfinite_scan.hpp"
 
 #if RFA_ENGINE_CUDA
 #include <cuda_runtime_api.h>

@@ -4,9 +4,9 @@
 #pragma once
 
 #include <memory>
-#include <vector>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "comm/communicator.hpp"
 #include "core/error.hpp"

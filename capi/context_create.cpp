@@ -7,19 +7,19 @@
 #include <memory>
 #include <new>
 
-#include "comm/mpi/mpi_communicator.hpp"
+#include "collective/agree_on_failure.hpp"
+#include "collective/deadline.hpp"
 #include "collective_call.hpp"
+#include "comm/mpi/mpi_communicator.hpp"
 #include "context.hpp"
+#include "core/enum_value.hpp"
 #include "core/error.hpp"
 #include "creation_agreement.hpp"
-#include "core/enum_value.hpp"
 #include "firewall.hpp"
 #include "kokkos_lifetime.hpp"
 #include "options.hpp"
 #include "rfa/rfa_mpi.h"
 #include "setup/ring_setup.hpp"
-#include "collective/agree_on_failure.hpp"
-#include "collective/deadline.hpp"
 
 namespace rfa {
 namespace capi {

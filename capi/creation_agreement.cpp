@@ -11,8 +11,8 @@
 
 #include "collective/deadline.hpp"
 #include "core/documents.hpp"
-#include "core/error.hpp"
 #include "core/enum_value.hpp"
+#include "core/error.hpp"
 
 namespace rfa {
 namespace capi {

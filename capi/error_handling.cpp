@@ -2,8 +2,8 @@
 #include <new>
 #include <string>
 
-#include "core/error.hpp"
 #include "core/enum_value.hpp"
+#include "core/error.hpp"
 #include "firewall.hpp"
 
 namespace rfa {

@@ -9,10 +9,10 @@
 #include <string>
 
 #include "core/documents.hpp"
+#include "core/enum_value.hpp"
 #include "core/environment.hpp"
 #include "core/error.hpp"
 #include "engine/ring_config.hpp"
-#include "core/enum_value.hpp"
 #include "firewall.hpp"
 
 namespace rfa {

@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "tensor_args.hpp"
 #include "rfa_cuda/flash.h"
+#include "tensor_args.hpp"
 
 namespace rfa_cuda {
 namespace detail {

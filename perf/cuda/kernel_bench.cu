@@ -19,6 +19,8 @@
 // but the peers need one to report figures): a quick diagnosis of a missing peer column.
 // The peers run under $RFA_PEER_PYTHON (default python3); the script is looked for beside the
 // executable (the build copies it there), then at its source path.
+#include <sys/wait.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -27,8 +29,6 @@
 #include <map>
 #include <random>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
 
 #include "bench_results.hpp"

@@ -19,10 +19,10 @@
 // (default: python3 on PATH).
 #include <benchmark/benchmark.h>
 #include <Kokkos_Core.hpp>
-#include <cstdio>
-#include <cstdlib>
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <random>

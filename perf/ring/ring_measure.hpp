@@ -12,10 +12,10 @@
 
 #include "comm/communicator.hpp"
 #include "engine/ring_attention.hpp"
-#include "ring_problem.hpp"
-#include "run_options.hpp"
 #include "result_json.hpp"
+#include "ring_problem.hpp"
 #include "run_context.hpp"
+#include "run_options.hpp"
 
 namespace rfa {
 namespace perf {

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "collective/agree_on_failure.hpp"
+#include "collective/bounded_collectives.hpp"
 #include "comm/mpi/cuda_aware_mpi.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
 #include "comm/mpi/stream_ordered_communicator.hpp"
@@ -13,8 +15,6 @@
 #include "core/error.hpp"
 #include "device/current_device.hpp"
 #include "rfa/rfa_config.h"
-#include "collective/agree_on_failure.hpp"
-#include "collective/bounded_collectives.hpp"
 
 #if RFA_HAVE_NCCL
 #include "comm/nccl/nccl_communicator.hpp"

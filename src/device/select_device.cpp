@@ -3,9 +3,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include "collective/node_rank.hpp"
 #include "device/cuda_error.hpp"
 #include "device/current_device.hpp"
-#include "collective/node_rank.hpp"
 
 namespace rfa::device {
 

@@ -5,9 +5,9 @@
 #include <exception>
 #include <type_traits>
 
+#include "comm/agreement.hpp"
 #include "engine/block_compute_cuda.hpp"
 #include "engine/block_compute_host.hpp"
-#include "comm/agreement.hpp"
 #include "engine/device_doc_bounds.hpp"
 #include "engine/sequence_transpose.hpp"
 #include "engine/strategy_checks.hpp"

@@ -11,15 +11,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "capi_reference.hpp"
 #include "capi_test_support.hpp"
 #include "cuda_device_check.hpp"
-#include "capi_reference.hpp"
 #include "rfa/rfa_config.h"
 #include "rfa/rfa_mpi.h"
 

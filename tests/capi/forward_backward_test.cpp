@@ -12,8 +12,8 @@
 #include <tuple>
 #include <vector>
 
-#include "capi_test_support.hpp"
 #include "capi_reference.hpp"
+#include "capi_test_support.hpp"
 #include "rfa/rfa_mpi.h"
 
 namespace {

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <string>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "capi_test_support.hpp"

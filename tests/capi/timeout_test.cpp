@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
-#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>

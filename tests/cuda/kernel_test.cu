@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "accuracy_support.cuh"
 #include "reference_attention.hpp"
 #include "rfa_cuda/flash.h"
-#include "accuracy_support.cuh"
 #include "test_support.cuh"
 
 using namespace rfa_cuda_test;

@@ -11,8 +11,8 @@
 
 #include "comm/mpi/mpi_communicator.hpp"
 #include "engine/attention_strategy.hpp"
-#include "model/performance_model.hpp"
 #include "layout/sequence_layout.hpp"
+#include "model/performance_model.hpp"
 #include "mpi_test_support.hpp"
 
 namespace rfa::model {

@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "collective/node_cpus.hpp"
+#include "collective/node_rank.hpp"
 #include "core/environment.hpp"
 #include "core/error.hpp"
 #include "scoped_env.hpp"
 #include "topology/choose_ring_order.hpp"
-#include "collective/node_cpus.hpp"
-#include "collective/node_rank.hpp"
 #include "topology/gather_keys.hpp"
 #include "topology/local_key.hpp"
 #include "topology/order_policy.hpp"

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "api_support.hpp"
-#include "rowwise_launchers.hpp"
 #include "cudnn/band_plan.hpp"
 #include "cudnn/cudnn_library.hpp"
+#include "rowwise_launchers.hpp"
 
 namespace fe = cudnn_frontend;
 

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <cstdint>
 
-#include <cute/tensor.hpp>
 #include <cutlass/arch/barrier.h>
 #include <cutlass/arch/reg_reconfig.h>
+#include <cute/tensor.hpp>
 #include <cutlass/pipeline/pipeline.hpp>
 
 #include "attention_mask.cuh"

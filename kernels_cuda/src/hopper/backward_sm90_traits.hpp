@@ -14,8 +14,8 @@
 // dQ in global memory with bulk reduce-add copies from shared memory.
 #pragma once
 
-#include <cute/tensor.hpp>
 #include <cutlass/numeric_types.h>
+#include <cute/tensor.hpp>
 #include <cutlass/pipeline/pipeline.hpp>
 
 namespace rfa_cuda {

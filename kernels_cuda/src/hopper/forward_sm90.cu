@@ -12,9 +12,9 @@
 #include <cmath>
 #include <cstdint>
 
-#include <cute/tensor.hpp>
 #include <cutlass/arch/barrier.h>
 #include <cutlass/arch/reg_reconfig.h>
+#include <cute/tensor.hpp>
 #include <cutlass/pipeline/pipeline.hpp>
 
 #include "hopper/forward_sm90.hpp"

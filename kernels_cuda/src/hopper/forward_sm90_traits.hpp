@@ -10,8 +10,8 @@
 // from registers (the score accumulators, rounded to 16 bits); V is read transposed in place.
 #pragma once
 
-#include <cute/tensor.hpp>
 #include <cutlass/numeric_types.h>
+#include <cute/tensor.hpp>
 #include <cutlass/pipeline/pipeline.hpp>
 
 namespace rfa_cuda {

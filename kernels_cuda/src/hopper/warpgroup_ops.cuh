@@ -11,9 +11,9 @@
 
 #include <type_traits>
 
-#include <cute/tensor.hpp>
 #include <cutlass/numeric_conversion.h>
 #include <cutlass/numeric_types.h>
+#include <cute/tensor.hpp>
 
 #include "tensor_args.hpp"
 

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "comm/mpi/byte_datatype.hpp"
 #include "collective/bounded_collectives.hpp"
 #include "collective/deadline.hpp"
-#include "comm/mpi/group_split.hpp"
 #include "collective/mpi_error.hpp"
+#include "comm/mpi/byte_datatype.hpp"
+#include "comm/mpi/group_split.hpp"
 #include "comm/mpi/mpi_exchange.hpp"
 #include "comm/mpi/mpi_pending_collective.hpp"
 #include "comm/ring_positions.hpp"

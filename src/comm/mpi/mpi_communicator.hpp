@@ -20,8 +20,8 @@
 #include <memory>
 #include <string>
 
-#include "comm/communicator.hpp"
 #include "collective/deadline.hpp"
+#include "comm/communicator.hpp"
 
 namespace rfa::comm {
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <thread>
 
-#include "comm/mpi/abandoned_requests.hpp"
 #include "collective/deadline.hpp"
 #include "collective/mpi_error.hpp"
+#include "comm/mpi/abandoned_requests.hpp"
 #include "core/error.hpp"
 
 namespace rfa::comm::mpi {

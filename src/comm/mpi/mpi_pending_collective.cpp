@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "comm/mpi/mpi_pending_collective.hpp"
 
-#include "comm/mpi/abandoned_requests.hpp"
 #include "collective/deadline.hpp"
 #include "collective/mpi_error.hpp"
+#include "comm/mpi/abandoned_requests.hpp"
 
 namespace rfa::comm::mpi {
 

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "collective/agree_on_failure.hpp"
 #include "comm/mpi/group_split.hpp"
 #include "comm/nccl/nccl_comm_state.hpp"
 #include "comm/nccl/nccl_error.hpp"
@@ -12,7 +13,6 @@
 #include "core/error.hpp"
 #include "device/cuda_error.hpp"
 #include "device/current_device.hpp"
-#include "collective/agree_on_failure.hpp"
 
 namespace rfa::comm {
 

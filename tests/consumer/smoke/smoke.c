@@ -5,10 +5,10 @@
  * (or P-rank) context over MPI_COMM_WORLD and runs one small host forward pass: with every
  * value row equal to 0.5, every output element must be 0.5 whatever the attention weights.
  *   rfa_smoke [context] */
+#include <rfa/rfa_mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <rfa/rfa_mpi.h>
 
 static void check(rfa_result_t rc, const char* call) {
   if (rc != RFA_SUCCESS) {
