@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Bad configurations fail on every rank together, with a clear message, and leave no rank
 // hanging (a hang would time the test out).
+#include <string>
+#include <utility>
+
 #include "core/error.hpp"
 #include "ring_case.hpp"
 
@@ -53,6 +56,47 @@ TEST(RingValidation, RanksThatDisagreeFailEverywhere) {
   const Error e = creation_error(*ring, cfg);
   EXPECT_EQ(e.code(), RFA_ERROR_INVALID_USAGE) << e.what();
   EXPECT_NE(std::string(e.what()).find("heads"), std::string::npos) << e.what();
+}
+
+// Every field of the configuration is agreed on, not only those the C API's creation agreement
+// checks first: programs that build strategies directly (rfa_run, the benchmarks) rely on the
+// engine's own. The last rank changes one field to another valid value; every rank fails with
+// RFA_ERROR_INVALID_USAGE naming it.
+TEST(RingValidation, EveryFieldIsAgreedOn) {
+  auto ring = world_ring();
+  if (ring->size() < 2) GTEST_SKIP() << "needs two ranks";
+  using Change = void (*)(engine::RingConfig&);
+  const std::pair<const char*, Change> fields[] = {
+      {"layout", [](engine::RingConfig& c) { c.layout = RFA_LAYOUT_STRIPE; }},
+      {"mask", [](engine::RingConfig& c) { c.mask = RFA_MASK_NONE; }},
+      {"dtype", [](engine::RingConfig& c) { c.dtype = RFA_DTYPE_BFLOAT16; }},
+      {"softmax_scale", [](engine::RingConfig& c) { c.softmax_scale = 0.5f; }},
+      {"batch", [](engine::RingConfig& c) { c.batch = 2; }},
+      {"seq_total", [](engine::RingConfig& c) { c.seq_total = 96; }},
+      {"heads", [](engine::RingConfig& c) { c.heads = 4; }},
+      {"kv_heads", [](engine::RingConfig& c) { c.kv_heads = 2; }},
+      {"head_dim", [](engine::RingConfig& c) { c.head_dim = 32; }},
+      {"window", [](engine::RingConfig& c) { c.window = 5; }},
+      {"deterministic", [](engine::RingConfig& c) { c.deterministic = true; }},
+      {"document boundaries (count)",
+       [](engine::RingConfig& c) {
+         c.doc_bounds = {0, 10, 48};
+       }},
+  };
+  for (const auto& [name, change] : fields) {
+    SCOPED_TRACE(name);
+    auto cfg = good_config();
+    if (ring->rank() == ring->size() - 1) change(cfg);
+    const Error e = creation_error(*ring, cfg);
+    EXPECT_EQ(e.code(), RFA_ERROR_INVALID_USAGE) << e.what();
+    EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+  }
+  // Documents of the same count but other boundaries: told apart by their hash.
+  auto cfg = good_config();
+  cfg.doc_bounds = {0, ring->rank() == ring->size() - 1 ? std::int64_t(11) : std::int64_t(10), 48};
+  const Error e = creation_error(*ring, cfg);
+  EXPECT_EQ(e.code(), RFA_ERROR_INVALID_USAGE) << e.what();
+  EXPECT_NE(std::string(e.what()).find("document boundaries (hash)"), std::string::npos) << e.what();
 }
 
 TEST(RingValidation, UnsupportedHeadDimFailsEverywhere) {
