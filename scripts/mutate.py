@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Mutation check: does the test suite notice small faults in the code that decides what is
+computed? Each mutation below is one plausible slip (a comparison off by one, a swapped sign, a
+field left out of the agreement) in the step selection, tile visibility, merge, position maps,
+gradient routing or agreement code. The script copies the working tree to a scratch folder,
+builds it once (CPU only: no CUDA, benchmarks or docs), checks that the chosen tests pass there,
+then for each mutation applies it to the copy, rebuilds, runs the tests meant to catch it and
+restores the file. Your working tree is never modified. A mutation the tests do not notice is
+MISSED and the script exits with status 1; docs/testing.md ("Mutation check") holds the list and
+the last result. Run it before changing that code, and add a mutation when you find a slip the
+suite let through.
+
+usage: python3 scripts/mutate.py [--work DIR] [--only NAME,...] [--full] [--jobs N]
+       python3 scripts/mutate.py --check-list   (each mutation's text occurs once; no build)
+       python3 scripts/mutate.py --list
+  --work DIR   scratch folder (default: build-mutate in the repository; kept between runs, so a
+               second run rebuilds only what changed)
+  --only       the mutations to run, by name
+  --full       run the whole suite (less the multinode label) for every mutation instead of
+               each mutation's own tests
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The tests that check results against the float64 reference, step selection and layout.
+ENGINE = r"^rfa_engine_test[.]np[24]$|^rfa_mask_edges_test[.]np[1-5]$"
+KERNELS = r"^rfa_kernels_test$"
+LAYOUT = r"^layout_test$"
+
+
+@dataclass
+class Mutation:
+    name: str
+    area: str
+    path: str
+    old: str
+    new: str
+    tests: str  # ctest -R regular expression
+    why: str
+
+
+MUTATIONS = [
+    Mutation("step-window-range", "step selection", "src/engine/ring_config.cpp",
+             "if (rule.window > 0 && lo[q] - hi[k] >= rule.window) continue;",
+             "if (rule.window > 0 && lo[q] - hi[k] >= rule.window - 2) continue;",
+             ENGINE, "a step whose nearest key is window - 2 tokens back is skipped"),
+    Mutation("step-shared-document", "step selection", "src/engine/ring_config.cpp",
+             "if (rule.documents() && (dhi[k] < dlo[q] || dhi[q] < dlo[k])) continue;",
+             "if (rule.documents() && (dhi[k] <= dlo[q] || dhi[q] < dlo[k])) continue;",
+             ENGINE, "a step is skipped when its block's last document is the queries' first"),
+    Mutation("tile-window-hidden", "tile visibility", "src/kernels/tile_visibility.hpp",
+             "if (rule.window > 0 && q_lo - k_hi >= rule.window) return TileVisibility::hidden;",
+             "if (rule.window > 0 && q_lo - k_hi >= rule.window - 1) return TileVisibility::hidden;",
+             KERNELS + "|" + ENGINE, "a tile whose nearest pair is window - 1 apart is skipped"),
+    Mutation("tile-window-full", "tile visibility", "src/kernels/tile_visibility.hpp",
+             "const bool window_full = rule.window <= 0 || q_hi - k_lo < rule.window;",
+             "const bool window_full = rule.window <= 0 || q_hi - k_lo <= rule.window;",
+             KERNELS + "|" + ENGINE, "a tile with one pair exactly a window apart is computed unmasked"),
+    Mutation("tile-causal-full", "tile visibility", "src/kernels/tile_visibility.hpp",
+             "const bool causal_full = !rule.causal || k_hi <= q_lo;",
+             "const bool causal_full = !rule.causal || k_hi <= q_lo + 1;",
+             KERNELS + "|" + ENGINE, "a diagonal tile with one key after its first query is computed unmasked"),
+    Mutation("document-of-boundary", "tile visibility", "src/kernels/tile_visibility.hpp",
+             "if (doc_bounds[mid] <= position)", "if (doc_bounds[mid] < position)",
+             KERNELS + "|" + ENGINE, "a document's first token is counted in the document before"),
+    Mutation("position-range-short", "position maps", "src/core/positions.hpp",
+             "const std::int64_t last = seg[s].start + (b - 1 - base) * seg[s].stride;",
+             "const std::int64_t last = seg[s].start + (b - 2 - base) * seg[s].stride;",
+             KERNELS + "|" + ENGINE, "a row range ends one row early, so tiles it reaches look hidden"),
+    Mutation("zigzag-second-chunk", "position maps", "src/layout/sequence_layout.cpp",
+             "Segment{(2 * p - 1 - r) * chunk, 1, chunk}", "Segment{(p + r) * chunk, 1, chunk}",
+             LAYOUT + "|" + r"^capi_forward_backward_test[.]np2$",
+             "ranks hold chunks r and P + r: a consistent layout, but not the documented zigzag"),
+    Mutation("merge-lse-sign", "merge", "src/kernels/merge_partial.cpp",
+             "lse(b, h, i) = l - log_sigmoid(l - bl);", "lse(b, h, i) = l - log_sigmoid(bl - l);",
+             ENGINE, "the merged log-sum-exp weighs the two partials the wrong way round"),
+    Mutation("merge-weight-sign", "merge", "src/kernels/merge_partial.cpp",
+             "const float w = sigmoid(bl - l);", "const float w = sigmoid(l - bl);",
+             ENGINE, "the merged output takes the other partial's weight"),
+    Mutation("gradient-last-hop", "gradient routing", "src/engine/travelling_gradients.hpp",
+             "const int hops = i_ + 1 < n ? steps_[i_ + 1] - s : P - s;",
+             "const int hops = i_ + 1 < n ? steps_[i_ + 1] - s : P - s - 1;",
+             ENGINE, "the last dK/dV partial stops one rank short of its owner"),
+    Mutation("agreement-window", "agreement", "src/engine/ring_config.cpp",
+             '{"window", c.window},\n', "",
+             r"^rfa_engine_test[.]np2$|^capi_options_agreement_test[.]np[23]$",
+             "ranks with different windows are not told apart"),
+    Mutation("agreement-compare", "agreement", "src/comm/agreement.cpp",
+             "if (r.value_low[i] != r.value_high[i]) {", "if (r.value_low[i] > r.value_high[i]) {",
+             r"^comm_agreement_test[.]np[23]$|^capi_options_agreement_test[.]np2$",
+             "no value is ever found to differ between ranks"),
+    Mutation("document-hash", "agreement", "src/core/documents.cpp",
+             "for (std::int64_t i = 0; i < count; ++i) {\n    unsigned char bytes",
+             "for (std::int64_t i = 0; i < count && i < 2; ++i) {\n    unsigned char bytes",
+             r"^capi_options_agreement_test[.]np[23]$|^layout_test$",
+             "the documents' hash reads only the first two boundaries"),
+]
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def check_list():
+    """Every mutation's text occurs exactly once in its file, and names are unique."""
+    bad = []
+    names = [m.name for m in MUTATIONS]
+    if len(set(names)) != len(names):
+        bad.append("duplicate mutation names")
+    for m in MUTATIONS:
+        with open(os.path.join(ROOT, m.path), encoding="utf-8") as f:
+            n = f.read().count(m.old)
+        if n != 1:
+            bad.append(f"{m.name}: its text occurs {n} times in {m.path}, not once")
+        if m.old == m.new:
+            bad.append(f"{m.name}: changes nothing")
+    for b in bad:
+        print("mutate: " + b, file=sys.stderr)
+    return not bad
+
+
+def tracked_files():
+    out = subprocess.run(["git", "-C", ROOT, "ls-files", "-z", "-co", "--exclude-standard"], check=True,
+                         capture_output=True).stdout
+    return [p for p in out.decode().split("\0") if p]
+
+
+def sync_copy(dest):
+    """Copies the working tree into dest, leaving unchanged files (and their times) alone so the
+    scratch build stays incremental."""
+    copied = 0
+    for rel in tracked_files():
+        src = os.path.join(ROOT, rel)
+        dst = os.path.join(dest, rel)
+        if not os.path.isfile(src):
+            continue
+        with open(src, "rb") as f:
+            data = f.read()
+        if os.path.isfile(dst):
+            with open(dst, "rb") as f:
+                if f.read() == data:
+                    continue
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy2(src, dst)
+        copied += 1
+    return copied
+
+
+def run(cmd, logfile, **kw):
+    with open(logfile, "a", encoding="utf-8") as f:
+        f.write("\n$ " + " ".join(cmd) + "\n")
+        f.flush()
+        return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, check=False, **kw).returncode
+
+
+def test_targets(build, regex):
+    """The executables (CMake targets) the tests matching `regex` run: only those are rebuilt."""
+    out = subprocess.run(["ctest", "--test-dir", build, "--show-only=json-v1", "-R", regex], check=True,
+                         capture_output=True, text=True).stdout
+    targets = set()
+    for test in json.loads(out).get("tests", []):
+        for arg in test.get("command", []):
+            if arg.startswith(build) and os.access(arg, os.X_OK) and os.path.isfile(arg):
+                targets.add(os.path.basename(arg))
+    return sorted(targets)
+
+
+def failed_tests(logfile, start):
+    with open(logfile, encoding="utf-8", errors="replace") as f:
+        f.seek(start)
+        text = f.read()
+    return sorted(set(re.findall(r"^\s*\d+ - (\S+) \(", text, re.M)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--work", default=os.path.join(ROOT, "build-mutate"))
+    ap.add_argument("--only", default="")
+    ap.add_argument("--full", action="store_true")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--check-list", action="store_true")
+    ap.add_argument("--list", action="store_true")
+    a = ap.parse_args()
+
+    if a.list:
+        for m in MUTATIONS:
+            print(f"{m.name:22} {m.area:17} {m.path}: {m.why}")
+        return 0
+    if not check_list():
+        return 2
+    if a.check_list:
+        print(f"mutate: {len(MUTATIONS)} mutations, each text found once")
+        return 0
+    chosen = MUTATIONS
+    if a.only:
+        names = a.only.split(",")
+        unknown = [n for n in names if n not in {m.name for m in MUTATIONS}]
+        if unknown:
+            print("mutate: unknown mutation(s): " + ", ".join(unknown), file=sys.stderr)
+            return 2
+        chosen = [m for m in MUTATIONS if m.name in names]
+
+    src, build = os.path.join(a.work, "src"), os.path.join(a.work, "build")
+    os.makedirs(build, exist_ok=True)
+    logfile = os.path.join(a.work, "mutate.log")
+    open(logfile, "w").close()
+    log(f"mutate: copying the working tree to {src} ({sync_copy(src)} files changed); log in {logfile}")
+    if not os.path.isfile(os.path.join(build, "CMakeCache.txt")):
+        rc = run(["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DRFA_ENABLE_TESTS=ON",
+                  "-DRFA_ENABLE_CUDA=OFF", "-DRFA_ENABLE_BENCHMARKS=OFF", "-DRFA_ENABLE_DOCS=OFF"], logfile)
+        if rc != 0:
+            print("mutate: configuring the scratch build failed (see the log)", file=sys.stderr)
+            return 2
+    full = r"." if a.full else None
+    exclude = ["-LE", "multinode"] if a.full else []
+    build_cmd = ["cmake", "--build", build, "-j", str(a.jobs)]
+    ctest = ["ctest", "--test-dir", build, "-j", str(a.jobs), "--output-on-failure"] + exclude
+
+    t0 = time.time()
+    if run(build_cmd, logfile) != 0:  # everything once: ctest must know every test
+        print("mutate: the unmutated copy does not build (see the log)", file=sys.stderr)
+        return 2
+    baseline = full or "|".join(sorted({m.tests for m in chosen}))
+    if run(ctest + ["-R", baseline], logfile) != 0:
+        print("mutate: the chosen tests fail without any mutation (see the log)", file=sys.stderr)
+        return 2
+    log(f"mutate: baseline built and passing ({time.time() - t0:.0f} s)")
+
+    results = []
+    for m in chosen:
+        t = time.time()
+        path = os.path.join(src, m.path)
+        with open(path, encoding="utf-8") as f:
+            original = f.read()
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(original.replace(m.old, m.new, 1))
+            targets = [] if full else ["--target"] + test_targets(build, m.tests)
+            if run(build_cmd + targets, logfile) != 0:
+                verdict, caught_by = "does not build", []
+            else:
+                with open(logfile, encoding="utf-8") as f:
+                    start = len(f.read())
+                rc = run(ctest + ["--stop-on-failure", "-R", full or m.tests], logfile)
+                caught_by = failed_tests(logfile, start)
+                verdict = "caught" if rc != 0 else "MISSED"
+        finally:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(original)
+        results.append((m, verdict, caught_by, time.time() - t))
+        log(f"mutate: {m.name}: {verdict}" + (f" by {', '.join(caught_by)}" if caught_by else "") +
+            f" ({time.time() - t:.0f} s)")
+
+    print("\n| mutation | area | verdict | failing tests |\n|---|---|---|---|")
+    for m, verdict, caught_by, _ in results:
+        print(f"| `{m.name}` | {m.area} | {verdict} | {', '.join(caught_by) or '-'} |")
+    bad = [r for r in results if r[1] != "caught"]
+    print(f"\nmutate: {len(results) - len(bad)} of {len(results)} caught in {time.time() - t0:.0f} s")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
