@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The frame the MPI programs of perf/ run in: MPI and Kokkos set up and torn down around the body,
-// and an rfa::Error that escapes it reported with the program's name and the rank.
+// SIGPIPE ignored, and an rfa::Error that escapes it reported with the program's name and the rank.
 #pragma once
 
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -26,6 +27,9 @@ namespace perf {
 /// every rank). `--kokkos-help` prints Kokkos' help, once, and exits 0.
 template <class Body>
 int run_mpi_program(int argc, char** argv, const char* name, Body&& body) {
+  // A rank whose peer died gets rfa's timeout instead of dying of SIGPIPE in Open MPI's TCP
+  // writev() (docs/reliability.md).
+  std::signal(SIGPIPE, SIG_IGN);
   MPI_Init(&argc, &argv);
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);

@@ -9,7 +9,6 @@
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -345,9 +344,6 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
 }  // namespace rfa
 
 int main(int argc, char** argv) {
-  // A rank whose peer died gets rfa's timeout instead of dying of SIGPIPE in Open MPI's TCP
-  // writev() (docs/reliability.md).
-  std::signal(SIGPIPE, SIG_IGN);
   return rfa::perf::run_mpi_program(argc, argv, "rfa_run", [](int world_rank, int args, char** argv_) {
     int P = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &P);
