@@ -176,9 +176,10 @@ def test_targets(build, regex):
 
 
 def failed_tests(logfile, start):
-    with open(logfile, encoding="utf-8", errors="replace") as f:
+    """The tests ctest reported failed in the log from byte `start` on."""
+    with open(logfile, "rb") as f:
         f.seek(start)
-        text = f.read()
+        text = f.read().decode("utf-8", errors="replace")
     return sorted(set(re.findall(r"^\s*\d+ - (\S+) \(", text, re.M)))
 
 
@@ -249,8 +250,7 @@ def main():
             if run(build_cmd + targets, logfile) != 0:
                 verdict, caught_by = "does not build", []
             else:
-                with open(logfile, encoding="utf-8") as f:
-                    start = len(f.read())
+                start = os.path.getsize(logfile)
                 rc = run(ctest + ["--stop-on-failure", "-R", full or m.tests], logfile)
                 caught_by = failed_tests(logfile, start)
                 verdict = "caught" if rc != 0 else "MISSED"

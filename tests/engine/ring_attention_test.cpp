@@ -178,7 +178,7 @@ TEST(RingSteps, MatchABruteForceAroundEveryBlockEdge) {
     for (int P = 1; P <= 8; ++P) {
       engine::RingConfig c = config_for({layout, RFA_MASK_CAUSAL, 1}, RFA_DTYPE_FLOAT32);
       c.seq_total = 24 * P;  // 2P zigzag chunks of 12 tokens, P contiguous blocks of 24
-      const std::int64_t edge = layout == RFA_LAYOUT_CONTIGUOUS ? 24 : layout == RFA_LAYOUT_ZIGZAG ? 12 : P;
+      const std::int64_t edge = edge_of(layout, c.seq_total, P);
       for (rfa_mask_t mask : {RFA_MASK_CAUSAL, RFA_MASK_NONE}) {
         c.mask = mask;
         std::vector<std::vector<std::int64_t>> document_sets = {{}};
