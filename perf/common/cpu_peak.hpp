@@ -9,6 +9,7 @@
 
 #include "kernels/amx_tiles.hpp"
 #include "kernels/bf16_dot.hpp"
+#include "kernels/bf16_products.hpp"
 #include "kernels/simd.hpp"
 
 namespace rfa {
@@ -142,14 +143,15 @@ inline double measure_bf16_dot_peak() {
 #endif
 }
 
-/// FlashAttention's FLOP convention (docs/architecture.md §3): forward 4 B S_q S_k H d, halved when
-/// causal (for S_q == S_k); backward 2.5x the forward.
-inline double attention_flops(double batch, double seq_q, double seq_k, double heads, double head_dim, bool causal,
-                              bool backward) {
-  double f = 4.0 * batch * seq_q * seq_k * heads * head_dim;
-  if (causal) f *= 0.5;
-  if (backward) f *= 2.5;
-  return f;
+/// The peak one core's host kernels run against: that of the bf16 products they run on where
+/// they do (`products`: kernels::host_bf16_products for the shape, none for fp32), the fp32 FMA
+/// peak otherwise.
+inline double measure_core_peak(kernels::Bf16Products products) {
+  switch (products) {
+    case kernels::Bf16Products::amx_tiles: return measure_bf16_tile_peak();
+    case kernels::Bf16Products::avx512_dot: return measure_bf16_dot_peak();
+    default: return measure_fp32_fma_peak();
+  }
 }
 
 }  // namespace perf

@@ -24,7 +24,7 @@ struct PeerFigure {
 struct Measurement {
   std::string name;        ///< unique in the file: "cuda/fwd/causal", "cuda_ring_step/P4/fwd_fused"
   std::vector<double> ms;  ///< every timed iteration
-  double flops = 0;        ///< by FlashAttention's convention (0: not a FLOP count, no tflops)
+  double flops = 0;        ///< over the visible scores, attention_work.hpp (0: not a FLOP count, no tflops)
   std::vector<std::pair<std::string, std::string>> labels;  ///< pass, mask, ...
   std::vector<std::pair<std::string, double>> counters;     ///< the same in every repetition
   std::vector<PeerFigure> peers;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Throughput of the rfa_cuda forward and backward kernels, FlashAttention's FLOP convention
-// (forward 4*B*S^2*H*d, halved when causal; backward 2.5x forward), CUDA events after
+// Throughput of the rfa_cuda forward and backward kernels over the scores the mask leaves
+// visible (perf/common/attention_work.hpp: 4 d FLOPs per visible score forward, 2.5x that
+// backward; causal: S(S+1)/2 per head), CUDA events after
 // warm-up, median of the runs. The same shapes then go through
 // torch.nn.functional.scaled_dot_product_attention with its FlashAttention-2 ("flash") and
 // cuDNN backends in the same run, via perf/cuda/sdpa_peer.py, and both ratios are printed; a peer
@@ -31,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_work.hpp"
 #include "bench_results.hpp"
 #include "rfa_cuda/flash.h"
 #include "test_support.cuh"
@@ -121,8 +123,7 @@ Timing time_ms(const Options& o, const std::function<void()>& fn) {
 }
 
 double forward_flops(const Options& o, bool causal) {
-  const double f = 4.0 * o.batch * double(o.seq) * o.seq * o.heads * o.dim;
-  return causal ? f / 2 : f;
+  return rfa::perf::visible_flops(o.batch, o.heads, o.dim, rfa::perf::MaskShape{o.seq, causal, 0, {}}, false);
 }
 
 const char* const kPeers[] = {"flash", "cudnn"};

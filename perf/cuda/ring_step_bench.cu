@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_work.hpp"
 #include "bench_results.hpp"
 #include "rfa_cuda/flash.h"
 #include "test_support.cuh"
@@ -443,8 +444,9 @@ int main(int argc, char** argv) {
     RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
   });
   const double single_bwd = median_of(single_bwd_ms);
-  // FlashAttention's convention: causal forward 2*B*S^2*H*d, backward 2.5x that.
-  const double fwd_flops = 2.0 * o.batch * double(o.seq) * o.seq * o.heads * o.dim;
+  // Over the scores the causal mask leaves visible (attention_work.hpp), backward 2.5x that.
+  const double fwd_flops =
+      rfa::perf::visible_flops(o.batch, o.heads, o.dim, rfa::perf::MaskShape{o.seq, true, 0, {}}, false);
   std::vector<rfa_cuda_bench::Measurement> measured;
   auto add = [&](const std::string& name, const std::vector<double>& ms, double flops, const std::string& pass, int P,
                  double efficiency) {

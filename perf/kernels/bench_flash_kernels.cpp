@@ -2,7 +2,8 @@
 // Benchmark of the portable flash kernels on the host threads Kokkos gives (one with the
 // Serial backend; OMP_NUM_THREADS with OpenMP).
 //
-// Prints, per (pass, dtype, mask): GFLOP/s by FlashAttention's convention, the fraction of
+// Prints, per (pass, dtype, mask): GFLOP/s over the scores the mask leaves visible
+// (perf/common/attention_work.hpp; for a causal mask S(S+1)/2 per head), the fraction of
 // the measured fp32 FMA peak of the cores used, and PyTorch's CPU flash kernel on the same
 // shape and thread count when torch is importable (measured in the same run). Google Benchmark flags apply
 // (--benchmark_out=FILE --benchmark_out_format=json for the regression comparator,
@@ -30,6 +31,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "attention_work.hpp"
 #include "cpu_peak.hpp"
 #include "kernels/bf16_products.hpp"
 #include "kernels/flash_attention.hpp"
@@ -125,7 +127,8 @@ class KernelCase {
 
   double flops() const {
     const Shape& s = g_shape;
-    return perf::attention_flops(s.batch, s.seq, s.seq, s.heads, s.head_dim, causal_, backward_);
+    return perf::visible_flops(double(s.batch), double(s.heads), double(s.head_dim),
+                               perf::MaskShape{s.seq, causal_, 0, {}}, backward_);
   }
   /// The tensors one pass reads and writes once (q, k, v, out, lse; the backward adds dout and
   /// the three gradients), a lower bound on its memory traffic.
@@ -199,8 +202,9 @@ void measure_peer() {
     const bool is_causal = std::string(causal) == "true";
     const rfa_dtype_t dt = std::string(dtype) == "float32" ? RFA_DTYPE_FLOAT32 : RFA_DTYPE_BFLOAT16;
     const auto& s = g_shape;
-    const double ffwd = perf::attention_flops(s.batch, s.seq, s.seq, s.heads, s.head_dim, is_causal, false);
-    const double fbwd = perf::attention_flops(s.batch, s.seq, s.seq, s.heads, s.head_dim, is_causal, true);
+    const perf::MaskShape mask{s.seq, is_causal, 0, {}};
+    const double ffwd = perf::visible_flops(double(s.batch), double(s.heads), double(s.head_dim), mask, false);
+    const double fbwd = perf::visible_flops(double(s.batch), double(s.heads), double(s.head_dim), mask, true);
     if (fwd_ms > 0) g_results[key("fwd", dt, is_causal)].peer_gflops = ffwd / (fwd_ms * 1e-3) * 1e-9;
     if (bwd_ms > 0) g_results[key("bwd", dt, is_causal)].peer_gflops = fbwd / (bwd_ms * 1e-3) * 1e-9;
   }
@@ -419,7 +423,7 @@ const char* kUsage = R"(usage: rfa_kernel_bench [--rfa_batch=N] [--rfa_seq=N] [-
                         [Google Benchmark flags] [--kokkos-help]
 
 The portable flash kernels on the host threads Kokkos gives (fp32 and bf16, forward and backward,
-causal and not): GFLOP/s by FlashAttention's convention, the fraction of the measured fp32 FMA
+causal and not): GFLOP/s over the scores the mask leaves visible, the fraction of the measured fp32 FMA
 peak of the cores used (one core's, times the host threads), and PyTorch's CPU flash kernel on
 the same shape and as many threads when RFA_PEER_PYTHON (default python3) imports torch. Shape defaults: B=1, S=4096, H=4, d=128; --rfa_min_time: seconds per case (1).
 --rfa_rounds=N: N rounds of (every rfa case, then the peer's), medians reported (default 1; a

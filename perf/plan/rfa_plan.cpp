@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_work.hpp"
 #include "core/error.hpp"
 #include "model/plan.hpp"
 #include "result_json.hpp"
@@ -32,7 +33,7 @@ Machine (a preset, then any figure overridden):
   --ranks-per-node N   ranks (devices) per node
   --intra GBPS,US      bandwidth (GB/s) and latency (us) inside a node
   --inter GBPS,US      the same between nodes
-  --rate FWD,BWD       one rank's kernel rate in TFLOP/s (FlashAttention's FLOP count)
+  --rate FWD,BWD       one rank's kernel rate in TFLOP/s (4 d FLOPs per computed score forward, 10 d backward)
   --partial-tile X     a masked tile's cost relative to a whole one (default 1)
 Problem:
   --seq N[,N...]       sequence lengths (default 131072,262144,524288,1048576,2097152,4194304)
@@ -159,7 +160,7 @@ int run(int argc, char** argv) {
       machine_name.c_str(), m.ranks_per_node, m.intra_node.bytes_per_s / 1e9, m.intra_node.latency_s * 1e6,
       m.inter_node.bytes_per_s / 1e9, m.inter_node.latency_s * 1e6, m.forward_flops_per_s / 1e12,
       m.backward_flops_per_s / 1e12);
-  std::printf("problem: B=%lld H=%lld/%lld d=%lld %s%s; TFLOP/s per device by FlashAttention's count\n",
+  std::printf("problem: B=%lld H=%lld/%lld d=%lld %s%s; TFLOP/s per device over the visible scores\n",
               (long long)c.batch, (long long)c.heads, (long long)c.kv_heads, (long long)c.head_dim,
               c.mask == RFA_MASK_CAUSAL ? "causal" : "non-causal",
               c.window > 0 ? (", window " + std::to_string(c.window)).c_str() : "");
@@ -174,8 +175,10 @@ int run(int argc, char** argv) {
         std::printf("%9lld %6lld  no plan fits (S must split over the ranks)\n", S, P);
         continue;
       }
-      const double causal = c.mask == RFA_MASK_CAUSAL ? 0.5 : 1.0;
-      const double fwd_flops = 4.0 * double(c.batch) * double(S) * double(S) * double(c.heads * c.head_dim) * causal;
+      // Over the scores the mask leaves visible (attention_work.hpp), windows and documents too.
+      const rfa::perf::MaskShape mask{S, c.mask == RFA_MASK_CAUSAL, c.window, c.doc_bounds};
+      const double fwd_flops =
+          rfa::perf::visible_flops(double(c.batch), double(c.heads), double(c.head_dim), mask, false);
       const double bwd_flops = 2.5 * fwd_flops;
       auto per_device = [&](double flops, double s) { return flops / double(P) / s / 1e12; };
       const rfa::model::Plan& best = plans.front();

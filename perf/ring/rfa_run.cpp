@@ -231,8 +231,9 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
     }
   }
 
-  const double fwd_flops = attention_flops(o.batch, o.seq, o.seq, o.heads, o.head_dim, causal, false);
-  const double bwd_flops = attention_flops(o.batch, o.seq, o.seq, o.heads, o.head_dim, causal, true);
+  // Rates count the scores the mask leaves visible (attention_work.hpp); FlashAttention's
+  // convention, which ignores windows, is printed beside them under its name.
+  const PassFlops fwd_flops = pass_flops(o, false), bwd_flops = pass_flops(o, true);
   const double tol = tolerance(o.dtype);
   // cuDNN asked for and computing no step where every step is one it expresses (no documents):
   // the steps fell back to rfa's kernels without a word, which a check must not pass.
@@ -245,13 +246,16 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
   const bool ok =
       !cudnn_idle &&
       (!check || (err.out <= tol && err.lse <= 1e-3 && err.dq <= 2 * tol && err.dk <= 2 * tol && err.dv <= 2 * tol));
-  // The job's peak: every rank's host threads at the single-core FMA peak rank 0 measures.
+  // The job's peak on the host: every rank's threads at the single-core peak rank 0 measures
+  // for the products the kernels run on (bf16's hardware products where they are used).
   double peak = 0;
-  if (!o.json.empty() && me == 0 && !gpu) peak = measure_fp32_fma_peak() * P * threads;
+  if (me == 0 && !gpu) peak = host_job_peak(o, P, threads);
 
   if (me == 0) {
-    std::printf("\nper rank (median over %d repetition(s)):\n", o.repeat);
-    // Throughput per rank: GFLOP/s on the host, TFLOP/s on GPUs (FlashAttention's convention).
+    std::printf(
+        "\nper rank (median over %d repetition(s); rates: the job's visible-score FLOPs / P over the "
+        "rank's time):\n",
+        o.repeat);
     const double unit = gpu ? 1e-12 : 1e-9;
     const char* rate = gpu ? "TF/s" : "GF/s";
     std::printf("%4s %9s %9s %6s %-4s %6s %-4s %9s %6s\n", "pos", "fwd ms", "bwd ms", "fwd", rate, "bwd", rate,
@@ -264,16 +268,29 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
         w.push_back(fwd.wait[r][k] + bwd.wait[r][k]);
       }
       const double fm = median(f), bm = median(b);
-      std::printf("%4d %9.1f %9.1f %11.1f %11.1f %9.1f %6d\n", k, 1e3 * fm, 1e3 * bm, fwd_flops / P / fm * unit,
-                  bwd_flops / P / bm * unit, 1e3 * median(w), int(fwd.steps_computed[std::size_t(k)]));
+      std::printf("%4d %9.1f %9.1f %11.1f %11.1f %9.1f %6d\n", k, 1e3 * fm, 1e3 * bm, fwd_flops.visible / P / fm * unit,
+                  bwd_flops.visible / P / bm * unit, 1e3 * median(w), int(fwd.steps_computed[std::size_t(k)]));
     }
     const Spread f = spread_of(fwd.slowest()), b = spread_of(bwd.slowest());
+    const char* job_rate = gpu ? "TFLOP/s" : "GFLOP/s";
     std::printf(
-        "%s (slowest rank): forward %.1f ms (range %.1f-%.1f, %.1f %s), backward %.1f ms (range "
-        "%.1f-%.1f, %.1f %s); FLOPs by FlashAttention's convention\n",
-        strategy.c_str(), 1e3 * f.median, 1e3 * f.min, 1e3 * f.max, fwd_flops / f.median * unit,
-        gpu ? "TFLOP/s" : "GFLOP/s", 1e3 * b.median, 1e3 * b.min, 1e3 * b.max, bwd_flops / b.median * unit,
-        gpu ? "TFLOP/s" : "GFLOP/s");
+        "%s (slowest rank): forward %.1f ms (range %.1f-%.1f, %.1f %s), backward %.1f ms (range %.1f-%.1f, %.1f %s) "
+        "over the %.0f visible scores per head\n",
+        strategy.c_str(), 1e3 * f.median, 1e3 * f.min, 1e3 * f.max, fwd_flops.visible / f.median * unit, job_rate,
+        1e3 * b.median, 1e3 * b.min, 1e3 * b.max, bwd_flops.visible / b.median * unit, job_rate,
+        visible_scores(mask_shape(o)));
+    std::printf(
+        "by FlashAttention's convention (4 B S^2 H d, halved when causal; windows ignored): forward %.1f %s, "
+        "backward %.1f %s\n",
+        fwd_flops.flash_convention / f.median * unit, job_rate, bwd_flops.flash_convention / b.median * unit, job_rate);
+    if (peak > 0) {
+      const double ff = fwd_flops.visible / f.median / peak, bf = bwd_flops.visible / b.median / peak;
+      std::printf(
+          "of the job's measured peak (%.1f GFLOP/s over %d rank(s) x %d thread(s)): forward %.1f%%, backward "
+          "%.1f%%%s\n",
+          peak * 1e-9, P, threads, 100 * ff, 100 * bf,
+          ff > 1 || bf > 1 ? " (above the peak: the count or the peak is wrong)" : "");
+    }
     if (P == 1) {
       std::printf("hidden communication: none to hide (one rank, no ring exchange)\n");
     } else if (!is_ring) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "cpu_peak.hpp"
 #include "engine/ring_attention.hpp"
 #include "result_json.hpp"
 #include "ring_problem.hpp"
@@ -119,18 +120,32 @@ inline bool overlap_measurable(const PassSamples& full, const PassSamples& comm_
   return full.total.size() >= 2 && spread_of(comm_only.slowest()).median > ring.max - ring.min;
 }
 
-/// The configuration as a label: "B=1 S=8192 H=8/8 d=64 causal".
+/// The job's peak on the host: P ranks of `threads` threads at the single-core peak measured
+/// here, for the products the kernels of these options run on (bf16's hardware products where
+/// they are used, the fp32 FMA peak otherwise).
+inline double host_job_peak(const RunOptions& o, int P, int threads) {
+  const kernels::Bf16Products products = o.dtype == RFA_DTYPE_BFLOAT16
+                                             ? kernels::host_bf16_products(kernels::make_params(
+                                                   o.batch, o.seq / P, o.seq, o.heads, o.kv_heads, o.head_dim, o.mask))
+                                             : kernels::Bf16Products::none;
+  return measure_core_peak(products) * P * threads;
+}
+
+/// The configuration as a label: "B=1 S=8192 H=8/8 d=64 causal" (" window W" after it when one
+/// is set).
 inline std::string shape_label(const RunOptions& o) {
   return "B=" + std::to_string(o.batch) + " S=" + std::to_string(o.seq) + " H=" + std::to_string(o.heads) + "/" +
          std::to_string(o.kv_heads) + " d=" + std::to_string(o.head_dim) +
-         (o.mask == RFA_MASK_CAUSAL ? " causal" : " non-causal");
+         (o.mask == RFA_MASK_CAUSAL ? " causal" : " non-causal") +
+         (o.window > 0 ? " window " + std::to_string(o.window) : "");
 }
 
-/// One JSON case of a pass of `strategy` ("ring", "ulysses", ...): per repetition the slowest rank's time, TFLOP/s by
-/// FlashAttention's convention, the fraction of `peak_flops` (the whole job's measured peak;
-/// 0: not measured), the slowest and fastest rank, and the hidden share when measured.
+/// One JSON case of a pass of `strategy` ("ring", "ulysses", ...): per repetition the slowest
+/// rank's time, TFLOP/s over the scores the mask leaves visible (tflops) and by FlashAttention's
+/// convention (tflops_flash_convention), the fraction of `peak_flops` (the whole job's measured
+/// peak; 0: not measured), the slowest and fastest rank, and the hidden share when measured.
 inline BenchCase ring_case(const std::string& name, const RunOptions& o, const char* layout, const PassSamples& full,
-                           double flops, double peak_flops, const std::vector<double>* hidden_per_rep_rank,
+                           const PassFlops& flops, double peak_flops, const std::vector<double>* hidden_per_rep_rank,
                            const std::string& strategy = "ring") {
   BenchCase c;
   c.name = name;
@@ -147,8 +162,9 @@ inline BenchCase ring_case(const std::string& name, const RunOptions& o, const c
     const auto& ranks = full.total[r];
     Repetition rep;
     rep.seconds = *std::max_element(ranks.begin(), ranks.end());
-    rep.counters["tflops"] = flops / rep.seconds * 1e-12;
-    if (peak_flops > 0) rep.counters["peak_fraction"] = flops / rep.seconds / peak_flops;
+    rep.counters["tflops"] = flops.visible / rep.seconds * 1e-12;
+    rep.counters["tflops_flash_convention"] = flops.flash_convention / rep.seconds * 1e-12;
+    if (peak_flops > 0) rep.counters["peak_fraction"] = flops.visible / rep.seconds / peak_flops;
     rep.counters["rank_max_s"] = rep.seconds;
     rep.counters["rank_min_s"] = *std::min_element(ranks.begin(), ranks.end());
     rep.counters["wait_max_s"] = *std::max_element(full.wait[r].begin(), full.wait[r].end());

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "attention_work.hpp"
 #include "engine/attention_strategy.hpp"
 #include "engine/cuda_kernel_choice.hpp"
 #include "rfa/rfa.h"
@@ -69,6 +70,23 @@ std::string fit_default_seq(RunOptions& o, int ranks);
 /// "ring", "ulysses", "allgather" or "hybrid:PU": the strategy as output and JSON name it (the
 /// spelling of rfa_ring_bench --strategy).
 std::string strategy_label(const engine::StrategyChoice& choice);
+
+/// The mask these options run (for counting the visible scores).
+inline MaskShape mask_shape(const RunOptions& o) { return MaskShape{o.seq, o.mask == RFA_MASK_CAUSAL, o.window, {}}; }
+
+/// The FLOPs of one pass of these options over all ranks: over the scores the mask leaves visible
+/// (what every rate and fraction of peak counts) and by FlashAttention's convention (kept beside
+/// it, labelled as such).
+struct PassFlops {
+  double visible = 0;
+  double flash_convention = 0;
+};
+
+inline PassFlops pass_flops(const RunOptions& o, bool backward) {
+  return {visible_flops(double(o.batch), double(o.heads), double(o.head_dim), mask_shape(o), backward),
+          flash_convention_flops(double(o.batch), double(o.seq), double(o.seq), double(o.heads), double(o.head_dim),
+                                 o.mask == RFA_MASK_CAUSAL, backward)};
+}
 
 /// Parses argv; throws rfa::Error(RFA_ERROR_INVALID_ARGUMENT) with a message naming the flag.
 RunOptions parse_run_options(int argc, char** argv);

@@ -126,9 +126,8 @@ void compare_strategies(comm::Communicator& comm, const RunOptions& o,
                 "fwd MiB ws", "bwd MiB ws");
   }
   std::vector<BenchCase> cases;
-  const double peak = !o.json.empty() && comm.rank() == 0 ? measure_fp32_fma_peak() * P * threads : 0.0;
-  const double ffwd = attention_flops(o.batch, o.seq, o.seq, o.heads, o.head_dim, causal, false);
-  const double fbwd = attention_flops(o.batch, o.seq, o.seq, o.heads, o.head_dim, causal, true);
+  const double peak = !o.json.empty() && comm.rank() == 0 ? host_job_peak(o, P, threads) : 0.0;
+  const PassFlops ffwd = pass_flops(o, false), fbwd = pass_flops(o, true);
   const char* layout = layout::layout_name(o.layout);
   for (const engine::StrategyChoice& choice : choices) {
     const StrategyRun run = dispatch_dtype(o.dtype, [&](auto tag) { return measure<decltype(tag)>(comm, o, choice); });

@@ -62,22 +62,79 @@ TEST(RingCase, EachRepetitionIsItsSlowestRankWithTheRankSpreadAndTheHiddenShare)
   o.seq = 1024;
   const PassSamples full = two_ranks({2.0, 3.0}, {4.0, 1.0});
   const std::vector<double> hidden = {0.2, 0.6, 1.0, 0.0};
-  const BenchCase c = ring_case("ring/fwd/zigzag", o, "zigzag", full, 8e12, 4e12, &hidden);
+  const BenchCase c = ring_case("ring/fwd/zigzag", o, "zigzag", full, PassFlops{8e12, 16e12}, 4e12, &hidden);
   ASSERT_EQ(c.repetitions.size(), 2u);
   EXPECT_DOUBLE_EQ(c.repetitions[0].seconds, 4.0);
   EXPECT_DOUBLE_EQ(c.repetitions[0].counters.at("rank_max_s"), 4.0);
   EXPECT_DOUBLE_EQ(c.repetitions[0].counters.at("rank_min_s"), 2.0);
-  EXPECT_DOUBLE_EQ(c.repetitions[0].counters.at("tflops"), 2.0);
-  EXPECT_DOUBLE_EQ(c.repetitions[0].counters.at("peak_fraction"), 0.5);
+  EXPECT_DOUBLE_EQ(c.repetitions[0].counters.at("tflops"), 2.0);  // the visible count
+  EXPECT_DOUBLE_EQ(c.repetitions[0].counters.at("tflops_flash_convention"), 4.0);
+  EXPECT_DOUBLE_EQ(c.repetitions[0].counters.at("peak_fraction"), 0.5);    // of the visible count
   EXPECT_DOUBLE_EQ(c.repetitions[0].counters.at("hidden_fraction"), 0.4);  // median of 0.2 and 0.6
   EXPECT_DOUBLE_EQ(c.repetitions[0].counters.at("hidden_fraction_rank_min"), 0.2);
   EXPECT_DOUBLE_EQ(c.repetitions[1].seconds, 3.0);
   EXPECT_DOUBLE_EQ(c.repetitions[1].counters.at("hidden_fraction_rank_max"), 1.0);
   EXPECT_EQ(c.labels.at("shape"), "B=1 S=1024 H=8/8 d=64 causal");
   // Not measured: no hidden share at all, rather than a made-up one.
-  const BenchCase quiet = ring_case("ring/fwd/zigzag", o, "zigzag", full, 8e12, 0.0, nullptr);
+  const BenchCase quiet = ring_case("ring/fwd/zigzag", o, "zigzag", full, PassFlops{8e12, 8e12}, 0.0, nullptr);
   EXPECT_EQ(quiet.repetitions[0].counters.count("hidden_fraction"), 0u);
   EXPECT_EQ(quiet.repetitions[0].counters.count("peak_fraction"), 0u);
+}
+
+TEST(RingCase, TheShapeNamesTheWindow) {
+  RunOptions o;
+  o.seq = 1024;
+  o.window = 100;
+  const BenchCase c = ring_case("ring/fwd/zigzag", o, "zigzag", two_ranks({1.0}, {1.0}), PassFlops{1, 1}, 0.0, nullptr);
+  EXPECT_EQ(c.labels.at("shape"), "B=1 S=1024 H=8/8 d=64 causal window 100");
+}
+
+/// The visible pairs of `mask` counted one by one against the rule of kernels::MaskRule.
+double count_pairs(const MaskShape& mask) {
+  auto document = [&](std::int64_t position) {
+    std::int64_t d = 0;
+    for (std::size_t i = 1; i + 1 < mask.doc_bounds.size(); ++i)
+      if (mask.doc_bounds[i] <= position) d = std::int64_t(i);
+    return d;
+  };
+  double n = 0;
+  for (std::int64_t q = 0; q < mask.seq; ++q)
+    for (std::int64_t k = 0; k < mask.seq; ++k)
+      n += (!mask.causal || k <= q) && (mask.window <= 0 || q - k < mask.window) && document(q) == document(k);
+  return n;
+}
+
+TEST(VisibleScores, CountsExactlyThePairsTheMaskLetsThrough) {
+  const std::int64_t S = 37;
+  const std::vector<std::vector<std::int64_t>> documents = {
+      {}, {0, S}, {0, 1, 12, 13, 13, 36, S}, {0, 18, S}};  // one, one given, edges and empty ones, two
+  for (bool causal : {false, true})
+    for (std::int64_t window : {0, 1, 2, 5, 12, 13, 36, 37, 40})
+      for (const auto& bounds : documents) {
+        const MaskShape mask{S, causal, window, bounds};
+        SCOPED_TRACE(testing::Message() << "causal " << causal << " window " << window << " documents "
+                                        << bounds.size());
+        EXPECT_EQ(visible_scores(mask), count_pairs(mask));
+      }
+}
+
+TEST(VisibleScores, CausalIsHalfTheSquareAndTheDiagonal) {
+  EXPECT_EQ(visible_scores(MaskShape{4096, true, 0, {}}), 4096.0 * 4097.0 / 2);
+  EXPECT_EQ(visible_scores(MaskShape{4096, false, 0, {}}), 4096.0 * 4096.0);
+  // The main job's example: S = 16384, causal, window 2048.
+  EXPECT_EQ(visible_scores(MaskShape{16384, true, 2048, {}}), 2048.0 * 2049.0 / 2 + (16384.0 - 2048.0) * 2048.0);
+}
+
+TEST(PassFlops, CountsTheVisibleScoresAndKeepsTheConventionBeside) {
+  RunOptions o;  // B=1 H=8 d=64 causal
+  o.seq = 1024;
+  o.window = 128;
+  const double visible = visible_scores(mask_shape(o));
+  const PassFlops f = pass_flops(o, false), b = pass_flops(o, true);
+  EXPECT_DOUBLE_EQ(f.visible, 4.0 * 8 * 64 * visible);
+  EXPECT_DOUBLE_EQ(b.visible, 2.5 * f.visible);
+  EXPECT_DOUBLE_EQ(f.flash_convention, 4.0 * 1024 * 1024 * 8 * 64 / 2);  // the window ignored
+  EXPECT_LT(f.visible, f.flash_convention / 3);  // a window of an eighth: about a quarter of the causal square
 }
 
 TEST(RunOptions, TheDefaultSequenceFitsTheRanksAndSaysSo) {

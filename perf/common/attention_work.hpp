@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// How much work an attention pass is, counted two ways. The figure every benchmark reports
+// counts the scores the mask leaves visible: each visible (query, key) pair costs 2 d FLOPs for
+// Q K^T and 2 d for P V in the forward (4 d), and 2.5 times that in the backward. A throughput
+// on that count can never exceed what the cores did. FlashAttention's convention (4 B S^2 H d,
+// halved when causal, whatever the window or documents) is kept beside it, labelled as such,
+// because the published peers are quoted in it; under a window or documents it overstates the
+// work by as much as the mask hides.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace rfa {
+namespace perf {
+
+/// The mask of a benchmark's problem, on global positions: causal (k <= q) or not, a sliding
+/// window (q - k < window; 0: none; without causal, keys ahead stay visible) and packed
+/// documents (doc_bounds: 0 = b_0 < ... < b_n = S, empty for one document), as rfa_attention
+/// applies them.
+struct MaskShape {
+  std::int64_t seq = 0;
+  bool causal = false;
+  std::int64_t window = 0;
+  std::vector<std::int64_t> doc_bounds;
+};
+
+/// The (query, key) pairs `mask` leaves visible in one (batch entry, head): exact, one pass over
+/// the queries.
+inline double visible_scores(const MaskShape& mask) {
+  std::vector<std::int64_t> bounds = mask.doc_bounds;
+  if (bounds.size() < 2) bounds = {0, mask.seq};
+  double visible = 0;
+  for (std::size_t d = 0; d + 1 < bounds.size(); ++d) {
+    const std::int64_t begin = bounds[d], end = bounds[d + 1];
+    for (std::int64_t q = begin; q < end; ++q) {
+      const std::int64_t first = mask.window > 0 ? std::max(begin, q - mask.window + 1) : begin;
+      const std::int64_t last = mask.causal ? q : end - 1;
+      visible += double(std::max<std::int64_t>(0, last - first + 1));
+    }
+  }
+  return visible;
+}
+
+/// FLOPs of a pass over `visible` scores per (batch entry, head): 4 d each forward, 2.5 times
+/// that backward (dS, dP, dQ, dK and dV products against the forward's two).
+inline double visible_flops(double batch, double heads, double head_dim, double visible, bool backward) {
+  return 4.0 * batch * heads * head_dim * visible * (backward ? 2.5 : 1.0);
+}
+
+/// visible_flops() of `mask`.
+inline double visible_flops(double batch, double heads, double head_dim, const MaskShape& mask, bool backward) {
+  return visible_flops(batch, heads, head_dim, visible_scores(mask), backward);
+}
+
+/// FlashAttention's convention (docs/benchmarks.md): forward 4 B S_q S_k H d, halved when causal
+/// (for S_q == S_k), windows and documents ignored; backward 2.5 times the forward. Only for
+/// figures labelled with the convention's name.
+inline double flash_convention_flops(double batch, double seq_q, double seq_k, double heads, double head_dim,
+                                     bool causal, bool backward) {
+  double f = 4.0 * batch * seq_q * seq_k * heads * head_dim;
+  if (causal) f *= 0.5;
+  if (backward) f *= 2.5;
+  return f;
+}
+
+}  // namespace perf
+}  // namespace rfa
