@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// rfa_forward / rfa_backward: caller pointers -> unmanaged Kokkos views (host memory, or the
-// CUDA device's for a RFA_DEVICE_CUDA context) -> the context's strategy (host or device passes).
+// rfa_forward / rfa_backward (and their _with_sinks forms): caller pointers -> unmanaged Kokkos
+// views (host memory, or the CUDA device's for a RFA_DEVICE_CUDA context) -> the context's
+// strategy (host or device passes); the sinks, where given, folded into its finished rows.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -8,9 +12,13 @@
 #include "buffer_checks.hpp"
 #include "buffer_places.hpp"
 #include "collective_call.hpp"
+#include "comm/agreement.hpp"
+#include "comm/host_sums.hpp"
 #include "context.hpp"
+#include "core/documents.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "engine/attention_sinks.hpp"
 #include "engine/value_checks.hpp"
 #include "firewall.hpp"
 #include "kernels/nonfinite_scan.hpp"
@@ -99,8 +107,7 @@ constexpr const char* kInputsUntouched = "nothing was computed or written";
 constexpr const char* kOutputsWritten = "the outputs are written but must not be trusted";
 
 /// NULL and overlapping buffers, then buffers in the wrong memory for the context's device.
-void check_call_buffers(const rfa_context_s& c, std::initializer_list<Buffer> inputs,
-                        std::initializer_list<Buffer> outputs) {
+void check_call_buffers(const rfa_context_s& c, const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs) {
   check_buffers(inputs, outputs);
   check_buffer_places(c.options.device, inputs, outputs);
 }
@@ -122,15 +129,113 @@ void dispatch_place(const rfa_context_s& c, Run&& run) {
   });
 }
 
-rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void* v, void* out, float* lse) {
+/// The attention sinks of a call (rfa_forward_with_sinks, rfa_backward_with_sinks): the caller's
+/// [heads] logits, a host copy of them read during the call's checks, and that copy's hash,
+/// which the ranks agree on before any data moves.
+struct CallSinks {
+  bool given = false;             ///< the call is one of the _with_sinks calls
+  const float* values = nullptr;  ///< the caller's, in the context's memory
+  std::vector<float> host;        ///< read by read_sinks()
+  std::int64_t hash = 0;
+};
+
+/// The sinks' part of a call's checks: the call fits the context (sinks or not, as created),
+/// and the values are readable and none is NaN or +inf (-inf: no sink). Reads them to the host.
+void read_sinks(const rfa_context_s& c, CallSinks& sinks) {
+  const bool context_has = c.options.attention_sinks != 0;
+  if (sinks.given && !context_has) {
+    fail(RFA_ERROR_INVALID_USAGE,
+         "the context was created without attention sinks (options.attention_sinks 0): call rfa_forward / "
+         "rfa_backward, or create it with attention_sinks set");
+  }
+  if (!sinks.given && context_has) {
+    fail(RFA_ERROR_INVALID_USAGE,
+         "the context was created with options.attention_sinks set: call rfa_forward_with_sinks / "
+         "rfa_backward_with_sinks, which take the sink logits");
+  }
+  if (!sinks.given) return;
+  const std::int64_t H = c.options.heads;
+  sinks.host.resize(std::size_t(H));
+  if (c.options.device == RFA_DEVICE_CUDA) {
+#if RFA_ENGINE_CUDA
+    const auto stream = static_cast<cudaStream_t>(c.engine->cuda_stream());
+    cudaError_t e = cudaMemcpyAsync(sinks.host.data(), sinks.values, std::size_t(H) * sizeof(float),
+                                    cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      fail(RFA_ERROR_CUDA, "reading the sinks from the device failed: ", cudaGetErrorString(e));
+    }
+#endif
+  } else {
+    std::copy(sinks.values, sinks.values + H, sinks.host.begin());
+  }
+  for (std::int64_t h = 0; h < H; ++h) {
+    const float x = sinks.host[std::size_t(h)];
+    require(!std::isnan(x) && x != INFINITY, "sinks[", h, "] is ", x,
+            ": a sink logit must be finite or -inf (no sink)");
+  }
+  std::vector<std::int64_t> bits(sinks.host.size());
+  for (std::size_t h = 0; h < bits.size(); ++h) {
+    std::uint32_t b;
+    std::memcpy(&b, &sinks.host[h], sizeof b);
+    bits[h] = std::int64_t(b);
+  }
+  sinks.hash = document_bounds_hash(bits.data(), std::int64_t(bits.size()));  // FNV-1a of any int64 list
+}
+
+/// Collective, at the start of a call's body: every rank holds the same sinks (agreed on their
+/// hash; differing ones fail every rank with RFA_ERROR_INVALID_USAGE before any data moves).
+void agree_on_sinks(rfa_context_s& c, const CallSinks& sinks) {
+  if (sinks.given) comm::require_same_everywhere(*c.comm, {{"the sink logits (hash of the values)", sinks.hash}});
+}
+
+/// The execution space instance the sinks' loops run on: the host's, or the context's stream.
+template <class Space>
+typename Space::execution_space sinks_exec(rfa_context_s& c) {
+  if constexpr (std::is_same<Space, Kokkos::HostSpace>::value) {
+    (void)c;
+    return typename Space::execution_space();
+  } else {
+#if RFA_ENGINE_CUDA
+    return c.sinks_exec.on(c.engine->cuda_stream());
+#endif
+  }
+}
+
+/// Writes the sinks' gradient (float64 sums) to the caller's [heads] fp32 buffer in the
+/// context's memory.
+void write_sink_gradient(rfa_context_s& c, const std::vector<double>& sums, float* dsinks) {
+  std::vector<float> values(sums.begin(), sums.end());
+  if (c.options.device == RFA_DEVICE_CUDA) {
+#if RFA_ENGINE_CUDA
+    const auto stream = static_cast<cudaStream_t>(c.engine->cuda_stream());
+    cudaError_t e =
+        cudaMemcpyAsync(dsinks, values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice, stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);  // values lives on this stack
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      fail(RFA_ERROR_CUDA, "writing the sinks' gradient to the device failed: ", cudaGetErrorString(e));
+    }
+#endif
+  } else {
+    std::copy(values.begin(), values.end(), dsinks);
+  }
+}
+
+rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void* v, CallSinks sinks, void* out,
+                     float* lse) {
   const LocalSizes s = local_sizes(c);
   const rfa_options_t& o = c.options;
   auto checks = [&] {
     const std::int64_t e = s.element, f = std::int64_t(sizeof(float));
-    check_call_buffers(c, {{"q", q, s.q, e}, {"k", k, s.kv, e}, {"v", v, s.kv, e}},
-                       {{"out", out, s.q, e}, {"lse", lse, s.lse, f}});
+    std::vector<Buffer> inputs = {{"q", q, s.q, e}, {"k", k, s.kv, e}, {"v", v, s.kv, e}};
+    if (sinks.given) inputs.push_back({"sinks", sinks.values, o.heads * f, f});
+    check_call_buffers(c, inputs, {{"out", out, s.q, e}, {"lse", lse, s.lse, f}});
+    read_sinks(c, sinks);
   };
   run_collective_call(c, CollectiveCall::forward, checks, [&] {
+    agree_on_sinks(c, sinks);
     dispatch_place(c, [&](auto tag, auto space) {
       using T = decltype(tag);
       using S = decltype(space);
@@ -152,6 +257,8 @@ rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void*
         std::apply([&](auto... a) { c.engine->forward_device<T>(a...); }, args);
 #endif
       }
+      // The sink joins each finished row once (engine/attention_sinks.hpp).
+      if (sinks.given) engine::apply_sinks<T, S>(sinks_exec<S>(c), sinks.values, std::get<3>(args), std::get<4>(args));
       if (checks_values(c)) {
         settle_before_scan<S>(c);
         engine::report_nonfinite_everywhere(
@@ -163,21 +270,23 @@ rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void*
 }
 
 rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void* v, const void* out, const void* dout,
-                      const float* lse, void* dq, void* dk, void* dv) {
+                      const float* lse, CallSinks sinks, void* dq, void* dk, void* dv, float* dsinks) {
   const LocalSizes s = local_sizes(c);
   const rfa_options_t& o = c.options;
   auto checks = [&] {
     const std::int64_t e = s.element, f = std::int64_t(sizeof(float));
-    check_call_buffers(c,
-                       {{"q", q, s.q, e},
-                        {"k", k, s.kv, e},
-                        {"v", v, s.kv, e},
-                        {"out", out, s.q, e},
-                        {"dout", dout, s.q, e},
-                        {"lse", lse, s.lse, f}},
-                       {{"dq", dq, s.q, e}, {"dk", dk, s.kv, e}, {"dv", dv, s.kv, e}});
+    std::vector<Buffer> inputs = {{"q", q, s.q, e},     {"k", k, s.kv, e},      {"v", v, s.kv, e},
+                                  {"out", out, s.q, e}, {"dout", dout, s.q, e}, {"lse", lse, s.lse, f}},
+                        outputs = {{"dq", dq, s.q, e}, {"dk", dk, s.kv, e}, {"dv", dv, s.kv, e}};
+    if (sinks.given) {
+      inputs.push_back({"sinks", sinks.values, o.heads * f, f});
+      outputs.push_back({"dsinks", dsinks, o.heads * f, f});
+    }
+    check_call_buffers(c, inputs, outputs);
+    read_sinks(c, sinks);
   };
   run_collective_call(c, CollectiveCall::backward, checks, [&] {
+    agree_on_sinks(c, sinks);
     dispatch_place(c, [&](auto tag, auto space) {
       using T = decltype(tag);
       using S = decltype(space);
@@ -195,6 +304,12 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
           std::make_tuple(in4<T, S>(q, c, o.heads), in4<T, S>(k, c, o.kv_heads), in4<T, S>(v, c, o.kv_heads),
                           in4<T, S>(out, c, o.heads), in4<T, S>(dout, c, o.heads), lse3<const float, S>(lse, c),
                           out4<T, S>(dq, c, o.heads), out4<T, S>(dk, c, o.kv_heads), out4<T, S>(dv, c, o.kv_heads));
+      // The sinks' gradient from this rank's rows, before the strategy runs (its inputs only).
+      std::vector<double> sink_part;
+      if (sinks.given) {
+        sink_part = engine::sink_gradient_part<T, S>(sinks_exec<S>(c), sinks.values, std::get<3>(args),
+                                                     std::get<4>(args), std::get<5>(args));
+      }
       if constexpr (std::is_same<S, Kokkos::HostSpace>::value) {
         std::apply([&](auto... a) { c.engine->backward<T>(a...); }, args);
       } else {
@@ -202,6 +317,7 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
         std::apply([&](auto... a) { c.engine->backward_device<T>(a...); }, args);
 #endif
       }
+      if (sinks.given) write_sink_gradient(c, comm::sum_in_rank_order(*c.comm, sink_part), dsinks);
       if (checks_values(c)) {
         settle_before_scan<S>(c);
         engine::report_nonfinite_everywhere(
@@ -224,13 +340,29 @@ extern "C" {
 RFA_API rfa_result_t rfa_forward(rfa_context_t context, const void* q, const void* k, const void* v, void* out,
                                  float* lse) {
   return rfa::capi::guard(__func__,
-                          [&] { return rfa::capi::forward(rfa::capi::context_ref(context), q, k, v, out, lse); });
+                          [&] { return rfa::capi::forward(rfa::capi::context_ref(context), q, k, v, {}, out, lse); });
+}
+
+RFA_API rfa_result_t rfa_forward_with_sinks(rfa_context_t context, const void* q, const void* k, const void* v,
+                                            const float* sinks, void* out, float* lse) {
+  return rfa::capi::guard(__func__, [&] {
+    return rfa::capi::forward(rfa::capi::context_ref(context), q, k, v, {true, sinks, {}, 0}, out, lse);
+  });
 }
 
 RFA_API rfa_result_t rfa_backward(rfa_context_t context, const void* q, const void* k, const void* v, const void* out,
                                   const void* dout, const float* lse, void* dq, void* dk, void* dv) {
   return rfa::capi::guard(__func__, [&] {
-    return rfa::capi::backward(rfa::capi::context_ref(context), q, k, v, out, dout, lse, dq, dk, dv);
+    return rfa::capi::backward(rfa::capi::context_ref(context), q, k, v, out, dout, lse, {}, dq, dk, dv, nullptr);
+  });
+}
+
+RFA_API rfa_result_t rfa_backward_with_sinks(rfa_context_t context, const void* q, const void* k, const void* v,
+                                             const void* out, const void* dout, const float* lse, const float* sinks,
+                                             void* dq, void* dk, void* dv, float* dsinks) {
+  return rfa::capi::guard(__func__, [&] {
+    return rfa::capi::backward(rfa::capi::context_ref(context), q, k, v, out, dout, lse, {true, sinks, {}, 0}, dq, dk,
+                               dv, dsinks);
   });
 }
 

@@ -7,7 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -30,20 +30,22 @@ inline bool overlap(const Buffer& a, const Buffer& b) {
 
 /// Throws RFA_ERROR_INVALID_ARGUMENT for a NULL or misaligned buffer, or for an output
 /// overlapping any other buffer (inputs may overlap each other: they are only read).
-inline void check_buffers(std::initializer_list<Buffer> inputs, std::initializer_list<Buffer> outputs) {
-  for (std::initializer_list<Buffer> list : {inputs, outputs})
-    for (const Buffer& b : list) {
+inline void check_buffers(const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs) {
+  for (const std::vector<Buffer>* list : {&inputs, &outputs})
+    for (const Buffer& b : *list) {
       if (!b.data) fail(RFA_ERROR_INVALID_ARGUMENT, b.name, " is NULL");
       const auto address = reinterpret_cast<std::uintptr_t>(b.data);
       if (b.alignment > 1 && address % std::uintptr_t(b.alignment) != 0)
         fail(RFA_ERROR_INVALID_ARGUMENT, b.name, " (address ", b.data, ") is not aligned to its ", b.alignment,
              "-byte elements");
     }
-  for (const Buffer* o = outputs.begin(); o != outputs.end(); ++o) {
+  for (std::size_t o = 0; o < outputs.size(); ++o) {
     for (const Buffer& i : inputs)
-      if (overlap(*o, i)) fail(RFA_ERROR_INVALID_ARGUMENT, "the output ", o->name, " overlaps the input ", i.name);
-    for (const Buffer* p = o + 1; p != outputs.end(); ++p)
-      if (overlap(*o, *p)) fail(RFA_ERROR_INVALID_ARGUMENT, "the outputs ", o->name, " and ", p->name, " overlap");
+      if (overlap(outputs[o], i))
+        fail(RFA_ERROR_INVALID_ARGUMENT, "the output ", outputs[o].name, " overlaps the input ", i.name);
+    for (std::size_t p = o + 1; p < outputs.size(); ++p)
+      if (overlap(outputs[o], outputs[p]))
+        fail(RFA_ERROR_INVALID_ARGUMENT, "the outputs ", outputs[o].name, " and ", outputs[p].name, " overlap");
   }
 }
 

@@ -11,13 +11,12 @@
 namespace rfa {
 namespace capi {
 
-void check_buffer_places(rfa_device_t device, std::initializer_list<Buffer> inputs,
-                         std::initializer_list<Buffer> outputs) {
+void check_buffer_places(rfa_device_t device, const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs) {
 #if RFA_ENGINE_CUDA
   using Kind = device::PointerPlace::Kind;
   const int current = device == RFA_DEVICE_CUDA ? device::require_current_device() : -1;
-  for (const std::initializer_list<Buffer>& list : {inputs, outputs})
-    for (const Buffer& b : list) {
+  for (const std::vector<Buffer>* list : {&inputs, &outputs})
+    for (const Buffer& b : *list) {
       const device::PointerPlace place = device::pointer_place(b.data);
       if (device == RFA_DEVICE_CUDA) {
         if (place.kind == Kind::host) {

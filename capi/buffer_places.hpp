@@ -4,7 +4,7 @@
 // the kernels fault or read garbage, so both are refused before any data moves.
 #pragma once
 
-#include <initializer_list>
+#include <vector>
 
 #include "buffer_checks.hpp"
 #include "rfa/rfa.h"
@@ -16,8 +16,7 @@ namespace capi {
 /// ::RFA_DEVICE_CUDA context every buffer must be device memory of the current device (or
 /// managed memory); for a host context none may be device memory. Builds whose engine has no
 /// CUDA backend cannot create CUDA contexts and have no device memory to detect: no-op there.
-void check_buffer_places(rfa_device_t device, std::initializer_list<Buffer> inputs,
-                         std::initializer_list<Buffer> outputs);
+void check_buffer_places(rfa_device_t device, const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs);
 
 }  // namespace capi
 }  // namespace rfa

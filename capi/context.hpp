@@ -11,6 +11,7 @@
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
 #include "engine/attention_strategy.hpp"
+#include "engine/engine_backends.hpp"
 #include "rfa/rfa.h"
 
 struct rfa_context_s {
@@ -22,6 +23,9 @@ struct rfa_context_s {
   std::int64_t calls_begun = 0;              ///< collective calls begun on this rank (call stamps)
   std::string unusable;                      ///< why the context takes no more calls ("" while it does)
   std::string plan;                          ///< what it runs and why (rfa_context_get_plan)
+#if RFA_ENGINE_CUDA
+  rfa::engine::StreamExec sinks_exec;  ///< where a CUDA context's sinks are folded in (its stream)
+#endif
 };
 
 namespace rfa {

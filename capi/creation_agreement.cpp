@@ -65,11 +65,12 @@ const Field kFields[] = {
     {"cuda_kernels (after RFA_CUDA_KERNELS)",
      [](const rfa_options_t& o) { return std::int64_t(enum_value(o.cuda_kernels)); }},
     {"deterministic", [](const rfa_options_t& o) { return std::int64_t(o.deterministic); }},
+    {"attention_sinks", [](const rfa_options_t& o) { return std::int64_t(o.attention_sinks); }},
 };
 // A field appended to rfa_options_t must be added above (and to the disagreement test,
 // tests/capi/options_agreement_test.cpp): this fails to compile until the size is updated.
-static_assert(offsetof(rfa_options_t, deterministic) + sizeof(int32_t) <= sizeof(rfa_options_t) &&
-                  sizeof(rfa_options_t) <= offsetof(rfa_options_t, deterministic) + 8,
+static_assert(offsetof(rfa_options_t, attention_sinks) + sizeof(int32_t) <= sizeof(rfa_options_t) &&
+                  sizeof(rfa_options_t) <= offsetof(rfa_options_t, attention_sinks) + 8,
               "rfa_options_t has a field the creation agreement does not compare");
 constexpr int kFieldCount = int(sizeof kFields / sizeof kFields[0]);
 constexpr int kRecord = 1 + kFieldCount + 1;  // the verdict's code, the fields, the proposed id

@@ -45,6 +45,7 @@ rfa_options_t default_options() {
   o.check_values = RFA_VALUE_CHECKS_DEFAULT;
   o.cuda_kernels = RFA_CUDA_KERNELS_DEFAULT;
   o.deterministic = 0;
+  o.attention_sinks = 0;
   return o;
 }
 
@@ -101,6 +102,7 @@ rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
   o.check_values = resolve_value_checks(o.check_values);
   o.cuda_kernels = requested_cuda_kernels(o.cuda_kernels);
   o.deterministic = o.deterministic != 0 ? 1 : 0;
+  o.attention_sinks = o.attention_sinks != 0 ? 1 : 0;
   return o;
 }
 

@@ -293,6 +293,12 @@ typedef struct rfa_options_t {
                                     the key tiles of a head are not split over threads (no atomic dQ
                                     sums), which leaves threads idle where batch x kv_heads is small.
                                     Default 0. */
+  int32_t attention_sinks;     /**< Nonzero: every query head has a learned sink logit that joins each row's
+                                    softmax denominator once (docs/variants.md); the context's calls are
+                                    then rfa_forward_with_sinks() and rfa_backward_with_sinks(), and
+                                    rfa_forward() / rfa_backward() are refused (and the other way round
+                                    on a context without sinks). Any strategy, layout, device.
+                                    rfa_context_get_options() returns 0 or 1. Default 0. */
 } rfa_options_t;
 /* clang-format on */
 
@@ -544,6 +550,60 @@ RFA_API rfa_result_t rfa_forward(rfa_context_t context, const void* q, const voi
  */
 RFA_API rfa_result_t rfa_backward(rfa_context_t context, const void* q, const void* k, const void* v, const void* out,
                                   const void* dout, const float* lse, void* dq, void* dk, void* dv);
+
+/**
+ * @brief rfa_forward() with attention sinks: each query head h has a logit @p sinks[h] that joins
+ *        every row's softmax denominator once, with no value of its own.
+ *
+ * For a row of head h with visible scores s_j (scaled, as the softmax sees them):
+ * out = sum_j exp(s_j - lse) v_j with lse = log(exp(sinks[h]) + sum_j exp(s_j)). The sink is
+ * added once, to the finished rows, whatever the strategy, layout or number of ranks; a sink of
+ * -inf is no sink. Collective over the context's ranks, on a context created with
+ * options.attention_sinks set.
+ * @param context a live context created with attention_sinks nonzero.
+ * @param q [B][L][H][d] queries.
+ * @param k [B][L][Hkv][d] keys.
+ * @param v [B][L][Hkv][d] values.
+ * @param sinks [H] fp32 sink logits, the same on every rank (checked: a hash of the values is
+ *        agreed before any data moves), none NaN or +inf; in the context's memory (device
+ *        memory for a CUDA context).
+ * @param[out] out [B][L][H][d] attention output; a row that sees no key gets 0.
+ * @param[out] lse [B][H][L] fp32 log-sum-exp of each row, the sink included (what
+ *             rfa_backward_with_sinks() needs); to merge the rows with other attention, use it as
+ *             the log of the whole denominator.
+ * @return as rfa_forward(); ::RFA_ERROR_INVALID_USAGE on a context without sinks or when the
+ *         ranks' sinks differ; ::RFA_ERROR_INVALID_ARGUMENT for a NULL, NaN or +inf sink.
+ *         For 16-bit dtypes, out is rounded twice (by the strategy, then once more after the
+ *         sink's rescaling).
+ */
+RFA_API rfa_result_t rfa_forward_with_sinks(rfa_context_t context, const void* q, const void* k, const void* v,
+                                            const float* sinks, void* out, float* lse);
+
+/**
+ * @brief rfa_backward() with attention sinks: the gradients of q, k and v, and of the sinks.
+ *
+ * @p out and @p lse are rfa_forward_with_sinks()'s results for the same inputs and sinks.
+ * Collective over the context's ranks, on a context created with options.attention_sinks set.
+ * @param context a live context created with attention_sinks nonzero.
+ * @param q [B][L][H][d] queries.
+ * @param k [B][L][Hkv][d] keys.
+ * @param v [B][L][Hkv][d] values.
+ * @param out [B][L][H][d] the forward's output.
+ * @param dout [B][L][H][d] gradient of the loss with respect to out.
+ * @param lse [B][H][L] the forward's log-sum-exp (the sink included).
+ * @param sinks [H] the forward's sink logits (the same on every rank, checked as there).
+ * @param[out] dq [B][L][H][d] gradient with respect to q.
+ * @param[out] dk [B][L][Hkv][d] gradient with respect to k.
+ * @param[out] dv [B][L][Hkv][d] gradient with respect to v.
+ * @param[out] dsinks [H] fp32 gradient with respect to the sinks: -sum over every row of every
+ *             rank and batch entry of exp(sinks[h] - lse) * sum_d dout * out, summed in float64 in
+ *             ring-position order, bitwise the same on every rank; in the context's memory.
+ * @return as rfa_backward(); ::RFA_ERROR_INVALID_USAGE on a context without sinks or when the
+ *         ranks' sinks differ; ::RFA_ERROR_INVALID_ARGUMENT for a NULL, NaN or +inf sink.
+ */
+RFA_API rfa_result_t rfa_backward_with_sinks(rfa_context_t context, const void* q, const void* k, const void* v,
+                                             const void* out, const void* dout, const float* lse, const float* sinks,
+                                             void* dq, void* dk, void* dv, float* dsinks);
 
 /** @} */
 

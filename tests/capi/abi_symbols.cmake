@@ -24,7 +24,8 @@ foreach(line IN LISTS lines)
   math(EXPR exported "${exported} + 1")
 endforeach()
 foreach(required rfa_get_version rfa_options_init_sized rfa_context_create rfa_context_create_fint
-                 rfa_context_destroy rfa_forward rfa_backward rfa_scatter_bshd rfa_finalize)
+                 rfa_context_destroy rfa_forward rfa_backward rfa_forward_with_sinks rfa_backward_with_sinks
+                 rfa_scatter_bshd rfa_finalize)
   if(NOT symbols MATCHES "[ \t]${required}@")
     message(SEND_ERROR "librfa does not export ${required}")
   endif()

@@ -29,14 +29,16 @@ inline rfa::reference::Problem reference_problem(const rfa_options_t& o, const s
 }
 
 /// Global q, k, v and dout (seeds seed..seed+3, the same on every rank) in the options' dtype, and
-/// the reference's out, lse, dq, dk and dv on the values as stored.
+/// the reference's out, lse, dq, dk and dv on the values as stored; with `sinks` (one logit per
+/// query head), the reference's softmax includes them and dsinks is their gradient.
 struct ReferenceRun {
   rfa::reference::Problem problem;
   Stored q, k, v, dout;
-  std::vector<double> out, lse, dq, dk, dv;
+  std::vector<double> out, lse, dq, dk, dv, dsinks;
 
-  ReferenceRun(const rfa_options_t& o, const std::vector<int64_t>& doc_bounds, std::uint64_t seed)
-      : problem(reference_problem(o, doc_bounds)),
+  ReferenceRun(const rfa_options_t& o, const std::vector<int64_t>& doc_bounds, std::uint64_t seed,
+               const std::vector<float>& sinks = {})
+      : problem(with_sinks(reference_problem(o, doc_bounds), sinks)),
         q(o.dtype, std::size_t(problem.q_size())),
         k(o.dtype, std::size_t(problem.kv_size())),
         v(o.dtype, std::size_t(problem.kv_size())),
@@ -45,7 +47,13 @@ struct ReferenceRun {
                rv = v.assign(random_values(v.size(), seed + 2)),
                rdout = dout.assign(random_values(dout.size(), seed + 3));
     rfa::reference::forward(problem, rq, rk, rv, out, lse);
-    rfa::reference::backward(problem, rq, rk, rv, rdout, dq, dk, dv);
+    rfa::reference::backward(problem, rq, rk, rv, rdout, dq, dk, dv, sinks.empty() ? nullptr : &dsinks);
+  }
+
+ private:
+  static rfa::reference::Problem with_sinks(rfa::reference::Problem p, const std::vector<float>& sinks) {
+    p.sinks.assign(sinks.begin(), sinks.end());
+    return p;
   }
 };
 

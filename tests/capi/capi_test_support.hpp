@@ -97,6 +97,20 @@ inline double max_error_bshd(const Stored& local, const std::vector<double>& glo
   return worst;
 }
 
+/// max |local - global| of an lse: local is this rank's [B][H][L], global the [B][H][S]
+/// reference, positions[i] the global row of local row i; NaN counts as infinite.
+inline double max_error_lse(const std::vector<float>& local, const std::vector<double>& global,
+                            const std::vector<int64_t>& positions, int64_t B, int64_t H, int64_t S) {
+  const int64_t L = int64_t(positions.size());
+  double worst = 0.0;
+  for (int64_t bh = 0; bh < B * H; ++bh)
+    for (int64_t i = 0; i < L; ++i) {
+      const double err = std::fabs(local[std::size_t(bh * L + i)] - global[std::size_t(bh * S + positions[i])]);
+      worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : std::max(worst, err);
+    }
+  return worst;
+}
+
 /// A small fp32 causal problem the C API suites run over MPI_COMM_WORLD: identity ring order,
 /// 2 query heads over 1 K/V head of dimension 8, `tokens_per_rank` tokens on every rank.
 inline rfa_options_t small_problem(rfa_layout_t layout, int64_t tokens_per_rank) {

@@ -62,6 +62,7 @@ struct Case {
   bool documents = false;  // packed documents (document_bounds)
   rfa_strategy_t strategy = RFA_STRATEGY_RING;
   bool default_stream = false;  // no rfa_context_set_stream: the legacy default stream
+  bool sinks = false;           // options.attention_sinks: rfa_forward_with_sinks / rfa_backward_with_sinks
 };
 
 /// Ranks per Ulysses group of the hybrid tested on P ranks: 2 x 2 on four, else one group.
@@ -78,7 +79,7 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   return std::string(strategies[c.strategy]) + layouts[c.layout] + (c.mask == RFA_MASK_CAUSAL ? "_causal_" : "_full_") +
          (c.dtype == RFA_DTYPE_BFLOAT16 ? "bf16" : "fp16") + "_d" + std::to_string(c.head_dim) + "_kv" +
          std::to_string(c.kv_heads) + (c.window > 0 ? "_window" + std::to_string(c.window) : "") +
-         (c.documents ? "_documents" : "") + (c.default_stream ? "_default_stream" : "");
+         (c.documents ? "_documents" : "") + (c.default_stream ? "_default_stream" : "") + (c.sinks ? "_sinks" : "");
 }
 
 // |error| bounds for values of order one: the CUDA kernels round the probabilities to the
@@ -102,6 +103,7 @@ rfa_options_t cuda_options(const Case& c, int64_t S, const std::vector<int64_t>*
   o.window = c.window;
   o.strategy = c.strategy;
   if (c.strategy == RFA_STRATEGY_HYBRID) o.ulysses_degree = hybrid_degree(world_size());
+  o.attention_sinks = c.sinks ? 1 : 0;
   if (bounds != nullptr) {
     o.doc_boundaries = bounds->data();
     o.doc_boundary_count = int64_t(bounds->size());
@@ -150,7 +152,10 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   std::vector<int64_t> positions(std::size_t(L), -1);
   ASSERT_RFA_OK(rfa_context_get_local_positions(ctx, positions.data(), L));
 
-  const ReferenceRun ref(o, bounds, 31);
+  // Sinks of every kind (small, negative, dominant, none) for the four heads.
+  const std::vector<float> sinks =
+      c.sinks ? std::vector<float>{0.5f, -1.25f, 3.0f, -std::numeric_limits<float>::infinity()} : std::vector<float>();
+  const ReferenceRun ref(o, bounds, 31, sinks);
 
   Stored lq(c.dtype, B * L * H * D), lk(c.dtype, B * L * Hkv * D), lv(c.dtype, B * L * Hkv * D),
       ldo(c.dtype, B * L * H * D), lout(c.dtype, B * L * H * D), ldq(c.dtype, B * L * H * D),
@@ -169,11 +174,27 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   ddk.poison();
   ddv.poison();
 
-  ASSERT_RFA_OK(
-      rfa_forward(ctx, dq_in.get(), dk_in.get(), dv_in.get(), dout_buf.get(), static_cast<float*>(dlse.get())));
-  ASSERT_RFA_OK(rfa_backward(ctx, dq_in.get(), dk_in.get(), dv_in.get(), dout_buf.get(), ddo.get(),
-                             static_cast<const float*>(dlse.get()), ddq.get(), ddk.get(), ddv.get()));
-  ASSERT_RFA_OK(rfa_context_synchronize(ctx));
+  std::vector<float> dsinks(sinks.size());
+  if (c.sinks) {
+    // The sinks and their gradient in device memory too, like every tensor of a CUDA context.
+    const OnDevice device_sinks(sinks.data(), sinks.size() * sizeof(float));
+    OnDevice device_dsinks(sinks.size() * sizeof(float));
+    device_dsinks.poison();
+    const float* s = static_cast<const float*>(device_sinks.get());
+    ASSERT_RFA_OK(rfa_forward_with_sinks(ctx, dq_in.get(), dk_in.get(), dv_in.get(), s, dout_buf.get(),
+                                         static_cast<float*>(dlse.get())));
+    ASSERT_RFA_OK(rfa_backward_with_sinks(ctx, dq_in.get(), dk_in.get(), dv_in.get(), dout_buf.get(), ddo.get(),
+                                          static_cast<const float*>(dlse.get()), s, ddq.get(), ddk.get(), ddv.get(),
+                                          static_cast<float*>(device_dsinks.get())));
+    ASSERT_RFA_OK(rfa_context_synchronize(ctx));
+    device_dsinks.download(dsinks.data());
+  } else {
+    ASSERT_RFA_OK(
+        rfa_forward(ctx, dq_in.get(), dk_in.get(), dv_in.get(), dout_buf.get(), static_cast<float*>(dlse.get())));
+    ASSERT_RFA_OK(rfa_backward(ctx, dq_in.get(), dk_in.get(), dv_in.get(), dout_buf.get(), ddo.get(),
+                               static_cast<const float*>(dlse.get()), ddq.get(), ddk.get(), ddv.get()));
+    ASSERT_RFA_OK(rfa_context_synchronize(ctx));
+  }
   std::vector<float> lse(std::size_t(B * H * L));
   dout_buf.download(lout.data());
   dlse.download(lse.data());
@@ -187,12 +208,7 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   ASSERT_RFA_OK(rfa_context_release_workspace(ctx, &released));
   EXPECT_EQ(released, 0) << "a second release freed device memory";
 
-  double lse_err = 0.0;
-  for (int64_t bh = 0; bh < B * H; ++bh)
-    for (int64_t i = 0; i < L; ++i) {
-      const double err = std::fabs(lse[std::size_t(bh * L + i)] - ref.lse[std::size_t(bh * S + positions[i])]);
-      lse_err = std::isnan(err) ? std::numeric_limits<double>::infinity() : std::max(lse_err, err);
-    }
+  const double lse_err = max_error_lse(lse, ref.lse, positions, B, H, S);
   const double tol = tolerance(c.dtype), gtol = 4 * tol;
   const double out_err = max_error_bshd(lout, ref.out, positions, B, S, H, D);
   const double dq_err = max_error_bshd(ldq, ref.dq, positions, B, S, H, D);
@@ -203,6 +219,8 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   EXPECT_LE(dq_err, gtol);
   EXPECT_LE(dk_err, gtol);
   EXPECT_LE(dv_err, gtol);
+  for (std::size_t h = 0; h < dsinks.size(); ++h)  // a sum over every row: relative to its size
+    EXPECT_NEAR(dsinks[h], ref.dsinks[h], gtol * (1 + std::fabs(ref.dsinks[h]))) << "dsinks, head " << h;
   if (world_rank() == 0) {
     const char* transport = std::getenv("RFA_TRANSPORT");
     std::printf(
@@ -248,7 +266,13 @@ std::vector<Case> strategy_cases() {
     cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 128, 2, 0, true, s});
     // On the legacy default stream: the strategies' own kernels must run on it too.
     cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 64, 4, 0, false, s, true});
+    // Attention sinks, folded into the finished rows on the device (engine/attention_sinks.hpp).
+    cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2, 40, false, s, false, true});
   }
+  cases.push_back(
+      {RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 128, 2, 0, true, RFA_STRATEGY_RING, false, true});
+  cases.push_back(
+      {RFA_LAYOUT_STRIPE, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 64, 1, 0, false, RFA_STRATEGY_RING, true, true});
   return cases;
 }
 

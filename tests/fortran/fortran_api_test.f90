@@ -2,8 +2,9 @@
 ! The Fortran module under mpiexec -n 2: constants match the C header, both kinds of
 ! communicator work through the one generic, and forward and backward on sharded fp32 arrays
 ! match an independent float64 reference (tests/reference, through a bind(c) bridge); a bf16
-! forward exercises the 16-bit interfaces; packed documents pass through c_loc; an invalid
-! call returns its code and message.
+! forward exercises the 16-bit interfaces; packed documents pass through c_loc; attention
+! sinks match the reference with its sinks, their gradient included; an invalid call returns
+! its code and message.
 program fortran_api_test
   use, intrinsic :: iso_c_binding
   use mpi_f08
@@ -18,6 +19,14 @@ program fortran_api_test
       integer(c_int), value :: causal
       real(c_float), intent(in) :: q(*), k(*), v(*), dout(*)
       real(c_float), intent(out) :: out(*), lse(*), dq(*), dk(*), dv(*)
+    end subroutine
+    subroutine fortran_test_reference_sinks(batch, seq, heads, kv_heads, head_dim, causal, sinks, q, k, v, dout, &
+                                            out, lse, dq, dk, dv, dsinks) bind(c)
+      import :: c_int, c_int64_t, c_float
+      integer(c_int64_t), value :: batch, seq, heads, kv_heads, head_dim
+      integer(c_int), value :: causal
+      real(c_float), intent(in) :: sinks(*), q(*), k(*), v(*), dout(*)
+      real(c_float), intent(out) :: out(*), lse(*), dq(*), dk(*), dv(*), dsinks(*)
     end subroutine
     integer(c_int) function fortran_test_c_constants(values, capacity) bind(c)
       import :: c_int, c_int64_t
@@ -124,6 +133,7 @@ program fortran_api_test
 
   call check_bf16_forward()
   call check_documents()
+  call check_sinks()
 
   ! ---- an invalid call: code and message
   opts%heads = 3
@@ -314,6 +324,53 @@ contains
     else if (index(rfa_get_last_error_message(), "must never decrease") == 0) then
       call fail("message: " // rfa_get_last_error_message())
     end if
+  end subroutine
+
+  subroutine check_sinks()
+    type(rfa_context) :: sinks_ring
+    type(rfa_options) :: os
+    real(c_float) :: sinks(H), dsinks(H), rdsinks(H), short(H - 1)
+    real(c_float), allocatable :: sout(:,:,:,:), slse(:,:,:), sdq(:,:,:,:), sdk(:,:,:,:), sdv(:,:,:,:)
+    sinks = [0.5_c_float, -1.0_c_float, 2.0_c_float, 0.0_c_float]
+    short = 0
+    allocate(sout, mold=rout)
+    allocate(slse, mold=rlse)
+    allocate(sdq, mold=rdq)
+    allocate(sdk, mold=rdk)
+    allocate(sdv, mold=rdv)
+    call fortran_test_reference_sinks(B, S, H, HKV, D, 1_c_int, sinks, gq, gk, gv, gdo, sout, slse, sdq, sdk, sdv, &
+                                      rdsinks)
+    os = opts
+    os%heads = H
+    os%attention_sinks = 1
+    call check_ok(rfa_context_create(MPI_COMM_WORLD, os, sinks_ring), "create with sinks")
+    call check_ok(rfa_scatter_bshd(sinks_ring, gq, q), "scatter q (sinks)")
+    call check_ok(rfa_scatter_bshd(sinks_ring, gk, k), "scatter k (sinks)")
+    call check_ok(rfa_scatter_bshd(sinks_ring, gv, v), "scatter v (sinks)")
+    call check_ok(rfa_scatter_bshd(sinks_ring, gdo, dout), "scatter dout (sinks)")
+    call check_ok(rfa_forward_with_sinks(sinks_ring, q, k, v, sinks, out, lse), "forward with sinks")
+    call check_ok(rfa_backward_with_sinks(sinks_ring, q, k, v, out, dout, lse, sinks, dq, dk, dv, dsinks), &
+                  "backward with sinks")
+    call check_ok(rfa_scatter_bshd(sinks_ring, sout, eout), "scatter reference out (sinks)")
+    call check_ok(rfa_scatter_lse(sinks_ring, slse, else_ref), "scatter reference lse (sinks)")
+    call check_ok(rfa_scatter_bshd(sinks_ring, sdq, edq), "scatter reference dq (sinks)")
+    call check_ok(rfa_scatter_bshd(sinks_ring, sdk, edk), "scatter reference dk (sinks)")
+    call check_ok(rfa_scatter_bshd(sinks_ring, sdv, edv), "scatter reference dv (sinks)")
+    call check_close(out, eout, 2.0e-6, "out with sinks")
+    call check_close3(lse, else_ref, 4.0e-6, "lse with sinks")
+    call check_close(dq, edq, 4.0e-6, "dq with sinks")
+    call check_close(dk, edk, 4.0e-6, "dk with sinks")
+    call check_close(dv, edv, 4.0e-6, "dv with sinks")
+    call check(maxval(abs(dsinks - rdsinks)) < 1.0e-5 * (1 + maxval(abs(rdsinks))), "dsinks")
+    if (rfa_forward_with_sinks(sinks_ring, q, k, v, short, out, lse) /= RFA_ERROR_INVALID_ARGUMENT) then
+      call fail("a sinks array of H - 1 values must be RFA_ERROR_INVALID_ARGUMENT")
+    else if (index(rfa_get_last_error_message(), "sinks has shape (3) but this context needs (4)") == 0) then
+      call fail("message: " // rfa_get_last_error_message())
+    end if
+    if (rfa_forward(sinks_ring, q, k, v, out, lse) /= RFA_ERROR_INVALID_USAGE) then
+      call fail("rfa_forward on a context with sinks must be RFA_ERROR_INVALID_USAGE")
+    end if
+    call check_ok(rfa_context_destroy(sinks_ring), "destroy with sinks")
   end subroutine
 
   subroutine check_constants()

@@ -8,13 +8,13 @@
 #include "reference_attention.hpp"
 #include "rfa/rfa.h"
 
-extern "C" {
+namespace {
 
-// Forward and backward of the whole (unsharded) problem. Arrays are row-major
-// q/dout/out/dq [B][S][H][D], k/v/dk/dv [B][S][Hkv][D], lse [B][H][S]: Fortran's q(D,H,S,B).
-void fortran_test_reference(std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t kv_heads,
-                            std::int64_t head_dim, int causal, const float* q, const float* k, const float* v,
-                            const float* dout, float* out, float* lse, float* dq, float* dk, float* dv) {
+// Forward and backward of the whole problem in float64, narrowed to the caller's fp32 arrays;
+// with `sinks` (heads values, or nullptr) in the softmax and their gradient in `dsinks`.
+void reference(std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim,
+               int causal, const float* sinks, const float* q, const float* k, const float* v, const float* dout,
+               float* out, float* lse, float* dq, float* dk, float* dv, float* dsinks) {
   rfa::reference::Problem p;
   p.batch = batch;
   p.seq_q = p.seq_k = seq;
@@ -22,12 +22,13 @@ void fortran_test_reference(std::int64_t batch, std::int64_t seq, std::int64_t h
   p.kv_heads = kv_heads;
   p.head_dim = head_dim;
   p.causal = causal != 0;
+  if (sinks) p.sinks.assign(sinks, sinks + heads);
   auto widen = [](const float* x, std::int64_t n) { return std::vector<double>(x, x + n); };
-  const auto dq64 = widen(q, p.q_size()), dk64 = widen(k, p.kv_size()), dv64 = widen(v, p.kv_size()),
-             ddo = widen(dout, p.q_size());
-  std::vector<double> o, l, gq, gk, gv;
-  rfa::reference::forward(p, dq64, dk64, dv64, o, l);
-  rfa::reference::backward(p, dq64, dk64, dv64, ddo, gq, gk, gv);
+  const auto q64 = widen(q, p.q_size()), k64 = widen(k, p.kv_size()), v64 = widen(v, p.kv_size()),
+             do64 = widen(dout, p.q_size());
+  std::vector<double> o, l, gq, gk, gv, gs;
+  rfa::reference::forward(p, q64, k64, v64, o, l);
+  rfa::reference::backward(p, q64, k64, v64, do64, gq, gk, gv, sinks ? &gs : nullptr);
   auto narrow = [](const std::vector<double>& x, float* y) {
     for (std::size_t i = 0; i < x.size(); ++i) y[i] = float(x[i]);
   };
@@ -36,6 +37,27 @@ void fortran_test_reference(std::int64_t batch, std::int64_t seq, std::int64_t h
   narrow(gq, dq);
   narrow(gk, dk);
   narrow(gv, dv);
+  if (sinks) narrow(gs, dsinks);
+}
+
+}  // namespace
+
+extern "C" {
+
+// Forward and backward of the whole (unsharded) problem. Arrays are row-major
+// q/dout/out/dq [B][S][H][D], k/v/dk/dv [B][S][Hkv][D], lse [B][H][S]: Fortran's q(D,H,S,B).
+void fortran_test_reference(std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t kv_heads,
+                            std::int64_t head_dim, int causal, const float* q, const float* k, const float* v,
+                            const float* dout, float* out, float* lse, float* dq, float* dk, float* dv) {
+  reference(batch, seq, heads, kv_heads, head_dim, causal, nullptr, q, k, v, dout, out, lse, dq, dk, dv, nullptr);
+}
+
+// The same with attention sinks (one per head, fp32), also returning their gradient dsinks[H].
+void fortran_test_reference_sinks(std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t kv_heads,
+                                  std::int64_t head_dim, int causal, const float* sinks, const float* q, const float* k,
+                                  const float* v, const float* dout, float* out, float* lse, float* dq, float* dk,
+                                  float* dv, float* dsinks) {
+  reference(batch, seq, heads, kv_heads, head_dim, causal, sinks, q, k, v, dout, out, lse, dq, dk, dv, dsinks);
 }
 
 // The C values the Fortran module must mirror, in a fixed order, then sizeof(rfa_options_t).

@@ -47,11 +47,14 @@ void probabilities(const Problem& p, const std::vector<double>& q, const std::ve
       P[i * p.seq_k + j] = s;
       if (s > m) m = s;
     }
-    if (m == ninf) {  // sees no key: probabilities stay zero
+    const double sink = p.sinks.empty() ? ninf : p.sinks[std::size_t(h)];
+    if (m == ninf) {  // sees no key: probabilities stay zero; the lse is the sink's alone
       for (std::int64_t j = 0; j < p.seq_k; ++j) P[i * p.seq_k + j] = 0.0;
+      lse[i] = sink;
       continue;
     }
-    double sum = 0.0;
+    if (sink > m) m = sink;
+    double sum = sink == ninf ? 0.0 : std::exp(sink - m);  // the sink's share of the denominator
     for (std::int64_t j = 0; j < p.seq_k; ++j) sum += std::exp(P[i * p.seq_k + j] - m);
     lse[i] = m + std::log(sum);
     for (std::int64_t j = 0; j < p.seq_k; ++j) P[i * p.seq_k + j] = p.rounded(std::exp(P[i * p.seq_k + j] - lse[i]));
@@ -87,7 +90,8 @@ void forward(const Problem& p, const std::vector<double>& q, const std::vector<d
 
 void backward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
               const std::vector<double>& v, const std::vector<double>& dout, std::vector<double>& dq,
-              std::vector<double>& dk, std::vector<double>& dv) {
+              std::vector<double>& dk, std::vector<double>& dv, std::vector<double>* dsinks) {
+  if (dsinks) dsinks->assign(std::size_t(p.heads), 0.0);
   const std::int64_t D = p.head_dim, group = p.heads / p.kv_heads;
   const double scale = p.effective_scale();
   dq.assign(p.q_size(), 0.0);
@@ -111,6 +115,9 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
           dP[i * p.seq_k + j] = s;
           Di += P[i * p.seq_k + j] * s;
         }
+        // The sink's probability exp(sink - lse) with dP = 0 (it has no value): dsink = p (0 - Di).
+        if (dsinks && !p.sinks.empty() && std::isfinite(p.sinks[std::size_t(h)]))
+          (*dsinks)[std::size_t(h)] -= std::exp(p.sinks[std::size_t(h)] - row_lse[i]) * Di;
         const double* qi = &q[((b * p.seq_q + i) * p.heads + h) * D];
         double* dqi = &dq[((b * p.seq_q + i) * p.heads + h) * D];
         for (std::int64_t j = 0; j < p.seq_k; ++j) {

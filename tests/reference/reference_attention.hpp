@@ -18,6 +18,9 @@ struct Problem {
   /// and (if not empty) iff both positions lie in the same document [b[d], b[d+1]) of these
   /// cumulative boundaries (packed documents)
   std::vector<std::int64_t> doc_bounds;
+  /// Attention sinks: one logit per query head that joins every row's softmax denominator
+  /// (empty: none; -inf: none for that head). The lse includes it.
+  std::vector<double> sinks;
   std::vector<std::int64_t> q_pos;  ///< global position of each query row (empty: 0..seq_q-1)
   std::vector<std::int64_t> k_pos;  ///< global position of each key row (empty: 0..seq_k-1)
   /// nullptr: exact float64. Otherwise the rounding of a plain low-precision implementation
@@ -37,9 +40,11 @@ struct Problem {
 void forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
              std::vector<double>& out, std::vector<double>& lse);
 
+/// dq, dk, dv, and with sinks (when `dsinks` is given) the gradient of each head's sink:
+/// the softmax Jacobian's term of the sink's probability, whose value is zero.
 void backward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
               const std::vector<double>& v, const std::vector<double>& dout, std::vector<double>& dq,
-              std::vector<double>& dk, std::vector<double>& dv);
+              std::vector<double>& dk, std::vector<double>& dv, std::vector<double>* dsinks = nullptr);
 
 }  // namespace reference
 }  // namespace rfa

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "engine/attention_sinks.hpp"
+
+#include <Kokkos_Core.hpp>
+#include <cmath>
+
+#include "core/dtype.hpp"
+#include "engine/engine_backends.hpp"
+
+namespace rfa {
+namespace engine {
+
+template <class T, class Space>
+void apply_sinks(const typename Space::execution_space& exec, const float* sinks, SpaceTensor4<T, Space> out,
+                 SpaceTensor3<float, Space> lse) {
+  using Exec = typename Space::execution_space;
+  const std::int64_t B = out.extent(0), L = out.extent(1), H = out.extent(2), D = out.extent(3);
+  if (B * L * H == 0) return;
+  Kokkos::parallel_for(
+      "rfa::apply_sinks", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, B * H * L),
+      KOKKOS_LAMBDA(std::int64_t r) {
+        const std::int64_t b = r / (H * L), h = (r / L) % H, i = r % L;
+        const float s = sinks[h];
+        if (s == -INFINITY) return;  // no sink for this head
+        const float before = lse(b, h, i);
+        // log(exp(before) + exp(s)) without overflow (the plain C functions: host and device
+        // code alike); before = -inf (no key seen) gives s.
+        const float high = before > s ? before : s, low = before > s ? s : before;
+        const float after = high + ::log1pf(::expf(low - high));
+        const float factor = ::expf(before - after);
+        lse(b, h, i) = after;
+        for (std::int64_t d = 0; d < D; ++d) out(b, i, h, d) = from_float<T>(to_float(out(b, i, h, d)) * factor);
+      });
+  if constexpr (std::is_same<Space, Kokkos::HostSpace>::value) exec.fence();
+}
+
+template <class T, class Space>
+std::vector<double> sink_gradient_part(const typename Space::execution_space& exec, const float* sinks,
+                                       SpaceTensor4<const T, Space> out, SpaceTensor4<const T, Space> dout,
+                                       SpaceTensor3<const float, Space> lse) {
+  using Exec = typename Space::execution_space;
+  const std::int64_t B = out.extent(0), L = out.extent(1), H = out.extent(2), D = out.extent(3);
+  std::vector<double> part(std::size_t(H), 0.0);
+  for (std::int64_t h = 0; h < H; ++h) {
+    double sum = 0.0;
+    Kokkos::parallel_reduce(
+        "rfa::sink_gradient", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, B * L),
+        KOKKOS_LAMBDA(std::int64_t r, double& acc) {
+          const float s = sinks[h];
+          if (s == -INFINITY) return;  // no sink: no mass, no gradient
+          const std::int64_t b = r / L, i = r % L;
+          double delta = 0.0;  // the row term D = sum_d dout * out
+          for (std::int64_t d = 0; d < D; ++d)
+            delta += double(to_float(dout(b, i, h, d))) * double(to_float(out(b, i, h, d)));
+          acc -= ::exp(double(s) - double(lse(b, h, i))) * delta;
+        },
+        sum);
+    part[std::size_t(h)] = sum;
+  }
+  return part;
+}
+
+#define RFA_INSTANTIATE_SINKS(T, Space)                                                                        \
+  template void apply_sinks<T, Space>(const Space::execution_space&, const float*, SpaceTensor4<T, Space>,     \
+                                      SpaceTensor3<float, Space>);                                             \
+  template std::vector<double> sink_gradient_part<T, Space>(                                                   \
+      const Space::execution_space&, const float*, SpaceTensor4<const T, Space>, SpaceTensor4<const T, Space>, \
+      SpaceTensor3<const float, Space>);
+
+RFA_INSTANTIATE_SINKS(float, Kokkos::HostSpace)
+RFA_INSTANTIATE_SINKS(bf16_t, Kokkos::HostSpace)
+RFA_INSTANTIATE_SINKS(fp16_t, Kokkos::HostSpace)
+#if RFA_ENGINE_CUDA
+RFA_INSTANTIATE_SINKS(float, Kokkos::CudaSpace)
+RFA_INSTANTIATE_SINKS(bf16_t, Kokkos::CudaSpace)
+RFA_INSTANTIATE_SINKS(fp16_t, Kokkos::CudaSpace)
+#endif
+
+}  // namespace engine
+}  // namespace rfa

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Attention sinks: a learned logit per query head that joins every row's softmax denominator
+// once, with no value of its own (the probability mass it takes is attention paid to nothing).
+// With lse the log-sum-exp of a row's visible scores and s the sink of its head, the row's
+// denominator becomes exp(lse) + exp(s), so
+//   lse' = log(exp(lse) + exp(s)),   out' = out * exp(lse - lse').
+// Both are applied once, to the finished rows every strategy returns: the ring's steps, the
+// Ulysses exchange and the all-gather never see the sink, so it is counted once whatever the
+// strategy, layout or number of ranks. The backward needs nothing new for q, k and v: with out'
+// and lse' the kernels' probabilities exp(score - lse') and their row term D = sum(dout * out')
+// are those of the softmax that includes the sink (its value is zero, so its dP is zero). The
+// sink's own gradient is dLoss/ds = -sum over rows of exp(s - lse') * D.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/workspace.hpp"
+
+namespace rfa {
+namespace engine {
+
+/// Folds `sinks` ([heads] fp32, in `Space`) into a finished forward's `out` [batch][rows][heads][dim]
+/// and `lse` [batch][heads][rows], in place. A sink of -inf changes nothing. Queued on `exec`
+/// (the host's runs before it returns).
+template <class T, class Space>
+void apply_sinks(const typename Space::execution_space& exec, const float* sinks, SpaceTensor4<T, Space> out,
+                 SpaceTensor3<float, Space> lse);
+
+/// This rank's part of each head's sink gradient: -sum over its rows (every batch entry) of
+/// exp(sinks[h] - lse) * sum_d dout * out, with out and lse the forward's results (the sink
+/// included). Returns [heads] values in float64, on the host (waits for `exec`).
+template <class T, class Space>
+std::vector<double> sink_gradient_part(const typename Space::execution_space& exec, const float* sinks,
+                                       SpaceTensor4<const T, Space> out, SpaceTensor4<const T, Space> dout,
+                                       SpaceTensor3<const float, Space> lse);
+
+}  // namespace engine
+}  // namespace rfa
