@@ -18,6 +18,7 @@ namespace perf {
 /// absolute (natural log).
 struct CheckErrors {
   double out = 0, lse = 0, dq = 0, dk = 0, dv = 0;
+  double dsinks = 0;  ///< the attention sinks' gradient (0 without sinks)
 };
 
 /// {max |got - ref|, max |ref|}, accumulated entry by entry; an infinite reference must be

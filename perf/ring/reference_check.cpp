@@ -29,7 +29,8 @@ std::pair<double, double> diff(const A* got, const float* ref, std::size_t n) {
 template <class T>
 CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::RingConfig& cfg, const PositionMap& mine,
                                       Tensor4<const T> out, Tensor3<const float> lse, Tensor4<const T> dq,
-                                      Tensor4<const T> dk, Tensor4<const T> dv) {
+                                      Tensor4<const T> dk, Tensor4<const T> dv, const std::vector<float>& sinks,
+                                      const std::vector<double>& dsinks) {
   const std::int64_t B = cfg.batch, S = cfg.seq_total, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
   const PositionMap all = PositionMap::contiguous(0, S);
   const std::int64_t L = mine.length();
@@ -54,6 +55,10 @@ CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::Ri
   Tensor4<float> out_ref("out_ref", B, L, H, D);
   Tensor3<float> lse_ref("lse_ref", B, H, L);
   kernels::flash_forward<float, float>(mine_vs_all, q_mine, k_all, v_all, out_ref, lse_ref);
+  // The sinks join the finished rows (the backward below then runs on out' and lse', as rfa's).
+  if (!sinks.empty()) {
+    engine::apply_sinks<float, Kokkos::HostSpace>(Kokkos::DefaultHostExecutionSpace(), sinks.data(), out_ref, lse_ref);
+  }
 
   // D and lse of every query, for the dK/dV of this rank's keys.
   Tensor3<float> delta_ref("delta_ref", B, H, L);
@@ -74,6 +79,14 @@ CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::Ri
                                             dk_ref, dv_ref);
 
   CheckErrors e;
+  if (!sinks.empty()) {
+    const std::vector<double> ref = comm::sum_in_rank_order(
+        ring, engine::sink_gradient_part<float, Kokkos::HostSpace>(Kokkos::DefaultHostExecutionSpace(), sinks.data(),
+                                                                   out_ref, dout_mine, lse_ref));
+    ErrorAndScale d;
+    for (std::size_t h = 0; h < ref.size(); ++h) d.add(h < dsinks.size() ? dsinks[h] : NAN, ref[h]);
+    e.dsinks = relative_everywhere(ring, d.pair());
+  }
   e.out = relative_everywhere(ring, diff(out.data(), out_ref.data(), out.size()));
   auto lse_diff = diff(lse.data(), lse_ref.data(), lse.size());
   lse_diff.second = 1.0;  // lse is compared in absolute terms
@@ -84,10 +97,10 @@ CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::Ri
   return e;
 }
 
-#define RFA_INSTANTIATE_CHECK(T)                                                                                \
-  template CheckErrors check_against_single_rank<T>(comm::Communicator&, const engine::RingConfig&,             \
-                                                    const PositionMap&, Tensor4<const T>, Tensor3<const float>, \
-                                                    Tensor4<const T>, Tensor4<const T>, Tensor4<const T>);
+#define RFA_INSTANTIATE_CHECK(T)                                                                                  \
+  template CheckErrors check_against_single_rank<T>(                                                              \
+      comm::Communicator&, const engine::RingConfig&, const PositionMap&, Tensor4<const T>, Tensor3<const float>, \
+      Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, const std::vector<float>&, const std::vector<double>&);
 RFA_INSTANTIATE_CHECK(float)
 RFA_INSTANTIATE_CHECK(bf16_t)
 RFA_INSTANTIATE_CHECK(fp16_t)

@@ -59,6 +59,13 @@ void progress(int me, const char* format, Args... args) {
   std::fflush(stdout);
 }
 
+/// "1.23e-04".
+std::string scientific(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2e", x);
+  return text;
+}
+
 /// "2 ranks", "1 rank".
 std::string ranks_text(int n) { return std::to_string(n) + (n == 1 ? " rank" : " ranks"); }
 
@@ -159,8 +166,9 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
                  engine::cuda_path_name(cfg.cuda_path) + " (asked: " + engine::path_request_name(o.kernel_path) + ")"
            : "") +
       (o.deterministic ? ", deterministic backward" : "");
-  const std::string mask_text =
-      std::string(causal ? "causal" : "non-causal") + (o.window > 0 ? ", window " + std::to_string(o.window) : "");
+  const std::string mask_text = std::string(causal ? "causal" : "non-causal") +
+                                (o.window > 0 ? ", window " + std::to_string(o.window) : "") +
+                                (o.sinks ? ", attention sinks" : "");
   progress(me, "rfa_run: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, strategy %s, %s (ring order: %s), %s\n",
            (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, (long long)o.head_dim,
            dtype_name(o.dtype), mask_text.c_str(), layout::layout_name(o.layout), strategy.c_str(),
@@ -175,6 +183,7 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
   std::optional<Problem> problem;
   comm::check_everywhere(ring, [&] { problem.emplace(*attn); });
   Problem& lp = *problem;
+  if (o.sinks) lp.use_sinks(run_sinks(o.heads), control);
   Passes<T, Problem> passes{*attn, lp};
   const int phases = 2 + (check ? 1 : 0) + (overlap ? 1 : 0);
   int phase = 0;
@@ -209,11 +218,13 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
     if (sampled) {
       progress(me, "[%d/%d] check: %d rows of each rank's results against float64 attention for those rows\n", ++phase,
                phases, kSampledRowsPerRank);
-      err = check_sampled_rows<T>(control, cfg, attn->local_positions(), r.out, r.lse, r.dq, r.dk, r.dv);
+      err = check_sampled_rows<T>(control, cfg, attn->local_positions(), r.out, r.lse, r.dq, r.dk, r.dv,
+                                  kSampledRowsPerRank, r.sinks, r.dsinks);
     } else {
       progress(me, "[%d/%d] check: this rank's results against the single-rank fp32 kernels on the full sequence\n",
                ++phase, phases);
-      err = check_against_single_rank<T>(control, cfg, attn->local_positions(), r.out, r.lse, r.dq, r.dk, r.dv);
+      err = check_against_single_rank<T>(control, cfg, attn->local_positions(), r.out, r.lse, r.dq, r.dk, r.dv, r.sinks,
+                                         r.dsinks);
     }
   }
   // The other two schedules overwrite the results, so they run after the check.
@@ -243,9 +254,8 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
     std::printf("cuDNN computed %lld forward and %lld backward steps over all ranks%s\n", (long long)fwd.steps_on_cudnn,
                 (long long)bwd.steps_on_cudnn,
                 cudnn_idle ? ": none, every step fell back to rfa's kernels (FAILED)" : "");
-  const bool ok =
-      !cudnn_idle &&
-      (!check || (err.out <= tol && err.lse <= 1e-3 && err.dq <= 2 * tol && err.dk <= 2 * tol && err.dv <= 2 * tol));
+  const bool ok = !cudnn_idle && (!check || (err.out <= tol && err.lse <= 1e-3 && err.dq <= 2 * tol &&
+                                             err.dk <= 2 * tol && err.dv <= 2 * tol && err.dsinks <= 2 * tol));
   // The job's peak on the host: every rank's threads at the single-core peak rank 0 measures
   // for the products the kernels run on (bf16's hardware products where they are used).
   double peak = 0;
@@ -310,9 +320,11 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
       const std::string against = sampled
                                       ? std::to_string(kSampledRowsPerRank) + " sampled rows per rank against float64"
                                       : std::string("single-rank fp32 kernels on the full sequence");
+      const std::string sink_error = o.sinks ? "  dsinks " + scientific(err.dsinks) : std::string();
       std::printf(
-          "max error vs %s: out %.2e  lse %.2e  dq %.2e  dk %.2e  dv %.2e  (tolerance %.0e, gradients %.0e): %s\n",
-          against.c_str(), err.out, err.lse, err.dq, err.dk, err.dv, tol, 2 * tol, ok ? "PASS" : "FAIL");
+          "max error vs %s: out %.2e  lse %.2e  dq %.2e  dk %.2e  dv %.2e%s  (tolerance %.0e, gradients %.0e): %s\n",
+          against.c_str(), err.out, err.lse, err.dq, err.dk, err.dv, sink_error.c_str(), tol, 2 * tol,
+          ok ? "PASS" : "FAIL");
     } else {
       std::printf("check skipped (--no-check)\n");
     }
@@ -332,8 +344,9 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
     if (check) {
       cases[0].counters["correct"] = err.out <= tol && err.lse <= 1e-3;
       cases[0].counters["max_error"] = std::max(err.out, err.lse);
-      cases[1].counters["correct"] = err.dq <= 2 * tol && err.dk <= 2 * tol && err.dv <= 2 * tol;
-      cases[1].counters["max_error"] = std::max({err.dq, err.dk, err.dv});
+      cases[1].counters["correct"] =
+          err.dq <= 2 * tol && err.dk <= 2 * tol && err.dv <= 2 * tol && err.dsinks <= 2 * tol;
+      cases[1].counters["max_error"] = std::max({err.dq, err.dk, err.dv, err.dsinks});
     }
     if (overlap) {
       cases[0].counters["comm_only_s"] = spread_of(fwd_comm.slowest()).median;
@@ -349,6 +362,7 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
       cases[1].counters["steps_on_cudnn"] = double(bwd.steps_on_cudnn);
     }
     set_field(context, "deterministic", o.deterministic ? "1" : "0");
+    set_field(context, "sinks", o.sinks ? "1" : "0");
     set_field(context, "communicator", ring.backend_name());
     write_results_json(o.json, context, cases);
     std::printf("results written to %s\n", o.json.c_str());

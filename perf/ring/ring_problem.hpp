@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "comm/host_sums.hpp"
 #include "core/allocation.hpp"
 #include "core/dtype.hpp"
 #include "core/positions.hpp"
+#include "engine/attention_sinks.hpp"
 #include "engine/attention_strategy.hpp"
 #include "engine/ring_attention.hpp"
 #include "kernels/contiguous_ops.hpp"
@@ -92,12 +94,22 @@ View allocate_kept(Storage& storage, const char* label, Extents... extents) {
   return t.view;
 }
 
+/// The sink logits of rfa_run --sinks: one per head, of the kinds a model's sinks take
+/// (negative, zero, positive, dominating a row), the same on every rank.
+inline std::vector<float> run_sinks(std::int64_t heads) {
+  const float kinds[] = {-1.0f, 0.0f, 0.5f, 2.0f};
+  std::vector<float> s(static_cast<std::size_t>(heads));
+  for (std::int64_t h = 0; h < heads; ++h) s[std::size_t(h)] = kinds[h % 4];
+  return s;
+}
+
 /// One rank's tensors for a ring run: inputs filled for its rows, outputs zeroed. Allocated
 /// as bytes (core/allocation.hpp), so that a tensor of 2^32 elements or more is whole and a
 /// refused allocation is RFA_ERROR_OUT_OF_MEMORY naming the tensor: construct it inside
 /// comm::check_everywhere so that every rank reports it.
 template <class T>
 struct LocalProblem {
+  using Host = Kokkos::DefaultHostExecutionSpace;
   kernels::Tensor4<T> q, k, v, dout, out, dq, dk, dv;
   kernels::Tensor3<float> lse;
 
@@ -129,13 +141,28 @@ struct LocalProblem {
   template <class Engine>
   void forward(Engine& attn, engine::RingMode mode = engine::RingMode::full) {
     attn.template forward<T>(q, k, v, out, lse, mode);
+    if (!sinks.empty()) engine::apply_sinks<T, Kokkos::HostSpace>(Host(), sinks.data(), out, lse);
   }
   template <class Engine>
   void backward(Engine& attn, engine::RingMode mode = engine::RingMode::full) {
+    std::vector<double> part;
+    if (!sinks.empty()) part = engine::sink_gradient_part<T, Kokkos::HostSpace>(Host(), sinks.data(), out, dout, lse);
     attn.template backward<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);
+    if (!sinks.empty()) dsinks = comm::sum_in_rank_order(*sink_ranks, part);
   }
   /// The results, in host memory, for the check.
   LocalProblem& results() { return *this; }
+
+  /// Attention sinks (rfa_run --sinks), as the C API applies them (engine/attention_sinks.hpp):
+  /// folded into the finished rows after every forward, their gradient taken with every
+  /// backward and summed over `ranks` (host values). Empty: none.
+  void use_sinks(std::vector<float> logits, comm::Communicator& ranks) {
+    sinks = std::move(logits);
+    sink_ranks = &ranks;
+  }
+  std::vector<float> sinks;
+  std::vector<double> dsinks;  ///< the last backward's sink gradient, the same on every rank
+  comm::Communicator* sink_ranks = nullptr;
 
  private:
   template <class View, class... Extents>
@@ -175,13 +202,26 @@ struct DeviceProblem {
   template <class Engine>
   void forward(Engine& attn, engine::RingMode mode = engine::RingMode::full) {
     attn.template forward_device<T>(q, k, v, out, lse, mode);
+    if (sinks.size() > 0) engine::apply_sinks<T, Kokkos::CudaSpace>(Kokkos::Cuda(), sinks.data(), out, lse);
     Kokkos::fence();
   }
   template <class Engine>
   void backward(Engine& attn, engine::RingMode mode = engine::RingMode::full) {
+    std::vector<double> part;
+    if (sinks.size() > 0)
+      part = engine::sink_gradient_part<T, Kokkos::CudaSpace>(Kokkos::Cuda(), sinks.data(), out, dout, lse);
     attn.template backward_device<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);
     Kokkos::fence();
+    if (sinks.size() > 0) host.dsinks = comm::sum_in_rank_order(*host.sink_ranks, part);
   }
+  /// As LocalProblem::use_sinks; the logits are copied to the device.
+  void use_sinks(std::vector<float> logits, comm::Communicator& ranks) {
+    host.use_sinks(std::move(logits), ranks);
+    sinks = Kokkos::View<float*, Kokkos::CudaSpace>("sinks_device", host.sinks.size());
+    Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> from(host.sinks.data(), host.sinks.size());
+    Kokkos::deep_copy(sinks, from);
+  }
+  Kokkos::View<float*, Kokkos::CudaSpace> sinks;
   LocalProblem<T>& results() {
     copy_contiguous(host.out, out);
     copy_contiguous(host.lse, lse);

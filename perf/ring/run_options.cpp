@@ -72,6 +72,9 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
   --kernel-path F    auto | sm80 | sm90: the implementation of rfa's CUDA kernels (default: what
                      RFA_CUDA_KERNEL_PATH says, else auto = sm80; sm90 is the Hopper path)
   --deterministic    bitwise reproducible gradients (deterministic backward kernels)
+  --sinks            attention sinks: a logit per head (-1, 0, 0.5, 2, repeating) in every row's
+                     softmax, folded into the finished rows as the C API's
+                     rfa_forward_with_sinks does; the check covers them and their gradient
   --kokkos-help      Kokkos' own options (--kokkos-threads=N, ...)
   --help             this text
 
@@ -191,6 +194,8 @@ RunOptions parse_run_options(int argc, char** argv) {
       o.kernel_path = engine::parse_path_request(value(), "--kernel-path");
     } else if (flag == "--deterministic") {
       o.deterministic = true;
+    } else if (flag == "--sinks") {
+      o.sinks = true;
     } else if (flag == "--device") {
       const std::string v = value();
       if (v == "host")

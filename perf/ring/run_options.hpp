@@ -46,6 +46,7 @@ struct RunOptions {
   /// --kernel-path (CUDA devices); unset: RFA_CUDA_KERNEL_PATH decides, as for the C API.
   engine::PathRequest kernel_path = engine::PathRequest::environment;
   bool deterministic = false;  ///< --deterministic: bitwise reproducible gradients
+  bool sinks = false;          ///< --sinks: attention sinks (ring_problem.hpp, run_sinks)
   /// --release-workspace: the context's kept workspace freed before every timed pass (what a
   /// code that gives the memory back between calls pays).
   bool release_workspace = false;

@@ -65,7 +65,8 @@ std::vector<std::int64_t> sampled_rows(std::int64_t L, int rows) {
 template <class T>
 CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::RingConfig& cfg, const PositionMap& mine,
                                Tensor4<const T> out, Tensor3<const float> lse, Tensor4<const T> dq, Tensor4<const T> dk,
-                               Tensor4<const T> dv, int rows) {
+                               Tensor4<const T> dv, int rows, const std::vector<float>& sinks,
+                               const std::vector<double>& dsinks) {
   const std::int64_t B = cfg.batch, S = cfg.seq_total, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
   const std::int64_t L = mine.length(), group = H / HKV;
   const kernels::MaskRule rule = engine::mask_rule(cfg);
@@ -85,6 +86,8 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::RingConfi
       row_values<T>(TensorId::q, b, p, h, q);
       row_values<T>(TensorId::dout, b, p, h, dov);
       double m = -std::numeric_limits<double>::infinity(), z = 0;
+      // A sink is one more term of the denominator, with no value (nothing in o, a or bk).
+      if (!sinks.empty() && sinks[std::size_t(h)] > -INFINITY) m = sinks[std::size_t(h)], z = 1;
       std::fill(o.begin(), o.end(), 0.0);
       std::fill(a.begin(), a.end(), 0.0);
       std::fill(bk.begin(), bk.end(), 0.0);
@@ -154,6 +157,19 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::RingConfi
   }
 
   CheckErrors e;
+  if (!sinks.empty()) {
+    std::vector<double> part(std::size_t(H), 0.0);
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t i = 0; i < L; ++i)
+          if (sinks[std::size_t(h)] > -INFINITY)
+            part[std::size_t(h)] -=
+                std::exp(double(sinks[std::size_t(h)]) - double(lse(b, h, i))) * delta_mine(b, h, i);
+    const std::vector<double> ref = comm::sum_in_rank_order(ring, part);
+    ErrorAndScale d;
+    for (std::size_t h = 0; h < ref.size(); ++h) d.add(h < dsinks.size() ? dsinks[h] : NAN, ref[h]);
+    e.dsinks = relative_everywhere(ring, d.pair());
+  }
   e.out = relative_everywhere(ring, out_d.pair());
   e.lse = relative_everywhere(ring, {lse_d.err, 1.0});  // lse is compared in absolute terms
   e.dq = relative_everywhere(ring, dq_d.pair());
@@ -165,7 +181,8 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::RingConfi
 #define RFA_INSTANTIATE_SAMPLED_CHECK(T)                                                                         \
   template CheckErrors check_sampled_rows<T>(comm::Communicator&, const engine::RingConfig&, const PositionMap&, \
                                              Tensor4<const T>, Tensor3<const float>, Tensor4<const T>,           \
-                                             Tensor4<const T>, Tensor4<const T>, int);
+                                             Tensor4<const T>, Tensor4<const T>, int, const std::vector<float>&, \
+                                             const std::vector<double>&);
 RFA_INSTANTIATE_SAMPLED_CHECK(float)
 RFA_INSTANTIATE_SAMPLED_CHECK(bf16_t)
 RFA_INSTANTIATE_SAMPLED_CHECK(fp16_t)

@@ -12,6 +12,8 @@
 // row and head); those statistics are themselves what the query rows check.
 #pragma once
 
+#include <vector>
+
 #include "check_reductions.hpp"
 #include "comm/communicator.hpp"
 #include "engine/ring_attention.hpp"
@@ -25,12 +27,17 @@ constexpr int kSampledRowsPerRank = 8;
 
 /// Collective. Errors as check_against_single_rank(): max |got - ref| over the sampled entries
 /// of every rank, relative to the largest |ref| among them (lse: absolute). `mine`: the global
-/// positions of this rank's rows; `rows`: how many of them to sample (at most all).
+/// positions of this rank's rows; `rows`: how many of them to sample (at most all). With
+/// `sinks` (one logit per head; empty: none) each sampled row's float64 softmax includes its
+/// head's sink, and `dsinks`, the run's sink gradient, is checked against the sum over every
+/// rank's rows of -exp(sink - lse) * (dout . out) on the run's own out and lse (themselves
+/// checked on the sampled rows).
 template <class T>
 CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::RingConfig& cfg, const PositionMap& mine,
                                engine::Tensor4<const T> out, engine::Tensor3<const float> lse,
                                engine::Tensor4<const T> dq, engine::Tensor4<const T> dk, engine::Tensor4<const T> dv,
-                               int rows = kSampledRowsPerRank);
+                               int rows = kSampledRowsPerRank, const std::vector<float>& sinks = {},
+                               const std::vector<double>& dsinks = {});
 
 }  // namespace perf
 }  // namespace rfa
