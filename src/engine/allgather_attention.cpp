@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "comm/agreement.hpp"
+#include "engine/attention_strategy.hpp"
 #include "engine/block_compute_cuda.hpp"
 #include "engine/block_compute_host.hpp"
 #include "engine/device_doc_bounds.hpp"
@@ -19,11 +20,12 @@ namespace rfa {
 namespace engine {
 namespace {
 
+// Agreement and the strategy's rules (validate_strategy) before anything is allocated.
 const RingConfig& validated(comm::Communicator& comm, const RingConfig& c, std::int64_t chunk) {
-  validate_collective(comm, c);
-  // The config is the same everywhere (just agreed), so this verdict is too.
-  require(chunk >= 1 && c.kv_heads % chunk == 0, "kv_heads_per_chunk (", chunk, ") must divide kv_heads (", c.kv_heads,
-          "): choose 1 (least memory) up to kv_heads (fewest, largest gathers)");
+  StrategyChoice choice;
+  choice.kind = StrategyKind::allgather;
+  choice.kv_heads_per_chunk = chunk;
+  agree_on_strategy(comm, c, choice);
   return c;
 }
 

@@ -38,6 +38,12 @@ const char* strategy_name(StrategyKind kind);
 /// on `ranks` ranks. The same verdict on every rank for the same arguments (no communication).
 void validate_strategy(const StrategyChoice& choice, const RingConfig& config, int ranks);
 
+/// Collective: the ranks agree on `config` and `choice`, then on validate_strategy()'s verdict;
+/// every rank throws together (RFA_ERROR_INVALID_USAGE naming what differs, or the failing
+/// rank's error) before anything is allocated or sent. make_strategy() and every strategy's
+/// constructor start with it, so a strategy built directly is held to the same rules.
+void agree_on_strategy(comm::Communicator& comm, const RingConfig& config, const StrategyChoice& choice);
+
 class AttentionStrategy {
  public:
   virtual ~AttentionStrategy() = default;

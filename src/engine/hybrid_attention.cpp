@@ -20,10 +20,7 @@ namespace {
 
 // Agreement and the grid's rules before anything is split, on every rank together.
 const RingConfig& validated(comm::Communicator& comm, const RingConfig& c, const StrategyChoice& choice) {
-  require_same_config(comm, c);
-  comm::require_same_everywhere(
-      comm, {{"strategy", std::int64_t(choice.kind)}, {"ulysses_degree", std::int64_t(choice.ulysses_degree)}});
-  comm::check_everywhere(comm, [&] { validate_strategy(choice, c, comm.size()); });
+  agree_on_strategy(comm, c, choice);
   return c;
 }
 

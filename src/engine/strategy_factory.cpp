@@ -180,13 +180,17 @@ void validate_strategy(const StrategyChoice& choice, const RingConfig& c, int ra
   fail(RFA_ERROR_INVALID_ARGUMENT, "unknown strategy value ", int(choice.kind));
 }
 
-std::unique_ptr<AttentionStrategy> make_strategy(comm::Communicator& comm, const RingConfig& config,
-                                                 const StrategyChoice& choice) {
+void agree_on_strategy(comm::Communicator& comm, const RingConfig& config, const StrategyChoice& choice) {
   require_same_config(comm, config);
   comm::require_same_everywhere(comm, {{"strategy", std::int64_t(choice.kind)},
                                        {"ulysses_degree", std::int64_t(choice.ulysses_degree)},
                                        {"kv_heads_per_chunk", choice.kv_heads_per_chunk}});
   comm::check_everywhere(comm, [&] { validate_strategy(choice, config, comm.size()); });
+}
+
+std::unique_ptr<AttentionStrategy> make_strategy(comm::Communicator& comm, const RingConfig& config,
+                                                 const StrategyChoice& choice) {
+  agree_on_strategy(comm, config, choice);
   switch (choice.kind) {
     case StrategyKind::ring: return std::make_unique<StrategyOf<RingAttention>>(choice.kind, comm, config);
     case StrategyKind::allgather:
