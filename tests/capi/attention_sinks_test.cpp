@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Attention sinks through the C API (rfa_forward_with_sinks, rfa_backward_with_sinks): every
-// strategy and layout, fp32 and 16-bit, GQA, windows and documents, on 1-4 ranks, against the
+// strategy and layout, fp32 and 16-bit, GQA, windows and documents, on 1-8 ranks, against the
 // float64 reference with the sinks in its softmax; the sink counted once whatever P (the same
 // reference at every rank count); its gradient the same bits on every rank; the reference's own
 // sink gradient against finite differences; and every refusal on every rank.
@@ -66,7 +66,8 @@ rfa_options_t sink_options(const Case& c, int64_t H, const std::vector<int64_t>&
   o.kv_heads = 2;
   o.head_dim = 16;
   o.strategy = c.strategy;
-  o.ulysses_degree = c.strategy == RFA_STRATEGY_HYBRID ? (P == 4 ? 2 : P) : 0;
+  // The hybrid as a grid of Ulysses pairs wherever P has one (2 x 2, 2 x 3, 2 x 4), else one group.
+  o.ulysses_degree = c.strategy == RFA_STRATEGY_HYBRID ? (P % 2 == 0 && P > 2 ? 2 : P) : 0;
   o.window = c.window;
   if (c.documents) {
     o.doc_boundaries = bounds.data();
@@ -81,7 +82,8 @@ class CapiAttentionSinks : public ::testing::TestWithParam<Case> {};
 TEST_P(CapiAttentionSinks, MatchFloat64ReferenceWithTheSinkCountedOnce) {
   const Case c = GetParam();
   const int P = world_size();
-  const int64_t H = P == 3 ? 6 : 4, Hkv = 2, D = 16, B = 2, S = 2 * P * 5;
+  // Heads divide among P Ulysses ranks and over the 2 K/V heads; at least 4 (every kind of sink).
+  const int64_t H = std::max(4, 2 * P), Hkv = 2, D = 16, B = 2, S = 2 * P * 5;
   const std::vector<int64_t> bounds = {0, 1, S / 3, S - 2, S};
   const rfa_options_t o = sink_options(c, H, bounds);
   rfa_context_t ctx = nullptr;
