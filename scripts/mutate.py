@@ -3,7 +3,7 @@
 """Mutation check: does the test suite notice small faults in the code that decides what is
 computed? Each mutation below is one plausible slip (a comparison off by one, a swapped sign, a
 field left out of the agreement) in the step selection, tile visibility, merge, position maps,
-gradient routing or agreement code. The script copies the working tree to a scratch folder,
+gradient routing, agreement or attention-sink code. The script copies the working tree to a scratch folder,
 builds it once (CPU only: no CUDA, benchmarks or docs), checks that the chosen tests pass there,
 then for each mutation applies it to the copy, rebuilds, runs the tests meant to catch it and
 restores the file. Your working tree is never modified. A mutation the tests do not notice is
@@ -104,6 +104,18 @@ MUTATIONS = [
              "for (std::int64_t i = 0; i < count && i < 2; ++i) {\n    unsigned char bytes",
              r"^capi_options_agreement_test[.]np[23]$|^core_documents_test$",
              "the documents' hash reads only the first two boundaries"),
+    Mutation("sink-rescale", "sinks", "src/engine/attention_sinks.cpp",
+             "const float factor = ::expf(before - after);", "const float factor = ::expf(after - before);",
+             r"^capi_attention_sinks_test[.]np1$",
+             "a row is scaled up by the sink's share instead of down"),
+    Mutation("sink-sum-ranks", "sinks", "src/comm/host_sums.cpp",
+             "sum[i] += v;", "sum[i] = v;",
+             r"^capi_attention_sinks_test[.]np[23]$",
+             "the sinks' gradient keeps the last rank's rows only"),
+    Mutation("sink-agreement", "sinks", "capi/attention.cpp",
+             "if (sinks.given) comm::require_same_everywhere(", "if (!sinks.given) comm::require_same_everywhere(",
+             r"^capi_attention_sinks_test[.]np2$",
+             "ranks with different sinks are not told apart"),
 ]
 
 
