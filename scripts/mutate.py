@@ -3,13 +3,13 @@
 """Mutation check: does the test suite notice small faults in the code that decides what is
 computed? Each mutation below is one plausible slip (a comparison off by one, a swapped sign, a
 field left out of the agreement) in the step selection, tile visibility, merge, position maps,
-gradient routing, agreement or attention-sink code. The script copies the working tree to a scratch folder,
-builds it once (CPU only: no CUDA, benchmarks or docs), checks that the chosen tests pass there,
-then for each mutation applies it to the copy, rebuilds, runs the tests meant to catch it and
-restores the file. Your working tree is never modified. A mutation the tests do not notice is
-MISSED and the script exits with status 1; docs/testing.md ("Mutation check") holds the list and
-the last result. Run it before changing that code, and add a mutation when you find a slip the
-suite let through.
+gradient routing, agreement or attention-sink code. The script copies the working tree to a
+scratch folder, builds it once (CPU only: no CUDA, benchmarks or docs), checks that the chosen
+tests pass there, then for each mutation applies it to the copy, rebuilds, runs the tests meant
+to catch it and restores the file. Your working tree is never modified. A mutation the tests do
+not notice is MISSED and the script exits with status 1; docs/testing.md ("Mutation check")
+holds the list and the last result. Run it before changing that code, and add a mutation when
+you find a slip the suite let through.
 
 usage: python3 scripts/mutate.py [--work DIR] [--only NAME,...] [--full] [--jobs N]
        python3 scripts/mutate.py --check-list   (each mutation's text occurs once; no build)
