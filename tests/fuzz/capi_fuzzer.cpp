@@ -113,6 +113,7 @@ rfa_options_t fuzzed_options(FuzzedDataProvider& in) {
   if (in.ConsumeBool()) o.timeout_s = fuzzed_real(in);
   if (in.ConsumeBool()) o.ulysses_degree = in.ConsumeIntegralInRange<std::int32_t>(-2, 4);
   if (in.ConsumeBool()) o.window = in.ConsumeIntegralInRange<std::int64_t>(-2, 100);
+  if (in.ConsumeBool()) o.attention_sinks = in.ConsumeIntegralInRange<std::int32_t>(-1, 2);
   if (in.ConsumeBool()) {
     // Document boundaries in valid memory (a pointer the harness owns, or NULL), with any
     // values and any count up to what the array holds: the checks, not the harness, refuse them.
@@ -142,7 +143,7 @@ class Arguments {
       default: return storage_[i].data();
     }
   }
-  static constexpr int kCount = 9;  // q k v out dout lse dq dk dv
+  static constexpr int kCount = 11;  // q k v out dout lse dq dk dv sinks dsinks
 
  private:
   std::vector<float> storage_[kCount];  // floats: aligned for every dtype
@@ -167,13 +168,28 @@ void call_on_context(rfa_context_t ctx, const rfa_options_t& o, FuzzedDataProvid
   const std::int64_t elem = o.dtype == RFA_DTYPE_FLOAT32 ? 4 : 2;
   const std::int64_t q = o.batch * L * o.heads * o.head_dim * elem, kv = o.batch * L * o.kv_heads * o.head_dim * elem;
   Arguments a(std::max({q, kv, o.batch * o.heads * L * 4}));
-  if (in.ConsumeBool()) {
-    check("rfa_forward", rfa_forward(ctx, a.pick(in, 0), a.pick(in, 1), a.pick(in, 2), a.pick(in, 3),
-                                     static_cast<float*>(a.pick(in, 5))));
-  } else {
-    check("rfa_backward",
-          rfa_backward(ctx, a.pick(in, 0), a.pick(in, 1), a.pick(in, 2), a.pick(in, 3), a.pick(in, 4),
-                       static_cast<const float*>(a.pick(in, 5)), a.pick(in, 6), a.pick(in, 7), a.pick(in, 8)));
+  // Either call on either kind of context (with sinks or not); the sinks' storage holds zeros.
+  switch (in.ConsumeIntegralInRange<int>(0, 3)) {
+    case 0:
+      check("rfa_forward", rfa_forward(ctx, a.pick(in, 0), a.pick(in, 1), a.pick(in, 2), a.pick(in, 3),
+                                       static_cast<float*>(a.pick(in, 5))));
+      break;
+    case 1:
+      check("rfa_backward",
+            rfa_backward(ctx, a.pick(in, 0), a.pick(in, 1), a.pick(in, 2), a.pick(in, 3), a.pick(in, 4),
+                         static_cast<const float*>(a.pick(in, 5)), a.pick(in, 6), a.pick(in, 7), a.pick(in, 8)));
+      break;
+    case 2:
+      check("rfa_forward_with_sinks",
+            rfa_forward_with_sinks(ctx, a.pick(in, 0), a.pick(in, 1), a.pick(in, 2),
+                                   static_cast<const float*>(a.pick(in, 9)), a.pick(in, 3),
+                                   static_cast<float*>(a.pick(in, 5))));
+      break;
+    default:
+      check("rfa_backward_with_sinks",
+            rfa_backward_with_sinks(ctx, a.pick(in, 0), a.pick(in, 1), a.pick(in, 2), a.pick(in, 3), a.pick(in, 4),
+                                    static_cast<const float*>(a.pick(in, 5)), static_cast<const float*>(a.pick(in, 9)),
+                                    a.pick(in, 6), a.pick(in, 7), a.pick(in, 8), static_cast<float*>(a.pick(in, 10))));
   }
   const std::int64_t heads = in.ConsumeBool() ? o.heads : in.ConsumeIntegralInRange<std::int64_t>(-2, 4);
   const std::int64_t global_bytes = heads > 0 ? o.batch * o.seq_total * heads * o.head_dim * elem : 0;
