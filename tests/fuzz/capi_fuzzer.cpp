@@ -180,10 +180,9 @@ void call_on_context(rfa_context_t ctx, const rfa_options_t& o, FuzzedDataProvid
                          static_cast<const float*>(a.pick(in, 5)), a.pick(in, 6), a.pick(in, 7), a.pick(in, 8)));
       break;
     case 2:
-      check("rfa_forward_with_sinks",
-            rfa_forward_with_sinks(ctx, a.pick(in, 0), a.pick(in, 1), a.pick(in, 2),
-                                   static_cast<const float*>(a.pick(in, 9)), a.pick(in, 3),
-                                   static_cast<float*>(a.pick(in, 5))));
+      check("rfa_forward_with_sinks", rfa_forward_with_sinks(ctx, a.pick(in, 0), a.pick(in, 1), a.pick(in, 2),
+                                                             static_cast<const float*>(a.pick(in, 9)), a.pick(in, 3),
+                                                             static_cast<float*>(a.pick(in, 5))));
       break;
     default:
       check("rfa_backward_with_sinks",
