@@ -25,6 +25,8 @@
 
 #if RFA_ENGINE_CUDA
 #include <cuda_runtime_api.h>
+
+#include "device/cuda_error.hpp"
 #endif
 
 namespace rfa {
@@ -130,17 +132,27 @@ void dispatch_place(const rfa_context_s& c, Run&& run) {
 }
 
 /// The attention sinks of a call (rfa_forward_with_sinks, rfa_backward_with_sinks): the caller's
-/// [heads] logits, a host copy of them read during the call's checks, and that copy's hash,
-/// which the ranks agree on before any data moves.
+/// [heads] logits and the hash of their values, which the ranks agree on before any data moves.
 struct CallSinks {
   bool given = false;             ///< the call is one of the _with_sinks calls
   const float* values = nullptr;  ///< the caller's, in the context's memory
-  std::vector<float> host;        ///< read by read_sinks()
-  std::int64_t hash = 0;
+  std::int64_t hash = 0;          ///< set by read_sinks()
 };
 
+#if RFA_ENGINE_CUDA
+/// Copies `bytes` between the host and the device on the context's stream, ordered after the
+/// caller's work there, and waits for it (the host side is the caller's stack).
+void copy_on_stream(const rfa_context_s& c, void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind,
+                    const char* what) {
+  const auto stream = static_cast<cudaStream_t>(c.engine->cuda_stream());
+  device::check_cuda(cudaMemcpyAsync(to, from, bytes, kind, stream), what);
+  device::check_cuda(cudaStreamSynchronize(stream), what);
+}
+#endif
+
 /// The sinks' part of a call's checks: the call fits the context (sinks or not, as created),
-/// and the values are readable and none is NaN or +inf (-inf: no sink). Reads them to the host.
+/// and the values are readable and none is NaN or +inf (-inf: no sink). Reads them to the host
+/// and hashes them.
 void read_sinks(const rfa_context_s& c, CallSinks& sinks) {
   const bool context_has = c.options.attention_sinks != 0;
   if (sinks.given && !context_has) {
@@ -155,30 +167,21 @@ void read_sinks(const rfa_context_s& c, CallSinks& sinks) {
   }
   if (!sinks.given) return;
   const std::int64_t H = c.options.heads;
-  sinks.host.resize(std::size_t(H));
+  std::vector<float> host(static_cast<std::size_t>(H));
   if (c.options.device == RFA_DEVICE_CUDA) {
 #if RFA_ENGINE_CUDA
-    const auto stream = static_cast<cudaStream_t>(c.engine->cuda_stream());
-    cudaError_t e = cudaMemcpyAsync(sinks.host.data(), sinks.values, std::size_t(H) * sizeof(float),
-                                    cudaMemcpyDeviceToHost, stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      fail(RFA_ERROR_CUDA, "reading the sinks from the device failed: ", cudaGetErrorString(e));
-    }
+    copy_on_stream(c, host.data(), sinks.values, host.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                   "reading the sinks from the device");
 #endif
   } else {
-    std::copy(sinks.values, sinks.values + H, sinks.host.begin());
+    std::copy(sinks.values, sinks.values + H, host.begin());
   }
-  for (std::int64_t h = 0; h < H; ++h) {
-    const float x = sinks.host[std::size_t(h)];
-    require(!std::isnan(x) && x != INFINITY, "sinks[", h, "] is ", x,
+  std::vector<std::int64_t> bits(host.size());
+  for (std::size_t h = 0; h < host.size(); ++h) {
+    require(!std::isnan(host[h]) && host[h] != INFINITY, "sinks[", h, "] is ", host[h],
             ": a sink logit must be finite or -inf (no sink)");
-  }
-  std::vector<std::int64_t> bits(sinks.host.size());
-  for (std::size_t h = 0; h < bits.size(); ++h) {
     std::uint32_t b;
-    std::memcpy(&b, &sinks.host[h], sizeof b);
+    std::memcpy(&b, &host[h], sizeof b);
     bits[h] = std::int64_t(b);
   }
   sinks.hash = document_bounds_hash(bits.data(), std::int64_t(bits.size()));  // FNV-1a of any int64 list
@@ -205,18 +208,12 @@ typename Space::execution_space sinks_exec(rfa_context_s& c) {
 
 /// Writes the sinks' gradient (float64 sums) to the caller's [heads] fp32 buffer in the
 /// context's memory.
-void write_sink_gradient(rfa_context_s& c, const std::vector<double>& sums, float* dsinks) {
-  std::vector<float> values(sums.begin(), sums.end());
+void write_sink_gradient(const rfa_context_s& c, const std::vector<double>& sums, float* dsinks) {
+  const std::vector<float> values(sums.begin(), sums.end());
   if (c.options.device == RFA_DEVICE_CUDA) {
 #if RFA_ENGINE_CUDA
-    const auto stream = static_cast<cudaStream_t>(c.engine->cuda_stream());
-    cudaError_t e =
-        cudaMemcpyAsync(dsinks, values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice, stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);  // values lives on this stack
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      fail(RFA_ERROR_CUDA, "writing the sinks' gradient to the device failed: ", cudaGetErrorString(e));
-    }
+    copy_on_stream(c, dsinks, values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice,
+                   "writing the sinks' gradient to the device");
 #endif
   } else {
     std::copy(values.begin(), values.end(), dsinks);
@@ -346,7 +343,7 @@ RFA_API rfa_result_t rfa_forward(rfa_context_t context, const void* q, const voi
 RFA_API rfa_result_t rfa_forward_with_sinks(rfa_context_t context, const void* q, const void* k, const void* v,
                                             const float* sinks, void* out, float* lse) {
   return rfa::capi::guard(__func__, [&] {
-    return rfa::capi::forward(rfa::capi::context_ref(context), q, k, v, {true, sinks, {}, 0}, out, lse);
+    return rfa::capi::forward(rfa::capi::context_ref(context), q, k, v, {true, sinks, 0}, out, lse);
   });
 }
 
@@ -361,8 +358,8 @@ RFA_API rfa_result_t rfa_backward_with_sinks(rfa_context_t context, const void* 
                                              const void* out, const void* dout, const float* lse, const float* sinks,
                                              void* dq, void* dk, void* dv, float* dsinks) {
   return rfa::capi::guard(__func__, [&] {
-    return rfa::capi::backward(rfa::capi::context_ref(context), q, k, v, out, dout, lse, {true, sinks, {}, 0}, dq, dk,
-                               dv, dsinks);
+    return rfa::capi::backward(rfa::capi::context_ref(context), q, k, v, out, dout, lse, {true, sinks, 0}, dq, dk, dv,
+                               dsinks);
   });
 }
 
