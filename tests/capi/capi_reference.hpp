@@ -57,4 +57,36 @@ struct ReferenceRun {
   }
 };
 
+/// One rank's shards of a ReferenceRun's problem in the options' dtype, [B][L][heads][D]: the
+/// inputs q, k, v, dout and the outputs out, dq, dk, dv (members in that order, for structured
+/// bindings). scatter() cuts the inputs from the reference's global tensors with the library's
+/// own helper.
+struct LocalShards {
+  Stored q, k, v, dout, out, dq, dk, dv;
+
+  LocalShards(const rfa_options_t& o, int64_t L)
+      : q(o.dtype, std::size_t(o.batch * L * o.heads * o.head_dim)),
+        k(o.dtype, std::size_t(o.batch * L * o.kv_heads * o.head_dim)),
+        v(o.dtype, std::size_t(o.batch * L * o.kv_heads * o.head_dim)),
+        dout(o.dtype, std::size_t(o.batch * L * o.heads * o.head_dim)),
+        out(o.dtype, std::size_t(o.batch * L * o.heads * o.head_dim)),
+        dq(o.dtype, std::size_t(o.batch * L * o.heads * o.head_dim)),
+        dk(o.dtype, std::size_t(o.batch * L * o.kv_heads * o.head_dim)),
+        dv(o.dtype, std::size_t(o.batch * L * o.kv_heads * o.head_dim)) {}
+
+  /// rfa_scatter_bshd of q, k, v and dout on `ctx`: RFA_SUCCESS or the first failure's code.
+  rfa_result_t scatter(rfa_context_t ctx, const ReferenceRun& ref, const rfa_options_t& o) {
+    const struct {
+      int64_t heads;
+      const Stored& global;
+      Stored& local;
+    } parts[] = {{o.heads, ref.q, q}, {o.kv_heads, ref.k, k}, {o.kv_heads, ref.v, v}, {o.heads, ref.dout, dout}};
+    for (const auto& p : parts) {
+      const rfa_result_t r = rfa_scatter_bshd(ctx, p.heads, p.global.data(), p.local.data());
+      if (r != RFA_SUCCESS) return r;
+    }
+    return RFA_SUCCESS;
+  }
+};
+
 }  // namespace rfa_capi_test

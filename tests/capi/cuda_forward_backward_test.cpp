@@ -157,13 +157,9 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
       c.sinks ? std::vector<float>{0.5f, -1.25f, 3.0f, -std::numeric_limits<float>::infinity()} : std::vector<float>();
   const ReferenceRun ref(o, bounds, 31, sinks);
 
-  Stored lq(c.dtype, B * L * H * D), lk(c.dtype, B * L * Hkv * D), lv(c.dtype, B * L * Hkv * D),
-      ldo(c.dtype, B * L * H * D), lout(c.dtype, B * L * H * D), ldq(c.dtype, B * L * H * D),
-      ldk(c.dtype, B * L * Hkv * D), ldv(c.dtype, B * L * Hkv * D);
-  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, H, ref.q.data(), lq.data()));  // host-side helpers, host memory
-  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, Hkv, ref.k.data(), lk.data()));
-  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, Hkv, ref.v.data(), lv.data()));
-  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, H, ref.dout.data(), ldo.data()));
+  LocalShards shards(o, L);
+  auto& [lq, lk, lv, ldo, lout, ldq, ldk, ldv] = shards;
+  ASSERT_RFA_OK(shards.scatter(ctx, ref, o));
   const std::size_t qb = lq.size() * rfa::dtype_size(c.dtype), kvb = lk.size() * rfa::dtype_size(c.dtype),
                     lseb = std::size_t(B * H * L) * sizeof(float);
   OnDevice dq_in(lq.data(), qb), dk_in(lk.data(), kvb), dv_in(lv.data(), kvb), ddo(ldo.data(), qb);

@@ -103,13 +103,9 @@ TEST_P(CapiForwardBackward, MatchesFloat64Reference) {
   const ReferenceRun ref(o, c.documents ? bounds : std::vector<int64_t>(), 11);
 
   // This rank's shards, cut by the library's own helpers.
-  Stored lq(c.dtype, B * L * H * D), lk(c.dtype, B * L * Hkv * D), lv(c.dtype, B * L * Hkv * D),
-      ldo(c.dtype, B * L * H * D), lout(c.dtype, B * L * H * D), ldq(c.dtype, B * L * H * D),
-      ldk(c.dtype, B * L * Hkv * D), ldv(c.dtype, B * L * Hkv * D);
-  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, H, ref.q.data(), lq.data()));
-  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, Hkv, ref.k.data(), lk.data()));
-  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, Hkv, ref.v.data(), lv.data()));
-  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, H, ref.dout.data(), ldo.data()));
+  LocalShards shards(o, L);
+  auto& [lq, lk, lv, ldo, lout, ldq, ldk, ldv] = shards;
+  ASSERT_RFA_OK(shards.scatter(ctx, ref, o));
   std::vector<float> lse(std::size_t(B * H * L));
   const double tol = tolerance(c.dtype);
   // Three rounds: the first allocates the workspace, the later ones run in the buffers the
