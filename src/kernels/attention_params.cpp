@@ -42,6 +42,8 @@ void validate(const AttentionParams& p) {
   }
   require(std::isfinite(p.softmax_scale) && p.softmax_scale >= 0.0f,
           "softmax_scale must be finite and >= 0 (0 selects 1/sqrt(head_dim)), got ", p.softmax_scale);
+  require(std::isfinite(p.softcap) && p.softcap >= 0.0f, "softcap must be finite and >= 0 (0: scores not capped), got ",
+          p.softcap);
   const int mask = enum_value(p.mask);
   require(mask == RFA_MASK_NONE || mask == RFA_MASK_CAUSAL, "unknown mask value ", mask);
   require(p.window >= 0, "window must be >= 0 (0: no sliding window), got ", p.window);

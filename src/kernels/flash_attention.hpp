@@ -35,6 +35,9 @@ struct AttentionParams {
   std::int64_t head_dim = 0;
   /// Multiplies QK^T before the softmax. 0 means the default, 1/sqrt(head_dim).
   float softmax_scale = 0.0f;
+  /// Soft-capped scores: with softcap > 0 each scaled score s becomes softcap * tanh(s / softcap)
+  /// before the mask and the softmax (the backward multiplies dS by 1 - tanh^2). 0: no cap.
+  float softcap = 0.0f;
   rfa_mask_t mask = RFA_MASK_NONE;
   /// Sliding window on global positions: a key is visible only if q_pos - k_pos < window
   /// (with or without the causal mask). 0: no window.

@@ -263,15 +263,30 @@ struct BackwardTiles {
     const float scale = p.scale();
     const V vc = simd::splat<V>(scale * kLog2e);
     const V vscale = simd::splat<V>(scale);
+    // With soft-capped scores t = tanh(scale S / softcap): P = exp(softcap t - lse) and dS is
+    // multiplied by the cap's slope 1 - t^2.
+    const bool capped = p.softcap > 0.0f;
+    const V vcap = simd::splat<V>(p.softcap * kLog2e);
+    const V vinv_cap = simd::splat<V>(capped ? scale / p.softcap : 0.0f);
+    const V one = simd::splat<V>(1.0f);
     for (int i = 0; i < rows_padded; ++i) {
       float* prow = s.p + i * kScorePitch;
       float* dsrow = s.ds + i * kScorePitch;
       const V vl = simd::splat<V>(s.lse2[i]);
       const V vd = simd::splat<V>(s.delta[i]);
-      for (int j = 0; j < cols_padded; j += simd::kWideLanes) {
-        const V pj = simd::exp2(simd::load_as<V>(prow + j) * vc - vl);
-        simd::store_as(prow + j, pj);
-        simd::store_as(dsrow + j, pj * (simd::load_as<V>(dsrow + j) - vd) * vscale);
+      if (capped) {
+        for (int j = 0; j < cols_padded; j += simd::kWideLanes) {
+          const V t = simd::tanh(simd::load_as<V>(prow + j) * vinv_cap);
+          const V pj = simd::exp2(t * vcap - vl);
+          simd::store_as(prow + j, pj);
+          simd::store_as(dsrow + j, pj * (simd::load_as<V>(dsrow + j) - vd) * (one - t * t) * vscale);
+        }
+      } else {
+        for (int j = 0; j < cols_padded; j += simd::kWideLanes) {
+          const V pj = simd::exp2(simd::load_as<V>(prow + j) * vc - vl);
+          simd::store_as(prow + j, pj);
+          simd::store_as(dsrow + j, pj * (simd::load_as<V>(dsrow + j) - vd) * vscale);
+        }
       }
       for (int j = cols; j < cols_padded; ++j) prow[j] = dsrow[j] = 0.0f;
     }

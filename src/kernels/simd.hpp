@@ -131,6 +131,11 @@ template <class V>
 inline void store_as(float* p, V v) {
   __builtin_memcpy(p, &v, sizeof v);
 }
+/// The lanes of `below` where x < bound, of `otherwise` elsewhere.
+template <class V>
+inline V select_below(V x, float bound, V below, V otherwise) {
+  return x < splat<V>(bound) ? below : otherwise;
+}
 #else
 struct f8 {
   float v[kLanes];
@@ -151,6 +156,11 @@ KOKKOS_INLINE_FUNCTION f8 max(f8 a, f8 b) { RFA_SIMD_LANEWISE(a.v[i] > b.v[i] ? 
 KOKKOS_INLINE_FUNCTION f8 operator+(f8 a, f8 b) { RFA_SIMD_LANEWISE(a.v[i] + b.v[i]); }
 KOKKOS_INLINE_FUNCTION f8 operator-(f8 a, f8 b) { RFA_SIMD_LANEWISE(a.v[i] - b.v[i]); }
 KOKKOS_INLINE_FUNCTION f8 operator*(f8 a, f8 b) { RFA_SIMD_LANEWISE(a.v[i] * b.v[i]); }
+KOKKOS_INLINE_FUNCTION f8 operator/(f8 a, f8 b) { RFA_SIMD_LANEWISE(a.v[i] / b.v[i]); }
+/// The lanes of `below` where x < bound, of `otherwise` elsewhere.
+KOKKOS_INLINE_FUNCTION f8 select_below(f8 x, float bound, f8 below, f8 otherwise) {
+  RFA_SIMD_LANEWISE(x.v[i] < bound ? below.v[i] : otherwise.v[i]);
+}
 KOKKOS_INLINE_FUNCTION float reduce_add(f8 v) {
   return ((v.v[0] + v.v[1]) + (v.v[2] + v.v[3])) + ((v.v[4] + v.v[5]) + (v.v[6] + v.v[7]));
 }
@@ -228,6 +238,25 @@ inline f16 exp2(f16 x) {
   return out;
 }
 #endif
+
+/// tanh(x), relative error below 4e-7: x P(x^2) where |x| < 0.625 (P of degree 5, a least-squares
+/// fit of tanh(x) / x on Chebyshev nodes: 1.1e-7 evaluated in fp32), elsewhere 1 - 2 / (e^(2x) + 1)
+/// with e^(2x) from exp2 (its argument clamped at 64, where the result is 1 in fp32; -inf gives
+/// -1). Soft-capped scores (AttentionParams::softcap) pass through it, once per score.
+template <class V>
+KOKKOS_INLINE_FUNCTION V tanh(V x) {
+  const V u = x * x;
+  V p = splat<V>(-5.704042501747608e-3f);
+  p = fma(p, u, splat<V>(2.0637862384319305e-2f));
+  p = fma(p, u, splat<V>(-5.373915657401085e-2f));
+  p = fma(p, u, splat<V>(1.33314311504364e-1f));
+  p = fma(p, u, splat<V>(-3.333328068256378e-1f));
+  p = fma(p, u, splat<V>(1.0f));
+  const V y = x * splat<V>(2.0f * 1.4426950408889634f);
+  const V e = exp2(splat<V>(0.0f) - max(splat<V>(0.0f) - y, splat<V>(-64.0f)));  // 2^min(y, 64)
+  const V far = splat<V>(1.0f) - splat<V>(2.0f) / (e + splat<V>(1.0f));
+  return select_below(u, 0.390625f, x * p, far);
+}
 
 }  // namespace simd
 }  // namespace rfa

@@ -28,19 +28,22 @@ struct CaseSpec {
   float scale = 0.0f;
   std::int64_t window = 0;
   std::vector<std::int64_t> docs = {};  // packed documents' cumulative boundaries (empty: none)
+  float softcap = 0.0f;                 // scores capped at +-softcap by tanh (0: none)
 
   std::string name() const {
     return "b" + std::to_string(batch) + "_sq" + std::to_string(seq_q) + "_sk" + std::to_string(seq_k) + "_h" +
            std::to_string(heads) + "x" + std::to_string(kv_heads) + "_d" + std::to_string(head_dim) +
            (mask == RFA_MASK_CAUSAL ? "_causal" : "_full") + (q_pos.count > 0 ? "_mapped" : "") +
            (window > 0 ? "_w" + std::to_string(window) : "") +
-           (docs.empty() ? "" : "_docs" + std::to_string(docs.size() - 1));
+           (docs.empty() ? "" : "_docs" + std::to_string(docs.size() - 1)) +
+           (softcap > 0.0f ? "_cap" + std::to_string(int(softcap * 100)) : "");
   }
   kernels::AttentionParams params() const {
     auto p = kernels::make_params(batch, seq_q, seq_k, heads, kv_heads, head_dim, mask, scale);
     p.window = window;
     p.doc_bounds = docs.empty() ? nullptr : docs.data();  // `this` outlives the kernel call
     p.doc_bound_count = std::int64_t(docs.size());
+    p.softcap = softcap;
     if (q_pos.count > 0) p.q_pos = q_pos;
     if (k_pos.count > 0) p.k_pos = k_pos;
     return p;
@@ -56,6 +59,7 @@ struct CaseSpec {
     r.scale = scale;
     r.window = window;
     r.doc_bounds = docs;
+    r.softcap = softcap;
     r.causal = mask == RFA_MASK_CAUSAL;
     const auto p = params();
     for (std::int64_t i = 0; i < seq_q; ++i) r.q_pos.push_back(p.q_pos(i));
@@ -186,6 +190,24 @@ inline std::vector<CaseSpec> kernel_cases() {
   CaseSpec scaled{1, 50, 70, 2, 2, 32, RFA_MASK_CAUSAL, {}, {}};
   scaled.scale = 0.3f;
   add(scaled);
+  // Soft-capped scores: a cap that bends most scores (0.25, with a scale that spreads them to
+  // several times it), one that bends only the largest (1) and one that barely bends any (20);
+  // with windows, documents, position maps, GQA and rows that see nothing.
+  auto capped = [&](CaseSpec c, float cap, float scale = 0.0f) {
+    c.softcap = cap;
+    c.scale = scale;
+    add(c);
+  };
+  for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL}) {
+    capped({2, 130, 97, 4, 2, 64, mask, {}, {}}, 0.25f, 1.0f);
+    capped({1, 200, 211, 3, 1, 40, mask, {}, {}}, 1.0f, 0.5f);
+    capped({1, 100, 100, 2, 2, 128, mask, {}, {}}, 20.0f);
+    capped({1, 100, 100, 2, 1, 24, mask, PositionMap::two({50, 1, 50}, {200, 1, 50}),
+            PositionMap::two({0, 1, 50}, {250, 1, 50}), 0.0f, 60},
+           0.5f, 0.8f);
+    capped({1, 300, 300, 2, 1, 32, mask, {}, {}, 0.0f, 17, {0, 5, 150, 151, 290, 300}}, 1.0f, 0.7f);
+    capped({1, 30, 40, 1, 1, 8, mask, PositionMap::contiguous(0, 30), PositionMap::contiguous(100, 40)}, 2.0f);
+  }
   return cases;
 }
 

@@ -25,14 +25,17 @@ bool visible(const Problem& p, std::int64_t i, std::int64_t j) {
          (p.doc_bounds.empty() || document(p, qp) == document(p, kp));
 }
 
-// Scores and probabilities of one (batch, head) pair: P[i][j], plus lse[i].
+// Scores and probabilities of one (batch, head) pair: P[i][j], plus lse[i], and with a soft cap
+// the derivative of each capped score by its scaled score, 1 - tanh^2(s / softcap), in cap_slope
+// (left empty without a cap).
 void probabilities(const Problem& p, const std::vector<double>& q, const std::vector<double>& k, std::int64_t b,
-                   std::int64_t h, std::vector<double>& P, std::vector<double>& lse) {
+                   std::int64_t h, std::vector<double>& P, std::vector<double>& lse, std::vector<double>& cap_slope) {
   const std::int64_t D = p.head_dim, hk = h / (p.heads / p.kv_heads);
   const double scale = p.effective_scale();
   const double ninf = -std::numeric_limits<double>::infinity();
   P.assign(p.seq_q * p.seq_k, 0.0);
   lse.assign(p.seq_q, ninf);
+  cap_slope.assign(p.softcap > 0.0 ? p.seq_q * p.seq_k : 0, 0.0);
   for (std::int64_t i = 0; i < p.seq_q; ++i) {
     const double* qi = &q[((b * p.seq_q + i) * p.heads + h) * D];
     double m = ninf;
@@ -42,7 +45,13 @@ void probabilities(const Problem& p, const std::vector<double>& q, const std::ve
         const double* kj = &k[((b * p.seq_k + j) * p.kv_heads + hk) * D];
         s = 0.0;
         for (std::int64_t d = 0; d < D; ++d) s += qi[d] * kj[d];
-        s = p.rounded(s * scale);
+        s *= scale;
+        if (p.softcap > 0.0) {
+          const double t = std::tanh(s / p.softcap);
+          s = p.softcap * t;
+          cap_slope[i * p.seq_k + j] = 1.0 - t * t;
+        }
+        s = p.rounded(s);
       }
       P[i * p.seq_k + j] = s;
       if (s > m) m = s;
@@ -70,10 +79,10 @@ void forward(const Problem& p, const std::vector<double>& q, const std::vector<d
   const std::int64_t D = p.head_dim, group = p.heads / p.kv_heads;
   out.assign(p.q_size(), 0.0);
   lse.assign(p.lse_size(), 0.0);
-  std::vector<double> P, row_lse;
+  std::vector<double> P, row_lse, cap_slope;
   for (std::int64_t b = 0; b < p.batch; ++b) {
     for (std::int64_t h = 0; h < p.heads; ++h) {
-      probabilities(p, q, k, b, h, P, row_lse);
+      probabilities(p, q, k, b, h, P, row_lse, cap_slope);
       for (std::int64_t i = 0; i < p.seq_q; ++i) {
         lse[(b * p.heads + h) * p.seq_q + i] = row_lse[i];
         double* oi = &out[((b * p.seq_q + i) * p.heads + h) * D];
@@ -97,11 +106,11 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
   dq.assign(p.q_size(), 0.0);
   dk.assign(p.kv_size(), 0.0);
   dv.assign(p.kv_size(), 0.0);
-  std::vector<double> P, row_lse, dP;
+  std::vector<double> P, row_lse, dP, cap_slope;
   for (std::int64_t b = 0; b < p.batch; ++b) {
     for (std::int64_t h = 0; h < p.heads; ++h) {
       const std::int64_t hk = h / group;
-      probabilities(p, q, k, b, h, P, row_lse);
+      probabilities(p, q, k, b, h, P, row_lse, cap_slope);
       dP.assign(p.seq_q * p.seq_k, 0.0);
       for (std::int64_t i = 0; i < p.seq_q; ++i) {
         const double* doi = &dout[((b * p.seq_q + i) * p.heads + h) * D];
@@ -123,7 +132,9 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
         for (std::int64_t j = 0; j < p.seq_k; ++j) {
           const double pij = P[i * p.seq_k + j];
           if (pij == 0.0) continue;
-          const double dS = p.rounded(pij * (dP[i * p.seq_k + j] - Di));
+          // dS by the scaled score: through the cap's tanh where there is one.
+          const double slope = cap_slope.empty() ? 1.0 : cap_slope[i * p.seq_k + j];
+          const double dS = p.rounded(pij * (dP[i * p.seq_k + j] - Di) * slope);
           const std::int64_t kv_off = ((b * p.seq_k + j) * p.kv_heads + hk) * D;
           for (std::int64_t d = 0; d < D; ++d) {
             dv[kv_off + d] += pij * doi[d];

@@ -21,6 +21,9 @@ struct Problem {
   /// Attention sinks: one logit per query head that joins every row's softmax denominator
   /// (empty: none; -inf: none for that head). The lse includes it.
   std::vector<double> sinks;
+  /// Soft-capped scores: with softcap > 0 each scaled score s becomes softcap * tanh(s / softcap)
+  /// before the mask and the softmax. 0: scores as they are.
+  double softcap = 0.0;
   std::vector<std::int64_t> q_pos;  ///< global position of each query row (empty: 0..seq_q-1)
   std::vector<std::int64_t> k_pos;  ///< global position of each key row (empty: 0..seq_k-1)
   /// nullptr: exact float64. Otherwise the rounding of a plain low-precision implementation
