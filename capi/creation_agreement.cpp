@@ -23,10 +23,10 @@ struct Field {
   std::int64_t (*get)(const rfa_options_t&);
 };
 
-std::int64_t scale_bits(const rfa_options_t& o) {
+std::int64_t double_bits(double x) {
   std::int64_t bits;
-  static_assert(sizeof bits == sizeof o.softmax_scale, "double is 64 bits");
-  std::memcpy(&bits, &o.softmax_scale, sizeof bits);
+  static_assert(sizeof bits == sizeof x, "double is 64 bits");
+  std::memcpy(&bits, &x, sizeof bits);
   return bits;
 }
 
@@ -37,7 +37,7 @@ const Field kFields[] = {
     {"mask", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.mask)); }},
     {"dtype", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.dtype)); }},
     {"ring_order", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.ring_order)); }},
-    {"softmax_scale", scale_bits},
+    {"softmax_scale", [](const rfa_options_t& o) { return double_bits(o.softmax_scale); }},
     {"batch", [](const rfa_options_t& o) { return o.batch; }},
     {"seq_total", [](const rfa_options_t& o) { return o.seq_total; }},
     {"heads", [](const rfa_options_t& o) { return o.heads; }},
@@ -45,12 +45,7 @@ const Field kFields[] = {
     {"head_dim", [](const rfa_options_t& o) { return o.head_dim; }},
     {"device", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.device)); }},
     {"transport", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.transport)); }},
-    {"timeout_s",
-     [](const rfa_options_t& o) {
-       std::int64_t bits;
-       std::memcpy(&bits, &o.timeout_s, sizeof bits);
-       return bits;
-     }},
+    {"timeout_s", [](const rfa_options_t& o) { return double_bits(o.timeout_s); }},
     {"strategy", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.strategy)); }},
     {"ulysses_degree", [](const rfa_options_t& o) { return std::int64_t(o.ulysses_degree); }},
     {"window", [](const rfa_options_t& o) { return o.window; }},
@@ -66,11 +61,12 @@ const Field kFields[] = {
      [](const rfa_options_t& o) { return std::int64_t(enum_value(o.cuda_kernels)); }},
     {"deterministic", [](const rfa_options_t& o) { return std::int64_t(o.deterministic); }},
     {"attention_sinks", [](const rfa_options_t& o) { return std::int64_t(o.attention_sinks); }},
+    {"softcap", [](const rfa_options_t& o) { return double_bits(o.softcap); }},
 };
 // A field appended to rfa_options_t must be added above (and to the disagreement test,
 // tests/capi/options_agreement_test.cpp): this fails to compile until the size is updated.
-static_assert(offsetof(rfa_options_t, attention_sinks) + sizeof(int32_t) <= sizeof(rfa_options_t) &&
-                  sizeof(rfa_options_t) <= offsetof(rfa_options_t, attention_sinks) + 8,
+static_assert(offsetof(rfa_options_t, softcap) + sizeof(double) <= sizeof(rfa_options_t) &&
+                  sizeof(rfa_options_t) <= offsetof(rfa_options_t, softcap) + 8,
               "rfa_options_t has a field the creation agreement does not compare");
 constexpr int kFieldCount = int(sizeof kFields / sizeof kFields[0]);
 constexpr int kRecord = 1 + kFieldCount + 1;  // the verdict's code, the fields, the proposed id
@@ -80,7 +76,7 @@ std::string value_text(int field, std::int64_t value) {
   if (std::strncmp(kFields[field].name, "doc_boundaries", 14) == 0) {
     os << "a list hashing to 0x" << std::hex << static_cast<std::uint64_t>(value);
   } else if (std::strcmp(kFields[field].name, "softmax_scale") == 0 ||
-             std::strcmp(kFields[field].name, "timeout_s") == 0) {
+             std::strcmp(kFields[field].name, "timeout_s") == 0 || std::strcmp(kFields[field].name, "softcap") == 0) {
     double d;
     std::memcpy(&d, &value, sizeof d);
     os << d;

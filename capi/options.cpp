@@ -46,6 +46,7 @@ rfa_options_t default_options() {
   o.cuda_kernels = RFA_CUDA_KERNELS_DEFAULT;
   o.deterministic = 0;
   o.attention_sinks = 0;
+  o.softcap = 0.0;
   return o;
 }
 
@@ -143,6 +144,10 @@ void validate_options(const rfa_options_t& o, int ranks) {
           o.softmax_scale, ", which is ", scale_fp32 > 0.0f ? "beyond" : "below", " the range of fp32 (",
           std::numeric_limits<float>::denorm_min(), " .. ", std::numeric_limits<float>::max(),
           ") the kernels apply it in; 0 means 1/sqrt(head_dim)");
+  const float softcap_fp32 = float(o.softcap);
+  require(o.softcap == 0.0 || (softcap_fp32 > 0.0f && std::isfinite(softcap_fp32)), "options.softcap is ", o.softcap,
+          "; it must be 0 (no cap) or a positive value within fp32's range (", std::numeric_limits<float>::denorm_min(),
+          " .. ", std::numeric_limits<float>::max(), "), which the kernels apply it in");
   require(o.batch >= 1, "options.batch is ", o.batch, "; it must be >= 1");
   require(o.seq_total >= 1, "options.seq_total is ", o.seq_total, "; it must be >= 1 (the whole sequence length)");
   require(o.heads >= 1, "options.heads is ", o.heads, "; it must be >= 1");
@@ -187,6 +192,7 @@ engine::RingConfig ring_config(const rfa_options_t& o) {
   c.mask = o.mask;
   c.dtype = o.dtype;
   c.softmax_scale = float(o.softmax_scale);
+  c.softcap = float(o.softcap);
   c.batch = o.batch;
   c.seq_total = o.seq_total;
   c.heads = o.heads;

@@ -299,6 +299,12 @@ typedef struct rfa_options_t {
                                     rfa_forward() / rfa_backward() are refused (and the other way round
                                     on a context without sinks). Any strategy, layout, device.
                                     rfa_context_get_options() returns 0 or 1. Default 0. */
+  double softcap;              /**< Soft-capped scores: > 0 replaces each scaled score s = scale * q.k by
+                                    softcap * tanh(s / softcap) before the mask and the softmax (as Gemma's
+                                    models do), forward and backward (docs/variants.md); applied in fp32.
+                                    0: scores as they are. Finite, >= 0. Any strategy, layout, dtype; on CUDA
+                                    contexts rfa's sm80 kernels apply it (cuDNN's kernel and the Hopper
+                                    path refuse it). Default 0. */
 } rfa_options_t;
 /* clang-format on */
 

@@ -97,6 +97,9 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
                 "doc_bounds: %lld values at %p; give documents + 1 boundaries (>= 2) in device memory, or 0 and NULL",
                 static_cast<long long>(s.doc_bound_count), static_cast<const void*>(s.doc_bounds));
+  if (!(s.softcap >= 0.f) || !std::isfinite(s.softcap))
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "softcap %g must be finite and >= 0 (0: none)",
+                static_cast<double>(s.softcap));
   if (!(s.scale >= 0.f) || !std::isfinite(s.scale))
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "scale %g must be finite and >= 0 (0: 1/sqrt(d))",
                 static_cast<double>(s.scale));
@@ -108,6 +111,8 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
   dims.head_dim = static_cast<int>(s.head_dim);
   dims.scale = s.scale != 0.f ? s.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
   dims.scale_log2 = dims.scale * 1.44269504088896340736f;
+  dims.cap = ScoreCap{s.softcap > 0.f, s.softcap > 0.f ? dims.scale / s.softcap : 0.f,
+                      s.softcap > 0.f ? s.softcap / dims.scale : 0.f};
   dims.mask = DeviceMask{s.mask == RFA_CUDA_MASK_CAUSAL, s.window, s.doc_bounds, s.doc_bound_count};
   RFA_CUDA_TRY(to_device_positions("q_positions", s.q_positions, s.seq_q, dims.q_positions));
   RFA_CUDA_TRY(to_device_positions("k_positions", s.k_positions, s.seq_k, dims.k_positions));
@@ -138,6 +143,15 @@ rfa_cuda_status check_rowwise_shape(const char* what, std::int64_t batch, std::i
   return RFA_CUDA_SUCCESS;
 }
 
+// The Hopper kernels have no soft cap: a capped call runs on the sm_80 path (auto or sm80).
+rfa_cuda_status check_path_fits(const rfa_cuda_attention_shape& s, rfa_cuda_path path) {
+  if (path == RFA_CUDA_PATH_SM90 && s.softcap > 0.f)
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                "the Hopper kernels (path sm90) do not apply a soft cap (softcap %g): use the sm80 path",
+                static_cast<double>(s.softcap));
+  return RFA_CUDA_SUCCESS;
+}
+
 rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   if (p == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "forward params is NULL");
   ForwardArgs a{};
@@ -164,6 +178,7 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   a.merge = p->merge != 0;
   rfa_cuda_path path = RFA_CUDA_PATH_SM80;
   RFA_CUDA_TRY(rfa_cuda_resolve_path(p->path, &path));
+  RFA_CUDA_TRY(check_path_fits(p->shape, path));
 #if RFA_CUDA_HAVE_SM90
   if (path == RFA_CUDA_PATH_SM90)
     return from_cuda(hopper::launch_flash_forward_sm90(a, element_type(s.dtype), stream), "Hopper forward launch");
@@ -201,6 +216,7 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   RFA_CUDA_TRY(check_device());
   rfa_cuda_path path = RFA_CUDA_PATH_SM80;
   RFA_CUDA_TRY(rfa_cuda_resolve_path(p->path, &path));
+  RFA_CUDA_TRY(check_path_fits(p->shape, path));
   const rfa_cuda_attention_shape& s = p->shape;
   a.q = resolve(p->q, p->q_strides, s.seq_q, s.heads, s.head_dim);
   a.k = resolve(p->k, p->k_strides, s.seq_k, s.kv_heads, s.head_dim);

@@ -160,7 +160,8 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
       }
     }
 
-    // P^T = exp(scale S^T - lse) (0 where masked) and dS^T = P^T (dP^T - D).
+    // P^T = exp(scale S^T - lse) (0 where masked) and dS^T = P^T (dP^T - D), S^T capped and dS^T
+    // times the cap's slope where scores are soft-capped.
 #pragma unroll
     for (int nb = 0; nb < kBlockM / 8; ++nb) {
 #pragma unroll
@@ -171,9 +172,11 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
         const bool shown = full_tile || visible(dims.mask, dims.q_positions, dims.k_positions, q_first + query,
                                                 dims.seq_q, k_first + key, dims.seq_k);
         // lse = -inf marks a row that sees no key anywhere: all its P are 0.
-        const float p = (shown && lse != -INFINITY) ? exp2f(fmaf(st[nb][e], dims.scale_log2, -lse * kLog2e)) : 0.f;
+        float slope;
+        const float score = dims.cap.apply(st[nb][e], slope);
+        const float p = (shown && lse != -INFINITY) ? exp2f(fmaf(score, dims.scale_log2, -lse * kLog2e)) : 0.f;
         st[nb][e] = p;
-        dpt[nb][e] = p * (dpt[nb][e] - delta_s[query]);
+        dpt[nb][e] = p * (dpt[nb][e] - delta_s[query]) * slope;
       }
     }
 

@@ -102,7 +102,8 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim>::kThreads) flash_backward_d
     rows_times_tile_transposed<T, D, kBlockN>(s, q_frag, k_s, lane);    // S = Q K^T
     rows_times_tile_transposed<T, D, kBlockN>(dp, do_frag, v_s, lane);  // dP = dO V^T
 
-    // P = exp2(scale*log2e S - lse*log2e), 0 where masked; dS = P (dP - D), kept in dp.
+    // P = exp2(scale*log2e S - lse*log2e), 0 where masked; dS = P (dP - D), kept in dp (S capped
+    // and dS times the cap's slope where scores are soft-capped).
     const bool partial = tile.kind_of(dims, k_tile) == TileKind::kPartial;
 #pragma unroll
     for (int nb = 0; nb < kBlockN / 8; ++nb) {
@@ -113,8 +114,10 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim>::kThreads) flash_backward_d
         const bool shown =
             row_live[half] && (!partial || visible(dims.mask, dims.q_positions, dims.k_positions,
                                                    tile.row_of(warp, lane, e), dims.seq_q, col, dims.seq_k));
-        const float p = shown ? exp2f(fmaf(s[nb][e], dims.scale_log2, -row_lse2[half])) : 0.f;
-        dp[nb][e] = p * (dp[nb][e] - row_delta[half]);
+        float slope;
+        const float score = dims.cap.apply(s[nb][e], slope);
+        const float p = shown ? exp2f(fmaf(score, dims.scale_log2, -row_lse2[half])) : 0.f;
+        dp[nb][e] = p * (dp[nb][e] - row_delta[half]) * slope;
       }
     }
 

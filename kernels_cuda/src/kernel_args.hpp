@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "attention_mask.cuh"
+#include "score_cap.cuh"
 #include "tensor_args.hpp"
 
 namespace rfa_cuda {
@@ -18,6 +19,7 @@ struct AttentionDims {
   int batch, seq_q, seq_k, heads, kv_heads, head_dim;
   float scale;       // softmax scale
   float scale_log2;  // scale * log2(e): the kernels work with exp2
+  ScoreCap cap;      // soft-capped scores (score_cap.cuh)
   DeviceMask mask;
   DevicePositions q_positions, k_positions;
 };

@@ -53,8 +53,9 @@ struct NamedValue {
   std::int64_t value;
 };
 
-/// At most this many values per require_same_everywhere() (the record has a fixed size).
-constexpr std::size_t kMaxAgreedValues = 16;
+/// At most this many values per require_same_everywhere() (the record has a fixed size; the
+/// engine's configuration, the largest caller, agrees on 17).
+constexpr std::size_t kMaxAgreedValues = 24;
 
 /// Collective, one reduction for all values (at most kMaxAgreedValues). Throws on every rank
 /// unless each value is equal on all ranks: RFA_ERROR_CALL_MISMATCH as fail_everywhere_unless,

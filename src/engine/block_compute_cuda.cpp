@@ -74,6 +74,7 @@ rfa_cuda_attention_shape CudaBlockCompute::shape(const kernels::AttentionParams&
   s.k_positions = cuda_positions(p.k_pos);
   s.dtype = cuda_dtype<T>();
   s.window = p.window;
+  s.softcap = p.softcap;
   if (p.doc_bounds != nullptr) {
     // The engine's copy of the same list: made at context creation from config().doc_bounds.
     if (device_doc_bounds_ == nullptr)

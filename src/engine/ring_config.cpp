@@ -29,6 +29,14 @@ void validate_local(const RingConfig& c, int ranks) {
   if (c.cuda_kernels == CudaKernels::cudnn && c.device != Device::cuda) {
     fail(RFA_ERROR_UNSUPPORTED, "cuDNN's block kernel runs on CUDA contexts only (the device is the host)");
   }
+  if (c.softcap > 0.0f && c.device == Device::cuda) {
+    if (c.cuda_kernels == CudaKernels::cudnn)
+      fail(RFA_ERROR_UNSUPPORTED, "soft-capped scores (softcap ", c.softcap,
+           ") are not expressed by cuDNN's block kernel: ask for rfa's kernels (cuda_kernels rfa or auto)");
+    if (c.cuda_path == CudaPath::sm90)
+      fail(RFA_ERROR_UNSUPPORTED, "soft-capped scores (softcap ", c.softcap,
+           ") run on the sm80 CUDA kernels, not the Hopper path (sm90) that was asked for");
+  }
   // The caller's tensors are wrapped in Views: they must be able to index every element.
   const std::int64_t local = c.seq_total / ranks;
   require_view_extents("q", {c.batch, local, c.heads, c.head_dim});
@@ -36,14 +44,17 @@ void validate_local(const RingConfig& c, int ranks) {
 }
 
 void require_same_config(comm::Communicator& comm, const RingConfig& c) {
-  float scale = c.softmax_scale;
-  std::int32_t scale_bits;
-  static_assert(sizeof scale_bits == sizeof scale, "float is 32 bits");
-  std::memcpy(&scale_bits, &scale, sizeof scale);
+  auto bits = [](float x) {
+    std::int32_t b;
+    static_assert(sizeof b == sizeof x, "float is 32 bits");
+    std::memcpy(&b, &x, sizeof x);
+    return b;
+  };
   comm::require_same_everywhere(comm, {{"layout", c.layout},
                                        {"mask", c.mask},
                                        {"dtype", c.dtype},
-                                       {"softmax_scale (bits)", scale_bits},
+                                       {"softmax_scale (bits)", bits(c.softmax_scale)},
+                                       {"softcap (bits)", bits(c.softcap)},
                                        {"batch", c.batch},
                                        {"seq_total", c.seq_total},
                                        {"heads", c.heads},
@@ -89,6 +100,7 @@ void apply_mask(const RingConfig& c, kernels::AttentionParams& p) {
   p.doc_bounds = rule.doc_bounds;
   p.doc_bound_count = rule.doc_bound_count;
   p.deterministic = c.deterministic;
+  p.softcap = c.softcap;
 }
 
 std::vector<int> ring_steps_with_work(const RingConfig& c, int ranks) {

@@ -31,6 +31,9 @@ struct RingConfig {
   rfa_mask_t mask = RFA_MASK_CAUSAL;
   rfa_dtype_t dtype = RFA_DTYPE_BFLOAT16;
   float softmax_scale = 0.0f;  ///< 0: 1/sqrt(head_dim)
+  /// Soft-capped scores: scaled scores s become softcap * tanh(s / softcap) before the mask and
+  /// the softmax; 0: none (kernels::AttentionParams::softcap).
+  float softcap = 0.0f;
   std::int64_t batch = 1;
   std::int64_t seq_total = 0;  ///< S: the whole sequence, over all ranks
   std::int64_t heads = 1;
@@ -47,7 +50,8 @@ struct RingConfig {
 };
 
 /// Sets the mask fields of kernel params from the config: the window, and the documents
-/// (pointing into `c`, which must outlive the params).
+/// (pointing into `c`, which must outlive the params); and the deterministic switch and the
+/// soft cap, which every block call of the config shares.
 void apply_mask(const RingConfig& c, kernels::AttentionParams& p);
 
 /// The mask, the window and the documents of the config, as the kernels test them (pointing

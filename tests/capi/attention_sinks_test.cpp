@@ -33,12 +33,8 @@ struct Case {
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  const char* strategies[] = {"ring", "ulysses", "allgather", "hybrid", "auto"};
-  const char* layouts[] = {"contiguous", "zigzag", "stripe"};
-  const char* dtypes[] = {"fp32", "bf16", "fp16"};
   const Case& c = info.param;
-  return std::string(strategies[c.strategy]) + "_" + layouts[c.layout] + "_" + dtypes[c.dtype] +
-         (c.mask == RFA_MASK_CAUSAL ? "_causal" : "_full") + (c.window > 0 ? "_window" : "") +
+  return case_label(c.strategy, c.layout, c.dtype, c.mask) + (c.window > 0 ? "_window" : "") +
          (c.documents ? "_documents" : "");
 }
 
@@ -50,7 +46,6 @@ std::vector<float> sink_values(int64_t heads) {
   return s;
 }
 
-double tolerance(rfa_dtype_t t) { return t == RFA_DTYPE_FLOAT32 ? 2e-6 : t == RFA_DTYPE_BFLOAT16 ? 1.6e-2 : 2e-3; }
 
 rfa_options_t sink_options(const Case& c, int64_t H, const std::vector<int64_t>& bounds) {
   const int P = world_size();
@@ -106,7 +101,7 @@ TEST_P(CapiAttentionSinks, MatchFloat64ReferenceWithTheSinkCountedOnce) {
   auto& [lq, lk, lv, ldo, lout, ldq, ldk, ldv] = shards;
   ASSERT_RFA_OK(shards.scatter(ctx, ref, o));
   std::vector<float> lse(static_cast<std::size_t>(B * H * L)), dsinks(static_cast<std::size_t>(H));
-  const double tol = tolerance(c.dtype), gtol = 4 * tol;
+  const double tol = variant_tolerance(c.dtype), gtol = 4 * tol;
   for (int round = 0; round < 2; ++round) {  // the second in the buffers the context kept
     SCOPED_TRACE("round " + std::to_string(round));
     lout.poison();

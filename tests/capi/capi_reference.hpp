@@ -12,8 +12,8 @@
 
 namespace rfa_capi_test {
 
-/// The reference's problem for the options: sizes, heads, mask, window, scale, and the document
-/// boundaries given (the options' own pointer may not outlive the context's creation).
+/// The reference's problem for the options: sizes, heads, mask, window, scale, soft cap, and the
+/// document boundaries given (the options' own pointer may not outlive the context's creation).
 inline rfa::reference::Problem reference_problem(const rfa_options_t& o, const std::vector<int64_t>& doc_bounds) {
   rfa::reference::Problem p;
   p.batch = o.batch;
@@ -24,6 +24,7 @@ inline rfa::reference::Problem reference_problem(const rfa_options_t& o, const s
   p.scale = o.softmax_scale;
   p.causal = o.mask == RFA_MASK_CAUSAL;
   p.window = o.window;
+  p.softcap = o.softcap;
   p.doc_bounds = doc_bounds;
   return p;
 }

@@ -137,6 +137,21 @@ inline void expect_failure(rfa_result_t got, rfa_result_t want, std::initializer
     EXPECT_NE(message.find(f), std::string::npos) << call << ": message \"" << message << "\" lacks \"" << f << "\"";
 }
 
+/// "ring_zigzag_fp32_causal": a test name's part for a strategy, layout, dtype and mask.
+inline std::string case_label(rfa_strategy_t strategy, rfa_layout_t layout, rfa_dtype_t dtype, rfa_mask_t mask) {
+  const char* strategies[] = {"ring", "ulysses", "allgather", "hybrid", "auto"};
+  const char* layouts[] = {"contiguous", "zigzag", "stripe"};
+  const char* dtypes[] = {"fp32", "bf16", "fp16"};
+  return std::string(strategies[strategy]) + "_" + layouts[layout] + "_" + dtypes[dtype] +
+         (mask == RFA_MASK_CAUSAL ? "_causal" : "_full");
+}
+
+/// |error| bounds, for values of order one, of the variants' suites on the host kernels: fp32
+/// to round-off; 16-bit outputs rounded by the strategy and once more by a variant's pass.
+inline double variant_tolerance(rfa_dtype_t t) {
+  return t == RFA_DTYPE_FLOAT32 ? 2e-6 : t == RFA_DTYPE_BFLOAT16 ? 1.6e-2 : 2e-3;
+}
+
 }  // namespace rfa_capi_test
 
 /// EXPECT that `call` returns `code` and leaves a message containing each fragment.

@@ -63,6 +63,7 @@ struct Case {
   rfa_strategy_t strategy = RFA_STRATEGY_RING;
   bool default_stream = false;  // no rfa_context_set_stream: the legacy default stream
   bool sinks = false;           // options.attention_sinks: rfa_forward_with_sinks / rfa_backward_with_sinks
+  double softcap = 0;           // options.softcap: scores soft-capped (rfa's sm80 kernels)
 };
 
 /// Ranks per Ulysses group of the hybrid tested on P ranks: 2 x 2 on four, else one group.
@@ -79,7 +80,8 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   return std::string(strategies[c.strategy]) + layouts[c.layout] + (c.mask == RFA_MASK_CAUSAL ? "_causal_" : "_full_") +
          (c.dtype == RFA_DTYPE_BFLOAT16 ? "bf16" : "fp16") + "_d" + std::to_string(c.head_dim) + "_kv" +
          std::to_string(c.kv_heads) + (c.window > 0 ? "_window" + std::to_string(c.window) : "") +
-         (c.documents ? "_documents" : "") + (c.default_stream ? "_default_stream" : "") + (c.sinks ? "_sinks" : "");
+         (c.documents ? "_documents" : "") + (c.default_stream ? "_default_stream" : "") + (c.sinks ? "_sinks" : "") +
+         (c.softcap > 0 ? "_softcap" : "");
 }
 
 // |error| bounds for values of order one: the CUDA kernels round the probabilities to the
@@ -104,6 +106,7 @@ rfa_options_t cuda_options(const Case& c, int64_t S, const std::vector<int64_t>*
   o.strategy = c.strategy;
   if (c.strategy == RFA_STRATEGY_HYBRID) o.ulysses_degree = hybrid_degree(world_size());
   o.attention_sinks = c.sinks ? 1 : 0;
+  o.softcap = c.softcap;
   if (bounds != nullptr) {
     o.doc_boundaries = bounds->data();
     o.doc_boundary_count = int64_t(bounds->size());
@@ -264,7 +267,13 @@ std::vector<Case> strategy_cases() {
     cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 64, 4, 0, false, s, true});
     // Attention sinks, folded into the finished rows on the device (engine/attention_sinks.hpp).
     cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2, 40, false, s, false, true});
+    // Soft-capped scores (scaled scores of about +-1 here: a cap of 0.4 bends most of them).
+    cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 128, 2, 0, true, s, false, false, 0.4});
   }
+  cases.push_back(
+      {RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2, 40, false, RFA_STRATEGY_RING, false, false, 0.4});
+  cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 128, 1, 0, true, RFA_STRATEGY_RING,
+                   false, true, 0.4});
   cases.push_back(
       {RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 128, 2, 0, true, RFA_STRATEGY_RING, false, true});
   cases.push_back(
@@ -273,6 +282,38 @@ std::vector<Case> strategy_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, CudaForwardBackward, ::testing::ValuesIn(strategy_cases()), case_name);
+
+// Soft-capped scores are refused at creation, on every rank, where the kernels asked for cannot
+// apply them: cuDNN's block kernel (or, where it cannot load here, the request itself) and the
+// Hopper path asked for by name.
+TEST(CudaContext, RefusesSoftcapOnKernelsWithoutIt) {
+  SKIP_WITHOUT_DEVICE();
+  Case c{RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2};
+  c.softcap = 30;
+  rfa_options_t o = cuda_options(c, 2 * world_size() * 8);
+  o.cuda_kernels = RFA_CUDA_KERNELS_CUDNN;
+  rfa_context_t ctx = nullptr;
+  EXPECT_EQ(int(rfa_context_create(MPI_COMM_WORLD, &o, &ctx)), int(RFA_ERROR_UNSUPPORTED));
+  const std::string cudnn_message = rfa_get_last_error_message();
+  EXPECT_TRUE(cudnn_message.find("soft-capped scores") != std::string::npos ||
+              cudnn_message.find("the cuDNN kernels were asked for, but") != std::string::npos)
+      << cudnn_message;
+  EXPECT_EQ(ctx, nullptr);
+  o.cuda_kernels = RFA_CUDA_KERNELS_RFA;
+  const char* path = std::getenv("RFA_CUDA_KERNEL_PATH");  // the device check pins it: put it back
+  const std::string saved = path ? path : "";
+  setenv("RFA_CUDA_KERNEL_PATH", "sm90", 1);
+  EXPECT_EQ(int(rfa_context_create(MPI_COMM_WORLD, &o, &ctx)), int(RFA_ERROR_UNSUPPORTED));
+  const std::string sm90_message = rfa_get_last_error_message();
+  if (path)
+    setenv("RFA_CUDA_KERNEL_PATH", saved.c_str(), 1);
+  else
+    unsetenv("RFA_CUDA_KERNEL_PATH");
+  EXPECT_TRUE(sm90_message.find("not the Hopper path") != std::string::npos ||
+              sm90_message.find("the CUDA kernel path sm90 was asked for, but") != std::string::npos)
+      << sm90_message;
+  EXPECT_EQ(ctx, nullptr);
+}
 
 // Host memory handed to a CUDA context fails on every rank before anything moves, and the
 // context stays usable; head dims the CUDA kernels lack are refused at creation.

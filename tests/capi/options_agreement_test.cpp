@@ -18,7 +18,7 @@ namespace {
 
 using namespace rfa_capi_test;
 
-static_assert(sizeof(rfa_options_t) <= offsetof(rfa_options_t, attention_sinks) + 8,
+static_assert(sizeof(rfa_options_t) <= offsetof(rfa_options_t, softcap) + 8,
               "rfa_options_t gained a field: add its case to kFields below (and to capi/creation_agreement.cpp)");
 
 rfa_options_t valid_options() {
@@ -69,6 +69,7 @@ const Field kFields[] = {
     {"cuda_kernels", [](rfa_options_t& o, std::vector<int64_t>&) { o.cuda_kernels = RFA_CUDA_KERNELS_RFA; }},
     {"deterministic", [](rfa_options_t& o, std::vector<int64_t>&) { o.deterministic = 1; }},
     {"attention_sinks", [](rfa_options_t& o, std::vector<int64_t>&) { o.attention_sinks = 1; }},
+    {"softcap", [](rfa_options_t& o, std::vector<int64_t>&) { o.softcap = 30.0; }},
 };
 
 class OptionsAgreement : public ::testing::TestWithParam<Field> {};

@@ -30,6 +30,7 @@ struct Case {
   rfa_cuda_position_map q_map{}, k_map{};  // count 0: identity
   std::int64_t window = 0;                 // sliding window (0: none)
   std::vector<std::int64_t> docs = {};     // packed documents' cumulative boundaries (empty: none)
+  float softcap = 0.f;                     // scores soft-capped at +-softcap (0: none; the sm80 path only)
 };
 
 // The boundaries in device memory, as the kernels read them (freed with the case).
@@ -185,6 +186,7 @@ inline rfa_cuda_attention_shape shape_of(const Case& c, const std::int64_t* devi
   s.window = c.window;
   s.doc_bounds = device_docs;
   s.doc_bound_count = device_docs ? std::int64_t(c.docs.size()) : 0;
+  s.softcap = c.softcap;
   return s;
 }
 
@@ -201,6 +203,7 @@ inline ref::Problem problem_of(const Case& c) {
   p.k_pos = positions(c.k_map);
   p.window = c.window;
   p.doc_bounds = c.docs;
+  p.softcap = c.softcap;
   return p;
 }
 

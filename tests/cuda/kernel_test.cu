@@ -2,8 +2,9 @@
 // Correctness of the rfa_cuda kernels against the float64 reference (tests/reference):
 // fresh random inputs, outputs poisoned with NaN before every call, odd lengths, causal and
 // not, GQA, both dtypes and head dims, segment position maps, sliding windows and packed
-// documents, fp32 accumulate modes, the delta and merge kernels. Every forward runs on each path
-// this build and device have (sm80; sm90 on a Hopper GPU when the build has it). Argument checks
+// documents, soft-capped scores, fp32 accumulate modes, the delta and merge kernels. Every
+// forward runs on each path this build and device have (sm80; sm90 on a Hopper GPU when the
+// build has it; soft-capped cases check that sm90 refuses them). Argument checks
 // run first and need no GPU; without a device the program then prints "no CUDA device: skipping"
 // and exits 77 (CTest: skipped).
 #include <algorithm>
@@ -45,6 +46,18 @@ rfa_cuda_delta_params delta_params(const Case& c, const DeviceArray& dout, Devic
   return dp;
 }
 
+// The Hopper path has no soft cap: a capped case is refused there (`status`, the call's, must be
+// RFA_CUDA_ERROR_UNSUPPORTED saying so) and runs on sm80 only. True when the path was skipped.
+bool refuses_softcap(const Case& c, rfa_cuda_path path, rfa_cuda_status status) {
+  if (c.softcap <= 0.f || path != RFA_CUDA_PATH_SM90) return false;
+  const bool ok = status == RFA_CUDA_ERROR_UNSUPPORTED &&
+                  std::strstr(rfa_cuda_last_error_message(), "do not apply a soft cap") != nullptr;
+  std::printf("  %-4s the Hopper path refuses a soft cap -> %s: %s\n", ok ? "ok" : "FAIL",
+              rfa_cuda_status_string(status), rfa_cuda_last_error_message());
+  if (!ok) ++failures;
+  return true;
+}
+
 // Forward (both output modes) and backward (both gradient modes) on every path, delta, and the
 // deterministic backward of one case.
 void run_case(const Case& c) {
@@ -81,6 +94,9 @@ void run_case(const Case& c) {
   // sm80 last: its fp32 out and lse feed the delta and the backward below.
   for (auto path = kernel_paths.rbegin(); path != kernel_paths.rend(); ++path) {
     f.path = *path;
+    f.out = out32.get();
+    f.out_dtype = RFA_CUDA_FP32;
+    if (refuses_softcap(c, *path, rfa_cuda_flash_forward(&f, nullptr))) continue;
     for (rfa_cuda_dtype out_type : {c.dtype, RFA_CUDA_FP32}) {
       DeviceArray& out = out_type == RFA_CUDA_FP32 ? out32 : out16;
       out.poison();
@@ -136,6 +152,7 @@ void run_case(const Case& c) {
       bp.dq = dq.get();
       bp.dk = dk.get();
       bp.dv = dv.get();
+      if (refuses_softcap(c, path, rfa_cuda_flash_backward(&bp, nullptr))) continue;
       RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
       RFA_TEST_CUDA(cudaDeviceSynchronize());
       auto minus = [](std::vector<double> a, const std::vector<double>& b) {
@@ -417,6 +434,11 @@ void run_argument_checks() {
   expect("position map length != seq_q", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
          "q_positions");
   bad = f;
+  bad.shape.softcap = -1.f;
+  expect("softcap -1", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT, "softcap -1");
+  bad.shape.softcap = INFINITY;
+  expect("softcap inf", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT, "softcap inf");
+  bad = f;
   bad.shape.window = -1;
   expect("window -1", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT, "window -1");
   bad = f;
@@ -565,6 +587,19 @@ int main(int argc, char** argv) {
   docs_stripe.k_map = one_segment(0, 3, 100);
   docs_stripe.docs = {0, 1, 50, 170, 303};
   for (const Case& c : {w1, w37, w300, docs, docs_full, docs_window, docs_zig, docs_stripe}) cases.push_back(c);
+  // Soft-capped scores (1/sqrt(d)-scaled scores of about +-1 here): a cap that bends most of them,
+  // with GQA, a window, documents and a zigzag map; one that bends only the largest.
+  Case cap{"softcap 0.4, causal", B, 64, 1, 300, 300, 4, 2, true};
+  cap.softcap = 0.4f;
+  Case cap_window{"softcap 0.4 + window 50, full, fp16 d128", H, 128, 2, 300, 300, 2, 1, false};
+  cap_window.softcap = 0.4f;
+  cap_window.window = 50;
+  Case cap_docs_zig{"softcap 1.5, documents, zigzag q(rank 0) x k(rank 2)", B, 128, 1, 80, 80, 2, 2, true};
+  cap_docs_zig.q_map = two_segments(0, 40, 200, 40);
+  cap_docs_zig.k_map = two_segments(80, 40, 120, 40);
+  cap_docs_zig.docs = {0, 30, 110, 210, 240};
+  cap_docs_zig.softcap = 1.5f;
+  for (const Case& c : {cap, cap_window, cap_docs_zig}) cases.push_back(c);
   for (const Case& c : cases)
     if (selected(c.name)) run_case(c);
 

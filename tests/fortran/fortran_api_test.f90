@@ -3,8 +3,8 @@
 ! communicator work through the one generic, and forward and backward on sharded fp32 arrays
 ! match an independent float64 reference (tests/reference, through a bind(c) bridge); a bf16
 ! forward exercises the 16-bit interfaces; packed documents pass through c_loc; attention
-! sinks match the reference with its sinks, their gradient included; an invalid call returns
-! its code and message.
+! sinks match the reference with its sinks, their gradient included; soft-capped scores match
+! it with its cap; an invalid call returns its code and message.
 program fortran_api_test
   use, intrinsic :: iso_c_binding
   use mpi_f08
@@ -27,6 +27,15 @@ program fortran_api_test
       integer(c_int), value :: causal
       real(c_float), intent(in) :: sinks(*), q(*), k(*), v(*), dout(*)
       real(c_float), intent(out) :: out(*), lse(*), dq(*), dk(*), dv(*), dsinks(*)
+    end subroutine
+    subroutine fortran_test_reference_softcap(batch, seq, heads, kv_heads, head_dim, causal, softcap, q, k, v, &
+                                              dout, out, lse, dq, dk, dv) bind(c)
+      import :: c_int, c_int64_t, c_float, c_double
+      integer(c_int64_t), value :: batch, seq, heads, kv_heads, head_dim
+      integer(c_int), value :: causal
+      real(c_double), value :: softcap
+      real(c_float), intent(in) :: q(*), k(*), v(*), dout(*)
+      real(c_float), intent(out) :: out(*), lse(*), dq(*), dk(*), dv(*)
     end subroutine
     integer(c_int) function fortran_test_c_constants(values, capacity) bind(c)
       import :: c_int, c_int64_t
@@ -125,6 +134,7 @@ program fortran_api_test
   call check_bf16_forward()
   call check_documents()
   call check_sinks()
+  call check_softcap()
 
   ! ---- an invalid call: code and message
   opts%heads = 3
@@ -373,6 +383,39 @@ contains
       call fail("rfa_forward on a context with sinks must be RFA_ERROR_INVALID_USAGE")
     end if
     call check_ok(rfa_context_destroy(sinks_ring), "destroy with sinks")
+  end subroutine
+
+  ! Scores soft-capped at 0.5 (options%softcap), against the reference with the same cap; a
+  ! negative cap refused at creation.
+  subroutine check_softcap()
+    type(rfa_context) :: capped_ring
+    type(rfa_options) :: oc
+    real(c_float), allocatable :: cout(:,:,:,:), clse(:,:,:), cdq(:,:,:,:), cdk(:,:,:,:), cdv(:,:,:,:)
+    allocate(cout, mold=rout)
+    allocate(clse, mold=rlse)
+    allocate(cdq, mold=rdq)
+    allocate(cdk, mold=rdk)
+    allocate(cdv, mold=rdv)
+    call fortran_test_reference_softcap(B, S, H, HKV, D, 1_c_int, 0.5_c_double, gq, gk, gv, gdo, cout, clse, cdq, &
+                                        cdk, cdv)
+    oc = opts
+    oc%heads = H
+    oc%softcap = 0.5_c_double
+    call check_ok(rfa_context_create(MPI_COMM_WORLD, oc, capped_ring), "create with a soft cap")
+    call check_ok(rfa_scatter_bshd(capped_ring, gq, q), "scatter q (soft cap)")
+    call check_ok(rfa_scatter_bshd(capped_ring, gk, k), "scatter k (soft cap)")
+    call check_ok(rfa_scatter_bshd(capped_ring, gv, v), "scatter v (soft cap)")
+    call check_ok(rfa_scatter_bshd(capped_ring, gdo, dout), "scatter dout (soft cap)")
+    call check_ok(rfa_forward(capped_ring, q, k, v, out, lse), "forward with a soft cap")
+    call check_ok(rfa_backward(capped_ring, q, k, v, out, dout, lse, dq, dk, dv), "backward with a soft cap")
+    call compare_to_reference(capped_ring, cout, clse, cdq, cdk, cdv, 4.0e-6, " with a soft cap")
+    call check_ok(rfa_context_destroy(capped_ring), "destroy with a soft cap")
+    oc%softcap = -1.0_c_double
+    if (rfa_context_create(MPI_COMM_WORLD, oc, capped_ring) /= RFA_ERROR_INVALID_ARGUMENT) then
+      call fail("a negative softcap must be RFA_ERROR_INVALID_ARGUMENT")
+    else if (index(rfa_get_last_error_message(), "options.softcap is -1") == 0) then
+      call fail("message: " // rfa_get_last_error_message())
+    end if
   end subroutine
 
   subroutine check_constants()

@@ -11,10 +11,11 @@
 namespace {
 
 // Forward and backward of the whole problem in float64, narrowed to the caller's fp32 arrays;
-// with `sinks` (heads values, or nullptr) in the softmax and their gradient in `dsinks`.
+// with `sinks` (heads values, or nullptr) in the softmax and their gradient in `dsinks`; scores
+// soft-capped at `softcap` (0: none).
 void reference(std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim,
                int causal, const float* sinks, const float* q, const float* k, const float* v, const float* dout,
-               float* out, float* lse, float* dq, float* dk, float* dv, float* dsinks) {
+               float* out, float* lse, float* dq, float* dk, float* dv, float* dsinks, double softcap = 0.0) {
   rfa::reference::Problem p;
   p.batch = batch;
   p.seq_q = p.seq_k = seq;
@@ -23,6 +24,7 @@ void reference(std::int64_t batch, std::int64_t seq, std::int64_t heads, std::in
   p.head_dim = head_dim;
   p.causal = causal != 0;
   if (sinks) p.sinks.assign(sinks, sinks + heads);
+  p.softcap = softcap;
   auto widen = [](const float* x, std::int64_t n) { return std::vector<double>(x, x + n); };
   const auto q64 = widen(q, p.q_size()), k64 = widen(k, p.kv_size()), v64 = widen(v, p.kv_size()),
              do64 = widen(dout, p.q_size());
@@ -58,6 +60,15 @@ void fortran_test_reference_sinks(std::int64_t batch, std::int64_t seq, std::int
                                   const float* v, const float* dout, float* out, float* lse, float* dq, float* dk,
                                   float* dv, float* dsinks) {
   reference(batch, seq, heads, kv_heads, head_dim, causal, sinks, q, k, v, dout, out, lse, dq, dk, dv, dsinks);
+}
+
+// The same with scores soft-capped at `softcap`.
+void fortran_test_reference_softcap(std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t kv_heads,
+                                    std::int64_t head_dim, int causal, double softcap, const float* q, const float* k,
+                                    const float* v, const float* dout, float* out, float* lse, float* dq, float* dk,
+                                    float* dv) {
+  reference(batch, seq, heads, kv_heads, head_dim, causal, nullptr, q, k, v, dout, out, lse, dq, dk, dv, nullptr,
+            softcap);
 }
 
 // The C values the Fortran module must mirror, in a fixed order, then sizeof(rfa_options_t).

@@ -114,6 +114,7 @@ rfa_options_t fuzzed_options(FuzzedDataProvider& in) {
   if (in.ConsumeBool()) o.ulysses_degree = in.ConsumeIntegralInRange<std::int32_t>(-2, 4);
   if (in.ConsumeBool()) o.window = in.ConsumeIntegralInRange<std::int64_t>(-2, 100);
   if (in.ConsumeBool()) o.attention_sinks = in.ConsumeIntegralInRange<std::int32_t>(-1, 2);
+  if (in.ConsumeBool()) o.softcap = fuzzed_real(in);
   if (in.ConsumeBool()) {
     // Document boundaries in valid memory (a pointer the harness owns, or NULL), with any
     // values and any count up to what the array holds: the checks, not the harness, refuse them.

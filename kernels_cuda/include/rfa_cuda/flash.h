@@ -89,6 +89,11 @@ typedef struct rfa_cuda_attention_shape {
    * visible only to queries of its document [b[d], b[d+1]). NULL / 0 (default): one document. */
   const int64_t* doc_bounds;
   int64_t doc_bound_count;
+  /* Soft-capped scores: with softcap > 0 each scaled score s becomes softcap * tanh(s / softcap)
+   * before the mask and the softmax. Runs on the sm_80 kernels: the Hopper path, asked for by
+   * name, is RFA_CUDA_ERROR_UNSUPPORTED with a cap (RFA_CUDA_PATH_AUTO takes sm_80 then). 0
+   * (default): none. */
+  float softcap;
 } rfa_cuda_attention_shape;
 
 typedef struct rfa_cuda_forward_params {

@@ -304,6 +304,11 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s) {
                 "cuDNN attention: a shape of batch %lld, seq %lld x %lld, heads %lld over %lld, head_dim %lld",
                 (long long)s.batch, (long long)s.seq_q, (long long)s.seq_k, (long long)s.heads, (long long)s.kv_heads,
                 (long long)s.head_dim);
+  if (s.softcap != 0.f)
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                "cuDNN attention: soft-capped scores (softcap %g) are not expressed by this block kernel; rfa's "
+                "kernels apply them",
+                double(s.softcap));
   return RFA_CUDA_SUCCESS;
 }
 

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Soft-capped scores through the C API (options.softcap): every strategy and layout, fp32 and
+// 16-bit, GQA, windows, documents and attention sinks, on 1-8 ranks, forward and backward
+// against the float64 reference with the cap in its scores; the cap bends the results well
+// beyond the tolerance (so a cap left out is caught); bad caps refused on every rank.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "capi_reference.hpp"
+#include "capi_test_support.hpp"
+#include "rfa/rfa_mpi.h"
+
+namespace {
+
+using namespace rfa_capi_test;
+
+struct Case {
+  rfa_strategy_t strategy;
+  rfa_layout_t layout;
+  rfa_dtype_t dtype;
+  rfa_mask_t mask;
+  double softcap;
+  int64_t window = 0;
+  bool documents = false;
+  bool sinks = false;
+};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  const Case& c = info.param;
+  return case_label(c.strategy, c.layout, c.dtype, c.mask) + "_cap" + std::to_string(int(c.softcap * 100)) +
+         (c.window > 0 ? "_window" : "") + (c.documents ? "_documents" : "") + (c.sinks ? "_sinks" : "");
+}
+
+// Heads divide among P Ulysses ranks and over the 2 K/V heads.
+int64_t heads_for(int P) { return std::max(4, 2 * P); }
+
+rfa_options_t cap_options(const Case& c, const std::vector<int64_t>& bounds) {
+  const int P = world_size();
+  rfa_options_t o;
+  rfa_options_init(&o);
+  o.layout = c.layout;
+  o.mask = c.mask;
+  o.dtype = c.dtype;
+  o.ring_order = RFA_RING_ORDER_IDENTITY;
+  o.batch = 2;
+  o.seq_total = 2 * P * 5;
+  o.heads = heads_for(P);
+  o.kv_heads = 2;
+  o.head_dim = 16;
+  // Scores of a few units (inputs in [-1, 1]): a cap of 0.5 or 1 bends most of them.
+  o.softmax_scale = 0.75;
+  o.softcap = c.softcap;
+  o.strategy = c.strategy;
+  // The hybrid as a grid of Ulysses pairs wherever P has one (2 x 2, 2 x 3, 2 x 4), else one group.
+  o.ulysses_degree = c.strategy == RFA_STRATEGY_HYBRID ? (P % 2 == 0 && P > 2 ? 2 : P) : 0;
+  o.window = c.window;
+  if (c.documents) {
+    o.doc_boundaries = bounds.data();
+    o.doc_boundary_count = int64_t(bounds.size());
+  }
+  o.attention_sinks = c.sinks ? 1 : 0;
+  return o;
+}
+
+class CapiSoftcap : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CapiSoftcap, MatchesFloat64ReferenceWithCappedScores) {
+  const Case c = GetParam();
+  const int P = world_size();
+  const int64_t H = heads_for(P), Hkv = 2, D = 16, B = 2, S = 2 * P * 5;
+  const std::vector<int64_t> bounds = {0, 1, S / 3, S - 2, S};
+  const rfa_options_t o = cap_options(c, bounds);
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  rfa_options_t kept;
+  rfa_options_init(&kept);
+  ASSERT_RFA_OK(rfa_context_get_options(ctx, &kept));
+  EXPECT_EQ(kept.softcap, c.softcap);
+  int64_t L = 0;
+  ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
+  std::vector<int64_t> positions(static_cast<std::size_t>(L));
+  ASSERT_RFA_OK(rfa_context_get_local_positions(ctx, positions.data(), L));
+
+  const std::vector<int64_t> docs = c.documents ? bounds : std::vector<int64_t>();
+  const std::vector<float> sinks = c.sinks ? std::vector<float>(std::size_t(H), 0.25f) : std::vector<float>();
+  const ReferenceRun ref(o, docs, 41, sinks);
+  // The same problem without the cap: the results must be far from it, or the test could not
+  // tell a cap from none.
+  rfa_options_t uncapped_options = o;
+  uncapped_options.softcap = 0;
+  const ReferenceRun uncapped(uncapped_options, docs, 41, sinks);
+
+  LocalShards shards(o, L);
+  auto& [lq, lk, lv, ldo, lout, ldq, ldk, ldv] = shards;
+  ASSERT_RFA_OK(shards.scatter(ctx, ref, o));
+  std::vector<float> lse(static_cast<std::size_t>(B * H * L)), dsinks(static_cast<std::size_t>(H));
+  const double tol = variant_tolerance(c.dtype), gtol = 4 * tol;
+  if (c.sinks) {
+    ASSERT_RFA_OK(rfa_forward_with_sinks(ctx, lq.data(), lk.data(), lv.data(), sinks.data(), lout.data(), lse.data()));
+    ASSERT_RFA_OK(rfa_backward_with_sinks(ctx, lq.data(), lk.data(), lv.data(), lout.data(), ldo.data(), lse.data(),
+                                          sinks.data(), ldq.data(), ldk.data(), ldv.data(), dsinks.data()));
+    for (int64_t h = 0; h < H; ++h)
+      EXPECT_NEAR(dsinks[std::size_t(h)], ref.dsinks[std::size_t(h)],
+                  gtol * (1 + std::fabs(ref.dsinks[std::size_t(h)])))
+          << "head " << h;
+  } else {
+    ASSERT_RFA_OK(rfa_forward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), lse.data()));
+    ASSERT_RFA_OK(rfa_backward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), ldo.data(), lse.data(), ldq.data(),
+                               ldk.data(), ldv.data()));
+  }
+  EXPECT_LE(max_error_bshd(lout, ref.out, positions, B, S, H, D), tol);
+  EXPECT_LE(max_error_lse(lse, ref.lse, positions, B, H, S), 4e-6);
+  EXPECT_LE(max_error_bshd(ldq, ref.dq, positions, B, S, H, D), gtol);
+  EXPECT_LE(max_error_bshd(ldk, ref.dk, positions, B, S, Hkv, D), gtol);
+  EXPECT_LE(max_error_bshd(ldv, ref.dv, positions, B, S, Hkv, D), gtol);
+  if (c.softcap <= 1.0) {  // within the tolerance of the capped result, and three times as far from the uncapped one
+    EXPECT_GT(max_error_bshd(lout, uncapped.out, positions, B, S, H, D), 3 * tol) << "the cap changes the output";
+    EXPECT_GT(max_error_bshd(ldq, uncapped.dq, positions, B, S, H, D), 3 * gtol) << "and the gradients";
+  }
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> all;
+  for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
+    for (rfa_mask_t mask : {RFA_MASK_CAUSAL, RFA_MASK_NONE})
+      all.push_back({RFA_STRATEGY_RING, layout, RFA_DTYPE_FLOAT32, mask, 0.5});
+  for (rfa_strategy_t s : {RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID}) {
+    all.push_back({s, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 0.5});
+    all.push_back({s, RFA_LAYOUT_CONTIGUOUS, RFA_DTYPE_BFLOAT16, RFA_MASK_NONE, 1.0, 7});
+  }
+  all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_BFLOAT16, RFA_MASK_CAUSAL, 1.0});
+  all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_STRIPE, RFA_DTYPE_FLOAT16, RFA_MASK_CAUSAL, 0.5, 5});
+  all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_CONTIGUOUS, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 0.5, 6, true});
+  all.push_back({RFA_STRATEGY_HYBRID, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_NONE, 1.0, 0, true});
+  // A cap far above every score: the results are the uncapped ones, to the kernels' precision.
+  all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 50.0});
+  // With attention sinks: the sink joins the capped scores' denominator, its gradient too.
+  all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 0.5, 0, false, true});
+  all.push_back({RFA_STRATEGY_ULYSSES, RFA_LAYOUT_STRIPE, RFA_DTYPE_BFLOAT16, RFA_MASK_NONE, 1.0, 5, false, true});
+  return all;
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, CapiSoftcap, ::testing::ValuesIn(cases()), case_name);
+
+// A cap must be 0 (none) or a positive value within fp32's range: anything else fails creation
+// on every rank, and so does a cap given on one rank only.
+TEST(CapiSoftcapRefusals, BadCapsFailCreationOnEveryRank) {
+  const std::vector<int64_t> none;
+  for (double bad : {-1.0, -1e-30, std::numeric_limits<double>::quiet_NaN(),
+                     std::numeric_limits<double>::infinity(), 1e39, 1e-50}) {
+    rfa_options_t o = cap_options({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, bad}, none);
+    rfa_context_t ctx = nullptr;
+    EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "options.softcap is");
+    EXPECT_EQ(ctx, nullptr);
+  }
+  if (world_size() < 2) return;
+  rfa_options_t o =
+      cap_options({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 0.5}, none);
+  if (world_rank() == 1) o.softcap = 0.75;
+  rfa_context_t ctx = nullptr;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "softcap");
+  EXPECT_EQ(ctx, nullptr);
+}
+
+}  // namespace
