@@ -3,8 +3,8 @@
 """Mutation check: does the test suite notice small faults in the code that decides what is
 computed? Each mutation below is one plausible slip (a comparison off by one, a swapped sign, a
 field left out of the agreement) in the step selection, tile visibility, merge, position maps,
-gradient routing, agreement or attention-sink code. The script copies the working tree to a
-scratch folder, builds it once (CPU only: no CUDA, benchmarks or docs), checks that the chosen
+gradient routing, agreement, attention-sink or soft-cap code. The script copies the working
+tree to a scratch folder, builds it once (CPU only: no CUDA, benchmarks or docs), checks that the chosen
 tests pass there, then for each mutation applies it to the copy, rebuilds, runs the tests meant
 to catch it and restores the file. Your working tree is never modified. A mutation the tests do
 not notice is MISSED and the script exits with status 1; docs/testing.md ("Mutation check")
@@ -116,6 +116,18 @@ MUTATIONS = [
              "if (sinks.given) comm::require_same_everywhere(", "if (!sinks.given) comm::require_same_everywhere(",
              r"^capi_attention_sinks_test[.]np2$",
              "ranks with different sinks are not told apart"),
+    Mutation("softcap-slope", "softcap", "src/kernels/flash_backward.cpp",
+             "(one - t * t) * vscale", "vscale",
+             r"^rfa_kernels_test$|^capi_softcap_test[.]np2$",
+             "the backward leaves out the cap's slope 1 - tanh^2"),
+    Mutation("softcap-forward", "softcap", "src/kernels/flash_forward.cpp",
+             "if (p.softcap > 0.0f) {\n        cap_scores(", "if (p.softcap < 0.0f) {\n        cap_scores(",
+             r"^rfa_kernels_test$|^capi_softcap_test[.]np2$",
+             "the forward leaves the scores uncapped"),
+    Mutation("softcap-config", "softcap", "src/engine/ring_config.cpp",
+             "p.softcap = c.softcap;", "p.softcap = 0.0f;",
+             r"^capi_softcap_test[.]np[12]$",
+             "the cap never reaches the block kernels"),
 ]
 
 

@@ -168,7 +168,8 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
       (o.deterministic ? ", deterministic backward" : "");
   const std::string mask_text = std::string(causal ? "causal" : "non-causal") +
                                 (o.window > 0 ? ", window " + std::to_string(o.window) : "") +
-                                (o.sinks ? ", attention sinks" : "");
+                                (o.sinks ? ", attention sinks" : "") +
+                                (o.softcap > 0.0f ? ", scores soft-capped at " + number_text(o.softcap) : "");
   progress(me, "rfa_run: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, strategy %s, %s (ring order: %s), %s\n",
            (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, (long long)o.head_dim,
            dtype_name(o.dtype), mask_text.c_str(), layout::layout_name(o.layout), strategy.c_str(),

@@ -124,20 +124,21 @@ inline bool overlap_measurable(const PassSamples& full, const PassSamples& comm_
 /// here, for the products the kernels of these options run on (bf16's hardware products where
 /// they are used, the fp32 FMA peak otherwise).
 inline double host_job_peak(const RunOptions& o, int P, int threads) {
-  const kernels::Bf16Products products = o.dtype == RFA_DTYPE_BFLOAT16
-                                             ? kernels::host_bf16_products(kernels::make_params(
-                                                   o.batch, o.seq / P, o.seq, o.heads, o.kv_heads, o.head_dim, o.mask))
-                                             : kernels::Bf16Products::none;
+  kernels::AttentionParams p = kernels::make_params(o.batch, o.seq / P, o.seq, o.heads, o.kv_heads, o.head_dim, o.mask);
+  p.softcap = o.softcap;
+  const kernels::Bf16Products products =
+      o.dtype == RFA_DTYPE_BFLOAT16 ? kernels::host_bf16_products(p) : kernels::Bf16Products::none;
   return measure_core_peak(products) * P * threads;
 }
 
-/// The configuration as a label: "B=1 S=8192 H=8/8 d=64 causal" (" window W" after it when one
-/// is set).
+/// The configuration as a label: "B=1 S=8192 H=8/8 d=64 causal" (" window W" and " softcap C"
+/// after it when set).
 inline std::string shape_label(const RunOptions& o) {
   return "B=" + std::to_string(o.batch) + " S=" + std::to_string(o.seq) + " H=" + std::to_string(o.heads) + "/" +
          std::to_string(o.kv_heads) + " d=" + std::to_string(o.head_dim) +
          (o.mask == RFA_MASK_CAUSAL ? " causal" : " non-causal") +
-         (o.window > 0 ? " window " + std::to_string(o.window) : "");
+         (o.window > 0 ? " window " + std::to_string(o.window) : "") +
+         (o.softcap > 0.0f ? " softcap " + number_text(o.softcap) : "");
 }
 
 /// One JSON case of a pass of `strategy` ("ring", "ulysses", ...): per repetition the slowest

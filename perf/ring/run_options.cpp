@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "run_options.hpp"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "layout/sequence_layout.hpp"
@@ -75,6 +77,8 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
   --sinks            attention sinks: a logit per head (-1, 0, 0.5, 2, repeating) in every row's
                      softmax, folded into the finished rows as the C API's
                      rfa_forward_with_sinks does; the check covers them and their gradient
+  --softcap C        soft-capped scores: each scaled score s becomes C tanh(s / C) before the mask
+                     and the softmax (C > 0; default: none)
   --kokkos-help      Kokkos' own options (--kokkos-threads=N, ...)
   --help             this text
 
@@ -196,6 +200,12 @@ RunOptions parse_run_options(int argc, char** argv) {
       o.deterministic = true;
     } else if (flag == "--sinks") {
       o.sinks = true;
+    } else if (flag == "--softcap") {
+      const char* text = value();
+      char* end = nullptr;
+      o.softcap = std::strtof(text, &end);
+      require(end && *end == '\0' && o.softcap > 0.0f && std::isfinite(o.softcap),
+              "--softcap expects a positive number, got '", text, "'");
     } else if (flag == "--device") {
       const std::string v = value();
       if (v == "host")
@@ -243,6 +253,12 @@ std::string fit_default_seq(RunOptions& o, int ranks) {
   return "S=" + std::to_string(fitted) + ": the default " + old + " rounded down to a multiple of " +
          (o.layout == RFA_LAYOUT_ZIGZAG ? "2P = " : "P = ") + std::to_string(divisor) + " for the " +
          layout::layout_name(o.layout) + " layout";
+}
+
+std::string number_text(double x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
 }
 
 }  // namespace perf

@@ -47,6 +47,7 @@ struct RunOptions {
   engine::PathRequest kernel_path = engine::PathRequest::environment;
   bool deterministic = false;  ///< --deterministic: bitwise reproducible gradients
   bool sinks = false;          ///< --sinks: attention sinks (ring_problem.hpp, run_sinks)
+  float softcap = 0.0f;        ///< --softcap C: soft-capped scores (0: none)
   /// --release-workspace: the context's kept workspace freed before every timed pass (what a
   /// code that gives the memory back between calls pays).
   bool release_workspace = false;
@@ -71,6 +72,9 @@ std::string fit_default_seq(RunOptions& o, int ranks);
 /// "ring", "ulysses", "allgather" or "hybrid:PU": the strategy as output and JSON name it (the
 /// spelling of rfa_ring_bench --strategy).
 std::string strategy_label(const engine::StrategyChoice& choice);
+
+/// A number as a command line gives it: "30", "0.5" (an ostream's default form).
+std::string number_text(double x);
 
 /// The mask these options run (for counting the visible scores).
 inline MaskShape mask_shape(const RunOptions& o) { return MaskShape{o.seq, o.mask == RFA_MASK_CAUSAL, o.window, {}}; }

@@ -71,6 +71,18 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::RingConfi
   const std::int64_t L = mine.length(), group = H / HKV;
   const kernels::MaskRule rule = engine::mask_rule(cfg);
   const double scale = kernels::make_params(B, L, S, H, HKV, D, cfg.mask, cfg.softmax_scale).scale();
+  // The scaled score of a query and a key, soft-capped as configured, and the cap's slope.
+  const double cap = cfg.softcap;
+  auto score = [&](const std::vector<double>& qv, const std::vector<double>& kv, double& slope) {
+    const double s = scale * dot(qv, kv);
+    if (cap <= 0) {
+      slope = 1;
+      return s;
+    }
+    const double t = std::tanh(s / cap);
+    slope = 1 - t * t;
+    return cap * t;
+  };
   const int me = ring.rank();
   const std::vector<std::int64_t> picks = sampled_rows(L, rows);
   const std::size_t dn = std::size_t(D);
@@ -96,16 +108,17 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::RingConfi
         if (!sees(rule, p, j)) continue;
         row_values<T>(TensorId::k, b, j, g, k);
         row_values<T>(TensorId::v, b, j, g, v);
-        const double s = scale * dot(q, k), dov_v = dot(dov, v);
+        double slope;
+        const double s = score(q, k, slope), dov_v = dot(dov, v);
         if (s > m) {
           const double r = std::exp(m - s);  // 0 while nothing was seen
           z *= r;
           for (std::int64_t x = 0; x < D; ++x) o[x] *= r, a[x] *= r, bk[x] *= r;
           m = s;
         }
-        const double e = std::exp(s - m);
+        const double e = std::exp(s - m), es = e * slope;
         z += e;
-        for (std::int64_t x = 0; x < D; ++x) o[x] += e * v[x], a[x] += e * dov_v * k[x], bk[x] += e * k[x];
+        for (std::int64_t x = 0; x < D; ++x) o[x] += e * v[x], a[x] += es * dov_v * k[x], bk[x] += es * k[x];
       }
       const bool none = z == 0;
       for (std::int64_t x = 0; x < D; ++x) o[x] = none ? 0.0 : o[x] / z;
@@ -146,8 +159,9 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::RingConfi
         const std::size_t row = std::size_t((b * H + h) * S + i);
         row_values<T>(TensorId::q, b, i, h, q);
         row_values<T>(TensorId::dout, b, i, h, dov);
-        const double pr = std::exp(scale * dot(q, k) - double(lse_all[row]));
-        const double ds = pr * (dot(dov, v) - double(delta_all[row]));
+        double slope;
+        const double pr = std::exp(score(q, k, slope) - double(lse_all[row]));
+        const double ds = pr * (dot(dov, v) - double(delta_all[row])) * slope;
         for (std::int64_t x = 0; x < D; ++x) dv_ref[x] += pr * dov[x], dk_ref[x] += scale * ds * q[x];
       }
     for (std::int64_t x = 0; x < D; ++x) {
