@@ -303,8 +303,8 @@ typedef struct rfa_options_t {
                                     softcap * tanh(s / softcap) before the mask and the softmax (as Gemma's
                                     models do), forward and backward (docs/variants.md); applied in fp32.
                                     0: scores as they are. Finite, >= 0. Any strategy, layout, dtype; on CUDA
-                                    contexts rfa's sm80 kernels apply it (cuDNN's kernel and the Hopper
-                                    path refuse it). Default 0. */
+                                    contexts rfa's sm80 kernels apply it (capped blocks run there whatever
+                                    the kernel choice: cuDNN and the Hopper path do not cap). Default 0. */
 } rfa_options_t;
 /* clang-format on */
 

@@ -38,6 +38,12 @@ rfa_cuda_position_map cuda_positions(const PositionMap& m) {
   return out;
 }
 
+/// The kernels_cuda path of a block: the context's, except that soft-capped blocks run on the
+/// sm_80 kernels (the Hopper path has no cap).
+rfa_cuda_path block_path(CudaPath path, const rfa_cuda_attention_shape& shape) {
+  return path == CudaPath::sm90 && shape.softcap == 0.f ? RFA_CUDA_PATH_SM90 : RFA_CUDA_PATH_SM80;
+}
+
 /// `TOut` float: the ring partial, normalized, in fp32 (merged into out/lse when `merge`);
 /// otherwise the normalized result in the storage dtype.
 template <class T, class TOut>
@@ -46,7 +52,7 @@ void launch_forward(const rfa_cuda_attention_shape& shape, const T* q, const T* 
   rfa_cuda_forward_params f;
   rfa_cuda_forward_params_init(&f);
   f.shape = shape;
-  f.path = path == CudaPath::sm90 ? RFA_CUDA_PATH_SM90 : RFA_CUDA_PATH_SM80;
+  f.path = block_path(path, shape);
   f.q = q;
   f.k = k;
   f.v = v;
@@ -141,7 +147,7 @@ void CudaBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<const
   b.dk = dk.data();
   b.dv = dv.data();
   b.deterministic = p.deterministic ? 1 : 0;
-  b.path = path_ == CudaPath::sm90 ? RFA_CUDA_PATH_SM90 : RFA_CUDA_PATH_SM80;
+  b.path = block_path(path_, b.shape);
   check(rfa_cuda_flash_backward(&b, stream_), "rfa_cuda_flash_backward");
 }
 

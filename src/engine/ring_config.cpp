@@ -29,14 +29,6 @@ void validate_local(const RingConfig& c, int ranks) {
   if (c.cuda_kernels == CudaKernels::cudnn && c.device != Device::cuda) {
     fail(RFA_ERROR_UNSUPPORTED, "cuDNN's block kernel runs on CUDA contexts only (the device is the host)");
   }
-  if (c.softcap > 0.0f && c.device == Device::cuda) {
-    if (c.cuda_kernels == CudaKernels::cudnn)
-      fail(RFA_ERROR_UNSUPPORTED, "soft-capped scores (softcap ", c.softcap,
-           ") are not expressed by cuDNN's block kernel: ask for rfa's kernels (cuda_kernels rfa or auto)");
-    if (c.cuda_path == CudaPath::sm90)
-      fail(RFA_ERROR_UNSUPPORTED, "soft-capped scores (softcap ", c.softcap,
-           ") run on the sm80 CUDA kernels, not the Hopper path (sm90) that was asked for");
-  }
   // The caller's tensors are wrapped in Views: they must be able to index every element.
   const std::int64_t local = c.seq_total / ranks;
   require_view_extents("q", {c.batch, local, c.heads, c.head_dim});

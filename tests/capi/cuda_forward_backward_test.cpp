@@ -283,38 +283,6 @@ std::vector<Case> strategy_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Strategies, CudaForwardBackward, ::testing::ValuesIn(strategy_cases()), case_name);
 
-// Soft-capped scores are refused at creation, on every rank, where the kernels asked for cannot
-// apply them: cuDNN's block kernel (or, where it cannot load here, the request itself) and the
-// Hopper path asked for by name.
-TEST(CudaContext, RefusesSoftcapOnKernelsWithoutIt) {
-  SKIP_WITHOUT_DEVICE();
-  Case c{RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2};
-  c.softcap = 30;
-  rfa_options_t o = cuda_options(c, 2 * world_size() * 8);
-  o.cuda_kernels = RFA_CUDA_KERNELS_CUDNN;
-  rfa_context_t ctx = nullptr;
-  EXPECT_EQ(int(rfa_context_create(MPI_COMM_WORLD, &o, &ctx)), int(RFA_ERROR_UNSUPPORTED));
-  const std::string cudnn_message = rfa_get_last_error_message();
-  EXPECT_TRUE(cudnn_message.find("soft-capped scores") != std::string::npos ||
-              cudnn_message.find("the cuDNN kernels were asked for, but") != std::string::npos)
-      << cudnn_message;
-  EXPECT_EQ(ctx, nullptr);
-  o.cuda_kernels = RFA_CUDA_KERNELS_RFA;
-  const char* path = std::getenv("RFA_CUDA_KERNEL_PATH");  // the device check pins it: put it back
-  const std::string saved = path ? path : "";
-  setenv("RFA_CUDA_KERNEL_PATH", "sm90", 1);
-  EXPECT_EQ(int(rfa_context_create(MPI_COMM_WORLD, &o, &ctx)), int(RFA_ERROR_UNSUPPORTED));
-  const std::string sm90_message = rfa_get_last_error_message();
-  if (path)
-    setenv("RFA_CUDA_KERNEL_PATH", saved.c_str(), 1);
-  else
-    unsetenv("RFA_CUDA_KERNEL_PATH");
-  EXPECT_TRUE(sm90_message.find("not the Hopper path") != std::string::npos ||
-              sm90_message.find("the CUDA kernel path sm90 was asked for, but") != std::string::npos)
-      << sm90_message;
-  EXPECT_EQ(ctx, nullptr);
-}
-
 // Host memory handed to a CUDA context fails on every rank before anything moves, and the
 // context stays usable; head dims the CUDA kernels lack are refused at creation.
 TEST(CudaContext, RefusesHostPointersAndUnsupportedHeadDims) {
