@@ -10,9 +10,9 @@ namespace rfa_cuda {
 namespace detail {
 
 struct ScoreCap {
-  bool on;         // softcap > 0
-  float into_tanh; // scale / softcap
-  float out_of;    // softcap / scale
+  bool on;          // softcap > 0
+  float into_tanh;  // scale / softcap
+  float out_of;     // softcap / scale
 
   /// The capped raw score of s; `slope` gets d(capped)/ds = 1 - tanh^2 (1 without a cap).
   __device__ __forceinline__ float apply(float s, float& slope) const {

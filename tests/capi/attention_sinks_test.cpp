@@ -46,7 +46,6 @@ std::vector<float> sink_values(int64_t heads) {
   return s;
 }
 
-
 rfa_options_t sink_options(const Case& c, int64_t H, const std::vector<int64_t>& bounds) {
   const int P = world_size();
   rfa_options_t o;

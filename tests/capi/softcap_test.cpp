@@ -153,16 +153,16 @@ INSTANTIATE_TEST_SUITE_P(Variants, CapiSoftcap, ::testing::ValuesIn(cases()), ca
 // on every rank, and so does a cap given on one rank only.
 TEST(CapiSoftcapRefusals, BadCapsFailCreationOnEveryRank) {
   const std::vector<int64_t> none;
-  for (double bad : {-1.0, -1e-30, std::numeric_limits<double>::quiet_NaN(),
-                     std::numeric_limits<double>::infinity(), 1e39, 1e-50}) {
-    rfa_options_t o = cap_options({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, bad}, none);
+  for (double bad :
+       {-1.0, -1e-30, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(), 1e39, 1e-50}) {
+    rfa_options_t o =
+        cap_options({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, bad}, none);
     rfa_context_t ctx = nullptr;
     EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "options.softcap is");
     EXPECT_EQ(ctx, nullptr);
   }
   if (world_size() < 2) return;
-  rfa_options_t o =
-      cap_options({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 0.5}, none);
+  rfa_options_t o = cap_options({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 0.5}, none);
   if (world_rank() == 1) o.softcap = 0.75;
   rfa_context_t ctx = nullptr;
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "softcap");
