@@ -87,13 +87,12 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads) flash_forwa
     // S = Q K^T for 16 rows x kBlockN keys.
     float s[kBlockN / 8][4];
     rows_times_tile_transposed<T, D, kBlockN>(s, q_frag, k_s, lane);
-    // Soft-capped scores: before the mask, whose -inf the cap would make finite.
-    if (dims.cap.on) {
+    // Soft-capped scores (a no-op without a cap): before the mask, whose -inf the cap would make
+    // finite.
 #pragma unroll
-      for (int nb = 0; nb < kBlockN / 8; ++nb) {
+    for (int nb = 0; nb < kBlockN / 8; ++nb) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[nb][e] = dims.cap.apply(s[nb][e]);
-      }
+      for (int e = 0; e < 4; ++e) s[nb][e] = dims.cap.apply(s[nb][e]);
     }
 
     if (tile.kind_of(dims, k_tile) == TileKind::kPartial) {

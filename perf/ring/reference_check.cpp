@@ -7,6 +7,7 @@
 
 #include "check_reductions.hpp"
 #include "core/error.hpp"
+#include "engine/ring_config.hpp"
 #include "ring_problem.hpp"
 
 namespace rfa {
@@ -50,8 +51,7 @@ CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::Ri
 
   // Forward of this rank's queries against the whole sequence.
   kernels::AttentionParams mine_vs_all = kernels::make_params(B, L, S, H, HKV, D, cfg.mask, cfg.softmax_scale);
-  mine_vs_all.window = cfg.window;
-  mine_vs_all.softcap = cfg.softcap;
+  engine::apply_mask(cfg, mine_vs_all);  // the window, the soft cap: what every block of the run gets
   mine_vs_all.q_pos = mine;
   Tensor4<float> out_ref("out_ref", B, L, H, D);
   Tensor3<float> lse_ref("lse_ref", B, H, L);
@@ -73,8 +73,7 @@ CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::Ri
   kernels::flash_backward_accumulate<float>(mine_vs_all, q_mine, k_all, v_all, dout_mine, lse_ref, delta_ref, dq_ref,
                                             dk_unused, dv_unused);
   kernels::AttentionParams all_vs_mine = kernels::make_params(B, S, L, H, HKV, D, cfg.mask, cfg.softmax_scale);
-  all_vs_mine.window = cfg.window;
-  all_vs_mine.softcap = cfg.softcap;
+  engine::apply_mask(cfg, all_vs_mine);
   all_vs_mine.k_pos = mine;
   Tensor4<float> dq_unused("dq_unused", B, S, H, D), dk_ref("dk_ref", B, L, HKV, D), dv_ref("dv_ref", B, L, HKV, D);
   kernels::flash_backward_accumulate<float>(all_vs_mine, q_all, k_mine, v_mine, dout_all, lse_all, delta_all, dq_unused,
