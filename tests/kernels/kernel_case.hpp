@@ -207,6 +207,9 @@ inline std::vector<CaseSpec> kernel_cases() {
            0.5f, 0.8f);
     capped({1, 300, 300, 2, 1, 32, mask, {}, {}, 0.0f, 17, {0, 5, 150, 151, 290, 300}}, 1.0f, 0.7f);
     capped({1, 30, 40, 1, 1, 8, mask, PositionMap::contiguous(0, 30), PositionMap::contiguous(100, 40)}, 2.0f);
+    // Lengths one either side of the host kernels' tiles (192 query rows, 96 keys).
+    capped({1, 193, 95, 2, 1, 16, mask, {}, {}}, 0.5f, 0.8f);
+    capped({1, 191, 97, 2, 2, 16, mask, {}, {}}, 0.5f, 0.8f);
   }
   return cases;
 }
