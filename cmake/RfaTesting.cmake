@@ -10,6 +10,55 @@
 #
 # Registers an MPI suite built by rfa_add_test once more per rank count, as name.v.npN, with
 # the environment given (the same tests under another setting, e.g. another kernel choice).
+#
+# Test programs have the target property RFA_TEST_CODE (their own code compiles at -O1:
+# cmake/RfaCompilerFlags.cmake) and, where RFA_TEST_PRECOMPILED_HEADERS is on, reuse one
+# precompiled header of the system headers every suite includes (GoogleTest, Kokkos, MPI, the
+# standard library), which is most of a test file's compile time.
+#
+# RFA_TEST_PRECOMPILED_HEADERS: on for GCC and Clang; a Kokkos with CUDA (whose nvcc_wrapper
+# compiles C++) and other compilers build the tests without it.
+set(_rfa_pch_default OFF)
+if(CMAKE_CXX_COMPILER_ID MATCHES "^(GNU|Clang)$" AND NOT RFA_KOKKOS_HAS_CUDA
+   AND NOT CMAKE_CXX_COMPILER MATCHES "nvcc_wrapper")
+  set(_rfa_pch_default ON)
+endif()
+option(RFA_TEST_PRECOMPILED_HEADERS "Precompile the system headers the test suites share" ${_rfa_pch_default})
+
+# rfa_test_precompiled_headers_host(target source): the executable whose compilation makes the
+# shared precompiled header (tests/common); it has the test programs' flags, so that GCC, which
+# rejects a header built with other code-generation flags (-fpie against -fpic), accepts it.
+function(rfa_test_precompiled_headers_host target source)
+  if(NOT RFA_TEST_PRECOMPILED_HEADERS)
+    return()
+  endif()
+  add_executable(${target} ${source})
+  target_link_libraries(${target} PRIVATE GTest::gtest rfa::kokkos rfa_build_flags)
+  set(_headers <gtest/gtest.h> <Kokkos_Core.hpp> <algorithm> <cmath> <cstdint> <cstring> <functional>
+               <limits> <memory> <numeric> <random> <sstream> <string> <vector>)
+  if(RFA_ENABLE_MPI)
+    target_link_libraries(${target} PRIVATE MPI::MPI_CXX)
+    list(APPEND _headers <mpi.h>)
+  endif()
+  set_target_properties(${target} PROPERTIES RFA_TEST_CODE ON)
+  target_precompile_headers(${target} PRIVATE ${_headers})
+  set_property(GLOBAL PROPERTY RFA_TEST_PRECOMPILED_HEADERS_TARGET ${target})
+endfunction()
+
+# rfa_mark_test_code(target): `target` (a test program, or a library of test cases) compiles as
+# test code; a program whose sources are all C++ reuses the shared precompiled header where
+# there is one (a library's position-independent code could not).
+function(rfa_mark_test_code target)
+  set_target_properties(${target} PROPERTIES RFA_TEST_CODE ON)
+  get_property(_host GLOBAL PROPERTY RFA_TEST_PRECOMPILED_HEADERS_TARGET)
+  get_target_property(_type ${target} TYPE)
+  get_target_property(_sources ${target} SOURCES)
+  list(FILTER _sources EXCLUDE REGEX "[.](cpp|cc|hpp|h)$")
+  if(_host AND _type STREQUAL "EXECUTABLE" AND NOT _sources)
+    target_precompile_headers(${target} REUSE_FROM ${_host})
+  endif()
+endfunction()
+
 set(RFA_MPIEXEC_EXTRA_FLAGS "--oversubscribe" CACHE STRING "Extra mpiexec flags for tests")
 function(rfa_mpiexec_flags out)
   set(_extra ${MPIEXEC_PREFLAGS} ${RFA_MPIEXEC_EXTRA_FLAGS})
@@ -25,6 +74,7 @@ function(rfa_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;MPI_RANKS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest rfa_build_flags)
+  rfa_mark_test_code(${T_NAME})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
