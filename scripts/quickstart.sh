@@ -7,7 +7,9 @@
 #                 through ctest, one test per core at a time (RFA_JOBS); args go to ctest
 # Both are idempotent: a second run installs nothing and rebuilds only what changed.
 # Environment: RFA_BUILD_DIR (default ./build), RFA_RANKS (default: one per core, at least 2),
-# RFA_CMAKE_ARGS (extra configure flags, e.g. "-DRFA_ENABLE_CUDA=OFF"), RFA_JOBS (default: cores).
+# RFA_CMAKE_ARGS (extra configure flags, e.g. "-DRFA_ENABLE_CUDA=OFF"), RFA_JOBS (default: cores),
+# RFA_BUILD_ONLY_SELECTED=1 (test: build only the programs of the tests the args select, and no
+# docs unless they select a docs test: scripts/selected_test_targets.py; CI's sanitizer pass).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -60,6 +62,10 @@ cmake -S "$here" -B "$build" "${configure[@]}" ${RFA_CMAKE_ARGS:-} >"$build/conf
   || { cat "$build/configure.log" >&2; exit 1; }
 if [ "$mode" = run ]; then
   cmake --build "$build" -j "$jobs" --target rfa rfa_run
+elif [ "${RFA_BUILD_ONLY_SELECTED:-0}" = 1 ]; then
+  mapfile -t targets < <(python3 "$here/scripts/selected_test_targets.py" "$build" "$@")
+  [ ${#targets[@]} -gt 0 ] || { echo "quickstart: the selected tests name no program to build" >&2; exit 1; }
+  cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 else
   cmake --build "$build" -j "$jobs"
 fi
@@ -76,7 +82,11 @@ case "$mode" in
     exec mpiexec -np "$ranks" "${mpi_flags[@]}" "$build/perf/ring/rfa_run" "$@"
     ;;
   test)
-    cmake --build "$build" --target docs
+    docs_tests=all
+    [ "${RFA_BUILD_ONLY_SELECTED:-0}" = 1 ] && docs_tests=$(ctest --test-dir "$build" -N -L docs "$@")
+    if grep -qE '^all$|^ +Test +#' <<<"$docs_tests"; then
+      cmake --build "$build" --target docs
+    fi
     # One test per core at a time: an MPI test counts as many cores as it has ranks (its
     # PROCESSORS property), and one with more ranks than cores runs alone.
     exec ctest --test-dir "$build" --output-on-failure --parallel "$jobs" "$@"
