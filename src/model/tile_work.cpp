@@ -24,39 +24,116 @@ std::int64_t first_true(std::int64_t n, Pred&& pred) {
   return lo;
 }
 
-/// Keys among local rows [c0, c1) of `k` whose positions lie in [a, b].
-std::int64_t keys_between(const PositionMap& k, std::int64_t c0, std::int64_t c1, std::int64_t a, std::int64_t b) {
-  std::int64_t n = 0, base = 0;
-  for (int s = 0; s < k.count; ++s) {
-    const Segment& seg = k.seg[s];
-    const std::int64_t j0 = std::max(c0, base) - base, j1 = std::min(c1, base + seg.length) - base;
-    base += seg.length;
-    if (j0 >= j1 || a > b) continue;
-    // start + j * stride in [a, b]  <=>  j in [ceil((a - start) / stride), floor((b - start) / stride)]
-    auto floor_div = [](std::int64_t x, std::int64_t y) { return x >= 0 ? x / y : -((-x + y - 1) / y); };
-    const std::int64_t lo = std::max(j0, -floor_div(-(a - seg.start), seg.stride));
-    const std::int64_t hi = std::min(j1 - 1, floor_div(b - seg.start, seg.stride));
-    if (lo <= hi) n += hi - lo + 1;
+std::int64_t floor_div(std::int64_t x, std::int64_t y) { return x >= 0 ? x / y : -((-x + y - 1) / y); }
+std::int64_t ceil_div(std::int64_t x, std::int64_t y) { return -floor_div(-x, y); }
+
+/// Stands for "no bound" in index arithmetic: far beyond any row index, far from overflow.
+constexpr std::int64_t kUnbounded = std::int64_t(1) << 60;
+
+/// Sum over integers i in [u, v) of max(0, slope * i + intercept), slope in {-1, 0, 1}.
+std::int64_t sum_positive(int slope, std::int64_t intercept, std::int64_t u, std::int64_t v) {
+  if (slope > 0) u = std::max(u, 1 - intercept);  // i + intercept > 0
+  if (slope < 0) v = std::min(v, intercept);      // intercept - i > 0
+  if (u >= v) return 0;
+  if (slope == 0) return intercept > 0 ? intercept * (v - u) : 0;
+  const std::int64_t first = slope * u + intercept, last = slope * (v - 1) + intercept;
+  return (v - u) * (first + last) / 2;
+}
+
+/// Sum over rows i in [ia, ib) of the number of keys j in [i + lo, i + hi] and in [j0, j1]:
+/// the visible scores of query and key segments that share one stride, in index terms.
+/// min(i + hi, j1) - max(i + lo, j0) + 1 is linear between the rows where the key range
+/// reaches j1 (i >= j1 - hi) and leaves j0 behind (i >= j0 - lo): at most three pieces.
+std::int64_t band_count(std::int64_t ia, std::int64_t ib, std::int64_t lo, std::int64_t hi, std::int64_t j0,
+                        std::int64_t j1) {
+  if (ia >= ib || j0 > j1) return 0;
+  const std::int64_t reach_end = std::clamp(j1 - hi, ia, ib), pass_start = std::clamp(j0 - lo, ia, ib);
+  std::int64_t cuts[4] = {ia, std::min(reach_end, pass_start), std::max(reach_end, pass_start), ib};
+  std::int64_t n = 0;
+  for (int piece = 0; piece < 3; ++piece) {
+    const std::int64_t u = cuts[piece], v = cuts[piece + 1];
+    if (u >= v) continue;
+    const bool before_end = u < reach_end, past_start = u >= pass_start;
+    const int slope = int(before_end) - int(past_start);
+    const std::int64_t intercept = (before_end ? hi : j1) - (past_start ? lo : j0) + 1;
+    n += sum_positive(slope, intercept, u, v);
   }
   return n;
+}
+
+/// Keys among the segment-local rows [j0, j1) of `ks` whose positions lie in [a, b].
+std::int64_t keys_between(const Segment& ks, std::int64_t j0, std::int64_t j1, std::int64_t a, std::int64_t b) {
+  if (j0 >= j1 || a > b) return 0;
+  // start + j * stride in [a, b]  <=>  j in [ceil((a - start) / stride), floor((b - start) / stride)]
+  const std::int64_t lo = std::max(j0, ceil_div(a - ks.start, ks.stride));
+  const std::int64_t hi = std::min(j1 - 1, floor_div(b - ks.start, ks.stride));
+  return lo <= hi ? hi - lo + 1 : 0;
+}
+
+/// The keys a query at `position` may see, [a, b] in positions, before documents.
+void key_range(const kernels::MaskRule& rule, std::int64_t position, std::int64_t& a, std::int64_t& b) {
+  a = rule.window > 0 ? position - rule.window + 1 : -kUnbounded;
+  b = rule.causal ? position : kUnbounded;
+}
+
+/// Scores the rule lets through between query rows [i0, i1) of segment `qs` and key rows
+/// [j0, j1) of segment `ks`, the queries all in positions [d0, d1) and the keys seen only
+/// there. Segments of one stride count in closed form (band_count); others row by row.
+std::int64_t visible_between(const kernels::MaskRule& rule, const Segment& qs, std::int64_t i0, std::int64_t i1,
+                             const Segment& ks, std::int64_t j0, std::int64_t j1, std::int64_t d0, std::int64_t d1) {
+  if (i0 >= i1 || j0 >= j1) return 0;
+  if (qs.stride != ks.stride) {
+    std::int64_t n = 0;
+    for (std::int64_t i = i0; i < i1; ++i) {
+      std::int64_t a, b;
+      key_range(rule, qs.start + i * qs.stride, a, b);
+      n += keys_between(ks, j0, j1, std::max(a, d0), std::min(b, d1 - 1));
+    }
+    return n;
+  }
+  // Query i sees key j when j - i lies in [lo, hi] (causal: k_j <= q_i; window: q_i - k_j < w),
+  // and j lies in the keys' rows of positions [d0, d1).
+  const std::int64_t s = qs.stride, offset = qs.start - ks.start;
+  const std::int64_t hi = rule.causal ? floor_div(offset, s) : kUnbounded;
+  const std::int64_t lo = rule.window > 0 ? ceil_div(offset - rule.window + 1, s) : -kUnbounded;
+  const std::int64_t first = std::max(j0, ceil_div(d0 - ks.start, s)),
+                     last = std::min(j1 - 1, floor_div(d1 - 1 - ks.start, s));
+  return band_count(i0, i1, lo, hi, first, last);
 }
 
 /// Scores the rule lets through in the tile of query rows [r0, r1) and key rows [c0, c1).
 double visible_in_tile(const kernels::MaskRule& rule, const PositionMap& q, std::int64_t r0, std::int64_t r1,
                        const PositionMap& k, std::int64_t c0, std::int64_t c1) {
-  double n = 0;
-  for (std::int64_t i = r0; i < r1; ++i) {
-    const std::int64_t p = q(i);
-    std::int64_t a = rule.window > 0 ? p - rule.window + 1 : INT64_MIN / 2;
-    std::int64_t b = rule.causal ? p : INT64_MAX / 2;
+  std::int64_t n = 0, q_base = 0;
+  for (int qi = 0; qi < q.count; ++qi) {
+    const Segment& qs = q.seg[qi];
+    const std::int64_t i0 = std::max(r0, q_base) - q_base, i1 = std::min(r1, q_base + qs.length) - q_base;
+    q_base += qs.length;
+    if (i0 >= i1) continue;
+    // The queries' documents, each with the rows it holds; without documents, one of every position.
+    std::int64_t d_first = 0, d_last = 0;
     if (rule.documents()) {
-      const std::int64_t d = rule.document_of(p);
-      a = std::max(a, rule.doc_bounds[d]);
-      b = std::min(b, rule.doc_bounds[d + 1] - 1);
+      d_first = rule.document_of(qs.start + i0 * qs.stride);
+      d_last = rule.document_of(qs.start + (i1 - 1) * qs.stride);
     }
-    n += double(keys_between(k, c0, c1, a, b));
+    for (std::int64_t d = d_first; d <= d_last; ++d) {
+      std::int64_t d0 = -kUnbounded, d1 = kUnbounded, ia = i0, ib = i1;
+      if (rule.documents()) {
+        d0 = rule.doc_bounds[d];
+        d1 = rule.doc_bounds[d + 1];
+        ia = std::max(i0, ceil_div(d0 - qs.start, qs.stride));
+        ib = std::min(i1, ceil_div(d1 - qs.start, qs.stride));
+      }
+      std::int64_t k_base = 0;
+      for (int ki = 0; ki < k.count; ++ki) {
+        const Segment& ks = k.seg[ki];
+        const std::int64_t j0 = std::max(c0, k_base) - k_base, j1 = std::min(c1, k_base + ks.length) - k_base;
+        k_base += ks.length;
+        n += visible_between(rule, qs, ia, ib, ks, j0, j1, d0, d1);
+      }
+    }
   }
-  return n;
+  return double(n);
 }
 
 }  // namespace

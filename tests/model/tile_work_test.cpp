@@ -75,6 +75,36 @@ TEST(TileWork, MatchesTheKernelsRuleTileByTile) {
   EXPECT_EQ(cases, 3 * 30 * 2 * 4 * 2 * 3);
 }
 
+// Maps no layout pairs (segments of different strides, a query segment starting after its
+// keys, offsets that are no multiple of the stride): the count row by row where strides
+// differ and in closed form where they agree, against the rule tile by tile.
+TEST(TileWork, MixedMapsMatchTheKernelsRuleTileByTile) {
+  const std::vector<std::int64_t> no_docs, docs = {0, 7, 7, 90, 181, 300};
+  const std::vector<std::pair<PositionMap, PositionMap>> maps = {
+      {PositionMap::one({1, 3, 90}), PositionMap::contiguous(0, 270)},
+      {PositionMap::contiguous(40, 200), PositionMap::one({2, 5, 50})},
+      {PositionMap::two({100, 2, 40}, {5, 2, 30}), PositionMap::two({1, 2, 60}, {150, 1, 60})},
+      {PositionMap::one({150, 4, 30}), PositionMap::one({3, 4, 70})},
+  };
+  int cases = 0;
+  for (const auto& [q, k] : maps)
+    for (bool causal : {false, true})
+      for (std::int64_t window : {0, 1, 9, 64})
+        for (const std::vector<std::int64_t>* d : {&no_docs, &docs})
+          for (auto [tq, tk] : {std::pair<int, int>{16, 8}, {7, 13}}) {
+            kernels::MaskRule rule{causal, window, d->empty() ? nullptr : d->data(), std::int64_t(d->size())};
+            const TileWork want = tile_by_tile(rule, q, k, tq, tk), got = count_tile_work(rule, q, k, tq, tk);
+            std::ostringstream where;
+            where << "maps " << cases / 32 << " causal " << causal << " window " << window << " docs " << d->size()
+                  << " tiles " << tq << "x" << tk;
+            ASSERT_EQ(got.full, want.full) << where.str();
+            ASSERT_EQ(got.partial, want.partial) << where.str();
+            ASSERT_EQ(got.partial_visible, want.partial_visible) << where.str();
+            ++cases;
+          }
+  EXPECT_EQ(cases, 4 * 2 * 4 * 2 * 2);
+}
+
 TEST(TileWork, WholeSequenceCountsAreExact) {
   const PositionMap all = PositionMap::contiguous(0, 1000);
   const TileWork none = count_tile_work(kernels::MaskRule{}, all, all, 64, 64);
