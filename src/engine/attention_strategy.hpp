@@ -15,7 +15,9 @@
 #include <utility>
 
 #include "comm/communicator.hpp"
-#include "engine/ring_attention.hpp"
+#include "engine/engine_backends.hpp"
+#include "engine/engine_state.hpp"
+#include "engine/pass_tensors.hpp"
 #include "engine/ring_config.hpp"
 
 namespace rfa {

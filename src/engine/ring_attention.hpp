@@ -32,6 +32,7 @@
 #include "engine/device_doc_bounds.hpp"
 #include "engine/engine_backends.hpp"
 #include "engine/engine_state.hpp"
+#include "engine/pass_tensors.hpp"
 #include "engine/ring_config.hpp"
 #include "engine/workspace.hpp"
 #include "kernels/flash_attention.hpp"
@@ -39,23 +40,6 @@
 
 namespace rfa {
 namespace engine {
-
-using kernels::Tensor3;
-using kernels::Tensor4;
-#if RFA_ENGINE_CUDA
-/// Tensors in the CUDA device's memory (Kokkos::CudaSpace), same layouts as on the host.
-template <class T>
-using DeviceTensor4 = SpaceTensor4<T, Kokkos::CudaSpace>;
-template <class T>
-using DeviceTensor3 = SpaceTensor3<T, Kokkos::CudaSpace>;
-#endif
-
-/// Benchmark switches: the same schedule with one half left out, to measure overlap.
-enum class RingMode {
-  full,          ///< communicate and compute (the real thing)
-  compute_only,  ///< compute every step on the local block, send nothing
-  comm_only      ///< run every exchange, compute nothing (results are garbage)
-};
 
 class RingAttention : public EngineState {
  public:
