@@ -53,7 +53,7 @@ function(rfa_mark_test_code target)
   get_property(_host GLOBAL PROPERTY RFA_TEST_PRECOMPILED_HEADERS_TARGET)
   get_target_property(_type ${target} TYPE)
   get_target_property(_sources ${target} SOURCES)
-  list(FILTER _sources EXCLUDE REGEX "[.](cpp|cc|hpp|h)$")
+  list(FILTER _sources EXCLUDE REGEX "[.](cpp|cc|hpp|h)$|^[$]<TARGET_OBJECTS:")  # objects built elsewhere
   if(_host AND _type STREQUAL "EXECUTABLE" AND NOT _sources)
     target_precompile_headers(${target} REUSE_FROM ${_host})
   endif()

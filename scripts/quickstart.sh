@@ -82,9 +82,9 @@ case "$mode" in
     exec mpiexec -np "$ranks" "${mpi_flags[@]}" "$build/perf/ring/rfa_run" "$@"
     ;;
   test)
-    docs_tests=all
-    [ "${RFA_BUILD_ONLY_SELECTED:-0}" = 1 ] && docs_tests=$(ctest --test-dir "$build" -N -L docs "$@")
-    if grep -qE '^all$|^ +Test +#' <<<"$docs_tests"; then
+    # The docs, unless only selected tests' programs are built and none of those tests is a docs test.
+    docs_tests=$(ctest --test-dir "$build" -N -L docs "$@")
+    if [ "${RFA_BUILD_ONLY_SELECTED:-0}" != 1 ] || grep -qE '^ +Test +#' <<<"$docs_tests"; then
       cmake --build "$build" --target docs
     fi
     # One test per core at a time: an MPI test counts as many cores as it has ranks (its
