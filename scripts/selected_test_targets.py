@@ -84,7 +84,8 @@ def main():
                         stem = re.sub(r"^lib(.*?)[.](so|a)([.].*)?$", r"\1", name)
                         if stem in known:
                             needed.add(stem)
-    print("\n".join(sorted(needed)))
+    for name in sorted(needed):
+        print(name)
 
 
 if __name__ == "__main__":
