@@ -47,7 +47,9 @@ endfunction()
 
 # rfa_mark_test_code(target): `target` (a test program, or a library of test cases) compiles as
 # test code; a program whose sources are all C++ reuses the shared precompiled header where
-# there is one (a library's position-independent code could not).
+# there is one (a library's position-independent code could not). Such a program links MPI
+# whether or not its own code calls it: the header holds <mpi.h>, whose C++ bindings (Open MPI)
+# emit code that refers to the MPI library, and it compiles with the flags the host had.
 function(rfa_mark_test_code target)
   set_target_properties(${target} PROPERTIES RFA_TEST_CODE ON)
   get_property(_host GLOBAL PROPERTY RFA_TEST_PRECOMPILED_HEADERS_TARGET)
@@ -56,6 +58,9 @@ function(rfa_mark_test_code target)
   list(FILTER _sources EXCLUDE REGEX "[.](cpp|cc|hpp|h)$|^[$]<TARGET_OBJECTS:")  # objects built elsewhere
   if(_host AND _type STREQUAL "EXECUTABLE" AND NOT _sources)
     target_precompile_headers(${target} REUSE_FROM ${_host})
+    if(RFA_ENABLE_MPI)
+      target_link_libraries(${target} PRIVATE MPI::MPI_CXX)
+    endif()
   endif()
 endfunction()
 
