@@ -112,6 +112,8 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   // The caller may free its boundaries once this returns: the context keeps its own copy.
   context->doc_boundaries.assign(options.doc_boundaries, options.doc_boundaries + options.doc_boundary_count);
   context->options.doc_boundaries = context->doc_boundaries.empty() ? nullptr : context->doc_boundaries.data();
+  context->mask_ranges.assign(options.mask_ranges, options.mask_ranges + options.mask_range_count);
+  context->options.mask_ranges = context->mask_ranges.empty() ? nullptr : context->mask_ranges.data();
   setup::SetupRequest request;
   request.config = ring_config(context->options);
   request.automatic_strategy = enum_value(options.strategy) == RFA_STRATEGY_AUTO;

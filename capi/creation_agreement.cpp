@@ -13,6 +13,7 @@
 #include "core/documents.hpp"
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
+#include "core/mask_ranges.hpp"
 
 namespace rfa {
 namespace capi {
@@ -62,18 +63,23 @@ const Field kFields[] = {
     {"deterministic", [](const rfa_options_t& o) { return std::int64_t(o.deterministic); }},
     {"attention_sinks", [](const rfa_options_t& o) { return std::int64_t(o.attention_sinks); }},
     {"softcap", [](const rfa_options_t& o) { return double_bits(o.softcap); }},
+    // Read only after this rank's own check of the list (read_options): the pointer is valid.
+    {"mask_range_count", [](const rfa_options_t& o) { return o.mask_range_count; }},
+    {"mask_ranges (hash of the entries)",
+     [](const rfa_options_t& o) { return mask_ranges_hash(o.mask_ranges, o.mask_range_count); }},
 };
 // A field appended to rfa_options_t must be added above (and to the disagreement test,
 // tests/capi/options_agreement_test.cpp): this fails to compile until the size is updated.
-static_assert(offsetof(rfa_options_t, softcap) + sizeof(double) <= sizeof(rfa_options_t) &&
-                  sizeof(rfa_options_t) <= offsetof(rfa_options_t, softcap) + 8,
+static_assert(offsetof(rfa_options_t, mask_range_count) + sizeof(std::int64_t) <= sizeof(rfa_options_t) &&
+                  sizeof(rfa_options_t) <= offsetof(rfa_options_t, mask_range_count) + 8,
               "rfa_options_t has a field the creation agreement does not compare");
 constexpr int kFieldCount = int(sizeof kFields / sizeof kFields[0]);
 constexpr int kRecord = 1 + kFieldCount + 1;  // the verdict's code, the fields, the proposed id
 
 std::string value_text(int field, std::int64_t value) {
   std::ostringstream os;
-  if (std::strncmp(kFields[field].name, "doc_boundaries", 14) == 0) {
+  if (std::strncmp(kFields[field].name, "doc_boundaries", 14) == 0 ||
+      std::strncmp(kFields[field].name, "mask_ranges", 11) == 0) {
     os << "a list hashing to 0x" << std::hex << static_cast<std::uint64_t>(value);
   } else if (std::strcmp(kFields[field].name, "softmax_scale") == 0 ||
              std::strcmp(kFields[field].name, "timeout_s") == 0 || std::strcmp(kFields[field].name, "softcap") == 0) {

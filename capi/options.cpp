@@ -6,12 +6,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "core/documents.hpp"
 #include "core/enum_value.hpp"
 #include "core/environment.hpp"
 #include "core/error.hpp"
+#include "core/mask_ranges.hpp"
 #include "engine/ring_config.hpp"
 #include "firewall.hpp"
 
@@ -47,6 +49,8 @@ rfa_options_t default_options() {
   o.deterministic = 0;
   o.attention_sinks = 0;
   o.softcap = 0.0;
+  o.mask_ranges = nullptr;
+  o.mask_range_count = 0;
   return o;
 }
 
@@ -99,6 +103,8 @@ rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
   require(o.doc_boundary_count >= 0, what, "->doc_boundary_count is ", o.doc_boundary_count,
           "; it must be >= 0 (0: no documents)");
   validate_document_bounds(o.doc_boundaries, o.doc_boundary_count, o.seq_total, "options.doc_boundaries");
+  // The same for the mask's ranges: each entry read and checked on its own rank.
+  validate_mask_ranges(o.mask_ranges, o.mask_range_count, o.seq_total, "options.mask_ranges");
   // Resolved here, on each rank, so that the ranks then agree on what they will do.
   o.check_values = resolve_value_checks(o.check_values);
   o.cuda_kernels = requested_cuda_kernels(o.cuda_kernels);
@@ -112,7 +118,13 @@ void validate_options(const rfa_options_t& o, int ranks) {
             ring_order = enum_value(o.ring_order), strategy = enum_value(o.strategy);
   require(layout == RFA_LAYOUT_CONTIGUOUS || layout == RFA_LAYOUT_ZIGZAG || layout == RFA_LAYOUT_STRIPE,
           "options.layout is ", layout, ", not an rfa_layout_t value");
-  require(mask == RFA_MASK_NONE || mask == RFA_MASK_CAUSAL, "options.mask is ", mask, ", not an rfa_mask_t value");
+  require(mask == RFA_MASK_NONE || mask == RFA_MASK_CAUSAL || mask == RFA_MASK_RANGES, "options.mask is ", mask,
+          ", not an rfa_mask_t value");
+  if (mask != RFA_MASK_RANGES && (o.mask_ranges != nullptr || o.mask_range_count != 0)) {
+    fail(RFA_ERROR_INVALID_ARGUMENT, "options.mask_ranges holds ", o.mask_range_count,
+         " entries but options.mask is not RFA_MASK_RANGES: set the mask to RFA_MASK_RANGES to use them, or leave "
+         "mask_ranges NULL with a count of 0");
+  }
   require(dtype == RFA_DTYPE_FLOAT32 || dtype == RFA_DTYPE_BFLOAT16 || dtype == RFA_DTYPE_FLOAT16, "options.dtype is ",
           dtype, ", not an rfa_dtype_t value");
   require(ring_order >= RFA_RING_ORDER_DEFAULT && ring_order <= RFA_RING_ORDER_FILE, "options.ring_order is ",
@@ -204,6 +216,9 @@ engine::RingConfig ring_config(const rfa_options_t& o) {
   c.deterministic = o.deterministic != 0;
   if (o.doc_boundary_count > 0 && o.doc_boundaries)
     c.doc_bounds.assign(o.doc_boundaries, o.doc_boundaries + o.doc_boundary_count);
+  if (enum_value(o.mask) == RFA_MASK_RANGES)
+    c.ranges =
+        std::make_shared<const MaskRanges>(o.mask_ranges, o.mask_range_count, o.seq_total, "options.mask_ranges");
   return c;
 }
 

@@ -78,9 +78,43 @@ typedef enum rfa_dtype_t {
 
 /** @brief Attention masks, applied on global token positions. */
 typedef enum rfa_mask_t {
-  RFA_MASK_NONE = 0,  /**< Every query sees every key. */
-  RFA_MASK_CAUSAL = 1 /**< A query at position i sees keys at positions j <= i. */
+  RFA_MASK_NONE = 0,   /**< Every query sees every key. */
+  RFA_MASK_CAUSAL = 1, /**< A query at position i sees keys at positions j <= i. */
+  RFA_MASK_RANGES = 2  /**< A query sees the keys some entry of rfa_options_t::mask_ranges gives it
+                            (the union of the entries; docs/masks.md). Host contexts. */
 } rfa_mask_t;
+
+/**
+ * @brief Which pairs of its rectangle an entry of a mask given as ranges (::rfa_mask_range_t)
+ *        lets through. Positions are global token positions; "offset" below is k - q.
+ */
+typedef enum rfa_range_kind_t {
+  RFA_RANGE_FULL = 0,       /**< Every (query, key) pair of the rectangle. */
+  RFA_RANGE_CAUSAL = 1,     /**< Causal, aligned at the bottom right: k - k_end <= q - q_end, so the last
+                                 query sees every key (for a square aligned rectangle, k <= q). */
+  RFA_RANGE_ANTICAUSAL = 2, /**< The rest of the rectangle: k - k_end > q - q_end (CAUSAL and
+                                 ANTICAUSAL entries on one rectangle make it FULL). */
+  RFA_RANGE_BAND = 3        /**< A diagonal band: band_lo <= (k - k_begin) - (q - q_begin) <= band_hi,
+                                 offsets counted from the rectangle's top-left corner. */
+} rfa_range_kind_t;
+
+/**
+ * @brief One entry of a mask given as ranges: queries [q_begin, q_end) see the keys
+ *        [k_begin, k_end) that @p kind lets through.
+ *
+ * Bounds are global token positions, 0 <= begin <= end <= seq_total; an empty range
+ * (begin == end) lets nothing through. The helpers rfa_mask_ranges_causal() and the others of
+ * the group "Masks as ranges" build the common masks.
+ */
+typedef struct rfa_mask_range_t {
+  int64_t q_begin;       /**< First query position. */
+  int64_t q_end;         /**< One past the last query position. */
+  int64_t k_begin;       /**< First key position. */
+  int64_t k_end;         /**< One past the last key position. */
+  int64_t band_lo;       /**< ::RFA_RANGE_BAND: the lowest offset from the top-left diagonal; ignored otherwise. */
+  int64_t band_hi;       /**< ::RFA_RANGE_BAND: the highest offset, >= band_lo; ignored otherwise. */
+  rfa_range_kind_t kind; /**< Which pairs of the rectangle are visible. */
+} rfa_mask_range_t;
 
 /**
  * @brief How the global sequence is split over the P ranks of the ring (docs/architecture.md §4).
@@ -305,6 +339,17 @@ typedef struct rfa_options_t {
                                     0: scores as they are. Finite, >= 0. Any strategy, layout, dtype; on CUDA
                                     contexts rfa's sm80 kernels apply it (capped blocks run there whatever
                                     the kernel choice: cuDNN and the Hopper path do not cap). Default 0. */
+  const rfa_mask_range_t* mask_ranges; /**< With ::RFA_MASK_RANGES: mask_range_count entries whose union is the
+                                    mask (docs/masks.md); the window and the documents, if set, still
+                                    apply on top (a pair must pass both). Copied at rfa_context_create()
+                                    and checked there on every rank (bounds within seq_total, no
+                                    reversed range, known kinds, band_lo <= band_hi) and across ranks
+                                    (a hash of the entries); rfa_context_get_options() returns a pointer
+                                    to the context's copy. Any layout and strategy; host contexts only.
+                                    Ring steps whose K/V block no local query sees run no kernel.
+                                    NULL (default) with count 0 for the other masks. */
+  int64_t mask_range_count;    /**< Number of entries in mask_ranges, >= 0 (0 with ::RFA_MASK_RANGES: every
+                                    key hidden). Default 0. */
 } rfa_options_t;
 /* clang-format on */
 
@@ -372,7 +417,7 @@ RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context);
  * @brief The options the context was created with (after defaults were applied).
  *
  * Not collective. Writes min(options->struct_size, sizeof(rfa_options_t)) bytes;
- * doc_boundaries then points to the context's own copy, valid until rfa_context_destroy().
+ * doc_boundaries and mask_ranges then point to the context's own copies, valid until rfa_context_destroy().
  * @param context a live context.
  * @param[in,out] options struct_size must be set (rfa_options_init() does so); the rest is written.
  * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL argument or a struct_size
@@ -610,6 +655,110 @@ RFA_API rfa_result_t rfa_forward_with_sinks(rfa_context_t context, const void* q
 RFA_API rfa_result_t rfa_backward_with_sinks(rfa_context_t context, const void* q, const void* k, const void* v,
                                              const void* out, const void* dout, const float* lse, const float* sinks,
                                              void* dq, void* dk, void* dv, float* dsinks);
+
+/** @} */
+
+/* ------------------------------------------------------------------------------------------ */
+/** @name Masks as ranges
+ *
+ * Builders of the common masks as lists of ::rfa_mask_range_t for ::RFA_MASK_RANGES
+ * (docs/masks.md). Each writes at most @p capacity entries to @p ranges and sets @p *count to
+ * the number the mask needs; call it with ranges NULL and capacity 0 to learn the count, then
+ * again with room for it. Lists can be joined: the mask is the union of the entries. Not
+ * collective; thread-safe; no context needed.
+ *
+ * Each returns ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL @p count, a negative
+ * capacity, a non-NULL @p ranges whose capacity is below the count (nothing is written then),
+ * or sizes out of range (named in the message).
+ * @{ */
+
+/**
+ * @brief The causal mask over a sequence of @p seq_total tokens: one ::RFA_RANGE_CAUSAL entry.
+ * @param seq_total the whole sequence's length S >= 1.
+ * @param[out] ranges room for @p capacity entries, or NULL.
+ * @param capacity entries @p ranges can hold (>= 0).
+ * @param[out] count the entries the mask needs.
+ * @return ::RFA_SUCCESS or ::RFA_ERROR_INVALID_ARGUMENT (see the group's description).
+ */
+RFA_API rfa_result_t rfa_mask_ranges_causal(int64_t seq_total, rfa_mask_range_t* ranges, int64_t capacity,
+                                            int64_t* count);
+
+/**
+ * @brief A sliding window: a key is visible when q - k < @p window, and with @p causal only if
+ *        also k <= q (the same pairs as rfa_options_t::window with or without ::RFA_MASK_CAUSAL):
+ *        one ::RFA_RANGE_BAND entry.
+ * @param seq_total the whole sequence's length S >= 1.
+ * @param window the window w >= 1.
+ * @param causal nonzero: no key after its query.
+ * @param[out] ranges room for @p capacity entries, or NULL.
+ * @param capacity entries @p ranges can hold (>= 0).
+ * @param[out] count the entries the mask needs.
+ * @return ::RFA_SUCCESS or ::RFA_ERROR_INVALID_ARGUMENT (see the group's description).
+ */
+RFA_API rfa_result_t rfa_mask_ranges_sliding_window(int64_t seq_total, int64_t window, int32_t causal,
+                                                    rfa_mask_range_t* ranges, int64_t capacity, int64_t* count);
+
+/**
+ * @brief Packed documents: keys visible only within their query's document (causally with
+ *        @p causal), the same pairs as rfa_options_t::doc_boundaries: one entry per non-empty
+ *        document.
+ * @param doc_boundaries @p boundary_count cumulative boundaries 0 = b[0] <= ... <= b[n] (as
+ *        rfa_options_t::doc_boundaries; the last is the sequence's length).
+ * @param boundary_count documents + 1, >= 2.
+ * @param causal nonzero: causal within each document.
+ * @param[out] ranges room for @p capacity entries, or NULL.
+ * @param capacity entries @p ranges can hold (>= 0).
+ * @param[out] count the entries the mask needs.
+ * @return ::RFA_SUCCESS or ::RFA_ERROR_INVALID_ARGUMENT (see the group's description).
+ */
+RFA_API rfa_result_t rfa_mask_ranges_documents(const int64_t* doc_boundaries, int64_t boundary_count, int32_t causal,
+                                               rfa_mask_range_t* ranges, int64_t capacity, int64_t* count);
+
+/**
+ * @brief A prefix-LM mask: the first @p prefix tokens see each other both ways, and every
+ *        later token sees the whole prefix and, causally, the tokens after it: two entries.
+ * @param seq_total the whole sequence's length S >= 1.
+ * @param prefix the prefix's length, 0 <= prefix <= S (0: the causal mask).
+ * @param[out] ranges room for @p capacity entries, or NULL.
+ * @param capacity entries @p ranges can hold (>= 0).
+ * @param[out] count the entries the mask needs.
+ * @return ::RFA_SUCCESS or ::RFA_ERROR_INVALID_ARGUMENT (see the group's description).
+ */
+RFA_API rfa_result_t rfa_mask_ranges_prefix_lm(int64_t seq_total, int64_t prefix, rfa_mask_range_t* ranges,
+                                               int64_t capacity, int64_t* count);
+
+/**
+ * @brief A block-causal mask (video frames, chunked prompts): tokens in blocks of @p block
+ *        (the last may be shorter) see every token of their own block and of the blocks before:
+ *        one entry per block.
+ * @param seq_total the whole sequence's length S >= 1.
+ * @param block the block's length >= 1.
+ * @param[out] ranges room for @p capacity entries, or NULL.
+ * @param capacity entries @p ranges can hold (>= 0).
+ * @param[out] count the entries the mask needs.
+ * @return ::RFA_SUCCESS or ::RFA_ERROR_INVALID_ARGUMENT (see the group's description).
+ */
+RFA_API rfa_result_t rfa_mask_ranges_block_causal(int64_t seq_total, int64_t block, rfa_mask_range_t* ranges,
+                                                  int64_t capacity, int64_t* count);
+
+/**
+ * @brief The neighbourhood of radius @p radius on an nx x ny x nz grid whose points are tokens
+ *        in row-major order (token (x, y, z) at position x + nx * (y + ny * z); nz = 1 for a
+ *        2-D grid): a point sees the points with |dx|, |dy| and |dz| all <= radius (a square or
+ *        cube around it, cut at the grid's edges). One ::RFA_RANGE_BAND entry per pair of grid
+ *        rows (fixed y and z) that see each other: up to ny * nz * (2 radius + 1)^2 (2-D: ny *
+ *        (2 radius + 1)).
+ * @param nx points along x (the fastest index), >= 1.
+ * @param ny points along y, >= 1.
+ * @param nz points along z, >= 1 (1: a 2-D grid).
+ * @param radius the neighbourhood's radius >= 0 (0: each point sees itself).
+ * @param[out] ranges room for @p capacity entries, or NULL.
+ * @param capacity entries @p ranges can hold (>= 0).
+ * @param[out] count the entries the mask needs.
+ * @return ::RFA_SUCCESS or ::RFA_ERROR_INVALID_ARGUMENT (see the group's description).
+ */
+RFA_API rfa_result_t rfa_mask_ranges_grid_neighbourhood(int64_t nx, int64_t ny, int64_t nz, int64_t radius,
+                                                        rfa_mask_range_t* ranges, int64_t capacity, int64_t* count);
 
 /** @} */
 

@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   const std::vector<std::int64_t> docs = rfa::perf::long_tailed_documents(o.seq, o.median, o.sigma, rng);
   std::int64_t longest = 0;
   for (std::size_t d = 1; d < docs.size(); ++d) longest = std::max(longest, docs[d] - docs[d - 1]);
-  rfa::kernels::MaskRule rule{o.causal, o.window, docs.data(), std::int64_t(docs.size())};
+  rfa::kernels::MaskRule rule{o.causal, o.window, docs.data(), std::int64_t(docs.size()), {}};
   std::printf(
       "rfa_document_balance: S=%lld, P=%d, %zu documents (log-normal lengths, median %.0f, sigma %.2f, "
       "seed %u; longest %lld, rows per rank %lld), %s%s, tiles of %lld x %lld\n",

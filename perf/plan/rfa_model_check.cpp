@@ -231,7 +231,7 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o, co
   double lhs[2][2], rhs[2][2];           // [pass][equation]: masked scores, and what they cost
   for (int e = 0; e < 2; ++e) {
     const auto [fm, bm] = seconds[std::size_t(3 + e)];
-    const kernels::MaskRule rule{true, blocks[std::size_t(3 + e)].config.window, nullptr, 0};
+    const kernels::MaskRule rule{true, blocks[std::size_t(3 + e)].config.window, nullptr, 0, {}};
     const model::TileWork wf = model::count_tile_work(rule, rows, rows, m.forward_tile_q, m.forward_tile_k);
     const model::TileWork wb = model::count_tile_work(rule, rows, rows, m.backward_tile_q, m.backward_tile_k);
     // What the rows cost (MachineModel::forward_row_seconds) comes off first.

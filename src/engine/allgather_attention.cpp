@@ -337,8 +337,8 @@ void AllGatherAttention::run_backward(
 
   {
     ScopedSeconds t(timings_.compute);
-    const kernels::AttentionParams whole =
-        kernels::make_params(B, L, L, c.heads, c.kv_heads, D, c.mask, c.softmax_scale);
+    kernels::AttentionParams whole = kernels::make_params(B, L, L, c.heads, c.kv_heads, D, c.mask, c.softmax_scale);
+    apply_mask(c, whole);
     blocks.template delta<T>(whole, dout, out, delta);
   }
   SpaceTensor3<float, Space> lse_in(const_cast<float*>(lse.data()), B, c.heads, L);  // only read below

@@ -25,6 +25,13 @@ void validate_local(const RingConfig& c, int ranks) {
   apply_mask(c, p);
   kernels::validate(p);
   validate_document_bounds(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()), c.seq_total, "document boundaries");
+  require((c.mask == RFA_MASK_RANGES) == (c.ranges != nullptr),
+          c.mask == RFA_MASK_RANGES ? "the mask is RFA_MASK_RANGES but no ranges were given"
+                                    : "mask ranges were given but the mask is not RFA_MASK_RANGES");
+  if (c.ranges && c.device == Device::cuda) {
+    fail(RFA_ERROR_UNSUPPORTED,
+         "a mask given as ranges (RFA_MASK_RANGES) runs on host contexts; the CUDA kernels do not take ranges");
+  }
   require_device_support(c.device, c.head_dim, c.dtype);
   if (c.cuda_kernels == CudaKernels::cudnn && c.device != Device::cuda) {
     fail(RFA_ERROR_UNSUPPORTED, "cuDNN's block kernel runs on CUDA contexts only (the device is the host)");
@@ -42,24 +49,27 @@ void require_same_config(comm::Communicator& comm, const RingConfig& c) {
     std::memcpy(&b, &x, sizeof x);
     return b;
   };
-  comm::require_same_everywhere(comm, {{"layout", c.layout},
-                                       {"mask", c.mask},
-                                       {"dtype", c.dtype},
-                                       {"softmax_scale (bits)", bits(c.softmax_scale)},
-                                       {"softcap (bits)", bits(c.softcap)},
-                                       {"batch", c.batch},
-                                       {"seq_total", c.seq_total},
-                                       {"heads", c.heads},
-                                       {"kv_heads", c.kv_heads},
-                                       {"head_dim", c.head_dim},
-                                       {"device", std::int64_t(c.device)},
-                                       {"window", c.window},
-                                       {"cuda kernels", std::int64_t(c.cuda_kernels)},
-                                       {"deterministic", c.deterministic ? 1 : 0},
-                                       {"cuda kernel path", std::int64_t(c.cuda_path)},
-                                       {"document boundaries (count)", std::int64_t(c.doc_bounds.size())},
-                                       {"document boundaries (hash)",
-                                        document_bounds_hash(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()))}});
+  comm::require_same_everywhere(
+      comm,
+      {{"layout", c.layout},
+       {"mask", c.mask},
+       {"dtype", c.dtype},
+       {"softmax_scale (bits)", bits(c.softmax_scale)},
+       {"softcap (bits)", bits(c.softcap)},
+       {"batch", c.batch},
+       {"seq_total", c.seq_total},
+       {"heads", c.heads},
+       {"kv_heads", c.kv_heads},
+       {"head_dim", c.head_dim},
+       {"device", std::int64_t(c.device)},
+       {"window", c.window},
+       {"cuda kernels", std::int64_t(c.cuda_kernels)},
+       {"deterministic", c.deterministic ? 1 : 0},
+       {"cuda kernel path", std::int64_t(c.cuda_path)},
+       {"document boundaries (count)", std::int64_t(c.doc_bounds.size())},
+       {"document boundaries (hash)", document_bounds_hash(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()))},
+       {"mask ranges (count)", c.ranges ? std::int64_t(c.ranges->entries().size()) : -1},
+       {"mask ranges (hash)", c.ranges ? c.ranges->hash() : 0}});
 }
 
 void validate_collective(comm::Communicator& comm, const RingConfig& c) {
@@ -83,7 +93,7 @@ void validate_collective(comm::Communicator& comm, const RingConfig& c) {
 
 kernels::MaskRule mask_rule(const RingConfig& c) {
   return kernels::MaskRule{c.mask == RFA_MASK_CAUSAL, c.window, c.doc_bounds.empty() ? nullptr : c.doc_bounds.data(),
-                           std::int64_t(c.doc_bounds.size())};
+                           std::int64_t(c.doc_bounds.size()), c.ranges ? c.ranges->index() : MaskRangeIndex()};
 }
 
 void apply_mask(const RingConfig& c, kernels::AttentionParams& p) {
@@ -91,13 +101,14 @@ void apply_mask(const RingConfig& c, kernels::AttentionParams& p) {
   p.window = rule.window;
   p.doc_bounds = rule.doc_bounds;
   p.doc_bound_count = rule.doc_bound_count;
+  p.ranges = rule.ranges;
   p.deterministic = c.deterministic;
   p.softcap = c.softcap;
 }
 
 std::vector<int> ring_steps_with_work(const RingConfig& c, int ranks) {
   std::vector<int> steps;
-  if (c.window <= 0 && c.doc_bounds.size() <= 2) {  // causal alone: zigzag needs every step
+  if (c.window <= 0 && c.doc_bounds.size() <= 2 && !c.ranges) {  // causal alone: zigzag needs every step
     for (int s = 0; s < ranks; ++s) steps.push_back(s);
     return steps;
   }

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "core/mask_ranges.hpp"
 #include "core/positions.hpp"
 #include "engine/engine_backends.hpp"
 #include "kernels/flash_attention.hpp"
@@ -44,18 +46,21 @@ struct RingConfig {
   /// Packed documents: cumulative boundaries 0 = b[0] <= ... <= b[n] = seq_total (document d
   /// holds positions [b[d], b[d+1])); empty: one document. core/documents.hpp.
   std::vector<std::int64_t> doc_bounds;
+  /// A mask given as ranges (mask RFA_MASK_RANGES): the validated entries and their index,
+  /// shared by the config's copies; null for the other masks.
+  std::shared_ptr<const MaskRanges> ranges;
   CudaKernels cuda_kernels = CudaKernels::rfa;  ///< Device::cuda only
   CudaPath cuda_path = CudaPath::sm80;          ///< Device::cuda only: rfa's kernels' implementation
   bool deterministic = false;                   ///< the backward's gradients are bitwise reproducible
 };
 
-/// Sets the mask fields of kernel params from the config: the window, and the documents
-/// (pointing into `c`, which must outlive the params); and the deterministic switch and the
+/// Sets the mask fields of kernel params from the config: the window, the documents and the
+/// ranges (pointing into `c`, which must outlive the params); and the deterministic switch and the
 /// soft cap, which every block call of the config shares.
 void apply_mask(const RingConfig& c, kernels::AttentionParams& p);
 
-/// The mask, the window and the documents of the config, as the kernels test them (pointing
-/// into `c`, which must outlive the rule).
+/// The mask, the window, the documents and the ranges of the config, as the kernels test them
+/// (pointing into `c`, which must outlive the rule).
 kernels::MaskRule mask_rule(const RingConfig& c);
 
 /// Throws RFA_ERROR_INVALID_ARGUMENT / RFA_ERROR_UNSUPPORTED unless the config is usable on a

@@ -45,7 +45,10 @@ void validate(const AttentionParams& p) {
   require(std::isfinite(p.softcap) && p.softcap >= 0.0f, "softcap must be finite and >= 0 (0: scores not capped), got ",
           p.softcap);
   const int mask = enum_value(p.mask);
-  require(mask == RFA_MASK_NONE || mask == RFA_MASK_CAUSAL, "unknown mask value ", mask);
+  require(mask == RFA_MASK_NONE || mask == RFA_MASK_CAUSAL || mask == RFA_MASK_RANGES, "unknown mask value ", mask);
+  require((mask == RFA_MASK_RANGES) == p.ranges.on,
+          mask == RFA_MASK_RANGES ? "the mask is RFA_MASK_RANGES but no range index was given"
+                                  : "a range index was given but the mask is not RFA_MASK_RANGES");
   require(p.window >= 0, "window must be >= 0 (0: no sliding window), got ", p.window);
   validate_document_bounds(p.doc_bounds, p.doc_bound_count, -1, "document boundaries");
   validate_position_map(p.q_pos, p.seq_q, "query");

@@ -46,6 +46,9 @@ struct AttentionParams {
   /// Host memory that outlives the call; null / 0: one document.
   const std::int64_t* doc_bounds = nullptr;
   std::int64_t doc_bound_count = 0;
+  /// A mask given as ranges (mask RFA_MASK_RANGES): the index of its entries, host memory that
+  /// outlives the call (core/mask_ranges.hpp).
+  MaskRangeIndex ranges;
   /// Global positions of the query rows and of the key rows (length seq_q and seq_k).
   PositionMap q_pos;
   PositionMap k_pos;
@@ -59,8 +62,8 @@ struct AttentionParams {
   bool fp32_accurate_partials = true;
 
   float scale() const;
-  /// The mask, the window and the documents, as the kernels test them.
-  MaskRule rule() const { return MaskRule{mask == RFA_MASK_CAUSAL, window, doc_bounds, doc_bound_count}; }
+  /// The mask, the window, the documents and the ranges, as the kernels test them.
+  MaskRule rule() const { return MaskRule{mask == RFA_MASK_CAUSAL, window, doc_bounds, doc_bound_count, ranges}; }
 };
 
 /// Called by the kernels between tiles so a transport that only progresses inside its own

@@ -7,6 +7,7 @@
 #include <Kokkos_Core.hpp>
 #include <cstdint>
 
+#include "core/mask_ranges.hpp"
 #include "core/positions.hpp"
 #include "rfa/rfa.h"
 
@@ -16,9 +17,10 @@ namespace kernels {
 enum class TileVisibility { hidden, partial, full };
 
 /// The rule that decides which keys a query sees, on global positions: causal (k <= q) or
-/// not, a sliding window (q - k < window; 0: none), and packed documents (a key is visible only
-/// in its query's document). Without the causal mask a window still limits only how far back a
-/// query looks: keys ahead of it stay visible.
+/// not, a sliding window (q - k < window; 0: none), packed documents (a key is visible only
+/// in its query's document) and a mask given as ranges (a key is visible only where some entry
+/// lets it through). A pair must pass every part. Without the causal mask a window still limits
+/// only how far back a query looks: keys ahead of it stay visible.
 struct MaskRule {
   bool causal = false;
   std::int64_t window = 0;
@@ -26,9 +28,11 @@ struct MaskRule {
   /// + 1 (0: one document, the whole sequence). Host memory, increasing, from 0 to S.
   const std::int64_t* doc_bounds = nullptr;
   std::int64_t doc_bound_count = 0;
+  /// The index of a mask given as ranges (core/mask_ranges.hpp); ranges.on is false otherwise.
+  MaskRangeIndex ranges;
 
   KOKKOS_INLINE_FUNCTION bool documents() const { return doc_bound_count > 2; }
-  KOKKOS_INLINE_FUNCTION bool any() const { return causal || window > 0 || documents(); }
+  KOKKOS_INLINE_FUNCTION bool any() const { return causal || window > 0 || documents() || ranges.on; }
   /// The causal mask and the window only (the per-tile loops test documents by their ids).
   KOKKOS_INLINE_FUNCTION bool visible(std::int64_t q_position, std::int64_t k_position) const {
     return (!causal || k_position <= q_position) && (window <= 0 || q_position - k_position < window);
@@ -63,10 +67,31 @@ struct DocumentIds {
 };
 
 /// Calls hide(i, j) for every query i < rows and key j < cols of a partial tile that the rule
-/// (causal, window, documents) hides, query-major (host kernels).
+/// (causal, window, documents, ranges) hides, query-major (host kernels).
 template <int ROWS, int COLS, class Hide>
 void for_each_hidden(const MaskRule& rule, const std::int64_t* q_positions, int rows, const std::int64_t* k_positions,
                      int cols, Hide&& hide) {
+  if (rule.ranges.on) {  // each row's band of entries looked up once
+    auto in_ranges = [&](int i, std::int64_t band, int j) {
+      return rule.ranges.visible_in_band(band, q_positions[i], k_positions[j]);
+    };
+    if (rule.documents()) {
+      const DocumentIds<ROWS, COLS> docs(rule, q_positions, rows, k_positions, cols);
+      for (int i = 0; i < rows; ++i) {
+        const std::int64_t band = rule.ranges.band_of(q_positions[i]);
+        for (int j = 0; j < cols; ++j)
+          if (!rule.visible(q_positions[i], k_positions[j]) || docs.q[i] != docs.k[j] || !in_ranges(i, band, j))
+            hide(i, j);
+      }
+    } else {
+      for (int i = 0; i < rows; ++i) {
+        const std::int64_t band = rule.ranges.band_of(q_positions[i]);
+        for (int j = 0; j < cols; ++j)
+          if (!rule.visible(q_positions[i], k_positions[j]) || !in_ranges(i, band, j)) hide(i, j);
+      }
+    }
+    return;
+  }
   if (rule.documents()) {
     const DocumentIds<ROWS, COLS> docs(rule, q_positions, rows, k_positions, cols);
     for (int i = 0; i < rows; ++i)
@@ -96,9 +121,15 @@ KOKKOS_INLINE_FUNCTION TileVisibility classify_tile(const MaskRule& rule, const 
     if (dk_hi < dq_lo || dq_hi < dk_lo) return TileVisibility::hidden;  // no document in common
     same_document = dq_lo == dq_hi && dk_lo == dk_hi && dq_lo == dk_lo;
   }
+  bool ranges_full = true;
+  if (rule.ranges.on) {
+    bool any_visible = false;
+    rule.ranges.classify(q_lo, q_hi, k_lo, k_hi, any_visible, ranges_full);
+    if (!any_visible) return TileVisibility::hidden;  // no entry reaches the tile
+  }
   const bool causal_full = !rule.causal || k_hi <= q_lo;                   // every key at or before every query
   const bool window_full = rule.window <= 0 || q_hi - k_lo < rule.window;  // every key within every window
-  return causal_full && window_full && same_document ? TileVisibility::full : TileVisibility::partial;
+  return causal_full && window_full && same_document && ranges_full ? TileVisibility::full : TileVisibility::partial;
 }
 
 /// The register blocks of one (query tile, key tile) pair that the mask hides whole, so the

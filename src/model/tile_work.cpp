@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -136,6 +138,121 @@ double visible_in_tile(const kernels::MaskRule& rule, const PositionMap& q, std:
   return double(n);
 }
 
+/// Keys of rows [j0, j1) of segment `ks` that query position `qp` sees under a rule with
+/// ranges: the union of its band's entries' key intervals (overlaps counted once), cut to the
+/// causal mask's, the window's and its document's interval. `spans` is scratch.
+std::int64_t range_row_count(const kernels::MaskRule& rule, std::int64_t qp, const Segment& ks, std::int64_t j0,
+                             std::int64_t j1, std::vector<std::pair<std::int64_t, std::int64_t>>& spans) {
+  const MaskRangeIndex& x = rule.ranges;
+  const std::int64_t band = x.band_of(qp);
+  if (band < 0 || j0 >= j1) return 0;
+  std::int64_t a, b;
+  key_range(rule, qp, a, b);
+  if (rule.documents()) {
+    const std::int64_t d = rule.document_of(qp);
+    a = std::max(a, rule.doc_bounds[d]);
+    b = std::min(b, rule.doc_bounds[d + 1] - 1);
+  }
+  spans.clear();
+  for (std::int64_t e = x.band_offset[band]; e < x.band_offset[band + 1]; ++e) {
+    const RangeEntry& r = x.entries[e];
+    const std::int64_t lo = std::max({a, r.k_begin, qp + r.diag_lo}), hi = std::min({b, r.k_end - 1, qp + r.diag_hi});
+    if (lo <= hi) spans.emplace_back(lo, hi);
+  }
+  std::sort(spans.begin(), spans.end());
+  std::int64_t n = 0, cur_lo = 0, cur_hi = -1;
+  bool open = false;
+  for (const auto& [lo, hi] : spans) {
+    if (open && lo <= cur_hi + 1) {
+      cur_hi = std::max(cur_hi, hi);
+      continue;
+    }
+    if (open) n += keys_between(ks, j0, j1, cur_lo, cur_hi);
+    cur_lo = lo, cur_hi = hi, open = true;
+  }
+  if (open) n += keys_between(ks, j0, j1, cur_lo, cur_hi);
+  return n;
+}
+
+/// Scores a rule with ranges lets through in the tile of query rows [r0, r1) and key rows
+/// [c0, c1), row by row.
+double visible_in_tile_with_ranges(const kernels::MaskRule& rule, const PositionMap& q, std::int64_t r0,
+                                   std::int64_t r1, const PositionMap& k, std::int64_t c0, std::int64_t c1,
+                                   std::vector<std::pair<std::int64_t, std::int64_t>>& spans) {
+  std::int64_t n = 0;
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const std::int64_t qp = q(r);
+    std::int64_t k_base = 0;
+    for (int ki = 0; ki < k.count; ++ki) {
+      const Segment& ks = k.seg[ki];
+      const std::int64_t j0 = std::max(c0, k_base) - k_base, j1 = std::min(c1, k_base + ks.length) - k_base;
+      k_base += ks.length;
+      n += range_row_count(rule, qp, ks, j0, j1, spans);
+    }
+  }
+  return double(n);
+}
+
+/// count_tile_work for a rule with ranges: each query tile's key tiles between the first and
+/// the last key its bands' entries reach, classified one by one as the kernels do.
+TileWork count_tile_work_with_ranges(const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k,
+                                     int tile_q, int tile_k) {
+  TileWork w;
+  const std::int64_t Lq = q.length(), Lk = k.length();
+  const std::int64_t nq = (Lq + tile_q - 1) / tile_q, nk = (Lk + tile_k - 1) / tile_k;
+  const MaskRangeIndex& x = rule.ranges;
+  auto key_tile_range = [&](std::int64_t kt, std::int64_t& lo, std::int64_t& hi) {
+    k.range(kt * tile_k, std::min(Lk, (kt + 1) * tile_k), lo, hi);
+  };
+  constexpr std::int64_t kMaxQueryTiles = 4096;  // as in count_tile_work
+  const std::int64_t stride = (nq + kMaxQueryTiles - 1) / kMaxQueryTiles;
+  std::int64_t first_key_tile = nk, end_key_tile = 0;
+  std::vector<std::pair<std::int64_t, std::int64_t>> spans;
+  for (std::int64_t qt = 0; qt < nq; qt += stride) {
+    const std::int64_t r0 = qt * tile_q, r1 = std::min(Lq, r0 + tile_q);
+    const double rows = double(std::min(Lq, (qt + stride) * tile_q) - r0);
+    const double weight = rows / double(r1 - r0);
+    std::int64_t q_lo, q_hi;
+    q.range(r0, r1, q_lo, q_hi);
+    std::int64_t reach_lo = kUnbounded, reach_hi = -kUnbounded;  // the keys the bands' entries reach
+    for (std::int64_t b = x.first_band_ending_after(q_lo); b < x.band_count && x.band_begin[b] <= q_hi; ++b)
+      for (std::int64_t e = x.band_offset[b]; e < x.band_offset[b + 1]; ++e) {
+        reach_lo = std::min(reach_lo, x.entries[e].k_begin);
+        reach_hi = std::max(reach_hi, x.entries[e].k_end - 1);
+      }
+    if (reach_lo > reach_hi) continue;
+    const std::int64_t a = first_true(nk, [&](std::int64_t kt) {
+      std::int64_t lo, hi;
+      key_tile_range(kt, lo, hi);
+      return hi >= reach_lo;
+    });
+    const std::int64_t b = first_true(nk, [&](std::int64_t kt) {
+      std::int64_t lo, hi;
+      key_tile_range(kt, lo, hi);
+      return lo > reach_hi;
+    });
+    bool any = false;
+    for (std::int64_t kt = a; kt < b; ++kt) {
+      const std::int64_t c0 = kt * tile_k, c1 = std::min(Lk, c0 + tile_k);
+      const kernels::TileVisibility v = kernels::classify_tile(rule, q, r0, r1, k, c0, c1);
+      if (v == kernels::TileVisibility::hidden) continue;
+      any = true;
+      first_key_tile = std::min(first_key_tile, kt);
+      end_key_tile = std::max(end_key_tile, kt + 1);
+      const double cols = double(c1 - c0);
+      if (v == kernels::TileVisibility::full) {
+        w.full += rows * cols;
+      } else {
+        w.partial += rows * cols;
+        w.partial_visible += weight * visible_in_tile_with_ranges(rule, q, r0, r1, k, c0, c1, spans);
+      }
+    }
+    if (any) w.rows += rows;
+  }
+  if (first_key_tile < end_key_tile) w.keys = double(std::min(Lk, end_key_tile * tile_k) - first_key_tile * tile_k);
+  return w;
+}
+
 }  // namespace
 
 TileWork count_tile_work(const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k, int tile_q,
@@ -160,6 +277,7 @@ TileWork count_tile_work(const kernels::MaskRule& rule, const PositionMap& q, co
     k.range(kt * tile_k, std::min(Lk, (kt + 1) * tile_k), lo, hi);
     return hi;
   };
+  if (rule.ranges.on) return count_tile_work_with_ranges(rule, q, k, tile_q, tile_k);
   if (!rule.any()) {
     w.full = double(Lq) * double(Lk);
     w.rows = double(Lq);

@@ -12,9 +12,19 @@
 
 namespace rfa_capi_test {
 
-/// The reference's problem for the options: sizes, heads, mask, window, scale, soft cap, and the
-/// document boundaries given (the options' own pointer may not outlive the context's creation).
-inline rfa::reference::Problem reference_problem(const rfa_options_t& o, const std::vector<int64_t>& doc_bounds) {
+/// The reference's form of the C API's mask ranges.
+inline std::vector<rfa::reference::Range> reference_ranges(const std::vector<rfa_mask_range_t>& ranges) {
+  std::vector<rfa::reference::Range> out;
+  for (const rfa_mask_range_t& r : ranges)
+    out.push_back({r.q_begin, r.q_end, r.k_begin, r.k_end, rfa::reference::Range::Kind(r.kind), r.band_lo, r.band_hi});
+  return out;
+}
+
+/// The reference's problem for the options: sizes, heads, mask, window, scale, soft cap, the
+/// document boundaries given (the options' own pointer may not outlive the context's creation),
+/// and with RFA_MASK_RANGES the ranges given.
+inline rfa::reference::Problem reference_problem(const rfa_options_t& o, const std::vector<int64_t>& doc_bounds,
+                                                 const std::vector<rfa_mask_range_t>& ranges = {}) {
   rfa::reference::Problem p;
   p.batch = o.batch;
   p.seq_q = p.seq_k = o.seq_total;
@@ -26,6 +36,8 @@ inline rfa::reference::Problem reference_problem(const rfa_options_t& o, const s
   p.window = o.window;
   p.softcap = o.softcap;
   p.doc_bounds = doc_bounds;
+  p.ranges_on = o.mask == RFA_MASK_RANGES;
+  p.ranges = reference_ranges(ranges);
   return p;
 }
 
@@ -38,8 +50,8 @@ struct ReferenceRun {
   std::vector<double> out, lse, dq, dk, dv, dsinks;
 
   ReferenceRun(const rfa_options_t& o, const std::vector<int64_t>& doc_bounds, std::uint64_t seed,
-               const std::vector<float>& sinks = {})
-      : problem(with_sinks(reference_problem(o, doc_bounds), sinks)),
+               const std::vector<float>& sinks = {}, const std::vector<rfa_mask_range_t>& ranges = {})
+      : problem(with_sinks(reference_problem(o, doc_bounds, ranges), sinks)),
         q(o.dtype, std::size_t(problem.q_size())),
         k(o.dtype, std::size_t(problem.kv_size())),
         v(o.dtype, std::size_t(problem.kv_size())),

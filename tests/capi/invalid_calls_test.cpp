@@ -300,7 +300,7 @@ const BadOption kBadOptions[] = {
     {"layout 3", [](rfa_options_t& o) { o.layout = rfa_layout_t(3); }, RFA_ERROR_INVALID_ARGUMENT, "options.layout"},
     {"layout minus 1", [](rfa_options_t& o) { o.layout = rfa_layout_t(-1); }, RFA_ERROR_INVALID_ARGUMENT,
      "options.layout"},
-    {"mask 2", [](rfa_options_t& o) { o.mask = rfa_mask_t(2); }, RFA_ERROR_INVALID_ARGUMENT, "options.mask"},
+    {"mask 3", [](rfa_options_t& o) { o.mask = rfa_mask_t(3); }, RFA_ERROR_INVALID_ARGUMENT, "options.mask"},
     {"mask minus 1", [](rfa_options_t& o) { o.mask = rfa_mask_t(-1); }, RFA_ERROR_INVALID_ARGUMENT, "options.mask"},
     {"dtype 3", [](rfa_options_t& o) { o.dtype = rfa_dtype_t(3); }, RFA_ERROR_INVALID_ARGUMENT, "options.dtype"},
     {"dtype minus 1", [](rfa_options_t& o) { o.dtype = rfa_dtype_t(-1); }, RFA_ERROR_INVALID_ARGUMENT, "options.dtype"},

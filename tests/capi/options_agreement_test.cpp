@@ -18,7 +18,7 @@ namespace {
 
 using namespace rfa_capi_test;
 
-static_assert(sizeof(rfa_options_t) <= offsetof(rfa_options_t, softcap) + 8,
+static_assert(sizeof(rfa_options_t) <= offsetof(rfa_options_t, mask_range_count) + 8,
               "rfa_options_t gained a field: add its case to kFields below (and to capi/creation_agreement.cpp)");
 
 rfa_options_t valid_options() {
@@ -30,6 +30,15 @@ rfa_options_t valid_options() {
 
 // The boundaries a rank points its options at (two documents), kept alive for the call.
 std::vector<int64_t> two_documents(int64_t seq_total, int64_t split) { return {0, split, seq_total}; }
+
+// The mask's ranges a rank points its options at, kept alive for the call: every rank starts
+// with one full entry over the whole sequence.
+std::vector<rfa_mask_range_t> g_ranges;
+void point_at_ranges(rfa_options_t& o) {
+  o.mask = RFA_MASK_RANGES;
+  o.mask_ranges = g_ranges.data();
+  o.mask_range_count = int64_t(g_ranges.size());
+}
 
 struct Field {
   const char* name;  // as the message names it: "options.<name>"
@@ -70,6 +79,16 @@ const Field kFields[] = {
     {"deterministic", [](rfa_options_t& o, std::vector<int64_t>&) { o.deterministic = 1; }},
     {"attention_sinks", [](rfa_options_t& o, std::vector<int64_t>&) { o.attention_sinks = 1; }},
     {"softcap", [](rfa_options_t& o, std::vector<int64_t>&) { o.softcap = 30.0; }},
+    {"mask_range_count",
+     [](rfa_options_t& o, std::vector<int64_t>&) {
+       g_ranges.push_back({0, 1, 0, 1, 0, 0, RFA_RANGE_FULL});
+       point_at_ranges(o);
+     }},
+    {"mask_ranges",
+     [](rfa_options_t& o, std::vector<int64_t>&) {
+       g_ranges[0].kind = RFA_RANGE_CAUSAL;  // the same count, another entry
+       point_at_ranges(o);
+     }},
 };
 
 class OptionsAgreement : public ::testing::TestWithParam<Field> {};
@@ -82,6 +101,10 @@ TEST_P(OptionsAgreement, OneRankDifferingFailsEveryRank) {
     bounds = two_documents(o.seq_total, 3);
     o.doc_boundaries = bounds.data();
     o.doc_boundary_count = int64_t(bounds.size());
+  }
+  if (std::string(GetParam().name).rfind("mask_range", 0) == 0) {  // every rank has ranges; the list differs
+    g_ranges = {{0, o.seq_total, 0, o.seq_total, 0, 0, RFA_RANGE_FULL}};
+    point_at_ranges(o);
   }
   const bool differs = world_rank() == world_size() - 1;
   if (differs) GetParam().change(o, bounds);

@@ -135,6 +135,7 @@ program fortran_api_test
   call check_documents()
   call check_sinks()
   call check_softcap()
+  call check_mask_ranges()
 
   ! ---- an invalid call: code and message
   opts%heads = 3
@@ -418,11 +419,62 @@ contains
     end if
   end subroutine
 
+  ! A mask given as ranges: the causal mask built as ranges gives the causal context's results
+  ! (the reference's), a 2-D neighbourhood builder counts its grid rows, and a reversed range
+  ! is refused with its message.
+  subroutine check_mask_ranges()
+    type(rfa_context) :: ranged, refused
+    type(rfa_options) :: orr
+    type(rfa_mask_range), allocatable, target :: ranges(:), grid(:)
+    real(c_float), allocatable :: cout(:,:,:,:), clse(:,:,:), cdq(:,:,:,:), cdk(:,:,:,:), cdv(:,:,:,:)
+    allocate(cout, mold=rout)
+    allocate(clse, mold=rlse)
+    allocate(cdq, mold=rdq)
+    allocate(cdk, mold=rdk)
+    allocate(cdv, mold=rdv)
+    call fortran_test_reference(B, S, H, HKV, D, 1_c_int, gq, gk, gv, gdo, cout, clse, cdq, cdk, cdv)
+    call check_ok(rfa_mask_ranges_causal(S, ranges), "causal mask as ranges")
+    call check(size(ranges) == 1 .and. ranges(1)%kind == RFA_RANGE_CAUSAL .and. ranges(1)%q_end == S, &
+               "one causal entry over the sequence")
+    orr = opts
+    orr%heads = H
+    orr%mask = RFA_MASK_RANGES
+    orr%mask_ranges = c_loc(ranges(1))
+    orr%mask_range_count = size(ranges, kind=c_int64_t)
+    call check_ok(rfa_context_create(MPI_COMM_WORLD, orr, ranged), "create with mask ranges")
+    call check_ok(rfa_scatter_bshd(ranged, gq, q), "scatter q (mask ranges)")
+    call check_ok(rfa_scatter_bshd(ranged, gk, k), "scatter k (mask ranges)")
+    call check_ok(rfa_scatter_bshd(ranged, gv, v), "scatter v (mask ranges)")
+    call check_ok(rfa_scatter_bshd(ranged, gdo, dout), "scatter dout (mask ranges)")
+    out = ieee_nan()
+    lse = ieee_nan()
+    dq = ieee_nan()
+    dk = ieee_nan()
+    dv = ieee_nan()
+    call check_ok(rfa_forward(ranged, q, k, v, out, lse), "forward with mask ranges")
+    call check_ok(rfa_backward(ranged, q, k, v, out, dout, lse, dq, dk, dv), "backward with mask ranges")
+    call compare_to_reference(ranged, cout, clse, cdq, cdk, cdv, 2.0e-6, " (mask ranges)")
+    call check_ok(rfa_context_destroy(ranged), "destroy with mask ranges")
+    ! 4 x 3 points, radius 1: rows 0 and 2 see two grid rows, row 1 three.
+    call check_ok(rfa_mask_ranges_grid_neighbourhood(4_c_int64_t, 3_c_int64_t, 1_c_int64_t, 1_c_int64_t, grid), &
+                  "grid neighbourhood")
+    call check(size(grid) == 7 .and. grid(1)%kind == RFA_RANGE_BAND .and. grid(1)%band_hi == 1, &
+               "the 4 x 3 grid's neighbourhood has 7 entries")
+    ranges(1)%q_begin = 3
+    ranges(1)%q_end = 2
+    if (rfa_context_create(MPI_COMM_WORLD, orr, refused) /= RFA_ERROR_INVALID_ARGUMENT) then
+      call fail("a reversed range must be RFA_ERROR_INVALID_ARGUMENT")
+    else if (index(rfa_get_last_error_message(), "options.mask_ranges[0].q_end is 2") == 0) then
+      call fail("message: " // rfa_get_last_error_message())
+    end if
+  end subroutine
+
   subroutine check_constants()
     integer(c_int64_t) :: c(56)
     integer(c_int) :: n
-    integer(c_int64_t) :: mine(47)
+    integer(c_int64_t) :: mine(55)
     type(rfa_options), target :: probe
+    type(rfa_mask_range), target :: range_probe
     mine = [integer(c_int64_t) :: RFA_SUCCESS, RFA_ERROR_INVALID_ARGUMENT, RFA_ERROR_INVALID_USAGE, &
             RFA_ERROR_UNSUPPORTED, RFA_ERROR_OUT_OF_MEMORY, RFA_ERROR_INTERNAL, RFA_ERROR_MPI, RFA_ERROR_NCCL, &
             RFA_ERROR_CUDA, RFA_ERROR_HWLOC, RFA_ERROR_KOKKOS, RFA_ERROR_VERSION_MISMATCH, RFA_ERROR_TIMEOUT, &
@@ -434,7 +486,11 @@ contains
             RFA_RING_ORDER_IDENTITY, RFA_RING_ORDER_TOPOLOGY, RFA_RING_ORDER_FILE, RFA_STRATEGY_RING, &
             RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID, RFA_STRATEGY_AUTO, RFA_VERSION_MAJOR, &
             RFA_VERSION_MINOR, RFA_VERSION_PATCH, int(RFA_OPTIONS_VERSION, c_int64_t), c_sizeof(probe), &
-            byte_offset(probe), byte_offset_head_dim(probe), byte_offset_ulysses_degree(probe)]
+            byte_offset(probe), byte_offset_head_dim(probe), byte_offset_ulysses_degree(probe), &
+            RFA_MASK_RANGES, RFA_RANGE_FULL, RFA_RANGE_CAUSAL, RFA_RANGE_ANTICAUSAL, RFA_RANGE_BAND, &
+            c_sizeof(range_probe), &
+            transfer(c_loc(range_probe%kind), 0_c_intptr_t) - transfer(c_loc(range_probe), 0_c_intptr_t), &
+            transfer(c_loc(probe%mask_ranges), 0_c_intptr_t) - transfer(c_loc(probe), 0_c_intptr_t)]
     n = fortran_test_c_constants(c, size(c, kind=c_int))
     call check(n == size(mine), "the C side lists as many constants as the Fortran side")
     call check(all(c(1:size(mine)) == mine), "Fortran constants and rfa_options layout match the C header")

@@ -119,7 +119,15 @@ int fortran_test_c_constants(std::int64_t* values, int capacity) {
                               std::int64_t(sizeof(rfa_options_t)),
                               std::int64_t(offsetof(rfa_options_t, softmax_scale)),
                               std::int64_t(offsetof(rfa_options_t, head_dim)),
-                              std::int64_t(offsetof(rfa_options_t, ulysses_degree))};
+                              std::int64_t(offsetof(rfa_options_t, ulysses_degree)),
+                              RFA_MASK_RANGES,
+                              RFA_RANGE_FULL,
+                              RFA_RANGE_CAUSAL,
+                              RFA_RANGE_ANTICAUSAL,
+                              RFA_RANGE_BAND,
+                              std::int64_t(sizeof(rfa_mask_range_t)),
+                              std::int64_t(offsetof(rfa_mask_range_t, kind)),
+                              std::int64_t(offsetof(rfa_options_t, mask_ranges))};
   const int n = int(sizeof all / sizeof all[0]);
   for (int i = 0; i < n && i < capacity; ++i) values[i] = all[i];
   return n;

@@ -124,6 +124,21 @@ rfa_options_t fuzzed_options(FuzzedDataProvider& in) {
     o.doc_boundaries = in.ConsumeBool() ? bounds : nullptr;
     o.doc_boundary_count = in.ConsumeIntegralInRange<std::int64_t>(-1, n);
   }
+  if (in.ConsumeBool()) {
+    // Mask ranges likewise: any bounds, kinds and band offsets, in memory the harness owns.
+    static rfa_mask_range_t ranges[4];
+    const int n = in.ConsumeIntegralInRange<int>(0, 4);
+    for (int i = 0; i < n; ++i) {
+      for (std::int64_t* v : {&ranges[i].q_begin, &ranges[i].q_end, &ranges[i].k_begin, &ranges[i].k_end})
+        *v = in.ConsumeIntegralInRange<std::int64_t>(-2, 80);
+      ranges[i].band_lo = in.ConsumeIntegralInRange<std::int64_t>(-100, 100);
+      ranges[i].band_hi = in.ConsumeIntegralInRange<std::int64_t>(-100, 100);
+      const int kind = in.ConsumeIntegralInRange<int>(-1, 4);  // through its bytes: C may store any int
+      std::memcpy(&ranges[i].kind, &kind, sizeof kind);
+    }
+    o.mask_ranges = in.ConsumeBool() ? ranges : nullptr;
+    o.mask_range_count = in.ConsumeIntegralInRange<std::int64_t>(-1, n);
+  }
   return o;
 }
 

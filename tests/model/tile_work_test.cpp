@@ -5,16 +5,22 @@
 // key rows of the tiles computed.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <sstream>
 #include <vector>
 
+#include "core/mask_ranges.hpp"
+
 #include "layout/sequence_layout.hpp"
 #include "model/tile_work.hpp"
+#include "random_mask_ranges.hpp"
 
 namespace rfa::model {
 namespace {
 
-TileWork tile_by_tile(const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k, int tq, int tk) {
+// `ranges`: the list behind rule.ranges, whose pairs are tested by the documented rule.
+TileWork tile_by_tile(const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k, int tq, int tk,
+                      const std::vector<rfa_mask_range_t>* ranges = nullptr) {
   TileWork w;
   const std::int64_t Lq = q.length(), Lk = k.length();
   std::int64_t first_key = Lk, end_key = 0;  // the key rows from the first to the last tile computed
@@ -35,7 +41,9 @@ TileWork tile_by_tile(const kernels::MaskRule& rule, const PositionMap& q, const
           w.partial += area;
           for (std::int64_t i = r0; i < r1; ++i)
             for (std::int64_t j = c0; j < c1; ++j)
-              if (rule.visible(q(i), k(j)) && rule.document_of(q(i)) == rule.document_of(k(j))) w.partial_visible += 1;
+              if (rule.visible(q(i), k(j)) && rule.document_of(q(i)) == rule.document_of(k(j)) &&
+                  (!rule.ranges.on || rfa_test::ranges_let_through(*ranges, q(i), k(j))))
+                w.partial_visible += 1;
           break;
         case kernels::TileVisibility::hidden: break;
       }
@@ -56,7 +64,7 @@ TEST(TileWork, MatchesTheKernelsRuleTileByTile) {
         for (std::int64_t window : {0, 1, 50, 200})
           for (const std::vector<std::int64_t>* d : {&no_docs, &docs})
             for (auto [tq, tk] : {std::pair<int, int>{16, 8}, {7, 13}, {192, 96}}) {
-              kernels::MaskRule rule{causal, window, d->empty() ? nullptr : d->data(), std::int64_t(d->size())};
+              kernels::MaskRule rule{causal, window, d->empty() ? nullptr : d->data(), std::int64_t(d->size()), {}};
               for (int me = 0; me < P; ++me)
                 for (int owner = 0; owner < P; ++owner) {
                   const PositionMap q = layout::positions(layout, S, P, me), k = layout::positions(layout, S, P, owner);
@@ -92,7 +100,7 @@ TEST(TileWork, MixedMapsMatchTheKernelsRuleTileByTile) {
       for (std::int64_t window : {0, 1, 9, 64})
         for (const std::vector<std::int64_t>* d : {&no_docs, &docs})
           for (auto [tq, tk] : {std::pair<int, int>{16, 8}, {7, 13}}) {
-            kernels::MaskRule rule{causal, window, d->empty() ? nullptr : d->data(), std::int64_t(d->size())};
+            kernels::MaskRule rule{causal, window, d->empty() ? nullptr : d->data(), std::int64_t(d->size()), {}};
             const TileWork want = tile_by_tile(rule, q, k, tq, tk), got = count_tile_work(rule, q, k, tq, tk);
             std::ostringstream where;
             where << "maps " << cases / 32 << " causal " << causal << " window " << window << " docs " << d->size()
@@ -105,6 +113,42 @@ TEST(TileWork, MixedMapsMatchTheKernelsRuleTileByTile) {
   EXPECT_EQ(cases, 4 * 2 * 4 * 2 * 2);
 }
 
+// Masks given as ranges (random lists whose bounds fall on chunk edges and next to them), alone
+// and with the causal mask, a window or documents: the same counts as the rule tile by tile.
+TEST(TileWork, MaskRangesMatchTheKernelsRuleTileByTile) {
+  const std::int64_t S = 240;
+  const std::vector<std::int64_t> no_docs, docs = {0, 50, 50, 131, 240}, edges = {0, 30, 60, 80, 120, 160, 180, 240};
+  std::mt19937_64 rng(5);
+  int cases = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    const auto list = rfa_test::random_mask_ranges(rng, S, 1 + trial % 7, edges);
+    const MaskRanges ranges(list.data(), std::int64_t(list.size()), S, "ranges");
+    const bool causal = trial % 3 == 2;
+    const std::int64_t window = trial % 4 == 1 ? 37 : 0;
+    const std::vector<std::int64_t>& d = trial % 5 == 4 ? docs : no_docs;
+    const kernels::MaskRule rule{causal, window, d.empty() ? nullptr : d.data(), std::int64_t(d.size()),
+                                 ranges.index()};
+    for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
+      for (int P : {1, 3, 4})
+        for (auto [tq, tk] : {std::pair<int, int>{16, 8}, {7, 13}})
+          for (int me = 0; me < P; ++me)
+            for (int owner = 0; owner < P; ++owner) {
+              const PositionMap q = layout::positions(layout, S, P, me), k = layout::positions(layout, S, P, owner);
+              const TileWork want = tile_by_tile(rule, q, k, tq, tk, &list), got = count_tile_work(rule, q, k, tq, tk);
+              std::ostringstream where;
+              where << "trial " << trial << " " << layout::layout_name(layout) << " P=" << P << " " << me << "<-"
+                    << owner << " tiles " << tq << "x" << tk;
+              ASSERT_EQ(got.full, want.full) << where.str();
+              ASSERT_EQ(got.partial, want.partial) << where.str();
+              ASSERT_EQ(got.partial_visible, want.partial_visible) << where.str();
+              ASSERT_EQ(got.rows, want.rows) << where.str();
+              ASSERT_EQ(got.keys, want.keys) << where.str();
+              ++cases;
+            }
+  }
+  EXPECT_EQ(cases, 24 * 3 * 2 * (1 + 9 + 16));
+}
+
 TEST(TileWork, WholeSequenceCountsAreExact) {
   const PositionMap all = PositionMap::contiguous(0, 1000);
   const TileWork none = count_tile_work(kernels::MaskRule{}, all, all, 64, 64);
@@ -113,7 +157,7 @@ TEST(TileWork, WholeSequenceCountsAreExact) {
   EXPECT_EQ(none.rows, 1000);
   EXPECT_EQ(none.keys, 1000);
   // Causal, tiles of 1: exactly the visible scores, all full.
-  const TileWork causal = count_tile_work(kernels::MaskRule{true, 0, nullptr, 0}, all, all, 1, 1);
+  const TileWork causal = count_tile_work(kernels::MaskRule{true, 0, nullptr, 0, {}}, all, all, 1, 1);
   EXPECT_EQ(causal.full, 1000.0 * 1001.0 / 2.0);
   EXPECT_EQ(causal.partial, 0);
 }

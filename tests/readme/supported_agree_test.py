@@ -14,7 +14,7 @@ import sys
 ENUMS = {
     "rfa_layout_t": ({"CONTIGUOUS": "contiguous", "ZIGZAG": "zigzag", "STRIPE": "stripe"},
                      "layouts", "layouts"),
-    "rfa_mask_t": ({"NONE": "none", "CAUSAL": "causal"}, "masks", "masks"),
+    "rfa_mask_t": ({"NONE": "none", "CAUSAL": "causal", "RANGES": "ranges"}, "masks", "masks"),
     "rfa_dtype_t": ({"FLOAT32": "fp32", "BFLOAT16": "bf16", "FLOAT16": "fp16"}, "storage dtypes", "storage dtypes"),
     "rfa_strategy_t": ({"RING": "ring", "ULYSSES": "ulysses", "ALLGATHER": "all-gather", "HYBRID": "hybrid",
                         "AUTO": "rfa_strategy_auto"}, "strategies", "strategies"),

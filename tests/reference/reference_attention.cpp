@@ -19,8 +19,28 @@ std::int64_t document(const Problem& p, std::int64_t position) {
   return d;
 }
 
+/// Whether range entry r lets query position q see key position k, by the documented rule.
+bool in_range(const Range& r, std::int64_t q, std::int64_t k) {
+  if (q < r.q_begin || q >= r.q_end || k < r.k_begin || k >= r.k_end) return false;
+  switch (r.kind) {
+    case Range::full: return true;
+    case Range::causal: return k - r.k_end <= q - r.q_end;
+    case Range::anticausal: return k - r.k_end > q - r.q_end;
+    case Range::band: {
+      const std::int64_t offset = (k - r.k_begin) - (q - r.q_begin);
+      return offset >= r.band_lo && offset <= r.band_hi;
+    }
+  }
+  return false;
+}
+
 bool visible(const Problem& p, std::int64_t i, std::int64_t j) {
   const std::int64_t qp = position(p.q_pos, i), kp = position(p.k_pos, j);
+  if (p.ranges_on) {
+    bool any = false;
+    for (const Range& r : p.ranges) any = any || in_range(r, qp, kp);
+    if (!any) return false;
+  }
   return (!p.causal || kp <= qp) && (p.window <= 0 || qp - kp < p.window) &&
          (p.doc_bounds.empty() || document(p, qp) == document(p, kp));
 }

@@ -10,6 +10,15 @@
 namespace rfa {
 namespace reference {
 
+/// One entry of a mask given as ranges, as the C API documents it (rfa_mask_range_t): queries
+/// [q_begin, q_end) see keys [k_begin, k_end) where `kind` lets them through.
+struct Range {
+  enum Kind { full = 0, causal = 1, anticausal = 2, band = 3 };
+  std::int64_t q_begin = 0, q_end = 0, k_begin = 0, k_end = 0;
+  Kind kind = full;
+  std::int64_t band_lo = 0, band_hi = 0;  ///< band only
+};
+
 struct Problem {
   std::int64_t batch = 1, seq_q = 1, seq_k = 1, heads = 1, kv_heads = 1, head_dim = 8;
   double scale = 0.0;       ///< 0 means 1/sqrt(head_dim)
@@ -18,6 +27,9 @@ struct Problem {
   /// and (if not empty) iff both positions lie in the same document [b[d], b[d+1]) of these
   /// cumulative boundaries (packed documents)
   std::vector<std::int64_t> doc_bounds;
+  /// and (if ranges_on) iff some entry of `ranges` lets the pair through (an empty list: none)
+  bool ranges_on = false;
+  std::vector<Range> ranges;
   /// Attention sinks: one logit per query head that joins every row's softmax denominator
   /// (empty: none; -inf: none for that head). The lse includes it.
   std::vector<double> sinks;

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The builders of common masks as ranges (rfa.h, "Masks as ranges"), pair by pair against each
+// mask's own definition written here, on sizes around their edges (windows of 1 and of the
+// whole sequence, empty documents, blocks that do and do not divide the sequence, radius 0 and
+// radii beyond the grid, 1-point extents); the count-then-fill protocol and bad arguments.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "capi_test_support.hpp"
+#include "random_mask_ranges.hpp"
+#include "rfa/rfa.h"
+
+namespace {
+
+using Builder = std::function<rfa_result_t(rfa_mask_range_t*, int64_t, int64_t*)>;
+
+std::vector<rfa_mask_range_t> build(const Builder& b) {
+  int64_t n = -1;
+  EXPECT_EQ(b(nullptr, 0, &n), RFA_SUCCESS) << rfa_get_last_error_message();
+  std::vector<rfa_mask_range_t> list(std::size_t(n > 0 ? n : 0));
+  int64_t again = -1;
+  EXPECT_EQ(b(list.data(), n, &again), RFA_SUCCESS) << rfa_get_last_error_message();
+  EXPECT_EQ(again, n);
+  return list;
+}
+
+void expect_pairs(const std::vector<rfa_mask_range_t>& list, int64_t S,
+                  const std::function<bool(int64_t, int64_t)>& want, const std::string& what) {
+  for (int64_t q = 0; q < S; ++q)
+    for (int64_t k = 0; k < S; ++k)
+      ASSERT_EQ(rfa_test::ranges_let_through(list, q, k), want(q, k)) << what << ": query " << q << ", key " << k;
+}
+
+TEST(MaskRangeBuilders, CausalAndSlidingWindow) {
+  for (int64_t S : {1, 2, 7, 16}) {
+    expect_pairs(
+        build([&](rfa_mask_range_t* r, int64_t c, int64_t* n) { return rfa_mask_ranges_causal(S, r, c, n); }), S,
+        [](int64_t q, int64_t k) { return k <= q; }, "causal S=" + std::to_string(S));
+    for (int64_t w : {int64_t(1), int64_t(2), S - 1, S, S + 3})
+      for (int32_t causal : {0, 1}) {
+        if (w < 1) continue;
+        const auto list = build([&](rfa_mask_range_t* r, int64_t c, int64_t* n) {
+          return rfa_mask_ranges_sliding_window(S, w, causal, r, c, n);
+        });
+        expect_pairs(
+            list, S, [&](int64_t q, int64_t k) { return q - k < w && (!causal || k <= q); },
+            "window " + std::to_string(w) + " causal " + std::to_string(causal));
+      }
+  }
+}
+
+TEST(MaskRangeBuilders, Documents) {
+  const std::vector<std::vector<int64_t>> sets = {{0, 9}, {0, 3, 3, 9}, {0, 1, 2, 8, 9}, {0, 0, 9}};
+  for (const auto& b : sets)
+    for (int32_t causal : {0, 1}) {
+      const auto list = build([&](rfa_mask_range_t* r, int64_t c, int64_t* n) {
+        return rfa_mask_ranges_documents(b.data(), int64_t(b.size()), causal, r, c, n);
+      });
+      auto doc = [&](int64_t p) {
+        int64_t d = 0;
+        for (std::size_t i = 1; i + 1 < b.size(); ++i)
+          if (b[i] <= p) d = int64_t(i);
+        return d;
+      };
+      expect_pairs(
+          list, 9, [&](int64_t q, int64_t k) { return doc(q) == doc(k) && (!causal || k <= q); },
+          "documents " + std::to_string(b.size() - 1));
+    }
+}
+
+TEST(MaskRangeBuilders, PrefixLmAndBlockCausal) {
+  for (int64_t S : {1, 5, 12})
+    for (int64_t prefix = 0; prefix <= S; ++prefix) {
+      const auto list = build(
+          [&](rfa_mask_range_t* r, int64_t c, int64_t* n) { return rfa_mask_ranges_prefix_lm(S, prefix, r, c, n); });
+      expect_pairs(
+          list, S, [&](int64_t q, int64_t k) { return k < prefix || k <= q; }, "prefix " + std::to_string(prefix));
+    }
+  for (int64_t S : {1, 7, 12})
+    for (int64_t block : {int64_t(1), int64_t(3), int64_t(4), S, S + 2}) {
+      const auto list = build(
+          [&](rfa_mask_range_t* r, int64_t c, int64_t* n) { return rfa_mask_ranges_block_causal(S, block, r, c, n); });
+      EXPECT_EQ(int64_t(list.size()), (S + block - 1) / block);
+      expect_pairs(
+          list, S, [&](int64_t q, int64_t k) { return k / block <= q / block; }, "block " + std::to_string(block));
+    }
+}
+
+TEST(MaskRangeBuilders, GridNeighbourhoods) {
+  const struct { int64_t nx, ny, nz; } grids[] = {{5, 4, 1}, {1, 6, 1}, {6, 1, 1}, {3, 3, 3}, {4, 2, 3}, {1, 1, 1}};
+  for (const auto& g : grids)
+    for (int64_t radius : {0, 1, 2, 7}) {
+      const auto list = build([&](rfa_mask_range_t* r, int64_t c, int64_t* n) {
+        return rfa_mask_ranges_grid_neighbourhood(g.nx, g.ny, g.nz, radius, r, c, n);
+      });
+      auto near = [&](int64_t a, int64_t b) {
+        const int64_t ax = a % g.nx, ay = (a / g.nx) % g.ny, az = a / (g.nx * g.ny);
+        const int64_t bx = b % g.nx, by = (b / g.nx) % g.ny, bz = b / (g.nx * g.ny);
+        return std::llabs(ax - bx) <= radius && std::llabs(ay - by) <= radius && std::llabs(az - bz) <= radius;
+      };
+      expect_pairs(list, g.nx * g.ny * g.nz, near,
+                   std::to_string(g.nx) + "x" + std::to_string(g.ny) + "x" + std::to_string(g.nz) + " radius " +
+                       std::to_string(radius));
+    }
+}
+
+TEST(MaskRangeBuilders, RefuseBadArgumentsAndShortBuffers) {
+  int64_t n = 0;
+  rfa_mask_range_t one[1];
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_causal(0, nullptr, 0, &n), "seq_total is 0");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_causal(8, nullptr, 0, nullptr), "count is NULL");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_causal(8, one, -1, &n), "capacity is -1");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_sliding_window(8, 0, 1, one, 1, &n), "window is 0");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_prefix_lm(8, 9, one, 1, &n), "prefix is 9");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_block_causal(8, 0, one, 1, &n), "block is 0");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_grid_neighbourhood(4, 0, 1, 1, one, 1, &n),
+                   "every extent must be >= 1");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_grid_neighbourhood(4, 4, 1, -1, one, 1, &n),
+                   "radius is -1");
+  const int64_t bad_docs[] = {0, 5, 3};
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_documents(bad_docs, 3, 0, one, 1, &n),
+                   "must never decrease");
+  // Too little room: the count is reported, nothing written.
+  rfa_mask_range_t two[2] = {};
+  two[0].q_end = 77;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_prefix_lm(8, 3, two, 1, &n), "needs 2 entries");
+  EXPECT_EQ(n, 2);
+  EXPECT_EQ(two[0].q_end, 77);
+}
+
+}  // namespace
