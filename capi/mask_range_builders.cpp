@@ -1,30 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The builders of the common masks as lists of ranges (rfa.h, "Masks as ranges"): each computes
-// its entries, then writes them where the caller made room, or reports the count.
-#include <algorithm>
+// The C API's builders of the common masks as lists of ranges (rfa.h, "Masks as ranges"): the
+// core's lists (core/mask_range_builders.hpp), written where the caller made room, or counted.
 #include <vector>
 
-#include "core/documents.hpp"
 #include "core/error.hpp"
+#include "core/mask_range_builders.hpp"
 #include "firewall.hpp"
 #include "rfa/rfa.h"
 
 namespace rfa {
 namespace capi {
 namespace {
-
-rfa_mask_range_t entry(std::int64_t q_begin, std::int64_t q_end, std::int64_t k_begin, std::int64_t k_end,
-                       rfa_range_kind_t kind, std::int64_t band_lo = 0, std::int64_t band_hi = 0) {
-  rfa_mask_range_t r;
-  r.q_begin = q_begin;
-  r.q_end = q_end;
-  r.k_begin = k_begin;
-  r.k_end = k_end;
-  r.band_lo = band_lo;
-  r.band_hi = band_hi;
-  r.kind = kind;
-  return r;
-}
 
 /// Hands `list` to the caller: the count always; the entries where there is room for all.
 void deliver(const std::vector<rfa_mask_range_t>& list, rfa_mask_range_t* ranges, std::int64_t capacity,
@@ -42,120 +28,57 @@ void deliver(const std::vector<rfa_mask_range_t>& list, rfa_mask_range_t* ranges
   for (std::int64_t i = 0; i < n; ++i) ranges[i] = list[std::size_t(i)];
 }
 
-void require_length(std::int64_t seq_total) {
-  require(seq_total >= 1, "seq_total is ", seq_total, "; it must be >= 1");
+/// The C entry point's body: builds the list, then delivers it, inside the exception firewall.
+template <class Build>
+rfa_result_t build_and_deliver(const char* name, rfa_mask_range_t* ranges, std::int64_t capacity, std::int64_t* count,
+                               Build&& build) {
+  return guard(name, [&] {
+    if (!count) fail(RFA_ERROR_INVALID_ARGUMENT, "count is NULL");
+    deliver(build(), ranges, capacity, count);
+    return RFA_SUCCESS;
+  });
 }
 
 }  // namespace
 }  // namespace capi
 }  // namespace rfa
 
-using rfa::capi::deliver;
-using rfa::capi::entry;
+using rfa::capi::build_and_deliver;
 
-extern "C" RFA_API rfa_result_t rfa_mask_ranges_causal(int64_t seq_total, rfa_mask_range_t* ranges, int64_t capacity,
-                                                       int64_t* count) {
-  return rfa::capi::guard(__func__, [&] {
-    rfa::capi::require_length(seq_total);
-    deliver({entry(0, seq_total, 0, seq_total, RFA_RANGE_CAUSAL)}, ranges, capacity, count);
-    return RFA_SUCCESS;
-  });
+extern "C" {
+
+RFA_API rfa_result_t rfa_mask_ranges_causal(int64_t seq_total, rfa_mask_range_t* ranges, int64_t capacity,
+                                            int64_t* count) {
+  return build_and_deliver(__func__, ranges, capacity, count, [&] { return rfa::causal_ranges(seq_total); });
 }
 
-extern "C" RFA_API rfa_result_t rfa_mask_ranges_sliding_window(int64_t seq_total, int64_t window, int32_t causal,
-                                                               rfa_mask_range_t* ranges, int64_t capacity,
-                                                               int64_t* count) {
-  return rfa::capi::guard(__func__, [&] {
-    rfa::capi::require_length(seq_total);
-    rfa::require(window >= 1, "window is ", window, "; it must be >= 1 (q - k < window)");
-    // The offset k - q runs from -(window - 1) up to 0 (causal) or up to the sequence's end.
-    deliver({entry(0, seq_total, 0, seq_total, RFA_RANGE_BAND, 1 - window, causal ? 0 : seq_total)}, ranges, capacity,
-            count);
-    return RFA_SUCCESS;
-  });
+RFA_API rfa_result_t rfa_mask_ranges_sliding_window(int64_t seq_total, int64_t window, int32_t causal,
+                                                    rfa_mask_range_t* ranges, int64_t capacity, int64_t* count) {
+  return build_and_deliver(__func__, ranges, capacity, count,
+                           [&] { return rfa::sliding_window_ranges(seq_total, window, causal != 0); });
 }
 
-extern "C" RFA_API rfa_result_t rfa_mask_ranges_documents(const int64_t* doc_boundaries, int64_t boundary_count,
-                                                          int32_t causal, rfa_mask_range_t* ranges, int64_t capacity,
-                                                          int64_t* count) {
-  return rfa::capi::guard(__func__, [&] {
-    rfa::require(boundary_count >= 2, "boundary_count is ", boundary_count,
-                 "; it must be >= 2 (documents + 1 cumulative boundaries)");
-    rfa::validate_document_bounds(doc_boundaries, boundary_count, -1, "doc_boundaries");
-    std::vector<rfa_mask_range_t> list;
-    for (std::int64_t d = 0; d + 1 < boundary_count; ++d) {
-      const std::int64_t b = doc_boundaries[d], e = doc_boundaries[d + 1];
-      if (b < e) list.push_back(entry(b, e, b, e, causal ? RFA_RANGE_CAUSAL : RFA_RANGE_FULL));
-    }
-    deliver(list, ranges, capacity, count);
-    return RFA_SUCCESS;
-  });
+RFA_API rfa_result_t rfa_mask_ranges_documents(const int64_t* doc_boundaries, int64_t boundary_count, int32_t causal,
+                                               rfa_mask_range_t* ranges, int64_t capacity, int64_t* count) {
+  return build_and_deliver(__func__, ranges, capacity, count,
+                           [&] { return rfa::document_ranges(doc_boundaries, boundary_count, causal != 0); });
 }
 
-extern "C" RFA_API rfa_result_t rfa_mask_ranges_prefix_lm(int64_t seq_total, int64_t prefix, rfa_mask_range_t* ranges,
-                                                          int64_t capacity, int64_t* count) {
-  return rfa::capi::guard(__func__, [&] {
-    rfa::capi::require_length(seq_total);
-    rfa::require(prefix >= 0 && prefix <= seq_total, "prefix is ", prefix,
-                 "; it must lie in [0, seq_total = ", seq_total, "]");
-    std::vector<rfa_mask_range_t> list = {entry(0, seq_total, 0, seq_total, RFA_RANGE_CAUSAL)};
-    if (prefix > 0) list.push_back(entry(0, seq_total, 0, prefix, RFA_RANGE_FULL));  // everyone sees the prefix
-    deliver(list, ranges, capacity, count);
-    return RFA_SUCCESS;
-  });
+RFA_API rfa_result_t rfa_mask_ranges_prefix_lm(int64_t seq_total, int64_t prefix, rfa_mask_range_t* ranges,
+                                               int64_t capacity, int64_t* count) {
+  return build_and_deliver(__func__, ranges, capacity, count, [&] { return rfa::prefix_lm_ranges(seq_total, prefix); });
 }
 
-extern "C" RFA_API rfa_result_t rfa_mask_ranges_block_causal(int64_t seq_total, int64_t block, rfa_mask_range_t* ranges,
-                                                             int64_t capacity, int64_t* count) {
-  return rfa::capi::guard(__func__, [&] {
-    rfa::capi::require_length(seq_total);
-    rfa::require(block >= 1, "block is ", block, "; it must be >= 1");
-    std::vector<rfa_mask_range_t> list;
-    for (std::int64_t b = 0; b < seq_total; b += block) {
-      const std::int64_t e = block < seq_total - b ? b + block : seq_total;
-      list.push_back(entry(b, e, 0, e, RFA_RANGE_FULL));
-    }
-    deliver(list, ranges, capacity, count);
-    return RFA_SUCCESS;
-  });
+RFA_API rfa_result_t rfa_mask_ranges_block_causal(int64_t seq_total, int64_t block, rfa_mask_range_t* ranges,
+                                                  int64_t capacity, int64_t* count) {
+  return build_and_deliver(__func__, ranges, capacity, count,
+                           [&] { return rfa::block_causal_ranges(seq_total, block); });
 }
 
-extern "C" RFA_API rfa_result_t rfa_mask_ranges_grid_neighbourhood(int64_t nx, int64_t ny, int64_t nz, int64_t radius,
-                                                                   rfa_mask_range_t* ranges, int64_t capacity,
-                                                                   int64_t* count) {
-  return rfa::capi::guard(__func__, [&] {
-    rfa::require(nx >= 1 && ny >= 1 && nz >= 1, "the grid is ", nx, " x ", ny, " x ", nz,
-                 "; every extent must be >= 1 (nz = 1 for a 2-D grid)");
-    rfa::require(radius >= 0, "radius is ", radius, "; it must be >= 0");
-    std::int64_t points = 0;
-    if (__builtin_mul_overflow(nx, ny, &points) || __builtin_mul_overflow(points, nz, &points) ||
-        points > (std::int64_t(1) << 60)) {
-      rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "the grid ", nx, " x ", ny, " x ", nz,
-                " has too many points for 64-bit positions");
-    }
-    const std::int64_t side = 2 * std::min(radius, std::max({nx, ny, nz})) + 1;  // rows seen per axis, at most
-    std::int64_t most = 0;
-    if (__builtin_mul_overflow(ny * nz, side * (nz > 1 ? side : 1), &most) || most > (std::int64_t(1) << 26)) {
-      rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "the neighbourhood of radius ", radius, " on a ", nx, " x ", ny, " x ", nz,
-                " grid needs more than 2^26 entries");
-    }
-    std::vector<rfa_mask_range_t> list;
-    // Grid row (y, z) holds positions [nx * (y + ny * z), + nx); its points see, in each row
-    // (y + dy, z + dz) within the radius, the points with |dx| <= radius: a band of offsets
-    // -radius..radius from the rows' first points.
-    for (std::int64_t z = 0; z < nz; ++z)
-      for (std::int64_t y = 0; y < ny; ++y) {
-        const std::int64_t q = nx * (y + ny * z);
-        for (std::int64_t dz = -radius; dz <= radius; ++dz) {
-          if (z + dz < 0 || z + dz >= nz) continue;
-          for (std::int64_t dy = -radius; dy <= radius; ++dy) {
-            if (y + dy < 0 || y + dy >= ny) continue;
-            const std::int64_t k = nx * ((y + dy) + ny * (z + dz));
-            list.push_back(entry(q, q + nx, k, k + nx, RFA_RANGE_BAND, -radius, radius));
-          }
-        }
-      }
-    deliver(list, ranges, capacity, count);
-    return RFA_SUCCESS;
-  });
+RFA_API rfa_result_t rfa_mask_ranges_grid_neighbourhood(int64_t nx, int64_t ny, int64_t nz, int64_t radius,
+                                                        rfa_mask_range_t* ranges, int64_t capacity, int64_t* count) {
+  return build_and_deliver(__func__, ranges, capacity, count,
+                           [&] { return rfa::grid_neighbourhood_ranges(nx, ny, nz, radius); });
 }
+
+}  // extern "C"

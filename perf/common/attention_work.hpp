@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace rfa {
@@ -17,13 +18,17 @@ namespace perf {
 
 /// The mask of a benchmark's problem, on global positions: causal (k <= q) or not, a sliding
 /// window (q - k < window; 0: none; without causal, keys ahead stay visible) and packed
-/// documents (doc_bounds: 0 = b_0 < ... < b_n = S, empty for one document), as rfa_attention
-/// applies them.
+/// documents (doc_bounds: 0 = b_0 < ... < b_n = S, empty for one document) and a mask given as
+/// ranges, as rfa_attention applies them.
 struct MaskShape {
   std::int64_t seq = 0;
   bool causal = false;
   std::int64_t window = 0;
   std::vector<std::int64_t> doc_bounds;
+  /// A mask given as ranges (RFA_MASK_RANGES), on top of the rest: how many keys of positions
+  /// [first, last] it lets query q see (empty: all of them). A function, so that this header
+  /// stays free of the library's types for the GPU benchmarks.
+  std::function<std::int64_t(std::int64_t q, std::int64_t first, std::int64_t last)> ranges;
 };
 
 /// The (query, key) pairs `mask` leaves visible in one (batch entry, head): exact, one pass over
@@ -37,7 +42,10 @@ inline double visible_scores(const MaskShape& mask) {
     for (std::int64_t q = begin; q < end; ++q) {
       const std::int64_t first = mask.window > 0 ? std::max(begin, q - mask.window + 1) : begin;
       const std::int64_t last = mask.causal ? q : end - 1;
-      visible += double(std::max<std::int64_t>(0, last - first + 1));
+      if (mask.ranges)
+        visible += double(first <= last ? mask.ranges(q, first, last) : 0);
+      else
+        visible += double(std::max<std::int64_t>(0, last - first + 1));
     }
   }
   return visible;

@@ -123,7 +123,7 @@ Timing time_ms(const Options& o, const std::function<void()>& fn) {
 }
 
 double forward_flops(const Options& o, bool causal) {
-  return rfa::perf::visible_flops(o.batch, o.heads, o.dim, rfa::perf::MaskShape{o.seq, causal, 0, {}}, false);
+  return rfa::perf::visible_flops(o.batch, o.heads, o.dim, rfa::perf::MaskShape{o.seq, causal, 0, {}, {}}, false);
 }
 
 const char* const kPeers[] = {"flash", "cudnn"};

@@ -446,7 +446,7 @@ int main(int argc, char** argv) {
   const double single_bwd = median_of(single_bwd_ms);
   // Over the scores the causal mask leaves visible (attention_work.hpp), backward 2.5x that.
   const double fwd_flops =
-      rfa::perf::visible_flops(o.batch, o.heads, o.dim, rfa::perf::MaskShape{o.seq, true, 0, {}}, false);
+      rfa::perf::visible_flops(o.batch, o.heads, o.dim, rfa::perf::MaskShape{o.seq, true, 0, {}, {}}, false);
   std::vector<rfa_cuda_bench::Measurement> measured;
   auto add = [&](const std::string& name, const std::vector<double>& ms, double flops, const std::string& pass, int P,
                  double efficiency) {

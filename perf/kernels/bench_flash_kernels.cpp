@@ -128,7 +128,7 @@ class KernelCase {
   double flops() const {
     const Shape& s = g_shape;
     return perf::visible_flops(double(s.batch), double(s.heads), double(s.head_dim),
-                               perf::MaskShape{s.seq, causal_, 0, {}}, backward_);
+                               perf::MaskShape{s.seq, causal_, 0, {}, {}}, backward_);
   }
   /// The tensors one pass reads and writes once (q, k, v, out, lse; the backward adds dout and
   /// the three gradients), a lower bound on its memory traffic.
@@ -202,7 +202,7 @@ void measure_peer() {
     const bool is_causal = std::string(causal) == "true";
     const rfa_dtype_t dt = std::string(dtype) == "float32" ? RFA_DTYPE_FLOAT32 : RFA_DTYPE_BFLOAT16;
     const auto& s = g_shape;
-    const perf::MaskShape mask{s.seq, is_causal, 0, {}};
+    const perf::MaskShape mask{s.seq, is_causal, 0, {}, {}};
     const double ffwd = perf::visible_flops(double(s.batch), double(s.heads), double(s.head_dim), mask, false);
     const double fbwd = perf::visible_flops(double(s.batch), double(s.heads), double(s.head_dim), mask, true);
     if (fwd_ms > 0) g_results[key("fwd", dt, is_causal)].peer_gflops = ffwd / (fwd_ms * 1e-3) * 1e-9;

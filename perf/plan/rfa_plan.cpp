@@ -176,7 +176,7 @@ int run(int argc, char** argv) {
         continue;
       }
       // Over the scores the mask leaves visible (attention_work.hpp), windows and documents too.
-      const rfa::perf::MaskShape mask{S, c.mask == RFA_MASK_CAUSAL, c.window, c.doc_bounds};
+      const rfa::perf::MaskShape mask{S, c.mask == RFA_MASK_CAUSAL, c.window, c.doc_bounds, {}};
       const double fwd_flops =
           rfa::perf::visible_flops(double(c.batch), double(c.heads), double(c.head_dim), mask, false);
       const double bwd_flops = 2.5 * fwd_flops;

@@ -166,7 +166,9 @@ int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& 
                  engine::cuda_path_name(cfg.cuda_path) + " (asked: " + engine::path_request_name(o.kernel_path) + ")"
            : "") +
       (o.deterministic ? ", deterministic backward" : "");
-  const std::string mask_text = std::string(causal ? "causal" : "non-causal") +
+  const std::string mask_text = std::string(causal                      ? "causal"
+                                            : o.mask == RFA_MASK_RANGES ? "mask " + o.mask_spec
+                                                                        : "non-causal") +
                                 (o.window > 0 ? ", window " + std::to_string(o.window) : "") +
                                 (o.sinks ? ", attention sinks" : "") +
                                 (o.softcap > 0.0f ? ", scores soft-capped at " + number_text(o.softcap) : "");

@@ -131,12 +131,14 @@ inline double host_job_peak(const RunOptions& o, int P, int threads) {
   return measure_core_peak(products) * P * threads;
 }
 
-/// The configuration as a label: "B=1 S=8192 H=8/8 d=64 causal" (" window W" and " softcap C"
-/// after it when set).
+/// The configuration as a label: "B=1 S=8192 H=8/8 d=64 causal" (a mask given as ranges by its
+/// --mask spec; " window W" and " softcap C" after it when set).
 inline std::string shape_label(const RunOptions& o) {
   return "B=" + std::to_string(o.batch) + " S=" + std::to_string(o.seq) + " H=" + std::to_string(o.heads) + "/" +
          std::to_string(o.kv_heads) + " d=" + std::to_string(o.head_dim) +
-         (o.mask == RFA_MASK_CAUSAL ? " causal" : " non-causal") +
+         (o.mask == RFA_MASK_CAUSAL   ? " causal"
+          : o.mask == RFA_MASK_RANGES ? " " + o.mask_spec
+                                      : " non-causal") +
          (o.window > 0 ? " window " + std::to_string(o.window) : "") +
          (o.softcap > 0.0f ? " softcap " + number_text(o.softcap) : "");
 }

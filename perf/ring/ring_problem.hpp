@@ -81,6 +81,7 @@ inline engine::RingConfig ring_config(const RunOptions& o) {
   cfg.kv_heads = o.kv_heads;
   cfg.head_dim = o.head_dim;
   cfg.window = o.window;
+  cfg.ranges = mask_ranges_of(o);
   cfg.softcap = o.softcap;
   cfg.device = o.device == RunDevice::cuda ? engine::Device::cuda : engine::Device::host;
   cfg.deterministic = o.deterministic;

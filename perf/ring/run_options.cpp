@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/mask_range_builders.hpp"
 #include "layout/sequence_layout.hpp"
 
 namespace rfa {
@@ -42,7 +44,11 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
   --head-dim N       head dimension, a multiple of 8 up to 256 (default 64)
   --layout L         contiguous | zigzag | stripe (default zigzag)
   --dtype T          fp32 | bf16 | fp16 (default bf16)
-  --mask M           causal | none (default causal); --causal and --no-causal also work
+  --mask M           causal | none (default causal); --causal and --no-causal also work; or a mask
+                     given as ranges (docs/masks.md): prefix-lm:P (the first P tokens both ways),
+                     block-causal:B (blocks of B tokens), grid:NXxNY[xNZ]:R (points within R on
+                     a row-major grid; sets --seq), ranges:FILE (lines "q_begin q_end k_begin
+                     k_end full|causal|anticausal|band [band_lo band_hi]")
   --window W         sliding window: a key is visible only if q_pos - k_pos < W (default 0: none)
   --strategy X       ring | ulysses | allgather | hybrid | auto (default ring): how the sequence
                      is parallelized (docs/strategies.md); hybrid needs --ulysses-degree; auto
@@ -88,6 +94,101 @@ schedule without communication to compare with); it is 1 - (ring time - the same
 not at all when communication alone is shorter than the run-to-run noise of the ring time.
 Ring order comes from RFA_RING_ORDER (identity | topo | file:PATH; default topo).
 )";
+}
+
+namespace {
+
+/// --mask grid:NXxNY[xNZ]:R
+struct GridSpec {
+  std::int64_t nx = 1, ny = 1, nz = 1, radius = 0;
+};
+
+GridSpec parse_grid(const std::string& spec) {
+  const std::string body = spec.substr(5);
+  const std::size_t colon = body.find(':');
+  require(colon != std::string::npos, "--mask ", spec, ": expected grid:NXxNY[xNZ]:R, e.g. grid:128x64:2");
+  std::vector<std::int64_t> extents;
+  std::istringstream dims(body.substr(0, colon));
+  for (std::string part; std::getline(dims, part, 'x');) extents.push_back(parse_int("--mask grid", part.c_str(), 1));
+  require(extents.size() == 2 || extents.size() == 3, "--mask ", spec,
+          ": the grid has 2 or 3 extents (NXxNY or NXxNYxNZ)");
+  GridSpec g;
+  g.nx = extents[0];
+  g.ny = extents[1];
+  g.nz = extents.size() == 3 ? extents[2] : 1;
+  g.radius = parse_int("--mask grid's radius", body.substr(colon + 1).c_str(), 0);
+  return g;
+}
+
+/// One entry per line of a ranges file: q_begin q_end k_begin k_end kind [band_lo band_hi], kind
+/// full | causal | anticausal | band; '#' starts a comment.
+std::vector<rfa_mask_range_t> read_ranges_file(const std::string& path) {
+  std::ifstream in(path);
+  require(bool(in), "--mask ranges:", path, ": cannot read the file");
+  std::vector<rfa_mask_range_t> list;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream fields(line);
+    rfa_mask_range_t r{};
+    std::string kind;
+    if (!(fields >> r.q_begin)) continue;  // blank or comment
+    require(bool(fields >> r.q_end >> r.k_begin >> r.k_end >> kind), "--mask ranges:", path, " line ", number,
+            ": expected q_begin q_end k_begin k_end kind [band_lo band_hi]");
+    if (kind == "full") {
+      r.kind = RFA_RANGE_FULL;
+    } else if (kind == "causal") {
+      r.kind = RFA_RANGE_CAUSAL;
+    } else if (kind == "anticausal") {
+      r.kind = RFA_RANGE_ANTICAUSAL;
+    } else if (kind == "band") {
+      r.kind = RFA_RANGE_BAND;
+      require(bool(fields >> r.band_lo >> r.band_hi), "--mask ranges:", path, " line ", number,
+              ": a band needs band_lo and band_hi");
+    } else {
+      fail(RFA_ERROR_INVALID_ARGUMENT, "--mask ranges:", path, " line ", number, ": kind '", kind,
+           "' is not full, causal, anticausal or band");
+    }
+    list.push_back(r);
+  }
+  return list;
+}
+
+}  // namespace
+
+std::vector<rfa_mask_range_t> mask_range_list(const RunOptions& o) {
+  const std::string& spec = o.mask_spec;
+  if (spec.empty()) return {};
+  const std::size_t colon = spec.find(':');
+  const std::string kind = spec.substr(0, colon), arg = spec.substr(colon + 1);
+  if (kind == "prefix-lm") return prefix_lm_ranges(o.seq, parse_int("--mask prefix-lm", arg.c_str(), 0));
+  if (kind == "block-causal") return block_causal_ranges(o.seq, parse_int("--mask block-causal", arg.c_str(), 1));
+  if (kind == "grid") {
+    const GridSpec g = parse_grid(spec);
+    return grid_neighbourhood_ranges(g.nx, g.ny, g.nz, g.radius);
+  }
+  return read_ranges_file(arg);
+}
+
+std::shared_ptr<const MaskRanges> mask_ranges_of(const RunOptions& o) {
+  if (o.mask != RFA_MASK_RANGES) return nullptr;
+  const std::vector<rfa_mask_range_t> list = mask_range_list(o);
+  return std::make_shared<const MaskRanges>(list.data(), std::int64_t(list.size()), o.seq,
+                                            ("--mask " + o.mask_spec).c_str());
+}
+
+MaskShape mask_shape(const RunOptions& o) {
+  MaskShape shape{o.seq, o.mask == RFA_MASK_CAUSAL, o.window, {}, {}};
+  if (const std::shared_ptr<const MaskRanges> ranges = mask_ranges_of(o)) {
+    shape.ranges = [ranges, spans = std::vector<std::pair<std::int64_t, std::int64_t>>()](
+                       std::int64_t q, std::int64_t first, std::int64_t last) mutable {
+      visible_key_intervals(ranges->index(), q, first, last, spans);
+      std::int64_t n = 0;
+      for (const auto& [a, b] : spans) n += b - a + 1;
+      return n;
+    };
+  }
+  return shape;
 }
 
 RunOptions parse_run_options(int argc, char** argv) {
@@ -150,12 +251,20 @@ RunOptions parse_run_options(int argc, char** argv) {
         fail(RFA_ERROR_INVALID_ARGUMENT, "--dtype must be fp32, bf16 or fp16, got '", v, "'");
     } else if (flag == "--mask") {
       const std::string v = value();
-      if (v == "causal")
+      o.mask_spec.clear();
+      if (v == "causal") {
         o.mask = RFA_MASK_CAUSAL;
-      else if (v == "none")
+      } else if (v == "none") {
         o.mask = RFA_MASK_NONE;
-      else
-        fail(RFA_ERROR_INVALID_ARGUMENT, "--mask must be causal or none, got '", v, "'");
+      } else if (v.rfind("prefix-lm:", 0) == 0 || v.rfind("block-causal:", 0) == 0 || v.rfind("grid:", 0) == 0 ||
+                 v.rfind("ranges:", 0) == 0) {
+        o.mask = RFA_MASK_RANGES;
+        o.mask_spec = v;
+      } else {
+        fail(RFA_ERROR_INVALID_ARGUMENT,
+             "--mask must be causal, none, prefix-lm:P, block-causal:B, grid:NXxNY[xNZ]:R or ranges:FILE, got '", v,
+             "'");
+      }
     } else if (flag == "--window") {
       o.window = parse_int(flag, value(), 0);
     } else if (flag == "--causal") {
@@ -219,6 +328,15 @@ RunOptions parse_run_options(int argc, char** argv) {
     }
   }
   if (!kv_heads_given) o.kv_heads = o.heads;
+  if (o.mask_spec.rfind("grid:", 0) == 0) {  // the grid decides the length
+    const GridSpec g = parse_grid(o.mask_spec);
+    const std::int64_t points = g.nx * g.ny * g.nz;
+    require(!o.seq_given || o.seq == points, "--mask ", o.mask_spec, " has ", points, " points but --seq is ", o.seq,
+            ": leave --seq out, or give the grid's size");
+    o.seq = points;
+    o.seq_given = true;
+  }
+  if (!o.mask_spec.empty()) mask_range_list(o);  // a bad spec fails here, before any work
   const engine::StrategyKind kind = o.strategy.kind;
   if (o.auto_strategy) {
     require(o.strategy.ulysses_degree == 0, "--ulysses-degree: --strategy auto chooses the degree");

@@ -49,7 +49,8 @@ Span queries_seeing(const kernels::MaskRule& rule, std::int64_t k, std::int64_t 
   return within_document(rule, k, Span{rule.causal ? k : 0, hi});
 }
 bool sees(const kernels::MaskRule& rule, std::int64_t q, std::int64_t k) {
-  return rule.visible(q, k) && (!rule.documents() || rule.document_of(q) == rule.document_of(k));
+  return rule.visible(q, k) && (!rule.documents() || rule.document_of(q) == rule.document_of(k)) &&
+         (!rule.ranges.on || rule.ranges.visible(q, k));
 }
 
 /// The sampled local rows: the first, the last and evenly spaced ones between.

@@ -111,7 +111,7 @@ TEST(VisibleScores, CountsExactlyThePairsTheMaskLetsThrough) {
   for (bool causal : {false, true})
     for (std::int64_t window : {0, 1, 2, 5, 12, 13, 36, 37, 40})
       for (const auto& bounds : documents) {
-        const MaskShape mask{S, causal, window, bounds};
+        const MaskShape mask{S, causal, window, bounds, {}};
         SCOPED_TRACE(testing::Message() << "causal " << causal << " window " << window << " documents "
                                         << bounds.size());
         EXPECT_EQ(visible_scores(mask), count_pairs(mask));
@@ -119,10 +119,10 @@ TEST(VisibleScores, CountsExactlyThePairsTheMaskLetsThrough) {
 }
 
 TEST(VisibleScores, CausalIsHalfTheSquareAndTheDiagonal) {
-  EXPECT_EQ(visible_scores(MaskShape{4096, true, 0, {}}), 4096.0 * 4097.0 / 2);
-  EXPECT_EQ(visible_scores(MaskShape{4096, false, 0, {}}), 4096.0 * 4096.0);
+  EXPECT_EQ(visible_scores(MaskShape{4096, true, 0, {}, {}}), 4096.0 * 4097.0 / 2);
+  EXPECT_EQ(visible_scores(MaskShape{4096, false, 0, {}, {}}), 4096.0 * 4096.0);
   // The main job's example: S = 16384, causal, window 2048.
-  EXPECT_EQ(visible_scores(MaskShape{16384, true, 2048, {}}), 2048.0 * 2049.0 / 2 + (16384.0 - 2048.0) * 2048.0);
+  EXPECT_EQ(visible_scores(MaskShape{16384, true, 2048, {}, {}}), 2048.0 * 2049.0 / 2 + (16384.0 - 2048.0) * 2048.0);
 }
 
 TEST(PassFlops, CountsTheVisibleScoresAndKeepsTheConventionBeside) {

@@ -143,6 +143,28 @@ MaskRanges::MaskRanges(const rfa_mask_range_t* ranges, std::int64_t count, std::
   }
 }
 
+void visible_key_intervals(const MaskRangeIndex& index, std::int64_t q, std::int64_t lo, std::int64_t hi,
+                           std::vector<std::pair<std::int64_t, std::int64_t>>& out) {
+  out.clear();
+  const std::int64_t band = index.band_of(q);
+  if (band < 0 || lo > hi) return;
+  for (std::int64_t e = index.band_offset[band]; e < index.band_offset[band + 1]; ++e) {
+    const RangeEntry& r = index.entries[e];
+    const std::int64_t a = std::max({lo, r.k_begin, q + r.diag_lo}), b = std::min({hi, r.k_end - 1, q + r.diag_hi});
+    if (a <= b) out.emplace_back(a, b);
+  }
+  std::sort(out.begin(), out.end());
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (kept > 0 && out[i].first <= out[kept - 1].second + 1) {
+      out[kept - 1].second = std::max(out[kept - 1].second, out[i].second);
+    } else {
+      out[kept++] = out[i];
+    }
+  }
+  out.resize(kept);
+}
+
 MaskRangeIndex MaskRanges::index() const {
   MaskRangeIndex x;
   x.band_begin = band_begin_.data();

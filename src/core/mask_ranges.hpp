@@ -7,6 +7,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "rfa/rfa.h"
@@ -93,6 +94,11 @@ struct MaskRangeIndex {
     if (next <= q_hi) all = false;
   }
 };
+
+/// The keys of [lo, hi] (inclusive) that the index lets query `q` see, as sorted disjoint
+/// intervals [first, last] (entries that overlap or touch merged), in `out` (cleared first).
+void visible_key_intervals(const MaskRangeIndex& index, std::int64_t q, std::int64_t lo, std::int64_t hi,
+                           std::vector<std::pair<std::int64_t, std::int64_t>>& out);
 
 /// A validated range list and its index, built once per context (RingConfig::ranges).
 class MaskRanges {

@@ -6,6 +6,7 @@
 // when the key tiles of one head are split over several teams.
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include "core/allocation.hpp"
@@ -237,7 +238,11 @@ struct BackwardTiles {
     // their S and dP are written as zeros (P and dS are set to 0 there below), key rows no query
     // of the tile sees add nothing to dK and dV, and query rows that see no key of the tile get
     // dQ rows of zeros.
-    const HiddenBlocks hidden{rule, p.q_pos, p.k_pos, r0, c0, rows, cols, tile.vis == TileVisibility::partial};
+    const bool partial = tile.vis == TileVisibility::partial;
+    std::optional<RangeTileSpans> spans;  // a mask given as ranges, row by row
+    if (partial && rule.ranges.on) spans.emplace(rule.ranges, s.q_pos, rows, s.k_pos, cols);
+    const RangeTileSpans* const row_spans = spans ? &*spans : nullptr;
+    const HiddenBlocks hidden{rule, p.q_pos, p.k_pos, r0, c0, rows, cols, partial, row_spans};
     // Zeros C[i0:i1][j0:j1] of a product whose block `skip` says to leave out; returns skip.
     auto zeroed = [](bool skip, float* c, int ldc, int i0, int i1, int j0, int j1) {
       for (int i = i0; skip && i < i1; ++i) zero_row(c + i * ldc + j0, j1 - j0);
@@ -291,9 +296,9 @@ struct BackwardTiles {
       for (int j = cols; j < cols_padded; ++j) prow[j] = dsrow[j] = 0.0f;
     }
     if (hidden.partial)
-      for_each_hidden<kTileRows, kTileCols>(rule, s.q_pos, rows, s.k_pos, cols, [&](int i, int j) {
-        s.p[i * kScorePitch + j] = s.ds[i * kScorePitch + j] = 0.0f;
-      });
+      for_each_hidden<kTileRows, kTileCols>(
+          rule, s.q_pos, rows, s.k_pos, cols,
+          [&](int i, int j) { s.p[i * kScorePitch + j] = s.ds[i * kScorePitch + j] = 0.0f; }, row_spans);
 
     // The next tile's dO rows are asked for beside dK += dS^T Q (the last product to read dO
     // came before), its Q rows beside dQ = dS K, together with this tile's dQ rows (added to

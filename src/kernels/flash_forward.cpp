@@ -4,6 +4,7 @@
 // the key tiles stream past (online softmax, docs/architecture.md §3).
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include "core/allocation.hpp"
@@ -160,7 +161,13 @@ struct ForwardTiles {
       // In a partial tile, blocks the mask hides whole are not computed (docs/architecture.md
       // §4): their scores are set to -inf below, and rows that see no key of the tile add
       // nothing to O.
-      const HiddenBlocks hidden{rule, p.q_pos, p.k_pos, r0, c0, rows, cols, tile.vis == TileVisibility::partial};
+      const bool partial = tile.vis == TileVisibility::partial;
+      if (partial)
+        for (int j = 0; j < cols; ++j) s.k_pos[j] = p.k_pos(c0 + j);
+      std::optional<RangeTileSpans> spans;  // a mask given as ranges, row by row
+      if (partial && rule.ranges.on) spans.emplace(rule.ranges, s.q_pos, rows, s.k_pos, cols);
+      const RangeTileSpans* const row_spans = spans ? &*spans : nullptr;
+      const HiddenBlocks hidden{rule, p.q_pos, p.k_pos, r0, c0, rows, cols, partial, row_spans};
       RowPrefetcher v_lines = tile_lines(v_tile, cols_padded, gemm_micro_tiles(cols_padded, rows_padded));
       // Each query's max over the tile is taken from the accumulators as they leave the
       // registers (a few operations per block), which spares the softmax a pass over the score
@@ -180,11 +187,9 @@ struct ForwardTiles {
         if (max_from_registers) cap_scores(s.tile_max, 0, 1, rows_padded);
       }
 
-      if (hidden.partial) {
-        for (int j = 0; j < cols; ++j) s.k_pos[j] = p.k_pos(c0 + j);
-        for_each_hidden<kTileRows, kTileCols>(rule, s.q_pos, rows, s.k_pos, cols,
-                                              [&](int i, int j) { s.st[j * kScorePitch + i] = ninf; });
-      }
+      if (hidden.partial)
+        for_each_hidden<kTileRows, kTileCols>(
+            rule, s.q_pos, rows, s.k_pos, cols, [&](int i, int j) { s.st[j * kScorePitch + i] = ninf; }, row_spans);
       for (int j = cols; j < cols_padded; ++j)
         for (int i = 0; i < rows_padded; ++i) s.st[j * kScorePitch + i] = ninf;
 

@@ -9,6 +9,7 @@
 
 #include "core/mask_ranges.hpp"
 #include "core/positions.hpp"
+#include "kernels/range_tile_spans.hpp"
 #include "rfa/rfa.h"
 
 namespace rfa {
@@ -67,28 +68,30 @@ struct DocumentIds {
 };
 
 /// Calls hide(i, j) for every query i < rows and key j < cols of a partial tile that the rule
-/// (causal, window, documents, ranges) hides, query-major (host kernels).
+/// (causal, window, documents, ranges) hides, query-major (host kernels). With ranges, `spans`
+/// (the tile's RangeTileSpans over the same positions) saves a pass over each row's entries.
 template <int ROWS, int COLS, class Hide>
 void for_each_hidden(const MaskRule& rule, const std::int64_t* q_positions, int rows, const std::int64_t* k_positions,
-                     int cols, Hide&& hide) {
-  if (rule.ranges.on) {  // each row's band of entries looked up once
-    auto in_ranges = [&](int i, std::int64_t band, int j) {
-      return rule.ranges.visible_in_band(band, q_positions[i], k_positions[j]);
-    };
-    if (rule.documents()) {
+                     int cols, Hide&& hide, const RangeTileSpans* spans = nullptr) {
+  static_assert(ROWS <= RangeTileSpans::kMaxRows, "a tile's rows must fit RangeTileSpans");
+  if (rule.ranges.on) {
+    if (!spans) {
+      const RangeTileSpans own(rule.ranges, q_positions, rows, k_positions, cols);
+      for_each_hidden<ROWS, COLS>(rule, q_positions, rows, k_positions, cols, hide, &own);
+      return;
+    }
+    if (!rule.causal && rule.window <= 0 && !rule.documents()) {  // the ranges alone: the gaps of each row
+      for (int i = 0; i < rows; ++i) spans->for_each_hidden_column(i, [&](int j) { hide(i, j); });
+    } else if (rule.documents()) {
       const DocumentIds<ROWS, COLS> docs(rule, q_positions, rows, k_positions, cols);
-      for (int i = 0; i < rows; ++i) {
-        const std::int64_t band = rule.ranges.band_of(q_positions[i]);
+      for (int i = 0; i < rows; ++i)
         for (int j = 0; j < cols; ++j)
-          if (!rule.visible(q_positions[i], k_positions[j]) || docs.q[i] != docs.k[j] || !in_ranges(i, band, j))
+          if (!rule.visible(q_positions[i], k_positions[j]) || docs.q[i] != docs.k[j] || !spans->visible(i, j))
             hide(i, j);
-      }
     } else {
-      for (int i = 0; i < rows; ++i) {
-        const std::int64_t band = rule.ranges.band_of(q_positions[i]);
+      for (int i = 0; i < rows; ++i)
         for (int j = 0; j < cols; ++j)
-          if (!rule.visible(q_positions[i], k_positions[j]) || !in_ranges(i, band, j)) hide(i, j);
-      }
+          if (!rule.visible(q_positions[i], k_positions[j]) || !spans->visible(i, j)) hide(i, j);
     }
     return;
   }
@@ -136,6 +139,8 @@ KOKKOS_INLINE_FUNCTION TileVisibility classify_tile(const MaskRule& rule, const 
 /// products can leave them out (micro_gemm.hpp's skip): only in a partial tile, and never a
 /// block that reaches into the tile's padding. Blocks are in tile coordinates: queries
 /// [q0, q1) from row r0, keys [k0, k1) from column c0; rows and cols are the real ones.
+/// With ranges, `spans` (the tile's RangeTileSpans) answers for them; the rest of the rule is
+/// classified from the positions.
 struct HiddenBlocks {
   const MaskRule& rule;
   const PositionMap& q_pos;
@@ -143,10 +148,16 @@ struct HiddenBlocks {
   std::int64_t r0, c0;
   int rows, cols;
   bool partial;
+  const RangeTileSpans* spans = nullptr;
 
   bool operator()(int q0, int q1, int k0, int k1) const {
-    return partial && q1 <= rows && k1 <= cols &&
-           classify_tile(rule, q_pos, r0 + q0, r0 + q1, k_pos, c0 + k0, c0 + k1) == TileVisibility::hidden;
+    if (!partial || q1 > rows || k1 > cols) return false;
+    if (!rule.ranges.on || !spans)
+      return classify_tile(rule, q_pos, r0 + q0, r0 + q1, k_pos, c0 + k0, c0 + k1) == TileVisibility::hidden;
+    if (!spans->any_visible(q0, q1, k0, k1)) return true;
+    MaskRule rest = rule;  // the causal mask, the window and the documents
+    rest.ranges.on = false;
+    return classify_tile(rest, q_pos, r0 + q0, r0 + q1, k_pos, c0 + k0, c0 + k1) == TileVisibility::hidden;
   }
 };
 

@@ -143,9 +143,7 @@ double visible_in_tile(const kernels::MaskRule& rule, const PositionMap& q, std:
 /// causal mask's, the window's and its document's interval. `spans` is scratch.
 std::int64_t range_row_count(const kernels::MaskRule& rule, std::int64_t qp, const Segment& ks, std::int64_t j0,
                              std::int64_t j1, std::vector<std::pair<std::int64_t, std::int64_t>>& spans) {
-  const MaskRangeIndex& x = rule.ranges;
-  const std::int64_t band = x.band_of(qp);
-  if (band < 0 || j0 >= j1) return 0;
+  if (j0 >= j1) return 0;
   std::int64_t a, b;
   key_range(rule, qp, a, b);
   if (rule.documents()) {
@@ -153,24 +151,9 @@ std::int64_t range_row_count(const kernels::MaskRule& rule, std::int64_t qp, con
     a = std::max(a, rule.doc_bounds[d]);
     b = std::min(b, rule.doc_bounds[d + 1] - 1);
   }
-  spans.clear();
-  for (std::int64_t e = x.band_offset[band]; e < x.band_offset[band + 1]; ++e) {
-    const RangeEntry& r = x.entries[e];
-    const std::int64_t lo = std::max({a, r.k_begin, qp + r.diag_lo}), hi = std::min({b, r.k_end - 1, qp + r.diag_hi});
-    if (lo <= hi) spans.emplace_back(lo, hi);
-  }
-  std::sort(spans.begin(), spans.end());
-  std::int64_t n = 0, cur_lo = 0, cur_hi = -1;
-  bool open = false;
-  for (const auto& [lo, hi] : spans) {
-    if (open && lo <= cur_hi + 1) {
-      cur_hi = std::max(cur_hi, hi);
-      continue;
-    }
-    if (open) n += keys_between(ks, j0, j1, cur_lo, cur_hi);
-    cur_lo = lo, cur_hi = hi, open = true;
-  }
-  if (open) n += keys_between(ks, j0, j1, cur_lo, cur_hi);
+  visible_key_intervals(rule.ranges, qp, a, b, spans);
+  std::int64_t n = 0;
+  for (const auto& [first, last] : spans) n += keys_between(ks, j0, j1, first, last);
   return n;
 }
 

@@ -131,6 +131,37 @@ TEST(MaskRanges, TilesBlocksAndScoreMasksAgreeWithThePairs) {
   EXPECT_GT(hidden, tiles / 10);
 }
 
+// Rows whose entries cut a tile into more pieces than RangeTileSpans keeps (more than its spans
+// after merging, or more raw pieces than it collects) are masked entry by entry: the same
+// scores hidden, and register blocks never called hidden when a row sees into them.
+TEST(MaskRanges, RowsOfManyPiecesFallBackToEntryByEntry) {
+  std::vector<rfa_mask_range_t> list;
+  for (std::int64_t k = 0; k < 16; k += 2) list.push_back({0, 8, k, k + 1, 0, 0, RFA_RANGE_FULL});       // 8 pieces
+  for (std::int64_t k = 0; k < 5; ++k) list.push_back({8, 16, 3 * k, 3 * k + 1, 0, 0, RFA_RANGE_FULL});  // 5
+  for (int copy = 0; copy < 3; ++copy)  // 18 raw pieces, 6 after merging
+    for (std::int64_t k = 0; k < 12; k += 2) list.push_back({16, 20, k, k + 1, 0, 0, RFA_RANGE_FULL});
+  const MaskRanges ranges(list.data(), std::int64_t(list.size()), 20, "ranges");
+  MaskRule rule;
+  rule.ranges = ranges.index();
+  for (const std::int64_t q0 : {0, 4, 8, 16}) {
+    std::int64_t qp[16], kp[16];
+    for (int i = 0; i < 16; ++i) qp[i] = q0 + i % 4;
+    for (int j = 0; j < 16; ++j) kp[j] = j;
+    std::vector<char> masked(16 * 16, 0);
+    for_each_hidden<16, 16>(rule, qp, 16, kp, 16, [&](int i, int j) { masked[std::size_t(i * 16 + j)] = 1; });
+    const RangeTileSpans spans(rule.ranges, qp, 16, kp, 16);
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) {
+        const bool v = rfa_test::ranges_let_through(list, qp[i], kp[j]);
+        ASSERT_EQ(masked[std::size_t(i * 16 + j)] != 0, !v) << "query " << qp[i] << ", key " << j;
+        ASSERT_EQ(spans.visible(i, j), v) << "query " << qp[i] << ", key " << j;
+        if (v) {
+          ASSERT_TRUE(spans.any_visible(i, i + 1, j, j + 1)) << "query " << qp[i] << ", key " << j;
+        }
+      }
+  }
+}
+
 // One entry covering a tile makes it full; two that share it between them leave it partial
 // (conservative) but still exact score by score.
 TEST(MaskRanges, ACoveringEntryMakesATileFull) {

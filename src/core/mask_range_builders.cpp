@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "core/mask_range_builders.hpp"
+
+#include <algorithm>
+
+#include "core/documents.hpp"
+#include "core/error.hpp"
+
+namespace rfa {
+namespace {
+
+rfa_mask_range_t entry(std::int64_t q_begin, std::int64_t q_end, std::int64_t k_begin, std::int64_t k_end,
+                       rfa_range_kind_t kind, std::int64_t band_lo = 0, std::int64_t band_hi = 0) {
+  rfa_mask_range_t r;
+  r.q_begin = q_begin;
+  r.q_end = q_end;
+  r.k_begin = k_begin;
+  r.k_end = k_end;
+  r.band_lo = band_lo;
+  r.band_hi = band_hi;
+  r.kind = kind;
+  return r;
+}
+
+void require_length(std::int64_t seq_total) { require(seq_total >= 1, "seq_total is ", seq_total, "; it must be >= 1"); }
+
+}  // namespace
+
+std::vector<rfa_mask_range_t> causal_ranges(std::int64_t seq_total) {
+  require_length(seq_total);
+  return {entry(0, seq_total, 0, seq_total, RFA_RANGE_CAUSAL)};
+}
+
+std::vector<rfa_mask_range_t> sliding_window_ranges(std::int64_t seq_total, std::int64_t window, bool causal) {
+  require_length(seq_total);
+  require(window >= 1, "window is ", window, "; it must be >= 1 (q - k < window)");
+  // The offset k - q runs from -(window - 1) up to 0 (causal) or up to the sequence's end.
+  return {entry(0, seq_total, 0, seq_total, RFA_RANGE_BAND, 1 - window, causal ? 0 : seq_total)};
+}
+
+std::vector<rfa_mask_range_t> document_ranges(const std::int64_t* bounds, std::int64_t count, bool causal) {
+  require(count >= 2, "boundary_count is ", count, "; it must be >= 2 (documents + 1 cumulative boundaries)");
+  validate_document_bounds(bounds, count, -1, "doc_boundaries");
+  std::vector<rfa_mask_range_t> list;
+  for (std::int64_t d = 0; d + 1 < count; ++d) {
+    const std::int64_t b = bounds[d], e = bounds[d + 1];
+    if (b < e) list.push_back(entry(b, e, b, e, causal ? RFA_RANGE_CAUSAL : RFA_RANGE_FULL));
+  }
+  return list;
+}
+
+std::vector<rfa_mask_range_t> prefix_lm_ranges(std::int64_t seq_total, std::int64_t prefix) {
+  require_length(seq_total);
+  require(prefix >= 0 && prefix <= seq_total, "prefix is ", prefix, "; it must lie in [0, seq_total = ", seq_total,
+          "]");
+  std::vector<rfa_mask_range_t> list = {entry(0, seq_total, 0, seq_total, RFA_RANGE_CAUSAL)};
+  if (prefix > 0) list.push_back(entry(0, seq_total, 0, prefix, RFA_RANGE_FULL));  // everyone sees the prefix
+  return list;
+}
+
+std::vector<rfa_mask_range_t> block_causal_ranges(std::int64_t seq_total, std::int64_t block) {
+  require_length(seq_total);
+  require(block >= 1, "block is ", block, "; it must be >= 1");
+  std::vector<rfa_mask_range_t> list;
+  for (std::int64_t b = 0; b < seq_total; b += block) {
+    const std::int64_t e = block < seq_total - b ? b + block : seq_total;
+    list.push_back(entry(b, e, 0, e, RFA_RANGE_FULL));
+  }
+  return list;
+}
+
+std::vector<rfa_mask_range_t> grid_neighbourhood_ranges(std::int64_t nx, std::int64_t ny, std::int64_t nz,
+                                                        std::int64_t radius) {
+  require(nx >= 1 && ny >= 1 && nz >= 1, "the grid is ", nx, " x ", ny, " x ", nz,
+          "; every extent must be >= 1 (nz = 1 for a 2-D grid)");
+  require(radius >= 0, "radius is ", radius, "; it must be >= 0");
+  std::int64_t points = 0;
+  if (__builtin_mul_overflow(nx, ny, &points) || __builtin_mul_overflow(points, nz, &points) ||
+      points > (std::int64_t(1) << 60)) {
+    fail(RFA_ERROR_INVALID_ARGUMENT, "the grid ", nx, " x ", ny, " x ", nz, " has too many points for 64-bit positions");
+  }
+  const std::int64_t side = 2 * std::min(radius, std::max({nx, ny, nz})) + 1;  // rows seen per axis, at most
+  std::int64_t most = 0;
+  if (__builtin_mul_overflow(ny * nz, side * (nz > 1 ? side : 1), &most) || most > (std::int64_t(1) << 26)) {
+    fail(RFA_ERROR_INVALID_ARGUMENT, "the neighbourhood of radius ", radius, " on a ", nx, " x ", ny, " x ", nz,
+         " grid needs more than 2^26 entries");
+  }
+  std::vector<rfa_mask_range_t> list;
+  // Grid row (y, z) holds positions [nx * (y + ny * z), + nx); its points see, in each row
+  // (y + dy, z + dz) within the radius, the points with |dx| <= radius: a band of offsets
+  // -radius..radius from the rows' first points.
+  for (std::int64_t z = 0; z < nz; ++z)
+    for (std::int64_t y = 0; y < ny; ++y) {
+      const std::int64_t q = nx * (y + ny * z);
+      for (std::int64_t dz = -radius; dz <= radius; ++dz) {
+        if (z + dz < 0 || z + dz >= nz) continue;
+        for (std::int64_t dy = -radius; dy <= radius; ++dy) {
+          if (y + dy < 0 || y + dy >= ny) continue;
+          const std::int64_t k = nx * ((y + dy) + ny * (z + dz));
+          list.push_back(entry(q, q + nx, k, k + nx, RFA_RANGE_BAND, -radius, radius));
+        }
+      }
+    }
+  return list;
+}
+
+}  // namespace rfa
