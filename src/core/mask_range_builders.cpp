@@ -22,7 +22,9 @@ rfa_mask_range_t entry(std::int64_t q_begin, std::int64_t q_end, std::int64_t k_
   return r;
 }
 
-void require_length(std::int64_t seq_total) { require(seq_total >= 1, "seq_total is ", seq_total, "; it must be >= 1"); }
+void require_length(std::int64_t seq_total) {
+  require(seq_total >= 1, "seq_total is ", seq_total, "; it must be >= 1");
+}
 
 }  // namespace
 
@@ -77,7 +79,8 @@ std::vector<rfa_mask_range_t> grid_neighbourhood_ranges(std::int64_t nx, std::in
   std::int64_t points = 0;
   if (__builtin_mul_overflow(nx, ny, &points) || __builtin_mul_overflow(points, nz, &points) ||
       points > (std::int64_t(1) << 60)) {
-    fail(RFA_ERROR_INVALID_ARGUMENT, "the grid ", nx, " x ", ny, " x ", nz, " has too many points for 64-bit positions");
+    fail(RFA_ERROR_INVALID_ARGUMENT, "the grid ", nx, " x ", ny, " x ", nz,
+         " has too many points for 64-bit positions");
   }
   const std::int64_t side = 2 * std::min(radius, std::max({nx, ny, nz})) + 1;  // rows seen per axis, at most
   std::int64_t most = 0;
