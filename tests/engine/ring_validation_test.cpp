@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Bad configurations fail on every rank together, with a clear message, and leave no rank
 // hanging (a hang would time the test out).
+#include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/error.hpp"
+#include "core/mask_ranges.hpp"
 #include "ring_case.hpp"
 
 namespace rfa {
@@ -97,6 +100,49 @@ TEST(RingValidation, EveryFieldIsAgreedOn) {
   const Error e = creation_error(*ring, cfg);
   EXPECT_EQ(e.code(), RFA_ERROR_INVALID_USAGE) << e.what();
   EXPECT_NE(std::string(e.what()).find("document boundaries (hash)"), std::string::npos) << e.what();
+}
+
+// A mask given as ranges: a list of another length, and one of the same length with another
+// entry, on the last rank, each named; so is a list the others do not have.
+TEST(RingValidation, MaskRangesAreAgreedOn) {
+  auto ring = world_ring();
+  if (ring->size() < 2) GTEST_SKIP() << "needs two ranks";
+  const bool last = ring->rank() == ring->size() - 1;
+  const rfa_mask_range_t causal = {0, 48, 0, 48, 0, 0, RFA_RANGE_CAUSAL}, full = {0, 48, 0, 10, 0, 0, RFA_RANGE_FULL};
+  const std::vector<rfa_mask_range_t> one = {causal}, two = {causal, full}, other = {full};
+  const struct {
+    const std::vector<rfa_mask_range_t>* mine;
+    const char* named;
+  } cases[] = {{last ? &two : &one, "mask ranges (count)"}, {last ? &other : &one, "mask ranges (hash)"}};
+  for (const auto& c : cases) {
+    auto cfg = good_config();
+    cfg.mask = RFA_MASK_RANGES;
+    cfg.ranges = std::make_shared<const MaskRanges>(c.mine->data(), std::int64_t(c.mine->size()), 48, "ranges");
+    const Error e = creation_error(*ring, cfg);
+    EXPECT_EQ(e.code(), RFA_ERROR_INVALID_USAGE) << e.what();
+    EXPECT_NE(std::string(e.what()).find(c.named), std::string::npos) << e.what();
+  }
+}
+
+// Ranges without RFA_MASK_RANGES, the mask without ranges, and ranges on a CUDA context are
+// refused with what is wrong (the CUDA kernels do not take ranges).
+TEST(RingValidation, MaskRangesNeedTheirMaskAndAHostContext) {
+  const std::vector<rfa_mask_range_t> one = {{0, 48, 0, 48, 0, 0, RFA_RANGE_CAUSAL}};
+  const auto ranges = std::make_shared<const MaskRanges>(one.data(), 1, 48, "ranges");
+  auto cfg = good_config();
+  cfg.ranges = ranges;  // the mask stays causal
+  EXPECT_THROW(engine::validate_local(cfg, 2), Error);
+  cfg = good_config();
+  cfg.mask = RFA_MASK_RANGES;  // no list
+  EXPECT_THROW(engine::validate_local(cfg, 2), Error);
+  cfg.ranges = ranges;
+  cfg.device = engine::Device::cuda;
+  try {
+    engine::validate_local(cfg, 2);
+    ADD_FAILURE() << "a CUDA context took mask ranges";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the CUDA kernels do not take ranges"), std::string::npos) << e.what();
+  }
 }
 
 TEST(RingValidation, UnsupportedHeadDimFailsEverywhere) {
