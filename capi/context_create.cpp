@@ -19,7 +19,7 @@
 #include "kokkos_lifetime.hpp"
 #include "options.hpp"
 #include "rfa/rfa_mpi.h"
-#include "setup/ring_setup.hpp"
+#include "setup/attention_setup.hpp"
 
 namespace rfa {
 namespace capi {
@@ -115,7 +115,7 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   context->mask_ranges.assign(options.mask_ranges, options.mask_ranges + options.mask_range_count);
   context->options.mask_ranges = context->mask_ranges.empty() ? nullptr : context->mask_ranges.data();
   setup::SetupRequest request;
-  request.config = ring_config(context->options);
+  request.config = attention_config(context->options);
   request.automatic_strategy = enum_value(options.strategy) == RFA_STRATEGY_AUTO;
   if (!request.automatic_strategy) request.strategy = strategy_choice(options);
   request.ring_order = options.ring_order;
@@ -127,7 +127,7 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
                                                                         : engine::KernelRequest::automatic;
   request.timeout_s = mpi_timeout(options);
   request.chosen_by = "the caller (options.strategy)";
-  setup::RingSetup ring = setup::set_up_ring(comm, request);
+  setup::AttentionSetup ring = setup::set_up_attention(comm, request);
   // The context reports what runs: the CUDA kernels chosen, and with RFA_STRATEGY_AUTO the plan.
   context->options.cuda_kernels =
       ring.config.cuda_kernels == engine::CudaKernels::cudnn ? RFA_CUDA_KERNELS_CUDNN : RFA_CUDA_KERNELS_RFA;

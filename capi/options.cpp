@@ -14,7 +14,7 @@
 #include "core/environment.hpp"
 #include "core/error.hpp"
 #include "core/mask_ranges.hpp"
-#include "engine/ring_config.hpp"
+#include "engine/attention_config.hpp"
 #include "firewall.hpp"
 
 namespace rfa {
@@ -23,7 +23,7 @@ namespace capi {
 rfa_options_t default_options() {
   rfa_options_t o;
   std::memset(&o, 0, sizeof o);  // padding too: the struct is compared and copied bytewise
-  const engine::RingConfig defaults;
+  const engine::AttentionConfig defaults;
   o.struct_size = sizeof(rfa_options_t);
   o.version = RFA_OPTIONS_VERSION;
   o.layout = defaults.layout;
@@ -182,7 +182,7 @@ void validate_options(const rfa_options_t& o, int ranks) {
   // Shape rules the engine owns (layout divisibility, supported head dims, what each strategy
   // needs) are checked by it, so the C API cannot drift from what the engines accept. An
   // automatic strategy is checked once chosen (creation chooses only among plans that fit).
-  if (strategy != RFA_STRATEGY_AUTO) engine::validate_strategy(strategy_choice(o), ring_config(o), ranks);
+  if (strategy != RFA_STRATEGY_AUTO) engine::validate_strategy(strategy_choice(o), attention_config(o), ranks);
 }
 
 engine::StrategyChoice strategy_choice(const rfa_options_t& o) {
@@ -198,8 +198,8 @@ engine::StrategyChoice strategy_choice(const rfa_options_t& o) {
   return choice;
 }
 
-engine::RingConfig ring_config(const rfa_options_t& o) {
-  engine::RingConfig c;
+engine::AttentionConfig attention_config(const rfa_options_t& o) {
+  engine::AttentionConfig c;
   c.layout = o.layout;
   c.mask = o.mask;
   c.dtype = o.dtype;

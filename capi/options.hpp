@@ -3,8 +3,8 @@
 // (smaller) than this library's; fields it lacks take their defaults.
 #pragma once
 
+#include "engine/attention_config.hpp"
 #include "engine/attention_strategy.hpp"
-#include "engine/ring_config.hpp"
 #include "rfa/rfa.h"
 
 namespace rfa {
@@ -38,7 +38,7 @@ rfa_options_t read_options(const rfa_options_t* caller, const char* what);
 void validate_options(const rfa_options_t& o, int ranks);
 
 /// The engine's view of the options.
-engine::RingConfig ring_config(const rfa_options_t& o);
+engine::AttentionConfig attention_config(const rfa_options_t& o);
 
 /// The strategy the options choose (validated options only).
 engine::StrategyChoice strategy_choice(const rfa_options_t& o);

@@ -50,11 +50,11 @@ class Mutation:
 
 
 MUTATIONS = [
-    Mutation("step-window-range", "step selection", "src/engine/ring_config.cpp",
+    Mutation("step-window-range", "step selection", "src/engine/attention_config.cpp",
              "if (rule.window > 0 && lo[q] - hi[k] >= rule.window) continue;",
              "if (rule.window > 0 && lo[q] - hi[k] >= rule.window - 2) continue;",
              ENGINE, "a step whose nearest key is window - 2 tokens back is skipped"),
-    Mutation("step-shared-document", "step selection", "src/engine/ring_config.cpp",
+    Mutation("step-shared-document", "step selection", "src/engine/attention_config.cpp",
              "if (rule.documents() && (dhi[k] < dlo[q] || dhi[q] < dlo[k])) continue;",
              "if (rule.documents() && (dhi[k] <= dlo[q] || dhi[q] < dlo[k])) continue;",
              ENGINE, "a step is skipped when its block's last document is the queries' first"),
@@ -91,7 +91,7 @@ MUTATIONS = [
              "const int hops = i_ + 1 < n ? steps_[i_ + 1] - s : P - s;",
              "const int hops = i_ + 1 < n ? steps_[i_ + 1] - s : P - s - 1;",
              ENGINE, "the last dK/dV partial stops one rank short of its owner"),
-    Mutation("agreement-window", "agreement", "src/engine/ring_config.cpp",
+    Mutation("agreement-window", "agreement", "src/engine/attention_config.cpp",
              '{"window", c.window},\n', "",
              r"^rfa_engine_test[.]np2$|^capi_options_agreement_test[.]np[23]$",
              "ranks with different windows are not told apart"),
@@ -142,7 +142,7 @@ MUTATIONS = [
              "for (; j < first_[i][s]; ++j) hide(j);", "for (; j + 1 < first_[i][s]; ++j) hide(j);",
              KERNELS + "|" + r"^capi_mask_ranges_test[.]np2$",
              "the key just before each span of a row's visible keys is left unmasked"),
-    Mutation("softcap-config", "softcap", "src/engine/ring_config.cpp",
+    Mutation("softcap-config", "softcap", "src/engine/attention_config.cpp",
              "p.softcap = c.softcap;", "p.softcap = 0.0f;",
              r"^capi_softcap_test[.]np[12]$",
              "the cap never reaches the block kernels"),

@@ -101,7 +101,7 @@ void napping_barrier(MPI_Comm comm) {
 
 /// A block the calibration times: its problem and how many calls in a row make one timing.
 struct CalibrationBlock {
-  engine::RingConfig config;
+  engine::AttentionConfig config;
   int calls = 1;
 };
 
@@ -182,7 +182,7 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o, co
     turns.count = int(std::ceil(double(P) / std::max(1.0, std::floor(units))));
     turns.mine = world.rank() % turns.count;
   }
-  engine::RingConfig block = ring_config(o);
+  engine::AttentionConfig block = attention_config(o);
   block.seq_total = o.seq / P;
   block.layout = RFA_LAYOUT_CONTIGUOUS;
   block.window = 0;
@@ -199,7 +199,7 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o, co
   blocks[2].config.heads = block.heads / block.kv_heads;
   blocks[2].config.kv_heads = 1;
   for (int e = 0; e < 2; ++e) {
-    engine::RingConfig& masked = blocks[std::size_t(3 + e)].config;
+    engine::AttentionConfig& masked = blocks[std::size_t(3 + e)].config;
     masked.mask = RFA_MASK_CAUSAL;
     masked.window = e == 0 ? 0 : std::max<std::int64_t>(1, std::min<std::int64_t>(o.seq / 8, block.seq_total - 1));
   }
@@ -352,7 +352,7 @@ int run(int me, int argc, char** argv) {
       c.layout = k.layout;
       const StrategyChoice& choice = k.choice;
       const std::string& label = k.label;
-      const engine::RingConfig cfg = ring_config(c);
+      const engine::AttentionConfig cfg = attention_config(c);
       try {
         engine::validate_strategy(choice, cfg, P);
       } catch (const Error&) {

@@ -92,7 +92,7 @@ int run(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> overrides;
   std::vector<long long> seqs = {131072, 262144, 524288, 1048576, 2097152, 4194304}, ranks;
   for (long long p = 8; p <= 4096; p *= 2) ranks.push_back(p);
-  rfa::engine::RingConfig c;
+  rfa::engine::AttentionConfig c;
   c.batch = 1, c.heads = 32, c.kv_heads = 8, c.head_dim = 128, c.dtype = RFA_DTYPE_BFLOAT16, c.mask = RFA_MASK_CAUSAL;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];

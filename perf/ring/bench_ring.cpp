@@ -18,8 +18,8 @@
 #include "comm/mpi/mpi_communicator.hpp"
 #include "core/error.hpp"
 #include "cpu_peak.hpp"
+#include "engine/attention_config.hpp"
 #include "engine/ring_attention.hpp"
-#include "engine/ring_config.hpp"
 #include "layout/sequence_layout.hpp"
 #include "mpi_program.hpp"
 #include "ring_measure.hpp"
@@ -64,7 +64,7 @@ struct Schedule {
 };
 
 template <class T>
-Schedule measure(comm::Communicator& ring, const engine::RingConfig& cfg, RingMode mode, const RunOptions& o) {
+Schedule measure(comm::Communicator& ring, const engine::AttentionConfig& cfg, RingMode mode, const RunOptions& o) {
   engine::RingAttention attn(ring, cfg);
   LocalProblem<T> lp(attn);
   // Untimed passes first: real results (the timed backward sees a real lse), and the first-call
@@ -101,7 +101,7 @@ void add_efficiency(BenchCase& c, double single_seconds, int P) {
 
 template <class T>
 void bench(comm::Communicator& ring, const RunOptions& o, const std::vector<rfa_layout_t>& layouts) {
-  engine::RingConfig cfg = ring_config(o);
+  engine::AttentionConfig cfg = attention_config(o);
   const int P = ring.size(), me = ring.rank();
   const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
   const bool causal = o.mask == RFA_MASK_CAUSAL;
@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
       if (layout_given) layouts = {opts.layout};
       // Same argv, same verdict on every rank, before any communication: rank 0 speaks.
       for (rfa_layout_t layout : layouts) {
-        rfa::engine::RingConfig cfg = rfa::perf::ring_config(opts);
+        rfa::engine::AttentionConfig cfg = rfa::perf::attention_config(opts);
         cfg.layout = layout;
         rfa::engine::validate_local(cfg, P);
       }

@@ -7,7 +7,7 @@
 
 #include "check_reductions.hpp"
 #include "core/error.hpp"
-#include "engine/ring_config.hpp"
+#include "engine/attention_config.hpp"
 #include "ring_problem.hpp"
 
 namespace rfa {
@@ -28,10 +28,10 @@ std::pair<double, double> diff(const A* got, const float* ref, std::size_t n) {
 }  // namespace
 
 template <class T>
-CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::RingConfig& cfg, const PositionMap& mine,
-                                      Tensor4<const T> out, Tensor3<const float> lse, Tensor4<const T> dq,
-                                      Tensor4<const T> dk, Tensor4<const T> dv, const std::vector<float>& sinks,
-                                      const std::vector<double>& dsinks) {
+CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::AttentionConfig& cfg,
+                                      const PositionMap& mine, Tensor4<const T> out, Tensor3<const float> lse,
+                                      Tensor4<const T> dq, Tensor4<const T> dk, Tensor4<const T> dv,
+                                      const std::vector<float>& sinks, const std::vector<double>& dsinks) {
   const std::int64_t B = cfg.batch, S = cfg.seq_total, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
   const PositionMap all = PositionMap::contiguous(0, S);
   const std::int64_t L = mine.length();
@@ -98,9 +98,9 @@ CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::Ri
   return e;
 }
 
-#define RFA_INSTANTIATE_CHECK(T)                                                                                  \
-  template CheckErrors check_against_single_rank<T>(                                                              \
-      comm::Communicator&, const engine::RingConfig&, const PositionMap&, Tensor4<const T>, Tensor3<const float>, \
+#define RFA_INSTANTIATE_CHECK(T)                                                                                       \
+  template CheckErrors check_against_single_rank<T>(                                                                   \
+      comm::Communicator&, const engine::AttentionConfig&, const PositionMap&, Tensor4<const T>, Tensor3<const float>, \
       Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, const std::vector<float>&, const std::vector<double>&);
 RFA_INSTANTIATE_CHECK(float)
 RFA_INSTANTIATE_CHECK(bf16_t)

@@ -19,11 +19,11 @@ namespace perf {
 /// (one logit per head; empty: none) the reference folds them into its rows as
 /// engine/attention_sinks.hpp defines them, and `dsinks`, the run's sink gradient, is checked.
 template <class T>
-CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::RingConfig& cfg, const PositionMap& mine,
-                                      engine::Tensor4<const T> out, engine::Tensor3<const float> lse,
-                                      engine::Tensor4<const T> dq, engine::Tensor4<const T> dk,
-                                      engine::Tensor4<const T> dv, const std::vector<float>& sinks = {},
-                                      const std::vector<double>& dsinks = {});
+CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::AttentionConfig& cfg,
+                                      const PositionMap& mine, engine::Tensor4<const T> out,
+                                      engine::Tensor3<const float> lse, engine::Tensor4<const T> dq,
+                                      engine::Tensor4<const T> dk, engine::Tensor4<const T> dv,
+                                      const std::vector<float>& sinks = {}, const std::vector<double>& dsinks = {});
 
 }  // namespace perf
 }  // namespace rfa

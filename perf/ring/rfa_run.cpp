@@ -28,8 +28,8 @@
 #endif
 #include "core/error.hpp"
 #include "cpu_peak.hpp"
+#include "engine/attention_config.hpp"
 #include "engine/ring_attention.hpp"
-#include "engine/ring_config.hpp"
 #include "layout/sequence_layout.hpp"
 #include "mpi_program.hpp"
 #include "reference_check.hpp"
@@ -38,7 +38,7 @@
 #include "run_context.hpp"
 #include "run_options.hpp"
 #include "sampled_check.hpp"
-#include "setup/ring_setup.hpp"
+#include "setup/attention_setup.hpp"
 #include "topology/order_policy.hpp"
 #include "topology/ring_order.hpp"
 
@@ -144,9 +144,9 @@ struct Passes {
 /// host-memory collectives (timings, the check's gathers), which a device transport refuses.
 /// On the host both are the same MPI communicator.
 template <class T, class Problem>
-int run(setup::RingSetup& setup, comm::Communicator& control, const RunOptions& o) {
+int run(setup::AttentionSetup& setup, comm::Communicator& control, const RunOptions& o) {
   comm::Communicator& ring = *setup.comm;
-  const engine::RingConfig& cfg = setup.config;  // the CUDA kernels as chosen, the same everywhere
+  const engine::AttentionConfig& cfg = setup.config;  // the CUDA kernels as chosen, the same everywhere
   const char* order_policy = topology::policy_name(setup.order.policy_used);
   const int P = ring.size(), me = ring.rank();
   const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
@@ -392,7 +392,7 @@ int main(int argc, char** argv) {
       note = rfa::perf::fit_default_seq(opts, P);
       // Every rank parsed the same argv and reaches the same verdict here, before any
       // communication: one message is enough.
-      if (!opts.auto_strategy) rfa::engine::validate_strategy(opts.strategy, rfa::perf::ring_config(opts), P);
+      if (!opts.auto_strategy) rfa::engine::validate_strategy(opts.strategy, rfa::perf::attention_config(opts), P);
     } catch (const rfa::Error& e) {
       if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
       return 2;
@@ -402,16 +402,16 @@ int main(int argc, char** argv) {
     // kernels, strategy (the model's plan with --strategy auto), engine. Every failure is
     // raised on every rank alike, so rank 0 speaks for all.
     rfa::setup::SetupRequest request;
-    request.config = rfa::perf::ring_config(opts);
+    request.config = rfa::perf::attention_config(opts);
     request.strategy = opts.strategy;
     request.automatic_strategy = opts.auto_strategy;
     request.cuda_kernels = opts.kernels;
     request.cuda_path = opts.kernel_path;
     request.chosen_by = "--strategy";
-    rfa::setup::RingSetup ring;
+    rfa::setup::AttentionSetup ring;
     std::unique_ptr<rfa::comm::Communicator> control;
     try {
-      ring = rfa::setup::set_up_ring(MPI_COMM_WORLD, request);
+      ring = rfa::setup::set_up_attention(MPI_COMM_WORLD, request);
       // The job's own host-memory collectives (timings, the check's gathers): the ring's
       // communicator on the host; a plain MPI one beside a device transport, which refuses them.
       if (opts.device == rfa::perf::RunDevice::cuda)

@@ -64,7 +64,7 @@ inline std::vector<double> gather_everywhere(comm::Communicator& ring, double va
 /// any AttentionStrategy) counted in it.
 template <class Engine>
 void record_pass(comm::Communicator& ring, double seconds, const Engine& engine, PassSamples& into) {
-  const engine::RingTimings& t = engine.last_timings();
+  const engine::PassTimings& t = engine.last_timings();
   into.total.push_back(gather_everywhere(ring, seconds));
   into.wait.push_back(gather_everywhere(ring, t.wait));
   into.bytes_moved = ring.allreduce(t.bytes_sent, comm::ReduceOp::sum);

@@ -69,8 +69,8 @@ inline double hidden_fraction(double full, double compute_only, double comm_only
 }
 
 /// The ring configuration the options describe.
-inline engine::RingConfig ring_config(const RunOptions& o) {
-  engine::RingConfig cfg;
+inline engine::AttentionConfig attention_config(const RunOptions& o) {
+  engine::AttentionConfig cfg;
   cfg.layout = o.layout;
   cfg.mask = o.mask;
   cfg.dtype = o.dtype;
@@ -118,7 +118,7 @@ struct LocalProblem {
   /// For any engine with config(), local_seq() and local_positions() (every strategy).
   template <class Engine>
   explicit LocalProblem(const Engine& attn) {
-    const engine::RingConfig& c = attn.config();
+    const engine::AttentionConfig& c = attn.config();
     const std::int64_t L = attn.local_seq(), B = c.batch, H = c.heads, HKV = c.kv_heads, D = c.head_dim;
     q = allocate<kernels::Tensor4<T>>("q", B, L, H, D);
     k = allocate<kernels::Tensor4<T>>("k", B, L, HKV, D);

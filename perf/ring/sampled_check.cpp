@@ -64,7 +64,7 @@ std::vector<std::int64_t> sampled_rows(std::int64_t L, int rows) {
 }  // namespace
 
 template <class T>
-CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::RingConfig& cfg, const PositionMap& mine,
+CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::AttentionConfig& cfg, const PositionMap& mine,
                                Tensor4<const T> out, Tensor3<const float> lse, Tensor4<const T> dq, Tensor4<const T> dk,
                                Tensor4<const T> dv, int rows, const std::vector<float>& sinks,
                                const std::vector<double>& dsinks) {
@@ -193,10 +193,10 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::RingConfi
   return e;
 }
 
-#define RFA_INSTANTIATE_SAMPLED_CHECK(T)                                                                         \
-  template CheckErrors check_sampled_rows<T>(comm::Communicator&, const engine::RingConfig&, const PositionMap&, \
-                                             Tensor4<const T>, Tensor3<const float>, Tensor4<const T>,           \
-                                             Tensor4<const T>, Tensor4<const T>, int, const std::vector<float>&, \
+#define RFA_INSTANTIATE_SAMPLED_CHECK(T)                                                                              \
+  template CheckErrors check_sampled_rows<T>(comm::Communicator&, const engine::AttentionConfig&, const PositionMap&, \
+                                             Tensor4<const T>, Tensor3<const float>, Tensor4<const T>,                \
+                                             Tensor4<const T>, Tensor4<const T>, int, const std::vector<float>&,      \
                                              const std::vector<double>&);
 RFA_INSTANTIATE_SAMPLED_CHECK(float)
 RFA_INSTANTIATE_SAMPLED_CHECK(bf16_t)

@@ -33,7 +33,7 @@ constexpr int kSampledRowsPerRank = 8;
 /// rank's rows of -exp(sink - lse) * (dout . out) on the run's own out and lse (themselves
 /// checked on the sampled rows).
 template <class T>
-CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::RingConfig& cfg, const PositionMap& mine,
+CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::AttentionConfig& cfg, const PositionMap& mine,
                                engine::Tensor4<const T> out, engine::Tensor3<const float> lse,
                                engine::Tensor4<const T> dq, engine::Tensor4<const T> dk, engine::Tensor4<const T> dv,
                                int rows = kSampledRowsPerRank, const std::vector<float>& sinks = {},

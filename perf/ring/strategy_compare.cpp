@@ -29,7 +29,7 @@ StrategyRun measure(comm::Communicator& comm, const RunOptions& o, const engine:
   run.label = strategy_label(choice);
   std::unique_ptr<engine::AttentionStrategy> attn;
   try {
-    attn = engine::make_strategy(comm, ring_config(o), choice);  // fails on every rank together
+    attn = engine::make_strategy(comm, attention_config(o), choice);  // fails on every rank together
   } catch (const Error& e) {
     run.skipped = e.what();
     return run;

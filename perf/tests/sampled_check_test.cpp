@@ -35,7 +35,7 @@ struct SmallRun {
     o.seq = o.seq * ranks;
     o.dtype = RFA_DTYPE_FLOAT32;
     comm = comm::make_mpi_communicator(MPI_COMM_WORLD, world_rank());
-    engine::RingConfig cfg = ring_config(o);
+    engine::AttentionConfig cfg = attention_config(o);
     for (double f : doc_bounds) cfg.doc_bounds.push_back(std::int64_t(f * double(o.seq)));
     attn = engine::make_strategy(*comm, cfg, o.strategy);
     lp = std::make_unique<LocalProblem<float>>(*attn);

@@ -100,7 +100,7 @@ struct MaskRangeIndex {
 void visible_key_intervals(const MaskRangeIndex& index, std::int64_t q, std::int64_t lo, std::int64_t hi,
                            std::vector<std::pair<std::int64_t, std::int64_t>>& out);
 
-/// A validated range list and its index, built once per context (RingConfig::ranges).
+/// A validated range list and its index, built once per context (AttentionConfig::ranges).
 class MaskRanges {
  public:
   /// Checks `count` public entries against a sequence of `seq_total` tokens (throws

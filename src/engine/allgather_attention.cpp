@@ -21,7 +21,7 @@ namespace engine {
 namespace {
 
 // Agreement and the strategy's rules (validate_strategy) before anything is allocated.
-const RingConfig& validated(comm::Communicator& comm, const RingConfig& c, std::int64_t chunk) {
+const AttentionConfig& validated(comm::Communicator& comm, const AttentionConfig& c, std::int64_t chunk) {
   StrategyChoice choice;
   choice.kind = StrategyKind::allgather;
   choice.kv_heads_per_chunk = chunk;
@@ -43,7 +43,7 @@ class GatheredKV {
   /// are checked only after the workspace is allocated.
   /// `identity`: the identity columns of one chunk, in `Space` (every rank's rows hold the
   /// chunk's heads in order); it must outlive this.
-  GatheredKV(Workspace<Space>& ws, comm::Communicator& comm, const Exec& exec, const RingConfig& c,
+  GatheredKV(Workspace<Space>& ws, comm::Communicator& comm, const Exec& exec, const AttentionConfig& c,
              std::int64_t local_seq, Input k, Input v, std::int64_t chunk, const ColumnMap<Space>& identity)
       : comm_(comm), exec_(exec), k_(k), v_(v), chunk_(chunk), identity_(identity) {
     const std::int64_t B = c.batch, L = local_seq, D = c.head_dim, P = comm.size(), seq_total = c.seq_total;
@@ -87,7 +87,7 @@ class GatheredKV {
   /// Runs compute(ch, hook) for every chunk ch with that chunk's K/V in k() and v(), while
   /// the next chunk's gather is in flight; compute passes `hook` to its kernel, which polls it.
   template <class Compute>
-  void for_each_chunk(std::int64_t chunks, const std::vector<PositionMap>& rows, RingTimings& timings,
+  void for_each_chunk(std::int64_t chunks, const std::vector<PositionMap>& rows, PassTimings& timings,
                       Compute&& compute) {
     ExchangePoller poller;
     timings.bytes_sent += start(0);
@@ -140,7 +140,7 @@ void put_heads(const Exec& exec, SpaceTensor4<TPart, typename Exec::memory_space
 
 }  // namespace
 
-AllGatherAttention::AllGatherAttention(comm::Communicator& comm, const RingConfig& config,
+AllGatherAttention::AllGatherAttention(comm::Communicator& comm, const AttentionConfig& config,
                                        std::int64_t kv_heads_per_chunk)
     : EngineState(comm, validated(comm, config, kv_heads_per_chunk)), chunk_(kv_heads_per_chunk) {
   local_seq_ = layout::local_length(config_.layout, config_.seq_total, comm_.size());
@@ -190,7 +190,7 @@ std::vector<PositionMap> AllGatherAttention::all_positions() const {
 }
 
 kernels::AttentionParams AllGatherAttention::chunk_params() const {
-  const RingConfig& c = config_;
+  const AttentionConfig& c = config_;
   const std::int64_t group = c.heads / c.kv_heads;
   kernels::AttentionParams p = kernels::make_params(c.batch, local_seq_, c.seq_total, chunk_ * group, chunk_,
                                                     c.head_dim, c.mask, c.softmax_scale);
@@ -201,7 +201,7 @@ kernels::AttentionParams AllGatherAttention::chunk_params() const {
 }
 
 std::int64_t AllGatherAttention::workspace_bytes(bool backward) const {
-  const RingConfig& c = config_;
+  const AttentionConfig& c = config_;
   const std::int64_t E = std::int64_t(dtype_size(c.dtype)), P = comm_.size();
   const std::int64_t qh = chunk_ * (c.heads / c.kv_heads);
   const std::int64_t k = c.batch * local_seq_ * chunk_ * c.head_dim, K = P * k;
@@ -267,9 +267,9 @@ void AllGatherAttention::run_forward(Compute& blocks, typename Compute::template
                                      typename Compute::template Tensor4<T> out,
                                      typename Compute::template Tensor3<float> lse) {
   using Space = typename Compute::memory_space;
-  const RingConfig& c = config_;
+  const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim;
-  timings_ = RingTimings();
+  timings_ = PassTimings();
   ScopedSeconds total(timings_.total);
   const kernels::AttentionParams p = chunk_params();
   const std::int64_t chunks = c.kv_heads / chunk_, qh = p.heads;
@@ -307,9 +307,9 @@ void AllGatherAttention::run_backward(
     typename Compute::template Tensor4<T> dv) {
   using Space = typename Compute::memory_space;
   using Exec = typename Space::execution_space;
-  const RingConfig& c = config_;
+  const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim, S = c.seq_total;
-  timings_ = RingTimings();
+  timings_ = PassTimings();
   ScopedSeconds total(timings_.total);
   const kernels::AttentionParams p = chunk_params();
   const std::int64_t chunks = c.kv_heads / chunk_, qh = p.heads, P = comm_.size();

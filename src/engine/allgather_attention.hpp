@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "engine/attention_config.hpp"
 #include "engine/block_compute_cuda.hpp"
 #include "engine/block_compute_host.hpp"
 #include "engine/engine_state.hpp"
 #include "engine/ring_attention.hpp"
-#include "engine/ring_config.hpp"
 #include "engine/sequence_transpose.hpp"
 #include "engine/workspace.hpp"
 
@@ -35,7 +35,7 @@ class AllGatherAttention : public EngineState {
  public:
   /// Collective over `comm`: validates the config on every rank (as the ring does, and that
   /// kv_heads_per_chunk divides kv_heads) and that all ranks agree.
-  AllGatherAttention(comm::Communicator& comm, const RingConfig& config, std::int64_t kv_heads_per_chunk = 1);
+  AllGatherAttention(comm::Communicator& comm, const AttentionConfig& config, std::int64_t kv_heads_per_chunk = 1);
   /// Waits for work still queued on the CUDA stream before the device workspace is freed.
   ~AllGatherAttention();
 

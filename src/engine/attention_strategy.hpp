@@ -15,10 +15,10 @@
 #include <utility>
 
 #include "comm/communicator.hpp"
+#include "engine/attention_config.hpp"
 #include "engine/engine_backends.hpp"
 #include "engine/engine_state.hpp"
 #include "engine/pass_tensors.hpp"
-#include "engine/ring_config.hpp"
 
 namespace rfa {
 namespace engine {
@@ -38,13 +38,13 @@ const char* strategy_name(StrategyKind kind);
 
 /// Throws RFA_ERROR_INVALID_ARGUMENT, saying what to change, unless `choice` can run `config`
 /// on `ranks` ranks. The same verdict on every rank for the same arguments (no communication).
-void validate_strategy(const StrategyChoice& choice, const RingConfig& config, int ranks);
+void validate_strategy(const StrategyChoice& choice, const AttentionConfig& config, int ranks);
 
 /// Collective: the ranks agree on `config` and `choice`, then on validate_strategy()'s verdict;
 /// every rank throws together (RFA_ERROR_INVALID_USAGE naming what differs, or the failing
 /// rank's error) before anything is allocated or sent. make_strategy() and every strategy's
 /// constructor start with it, so a strategy built directly is held to the same rules.
-void agree_on_strategy(comm::Communicator& comm, const RingConfig& config, const StrategyChoice& choice);
+void agree_on_strategy(comm::Communicator& comm, const AttentionConfig& config, const StrategyChoice& choice);
 
 class AttentionStrategy {
  public:
@@ -54,7 +54,7 @@ class AttentionStrategy {
 
   virtual StrategyKind kind() const = 0;
   /// The problem, as every rank agreed on it.
-  virtual const RingConfig& config() const = 0;
+  virtual const AttentionConfig& config() const = 0;
   /// This rank's position on the communicator it was built on, and the number of ranks.
   virtual int position() const = 0;
   virtual int ranks() const = 0;
@@ -62,7 +62,7 @@ class AttentionStrategy {
   virtual std::int64_t local_seq() const = 0;
   virtual PositionMap local_positions() const = 0;
   /// Timings and bytes sent of the last forward or backward on this rank.
-  virtual const RingTimings& last_timings() const = 0;
+  virtual const PassTimings& last_timings() const = 0;
   /// Engine workspace by the strategy's documented formula, and as last allocated.
   virtual std::int64_t workspace_bytes(bool backward) const = 0;
   virtual std::int64_t last_workspace_bytes() const = 0;
@@ -143,7 +143,7 @@ class AttentionStrategy {
 /// Collective over `comm`: validates the config and the choice on every rank (all fail
 /// together, with a message that says what to change) and builds the strategy. `comm` must
 /// outlive it.
-std::unique_ptr<AttentionStrategy> make_strategy(comm::Communicator& comm, const RingConfig& config,
+std::unique_ptr<AttentionStrategy> make_strategy(comm::Communicator& comm, const AttentionConfig& config,
                                                  const StrategyChoice& choice);
 
 }  // namespace engine

@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-#include "engine/ring_config.hpp"
+#include "engine/attention_config.hpp"
 #include "engine/workspace.hpp"
 #include "kernels/flash_attention.hpp"
 #include "rfa_cuda/flash.h"
@@ -37,7 +37,7 @@ class CudaBlockCompute {
   /// `device_doc_bounds`: the context's document boundaries in device memory (the kernels read
   /// them there; AttentionParams::doc_bounds is the host copy the engine classifies with), or
   /// nullptr without documents.
-  /// `kernel_path`: the implementation of the forward and backward kernels (RingConfig::cuda_path).
+  /// `kernel_path`: the implementation of the forward and backward kernels (AttentionConfig::cuda_path).
   CudaBlockCompute(cudaStream_t stream, WorkspaceCache<memory_space>& cache,
                    const std::int64_t* device_doc_bounds = nullptr, CudaPath kernel_path = CudaPath::sm80)
       : stream_(stream), cache_(&cache), device_doc_bounds_(device_doc_bounds), path_(kernel_path) {}

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "comm/communicator.hpp"
-#include "engine/ring_config.hpp"
+#include "engine/attention_config.hpp"
 
 namespace rfa {
 namespace engine {

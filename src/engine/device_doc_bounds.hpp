@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The document boundaries of a CUDA context in device memory (docs/architecture.md §4): the
-// engines classify steps and tiles with the host copy in RingConfig::doc_bounds and hand this
+// engines classify steps and tiles with the host copy in AttentionConfig::doc_bounds and hand this
 // one to the kernels (CudaBlockCompute). Made once per engine, at creation.
 #pragma once
 

@@ -9,15 +9,15 @@
 #include <cstdint>
 
 #include "comm/communicator.hpp"
+#include "engine/attention_config.hpp"
 #include "engine/engine_backends.hpp"
-#include "engine/ring_config.hpp"
 #include "engine/workspace.hpp"
 
 namespace rfa {
 namespace engine {
 
 /// What a run spent its time on (seconds, this rank), for the main job and the benchmark.
-struct RingTimings {
+struct PassTimings {
   double total = 0.0;
   double compute = 0.0;    ///< inside the flash kernels and the merge
   double wait = 0.0;       ///< blocked in Exchange::wait (communication not hidden)
@@ -29,14 +29,14 @@ struct RingTimings {
 class EngineState {
  public:
   /// The problem, as every rank agreed on it.
-  const RingConfig& config() const { return config_; }
+  const AttentionConfig& config() const { return config_; }
   /// This rank's position on the communicator the engine was built on, and the number of ranks.
   int position() const { return comm_.rank(); }
   int ranks() const { return comm_.size(); }
   /// Rows of the sequence this rank holds.
   std::int64_t local_seq() const { return local_seq_; }
   /// Timings and bytes sent of the last forward or backward on this rank.
-  const RingTimings& last_timings() const { return timings_; }
+  const PassTimings& last_timings() const { return timings_; }
   /// Bytes of engine workspace allocated by the last forward or backward (measured).
   std::int64_t last_workspace_bytes() const { return last_workspace_bytes_; }
   /// The cudaStream_t (as void*) device passes queue their work on; nullptr, the default, is
@@ -58,7 +58,7 @@ class EngineState {
 
  protected:
   /// `config` as every rank agreed on it (the engine validates before it comes here).
-  EngineState(comm::Communicator& comm, const RingConfig& config) : comm_(comm), config_(config) {
+  EngineState(comm::Communicator& comm, const AttentionConfig& config) : comm_(comm), config_(config) {
     host_workspace_.watch(&comm_);
   }
   ~EngineState() = default;
@@ -66,9 +66,9 @@ class EngineState {
   EngineState& operator=(const EngineState&) = delete;
 
   comm::Communicator& comm_;
-  RingConfig config_;
+  AttentionConfig config_;
   std::int64_t local_seq_ = 0;
-  RingTimings timings_;
+  PassTimings timings_;
   std::int64_t last_workspace_bytes_ = 0;
   void* cuda_stream_ = nullptr;
   /// The host arena this engine's calls carve from: its own, or that of an engine whose calls

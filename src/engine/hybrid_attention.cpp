@@ -19,7 +19,7 @@ namespace engine {
 namespace {
 
 // Agreement and the grid's rules before anything is split, on every rank together.
-const RingConfig& validated(comm::Communicator& comm, const RingConfig& c, const StrategyChoice& choice) {
+const AttentionConfig& validated(comm::Communicator& comm, const AttentionConfig& c, const StrategyChoice& choice) {
   agree_on_strategy(comm, c, choice);
   return c;
 }
@@ -45,8 +45,8 @@ PositionMap slice_rows(const PositionMap& map, std::int64_t first, std::int64_t 
 
 /// The ring's problem: this group's heads (H/Pu) and K/V slots over the whole sequence. A ring
 /// of one group holds the sequence in global order, whatever the layout.
-RingConfig ring_of_groups(const RingConfig& c, const HeadRouting& routing, int rings) {
-  RingConfig r = c;
+AttentionConfig ring_of_groups(const AttentionConfig& c, const HeadRouting& routing, int rings) {
+  AttentionConfig r = c;
   r.heads = routing.heads_per_rank();
   r.kv_heads = routing.slots();
   if (rings == 1) r.layout = RFA_LAYOUT_CONTIGUOUS;
@@ -55,7 +55,7 @@ RingConfig ring_of_groups(const RingConfig& c, const HeadRouting& routing, int r
 
 }  // namespace
 
-HybridAttention::HybridAttention(comm::Communicator& comm, const RingConfig& config, const StrategyChoice& choice)
+HybridAttention::HybridAttention(comm::Communicator& comm, const AttentionConfig& config, const StrategyChoice& choice)
     : EngineState(comm, validated(comm, config, choice)),
       degree_(degree_of(choice, comm.size())),
       routing_(config.heads, config.kv_heads, degree_) {
@@ -116,7 +116,7 @@ std::vector<PositionMap> HybridAttention::group_slices() const {
 }
 
 std::int64_t HybridAttention::workspace_bytes(bool backward) const {
-  const RingConfig& c = config_;
+  const AttentionConfig& c = config_;
   const std::int64_t E = std::int64_t(dtype_size(c.dtype));
   const std::int64_t q = c.batch * local_seq_ * c.heads * c.head_dim;
   const std::int64_t kvs = c.batch * ring_->local_seq() * routing_.slots() * c.head_dim;
@@ -129,7 +129,7 @@ std::int64_t HybridAttention::workspace_bytes(bool backward) const {
 }
 
 void HybridAttention::add_ring_timings() {
-  const RingTimings& r = ring_->last_timings();
+  const PassTimings& r = ring_->last_timings();
   timings_.compute += r.compute;
   timings_.wait += r.wait;
   timings_.steps_computed += r.steps_computed;
@@ -193,9 +193,9 @@ template <class Space, class T>
 void HybridAttention::run_forward(const typename Space::execution_space& exec, SpaceTensor4<const T, Space> q,
                                   SpaceTensor4<const T, Space> k, SpaceTensor4<const T, Space> v,
                                   SpaceTensor4<T, Space> out, SpaceTensor3<float, Space> lse) {
-  const RingConfig& c = config_;
+  const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch;
-  timings_ = RingTimings();
+  timings_ = PassTimings();
   ScopedSeconds total(timings_.total);
 
   Workspace<Space> ws = workspace<Space>(workspace_pass(false));
@@ -239,9 +239,9 @@ void HybridAttention::run_backward(const typename Space::execution_space& exec, 
                                    SpaceTensor4<const T, Space> out, SpaceTensor4<const T, Space> dout,
                                    SpaceTensor3<const float, Space> lse, SpaceTensor4<T, Space> dq,
                                    SpaceTensor4<T, Space> dk, SpaceTensor4<T, Space> dv) {
-  const RingConfig& c = config_;
+  const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim;
-  timings_ = RingTimings();
+  timings_ = PassTimings();
   ScopedSeconds total(timings_.total);
 
   Workspace<Space> ws = workspace<Space>(workspace_pass(true));

@@ -30,12 +30,12 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "engine/attention_config.hpp"
 #include "engine/attention_strategy.hpp"
 #include "engine/engine_state.hpp"
 #include "engine/head_exchange.hpp"
 #include "engine/head_routing.hpp"
 #include "engine/ring_attention.hpp"
-#include "engine/ring_config.hpp"
 #include "engine/workspace.hpp"
 
 namespace rfa {
@@ -46,7 +46,7 @@ class HybridAttention : public EngineState {
   /// Collective over `comm`: checks that all ranks agree and that the grid of `choice` fits
   /// (validate_strategy(): the hybrid's Pu x P/Pu, or Ulysses' P x 1), then splits `comm` into
   /// the groups and the ring of groups.
-  HybridAttention(comm::Communicator& comm, const RingConfig& config, const StrategyChoice& choice);
+  HybridAttention(comm::Communicator& comm, const AttentionConfig& config, const StrategyChoice& choice);
   /// Waits for work still queued on the CUDA stream before the device workspace is freed.
   ~HybridAttention();
 

@@ -10,7 +10,7 @@
 namespace rfa {
 namespace engine {
 
-RingAttention::RingAttention(comm::Communicator& comm, const RingConfig& config, comm::Communicator* agreement)
+RingAttention::RingAttention(comm::Communicator& comm, const AttentionConfig& config, comm::Communicator* agreement)
     : EngineState(comm, config), agreement_(agreement ? agreement : &comm) {
   validate_collective(comm_, config_);
   local_seq_ = layout::local_length(config_.layout, config_.seq_total, comm_.size());
@@ -47,7 +47,7 @@ PositionMap RingAttention::local_positions() const {
 }
 
 std::int64_t RingAttention::workspace_bytes(bool backward, bool fp32_gradients) const {
-  const RingConfig& c = config_;
+  const AttentionConfig& c = config_;
   const std::int64_t elem = std::int64_t(dtype_size(c.dtype));
   const std::int64_t q_elems = c.batch * local_seq_ * c.heads * c.head_dim;
   const std::int64_t kv_elems = c.batch * local_seq_ * c.kv_heads * c.head_dim;

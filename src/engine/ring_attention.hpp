@@ -28,12 +28,12 @@
 #include "comm/agreement.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
+#include "engine/attention_config.hpp"
 #include "engine/block_compute_cudnn.hpp"
 #include "engine/device_doc_bounds.hpp"
 #include "engine/engine_backends.hpp"
 #include "engine/engine_state.hpp"
 #include "engine/pass_tensors.hpp"
-#include "engine/ring_config.hpp"
 #include "engine/workspace.hpp"
 #include "kernels/flash_attention.hpp"
 #include "kernels/tensor_checks.hpp"
@@ -48,7 +48,7 @@ class RingAttention : public EngineState {
   /// run this ring's passes together (the hybrid's: every ring group at once): the checks
   /// before each pass agree over it, so a refused buffer in one ring group fails every group
   /// before any of them computes. It must outlive the engine.
-  RingAttention(comm::Communicator& comm, const RingConfig& config, comm::Communicator* agreement = nullptr);
+  RingAttention(comm::Communicator& comm, const AttentionConfig& config, comm::Communicator* agreement = nullptr);
   /// Waits for work still queued on the CUDA stream before the device workspace is freed.
   ~RingAttention();
   RingAttention(const RingAttention&) = delete;

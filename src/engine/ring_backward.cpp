@@ -62,9 +62,9 @@ void RingAttention::run_backward(
     typename Compute::template Tensor4<TGrad> dv, RingMode mode) {
   using Space = typename Compute::memory_space;
   using Grad = typename Compute::template Tensor4<float>;
-  const RingConfig& c = config_;
+  const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_;
-  timings_ = RingTimings();
+  timings_ = PassTimings();
   ScopedSeconds total(timings_.total);
   const int P = ranks(), me = position();
   const bool communicate = mode != RingMode::compute_only;

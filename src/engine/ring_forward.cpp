@@ -53,9 +53,9 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
                                 typename Compute::template Tensor4<T> out,
                                 typename Compute::template Tensor3<float> lse, RingMode mode) {
   using Space = typename Compute::memory_space;
-  const RingConfig& c = config_;
+  const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_;
-  timings_ = RingTimings();
+  timings_ = PassTimings();
   ScopedSeconds total(timings_.total);
   const int P = ranks(), me = position();
   const bool communicate = mode != RingMode::compute_only;

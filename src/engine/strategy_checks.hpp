@@ -9,7 +9,7 @@
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
-#include "engine/ring_config.hpp"
+#include "engine/attention_config.hpp"
 #include "kernels/flash_attention.hpp"
 #include "kernels/tensor_checks.hpp"
 
@@ -19,7 +19,7 @@ namespace engine {
 /// The dtype, and q, k, v on `local_seq` rows. Views of any memory space (host or device):
 /// only their extents and data pointers are read.
 template <class T, class In>
-void check_input_tensors(const RingConfig& c, std::int64_t local_seq, const In& q, const In& k, const In& v) {
+void check_input_tensors(const AttentionConfig& c, std::int64_t local_seq, const In& q, const In& k, const In& v) {
   require(dtype_of<T>::value == c.dtype, "tensors are ", dtype_name(dtype_of<T>::value),
           " but the context was configured for ", dtype_name(c.dtype));
   kernels::check_tensor(q, "q", c.batch, local_seq, c.heads, c.head_dim);
@@ -29,7 +29,7 @@ void check_input_tensors(const RingConfig& c, std::int64_t local_seq, const In& 
 
 /// q, k, v, out and lse of a forward.
 template <class T, class In, class Out, class Lse>
-void check_forward_tensors(const RingConfig& c, std::int64_t local_seq, const In& q, const In& k, const In& v,
+void check_forward_tensors(const AttentionConfig& c, std::int64_t local_seq, const In& q, const In& k, const In& v,
                            const Out& out, const Lse& lse) {
   check_input_tensors<T>(c, local_seq, q, k, v);
   kernels::check_tensor(out, "out", c.batch, local_seq, c.heads, c.head_dim);
@@ -38,7 +38,7 @@ void check_forward_tensors(const RingConfig& c, std::int64_t local_seq, const In
 
 /// The forward's tensors plus dout, dq, dk and dv of a backward.
 template <class T, class In, class Lse, class Grad>
-void check_backward_tensors(const RingConfig& c, std::int64_t local_seq, const In& q, const In& k, const In& v,
+void check_backward_tensors(const AttentionConfig& c, std::int64_t local_seq, const In& q, const In& k, const In& v,
                             const In& out, const In& dout, const Lse& lse, const Grad& dq, const Grad& dk,
                             const Grad& dv) {
   check_input_tensors<T>(c, local_seq, q, k, v);

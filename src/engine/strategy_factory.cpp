@@ -28,12 +28,12 @@ class StrategyOf final : public AttentionStrategy {
   StrategyOf(StrategyKind kind, Args&&... args) : kind_(kind), engine_(std::forward<Args>(args)...) {}
 
   StrategyKind kind() const override { return kind_; }
-  const RingConfig& config() const override { return engine_.config(); }
+  const AttentionConfig& config() const override { return engine_.config(); }
   int position() const override { return engine_.position(); }
   int ranks() const override { return engine_.ranks(); }
   std::int64_t local_seq() const override { return engine_.local_seq(); }
   PositionMap local_positions() const override { return engine_.local_positions(); }
-  const RingTimings& last_timings() const override { return engine_.last_timings(); }
+  const PassTimings& last_timings() const override { return engine_.last_timings(); }
   std::int64_t workspace_bytes(bool backward) const override { return engine_.workspace_bytes(backward); }
   std::int64_t last_workspace_bytes() const override { return engine_.last_workspace_bytes(); }
   std::int64_t kernel_workspace_bytes(bool backward) const override { return engine_.kernel_workspace_bytes(backward); }
@@ -123,7 +123,7 @@ namespace {
 /// The Pu x P/Pu grid's rules (engine/hybrid_attention.hpp). One ring group (Pu = P, Ulysses):
 /// the layout applies over all P ranks and every rank attends over the whole sequence.
 /// Several: the layout applies over the ring groups, whose rows divide among their Pu ranks.
-void validate_grid(const RingConfig& c, int ranks, int degree) {
+void validate_grid(const AttentionConfig& c, int ranks, int degree) {
   const int rings = ranks / degree;
   if (rings == 1) {
     validate_local(c, ranks);
@@ -145,7 +145,7 @@ void validate_grid(const RingConfig& c, int ranks, int degree) {
 
 }  // namespace
 
-void validate_strategy(const StrategyChoice& choice, const RingConfig& c, int ranks) {
+void validate_strategy(const StrategyChoice& choice, const AttentionConfig& c, int ranks) {
   const int degree = choice.ulysses_degree;
   switch (choice.kind) {
     case StrategyKind::ring:
@@ -180,7 +180,7 @@ void validate_strategy(const StrategyChoice& choice, const RingConfig& c, int ra
   fail(RFA_ERROR_INVALID_ARGUMENT, "unknown strategy value ", int(choice.kind));
 }
 
-void agree_on_strategy(comm::Communicator& comm, const RingConfig& config, const StrategyChoice& choice) {
+void agree_on_strategy(comm::Communicator& comm, const AttentionConfig& config, const StrategyChoice& choice) {
   require_same_config(comm, config);
   comm::require_same_everywhere(comm, {{"strategy", std::int64_t(choice.kind)},
                                        {"ulysses_degree", std::int64_t(choice.ulysses_degree)},
@@ -188,7 +188,7 @@ void agree_on_strategy(comm::Communicator& comm, const RingConfig& config, const
   comm::check_everywhere(comm, [&] { validate_strategy(choice, config, comm.size()); });
 }
 
-std::unique_ptr<AttentionStrategy> make_strategy(comm::Communicator& comm, const RingConfig& config,
+std::unique_ptr<AttentionStrategy> make_strategy(comm::Communicator& comm, const AttentionConfig& config,
                                                  const StrategyChoice& choice) {
   agree_on_strategy(comm, config, choice);
   switch (choice.kind) {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
-#include "engine/ring_config.hpp"
+#include "engine/attention_config.hpp"
 #include "engine/workspace.hpp"
 
 namespace rfa {
@@ -30,7 +30,7 @@ class TravellingGradients {
   /// come from `ws`: two partials (in turn the one this step adds to and sends on, and the one
   /// arriving) for a pass of two steps or more, and a contribution buffer from the third step on.
   /// `steps` (ring distances, ascending, from 0) must outlive this.
-  TravellingGradients(Compute& blocks, Workspace<Space>& ws, comm::Communicator& comm, const RingConfig& c,
+  TravellingGradients(Compute& blocks, Workspace<Space>& ws, comm::Communicator& comm, const AttentionConfig& c,
                       std::int64_t local_seq, Grad dk_home, Grad dv_home, bool communicate,
                       const std::vector<int>& steps)
       : blocks_(blocks),

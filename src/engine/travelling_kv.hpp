@@ -26,8 +26,8 @@ class TravellingKV {
   /// receive buffers (none for a pass of one step) come from `ws`, sized by the context (the caller's k and v are
   /// checked against it only after the workspace is allocated). The blocks move between the pass's `steps` (ring
   /// distances, ascending, from 0), not after the last; `steps` must outlive this.
-  TravellingKV(Workspace<Space>& ws, comm::Communicator& comm, const RingConfig& c, std::int64_t local_seq, Block k,
-               Block v, bool communicate, const std::vector<int>& steps)
+  TravellingKV(Workspace<Space>& ws, comm::Communicator& comm, const AttentionConfig& c, std::int64_t local_seq,
+               Block k, Block v, bool communicate, const std::vector<int>& steps)
       : comm_(comm),
         k_(k),
         v_(v),

@@ -16,13 +16,13 @@ namespace rfa {
 namespace model {
 namespace {
 
-using engine::RingConfig;
+using engine::AttentionConfig;
 
 /// FLOPs per score and head, by FlashAttention's count.
-double forward_flops_per_score(const RingConfig& c) { return 4.0 * double(c.head_dim); }
-double backward_flops_per_score(const RingConfig& c) { return 2.5 * forward_flops_per_score(c); }
+double forward_flops_per_score(const AttentionConfig& c) { return 4.0 * double(c.head_dim); }
+double backward_flops_per_score(const AttentionConfig& c) { return 2.5 * forward_flops_per_score(c); }
 
-double element_bytes(const RingConfig& c) { return double(dtype_size(c.dtype)); }
+double element_bytes(const AttentionConfig& c) { return double(dtype_size(c.dtype)); }
 
 /// Seconds the kernels take for one block of `heads` query heads (over every batch), each score
 /// `per_score` FLOPs.
@@ -107,7 +107,7 @@ const Link& link_for(const MachineModel& m, int span, int stride) {
 
 /// The ring (engine/ring_attention.hpp) on `ranks` ranks whose neighbours are `stride` global
 /// ranks apart, for ring position `rank` (global rank rank * stride + place).
-Prediction ring(const RingConfig& c, int ranks, int rank, int stride, int place, const MachineModel& m) {
+Prediction ring(const AttentionConfig& c, int ranks, int rank, int stride, int place, const MachineModel& m) {
   Prediction p;
   const std::vector<int> steps = engine::ring_steps_with_work(c, ranks);
   const std::size_t n = steps.size();
@@ -163,8 +163,8 @@ Prediction ring(const RingConfig& c, int ranks, int rank, int stride, int place,
 /// rank's `local_rows` rows of every head to the group's rows of its heads and back, and the
 /// attention in between (`inner`: the whole sequence for Ulysses, the ring of groups for the
 /// hybrid). engine/hybrid_attention.hpp (Ulysses is its one-group grid) sends what is counted.
-Prediction heads_exchange(const RingConfig& c, int degree, int place, std::int64_t local_rows, const Prediction& inner,
-                          const MachineModel& m) {
+Prediction heads_exchange(const AttentionConfig& c, int degree, int place, std::int64_t local_rows,
+                          const Prediction& inner, const MachineModel& m) {
   Prediction p = inner;
   const engine::HeadRouting routing(c.heads, c.kv_heads, degree);
   const double E = element_bytes(c), D = double(c.head_dim), B = double(c.batch), rows = double(local_rows);
@@ -199,7 +199,7 @@ Prediction heads_exchange(const RingConfig& c, int degree, int place, std::int64
 }
 
 /// One attention of this rank's heads over the whole sequence (Ulysses' local step).
-Prediction whole_sequence(const RingConfig& c, double heads, const MachineModel& m) {
+Prediction whole_sequence(const AttentionConfig& c, double heads, const MachineModel& m) {
   Prediction p;
   const kernels::MaskRule rule = engine::mask_rule(c);
   const PositionMap all = PositionMap::contiguous(0, c.seq_total);
@@ -215,7 +215,7 @@ Prediction whole_sequence(const RingConfig& c, double heads, const MachineModel&
 
 /// The KV all-gather (engine/allgather_attention.hpp): chunks of K/V heads gathered while the
 /// previous chunk computes; in the backward each chunk's dK/dV reduce-scattered home.
-Prediction allgather(const RingConfig& c, std::int64_t chunk, int ranks, int rank, const MachineModel& m) {
+Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, int rank, const MachineModel& m) {
   Prediction p;
   const std::int64_t L = layout::local_length(c.layout, c.seq_total, ranks), chunks = c.kv_heads / chunk;
   const kernels::MaskRule rule = engine::mask_rule(c);
@@ -270,7 +270,7 @@ Prediction allgather(const RingConfig& c, std::int64_t chunk, int ranks, int ran
 
 }  // namespace
 
-Prediction predict_rank(const RingConfig& c, const engine::StrategyChoice& choice, int ranks, int rank,
+Prediction predict_rank(const AttentionConfig& c, const engine::StrategyChoice& choice, int ranks, int rank,
                         const MachineModel& m) {
   require(ranks >= 1 && rank >= 0 && rank < ranks, "rank ", rank, " is not a position of ", ranks, " ranks");
   require(m.ranks_per_node >= 1, "ranks_per_node must be at least 1, got ", m.ranks_per_node);
@@ -293,7 +293,7 @@ Prediction predict_rank(const RingConfig& c, const engine::StrategyChoice& choic
     case engine::StrategyKind::hybrid: {
       const int pu = choice.ulysses_degree, pr = ranks / pu;
       const engine::HeadRouting routing(c.heads, c.kv_heads, pu);
-      RingConfig rc = c;
+      AttentionConfig rc = c;
       rc.heads = routing.heads_per_rank();
       rc.kv_heads = routing.slots();
       const Prediction inner = ring(rc, pr, rank / pu, pu, rank % pu, m);
@@ -304,7 +304,7 @@ Prediction predict_rank(const RingConfig& c, const engine::StrategyChoice& choic
   fail(RFA_ERROR_INVALID_ARGUMENT, "unknown strategy");
 }
 
-Prediction predict(const RingConfig& c, const engine::StrategyChoice& choice, int ranks, const MachineModel& m) {
+Prediction predict(const AttentionConfig& c, const engine::StrategyChoice& choice, int ranks, const MachineModel& m) {
   Prediction worst;
   const int looked = std::min(ranks, 64);
   for (int i = 0; i < looked; ++i) {

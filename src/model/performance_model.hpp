@@ -8,14 +8,14 @@
 // kernels count them, at the rate a kernel benchmark measured on whole tiles; a masked tile
 // costs what its size and its visible scores say (MachineModel). A transfer costs latency + bytes / bandwidth on
 // the link it crosses (inside a node or between nodes). Bytes are the engines' own
-// (RingTimings::bytes_sent), which the tests hold the model to.
+// (PassTimings::bytes_sent), which the tests hold the model to.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "engine/attention_config.hpp"
 #include "engine/attention_strategy.hpp"
-#include "engine/ring_config.hpp"
 
 namespace rfa {
 namespace model {
@@ -82,12 +82,12 @@ struct Prediction {
 
 /// The prediction for ring position `rank` of `ranks`. Throws RFA_ERROR_INVALID_ARGUMENT where
 /// the strategy cannot run the problem (engine::validate_strategy).
-Prediction predict_rank(const engine::RingConfig& config, const engine::StrategyChoice& choice, int ranks, int rank,
-                        const MachineModel& machine);
+Prediction predict_rank(const engine::AttentionConfig& config, const engine::StrategyChoice& choice, int ranks,
+                        int rank, const MachineModel& machine);
 
 /// The slowest rank's times and the largest bytes over the ranks (at most 64 of them looked at,
 /// evenly spread, when there are more).
-Prediction predict(const engine::RingConfig& config, const engine::StrategyChoice& choice, int ranks,
+Prediction predict(const engine::AttentionConfig& config, const engine::StrategyChoice& choice, int ranks,
                    const MachineModel& machine);
 
 }  // namespace model

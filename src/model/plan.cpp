@@ -28,7 +28,8 @@ std::string Plan::name() const {
   return s + ", " + layout::layout_name(layout);
 }
 
-std::vector<Plan> rank_plans(const engine::RingConfig& config, int ranks, const MachineModel& machine, bool ring_only) {
+std::vector<Plan> rank_plans(const engine::AttentionConfig& config, int ranks, const MachineModel& machine,
+                             bool ring_only) {
   std::vector<engine::StrategyChoice> choices = {{engine::StrategyKind::ring, 0, 1}};
   if (!ring_only) {
     choices.push_back({engine::StrategyKind::allgather, 0, 1});
@@ -42,7 +43,7 @@ std::vector<Plan> rank_plans(const engine::RingConfig& config, int ranks, const 
     for (rfa_layout_t layout : {RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_STRIPE}) {
       // Ulysses gathers the whole sequence: its layout changes nothing but the rows' order.
       if (choice.kind == engine::StrategyKind::ulysses && layout != RFA_LAYOUT_ZIGZAG) continue;
-      engine::RingConfig c = config;
+      engine::AttentionConfig c = config;
       c.layout = layout;
       try {
         engine::validate_strategy(choice, c, ranks);
@@ -56,7 +57,7 @@ std::vector<Plan> rank_plans(const engine::RingConfig& config, int ranks, const 
   return plans;
 }
 
-Plan choose_plan(const engine::RingConfig& config, int ranks, const MachineModel& machine, bool ring_only) {
+Plan choose_plan(const engine::AttentionConfig& config, int ranks, const MachineModel& machine, bool ring_only) {
   std::vector<Plan> plans = rank_plans(config, ranks, machine, ring_only);
   require(!plans.empty(), "no strategy fits S = ", config.seq_total, ", H = ", config.heads, " on ", ranks,
           " ranks (the sequence must split over the ranks, 2 * ranks for zigzag)");
@@ -159,7 +160,7 @@ MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const Pl
   return m;
 }
 
-std::vector<Plan> automatic_plans(const engine::RingConfig& config, int ranks, const PlanningHost& host) {
+std::vector<Plan> automatic_plans(const engine::AttentionConfig& config, int ranks, const PlanningHost& host) {
   const MachineModel machine = planning_machine(config.device, config.dtype, host);
   std::vector<Plan> plans = rank_plans(config, ranks, machine, /*ring_only=*/config.device != engine::Device::host);
   require(!plans.empty(), "the automatic strategy: no strategy fits seq_total = ", config.seq_total,

@@ -27,11 +27,11 @@ struct Plan {
 /// all-gather on each layout, Ulysses, and the hybrid for each Ulysses degree that divides the
 /// ranks and the heads and fits in a node (`ring_only`: the ring's layouts alone, what devices
 /// run). Sorted by predicted forward + backward time.
-std::vector<Plan> rank_plans(const engine::RingConfig& config, int ranks, const MachineModel& machine,
+std::vector<Plan> rank_plans(const engine::AttentionConfig& config, int ranks, const MachineModel& machine,
                              bool ring_only = false);
 
 /// The first of rank_plans(). Throws RFA_ERROR_INVALID_ARGUMENT if no plan fits.
-Plan choose_plan(const engine::RingConfig& config, int ranks, const MachineModel& machine, bool ring_only = false);
+Plan choose_plan(const engine::AttentionConfig& config, int ranks, const MachineModel& machine, bool ring_only = false);
 
 /// What the plans say, for a caller to read: the first, its predicted forward and backward time
 /// per rank, and the runners-up ("hybrid 2 x 2, zigzag: predicted 12.3 ms forward + 40.1 ms
@@ -65,7 +65,7 @@ MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const Pl
 
 /// What the automatic strategy weighs: rank_plans() on planning_machine(), the ring's layouts
 /// alone on devices. Throws RFA_ERROR_INVALID_ARGUMENT, saying why, when no plan fits.
-std::vector<Plan> automatic_plans(const engine::RingConfig& config, int ranks, const PlanningHost& host);
+std::vector<Plan> automatic_plans(const engine::AttentionConfig& config, int ranks, const PlanningHost& host);
 
 }  // namespace model
 }  // namespace rfa

@@ -63,7 +63,7 @@ TEST(AllGatherAttention, RejectsAChunkThatDoesNotDivideTheKvHeads) {
 // On a CUDA context the chunks run on rfa's kernels: an explicit request for cuDNN is refused
 // (the same verdict on every rank: no communication) before the device is looked at.
 TEST(AllGatherAttention, RefusesCudnnKernelsOnDevices) {
-  engine::RingConfig cfg = strategy_config({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 4}, RFA_DTYPE_BFLOAT16);
+  engine::AttentionConfig cfg = strategy_config({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 4}, RFA_DTYPE_BFLOAT16);
   cfg.device = engine::Device::cuda;
   cfg.head_dim = 64;
   const auto refusal = [&](engine::StrategyKind kind) {

@@ -12,7 +12,7 @@
 #include <map>
 #include <string>
 
-#include "engine/ring_config.hpp"
+#include "engine/attention_config.hpp"
 #include "kernels/flash_attention.hpp"
 
 namespace rfa {

@@ -62,7 +62,7 @@ class DeviceStrategyTest : public ::testing::TestWithParam<DeviceCase> {
     if (choice_.kind == engine::StrategyKind::hybrid) choice_.ulysses_degree = P == 4 ? 2 : P;
   }
   /// The config of a case on the device, with the pinned kernels.
-  engine::RingConfig device_config(engine::RingConfig cfg) const {
+  engine::AttentionConfig device_config(engine::AttentionConfig cfg) const {
     cfg.device = engine::Device::cuda;
     cfg.cuda_kernels = cuda_kernels_;
     cfg.cuda_path = cuda_path_;
@@ -70,7 +70,7 @@ class DeviceStrategyTest : public ::testing::TestWithParam<DeviceCase> {
   }
   /// The all-gather computes on rfa's kernels only: with cuDNN pinned it must be refused on
   /// every rank, and the case ends there.
-  bool refused_allgather_on_cudnn(const engine::RingConfig& cfg) {
+  bool refused_allgather_on_cudnn(const engine::AttentionConfig& cfg) {
     if (choice_.kind != engine::StrategyKind::allgather || cfg.cuda_kernels != engine::CudaKernels::cudnn) return false;
     try {
       engine::make_strategy(*comm_, cfg, choice_);
@@ -91,7 +91,7 @@ class DeviceStrategyMemory : public DeviceStrategyTest {
   template <class T>
   void check() {
     // GQA with kv_heads < P on 3 and 4 ranks; 12 heads divide among 1-4 ranks.
-    engine::RingConfig cfg =
+    engine::AttentionConfig cfg =
         device_config(strategy_config({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 2}, dtype_of<T>::value));
     cfg.head_dim = 64;
     if (refused_allgather_on_cudnn(cfg)) return;
@@ -196,7 +196,7 @@ class DeviceStrategyResults : public DeviceStrategyTest {
     for (const StrategySpec& spec : specs) {
       SCOPED_TRACE(std::string(layout::layout_name(spec.layout)) + ", kv_heads " + std::to_string(spec.kv_heads) +
                    (spec.window > 0 ? ", window" : "") + (spec.docs.empty() ? "" : ", documents"));
-      engine::RingConfig cfg = device_config(strategy_config(spec, dtype_of<T>::value));
+      engine::AttentionConfig cfg = device_config(strategy_config(spec, dtype_of<T>::value));
       cfg.head_dim = 64;
       if (refused_allgather_on_cudnn(cfg)) return;
       auto attn = engine::make_strategy(*comm_, cfg, choice_);

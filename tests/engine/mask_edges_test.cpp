@@ -43,7 +43,7 @@ std::vector<Sweep> strategies(int P) {
   return s;
 }
 
-std::string describe(const engine::RingConfig& c, const engine::StrategyChoice& choice, int P) {
+std::string describe(const engine::AttentionConfig& c, const engine::StrategyChoice& choice, int P) {
   std::ostringstream o;
   o << engine::strategy_name(choice.kind);
   if (choice.kind == engine::StrategyKind::hybrid) o << " Pu=" << choice.ulysses_degree;
@@ -79,7 +79,7 @@ class Failures {
 };
 
 template <class T>
-AttentionErrors run_strategy(comm::Communicator& comm, const engine::RingConfig& cfg,
+AttentionErrors run_strategy(comm::Communicator& comm, const engine::AttentionConfig& cfg,
                              const engine::StrategyChoice& choice, std::uint64_t seed) {
   auto attn = engine::make_strategy(comm, cfg, choice);
   return run_attention<T>(*attn, cfg, seed);
@@ -87,8 +87,8 @@ AttentionErrors run_strategy(comm::Communicator& comm, const engine::RingConfig&
 
 // S = 24P: 2P zigzag chunks of 12 tokens, P contiguous blocks of 24, and every hybrid grid's
 // groups divide it. One head per rank (Ulysses' and every hybrid degree's divisor), fp32.
-engine::RingConfig edge_config(int P) {
-  engine::RingConfig c;
+engine::AttentionConfig edge_config(int P) {
+  engine::AttentionConfig c;
   c.dtype = RFA_DTYPE_FLOAT32;
   c.batch = 1;
   c.seq_total = 24 * P;
@@ -103,7 +103,7 @@ engine::RingConfig edge_config(int P) {
 TEST(MaskEdges, WindowsAroundEveryBlockAndChunkEdge) {
   auto comm = world_ring();
   const int P = comm->size();
-  engine::RingConfig c = edge_config(P);
+  engine::AttentionConfig c = edge_config(P);
   // Every window any (layout, strategy) sweeps, with the pairs that sweep it.
   struct Run {
     rfa_layout_t layout;
@@ -136,7 +136,7 @@ TEST(MaskEdges, WindowsAroundEveryBlockAndChunkEdge) {
 TEST(MaskEdges, DocumentBoundariesOnChunkEdges) {
   auto comm = world_ring();
   const int P = comm->size();
-  engine::RingConfig c = edge_config(P);
+  engine::AttentionConfig c = edge_config(P);
   const std::int64_t S = c.seq_total;
   // Boundaries one and three edges in, and one token either side, for every edge in use (a
   // one-token document among them); alone, and under a window reaching one token into the
@@ -194,7 +194,7 @@ TEST(MaskEdges, RandomMasksMatchTheReference) {
   Failures failures;
   const int kConfigurations = 24;
   for (int i = 0; i < kConfigurations; ++i) {
-    engine::RingConfig c;
+    engine::AttentionConfig c;
     c.seq_total = 2 * P * uniform(1, 16);
     const std::int64_t S = c.seq_total;
     c.layout = std::array<rfa_layout_t, 3>{RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE}[uniform(0, 2)];

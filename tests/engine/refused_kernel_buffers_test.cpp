@@ -42,8 +42,8 @@ constexpr double kDeadlineSeconds = 60;
 // 12 heads of 64 (divisible by P = 1..4), 2^17 rows per rank, fp32: each kernel copy (K, V, Q or
 // dO) is 0.17-0.5 GB per rank, the margin left above the engine's buffers half of that, far
 // more than anything else the process maps during a call.
-engine::RingConfig big_config(int P) {
-  engine::RingConfig c;
+engine::AttentionConfig big_config(int P) {
+  engine::AttentionConfig c;
   c.layout = RFA_LAYOUT_CONTIGUOUS;
   c.mask = RFA_MASK_NONE;
   c.dtype = RFA_DTYPE_FLOAT32;
@@ -93,7 +93,7 @@ template <class Strategy>
 void expect_refusal_everywhere(comm::Communicator& ring, Strategy& attn, bool backward, std::int64_t engine_bytes,
                                std::int64_t kernel_bytes) {
   SCOPED_TRACE(backward ? "backward" : "forward");
-  const engine::RingConfig& c = attn.config();
+  const engine::AttentionConfig& c = attn.config();
   const std::int64_t L = attn.local_seq(), B = c.batch, H = c.heads, HKV = c.kv_heads, D = c.head_dim;
   const std::size_t q_bytes = std::size_t(B * L * H * D) * 4, kv_bytes = std::size_t(B * L * HKV * D) * 4;
   Unbacked q_mem(q_bytes), k_mem(kv_bytes), v_mem(kv_bytes), out_mem(q_bytes), lse_mem(std::size_t(B * H * L) * 4),

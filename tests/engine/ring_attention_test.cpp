@@ -25,13 +25,13 @@ struct RingSpec {
 using RingErrors = AttentionErrors;
 
 template <class T>
-RingErrors run_ring(comm::Communicator& ring, const engine::RingConfig& cfg, std::uint64_t seed) {
+RingErrors run_ring(comm::Communicator& ring, const engine::AttentionConfig& cfg, std::uint64_t seed) {
   engine::RingAttention attn(ring, cfg);
   return run_attention<T>(attn, cfg, seed);
 }
 
-engine::RingConfig config_for(const RingSpec& spec, rfa_dtype_t dtype) {
-  engine::RingConfig cfg;
+engine::AttentionConfig config_for(const RingSpec& spec, rfa_dtype_t dtype) {
+  engine::AttentionConfig cfg;
   cfg.layout = spec.layout;
   cfg.mask = spec.mask;
   cfg.dtype = dtype;
@@ -109,7 +109,7 @@ TEST(RingWindow, StepsOutsideEveryWindowRunNoKernel) {
 // neighbours of each chunk, so the steps near 0 and near P); with documents that coincide
 // with the contiguous blocks, none but the rank's own.
 TEST(RingSteps, OnlyTheStepsSomeRankComputesOn) {
-  engine::RingConfig c = config_for({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 2}, RFA_DTYPE_FLOAT32);
+  engine::AttentionConfig c = config_for({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 2}, RFA_DTYPE_FLOAT32);
   c.seq_total = 1024;
   EXPECT_EQ(engine::ring_steps_with_work(c, 4), (std::vector<int>{0, 1, 2, 3}));
   c.window = 128;  // S/8: one zigzag chunk at P = 4, two at P = 8
@@ -137,7 +137,7 @@ TEST(RingSteps, OnlyTheStepsSomeRankComputesOn) {
 // layouts must match exactly; on stripe the selection may run steps no rank needs (it judges
 // a rank's interleaved tokens by their range: under a window shorter than P every step runs)
 // but never skip one.
-std::vector<int> brute_force_steps(const engine::RingConfig& c, int P) {
+std::vector<int> brute_force_steps(const engine::AttentionConfig& c, int P) {
   const std::int64_t L = layout::local_length(c.layout, c.seq_total, P);
   auto document = [&](std::int64_t pos) {
     std::int64_t d = 0;
@@ -176,7 +176,7 @@ TEST(RingSteps, MatchABruteForceAroundEveryBlockEdge) {
   int configurations = 0;
   for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE}) {
     for (int P = 1; P <= 8; ++P) {
-      engine::RingConfig c = config_for({layout, RFA_MASK_CAUSAL, 1}, RFA_DTYPE_FLOAT32);
+      engine::AttentionConfig c = config_for({layout, RFA_MASK_CAUSAL, 1}, RFA_DTYPE_FLOAT32);
       c.seq_total = 24 * P;  // 2P zigzag chunks of 12 tokens, P contiguous blocks of 24
       const std::int64_t edge = edge_of(layout, c.seq_total, P);
       for (rfa_mask_t mask : {RFA_MASK_CAUSAL, RFA_MASK_NONE}) {

@@ -92,8 +92,8 @@ struct ReferenceResults {
 /// strategy (the all-gather's chunk sizes) computes it once, where it was half of the test's
 /// time under the sanitizers. The key is everything that decides the problem and the inputs.
 template <class T>
-const ReferenceResults& reference_results(const engine::RingConfig& cfg, std::uint64_t seed, const GlobalTensor<T>& q,
-                                          const GlobalTensor<T>& k, const GlobalTensor<T>& v,
+const ReferenceResults& reference_results(const engine::AttentionConfig& cfg, std::uint64_t seed,
+                                          const GlobalTensor<T>& q, const GlobalTensor<T>& k, const GlobalTensor<T>& v,
                                           const GlobalTensor<T>& dout) {
   // (and T: each instantiation keeps its own)
   using Key = std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
@@ -121,7 +121,7 @@ const ReferenceResults& reference_results(const engine::RingConfig& cfg, std::ui
 /// Runs forward and backward of `cfg` on `attn` (any strategy: RingAttention, UlyssesAttention,
 /// ...) and returns this rank's errors against the float64 reference.
 template <class T, class Engine>
-AttentionErrors run_attention(Engine& attn, const engine::RingConfig& cfg, std::uint64_t seed) {
+AttentionErrors run_attention(Engine& attn, const engine::AttentionConfig& cfg, std::uint64_t seed) {
   const std::int64_t S = cfg.seq_total, B = cfg.batch, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
   std::mt19937_64 rng(seed);
   GlobalTensor<T> q(B * S * H * D, rng, 2.0), k(B * S * HKV * D, rng, 2.0), v(B * S * HKV * D, rng, 1.0),

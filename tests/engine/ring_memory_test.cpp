@@ -14,7 +14,7 @@ class RingMemoryTest : public ::testing::TestWithParam<rfa_dtype_t> {};
 template <class T>
 void check_memory(rfa_dtype_t dtype) {
   auto ring = world_ring();
-  engine::RingConfig cfg;
+  engine::AttentionConfig cfg;
   cfg.layout = RFA_LAYOUT_ZIGZAG;
   cfg.mask = RFA_MASK_CAUSAL;
   cfg.dtype = dtype;

@@ -19,7 +19,7 @@ struct Gathered {
 Gathered run_in_order(rfa_ring_order_t policy) {
   const auto order = topology::choose_ring_order(MPI_COMM_WORLD, policy);
   auto ring = comm::make_mpi_communicator(MPI_COMM_WORLD, order.position);
-  engine::RingConfig cfg;
+  engine::AttentionConfig cfg;
   cfg.layout = RFA_LAYOUT_ZIGZAG;
   cfg.mask = RFA_MASK_CAUSAL;
   cfg.dtype = RFA_DTYPE_FLOAT32;

@@ -14,8 +14,8 @@ namespace rfa {
 namespace test {
 namespace {
 
-engine::RingConfig good_config() {
-  engine::RingConfig cfg;
+engine::AttentionConfig good_config() {
+  engine::AttentionConfig cfg;
   cfg.layout = RFA_LAYOUT_ZIGZAG;
   cfg.mask = RFA_MASK_CAUSAL;
   cfg.dtype = RFA_DTYPE_FLOAT32;
@@ -27,7 +27,7 @@ engine::RingConfig good_config() {
   return cfg;
 }
 
-Error creation_error(comm::Communicator& ring, const engine::RingConfig& cfg) {
+Error creation_error(comm::Communicator& ring, const engine::AttentionConfig& cfg) {
   try {
     engine::RingAttention attn(ring, cfg);
   } catch (const Error& e) {
@@ -68,21 +68,21 @@ TEST(RingValidation, RanksThatDisagreeFailEverywhere) {
 TEST(RingValidation, EveryFieldIsAgreedOn) {
   auto ring = world_ring();
   if (ring->size() < 2) GTEST_SKIP() << "needs two ranks";
-  using Change = void (*)(engine::RingConfig&);
+  using Change = void (*)(engine::AttentionConfig&);
   const std::pair<const char*, Change> fields[] = {
-      {"layout", [](engine::RingConfig& c) { c.layout = RFA_LAYOUT_STRIPE; }},
-      {"mask", [](engine::RingConfig& c) { c.mask = RFA_MASK_NONE; }},
-      {"dtype", [](engine::RingConfig& c) { c.dtype = RFA_DTYPE_BFLOAT16; }},
-      {"softmax_scale", [](engine::RingConfig& c) { c.softmax_scale = 0.5f; }},
-      {"batch", [](engine::RingConfig& c) { c.batch = 2; }},
-      {"seq_total", [](engine::RingConfig& c) { c.seq_total = 96; }},
-      {"heads", [](engine::RingConfig& c) { c.heads = 4; }},
-      {"kv_heads", [](engine::RingConfig& c) { c.kv_heads = 2; }},
-      {"head_dim", [](engine::RingConfig& c) { c.head_dim = 32; }},
-      {"window", [](engine::RingConfig& c) { c.window = 5; }},
-      {"deterministic", [](engine::RingConfig& c) { c.deterministic = true; }},
+      {"layout", [](engine::AttentionConfig& c) { c.layout = RFA_LAYOUT_STRIPE; }},
+      {"mask", [](engine::AttentionConfig& c) { c.mask = RFA_MASK_NONE; }},
+      {"dtype", [](engine::AttentionConfig& c) { c.dtype = RFA_DTYPE_BFLOAT16; }},
+      {"softmax_scale", [](engine::AttentionConfig& c) { c.softmax_scale = 0.5f; }},
+      {"batch", [](engine::AttentionConfig& c) { c.batch = 2; }},
+      {"seq_total", [](engine::AttentionConfig& c) { c.seq_total = 96; }},
+      {"heads", [](engine::AttentionConfig& c) { c.heads = 4; }},
+      {"kv_heads", [](engine::AttentionConfig& c) { c.kv_heads = 2; }},
+      {"head_dim", [](engine::AttentionConfig& c) { c.head_dim = 32; }},
+      {"window", [](engine::AttentionConfig& c) { c.window = 5; }},
+      {"deterministic", [](engine::AttentionConfig& c) { c.deterministic = true; }},
       {"document boundaries (count)",
-       [](engine::RingConfig& c) {
+       [](engine::AttentionConfig& c) {
          c.doc_bounds = {0, 10, 48};
        }},
   };

@@ -24,8 +24,8 @@ struct StrategySpec {
 /// any rank's rows, and boundaries inside ranks' blocks for every P = 1..4 and layout.
 inline std::vector<std::int64_t> packed_documents() { return {0, 1, 2, 50, 51, 97, 120}; }
 
-inline engine::RingConfig strategy_config(const StrategySpec& spec, rfa_dtype_t dtype) {
-  engine::RingConfig cfg;
+inline engine::AttentionConfig strategy_config(const StrategySpec& spec, rfa_dtype_t dtype) {
+  engine::AttentionConfig cfg;
   cfg.layout = spec.layout;
   cfg.mask = spec.mask;
   cfg.window = spec.window;

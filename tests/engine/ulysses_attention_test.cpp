@@ -66,7 +66,7 @@ TEST(UlyssesAttention, HoldsNoAccumulatorsBeyondItsExchanges) {
 TEST(UlyssesAttention, RejectsHeadsNotDivisibleByTheDegreeOnEveryRank) {
   auto comm = world_ring();
   if (comm->size() == 1) GTEST_SKIP() << "every head count divides by 1";
-  engine::RingConfig cfg = strategy_config({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, 1}, RFA_DTYPE_FLOAT32);
+  engine::AttentionConfig cfg = strategy_config({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, 1}, RFA_DTYPE_FLOAT32);
   cfg.heads = cfg.kv_heads = comm->size() + 1;  // never a multiple of P >= 2
   try {
     engine::HybridAttention attn(*comm, cfg, kUlysses);

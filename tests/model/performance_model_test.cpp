@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The performance model (model/performance_model.hpp) held to the engines: on 1 to 4 ranks,
 // for every strategy, layout, mask, window and head grouping, the bytes it predicts for this
-// rank are the bytes the engine sends (RingTimings::bytes_sent), forward and backward; and its
+// rank are the bytes the engine sends (PassTimings::bytes_sent), forward and backward; and its
 // times follow from its parts where the machine makes one part vanish.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -21,8 +21,8 @@ namespace {
 using engine::StrategyChoice;
 using engine::StrategyKind;
 
-engine::RingConfig config(rfa_layout_t layout, rfa_mask_t mask, std::int64_t kv_heads, std::int64_t window) {
-  engine::RingConfig c;
+engine::AttentionConfig config(rfa_layout_t layout, rfa_mask_t mask, std::int64_t kv_heads, std::int64_t window) {
+  engine::AttentionConfig c;
   c.layout = layout;
   c.mask = mask;
   c.dtype = RFA_DTYPE_FLOAT32;
@@ -36,7 +36,7 @@ engine::RingConfig config(rfa_layout_t layout, rfa_mask_t mask, std::int64_t kv_
 }
 
 /// Bytes this rank's engine sends in one forward and one backward.
-std::pair<std::int64_t, std::int64_t> engine_bytes(comm::Communicator& comm, const engine::RingConfig& c,
+std::pair<std::int64_t, std::int64_t> engine_bytes(comm::Communicator& comm, const engine::AttentionConfig& c,
                                                    const StrategyChoice& choice) {
   auto attn = engine::make_strategy(comm, c, choice);
   const std::int64_t B = c.batch, L = attn->local_seq(), H = c.heads, HKV = c.kv_heads, D = c.head_dim;
@@ -64,7 +64,7 @@ TEST(PerformanceModel, PredictsTheBytesEveryEngineSends) {
       for (rfa_mask_t mask : {RFA_MASK_CAUSAL, RFA_MASK_NONE})
         for (std::int64_t kv_heads : {12, 4})
           for (std::int64_t window : {0, 30}) {
-            const engine::RingConfig c = config(layout, mask, kv_heads, window);
+            const engine::AttentionConfig c = config(layout, mask, kv_heads, window);
             try {
               engine::validate_strategy(choice, c, P);
             } catch (const Error&) {
@@ -85,7 +85,7 @@ TEST(PerformanceModel, PredictsTheBytesEveryEngineSends) {
 }
 
 TEST(PerformanceModel, TimesFollowFromComputeAndTransfers) {
-  engine::RingConfig c = config(RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, 12, 0);
+  engine::AttentionConfig c = config(RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, 12, 0);
   c.seq_total = 4096;
   MachineModel free_links;
   free_links.intra_node = free_links.inter_node = Link{0.0, 1e30};
@@ -123,7 +123,7 @@ TEST(PerformanceModel, TimesFollowFromComputeAndTransfers) {
 // The all-gather's calls over one packed K/V head run at their measured multiple of the rate;
 // nothing else changes, and no other strategy's time.
 TEST(PerformanceModel, ThePackedHeadSpeedupScalesTheAllGathersKernelsOnly) {
-  engine::RingConfig c = config(RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 12, 0);
+  engine::AttentionConfig c = config(RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 12, 0);
   c.seq_total = 4096;
   MachineModel plain;
   MachineModel packed = plain;
@@ -150,7 +150,7 @@ TEST(PerformanceModel, ThePackedHeadSpeedupScalesTheAllGathersKernelsOnly) {
 // whole sequence for its heads, and the all-gather's calls of L rows against the whole
 // sequence's keys.
 TEST(PerformanceModel, EachCallPaysForItsQueryAndKeyRows) {
-  engine::RingConfig c = config(RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, 12, 0);
+  engine::AttentionConfig c = config(RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, 12, 0);
   c.seq_total = 4096;
   MachineModel plain;
   MachineModel rows = plain;
@@ -184,7 +184,7 @@ TEST(PerformanceModel, RanksSharingUnitsDivideThemAmongTheBusyOnes) {
   shared.compute_units_per_node = 2;
   MachineModel enough = alone;
   enough.compute_units_per_node = 4;
-  engine::RingConfig c = config(RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, 12, 0);
+  engine::AttentionConfig c = config(RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, 12, 0);
   c.seq_total = 4096;
   for (StrategyChoice choice : {StrategyChoice{StrategyKind::ring, 0, 1}, StrategyChoice{StrategyKind::ulysses, 0, 1},
                                 StrategyChoice{StrategyKind::allgather, 0, 1}}) {
@@ -198,7 +198,7 @@ TEST(PerformanceModel, RanksSharingUnitsDivideThemAmongTheBusyOnes) {
   // steps 1..r. On 2 units: 4 diagonals, then 3, 2 and 1 full blocks at once.
   c.layout = RFA_LAYOUT_CONTIGUOUS;
   c.mask = RFA_MASK_CAUSAL;
-  engine::RingConfig block = c;
+  engine::AttentionConfig block = c;
   block.seq_total = c.seq_total / 4;
   const double diagonal = predict(block, {StrategyKind::ring, 0, 1}, 1, alone).forward.seconds;
   block.mask = RFA_MASK_NONE;

@@ -62,7 +62,7 @@ TEST(PlanningMachine, HostRanksShareTheCoresOfTheirNode) {
 // nodes, so a slower network costs it more than the grid whose groups are nodes (whose ring
 // alone crosses the network).
 TEST(RankPlans, OfferEveryHybridGridAndChargeGroupsAcrossNodesTheNetwork) {
-  engine::RingConfig c;
+  engine::AttentionConfig c;
   c.layout = RFA_LAYOUT_ZIGZAG;
   c.mask = RFA_MASK_CAUSAL;
   c.dtype = RFA_DTYPE_FLOAT32;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "engine/ring_config.hpp"
+#include "engine/attention_config.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -16,7 +16,7 @@
 namespace rfa {
 namespace engine {
 
-void validate_local(const RingConfig& c, int ranks) {
+void validate_local(const AttentionConfig& c, int ranks) {
   require(c.dtype == RFA_DTYPE_FLOAT32 || c.dtype == RFA_DTYPE_BFLOAT16 || c.dtype == RFA_DTYPE_FLOAT16,
           "unknown dtype value ", int(c.dtype));
   layout::validate_shape(c.layout, c.seq_total, ranks);
@@ -42,7 +42,7 @@ void validate_local(const RingConfig& c, int ranks) {
   require_view_extents("lse", {c.batch, c.heads, local});
 }
 
-void require_same_config(comm::Communicator& comm, const RingConfig& c) {
+void require_same_config(comm::Communicator& comm, const AttentionConfig& c) {
   auto bits = [](float x) {
     std::int32_t b;
     static_assert(sizeof b == sizeof x, "float is 32 bits");
@@ -72,7 +72,7 @@ void require_same_config(comm::Communicator& comm, const RingConfig& c) {
        {"mask ranges (hash)", c.ranges ? c.ranges->hash() : 0}});
 }
 
-void validate_collective(comm::Communicator& comm, const RingConfig& c) {
+void validate_collective(comm::Communicator& comm, const AttentionConfig& c) {
   // Agreement first: a rank with a different config would otherwise fail validation for a
   // reason that only confuses (or pass it and deadlock later on mismatched message sizes).
   require_same_config(comm, c);
@@ -91,12 +91,12 @@ void validate_collective(comm::Communicator& comm, const RingConfig& c) {
   comm::fail_everywhere_unless(comm, ok, ok ? RFA_ERROR_INVALID_ARGUMENT : code, message);
 }
 
-kernels::MaskRule mask_rule(const RingConfig& c) {
+kernels::MaskRule mask_rule(const AttentionConfig& c) {
   return kernels::MaskRule{c.mask == RFA_MASK_CAUSAL, c.window, c.doc_bounds.empty() ? nullptr : c.doc_bounds.data(),
                            std::int64_t(c.doc_bounds.size()), c.ranges ? c.ranges->index() : MaskRangeIndex()};
 }
 
-void apply_mask(const RingConfig& c, kernels::AttentionParams& p) {
+void apply_mask(const AttentionConfig& c, kernels::AttentionParams& p) {
   const kernels::MaskRule rule = mask_rule(c);
   p.window = rule.window;
   p.doc_bounds = rule.doc_bounds;
@@ -106,7 +106,7 @@ void apply_mask(const RingConfig& c, kernels::AttentionParams& p) {
   p.softcap = c.softcap;
 }
 
-std::vector<int> ring_steps_with_work(const RingConfig& c, int ranks) {
+std::vector<int> ring_steps_with_work(const AttentionConfig& c, int ranks) {
   std::vector<int> steps;
   if (c.window <= 0 && c.doc_bounds.size() <= 2 && !c.ranges) {  // causal alone: zigzag needs every step
     for (int s = 0; s < ranks; ++s) steps.push_back(s);
@@ -145,7 +145,7 @@ std::vector<int> ring_steps_with_work(const RingConfig& c, int ranks) {
   return steps;
 }
 
-kernels::AttentionParams block_params(const RingConfig& c, int ranks, int position, int block_owner) {
+kernels::AttentionParams block_params(const AttentionConfig& c, int ranks, int position, int block_owner) {
   const std::int64_t local = layout::local_length(c.layout, c.seq_total, ranks);
   kernels::AttentionParams p =
       kernels::make_params(c.batch, local, local, c.heads, c.kv_heads, c.head_dim, c.mask, c.softmax_scale);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// What every rank of a ring must agree on before any tensor moves.
+// What every rank must agree on before any tensor moves, whatever the strategy: the problem (shapes,
+// dtype, layout, mask), where it runs, and the kernels that compute its blocks.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +29,7 @@ enum class CudaPath {
   sm90   ///< wgmma and TMA, compute capability 9.x, builds with the Hopper kernels
 };
 
-struct RingConfig {
+struct AttentionConfig {
   rfa_layout_t layout = RFA_LAYOUT_ZIGZAG;
   rfa_mask_t mask = RFA_MASK_CAUSAL;
   rfa_dtype_t dtype = RFA_DTYPE_BFLOAT16;
@@ -57,36 +58,36 @@ struct RingConfig {
 /// Sets the mask fields of kernel params from the config: the window, the documents and the
 /// ranges (pointing into `c`, which must outlive the params); and the deterministic switch and the
 /// soft cap, which every block call of the config shares.
-void apply_mask(const RingConfig& c, kernels::AttentionParams& p);
+void apply_mask(const AttentionConfig& c, kernels::AttentionParams& p);
 
 /// The mask, the window, the documents and the ranges of the config, as the kernels test them
 /// (pointing into `c`, which must outlive the rule).
-kernels::MaskRule mask_rule(const RingConfig& c);
+kernels::MaskRule mask_rule(const AttentionConfig& c);
 
 /// Throws RFA_ERROR_INVALID_ARGUMENT / RFA_ERROR_UNSUPPORTED unless the config is usable on a
 /// ring of `ranks` ranks (shapes, head dim, dtype, layout divisibility, what the device's
 /// kernels accept).
-void validate_local(const RingConfig& c, int ranks);
+void validate_local(const AttentionConfig& c, int ranks);
 
 /// Collective: every rank passed the same config, or every rank throws RFA_ERROR_INVALID_USAGE
 /// naming the field.
-void require_same_config(comm::Communicator& comm, const RingConfig& c);
+void require_same_config(comm::Communicator& comm, const AttentionConfig& c);
 
 /// Collective: validates on every rank and checks that every rank passed the same config.
 /// Fails on every rank together (RFA_ERROR_INVALID_USAGE naming the field when ranks
 /// disagree; the local error's code where one rank's config is invalid), never hangs.
-void validate_collective(comm::Communicator& comm, const RingConfig& c);
+void validate_collective(comm::Communicator& comm, const AttentionConfig& c);
 
 /// The kernel params for this rank's queries against the K/V block that started on
 /// ring position `block_owner`.
-kernels::AttentionParams block_params(const RingConfig& c, int ranks, int position, int block_owner);
+kernels::AttentionParams block_params(const AttentionConfig& c, int ranks, int position, int block_owner);
 
 /// The ring steps some rank computes on: the distances s (ascending, 0 <= s < P, 0 always) at
 /// which some rank's queries see the block that started s positions upstream; every step
 /// without a window or documents. The engines run only these steps: a block jumps over the
 /// others in one exchange, and the backward's gradients go home from the last one in one
 /// exchange. The same on every rank for the same config (no communication).
-std::vector<int> ring_steps_with_work(const RingConfig& c, int ranks);
+std::vector<int> ring_steps_with_work(const AttentionConfig& c, int ranks);
 
 }  // namespace engine
 }  // namespace rfa

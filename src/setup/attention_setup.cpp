@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "setup/ring_setup.hpp"
+#include "setup/attention_setup.hpp"
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
@@ -46,7 +46,7 @@ std::unique_ptr<comm::Communicator> make_communicator(MPI_Comm comm, int positio
 /// thread count and bf16 products, the fewest CPUs of a node, RFA_PLAN_*), so it is the same
 /// everywhere; a variable that does not parse on one rank fails every rank with that rank's
 /// message.
-void choose_strategy(MPI_Comm comm, const SetupRequest& r, RingSetup& s) {
+void choose_strategy(MPI_Comm comm, const SetupRequest& r, AttentionSetup& s) {
   const int ranks = int(s.order.order.size());
   if (!r.automatic_strategy) {
     s.strategy = r.strategy;
@@ -90,8 +90,8 @@ void require_kokkos_on_current_device(engine::Device device) {
 
 }  // namespace
 
-RingSetup set_up_ring(MPI_Comm comm, const SetupRequest& request) {
-  RingSetup s;
+AttentionSetup set_up_attention(MPI_Comm comm, const SetupRequest& request) {
+  AttentionSetup s;
   s.config = request.config;
   s.order = topology::choose_ring_order(comm, request.ring_order);
   collective::agree_on_failure(comm, [&] { require_kokkos_on_current_device(request.config.device); });

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Setting up a ring (setup/ring_setup.hpp) on 1, 2 and 4 ranks: the caller's strategy or the
+// Setting up a ring (setup/attention_setup.hpp) on 1, 2 and 4 ranks: the caller's strategy or the
 // model's plan, the same on every rank; the engine and communicator it returns run a pass; a
 // strategy that cannot run the problem fails on every rank with the reason.
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include "kernels/flash_attention.hpp"
 #include "layout/sequence_layout.hpp"
 #include "mpi_test_support.hpp"
-#include "setup/ring_setup.hpp"
+#include "setup/attention_setup.hpp"
 
 namespace rfa::setup {
 namespace {
@@ -45,10 +45,10 @@ bool same_everywhere(std::int64_t value) {
   return lo == hi;
 }
 
-TEST(RingSetup, TheCallersStrategyWithItsCommunicatorAndOrder) {
+TEST(AttentionSetup, TheCallersStrategyWithItsCommunicatorAndOrder) {
   SetupRequest r = request();
   r.strategy = {engine::StrategyKind::allgather, 0, 1};
-  const RingSetup s = set_up_ring(MPI_COMM_WORLD, r);
+  const AttentionSetup s = set_up_attention(MPI_COMM_WORLD, r);
   ASSERT_TRUE(s.comm && s.engine);
   EXPECT_EQ(s.comm->size(), world_size());
   EXPECT_EQ(s.comm->rank(), s.order.position);
@@ -59,11 +59,11 @@ TEST(RingSetup, TheCallersStrategyWithItsCommunicatorAndOrder) {
   EXPECT_EQ(s.plan, "allgather, zigzag: chosen by the test") << s.plan;
 }
 
-TEST(RingSetup, AutomaticIsThePlanOnEveryRankAndRuns) {
+TEST(AttentionSetup, AutomaticIsThePlanOnEveryRankAndRuns) {
   SetupRequest r = request();
   r.automatic_strategy = true;
   r.config.layout = RFA_LAYOUT_STRIPE;  // not kept: the plan says the layout
-  RingSetup s = set_up_ring(MPI_COMM_WORLD, r);
+  AttentionSetup s = set_up_attention(MPI_COMM_WORLD, r);
   ASSERT_TRUE(s.engine);
   EXPECT_EQ(s.plan.rfind("automatic: ", 0), 0u) << s.plan;
   EXPECT_EQ(s.engine->kind(), s.strategy.kind);
@@ -72,7 +72,7 @@ TEST(RingSetup, AutomaticIsThePlanOnEveryRankAndRuns) {
   EXPECT_TRUE(same_everywhere(s.strategy.ulysses_degree));
   EXPECT_TRUE(same_everywhere(std::int64_t(s.config.layout)));
   // The engine runs on the communicator it came with.
-  const engine::RingConfig& c = s.config;
+  const engine::AttentionConfig& c = s.config;
   const std::int64_t L = s.engine->local_seq();
   kernels::Tensor4<float> q("q", c.batch, L, c.heads, c.head_dim), kv("kv", c.batch, L, c.kv_heads, c.head_dim);
   kernels::Tensor4<float> out("out", c.batch, L, c.heads, c.head_dim);
@@ -84,12 +84,12 @@ TEST(RingSetup, AutomaticIsThePlanOnEveryRankAndRuns) {
   EXPECT_FLOAT_EQ(out(0, L - 1, c.heads - 1, c.head_dim - 1), 0.25f);
 }
 
-TEST(RingSetup, AStrategyThatCannotRunFailsEveryRank) {
+TEST(AttentionSetup, AStrategyThatCannotRunFailsEveryRank) {
   if (world_size() == 1) GTEST_SKIP() << "every grid fits one rank";
   SetupRequest r = request();
   r.strategy = {engine::StrategyKind::hybrid, world_size() + 1, 1};  // never divides P
   try {
-    set_up_ring(MPI_COMM_WORLD, r);
+    set_up_attention(MPI_COMM_WORLD, r);
     ADD_FAILURE() << "set up a hybrid of degree " << world_size() + 1 << " on " << world_size() << " ranks";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), RFA_ERROR_INVALID_ARGUMENT);

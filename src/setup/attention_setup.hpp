@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Setting up a ring: the one path from "these ranks want this attention" to an engine, shared by
+// Setting up an attention context: the one path from "these ranks want this attention" to an engine, shared by
 // the C API's rfa_context_create and the main job rfa_run (docs/architecture.md §1). In order,
 // every step collective and failing on every rank together: the ring order (topology), the
 // device check (Kokkos allocates on the current CUDA device), the communicator (MPI on the
@@ -15,9 +15,9 @@
 
 #include "comm/communicator.hpp"
 #include "comm/transport.hpp"
+#include "engine/attention_config.hpp"
 #include "engine/attention_strategy.hpp"
 #include "engine/cuda_kernel_choice.hpp"
-#include "engine/ring_config.hpp"
 #include "rfa/rfa.h"
 #include "topology/ring_order.hpp"
 
@@ -28,7 +28,7 @@ namespace setup {
 struct SetupRequest {
   /// The problem; config.device picks host or CUDA. With an automatic strategy, the layout is
   /// the plan's (this one is ignored).
-  engine::RingConfig config;
+  engine::AttentionConfig config;
   engine::StrategyChoice strategy;
   bool automatic_strategy = false;  ///< RFA_STRATEGY_AUTO: the model's plan (model/plan.hpp)
   rfa_ring_order_t ring_order = RFA_RING_ORDER_DEFAULT;
@@ -45,10 +45,10 @@ struct SetupRequest {
 
 /// A ring set up. Members are destroyed in reverse order: the engine before the communicator it
 /// refers to.
-struct RingSetup {
+struct AttentionSetup {
   topology::RingOrder order;
   std::unique_ptr<comm::Communicator> comm;  ///< the attention's buffers travel on it
-  engine::RingConfig config;                 ///< as run: CUDA kernels chosen, layout planned
+  engine::AttentionConfig config;            ///< as run: CUDA kernels chosen, layout planned
   engine::StrategyChoice strategy;           ///< as run: the plan's with RFA_STRATEGY_AUTO
   /// What was chosen and why: "automatic: <plan>, predicted ...; then ..." or "<plan>: chosen by
   /// <chosen_by>".
@@ -59,7 +59,7 @@ struct RingSetup {
 /// Collective over `comm`. Every step's failure (a bad RFA_RING_ORDER or RFA_TRANSPORT, a
 /// device Kokkos does not allocate on, a strategy that cannot run the problem, a refused
 /// allocation) is raised on every rank, that rank's message where it happened.
-RingSetup set_up_ring(MPI_Comm comm, const SetupRequest& request);
+AttentionSetup set_up_attention(MPI_Comm comm, const SetupRequest& request);
 
 }  // namespace setup
 }  // namespace rfa
