@@ -37,18 +37,77 @@ struct DevicePositions {
   }
 };
 
-// The mask on global positions: causal (k <= q), a sliding window (q - k < window; 0: none)
-// and packed documents (a key is visible only in its query's document; doc_bounds holds
-// doc_bound_count cumulative boundaries in device memory, 0: one document). The same rule as
-// the host kernels' MaskRule (src/kernels/tile_visibility.hpp).
+// The mask on global positions: causal (k <= q), a sliding window (q - k < window; 0: none),
+// a mask given as ranges (DeviceRanges) and packed documents (a key is visible only in its query's document; doc_bounds
+// holds doc_bound_count cumulative boundaries in device memory, 0: one document). The same rule as the host kernels'
+// MaskRule (src/kernels/tile_visibility.hpp). A mask given as ranges, indexed by query bands
+// (rfa_cuda_attention_shape's range_* fields; the host kernels' MaskRangeIndex, src/core/mask_ranges.hpp): entry e of a
+// band holds entries[6 e ..]: q_begin, q_end, k_begin, k_end, diag_lo, diag_hi.
+struct DeviceRanges {
+  bool on;
+  const std::int64_t* band_begin;
+  const std::int64_t* band_end;
+  const std::int64_t* band_offset;
+  const std::int64_t* entries;
+  std::int64_t band_count;
+
+  // The first band that ends after `position` (band_count if none).
+  __device__ std::int64_t first_band_ending_after(std::int64_t position) const {
+    std::int64_t lo = 0, hi = band_count;
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      if (__ldg(band_end + mid) > position)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    return lo;
+  }
+  __device__ bool visible(std::int64_t q, std::int64_t k) const {
+    const std::int64_t b = first_band_ending_after(q);
+    if (b >= band_count || __ldg(band_begin + b) > q) return false;
+    for (std::int64_t e = __ldg(band_offset + b); e < __ldg(band_offset + b + 1); ++e) {
+      const std::int64_t* r = entries + 6 * e;
+      if (k >= __ldg(r + 2) && k < __ldg(r + 3) && k - q >= __ldg(r + 4) && k - q <= __ldg(r + 5)) return true;
+    }
+    return false;
+  }
+  // Queries [q_lo, q_hi] x keys [k_lo, k_hi]: `any` if some pair may be visible, `all` if an entry
+  // of each band covers every pair (false where unsure).
+  __device__ void classify(std::int64_t q_lo, std::int64_t q_hi, std::int64_t k_lo, std::int64_t k_hi, bool& any,
+                           bool& all) const {
+    any = false;
+    all = true;
+    std::int64_t next = q_lo;
+    for (std::int64_t b = first_band_ending_after(q_lo); b < band_count && __ldg(band_begin + b) <= q_hi; ++b) {
+      const std::int64_t begin = __ldg(band_begin + b), end = __ldg(band_end + b);
+      const std::int64_t qa = begin > q_lo ? begin : q_lo, qb = end - 1 < q_hi ? end - 1 : q_hi;
+      if (qa > next) all = false;
+      next = qb + 1;
+      bool covered = false;
+      for (std::int64_t e = __ldg(band_offset + b); e < __ldg(band_offset + b + 1); ++e) {
+        const std::int64_t* r = entries + 6 * e;
+        const std::int64_t kb = __ldg(r + 2), ke = __ldg(r + 3), dlo = __ldg(r + 4), dhi = __ldg(r + 5);
+        const std::int64_t ka = k_lo > kb ? k_lo : kb, kz = k_hi < ke - 1 ? k_hi : ke - 1;
+        if (ka > kz || kz - qa < dlo || ka - qb > dhi) continue;
+        any = true;
+        covered = covered || (kb <= k_lo && k_hi < ke && k_lo - qb >= dlo && k_hi - qa <= dhi);
+      }
+      all = all && covered;
+    }
+    if (next <= q_hi) all = false;
+  }
+};
+
 struct DeviceMask {
   bool causal;
   std::int64_t window;
   const std::int64_t* doc_bounds;
   std::int64_t doc_bound_count;
+  DeviceRanges ranges;
 
   __host__ __device__ bool documents() const { return doc_bound_count > 2; }
-  __host__ __device__ bool any() const { return causal || window > 0 || documents(); }
+  __host__ __device__ bool any() const { return causal || window > 0 || documents() || ranges.on; }
   // The last d with doc_bounds[d] <= position; a binary search in global memory, done only at
   // tile corners and in partial tiles (read through the read-only cache).
   __device__ std::int64_t document_of(std::int64_t position) const {
@@ -65,7 +124,8 @@ struct DeviceMask {
   __device__ bool visible_positions(std::int64_t q, std::int64_t k) const {
     if (causal && k > q) return false;
     if (window > 0 && q - k >= window) return false;
-    return !documents() || document_of(q) == document_of(k);
+    if (documents() && document_of(q) != document_of(k)) return false;
+    return !ranges.on || ranges.visible(q, k);
   }
 };
 
@@ -94,9 +154,15 @@ __device__ __forceinline__ TileKind classify_tile(const DeviceMask& mask, const 
     if (dk_hi < dq_lo || dq_hi < dk_lo) return TileKind::kSkip;  // no document in common
     one_document = dq_lo == dq_hi && dk_lo == dk_hi && dq_lo == dk_lo;
   }
+  bool ranges_full = true;
+  if (mask.ranges.on) {
+    bool any_visible = false;
+    mask.ranges.classify(q_lo, q_hi, k_lo, k_hi, any_visible, ranges_full);
+    if (!any_visible) return TileKind::kSkip;  // no entry reaches the tile
+  }
   const bool causal_full = !mask.causal || k_hi <= q_lo;
   const bool window_full = mask.window <= 0 || q_hi - k_lo < mask.window;
-  return in_bounds && causal_full && window_full && one_document ? TileKind::kFull : TileKind::kPartial;
+  return in_bounds && causal_full && window_full && one_document && ranges_full ? TileKind::kFull : TileKind::kPartial;
 }
 
 // Per-element visibility inside a partial tile (indices are local rows).

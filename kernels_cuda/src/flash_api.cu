@@ -100,6 +100,13 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
   if (!(s.softcap >= 0.f) || !std::isfinite(s.softcap))
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "softcap %g must be finite and >= 0 (0: none)",
                 static_cast<double>(s.softcap));
+  if (s.ranges != 0 && (s.range_band_count < 0 ||
+                        (s.range_band_count > 0 && (s.range_band_begin == nullptr || s.range_band_end == nullptr ||
+                                                    s.range_band_offset == nullptr || s.range_entries == nullptr))))
+    return fail(
+        RFA_CUDA_ERROR_INVALID_ARGUMENT,
+        "ranges: %lld bands; give the index's band arrays and entries in device memory (NULL only with 0 bands)",
+        static_cast<long long>(s.range_band_count));
   if (!(s.scale >= 0.f) || !std::isfinite(s.scale))
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "scale %g must be finite and >= 0 (0: 1/sqrt(d))",
                 static_cast<double>(s.scale));
@@ -113,7 +120,9 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
   dims.scale_log2 = dims.scale * 1.44269504088896340736f;
   dims.cap = ScoreCap{s.softcap > 0.f, s.softcap > 0.f ? dims.scale / s.softcap : 0.f,
                       s.softcap > 0.f ? s.softcap / dims.scale : 0.f};
-  dims.mask = DeviceMask{s.mask == RFA_CUDA_MASK_CAUSAL, s.window, s.doc_bounds, s.doc_bound_count};
+  dims.mask = DeviceMask{s.mask == RFA_CUDA_MASK_CAUSAL, s.window, s.doc_bounds, s.doc_bound_count,
+                         DeviceRanges{s.ranges != 0, s.range_band_begin, s.range_band_end, s.range_band_offset,
+                                      s.range_entries, s.ranges != 0 ? s.range_band_count : 0}};
   RFA_CUDA_TRY(to_device_positions("q_positions", s.q_positions, s.seq_q, dims.q_positions));
   RFA_CUDA_TRY(to_device_positions("k_positions", s.k_positions, s.seq_k, dims.k_positions));
   return RFA_CUDA_SUCCESS;
@@ -143,12 +152,17 @@ rfa_cuda_status check_rowwise_shape(const char* what, std::int64_t batch, std::i
   return RFA_CUDA_SUCCESS;
 }
 
-// The Hopper kernels have no soft cap: a capped call runs on the sm_80 path (auto or sm80).
+// The Hopper kernels have no soft cap and no ranges: such a call runs on the sm_80 path (auto or
+// sm80).
 rfa_cuda_status check_path_fits(const rfa_cuda_attention_shape& s, rfa_cuda_path path) {
   if (path == RFA_CUDA_PATH_SM90 && s.softcap > 0.f)
     return fail(RFA_CUDA_ERROR_UNSUPPORTED,
                 "the Hopper kernels (path sm90) do not apply a soft cap (softcap %g): use the sm80 path",
                 static_cast<double>(s.softcap));
+  if (path == RFA_CUDA_PATH_SM90 && s.ranges != 0)
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                "the Hopper kernels (path sm90) do not take a mask given as ranges: use "
+                "the sm80 path");
   return RFA_CUDA_SUCCESS;
 }
 

@@ -4,11 +4,13 @@
 // acceptance rule against float64 with its report.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "reference_attention.hpp"
@@ -31,6 +33,71 @@ struct Case {
   std::int64_t window = 0;                 // sliding window (0: none)
   std::vector<std::int64_t> docs = {};     // packed documents' cumulative boundaries (empty: none)
   float softcap = 0.f;                     // scores soft-capped at +-softcap (0: none; the sm80 path only)
+  bool ranges_on = false;                  // a mask given as ranges (the sm80 path only) ...
+  std::vector<ref::Range> ranges = {};     // ... whose entries these are
+};
+
+// A mask given as ranges indexed as rfa_cuda_attention_shape's range_* fields describe, in device
+// memory (freed with the case). Built here independently of the library's index: bands cut at
+// every entry's query bounds, each with every entry that covers it, key ranges uncut.
+class DeviceRangeIndex {
+ public:
+  explicit DeviceRangeIndex(const Case& c) : on_(c.ranges_on) {
+    if (!on_) return;
+    constexpr std::int64_t kFar = std::int64_t(1) << 62;
+    std::vector<std::int64_t> cuts;
+    for (const ref::Range& r : c.ranges)
+      if (r.q_begin < r.q_end) cuts.insert(cuts.end(), {r.q_begin, r.q_end});
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    std::vector<std::int64_t> begin, end, offset, entries;
+    for (std::size_t b = 0; b + 1 < cuts.size(); ++b) {
+      const std::size_t before = entries.size();
+      for (const ref::Range& r : c.ranges) {
+        if (r.q_begin > cuts[b] || r.q_end < cuts[b + 1] || r.k_begin >= r.k_end) continue;
+        std::int64_t lo = -kFar, hi = kFar;  // the offsets k - q the kind lets through
+        if (r.kind == ref::Range::causal) hi = r.k_end - r.q_end;
+        if (r.kind == ref::Range::anticausal) lo = r.k_end - r.q_end + 1;
+        if (r.kind == ref::Range::band) lo = r.k_begin - r.q_begin + r.band_lo, hi = r.k_begin - r.q_begin + r.band_hi;
+        entries.insert(entries.end(), {r.q_begin, r.q_end, r.k_begin, r.k_end, lo, hi});
+      }
+      if (entries.size() == before) continue;
+      begin.push_back(cuts[b]);
+      end.push_back(cuts[b + 1]);
+      offset.push_back(std::int64_t(before / 6));
+    }
+    offset.push_back(std::int64_t(entries.size() / 6));
+    bands_ = std::int64_t(begin.size());
+    for (auto [host, device] :
+         {std::pair{&begin, &begin_}, {&end, &end_}, {&offset, &offset_}, {&entries, &entries_}}) {
+      if (host->empty()) continue;
+      RFA_TEST_CUDA(cudaMalloc(device, host->size() * sizeof(std::int64_t)));
+      RFA_TEST_CUDA(cudaMemcpy(*device, host->data(), host->size() * sizeof(std::int64_t), cudaMemcpyHostToDevice));
+    }
+  }
+  ~DeviceRangeIndex() {
+    for (std::int64_t* p : {begin_, end_, offset_, entries_})
+      if (p) cudaFree(p);
+  }
+  DeviceRangeIndex(const DeviceRangeIndex&) = delete;
+  DeviceRangeIndex& operator=(const DeviceRangeIndex&) = delete;
+  /// Points the shape's range fields at this index.
+  void apply(rfa_cuda_attention_shape& s) const {
+    s.ranges = on_ ? 1 : 0;
+    s.range_band_begin = begin_;
+    s.range_band_end = end_;
+    s.range_band_offset = offset_;
+    s.range_entries = entries_;
+    s.range_band_count = bands_;
+  }
+
+ private:
+  bool on_;
+  std::int64_t* begin_ = nullptr;
+  std::int64_t* end_ = nullptr;
+  std::int64_t* offset_ = nullptr;
+  std::int64_t* entries_ = nullptr;
+  std::int64_t bands_ = 0;
 };
 
 // The boundaries in device memory, as the kernels read them (freed with the case).
@@ -204,6 +271,8 @@ inline ref::Problem problem_of(const Case& c) {
   p.window = c.window;
   p.doc_bounds = c.docs;
   p.softcap = c.softcap;
+  p.ranges_on = c.ranges_on;
+  p.ranges = c.ranges;
   return p;
 }
 

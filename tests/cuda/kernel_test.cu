@@ -2,9 +2,9 @@
 // Correctness of the rfa_cuda kernels against the float64 reference (tests/reference):
 // fresh random inputs, outputs poisoned with NaN before every call, odd lengths, causal and
 // not, GQA, both dtypes and head dims, segment position maps, sliding windows and packed
-// documents, soft-capped scores, fp32 accumulate modes, the delta and merge kernels. Every
+// documents, soft-capped scores, masks given as ranges, fp32 accumulate modes, the delta and merge kernels. Every
 // forward runs on each path this build and device have (sm80; sm90 on a Hopper GPU when the
-// build has it; soft-capped cases check that sm90 refuses them). Argument checks
+// build has it; soft-capped and ranges cases check that sm90 refuses them). Argument checks
 // run first and need no GPU; without a device the program then prints "no CUDA device: skipping"
 // and exits 77 (CTest: skipped).
 #include <algorithm>
@@ -46,14 +46,15 @@ rfa_cuda_delta_params delta_params(const Case& c, const DeviceArray& dout, Devic
   return dp;
 }
 
-// The Hopper path has no soft cap: a capped case is refused there (`status`, the call's, must be
-// RFA_CUDA_ERROR_UNSUPPORTED saying so) and runs on sm80 only. True when the path was skipped.
+// The Hopper path has no soft cap and no ranges: such a case is refused there (`status`, the
+// call's, must be RFA_CUDA_ERROR_UNSUPPORTED saying so) and runs on sm80 only. True when the path
+// was skipped.
 bool refuses_softcap(const Case& c, rfa_cuda_path path, rfa_cuda_status status) {
-  if (c.softcap <= 0.f || path != RFA_CUDA_PATH_SM90) return false;
-  const bool ok = status == RFA_CUDA_ERROR_UNSUPPORTED &&
-                  std::strstr(rfa_cuda_last_error_message(), "do not apply a soft cap") != nullptr;
-  std::printf("  %-4s the Hopper path refuses a soft cap -> %s: %s\n", ok ? "ok" : "FAIL",
-              rfa_cuda_status_string(status), rfa_cuda_last_error_message());
+  if ((c.softcap <= 0.f && !c.ranges_on) || path != RFA_CUDA_PATH_SM90) return false;
+  const char* says = c.softcap > 0.f ? "do not apply a soft cap" : "do not take a mask given as ranges";
+  const bool ok = status == RFA_CUDA_ERROR_UNSUPPORTED && std::strstr(rfa_cuda_last_error_message(), says) != nullptr;
+  std::printf("  %-4s the Hopper path refuses %s -> %s: %s\n", ok ? "ok" : "FAIL",
+              c.softcap > 0.f ? "a soft cap" : "ranges", rfa_cuda_status_string(status), rfa_cuda_last_error_message());
   if (!ok) ++failures;
   return true;
 }
@@ -67,6 +68,7 @@ void run_case(const Case& c) {
   const ref::Problem p = problem_of(c);
   const ref::Problem low = low_precision(p, c.dtype);
   const DeviceBounds docs(c.docs);
+  const DeviceRangeIndex ranges(c);
   const std::vector<double> q = random_values(c.dtype, p.q_size()), k = random_values(c.dtype, p.kv_size()),
                             v = random_values(c.dtype, p.kv_size()), dout = random_values(c.dtype, p.q_size());
   std::vector<double> ref_out, ref_lse, ref_dq, ref_dk, ref_dv;
@@ -87,6 +89,7 @@ void run_case(const Case& c) {
   rfa_cuda_forward_params f;
   rfa_cuda_forward_params_init(&f);
   f.shape = shape_of(c, docs.get());
+  ranges.apply(f.shape);
   f.q = dq_in.get();
   f.k = dk_in.get();
   f.v = dv_in.get();
@@ -131,6 +134,7 @@ void run_case(const Case& c) {
   rfa_cuda_backward_params bp;
   rfa_cuda_backward_params_init(&bp);
   bp.shape = shape_of(c, docs.get());
+  ranges.apply(bp.shape);
   bp.q = dq_in.get();
   bp.k = dk_in.get();
   bp.v = dv_in.get();
@@ -451,6 +455,14 @@ void run_argument_checks() {
   expect("doc_bounds of one value", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
          "documents + 1 boundaries");
   bad = f;
+  bad.shape.ranges = 1;
+  bad.shape.range_band_count = 2;
+  expect("ranges without their index", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "ranges: 2 bands");
+  bad.shape.range_band_count = -1;
+  expect("ranges of -1 bands", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "ranges: -1 bands");
+  bad = f;
   bad.shape.k_positions = one_segment(0, 0, 1);
   expect("segment stride 0", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT, "stride");
   bad = f;
@@ -600,6 +612,38 @@ int main(int argc, char** argv) {
   cap_docs_zig.docs = {0, 30, 110, 210, 240};
   cap_docs_zig.softcap = 1.5f;
   for (const Case& c : {cap, cap_window, cap_docs_zig}) cases.push_back(c);
+  // Masks given as ranges (the library's index on the device): prefix-LM (a causal entry and a
+  // full one), a 2-D neighbourhood of bands with GQA and fp16 d128, block-causal blocks with a
+  // window and documents on top on a zigzag map, and a list of every kind with empty,
+  // single-token and overlapping entries on a stripe map; the Hopper path refuses them.
+  using R = ref::Range;
+  Case prefix{"ranges: prefix-LM 100", B, 64, 1, 300, 300, 2, 1, false};
+  prefix.ranges_on = true;
+  prefix.ranges = {{0, 300, 0, 300, R::causal}, {0, 300, 0, 100, R::full}};
+  Case grid{"ranges: 2-D neighbourhood 20 x 15, radius 2, fp16 d128", H, 128, 1, 300, 300, 4, 2, false};
+  grid.ranges_on = true;
+  for (std::int64_t y = 0; y < 15; ++y)
+    for (std::int64_t dy = -2; dy <= 2; ++dy)
+      if (y + dy >= 0 && y + dy < 15)
+        grid.ranges.push_back({20 * y, 20 * y + 20, 20 * (y + dy), 20 * (y + dy) + 20, R::band, -2, 2});
+  Case blocks_zig{
+      "ranges: block-causal 48 + window 50 + documents, zigzag q(rank 0) x k(rank 2)", B, 64, 1, 80, 80, 2, 2, false};
+  blocks_zig.q_map = two_segments(0, 40, 200, 40);
+  blocks_zig.k_map = two_segments(80, 40, 120, 40);
+  blocks_zig.window = 50;
+  blocks_zig.docs = {0, 30, 110, 210, 240};
+  blocks_zig.ranges_on = true;
+  for (std::int64_t b = 0; b < 240; b += 48)
+    blocks_zig.ranges.push_back(
+        {b, std::min<std::int64_t>(b + 48, 240), 0, std::min<std::int64_t>(b + 48, 240), R::full});
+  Case kinds{"ranges: every kind, stripe q(rank 2 of 3) x k(rank 0)", B, 128, 1, 101, 100, 2, 1, false};
+  kinds.q_map = one_segment(2, 3, 101);
+  kinds.k_map = one_segment(0, 3, 100);
+  kinds.ranges_on = true;
+  kinds.ranges = {{0, 303, 0, 303, R::band, -40, 3}, {100, 200, 150, 303, R::anticausal}, {50, 50, 0, 303, R::full},
+                  {77, 78, 0, 303, R::full},         {0, 303, 299, 300, R::full},         {200, 303, 0, 120, R::causal},
+                  {0, 150, 60, 90, R::full}};
+  for (const Case& c : {prefix, grid, blocks_zig, kinds}) cases.push_back(c);
   for (const Case& c : cases)
     if (selected(c.name)) run_case(c);
 

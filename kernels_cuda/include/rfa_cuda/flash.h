@@ -94,6 +94,20 @@ typedef struct rfa_cuda_attention_shape {
    * name, is RFA_CUDA_ERROR_UNSUPPORTED with a cap (RFA_CUDA_PATH_AUTO takes sm_80 then). 0
    * (default): none. */
   float softcap;
+  /* A mask given as ranges (the library's RFA_MASK_RANGES), indexed as the library indexes it,
+   * in DEVICE memory: with ranges nonzero, query positions [range_band_begin[b],
+   * range_band_end[b]) (bands in increasing order, b < range_band_count) see through entries
+   * range_band_offset[b] .. range_band_offset[b + 1] - 1 of range_entries, 6 values each
+   * (q_begin, q_end, k_begin, k_end, diag_lo, diag_hi): the keys in [k_begin, k_end) whose
+   * offset k - q lies in [diag_lo, diag_hi]; queries in no band see nothing. A pair must pass
+   * the ranges and the mask, window and documents above. Runs on the sm_80 kernels: the Hopper
+   * path, asked for by name, is RFA_CUDA_ERROR_UNSUPPORTED with ranges. 0 (default): none. */
+  int ranges;
+  const int64_t* range_band_begin;
+  const int64_t* range_band_end;
+  const int64_t* range_band_offset;
+  const int64_t* range_entries;
+  int64_t range_band_count;
 } rfa_cuda_attention_shape;
 
 typedef struct rfa_cuda_forward_params {
