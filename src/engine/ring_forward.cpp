@@ -107,7 +107,10 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
     if (compute) {
       const kernels::AttentionParams p = block_params(c, P, me, owner);
       const bool visible = kernels::classify_blocks(p.rule(), p.q_pos, p.k_pos) != kernels::TileVisibility::hidden;
-      if (visible) {
+      // A pass that writes the output directly has one step, whose block it computes even when
+      // the mask hides it whole (a mask given as ranges may): the kernel then writes out = 0 and
+      // lse = -inf, as nothing merges after it.
+      if (visible || direct) {
         ScopedSeconds t(timings_.compute);
         poller.watch(kv.pending_k(), kv.pending_v());
         if (direct) {
@@ -118,15 +121,13 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
           blocks.template forward_merged<T>(p, q, kv.k(), kv.v(), acc, lse, block_out, block_lse, poller.hook());
         }
         seen_any = true;
-        ++timings_.steps_computed;
+        timings_.steps_computed += visible ? 1 : 0;
       }
       poller.rethrow_if_failed();
     }
     ScopedSeconds t(timings_.wait);
     kv.finish(i);
   }
-  // A pass of one step computes the diagonal block, which every mask leaves rows to see.
-  if (direct && compute && !seen_any) fail(RFA_ERROR_INTERNAL, "the one block of a one-step pass was fully masked");
   if constexpr (!std::is_same<T, float>::value) {
     if (!direct) blocks.template narrow<T>(acc, out);
   }

@@ -141,6 +141,10 @@ std::vector<Case> cases() {
   // An empty list: every row sees nothing (out 0, lse -inf, gradients 0).
   all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, 0, seed++});
   all.push_back({RFA_STRATEGY_ALLGATHER, RFA_LAYOUT_CONTIGUOUS, RFA_DTYPE_FLOAT32, 0, seed++});
+  // ... with 16-bit outputs, which a one-step pass (Ulysses; the ring on one rank) writes
+  // straight from its one block, hidden whole here.
+  all.push_back({RFA_STRATEGY_ULYSSES, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_BFLOAT16, 0, seed++});
+  all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_STRIPE, RFA_DTYPE_FLOAT16, 0, seed++});
   return all;
 }
 
