@@ -74,9 +74,26 @@ std::int64_t RingAttention::workspace_bytes(bool backward, bool fp32_gradients) 
 
 std::int64_t RingAttention::kernel_workspace_bytes(bool backward) const {
   if (config_.device != Device::host) return 0;  // the CUDA kernels allocate nothing
-  const kernels::AttentionParams p = block_params(config_, ranks(), position(), position());
+  const kernels::AttentionParams p = largest_block_params(backward);
   return backward ? kernels::flash_backward_workspace_bytes(p, config_.dtype)
                   : kernels::flash_forward_workspace_bytes(p, config_.dtype);
+}
+
+kernels::AttentionParams RingAttention::largest_block_params(bool backward) const {
+  const int P = ranks(), me = position();
+  kernels::AttentionParams largest = block_params(config_, P, me, me);
+  if (!config_.ranges || config_.device != Device::host) return largest;
+  auto bytes = [&](const kernels::AttentionParams& p) {
+    return backward ? kernels::flash_backward_workspace_bytes(p, config_.dtype)
+                    : kernels::flash_forward_workspace_bytes(p, config_.dtype);
+  };
+  std::int64_t most = bytes(largest);
+  for (const int s : steps_) {
+    const kernels::AttentionParams p = block_params(config_, P, me, (me - s + P) % P);
+    const std::int64_t b = bytes(p);
+    if (b > most) most = b, largest = p;
+  }
+  return largest;
 }
 
 }  // namespace engine

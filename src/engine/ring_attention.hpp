@@ -94,6 +94,11 @@ class RingAttention : public EngineState {
   /// What the kernels allocate for themselves during one pass (kernels/flash_attention.hpp:
   /// packing for AMX tiles; 0 elsewhere), part of workspace_bytes().
   std::int64_t kernel_workspace_bytes(bool backward) const;
+  /// The params of the block whose kernel needs the most workspace on this rank: the diagonal
+  /// block, whose queries see every key tile some block's queries may see under the fixed masks;
+  /// with a mask given as ranges, which may let a rank's queries see more of another block, the
+  /// largest over the pass's steps (host kernels' workspace formulas).
+  kernels::AttentionParams largest_block_params(bool backward) const;
 
  private:
   /// The ring schedules, written once over the "compute one block" seam (`Compute`:

@@ -92,7 +92,7 @@ void RingAttention::run_backward(
     dq_acc = ws.template tensor4<float>("rfa::dq_acc", B, L, c.heads, D);
   }
   auto delta = ws.template tensor3<float>("rfa::delta", B, c.heads, L);
-  blocks.prepare_backward(block_params(c, P, me, me), c.dtype, ws);  // every block has these queries
+  blocks.prepare_backward(largest_block_params(true), c.dtype, ws);
   last_workspace_bytes_ = ws.bytes();
   check_everywhere([&] {
     check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv);

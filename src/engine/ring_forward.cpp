@@ -86,8 +86,7 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
       block_lse = ws.template tensor3<float>("rfa::block_lse", c.batch, c.heads, L);
     }
   }
-  // The diagonal block's queries see every key tile some block's queries may see.
-  blocks.prepare_forward(block_params(c, P, me, me), c.dtype, ws);
+  blocks.prepare_forward(largest_block_params(false), c.dtype, ws);
   last_workspace_bytes_ = ws.bytes();
   check_everywhere([&] {
     check_forward_tensors<T>(c, L, q, k, v, out, lse);

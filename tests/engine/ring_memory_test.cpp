@@ -2,7 +2,11 @@
 // No buffer of the whole sequence: the engine's allocations, observed through Kokkos' tool
 // hooks (every View allocation is reported), must match docs/memory.md's formula exactly, and the
 // largest one must be one local block; what the engine keeps between calls is its largest call.
+#include <memory>
+#include <vector>
+
 #include "allocation_log.hpp"
+#include "core/mask_ranges.hpp"
 #include "ring_case.hpp"
 
 namespace rfa {
@@ -11,12 +15,26 @@ namespace {
 
 class RingMemoryTest : public ::testing::TestWithParam<rfa_dtype_t> {};
 
+// With `next_block_only`, a mask given as ranges under which each rank's queries see only the
+// next rank's keys (contiguous layout): the diagonal block hides everything, so the kernels'
+// buffers must be sized for another block (RingAttention::largest_block_params).
 template <class T>
-void check_memory(rfa_dtype_t dtype) {
+void check_memory(rfa_dtype_t dtype, bool next_block_only = false) {
   auto ring = world_ring();
   engine::AttentionConfig cfg;
   cfg.layout = RFA_LAYOUT_ZIGZAG;
   cfg.mask = RFA_MASK_CAUSAL;
+  if (next_block_only) {
+    const int P = ring->size();
+    const std::int64_t chunk = 96 * 8 / P;
+    std::vector<rfa_mask_range_t> list;
+    for (int r = 0; r < P; ++r)
+      list.push_back({r * chunk, (r + 1) * chunk, ((r + 1) % P) * chunk, ((r + 1) % P + 1) * chunk, 0, 0,
+                      RFA_RANGE_FULL});
+    cfg.layout = RFA_LAYOUT_CONTIGUOUS;
+    cfg.mask = RFA_MASK_RANGES;
+    cfg.ranges = std::make_shared<const MaskRanges>(list.data(), std::int64_t(list.size()), 96 * 8, "ranges");
+  }
   cfg.dtype = dtype;
   cfg.batch = 1;
   cfg.seq_total = 96 * 8;
@@ -52,6 +70,7 @@ void check_memory(rfa_dtype_t dtype) {
 
 TEST(RingMemory, Float32MatchesFormula) { check_memory<float>(RFA_DTYPE_FLOAT32); }
 TEST(RingMemory, BFloat16MatchesFormula) { check_memory<bf16_t>(RFA_DTYPE_BFLOAT16); }
+TEST(RingMemory, MaskRangesSeeingAnotherBlockMatchFormula) { check_memory<float>(RFA_DTYPE_FLOAT32, true); }
 
 }  // namespace
 }  // namespace test
