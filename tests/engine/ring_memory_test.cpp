@@ -29,8 +29,8 @@ void check_memory(rfa_dtype_t dtype, bool next_block_only = false) {
     const std::int64_t chunk = 96 * 8 / P;
     std::vector<rfa_mask_range_t> list;
     for (int r = 0; r < P; ++r)
-      list.push_back({r * chunk, (r + 1) * chunk, ((r + 1) % P) * chunk, ((r + 1) % P + 1) * chunk, 0, 0,
-                      RFA_RANGE_FULL});
+      list.push_back(
+          {r * chunk, (r + 1) * chunk, ((r + 1) % P) * chunk, ((r + 1) % P + 1) * chunk, 0, 0, RFA_RANGE_FULL});
     cfg.layout = RFA_LAYOUT_CONTIGUOUS;
     cfg.mask = RFA_MASK_RANGES;
     cfg.ranges = std::make_shared<const MaskRanges>(list.data(), std::int64_t(list.size()), 96 * 8, "ranges");
