@@ -10,6 +10,7 @@
 
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
+#include "core/mask_ranges.hpp"
 #include "engine/attention_strategy.hpp"
 #include "engine/engine_backends.hpp"
 #include "rfa/rfa.h"
@@ -17,13 +18,13 @@
 struct rfa_context_s {
   std::unique_ptr<rfa::comm::Communicator> comm;
   std::unique_ptr<rfa::engine::AttentionStrategy> engine;  ///< options.strategy's engine
-  rfa_options_t options;                      ///< as created, defaults applied, struct_size = sizeof (this build)
-  std::vector<std::int64_t> doc_boundaries;   ///< the copy options.doc_boundaries points to
-  std::vector<rfa_mask_range_t> mask_ranges;  ///< the copy options.mask_ranges points to
-  std::int64_t id = 0;                        ///< agreed at creation: the same on every rank (call stamps)
-  std::int64_t calls_begun = 0;               ///< collective calls begun on this rank (call stamps)
-  std::string unusable;                       ///< why the context takes no more calls ("" while it does)
-  std::string plan;                           ///< what it runs and why (rfa_context_get_plan)
+  rfa_options_t options;                     ///< as created, defaults applied, struct_size = sizeof (this build)
+  std::vector<std::int64_t> doc_boundaries;  ///< the copy options.doc_boundaries points to
+  std::shared_ptr<const rfa::MaskRanges> mask_ranges;  ///< the list options.mask_ranges points to (the engine's)
+  std::int64_t id = 0;                                 ///< agreed at creation: the same on every rank (call stamps)
+  std::int64_t calls_begun = 0;                        ///< collective calls begun on this rank (call stamps)
+  std::string unusable;                                ///< why the context takes no more calls ("" while it does)
+  std::string plan;                                    ///< what it runs and why (rfa_context_get_plan)
 #if RFA_ENGINE_CUDA
   rfa::engine::StreamExec sinks_exec;  ///< where a CUDA context's sinks are folded in (its stream)
 #endif

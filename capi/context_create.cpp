@@ -6,6 +6,7 @@
 #include <exception>
 #include <memory>
 #include <new>
+#include <utility>
 
 #include "collective/agree_on_failure.hpp"
 #include "collective/deadline.hpp"
@@ -104,7 +105,8 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
 
   int ranks = 0;
   MPI_Comm_size(comm, &ranks);
-  validate_options(options, ranks);  // the same options everywhere: the same verdict everywhere
+  // The same options everywhere: the same verdict everywhere.
+  engine::AttentionConfig config = validate_options(options, ranks);
 
   auto context = std::make_unique<rfa_context_s>();
   context->id = id;
@@ -112,10 +114,11 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   // The caller may free its boundaries once this returns: the context keeps its own copy.
   context->doc_boundaries.assign(options.doc_boundaries, options.doc_boundaries + options.doc_boundary_count);
   context->options.doc_boundaries = context->doc_boundaries.empty() ? nullptr : context->doc_boundaries.data();
-  context->mask_ranges.assign(options.mask_ranges, options.mask_ranges + options.mask_range_count);
-  context->options.mask_ranges = context->mask_ranges.empty() ? nullptr : context->mask_ranges.data();
+  context->mask_ranges = config.ranges;  // the list as the engine indexed it
+  context->options.mask_ranges =
+      config.ranges && !config.ranges->entries().empty() ? config.ranges->entries().data() : nullptr;
   setup::SetupRequest request;
-  request.config = attention_config(context->options);
+  request.config = std::move(config);
   request.automatic_strategy = enum_value(options.strategy) == RFA_STRATEGY_AUTO;
   if (!request.automatic_strategy) request.strategy = strategy_choice(options);
   request.ring_order = options.ring_order;

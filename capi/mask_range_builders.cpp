@@ -12,10 +12,10 @@ namespace rfa {
 namespace capi {
 namespace {
 
-/// Hands `list` to the caller: the count always; the entries where there is room for all.
+/// Hands `list` to the caller (`count` not NULL): the count always; the entries where there is
+/// room for all.
 void deliver(const std::vector<rfa_mask_range_t>& list, rfa_mask_range_t* ranges, std::int64_t capacity,
              std::int64_t* count) {
-  if (!count) fail(RFA_ERROR_INVALID_ARGUMENT, "count is NULL");
   require(capacity >= 0, "capacity is ", capacity, "; it must be >= 0");
   const std::int64_t n = std::int64_t(list.size());
   *count = n;

@@ -113,7 +113,7 @@ rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
   return o;
 }
 
-void validate_options(const rfa_options_t& o, int ranks) {
+engine::AttentionConfig validate_options(const rfa_options_t& o, int ranks) {
   const int layout = enum_value(o.layout), mask = enum_value(o.mask), dtype = enum_value(o.dtype),
             ring_order = enum_value(o.ring_order), strategy = enum_value(o.strategy);
   require(layout == RFA_LAYOUT_CONTIGUOUS || layout == RFA_LAYOUT_ZIGZAG || layout == RFA_LAYOUT_STRIPE,
@@ -182,7 +182,9 @@ void validate_options(const rfa_options_t& o, int ranks) {
   // Shape rules the engine owns (layout divisibility, supported head dims, what each strategy
   // needs) are checked by it, so the C API cannot drift from what the engines accept. An
   // automatic strategy is checked once chosen (creation chooses only among plans that fit).
-  if (strategy != RFA_STRATEGY_AUTO) engine::validate_strategy(strategy_choice(o), attention_config(o), ranks);
+  engine::AttentionConfig config = attention_config(o);
+  if (strategy != RFA_STRATEGY_AUTO) engine::validate_strategy(strategy_choice(o), config, ranks);
+  return config;
 }
 
 engine::StrategyChoice strategy_choice(const rfa_options_t& o) {

@@ -34,8 +34,9 @@ std::size_t min_options_size();
 rfa_options_t read_options(const rfa_options_t* caller, const char* what);
 
 /// Throws RFA_ERROR_INVALID_ARGUMENT / RFA_ERROR_UNSUPPORTED, naming the field, unless the
-/// options describe a usable ring of `ranks` ranks.
-void validate_options(const rfa_options_t& o, int ranks);
+/// options describe a usable ring of `ranks` ranks; returns the engine's view of them
+/// (attention_config), built once here.
+engine::AttentionConfig validate_options(const rfa_options_t& o, int ranks);
 
 /// The engine's view of the options.
 engine::AttentionConfig attention_config(const rfa_options_t& o);

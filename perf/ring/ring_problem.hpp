@@ -81,7 +81,7 @@ inline engine::AttentionConfig attention_config(const RunOptions& o) {
   cfg.kv_heads = o.kv_heads;
   cfg.head_dim = o.head_dim;
   cfg.window = o.window;
-  cfg.ranges = mask_ranges_of(o);
+  cfg.ranges = o.ranges;
   cfg.softcap = o.softcap;
   cfg.device = o.device == RunDevice::cuda ? engine::Device::cuda : engine::Device::host;
   cfg.deterministic = o.deterministic;

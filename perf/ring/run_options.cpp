@@ -154,11 +154,11 @@ std::vector<rfa_mask_range_t> read_ranges_file(const std::string& path) {
   return list;
 }
 
-}  // namespace
-
+/// The entries of the options' mask given as ranges (--mask with a spec) for their --seq;
+/// throws RFA_ERROR_INVALID_ARGUMENT for a spec that does not fit (an argument out of range, an
+/// unreadable or malformed file).
 std::vector<rfa_mask_range_t> mask_range_list(const RunOptions& o) {
   const std::string& spec = o.mask_spec;
-  if (spec.empty()) return {};
   const std::size_t colon = spec.find(':');
   const std::string kind = spec.substr(0, colon), arg = spec.substr(colon + 1);
   if (kind == "prefix-lm") return prefix_lm_ranges(o.seq, parse_int("--mask prefix-lm", arg.c_str(), 0));
@@ -170,16 +170,20 @@ std::vector<rfa_mask_range_t> mask_range_list(const RunOptions& o) {
   return read_ranges_file(arg);
 }
 
-std::shared_ptr<const MaskRanges> mask_ranges_of(const RunOptions& o) {
-  if (o.mask != RFA_MASK_RANGES) return nullptr;
+/// Sets o.ranges from o.mask_spec for o.seq (null without a spec).
+void build_mask_ranges(RunOptions& o) {
+  o.ranges.reset();
+  if (o.mask_spec.empty()) return;
   const std::vector<rfa_mask_range_t> list = mask_range_list(o);
-  return std::make_shared<const MaskRanges>(list.data(), std::int64_t(list.size()), o.seq,
-                                            ("--mask " + o.mask_spec).c_str());
+  o.ranges = std::make_shared<const MaskRanges>(list.data(), std::int64_t(list.size()), o.seq,
+                                                ("--mask " + o.mask_spec).c_str());
 }
+
+}  // namespace
 
 MaskShape mask_shape(const RunOptions& o) {
   MaskShape shape{o.seq, o.mask == RFA_MASK_CAUSAL, o.window, {}, {}};
-  if (const std::shared_ptr<const MaskRanges> ranges = mask_ranges_of(o)) {
+  if (const std::shared_ptr<const MaskRanges> ranges = o.ranges) {
     shape.ranges = [ranges, spans = std::vector<std::pair<std::int64_t, std::int64_t>>()](
                        std::int64_t q, std::int64_t first, std::int64_t last) mutable {
       visible_key_intervals(ranges->index(), q, first, last, spans);
@@ -336,7 +340,7 @@ RunOptions parse_run_options(int argc, char** argv) {
     o.seq = points;
     o.seq_given = true;
   }
-  if (!o.mask_spec.empty()) mask_range_list(o);  // a bad spec fails here, before any work
+  build_mask_ranges(o);  // a bad spec fails here, before any work
   const engine::StrategyKind kind = o.strategy.kind;
   if (o.auto_strategy) {
     require(o.strategy.ulysses_degree == 0, "--ulysses-degree: --strategy auto chooses the degree");
@@ -368,6 +372,7 @@ std::string fit_default_seq(RunOptions& o, int ranks) {
   if (fitted == o.seq || fitted < 1) return "";
   const std::string old = std::to_string(o.seq);
   o.seq = fitted;
+  build_mask_ranges(o);  // a spec's entries follow the length (prefix-lm, block-causal, a file's checks)
   return "S=" + std::to_string(fitted) + ": the default " + old + " rounded down to a multiple of " +
          (o.layout == RFA_LAYOUT_ZIGZAG ? "2P = " : "P = ") + std::to_string(divisor) + " for the " +
          layout::layout_name(o.layout) + " layout";

@@ -34,8 +34,11 @@ struct RunOptions {
   rfa_mask_t mask = RFA_MASK_CAUSAL;
   std::int64_t window = 0;  ///< --window W: sliding window (0: none)
   /// --mask prefix-lm:P | block-causal:B | grid:NXxNY[xNZ]:R | ranges:FILE: a mask given as
-  /// ranges (mask RFA_MASK_RANGES), built for the final --seq by mask_range_list(); empty otherwise.
+  /// ranges (mask RFA_MASK_RANGES); empty otherwise.
   std::string mask_spec;
+  /// mask_spec's entries for `seq`, validated and indexed once (parse_run_options, and
+  /// fit_default_seq when it changes the length); null for the other masks.
+  std::shared_ptr<const MaskRanges> ranges;
   float scale = 0.0f;
   int warmup = 1;
   int repeat = 3;
@@ -81,14 +84,6 @@ std::string strategy_label(const engine::StrategyChoice& choice);
 
 /// A number as a command line gives it: "30", "0.5" (an ostream's default form).
 std::string number_text(double x);
-
-/// The entries of the options' mask given as ranges (--mask with a spec), for their --seq:
-/// throws RFA_ERROR_INVALID_ARGUMENT for a spec that does not fit (a grid of another size, an
-/// unreadable or malformed file). Empty for the other masks.
-std::vector<rfa_mask_range_t> mask_range_list(const RunOptions& o);
-
-/// The options' mask given as ranges, validated and indexed (null for the other masks).
-std::shared_ptr<const MaskRanges> mask_ranges_of(const RunOptions& o);
 
 /// The mask these options run (for counting the visible scores).
 MaskShape mask_shape(const RunOptions& o);

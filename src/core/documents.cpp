@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "core/documents.hpp"
 
-#include <cstring>
-
 #include "core/error.hpp"
+#include "core/fnv_hash.hpp"
 
 namespace rfa {
 
@@ -27,18 +26,9 @@ void validate_document_bounds(const std::int64_t* bounds, std::int64_t count, st
 }
 
 std::int64_t document_bounds_hash(const std::int64_t* bounds, std::int64_t count) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (std::int64_t i = 0; i < count; ++i) {
-    unsigned char bytes[sizeof bounds[i]];
-    std::memcpy(bytes, &bounds[i], sizeof bytes);
-    for (const unsigned char b : bytes) {
-      h ^= b;
-      h *= 0x100000001b3ull;
-    }
-  }
-  std::int64_t out;
-  std::memcpy(&out, &h, sizeof out);
-  return out;
+  std::uint64_t h = kFnvOffsetBasis;
+  for (std::int64_t i = 0; i < count; ++i) fnv1a_append(h, bounds[i]);
+  return fnv1a_value(h);
 }
 
 }  // namespace rfa

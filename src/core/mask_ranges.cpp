@@ -2,10 +2,10 @@
 #include "core/mask_ranges.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
+#include "core/fnv_hash.hpp"
 
 namespace rfa {
 namespace {
@@ -16,15 +16,6 @@ void check_range(std::int64_t begin, std::int64_t end, std::int64_t seq_total, c
           "; it must lie in [0, seq_total = ", seq_total, "]");
   require(end >= begin && end <= seq_total, what, "[", i, "].", axis, "_end is ", end, "; it must lie in [", axis,
           "_begin = ", begin, ", seq_total = ", seq_total, "] (a range is [begin, end); begin == end is empty)");
-}
-
-void hash_bytes(std::uint64_t& h, std::int64_t value) {
-  unsigned char bytes[sizeof value];
-  std::memcpy(bytes, &value, sizeof bytes);
-  for (const unsigned char b : bytes) {
-    h ^= b;
-    h *= 0x100000001b3ull;
-  }
 }
 
 }  // namespace
@@ -52,17 +43,15 @@ void validate_mask_ranges(const rfa_mask_range_t* ranges, std::int64_t count, st
 }
 
 std::int64_t mask_ranges_hash(const rfa_mask_range_t* ranges, std::int64_t count) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
+  std::uint64_t h = kFnvOffsetBasis;
   for (std::int64_t i = 0; i < count; ++i) {
     const rfa_mask_range_t& r = ranges[i];
     const bool band = enum_value(r.kind) == RFA_RANGE_BAND;
     for (const std::int64_t v : {r.q_begin, r.q_end, r.k_begin, r.k_end, std::int64_t(enum_value(r.kind)),
                                  band ? r.band_lo : 0, band ? r.band_hi : 0})
-      hash_bytes(h, v);
+      fnv1a_append(h, v);
   }
-  std::int64_t out;
-  std::memcpy(&out, &h, sizeof out);
-  return out;
+  return fnv1a_value(h);
 }
 
 RangeEntry range_entry(const rfa_mask_range_t& r) {

@@ -25,9 +25,6 @@ void validate_local(const AttentionConfig& c, int ranks) {
   apply_mask(c, p);
   kernels::validate(p);
   validate_document_bounds(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()), c.seq_total, "document boundaries");
-  require((c.mask == RFA_MASK_RANGES) == (c.ranges != nullptr),
-          c.mask == RFA_MASK_RANGES ? "the mask is RFA_MASK_RANGES but no ranges were given"
-                                    : "mask ranges were given but the mask is not RFA_MASK_RANGES");
   if (c.ranges && c.device == Device::cuda) {
     fail(RFA_ERROR_UNSUPPORTED,
          "a mask given as ranges (RFA_MASK_RANGES) runs on host contexts; the CUDA kernels do not take ranges");

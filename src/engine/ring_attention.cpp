@@ -15,6 +15,8 @@ RingAttention::RingAttention(comm::Communicator& comm, const AttentionConfig& co
   validate_collective(comm_, config_);
   local_seq_ = layout::local_length(config_.layout, config_.seq_total, comm_.size());
   steps_ = ring_steps_with_work(config_, comm_.size());
+  largest_blocks_[0] = find_largest_block_params(false);
+  largest_blocks_[1] = find_largest_block_params(true);
 #if RFA_ENGINE_CUDA
   if (config_.device == Device::cuda) device_doc_bounds_ = copy_doc_bounds_to_device(*agreement_, config_.doc_bounds);
 #endif
@@ -79,7 +81,7 @@ std::int64_t RingAttention::kernel_workspace_bytes(bool backward) const {
                   : kernels::flash_forward_workspace_bytes(p, config_.dtype);
 }
 
-kernels::AttentionParams RingAttention::largest_block_params(bool backward) const {
+kernels::AttentionParams RingAttention::find_largest_block_params(bool backward) const {
   const int P = ranks(), me = position();
   kernels::AttentionParams largest = block_params(config_, P, me, me);
   if (!config_.ranges || config_.device != Device::host) return largest;

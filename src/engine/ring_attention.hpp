@@ -97,8 +97,10 @@ class RingAttention : public EngineState {
   /// The params of the block whose kernel needs the most workspace on this rank: the diagonal
   /// block, whose queries see every key tile some block's queries may see under the fixed masks;
   /// with a mask given as ranges, which may let a rank's queries see more of another block, the
-  /// largest over the pass's steps (host kernels' workspace formulas).
-  kernels::AttentionParams largest_block_params(bool backward) const;
+  /// largest over the pass's steps (host kernels' workspace formulas). Found once, at creation.
+  const kernels::AttentionParams& largest_block_params(bool backward) const {
+    return largest_blocks_[backward ? 1 : 0];
+  }
 
  private:
   /// The ring schedules, written once over the "compute one block" seam (`Compute`:
@@ -128,9 +130,11 @@ class RingAttention : public EngineState {
   template <class Checks>
   void check_everywhere(Checks&& checks);
 
-  comm::Communicator* agreement_;  // where check_everywhere agrees: comm_ unless given
-  std::vector<int> steps_;         // ring_steps_with_work(): the steps forward and backward run
-  int current_step_ = -1;          // the ring step a pass is in, for the message of a timeout
+  comm::Communicator* agreement_;               // where check_everywhere agrees: comm_ unless given
+  std::vector<int> steps_;                      // ring_steps_with_work(): the steps forward and backward run
+  kernels::AttentionParams largest_blocks_[2];  // largest_block_params(false), (true)
+  kernels::AttentionParams find_largest_block_params(bool backward) const;
+  int current_step_ = -1;  // the ring step a pass is in, for the message of a timeout
   /// The block params of every ring step of this rank (owner = position - step).
   std::vector<kernels::AttentionParams> step_params() const;
 

@@ -32,6 +32,11 @@ std::int64_t ceil_div(std::int64_t x, std::int64_t y) { return -floor_div(-x, y)
 /// Stands for "no bound" in index arithmetic: far beyond any row index, far from overflow.
 constexpr std::int64_t kUnbounded = std::int64_t(1) << 60;
 
+/// Beyond this many query tiles, every stride-th is counted and stands for the stride tiles from
+/// it, so that a block of any length costs a bounded time (the rows of each are counted as they
+/// are).
+constexpr std::int64_t kMaxQueryTiles = 4096;
+
 /// Sum over integers i in [u, v) of max(0, slope * i + intercept), slope in {-1, 0, 1}.
 std::int64_t sum_positive(int slope, std::int64_t intercept, std::int64_t u, std::int64_t v) {
   if (slope > 0) u = std::max(u, 1 - intercept);  // i + intercept > 0
@@ -187,7 +192,6 @@ TileWork count_tile_work_with_ranges(const kernels::MaskRule& rule, const Positi
   auto key_tile_range = [&](std::int64_t kt, std::int64_t& lo, std::int64_t& hi) {
     k.range(kt * tile_k, std::min(Lk, (kt + 1) * tile_k), lo, hi);
   };
-  constexpr std::int64_t kMaxQueryTiles = 4096;  // as in count_tile_work
   const std::int64_t stride = (nq + kMaxQueryTiles - 1) / kMaxQueryTiles;
   std::int64_t first_key_tile = nk, end_key_tile = 0;
   std::vector<std::pair<std::int64_t, std::int64_t>> spans;
@@ -268,10 +272,6 @@ TileWork count_tile_work(const kernels::MaskRule& rule, const PositionMap& q, co
     return w;
   }
   const bool docs = rule.documents();
-  // Beyond kMaxQueryTiles query tiles, every stride-th is counted and stands for the stride
-  // tiles from it, so that a block of any length costs a bounded time (the rows of each are
-  // counted as they are).
-  constexpr std::int64_t kMaxQueryTiles = 4096;
   const std::int64_t stride = (nq + kMaxQueryTiles - 1) / kMaxQueryTiles;
   std::int64_t first_key_tile = nk, end_key_tile = 0;  // the key tiles any query tile computes
   for (std::int64_t qt = 0; qt < nq; qt += stride) {
