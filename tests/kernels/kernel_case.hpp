@@ -5,12 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/mask_ranges.hpp"
 #include "kernels/flash_attention.hpp"
 #include "reference_attention.hpp"
 #include "tensor_test_support.hpp"
@@ -29,6 +32,8 @@ struct CaseSpec {
   std::int64_t window = 0;
   std::vector<std::int64_t> docs = {};  // packed documents' cumulative boundaries (empty: none)
   float softcap = 0.0f;                 // scores capped at +-softcap by tanh (0: none)
+  /// A mask given as ranges (mask RFA_MASK_RANGES), validated and indexed; null: none.
+  std::shared_ptr<const MaskRanges> ranges = nullptr;
 
   std::string name() const {
     return "b" + std::to_string(batch) + "_sq" + std::to_string(seq_q) + "_sk" + std::to_string(seq_k) + "_h" +
@@ -36,7 +41,8 @@ struct CaseSpec {
            (mask == RFA_MASK_CAUSAL ? "_causal" : "_full") + (q_pos.count > 0 ? "_mapped" : "") +
            (window > 0 ? "_w" + std::to_string(window) : "") +
            (docs.empty() ? "" : "_docs" + std::to_string(docs.size() - 1)) +
-           (softcap > 0.0f ? "_cap" + std::to_string(int(softcap * 100)) : "");
+           (softcap > 0.0f ? "_cap" + std::to_string(int(softcap * 100)) : "") +
+           (ranges ? "_ranges" + std::to_string(ranges->entries().size()) : "");
   }
   kernels::AttentionParams params() const {
     auto p = kernels::make_params(batch, seq_q, seq_k, heads, kv_heads, head_dim, mask, scale);
@@ -44,6 +50,7 @@ struct CaseSpec {
     p.doc_bounds = docs.empty() ? nullptr : docs.data();  // `this` outlives the kernel call
     p.doc_bound_count = std::int64_t(docs.size());
     p.softcap = softcap;
+    if (ranges) p.ranges = ranges->index();
     if (q_pos.count > 0) p.q_pos = q_pos;
     if (k_pos.count > 0) p.k_pos = k_pos;
     return p;
@@ -61,6 +68,11 @@ struct CaseSpec {
     r.doc_bounds = docs;
     r.softcap = softcap;
     r.causal = mask == RFA_MASK_CAUSAL;
+    r.ranges_on = ranges != nullptr;
+    if (ranges)
+      for (const rfa_mask_range_t& e : ranges->entries())
+        r.ranges.push_back(
+            {e.q_begin, e.q_end, e.k_begin, e.k_end, reference::Range::Kind(e.kind), e.band_lo, e.band_hi});
     const auto p = params();
     for (std::int64_t i = 0; i < seq_q; ++i) r.q_pos.push_back(p.q_pos(i));
     for (std::int64_t j = 0; j < seq_k; ++j) r.k_pos.push_back(p.k_pos(j));
@@ -211,6 +223,43 @@ inline std::vector<CaseSpec> kernel_cases() {
     capped({1, 193, 95, 2, 1, 16, mask, {}, {}}, 0.5f, 0.8f);
     capped({1, 191, 97, 2, 2, 16, mask, {}, {}}, 0.5f, 0.8f);
   }
+  // Masks given as ranges (the mask RFA_MASK_RANGES; no causal part of its own), with lengths on
+  // the host kernels' tiles and one either side (the forward's 192 x 96, the backward's 96 x 192,
+  // the bf16 kernels' 128s), entry bounds on those edges and one either side: a band with a
+  // prefix seen by all (rows of one or two spans), a 2-D neighbourhood of 24-point grid rows
+  // (rows of several spans, many partial tiles), rows of more pieces than the kernels' spans
+  // keep, an entry no query sees, and windows, documents and position maps on top.
+  auto ranged = [&](CaseSpec c, std::vector<rfa_mask_range_t> list) {
+    c.mask = RFA_MASK_RANGES;
+    constexpr std::int64_t kSeq = 1000;  // beyond every position these cases use
+    c.ranges = std::make_shared<const MaskRanges>(list.data(), std::int64_t(list.size()), kSeq, "ranges");
+    add(c);
+  };
+  for (std::int64_t n : {95, 96, 97, 191, 192, 193}) {
+    ranged({1, n, n, 2, 1, 32, RFA_MASK_NONE, {}, {}}, {{0, n, 0, n, -40, 0, RFA_RANGE_BAND},
+                                                        {0, n, 0, 96, 0, 0, RFA_RANGE_FULL},
+                                                        {95, 193, 127, 129, 0, 0, RFA_RANGE_FULL}});
+    std::vector<rfa_mask_range_t> grid;
+    for (std::int64_t y = 0; y * 24 < n; ++y)
+      for (std::int64_t dy = -1; dy <= 1; ++dy)
+        if (y + dy >= 0 && (y + dy) * 24 < n)
+          grid.push_back({24 * y, std::min(n, 24 * y + 24), 24 * (y + dy), std::min(n, 24 * (y + dy) + 24), -2, 2,
+                          RFA_RANGE_BAND});
+    ranged({1, n, n, 2, 2, 16, RFA_MASK_NONE, {}, {}}, grid);
+  }
+  std::vector<rfa_mask_range_t> pieces = {{0, 200, 400, 400, 0, 0, RFA_RANGE_FULL}};  // empty
+  for (std::int64_t k = 0; k < 20; ++k) pieces.push_back({0, 130, 5 * k, 5 * k + 2, 0, 0, RFA_RANGE_FULL});
+  pieces.push_back({120, 200, 0, 200, 0, 0, RFA_RANGE_ANTICAUSAL});
+  ranged({2, 200, 190, 4, 2, 64, RFA_MASK_NONE, {}, {}}, pieces);
+  CaseSpec windowed_ranges{1, 193, 97, 2, 1, 24, RFA_MASK_NONE, {}, {}};
+  windowed_ranges.window = 60;
+  windowed_ranges.docs = {0, 50, 96, 97, 400};
+  ranged(windowed_ranges, {{0, 400, 0, 400, 0, 0, RFA_RANGE_CAUSAL}, {0, 400, 0, 10, 0, 0, RFA_RANGE_FULL}});
+  ranged({1, 100, 100, 2, 1, 24, RFA_MASK_NONE, PositionMap::two({50, 1, 50}, {200, 1, 50}),
+          PositionMap::two({0, 1, 50}, {250, 1, 50})},
+         {{0, 300, 0, 300, 0, 0, RFA_RANGE_CAUSAL}, {40, 260, 0, 120, -30, 30, RFA_RANGE_BAND}});
+  ranged({1, 101, 100, 2, 2, 48, RFA_MASK_NONE, PositionMap::one({1, 3, 101}), PositionMap::one({2, 3, 100})},
+         {{0, 303, 0, 303, -50, 0, RFA_RANGE_BAND}, {150, 303, 0, 303, 0, 0, RFA_RANGE_ANTICAUSAL}});
   return cases;
 }
 
