@@ -18,8 +18,9 @@
 struct rfa_context_s {
   std::unique_ptr<rfa::comm::Communicator> comm;
   std::unique_ptr<rfa::engine::AttentionStrategy> engine;  ///< options.strategy's engine
-  rfa_options_t options;                     ///< as created, defaults applied, struct_size = sizeof (this build)
-  std::vector<std::int64_t> doc_boundaries;  ///< the copy options.doc_boundaries points to
+  rfa_options_t options;                           ///< as created, defaults applied, struct_size = sizeof (this build)
+  std::vector<std::int64_t> doc_boundaries;        ///< the copy options.doc_boundaries points to
+  std::vector<std::int64_t> doc_boundary_offsets;  ///< the copy options.doc_boundary_offsets points to
   std::shared_ptr<const rfa::MaskRanges> mask_ranges;  ///< the list options.mask_ranges points to (the engine's)
   std::int64_t id = 0;                                 ///< agreed at creation: the same on every rank (call stamps)
   std::int64_t calls_begun = 0;                        ///< collective calls begun on this rank (call stamps)

@@ -114,6 +114,10 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   // The caller may free its boundaries once this returns: the context keeps its own copy.
   context->doc_boundaries.assign(options.doc_boundaries, options.doc_boundaries + options.doc_boundary_count);
   context->options.doc_boundaries = context->doc_boundaries.empty() ? nullptr : context->doc_boundaries.data();
+  context->doc_boundary_offsets.assign(options.doc_boundary_offsets,
+                                       options.doc_boundary_offsets + options.doc_boundary_offset_count);
+  context->options.doc_boundary_offsets =
+      context->doc_boundary_offsets.empty() ? nullptr : context->doc_boundary_offsets.data();
   context->mask_ranges = config.ranges;  // the list as the engine indexed it
   context->options.mask_ranges =
       config.ranges && !config.ranges->entries().empty() ? config.ranges->entries().data() : nullptr;

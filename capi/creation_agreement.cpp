@@ -67,11 +67,16 @@ const Field kFields[] = {
     {"mask_range_count", [](const rfa_options_t& o) { return o.mask_range_count; }},
     {"mask_ranges (hash of the entries)",
      [](const rfa_options_t& o) { return mask_ranges_hash(o.mask_ranges, o.mask_range_count); }},
+    {"doc_boundary_offset_count", [](const rfa_options_t& o) { return o.doc_boundary_offset_count; }},
+    {"doc_boundary_offsets (hash of the values)",
+     [](const rfa_options_t& o) {
+       return document_bounds_hash(o.doc_boundary_offsets, o.doc_boundary_offset_count);  // count <= 0: none read
+     }},
 };
 // A field appended to rfa_options_t must be added above (and to the disagreement test,
 // tests/capi/options_agreement_test.cpp): this fails to compile until the size is updated.
-static_assert(offsetof(rfa_options_t, mask_range_count) + sizeof(std::int64_t) <= sizeof(rfa_options_t) &&
-                  sizeof(rfa_options_t) <= offsetof(rfa_options_t, mask_range_count) + 8,
+static_assert(offsetof(rfa_options_t, doc_boundary_offset_count) + sizeof(std::int64_t) <= sizeof(rfa_options_t) &&
+                  sizeof(rfa_options_t) <= offsetof(rfa_options_t, doc_boundary_offset_count) + 8,
               "rfa_options_t has a field the creation agreement does not compare");
 constexpr int kFieldCount = int(sizeof kFields / sizeof kFields[0]);
 constexpr int kRecord = 1 + kFieldCount + 1;  // the verdict's code, the fields, the proposed id
@@ -79,6 +84,7 @@ constexpr int kRecord = 1 + kFieldCount + 1;  // the verdict's code, the fields,
 std::string value_text(int field, std::int64_t value) {
   std::ostringstream os;
   if (std::strncmp(kFields[field].name, "doc_boundaries", 14) == 0 ||
+      std::strncmp(kFields[field].name, "doc_boundary_offsets", 20) == 0 ||
       std::strncmp(kFields[field].name, "mask_ranges", 11) == 0) {
     os << "a list hashing to 0x" << std::hex << static_cast<std::uint64_t>(value);
   } else if (std::strcmp(kFields[field].name, "softmax_scale") == 0 ||

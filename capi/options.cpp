@@ -51,6 +51,8 @@ rfa_options_t default_options() {
   o.softcap = 0.0;
   o.mask_ranges = nullptr;
   o.mask_range_count = 0;
+  o.doc_boundary_offsets = nullptr;
+  o.doc_boundary_offset_count = 0;
   return o;
 }
 
@@ -102,7 +104,10 @@ rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
   // pointer or list is this rank's verdict before the ranks agree on anything.
   require(o.doc_boundary_count >= 0, what, "->doc_boundary_count is ", o.doc_boundary_count,
           "; it must be >= 0 (0: no documents)");
-  validate_document_bounds(o.doc_boundaries, o.doc_boundary_count, o.seq_total, "options.doc_boundaries");
+  require(o.doc_boundary_offset_count >= 0, what, "->doc_boundary_offset_count is ", o.doc_boundary_offset_count,
+          "; it must be >= 0 (0: one list of documents for every batch entry)");
+  validate_document_lists(o.doc_boundaries, o.doc_boundary_count, o.doc_boundary_offsets, o.doc_boundary_offset_count,
+                          o.batch, o.seq_total, "options.doc_boundaries", "options.doc_boundary_offsets");
   // The same for the mask's ranges: each entry read and checked on its own rank.
   validate_mask_ranges(o.mask_ranges, o.mask_range_count, o.seq_total, "options.mask_ranges");
   // Resolved here, on each rank, so that the ranks then agree on what they will do.
@@ -218,6 +223,8 @@ engine::AttentionConfig attention_config(const rfa_options_t& o) {
   c.deterministic = o.deterministic != 0;
   if (o.doc_boundary_count > 0 && o.doc_boundaries)
     c.doc_bounds.assign(o.doc_boundaries, o.doc_boundaries + o.doc_boundary_count);
+  if (o.doc_boundary_offset_count > 0 && o.doc_boundary_offsets)
+    c.doc_offsets.assign(o.doc_boundary_offsets, o.doc_boundary_offsets + o.doc_boundary_offset_count);
   if (enum_value(o.mask) == RFA_MASK_RANGES)
     c.ranges =
         std::make_shared<const MaskRanges>(o.mask_ranges, o.mask_range_count, o.seq_total, "options.mask_ranges");

@@ -350,6 +350,17 @@ typedef struct rfa_options_t {
                                     NULL (default) with count 0 for the other masks. */
   int64_t mask_range_count;    /**< Number of entries in mask_ranges, >= 0 (0 with ::RFA_MASK_RANGES: every
                                     key hidden). Default 0. */
+  const int64_t* doc_boundary_offsets; /**< Per-sequence documents: batch + 1 offsets o[0] = 0 <= o[1] <=
+                                    ... <= o[batch] = doc_boundary_count into doc_boundaries; batch entry
+                                    e's documents are doc_boundaries[o[e] .. o[e+1]), a list of the form
+                                    doc_boundaries takes (0 to seq_total), or no values for one document
+                                    (docs/variants.md). NULL (default) with count 0: doc_boundaries serves
+                                    every entry. Copied at rfa_context_create() and checked there on every
+                                    rank, entry by entry, and across ranks (a hash of the offsets besides
+                                    that of the boundaries); rfa_context_get_options() returns a pointer to
+                                    the context's copy. Any layout and strategy; host contexts only. A ring
+                                    step runs where some entry's queries see the block. */
+  int64_t doc_boundary_offset_count; /**< Number of values in doc_boundary_offsets: batch + 1, or 0 (default). */
 } rfa_options_t;
 /* clang-format on */
 

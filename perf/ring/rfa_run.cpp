@@ -170,6 +170,7 @@ int run(setup::AttentionSetup& setup, comm::Communicator& control, const RunOpti
                                             : o.mask == RFA_MASK_RANGES ? "mask " + o.mask_spec
                                                                         : "non-causal") +
                                 (o.window > 0 ? ", window " + std::to_string(o.window) : "") +
+                                (o.documents_spec.empty() ? "" : ", documents " + o.documents_spec) +
                                 (o.sinks ? ", attention sinks" : "") +
                                 (o.softcap > 0.0f ? ", scores soft-capped at " + number_text(o.softcap) : "");
   progress(me, "rfa_run: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, strategy %s, %s (ring order: %s), %s\n",
@@ -288,10 +289,10 @@ int run(setup::AttentionSetup& setup, comm::Communicator& control, const RunOpti
     const char* job_rate = gpu ? "TFLOP/s" : "GFLOP/s";
     std::printf(
         "%s (slowest rank): forward %.1f ms (range %.1f-%.1f, %.1f %s), backward %.1f ms (range %.1f-%.1f, %.1f %s) "
-        "over the %.0f visible scores per head\n",
+        "over the %.0f visible scores per head and batch entry\n",
         strategy.c_str(), 1e3 * f.median, 1e3 * f.min, 1e3 * f.max, fwd_flops.visible / f.median * unit, job_rate,
         1e3 * b.median, 1e3 * b.min, 1e3 * b.max, bwd_flops.visible / b.median * unit, job_rate,
-        visible_scores(mask_shape(o)));
+        visible_scores_over_batch(o) / double(o.batch));
     std::printf(
         "by FlashAttention's convention (4 B S^2 H d, halved when causal; windows ignored): forward %.1f %s, "
         "backward %.1f %s\n",

@@ -132,7 +132,7 @@ inline double host_job_peak(const RunOptions& o, int P, int threads) {
 }
 
 /// The configuration as a label: "B=1 S=8192 H=8/8 d=64 causal" (a mask given as ranges by its
-/// --mask spec; " window W" and " softcap C" after it when set).
+/// --mask spec; " window W", " documents SPEC" and " softcap C" after it when set).
 inline std::string shape_label(const RunOptions& o) {
   return "B=" + std::to_string(o.batch) + " S=" + std::to_string(o.seq) + " H=" + std::to_string(o.heads) + "/" +
          std::to_string(o.kv_heads) + " d=" + std::to_string(o.head_dim) +
@@ -140,6 +140,7 @@ inline std::string shape_label(const RunOptions& o) {
           : o.mask == RFA_MASK_RANGES ? " " + o.mask_spec
                                       : " non-causal") +
          (o.window > 0 ? " window " + std::to_string(o.window) : "") +
+         (o.documents_spec.empty() ? "" : " documents " + o.documents_spec) +
          (o.softcap > 0.0f ? " softcap " + number_text(o.softcap) : "");
 }
 

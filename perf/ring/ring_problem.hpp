@@ -81,6 +81,8 @@ inline engine::AttentionConfig attention_config(const RunOptions& o) {
   cfg.kv_heads = o.kv_heads;
   cfg.head_dim = o.head_dim;
   cfg.window = o.window;
+  cfg.doc_bounds = o.documents.bounds;
+  cfg.doc_offsets = o.documents.offsets;
   cfg.ranges = o.ranges;
   cfg.softcap = o.softcap;
   cfg.device = o.device == RunDevice::cuda ? engine::Device::cuda : engine::Device::host;

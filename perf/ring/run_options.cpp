@@ -50,6 +50,10 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
                      a row-major grid; sets --seq), ranges:FILE (lines "q_begin q_end k_begin
                      k_end full|causal|anticausal|band [band_lo band_hi]")
   --window W         sliding window: a key is visible only if q_pos - k_pos < W (default 0: none)
+  --documents SPEC   packed documents, a key visible only in its query's document: L1,L2,...
+                     (documents of those lengths, then one holding the rest) or random:N (N
+                     documents cut at random); several SPECs separated by '/', one per batch
+                     entry, give each sequence of the batch its own (docs/variants.md)
   --strategy X       ring | ulysses | allgather | hybrid | auto (default ring): how the sequence
                      is parallelized (docs/strategies.md); hybrid needs --ulysses-degree; auto
                      takes the strategy, degree and layout the performance model predicts
@@ -170,8 +174,10 @@ std::vector<rfa_mask_range_t> mask_range_list(const RunOptions& o) {
   return read_ranges_file(arg);
 }
 
-/// Sets o.ranges from o.mask_spec for o.seq (null without a spec).
+/// Sets o.ranges from o.mask_spec for o.seq (null without a spec) and o.documents from
+/// o.documents_spec.
 void build_mask_ranges(RunOptions& o) {
+  o.documents = parse_documents(o.documents_spec, o.seq, o.batch);
   o.ranges.reset();
   if (o.mask_spec.empty()) return;
   const std::vector<rfa_mask_range_t> list = mask_range_list(o);
@@ -181,8 +187,8 @@ void build_mask_ranges(RunOptions& o) {
 
 }  // namespace
 
-MaskShape mask_shape(const RunOptions& o) {
-  MaskShape shape{o.seq, o.mask == RFA_MASK_CAUSAL, o.window, {}, {}};
+MaskShape mask_shape(const RunOptions& o, std::int64_t entry) {
+  MaskShape shape{o.seq, o.mask == RFA_MASK_CAUSAL, o.window, o.documents.entry(entry), {}};
   if (const std::shared_ptr<const MaskRanges> ranges = o.ranges) {
     shape.ranges = [ranges, spans = std::vector<std::pair<std::int64_t, std::int64_t>>()](
                        std::int64_t q, std::int64_t first, std::int64_t last) mutable {
@@ -193,6 +199,13 @@ MaskShape mask_shape(const RunOptions& o) {
     };
   }
   return shape;
+}
+
+double visible_scores_over_batch(const RunOptions& o) {
+  if (o.documents.offsets.empty()) return double(o.batch) * visible_scores(mask_shape(o));
+  double visible = 0;
+  for (std::int64_t e = 0; e < o.batch; ++e) visible += visible_scores(mask_shape(o, e));
+  return visible;
 }
 
 RunOptions parse_run_options(int argc, char** argv) {
@@ -271,6 +284,8 @@ RunOptions parse_run_options(int argc, char** argv) {
       }
     } else if (flag == "--window") {
       o.window = parse_int(flag, value(), 0);
+    } else if (flag == "--documents") {
+      o.documents_spec = value();
     } else if (flag == "--causal") {
       o.mask = RFA_MASK_CAUSAL;
     } else if (flag == "--no-causal") {

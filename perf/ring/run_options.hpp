@@ -10,6 +10,7 @@
 
 #include "attention_work.hpp"
 #include "core/mask_ranges.hpp"
+#include "document_spec.hpp"
 #include "engine/attention_strategy.hpp"
 #include "engine/cuda_kernel_choice.hpp"
 #include "rfa/rfa.h"
@@ -39,6 +40,11 @@ struct RunOptions {
   /// mask_spec's entries for `seq`, validated and indexed once (parse_run_options, and
   /// fit_default_seq when it changes the length); null for the other masks.
   std::shared_ptr<const MaskRanges> ranges;
+  /// --documents SPEC: packed documents (document_spec.hpp); empty: none.
+  std::string documents_spec;
+  /// documents_spec's lists for `seq` and `batch` (parse_run_options, and fit_default_seq when
+  /// it changes the length).
+  DocumentLists documents;
   float scale = 0.0f;
   int warmup = 1;
   int repeat = 3;
@@ -85,8 +91,11 @@ std::string strategy_label(const engine::StrategyChoice& choice);
 /// A number as a command line gives it: "30", "0.5" (an ostream's default form).
 std::string number_text(double x);
 
-/// The mask these options run (for counting the visible scores).
-MaskShape mask_shape(const RunOptions& o);
+/// The mask these options run for batch entry `entry` (for counting the visible scores).
+MaskShape mask_shape(const RunOptions& o, std::int64_t entry = 0);
+
+/// The scores the mask leaves visible in one head, summed over the batch's entries.
+double visible_scores_over_batch(const RunOptions& o);
 
 /// The FLOPs of one pass of these options over all ranks: over the scores the mask leaves visible
 /// (what every rate and fraction of peak counts) and by FlashAttention's convention (kept beside
@@ -97,7 +106,7 @@ struct PassFlops {
 };
 
 inline PassFlops pass_flops(const RunOptions& o, bool backward) {
-  return {visible_flops(double(o.batch), double(o.heads), double(o.head_dim), mask_shape(o), backward),
+  return {visible_flops(1.0, double(o.heads), double(o.head_dim), visible_scores_over_batch(o), backward),
           flash_convention_flops(double(o.batch), double(o.seq), double(o.seq), double(o.heads), double(o.head_dim),
                                  o.mask == RFA_MASK_CAUSAL, backward)};
 }

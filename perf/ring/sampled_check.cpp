@@ -70,7 +70,6 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
                                const std::vector<double>& dsinks) {
   const std::int64_t B = cfg.batch, S = cfg.seq_total, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
   const std::int64_t L = mine.length(), group = H / HKV;
-  const kernels::MaskRule rule = engine::mask_rule(cfg);
   const double scale = kernels::make_params(B, L, S, H, HKV, D, cfg.mask, cfg.softmax_scale).scale();
   // The scaled score of a query and a key, soft-capped as configured, and the cap's slope.
   const double cap = cfg.softcap;
@@ -94,6 +93,7 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
   // from rank to rank.
   for (std::size_t n = 0; n < picks.size(); ++n) {
     const std::int64_t i = picks[n], p = mine(i), b = std::int64_t(n) % B;
+    const kernels::MaskRule rule = engine::mask_rule(cfg, b);  // batch entry b's (per-sequence documents)
     for (std::int64_t h : {(std::int64_t(n) + me) % H, (std::int64_t(n) + me + H / 2) % H}) {
       const std::int64_t g = h / group;
       row_values<T>(TensorId::q, b, p, h, q);
@@ -149,6 +149,7 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
 
   for (std::size_t n = 0; n < picks.size(); ++n) {
     const std::int64_t j = picks[n], p = mine(j), b = std::int64_t(n) % B, g = (std::int64_t(n) + me) % HKV;
+    const kernels::MaskRule rule = engine::mask_rule(cfg, b);
     row_values<T>(TensorId::k, b, p, g, k);
     row_values<T>(TensorId::v, b, p, g, v);
     std::fill(dk_ref.begin(), dk_ref.end(), 0.0);

@@ -3,6 +3,7 @@
 // one JSON writer (perf/common), on hand-made samples: no MPI, no timing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -162,6 +163,43 @@ TEST(RunOptions, BadFlagsAreNamed) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--bogus"), std::string::npos);
   }
+}
+
+TEST(DocumentSpec, ListsForEveryEntryOrOnePerEntry) {
+  const DocumentLists shared = parse_documents("10,0,5", 40, 3);
+  EXPECT_EQ(shared.bounds, (std::vector<std::int64_t>{0, 10, 10, 15, 40}));  // the last holds the rest
+  EXPECT_TRUE(shared.offsets.empty());
+  EXPECT_EQ(shared.entry(2), shared.bounds);
+  const DocumentLists none = parse_documents("", 40, 2);
+  EXPECT_TRUE(none.bounds.empty() && none.offsets.empty());
+  const DocumentLists each = parse_documents("40/random:4/", 40, 3);
+  EXPECT_EQ(each.offsets.size(), 4u);
+  EXPECT_EQ(each.entry(0), (std::vector<std::int64_t>{0, 40, 40}));
+  const std::vector<std::int64_t> random = each.entry(1);
+  ASSERT_EQ(random.size(), 5u);  // four documents
+  EXPECT_TRUE(random.front() == 0 && random.back() == 40 && std::is_sorted(random.begin(), random.end()));
+  EXPECT_EQ(random, parse_documents("/random:4/", 40, 3).entry(1));          // the same cuts every time
+  EXPECT_NE(random, parse_documents("random:4/random:4/", 40, 3).entry(0));  // seeded by the entry
+  EXPECT_TRUE(each.entry(2).empty());
+  for (const char* bad : {"30,11", "a", "5,", "random:0", "1/2"}) {
+    try {
+      parse_documents(bad, 40, 3);
+      ADD_FAILURE() << "accepted --documents " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--documents"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(PassFlops, PerSequenceDocumentsCountEachEntryOnItsOwn) {
+  RunOptions o;
+  o.seq = 100;
+  o.batch = 2;
+  o.mask = RFA_MASK_NONE;
+  o.documents = parse_documents("50/", 100, 2);  // entry 0: two documents of 50; entry 1: one of 100
+  EXPECT_EQ(visible_scores(mask_shape(o, 0)), 2 * 50.0 * 50.0);
+  EXPECT_EQ(visible_scores(mask_shape(o, 1)), 100.0 * 100.0);
+  EXPECT_DOUBLE_EQ(pass_flops(o, false).visible, 4.0 * 8 * 64 * (5000.0 + 10000.0));
 }
 
 TEST(ResultJson, GoogleBenchmarkLayoutWithContextRepetitionsAndMedian) {

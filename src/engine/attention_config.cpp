@@ -24,7 +24,14 @@ void validate_local(const AttentionConfig& c, int ranks) {
                                                     c.kv_heads, c.head_dim, c.mask, c.softmax_scale);
   apply_mask(c, p);
   kernels::validate(p);
-  validate_document_bounds(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()), c.seq_total, "document boundaries");
+  validate_document_lists(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()), c.doc_offsets.data(),
+                          std::int64_t(c.doc_offsets.size()), c.batch, c.seq_total, "document boundaries",
+                          "document list offsets");
+  if (!c.doc_offsets.empty() && c.device == Device::cuda) {
+    fail(RFA_ERROR_UNSUPPORTED,
+         "per-sequence documents (a list of document boundaries per batch entry) run on host contexts; the CUDA "
+         "kernels take one list for every entry");
+  }
   if (c.ranges && c.device == Device::cuda) {
     fail(RFA_ERROR_UNSUPPORTED,
          "a mask given as ranges (RFA_MASK_RANGES) runs on host contexts; the CUDA kernels do not take ranges");
@@ -65,6 +72,8 @@ void require_same_config(comm::Communicator& comm, const AttentionConfig& c) {
        {"cuda kernel path", std::int64_t(c.cuda_path)},
        {"document boundaries (count)", std::int64_t(c.doc_bounds.size())},
        {"document boundaries (hash)", document_bounds_hash(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()))},
+       {"document list offsets (count)", std::int64_t(c.doc_offsets.size())},
+       {"document list offsets (hash)", document_bounds_hash(c.doc_offsets.data(), std::int64_t(c.doc_offsets.size()))},
        {"mask ranges (count)", c.ranges ? std::int64_t(c.ranges->entries().size()) : -1},
        {"mask ranges (hash)", c.ranges ? c.ranges->hash() : 0}});
 }
@@ -88,17 +97,22 @@ void validate_collective(comm::Communicator& comm, const AttentionConfig& c) {
   comm::fail_everywhere_unless(comm, ok, ok ? RFA_ERROR_INVALID_ARGUMENT : code, message);
 }
 
-kernels::MaskRule mask_rule(const AttentionConfig& c) {
-  return kernels::MaskRule{c.mask == RFA_MASK_CAUSAL, c.window, c.doc_bounds.empty() ? nullptr : c.doc_bounds.data(),
-                           std::int64_t(c.doc_bounds.size()), c.ranges ? c.ranges->index() : MaskRangeIndex()};
+kernels::MaskRule mask_rule(const AttentionConfig& c, std::int64_t entry) {
+  kernels::AttentionParams p;
+  p.batch = c.batch;
+  p.mask = c.mask;
+  apply_mask(c, p);
+  return p.rule(entry);
 }
 
+std::int64_t mask_rule_entries(const AttentionConfig& c) { return c.doc_offsets.empty() ? 1 : c.batch; }
+
 void apply_mask(const AttentionConfig& c, kernels::AttentionParams& p) {
-  const kernels::MaskRule rule = mask_rule(c);
-  p.window = rule.window;
-  p.doc_bounds = rule.doc_bounds;
-  p.doc_bound_count = rule.doc_bound_count;
-  p.ranges = rule.ranges;
+  p.window = c.window;
+  p.doc_bounds = c.doc_bounds.empty() ? nullptr : c.doc_bounds.data();
+  p.doc_bound_count = std::int64_t(c.doc_bounds.size());
+  p.doc_offsets = c.doc_offsets.empty() ? nullptr : c.doc_offsets.data();
+  p.ranges = c.ranges ? c.ranges->index() : MaskRangeIndex();
   p.deterministic = c.deterministic;
   p.softcap = c.softcap;
 }
@@ -109,10 +123,10 @@ std::vector<int> ring_steps_with_work(const AttentionConfig& c, int ranks) {
     for (int s = 0; s < ranks; ++s) steps.push_back(s);
     return steps;
   }
-  const kernels::MaskRule rule = mask_rule(c);
   // Each (owner, step) pair is looked at until its step is known to be needed, at most P^2 of
-  // them: each rank's map, position range and document range are computed once, and the ranges
-  // reject most pairs before the full segment-by-segment classification.
+  // them per entry's rule: each rank's map and position range are computed once, its document
+  // range once per rule, and the ranges reject most pairs before the full segment-by-segment
+  // classification. With per-sequence documents a step is needed where any entry needs it.
   const std::int64_t L = layout::local_length(c.layout, c.seq_total, ranks);
   std::vector<PositionMap> maps(static_cast<std::size_t>(ranks));
   std::vector<std::int64_t> lo(maps.size()), hi(maps.size()), dlo(maps.size()), dhi(maps.size());
@@ -120,21 +134,26 @@ std::vector<int> ring_steps_with_work(const AttentionConfig& c, int ranks) {
     const std::size_t i = std::size_t(r);
     maps[i] = layout::positions(c.layout, c.seq_total, ranks, r);
     maps[i].range(0, L, lo[i], hi[i]);
-    dlo[i] = rule.document_of(lo[i]);
-    dhi[i] = rule.document_of(hi[i]);
   }
   std::vector<char> needed(std::size_t(ranks), 0);
   needed[0] = 1;  // a rank's own block: its queries' diagonal (the backward starts its gradients there)
-  for (int owner = 0; owner < ranks; ++owner) {
-    const std::size_t k = std::size_t(owner);
-    for (int s = 1; s < ranks; ++s) {
-      if (needed[std::size_t(s)]) continue;
-      const std::size_t q = std::size_t((owner + s) % ranks);
-      if (rule.documents() && (dhi[k] < dlo[q] || dhi[q] < dlo[k])) continue;
-      if (rule.causal && lo[k] > hi[q]) continue;
-      if (rule.window > 0 && lo[q] - hi[k] >= rule.window) continue;
-      if (kernels::classify_blocks(rule, maps[q], maps[k]) != kernels::TileVisibility::hidden)
-        needed[std::size_t(s)] = 1;
+  for (std::int64_t e = 0; e < mask_rule_entries(c); ++e) {
+    const kernels::MaskRule rule = mask_rule(c, e);
+    for (std::size_t i = 0; i < maps.size(); ++i) {
+      dlo[i] = rule.document_of(lo[i]);
+      dhi[i] = rule.document_of(hi[i]);
+    }
+    for (int owner = 0; owner < ranks; ++owner) {
+      const std::size_t k = std::size_t(owner);
+      for (int s = 1; s < ranks; ++s) {
+        if (needed[std::size_t(s)]) continue;
+        const std::size_t q = std::size_t((owner + s) % ranks);
+        if (rule.documents() && (dhi[k] < dlo[q] || dhi[q] < dlo[k])) continue;
+        if (rule.causal && lo[k] > hi[q]) continue;
+        if (rule.window > 0 && lo[q] - hi[k] >= rule.window) continue;
+        if (kernels::classify_blocks(rule, maps[q], maps[k]) != kernels::TileVisibility::hidden)
+          needed[std::size_t(s)] = 1;
+      }
     }
   }
   for (int s = 0; s < ranks; ++s)

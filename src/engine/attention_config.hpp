@@ -47,6 +47,10 @@ struct AttentionConfig {
   /// Packed documents: cumulative boundaries 0 = b[0] <= ... <= b[n] = seq_total (document d
   /// holds positions [b[d], b[d+1])); empty: one document. core/documents.hpp.
   std::vector<std::int64_t> doc_bounds;
+  /// Per-sequence documents: batch + 1 offsets into doc_bounds, entry e's list being
+  /// doc_bounds[doc_offsets[e] .. doc_offsets[e + 1]) (no values: one document); empty:
+  /// doc_bounds serves every entry. core/documents.hpp.
+  std::vector<std::int64_t> doc_offsets;
   /// A mask given as ranges (mask RFA_MASK_RANGES): the validated entries and their index,
   /// shared by the config's copies; null for the other masks.
   std::shared_ptr<const MaskRanges> ranges;
@@ -60,9 +64,13 @@ struct AttentionConfig {
 /// soft cap, which every block call of the config shares.
 void apply_mask(const AttentionConfig& c, kernels::AttentionParams& p);
 
-/// The mask, the window, the documents and the ranges of the config, as the kernels test them
-/// (pointing into `c`, which must outlive the rule).
-kernels::MaskRule mask_rule(const AttentionConfig& c);
+/// The mask, the window, the documents and the ranges of batch entry `entry` of the config, as
+/// the kernels test them (pointing into `c`, which must outlive the rule).
+kernels::MaskRule mask_rule(const AttentionConfig& c, std::int64_t entry);
+
+/// The entries whose rules may differ, 0 .. mask_rule_entries(c) - 1: every entry with
+/// per-sequence documents, else entry 0 alone (its rule is every entry's).
+std::int64_t mask_rule_entries(const AttentionConfig& c);
 
 /// Throws RFA_ERROR_INVALID_ARGUMENT / RFA_ERROR_UNSUPPORTED unless the config is usable on a
 /// ring of `ranks` ranks (shapes, head dim, dtype, layout divisibility, what the device's

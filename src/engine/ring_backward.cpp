@@ -116,7 +116,7 @@ void RingAttention::run_backward(
     grads.begin(i);
     if (compute) {
       const kernels::AttentionParams p = block_params(c, P, me, owner);
-      if (kernels::classify_blocks(p.rule(), p.q_pos, p.k_pos) != kernels::TileVisibility::hidden) {
+      if (kernels::classify_blocks_every_entry(p, p.q_pos, p.k_pos) != kernels::TileVisibility::hidden) {
         ScopedSeconds t(timings_.compute);
         const auto [dk_into, dv_into] = grads.contribution();
         poller.watch(kv.pending_k(), kv.pending_v(), grads.pending_k(), grads.pending_v());

@@ -105,7 +105,7 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
     timings_.bytes_sent += kv.start(i);
     if (compute) {
       const kernels::AttentionParams p = block_params(c, P, me, owner);
-      const bool visible = kernels::classify_blocks(p.rule(), p.q_pos, p.k_pos) != kernels::TileVisibility::hidden;
+      const bool visible = kernels::classify_blocks_every_entry(p, p.q_pos, p.k_pos) != kernels::TileVisibility::hidden;
       // A pass that writes the output directly has one step, whose block it computes even when
       // the mask hides it whole (a mask given as ranges may): the kernel then writes out = 0 and
       // lse = -inf, as nothing merges after it.

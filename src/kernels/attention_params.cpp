@@ -50,7 +50,8 @@ void validate(const AttentionParams& p) {
           mask == RFA_MASK_RANGES ? "the mask is RFA_MASK_RANGES but no range index was given"
                                   : "a range index was given but the mask is not RFA_MASK_RANGES");
   require(p.window >= 0, "window must be >= 0 (0: no sliding window), got ", p.window);
-  validate_document_bounds(p.doc_bounds, p.doc_bound_count, -1, "document boundaries");
+  validate_document_lists(p.doc_bounds, p.doc_bound_count, p.doc_offsets, p.doc_offsets ? p.batch + 1 : 0, p.batch, -1,
+                          "document boundaries", "document list offsets");
   validate_position_map(p.q_pos, p.seq_q, "query");
   validate_position_map(p.k_pos, p.seq_k, "key");
 }

@@ -46,6 +46,10 @@ struct AttentionParams {
   /// Host memory that outlives the call; null / 0: one document.
   const std::int64_t* doc_bounds = nullptr;
   std::int64_t doc_bound_count = 0;
+  /// Per-sequence documents: batch + 1 offsets into doc_bounds, batch entry e's list being
+  /// doc_bounds[doc_offsets[e] .. doc_offsets[e + 1]) (0 values: one document). Host memory that
+  /// outlives the call; null: doc_bounds serves every entry.
+  const std::int64_t* doc_offsets = nullptr;
   /// A mask given as ranges (mask RFA_MASK_RANGES): the index of its entries, host memory that
   /// outlives the call (core/mask_ranges.hpp).
   MaskRangeIndex ranges;
@@ -62,9 +66,33 @@ struct AttentionParams {
   bool fp32_accurate_partials = true;
 
   float scale() const;
-  /// The mask, the window, the documents and the ranges, as the kernels test them.
-  MaskRule rule() const { return MaskRule{mask == RFA_MASK_CAUSAL, window, doc_bounds, doc_bound_count, ranges}; }
+  /// The mask, the window, the documents and the ranges of batch entry `entry`, as the kernels
+  /// test them.
+  MaskRule rule(std::int64_t entry) const {
+    if (doc_offsets == nullptr) return MaskRule{mask == RFA_MASK_CAUSAL, window, doc_bounds, doc_bound_count, ranges};
+    const std::int64_t first = doc_offsets[entry], count = doc_offsets[entry + 1] - first;
+    return MaskRule{mask == RFA_MASK_CAUSAL, window, count > 0 ? doc_bounds + first : nullptr, count, ranges};
+  }
+  /// The entries whose rules may differ, 0 .. rule_entries() - 1: every entry with per-sequence
+  /// documents, else entry 0 alone (its rule is every entry's).
+  std::int64_t rule_entries() const { return doc_offsets != nullptr ? batch : 1; }
 };
+
+/// How much of the key positions `k_pos` the query positions `q_pos` see, over every batch
+/// entry's rule (classify_blocks for each): hidden only where every entry hides the pair of
+/// blocks, full only where every entry sees all of it. A ring step is skipped where this is
+/// hidden.
+inline TileVisibility classify_blocks_every_entry(const AttentionParams& p, const PositionMap& q_pos,
+                                                  const PositionMap& k_pos) {
+  bool any_visible = false, all_full = true;
+  for (std::int64_t e = 0; e < p.rule_entries() && (all_full || !any_visible); ++e) {
+    const TileVisibility v = classify_blocks(p.rule(e), q_pos, k_pos);
+    any_visible = any_visible || v != TileVisibility::hidden;
+    all_full = all_full && v == TileVisibility::full;
+  }
+  if (!any_visible) return TileVisibility::hidden;
+  return all_full ? TileVisibility::full : TileVisibility::partial;
+}
 
 /// Called by the kernels between tiles so a transport that only progresses inside its own
 /// calls (MPI without a progress thread) keeps moving the next ring step's data. It is called

@@ -142,7 +142,7 @@ struct BackwardTiles {
     const int cols = int(std::min<std::int64_t>(kTileCols, p.seq_k - c0));
     // A key tile no query sees adds nothing: neither its K/V rows nor its dK/dV rows are touched
     // (a causal block pair hides about half its key tiles; dk/dv may be large and untouched).
-    if (classify_tile(p.rule(), p.q_pos, 0, p.seq_q, p.k_pos, c0, c0 + cols) == TileVisibility::hidden) return;
+    if (classify_tile(p.rule(b), p.q_pos, 0, p.seq_q, p.k_pos, c0, c0 + cols) == TileVisibility::hidden) return;
     const int cols_padded = round_up(cols, kColPadding);
     for (int j = 0; j < cols_padded; ++j) {
       float* krow = s.k_rows + j * ld;
@@ -166,9 +166,9 @@ struct BackwardTiles {
     }
     // The query tiles of every head of the GQA group that see this key tile, in order; each
     // one's Q and dO rows are asked for beside the previous one's last products.
-    QueryTileRef tile = next_visible(0, 0, c0, cols);
+    QueryTileRef tile = next_visible(b, 0, 0, c0, cols);
     while (tile.g < group) {
-      const QueryTileRef next = next_visible(tile.g, tile.qt + 1, c0, cols);
+      const QueryTileRef next = next_visible(b, tile.g, tile.qt + 1, c0, cols);
       query_tile(s, b, hk, tile, next, c0, cols, cols_padded);
       tile = next;
     }
@@ -184,15 +184,16 @@ struct BackwardTiles {
     TileVisibility vis;
   };
 
-  /// The first query tile from `from` on (in head-major order) with a query that sees key
-  /// columns c0 .. c0 + cols (every head of the group has the same mask); g == group when
-  /// there is none.
-  QueryTileRef next_visible(int g, int qt, std::int64_t c0, int cols) const {
+  /// The first query tile from `from` on (in head-major order) with a query of batch entry b
+  /// that sees key columns c0 .. c0 + cols (every head of the group has the same mask); g ==
+  /// group when there is none.
+  QueryTileRef next_visible(int b, int g, int qt, std::int64_t c0, int cols) const {
+    const MaskRule rule = p.rule(b);
     for (; g < group; ++g, qt = 0) {
       for (; qt < n_qtiles; ++qt) {
         const std::int64_t r0 = std::int64_t(qt) * kTileRows;
         const std::int64_t r1 = std::min<std::int64_t>(r0 + kTileRows, p.seq_q);
-        const TileVisibility vis = classify_tile(p.rule(), p.q_pos, r0, r1, p.k_pos, c0, c0 + cols);
+        const TileVisibility vis = classify_tile(rule, p.q_pos, r0, r1, p.k_pos, c0, c0 + cols);
         if (vis != TileVisibility::hidden) return {g, qt, vis};
       }
     }
@@ -219,7 +220,7 @@ struct BackwardTiles {
     const int ld = row_pitch(d);
     const std::int64_t r0 = std::int64_t(qt) * kTileRows;
     const int rows = int(std::min<std::int64_t>(kTileRows, p.seq_q - r0));
-    const MaskRule rule = p.rule();
+    const MaskRule rule = p.rule(b);
     if (progress.poll) progress.poll(progress.context);
     const int rows_padded = round_up(rows, kMicroRows);
     const float* const q_rows = query_rows(qd.q, b, h, qt);

@@ -177,7 +177,7 @@ struct Bf16BackwardTiles {
   void key_tile(const Scratch& s, int b, int hk, const std::uint16_t* query_packed, int kt) const {
     const std::int64_t c0 = std::int64_t(kt) * kCols;
     const int cols = int(std::min<std::int64_t>(kCols, p.seq_k - c0));
-    if (classify_tile(p.rule(), p.q_pos, 0, p.seq_q, p.k_pos, c0, c0 + cols) == TileVisibility::hidden) return;
+    if (classify_tile(p.rule(b), p.q_pos, 0, p.seq_q, p.k_pos, c0, c0 + cols) == TileVisibility::hidden) return;
     const int cols_padded = round_up(cols, kProductStep);
     std::uint32_t* kt32 = reinterpret_cast<std::uint32_t*>(s.kt);
     std::uint32_t* vt32 = reinterpret_cast<std::uint32_t*>(s.vt);
@@ -219,7 +219,7 @@ struct Bf16BackwardTiles {
     const int h = hk * group + g;
     const std::int64_t r0 = std::int64_t(qt) * kRows;
     const int rows = int(std::min<std::int64_t>(kRows, p.seq_q - r0));
-    const MaskRule rule = p.rule();
+    const MaskRule rule = p.rule(b);
     const TileVisibility vis = classify_tile(rule, p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
     if (vis == TileVisibility::hidden) return;
     if (progress.poll) progress.poll(progress.context);

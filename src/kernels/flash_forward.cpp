@@ -117,7 +117,7 @@ struct ForwardTiles {
     const float ninf = -std::numeric_limits<float>::infinity();
     Scratch s = carve_team_scratch<ForwardTiles>(team, d);
     const int ld = row_pitch(d);
-    const MaskRule rule = p.rule();
+    const MaskRule rule = p.rule(b);
 
     // Q^T in the log2 domain: S = (scale * log2 e) Q K^T feeds exp2 directly.
     const float q_scale = p.scale() * kLog2e;
@@ -147,14 +147,14 @@ struct ForwardTiles {
     auto tile_rows = [&](const float* base, int kt) {
       return base + (head_row0 + std::int64_t(kv.slot[kt]) * kTileCols) * ld;
     };
-    KeyTileRef tile = next_visible_tile(r0, rows, 0);
+    KeyTileRef tile = next_visible_tile(rule, r0, rows, 0);
     while (tile.kt < n_ktiles) {
       const int kt = tile.kt;
       const std::int64_t c0 = std::int64_t(kt) * kTileCols;
       const int cols = int(std::min<std::int64_t>(kTileCols, p.seq_k - c0));
       const int cols_padded = round_up(cols, kMicroRows);
       if (progress.poll) progress.poll(progress.context);
-      const KeyTileRef next = next_visible_tile(r0, rows, kt + 1);
+      const KeyTileRef next = next_visible_tile(rule, r0, rows, kt + 1);
       const float* k_tile = tile_rows(kv.k, kt);
       const float* v_tile = tile_rows(kv.v, kt);
 
@@ -222,11 +222,11 @@ struct ForwardTiles {
 
   /// The first key tile from `from` on that some query of rows r0 .. r0 + rows sees;
   /// kt == n_ktiles when there is none.
-  KeyTileRef next_visible_tile(std::int64_t r0, int rows, int from) const {
+  KeyTileRef next_visible_tile(const MaskRule& rule, std::int64_t r0, int rows, int from) const {
     for (; from < n_ktiles; ++from) {
       const std::int64_t c0 = std::int64_t(from) * kTileCols;
       const std::int64_t c1 = std::min<std::int64_t>(c0 + kTileCols, p.seq_k);
-      const TileVisibility vis = classify_tile(p.rule(), p.q_pos, r0, r0 + rows, p.k_pos, c0, c1);
+      const TileVisibility vis = classify_tile(rule, p.q_pos, r0, r0 + rows, p.k_pos, c0, c1);
       // A tile without a slot is hidden from every query of every segment: one a query tile
       // straddling two segments may still call partial (its range spans both) sees nothing.
       if (vis != TileVisibility::hidden && kv.slot[from] >= 0) return {from, vis};
@@ -303,16 +303,19 @@ std::int64_t key_tiles(const AttentionParams& p) { return (p.seq_k + kTileCols -
 /// so the engines' memory formulas can ask for the count of any shape cheaply.
 template <class Seen>
 int for_each_seen_key_tile(const AttentionParams& p, Seen&& seen) {
-  const MaskRule rule = p.rule();
   int count = 0;
   for (std::int64_t kt = 0; kt < key_tiles(p); ++kt) {
     const std::int64_t c0 = kt * kTileCols, c1 = std::min<std::int64_t>(c0 + kTileCols, p.seq_k);
-    bool any = !rule.any();
-    std::int64_t row = 0;  // the query rows of each segment, then any rows after the last one
-    for (int a = 0; a <= p.q_pos.count && row < p.seq_q && !any; ++a) {
-      const std::int64_t end = a < p.q_pos.count ? std::min(p.seq_q, row + p.q_pos.seg[a].length) : p.seq_q;
-      any = end > row && classify_tile(rule, p.q_pos, row, end, p.k_pos, c0, c1) != TileVisibility::hidden;
-      row = end;
+    bool any = false;
+    for (std::int64_t e = 0; e < p.rule_entries() && !any; ++e) {  // per-sequence documents: any entry's
+      const MaskRule rule = p.rule(e);
+      any = !rule.any();
+      std::int64_t row = 0;  // the query rows of each segment, then any rows after the last one
+      for (int a = 0; a <= p.q_pos.count && row < p.seq_q && !any; ++a) {
+        const std::int64_t end = a < p.q_pos.count ? std::min(p.seq_q, row + p.q_pos.seg[a].length) : p.seq_q;
+        any = end > row && classify_tile(rule, p.q_pos, row, end, p.k_pos, c0, c1) != TileVisibility::hidden;
+        row = end;
+      }
     }
     if (any) seen(int(kt), count++);
   }

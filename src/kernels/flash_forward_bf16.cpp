@@ -162,7 +162,7 @@ struct Bf16ForwardTiles {
     const int ld = row_pitch(d);
     const float ninf = -std::numeric_limits<float>::infinity();
     Scratch s = carve_team_scratch<Bf16ForwardTiles>(team, d);
-    const MaskRule rule = p.rule();
+    const MaskRule rule = p.rule(b);
     Products::begin();
 
     for (int i = 0; i < rows_padded; ++i) {

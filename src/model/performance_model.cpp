@@ -26,16 +26,24 @@ double element_bytes(const AttentionConfig& c) { return double(dtype_size(c.dtyp
 
 /// Seconds the kernels take for one block of `heads` query heads (over every batch), each score
 /// `per_score` FLOPs.
-double block_seconds(const MachineModel& m, const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k,
+double block_seconds(const MachineModel& m, const AttentionConfig& c, const PositionMap& q, const PositionMap& k,
                      double heads, double per_score, bool backward) {
-  const TileWork w = backward ? count_tile_work(rule, q, k, m.backward_tile_q, m.backward_tile_k)
-                              : count_tile_work(rule, q, k, m.forward_tile_q, m.forward_tile_k);
   const double rate = backward ? m.backward_flops_per_s : m.forward_flops_per_s;
   const double tile = backward ? m.backward_masked_tile_cost : m.forward_masked_tile_cost;
   const double visible = backward ? m.backward_masked_visible_cost : m.forward_masked_visible_cost;
   const double row = backward ? m.backward_row_seconds : m.forward_row_seconds;
-  return (w.full + tile * w.partial + visible * w.partial_visible) * heads * per_score / rate +
-         row * heads * (w.rows + w.keys) / 2;
+  // Per-sequence documents: each batch entry's share of the heads under its own rule.
+  const std::int64_t entries = engine::mask_rule_entries(c);
+  const double entry_heads = heads / double(entries);
+  double seconds = 0;
+  for (std::int64_t e = 0; e < entries; ++e) {
+    const kernels::MaskRule rule = engine::mask_rule(c, e);
+    const TileWork w = backward ? count_tile_work(rule, q, k, m.backward_tile_q, m.backward_tile_k)
+                                : count_tile_work(rule, q, k, m.forward_tile_q, m.forward_tile_k);
+    seconds += (w.full + tile * w.partial + visible * w.partial_visible) * entry_heads * per_score / rate +
+               row * entry_heads * (w.rows + w.keys) / 2;
+  }
+  return seconds;
 }
 
 /// Whether ranks of a node share compute units (MachineModel::compute_units_per_node).
@@ -111,7 +119,6 @@ Prediction ring(const AttentionConfig& c, int ranks, int rank, int stride, int p
   Prediction p;
   const std::vector<int> steps = engine::ring_steps_with_work(c, ranks);
   const std::size_t n = steps.size();
-  const kernels::MaskRule rule = engine::mask_rule(c);
   const std::int64_t L = layout::local_length(c.layout, c.seq_total, ranks);
   const PositionMap mine = layout::positions(c.layout, c.seq_total, ranks, rank);
   const double kv_bytes = 2.0 * double(c.batch * L * c.kv_heads * c.head_dim) * element_bytes(c);
@@ -120,7 +127,7 @@ Prediction ring(const AttentionConfig& c, int ranks, int rank, int stride, int p
   const double heads = double(c.batch * c.heads);
   auto kernel_seconds = [&](const PositionMap& queries, int position, int s, bool backward) {
     const PositionMap block = layout::positions(c.layout, c.seq_total, ranks, (position - s + ranks) % ranks);
-    return block_seconds(m, rule, queries, block, heads,
+    return block_seconds(m, c, queries, block, heads,
                          backward ? backward_flops_per_score(c) : forward_flops_per_score(c), backward);
   };
   // Where ranks share their node's compute units, a step lasts until the node's last rank is
@@ -201,15 +208,14 @@ Prediction heads_exchange(const AttentionConfig& c, int degree, int place, std::
 /// One attention of this rank's heads over the whole sequence (Ulysses' local step).
 Prediction whole_sequence(const AttentionConfig& c, double heads, const MachineModel& m) {
   Prediction p;
-  const kernels::MaskRule rule = engine::mask_rule(c);
   const PositionMap all = PositionMap::contiguous(0, c.seq_total);
   const double scale = double(c.batch) * heads;
   // Every rank computes alike at once: each gets its share of the node's units.
   const double share = full_node_share(m);
   p.forward.compute_seconds = p.forward.seconds =
-      block_seconds(m, rule, all, all, scale, forward_flops_per_score(c), false) / share;
+      block_seconds(m, c, all, all, scale, forward_flops_per_score(c), false) / share;
   p.backward.compute_seconds = p.backward.seconds =
-      block_seconds(m, rule, all, all, scale, backward_flops_per_score(c), true) / share;
+      block_seconds(m, c, all, all, scale, backward_flops_per_score(c), true) / share;
   return p;
 }
 
@@ -218,7 +224,6 @@ Prediction whole_sequence(const AttentionConfig& c, double heads, const MachineM
 Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, int rank, const MachineModel& m) {
   Prediction p;
   const std::int64_t L = layout::local_length(c.layout, c.seq_total, ranks), chunks = c.kv_heads / chunk;
-  const kernels::MaskRule rule = engine::mask_rule(c);
   const PositionMap mine = layout::positions(c.layout, c.seq_total, ranks, rank);
   const PositionMap all = PositionMap::contiguous(0, c.seq_total);
   const double scale = double(c.batch * (c.heads / c.kv_heads) * chunk);
@@ -226,9 +231,9 @@ Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, in
   // node's ranks share its units, each chunk's compute lasts until the node's last rank is done
   // (the next chunk's gather needs every rank).
   auto kernel_seconds = [&](const PositionMap& queries, bool backward) {
-    return backward ? block_seconds(m, rule, queries, all, scale, backward_flops_per_score(c), true) /
+    return backward ? block_seconds(m, c, queries, all, scale, backward_flops_per_score(c), true) /
                           m.packed_head_backward_speedup
-                    : block_seconds(m, rule, queries, all, scale, forward_flops_per_score(c), false) /
+                    : block_seconds(m, c, queries, all, scale, forward_flops_per_score(c), false) /
                           m.packed_head_forward_speedup;
   };
   double f_own = kernel_seconds(mine, false), b_own = kernel_seconds(mine, true), f = f_own, b = b_own;

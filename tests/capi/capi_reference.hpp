@@ -4,6 +4,8 @@
 // For the suites that link rfa_reference (tests/reference).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <vector>
 
@@ -49,9 +51,12 @@ struct ReferenceRun {
   Stored q, k, v, dout;
   std::vector<double> out, lse, dq, dk, dv, dsinks;
 
+  /// `entry_docs`: per-sequence documents, batch entry b's boundaries (empty: one document), in
+  /// place of `doc_bounds`; empty: doc_bounds serves every entry.
   ReferenceRun(const rfa_options_t& o, const std::vector<int64_t>& doc_bounds, std::uint64_t seed,
-               const std::vector<float>& sinks = {}, const std::vector<rfa_mask_range_t>& ranges = {})
-      : problem(with_sinks(reference_problem(o, doc_bounds, ranges), sinks)),
+               const std::vector<float>& sinks = {}, const std::vector<rfa_mask_range_t>& ranges = {},
+               const std::vector<std::vector<int64_t>>& entry_docs = {})
+      : problem(with_entry_docs(with_sinks(reference_problem(o, doc_bounds, ranges), sinks), entry_docs)),
         q(o.dtype, std::size_t(problem.q_size())),
         k(o.dtype, std::size_t(problem.kv_size())),
         v(o.dtype, std::size_t(problem.kv_size())),
@@ -66,6 +71,11 @@ struct ReferenceRun {
  private:
   static rfa::reference::Problem with_sinks(rfa::reference::Problem p, const std::vector<float>& sinks) {
     p.sinks.assign(sinks.begin(), sinks.end());
+    return p;
+  }
+  static rfa::reference::Problem with_entry_docs(rfa::reference::Problem p,
+                                                 const std::vector<std::vector<int64_t>>& entry_docs) {
+    p.entry_doc_bounds = entry_docs;
     return p;
   }
 };
@@ -101,5 +111,32 @@ struct LocalShards {
     return RFA_SUCCESS;
   }
 };
+
+/// Scatters the reference's inputs to this rank, runs rfa_forward and rfa_backward on `ctx`
+/// (made with options `o`) and expects out, dq, dk and dv within `tol` of the reference's (the
+/// gradients within 4 tol) and lse within 4e-6, at this rank's positions.
+inline void expect_forward_backward_match(rfa_context_t ctx, const rfa_options_t& o, const ReferenceRun& ref,
+                                          double tol) {
+  int64_t L = 0;
+  ASSERT_EQ(rfa_context_get_local_seq(ctx, &L), RFA_SUCCESS) << rfa_get_last_error_message();
+  std::vector<int64_t> positions(static_cast<std::size_t>(L));
+  ASSERT_EQ(rfa_context_get_local_positions(ctx, positions.data(), L), RFA_SUCCESS);
+  const int64_t B = o.batch, S = o.seq_total, H = o.heads, Hkv = o.kv_heads, D = o.head_dim;
+  LocalShards shards(o, L);
+  auto& [lq, lk, lv, ldo, lout, ldq, ldk, ldv] = shards;
+  ASSERT_EQ(shards.scatter(ctx, ref, o), RFA_SUCCESS) << rfa_get_last_error_message();
+  std::vector<float> lse(static_cast<std::size_t>(B * H * L));
+  ASSERT_EQ(rfa_forward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), lse.data()), RFA_SUCCESS)
+      << rfa_get_last_error_message();
+  ASSERT_EQ(rfa_backward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), ldo.data(), lse.data(), ldq.data(),
+                         ldk.data(), ldv.data()),
+            RFA_SUCCESS)
+      << rfa_get_last_error_message();
+  EXPECT_LE(max_error_bshd(lout, ref.out, positions, B, S, H, D), tol);
+  EXPECT_LE(max_error_lse(lse, ref.lse, positions, B, H, S), 4e-6);
+  EXPECT_LE(max_error_bshd(ldq, ref.dq, positions, B, S, H, D), 4 * tol);
+  EXPECT_LE(max_error_bshd(ldk, ref.dk, positions, B, S, Hkv, D), 4 * tol);
+  EXPECT_LE(max_error_bshd(ldv, ref.dv, positions, B, S, Hkv, D), 4 * tol);
+}
 
 }  // namespace rfa_capi_test

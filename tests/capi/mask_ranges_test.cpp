@@ -86,7 +86,7 @@ class CapiMaskRanges : public ::testing::TestWithParam<Case> {};
 TEST_P(CapiMaskRanges, MatchesFloat64ReferenceWithTheSameList) {
   const Case c = GetParam();
   const int P = world_size();
-  const int64_t H = heads_for(P), Hkv = 2, D = 16, B = 2, S = 2 * P * 6;
+  const int64_t S = 2 * P * 6;
   std::mt19937_64 rng(c.seed * 1000 + std::uint64_t(P));  // the same list on every rank
   const std::vector<rfa_mask_range_t> ranges = rfa_test::random_mask_ranges(rng, S, c.entries, chunk_edges(S, P));
   const std::vector<int64_t> bounds = {0, 1, S / 3, S - 2, S};
@@ -101,25 +101,8 @@ TEST_P(CapiMaskRanges, MatchesFloat64ReferenceWithTheSameList) {
     EXPECT_NE(kept.mask_ranges, ranges.data()) << "the context keeps its own copy";
     EXPECT_EQ(kept.mask_ranges[ranges.size() - 1].k_end, ranges.back().k_end);
   }
-  int64_t L = 0;
-  ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
-  std::vector<int64_t> positions(static_cast<std::size_t>(L));
-  ASSERT_RFA_OK(rfa_context_get_local_positions(ctx, positions.data(), L));
-
   const ReferenceRun ref(o, c.documents ? bounds : std::vector<int64_t>(), 43, {}, ranges);
-  LocalShards shards(o, L);
-  auto& [lq, lk, lv, ldo, lout, ldq, ldk, ldv] = shards;
-  ASSERT_RFA_OK(shards.scatter(ctx, ref, o));
-  std::vector<float> lse(static_cast<std::size_t>(B * H * L));
-  ASSERT_RFA_OK(rfa_forward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), lse.data()));
-  ASSERT_RFA_OK(rfa_backward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), ldo.data(), lse.data(), ldq.data(),
-                             ldk.data(), ldv.data()));
-  const double tol = variant_tolerance(c.dtype), gtol = 4 * tol;
-  EXPECT_LE(max_error_bshd(lout, ref.out, positions, B, S, H, D), tol);
-  EXPECT_LE(max_error_lse(lse, ref.lse, positions, B, H, S), 4e-6);
-  EXPECT_LE(max_error_bshd(ldq, ref.dq, positions, B, S, H, D), gtol);
-  EXPECT_LE(max_error_bshd(ldk, ref.dk, positions, B, S, Hkv, D), gtol);
-  EXPECT_LE(max_error_bshd(ldv, ref.dv, positions, B, S, Hkv, D), gtol);
+  expect_forward_backward_match(ctx, o, ref, variant_tolerance(c.dtype));
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
 }
 

@@ -18,7 +18,7 @@ namespace {
 
 using namespace rfa_capi_test;
 
-static_assert(sizeof(rfa_options_t) <= offsetof(rfa_options_t, mask_range_count) + 8,
+static_assert(sizeof(rfa_options_t) <= offsetof(rfa_options_t, doc_boundary_offset_count) + 8,
               "rfa_options_t gained a field: add its case to kFields below (and to capi/creation_agreement.cpp)");
 
 rfa_options_t valid_options() {
@@ -89,6 +89,20 @@ const Field kFields[] = {
        g_ranges[0].kind = RFA_RANGE_CAUSAL;  // the same count, another entry
        point_at_ranges(o);
      }},
+    {"doc_boundary_offset_count",
+     [](rfa_options_t& o, std::vector<int64_t>& bounds) {
+       bounds = two_documents(o.seq_total, 3);  // every entry of the batch its own list: the same lists
+       o.doc_boundaries = bounds.data();
+       o.doc_boundary_count = int64_t(bounds.size());
+       static int64_t offsets[2] = {0, 3};
+       o.doc_boundary_offsets = offsets;
+       o.doc_boundary_offset_count = 2;
+     }},
+    {"doc_boundary_offsets",
+     [](rfa_options_t& o, std::vector<int64_t>&) {
+       static int64_t offsets[3] = {0, 0, 3};  // entry 0 one document, entry 1 the two: the same boundaries
+       o.doc_boundary_offsets = offsets;
+     }},
 };
 
 class OptionsAgreement : public ::testing::TestWithParam<Field> {};
@@ -101,6 +115,20 @@ TEST_P(OptionsAgreement, OneRankDifferingFailsEveryRank) {
     bounds = two_documents(o.seq_total, 3);
     o.doc_boundaries = bounds.data();
     o.doc_boundary_count = int64_t(bounds.size());
+  }
+  if (std::string(GetParam().name) == "doc_boundary_offset_count") {  // every rank has documents
+    bounds = two_documents(o.seq_total, 3);
+    o.doc_boundaries = bounds.data();
+    o.doc_boundary_count = int64_t(bounds.size());
+  }
+  static int64_t both_entries[3] = {0, 3, 3};                    // entry 0 the two documents, entry 1 one
+  if (std::string(GetParam().name) == "doc_boundary_offsets") {  // two entries with their lists; the cut differs
+    o.batch = 2;
+    bounds = two_documents(o.seq_total, 3);
+    o.doc_boundaries = bounds.data();
+    o.doc_boundary_count = int64_t(bounds.size());
+    o.doc_boundary_offsets = both_entries;
+    o.doc_boundary_offset_count = 3;
   }
   if (std::string(GetParam().name).rfind("mask_range", 0) == 0) {  // every rank has ranges; the list differs
     g_ranges = {{0, o.seq_total, 0, o.seq_total, 0, 0, RFA_RANGE_FULL}};

@@ -60,5 +60,45 @@ TEST(DocumentBounds, HashTellsListsApartByEveryValueAndTheirOrder) {
   EXPECT_NE(document_bounds_hash(nullptr, 0), h);
 }
 
+// validate_document_lists on `bounds` cut by `offsets` for `batch` entries of 100 tokens: the
+// error's message must hold `part` (empty: accepted).
+void expect_lists(const std::vector<std::int64_t>& bounds, const std::vector<std::int64_t>& offsets, std::int64_t batch,
+                  const std::string& part) {
+  try {
+    validate_document_lists(bounds.data(), std::int64_t(bounds.size()), offsets.data(), std::int64_t(offsets.size()),
+                            batch, 100, "bounds", "offsets");
+    EXPECT_TRUE(part.empty()) << "accepted lists whose error would say: " << part;
+  } catch (const Error& e) {
+    EXPECT_FALSE(part.empty()) << "refused valid lists: " << e.what();
+    EXPECT_EQ(e.code(), RFA_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+TEST(DocumentLists, AcceptsOneListPerEntryEachFromZeroToTheSequenceOrEmpty) {
+  expect_lists({0, 10, 100, 0, 100, 0, 1, 99, 100}, {0, 3, 5, 9}, 3, "");
+  expect_lists({0, 10, 100}, {0, 0, 3, 3}, 3, "");  // entries 0 and 2: one document
+  expect_lists({}, {0, 0}, 1, "");
+  expect_lists({0, 10, 100}, {}, 4, "");  // no offsets: one list for every entry
+  expect_lists({0, 10, 90}, {}, 4, "must be seq_total (100)");
+}
+
+TEST(DocumentLists, RejectsOffsetsThatDoNotCutTheBoundariesIntoTheEntriesLists) {
+  expect_lists({0, 100, 0, 100}, {0, 2, 4}, 3, "offsets has 3 value(s); per-sequence documents need batch + 1 = 4");
+  expect_lists({0, 100, 0, 100}, {1, 2, 4}, 2, "offsets[0] is 1");
+  expect_lists({0, 100, 0, 100}, {0, 3, 2, 4}, 3, "offsets[2] = 2 is smaller than offsets[1] = 3");
+  expect_lists({0, 100, 0, 100}, {0, 2, 3}, 2, "offsets[2] = 3 but the last offset must be bounds's count (4)");
+  // Each entry's list is checked as a list of its own, named by its place.
+  expect_lists({0, 100, 0, 50}, {0, 2, 4}, 2, "bounds[2 .. 4) (batch entry 1's list)[1] = 50");
+  expect_lists({0, 100, 0}, {0, 2, 3}, 2, "batch entry 1's list) has 1 value(s)");
+  expect_lists({0, 100, 5, 100}, {0, 2, 4}, 2, "(batch entry 1's list)[0] is 5");
+  try {
+    validate_document_lists(nullptr, 2, nullptr, 3, 2, 100, "bounds", "offsets");
+    ADD_FAILURE() << "accepted NULL offsets";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("offsets is NULL but its count is 3"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace rfa

@@ -100,6 +100,51 @@ TEST(RingValidation, EveryFieldIsAgreedOn) {
   const Error e = creation_error(*ring, cfg);
   EXPECT_EQ(e.code(), RFA_ERROR_INVALID_USAGE) << e.what();
   EXPECT_NE(std::string(e.what()).find("document boundaries (hash)"), std::string::npos) << e.what();
+  // Per-sequence documents: offsets the others do not have, and the same boundaries cut
+  // otherwise between two entries, each named.
+  const bool last = ring->rank() == ring->size() - 1;
+  const struct {
+    std::int64_t batch;
+    std::vector<std::int64_t> mine;
+    const char* named;
+  } cuts[] = {
+      {1, last ? std::vector<std::int64_t>{0, 3} : std::vector<std::int64_t>{}, "document list offsets (count)"},
+      {2, last ? std::vector<std::int64_t>{0, 0, 3} : std::vector<std::int64_t>{0, 3, 3},
+       "document list offsets (hash)"}};
+  for (const auto& cut : cuts) {
+    cfg = good_config();
+    cfg.batch = cut.batch;
+    cfg.doc_bounds = {0, 10, 48};
+    cfg.doc_offsets = cut.mine;
+    const Error cut_error = creation_error(*ring, cfg);
+    EXPECT_EQ(cut_error.code(), RFA_ERROR_INVALID_USAGE) << cut_error.what();
+    EXPECT_NE(std::string(cut_error.what()).find(cut.named), std::string::npos) << cut_error.what();
+  }
+}
+
+// Per-sequence documents are checked entry by entry, and refused on a CUDA context (its
+// kernels take one list for every entry).
+TEST(RingValidation, PerSequenceDocumentsAreCheckedAndNeedAHostContext) {
+  auto cfg = good_config();
+  cfg.batch = 2;
+  cfg.doc_bounds = {0, 10, 48, 0, 47};
+  cfg.doc_offsets = {0, 3, 5};
+  try {
+    engine::validate_local(cfg, 2);
+    ADD_FAILURE() << "entry 1's list does not end at seq_total";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("batch entry 1's list"), std::string::npos) << e.what();
+  }
+  cfg.doc_bounds.back() = 48;
+  engine::validate_local(cfg, 2);
+  cfg.device = engine::Device::cuda;
+  try {
+    engine::validate_local(cfg, 2);
+    ADD_FAILURE() << "a CUDA context took per-sequence documents";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), RFA_ERROR_UNSUPPORTED);
+    EXPECT_NE(std::string(e.what()).find("per-sequence documents"), std::string::npos) << e.what();
+  }
 }
 
 // A mask given as ranges: a list of another length, and one of the same length with another

@@ -133,6 +133,7 @@ program fortran_api_test
 
   call check_bf16_forward()
   call check_documents()
+  call check_sequence_documents()
   call check_sinks()
   call check_softcap()
   call check_mask_ranges()
@@ -324,6 +325,50 @@ contains
     if (rfa_context_create(MPI_COMM_WORLD, od, refused) /= RFA_ERROR_INVALID_ARGUMENT) then
       call fail("decreasing doc_boundaries must be RFA_ERROR_INVALID_ARGUMENT")
     else if (index(rfa_get_last_error_message(), "must never decrease") == 0) then
+      call fail("message: " // rfa_get_last_error_message())
+    end if
+  end subroutine
+
+  ! Per-sequence documents: batch entry 1 holds documents of one token each, entry 2 none (an
+  ! empty list through the offsets 0, S + 1, S + 1). Entry 1's out is its rows of v; entry 2's
+  ! is that of a context without documents. Offsets that do not end at the boundaries' count
+  ! are refused with their message.
+  subroutine check_sequence_documents()
+    type(rfa_context) :: docs_ring, plain_ring, refused
+    type(rfa_options) :: od, plain
+    integer(c_int64_t), allocatable, target :: bounds(:)
+    integer(c_int64_t), target :: offsets(B + 1)
+    real(c_float), allocatable :: plain_out(:,:,:,:), plain_lse(:,:,:)
+    integer(c_int64_t) :: i, hh
+    real(c_float) :: worst_one, worst_plain
+    allocate(bounds(S + 1), plain_out(D, H, L, B), plain_lse(L, H, B))
+    bounds = [(i, i = 0, S)]
+    offsets = [0_c_int64_t, S + 1, S + 1]
+    plain = opts
+    plain%mask = RFA_MASK_NONE
+    plain%heads = H
+    od = plain
+    od%doc_boundaries = c_loc(bounds)
+    od%doc_boundary_count = S + 1
+    od%doc_boundary_offsets = c_loc(offsets)
+    od%doc_boundary_offset_count = B + 1
+    call check_ok(rfa_context_create(MPI_COMM_WORLD, od, docs_ring), "create with per-sequence documents")
+    call check_ok(rfa_context_create(MPI_COMM_WORLD, plain, plain_ring), "create without documents")
+    offsets = -1  ! the context keeps its own copy
+    call check_ok(rfa_forward(docs_ring, q, k, v, out, lse), "forward with per-sequence documents")
+    call check_ok(rfa_forward(plain_ring, q, k, v, plain_out, plain_lse), "forward without documents")
+    worst_one = 0
+    do hh = 1, H
+      worst_one = max(worst_one, maxval(abs(out(:, hh, :, 1) - v(:, (hh - 1) / (H / HKV) + 1, :, 1))))
+    end do
+    worst_plain = maxval(abs(out(:, :, :, 2) - plain_out(:, :, :, 2)))
+    call check(worst_one < 1.0e-6 .and. worst_plain == 0, "per-sequence documents: entry 1 out = v, entry 2 unmasked")
+    call check_ok(rfa_context_destroy(docs_ring), "destroy with per-sequence documents")
+    call check_ok(rfa_context_destroy(plain_ring), "destroy without documents")
+    offsets = [0_c_int64_t, S + 1, S]
+    if (rfa_context_create(MPI_COMM_WORLD, od, refused) /= RFA_ERROR_INVALID_ARGUMENT) then
+      call fail("offsets decreasing at the end must be RFA_ERROR_INVALID_ARGUMENT")
+    else if (index(rfa_get_last_error_message(), "doc_boundary_offsets") == 0) then
       call fail("message: " // rfa_get_last_error_message())
     end if
   end subroutine

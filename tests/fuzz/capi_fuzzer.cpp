@@ -123,6 +123,13 @@ rfa_options_t fuzzed_options(FuzzedDataProvider& in) {
     for (int i = 0; i < n; ++i) bounds[i] = in.ConsumeIntegralInRange<std::int64_t>(-2, 80);
     o.doc_boundaries = in.ConsumeBool() ? bounds : nullptr;
     o.doc_boundary_count = in.ConsumeIntegralInRange<std::int64_t>(-1, n);
+    if (in.ConsumeBool()) {  // per-sequence documents: offsets into them, likewise
+      static std::int64_t offsets[5];
+      const int m = in.ConsumeIntegralInRange<int>(0, 5);
+      for (int i = 0; i < m; ++i) offsets[i] = in.ConsumeIntegralInRange<std::int64_t>(-1, 9);
+      o.doc_boundary_offsets = in.ConsumeBool() ? offsets : nullptr;
+      o.doc_boundary_offset_count = in.ConsumeIntegralInRange<std::int64_t>(-1, m);
+    }
   }
   if (in.ConsumeBool()) {
     // Mask ranges likewise: any bounds, kinds and band offsets, in memory the harness owns.

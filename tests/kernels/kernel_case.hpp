@@ -31,7 +31,10 @@ struct CaseSpec {
   float scale = 0.0f;
   std::int64_t window = 0;
   std::vector<std::int64_t> docs = {};  // packed documents' cumulative boundaries (empty: none)
-  float softcap = 0.0f;                 // scores capped at +-softcap by tanh (0: none)
+  /// Per-sequence documents: batch + 1 offsets cutting `docs` into the entries' lists (empty:
+  /// `docs` serves every entry).
+  std::vector<std::int64_t> doc_offsets = {};
+  float softcap = 0.0f;  // scores capped at +-softcap by tanh (0: none)
   /// A mask given as ranges (mask RFA_MASK_RANGES), validated and indexed; null: none.
   std::shared_ptr<const MaskRanges> ranges = nullptr;
 
@@ -40,7 +43,7 @@ struct CaseSpec {
            std::to_string(heads) + "x" + std::to_string(kv_heads) + "_d" + std::to_string(head_dim) +
            (mask == RFA_MASK_CAUSAL ? "_causal" : "_full") + (q_pos.count > 0 ? "_mapped" : "") +
            (window > 0 ? "_w" + std::to_string(window) : "") +
-           (docs.empty() ? "" : "_docs" + std::to_string(docs.size() - 1)) +
+           (docs.empty() ? "" : "_docs" + std::to_string(docs.size() - 1)) + (doc_offsets.empty() ? "" : "_per_entry") +
            (softcap > 0.0f ? "_cap" + std::to_string(int(softcap * 100)) : "") +
            (ranges ? "_ranges" + std::to_string(ranges->entries().size()) : "");
   }
@@ -49,6 +52,7 @@ struct CaseSpec {
     p.window = window;
     p.doc_bounds = docs.empty() ? nullptr : docs.data();  // `this` outlives the kernel call
     p.doc_bound_count = std::int64_t(docs.size());
+    p.doc_offsets = doc_offsets.empty() ? nullptr : doc_offsets.data();
     p.softcap = softcap;
     if (ranges) p.ranges = ranges->index();
     if (q_pos.count > 0) p.q_pos = q_pos;
@@ -66,6 +70,8 @@ struct CaseSpec {
     r.scale = scale;
     r.window = window;
     r.doc_bounds = docs;
+    for (std::size_t e = 0; e + 1 < doc_offsets.size(); ++e)
+      r.entry_doc_bounds.emplace_back(docs.begin() + doc_offsets[e], docs.begin() + doc_offsets[e + 1]);
     r.softcap = softcap;
     r.causal = mask == RFA_MASK_CAUSAL;
     r.ranges_on = ranges != nullptr;
@@ -197,6 +203,36 @@ inline std::vector<CaseSpec> kernel_cases() {
            {0, 40, 100, 192});
     // Every key in a document of its own, after the queries' documents: every row sees nothing.
     packed({1, 30, 40, 1, 1, 8, mask, PositionMap::contiguous(0, 30), PositionMap::contiguous(100, 40)}, {0, 30, 140});
+  }
+  // Per-sequence documents: each batch entry its own boundaries (one of them none), on the host
+  // kernels' tile edges and one either side (the forward's 192 x 96, the backward's 96 x 192,
+  // the bf16 kernels' 128s); entries whose documents hide key tiles another entry sees (the
+  // key tiles copied and skipped must be every entry's); queries later than keys, where one
+  // entry sees nothing of the block; windows, GQA and position maps.
+  auto per_entry = [&](CaseSpec c, const std::vector<std::vector<std::int64_t>>& lists, std::int64_t w = 0) {
+    c.batch = std::int64_t(lists.size());
+    c.window = w;
+    c.docs.clear();
+    c.doc_offsets = {0};
+    for (const auto& list : lists) {
+      c.docs.insert(c.docs.end(), list.begin(), list.end());
+      c.doc_offsets.push_back(std::int64_t(c.docs.size()));
+    }
+    add(c);
+  };
+  for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL}) {
+    for (std::int64_t n : {95, 96, 97, 191, 192, 193})
+      per_entry({1, n, n, 2, 1, 32, mask, {}, {}},
+                {{0, std::min<std::int64_t>(n, 96), n}, {}, {0, n / 2 - 1, n / 2, n / 2 + 1, n}, {0, 1, n - 1, n}});
+    per_entry({1, 200, 200, 4, 2, 64, mask, {}, {}}, {{0, 95, 96, 97, 127, 128, 129, 200}, {0, 200}, {}}, 40);
+    // Entry 0: documents end before the keys start (sees nothing); entry 1 sees part of them.
+    per_entry({1, 96, 96, 2, 2, 32, mask, PositionMap::contiguous(96, 96), PositionMap::contiguous(0, 96)},
+              {{0, 96, 192}, {0, 50, 150, 192}, {}});
+    per_entry({1, 100, 100, 2, 1, 24, mask, PositionMap::two({50, 1, 50}, {200, 1, 50}),
+               PositionMap::two({0, 1, 50}, {250, 1, 50})},
+              {{0, 30, 75, 120, 260, 300}, {0, 300}, {0, 100, 200, 300}});
+    per_entry({1, 101, 100, 2, 2, 48, mask, PositionMap::one({1, 3, 101}), PositionMap::one({2, 3, 100})},
+              {{0, 1, 17, 170, 171, 303}, {}}, 60);
   }
   // A custom softmax scale.
   CaseSpec scaled{1, 50, 70, 2, 2, 32, RFA_MASK_CAUSAL, {}, {}};

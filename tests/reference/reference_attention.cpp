@@ -12,10 +12,10 @@ std::int64_t position(const std::vector<std::int64_t>& map, std::int64_t i) { re
 
 /// The document of a position: how many boundaries after the first lie at or before it
 /// (written as a plain count, independently of the kernels' binary search).
-std::int64_t document(const Problem& p, std::int64_t position) {
+std::int64_t document(const std::vector<std::int64_t>& bounds, std::int64_t position) {
   std::int64_t d = 0;
-  for (std::size_t i = 1; i + 1 < p.doc_bounds.size(); ++i)
-    if (p.doc_bounds[i] <= position) d = std::int64_t(i);
+  for (std::size_t i = 1; i + 1 < bounds.size(); ++i)
+    if (bounds[i] <= position) d = std::int64_t(i);
   return d;
 }
 
@@ -34,7 +34,7 @@ bool in_range(const Range& r, std::int64_t q, std::int64_t k) {
   return false;
 }
 
-bool visible(const Problem& p, std::int64_t i, std::int64_t j) {
+bool visible(const Problem& p, std::int64_t b, std::int64_t i, std::int64_t j) {
   const std::int64_t qp = position(p.q_pos, i), kp = position(p.k_pos, j);
   if (p.ranges_on) {
     bool any = false;
@@ -42,7 +42,7 @@ bool visible(const Problem& p, std::int64_t i, std::int64_t j) {
     if (!any) return false;
   }
   return (!p.causal || kp <= qp) && (p.window <= 0 || qp - kp < p.window) &&
-         (p.doc_bounds.empty() || document(p, qp) == document(p, kp));
+         document(p.documents_of(b), qp) == document(p.documents_of(b), kp);
 }
 
 // Scores and probabilities of one (batch, head) pair: P[i][j], plus lse[i], and with a soft cap
@@ -61,7 +61,7 @@ void probabilities(const Problem& p, const std::vector<double>& q, const std::ve
     double m = ninf;
     for (std::int64_t j = 0; j < p.seq_k; ++j) {
       double s = ninf;
-      if (visible(p, i, j)) {
+      if (visible(p, b, i, j)) {
         const double* kj = &k[((b * p.seq_k + j) * p.kv_heads + hk) * D];
         s = 0.0;
         for (std::int64_t d = 0; d < D; ++d) s += qi[d] * kj[d];

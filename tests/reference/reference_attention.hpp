@@ -27,6 +27,9 @@ struct Problem {
   /// and (if not empty) iff both positions lie in the same document [b[d], b[d+1]) of these
   /// cumulative boundaries (packed documents)
   std::vector<std::int64_t> doc_bounds;
+  /// Per-sequence documents: when not empty, batch entry b's boundaries (empty: one document)
+  /// in place of doc_bounds.
+  std::vector<std::vector<std::int64_t>> entry_doc_bounds;
   /// and (if ranges_on) iff some entry of `ranges` lets the pair through (an empty list: none)
   bool ranges_on = false;
   std::vector<Range> ranges;
@@ -46,6 +49,10 @@ struct Problem {
   double (*round)(double) = nullptr;
 
   double effective_scale() const;
+  /// The document boundaries of batch entry b.
+  const std::vector<std::int64_t>& documents_of(std::int64_t b) const {
+    return entry_doc_bounds.empty() ? doc_bounds : entry_doc_bounds[std::size_t(b)];
+  }
   std::int64_t q_size() const { return batch * seq_q * heads * head_dim; }
   std::int64_t kv_size() const { return batch * seq_k * kv_heads * head_dim; }
   std::int64_t lse_size() const { return batch * heads * seq_q; }
