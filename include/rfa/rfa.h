@@ -358,8 +358,10 @@ typedef struct rfa_options_t {
                                     every entry. Copied at rfa_context_create() and checked there on every
                                     rank, entry by entry, and across ranks (a hash of the offsets besides
                                     that of the boundaries); rfa_context_get_options() returns a pointer to
-                                    the context's copy. Any layout and strategy; host contexts only. A ring
-                                    step runs where some entry's queries see the block. */
+                                    the context's copy. Any layout and strategy, host and CUDA contexts
+                                    (rfa's sm80 kernels take such blocks whatever the kernel choice:
+                                    cuDNN and the Hopper path take one list). A ring step runs where
+                                    some entry's queries see the block. */
   int64_t doc_boundary_offset_count; /**< Number of values in doc_boundary_offsets: batch + 1, or 0 (default). */
 } rfa_options_t;
 /* clang-format on */

@@ -105,8 +105,22 @@ struct DeviceMask {
   const std::int64_t* doc_bounds;
   std::int64_t doc_bound_count;
   DeviceRanges ranges;
+  // Per-sequence documents: batch + 1 offsets into doc_bounds (nullptr: one list for every
+  // entry). The kernels test the mask of their batch entry, for_entry(b).
+  const std::int64_t* doc_offsets;
 
   __host__ __device__ bool documents() const { return doc_bound_count > 2; }
+  // The mask of batch entry b: with per-sequence documents, its own boundaries.
+  __device__ DeviceMask for_entry(int b) const {
+    DeviceMask m = *this;
+    if (doc_offsets != nullptr) {
+      const std::int64_t first = __ldg(doc_offsets + b);
+      m.doc_bounds = doc_bounds + first;
+      m.doc_bound_count = __ldg(doc_offsets + b + 1) - first;
+      m.doc_offsets = nullptr;
+    }
+    return m;
+  }
   __host__ __device__ bool any() const { return causal || window > 0 || documents() || ranges.on; }
   // The last d with doc_bounds[d] <= position; a binary search in global memory, done only at
   // tile corners and in partial tiles (read through the read-only cache).

@@ -120,9 +120,13 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
   dims.scale_log2 = dims.scale * 1.44269504088896340736f;
   dims.cap = ScoreCap{s.softcap > 0.f, s.softcap > 0.f ? dims.scale / s.softcap : 0.f,
                       s.softcap > 0.f ? s.softcap / dims.scale : 0.f};
-  dims.mask = DeviceMask{s.mask == RFA_CUDA_MASK_CAUSAL, s.window, s.doc_bounds, s.doc_bound_count,
+  dims.mask = DeviceMask{s.mask == RFA_CUDA_MASK_CAUSAL,
+                         s.window,
+                         s.doc_bounds,
+                         s.doc_bound_count,
                          DeviceRanges{s.ranges != 0, s.range_band_begin, s.range_band_end, s.range_band_offset,
-                                      s.range_entries, s.ranges != 0 ? s.range_band_count : 0}};
+                                      s.range_entries, s.ranges != 0 ? s.range_band_count : 0},
+                         s.doc_offsets};
   RFA_CUDA_TRY(to_device_positions("q_positions", s.q_positions, s.seq_q, dims.q_positions));
   RFA_CUDA_TRY(to_device_positions("k_positions", s.k_positions, s.seq_k, dims.k_positions));
   return RFA_CUDA_SUCCESS;
@@ -152,8 +156,8 @@ rfa_cuda_status check_rowwise_shape(const char* what, std::int64_t batch, std::i
   return RFA_CUDA_SUCCESS;
 }
 
-// The Hopper kernels have no soft cap and no ranges: such a call runs on the sm_80 path (auto or
-// sm80).
+// The Hopper kernels have no soft cap, no ranges and one list of documents: such a call runs on
+// the sm_80 path (auto or sm80).
 rfa_cuda_status check_path_fits(const rfa_cuda_attention_shape& s, rfa_cuda_path path) {
   if (path == RFA_CUDA_PATH_SM90 && s.softcap > 0.f)
     return fail(RFA_CUDA_ERROR_UNSUPPORTED,
@@ -163,6 +167,10 @@ rfa_cuda_status check_path_fits(const rfa_cuda_attention_shape& s, rfa_cuda_path
     return fail(RFA_CUDA_ERROR_UNSUPPORTED,
                 "the Hopper kernels (path sm90) do not take a mask given as ranges: use "
                 "the sm80 path");
+  if (path == RFA_CUDA_PATH_SM90 && s.doc_offsets != nullptr)
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                "the Hopper kernels (path sm90) take one list of documents for every batch entry, not "
+                "per-sequence documents (doc_offsets): use the sm80 path");
   return RFA_CUDA_SUCCESS;
 }
 

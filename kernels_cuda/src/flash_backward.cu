@@ -70,6 +70,7 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
   const int bhk = static_cast<int>(blockIdx.x % kv_heads_total);
   const int k_tile = static_cast<int>(blockIdx.x / kv_heads_total);
   const int b = bhk / dims.kv_heads, kv_head = bhk % dims.kv_heads;
+  const DeviceMask mask = dims.mask.for_entry(b);  // batch entry b's (per-sequence documents)
   const int group_size = dims.heads / dims.kv_heads;
   const int k_first = k_tile * kBlockN;
   const int num_q_tiles = (dims.seq_q + kBlockM - 1) / kBlockM;
@@ -81,7 +82,7 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
   load_tile_async<kBlockN, D, kThreads>(v_s, v + k_first * args.v.seq, args.v.seq, dims.seq_k - k_first);
 
   auto kind_of = [&](int q_tile) {
-    return classify_tile(dims.mask, dims.q_positions, dims.k_positions, q_tile * kBlockM, kBlockM, dims.seq_q, k_first,
+    return classify_tile(mask, dims.q_positions, dims.k_positions, q_tile * kBlockM, kBlockM, dims.seq_q, k_first,
                          kBlockN, dims.seq_k);
   };
   auto next_visible = [&](int it) {
@@ -169,8 +170,8 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
         const int key = warp * 16 + group + (e / 2) * 8;
         const int query = nb * 8 + quad * 2 + (e % 2);
         const float lse = lse_s[query];
-        const bool shown = full_tile || visible(dims.mask, dims.q_positions, dims.k_positions, q_first + query,
-                                                dims.seq_q, k_first + key, dims.seq_k);
+        const bool shown = full_tile || visible(mask, dims.q_positions, dims.k_positions, q_first + query, dims.seq_q,
+                                                k_first + key, dims.seq_k);
         // lse = -inf marks a row that sees no key anywhere: all its P are 0.
         float slope;
         const float score = dims.cap.apply(st[nb][e], slope);

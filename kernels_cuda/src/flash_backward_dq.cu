@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim>::kThreads) flash_backward_d
         const int half = e / 2;
         const int col = k_tile * kBlockN + nb * 8 + (lane % 4) * 2 + (e % 2);
         const bool shown =
-            row_live[half] && (!partial || visible(dims.mask, dims.q_positions, dims.k_positions,
+            row_live[half] && (!partial || visible(tile.mask, dims.q_positions, dims.k_positions,
                                                    tile.row_of(warp, lane, e), dims.seq_q, col, dims.seq_k));
         float slope;
         const float score = dims.cap.apply(s[nb][e], slope);

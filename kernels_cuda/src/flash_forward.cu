@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads) flash_forwa
         for (int e = 0; e < 4; ++e) {
           const int row = tile.row_of(warp, lane, e);
           const int col = k_tile * kBlockN + nb * 8 + (lane % 4) * 2 + (e % 2);
-          if (!visible(dims.mask, dims.q_positions, dims.k_positions, row, dims.seq_q, col, dims.seq_k))
+          if (!visible(tile.mask, dims.q_positions, dims.k_positions, row, dims.seq_q, col, dims.seq_k))
             s[nb][e] = -INFINITY;
         }
       }

@@ -20,6 +20,7 @@ namespace detail {
 template <int kBlockM, int kBlockN>
 struct QueryTile {
   int b, h, kv_head, q_first, num_k_tiles;
+  DeviceMask mask;  // the mask of batch entry b (its own documents with per-sequence documents)
 
   // Last query tiles first: under a causal mask they have the most keys to visit.
   __device__ explicit QueryTile(const AttentionDims& dims) {
@@ -31,6 +32,7 @@ struct QueryTile {
     kv_head = h / (dims.heads / dims.kv_heads);
     q_first = (num_q_tiles - 1 - static_cast<int>(blockIdx.x / heads_total)) * kBlockM;
     num_k_tiles = (dims.seq_k + kBlockN - 1) / kBlockN;
+    mask = dims.mask.for_entry(b);
   }
 
   // The CTA's first row of a [batch][seq][head][dim] tensor (query side or key side).
@@ -44,7 +46,7 @@ struct QueryTile {
   }
 
   __device__ TileKind kind_of(const AttentionDims& dims, int k_tile) const {
-    return classify_tile(dims.mask, dims.q_positions, dims.k_positions, q_first, kBlockM, dims.seq_q, k_tile * kBlockN,
+    return classify_tile(mask, dims.q_positions, dims.k_positions, q_first, kBlockM, dims.seq_q, k_tile * kBlockN,
                          kBlockN, dims.seq_k);
   }
   __device__ int next_visible(const AttentionDims& dims, int k_tile) const {

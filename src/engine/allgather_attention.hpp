@@ -102,7 +102,7 @@ class AllGatherAttention : public EngineState {
 #if RFA_ENGINE_CUDA
   ColumnMap<Kokkos::CudaSpace> device_identity_;
   StreamExec device_exec_;
-  Kokkos::View<std::int64_t*, Kokkos::CudaSpace> device_doc_bounds_;  ///< config_.doc_bounds for the kernels
+  DeviceDocuments device_documents_;  ///< config_.doc_bounds and doc_offsets for the kernels
 #endif
 };
 

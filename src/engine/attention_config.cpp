@@ -27,11 +27,6 @@ void validate_local(const AttentionConfig& c, int ranks) {
   validate_document_lists(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()), c.doc_offsets.data(),
                           std::int64_t(c.doc_offsets.size()), c.batch, c.seq_total, "document boundaries",
                           "document list offsets");
-  if (!c.doc_offsets.empty() && c.device == Device::cuda) {
-    fail(RFA_ERROR_UNSUPPORTED,
-         "per-sequence documents (a list of document boundaries per batch entry) run on host contexts; the CUDA "
-         "kernels take one list for every entry");
-  }
   if (c.ranges && c.device == Device::cuda) {
     fail(RFA_ERROR_UNSUPPORTED,
          "a mask given as ranges (RFA_MASK_RANGES) runs on host contexts; the CUDA kernels do not take ranges");

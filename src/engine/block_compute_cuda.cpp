@@ -38,10 +38,11 @@ rfa_cuda_position_map cuda_positions(const PositionMap& m) {
   return out;
 }
 
-/// The kernels_cuda path of a block: the context's, except that soft-capped blocks run on the
-/// sm_80 kernels (the Hopper path has no cap).
+/// The kernels_cuda path of a block: the context's, except that soft-capped blocks and blocks of
+/// per-sequence documents run on the sm_80 kernels (the Hopper path has no cap and one list).
 rfa_cuda_path block_path(CudaPath path, const rfa_cuda_attention_shape& shape) {
-  return path == CudaPath::sm90 && shape.softcap == 0.f ? RFA_CUDA_PATH_SM90 : RFA_CUDA_PATH_SM80;
+  return path == CudaPath::sm90 && shape.softcap == 0.f && shape.doc_offsets == nullptr ? RFA_CUDA_PATH_SM90
+                                                                                        : RFA_CUDA_PATH_SM80;
 }
 
 /// `TOut` float: the ring partial, normalized, in fp32 (merged into out/lse when `merge`);
@@ -83,10 +84,15 @@ rfa_cuda_attention_shape CudaBlockCompute::shape(const kernels::AttentionParams&
   s.softcap = p.softcap;
   if (p.doc_bounds != nullptr) {
     // The engine's copy of the same list: made at context creation from config().doc_bounds.
-    if (device_doc_bounds_ == nullptr)
+    if (documents_.bounds == nullptr)
       fail(RFA_ERROR_INTERNAL, "document boundaries reached the CUDA kernels without a device copy");
-    s.doc_bounds = device_doc_bounds_;
+    s.doc_bounds = documents_.bounds;
     s.doc_bound_count = p.doc_bound_count;
+  }
+  if (p.doc_offsets != nullptr) {  // per-sequence documents, likewise from config().doc_offsets
+    if (documents_.offsets == nullptr)
+      fail(RFA_ERROR_INTERNAL, "per-sequence document offsets reached the CUDA kernels without a device copy");
+    s.doc_offsets = documents_.offsets;
   }
   return s;
 }

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "engine/attention_config.hpp"
+#include "engine/device_documents.hpp"
 #include "engine/workspace.hpp"
 #include "kernels/flash_attention.hpp"
 #include "rfa_cuda/flash.h"
@@ -34,13 +35,13 @@ class CudaBlockCompute {
   using Tensor3 = SpaceTensor3<T, memory_space>;
 
   /// Kernels go on `stream` (nullptr: the legacy default stream); workspace from `cache`.
-  /// `device_doc_bounds`: the context's document boundaries in device memory (the kernels read
-  /// them there; AttentionParams::doc_bounds is the host copy the engine classifies with), or
-  /// nullptr without documents.
+  /// `documents`: the context's document boundaries and per-sequence offsets in device memory
+  /// (the kernels read them there; AttentionParams holds the host copies the engine classifies
+  /// with), nullptr where there are none.
   /// `kernel_path`: the implementation of the forward and backward kernels (AttentionConfig::cuda_path).
-  CudaBlockCompute(cudaStream_t stream, WorkspaceCache<memory_space>& cache,
-                   const std::int64_t* device_doc_bounds = nullptr, CudaPath kernel_path = CudaPath::sm80)
-      : stream_(stream), cache_(&cache), device_doc_bounds_(device_doc_bounds), path_(kernel_path) {}
+  CudaBlockCompute(cudaStream_t stream, WorkspaceCache<memory_space>& cache, DeviceDocumentPointers documents = {},
+                   CudaPath kernel_path = CudaPath::sm80)
+      : stream_(stream), cache_(&cache), documents_(documents), path_(kernel_path) {}
 
   /// Device buffers are kept in the engine's cache between calls (see WorkspaceCache).
   /// The device buffers, kept in the cache by name whatever the call's kind.
@@ -92,7 +93,7 @@ class CudaBlockCompute {
 
   cudaStream_t stream_;
   WorkspaceCache<memory_space>* cache_;
-  const std::int64_t* device_doc_bounds_;
+  DeviceDocumentPointers documents_;
   CudaPath path_;
 };
 

@@ -30,7 +30,7 @@
 #include "core/error.hpp"
 #include "engine/attention_config.hpp"
 #include "engine/block_compute_cudnn.hpp"
-#include "engine/device_doc_bounds.hpp"
+#include "engine/device_documents.hpp"
 #include "engine/engine_backends.hpp"
 #include "engine/engine_state.hpp"
 #include "engine/pass_tensors.hpp"
@@ -152,9 +152,8 @@ class RingAttention : public EngineState {
     }
   }
 #if RFA_ENGINE_CUDA
-  /// config_.doc_bounds in device memory, for the CUDA kernels' mask (empty without documents).
-  Kokkos::View<std::int64_t*, Kokkos::CudaSpace> device_doc_bounds_;
-  const std::int64_t* device_doc_bounds() const { return doc_bounds_or_null(device_doc_bounds_); }
+  /// config_.doc_bounds and doc_offsets in device memory, for the CUDA kernels' mask.
+  DeviceDocuments device_documents_;
 #endif
 #if RFA_ENGINE_CUDNN
   /// The cuDNN handle and plans of a context whose steps run on cuDNN (config_.cuda_kernels).

@@ -64,6 +64,7 @@ struct Case {
   bool default_stream = false;  // no rfa_context_set_stream: the legacy default stream
   bool sinks = false;           // options.attention_sinks: rfa_forward_with_sinks / rfa_backward_with_sinks
   double softcap = 0;           // options.softcap: scores soft-capped (rfa's sm80 kernels)
+  bool per_sequence = false;    // with documents: entry 0 takes them, entry 1 is one document
 };
 
 /// Ranks per Ulysses group of the hybrid tested on P ranks: 2 x 2 on four, else one group.
@@ -81,15 +82,17 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
          (c.dtype == RFA_DTYPE_BFLOAT16 ? "bf16" : "fp16") + "_d" + std::to_string(c.head_dim) + "_kv" +
          std::to_string(c.kv_heads) + (c.window > 0 ? "_window" + std::to_string(c.window) : "") +
          (c.documents ? "_documents" : "") + (c.default_stream ? "_default_stream" : "") + (c.sinks ? "_sinks" : "") +
-         (c.softcap > 0 ? "_softcap" : "");
+         (c.softcap > 0 ? "_softcap" : "") + (c.per_sequence ? "_per_sequence" : "");
 }
 
 // |error| bounds for values of order one: the CUDA kernels round the probabilities to the
 // storage dtype before the PV product (as FlashAttention does) and store 16-bit outputs.
 double tolerance(rfa_dtype_t t) { return t == RFA_DTYPE_BFLOAT16 ? 1.5e-2 : 3e-3; }
 
-/// `bounds` must outlive the context's creation (rfa copies them there).
-rfa_options_t cuda_options(const Case& c, int64_t S, const std::vector<int64_t>* bounds = nullptr) {
+/// `bounds` (and `offsets`, per-sequence documents) must outlive the context's creation (rfa
+/// copies them there).
+rfa_options_t cuda_options(const Case& c, int64_t S, const std::vector<int64_t>* bounds = nullptr,
+                           const std::vector<int64_t>* offsets = nullptr) {
   rfa_options_t o;
   rfa_options_init(&o);
   o.device = RFA_DEVICE_CUDA;
@@ -111,6 +114,10 @@ rfa_options_t cuda_options(const Case& c, int64_t S, const std::vector<int64_t>*
     o.doc_boundaries = bounds->data();
     o.doc_boundary_count = int64_t(bounds->size());
   }
+  if (offsets != nullptr) {
+    o.doc_boundary_offsets = offsets->data();
+    o.doc_boundary_offset_count = int64_t(offsets->size());
+  }
   return o;
 }
 
@@ -123,7 +130,11 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   // L = 72 rows per rank: more than one 64-row tile, and a partial one.
   const int64_t S = 2 * P * 36;
   const std::vector<int64_t> bounds = c.documents ? document_bounds(S) : std::vector<int64_t>();
-  const rfa_options_t o = cuda_options(c, S, c.documents ? &bounds : nullptr);
+  // Per-sequence documents: entry 0 the documents, entry 1 none (an empty list).
+  const std::vector<int64_t> offsets = {0, int64_t(bounds.size()), int64_t(bounds.size())};
+  const std::vector<std::vector<int64_t>> entry_docs =
+      c.per_sequence ? std::vector<std::vector<int64_t>>{bounds, {}} : std::vector<std::vector<int64_t>>();
+  const rfa_options_t o = cuda_options(c, S, c.documents ? &bounds : nullptr, c.per_sequence ? &offsets : nullptr);
   const int64_t B = o.batch, H = o.heads, Hkv = o.kv_heads, D = o.head_dim;
   const int degree = c.strategy == RFA_STRATEGY_ULYSSES ? P : c.strategy == RFA_STRATEGY_HYBRID ? o.ulysses_degree : 1;
   if (H % degree != 0) GTEST_SKIP() << H << " heads do not divide among " << degree << " Ulysses ranks";
@@ -158,7 +169,7 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   // Sinks of every kind (small, negative, dominant, none) for the four heads.
   const std::vector<float> sinks =
       c.sinks ? std::vector<float>{0.5f, -1.25f, 3.0f, -std::numeric_limits<float>::infinity()} : std::vector<float>();
-  const ReferenceRun ref(o, bounds, 31, sinks);
+  const ReferenceRun ref(o, bounds, 31, sinks, {}, entry_docs);
 
   LocalShards shards(o, L);
   auto& [lq, lk, lv, ldo, lout, ldq, ldk, ldv] = shards;
@@ -269,7 +280,13 @@ std::vector<Case> strategy_cases() {
     cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2, 40, false, s, false, true});
     // Soft-capped scores (scaled scores of about +-1 here: a cap of 0.4 bends most of them).
     cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 128, 2, 0, true, s, false, false, 0.4});
+    // Per-sequence documents (rfa's sm80 kernels, each entry its own list).
+    cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2, 0, true, s, false, false, 0, true});
   }
+  cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, RFA_DTYPE_FLOAT16, 128, 2, 40, true, RFA_STRATEGY_RING,
+                   false, false, 0, true});
+  cases.push_back(
+      {RFA_LAYOUT_STRIPE, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, 64, 1, 0, true, RFA_STRATEGY_RING, false, false, 0, true});
   cases.push_back(
       {RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2, 40, false, RFA_STRATEGY_RING, false, false, 0.4});
   cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 128, 1, 0, true, RFA_STRATEGY_RING,

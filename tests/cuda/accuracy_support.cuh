@@ -35,6 +35,9 @@ struct Case {
   float softcap = 0.f;                     // scores soft-capped at +-softcap (0: none; the sm80 path only)
   bool ranges_on = false;                  // a mask given as ranges (the sm80 path only) ...
   std::vector<ref::Range> ranges = {};     // ... whose entries these are
+  // Per-sequence documents: batch + 1 offsets cutting `docs` into the entries' lists (empty:
+  // `docs` serves every entry; the sm80 path only).
+  std::vector<std::int64_t> doc_offsets = {};
 };
 
 // A mask given as ranges indexed as rfa_cuda_attention_shape's range_* fields describe, in device
@@ -237,7 +240,8 @@ inline std::vector<double> rowsum_product(const ref::Problem& p, const std::vect
   return delta;
 }
 
-inline rfa_cuda_attention_shape shape_of(const Case& c, const std::int64_t* device_docs = nullptr) {
+inline rfa_cuda_attention_shape shape_of(const Case& c, const std::int64_t* device_docs = nullptr,
+                                         const std::int64_t* device_doc_offsets = nullptr) {
   rfa_cuda_attention_shape s{};
   s.batch = c.batch;
   s.seq_q = c.seq_q;
@@ -253,6 +257,7 @@ inline rfa_cuda_attention_shape shape_of(const Case& c, const std::int64_t* devi
   s.window = c.window;
   s.doc_bounds = device_docs;
   s.doc_bound_count = device_docs ? std::int64_t(c.docs.size()) : 0;
+  s.doc_offsets = device_doc_offsets;
   s.softcap = c.softcap;
   return s;
 }
@@ -270,6 +275,8 @@ inline ref::Problem problem_of(const Case& c) {
   p.k_pos = positions(c.k_map);
   p.window = c.window;
   p.doc_bounds = c.docs;
+  for (std::size_t e = 0; e + 1 < c.doc_offsets.size(); ++e)
+    p.entry_doc_bounds.emplace_back(c.docs.begin() + c.doc_offsets[e], c.docs.begin() + c.doc_offsets[e + 1]);
   p.softcap = c.softcap;
   p.ranges_on = c.ranges_on;
   p.ranges = c.ranges;

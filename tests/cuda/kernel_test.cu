@@ -46,15 +46,18 @@ rfa_cuda_delta_params delta_params(const Case& c, const DeviceArray& dout, Devic
   return dp;
 }
 
-// The Hopper path has no soft cap and no ranges: such a case is refused there (`status`, the
-// call's, must be RFA_CUDA_ERROR_UNSUPPORTED saying so) and runs on sm80 only. True when the path
-// was skipped.
+// The Hopper path has no soft cap, no ranges and one list of documents: such a case is refused
+// there (`status`, the call's, must be RFA_CUDA_ERROR_UNSUPPORTED saying so) and runs on sm80
+// only. True when the path was skipped.
 bool refuses_softcap(const Case& c, rfa_cuda_path path, rfa_cuda_status status) {
-  if ((c.softcap <= 0.f && !c.ranges_on) || path != RFA_CUDA_PATH_SM90) return false;
-  const char* says = c.softcap > 0.f ? "do not apply a soft cap" : "do not take a mask given as ranges";
+  if ((c.softcap <= 0.f && !c.ranges_on && c.doc_offsets.empty()) || path != RFA_CUDA_PATH_SM90) return false;
+  const char* says = c.softcap > 0.f ? "do not apply a soft cap"
+                     : c.ranges_on   ? "do not take a mask given as ranges"
+                                     : "not per-sequence documents";
+  const char* what = c.softcap > 0.f ? "a soft cap" : c.ranges_on ? "ranges" : "per-sequence documents";
   const bool ok = status == RFA_CUDA_ERROR_UNSUPPORTED && std::strstr(rfa_cuda_last_error_message(), says) != nullptr;
-  std::printf("  %-4s the Hopper path refuses %s -> %s: %s\n", ok ? "ok" : "FAIL",
-              c.softcap > 0.f ? "a soft cap" : "ranges", rfa_cuda_status_string(status), rfa_cuda_last_error_message());
+  std::printf("  %-4s the Hopper path refuses %s -> %s: %s\n", ok ? "ok" : "FAIL", what, rfa_cuda_status_string(status),
+              rfa_cuda_last_error_message());
   if (!ok) ++failures;
   return true;
 }
@@ -67,7 +70,7 @@ void run_case(const Case& c) {
               c.causal ? "causal" : "full");
   const ref::Problem p = problem_of(c);
   const ref::Problem low = low_precision(p, c.dtype);
-  const DeviceBounds docs(c.docs);
+  const DeviceBounds docs(c.docs), doc_offsets(c.doc_offsets);
   const DeviceRangeIndex ranges(c);
   const std::vector<double> q = random_values(c.dtype, p.q_size()), k = random_values(c.dtype, p.kv_size()),
                             v = random_values(c.dtype, p.kv_size()), dout = random_values(c.dtype, p.q_size());
@@ -88,7 +91,7 @@ void run_case(const Case& c) {
 
   rfa_cuda_forward_params f;
   rfa_cuda_forward_params_init(&f);
-  f.shape = shape_of(c, docs.get());
+  f.shape = shape_of(c, docs.get(), doc_offsets.get());
   ranges.apply(f.shape);
   f.q = dq_in.get();
   f.k = dk_in.get();
@@ -133,7 +136,7 @@ void run_case(const Case& c) {
 
   rfa_cuda_backward_params bp;
   rfa_cuda_backward_params_init(&bp);
-  bp.shape = shape_of(c, docs.get());
+  bp.shape = shape_of(c, docs.get(), doc_offsets.get());
   ranges.apply(bp.shape);
   bp.q = dq_in.get();
   bp.k = dk_in.get();
@@ -644,6 +647,33 @@ int main(int argc, char** argv) {
                   {77, 78, 0, 303, R::full},         {0, 303, 299, 300, R::full},         {200, 303, 0, 120, R::causal},
                   {0, 150, 60, 90, R::full}};
   for (const Case& c : {prefix, grid, blocks_zig, kinds}) cases.push_back(c);
+  // Per-sequence documents: three entries, each its own boundaries (one token each, boundaries
+  // on the sm80 tiles' edges and one either side, none), causal with GQA; full with a window on
+  // a zigzag map where one entry's documents hide the block; the Hopper path refuses them.
+  Case entries{"per-sequence documents, causal GQA 4:2", B, 64, 3, 200, 200, 4, 2, true};
+  std::vector<std::vector<std::int64_t>> entry_lists = {{}, {0, 63, 64, 65, 127, 128, 129, 200}, {0, 200}};
+  for (std::int64_t x = 0; x <= 200; ++x) entry_lists[0].push_back(x);
+  Case entries_zig{"per-sequence documents + window 60, full, zigzag q(rank 2) x k(rank 0), fp16 d128",
+                   H,
+                   128,
+                   3,
+                   80,
+                   80,
+                   2,
+                   1,
+                   false};
+  entries_zig.q_map = two_segments(80, 40, 120, 40);
+  entries_zig.k_map = two_segments(0, 40, 200, 40);
+  entries_zig.window = 60;
+  std::vector<std::vector<std::int64_t>> zig_lists = {{0, 40, 200, 240}, {}, {0, 30, 110, 210, 240}};
+  for (auto [c, lists] : {std::make_pair(&entries, &entry_lists), std::make_pair(&entries_zig, &zig_lists)}) {
+    c->doc_offsets = {0};
+    for (const auto& l : *lists) {
+      c->docs.insert(c->docs.end(), l.begin(), l.end());
+      c->doc_offsets.push_back(std::int64_t(c->docs.size()));
+    }
+    cases.push_back(*c);
+  }
   for (const Case& c : cases)
     if (selected(c.name)) run_case(c);
 

@@ -108,6 +108,11 @@ typedef struct rfa_cuda_attention_shape {
   const int64_t* range_band_offset;
   const int64_t* range_entries;
   int64_t range_band_count;
+  /* Per-sequence documents: batch + 1 offsets into doc_bounds in DEVICE memory (unchecked there,
+   * as doc_bounds); batch entry b's boundaries are doc_bounds[doc_offsets[b] .. doc_offsets[b + 1])
+   * (no values: one document). Runs on the sm_80 kernels: the Hopper path, asked for by name, is
+   * RFA_CUDA_ERROR_UNSUPPORTED with them. NULL (default): doc_bounds serves every entry. */
+  const int64_t* doc_offsets;
 } rfa_cuda_attention_shape;
 
 typedef struct rfa_cuda_forward_params {

@@ -309,6 +309,10 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s) {
                 "cuDNN attention: soft-capped scores (softcap %g) are not expressed by this block kernel; rfa's "
                 "kernels apply them",
                 double(s.softcap));
+  if (s.doc_offsets != nullptr)
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                "cuDNN attention: per-sequence documents (doc_offsets) are not expressed by this block kernel; "
+                "rfa's kernels take them");
   return RFA_CUDA_SUCCESS;
 }
 
