@@ -81,7 +81,7 @@ typedef enum rfa_mask_t {
   RFA_MASK_NONE = 0,   /**< Every query sees every key. */
   RFA_MASK_CAUSAL = 1, /**< A query at position i sees keys at positions j <= i. */
   RFA_MASK_RANGES = 2  /**< A query sees the keys some entry of rfa_options_t::mask_ranges gives it
-                            (the union of the entries; docs/masks.md). Host contexts. */
+                            (the union of the entries; docs/masks.md). */
 } rfa_mask_t;
 
 /**
@@ -345,7 +345,8 @@ typedef struct rfa_options_t {
                                     and checked there on every rank (bounds within seq_total, no
                                     reversed range, known kinds, band_lo <= band_hi) and across ranks
                                     (a hash of the entries); rfa_context_get_options() returns a pointer
-                                    to the context's copy. Any layout and strategy; host contexts only.
+                                    to the context's copy. Any layout and strategy, host and CUDA contexts
+                                    (rfa's sm80 kernels take these blocks whatever the kernel choice).
                                     Ring steps whose K/V block no local query sees run no kernel.
                                     NULL (default) with count 0 for the other masks. */
   int64_t mask_range_count;    /**< Number of entries in mask_ranges, >= 0 (0 with ::RFA_MASK_RANGES: every

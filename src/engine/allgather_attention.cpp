@@ -9,7 +9,7 @@
 #include "engine/attention_strategy.hpp"
 #include "engine/block_compute_cuda.hpp"
 #include "engine/block_compute_host.hpp"
-#include "engine/device_documents.hpp"
+#include "engine/device_mask_data.hpp"
 #include "engine/sequence_transpose.hpp"
 #include "engine/strategy_checks.hpp"
 #include "engine/strategy_instantiation.hpp"
@@ -147,7 +147,7 @@ AllGatherAttention::AllGatherAttention(comm::Communicator& comm, const Attention
   host_identity_ = ColumnMap<Kokkos::HostSpace>(identity_columns(chunk_));
 #if RFA_ENGINE_CUDA
   if (config_.device == Device::cuda) {
-    device_documents_ = copy_documents_to_device(comm_, config_);
+    device_mask_ = copy_mask_to_device(comm_, config_);
     // Agreed: a rank whose device cannot take the chunk's columns fails every rank.
     comm::check_everywhere(comm_, [&] {
       try {
@@ -243,7 +243,7 @@ template <class T>
 void AllGatherAttention::forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
                                         DeviceTensor4<T> out, DeviceTensor3<float> lse) {
   comm_.set_compute_stream(cuda_stream_);
-  CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_, device_documents_.pointers(),
+  CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_, device_mask_.pointers(),
                           config_.cuda_path);
   run_forward<CudaBlockCompute, T>(blocks, q, k, v, out, lse);
 }
@@ -254,7 +254,7 @@ void AllGatherAttention::backward_device(DeviceTensor4<const T> q, DeviceTensor4
                                          DeviceTensor3<const float> lse, DeviceTensor4<T> dq, DeviceTensor4<T> dk,
                                          DeviceTensor4<T> dv) {
   comm_.set_compute_stream(cuda_stream_);
-  CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_, device_documents_.pointers(),
+  CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_, device_mask_.pointers(),
                           config_.cuda_path);
   run_backward<CudaBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv);
 }

@@ -102,7 +102,7 @@ class AllGatherAttention : public EngineState {
 #if RFA_ENGINE_CUDA
   ColumnMap<Kokkos::CudaSpace> device_identity_;
   StreamExec device_exec_;
-  DeviceDocuments device_documents_;  ///< config_.doc_bounds and doc_offsets for the kernels
+  DeviceMaskData device_mask_;  ///< config_'s documents and ranges for the kernels
 #endif
 };
 

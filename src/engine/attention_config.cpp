@@ -27,10 +27,6 @@ void validate_local(const AttentionConfig& c, int ranks) {
   validate_document_lists(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()), c.doc_offsets.data(),
                           std::int64_t(c.doc_offsets.size()), c.batch, c.seq_total, "document boundaries",
                           "document list offsets");
-  if (c.ranges && c.device == Device::cuda) {
-    fail(RFA_ERROR_UNSUPPORTED,
-         "a mask given as ranges (RFA_MASK_RANGES) runs on host contexts; the CUDA kernels do not take ranges");
-  }
   require_device_support(c.device, c.head_dim, c.dtype);
   if (c.cuda_kernels == CudaKernels::cudnn && c.device != Device::cuda) {
     fail(RFA_ERROR_UNSUPPORTED, "cuDNN's block kernel runs on CUDA contexts only (the device is the host)");

@@ -38,11 +38,12 @@ rfa_cuda_position_map cuda_positions(const PositionMap& m) {
   return out;
 }
 
-/// The kernels_cuda path of a block: the context's, except that soft-capped blocks and blocks of
-/// per-sequence documents run on the sm_80 kernels (the Hopper path has no cap and one list).
+/// The kernels_cuda path of a block: the context's, except that soft-capped blocks, blocks of
+/// per-sequence documents and blocks of a mask given as ranges run on the sm_80 kernels (the
+/// Hopper path has no cap, one list of documents and no ranges).
 rfa_cuda_path block_path(CudaPath path, const rfa_cuda_attention_shape& shape) {
-  return path == CudaPath::sm90 && shape.softcap == 0.f && shape.doc_offsets == nullptr ? RFA_CUDA_PATH_SM90
-                                                                                        : RFA_CUDA_PATH_SM80;
+  const bool hopper_takes_it = shape.softcap == 0.f && shape.doc_offsets == nullptr && shape.ranges == 0;
+  return path == CudaPath::sm90 && hopper_takes_it ? RFA_CUDA_PATH_SM90 : RFA_CUDA_PATH_SM80;
 }
 
 /// `TOut` float: the ring partial, normalized, in fp32 (merged into out/lse when `merge`);
@@ -84,15 +85,25 @@ rfa_cuda_attention_shape CudaBlockCompute::shape(const kernels::AttentionParams&
   s.softcap = p.softcap;
   if (p.doc_bounds != nullptr) {
     // The engine's copy of the same list: made at context creation from config().doc_bounds.
-    if (documents_.bounds == nullptr)
+    if (mask_.doc_bounds == nullptr)
       fail(RFA_ERROR_INTERNAL, "document boundaries reached the CUDA kernels without a device copy");
-    s.doc_bounds = documents_.bounds;
+    s.doc_bounds = mask_.doc_bounds;
     s.doc_bound_count = p.doc_bound_count;
   }
   if (p.doc_offsets != nullptr) {  // per-sequence documents, likewise from config().doc_offsets
-    if (documents_.offsets == nullptr)
+    if (mask_.doc_offsets == nullptr)
       fail(RFA_ERROR_INTERNAL, "per-sequence document offsets reached the CUDA kernels without a device copy");
-    s.doc_offsets = documents_.offsets;
+    s.doc_offsets = mask_.doc_offsets;
+  }
+  if (p.ranges.on) {  // the range index, likewise from config().ranges (no band: nothing seen)
+    if (p.ranges.band_count > 0 && mask_.range_entries == nullptr)
+      fail(RFA_ERROR_INTERNAL, "a mask given as ranges reached the CUDA kernels without a device copy");
+    s.ranges = 1;
+    s.range_band_begin = mask_.range_band_begin;
+    s.range_band_end = mask_.range_band_end;
+    s.range_band_offset = mask_.range_band_offset;
+    s.range_entries = mask_.range_entries;
+    s.range_band_count = p.ranges.band_count;
   }
   return s;
 }

@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "engine/attention_config.hpp"
-#include "engine/device_documents.hpp"
+#include "engine/device_mask_data.hpp"
 #include "engine/workspace.hpp"
 #include "kernels/flash_attention.hpp"
 #include "rfa_cuda/flash.h"
@@ -35,13 +35,13 @@ class CudaBlockCompute {
   using Tensor3 = SpaceTensor3<T, memory_space>;
 
   /// Kernels go on `stream` (nullptr: the legacy default stream); workspace from `cache`.
-  /// `documents`: the context's document boundaries and per-sequence offsets in device memory
-  /// (the kernels read them there; AttentionParams holds the host copies the engine classifies
-  /// with), nullptr where there are none.
+  /// `mask`: the context's document boundaries, per-sequence offsets and range index in device
+  /// memory (the kernels read them there; AttentionParams holds the host copies the engine
+  /// classifies with), nullptr where there are none.
   /// `kernel_path`: the implementation of the forward and backward kernels (AttentionConfig::cuda_path).
-  CudaBlockCompute(cudaStream_t stream, WorkspaceCache<memory_space>& cache, DeviceDocumentPointers documents = {},
+  CudaBlockCompute(cudaStream_t stream, WorkspaceCache<memory_space>& cache, DeviceMaskPointers mask = {},
                    CudaPath kernel_path = CudaPath::sm80)
-      : stream_(stream), cache_(&cache), documents_(documents), path_(kernel_path) {}
+      : stream_(stream), cache_(&cache), mask_(mask), path_(kernel_path) {}
 
   /// Device buffers are kept in the engine's cache between calls (see WorkspaceCache).
   /// The device buffers, kept in the cache by name whatever the call's kind.
@@ -93,7 +93,7 @@ class CudaBlockCompute {
 
   cudaStream_t stream_;
   WorkspaceCache<memory_space>* cache_;
-  DeviceDocumentPointers documents_;
+  DeviceMaskPointers mask_;
   CudaPath path_;
 };
 

@@ -54,10 +54,10 @@ class CudnnBlockCompute {
   /// `steps`: the params of every block the pass may compute (one per ring step), so that
   /// prepare_*() can plan them all before the ranks agree that the pass goes on.
   /// `kernel_path`: the implementation of rfa's kernels, for the steps cuDNN does not take.
-  CudnnBlockCompute(cudaStream_t stream, WorkspaceCache<memory_space>& cache, DeviceDocumentPointers documents,
+  CudnnBlockCompute(cudaStream_t stream, WorkspaceCache<memory_space>& cache, DeviceMaskPointers mask,
                     CudnnState& cudnn, std::vector<kernels::AttentionParams> steps,
                     CudaPath kernel_path = CudaPath::sm80)
-      : rfa_(stream, cache, documents, kernel_path), cudnn_(&cudnn), steps_(std::move(steps)) {}
+      : rfa_(stream, cache, mask, kernel_path), cudnn_(&cudnn), steps_(std::move(steps)) {}
 
   Workspace<memory_space> workspace(int pass) { return rfa_.workspace(pass); }
   void prepare_forward(const kernels::AttentionParams&, rfa_dtype_t dtype, Workspace<memory_space>& ws) {

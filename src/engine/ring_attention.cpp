@@ -18,7 +18,7 @@ RingAttention::RingAttention(comm::Communicator& comm, const AttentionConfig& co
   largest_blocks_[0] = find_largest_block_params(false);
   largest_blocks_[1] = find_largest_block_params(true);
 #if RFA_ENGINE_CUDA
-  if (config_.device == Device::cuda) device_documents_ = copy_documents_to_device(*agreement_, config_);
+  if (config_.device == Device::cuda) device_mask_ = copy_mask_to_device(*agreement_, config_);
 #endif
 #if RFA_ENGINE_CUDNN
   // Agreed: a rank where cuDNN cannot start (no handle on its device) fails every rank.

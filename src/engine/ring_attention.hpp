@@ -30,7 +30,7 @@
 #include "core/error.hpp"
 #include "engine/attention_config.hpp"
 #include "engine/block_compute_cudnn.hpp"
-#include "engine/device_documents.hpp"
+#include "engine/device_mask_data.hpp"
 #include "engine/engine_backends.hpp"
 #include "engine/engine_state.hpp"
 #include "engine/pass_tensors.hpp"
@@ -152,8 +152,8 @@ class RingAttention : public EngineState {
     }
   }
 #if RFA_ENGINE_CUDA
-  /// config_.doc_bounds and doc_offsets in device memory, for the CUDA kernels' mask.
-  DeviceDocuments device_documents_;
+  /// config_'s documents and ranges in device memory, for the CUDA kernels' mask.
+  DeviceMaskData device_mask_;
 #endif
 #if RFA_ENGINE_CUDNN
   /// The cuDNN handle and plans of a context whose steps run on cuDNN (config_.cuda_kernels).

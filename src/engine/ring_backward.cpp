@@ -38,8 +38,7 @@ void RingAttention::backward_device(DeviceTensor4<const T> q, DeviceTensor4<cons
   const auto stream = static_cast<cudaStream_t>(cuda_stream_);
 #if RFA_ENGINE_CUDNN
   if (cudnn_) {
-    CudnnBlockCompute blocks(stream, device_cache_, device_documents_.pointers(), *cudnn_, step_params(),
-                             config_.cuda_path);
+    CudnnBlockCompute blocks(stream, device_cache_, device_mask_.pointers(), *cudnn_, step_params(), config_.cuda_path);
     naming_step_of_timeout("backward", [&] {
       run_backward<CudnnBlockCompute, T, TGrad>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode);
     });
@@ -47,7 +46,7 @@ void RingAttention::backward_device(DeviceTensor4<const T> q, DeviceTensor4<cons
     return;
   }
 #endif
-  CudaBlockCompute blocks(stream, device_cache_, device_documents_.pointers(), config_.cuda_path);
+  CudaBlockCompute blocks(stream, device_cache_, device_mask_.pointers(), config_.cuda_path);
   naming_step_of_timeout(
       "backward", [&] { run_backward<CudaBlockCompute, T, TGrad>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode); });
 }

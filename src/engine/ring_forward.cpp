@@ -33,14 +33,13 @@ void RingAttention::forward_device(DeviceTensor4<const T> q, DeviceTensor4<const
   const auto stream = static_cast<cudaStream_t>(cuda_stream_);
 #if RFA_ENGINE_CUDNN
   if (cudnn_) {
-    CudnnBlockCompute blocks(stream, device_cache_, device_documents_.pointers(), *cudnn_, step_params(),
-                             config_.cuda_path);
+    CudnnBlockCompute blocks(stream, device_cache_, device_mask_.pointers(), *cudnn_, step_params(), config_.cuda_path);
     naming_step_of_timeout("forward", [&] { run_forward<CudnnBlockCompute, T>(blocks, q, k, v, out, lse, mode); });
     timings_.steps_on_cudnn = blocks.cudnn_steps();
     return;
   }
 #endif
-  CudaBlockCompute blocks(stream, device_cache_, device_documents_.pointers(), config_.cuda_path);
+  CudaBlockCompute blocks(stream, device_cache_, device_mask_.pointers(), config_.cuda_path);
   naming_step_of_timeout("forward", [&] { run_forward<CudaBlockCompute, T>(blocks, q, k, v, out, lse, mode); });
 }
 #endif

@@ -65,6 +65,7 @@ struct Case {
   bool sinks = false;           // options.attention_sinks: rfa_forward_with_sinks / rfa_backward_with_sinks
   double softcap = 0;           // options.softcap: scores soft-capped (rfa's sm80 kernels)
   bool per_sequence = false;    // with documents: entry 0 takes them, entry 1 is one document
+  bool ranges = false;          // RFA_MASK_RANGES: a prefix seen by all and a band (see the test)
 };
 
 /// Ranks per Ulysses group of the hybrid tested on P ranks: 2 x 2 on four, else one group.
@@ -82,17 +83,18 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
          (c.dtype == RFA_DTYPE_BFLOAT16 ? "bf16" : "fp16") + "_d" + std::to_string(c.head_dim) + "_kv" +
          std::to_string(c.kv_heads) + (c.window > 0 ? "_window" + std::to_string(c.window) : "") +
          (c.documents ? "_documents" : "") + (c.default_stream ? "_default_stream" : "") + (c.sinks ? "_sinks" : "") +
-         (c.softcap > 0 ? "_softcap" : "") + (c.per_sequence ? "_per_sequence" : "");
+         (c.softcap > 0 ? "_softcap" : "") + (c.per_sequence ? "_per_sequence" : "") + (c.ranges ? "_ranges" : "");
 }
 
 // |error| bounds for values of order one: the CUDA kernels round the probabilities to the
 // storage dtype before the PV product (as FlashAttention does) and store 16-bit outputs.
 double tolerance(rfa_dtype_t t) { return t == RFA_DTYPE_BFLOAT16 ? 1.5e-2 : 3e-3; }
 
-/// `bounds` (and `offsets`, per-sequence documents) must outlive the context's creation (rfa
-/// copies them there).
+/// `bounds` (and `offsets`, per-sequence documents, and `ranges`) must outlive the context's
+/// creation (rfa copies them there).
 rfa_options_t cuda_options(const Case& c, int64_t S, const std::vector<int64_t>* bounds = nullptr,
-                           const std::vector<int64_t>* offsets = nullptr) {
+                           const std::vector<int64_t>* offsets = nullptr,
+                           const std::vector<rfa_mask_range_t>* ranges = nullptr) {
   rfa_options_t o;
   rfa_options_init(&o);
   o.device = RFA_DEVICE_CUDA;
@@ -118,6 +120,11 @@ rfa_options_t cuda_options(const Case& c, int64_t S, const std::vector<int64_t>*
     o.doc_boundary_offsets = offsets->data();
     o.doc_boundary_offset_count = int64_t(offsets->size());
   }
+  if (ranges != nullptr) {
+    o.mask = RFA_MASK_RANGES;
+    o.mask_ranges = ranges->data();
+    o.mask_range_count = int64_t(ranges->size());
+  }
   return o;
 }
 
@@ -134,7 +141,12 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   const std::vector<int64_t> offsets = {0, int64_t(bounds.size()), int64_t(bounds.size())};
   const std::vector<std::vector<int64_t>> entry_docs =
       c.per_sequence ? std::vector<std::vector<int64_t>>{bounds, {}} : std::vector<std::vector<int64_t>>();
-  const rfa_options_t o = cuda_options(c, S, c.documents ? &bounds : nullptr, c.per_sequence ? &offsets : nullptr);
+  // A mask given as ranges: every query sees the first S / 3 tokens, and each later query its
+  // last 6 tokens too (a band of diagonals, crossing rank boundaries).
+  std::vector<rfa_mask_range_t> ranges;
+  if (c.ranges) ranges = {{0, S, 0, S / 3, 0, 0, RFA_RANGE_FULL}, {S / 3, S, S / 3, S, -5, 0, RFA_RANGE_BAND}};
+  const rfa_options_t o = cuda_options(c, S, c.documents ? &bounds : nullptr, c.per_sequence ? &offsets : nullptr,
+                                       c.ranges ? &ranges : nullptr);
   const int64_t B = o.batch, H = o.heads, Hkv = o.kv_heads, D = o.head_dim;
   const int degree = c.strategy == RFA_STRATEGY_ULYSSES ? P : c.strategy == RFA_STRATEGY_HYBRID ? o.ulysses_degree : 1;
   if (H % degree != 0) GTEST_SKIP() << H << " heads do not divide among " << degree << " Ulysses ranks";
@@ -169,7 +181,7 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   // Sinks of every kind (small, negative, dominant, none) for the four heads.
   const std::vector<float> sinks =
       c.sinks ? std::vector<float>{0.5f, -1.25f, 3.0f, -std::numeric_limits<float>::infinity()} : std::vector<float>();
-  const ReferenceRun ref(o, bounds, 31, sinks, {}, entry_docs);
+  const ReferenceRun ref(o, bounds, 31, sinks, ranges, entry_docs);
 
   LocalShards shards(o, L);
   auto& [lq, lk, lv, ldo, lout, ldq, ldk, ldv] = shards;
@@ -295,6 +307,15 @@ std::vector<Case> strategy_cases() {
       {RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 128, 2, 0, true, RFA_STRATEGY_RING, false, true});
   cases.push_back(
       {RFA_LAYOUT_STRIPE, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 64, 1, 0, false, RFA_STRATEGY_RING, true, true});
+  // Masks given as ranges (the index on the device, rfa's sm80 kernels): every strategy, with a
+  // window and documents on top in one case, on the stripe layout in another.
+  for (rfa_strategy_t s : {RFA_STRATEGY_RING, RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID})
+    cases.push_back(
+        {RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, 64, 2, 0, false, s, false, false, 0, false, true});
+  cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 128, 1, 40, true, RFA_STRATEGY_RING, false,
+                   false, 0, false, true});
+  cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, 64, 2, 0, false, RFA_STRATEGY_RING, false,
+                   false, 0, false, true});
   return cases;
 }
 

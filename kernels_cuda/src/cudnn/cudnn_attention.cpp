@@ -313,6 +313,9 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s) {
     return fail(RFA_CUDA_ERROR_UNSUPPORTED,
                 "cuDNN attention: per-sequence documents (doc_offsets) are not expressed by this block kernel; "
                 "rfa's kernels take them");
+  if (s.ranges != 0)
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                "cuDNN attention: a mask given as ranges is not expressed by this block kernel; rfa's kernels take it");
   return RFA_CUDA_SUCCESS;
 }
 
