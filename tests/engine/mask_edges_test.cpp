@@ -54,6 +54,10 @@ std::string describe(const engine::AttentionConfig& c, const engine::StrategyCho
     o << " documents";
     for (std::int64_t b : c.doc_bounds) o << " " << b;
   }
+  if (!c.doc_offsets.empty()) {
+    o << " cut per entry at";
+    for (std::int64_t b : c.doc_offsets) o << " " << b;
+  }
   return o.str();
 }
 
@@ -178,7 +182,8 @@ std::uint64_t sweep_seed() {
 }
 
 // Random masks: a window (none, short, around an edge, longer than S), random documents
-// (empty ones, one-token ones, boundaries anywhere), causal or not, on a random layout,
+// (empty ones, one-token ones, boundaries anywhere; one list, or one per batch entry), causal or
+// not, on a random layout,
 // strategy, dtype and K/V head count, with S a random multiple of 2P. Every rank draws the
 // same configurations from the same seed.
 TEST(MaskEdges, RandomMasksMatchTheReference) {
@@ -217,14 +222,29 @@ TEST(MaskEdges, RandomMasksMatchTheReference) {
       case 3: c.window = uniform(1, S); break;
       default: c.window = S + uniform(0, 8); break;
     }
-    if (uniform(0, 1)) {
-      c.doc_bounds = {0};
+    // Documents: none, one list, or (with two entries) one list per entry, an entry's list
+    // sometimes empty (one document).
+    auto random_documents = [&] {
+      std::vector<std::int64_t> b = {0};
       const std::int64_t cuts = uniform(1, 6);
       std::vector<std::int64_t> inner;
       for (std::int64_t j = 0; j < cuts; ++j) inner.push_back(uniform(0, S));
       std::sort(inner.begin(), inner.end());
-      c.doc_bounds.insert(c.doc_bounds.end(), inner.begin(), inner.end());
-      c.doc_bounds.push_back(S);
+      b.insert(b.end(), inner.begin(), inner.end());
+      b.push_back(S);
+      return b;
+    };
+    const std::int64_t documents = uniform(0, 2);
+    if (documents == 1) c.doc_bounds = random_documents();
+    if (documents == 2 && c.batch == 2) {
+      c.doc_offsets = {0};
+      for (int e = 0; e < 2; ++e) {
+        if (uniform(0, 3) > 0) {
+          const std::vector<std::int64_t> b = random_documents();
+          c.doc_bounds.insert(c.doc_bounds.end(), b.begin(), b.end());
+        }
+        c.doc_offsets.push_back(std::int64_t(c.doc_bounds.size()));
+      }
     }
     const std::string what =
         "seed " + std::to_string(seed) + " #" + std::to_string(i) + ": " + describe(c, sweep.choice, P);

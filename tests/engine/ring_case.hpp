@@ -97,9 +97,9 @@ const ReferenceResults& reference_results(const engine::AttentionConfig& cfg, st
                                           const GlobalTensor<T>& dout) {
   // (and T: each instantiation keeps its own)
   using Key = std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                         rfa_mask_t, std::int64_t, std::vector<std::int64_t>>;
-  const Key key{seed,         cfg.batch, cfg.seq_total, cfg.heads,     cfg.kv_heads,
-                cfg.head_dim, cfg.mask,  cfg.window,    cfg.doc_bounds};
+                         rfa_mask_t, std::int64_t, std::vector<std::int64_t>, std::vector<std::int64_t>>;
+  const Key key{seed,         cfg.batch, cfg.seq_total, cfg.heads,      cfg.kv_heads,
+                cfg.head_dim, cfg.mask,  cfg.window,    cfg.doc_bounds, cfg.doc_offsets};
   static std::optional<Key> last_key;
   static ReferenceResults last;
   if (last_key == key) return last;
@@ -112,6 +112,9 @@ const ReferenceResults& reference_results(const engine::AttentionConfig& cfg, st
   prob.causal = cfg.mask == RFA_MASK_CAUSAL;
   prob.window = cfg.window;
   prob.doc_bounds = cfg.doc_bounds;
+  for (std::size_t e = 0; e + 1 < cfg.doc_offsets.size(); ++e)  // per-sequence documents
+    prob.entry_doc_bounds.emplace_back(cfg.doc_bounds.begin() + cfg.doc_offsets[e],
+                                       cfg.doc_bounds.begin() + cfg.doc_offsets[e + 1]);
   reference::forward(prob, q.exact, k.exact, v.exact, last.out, last.lse);
   reference::backward(prob, q.exact, k.exact, v.exact, dout.exact, last.dq, last.dk, last.dv);
   last_key = key;
