@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// rfa_mask_balance: for each mask family given as ranges (mask_balance.hpp), each fixed layout
+// and P, the busiest rank's visible pairs and computed tiles over the mean, the scores the
+// kernels compute over the visible ones, the ring steps some rank computes on, and the K/V rows
+// the busiest rank receives from the ring against those its queries see. No MPI: it counts, it
+// does not run attention.
+//
+//   rfa_mask_balance [--seq 65536] [--ranks 2,4,8,16,32,64] [--seed 1] [--check-causal MAX]
+// --check-causal MAX exits 1 when the zigzag layout's causal imbalance is above MAX, or when a
+// ring would receive fewer rows than the queries see (counts that cannot both be right).
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "layout/sequence_layout.hpp"
+#include "mask_balance.hpp"
+
+namespace {
+
+struct Options {
+  std::int64_t seq = 65536;
+  std::vector<int> ranks = {2, 4, 8, 16, 32, 64};
+  unsigned seed = 1;
+  double check_causal = 0;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "rfa_mask_balance: %s needs a value (see the file's header)\n", a.c_str());
+      std::exit(2);
+    }
+    const std::string v = argv[++i];
+    if (a == "--seq") {
+      o.seq = std::atoll(v.c_str());
+    } else if (a == "--seed") {
+      o.seed = unsigned(std::atoi(v.c_str()));
+    } else if (a == "--check-causal") {
+      o.check_causal = std::atof(v.c_str());
+    } else if (a == "--ranks") {
+      o.ranks.clear();
+      std::stringstream list(v);
+      for (std::string p; std::getline(list, p, ',');) o.ranks.push_back(std::atoi(p.c_str()));
+    } else {
+      std::fprintf(stderr, "rfa_mask_balance: unknown option %s\n", a.c_str());
+      std::exit(2);
+    }
+  }
+  if (o.seq < 256 || o.seq % 256 != 0) {
+    std::fprintf(stderr, "rfa_mask_balance: --seq must be a positive multiple of 256 (the grid is 256 wide)\n");
+    std::exit(2);
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  std::mt19937_64 rng(o.seed);
+  bool ok = true;
+  try {
+    std::printf("rfa_mask_balance: S=%lld, masks given as ranges on the fixed layouts (counts, no attention run)\n",
+                (long long)o.seq);
+    std::printf("%-18s %-10s %4s %9s %9s %9s %6s %11s %11s %7s\n", "mask", "layout", "P", "pairs", "tiles", "computed",
+                "steps", "ring rows", "seen rows", "ring /");
+    std::printf("%-18s %-10s %4s %9s %9s %9s %6s %11s %11s %7s\n", "", "", "", "max/mean", "max/mean", "/visible", "",
+                "(busiest)", "(busiest)", "seen");
+    for (const rfa::perf::MaskFamily& f : rfa::perf::mask_families(o.seq, rng)) {
+      for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE}) {
+        for (int P : o.ranks) {
+          if (P < 1 || o.seq % (2 * P) != 0) continue;
+          const rfa::perf::PlacementCounts c = rfa::perf::placement_counts(f.ranges, o.seq, layout, P);
+          std::printf("%-18s %-10s %4d %9.3f %9.3f %9.2f %6d %11lld %11lld %7.2f\n", f.name.c_str(),
+                      rfa::layout::layout_name(layout), P, c.work_max_over_mean, c.tiles_max_over_mean,
+                      c.computed_over_visible, c.ring_steps, (long long)c.ring_rows, (long long)c.seen_rows,
+                      c.seen_rows > 0 ? double(c.ring_rows) / double(c.seen_rows) : 0.0);
+          if (o.check_causal > 0) {
+            if (c.ring_rows < c.seen_rows) {
+              std::printf("FAIL: the ring receives fewer rows than the queries see\n");
+              ok = false;
+            }
+            if (f.name == "causal" && layout == RFA_LAYOUT_ZIGZAG && c.work_max_over_mean > o.check_causal) {
+              std::printf("FAIL: zigzag's causal imbalance %.4f is above %.4f\n", c.work_max_over_mean, o.check_causal);
+              ok = false;
+            }
+          }
+        }
+      }
+    }
+  } catch (const rfa::Error& e) {
+    std::fprintf(stderr, "rfa_mask_balance: error: %s\n", e.what());
+    return 1;
+  }
+  return ok ? 0 : 1;
+}
