@@ -36,60 +36,142 @@ std::vector<MaskFamily> mask_families(std::int64_t seq, std::mt19937_64& rng) {
   return families;
 }
 
-PlacementCounts placement_counts(const std::vector<rfa_mask_range_t>& ranges, std::int64_t seq, rfa_layout_t layout,
-                                 int ranks) {
+namespace {
+
+/// A rank's segments as a position map (at most two segments).
+PositionMap as_map(const std::vector<Segment>& segments) {
+  return segments.size() == 1 ? PositionMap::one(segments[0]) : PositionMap::two(segments[0], segments[1]);
+}
+
+/// The visible pairs of every query position under `index`.
+std::vector<double> pairs_per_query(const MaskRangeIndex& index, std::int64_t seq) {
+  std::vector<double> pairs(static_cast<std::size_t>(seq), 0.0);
+  std::vector<std::pair<std::int64_t, std::int64_t>> spans;
+  for (std::int64_t q = 0; q < seq; ++q) {
+    visible_key_intervals(index, q, 0, seq - 1, spans);
+    for (const auto& [a, b] : spans) pairs[std::size_t(q)] += double(b - a + 1);
+  }
+  return pairs;
+}
+
+double max_over_mean(const std::vector<double>& v) {
+  const double mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+  return mean > 0 ? *std::max_element(v.begin(), v.end()) / mean : 1.0;
+}
+
+}  // namespace
+
+Placement layout_placement(rfa_layout_t layout, std::int64_t seq, int ranks) {
+  Placement p(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    const PositionMap m = layout::positions(layout, seq, ranks, r);
+    for (int s = 0; s < m.count; ++s) p[std::size_t(r)].push_back(m.seg[s]);
+  }
+  return p;
+}
+
+Placement balanced_placement(const std::vector<rfa_mask_range_t>& ranges, std::int64_t seq, int ranks,
+                             int chunks_per_rank) {
+  const MaskRanges list(ranges.data(), std::int64_t(ranges.size()), seq, "mask");
+  const std::vector<double> pairs = pairs_per_query(list.index(), seq);
+  const std::int64_t chunks = std::int64_t(ranks) * chunks_per_rank, length = seq / chunks;
+  std::vector<double> chunk_work(static_cast<std::size_t>(chunks), 0.0);
+  for (std::int64_t q = 0; q < chunks * length; ++q) chunk_work[std::size_t(q / length)] += pairs[std::size_t(q)];
+  std::vector<std::int64_t> order(static_cast<std::size_t>(chunks));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    return chunk_work[std::size_t(a)] > chunk_work[std::size_t(b)];
+  });
+  std::vector<double> load(static_cast<std::size_t>(ranks), 0.0);
+  std::vector<std::vector<std::int64_t>> held(static_cast<std::size_t>(ranks));
+  for (const std::int64_t chunk : order) {
+    int best = -1;
+    for (int r = 0; r < ranks; ++r)
+      if (int(held[std::size_t(r)].size()) < chunks_per_rank &&
+          (best < 0 || load[std::size_t(r)] < load[std::size_t(best)]))
+        best = r;
+    held[std::size_t(best)].push_back(chunk);
+    load[std::size_t(best)] += chunk_work[std::size_t(chunk)];
+  }
+  Placement p(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    std::sort(held[std::size_t(r)].begin(), held[std::size_t(r)].end());
+    for (const std::int64_t chunk : held[std::size_t(r)]) p[std::size_t(r)].push_back({chunk * length, 1, length});
+  }
+  return p;
+}
+
+PlacementCounts placement_counts(const std::vector<rfa_mask_range_t>& ranges, std::int64_t seq,
+                                 const Placement& placement, const rfa_layout_t* layout) {
+  const int ranks = int(placement.size());
   engine::AttentionConfig c;
-  c.layout = layout;
+  c.layout = layout != nullptr ? *layout : RFA_LAYOUT_CONTIGUOUS;
   c.mask = RFA_MASK_RANGES;
   c.seq_total = seq;
   c.ranges = std::make_shared<const MaskRanges>(ranges.data(), std::int64_t(ranges.size()), seq, "mask");
   const MaskRangeIndex index = c.ranges->index();
   PlacementCounts counts;
-  counts.ring_steps = int(engine::ring_steps_with_work(c, ranks).size());
+  if (layout != nullptr) counts.engine_ring_steps = int(engine::ring_steps_with_work(c, ranks).size());
 
-  // Which rank holds each position, then per rank: its queries' visible pairs and, marked on a
-  // difference array, every key they see.
-  std::vector<PositionMap> maps;
-  std::vector<int> owner(static_cast<std::size_t>(seq));
+  // Which rank holds each position; then per rank its queries' visible pairs and, marked on a
+  // difference array, every key they see and so the ranks whose blocks it needs.
+  std::vector<int> owner(static_cast<std::size_t>(seq), -1);
+  std::int64_t local = 0;
   for (int r = 0; r < ranks; ++r) {
-    maps.push_back(layout::positions(layout, seq, ranks, r));
-    for (std::int64_t i = 0; i < maps.back().length(); ++i) owner[std::size_t(maps.back()(i))] = r;
+    std::int64_t rows = 0;
+    for (const Segment& g : placement[std::size_t(r)])
+      for (std::int64_t i = 0; i < g.length; ++i, ++rows) owner[std::size_t(g.start + i * g.stride)] = r;
+    local = std::max(local, rows);
   }
   std::vector<double> work(static_cast<std::size_t>(ranks), 0.0);
+  std::vector<char> step_needed(static_cast<std::size_t>(ranks), 0);
+  step_needed[0] = 1;
   std::vector<std::pair<std::int64_t, std::int64_t>> spans;
   std::vector<std::int64_t> marks(static_cast<std::size_t>(seq) + 1);
   for (int r = 0; r < ranks; ++r) {
     std::fill(marks.begin(), marks.end(), 0);
-    const PositionMap& m = maps[std::size_t(r)];
-    for (std::int64_t i = 0; i < m.length(); ++i) {
-      visible_key_intervals(index, m(i), 0, seq - 1, spans);
-      for (const auto& [a, b] : spans) {
-        work[std::size_t(r)] += double(b - a + 1);
-        ++marks[std::size_t(a)];
-        --marks[std::size_t(b) + 1];
+    for (const Segment& g : placement[std::size_t(r)]) {
+      for (std::int64_t i = 0; i < g.length; ++i) {
+        visible_key_intervals(index, g.start + i * g.stride, 0, seq - 1, spans);
+        for (const auto& [a, b] : spans) {
+          work[std::size_t(r)] += double(b - a + 1);
+          ++marks[std::size_t(a)];
+          --marks[std::size_t(b) + 1];
+        }
       }
     }
     std::int64_t seen = 0, cover = 0;
     for (std::int64_t k = 0; k < seq; ++k) {
       cover += marks[std::size_t(k)];
-      if (cover > 0 && owner[std::size_t(k)] != r) ++seen;
+      const int o = owner[std::size_t(k)];
+      if (cover > 0 && o != r) {
+        ++seen;
+        step_needed[std::size_t((r - o + ranks) % ranks)] = 1;
+      }
     }
     counts.seen_rows = std::max(counts.seen_rows, seen);
   }
-  counts.ring_rows = std::int64_t(counts.ring_steps - 1) * layout::local_length(layout, seq, ranks);
-  auto max_over_mean = [&](const std::vector<double>& v) {
-    const double mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
-    return mean > 0 ? *std::max_element(v.begin(), v.end()) / mean : 1.0;
-  };
+  counts.ring_steps = int(std::count(step_needed.begin(), step_needed.end(), 1));
+  counts.ring_rows = std::int64_t(counts.ring_steps - 1) * local;
   counts.work_max_over_mean = max_over_mean(work);
 
   // The tiles each rank's kernels compute: its queries against every block it meets on the ring.
   const kernels::MaskRule rule = engine::mask_rule(c, 0);
   std::vector<double> tiles(static_cast<std::size_t>(ranks), 0.0);
-  for (int r = 0; r < ranks; ++r)
-    for (int owner = 0; owner < ranks; ++owner)
-      tiles[std::size_t(r)] +=
-          model::count_tile_work(rule, maps[std::size_t(r)], maps[std::size_t(owner)], 192, 96).computed();
+  for (int r = 0; r < ranks; ++r) {
+    const std::vector<Segment>& mine = placement[std::size_t(r)];
+    for (int o = 0; o < ranks; ++o) {
+      const std::vector<Segment>& theirs = placement[std::size_t(o)];
+      if (mine.size() <= 2 && theirs.size() <= 2) {
+        tiles[std::size_t(r)] += model::count_tile_work(rule, as_map(mine), as_map(theirs), 192, 96).computed();
+        continue;
+      }
+      for (const Segment& a : mine)
+        for (const Segment& b : theirs)
+          tiles[std::size_t(r)] +=
+              model::count_tile_work(rule, PositionMap::one(a), PositionMap::one(b), 192, 96).computed();
+    }
+  }
   counts.tiles_max_over_mean = max_over_mean(tiles);
   const double visible = std::accumulate(work.begin(), work.end(), 0.0);
   counts.computed_over_visible = visible > 0 ? std::accumulate(tiles.begin(), tiles.end(), 0.0) / visible : 1.0;

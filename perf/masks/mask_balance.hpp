@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/positions.hpp"
 #include "rfa/rfa.h"
 
 namespace rfa {
@@ -27,22 +28,42 @@ struct MaskFamily {
 /// row-major order, and random sparse (seq / 256 random full rectangles, sides up to seq / 16).
 std::vector<MaskFamily> mask_families(std::int64_t seq, std::mt19937_64& rng);
 
-/// One layout at one P: the work and the K/V rows each rank receives.
+/// Which rows each of P ranks holds: per rank, its segments of global positions in local order
+/// (a fixed layout's position map, or the chunks a placement assigns).
+using Placement = std::vector<std::vector<Segment>>;
+
+/// The fixed layout's rows on `ranks` ranks.
+Placement layout_placement(rfa_layout_t layout, std::int64_t seq, int ranks);
+
+/// A balanced placement: `seq` cut into chunks_per_rank * ranks contiguous chunks, each chunk's
+/// work the visible pairs of its queries under `ranges`, assigned largest first to the rank
+/// with the least work among those still holding fewer than chunks_per_rank (ties to the lowest
+/// rank); each rank's chunks in position order. Deterministic.
+Placement balanced_placement(const std::vector<rfa_mask_range_t>& ranges, std::int64_t seq, int ranks,
+                             int chunks_per_rank);
+
+/// One placement at one P: the work and the K/V rows each rank receives.
 struct PlacementCounts {
   double work_max_over_mean = 1;  ///< visible pairs of the busiest rank / the mean
   /// The scores the host kernels compute (their 192 x 96 tiles the mask does not hide, over the
   /// ring steps a rank computes on; model/tile_work.hpp): the busiest rank's over the mean, and
   /// all ranks' over the visible pairs (what tiling costs beyond the mask).
   double tiles_max_over_mean = 1, computed_over_visible = 1;
-  int ring_steps = 0;  ///< ring steps some rank computes on (of P)
+  /// Ring steps some rank computes on (of P): exactly (some rank sees a key of the block that
+  /// started that many positions upstream), and as the engine's ring_steps_with_work() finds
+  /// them from position ranges (fixed layouts only; 0 otherwise), never fewer.
+  int ring_steps = 0, engine_ring_steps = 0;
   /// K/V rows the busiest rank receives in a forward: the ring's (steps - 1 blocks), and what
   /// its queries see outside its own rows (a needed-only exchange's floor).
   std::int64_t ring_rows = 0, seen_rows = 0;
 };
 
-/// The counts of `ranges` over `seq` tokens with `layout` on `ranks` ranks.
-PlacementCounts placement_counts(const std::vector<rfa_mask_range_t>& ranges, std::int64_t seq, rfa_layout_t layout,
-                                 int ranks);
+/// The counts of `ranges` over `seq` tokens with `placement`. Tiles are counted as the kernels
+/// tile a rank's rows where they form at most two segments (every fixed layout), else segment
+/// pair by segment pair (a placement's chunks; tiles do not straddle chunks). `layout`: the
+/// fixed layout the placement is, for the engine's step count (nullptr: none).
+PlacementCounts placement_counts(const std::vector<rfa_mask_range_t>& ranges, std::int64_t seq,
+                                 const Placement& placement, const rfa_layout_t* layout);
 
 }  // namespace perf
 }  // namespace rfa

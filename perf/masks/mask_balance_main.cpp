@@ -6,8 +6,10 @@
 // does not run attention.
 //
 //   rfa_mask_balance [--seq 65536] [--ranks 2,4,8,16,32,64] [--seed 1] [--check-causal MAX]
-// --check-causal MAX exits 1 when the zigzag layout's causal imbalance is above MAX, or when a
-// ring would receive fewer rows than the queries see (counts that cannot both be right).
+// Placements: the fixed layouts, and balanced:4 and balanced:8 (balanced_placement with 4 or 8
+// chunks per rank; P must divide seq / 8). --check-causal MAX exits 1 when the zigzag layout's
+// causal imbalance is above MAX, when a ring would receive fewer rows than the queries see, or
+// when the engine's step selection runs fewer ring steps than the queries need.
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -73,20 +75,34 @@ int main(int argc, char** argv) {
     std::printf("%-18s %-10s %4s %9s %9s %9s %6s %11s %11s %7s\n", "", "", "", "max/mean", "max/mean", "/visible", "",
                 "(busiest)", "(busiest)", "seen");
     for (const rfa::perf::MaskFamily& f : rfa::perf::mask_families(o.seq, rng)) {
-      for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE}) {
+      // The fixed layouts, then balanced placements of 4 and 8 chunks per rank.
+      for (int placement = 0; placement < 5; ++placement) {
         for (int P : o.ranks) {
-          if (P < 1 || o.seq % (2 * P) != 0) continue;
-          const rfa::perf::PlacementCounts c = rfa::perf::placement_counts(f.ranges, o.seq, layout, P);
-          std::printf("%-18s %-10s %4d %9.3f %9.3f %9.2f %6d %11lld %11lld %7.2f\n", f.name.c_str(),
-                      rfa::layout::layout_name(layout), P, c.work_max_over_mean, c.tiles_max_over_mean,
-                      c.computed_over_visible, c.ring_steps, (long long)c.ring_rows, (long long)c.seen_rows,
+          if (P < 1 || o.seq % (8 * P) != 0) continue;
+          const rfa_layout_t layouts[] = {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE};
+          const bool fixed = placement < 3;
+          const int chunks = placement == 3 ? 4 : 8;
+          const rfa::perf::Placement rows = fixed ? rfa::perf::layout_placement(layouts[placement], o.seq, P)
+                                                  : rfa::perf::balanced_placement(f.ranges, o.seq, P, chunks);
+          const rfa::perf::PlacementCounts c =
+              rfa::perf::placement_counts(f.ranges, o.seq, rows, fixed ? &layouts[placement] : nullptr);
+          const std::string name =
+              fixed ? rfa::layout::layout_name(layouts[placement]) : "balanced:" + std::to_string(chunks);
+          std::printf("%-18s %-10s %4d %9.3f %9.3f %9.2f %6d %11lld %11lld %7.2f\n", f.name.c_str(), name.c_str(), P,
+                      c.work_max_over_mean, c.tiles_max_over_mean, c.computed_over_visible, c.ring_steps,
+                      (long long)c.ring_rows, (long long)c.seen_rows,
                       c.seen_rows > 0 ? double(c.ring_rows) / double(c.seen_rows) : 0.0);
           if (o.check_causal > 0) {
             if (c.ring_rows < c.seen_rows) {
               std::printf("FAIL: the ring receives fewer rows than the queries see\n");
               ok = false;
             }
-            if (f.name == "causal" && layout == RFA_LAYOUT_ZIGZAG && c.work_max_over_mean > o.check_causal) {
+            if (fixed && c.engine_ring_steps < c.ring_steps) {
+              std::printf("FAIL: the engine runs %d ring steps where the queries need %d\n", c.engine_ring_steps,
+                          c.ring_steps);
+              ok = false;
+            }
+            if (f.name == "causal" && placement == 1 && c.work_max_over_mean > o.check_causal) {
               std::printf("FAIL: zigzag's causal imbalance %.4f is above %.4f\n", c.work_max_over_mean, o.check_causal);
               ok = false;
             }
