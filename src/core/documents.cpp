@@ -34,9 +34,10 @@ void validate_document_lists(const std::int64_t* bounds, std::int64_t count, con
     validate_document_bounds(bounds, count, seq_total, bounds_name);
     return;
   }
-  require(offset_count == batch + 1, offsets_name, " has ", offset_count, " value(s); per-sequence documents need ",
-          "batch + 1 = ", batch + 1, " offsets into ", bounds_name, " (entry e's list is ", bounds_name,
-          "[o[e] .. o[e + 1])), or 0 values for one list serving every entry");
+  // Compared as offset_count - 1 == batch: batch + 1 could overflow for a batch not yet checked.
+  require(offset_count >= 1 && offset_count - 1 == batch, offsets_name, " has ", offset_count,
+          " value(s); per-sequence documents need batch + 1 offsets (batch is ", batch, ") into ", bounds_name,
+          " (entry e's list is ", bounds_name, "[o[e] .. o[e + 1])), or 0 values for one list serving every entry");
   require(offsets != nullptr, offsets_name, " is NULL but its count is ", offset_count);
   require(count >= 0, bounds_name, " has a negative count, ", count);
   require(count == 0 || bounds != nullptr, bounds_name, " is NULL but its count is ", count);

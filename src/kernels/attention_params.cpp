@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <cmath>
+#include <limits>
 
 #include "core/documents.hpp"
 #include "core/enum_value.hpp"
@@ -50,8 +51,14 @@ void validate(const AttentionParams& p) {
           mask == RFA_MASK_RANGES ? "the mask is RFA_MASK_RANGES but no range index was given"
                                   : "a range index was given but the mask is not RFA_MASK_RANGES");
   require(p.window >= 0, "window must be >= 0 (0: no sliding window), got ", p.window);
-  validate_document_lists(p.doc_bounds, p.doc_bound_count, p.doc_offsets, p.doc_offsets ? p.batch + 1 : 0, p.batch, -1,
-                          "document boundaries", "document list offsets");
+  // With per-sequence documents, doc_offsets holds batch + 1 values (batch >= 1 here; the
+  // largest batch has no room for them).
+  const bool one_more = p.batch < std::numeric_limits<std::int64_t>::max();
+  validate_document_lists(p.doc_bounds, p.doc_bound_count, p.doc_offsets,
+                          p.doc_offsets == nullptr ? 0
+                          : one_more               ? p.batch + 1
+                                                   : -1,
+                          p.batch, -1, "document boundaries", "document list offsets");
   validate_position_map(p.q_pos, p.seq_q, "query");
   validate_position_map(p.k_pos, p.seq_k, "key");
 }

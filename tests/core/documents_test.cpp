@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -84,7 +85,10 @@ TEST(DocumentLists, AcceptsOneListPerEntryEachFromZeroToTheSequenceOrEmpty) {
 }
 
 TEST(DocumentLists, RejectsOffsetsThatDoNotCutTheBoundariesIntoTheEntriesLists) {
-  expect_lists({0, 100, 0, 100}, {0, 2, 4}, 3, "offsets has 3 value(s); per-sequence documents need batch + 1 = 4");
+  expect_lists({0, 100, 0, 100}, {0, 2, 4}, 3, "offsets has 3 value(s); per-sequence documents need batch + 1");
+  // A batch not yet checked (the C API reads the lists before the shape): no overflow, a refusal.
+  expect_lists({0, 100}, {0, 2}, std::numeric_limits<std::int64_t>::max(), "(batch is 9223372036854775807)");
+  expect_lists({0, 100}, {0, 2}, -5, "(batch is -5)");
   expect_lists({0, 100, 0, 100}, {1, 2, 4}, 2, "offsets[0] is 1");
   expect_lists({0, 100, 0, 100}, {0, 3, 2, 4}, 3, "offsets[2] = 2 is smaller than offsets[1] = 3");
   expect_lists({0, 100, 0, 100}, {0, 2, 3}, 2, "offsets[2] = 3 but the last offset must be bounds's count (4)");
