@@ -250,9 +250,11 @@ int run(setup::AttentionSetup& setup, comm::Communicator& control, const RunOpti
   // convention, which ignores windows, is printed beside them under its name.
   const PassFlops fwd_flops = pass_flops(o, false), bwd_flops = pass_flops(o, true);
   const double tol = tolerance(o.dtype);
-  // cuDNN asked for and computing no step where every step is one it expresses (no documents):
-  // the steps fell back to rfa's kernels without a word, which a check must not pass.
-  const bool cudnn_idle = gpu && cfg.cuda_kernels == engine::CudaKernels::cudnn && cfg.doc_bounds.empty() &&
+  // cuDNN asked for and computing no step where every step is one it expresses (no documents,
+  // no soft cap, no mask given as ranges: those blocks run on rfa's kernels by design): the
+  // steps fell back to rfa's kernels without a word, which a check must not pass.
+  const bool cudnn_expresses_every_step = cfg.doc_bounds.empty() && cfg.softcap == 0.0f && !cfg.ranges;
+  const bool cudnn_idle = gpu && cfg.cuda_kernels == engine::CudaKernels::cudnn && cudnn_expresses_every_step &&
                           fwd.steps_on_cudnn == 0 && bwd.steps_on_cudnn == 0;
   if (me == 0 && gpu && cfg.cuda_kernels == engine::CudaKernels::cudnn)
     std::printf("cuDNN computed %lld forward and %lld backward steps over all ranks%s\n", (long long)fwd.steps_on_cudnn,
