@@ -28,13 +28,14 @@ struct Case {
   rfa_dtype_t dtype;
   rfa_mask_t mask;
   int64_t window = 0;
-  int rotation = 0;  ///< which list entry 0 takes; the others follow in turn
+  int rotation = 0;    ///< which list entry 0 takes; the others follow in turn
+  double softcap = 0;  ///< options.softcap: the documents with capped scores
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
   return case_label(c.strategy, c.layout, c.dtype, c.mask) + (c.window > 0 ? "_window" : "") + "_rot" +
-         std::to_string(c.rotation);
+         std::to_string(c.rotation) + (c.softcap > 0 ? "_softcap" : "");
 }
 
 constexpr int64_t kBatch = 3, kHkv = 2, kD = 16;
@@ -93,6 +94,7 @@ rfa_options_t options_for(const Case& c, const Packed& packed) {
   // The hybrid as a grid of Ulysses pairs wherever P has one (2 x 2, 2 x 3, 2 x 4), else one group.
   o.ulysses_degree = c.strategy == RFA_STRATEGY_HYBRID ? (P % 2 == 0 && P > 2 ? 2 : P) : 0;
   o.window = c.window;
+  o.softcap = c.softcap;
   o.doc_boundaries = packed.bounds.data();
   o.doc_boundary_count = int64_t(packed.bounds.size());
   o.doc_boundary_offsets = packed.offsets.data();
@@ -136,6 +138,9 @@ std::vector<Case> cases() {
   all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_CONTIGUOUS, RFA_DTYPE_FLOAT16, RFA_MASK_CAUSAL, 0, 1});
   all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_STRIPE, RFA_DTYPE_BFLOAT16, RFA_MASK_NONE, 5, 2});
   all.push_back({RFA_STRATEGY_AUTO, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 0, 2});
+  // With soft-capped scores (the reference caps them too) and a window.
+  all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 6, 1, 0.5});
+  all.push_back({RFA_STRATEGY_HYBRID, RFA_LAYOUT_STRIPE, RFA_DTYPE_BFLOAT16, RFA_MASK_NONE, 0, 2, 1.0});
   return all;
 }
 
