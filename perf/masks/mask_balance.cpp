@@ -8,6 +8,7 @@
 
 #include "core/mask_range_builders.hpp"
 #include "core/mask_ranges.hpp"
+#include "document_balance.hpp"
 #include "engine/attention_config.hpp"
 #include "layout/sequence_layout.hpp"
 #include "model/tile_work.hpp"
@@ -18,10 +19,7 @@ namespace perf {
 std::vector<MaskFamily> mask_families(std::int64_t seq, std::mt19937_64& rng) {
   std::vector<MaskFamily> families;
   families.push_back({"causal", causal_ranges(seq)});
-  std::lognormal_distribution<double> length(std::log(double(seq) / 64), 1.2);
-  std::vector<std::int64_t> bounds = {0};
-  while (bounds.back() < seq)
-    bounds.push_back(std::min(seq, bounds.back() + std::max<std::int64_t>(1, std::llround(length(rng)))));
+  const std::vector<std::int64_t> bounds = long_tailed_documents(seq, double(seq) / 64, 1.2, rng);
   families.push_back({"skewed documents", document_ranges(bounds.data(), std::int64_t(bounds.size()), true)});
   families.push_back({"prefix-LM", prefix_lm_ranges(seq, seq / 4)});
   families.push_back({"block-causal", block_causal_ranges(seq, seq / 64)});
@@ -43,17 +41,6 @@ PositionMap as_map(const std::vector<Segment>& segments) {
   return segments.size() == 1 ? PositionMap::one(segments[0]) : PositionMap::two(segments[0], segments[1]);
 }
 
-/// The visible pairs of every query position under `index`.
-std::vector<double> pairs_per_query(const MaskRangeIndex& index, std::int64_t seq) {
-  std::vector<double> pairs(static_cast<std::size_t>(seq), 0.0);
-  std::vector<std::pair<std::int64_t, std::int64_t>> spans;
-  for (std::int64_t q = 0; q < seq; ++q) {
-    visible_key_intervals(index, q, 0, seq - 1, spans);
-    for (const auto& [a, b] : spans) pairs[std::size_t(q)] += double(b - a + 1);
-  }
-  return pairs;
-}
-
 double max_over_mean(const std::vector<double>& v) {
   const double mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
   return mean > 0 ? *std::max_element(v.begin(), v.end()) / mean : 1.0;
@@ -70,13 +57,30 @@ Placement layout_placement(rfa_layout_t layout, std::int64_t seq, int ranks) {
   return p;
 }
 
-Placement balanced_placement(const std::vector<rfa_mask_range_t>& ranges, std::int64_t seq, int ranks,
-                             int chunks_per_rank) {
-  const MaskRanges list(ranges.data(), std::int64_t(ranges.size()), seq, "mask");
-  const std::vector<double> pairs = pairs_per_query(list.index(), seq);
-  const std::int64_t chunks = std::int64_t(ranks) * chunks_per_rank, length = seq / chunks;
+MaskPairs::MaskPairs(const std::vector<rfa_mask_range_t>& list, std::int64_t tokens)
+    : seq(tokens), ranges(std::make_shared<const MaskRanges>(list.data(), std::int64_t(list.size()), tokens, "mask")) {
+  const MaskRangeIndex index = ranges->index();
+  std::vector<std::pair<std::int64_t, std::int64_t>> row;
+  begin.reserve(static_cast<std::size_t>(seq) + 1);
+  for (std::int64_t q = 0; q < seq; ++q) {
+    begin.push_back(std::int64_t(spans.size()));
+    visible_key_intervals(index, q, 0, seq - 1, row);
+    spans.insert(spans.end(), row.begin(), row.end());
+  }
+  begin.push_back(std::int64_t(spans.size()));
+}
+
+double MaskPairs::pairs(std::int64_t q) const {
+  double n = 0;
+  for (std::int64_t s = begin[std::size_t(q)]; s < begin[std::size_t(q) + 1]; ++s)
+    n += double(spans[std::size_t(s)].second - spans[std::size_t(s)].first + 1);
+  return n;
+}
+
+Placement balanced_placement(const MaskPairs& mask, int ranks, int chunks_per_rank) {
+  const std::int64_t chunks = std::int64_t(ranks) * chunks_per_rank, length = mask.seq / chunks;
   std::vector<double> chunk_work(static_cast<std::size_t>(chunks), 0.0);
-  for (std::int64_t q = 0; q < chunks * length; ++q) chunk_work[std::size_t(q / length)] += pairs[std::size_t(q)];
+  for (std::int64_t q = 0; q < chunks * length; ++q) chunk_work[std::size_t(q / length)] += mask.pairs(q);
   std::vector<std::int64_t> order(static_cast<std::size_t>(chunks));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
@@ -101,15 +105,14 @@ Placement balanced_placement(const std::vector<rfa_mask_range_t>& ranges, std::i
   return p;
 }
 
-PlacementCounts placement_counts(const std::vector<rfa_mask_range_t>& ranges, std::int64_t seq,
-                                 const Placement& placement, const rfa_layout_t* layout) {
+PlacementCounts placement_counts(const MaskPairs& mask, const Placement& placement, const rfa_layout_t* layout) {
   const int ranks = int(placement.size());
+  const std::int64_t seq = mask.seq;
   engine::AttentionConfig c;
   c.layout = layout != nullptr ? *layout : RFA_LAYOUT_CONTIGUOUS;
   c.mask = RFA_MASK_RANGES;
   c.seq_total = seq;
-  c.ranges = std::make_shared<const MaskRanges>(ranges.data(), std::int64_t(ranges.size()), seq, "mask");
-  const MaskRangeIndex index = c.ranges->index();
+  c.ranges = mask.ranges;
   PlacementCounts counts;
   if (layout != nullptr) counts.engine_ring_steps = int(engine::ring_steps_with_work(c, ranks).size());
 
@@ -126,14 +129,14 @@ PlacementCounts placement_counts(const std::vector<rfa_mask_range_t>& ranges, st
   std::vector<double> work(static_cast<std::size_t>(ranks), 0.0);
   std::vector<char> step_needed(static_cast<std::size_t>(ranks), 0);
   step_needed[0] = 1;
-  std::vector<std::pair<std::int64_t, std::int64_t>> spans;
   std::vector<std::int64_t> marks(static_cast<std::size_t>(seq) + 1);
   for (int r = 0; r < ranks; ++r) {
     std::fill(marks.begin(), marks.end(), 0);
     for (const Segment& g : placement[std::size_t(r)]) {
       for (std::int64_t i = 0; i < g.length; ++i) {
-        visible_key_intervals(index, g.start + i * g.stride, 0, seq - 1, spans);
-        for (const auto& [a, b] : spans) {
+        const std::size_t q = std::size_t(g.start + i * g.stride);
+        for (std::int64_t s = mask.begin[q]; s < mask.begin[q + 1]; ++s) {
+          const auto [a, b] = mask.spans[std::size_t(s)];
           work[std::size_t(r)] += double(b - a + 1);
           ++marks[std::size_t(a)];
           --marks[std::size_t(b) + 1];

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/mask_ranges.hpp"
 #include "core/positions.hpp"
 #include "rfa/rfa.h"
 
@@ -28,6 +30,19 @@ struct MaskFamily {
 /// row-major order, and random sparse (seq / 256 random full rectangles, sides up to seq / 16).
 std::vector<MaskFamily> mask_families(std::int64_t seq, std::mt19937_64& rng);
 
+/// A mask over `seq` tokens, validated and indexed once, with every query's visible keys found
+/// once (every placement and P of a family counts from these).
+struct MaskPairs {
+  MaskPairs(const std::vector<rfa_mask_range_t>& ranges, std::int64_t seq);
+  std::int64_t seq;
+  std::shared_ptr<const MaskRanges> ranges;
+  /// Query q's visible keys: the intervals [first, last] spans[begin[q]] .. spans[begin[q + 1] - 1].
+  std::vector<std::int64_t> begin;
+  std::vector<std::pair<std::int64_t, std::int64_t>> spans;
+  /// The number of keys query q sees.
+  double pairs(std::int64_t q) const;
+};
+
 /// Which rows each of P ranks holds: per rank, its segments of global positions in local order
 /// (a fixed layout's position map, or the chunks a placement assigns).
 using Placement = std::vector<std::vector<Segment>>;
@@ -35,12 +50,11 @@ using Placement = std::vector<std::vector<Segment>>;
 /// The fixed layout's rows on `ranks` ranks.
 Placement layout_placement(rfa_layout_t layout, std::int64_t seq, int ranks);
 
-/// A balanced placement: `seq` cut into chunks_per_rank * ranks contiguous chunks, each chunk's
-/// work the visible pairs of its queries under `ranges`, assigned largest first to the rank
+/// A balanced placement: the mask's sequence cut into chunks_per_rank * ranks contiguous chunks,
+/// each chunk's work the visible pairs of its queries, assigned largest first to the rank
 /// with the least work among those still holding fewer than chunks_per_rank (ties to the lowest
 /// rank); each rank's chunks in position order. Deterministic.
-Placement balanced_placement(const std::vector<rfa_mask_range_t>& ranges, std::int64_t seq, int ranks,
-                             int chunks_per_rank);
+Placement balanced_placement(const MaskPairs& mask, int ranks, int chunks_per_rank);
 
 /// One placement at one P: the work and the K/V rows each rank receives.
 struct PlacementCounts {
@@ -58,12 +72,11 @@ struct PlacementCounts {
   std::int64_t ring_rows = 0, seen_rows = 0;
 };
 
-/// The counts of `ranges` over `seq` tokens with `placement`. Tiles are counted as the kernels
+/// The counts of `mask` with `placement`. Tiles are counted as the kernels
 /// tile a rank's rows where they form at most two segments (every fixed layout), else segment
 /// pair by segment pair (a placement's chunks; tiles do not straddle chunks). `layout`: the
 /// fixed layout the placement is, for the engine's step count (nullptr: none).
-PlacementCounts placement_counts(const std::vector<rfa_mask_range_t>& ranges, std::int64_t seq,
-                                 const Placement& placement, const rfa_layout_t* layout);
+PlacementCounts placement_counts(const MaskPairs& mask, const Placement& placement, const rfa_layout_t* layout);
 
 }  // namespace perf
 }  // namespace rfa

@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
     std::printf("%-18s %-10s %4s %9s %9s %9s %6s %11s %11s %7s\n", "", "", "", "max/mean", "max/mean", "/visible", "",
                 "(busiest)", "(busiest)", "seen");
     for (const rfa::perf::MaskFamily& f : rfa::perf::mask_families(o.seq, rng)) {
+      const rfa::perf::MaskPairs mask(f.ranges, o.seq);
       // The fixed layouts, then balanced placements of 4 and 8 chunks per rank.
       for (int placement = 0; placement < 5; ++placement) {
         for (int P : o.ranks) {
@@ -83,9 +84,9 @@ int main(int argc, char** argv) {
           const bool fixed = placement < 3;
           const int chunks = placement == 3 ? 4 : 8;
           const rfa::perf::Placement rows = fixed ? rfa::perf::layout_placement(layouts[placement], o.seq, P)
-                                                  : rfa::perf::balanced_placement(f.ranges, o.seq, P, chunks);
+                                                  : rfa::perf::balanced_placement(mask, P, chunks);
           const rfa::perf::PlacementCounts c =
-              rfa::perf::placement_counts(f.ranges, o.seq, rows, fixed ? &layouts[placement] : nullptr);
+              rfa::perf::placement_counts(mask, rows, fixed ? &layouts[placement] : nullptr);
           const std::string name =
               fixed ? rfa::layout::layout_name(layouts[placement]) : "balanced:" + std::to_string(chunks);
           std::printf("%-18s %-10s %4d %9.3f %9.3f %9.2f %6d %11lld %11lld %7.2f\n", f.name.c_str(), name.c_str(), P,

@@ -66,18 +66,7 @@ std::vector<std::vector<int64_t>> entry_lists(int P, int rotation) {
   return lists;
 }
 
-/// The options' form of the lists: the boundaries back to back and batch + 1 offsets.
-struct Packed {
-  std::vector<int64_t> bounds, offsets{0};
-  explicit Packed(const std::vector<std::vector<int64_t>>& lists) {
-    for (const auto& l : lists) {
-      bounds.insert(bounds.end(), l.begin(), l.end());
-      offsets.push_back(int64_t(bounds.size()));
-    }
-  }
-};
-
-rfa_options_t options_for(const Case& c, const Packed& packed) {
+rfa_options_t options_for(const Case& c, const rfa::reference::DocumentLists& packed) {
   const int P = world_size();
   rfa_options_t o;
   rfa_options_init(&o);
@@ -108,7 +97,7 @@ TEST_P(CapiSequenceDocuments, EachEntryMatchesTheReferenceWithItsOwnDocuments) {
   const Case c = GetParam();
   const int P = world_size();
   const std::vector<std::vector<int64_t>> lists = entry_lists(P, c.rotation);
-  const Packed packed(lists);
+  const rfa::reference::DocumentLists packed = rfa::reference::pack_document_lists(lists);
   const rfa_options_t o = options_for(c, packed);
   rfa_context_t ctx = nullptr;
   ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
@@ -165,16 +154,14 @@ TEST(CapiSequenceDocumentsRefusals, BadOffsetsFailCreationOnEveryRank) {
       {{0, S, 1, S}, {0, 2, 4, 4}, "(batch entry 1's list)[0] is 1"},
   };
   for (const Bad& b : bad) {
-    Packed packed({});
-    packed.bounds = b.bounds;
-    packed.offsets = b.offsets;
+    const rfa::reference::DocumentLists packed{b.bounds, b.offsets};  // alive through the creation
     rfa_options_t o = options_for(c, packed);
     rfa_context_t ctx = nullptr;
     EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), b.says);
     EXPECT_EQ(ctx, nullptr);
   }
   // A NULL array with a count, and a negative count.
-  Packed packed(entry_lists(P, 0));
+  const rfa::reference::DocumentLists packed = rfa::reference::pack_document_lists(entry_lists(P, 0));
   rfa_options_t o = options_for(c, packed);
   o.doc_boundary_offsets = nullptr;
   rfa_context_t ctx = nullptr;

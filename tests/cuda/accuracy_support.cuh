@@ -275,8 +275,7 @@ inline ref::Problem problem_of(const Case& c) {
   p.k_pos = positions(c.k_map);
   p.window = c.window;
   p.doc_bounds = c.docs;
-  for (std::size_t e = 0; e + 1 < c.doc_offsets.size(); ++e)
-    p.entry_doc_bounds.emplace_back(c.docs.begin() + c.doc_offsets[e], c.docs.begin() + c.doc_offsets[e + 1]);
+  p.entry_doc_bounds = ref::split_document_lists(c.docs, c.doc_offsets);
   p.softcap = c.softcap;
   p.ranges_on = c.ranges_on;
   p.ranges = c.ranges;

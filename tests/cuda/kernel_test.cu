@@ -667,11 +667,9 @@ int main(int argc, char** argv) {
   entries_zig.window = 60;
   std::vector<std::vector<std::int64_t>> zig_lists = {{0, 40, 200, 240}, {}, {0, 30, 110, 210, 240}};
   for (auto [c, lists] : {std::make_pair(&entries, &entry_lists), std::make_pair(&entries_zig, &zig_lists)}) {
-    c->doc_offsets = {0};
-    for (const auto& l : *lists) {
-      c->docs.insert(c->docs.end(), l.begin(), l.end());
-      c->doc_offsets.push_back(std::int64_t(c->docs.size()));
-    }
+    const ref::DocumentLists packed = ref::pack_document_lists(*lists);
+    c->docs = packed.bounds;
+    c->doc_offsets = packed.offsets;
     cases.push_back(*c);
   }
   for (const Case& c : cases)

@@ -237,14 +237,12 @@ TEST(MaskEdges, RandomMasksMatchTheReference) {
     const std::int64_t documents = uniform(0, 2);
     if (documents == 1) c.doc_bounds = random_documents();
     if (documents == 2 && c.batch == 2) {
-      c.doc_offsets = {0};
-      for (int e = 0; e < 2; ++e) {
-        if (uniform(0, 3) > 0) {
-          const std::vector<std::int64_t> b = random_documents();
-          c.doc_bounds.insert(c.doc_bounds.end(), b.begin(), b.end());
-        }
-        c.doc_offsets.push_back(std::int64_t(c.doc_bounds.size()));
-      }
+      std::vector<std::vector<std::int64_t>> lists(2);
+      for (std::vector<std::int64_t>& list : lists)
+        if (uniform(0, 3) > 0) list = random_documents();
+      const reference::DocumentLists packed = reference::pack_document_lists(lists);
+      c.doc_bounds = packed.bounds;
+      c.doc_offsets = packed.offsets;
     }
     const std::string what =
         "seed " + std::to_string(seed) + " #" + std::to_string(i) + ": " + describe(c, sweep.choice, P);

@@ -112,9 +112,7 @@ const ReferenceResults& reference_results(const engine::AttentionConfig& cfg, st
   prob.causal = cfg.mask == RFA_MASK_CAUSAL;
   prob.window = cfg.window;
   prob.doc_bounds = cfg.doc_bounds;
-  for (std::size_t e = 0; e + 1 < cfg.doc_offsets.size(); ++e)  // per-sequence documents
-    prob.entry_doc_bounds.emplace_back(cfg.doc_bounds.begin() + cfg.doc_offsets[e],
-                                       cfg.doc_bounds.begin() + cfg.doc_offsets[e + 1]);
+  prob.entry_doc_bounds = reference::split_document_lists(cfg.doc_bounds, cfg.doc_offsets);  // per sequence
   reference::forward(prob, q.exact, k.exact, v.exact, last.out, last.lse);
   reference::backward(prob, q.exact, k.exact, v.exact, dout.exact, last.dq, last.dk, last.dv);
   last_key = key;

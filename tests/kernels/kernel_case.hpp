@@ -70,8 +70,7 @@ struct CaseSpec {
     r.scale = scale;
     r.window = window;
     r.doc_bounds = docs;
-    for (std::size_t e = 0; e + 1 < doc_offsets.size(); ++e)
-      r.entry_doc_bounds.emplace_back(docs.begin() + doc_offsets[e], docs.begin() + doc_offsets[e + 1]);
+    r.entry_doc_bounds = reference::split_document_lists(docs, doc_offsets);
     r.softcap = softcap;
     r.causal = mask == RFA_MASK_CAUSAL;
     r.ranges_on = ranges != nullptr;
@@ -212,12 +211,9 @@ inline std::vector<CaseSpec> kernel_cases() {
   auto per_entry = [&](CaseSpec c, const std::vector<std::vector<std::int64_t>>& lists, std::int64_t w = 0) {
     c.batch = std::int64_t(lists.size());
     c.window = w;
-    c.docs.clear();
-    c.doc_offsets = {0};
-    for (const auto& list : lists) {
-      c.docs.insert(c.docs.end(), list.begin(), list.end());
-      c.doc_offsets.push_back(std::int64_t(c.docs.size()));
-    }
+    const reference::DocumentLists packed = reference::pack_document_lists(lists);
+    c.docs = packed.bounds;
+    c.doc_offsets = packed.offsets;
     add(c);
   };
   for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL}) {

@@ -59,6 +59,33 @@ struct Problem {
   double rounded(double x) const { return round ? round(x) : x; }
 };
 
+/// Per-sequence documents in the library's form (options.doc_boundaries and
+/// doc_boundary_offsets): the entries' boundaries back to back, and batch + 1 offsets cutting them.
+struct DocumentLists {
+  std::vector<std::int64_t> bounds, offsets;
+};
+
+/// `lists`, one per batch entry (an empty one: one document), packed back to back.
+inline DocumentLists pack_document_lists(const std::vector<std::vector<std::int64_t>>& lists) {
+  DocumentLists packed;
+  packed.offsets.push_back(0);
+  for (const std::vector<std::int64_t>& list : lists) {
+    packed.bounds.insert(packed.bounds.end(), list.begin(), list.end());
+    packed.offsets.push_back(std::int64_t(packed.bounds.size()));
+  }
+  return packed;
+}
+
+/// The entries' lists that `offsets` cut from `bounds` (Problem::entry_doc_bounds; none without
+/// offsets).
+inline std::vector<std::vector<std::int64_t>> split_document_lists(const std::vector<std::int64_t>& bounds,
+                                                                   const std::vector<std::int64_t>& offsets) {
+  std::vector<std::vector<std::int64_t>> lists;
+  for (std::size_t e = 0; e + 1 < offsets.size(); ++e)
+    lists.emplace_back(bounds.begin() + offsets[e], bounds.begin() + offsets[e + 1]);
+  return lists;
+}
+
 void forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
              std::vector<double>& out, std::vector<double>& lse);
 
