@@ -174,9 +174,9 @@ std::vector<rfa_mask_range_t> mask_range_list(const RunOptions& o) {
   return read_ranges_file(arg);
 }
 
-/// Sets o.ranges from o.mask_spec for o.seq (null without a spec) and o.documents from
-/// o.documents_spec.
-void build_mask_ranges(RunOptions& o) {
+/// Sets the lists the mask reads for o.seq: o.ranges from o.mask_spec (null without a spec) and
+/// o.documents from o.documents_spec.
+void build_mask_lists(RunOptions& o) {
   o.documents = parse_documents(o.documents_spec, o.seq, o.batch);
   o.ranges.reset();
   if (o.mask_spec.empty()) return;
@@ -355,7 +355,7 @@ RunOptions parse_run_options(int argc, char** argv) {
     o.seq = points;
     o.seq_given = true;
   }
-  build_mask_ranges(o);  // a bad spec fails here, before any work
+  build_mask_lists(o);  // a bad spec fails here, before any work
   const engine::StrategyKind kind = o.strategy.kind;
   if (o.auto_strategy) {
     require(o.strategy.ulysses_degree == 0, "--ulysses-degree: --strategy auto chooses the degree");
@@ -387,7 +387,7 @@ std::string fit_default_seq(RunOptions& o, int ranks) {
   if (fitted == o.seq || fitted < 1) return "";
   const std::string old = std::to_string(o.seq);
   o.seq = fitted;
-  build_mask_ranges(o);  // a spec's entries follow the length (prefix-lm, block-causal, a file's checks)
+  build_mask_lists(o);  // a spec's entries follow the length (prefix-lm, block-causal, a file's checks)
   return "S=" + std::to_string(fitted) + ": the default " + old + " rounded down to a multiple of " +
          (o.layout == RFA_LAYOUT_ZIGZAG ? "2P = " : "P = ") + std::to_string(divisor) + " for the " +
          layout::layout_name(o.layout) + " layout";
