@@ -30,12 +30,13 @@ struct Case {
   rfa_mask_t mask;
   int64_t window = 0;
   bool documents = false;
+  bool per_sequence = false;  ///< with documents: entry 0 takes them, entry 1 is one document
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
   return case_label(c.strategy, c.layout, c.dtype, c.mask) + (c.window > 0 ? "_window" : "") +
-         (c.documents ? "_documents" : "");
+         (c.documents ? "_documents" : "") + (c.per_sequence ? "_per_sequence" : "");
 }
 
 // Sinks of every kind: small, negative, dominant (most of each row's mass), absent (-inf).
@@ -46,7 +47,9 @@ std::vector<float> sink_values(int64_t heads) {
   return s;
 }
 
-rfa_options_t sink_options(const Case& c, int64_t H, const std::vector<int64_t>& bounds) {
+/// `bounds` and `offsets` (per-sequence documents) must outlive the context's creation.
+rfa_options_t sink_options(const Case& c, int64_t H, const std::vector<int64_t>& bounds,
+                           const std::vector<int64_t>& offsets = {}) {
   const int P = world_size();
   rfa_options_t o;
   rfa_options_init(&o);
@@ -67,6 +70,10 @@ rfa_options_t sink_options(const Case& c, int64_t H, const std::vector<int64_t>&
     o.doc_boundaries = bounds.data();
     o.doc_boundary_count = int64_t(bounds.size());
   }
+  if (c.per_sequence) {
+    o.doc_boundary_offsets = offsets.data();
+    o.doc_boundary_offset_count = int64_t(offsets.size());
+  }
   o.attention_sinks = 1;
   return o;
 }
@@ -79,7 +86,8 @@ TEST_P(CapiAttentionSinks, MatchFloat64ReferenceWithTheSinkCountedOnce) {
   // Heads divide among P Ulysses ranks and over the 2 K/V heads; at least 4 (every kind of sink).
   const int64_t H = std::max(4, 2 * P), Hkv = 2, D = 16, B = 2, S = 2 * P * 5;
   const std::vector<int64_t> bounds = {0, 1, S / 3, S - 2, S};
-  const rfa_options_t o = sink_options(c, H, bounds);
+  const std::vector<int64_t> offsets = {0, int64_t(bounds.size()), int64_t(bounds.size())};
+  const rfa_options_t o = sink_options(c, H, bounds, offsets);
   rfa_context_t ctx = nullptr;
   ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
   rfa_options_t kept;
@@ -93,7 +101,9 @@ TEST_P(CapiAttentionSinks, MatchFloat64ReferenceWithTheSinkCountedOnce) {
 
   // The reference: the rounded inputs, and the sinks in its softmax.
   const std::vector<float> sinks = sink_values(H);
-  const ReferenceRun ref(o, c.documents ? bounds : std::vector<int64_t>(), 23, sinks);
+  const std::vector<std::vector<int64_t>> entry_docs =
+      c.per_sequence ? std::vector<std::vector<int64_t>>{bounds, {}} : std::vector<std::vector<int64_t>>();
+  const ReferenceRun ref(o, c.documents ? bounds : std::vector<int64_t>(), 23, sinks, {}, entry_docs);
   const std::vector<double>& dsinks_ref = ref.dsinks;
 
   LocalShards shards(o, L);
@@ -148,6 +158,9 @@ std::vector<Case> cases() {
   all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_STRIPE, RFA_DTYPE_FLOAT16, RFA_MASK_CAUSAL, 5});
   all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_CONTIGUOUS, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 6, true});
   all.push_back({RFA_STRATEGY_HYBRID, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_NONE, 0, true});
+  // Per-sequence documents: the sink joins each row once whatever its entry's documents.
+  all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 0, true, true});
+  all.push_back({RFA_STRATEGY_ULYSSES, RFA_LAYOUT_STRIPE, RFA_DTYPE_BFLOAT16, RFA_MASK_NONE, 5, true, true});
   return all;
 }
 
