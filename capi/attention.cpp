@@ -38,42 +38,45 @@ using Tensor4 = engine::SpaceTensor4<T, Space>;
 template <class T, class Space>
 using Tensor3 = engine::SpaceTensor3<T, Space>;
 
-/// Byte sizes of this rank's tensors.
+/// Byte sizes of this rank's tensors: q (and dq), k (and dk), v (and dv), out (and dout), lse.
 struct LocalSizes {
-  std::int64_t q, kv, lse;
+  std::int64_t q, k, v, out, lse;
   std::int64_t element;  // bytes of one q/k/v element: their alignment
 };
 
 LocalSizes local_sizes(const rfa_context_s& c) {
   const rfa_options_t& o = c.options;
   const std::int64_t L = c.engine->local_seq(), elem = std::int64_t(dtype_size(o.dtype));
-  return {o.batch * L * o.heads * o.head_dim * elem, o.batch * L * o.kv_heads * o.head_dim * elem,
+  return {o.batch * L * o.heads * o.head_dim * elem,           o.batch * L * o.kv_heads * o.head_dim * elem,
+          o.batch * L * o.kv_heads * o.value_head_dim * elem,  o.batch * L * o.heads * o.value_head_dim * elem,
           o.batch * o.heads * L * std::int64_t(sizeof(float)), elem};
 }
 
+/// This rank's bshd tensor at `p` with `heads` heads of `dim` values (the options' head_dim for
+/// q, k and their gradients, value_head_dim for v, out, dout and dv).
 template <class T, class Space>
-Tensor4<const T, Space> in4(const void* p, const rfa_context_s& c, std::int64_t heads) {
-  return Tensor4<const T, Space>(static_cast<const T*>(p), c.options.batch, c.engine->local_seq(), heads,
-                                 c.options.head_dim);
+Tensor4<const T, Space> in4(const void* p, const rfa_context_s& c, std::int64_t heads, std::int64_t dim) {
+  return Tensor4<const T, Space>(static_cast<const T*>(p), c.options.batch, c.engine->local_seq(), heads, dim);
 }
 template <class T, class Space>
-Tensor4<T, Space> out4(void* p, const rfa_context_s& c, std::int64_t heads) {
-  return Tensor4<T, Space>(static_cast<T*>(p), c.options.batch, c.engine->local_seq(), heads, c.options.head_dim);
+Tensor4<T, Space> out4(void* p, const rfa_context_s& c, std::int64_t heads, std::int64_t dim) {
+  return Tensor4<T, Space>(static_cast<T*>(p), c.options.batch, c.engine->local_seq(), heads, dim);
 }
 template <class T, class Space>
 Tensor3<T, Space> lse3(T* p, const rfa_context_s& c) {
   return Tensor3<T, Space>(p, c.options.batch, c.options.heads, c.engine->local_seq());
 }
 
-/// The value checks' scan of a bshd tensor of the context with `heads` heads, in memory `Space`.
+/// The value checks' scan of a bshd tensor of the context with `heads` heads of `dim` values, in
+/// memory `Space`.
 template <class T, class Space>
-engine::ScannedTensor scan_bshd(const char* name, const void* p, const rfa_context_s& c, std::int64_t heads) {
+engine::ScannedTensor scan_bshd(const char* name, const void* p, const rfa_context_s& c, std::int64_t heads,
+                                std::int64_t dim) {
   const rfa_options_t& o = c.options;
   const std::int64_t L = c.engine->local_seq();
-  return {
-      name,    kernels::first_nonfinite<T, Space>(static_cast<const T*>(p), o.batch * L * heads * o.head_dim, false),
-      o.batch, L,
-      heads,   o.head_dim};
+  return {name,    kernels::first_nonfinite<T, Space>(static_cast<const T*>(p), o.batch * L * heads * dim, false),
+          o.batch, L,
+          heads,   dim};
 }
 
 /// The same for an lse ([batch][heads][rows], fp32), where -inf is a row that sees no key.
@@ -226,9 +229,9 @@ rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void*
   const rfa_options_t& o = c.options;
   auto checks = [&] {
     const std::int64_t e = s.element, f = std::int64_t(sizeof(float));
-    std::vector<Buffer> inputs = {{"q", q, s.q, e}, {"k", k, s.kv, e}, {"v", v, s.kv, e}};
+    std::vector<Buffer> inputs = {{"q", q, s.q, e}, {"k", k, s.k, e}, {"v", v, s.v, e}};
     if (sinks.given) inputs.push_back({"sinks", sinks.values, o.heads * f, f});
-    check_call_buffers(c, inputs, {{"out", out, s.q, e}, {"lse", lse, s.lse, f}});
+    check_call_buffers(c, inputs, {{"out", out, s.out, e}, {"lse", lse, s.lse, f}});
     read_sinks(c, sinks);
   };
   run_collective_call(c, CollectiveCall::forward, checks, [&] {
@@ -241,12 +244,13 @@ rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void*
         settle_before_scan<S>(c);
         engine::report_nonfinite_everywhere(
             *c.comm, rows,
-            {scan_bshd<T, S>("q", q, c, o.heads), scan_bshd<T, S>("k", k, c, o.kv_heads),
-             scan_bshd<T, S>("v", v, c, o.kv_heads)},
+            {scan_bshd<T, S>("q", q, c, o.heads, o.head_dim), scan_bshd<T, S>("k", k, c, o.kv_heads, o.head_dim),
+             scan_bshd<T, S>("v", v, c, o.kv_heads, o.value_head_dim)},
             "input", kInputsUntouched);
       }
-      auto args = std::make_tuple(in4<T, S>(q, c, o.heads), in4<T, S>(k, c, o.kv_heads), in4<T, S>(v, c, o.kv_heads),
-                                  out4<T, S>(out, c, o.heads), lse3<float, S>(lse, c));
+      auto args = std::make_tuple(in4<T, S>(q, c, o.heads, o.head_dim), in4<T, S>(k, c, o.kv_heads, o.head_dim),
+                                  in4<T, S>(v, c, o.kv_heads, o.value_head_dim),
+                                  out4<T, S>(out, c, o.heads, o.value_head_dim), lse3<float, S>(lse, c));
       if constexpr (std::is_same<S, Kokkos::HostSpace>::value) {
         std::apply([&](auto... a) { c.engine->forward<T>(a...); }, args);
       } else {
@@ -259,7 +263,8 @@ rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void*
       if (checks_values(c)) {
         settle_before_scan<S>(c);
         engine::report_nonfinite_everywhere(
-            *c.comm, rows, {scan_bshd<T, S>("out", out, c, o.heads), scan_lse<S>(lse, c)}, "output", kOutputsWritten);
+            *c.comm, rows, {scan_bshd<T, S>("out", out, c, o.heads, o.value_head_dim), scan_lse<S>(lse, c)}, "output",
+            kOutputsWritten);
       }
     });
   });
@@ -272,9 +277,9 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
   const rfa_options_t& o = c.options;
   auto checks = [&] {
     const std::int64_t e = s.element, f = std::int64_t(sizeof(float));
-    std::vector<Buffer> inputs = {{"q", q, s.q, e},     {"k", k, s.kv, e},      {"v", v, s.kv, e},
-                                  {"out", out, s.q, e}, {"dout", dout, s.q, e}, {"lse", lse, s.lse, f}},
-                        outputs = {{"dq", dq, s.q, e}, {"dk", dk, s.kv, e}, {"dv", dv, s.kv, e}};
+    std::vector<Buffer> inputs = {{"q", q, s.q, e},       {"k", k, s.k, e},         {"v", v, s.v, e},
+                                  {"out", out, s.out, e}, {"dout", dout, s.out, e}, {"lse", lse, s.lse, f}},
+                        outputs = {{"dq", dq, s.q, e}, {"dk", dk, s.k, e}, {"dv", dv, s.v, e}};
     if (sinks.given) {
       inputs.push_back({"sinks", sinks.values, o.heads * f, f});
       outputs.push_back({"dsinks", dsinks, o.heads * f, f});
@@ -292,15 +297,18 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
         settle_before_scan<S>(c);
         engine::report_nonfinite_everywhere(
             *c.comm, rows,
-            {scan_bshd<T, S>("q", q, c, o.heads), scan_bshd<T, S>("k", k, c, o.kv_heads),
-             scan_bshd<T, S>("v", v, c, o.kv_heads), scan_bshd<T, S>("out", out, c, o.heads),
-             scan_bshd<T, S>("dout", dout, c, o.heads), scan_lse<S>(lse, c)},
+            {scan_bshd<T, S>("q", q, c, o.heads, o.head_dim), scan_bshd<T, S>("k", k, c, o.kv_heads, o.head_dim),
+             scan_bshd<T, S>("v", v, c, o.kv_heads, o.value_head_dim),
+             scan_bshd<T, S>("out", out, c, o.heads, o.value_head_dim),
+             scan_bshd<T, S>("dout", dout, c, o.heads, o.value_head_dim), scan_lse<S>(lse, c)},
             "input", kInputsUntouched);
       }
       auto args =
-          std::make_tuple(in4<T, S>(q, c, o.heads), in4<T, S>(k, c, o.kv_heads), in4<T, S>(v, c, o.kv_heads),
-                          in4<T, S>(out, c, o.heads), in4<T, S>(dout, c, o.heads), lse3<const float, S>(lse, c),
-                          out4<T, S>(dq, c, o.heads), out4<T, S>(dk, c, o.kv_heads), out4<T, S>(dv, c, o.kv_heads));
+          std::make_tuple(in4<T, S>(q, c, o.heads, o.head_dim), in4<T, S>(k, c, o.kv_heads, o.head_dim),
+                          in4<T, S>(v, c, o.kv_heads, o.value_head_dim), in4<T, S>(out, c, o.heads, o.value_head_dim),
+                          in4<T, S>(dout, c, o.heads, o.value_head_dim), lse3<const float, S>(lse, c),
+                          out4<T, S>(dq, c, o.heads, o.head_dim), out4<T, S>(dk, c, o.kv_heads, o.head_dim),
+                          out4<T, S>(dv, c, o.kv_heads, o.value_head_dim));
       // The sinks' gradient from this rank's rows, before the strategy runs (its inputs only).
       std::vector<double> sink_part;
       if (sinks.given) {
@@ -319,8 +327,8 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
         settle_before_scan<S>(c);
         engine::report_nonfinite_everywhere(
             *c.comm, rows,
-            {scan_bshd<T, S>("dq", dq, c, o.heads), scan_bshd<T, S>("dk", dk, c, o.kv_heads),
-             scan_bshd<T, S>("dv", dv, c, o.kv_heads)},
+            {scan_bshd<T, S>("dq", dq, c, o.heads, o.head_dim), scan_bshd<T, S>("dk", dk, c, o.kv_heads, o.head_dim),
+             scan_bshd<T, S>("dv", dv, c, o.kv_heads, o.value_head_dim)},
             "output", kOutputsWritten);
       }
     });

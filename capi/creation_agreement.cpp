@@ -72,11 +72,12 @@ const Field kFields[] = {
      [](const rfa_options_t& o) {
        return document_bounds_hash(o.doc_boundary_offsets, o.doc_boundary_offset_count);  // count <= 0: none read
      }},
+    {"value_head_dim (0 read as head_dim)", [](const rfa_options_t& o) { return o.value_head_dim; }},
 };
 // A field appended to rfa_options_t must be added above (and to the disagreement test,
 // tests/capi/options_agreement_test.cpp): this fails to compile until the size is updated.
-static_assert(offsetof(rfa_options_t, doc_boundary_offset_count) + sizeof(std::int64_t) <= sizeof(rfa_options_t) &&
-                  sizeof(rfa_options_t) <= offsetof(rfa_options_t, doc_boundary_offset_count) + 8,
+static_assert(offsetof(rfa_options_t, value_head_dim) + sizeof(std::int64_t) <= sizeof(rfa_options_t) &&
+                  sizeof(rfa_options_t) <= offsetof(rfa_options_t, value_head_dim) + 8,
               "rfa_options_t has a field the creation agreement does not compare");
 constexpr int kFieldCount = int(sizeof kFields / sizeof kFields[0]);
 constexpr int kRecord = 1 + kFieldCount + 1;  // the verdict's code, the fields, the proposed id

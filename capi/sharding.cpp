@@ -15,27 +15,75 @@ namespace rfa {
 namespace capi {
 namespace {
 
-/// The dims of a bshd tensor with `heads` heads in this context, and its byte sizes.
+/// The dims of a bshd tensor and its byte sizes.
 struct BshdShape {
   layout::BshdDims dims;
   std::int64_t local_bytes, global_bytes;
 };
 
-BshdShape bshd_shape(const rfa_context_s& c, std::int64_t heads) {
+/// The dims of a bshd tensor with `heads` heads of `dim` values in this context, and its byte
+/// sizes.
+BshdShape bshd_shape(const rfa_context_s& c, std::int64_t heads, std::int64_t dim) {
   if (heads < 1) fail(RFA_ERROR_INVALID_ARGUMENT, "heads is ", heads, "; it must be >= 1");
+  if (dim < 1) fail(RFA_ERROR_INVALID_ARGUMENT, "head_dim is ", dim, "; it must be >= 1");
   const rfa_options_t& o = c.options;
   // The whole sequence's tensor is the larger of the two; the context's own sizes are known to
-  // fit (validate_options), a caller's head count is not.
+  // fit (validate_options), a caller's head count and head dim are not.
   std::int64_t global_bytes = std::int64_t(dtype_size(o.dtype));
-  for (const std::int64_t factor : {o.batch, o.seq_total, heads, o.head_dim}) {
+  for (const std::int64_t factor : {o.batch, o.seq_total, heads, dim}) {
     if (__builtin_mul_overflow(global_bytes, factor, &global_bytes)) {
-      fail(RFA_ERROR_INVALID_ARGUMENT, "heads is ", heads, ": a tensor of batch x seq_total x heads x head_dim (",
-           o.batch, " x ", o.seq_total, " x ", heads, " x ", o.head_dim,
-           ") elements overflows 64-bit byte sizes, so no buffer can hold it");
+      fail(RFA_ERROR_INVALID_ARGUMENT, "heads is ", heads, " and head_dim ", dim,
+           ": a tensor of batch x seq_total x heads x head_dim (", o.batch, " x ", o.seq_total, " x ", heads, " x ",
+           dim, ") elements overflows 64-bit byte sizes, so no buffer can hold it");
     }
   }
-  const std::int64_t row = heads * o.head_dim * std::int64_t(dtype_size(o.dtype));
-  return {{o.batch, heads, o.head_dim}, o.batch * c.engine->local_seq() * row, global_bytes};
+  const std::int64_t row = heads * dim * std::int64_t(dtype_size(o.dtype));
+  return {{o.batch, heads, dim}, o.batch * c.engine->local_seq() * row, global_bytes};
+}
+
+rfa_result_t scatter_bshd(rfa_context_t context, int64_t heads, int64_t dim, const void* global, void* local) {
+  const rfa_context_s& c = context_ref(context);
+  const auto shape = bshd_shape(c, heads, dim);
+  const std::int64_t e = std::int64_t(dtype_size(c.options.dtype));
+  check_buffers({{"global", global, shape.global_bytes, e}}, {{"local", local, shape.local_bytes, e}});
+  dispatch_dtype(c.options.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    layout::scatter_bshd<T>(static_cast<const T*>(global), c.options.seq_total, shape.dims, c.engine->local_positions(),
+                            static_cast<T*>(local));
+  });
+  return RFA_SUCCESS;
+}
+
+rfa_result_t gather_bshd(rfa_context_t context, int64_t heads, int64_t dim, const void* local, void* global) {
+  const rfa_context_s& c = context_ref(context);
+  const auto shape = bshd_shape(c, heads, dim);
+  const std::int64_t e = std::int64_t(dtype_size(c.options.dtype));
+  check_buffers({{"local", local, shape.local_bytes, e}}, {{"global", global, shape.global_bytes, e}});
+  dispatch_dtype(c.options.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    layout::gather_bshd<T>(static_cast<const T*>(local), shape.dims, c.engine->local_positions(),
+                           static_cast<T*>(global), c.options.seq_total);
+  });
+  return RFA_SUCCESS;
+}
+
+rfa_result_t allgather_bshd(rfa_context_t context, int64_t heads, int64_t dim, const void* local, void* global) {
+  rfa_context_s& c = context_ref(context);
+  // Local problems are agreed over the ring before the all-gather, so no rank is left in it.
+  BshdShape shape{};
+  auto checks = [&] {
+    shape = bshd_shape(c, heads, dim);
+    const std::int64_t e = std::int64_t(dtype_size(c.options.dtype));
+    check_buffers({{"local", local, shape.local_bytes, e}}, {{"global", global, shape.global_bytes, e}});
+  };
+  run_collective_call(c, CollectiveCall::allgather_bshd, checks, [&] {
+    dispatch_dtype(c.options.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      layout::allgather_bshd<T>(*c.comm, c.engine->local_positions(), static_cast<const T*>(local), shape.dims,
+                                static_cast<T*>(global), c.options.seq_total);
+    });
+  });
+  return RFA_SUCCESS;
 }
 
 /// The caller's layout, checked before it is used as an rfa_layout_t (see enum_value.hpp).
@@ -64,53 +112,35 @@ extern "C" {
 
 RFA_API rfa_result_t rfa_scatter_bshd(rfa_context_t context, int64_t heads, const void* global, void* local) {
   return rfa::capi::guard(__func__, [&] {
-    const rfa_context_s& c = rfa::capi::context_ref(context);
-    const auto shape = rfa::capi::bshd_shape(c, heads);
-    const std::int64_t e = std::int64_t(rfa::dtype_size(c.options.dtype));
-    check_buffers({{"global", global, shape.global_bytes, e}}, {{"local", local, shape.local_bytes, e}});
-    rfa::dispatch_dtype(c.options.dtype, [&](auto tag) {
-      using T = decltype(tag);
-      rfa::layout::scatter_bshd<T>(static_cast<const T*>(global), c.options.seq_total, shape.dims,
-                                   c.engine->local_positions(), static_cast<T*>(local));
-    });
-    return RFA_SUCCESS;
+    return rfa::capi::scatter_bshd(context, heads, rfa::capi::context_ref(context).options.head_dim, global, local);
   });
+}
+
+RFA_API rfa_result_t rfa_scatter_bshd_dim(rfa_context_t context, int64_t heads, int64_t head_dim, const void* global,
+                                          void* local) {
+  return rfa::capi::guard(__func__, [&] { return rfa::capi::scatter_bshd(context, heads, head_dim, global, local); });
 }
 
 RFA_API rfa_result_t rfa_gather_bshd(rfa_context_t context, int64_t heads, const void* local, void* global) {
   return rfa::capi::guard(__func__, [&] {
-    const rfa_context_s& c = rfa::capi::context_ref(context);
-    const auto shape = rfa::capi::bshd_shape(c, heads);
-    const std::int64_t e = std::int64_t(rfa::dtype_size(c.options.dtype));
-    check_buffers({{"local", local, shape.local_bytes, e}}, {{"global", global, shape.global_bytes, e}});
-    rfa::dispatch_dtype(c.options.dtype, [&](auto tag) {
-      using T = decltype(tag);
-      rfa::layout::gather_bshd<T>(static_cast<const T*>(local), shape.dims, c.engine->local_positions(),
-                                  static_cast<T*>(global), c.options.seq_total);
-    });
-    return RFA_SUCCESS;
+    return rfa::capi::gather_bshd(context, heads, rfa::capi::context_ref(context).options.head_dim, local, global);
   });
+}
+
+RFA_API rfa_result_t rfa_gather_bshd_dim(rfa_context_t context, int64_t heads, int64_t head_dim, const void* local,
+                                         void* global) {
+  return rfa::capi::guard(__func__, [&] { return rfa::capi::gather_bshd(context, heads, head_dim, local, global); });
 }
 
 RFA_API rfa_result_t rfa_allgather_bshd(rfa_context_t context, int64_t heads, const void* local, void* global) {
   return rfa::capi::guard(__func__, [&] {
-    rfa_context_s& c = rfa::capi::context_ref(context);
-    // Local problems are agreed over the ring before the all-gather, so no rank is left in it.
-    rfa::capi::BshdShape shape{};
-    auto checks = [&] {
-      shape = rfa::capi::bshd_shape(c, heads);
-      const std::int64_t e = std::int64_t(rfa::dtype_size(c.options.dtype));
-      check_buffers({{"local", local, shape.local_bytes, e}}, {{"global", global, shape.global_bytes, e}});
-    };
-    rfa::capi::run_collective_call(c, rfa::capi::CollectiveCall::allgather_bshd, checks, [&] {
-      rfa::dispatch_dtype(c.options.dtype, [&](auto tag) {
-        using T = decltype(tag);
-        rfa::layout::allgather_bshd<T>(*c.comm, c.engine->local_positions(), static_cast<const T*>(local), shape.dims,
-                                       static_cast<T*>(global), c.options.seq_total);
-      });
-    });
-    return RFA_SUCCESS;
+    return rfa::capi::allgather_bshd(context, heads, rfa::capi::context_ref(context).options.head_dim, local, global);
   });
+}
+
+RFA_API rfa_result_t rfa_allgather_bshd_dim(rfa_context_t context, int64_t heads, int64_t head_dim, const void* local,
+                                            void* global) {
+  return rfa::capi::guard(__func__, [&] { return rfa::capi::allgather_bshd(context, heads, head_dim, local, global); });
 }
 
 RFA_API rfa_result_t rfa_scatter_lse(rfa_context_t context, const float* global, float* local) {

@@ -279,7 +279,8 @@ typedef struct rfa_options_t {
   int64_t seq_total;           /**< Tokens of one whole sequence over all ranks, S >= 1. Default 0: must be set. */
   int64_t heads;               /**< Query heads H >= 1. Default 1. */
   int64_t kv_heads;            /**< Key/value heads Hkv >= 1 dividing H (GQA, MQA). Default 1. */
-  int64_t head_dim;            /**< Head dimension d: a multiple of 8, at most 256 (CUDA: 64 or 128). Default 64. */
+  int64_t head_dim;            /**< Head dimension d of q and k (and of v unless value_head_dim says otherwise):
+                                    a multiple of 8, at most 256 (CUDA: 64 or 128). Default 64. */
   rfa_device_t device;         /**< Where tensors live and attention runs. Default ::RFA_DEVICE_HOST. */
   rfa_transport_t transport;   /**< Device contexts: what moves blocks. Default ::RFA_TRANSPORT_DEFAULT. */
   double timeout_s;            /**< Seconds a blocking operation (over MPI: creation's agreement, argument
@@ -364,6 +365,14 @@ typedef struct rfa_options_t {
                                     cuDNN and the Hopper path take one list). A ring step runs where
                                     some entry's queries see the block. */
   int64_t doc_boundary_offset_count; /**< Number of values in doc_boundary_offsets: batch + 1, or 0 (default). */
+  int64_t value_head_dim;      /**< Head dimension of V, out, dout and dv where it differs from head_dim (the
+                                    head dim of q, k, dq and dk), as multi-head latent attention's 192 / 128
+                                    (docs/variants.md): a multiple of 8, at most 256, host contexts; CUDA
+                                    contexts take value_head_dim = head_dim only. 0 (default): head_dim.
+                                    Those tensors are then [B][L][heads][value_head_dim] and
+                                    [B][L][kv_heads][value_head_dim] (the sharding helpers' _dim forms take
+                                    them); the default softmax scale stays 1/sqrt(head_dim).
+                                    rfa_context_get_options() returns the value in use (head_dim for 0). */
 } rfa_options_t;
 /* clang-format on */
 
@@ -782,8 +791,10 @@ RFA_API rfa_result_t rfa_mask_ranges_grid_neighbourhood(int64_t nx, int64_t ny, 
  * Copies between a whole-sequence tensor and this rank's shard, for setting up inputs and
  * checking results (not a hot path). A bshd tensor with `heads` heads is [B][S][heads][d]
  * globally and [B][L][heads][d] locally, in the context's dtype; pass the options' heads for
- * q-shaped tensors and kv_heads for k/v-shaped ones. An lse tensor is fp32 [B][H][S] / [B][H][L].
- * Copies are bitwise. The buffers must not overlap.
+ * q-shaped tensors and kv_heads for k/v-shaped ones. d is the options' head_dim, or for the
+ * _dim forms the caller's head_dim (the options' value_head_dim for v, out, dout and dv where it
+ * differs). An lse tensor is fp32 [B][H][S] / [B][H][L]. Copies are bitwise. The buffers must
+ * not overlap.
  * @{ */
 
 /**
@@ -799,6 +810,21 @@ RFA_API rfa_result_t rfa_mask_ranges_grid_neighbourhood(int64_t nx, int64_t ny, 
 RFA_API rfa_result_t rfa_scatter_bshd(rfa_context_t context, int64_t heads, const void* global, void* local);
 
 /**
+ * @brief rfa_scatter_bshd() for a tensor of head dim @p head_dim (V-shaped tensors of a context
+ *        whose value_head_dim differs from head_dim).
+ *
+ * Not collective.
+ * @param context a live context.
+ * @param heads the tensor's number of heads (>= 1).
+ * @param head_dim the tensor's head dim (>= 1).
+ * @param global [B][S][heads][head_dim] the whole tensor.
+ * @param[out] local [B][L][heads][head_dim] this rank's shard.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, heads or head_dim < 1).
+ */
+RFA_API rfa_result_t rfa_scatter_bshd_dim(rfa_context_t context, int64_t heads, int64_t head_dim, const void* global,
+                                          void* local);
+
+/**
  * @brief Copies this rank's rows into a global bshd tensor; rows other ranks hold are untouched.
  *
  * Not collective.
@@ -809,6 +835,20 @@ RFA_API rfa_result_t rfa_scatter_bshd(rfa_context_t context, int64_t heads, cons
  * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, heads < 1).
  */
 RFA_API rfa_result_t rfa_gather_bshd(rfa_context_t context, int64_t heads, const void* local, void* global);
+
+/**
+ * @brief rfa_gather_bshd() for a tensor of head dim @p head_dim.
+ *
+ * Not collective.
+ * @param context a live context.
+ * @param heads the tensor's number of heads (>= 1).
+ * @param head_dim the tensor's head dim (>= 1).
+ * @param local [B][L][heads][head_dim] this rank's shard.
+ * @param[out] global [B][S][heads][head_dim] the whole tensor.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, heads or head_dim < 1).
+ */
+RFA_API rfa_result_t rfa_gather_bshd_dim(rfa_context_t context, int64_t heads, int64_t head_dim, const void* local,
+                                         void* global);
 
 /**
  * @brief Reassembles the whole bshd tensor on every rank from every rank's shard.
@@ -822,6 +862,22 @@ RFA_API rfa_result_t rfa_gather_bshd(rfa_context_t context, int64_t heads, const
  *         different heads), ::RFA_ERROR_MPI.
  */
 RFA_API rfa_result_t rfa_allgather_bshd(rfa_context_t context, int64_t heads, const void* local, void* global);
+
+/**
+ * @brief rfa_allgather_bshd() for a tensor of head dim @p head_dim.
+ *
+ * Collective over the context's ranks (a call that matches rfa_allgather_bshd() on the others);
+ * needs the whole tensor in memory on every rank.
+ * @param context a live context.
+ * @param heads the tensor's number of heads (>= 1), the same on every rank.
+ * @param head_dim the tensor's head dim (>= 1), the same on every rank.
+ * @param local [B][L][heads][head_dim] this rank's shard.
+ * @param[out] global [B][S][heads][head_dim] the whole tensor.
+ * @return ::RFA_SUCCESS, ::RFA_ERROR_INVALID_ARGUMENT, ::RFA_ERROR_INVALID_USAGE (ranks passed
+ *         different heads or head dims), ::RFA_ERROR_MPI.
+ */
+RFA_API rfa_result_t rfa_allgather_bshd_dim(rfa_context_t context, int64_t heads, int64_t head_dim, const void* local,
+                                            void* global);
 
 /**
  * @brief Copies this rank's columns out of a global fp32 lse tensor [B][H][S] into [B][H][L].

@@ -51,10 +51,22 @@ inline double visible_scores(const MaskShape& mask) {
   return visible;
 }
 
-/// FLOPs of a pass over `visible` scores per (batch entry, head): 4 d each forward, 2.5 times
-/// that backward (dS, dP, dQ, dK and dV products against the forward's two).
+/// FLOPs per visible score and (batch entry, head): forward 2 (d + dv) (S = Q K^T and O = P V),
+/// backward 6 d + 4 dv (S, dK and dQ in Q and K's head dim d; dP and dV in V's dv); with one
+/// head dim 4 d and 10 d, 2.5 times the forward.
+inline double flops_per_score(double head_dim, double value_dim, bool backward) {
+  return backward ? 6.0 * head_dim + 4.0 * value_dim : 2.0 * (head_dim + value_dim);
+}
+
+/// FLOPs of a pass over `visible` scores per (batch entry, head), V's head dim `value_dim`.
+inline double visible_flops(double batch, double heads, double head_dim, double value_dim, double visible,
+                            bool backward) {
+  return batch * heads * visible * flops_per_score(head_dim, value_dim, backward);
+}
+
+/// The same with one head dim: 4 d each forward, 2.5 times that backward.
 inline double visible_flops(double batch, double heads, double head_dim, double visible, bool backward) {
-  return 4.0 * batch * heads * head_dim * visible * (backward ? 2.5 : 1.0);
+  return visible_flops(batch, heads, head_dim, head_dim, visible, backward);
 }
 
 /// visible_flops() of `mask`.
@@ -63,14 +75,20 @@ inline double visible_flops(double batch, double heads, double head_dim, const M
 }
 
 /// FlashAttention's convention (docs/benchmarks.md): forward 4 B S_q S_k H d, halved when causal
-/// (for S_q == S_k), windows and documents ignored; backward 2.5 times the forward. Only for
-/// figures labelled with the convention's name.
+/// (for S_q == S_k), windows and documents ignored; backward 2.5 times the forward; with V's head
+/// dim `value_dim` other than d, flops_per_score() in place of 4 d and 10 d. Only for figures
+/// labelled with the convention's name.
+inline double flash_convention_flops(double batch, double seq_q, double seq_k, double heads, double head_dim,
+                                     double value_dim, bool causal, bool backward) {
+  double f = batch * seq_q * seq_k * heads * flops_per_score(head_dim, value_dim, backward);
+  if (causal) f *= 0.5;
+  return f;
+}
+
+/// The same with one head dim.
 inline double flash_convention_flops(double batch, double seq_q, double seq_k, double heads, double head_dim,
                                      bool causal, bool backward) {
-  double f = 4.0 * batch * seq_q * seq_k * heads * head_dim;
-  if (causal) f *= 0.5;
-  if (backward) f *= 2.5;
-  return f;
+  return flash_convention_flops(batch, seq_q, seq_k, heads, head_dim, head_dim, causal, backward);
 }
 
 }  // namespace perf

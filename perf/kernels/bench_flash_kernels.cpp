@@ -8,7 +8,8 @@
 // shape and thread count when torch is importable (measured in the same run). Google Benchmark flags apply
 // (--benchmark_out=FILE --benchmark_out_format=json for the regression comparator,
 // --benchmark_filter=...); the shape comes
-// from --rfa_batch, --rfa_seq, --rfa_heads, --rfa_head_dim (defaults 1, 4096, 4, 128), the
+// from --rfa_batch, --rfa_seq, --rfa_heads, --rfa_head_dim (defaults 1, 4096, 4, 128) and
+// --rfa_value_head_dim (V's and the output's head dim where it differs, as MLA's 192 / 128), the
 // time each benchmark runs from --rfa_min_time (seconds, default 1). --rfa_rounds=N alternates
 // the whole rfa run and the peer's N times and reports medians, so that a slow spell of a
 // shared machine does not land on one side of the ratio only; --rfa_paired=N then measures each
@@ -46,6 +47,8 @@ using kernels::Tensor4;
 
 struct Shape {
   std::int64_t batch = 1, seq = 4096, heads = 4, head_dim = 128;
+  std::int64_t value_dim = 0;  ///< V's head dim where it differs from head_dim (0: head_dim)
+  std::int64_t dv() const { return value_dim != 0 ? value_dim : head_dim; }
 };
 Shape g_shape;
 double g_peak = 0.0;            // fp32 FMA peak of the cores the kernels run on
@@ -82,8 +85,9 @@ std::string key(const char* pass, rfa_dtype_t dtype, bool causal) {
 /// otherwise.
 double peak_of(bool bf16) {
   if (!bf16) return g_peak;
-  const kernels::AttentionParams p = kernels::make_params(g_shape.batch, g_shape.seq, g_shape.seq, g_shape.heads,
-                                                          g_shape.heads, g_shape.head_dim, RFA_MASK_NONE);
+  kernels::AttentionParams p = kernels::make_params(g_shape.batch, g_shape.seq, g_shape.seq, g_shape.heads,
+                                                    g_shape.heads, g_shape.head_dim, RFA_MASK_NONE);
+  p.value_dim = g_shape.value_dim;
   switch (kernels::host_bf16_products(p)) {
     case kernels::Bf16Products::amx_tiles: return g_bf16_tile_peak;
     case kernels::Bf16Products::avx512_dot: return g_bf16_dot_peak;
@@ -107,13 +111,14 @@ class KernelCase {
                                 causal ? RFA_MASK_CAUSAL : RFA_MASK_NONE)),
         q_(random_tensor<T>("q", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim, 1)),
         k_(random_tensor<T>("k", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim, 2)),
-        v_(random_tensor<T>("v", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim, 3)),
-        dout_(random_tensor<T>("dout", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim, 4)),
-        out_("out", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim),
+        v_(random_tensor<T>("v", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.dv(), 3)),
+        dout_(random_tensor<T>("dout", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.dv(), 4)),
+        out_("out", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.dv()),
         lse_("lse", g_shape.batch, g_shape.heads, g_shape.seq),
         dq_("dq", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim),
         dk_("dk", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim),
-        dv_("dv", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim) {
+        dv_("dv", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.dv()) {
+    p_.value_dim = g_shape.value_dim;
     forward();  // the backward reads its output and log-sum-exp
   }
 
@@ -127,14 +132,15 @@ class KernelCase {
 
   double flops() const {
     const Shape& s = g_shape;
-    return perf::visible_flops(double(s.batch), double(s.heads), double(s.head_dim),
-                               perf::MaskShape{s.seq, causal_, 0, {}, {}}, backward_);
+    return perf::visible_flops(double(s.batch), double(s.heads), double(s.head_dim), double(s.dv()),
+                               perf::visible_scores(perf::MaskShape{s.seq, causal_, 0, {}, {}}), backward_);
   }
   /// The tensors one pass reads and writes once (q, k, v, out, lse; the backward adds dout and
   /// the three gradients), a lower bound on its memory traffic.
   double bytes_moved() const {
-    const double tensors = backward_ ? 8.0 : 4.0;
-    return tensors * double(q_.size()) * sizeof(T) + double(lse_.size()) * sizeof(float);
+    const double qk = double(q_.size() + k_.size()), vo = double(v_.size() + out_.size());
+    const double elements = backward_ ? 2.0 * (qk + vo) : qk + vo;
+    return elements * sizeof(T) + double(lse_.size()) * sizeof(float);
   }
 
  private:
@@ -185,7 +191,8 @@ std::string peer_command(const std::string& extra) {
   const char* python = std::getenv("RFA_PEER_PYTHON");
   return std::string(python && *python ? python : "python3") + " " + RFA_TORCH_PEER_SCRIPT + " --batch " +
          std::to_string(g_shape.batch) + " --seq " + std::to_string(g_shape.seq) + " --heads " +
-         std::to_string(g_shape.heads) + " --head-dim " + std::to_string(g_shape.head_dim) + " --threads " +
+         std::to_string(g_shape.heads) + " --head-dim " + std::to_string(g_shape.head_dim) +
+         (g_shape.value_dim != 0 ? " --value-head-dim " + std::to_string(g_shape.value_dim) : "") + " --threads " +
          std::to_string(Kokkos::DefaultHostExecutionSpace().concurrency()) + " --layout " + g_peer_layout + extra +
          " 2>/dev/null";
 }
@@ -203,8 +210,11 @@ void measure_peer() {
     const rfa_dtype_t dt = std::string(dtype) == "float32" ? RFA_DTYPE_FLOAT32 : RFA_DTYPE_BFLOAT16;
     const auto& s = g_shape;
     const perf::MaskShape mask{s.seq, is_causal, 0, {}, {}};
-    const double ffwd = perf::visible_flops(double(s.batch), double(s.heads), double(s.head_dim), mask, false);
-    const double fbwd = perf::visible_flops(double(s.batch), double(s.heads), double(s.head_dim), mask, true);
+    const double visible = perf::visible_scores(mask);
+    const double ffwd =
+        perf::visible_flops(double(s.batch), double(s.heads), double(s.head_dim), double(s.dv()), visible, false);
+    const double fbwd =
+        perf::visible_flops(double(s.batch), double(s.heads), double(s.head_dim), double(s.dv()), visible, true);
     if (fwd_ms > 0) g_results[key("fwd", dt, is_causal)].peer_gflops = ffwd / (fwd_ms * 1e-3) * 1e-9;
     if (bwd_ms > 0) g_results[key("bwd", dt, is_causal)].peer_gflops = fbwd / (bwd_ms * 1e-3) * 1e-9;
   }
@@ -214,7 +224,8 @@ bool parse_shape_flag(const std::string& arg) {
   const std::pair<const char*, std::int64_t*> flags[] = {{"--rfa_batch=", &g_shape.batch},
                                                          {"--rfa_seq=", &g_shape.seq},
                                                          {"--rfa_heads=", &g_shape.heads},
-                                                         {"--rfa_head_dim=", &g_shape.head_dim}};
+                                                         {"--rfa_head_dim=", &g_shape.head_dim},
+                                                         {"--rfa_value_head_dim=", &g_shape.value_dim}};
   for (const auto& f : flags) {
     if (arg.rfind(f.first, 0) == 0) {
       *f.second = std::atoll(arg.c_str() + std::string(f.first).size());
@@ -418,14 +429,16 @@ void register_dtype() {
 }  // namespace
 
 const char* kUsage = R"(usage: rfa_kernel_bench [--rfa_batch=N] [--rfa_seq=N] [--rfa_heads=N] [--rfa_head_dim=N]
-                        [--rfa_min_time=SECONDS] [--rfa_rounds=N] [--rfa_paired=N]
+                        [--rfa_value_head_dim=N] [--rfa_min_time=SECONDS] [--rfa_rounds=N] [--rfa_paired=N]
                         [--rfa_peer_layout=bhsd|bshd]
                         [Google Benchmark flags] [--kokkos-help]
 
 The portable flash kernels on the host threads Kokkos gives (fp32 and bf16, forward and backward,
 causal and not): GFLOP/s over the scores the mask leaves visible, the fraction of the measured fp32 FMA
 peak of the cores used (one core's, times the host threads), and PyTorch's CPU flash kernel on
-the same shape and as many threads when RFA_PEER_PYTHON (default python3) imports torch. Shape defaults: B=1, S=4096, H=4, d=128; --rfa_min_time: seconds per case (1).
+the same shape and as many threads when RFA_PEER_PYTHON (default python3) imports torch. Shape defaults: B=1, S=4096, H=4, d=128; --rfa_value_head_dim: V's and the output's head dim where it
+differs from d (MLA: --rfa_head_dim=192 --rfa_value_head_dim=128; FLOPs then 2 (d + dv) per
+visible score forward, 6 d + 4 dv backward); --rfa_min_time: seconds per case (1).
 --rfa_rounds=N: N rounds of (every rfa case, then the peer's), medians reported (default 1; a
 JSON output file holds the last round). 0: rfa's cases once and no peer round (with --rfa_paired,
 whose pairs then give the only PyTorch figures).
@@ -464,8 +477,10 @@ int main(int argc, char** argv) {
     const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
     const double core_peak = perf::measure_fp32_fma_peak();
     g_peak = core_peak * threads;
-    std::printf("shape: B=%lld S=%lld H=%lld d=%lld, %d host thread(s)\n", (long long)g_shape.batch,
-                (long long)g_shape.seq, (long long)g_shape.heads, (long long)g_shape.head_dim, threads);
+    const std::string dims =
+        std::to_string(g_shape.head_dim) + (g_shape.value_dim != 0 ? "/" + std::to_string(g_shape.value_dim) : "");
+    std::printf("shape: B=%lld S=%lld H=%lld d=%s, %d host thread(s)\n", (long long)g_shape.batch,
+                (long long)g_shape.seq, (long long)g_shape.heads, dims.c_str(), threads);
     std::printf("measured fp32 FMA peak of one core: %.1f GFLOP/s (x %d thread(s) = %.1f)\n", core_peak * 1e-9, threads,
                 g_peak * 1e-9);
     benchmark::AddCustomContext("fp32_fma_peak_gflops", std::to_string(g_peak * 1e-9));
@@ -497,8 +512,7 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("peer_layout", g_peer_layout);
     benchmark::AddCustomContext("dtype", "fp32 bf16");
     benchmark::AddCustomContext("shape", "B=" + std::to_string(g_shape.batch) + " S=" + std::to_string(g_shape.seq) +
-                                             " H=" + std::to_string(g_shape.heads) +
-                                             " d=" + std::to_string(g_shape.head_dim));
+                                             " H=" + std::to_string(g_shape.heads) + " d=" + dims);
     register_dtype<float>();
     register_dtype<bf16_t>();
     SummaryReporter reporter;

@@ -3,7 +3,9 @@
 """PyTorch's CPU flash-attention kernel (one thread unless --threads), as the peer of rfa's
 kernel benchmark.
 
-Prints one JSON object per configuration: {"dtype", "causal", "fwd_ms", "bwd_ms", "torch", "layout"}.
+Prints one JSON object per configuration: {"dtype", "causal", "fwd_ms", "bwd_ms", "torch", "layout",
+"padded_to"} (padded_to: the head dim q, k and v were zero-padded to where --value-head-dim
+differs from --head-dim, else 0).
 Exits 3 when torch cannot be imported (the benchmark then reports no peer).
 
 --serve keeps it running for paired measurements (rfa_kernel_bench --rfa_paired): it prints
@@ -52,6 +54,7 @@ def serve(torch, F, backend, shape, layout, requests, reply):
     """Answers timing requests (see the module's text) from the lines of `requests`; `reply`
     prints one line. Inputs are made once per (dtype, mask) and reused, as rfa's are."""
     inputs = {}
+    scale = shape[3] ** -0.5  # 1/sqrt(d), whatever the padding
     reply(f"ready torch={torch.__version__}")
     for line in requests:
         words = line.split()
@@ -66,22 +69,33 @@ def serve(torch, F, backend, shape, layout, requests, reply):
         causal = mask == "causal"
         with backend():
             if pass_ == "fwd":
-                ms = one_call_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+                ms = one_call_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale))
             else:
-                out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
                 q.grad = k.grad = v.grad = None  # written, not accumulated into, as rfa's are
                 ms = one_call_ms(lambda: out.backward(dout))
         reply(f"{ms:.6f}")
 
 
 def make_inputs(torch, shape, dtype, layout):
-    """q, k, v (requiring gradients) and dout of the logical shape (B, H, S, d) in `layout`."""
-    b, h, s, d = shape
-    if layout == "bhsd":
-        q, k, v = (torch.randn((b, h, s, d), dtype=dtype, requires_grad=True) for _ in range(3))
-        return q, k, v, torch.randn((b, h, s, d), dtype=dtype)
-    q, k, v = (torch.randn((b, s, h, d), dtype=dtype).transpose(1, 2).requires_grad_() for _ in range(3))
-    return q, k, v, torch.randn((b, s, h, d), dtype=dtype).transpose(1, 2)
+    """q, k, v (requiring gradients) and dout of the logical shape (B, H, S, w) in `layout`;
+    shape is (B, H, S, d, dv) and w = max(d, dv). Where d and dv differ (MLA's 192 / 128), the
+    narrower ones are zero-padded to w, the usual way to run such heads on a flash kernel that
+    takes one head dim (PyTorch's CPU one does): zeros add nothing to Q K^T, and a V padded with
+    zeros gives an output whose padding is zero (callers pass the scale 1/sqrt(d) themselves)."""
+    b, h, s, d, dv = shape
+    w = max(d, dv)
+
+    def tensor(width, grad):
+        if layout == "bhsd":
+            t = torch.randn((b, h, s, w), dtype=dtype)
+        else:
+            t = torch.randn((b, s, h, w), dtype=dtype).transpose(1, 2)
+        if width < w:
+            t[..., width:] = 0
+        return t.requires_grad_() if grad else t
+
+    return tensor(d, True), tensor(d, True), tensor(dv, True), tensor(dv, False)
 
 
 def main():
@@ -90,6 +104,7 @@ def main():
     ap.add_argument("--seq", type=int, default=4096)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--head-dim", type=int, default=128)
+    ap.add_argument("--value-head-dim", type=int, default=0, help="v's head dim where it differs (0: --head-dim)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--layout", choices=("bhsd", "bshd"), default="bhsd")
@@ -105,24 +120,26 @@ def main():
     except ImportError:  # older torch: let it choose
         import contextlib
         backend = contextlib.nullcontext
+    shape = (args.batch, args.heads, args.seq, args.head_dim, args.value_head_dim or args.head_dim)
     if args.serve:
-        serve(torch, F, backend, (args.batch, args.heads, args.seq, args.head_dim), args.layout, sys.stdin,
+        serve(torch, F, backend, shape, args.layout, sys.stdin,
               lambda line: print(line, flush=True))
         return
+    scale = args.head_dim ** -0.5  # 1/sqrt(d), whatever the padding
+    padded = max(shape[3], shape[4]) if shape[3] != shape[4] else 0
     for dtype_name, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
         for causal in (False, True):
-            shape = (args.batch, args.heads, args.seq, args.head_dim)
             q, k, v, dout = make_inputs(torch, shape, dtype, args.layout)
             with backend():
-                fwd = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), args.repeats)
+                fwd = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale), args.repeats)
 
                 def fwd_bwd():
-                    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
                     out.backward(dout)
 
                 both = median_ms(fwd_bwd, args.repeats)
             print(json.dumps({"dtype": dtype_name, "causal": causal, "fwd_ms": fwd, "bwd_ms": max(both - fwd, 0.0),
-                              "torch": torch.__version__, "layout": args.layout}), flush=True)
+                              "torch": torch.__version__, "layout": args.layout, "padded_to": padded}), flush=True)
 
 
 if __name__ == "__main__":

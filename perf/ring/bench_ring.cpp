@@ -113,9 +113,9 @@ void bench(comm::Communicator& ring, const RunOptions& o, const std::vector<rfa_
   double peak = 0;
   if (me == 0) {
     std::printf(
-        "rfa_ring_bench: B=%lld S=%lld H=%lld/%lld d=%lld %s %s, P=%d, %d host thread(s)/rank, %d "
+        "rfa_ring_bench: B=%lld S=%lld H=%lld/%lld d=%s %s %s, P=%d, %d host thread(s)/rank, %d "
         "repetition(s)\nsingle rank, full sequence ...\n",
-        (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, (long long)o.head_dim,
+        (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, head_dims_label(o).c_str(),
         dtype_name(o.dtype), causal ? "causal" : "non-causal", P, threads, o.repeat);
     std::fflush(stdout);
     auto alone = comm::make_mpi_communicator(MPI_COMM_SELF, 0);

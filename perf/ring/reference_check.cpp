@@ -33,17 +33,18 @@ CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::At
                                       Tensor4<const T> dq, Tensor4<const T> dk, Tensor4<const T> dv,
                                       const std::vector<float>& sinks, const std::vector<double>& dsinks) {
   const std::int64_t B = cfg.batch, S = cfg.seq_total, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
+  const std::int64_t DV = cfg.dv();
   const PositionMap all = PositionMap::contiguous(0, S);
   const std::int64_t L = mine.length();
 
-  Tensor4<float> q_all("q_all", B, S, H, D), k_all("k_all", B, S, HKV, D), v_all("v_all", B, S, HKV, D),
-      dout_all("dout_all", B, S, H, D);
+  Tensor4<float> q_all("q_all", B, S, H, D), k_all("k_all", B, S, HKV, D), v_all("v_all", B, S, HKV, DV),
+      dout_all("dout_all", B, S, H, DV);
   fill_as_float<T>(q_all, TensorId::q, all);
   fill_as_float<T>(k_all, TensorId::k, all);
   fill_as_float<T>(v_all, TensorId::v, all);
   fill_as_float<T>(dout_all, TensorId::dout, all);
-  Tensor4<float> q_mine("q_mine", B, L, H, D), k_mine("k_mine", B, L, HKV, D), v_mine("v_mine", B, L, HKV, D),
-      dout_mine("dout_mine", B, L, H, D);
+  Tensor4<float> q_mine("q_mine", B, L, H, D), k_mine("k_mine", B, L, HKV, D), v_mine("v_mine", B, L, HKV, DV),
+      dout_mine("dout_mine", B, L, H, DV);
   fill_as_float<T>(q_mine, TensorId::q, mine);
   fill_as_float<T>(k_mine, TensorId::k, mine);
   fill_as_float<T>(v_mine, TensorId::v, mine);
@@ -51,9 +52,9 @@ CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::At
 
   // Forward of this rank's queries against the whole sequence.
   kernels::AttentionParams mine_vs_all = kernels::make_params(B, L, S, H, HKV, D, cfg.mask, cfg.softmax_scale);
-  engine::apply_mask(cfg, mine_vs_all);  // the window, the soft cap: what every block of the run gets
+  engine::apply_config(cfg, mine_vs_all);  // the window, the soft cap, V's head dim: what every block gets
   mine_vs_all.q_pos = mine;
-  Tensor4<float> out_ref("out_ref", B, L, H, D);
+  Tensor4<float> out_ref("out_ref", B, L, H, DV);
   Tensor3<float> lse_ref("lse_ref", B, H, L);
   kernels::flash_forward<float, float>(mine_vs_all, q_mine, k_all, v_all, out_ref, lse_ref);
   // The sinks join the finished rows (the backward below then runs on out' and lse', as rfa's).
@@ -69,13 +70,13 @@ CheckErrors check_against_single_rank(comm::Communicator& ring, const engine::At
   allgather_by_position(ring, mine, delta_ref.data(), B, H, delta_all.data(), S);
 
   Tensor4<float> dq_ref("dq_ref", B, L, H, D), dk_unused("dk_unused", B, S, HKV, D),
-      dv_unused("dv_unused", B, S, HKV, D);
+      dv_unused("dv_unused", B, S, HKV, DV);
   kernels::flash_backward_accumulate<float>(mine_vs_all, q_mine, k_all, v_all, dout_mine, lse_ref, delta_ref, dq_ref,
                                             dk_unused, dv_unused);
   kernels::AttentionParams all_vs_mine = kernels::make_params(B, S, L, H, HKV, D, cfg.mask, cfg.softmax_scale);
-  engine::apply_mask(cfg, all_vs_mine);
+  engine::apply_config(cfg, all_vs_mine);
   all_vs_mine.k_pos = mine;
-  Tensor4<float> dq_unused("dq_unused", B, S, H, D), dk_ref("dk_ref", B, L, HKV, D), dv_ref("dv_ref", B, L, HKV, D);
+  Tensor4<float> dq_unused("dq_unused", B, S, H, D), dk_ref("dk_ref", B, L, HKV, D), dv_ref("dv_ref", B, L, HKV, DV);
   kernels::flash_backward_accumulate<float>(all_vs_mine, q_all, k_mine, v_mine, dout_all, lse_all, delta_all, dq_unused,
                                             dk_ref, dv_ref);
 

@@ -173,8 +173,8 @@ int run(setup::AttentionSetup& setup, comm::Communicator& control, const RunOpti
                                 (o.documents_spec.empty() ? "" : ", documents " + o.documents_spec) +
                                 (o.sinks ? ", attention sinks" : "") +
                                 (o.softcap > 0.0f ? ", scores soft-capped at " + number_text(o.softcap) : "");
-  progress(me, "rfa_run: B=%lld S=%lld H=%lld/%lld d=%lld %s %s %s, strategy %s, %s (ring order: %s), %s\n",
-           (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, (long long)o.head_dim,
+  progress(me, "rfa_run: B=%lld S=%lld H=%lld/%lld d=%s %s %s %s, strategy %s, %s (ring order: %s), %s\n",
+           (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, head_dims_label(o).c_str(),
            dtype_name(o.dtype), mask_text.c_str(), layout::layout_name(o.layout), strategy.c_str(),
            ranks_text(P).c_str(), order_policy, place.c_str());
   if (!o.plan.empty()) progress(me, "plan: %s\n", o.plan.c_str());

@@ -126,16 +126,18 @@ inline bool overlap_measurable(const PassSamples& full, const PassSamples& comm_
 inline double host_job_peak(const RunOptions& o, int P, int threads) {
   kernels::AttentionParams p = kernels::make_params(o.batch, o.seq / P, o.seq, o.heads, o.kv_heads, o.head_dim, o.mask);
   p.softcap = o.softcap;
+  p.value_dim = o.value_dim == o.head_dim ? 0 : o.value_dim;
   const kernels::Bf16Products products =
       o.dtype == RFA_DTYPE_BFLOAT16 ? kernels::host_bf16_products(p) : kernels::Bf16Products::none;
   return measure_core_peak(products) * P * threads;
 }
 
-/// The configuration as a label: "B=1 S=8192 H=8/8 d=64 causal" (a mask given as ranges by its
+/// The configuration as a label: "B=1 S=8192 H=8/8 d=64 causal" (d=192/128 where V's head dim
+/// differs; a mask given as ranges by its
 /// --mask spec; " window W", " documents SPEC" and " softcap C" after it when set).
 inline std::string shape_label(const RunOptions& o) {
   return "B=" + std::to_string(o.batch) + " S=" + std::to_string(o.seq) + " H=" + std::to_string(o.heads) + "/" +
-         std::to_string(o.kv_heads) + " d=" + std::to_string(o.head_dim) +
+         std::to_string(o.kv_heads) + " d=" + head_dims_label(o) +
          (o.mask == RFA_MASK_CAUSAL   ? " causal"
           : o.mask == RFA_MASK_RANGES ? " " + o.mask_spec
                                       : " non-causal") +

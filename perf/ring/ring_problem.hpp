@@ -80,6 +80,7 @@ inline engine::AttentionConfig attention_config(const RunOptions& o) {
   cfg.heads = o.heads;
   cfg.kv_heads = o.kv_heads;
   cfg.head_dim = o.head_dim;
+  cfg.value_dim = o.value_dim == o.head_dim ? 0 : o.value_dim;
   cfg.window = o.window;
   cfg.doc_bounds = o.documents.bounds;
   cfg.doc_offsets = o.documents.offsets;
@@ -122,14 +123,15 @@ struct LocalProblem {
   explicit LocalProblem(const Engine& attn) {
     const engine::AttentionConfig& c = attn.config();
     const std::int64_t L = attn.local_seq(), B = c.batch, H = c.heads, HKV = c.kv_heads, D = c.head_dim;
+    const std::int64_t DV = c.dv();
     q = allocate<kernels::Tensor4<T>>("q", B, L, H, D);
     k = allocate<kernels::Tensor4<T>>("k", B, L, HKV, D);
-    v = allocate<kernels::Tensor4<T>>("v", B, L, HKV, D);
-    dout = allocate<kernels::Tensor4<T>>("dout", B, L, H, D);
-    out = allocate<kernels::Tensor4<T>>("out", B, L, H, D);
+    v = allocate<kernels::Tensor4<T>>("v", B, L, HKV, DV);
+    dout = allocate<kernels::Tensor4<T>>("dout", B, L, H, DV);
+    out = allocate<kernels::Tensor4<T>>("out", B, L, H, DV);
     dq = allocate<kernels::Tensor4<T>>("dq", B, L, H, D);
     dk = allocate<kernels::Tensor4<T>>("dk", B, L, HKV, D);
-    dv = allocate<kernels::Tensor4<T>>("dv", B, L, HKV, D);
+    dv = allocate<kernels::Tensor4<T>>("dv", B, L, HKV, DV);
     lse = allocate<kernels::Tensor3<float>>("lse", B, H, L);
     const PositionMap rows = attn.local_positions();
     fill(q, TensorId::q, rows);

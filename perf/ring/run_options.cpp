@@ -42,6 +42,9 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
   --heads N          query heads (default 8)
   --kv-heads N       key/value heads, dividing --heads (default: = --heads)
   --head-dim N       head dimension, a multiple of 8 up to 256 (default 64)
+  --value-head-dim N V's (and out's) head dimension where it differs from --head-dim, as
+                     multi-head latent attention's 192 / 128: a multiple of 8 up to 256, host
+                     only (default: --head-dim)
   --layout L         contiguous | zigzag | stripe (default zigzag)
   --dtype T          fp32 | bf16 | fp16 (default bf16)
   --mask M           causal | none (default causal); --causal and --no-causal also work; or a mask
@@ -231,6 +234,8 @@ RunOptions parse_run_options(int argc, char** argv) {
       kv_heads_given = true;
     } else if (flag == "--head-dim") {
       o.head_dim = parse_int(flag, value(), 1);
+    } else if (flag == "--value-head-dim") {
+      o.value_dim = parse_int(flag, value(), 1);
     } else if (flag == "--repeat") {
       o.repeat = int(parse_int(flag, value(), 1));
     } else if (flag == "--warmup") {

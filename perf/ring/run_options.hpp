@@ -30,6 +30,7 @@ struct RunOptions {
   std::int64_t heads = 8;
   std::int64_t kv_heads = 8;
   std::int64_t head_dim = 64;
+  std::int64_t value_dim = 0;  ///< --value-head-dim: V's head dim where it differs (0: head_dim)
   rfa_layout_t layout = RFA_LAYOUT_ZIGZAG;
   rfa_dtype_t dtype = RFA_DTYPE_BFLOAT16;
   rfa_mask_t mask = RFA_MASK_CAUSAL;
@@ -106,9 +107,16 @@ struct PassFlops {
 };
 
 inline PassFlops pass_flops(const RunOptions& o, bool backward) {
-  return {visible_flops(1.0, double(o.heads), double(o.head_dim), visible_scores_over_batch(o), backward),
-          flash_convention_flops(double(o.batch), double(o.seq), double(o.seq), double(o.heads), double(o.head_dim),
+  const double dv = double(o.value_dim != 0 ? o.value_dim : o.head_dim);
+  return {visible_flops(1.0, double(o.heads), double(o.head_dim), dv, visible_scores_over_batch(o), backward),
+          flash_convention_flops(double(o.batch), double(o.seq), double(o.seq), double(o.heads), double(o.head_dim), dv,
                                  o.mask == RFA_MASK_CAUSAL, backward)};
+}
+
+/// The head dims as labels print them: "64", or "192/128" where V's differs (Q and K's / V's).
+inline std::string head_dims_label(const RunOptions& o) {
+  return std::to_string(o.head_dim) +
+         (o.value_dim != 0 && o.value_dim != o.head_dim ? "/" + std::to_string(o.value_dim) : "");
 }
 
 /// Parses argv; throws rfa::Error(RFA_ERROR_INVALID_ARGUMENT) with a message naming the flag.

@@ -69,7 +69,7 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
                                Tensor4<const T> dv, int rows, const std::vector<float>& sinks,
                                const std::vector<double>& dsinks) {
   const std::int64_t B = cfg.batch, S = cfg.seq_total, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
-  const std::int64_t L = mine.length(), group = H / HKV;
+  const std::int64_t DV = cfg.dv(), L = mine.length(), group = H / HKV;
   const double scale = kernels::make_params(B, L, S, H, HKV, D, cfg.mask, cfg.softmax_scale).scale();
   // The scaled score of a query and a key, soft-capped as configured, and the cap's slope.
   const double cap = cfg.softcap;
@@ -85,8 +85,9 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
   };
   const int me = ring.rank();
   const std::vector<std::int64_t> picks = sampled_rows(L, rows);
-  const std::size_t dn = std::size_t(D);
-  std::vector<double> q(dn), k(dn), v(dn), dov(dn), o(dn), a(dn), bk(dn), dk_ref(dn), dv_ref(dn);
+  // Q and K's rows (and a, bk, dK: sums of them) have D values, V's and dO's (and o, dV) DV.
+  const std::size_t dn = std::size_t(D), dvn = std::size_t(DV);
+  std::vector<double> q(dn), k(dn), v(dvn), dov(dvn), o(dvn), a(dn), bk(dn), dk_ref(dn), dv_ref(dvn);
   ErrorAndScale out_d, lse_d, dq_d, dk_d, dv_d;
 
   // Query rows: each pick in two heads, spread over the heads (and the K/V heads they read)
@@ -114,21 +115,22 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
         if (s > m) {
           const double r = std::exp(m - s);  // 0 while nothing was seen
           z *= r;
-          for (std::int64_t x = 0; x < D; ++x) o[x] *= r, a[x] *= r, bk[x] *= r;
+          for (std::int64_t x = 0; x < DV; ++x) o[x] *= r;
+          for (std::int64_t x = 0; x < D; ++x) a[x] *= r, bk[x] *= r;
           m = s;
         }
         const double e = std::exp(s - m), es = e * slope;
         z += e;
-        for (std::int64_t x = 0; x < D; ++x) o[x] += e * v[x], a[x] += es * dov_v * k[x], bk[x] += es * k[x];
+        for (std::int64_t x = 0; x < DV; ++x) o[x] += e * v[x];
+        for (std::int64_t x = 0; x < D; ++x) a[x] += es * dov_v * k[x], bk[x] += es * k[x];
       }
       const bool none = z == 0;
-      for (std::int64_t x = 0; x < D; ++x) o[x] = none ? 0.0 : o[x] / z;
+      for (std::int64_t x = 0; x < DV; ++x) o[x] = none ? 0.0 : o[x] / z;
       const double delta = dot(dov, o);
       lse_d.add(lse(b, h, i), none ? -INFINITY : m + std::log(z));
-      for (std::int64_t x = 0; x < D; ++x) {
-        out_d.add(to_float(out(b, i, h, x)), o[x]);
+      for (std::int64_t x = 0; x < DV; ++x) out_d.add(to_float(out(b, i, h, x)), o[x]);
+      for (std::int64_t x = 0; x < D; ++x)
         dq_d.add(to_float(dq(b, i, h, x)), none ? 0.0 : scale * (a[x] - delta * bk[x]) / z);
-      }
       if (H == 1) break;  // the second head would be the first again
     }
   }
@@ -140,7 +142,7 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
       for (std::int64_t h = 0; h < H; ++h) {
         row_values<T>(TensorId::dout, b, mine(i), h, dov);
         double d = 0;
-        for (std::int64_t x = 0; x < D; ++x) d += dov[x] * to_float(out(b, i, h, x));
+        for (std::int64_t x = 0; x < DV; ++x) d += dov[x] * to_float(out(b, i, h, x));
         delta_mine(b, h, i) = float(d);
       }
   std::vector<float> lse_all(std::size_t(B * H * S)), delta_all(std::size_t(B * H * S));
@@ -164,12 +166,11 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
         double slope;
         const double pr = std::exp(score(q, k, slope) - double(lse_all[row]));
         const double ds = pr * (dot(dov, v) - double(delta_all[row])) * slope;
-        for (std::int64_t x = 0; x < D; ++x) dv_ref[x] += pr * dov[x], dk_ref[x] += scale * ds * q[x];
+        for (std::int64_t x = 0; x < DV; ++x) dv_ref[x] += pr * dov[x];
+        for (std::int64_t x = 0; x < D; ++x) dk_ref[x] += scale * ds * q[x];
       }
-    for (std::int64_t x = 0; x < D; ++x) {
-      dk_d.add(to_float(dk(b, j, g, x)), dk_ref[x]);
-      dv_d.add(to_float(dv(b, j, g, x)), dv_ref[x]);
-    }
+    for (std::int64_t x = 0; x < D; ++x) dk_d.add(to_float(dk(b, j, g, x)), dk_ref[x]);
+    for (std::int64_t x = 0; x < DV; ++x) dv_d.add(to_float(dv(b, j, g, x)), dv_ref[x]);
   }
 
   CheckErrors e;

@@ -36,6 +36,10 @@ class FakeTensor:
         self.requires_grad = True
         return self
 
+    def __setitem__(self, index, value):
+        # The peer zeroes a tail of the last dimension: t[..., w:] = 0.
+        self.zeroed_from = index[-1].start
+
 
 def fake_torch():
     torch = types.ModuleType("torch")
@@ -58,13 +62,13 @@ class TorchPeerInputsTest(unittest.TestCase):
     def setUp(self):
         self.torch = fake_torch()
         self.peer = load_peer(self.torch)
-        self.shape = (2, 4, 64, 16)  # B, H, S, d
+        self.shape = (2, 4, 64, 16, 16)  # B, H, S, d, dv
 
     def test_bhsd_is_contiguous_in_torch_order(self):
         q, k, v, dout = self.peer.make_inputs(self.torch, self.shape, "float32", "bhsd")
         for t in (q, k, v, dout):
-            self.assertEqual(t.shape, self.shape)
-            self.assertEqual(t.storage_shape, self.shape)
+            self.assertEqual(t.shape, self.shape[:4])
+            self.assertEqual(t.storage_shape, self.shape[:4])
             self.assertIsNone(t.transposed)
             self.assertEqual(t.dtype, "float32")
         self.assertTrue(all(t.requires_grad for t in (q, k, v)))
@@ -72,14 +76,29 @@ class TorchPeerInputsTest(unittest.TestCase):
 
     def test_bshd_views_rfa_memory(self):
         q, k, v, dout = self.peer.make_inputs(self.torch, self.shape, "bfloat16", "bshd")
-        b, h, s, d = self.shape
+        b, h, s, d, _ = self.shape
         for t in (q, k, v, dout):
-            self.assertEqual(t.shape, self.shape, "the peer must see the logical (B, H, S, d) shape")
+            self.assertEqual(t.shape, (b, h, s, d), "the peer must see the logical (B, H, S, d) shape")
             self.assertEqual(t.storage_shape, (b, s, h, d), "the memory must be rfa's [B][S][H][d]")
             self.assertEqual(t.transposed, (1, 2))
             self.assertEqual(t.dtype, "bfloat16")
         self.assertTrue(all(t.requires_grad for t in (q, k, v)))
         self.assertFalse(dout.requires_grad)
+
+    def test_value_head_dim_pads_the_narrower_tensors_with_zeros(self):
+        b, h, s = 2, 4, 64
+        for layout in ("bhsd", "bshd"):
+            q, k, v, dout = self.peer.make_inputs(self.torch, (b, h, s, 24, 16), "float32", layout)
+            for t in (q, k, v, dout):
+                self.assertEqual(t.shape, (b, h, s, 24), "every tensor is as wide as the wider head dim")
+            self.assertFalse(hasattr(q, "zeroed_from") or hasattr(k, "zeroed_from"), "q and k are 24 wide")
+            self.assertEqual(v.zeroed_from, 16, "v is zero past its 16 values")
+            self.assertEqual(dout.zeroed_from, 16, "and so is dout")
+            self.assertTrue(v.requires_grad)
+        q, k, v, dout = self.peer.make_inputs(self.torch, (b, h, s, 16, 40), "float32", "bhsd")
+        self.assertEqual(q.zeroed_from, 16, "q and k zero-padded to a wider v")
+        self.assertEqual(k.zeroed_from, 16)
+        self.assertFalse(hasattr(v, "zeroed_from"))
 
     def serve(self, requests):
         """Runs the serving loop on `requests`; returns its reply lines and the calls it made."""
@@ -89,7 +108,8 @@ class TorchPeerInputsTest(unittest.TestCase):
             def backward(self, dout):
                 calls.append(("backward", dout, self.q.grad))
 
-        def sdpa(q, k, v, is_causal):
+        def sdpa(q, k, v, is_causal, scale):
+            self.assertAlmostEqual(scale, 16 ** -0.5, msg="the scale is 1/sqrt(d) of the unpadded d")
             calls.append(("forward", q.dtype, is_causal))
             out = FakeOut()
             out.q = q

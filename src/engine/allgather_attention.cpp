@@ -2,6 +2,7 @@
 // The KV all-gather schedule (engine/allgather_attention.hpp).
 #include "engine/allgather_attention.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <type_traits>
 
@@ -39,37 +40,41 @@ class GatheredKV {
   using Tensor = SpaceTensor4<T, Space>;
   using Input = SpaceTensor4<const T, Space>;
 
-  /// Buffers sized by the context (batch, local_seq, head_dim), not by k: the caller's tensors
-  /// are checked only after the workspace is allocated.
+  /// Buffers sized by the context (batch, local_seq, the head dims of K and V), not by k and v:
+  /// the caller's tensors are checked only after the workspace is allocated.
   /// `identity`: the identity columns of one chunk, in `Space` (every rank's rows hold the
   /// chunk's heads in order); it must outlive this.
   GatheredKV(Workspace<Space>& ws, comm::Communicator& comm, const Exec& exec, const AttentionConfig& c,
              std::int64_t local_seq, Input k, Input v, std::int64_t chunk, const ColumnMap<Space>& identity)
       : comm_(comm), exec_(exec), k_(k), v_(v), chunk_(chunk), identity_(identity) {
-    const std::int64_t B = c.batch, L = local_seq, D = c.head_dim, P = comm.size(), seq_total = c.seq_total;
+    const std::int64_t B = c.batch, L = local_seq, D = c.head_dim, DV = c.dv(), P = comm.size();
+    const std::int64_t seq_total = c.seq_total;
     const char* names[2][4] = {{"rfa::k_send0", "rfa::v_send0", "rfa::k_gather0", "rfa::v_gather0"},
                                {"rfa::k_send1", "rfa::v_send1", "rfa::k_gather1", "rfa::v_gather1"}};
     for (int i = 0; i < 2; ++i) {
       send_[i][0] = ws.template tensor4<T>(names[i][0], B, L, chunk, D);
-      send_[i][1] = ws.template tensor4<T>(names[i][1], B, L, chunk, D);
+      send_[i][1] = ws.template tensor4<T>(names[i][1], B, L, chunk, DV);
       gathered_[i][0] = ws.template tensor4<T>(names[i][2], P * B, L, chunk, D);
-      gathered_[i][1] = ws.template tensor4<T>(names[i][3], P * B, L, chunk, D);
+      gathered_[i][1] = ws.template tensor4<T>(names[i][3], P * B, L, chunk, DV);
     }
     full_[0] = ws.template tensor4<T>("rfa::k_full", B, seq_total, chunk, D);
-    full_[1] = ws.template tensor4<T>("rfa::v_full", B, seq_total, chunk, D);
+    full_[1] = ws.template tensor4<T>("rfa::v_full", B, seq_total, chunk, DV);
   }
 
   /// Packs chunk c's heads and starts gathering them. Returns the bytes sent to other ranks.
   std::int64_t start(std::int64_t c) {
     const int i = int(c % 2);
-    const std::int64_t B = k_.extent(0), L = k_.extent(1), D = k_.extent(3);
-    const BlockLayout one(B, D, {L}, {chunk_});
-    const std::size_t bytes = send_[i][0].size() * sizeof(T);
-    pack_heads<Exec, T>(exec_, k_, {c * chunk_}, one, send_[i][0].data());
-    pack_heads<Exec, T>(exec_, v_, {c * chunk_}, one, send_[i][1].data());
-    pending_[i][0] = comm_.start_allgather(send_[i][0].data(), gathered_[i][0].data(), bytes);
-    pending_[i][1] = comm_.start_allgather(send_[i][1].data(), gathered_[i][1].data(), bytes);
-    return 2 * std::int64_t(bytes) * (comm_.size() - 1);
+    std::int64_t bytes = 0;
+    for (int t = 0; t < 2; ++t) {  // K, then V (each its own head dim)
+      const Input& from = t == 0 ? k_ : v_;
+      const BlockLayout one(std::int64_t(from.extent(0)), std::int64_t(from.extent(3)), {std::int64_t(from.extent(1))},
+                            {chunk_});
+      const std::size_t n = send_[i][t].size() * sizeof(T);
+      pack_heads<Exec, T>(exec_, from, {c * chunk_}, one, send_[i][t].data());
+      pending_[i][t] = comm_.start_allgather(send_[i][t].data(), gathered_[i][t].data(), n);
+      bytes += std::int64_t(n);
+    }
+    return bytes * (comm_.size() - 1);
   }
 
   /// Waits for chunk c and places every rank's rows at their global positions.
@@ -77,11 +82,12 @@ class GatheredKV {
     const int i = int(c % 2);
     pending_[i][0].wait();
     pending_[i][1].wait();
-    const std::int64_t B = k_.extent(0), L = k_.extent(1), D = k_.extent(3);
-    const BlockLayout blocks(B, D, std::vector<std::int64_t>(rows.size(), L),
-                             std::vector<std::int64_t>(rows.size(), chunk_));
-    place_rows<Exec, T>(exec_, gathered_[i][0].data(), blocks, rows, identity_.lists(), full_[0]);
-    place_rows<Exec, T>(exec_, gathered_[i][1].data(), blocks, rows, identity_.lists(), full_[1]);
+    for (int t = 0; t < 2; ++t) {
+      const std::int64_t B = full_[t].extent(0), L = k_.extent(1), D = full_[t].extent(3);
+      const BlockLayout blocks(B, D, std::vector<std::int64_t>(rows.size(), L),
+                               std::vector<std::int64_t>(rows.size(), chunk_));
+      place_rows<Exec, T>(exec_, gathered_[i][t].data(), blocks, rows, identity_.lists(), full_[t]);
+    }
   }
 
   /// Runs compute(ch, hook) for every chunk ch with that chunk's K/V in k() and v(), while
@@ -194,7 +200,7 @@ kernels::AttentionParams AllGatherAttention::chunk_params() const {
   const std::int64_t group = c.heads / c.kv_heads;
   kernels::AttentionParams p = kernels::make_params(c.batch, local_seq_, c.seq_total, chunk_ * group, chunk_,
                                                     c.head_dim, c.mask, c.softmax_scale);
-  apply_mask(c, p);
+  apply_config(c, p);
   p.q_pos = local_positions();
   p.k_pos = PositionMap::contiguous(0, c.seq_total);
   return p;
@@ -204,11 +210,15 @@ std::int64_t AllGatherAttention::workspace_bytes(bool backward) const {
   const AttentionConfig& c = config_;
   const std::int64_t E = std::int64_t(dtype_size(c.dtype)), P = comm_.size();
   const std::int64_t qh = chunk_ * (c.heads / c.kv_heads);
-  const std::int64_t k = c.batch * local_seq_ * chunk_ * c.head_dim, K = P * k;
-  const std::int64_t qc = c.batch * local_seq_ * qh * c.head_dim, r = c.batch * local_seq_ * qh;
-  const std::int64_t common = E * (4 * k + 4 * K + 2 * K + 2 * qc);
+  // kv: a chunk of this rank's K and V rows together (their head dims may differ), KV: every
+  // rank's; w: a chunk of one of them in the larger head dim (the gradients' reduction buffers).
+  const std::int64_t kv = c.batch * local_seq_ * chunk_ * (c.head_dim + c.dv()), KV = P * kv;
+  const std::int64_t w = c.batch * local_seq_ * chunk_ * std::max(c.head_dim, c.dv());
+  const std::int64_t qc = c.batch * local_seq_ * qh * c.head_dim, oc = c.batch * local_seq_ * qh * c.dv();
+  const std::int64_t r = c.batch * local_seq_ * qh;
+  const std::int64_t common = E * (2 * kv + 2 * KV + KV + qc + oc);
   if (!backward) return common + 4 * r + kernel_workspace_bytes(false);
-  return common + 4 * (2 * r + c.batch * c.heads * local_seq_ + qc + 2 * K + K + k) + kernel_workspace_bytes(true);
+  return common + 4 * (2 * r + c.batch * c.heads * local_seq_ + qc + KV + P * w + w) + kernel_workspace_bytes(true);
 }
 
 std::int64_t AllGatherAttention::kernel_workspace_bytes(bool backward) const {
@@ -279,7 +289,7 @@ void AllGatherAttention::run_forward(Compute& blocks, typename Compute::template
   Workspace<Space> ws = blocks.workspace(workspace_pass(false));
   GatheredKV<T, Space> kv(ws, comm_, exec, c, L, k, v, chunk_, identity<Space>());
   auto q_chunk = ws.template tensor4<T>("rfa::q_chunk", B, L, qh, D);
-  auto out_chunk = ws.template tensor4<T>("rfa::out_chunk", B, L, qh, D);
+  auto out_chunk = ws.template tensor4<T>("rfa::out_chunk", B, L, qh, c.dv());
   auto lse_chunk = ws.template tensor3<float>("rfa::lse_chunk", B, qh, L);
   blocks.prepare_forward(p, c.dtype, ws);  // one for every chunk's call, made before the agreement
   last_workspace_bytes_ = ws.bytes();
@@ -308,7 +318,7 @@ void AllGatherAttention::run_backward(
   using Space = typename Compute::memory_space;
   using Exec = typename Space::execution_space;
   const AttentionConfig& c = config_;
-  const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim, S = c.seq_total;
+  const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim, DV = c.dv(), S = c.seq_total;
   timings_ = PassTimings();
   ScopedSeconds total(timings_.total);
   const kernels::AttentionParams p = chunk_params();
@@ -319,15 +329,17 @@ void AllGatherAttention::run_backward(
   Workspace<Space> ws = blocks.workspace(workspace_pass(true));
   GatheredKV<T, Space> kv(ws, comm_, exec, c, L, k, v, chunk_, identity<Space>());
   auto q_chunk = ws.template tensor4<T>("rfa::q_chunk", B, L, qh, D);
-  auto dout_chunk = ws.template tensor4<T>("rfa::dout_chunk", B, L, qh, D);
+  auto dout_chunk = ws.template tensor4<T>("rfa::dout_chunk", B, L, qh, DV);
   auto lse_chunk = ws.template tensor3<float>("rfa::lse_chunk", B, qh, L);
   auto delta_chunk = ws.template tensor3<float>("rfa::delta_chunk", B, qh, L);
   auto delta = ws.template tensor3<float>("rfa::delta", B, c.heads, L);
   auto dq_chunk = ws.template tensor4<float>("rfa::dq_chunk", B, L, qh, D);
   auto dk_full = ws.template tensor4<float>("rfa::dk_full", B, S, chunk_, D);
-  auto dv_full = ws.template tensor4<float>("rfa::dv_full", B, S, chunk_, D);
-  auto grad_send = ws.template tensor4<float>("rfa::grad_send", P * B, L, chunk_, D);
-  auto grad_mine = ws.template tensor4<float>("rfa::grad_mine", B, L, chunk_, D);
+  auto dv_full = ws.template tensor4<float>("rfa::dv_full", B, S, chunk_, DV);
+  // The reduction's buffers serve dK and dV in turn: the larger head dim.
+  const std::int64_t widest = std::max(D, DV);
+  auto grad_send = ws.template buffer<float>("rfa::grad_send", P * B * L * chunk_ * widest);
+  auto grad_mine = ws.template buffer<float>("rfa::grad_mine", B * L * chunk_ * widest);
   blocks.prepare_backward(p, c.dtype, ws);  // one for every chunk's call, made before the agreement
   last_workspace_bytes_ = ws.bytes();
   comm::check_everywhere(comm_, [&] {
@@ -338,18 +350,20 @@ void AllGatherAttention::run_backward(
   {
     ScopedSeconds t(timings_.compute);
     kernels::AttentionParams whole = kernels::make_params(B, L, L, c.heads, c.kv_heads, D, c.mask, c.softmax_scale);
-    apply_mask(c, whole);
+    apply_config(c, whole);
     blocks.template delta<T>(whole, dout, out, delta);
   }
   SpaceTensor3<float, Space> lse_in(const_cast<float*>(lse.data()), B, c.heads, L);  // only read below
-  const BlockLayout per_rank(B, D, std::vector<std::int64_t>(std::size_t(P), L),
-                             std::vector<std::int64_t>(std::size_t(P), chunk_));
   // Returns chunk ch's dK or dV: each rank's rows out of the full sequence, summed over ranks.
   auto reduce_home = [&](SpaceTensor4<float, Space> full, SpaceTensor4<T, Space> into, std::int64_t ch) {
+    const std::int64_t d = std::int64_t(full.extent(3));
+    const BlockLayout per_rank(B, d, std::vector<std::int64_t>(std::size_t(P), L),
+                               std::vector<std::int64_t>(std::size_t(P), chunk_));
+    const SpaceTensor4<float, Space> mine(grad_mine.data(), B, L, chunk_, d);
     take_rows<Exec, float, float>(exec, full, rows, kv.identity().lists(), per_rank, grad_send.data());
-    comm_.reduce_scatter_sum(grad_send.data(), grad_mine.data(), grad_mine.size());
-    timings_.bytes_sent += std::int64_t(grad_mine.size() * sizeof(float)) * (P - 1);
-    put_heads<Exec, float, T>(exec, grad_mine, ch * chunk_, into);
+    comm_.reduce_scatter_sum(grad_send.data(), mine.data(), mine.size());
+    timings_.bytes_sent += std::int64_t(mine.size() * sizeof(float)) * (P - 1);
+    put_heads<Exec, float, T>(exec, mine, ch * chunk_, into);
   };
 
   kv.for_each_chunk(chunks, rows, timings_, [&](std::int64_t ch, const kernels::ProgressHook& hook) {

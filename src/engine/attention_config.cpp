@@ -22,18 +22,19 @@ void validate_local(const AttentionConfig& c, int ranks) {
   layout::validate_shape(c.layout, c.seq_total, ranks);
   kernels::AttentionParams p = kernels::make_params(c.batch, c.seq_total / ranks, c.seq_total / ranks, c.heads,
                                                     c.kv_heads, c.head_dim, c.mask, c.softmax_scale);
-  apply_mask(c, p);
+  apply_config(c, p);
   kernels::validate(p);
   validate_document_lists(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()), c.doc_offsets.data(),
                           std::int64_t(c.doc_offsets.size()), c.batch, c.seq_total, "document boundaries",
                           "document list offsets");
-  require_device_support(c.device, c.head_dim, c.dtype);
+  require_device_support(c.device, c.head_dim, c.dv(), c.dtype);
   if (c.cuda_kernels == CudaKernels::cudnn && c.device != Device::cuda) {
     fail(RFA_ERROR_UNSUPPORTED, "cuDNN's block kernel runs on CUDA contexts only (the device is the host)");
   }
   // The caller's tensors are wrapped in Views: they must be able to index every element.
   const std::int64_t local = c.seq_total / ranks;
   require_view_extents("q", {c.batch, local, c.heads, c.head_dim});
+  require_view_extents("out", {c.batch, local, c.heads, c.dv()});
   require_view_extents("lse", {c.batch, c.heads, local});
 }
 
@@ -56,6 +57,7 @@ void require_same_config(comm::Communicator& comm, const AttentionConfig& c) {
        {"heads", c.heads},
        {"kv_heads", c.kv_heads},
        {"head_dim", c.head_dim},
+       {"value head dim", c.value_dim},
        {"device", std::int64_t(c.device)},
        {"window", c.window},
        {"cuda kernels", std::int64_t(c.cuda_kernels)},
@@ -92,13 +94,13 @@ kernels::MaskRule mask_rule(const AttentionConfig& c, std::int64_t entry) {
   kernels::AttentionParams p;
   p.batch = c.batch;
   p.mask = c.mask;
-  apply_mask(c, p);
+  apply_config(c, p);
   return p.rule(entry);
 }
 
 std::int64_t mask_rule_entries(const AttentionConfig& c) { return c.doc_offsets.empty() ? 1 : c.batch; }
 
-void apply_mask(const AttentionConfig& c, kernels::AttentionParams& p) {
+void apply_config(const AttentionConfig& c, kernels::AttentionParams& p) {
   p.window = c.window;
   p.doc_bounds = c.doc_bounds.empty() ? nullptr : c.doc_bounds.data();
   p.doc_bound_count = std::int64_t(c.doc_bounds.size());
@@ -106,6 +108,7 @@ void apply_mask(const AttentionConfig& c, kernels::AttentionParams& p) {
   p.ranges = c.ranges ? c.ranges->index() : MaskRangeIndex();
   p.deterministic = c.deterministic;
   p.softcap = c.softcap;
+  p.value_dim = c.value_dim;
 }
 
 std::vector<int> ring_steps_with_work(const AttentionConfig& c, int ranks) {
@@ -156,7 +159,7 @@ kernels::AttentionParams block_params(const AttentionConfig& c, int ranks, int p
   const std::int64_t local = layout::local_length(c.layout, c.seq_total, ranks);
   kernels::AttentionParams p =
       kernels::make_params(c.batch, local, local, c.heads, c.kv_heads, c.head_dim, c.mask, c.softmax_scale);
-  apply_mask(c, p);
+  apply_config(c, p);
   p.q_pos = layout::positions(c.layout, c.seq_total, ranks, position);
   p.k_pos = layout::positions(c.layout, c.seq_total, ranks, block_owner);
   // The merged out is stored in the context's dtype: with 16 bits, fp32-accurate partials would

@@ -41,7 +41,10 @@ struct AttentionConfig {
   std::int64_t seq_total = 0;  ///< S: the whole sequence, over all ranks
   std::int64_t heads = 1;
   std::int64_t kv_heads = 1;
-  std::int64_t head_dim = 64;
+  std::int64_t head_dim = 64;  ///< of Q and K
+  /// Head dim of V, out, dout and dV where it differs from head_dim (MLA); 0: head_dim. Read it
+  /// through dv().
+  std::int64_t value_dim = 0;
   Device device = Device::host;  ///< where tensors live and blocks are computed
   std::int64_t window = 0;       ///< sliding window on global positions (q - k < window); 0: none
   /// Packed documents: cumulative boundaries 0 = b[0] <= ... <= b[n] = seq_total (document d
@@ -57,12 +60,15 @@ struct AttentionConfig {
   CudaKernels cuda_kernels = CudaKernels::rfa;  ///< Device::cuda only
   CudaPath cuda_path = CudaPath::sm80;          ///< Device::cuda only: rfa's kernels' implementation
   bool deterministic = false;                   ///< the backward's gradients are bitwise reproducible
+
+  /// The head dim of V, out, dout and dV.
+  std::int64_t dv() const { return value_dim != 0 ? value_dim : head_dim; }
 };
 
-/// Sets the mask fields of kernel params from the config: the window, the documents and the
-/// ranges (pointing into `c`, which must outlive the params); and the deterministic switch and the
-/// soft cap, which every block call of the config shares.
-void apply_mask(const AttentionConfig& c, kernels::AttentionParams& p);
+/// Sets the fields of kernel params that every block call of the config shares besides the
+/// shapes make_params takes: the mask's window, documents and ranges (pointing into `c`, which
+/// must outlive the params), the deterministic switch, the soft cap and the value head dim.
+void apply_config(const AttentionConfig& c, kernels::AttentionParams& p);
 
 /// The mask, the window, the documents and the ranges of batch entry `entry` of the config, as
 /// the kernels test them (pointing into `c`, which must outlive the rule).

@@ -9,7 +9,7 @@ namespace engine {
 
 const char* device_name(Device device) { return device == Device::cuda ? "cuda" : "host"; }
 
-void require_device_support(Device device, std::int64_t head_dim, rfa_dtype_t dtype) {
+void require_device_support(Device device, std::int64_t head_dim, std::int64_t value_dim, rfa_dtype_t dtype) {
   if (device == Device::host) return;
   // The kernels' limits come first: they hold for every build, so a program learns them
   // (and the tests check them) even where no CUDA engine is built.
@@ -17,6 +17,11 @@ void require_device_support(Device device, std::int64_t head_dim, rfa_dtype_t dt
     fail(RFA_ERROR_UNSUPPORTED, "head_dim ", head_dim,
          " is not supported on CUDA devices: the CUDA kernels take head_dim 64 or 128 (the host device takes "
          "every multiple of 8 up to 256)");
+  }
+  if (value_dim != head_dim) {
+    fail(RFA_ERROR_UNSUPPORTED, "a value head dim (", value_dim, ") other than head_dim (", head_dim,
+         ") is not supported on CUDA devices: the CUDA kernels take one head dim, 64 or 128, for Q, K and V (the "
+         "host device takes any two multiples of 8 up to 256)");
   }
   if (dtype != RFA_DTYPE_BFLOAT16 && dtype != RFA_DTYPE_FLOAT16) {
     fail(RFA_ERROR_UNSUPPORTED, "dtype ", dtype_name(dtype),

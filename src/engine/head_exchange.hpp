@@ -8,7 +8,8 @@
 // for Ulysses). Each direction packs the blocks for the other ranks into a send buffer, runs one
 // all-to-all(v) and places the received blocks; a rank's own block moves directly between its
 // local and full tensors, one copy instead of three. The caller passes the two staging buffers
-// (from its Workspace), sized by staging_elems().
+// (from its Workspace), sized by staging_elems(). Each exchange's head dim is that of the tensors
+// it moves (Q and K's, or V's, out's and dO's where they differ).
 //
 // `Space` is where the tensors and buffers live (the host, or a CUDA device: the packing runs
 // on its execution space, sequence_transpose.hpp, and the all-to-all on a communicator that
@@ -36,8 +37,14 @@ class HeadExchange {
   using Tensor3 = SpaceTensor3<T, Space>;
 
   HeadExchange(comm::Communicator& comm, const HeadRouting& routing, std::vector<PositionMap> rows, std::int64_t batch,
-               std::int64_t head_dim)
-      : comm_(comm), routing_(routing), rows_(std::move(rows)), batch_(batch), head_dim_(head_dim) {
+               std::int64_t head_dim, std::int64_t value_dim)
+      : comm_(comm),
+        routing_(routing),
+        rows_(std::move(rows)),
+        batch_(batch),
+        head_dim_(head_dim),
+        value_dim_(value_dim),
+        widest_(head_dim > value_dim ? head_dim : value_dim) {
     const int P = comm_.size(), me = comm_.rank();
     local_rows_ = rows_[std::size_t(me)].length();
     for (int r = 0; r < P; ++r) {
@@ -55,30 +62,33 @@ class HeadExchange {
   }
 
   std::int64_t batch() const { return batch_; }
-  std::int64_t head_dim() const { return head_dim_; }
+  std::int64_t head_dim() const { return head_dim_; }    ///< of Q and K
+  std::int64_t value_dim() const { return value_dim_; }  ///< of V, out and dO
   const HeadRouting& routing() const { return routing_; }
   /// Rows of the full tensor (the sum of all ranks' rows).
   std::int64_t full_rows() const { return full_rows_; }
   /// Elements each staging buffer needs: the larger of a query-sized and a K/V-sized exchange
-  /// in either direction (batch * local rows * heads * head_dim at most).
-  std::int64_t staging_elems(std::int64_t heads) const { return batch_ * local_rows_ * heads * head_dim_; }
+  /// in either direction (batch * local rows * heads * the larger head dim at most).
+  std::int64_t staging_elems(std::int64_t heads) const { return batch_ * local_rows_ * heads * widest_; }
 
   /// Elements of each fp32 staging buffer for dK/dV on the way back: the larger of what this
   /// rank sends (its K/V heads for all rows) and what it receives (every rank's for its rows).
   std::int64_t key_staging_elems() const {
     const int me = comm_.rank();
     std::int64_t received = 0;
-    for (std::int64_t n : kv_count_) received += batch_ * local_rows_ * n * head_dim_;
-    const std::int64_t sent = batch_ * full_rows_ * kv_count_[std::size_t(me)] * head_dim_;
+    for (std::int64_t n : kv_count_) received += batch_ * local_rows_ * n * widest_;
+    const std::int64_t sent = batch_ * full_rows_ * kv_count_[std::size_t(me)] * widest_;
     return sent > received ? sent : received;
   }
 
-  /// local [B][local rows][H][D] -> full [B][full rows][H/P][D]. Returns bytes sent to others.
+  /// local [B][local rows][H][D] -> full [B][full rows][H/P][D] (D: the tensors' head dim). Returns
+  /// bytes sent to others.
   template <class T>
   std::int64_t queries_to_heads(const Exec& exec, Tensor4<const T> local, Tensor4<T> full, T* send, T* recv) {
-    const BlockLayout out = my_rows(same_width(routing_.heads_per_rank()), head_dim_);
+    const std::int64_t d = std::int64_t(local.extent(3));
+    const BlockLayout out = my_rows(same_width(routing_.heads_per_rank()), d);
     pack_heads<Exec, T>(exec, local, q_first_, out, send, me());
-    const BlockLayout in = all_rows(routing_.heads_per_rank(), head_dim_);
+    const BlockLayout in = all_rows(routing_.heads_per_rank(), d);
     const std::int64_t sent = exchange(send, out, recv, in);
     place_rows<Exec, T>(exec, recv, in, rows_, q_cols_.lists(), full, me());
     place_own_rows<Exec, T>(exec, local, q_first_[std::size_t(me())], my_positions(), q_cols_.lists(), full);
@@ -88,9 +98,10 @@ class HeadExchange {
   /// K or V: rank r receives only the heads kv_first(r) .. + kv_count(r), placed in its slots.
   template <class T>
   std::int64_t keys_to_heads(const Exec& exec, Tensor4<const T> local, Tensor4<T> full, T* send, T* recv) {
-    const BlockLayout out = my_rows(kv_count_, head_dim_);
+    const std::int64_t d = std::int64_t(local.extent(3));
+    const BlockLayout out = my_rows(kv_count_, d);
     pack_heads<Exec, T>(exec, local, kv_first_, out, send, me());
-    const BlockLayout in = all_rows(kv_count_[std::size_t(me())], head_dim_);
+    const BlockLayout in = all_rows(kv_count_[std::size_t(me())], d);
     const std::int64_t sent = exchange(send, out, recv, in);
     place_rows<Exec, T>(exec, recv, in, rows_, kv_cols_.lists(), full, me());
     place_own_rows<Exec, T>(exec, local, kv_first_[std::size_t(me())], my_positions(), kv_cols_.lists(), full);
@@ -100,9 +111,10 @@ class HeadExchange {
   /// full [B][full rows][H/P][D] (out or dQ) -> local [B][local rows][H][D], converted to T.
   template <class TFull, class T>
   std::int64_t queries_to_rows(const Exec& exec, Tensor4<const TFull> full, Tensor4<T> local, T* send, T* recv) {
-    const BlockLayout out = all_rows(routing_.heads_per_rank(), head_dim_);
+    const std::int64_t d = std::int64_t(local.extent(3));
+    const BlockLayout out = all_rows(routing_.heads_per_rank(), d);
     take_rows<Exec, TFull, T>(exec, full, rows_, q_cols_.lists(), out, send, me());
-    const BlockLayout in = my_rows(same_width(routing_.heads_per_rank()), head_dim_);
+    const BlockLayout in = my_rows(same_width(routing_.heads_per_rank()), d);
     const std::int64_t sent = exchange(send, out, recv, in);
     unpack_heads<Exec, T, T>(exec, recv, in, q_first_, local, false, me());
     take_own_rows<Exec, TFull, T>(exec, full, my_positions(), q_cols_.lists(), q_first_[std::size_t(me())],
@@ -116,9 +128,10 @@ class HeadExchange {
   std::int64_t keys_to_rows(const Exec& exec, Tensor4<const float> full, Tensor4<float> local, float* send,
                             float* recv) {
     const std::size_t mine = std::size_t(me());
-    const BlockLayout out = all_rows(kv_count_[mine], head_dim_);
+    const std::int64_t d = std::int64_t(local.extent(3));
+    const BlockLayout out = all_rows(kv_count_[mine], d);
     take_rows<Exec, float, float>(exec, full, rows_, kv_cols_.lists(), out, send, me());
-    const BlockLayout in = my_rows(kv_count_, head_dim_);
+    const BlockLayout in = my_rows(kv_count_, d);
     const std::int64_t sent = exchange(send, out, recv, in);
     // This rank's own partials first (every head it does not hold set to zero), then the
     // others' added to them.
@@ -184,7 +197,7 @@ class HeadExchange {
   const HeadRouting& routing_;
   std::vector<PositionMap> rows_;
   std::vector<std::int64_t> rows_length_;
-  std::int64_t batch_, head_dim_, local_rows_ = 0, full_rows_ = 0;
+  std::int64_t batch_, head_dim_, value_dim_, widest_, local_rows_ = 0, full_rows_ = 0;
   std::vector<std::int64_t> q_first_, kv_first_, kv_count_;
   ColumnMap<Space> q_cols_, kv_cols_;
   std::vector<std::size_t> send_bytes_, send_offsets_, recv_bytes_, recv_offsets_;
@@ -209,9 +222,9 @@ struct HeadShardedInputs {
         q(ws.template tensor4<T>("rfa::ulysses_q", x.batch(), x.full_rows(), x.routing().heads_per_rank(),
                                  x.head_dim())),
         k(ws.template tensor4<T>("rfa::ulysses_k", x.batch(), x.full_rows(), x.routing().slots(), x.head_dim())),
-        v(ws.template tensor4<T>("rfa::ulysses_v", x.batch(), x.full_rows(), x.routing().slots(), x.head_dim())),
+        v(ws.template tensor4<T>("rfa::ulysses_v", x.batch(), x.full_rows(), x.routing().slots(), x.value_dim())),
         out(ws.template tensor4<T>("rfa::ulysses_out", x.batch(), x.full_rows(), x.routing().heads_per_rank(),
-                                   x.head_dim())) {}
+                                   x.value_dim())) {}
 };
 
 }  // namespace engine

@@ -3,6 +3,7 @@
 // around the ring engine across groups; Ulysses is its grid of one group.
 #include "engine/hybrid_attention.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <type_traits>
 
@@ -70,14 +71,14 @@ HybridAttention::HybridAttention(comm::Communicator& comm, const AttentionConfig
   ring_->share_host_workspace(*this);  // the ring runs only inside this engine's calls
   local_seq_ = ring_->local_seq() / degree_;
   host_exchange_ = std::make_unique<HeadExchange<Kokkos::HostSpace>>(*group_, routing_, group_slices(), config_.batch,
-                                                                     config_.head_dim);
+                                                                     config_.head_dim, config_.dv());
 #if RFA_ENGINE_CUDA
   if (config_.device == Device::cuda) {
     // Agreed: a rank whose device cannot take the exchange's index lists fails every rank.
     comm::check_everywhere(comm_, [&] {
       try {
-        device_exchange_ = std::make_unique<HeadExchange<Kokkos::CudaSpace>>(*group_, routing_, group_slices(),
-                                                                             config_.batch, config_.head_dim);
+        device_exchange_ = std::make_unique<HeadExchange<Kokkos::CudaSpace>>(
+            *group_, routing_, group_slices(), config_.batch, config_.head_dim, config_.dv());
       } catch (const std::exception& e) {  // Kokkos reports allocation and copy failures so
         fail(RFA_ERROR_CUDA, "copying the head exchange's index lists to the device failed: ", e.what());
       }
@@ -118,14 +119,19 @@ std::vector<PositionMap> HybridAttention::group_slices() const {
 std::int64_t HybridAttention::workspace_bytes(bool backward) const {
   const AttentionConfig& c = config_;
   const std::int64_t E = std::int64_t(dtype_size(c.dtype));
+  // q and o: this rank's query-shaped tensors in Q's and in V's head dim; kvs: the full-rows K and
+  // V of its slots together; kv: its own rows of K and V together; a staging buffer takes the
+  // query-shaped exchange in the larger head dim.
   const std::int64_t q = c.batch * local_seq_ * c.heads * c.head_dim;
-  const std::int64_t kvs = c.batch * ring_->local_seq() * routing_.slots() * c.head_dim;
-  const std::int64_t kv = c.batch * local_seq_ * c.kv_heads * c.head_dim;
+  const std::int64_t o = c.batch * local_seq_ * c.heads * c.dv();
+  const std::int64_t stage = c.batch * local_seq_ * c.heads * std::max(c.head_dim, c.dv());
+  const std::int64_t kvs = c.batch * ring_->local_seq() * routing_.slots() * (c.head_dim + c.dv());
+  const std::int64_t kv = c.batch * local_seq_ * c.kv_heads * (c.head_dim + c.dv());
   const std::int64_t rows = c.batch * c.heads * local_seq_;
   const std::int64_t ring = ring_->workspace_bytes(backward, true);
-  if (!backward) return ring + E * (2 * q + q + 2 * kvs + q) + 4 * 3 * rows;
+  if (!backward) return ring + E * (2 * stage + q + kvs + o) + 4 * 3 * rows;
   const std::int64_t g = host_exchange_->key_staging_elems();
-  return ring + E * (2 * q + 3 * q + 2 * kvs) + 4 * (q + 2 * kvs + 2 * g + 2 * kv + 3 * rows);
+  return ring + E * (2 * stage + q + 2 * o + kvs) + 4 * (q + kvs + 2 * g + kv + 3 * rows);
 }
 
 void HybridAttention::add_ring_timings() {
@@ -240,7 +246,7 @@ void HybridAttention::run_backward(const typename Space::execution_space& exec, 
                                    SpaceTensor3<const float, Space> lse, SpaceTensor4<T, Space> dq,
                                    SpaceTensor4<T, Space> dk, SpaceTensor4<T, Space> dv) {
   const AttentionConfig& c = config_;
-  const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim;
+  const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim, DV = c.dv();
   timings_ = PassTimings();
   ScopedSeconds total(timings_.total);
 
@@ -250,15 +256,15 @@ void HybridAttention::run_backward(const typename Space::execution_space& exec, 
   HeadShardedInputs<T, Space> full(ws, x, c.heads);
   T* send = full.stage.send.data();
   T* recv = full.stage.recv.data();
-  auto dout_full = ws.template tensor4<T>("rfa::hybrid_dout", B, rows, hp, D);
+  auto dout_full = ws.template tensor4<T>("rfa::hybrid_dout", B, rows, hp, DV);
   // The ring's gradients in fp32: dQ is rounded once, on its way home; dK/dV partials of a
   // K/V head shared by several ranks are summed on arrival.
   auto dq_full = ws.template tensor4<float>("rfa::hybrid_dq", B, rows, hp, D);
   auto dk_full = ws.template tensor4<float>("rfa::hybrid_dk", B, rows, slots, D);
-  auto dv_full = ws.template tensor4<float>("rfa::hybrid_dv", B, rows, slots, D);
+  auto dv_full = ws.template tensor4<float>("rfa::hybrid_dv", B, rows, slots, DV);
   Staging<float, Space> grad_stage(ws, "rfa::grad_send", "rfa::grad_recv", x.key_staging_elems());
   auto dk_acc = ws.template tensor4<float>("rfa::dk_acc", B, L, c.kv_heads, D);
-  auto dv_acc = ws.template tensor4<float>("rfa::dv_acc", B, L, c.kv_heads, D);
+  auto dv_acc = ws.template tensor4<float>("rfa::dv_acc", B, L, c.kv_heads, DV);
   auto lse_full = ws.template tensor3<float>("rfa::hybrid_lse", B, hp, rows);
   Staging<float, Space> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
   last_workspace_bytes_ = ws.bytes();

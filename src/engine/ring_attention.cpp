@@ -52,24 +52,26 @@ std::int64_t RingAttention::workspace_bytes(bool backward, bool fp32_gradients) 
   const AttentionConfig& c = config_;
   const std::int64_t elem = std::int64_t(dtype_size(c.dtype));
   const std::int64_t q_elems = c.batch * local_seq_ * c.heads * c.head_dim;
-  const std::int64_t kv_elems = c.batch * local_seq_ * c.kv_heads * c.head_dim;
+  const std::int64_t out_elems = c.batch * local_seq_ * c.heads * c.dv();
+  // K and V together (V's head dim may differ).
+  const std::int64_t kv_elems = c.batch * local_seq_ * c.kv_heads * (c.head_dim + c.dv());
   const std::int64_t row_elems = c.batch * c.heads * local_seq_;
   const bool fp32 = c.dtype == RFA_DTYPE_FLOAT32;
   const bool moves = steps_.size() > 1;  // a pass of one step moves and merges nothing
   // Two K/V receive buffers (K and V each) in the storage dtype.
-  std::int64_t bytes = moves ? 2 * 2 * kv_elems * elem : 0;
+  std::int64_t bytes = moves ? 2 * kv_elems * elem : 0;
   if (!backward) {
     // fp32 output accumulator (fp32 callers' out is used in place, and so is a 16-bit out
     // written directly by the one block of a one-step pass).
-    bytes += fp32 || direct_output() ? 0 : q_elems * 4;
+    bytes += fp32 || direct_output() ? 0 : out_elems * 4;
     // One block's fp32 partial output and lse; the CUDA kernels merge in their epilogue instead.
-    if (c.device == Device::host && moves) bytes += q_elems * 4 + row_elems * 4;
+    if (c.device == Device::host && moves) bytes += out_elems * 4 + row_elems * 4;
   } else {
-    const bool grads_in_place = fp32 || fp32_gradients;             // fp32 dQ, dK and dV accumulate in place
-    if (moves) bytes += 2 * 2 * kv_elems * 4;                       // two travelling dK/dV partials, fp32
-    if (steps_.size() > 2) bytes += 2 * kv_elems * 4;               // this step's dK/dV contribution, fp32
-    bytes += (grads_in_place ? 0 : 2 * kv_elems * 4 + q_elems * 4)  // fp32 dK/dV of the own block, dQ
-             + row_elems * 4;                                       // D = rowsum(dO * O)
+    const bool grads_in_place = fp32 || fp32_gradients;         // fp32 dQ, dK and dV accumulate in place
+    if (moves) bytes += 2 * kv_elems * 4;                       // two travelling dK/dV partials, fp32
+    if (steps_.size() > 2) bytes += kv_elems * 4;               // this step's dK/dV contribution, fp32
+    bytes += (grads_in_place ? 0 : kv_elems * 4 + q_elems * 4)  // fp32 dK/dV of the own block, dQ
+             + row_elems * 4;                                   // D = rowsum(dO * O)
   }
   return bytes + kernel_workspace_bytes(backward);
 }

@@ -69,7 +69,7 @@ void RingAttention::run_backward(
   const int P = ranks(), me = position();
   const bool communicate = mode != RingMode::compute_only;
   const bool compute = mode != RingMode::comm_only;
-  const std::int64_t B = c.batch, HKV = c.kv_heads, D = c.head_dim;
+  const std::int64_t B = c.batch, HKV = c.kv_heads, D = c.head_dim, DV = c.dv();
 
   constexpr bool kFp32Grads = std::is_same<TGrad, float>::value;
   Workspace<Space> ws = blocks.workspace(workspace_pass(true, int(mode)));
@@ -82,7 +82,7 @@ void RingAttention::run_backward(
     dv_home = dv;
   } else {
     dk_home = ws.template tensor4<float>("rfa::dk_home", B, L, HKV, D);
-    dv_home = ws.template tensor4<float>("rfa::dv_home", B, L, HKV, D);
+    dv_home = ws.template tensor4<float>("rfa::dv_home", B, L, HKV, DV);
   }
   TravellingGradients<Compute> grads(blocks, ws, comm_, c, L, dk_home, dv_home, communicate, steps_);
   Grad dq_acc;

@@ -74,7 +74,7 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
   if constexpr (std::is_same<T, float>::value) {
     acc = out;
   } else {
-    if (!direct) acc = ws.template tensor4<float>("rfa::out_acc", c.batch, L, c.heads, c.head_dim);
+    if (!direct) acc = ws.template tensor4<float>("rfa::out_acc", c.batch, L, c.heads, c.dv());
   }
   // Scratch for one block's partial, unless the backend merges inside its forward kernel or the
   // pass has one step (nothing to merge).
@@ -82,7 +82,7 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
   typename Compute::template Tensor3<float> block_lse;
   if constexpr (!Compute::kMergesInKernel) {
     if (steps_.size() > 1) {
-      block_out = ws.template tensor4<float>("rfa::block_out", c.batch, L, c.heads, c.head_dim);
+      block_out = ws.template tensor4<float>("rfa::block_out", c.batch, L, c.heads, c.dv());
       block_lse = ws.template tensor3<float>("rfa::block_lse", c.batch, c.heads, L);
     }
   }

@@ -24,7 +24,7 @@ void check_input_tensors(const AttentionConfig& c, std::int64_t local_seq, const
           " but the context was configured for ", dtype_name(c.dtype));
   kernels::check_tensor(q, "q", c.batch, local_seq, c.heads, c.head_dim);
   kernels::check_tensor(k, "k", c.batch, local_seq, c.kv_heads, c.head_dim);
-  kernels::check_tensor(v, "v", c.batch, local_seq, c.kv_heads, c.head_dim);
+  kernels::check_tensor(v, "v", c.batch, local_seq, c.kv_heads, c.dv());
 }
 
 /// q, k, v, out and lse of a forward.
@@ -32,7 +32,7 @@ template <class T, class In, class Out, class Lse>
 void check_forward_tensors(const AttentionConfig& c, std::int64_t local_seq, const In& q, const In& k, const In& v,
                            const Out& out, const Lse& lse) {
   check_input_tensors<T>(c, local_seq, q, k, v);
-  kernels::check_tensor(out, "out", c.batch, local_seq, c.heads, c.head_dim);
+  kernels::check_tensor(out, "out", c.batch, local_seq, c.heads, c.dv());
   kernels::check_tensor(lse, "lse", c.batch, c.heads, local_seq);
 }
 
@@ -42,12 +42,12 @@ void check_backward_tensors(const AttentionConfig& c, std::int64_t local_seq, co
                             const In& out, const In& dout, const Lse& lse, const Grad& dq, const Grad& dk,
                             const Grad& dv) {
   check_input_tensors<T>(c, local_seq, q, k, v);
-  kernels::check_tensor(out, "out", c.batch, local_seq, c.heads, c.head_dim);
-  kernels::check_tensor(dout, "dout", c.batch, local_seq, c.heads, c.head_dim);
+  kernels::check_tensor(out, "out", c.batch, local_seq, c.heads, c.dv());
+  kernels::check_tensor(dout, "dout", c.batch, local_seq, c.heads, c.dv());
   kernels::check_tensor(lse, "lse", c.batch, c.heads, local_seq);
   kernels::check_tensor(dq, "dq", c.batch, local_seq, c.heads, c.head_dim);
   kernels::check_tensor(dk, "dk", c.batch, local_seq, c.kv_heads, c.head_dim);
-  kernels::check_tensor(dv, "dv", c.batch, local_seq, c.kv_heads, c.head_dim);
+  kernels::check_tensor(dv, "dv", c.batch, local_seq, c.kv_heads, c.dv());
 }
 
 }  // namespace engine

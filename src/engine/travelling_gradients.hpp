@@ -39,17 +39,18 @@ class TravellingGradients {
         dv_home_(dv_home),
         communicate_(communicate),
         steps_(steps),
-        bytes_(std::size_t(c.batch * local_seq * c.kv_heads * c.head_dim) * sizeof(float)) {
-    const std::int64_t B = c.batch, L = local_seq, HKV = c.kv_heads, D = c.head_dim;
+        k_bytes_(std::size_t(c.batch * local_seq * c.kv_heads * c.head_dim) * sizeof(float)),
+        v_bytes_(std::size_t(c.batch * local_seq * c.kv_heads * c.dv()) * sizeof(float)) {
+    const std::int64_t B = c.batch, L = local_seq, HKV = c.kv_heads, D = c.head_dim, DV = c.dv();
     if (steps.size() > 1) {
       dk_part_[0] = ws.template tensor4<float>("rfa::dk_part0", B, L, HKV, D);
-      dv_part_[0] = ws.template tensor4<float>("rfa::dv_part0", B, L, HKV, D);
+      dv_part_[0] = ws.template tensor4<float>("rfa::dv_part0", B, L, HKV, DV);
       dk_part_[1] = ws.template tensor4<float>("rfa::dk_part1", B, L, HKV, D);
-      dv_part_[1] = ws.template tensor4<float>("rfa::dv_part1", B, L, HKV, D);
+      dv_part_[1] = ws.template tensor4<float>("rfa::dv_part1", B, L, HKV, DV);
     }
     if (steps.size() > 2) {
       dk_step_ = ws.template tensor4<float>("rfa::dk_step", B, L, HKV, D);
-      dv_step_ = ws.template tensor4<float>("rfa::dv_step", B, L, HKV, D);
+      dv_step_ = ws.template tensor4<float>("rfa::dv_step", B, L, HKV, DV);
     }
   }
 
@@ -110,9 +111,9 @@ class TravellingGradients {
     const std::size_t n = steps_.size();
     const int s = steps_[i_], P = comm_.size();
     const int hops = i_ + 1 < n ? steps_[i_ + 1] - s : P - s;
-    send_k_ = comm_.start_shift_exchange(dk_block_.data(), dk_part_[(i_ + 1) % 2].data(), bytes_, hops);
-    send_v_ = comm_.start_shift_exchange(dv_block_.data(), dv_part_[(i_ + 1) % 2].data(), bytes_, hops);
-    return std::int64_t(2 * bytes_);
+    send_k_ = comm_.start_shift_exchange(dk_block_.data(), dk_part_[(i_ + 1) % 2].data(), k_bytes_, hops);
+    send_v_ = comm_.start_shift_exchange(dv_block_.data(), dv_part_[(i_ + 1) % 2].data(), v_bytes_, hops);
+    return std::int64_t(k_bytes_ + v_bytes_);
   }
 
   /// After the last step (and wait_arrival()): adds what the other ranks summed for this rank's
@@ -136,7 +137,7 @@ class TravellingGradients {
   comm::Exchange send_k_, send_v_;
   bool communicate_;
   const std::vector<int>& steps_;
-  std::size_t bytes_;
+  std::size_t k_bytes_, v_bytes_;
   std::size_t i_ = 0;
   bool apart_ = false;
 };

@@ -33,14 +33,15 @@ class TravellingKV {
         v_(v),
         communicate_(communicate),
         steps_(steps),
-        bytes_(std::size_t(c.batch * local_seq * c.kv_heads * c.head_dim) * sizeof(T)) {
+        k_bytes_(std::size_t(c.batch * local_seq * c.kv_heads * c.head_dim) * sizeof(T)),
+        v_bytes_(std::size_t(c.batch * local_seq * c.kv_heads * c.dv()) * sizeof(T)) {
     // A pass of one step (one rank, or a window within the local block) moves nothing.
     if (steps.size() < 2) return;
     for (int i = 0; i < 2; ++i) {
       k_recv_[i] =
           ws.template tensor4<T>(i == 0 ? "rfa::k_recv0" : "rfa::k_recv1", c.batch, local_seq, c.kv_heads, c.head_dim);
       v_recv_[i] =
-          ws.template tensor4<T>(i == 0 ? "rfa::v_recv0" : "rfa::v_recv1", c.batch, local_seq, c.kv_heads, c.head_dim);
+          ws.template tensor4<T>(i == 0 ? "rfa::v_recv0" : "rfa::v_recv1", c.batch, local_seq, c.kv_heads, c.dv());
     }
   }
 
@@ -49,9 +50,9 @@ class TravellingKV {
   std::int64_t start(std::size_t i) {
     if (!moves_after(i)) return 0;
     const int hops = steps_[i + 1] - steps_[i];
-    send_k_ = comm_.start_shift_exchange(k_.data(), k_recv_[i % 2].data(), bytes_, hops);
-    send_v_ = comm_.start_shift_exchange(v_.data(), v_recv_[i % 2].data(), bytes_, hops);
-    return std::int64_t(2 * bytes_);
+    send_k_ = comm_.start_shift_exchange(k_.data(), k_recv_[i % 2].data(), k_bytes_, hops);
+    send_v_ = comm_.start_shift_exchange(v_.data(), v_recv_[i % 2].data(), v_bytes_, hops);
+    return std::int64_t(k_bytes_ + v_bytes_);
   }
 
   /// The i-th step ends: wait for the next block and hold it.
@@ -77,7 +78,7 @@ class TravellingKV {
   comm::Exchange send_k_, send_v_;
   bool communicate_;
   const std::vector<int>& steps_;
-  std::size_t bytes_;
+  std::size_t k_bytes_, v_bytes_;
 };
 
 }  // namespace engine

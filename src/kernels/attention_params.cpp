@@ -41,6 +41,10 @@ void validate(const AttentionParams& p) {
     fail(RFA_ERROR_UNSUPPORTED, "head_dim ", p.head_dim, " is not supported: it must be a multiple of 8 between 8 and ",
          kMaxHeadDim);
   }
+  if (p.value_dim != 0 && (p.value_dim < 8 || p.value_dim > kMaxHeadDim || p.value_dim % 8 != 0)) {
+    fail(RFA_ERROR_UNSUPPORTED, "value head dim ", p.value_dim,
+         " is not supported: it must be a multiple of 8 between 8 and ", kMaxHeadDim, " (0: head_dim)");
+  }
   require(std::isfinite(p.softmax_scale) && p.softmax_scale >= 0.0f,
           "softmax_scale must be finite and >= 0 (0 selects 1/sqrt(head_dim)), got ", p.softmax_scale);
   require(std::isfinite(p.softcap) && p.softcap >= 0.0f, "softcap must be finite and >= 0 (0: scores not capped), got ",

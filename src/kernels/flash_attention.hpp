@@ -3,8 +3,10 @@
 // (Q block, K/V block) pair of the ring: masks are applied on global positions, so the
 // same call serves every layout and every ring step (docs/architecture.md §3-§4).
 //
-// Layouts: q, out, dout, dq: [batch][seq_q][heads][head_dim]; k, v, dk, dv:
-// [batch][seq_k][kv_heads][head_dim]; lse, delta: [batch][heads][seq_q], fp32, natural log.
+// Layouts: q, dq: [batch][seq_q][heads][head_dim]; k, dk: [batch][seq_k][kv_heads][head_dim];
+// out, dout: [batch][seq_q][heads][dv]; v, dv: [batch][seq_k][kv_heads][dv], dv the value head
+// dim (AttentionParams::dv(), head_dim unless set); lse, delta: [batch][heads][seq_q], fp32,
+// natural log.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -33,6 +35,9 @@ struct AttentionParams {
   std::int64_t heads = 0;
   std::int64_t kv_heads = 0;
   std::int64_t head_dim = 0;
+  /// Head dim of V, out, dout and dV where it differs from that of Q and K (MLA's 128 beside
+  /// 192). 0: head_dim. Read it through dv().
+  std::int64_t value_dim = 0;
   /// Multiplies QK^T before the softmax. 0 means the default, 1/sqrt(head_dim).
   float softmax_scale = 0.0f;
   /// Soft-capped scores: with softcap > 0 each scaled score s becomes softcap * tanh(s / softcap)
@@ -66,6 +71,8 @@ struct AttentionParams {
   bool fp32_accurate_partials = true;
 
   float scale() const;
+  /// The head dim of V, out, dout and dV.
+  std::int64_t dv() const { return value_dim != 0 ? value_dim : head_dim; }
   /// The mask, the window, the documents and the ranges of batch entry `entry`, as the kernels
   /// test them.
   MaskRule rule(std::int64_t entry) const {
@@ -103,7 +110,8 @@ struct ProgressHook {
   void* context = nullptr;
 };
 
-/// Largest head dimension the portable kernels accept; head_dim must be a multiple of 8.
+/// Largest head dimension the portable kernels accept, for Q and K and for V; each must be a
+/// multiple of 8.
 constexpr std::int64_t kMaxHeadDim = 256;
 
 /// Makes a params struct for the common single-sequence case: queries and keys both start at
@@ -134,10 +142,10 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
                    ForwardWorkspace* workspace = nullptr);
 
 /// Bytes flash_forward allocates for itself on a call with these params and storage dtype, so
-/// the engine's memory formulas can count them: where bf16 runs on AMX tiles, K and V in the
-/// tiles' forms, 4 * batch * kv_heads * roundup(seq_k, 128) * head_dim in two buffers;
-/// elsewhere fp32 copies of K and V head by head, 8 * batch * kv_heads *
-/// 96 * (head_dim + 16) per 96-key tile that some query tile sees (every tile without a mask)
+/// the engine's memory formulas can count them: where bf16 runs on bf16 products, K and V in
+/// the products' forms, 2 * batch * kv_heads * roundup(seq_k, 128) * (head_dim + dv) in two
+/// buffers; elsewhere fp32 copies of K and V head by head, 4 * batch * kv_heads * 96 *
+/// (head_dim + dv + 32) per 96-key tile that some query tile sees (every tile without a mask)
 /// in two buffers, and 8 * ceil(seq_k / 96) for two tables.
 std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
 
@@ -171,10 +179,10 @@ struct BackwardWorkspace {
   Kokkos::View<unsigned char*, HostSpace> q, dout;
 };
 
-/// The same for flash_backward_accumulate: where bf16 runs on AMX tiles, Q^T and dO^T of every
-/// head, 4 * batch * heads * roundup(seq_q, 128) * head_dim in one buffer;
-/// elsewhere fp32 copies of Q and dO head by head, 8 * batch * heads * roundup(seq_q, 96) *
-/// (head_dim + 16) in two buffers.
+/// The same for flash_backward_accumulate: where bf16 runs on bf16 products, Q^T and dO^T of
+/// every head, 2 * batch * heads * roundup(seq_q, 128) * (head_dim + dv) in one buffer;
+/// elsewhere fp32 copies of Q and dO head by head, 4 * batch * heads * roundup(seq_q, 96) *
+/// (head_dim + dv + 32) in two buffers.
 std::int64_t flash_backward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
 
 /// forward_workspace_buffers() for flash_backward_accumulate.

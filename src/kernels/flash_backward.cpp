@@ -50,9 +50,9 @@ using Exec = Kokkos::DefaultHostExecutionSpace;
 using Policy = Kokkos::TeamPolicy<Exec>;
 using Member = Policy::member_type;
 
-/// Q and dO of one call in fp32, head by head: [batch][head][query tile][row][row_pitch(d)],
-/// padded with zero rows to whole tiles, so a query tile is one contiguous block the products
-/// read in place.
+/// Q and dO of one call in fp32, head by head: [batch][head][query tile][row][row_pitch(d)] (dO's
+/// rows row_pitch(dv) apart), padded with zero rows to whole tiles, so a query tile is one contiguous block the
+/// products read in place.
 struct HeadMajorQD {
   const float* q = nullptr;
   const float* dout = nullptr;
@@ -61,13 +61,14 @@ struct HeadMajorQD {
 
 std::int64_t query_tiles(const AttentionParams& p) { return (p.seq_q + kTileRows - 1) / kTileRows; }
 
-std::int64_t head_major_qd_bytes(const AttentionParams& p) {
-  return std::int64_t(sizeof(float)) * p.batch * p.heads * query_tiles(p) * kTileRows * row_pitch(int(p.head_dim));
+/// Bytes of a head-major copy of rows `width` floats wide (Q: head_dim, dO: dv).
+std::int64_t head_major_bytes(const AttentionParams& p, std::int64_t width) {
+  return std::int64_t(sizeof(float)) * p.batch * p.heads * query_tiles(p) * kTileRows * row_pitch(int(width));
 }
 
 std::vector<WorkspaceBuffer> head_major_qd_buffers(BackwardWorkspace& ws, const AttentionParams& p) {
-  const std::int64_t bytes = head_major_qd_bytes(p);
-  return {{"rfa::head_major_q", bytes, &ws.q}, {"rfa::head_major_dout", bytes, &ws.dout}};
+  return {{"rfa::head_major_q", head_major_bytes(p, p.head_dim), &ws.q},
+          {"rfa::head_major_dout", head_major_bytes(p, p.dv()), &ws.dout}};
 }
 
 /// Q and dO converted to fp32 head by head once per call (docs/architecture.md §3): every key
@@ -81,7 +82,7 @@ HeadMajorQD copy_head_major(const AttentionParams& p, const Tensor4<const T>& tq
   const std::int64_t head_rows = query_tiles(p) * kTileRows;
   float* const qd = reinterpret_cast<float*>(ws.q.data());
   float* const dod = reinterpret_cast<float*>(ws.dout.data());
-  copy_rows_head_major<Exec>("rfa::head_major_qd", tq, tdo, qd, dod, head_rows, p.seq_q, row_pitch(int(p.head_dim)),
+  copy_rows_head_major<Exec>("rfa::head_major_qd", tq, tdo, qd, dod, head_rows, p.seq_q,
                              [](std::int64_t i) { return i; });
   return {qd, dod, head_rows};
 }
@@ -93,7 +94,8 @@ struct BackwardTiles {
   HeadMajorQD qd;
   Tensor3<const float> lse, delta;
   Tensor4<float> dq, dk, dv;
-  int d = 0;
+  int d = 0;      // head dim of Q and K
+  int dim_v = 0;  // head dim of V and dO
   int group = 1;
   int n_qtiles = 0;
   std::int64_t first_item = 0;  // league rank 0 of this launch (kernels/league_chunks.hpp)
@@ -107,13 +109,13 @@ struct BackwardTiles {
     std::int64_t *q_pos, *k_pos;
   };
 
-  static Scratch carve(ScratchCarver& c, int d) {
+  static Scratch carve(ScratchCarver& c, int d, int dim_v) {
     Scratch s;
     s.k_rows = c.take<float>(std::size_t(kTileCols) * row_pitch(d));
     s.kt = c.take<float>(std::size_t(kScorePitch) * d);
-    s.vt = c.take<float>(std::size_t(kScorePitch) * d);
+    s.vt = c.take<float>(std::size_t(kScorePitch) * dim_v);
     s.dk = c.take<float>(std::size_t(kTileCols) * row_pitch(d));
-    s.dv = c.take<float>(std::size_t(kTileCols) * row_pitch(d));
+    s.dv = c.take<float>(std::size_t(kTileCols) * row_pitch(dim_v));
     s.dq = c.take<float>(std::size_t(kTileRows) * row_pitch(d));
     s.p = c.take<float>(std::size_t(kTileRows) * kScorePitch);
     s.ds = c.take<float>(std::size_t(kTileRows) * kScorePitch);
@@ -132,12 +134,12 @@ struct BackwardTiles {
     const int b = int(bhk / p.kv_heads);
     const int kt_begin = int(std::int64_t(chunk) * n_ktiles / n_chunks);
     const int kt_end = int(std::int64_t(chunk + 1) * n_ktiles / n_chunks);
-    Scratch s = carve_team_scratch<BackwardTiles>(team, d);
+    Scratch s = carve_team_scratch<BackwardTiles>(team, d, dim_v);
     for (int kt = kt_begin; kt < kt_end; ++kt) key_tile(s, b, hk, kt);
   }
 
   void key_tile(const Scratch& s, int b, int hk, int kt) const {
-    const int ld = row_pitch(d);
+    const int ld = row_pitch(d), ldv = row_pitch(dim_v);
     const std::int64_t c0 = std::int64_t(kt) * kTileCols;
     const int cols = int(std::min<std::int64_t>(kTileCols, p.seq_k - c0));
     // A key tile no query sees adds nothing: neither its K/V rows nor its dK/dV rows are touched
@@ -150,20 +152,16 @@ struct BackwardTiles {
       if (j < cols) {
         s.k_pos[j] = p.k_pos(c0 + j);
         load_row(&k(b, c0 + j, hk, 0), krow, d);
-        load_row(&v(b, c0 + j, hk, 0), vrow, d);
+        load_row(&v(b, c0 + j, hk, 0), vrow, dim_v);
       } else {
         zero_row(krow, d);
-        zero_row(vrow, d);
+        zero_row(vrow, dim_v);
       }
-      for (int x = 0; x < d; ++x) {
-        s.kt[x * kScorePitch + j] = krow[x];
-        s.vt[x * kScorePitch + j] = vrow[x];
-      }
+      for (int x = 0; x < d; ++x) s.kt[x * kScorePitch + j] = krow[x];
+      for (int x = 0; x < dim_v; ++x) s.vt[x * kScorePitch + j] = vrow[x];
     }
-    for (int i = 0; i < cols_padded * ld; ++i) {
-      s.dk[i] = 0.0f;
-      s.dv[i] = 0.0f;
-    }
+    for (int i = 0; i < cols_padded * ld; ++i) s.dk[i] = 0.0f;
+    for (int i = 0; i < cols_padded * ldv; ++i) s.dv[i] = 0.0f;
     // The query tiles of every head of the GQA group that see this key tile, in order; each
     // one's Q and dO rows are asked for beside the previous one's last products.
     QueryTileRef tile = next_visible(b, 0, 0, c0, cols);
@@ -174,7 +172,7 @@ struct BackwardTiles {
     }
     for (int j = 0; j < cols; ++j) {
       add_row(s.dk + j * ld, &dk(b, c0 + j, hk, 0), d);
-      add_row(s.dv + j * ld, &dv(b, c0 + j, hk, 0), d);
+      add_row(s.dv + j * ldv, &dv(b, c0 + j, hk, 0), dim_v);
     }
   }
 
@@ -200,15 +198,16 @@ struct BackwardTiles {
     return {group, 0, TileVisibility::hidden};
   }
 
-  /// The first row of query tile qt of head h of batch b in a head-major copy.
-  const float* query_rows(const float* copy, int b, int h, int qt) const {
-    return copy + ((std::int64_t(b) * p.heads + h) * qd.head_rows + std::int64_t(qt) * kTileRows) * row_pitch(d);
+  /// The first row of query tile qt of head h of batch b in a head-major copy of rows `width`
+  /// floats wide (Q: d, dO: dv).
+  const float* query_rows(const float* copy, int width, int b, int h, int qt) const {
+    return copy + ((std::int64_t(b) * p.heads + h) * qd.head_rows + std::int64_t(qt) * kTileRows) * row_pitch(width);
   }
   /// Asks for the rows of query tile qt of a head-major copy over `steps` steps.
-  RowPrefetcher prefetch_rows(const float* copy, int b, int h, int qt, int steps) const {
+  RowPrefetcher prefetch_rows(const float* copy, int width, int b, int h, int qt, int steps) const {
     const int rows = int(std::min<std::int64_t>(kTileRows, p.seq_q - std::int64_t(qt) * kTileRows));
-    return RowPrefetcher(query_rows(copy, b, h, qt), std::ptrdiff_t(row_pitch(d) * sizeof(float)),
-                         round_up(rows, kMicroRows), d * sizeof(float), steps);
+    return RowPrefetcher(query_rows(copy, width, b, h, qt), std::ptrdiff_t(row_pitch(width) * sizeof(float)),
+                         round_up(rows, kMicroRows), width * sizeof(float), steps);
   }
 
   /// One query tile against the key tile in scratch; the rows of `next` (if any) are asked for
@@ -217,14 +216,14 @@ struct BackwardTiles {
                   int cols_padded) const {
     const int h = hk * group + tile.g;
     const int qt = tile.qt;
-    const int ld = row_pitch(d);
+    const int ld = row_pitch(d), ldv = row_pitch(dim_v);
     const std::int64_t r0 = std::int64_t(qt) * kTileRows;
     const int rows = int(std::min<std::int64_t>(kTileRows, p.seq_q - r0));
     const MaskRule rule = p.rule(b);
     if (progress.poll) progress.poll(progress.context);
     const int rows_padded = round_up(rows, kMicroRows);
-    const float* const q_rows = query_rows(qd.q, b, h, qt);
-    const float* const dout_rows = query_rows(qd.dout, b, h, qt);
+    const float* const q_rows = query_rows(qd.q, d, b, h, qt);
+    const float* const dout_rows = query_rows(qd.dout, dim_v, b, h, qt);
     const float inf = std::numeric_limits<float>::infinity();
     for (int i = 0; i < rows_padded; ++i) {
       const bool real = i < rows;
@@ -260,8 +259,8 @@ struct BackwardTiles {
     };
     gemm<Update::overwrite>(rows_padded, cols_padded, d, RowMajorA{q_rows, ld}, s.kt, kScorePitch, s.p, kScorePitch,
                             NothingAfterTile{}, hidden_scores_of(s.p));
-    gemm<Update::overwrite>(rows_padded, cols_padded, d, RowMajorA{dout_rows, ld}, s.vt, kScorePitch, s.ds, kScorePitch,
-                            NothingAfterTile{}, hidden_scores_of(s.ds));
+    gemm<Update::overwrite>(rows_padded, cols_padded, dim_v, RowMajorA{dout_rows, ldv}, s.vt, kScorePitch, s.ds,
+                            kScorePitch, NothingAfterTile{}, hidden_scores_of(s.ds));
 
     // P = exp(scale S - lse), dS = scale * P (dP - D): scale is folded in here so dQ and dK
     // come out of their products already scaled.
@@ -306,15 +305,15 @@ struct BackwardTiles {
     // below).
     const bool more = next.g < group;
     const int next_h = hk * group + next.g;
-    gemm<Update::accumulate>(cols_padded, d, rows_padded, TransposedA{s.p, kScorePitch}, dout_rows, ld, s.dv, ld,
+    gemm<Update::accumulate>(cols_padded, dim_v, rows_padded, TransposedA{s.p, kScorePitch}, dout_rows, ldv, s.dv, ldv,
                              NothingAfterTile{}, unseen_keys);
     RowPrefetcher next_dout, next_q;
-    if (more) next_dout = prefetch_rows(qd.dout, b, next_h, next.qt, gemm_micro_tiles(cols_padded, d));
+    if (more) next_dout = prefetch_rows(qd.dout, dim_v, b, next_h, next.qt, gemm_micro_tiles(cols_padded, d));
     gemm<Update::accumulate>(
         cols_padded, d, rows_padded, TransposedA{s.ds, kScorePitch}, q_rows, ld, s.dk, ld, [&] { next_dout.step(); },
         unseen_keys);
     next_dout.finish();
-    if (more) next_q = prefetch_rows(qd.q, b, next_h, next.qt, gemm_micro_tiles(rows_padded, d));
+    if (more) next_q = prefetch_rows(qd.q, d, b, next_h, next.qt, gemm_micro_tiles(rows_padded, d));
     RowPrefetcher dq_lines(&dq(b, r0, h, 0), std::ptrdiff_t(dq.stride(1) * sizeof(float)), rows, d * sizeof(float),
                            gemm_micro_tiles(rows_padded, d));
     gemm<Update::overwrite>(
@@ -361,10 +360,10 @@ struct DeltaRows {
 template <class T, class TOut>
 void compute_delta(const AttentionParams& p, Tensor4<const T> dout, Tensor4<const TOut> out, Tensor3<float> delta) {
   validate(p);
-  check_tensor(dout, "dout", p.batch, p.seq_q, p.heads, p.head_dim);
-  check_tensor(out, "out", p.batch, p.seq_q, p.heads, p.head_dim);
+  check_tensor(dout, "dout", p.batch, p.seq_q, p.heads, p.dv());
+  check_tensor(out, "out", p.batch, p.seq_q, p.heads, p.dv());
   check_tensor(delta, "delta", p.batch, p.heads, p.seq_q);
-  DeltaRows<T, TOut> f{dout, out, delta, p.seq_q, p.heads, int(p.head_dim)};
+  DeltaRows<T, TOut> f{dout, out, delta, p.seq_q, p.heads, int(p.dv())};
   Kokkos::parallel_for("rfa::compute_delta",
                        Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0, p.batch * p.seq_q * p.heads), f);
   Exec().fence();
@@ -378,13 +377,13 @@ void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Ten
   validate(p);
   check_tensor(q, "q", p.batch, p.seq_q, p.heads, p.head_dim);
   check_tensor(k, "k", p.batch, p.seq_k, p.kv_heads, p.head_dim);
-  check_tensor(v, "v", p.batch, p.seq_k, p.kv_heads, p.head_dim);
-  check_tensor(dout, "dout", p.batch, p.seq_q, p.heads, p.head_dim);
+  check_tensor(v, "v", p.batch, p.seq_k, p.kv_heads, p.dv());
+  check_tensor(dout, "dout", p.batch, p.seq_q, p.heads, p.dv());
   check_tensor(lse, "lse", p.batch, p.heads, p.seq_q);
   check_tensor(delta, "delta", p.batch, p.heads, p.seq_q);
   check_tensor(dq, "dq", p.batch, p.seq_q, p.heads, p.head_dim);
   check_tensor(dk, "dk", p.batch, p.seq_k, p.kv_heads, p.head_dim);
-  check_tensor(dv, "dv", p.batch, p.seq_k, p.kv_heads, p.head_dim);
+  check_tensor(dv, "dv", p.batch, p.seq_k, p.kv_heads, p.dv());
 
   if constexpr (std::is_same<T, bf16_t>::value) {
     if (flash_backward_bf16(p, q, k, v, dout, lse, delta, dq, dk, dv, progress, workspace)) return;
@@ -401,6 +400,7 @@ void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Ten
   f.dv = dv;
   if (Exec().concurrency() == 1) f.progress = progress;
   f.d = int(p.head_dim);
+  f.dim_v = int(p.dv());
   f.group = int(p.heads / p.kv_heads);
   f.n_qtiles = int(query_tiles(p));
   f.n_ktiles = int((p.seq_k + kTileCols - 1) / kTileCols);
@@ -411,7 +411,7 @@ void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Ten
   f.atomic_dq = f.n_chunks > 1;
   BackwardWorkspace own;  // freed at return unless the caller keeps one
   f.qd = copy_head_major(p, q, dout, workspace ? *workspace : own);
-  const std::size_t scratch = scratch_bytes<BackwardTiles<T>>(f.d);
+  const std::size_t scratch = scratch_bytes<BackwardTiles<T>>(f.d, f.dim_v);
   for_each_league_chunk<Policy>("rfa::flash_backward", units * f.n_chunks, f,
                                 [&](Policy& policy) { policy.set_scratch_size(1, Kokkos::PerTeam(scratch)); });
   Exec().fence();
@@ -419,7 +419,7 @@ void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Ten
 
 std::int64_t flash_backward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
   const std::int64_t packed = flash_backward_bf16_workspace_bytes(p, dtype);
-  return packed > 0 ? packed : 2 * head_major_qd_bytes(p);
+  return packed > 0 ? packed : head_major_bytes(p, p.head_dim) + head_major_bytes(p, p.dv());
 }
 
 std::vector<WorkspaceBuffer> backward_workspace_buffers(BackwardWorkspace& workspace, const AttentionParams& p,
@@ -436,7 +436,7 @@ void flash_backward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const 
   validate(p);
   check_tensor(dq, "dq", p.batch, p.seq_q, p.heads, p.head_dim);
   check_tensor(dk, "dk", p.batch, p.seq_k, p.kv_heads, p.head_dim);
-  check_tensor(dv, "dv", p.batch, p.seq_k, p.kv_heads, p.head_dim);
+  check_tensor(dv, "dv", p.batch, p.seq_k, p.kv_heads, p.dv());
   const auto delta_owned = allocate_tensor<Tensor3<float>>("rfa::delta", p.batch, p.heads, p.seq_q);
   const Tensor3<float> delta = delta_owned.view;
   compute_delta<T, T>(p, dout, out, delta);
@@ -448,7 +448,7 @@ void flash_backward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const 
   } else {
     const auto dq32_owned = allocate_tensor<Tensor4<float>>("rfa::dq32", p.batch, p.seq_q, p.heads, p.head_dim);
     const auto dk32_owned = allocate_tensor<Tensor4<float>>("rfa::dk32", p.batch, p.seq_k, p.kv_heads, p.head_dim);
-    const auto dv32_owned = allocate_tensor<Tensor4<float>>("rfa::dv32", p.batch, p.seq_k, p.kv_heads, p.head_dim);
+    const auto dv32_owned = allocate_tensor<Tensor4<float>>("rfa::dv32", p.batch, p.seq_k, p.kv_heads, p.dv());
     const Tensor4<float> dq32 = dq32_owned.view, dk32 = dk32_owned.view, dv32 = dv32_owned.view;
     for (const Tensor4<float>& g : {dq32, dk32, dv32}) fill_elements(g, 0.0f);  // accumulated into
     flash_backward_accumulate<T>(p, q, k, v, dout, lse, delta, dq32, dk32, dv32, ProgressHook(), workspace);

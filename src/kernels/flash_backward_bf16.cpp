@@ -62,14 +62,16 @@ using Member = Policy::member_type;
 using V = pairs::f16;
 
 /// Where Q^T and dO^T of (head g of the group, query tile t) lie in the packed workspace:
-/// [d][kRows] bf16 each, padded query columns zero.
+/// [d][kRows] and [dv][kRows] bf16, padded query columns zero.
+/// (U: std::uint16_t to write them, const std::uint16_t to read them.)
+template <class U>
 struct QueryTransposes {
-  const std::uint16_t *qt, *doutt;
+  U *qt, *doutt;
 };
-inline QueryTransposes query_transposes(const std::uint16_t* base, int n_qtiles, int g, int t, int d) {
-  const std::size_t tile = std::size_t(kRows) * d;
-  const std::uint16_t* at = base + (std::size_t(g) * n_qtiles + t) * 2 * tile;
-  return {at, at + tile};
+template <class U>
+QueryTransposes<U> query_transposes(U* base, int n_qtiles, int g, int t, int d, int dim_v) {
+  U* at = base + (std::size_t(g) * n_qtiles + t) * kRows * std::size_t(d + dim_v);
+  return {at, at + std::size_t(kRows) * d};
 }
 
 /// Packs Q^T and dO^T of every (b, kv head) unit: every query tile of every head of its group,
@@ -78,7 +80,7 @@ inline QueryTransposes query_transposes(const std::uint16_t* base, int n_qtiles,
 struct PackQuerySide {
   Tensor4<const bf16_t> q, dout;
   std::uint16_t* const* units = nullptr;
-  int kv_heads = 1, d = 0, group = 1, n_qtiles = 0;
+  int kv_heads = 1, d = 0, dim_v = 0, group = 1, n_qtiles = 0;
   std::int64_t seq_q = 0;
 
   void operator()(int item) const {
@@ -89,15 +91,12 @@ struct PackQuerySide {
     const int h = hk * group + g;
     const std::int64_t r0 = std::int64_t(t) * kRows;
     const int rows = int(std::min<std::int64_t>(kRows, seq_q - r0));
-    std::uint16_t* qt = units[unit] + (std::size_t(g) * n_qtiles + t) * 2 * std::size_t(kRows) * d;
-    std::uint16_t* dt = qt + std::size_t(kRows) * d;
+    const QueryTransposes<std::uint16_t> to = query_transposes(units[unit], n_qtiles, g, t, d, dim_v);
     for (int i = 0; i < kRows; ++i) {
       const std::uint16_t* qrow = i < rows ? reinterpret_cast<const std::uint16_t*>(&q(b, r0 + i, h, 0)) : nullptr;
       const std::uint16_t* drow = i < rows ? reinterpret_cast<const std::uint16_t*>(&dout(b, r0 + i, h, 0)) : nullptr;
-      for (int x = 0; x < d; ++x) {
-        qt[std::size_t(x) * kRows + i] = qrow ? qrow[x] : 0;
-        dt[std::size_t(x) * kRows + i] = drow ? drow[x] : 0;
-      }
+      for (int x = 0; x < d; ++x) to.qt[std::size_t(x) * kRows + i] = qrow ? qrow[x] : 0;
+      for (int x = 0; x < dim_v; ++x) to.doutt[std::size_t(x) * kRows + i] = drow ? drow[x] : 0;
     }
   }
 };
@@ -111,7 +110,8 @@ struct Bf16BackwardTiles {
   Tensor3<const float> lse, delta;
   Tensor4<float> dq, dk, dv;
   const std::uint16_t* const* unit_packed = nullptr;  // PackQuerySide's buffer of each (b, kv head)
-  int d = 0;
+  int d = 0;                                          // head dim of Q and K
+  int dim_v = 0;                                      // head dim of V and dO
   int group = 1;
   int n_qtiles = 0;
   int n_ktiles = 0;
@@ -121,28 +121,28 @@ struct Bf16BackwardTiles {
   ProgressHook progress;
 
   struct Scratch {
-    std::uint16_t *kt, *vt, *kp;        // K^T and V^T in pairs along d, K in pairs of key rows
-    float *dkt, *dvt;                   // [d][kCols] accumulators
+    std::uint16_t *kt, *vt, *kp;        // K^T and V^T in pairs along d (dv), K in pairs of key rows
+    float *dkt, *dvt;                   // [d][kCols] and [dv][kCols] accumulators
     float *s, *dp;                      // [kRows][kCols]
     std::uint16_t *p_hi, *p_lo;         // P in pairs of query rows, [kRows / 2][kCols][2]
     std::uint16_t *dsp_hi, *dsp_lo;     // dS likewise
     std::uint16_t *ds_hi, *ds_lo;       // dS rows, [kRows][kCols] (the lo parts: two terms only)
     float* dqt;                         // [kRows][d]: this pair's dQ
-    std::uint16_t *q_tail, *dout_tail;  // a last, partial query tile's rows, zero-padded
+    std::uint16_t *q_tail, *dout_tail;  // a last, partial query tile's rows, zero-padded (d, dv)
     float *lse2, *dlt;
     std::int64_t *q_pos, *k_pos;
   };
 
-  static Scratch carve(ScratchCarver& c, int d) {
-    const std::size_t kd = std::size_t(kCols) * d, rc = std::size_t(kRows) * kCols;
+  static Scratch carve(ScratchCarver& c, int d, int dim_v) {
+    const std::size_t kd = std::size_t(kCols) * d, kdv = std::size_t(kCols) * dim_v, rc = std::size_t(kRows) * kCols;
     const std::size_t kd_pairs = std::size_t(d / 2) * kPairPitch, kp_pairs = std::size_t(kCols / 2) * pair_pitch(d);
     const std::size_t rc_pairs = std::size_t(kRows / 2) * kPairPitch;
     Scratch s;
     s.kt = c.take<std::uint16_t>(kd_pairs);
-    s.vt = c.take<std::uint16_t>(kd_pairs);
+    s.vt = c.take<std::uint16_t>(std::size_t(dim_v / 2) * kPairPitch);
     s.kp = c.take<std::uint16_t>(kp_pairs);
     s.dkt = c.take<float>(kd);
-    s.dvt = c.take<float>(kd);
+    s.dvt = c.take<float>(kdv);
     s.s = c.take<float>(rc);
     s.dp = c.take<float>(rc);
     s.p_hi = c.take<std::uint16_t>(rc_pairs);
@@ -153,7 +153,7 @@ struct Bf16BackwardTiles {
     s.ds_lo = kTwoTerms ? c.take<std::uint16_t>(rc) : nullptr;
     s.dqt = c.take<float>(std::size_t(kRows) * d);
     s.q_tail = c.take<std::uint16_t>(std::size_t(kRows) * d);
-    s.dout_tail = c.take<std::uint16_t>(std::size_t(kRows) * d);
+    s.dout_tail = c.take<std::uint16_t>(std::size_t(kRows) * dim_v);
     s.lse2 = c.take<float>(kRows);
     s.dlt = c.take<float>(kRows);
     s.q_pos = c.take<std::int64_t>(kRows);
@@ -168,7 +168,7 @@ struct Bf16BackwardTiles {
     const int hk = unit % int(p.kv_heads), b = unit / int(p.kv_heads);
     const int kt_begin = int(std::int64_t(chunk) * n_ktiles / n_chunks);
     const int kt_end = int(std::int64_t(chunk + 1) * n_ktiles / n_chunks);
-    Scratch s = carve_team_scratch<Bf16BackwardTiles>(team, d);
+    Scratch s = carve_team_scratch<Bf16BackwardTiles>(team, d, dim_v);
     Products::begin();
     for (int kt = kt_begin; kt < kt_end; ++kt) key_tile(s, b, hk, unit_packed[unit], kt);
     Products::end();
@@ -181,25 +181,26 @@ struct Bf16BackwardTiles {
     const int cols_padded = round_up(cols, kProductStep);
     std::uint32_t* kt32 = reinterpret_cast<std::uint32_t*>(s.kt);
     std::uint32_t* vt32 = reinterpret_cast<std::uint32_t*>(s.vt);
-    const int pairs = d / 2;
     for (int j = 0; j < kCols; ++j) {
       const bool real = j < cols;
       const std::uint16_t* krow = real ? reinterpret_cast<const std::uint16_t*>(&k(b, c0 + j, hk, 0)) : nullptr;
       const std::uint16_t* vrow = real ? reinterpret_cast<const std::uint16_t*>(&v(b, c0 + j, hk, 0)) : nullptr;
       if (real) s.k_pos[j] = p.k_pos(c0 + j);
-      for (int pp = 0; pp < pairs; ++pp) {
-        std::uint32_t kw = 0, vw = 0;
-        if (real) {
-          std::memcpy(&kw, krow + 2 * pp, sizeof kw);
-          std::memcpy(&vw, vrow + 2 * pp, sizeof vw);
-        }
+      for (int pp = 0; pp < d / 2; ++pp) {
+        std::uint32_t kw = 0;
+        if (real) std::memcpy(&kw, krow + 2 * pp, sizeof kw);
         kt32[std::size_t(pp) * (kPairPitch / 2) + j] = kw;
+      }
+      for (int pp = 0; pp < dim_v / 2; ++pp) {
+        std::uint32_t vw = 0;
+        if (real) std::memcpy(&vw, vrow + 2 * pp, sizeof vw);
         vt32[std::size_t(pp) * (kPairPitch / 2) + j] = vw;
       }
       std::uint16_t* kp = s.kp + std::size_t(j / 2) * pair_pitch(d) + (j % 2);
       for (int x = 0; x < d; ++x) kp[2 * x] = real ? krow[x] : 0;
     }
-    for (std::size_t i = 0; i < std::size_t(kCols) * d; ++i) s.dkt[i] = s.dvt[i] = 0.0f;
+    for (std::size_t i = 0; i < std::size_t(kCols) * d; ++i) s.dkt[i] = 0.0f;
+    for (std::size_t i = 0; i < std::size_t(kCols) * dim_v; ++i) s.dvt[i] = 0.0f;
 
     for (int g = 0; g < group; ++g)
       for (int qt = 0; qt < n_qtiles; ++qt) query_tile(s, b, hk, query_packed, g, qt, c0, cols, cols_padded);
@@ -207,10 +208,8 @@ struct Bf16BackwardTiles {
     for (int j = 0; j < cols; ++j) {
       float* dkrow = &dk(b, c0 + j, hk, 0);
       float* dvrow = &dv(b, c0 + j, hk, 0);
-      for (int x = 0; x < d; ++x) {
-        dkrow[x] += s.dkt[std::size_t(x) * kCols + j];
-        dvrow[x] += s.dvt[std::size_t(x) * kCols + j];
-      }
+      for (int x = 0; x < d; ++x) dkrow[x] += s.dkt[std::size_t(x) * kCols + j];
+      for (int x = 0; x < dim_v; ++x) dvrow[x] += s.dvt[std::size_t(x) * kCols + j];
     }
   }
 
@@ -224,7 +223,7 @@ struct Bf16BackwardTiles {
     if (vis == TileVisibility::hidden) return;
     if (progress.poll) progress.poll(progress.context);
     const int rows_padded = round_up(rows, kProductStep);
-    const QueryTransposes side = query_transposes(query_packed, n_qtiles, g, qt, d);
+    const QueryTransposes<const std::uint16_t> side = query_transposes(query_packed, n_qtiles, g, qt, d, dim_v);
     // Q and dO rows straight from the tensors, but for a partial tile (its padding must be zero).
     const std::uint16_t* q_rows = reinterpret_cast<const std::uint16_t*>(&q(b, r0, h, 0));
     const std::uint16_t* dout_rows = reinterpret_cast<const std::uint16_t*>(&dout(b, r0, h, 0));
@@ -232,18 +231,19 @@ struct Bf16BackwardTiles {
     if (rows < rows_padded) {
       for (int i = 0; i < rows_padded; ++i) {
         std::uint16_t* qdst = s.q_tail + std::size_t(i) * d;
-        std::uint16_t* ddst = s.dout_tail + std::size_t(i) * d;
+        std::uint16_t* ddst = s.dout_tail + std::size_t(i) * dim_v;
         if (i < rows) {
           std::memcpy(qdst, q_rows + i * q_ld, sizeof(std::uint16_t) * d);
-          std::memcpy(ddst, dout_rows + i * dout_ld, sizeof(std::uint16_t) * d);
+          std::memcpy(ddst, dout_rows + i * dout_ld, sizeof(std::uint16_t) * dim_v);
         } else {
           std::memset(qdst, 0, sizeof(std::uint16_t) * d);
-          std::memset(ddst, 0, sizeof(std::uint16_t) * d);
+          std::memset(ddst, 0, sizeof(std::uint16_t) * dim_v);
         }
       }
       q_rows = s.q_tail;
       dout_rows = s.dout_tail;
-      q_ld = dout_ld = std::size_t(d);
+      q_ld = std::size_t(d);
+      dout_ld = std::size_t(dim_v);
     }
     const float inf = std::numeric_limits<float>::infinity();
     for (int i = 0; i < rows_padded; ++i) {
@@ -257,7 +257,7 @@ struct Bf16BackwardTiles {
 
     Products::gemm(rows_padded, cols_padded, d, pairs::RowsA{q_rows, nullptr, q_ld},
                    pairs::PairsB{s.kt, nullptr, kPairPitch}, s.s, kCols, false);
-    Products::gemm(rows_padded, cols_padded, d, pairs::RowsA{dout_rows, nullptr, dout_ld},
+    Products::gemm(rows_padded, cols_padded, dim_v, pairs::RowsA{dout_rows, nullptr, dout_ld},
                    pairs::PairsB{s.vt, nullptr, kPairPitch}, s.dp, kCols, false);
 
     // Masked and padded scores become -inf, so P = 0 there and dS = P (dP - D) = 0.
@@ -268,7 +268,7 @@ struct Bf16BackwardTiles {
       for (int j = cols; j < cols_padded; ++j) s.s[i * kCols + j] = -inf;
     probabilities(s, rows_padded, cols_padded);
 
-    Products::gemm(d, cols_padded, rows_padded, pairs::RowsA{side.doutt, nullptr, kRows},
+    Products::gemm(dim_v, cols_padded, rows_padded, pairs::RowsA{side.doutt, nullptr, kRows},
                    pairs::PairsB{s.p_hi, s.p_lo, kPairPitch}, s.dvt, kCols, true);
     Products::gemm(d, cols_padded, rows_padded, pairs::RowsA{side.qt, nullptr, kRows},
                    pairs::PairsB{s.dsp_hi, s.dsp_lo, kPairPitch}, s.dkt, kCols, true);
@@ -325,7 +325,7 @@ struct Bf16BackwardTiles {
 /// Elements of the packed query side of one (batch, kv head) unit: Q^T and dO^T per query tile
 /// of each head of the group.
 std::int64_t packed_query_elems(const AttentionParams& p) {
-  return (p.heads / p.kv_heads) * 2 * ((p.seq_q + kRows - 1) / kRows * kRows) * p.head_dim;
+  return (p.heads / p.kv_heads) * ((p.seq_q + kRows - 1) / kRows * kRows) * (p.head_dim + p.dv());
 }
 
 /// Every unit's packed query side, one after another (each a multiple of 2 KiB, so every unit
@@ -353,6 +353,7 @@ void run_backward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<con
   f.dv = dv;
   if (Exec().concurrency() == 1) f.progress = progress;
   f.d = int(p.head_dim);
+  f.dim_v = int(p.dv());
   f.group = int(p.heads / p.kv_heads);
   f.n_qtiles = int((p.seq_q + kRows - 1) / kRows);
   f.n_ktiles = int((p.seq_k + kCols - 1) / kCols);
@@ -373,6 +374,7 @@ void run_backward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<con
   pack.units = unit_buffers.data();
   pack.kv_heads = int(p.kv_heads);
   pack.d = f.d;
+  pack.dim_v = f.dim_v;
   pack.group = f.group;
   pack.n_qtiles = f.n_qtiles;
   pack.seq_q = p.seq_q;
@@ -380,7 +382,7 @@ void run_backward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<con
                        pack);
   Exec().fence();
   f.unit_packed = unit_buffers.data();
-  const std::size_t scratch = scratch_bytes<Bf16BackwardTiles<Products>>(f.d);
+  const std::size_t scratch = scratch_bytes<Bf16BackwardTiles<Products>>(f.d, f.dim_v);
   for_each_league_chunk<Policy>("rfa::flash_backward_bf16", units * f.n_chunks, f,
                                 [&](Policy& policy) { policy.set_scratch_size(1, Kokkos::PerTeam(scratch)); });
   Exec().fence();

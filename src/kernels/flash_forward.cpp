@@ -43,8 +43,9 @@ using Exec = Kokkos::DefaultHostExecutionSpace;
 using Policy = Kokkos::TeamPolicy<Exec>;
 using Member = Policy::member_type;
 
-/// K and V of one call in fp32, head by head: [batch][kv head][slot][key][row_pitch(d)], the
-/// key tiles some query tile sees, each in its slot, padded with zero rows to whole tiles.
+/// K and V of one call in fp32, head by head: [batch][kv head][slot][key][row_pitch(d)] (V's rows
+/// row_pitch(dim_v) apart), the key tiles some query tile sees, each in its slot, padded with zero
+/// rows to whole tiles.
 struct HeadMajorKV {
   const float* k = nullptr;
   const float* v = nullptr;
@@ -75,7 +76,8 @@ struct ForwardTiles {
   HeadMajorKV kv;
   Tensor4<TOut> out;
   Tensor3<float> lse;
-  int d = 0;
+  int d = 0;      // head dim of Q and K
+  int dim_v = 0;  // head dim of V and the output
   int n_qtiles = 0;
   std::int64_t first_item = 0;  // league rank 0 of this launch (kernels/league_chunks.hpp)
   int n_ktiles = 0;
@@ -89,12 +91,12 @@ struct ForwardTiles {
     std::int64_t *q_pos, *k_pos;
   };
 
-  static Scratch carve(ScratchCarver& c, int d) {
+  static Scratch carve(ScratchCarver& c, int d, int dim_v) {
     Scratch s;
     s.qt = c.take<float>(std::size_t(kScorePitch) * d);
     s.row = c.take<float>(std::size_t(d));
     s.st = c.take<float>(std::size_t(kScorePitch) * kTileCols);
-    s.o = c.take<float>(std::size_t(kTileRows) * row_pitch(d));
+    s.o = c.take<float>(std::size_t(kTileRows) * row_pitch(dim_v));
     s.m = c.take<float>(kTileRows);
     s.l = c.take<float>(kTileRows);
     s.tile_max = c.take<float>(kTileRows);
@@ -115,8 +117,8 @@ struct ForwardTiles {
     // Queries are the rows of O (micro-tiles of 6) and the lanes of the softmax (8).
     const int rows_padded = round_up(rows, kRowPadding);
     const float ninf = -std::numeric_limits<float>::infinity();
-    Scratch s = carve_team_scratch<ForwardTiles>(team, d);
-    const int ld = row_pitch(d);
+    Scratch s = carve_team_scratch<ForwardTiles>(team, d, dim_v);
+    const int ld = row_pitch(d), ldv = row_pitch(dim_v);
     const MaskRule rule = p.rule(b);
 
     // Q^T in the log2 domain: S = (scale * log2 e) Q K^T feeds exp2 directly.
@@ -131,7 +133,7 @@ struct ForwardTiles {
       }
       for (int x = 0; x < d; ++x) s.qt[x * kScorePitch + i] = row[x];
     }
-    for (int i = 0; i < rows_padded * ld; ++i) s.o[i] = 0.0f;
+    for (int i = 0; i < rows_padded * ldv; ++i) s.o[i] = 0.0f;
     for (int i = 0; i < rows_padded; ++i) {
       s.m[i] = ninf;
       s.l[i] = 0.0f;
@@ -144,8 +146,8 @@ struct ForwardTiles {
     // prefetches cost ~10% of the forward (perf/RESULTS.md, "2026-11-26 (Zen 3 VM) — where the
     // fp32 forward's time goes outside the products; nothing kept").
     const std::int64_t head_row0 = (std::int64_t(b) * p.kv_heads + hk) * kv.head_rows;
-    auto tile_rows = [&](const float* base, int kt) {
-      return base + (head_row0 + std::int64_t(kv.slot[kt]) * kTileCols) * ld;
+    auto tile_rows = [&](const float* base, int kt, int pitch) {
+      return base + (head_row0 + std::int64_t(kv.slot[kt]) * kTileCols) * pitch;
     };
     KeyTileRef tile = next_visible_tile(rule, r0, rows, 0);
     while (tile.kt < n_ktiles) {
@@ -155,8 +157,8 @@ struct ForwardTiles {
       const int cols_padded = round_up(cols, kMicroRows);
       if (progress.poll) progress.poll(progress.context);
       const KeyTileRef next = next_visible_tile(rule, r0, rows, kt + 1);
-      const float* k_tile = tile_rows(kv.k, kt);
-      const float* v_tile = tile_rows(kv.v, kt);
+      const float* k_tile = tile_rows(kv.k, kt, ld);
+      const float* v_tile = tile_rows(kv.v, kt, ldv);
 
       // In a partial tile, blocks the mask hides whole are not computed (docs/architecture.md
       // §4): their scores are set to -inf below, and rows that see no key of the tile add
@@ -168,7 +170,7 @@ struct ForwardTiles {
       if (partial && rule.ranges.on) spans.emplace(rule.ranges, s.q_pos, rows, s.k_pos, cols);
       const RangeTileSpans* const row_spans = spans ? &*spans : nullptr;
       const HiddenBlocks hidden{rule, p.q_pos, p.k_pos, r0, c0, rows, cols, partial, row_spans};
-      RowPrefetcher v_lines = tile_lines(v_tile, cols_padded, gemm_micro_tiles(cols_padded, rows_padded));
+      RowPrefetcher v_lines = tile_lines(v_tile, cols_padded, dim_v, gemm_micro_tiles(cols_padded, rows_padded));
       // Each query's max over the tile is taken from the accumulators as they leave the
       // registers (a few operations per block), which spares the softmax a pass over the score
       // tile where every score counts (no mask inside the tile, no padding keys). Elsewhere
@@ -197,10 +199,10 @@ struct ForwardTiles {
 
       RowPrefetcher k_lines;
       if (next.kt < n_ktiles)
-        k_lines = tile_lines(tile_rows(kv.k, next.kt), kTileCols, gemm_micro_tiles(rows_padded, d));
+        k_lines = tile_lines(tile_rows(kv.k, next.kt, ld), kTileCols, d, gemm_micro_tiles(rows_padded, dim_v));
       gemm<Update::accumulate>(
-          rows_padded, d, cols_padded, TransposedA{s.st, kScorePitch}, v_tile, ld, s.o, ld, [&] { k_lines.step(); },
-          [&](int q0, int q1, int, int) { return hidden(q0, q1, 0, cols); });
+          rows_padded, dim_v, cols_padded, TransposedA{s.st, kScorePitch}, v_tile, ldv, s.o, ldv,
+          [&] { k_lines.step(); }, [&](int q0, int q1, int, int) { return hidden(q0, q1, 0, cols); });
       k_lines.finish();
       tile = next;
     }
@@ -209,7 +211,7 @@ struct ForwardTiles {
       const bool seen = s.l[i] > 0.0f;
       const float inv = seen ? 1.0f / s.l[i] : 0.0f;
       TOut* dst = &out(b, r0 + i, h, 0);
-      for (int x = 0; x < d; ++x) from_float(s.o[i * ld + x] * inv, dst[x]);
+      for (int x = 0; x < dim_v; ++x) from_float(s.o[i * ldv + x] * inv, dst[x]);
       lse(b, h, r0 + i) = seen ? (s.m[i] + std::log2(s.l[i])) * kLn2 : ninf;
     }
   }
@@ -234,9 +236,10 @@ struct ForwardTiles {
     return {n_ktiles, TileVisibility::hidden};
   }
 
-  /// The lines of `rows` rows of a key tile in the head-major copy, asked for over `steps` steps.
-  RowPrefetcher tile_lines(const float* first, int rows, int steps) const {
-    return RowPrefetcher(first, 0, 1, std::size_t(rows) * row_pitch(d) * sizeof(float), steps);
+  /// The lines of `rows` rows of a key tile in the head-major copy (`width` floats a row: d for
+  /// K, dim_v for V), asked for over `steps` steps.
+  RowPrefetcher tile_lines(const float* first, int rows, int width, int steps) const {
+    return RowPrefetcher(first, 0, 1, std::size_t(rows) * row_pitch(width) * sizeof(float), steps);
   }
 
   /// Caps `rows` rows of `cols` scores (log2 domain, rows `pitch` floats apart): s becomes
@@ -260,7 +263,7 @@ struct ForwardTiles {
   void online_softmax(const Scratch& s, int rows_padded, int cols_padded, const float* tile_max) const {
     using V = simd::wide;
     constexpr int L = simd::kWideLanes;
-    const int ld = row_pitch(d);
+    const int ld = row_pitch(dim_v);
     const V vninf = simd::splat<V>(-std::numeric_limits<float>::infinity());
     for (int i0 = 0; i0 < rows_padded; i0 += L) {
       V vmax = vninf;
@@ -289,7 +292,7 @@ struct ForwardTiles {
         if (alpha[lane] == 1.0f) continue;
         float* o = s.o + (i0 + lane) * ld;
         const simd::f8 va = simd::broadcast(alpha[lane]);
-        for (int x = 0; x < d; x += simd::kLanes) simd::store(o + x, simd::load(o + x) * va);
+        for (int x = 0; x < dim_v; x += simd::kLanes) simd::store(o + x, simd::load(o + x) * va);
       }
     }
   }
@@ -324,22 +327,23 @@ int for_each_seen_key_tile(const AttentionParams& p, Seen&& seen) {
 
 /// The head-major copy's buffers for a call with these params: a slot for each key tile some
 /// query sees, the slot tables, and K and V of batch * kv_heads * slots * kTileCols rows of
-/// row_pitch(d) floats.
+/// row_pitch(head_dim) and row_pitch(dim_v) floats.
 struct HeadMajorSizes {
   int slots;
-  std::int64_t table_bytes, kv_bytes;
+  std::int64_t table_bytes, k_bytes, v_bytes;
 };
 HeadMajorSizes head_major_sizes(const AttentionParams& p) {
   const int slots = for_each_seen_key_tile(p, [](int, int) {});
   const std::int64_t rows = p.batch * p.kv_heads * std::int64_t(slots) * kTileCols;
   return {slots, 2 * std::int64_t(sizeof(int)) * key_tiles(p),
-          std::int64_t(sizeof(float)) * rows * row_pitch(int(p.head_dim))};
+          std::int64_t(sizeof(float)) * rows * row_pitch(int(p.head_dim)),
+          std::int64_t(sizeof(float)) * rows * row_pitch(int(p.dv()))};
 }
 
 std::vector<WorkspaceBuffer> head_major_buffers(ForwardWorkspace& ws, const HeadMajorSizes& sizes) {
   return {{"rfa::head_major_slots", sizes.table_bytes, &ws.slots},
-          {"rfa::head_major_k", sizes.kv_bytes, &ws.k},
-          {"rfa::head_major_v", sizes.kv_bytes, &ws.v}};
+          {"rfa::head_major_k", sizes.k_bytes, &ws.k},
+          {"rfa::head_major_v", sizes.v_bytes, &ws.v}};
 }
 
 /// K and V converted to fp32 head by head, made once per call: every query tile of a head then
@@ -367,9 +371,9 @@ HeadMajorKV copy_head_major(const AttentionParams& p, const Tensor4<const T>& tk
   const int* const tiles = slot + n_ktiles;
   float* const kd = reinterpret_cast<float*>(ws.k.data());
   float* const vd = reinterpret_cast<float*>(ws.v.data());
-  copy_rows_head_major<Exec>(
-      "rfa::head_major_kv", tk, tv, kd, vd, head_rows, p.seq_k, row_pitch(int(p.head_dim)),
-      [=](std::int64_t i) { return std::int64_t(tiles[i / kTileCols]) * kTileCols + i % kTileCols; });
+  copy_rows_head_major<Exec>("rfa::head_major_kv", tk, tv, kd, vd, head_rows, p.seq_k, [=](std::int64_t i) {
+    return std::int64_t(tiles[i / kTileCols]) * kTileCols + i % kTileCols;
+  });
   return {kd, vd, slot, head_rows};
 }
 
@@ -381,8 +385,8 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
   validate(p);
   check_tensor(q, "q", p.batch, p.seq_q, p.heads, p.head_dim);
   check_tensor(k, "k", p.batch, p.seq_k, p.kv_heads, p.head_dim);
-  check_tensor(v, "v", p.batch, p.seq_k, p.kv_heads, p.head_dim);
-  check_tensor(out, "out", p.batch, p.seq_q, p.heads, p.head_dim);
+  check_tensor(v, "v", p.batch, p.seq_k, p.kv_heads, p.dv());
+  check_tensor(out, "out", p.batch, p.seq_q, p.heads, p.dv());
   check_tensor(lse, "lse", p.batch, p.heads, p.seq_q);
 
   if constexpr (std::is_same<T, bf16_t>::value) {
@@ -396,12 +400,13 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
   f.lse = lse;
   if (Exec().concurrency() == 1) f.progress = progress;
   f.d = int(p.head_dim);
+  f.dim_v = int(p.dv());
   f.n_qtiles = int((p.seq_q + kTileRows - 1) / kTileRows);
   f.n_ktiles = int(key_tiles(p));
   ForwardWorkspace own;  // freed at return unless the caller keeps one
   f.kv = copy_head_major(p, k, v, workspace ? *workspace : own);
   const std::int64_t league = p.batch * p.heads * f.n_qtiles;
-  const std::size_t scratch = scratch_bytes<ForwardTiles<T, TOut>>(f.d);
+  const std::size_t scratch = scratch_bytes<ForwardTiles<T, TOut>>(f.d, f.dim_v);
   for_each_league_chunk<Policy>("rfa::flash_forward", league, f,
                                 [&](Policy& policy) { policy.set_scratch_size(1, Kokkos::PerTeam(scratch)); });
   Exec().fence();
@@ -411,7 +416,7 @@ std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t
   const std::int64_t packed = flash_forward_bf16_workspace_bytes(p, dtype);
   if (packed > 0) return packed;
   const HeadMajorSizes sizes = head_major_sizes(p);
-  return sizes.table_bytes + 2 * sizes.kv_bytes;
+  return sizes.table_bytes + sizes.k_bytes + sizes.v_bytes;
 }
 
 std::vector<WorkspaceBuffer> forward_workspace_buffers(ForwardWorkspace& workspace, const AttentionParams& p,

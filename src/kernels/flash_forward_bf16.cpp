@@ -55,14 +55,14 @@ using V = simd::f16;
 
 /// K and V of every (batch, kv head) unit, tile by tile, in the forms the tiles read: K^T in pairs
 /// along d, kt[p][j] (32 bits) = K[j][2p .. 2p+1], and V with pairs of key rows interleaved,
-/// vp[j / 2][x][j % 2] = V[j][x]; kCols * d values per tile for each. Rows past the last key
+/// vp[j / 2][x][j % 2] = V[j][x]; kCols * d values per tile for K, kCols * dim_v for V. Rows past the last key
 /// are zero, so padded scores are finite before the mask and 0 * V stays 0. Packed once per
 /// call and unit, not once per query tile: every query tile of the unit's heads reads them.
 struct PackKeyTiles {
   Tensor4<const bf16_t> k, v;
   std::uint16_t* const* kt_units = nullptr;  // one buffer per unit, n_ktiles * kCols * d values
-  std::uint16_t* const* vp_units = nullptr;
-  int kv_heads = 1, d = 0, n_ktiles = 0;
+  std::uint16_t* const* vp_units = nullptr;  // and n_ktiles * kCols * dim_v
+  int kv_heads = 1, d = 0, dim_v = 0, n_ktiles = 0;
   std::int64_t seq_k = 0;
 
   void operator()(int item) const {
@@ -74,7 +74,7 @@ struct PackKeyTiles {
     const int cols = int(std::min<std::int64_t>(kCols, seq_k - c0));
     const int pairs = d / 2;
     std::uint32_t* kt32 = reinterpret_cast<std::uint32_t*>(kt_units[unit] + std::size_t(tile) * kCols * d);
-    std::uint16_t* vtile = vp_units[unit] + std::size_t(tile) * kCols * d;
+    std::uint16_t* vtile = vp_units[unit] + std::size_t(tile) * kCols * dim_v;
     for (int j = 0; j < kCols; ++j) {
       if (j < cols) {
         const std::uint16_t* krow = reinterpret_cast<const std::uint16_t*>(&k(b, c0 + j, hk, 0));
@@ -92,8 +92,8 @@ struct PackKeyTiles {
       const std::uint16_t* even = j < cols ? reinterpret_cast<const std::uint16_t*>(&v(b, c0 + j, hk, 0)) : nullptr;
       const std::uint16_t* odd =
           j + 1 < cols ? reinterpret_cast<const std::uint16_t*>(&v(b, c0 + j + 1, hk, 0)) : nullptr;
-      std::uint16_t* dst = vtile + std::size_t(j / 2) * 2 * d;
-      for (int x = 0; x < d; x += 16) {
+      std::uint16_t* dst = vtile + std::size_t(j / 2) * 2 * dim_v;
+      for (int x = 0; x < dim_v; x += 16) {
         u16x16 a = zero, c = zero;
         if (even) std::memcpy(&a, even + x, sizeof a);
         if (odd) std::memcpy(&c, odd + x, sizeof c);
@@ -118,7 +118,8 @@ struct Bf16ForwardTiles {
   Tensor3<float> lse;
   const std::uint16_t* const* kt_units = nullptr;  // PackKeyTiles' buffers, per (batch, kv head)
   const std::uint16_t* const* vp_units = nullptr;
-  int d = 0;
+  int d = 0;      // head dim of Q and K
+  int dim_v = 0;  // head dim of V and the output
   int group = 1;
   int n_qtiles = 0;
   int n_ktiles = 0;
@@ -130,18 +131,18 @@ struct Bf16ForwardTiles {
     std::uint16_t* pb;  // [kRows][kCols]: P rounded to bf16
     std::uint16_t* pl;  // [kRows][kCols]: P - pb rounded to bf16 (P V = pb V + pl V to ~2^-17)
     float* s;           // [kRows][kCols]: scores
-    float* o;           // [kRows][row_pitch(d)]: output accumulator
+    float* o;           // [kRows][row_pitch(dim_v)]: output accumulator
     float *m, *l;
     std::int64_t *q_pos, *k_pos;
   };
 
-  static Scratch carve(ScratchCarver& c, int d) {
+  static Scratch carve(ScratchCarver& c, int d, int dim_v) {
     Scratch s;
     s.q = c.take<std::uint16_t>(std::size_t(kRows) * d);
     s.pb = c.take<std::uint16_t>(std::size_t(kRows) * kCols);
     s.pl = c.take<std::uint16_t>(std::size_t(kRows) * kCols);
     s.s = c.take<float>(std::size_t(kRows) * kCols);
-    s.o = c.take<float>(std::size_t(kRows) * row_pitch(d));
+    s.o = c.take<float>(std::size_t(kRows) * row_pitch(dim_v));
     s.m = c.take<float>(kRows);
     s.l = c.take<float>(kRows);
     s.q_pos = c.take<std::int64_t>(kRows);
@@ -159,9 +160,9 @@ struct Bf16ForwardTiles {
     const std::int64_t r0 = std::int64_t(qt) * kRows;
     const int rows = int(std::min<std::int64_t>(kRows, p.seq_q - r0));
     const int rows_padded = round_up(rows, kProductStep);
-    const int ld = row_pitch(d);
+    const int ld = row_pitch(dim_v);
     const float ninf = -std::numeric_limits<float>::infinity();
-    Scratch s = carve_team_scratch<Bf16ForwardTiles>(team, d);
+    Scratch s = carve_team_scratch<Bf16ForwardTiles>(team, d, dim_v);
     const MaskRule rule = p.rule(b);
     Products::begin();
 
@@ -191,7 +192,7 @@ struct Bf16ForwardTiles {
       if (progress.poll) progress.poll(progress.context);
 
       const std::uint16_t* k_tile = kt_units[unit] + std::size_t(kt) * kCols * d;
-      const std::uint16_t* v_tile = vp_units[unit] + std::size_t(kt) * kCols * d;
+      const std::uint16_t* v_tile = vp_units[unit] + std::size_t(kt) * kCols * dim_v;
       // S = Q K^T, then (after the softmax) O += P V.
       Products::gemm(rows_padded, cols_padded, d, pairs::RowsA{s.q, nullptr, std::size_t(d)},
                      pairs::PairsB{k_tile, nullptr, std::size_t(2 * kCols)}, s.s, kCols, false);
@@ -203,8 +204,8 @@ struct Bf16ForwardTiles {
       for (int i = 0; i < rows_padded; ++i)
         for (int j = cols; j < cols_padded; ++j) s.s[i * kCols + j] = ninf;
       softmax_rows(s, rows_padded, cols_padded, c);
-      Products::gemm(rows_padded, d, cols_padded, pairs::RowsA{s.pb, split_p ? s.pl : nullptr, std::size_t(kCols)},
-                     pairs::PairsB{v_tile, nullptr, std::size_t(2 * d)}, s.o, std::size_t(ld), true);
+      Products::gemm(rows_padded, dim_v, cols_padded, pairs::RowsA{s.pb, split_p ? s.pl : nullptr, std::size_t(kCols)},
+                     pairs::PairsB{v_tile, nullptr, std::size_t(2 * dim_v)}, s.o, std::size_t(ld), true);
     }
     Products::end();
 
@@ -212,7 +213,7 @@ struct Bf16ForwardTiles {
       const bool seen = s.l[i] > 0.0f;
       const float inv = seen ? 1.0f / s.l[i] : 0.0f;
       TOut* dst = &out(b, r0 + i, h, 0);
-      for (int x = 0; x < d; ++x) from_float(s.o[i * ld + x] * inv, dst[x]);
+      for (int x = 0; x < dim_v; ++x) from_float(s.o[i * ld + x] * inv, dst[x]);
       lse(b, h, r0 + i) = seen ? (s.m[i] + std::log2(s.l[i])) * kLn2 : ninf;
     }
   }
@@ -221,7 +222,7 @@ struct Bf16ForwardTiles {
   /// whose max moved rescaled. Rows go in groups of 16 so that the per-row scalars (max, sum,
   /// the rescale factor) are one vector per group: per row they cost more than the exponentials.
   void softmax_rows(const Scratch& s, int rows_padded, int cols_padded, V c) const {
-    const int ld = row_pitch(d);
+    const int ld = row_pitch(dim_v);
     const int vectors = cols_padded / 16;
     const float ninf = -std::numeric_limits<float>::infinity();
     for (int i0 = 0; i0 < rows_padded; i0 += 16) {
@@ -264,20 +265,24 @@ struct Bf16ForwardTiles {
         if (alpha[r] == 1.0f) continue;
         float* o = s.o + std::size_t(i0 + r) * ld;
         const V va = simd::splat<V>(alpha[r]);
-        for (int t = 0; t < d; t += 16) simd::store_as(o + t, simd::load_as<V>(o + t) * va);
+        for (int t = 0; t < dim_v; t += 16) simd::store_as(o + t, simd::load_as<V>(o + t) * va);
       }
     }
   }
 };
 
-/// Elements of each packed array (K^T pairs, V pairs) of a unit: whole tiles of keys.
-std::int64_t packed_key_elems(const AttentionParams& p) { return (p.seq_k + kCols - 1) / kCols * kCols * p.head_dim; }
+/// Elements of a unit's packed array of rows `width` wide (K^T pairs: head_dim, V pairs: dim_v):
+/// whole tiles of keys.
+std::int64_t packed_key_elems(const AttentionParams& p, std::int64_t width) {
+  return (p.seq_k + kCols - 1) / kCols * kCols * width;
+}
 
 /// The packed K and V of every unit, one after another (each unit's share a multiple of 2 KiB,
 /// so every unit starts as aligned as the buffer).
 std::vector<WorkspaceBuffer> packed_kv_buffers(ForwardWorkspace& ws, const AttentionParams& p) {
-  const std::int64_t bytes = std::int64_t(sizeof(std::uint16_t)) * p.batch * p.kv_heads * packed_key_elems(p);
-  return {{"rfa::bf16_packed_k", bytes, &ws.k}, {"rfa::bf16_packed_v", bytes, &ws.v}};
+  const std::int64_t units = p.batch * p.kv_heads, bytes = std::int64_t(sizeof(std::uint16_t)) * units;
+  return {{"rfa::bf16_packed_k", bytes * packed_key_elems(p, p.head_dim), &ws.k},
+          {"rfa::bf16_packed_v", bytes * packed_key_elems(p, p.dv()), &ws.v}};
 }
 
 /// Runs the kernel on `Products`; the arguments are checked by the caller.
@@ -294,6 +299,7 @@ void run_forward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<cons
   f.split_p = std::is_same<TOut, float>::value && p.fp32_accurate_partials;
   if (Exec().concurrency() == 1) f.progress = progress;
   f.d = int(p.head_dim);
+  f.dim_v = int(p.dv());
   f.group = int(p.heads / p.kv_heads);
   f.n_qtiles = int((p.seq_q + kRows - 1) / kRows);
   f.n_ktiles = int((p.seq_k + kCols - 1) / kCols);
@@ -304,15 +310,15 @@ void run_forward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<cons
   grow_workspace(packed_kv_buffers(ws, p));
   std::vector<std::uint16_t*> kt_units, vp_units;
   for (std::int64_t u = 0; u < units; ++u) {
-    kt_units.push_back(reinterpret_cast<std::uint16_t*>(ws.k.data()) + u * packed_key_elems(p));
-    vp_units.push_back(reinterpret_cast<std::uint16_t*>(ws.v.data()) + u * packed_key_elems(p));
+    kt_units.push_back(reinterpret_cast<std::uint16_t*>(ws.k.data()) + u * packed_key_elems(p, f.d));
+    vp_units.push_back(reinterpret_cast<std::uint16_t*>(ws.v.data()) + u * packed_key_elems(p, f.dim_v));
   }
-  PackKeyTiles pack{k, v, kt_units.data(), vp_units.data(), int(p.kv_heads), f.d, f.n_ktiles, p.seq_k};
+  PackKeyTiles pack{k, v, kt_units.data(), vp_units.data(), int(p.kv_heads), f.d, f.dim_v, f.n_ktiles, p.seq_k};
   Kokkos::parallel_for("rfa::flash_forward_bf16_pack", Kokkos::RangePolicy<Exec>(0, int(units) * f.n_ktiles), pack);
   Exec().fence();
   f.kt_units = kt_units.data();
   f.vp_units = vp_units.data();
-  const std::size_t scratch = scratch_bytes<Bf16ForwardTiles<Products, TOut>>(f.d);
+  const std::size_t scratch = scratch_bytes<Bf16ForwardTiles<Products, TOut>>(f.d, f.dim_v);
   for_each_league_chunk<Policy>("rfa::flash_forward_bf16", p.batch * p.heads * f.n_qtiles, f,
                                 [&](Policy& policy) { policy.set_scratch_size(1, Kokkos::PerTeam(scratch)); });
   Exec().fence();
@@ -340,7 +346,8 @@ bool flash_forward_bf16(const AttentionParams& p, Tensor4<const bf16_t> q, Tenso
 std::int64_t flash_forward_bf16_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
 #if RFA_HOST_BF16_PAIRS
   if (dtype == RFA_DTYPE_BFLOAT16 && host_bf16_products(p) != Bf16Products::none)
-    return 2 * std::int64_t(sizeof(std::uint16_t)) * p.batch * p.kv_heads * packed_key_elems(p);
+    return std::int64_t(sizeof(std::uint16_t)) * p.batch * p.kv_heads *
+           (packed_key_elems(p, p.head_dim) + packed_key_elems(p, p.dv()));
 #else
   (void)p;
   (void)dtype;

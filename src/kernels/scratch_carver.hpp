@@ -43,20 +43,20 @@ class ScratchCarver {
   std::size_t offset_ = 0;
 };
 
-/// Bytes of team scratch for a kernel whose static `Scratch carve(ScratchCarver&, int d)` lays
-/// out its buffers.
-template <class Kernel>
-std::size_t scratch_bytes(int d) {
+/// Bytes of team scratch for a kernel whose static `Scratch carve(ScratchCarver&, dims...)` lays
+/// out its buffers (dims: its head dims).
+template <class Kernel, class... Dims>
+std::size_t scratch_bytes(Dims... dims) {
   ScratchCarver counter(nullptr);
-  Kernel::carve(counter, d);
+  Kernel::carve(counter, dims...);
   return counter.bytes();
 }
 
 /// The kernel's buffers inside the calling team's level-1 scratch block.
-template <class Kernel, class Member>
-typename Kernel::Scratch carve_team_scratch(const Member& team, int d) {
-  ScratchCarver c(team.team_scratch(1).get_shmem(scratch_bytes<Kernel>(d)));
-  return Kernel::carve(c, d);
+template <class Kernel, class Member, class... Dims>
+typename Kernel::Scratch carve_team_scratch(const Member& team, Dims... dims) {
+  ScratchCarver c(team.team_scratch(1).get_shmem(scratch_bytes<Kernel>(dims...)));
+  return Kernel::carve(c, dims...);
 }
 
 }  // namespace kernels

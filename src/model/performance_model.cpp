@@ -18,9 +18,11 @@ namespace {
 
 using engine::AttentionConfig;
 
-/// FLOPs per score and head, by FlashAttention's count.
-double forward_flops_per_score(const AttentionConfig& c) { return 4.0 * double(c.head_dim); }
-double backward_flops_per_score(const AttentionConfig& c) { return 2.5 * forward_flops_per_score(c); }
+/// FLOPs per score and head, by FlashAttention's count: two per multiply-add of each product,
+/// S = Q K^T and O = P V forward (4 d with one head dim), and the backward's S, dP = dO V^T,
+/// dV, dK and dQ (10 d, 2.5 times the forward).
+double forward_flops_per_score(const AttentionConfig& c) { return 2.0 * double(c.head_dim + c.dv()); }
+double backward_flops_per_score(const AttentionConfig& c) { return 6.0 * double(c.head_dim) + 4.0 * double(c.dv()); }
 
 double element_bytes(const AttentionConfig& c) { return double(dtype_size(c.dtype)); }
 
@@ -121,8 +123,8 @@ Prediction ring(const AttentionConfig& c, int ranks, int rank, int stride, int p
   const std::size_t n = steps.size();
   const std::int64_t L = layout::local_length(c.layout, c.seq_total, ranks);
   const PositionMap mine = layout::positions(c.layout, c.seq_total, ranks, rank);
-  const double kv_bytes = 2.0 * double(c.batch * L * c.kv_heads * c.head_dim) * element_bytes(c);
-  const double grad_bytes = 2.0 * double(c.batch * L * c.kv_heads * c.head_dim) * 4.0;
+  const double kv_bytes = double(c.batch * L * c.kv_heads * (c.head_dim + c.dv())) * element_bytes(c);
+  const double grad_bytes = double(c.batch * L * c.kv_heads * (c.head_dim + c.dv())) * 4.0;
   const Link& link = link_for(m, ranks, stride);
   const double heads = double(c.batch * c.heads);
   auto kernel_seconds = [&](const PositionMap& queries, int position, int s, bool backward) {
@@ -174,16 +176,19 @@ Prediction heads_exchange(const AttentionConfig& c, int degree, int place, std::
                           const Prediction& inner, const MachineModel& m) {
   Prediction p = inner;
   const engine::HeadRouting routing(c.heads, c.kv_heads, degree);
-  const double E = element_bytes(c), D = double(c.head_dim), B = double(c.batch), rows = double(local_rows);
+  const double E = element_bytes(c), B = double(c.batch), rows = double(local_rows);
+  const double D = double(c.head_dim), DV = double(c.dv());
   // Every tensor is packed for its all-to-all and placed after it, but for this rank's own
   // share, which moves once (its 1/degree of the heads): Q, K, V, out and lse forward; Q, K, V,
-  // out, dO, lse, dQ and the fp32 dK, dV backward. lse goes whole through the all-to-all.
+  // out, dO, lse, dQ and the fp32 dK, dV backward. lse goes whole through the all-to-all. Q, K,
+  // dQ and dK have head dim D, V, out, dO and dV DV: each pair of a D and a DV tensor counts
+  // D + DV values a row and head.
   const double H = double(c.heads), kv_all = double(routing.kv_count_total());
-  const double rows_bytes = B * rows * D, moves = 2.0 - 1.0 / double(degree);
-  const double forward_copies = moves * rows_bytes * E * (2 * H + 2 * kv_all) + 2.0 * 4.0 * B * H * rows;
-  const double backward_copies = moves * (rows_bytes * E * (4 * H + 2 * kv_all) +
-                                          rows_bytes * 4.0 * 2.0 * double(routing.kv_count(place)) * double(degree)) +
-                                 2.0 * 4.0 * B * H * rows;
+  const double rows_both = B * rows * (D + DV), moves = 2.0 - 1.0 / double(degree);
+  const double forward_copies = moves * rows_both * E * (H + kv_all) + 2.0 * 4.0 * B * H * rows;
+  const double backward_copies =
+      moves * (rows_both * E * (2 * H + kv_all) + rows_both * 4.0 * double(routing.kv_count(place)) * double(degree)) +
+      2.0 * 4.0 * B * H * rows;
   p.forward.seconds += forward_copies / m.copy_bytes_per_s;
   p.backward.seconds += backward_copies / m.copy_bytes_per_s;
   if (degree == 1) return p;
@@ -192,16 +197,18 @@ Prediction heads_exchange(const AttentionConfig& c, int degree, int place, std::
   double kv_out = 0;                                                    // K/V heads sent away
   for (int r = 0; r < degree; ++r)
     if (r != place) kv_out += double(routing.kv_count(r));
-  const double q = B * rows * heads_out * D * E;  // Q, out, dO, dQ: each way
-  const double kv = B * rows * kv_out * D * E;    // K or V to the heads
+  // Bytes each way of one value a row and head: Q, dQ (D), out, dO (DV); K (D) and V (DV) to
+  // the heads; dK (D) and dV (DV) home in fp32.
+  const double q = B * rows * heads_out * E, kv = B * rows * kv_out * E;
   const double lse = 4.0 * B * double(routing.heads_per_rank()) * rows * others;
-  const double grad = 4.0 * B * rows * double(routing.kv_count(place)) * D * others;  // dK or dV home, fp32
+  const double grad = 4.0 * B * rows * double(routing.kv_count(place)) * others;
   const Link& link = link_for(m, degree, 1);
   auto a2a = [&](double bytes) { return collective_seconds(link, degree, bytes); };
-  p.forward.seconds += a2a(q) + 2 * a2a(kv) + a2a(q) + a2a(lse);
-  p.forward.bytes_sent += q + 2 * kv + q + lse;
-  p.backward.seconds += 3 * a2a(q) + 2 * a2a(kv) + a2a(lse) + a2a(q) + 2 * a2a(grad);
-  p.backward.bytes_sent += 3 * q + 2 * kv + lse + q + 2 * grad;
+  p.forward.seconds += a2a(q * D) + a2a(kv * D) + a2a(kv * DV) + a2a(q * DV) + a2a(lse);
+  p.forward.bytes_sent += (q + kv) * (D + DV) + lse;
+  p.backward.seconds += a2a(q * D) + 2 * a2a(q * DV) + a2a(kv * D) + a2a(kv * DV) + a2a(lse) + a2a(q * D) +
+                        a2a(grad * D) + a2a(grad * DV);
+  p.backward.bytes_sent += (2 * q + kv + grad) * (D + DV) + lse;
   return p;
 }
 
@@ -249,14 +256,15 @@ Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, in
     std::tie(b_own, b) = own_and_last(bw, m);
   }
   const double others = double(ranks - 1);
-  const double gather = 2.0 * double(c.batch * L * chunk * c.head_dim) * element_bytes(c) * others;
-  const double scatter = 2.0 * double(c.batch * L * chunk * c.head_dim) * 4.0 * others;
+  const double both = double(c.batch * L * chunk * (c.head_dim + c.dv()));  // K and V, or dK and dV
+  const double gather = both * element_bytes(c) * others;
+  const double scatter = both * 4.0 * others;
   const Link& link = link_for(m, ranks, 1);
   const double g = collective_seconds(link, ranks, gather);
   const double rs = collective_seconds(link, ranks, scatter);
   // Each chunk's K and V packed, then placed at their positions in the whole sequence; in the
   // backward also the fp32 dK and dV taken back out of it and put into this rank's heads.
-  const double kv_chunk = 2.0 * double(c.batch * chunk * c.head_dim);
+  const double kv_chunk = double(c.batch * chunk * (c.head_dim + c.dv()));
   const double place = kv_chunk * element_bytes(c) * double(L + c.seq_total) / m.copy_bytes_per_s;
   const double take = kv_chunk * 4.0 * double(L + c.seq_total) / m.copy_bytes_per_s;
   for (std::int64_t ch = 0; ch < chunks; ++ch) {

@@ -18,7 +18,7 @@ namespace {
 
 using namespace rfa_capi_test;
 
-static_assert(sizeof(rfa_options_t) <= offsetof(rfa_options_t, doc_boundary_offset_count) + 8,
+static_assert(sizeof(rfa_options_t) <= offsetof(rfa_options_t, value_head_dim) + 8,
               "rfa_options_t gained a field: add its case to kFields below (and to capi/creation_agreement.cpp)");
 
 rfa_options_t valid_options() {
@@ -103,6 +103,7 @@ const Field kFields[] = {
        static int64_t offsets[3] = {0, 0, 3};  // entry 0 one document, entry 1 the two: the same boundaries
        o.doc_boundary_offsets = offsets;
      }},
+    {"value_head_dim", [](rfa_options_t& o, std::vector<int64_t>&) { o.value_head_dim = o.head_dim + 8; }},
 };
 
 class OptionsAgreement : public ::testing::TestWithParam<Field> {};
@@ -142,6 +143,20 @@ TEST_P(OptionsAgreement, OneRankDifferingFailsEveryRank) {
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), field.c_str(),
                    "rank 0 passes", last.c_str());
   EXPECT_EQ(ctx, nullptr) << "no context may exist after a failed creation";
+}
+
+// A value head dim of 0 means head_dim: a rank that says so explicitly agrees with one that
+// leaves the default, and the context reports the value in use.
+TEST(OptionsAgreement, ValueHeadDimZeroIsHeadDim) {
+  rfa_options_t o = valid_options();
+  if (world_rank() % 2 == 1) o.value_head_dim = o.head_dim;
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  rfa_options_t got;
+  rfa_options_init(&got);
+  ASSERT_RFA_OK(rfa_context_get_options(ctx, &got));
+  EXPECT_EQ(got.value_head_dim, o.head_dim);
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryField, OptionsAgreement, ::testing::ValuesIn(kFields),

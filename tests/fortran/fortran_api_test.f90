@@ -37,6 +37,14 @@ program fortran_api_test
       real(c_float), intent(in) :: q(*), k(*), v(*), dout(*)
       real(c_float), intent(out) :: out(*), lse(*), dq(*), dk(*), dv(*)
     end subroutine
+    subroutine fortran_test_reference_value_dim(batch, seq, heads, kv_heads, head_dim, value_dim, causal, q, k, v, &
+                                                dout, out, lse, dq, dk, dv) bind(c)
+      import :: c_int, c_int64_t, c_float
+      integer(c_int64_t), value :: batch, seq, heads, kv_heads, head_dim, value_dim
+      integer(c_int), value :: causal
+      real(c_float), intent(in) :: q(*), k(*), v(*), dout(*)
+      real(c_float), intent(out) :: out(*), lse(*), dq(*), dk(*), dv(*)
+    end subroutine
     integer(c_int) function fortran_test_c_constants(values, capacity) bind(c)
       import :: c_int, c_int64_t
       integer(c_int64_t), intent(out) :: values(*)
@@ -137,6 +145,7 @@ program fortran_api_test
   call check_sinks()
   call check_softcap()
   call check_mask_ranges()
+  call check_value_head_dim()
 
   ! ---- an invalid call: code and message
   opts%heads = 3
@@ -464,6 +473,50 @@ contains
     end if
   end subroutine
 
+  ! A value head dim other than head_dim (V, out, dout and dv of DV values): the arrays' first
+  ! extent is DV, the sharding helpers take it from the arrays, the results match the reference
+  ! with that head dim, and a v of head_dim values is refused with its shape.
+  subroutine check_value_head_dim()
+    integer(c_int64_t), parameter :: DV = 24
+    type(rfa_context) :: mla
+    type(rfa_options) :: om
+    real(c_float), allocatable :: wv(:,:,:,:), wdo(:,:,:,:), mv(:,:,:,:), mdo(:,:,:,:), mout(:,:,:,:)
+    real(c_float), allocatable :: mdv(:,:,:,:), rfull(:,:,:,:), mlse(:,:,:), wdq(:,:,:,:), wdk(:,:,:,:)
+    real(c_float), allocatable :: cout(:,:,:,:), clse(:,:,:), cdq(:,:,:,:), cdk(:,:,:,:), cdv(:,:,:,:)
+    allocate(wv(DV, HKV, S, B), wdo(DV, H, S, B), mv(DV, HKV, L, B), mdo(DV, H, L, B), mout(DV, H, L, B))
+    allocate(mdv(DV, HKV, L, B), rfull(DV, H, S, B), mlse(L, H, B), wdq(D, H, S, B), wdk(D, HKV, S, B))
+    allocate(cout(DV, H, S, B), clse(S, H, B), cdq(D, H, S, B), cdk(D, HKV, S, B), cdv(DV, HKV, S, B))
+    call fill(wv, 61)
+    call fill(wdo, 62)
+    call fortran_test_reference_value_dim(B, S, H, HKV, D, DV, 1_c_int, gq, gk, wv, wdo, cout, clse, cdq, cdk, cdv)
+    om = opts
+    om%heads = H
+    om%value_head_dim = DV
+    call check_ok(rfa_context_create(MPI_COMM_WORLD, om, mla), "create with a value head dim")
+    call check_ok(rfa_scatter_bshd(mla, gq, q), "scatter q (value head dim)")
+    call check_ok(rfa_scatter_bshd(mla, gk, k), "scatter k (value head dim)")
+    call check_ok(rfa_scatter_bshd(mla, wv, mv), "scatter v of DV values")
+    call check_ok(rfa_scatter_bshd(mla, wdo, mdo), "scatter dout of DV values")
+    call check_ok(rfa_forward(mla, q, k, mv, mout, mlse), "forward with a value head dim")
+    call check_ok(rfa_backward(mla, q, k, mv, mout, mdo, mlse, dq, dk, mdv), "backward with a value head dim")
+    call check_ok(rfa_allgather_bshd(mla, mout, rfull), "allgather out of DV values")
+    call check_close(rfull, cout, 2.0e-6, "out (value head dim)")
+    call check_ok(rfa_allgather_bshd(mla, dq, wdq), "allgather dq (value head dim)")
+    call check_close(wdq, cdq, 8.0e-6, "dq (value head dim)")
+    call check_ok(rfa_allgather_bshd(mla, dk, wdk), "allgather dk (value head dim)")
+    call check_close(wdk, cdk, 8.0e-6, "dk (value head dim)")
+    deallocate(rfull)
+    allocate(rfull(DV, HKV, S, B))
+    call check_ok(rfa_allgather_bshd(mla, mdv, rfull), "allgather dv of DV values")
+    call check_close(rfull, cdv, 8.0e-6, "dv (value head dim)")
+    if (rfa_forward(mla, q, k, v, mout, mlse) /= RFA_ERROR_INVALID_ARGUMENT) then
+      call fail("a v of head_dim values must be RFA_ERROR_INVALID_ARGUMENT")
+    else if (index(rfa_get_last_error_message(), "v has shape") == 0) then
+      call fail("message: " // rfa_get_last_error_message())
+    end if
+    call check_ok(rfa_context_destroy(mla), "destroy with a value head dim")
+  end subroutine
+
   ! A mask given as ranges: the causal mask built as ranges gives the causal context's results
   ! (the reference's), a 2-D neighbourhood builder counts its grid rows, and a reversed range
   ! is refused with its message.
@@ -515,9 +568,9 @@ contains
   end subroutine
 
   subroutine check_constants()
-    integer(c_int64_t) :: c(56)
+    integer(c_int64_t) :: c(57)
     integer(c_int) :: n
-    integer(c_int64_t) :: mine(55)
+    integer(c_int64_t) :: mine(56)
     type(rfa_options), target :: probe
     type(rfa_mask_range), target :: range_probe
     mine = [integer(c_int64_t) :: RFA_SUCCESS, RFA_ERROR_INVALID_ARGUMENT, RFA_ERROR_INVALID_USAGE, &
@@ -535,7 +588,8 @@ contains
             RFA_MASK_RANGES, RFA_RANGE_FULL, RFA_RANGE_CAUSAL, RFA_RANGE_ANTICAUSAL, RFA_RANGE_BAND, &
             c_sizeof(range_probe), &
             transfer(c_loc(range_probe%kind), 0_c_intptr_t) - transfer(c_loc(range_probe), 0_c_intptr_t), &
-            transfer(c_loc(probe%mask_ranges), 0_c_intptr_t) - transfer(c_loc(probe), 0_c_intptr_t)]
+            transfer(c_loc(probe%mask_ranges), 0_c_intptr_t) - transfer(c_loc(probe), 0_c_intptr_t), &
+            transfer(c_loc(probe%value_head_dim), 0_c_intptr_t) - transfer(c_loc(probe), 0_c_intptr_t)]
     n = fortran_test_c_constants(c, size(c, kind=c_int))
     call check(n == size(mine), "the C side lists as many constants as the Fortran side")
     call check(all(c(1:size(mine)) == mine), "Fortran constants and rfa_options layout match the C header")

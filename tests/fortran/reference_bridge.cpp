@@ -12,22 +12,24 @@ namespace {
 
 // Forward and backward of the whole problem in float64, narrowed to the caller's fp32 arrays;
 // with `sinks` (heads values, or nullptr) in the softmax and their gradient in `dsinks`; scores
-// soft-capped at `softcap` (0: none).
+// soft-capped at `softcap` (0: none); V, dout, out and dv of `value_dim` values a head (0: head_dim).
 void reference(std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim,
                int causal, const float* sinks, const float* q, const float* k, const float* v, const float* dout,
-               float* out, float* lse, float* dq, float* dk, float* dv, float* dsinks, double softcap = 0.0) {
+               float* out, float* lse, float* dq, float* dk, float* dv, float* dsinks, double softcap = 0.0,
+               std::int64_t value_dim = 0) {
   rfa::reference::Problem p;
   p.batch = batch;
   p.seq_q = p.seq_k = seq;
   p.heads = heads;
   p.kv_heads = kv_heads;
   p.head_dim = head_dim;
+  p.value_dim = value_dim;
   p.causal = causal != 0;
   if (sinks) p.sinks.assign(sinks, sinks + heads);
   p.softcap = softcap;
   auto widen = [](const float* x, std::int64_t n) { return std::vector<double>(x, x + n); };
-  const auto q64 = widen(q, p.q_size()), k64 = widen(k, p.kv_size()), v64 = widen(v, p.kv_size()),
-             do64 = widen(dout, p.q_size());
+  const auto q64 = widen(q, p.q_size()), k64 = widen(k, p.kv_size()), v64 = widen(v, p.v_size()),
+             do64 = widen(dout, p.out_size());
   std::vector<double> o, l, gq, gk, gv, gs;
   rfa::reference::forward(p, q64, k64, v64, o, l);
   rfa::reference::backward(p, q64, k64, v64, do64, gq, gk, gv, sinks ? &gs : nullptr);
@@ -69,6 +71,16 @@ void fortran_test_reference_softcap(std::int64_t batch, std::int64_t seq, std::i
                                     float* dv) {
   reference(batch, seq, heads, kv_heads, head_dim, causal, nullptr, q, k, v, dout, out, lse, dq, dk, dv, nullptr,
             softcap);
+}
+
+// The same with V, dout, out and dv of `value_dim` values a head: [B][S][H][value_dim] and
+// [B][S][Hkv][value_dim].
+void fortran_test_reference_value_dim(std::int64_t batch, std::int64_t seq, std::int64_t heads, std::int64_t kv_heads,
+                                      std::int64_t head_dim, std::int64_t value_dim, int causal, const float* q,
+                                      const float* k, const float* v, const float* dout, float* out, float* lse,
+                                      float* dq, float* dk, float* dv) {
+  reference(batch, seq, heads, kv_heads, head_dim, causal, nullptr, q, k, v, dout, out, lse, dq, dk, dv, nullptr, 0.0,
+            value_dim);
 }
 
 // The C values the Fortran module must mirror, in a fixed order, then sizeof(rfa_options_t).
@@ -127,7 +139,8 @@ int fortran_test_c_constants(std::int64_t* values, int capacity) {
                               RFA_RANGE_BAND,
                               std::int64_t(sizeof(rfa_mask_range_t)),
                               std::int64_t(offsetof(rfa_mask_range_t, kind)),
-                              std::int64_t(offsetof(rfa_options_t, mask_ranges))};
+                              std::int64_t(offsetof(rfa_options_t, mask_ranges)),
+                              std::int64_t(offsetof(rfa_options_t, value_head_dim))};
   const int n = int(sizeof all / sizeof all[0]);
   for (int i = 0; i < n && i < capacity; ++i) values[i] = all[i];
   return n;

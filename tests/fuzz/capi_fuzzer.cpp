@@ -146,6 +146,7 @@ rfa_options_t fuzzed_options(FuzzedDataProvider& in) {
     o.mask_ranges = in.ConsumeBool() ? ranges : nullptr;
     o.mask_range_count = in.ConsumeIntegralInRange<std::int64_t>(-1, n);
   }
+  if (in.ConsumeBool()) o.value_head_dim = in.ConsumeBool() ? fuzzed_size(in) : 16;
   return o;
 }
 
@@ -189,7 +190,8 @@ void call_on_context(rfa_context_t ctx, const rfa_options_t& o, FuzzedDataProvid
 
   // Sizes as the context sees them (validated and capped at creation by this harness).
   const std::int64_t elem = o.dtype == RFA_DTYPE_FLOAT32 ? 4 : 2;
-  const std::int64_t q = o.batch * L * o.heads * o.head_dim * elem, kv = o.batch * L * o.kv_heads * o.head_dim * elem;
+  const std::int64_t widest = std::max(o.head_dim, o.value_head_dim);  // V's head dim may be the larger
+  const std::int64_t q = o.batch * L * o.heads * widest * elem, kv = o.batch * L * o.kv_heads * widest * elem;
   Arguments a(std::max({q, kv, o.batch * o.heads * L * 4}));
   // Either call on either kind of context (with sinks or not); the sinks' storage holds zeros.
   switch (in.ConsumeIntegralInRange<int>(0, 3)) {
@@ -261,7 +263,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const rfa_options_t o = fuzzed_options(in);
   // Creation validates everything; only tiny problems go on to run attention.
   const bool small = o.batch >= 1 && o.batch <= 2 && o.seq_total >= 1 && o.seq_total <= 70 && o.heads >= 1 &&
-                     o.heads <= 4 && o.kv_heads >= 1 && o.head_dim >= 1 && o.head_dim <= 64;
+                     o.heads <= 4 && o.kv_heads >= 1 && o.head_dim >= 1 && o.head_dim <= 64 && o.value_head_dim <= 64;
   rfa_options_t create = o;
   rfa_context_t ctx = nullptr;
   const rfa_result_t rc = rfa_context_create(in.ConsumeBool() ? MPI_COMM_SELF : MPI_COMM_NULL,

@@ -21,16 +21,16 @@ void run_backward_case(const CaseSpec& c, std::uint64_t seed) {
   BackwardInputs in;
   auto q = random_tensor<T>("q", c.batch, c.seq_q, c.heads, c.head_dim, rng, in.q64, 2.0);
   auto k = random_tensor<T>("k", c.batch, c.seq_k, c.kv_heads, c.head_dim, rng, in.k64, 2.0);
-  auto v = random_tensor<T>("v", c.batch, c.seq_k, c.kv_heads, c.head_dim, rng, in.v64);
-  auto dout = random_tensor<T>("dout", c.batch, c.seq_q, c.heads, c.head_dim, rng, in.dout64);
-  Tensor4<T> out("out", c.batch, c.seq_q, c.heads, c.head_dim);
+  auto v = random_tensor<T>("v", c.batch, c.seq_k, c.kv_heads, c.dv(), rng, in.v64);
+  auto dout = random_tensor<T>("dout", c.batch, c.seq_q, c.heads, c.dv(), rng, in.dout64);
+  Tensor4<T> out("out", c.batch, c.seq_q, c.heads, c.dv());
   Tensor3<float> lse("lse", c.batch, c.heads, c.seq_q);
   const auto params = c.params();
   kernels::flash_forward<T, T>(params, q, k, v, out, lse);
 
   Tensor4<T> dq("dq", c.batch, c.seq_q, c.heads, c.head_dim);
   Tensor4<T> dk("dk", c.batch, c.seq_k, c.kv_heads, c.head_dim);
-  Tensor4<T> dv("dv", c.batch, c.seq_k, c.kv_heads, c.head_dim);
+  Tensor4<T> dv("dv", c.batch, c.seq_k, c.kv_heads, c.dv());
   poison(dq);
   poison(dk);
   poison(dv);
@@ -65,16 +65,16 @@ TEST(BackwardWorkspace, SharedAcrossShapesChangesNothing) {
     std::vector<double> q64, k64, v64, do64;
     auto q = random_tensor<float>("q", c.batch, c.seq_q, c.heads, c.head_dim, rng, q64, 2.0);
     auto k = random_tensor<float>("k", c.batch, c.seq_k, c.kv_heads, c.head_dim, rng, k64, 2.0);
-    auto v = random_tensor<float>("v", c.batch, c.seq_k, c.kv_heads, c.head_dim, rng, v64);
-    auto dout = random_tensor<float>("dout", c.batch, c.seq_q, c.heads, c.head_dim, rng, do64);
-    Tensor4<float> out("out", c.batch, c.seq_q, c.heads, c.head_dim);
+    auto v = random_tensor<float>("v", c.batch, c.seq_k, c.kv_heads, c.dv(), rng, v64);
+    auto dout = random_tensor<float>("dout", c.batch, c.seq_q, c.heads, c.dv(), rng, do64);
+    Tensor4<float> out("out", c.batch, c.seq_q, c.heads, c.dv());
     Tensor3<float> lse("lse", c.batch, c.heads, c.seq_q);
     kernels::flash_forward<float, float>(c.params(), q, k, v, out, lse);
     Tensor4<float> grads[2][3];
     for (auto& g : grads) {
       g[0] = Tensor4<float>("dq", c.batch, c.seq_q, c.heads, c.head_dim);
       g[1] = Tensor4<float>("dk", c.batch, c.seq_k, c.kv_heads, c.head_dim);
-      g[2] = Tensor4<float>("dv", c.batch, c.seq_k, c.kv_heads, c.head_dim);
+      g[2] = Tensor4<float>("dv", c.batch, c.seq_k, c.kv_heads, c.dv());
       for (auto& t : g) poison(t);
     }
     kernels::flash_backward<float>(c.params(), q, k, v, out, dout, lse, grads[0][0], grads[0][1], grads[0][2]);

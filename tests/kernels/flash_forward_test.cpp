@@ -16,8 +16,8 @@ void run_forward_case(const CaseSpec& c, std::uint64_t seed, double out_toleranc
   std::vector<double> q64, k64, v64;
   auto q = random_tensor<T>("q", c.batch, c.seq_q, c.heads, c.head_dim, rng, q64, 2.0);
   auto k = random_tensor<T>("k", c.batch, c.seq_k, c.kv_heads, c.head_dim, rng, k64, 2.0);
-  auto v = random_tensor<T>("v", c.batch, c.seq_k, c.kv_heads, c.head_dim, rng, v64);
-  Tensor4<TOut> out("out", c.batch, c.seq_q, c.heads, c.head_dim);
+  auto v = random_tensor<T>("v", c.batch, c.seq_k, c.kv_heads, c.dv(), rng, v64);
+  Tensor4<TOut> out("out", c.batch, c.seq_q, c.heads, c.dv());
   Tensor3<float> lse("lse", c.batch, c.heads, c.seq_q);
   poison(out);
   poison(lse);
@@ -69,9 +69,9 @@ TEST(ForwardWorkspace, SharedAcrossShapesChangesNothing) {
     std::vector<double> q64, k64, v64;
     auto q = random_tensor<float>("q", c.batch, c.seq_q, c.heads, c.head_dim, rng, q64, 2.0);
     auto k = random_tensor<float>("k", c.batch, c.seq_k, c.kv_heads, c.head_dim, rng, k64, 2.0);
-    auto v = random_tensor<float>("v", c.batch, c.seq_k, c.kv_heads, c.head_dim, rng, v64);
-    Tensor4<float> own_out("own_out", c.batch, c.seq_q, c.heads, c.head_dim);
-    Tensor4<float> shared_out("shared_out", c.batch, c.seq_q, c.heads, c.head_dim);
+    auto v = random_tensor<float>("v", c.batch, c.seq_k, c.kv_heads, c.dv(), rng, v64);
+    Tensor4<float> own_out("own_out", c.batch, c.seq_q, c.heads, c.dv());
+    Tensor4<float> shared_out("shared_out", c.batch, c.seq_q, c.heads, c.dv());
     Tensor3<float> own_lse("own_lse", c.batch, c.heads, c.seq_q), shared_lse("shared_lse", c.batch, c.heads, c.seq_q);
     poison(shared_out);
     poison(shared_lse);

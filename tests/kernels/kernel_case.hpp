@@ -37,12 +37,16 @@ struct CaseSpec {
   float softcap = 0.0f;  // scores capped at +-softcap by tanh (0: none)
   /// A mask given as ranges (mask RFA_MASK_RANGES), validated and indexed; null: none.
   std::shared_ptr<const MaskRanges> ranges = nullptr;
+  /// Head dim of V, out, dout and dV where it differs from head_dim (MLA); 0: head_dim.
+  std::int64_t value_dim = 0;
+
+  std::int64_t dv() const { return value_dim != 0 ? value_dim : head_dim; }
 
   std::string name() const {
     return "b" + std::to_string(batch) + "_sq" + std::to_string(seq_q) + "_sk" + std::to_string(seq_k) + "_h" +
            std::to_string(heads) + "x" + std::to_string(kv_heads) + "_d" + std::to_string(head_dim) +
-           (mask == RFA_MASK_CAUSAL ? "_causal" : "_full") + (q_pos.count > 0 ? "_mapped" : "") +
-           (window > 0 ? "_w" + std::to_string(window) : "") +
+           (value_dim != 0 ? "v" + std::to_string(value_dim) : "") + (mask == RFA_MASK_CAUSAL ? "_causal" : "_full") +
+           (q_pos.count > 0 ? "_mapped" : "") + (window > 0 ? "_w" + std::to_string(window) : "") +
            (docs.empty() ? "" : "_docs" + std::to_string(docs.size() - 1)) + (doc_offsets.empty() ? "" : "_per_entry") +
            (softcap > 0.0f ? "_cap" + std::to_string(int(softcap * 100)) : "") +
            (ranges ? "_ranges" + std::to_string(ranges->entries().size()) : "");
@@ -54,6 +58,7 @@ struct CaseSpec {
     p.doc_bound_count = std::int64_t(docs.size());
     p.doc_offsets = doc_offsets.empty() ? nullptr : doc_offsets.data();
     p.softcap = softcap;
+    p.value_dim = value_dim;
     if (ranges) p.ranges = ranges->index();
     if (q_pos.count > 0) p.q_pos = q_pos;
     if (k_pos.count > 0) p.k_pos = k_pos;
@@ -67,6 +72,7 @@ struct CaseSpec {
     r.heads = heads;
     r.kv_heads = kv_heads;
     r.head_dim = head_dim;
+    r.value_dim = value_dim;
     r.scale = scale;
     r.window = window;
     r.doc_bounds = docs;
@@ -292,6 +298,47 @@ inline std::vector<CaseSpec> kernel_cases() {
          {{0, 300, 0, 300, 0, 0, RFA_RANGE_CAUSAL}, {40, 260, 0, 120, -30, 30, RFA_RANGE_BAND}});
   ranged({1, 101, 100, 2, 2, 48, RFA_MASK_NONE, PositionMap::one({1, 3, 101}), PositionMap::one({2, 3, 100})},
          {{0, 303, 0, 303, -50, 0, RFA_RANGE_BAND}, {150, 303, 0, 303, 0, 0, RFA_RANGE_ANTICAUSAL}});
+  // Value head dims other than head_dim (MLA's 192 / 128, and V wider than Q and K): lengths on
+  // the host kernels' tiles and one either side, both multiples of the bf16 products' 32 (their
+  // kernels) or not (the portable ones), GQA and MQA, windows, documents per entry, soft caps,
+  // ranges and position maps.
+  auto split = [&](CaseSpec c, std::int64_t value_dim) {
+    c.value_dim = value_dim;
+    add(c);
+  };
+  for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL}) {
+    for (std::int64_t n : {95, 96, 97, 127, 128, 129, 191, 192, 193}) split({1, n, n, 2, 1, 192, mask, {}, {}}, 128);
+    split({2, 130, 97, 4, 2, 32, mask, {}, {}}, 64);
+    split({1, 200, 211, 3, 1, 40, mask, {}, {}}, 8);
+    split({1, 100, 100, 2, 2, 64, mask, {}, {}, 0.0f, 30}, 256);
+    split({1,
+           100,
+           100,
+           2,
+           1,
+           24,
+           mask,
+           PositionMap::two({50, 1, 50}, {200, 1, 50}),
+           PositionMap::two({0, 1, 50}, {250, 1, 50}),
+           0.0f,
+           60,
+           {0, 30, 75, 120, 260, 300}},
+          16);
+  }
+  CaseSpec mla_entries{3, 193, 193, 2, 1, 192, RFA_MASK_CAUSAL, {}, {}};
+  const reference::DocumentLists lists = reference::pack_document_lists({{0, 96, 193}, {}, {0, 1, 128, 193}});
+  mla_entries.docs = lists.bounds;
+  mla_entries.doc_offsets = lists.offsets;
+  split(mla_entries, 128);
+  CaseSpec mla_capped{1, 150, 150, 4, 2, 192, RFA_MASK_CAUSAL, {}, {}};
+  mla_capped.softcap = 0.5f;
+  mla_capped.scale = 0.8f;
+  split(mla_capped, 128);
+  CaseSpec mla_ranges{1, 193, 193, 2, 1, 192, RFA_MASK_RANGES, {}, {}};
+  const std::vector<rfa_mask_range_t> band = {{0, 193, 0, 193, -40, 0, RFA_RANGE_BAND},
+                                              {0, 193, 0, 96, 0, 0, RFA_RANGE_FULL}};
+  mla_ranges.ranges = std::make_shared<const MaskRanges>(band.data(), std::int64_t(band.size()), 193, "ranges");
+  split(mla_ranges, 128);
   return cases;
 }
 

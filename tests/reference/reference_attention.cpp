@@ -96,8 +96,8 @@ double Problem::effective_scale() const { return scale != 0.0 ? scale : 1.0 / st
 
 void forward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
              std::vector<double>& out, std::vector<double>& lse) {
-  const std::int64_t D = p.head_dim, group = p.heads / p.kv_heads;
-  out.assign(p.q_size(), 0.0);
+  const std::int64_t DV = p.dv(), group = p.heads / p.kv_heads;
+  out.assign(p.out_size(), 0.0);
   lse.assign(p.lse_size(), 0.0);
   std::vector<double> P, row_lse, cap_slope;
   for (std::int64_t b = 0; b < p.batch; ++b) {
@@ -105,11 +105,11 @@ void forward(const Problem& p, const std::vector<double>& q, const std::vector<d
       probabilities(p, q, k, b, h, P, row_lse, cap_slope);
       for (std::int64_t i = 0; i < p.seq_q; ++i) {
         lse[(b * p.heads + h) * p.seq_q + i] = row_lse[i];
-        double* oi = &out[((b * p.seq_q + i) * p.heads + h) * D];
+        double* oi = &out[((b * p.seq_q + i) * p.heads + h) * DV];
         for (std::int64_t j = 0; j < p.seq_k; ++j) {
           const double pij = P[i * p.seq_k + j];
-          const double* vj = &v[((b * p.seq_k + j) * p.kv_heads + h / group) * D];
-          for (std::int64_t d = 0; d < D; ++d) oi[d] += pij * vj[d];
+          const double* vj = &v[((b * p.seq_k + j) * p.kv_heads + h / group) * DV];
+          for (std::int64_t d = 0; d < DV; ++d) oi[d] += pij * vj[d];
         }
       }
     }
@@ -121,11 +121,11 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
               const std::vector<double>& v, const std::vector<double>& dout, std::vector<double>& dq,
               std::vector<double>& dk, std::vector<double>& dv, std::vector<double>* dsinks) {
   if (dsinks) dsinks->assign(std::size_t(p.heads), 0.0);
-  const std::int64_t D = p.head_dim, group = p.heads / p.kv_heads;
+  const std::int64_t D = p.head_dim, DV = p.dv(), group = p.heads / p.kv_heads;
   const double scale = p.effective_scale();
   dq.assign(p.q_size(), 0.0);
   dk.assign(p.kv_size(), 0.0);
-  dv.assign(p.kv_size(), 0.0);
+  dv.assign(p.v_size(), 0.0);
   std::vector<double> P, row_lse, dP, cap_slope;
   for (std::int64_t b = 0; b < p.batch; ++b) {
     for (std::int64_t h = 0; h < p.heads; ++h) {
@@ -133,13 +133,13 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
       probabilities(p, q, k, b, h, P, row_lse, cap_slope);
       dP.assign(p.seq_q * p.seq_k, 0.0);
       for (std::int64_t i = 0; i < p.seq_q; ++i) {
-        const double* doi = &dout[((b * p.seq_q + i) * p.heads + h) * D];
+        const double* doi = &dout[((b * p.seq_q + i) * p.heads + h) * DV];
         // dP = dO V^T and the softmax Jacobian term D_i = sum_j P_ij dP_ij.
         double Di = 0.0;
         for (std::int64_t j = 0; j < p.seq_k; ++j) {
-          const double* vj = &v[((b * p.seq_k + j) * p.kv_heads + hk) * D];
+          const double* vj = &v[((b * p.seq_k + j) * p.kv_heads + hk) * DV];
           double s = 0.0;
-          for (std::int64_t d = 0; d < D; ++d) s += doi[d] * vj[d];
+          for (std::int64_t d = 0; d < DV; ++d) s += doi[d] * vj[d];
           s = p.rounded(s);
           dP[i * p.seq_k + j] = s;
           Di += P[i * p.seq_k + j] * s;
@@ -155,11 +155,12 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
           // dS by the scaled score: through the cap's tanh where there is one.
           const double slope = cap_slope.empty() ? 1.0 : cap_slope[i * p.seq_k + j];
           const double dS = p.rounded(pij * (dP[i * p.seq_k + j] - Di) * slope);
-          const std::int64_t kv_off = ((b * p.seq_k + j) * p.kv_heads + hk) * D;
+          const std::int64_t k_off = ((b * p.seq_k + j) * p.kv_heads + hk) * D;
+          const std::int64_t v_off = ((b * p.seq_k + j) * p.kv_heads + hk) * DV;
+          for (std::int64_t d = 0; d < DV; ++d) dv[v_off + d] += pij * doi[d];
           for (std::int64_t d = 0; d < D; ++d) {
-            dv[kv_off + d] += pij * doi[d];
-            dqi[d] += scale * dS * k[kv_off + d];
-            dk[kv_off + d] += scale * dS * qi[d];
+            dqi[d] += scale * dS * k[k_off + d];
+            dk[k_off + d] += scale * dS * qi[d];
           }
         }
       }

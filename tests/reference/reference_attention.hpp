@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Naive float64 attention, forward and backward, on the full (unsharded) problem.
-// Layouts as in docs/architecture.md §2: q/out/dout/dq [b][sq][h][d], k/v/dk/dv [b][sk][hkv][d],
-// lse [b][h][sq]. A row that sees no key has out = 0, lse = -inf and zero gradients.
+// Layouts as in docs/architecture.md §2: q/dq [b][sq][h][d], k/dk [b][sk][hkv][d], out/dout
+// [b][sq][h][dv], v/dv [b][sk][hkv][dv] (dv = d unless value_dim is set), lse [b][h][sq]. A row that sees no key has
+// out = 0, lse = -inf and zero gradients.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,8 @@ struct Range {
 
 struct Problem {
   std::int64_t batch = 1, seq_q = 1, seq_k = 1, heads = 1, kv_heads = 1, head_dim = 8;
+  /// Head dim of V, out, dout and dV (MLA's 128 beside a 192 of Q and K); 0: head_dim.
+  std::int64_t value_dim = 0;
   double scale = 0.0;       ///< 0 means 1/sqrt(head_dim)
   bool causal = false;      ///< key visible iff k_pos <= q_pos
   std::int64_t window = 0;  ///< and (if > 0) iff q_pos - k_pos < window
@@ -53,8 +56,12 @@ struct Problem {
   const std::vector<std::int64_t>& documents_of(std::int64_t b) const {
     return entry_doc_bounds.empty() ? doc_bounds : entry_doc_bounds[std::size_t(b)];
   }
+  std::int64_t dv() const { return value_dim != 0 ? value_dim : head_dim; }
   std::int64_t q_size() const { return batch * seq_q * heads * head_dim; }
   std::int64_t kv_size() const { return batch * seq_k * kv_heads * head_dim; }
+  /// Elements of out and dout, and of v and dv (value_dim wide).
+  std::int64_t out_size() const { return batch * seq_q * heads * dv(); }
+  std::int64_t v_size() const { return batch * seq_k * kv_heads * dv(); }
   std::int64_t lse_size() const { return batch * heads * seq_q; }
   double rounded(double x) const { return round ? round(x) : x; }
 };
