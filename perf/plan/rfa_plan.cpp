@@ -33,12 +33,14 @@ Machine (a preset, then any figure overridden):
   --ranks-per-node N   ranks (devices) per node
   --intra GBPS,US      bandwidth (GB/s) and latency (us) inside a node
   --inter GBPS,US      the same between nodes
-  --rate FWD,BWD       one rank's kernel rate in TFLOP/s (4 d FLOPs per computed score forward, 10 d backward)
+  --rate FWD,BWD       one rank's kernel rate in TFLOP/s (4 d FLOPs per computed score forward, 10 d backward;
+                       2 (d + dv) and 6 d + 4 dv with --value-head-dim)
   --partial-tile X     a masked tile's cost relative to a whole one (default 1)
 Problem:
   --seq N[,N...]       sequence lengths (default 131072,262144,524288,1048576,2097152,4194304)
   --ranks N[,N...]     rank counts (default 8,16,32,...,4096)
   --batch N --heads N --kv-heads N --head-dim N   (default 1, 32, 8, 128)
+  --value-head-dim N   V's head dim where it differs from --head-dim (MLA: --head-dim 192 --value-head-dim 128)
   --dtype fp32|bf16|fp16 (default bf16)   --no-causal   --window W
   --json FILE          also write the table in perf/'s result format (perf/plot draws plan.png)
 )";
@@ -123,6 +125,8 @@ int run(int argc, char** argv) {
       c.kv_heads = parse_list(flag, value).at(0);
     } else if (flag == "--head-dim") {
       c.head_dim = parse_list(flag, value).at(0);
+    } else if (flag == "--value-head-dim") {
+      c.value_dim = parse_list(flag, value).at(0);
     } else if (flag == "--window") {
       c.window = parse_list(flag, value).at(0);
     } else if (flag == "--dtype") {
@@ -160,8 +164,10 @@ int run(int argc, char** argv) {
       machine_name.c_str(), m.ranks_per_node, m.intra_node.bytes_per_s / 1e9, m.intra_node.latency_s * 1e6,
       m.inter_node.bytes_per_s / 1e9, m.inter_node.latency_s * 1e6, m.forward_flops_per_s / 1e12,
       m.backward_flops_per_s / 1e12);
-  std::printf("problem: B=%lld H=%lld/%lld d=%lld %s%s; TFLOP/s per device over the visible scores\n",
-              (long long)c.batch, (long long)c.heads, (long long)c.kv_heads, (long long)c.head_dim,
+  const std::string dims =
+      std::to_string(c.head_dim) + (c.value_dim != 0 ? "/" + std::to_string(c.value_dim) : std::string());
+  std::printf("problem: B=%lld H=%lld/%lld d=%s %s%s; TFLOP/s per device over the visible scores\n", (long long)c.batch,
+              (long long)c.heads, (long long)c.kv_heads, dims.c_str(),
               c.mask == RFA_MASK_CAUSAL ? "causal" : "non-causal",
               c.window > 0 ? (", window " + std::to_string(c.window)).c_str() : "");
   std::printf("%9s %6s  %-26s %10s %10s %8s %8s  %s\n", "S", "P", "plan", "fwd ms", "bwd ms", "fwd TF", "bwd TF",
@@ -177,9 +183,11 @@ int run(int argc, char** argv) {
       }
       // Over the scores the mask leaves visible (attention_work.hpp), windows and documents too.
       const rfa::perf::MaskShape mask{S, c.mask == RFA_MASK_CAUSAL, c.window, c.doc_bounds, {}};
-      const double fwd_flops =
-          rfa::perf::visible_flops(double(c.batch), double(c.heads), double(c.head_dim), mask, false);
-      const double bwd_flops = 2.5 * fwd_flops;
+      const double visible = rfa::perf::visible_scores(mask);
+      const double fwd_flops = rfa::perf::visible_flops(double(c.batch), double(c.heads), double(c.head_dim),
+                                                        double(c.dv()), visible, false);
+      const double bwd_flops =
+          rfa::perf::visible_flops(double(c.batch), double(c.heads), double(c.head_dim), double(c.dv()), visible, true);
       auto per_device = [&](double flops, double s) { return flops / double(P) / s / 1e12; };
       const rfa::model::Plan& best = plans.front();
       std::string ring = "-";

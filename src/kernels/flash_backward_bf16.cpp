@@ -27,6 +27,7 @@
 #include "kernels/bf16_product_engines.hpp"
 
 #if RFA_HOST_BF16_PAIRS
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -186,12 +187,24 @@ struct Bf16BackwardTiles {
       const std::uint16_t* krow = real ? reinterpret_cast<const std::uint16_t*>(&k(b, c0 + j, hk, 0)) : nullptr;
       const std::uint16_t* vrow = real ? reinterpret_cast<const std::uint16_t*>(&v(b, c0 + j, hk, 0)) : nullptr;
       if (real) s.k_pos[j] = p.k_pos(c0 + j);
-      for (int pp = 0; pp < d / 2; ++pp) {
+      // K's and V's pairs in one loop as far as both go (all of them with one head dim), then
+      // the wider one's rest.
+      const int both = std::min(d, dim_v) / 2;
+      for (int pp = 0; pp < both; ++pp) {
+        std::uint32_t kw = 0, vw = 0;
+        if (real) {
+          std::memcpy(&kw, krow + 2 * pp, sizeof kw);
+          std::memcpy(&vw, vrow + 2 * pp, sizeof vw);
+        }
+        kt32[std::size_t(pp) * (kPairPitch / 2) + j] = kw;
+        vt32[std::size_t(pp) * (kPairPitch / 2) + j] = vw;
+      }
+      for (int pp = both; pp < d / 2; ++pp) {
         std::uint32_t kw = 0;
         if (real) std::memcpy(&kw, krow + 2 * pp, sizeof kw);
         kt32[std::size_t(pp) * (kPairPitch / 2) + j] = kw;
       }
-      for (int pp = 0; pp < dim_v / 2; ++pp) {
+      for (int pp = both; pp < dim_v / 2; ++pp) {
         std::uint32_t vw = 0;
         if (real) std::memcpy(&vw, vrow + 2 * pp, sizeof vw);
         vt32[std::size_t(pp) * (kPairPitch / 2) + j] = vw;
@@ -208,8 +221,13 @@ struct Bf16BackwardTiles {
     for (int j = 0; j < cols; ++j) {
       float* dkrow = &dk(b, c0 + j, hk, 0);
       float* dvrow = &dv(b, c0 + j, hk, 0);
-      for (int x = 0; x < d; ++x) dkrow[x] += s.dkt[std::size_t(x) * kCols + j];
-      for (int x = 0; x < dim_v; ++x) dvrow[x] += s.dvt[std::size_t(x) * kCols + j];
+      const int both = std::min(d, dim_v);
+      for (int x = 0; x < both; ++x) {
+        dkrow[x] += s.dkt[std::size_t(x) * kCols + j];
+        dvrow[x] += s.dvt[std::size_t(x) * kCols + j];
+      }
+      for (int x = both; x < d; ++x) dkrow[x] += s.dkt[std::size_t(x) * kCols + j];
+      for (int x = both; x < dim_v; ++x) dvrow[x] += s.dvt[std::size_t(x) * kCols + j];
     }
   }
 

@@ -14,6 +14,9 @@ namespace {
 struct MemoryCase {
   engine::StrategyKind kind;
   rfa_dtype_t dtype;
+  /// V's head dim in steps of 8 from head_dim (-1: 8 below; +4: 32 above, both multiples of 32
+  /// as bf16's products need), so that a formula counting V in head_dim fails; 0: head_dim.
+  int value_dim_steps = 0;
 };
 
 class StrategyMemoryTest : public ::testing::TestWithParam<MemoryCase> {
@@ -26,11 +29,13 @@ class StrategyMemoryTest : public ::testing::TestWithParam<MemoryCase> {
     choice.kind = GetParam().kind;
     if (choice.kind == engine::StrategyKind::hybrid) choice.ulysses_degree = P == 4 ? 2 : P;
     // GQA with kv_heads < P on 3 and 4 ranks: Ulysses and the hybrid route shared K/V heads.
-    const auto cfg = strategy_config({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 2}, dtype_of<T>::value);
+    auto cfg = strategy_config({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 2}, dtype_of<T>::value);
+    if (GetParam().value_dim_steps != 0) cfg.value_dim = cfg.head_dim + 8 * GetParam().value_dim_steps;
     auto attn = engine::make_strategy(*comm, cfg, choice);
     const std::int64_t L = attn->local_seq(), B = cfg.batch, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
-    Tensor4<T> q("q", B, L, H, D), k("k", B, L, HKV, D), v("v", B, L, HKV, D), out("out", B, L, H, D),
-        dout("dout", B, L, H, D), dq("dq", B, L, H, D), dk("dk", B, L, HKV, D), dv("dv", B, L, HKV, D);
+    const std::int64_t DV = cfg.dv();
+    Tensor4<T> q("q", B, L, H, D), k("k", B, L, HKV, D), v("v", B, L, HKV, DV), out("out", B, L, H, DV),
+        dout("dout", B, L, H, DV), dq("dq", B, L, H, D), dk("dk", B, L, HKV, D), dv("dv", B, L, HKV, DV);
     Tensor3<float> lse("lse", B, H, L);
     for (bool backward : {false, true}) {
       SCOPED_TRACE(backward ? "backward" : "forward");
@@ -61,14 +66,20 @@ std::vector<MemoryCase> memory_cases() {
   std::vector<MemoryCase> cases;
   for (auto kind : {engine::StrategyKind::ring, engine::StrategyKind::ulysses, engine::StrategyKind::allgather,
                     engine::StrategyKind::hybrid})
-    for (rfa_dtype_t dtype : {RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16}) cases.push_back({kind, dtype});
+    for (rfa_dtype_t dtype : {RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16}) {
+      cases.push_back({kind, dtype});
+      cases.push_back({kind, dtype, dtype == RFA_DTYPE_FLOAT32 ? -1 : 4});  // V narrower, or wider (bf16 products)
+    }
   return cases;
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, StrategyMemoryTest, ::testing::ValuesIn(memory_cases()),
                          [](const ::testing::TestParamInfo<MemoryCase>& info) {
                            return std::string(engine::strategy_name(info.param.kind)) +
-                                  (info.param.dtype == RFA_DTYPE_FLOAT32 ? "_fp32" : "_bf16");
+                                  (info.param.dtype == RFA_DTYPE_FLOAT32 ? "_fp32" : "_bf16") +
+                                  (info.param.value_dim_steps < 0   ? "_narrower_v"
+                                   : info.param.value_dim_steps > 0 ? "_wider_v"
+                                                                    : "");
                          });
 
 }  // namespace
