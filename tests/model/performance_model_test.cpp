@@ -39,9 +39,9 @@ engine::AttentionConfig config(rfa_layout_t layout, rfa_mask_t mask, std::int64_
 std::pair<std::int64_t, std::int64_t> engine_bytes(comm::Communicator& comm, const engine::AttentionConfig& c,
                                                    const StrategyChoice& choice) {
   auto attn = engine::make_strategy(comm, c, choice);
-  const std::int64_t B = c.batch, L = attn->local_seq(), H = c.heads, HKV = c.kv_heads, D = c.head_dim;
-  kernels::Tensor4<float> q("q", B, L, H, D), k("k", B, L, HKV, D), v("v", B, L, HKV, D), out("out", B, L, H, D),
-      dout("dout", B, L, H, D), dq("dq", B, L, H, D), dk("dk", B, L, HKV, D), dv("dv", B, L, HKV, D);
+  const std::int64_t B = c.batch, L = attn->local_seq(), H = c.heads, HKV = c.kv_heads, D = c.head_dim, DV = c.dv();
+  kernels::Tensor4<float> q("q", B, L, H, D), k("k", B, L, HKV, D), v("v", B, L, HKV, DV), out("out", B, L, H, DV),
+      dout("dout", B, L, H, DV), dq("dq", B, L, H, D), dk("dk", B, L, HKV, D), dv("dv", B, L, HKV, DV);
   kernels::Tensor3<float> lse("lse", B, H, L);
   attn->forward<float>(q, k, v, out, lse);
   const std::int64_t forward = attn->last_timings().bytes_sent;
@@ -63,24 +63,27 @@ TEST(PerformanceModel, PredictsTheBytesEveryEngineSends) {
     for (rfa_layout_t layout : {RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_STRIPE})
       for (rfa_mask_t mask : {RFA_MASK_CAUSAL, RFA_MASK_NONE})
         for (std::int64_t kv_heads : {12, 4})
-          for (std::int64_t window : {0, 30}) {
-            const engine::AttentionConfig c = config(layout, mask, kv_heads, window);
-            try {
-              engine::validate_strategy(choice, c, P);
-            } catch (const Error&) {
-              continue;  // a grid this problem does not fit: the same verdict on every rank
+          for (std::int64_t window : {0, 30})
+            for (std::int64_t value_dim : {0, 24}) {  // V wider than Q and K: its own bytes
+              if (value_dim != 0 && kv_heads == 12) continue;
+              engine::AttentionConfig c = config(layout, mask, kv_heads, window);
+              c.value_dim = value_dim;
+              try {
+                engine::validate_strategy(choice, c, P);
+              } catch (const Error&) {
+                continue;  // a grid this problem does not fit: the same verdict on every rank
+              }
+              SCOPED_TRACE(::testing::Message()
+                           << engine::strategy_name(choice.kind) << ":" << choice.ulysses_degree << " chunk "
+                           << choice.kv_heads_per_chunk << " " << layout::layout_name(layout)
+                           << (mask == RFA_MASK_CAUSAL ? " causal" : "") << " kv_heads " << kv_heads << " window "
+                           << window << " value dim " << value_dim << " rank " << me << " of " << P);
+              const auto [forward, backward] = engine_bytes(*comm, c, choice);
+              const Prediction p = predict_rank(c, choice, P, me, MachineModel{});
+              EXPECT_EQ(p.forward.bytes_sent, double(forward));
+              EXPECT_EQ(p.backward.bytes_sent, double(backward));
+              ++compared;
             }
-            SCOPED_TRACE(::testing::Message()
-                         << engine::strategy_name(choice.kind) << ":" << choice.ulysses_degree << " chunk "
-                         << choice.kv_heads_per_chunk << " " << layout::layout_name(layout)
-                         << (mask == RFA_MASK_CAUSAL ? " causal" : "") << " kv_heads " << kv_heads << " window "
-                         << window << " rank " << me << " of " << P);
-            const auto [forward, backward] = engine_bytes(*comm, c, choice);
-            const Prediction p = predict_rank(c, choice, P, me, MachineModel{});
-            EXPECT_EQ(p.forward.bytes_sent, double(forward));
-            EXPECT_EQ(p.backward.bytes_sent, double(backward));
-            ++compared;
-          }
   EXPECT_GT(compared, 100);
 }
 
@@ -97,6 +100,12 @@ TEST(PerformanceModel, TimesFollowFromComputeAndTransfers) {
   const double scores = double(c.seq_total * c.seq_total * c.batch * c.heads);
   EXPECT_DOUBLE_EQ(one.forward.seconds, scores * 4 * c.head_dim / 1e9);
   EXPECT_DOUBLE_EQ(one.backward.seconds, scores * 2.5 * 4 * c.head_dim / 2e9);
+  // V's own head dim: 2 (d + dv) FLOPs a score forward (Q K^T, P V), 6 d + 4 dv backward.
+  engine::AttentionConfig mla = c;
+  mla.value_dim = 24;
+  const Prediction split = predict(mla, {StrategyKind::ring, 0, 1}, 1, free_links);
+  EXPECT_DOUBLE_EQ(split.forward.seconds, scores * 2 * (8 + 24) / 1e9);
+  EXPECT_DOUBLE_EQ(split.backward.seconds, scores * (6 * 8 + 4 * 24) / 2e9);
   // Free links and copies: every strategy takes its compute alone; the ring over 4 ranks a
   // quarter of it.
   for (StrategyChoice choice :
