@@ -554,8 +554,9 @@ RFA_API rfa_result_t rfa_context_release_workspace(rfa_context_t context, int64_
  * one (checked with cudaPointerGetAttributes: a pointer to the wrong kind of memory fails with
  * ::RFA_ERROR_INVALID_ARGUMENT on every rank before any data moves), in the context's
  * dtype (fp32: float; bf16, fp16: 16-bit patterns in uint16_t). With L the local sequence:
- * q, out, dout, dq are [B][L][H][d]; k, v, dk, dv are [B][L][Hkv][d]; lse is fp32 [B][H][L]
- * (natural log). A Fortran array q(d, H, L, B) has this memory layout.
+ * q, dq are [B][L][H][d]; k, dk are [B][L][Hkv][d]; out, dout are [B][L][H][dv] and v, dv
+ * [B][L][Hkv][dv], with dv the options' value_head_dim (d, head_dim, unless set); lse is fp32
+ * [B][H][L] (natural log). A Fortran array q(d, H, L, B) has this memory layout.
  *
  * Aliasing: read-only inputs may alias each other (q == k is fine). An output must not
  * overlap any other argument; this is checked, and overlapping buffers fail with
@@ -592,8 +593,8 @@ RFA_API rfa_result_t rfa_context_release_workspace(rfa_context_t context, int64_
  * @param context a live context.
  * @param q [B][L][H][d] queries.
  * @param k [B][L][Hkv][d] keys.
- * @param v [B][L][Hkv][d] values.
- * @param[out] out [B][L][H][d] attention output; a query row that sees no key gets 0.
+ * @param v [B][L][Hkv][dv] values (dv: the options' value_head_dim).
+ * @param[out] out [B][L][H][dv] attention output; a query row that sees no key gets 0.
  * @param[out] lse [B][H][L] fp32 log-sum-exp of each query row (-inf if it sees no key);
  *             rfa_backward() needs it.
  * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, overlapping outputs);
@@ -611,13 +612,13 @@ RFA_API rfa_result_t rfa_forward(rfa_context_t context, const void* q, const voi
  * @param context a live context.
  * @param q [B][L][H][d] queries.
  * @param k [B][L][Hkv][d] keys.
- * @param v [B][L][Hkv][d] values.
- * @param out [B][L][H][d] the forward's output.
- * @param dout [B][L][H][d] gradient of the loss with respect to out.
+ * @param v [B][L][Hkv][dv] values (dv: the options' value_head_dim).
+ * @param out [B][L][H][dv] the forward's output.
+ * @param dout [B][L][H][dv] gradient of the loss with respect to out.
  * @param lse [B][H][L] the forward's log-sum-exp.
  * @param[out] dq [B][L][H][d] gradient with respect to q.
  * @param[out] dk [B][L][Hkv][d] gradient with respect to k.
- * @param[out] dv [B][L][Hkv][d] gradient with respect to v.
+ * @param[out] dv [B][L][Hkv][dv] gradient with respect to v.
  * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, overlapping outputs);
  *         ::RFA_ERROR_CALL_MISMATCH; ::RFA_ERROR_NONFINITE (options.check_values);
  *         ::RFA_ERROR_TIMEOUT; ::RFA_ERROR_MPI; ::RFA_ERROR_OUT_OF_MEMORY.
@@ -637,11 +638,11 @@ RFA_API rfa_result_t rfa_backward(rfa_context_t context, const void* q, const vo
  * @param context a live context created with attention_sinks nonzero.
  * @param q [B][L][H][d] queries.
  * @param k [B][L][Hkv][d] keys.
- * @param v [B][L][Hkv][d] values.
+ * @param v [B][L][Hkv][dv] values (dv: the options' value_head_dim).
  * @param sinks [H] fp32 sink logits, the same on every rank (checked: a hash of the values is
  *        agreed before any data moves), none NaN or +inf; in the context's memory (device
  *        memory for a CUDA context).
- * @param[out] out [B][L][H][d] attention output; a row that sees no key gets 0.
+ * @param[out] out [B][L][H][dv] attention output; a row that sees no key gets 0.
  * @param[out] lse [B][H][L] fp32 log-sum-exp of each row, the sink included (what
  *             rfa_backward_with_sinks() needs); to merge the rows with other attention, use it as
  *             the log of the whole denominator.
@@ -661,14 +662,14 @@ RFA_API rfa_result_t rfa_forward_with_sinks(rfa_context_t context, const void* q
  * @param context a live context created with attention_sinks nonzero.
  * @param q [B][L][H][d] queries.
  * @param k [B][L][Hkv][d] keys.
- * @param v [B][L][Hkv][d] values.
- * @param out [B][L][H][d] the forward's output.
- * @param dout [B][L][H][d] gradient of the loss with respect to out.
+ * @param v [B][L][Hkv][dv] values (dv: the options' value_head_dim).
+ * @param out [B][L][H][dv] the forward's output.
+ * @param dout [B][L][H][dv] gradient of the loss with respect to out.
  * @param lse [B][H][L] the forward's log-sum-exp (the sink included).
  * @param sinks [H] the forward's sink logits (the same on every rank, checked as there).
  * @param[out] dq [B][L][H][d] gradient with respect to q.
  * @param[out] dk [B][L][Hkv][d] gradient with respect to k.
- * @param[out] dv [B][L][Hkv][d] gradient with respect to v.
+ * @param[out] dv [B][L][Hkv][dv] gradient with respect to v.
  * @param[out] dsinks [H] fp32 gradient with respect to the sinks: -sum over every row of every
  *             rank and batch entry of exp(sinks[h] - lse) * sum_d dout * out, summed in float64 in
  *             ring-position order, bitwise the same on every rank; in the context's memory.

@@ -54,7 +54,7 @@ def serve(torch, F, backend, shape, layout, requests, reply):
     """Answers timing requests (see the module's text) from the lines of `requests`; `reply`
     prints one line. Inputs are made once per (dtype, mask) and reused, as rfa's are."""
     inputs = {}
-    scale = shape[3] ** -0.5  # 1/sqrt(d), whatever the padding
+    scale = scale_argument(shape)
     reply(f"ready torch={torch.__version__}")
     for line in requests:
         words = line.split()
@@ -69,12 +69,20 @@ def serve(torch, F, backend, shape, layout, requests, reply):
         causal = mask == "causal"
         with backend():
             if pass_ == "fwd":
-                ms = one_call_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale))
+                ms = one_call_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, **scale))
             else:
-                out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+                out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, **scale)
                 q.grad = k.grad = v.grad = None  # written, not accumulated into, as rfa's are
                 ms = one_call_ms(lambda: out.backward(dout))
         reply(f"{ms:.6f}")
+
+
+def scale_argument(shape):
+    """The keyword arguments that set SDPA's scale: 1/sqrt(d) where q and k are padded beyond d
+    (their default would be 1/sqrt of the padded width; the keyword needs torch 2.1), none
+    otherwise. shape is (B, H, S, d, dv)."""
+    d, dv = shape[3], shape[4]
+    return {"scale": d ** -0.5} if dv > d else {}
 
 
 def make_inputs(torch, shape, dtype, layout):
@@ -82,7 +90,8 @@ def make_inputs(torch, shape, dtype, layout):
     shape is (B, H, S, d, dv) and w = max(d, dv). Where d and dv differ (MLA's 192 / 128), the
     narrower ones are zero-padded to w, the usual way to run such heads on a flash kernel that
     takes one head dim (PyTorch's CPU one does): zeros add nothing to Q K^T, and a V padded with
-    zeros gives an output whose padding is zero (callers pass the scale 1/sqrt(d) themselves)."""
+    zeros gives an output whose padding is zero (q and k padded beyond d need the scale
+    1/sqrt(d) passed: scale_argument())."""
     b, h, s, d, dv = shape
     w = max(d, dv)
 
@@ -125,16 +134,16 @@ def main():
         serve(torch, F, backend, shape, args.layout, sys.stdin,
               lambda line: print(line, flush=True))
         return
-    scale = args.head_dim ** -0.5  # 1/sqrt(d), whatever the padding
+    scale = scale_argument(shape)
     padded = max(shape[3], shape[4]) if shape[3] != shape[4] else 0
     for dtype_name, dtype in (("float32", torch.float32), ("bfloat16", torch.bfloat16)):
         for causal in (False, True):
             q, k, v, dout = make_inputs(torch, shape, dtype, args.layout)
             with backend():
-                fwd = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale), args.repeats)
+                fwd = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, **scale), args.repeats)
 
                 def fwd_bwd():
-                    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+                    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, **scale)
                     out.backward(dout)
 
                 both = median_ms(fwd_bwd, args.repeats)

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_work.hpp"
 #include "collective/deadline.hpp"
 #include "collective/mpi_error.hpp"
 #include "collective/node_cpus.hpp"
@@ -204,16 +205,19 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o, co
     masked.window = e == 0 ? 0 : std::max<std::int64_t>(1, std::min<std::int64_t>(o.seq / 8, block.seq_total - 1));
   }
   const std::vector<std::pair<double, double>> seconds = block_seconds(world, blocks, std::max(o.repeat, 7), turns);
-  // time = scores x 4d (x 2.5 backward) / rate + rows x row_seconds, per head, for L and L/2:
+  // time = scores x FLOPs per score (4 d forward, 10 d backward; 2 (d + dv) and 6 d + 4 dv with
+  // V's own head dim) / rate + rows x row_seconds, per head, for L and L/2:
   // solved exactly; a cost per row below 0 or leaving nothing for the scores is taken as 0.
   const double heads = double(block.batch * block.heads), L = double(block.seq_total),
                half = double(block.seq_total / 2);
-  const double fpf = 4.0 * double(block.head_dim);  // forward FLOPs per score and head
+  // FLOPs per score and head, forward and backward
+  const double fpf[2] = {perf::flops_per_score(double(block.head_dim), double(block.dv()), false),
+                         perf::flops_per_score(double(block.head_dim), double(block.dv()), true)};
   for (int pass = 0; pass < 2; ++pass) {
     const double t1 = pass == 0 ? seconds[0].first : seconds[0].second;
     const double t2 = pass == 0 ? seconds[1].first : seconds[1].second;
-    const double flops1 = (pass == 0 ? 1.0 : 2.5) * fpf * heads * L * L;
-    const double flops2 = (pass == 0 ? 1.0 : 2.5) * fpf * heads * half * half;
+    const double flops1 = fpf[pass] * heads * L * L;
+    const double flops2 = fpf[pass] * heads * half * half;
     // t1 = flops1 / rate + heads L row, t2 = flops2 / rate + heads half row
     double row = (t2 * flops1 - t1 * flops2) / (heads * (half * flops1 - L * flops2));
     // Noise can leave no time for the scores (the half block at least half as long): then the
@@ -227,8 +231,8 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o, co
   m.packed_head_forward_speedup = f / seconds[2].first;
   m.packed_head_backward_speedup = b / seconds[2].second;
   const PositionMap rows = PositionMap::contiguous(0, block.seq_total);
-  const double per_score = fpf * heads;  // forward FLOPs per score over every head
-  double lhs[2][2], rhs[2][2];           // [pass][equation]: masked scores, and what they cost
+  const double per_score[2] = {fpf[0] * heads, fpf[1] * heads};  // FLOPs per score over every head
+  double lhs[2][2], rhs[2][2];                                   // [pass][equation]: masked scores, and what they cost
   for (int e = 0; e < 2; ++e) {
     const auto [fm, bm] = seconds[std::size_t(3 + e)];
     const kernels::MaskRule rule{true, blocks[std::size_t(3 + e)].config.window, nullptr, 0, {}};
@@ -237,10 +241,10 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o, co
     // What the rows cost (MachineModel::forward_row_seconds) comes off first.
     lhs[0][e] = wf.partial;
     rhs[0][e] =
-        (fm - heads * (wf.rows + wf.keys) / 2 * m.forward_row_seconds) * m.forward_flops_per_s / per_score - wf.full;
+        (fm - heads * (wf.rows + wf.keys) / 2 * m.forward_row_seconds) * m.forward_flops_per_s / per_score[0] - wf.full;
     lhs[1][e] = wb.partial;
     rhs[1][e] =
-        (bm - heads * (wb.rows + wb.keys) / 2 * m.backward_row_seconds) * m.backward_flops_per_s / (2.5 * per_score) -
+        (bm - heads * (wb.rows + wb.keys) / 2 * m.backward_row_seconds) * m.backward_flops_per_s / per_score[1] -
         wb.full;
   }
   // One cost per score of a masked tile, fitted to both equations, each to its relative error.
@@ -312,9 +316,9 @@ int run(int me, int argc, char** argv) {
   o.seq -= o.seq % (2 * P);  // every layout splits it (zigzag: 2P chunks)
   const model::MachineModel m = calibrate(*world, o, links);
   if (me == 0) {
-    std::printf("rfa_model_check: %d rank(s), B=%lld S=%lld H=%lld/%lld d=%lld fp32, medians of %d, slowest rank\n", P,
-                (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, (long long)o.head_dim,
-                o.repeat);
+    std::printf("rfa_model_check: %d rank(s), B=%lld S=%lld H=%lld/%lld d=%s fp32, medians of %d, slowest rank\n", P,
+                (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads,
+                head_dims_label(o).c_str(), o.repeat);
     std::printf(
         "calibrated: kernels %.1f / %.1f GFLOP/s per rank on a core of its own (forward / backward, whole "
         "tiles; %d rank(s) on %.0f core(s)), %.0f / %.0f ns per query or key row and head of a call, x%.2f / x%.2f on "

@@ -85,6 +85,11 @@ class TorchPeerInputsTest(unittest.TestCase):
         self.assertTrue(all(t.requires_grad for t in (q, k, v)))
         self.assertFalse(dout.requires_grad)
 
+    def test_scale_is_given_only_where_q_and_k_are_padded(self):
+        self.assertEqual(self.peer.scale_argument((1, 1, 8, 16, 16)), {})
+        self.assertEqual(self.peer.scale_argument((1, 1, 8, 192, 128)), {}, "q and k keep their width")
+        self.assertEqual(self.peer.scale_argument((1, 1, 8, 16, 40)), {"scale": 16 ** -0.5})
+
     def test_value_head_dim_pads_the_narrower_tensors_with_zeros(self):
         b, h, s = 2, 4, 64
         for layout in ("bhsd", "bshd"):
@@ -108,8 +113,8 @@ class TorchPeerInputsTest(unittest.TestCase):
             def backward(self, dout):
                 calls.append(("backward", dout, self.q.grad))
 
-        def sdpa(q, k, v, is_causal, scale):
-            self.assertAlmostEqual(scale, 16 ** -0.5, msg="the scale is 1/sqrt(d) of the unpadded d")
+        def sdpa(q, k, v, is_causal, **kwargs):
+            self.assertEqual(kwargs, {}, "one head dim: SDPA's own scale, no keyword")
             calls.append(("forward", q.dtype, is_causal))
             out = FakeOut()
             out.q = q

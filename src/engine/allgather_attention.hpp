@@ -9,11 +9,13 @@
 // stream while the previous chunk computes).
 //
 // Memory per rank (workspace_bytes(); E = element size, c = kv_heads_per_chunk, g = heads /
-// kv_heads, k = B*(S/P)*c*D one local chunk, K = P*k = B*S*c*D one gathered chunk,
-// qc = B*(S/P)*c*g*D the chunk's queries, r = B*(S/P)*c*g its rows):
-//   forward:  E*(4k send + 4K gathered + 2K placed + 2qc Q/out chunk) + 4*r lse chunk
-//   backward: E*(4k + 4K + 2K + 2qc Q/dO chunk) + 4*(2r lse/D chunk + B*H*(S/P) D
-//             + qc dQ chunk + 2K dK/dV + K reduce-scatter input + k its output)
+// kv_heads, D and DV the head dims of Q/K and of V/out/dO, kv = B*(S/P)*c*(D + DV) one local
+// chunk of K and V, KV = P*kv the gathered chunk, w = B*(S/P)*c*max(D, DV) one local chunk of
+// the wider, qc = B*(S/P)*c*g*D and oc = B*(S/P)*c*g*DV the chunk's queries and outputs,
+// r = B*(S/P)*c*g its rows):
+//   forward:  E*(2kv send + 2KV gathered + KV placed + qc Q + oc out chunk) + 4*r lse chunk
+//   backward: E*(2kv + 2KV + KV + qc Q + oc dO chunk) + 4*(2r lse/D chunk + B*H*(S/P) D
+//             + qc dQ chunk + KV dK/dV + P*w reduce-scatter input + w its output)
 #pragma once
 
 #include <cstdint>

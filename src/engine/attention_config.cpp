@@ -57,7 +57,7 @@ void require_same_config(comm::Communicator& comm, const AttentionConfig& c) {
        {"heads", c.heads},
        {"kv_heads", c.kv_heads},
        {"head_dim", c.head_dim},
-       {"value head dim", c.value_dim},
+       {"value head dim", c.dv()},
        {"device", std::int64_t(c.device)},
        {"window", c.window},
        {"cuda kernels", std::int64_t(c.cuda_kernels)},

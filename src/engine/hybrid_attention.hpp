@@ -15,12 +15,14 @@
 // into the head-sharded out (engine/ring_attention.hpp, one-step passes).
 //
 // Memory per rank (workspace_bytes()): the ring's (engine/ring_attention.hpp, for H/Pu heads
-// and the group's K/V slots on S/Pr rows, fp32 gradients) plus, with E = element size,
-// q = B*(S/P)*H*D, kvs = B*(S/Pr)*slots*D, kv = B*(S/P)*kv_heads*D, rows = B*H*(S/P):
-//   forward:  E*(2q staging + q Q + 2kvs K/V + q out) + 4*3*rows (lse, two lse staging)
-//   backward: E*(2q staging + 3q Q/out/dO + 2kvs K/V)
-//             + 4*(q dQ + 2kvs dK/dV + 2g dK/dV staging + 2kv dK/dV results + 3*rows lse and
-//             its staging), g the larger of what a rank sends and receives of dK/dV
+// and the group's K/V slots on S/Pr rows, fp32 gradients) plus, with E = element size, D and DV
+// the head dims of Q/K and of V/out/dO, W = max(D, DV), q = B*(S/P)*H*D, o = B*(S/P)*H*DV,
+// w = B*(S/P)*H*W, kvs = B*(S/Pr)*slots*(D + DV) (K and V), kv = B*(S/P)*kv_heads*(D + DV),
+// rows = B*H*(S/P):
+//   forward:  E*(2w staging + q Q + kvs K/V + o out) + 4*3*rows (lse, two lse staging)
+//   backward: E*(2w staging + q Q + 2o out/dO + kvs K/V)
+//             + 4*(q dQ + kvs dK/dV + 2g dK/dV staging + kv dK/dV results + 3*rows lse and
+//             its staging), g the larger of what a rank sends and receives of dK or dV in W
 //             (engine/head_exchange.hpp key_staging_elems()).
 #pragma once
 

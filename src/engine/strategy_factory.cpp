@@ -160,8 +160,10 @@ void validate_strategy(const StrategyChoice& choice, const AttentionConfig& c, i
              "the KV all-gather computes its chunks with rfa's CUDA kernels, not cuDNN: set cuda_kernels to "
              "RFA_CUDA_KERNELS_RFA (rfa_run --kernels rfa) or leave it automatic, or choose another strategy");
       validate_local(c, ranks);
-      if (choice.kind == StrategyKind::allgather)  // every rank gathers the whole sequence's K/V
+      if (choice.kind == StrategyKind::allgather) {  // every rank gathers the whole sequence's K/V
         require_view_extents("gathered k", {c.batch, c.seq_total, choice.kv_heads_per_chunk, c.head_dim});
+        require_view_extents("gathered v", {c.batch, c.seq_total, choice.kv_heads_per_chunk, c.dv()});
+      }
       return;
     case StrategyKind::ulysses:
       require(degree == 0 || degree == ranks, "ulysses_degree is ", degree, " but the Ulysses strategy runs over all ",
