@@ -22,6 +22,7 @@
 #include "engine/value_checks.hpp"
 #include "firewall.hpp"
 #include "kernels/nonfinite_scan.hpp"
+#include "options.hpp"
 
 #if RFA_ENGINE_CUDA
 #include <cuda_runtime_api.h>
@@ -47,9 +48,12 @@ struct LocalSizes {
 LocalSizes local_sizes(const rfa_context_s& c) {
   const rfa_options_t& o = c.options;
   const std::int64_t L = c.engine->local_seq(), elem = std::int64_t(dtype_size(o.dtype));
-  return {o.batch * L * o.heads * o.head_dim * elem,           o.batch * L * o.kv_heads * o.head_dim * elem,
-          o.batch * L * o.kv_heads * o.value_head_dim * elem,  o.batch * L * o.heads * o.value_head_dim * elem,
-          o.batch * o.heads * L * std::int64_t(sizeof(float)), elem};
+  return {o.batch * L * o.heads * o.head_dim * elem,
+          o.batch * L * o.kv_heads * o.head_dim * elem,
+          o.batch * L * o.kv_heads * value_head_dim_of(o) * elem,
+          o.batch * L * o.heads * value_head_dim_of(o) * elem,
+          o.batch * o.heads * L * std::int64_t(sizeof(float)),
+          elem};
 }
 
 /// This rank's bshd tensor at `p` with `heads` heads of `dim` values (the options' head_dim for
@@ -245,12 +249,12 @@ rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void*
         engine::report_nonfinite_everywhere(
             *c.comm, rows,
             {scan_bshd<T, S>("q", q, c, o.heads, o.head_dim), scan_bshd<T, S>("k", k, c, o.kv_heads, o.head_dim),
-             scan_bshd<T, S>("v", v, c, o.kv_heads, o.value_head_dim)},
+             scan_bshd<T, S>("v", v, c, o.kv_heads, value_head_dim_of(o))},
             "input", kInputsUntouched);
       }
       auto args = std::make_tuple(in4<T, S>(q, c, o.heads, o.head_dim), in4<T, S>(k, c, o.kv_heads, o.head_dim),
-                                  in4<T, S>(v, c, o.kv_heads, o.value_head_dim),
-                                  out4<T, S>(out, c, o.heads, o.value_head_dim), lse3<float, S>(lse, c));
+                                  in4<T, S>(v, c, o.kv_heads, value_head_dim_of(o)),
+                                  out4<T, S>(out, c, o.heads, value_head_dim_of(o)), lse3<float, S>(lse, c));
       if constexpr (std::is_same<S, Kokkos::HostSpace>::value) {
         std::apply([&](auto... a) { c.engine->forward<T>(a...); }, args);
       } else {
@@ -263,8 +267,8 @@ rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void*
       if (checks_values(c)) {
         settle_before_scan<S>(c);
         engine::report_nonfinite_everywhere(
-            *c.comm, rows, {scan_bshd<T, S>("out", out, c, o.heads, o.value_head_dim), scan_lse<S>(lse, c)}, "output",
-            kOutputsWritten);
+            *c.comm, rows, {scan_bshd<T, S>("out", out, c, o.heads, value_head_dim_of(o)), scan_lse<S>(lse, c)},
+            "output", kOutputsWritten);
       }
     });
   });
@@ -298,17 +302,17 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
         engine::report_nonfinite_everywhere(
             *c.comm, rows,
             {scan_bshd<T, S>("q", q, c, o.heads, o.head_dim), scan_bshd<T, S>("k", k, c, o.kv_heads, o.head_dim),
-             scan_bshd<T, S>("v", v, c, o.kv_heads, o.value_head_dim),
-             scan_bshd<T, S>("out", out, c, o.heads, o.value_head_dim),
-             scan_bshd<T, S>("dout", dout, c, o.heads, o.value_head_dim), scan_lse<S>(lse, c)},
+             scan_bshd<T, S>("v", v, c, o.kv_heads, value_head_dim_of(o)),
+             scan_bshd<T, S>("out", out, c, o.heads, value_head_dim_of(o)),
+             scan_bshd<T, S>("dout", dout, c, o.heads, value_head_dim_of(o)), scan_lse<S>(lse, c)},
             "input", kInputsUntouched);
       }
-      auto args =
-          std::make_tuple(in4<T, S>(q, c, o.heads, o.head_dim), in4<T, S>(k, c, o.kv_heads, o.head_dim),
-                          in4<T, S>(v, c, o.kv_heads, o.value_head_dim), in4<T, S>(out, c, o.heads, o.value_head_dim),
-                          in4<T, S>(dout, c, o.heads, o.value_head_dim), lse3<const float, S>(lse, c),
-                          out4<T, S>(dq, c, o.heads, o.head_dim), out4<T, S>(dk, c, o.kv_heads, o.head_dim),
-                          out4<T, S>(dv, c, o.kv_heads, o.value_head_dim));
+      auto args = std::make_tuple(in4<T, S>(q, c, o.heads, o.head_dim), in4<T, S>(k, c, o.kv_heads, o.head_dim),
+                                  in4<T, S>(v, c, o.kv_heads, value_head_dim_of(o)),
+                                  in4<T, S>(out, c, o.heads, value_head_dim_of(o)),
+                                  in4<T, S>(dout, c, o.heads, value_head_dim_of(o)), lse3<const float, S>(lse, c),
+                                  out4<T, S>(dq, c, o.heads, o.head_dim), out4<T, S>(dk, c, o.kv_heads, o.head_dim),
+                                  out4<T, S>(dv, c, o.kv_heads, value_head_dim_of(o)));
       // The sinks' gradient from this rank's rows, before the strategy runs (its inputs only).
       std::vector<double> sink_part;
       if (sinks.given) {
@@ -328,7 +332,7 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
         engine::report_nonfinite_everywhere(
             *c.comm, rows,
             {scan_bshd<T, S>("dq", dq, c, o.heads, o.head_dim), scan_bshd<T, S>("dk", dk, c, o.kv_heads, o.head_dim),
-             scan_bshd<T, S>("dv", dv, c, o.kv_heads, o.value_head_dim)},
+             scan_bshd<T, S>("dv", dv, c, o.kv_heads, value_head_dim_of(o))},
             "output", kOutputsWritten);
       }
     });

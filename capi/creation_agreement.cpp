@@ -72,7 +72,7 @@ const Field kFields[] = {
      [](const rfa_options_t& o) {
        return document_bounds_hash(o.doc_boundary_offsets, o.doc_boundary_offset_count);  // count <= 0: none read
      }},
-    {"value_head_dim (0 read as head_dim)", [](const rfa_options_t& o) { return o.value_head_dim; }},
+    {"value_head_dim (0 for head_dim's value)", [](const rfa_options_t& o) { return o.value_head_dim; }},
 };
 // A field appended to rfa_options_t must be added above (and to the disagreement test,
 // tests/capi/options_agreement_test.cpp): this fails to compile until the size is updated.

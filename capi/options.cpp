@@ -116,7 +116,9 @@ rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
   o.cuda_kernels = requested_cuda_kernels(o.cuda_kernels);
   o.deterministic = o.deterministic != 0 ? 1 : 0;
   o.attention_sinks = o.attention_sinks != 0 ? 1 : 0;
-  if (o.value_head_dim == 0) o.value_head_dim = o.head_dim;  // what the context uses, agreed as such
+  // One head dim is said one way, 0, on every rank and in rfa_context_get_options(): options
+  // copied from a context and given another head_dim then keep one head dim.
+  if (o.value_head_dim == o.head_dim) o.value_head_dim = 0;
   return o;
 }
 
@@ -174,7 +176,7 @@ engine::AttentionConfig validate_options(const rfa_options_t& o, int ranks) {
   require(o.heads % o.kv_heads == 0, "options.heads (", o.heads, ") is not a multiple of options.kv_heads (",
           o.kv_heads, ")");
   require(o.head_dim >= 1, "options.head_dim is ", o.head_dim, "; it must be >= 1");
-  require(o.value_head_dim >= 1, "options.value_head_dim is ", o.value_head_dim,
+  require(o.value_head_dim >= 0, "options.value_head_dim is ", o.value_head_dim,
           "; it must be >= 0 (0: the same as head_dim)");
   require(o.window >= 0, "options.window is ", o.window,
           "; it must be >= 0 (0: no sliding window; w >= 1: a key is visible only if q_pos - k_pos < w)");
@@ -182,7 +184,7 @@ engine::AttentionConfig validate_options(const rfa_options_t& o, int ranks) {
   // with a factor 2 of headroom for padded lengths and offsets past the end: every size and
   // index rfa computes then fits in 64 bits.
   std::int64_t bytes = 2 * 4;
-  const std::int64_t widest = o.head_dim > o.value_head_dim ? o.head_dim : o.value_head_dim;
+  const std::int64_t widest = o.head_dim > value_head_dim_of(o) ? o.head_dim : value_head_dim_of(o);
   for (const std::int64_t factor : {o.batch, o.seq_total, o.heads > o.kv_heads ? o.heads : o.kv_heads, widest}) {
     if (__builtin_mul_overflow(bytes, factor, &bytes)) {
       fail(RFA_ERROR_INVALID_ARGUMENT, "options.batch x seq_total x heads x head_dim (", o.batch, " x ", o.seq_total,
@@ -222,7 +224,7 @@ engine::AttentionConfig attention_config(const rfa_options_t& o) {
   c.heads = o.heads;
   c.kv_heads = o.kv_heads;
   c.head_dim = o.head_dim;
-  c.value_dim = o.value_head_dim == o.head_dim ? 0 : o.value_head_dim;
+  c.value_dim = o.value_head_dim;  // 0 where it is head_dim (read_options)
   c.device = o.device == RFA_DEVICE_CUDA ? engine::Device::cuda : engine::Device::host;
   c.window = o.window;
   c.cuda_kernels = o.cuda_kernels == RFA_CUDA_KERNELS_CUDNN ? engine::CudaKernels::cudnn : engine::CudaKernels::rfa;

@@ -28,10 +28,17 @@ std::size_t min_options_size();
 
 /// Copies min(struct_size, sizeof) bytes of the caller's struct over the defaults, checks the
 /// document boundaries, resolves check_values (resolve_value_checks) and cuda_kernels to what is
-/// asked for (requested_cuda_kernels), and makes deterministic 0 or 1. Throws
+/// asked for (requested_cuda_kernels), makes deterministic 0 or 1 and a value_head_dim equal to
+/// head_dim 0. Throws
 /// RFA_ERROR_INVALID_ARGUMENT for NULL, a struct_size below version 1 (not initialized), bad
 /// boundaries or a bad check_values.
 rfa_options_t read_options(const rfa_options_t* caller, const char* what);
+
+/// The head dim of v, out, dout and dv: options.value_head_dim, or head_dim for 0 (read_options
+/// stores a value head dim equal to head_dim as 0).
+inline std::int64_t value_head_dim_of(const rfa_options_t& o) {
+  return o.value_head_dim != 0 ? o.value_head_dim : o.head_dim;
+}
 
 /// Throws RFA_ERROR_INVALID_ARGUMENT / RFA_ERROR_UNSUPPORTED, naming the field, unless the
 /// options describe a usable ring of `ranks` ranks; returns the engine's view of them

@@ -372,7 +372,9 @@ typedef struct rfa_options_t {
                                     Those tensors are then [B][L][heads][value_head_dim] and
                                     [B][L][kv_heads][value_head_dim] (the sharding helpers' _dim forms take
                                     them); the default softmax scale stays 1/sqrt(head_dim).
-                                    rfa_context_get_options() returns the value in use (head_dim for 0). */
+                                    rfa_context_get_options() returns 0 where it equals head_dim, so
+                                    that options copied from a context and given another head_dim keep
+                                    one head dim. */
 } rfa_options_t;
 /* clang-format on */
 

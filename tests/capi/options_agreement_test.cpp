@@ -146,7 +146,8 @@ TEST_P(OptionsAgreement, OneRankDifferingFailsEveryRank) {
 }
 
 // A value head dim of 0 means head_dim: a rank that says so explicitly agrees with one that
-// leaves the default, and the context reports the value in use.
+// leaves the default, and the context reports 0, so that its options given another head_dim
+// make a context of one head dim again.
 TEST(OptionsAgreement, ValueHeadDimZeroIsHeadDim) {
   rfa_options_t o = valid_options();
   if (world_rank() % 2 == 1) o.value_head_dim = o.head_dim;
@@ -155,7 +156,12 @@ TEST(OptionsAgreement, ValueHeadDimZeroIsHeadDim) {
   rfa_options_t got;
   rfa_options_init(&got);
   ASSERT_RFA_OK(rfa_context_get_options(ctx, &got));
-  EXPECT_EQ(got.value_head_dim, o.head_dim);
+  EXPECT_EQ(got.value_head_dim, 0);
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+  got.head_dim = 2 * o.head_dim;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &got, &ctx));
+  ASSERT_RFA_OK(rfa_context_get_options(ctx, &got));
+  EXPECT_EQ(got.value_head_dim, 0) << "one head dim again, the new one";
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
 }
 
