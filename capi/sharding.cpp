@@ -41,8 +41,7 @@ BshdShape bshd_shape(const rfa_context_s& c, std::int64_t heads, std::int64_t di
   return {{o.batch, heads, dim}, o.batch * c.engine->local_seq() * row, global_bytes};
 }
 
-rfa_result_t scatter_bshd(rfa_context_t context, int64_t heads, int64_t dim, const void* global, void* local) {
-  const rfa_context_s& c = context_ref(context);
+rfa_result_t scatter_bshd(const rfa_context_s& c, int64_t heads, int64_t dim, const void* global, void* local) {
   const auto shape = bshd_shape(c, heads, dim);
   const std::int64_t e = std::int64_t(dtype_size(c.options.dtype));
   check_buffers({{"global", global, shape.global_bytes, e}}, {{"local", local, shape.local_bytes, e}});
@@ -54,8 +53,7 @@ rfa_result_t scatter_bshd(rfa_context_t context, int64_t heads, int64_t dim, con
   return RFA_SUCCESS;
 }
 
-rfa_result_t gather_bshd(rfa_context_t context, int64_t heads, int64_t dim, const void* local, void* global) {
-  const rfa_context_s& c = context_ref(context);
+rfa_result_t gather_bshd(const rfa_context_s& c, int64_t heads, int64_t dim, const void* local, void* global) {
   const auto shape = bshd_shape(c, heads, dim);
   const std::int64_t e = std::int64_t(dtype_size(c.options.dtype));
   check_buffers({{"local", local, shape.local_bytes, e}}, {{"global", global, shape.global_bytes, e}});
@@ -67,8 +65,7 @@ rfa_result_t gather_bshd(rfa_context_t context, int64_t heads, int64_t dim, cons
   return RFA_SUCCESS;
 }
 
-rfa_result_t allgather_bshd(rfa_context_t context, int64_t heads, int64_t dim, const void* local, void* global) {
-  rfa_context_s& c = context_ref(context);
+rfa_result_t allgather_bshd(rfa_context_s& c, int64_t heads, int64_t dim, const void* local, void* global) {
   // Local problems are agreed over the ring before the all-gather, so no rank is left in it.
   BshdShape shape{};
   auto checks = [&] {
@@ -112,35 +109,44 @@ extern "C" {
 
 RFA_API rfa_result_t rfa_scatter_bshd(rfa_context_t context, int64_t heads, const void* global, void* local) {
   return rfa::capi::guard(__func__, [&] {
-    return rfa::capi::scatter_bshd(context, heads, rfa::capi::context_ref(context).options.head_dim, global, local);
+    const rfa_context_s& c = rfa::capi::context_ref(context);
+    return rfa::capi::scatter_bshd(c, heads, c.options.head_dim, global, local);
   });
 }
 
 RFA_API rfa_result_t rfa_scatter_bshd_dim(rfa_context_t context, int64_t heads, int64_t head_dim, const void* global,
                                           void* local) {
-  return rfa::capi::guard(__func__, [&] { return rfa::capi::scatter_bshd(context, heads, head_dim, global, local); });
+  return rfa::capi::guard(__func__, [&] {
+    return rfa::capi::scatter_bshd(rfa::capi::context_ref(context), heads, head_dim, global, local);
+  });
 }
 
 RFA_API rfa_result_t rfa_gather_bshd(rfa_context_t context, int64_t heads, const void* local, void* global) {
   return rfa::capi::guard(__func__, [&] {
-    return rfa::capi::gather_bshd(context, heads, rfa::capi::context_ref(context).options.head_dim, local, global);
+    const rfa_context_s& c = rfa::capi::context_ref(context);
+    return rfa::capi::gather_bshd(c, heads, c.options.head_dim, local, global);
   });
 }
 
 RFA_API rfa_result_t rfa_gather_bshd_dim(rfa_context_t context, int64_t heads, int64_t head_dim, const void* local,
                                          void* global) {
-  return rfa::capi::guard(__func__, [&] { return rfa::capi::gather_bshd(context, heads, head_dim, local, global); });
+  return rfa::capi::guard(__func__, [&] {
+    return rfa::capi::gather_bshd(rfa::capi::context_ref(context), heads, head_dim, local, global);
+  });
 }
 
 RFA_API rfa_result_t rfa_allgather_bshd(rfa_context_t context, int64_t heads, const void* local, void* global) {
   return rfa::capi::guard(__func__, [&] {
-    return rfa::capi::allgather_bshd(context, heads, rfa::capi::context_ref(context).options.head_dim, local, global);
+    rfa_context_s& c = rfa::capi::context_ref(context);
+    return rfa::capi::allgather_bshd(c, heads, c.options.head_dim, local, global);
   });
 }
 
 RFA_API rfa_result_t rfa_allgather_bshd_dim(rfa_context_t context, int64_t heads, int64_t head_dim, const void* local,
                                             void* global) {
-  return rfa::capi::guard(__func__, [&] { return rfa::capi::allgather_bshd(context, heads, head_dim, local, global); });
+  return rfa::capi::guard(__func__, [&] {
+    return rfa::capi::allgather_bshd(rfa::capi::context_ref(context), heads, head_dim, local, global);
+  });
 }
 
 RFA_API rfa_result_t rfa_scatter_lse(rfa_context_t context, const float* global, float* local) {

@@ -43,8 +43,7 @@ class HeadExchange {
         rows_(std::move(rows)),
         batch_(batch),
         head_dim_(head_dim),
-        value_dim_(value_dim),
-        widest_(head_dim > value_dim ? head_dim : value_dim) {
+        value_dim_(value_dim) {
     const int P = comm_.size(), me = comm_.rank();
     local_rows_ = rows_[std::size_t(me)].length();
     for (int r = 0; r < P; ++r) {
@@ -69,15 +68,15 @@ class HeadExchange {
   std::int64_t full_rows() const { return full_rows_; }
   /// Elements each staging buffer needs: the larger of a query-sized and a K/V-sized exchange
   /// in either direction (batch * local rows * heads * the larger head dim at most).
-  std::int64_t staging_elems(std::int64_t heads) const { return batch_ * local_rows_ * heads * widest_; }
+  std::int64_t staging_elems(std::int64_t heads) const { return batch_ * local_rows_ * heads * widest(); }
 
   /// Elements of each fp32 staging buffer for dK/dV on the way back: the larger of what this
   /// rank sends (its K/V heads for all rows) and what it receives (every rank's for its rows).
   std::int64_t key_staging_elems() const {
     const int me = comm_.rank();
     std::int64_t received = 0;
-    for (std::int64_t n : kv_count_) received += batch_ * local_rows_ * n * widest_;
-    const std::int64_t sent = batch_ * full_rows_ * kv_count_[std::size_t(me)] * widest_;
+    for (std::int64_t n : kv_count_) received += batch_ * local_rows_ * n * widest();
+    const std::int64_t sent = batch_ * full_rows_ * kv_count_[std::size_t(me)] * widest();
     return sent > received ? sent : received;
   }
 
@@ -176,6 +175,8 @@ class HeadExchange {
   }
 
   int me() const { return comm_.rank(); }
+  /// The larger head dim: the staging buffers take tensors of either in turn.
+  std::int64_t widest() const { return head_dim_ > value_dim_ ? head_dim_ : value_dim_; }
 
   const PositionMap& my_positions() const { return rows_[std::size_t(me())]; }
 
@@ -197,7 +198,7 @@ class HeadExchange {
   const HeadRouting& routing_;
   std::vector<PositionMap> rows_;
   std::vector<std::int64_t> rows_length_;
-  std::int64_t batch_, head_dim_, value_dim_, widest_, local_rows_ = 0, full_rows_ = 0;
+  std::int64_t batch_, head_dim_, value_dim_, local_rows_ = 0, full_rows_ = 0;
   std::vector<std::int64_t> q_first_, kv_first_, kv_count_;
   ColumnMap<Space> q_cols_, kv_cols_;
   std::vector<std::size_t> send_bytes_, send_offsets_, recv_bytes_, recv_offsets_;

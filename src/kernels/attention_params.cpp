@@ -37,11 +37,13 @@ void validate(const AttentionParams& p) {
   require(p.heads >= 1, "heads must be >= 1, got ", p.heads);
   require(p.kv_heads >= 1, "kv_heads must be >= 1, got ", p.kv_heads);
   require(p.heads % p.kv_heads == 0, "heads (", p.heads, ") must be a multiple of kv_heads (", p.kv_heads, ")");
-  if (p.head_dim < 8 || p.head_dim > kMaxHeadDim || p.head_dim % 8 != 0) {
+  // Q and K's head dim, then V's (0: the same).
+  const auto supported = [](std::int64_t d) { return d >= 8 && d <= kMaxHeadDim && d % 8 == 0; };
+  if (!supported(p.head_dim)) {
     fail(RFA_ERROR_UNSUPPORTED, "head_dim ", p.head_dim, " is not supported: it must be a multiple of 8 between 8 and ",
          kMaxHeadDim);
   }
-  if (p.value_dim != 0 && (p.value_dim < 8 || p.value_dim > kMaxHeadDim || p.value_dim % 8 != 0)) {
+  if (p.value_dim != 0 && !supported(p.value_dim)) {
     fail(RFA_ERROR_UNSUPPORTED, "value head dim ", p.value_dim,
          " is not supported: it must be a multiple of 8 between 8 and ", kMaxHeadDim, " (0: head_dim)");
   }

@@ -50,21 +50,8 @@ std::vector<float> sink_values(int64_t heads) {
 /// `bounds` and `offsets` (per-sequence documents) must outlive the context's creation.
 rfa_options_t sink_options(const Case& c, int64_t H, const std::vector<int64_t>& bounds,
                            const std::vector<int64_t>& offsets = {}) {
-  const int P = world_size();
-  rfa_options_t o;
-  rfa_options_init(&o);
-  o.layout = c.layout;
-  o.mask = c.mask;
-  o.dtype = c.dtype;
-  o.ring_order = RFA_RING_ORDER_IDENTITY;
-  o.batch = 2;
-  o.seq_total = 2 * P * 5;
+  rfa_options_t o = variant_options(c.strategy, c.layout, c.dtype, c.mask, 5, 16);
   o.heads = H;
-  o.kv_heads = 2;
-  o.head_dim = 16;
-  o.strategy = c.strategy;
-  // The hybrid as a grid of Ulysses pairs wherever P has one (2 x 2, 2 x 3, 2 x 4), else one group.
-  o.ulysses_degree = c.strategy == RFA_STRATEGY_HYBRID ? (P % 2 == 0 && P > 2 ? 2 : P) : 0;
   o.window = c.window;
   if (c.documents) {
     o.doc_boundaries = bounds.data();
@@ -84,7 +71,7 @@ TEST_P(CapiAttentionSinks, MatchFloat64ReferenceWithTheSinkCountedOnce) {
   const Case c = GetParam();
   const int P = world_size();
   // Heads divide among P Ulysses ranks and over the 2 K/V heads; at least 4 (every kind of sink).
-  const int64_t H = std::max(4, 2 * P), Hkv = 2, D = 16, B = 2, S = 2 * P * 5;
+  const int64_t H = variant_heads(P), Hkv = 2, D = 16, B = 2, S = 2 * P * 5;
   const std::vector<int64_t> bounds = {0, 1, S / 3, S - 2, S};
   const std::vector<int64_t> offsets = {0, int64_t(bounds.size()), int64_t(bounds.size())};
   const rfa_options_t o = sink_options(c, H, bounds, offsets);

@@ -130,6 +130,33 @@ inline rfa_options_t small_problem(rfa_layout_t layout, int64_t tokens_per_rank)
   return o;
 }
 
+/// Query heads of the variants' suites on P ranks: they divide among P Ulysses ranks and over
+/// the suites' 2 K/V heads.
+inline int64_t variant_heads(int P) { return std::max<int64_t>(4, 2 * P); }
+
+/// The variants' suites' problem over MPI_COMM_WORLD: `strategy` (the hybrid as a grid of
+/// Ulysses pairs wherever P has one, 2 x 2, 2 x 3, 2 x 4, else one group), identity ring order,
+/// variant_heads(P) query heads over 2 K/V heads of `head_dim` values, `batch` entries of 2P
+/// chunks of `chunk` tokens (the zigzag layout's chunks).
+inline rfa_options_t variant_options(rfa_strategy_t strategy, rfa_layout_t layout, rfa_dtype_t dtype, rfa_mask_t mask,
+                                     int64_t chunk, int64_t head_dim, int64_t batch = 2) {
+  const int P = world_size();
+  rfa_options_t o;
+  rfa_options_init(&o);
+  o.layout = layout;
+  o.mask = mask;
+  o.dtype = dtype;
+  o.ring_order = RFA_RING_ORDER_IDENTITY;
+  o.batch = batch;
+  o.seq_total = 2 * P * chunk;
+  o.heads = variant_heads(P);
+  o.kv_heads = 2;
+  o.head_dim = head_dim;
+  o.strategy = strategy;
+  o.ulysses_degree = strategy == RFA_STRATEGY_HYBRID ? (P % 2 == 0 && P > 2 ? 2 : P) : 0;
+  return o;
+}
+
 /// Asserts the code of an rfa call and that its message contains every given fragment.
 inline void expect_failure(rfa_result_t got, rfa_result_t want, std::initializer_list<const char*> fragments,
                            const char* call) {

@@ -45,8 +45,6 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
          (c.documents ? "_documents" : "");
 }
 
-int64_t heads_for(int P) { return std::max(4, 2 * P); }  // divisible among P Ulysses ranks and 2 K/V heads
-
 // The chunk edges of every layout at P ranks (2P chunks), where a range's bounds test the
 // ring's step classification and the kernels' tiles at once.
 std::vector<int64_t> chunk_edges(int64_t S, int P) {
@@ -57,22 +55,9 @@ std::vector<int64_t> chunk_edges(int64_t S, int P) {
 
 rfa_options_t range_options(const Case& c, const std::vector<rfa_mask_range_t>& ranges,
                             const std::vector<int64_t>& bounds) {
-  const int P = world_size();
-  rfa_options_t o;
-  rfa_options_init(&o);
-  o.layout = c.layout;
-  o.mask = RFA_MASK_RANGES;
+  rfa_options_t o = variant_options(c.strategy, c.layout, c.dtype, RFA_MASK_RANGES, 6, 16);
   o.mask_ranges = ranges.empty() ? nullptr : ranges.data();
   o.mask_range_count = int64_t(ranges.size());
-  o.dtype = c.dtype;
-  o.ring_order = RFA_RING_ORDER_IDENTITY;
-  o.batch = 2;
-  o.seq_total = 2 * P * 6;
-  o.heads = heads_for(P);
-  o.kv_heads = 2;
-  o.head_dim = 16;
-  o.strategy = c.strategy;
-  o.ulysses_degree = c.strategy == RFA_STRATEGY_HYBRID ? (P % 2 == 0 && P > 2 ? 2 : P) : 0;
   o.window = c.window;
   if (c.documents) {
     o.doc_boundaries = bounds.data();

@@ -38,9 +38,8 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
          std::to_string(c.rotation) + (c.softcap > 0 ? "_softcap" : "");
 }
 
-constexpr int64_t kBatch = 3, kHkv = 2, kD = 16;
-int64_t heads_for(int P) { return std::max<int64_t>(4, 2 * P); }  // divide among P Ulysses ranks and over kHkv
-constexpr int64_t kChunk = 5;                                     // tokens per zigzag chunk (two per rank)
+constexpr int64_t kBatch = 3, kD = 16;
+constexpr int64_t kChunk = 5;  // tokens per zigzag chunk (two per rank)
 int64_t seq_for(int P) { return 2 * P * kChunk; }
 
 /// Boundaries 0 .. S, sorted, without repeats beyond those given on purpose.
@@ -67,21 +66,7 @@ std::vector<std::vector<int64_t>> entry_lists(int P, int rotation) {
 }
 
 rfa_options_t options_for(const Case& c, const rfa::reference::DocumentLists& packed) {
-  const int P = world_size();
-  rfa_options_t o;
-  rfa_options_init(&o);
-  o.layout = c.layout;
-  o.mask = c.mask;
-  o.dtype = c.dtype;
-  o.ring_order = RFA_RING_ORDER_IDENTITY;
-  o.batch = kBatch;
-  o.seq_total = seq_for(P);
-  o.heads = heads_for(P);
-  o.kv_heads = kHkv;
-  o.head_dim = kD;
-  o.strategy = c.strategy;
-  // The hybrid as a grid of Ulysses pairs wherever P has one (2 x 2, 2 x 3, 2 x 4), else one group.
-  o.ulysses_degree = c.strategy == RFA_STRATEGY_HYBRID ? (P % 2 == 0 && P > 2 ? 2 : P) : 0;
+  rfa_options_t o = variant_options(c.strategy, c.layout, c.dtype, c.mask, kChunk, kD, kBatch);
   o.window = c.window;
   o.softcap = c.softcap;
   o.doc_boundaries = packed.bounds.data();

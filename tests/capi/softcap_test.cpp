@@ -37,28 +37,11 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
          (c.window > 0 ? "_window" : "") + (c.documents ? "_documents" : "") + (c.sinks ? "_sinks" : "");
 }
 
-// Heads divide among P Ulysses ranks and over the 2 K/V heads.
-int64_t heads_for(int P) { return std::max(4, 2 * P); }
-
 rfa_options_t cap_options(const Case& c, const std::vector<int64_t>& bounds) {
-  const int P = world_size();
-  rfa_options_t o;
-  rfa_options_init(&o);
-  o.layout = c.layout;
-  o.mask = c.mask;
-  o.dtype = c.dtype;
-  o.ring_order = RFA_RING_ORDER_IDENTITY;
-  o.batch = 2;
-  o.seq_total = 2 * P * 5;
-  o.heads = heads_for(P);
-  o.kv_heads = 2;
-  o.head_dim = 16;
+  rfa_options_t o = variant_options(c.strategy, c.layout, c.dtype, c.mask, 5, 16);
   // Scores of a few units (inputs in [-1, 1]): a cap of 0.5 or 1 bends most of them.
   o.softmax_scale = 0.75;
   o.softcap = c.softcap;
-  o.strategy = c.strategy;
-  // The hybrid as a grid of Ulysses pairs wherever P has one (2 x 2, 2 x 3, 2 x 4), else one group.
-  o.ulysses_degree = c.strategy == RFA_STRATEGY_HYBRID ? (P % 2 == 0 && P > 2 ? 2 : P) : 0;
   o.window = c.window;
   if (c.documents) {
     o.doc_boundaries = bounds.data();
@@ -73,7 +56,7 @@ class CapiSoftcap : public ::testing::TestWithParam<Case> {};
 TEST_P(CapiSoftcap, MatchesFloat64ReferenceWithCappedScores) {
   const Case c = GetParam();
   const int P = world_size();
-  const int64_t H = heads_for(P), Hkv = 2, D = 16, B = 2, S = 2 * P * 5;
+  const int64_t H = variant_heads(P), Hkv = 2, D = 16, B = 2, S = 2 * P * 5;
   const std::vector<int64_t> bounds = {0, 1, S / 3, S - 2, S};
   const rfa_options_t o = cap_options(c, bounds);
   rfa_context_t ctx = nullptr;

@@ -41,8 +41,7 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << case_name(::testing::TestParamInfo<Case>(c, 0)); }
 
-constexpr int64_t kBatch = 2, kHkv = 2, kChunk = 5;               // kChunk: tokens per zigzag chunk (two per rank)
-int64_t heads_for(int P) { return std::max<int64_t>(4, 2 * P); }  // divide among P Ulysses ranks and over kHkv
+constexpr int64_t kBatch = 2, kChunk = 5;  // kChunk: tokens per zigzag chunk (two per rank)
 int64_t seq_for(int P) { return 2 * P * kChunk; }
 
 /// Entry 0: a boundary on every chunk edge and one either side in turn; entry 1: one document.
@@ -55,22 +54,8 @@ std::vector<std::vector<int64_t>> entry_lists(int P) {
 }
 
 rfa_options_t options_for(const Case& c, const rfa::reference::DocumentLists& packed) {
-  const int P = world_size();
-  rfa_options_t o;
-  rfa_options_init(&o);
-  o.layout = c.layout;
-  o.mask = c.mask;
-  o.dtype = c.dtype;
-  o.ring_order = RFA_RING_ORDER_IDENTITY;
-  o.batch = kBatch;
-  o.seq_total = seq_for(P);
-  o.heads = heads_for(P);
-  o.kv_heads = kHkv;
-  o.head_dim = c.head_dim;
+  rfa_options_t o = variant_options(c.strategy, c.layout, c.dtype, c.mask, kChunk, c.head_dim, kBatch);
   o.value_head_dim = c.value_dim;
-  o.strategy = c.strategy;
-  // The hybrid as a grid of Ulysses pairs wherever P has one (2 x 2, 2 x 3, 2 x 4), else one group.
-  o.ulysses_degree = c.strategy == RFA_STRATEGY_HYBRID ? (P % 2 == 0 && P > 2 ? 2 : P) : 0;
   o.window = c.window;
   o.softcap = c.softcap;
   if (c.softcap > 0) o.softmax_scale = 0.75;  // scores of a few units, which a cap of 0.5 bends
