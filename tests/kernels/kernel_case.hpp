@@ -308,6 +308,9 @@ inline std::vector<CaseSpec> kernel_cases() {
   };
   for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL}) {
     for (std::int64_t n : {95, 96, 97, 127, 128, 129, 191, 192, 193}) split({1, n, n, 2, 1, 192, mask, {}, {}}, 128);
+    split({1, 1, 1, 1, 1, 8, mask, {}, {}}, 16);  // one query, one key
+    // Keys after some or all queries: causal rows that see no key at all.
+    split({1, 100, 100, 2, 2, 32, mask, PositionMap::contiguous(0, 100), PositionMap::contiguous(50, 100)}, 64);
     split({2, 130, 97, 4, 2, 32, mask, {}, {}}, 64);
     split({1, 200, 211, 3, 1, 40, mask, {}, {}}, 8);
     split({1, 100, 100, 2, 2, 64, mask, {}, {}, 0.0f, 30}, 256);
