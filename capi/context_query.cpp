@@ -14,10 +14,7 @@ RFA_API rfa_result_t rfa_context_get_options(rfa_context_t context, rfa_options_
   return rfa::capi::guard(__func__, [&] {
     const rfa_context_s& c = rfa::capi::context_ref(context);
     rfa::capi::require_pointer(options, "options");
-    if (options->struct_size < rfa::capi::min_options_size()) {
-      rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "options->struct_size is ", options->struct_size, " but must be at least ",
-                rfa::capi::min_options_size(), ": initialize the struct with rfa_options_init()");
-    }
+    rfa::capi::check_options_size(options->struct_size, "options->struct_size");
     const std::size_t n = options->struct_size < sizeof c.options ? options->struct_size : sizeof c.options;
     std::memcpy(options, &c.options, n);
     options->struct_size = n;

@@ -87,12 +87,25 @@ std::size_t min_options_size() {
   return offsetof(rfa_options_t, head_dim) + sizeof(int64_t);
 }
 
+// Every field is as large as its alignment and no larger than the struct's (LP64): a multiple
+// of the struct's alignment then never ends inside a field.
+static_assert(alignof(rfa_options_t) == sizeof(std::int64_t), "struct_size checks assume 8-byte alignment");
+
+void check_options_size(std::size_t struct_size, const char* what) {
+  if (struct_size < min_options_size()) {
+    fail(RFA_ERROR_INVALID_ARGUMENT, what, " is ", struct_size, " but must be at least ", min_options_size(),
+         " (version 1 of rfa_options_t): initialize the struct with rfa_options_init()");
+  }
+  if (struct_size % alignof(rfa_options_t) != 0) {
+    fail(RFA_ERROR_INVALID_ARGUMENT, what, " is ", struct_size, ", not a multiple of ", alignof(rfa_options_t),
+         ": it ends inside a field, so it is no version's sizeof(rfa_options_t); initialize the struct with "
+         "rfa_options_init()");
+  }
+}
+
 rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
   if (!caller) fail(RFA_ERROR_INVALID_ARGUMENT, what, " is NULL");
-  if (caller->struct_size < min_options_size()) {
-    fail(RFA_ERROR_INVALID_ARGUMENT, what, "->struct_size is ", caller->struct_size, " but must be at least ",
-         min_options_size(), ": initialize the struct with rfa_options_init()");
-  }
+  check_options_size(caller->struct_size, (std::string(what) + "->struct_size").c_str());
   if (caller->version < 1) {
     fail(RFA_ERROR_INVALID_ARGUMENT, what, "->version is ", caller->version,
          ": initialize the struct with rfa_options_init()");
@@ -245,10 +258,7 @@ engine::AttentionConfig attention_config(const rfa_options_t& o) {
 extern "C" RFA_API rfa_result_t rfa_options_init_sized(rfa_options_t* options, size_t struct_size) {
   return rfa::capi::guard(__func__, [&] {
     if (!options) rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "options is NULL");
-    if (struct_size < rfa::capi::min_options_size()) {
-      rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "struct_size is ", struct_size, " but version 1 of rfa_options_t has ",
-                rfa::capi::min_options_size(), " bytes");
-    }
+    rfa::capi::check_options_size(struct_size, "struct_size");
     const rfa_options_t defaults = rfa::capi::default_options();
     const std::size_t n = struct_size < sizeof defaults ? struct_size : sizeof defaults;
     std::memcpy(options, &defaults, n);

@@ -26,6 +26,12 @@ rfa_options_t default_options();
 /// The struct size of version 1 of rfa_options_t: the smallest struct_size accepted.
 std::size_t min_options_size();
 
+/// Fails with RFA_ERROR_INVALID_ARGUMENT, naming @p what, unless @p struct_size is a size the
+/// struct can have: at least version 1's, and whole fields (a multiple of the struct's
+/// alignment, which every version's sizeof is). A size that ends inside a field would read or
+/// write half of it, mixing the caller's bytes with the defaults'.
+void check_options_size(std::size_t struct_size, const char* what);
+
 /// Copies min(struct_size, sizeof) bytes of the caller's struct over the defaults, checks the
 /// document boundaries, resolves check_values (resolve_value_checks) and cuda_kernels to what is
 /// asked for (requested_cuda_kernels), makes deterministic 0 or 1 and a value_head_dim equal to

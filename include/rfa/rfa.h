@@ -260,7 +260,8 @@ RFA_API rfa_result_t rfa_check_version_major(int header_major);
  * Versioned: fill it with rfa_options_init() first, then change fields. New fields are only
  * ever appended, and the library reads min(struct_size, its own sizeof) bytes, so a program
  * compiled against an older header keeps working (fields it does not know take their
- * defaults); fields a newer header appends are ignored by an older library.
+ * defaults); fields a newer header appends are ignored by an older library. A struct_size
+ * that ends inside a field (not a multiple of 8) is no version's and is refused.
  *
  * Shapes are those of docs/architecture.md §2: the whole sequence has seq_total tokens, of which each of
  * the P ranks holds seq_total / P (see ::rfa_layout_t for the divisibility rules).
@@ -388,7 +389,8 @@ typedef struct rfa_options_t {
  * @param[out] options the struct to fill.
  * @param struct_size sizeof(rfa_options_t) as the caller sees it.
  * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT if @p options is NULL or
- *         @p struct_size is smaller than version 1 of the struct.
+ *         @p struct_size is smaller than version 1 of the struct or ends inside a field (not a
+ *         multiple of 8, as no version's sizeof is); nothing is written then.
  */
 RFA_API rfa_result_t rfa_options_init_sized(rfa_options_t* options, size_t struct_size);
 
@@ -446,7 +448,7 @@ RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context);
  * @param context a live context.
  * @param[in,out] options struct_size must be set (rfa_options_init() does so); the rest is written.
  * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL argument or a struct_size
- *         smaller than version 1 of the struct.
+ *         smaller than version 1 of the struct or ending inside a field (not a multiple of 8).
  */
 RFA_API rfa_result_t rfa_context_get_options(rfa_context_t context, rfa_options_t* options);
 
