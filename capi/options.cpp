@@ -138,7 +138,8 @@ rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
 engine::AttentionConfig validate_options(const rfa_options_t& o, int ranks) {
   const int layout = enum_value(o.layout), mask = enum_value(o.mask), dtype = enum_value(o.dtype),
             ring_order = enum_value(o.ring_order), strategy = enum_value(o.strategy);
-  require(layout == RFA_LAYOUT_CONTIGUOUS || layout == RFA_LAYOUT_ZIGZAG || layout == RFA_LAYOUT_STRIPE,
+  require(layout == RFA_LAYOUT_CONTIGUOUS || layout == RFA_LAYOUT_ZIGZAG || layout == RFA_LAYOUT_STRIPE ||
+              layout == RFA_LAYOUT_BALANCED,
           "options.layout is ", layout, ", not an rfa_layout_t value");
   require(mask == RFA_MASK_NONE || mask == RFA_MASK_CAUSAL || mask == RFA_MASK_RANGES, "options.mask is ", mask,
           ", not an rfa_mask_t value");

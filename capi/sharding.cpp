@@ -86,7 +86,7 @@ rfa_result_t allgather_bshd(rfa_context_s& c, int64_t heads, int64_t dim, const 
 /// The caller's layout, checked before it is used as an rfa_layout_t (see enum_value.hpp).
 rfa_layout_t checked_layout(const rfa_layout_t& layout) {
   const int v = enum_value(layout);
-  if (v != RFA_LAYOUT_CONTIGUOUS && v != RFA_LAYOUT_ZIGZAG && v != RFA_LAYOUT_STRIPE)
+  if (v != RFA_LAYOUT_CONTIGUOUS && v != RFA_LAYOUT_ZIGZAG && v != RFA_LAYOUT_STRIPE && v != RFA_LAYOUT_BALANCED)
     fail(RFA_ERROR_INVALID_ARGUMENT, "layout is ", v, ", not an rfa_layout_t value");
   return rfa_layout_t(v);
 }

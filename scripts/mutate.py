@@ -186,6 +186,15 @@ MUTATIONS = [
              "for (int x = 0; x < dim_v; ++x) from_float(s.o[i * ldv + x] * inv, dst[x]);",
              "for (int x = 0; x < dim_v; ++x) from_float(s.o[i * ld + x] * inv, dst[x]);",
              KERNELS, "the portable forward reads its output rows at Q's pitch"),
+    Mutation("balanced-map-range", "balanced layout", "src/core/positions.hpp",
+             "    std::int64_t base = 0;\n    for (int s = 0; s < count; ++s) {",
+             "    std::int64_t base = 0;\n    for (int s = 0; s < count && s < 2; ++s) {",
+             r"^capi_balanced_layout_test[.]np[23]$",
+             "a position map's range ignores every segment after the second (the balanced layout's chunks)"),
+    Mutation("balanced-work-causal", "balanced layout", "src/engine/rank_positions.cpp",
+             "if (rule.causal) hi = std::min(hi, q);", "if (false) hi = std::min(hi, q);",
+             r"^capi_balanced_layout_test[.]np[23]$|^rfa_rank_positions_test$",
+             "the balanced layout counts a causal mask's hidden keys as work"),
 ]
 
 

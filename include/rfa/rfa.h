@@ -124,7 +124,13 @@ typedef struct rfa_mask_range_t {
 typedef enum rfa_layout_t {
   RFA_LAYOUT_CONTIGUOUS = 0, /**< Rank r holds chunk r of P equal chunks (S % P == 0). */
   RFA_LAYOUT_ZIGZAG = 1,     /**< S cut into 2P chunks; rank r holds chunks r and 2P-1-r (S % 2P == 0). */
-  RFA_LAYOUT_STRIPE = 2      /**< Token t lives on rank t mod P (S % P == 0). */
+  RFA_LAYOUT_STRIPE = 2,     /**< Token t lives on rank t mod P (S % P == 0). */
+  /** S cut into 8P equal chunks, eight per rank, assigned by the work the mask leaves in each
+   *  (its visible scores, every batch entry's), so that ranks hold nearly equal work under any
+   *  mask (S % 8P == 0; docs/masks.md). Each rank's chunks are in position order. The same on
+   *  every rank for the same options; rfa_context_get_local_positions() says which rows a rank
+   *  holds, and the context's sharding helpers place them. Host contexts only. */
+  RFA_LAYOUT_BALANCED = 3
 } rfa_layout_t;
 
 /**
@@ -930,7 +936,8 @@ RFA_API rfa_result_t rfa_layout_local_seq(rfa_layout_t layout, int64_t seq_total
  * @param[out] positions an array of at least L = S / P elements; receives them in local row order.
  * @param capacity the number of elements of @p positions.
  * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT (as rfa_layout_local_seq(), a
- *         position outside 0..P-1, a capacity below L).
+ *         position outside 0..P-1, a capacity below L, ::RFA_LAYOUT_BALANCED: its positions
+ *         depend on the mask, so only a context knows them, rfa_context_get_local_positions()).
  */
 RFA_API rfa_result_t rfa_layout_positions(rfa_layout_t layout, int64_t seq_total, int ranks, int position,
                                           int64_t* positions, int64_t capacity);

@@ -10,6 +10,7 @@
 #include "core/mask_ranges.hpp"
 #include "document_balance.hpp"
 #include "engine/attention_config.hpp"
+#include "layout/chunk_placement.hpp"
 #include "layout/sequence_layout.hpp"
 #include "model/tile_work.hpp"
 
@@ -81,27 +82,11 @@ Placement balanced_placement(const MaskPairs& mask, int ranks, int chunks_per_ra
   const std::int64_t chunks = std::int64_t(ranks) * chunks_per_rank, length = mask.seq / chunks;
   std::vector<double> chunk_work(static_cast<std::size_t>(chunks), 0.0);
   for (std::int64_t q = 0; q < chunks * length; ++q) chunk_work[std::size_t(q / length)] += mask.pairs(q);
-  std::vector<std::int64_t> order(static_cast<std::size_t>(chunks));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
-    return chunk_work[std::size_t(a)] > chunk_work[std::size_t(b)];
-  });
-  std::vector<double> load(static_cast<std::size_t>(ranks), 0.0);
-  std::vector<std::vector<std::int64_t>> held(static_cast<std::size_t>(ranks));
-  for (const std::int64_t chunk : order) {
-    int best = -1;
-    for (int r = 0; r < ranks; ++r)
-      if (int(held[std::size_t(r)].size()) < chunks_per_rank &&
-          (best < 0 || load[std::size_t(r)] < load[std::size_t(best)]))
-        best = r;
-    held[std::size_t(best)].push_back(chunk);
-    load[std::size_t(best)] += chunk_work[std::size_t(chunk)];
-  }
+  const layout::ChunkPlacement solved = layout::place_chunks_by_work(chunk_work, chunks * length, ranks);
   Placement p(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) {
-    std::sort(held[std::size_t(r)].begin(), held[std::size_t(r)].end());
-    for (const std::int64_t chunk : held[std::size_t(r)]) p[std::size_t(r)].push_back({chunk * length, 1, length});
-  }
+  for (int r = 0; r < ranks; ++r)
+    for (const std::int64_t chunk : solved.chunks[std::size_t(r)])
+      p[std::size_t(r)].push_back({chunk * length, 1, length});
   return p;
 }
 

@@ -51,9 +51,9 @@ using Placement = std::vector<std::vector<Segment>>;
 Placement layout_placement(rfa_layout_t layout, std::int64_t seq, int ranks);
 
 /// A balanced placement: the mask's sequence cut into chunks_per_rank * ranks contiguous chunks,
-/// each chunk's work the visible pairs of its queries, assigned largest first to the rank
-/// with the least work among those still holding fewer than chunks_per_rank (ties to the lowest
-/// rank); each rank's chunks in position order. Deterministic.
+/// each chunk's work the visible pairs of its queries, assigned by the balanced layout's solver
+/// (layout::place_chunks_by_work); with 8 chunks per rank, the placement RFA_LAYOUT_BALANCED
+/// computes from the same counts. Deterministic.
 Placement balanced_placement(const MaskPairs& mask, int ranks, int chunks_per_rank);
 
 /// One placement at one P: the work and the K/V rows each rank receives.

@@ -44,7 +44,7 @@ per core (mpirun -np 2 --bind-to core).
   --heads N          query heads (default 4)
   --kv-heads N       key/value heads, dividing --heads (default: = --heads)
   --head-dim N       head dimension, a multiple of 8 up to 256 (default 128)
-  --layout L         contiguous | zigzag | stripe (default: all three)
+  --layout L         contiguous | zigzag | stripe | balanced (default: the first three)
   --dtype T          fp32 | bf16 | fp16 (default fp32)
   --mask M           causal | none (default causal); --causal and --no-causal also work
   --warmup N         untimed passes before each schedule (default 1)

@@ -45,7 +45,7 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
   --value-head-dim N V's (and out's) head dimension where it differs from --head-dim, as
                      multi-head latent attention's 192 / 128: a multiple of 8 up to 256, host
                      only (default: --head-dim)
-  --layout L         contiguous | zigzag | stripe (default zigzag)
+  --layout L         contiguous | zigzag | stripe | balanced (default zigzag)
   --dtype T          fp32 | bf16 | fp16 (default bf16)
   --mask M           causal | none (default causal); --causal and --no-causal also work; or a mask
                      given as ranges (docs/masks.md): prefix-lm:P (the first P tokens both ways),
@@ -259,8 +259,10 @@ RunOptions parse_run_options(int argc, char** argv) {
         o.layout = RFA_LAYOUT_ZIGZAG;
       else if (v == "stripe")
         o.layout = RFA_LAYOUT_STRIPE;
+      else if (v == "balanced")
+        o.layout = RFA_LAYOUT_BALANCED;
       else
-        fail(RFA_ERROR_INVALID_ARGUMENT, "--layout must be contiguous, zigzag or stripe, got '", v, "'");
+        fail(RFA_ERROR_INVALID_ARGUMENT, "--layout must be contiguous, zigzag, stripe or balanced, got '", v, "'");
     } else if (flag == "--dtype") {
       const std::string v = value();
       if (v == "fp32" || v == "float32")
@@ -387,15 +389,16 @@ std::string strategy_label(const engine::StrategyChoice& choice) {
 
 std::string fit_default_seq(RunOptions& o, int ranks) {
   if (o.seq_given) return "";
-  const std::int64_t divisor = o.layout == RFA_LAYOUT_ZIGZAG ? 2 * std::int64_t(ranks) : std::int64_t(ranks);
+  const std::int64_t per_rank = o.layout == RFA_LAYOUT_ZIGZAG ? 2 : o.layout == RFA_LAYOUT_BALANCED ? 8 : 1;
+  const std::int64_t divisor = per_rank * std::int64_t(ranks);
   const std::int64_t fitted = o.seq / divisor * divisor;
   if (fitted == o.seq || fitted < 1) return "";
   const std::string old = std::to_string(o.seq);
   o.seq = fitted;
   build_mask_lists(o);  // a spec's entries follow the length (prefix-lm, block-causal, a file's checks)
   return "S=" + std::to_string(fitted) + ": the default " + old + " rounded down to a multiple of " +
-         (o.layout == RFA_LAYOUT_ZIGZAG ? "2P = " : "P = ") + std::to_string(divisor) + " for the " +
-         layout::layout_name(o.layout) + " layout";
+         (per_rank == 1 ? std::string("P = ") : std::to_string(per_rank) + "P = ") + std::to_string(divisor) +
+         " for the " + layout::layout_name(o.layout) + " layout";
 }
 
 std::string number_text(double x) {

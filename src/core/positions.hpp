@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Global token positions of the rows a rank holds (docs/architecture.md §4). Every layout is described
-// by one or two affine segments, so one masking rule serves contiguous, zigzag and stripe
-// layouts alike: the kernels never know which layout produced the map.
+// by a few affine segments (one or two for the fixed layouts, up to one per chunk for the
+// balanced one), so one masking rule serves every layout alike: the kernels never know which
+// layout produced the map.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -18,7 +19,7 @@ struct Segment {
 };
 
 struct PositionMap {
-  static constexpr int kMaxSegments = 2;
+  static constexpr int kMaxSegments = 8;
   Segment seg[kMaxSegments];
   int count = 0;
 

@@ -11,6 +11,7 @@
 #include "engine/block_compute_cuda.hpp"
 #include "engine/block_compute_host.hpp"
 #include "engine/device_mask_data.hpp"
+#include "engine/rank_positions.hpp"
 #include "engine/sequence_transpose.hpp"
 #include "engine/strategy_checks.hpp"
 #include "engine/strategy_instantiation.hpp"
@@ -184,14 +185,11 @@ AllGatherAttention::~AllGatherAttention() {
 #endif
 }
 
-PositionMap AllGatherAttention::local_positions() const {
-  return layout::positions(config_.layout, config_.seq_total, comm_.size(), comm_.rank());
-}
+PositionMap AllGatherAttention::local_positions() const { return rank_positions(config_, comm_.size(), comm_.rank()); }
 
 std::vector<PositionMap> AllGatherAttention::all_positions() const {
   std::vector<PositionMap> rows;
-  for (int r = 0; r < comm_.size(); ++r)
-    rows.push_back(layout::positions(config_.layout, config_.seq_total, comm_.size(), r));
+  for (int r = 0; r < comm_.size(); ++r) rows.push_back(rank_positions(config_, comm_.size(), r));
   return rows;
 }
 

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/view_limits.hpp"
 #include "engine/device_support.hpp"
+#include "engine/rank_positions.hpp"
 #include "layout/sequence_layout.hpp"
 
 namespace rfa {
@@ -27,7 +28,7 @@ void validate_local(const AttentionConfig& c, int ranks) {
   validate_document_lists(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()), c.doc_offsets.data(),
                           std::int64_t(c.doc_offsets.size()), c.batch, c.seq_total, "document boundaries",
                           "document list offsets");
-  require_device_support(c.device, c.head_dim, c.dv(), c.dtype);
+  require_device_support(c.device, c.head_dim, c.dv(), c.dtype, c.layout);
   if (c.cuda_kernels == CudaKernels::cudnn && c.device != Device::cuda) {
     fail(RFA_ERROR_UNSUPPORTED, "cuDNN's block kernel runs on CUDA contexts only (the device is the host)");
   }
@@ -126,7 +127,7 @@ std::vector<int> ring_steps_with_work(const AttentionConfig& c, int ranks) {
   std::vector<std::int64_t> lo(maps.size()), hi(maps.size()), dlo(maps.size()), dhi(maps.size());
   for (int r = 0; r < ranks; ++r) {
     const std::size_t i = std::size_t(r);
-    maps[i] = layout::positions(c.layout, c.seq_total, ranks, r);
+    maps[i] = rank_positions(c, ranks, r);
     maps[i].range(0, L, lo[i], hi[i]);
   }
   std::vector<char> needed(std::size_t(ranks), 0);
@@ -160,8 +161,8 @@ kernels::AttentionParams block_params(const AttentionConfig& c, int ranks, int p
   kernels::AttentionParams p =
       kernels::make_params(c.batch, local, local, c.heads, c.kv_heads, c.head_dim, c.mask, c.softmax_scale);
   apply_config(c, p);
-  p.q_pos = layout::positions(c.layout, c.seq_total, ranks, position);
-  p.k_pos = layout::positions(c.layout, c.seq_total, ranks, block_owner);
+  p.q_pos = rank_positions(c, ranks, position);
+  p.k_pos = rank_positions(c, ranks, block_owner);
   // The merged out is stored in the context's dtype: with 16 bits, fp32-accurate partials would
   // double the bf16 kernels' P V products for an accuracy the final rounding takes away
   // (perf/RESULTS.md, "2026-11-27 (later) — the ring's bf16 partials rounded once").

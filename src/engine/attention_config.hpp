@@ -29,6 +29,10 @@ enum class CudaPath {
   sm90   ///< wgmma and TMA, compute capability 9.x, builds with the Hopper kernels
 };
 
+class PlacementCache;  // engine/rank_positions.cpp
+/// A new, empty cache of balanced placements (every AttentionConfig starts with one).
+std::shared_ptr<PlacementCache> new_placement_cache();
+
 struct AttentionConfig {
   rfa_layout_t layout = RFA_LAYOUT_ZIGZAG;
   rfa_mask_t mask = RFA_MASK_CAUSAL;
@@ -60,6 +64,9 @@ struct AttentionConfig {
   CudaKernels cuda_kernels = CudaKernels::rfa;  ///< Device::cuda only
   CudaPath cuda_path = CudaPath::sm80;          ///< Device::cuda only: rfa's kernels' implementation
   bool deterministic = false;                   ///< the backward's gradients are bitwise reproducible
+  /// The balanced layout's placements, computed on first use per ring size and mask and shared
+  /// by the config's copies (engine/rank_positions.hpp).
+  std::shared_ptr<PlacementCache> placements = new_placement_cache();
 
   /// The head dim of V, out, dout and dV.
   std::int64_t dv() const { return value_dim != 0 ? value_dim : head_dim; }

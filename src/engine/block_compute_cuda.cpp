@@ -32,6 +32,8 @@ rfa_cuda_dtype cuda_dtype() {
 }
 
 rfa_cuda_position_map cuda_positions(const PositionMap& m) {
+  // validate_local refuses layouts of more segments on CUDA contexts (require_device_support).
+  require(m.count <= 2, "internal: a position map of ", m.count, " segments reached the CUDA kernels (at most 2)");
   rfa_cuda_position_map out{};
   out.count = m.count;
   for (int s = 0; s < m.count; ++s) out.seg[s] = rfa_cuda_segment{m.seg[s].start, m.seg[s].stride, m.seg[s].length};

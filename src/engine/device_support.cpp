@@ -9,7 +9,8 @@ namespace engine {
 
 const char* device_name(Device device) { return device == Device::cuda ? "cuda" : "host"; }
 
-void require_device_support(Device device, std::int64_t head_dim, std::int64_t value_dim, rfa_dtype_t dtype) {
+void require_device_support(Device device, std::int64_t head_dim, std::int64_t value_dim, rfa_dtype_t dtype,
+                            rfa_layout_t layout) {
   if (device == Device::host) return;
   // The kernels' limits come first: they hold for every build, so a program learns them
   // (and the tests check them) even where no CUDA engine is built.
@@ -26,6 +27,11 @@ void require_device_support(Device device, std::int64_t head_dim, std::int64_t v
   if (dtype != RFA_DTYPE_BFLOAT16 && dtype != RFA_DTYPE_FLOAT16) {
     fail(RFA_ERROR_UNSUPPORTED, "dtype ", dtype_name(dtype),
          " is not supported on CUDA devices: the CUDA kernels store bf16 or fp16 (and accumulate in fp32)");
+  }
+  if (layout == RFA_LAYOUT_BALANCED) {
+    fail(RFA_ERROR_UNSUPPORTED,
+         "the balanced layout is not supported on CUDA devices: the CUDA kernels take a rank's rows as one or "
+         "two affine segments (the contiguous, zigzag and stripe layouts), the balanced layout gives up to eight");
   }
   if (!engine_supports(device)) {
     fail(RFA_ERROR_UNSUPPORTED,

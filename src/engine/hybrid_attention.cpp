@@ -10,6 +10,7 @@
 #include "comm/agreement.hpp"
 #include "engine/attention_strategy.hpp"
 #include "engine/head_exchange.hpp"
+#include "engine/rank_positions.hpp"
 #include "engine/strategy_checks.hpp"
 #include "engine/strategy_instantiation.hpp"
 #include "engine/workspace.hpp"
@@ -30,7 +31,7 @@ int degree_of(const StrategyChoice& choice, int ranks) {
   return choice.kind == StrategyKind::ulysses ? ranks : choice.ulysses_degree;
 }
 
-/// Rows [first, first + count) of `map`, in its order: one or two segments again.
+/// Rows [first, first + count) of `map`, in its order: no more segments than the map has.
 PositionMap slice_rows(const PositionMap& map, std::int64_t first, std::int64_t count) {
   PositionMap out;
   std::int64_t base = 0;
@@ -100,7 +101,7 @@ void HybridAttention::set_cuda_stream(void* stream) {
 }
 
 PositionMap HybridAttention::local_positions() const {
-  if (rings_->size() == 1) return layout::positions(config_.layout, config_.seq_total, degree_, group_->rank());
+  if (rings_->size() == 1) return rank_positions(config_, degree_, group_->rank());
   return slice_rows(ring_->local_positions(), group_->rank() * local_seq_, local_seq_);
 }
 
@@ -108,7 +109,7 @@ std::vector<PositionMap> HybridAttention::group_slices() const {
   std::vector<PositionMap> rows;
   for (int s = 0; s < degree_; ++s) {
     if (rings_->size() == 1) {
-      rows.push_back(layout::positions(config_.layout, config_.seq_total, degree_, s));
+      rows.push_back(rank_positions(config_, degree_, s));
     } else {
       rows.push_back(PositionMap::contiguous(s * local_seq_, local_seq_));
     }

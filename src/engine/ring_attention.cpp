@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "engine/rank_positions.hpp"
 #include "kernels/tensor_checks.hpp"
 #include "layout/sequence_layout.hpp"
 
@@ -44,9 +45,7 @@ RingAttention::~RingAttention() {
 #endif
 }
 
-PositionMap RingAttention::local_positions() const {
-  return layout::positions(config_.layout, config_.seq_total, comm_.size(), comm_.rank());
-}
+PositionMap RingAttention::local_positions() const { return rank_positions(config_, comm_.size(), comm_.rank()); }
 
 std::int64_t RingAttention::workspace_bytes(bool backward, bool fp32_gradients) const {
   const AttentionConfig& c = config_;

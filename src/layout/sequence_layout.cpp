@@ -4,12 +4,14 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "layout/chunk_placement.hpp"
 
 namespace rfa::layout {
 
 namespace {
 // How many equal chunks the layout cuts the sequence into: S must be a multiple of it.
 std::int64_t chunk_count(rfa_layout_t layout, int ranks) {
+  if (layout == RFA_LAYOUT_BALANCED) return kBalancedChunksPerRank * std::int64_t(ranks);
   return layout == RFA_LAYOUT_ZIGZAG ? 2 * std::int64_t(ranks) : std::int64_t(ranks);
 }
 }  // namespace
@@ -19,14 +21,16 @@ const char* layout_name(rfa_layout_t layout) {
     case RFA_LAYOUT_CONTIGUOUS: return "contiguous";
     case RFA_LAYOUT_ZIGZAG: return "zigzag";
     case RFA_LAYOUT_STRIPE: return "stripe";
+    case RFA_LAYOUT_BALANCED: return "balanced";
   }
   return "unknown layout";
 }
 
 void validate_shape(rfa_layout_t layout, std::int64_t seq_len, int ranks) {
-  require(layout == RFA_LAYOUT_CONTIGUOUS || layout == RFA_LAYOUT_ZIGZAG || layout == RFA_LAYOUT_STRIPE,
+  require(layout == RFA_LAYOUT_CONTIGUOUS || layout == RFA_LAYOUT_ZIGZAG || layout == RFA_LAYOUT_STRIPE ||
+              layout == RFA_LAYOUT_BALANCED,
           "unknown sequence layout value ", int(layout),
-          " (expected RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG or RFA_LAYOUT_STRIPE)");
+          " (expected RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE or RFA_LAYOUT_BALANCED)");
   require(seq_len >= 1, "the global sequence length must be at least 1, got ", seq_len);
   require(ranks >= 1, "the number of ranks in the ring must be at least 1, got ", ranks);
   const std::int64_t chunks = chunk_count(layout, ranks);
@@ -34,8 +38,10 @@ void validate_shape(rfa_layout_t layout, std::int64_t seq_len, int ranks) {
     // The next multiple of `chunks`, unless S is so close to 2^63 that it has none.
     std::int64_t padded = 0;
     const bool can_pad = !__builtin_mul_overflow(seq_len / chunks + 1, chunks, &padded);
-    const char* divisor = layout == RFA_LAYOUT_ZIGZAG ? "2 * P" : "P";
+    const char* divisor = layout == RFA_LAYOUT_ZIGZAG ? "2 * P" : layout == RFA_LAYOUT_BALANCED ? "8 * P" : "P";
     const char* why = layout == RFA_LAYOUT_ZIGZAG ? "it cuts the sequence into 2P equal chunks and gives each rank two"
+                      : layout == RFA_LAYOUT_BALANCED
+                          ? "it cuts the sequence into 8P equal chunks and gives each rank eight, chosen by their work"
                       : layout == RFA_LAYOUT_STRIPE
                           ? "every rank holds every P-th token and all ranks hold equally many"
                           : "it cuts the sequence into P equal chunks";
@@ -47,7 +53,10 @@ void validate_shape(rfa_layout_t layout, std::int64_t seq_len, int ranks) {
                        "leave every earlier token's output unchanged; drop their rows and give them a zero "
                        "dout), or choose"
                  : std::string("Choose"),
-         " a rank count P that ", layout == RFA_LAYOUT_ZIGZAG ? "makes 2 * P divide S" : "divides S");
+         " a rank count P that ",
+         layout == RFA_LAYOUT_ZIGZAG     ? "makes 2 * P divide S"
+         : layout == RFA_LAYOUT_BALANCED ? "makes 8 * P divide S"
+                                         : "divides S");
   }
 }
 
@@ -73,6 +82,9 @@ PositionMap positions(rfa_layout_t layout, std::int64_t seq_len, int ranks, int 
       return PositionMap::two(Segment{r * chunk, 1, chunk}, Segment{(2 * p - 1 - r) * chunk, 1, chunk});
     }
     case RFA_LAYOUT_STRIPE: return PositionMap::one(Segment{r, p, seq_len / p});
+    case RFA_LAYOUT_BALANCED:
+      fail(RFA_ERROR_INVALID_ARGUMENT,
+           "the balanced layout's positions depend on the mask: ask a context (rfa_context_get_local_positions)");
   }
   fail(RFA_ERROR_INTERNAL, "unreachable: layout validated but not handled");
 }

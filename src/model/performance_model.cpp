@@ -9,6 +9,7 @@
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "engine/head_routing.hpp"
+#include "engine/rank_positions.hpp"
 #include "layout/sequence_layout.hpp"
 #include "model/tile_work.hpp"
 
@@ -122,13 +123,13 @@ Prediction ring(const AttentionConfig& c, int ranks, int rank, int stride, int p
   const std::vector<int> steps = engine::ring_steps_with_work(c, ranks);
   const std::size_t n = steps.size();
   const std::int64_t L = layout::local_length(c.layout, c.seq_total, ranks);
-  const PositionMap mine = layout::positions(c.layout, c.seq_total, ranks, rank);
+  const PositionMap mine = engine::rank_positions(c, ranks, rank);
   const double kv_bytes = double(c.batch * L * c.kv_heads * (c.head_dim + c.dv())) * element_bytes(c);
   const double grad_bytes = double(c.batch * L * c.kv_heads * (c.head_dim + c.dv())) * 4.0;
   const Link& link = link_for(m, ranks, stride);
   const double heads = double(c.batch * c.heads);
   auto kernel_seconds = [&](const PositionMap& queries, int position, int s, bool backward) {
-    const PositionMap block = layout::positions(c.layout, c.seq_total, ranks, (position - s + ranks) % ranks);
+    const PositionMap block = engine::rank_positions(c, ranks, (position - s + ranks) % ranks);
     return block_seconds(m, c, queries, block, heads,
                          backward ? backward_flops_per_score(c) : forward_flops_per_score(c), backward);
   };
@@ -136,7 +137,7 @@ Prediction ring(const AttentionConfig& c, int ranks, int rank, int stride, int p
   // done, each rank's kernels sped up as others finish (processor sharing).
   const std::vector<int> node = node_positions(m, ranks, rank, stride, place);
   std::vector<PositionMap> node_rows;
-  for (int position : node) node_rows.push_back(layout::positions(c.layout, c.seq_total, ranks, position));
+  for (int position : node) node_rows.push_back(engine::rank_positions(c, ranks, position));
   // This rank's kernel seconds at step s and how long the step's compute lasts.
   auto step_compute = [&](int s, bool backward) -> std::pair<double, double> {
     if (node.empty()) {
@@ -231,7 +232,7 @@ Prediction whole_sequence(const AttentionConfig& c, double heads, const MachineM
 Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, int rank, const MachineModel& m) {
   Prediction p;
   const std::int64_t L = layout::local_length(c.layout, c.seq_total, ranks), chunks = c.kv_heads / chunk;
-  const PositionMap mine = layout::positions(c.layout, c.seq_total, ranks, rank);
+  const PositionMap mine = engine::rank_positions(c, ranks, rank);
   const PositionMap all = PositionMap::contiguous(0, c.seq_total);
   const double scale = double(c.batch * (c.heads / c.kv_heads) * chunk);
   // Calls over one K/V head's packed rows (MachineModel::packed_head_*_speedup). Where the
@@ -248,7 +249,7 @@ Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, in
   if (!node.empty()) {
     std::vector<double> fw, bw;
     for (int position : node) {
-      const PositionMap rows = layout::positions(c.layout, c.seq_total, ranks, position);
+      const PositionMap rows = engine::rank_positions(c, ranks, position);
       fw.push_back(kernel_seconds(rows, false));
       bw.push_back(kernel_seconds(rows, true));
     }

@@ -297,7 +297,7 @@ struct BadOption {
 };
 
 const BadOption kBadOptions[] = {
-    {"layout 3", [](rfa_options_t& o) { o.layout = rfa_layout_t(3); }, RFA_ERROR_INVALID_ARGUMENT, "options.layout"},
+    {"layout 4", [](rfa_options_t& o) { o.layout = rfa_layout_t(4); }, RFA_ERROR_INVALID_ARGUMENT, "options.layout"},
     {"layout minus 1", [](rfa_options_t& o) { o.layout = rfa_layout_t(-1); }, RFA_ERROR_INVALID_ARGUMENT,
      "options.layout"},
     {"mask 3", [](rfa_options_t& o) { o.mask = rfa_mask_t(3); }, RFA_ERROR_INVALID_ARGUMENT, "options.mask"},

@@ -38,7 +38,7 @@ struct Case {
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
   const char* strategies[] = {"ring", "ulysses", "allgather", "hybrid", "auto"};
-  const char* layouts[] = {"contiguous", "zigzag", "stripe"};
+  const char* layouts[] = {"contiguous", "zigzag", "stripe", "balanced"};
   const char* dtypes[] = {"fp32", "bf16", "fp16"};
   return std::string(strategies[c.strategy]) + "_" + layouts[c.layout] + "_" + dtypes[c.dtype] + "_" +
          std::to_string(c.entries) + "entries_seed" + std::to_string(c.seed) + (c.window > 0 ? "_window" : "") +

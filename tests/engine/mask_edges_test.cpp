@@ -4,9 +4,10 @@
 // and a seeded sweep of random masks (window, documents, causal, layout, strategy, dtype, GQA).
 //
 // An edge is the distance that moves a key into the next piece of the sequence a rank holds:
-// the contiguous block S/n, the zigzag chunk S/(2n), the stripe's period n, with n the ranks the
-// layout is applied over (P; for the hybrid, its P/Pu ring groups). Windows w = k * edge + d for
-// d in -2..2 and k = 0..n, documents with boundaries on chunk edges and one token either side.
+// the contiguous block S/n, the zigzag chunk S/(2n), the stripe's period n, the balanced layout's
+// chunk S/(8n) (wherever its placement puts it), with n the ranks the layout is applied over (P;
+// for the hybrid, its P/Pu ring groups). Windows w = k * edge + d for d in -2..2 and k = 0..n,
+// documents with boundaries on chunk edges and one token either side.
 // A step, tile or position that is off by one token at any edge changes some row's keys, which
 // fp32 results show at once. Failures name the configuration; the random sweep also prints its
 // seed (RFA_TEST_SEED reruns one).
@@ -89,8 +90,8 @@ AttentionErrors run_strategy(comm::Communicator& comm, const engine::AttentionCo
   return run_attention<T>(*attn, cfg, seed);
 }
 
-// S = 24P: 2P zigzag chunks of 12 tokens, P contiguous blocks of 24, and every hybrid grid's
-// groups divide it. One head per rank (Ulysses' and every hybrid degree's divisor), fp32.
+// S = 24P: 2P zigzag chunks of 12 tokens, P contiguous blocks of 24, 8P balanced chunks of 3,
+// and every hybrid grid's groups divide it. One head per rank (Ulysses' and every hybrid degree's divisor), fp32.
 engine::AttentionConfig edge_config(int P) {
   engine::AttentionConfig c;
   c.dtype = RFA_DTYPE_FLOAT32;
@@ -114,7 +115,7 @@ TEST(MaskEdges, WindowsAroundEveryBlockAndChunkEdge) {
     Sweep sweep;
   };
   std::map<std::int64_t, std::vector<Run>> by_window;
-  for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
+  for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE, RFA_LAYOUT_BALANCED})
     for (const Sweep& s : strategies(P)) {
       const std::int64_t edge = edge_of(layout, c.seq_total, s.layout_ranks);
       for (std::int64_t k = 0; k <= s.layout_ranks; ++k)
@@ -147,7 +148,7 @@ TEST(MaskEdges, DocumentBoundariesOnChunkEdges) {
   // previous piece. Grouped by (boundaries, window): the reference is computed once per group.
   using Key = std::pair<std::vector<std::int64_t>, std::int64_t>;
   std::map<Key, std::vector<std::pair<rfa_layout_t, Sweep>>> by_mask;
-  for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
+  for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE, RFA_LAYOUT_BALANCED})
     for (const Sweep& s : strategies(P)) {
       const std::int64_t edge = edge_of(layout, S, s.layout_ranks);
       for (std::int64_t d = -1; d <= 1; ++d) {
@@ -200,9 +201,10 @@ TEST(MaskEdges, RandomMasksMatchTheReference) {
   const int kConfigurations = 24;
   for (int i = 0; i < kConfigurations; ++i) {
     engine::AttentionConfig c;
-    c.seq_total = 2 * P * uniform(1, 16);
+    c.layout = std::array<rfa_layout_t, 4>{RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE,
+                                           RFA_LAYOUT_BALANCED}[uniform(0, 3)];
+    c.seq_total = c.layout == RFA_LAYOUT_BALANCED ? 8 * P * uniform(1, 4) : 2 * P * uniform(1, 16);
     const std::int64_t S = c.seq_total;
-    c.layout = std::array<rfa_layout_t, 3>{RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE}[uniform(0, 2)];
     c.mask = uniform(0, 1) ? RFA_MASK_CAUSAL : RFA_MASK_NONE;
     const Sweep& sweep = all[std::size_t(uniform(0, std::int64_t(all.size()) - 1))];
     c.batch = uniform(1, 2);

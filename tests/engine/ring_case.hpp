@@ -159,6 +159,7 @@ AttentionErrors run_attention(Engine& attn, const engine::AttentionConfig& cfg, 
 /// The distance that moves a key into the next piece a rank holds when `layout` places S tokens
 /// on n ranks (or ring groups): the contiguous block, the zigzag chunk, the stripe's period.
 inline std::int64_t edge_of(rfa_layout_t layout, std::int64_t S, int n) {
+  if (layout == RFA_LAYOUT_BALANCED) return S / (8 * std::int64_t(n));  // its chunks, wherever they go
   return layout == RFA_LAYOUT_CONTIGUOUS ? S / n : layout == RFA_LAYOUT_ZIGZAG ? S / (2 * n) : n;
 }
 

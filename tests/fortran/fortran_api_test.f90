@@ -568,9 +568,9 @@ contains
   end subroutine
 
   subroutine check_constants()
-    integer(c_int64_t) :: c(57)
+    integer(c_int64_t) :: c(58)
     integer(c_int) :: n
-    integer(c_int64_t) :: mine(56)
+    integer(c_int64_t) :: mine(57)
     type(rfa_options), target :: probe
     type(rfa_mask_range), target :: range_probe
     mine = [integer(c_int64_t) :: RFA_SUCCESS, RFA_ERROR_INVALID_ARGUMENT, RFA_ERROR_INVALID_USAGE, &
@@ -589,7 +589,8 @@ contains
             c_sizeof(range_probe), &
             transfer(c_loc(range_probe%kind), 0_c_intptr_t) - transfer(c_loc(range_probe), 0_c_intptr_t), &
             transfer(c_loc(probe%mask_ranges), 0_c_intptr_t) - transfer(c_loc(probe), 0_c_intptr_t), &
-            transfer(c_loc(probe%value_head_dim), 0_c_intptr_t) - transfer(c_loc(probe), 0_c_intptr_t)]
+            transfer(c_loc(probe%value_head_dim), 0_c_intptr_t) - transfer(c_loc(probe), 0_c_intptr_t), &
+            RFA_LAYOUT_BALANCED]
     n = fortran_test_c_constants(c, size(c, kind=c_int))
     call check(n == size(mine), "the C side lists as many constants as the Fortran side")
     call check(all(c(1:size(mine)) == mine), "Fortran constants and rfa_options layout match the C header")

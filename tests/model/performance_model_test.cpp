@@ -60,7 +60,7 @@ TEST(PerformanceModel, PredictsTheBytesEveryEngineSends) {
     if (P % degree == 0) choices.push_back({StrategyKind::hybrid, degree, 1});
   int compared = 0;
   for (const StrategyChoice& choice : choices)
-    for (rfa_layout_t layout : {RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_STRIPE})
+    for (rfa_layout_t layout : {RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_STRIPE, RFA_LAYOUT_BALANCED})
       for (rfa_mask_t mask : {RFA_MASK_CAUSAL, RFA_MASK_NONE})
         for (std::int64_t kv_heads : {12, 4})
           for (std::int64_t window : {0, 30})

@@ -12,7 +12,7 @@ import sys
 
 # header enum -> (its values by the word the pages use, the row of each page that lists them)
 ENUMS = {
-    "rfa_layout_t": ({"CONTIGUOUS": "contiguous", "ZIGZAG": "zigzag", "STRIPE": "stripe"},
+    "rfa_layout_t": ({"CONTIGUOUS": "contiguous", "ZIGZAG": "zigzag", "STRIPE": "stripe", "BALANCED": "balanced"},
                      "layouts", "layouts"),
     "rfa_mask_t": ({"NONE": "none", "CAUSAL": "causal", "RANGES": "ranges"}, "masks", "masks"),
     "rfa_dtype_t": ({"FLOAT32": "fp32", "BFLOAT16": "bf16", "FLOAT16": "fp16"}, "storage dtypes", "storage dtypes"),

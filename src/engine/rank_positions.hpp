@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Which rows each ring position holds under a config's layout: the fixed layouts' maps
+// (layout/sequence_layout.hpp), or the balanced layout's, whose chunks go to ranks by the work
+// the config's mask leaves in them (layout/chunk_placement.hpp). The engines, the model and the
+// sharding helpers all ask here, so every one of them sees the same rows.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/positions.hpp"
+#include "engine/attention_config.hpp"
+
+namespace rfa {
+namespace engine {
+
+/// The global positions ring position `position` of `ranks` holds, in local row order
+/// (validated as layout::validate). For the balanced layout the placement is computed once per
+/// ring size and mask and shared by the config's copies (AttentionConfig::placements); the same
+/// on every rank for the same config, with no communication.
+PositionMap rank_positions(const AttentionConfig& c, int ranks, int position);
+
+/// The work of each of the balanced layout's kBalancedChunksPerRank * ranks chunks: the (query,
+/// key) pairs the config's mask (causal or not, window, documents, ranges) leaves visible to the
+/// chunk's queries, summed over the batch entries. Exact while every query of every rule fits a
+/// budget of 2^20 counts; beyond it, estimated from equal strata of each chunk, one query each
+/// (at least 16 per chunk), so that creation takes bounded time at any S.
+std::vector<double> balanced_chunk_work(const AttentionConfig& c, int ranks);
+
+}  // namespace engine
+}  // namespace rfa

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "layout/chunk_placement.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/error.hpp"
+
+namespace rfa::layout {
+
+PositionMap ChunkPlacement::positions(int rank) const {
+  const std::vector<std::int64_t>& mine = chunks.at(std::size_t(rank));
+  PositionMap m;
+  for (const std::int64_t c : mine) {
+    const std::int64_t start = c * chunk_length;
+    Segment* last = m.count > 0 ? &m.seg[m.count - 1] : nullptr;
+    if (last != nullptr && last->start + last->length == start) {
+      last->length += chunk_length;  // the next chunk along: one segment
+      continue;
+    }
+    require(m.count < PositionMap::kMaxSegments, "a placement gives rank ", rank, " more than ",
+            PositionMap::kMaxSegments, " separate chunks");
+    m.seg[m.count++] = Segment{start, 1, chunk_length};
+  }
+  return m;
+}
+
+ChunkPlacement place_chunks_by_work(const std::vector<double>& chunk_work, std::int64_t seq_len, int ranks) {
+  const std::int64_t chunks = std::int64_t(chunk_work.size());
+  require(ranks >= 1 && chunks >= ranks && chunks % ranks == 0, "a placement needs a multiple of P = ", ranks,
+          " chunks, got ", chunks);
+  require(seq_len >= chunks && seq_len % chunks == 0, "a placement cuts S = ", seq_len, " into ", chunks,
+          " equal chunks: S must be a multiple of ", chunks);
+  for (const double w : chunk_work) require(std::isfinite(w) && w >= 0, "a chunk's work is ", w);
+  const std::int64_t per_rank = chunks / ranks;
+  std::vector<std::int64_t> order(static_cast<std::size_t>(chunks));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    return chunk_work[std::size_t(a)] > chunk_work[std::size_t(b)];
+  });
+  ChunkPlacement p;
+  p.chunk_length = seq_len / chunks;
+  p.chunks.resize(static_cast<std::size_t>(ranks));
+  std::vector<double> load(static_cast<std::size_t>(ranks), 0.0);
+  for (const std::int64_t chunk : order) {
+    int best = -1;
+    for (int r = 0; r < ranks; ++r) {
+      const std::size_t i = std::size_t(r);
+      if (std::int64_t(p.chunks[i].size()) < per_rank && (best < 0 || load[i] < load[std::size_t(best)])) best = r;
+    }
+    p.chunks[std::size_t(best)].push_back(chunk);
+    load[std::size_t(best)] += chunk_work[std::size_t(chunk)];
+  }
+  for (std::vector<std::int64_t>& mine : p.chunks) std::sort(mine.begin(), mine.end());
+  return p;
+}
+
+}  // namespace rfa::layout

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The balanced layout: the solver (layout/chunk_placement.hpp) on known work, and the engine's
+// placement (engine/rank_positions.hpp) of every mask family of the benchmark (perf/masks) at
+// P = 2..64: a permutation of the sequence in whole chunks, the same from every copy of the
+// config, and visible work per rank within 5% of the mean (counted query by query here),
+// including a sequence long enough that the solver estimates the chunks' work.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/mask_range_builders.hpp"
+#include "core/mask_ranges.hpp"
+#include "engine/attention_config.hpp"
+#include "engine/rank_positions.hpp"
+#include "layout/chunk_placement.hpp"
+#include "layout/sequence_layout.hpp"
+
+namespace rfa::engine {
+namespace {
+
+std::vector<std::int64_t> rows_of(const PositionMap& m) {
+  std::vector<std::int64_t> rows;
+  for (std::int64_t i = 0; i < m.length(); ++i) rows.push_back(m(i));
+  return rows;
+}
+
+TEST(ChunkPlacement, LargestFirstToTheLeastLoadedRankWithRoom) {
+  // Loads after each step: 8 -> r0; 7 -> r1; 6 -> r1 (7 < 8); 5 -> r0 (8 < 13); 4 -> r0 (13 = 13,
+  // the lower rank); 3 -> r1 (13 < 17); 2 -> r1 (16 < 17), which is then full; 1 -> r0.
+  const layout::ChunkPlacement p = layout::place_chunks_by_work({8, 7, 6, 5, 4, 3, 2, 1}, 80, 2);
+  EXPECT_EQ(p.chunk_length, 10);
+  EXPECT_EQ(p.chunks[0], (std::vector<std::int64_t>{0, 3, 4, 7}));
+  EXPECT_EQ(p.chunks[1], (std::vector<std::int64_t>{1, 2, 5, 6}));
+  // Adjacent chunks are one segment: rank 0 holds [0, 10), [30, 50), [70, 80).
+  const PositionMap m0 = p.positions(0), m1 = p.positions(1);
+  ASSERT_EQ(m0.count, 3);
+  EXPECT_EQ(m0.seg[1].start, 30);
+  EXPECT_EQ(m0.seg[1].length, 20);
+  ASSERT_EQ(m1.count, 2);
+  EXPECT_EQ(m1.seg[0].start, 10);
+  EXPECT_EQ(m1.seg[1].start, 50);
+  EXPECT_EQ(m1.length(), 40);
+}
+
+TEST(ChunkPlacement, EqualWorkDealsChunksInTurn) {
+  const layout::ChunkPlacement p = layout::place_chunks_by_work(std::vector<double>(12, 1.0), 24, 3);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(p.chunks[std::size_t(r)], (std::vector<std::int64_t>{r, r + 3, r + 6, r + 9}));
+}
+
+TEST(ChunkPlacement, RefusesCountsThatDoNotDivideAndBadWork) {
+  EXPECT_THROW(layout::place_chunks_by_work(std::vector<double>(7, 1.0), 70, 2), Error);
+  EXPECT_THROW(layout::place_chunks_by_work(std::vector<double>(8, 1.0), 84, 2), Error);
+  EXPECT_THROW(layout::place_chunks_by_work({1, 2, -1, 3}, 8, 2), Error);
+  EXPECT_THROW(layout::place_chunks_by_work({1, 2, std::nan(""), 3}, 8, 2), Error);
+}
+
+/// A balanced config of `seq` tokens under `mask` (ranges when `ranges` is given).
+AttentionConfig balanced_config(std::int64_t seq, rfa_mask_t mask, const std::vector<rfa_mask_range_t>* ranges) {
+  AttentionConfig c;
+  c.layout = RFA_LAYOUT_BALANCED;
+  c.mask = mask;
+  c.seq_total = seq;
+  if (ranges != nullptr)
+    c.ranges = std::make_shared<const MaskRanges>(ranges->data(), std::int64_t(ranges->size()), seq, "ranges");
+  return c;
+}
+
+/// Every query's visible keys counted one by one, and the busiest rank's work over the mean.
+double work_max_over_mean(const AttentionConfig& c, int P) {
+  const kernels::MaskRule rule = mask_rule(c, 0);
+  std::vector<std::pair<std::int64_t, std::int64_t>> row;
+  auto seen = [&](std::int64_t q) {
+    std::int64_t lo = 0, hi = c.seq_total - 1;
+    if (rule.causal) hi = q;
+    if (rule.window > 0) lo = std::max<std::int64_t>(0, q - rule.window + 1);
+    if (rule.documents()) {
+      const std::int64_t d = rule.document_of(q);
+      lo = std::max(lo, rule.doc_bounds[d]);
+      hi = std::min(hi, rule.doc_bounds[d + 1] - 1);
+    }
+    if (lo > hi) return 0.0;
+    if (!rule.ranges.on) return double(hi - lo + 1);
+    visible_key_intervals(rule.ranges, q, lo, hi, row);
+    double n = 0;
+    for (const auto& [a, b] : row) n += double(b - a + 1);
+    return n;
+  };
+  std::vector<double> work;
+  for (int r = 0; r < P; ++r) {
+    const PositionMap m = rank_positions(c, P, r);
+    double w = 0;
+    for (std::int64_t i = 0; i < m.length(); ++i) w += seen(m(i));
+    work.push_back(w);
+  }
+  const double mean = std::accumulate(work.begin(), work.end(), 0.0) / P;
+  return mean > 0 ? *std::max_element(work.begin(), work.end()) / mean : 1.0;
+}
+
+/// The placement is a permutation of whole chunks, each rank's in position order, and what a
+/// copy of the config and a fresh config with the same mask compute.
+void expect_permutation_of_chunks(const AttentionConfig& c, int P) {
+  const std::int64_t S = c.seq_total, chunk = S / (8 * P);
+  std::vector<char> held(static_cast<std::size_t>(S), 0);
+  const AttentionConfig copy = c;
+  AttentionConfig fresh = c;
+  fresh.placements = new_placement_cache();
+  for (int r = 0; r < P; ++r) {
+    const PositionMap m = rank_positions(c, P, r);
+    ASSERT_EQ(m.length(), S / P);
+    ASSERT_LE(m.count, 8);
+    const std::vector<std::int64_t> rows = rows_of(m);
+    EXPECT_TRUE(std::is_sorted(rows.begin(), rows.end()));
+    for (std::size_t i = 0; i < rows.size(); i += std::size_t(chunk)) ASSERT_EQ(rows[i] % chunk, 0);
+    for (std::int64_t t : rows) {
+      ASSERT_EQ(held[std::size_t(t)], 0) << "position " << t << " held twice";
+      held[std::size_t(t)] = 1;
+    }
+    EXPECT_EQ(rows_of(rank_positions(copy, P, r)), rows);
+    EXPECT_EQ(rows_of(rank_positions(fresh, P, r)), rows);
+  }
+}
+
+struct Family {
+  std::string name;
+  rfa_mask_t mask;
+  std::vector<rfa_mask_range_t> ranges;
+  std::int64_t window = 0;
+  std::vector<std::int64_t> documents;
+};
+
+/// The benchmark's families over S tokens (perf/masks/mask_balance.hpp), and the dedicated
+/// options' causal mask with skewed documents and with a window.
+std::vector<Family> families(std::int64_t S) {
+  std::mt19937_64 rng(7);
+  std::vector<std::int64_t> skewed = {0};  // many short documents, then ever longer ones
+  for (std::int64_t len = 3; skewed.back() + len < S; len += len / 3 + 1) skewed.push_back(skewed.back() + len);
+  skewed.push_back(S);
+  std::vector<Family> all;
+  all.push_back({"causal", RFA_MASK_CAUSAL, {}, 0, {}});
+  all.push_back({"causal_window", RFA_MASK_CAUSAL, {}, S / 5 + 1, {}});
+  all.push_back({"causal_documents", RFA_MASK_CAUSAL, {}, 0, skewed});
+  all.push_back(
+      {"skewed_documents", RFA_MASK_RANGES, document_ranges(skewed.data(), std::int64_t(skewed.size()), true), 0, {}});
+  all.push_back({"prefix_lm", RFA_MASK_RANGES, prefix_lm_ranges(S, S / 4), 0, {}});
+  all.push_back({"block_causal", RFA_MASK_RANGES, block_causal_ranges(S, S / 64), 0, {}});
+  all.push_back({"neighbourhood_2d", RFA_MASK_RANGES, grid_neighbourhood_ranges(256, S / 256, 1, 8), 0, {}});
+  std::vector<rfa_mask_range_t> sparse;
+  std::uniform_int_distribution<std::int64_t> start(0, S - 1), side(1, S / 16);
+  for (std::int64_t n = 0; n < S / 256; ++n) {
+    const std::int64_t q = start(rng), k = start(rng);
+    sparse.push_back({q, std::min(S, q + side(rng)), k, std::min(S, k + side(rng)), 0, 0, RFA_RANGE_FULL});
+  }
+  all.push_back({"random_sparse", RFA_MASK_RANGES, sparse, 0, {}});
+  return all;
+}
+
+class BalancedPlacement : public ::testing::TestWithParam<int> {};
+
+TEST_P(BalancedPlacement, EveryFamilyWithinFivePercentOfEvenWork) {
+  const int P = GetParam();
+  // About 65536 tokens: a multiple of the 8P chunks and of the neighbourhood's 256-wide rows.
+  const std::int64_t unit = std::lcm(std::int64_t(8) * P, std::int64_t(256)),
+                     S = unit * std::max<std::int64_t>(1, 65536 / unit);
+  for (const Family& f : families(S)) {
+    SCOPED_TRACE(f.name);
+    AttentionConfig c = balanced_config(S, f.mask, f.mask == RFA_MASK_RANGES ? &f.ranges : nullptr);
+    c.window = f.window;
+    c.doc_bounds = f.documents;
+    expect_permutation_of_chunks(c, P);
+    EXPECT_LE(work_max_over_mean(c, P), 1.05);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, BalancedPlacement, ::testing::Values(2, 3, 4, 5, 8, 16, 32, 64));
+
+// Chunks of 2^16 tokens: the solver estimates their work from 2^14 queries each.
+TEST(BalancedPlacementEstimated, LongSequenceStaysEven) {
+  const std::int64_t S = std::int64_t(1) << 22;
+  for (const Family& f : families(S)) {
+    if (f.name != "causal" && f.name != "causal_documents" && f.name != "prefix_lm") continue;
+    SCOPED_TRACE(f.name);
+    AttentionConfig c = balanced_config(S, f.mask, f.mask == RFA_MASK_RANGES ? &f.ranges : nullptr);
+    c.doc_bounds = f.documents;
+    EXPECT_LE(work_max_over_mean(c, 8), 1.05);
+  }
+}
+
+// docs/masks.md's example: S = 64, P = 2, causal within documents [0, 8) and [8, 64).
+TEST(RankPositions, TheDocumentedExample) {
+  AttentionConfig c = balanced_config(64, RFA_MASK_CAUSAL, nullptr);
+  c.doc_bounds = {0, 8, 64};
+  EXPECT_EQ(balanced_chunk_work(c, 2),
+            (std::vector<double>{10, 26, 10, 26, 42, 58, 74, 90, 106, 122, 138, 154, 170, 186, 202, 218}));
+  std::vector<std::int64_t> rank0;
+  for (std::int64_t t = 0; t < 64; ++t)
+    if (t < 8 || (t >= 16 && t < 20) || (t >= 28 && t < 36) || (t >= 44 && t < 52) || t >= 60) rank0.push_back(t);
+  EXPECT_EQ(rows_of(rank_positions(c, 2, 0)), rank0);
+}
+
+TEST(RankPositions, FixedLayoutsAreTheLayoutsOwn) {
+  AttentionConfig c = balanced_config(96, RFA_MASK_CAUSAL, nullptr);
+  for (rfa_layout_t l : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE}) {
+    c.layout = l;
+    for (int r = 0; r < 4; ++r) EXPECT_EQ(rows_of(rank_positions(c, 4, r)), rows_of(layout::positions(l, 96, 4, r)));
+  }
+}
+
+// A config copied and given another mask shares its copies' cache but not their placement.
+TEST(RankPositions, ACopyWithAnotherMaskGetsItsOwnPlacement) {
+  const std::int64_t S = 64 * 16;
+  AttentionConfig causal = balanced_config(S, RFA_MASK_CAUSAL, nullptr);
+  const std::vector<std::int64_t> before = rows_of(rank_positions(causal, 4, 0));
+  AttentionConfig full = causal;
+  full.mask = RFA_MASK_NONE;  // equal work: chunks dealt in turn
+  std::vector<std::int64_t> dealt;
+  for (std::int64_t c = 0; c < 32; c += 4)
+    for (std::int64_t t = 0; t < S / 32; ++t) dealt.push_back(c * (S / 32) + t);
+  EXPECT_EQ(rows_of(rank_positions(full, 4, 0)), dealt);
+  EXPECT_NE(before, dealt);
+  EXPECT_EQ(rows_of(rank_positions(causal, 4, 0)), before);
+}
+
+TEST(RankPositions, BalancedRefusesAPositionOutsideTheRingAndAnIndivisibleSequence) {
+  const AttentionConfig c = balanced_config(64, RFA_MASK_CAUSAL, nullptr);
+  EXPECT_THROW(rank_positions(c, 4, 4), Error);
+  EXPECT_THROW(rank_positions(c, 3, 0), Error);  // 64 is not a multiple of 24
+  EXPECT_THROW(layout::positions(RFA_LAYOUT_BALANCED, 64, 4, 0), Error);
+}
+
+}  // namespace
+}  // namespace rfa::engine
