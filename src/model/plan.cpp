@@ -38,9 +38,14 @@ std::vector<Plan> rank_plans(const engine::AttentionConfig& config, int ranks, c
     for (int degree = 2; degree < ranks; ++degree)
       if (ranks % degree == 0) choices.push_back({engine::StrategyKind::hybrid, degree, 1});
   }
+  // The balanced layout where the mask can leave the fixed ones uneven (a window, documents,
+  // ranges); under the causal mask alone or none, zigzag and stripe are already even.
+  std::vector<rfa_layout_t> layouts = {RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_STRIPE};
+  if (config.window > 0 || config.doc_bounds.size() > 2 || !config.doc_offsets.empty() || config.ranges)
+    layouts.push_back(RFA_LAYOUT_BALANCED);
   std::vector<Plan> plans;
   for (const engine::StrategyChoice& choice : choices)
-    for (rfa_layout_t layout : {RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_STRIPE}) {
+    for (rfa_layout_t layout : layouts) {
       // Ulysses gathers the whole sequence: its layout changes nothing but the rows' order.
       if (choice.kind == engine::StrategyKind::ulysses && layout != RFA_LAYOUT_ZIGZAG) continue;
       engine::AttentionConfig c = config;

@@ -24,7 +24,8 @@ struct Plan {
 };
 
 /// Every plan the problem fits on `ranks` ranks, with its prediction: the ring and the KV
-/// all-gather on each layout, Ulysses, and the hybrid for each Ulysses degree that divides the
+/// all-gather on each layout (the balanced one where a window, documents or ranges can leave
+/// the fixed ones uneven), Ulysses, and the hybrid for each Ulysses degree that divides the
 /// ranks and the heads and fits in a node (`ring_only`: the ring's layouts alone, what devices
 /// run). Sorted by predicted forward + backward time.
 std::vector<Plan> rank_plans(const engine::AttentionConfig& config, int ranks, const MachineModel& machine,

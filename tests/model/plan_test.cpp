@@ -93,6 +93,38 @@ TEST(RankPlans, OfferEveryHybridGridAndChargeGroupsAcrossNodesTheNetwork) {
   EXPECT_LT(backward_seconds(4, 1e9), backward_seconds(1, 1e9));
 }
 
+// Skewed documents (short ones, then one long one): the ring's plans include the balanced
+// layout, predicted faster than zigzag and contiguous (it evens the busiest rank's tiles) and
+// within 1% of the best (stripe, also even, whose mixed tiles the model does not charge); the
+// causal mask alone, which zigzag already evens, is not offered it.
+TEST(RankPlans, OfferTheBalancedLayoutWhereTheMaskIsUneven) {
+  engine::AttentionConfig c;
+  c.layout = RFA_LAYOUT_ZIGZAG;
+  c.mask = RFA_MASK_CAUSAL;
+  c.dtype = RFA_DTYPE_FLOAT32;
+  c.seq_total = 16384;
+  c.heads = 4;
+  c.kv_heads = 4;
+  c.head_dim = 128;
+  const MachineModel m;
+  auto seconds = [&]() {  // each layout's predicted forward + backward, -1 where not offered
+    std::vector<double> s(4, -1.0);
+    for (const Plan& plan : rank_plans(c, 4, m, true))
+      s[std::size_t(plan.layout)] = plan.prediction.forward.seconds + plan.prediction.backward.seconds;
+    return s;
+  };
+  EXPECT_EQ(seconds()[RFA_LAYOUT_BALANCED], -1.0);
+  c.doc_bounds = {0};
+  for (std::int64_t b = 64; b <= 4096; b += 64) c.doc_bounds.push_back(b);
+  c.doc_bounds.push_back(c.seq_total);
+  const std::vector<double> s = seconds();
+  const double balanced = s[RFA_LAYOUT_BALANCED];
+  ASSERT_GT(balanced, 0.0);
+  EXPECT_LT(balanced, s[RFA_LAYOUT_ZIGZAG]);
+  EXPECT_LT(balanced, s[RFA_LAYOUT_CONTIGUOUS]);
+  EXPECT_LT(balanced, 1.01 * std::min({s[RFA_LAYOUT_ZIGZAG], s[RFA_LAYOUT_CONTIGUOUS], s[RFA_LAYOUT_STRIPE]}));
+}
+
 TEST(PlanningMachine, ThisProcessKnowsItsBf16Products) {
   const HostBf16 here = host_bf16_here();
   EXPECT_TRUE(here == HostBf16::portable || here == HostBf16::dot_products || here == HostBf16::amx_tiles);
