@@ -17,6 +17,9 @@ struct MemoryCase {
   /// V's head dim in steps of 8 from head_dim (-1: 8 below; +4: 32 above, both multiples of 32
   /// as bf16's products need), so that a formula counting V in head_dim fails; 0: head_dim.
   int value_dim_steps = 0;
+  /// The balanced layout under causal documents (its ranks' rows in up to eight segments, the
+  /// key tiles each block's queries see counted through them) instead of zigzag.
+  bool balanced = false;
 };
 
 class StrategyMemoryTest : public ::testing::TestWithParam<MemoryCase> {
@@ -31,6 +34,11 @@ class StrategyMemoryTest : public ::testing::TestWithParam<MemoryCase> {
     // GQA with kv_heads < P on 3 and 4 ranks: Ulysses and the hybrid route shared K/V heads.
     auto cfg = strategy_config({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 2}, dtype_of<T>::value);
     if (GetParam().value_dim_steps != 0) cfg.value_dim = cfg.head_dim + 8 * GetParam().value_dim_steps;
+    if (GetParam().balanced) {
+      cfg.layout = RFA_LAYOUT_BALANCED;
+      cfg.seq_total = 192;  // 8P chunks for P = 1..4
+      cfg.doc_bounds = {0, 40, 41, 150, 192};
+    }
     auto attn = engine::make_strategy(*comm, cfg, choice);
     const std::int64_t L = attn->local_seq(), B = cfg.batch, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
     const std::int64_t DV = cfg.dv();
@@ -69,6 +77,7 @@ std::vector<MemoryCase> memory_cases() {
     for (rfa_dtype_t dtype : {RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16}) {
       cases.push_back({kind, dtype});
       cases.push_back({kind, dtype, dtype == RFA_DTYPE_FLOAT32 ? -1 : 4});  // V narrower, or wider (bf16 products)
+      cases.push_back({kind, dtype, 0, true});
     }
   return cases;
 }
@@ -79,7 +88,8 @@ INSTANTIATE_TEST_SUITE_P(Strategies, StrategyMemoryTest, ::testing::ValuesIn(mem
                                   (info.param.dtype == RFA_DTYPE_FLOAT32 ? "_fp32" : "_bf16") +
                                   (info.param.value_dim_steps < 0   ? "_narrower_v"
                                    : info.param.value_dim_steps > 0 ? "_wider_v"
-                                                                    : "");
+                                                                    : "") +
+                                  (info.param.balanced ? "_balanced_documents" : "");
                          });
 
 }  // namespace
