@@ -76,7 +76,7 @@ program fortran_api_test
   ! ---- a ring over type(MPI_Comm), and the same over the integer handle
   call check_ok(rfa_options_init(opts), "rfa_options_init")
   call check(opts%struct_size == c_sizeof(opts) .and. opts%version == RFA_OPTIONS_VERSION, "options defaults")
-  S = 6 * nranks * 2                       ! zigzag: a multiple of 2P
+  S = 8 * nranks * 3                       ! zigzag and balanced: a multiple of 2P and 8P
   opts%layout = RFA_LAYOUT_ZIGZAG
   opts%mask = RFA_MASK_CAUSAL
   opts%dtype = RFA_DTYPE_FLOAT32
@@ -139,6 +139,7 @@ program fortran_api_test
   call check_ok(rfa_context_release_workspace(ring), "release workspace, no count")
   call check_ok(rfa_context_destroy(ring), "destroy")
 
+  call check_balanced_layout()  ! before check_bf16_forward, which replaces the causal reference
   call check_bf16_forward()
   call check_documents()
   call check_sequence_documents()
@@ -515,6 +516,27 @@ contains
       call fail("message: " // rfa_get_last_error_message())
     end if
     call check_ok(rfa_context_destroy(mla), "destroy with a value head dim")
+  end subroutine
+
+  ! The balanced layout: the causal problem's chunks dealt by their work; the sharding wrappers
+  ! place this rank's rows (not the zigzag ones), and the results are the reference's.
+  subroutine check_balanced_layout()
+    type(rfa_context) :: balanced
+    type(rfa_options) :: ob
+    integer(c_int64_t) :: mine(L)
+    ob = opts
+    ob%layout = RFA_LAYOUT_BALANCED
+    call check_ok(rfa_context_create(MPI_COMM_WORLD, ob, balanced), "create balanced")
+    call check_ok(rfa_context_get_local_positions(balanced, mine), "balanced local positions")
+    call check(all(mine(2:) > mine(:L - 1)), "balanced: rows in position order")
+    call check_ok(rfa_scatter_bshd(balanced, gq, q), "scatter q (balanced)")
+    call check_ok(rfa_scatter_bshd(balanced, gk, k), "scatter k (balanced)")
+    call check_ok(rfa_scatter_bshd(balanced, gv, v), "scatter v (balanced)")
+    call check_ok(rfa_scatter_bshd(balanced, gdo, dout), "scatter dout (balanced)")
+    call check_ok(rfa_forward(balanced, q, k, v, out, lse), "forward (balanced)")
+    call check_ok(rfa_backward(balanced, q, k, v, out, dout, lse, dq, dk, dv), "backward (balanced)")
+    call compare_to_reference(balanced, rout, rlse, rdq, rdk, rdv, 2.0e-6, " (balanced)")
+    call check_ok(rfa_context_destroy(balanced), "destroy balanced")
   end subroutine
 
   ! A mask given as ranges: the causal mask built as ranges gives the causal context's results
