@@ -23,19 +23,19 @@ struct PositionMap {
   Segment seg[kMaxSegments];
   int count = 0;
 
-  static PositionMap contiguous(std::int64_t start, std::int64_t length) {
+  KOKKOS_INLINE_FUNCTION static PositionMap contiguous(std::int64_t start, std::int64_t length) {
     PositionMap m;
     m.seg[0] = Segment{start, 1, length};
     m.count = 1;
     return m;
   }
-  static PositionMap one(Segment a) {
+  KOKKOS_INLINE_FUNCTION static PositionMap one(Segment a) {
     PositionMap m;
     m.seg[0] = a;
     m.count = 1;
     return m;
   }
-  static PositionMap two(Segment a, Segment b) {
+  KOKKOS_INLINE_FUNCTION static PositionMap two(Segment a, Segment b) {
     PositionMap m;
     m.seg[0] = a;
     m.seg[1] = b;

@@ -4,6 +4,7 @@
 #if RFA_ENGINE_CUDA
 
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "comm/agreement.hpp"
@@ -20,7 +21,8 @@ DeviceArray device_copy(const std::int64_t* values, std::size_t count, const cha
   DeviceArray copy;
   if (count == 0) return copy;
   try {
-    copy = DeviceArray(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), count);
+    // The label as a std::string: Kokkos takes a bare pointer argument for memory to wrap.
+    copy = DeviceArray(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), count);
     Kokkos::deep_copy(copy,
                       Kokkos::View<const std::int64_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(values, count));
   } catch (const std::exception& e) {  // Kokkos reports allocation and copy failures so

@@ -18,10 +18,11 @@ namespace engine {
 namespace {
 
 /// What a balanced placement depends on: the ring size and every field that moves the mask's
-/// visible pairs. A config copied and given another mask therefore never finds a stale
-/// placement in the cache its copies share.
-using PlacementKey = std::tuple<int, std::int64_t, std::int64_t, int, std::int64_t, const void*, std::int64_t,
-                                std::int64_t, std::int64_t, std::int64_t>;
+/// visible pairs, by value (lists by count and hash, as the ranks agree on them). A config
+/// copied and given another mask therefore never finds a stale placement in the cache its
+/// copies share.
+using PlacementKey = std::tuple<int, std::int64_t, std::int64_t, int, std::int64_t, std::int64_t, std::int64_t,
+                                std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
 
 PlacementKey placement_key(const AttentionConfig& c, int ranks) {
   return {ranks,
@@ -29,7 +30,8 @@ PlacementKey placement_key(const AttentionConfig& c, int ranks) {
           c.batch,
           int(c.mask),
           c.window,
-          static_cast<const void*>(c.ranges.get()),
+          c.ranges ? std::int64_t(c.ranges->entries().size()) : -1,
+          c.ranges ? c.ranges->hash() : 0,
           std::int64_t(c.doc_bounds.size()),
           document_bounds_hash(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size())),
           std::int64_t(c.doc_offsets.size()),
