@@ -195,6 +195,11 @@ MUTATIONS = [
              "if (rule.causal) hi = std::min(hi, q);", "if (false) hi = std::min(hi, q);",
              r"^capi_balanced_layout_test[.]np[23]$|^rfa_rank_positions_test$",
              "the balanced layout counts a causal mask's hidden keys as work"),
+    Mutation("balanced-steps-hull", "balanced layout", "src/engine/attention_config.cpp",
+             "for (std::int64_t y = lo / len; y <= hi / len && open > 0; ++y) {",
+             "for (std::int64_t y = lo / len; y < hi / len && open > 0; ++y) {",
+             r"^rfa_rank_positions_test$|^rfa_mask_edges_test[.]np[2-4]$",
+             "the balanced layout's step search leaves out the last key chunk a query chunk may see"),
 ]
 
 

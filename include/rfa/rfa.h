@@ -127,9 +127,11 @@ typedef enum rfa_layout_t {
   RFA_LAYOUT_STRIPE = 2,     /**< Token t lives on rank t mod P (S % P == 0). */
   /** S cut into 8P equal chunks, eight per rank, assigned by the work the mask leaves in each
    *  (its visible scores, every batch entry's), so that ranks hold nearly equal work under any
-   *  mask (S % 8P == 0; docs/masks.md). Each rank's chunks are in position order. The same on
-   *  every rank for the same options; rfa_context_get_local_positions() says which rows a rank
-   *  holds, and the context's sharding helpers place them. Host contexts only. */
+   *  mask (S % 8P == 0; a hybrid of R = P / ulysses_degree > 1 ring groups deals 8R chunks to
+   *  the groups instead and needs S % 8R == 0; docs/masks.md). Each rank's chunks are in
+   *  position order. The same on every rank for the same options;
+   *  rfa_context_get_local_positions() says which rows a rank holds, and the context's sharding
+   *  helpers place them. Host contexts only. */
   RFA_LAYOUT_BALANCED = 3
 } rfa_layout_t;
 

@@ -53,7 +53,8 @@ Placement layout_placement(rfa_layout_t layout, std::int64_t seq, int ranks);
 /// A balanced placement: the mask's sequence cut into chunks_per_rank * ranks contiguous chunks,
 /// each chunk's work the visible pairs of its queries, assigned by the balanced layout's solver
 /// (layout::place_chunks_by_work); with 8 chunks per rank, the placement RFA_LAYOUT_BALANCED
-/// computes from the same counts. Deterministic.
+/// computes wherever it counts every query (a mask's queries within 2^20 counts; beyond, it
+/// estimates the chunks' work from samples). Deterministic.
 Placement balanced_placement(const MaskPairs& mask, int ranks, int chunks_per_rank);
 
 /// One placement at one P: the work and the K/V rows each rank receives.

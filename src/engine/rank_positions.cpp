@@ -100,11 +100,13 @@ std::vector<double> balanced_chunk_work(const AttentionConfig& c, int ranks) {
   // Without per-sequence documents every entry has entry 0's rule: count it once, batch times.
   const std::int64_t entries = mask_rule_entries(c);
   const double weight = entries == 1 ? double(c.batch) : 1.0;
-  // Every query counted where the sequence is short; beyond kSampleBudget queries per rule,
-  // each chunk counts `samples` strata of equal size, one jittered query each, weighted by the
-  // stratum's size: creation stays bounded for any S, and the placement the same on every rank.
+  // Every query counted where the sequence is short; beyond kSampleBudget queries over all
+  // rules, each chunk counts `samples` strata of equal size per rule, one jittered query each,
+  // weighted by the stratum's size: creation stays bounded for any S and batch, and the
+  // placement the same on every rank.
   constexpr std::int64_t kSampleBudget = std::int64_t(1) << 20;
-  const std::int64_t samples = std::min(length, std::max<std::int64_t>(kSampleBudget / chunks / entries, 16));
+  const std::int64_t samples =
+      std::min(length, std::max<std::int64_t>(kSampleBudget / chunks / std::max<std::int64_t>(entries, 1), 1));
   std::vector<std::pair<std::int64_t, std::int64_t>> row;
   for (std::int64_t e = 0; e < entries; ++e) {
     const kernels::MaskRule rule = mask_rule(c, e);

@@ -24,7 +24,7 @@ PositionMap rank_positions(const AttentionConfig& c, int ranks, int position);
 /// key) pairs the config's mask (causal or not, window, documents, ranges) leaves visible to the
 /// chunk's queries, summed over the batch entries. Exact while every query of every rule fits a
 /// budget of 2^20 counts; beyond it, estimated from equal strata of each chunk, one query each
-/// (at least 16 per chunk), so that creation takes bounded time at any S.
+/// (at least one per chunk and rule), so that creation takes bounded time at any S.
 std::vector<double> balanced_chunk_work(const AttentionConfig& c, int ranks);
 
 }  // namespace engine

@@ -2,7 +2,7 @@
 // The balanced layout's solver (docs/masks.md, "Balanced placement"): the sequence cut into
 // kBalancedChunksPerRank * P equal chunks, each assigned to a rank by its work, so that every
 // rank holds as many tokens and nearly as much work as every other. The work comes from the
-// caller (engine/placement_work.hpp counts a mask's visible scores): this file knows nothing
+// caller (engine/rank_positions.hpp counts a mask's visible scores): this file knows nothing
 // of masks.
 #pragma once
 

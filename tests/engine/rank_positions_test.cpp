@@ -203,6 +203,52 @@ TEST(RankPositions, TheDocumentedExample) {
   EXPECT_EQ(rows_of(rank_positions(c, 2, 0)), rank0);
 }
 
+// The balanced layout's ring steps (found chunk by chunk) include every step at which some
+// query pair by pair sees the block: windows around a chunk edge, documents, random ranges,
+// with and without the causal mask, P = 2..5.
+TEST(RankPositions, BalancedStepsIncludeEveryStepWithAVisiblePair) {
+  for (int P : {2, 3, 4, 5}) {
+    const std::int64_t S = 8 * P * 6, len = 6;
+    std::mt19937_64 rng{std::uint64_t(P)};
+    std::vector<std::vector<rfa_mask_range_t>> lists(3);
+    for (auto& list : lists) {
+      std::uniform_int_distribution<std::int64_t> at(0, S - 1), side(1, S / 8);
+      for (int n = 0; n < 3; ++n) {
+        const std::int64_t q = at(rng), k = at(rng);
+        list.push_back({q, std::min(S, q + side(rng)), k, std::min(S, k + side(rng)), 0, 0, RFA_RANGE_FULL});
+      }
+    }
+    for (int variant = 0; variant < 9; ++variant) {
+      SCOPED_TRACE(::testing::Message() << "P " << P << " variant " << variant);
+      const std::vector<rfa_mask_range_t>* ranges = variant >= 6 ? &lists[std::size_t(variant - 6)] : nullptr;
+      AttentionConfig c = balanced_config(S,
+                                          ranges        ? RFA_MASK_RANGES
+                                          : variant % 2 ? RFA_MASK_NONE
+                                                        : RFA_MASK_CAUSAL,
+                                          ranges);
+      if (variant < 4) c.window = len * (variant / 2 + 1) + (variant % 2 ? 1 : -1);  // beside a chunk edge
+      if (variant == 4 || variant == 5) c.doc_bounds = {0, len + 1, 3 * len, 3 * len, S - len, S};
+      const kernels::MaskRule rule = mask_rule(c, 0);
+      std::vector<std::vector<std::int64_t>> rows;
+      for (int r = 0; r < P; ++r) rows.push_back(rows_of(rank_positions(c, P, r)));
+      auto visible = [&](std::int64_t q, std::int64_t k) {
+        if (!rule.visible(q, k) || rule.document_of(q) != rule.document_of(k)) return false;
+        return !rule.ranges.on || rule.ranges.visible(q, k);
+      };
+      const std::vector<int> steps = ring_steps_with_work(c, P);
+      for (int s = 0; s < P; ++s) {
+        bool seen = s == 0;
+        for (int r = 0; r < P && !seen; ++r)
+          for (std::int64_t q : rows[std::size_t(r)])
+            for (std::int64_t k : rows[std::size_t((r - s + P) % P)]) seen = seen || visible(q, k);
+        if (seen) {
+          EXPECT_TRUE(std::count(steps.begin(), steps.end(), s) == 1) << "step " << s << " skipped";
+        }
+      }
+    }
+  }
+}
+
 TEST(RankPositions, FixedLayoutsAreTheLayoutsOwn) {
   AttentionConfig c = balanced_config(96, RFA_MASK_CAUSAL, nullptr);
   for (rfa_layout_t l : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE}) {
