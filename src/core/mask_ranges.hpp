@@ -67,6 +67,18 @@ struct MaskRangeIndex {
     return visible_in_band(band_of(q), q, k);
   }
 
+  /// The keys [lo, hi] that the entries of the bands holding queries of [q_lo, q_hi] reach
+  /// (lo > hi: none): a bound of what those queries see, found without testing a pair.
+  void key_span(std::int64_t q_lo, std::int64_t q_hi, std::int64_t& lo, std::int64_t& hi) const {
+    lo = INT64_MAX;
+    hi = INT64_MIN;
+    for (std::int64_t b = first_band_ending_after(q_lo); b < band_count && band_begin[b] <= q_hi; ++b)
+      for (std::int64_t e = band_offset[b]; e < band_offset[b + 1]; ++e) {
+        if (entries[e].k_begin < lo) lo = entries[e].k_begin;
+        if (entries[e].k_end - 1 > hi) hi = entries[e].k_end - 1;
+      }
+  }
+
   /// Classifies the rectangle of queries [q_lo, q_hi] x keys [k_lo, k_hi] (inclusive): `any` if
   /// some pair of it may be visible, `all` if an entry of each band covers every pair (false
   /// where unsure: the caller then tests pair by pair).

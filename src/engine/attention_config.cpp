@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "engine/attention_config.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -116,46 +115,17 @@ void apply_config(const AttentionConfig& c, kernels::AttentionParams& p) {
 
 namespace {
 
-/// The keys [lo, hi] that some query of [q0, q1] may see under `rule`: the causal mask, the
-/// window, the documents of the two ends and the entries of the ranges' bands in between bound
-/// them (lo > hi: none).
-void key_hull(const kernels::MaskRule& rule, std::int64_t q0, std::int64_t q1, std::int64_t S, std::int64_t& lo,
-              std::int64_t& hi) {
-  lo = 0;
-  hi = S - 1;
-  if (rule.causal) hi = q1;
-  if (rule.window > 0) lo = std::max(lo, q0 - rule.window + 1);
-  if (rule.documents()) {
-    lo = std::max(lo, rule.doc_bounds[rule.document_of(q0)]);
-    hi = std::min(hi, rule.doc_bounds[rule.document_of(q1) + 1] - 1);
-  }
-  if (rule.ranges.on) {
-    const MaskRangeIndex& x = rule.ranges;
-    std::int64_t seen_lo = S, seen_hi = -1;
-    for (std::int64_t b = x.first_band_ending_after(q0); b < x.band_count && x.band_begin[b] <= q1; ++b)
-      for (std::int64_t e = x.band_offset[b]; e < x.band_offset[b + 1]; ++e) {
-        seen_lo = std::min(seen_lo, x.entries[e].k_begin);
-        seen_hi = std::max(seen_hi, x.entries[e].k_end - 1);
-      }
-    lo = std::max(lo, seen_lo);
-    hi = std::min(hi, seen_hi);
-  }
-}
-
 /// ring_steps_with_work() for the balanced layout, chunk by chunk: a rank's rows are up to eight
 /// chunks spread over the sequence, so the ranks' position ranges overlap and reject nothing,
 /// and P^2 classifications of 64 segment pairs would take minutes at P = 4096. Each query
-/// chunk is classified only against the key chunks of its key_hull(), and the pair's step
+/// chunk is classified only against the key chunks of its MaskRule::key_bounds(), and the pair's step
 /// (from the chunks' owners) is marked once one of them is visible.
 std::vector<int> balanced_steps_with_work(const AttentionConfig& c, int ranks) {
   const std::int64_t S = c.seq_total, chunks = std::int64_t(layout::kBalancedChunksPerRank) * ranks, len = S / chunks;
   std::vector<int> owner(static_cast<std::size_t>(chunks), -1);
-  for (int r = 0; r < ranks; ++r) {
-    const PositionMap m = rank_positions(c, ranks, r);
-    for (int g = 0; g < m.count; ++g)
-      for (std::int64_t t = m.seg[g].start; t < m.seg[g].start + m.seg[g].length; t += len)
-        owner[std::size_t(t / len)] = r;
-  }
+  const layout::ChunkPlacement& placement = balanced_placement(c, ranks);
+  for (int r = 0; r < ranks; ++r)
+    for (const std::int64_t x : placement.chunks[std::size_t(r)]) owner[std::size_t(x)] = r;
   std::vector<char> needed(std::size_t(ranks), 0);
   needed[0] = 1;         // a rank's own block (see ring_steps_with_work)
   int open = ranks - 1;  // steps not yet known to be needed
@@ -163,7 +133,7 @@ std::vector<int> balanced_steps_with_work(const AttentionConfig& c, int ranks) {
     const kernels::MaskRule rule = mask_rule(c, e);
     for (std::int64_t x = 0; x < chunks && open > 0; ++x) {
       std::int64_t lo = 0, hi = 0;
-      key_hull(rule, x * len, (x + 1) * len - 1, S, lo, hi);
+      rule.key_bounds(x * len, (x + 1) * len - 1, S, lo, hi);
       if (lo > hi) continue;
       const PositionMap q = PositionMap::contiguous(x * len, len);
       for (std::int64_t y = lo / len; y <= hi / len && open > 0; ++y) {

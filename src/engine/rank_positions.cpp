@@ -64,14 +64,8 @@ namespace {
 /// The keys query q sees under `rule` (causal or not, window, documents, ranges) in a sequence of S.
 std::int64_t visible_keys(const kernels::MaskRule& rule, std::int64_t q, std::int64_t S,
                           std::vector<std::pair<std::int64_t, std::int64_t>>& row) {
-  std::int64_t lo = 0, hi = S - 1;  // narrowed by each part of the mask
-  if (rule.causal) hi = std::min(hi, q);
-  if (rule.window > 0) lo = std::max(lo, q - rule.window + 1);
-  if (rule.documents()) {
-    const std::int64_t d = rule.document_of(q);
-    lo = std::max(lo, rule.doc_bounds[d]);
-    hi = std::min(hi, rule.doc_bounds[d + 1] - 1);
-  }
+  std::int64_t lo = 0, hi = 0;
+  rule.key_bounds(q, q, S, lo, hi);
   if (lo > hi) return 0;
   if (!rule.ranges.on) return hi - lo + 1;
   visible_key_intervals(rule.ranges, q, lo, hi, row);
@@ -92,7 +86,6 @@ std::int64_t jitter(std::int64_t c, std::int64_t i, std::int64_t n) {
 }  // namespace
 
 std::vector<double> balanced_chunk_work(const AttentionConfig& c, int ranks) {
-  layout::validate_shape(RFA_LAYOUT_BALANCED, c.seq_total, ranks);
   const std::int64_t S = c.seq_total, chunks = std::int64_t(layout::kBalancedChunksPerRank) * ranks,
                      length = S / chunks;
   // Sums of up to S^2 pairs: doubles (exact below 2^53, and summed in one order on every rank).
@@ -123,11 +116,16 @@ std::vector<double> balanced_chunk_work(const AttentionConfig& c, int ranks) {
   return work;
 }
 
+const layout::ChunkPlacement& balanced_placement(const AttentionConfig& c, int ranks) {
+  layout::validate_shape(RFA_LAYOUT_BALANCED, c.seq_total, ranks);
+  require(c.placements != nullptr, "internal: a balanced layout's config has no placement cache");
+  return c.placements->get(c, ranks);
+}
+
 PositionMap rank_positions(const AttentionConfig& c, int ranks, int position) {
   if (c.layout != RFA_LAYOUT_BALANCED) return layout::positions(c.layout, c.seq_total, ranks, position);
   layout::validate(c.layout, c.seq_total, ranks, position);
-  require(c.placements != nullptr, "internal: a balanced layout's config has no placement cache");
-  return c.placements->get(c, ranks).positions(position);
+  return balanced_placement(c, ranks).positions(position);
 }
 
 }  // namespace engine

@@ -10,6 +10,7 @@
 
 #include "core/positions.hpp"
 #include "engine/attention_config.hpp"
+#include "layout/chunk_placement.hpp"
 
 namespace rfa {
 namespace engine {
@@ -19,6 +20,10 @@ namespace engine {
 /// ring size and mask and shared by the config's copies (AttentionConfig::placements); the same
 /// on every rank for the same config, with no communication.
 PositionMap rank_positions(const AttentionConfig& c, int ranks, int position);
+
+/// The balanced layout's placement on a ring of `ranks` (validated: S a multiple of 8 ranks),
+/// from the config's cache; the same object for every copy of the config until the mask changes.
+const layout::ChunkPlacement& balanced_placement(const AttentionConfig& c, int ranks);
 
 /// The work of each of the balanced layout's kBalancedChunksPerRank * ranks chunks: the (query,
 /// key) pairs the config's mask (causal or not, window, documents, ranges) leaves visible to the

@@ -38,6 +38,27 @@ struct MaskRule {
   KOKKOS_INLINE_FUNCTION bool visible(std::int64_t q_position, std::int64_t k_position) const {
     return (!causal || k_position <= q_position) && (window <= 0 || q_position - k_position < window);
   }
+  /// The keys [lo, hi] of a sequence of `seq_total` that some query of [q_lo, q_hi] may see
+  /// (lo > hi: none), bounded by each part of the rule: the causal mask, the window, the
+  /// documents of the two ends, the ranges' bands (exact for one query without ranges). Host.
+  void key_bounds(std::int64_t q_lo, std::int64_t q_hi, std::int64_t seq_total, std::int64_t& lo,
+                  std::int64_t& hi) const {
+    lo = 0;
+    hi = seq_total - 1;
+    if (causal && q_hi < hi) hi = q_hi;
+    if (window > 0 && q_lo - window + 1 > lo) lo = q_lo - window + 1;
+    if (documents()) {
+      if (doc_bounds[document_of(q_lo)] > lo) lo = doc_bounds[document_of(q_lo)];
+      if (doc_bounds[document_of(q_hi) + 1] - 1 < hi) hi = doc_bounds[document_of(q_hi) + 1] - 1;
+    }
+    if (ranges.on) {
+      std::int64_t a = 0, b = 0;
+      ranges.key_span(q_lo, q_hi, a, b);
+      if (a > lo) lo = a;
+      if (b < hi) hi = b;
+    }
+  }
+
   /// The document holding `position`: the last d with doc_bounds[d] <= position (empty
   /// documents, equal bounds, hold no position and are passed over). 0 without documents.
   KOKKOS_INLINE_FUNCTION std::int64_t document_of(std::int64_t position) const {

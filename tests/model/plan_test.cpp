@@ -17,6 +17,20 @@ MachineModel host(rfa_dtype_t dtype, HostBf16 bf16, int threads = 1) {
   return planning_machine(engine::Device::host, dtype, PlanningHost{threads, bf16, 2});
 }
 
+/// One batch entry of `seq` tokens, causal, fp32, zigzag, `heads` query and K/V heads.
+engine::AttentionConfig causal_fp32(std::int64_t seq, std::int64_t heads, std::int64_t head_dim) {
+  engine::AttentionConfig c;
+  c.layout = RFA_LAYOUT_ZIGZAG;
+  c.mask = RFA_MASK_CAUSAL;
+  c.dtype = RFA_DTYPE_FLOAT32;
+  c.batch = 1;
+  c.seq_total = seq;
+  c.heads = heads;
+  c.kv_heads = heads;
+  c.head_dim = head_dim;
+  return c;
+}
+
 TEST(PlanningMachine, HostRatesFollowTheKernelsThatRunTheDtype) {
   const MachineModel fp32 = host(RFA_DTYPE_FLOAT32, HostBf16::amx_tiles);
   // fp32 and fp16 run the portable kernels whatever bf16 hardware there is; so does bf16 without it.
@@ -62,15 +76,7 @@ TEST(PlanningMachine, HostRanksShareTheCoresOfTheirNode) {
 // nodes, so a slower network costs it more than the grid whose groups are nodes (whose ring
 // alone crosses the network).
 TEST(RankPlans, OfferEveryHybridGridAndChargeGroupsAcrossNodesTheNetwork) {
-  engine::AttentionConfig c;
-  c.layout = RFA_LAYOUT_ZIGZAG;
-  c.mask = RFA_MASK_CAUSAL;
-  c.dtype = RFA_DTYPE_FLOAT32;
-  c.batch = 1;
-  c.seq_total = 4096;
-  c.heads = 8;
-  c.kv_heads = 8;
-  c.head_dim = 64;
+  engine::AttentionConfig c = causal_fp32(4096, 8, 64);
   MachineModel one_per_node;
   one_per_node.ranks_per_node = 1;
   std::vector<int> degrees;
@@ -98,14 +104,7 @@ TEST(RankPlans, OfferEveryHybridGridAndChargeGroupsAcrossNodesTheNetwork) {
 // within 1% of the best (stripe, also even, whose mixed tiles the model does not charge); the
 // causal mask alone, which zigzag already evens, is not offered it.
 TEST(RankPlans, OfferTheBalancedLayoutWhereTheMaskIsUneven) {
-  engine::AttentionConfig c;
-  c.layout = RFA_LAYOUT_ZIGZAG;
-  c.mask = RFA_MASK_CAUSAL;
-  c.dtype = RFA_DTYPE_FLOAT32;
-  c.seq_total = 16384;
-  c.heads = 4;
-  c.kv_heads = 4;
-  c.head_dim = 128;
+  engine::AttentionConfig c = causal_fp32(16384, 4, 128);
   const MachineModel m;
   auto seconds = [&]() {  // each layout's predicted forward + backward, -1 where not offered
     std::vector<double> s(4, -1.0);
