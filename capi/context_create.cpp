@@ -56,6 +56,7 @@ rfa_strategy_t strategy_value(engine::StrategyKind kind) {
     case engine::StrategyKind::ulysses: return RFA_STRATEGY_ULYSSES;
     case engine::StrategyKind::allgather: return RFA_STRATEGY_ALLGATHER;
     case engine::StrategyKind::hybrid: return RFA_STRATEGY_HYBRID;
+    case engine::StrategyKind::needed: return RFA_STRATEGY_NEEDED;
   }
   fail(RFA_ERROR_INTERNAL, "unknown strategy kind ", int(kind));
 }

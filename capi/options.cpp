@@ -164,7 +164,7 @@ engine::AttentionConfig validate_options(const rfa_options_t& o, int ranks) {
   }
   require(std::isfinite(o.timeout_s), "options.timeout_s is ", o.timeout_s,
           "; it must be finite (0: RFA_TIMEOUT_S or the default, < 0: no deadline)");
-  require(strategy >= RFA_STRATEGY_RING && strategy <= RFA_STRATEGY_AUTO, "options.strategy is ", strategy,
+  require(strategy >= RFA_STRATEGY_RING && strategy <= RFA_STRATEGY_NEEDED, "options.strategy is ", strategy,
           ", not an rfa_strategy_t value");
   if (strategy == RFA_STRATEGY_AUTO) {
     require(o.ulysses_degree == 0, "options.ulysses_degree is ", o.ulysses_degree,
@@ -220,6 +220,7 @@ engine::StrategyChoice strategy_choice(const rfa_options_t& o) {
     case RFA_STRATEGY_ULYSSES: choice.kind = engine::StrategyKind::ulysses; break;
     case RFA_STRATEGY_ALLGATHER: choice.kind = engine::StrategyKind::allgather; break;
     case RFA_STRATEGY_HYBRID: choice.kind = engine::StrategyKind::hybrid; break;
+    case RFA_STRATEGY_NEEDED: choice.kind = engine::StrategyKind::needed; break;
     case RFA_STRATEGY_AUTO: fail(RFA_ERROR_INTERNAL, "RFA_STRATEGY_AUTO reached the engine unresolved");
   }
   choice.ulysses_degree = o.ulysses_degree;

@@ -200,6 +200,19 @@ MUTATIONS = [
              "for (std::int64_t y = lo / len; y < hi / len && open > 0; ++y) {",
              r"^rfa_rank_positions_test$|^rfa_mask_edges_test[.]np[2-4]$",
              "the balanced layout's step search leaves out the last key chunk a query chunk may see"),
+    Mutation("needed-last-seen-row", "needed-only exchange", "src/engine/needed_kv_plan.cpp",
+             "const RowRun run{base + from, base + to + 1};", "const RowRun run{base + from, base + to};",
+             r"^rfa_needed_kv_plan_test$|^rfa_needed_kv_attention_test[.]np[23]$",
+             "the last row of each span a receiver sees is left out of what its owner sends"),
+    Mutation("needed-gap-budget", "needed-only exchange", "src/engine/needed_kv_plan.cpp",
+             "std::int64_t budget = seen / 20;", "std::int64_t budget = seen / 2;",
+             r"^rfa_needed_kv_plan_test$|^perf[.]mask_balance$",
+             "gaps are filled up to half the seen rows: a scattered set moves 1.5x what is seen"),
+    Mutation("needed-dv-home", "needed-only exchange", "src/engine/needed_kv_attention.cpp",
+             "add_unpacked(rows, grads.sent_rows.data() + B * r.send.rows * wk, B, L, wv, dv_acc.data());",
+             "add_unpacked(rows, grads.sent_rows.data(), B, L, wv, dv_acc.data());",
+             r"^rfa_needed_kv_attention_test[.]np[23]$|^rfa_mask_edges_test[.]np[23]$",
+             "the dV rows a receiver returns are added from where its dK rows are"),
 ]
 
 

@@ -148,11 +148,17 @@ typedef enum rfa_strategy_t {
                                    dK/dV reduce-scattered in fp32. */
   RFA_STRATEGY_HYBRID = 3,    /**< Ulysses inside groups of ulysses_degree consecutive ring positions (one node),
                                    the ring across the groups. */
-  RFA_STRATEGY_AUTO = 4       /**< The strategy, Ulysses degree and layout the performance model predicts
+  RFA_STRATEGY_AUTO = 4,      /**< The strategy, Ulysses degree and layout the performance model predicts
                                    fastest for a forward plus a backward on these ranks (options.layout and
                                    ulysses_degree are then chosen too; ulysses_degree must be 0). The same on
                                    every rank; rfa_context_get_options() reports the choice and
                                    rfa_context_get_plan() why. Devices choose among the ring's layouts. */
+  RFA_STRATEGY_NEEDED = 5     /**< Needed-only exchange: each rank receives, straight from their owners, only
+                                   the K/V rows its queries see under the mask (a halo exchange for a
+                                   neighbourhood mask), one round per ring distance at which some rank sees
+                                   another's keys; the backward returns those rows' dK/dV in fp32. Memory per
+                                   rank is bounded by the local rows (each round moves at most L rows each
+                                   way). Host contexts only; docs/strategies.md. */
 } rfa_strategy_t;
 
 /** @brief How ranks are placed on the ring. */

@@ -10,6 +10,7 @@
 #include "core/mask_ranges.hpp"
 #include "document_balance.hpp"
 #include "engine/attention_config.hpp"
+#include "engine/needed_kv_plan.hpp"
 #include "layout/chunk_placement.hpp"
 #include "layout/sequence_layout.hpp"
 #include "model/tile_work.hpp"
@@ -138,6 +139,16 @@ PlacementCounts placement_counts(const MaskPairs& mask, const Placement& placeme
       }
     }
     counts.seen_rows = std::max(counts.seen_rows, seen);
+    if (layout != nullptr) {
+      const std::vector<engine::KeySpan> spans = engine::seen_keys(c, ranks, r);
+      std::int64_t needed = 0;
+      for (int o = 0; o < ranks; ++o)
+        if (o != r) needed += engine::needed_transfer(c, ranks, spans, o).rows;
+      counts.needed_rows = std::max(counts.needed_rows, needed);
+      counts.needed_over_seen = std::max(counts.needed_over_seen, seen > 0     ? double(needed) / double(seen)
+                                                                  : needed > 0 ? 1e30
+                                                                               : 1.0);
+    }
   }
   counts.ring_steps = int(std::count(step_needed.begin(), step_needed.end(), 1));
   counts.ring_rows = std::int64_t(counts.ring_steps - 1) * local;

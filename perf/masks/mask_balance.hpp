@@ -71,6 +71,11 @@ struct PlacementCounts {
   /// K/V rows the busiest rank receives in a forward: the ring's (steps - 1 blocks), and what
   /// its queries see outside its own rows (a needed-only exchange's floor).
   std::int64_t ring_rows = 0, seen_rows = 0;
+  /// Fixed layouts: the K/V rows the busiest rank receives in the needed-only exchange
+  /// (engine/needed_kv_plan.hpp), and the largest ratio over the ranks of those rows to the
+  /// rows its queries see (1 where it sees none); 0 otherwise.
+  std::int64_t needed_rows = 0;
+  double needed_over_seen = 0;
 };
 
 /// The counts of `mask` with `placement`. Tiles are counted as the kernels

@@ -2,14 +2,15 @@
 // rfa_mask_balance: for each mask family given as ranges (mask_balance.hpp), each fixed layout
 // and P, the busiest rank's visible pairs and computed tiles over the mean, the scores the
 // kernels compute over the visible ones, the ring steps some rank computes on, and the K/V rows
-// the busiest rank receives from the ring against those its queries see. No MPI: it counts, it
-// does not run attention.
+// the busiest rank receives from the ring and from the needed-only exchange against those its
+// queries see. No MPI: it counts, it does not run attention.
 //
 //   rfa_mask_balance [--seq 65536] [--ranks 2,4,8,16,32,64] [--seed 1] [--check-causal MAX]
 // Placements: the fixed layouts, and balanced:4 and balanced:8 (balanced_placement with 4 or 8
 // chunks per rank; P must divide seq / 8). --check-causal MAX exits 1 when the zigzag layout's
-// causal imbalance is above MAX, when a ring would receive fewer rows than the queries see, or
-// when the engine's step selection runs fewer ring steps than the queries need.
+// causal imbalance is above MAX, when a ring would receive fewer rows than the queries see, when
+// the needed-only exchange gives a rank more than 1.1x the rows its queries see, or when the
+// engine's step selection runs fewer ring steps than the queries need.
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -70,10 +71,10 @@ int main(int argc, char** argv) {
   try {
     std::printf("rfa_mask_balance: S=%lld, masks given as ranges on the fixed layouts (counts, no attention run)\n",
                 (long long)o.seq);
-    std::printf("%-18s %-10s %4s %9s %9s %9s %6s %11s %11s %7s\n", "mask", "layout", "P", "pairs", "tiles", "computed",
-                "steps", "ring rows", "seen rows", "ring /");
-    std::printf("%-18s %-10s %4s %9s %9s %9s %6s %11s %11s %7s\n", "", "", "", "max/mean", "max/mean", "/visible", "",
-                "(busiest)", "(busiest)", "seen");
+    std::printf("%-18s %-10s %4s %9s %9s %9s %6s %11s %11s %7s %11s %7s\n", "mask", "layout", "P", "pairs", "tiles",
+                "computed", "steps", "ring rows", "seen rows", "ring /", "needed", "needed");
+    std::printf("%-18s %-10s %4s %9s %9s %9s %6s %11s %11s %7s %11s %7s\n", "", "", "", "max/mean", "max/mean",
+                "/visible", "", "(busiest)", "(busiest)", "seen", "(busiest)", "/ seen");
     for (const rfa::perf::MaskFamily& f : rfa::perf::mask_families(o.seq, rng)) {
       const rfa::perf::MaskPairs mask(f.ranges, o.seq);
       // The fixed layouts, then balanced placements of 4 and 8 chunks per rank.
@@ -89,13 +90,22 @@ int main(int argc, char** argv) {
               rfa::perf::placement_counts(mask, rows, fixed ? &layouts[placement] : nullptr);
           const std::string name =
               fixed ? rfa::layout::layout_name(layouts[placement]) : "balanced:" + std::to_string(chunks);
-          std::printf("%-18s %-10s %4d %9.3f %9.3f %9.2f %6d %11lld %11lld %7.2f\n", f.name.c_str(), name.c_str(), P,
+          std::printf("%-18s %-10s %4d %9.3f %9.3f %9.2f %6d %11lld %11lld %7.2f", f.name.c_str(), name.c_str(), P,
                       c.work_max_over_mean, c.tiles_max_over_mean, c.computed_over_visible, c.ring_steps,
                       (long long)c.ring_rows, (long long)c.seen_rows,
                       c.seen_rows > 0 ? double(c.ring_rows) / double(c.seen_rows) : 0.0);
+          if (fixed)
+            std::printf(" %11lld %7.3f\n", (long long)c.needed_rows, c.needed_over_seen);
+          else
+            std::printf(" %11s %7s\n", "-", "-");
           if (o.check_causal > 0) {
             if (c.ring_rows < c.seen_rows) {
               std::printf("FAIL: the ring receives fewer rows than the queries see\n");
+              ok = false;
+            }
+            if (fixed && c.needed_over_seen > 1.1) {
+              std::printf("FAIL: a rank receives %.3fx the rows its queries see in the needed-only exchange\n",
+                          c.needed_over_seen);
               ok = false;
             }
             if (fixed && c.engine_ring_steps < c.ring_steps) {

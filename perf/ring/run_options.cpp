@@ -57,8 +57,9 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
                      (documents of those lengths, then one holding the rest) or random:N (N
                      documents cut at random); several SPECs separated by '/', one per batch
                      entry, give each sequence of the batch its own (docs/variants.md)
-  --strategy X       ring | ulysses | allgather | hybrid | auto (default ring): how the sequence
-                     is parallelized (docs/strategies.md); hybrid needs --ulysses-degree; auto
+  --strategy X       ring | ulysses | allgather | hybrid | needed | auto (default ring): how the
+                     sequence is parallelized (docs/strategies.md); hybrid needs --ulysses-degree;
+                     needed moves only the K/V rows each rank's queries see; auto
                      takes the strategy, degree and layout the performance model predicts
                      fastest (docs/performance-model.md; RFA_PLAN_* set its machine figures)
   --ulysses-degree N ranks per Ulysses group of the hybrid strategy (a Pu x P/Pu grid; N divides
@@ -313,10 +314,13 @@ RunOptions parse_run_options(int argc, char** argv) {
         o.strategy.kind = engine::StrategyKind::allgather;
       else if (v == "hybrid")
         o.strategy.kind = engine::StrategyKind::hybrid;
+      else if (v == "needed")
+        o.strategy.kind = engine::StrategyKind::needed;
       else if (v == "auto")
         o.auto_strategy = true;
       else
-        fail(RFA_ERROR_INVALID_ARGUMENT, "--strategy must be ring, ulysses, allgather, hybrid or auto, got '", v, "'");
+        fail(RFA_ERROR_INVALID_ARGUMENT, "--strategy must be ring, ulysses, allgather, hybrid, needed or auto, got '",
+             v, "'");
     } else if (flag == "--ulysses-degree") {
       o.strategy.ulysses_degree = int(parse_int(flag, value(), 1));
     } else if (flag == "--kernels") {

@@ -3,6 +3,8 @@
 // Ulysses, KV all-gather and the hybrid Ulysses x ring grid are schedules over the same two
 // seams, and callers (the C API, the benchmark) hold any of them through this class.
 //
+// The needed-only exchange sends each rank only the K/V rows its queries see.
+//
 // Every strategy takes the same local tensors (this rank's rows of the sequence, bshd, all
 // heads) and gives the same results; they differ in what they send, what they hold and how
 // their communication overlaps compute. Which rows a rank holds is the strategy's to say
@@ -23,7 +25,7 @@
 namespace rfa {
 namespace engine {
 
-enum class StrategyKind { ring, ulysses, allgather, hybrid };
+enum class StrategyKind { ring, ulysses, allgather, hybrid, needed };
 
 /// The strategy and its knobs, as the C API's options give them.
 struct StrategyChoice {

@@ -11,6 +11,7 @@
 #include "engine/attention_strategy.hpp"
 #include "engine/head_routing.hpp"
 #include "engine/hybrid_attention.hpp"
+#include "engine/needed_kv_attention.hpp"
 #include "engine/ring_attention.hpp"
 
 namespace rfa {
@@ -22,6 +23,8 @@ namespace {
 template <class Engine>
 class StrategyOf final : public AttentionStrategy {
   static constexpr bool kRing = std::is_same<Engine, RingAttention>::value;
+  /// Engines without device passes: validate_strategy refuses their CUDA contexts.
+  static constexpr bool kHostOnly = std::is_same<Engine, NeededKvAttention>::value;
 
  public:
   template <class... Args>
@@ -48,6 +51,13 @@ class StrategyOf final : public AttentionStrategy {
     if (mode != RingMode::full)
       fail(RFA_ERROR_UNSUPPORTED, "the schedules without communication or without compute are the ring's; the ",
            strategy_name(kind_), " strategy runs only in full");
+  }
+
+  /// The device passes of a host-only engine: never reached through the C API (its contexts
+  /// are refused at creation), refused the same way here.
+  template <class... Tensors>
+  void require_host(const Tensors&...) const {
+    fail(RFA_ERROR_UNSUPPORTED, "the ", strategy_name(kind_), " strategy runs on host contexts only");
   }
 
 #define RFA_STRATEGY_FORWARDS(T)                                                                                   \
@@ -79,7 +89,9 @@ class StrategyOf final : public AttentionStrategy {
 #define RFA_STRATEGY_DEVICE_FORWARDS(T)                                                                             \
   void run_forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,             \
                           DeviceTensor4<T> out, DeviceTensor3<float> lse, RingMode mode) override {                 \
-    if constexpr (kRing) {                                                                                          \
+    if constexpr (kHostOnly) {                                                                                      \
+      require_host(q, k, v, out, lse);                                                                              \
+    } else if constexpr (kRing) {                                                                                   \
       engine_.template forward_device<T>(q, k, v, out, lse, mode);                                                  \
     } else {                                                                                                        \
       require_full(mode);                                                                                           \
@@ -89,7 +101,9 @@ class StrategyOf final : public AttentionStrategy {
   void run_backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,            \
                            DeviceTensor4<const T> out, DeviceTensor4<const T> dout, DeviceTensor3<const float> lse, \
                            DeviceTensor4<T> dq, DeviceTensor4<T> dk, DeviceTensor4<T> dv, RingMode mode) override { \
-    if constexpr (kRing) {                                                                                          \
+    if constexpr (kHostOnly) {                                                                                      \
+      require_host(q, k, v, out, dout, lse, dq, dk, dv);                                                            \
+    } else if constexpr (kRing) {                                                                                   \
       engine_.template backward_device<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);                               \
     } else {                                                                                                        \
       require_full(mode);                                                                                           \
@@ -114,6 +128,7 @@ const char* strategy_name(StrategyKind kind) {
     case StrategyKind::ulysses: return "ulysses";
     case StrategyKind::allgather: return "allgather";
     case StrategyKind::hybrid: return "hybrid";
+    case StrategyKind::needed: return "needed";
   }
   return "unknown strategy";
 }
@@ -150,6 +165,7 @@ void validate_strategy(const StrategyChoice& choice, const AttentionConfig& c, i
   switch (choice.kind) {
     case StrategyKind::ring:
     case StrategyKind::allgather:
+    case StrategyKind::needed:
       require(degree == 0, "ulysses_degree is ", degree, " but the ", strategy_name(choice.kind),
               " strategy has no Ulysses groups: set it to 0, or choose the ulysses or hybrid strategy");
       require(choice.kv_heads_per_chunk >= 1 && c.kv_heads % choice.kv_heads_per_chunk == 0, "kv_heads_per_chunk (",
@@ -159,6 +175,10 @@ void validate_strategy(const StrategyChoice& choice, const AttentionConfig& c, i
         fail(RFA_ERROR_UNSUPPORTED,
              "the KV all-gather computes its chunks with rfa's CUDA kernels, not cuDNN: set cuda_kernels to "
              "RFA_CUDA_KERNELS_RFA (rfa_run --kernels rfa) or leave it automatic, or choose another strategy");
+      if (choice.kind == StrategyKind::needed && c.device != Device::host)
+        fail(RFA_ERROR_UNSUPPORTED,
+             "the needed-only exchange runs on host contexts only: choose the ring (which also skips the steps "
+             "no rank needs) or another strategy on a CUDA context");
       validate_local(c, ranks);
       if (choice.kind == StrategyKind::allgather) {  // every rank gathers the whole sequence's K/V
         require_view_extents("gathered k", {c.batch, c.seq_total, choice.kv_heads_per_chunk, c.head_dim});
@@ -197,6 +217,7 @@ std::unique_ptr<AttentionStrategy> make_strategy(comm::Communicator& comm, const
     case StrategyKind::ring: return std::make_unique<StrategyOf<RingAttention>>(choice.kind, comm, config);
     case StrategyKind::allgather:
       return std::make_unique<StrategyOf<AllGatherAttention>>(choice.kind, comm, config, choice.kv_heads_per_chunk);
+    case StrategyKind::needed: return std::make_unique<StrategyOf<NeededKvAttention>>(choice.kind, comm, config);
     case StrategyKind::ulysses:  // the hybrid's grid of one ring group
     case StrategyKind::hybrid: return std::make_unique<StrategyOf<HybridAttention>>(choice.kind, comm, config, choice);
   }

@@ -9,6 +9,7 @@
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "engine/head_routing.hpp"
+#include "engine/needed_kv_plan.hpp"
 #include "engine/rank_positions.hpp"
 #include "layout/sequence_layout.hpp"
 #include "model/tile_work.hpp"
@@ -282,6 +283,50 @@ Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, in
   return p;
 }
 
+/// The needed-only exchange (engine/needed_kv_attention.hpp): this rank's local block, then one
+/// round per distance s in which it receives the rows its queries see from the rank s upstream
+/// and sends the rank s downstream the rows of its own that rank sees (each round's exchange
+/// before its compute, no overlap); the backward sends the same rows and returns the pieces'
+/// fp32 dK/dV. Every rank computes at once, sharing its node's units.
+Prediction needed(const AttentionConfig& c, int ranks, int rank, const MachineModel& m) {
+  Prediction p;
+  const PositionMap mine = engine::rank_positions(c, ranks, rank);
+  const double heads = double(c.batch * c.heads), share = full_node_share(m);
+  const double row_values = double(c.batch * c.kv_heads * (c.head_dim + c.dv()));  // one K and one V row
+  const double E = element_bytes(c);
+  auto kernel_seconds = [&](const PositionMap& keys, bool backward) {
+    return block_seconds(m, c, mine, keys, heads, backward ? backward_flops_per_score(c) : forward_flops_per_score(c),
+                         backward) /
+           share;
+  };
+  auto on_node = [&](int position) { return position / m.ranks_per_node; };
+  p.forward.compute_seconds = p.forward.seconds = kernel_seconds(mine, false);
+  p.backward.compute_seconds = p.backward.seconds = kernel_seconds(mine, true);
+  const std::vector<engine::KeySpan> seen = engine::seen_keys(c, ranks, rank);
+  for (int s = 1; s < ranks; ++s) {
+    const int from = (rank - s + ranks) % ranks, to = (rank + s) % ranks;
+    const engine::NeededTransfer in = engine::needed_transfer(c, ranks, seen, from);
+    const double out_rows = double(engine::needed_transfer(c, ranks, engine::seen_keys(c, ranks, to), rank).rows);
+    if (in.rows == 0 && out_rows == 0) continue;
+    double f = 0, b = 0;
+    for (const engine::NeededPiece& piece : in.pieces) {
+      f += kernel_seconds(piece.positions, false);
+      b += kernel_seconds(piece.positions, true);
+    }
+    const Link& link = on_node(from) == on_node(rank) && on_node(to) == on_node(rank) ? m.intra_node : m.inter_node;
+    const double most = std::max(double(in.rows), out_rows) * row_values;
+    const double kv = transfer_seconds(link, most * E) + out_rows * row_values * E / m.copy_bytes_per_s;
+    p.forward.compute_seconds += f;
+    p.forward.seconds += kv + f;
+    p.forward.bytes_sent += out_rows * row_values * E;
+    p.backward.compute_seconds += b;
+    p.backward.seconds +=
+        kv + b + transfer_seconds(link, most * 4.0) + out_rows * row_values * 4.0 / m.copy_bytes_per_s;
+    p.backward.bytes_sent += out_rows * row_values * E + double(in.rows) * row_values * 4.0;
+  }
+  return p;
+}
+
 }  // namespace
 
 Prediction predict_rank(const AttentionConfig& c, const engine::StrategyChoice& choice, int ranks, int rank,
@@ -304,6 +349,7 @@ Prediction predict_rank(const AttentionConfig& c, const engine::StrategyChoice& 
     }
     case engine::StrategyKind::allgather:
       return allgather(c, std::max<std::int64_t>(1, choice.kv_heads_per_chunk), ranks, rank, m);
+    case engine::StrategyKind::needed: return needed(c, ranks, rank, m);
     case engine::StrategyKind::hybrid: {
       const int pu = choice.ulysses_degree, pr = ranks / pu;
       const engine::HeadRouting routing(c.heads, c.kv_heads, pu);

@@ -38,11 +38,14 @@ std::vector<Plan> rank_plans(const engine::AttentionConfig& config, int ranks, c
     for (int degree = 2; degree < ranks; ++degree)
       if (ranks % degree == 0) choices.push_back({engine::StrategyKind::hybrid, degree, 1});
   }
-  // The balanced layout where the mask can leave the fixed ones uneven (a window, documents,
-  // ranges); under the causal mask alone or none, zigzag and stripe are already even.
+  // Where the mask can hide keys from whole ranks or leave the fixed layouts uneven (a window,
+  // documents, ranges): the needed-only exchange (host contexts; validate_strategy refuses the
+  // others), and the balanced layout. Under the causal mask alone or none every rank sees all
+  // the keys upstream, and zigzag and stripe are already even.
+  const bool sparse = config.window > 0 || config.doc_bounds.size() > 2 || !config.doc_offsets.empty() || config.ranges;
+  if (!ring_only && sparse) choices.push_back({engine::StrategyKind::needed, 0, 1});
   std::vector<rfa_layout_t> layouts = {RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_STRIPE};
-  if (config.window > 0 || config.doc_bounds.size() > 2 || !config.doc_offsets.empty() || config.ranges)
-    layouts.push_back(RFA_LAYOUT_BALANCED);
+  if (sparse) layouts.push_back(RFA_LAYOUT_BALANCED);
   std::vector<Plan> plans;
   for (const engine::StrategyChoice& choice : choices)
     for (rfa_layout_t layout : layouts) {

@@ -137,7 +137,7 @@ std::vector<Case> cases() {
   for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
     for (rfa_mask_t mask : {RFA_MASK_CAUSAL, RFA_MASK_NONE})
       all.push_back({RFA_STRATEGY_RING, layout, RFA_DTYPE_FLOAT32, mask});
-  for (rfa_strategy_t s : {RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID}) {
+  for (rfa_strategy_t s : {RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID, RFA_STRATEGY_NEEDED}) {
     all.push_back({s, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL});
     all.push_back({s, RFA_LAYOUT_CONTIGUOUS, RFA_DTYPE_BFLOAT16, RFA_MASK_NONE, 7});
   }

@@ -103,7 +103,8 @@ TEST_P(CapiBalancedLayout, MatchesFloat64Reference) {
 std::vector<Case> cases() {
   std::vector<Case> all;
   std::uint64_t seed = 1;
-  for (rfa_strategy_t s : {RFA_STRATEGY_RING, RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID}) {
+  for (rfa_strategy_t s :
+       {RFA_STRATEGY_RING, RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID, RFA_STRATEGY_NEEDED}) {
     all.push_back({s, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 8});
     all.push_back({s, RFA_DTYPE_FLOAT32, RFA_MASK_RANGES, 8, 0, Docs::none, 5, seed++});
     all.push_back({s, RFA_DTYPE_BFLOAT16, RFA_MASK_CAUSAL, 12, 0, Docs::one_list});

@@ -168,7 +168,7 @@ inline void expect_failure(rfa_result_t got, rfa_result_t want, std::initializer
 
 /// "ring_zigzag_fp32_causal": a test name's part for a strategy, layout, dtype and mask.
 inline std::string case_label(rfa_strategy_t strategy, rfa_layout_t layout, rfa_dtype_t dtype, rfa_mask_t mask) {
-  const char* strategies[] = {"ring", "ulysses", "allgather", "hybrid", "auto"};
+  const char* strategies[] = {"ring", "ulysses", "allgather", "hybrid", "auto", "needed"};
   const char* layouts[] = {"contiguous", "zigzag", "stripe", "balanced"};
   const char* dtypes[] = {"fp32", "bf16", "fp16"};
   return std::string(strategies[strategy]) + "_" + layouts[layout] + "_" + dtypes[dtype] +

@@ -31,7 +31,7 @@ struct Case {
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const char* layouts[] = {"contiguous", "zigzag", "stripe"};
   const char* dtypes[] = {"fp32", "bf16", "fp16"};
-  const char* strategies[] = {"", "_ulysses", "_allgather", "_hybrid", "_auto"};
+  const char* strategies[] = {"", "_ulysses", "_allgather", "_hybrid", "_auto", "_needed"};
   return std::string(layouts[info.param.layout]) + (info.param.mask == RFA_MASK_CAUSAL ? "_causal_" : "_full_") +
          dtypes[info.param.dtype] + strategies[info.param.strategy] + (info.param.documents ? "_documents" : "");
 }
@@ -173,7 +173,7 @@ INSTANTIATE_TEST_SUITE_P(AllLayoutsMasksDtypes, CapiForwardBackward, ::testing::
 // case; here the C API's wiring: shards from the context, the same results).
 std::vector<Case> strategy_cases() {
   std::vector<Case> cases;
-  for (rfa_strategy_t st : {RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID})
+  for (rfa_strategy_t st : {RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID, RFA_STRATEGY_NEEDED})
     for (rfa_layout_t l : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
       cases.push_back({l, RFA_MASK_CAUSAL, st == RFA_STRATEGY_ALLGATHER ? RFA_DTYPE_BFLOAT16 : RFA_DTYPE_FLOAT32, st});
   return cases;
@@ -188,7 +188,7 @@ std::vector<Case> document_cases() {
   for (rfa_layout_t l : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
     for (rfa_mask_t m : {RFA_MASK_NONE, RFA_MASK_CAUSAL})
       for (rfa_dtype_t t : {RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16}) cases.push_back({l, m, t, RFA_STRATEGY_RING, true});
-  for (rfa_strategy_t st : {RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID})
+  for (rfa_strategy_t st : {RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID, RFA_STRATEGY_NEEDED})
     cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_FLOAT32, st, true});
   return cases;
 }

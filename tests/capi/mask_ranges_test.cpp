@@ -37,7 +37,7 @@ struct Case {
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
-  const char* strategies[] = {"ring", "ulysses", "allgather", "hybrid", "auto"};
+  const char* strategies[] = {"ring", "ulysses", "allgather", "hybrid", "auto", "needed"};
   const char* layouts[] = {"contiguous", "zigzag", "stripe", "balanced"};
   const char* dtypes[] = {"fp32", "bf16", "fp16"};
   return std::string(strategies[c.strategy]) + "_" + layouts[c.layout] + "_" + dtypes[c.dtype] + "_" +
@@ -96,7 +96,8 @@ std::vector<Case> cases() {
   std::uint64_t seed = 1;
   for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
     for (int entries : {1, 3, 8}) all.push_back({RFA_STRATEGY_RING, layout, RFA_DTYPE_FLOAT32, entries, seed++});
-  for (rfa_strategy_t s : {RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID, RFA_STRATEGY_AUTO}) {
+  for (rfa_strategy_t s :
+       {RFA_STRATEGY_ULYSSES, RFA_STRATEGY_ALLGATHER, RFA_STRATEGY_HYBRID, RFA_STRATEGY_NEEDED, RFA_STRATEGY_AUTO}) {
     all.push_back({s, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, 4, seed++});
     all.push_back({s, RFA_LAYOUT_CONTIGUOUS, RFA_DTYPE_BFLOAT16, 6, seed++});
   }
@@ -113,6 +114,13 @@ std::vector<Case> cases() {
   // straight from its one block, hidden whole here.
   all.push_back({RFA_STRATEGY_ULYSSES, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_BFLOAT16, 0, seed++});
   all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_STRIPE, RFA_DTYPE_FLOAT16, 0, seed++});
+  // The needed-only exchange: an empty list (no round; the one local block written straight
+  // into 16-bit outputs), windows and documents on top.
+  all.push_back({RFA_STRATEGY_NEEDED, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, 0, seed++});
+  all.push_back({RFA_STRATEGY_NEEDED, RFA_LAYOUT_STRIPE, RFA_DTYPE_BFLOAT16, 0, seed++});
+  all.push_back({RFA_STRATEGY_NEEDED, RFA_LAYOUT_STRIPE, RFA_DTYPE_FLOAT32, 6, seed++, 7, true});
+  all.push_back({RFA_STRATEGY_NEEDED, RFA_LAYOUT_CONTIGUOUS, RFA_DTYPE_FLOAT32, 8, seed++, 5});
+  all.push_back({RFA_STRATEGY_NEEDED, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT16, 3, seed++, 0, true});
   return all;
 }
 
@@ -188,6 +196,8 @@ std::vector<Spelled> spelled_cases() {
   all.push_back({"documents_causal", RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 0, true});
   all.push_back({"documents_full_allgather", RFA_STRATEGY_ALLGATHER, RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, 0, true});
   all.push_back({"documents_causal_hybrid", RFA_STRATEGY_HYBRID, RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, 0, true});
+  all.push_back({"window_causal_needed", RFA_STRATEGY_NEEDED, RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, 5, false});
+  all.push_back({"documents_full_needed", RFA_STRATEGY_NEEDED, RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, 0, true});
   return all;
 }
 

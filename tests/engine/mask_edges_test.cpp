@@ -33,12 +33,14 @@ struct Sweep {
   int layout_ranks;  ///< ranks (ring groups for the hybrid) the layout places pieces on
 };
 
-/// The strategies runnable on P ranks: the ring, Ulysses, the all-gather, and the hybrid with
+/// The strategies runnable on P ranks: the ring, Ulysses, the all-gather, the needed-only
+/// exchange, and the hybrid with
 /// every degree strictly between 1 and P that divides P (degree 1 is the ring, P is Ulysses).
 std::vector<Sweep> strategies(int P) {
   std::vector<Sweep> s = {{{engine::StrategyKind::ring, 0, 1}, P},
                           {{engine::StrategyKind::ulysses, 0, 1}, P},
-                          {{engine::StrategyKind::allgather, 0, 1}, P}};
+                          {{engine::StrategyKind::allgather, 0, 1}, P},
+                          {{engine::StrategyKind::needed, 0, 1}, P}};
   for (int u = 2; u < P; ++u)
     if (P % u == 0) s.push_back({{engine::StrategyKind::hybrid, u, 1}, P / u});
   return s;

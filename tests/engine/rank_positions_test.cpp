@@ -20,15 +20,10 @@
 #include "engine/rank_positions.hpp"
 #include "layout/chunk_placement.hpp"
 #include "layout/sequence_layout.hpp"
+#include "positions_and_pairs.hpp"
 
 namespace rfa::engine {
 namespace {
-
-std::vector<std::int64_t> rows_of(const PositionMap& m) {
-  std::vector<std::int64_t> rows;
-  for (std::int64_t i = 0; i < m.length(); ++i) rows.push_back(m(i));
-  return rows;
-}
 
 TEST(ChunkPlacement, LargestFirstToTheLeastLoadedRankWithRoom) {
   // Loads after each step: 8 -> r0; 7 -> r1; 6 -> r1 (7 < 8); 5 -> r0 (8 < 13); 4 -> r0 (13 = 13,
@@ -231,16 +226,12 @@ TEST(RankPositions, BalancedStepsIncludeEveryStepWithAVisiblePair) {
       const kernels::MaskRule rule = mask_rule(c, 0);
       std::vector<std::vector<std::int64_t>> rows;
       for (int r = 0; r < P; ++r) rows.push_back(rows_of(rank_positions(c, P, r)));
-      auto visible = [&](std::int64_t q, std::int64_t k) {
-        if (!rule.visible(q, k) || rule.document_of(q) != rule.document_of(k)) return false;
-        return !rule.ranges.on || rule.ranges.visible(q, k);
-      };
       const std::vector<int> steps = ring_steps_with_work(c, P);
       for (int s = 0; s < P; ++s) {
         bool seen = s == 0;
         for (int r = 0; r < P && !seen; ++r)
           for (std::int64_t q : rows[std::size_t(r)])
-            for (std::int64_t k : rows[std::size_t((r - s + P) % P)]) seen = seen || visible(q, k);
+            for (std::int64_t k : rows[std::size_t((r - s + P) % P)]) seen = seen || sees(rule, q, k);
         if (seen) {
           EXPECT_TRUE(std::count(steps.begin(), steps.end(), s) == 1) << "step " << s << " skipped";
         }

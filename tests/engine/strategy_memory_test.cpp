@@ -73,7 +73,7 @@ TEST_P(StrategyMemoryTest, MatchesFormula) {
 std::vector<MemoryCase> memory_cases() {
   std::vector<MemoryCase> cases;
   for (auto kind : {engine::StrategyKind::ring, engine::StrategyKind::ulysses, engine::StrategyKind::allgather,
-                    engine::StrategyKind::hybrid})
+                    engine::StrategyKind::hybrid, engine::StrategyKind::needed})
     for (rfa_dtype_t dtype : {RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16}) {
       cases.push_back({kind, dtype});
       cases.push_back({kind, dtype, dtype == RFA_DTYPE_FLOAT32 ? -1 : 4});  // V narrower, or wider (bf16 products)

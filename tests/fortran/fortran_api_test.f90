@@ -140,6 +140,7 @@ program fortran_api_test
   call check_ok(rfa_context_destroy(ring), "destroy")
 
   call check_balanced_layout()  ! before check_bf16_forward, which replaces the causal reference
+  call check_needed_exchange()  ! likewise
   call check_bf16_forward()
   call check_documents()
   call check_sequence_documents()
@@ -529,14 +530,33 @@ contains
     call check_ok(rfa_context_create(MPI_COMM_WORLD, ob, balanced), "create balanced")
     call check_ok(rfa_context_get_local_positions(balanced, mine), "balanced local positions")
     call check(all(mine(2:) > mine(:L - 1)), "balanced: rows in position order")
-    call check_ok(rfa_scatter_bshd(balanced, gq, q), "scatter q (balanced)")
-    call check_ok(rfa_scatter_bshd(balanced, gk, k), "scatter k (balanced)")
-    call check_ok(rfa_scatter_bshd(balanced, gv, v), "scatter v (balanced)")
-    call check_ok(rfa_scatter_bshd(balanced, gdo, dout), "scatter dout (balanced)")
-    call check_ok(rfa_forward(balanced, q, k, v, out, lse), "forward (balanced)")
-    call check_ok(rfa_backward(balanced, q, k, v, out, dout, lse, dq, dk, dv), "backward (balanced)")
-    call compare_to_reference(balanced, rout, rlse, rdq, rdk, rdv, 2.0e-6, " (balanced)")
+    call run_against_causal_reference(balanced, " (balanced)")
     call check_ok(rfa_context_destroy(balanced), "destroy balanced")
+  end subroutine
+
+  ! Scatters the problem by `ctx`'s shards, runs its forward and backward, and compares the
+  ! results with the causal reference (`what` names the case in messages).
+  subroutine run_against_causal_reference(ctx, what)
+    type(rfa_context), intent(in) :: ctx
+    character(len=*), intent(in) :: what
+    call check_ok(rfa_scatter_bshd(ctx, gq, q), "scatter q" // what)
+    call check_ok(rfa_scatter_bshd(ctx, gk, k), "scatter k" // what)
+    call check_ok(rfa_scatter_bshd(ctx, gv, v), "scatter v" // what)
+    call check_ok(rfa_scatter_bshd(ctx, gdo, dout), "scatter dout" // what)
+    call check_ok(rfa_forward(ctx, q, k, v, out, lse), "forward" // what)
+    call check_ok(rfa_backward(ctx, q, k, v, out, dout, lse, dq, dk, dv), "backward" // what)
+    call compare_to_reference(ctx, rout, rlse, rdq, rdk, rdv, 2.0e-6, what)
+  end subroutine
+
+  ! The needed-only exchange on the causal problem: the same shards, the reference's results.
+  subroutine check_needed_exchange()
+    type(rfa_context) :: needed
+    type(rfa_options) :: on
+    on = opts
+    on%strategy = RFA_STRATEGY_NEEDED
+    call check_ok(rfa_context_create(MPI_COMM_WORLD, on, needed), "create needed-only exchange")
+    call run_against_causal_reference(needed, " (needed)")
+    call check_ok(rfa_context_destroy(needed), "destroy needed-only exchange")
   end subroutine
 
   ! A mask given as ranges: the causal mask built as ranges gives the causal context's results
@@ -590,9 +610,9 @@ contains
   end subroutine
 
   subroutine check_constants()
-    integer(c_int64_t) :: c(58)
+    integer(c_int64_t) :: c(59)
     integer(c_int) :: n
-    integer(c_int64_t) :: mine(57)
+    integer(c_int64_t) :: mine(58)
     type(rfa_options), target :: probe
     type(rfa_mask_range), target :: range_probe
     mine = [integer(c_int64_t) :: RFA_SUCCESS, RFA_ERROR_INVALID_ARGUMENT, RFA_ERROR_INVALID_USAGE, &
@@ -612,7 +632,7 @@ contains
             transfer(c_loc(range_probe%kind), 0_c_intptr_t) - transfer(c_loc(range_probe), 0_c_intptr_t), &
             transfer(c_loc(probe%mask_ranges), 0_c_intptr_t) - transfer(c_loc(probe), 0_c_intptr_t), &
             transfer(c_loc(probe%value_head_dim), 0_c_intptr_t) - transfer(c_loc(probe), 0_c_intptr_t), &
-            RFA_LAYOUT_BALANCED]
+            RFA_LAYOUT_BALANCED, RFA_STRATEGY_NEEDED]
     n = fortran_test_c_constants(c, size(c, kind=c_int))
     call check(n == size(mine), "the C side lists as many constants as the Fortran side")
     call check(all(c(1:size(mine)) == mine), "Fortran constants and rfa_options layout match the C header")

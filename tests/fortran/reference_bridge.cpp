@@ -141,7 +141,8 @@ int fortran_test_c_constants(std::int64_t* values, int capacity) {
                               std::int64_t(offsetof(rfa_mask_range_t, kind)),
                               std::int64_t(offsetof(rfa_options_t, mask_ranges)),
                               std::int64_t(offsetof(rfa_options_t, value_head_dim)),
-                              RFA_LAYOUT_BALANCED};
+                              RFA_LAYOUT_BALANCED,
+                              RFA_STRATEGY_NEEDED};
   const int n = int(sizeof all / sizeof all[0]);
   for (int i = 0; i < n && i < capacity; ++i) values[i] = all[i];
   return n;

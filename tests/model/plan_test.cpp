@@ -124,6 +124,34 @@ TEST(RankPlans, OfferTheBalancedLayoutWhereTheMaskIsUneven) {
   EXPECT_LT(balanced, 1.01 * std::min({s[RFA_LAYOUT_ZIGZAG], s[RFA_LAYOUT_CONTIGUOUS], s[RFA_LAYOUT_STRIPE]}));
 }
 
+// The needed-only exchange is offered where a window, documents or ranges are set (not under the
+// causal mask alone). With a narrow window on the contiguous layout a rank's queries see only the
+// last window - 1 rows of the rank upstream: those are the bytes it is predicted to send, and over
+// a slow network it is the plan chosen, where the ring moves a whole block.
+TEST(RankPlans, OfferTheNeededOnlyExchangeAndChooseItForAHaloOverASlowNetwork) {
+  engine::AttentionConfig c = causal_fp32(16384, 4, 128);
+  MachineModel m;
+  m.ranks_per_node = 1;
+  m.inter_node = Link{5e-6, 1e8};
+  auto offered = [&] {
+    for (const Plan& plan : rank_plans(c, 4, m, false))
+      if (plan.choice.kind == engine::StrategyKind::needed) return true;
+    return false;
+  };
+  EXPECT_FALSE(offered());
+  c.window = 256;
+  EXPECT_TRUE(offered());
+  const Plan best = choose_plan(c, 4, m, false);
+  EXPECT_EQ(best.choice.kind, engine::StrategyKind::needed) << best.name();
+  EXPECT_EQ(best.layout, RFA_LAYOUT_CONTIGUOUS) << best.name();
+  const double row = 4.0 * 2 * 128 * 4;  // a K and a V row of every head, fp32
+  EXPECT_DOUBLE_EQ(best.prediction.forward.bytes_sent, 255 * row);
+  EXPECT_DOUBLE_EQ(best.prediction.backward.bytes_sent, 2 * 255 * row);
+  engine::AttentionConfig ring = c;
+  ring.layout = RFA_LAYOUT_CONTIGUOUS;
+  EXPECT_DOUBLE_EQ(predict(ring, {engine::StrategyKind::ring, 0, 1}, 4, m).forward.bytes_sent, 4096 * row);
+}
+
 TEST(PlanningMachine, ThisProcessKnowsItsBf16Products) {
   const HostBf16 here = host_bf16_here();
   EXPECT_TRUE(here == HostBf16::portable || here == HostBf16::dot_products || here == HostBf16::amx_tiles);

@@ -17,7 +17,7 @@ ENUMS = {
     "rfa_mask_t": ({"NONE": "none", "CAUSAL": "causal", "RANGES": "ranges"}, "masks", "masks"),
     "rfa_dtype_t": ({"FLOAT32": "fp32", "BFLOAT16": "bf16", "FLOAT16": "fp16"}, "storage dtypes", "storage dtypes"),
     "rfa_strategy_t": ({"RING": "ring", "ULYSSES": "ulysses", "ALLGATHER": "all-gather", "HYBRID": "hybrid",
-                        "AUTO": "rfa_strategy_auto"}, "strategies", "strategies"),
+                        "AUTO": "rfa_strategy_auto", "NEEDED": "needed-only"}, "strategies", "strategies"),
     "rfa_device_t": ({"HOST": "cpu|host", "CUDA": "cuda|nvidia"}, "devices", "devices"),
     "rfa_cuda_kernels_t": ({"DEFAULT": None, "AUTO": None, "RFA": "rfa's (cuda )?kernels", "CUDNN": "cudnn"},
                            "devices", "devices"),
