@@ -59,8 +59,8 @@ def main():
     p.add_argument("--json")
     args = p.parse_args()
     S = args.seq
-    if S % 1280 != 0:
-        sys.exit("sparse_vs_full: --seq must be a multiple of 1280 (ten documents, a 128-wide grid, the layouts)")
+    if S % 128 != 0 or S % (2 * args.ranks) != 0:
+        sys.exit("sparse_vs_full: --seq must be a multiple of 128 (the grid's width) and of 2 x --ranks (zigzag)")
     docs = ",".join([str(S // 10)] * 9)
     masks = [
         ("full", ["--seq", str(S), "--mask", "none"], [("ring", "zigzag"), ("needed", "contiguous")]),
