@@ -209,8 +209,8 @@ MUTATIONS = [
              r"^rfa_needed_kv_plan_test$|^perf[.]mask_balance$",
              "gaps are filled up to half the seen rows: a scattered set moves 1.5x what is seen"),
     Mutation("needed-dv-home", "needed-only exchange", "src/engine/needed_kv_attention.cpp",
-             "add_unpacked(rows, grads.sent_rows.data() + B * r.send.rows * wk, B, L, wv, dv_acc.data());",
-             "add_unpacked(rows, grads.sent_rows.data(), B, L, wv, dv_acc.data());",
+             "add_unpacked(sent_[i], home + B * rounds_[i].send.rows * wk, B, L, wv, dv_acc.data());",
+             "add_unpacked(sent_[i], home, B, L, wv, dv_acc.data());",
              r"^rfa_needed_kv_attention_test[.]np[23]$|^rfa_mask_edges_test[.]np[23]$",
              "the dV rows a receiver returns are added from where its dK rows are"),
 ]

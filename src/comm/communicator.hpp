@@ -158,6 +158,22 @@ class Communicator {
   /// INT_MAX; zero gives a completed handle. The engines skip ring steps no rank computes on
   /// with hops > 1, and send gradients home in one exchange.
   virtual Exchange start_shift_exchange(const void* send, void* recv, std::size_t bytes, int hops) = 0;
+  /// start_shift_exchange() with sizes that differ from rank to rank: `send_bytes` bytes from
+  /// `send` to ahead(hops), `recv_bytes` bytes from behind(hops) into `recv`. Collective; every
+  /// rank passes the same `hops`, and a rank's `send_bytes` must equal the `recv_bytes` of the
+  /// rank it sends to (either may be zero; nothing moves on a side of zero bytes). The
+  /// needed-only exchange moves each round's rows with it. The default runs alltoallv() and
+  /// returns a completed handle (correct, no overlap); MPI starts it non-blocking.
+  virtual Exchange start_uneven_shift_exchange(const void* send, std::size_t send_bytes, void* recv,
+                                               std::size_t recv_bytes, int hops) {
+    require(hops >= 1, "start_uneven_shift_exchange: hops must be at least 1, got ", hops);
+    std::unique_ptr<std::size_t[]> sb(new std::size_t[std::size_t(size())]()),
+        rb(new std::size_t[std::size_t(size())]()), offsets(new std::size_t[std::size_t(size())]());
+    sb[std::size_t(ahead(hops))] = send_bytes;
+    rb[std::size_t(behind(hops))] = recv_bytes;
+    alltoallv(send, sb.get(), offsets.get(), recv, rb.get(), offsets.get());
+    return Exchange();
+  }
   /// start_shift_exchange() by one hop: send to next(), receive from prev().
   Exchange start_ring_exchange(const void* send, void* recv, std::size_t bytes) {
     return start_shift_exchange(send, recv, bytes, 1);

@@ -5,7 +5,9 @@
 // device twin with the same calls.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/workspace.hpp"
@@ -43,6 +45,39 @@ class HostBlockCompute {
   /// The same for the backward kernel's buffers (its copies of the local Q and dO).
   void prepare_backward(const kernels::AttentionParams& largest, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
     lend(kernels::backward_workspace_buffers(backward_workspace_, largest, dtype), ws);
+  }
+
+  /// prepare_forward() for a pass whose kernel calls have the params `calls` (blocks of
+  /// different key lengths and masks): each of the kernel's buffers as large as the call that
+  /// needs that buffer most, which may be a different call for each buffer.
+  void prepare_forward(const std::vector<kernels::AttentionParams>& calls, rfa_dtype_t dtype,
+                       Workspace<memory_space>& ws) {
+    lend(largest(calls,
+                 [&](const kernels::AttentionParams& p) {
+                   return kernels::forward_workspace_buffers(forward_workspace_, p, dtype);
+                 }),
+         ws);
+  }
+  /// The same for the backward kernel.
+  void prepare_backward(const std::vector<kernels::AttentionParams>& calls, rfa_dtype_t dtype,
+                        Workspace<memory_space>& ws) {
+    lend(largest(calls,
+                 [&](const kernels::AttentionParams& p) {
+                   return kernels::backward_workspace_buffers(backward_workspace_, p, dtype);
+                 }),
+         ws);
+  }
+  /// What prepare_forward() (backward: prepare_backward()) lends for `calls`, in bytes.
+  static std::int64_t workspace_bytes(const std::vector<kernels::AttentionParams>& calls, rfa_dtype_t dtype,
+                                      bool backward) {
+    HostBlockCompute probe;
+    std::int64_t bytes = 0;
+    for (const kernels::WorkspaceBuffer& b : largest(calls, [&](const kernels::AttentionParams& p) {
+           return backward ? kernels::backward_workspace_buffers(probe.backward_workspace_, p, dtype)
+                           : kernels::forward_workspace_buffers(probe.forward_workspace_, p, dtype);
+         }))
+      bytes += b.bytes;
+    return bytes;
   }
 
   /// One block's normalized fp32 partial out and its lse.
@@ -103,6 +138,22 @@ class HostBlockCompute {
   }
 
  private:
+  /// Every buffer `buffers_of` names for some call, by label, at the most bytes any call needs.
+  template <class BuffersOf>
+  static std::vector<kernels::WorkspaceBuffer> largest(const std::vector<kernels::AttentionParams>& calls,
+                                                       BuffersOf&& buffers_of) {
+    std::vector<kernels::WorkspaceBuffer> most;
+    for (const kernels::AttentionParams& p : calls)
+      for (const kernels::WorkspaceBuffer& b : buffers_of(p)) {
+        auto same = std::find_if(most.begin(), most.end(),
+                                 [&](const kernels::WorkspaceBuffer& m) { return std::string(m.label) == b.label; });
+        if (same == most.end())
+          most.push_back(b);
+        else
+          same->bytes = std::max(same->bytes, b.bytes);
+      }
+    return most;
+  }
   /// Points the kernel's buffers at memory of `ws`.
   static void lend(const std::vector<kernels::WorkspaceBuffer>& buffers, Workspace<memory_space>& ws) {
     for (const kernels::WorkspaceBuffer& b : buffers) *b.view = ws.template buffer<unsigned char>(b.label, b.bytes);

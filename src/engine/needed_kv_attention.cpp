@@ -30,27 +30,6 @@ const AttentionConfig& validated(comm::Communicator& comm, const AttentionConfig
   return c;
 }
 
-/// Where each row of a transfer sits: its owner's local row, and its row in the packed buffer
-/// for batch entry 0 (entry b is `piece_rows` further per b: a piece holds [B][rows] rows).
-struct PackedRows {
-  std::vector<std::int64_t> local, packed, piece_rows;
-
-  explicit PackedRows(const NeededTransfer& t, std::int64_t batch) {
-    std::int64_t start = 0;  // the piece's first row in the buffer
-    for (const NeededPiece& piece : t.pieces) {
-      std::int64_t i = 0;
-      for (const RowRun& run : piece.runs)
-        for (std::int64_t row = run.begin; row < run.end; ++row, ++i) {
-          local.push_back(row);
-          packed.push_back(start + i);
-          piece_rows.push_back(piece.rows);
-        }
-      start += batch * piece.rows;
-    }
-  }
-  std::int64_t count() const { return std::int64_t(local.size()); }
-};
-
 /// to[packed row] = from[b][local row] for every row of `rows` and batch entry: `width` values
 /// a row ([L][width] per batch entry in `from`, L rows).
 template <class T>
@@ -93,14 +72,10 @@ struct RoundBuffers {
   Kokkos::View<V*, Kokkos::HostSpace> received_rows, sent_rows;
 };
 
-/// One alltoallv with one partner each way: `send_bytes` to `to`, `receive_bytes` from `from`.
-void exchange_with(comm::Communicator& comm, int to, const void* send, std::size_t send_bytes, int from, void* receive,
-                   std::size_t receive_bytes) {
-  std::vector<std::size_t> sb(std::size_t(comm.size()), 0), rb(sb), offsets(sb);
-  sb[std::size_t(to)] = send_bytes;
-  rb[std::size_t(from)] = receive_bytes;
-  comm.alltoallv(send, sb.data(), offsets.data(), receive, rb.data(), offsets.data());
-}
+/// The names of the buffers of rounds i % 2: K/V received and sent, dK/dV of those.
+constexpr const char* kBuffered[2][4] = {
+    {"rfa::needed_received0", "rfa::needed_sent0", "rfa::needed_grads_received0", "rfa::needed_grads_sent0"},
+    {"rfa::needed_received1", "rfa::needed_sent1", "rfa::needed_grads_received1", "rfa::needed_grads_sent1"}};
 
 }  // namespace
 
@@ -108,6 +83,7 @@ NeededKvAttention::NeededKvAttention(comm::Communicator& comm, const AttentionCo
     : EngineState(comm, validated(comm, config)) {
   local_seq_ = layout::local_length(config_.layout, config_.seq_total, comm_.size());
   rounds_ = needed_rounds(config_, comm_.size(), comm_.rank());
+  for (const NeededRound& r : rounds_) sent_.emplace_back(r.send, config_.batch);
 }
 
 PositionMap NeededKvAttention::local_positions() const { return rank_positions(config_, comm_.size(), comm_.rank()); }
@@ -126,23 +102,11 @@ kernels::AttentionParams NeededKvAttention::piece_params(const NeededPiece& piec
   return p;
 }
 
-kernels::AttentionParams NeededKvAttention::largest_params(bool backward) const {
-  auto bytes = [&](const kernels::AttentionParams& p) {
-    return backward ? kernels::flash_backward_workspace_bytes(p, config_.dtype)
-                    : kernels::flash_forward_workspace_bytes(p, config_.dtype);
-  };
-  kernels::AttentionParams largest = local_params();
-  std::int64_t most = bytes(largest);
+std::vector<kernels::AttentionParams> NeededKvAttention::call_params() const {
+  std::vector<kernels::AttentionParams> calls = {local_params()};
   for (const NeededRound& r : rounds_)
-    for (const NeededPiece& piece : r.receive.pieces) {
-      const kernels::AttentionParams p = piece_params(piece);
-      const std::int64_t b = bytes(p);
-      if (b > most) {
-        most = b;
-        largest = p;
-      }
-    }
-  return largest;
+    for (const NeededPiece& piece : r.receive.pieces) calls.push_back(piece_params(piece));
+  return calls;
 }
 
 std::int64_t NeededKvAttention::rows_in() const {
@@ -158,9 +122,7 @@ std::int64_t NeededKvAttention::rows_out() const {
 }
 
 std::int64_t NeededKvAttention::kernel_workspace_bytes(bool backward) const {
-  const kernels::AttentionParams p = largest_params(backward);
-  return backward ? kernels::flash_backward_workspace_bytes(p, config_.dtype)
-                  : kernels::flash_forward_workspace_bytes(p, config_.dtype);
+  return HostBlockCompute::workspace_bytes(call_params(), config_.dtype, backward);
 }
 
 std::int64_t NeededKvAttention::workspace_bytes(bool backward) const {
@@ -168,31 +130,32 @@ std::int64_t NeededKvAttention::workspace_bytes(bool backward) const {
   const std::int64_t E = std::int64_t(dtype_size(c.dtype)), L = local_seq_, B = c.batch, H = c.heads;
   const std::int64_t kvw = B * c.kv_heads * (c.head_dim + c.dv()), moved = (rows_in() + rows_out()) * kvw;
   const bool narrow = c.dtype != RFA_DTYPE_FLOAT32;
-  std::int64_t bytes = E * moved + kernel_workspace_bytes(backward);
+  const std::int64_t copies = buffered_rounds();
+  std::int64_t bytes = copies * E * moved + kernel_workspace_bytes(backward);
   if (!backward) {
     if (!rounds_.empty()) bytes += 4 * ((narrow ? 2 : 1) * B * L * H * c.dv() + B * H * L);
     return bytes;
   }
-  bytes += 4 * moved + 4 * B * H * L;
+  bytes += copies * 4 * moved + 4 * B * H * L;
   if (narrow) bytes += 4 * (B * L * H * c.head_dim + B * L * c.kv_heads * (c.head_dim + c.dv()));
   return bytes;
 }
 
 template <class T>
-void NeededKvAttention::exchange_kv(const NeededRound& r, Tensor4<const T> k, Tensor4<const T> v, T* send,
-                                    T* received) {
+comm::Exchange NeededKvAttention::start_kv(std::size_t i, Tensor4<const T> k, Tensor4<const T> v, T* send,
+                                           T* received) {
   const AttentionConfig& c = config_;
+  const NeededRound& r = rounds_[i];
   const std::int64_t B = c.batch, L = local_seq_, wk = c.kv_heads * c.head_dim, wv = c.kv_heads * c.dv();
   {
     ScopedSeconds t(timings_.compute);
-    const PackedRows rows(r.send, B);
-    pack(rows, k.data(), B, L, wk, send);
-    pack(rows, v.data(), B, L, wv, send + B * r.send.rows * wk);
+    pack(sent_[i], k.data(), B, L, wk, send);
+    pack(sent_[i], v.data(), B, L, wv, send + B * r.send.rows * wk);
   }
-  ScopedSeconds t(timings_.wait);
   const std::size_t out = std::size_t(B * r.send.rows * (wk + wv)) * sizeof(T);
-  exchange_with(comm_, r.to, send, out, r.from, received, std::size_t(B * r.receive.rows * (wk + wv)) * sizeof(T));
   timings_.bytes_sent += std::int64_t(out);
+  return comm_.start_uneven_shift_exchange(send, out, received, std::size_t(B * r.receive.rows * (wk + wv)) * sizeof(T),
+                                           r.distance);
 }
 
 template <class T>
@@ -205,7 +168,9 @@ void NeededKvAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
   ScopedSeconds total(timings_.total);
   HostBlockCompute blocks(host_arena());
   Workspace<Kokkos::HostSpace> ws = blocks.workspace(workspace_pass(false));
-  RoundBuffers<T> kv(ws, "rfa::needed_received", "rfa::needed_sending", B * rows_in(), B * rows_out(), wk + wv);
+  std::vector<RoundBuffers<T>> kv;
+  for (int i = 0; i < buffered_rounds(); ++i)
+    kv.emplace_back(ws, kBuffered[i][0], kBuffered[i][1], B * rows_in(), B * rows_out(), wk + wv);
   // fp32 callers' out doubles as the accumulator; without rounds the one block is written
   // straight into out.
   Tensor4<float> acc, block_out;
@@ -218,42 +183,58 @@ void NeededKvAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
     block_out = ws.template tensor4<float>("rfa::block_out", B, L, H, DV);
     block_lse = ws.template tensor3<float>("rfa::block_lse", B, H, L);
   }
-  blocks.prepare_forward(largest_params(false), c.dtype, ws);
+  blocks.prepare_forward(call_params(), c.dtype, ws);
   last_workspace_bytes_ = ws.bytes();
   comm::check_everywhere(comm_, [&] {
     check_forward_tensors<T>(c, L, q, k, v, out, lse);
     ws.throw_if_failed();
   });
 
-  const kernels::ProgressHook none;
+  // Round i's rows travel in buffers i % 2 while round i - 1 computes (declared after the
+  // buffers: an exchange still in flight when an error unwinds completes before they go).
+  comm::Exchange pending[2];
+  ExchangePoller poller;
+  auto start = [&](std::size_t i) {
+    pending[i % 2] = start_kv<T>(i, k, v, kv[i % 2].sent_rows.data(), kv[i % 2].received_rows.data());
+  };
+  if (!rounds_.empty()) start(0);
   {
     ScopedSeconds t(timings_.compute);
     const kernels::AttentionParams p = local_params();
-    if (rounds_.empty()) {
-      blocks.template forward_final<T>(p, q, k, v, out, lse, none);
-      ++timings_.steps_computed;
-      return;
-    }
-    blocks.template forward<T>(p, q, k, v, acc, lse, none);
+    poller.watch(&pending[0]);
+    if (rounds_.empty())
+      blocks.template forward_final<T>(p, q, k, v, out, lse, poller.hook());
+    else
+      blocks.template forward<T>(p, q, k, v, acc, lse, poller.hook());
     ++timings_.steps_computed;
+    poller.rethrow_if_failed();
   }
-  for (const NeededRound& r : rounds_) {
+  for (std::size_t i = 0; i < rounds_.size(); ++i) {
+    const NeededRound& r = rounds_[i];
     const ProfilingRegion region(ring_step_region("needed forward", r.distance));
-    exchange_kv<T>(r, k, v, kv.sent_rows.data(), kv.received_rows.data());
+    {
+      ScopedSeconds t(timings_.wait);
+      pending[i % 2].wait();
+    }
+    if (i + 1 < rounds_.size()) start(i + 1);
     ScopedSeconds t(timings_.compute);
-    const T* kr = kv.received_rows.data();
+    poller.watch(&pending[(i + 1) % 2]);
+    const T* kr = kv[i % 2].received_rows.data();
     const T* vr = kr + B * r.receive.rows * wk;
     for (const NeededPiece& piece : r.receive.pieces) {
       const Tensor4<const T> pk(kr, B, piece.rows, c.kv_heads, c.head_dim), pv(vr, B, piece.rows, c.kv_heads, DV);
-      blocks.template forward_merged<T>(piece_params(piece), q, pk, pv, acc, lse, block_out, block_lse, none);
+      blocks.template forward_merged<T>(piece_params(piece), q, pk, pv, acc, lse, block_out, block_lse, poller.hook());
       kr += B * piece.rows * wk;
       vr += B * piece.rows * wv;
     }
     if (!r.receive.pieces.empty()) ++timings_.steps_computed;
+    poller.rethrow_if_failed();
   }
   if constexpr (!std::is_same<T, float>::value) {
-    ScopedSeconds t(timings_.compute);
-    blocks.template narrow<T>(acc, out);
+    if (!rounds_.empty()) {
+      ScopedSeconds t(timings_.compute);
+      blocks.template narrow<T>(acc, out);
+    }
   }
 }
 
@@ -268,10 +249,14 @@ void NeededKvAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4
   ScopedSeconds total(timings_.total);
   HostBlockCompute blocks(host_arena());
   Workspace<Kokkos::HostSpace> ws = blocks.workspace(workspace_pass(true));
-  RoundBuffers<T> kv(ws, "rfa::needed_received", "rfa::needed_sending", B * rows_in(), B * rows_out(), wk + wv);
-  // dK/dV of the rows received, going back, and of this rank's rows sent, coming home.
-  RoundBuffers<float> grads(ws, "rfa::needed_grad_pieces", "rfa::needed_grad_home", B * rows_in(), B * rows_out(),
-                            wk + wv);
+  // K/V of the rows received and sent; dK/dV of the rows received, going back, and of this
+  // rank's rows sent, coming home.
+  std::vector<RoundBuffers<T>> kv;
+  std::vector<RoundBuffers<float>> grads;
+  for (int i = 0; i < buffered_rounds(); ++i) {
+    kv.emplace_back(ws, kBuffered[i][0], kBuffered[i][1], B * rows_in(), B * rows_out(), wk + wv);
+    grads.emplace_back(ws, kBuffered[i][2], kBuffered[i][3], B * rows_in(), B * rows_out(), wk + wv);
+  }
   auto delta = ws.template tensor3<float>("rfa::delta", B, H, L);
   Tensor4<float> dq_acc, dk_acc, dv_acc;
   if constexpr (std::is_same<T, float>::value) {
@@ -283,14 +268,32 @@ void NeededKvAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4
     dk_acc = ws.template tensor4<float>("rfa::dk_acc", B, L, Hkv, D);
     dv_acc = ws.template tensor4<float>("rfa::dv_acc", B, L, Hkv, DV);
   }
-  blocks.prepare_backward(largest_params(true), c.dtype, ws);
+  blocks.prepare_backward(call_params(), c.dtype, ws);
   last_workspace_bytes_ = ws.bytes();
   comm::check_everywhere(comm_, [&] {
     check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv);
     ws.throw_if_failed();
   });
 
-  const kernels::ProgressHook none;
+  // Round i's K/V, and its dK/dV on their way back, in buffers i % 2: the next round's K/V and
+  // the previous round's gradients travel while a round computes.
+  comm::Exchange pending_kv[2], pending_grads[2];
+  ExchangePoller poller;
+  auto start = [&](std::size_t i) {
+    pending_kv[i % 2] = start_kv<T>(i, k, v, kv[i % 2].sent_rows.data(), kv[i % 2].received_rows.data());
+  };
+  // Waits for round i's gradients of this rank's rows and adds them in.
+  auto bring_home = [&](std::size_t i) {
+    {
+      ScopedSeconds t(timings_.wait);
+      pending_grads[i % 2].wait();
+    }
+    ScopedSeconds t(timings_.compute);
+    const float* home = grads[i % 2].sent_rows.data();
+    add_unpacked(sent_[i], home, B, L, wk, dk_acc.data());
+    add_unpacked(sent_[i], home + B * rounds_[i].send.rows * wk, B, L, wv, dv_acc.data());
+  };
+  if (!rounds_.empty()) start(0);
   {
     ScopedSeconds t(timings_.compute);
     const kernels::AttentionParams p = local_params();
@@ -298,44 +301,51 @@ void NeededKvAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4
     blocks.fill(dq_acc, 0.0f);
     blocks.fill(dk_acc, 0.0f);
     blocks.fill(dv_acc, 0.0f);
-    blocks.template backward<T>(p, q, k, v, out, dout, lse, delta, dq_acc, dk_acc, dv_acc, none);
+    poller.watch(&pending_kv[0]);
+    blocks.template backward<T>(p, q, k, v, out, dout, lse, delta, dq_acc, dk_acc, dv_acc, poller.hook());
     ++timings_.steps_computed;
+    poller.rethrow_if_failed();
   }
-  for (const NeededRound& r : rounds_) {
+  for (std::size_t i = 0; i < rounds_.size(); ++i) {
+    const NeededRound& r = rounds_[i];
     const ProfilingRegion region(ring_step_region("needed backward", r.distance));
-    exchange_kv<T>(r, k, v, kv.sent_rows.data(), kv.received_rows.data());
+    {
+      ScopedSeconds t(timings_.wait);
+      pending_kv[i % 2].wait();
+    }
+    if (i + 1 < rounds_.size()) start(i + 1);
+    if (i >= 2) bring_home(i - 2);  // frees buffers i % 2 for this round's gradients
     {
       ScopedSeconds t(timings_.compute);
+      poller.watch(&pending_kv[(i + 1) % 2], &pending_grads[(i + 1) % 2]);
       const std::int64_t in = B * r.receive.rows;
-      std::fill(grads.received_rows.data(), grads.received_rows.data() + in * (wk + wv), 0.0f);
-      const T* kr = kv.received_rows.data();
-      const T* vr = kr + in * wk;
-      float* gk = grads.received_rows.data();
+      float* gk = grads[i % 2].received_rows.data();
       float* gv = gk + in * wk;
+      std::fill(gk, gk + in * (wk + wv), 0.0f);
+      const T* kr = kv[i % 2].received_rows.data();
+      const T* vr = kr + in * wk;
       for (const NeededPiece& piece : r.receive.pieces) {
         const Tensor4<const T> pk(kr, B, piece.rows, Hkv, D), pv(vr, B, piece.rows, Hkv, DV);
         const Tensor4<float> pdk(gk, B, piece.rows, Hkv, D), pdv(gv, B, piece.rows, Hkv, DV);
-        blocks.template backward<T>(piece_params(piece), q, pk, pv, out, dout, lse, delta, dq_acc, pdk, pdv, none);
+        blocks.template backward<T>(piece_params(piece), q, pk, pv, out, dout, lse, delta, dq_acc, pdk, pdv,
+                                    poller.hook());
         kr += B * piece.rows * wk;
         vr += B * piece.rows * wv;
         gk += B * piece.rows * wk;
         gv += B * piece.rows * wv;
       }
       if (!r.receive.pieces.empty()) ++timings_.steps_computed;
+      poller.rethrow_if_failed();
     }
-    // The pieces' dK/dV go back to their owner; this rank's own rows' come back from `to`.
-    {
-      ScopedSeconds t(timings_.wait);
-      const std::size_t back = std::size_t(B * r.receive.rows * (wk + wv)) * sizeof(float);
-      exchange_with(comm_, r.from, grads.received_rows.data(), back, r.to, grads.sent_rows.data(),
-                    std::size_t(B * r.send.rows * (wk + wv)) * sizeof(float));
-      timings_.bytes_sent += std::int64_t(back);
-    }
-    ScopedSeconds t(timings_.compute);
-    const PackedRows rows(r.send, B);
-    add_unpacked(rows, grads.sent_rows.data(), B, L, wk, dk_acc.data());
-    add_unpacked(rows, grads.sent_rows.data() + B * r.send.rows * wk, B, L, wv, dv_acc.data());
+    // The pieces' dK/dV go back to their owner (`from`, P - s ahead); this rank's rows' come
+    // from `to`.
+    const std::size_t back = std::size_t(B * r.receive.rows * (wk + wv)) * sizeof(float);
+    pending_grads[i % 2] = comm_.start_uneven_shift_exchange(
+        grads[i % 2].received_rows.data(), back, grads[i % 2].sent_rows.data(),
+        std::size_t(B * r.send.rows * (wk + wv)) * sizeof(float), ranks() - r.distance);
+    timings_.bytes_sent += std::int64_t(back);
   }
+  for (std::size_t i = rounds_.size() >= 2 ? rounds_.size() - 2 : 0; i < rounds_.size(); ++i) bring_home(i);
   if constexpr (!std::is_same<T, float>::value) {
     ScopedSeconds t(timings_.compute);
     blocks.template narrow<T>(dq_acc, dq);

@@ -7,20 +7,21 @@
 // The plan (engine/needed_kv_plan.hpp) is made at construction from the agreed config alone:
 // for each distance s at which some rank's queries see keys of the rank s positions upstream,
 // one round in which every rank sends the rank s downstream the rows of its own that that rank
-// sees and receives from the rank s upstream the rows it sees there (an alltoallv with one
-// partner each way). A round's rows arrive grouped into pieces of at most
-// PositionMap::kMaxSegments position segments, one kernel call each, merged into the running
-// output by the online softmax like the ring's blocks. The backward sends the same rows again
-// and returns each piece's fp32 dK/dV to its owner in the round's reverse alltoallv, where they
-// are added into the owner's gradients. Rounds are computed one after the other; a round's
-// exchange does not overlap the previous round's compute.
+// sees and receives from the rank s upstream the rows it sees there (an uneven shift exchange:
+// one partner each way, sizes of their own). A round's rows arrive grouped into pieces of at
+// most PositionMap::kMaxSegments position segments, one kernel call each, merged into the
+// running output by the online softmax like the ring's blocks. The next round's rows travel
+// while a round computes (the kernels poll the exchange between tiles). The backward sends the
+// same rows again and returns each piece's fp32 dK/dV to its owner, where they are added in
+// two rounds later (or at the end), so that they too travel under compute.
 //
 // Memory per rank (workspace_bytes(); E = element size, kvw = B*Hkv*(D + DV) the values of one
 // K and one V row, Rin and Rout the most rows one round receives and sends (each at most L),
-// o = B*L*H*DV, g = B*L*H*D + B*L*Hkv*(D + DV); accumulators only for 16-bit callers, scratch
-// only where some round exists):
-//   forward:  E*(Rin + Rout)*kvw + 4*(o acc + o + B*H*L block scratch) + kernel buffers
-//   backward: E*(Rin + Rout)*kvw + 4*(Rin + Rout)*kvw dK/dV pieces + 4*B*H*L D
+// n = min(2, rounds) the rounds whose buffers are held at once, o = B*L*H*DV,
+// g = B*L*H*D + B*L*Hkv*(D + DV); accumulators only for 16-bit callers, scratch only where some
+// round exists):
+//   forward:  n*E*(Rin + Rout)*kvw + 4*(o acc + o + B*H*L block scratch) + kernel buffers
+//   backward: n*E*(Rin + Rout)*kvw + n*4*(Rin + Rout)*kvw dK/dV pieces + 4*B*H*L D
 //             + 4*g accumulators + kernel buffers
 // Host contexts only.
 #pragma once
@@ -59,23 +60,30 @@ class NeededKvAttention : public EngineState {
   // last_timings(): compute (kernels, merges, packing), wait (in the exchanges), bytes_sent.
   /// The formula in the file comment.
   std::int64_t workspace_bytes(bool backward) const;
-  /// What the kernels' buffers take in a pass: enough for the call that needs the most.
+  /// What the kernels' buffers take in a pass: each as large as the call that needs it most.
   std::int64_t kernel_workspace_bytes(bool backward) const;
 
  private:
   kernels::AttentionParams local_params() const;
   kernels::AttentionParams piece_params(const NeededPiece& piece) const;
-  /// The call of a pass whose kernel buffers are the largest.
-  kernels::AttentionParams largest_params(bool backward) const;
+  /// The params of every kernel call of a pass: the local block, then each round's pieces.
+  std::vector<kernels::AttentionParams> call_params() const;
   /// The most rows a round receives, and sends.
   std::int64_t rows_in() const;
   std::int64_t rows_out() const;
 
-  /// Sends round `r`'s rows of k and v to its `to`, and receives its `from`'s into `received`.
+  /// Rounds whose buffers a pass holds at once: two (one computing, the next travelling), or
+  /// one or none where there are fewer rounds.
+  int buffered_rounds() const { return rounds_.size() < 2 ? int(rounds_.size()) : 2; }
+  /// Packs round i's rows of k and v into `send` and starts sending them to its `to` while its
+  /// `from`'s arrive in `received`.
   template <class T>
-  void exchange_kv(const NeededRound& r, Tensor4<const T> k, Tensor4<const T> v, T* send, T* received);
+  comm::Exchange start_kv(std::size_t i, Tensor4<const T> k, Tensor4<const T> v, T* send, T* received);
 
   std::vector<NeededRound> rounds_;
+  /// Where each round's rows sent sit in its packed buffers (made once: a pass allocates nothing
+  /// beyond its workspace once the ranks agreed to go on).
+  std::vector<PackedRows> sent_;
 };
 
 }  // namespace engine

@@ -164,6 +164,20 @@ NeededTransfer needed_transfer(const AttentionConfig& c, int ranks, const std::v
   return t;
 }
 
+PackedRows::PackedRows(const NeededTransfer& t, std::int64_t batch) {
+  std::int64_t start = 0;  // the piece's first row in the buffer
+  for (const NeededPiece& piece : t.pieces) {
+    std::int64_t i = 0;
+    for (const RowRun& run : piece.runs)
+      for (std::int64_t row = run.begin; row < run.end; ++row, ++i) {
+        local.push_back(row);
+        packed.push_back(start + i);
+        piece_rows.push_back(piece.rows);
+      }
+    start += batch * piece.rows;
+  }
+}
+
 std::vector<NeededRound> needed_rounds(const AttentionConfig& c, int ranks, int me) {
   std::vector<NeededRound> rounds(static_cast<std::size_t>(ranks));
   std::vector<char> needed(std::size_t(ranks), 0);

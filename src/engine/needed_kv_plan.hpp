@@ -43,6 +43,17 @@ struct NeededTransfer {
   std::int64_t rows = 0;
 };
 
+/// Where each row of a transfer sits when its pieces are packed one after the other, each as
+/// [batch][its rows][...] (how the exchange lays out K, V and their gradients): the owner's
+/// local row, and its row in the packed buffer for batch entry 0; entry b's is `piece_rows`
+/// further per b.
+struct PackedRows {
+  PackedRows() = default;
+  PackedRows(const NeededTransfer& t, std::int64_t batch);
+  std::vector<std::int64_t> local, packed, piece_rows;
+  std::int64_t count() const { return std::int64_t(local.size()); }
+};
+
 /// The keys ring position `receiver` of `ranks` has queries that see, under the config's mask
 /// (every batch entry's rule), as sorted disjoint spans that do not touch. Exact while the
 /// receiver's rows times the batch entries with their own rule fit 2^22; beyond that groups of

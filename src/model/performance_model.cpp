@@ -2,6 +2,7 @@
 #include "model/performance_model.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -283,13 +284,33 @@ Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, in
   return p;
 }
 
+/// The keys each rank's queries see (engine::seen_keys), found once per rank for every rank a
+/// prediction looks at.
+class SeenKeys {
+ public:
+  SeenKeys(const AttentionConfig& c, int ranks) : c_(c), ranks_(ranks), seen_(std::size_t(ranks)) {}
+  const std::vector<engine::KeySpan>& of(int rank) {
+    auto& slot = seen_[std::size_t(rank)];
+    if (!slot) slot = engine::seen_keys(c_, ranks_, rank);
+    return *slot;
+  }
+
+ private:
+  const AttentionConfig& c_;
+  int ranks_;
+  std::vector<std::optional<std::vector<engine::KeySpan>>> seen_;
+};
+
 /// The needed-only exchange (engine/needed_kv_attention.hpp): this rank's local block, then one
 /// round per distance s in which it receives the rows its queries see from the rank s upstream
-/// and sends the rank s downstream the rows of its own that rank sees (each round's exchange
-/// before its compute, no overlap); the backward sends the same rows and returns the pieces'
-/// fp32 dK/dV. Every rank computes at once, sharing its node's units.
-Prediction needed(const AttentionConfig& c, int ranks, int rank, const MachineModel& m) {
-  Prediction p;
+/// and sends the rank s downstream the rows of its own that rank sees. A round's exchange (the
+/// larger of the two sides, at the link between the three ranks' nodes, after packing the rows
+/// sent) travels while the round before it computes; in the backward the fp32 dK/dV of the
+/// received rows travel home under the next round's compute, the last ones exposed, and are
+/// added in on arrival. Rounds in which this rank moves nothing are free (its exchange then
+/// completes at once), and its next round is taken to overlap its previous one. Every rank
+/// computes at once, sharing its node's units.
+Prediction needed(const AttentionConfig& c, int ranks, int rank, const MachineModel& m, SeenKeys& seen_keys) {
   const PositionMap mine = engine::rank_positions(c, ranks, rank);
   const double heads = double(c.batch * c.heads), share = full_node_share(m);
   const double row_values = double(c.batch * c.kv_heads * (c.head_dim + c.dv()));  // one K and one V row
@@ -300,37 +321,59 @@ Prediction needed(const AttentionConfig& c, int ranks, int rank, const MachineMo
            share;
   };
   auto on_node = [&](int position) { return position / m.ranks_per_node; };
-  p.forward.compute_seconds = p.forward.seconds = kernel_seconds(mine, false);
-  p.backward.compute_seconds = p.backward.seconds = kernel_seconds(mine, true);
-  const std::vector<engine::KeySpan> seen = engine::seen_keys(c, ranks, rank);
+  struct Round {
+    double forward = 0, backward = 0;  // the kernels on the received pieces
+    double kv = 0, grads = 0;          // the exchanges: K/V in and out, dK/dV back and home
+    double pack = 0, add = 0;          // packing the rows sent, adding their gradients in
+    double sent = 0, returned = 0;     // bytes sent: K/V, and the received rows' dK/dV
+  };
+  std::vector<Round> rounds;
+  const std::vector<engine::KeySpan>& seen = seen_keys.of(rank);
   for (int s = 1; s < ranks; ++s) {
     const int from = (rank - s + ranks) % ranks, to = (rank + s) % ranks;
     const engine::NeededTransfer in = engine::needed_transfer(c, ranks, seen, from);
-    const double out_rows = double(engine::needed_transfer(c, ranks, engine::seen_keys(c, ranks, to), rank).rows);
+    const double out_rows = double(engine::needed_transfer(c, ranks, seen_keys.of(to), rank).rows);
     if (in.rows == 0 && out_rows == 0) continue;
-    double f = 0, b = 0;
+    Round r;
     for (const engine::NeededPiece& piece : in.pieces) {
-      f += kernel_seconds(piece.positions, false);
-      b += kernel_seconds(piece.positions, true);
+      r.forward += kernel_seconds(piece.positions, false);
+      r.backward += kernel_seconds(piece.positions, true);
     }
     const Link& link = on_node(from) == on_node(rank) && on_node(to) == on_node(rank) ? m.intra_node : m.inter_node;
     const double most = std::max(double(in.rows), out_rows) * row_values;
-    const double kv = transfer_seconds(link, most * E) + out_rows * row_values * E / m.copy_bytes_per_s;
-    p.forward.compute_seconds += f;
-    p.forward.seconds += kv + f;
-    p.forward.bytes_sent += out_rows * row_values * E;
-    p.backward.compute_seconds += b;
-    p.backward.seconds +=
-        kv + b + transfer_seconds(link, most * 4.0) + out_rows * row_values * 4.0 / m.copy_bytes_per_s;
-    p.backward.bytes_sent += out_rows * row_values * E + double(in.rows) * row_values * 4.0;
+    r.kv = transfer_seconds(link, most * E);
+    r.grads = transfer_seconds(link, most * 4.0);
+    r.pack = out_rows * row_values * E / m.copy_bytes_per_s;
+    r.add = out_rows * row_values * 4.0 / m.copy_bytes_per_s;
+    r.sent = out_rows * row_values * E;
+    r.returned = double(in.rows) * row_values * 4.0;
+    rounds.push_back(r);
   }
+  Prediction p;
+  const std::size_t n = rounds.size();
+  auto next_kv = [&](std::size_t i) { return i < n ? rounds[i].kv : 0.0; };  // round i's, started before i - 1 computes
+  p.forward.compute_seconds = kernel_seconds(mine, false);
+  p.backward.compute_seconds = kernel_seconds(mine, true);
+  p.forward.seconds = (n > 0 ? rounds[0].pack : 0.0) + std::max(p.forward.compute_seconds, next_kv(0));
+  p.backward.seconds = (n > 0 ? rounds[0].pack : 0.0) + std::max(p.backward.compute_seconds, next_kv(0));
+  for (std::size_t i = 0; i < n; ++i) {
+    const Round& r = rounds[i];
+    const double pack_next = i + 1 < n ? rounds[i + 1].pack : 0.0;
+    const double grads_in_flight = i >= 1 ? rounds[i - 1].grads : 0.0;
+    p.forward.compute_seconds += r.forward;
+    p.forward.seconds += pack_next + std::max(r.forward, next_kv(i + 1));
+    p.forward.bytes_sent += r.sent;
+    p.backward.compute_seconds += r.backward;
+    p.backward.seconds += pack_next + r.add + std::max(r.backward, next_kv(i + 1) + grads_in_flight);
+    p.backward.bytes_sent += r.sent + r.returned;
+  }
+  if (n > 0) p.backward.seconds += rounds[n - 1].grads;  // the last round's gradients on their way home
   return p;
 }
 
-}  // namespace
-
-Prediction predict_rank(const AttentionConfig& c, const engine::StrategyChoice& choice, int ranks, int rank,
-                        const MachineModel& m) {
+/// predict_rank(), the needed-only exchange's keys from `seen` (shared by a prediction's ranks).
+Prediction predict_rank_with(const AttentionConfig& c, const engine::StrategyChoice& choice, int ranks, int rank,
+                             const MachineModel& m, SeenKeys& seen) {
   require(ranks >= 1 && rank >= 0 && rank < ranks, "rank ", rank, " is not a position of ", ranks, " ranks");
   require(m.ranks_per_node >= 1, "ranks_per_node must be at least 1, got ", m.ranks_per_node);
   require(m.compute_units_per_node >= 0, "compute_units_per_node must not be negative, got ", m.compute_units_per_node);
@@ -349,7 +392,7 @@ Prediction predict_rank(const AttentionConfig& c, const engine::StrategyChoice& 
     }
     case engine::StrategyKind::allgather:
       return allgather(c, std::max<std::int64_t>(1, choice.kv_heads_per_chunk), ranks, rank, m);
-    case engine::StrategyKind::needed: return needed(c, ranks, rank, m);
+    case engine::StrategyKind::needed: return needed(c, ranks, rank, m, seen);
     case engine::StrategyKind::hybrid: {
       const int pu = choice.ulysses_degree, pr = ranks / pu;
       const engine::HeadRouting routing(c.heads, c.kv_heads, pu);
@@ -364,12 +407,21 @@ Prediction predict_rank(const AttentionConfig& c, const engine::StrategyChoice& 
   fail(RFA_ERROR_INVALID_ARGUMENT, "unknown strategy");
 }
 
+}  // namespace
+
+Prediction predict_rank(const AttentionConfig& c, const engine::StrategyChoice& choice, int ranks, int rank,
+                        const MachineModel& m) {
+  SeenKeys seen(c, ranks);
+  return predict_rank_with(c, choice, ranks, rank, m, seen);
+}
+
 Prediction predict(const AttentionConfig& c, const engine::StrategyChoice& choice, int ranks, const MachineModel& m) {
   Prediction worst;
+  SeenKeys seen(c, ranks);
   const int looked = std::min(ranks, 64);
   for (int i = 0; i < looked; ++i) {
     const int rank = looked == ranks ? i : int(std::int64_t(i) * (ranks - 1) / (looked - 1));
-    const Prediction p = predict_rank(c, choice, ranks, rank, m);
+    const Prediction p = predict_rank_with(c, choice, ranks, rank, m, seen);
     for (auto [w, q] : {std::pair<PassPrediction*, const PassPrediction*>{&worst.forward, &p.forward},
                         std::pair<PassPrediction*, const PassPrediction*>{&worst.backward, &p.backward}}) {
       w->seconds = std::max(w->seconds, q->seconds);

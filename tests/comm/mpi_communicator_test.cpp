@@ -133,6 +133,42 @@ TEST(MpiCommunicator, ShiftExchangeDeliversTheDataOfTheRankThatManyHopsBehind) {
   expect_error(RFA_ERROR_INVALID_ARGUMENT, [&] { comm.start_shift_exchange(a.data(), b.data(), 8, 0); });
 }
 
+// Sizes of their own each way (the needed-only exchange's rounds): rank r sends 100 * r + 3 bytes
+// h hops ahead, or none from odd ranks at odd h; several in flight; a call that moves nothing
+// on this rank still takes its tag, so the exchange after it matches on every rank.
+TEST(MpiCommunicator, UnevenShiftExchangeDeliversEachRanksOwnSize) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  const int P = comm.size(), me = comm.rank();
+  auto size_of = [&](int rank, int h) {
+    return rank % 2 == 1 && h % 2 == 1 ? std::size_t(0) : std::size_t(100 * rank + 3);
+  };
+  std::vector<std::vector<unsigned char>> send, recv;
+  std::vector<Exchange> inflight;
+  for (int h = 1; h <= P; ++h) {
+    send.push_back(pattern(me, h, size_of(me, h)));
+    recv.emplace_back(size_of(comm.behind(h), h) + 1, 0xEE);  // one byte past the end stays untouched
+  }
+  for (int h = 1; h <= P; ++h)
+    inflight.push_back(comm.start_uneven_shift_exchange(send[std::size_t(h - 1)].data(), size_of(me, h),
+                                                        recv[std::size_t(h - 1)].data(), size_of(comm.behind(h), h),
+                                                        h));
+  for (int h = P; h >= 1; --h) inflight[std::size_t(h - 1)].wait();
+  for (int h = 1; h <= P; ++h) {
+    const std::size_t n = size_of(comm.behind(h), h);
+    EXPECT_EQ(first_mismatch(recv[std::size_t(h - 1)].data(), comm.behind(h), h, n), n) << "hops " << h;
+    EXPECT_EQ(recv[std::size_t(h - 1)][n], 0xEE) << "hops " << h;
+  }
+  // Only rank 0 sends (to 1); the others move nothing: then an even exchange still matches.
+  std::vector<unsigned char> one(1, static_cast<unsigned char>(me)), got(1, 0xEE);
+  Exchange x = comm.start_uneven_shift_exchange(one.data(), me == 0 && P > 1 ? 1 : 0, got.data(), me == 1 ? 1 : 0, 1);
+  x.wait();
+  EXPECT_EQ(got[0], P > 1 && me == 1 ? 0 : 0xEE);
+  std::vector<unsigned char> a = pattern(me, 9, 64), b(64, 0);
+  comm.start_ring_exchange(a.data(), b.data(), 64).wait();
+  EXPECT_EQ(first_mismatch(b.data(), comm.prev(), 9, 64), 64u);
+  expect_error(RFA_ERROR_INVALID_ARGUMENT, [&] { comm.start_uneven_shift_exchange(a.data(), 8, b.data(), 8, 0); });
+}
+
 TEST(MpiCommunicator, ZeroBytesIsAlreadyDone) {
   MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
   Exchange x = comm.start_ring_exchange(nullptr, nullptr, 0);

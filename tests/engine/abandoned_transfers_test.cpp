@@ -40,6 +40,11 @@ class LateTransfers final : public comm::Communicator {
     late();
     return mpi_->start_shift_exchange(send, recv, bytes, hops);
   }
+  comm::Exchange start_uneven_shift_exchange(const void* send, std::size_t send_bytes, void* recv,
+                                             std::size_t recv_bytes, int hops) override {
+    late();
+    return mpi_->start_uneven_shift_exchange(send, send_bytes, recv, recv_bytes, hops);
+  }
   void allgather(const void* send, void* recv, std::size_t bytes_per_rank) override {
     late();
     mpi_->allgather(send, recv, bytes_per_rank);
@@ -133,7 +138,8 @@ TEST_P(AbandonedTransfersTest, TheFailedCallsBuffersAreNeverFreed) {
 
 INSTANTIATE_TEST_SUITE_P(Strategies, AbandonedTransfersTest,
                          ::testing::Values(engine::StrategyKind::ring, engine::StrategyKind::ulysses,
-                                           engine::StrategyKind::allgather, engine::StrategyKind::hybrid),
+                                           engine::StrategyKind::allgather, engine::StrategyKind::hybrid,
+                                           engine::StrategyKind::needed),
                          [](const ::testing::TestParamInfo<engine::StrategyKind>& info) {
                            return std::string(engine::strategy_name(info.param));
                          });

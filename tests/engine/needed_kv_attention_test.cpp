@@ -3,6 +3,10 @@
 // (strategy_case.hpp's cases, every dtype), the bytes it sends (exactly the rows of the plan,
 // K/V forward, K/V and the fp32 dK/dV backward), and its refusal of CUDA contexts.
 #include "engine/needed_kv_attention.hpp"
+#include <memory>
+#include <vector>
+
+#include "core/mask_ranges.hpp"
 #include "engine/attention_strategy.hpp"
 #include "engine/needed_kv_plan.hpp"
 #include "strategy_case.hpp"
@@ -54,6 +58,34 @@ TEST(NeededKvAttention, SendsExactlyThePlannedRows) {
   EXPECT_EQ(attn.last_timings().bytes_sent, sent * row * std::int64_t(sizeof(bf16_t)));
   attn.backward<bf16_t>(q, kv, kv, out, out, lse, dq, dk, dv);
   EXPECT_EQ(attn.last_timings().bytes_sent, sent * row * std::int64_t(sizeof(bf16_t)) + received * row * 4);
+}
+
+// Rows that travel in several pieces (more than eight runs from one owner): each rank's queries
+// see their own block and every third of the upstream rank's first 28 rows, ten single rows no
+// gap filling joins, in two pieces; two batch entries, so each piece's [B][rows] layout counts.
+TEST(NeededKvAttention, RowsInSeveralPiecesMatchTheReference) {
+  auto comm = world_ring();
+  const std::int64_t P = comm->size(), L = 32;
+  auto cfg = strategy_config({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, 4}, RFA_DTYPE_FLOAT32);
+  cfg.seq_total = P * L;
+  cfg.mask = RFA_MASK_RANGES;
+  std::vector<rfa_mask_range_t> list;
+  for (std::int64_t r = 0; r < P; ++r) {
+    list.push_back({r * L, (r + 1) * L, r * L, (r + 1) * L, 0, 0, RFA_RANGE_FULL});
+    if (r > 0)
+      for (std::int64_t key = 0; key < 28; key += 3)
+        list.push_back({r * L, (r + 1) * L, (r - 1) * L + key, (r - 1) * L + key + 1, 0, 0, RFA_RANGE_FULL});
+  }
+  cfg.ranges = std::make_shared<const MaskRanges>(list.data(), std::int64_t(list.size()), cfg.seq_total, "ranges");
+  engine::NeededKvAttention attn(*comm, cfg);
+  for (const engine::NeededRound& r : attn.rounds()) {
+    EXPECT_EQ(r.receive.rows, comm->rank() > 0 && r.distance == 1 ? 10 : 0);
+    EXPECT_EQ(r.receive.pieces.size(), comm->rank() > 0 && r.distance == 1 ? 2u : 0u);
+  }
+  for (std::uint64_t seed : {11u, 12u}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    expect_matches_reference<float>(run_attention<float>(attn, cfg, seed));
+  }
 }
 
 // Host contexts only: the same verdict on every rank, before anything is allocated.

@@ -97,9 +97,18 @@ const ReferenceResults& reference_results(const engine::AttentionConfig& cfg, st
                                           const GlobalTensor<T>& dout) {
   // (and T: each instantiation keeps its own)
   using Key = std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                         rfa_mask_t, std::int64_t, std::vector<std::int64_t>, std::vector<std::int64_t>>;
-  const Key key{seed,         cfg.batch, cfg.seq_total, cfg.heads,      cfg.kv_heads,
-                cfg.head_dim, cfg.mask,  cfg.window,    cfg.doc_bounds, cfg.doc_offsets};
+                         rfa_mask_t, std::int64_t, std::vector<std::int64_t>, std::vector<std::int64_t>, std::int64_t>;
+  const Key key{seed,
+                cfg.batch,
+                cfg.seq_total,
+                cfg.heads,
+                cfg.kv_heads,
+                cfg.head_dim,
+                cfg.mask,
+                cfg.window,
+                cfg.doc_bounds,
+                cfg.doc_offsets,
+                cfg.ranges ? cfg.ranges->hash() : 0};
   static std::optional<Key> last_key;
   static ReferenceResults last;
   if (last_key == key) return last;
@@ -113,6 +122,12 @@ const ReferenceResults& reference_results(const engine::AttentionConfig& cfg, st
   prob.window = cfg.window;
   prob.doc_bounds = cfg.doc_bounds;
   prob.entry_doc_bounds = reference::split_document_lists(cfg.doc_bounds, cfg.doc_offsets);  // per sequence
+  if (cfg.ranges) {                                                                          // a mask given as ranges
+    prob.ranges_on = true;
+    for (const rfa_mask_range_t& r : cfg.ranges->entries())
+      prob.ranges.push_back(
+          {r.q_begin, r.q_end, r.k_begin, r.k_end, reference::Range::Kind(r.kind), r.band_lo, r.band_hi});
+  }
   reference::forward(prob, q.exact, k.exact, v.exact, last.out, last.lse);
   reference::backward(prob, q.exact, k.exact, v.exact, dout.exact, last.dq, last.dk, last.dv);
   last_key = key;

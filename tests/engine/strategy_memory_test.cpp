@@ -3,7 +3,11 @@
 // header documents (workspace_bytes()): exactly, at the peak, for forward and backward, and
 // what each keeps between calls (expect_workspace_kept). Built through make_strategy(), as the
 // C API does.
+#include <memory>
+#include <vector>
+
 #include "allocation_log.hpp"
+#include "core/mask_ranges.hpp"
 #include "engine/attention_strategy.hpp"
 #include "strategy_case.hpp"
 
@@ -20,6 +24,10 @@ struct MemoryCase {
   /// The balanced layout under causal documents (its ranks' rows in up to eight segments, the
   /// key tiles each block's queries see counted through them) instead of zigzag.
   bool balanced = false;
+  /// A mask given as ranges under which each rank's queries see only the first half of the next
+  /// rank's rows (contiguous, 192 rows a rank): the kernels' calls differ in which of their
+  /// buffers is largest (the local block's key table, a piece's K/V copies).
+  bool ranges_elsewhere = false;
 };
 
 class StrategyMemoryTest : public ::testing::TestWithParam<MemoryCase> {
@@ -38,6 +46,16 @@ class StrategyMemoryTest : public ::testing::TestWithParam<MemoryCase> {
       cfg.layout = RFA_LAYOUT_BALANCED;
       cfg.seq_total = 192;  // 8P chunks for P = 1..4
       cfg.doc_bounds = {0, 40, 41, 150, 192};
+    }
+    std::vector<rfa_mask_range_t> list;
+    if (GetParam().ranges_elsewhere) {
+      const std::int64_t L = 192;
+      cfg.layout = RFA_LAYOUT_CONTIGUOUS;
+      cfg.mask = RFA_MASK_RANGES;
+      cfg.seq_total = L * P;
+      for (std::int64_t r = 0; r < P; ++r)
+        list.push_back({r * L, (r + 1) * L, (r + 1) % P * L, (r + 1) % P * L + L / 2, 0, 0, RFA_RANGE_FULL});
+      cfg.ranges = std::make_shared<const MaskRanges>(list.data(), std::int64_t(list.size()), cfg.seq_total, "ranges");
     }
     auto attn = engine::make_strategy(*comm, cfg, choice);
     const std::int64_t L = attn->local_seq(), B = cfg.batch, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
@@ -79,6 +97,8 @@ std::vector<MemoryCase> memory_cases() {
       cases.push_back({kind, dtype, dtype == RFA_DTYPE_FLOAT32 ? -1 : 4});  // V narrower, or wider (bf16 products)
       cases.push_back({kind, dtype, 0, true});
     }
+  for (rfa_dtype_t dtype : {RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16})
+    cases.push_back({engine::StrategyKind::needed, dtype, 0, false, true});
   return cases;
 }
 
@@ -89,7 +109,8 @@ INSTANTIATE_TEST_SUITE_P(Strategies, StrategyMemoryTest, ::testing::ValuesIn(mem
                                   (info.param.value_dim_steps < 0   ? "_narrower_v"
                                    : info.param.value_dim_steps > 0 ? "_wider_v"
                                                                     : "") +
-                                  (info.param.balanced ? "_balanced_documents" : "");
+                                  (info.param.balanced ? "_balanced_documents" : "") +
+                                  (info.param.ranges_elsewhere ? "_ranges_elsewhere" : "");
                          });
 
 }  // namespace

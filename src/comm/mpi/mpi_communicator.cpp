@@ -155,16 +155,7 @@ void MpiCommunicator::complete_collective(MPI_Request& request, const char* what
   collective::check_mpi(rc, what);
 }
 
-Exchange MpiCommunicator::start_shift_exchange(const void* send, void* recv, std::size_t bytes, int hops) {
-  require_usable("start_shift_exchange");
-  require(hops >= 1, "start_shift_exchange: hops must be at least 1, got ", hops);
-  if (bytes == 0) return Exchange();
-  require_buffer(send, bytes, "start_shift_exchange", "the send buffer");
-  require_buffer(recv, bytes, "start_shift_exchange", "the receive buffer");
-  const auto* s = static_cast<const unsigned char*>(send);
-  const auto* r = static_cast<const unsigned char*>(recv);
-  require(s + bytes <= r || r + bytes <= s, "start_shift_exchange: the send and receive buffers overlap");
-
+mpi::ExchangeRoute MpiCommunicator::route_for(int hops) {
   mpi::ExchangeRoute route;
   route.comm = ring_;
   route.next = ahead(hops);
@@ -175,7 +166,37 @@ Exchange MpiCommunicator::start_shift_exchange(const void* send, void* recv, std
   route.max_count = options_.max_count_per_call;
   route.timeout_s = options_.timeout_s;
   route.timed_out = timed_out_;
-  return Exchange(std::make_unique<mpi::MpiPendingExchange>(send, recv, bytes, route));
+  return route;
+}
+
+Exchange MpiCommunicator::start_shift_exchange(const void* send, void* recv, std::size_t bytes, int hops) {
+  require_usable("start_shift_exchange");
+  require(hops >= 1, "start_shift_exchange: hops must be at least 1, got ", hops);
+  if (bytes == 0) return Exchange();
+  require_buffer(send, bytes, "start_shift_exchange", "the send buffer");
+  require_buffer(recv, bytes, "start_shift_exchange", "the receive buffer");
+  const auto* s = static_cast<const unsigned char*>(send);
+  const auto* r = static_cast<const unsigned char*>(recv);
+  require(s + bytes <= r || r + bytes <= s, "start_shift_exchange: the send and receive buffers overlap");
+
+  return Exchange(std::make_unique<mpi::MpiPendingExchange>(send, recv, bytes, route_for(hops)));
+}
+
+// Every rank takes the call's tag, also one that moves nothing either way: the tags of the
+// exchanges that follow stay the same on every rank.
+Exchange MpiCommunicator::start_uneven_shift_exchange(const void* send, std::size_t send_bytes, void* recv,
+                                                      std::size_t recv_bytes, int hops) {
+  require_usable("start_uneven_shift_exchange");
+  require(hops >= 1, "start_uneven_shift_exchange: hops must be at least 1, got ", hops);
+  const mpi::ExchangeRoute route = route_for(hops);
+  if (send_bytes == 0 && recv_bytes == 0) return Exchange();
+  if (send_bytes > 0) require_buffer(send, send_bytes, "start_uneven_shift_exchange", "the send buffer");
+  if (recv_bytes > 0) require_buffer(recv, recv_bytes, "start_uneven_shift_exchange", "the receive buffer");
+  const auto* s = static_cast<const unsigned char*>(send);
+  const auto* r = static_cast<const unsigned char*>(recv);
+  require(send_bytes == 0 || recv_bytes == 0 || s + send_bytes <= r || r + recv_bytes <= s,
+          "start_uneven_shift_exchange: the send and receive buffers overlap");
+  return Exchange(std::make_unique<mpi::MpiPendingExchange>(send, send_bytes, recv, recv_bytes, route));
 }
 
 // The collectives run nonblocking and are completed under the deadline. Those that write

@@ -22,6 +22,7 @@
 
 #include "collective/deadline.hpp"
 #include "comm/communicator.hpp"
+#include "comm/mpi/mpi_exchange.hpp"
 
 namespace rfa::comm {
 
@@ -54,6 +55,8 @@ class MpiCommunicator final : public Communicator {
   bool accepts(MemoryKind kind) const override { return kind == MemoryKind::host; }
 
   Exchange start_shift_exchange(const void* send, void* recv, std::size_t bytes, int hops) override;
+  Exchange start_uneven_shift_exchange(const void* send, std::size_t send_bytes, void* recv, std::size_t recv_bytes,
+                                       int hops) override;
   void allgather(const void* send, void* recv, std::size_t bytes_per_rank) override;
   Exchange start_allgather(const void* send, void* recv, std::size_t bytes_per_rank) override;
   void alltoall(const void* send, void* recv, std::size_t bytes_per_pair) override;
@@ -101,6 +104,8 @@ class MpiCommunicator final : public Communicator {
   void require_usable(const char* what) const;
   /// The tag of the next exchange of the call in progress.
   int next_tag();
+  /// Where an exchange `hops` positions each way goes, with the next tag.
+  mpi::ExchangeRoute route_for(int hops);
 };
 
 /// The MPI ring communicator for `parent` with this rank at `ring_position` (see

@@ -29,7 +29,12 @@ class MpiPendingExchange final : public detail::PendingExchange {
  public:
   /// Posts the receive, then the send. Throws rfa::Error(RFA_ERROR_MPI) if posting fails
   /// (a receive already posted is cancelled first, so nothing is left pending).
-  MpiPendingExchange(const void* send, void* recv, std::size_t bytes, const ExchangeRoute& route);
+  MpiPendingExchange(const void* send, void* recv, std::size_t bytes, const ExchangeRoute& route)
+      : MpiPendingExchange(send, bytes, recv, bytes, route) {}
+  /// With sizes of their own each way; a side of zero bytes posts nothing (its peer's matching
+  /// side is zero too).
+  MpiPendingExchange(const void* send, std::size_t send_bytes, void* recv, std::size_t recv_bytes,
+                     const ExchangeRoute& route);
   /// Completes the exchange if it is unfinished (see Exchange); never throws.
   ~MpiPendingExchange() override;
 
@@ -45,8 +50,9 @@ class MpiPendingExchange final : public detail::PendingExchange {
   enum { kRecv = 0, kSend = 1 };
   MPI_Request requests_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   MPI_Status statuses_[2];
-  ByteDatatype datatype_;  // kept until completion: the received size is read through it
-  std::size_t bytes_;
+  ByteDatatype recv_type_;  // kept until completion: the received size is read through it
+  ByteDatatype send_type_;
+  std::size_t recv_bytes_, send_bytes_;
   int prev_;
   int next_;
   int tag_;
