@@ -277,8 +277,7 @@ void AllGatherAttention::run_forward(Compute& blocks, typename Compute::template
   using Space = typename Compute::memory_space;
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim;
-  timings_ = PassTimings();
-  ScopedSeconds total(timings_.total);
+  const ScopedSeconds total = begin_pass();
   const kernels::AttentionParams p = chunk_params();
   const std::int64_t chunks = c.kv_heads / chunk_, qh = p.heads;
   const std::vector<PositionMap> rows = all_positions();
@@ -290,11 +289,7 @@ void AllGatherAttention::run_forward(Compute& blocks, typename Compute::template
   auto out_chunk = ws.template tensor4<T>("rfa::out_chunk", B, L, qh, c.dv());
   auto lse_chunk = ws.template tensor3<float>("rfa::lse_chunk", B, qh, L);
   blocks.prepare_forward(p, c.dtype, ws);  // one for every chunk's call, made before the agreement
-  last_workspace_bytes_ = ws.bytes();
-  comm::check_everywhere(comm_, [&] {
-    check_forward_tensors<T>(c, L, q, k, v, out, lse);
-    ws.throw_if_failed();
-  });
+  agree_to_run(comm_, ws, [&] { check_forward_tensors<T>(c, L, q, k, v, out, lse); });
 
   kv.for_each_chunk(chunks, rows, timings_, [&](std::int64_t ch, const kernels::ProgressHook& hook) {
     ScopedSeconds t(timings_.compute);
@@ -317,8 +312,7 @@ void AllGatherAttention::run_backward(
   using Exec = typename Space::execution_space;
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim, DV = c.dv(), S = c.seq_total;
-  timings_ = PassTimings();
-  ScopedSeconds total(timings_.total);
+  const ScopedSeconds total = begin_pass();
   const kernels::AttentionParams p = chunk_params();
   const std::int64_t chunks = c.kv_heads / chunk_, qh = p.heads, P = comm_.size();
   const std::vector<PositionMap> rows = all_positions();
@@ -339,11 +333,7 @@ void AllGatherAttention::run_backward(
   auto grad_send = ws.template buffer<float>("rfa::grad_send", P * B * L * chunk_ * widest);
   auto grad_mine = ws.template buffer<float>("rfa::grad_mine", B * L * chunk_ * widest);
   blocks.prepare_backward(p, c.dtype, ws);  // one for every chunk's call, made before the agreement
-  last_workspace_bytes_ = ws.bytes();
-  comm::check_everywhere(comm_, [&] {
-    check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv);
-    ws.throw_if_failed();
-  });
+  agree_to_run(comm_, ws, [&] { check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv); });
 
   {
     ScopedSeconds t(timings_.compute);

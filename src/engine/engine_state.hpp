@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "comm/agreement.hpp"
 #include "comm/communicator.hpp"
 #include "engine/attention_config.hpp"
 #include "engine/engine_backends.hpp"
@@ -64,6 +65,24 @@ class EngineState {
   ~EngineState() = default;
   EngineState(const EngineState&) = delete;
   EngineState& operator=(const EngineState&) = delete;
+
+  /// The opening of every pass: the timings reset, and the whole pass timed for as long as the
+  /// returned object lives.
+  [[nodiscard]] ScopedSeconds begin_pass() {
+    timings_ = PassTimings();
+    return ScopedSeconds(timings_.total);
+  }
+  /// The point every pass reaches before anything moves: records the workspace it allocated,
+  /// then the ranks agree on `where` that this rank's tensors pass `check_tensors` and its
+  /// workspace was granted, or every rank throws together.
+  template <class Space, class Checks>
+  void agree_to_run(comm::Communicator& where, Workspace<Space>& ws, Checks&& check_tensors) {
+    last_workspace_bytes_ = ws.bytes();
+    comm::check_everywhere(where, [&] {
+      check_tensors();
+      ws.throw_if_failed();
+    });
+  }
 
   comm::Communicator& comm_;
   AttentionConfig config_;

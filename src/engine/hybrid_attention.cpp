@@ -202,8 +202,7 @@ void HybridAttention::run_forward(const typename Space::execution_space& exec, S
                                   SpaceTensor4<T, Space> out, SpaceTensor3<float, Space> lse) {
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch;
-  timings_ = PassTimings();
-  ScopedSeconds total(timings_.total);
+  const ScopedSeconds total = begin_pass();
 
   Workspace<Space> ws = workspace<Space>(workspace_pass(false));
   HeadExchange<Space>& x = exchange<Space>();
@@ -212,11 +211,7 @@ void HybridAttention::run_forward(const typename Space::execution_space& exec, S
   T* recv = full.stage.recv.data();
   auto lse_full = ws.template tensor3<float>("rfa::hybrid_lse", B, routing_.heads_per_rank(), x.full_rows());
   Staging<float, Space> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
-  last_workspace_bytes_ = ws.bytes();
-  comm::check_everywhere(comm_, [&] {
-    check_forward_tensors<T>(c, L, q, k, v, out, lse);
-    ws.throw_if_failed();
-  });
+  agree_to_run(comm_, ws, [&] { check_forward_tensors<T>(c, L, q, k, v, out, lse); });
   {
     ScopedSeconds t(timings_.wait);
     timings_.bytes_sent += x.template queries_to_heads<T>(exec, q, full.q, send, recv);
@@ -248,8 +243,7 @@ void HybridAttention::run_backward(const typename Space::execution_space& exec, 
                                    SpaceTensor4<T, Space> dk, SpaceTensor4<T, Space> dv) {
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim, DV = c.dv();
-  timings_ = PassTimings();
-  ScopedSeconds total(timings_.total);
+  const ScopedSeconds total = begin_pass();
 
   Workspace<Space> ws = workspace<Space>(workspace_pass(true));
   HeadExchange<Space>& x = exchange<Space>();
@@ -268,11 +262,7 @@ void HybridAttention::run_backward(const typename Space::execution_space& exec, 
   auto dv_acc = ws.template tensor4<float>("rfa::dv_acc", B, L, c.kv_heads, DV);
   auto lse_full = ws.template tensor3<float>("rfa::hybrid_lse", B, hp, rows);
   Staging<float, Space> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
-  last_workspace_bytes_ = ws.bytes();
-  comm::check_everywhere(comm_, [&] {
-    check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv);
-    ws.throw_if_failed();
-  });
+  agree_to_run(comm_, ws, [&] { check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv); });
   {
     ScopedSeconds t(timings_.wait);
     timings_.bytes_sent += x.template queries_to_heads<T>(exec, q, full.q, send, recv);

@@ -164,8 +164,7 @@ void NeededKvAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, H = c.heads, DV = c.dv();
   const std::int64_t wk = c.kv_heads * c.head_dim, wv = c.kv_heads * DV;
-  timings_ = PassTimings();
-  ScopedSeconds total(timings_.total);
+  const ScopedSeconds total = begin_pass();
   HostBlockCompute blocks(host_arena());
   Workspace<Kokkos::HostSpace> ws = blocks.workspace(workspace_pass(false));
   std::vector<RoundBuffers<T>> kv;
@@ -184,11 +183,7 @@ void NeededKvAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
     block_lse = ws.template tensor3<float>("rfa::block_lse", B, H, L);
   }
   blocks.prepare_forward(call_params(), c.dtype, ws);
-  last_workspace_bytes_ = ws.bytes();
-  comm::check_everywhere(comm_, [&] {
-    check_forward_tensors<T>(c, L, q, k, v, out, lse);
-    ws.throw_if_failed();
-  });
+  agree_to_run(comm_, ws, [&] { check_forward_tensors<T>(c, L, q, k, v, out, lse); });
 
   // Round i's rows travel in buffers i % 2 while round i - 1 computes (declared after the
   // buffers: an exchange still in flight when an error unwinds completes before they go).
@@ -245,8 +240,7 @@ void NeededKvAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, H = c.heads, Hkv = c.kv_heads, D = c.head_dim, DV = c.dv();
   const std::int64_t wk = Hkv * D, wv = Hkv * DV;
-  timings_ = PassTimings();
-  ScopedSeconds total(timings_.total);
+  const ScopedSeconds total = begin_pass();
   HostBlockCompute blocks(host_arena());
   Workspace<Kokkos::HostSpace> ws = blocks.workspace(workspace_pass(true));
   // K/V of the rows received and sent; dK/dV of the rows received, going back, and of this
@@ -269,11 +263,7 @@ void NeededKvAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4
     dv_acc = ws.template tensor4<float>("rfa::dv_acc", B, L, Hkv, DV);
   }
   blocks.prepare_backward(call_params(), c.dtype, ws);
-  last_workspace_bytes_ = ws.bytes();
-  comm::check_everywhere(comm_, [&] {
-    check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv);
-    ws.throw_if_failed();
-  });
+  agree_to_run(comm_, ws, [&] { check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv); });
 
   // Round i's K/V, and its dK/dV on their way back, in buffers i % 2: the next round's K/V and
   // the previous round's gradients travel while a round computes.

@@ -179,6 +179,7 @@ PackedRows::PackedRows(const NeededTransfer& t, std::int64_t batch) {
 }
 
 std::vector<NeededRound> needed_rounds(const AttentionConfig& c, int ranks, int me) {
+  if (ranks == 1) return {};  // one rank holds every key its queries see
   std::vector<NeededRound> rounds(static_cast<std::size_t>(ranks));
   std::vector<char> needed(std::size_t(ranks), 0);
   for (int r = 0; r < ranks; ++r) {

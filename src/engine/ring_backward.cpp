@@ -64,8 +64,7 @@ void RingAttention::run_backward(
   using Grad = typename Compute::template Tensor4<float>;
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_;
-  timings_ = PassTimings();
-  ScopedSeconds total(timings_.total);
+  const ScopedSeconds total = begin_pass();
   const int P = ranks(), me = position();
   const bool communicate = mode != RingMode::compute_only;
   const bool compute = mode != RingMode::comm_only;
@@ -93,11 +92,7 @@ void RingAttention::run_backward(
   }
   auto delta = ws.template tensor3<float>("rfa::delta", B, c.heads, L);
   blocks.prepare_backward(largest_block_params(true), c.dtype, ws);
-  last_workspace_bytes_ = ws.bytes();
-  check_everywhere([&] {
-    check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv);
-    ws.throw_if_failed();
-  });
+  agree_to_run(*agreement_, ws, [&] { check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv); });
 
   blocks.fill(dq_acc, 0.0f);
   grads.zero();

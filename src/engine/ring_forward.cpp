@@ -55,8 +55,7 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
   using Space = typename Compute::memory_space;
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_;
-  timings_ = PassTimings();
-  ScopedSeconds total(timings_.total);
+  const ScopedSeconds total = begin_pass();
   const int P = ranks(), me = position();
   const bool communicate = mode != RingMode::compute_only;
   const bool compute = mode != RingMode::comm_only;
@@ -87,11 +86,7 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
     }
   }
   blocks.prepare_forward(largest_block_params(false), c.dtype, ws);
-  last_workspace_bytes_ = ws.bytes();
-  check_everywhere([&] {
-    check_forward_tensors<T>(c, L, q, k, v, out, lse);
-    ws.throw_if_failed();
-  });
+  agree_to_run(*agreement_, ws, [&] { check_forward_tensors<T>(c, L, q, k, v, out, lse); });
   if (!direct) blocks.fill(acc, 0.0f);
   blocks.fill(lse, -std::numeric_limits<float>::infinity());
 

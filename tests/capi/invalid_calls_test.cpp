@@ -348,7 +348,7 @@ const BadOption kBadOptions[] = {
      RFA_ERROR_INVALID_ARGUMENT, "overflow"},
     {"heads x d overflows", [](rfa_options_t& o) { o.heads = o.kv_heads = int64_t(1) << 58; },
      RFA_ERROR_INVALID_ARGUMENT, "overflow"},
-    {"strategy 5", [](rfa_options_t& o) { o.strategy = rfa_strategy_t(5); }, RFA_ERROR_INVALID_ARGUMENT, "strategy"},
+    {"strategy 6", [](rfa_options_t& o) { o.strategy = rfa_strategy_t(6); }, RFA_ERROR_INVALID_ARGUMENT, "strategy"},
     {"strategy minus 1", [](rfa_options_t& o) { o.strategy = rfa_strategy_t(-1); }, RFA_ERROR_INVALID_ARGUMENT,
      "strategy"},
     {"ulysses_degree minus 1, hybrid",
