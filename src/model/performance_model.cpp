@@ -118,11 +118,37 @@ const Link& link_for(const MachineModel& m, int span, int stride) {
   return std::int64_t(span) * stride > m.ranks_per_node ? m.inter_node : m.intra_node;
 }
 
+/// What every rank of one prediction shares, found once: the ring's steps (the same on every
+/// rank of a ring: engine::ring_steps_with_work), and the keys each rank's queries see
+/// (engine::seen_keys) for the needed-only exchange.
+class PredictionCache {
+ public:
+  PredictionCache(const AttentionConfig& c, int ranks) : c_(c), ranks_(ranks), seen_(std::size_t(ranks)) {}
+  /// The ring's steps for `config` on `ranks` ranks (the problem, or the hybrid's ring of
+  /// groups: one per prediction).
+  const std::vector<int>& ring_steps(const AttentionConfig& config, int ranks) {
+    if (!steps_) steps_ = engine::ring_steps_with_work(config, ranks);
+    return *steps_;
+  }
+  const std::vector<engine::KeySpan>& seen_keys(int rank) {
+    auto& slot = seen_[std::size_t(rank)];
+    if (!slot) slot = engine::seen_keys(c_, ranks_, rank);
+    return *slot;
+  }
+
+ private:
+  const AttentionConfig& c_;
+  int ranks_;
+  std::optional<std::vector<int>> steps_;
+  std::vector<std::optional<std::vector<engine::KeySpan>>> seen_;
+};
+
 /// The ring (engine/ring_attention.hpp) on `ranks` ranks whose neighbours are `stride` global
 /// ranks apart, for ring position `rank` (global rank rank * stride + place).
-Prediction ring(const AttentionConfig& c, int ranks, int rank, int stride, int place, const MachineModel& m) {
+Prediction ring(const AttentionConfig& c, int ranks, int rank, int stride, int place, const MachineModel& m,
+                PredictionCache& cache) {
   Prediction p;
-  const std::vector<int> steps = engine::ring_steps_with_work(c, ranks);
+  const std::vector<int>& steps = cache.ring_steps(c, ranks);
   const std::size_t n = steps.size();
   const std::int64_t L = layout::local_length(c.layout, c.seq_total, ranks);
   const PositionMap mine = engine::rank_positions(c, ranks, rank);
@@ -284,23 +310,6 @@ Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, in
   return p;
 }
 
-/// The keys each rank's queries see (engine::seen_keys), found once per rank for every rank a
-/// prediction looks at.
-class SeenKeys {
- public:
-  SeenKeys(const AttentionConfig& c, int ranks) : c_(c), ranks_(ranks), seen_(std::size_t(ranks)) {}
-  const std::vector<engine::KeySpan>& of(int rank) {
-    auto& slot = seen_[std::size_t(rank)];
-    if (!slot) slot = engine::seen_keys(c_, ranks_, rank);
-    return *slot;
-  }
-
- private:
-  const AttentionConfig& c_;
-  int ranks_;
-  std::vector<std::optional<std::vector<engine::KeySpan>>> seen_;
-};
-
 /// The needed-only exchange (engine/needed_kv_attention.hpp): this rank's local block, then one
 /// round per distance s in which it receives the rows its queries see from the rank s upstream
 /// and sends the rank s downstream the rows of its own that rank sees. A round's exchange (the
@@ -310,7 +319,7 @@ class SeenKeys {
 /// added in on arrival. Rounds in which this rank moves nothing are free (its exchange then
 /// completes at once), and its next round is taken to overlap its previous one. Every rank
 /// computes at once, sharing its node's units.
-Prediction needed(const AttentionConfig& c, int ranks, int rank, const MachineModel& m, SeenKeys& seen_keys) {
+Prediction needed(const AttentionConfig& c, int ranks, int rank, const MachineModel& m, PredictionCache& cache) {
   const PositionMap mine = engine::rank_positions(c, ranks, rank);
   const double heads = double(c.batch * c.heads), share = full_node_share(m);
   const double row_values = double(c.batch * c.kv_heads * (c.head_dim + c.dv()));  // one K and one V row
@@ -328,11 +337,11 @@ Prediction needed(const AttentionConfig& c, int ranks, int rank, const MachineMo
     double sent = 0, returned = 0;     // bytes sent: K/V, and the received rows' dK/dV
   };
   std::vector<Round> rounds;
-  const std::vector<engine::KeySpan>& seen = seen_keys.of(rank);
+  const std::vector<engine::KeySpan>& seen = cache.seen_keys(rank);
   for (int s = 1; s < ranks; ++s) {
     const int from = (rank - s + ranks) % ranks, to = (rank + s) % ranks;
     const engine::NeededTransfer in = engine::needed_transfer(c, ranks, seen, from);
-    const double out_rows = double(engine::needed_transfer(c, ranks, seen_keys.of(to), rank).rows);
+    const double out_rows = double(engine::needed_transfer(c, ranks, cache.seen_keys(to), rank).rows);
     if (in.rows == 0 && out_rows == 0) continue;
     Round r;
     for (const engine::NeededPiece& piece : in.pieces) {
@@ -371,9 +380,9 @@ Prediction needed(const AttentionConfig& c, int ranks, int rank, const MachineMo
   return p;
 }
 
-/// predict_rank(), the needed-only exchange's keys from `seen` (shared by a prediction's ranks).
+/// predict_rank(), with what the prediction's ranks share in `cache`.
 Prediction predict_rank_with(const AttentionConfig& c, const engine::StrategyChoice& choice, int ranks, int rank,
-                             const MachineModel& m, SeenKeys& seen) {
+                             const MachineModel& m, PredictionCache& cache) {
   require(ranks >= 1 && rank >= 0 && rank < ranks, "rank ", rank, " is not a position of ", ranks, " ranks");
   require(m.ranks_per_node >= 1, "ranks_per_node must be at least 1, got ", m.ranks_per_node);
   require(m.compute_units_per_node >= 0, "compute_units_per_node must not be negative, got ", m.compute_units_per_node);
@@ -384,7 +393,7 @@ Prediction predict_rank_with(const AttentionConfig& c, const engine::StrategyCho
   require(m.intra_node.bytes_per_s > 0 && m.inter_node.bytes_per_s > 0, "link bandwidths must be positive");
   engine::validate_strategy(choice, c, ranks);
   switch (choice.kind) {
-    case engine::StrategyKind::ring: return ring(c, ranks, rank, 1, 0, m);
+    case engine::StrategyKind::ring: return ring(c, ranks, rank, 1, 0, m, cache);
     case engine::StrategyKind::ulysses: {
       const engine::HeadRouting routing(c.heads, c.kv_heads, ranks);
       const Prediction local = whole_sequence(c, double(routing.heads_per_rank()), m);
@@ -392,14 +401,14 @@ Prediction predict_rank_with(const AttentionConfig& c, const engine::StrategyCho
     }
     case engine::StrategyKind::allgather:
       return allgather(c, std::max<std::int64_t>(1, choice.kv_heads_per_chunk), ranks, rank, m);
-    case engine::StrategyKind::needed: return needed(c, ranks, rank, m, seen);
+    case engine::StrategyKind::needed: return needed(c, ranks, rank, m, cache);
     case engine::StrategyKind::hybrid: {
       const int pu = choice.ulysses_degree, pr = ranks / pu;
       const engine::HeadRouting routing(c.heads, c.kv_heads, pu);
       AttentionConfig rc = c;
       rc.heads = routing.heads_per_rank();
       rc.kv_heads = routing.slots();
-      const Prediction inner = ring(rc, pr, rank / pu, pu, rank % pu, m);
+      const Prediction inner = ring(rc, pr, rank / pu, pu, rank % pu, m, cache);
       const std::int64_t rows = layout::local_length(c.layout, c.seq_total, pr) / pu;
       return heads_exchange(c, pu, rank % pu, rows, inner, m);
     }
@@ -411,17 +420,17 @@ Prediction predict_rank_with(const AttentionConfig& c, const engine::StrategyCho
 
 Prediction predict_rank(const AttentionConfig& c, const engine::StrategyChoice& choice, int ranks, int rank,
                         const MachineModel& m) {
-  SeenKeys seen(c, ranks);
-  return predict_rank_with(c, choice, ranks, rank, m, seen);
+  PredictionCache cache(c, ranks);
+  return predict_rank_with(c, choice, ranks, rank, m, cache);
 }
 
 Prediction predict(const AttentionConfig& c, const engine::StrategyChoice& choice, int ranks, const MachineModel& m) {
   Prediction worst;
-  SeenKeys seen(c, ranks);
+  PredictionCache cache(c, ranks);
   const int looked = std::min(ranks, 64);
   for (int i = 0; i < looked; ++i) {
     const int rank = looked == ranks ? i : int(std::int64_t(i) * (ranks - 1) / (looked - 1));
-    const Prediction p = predict_rank_with(c, choice, ranks, rank, m, seen);
+    const Prediction p = predict_rank_with(c, choice, ranks, rank, m, cache);
     for (auto [w, q] : {std::pair<PassPrediction*, const PassPrediction*>{&worst.forward, &p.forward},
                         std::pair<PassPrediction*, const PassPrediction*>{&worst.backward, &p.backward}}) {
       w->seconds = std::max(w->seconds, q->seconds);
