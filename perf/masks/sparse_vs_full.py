@@ -7,6 +7,7 @@ full mask on the ring. Prints a table and writes the figures as JSON.
 
 usage: perf/masks/sparse_vs_full.py [--build build] [--ranks 4] [--seq 8192] [--heads 4]
                                     [--head-dim 128] [--dtype fp32] [--repeat 3] [--json FILE]
+RFA_MPIEXEC names the MPI launcher (default mpiexec).
 
 Masks (S tokens): the full mask; causal with a window of S/10 (the pairs of a band a tenth of the
 sequence wide); ten equal documents without the causal mask; a 2-D neighbourhood of radius 14 on
@@ -28,8 +29,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def run(args, extra, strategy, layout):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "run.json")
-        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(args.ranks),
-               os.path.join(args.build, "perf", "ring", "rfa_run"), "--strategy", strategy, "--layout", layout,
+        cmd = [os.environ.get("RFA_MPIEXEC", "mpiexec"), "-n", str(args.ranks), "--oversubscribe"]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            cmd.append("--allow-run-as-root")
+        cmd += [os.path.join(args.build, "perf", "ring", "rfa_run"), "--strategy", strategy, "--layout", layout,
                "--heads", str(args.heads), "--head-dim", str(args.head_dim), "--dtype", args.dtype,
                "--repeat", str(args.repeat), "--no-check", "--json", out] + extra
         text = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=1800).stdout
