@@ -47,6 +47,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -167,11 +168,10 @@ class Communicator {
   virtual Exchange start_uneven_shift_exchange(const void* send, std::size_t send_bytes, void* recv,
                                                std::size_t recv_bytes, int hops) {
     require(hops >= 1, "start_uneven_shift_exchange: hops must be at least 1, got ", hops);
-    std::unique_ptr<std::size_t[]> sb(new std::size_t[std::size_t(size())]()),
-        rb(new std::size_t[std::size_t(size())]()), offsets(new std::size_t[std::size_t(size())]());
+    std::vector<std::size_t> sb(std::size_t(size()), 0), rb(sb), offsets(sb);
     sb[std::size_t(ahead(hops))] = send_bytes;
     rb[std::size_t(behind(hops))] = recv_bytes;
-    alltoallv(send, sb.get(), offsets.get(), recv, rb.get(), offsets.get());
+    alltoallv(send, sb.data(), offsets.data(), recv, rb.data(), offsets.data());
     return Exchange();
   }
   /// start_shift_exchange() by one hop: send to next(), receive from prev().

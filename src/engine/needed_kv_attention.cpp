@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "comm/agreement.hpp"
 #include "core/profiling_region.hpp"
@@ -84,30 +84,20 @@ NeededKvAttention::NeededKvAttention(comm::Communicator& comm, const AttentionCo
   local_seq_ = layout::local_length(config_.layout, config_.seq_total, comm_.size());
   rounds_ = needed_rounds(config_, comm_.size(), comm_.rank());
   for (const NeededRound& r : rounds_) sent_.emplace_back(r.send, config_.batch);
+  calls_.push_back(block_params(config_, comm_.size(), comm_.rank(), comm_.rank()));
+  for (const NeededRound& r : rounds_)
+    for (const NeededPiece& piece : r.receive.pieces) {
+      kernels::AttentionParams p =
+          kernels::make_params(config_.batch, local_seq_, piece.rows, config_.heads, config_.kv_heads, config_.head_dim,
+                               config_.mask, config_.softmax_scale);
+      apply_config(config_, p);
+      p.q_pos = calls_.front().q_pos;
+      p.k_pos = piece.positions;
+      calls_.push_back(p);
+    }
 }
 
 PositionMap NeededKvAttention::local_positions() const { return rank_positions(config_, comm_.size(), comm_.rank()); }
-
-kernels::AttentionParams NeededKvAttention::local_params() const {
-  return block_params(config_, comm_.size(), comm_.rank(), comm_.rank());
-}
-
-kernels::AttentionParams NeededKvAttention::piece_params(const NeededPiece& piece) const {
-  const AttentionConfig& c = config_;
-  kernels::AttentionParams p =
-      kernels::make_params(c.batch, local_seq_, piece.rows, c.heads, c.kv_heads, c.head_dim, c.mask, c.softmax_scale);
-  apply_config(c, p);
-  p.q_pos = local_positions();
-  p.k_pos = piece.positions;
-  return p;
-}
-
-std::vector<kernels::AttentionParams> NeededKvAttention::call_params() const {
-  std::vector<kernels::AttentionParams> calls = {local_params()};
-  for (const NeededRound& r : rounds_)
-    for (const NeededPiece& piece : r.receive.pieces) calls.push_back(piece_params(piece));
-  return calls;
-}
 
 std::int64_t NeededKvAttention::rows_in() const {
   std::int64_t n = 0;
@@ -122,7 +112,7 @@ std::int64_t NeededKvAttention::rows_out() const {
 }
 
 std::int64_t NeededKvAttention::kernel_workspace_bytes(bool backward) const {
-  return HostBlockCompute::workspace_bytes(call_params(), config_.dtype, backward);
+  return HostBlockCompute::workspace_bytes(calls_, config_.dtype, backward);
 }
 
 std::int64_t NeededKvAttention::workspace_bytes(bool backward) const {
@@ -182,7 +172,7 @@ void NeededKvAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
     block_out = ws.template tensor4<float>("rfa::block_out", B, L, H, DV);
     block_lse = ws.template tensor3<float>("rfa::block_lse", B, H, L);
   }
-  blocks.prepare_forward(call_params(), c.dtype, ws);
+  blocks.prepare_forward(calls_, c.dtype, ws);
   agree_to_run(comm_, ws, [&] { check_forward_tensors<T>(c, L, q, k, v, out, lse); });
 
   // Round i's rows travel in buffers i % 2 while round i - 1 computes (declared after the
@@ -195,7 +185,7 @@ void NeededKvAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
   if (!rounds_.empty()) start(0);
   {
     ScopedSeconds t(timings_.compute);
-    const kernels::AttentionParams p = local_params();
+    const kernels::AttentionParams& p = calls_.front();
     poller.watch(&pending[0]);
     if (rounds_.empty())
       blocks.template forward_final<T>(p, q, k, v, out, lse, poller.hook());
@@ -204,6 +194,7 @@ void NeededKvAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
     ++timings_.steps_computed;
     poller.rethrow_if_failed();
   }
+  std::size_t call = 1;  // calls_[call]: the next piece's
   for (std::size_t i = 0; i < rounds_.size(); ++i) {
     const NeededRound& r = rounds_[i];
     const ProfilingRegion region(ring_step_region("needed forward", r.distance));
@@ -217,10 +208,10 @@ void NeededKvAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
     const T* kr = kv[i % 2].received_rows.data();
     const T* vr = kr + B * r.receive.rows * wk;
     for (const NeededPiece& piece : r.receive.pieces) {
-      const Tensor4<const T> pk(kr, B, piece.rows, c.kv_heads, c.head_dim), pv(vr, B, piece.rows, c.kv_heads, DV);
-      blocks.template forward_merged<T>(piece_params(piece), q, pk, pv, acc, lse, block_out, block_lse, poller.hook());
-      kr += B * piece.rows * wk;
-      vr += B * piece.rows * wv;
+      const std::int64_t at = B * piece.first_row;
+      const Tensor4<const T> pk(kr + at * wk, B, piece.rows, c.kv_heads, c.head_dim),
+          pv(vr + at * wv, B, piece.rows, c.kv_heads, DV);
+      blocks.template forward_merged<T>(calls_[call++], q, pk, pv, acc, lse, block_out, block_lse, poller.hook());
     }
     if (!r.receive.pieces.empty()) ++timings_.steps_computed;
     poller.rethrow_if_failed();
@@ -262,7 +253,7 @@ void NeededKvAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4
     dk_acc = ws.template tensor4<float>("rfa::dk_acc", B, L, Hkv, D);
     dv_acc = ws.template tensor4<float>("rfa::dv_acc", B, L, Hkv, DV);
   }
-  blocks.prepare_backward(call_params(), c.dtype, ws);
+  blocks.prepare_backward(calls_, c.dtype, ws);
   agree_to_run(comm_, ws, [&] { check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv); });
 
   // Round i's K/V, and its dK/dV on their way back, in buffers i % 2: the next round's K/V and
@@ -286,7 +277,7 @@ void NeededKvAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4
   if (!rounds_.empty()) start(0);
   {
     ScopedSeconds t(timings_.compute);
-    const kernels::AttentionParams p = local_params();
+    const kernels::AttentionParams& p = calls_.front();
     blocks.template delta<T>(p, dout, out, delta);
     blocks.fill(dq_acc, 0.0f);
     blocks.fill(dk_acc, 0.0f);
@@ -296,6 +287,7 @@ void NeededKvAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4
     ++timings_.steps_computed;
     poller.rethrow_if_failed();
   }
+  std::size_t call = 1;  // calls_[call]: the next piece's
   for (std::size_t i = 0; i < rounds_.size(); ++i) {
     const NeededRound& r = rounds_[i];
     const ProfilingRegion region(ring_step_region("needed backward", r.distance));
@@ -309,20 +301,16 @@ void NeededKvAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4
       ScopedSeconds t(timings_.compute);
       poller.watch(&pending_kv[(i + 1) % 2], &pending_grads[(i + 1) % 2]);
       const std::int64_t in = B * r.receive.rows;
+      blocks.fill(Kokkos::subview(grads[i % 2].received_rows, std::make_pair(std::int64_t(0), in * (wk + wv))), 0.0f);
       float* gk = grads[i % 2].received_rows.data();
       float* gv = gk + in * wk;
-      std::fill(gk, gk + in * (wk + wv), 0.0f);
       const T* kr = kv[i % 2].received_rows.data();
       const T* vr = kr + in * wk;
       for (const NeededPiece& piece : r.receive.pieces) {
-        const Tensor4<const T> pk(kr, B, piece.rows, Hkv, D), pv(vr, B, piece.rows, Hkv, DV);
-        const Tensor4<float> pdk(gk, B, piece.rows, Hkv, D), pdv(gv, B, piece.rows, Hkv, DV);
-        blocks.template backward<T>(piece_params(piece), q, pk, pv, out, dout, lse, delta, dq_acc, pdk, pdv,
-                                    poller.hook());
-        kr += B * piece.rows * wk;
-        vr += B * piece.rows * wv;
-        gk += B * piece.rows * wk;
-        gv += B * piece.rows * wv;
+        const std::int64_t at = B * piece.first_row;
+        const Tensor4<const T> pk(kr + at * wk, B, piece.rows, Hkv, D), pv(vr + at * wv, B, piece.rows, Hkv, DV);
+        const Tensor4<float> pdk(gk + at * wk, B, piece.rows, Hkv, D), pdv(gv + at * wv, B, piece.rows, Hkv, DV);
+        blocks.template backward<T>(calls_[call++], q, pk, pv, out, dout, lse, delta, dq_acc, pdk, pdv, poller.hook());
       }
       if (!r.receive.pieces.empty()) ++timings_.steps_computed;
       poller.rethrow_if_failed();

@@ -64,10 +64,6 @@ class NeededKvAttention : public EngineState {
   std::int64_t kernel_workspace_bytes(bool backward) const;
 
  private:
-  kernels::AttentionParams local_params() const;
-  kernels::AttentionParams piece_params(const NeededPiece& piece) const;
-  /// The params of every kernel call of a pass: the local block, then each round's pieces.
-  std::vector<kernels::AttentionParams> call_params() const;
   /// The most rows a round receives, and sends.
   std::int64_t rows_in() const;
   std::int64_t rows_out() const;
@@ -84,6 +80,9 @@ class NeededKvAttention : public EngineState {
   /// Where each round's rows sent sit in its packed buffers (made once: a pass allocates nothing
   /// beyond its workspace once the ranks agreed to go on).
   std::vector<PackedRows> sent_;
+  /// The params of every kernel call of a pass, in the order the passes make them: the local
+  /// block, then each round's pieces (made once, pointing into config_).
+  std::vector<kernels::AttentionParams> calls_;
 };
 
 }  // namespace engine

@@ -158,6 +158,7 @@ NeededTransfer needed_transfer(const AttentionConfig& c, int ranks, const std::v
     t.rows += r.end - r.begin;
     if (t.pieces.empty() || !append_run(theirs, r, t.pieces.back())) {
       t.pieces.emplace_back();
+      t.pieces.back().first_row = t.rows - (r.end - r.begin);
       append_run(theirs, r, t.pieces.back());  // a run spans at most the owner's segments: it fits
     }
   }
@@ -165,16 +166,14 @@ NeededTransfer needed_transfer(const AttentionConfig& c, int ranks, const std::v
 }
 
 PackedRows::PackedRows(const NeededTransfer& t, std::int64_t batch) {
-  std::int64_t start = 0;  // the piece's first row in the buffer
   for (const NeededPiece& piece : t.pieces) {
-    std::int64_t i = 0;
+    std::int64_t i = batch * piece.first_row;  // the piece's first row in the buffer
     for (const RowRun& run : piece.runs)
       for (std::int64_t row = run.begin; row < run.end; ++row, ++i) {
         local.push_back(row);
-        packed.push_back(start + i);
+        packed.push_back(i);
         piece_rows.push_back(piece.rows);
       }
-    start += batch * piece.rows;
   }
 }
 

@@ -31,6 +31,7 @@ struct NeededPiece {
   std::vector<RowRun> runs;
   PositionMap positions;
   std::int64_t rows = 0;
+  std::int64_t first_row = 0;  ///< rows of the transfer's pieces before this one
 };
 
 /// What a receiver gets from one owner: the owner's rows its queries see, as runs (gaps of at

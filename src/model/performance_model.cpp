@@ -2,6 +2,7 @@
 #include "model/performance_model.hpp"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -124,11 +125,12 @@ const Link& link_for(const MachineModel& m, int span, int stride) {
 class PredictionCache {
  public:
   PredictionCache(const AttentionConfig& c, int ranks) : c_(c), ranks_(ranks), seen_(std::size_t(ranks)) {}
-  /// The ring's steps for `config` on `ranks` ranks (the problem, or the hybrid's ring of
-  /// groups: one per prediction).
+  /// The ring's steps on `ranks` ranks for `config`: the problem, or the hybrid's ring of
+  /// groups, whose config differs from it only in heads (which the steps do not depend on).
   const std::vector<int>& ring_steps(const AttentionConfig& config, int ranks) {
-    if (!steps_) steps_ = engine::ring_steps_with_work(config, ranks);
-    return *steps_;
+    auto found = steps_.find(ranks);
+    if (found == steps_.end()) found = steps_.emplace(ranks, engine::ring_steps_with_work(config, ranks)).first;
+    return found->second;
   }
   const std::vector<engine::KeySpan>& seen_keys(int rank) {
     auto& slot = seen_[std::size_t(rank)];
@@ -139,7 +141,7 @@ class PredictionCache {
  private:
   const AttentionConfig& c_;
   int ranks_;
-  std::optional<std::vector<int>> steps_;
+  std::map<int, std::vector<int>> steps_;
   std::vector<std::optional<std::vector<engine::KeySpan>>> seen_;
 };
 
