@@ -226,6 +226,35 @@ TEST(NeededKvPlan, FillsSmallGapsWithinAFifthOfATenth) {
   EXPECT_EQ(far.pieces.size(), 5u);  // 8 segments a piece
 }
 
+// A piece takes at most eight segments: eight runs far apart make one piece, nine make two,
+// the second starting at the ninth row sent.
+TEST(NeededKvPlan, PiecesSplitAtTheEighthSegment) {
+  AttentionConfig c;
+  c.layout = RFA_LAYOUT_CONTIGUOUS;
+  c.mask = RFA_MASK_NONE;
+  c.dtype = RFA_DTYPE_FLOAT32;
+  c.seq_total = 200;
+  for (int runs : {7, 8, 9}) {
+    SCOPED_TRACE(::testing::Message() << runs << " runs");
+    std::vector<KeySpan> seen;
+    for (int n = 0; n < runs; ++n) seen.push_back({10 * n, 10 * n});  // gaps of 9: none filled
+    const NeededTransfer t = needed_transfer(c, 2, seen, 0);
+    ASSERT_EQ(t.runs.size(), std::size_t(runs));
+    ASSERT_EQ(t.pieces.size(), runs <= 8 ? 1u : 2u);
+    EXPECT_EQ(t.pieces[0].positions.count, std::min(runs, 8));
+    EXPECT_EQ(t.pieces[0].first_row, 0);
+    if (runs == 9) {
+      EXPECT_EQ(t.pieces[1].first_row, 8);
+      EXPECT_EQ(t.pieces[1].rows, 1);
+      EXPECT_EQ(t.pieces[1].positions(0), 80);
+    }
+    const PackedRows packed(t, 3);  // batch 3: the second piece's rows start after 3 x 8
+    ASSERT_EQ(packed.count(), runs);
+    EXPECT_EQ(packed.packed.back(), runs == 9 ? 24 : runs - 1);
+    EXPECT_EQ(packed.local.back(), 10 * (runs - 1));
+  }
+}
+
 // Past the row budget (2^22 rows times the rules), groups of rows are bounded together: the
 // spans must still hold every key each row sees (checked on sampled rows) and stay local.
 TEST(NeededKvPlan, GroupedRowsStillCoverEveryRowsKeys) {
