@@ -25,7 +25,10 @@ cmake --build "$build" -j "$(nproc)" --target rfa_capi_fuzzer
 
 # Open MPI keeps some allocations until MPI_Finalize, which a fuzzer never reaches: the
 # suppressions name them (tests/fuzz/lsan.supp); rfa's own allocations are all checked.
-export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:verify_asan_link_order=0
+# Allocations beyond 1 GiB fail (null, so std::bad_alloc): a fuzzed size that asks for more
+# (2^31 heads' tables, say) tests rfa's out-of-memory path instead of ending the run in
+# libFuzzer's own limit (its malloc limit is its RSS limit).
+export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:verify_asan_link_order=0:max_allocation_size_mb=1024
 export LSAN_OPTIONS=suppressions=$here/tests/fuzz/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fuzzer="$build/tests/fuzz/rfa_capi_fuzzer"

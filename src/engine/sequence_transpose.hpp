@@ -17,8 +17,10 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <type_traits>
 #include <vector>
 
@@ -125,15 +127,17 @@ class ColumnMap {
   explicit ColumnMap(const std::vector<std::int64_t>& column) {
     std::int64_t width = 0;
     for (std::int64_t u : column) width = u + 1 > width ? u + 1 : width;
-    std::vector<std::int64_t> table(column);  // [slots col][width + 1 first][slots slot]
-    std::vector<std::int64_t> slot;
-    for (std::int64_t u = 0; u < width; ++u) {
-      table.push_back(std::int64_t(slot.size()));
-      for (std::size_t j = 0; j < column.size(); ++j)
-        if (column[j] == u) slot.push_back(std::int64_t(j));
-    }
-    table.push_back(std::int64_t(slot.size()));
-    table.insert(table.end(), slot.begin(), slot.end());
+    // [slots col][width + 1 first][slots slot], the slots of each column in increasing order:
+    // a counting sort, linear in slots + width (a head count in the millions stays instant).
+    const std::size_t slots = column.size();
+    std::vector<std::int64_t> table(slots + std::size_t(width) + 1 + slots, 0);
+    std::copy(column.begin(), column.end(), table.begin());
+    std::int64_t* first = table.data() + slots;
+    std::int64_t* slot = first + width + 1;
+    for (std::int64_t u : column) ++first[u + 1];
+    for (std::int64_t u = 0; u < width; ++u) first[u + 1] += first[u];
+    std::vector<std::int64_t> next(first, first + width);
+    for (std::size_t j = 0; j < slots; ++j) slot[next[std::size_t(column[j])]++] = std::int64_t(j);
     table_ = Kokkos::View<std::int64_t*, Space>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "rfa::column_map"),
                                                 table.size());
     Kokkos::deep_copy(table_, Kokkos::View<const std::int64_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
@@ -154,8 +158,8 @@ class ColumnMap {
 
 /// The identity columns 0 .. n-1.
 inline std::vector<std::int64_t> identity_columns(std::int64_t n) {
-  std::vector<std::int64_t> c;
-  for (std::int64_t j = 0; j < n; ++j) c.push_back(j);
+  std::vector<std::int64_t> c(std::size_t(n > 0 ? n : 0));
+  std::iota(c.begin(), c.end(), std::int64_t(0));
   return c;
 }
 
