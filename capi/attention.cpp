@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstring>
 #include <string>
-#include <tuple>
 #include <type_traits>
 
 #include "buffer_checks.hpp"
@@ -252,18 +251,13 @@ rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void*
              scan_bshd<T, S>("v", v, c, o.kv_heads, value_head_dim_of(o))},
             "input", kInputsUntouched);
       }
-      auto args = std::make_tuple(in4<T, S>(q, c, o.heads, o.head_dim), in4<T, S>(k, c, o.kv_heads, o.head_dim),
-                                  in4<T, S>(v, c, o.kv_heads, value_head_dim_of(o)),
-                                  out4<T, S>(out, c, o.heads, value_head_dim_of(o)), lse3<float, S>(lse, c));
-      if constexpr (std::is_same<S, Kokkos::HostSpace>::value) {
-        std::apply([&](auto... a) { c.engine->forward<T>(a...); }, args);
-      } else {
-#if RFA_ENGINE_CUDA
-        std::apply([&](auto... a) { c.engine->forward_device<T>(a...); }, args);
-#endif
-      }
+      const engine::ForwardTensors<T, S> tensors{
+          in4<T, S>(q, c, o.heads, o.head_dim), in4<T, S>(k, c, o.kv_heads, o.head_dim),
+          in4<T, S>(v, c, o.kv_heads, value_head_dim_of(o)), out4<T, S>(out, c, o.heads, value_head_dim_of(o)),
+          lse3<float, S>(lse, c)};
+      c.engine->forward(tensors);
       // The sink joins each finished row once (engine/attention_sinks.hpp).
-      if (sinks.given) engine::apply_sinks<T, S>(sinks_exec<S>(c), sinks.values, std::get<3>(args), std::get<4>(args));
+      if (sinks.given) engine::apply_sinks<T, S>(sinks_exec<S>(c), sinks.values, tensors.out, tensors.lse);
       if (checks_values(c)) {
         settle_before_scan<S>(c);
         engine::report_nonfinite_everywhere(
@@ -307,25 +301,22 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
              scan_bshd<T, S>("dout", dout, c, o.heads, value_head_dim_of(o)), scan_lse<S>(lse, c)},
             "input", kInputsUntouched);
       }
-      auto args = std::make_tuple(in4<T, S>(q, c, o.heads, o.head_dim), in4<T, S>(k, c, o.kv_heads, o.head_dim),
-                                  in4<T, S>(v, c, o.kv_heads, value_head_dim_of(o)),
-                                  in4<T, S>(out, c, o.heads, value_head_dim_of(o)),
-                                  in4<T, S>(dout, c, o.heads, value_head_dim_of(o)), lse3<const float, S>(lse, c),
-                                  out4<T, S>(dq, c, o.heads, o.head_dim), out4<T, S>(dk, c, o.kv_heads, o.head_dim),
-                                  out4<T, S>(dv, c, o.kv_heads, value_head_dim_of(o)));
+      const engine::StorageGradients<T, S> tensors{in4<T, S>(q, c, o.heads, o.head_dim),
+                                                   in4<T, S>(k, c, o.kv_heads, o.head_dim),
+                                                   in4<T, S>(v, c, o.kv_heads, value_head_dim_of(o)),
+                                                   in4<T, S>(out, c, o.heads, value_head_dim_of(o)),
+                                                   in4<T, S>(dout, c, o.heads, value_head_dim_of(o)),
+                                                   lse3<const float, S>(lse, c),
+                                                   out4<T, S>(dq, c, o.heads, o.head_dim),
+                                                   out4<T, S>(dk, c, o.kv_heads, o.head_dim),
+                                                   out4<T, S>(dv, c, o.kv_heads, value_head_dim_of(o))};
       // The sinks' gradient from this rank's rows, before the strategy runs (its inputs only).
       std::vector<double> sink_part;
       if (sinks.given) {
-        sink_part = engine::sink_gradient_part<T, S>(sinks_exec<S>(c), sinks.values, std::get<3>(args),
-                                                     std::get<4>(args), std::get<5>(args));
+        sink_part =
+            engine::sink_gradient_part<T, S>(sinks_exec<S>(c), sinks.values, tensors.out, tensors.dout, tensors.lse);
       }
-      if constexpr (std::is_same<S, Kokkos::HostSpace>::value) {
-        std::apply([&](auto... a) { c.engine->backward<T>(a...); }, args);
-      } else {
-#if RFA_ENGINE_CUDA
-        std::apply([&](auto... a) { c.engine->backward_device<T>(a...); }, args);
-#endif
-      }
+      c.engine->backward(tensors);
       if (sinks.given) write_sink_gradient(c, comm::sum_in_rank_order(*c.comm, sink_part), dsinks);
       if (checks_values(c)) {
         settle_before_scan<S>(c);

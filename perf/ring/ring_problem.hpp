@@ -146,14 +146,14 @@ struct LocalProblem {
   /// (engine/attention_strategy.hpp; modes other than full are the ring's).
   template <class Engine>
   void forward(Engine& attn, engine::RingMode mode = engine::RingMode::full) {
-    attn.template forward<T>(q, k, v, out, lse, mode);
+    attn.forward(engine::HostForward<T>{q, k, v, out, lse}, mode);
     if (!sinks.empty()) engine::apply_sinks<T, Kokkos::HostSpace>(Host(), sinks.data(), out, lse);
   }
   template <class Engine>
   void backward(Engine& attn, engine::RingMode mode = engine::RingMode::full) {
     std::vector<double> part;
     if (!sinks.empty()) part = engine::sink_gradient_part<T, Kokkos::HostSpace>(Host(), sinks.data(), out, dout, lse);
-    attn.template backward<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);
+    attn.backward(engine::HostBackward<T>{q, k, v, out, dout, lse, dq, dk, dv}, mode);
     if (!sinks.empty()) dsinks = comm::sum_in_rank_order(*sink_ranks, part);
   }
   /// The results, in host memory, for the check.
@@ -207,7 +207,7 @@ struct DeviceProblem {
   /// RingAttention or any strategy, as LocalProblem's.
   template <class Engine>
   void forward(Engine& attn, engine::RingMode mode = engine::RingMode::full) {
-    attn.template forward_device<T>(q, k, v, out, lse, mode);
+    attn.forward(engine::ForwardTensors<T, Kokkos::CudaSpace>{q, k, v, out, lse}, mode);
     if (sinks.size() > 0) engine::apply_sinks<T, Kokkos::CudaSpace>(Kokkos::Cuda(), sinks.data(), out, lse);
     Kokkos::fence();
   }
@@ -216,7 +216,7 @@ struct DeviceProblem {
     std::vector<double> part;
     if (sinks.size() > 0)
       part = engine::sink_gradient_part<T, Kokkos::CudaSpace>(Kokkos::Cuda(), sinks.data(), out, dout, lse);
-    attn.template backward_device<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);
+    attn.backward(engine::BackwardTensors<T, Kokkos::CudaSpace>{q, k, v, out, dout, lse, dq, dk, dv}, mode);
     Kokkos::fence();
     if (sinks.size() > 0) host.dsinks = comm::sum_in_rank_order(*host.sink_ranks, part);
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <exception>
 #include <type_traits>
+#include <variant>
 
 #include "comm/agreement.hpp"
 #include "engine/attention_strategy.hpp"
@@ -14,7 +15,6 @@
 #include "engine/rank_positions.hpp"
 #include "engine/sequence_transpose.hpp"
 #include "engine/strategy_checks.hpp"
-#include "engine/strategy_instantiation.hpp"
 #include "engine/workspace.hpp"
 #include "layout/sequence_layout.hpp"
 
@@ -226,62 +226,54 @@ std::int64_t AllGatherAttention::kernel_workspace_bytes(bool backward) const {
                   : kernels::flash_forward_workspace_bytes(p, config_.dtype);
 }
 
-Kokkos::DefaultHostExecutionSpace AllGatherAttention::exec_for(const HostBlockCompute&) { return {}; }
+template <class Space, class Run>
+void AllGatherAttention::with_block_compute(Run&& run) {
+  if constexpr (kHostMemory<Space>) {
+    HostBlockCompute blocks(host_arena());
+    run(blocks, Kokkos::DefaultHostExecutionSpace());
+  } else {
 #if RFA_ENGINE_CUDA
-Kokkos::Cuda AllGatherAttention::exec_for(const CudaBlockCompute&) { return device_exec_.on(cuda_stream_); }
+    comm_.set_compute_stream(cuda_stream_);
+    CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_, device_mask_.pointers(),
+                            config_.cuda_path);
+    run(blocks, device_exec_.on(cuda_stream_));
 #endif
-
-template <class T>
-void AllGatherAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,
-                                 Tensor3<float> lse) {
-  HostBlockCompute blocks(host_arena());
-  run_forward<HostBlockCompute, T>(blocks, q, k, v, out, lse);
+  }
 }
 
-template <class T>
-void AllGatherAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
-                                  Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,
-                                  Tensor4<T> dv) {
-  HostBlockCompute blocks(host_arena());
-  run_backward<HostBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv);
+void AllGatherAttention::forward(const AnyForwardTensors& tensors) {
+  std::visit(
+      [&](const auto& t) {
+        with_block_compute<typename std::decay_t<decltype(t)>::memory_space>(
+            [&](auto& blocks, const auto& exec) { run_forward(blocks, exec, t); });
+      },
+      tensors);
 }
 
-#if RFA_ENGINE_CUDA
-template <class T>
-void AllGatherAttention::forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
-                                        DeviceTensor4<T> out, DeviceTensor3<float> lse) {
-  comm_.set_compute_stream(cuda_stream_);
-  CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_, device_mask_.pointers(),
-                          config_.cuda_path);
-  run_forward<CudaBlockCompute, T>(blocks, q, k, v, out, lse);
+void AllGatherAttention::backward(const AnyBackwardTensors& tensors) {
+  std::visit(
+      [&](const auto& t) {
+        with_block_compute<typename std::decay_t<decltype(t)>::memory_space>(
+            [&](auto& blocks, const auto& exec) { run_backward(blocks, exec, t); });
+      },
+      tensors);
 }
 
-template <class T>
-void AllGatherAttention::backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
-                                         DeviceTensor4<const T> out, DeviceTensor4<const T> dout,
-                                         DeviceTensor3<const float> lse, DeviceTensor4<T> dq, DeviceTensor4<T> dk,
-                                         DeviceTensor4<T> dv) {
-  comm_.set_compute_stream(cuda_stream_);
-  CudaBlockCompute blocks(static_cast<cudaStream_t>(cuda_stream_), device_cache_, device_mask_.pointers(),
-                          config_.cuda_path);
-  run_backward<CudaBlockCompute, T>(blocks, q, k, v, out, dout, lse, dq, dk, dv);
-}
-#endif
-
-template <class Compute, class T>
-void AllGatherAttention::run_forward(Compute& blocks, typename Compute::template Tensor4<const T> q,
-                                     typename Compute::template Tensor4<const T> k,
-                                     typename Compute::template Tensor4<const T> v,
-                                     typename Compute::template Tensor4<T> out,
-                                     typename Compute::template Tensor3<float> lse) {
+template <class Compute, class Exec, class T>
+void AllGatherAttention::run_forward(Compute& blocks, const Exec& exec,
+                                     const ForwardTensors<T, typename Compute::memory_space>& tensors) {
   using Space = typename Compute::memory_space;
+  const auto& q = tensors.q;
+  const auto& k = tensors.k;
+  const auto& v = tensors.v;
+  const auto& out = tensors.out;
+  const auto& lse = tensors.lse;
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim;
   const ScopedSeconds total = begin_pass();
   const kernels::AttentionParams p = chunk_params();
   const std::int64_t chunks = c.kv_heads / chunk_, qh = p.heads;
   const std::vector<PositionMap> rows = all_positions();
-  const auto exec = exec_for(blocks);
 
   Workspace<Space> ws = blocks.workspace(workspace_pass(false));
   GatheredKV<T, Space> kv(ws, comm_, exec, c, L, k, v, chunk_, identity<Space>());
@@ -293,30 +285,33 @@ void AllGatherAttention::run_forward(Compute& blocks, typename Compute::template
 
   kv.for_each_chunk(chunks, rows, timings_, [&](std::int64_t ch, const kernels::ProgressHook& hook) {
     ScopedSeconds t(timings_.compute);
-    take_heads<decltype(exec), T>(exec, q, ch * qh, q_chunk);
+    take_heads<Exec, T>(exec, q, ch * qh, q_chunk);
     blocks.template forward_final<T>(p, q_chunk, kv.k(), kv.v(), out_chunk, lse_chunk, hook);
-    put_heads<decltype(exec), T, T>(exec, out_chunk, ch * qh, out);
+    put_heads<Exec, T, T>(exec, out_chunk, ch * qh, out);
     slice_heads(exec, lse, ch * qh, lse_chunk, false);
     ++timings_.steps_computed;
   });
 }
 
-template <class Compute, class T>
-void AllGatherAttention::run_backward(
-    Compute& blocks, typename Compute::template Tensor4<const T> q, typename Compute::template Tensor4<const T> k,
-    typename Compute::template Tensor4<const T> v, typename Compute::template Tensor4<const T> out,
-    typename Compute::template Tensor4<const T> dout, typename Compute::template Tensor3<const float> lse,
-    typename Compute::template Tensor4<T> dq, typename Compute::template Tensor4<T> dk,
-    typename Compute::template Tensor4<T> dv) {
+template <class Compute, class Exec, class T>
+void AllGatherAttention::run_backward(Compute& blocks, const Exec& exec,
+                                      const StorageGradients<T, typename Compute::memory_space>& tensors) {
   using Space = typename Compute::memory_space;
-  using Exec = typename Space::execution_space;
+  const auto& q = tensors.q;
+  const auto& k = tensors.k;
+  const auto& v = tensors.v;
+  const auto& out = tensors.out;
+  const auto& dout = tensors.dout;
+  const auto& lse = tensors.lse;
+  const auto& dq = tensors.dq;
+  const auto& dk = tensors.dk;
+  const auto& dv = tensors.dv;
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim, DV = c.dv(), S = c.seq_total;
   const ScopedSeconds total = begin_pass();
   const kernels::AttentionParams p = chunk_params();
   const std::int64_t chunks = c.kv_heads / chunk_, qh = p.heads, P = comm_.size();
   const std::vector<PositionMap> rows = all_positions();
-  const Exec exec = exec_for(blocks);
 
   Workspace<Space> ws = blocks.workspace(workspace_pass(true));
   GatheredKV<T, Space> kv(ws, comm_, exec, c, L, k, v, chunk_, identity<Space>());
@@ -375,9 +370,6 @@ void AllGatherAttention::run_backward(
     reduce_home(dv_full, dv, ch);
   });
 }
-
-RFA_INSTANTIATE_STRATEGY_PASSES(AllGatherAttention)
-RFA_INSTANTIATE_DEVICE_PASSES(AllGatherAttention)
 
 }  // namespace engine
 }  // namespace rfa

@@ -44,28 +44,14 @@ class AllGatherAttention : public EngineState {
   PositionMap local_positions() const;
   std::int64_t kv_heads_per_chunk() const { return chunk_; }
 
-  /// Collective. Same tensors as RingAttention::forward.
-  template <class T>
-  void forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out, Tensor3<float> lse);
+  /// Collective. Same tensors, in either memory space, as RingAttention::forward. On device
+  /// memory the gathers and reduce-scatters go through a communicator that accepts device
+  /// memory, the packing and rfa's CUDA kernels are queued on the CUDA stream
+  /// (set_cuda_stream), and the call returns once everything is queued.
+  void forward(const AnyForwardTensors& tensors);
 
   /// Collective. Same tensors as RingAttention::backward.
-  template <class T>
-  void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
-                Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv);
-
-#if RFA_ENGINE_CUDA
-  /// Collective. As forward(), on device memory: the gathers and reduce-scatters go through a
-  /// communicator that accepts device memory, the packing and rfa's CUDA kernels are queued on
-  /// the CUDA stream (set_cuda_stream), and the call returns once everything is queued.
-  template <class T>
-  void forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
-                      DeviceTensor4<T> out, DeviceTensor3<float> lse);
-  /// Collective. As backward(), on device memory (see forward_device()).
-  template <class T>
-  void backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
-                       DeviceTensor4<const T> out, DeviceTensor4<const T> dout, DeviceTensor3<const float> lse,
-                       DeviceTensor4<T> dq, DeviceTensor4<T> dk, DeviceTensor4<T> dv);
-#endif
+  void backward(const AnyBackwardTensors& tensors);
 
   // last_timings(): compute (kernels), wait (blocked on a gather or in the reduce-scatter).
   /// The formula in the file comment.
@@ -77,27 +63,22 @@ class AllGatherAttention : public EngineState {
  private:
   kernels::AttentionParams chunk_params() const;
   std::vector<PositionMap> all_positions() const;
-  /// The execution space instance the packing of a pass on `blocks`' backend is queued on.
-  Kokkos::DefaultHostExecutionSpace exec_for(const HostBlockCompute& blocks);
-#if RFA_ENGINE_CUDA
-  Kokkos::Cuda exec_for(const CudaBlockCompute& blocks);
-#endif
+  /// The one dispatch on the memory space: runs `run` with the block compute of `Space`
+  /// (HostBlockCompute, or CudaBlockCompute on the stream) and the execution space instance the
+  /// pass's packing is queued on.
+  template <class Space, class Run>
+  void with_block_compute(Run&& run);
   /// The identity columns of one chunk in memory `Space` (made at construction).
   template <class Space>
   const ColumnMap<Space>& identity() const;
 
   /// The passes, written once over the "compute one block" seam (HostBlockCompute or
   /// CudaBlockCompute: its memory space, execution space and kernels).
-  template <class Compute, class T>
-  void run_forward(Compute& blocks, typename Compute::template Tensor4<const T> q,
-                   typename Compute::template Tensor4<const T> k, typename Compute::template Tensor4<const T> v,
-                   typename Compute::template Tensor4<T> out, typename Compute::template Tensor3<float> lse);
-  template <class Compute, class T>
-  void run_backward(Compute& blocks, typename Compute::template Tensor4<const T> q,
-                    typename Compute::template Tensor4<const T> k, typename Compute::template Tensor4<const T> v,
-                    typename Compute::template Tensor4<const T> out, typename Compute::template Tensor4<const T> dout,
-                    typename Compute::template Tensor3<const float> lse, typename Compute::template Tensor4<T> dq,
-                    typename Compute::template Tensor4<T> dk, typename Compute::template Tensor4<T> dv);
+  template <class Compute, class Exec, class T>
+  void run_forward(Compute& blocks, const Exec& exec, const ForwardTensors<T, typename Compute::memory_space>& tensors);
+  template <class Compute, class Exec, class T>
+  void run_backward(Compute& blocks, const Exec& exec,
+                    const StorageGradients<T, typename Compute::memory_space>& tensors);
 
   std::int64_t chunk_;
   ColumnMap<Kokkos::HostSpace> host_identity_;

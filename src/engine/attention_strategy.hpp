@@ -77,19 +77,25 @@ class AttentionStrategy {
   virtual std::int64_t held_workspace_bytes() const = 0;
   virtual void release_workspace() = 0;
 
-  /// Collective. Tensors as RingAttention::forward. A `mode` other than full (the benchmark's
+  /// Collective. This rank's tensors (pass_tensors.hpp), in host memory or, for a CUDA context,
+  /// in the device's (then the call returns once the work is queued on the stream; the results
+  /// are ready when the stream reaches this point). A `mode` other than full (the benchmark's
   /// schedules without communication or without compute) is the ring's alone: the other
   /// strategies refuse it with RFA_ERROR_UNSUPPORTED.
+  void forward(const AnyForwardTensors& tensors, RingMode mode = RingMode::full) { run_forward(tensors, mode); }
+  /// Collective. The forward's inputs and results, dO, and the gradients; `mode` as in forward().
+  void backward(const AnyBackwardTensors& tensors, RingMode mode = RingMode::full) { run_backward(tensors, mode); }
+
+  /// Host tensors given one by one (tests, benchmarks): as forward() and backward() above.
   template <class T>
   void forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out, Tensor3<float> lse,
                RingMode mode = RingMode::full) {
-    run_forward(q, k, v, out, lse, mode);
+    run_forward(HostForward<T>{q, k, v, out, lse}, mode);
   }
-  /// Collective. Tensors as RingAttention::backward; `mode` as in forward().
   template <class T>
   void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
                 Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv, RingMode mode = RingMode::full) {
-    run_backward(q, k, v, out, dout, lse, dq, dk, dv, mode);
+    run_backward(HostBackward<T>{q, k, v, out, dout, lse, dq, dk, dv}, mode);
   }
 
   /// The cudaStream_t (as void*) device passes queue their work on; nullptr, the default, is
@@ -97,49 +103,10 @@ class AttentionStrategy {
   virtual void set_cuda_stream(void* stream) = 0;
   virtual void* cuda_stream() const = 0;
 
-#if RFA_ENGINE_CUDA
-  /// Collective. As forward(), with every tensor in device memory (RingAttention::forward_device):
-  /// returns once the work is queued on the stream.
-  template <class T>
-  void forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
-                      DeviceTensor4<T> out, DeviceTensor3<float> lse, RingMode mode = RingMode::full) {
-    run_forward_device(q, k, v, out, lse, mode);
-  }
-  /// Collective. As backward(), on device memory (see forward_device()).
-  template <class T>
-  void backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
-                       DeviceTensor4<const T> out, DeviceTensor4<const T> dout, DeviceTensor3<const float> lse,
-                       DeviceTensor4<T> dq, DeviceTensor4<T> dk, DeviceTensor4<T> dv, RingMode mode = RingMode::full) {
-    run_backward_device(q, k, v, out, dout, lse, dq, dk, dv, mode);
-  }
-#endif
-
  protected:
   AttentionStrategy() = default;
-
-#define RFA_STRATEGY_PASSES(T)                                                                                \
-  virtual void run_forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,        \
-                           Tensor3<float> lse, RingMode mode) = 0;                                            \
-  virtual void run_backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out, \
-                            Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,    \
-                            Tensor4<T> dv, RingMode mode) = 0;
-  RFA_STRATEGY_PASSES(float)
-  RFA_STRATEGY_PASSES(bf16_t)
-  RFA_STRATEGY_PASSES(fp16_t)
-#undef RFA_STRATEGY_PASSES
-#if RFA_ENGINE_CUDA
-#define RFA_STRATEGY_DEVICE_PASSES(T)                                                                            \
-  virtual void run_forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,  \
-                                  DeviceTensor4<T> out, DeviceTensor3<float> lse, RingMode mode) = 0;            \
-  virtual void run_backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v, \
-                                   DeviceTensor4<const T> out, DeviceTensor4<const T> dout,                      \
-                                   DeviceTensor3<const float> lse, DeviceTensor4<T> dq, DeviceTensor4<T> dk,     \
-                                   DeviceTensor4<T> dv, RingMode mode) = 0;
-  RFA_STRATEGY_DEVICE_PASSES(float)
-  RFA_STRATEGY_DEVICE_PASSES(bf16_t)
-  RFA_STRATEGY_DEVICE_PASSES(fp16_t)
-#undef RFA_STRATEGY_DEVICE_PASSES
-#endif
+  virtual void run_forward(const AnyForwardTensors& tensors, RingMode mode) = 0;
+  virtual void run_backward(const AnyBackwardTensors& tensors, RingMode mode) = 0;
 };
 
 /// Collective over `comm`: validates the config and the choice on every rank (all fail

@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <exception>
 #include <type_traits>
+#include <variant>
 
 #include "comm/agreement.hpp"
 #include "engine/attention_strategy.hpp"
 #include "engine/head_exchange.hpp"
 #include "engine/rank_positions.hpp"
 #include "engine/strategy_checks.hpp"
-#include "engine/strategy_instantiation.hpp"
 #include "engine/workspace.hpp"
 #include "layout/sequence_layout.hpp"
 
@@ -165,41 +165,34 @@ Workspace<Kokkos::CudaSpace> HybridAttention::workspace<Kokkos::CudaSpace>(int /
 }
 #endif
 
-template <class T>
-void HybridAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,
-                              Tensor3<float> lse) {
-  run_forward<Kokkos::HostSpace, T>(Kokkos::DefaultHostExecutionSpace(), q, k, v, out, lse);
+template <>
+Kokkos::DefaultHostExecutionSpace HybridAttention::pass_exec<Kokkos::HostSpace>() {
+  return {};
 }
-
-template <class T>
-void HybridAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
-                               Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,
-                               Tensor4<T> dv) {
-  run_backward<Kokkos::HostSpace, T>(Kokkos::DefaultHostExecutionSpace(), q, k, v, out, dout, lse, dq, dk, dv);
-}
-
 #if RFA_ENGINE_CUDA
-template <class T>
-void HybridAttention::forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
-                                     DeviceTensor4<T> out, DeviceTensor3<float> lse) {
+template <>
+Kokkos::Cuda HybridAttention::pass_exec<Kokkos::CudaSpace>() {
   group_->set_compute_stream(cuda_stream_);
-  run_forward<Kokkos::CudaSpace, T>(device_exec_.on(cuda_stream_), q, k, v, out, lse);
-}
-
-template <class T>
-void HybridAttention::backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
-                                      DeviceTensor4<const T> out, DeviceTensor4<const T> dout,
-                                      DeviceTensor3<const float> lse, DeviceTensor4<T> dq, DeviceTensor4<T> dk,
-                                      DeviceTensor4<T> dv) {
-  group_->set_compute_stream(cuda_stream_);
-  run_backward<Kokkos::CudaSpace, T>(device_exec_.on(cuda_stream_), q, k, v, out, dout, lse, dq, dk, dv);
+  return device_exec_.on(cuda_stream_);
 }
 #endif
 
-template <class Space, class T>
-void HybridAttention::run_forward(const typename Space::execution_space& exec, SpaceTensor4<const T, Space> q,
-                                  SpaceTensor4<const T, Space> k, SpaceTensor4<const T, Space> v,
-                                  SpaceTensor4<T, Space> out, SpaceTensor3<float, Space> lse) {
+void HybridAttention::forward(const AnyForwardTensors& tensors) {
+  std::visit([&](const auto& t) { run_forward(t); }, tensors);
+}
+
+void HybridAttention::backward(const AnyBackwardTensors& tensors) {
+  std::visit([&](const auto& t) { run_backward(t); }, tensors);
+}
+
+template <class T, class Space>
+void HybridAttention::run_forward(const ForwardTensors<T, Space>& tensors) {
+  const auto& q = tensors.q;
+  const auto& k = tensors.k;
+  const auto& v = tensors.v;
+  const auto& out = tensors.out;
+  const auto& lse = tensors.lse;
+  const auto exec = pass_exec<Space>();
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch;
   const ScopedSeconds total = begin_pass();
@@ -221,13 +214,7 @@ void HybridAttention::run_forward(const typename Space::execution_space& exec, S
   // The inner ring agrees only within its ring group; a failure there (a refused allocation,
   // say) must reach the other groups too, which would otherwise wait for it in the all-to-all.
   comm::check_everywhere(comm_, [&] {
-    if constexpr (std::is_same<Space, Kokkos::HostSpace>::value) {
-      ring_->forward<T>(full.q, full.k, full.v, full.out, lse_full);
-    } else {
-#if RFA_ENGINE_CUDA
-      ring_->forward_device<T>(full.q, full.k, full.v, full.out, lse_full);
-#endif
-    }
+    ring_->forward(ForwardTensors<T, Space>{full.q, full.k, full.v, full.out, lse_full});
   });
   add_ring_timings();
   ScopedSeconds t(timings_.wait);
@@ -235,12 +222,18 @@ void HybridAttention::run_forward(const typename Space::execution_space& exec, S
   timings_.bytes_sent += x.lse_to_rows(exec, lse_full, lse, lse_stage.send.data(), lse_stage.recv.data());
 }
 
-template <class Space, class T>
-void HybridAttention::run_backward(const typename Space::execution_space& exec, SpaceTensor4<const T, Space> q,
-                                   SpaceTensor4<const T, Space> k, SpaceTensor4<const T, Space> v,
-                                   SpaceTensor4<const T, Space> out, SpaceTensor4<const T, Space> dout,
-                                   SpaceTensor3<const float, Space> lse, SpaceTensor4<T, Space> dq,
-                                   SpaceTensor4<T, Space> dk, SpaceTensor4<T, Space> dv) {
+template <class T, class Space>
+void HybridAttention::run_backward(const StorageGradients<T, Space>& tensors) {
+  const auto& q = tensors.q;
+  const auto& k = tensors.k;
+  const auto& v = tensors.v;
+  const auto& out = tensors.out;
+  const auto& dout = tensors.dout;
+  const auto& lse = tensors.lse;
+  const auto& dq = tensors.dq;
+  const auto& dk = tensors.dk;
+  const auto& dv = tensors.dv;
+  const auto exec = pass_exec<Space>();
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim, DV = c.dv();
   const ScopedSeconds total = begin_pass();
@@ -275,14 +268,8 @@ void HybridAttention::run_backward(const typename Space::execution_space& exec, 
     timings_.bytes_sent += x.lse_to_heads(exec, lse_in, lse_full, lse_stage.send.data(), lse_stage.recv.data());
   }
   comm::check_everywhere(comm_, [&] {  // as in forward: a group's failure reaches every group
-    if constexpr (std::is_same<Space, Kokkos::HostSpace>::value) {
-      ring_->backward<T, float>(full.q, full.k, full.v, full.out, dout_full, lse_full, dq_full, dk_full, dv_full);
-    } else {
-#if RFA_ENGINE_CUDA
-      ring_->backward_device<T, float>(full.q, full.k, full.v, full.out, dout_full, lse_full, dq_full, dk_full,
-                                       dv_full);
-#endif
-    }
+    ring_->backward_fp32_gradients(
+        Fp32Gradients<T, Space>{full.q, full.k, full.v, full.out, dout_full, lse_full, dq_full, dk_full, dv_full});
   });
   add_ring_timings();
   ScopedSeconds t(timings_.wait);
@@ -292,9 +279,6 @@ void HybridAttention::run_backward(const typename Space::execution_space& exec, 
   convert_elements<typename Space::execution_space, T>(exec, dk_acc, dk);
   convert_elements<typename Space::execution_space, T>(exec, dv_acc, dv);
 }
-
-RFA_INSTANTIATE_STRATEGY_PASSES(HybridAttention)
-RFA_INSTANTIATE_DEVICE_PASSES(HybridAttention)
 
 }  // namespace engine
 }  // namespace rfa

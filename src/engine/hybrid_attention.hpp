@@ -55,28 +55,15 @@ class HybridAttention : public EngineState {
   int ulysses_degree() const { return degree_; }
   PositionMap local_positions() const;
 
-  /// Collective. Same tensors as RingAttention::forward.
-  template <class T>
-  void forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out, Tensor3<float> lse);
+  /// Collective. Same tensors, in either memory space, as RingAttention::forward. On device
+  /// memory the all-to-alls go through a communicator that accepts device memory, the packing
+  /// and the ring's kernels are queued on the CUDA stream (set_cuda_stream), and the call
+  /// returns once everything is queued.
+  void forward(const AnyForwardTensors& tensors);
 
   /// Collective. Same tensors as RingAttention::backward.
-  template <class T>
-  void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
-                Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv);
+  void backward(const AnyBackwardTensors& tensors);
 
-#if RFA_ENGINE_CUDA
-  /// Collective. As forward(), on device memory: the all-to-alls go through a communicator
-  /// that accepts device memory, the packing and the ring's kernels are queued on the CUDA
-  /// stream (set_cuda_stream), and the call returns once everything is queued.
-  template <class T>
-  void forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
-                      DeviceTensor4<T> out, DeviceTensor3<float> lse);
-  /// Collective. As backward(), on device memory (see forward_device()).
-  template <class T>
-  void backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
-                       DeviceTensor4<const T> out, DeviceTensor4<const T> dout, DeviceTensor3<const float> lse,
-                       DeviceTensor4<T> dq, DeviceTensor4<T> dk, DeviceTensor4<T> dv);
-#endif
   /// The stream of the device passes (EngineState), the inner ring's too.
   void set_cuda_stream(void* stream);
   /// The workspace kept between calls (EngineState): one host arena with the inner ring's
@@ -108,15 +95,14 @@ class HybridAttention : public EngineState {
   void add_ring_timings();
 
   /// The passes, written once over the memory space of the tensors (host or CUDA device).
-  template <class Space, class T>
-  void run_forward(const typename Space::execution_space& exec, SpaceTensor4<const T, Space> q,
-                   SpaceTensor4<const T, Space> k, SpaceTensor4<const T, Space> v, SpaceTensor4<T, Space> out,
-                   SpaceTensor3<float, Space> lse);
-  template <class Space, class T>
-  void run_backward(const typename Space::execution_space& exec, SpaceTensor4<const T, Space> q,
-                    SpaceTensor4<const T, Space> k, SpaceTensor4<const T, Space> v, SpaceTensor4<const T, Space> out,
-                    SpaceTensor4<const T, Space> dout, SpaceTensor3<const float, Space> lse, SpaceTensor4<T, Space> dq,
-                    SpaceTensor4<T, Space> dk, SpaceTensor4<T, Space> dv);
+  template <class T, class Space>
+  void run_forward(const ForwardTensors<T, Space>& tensors);
+  template <class T, class Space>
+  void run_backward(const StorageGradients<T, Space>& tensors);
+  /// The execution space instance a pass in memory `Space` queues its packing on (a device
+  /// pass's: the context's stream, which the group's collectives then follow).
+  template <class Space>
+  typename Space::execution_space pass_exec();
   /// This rank's group exchange over memory `Space` (made at construction).
   template <class Space>
   HeadExchange<Space>& exchange();

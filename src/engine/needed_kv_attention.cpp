@@ -6,6 +6,7 @@
 #include <cstring>
 #include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "comm/agreement.hpp"
 #include "core/profiling_region.hpp"
@@ -13,7 +14,6 @@
 #include "engine/block_compute_host.hpp"
 #include "engine/rank_positions.hpp"
 #include "engine/strategy_checks.hpp"
-#include "engine/strategy_instantiation.hpp"
 #include "engine/workspace.hpp"
 #include "layout/sequence_layout.hpp"
 
@@ -148,9 +148,34 @@ comm::Exchange NeededKvAttention::start_kv(std::size_t i, Tensor4<const T> k, Te
                                            r.distance);
 }
 
+template <class AnyTensors, class Run>
+void NeededKvAttention::on_host(const AnyTensors& tensors, Run&& run) {
+  std::visit(
+      [&](const auto& t) {
+        if constexpr (kHostMemory<typename std::decay_t<decltype(t)>::memory_space>) {
+          run(t);
+        } else {
+          fail(RFA_ERROR_UNSUPPORTED, "the needed strategy runs on host contexts only");
+        }
+      },
+      tensors);
+}
+
+void NeededKvAttention::forward(const AnyForwardTensors& tensors) {
+  on_host(tensors, [&](const auto& t) { run_forward(t); });
+}
+
+void NeededKvAttention::backward(const AnyBackwardTensors& tensors) {
+  on_host(tensors, [&](const auto& t) { run_backward(t); });
+}
+
 template <class T>
-void NeededKvAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,
-                                Tensor3<float> lse) {
+void NeededKvAttention::run_forward(const HostForward<T>& tensors) {
+  const auto& q = tensors.q;
+  const auto& k = tensors.k;
+  const auto& v = tensors.v;
+  const auto& out = tensors.out;
+  const auto& lse = tensors.lse;
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, H = c.heads, DV = c.dv();
   const std::int64_t wk = c.kv_heads * c.head_dim, wv = c.kv_heads * DV;
@@ -225,9 +250,16 @@ void NeededKvAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<
 }
 
 template <class T>
-void NeededKvAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
-                                 Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk,
-                                 Tensor4<T> dv) {
+void NeededKvAttention::run_backward(const HostBackward<T>& tensors) {
+  const auto& q = tensors.q;
+  const auto& k = tensors.k;
+  const auto& v = tensors.v;
+  const auto& out = tensors.out;
+  const auto& dout = tensors.dout;
+  const auto& lse = tensors.lse;
+  const auto& dq = tensors.dq;
+  const auto& dk = tensors.dk;
+  const auto& dv = tensors.dv;
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, H = c.heads, Hkv = c.kv_heads, D = c.head_dim, DV = c.dv();
   const std::int64_t wk = Hkv * D, wv = Hkv * DV;
@@ -331,8 +363,6 @@ void NeededKvAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4
     blocks.template narrow<T>(dv_acc, dv);
   }
 }
-
-RFA_INSTANTIATE_STRATEGY_PASSES(NeededKvAttention)
 
 }  // namespace engine
 }  // namespace rfa

@@ -48,14 +48,12 @@ class NeededKvAttention : public EngineState {
   /// The rounds this rank runs (the same distances on every rank).
   const std::vector<NeededRound>& rounds() const { return rounds_; }
 
-  /// Collective. Same tensors as RingAttention::forward.
-  template <class T>
-  void forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out, Tensor3<float> lse);
+  /// Collective. Same tensors as RingAttention::forward, in host memory: device tensors are
+  /// refused with RFA_ERROR_UNSUPPORTED (validate_strategy refuses CUDA contexts already).
+  void forward(const AnyForwardTensors& tensors);
 
-  /// Collective. Same tensors as RingAttention::backward.
-  template <class T>
-  void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
-                Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv);
+  /// Collective. Same tensors as RingAttention::backward, in host memory.
+  void backward(const AnyBackwardTensors& tensors);
 
   // last_timings(): compute (kernels, merges, packing), wait (in the exchanges), bytes_sent.
   /// The formula in the file comment.
@@ -64,6 +62,15 @@ class NeededKvAttention : public EngineState {
   std::int64_t kernel_workspace_bytes(bool backward) const;
 
  private:
+  /// The passes, on host tensors.
+  template <class T>
+  void run_forward(const HostForward<T>& tensors);
+  template <class T>
+  void run_backward(const HostBackward<T>& tensors);
+  /// Runs `run` on the tensors of a host pass; refuses a device pass.
+  template <class AnyTensors, class Run>
+  void on_host(const AnyTensors& tensors, Run&& run);
+
   /// The most rows a round receives, and sends.
   std::int64_t rows_in() const;
   std::int64_t rows_out() const;

@@ -57,35 +57,21 @@ class RingAttention : public EngineState {
   /// The global positions of this rank's rows.
   PositionMap local_positions() const;
 
-  /// Collective. q, out: [b][local_seq][heads][d]; k, v: [b][local_seq][kv_heads][d]; lse: [b][heads][local_seq].
-  template <class T>
-  void forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out, Tensor3<float> lse,
-               RingMode mode = RingMode::full);
+  /// Collective. The pass's tensors (pass_tensors.hpp): q, out [b][local_seq][heads][d];
+  /// k, v [b][local_seq][kv_heads][d]; lse [b][heads][local_seq]. In host memory the blocks are
+  /// computed by the host kernels; in device memory by kernels_cuda (or cuDNN) on the CUDA
+  /// stream (set_cuda_stream), moving through a communicator that accepts device memory, and
+  /// the call returns once the work is queued (synchronize the stream before reading results).
+  void forward(const AnyForwardTensors& tensors, RingMode mode = RingMode::full);
 
-  /// Collective. out and lse are the forward's results; gradients are written in TGrad: the
-  /// storage dtype, or fp32 for a caller that sums them further (the hybrid's K/V heads shared
-  /// by several ranks), which then need no fp32 accumulators of the engine's own.
-  template <class T, class TGrad = T>
-  void backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
-                Tensor3<const float> lse, Tensor4<TGrad> dq, Tensor4<TGrad> dk, Tensor4<TGrad> dv,
-                RingMode mode = RingMode::full);
+  /// Collective. out and lse are the forward's results; the gradients are written in the
+  /// storage dtype. Memory spaces as forward().
+  void backward(const AnyBackwardTensors& tensors, RingMode mode = RingMode::full);
 
-#if RFA_ENGINE_CUDA
-  /// Collective. As forward(), with every tensor in device memory: the blocks are computed by
-  /// kernels_cuda on the CUDA stream (set_cuda_stream) and move through a communicator that
-  /// accepts device memory. Returns once the work is queued; the results are ready when the
-  /// stream reaches this point (synchronize the stream before reading them on the host).
-  template <class T>
-  void forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
-                      DeviceTensor4<T> out, DeviceTensor3<float> lse, RingMode mode = RingMode::full);
-
-  /// Collective. As backward(), on device memory (see forward_device()).
-  template <class T, class TGrad = T>
-  void backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
-                       DeviceTensor4<const T> out, DeviceTensor4<const T> dout, DeviceTensor3<const float> lse,
-                       DeviceTensor4<TGrad> dq, DeviceTensor4<TGrad> dk, DeviceTensor4<TGrad> dv,
-                       RingMode mode = RingMode::full);
-#endif
+  /// Collective. As backward(), with the gradients written in fp32 for a caller that sums them
+  /// further (the hybrid's K/V heads shared by several ranks), which then need no fp32
+  /// accumulators of the engine's own.
+  void backward_fp32_gradients(const AnyFp32GradientTensors& tensors);
 
   /// Bytes the engine allocates for a forward (backward = false) or backward, by the formula
   /// documented in docs/memory.md; the tests check it against what is actually allocated.
@@ -103,20 +89,23 @@ class RingAttention : public EngineState {
   }
 
  private:
+  /// The one dispatch on the memory space: runs `run` with the block compute of `Space`
+  /// (HostBlockCompute; on a device CudaBlockCompute, or CudnnBlockCompute where the context's
+  /// steps run on cuDNN). Defined in ring_block_compute.hpp.
+  template <class Space, class Run>
+  void with_block_compute(Run&& run);
+
   /// The ring schedules, written once over the "compute one block" seam (`Compute`:
-  /// HostBlockCompute or CudaBlockCompute) and the communicator (docs/architecture.md §8).
+  /// HostBlockCompute, CudaBlockCompute or CudnnBlockCompute) and the communicator
+  /// (docs/architecture.md §8).
   template <class Compute, class T>
-  void run_forward(Compute& blocks, typename Compute::template Tensor4<const T> q,
-                   typename Compute::template Tensor4<const T> k, typename Compute::template Tensor4<const T> v,
-                   typename Compute::template Tensor4<T> out, typename Compute::template Tensor3<float> lse,
-                   RingMode mode);
+  void run_forward(Compute& blocks, const ForwardTensors<T, typename Compute::memory_space>& tensors, RingMode mode);
   template <class Compute, class T, class TGrad>
-  void run_backward(Compute& blocks, typename Compute::template Tensor4<const T> q,
-                    typename Compute::template Tensor4<const T> k, typename Compute::template Tensor4<const T> v,
-                    typename Compute::template Tensor4<const T> out, typename Compute::template Tensor4<const T> dout,
-                    typename Compute::template Tensor3<const float> lse, typename Compute::template Tensor4<TGrad> dq,
-                    typename Compute::template Tensor4<TGrad> dk, typename Compute::template Tensor4<TGrad> dv,
+  void run_backward(Compute& blocks, const BackwardTensors<T, typename Compute::memory_space, TGrad>& tensors,
                     RingMode mode);
+  /// Either backward's bundle, whatever its dtype and memory space.
+  template <class AnyTensors>
+  void backward_of(const AnyTensors& tensors, RingMode mode);
 
   /// Whether a forward writes the caller's out directly, without an fp32 accumulator: a pass of
   /// one step (one block, nothing to merge) on a backend that writes the storage dtype.

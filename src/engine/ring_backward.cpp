@@ -5,11 +5,11 @@
 // contribution to the held block's dK/dV. Both run only the steps some rank computes on
 // (ring_steps_with_work()), jumping over the others.
 #include <type_traits>
+#include <variant>
 
 #include "core/profiling_region.hpp"
-#include "engine/block_compute_cuda.hpp"
-#include "engine/block_compute_host.hpp"
 #include "engine/ring_attention.hpp"
+#include "engine/ring_block_compute.hpp"
 #include "engine/strategy_checks.hpp"
 #include "engine/travelling_gradients.hpp"
 #include "engine/travelling_kv.hpp"
@@ -19,48 +19,37 @@
 
 namespace rfa {
 namespace engine {
-template <class T, class TGrad>
-void RingAttention::backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
-                             Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<TGrad> dq, Tensor4<TGrad> dk,
-                             Tensor4<TGrad> dv, RingMode mode) {
-  HostBlockCompute blocks(host_arena());
-  naming_step_of_timeout(
-      "backward", [&] { run_backward<HostBlockCompute, T, TGrad>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode); });
+void RingAttention::backward(const AnyBackwardTensors& tensors, RingMode mode) { backward_of(tensors, mode); }
+
+void RingAttention::backward_fp32_gradients(const AnyFp32GradientTensors& tensors) {
+  backward_of(tensors, RingMode::full);
 }
 
-#if RFA_ENGINE_CUDA
-template <class T, class TGrad>
-void RingAttention::backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
-                                    DeviceTensor4<const T> out, DeviceTensor4<const T> dout,
-                                    DeviceTensor3<const float> lse, DeviceTensor4<TGrad> dq, DeviceTensor4<TGrad> dk,
-                                    DeviceTensor4<TGrad> dv, RingMode mode) {
-  comm_.set_compute_stream(cuda_stream_);
-  const auto stream = static_cast<cudaStream_t>(cuda_stream_);
-#if RFA_ENGINE_CUDNN
-  if (cudnn_) {
-    CudnnBlockCompute blocks(stream, device_cache_, device_mask_.pointers(), *cudnn_, step_params(), config_.cuda_path);
-    naming_step_of_timeout("backward", [&] {
-      run_backward<CudnnBlockCompute, T, TGrad>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode);
-    });
-    timings_.steps_on_cudnn = blocks.cudnn_steps();
-    return;
-  }
-#endif
-  CudaBlockCompute blocks(stream, device_cache_, device_mask_.pointers(), config_.cuda_path);
-  naming_step_of_timeout(
-      "backward", [&] { run_backward<CudaBlockCompute, T, TGrad>(blocks, q, k, v, out, dout, lse, dq, dk, dv, mode); });
+template <class AnyTensors>
+void RingAttention::backward_of(const AnyTensors& tensors, RingMode mode) {
+  std::visit(
+      [&](const auto& t) {
+        with_block_compute<typename std::decay_t<decltype(t)>::memory_space>(
+            [&](auto& blocks) { naming_step_of_timeout("backward", [&] { run_backward(blocks, t, mode); }); });
+      },
+      tensors);
 }
-#endif
 
 // The schedule, shared by every backend (docs/architecture.md §8); `blocks` computes.
 template <class Compute, class T, class TGrad>
-void RingAttention::run_backward(
-    Compute& blocks, typename Compute::template Tensor4<const T> q, typename Compute::template Tensor4<const T> k,
-    typename Compute::template Tensor4<const T> v, typename Compute::template Tensor4<const T> out,
-    typename Compute::template Tensor4<const T> dout, typename Compute::template Tensor3<const float> lse,
-    typename Compute::template Tensor4<TGrad> dq, typename Compute::template Tensor4<TGrad> dk,
-    typename Compute::template Tensor4<TGrad> dv, RingMode mode) {
+void RingAttention::run_backward(Compute& blocks,
+                                 const BackwardTensors<T, typename Compute::memory_space, TGrad>& tensors,
+                                 RingMode mode) {
   using Space = typename Compute::memory_space;
+  const auto& q = tensors.q;
+  const auto& k = tensors.k;
+  const auto& v = tensors.v;
+  const auto& out = tensors.out;
+  const auto& dout = tensors.dout;
+  const auto& lse = tensors.lse;
+  const auto& dq = tensors.dq;
+  const auto& dk = tensors.dk;
+  const auto& dv = tensors.dv;
   using Grad = typename Compute::template Tensor4<float>;
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_;
@@ -149,29 +138,6 @@ void RingAttention::run_backward(
     blocks.template narrow<TGrad>(dv_home, dv);
   }
 }
-
-#define RFA_INSTANTIATE_BACKWARD(T, TGrad)                                                                  \
-  template void RingAttention::backward<T, TGrad>(Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,     \
-                                                  Tensor4<const T>, Tensor4<const T>, Tensor3<const float>, \
-                                                  Tensor4<TGrad>, Tensor4<TGrad>, Tensor4<TGrad>, RingMode);
-#if RFA_ENGINE_CUDA
-#define RFA_INSTANTIATE_BACKWARD_DEVICE(T, TGrad)                                                     \
-  template void RingAttention::backward_device<T, TGrad>(                                             \
-      DeviceTensor4<const T>, DeviceTensor4<const T>, DeviceTensor4<const T>, DeviceTensor4<const T>, \
-      DeviceTensor4<const T>, DeviceTensor3<const float>, DeviceTensor4<TGrad>, DeviceTensor4<TGrad>, \
-      DeviceTensor4<TGrad>, RingMode);
-#else
-#define RFA_INSTANTIATE_BACKWARD_DEVICE(T, TGrad)
-#endif
-// Gradients in the storage dtype (callers), and in fp32 for 16-bit storage (the hybrid).
-#define RFA_INSTANTIATE_BACKWARDS(T, TGrad) \
-  RFA_INSTANTIATE_BACKWARD(T, TGrad)        \
-  RFA_INSTANTIATE_BACKWARD_DEVICE(T, TGrad)
-RFA_INSTANTIATE_BACKWARDS(float, float)
-RFA_INSTANTIATE_BACKWARDS(bf16_t, bf16_t)
-RFA_INSTANTIATE_BACKWARDS(fp16_t, fp16_t)
-RFA_INSTANTIATE_BACKWARDS(bf16_t, float)
-RFA_INSTANTIATE_BACKWARDS(fp16_t, float)
 
 }  // namespace engine
 }  // namespace rfa

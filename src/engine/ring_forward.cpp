@@ -4,11 +4,11 @@
 // merges the block's fp32 partial into the running output.
 #include <limits>
 #include <type_traits>
+#include <variant>
 
 #include "core/profiling_region.hpp"
-#include "engine/block_compute_cuda.hpp"
-#include "engine/block_compute_host.hpp"
 #include "engine/ring_attention.hpp"
+#include "engine/ring_block_compute.hpp"
 #include "engine/strategy_checks.hpp"
 #include "engine/travelling_kv.hpp"
 #include "engine/workspace.hpp"
@@ -18,41 +18,26 @@
 namespace rfa {
 namespace engine {
 
-template <class T>
-void RingAttention::forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out,
-                            Tensor3<float> lse, RingMode mode) {
-  HostBlockCompute blocks(host_arena());
-  naming_step_of_timeout("forward", [&] { run_forward<HostBlockCompute, T>(blocks, q, k, v, out, lse, mode); });
+void RingAttention::forward(const AnyForwardTensors& tensors, RingMode mode) {
+  std::visit(
+      [&](const auto& t) {
+        with_block_compute<typename std::decay_t<decltype(t)>::memory_space>(
+            [&](auto& blocks) { naming_step_of_timeout("forward", [&] { run_forward(blocks, t, mode); }); });
+      },
+      tensors);
 }
-
-#if RFA_ENGINE_CUDA
-template <class T>
-void RingAttention::forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,
-                                   DeviceTensor4<T> out, DeviceTensor3<float> lse, RingMode mode) {
-  comm_.set_compute_stream(cuda_stream_);
-  const auto stream = static_cast<cudaStream_t>(cuda_stream_);
-#if RFA_ENGINE_CUDNN
-  if (cudnn_) {
-    CudnnBlockCompute blocks(stream, device_cache_, device_mask_.pointers(), *cudnn_, step_params(), config_.cuda_path);
-    naming_step_of_timeout("forward", [&] { run_forward<CudnnBlockCompute, T>(blocks, q, k, v, out, lse, mode); });
-    timings_.steps_on_cudnn = blocks.cudnn_steps();
-    return;
-  }
-#endif
-  CudaBlockCompute blocks(stream, device_cache_, device_mask_.pointers(), config_.cuda_path);
-  naming_step_of_timeout("forward", [&] { run_forward<CudaBlockCompute, T>(blocks, q, k, v, out, lse, mode); });
-}
-#endif
 
 // The schedule, shared by every backend: `blocks` is the "compute one block" seam and
 // comm_ the "move one buffer" one (docs/architecture.md §8).
 template <class Compute, class T>
-void RingAttention::run_forward(Compute& blocks, typename Compute::template Tensor4<const T> q,
-                                typename Compute::template Tensor4<const T> k,
-                                typename Compute::template Tensor4<const T> v,
-                                typename Compute::template Tensor4<T> out,
-                                typename Compute::template Tensor3<float> lse, RingMode mode) {
+void RingAttention::run_forward(Compute& blocks, const ForwardTensors<T, typename Compute::memory_space>& tensors,
+                                RingMode mode) {
   using Space = typename Compute::memory_space;
+  const auto& q = tensors.q;
+  const auto& k = tensors.k;
+  const auto& v = tensors.v;
+  const auto& out = tensors.out;
+  const auto& lse = tensors.lse;
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_;
   const ScopedSeconds total = begin_pass();
@@ -126,24 +111,6 @@ void RingAttention::run_forward(Compute& blocks, typename Compute::template Tens
     if (!direct) blocks.template narrow<T>(acc, out);
   }
 }
-
-#if RFA_ENGINE_CUDA
-template void RingAttention::forward_device<float>(DeviceTensor4<const float>, DeviceTensor4<const float>,
-                                                   DeviceTensor4<const float>, DeviceTensor4<float>,
-                                                   DeviceTensor3<float>, RingMode);
-template void RingAttention::forward_device<bf16_t>(DeviceTensor4<const bf16_t>, DeviceTensor4<const bf16_t>,
-                                                    DeviceTensor4<const bf16_t>, DeviceTensor4<bf16_t>,
-                                                    DeviceTensor3<float>, RingMode);
-template void RingAttention::forward_device<fp16_t>(DeviceTensor4<const fp16_t>, DeviceTensor4<const fp16_t>,
-                                                    DeviceTensor4<const fp16_t>, DeviceTensor4<fp16_t>,
-                                                    DeviceTensor3<float>, RingMode);
-#endif
-template void RingAttention::forward<float>(Tensor4<const float>, Tensor4<const float>, Tensor4<const float>,
-                                            Tensor4<float>, Tensor3<float>, RingMode);
-template void RingAttention::forward<bf16_t>(Tensor4<const bf16_t>, Tensor4<const bf16_t>, Tensor4<const bf16_t>,
-                                             Tensor4<bf16_t>, Tensor3<float>, RingMode);
-template void RingAttention::forward<fp16_t>(Tensor4<const fp16_t>, Tensor4<const fp16_t>, Tensor4<const fp16_t>,
-                                             Tensor4<fp16_t>, Tensor3<float>, RingMode);
 
 }  // namespace engine
 }  // namespace rfa

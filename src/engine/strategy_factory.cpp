@@ -18,13 +18,12 @@ namespace rfa {
 namespace engine {
 namespace {
 
-/// Any engine with the common forward/backward members (and their device twins in CUDA builds),
-/// behind AttentionStrategy. The benchmark's schedule modes are the ring's (RingAttention).
+/// Any engine with the common members, whose forward and backward take the pass's tensors in any
+/// dtype and memory space (pass_tensors.hpp), behind AttentionStrategy. The benchmark's schedule modes are the ring's
+/// (RingAttention).
 template <class Engine>
 class StrategyOf final : public AttentionStrategy {
   static constexpr bool kRing = std::is_same<Engine, RingAttention>::value;
-  /// Engines without device passes: validate_strategy refuses their CUDA contexts.
-  static constexpr bool kHostOnly = std::is_same<Engine, NeededKvAttention>::value;
 
  public:
   template <class... Args>
@@ -53,68 +52,22 @@ class StrategyOf final : public AttentionStrategy {
            strategy_name(kind_), " strategy runs only in full");
   }
 
-  /// The device passes of a host-only engine: never reached through the C API (its contexts
-  /// are refused at creation), refused the same way here.
-  template <class... Tensors>
-  void require_host(const Tensors&...) const {
-    fail(RFA_ERROR_UNSUPPORTED, "the ", strategy_name(kind_), " strategy runs on host contexts only");
+  void run_forward(const AnyForwardTensors& tensors, RingMode mode) override {
+    if constexpr (kRing) {
+      engine_.forward(tensors, mode);
+    } else {
+      require_full(mode);
+      engine_.forward(tensors);
+    }
   }
-
-#define RFA_STRATEGY_FORWARDS(T)                                                                                   \
-  void run_forward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<T> out, Tensor3<float> lse, \
-                   RingMode mode) override {                                                                       \
-    if constexpr (kRing) {                                                                                         \
-      engine_.template forward<T>(q, k, v, out, lse, mode);                                                        \
-    } else {                                                                                                       \
-      require_full(mode);                                                                                          \
-      engine_.template forward<T>(q, k, v, out, lse);                                                              \
-    }                                                                                                              \
-  }                                                                                                                \
-  void run_backward(Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,              \
-                    Tensor4<const T> dout, Tensor3<const float> lse, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv,  \
-                    RingMode mode) override {                                                                      \
-    if constexpr (kRing) {                                                                                         \
-      engine_.template backward<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);                                     \
-    } else {                                                                                                       \
-      require_full(mode);                                                                                          \
-      engine_.template backward<T>(q, k, v, out, dout, lse, dq, dk, dv);                                           \
-    }                                                                                                              \
+  void run_backward(const AnyBackwardTensors& tensors, RingMode mode) override {
+    if constexpr (kRing) {
+      engine_.backward(tensors, mode);
+    } else {
+      require_full(mode);
+      engine_.backward(tensors);
+    }
   }
-  RFA_STRATEGY_FORWARDS(float)
-  RFA_STRATEGY_FORWARDS(bf16_t)
-  RFA_STRATEGY_FORWARDS(fp16_t)
-#undef RFA_STRATEGY_FORWARDS
-
-#if RFA_ENGINE_CUDA
-#define RFA_STRATEGY_DEVICE_FORWARDS(T)                                                                             \
-  void run_forward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,             \
-                          DeviceTensor4<T> out, DeviceTensor3<float> lse, RingMode mode) override {                 \
-    if constexpr (kHostOnly) {                                                                                      \
-      require_host(q, k, v, out, lse);                                                                              \
-    } else if constexpr (kRing) {                                                                                   \
-      engine_.template forward_device<T>(q, k, v, out, lse, mode);                                                  \
-    } else {                                                                                                        \
-      require_full(mode);                                                                                           \
-      engine_.template forward_device<T>(q, k, v, out, lse);                                                        \
-    }                                                                                                               \
-  }                                                                                                                 \
-  void run_backward_device(DeviceTensor4<const T> q, DeviceTensor4<const T> k, DeviceTensor4<const T> v,            \
-                           DeviceTensor4<const T> out, DeviceTensor4<const T> dout, DeviceTensor3<const float> lse, \
-                           DeviceTensor4<T> dq, DeviceTensor4<T> dk, DeviceTensor4<T> dv, RingMode mode) override { \
-    if constexpr (kHostOnly) {                                                                                      \
-      require_host(q, k, v, out, dout, lse, dq, dk, dv);                                                            \
-    } else if constexpr (kRing) {                                                                                   \
-      engine_.template backward_device<T>(q, k, v, out, dout, lse, dq, dk, dv, mode);                               \
-    } else {                                                                                                        \
-      require_full(mode);                                                                                           \
-      engine_.template backward_device<T>(q, k, v, out, dout, lse, dq, dk, dv);                                     \
-    }                                                                                                               \
-  }
-  RFA_STRATEGY_DEVICE_FORWARDS(float)
-  RFA_STRATEGY_DEVICE_FORWARDS(bf16_t)
-  RFA_STRATEGY_DEVICE_FORWARDS(fp16_t)
-#undef RFA_STRATEGY_DEVICE_FORWARDS
-#endif
 
   StrategyKind kind_;
   Engine engine_;

@@ -40,11 +40,11 @@ TEST(AllGatherAttention, CountsTheGatheredAndReducedBytes) {
   Tensor4<bf16_t> q("q", B, L, H, D), kv("kv", B, L, HKV, D), out("out", B, L, H, D), dq("dq", B, L, H, D),
       dk("dk", B, L, HKV, D), dv("dv", B, L, HKV, D);
   Tensor3<float> lse("lse", B, H, L);
-  attn.forward<bf16_t>(q, kv, kv, out, lse);
+  attn.forward(engine::HostForward<bf16_t>{q, kv, kv, out, lse});
   const std::int64_t kv_bytes = 2 * B * L * HKV * D * std::int64_t(sizeof(bf16_t));
   EXPECT_EQ(attn.last_timings().bytes_sent, (P - 1) * kv_bytes);
   EXPECT_EQ(attn.last_timings().steps_computed, 2);
-  attn.backward<bf16_t>(q, kv, kv, out, out, lse, dq, dk, dv);
+  attn.backward(engine::HostBackward<bf16_t>{q, kv, kv, out, out, lse, dq, dk, dv});
   EXPECT_EQ(attn.last_timings().bytes_sent, (P - 1) * (kv_bytes + 2 * B * L * HKV * D * 4));
 }
 

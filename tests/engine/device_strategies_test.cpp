@@ -104,9 +104,9 @@ class DeviceStrategyMemory : public DeviceStrategyTest {
       engine::DeviceTensor3<float> lse("lse", B, H, L);
       const AllocationLog log = log_allocations([&] {
         if (backward) {
-          attn->template backward_device<T>(q, k, v, out, dout, lse, dq, dk, dv);
+          attn->backward(engine::BackwardTensors<T, Kokkos::CudaSpace>{q, k, v, out, dout, lse, dq, dk, dv});
         } else {
-          attn->template forward_device<T>(q, k, v, out, lse);
+          attn->forward(engine::ForwardTensors<T, Kokkos::CudaSpace>{q, k, v, out, lse});
         }
         Kokkos::fence();
       });
@@ -135,26 +135,25 @@ class OnTheDevice {
   std::int64_t local_seq() const { return attn_.local_seq(); }
 
   template <class U>
-  void forward(Tensor4<const U> q, Tensor4<const U> k, Tensor4<const U> v, Tensor4<U> out, Tensor3<float> lse) {
-    auto dq = to_device(q), dk = to_device(k), dv = to_device(v);
-    auto dout = device_like(out);
-    auto dlse = device_like(lse);
-    attn_.forward_device<U>(dq, dk, dv, dout, dlse);
+  void forward(const engine::HostForward<U>& t) {
+    auto dout = device_like(t.out);
+    auto dlse = device_like(t.lse);
+    attn_.forward(
+        engine::ForwardTensors<U, Kokkos::CudaSpace>{to_device(t.q), to_device(t.k), to_device(t.v), dout, dlse});
     Kokkos::fence();
-    Kokkos::deep_copy(out, dout);
-    Kokkos::deep_copy(lse, dlse);
+    Kokkos::deep_copy(t.out, dout);
+    Kokkos::deep_copy(t.lse, dlse);
   }
   template <class U>
-  void backward(Tensor4<const U> q, Tensor4<const U> k, Tensor4<const U> v, Tensor4<const U> out, Tensor4<const U> dout,
-                Tensor3<const float> lse, Tensor4<U> dq, Tensor4<U> dk, Tensor4<U> dv) {
-    auto d_q = to_device(q), d_k = to_device(k), d_v = to_device(v), d_out = to_device(out), d_dout = to_device(dout);
-    auto d_lse = to_device(lse);
-    auto d_dq = device_like(dq), d_dk = device_like(dk), d_dv = device_like(dv);
-    attn_.backward_device<U>(d_q, d_k, d_v, d_out, d_dout, d_lse, d_dq, d_dk, d_dv);
+  void backward(const engine::HostBackward<U>& t) {
+    auto d_dq = device_like(t.dq), d_dk = device_like(t.dk), d_dv = device_like(t.dv);
+    attn_.backward(engine::BackwardTensors<U, Kokkos::CudaSpace>{to_device(t.q), to_device(t.k), to_device(t.v),
+                                                                 to_device(t.out), to_device(t.dout), to_device(t.lse),
+                                                                 d_dq, d_dk, d_dv});
     Kokkos::fence();
-    Kokkos::deep_copy(dq, d_dq);
-    Kokkos::deep_copy(dk, d_dk);
-    Kokkos::deep_copy(dv, d_dv);
+    Kokkos::deep_copy(t.dq, d_dq);
+    Kokkos::deep_copy(t.dk, d_dk);
+    Kokkos::deep_copy(t.dv, d_dv);
   }
 
  private:

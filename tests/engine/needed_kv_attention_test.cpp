@@ -53,10 +53,10 @@ TEST(NeededKvAttention, SendsExactlyThePlannedRows) {
   Tensor4<bf16_t> q("q", B, L, H, D), kv("kv", B, L, HKV, D), out("out", B, L, H, D), dq("dq", B, L, H, D),
       dk("dk", B, L, HKV, D), dv("dv", B, L, HKV, D);
   Tensor3<float> lse("lse", B, H, L);
-  attn.forward<bf16_t>(q, kv, kv, out, lse);
+  attn.forward(engine::HostForward<bf16_t>{q, kv, kv, out, lse});
   const std::int64_t row = B * HKV * 2 * D;  // one K and one V row over the batch
   EXPECT_EQ(attn.last_timings().bytes_sent, sent * row * std::int64_t(sizeof(bf16_t)));
-  attn.backward<bf16_t>(q, kv, kv, out, out, lse, dq, dk, dv);
+  attn.backward(engine::HostBackward<bf16_t>{q, kv, kv, out, out, lse, dq, dk, dv});
   EXPECT_EQ(attn.last_timings().bytes_sent, sent * row * std::int64_t(sizeof(bf16_t)) + received * row * 4);
 }
 

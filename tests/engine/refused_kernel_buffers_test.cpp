@@ -118,12 +118,12 @@ void expect_refusal_everywhere(comm::Communicator& ring, Strategy& attn, bool ba
     const AllocationLog log = log_allocations([&] {
       try {
         if (backward) {
-          attn.template backward<float>(tensor(q_mem, H), tensor(k_mem, HKV), tensor(v_mem, HKV), tensor(out_mem, H),
-                                        tensor(dout_mem, H), lse, tensor(dq_mem, H), tensor(dk_mem, HKV),
-                                        tensor(dv_mem, HKV));
+          attn.backward(engine::HostBackward<float>{tensor(q_mem, H), tensor(k_mem, HKV), tensor(v_mem, HKV),
+                                                    tensor(out_mem, H), tensor(dout_mem, H), lse, tensor(dq_mem, H),
+                                                    tensor(dk_mem, HKV), tensor(dv_mem, HKV)});
         } else {
-          attn.template forward<float>(tensor(q_mem, H), tensor(k_mem, HKV), tensor(v_mem, HKV), tensor(out_mem, H),
-                                       lse);
+          attn.forward(engine::HostForward<float>{tensor(q_mem, H), tensor(k_mem, HKV), tensor(v_mem, HKV),
+                                                  tensor(out_mem, H), lse});
         }
       } catch (const Error& e) {
         code = e.code();

@@ -238,9 +238,9 @@ TEST(RingWindow, SendsOnlyTheExchangesSomeRankNeeds) {
         dout("dout", B, L, H, D), dq("dq", B, L, H, D), dk("dk", B, L, HKV, D), dv("dv", B, L, HKV, D);
     kernels::Tensor3<float> lse("lse", B, H, L);
     const std::int64_t block_bytes = 2 * B * L * HKV * D * std::int64_t(sizeof(float));  // K and V, or dK and dV
-    attn.forward<float>(q, k, v, out, lse);
+    attn.forward(engine::HostForward<float>{q, k, v, out, lse});
     EXPECT_EQ(attn.last_timings().bytes_sent, e.kv_exchanges * block_bytes) << "P=" << P;
-    attn.backward<float>(q, k, v, out, dout, lse, dq, dk, dv);
+    attn.backward(engine::HostBackward<float>{q, k, v, out, dout, lse, dq, dk, dv});
     EXPECT_EQ(attn.last_timings().bytes_sent, 2 * e.kv_exchanges * block_bytes) << "P=" << P;
   }
 }

@@ -154,8 +154,8 @@ AttentionErrors run_attention(Engine& attn, const engine::AttentionConfig& cfg, 
   poison(dq);
   poison(dk);
   poison(dv);
-  attn.template forward<T>(q_l, k_l, v_l, out, lse);
-  attn.template backward<T>(q_l, k_l, v_l, out, dout_l, lse, dq, dk, dv);
+  attn.forward(engine::HostForward<T>{q_l, k_l, v_l, out, lse});
+  attn.backward(engine::HostBackward<T>{q_l, k_l, v_l, out, dout_l, lse, dq, dk, dv});
 
   const ReferenceResults& ref = reference_results<T>(cfg, seed, q, k, v, dout);
   std::vector<double> lse_local(std::size_t(B * H * L));

@@ -50,9 +50,9 @@ void check_memory(rfa_dtype_t dtype, bool next_block_only = false) {
     SCOPED_TRACE(backward ? "backward" : "forward");
     auto pass = [&] {
       if (backward) {
-        attn.backward<T>(q, k, v, out, dout, lse, dq, dk, dv);
+        attn.backward(engine::HostBackward<T>{q, k, v, out, dout, lse, dq, dk, dv});
       } else {
-        attn.forward<T>(q, k, v, out, lse);
+        attn.forward(engine::HostForward<T>{q, k, v, out, lse});
       }
     };
     expect_workspace_kept(attn, backward, pass);
@@ -64,8 +64,13 @@ void check_memory(rfa_dtype_t dtype, bool next_block_only = false) {
     EXPECT_LE(log.largest, B * H * ((L + 95) / 96 * 96) * (D + 16) * 4);
   }
   expect_passes_in_turn_kept(
-      attn, [&] { attn.forward<T>(q, k, v, out, lse); },
-      [&] { attn.backward<T>(q, k, v, out, dout, lse, dq, dk, dv); });
+      attn,
+      [&] {
+        attn.forward(engine::HostForward<T>{q, k, v, out, lse});
+      },
+      [&] {
+        attn.backward(engine::HostBackward<T>{q, k, v, out, dout, lse, dq, dk, dv});
+      });
 }
 
 TEST(RingMemory, Float32MatchesFormula) { check_memory<float>(RFA_DTYPE_FLOAT32); }

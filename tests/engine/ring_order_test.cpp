@@ -39,8 +39,8 @@ Gathered run_in_order(rfa_ring_order_t policy) {
        v_l = shard(v.stored, S, 1, HKV, D, rows), dout_l = shard(dout.stored, S, 1, H, D, rows);
   Tensor4<float> out("out", 1, L, H, D), dq("dq", 1, L, H, D), dk("dk", 1, L, HKV, D), dv("dv", 1, L, HKV, D);
   Tensor3<float> lse("lse", 1, H, L);
-  attn.forward<float>(q_l, k_l, v_l, out, lse);
-  attn.backward<float>(q_l, k_l, v_l, out, dout_l, lse, dq, dk, dv);
+  attn.forward(engine::HostForward<float>{q_l, k_l, v_l, out, lse});
+  attn.backward(engine::HostBackward<float>{q_l, k_l, v_l, out, dout_l, lse, dq, dk, dv});
 
   Gathered g;
   g.out.resize(S * H * D);

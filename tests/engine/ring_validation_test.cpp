@@ -192,7 +192,7 @@ TEST(RingValidation, WrongTensorsAreRejectedBeforeAnyCommunication) {
   Tensor4<float> q("q", 1, L, 2, 16), k("k", 1, L + 1, 1, 16), v("v", 1, L, 1, 16), out("out", 1, L, 2, 16);
   Tensor3<float> lse("lse", 1, 2, L);
   try {
-    attn.forward<float>(q, k, v, out, lse);
+    attn.forward(engine::HostForward<float>{q, k, v, out, lse});
     FAIL() << "accepted a k with the wrong local length";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), RFA_ERROR_INVALID_ARGUMENT);
@@ -200,7 +200,7 @@ TEST(RingValidation, WrongTensorsAreRejectedBeforeAnyCommunication) {
   }
   Tensor4<bf16_t> qb("q", 1, L, 2, 16), kb("k", 1, L, 1, 16), vb("v", 1, L, 1, 16), outb("out", 1, L, 2, 16);
   try {
-    attn.forward<bf16_t>(qb, kb, vb, outb, lse);
+    attn.forward(engine::HostForward<bf16_t>{qb, kb, vb, outb, lse});
     FAIL() << "accepted bf16 tensors on an fp32 ring";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("configured for float32"), std::string::npos) << e.what();
@@ -225,7 +225,7 @@ TEST(RingValidation, OneRankWithABadTensorFailsEveryRank) {
   Tensor4<float> out("out", 1, bad_here ? L + 2 : L, 2, 16);
   Tensor3<float> lse("lse", 1, 2, L);
   try {
-    attn.forward<float>(q, k, v, out, lse);
+    attn.forward(engine::HostForward<float>{q, k, v, out, lse});
     FAIL() << "rank " << ring->rank() << " returned normally although rank " << ring->size() - 1 << " passed a bad out";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), RFA_ERROR_INVALID_ARGUMENT) << e.what();

@@ -38,7 +38,7 @@ TEST(UlyssesAttention, SendsEachRankOnlyTheKvHeadsItNeeds) {
   Tensor3<float> lse("lse", B, cfg.heads, L);
   Kokkos::deep_copy(q, 0.5f);
   Kokkos::deep_copy(kv, 0.25f);
-  attn.forward<float>(q, kv, kv, out, lse);
+  attn.forward(engine::HostForward<float>{q, kv, kv, out, lse});
   // To each other rank: q (H/P heads), K and V (one head each: MQA), out back (H/P), lse back.
   const std::int64_t hp = cfg.heads / P;
   const std::int64_t per_peer = 4 * (B * L * hp * D + 2 * B * L * D + B * L * hp * D + B * hp * L);
