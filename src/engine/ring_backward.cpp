@@ -35,107 +35,94 @@ void RingAttention::backward_of(const AnyTensors& tensors, RingMode mode) {
       tensors);
 }
 
-// The schedule, shared by every backend (docs/architecture.md §8); `blocks` computes.
+namespace {
+
+/// Where an fp32 sum of a gradient accumulates: the caller's tensor when it is fp32 already,
+/// else workspace of the shape the config gives (the caller's extents are checked later).
+template <class Space, class TGrad>
+SpaceTensor4<float, Space> fp32_sum(Workspace<Space>& ws, const char* name, const SpaceTensor4<TGrad, Space>& caller,
+                                    std::int64_t b, std::int64_t rows, std::int64_t heads, std::int64_t dim) {
+  if constexpr (std::is_same<TGrad, float>::value) {
+    return caller;
+  } else {
+    return ws.template tensor4<float>(name, b, rows, heads, dim);
+  }
+}
+
+}  // namespace
+
+// The schedule, shared by every backend (docs/architecture.md §8); `blocks` computes. Per
+// step: the next K/V block and the travelling dK/dV partial start moving, this rank's dQ and
+// its contribution to the held block's dK/dV are computed, the partial that arrived takes the
+// contribution and moves on. At the end the partial of this rank's own block comes home.
 template <class Compute, class T, class TGrad>
 void RingAttention::run_backward(Compute& blocks,
                                  const BackwardTensors<T, typename Compute::memory_space, TGrad>& tensors,
                                  RingMode mode) {
   using Space = typename Compute::memory_space;
-  const auto& q = tensors.q;
-  const auto& k = tensors.k;
-  const auto& v = tensors.v;
-  const auto& out = tensors.out;
-  const auto& dout = tensors.dout;
-  const auto& lse = tensors.lse;
-  const auto& dq = tensors.dq;
-  const auto& dk = tensors.dk;
-  const auto& dv = tensors.dv;
-  using Grad = typename Compute::template Tensor4<float>;
   const AttentionConfig& c = config_;
-  const std::int64_t L = local_seq_;
+  const std::int64_t L = local_seq_, B = c.batch, HKV = c.kv_heads, D = c.head_dim, DV = c.dv();
   const ScopedSeconds total = begin_pass();
   const int P = ranks(), me = position();
   const bool communicate = mode != RingMode::compute_only;
   const bool compute = mode != RingMode::comm_only;
-  const std::int64_t B = c.batch, HKV = c.kv_heads, D = c.head_dim, DV = c.dv();
+  auto computing = [&](auto&& work) {
+    ScopedSeconds t(timings_.compute);
+    work();
+  };
+  auto waiting = [&](auto&& work) {
+    ScopedSeconds t(timings_.wait);
+    work();
+  };
 
-  constexpr bool kFp32Grads = std::is_same<TGrad, float>::value;
   Workspace<Space> ws = blocks.workspace(workspace_pass(true, int(mode)));
-  TravellingKV<T, Space> kv(ws, comm_, c, L, k, v, communicate, steps_);
+  TravellingKV<T, Space> kv(ws, comm_, c, L, tensors.k, tensors.v, communicate, steps_);
   // dK/dV of this rank's own block: its step-0 contribution, and at the end the partial the
-  // others summed; fp32 gradients accumulate in the caller's tensors.
-  Grad dk_home, dv_home;
-  if constexpr (kFp32Grads) {
-    dk_home = dk;
-    dv_home = dv;
-  } else {
-    dk_home = ws.template tensor4<float>("rfa::dk_home", B, L, HKV, D);
-    dv_home = ws.template tensor4<float>("rfa::dv_home", B, L, HKV, DV);
-  }
+  // others summed.
+  auto dk_home = fp32_sum(ws, "rfa::dk_home", tensors.dk, B, L, HKV, D);
+  auto dv_home = fp32_sum(ws, "rfa::dv_home", tensors.dv, B, L, HKV, DV);
   TravellingGradients<Compute> grads(blocks, ws, comm_, c, L, dk_home, dv_home, communicate, steps_);
-  Grad dq_acc;
-  if constexpr (kFp32Grads) {
-    dq_acc = dq;
-  } else {
-    dq_acc = ws.template tensor4<float>("rfa::dq_acc", B, L, c.heads, D);
-  }
+  auto dq_sum = fp32_sum(ws, "rfa::dq_acc", tensors.dq, B, L, c.heads, D);
   auto delta = ws.template tensor3<float>("rfa::delta", B, c.heads, L);
   blocks.prepare_backward(largest_block_params(true), c.dtype, ws);
-  agree_to_run(*agreement_, ws, [&] { check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv); });
+  agree_to_run(*agreement_, ws, [&] {
+    const auto& t = tensors;
+    check_backward_tensors<T>(c, L, t.q, t.k, t.v, t.out, t.dout, t.lse, t.dq, t.dk, t.dv);
+  });
 
-  blocks.fill(dq_acc, 0.0f);
+  blocks.fill(dq_sum, 0.0f);
   grads.zero();
-  {
-    ScopedSeconds t(timings_.compute);
-    blocks.template delta<T>(block_params(c, P, me, me), dout, out, delta);
-  }
+  computing([&] { blocks.template delta<T>(block_params(c, P, me, me), tensors.dout, tensors.out, delta); });
 
   ExchangePoller poller;
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const int s = steps_[i];
     const ProfilingRegion region(ring_step_region("backward", s));
     current_step_ = s;
-    const int owner = (me - s + P) % P;
     timings_.bytes_sent += kv.start(i);
     grads.begin(i);
-    if (compute) {
-      const kernels::AttentionParams p = block_params(c, P, me, owner);
-      if (kernels::classify_blocks_every_entry(p, p.q_pos, p.k_pos) != kernels::TileVisibility::hidden) {
-        ScopedSeconds t(timings_.compute);
+    const kernels::AttentionParams p = block_params(c, P, me, (me - s + P) % P);
+    if (compute && kernels::classify_blocks_every_entry(p, p.q_pos, p.k_pos) != kernels::TileVisibility::hidden) {
+      computing([&] {
         const auto [dk_into, dv_into] = grads.contribution();
         poller.watch(kv.pending_k(), kv.pending_v(), grads.pending_k(), grads.pending_v());
-        blocks.template backward<T>(p, q, kv.k(), kv.v(), out, dout, lse, delta, dq_acc, dk_into, dv_into,
-                                    poller.hook());
-        ++timings_.steps_computed;
-      }
-      poller.rethrow_if_failed();
+        blocks.template backward<T>(p, tensors.q, kv.k(), kv.v(), tensors.out, tensors.dout, tensors.lse, delta, dq_sum,
+                                    dk_into, dv_into, poller.hook());
+      });
+      ++timings_.steps_computed;
     }
-    {
-      ScopedSeconds t(timings_.wait);
-      grads.wait_arrival();
-    }
-    {
-      ScopedSeconds t(timings_.compute);
-      grads.add_contribution();
-    }
+    if (compute) poller.rethrow_if_failed();
+    waiting([&] { grads.wait_arrival(); });
+    computing([&] { grads.add_contribution(); });
     timings_.bytes_sent += grads.send_on();
-    {
-      ScopedSeconds t(timings_.wait);
-      kv.finish(i);
-    }
+    waiting([&] { kv.finish(i); });
   }
-  {
-    ScopedSeconds t(timings_.wait);
-    grads.wait_arrival();
-  }
-  {
-    ScopedSeconds t(timings_.compute);
-    grads.add_home();
-  }
-  if constexpr (!kFp32Grads) {
-    blocks.template narrow<TGrad>(dq_acc, dq);
-    blocks.template narrow<TGrad>(dk_home, dk);
-    blocks.template narrow<TGrad>(dv_home, dv);
+  waiting([&] { grads.wait_arrival(); });
+  computing([&] { grads.add_home(); });
+  if constexpr (!std::is_same<TGrad, float>::value) {
+    blocks.template narrow<TGrad>(dq_sum, tensors.dq);
+    blocks.template narrow<TGrad>(dk_home, tensors.dk);
+    blocks.template narrow<TGrad>(dv_home, tensors.dv);
   }
 }
 
