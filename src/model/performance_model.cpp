@@ -33,7 +33,7 @@ double element_bytes(const AttentionConfig& c) { return double(dtype_size(c.dtyp
 /// Seconds the kernels take for one block of `heads` query heads (over every batch), each score
 /// `per_score` FLOPs.
 double block_seconds(const MachineModel& m, const AttentionConfig& c, const PositionMap& q, const PositionMap& k,
-                     double heads, double per_score, bool backward) {
+                     double heads, double per_score, bool backward, TileWorkMemo& memo) {
   const double rate = backward ? m.backward_flops_per_s : m.forward_flops_per_s;
   const double tile = backward ? m.backward_masked_tile_cost : m.forward_masked_tile_cost;
   const double visible = backward ? m.backward_masked_visible_cost : m.forward_masked_visible_cost;
@@ -44,8 +44,9 @@ double block_seconds(const MachineModel& m, const AttentionConfig& c, const Posi
   double seconds = 0;
   for (std::int64_t e = 0; e < entries; ++e) {
     const kernels::MaskRule rule = engine::mask_rule(c, e);
-    const TileWork w = backward ? count_tile_work(rule, q, k, m.backward_tile_q, m.backward_tile_k)
-                                : count_tile_work(rule, q, k, m.forward_tile_q, m.forward_tile_k);
+    const int tile_q = backward ? m.backward_tile_q : m.forward_tile_q;
+    const int tile_k = backward ? m.backward_tile_k : m.forward_tile_k;
+    const TileWork w = memo.count(rule, q, k, tile_q, tile_k);
     seconds += (w.full + tile * w.partial + visible * w.partial_visible) * entry_heads * per_score / rate +
                row * entry_heads * (w.rows + w.keys) / 2;
   }
@@ -120,8 +121,8 @@ const Link& link_for(const MachineModel& m, int span, int stride) {
 }
 
 /// What every rank of one prediction shares, found once: the ring's steps (the same on every
-/// rank of a ring: engine::ring_steps_with_work), and the keys each rank's queries see
-/// (engine::seen_keys) for the needed-only exchange.
+/// rank of a ring: engine::ring_steps_with_work), the keys each rank's queries see
+/// (engine::seen_keys) for the needed-only exchange, and the blocks' tile work (TileWorkMemo).
 class PredictionCache {
  public:
   PredictionCache(const AttentionConfig& c, int ranks) : c_(c), ranks_(ranks), seen_(std::size_t(ranks)) {}
@@ -137,12 +138,14 @@ class PredictionCache {
     if (!slot) slot = engine::seen_keys(c_, ranks_, rank);
     return *slot;
   }
+  TileWorkMemo& tile_work() { return tile_work_; }
 
  private:
   const AttentionConfig& c_;
   int ranks_;
   std::map<int, std::vector<int>> steps_;
   std::vector<std::optional<std::vector<engine::KeySpan>>> seen_;
+  TileWorkMemo tile_work_;
 };
 
 /// The ring (engine/ring_attention.hpp) on `ranks` ranks whose neighbours are `stride` global
@@ -161,7 +164,8 @@ Prediction ring(const AttentionConfig& c, int ranks, int rank, int stride, int p
   auto kernel_seconds = [&](const PositionMap& queries, int position, int s, bool backward) {
     const PositionMap block = engine::rank_positions(c, ranks, (position - s + ranks) % ranks);
     return block_seconds(m, c, queries, block, heads,
-                         backward ? backward_flops_per_score(c) : forward_flops_per_score(c), backward);
+                         backward ? backward_flops_per_score(c) : forward_flops_per_score(c), backward,
+                         cache.tile_work());
   };
   // Where ranks share their node's compute units, a step lasts until the node's last rank is
   // done, each rank's kernels sped up as others finish (processor sharing).
@@ -244,22 +248,23 @@ Prediction heads_exchange(const AttentionConfig& c, int degree, int place, std::
 }
 
 /// One attention of this rank's heads over the whole sequence (Ulysses' local step).
-Prediction whole_sequence(const AttentionConfig& c, double heads, const MachineModel& m) {
+Prediction whole_sequence(const AttentionConfig& c, double heads, const MachineModel& m, TileWorkMemo& memo) {
   Prediction p;
   const PositionMap all = PositionMap::contiguous(0, c.seq_total);
   const double scale = double(c.batch) * heads;
   // Every rank computes alike at once: each gets its share of the node's units.
   const double share = full_node_share(m);
   p.forward.compute_seconds = p.forward.seconds =
-      block_seconds(m, c, all, all, scale, forward_flops_per_score(c), false) / share;
+      block_seconds(m, c, all, all, scale, forward_flops_per_score(c), false, memo) / share;
   p.backward.compute_seconds = p.backward.seconds =
-      block_seconds(m, c, all, all, scale, backward_flops_per_score(c), true) / share;
+      block_seconds(m, c, all, all, scale, backward_flops_per_score(c), true, memo) / share;
   return p;
 }
 
 /// The KV all-gather (engine/allgather_attention.hpp): chunks of K/V heads gathered while the
 /// previous chunk computes; in the backward each chunk's dK/dV reduce-scattered home.
-Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, int rank, const MachineModel& m) {
+Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, int rank, const MachineModel& m,
+                     TileWorkMemo& memo) {
   Prediction p;
   const std::int64_t L = layout::local_length(c.layout, c.seq_total, ranks), chunks = c.kv_heads / chunk;
   const PositionMap mine = engine::rank_positions(c, ranks, rank);
@@ -269,9 +274,9 @@ Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, in
   // node's ranks share its units, each chunk's compute lasts until the node's last rank is done
   // (the next chunk's gather needs every rank).
   auto kernel_seconds = [&](const PositionMap& queries, bool backward) {
-    return backward ? block_seconds(m, c, queries, all, scale, backward_flops_per_score(c), true) /
+    return backward ? block_seconds(m, c, queries, all, scale, backward_flops_per_score(c), true, memo) /
                           m.packed_head_backward_speedup
-                    : block_seconds(m, c, queries, all, scale, forward_flops_per_score(c), false) /
+                    : block_seconds(m, c, queries, all, scale, forward_flops_per_score(c), false, memo) /
                           m.packed_head_forward_speedup;
   };
   double f_own = kernel_seconds(mine, false), b_own = kernel_seconds(mine, true), f = f_own, b = b_own;
@@ -328,7 +333,7 @@ Prediction needed(const AttentionConfig& c, int ranks, int rank, const MachineMo
   const double E = element_bytes(c);
   auto kernel_seconds = [&](const PositionMap& keys, bool backward) {
     return block_seconds(m, c, mine, keys, heads, backward ? backward_flops_per_score(c) : forward_flops_per_score(c),
-                         backward) /
+                         backward, cache.tile_work()) /
            share;
   };
   auto on_node = [&](int position) { return position / m.ranks_per_node; };
@@ -398,11 +403,11 @@ Prediction predict_rank_with(const AttentionConfig& c, const engine::StrategyCho
     case engine::StrategyKind::ring: return ring(c, ranks, rank, 1, 0, m, cache);
     case engine::StrategyKind::ulysses: {
       const engine::HeadRouting routing(c.heads, c.kv_heads, ranks);
-      const Prediction local = whole_sequence(c, double(routing.heads_per_rank()), m);
+      const Prediction local = whole_sequence(c, double(routing.heads_per_rank()), m, cache.tile_work());
       return heads_exchange(c, ranks, rank, layout::local_length(c.layout, c.seq_total, ranks), local, m);
     }
     case engine::StrategyKind::allgather:
-      return allgather(c, std::max<std::int64_t>(1, choice.kv_heads_per_chunk), ranks, rank, m);
+      return allgather(c, std::max<std::int64_t>(1, choice.kv_heads_per_chunk), ranks, rank, m, cache.tile_work());
     case engine::StrategyKind::needed: return needed(c, ranks, rank, m, cache);
     case engine::StrategyKind::hybrid: {
       const int pu = choice.ulysses_degree, pr = ranks / pu;

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <vector>
 
 #include "core/positions.hpp"
 #include "kernels/tile_visibility.hpp"
@@ -34,6 +36,23 @@ struct TileWork {
 /// order, tiles from row 0), under `rule`. Both maps must be increasing (every layout's is).
 TileWork count_tile_work(const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k, int tile_q,
                          int tile_k);
+
+/// count_tile_work(), remembered. Under a rule that tests only differences of positions (the
+/// causal mask and the window: no documents, no ranges), a block's work is that of its two maps
+/// moved together so that their first position is 0, which every pair of ranks at the same
+/// distance shares (the ring's blocks on a contiguous layout: P distinct blocks of P x P).
+/// Other rules are counted each time.
+class TileWorkMemo {
+ public:
+  TileWork count(const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k, int tile_q, int tile_k);
+  /// Blocks counted, and of those answered from memory.
+  std::int64_t asked() const { return asked_; }
+  std::int64_t remembered() const { return remembered_; }
+
+ private:
+  std::map<std::vector<std::int64_t>, TileWork> known_;
+  std::int64_t asked_ = 0, remembered_ = 0;
+};
 
 }  // namespace model
 }  // namespace rfa
