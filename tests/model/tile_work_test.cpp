@@ -7,6 +7,7 @@
 
 #include <random>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "core/mask_ranges.hpp"
@@ -54,6 +55,14 @@ TileWork tile_by_tile(const kernels::MaskRule& rule, const PositionMap& q, const
   return w;
 }
 
+void expect_same_work(const TileWork& got, const TileWork& want, const std::string& where) {
+  ASSERT_EQ(got.full, want.full) << where;
+  ASSERT_EQ(got.partial, want.partial) << where;
+  ASSERT_EQ(got.partial_visible, want.partial_visible) << where;
+  ASSERT_EQ(got.rows, want.rows) << where;
+  ASSERT_EQ(got.keys, want.keys) << where;
+}
+
 TEST(TileWork, MatchesTheKernelsRuleTileByTile) {
   const std::int64_t S = 720;
   const std::vector<std::int64_t> no_docs, docs = {0, 100, 100, 333, 610, 720};
@@ -72,11 +81,7 @@ TEST(TileWork, MatchesTheKernelsRuleTileByTile) {
                   std::ostringstream where;
                   where << layout::layout_name(layout) << " P=" << P << " " << me << "<-" << owner << " causal "
                         << causal << " window " << window << " docs " << d->size() << " tiles " << tq << "x" << tk;
-                  ASSERT_EQ(got.full, want.full) << where.str();
-                  ASSERT_EQ(got.partial, want.partial) << where.str();
-                  ASSERT_EQ(got.partial_visible, want.partial_visible) << where.str();
-                  ASSERT_EQ(got.rows, want.rows) << where.str();
-                  ASSERT_EQ(got.keys, want.keys) << where.str();
+                  ASSERT_NO_FATAL_FAILURE(expect_same_work(got, want, where.str()));
                   ++cases;
                 }
             }
@@ -106,11 +111,7 @@ TEST(TileWork, MemoAnswersEveryBlockAsCountedAndRemembersBlocksAtTheSameDistance
                   std::ostringstream where;
                   where << layout::layout_name(layout) << " P=" << P << " " << me << "<-" << owner << " causal "
                         << causal << " window " << window << " docs " << d->size() << " tiles " << tq << "x" << tk;
-                  ASSERT_EQ(got.full, want.full) << where.str();
-                  ASSERT_EQ(got.partial, want.partial) << where.str();
-                  ASSERT_EQ(got.partial_visible, want.partial_visible) << where.str();
-                  ASSERT_EQ(got.rows, want.rows) << where.str();
-                  ASSERT_EQ(got.keys, want.keys) << where.str();
+                  ASSERT_NO_FATAL_FAILURE(expect_same_work(got, want, where.str()));
                 }
             }
   EXPECT_GT(memo.remembered(), 0);
