@@ -46,9 +46,12 @@ class CudaBlockCompute {
   /// Device buffers are kept in the engine's cache between calls (see WorkspaceCache).
   /// The device buffers, kept in the cache by name whatever the call's kind.
   Workspace<memory_space> workspace(int /*pass*/) { return Workspace<memory_space>(cache_); }
-  /// The CUDA kernels keep no buffers of their own (HostBlockCompute's twin).
-  void prepare_forward(const kernels::AttentionParams&, rfa_dtype_t, Workspace<memory_space>&) {}
-  void prepare_backward(const kernels::AttentionParams&, rfa_dtype_t, Workspace<memory_space>&) {}
+  /// The CUDA kernels keep no buffers of their own (HostBlockCompute's twin: the calls are one
+  /// call's params or a pass's list).
+  template <class Calls>
+  void prepare_forward(const Calls&, rfa_dtype_t, Workspace<memory_space>&) {}
+  template <class Calls>
+  void prepare_backward(const Calls&, rfa_dtype_t, Workspace<memory_space>&) {}
 
   /// The progress hook is not needed: launches return at once, so the engine's thread is
   /// back in the transport (wait/test) while the kernels run.

@@ -60,10 +60,14 @@ class CudnnBlockCompute {
       : rfa_(stream, cache, mask, kernel_path), cudnn_(&cudnn), steps_(std::move(steps)) {}
 
   Workspace<memory_space> workspace(int pass) { return rfa_.workspace(pass); }
-  void prepare_forward(const kernels::AttentionParams&, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
+  /// Plans every step given at construction (the calls, one call's params or a pass's list,
+  /// are those steps).
+  template <class Calls>
+  void prepare_forward(const Calls&, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
     prepare(false, dtype, ws);
   }
-  void prepare_backward(const kernels::AttentionParams&, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
+  template <class Calls>
+  void prepare_backward(const Calls&, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
     prepare(true, dtype, ws);
   }
 

@@ -35,9 +35,8 @@ class HostBlockCompute {
   }
 
   /// Makes, before the ranks agree that the call may go on, the buffers the forward kernel keeps
-  /// across the ring's steps: enough for a block with params `largest` (the block that needs the
-  /// most: RingAttention::largest_block_params), carved from `ws` (counted in it, a refusal kept
-  /// by it).
+  /// across a pass: enough for a call with params `largest`, carved from `ws` (counted in it, a
+  /// refusal kept by it).
   void prepare_forward(const kernels::AttentionParams& largest, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
     lend(kernels::forward_workspace_buffers(forward_workspace_, largest, dtype), ws);
   }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "engine/block_compute_host.hpp"
 #include "engine/rank_positions.hpp"
 #include "kernels/tensor_checks.hpp"
 #include "layout/sequence_layout.hpp"
@@ -16,8 +17,9 @@ RingAttention::RingAttention(comm::Communicator& comm, const AttentionConfig& co
   validate_collective(comm_, config_);
   local_seq_ = layout::local_length(config_.layout, config_.seq_total, comm_.size());
   steps_ = ring_steps_with_work(config_, comm_.size());
-  largest_blocks_[0] = find_largest_block_params(false);
-  largest_blocks_[1] = find_largest_block_params(true);
+  const int P = ranks(), me = position();
+  for (const int s : steps_) kernel_calls_.push_back(block_params(config_, P, me, (me - s + P) % P));
+  if (kernel_calls_.empty()) kernel_calls_.push_back(block_params(config_, P, me, me));
 #if RFA_ENGINE_CUDA
   if (config_.device == Device::cuda) device_mask_ = copy_mask_to_device(*agreement_, config_);
 #endif
@@ -77,26 +79,7 @@ std::int64_t RingAttention::workspace_bytes(bool backward, bool fp32_gradients) 
 
 std::int64_t RingAttention::kernel_workspace_bytes(bool backward) const {
   if (config_.device != Device::host) return 0;  // the CUDA kernels allocate nothing
-  const kernels::AttentionParams p = largest_block_params(backward);
-  return backward ? kernels::flash_backward_workspace_bytes(p, config_.dtype)
-                  : kernels::flash_forward_workspace_bytes(p, config_.dtype);
-}
-
-kernels::AttentionParams RingAttention::find_largest_block_params(bool backward) const {
-  const int P = ranks(), me = position();
-  kernels::AttentionParams largest = block_params(config_, P, me, me);
-  if (!config_.ranges || config_.device != Device::host) return largest;
-  auto bytes = [&](const kernels::AttentionParams& p) {
-    return backward ? kernels::flash_backward_workspace_bytes(p, config_.dtype)
-                    : kernels::flash_forward_workspace_bytes(p, config_.dtype);
-  };
-  std::int64_t most = bytes(largest);
-  for (const int s : steps_) {
-    const kernels::AttentionParams p = block_params(config_, P, me, (me - s + P) % P);
-    const std::int64_t b = bytes(p);
-    if (b > most) most = b, largest = p;
-  }
-  return largest;
+  return HostBlockCompute::workspace_bytes(kernel_calls_, config_.dtype, backward);
 }
 
 }  // namespace engine

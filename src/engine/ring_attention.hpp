@@ -80,13 +80,11 @@ class RingAttention : public EngineState {
   /// What the kernels allocate for themselves during one pass (kernels/flash_attention.hpp:
   /// packing for AMX tiles; 0 elsewhere), part of workspace_bytes().
   std::int64_t kernel_workspace_bytes(bool backward) const;
-  /// The params of the block whose kernel needs the most workspace on this rank: the diagonal
-  /// block, whose queries see every key tile some block's queries may see under the fixed masks;
-  /// with a mask given as ranges, which may let a rank's queries see more of another block, the
-  /// largest over the pass's steps (host kernels' workspace formulas). Found once, at creation.
-  const kernels::AttentionParams& largest_block_params(bool backward) const {
-    return largest_blocks_[backward ? 1 : 0];
-  }
+  /// The params of the blocks this rank's kernels compute in a pass (its steps' blocks, found
+  /// once at creation): the host kernels' buffers are each as large as the call among them that
+  /// needs that buffer most (HostBlockCompute::prepare_forward over a list), which under a
+  /// mask given as ranges or a window may be a different block for each buffer.
+  const std::vector<kernels::AttentionParams>& kernel_calls() const { return kernel_calls_; }
 
  private:
   /// The one dispatch on the memory space: runs `run` with the block compute of `Space`
@@ -119,11 +117,10 @@ class RingAttention : public EngineState {
   template <class Checks>
   void check_everywhere(Checks&& checks);
 
-  comm::Communicator* agreement_;               // where check_everywhere agrees: comm_ unless given
-  std::vector<int> steps_;                      // ring_steps_with_work(): the steps forward and backward run
-  kernels::AttentionParams largest_blocks_[2];  // largest_block_params(false), (true)
-  kernels::AttentionParams find_largest_block_params(bool backward) const;
-  int current_step_ = -1;  // the ring step a pass is in, for the message of a timeout
+  comm::Communicator* agreement_;                       // where check_everywhere agrees: comm_ unless given
+  std::vector<int> steps_;                              // ring_steps_with_work(): the steps forward and backward run
+  std::vector<kernels::AttentionParams> kernel_calls_;  // kernel_calls()
+  int current_step_ = -1;                               // the ring step a pass is in, for the message of a timeout
   /// The block params of every ring step of this rank (owner = position - step).
   std::vector<kernels::AttentionParams> step_params() const;
 

@@ -70,7 +70,7 @@ void RingAttention::run_forward(Compute& blocks, const ForwardTensors<T, typenam
       block_lse = ws.template tensor3<float>("rfa::block_lse", c.batch, c.heads, L);
     }
   }
-  blocks.prepare_forward(largest_block_params(false), c.dtype, ws);
+  blocks.prepare_forward(kernel_calls_, c.dtype, ws);
   agree_to_run(*agreement_, ws, [&] { check_forward_tensors<T>(c, L, q, k, v, out, lse); });
   if (!direct) blocks.fill(acc, 0.0f);
   blocks.fill(lse, -std::numeric_limits<float>::infinity());

@@ -17,7 +17,7 @@ class RingMemoryTest : public ::testing::TestWithParam<rfa_dtype_t> {};
 
 // With `next_block_only`, a mask given as ranges under which each rank's queries see only the
 // next rank's keys (contiguous layout): the diagonal block hides everything, so the kernels'
-// buffers must be sized for another block (RingAttention::largest_block_params).
+// buffers must be sized for the other blocks (RingAttention::kernel_calls()).
 template <class T>
 void check_memory(rfa_dtype_t dtype, bool next_block_only = false) {
   auto ring = world_ring();
