@@ -72,6 +72,18 @@ class EngineState {
     timings_ = PassTimings();
     return ScopedSeconds(timings_.total);
   }
+  /// Runs `work`, its time counted as compute (kernels, merges, packing) or as waiting
+  /// (blocked on an exchange) in the pass's timings.
+  template <class Work>
+  void computing(Work&& work) {
+    ScopedSeconds t(timings_.compute);
+    work();
+  }
+  template <class Work>
+  void waiting(Work&& work) {
+    ScopedSeconds t(timings_.wait);
+    work();
+  }
   /// The point every pass reaches before anything moves: records the workspace it allocated,
   /// then the ranks agree on `where` that this rank's tensors pass `check_tensors` and its
   /// workspace was granted, or every rank throws together.

@@ -171,9 +171,7 @@ void NeededKvAttention::backward(const AnyBackwardTensors& tensors) {
 
 template <class T>
 void NeededKvAttention::run_forward(const HostForward<T>& tensors) {
-  const auto& q = tensors.q;
-  const auto& k = tensors.k;
-  const auto& v = tensors.v;
+  const auto &q = tensors.q, &k = tensors.k, &v = tensors.v;
   const auto& out = tensors.out;
   const auto& lse = tensors.lse;
   const AttentionConfig& c = config_;
@@ -208,58 +206,44 @@ void NeededKvAttention::run_forward(const HostForward<T>& tensors) {
     pending[i % 2] = start_kv<T>(i, k, v, kv[i % 2].sent_rows.data(), kv[i % 2].received_rows.data());
   };
   if (!rounds_.empty()) start(0);
-  {
-    ScopedSeconds t(timings_.compute);
+  computing([&] {
     const kernels::AttentionParams& p = calls_.front();
     poller.watch(&pending[0]);
     if (rounds_.empty())
       blocks.template forward_final<T>(p, q, k, v, out, lse, poller.hook());
     else
       blocks.template forward<T>(p, q, k, v, acc, lse, poller.hook());
-    ++timings_.steps_computed;
-    poller.rethrow_if_failed();
-  }
+  });
+  ++timings_.steps_computed;
+  poller.rethrow_if_failed();
   std::size_t call = 1;  // calls_[call]: the next piece's
   for (std::size_t i = 0; i < rounds_.size(); ++i) {
     const NeededRound& r = rounds_[i];
     const ProfilingRegion region(ring_step_region("needed forward", r.distance));
-    {
-      ScopedSeconds t(timings_.wait);
-      pending[i % 2].wait();
-    }
+    waiting([&] { pending[i % 2].wait(); });
     if (i + 1 < rounds_.size()) start(i + 1);
-    ScopedSeconds t(timings_.compute);
-    poller.watch(&pending[(i + 1) % 2]);
-    const T* kr = kv[i % 2].received_rows.data();
-    const T* vr = kr + B * r.receive.rows * wk;
-    for (const NeededPiece& piece : r.receive.pieces) {
-      const std::int64_t at = B * piece.first_row;
-      const Tensor4<const T> pk(kr + at * wk, B, piece.rows, c.kv_heads, c.head_dim),
-          pv(vr + at * wv, B, piece.rows, c.kv_heads, DV);
-      blocks.template forward_merged<T>(calls_[call++], q, pk, pv, acc, lse, block_out, block_lse, poller.hook());
-    }
+    computing([&] {
+      poller.watch(&pending[(i + 1) % 2]);
+      const T* kr = kv[i % 2].received_rows.data();
+      const T* vr = kr + B * r.receive.rows * wk;
+      for (const NeededPiece& piece : r.receive.pieces) {
+        const std::int64_t at = B * piece.first_row;
+        const Tensor4<const T> pk(kr + at * wk, B, piece.rows, c.kv_heads, c.head_dim),
+            pv(vr + at * wv, B, piece.rows, c.kv_heads, DV);
+        blocks.template forward_merged<T>(calls_[call++], q, pk, pv, acc, lse, block_out, block_lse, poller.hook());
+      }
+    });
     if (!r.receive.pieces.empty()) ++timings_.steps_computed;
     poller.rethrow_if_failed();
   }
   if constexpr (!std::is_same<T, float>::value) {
-    if (!rounds_.empty()) {
-      ScopedSeconds t(timings_.compute);
-      blocks.template narrow<T>(acc, out);
-    }
+    if (!rounds_.empty()) computing([&] { blocks.template narrow<T>(acc, out); });
   }
 }
 
 template <class T>
 void NeededKvAttention::run_backward(const HostBackward<T>& tensors) {
-  const auto& q = tensors.q;
-  const auto& k = tensors.k;
-  const auto& v = tensors.v;
-  const auto& out = tensors.out;
-  const auto& dout = tensors.dout;
-  const auto& lse = tensors.lse;
-  const auto& dq = tensors.dq;
-  const auto& dk = tensors.dk;
-  const auto& dv = tensors.dv;
+  const auto &q = tensors.q, &k = tensors.k, &v = tensors.v, &out = tensors.out, &dout = tensors.dout;
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, H = c.heads, Hkv = c.kv_heads, D = c.head_dim, DV = c.dv();
   const std::int64_t wk = Hkv * D, wv = Hkv * DV;
@@ -275,18 +259,14 @@ void NeededKvAttention::run_backward(const HostBackward<T>& tensors) {
     grads.emplace_back(ws, kBuffered[i][2], kBuffered[i][3], B * rows_in(), B * rows_out(), wk + wv);
   }
   auto delta = ws.template tensor3<float>("rfa::delta", B, H, L);
-  Tensor4<float> dq_acc, dk_acc, dv_acc;
-  if constexpr (std::is_same<T, float>::value) {
-    dq_acc = dq;
-    dk_acc = dk;
-    dv_acc = dv;
-  } else {
-    dq_acc = ws.template tensor4<float>("rfa::dq_acc", B, L, H, D);
-    dk_acc = ws.template tensor4<float>("rfa::dk_acc", B, L, Hkv, D);
-    dv_acc = ws.template tensor4<float>("rfa::dv_acc", B, L, Hkv, DV);
-  }
+  auto dq_acc = fp32_sum(ws, "rfa::dq_acc", tensors.dq, B, L, H, D);
+  auto dk_acc = fp32_sum(ws, "rfa::dk_acc", tensors.dk, B, L, Hkv, D);
+  auto dv_acc = fp32_sum(ws, "rfa::dv_acc", tensors.dv, B, L, Hkv, DV);
   blocks.prepare_backward(calls_, c.dtype, ws);
-  agree_to_run(comm_, ws, [&] { check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv); });
+  agree_to_run(comm_, ws, [&] {
+    const auto& t = tensors;
+    check_backward_tensors<T>(c, L, t.q, t.k, t.v, t.out, t.dout, t.lse, t.dq, t.dk, t.dv);
+  });
 
   // Round i's K/V, and its dK/dV on their way back, in buffers i % 2: the next round's K/V and
   // the previous round's gradients travel while a round computes.
@@ -297,40 +277,33 @@ void NeededKvAttention::run_backward(const HostBackward<T>& tensors) {
   };
   // Waits for round i's gradients of this rank's rows and adds them in.
   auto bring_home = [&](std::size_t i) {
-    {
-      ScopedSeconds t(timings_.wait);
-      pending_grads[i % 2].wait();
-    }
-    ScopedSeconds t(timings_.compute);
-    const float* home = grads[i % 2].sent_rows.data();
-    add_unpacked(sent_[i], home, B, L, wk, dk_acc.data());
-    add_unpacked(sent_[i], home + B * rounds_[i].send.rows * wk, B, L, wv, dv_acc.data());
+    waiting([&] { pending_grads[i % 2].wait(); });
+    computing([&] {
+      const float* home = grads[i % 2].sent_rows.data();
+      add_unpacked(sent_[i], home, B, L, wk, dk_acc.data());
+      add_unpacked(sent_[i], home + B * rounds_[i].send.rows * wk, B, L, wv, dv_acc.data());
+    });
   };
   if (!rounds_.empty()) start(0);
-  {
-    ScopedSeconds t(timings_.compute);
+  computing([&] {
     const kernels::AttentionParams& p = calls_.front();
     blocks.template delta<T>(p, dout, out, delta);
     blocks.fill(dq_acc, 0.0f);
     blocks.fill(dk_acc, 0.0f);
     blocks.fill(dv_acc, 0.0f);
     poller.watch(&pending_kv[0]);
-    blocks.template backward<T>(p, q, k, v, out, dout, lse, delta, dq_acc, dk_acc, dv_acc, poller.hook());
-    ++timings_.steps_computed;
-    poller.rethrow_if_failed();
-  }
+    blocks.template backward<T>(p, q, k, v, out, dout, tensors.lse, delta, dq_acc, dk_acc, dv_acc, poller.hook());
+  });
+  ++timings_.steps_computed;
+  poller.rethrow_if_failed();
   std::size_t call = 1;  // calls_[call]: the next piece's
   for (std::size_t i = 0; i < rounds_.size(); ++i) {
     const NeededRound& r = rounds_[i];
     const ProfilingRegion region(ring_step_region("needed backward", r.distance));
-    {
-      ScopedSeconds t(timings_.wait);
-      pending_kv[i % 2].wait();
-    }
+    waiting([&] { pending_kv[i % 2].wait(); });
     if (i + 1 < rounds_.size()) start(i + 1);
     if (i >= 2) bring_home(i - 2);  // frees buffers i % 2 for this round's gradients
-    {
-      ScopedSeconds t(timings_.compute);
+    computing([&] {
       poller.watch(&pending_kv[(i + 1) % 2], &pending_grads[(i + 1) % 2]);
       const std::int64_t in = B * r.receive.rows;
       blocks.fill(Kokkos::subview(grads[i % 2].received_rows, std::make_pair(std::int64_t(0), in * (wk + wv))), 0.0f);
@@ -342,11 +315,12 @@ void NeededKvAttention::run_backward(const HostBackward<T>& tensors) {
         const std::int64_t at = B * piece.first_row;
         const Tensor4<const T> pk(kr + at * wk, B, piece.rows, Hkv, D), pv(vr + at * wv, B, piece.rows, Hkv, DV);
         const Tensor4<float> pdk(gk + at * wk, B, piece.rows, Hkv, D), pdv(gv + at * wv, B, piece.rows, Hkv, DV);
-        blocks.template backward<T>(calls_[call++], q, pk, pv, out, dout, lse, delta, dq_acc, pdk, pdv, poller.hook());
+        blocks.template backward<T>(calls_[call++], q, pk, pv, out, dout, tensors.lse, delta, dq_acc, pdk, pdv,
+                                    poller.hook());
       }
-      if (!r.receive.pieces.empty()) ++timings_.steps_computed;
-      poller.rethrow_if_failed();
-    }
+    });
+    if (!r.receive.pieces.empty()) ++timings_.steps_computed;
+    poller.rethrow_if_failed();
     // The pieces' dK/dV go back to their owner (`from`, P - s ahead); this rank's rows' come
     // from `to`.
     const std::size_t back = std::size_t(B * r.receive.rows * (wk + wv)) * sizeof(float);
@@ -357,10 +331,11 @@ void NeededKvAttention::run_backward(const HostBackward<T>& tensors) {
   }
   for (std::size_t i = rounds_.size() >= 2 ? rounds_.size() - 2 : 0; i < rounds_.size(); ++i) bring_home(i);
   if constexpr (!std::is_same<T, float>::value) {
-    ScopedSeconds t(timings_.compute);
-    blocks.template narrow<T>(dq_acc, dq);
-    blocks.template narrow<T>(dk_acc, dk);
-    blocks.template narrow<T>(dv_acc, dv);
+    computing([&] {
+      blocks.template narrow<T>(dq_acc, tensors.dq);
+      blocks.template narrow<T>(dk_acc, tensors.dk);
+      blocks.template narrow<T>(dv_acc, tensors.dv);
+    });
   }
 }
 

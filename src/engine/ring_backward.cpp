@@ -35,22 +35,6 @@ void RingAttention::backward_of(const AnyTensors& tensors, RingMode mode) {
       tensors);
 }
 
-namespace {
-
-/// Where an fp32 sum of a gradient accumulates: the caller's tensor when it is fp32 already,
-/// else workspace of the shape the config gives (the caller's extents are checked later).
-template <class Space, class TGrad>
-SpaceTensor4<float, Space> fp32_sum(Workspace<Space>& ws, const char* name, const SpaceTensor4<TGrad, Space>& caller,
-                                    std::int64_t b, std::int64_t rows, std::int64_t heads, std::int64_t dim) {
-  if constexpr (std::is_same<TGrad, float>::value) {
-    return caller;
-  } else {
-    return ws.template tensor4<float>(name, b, rows, heads, dim);
-  }
-}
-
-}  // namespace
-
 // The schedule, shared by every backend (docs/architecture.md §8); `blocks` computes. Per
 // step: the next K/V block and the travelling dK/dV partial start moving, this rank's dQ and
 // its contribution to the held block's dK/dV are computed, the partial that arrived takes the
@@ -66,14 +50,6 @@ void RingAttention::run_backward(Compute& blocks,
   const int P = ranks(), me = position();
   const bool communicate = mode != RingMode::compute_only;
   const bool compute = mode != RingMode::comm_only;
-  auto computing = [&](auto&& work) {
-    ScopedSeconds t(timings_.compute);
-    work();
-  };
-  auto waiting = [&](auto&& work) {
-    ScopedSeconds t(timings_.wait);
-    work();
-  };
 
   Workspace<Space> ws = blocks.workspace(workspace_pass(true, int(mode)));
   TravellingKV<T, Space> kv(ws, comm_, c, L, tensors.k, tensors.v, communicate, steps_);

@@ -9,6 +9,7 @@
 #include <exception>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -189,6 +190,19 @@ class ExchangePoller {
   comm::Exchange* watched_[4] = {nullptr, nullptr, nullptr, nullptr};
   std::exception_ptr error_;
 };
+
+/// Where an fp32 sum of a result accumulates: the caller's tensor when it is fp32 already,
+/// else `ws`'s of the shape the config gives (the caller's extents are checked later, when the
+/// ranks agree to run).
+template <class Space, class T>
+SpaceTensor4<float, Space> fp32_sum(Workspace<Space>& ws, const char* name, const SpaceTensor4<T, Space>& caller,
+                                    std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
+  if constexpr (std::is_same<T, float>::value) {
+    return caller;
+  } else {
+    return ws.template tensor4<float>(name, a, b, c, d);
+  }
+}
 
 /// Adds the seconds between construction and destruction to a counter.
 class ScopedSeconds {
