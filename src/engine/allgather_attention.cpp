@@ -263,9 +263,7 @@ template <class Compute, class Exec, class T>
 void AllGatherAttention::run_forward(Compute& blocks, const Exec& exec,
                                      const ForwardTensors<T, typename Compute::memory_space>& tensors) {
   using Space = typename Compute::memory_space;
-  const auto& q = tensors.q;
-  const auto& k = tensors.k;
-  const auto& v = tensors.v;
+  const auto &q = tensors.q, &k = tensors.k, &v = tensors.v;
   const auto& out = tensors.out;
   const auto& lse = tensors.lse;
   const AttentionConfig& c = config_;
@@ -281,7 +279,7 @@ void AllGatherAttention::run_forward(Compute& blocks, const Exec& exec,
   auto out_chunk = ws.template tensor4<T>("rfa::out_chunk", B, L, qh, c.dv());
   auto lse_chunk = ws.template tensor3<float>("rfa::lse_chunk", B, qh, L);
   blocks.prepare_forward(p, c.dtype, ws);  // one for every chunk's call, made before the agreement
-  agree_to_run(comm_, ws, [&] { check_forward_tensors<T>(c, L, q, k, v, out, lse); });
+  agree_to_run(comm_, ws, [&] { check_pass_tensors(c, L, tensors); });
 
   kv.for_each_chunk(chunks, rows, timings_, [&](std::int64_t ch, const kernels::ProgressHook& hook) {
     ScopedSeconds t(timings_.compute);
@@ -297,15 +295,9 @@ template <class Compute, class Exec, class T>
 void AllGatherAttention::run_backward(Compute& blocks, const Exec& exec,
                                       const StorageGradients<T, typename Compute::memory_space>& tensors) {
   using Space = typename Compute::memory_space;
-  const auto& q = tensors.q;
-  const auto& k = tensors.k;
-  const auto& v = tensors.v;
-  const auto& out = tensors.out;
-  const auto& dout = tensors.dout;
+  const auto &q = tensors.q, &k = tensors.k, &v = tensors.v, &out = tensors.out, &dout = tensors.dout;
   const auto& lse = tensors.lse;
-  const auto& dq = tensors.dq;
-  const auto& dk = tensors.dk;
-  const auto& dv = tensors.dv;
+  const auto &dq = tensors.dq, &dk = tensors.dk, &dv = tensors.dv;
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim, DV = c.dv(), S = c.seq_total;
   const ScopedSeconds total = begin_pass();
@@ -328,7 +320,7 @@ void AllGatherAttention::run_backward(Compute& blocks, const Exec& exec,
   auto grad_send = ws.template buffer<float>("rfa::grad_send", P * B * L * chunk_ * widest);
   auto grad_mine = ws.template buffer<float>("rfa::grad_mine", B * L * chunk_ * widest);
   blocks.prepare_backward(p, c.dtype, ws);  // one for every chunk's call, made before the agreement
-  agree_to_run(comm_, ws, [&] { check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv); });
+  agree_to_run(comm_, ws, [&] { check_pass_tensors(c, L, tensors); });
 
   {
     ScopedSeconds t(timings_.compute);

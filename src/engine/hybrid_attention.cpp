@@ -187,9 +187,7 @@ void HybridAttention::backward(const AnyBackwardTensors& tensors) {
 
 template <class T, class Space>
 void HybridAttention::run_forward(const ForwardTensors<T, Space>& tensors) {
-  const auto& q = tensors.q;
-  const auto& k = tensors.k;
-  const auto& v = tensors.v;
+  const auto &q = tensors.q, &k = tensors.k, &v = tensors.v;
   const auto& out = tensors.out;
   const auto& lse = tensors.lse;
   const auto exec = pass_exec<Space>();
@@ -204,7 +202,7 @@ void HybridAttention::run_forward(const ForwardTensors<T, Space>& tensors) {
   T* recv = full.stage.recv.data();
   auto lse_full = ws.template tensor3<float>("rfa::hybrid_lse", B, routing_.heads_per_rank(), x.full_rows());
   Staging<float, Space> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
-  agree_to_run(comm_, ws, [&] { check_forward_tensors<T>(c, L, q, k, v, out, lse); });
+  agree_to_run(comm_, ws, [&] { check_pass_tensors(c, L, tensors); });
   {
     ScopedSeconds t(timings_.wait);
     timings_.bytes_sent += x.template queries_to_heads<T>(exec, q, full.q, send, recv);
@@ -224,15 +222,9 @@ void HybridAttention::run_forward(const ForwardTensors<T, Space>& tensors) {
 
 template <class T, class Space>
 void HybridAttention::run_backward(const StorageGradients<T, Space>& tensors) {
-  const auto& q = tensors.q;
-  const auto& k = tensors.k;
-  const auto& v = tensors.v;
-  const auto& out = tensors.out;
-  const auto& dout = tensors.dout;
+  const auto &q = tensors.q, &k = tensors.k, &v = tensors.v, &out = tensors.out, &dout = tensors.dout;
   const auto& lse = tensors.lse;
-  const auto& dq = tensors.dq;
-  const auto& dk = tensors.dk;
-  const auto& dv = tensors.dv;
+  const auto &dq = tensors.dq, &dk = tensors.dk, &dv = tensors.dv;
   const auto exec = pass_exec<Space>();
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, D = c.head_dim, DV = c.dv();
@@ -255,7 +247,7 @@ void HybridAttention::run_backward(const StorageGradients<T, Space>& tensors) {
   auto dv_acc = ws.template tensor4<float>("rfa::dv_acc", B, L, c.kv_heads, DV);
   auto lse_full = ws.template tensor3<float>("rfa::hybrid_lse", B, hp, rows);
   Staging<float, Space> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
-  agree_to_run(comm_, ws, [&] { check_backward_tensors<T>(c, L, q, k, v, out, dout, lse, dq, dk, dv); });
+  agree_to_run(comm_, ws, [&] { check_pass_tensors(c, L, tensors); });
   {
     ScopedSeconds t(timings_.wait);
     timings_.bytes_sent += x.template queries_to_heads<T>(exec, q, full.q, send, recv);

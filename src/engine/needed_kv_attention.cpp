@@ -188,15 +188,12 @@ void NeededKvAttention::run_forward(const HostForward<T>& tensors) {
   Tensor4<float> acc, block_out;
   Tensor3<float> block_lse;
   if (!rounds_.empty()) {
-    if constexpr (std::is_same<T, float>::value)
-      acc = out;
-    else
-      acc = ws.template tensor4<float>("rfa::out_acc", B, L, H, DV);
+    acc = fp32_sum(ws, "rfa::out_acc", out, B, L, H, DV);
     block_out = ws.template tensor4<float>("rfa::block_out", B, L, H, DV);
     block_lse = ws.template tensor3<float>("rfa::block_lse", B, H, L);
   }
   blocks.prepare_forward(calls_, c.dtype, ws);
-  agree_to_run(comm_, ws, [&] { check_forward_tensors<T>(c, L, q, k, v, out, lse); });
+  agree_to_run(comm_, ws, [&] { check_pass_tensors(c, L, tensors); });
 
   // Round i's rows travel in buffers i % 2 while round i - 1 computes (declared after the
   // buffers: an exchange still in flight when an error unwinds completes before they go).
@@ -263,10 +260,7 @@ void NeededKvAttention::run_backward(const HostBackward<T>& tensors) {
   auto dk_acc = fp32_sum(ws, "rfa::dk_acc", tensors.dk, B, L, Hkv, D);
   auto dv_acc = fp32_sum(ws, "rfa::dv_acc", tensors.dv, B, L, Hkv, DV);
   blocks.prepare_backward(calls_, c.dtype, ws);
-  agree_to_run(comm_, ws, [&] {
-    const auto& t = tensors;
-    check_backward_tensors<T>(c, L, t.q, t.k, t.v, t.out, t.dout, t.lse, t.dq, t.dk, t.dv);
-  });
+  agree_to_run(comm_, ws, [&] { check_pass_tensors(c, L, tensors); });
 
   // Round i's K/V, and its dK/dV on their way back, in buffers i % 2: the next round's K/V and
   // the previous round's gradients travel while a round computes.

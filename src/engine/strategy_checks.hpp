@@ -10,6 +10,7 @@
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "engine/attention_config.hpp"
+#include "engine/pass_tensors.hpp"
 #include "kernels/flash_attention.hpp"
 #include "kernels/tensor_checks.hpp"
 
@@ -28,26 +29,23 @@ void check_input_tensors(const AttentionConfig& c, std::int64_t local_seq, const
 }
 
 /// q, k, v, out and lse of a forward.
-template <class T, class In, class Out, class Lse>
-void check_forward_tensors(const AttentionConfig& c, std::int64_t local_seq, const In& q, const In& k, const In& v,
-                           const Out& out, const Lse& lse) {
-  check_input_tensors<T>(c, local_seq, q, k, v);
-  kernels::check_tensor(out, "out", c.batch, local_seq, c.heads, c.dv());
-  kernels::check_tensor(lse, "lse", c.batch, c.heads, local_seq);
+template <class T, class Space>
+void check_pass_tensors(const AttentionConfig& c, std::int64_t local_seq, const ForwardTensors<T, Space>& t) {
+  check_input_tensors<T>(c, local_seq, t.q, t.k, t.v);
+  kernels::check_tensor(t.out, "out", c.batch, local_seq, c.heads, c.dv());
+  kernels::check_tensor(t.lse, "lse", c.batch, c.heads, local_seq);
 }
 
 /// The forward's tensors plus dout, dq, dk and dv of a backward.
-template <class T, class In, class Lse, class Grad>
-void check_backward_tensors(const AttentionConfig& c, std::int64_t local_seq, const In& q, const In& k, const In& v,
-                            const In& out, const In& dout, const Lse& lse, const Grad& dq, const Grad& dk,
-                            const Grad& dv) {
-  check_input_tensors<T>(c, local_seq, q, k, v);
-  kernels::check_tensor(out, "out", c.batch, local_seq, c.heads, c.dv());
-  kernels::check_tensor(dout, "dout", c.batch, local_seq, c.heads, c.dv());
-  kernels::check_tensor(lse, "lse", c.batch, c.heads, local_seq);
-  kernels::check_tensor(dq, "dq", c.batch, local_seq, c.heads, c.head_dim);
-  kernels::check_tensor(dk, "dk", c.batch, local_seq, c.kv_heads, c.head_dim);
-  kernels::check_tensor(dv, "dv", c.batch, local_seq, c.kv_heads, c.dv());
+template <class T, class Space, class TGrad>
+void check_pass_tensors(const AttentionConfig& c, std::int64_t local_seq, const BackwardTensors<T, Space, TGrad>& t) {
+  check_input_tensors<T>(c, local_seq, t.q, t.k, t.v);
+  kernels::check_tensor(t.out, "out", c.batch, local_seq, c.heads, c.dv());
+  kernels::check_tensor(t.dout, "dout", c.batch, local_seq, c.heads, c.dv());
+  kernels::check_tensor(t.lse, "lse", c.batch, c.heads, local_seq);
+  kernels::check_tensor(t.dq, "dq", c.batch, local_seq, c.heads, c.head_dim);
+  kernels::check_tensor(t.dk, "dk", c.batch, local_seq, c.kv_heads, c.head_dim);
+  kernels::check_tensor(t.dv, "dv", c.batch, local_seq, c.kv_heads, c.dv());
 }
 
 }  // namespace engine

@@ -205,14 +205,20 @@ TEST(NeededKvPlan, MatchesEveryPairOnEveryLayout) {
   }
 }
 
-// Rows of a scattered set are sent in fewer runs, within 1.05x of what is seen: a stripe of
-// single keys three rows apart, next to a run.
-TEST(NeededKvPlan, FillsSmallGapsWithinAFifthOfATenth) {
+// A contiguous layout without a mask, S rows: needed_transfer() then sends what it is given.
+AttentionConfig unmasked_contiguous(std::int64_t S) {
   AttentionConfig c;
   c.layout = RFA_LAYOUT_CONTIGUOUS;
   c.mask = RFA_MASK_NONE;
   c.dtype = RFA_DTYPE_FLOAT32;
-  c.seq_total = 2000;
+  c.seq_total = S;
+  return c;
+}
+
+// Rows of a scattered set are sent in fewer runs, within 1.05x of what is seen: a stripe of
+// single keys three rows apart, next to a run.
+TEST(NeededKvPlan, FillsSmallGapsWithinAFifthOfATenth) {
+  const AttentionConfig c = unmasked_contiguous(2000);
   std::vector<KeySpan> seen = {{0, 399}};
   for (std::int64_t k = 1000; k < 1100; k += 3) seen.push_back({k, k});
   const NeededTransfer t = needed_transfer(c, 2, seen, 0);
@@ -229,11 +235,7 @@ TEST(NeededKvPlan, FillsSmallGapsWithinAFifthOfATenth) {
 // A piece takes at most eight segments: eight runs far apart make one piece, nine make two,
 // the second starting at the ninth row sent.
 TEST(NeededKvPlan, PiecesSplitAtTheEighthSegment) {
-  AttentionConfig c;
-  c.layout = RFA_LAYOUT_CONTIGUOUS;
-  c.mask = RFA_MASK_NONE;
-  c.dtype = RFA_DTYPE_FLOAT32;
-  c.seq_total = 200;
+  const AttentionConfig c = unmasked_contiguous(200);
   for (int runs : {7, 8, 9}) {
     SCOPED_TRACE(::testing::Message() << runs << " runs");
     std::vector<KeySpan> seen;
