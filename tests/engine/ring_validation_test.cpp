@@ -215,6 +215,43 @@ namespace rfa {
 namespace test {
 namespace {
 
+// Each tensor of a forward and of a backward in turn one row longer or shorter than the local
+// length (the others right): the pass is refused before anything moves, naming that tensor.
+TEST(RingValidation, EachPassTensorOffByOneRowIsRefusedByName) {
+  auto ring = world_ring();
+  const auto cfg = good_config();
+  engine::RingAttention attn(*ring, cfg);
+  const std::int64_t L = attn.local_seq();
+  const std::vector<std::string> names = {"q", "k", "v", "out", "lse", "dout", "dq", "dk", "dv"};
+  for (const std::int64_t delta : {-1, 1}) {
+    for (const std::string& wrong : names) {
+      SCOPED_TRACE(wrong + " with " + std::to_string(L + delta) + " rows");
+      auto rows = [&](const std::string& name) { return name == wrong ? L + delta : L; };
+      auto tensor = [&](const std::string& name, std::int64_t heads) {
+        return Tensor4<float>(name, 1, rows(name), heads, 16);
+      };
+      const Tensor4<float> q = tensor("q", 2), k = tensor("k", 1), v = tensor("v", 1), out = tensor("out", 2),
+                           dout = tensor("dout", 2), dq = tensor("dq", 2), dk = tensor("dk", 1), dv = tensor("dv", 1);
+      const Tensor3<float> lse("lse", 1, 2, rows("lse"));
+      const bool in_forward = wrong != "dout" && wrong != "dq" && wrong != "dk" && wrong != "dv";
+      for (const bool backward : {false, true}) {
+        if (!backward && !in_forward) continue;
+        try {
+          if (backward)
+            attn.backward(engine::HostBackward<float>{q, k, v, out, dout, lse, dq, dk, dv});
+          else
+            attn.forward(engine::HostForward<float>{q, k, v, out, lse});
+          ADD_FAILURE() << (backward ? "backward" : "forward") << " accepted it";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), RFA_ERROR_INVALID_ARGUMENT) << e.what();
+          EXPECT_NE(std::string(e.what()).find("tensor '" + wrong + "'"), std::string::npos) << e.what();
+        }
+        EXPECT_EQ(attn.last_timings().bytes_sent, 0) << "refused only after the ring had started";
+      }
+    }
+  }
+}
+
 TEST(RingValidation, OneRankWithABadTensorFailsEveryRank) {
   auto ring = world_ring();
   const auto cfg = good_config();
