@@ -48,9 +48,13 @@ check "a job past --limit is killed with exit 124" test "$status" -eq 124
 check "... within a few seconds of the limit" test $((SECONDS - start)) -le 10
 check "nothing is left after the limit" test "$(ours)" -eq 0
 
-# A harness sent SIGNAL 3 s into a job that would run for a minute.
+# A harness sent SIGNAL 3 s into a job that would run for a minute. The job's sleep carries this
+# script's pid in its duration, so the count below sees only this job's processes, never another
+# test's sleep running beside it.
+job_sleep="sleep 60.$$"
 signal_harness() {
-  bash "$nodes_sh" --quiet --nodes 2 -- sleep 60 >/dev/null 2>&1 &
+  # shellcheck disable=SC2086  # the command and its argument
+  bash "$nodes_sh" --quiet --nodes 2 -- $job_sleep >/dev/null 2>&1 &
   local harness=$!
   sleep 3
   kill "-$1" "$harness"
@@ -58,7 +62,7 @@ signal_harness() {
 }
 signal_harness TERM
 check "nothing is left after the harness is sent TERM" test "$(ours)" -eq 0
-check "no process of the job survives TERM" test "$(pgrep -c -f '^sleep 60$')" -eq 0
+check "no process of the job survives TERM" test "$(pgrep -c -f "^$job_sleep\$")" -eq 0
 
 folders() { find /tmp -maxdepth 1 -name 'rfamn[0-9]*.dir.*' | wc -l; }
 signal_harness KILL
