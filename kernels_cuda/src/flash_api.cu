@@ -12,6 +12,7 @@
 
 #include "api_support.hpp"
 #include "kernel_args.hpp"
+#include "launch_dispatch.cuh"
 #if RFA_CUDA_HAVE_SM90
 #include "hopper/backward_sm90.hpp"
 #include "hopper/forward_sm90.hpp"
@@ -83,8 +84,8 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
                 static_cast<long long>(s.heads), static_cast<long long>(s.kv_heads));
   if (s.seq_q > INT_MAX / 2 || s.seq_k > INT_MAX / 2 || s.batch * s.heads > INT_MAX / 2)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "sequence or batch*heads too large for 32-bit tile indices");
-  if (s.head_dim != 64 && s.head_dim != 128)
-    return fail(RFA_CUDA_ERROR_UNSUPPORTED, "head_dim %lld is not supported: use 64 or 128",
+  if (!takes_head_dim(Sm80HeadDims{}, s.head_dim))
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED, "head_dim %lld is not supported: use 64, 128 or 256",
                 static_cast<long long>(s.head_dim));
   if (s.dtype != RFA_CUDA_BF16 && s.dtype != RFA_CUDA_FP16)
     return fail(RFA_CUDA_ERROR_UNSUPPORTED, "input dtype %s is not supported: use bf16 or fp16", dtype_name(s.dtype));
@@ -156,9 +157,13 @@ rfa_cuda_status check_rowwise_shape(const char* what, std::int64_t batch, std::i
   return RFA_CUDA_SUCCESS;
 }
 
-// The Hopper kernels have no soft cap, no ranges and one list of documents: such a call runs on
-// the sm_80 path (auto or sm80).
+// The Hopper kernels take head dims 64 and 128 and have no soft cap, no ranges and one list of
+// documents: such a call runs on the sm_80 path (auto or sm80).
 rfa_cuda_status check_path_fits(const rfa_cuda_attention_shape& s, rfa_cuda_path path) {
+  if (path == RFA_CUDA_PATH_SM90 && !takes_head_dim(Sm90HeadDims{}, s.head_dim))
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                "the Hopper kernels (path sm90) take head_dim 64 or 128, not %lld: use the sm80 path",
+                static_cast<long long>(s.head_dim));
   if (path == RFA_CUDA_PATH_SM90 && s.softcap > 0.f)
     return fail(RFA_CUDA_ERROR_UNSUPPORTED,
                 "the Hopper kernels (path sm90) do not apply a soft cap (softcap %g): use the sm80 path",

@@ -10,6 +10,10 @@
 // dS^T goes through shared memory once for dQ += dS K, where warps split queries instead.
 // In the deterministic mode (kAtomicDq false) this kernel computes dK and dV only and
 // flash_backward_dq.cu computes dQ.
+//
+// At d = 256, dK and dV would take 256 accumulator registers per thread: the kernel then runs
+// twice, once for dV (S^T and P^T only) and once for dK and dQ, each pass holding one
+// accumulator; S^T = K Q^T is computed in both, one product in six more than one pass would do.
 #include <cmath>
 #include <cstdint>
 
@@ -22,16 +26,22 @@ namespace rfa_cuda {
 namespace detail {
 namespace {
 
+// What one launch accumulates: both key-side gradients, or one of them (d = 256, where one
+// accumulator takes all the registers a pass can spare).
+enum class KeyGradients { kBoth, kValueOnly, kKeyOnly };
+
 template <int kHeadDim>
 struct BackwardConfig {
   // d = 128 keeps 128 accumulator registers per thread for dK and dV: 4 warps. d = 64 has
-  // room for 8 warps and so twice the keys per CTA (half the Q/dO traffic).
-  static constexpr int kWarps = kHeadDim == 128 ? 4 : 8;
+  // room for 8 warps and so twice the keys per CTA (half the Q/dO traffic). d = 256 keeps 128
+  // for one of them per pass (the passes above).
+  static constexpr bool kTwoPasses = kHeadDim == 256;
+  static constexpr int kWarps = kHeadDim == 64 ? 8 : 4;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kBlockN = 16 * kWarps;  // key rows per CTA
   // Query rows per pipeline stage: S^T and dP^T take kBlockM/2 registers each on top of dK,
   // dV; 32 keeps d = 128 free of spills.
-  static constexpr int kBlockM = kHeadDim == 128 ? 32 : 64;
+  static constexpr int kBlockM = kHeadDim == 64 ? 64 : 32;
   // dQ: warps split the kBlockM queries in groups of 16, then the head dimension.
   static constexpr int kQueryGroups = kBlockM / 16;
   static constexpr int kDimSplit = kWarps / kQueryGroups;
@@ -46,12 +56,15 @@ struct BackwardConfig {
 constexpr float kLog2e = 1.44269504088896340736f;
 
 // kAtomicDq false (the deterministic mode): dK and dV only; a compile-time switch, because a
-// run-time branch around the dQ block makes the d = 128 kernel spill.
-template <typename T, int kHeadDim, bool kAtomicDq>
+// run-time branch around the dQ block makes the d = 128 kernel spill. kGradients: which of dK
+// (with dQ) and dV this launch accumulates.
+template <typename T, int kHeadDim, bool kAtomicDq, KeyGradients kGradients>
 __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_backward_kernel(const BackwardArgs args) {
   using Config = BackwardConfig<kHeadDim>;
   constexpr int kBlockM = Config::kBlockM, kBlockN = Config::kBlockN, kThreads = Config::kThreads;
   constexpr int D = kHeadDim;
+  constexpr bool kValue = kGradients != KeyGradients::kKeyOnly;  // dV += P^T dO
+  constexpr bool kKey = kGradients != KeyGradients::kValueOnly;  // dP^T, dS^T, dK += dS^T Q and dQ
 
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   T* k_s = reinterpret_cast<T*>(shared_bytes);
@@ -79,7 +92,8 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
   const T* k = static_cast<const T*>(args.k.data) + b * args.k.batch + kv_head * args.k.head;
   const T* v = static_cast<const T*>(args.v.data) + b * args.v.batch + kv_head * args.v.head;
   load_tile_async<kBlockN, D, kThreads>(k_s, k + k_first * args.k.seq, args.k.seq, dims.seq_k - k_first);
-  load_tile_async<kBlockN, D, kThreads>(v_s, v + k_first * args.v.seq, args.v.seq, dims.seq_k - k_first);
+  if constexpr (kKey)
+    load_tile_async<kBlockN, D, kThreads>(v_s, v + k_first * args.v.seq, args.v.seq, dims.seq_k - k_first);
 
   auto kind_of = [&](int q_tile) {
     return classify_tile(mask, dims.q_positions, dims.k_positions, q_tile * kBlockM, kBlockM, dims.seq_q, k_first,
@@ -102,7 +116,8 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
       const bool valid = row < dims.seq_q;
       const std::int64_t at = (static_cast<std::int64_t>(b) * dims.heads + head) * dims.seq_q + (valid ? row : 0);
       cp_async_4(shared_address(lse_tiles + stage * kBlockM + threadIdx.x), args.lse + at, valid);
-      cp_async_4(shared_address(delta_tiles + stage * kBlockM + threadIdx.x), args.delta + at, valid);
+      if constexpr (kKey)
+        cp_async_4(shared_address(delta_tiles + stage * kBlockM + threadIdx.x), args.delta + at, valid);
     }
   };
 
@@ -110,12 +125,12 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
   if (it < iterations) load_query_tile(it, 0);
   cp_async_commit();
 
-  float dk[D / 8][4], dv[D / 8][4];
+  // The accumulators this launch keeps (one element for the other: never used).
+  float dk[kKey ? D / 8 : 1][4], dv[kValue ? D / 8 : 1][4];
 #pragma unroll
-  for (int i = 0; i < D / 8; ++i) {
-    dk[i][0] = dk[i][1] = dk[i][2] = dk[i][3] = 0.f;
-    dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.f;
-  }
+  for (int i = 0; i < (kKey ? D / 8 : 1); ++i) dk[i][0] = dk[i][1] = dk[i][2] = dk[i][3] = 0.f;
+#pragma unroll
+  for (int i = 0; i < (kValue ? D / 8 : 1); ++i) dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.f;
 
   cp_async_wait_all();
   __syncthreads();
@@ -134,7 +149,7 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
     const float* lse_s = lse_tiles + stage * kBlockM;
     const float* delta_s = delta_tiles + stage * kBlockM;
 
-    // S^T = K Q^T and dP^T = V dO^T: 16 keys x kBlockM queries per warp.
+    // S^T = K Q^T and (with dK) dP^T = V dO^T: 16 keys x kBlockM queries per warp.
     float st[kBlockM / 8][4], dpt[kBlockM / 8][4];
 #pragma unroll
     for (int i = 0; i < kBlockM / 8; ++i) {
@@ -146,18 +161,20 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
       std::uint32_t kf[4], vf[4];
       const int key = warp * 16 + lane % 16, kcol = kk * 16 + (lane / 16) * 8;
       ldmatrix_x4(kf, shared_address(k_s + swizzled<D>(key, kcol)));
-      ldmatrix_x4(vf, shared_address(v_s + swizzled<D>(key, kcol)));
+      if constexpr (kKey) ldmatrix_x4(vf, shared_address(v_s + swizzled<D>(key, kcol)));
 #pragma unroll
       for (int nb = 0; nb < kBlockM / 16; ++nb) {
         std::uint32_t qf[4], df[4];
         const int row = nb * 16 + (lane / 16) * 8 + lane % 8;
         const int col = kk * 16 + ((lane / 8) % 2) * 8;
         ldmatrix_x4(qf, shared_address(q_s + swizzled<D>(row, col)));
-        ldmatrix_x4(df, shared_address(do_s + swizzled<D>(row, col)));
         mma_16816<T>(st[2 * nb], kf, qf[0], qf[1]);
         mma_16816<T>(st[2 * nb + 1], kf, qf[2], qf[3]);
-        mma_16816<T>(dpt[2 * nb], vf, df[0], df[1]);
-        mma_16816<T>(dpt[2 * nb + 1], vf, df[2], df[3]);
+        if constexpr (kKey) {
+          ldmatrix_x4(df, shared_address(do_s + swizzled<D>(row, col)));
+          mma_16816<T>(dpt[2 * nb], vf, df[0], df[1]);
+          mma_16816<T>(dpt[2 * nb + 1], vf, df[2], df[3]);
+        }
       }
     }
 
@@ -177,7 +194,7 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
         const float score = dims.cap.apply(st[nb][e], slope);
         const float p = (shown && lse != -INFINITY) ? exp2f(fmaf(score, dims.scale_log2, -lse * kLog2e)) : 0.f;
         st[nb][e] = p;
-        dpt[nb][e] = p * (dpt[nb][e] - delta_s[query]) * slope;
+        if constexpr (kKey) dpt[nb][e] = p * (dpt[nb][e] - delta_s[query]) * slope;
       }
     }
 
@@ -185,24 +202,28 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
 #pragma unroll
     for (int kk = 0; kk < kBlockM / 16; ++kk) {
       std::uint32_t p_frag[4], ds_frag[4];
-      accumulators_to_a_fragment<T>(st[2 * kk], st[2 * kk + 1], p_frag);
-      accumulators_to_a_fragment<T>(dpt[2 * kk], dpt[2 * kk + 1], ds_frag);
+      if constexpr (kValue) accumulators_to_a_fragment<T>(st[2 * kk], st[2 * kk + 1], p_frag);
+      if constexpr (kKey) accumulators_to_a_fragment<T>(dpt[2 * kk], dpt[2 * kk + 1], ds_frag);
 #pragma unroll
       for (int db = 0; db < D / 16; ++db) {
         std::uint32_t of[4], qf[4];
         const int row = kk * 16 + ((lane / 8) % 2) * 8 + lane % 8;
         const int col = db * 16 + (lane / 16) * 8;
-        ldmatrix_x4_trans(of, shared_address(do_s + swizzled<D>(row, col)));
-        ldmatrix_x4_trans(qf, shared_address(q_s + swizzled<D>(row, col)));
-        mma_16816<T>(dv[2 * db], p_frag, of[0], of[1]);
-        mma_16816<T>(dv[2 * db + 1], p_frag, of[2], of[3]);
-        mma_16816<T>(dk[2 * db], ds_frag, qf[0], qf[1]);
-        mma_16816<T>(dk[2 * db + 1], ds_frag, qf[2], qf[3]);
+        if constexpr (kValue) {
+          ldmatrix_x4_trans(of, shared_address(do_s + swizzled<D>(row, col)));
+          mma_16816<T>(dv[2 * db], p_frag, of[0], of[1]);
+          mma_16816<T>(dv[2 * db + 1], p_frag, of[2], of[3]);
+        }
+        if constexpr (kKey) {
+          ldmatrix_x4_trans(qf, shared_address(q_s + swizzled<D>(row, col)));
+          mma_16816<T>(dk[2 * db], ds_frag, qf[0], qf[1]);
+          mma_16816<T>(dk[2 * db + 1], ds_frag, qf[2], qf[3]);
+        }
       }
     }
 
     // dS^T to shared memory for dQ, rounded to the input type like the other mma operands.
-    if constexpr (kAtomicDq) {
+    if constexpr (kAtomicDq && kKey) {
 #pragma unroll
       for (int nb = 0; nb < kBlockM / 8; ++nb) {
 #pragma unroll
@@ -272,14 +293,15 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
     if (key >= dims.seq_k) continue;
     const std::int64_t dk_at = b * args.dk.batch + key * args.dk.seq + kv_head * args.dk.head;
     const std::int64_t dv_at = b * args.dv.batch + key * args.dv.seq + kv_head * args.dv.head;
+    // Each key row belongs to exactly one CTA of a launch: no atomics in the accumulate mode.
 #pragma unroll
     for (int db = 0; db < D / 8; ++db) {
       const int col = db * 8 + quad * 2;
-      const float dk0 = dims.scale * dk[db][2 * half], dk1 = dims.scale * dk[db][2 * half + 1];
-      const float dv0 = dv[db][2 * half], dv1 = dv[db][2 * half + 1];
-      // Each key row belongs to exactly one CTA: no atomics in the accumulate mode.
-      store_or_add_pair<T>(args.dk.data, dk_at + col, dk0, dk1, args.store_dkdv);
-      store_or_add_pair<T>(args.dv.data, dv_at + col, dv0, dv1, args.store_dkdv);
+      if constexpr (kKey)
+        store_or_add_pair<T>(args.dk.data, dk_at + col, dims.scale * dk[db][2 * half],
+                             dims.scale * dk[db][2 * half + 1], args.store_dkdv);
+      if constexpr (kValue)
+        store_or_add_pair<T>(args.dv.data, dv_at + col, dv[db][2 * half], dv[db][2 * half + 1], args.store_dkdv);
     }
   }
 }
@@ -287,16 +309,24 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
 }  // namespace
 
 cudaError_t launch_flash_backward(const BackwardArgs& args, ElementType dtype, cudaStream_t stream) {
-  return dispatch_dtype_head_dim(dtype, args.dims.head_dim, [&](auto element, auto head_dim) {
+  return dispatch_dtype_head_dim(Sm80HeadDims{}, dtype, args.dims.head_dim, [&](auto element, auto head_dim) {
     using T = decltype(element);
     constexpr int D = decltype(head_dim)::value;
     using Config = BackwardConfig<D>;
     const std::int64_t tiles = (args.dims.seq_k + Config::kBlockN - 1) / Config::kBlockN;
     const std::int64_t blocks = tiles * args.dims.batch * args.dims.kv_heads;
-    return args.atomic_dq ? launch_tiles(flash_backward_kernel<T, D, true>, args, blocks, Config::kThreads,
-                                         Config::kSmemBytes, stream)
-                          : launch_tiles(flash_backward_kernel<T, D, false>, args, blocks, Config::kThreads,
-                                         Config::kSmemBytes, stream);
+    const auto launch = [&](auto kernel) {
+      return launch_tiles(kernel, args, blocks, Config::kThreads, Config::kSmemBytes, stream);
+    };
+    if constexpr (Config::kTwoPasses) {
+      const cudaError_t value_pass = launch(flash_backward_kernel<T, D, false, KeyGradients::kValueOnly>);
+      if (value_pass != cudaSuccess) return value_pass;
+      return args.atomic_dq ? launch(flash_backward_kernel<T, D, true, KeyGradients::kKeyOnly>)
+                            : launch(flash_backward_kernel<T, D, false, KeyGradients::kKeyOnly>);
+    } else {
+      return args.atomic_dq ? launch(flash_backward_kernel<T, D, true, KeyGradients::kBoth>)
+                            : launch(flash_backward_kernel<T, D, false, KeyGradients::kBoth>);
+    }
   });
 }
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // dQ of the backward without atomics, for the deterministic mode: one CTA owns kBlockM query
 // rows of one (batch, head), so every dQ row has exactly one writer and sums its key tiles in
-// a fixed order. The CTA keeps Q, dO and its dQ accumulator in registers and streams K and V
-// (cp.async, two stages), recomputing S = Q K^T and dP = dO V^T per key tile:
+// a fixed order. The CTA keeps its dQ accumulator in registers (Q and dO as well, up to
+// d = 128) and streams K and V (cp.async, two stages), recomputing S = Q K^T and dP = dO V^T
+// per key tile:
 //   P = exp(scale S - lse),  dS = P (dP - D),  dQ += scale dS K.
 // It is the forward's loop (query_tile_kernel.cuh) with a second score product and no online
 // softmax (lse is final).
@@ -18,12 +19,15 @@ namespace {
 
 template <int kHeadDim>
 struct DqConfig {
-  static constexpr int kWarps = 8;
+  // d = 256: dQ alone takes 128 registers per thread, so Q and dO fragments are read from shared
+  // memory at each key tile, and 4 warps keep the tiles within an A100's shared memory (128 KB).
+  static constexpr int kWarps = kHeadDim == 256 ? 4 : 8;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kBlockM = 16 * kWarps;  // query rows per CTA
   // Key rows per stage. d = 128 holds dQ (64), Q and dO fragments (32 + 32) in registers: 32
   // keys keep S and dP at 16 registers each, under the 255 limit.
-  static constexpr int kBlockN = kHeadDim == 128 ? 32 : 64;
+  static constexpr int kBlockN = kHeadDim == 64 ? 64 : 32;
+  static constexpr bool kRowsHeld = kHeadDim <= 128;  // Q and dO fragments in registers
   // Q and dO tiles + two stages of K and V tiles, 16-bit elements.
   static constexpr int kSmemBytes = (2 * kBlockM + 4 * kBlockN) * kHeadDim * 2;
 };
@@ -78,14 +82,8 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim>::kThreads) flash_backward_d
   cp_async_wait_all();
   __syncthreads();
 
-  // The warp's 16 query rows of Q and dO stay in registers as A fragments.
-  std::uint32_t q_frag[D / 16][4], do_frag[D / 16][4];
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    const int row = warp * 16 + lane % 16, col = kk * 16 + (lane / 16) * 8;
-    ldmatrix_x4(q_frag[kk], shared_address(q_tile + swizzled<D>(row, col)));
-    ldmatrix_x4(do_frag[kk], shared_address(do_tile + swizzled<D>(row, col)));
-  }
+  // The warp's 16 query rows of Q and dO as A fragments.
+  const RowFragments<T, D, Config::kRowsHeld> q_rows(q_tile, warp, lane), do_rows(do_tile, warp, lane);
 
   int stage = 0;
   while (k_tile < tile.num_k_tiles) {
@@ -99,8 +97,8 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim>::kThreads) flash_backward_d
     const T* v_s = v_tiles + stage * kBlockN * D;
 
     float s[kBlockN / 8][4], dp[kBlockN / 8][4];
-    rows_times_tile_transposed<T, D, kBlockN>(s, q_frag, k_s, lane);    // S = Q K^T
-    rows_times_tile_transposed<T, D, kBlockN>(dp, do_frag, v_s, lane);  // dP = dO V^T
+    rows_times_tile_transposed<T, D, kBlockN>(s, q_rows, k_s, lane);    // S = Q K^T
+    rows_times_tile_transposed<T, D, kBlockN>(dp, do_rows, v_s, lane);  // dP = dO V^T
 
     // P = exp2(scale*log2e S - lse*log2e), 0 where masked; dS = P (dP - D), kept in dp (S capped
     // and dS times the cap's slope where scores are soft-capped).
@@ -148,7 +146,7 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim>::kThreads) flash_backward_d
 }  // namespace
 
 cudaError_t launch_flash_backward_dq(const DqArgs& args, ElementType dtype, cudaStream_t stream) {
-  return dispatch_dtype_head_dim(dtype, args.dims.head_dim, [&](auto element, auto head_dim) {
+  return dispatch_dtype_head_dim(Sm80HeadDims{}, dtype, args.dims.head_dim, [&](auto element, auto head_dim) {
     using T = decltype(element);
     constexpr int D = decltype(head_dim)::value;
     using Config = DqConfig<D>;

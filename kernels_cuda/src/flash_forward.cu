@@ -3,7 +3,10 @@
 // streams the key/value tiles through shared memory (cp.async, two stages) and keeps the
 // output accumulator and the online-softmax state of its rows in registers.
 //
-// Each of the 8 warps owns 16 query rows (fragment layout: query_tile_kernel.cuh).
+// Each of the 8 warps owns 16 query rows (fragment layout: query_tile_kernel.cuh). At d = 256 the
+// output accumulator takes 128 registers per thread: the query fragments are then read from
+// shared memory at each key tile instead of held, and a stage holds 32 keys (128 KB of shared
+// memory in all, which an A100 has).
 #include <cmath>
 #include <cstdint>
 
@@ -19,8 +22,9 @@ template <int kHeadDim>
 struct ForwardConfig {
   static constexpr int kWarps = 8;
   static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kBlockM = 16 * kWarps;  // query rows per CTA
-  static constexpr int kBlockN = 64;           // key rows per pipeline stage
+  static constexpr int kBlockM = 16 * kWarps;                // query rows per CTA
+  static constexpr int kBlockN = kHeadDim == 256 ? 32 : 64;  // key rows per pipeline stage
+  static constexpr bool kQueryHeld = kHeadDim <= 128;        // Q fragments in registers
   // Q tile + two stages of K and V tiles, 16-bit elements.
   static constexpr int kSmemBytes = (kBlockM + 4 * kBlockN) * kHeadDim * 2;
 };
@@ -64,13 +68,8 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads) flash_forwa
   cp_async_wait_all();
   __syncthreads();
 
-  // The warp's 16 query rows stay in registers as A fragments for the whole key loop.
-  std::uint32_t q_frag[D / 16][4];
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    const int row = warp * 16 + lane % 16, col = kk * 16 + (lane / 16) * 8;
-    ldmatrix_x4(q_frag[kk], shared_address(q_tile + swizzled<D>(row, col)));
-  }
+  // The warp's 16 query rows as A fragments for the whole key loop.
+  const RowFragments<T, D, Config::kQueryHeld> q_rows(q_tile, warp, lane);
 
   int stage = 0;
   while (k_tile < tile.num_k_tiles) {
@@ -86,7 +85,7 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads) flash_forwa
 
     // S = Q K^T for 16 rows x kBlockN keys.
     float s[kBlockN / 8][4];
-    rows_times_tile_transposed<T, D, kBlockN>(s, q_frag, k_s, lane);
+    rows_times_tile_transposed<T, D, kBlockN>(s, q_rows, k_s, lane);
     // Soft-capped scores (a no-op without a cap): before the mask, whose -inf the cap would make
     // finite.
 #pragma unroll
@@ -206,7 +205,7 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads) flash_forwa
 }  // namespace
 
 cudaError_t launch_flash_forward(const ForwardArgs& args, ElementType dtype, cudaStream_t stream) {
-  return dispatch_dtype_head_dim(dtype, args.dims.head_dim, [&](auto element, auto head_dim) {
+  return dispatch_dtype_head_dim(Sm80HeadDims{}, dtype, args.dims.head_dim, [&](auto element, auto head_dim) {
     using T = decltype(element);
     constexpr int D = decltype(head_dim)::value;
     using Config = ForwardConfig<D>;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Host-side launch plumbing shared by the flash kernels: the (dtype, head_dim) dispatch to a
-// template instantiation, and a launch that first raises the dynamic shared-memory limit.
+// template instantiation of the head dims a kernel family takes, and a launch that first raises
+// the dynamic shared-memory limit.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -15,17 +16,31 @@
 namespace rfa_cuda {
 namespace detail {
 
-// Calls launch(T{}, std::integral_constant<int, D>{}) for the element type and head dim.
-template <typename Launch>
-cudaError_t dispatch_dtype_head_dim(ElementType dtype, int head_dim, Launch&& launch) {
-  using D64 = std::integral_constant<int, 64>;
-  using D128 = std::integral_constant<int, 128>;
+// A set of head dims a family of kernels is instantiated for.
+template <int... kDims>
+struct HeadDims {};
+// The sm_80 kernels' and the Hopper kernels' (flash_api.cu refuses the others by name).
+using Sm80HeadDims = HeadDims<64, 128, 256>;
+using Sm90HeadDims = HeadDims<64, 128>;
+
+template <int... kDims>
+constexpr bool takes_head_dim(HeadDims<kDims...>, std::int64_t head_dim) {
+  return ((head_dim == kDims) || ...);
+}
+
+// Calls launch(T{}, std::integral_constant<int, D>{}) for the element type and the head dim,
+// which must be one of kDims (the API refuses the others first, with a message).
+template <int... kDims, typename Launch>
+cudaError_t dispatch_dtype_head_dim(HeadDims<kDims...>, ElementType dtype, int head_dim, Launch&& launch) {
   const bool bf16 = dtype == ElementType::kBf16;
-  switch (head_dim) {
-    case 64: return bf16 ? launch(__nv_bfloat16{}, D64{}) : launch(__half{}, D64{});
-    case 128: return bf16 ? launch(__nv_bfloat16{}, D128{}) : launch(__half{}, D128{});
-    default: return cudaErrorInvalidValue;  // rejected earlier by the API with a message
-  }
+  cudaError_t status = cudaErrorInvalidValue;
+  const auto try_dim = [&](auto dim) {
+    if (head_dim != decltype(dim)::value) return false;
+    status = bf16 ? launch(__nv_bfloat16{}, dim) : launch(__half{}, dim);
+    return true;
+  };
+  (void)(try_dim(std::integral_constant<int, kDims>{}) || ...);
+  return status;
 }
 
 // One CTA per tile; kernels above 48 KB of shared memory must opt in first.

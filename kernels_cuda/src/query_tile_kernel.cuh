@@ -2,7 +2,7 @@
 // What the query-tile kernels share (the forward, and the deterministic backward's dQ pass):
 // which (batch, head, query tile) a CTA owns, its walk over the key tiles the mask leaves
 // visible, the double-buffered K/V loads, and the two warp-level products of their key loop,
-//   scores  += A (16 rows x D, register fragments) x tile^T   (S = Q K^T, dP = dO V^T)
+//   scores  += A (16 rows x D, RowFragments) x tile^T          (S = Q K^T, dP = dO V^T)
 //   rows_out += P (16 rows x kBlockN, accumulators) x tile     (O += P V, dQ += dS K)
 // Fragment layout of mma m16n8k16 (g = lane/4, t = lane%4): an accumulator tile holds rows g
 // and g+8, columns 2t and 2t+1; two adjacent 8-column accumulator tiles are one A fragment.
@@ -67,23 +67,58 @@ __device__ __forceinline__ void load_key_value_tiles(T* k_tiles, T* v_tiles, con
   load_tile_async<kBlockN, D, kThreads>(v_tiles + stage * kBlockN * D, v + first * v_t.seq, v_t.seq, seq_k - first);
 }
 
-// scores (16 x kBlockN, zeroed here) = A x tile^T, A the warp's 16 rows as D/16 fragments.
-template <typename T, int D, int kBlockN>
-__device__ __forceinline__ void rows_times_tile_transposed(float (&scores)[kBlockN / 8][4],
-                                                           const std::uint32_t (&a)[D / 16][4], const T* tile,
-                                                           int lane) {
+// The warp's 16 rows of a swizzled [rows][D] shared tile as the A operand of a product over D,
+// fragment kk covering columns 16kk..16kk+15: held in registers for the whole key loop (kHeld),
+// or read from shared memory at each use where the registers are needed for the accumulator
+// (D = 256: 128 of them per thread).
+template <typename T, int D, bool kHeld>
+struct RowFragments;
+
+template <typename T, int D>
+struct RowFragments<T, D, true> {
+  std::uint32_t frag[D / 16][4];
+  __device__ RowFragments(const T* tile, int warp, int lane) {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const int row = warp * 16 + lane % 16, col = kk * 16 + (lane / 16) * 8;
+      ldmatrix_x4(frag[kk], shared_address(tile + swizzled<D>(row, col)));
+    }
+  }
+  __device__ void get(int kk, std::uint32_t (&a)[4]) const {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[i] = frag[kk][i];
+  }
+};
+
+template <typename T, int D>
+struct RowFragments<T, D, false> {
+  const T* tile;
+  int row, col;  // this lane's row and column offset in every fragment's ldmatrix
+  __device__ RowFragments(const T* tile_, int warp, int lane)
+      : tile(tile_), row(warp * 16 + lane % 16), col((lane / 16) * 8) {}
+  __device__ void get(int kk, std::uint32_t (&a)[4]) const {
+    ldmatrix_x4(a, shared_address(tile + swizzled<D>(row, kk * 16 + col)));
+  }
+};
+
+// scores (16 x kBlockN, zeroed here) = A x tile^T, A the warp's 16 rows (RowFragments).
+template <typename T, int D, int kBlockN, typename Rows>
+__device__ __forceinline__ void rows_times_tile_transposed(float (&scores)[kBlockN / 8][4], const Rows& rows,
+                                                           const T* tile, int lane) {
 #pragma unroll
   for (int i = 0; i < kBlockN / 8; ++i) scores[i][0] = scores[i][1] = scores[i][2] = scores[i][3] = 0.f;
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
+    std::uint32_t a[4];
+    rows.get(kk, a);
 #pragma unroll
     for (int nb = 0; nb < kBlockN / 16; ++nb) {
       std::uint32_t bf[4];
       const int key = nb * 16 + (lane / 16) * 8 + lane % 8;
       const int col = kk * 16 + ((lane / 8) % 2) * 8;
       ldmatrix_x4(bf, shared_address(tile + swizzled<D>(key, col)));
-      mma_16816<T>(scores[2 * nb], a[kk], bf[0], bf[1]);
-      mma_16816<T>(scores[2 * nb + 1], a[kk], bf[2], bf[3]);
+      mma_16816<T>(scores[2 * nb], a, bf[0], bf[1]);
+      mma_16816<T>(scores[2 * nb + 1], a, bf[2], bf[3]);
     }
   }
 }

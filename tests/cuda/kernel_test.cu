@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Correctness of the rfa_cuda kernels against the float64 reference (tests/reference):
 // fresh random inputs, outputs poisoned with NaN before every call, odd lengths, causal and
-// not, GQA, both dtypes and head dims, segment position maps, sliding windows and packed
+// not, GQA, both dtypes and every head dim (64, 128, 256), segment position maps, sliding windows and packed
 // documents, soft-capped scores, masks given as ranges, fp32 accumulate modes, the delta and merge kernels. Every
 // forward runs on each path this build and device have (sm80; sm90 on a Hopper GPU when the
 // build has it; soft-capped and ranges cases check that sm90 refuses them). Argument checks
@@ -33,6 +33,9 @@ std::string path_tag(rfa_cuda_path path) {
   return path == RFA_CUDA_PATH_SM80 ? "" : std::string(", ") + rfa_cuda_path_name(path);
 }
 
+// Whether the Hopper path takes a case's head dim (the sm80 path takes every case here).
+bool path_takes_head_dim(const Case& c, rfa_cuda_path path) { return path != RFA_CUDA_PATH_SM90 || c.head_dim <= 128; }
+
 // D = rowsum(dout * out) for a case's shape into `delta` (out and its dtype left to the caller).
 rfa_cuda_delta_params delta_params(const Case& c, const DeviceArray& dout, DeviceArray& delta) {
   rfa_cuda_delta_params dp{};
@@ -46,15 +49,21 @@ rfa_cuda_delta_params delta_params(const Case& c, const DeviceArray& dout, Devic
   return dp;
 }
 
-// The Hopper path has no soft cap, no ranges and one list of documents: such a case is refused
-// there (`status`, the call's, must be RFA_CUDA_ERROR_UNSUPPORTED saying so) and runs on sm80
-// only. True when the path was skipped.
-bool refuses_softcap(const Case& c, rfa_cuda_path path, rfa_cuda_status status) {
-  if ((c.softcap <= 0.f && !c.ranges_on && c.doc_offsets.empty()) || path != RFA_CUDA_PATH_SM90) return false;
-  const char* says = c.softcap > 0.f ? "do not apply a soft cap"
-                     : c.ranges_on   ? "do not take a mask given as ranges"
-                                     : "not per-sequence documents";
-  const char* what = c.softcap > 0.f ? "a soft cap" : c.ranges_on ? "ranges" : "per-sequence documents";
+// The Hopper path takes head dims 64 and 128 and has no soft cap, no ranges and one list of
+// documents: such a case is refused there (`status`, the call's, must be
+// RFA_CUDA_ERROR_UNSUPPORTED saying so) and runs on sm80 only. True when the path was skipped.
+bool refused_on_path(const Case& c, rfa_cuda_path path, rfa_cuda_status status) {
+  const bool head_dim = c.head_dim > 128;
+  if ((!head_dim && c.softcap <= 0.f && !c.ranges_on && c.doc_offsets.empty()) || path != RFA_CUDA_PATH_SM90)
+    return false;
+  const char* says = head_dim          ? "take head_dim 64 or 128, not 256"
+                     : c.softcap > 0.f ? "do not apply a soft cap"
+                     : c.ranges_on     ? "do not take a mask given as ranges"
+                                       : "not per-sequence documents";
+  const char* what = head_dim          ? "head dim 256"
+                     : c.softcap > 0.f ? "a soft cap"
+                     : c.ranges_on     ? "ranges"
+                                       : "per-sequence documents";
   const bool ok = status == RFA_CUDA_ERROR_UNSUPPORTED && std::strstr(rfa_cuda_last_error_message(), says) != nullptr;
   std::printf("  %-4s the Hopper path refuses %s -> %s: %s\n", ok ? "ok" : "FAIL", what, rfa_cuda_status_string(status),
               rfa_cuda_last_error_message());
@@ -102,7 +111,7 @@ void run_case(const Case& c) {
     f.path = *path;
     f.out = out32.get();
     f.out_dtype = RFA_CUDA_FP32;
-    if (refuses_softcap(c, *path, rfa_cuda_flash_forward(&f, nullptr))) continue;
+    if (refused_on_path(c, *path, rfa_cuda_flash_forward(&f, nullptr))) continue;
     for (rfa_cuda_dtype out_type : {c.dtype, RFA_CUDA_FP32}) {
       DeviceArray& out = out_type == RFA_CUDA_FP32 ? out32 : out16;
       out.poison();
@@ -159,7 +168,7 @@ void run_case(const Case& c) {
       bp.dq = dq.get();
       bp.dk = dk.get();
       bp.dv = dv.get();
-      if (refuses_softcap(c, path, rfa_cuda_flash_backward(&bp, nullptr))) continue;
+      if (refused_on_path(c, path, rfa_cuda_flash_backward(&bp, nullptr))) continue;
       RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
       RFA_TEST_CUDA(cudaDeviceSynchronize());
       auto minus = [](std::vector<double> a, const std::vector<double>& b) {
@@ -356,6 +365,7 @@ void run_strided_case(const Case& c) {
   f.out_dtype = c.dtype;
   f.lse = lse.as_float();
   for (rfa_cuda_path path : kernel_paths) {
+    if (!path_takes_head_dim(c, path)) continue;
     f.path = path;
     out.poison();
     lse.poison();
@@ -392,6 +402,7 @@ void run_strided_case(const Case& c) {
   bp.lse = lse.as_float();
   bp.delta = delta.as_float();
   for (rfa_cuda_path path : kernel_paths) {
+    if (!path_takes_head_dim(c, path)) continue;
     DeviceArray dq(RFA_CUDA_FP32, q.size()), dk(RFA_CUDA_FP32, k.size()), dv(RFA_CUDA_FP32, v.size());
     for (DeviceArray* g : {&dq, &dk, &dv}) g->upload(std::vector<double>(g->bytes() / 4, 0.0));
     bp.path = path;
@@ -424,7 +435,12 @@ void run_argument_checks() {
   };
   rfa_cuda_forward_params bad = f;
   bad.shape.head_dim = 96;
-  expect("head_dim 96", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_UNSUPPORTED, "head_dim");
+  expect("head_dim 96", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_UNSUPPORTED,
+         "head_dim 96 is not supported: use 64, 128 or 256");
+  bad.shape.head_dim = 256;  // a head dim the kernels take: the next check speaks
+  bad.q = nullptr;
+  expect("head_dim 256 passes, q NULL", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "q is NULL");
   bad = f;
   bad.shape.heads = 3;
   bad.shape.kv_heads = 2;
@@ -672,22 +688,44 @@ int main(int argc, char** argv) {
     c->doc_offsets = packed.offsets;
     cases.push_back(*c);
   }
+  // Head dim 256 (the sm80 kernels; the Hopper path refuses it): lengths on and either side of the
+  // d = 256 tiles' edges (forward 128 queries x 32 keys, dQ pass 64 x 32, backward 64 keys x 32
+  // queries per stage), a long causal run, GQA and fp16, a window with documents on a zigzag map,
+  // a soft cap, a mask given as ranges.
+  Case d256_edges{"d256, causal, 129 x 65", B, 256, 1, 129, 65, 2, 1, true};
+  Case d256_short{"d256, full GQA 4:2 fp16, 31 x 33", H, 256, 2, 31, 33, 4, 2, false};
+  Case d256_long{"d256, causal, long", B, 256, 1, 513, 513, 2, 2, true};
+  Case d256_zig{"d256, window 37 + documents, zigzag q(rank 0) x k(rank 2), fp16", H, 256, 1, 80, 80, 2, 1, true};
+  d256_zig.q_map = two_segments(0, 40, 200, 40);
+  d256_zig.k_map = two_segments(80, 40, 120, 40);
+  d256_zig.window = 37;
+  d256_zig.docs = {0, 30, 110, 210, 240};
+  Case d256_cap{"d256, softcap 0.4, full, 64 x 127", B, 256, 1, 64, 127, 2, 2, false};
+  d256_cap.softcap = 0.4f;
+  Case d256_ranges{"d256, ranges: prefix-LM 100", B, 256, 1, 300, 300, 2, 1, false};
+  d256_ranges.ranges_on = true;
+  d256_ranges.ranges = {{0, 300, 0, 300, R::causal}, {0, 300, 0, 100, R::full}};
+  for (const Case& c : {d256_edges, d256_short, d256_long, d256_zig, d256_cap, d256_ranges}) cases.push_back(c);
   for (const Case& c : cases)
     if (selected(c.name)) run_case(c);
 
   Case strided{"strided, causal GQA 4:2", B, 128, 2, 300, 300, 4, 2, true};
   Case strided_d64{"strided, full fp16 d64", H, 64, 2, 129, 257, 2, 1, false};
-  for (const Case& c : {strided, strided_d64})
+  Case strided_d256{"strided, d256 causal GQA 4:2 fp16", H, 256, 2, 130, 129, 4, 2, true};
+  for (const Case& c : {strided, strided_d64, strided_d256})
     if (selected(c.name)) run_strided_case(c);
 
   Case merge{"merge, causal", B, 128, 1, 200, 200, 2, 1, true};
   Case merge_stripe{"merge, stripe causal fp16", H, 64, 1, 150, 150, 2, 2, true};
   merge_stripe.q_map = one_segment(1, 2, 150);
   merge_stripe.k_map = one_segment(0, 2, 150);
+  Case merge_d256{"merge, d256 causal", B, 256, 1, 200, 200, 2, 1, true};
   for (rfa_cuda_path path : kernel_paths) {
     for (bool fused : {false, true}) {
       if (selected(merge.name)) run_merge_case(merge, 77, fused, path);
       if (selected(merge_stripe.name)) run_merge_case(merge_stripe, 70, fused, path);
+      if (selected(merge_d256.name) && path_takes_head_dim(merge_d256, path))
+        run_merge_case(merge_d256, 96, fused, path);
     }
   }
 

@@ -76,7 +76,7 @@ typedef struct rfa_cuda_strides {
 
 /* The problem shared by forward and backward. */
 typedef struct rfa_cuda_attention_shape {
-  int64_t batch, seq_q, seq_k, heads, kv_heads, head_dim; /* head_dim: 64 or 128 */
+  int64_t batch, seq_q, seq_k, heads, kv_heads, head_dim; /* head_dim: 64, 128 or 256 (sm90: 64 or 128) */
   float scale;                                            /* softmax scale > 0; 0 means 1/sqrt(head_dim) */
   rfa_cuda_mask mask;
   rfa_cuda_position_map q_positions, k_positions;
