@@ -338,6 +338,10 @@ perf_phase() {
     done
     settle
   done
+  # Head dim 256 beside the peers (the sm80 kernels: the Hopper path takes 64 and 128), last, so
+  # that it is what a short budget drops.
+  step kernels.b1h16s8192d256 60 test -- "$bin/rfa_cuda_kernel_bench" --batch 1 --heads 16 --seq 8192 --dim 256 \
+    --path sm80 --iters 10 --torch-script "$peer" --json "$(json kernels.b1h16s8192d256)"
 }
 
 # ---------------------------------------------------------------- million

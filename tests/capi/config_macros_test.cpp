@@ -26,19 +26,28 @@ rfa_options_t supported_cuda_options() {
   return o;
 }
 
+// Every head dim the CUDA kernels take (64, 128, 256): a context where the build runs CUDA, refused
+// for the build alone (never for the head dim) where it does not.
 TEST(ConfigMacros, HaveCudaMeansCudaContextsWork) {
-  const rfa_options_t o = supported_cuda_options();
-  rfa_context_t ctx = nullptr;
-  const rfa_result_t rc = rfa_context_create(MPI_COMM_WORLD, &o, &ctx);
+  for (int64_t head_dim : {64, 128, 256}) {
+    SCOPED_TRACE("head_dim " + std::to_string(head_dim));
+    rfa_options_t o = supported_cuda_options();
+    o.head_dim = head_dim;
+    rfa_context_t ctx = nullptr;
+    const rfa_result_t rc = rfa_context_create(MPI_COMM_WORLD, &o, &ctx);
 #if RFA_HAVE_CUDA
-  if (rc != RFA_SUCCESS) GTEST_SKIP() << "RFA_HAVE_CUDA is 1 but no usable GPU here: " << rfa_get_last_error_message();
-  EXPECT_EQ(rfa_context_destroy(ctx), RFA_SUCCESS);
+    if (rc != RFA_SUCCESS)
+      GTEST_SKIP() << "RFA_HAVE_CUDA is 1 but no usable GPU here: " << rfa_get_last_error_message();
+    EXPECT_EQ(rfa_context_destroy(ctx), RFA_SUCCESS);
 #else
-  EXPECT_EQ(rc, RFA_ERROR_UNSUPPORTED) << "RFA_HAVE_CUDA is 0, yet a CUDA context was not refused: "
-                                       << rfa_get_last_error_message();
-  EXPECT_EQ(ctx, nullptr);
-  if (rc == RFA_SUCCESS) rfa_context_destroy(ctx);
+    EXPECT_EQ(rc, RFA_ERROR_UNSUPPORTED) << "RFA_HAVE_CUDA is 0, yet a CUDA context was not refused: "
+                                         << rfa_get_last_error_message();
+    EXPECT_NE(std::string(rfa_get_last_error_message()).find("CUDA-enabled Kokkos"), std::string::npos)
+        << rfa_get_last_error_message();
+    EXPECT_EQ(ctx, nullptr);
+    if (rc == RFA_SUCCESS) rfa_context_destroy(ctx);
 #endif
+  }
 }
 
 TEST(ConfigMacros, NarrowerMacrosAgree) {

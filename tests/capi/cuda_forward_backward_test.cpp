@@ -2,7 +2,7 @@
 // The C API on CUDA devices end to end: tensors in device memory, the engine's blocks computed
 // by kernels_cuda on the caller's stream, K/V and dK/dV moved by the device transport
 // (RFA_TRANSPORT picks it: MPI, staged or CUDA-aware, with ranks sharing one GPU; NCCL at one
-// rank). Every layout, both masks, bf16 and fp16, head dims 64 and 128, GQA and MQA, windows
+// rank). Every layout, both masks, bf16 and fp16, head dims 64, 128 and 256, GQA and MQA, windows
 // and documents, on the ring and on the Ulysses, all-gather and hybrid strategies (their
 // all-to-alls, gathers and reduce-scatters on device memory), compared with the float64
 // reference on the whole sequence. Without a CUDA device every test skips, saying why.
@@ -271,6 +271,10 @@ std::vector<Case> all_cases() {
   cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 128, 2, 0, true});
   cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 4, 0, true});
   cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 64, 2, 10, true});
+  // Head dim 256 (rfa's sm80 kernels in their d = 256 shape, whatever the kernel path): causal
+  // GQA, and MQA under a window with documents.
+  cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 256, 2});
+  cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 256, 1, 40, true});
   return cases;
 }
 
@@ -294,6 +298,8 @@ std::vector<Case> strategy_cases() {
     cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 128, 2, 0, true, s, false, false, 0.4});
     // Per-sequence documents (rfa's sm80 kernels, each entry its own list).
     cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2, 0, true, s, false, false, 0, true});
+    // Head dim 256.
+    cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 256, 2, 0, false, s});
   }
   cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, RFA_DTYPE_FLOAT16, 128, 2, 40, true, RFA_STRATEGY_RING,
                    false, false, 0, true});
@@ -348,7 +354,8 @@ TEST(CudaContext, RefusesHostPointersAndUnsupportedHeadDims) {
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
 
   o.head_dim = 96;
-  EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "head_dim 96", "64 or 128");
+  EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "head_dim 96",
+                   "64, 128 or 256");
   o.head_dim = 64;
   o.dtype = RFA_DTYPE_FLOAT32;
   EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "float32");
