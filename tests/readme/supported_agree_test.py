@@ -3,7 +3,10 @@
 """The statements of what rfa supports agree where they can be compared mechanically: every
 value of the C header's enums for layouts, masks, dtypes, strategies, devices and CUDA kernel
 choices is named in the matching row of the README's table and of docs/supported.md, neither
-names one the header lacks, and the two pages give the same head dims.
+names one the header lacks, and the two pages give the same head dims; the head dims CUDA
+contexts take are the same set in both pages, rfa.h's head_dim field, the library's check
+(src/engine/device_support.cpp) and the set the CUDA kernels are built for
+(kernels_cuda/src/launch_dispatch.cuh).
 
 Usage: supported_agree_test.py SOURCE_DIR"""
 import os
@@ -43,6 +46,29 @@ def table_row(text, label, page):
     raise SystemExit(f"supported_agree: {page} has no table row '{label}'")
 
 
+def numbers(text):
+    return sorted({int(n) for n in re.findall(r"\b\d+\b", text)})
+
+
+def cuda_head_dims(root, header, pages):
+    """Each source's set of the head dims CUDA contexts take, by where it was found."""
+    def found(pattern, text, where):
+        match = re.search(pattern, text, re.S)
+        if not match:
+            raise SystemExit(f"supported_agree: no CUDA head dims in {where} (pattern {pattern})")
+        return numbers(match.group(1))
+    read = lambda path: open(os.path.join(root, path), encoding="utf-8").read()
+    sets = {"rfa.h's head_dim": found(r"\(CUDA: ([0-9, or]+)\)", header, "rfa.h")}
+    for page, text in pages.items():
+        sets[page] = found(r";([^;|]*)\(cuda kernels\)", table_row(text, "head dims", page), page)
+    check = read(os.path.join("src", "engine", "device_support.cpp"))
+    sets["device_support.cpp"] = found(r"if \((head_dim != \d+(?: && head_dim != \d+)*)\)", check,
+                                       "device_support.cpp")
+    sets["Sm80HeadDims"] = found(r"using Sm80HeadDims = HeadDims<([0-9, ]+)>",
+                                 read(os.path.join("kernels_cuda", "src", "launch_dispatch.cuh")), "launch_dispatch.cuh")
+    return sets
+
+
 def main(root):
     header = open(os.path.join(root, "include", "rfa", "rfa.h"), encoding="utf-8").read()
     pages = {page: open(os.path.join(root, page), encoding="utf-8").read()
@@ -64,9 +90,13 @@ def main(root):
     dims = [table_row(pages[p], "head dims", p) for p in pages]
     if dims[0] != dims[1]:
         problems.append(f"the head dims differ: README '{dims[0]}', docs/supported.md '{dims[1]}'")
+    cuda = cuda_head_dims(root, header, pages)
+    if len({tuple(v) for v in cuda.values()}) != 1:
+        problems.append("the head dims of CUDA contexts differ: " + ", ".join(f"{k} {v}" for k, v in cuda.items()))
     for p in problems:
         print("supported_agree:", p)
-    print(f"supported_agree: {len(ENUMS)} enums against 2 pages, {len(problems)} problems")
+    print(f"supported_agree: {len(ENUMS)} enums against 2 pages, CUDA head dims {cuda['Sm80HeadDims']} in "
+          f"{len(cuda)} places, {len(problems)} problems")
     return 1 if problems else 0
 
 
