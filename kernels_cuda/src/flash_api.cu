@@ -84,9 +84,16 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
                 static_cast<long long>(s.heads), static_cast<long long>(s.kv_heads));
   if (s.seq_q > INT_MAX / 2 || s.seq_k > INT_MAX / 2 || s.batch * s.heads > INT_MAX / 2)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "sequence or batch*heads too large for 32-bit tile indices");
-  if (!takes_head_dim(Sm80HeadDims{}, s.head_dim))
-    return fail(RFA_CUDA_ERROR_UNSUPPORTED, "head_dim %lld is not supported: use 64, 128 or 256",
+  const std::int64_t value_dim = s.value_head_dim != 0 ? s.value_head_dim : s.head_dim;
+  if (s.value_head_dim == 0 && !takes_dims(Sm80DimPairs{}, s.head_dim, s.head_dim))
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                "head_dim %lld is not supported: use 64, 128 or 256 (or 192 with value_head_dim 128)",
                 static_cast<long long>(s.head_dim));
+  if (!takes_dims(Sm80DimPairs{}, s.head_dim, value_dim))
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                "head_dim %lld with value_head_dim %lld is not supported: use one head dim of 64, 128 or 256, or "
+                "head_dim 192 with value_head_dim 128",
+                static_cast<long long>(s.head_dim), static_cast<long long>(s.value_head_dim));
   if (s.dtype != RFA_CUDA_BF16 && s.dtype != RFA_CUDA_FP16)
     return fail(RFA_CUDA_ERROR_UNSUPPORTED, "input dtype %s is not supported: use bf16 or fp16", dtype_name(s.dtype));
   if (s.mask != RFA_CUDA_MASK_NONE && s.mask != RFA_CUDA_MASK_CAUSAL)
@@ -117,6 +124,7 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
   dims.heads = static_cast<int>(s.heads);
   dims.kv_heads = static_cast<int>(s.kv_heads);
   dims.head_dim = static_cast<int>(s.head_dim);
+  dims.value_dim = static_cast<int>(value_dim);
   dims.scale = s.scale != 0.f ? s.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
   dims.scale_log2 = dims.scale * 1.44269504088896340736f;
   dims.cap = ScoreCap{s.softcap > 0.f, s.softcap > 0.f ? dims.scale / s.softcap : 0.f,
@@ -157,10 +165,15 @@ rfa_cuda_status check_rowwise_shape(const char* what, std::int64_t batch, std::i
   return RFA_CUDA_SUCCESS;
 }
 
-// The Hopper kernels take head dims 64 and 128 and have no soft cap, no ranges and one list of
-// documents: such a call runs on the sm_80 path (auto or sm80).
+// The Hopper kernels take one head dim, 64 or 128, and have no soft cap, no ranges and one list
+// of documents: such a call runs on the sm_80 path (auto or sm80).
 rfa_cuda_status check_path_fits(const rfa_cuda_attention_shape& s, rfa_cuda_path path) {
-  if (path == RFA_CUDA_PATH_SM90 && !takes_head_dim(Sm90HeadDims{}, s.head_dim))
+  if (path == RFA_CUDA_PATH_SM90 && s.value_head_dim != 0 && s.value_head_dim != s.head_dim)
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                "the Hopper kernels (path sm90) take one head dim for Q, K and V, not value_head_dim %lld beside "
+                "head_dim %lld: use the sm80 path",
+                static_cast<long long>(s.value_head_dim), static_cast<long long>(s.head_dim));
+  if (path == RFA_CUDA_PATH_SM90 && !takes_dims(Sm90DimPairs{}, s.head_dim, s.head_dim))
     return fail(RFA_CUDA_ERROR_UNSUPPORTED,
                 "the Hopper kernels (path sm90) take head_dim 64 or 128, not %lld: use the sm80 path",
                 static_cast<long long>(s.head_dim));
@@ -198,8 +211,8 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   const rfa_cuda_attention_shape& s = p->shape;
   a.q = resolve(p->q, p->q_strides, s.seq_q, s.heads, s.head_dim);
   a.k = resolve(p->k, p->k_strides, s.seq_k, s.kv_heads, s.head_dim);
-  a.v = resolve(p->v, p->v_strides, s.seq_k, s.kv_heads, s.head_dim);
-  a.out = resolve(p->out, p->out_strides, s.seq_q, s.heads, s.head_dim);
+  a.v = resolve(p->v, p->v_strides, s.seq_k, s.kv_heads, a.dims.value_dim);
+  a.out = resolve(p->out, p->out_strides, s.seq_q, s.heads, a.dims.value_dim);
   a.out_fp32 = p->out_dtype == RFA_CUDA_FP32;
   a.lse = p->lse;
   a.merge = p->merge != 0;
@@ -247,10 +260,10 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   const rfa_cuda_attention_shape& s = p->shape;
   a.q = resolve(p->q, p->q_strides, s.seq_q, s.heads, s.head_dim);
   a.k = resolve(p->k, p->k_strides, s.seq_k, s.kv_heads, s.head_dim);
-  a.v = resolve(p->v, p->v_strides, s.seq_k, s.kv_heads, s.head_dim);
-  a.dout = resolve(p->dout, p->dout_strides, s.seq_q, s.heads, s.head_dim);
+  a.v = resolve(p->v, p->v_strides, s.seq_k, s.kv_heads, a.dims.value_dim);
+  a.dout = resolve(p->dout, p->dout_strides, s.seq_q, s.heads, a.dims.value_dim);
   a.dk = resolve(p->dk, p->dk_strides, s.seq_k, s.kv_heads, s.head_dim);
-  a.dv = resolve(p->dv, p->dv_strides, s.seq_k, s.kv_heads, s.head_dim);
+  a.dv = resolve(p->dv, p->dv_strides, s.seq_k, s.kv_heads, a.dims.value_dim);
   a.lse = p->lse;
   a.delta = p->delta;
   a.store_dkdv = store;

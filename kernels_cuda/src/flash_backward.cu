@@ -11,9 +11,11 @@
 // In the deterministic mode (kAtomicDq false) this kernel computes dK and dV only and
 // flash_backward_dq.cu computes dQ.
 //
-// At d = 256, dK and dV would take 256 accumulator registers per thread: the kernel then runs
-// twice, once for dV (S^T and P^T only) and once for dK and dQ, each pass holding one
-// accumulator; S^T = K Q^T is computed in both, one product in six more than one pass would do.
+// Q, K, dQ and dK have head dim D; V, dO and dV have DV (equal but for MLA's 192 / 128). Where
+// dK and dV together would take more than 128 accumulator registers per thread (D + DV > 256:
+// d = 256, and 192 / 128), the kernel runs twice, once for dV (S^T and P^T only) and once for
+// dK and dQ, each pass holding one accumulator; S^T = K Q^T is computed in both, one product in
+// six more than one pass would do.
 #include <cmath>
 #include <cstdint>
 
@@ -21,34 +23,38 @@
 #include "device_primitives.cuh"
 #include "kernel_args.hpp"
 #include "launch_dispatch.cuh"
+#include "warp_products.cuh"
 
 namespace rfa_cuda {
 namespace detail {
 namespace {
 
-// What one launch accumulates: both key-side gradients, or one of them (d = 256, where one
+// What one launch accumulates: both key-side gradients, or one of them (D + DV > 256, where one
 // accumulator takes all the registers a pass can spare).
 enum class KeyGradients { kBoth, kValueOnly, kKeyOnly };
 
-template <int kHeadDim>
+template <int kHeadDim, int kValueDim>
 struct BackwardConfig {
   // d = 128 keeps 128 accumulator registers per thread for dK and dV: 4 warps. d = 64 has
-  // room for 8 warps and so twice the keys per CTA (half the Q/dO traffic). d = 256 keeps 128
-  // for one of them per pass (the passes above).
-  static constexpr bool kTwoPasses = kHeadDim == 256;
-  static constexpr int kWarps = kHeadDim == 64 ? 8 : 4;
+  // room for 8 warps and so twice the keys per CTA (half the Q/dO traffic). Past 256 columns
+  // in all, one of them per pass (the passes above).
+  static constexpr int kColumns = kHeadDim + kValueDim;
+  static constexpr bool kTwoPasses = kColumns > 256;
+  static constexpr int kWarps = kColumns == 128 ? 8 : 4;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kBlockN = 16 * kWarps;  // key rows per CTA
   // Query rows per pipeline stage: S^T and dP^T take kBlockM/2 registers each on top of dK,
   // dV; 32 keeps d = 128 free of spills.
-  static constexpr int kBlockM = kHeadDim == 64 ? 64 : 32;
-  // dQ: warps split the kBlockM queries in groups of 16, then the head dimension.
+  static constexpr int kBlockM = kColumns == 128 ? 64 : 32;
+  // dQ: warps split the kBlockM queries in groups of 16, then the head dimension, in chunks
+  // of at most 64 columns that divide a warp's share (192: 96 in two chunks of 48).
   static constexpr int kQueryGroups = kBlockM / 16;
   static constexpr int kDimSplit = kWarps / kQueryGroups;
   static constexpr int kDimPerWarp = kHeadDim / kDimSplit;
-  static constexpr int kDimChunk = kDimPerWarp < 64 ? kDimPerWarp : 64;   // bounds registers
-  static constexpr int kSmemElements = 2 * kBlockN * kHeadDim             // K, V
-                                       + 4 * kBlockM * kHeadDim           // Q, dO, two stages each
+  static constexpr int kDimChunk = kDimPerWarp <= 64 ? kDimPerWarp : kDimPerWarp % 64 == 0 ? 64 : kDimPerWarp / 2;
+  static_assert(kDimPerWarp % kDimChunk == 0 && kDimChunk % 16 == 0 && kDimChunk <= 64, "dQ chunks");
+  static constexpr int kSmemElements = kBlockN * kColumns                 // K, V
+                                       + 2 * kBlockM * kColumns           // Q, dO, two stages each
                                        + kBlockN * kBlockM;               // dS^T
   static constexpr int kSmemBytes = kSmemElements * 2 + 4 * kBlockM * 4;  // + lse, D (2 stages)
 };
@@ -57,21 +63,24 @@ constexpr float kLog2e = 1.44269504088896340736f;
 
 // kAtomicDq false (the deterministic mode): dK and dV only; a compile-time switch, because a
 // run-time branch around the dQ block makes the d = 128 kernel spill. kGradients: which of dK
-// (with dQ) and dV this launch accumulates.
-template <typename T, int kHeadDim, bool kAtomicDq, KeyGradients kGradients>
-__global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_backward_kernel(const BackwardArgs args) {
-  using Config = BackwardConfig<kHeadDim>;
+// (with dQ) and dV this launch accumulates. One block per SM at least (the bounds' second
+// argument) lets ptxas take every register: without it the 192 / 128 dV pass stops at 168 and
+// spills.
+template <typename T, int kHeadDim, int kValueDim, bool kAtomicDq, KeyGradients kGradients>
+__global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim>::kThreads, 1)
+    flash_backward_kernel(const BackwardArgs args) {
+  using Config = BackwardConfig<kHeadDim, kValueDim>;
   constexpr int kBlockM = Config::kBlockM, kBlockN = Config::kBlockN, kThreads = Config::kThreads;
-  constexpr int D = kHeadDim;
+  constexpr int D = kHeadDim, DV = kValueDim;
   constexpr bool kValue = kGradients != KeyGradients::kKeyOnly;  // dV += P^T dO
   constexpr bool kKey = kGradients != KeyGradients::kValueOnly;  // dP^T, dS^T, dK += dS^T Q and dQ
 
   extern __shared__ __align__(128) unsigned char shared_bytes[];
-  T* k_s = reinterpret_cast<T*>(shared_bytes);
-  T* v_s = k_s + kBlockN * D;
-  T* q_tiles = v_s + kBlockN * D;                                         // [2][kBlockM][D]
-  T* do_tiles = q_tiles + 2 * kBlockM * D;                                // [2][kBlockM][D]
-  T* ds_s = do_tiles + 2 * kBlockM * D;                                   // dS^T, [kBlockN][kBlockM]
+  T* k_s = reinterpret_cast<T*>(shared_bytes);                            // [kBlockN][D]
+  T* v_s = k_s + kBlockN * D;                                             // [kBlockN][DV]
+  T* q_tiles = v_s + kBlockN * DV;                                        // [2][kBlockM][D]
+  T* do_tiles = q_tiles + 2 * kBlockM * D;                                // [2][kBlockM][DV]
+  T* ds_s = do_tiles + 2 * kBlockM * DV;                                  // dS^T, [kBlockN][kBlockM]
   float* lse_tiles = reinterpret_cast<float*>(ds_s + kBlockN * kBlockM);  // [2][kBlockM]
   float* delta_tiles = lse_tiles + 2 * kBlockM;                           // [2][kBlockM]
 
@@ -93,7 +102,7 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
   const T* v = static_cast<const T*>(args.v.data) + b * args.v.batch + kv_head * args.v.head;
   load_tile_async<kBlockN, D, kThreads>(k_s, k + k_first * args.k.seq, args.k.seq, dims.seq_k - k_first);
   if constexpr (kKey)
-    load_tile_async<kBlockN, D, kThreads>(v_s, v + k_first * args.v.seq, args.v.seq, dims.seq_k - k_first);
+    load_tile_async<kBlockN, DV, kThreads>(v_s, v + k_first * args.v.seq, args.v.seq, dims.seq_k - k_first);
 
   auto kind_of = [&](int q_tile) {
     return classify_tile(mask, dims.q_positions, dims.k_positions, q_tile * kBlockM, kBlockM, dims.seq_q, k_first,
@@ -110,7 +119,7 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
     const T* dout =
         static_cast<const T*>(args.dout.data) + b * args.dout.batch + head * args.dout.head + q_first * args.dout.seq;
     load_tile_async<kBlockM, D, kThreads>(q_tiles + stage * kBlockM * D, q, args.q.seq, dims.seq_q - q_first);
-    load_tile_async<kBlockM, D, kThreads>(do_tiles + stage * kBlockM * D, dout, args.dout.seq, dims.seq_q - q_first);
+    load_tile_async<kBlockM, DV, kThreads>(do_tiles + stage * kBlockM * DV, dout, args.dout.seq, dims.seq_q - q_first);
     if (threadIdx.x < kBlockM) {
       const int row = q_first + static_cast<int>(threadIdx.x);
       const bool valid = row < dims.seq_q;
@@ -126,11 +135,11 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
   cp_async_commit();
 
   // The accumulators this launch keeps (one element for the other: never used).
-  float dk[kKey ? D / 8 : 1][4], dv[kValue ? D / 8 : 1][4];
+  float dk[kKey ? D / 8 : 1][4], dv[kValue ? DV / 8 : 1][4];
 #pragma unroll
   for (int i = 0; i < (kKey ? D / 8 : 1); ++i) dk[i][0] = dk[i][1] = dk[i][2] = dk[i][3] = 0.f;
 #pragma unroll
-  for (int i = 0; i < (kValue ? D / 8 : 1); ++i) dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.f;
+  for (int i = 0; i < (kValue ? DV / 8 : 1); ++i) dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.f;
 
   cp_async_wait_all();
   __syncthreads();
@@ -145,37 +154,16 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
     const int q_first = (it % num_q_tiles) * kBlockM;
     const bool full_tile = kind_of(it % num_q_tiles) == TileKind::kFull;
     const T* q_s = q_tiles + stage * kBlockM * D;
-    const T* do_s = do_tiles + stage * kBlockM * D;
+    const T* do_s = do_tiles + stage * kBlockM * DV;
     const float* lse_s = lse_tiles + stage * kBlockM;
     const float* delta_s = delta_tiles + stage * kBlockM;
 
-    // S^T = K Q^T and (with dK) dP^T = V dO^T: 16 keys x kBlockM queries per warp.
+    // S^T = K Q^T (over D) and, with dK, dP^T = V dO^T (over DV): 16 keys x kBlockM queries per
+    // warp, the warp's key rows as the A operand.
     float st[kBlockM / 8][4], dpt[kBlockM / 8][4];
-#pragma unroll
-    for (int i = 0; i < kBlockM / 8; ++i) {
-      st[i][0] = st[i][1] = st[i][2] = st[i][3] = 0.f;
-      dpt[i][0] = dpt[i][1] = dpt[i][2] = dpt[i][3] = 0.f;
-    }
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      std::uint32_t kf[4], vf[4];
-      const int key = warp * 16 + lane % 16, kcol = kk * 16 + (lane / 16) * 8;
-      ldmatrix_x4(kf, shared_address(k_s + swizzled<D>(key, kcol)));
-      if constexpr (kKey) ldmatrix_x4(vf, shared_address(v_s + swizzled<D>(key, kcol)));
-#pragma unroll
-      for (int nb = 0; nb < kBlockM / 16; ++nb) {
-        std::uint32_t qf[4], df[4];
-        const int row = nb * 16 + (lane / 16) * 8 + lane % 8;
-        const int col = kk * 16 + ((lane / 8) % 2) * 8;
-        ldmatrix_x4(qf, shared_address(q_s + swizzled<D>(row, col)));
-        mma_16816<T>(st[2 * nb], kf, qf[0], qf[1]);
-        mma_16816<T>(st[2 * nb + 1], kf, qf[2], qf[3]);
-        if constexpr (kKey) {
-          ldmatrix_x4(df, shared_address(do_s + swizzled<D>(row, col)));
-          mma_16816<T>(dpt[2 * nb], vf, df[0], df[1]);
-          mma_16816<T>(dpt[2 * nb + 1], vf, df[2], df[3]);
-        }
-      }
+    rows_times_tile_transposed<T, D, kBlockM>(st, RowFragments<T, D, false>(k_s, warp, lane), q_s, lane);
+    if constexpr (kKey) {
+      rows_times_tile_transposed<T, DV, kBlockM>(dpt, RowFragments<T, DV, false>(v_s, warp, lane), do_s, lane);
     }
 
     // P^T = exp(scale S^T - lse) (0 where masked) and dS^T = P^T (dP^T - D), S^T capped and dS^T
@@ -199,28 +187,8 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
     }
 
     // dV += P^T dO and dK += dS^T Q (the scale is applied once, at the end).
-#pragma unroll
-    for (int kk = 0; kk < kBlockM / 16; ++kk) {
-      std::uint32_t p_frag[4], ds_frag[4];
-      if constexpr (kValue) accumulators_to_a_fragment<T>(st[2 * kk], st[2 * kk + 1], p_frag);
-      if constexpr (kKey) accumulators_to_a_fragment<T>(dpt[2 * kk], dpt[2 * kk + 1], ds_frag);
-#pragma unroll
-      for (int db = 0; db < D / 16; ++db) {
-        std::uint32_t of[4], qf[4];
-        const int row = kk * 16 + ((lane / 8) % 2) * 8 + lane % 8;
-        const int col = db * 16 + (lane / 16) * 8;
-        if constexpr (kValue) {
-          ldmatrix_x4_trans(of, shared_address(do_s + swizzled<D>(row, col)));
-          mma_16816<T>(dv[2 * db], p_frag, of[0], of[1]);
-          mma_16816<T>(dv[2 * db + 1], p_frag, of[2], of[3]);
-        }
-        if constexpr (kKey) {
-          ldmatrix_x4_trans(qf, shared_address(q_s + swizzled<D>(row, col)));
-          mma_16816<T>(dk[2 * db], ds_frag, qf[0], qf[1]);
-          mma_16816<T>(dk[2 * db + 1], ds_frag, qf[2], qf[3]);
-        }
-      }
-    }
+    if constexpr (kValue) accumulate_weights_times_tile<T, DV, kBlockM>(dv, st, do_s, lane);
+    if constexpr (kKey) accumulate_weights_times_tile<T, D, kBlockM>(dk, dpt, q_s, lane);
 
     // dS^T to shared memory for dQ, rounded to the input type like the other mma operands.
     if constexpr (kAtomicDq && kKey) {
@@ -294,14 +262,17 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
     const std::int64_t dk_at = b * args.dk.batch + key * args.dk.seq + kv_head * args.dk.head;
     const std::int64_t dv_at = b * args.dv.batch + key * args.dv.seq + kv_head * args.dv.head;
     // Each key row belongs to exactly one CTA of a launch: no atomics in the accumulate mode.
+    if constexpr (kKey) {
 #pragma unroll
-    for (int db = 0; db < D / 8; ++db) {
-      const int col = db * 8 + quad * 2;
-      if constexpr (kKey)
-        store_or_add_pair<T>(args.dk.data, dk_at + col, dims.scale * dk[db][2 * half],
+      for (int db = 0; db < D / 8; ++db)
+        store_or_add_pair<T>(args.dk.data, dk_at + db * 8 + quad * 2, dims.scale * dk[db][2 * half],
                              dims.scale * dk[db][2 * half + 1], args.store_dkdv);
-      if constexpr (kValue)
-        store_or_add_pair<T>(args.dv.data, dv_at + col, dv[db][2 * half], dv[db][2 * half + 1], args.store_dkdv);
+    }
+    if constexpr (kValue) {
+#pragma unroll
+      for (int db = 0; db < DV / 8; ++db)
+        store_or_add_pair<T>(args.dv.data, dv_at + db * 8 + quad * 2, dv[db][2 * half], dv[db][2 * half + 1],
+                             args.store_dkdv);
     }
   }
 }
@@ -309,25 +280,26 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim>::kThreads) flash_back
 }  // namespace
 
 cudaError_t launch_flash_backward(const BackwardArgs& args, ElementType dtype, cudaStream_t stream) {
-  return dispatch_dtype_head_dim(Sm80HeadDims{}, dtype, args.dims.head_dim, [&](auto element, auto head_dim) {
-    using T = decltype(element);
-    constexpr int D = decltype(head_dim)::value;
-    using Config = BackwardConfig<D>;
-    const std::int64_t tiles = (args.dims.seq_k + Config::kBlockN - 1) / Config::kBlockN;
-    const std::int64_t blocks = tiles * args.dims.batch * args.dims.kv_heads;
-    const auto launch = [&](auto kernel) {
-      return launch_tiles(kernel, args, blocks, Config::kThreads, Config::kSmemBytes, stream);
-    };
-    if constexpr (Config::kTwoPasses) {
-      const cudaError_t value_pass = launch(flash_backward_kernel<T, D, false, KeyGradients::kValueOnly>);
-      if (value_pass != cudaSuccess) return value_pass;
-      return args.atomic_dq ? launch(flash_backward_kernel<T, D, true, KeyGradients::kKeyOnly>)
-                            : launch(flash_backward_kernel<T, D, false, KeyGradients::kKeyOnly>);
-    } else {
-      return args.atomic_dq ? launch(flash_backward_kernel<T, D, true, KeyGradients::kBoth>)
-                            : launch(flash_backward_kernel<T, D, false, KeyGradients::kBoth>);
-    }
-  });
+  return dispatch_dtype_dims(
+      Sm80DimPairs{}, dtype, args.dims.head_dim, args.dims.value_dim, [&](auto element, auto head_dim, auto value_dim) {
+        using T = decltype(element);
+        constexpr int D = decltype(head_dim)::value, DV = decltype(value_dim)::value;
+        using Config = BackwardConfig<D, DV>;
+        const std::int64_t tiles = (args.dims.seq_k + Config::kBlockN - 1) / Config::kBlockN;
+        const std::int64_t blocks = tiles * args.dims.batch * args.dims.kv_heads;
+        const auto launch = [&](auto kernel) {
+          return launch_tiles(kernel, args, blocks, Config::kThreads, Config::kSmemBytes, stream);
+        };
+        if constexpr (Config::kTwoPasses) {
+          const cudaError_t value_pass = launch(flash_backward_kernel<T, D, DV, false, KeyGradients::kValueOnly>);
+          if (value_pass != cudaSuccess) return value_pass;
+          return args.atomic_dq ? launch(flash_backward_kernel<T, D, DV, true, KeyGradients::kKeyOnly>)
+                                : launch(flash_backward_kernel<T, D, DV, false, KeyGradients::kKeyOnly>);
+        } else {
+          return args.atomic_dq ? launch(flash_backward_kernel<T, D, DV, true, KeyGradients::kBoth>)
+                                : launch(flash_backward_kernel<T, D, DV, false, KeyGradients::kBoth>);
+        }
+      });
 }
 
 }  // namespace detail

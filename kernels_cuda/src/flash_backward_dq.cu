@@ -17,34 +17,36 @@ namespace rfa_cuda {
 namespace detail {
 namespace {
 
-template <int kHeadDim>
+template <int kHeadDim, int kValueDim>
 struct DqConfig {
-  // d = 256: dQ alone takes 128 registers per thread, so Q and dO fragments are read from shared
-  // memory at each key tile, and 4 warps keep the tiles within an A100's shared memory (128 KB).
-  static constexpr int kWarps = kHeadDim == 256 ? 4 : 8;
+  // Q, dQ and K have head dim D, dO and V DV. Past 384 columns in all (d = 256), 4 warps keep the
+  // tiles within an A100's shared memory (128 KB).
+  static constexpr int kWarps = kHeadDim + kValueDim > 384 ? 4 : 8;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kBlockM = 16 * kWarps;  // query rows per CTA
   // Key rows per stage. d = 128 holds dQ (64), Q and dO fragments (32 + 32) in registers: 32
   // keys keep S and dP at 16 registers each, under the 255 limit.
   static constexpr int kBlockN = kHeadDim == 64 ? 64 : 32;
-  static constexpr bool kRowsHeld = kHeadDim <= 128;  // Q and dO fragments in registers
+  // Q and dO fragments in registers (D/4 + DV/4 per thread) while they and dQ (D/2) fit in 128;
+  // otherwise (d = 256, MLA's 192 / 128) read from shared memory at each key tile.
+  static constexpr bool kRowsHeld = kHeadDim / 4 + kValueDim / 4 + kHeadDim / 2 <= 128;
   // Q and dO tiles + two stages of K and V tiles, 16-bit elements.
-  static constexpr int kSmemBytes = (2 * kBlockM + 4 * kBlockN) * kHeadDim * 2;
+  static constexpr int kSmemBytes = (kBlockM + 2 * kBlockN) * (kHeadDim + kValueDim) * 2;
 };
 
 constexpr float kLog2e = 1.44269504088896340736f;
 
-template <typename T, int kHeadDim>
-__global__ void __launch_bounds__(DqConfig<kHeadDim>::kThreads) flash_backward_dq_kernel(const DqArgs args) {
-  using Config = DqConfig<kHeadDim>;
+template <typename T, int kHeadDim, int kValueDim>
+__global__ void __launch_bounds__(DqConfig<kHeadDim, kValueDim>::kThreads) flash_backward_dq_kernel(const DqArgs args) {
+  using Config = DqConfig<kHeadDim, kValueDim>;
   constexpr int kBlockM = Config::kBlockM, kBlockN = Config::kBlockN, kThreads = Config::kThreads;
-  constexpr int D = kHeadDim;
+  constexpr int D = kHeadDim, DV = kValueDim;
 
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   T* q_tile = reinterpret_cast<T*>(shared_bytes);
-  T* do_tile = q_tile + kBlockM * D;
-  T* k_tiles = do_tile + kBlockM * D;      // [2][kBlockN][D]
-  T* v_tiles = k_tiles + 2 * kBlockN * D;  // [2][kBlockN][D]
+  T* do_tile = q_tile + kBlockM * D;       // [kBlockM][DV]
+  T* k_tiles = do_tile + kBlockM * DV;     // [2][kBlockN][D]
+  T* v_tiles = k_tiles + 2 * kBlockN * D;  // [2][kBlockN][DV]
 
   const AttentionDims& dims = args.dims;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -54,11 +56,11 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim>::kThreads) flash_backward_d
 
   load_tile_async<kBlockM, D, kThreads>(q_tile, tile.template query_rows<T>(args.q), args.q.seq,
                                         dims.seq_q - tile.q_first);
-  load_tile_async<kBlockM, D, kThreads>(do_tile, tile.template query_rows<T>(args.dout), args.dout.seq,
-                                        dims.seq_q - tile.q_first);
+  load_tile_async<kBlockM, DV, kThreads>(do_tile, tile.template query_rows<T>(args.dout), args.dout.seq,
+                                         dims.seq_q - tile.q_first);
   int k_tile = tile.next_visible(dims, 0);
   if (k_tile < tile.num_k_tiles)
-    load_key_value_tiles<kBlockN, D, kThreads>(k_tiles, v_tiles, k, v, args.k, args.v, dims.seq_k, k_tile, 0);
+    load_key_value_tiles<kBlockN, D, DV, kThreads>(k_tiles, v_tiles, k, v, args.k, args.v, dims.seq_k, k_tile, 0);
   cp_async_commit();
 
   // lse (in the exp2 domain) and D of this thread's two rows, g and g+8 of the warp's 16.
@@ -83,22 +85,24 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim>::kThreads) flash_backward_d
   __syncthreads();
 
   // The warp's 16 query rows of Q and dO as A fragments.
-  const RowFragments<T, D, Config::kRowsHeld> q_rows(q_tile, warp, lane), do_rows(do_tile, warp, lane);
+  const RowFragments<T, D, Config::kRowsHeld> q_rows(q_tile, warp, lane);
+  const RowFragments<T, DV, Config::kRowsHeld> do_rows(do_tile, warp, lane);
 
   int stage = 0;
   while (k_tile < tile.num_k_tiles) {
     // The other stage was last read in the previous iteration, which every warp has left.
     const int next = tile.next_visible(dims, k_tile + 1);
     if (next < tile.num_k_tiles)
-      load_key_value_tiles<kBlockN, D, kThreads>(k_tiles, v_tiles, k, v, args.k, args.v, dims.seq_k, next, stage ^ 1);
+      load_key_value_tiles<kBlockN, D, DV, kThreads>(k_tiles, v_tiles, k, v, args.k, args.v, dims.seq_k, next,
+                                                     stage ^ 1);
     cp_async_commit();
 
     const T* k_s = k_tiles + stage * kBlockN * D;
-    const T* v_s = v_tiles + stage * kBlockN * D;
+    const T* v_s = v_tiles + stage * kBlockN * DV;
 
     float s[kBlockN / 8][4], dp[kBlockN / 8][4];
-    rows_times_tile_transposed<T, D, kBlockN>(s, q_rows, k_s, lane);    // S = Q K^T
-    rows_times_tile_transposed<T, D, kBlockN>(dp, do_rows, v_s, lane);  // dP = dO V^T
+    rows_times_tile_transposed<T, D, kBlockN>(s, q_rows, k_s, lane);     // S = Q K^T
+    rows_times_tile_transposed<T, DV, kBlockN>(dp, do_rows, v_s, lane);  // dP = dO V^T
 
     // P = exp2(scale*log2e S - lse*log2e), 0 where masked; dS = P (dP - D), kept in dp (S capped
     // and dS times the cap's slope where scores are soft-capped).
@@ -146,14 +150,15 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim>::kThreads) flash_backward_d
 }  // namespace
 
 cudaError_t launch_flash_backward_dq(const DqArgs& args, ElementType dtype, cudaStream_t stream) {
-  return dispatch_dtype_head_dim(Sm80HeadDims{}, dtype, args.dims.head_dim, [&](auto element, auto head_dim) {
-    using T = decltype(element);
-    constexpr int D = decltype(head_dim)::value;
-    using Config = DqConfig<D>;
-    const std::int64_t tiles = (args.dims.seq_q + Config::kBlockM - 1) / Config::kBlockM;
-    return launch_tiles(flash_backward_dq_kernel<T, D>, args, tiles * args.dims.batch * args.dims.heads,
-                        Config::kThreads, Config::kSmemBytes, stream);
-  });
+  return dispatch_dtype_dims(
+      Sm80DimPairs{}, dtype, args.dims.head_dim, args.dims.value_dim, [&](auto element, auto head_dim, auto value_dim) {
+        using T = decltype(element);
+        constexpr int D = decltype(head_dim)::value, DV = decltype(value_dim)::value;
+        using Config = DqConfig<D, DV>;
+        const std::int64_t tiles = (args.dims.seq_q + Config::kBlockM - 1) / Config::kBlockM;
+        return launch_tiles(flash_backward_dq_kernel<T, D, DV>, args, tiles * args.dims.batch * args.dims.heads,
+                            Config::kThreads, Config::kSmemBytes, stream);
+      });
 }
 
 }  // namespace detail

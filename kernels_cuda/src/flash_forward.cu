@@ -3,10 +3,11 @@
 // streams the key/value tiles through shared memory (cp.async, two stages) and keeps the
 // output accumulator and the online-softmax state of its rows in registers.
 //
-// Each of the 8 warps owns 16 query rows (fragment layout: query_tile_kernel.cuh). At d = 256 the
-// output accumulator takes 128 registers per thread: the query fragments are then read from
-// shared memory at each key tile instead of held, and a stage holds 32 keys (128 KB of shared
-// memory in all, which an A100 has).
+// Each of the 8 warps owns 16 query rows (fragment layout: query_tile_kernel.cuh). Q and K have
+// head dim D, V and out DV (equal but for MLA's 192 / 128). At DV = 256 the output accumulator
+// takes 128 registers per thread: the query fragments are then read from shared memory at each
+// key tile instead of held, and a stage holds 32 keys (128 KB of shared memory in all, which an
+// A100 has).
 #include <cmath>
 #include <cstdint>
 
@@ -18,31 +19,33 @@ namespace rfa_cuda {
 namespace detail {
 namespace {
 
-template <int kHeadDim>
+template <int kHeadDim, int kValueDim>
 struct ForwardConfig {
   static constexpr int kWarps = 8;
   static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kBlockM = 16 * kWarps;                // query rows per CTA
-  static constexpr int kBlockN = kHeadDim == 256 ? 32 : 64;  // key rows per pipeline stage
-  static constexpr bool kQueryHeld = kHeadDim <= 128;        // Q fragments in registers
+  static constexpr int kBlockM = 16 * kWarps;                 // query rows per CTA
+  static constexpr int kBlockN = kValueDim == 256 ? 32 : 64;  // key rows per pipeline stage
+  // Q fragments in registers (D/4 per thread) while they and the accumulator (DV/2) leave room.
+  static constexpr bool kQueryHeld = kHeadDim / 4 + kValueDim / 2 <= 112;
   // Q tile + two stages of K and V tiles, 16-bit elements.
-  static constexpr int kSmemBytes = (kBlockM + 4 * kBlockN) * kHeadDim * 2;
+  static constexpr int kSmemBytes = (kBlockM * kHeadDim + 2 * kBlockN * (kHeadDim + kValueDim)) * 2;
 };
 
 // kMerge: out (fp32) and lse already hold the normalized result over earlier key blocks, and
 // the epilogue merges this block into them in registers (the ring's online softmax), which
 // saves the engine a separate merge pass over out and lse. A compile-time switch, so the plain
 // kernel's registers are not touched by it.
-template <typename T, int kHeadDim, bool kMerge>
-__global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads) flash_forward_kernel(const ForwardArgs args) {
-  using Config = ForwardConfig<kHeadDim>;
+template <typename T, int kHeadDim, int kValueDim, bool kMerge>
+__global__ void __launch_bounds__(ForwardConfig<kHeadDim, kValueDim>::kThreads)
+    flash_forward_kernel(const ForwardArgs args) {
+  using Config = ForwardConfig<kHeadDim, kValueDim>;
   constexpr int kBlockM = Config::kBlockM, kBlockN = Config::kBlockN, kThreads = Config::kThreads;
-  constexpr int D = kHeadDim;
+  constexpr int D = kHeadDim, DV = kValueDim;
 
   extern __shared__ __align__(128) unsigned char shared_bytes[];
   T* q_tile = reinterpret_cast<T*>(shared_bytes);
   T* k_tiles = q_tile + kBlockM * D;       // [2][kBlockN][D]
-  T* v_tiles = k_tiles + 2 * kBlockN * D;  // [2][kBlockN][D]
+  T* v_tiles = k_tiles + 2 * kBlockN * D;  // [2][kBlockN][DV]
 
   const AttentionDims& dims = args.dims;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -54,12 +57,12 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads) flash_forwa
                                         dims.seq_q - tile.q_first);
   int k_tile = tile.next_visible(dims, 0);
   if (k_tile < tile.num_k_tiles)
-    load_key_value_tiles<kBlockN, D, kThreads>(k_tiles, v_tiles, k, v, args.k, args.v, dims.seq_k, k_tile, 0);
+    load_key_value_tiles<kBlockN, D, DV, kThreads>(k_tiles, v_tiles, k, v, args.k, args.v, dims.seq_k, k_tile, 0);
   cp_async_commit();
 
-  float acc[D / 8][4];
+  float acc[DV / 8][4];
 #pragma unroll
-  for (int i = 0; i < D / 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
+  for (int i = 0; i < DV / 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
   // Running max (in the exp2 domain, i.e. times scale*log2e) and partial row sums of the rows
   // g and g+8; the sums stay per thread and are reduced over the quad once at the end.
   float row_max[2] = {-INFINITY, -INFINITY};
@@ -77,11 +80,12 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads) flash_forwa
     // (barrier at the end of the loop), so it can be refilled while this tile computes.
     const int next = tile.next_visible(dims, k_tile + 1);
     if (next < tile.num_k_tiles)
-      load_key_value_tiles<kBlockN, D, kThreads>(k_tiles, v_tiles, k, v, args.k, args.v, dims.seq_k, next, stage ^ 1);
+      load_key_value_tiles<kBlockN, D, DV, kThreads>(k_tiles, v_tiles, k, v, args.k, args.v, dims.seq_k, next,
+                                                     stage ^ 1);
     cp_async_commit();
 
     const T* k_s = k_tiles + stage * kBlockN * D;
-    const T* v_s = v_tiles + stage * kBlockN * D;
+    const T* v_s = v_tiles + stage * kBlockN * DV;
 
     // S = Q K^T for 16 rows x kBlockN keys.
     float s[kBlockN / 8][4];
@@ -123,7 +127,7 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads) flash_forwa
       row_max[half] = new_max;
       row_sum[half] *= rescale;
 #pragma unroll
-      for (int db = 0; db < D / 8; ++db) {
+      for (int db = 0; db < DV / 8; ++db) {
         acc[db][2 * half] *= rescale;
         acc[db][2 * half + 1] *= rescale;
       }
@@ -140,7 +144,7 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads) flash_forwa
 
     // O += P V: the S accumulators of two adjacent 8-key blocks are exactly the A fragment
     // of one 16-key step, so P never leaves registers.
-    accumulate_weights_times_tile<T, D, kBlockN>(acc, s, v_s, lane);
+    accumulate_weights_times_tile<T, DV, kBlockN>(acc, s, v_s, lane);
 
     k_tile = next;
     stage ^= 1;
@@ -177,16 +181,16 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads) flash_forwa
     const std::int64_t offset = tile.b * args.out.batch + row * args.out.seq + tile.h * args.out.head;
     // The row's running values, all loaded before any store: loads and stores to one row would
     // otherwise alternate, each load waiting out the memory latency.
-    float2 running[kMerge ? D / 8 : 1];
+    float2 running[kMerge ? DV / 8 : 1];
 #pragma unroll
-    for (int db = 0; db < (kMerge ? D / 8 : 1); ++db) running[db] = make_float2(0.f, 0.f);
+    for (int db = 0; db < (kMerge ? DV / 8 : 1); ++db) running[db] = make_float2(0.f, 0.f);
     if (kMerge && scale_running != 0.f) {  // a fresh row's out may hold anything, NaN included
       const float2* row_out = reinterpret_cast<const float2*>(static_cast<const float*>(args.out.data) + offset);
 #pragma unroll
-      for (int db = 0; db < (kMerge ? D / 8 : 1); ++db) running[db] = row_out[db * 4 + lane % 4];
+      for (int db = 0; db < (kMerge ? DV / 8 : 1); ++db) running[db] = row_out[db * 4 + lane % 4];
     }
 #pragma unroll
-    for (int db = 0; db < D / 8; ++db) {
+    for (int db = 0; db < DV / 8; ++db) {
       const int col = db * 8 + (lane % 4) * 2;
       float v0 = acc[db][2 * half] * scale_block, v1 = acc[db][2 * half + 1] * scale_block;
       if (kMerge || args.out_fp32) {
@@ -205,16 +209,19 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim>::kThreads) flash_forwa
 }  // namespace
 
 cudaError_t launch_flash_forward(const ForwardArgs& args, ElementType dtype, cudaStream_t stream) {
-  return dispatch_dtype_head_dim(Sm80HeadDims{}, dtype, args.dims.head_dim, [&](auto element, auto head_dim) {
-    using T = decltype(element);
-    constexpr int D = decltype(head_dim)::value;
-    using Config = ForwardConfig<D>;
-    const std::int64_t tiles = (args.dims.seq_q + Config::kBlockM - 1) / Config::kBlockM;
-    const std::int64_t blocks = tiles * args.dims.batch * args.dims.heads;
-    if (args.merge)
-      return launch_tiles(flash_forward_kernel<T, D, true>, args, blocks, Config::kThreads, Config::kSmemBytes, stream);
-    return launch_tiles(flash_forward_kernel<T, D, false>, args, blocks, Config::kThreads, Config::kSmemBytes, stream);
-  });
+  return dispatch_dtype_dims(Sm80DimPairs{}, dtype, args.dims.head_dim, args.dims.value_dim,
+                             [&](auto element, auto head_dim, auto value_dim) {
+                               using T = decltype(element);
+                               constexpr int D = decltype(head_dim)::value, DV = decltype(value_dim)::value;
+                               using Config = ForwardConfig<D, DV>;
+                               const std::int64_t tiles = (args.dims.seq_q + Config::kBlockM - 1) / Config::kBlockM;
+                               const std::int64_t blocks = tiles * args.dims.batch * args.dims.heads;
+                               if (args.merge)
+                                 return launch_tiles(flash_forward_kernel<T, D, DV, true>, args, blocks,
+                                                     Config::kThreads, Config::kSmemBytes, stream);
+                               return launch_tiles(flash_forward_kernel<T, D, DV, false>, args, blocks,
+                                                   Config::kThreads, Config::kSmemBytes, stream);
+                             });
 }
 
 }  // namespace detail

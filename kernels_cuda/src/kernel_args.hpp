@@ -17,6 +17,7 @@ namespace detail {
 
 struct AttentionDims {
   int batch, seq_q, seq_k, heads, kv_heads, head_dim;
+  int value_dim;     // of v, out, dout and dv (head_dim unless the shape says otherwise)
   float scale;       // softmax scale
   float scale_log2;  // scale * log2(e): the kernels work with exp2
   ScoreCap cap;      // soft-capped scores (score_cap.cuh)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Host-side launch plumbing shared by the flash kernels: the (dtype, head_dim) dispatch to a
-// template instantiation of the head dims a kernel family takes, and a launch that first raises
+// Host-side launch plumbing shared by the flash kernels: the (dtype, head dims) dispatch to a
+// template instantiation of the head-dim pairs a kernel family takes, and a launch that first raises
 // the dynamic shared-memory limit.
 #pragma once
 
@@ -16,30 +16,36 @@
 namespace rfa_cuda {
 namespace detail {
 
-// A set of head dims a family of kernels is instantiated for.
-template <int... kDims>
-struct HeadDims {};
-// The sm_80 kernels' and the Hopper kernels' (flash_api.cu refuses the others by name).
-using Sm80HeadDims = HeadDims<64, 128, 256>;
-using Sm90HeadDims = HeadDims<64, 128>;
+// A head-dim pair a family of kernels is instantiated for: Q and K's, and V's (also out, dout
+// and dV's), equal but for multi-head latent attention's 192 / 128.
+template <int kQueryKey, int kValue>
+struct DimPair {};
+template <class... Pairs>
+struct DimPairs {};
 
-template <int... kDims>
-constexpr bool takes_head_dim(HeadDims<kDims...>, std::int64_t head_dim) {
-  return ((head_dim == kDims) || ...);
+// The sm_80 kernels' and the Hopper kernels' (flash_api.cu refuses the others by name).
+using Sm80DimPairs = DimPairs<DimPair<64, 64>, DimPair<128, 128>, DimPair<256, 256>, DimPair<192, 128>>;
+using Sm90DimPairs = DimPairs<DimPair<64, 64>, DimPair<128, 128>>;
+
+template <int... kQk, int... kV>
+constexpr bool takes_dims(DimPairs<DimPair<kQk, kV>...>, std::int64_t head_dim, std::int64_t value_dim) {
+  return ((head_dim == kQk && value_dim == kV) || ...);
 }
 
-// Calls launch(T{}, std::integral_constant<int, D>{}) for the element type and the head dim,
-// which must be one of kDims (the API refuses the others first, with a message).
-template <int... kDims, typename Launch>
-cudaError_t dispatch_dtype_head_dim(HeadDims<kDims...>, ElementType dtype, int head_dim, Launch&& launch) {
+// Calls launch(T{}, std::integral_constant<int, D>{}, std::integral_constant<int, DV>{}) for the
+// element type and the head dims (D, DV), which must be one of the pairs (the API refuses the
+// others first, with a message).
+template <int... kQk, int... kV, typename Launch>
+cudaError_t dispatch_dtype_dims(DimPairs<DimPair<kQk, kV>...>, ElementType dtype, int head_dim, int value_dim,
+                                Launch&& launch) {
   const bool bf16 = dtype == ElementType::kBf16;
   cudaError_t status = cudaErrorInvalidValue;
-  const auto try_dim = [&](auto dim) {
-    if (head_dim != decltype(dim)::value) return false;
-    status = bf16 ? launch(__nv_bfloat16{}, dim) : launch(__half{}, dim);
+  const auto try_pair = [&](auto dim, auto value) {
+    if (head_dim != decltype(dim)::value || value_dim != decltype(value)::value) return false;
+    status = bf16 ? launch(__nv_bfloat16{}, dim, value) : launch(__half{}, dim, value);
     return true;
   };
-  (void)(try_dim(std::integral_constant<int, kDims>{}) || ...);
+  (void)(try_pair(std::integral_constant<int, kQk>{}, std::integral_constant<int, kV>{}) || ...);
   return status;
 }
 

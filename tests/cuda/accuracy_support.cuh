@@ -38,6 +38,8 @@ struct Case {
   // Per-sequence documents: batch + 1 offsets cutting `docs` into the entries' lists (empty:
   // `docs` serves every entry; the sm80 path only).
   std::vector<std::int64_t> doc_offsets = {};
+  int value_dim = 0;  // V, out, dout and dV's head dim where it differs from head_dim (0: head_dim)
+  int dv() const { return value_dim != 0 ? value_dim : head_dim; }
 };
 
 // A mask given as ranges indexed as rfa_cuda_attention_shape's range_* fields describe, in device
@@ -249,6 +251,7 @@ inline rfa_cuda_attention_shape shape_of(const Case& c, const std::int64_t* devi
   s.heads = c.heads;
   s.kv_heads = c.kv_heads;
   s.head_dim = c.head_dim;
+  s.value_head_dim = c.value_dim;
   s.scale = 0.f;
   s.mask = c.causal ? RFA_CUDA_MASK_CAUSAL : RFA_CUDA_MASK_NONE;
   s.q_positions = c.q_map;
@@ -270,6 +273,7 @@ inline ref::Problem problem_of(const Case& c) {
   p.heads = c.heads;
   p.kv_heads = c.kv_heads;
   p.head_dim = c.head_dim;
+  p.value_dim = c.value_dim;
   p.causal = c.causal;
   p.q_pos = positions(c.q_map);
   p.k_pos = positions(c.k_map);

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Correctness of the rfa_cuda kernels against the float64 reference (tests/reference):
 // fresh random inputs, outputs poisoned with NaN before every call, odd lengths, causal and
-// not, GQA, both dtypes and every head dim (64, 128, 256), segment position maps, sliding windows and packed
-// documents, soft-capped scores, masks given as ranges, fp32 accumulate modes, the delta and merge kernels. Every
-// forward runs on each path this build and device have (sm80; sm90 on a Hopper GPU when the
-// build has it; soft-capped and ranges cases check that sm90 refuses them). Argument checks
-// run first and need no GPU; without a device the program then prints "no CUDA device: skipping"
-// and exits 77 (CTest: skipped).
+// not, GQA, both dtypes and every head dim (64, 128, 256, and MLA's 192 / 128), segment position
+// maps, sliding windows and packed documents, soft-capped scores, masks given as ranges, fp32
+// accumulate modes, the delta and merge kernels. Every forward runs on each path this build and
+// device have (sm80; sm90 on a Hopper GPU when the build has it; the cases sm90 does not take
+// check that it refuses them by name). Argument checks run first and need no GPU; without a
+// device the program then prints "no CUDA device: skipping" and exits 77 (CTest: skipped).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -33,8 +33,11 @@ std::string path_tag(rfa_cuda_path path) {
   return path == RFA_CUDA_PATH_SM80 ? "" : std::string(", ") + rfa_cuda_path_name(path);
 }
 
-// Whether the Hopper path takes a case's head dim (the sm80 path takes every case here).
-bool path_takes_head_dim(const Case& c, rfa_cuda_path path) { return path != RFA_CUDA_PATH_SM90 || c.head_dim <= 128; }
+// Whether the Hopper path takes a case's head dims: one, 64 or 128 (the sm80 path takes every
+// case here).
+bool path_takes_head_dim(const Case& c, rfa_cuda_path path) {
+  return path != RFA_CUDA_PATH_SM90 || (c.head_dim <= 128 && c.value_dim == 0);
+}
 
 // D = rowsum(dout * out) for a case's shape into `delta` (out and its dtype left to the caller).
 rfa_cuda_delta_params delta_params(const Case& c, const DeviceArray& dout, DeviceArray& delta) {
@@ -42,25 +45,26 @@ rfa_cuda_delta_params delta_params(const Case& c, const DeviceArray& dout, Devic
   dp.batch = c.batch;
   dp.seq = c.seq_q;
   dp.heads = c.heads;
-  dp.head_dim = c.head_dim;
+  dp.head_dim = c.dv();  // out and dout are value_head_dim wide
   dp.dout = dout.get();
   dp.dout_dtype = c.dtype;
   dp.delta = delta.as_float();
   return dp;
 }
 
-// The Hopper path takes head dims 64 and 128 and has no soft cap, no ranges and one list of
+// The Hopper path takes one head dim, 64 or 128, and has no soft cap, no ranges and one list of
 // documents: such a case is refused there (`status`, the call's, must be
 // RFA_CUDA_ERROR_UNSUPPORTED saying so) and runs on sm80 only. True when the path was skipped.
 bool refused_on_path(const Case& c, rfa_cuda_path path, rfa_cuda_status status) {
-  const bool head_dim = c.head_dim > 128;
+  const bool head_dim = !path_takes_head_dim(c, path);
   if ((!head_dim && c.softcap <= 0.f && !c.ranges_on && c.doc_offsets.empty()) || path != RFA_CUDA_PATH_SM90)
     return false;
-  const char* says = head_dim          ? "take head_dim 64 or 128, not 256"
+  const char* says = head_dim
+                         ? (c.value_dim != 0 ? "take one head dim for Q, K and V" : "take head_dim 64 or 128, not 256")
                      : c.softcap > 0.f ? "do not apply a soft cap"
                      : c.ranges_on     ? "do not take a mask given as ranges"
                                        : "not per-sequence documents";
-  const char* what = head_dim          ? "head dim 256"
+  const char* what = head_dim          ? (c.value_dim != 0 ? "a value head dim" : "head dim 256")
                      : c.softcap > 0.f ? "a soft cap"
                      : c.ranges_on     ? "ranges"
                                        : "per-sequence documents";
@@ -74,15 +78,15 @@ bool refused_on_path(const Case& c, rfa_cuda_path path, rfa_cuda_status status) 
 // Forward (both output modes) and backward (both gradient modes) on every path, delta, and the
 // deterministic backward of one case.
 void run_case(const Case& c) {
-  std::printf("%s: %s d=%d b=%d sq=%d sk=%d h=%d hkv=%d %s\n", c.name.c_str(),
-              c.dtype == RFA_CUDA_BF16 ? "bf16" : "fp16", c.head_dim, c.batch, c.seq_q, c.seq_k, c.heads, c.kv_heads,
-              c.causal ? "causal" : "full");
+  std::printf("%s: %s d=%d dv=%d b=%d sq=%d sk=%d h=%d hkv=%d %s\n", c.name.c_str(),
+              c.dtype == RFA_CUDA_BF16 ? "bf16" : "fp16", c.head_dim, c.dv(), c.batch, c.seq_q, c.seq_k, c.heads,
+              c.kv_heads, c.causal ? "causal" : "full");
   const ref::Problem p = problem_of(c);
   const ref::Problem low = low_precision(p, c.dtype);
   const DeviceBounds docs(c.docs), doc_offsets(c.doc_offsets);
   const DeviceRangeIndex ranges(c);
   const std::vector<double> q = random_values(c.dtype, p.q_size()), k = random_values(c.dtype, p.kv_size()),
-                            v = random_values(c.dtype, p.kv_size()), dout = random_values(c.dtype, p.q_size());
+                            v = random_values(c.dtype, p.v_size()), dout = random_values(c.dtype, p.out_size());
   std::vector<double> ref_out, ref_lse, ref_dq, ref_dk, ref_dv;
   ref::forward(p, q, k, v, ref_out, ref_lse);
   ref::backward(p, q, k, v, dout, ref_dq, ref_dk, ref_dv);
@@ -95,7 +99,7 @@ void run_case(const Case& c) {
   dk_in.upload(k);
   dv_in.upload(v);
   ddout.upload(dout);
-  DeviceArray out16(c.dtype, q.size()), out32(RFA_CUDA_FP32, q.size()), lse(RFA_CUDA_FP32, p.lse_size()),
+  DeviceArray out16(c.dtype, dout.size()), out32(RFA_CUDA_FP32, dout.size()), lse(RFA_CUDA_FP32, p.lse_size()),
       delta(RFA_CUDA_FP32, p.lse_size());
 
   rfa_cuda_forward_params f;
@@ -249,7 +253,7 @@ struct ForwardReference {
       : p(problem_of(c)),
         q(random_values(c.dtype, p.q_size())),
         k(random_values(c.dtype, p.kv_size())),
-        v(random_values(c.dtype, p.kv_size())) {
+        v(random_values(c.dtype, p.v_size())) {
     ref::forward(p, q, k, v, ref_out, ref_lse);
     ref::forward(low_precision(p, c.dtype), q, k, v, low_out, low_lse);
   }
@@ -270,13 +274,14 @@ void run_merge_case(const Case& c, int split, bool fused, rfa_cuda_path path) {
   dq.upload(q);
   dk.upload(k);
   dv.upload(v);
-  DeviceArray out(RFA_CUDA_FP32, q.size()), lse(RFA_CUDA_FP32, p.lse_size()), block_out(RFA_CUDA_FP32, q.size()),
-      block_lse(RFA_CUDA_FP32, p.lse_size());
+  DeviceArray out(RFA_CUDA_FP32, p.out_size()), lse(RFA_CUDA_FP32, p.lse_size()),
+      block_out(RFA_CUDA_FP32, p.out_size()), block_lse(RFA_CUDA_FP32, p.lse_size());
   out.poison();
   lse.upload(std::vector<double>(p.lse_size(), -INFINITY));
 
   const std::vector<std::int64_t> all_k = positions(c.k_map);
-  const std::size_t row_bytes = static_cast<std::size_t>(c.kv_heads) * c.head_dim * 2;
+  const std::size_t k_row_bytes = static_cast<std::size_t>(c.kv_heads) * c.head_dim * 2,
+                    v_row_bytes = static_cast<std::size_t>(c.kv_heads) * c.dv() * 2;
   // Fused: the later block first, so under a causal mask the early rows see nothing in the
   // first launch and must take the second block's values over a poisoned out.
   for (int i = 0; i < 2; ++i) {
@@ -294,8 +299,8 @@ void run_merge_case(const Case& c, int split, bool fused, rfa_cuda_path path) {
     f.shape = shape_of(block);
     // batch = 1 here, so a key block is a contiguous row range of k and v.
     f.q = dq.get();
-    f.k = static_cast<char*>(dk.get()) + first * row_bytes;
-    f.v = static_cast<char*>(dv.get()) + first * row_bytes;
+    f.k = static_cast<char*>(dk.get()) + first * k_row_bytes;
+    f.v = static_cast<char*>(dv.get()) + first * v_row_bytes;
     f.out_dtype = RFA_CUDA_FP32;
     f.path = path;
     if (fused) {
@@ -314,7 +319,7 @@ void run_merge_case(const Case& c, int split, bool fused, rfa_cuda_path path) {
     m.batch = c.batch;
     m.seq = c.seq_q;
     m.heads = c.heads;
-    m.head_dim = c.head_dim;
+    m.head_dim = c.dv();
     m.out = out.as_float();
     m.lse = lse.as_float();
     m.block_out = block_out.as_float();
@@ -440,6 +445,15 @@ void run_argument_checks() {
   bad.shape.head_dim = 256;  // a head dim the kernels take: the next check speaks
   bad.q = nullptr;
   expect("head_dim 256 passes, q NULL", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "q is NULL");
+  bad.shape.head_dim = 192;  // without a value head dim of 128: not a pair the kernels take
+  expect("head_dim 192 alone", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_UNSUPPORTED,
+         "head_dim 192 is not supported: use 64, 128 or 256");
+  bad.shape.value_head_dim = 64;
+  expect("head_dim 192, value_head_dim 64", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_UNSUPPORTED,
+         "or head_dim 192 with value_head_dim 128");
+  bad.shape.value_head_dim = 128;
+  expect("192 / 128 passes, q NULL", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
          "q is NULL");
   bad = f;
   bad.shape.heads = 3;
@@ -706,6 +720,22 @@ int main(int argc, char** argv) {
   d256_ranges.ranges_on = true;
   d256_ranges.ranges = {{0, 300, 0, 300, R::causal}, {0, 300, 0, 100, R::full}};
   for (const Case& c : {d256_edges, d256_short, d256_long, d256_zig, d256_cap, d256_ranges}) cases.push_back(c);
+  // MLA's head dims, 192 for Q and K, 128 for V (the sm80 kernels; the Hopper path refuses them):
+  // the same edges (the forward's 128 x 64 tiles, the dQ pass's 128 x 32, the backward's 64 keys
+  // x 32 queries), GQA, fp16 with a window and documents on a zigzag map, a soft cap.
+  Case mla_edges{"d192/128, causal GQA 4:2, 129 x 65", B, 192, 1, 129, 65, 4, 2, true};
+  Case mla_long{"d192/128, causal, long, fp16", H, 192, 2, 513, 513, 2, 1, true};
+  Case mla_zig{"d192/128, window 37 + documents, zigzag q(rank 0) x k(rank 2)", H, 192, 1, 80, 80, 2, 2, true};
+  mla_zig.q_map = two_segments(0, 40, 200, 40);
+  mla_zig.k_map = two_segments(80, 40, 120, 40);
+  mla_zig.window = 37;
+  mla_zig.docs = {0, 30, 110, 210, 240};
+  Case mla_cap{"d192/128, softcap 0.4, full, 31 x 127", B, 192, 1, 31, 127, 2, 1, false};
+  mla_cap.softcap = 0.4f;
+  for (Case c : {mla_edges, mla_long, mla_zig, mla_cap}) {
+    c.value_dim = 128;
+    cases.push_back(c);
+  }
   for (const Case& c : cases)
     if (selected(c.name)) run_case(c);
 
@@ -720,12 +750,15 @@ int main(int argc, char** argv) {
   merge_stripe.q_map = one_segment(1, 2, 150);
   merge_stripe.k_map = one_segment(0, 2, 150);
   Case merge_d256{"merge, d256 causal", B, 256, 1, 200, 200, 2, 1, true};
+  Case merge_mla{"merge, d192/128 causal GQA 4:2", B, 192, 1, 200, 200, 4, 2, true};
+  merge_mla.value_dim = 128;
   for (rfa_cuda_path path : kernel_paths) {
     for (bool fused : {false, true}) {
       if (selected(merge.name)) run_merge_case(merge, 77, fused, path);
       if (selected(merge_stripe.name)) run_merge_case(merge_stripe, 70, fused, path);
       if (selected(merge_d256.name) && path_takes_head_dim(merge_d256, path))
         run_merge_case(merge_d256, 96, fused, path);
+      if (selected(merge_mla.name) && path_takes_head_dim(merge_mla, path)) run_merge_case(merge_mla, 65, fused, path);
     }
   }
 

@@ -3,8 +3,10 @@
  * interface. No Kokkos, no MPI: a params struct, a cudaStream_t and a status code.
  *
  * Layouts (docs/architecture.md §2), all row-major with the head dimension contiguous:
- *   q, out, dout, dq   [batch][seq_q][heads][head_dim]
- *   k, v, dk, dv       [batch][seq_k][kv_heads][head_dim]
+ *   q, dq              [batch][seq_q][heads][head_dim]
+ *   out, dout          [batch][seq_q][heads][value_head_dim]  (value_head_dim: head_dim unless set)
+ *   k, dk              [batch][seq_k][kv_heads][head_dim]
+ *   v, dv              [batch][seq_k][kv_heads][value_head_dim]
  *   lse, delta         [batch][heads][seq_q], fp32, always contiguous (natural log for lse)
  * Every 4-d tensor takes element strides for its batch, sequence and head dimensions
  * (rfa_cuda_strides); all three zero means the contiguous layout above.
@@ -113,6 +115,12 @@ typedef struct rfa_cuda_attention_shape {
    * (no values: one document). Runs on the sm_80 kernels: the Hopper path, asked for by name, is
    * RFA_CUDA_ERROR_UNSUPPORTED with them. NULL (default): doc_bounds serves every entry. */
   const int64_t* doc_offsets;
+  /* The head dim of v, out, dout and dv where it differs from head_dim (multi-head latent
+   * attention: head_dim 192 with value_head_dim 128, the pair the sm_80 kernels take beside one
+   * head dim); the Hopper path, asked for by name, is RFA_CUDA_ERROR_UNSUPPORTED with it. Those
+   * tensors are then [..][value_head_dim]; the default scale stays 1/sqrt(head_dim). 0 (default):
+   * head_dim. */
+  int64_t value_head_dim;
 } rfa_cuda_attention_shape;
 
 typedef struct rfa_cuda_forward_params {

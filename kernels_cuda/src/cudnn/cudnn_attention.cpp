@@ -316,6 +316,11 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s) {
   if (s.ranges != 0)
     return fail(RFA_CUDA_ERROR_UNSUPPORTED,
                 "cuDNN attention: a mask given as ranges is not expressed by this block kernel; rfa's kernels take it");
+  if (s.value_head_dim != 0 && s.value_head_dim != s.head_dim)
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                "cuDNN attention: a value head dim (%lld) other than head_dim (%lld) is not expressed by this block "
+                "kernel; rfa's kernels take it",
+                (long long)s.value_head_dim, (long long)s.head_dim);
   return RFA_CUDA_SUCCESS;
 }
 

@@ -348,8 +348,8 @@ cudaError_t launch(const detail::BackwardArgs& args, cudaStream_t stream) {
 cudaError_t launch_flash_backward_sm90(const detail::BackwardArgs& args, detail::ElementType dtype,
                                        cudaStream_t stream) {
   if (!args.atomic_dq) return cudaErrorInvalidValue;  // the deterministic mode runs on the sm_80 kernels
-  return detail::dispatch_dtype_head_dim(
-      detail::Sm90HeadDims{}, dtype, args.dims.head_dim, [&](auto element, auto head_dim) {
+  return detail::dispatch_dtype_dims(
+      detail::Sm90DimPairs{}, dtype, args.dims.head_dim, args.dims.value_dim, [&](auto element, auto head_dim, auto) {
         return launch<BackwardSm90Traits<CutlassElement<decltype(element)>, decltype(head_dim)::value>>(args, stream);
       });
 }

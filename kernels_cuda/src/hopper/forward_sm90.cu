@@ -322,8 +322,8 @@ cudaError_t launch(const detail::ForwardArgs& args, cudaStream_t stream) {
 }  // namespace
 
 cudaError_t launch_flash_forward_sm90(const detail::ForwardArgs& args, detail::ElementType dtype, cudaStream_t stream) {
-  return detail::dispatch_dtype_head_dim(
-      detail::Sm90HeadDims{}, dtype, args.dims.head_dim, [&](auto element, auto head_dim) {
+  return detail::dispatch_dtype_dims(
+      detail::Sm90DimPairs{}, dtype, args.dims.head_dim, args.dims.value_dim, [&](auto element, auto head_dim, auto) {
         using Traits = ForwardSm90Traits<CutlassElement<decltype(element)>, decltype(head_dim)::value>;
         return args.merge ? launch<Traits, true>(args, stream) : launch<Traits, false>(args, stream);
       });

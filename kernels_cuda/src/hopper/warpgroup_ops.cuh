@@ -34,7 +34,7 @@ auto gmem_tensor(const detail::StridedTensor& t, int seq, int dim, int heads, in
 template <typename T>
 using GmemTensor = decltype(gmem_tensor<T>(std::declval<detail::StridedTensor>(), 0, 0, 0, 0));
 
-// CUTLASS's type for the CUDA element type that detail::dispatch_dtype_head_dim hands out.
+// CUTLASS's type for the CUDA element type that detail::dispatch_dtype_dims hands out.
 template <typename CudaElement>
 using CutlassElement =
     std::conditional_t<std::is_same_v<CudaElement, __nv_bfloat16>, cutlass::bfloat16_t, cutlass::half_t>;
