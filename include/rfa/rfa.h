@@ -295,7 +295,8 @@ typedef struct rfa_options_t {
   int64_t heads;               /**< Query heads H >= 1. Default 1. */
   int64_t kv_heads;            /**< Key/value heads Hkv >= 1 dividing H (GQA, MQA). Default 1. */
   int64_t head_dim;            /**< Head dimension d of q and k (and of v unless value_head_dim says otherwise):
-                                    a multiple of 8, at most 256 (CUDA: 64, 128 or 256). Default 64. */
+                                    a multiple of 8, at most 256 (CUDA: 64, 128 or 256;
+                                    192 with value_head_dim 128). Default 64. */
   rfa_device_t device;         /**< Where tensors live and attention runs. Default ::RFA_DEVICE_HOST. */
   rfa_transport_t transport;   /**< Device contexts: what moves blocks. Default ::RFA_TRANSPORT_DEFAULT. */
   double timeout_s;            /**< Seconds a blocking operation (over MPI: creation's agreement, argument
@@ -383,7 +384,8 @@ typedef struct rfa_options_t {
   int64_t value_head_dim;      /**< Head dimension of V, out, dout and dv where it differs from head_dim (the
                                     head dim of q, k, dq and dk), as multi-head latent attention's 192 / 128
                                     (docs/variants.md): a multiple of 8, at most 256, host contexts; CUDA
-                                    contexts take value_head_dim = head_dim only. 0 (default): head_dim.
+                                    contexts take value_head_dim = head_dim, or the dims 192 / 128
+                                    (head_dim 192, value_head_dim 128). 0 (default): head_dim.
                                     Those tensors are then [B][L][heads][value_head_dim] and
                                     [B][L][kv_heads][value_head_dim] (the sharding helpers' _dim forms take
                                     them); the default softmax scale stays 1/sqrt(head_dim).

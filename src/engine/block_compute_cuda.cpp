@@ -40,13 +40,13 @@ rfa_cuda_position_map cuda_positions(const PositionMap& m) {
   return out;
 }
 
-/// The kernels_cuda path of a block: the context's, except that blocks of head dim 256,
-/// soft-capped blocks, blocks of per-sequence documents and blocks of a mask given as ranges run
-/// on the sm_80 kernels (the Hopper path takes head dims 64 and 128 and has no cap, one list of
-/// documents and no ranges).
+/// The kernels_cuda path of a block: the context's, except that blocks of head dim 256 or of a
+/// value head dim of their own, soft-capped blocks, blocks of per-sequence documents and blocks
+/// of a mask given as ranges run on the sm_80 kernels (the Hopper path takes one head dim, 64 or
+/// 128, and has no cap, one list of documents and no ranges).
 rfa_cuda_path block_path(CudaPath path, const rfa_cuda_attention_shape& shape) {
-  const bool hopper_takes_it =
-      shape.head_dim <= 128 && shape.softcap == 0.f && shape.doc_offsets == nullptr && shape.ranges == 0;
+  const bool hopper_takes_it = shape.head_dim <= 128 && shape.value_head_dim == 0 && shape.softcap == 0.f &&
+                               shape.doc_offsets == nullptr && shape.ranges == 0;
   return path == CudaPath::sm90 && hopper_takes_it ? RFA_CUDA_PATH_SM90 : RFA_CUDA_PATH_SM80;
 }
 
@@ -80,6 +80,7 @@ rfa_cuda_attention_shape CudaBlockCompute::shape(const kernels::AttentionParams&
   s.heads = p.heads;
   s.kv_heads = p.kv_heads;
   s.head_dim = p.head_dim;
+  s.value_head_dim = p.dv() != p.head_dim ? p.dv() : 0;
   s.scale = p.scale();
   s.mask = p.mask == RFA_MASK_CAUSAL ? RFA_CUDA_MASK_CAUSAL : RFA_CUDA_MASK_NONE;
   s.q_positions = cuda_positions(p.q_pos);
@@ -140,7 +141,7 @@ void CudaBlockCompute::delta(const kernels::AttentionParams& p, Tensor4<const T>
   g.batch = p.batch;
   g.seq = p.seq_q;
   g.heads = p.heads;
-  g.head_dim = p.head_dim;
+  g.head_dim = p.dv();  // out and dout are value_head_dim wide
   g.out = out.data();
   g.out_dtype = cuda_dtype<T>();
   g.dout = dout.data();

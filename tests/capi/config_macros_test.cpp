@@ -3,6 +3,8 @@
 // exactly when librfa runs CUDA contexts, and the narrower macros are consistent with it.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "capi_test_support.hpp"
 #include "rfa/rfa_config.h"
 #include "rfa/rfa_mpi.h"
@@ -26,13 +28,16 @@ rfa_options_t supported_cuda_options() {
   return o;
 }
 
-// Every head dim the CUDA kernels take (64, 128, 256): a context where the build runs CUDA, refused
-// for the build alone (never for the head dim) where it does not.
+// Every head dim the CUDA kernels take (64, 128, 256, and 192 with a value head dim of 128): a
+// context where the build runs CUDA, refused for the build alone (never for the head dims) where it
+// does not.
 TEST(ConfigMacros, HaveCudaMeansCudaContextsWork) {
-  for (int64_t head_dim : {64, 128, 256}) {
-    SCOPED_TRACE("head_dim " + std::to_string(head_dim));
+  const std::pair<int64_t, int64_t> dims[] = {{64, 0}, {128, 0}, {256, 0}, {192, 128}};
+  for (const auto& [head_dim, value_dim] : dims) {
+    SCOPED_TRACE("head_dim " + std::to_string(head_dim) + ", value_head_dim " + std::to_string(value_dim));
     rfa_options_t o = supported_cuda_options();
     o.head_dim = head_dim;
+    o.value_head_dim = value_dim;
     rfa_context_t ctx = nullptr;
     const rfa_result_t rc = rfa_context_create(MPI_COMM_WORLD, &o, &ctx);
 #if RFA_HAVE_CUDA

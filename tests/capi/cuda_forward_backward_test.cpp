@@ -2,7 +2,7 @@
 // The C API on CUDA devices end to end: tensors in device memory, the engine's blocks computed
 // by kernels_cuda on the caller's stream, K/V and dK/dV moved by the device transport
 // (RFA_TRANSPORT picks it: MPI, staged or CUDA-aware, with ranks sharing one GPU; NCCL at one
-// rank). Every layout, both masks, bf16 and fp16, head dims 64, 128 and 256, GQA and MQA, windows
+// rank). Every layout, both masks, bf16 and fp16, head dims 64, 128, 256 and 192 / 128, GQA and MQA, windows
 // and documents, on the ring and on the Ulysses, all-gather and hybrid strategies (their
 // all-to-alls, gathers and reduce-scatters on device memory), compared with the float64
 // reference on the whole sequence. Without a CUDA device every test skips, saying why.
@@ -66,6 +66,7 @@ struct Case {
   double softcap = 0;           // options.softcap: scores soft-capped (rfa's sm80 kernels)
   bool per_sequence = false;    // with documents: entry 0 takes them, entry 1 is one document
   bool ranges = false;          // RFA_MASK_RANGES: a prefix seen by all and a band (see the test)
+  int64_t value_dim = 0;        // options.value_head_dim (MLA's 128 beside a head_dim of 192; 0: head_dim)
 };
 
 /// Ranks per Ulysses group of the hybrid tested on P ranks: 2 x 2 on four, else one group.
@@ -83,7 +84,8 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
          (c.dtype == RFA_DTYPE_BFLOAT16 ? "bf16" : "fp16") + "_d" + std::to_string(c.head_dim) + "_kv" +
          std::to_string(c.kv_heads) + (c.window > 0 ? "_window" + std::to_string(c.window) : "") +
          (c.documents ? "_documents" : "") + (c.default_stream ? "_default_stream" : "") + (c.sinks ? "_sinks" : "") +
-         (c.softcap > 0 ? "_softcap" : "") + (c.per_sequence ? "_per_sequence" : "") + (c.ranges ? "_ranges" : "");
+         (c.softcap > 0 ? "_softcap" : "") + (c.per_sequence ? "_per_sequence" : "") + (c.ranges ? "_ranges" : "") +
+         (c.value_dim != 0 ? "_dv" + std::to_string(c.value_dim) : "");
 }
 
 // |error| bounds for values of order one: the CUDA kernels round the probabilities to the
@@ -107,6 +109,7 @@ rfa_options_t cuda_options(const Case& c, int64_t S, const std::vector<int64_t>*
   o.heads = 4;
   o.kv_heads = c.kv_heads;
   o.head_dim = c.head_dim;
+  o.value_head_dim = c.value_dim;
   o.window = c.window;
   o.strategy = c.strategy;
   if (c.strategy == RFA_STRATEGY_HYBRID) o.ulysses_degree = hybrid_degree(world_size());
@@ -147,7 +150,7 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   if (c.ranges) ranges = {{0, S, 0, S / 3, 0, 0, RFA_RANGE_FULL}, {S / 3, S, S / 3, S, -5, 0, RFA_RANGE_BAND}};
   const rfa_options_t o = cuda_options(c, S, c.documents ? &bounds : nullptr, c.per_sequence ? &offsets : nullptr,
                                        c.ranges ? &ranges : nullptr);
-  const int64_t B = o.batch, H = o.heads, Hkv = o.kv_heads, D = o.head_dim;
+  const int64_t B = o.batch, H = o.heads, Hkv = o.kv_heads, D = o.head_dim, DV = value_dim_of(o);
   const int degree = c.strategy == RFA_STRATEGY_ULYSSES ? P : c.strategy == RFA_STRATEGY_HYBRID ? o.ulysses_degree : 1;
   if (H % degree != 0) GTEST_SKIP() << H << " heads do not divide among " << degree << " Ulysses ranks";
   // The suite runs once per kernel choice (RFA_CUDA_KERNELS): the context reports what it runs.
@@ -186,10 +189,12 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   LocalShards shards(o, L);
   auto& [lq, lk, lv, ldo, lout, ldq, ldk, ldv] = shards;
   ASSERT_RFA_OK(shards.scatter(ctx, ref, o));
-  const std::size_t qb = lq.size() * rfa::dtype_size(c.dtype), kvb = lk.size() * rfa::dtype_size(c.dtype),
+  // q, dq and k, dk in head_dim; v, dv and out, dout in the value head dim.
+  const std::size_t qb = lq.size() * rfa::dtype_size(c.dtype), kb = lk.size() * rfa::dtype_size(c.dtype),
+                    vb = lv.size() * rfa::dtype_size(c.dtype), ob = ldo.size() * rfa::dtype_size(c.dtype),
                     lseb = std::size_t(B * H * L) * sizeof(float);
-  OnDevice dq_in(lq.data(), qb), dk_in(lk.data(), kvb), dv_in(lv.data(), kvb), ddo(ldo.data(), qb);
-  OnDevice dout_buf(qb), dlse(lseb), ddq(qb), ddk(kvb), ddv(kvb);
+  OnDevice dq_in(lq.data(), qb), dk_in(lk.data(), kb), dv_in(lv.data(), vb), ddo(ldo.data(), ob);
+  OnDevice dout_buf(ob), dlse(lseb), ddq(qb), ddk(kb), ddv(vb);
   dout_buf.poison();
   dlse.poison();
   ddq.poison();
@@ -232,10 +237,10 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
 
   const double lse_err = max_error_lse(lse, ref.lse, positions, B, H, S);
   const double tol = tolerance(c.dtype), gtol = 4 * tol;
-  const double out_err = max_error_bshd(lout, ref.out, positions, B, S, H, D);
+  const double out_err = max_error_bshd(lout, ref.out, positions, B, S, H, DV);
   const double dq_err = max_error_bshd(ldq, ref.dq, positions, B, S, H, D);
   const double dk_err = max_error_bshd(ldk, ref.dk, positions, B, S, Hkv, D);
-  const double dv_err = max_error_bshd(ldv, ref.dv, positions, B, S, Hkv, D);
+  const double dv_err = max_error_bshd(ldv, ref.dv, positions, B, S, Hkv, DV);
   EXPECT_LE(out_err, tol);
   EXPECT_LE(lse_err, 1e-3);  // fp32, from scores of bf16/fp16 inputs
   EXPECT_LE(dq_err, gtol);
@@ -275,6 +280,14 @@ std::vector<Case> all_cases() {
   // GQA, and MQA under a window with documents.
   cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 256, 2});
   cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 256, 1, 40, true});
+  // MLA's head dims, 192 for Q and K and 128 for V (rfa's sm80 kernels whatever the choice): V,
+  // out, dout and dV move and compute in their own size.
+  Case mla{RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 192, 2};
+  mla.value_dim = 128;
+  cases.push_back(mla);
+  mla = {RFA_LAYOUT_STRIPE, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 192, 1, 40, true};
+  mla.value_dim = 128;
+  cases.push_back(mla);
   return cases;
 }
 
@@ -298,8 +311,11 @@ std::vector<Case> strategy_cases() {
     cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 128, 2, 0, true, s, false, false, 0.4});
     // Per-sequence documents (rfa's sm80 kernels, each entry its own list).
     cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2, 0, true, s, false, false, 0, true});
-    // Head dim 256.
+    // Head dim 256, and MLA's 192 / 128.
     cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 256, 2, 0, false, s});
+    Case mla{RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 192, 2, 0, false, s};
+    mla.value_dim = 128;
+    cases.push_back(mla);
   }
   cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, RFA_DTYPE_FLOAT16, 128, 2, 40, true, RFA_STRATEGY_RING,
                    false, false, 0, true});

@@ -6,7 +6,8 @@ choices is named in the matching row of the README's table and of docs/supported
 names one the header lacks, and the two pages give the same head dims; the head dims CUDA
 contexts take are the same set in both pages, rfa.h's head_dim field, the library's check
 (src/engine/device_support.cpp) and the set the CUDA kernels are built for
-(kernels_cuda/src/launch_dispatch.cuh).
+(kernels_cuda/src/launch_dispatch.cuh); each pair of different head dims the CUDA kernels take
+(MLA's 192 / 128) is named in rfa.h's value_head_dim, both pages and the library's check.
 
 Usage: supported_agree_test.py SOURCE_DIR"""
 import os
@@ -58,15 +59,42 @@ def cuda_head_dims(root, header, pages):
             raise SystemExit(f"supported_agree: no CUDA head dims in {where} (pattern {pattern})")
         return numbers(match.group(1))
     read = lambda path: open(os.path.join(root, path), encoding="utf-8").read()
-    sets = {"rfa.h's head_dim": found(r"\(CUDA: ([0-9, or]+)\)", header, "rfa.h")}
+    sets = {"rfa.h's head_dim": found(r"\(CUDA: ([0-9, or]+)[;)]", header, "rfa.h")}
     for page, text in pages.items():
-        sets[page] = found(r";([^;|]*)\(cuda kernels\)", table_row(text, "head dims", page), page)
+        row = re.sub(r"\d+\s*/\s*\d+", "", table_row(text, "head dims", page))  # pairs of dims apart
+        sets[page] = found(r";([^;|]*)\(cuda kernels\)", row, page)
     check = read(os.path.join("src", "engine", "device_support.cpp"))
-    sets["device_support.cpp"] = found(r"if \((head_dim != \d+(?: && head_dim != \d+)*)\)", check,
+    sets["device_support.cpp"] = found(r"(head_dim != \d+(?: && head_dim != \d+)+)\)", check,
                                        "device_support.cpp")
-    sets["Sm80HeadDims"] = found(r"using Sm80HeadDims = HeadDims<([0-9, ]+)>",
-                                 read(os.path.join("kernels_cuda", "src", "launch_dispatch.cuh")), "launch_dispatch.cuh")
-    return sets
+    dispatch = read(os.path.join("kernels_cuda", "src", "launch_dispatch.cuh"))
+    pairs = re.search(r"using Sm80DimPairs = DimPairs<(.*?)>;", dispatch)
+    if not pairs:
+        raise SystemExit("supported_agree: no Sm80DimPairs in launch_dispatch.cuh")
+    pairs = [(int(a), int(b)) for a, b in re.findall(r"DimPair<(\d+), (\d+)>", pairs.group(1))]
+    sets["Sm80DimPairs"] = sorted(a for a, b in pairs if a == b)
+    return sets, [p for p in pairs if p[0] != p[1]]
+
+
+def value_pair_problems(root, header, pages, value_pairs):
+    """Each pair of different head dims the CUDA kernels are built for is named, as D / DV, where
+    rfa.h's value_head_dim and both pages' head dims rows speak of CUDA, and taken by the
+    library's check."""
+    check = open(os.path.join(root, "src", "engine", "device_support.cpp"), encoding="utf-8").read()
+    # Where each source speaks of CUDA: rfa.h's value_head_dim from the word CUDA on, the pages'
+    # head dims rows from their last ';' to "(CUDA kernels)".
+    value_doc = re.search(r"int64_t value_head_dim;.*?(CUDA.*?)\*/", header, re.S)
+    texts = {"rfa.h's value_head_dim (on CUDA)": value_doc.group(1) if value_doc else ""}
+    for page, text in pages.items():
+        cuda_part = re.search(r";([^;|]*)\(cuda kernels\)", table_row(text, "head dims", page))
+        texts[page + " (CUDA kernels)"] = cuda_part.group(1) if cuda_part else ""
+    problems = []
+    for d, dv in value_pairs:
+        for where, text in texts.items():
+            if not re.search(rf"\b{d}\s*/\s*{dv}\b", text):
+                problems.append(f"{where} does not name the CUDA kernels' head dims {d} / {dv}")
+        if f"head_dim == {d} && value_dim == {dv}" not in check:
+            problems.append(f"device_support.cpp does not take head_dim {d} with value dim {dv}")
+    return problems
 
 
 def main(root):
@@ -90,13 +118,14 @@ def main(root):
     dims = [table_row(pages[p], "head dims", p) for p in pages]
     if dims[0] != dims[1]:
         problems.append(f"the head dims differ: README '{dims[0]}', docs/supported.md '{dims[1]}'")
-    cuda = cuda_head_dims(root, header, pages)
+    cuda, value_pairs = cuda_head_dims(root, header, pages)
     if len({tuple(v) for v in cuda.values()}) != 1:
         problems.append("the head dims of CUDA contexts differ: " + ", ".join(f"{k} {v}" for k, v in cuda.items()))
+    problems += value_pair_problems(root, header, pages, value_pairs)
     for p in problems:
         print("supported_agree:", p)
-    print(f"supported_agree: {len(ENUMS)} enums against 2 pages, CUDA head dims {cuda['Sm80HeadDims']} in "
-          f"{len(cuda)} places, {len(problems)} problems")
+    print(f"supported_agree: {len(ENUMS)} enums against 2 pages, CUDA head dims {cuda['Sm80DimPairs']} in "
+          f"{len(cuda)} places and {value_pairs} in 4, {len(problems)} problems")
     return 1 if problems else 0
 
 
