@@ -65,7 +65,8 @@ constexpr float kLog2e = 1.44269504088896340736f;
 // run-time branch around the dQ block makes the d = 128 kernel spill. kGradients: which of dK
 // (with dQ) and dV this launch accumulates. One block per SM at least (the bounds' second
 // argument) lets ptxas take every register: without it the 192 / 128 dV pass stops at 168 and
-// spills.
+// spills (perf/RESULTS.md, "2026-11-30 — head dim 256 and MLA's 192 / 128 in the sm80 kernels:
+// registers and spills (compile only)").
 template <typename T, int kHeadDim, int kValueDim, bool kAtomicDq, KeyGradients kGradients>
 __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim>::kThreads, 1)
     flash_backward_kernel(const BackwardArgs args) {

@@ -9,9 +9,12 @@
 // exit 77.
 //
 // usage: rfa_cuda_kernel_bench [--batch 2] [--heads 16] [--kv-heads H] [--seq 8192]
-//        [--dim 128] [--dtype bf16|fp16] [--warmup 5] [--iters 30] [--json FILE]
+//        [--dim 128] [--value-dim DV] [--dtype bf16|fp16] [--warmup 5] [--iters 30] [--json FILE]
 //        [--no-torch] [--torch-script PATH] [--peer-check] [--deterministic]
 //        [--path auto|sm80|sm90|all]
+// --value-dim gives V, out, dout and dV a head dim of their own (MLA's 192 / 128: --dim 192
+// --value-dim 128); the FLOPs are then 2 (d + dv) per visible score forward and 6 d + 4 dv
+// backward (perf/common/attention_work.hpp), the peers get V in that dim too.
 // --deterministic adds rows "bwd-det": the backward in its deterministic mode (no atomics).
 // --path picks the kernels' implementation (rfa_cuda_path; default auto); "all" times the sm80
 // path and, where it runs, the Hopper one (rows "fwd-sm90", "bwd-sm90"), each against the same
@@ -46,7 +49,7 @@ using namespace rfa_cuda_test;
 namespace {
 
 struct Options {
-  int batch = 2, heads = 16, kv_heads = 0, seq = 8192, dim = 128, warmup = 5, iters = 30;
+  int batch = 2, heads = 16, kv_heads = 0, seq = 8192, dim = 128, value_dim = 0, warmup = 5, iters = 30;
   rfa_cuda_dtype dtype = RFA_CUDA_BF16;
   std::string json, torch_script = RFA_CUDA_SDPA_SCRIPT;
   bool torch = true;
@@ -76,6 +79,8 @@ Options parse(int argc, char** argv) {
       o.seq = std::atoi(value());
     else if (a == "--dim")
       o.dim = std::atoi(value());
+    else if (a == "--value-dim")
+      o.value_dim = std::atoi(value());
     else if (a == "--warmup")
       o.warmup = std::atoi(value());
     else if (a == "--iters")
@@ -100,6 +105,7 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.kv_heads == 0) o.kv_heads = o.heads;
+  if (o.value_dim == 0) o.value_dim = o.dim;
   if (o.path != "auto" && o.path != "sm80" && o.path != "sm90" && o.path != "all") {
     std::fprintf(stderr, "--path is auto, sm80, sm90 or all, not %s\n", o.path.c_str());
     std::exit(2);
@@ -122,8 +128,9 @@ Timing time_ms(const Options& o, const std::function<void()>& fn) {
   return t;
 }
 
-double forward_flops(const Options& o, bool causal) {
-  return rfa::perf::visible_flops(o.batch, o.heads, o.dim, rfa::perf::MaskShape{o.seq, causal, 0, {}, {}}, false);
+double pass_flops(const Options& o, bool causal, bool backward) {
+  return rfa::perf::visible_flops(o.batch, o.heads, o.dim, o.value_dim,
+                                  rfa::perf::visible_scores(rfa::perf::MaskShape{o.seq, causal, 0, {}, {}}), backward);
 }
 
 const char* const kPeers[] = {"flash", "cudnn"};
@@ -170,8 +177,9 @@ PeerResults run_sdpa_peers(const Options& o) {
   const std::string cmd = std::string(python != nullptr && *python != '\0' ? python : "python3") + " '" + script +
                           "' --batch " + std::to_string(o.batch) + " --heads " + std::to_string(o.heads) +
                           " --kv-heads " + std::to_string(o.kv_heads) + " --seq " + std::to_string(o.seq) + " --dim " +
-                          std::to_string(o.dim) + " --dtype " + (o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16") +
-                          " --warmup " + std::to_string(o.warmup) + " --iters " + std::to_string(o.iters) + " 2>&1";
+                          std::to_string(o.dim) + " --value-dim " + std::to_string(o.value_dim) + " --dtype " +
+                          (o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16") + " --warmup " + std::to_string(o.warmup) +
+                          " --iters " + std::to_string(o.iters) + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) {
     fail_all("cannot start: " + cmd);
@@ -270,12 +278,14 @@ int main(int argc, char** argv) {
   }
   std::string path_names;
   for (rfa_cuda_path p : paths) path_names += std::string(path_names.empty() ? "" : ",") + rfa_cuda_path_name(p);
-  std::printf("device %s, %s d=%d B=%d H=%d Hkv=%d S=%d, kernel path %s\n", prop.name,
-              o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.dim, o.batch, o.heads, o.kv_heads, o.seq,
+  std::printf("device %s, %s d=%d dv=%d B=%d H=%d Hkv=%d S=%d, kernel path %s\n", prop.name,
+              o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.dim, o.value_dim, o.batch, o.heads, o.kv_heads, o.seq,
               path_names.c_str());
 
   const std::size_t q_elems = std::size_t(o.batch) * o.seq * o.heads * o.dim;
   const std::size_t kv_elems = std::size_t(o.batch) * o.seq * o.kv_heads * o.dim;
+  const std::size_t v_elems = std::size_t(o.batch) * o.seq * o.kv_heads * o.value_dim;  // v, dv
+  const std::size_t out_elems = std::size_t(o.batch) * o.seq * o.heads * o.value_dim;   // out, dout
   const std::size_t lse_elems = std::size_t(o.batch) * o.heads * o.seq;
   std::mt19937 rng(1);
   std::uniform_real_distribution<double> u(-1, 1);
@@ -284,13 +294,13 @@ int main(int argc, char** argv) {
     for (double& v : x) v = u(rng);
     return x;
   };
-  DeviceArray q(o.dtype, q_elems), k(o.dtype, kv_elems), v(o.dtype, kv_elems), dout(o.dtype, q_elems),
-      out(o.dtype, q_elems), dq(o.dtype, q_elems), dk(o.dtype, kv_elems), dv(o.dtype, kv_elems),
+  DeviceArray q(o.dtype, q_elems), k(o.dtype, kv_elems), v(o.dtype, v_elems), dout(o.dtype, out_elems),
+      out(o.dtype, out_elems), dq(o.dtype, q_elems), dk(o.dtype, kv_elems), dv(o.dtype, v_elems),
       lse(RFA_CUDA_FP32, lse_elems), delta(RFA_CUDA_FP32, lse_elems);
   q.upload(random(q_elems));
   k.upload(random(kv_elems));
-  v.upload(random(kv_elems));
-  dout.upload(random(q_elems));
+  v.upload(random(v_elems));
+  dout.upload(random(out_elems));
 
   std::vector<Row> rows;
   for (bool causal : {false, true}) {
@@ -300,6 +310,7 @@ int main(int argc, char** argv) {
     s.heads = o.heads;
     s.kv_heads = o.kv_heads;
     s.head_dim = o.dim;
+    s.value_head_dim = o.value_dim != o.dim ? o.value_dim : 0;
     s.mask = causal ? RFA_CUDA_MASK_CAUSAL : RFA_CUDA_MASK_NONE;
     s.dtype = o.dtype;
 
@@ -312,7 +323,7 @@ int main(int argc, char** argv) {
     f.out = out.get();
     f.out_dtype = o.dtype;
     f.lse = lse.as_float();
-    const double flops = forward_flops(o, causal);
+    const double flops = pass_flops(o, causal, false), backward_flops = pass_flops(o, causal, true);
     // sm80 last: its out and lse feed the backward's delta.
     for (auto path = paths.rbegin(); path != paths.rend(); ++path) {
       f.path = *path;
@@ -325,7 +336,7 @@ int main(int argc, char** argv) {
     dp.batch = o.batch;
     dp.seq = o.seq;
     dp.heads = o.heads;
-    dp.head_dim = o.dim;
+    dp.head_dim = o.value_dim;  // out and dout
     dp.out = out.get();
     dp.out_dtype = o.dtype;
     dp.dout = dout.get();
@@ -354,7 +365,7 @@ int main(int argc, char** argv) {
         RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
       });
       const std::string pass = path == RFA_CUDA_PATH_SM90 ? "bwd-sm90" : "backward";
-      rows.push_back({pass, causal, bwd.median, 2.5 * flops / (bwd.median * 1e9), {}, bwd.samples, 2.5 * flops});
+      rows.push_back({pass, causal, bwd.median, backward_flops / (bwd.median * 1e9), {}, bwd.samples, backward_flops});
     }
     bp.path = RFA_CUDA_PATH_AUTO;
     if (o.deterministic) {
@@ -364,7 +375,8 @@ int main(int argc, char** argv) {
         RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
       });
       bp.deterministic = 0;
-      rows.push_back({"bwd-det", causal, det.median, 2.5 * flops / (det.median * 1e9), {}, det.samples, 2.5 * flops});
+      rows.push_back(
+          {"bwd-det", causal, det.median, backward_flops / (det.median * 1e9), {}, det.samples, backward_flops});
     }
   }
 
@@ -394,7 +406,8 @@ int main(int argc, char** argv) {
     const std::string dtype = o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16";
     const std::string shape = "B=" + std::to_string(o.batch) + " S=" + std::to_string(o.seq) +
                               " H=" + std::to_string(o.heads) + "/" + std::to_string(o.kv_heads) +
-                              " d=" + std::to_string(o.dim);
+                              " d=" + std::to_string(o.dim) +
+                              (o.value_dim != o.dim ? "/" + std::to_string(o.value_dim) : std::string());
     std::vector<rfa_cuda_bench::Measurement> measured;
     for (const Row& r : rows) {
       rfa_cuda_bench::Measurement m;

@@ -68,7 +68,7 @@ def measure_peer(torch, name, backend, tensors, extra, a):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name, default in [("batch", 2), ("heads", 16), ("kv-heads", 16), ("seq", 8192), ("dim", 128),
-                          ("warmup", 5), ("iters", 30)]:
+                          ("value-dim", 0), ("warmup", 5), ("iters", 30)]:
         ap.add_argument("--" + name, type=int, default=default)
     ap.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16")
     ap.add_argument("--peers", default=",".join(PEERS), help="comma-separated subset of " + ",".join(PEERS))
@@ -90,7 +90,9 @@ def main():
     # Same memory layout as rfa_cuda (b, s, h, d), viewed as (b, h, s, d) for SDPA.
     q = torch.randn(a.batch, a.seq, a.heads, a.dim, device="cuda", dtype=dtype).transpose(1, 2)
     k = torch.randn(a.batch, a.seq, a.kv_heads, a.dim, device="cuda", dtype=dtype).transpose(1, 2)
-    v = torch.randn(a.batch, a.seq, a.kv_heads, a.dim, device="cuda", dtype=dtype).transpose(1, 2)
+    # V's head dim: --value-dim where it differs from --dim (MLA's 192 / 128), else --dim.
+    value_dim = a.value_dim or a.dim
+    v = torch.randn(a.batch, a.seq, a.kv_heads, value_dim, device="cuda", dtype=dtype).transpose(1, 2)
     for t in (q, k, v):
         t.requires_grad_(True)
     # enable_gqa exists from PyTorch 2.5 on; pass it only when the shapes need it.

@@ -338,10 +338,12 @@ perf_phase() {
     done
     settle
   done
-  # Head dim 256 beside the peers (the sm80 kernels: the Hopper path takes 64 and 128), last, so
-  # that it is what a short budget drops.
+  # Head dim 256 and MLA's 192 / 128 beside the peers (the sm80 kernels: the Hopper path takes
+  # one head dim, 64 or 128), last, so that they are what a short budget drops.
   step kernels.b1h16s8192d256 60 test -- "$bin/rfa_cuda_kernel_bench" --batch 1 --heads 16 --seq 8192 --dim 256 \
     --path sm80 --iters 10 --torch-script "$peer" --json "$(json kernels.b1h16s8192d256)"
+  step kernels.b1h16s8192d192v128 60 test -- "$bin/rfa_cuda_kernel_bench" --batch 1 --heads 16 --seq 8192 \
+    --dim 192 --value-dim 128 --path sm80 --iters 10 --torch-script "$peer" --json "$(json kernels.b1h16s8192d192v128)"
 }
 
 # ---------------------------------------------------------------- million
