@@ -225,16 +225,17 @@ inline ref::Problem low_precision(ref::Problem p, rfa_cuda_dtype t) {
   return p;
 }
 
-// D[b][h][i] = sum_d dout * out, in float64.
+// D[b][h][i] = sum_d dout * out, in float64 (both [b][sq][h][dv], dv the value head dim).
 inline std::vector<double> rowsum_product(const ref::Problem& p, const std::vector<double>& dout,
                                           const std::vector<double>& out) {
   std::vector<double> delta(p.lse_size(), 0.0);
+  const std::int64_t dv = p.dv();
   for (std::int64_t b = 0; b < p.batch; ++b)
     for (std::int64_t i = 0; i < p.seq_q; ++i)
       for (std::int64_t h = 0; h < p.heads; ++h) {
         double s = 0.0;
-        for (std::int64_t d = 0; d < p.head_dim; ++d) {
-          const std::size_t at = ((b * p.seq_q + i) * p.heads + h) * p.head_dim + d;
+        for (std::int64_t d = 0; d < dv; ++d) {
+          const std::size_t at = ((b * p.seq_q + i) * p.heads + h) * dv + d;
           s += dout[at] * out[at];
         }
         delta[(b * p.heads + h) * p.seq_q + i] = s;
