@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   o.seq_total = 8192;
   o.heads = 8;
   o.kv_heads = 2;
-  o.head_dim = 128; /* the CUDA kernels take 64, 128 or 256 */
+  o.head_dim = 128; /* the CUDA kernels take 32, 64, 128, 192 or 256 */
   rfa_context_t ring;
   RFA_CHECK(rfa_context_create(MPI_COMM_WORLD, &o, &ring)); /* collective */
   cudaStream_t stream;

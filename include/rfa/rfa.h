@@ -295,7 +295,7 @@ typedef struct rfa_options_t {
   int64_t heads;               /**< Query heads H >= 1. Default 1. */
   int64_t kv_heads;            /**< Key/value heads Hkv >= 1 dividing H (GQA, MQA). Default 1. */
   int64_t head_dim;            /**< Head dimension d of q and k (and of v unless value_head_dim says otherwise):
-                                    a multiple of 8, at most 256 (CUDA: 64, 128 or 256;
+                                    a multiple of 8, at most 256 (CUDA: 32, 64, 128, 192 or 256;
                                     192 with value_head_dim 128). Default 64. */
   rfa_device_t device;         /**< Where tensors live and attention runs. Default ::RFA_DEVICE_HOST. */
   rfa_transport_t transport;   /**< Device contexts: what moves blocks. Default ::RFA_TRANSPORT_DEFAULT. */

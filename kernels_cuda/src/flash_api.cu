@@ -87,12 +87,12 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
   const std::int64_t value_dim = s.value_head_dim != 0 ? s.value_head_dim : s.head_dim;
   if (s.value_head_dim == 0 && !takes_dims(Sm80DimPairs{}, s.head_dim, s.head_dim))
     return fail(RFA_CUDA_ERROR_UNSUPPORTED,
-                "head_dim %lld is not supported: use 64, 128 or 256 (or 192 with value_head_dim 128)",
+                "head_dim %lld is not supported: use 32, 64, 128, 192 or 256 (192 also with value_head_dim 128)",
                 static_cast<long long>(s.head_dim));
   if (!takes_dims(Sm80DimPairs{}, s.head_dim, value_dim))
     return fail(RFA_CUDA_ERROR_UNSUPPORTED,
-                "head_dim %lld with value_head_dim %lld is not supported: use one head dim of 64, 128 or 256, or "
-                "head_dim 192 with value_head_dim 128",
+                "head_dim %lld with value_head_dim %lld is not supported: use one head dim of 32, 64, 128, 192 or "
+                "256, or head_dim 192 with value_head_dim 128",
                 static_cast<long long>(s.head_dim), static_cast<long long>(s.value_head_dim));
   if (s.dtype != RFA_CUDA_BF16 && s.dtype != RFA_CUDA_FP16)
     return fail(RFA_CUDA_ERROR_UNSUPPORTED, "input dtype %s is not supported: use bf16 or fp16", dtype_name(s.dtype));
@@ -192,6 +192,31 @@ rfa_cuda_status check_path_fits(const rfa_cuda_attention_shape& s, rfa_cuda_path
   return RFA_CUDA_SUCCESS;
 }
 
+// The sm_80 kernels' blocks ask for up to 144 KB of shared memory at the larger head dims
+// (launchers' *_shared_bytes); a device that lets a block opt into less (compute capability 8.6
+// and 8.9: 99 KB) runs the smaller ones only, so such a call is refused by name before any launch.
+rfa_cuda_status check_shared_memory(int head_dim, int value_dim, bool forward, bool backward, bool dq) {
+  int device = 0, allowed = 0;
+  RFA_CUDA_TRY(from_cuda(cudaGetDevice(&device), "cudaGetDevice"));
+  RFA_CUDA_TRY(from_cuda(cudaDeviceGetAttribute(&allowed, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+                         "cudaDeviceGetAttribute"));
+  const struct {
+    bool used;
+    const char* name;
+    int bytes;
+  } kernels[] = {{forward, "forward", flash_forward_shared_bytes(head_dim, value_dim)},
+                 {backward, "backward", flash_backward_shared_bytes(head_dim, value_dim)},
+                 {dq, "deterministic dQ", flash_backward_dq_shared_bytes(head_dim, value_dim)}};
+  for (const auto& k : kernels)
+    if (k.used && k.bytes > allowed)
+      return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                  "head_dim %d with value head dim %d: the sm80 %s kernel needs %d bytes of shared memory per block "
+                  "and device %d lets a block have %d; head dims up to 128 fit every device of compute capability "
+                  "8.0 or newer",
+                  head_dim, value_dim, k.name, k.bytes, device, allowed);
+  return RFA_CUDA_SUCCESS;
+}
+
 rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   if (p == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "forward params is NULL");
   ForwardArgs a{};
@@ -219,6 +244,8 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   rfa_cuda_path path = RFA_CUDA_PATH_SM80;
   RFA_CUDA_TRY(rfa_cuda_resolve_path(p->path, &path));
   RFA_CUDA_TRY(check_path_fits(p->shape, path));
+  if (path == RFA_CUDA_PATH_SM80)
+    RFA_CUDA_TRY(check_shared_memory(a.dims.head_dim, a.dims.value_dim, true, false, false));
 #if RFA_CUDA_HAVE_SM90
   if (path == RFA_CUDA_PATH_SM90)
     return from_cuda(hopper::launch_flash_forward_sm90(a, element_type(s.dtype), stream), "Hopper forward launch");
@@ -257,6 +284,9 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   rfa_cuda_path path = RFA_CUDA_PATH_SM80;
   RFA_CUDA_TRY(rfa_cuda_resolve_path(p->path, &path));
   RFA_CUDA_TRY(check_path_fits(p->shape, path));
+  // The deterministic mode runs the sm_80 kernels whatever the path, with the dQ pass.
+  if (path == RFA_CUDA_PATH_SM80 || deterministic)
+    RFA_CUDA_TRY(check_shared_memory(a.dims.head_dim, a.dims.value_dim, false, true, deterministic));
   const rfa_cuda_attention_shape& s = p->shape;
   a.q = resolve(p->q, p->q_strides, s.seq_q, s.heads, s.head_dim);
   a.k = resolve(p->k, p->k_strides, s.seq_k, s.kv_heads, s.head_dim);
@@ -370,6 +400,17 @@ void rfa_cuda_backward_params_init(rfa_cuda_backward_params* p) {
 
 rfa_cuda_status rfa_cuda_flash_forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   return forward(p, stream);
+}
+
+rfa_cuda_status rfa_cuda_check_head_dims(int64_t head_dim, int64_t value_head_dim) {
+  const std::int64_t value_dim = value_head_dim != 0 ? value_head_dim : head_dim;
+  if (!takes_dims(Sm80DimPairs{}, head_dim, value_dim))
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                "head_dim %lld with value head dim %lld is not supported: use one head dim of 32, 64, 128, 192 or 256, "
+                "or head_dim 192 with value_head_dim 128",
+                static_cast<long long>(head_dim), static_cast<long long>(value_dim));
+  RFA_CUDA_TRY(check_device());
+  return check_shared_memory(static_cast<int>(head_dim), static_cast<int>(value_dim), true, true, true);
 }
 
 size_t rfa_cuda_backward_workspace_size(const rfa_cuda_backward_params* p) {

@@ -35,23 +35,25 @@ enum class KeyGradients { kBoth, kValueOnly, kKeyOnly };
 
 template <int kHeadDim, int kValueDim>
 struct BackwardConfig {
-  // d = 128 keeps 128 accumulator registers per thread for dK and dV: 4 warps. d = 64 has
-  // room for 8 warps and so twice the keys per CTA (half the Q/dO traffic). Past 256 columns
-  // in all, one of them per pass (the passes above).
+  // d = 128 keeps 128 accumulator registers per thread for dK and dV: 4 warps. d = 64 (and 32)
+  // has room for 8 warps and so twice the keys per CTA (half the Q/dO traffic). Past 256
+  // columns in all, one of them per pass (the passes above).
   static constexpr int kColumns = kHeadDim + kValueDim;
   static constexpr bool kTwoPasses = kColumns > 256;
-  static constexpr int kWarps = kColumns == 128 ? 8 : 4;
+  static constexpr int kWarps = kColumns <= 128 ? 8 : 4;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kBlockN = 16 * kWarps;  // key rows per CTA
   // Query rows per pipeline stage: S^T and dP^T take kBlockM/2 registers each on top of dK,
   // dV; 32 keeps d = 128 free of spills.
-  static constexpr int kBlockM = kColumns == 128 ? 64 : 32;
+  static constexpr int kBlockM = kColumns <= 128 ? 64 : 32;
   // dQ: warps split the kBlockM queries in groups of 16, then the head dimension, in chunks
   // of at most 64 columns that divide a warp's share (192: 96 in two chunks of 48).
   static constexpr int kQueryGroups = kBlockM / 16;
   static constexpr int kDimSplit = kWarps / kQueryGroups;
   static constexpr int kDimPerWarp = kHeadDim / kDimSplit;
   static constexpr int kDimChunk = kDimPerWarp <= 64 ? kDimPerWarp : kDimPerWarp % 64 == 0 ? 64 : kDimPerWarp / 2;
+  static_assert(kBlockM % 16 == 0 && kQueryGroups * kDimSplit == kWarps && kDimSplit * kDimPerWarp == kHeadDim,
+                "every dQ column of every query group has exactly one warp");
   static_assert(kDimPerWarp % kDimChunk == 0 && kDimChunk % 16 == 0 && kDimChunk <= 64, "dQ chunks");
   static constexpr int kSmemElements = kBlockN * kColumns                 // K, V
                                        + 2 * kBlockM * kColumns           // Q, dO, two stages each
@@ -279,6 +281,10 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim>::kThreads,
 }
 
 }  // namespace
+
+int flash_backward_shared_bytes(int head_dim, int value_dim) {
+  return config_shared_bytes<BackwardConfig>(Sm80DimPairs{}, head_dim, value_dim);
+}
 
 cudaError_t launch_flash_backward(const BackwardArgs& args, ElementType dtype, cudaStream_t stream) {
   return dispatch_dtype_dims(

@@ -25,8 +25,9 @@ struct DqConfig {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kBlockM = 16 * kWarps;  // query rows per CTA
   // Key rows per stage. d = 128 holds dQ (64), Q and dO fragments (32 + 32) in registers: 32
-  // keys keep S and dP at 16 registers each, under the 255 limit.
-  static constexpr int kBlockN = kHeadDim == 64 ? 64 : 32;
+  // keys keep S and dP at 16 registers each, under the 255 limit. 64 up to d = 64 (at d = 32, a
+  // 32-row tile would be fewer 16-byte chunks than threads).
+  static constexpr int kBlockN = kHeadDim <= 64 ? 64 : 32;
   // Q and dO fragments in registers (D/4 + DV/4 per thread) while they and dQ (D/2) fit in 128;
   // otherwise (d = 256, MLA's 192 / 128) read from shared memory at each key tile.
   static constexpr bool kRowsHeld = kHeadDim / 4 + kValueDim / 4 + kHeadDim / 2 <= 128;
@@ -148,6 +149,10 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim, kValueDim>::kThreads) flash
 }
 
 }  // namespace
+
+int flash_backward_dq_shared_bytes(int head_dim, int value_dim) {
+  return config_shared_bytes<DqConfig>(Sm80DimPairs{}, head_dim, value_dim);
+}
 
 cudaError_t launch_flash_backward_dq(const DqArgs& args, ElementType dtype, cudaStream_t stream) {
   return dispatch_dtype_dims(

@@ -35,8 +35,11 @@ struct ForwardConfig {
 // the epilogue merges this block into them in registers (the ring's online softmax), which
 // saves the engine a separate merge pass over out and lse. A compile-time switch, so the plain
 // kernel's registers are not touched by it.
+// One block per SM at least (the bounds' second argument) lets ptxas take the registers it
+// needs: without it the d = 32 kernel stops at 128 and spills (perf/RESULTS.md, "2026-11-30 —
+// head dim 256 and MLA's 192 / 128 in the sm80 kernels: registers and spills (compile only)").
 template <typename T, int kHeadDim, int kValueDim, bool kMerge>
-__global__ void __launch_bounds__(ForwardConfig<kHeadDim, kValueDim>::kThreads)
+__global__ void __launch_bounds__(ForwardConfig<kHeadDim, kValueDim>::kThreads, 1)
     flash_forward_kernel(const ForwardArgs args) {
   using Config = ForwardConfig<kHeadDim, kValueDim>;
   constexpr int kBlockM = Config::kBlockM, kBlockN = Config::kBlockN, kThreads = Config::kThreads;
@@ -207,6 +210,10 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim, kValueDim>::kThreads)
 }
 
 }  // namespace
+
+int flash_forward_shared_bytes(int head_dim, int value_dim) {
+  return config_shared_bytes<ForwardConfig>(Sm80DimPairs{}, head_dim, value_dim);
+}
 
 cudaError_t launch_flash_forward(const ForwardArgs& args, ElementType dtype, cudaStream_t stream) {
   return dispatch_dtype_dims(Sm80DimPairs{}, dtype, args.dims.head_dim, args.dims.value_dim,

@@ -59,6 +59,12 @@ cudaError_t launch_flash_forward(const ForwardArgs& args, ElementType dtype, cud
 cudaError_t launch_flash_backward(const BackwardArgs& args, ElementType dtype, cudaStream_t stream);
 cudaError_t launch_flash_backward_dq(const DqArgs& args, ElementType dtype, cudaStream_t stream);
 
+// The dynamic shared memory a block of each launcher's kernels asks for at these head dims (0: a
+// pair the kernels are not built for).
+int flash_forward_shared_bytes(int head_dim, int value_dim);
+int flash_backward_shared_bytes(int head_dim, int value_dim);
+int flash_backward_dq_shared_bytes(int head_dim, int value_dim);
+
 cudaError_t launch_attention_delta(const RowwiseShape& shape, StridedTensor out, ElementType out_type,
                                    StridedTensor dout, ElementType dout_type, float* delta, cudaStream_t stream);
 cudaError_t launch_merge_partial(const RowwiseShape& shape, StridedTensor out, float* lse, StridedTensor block_out,

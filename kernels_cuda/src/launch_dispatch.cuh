@@ -24,7 +24,10 @@ template <class... Pairs>
 struct DimPairs {};
 
 // The sm_80 kernels' and the Hopper kernels' (flash_api.cu refuses the others by name).
-using Sm80DimPairs = DimPairs<DimPair<64, 64>, DimPair<128, 128>, DimPair<256, 256>, DimPair<192, 128>>;
+// The sm_80 kernels take rows of 32 columns or of a multiple of 64 (device_primitives.cuh's
+// swizzle): every such head dim up to 256, and MLA's pair.
+using Sm80DimPairs = DimPairs<DimPair<32, 32>, DimPair<64, 64>, DimPair<128, 128>, DimPair<192, 192>, DimPair<256, 256>,
+                              DimPair<192, 128>>;
 using Sm90DimPairs = DimPairs<DimPair<64, 64>, DimPair<128, 128>>;
 
 template <int... kQk, int... kV>
@@ -47,6 +50,17 @@ cudaError_t dispatch_dtype_dims(DimPairs<DimPair<kQk, kV>...>, ElementType dtype
   };
   (void)(try_pair(std::integral_constant<int, kQk>{}, std::integral_constant<int, kV>{}) || ...);
   return status;
+}
+
+// Config<D, DV>::kSmemBytes for the pair (head_dim, value_dim) of `pairs`; 0 for a pair not in it.
+template <template <int, int> class Config, class Pairs>
+int config_shared_bytes(Pairs pairs, int head_dim, int value_dim) {
+  int bytes = 0;
+  dispatch_dtype_dims(pairs, ElementType::kBf16, head_dim, value_dim, [&](auto, auto dim, auto value) {
+    bytes = Config<decltype(dim)::value, decltype(value)::value>::kSmemBytes;
+    return cudaSuccess;
+  });
+  return bytes;
 }
 
 // One CTA per tile; kernels above 48 KB of shared memory must opt in first.

@@ -79,7 +79,7 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
   --json FILE        also write the results as JSON (rank 0), the format of perf/'s benchmarks
   --device D         host | cuda (default host). cuda: each rank uses the GPU of its node-local
                      rank (modulo the GPUs it sees, so ranks share GPUs when there are fewer);
-                     needs rfa built against a CUDA-enabled Kokkos, head-dim 64, 128 or 256, bf16
+                     needs rfa built against a CUDA-enabled Kokkos, head-dim 32, 64, 128, 192 or 256, bf16
                      or fp16. RFA_TRANSPORT=nccl|mpi picks the transport (ranks sharing a GPU:
                      mpi)
   --kernels K        auto | rfa | cudnn (default auto): what the ring steps run on with --device cuda

@@ -4,6 +4,7 @@
 #include "comm/agreement.hpp"
 #include "core/environment.hpp"
 #include "core/error.hpp"
+#include "engine/device_support.hpp"
 #include "engine/engine_backends.hpp"
 #include "rfa/rfa_config.h"
 
@@ -100,6 +101,19 @@ CudaPath resolve_path_here(PathRequest request) {
 }
 
 }  // namespace
+
+void require_gpu_fits_head_dims(comm::Communicator& comm, const AttentionConfig& config) {
+  comm::check_everywhere(comm, [&] {
+    if (config.device != Device::cuda) return;
+    // The dims' own rule first, with its message; then what this rank's GPU can run.
+    require_device_support(config.device, config.head_dim, config.dv(), config.dtype, config.layout);
+#if RFA_ENGINE_CUDA
+    if (rfa_cuda_check_head_dims(config.head_dim, config.dv()) != RFA_CUDA_SUCCESS)
+      fail(RFA_ERROR_UNSUPPORTED,
+           "this rank's GPU cannot run rfa's CUDA kernels at these head dims: ", rfa_cuda_last_error_message());
+#endif
+  });
+}
 
 CudaPath choose_cuda_path(comm::Communicator& comm, Device device, PathRequest request) {
   CudaPath chosen = CudaPath::sm80;

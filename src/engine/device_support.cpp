@@ -15,14 +15,15 @@ void require_device_support(Device device, std::int64_t head_dim, std::int64_t v
   // The kernels' limits come first: they hold for every build, so a program learns them
   // (and the tests check them) even where no CUDA engine is built.
   const bool one_head_dim = value_dim == head_dim;
-  if (one_head_dim && head_dim != 64 && head_dim != 128 && head_dim != 256) {
+  if (one_head_dim && head_dim != 32 && head_dim != 64 && head_dim != 128 && head_dim != 192 && head_dim != 256) {
     fail(RFA_ERROR_UNSUPPORTED, "head_dim ", head_dim,
-         " is not supported on CUDA devices: the CUDA kernels take head_dim 64, 128 or 256, or 192 with a value "
-         "head dim of 128 (the host device takes every multiple of 8 up to 256)");
+         " is not supported on CUDA devices: the CUDA kernels take head_dim 32, 64, 128, 192 or 256, and 192 with "
+         "a value head dim of 128 (the host device takes every multiple of 8 up to 256)");
   }
   if (!one_head_dim && !(head_dim == 192 && value_dim == 128)) {
     fail(RFA_ERROR_UNSUPPORTED, "a value head dim (", value_dim, ") beside head_dim ", head_dim,
-         " is not supported on CUDA devices: the CUDA kernels take one head dim, 64, 128 or 256, for Q, K and V, "
+         " is not supported on CUDA devices: the CUDA kernels take one head dim, 32, 64, 128, 192 or 256, for Q, K and "
+         "V, "
          "or head_dim 192 with value head dim 128 (the host device takes any two multiples of 8 up to 256)");
   }
   if (dtype != RFA_DTYPE_BFLOAT16 && dtype != RFA_DTYPE_FLOAT16) {

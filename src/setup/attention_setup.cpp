@@ -100,6 +100,7 @@ AttentionSetup set_up_attention(MPI_Comm comm, const SetupRequest& request) {
   // What the CUDA steps run on, the same on every rank (auto: rfa's kernels).
   s.config.cuda_kernels = engine::choose_cuda_kernels(*s.comm, s.config.device, request.cuda_kernels);
   s.config.cuda_path = engine::choose_cuda_path(*s.comm, s.config.device, request.cuda_path);
+  engine::require_gpu_fits_head_dims(*s.comm, s.config);
   s.engine = engine::make_strategy(*s.comm, s.config, s.strategy);
   return s;
 }

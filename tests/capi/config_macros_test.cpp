@@ -28,11 +28,11 @@ rfa_options_t supported_cuda_options() {
   return o;
 }
 
-// Every head dim the CUDA kernels take (64, 128, 256, and 192 with a value head dim of 128): a
-// context where the build runs CUDA, refused for the build alone (never for the head dims) where it
-// does not.
+// Every head dim the CUDA kernels take (32, 64, 128, 192, 256, and 192 with a value head dim of
+// 128): a context where the build runs CUDA, refused for the build alone (never for the head
+// dims) where it does not.
 TEST(ConfigMacros, HaveCudaMeansCudaContextsWork) {
-  const std::pair<int64_t, int64_t> dims[] = {{64, 0}, {128, 0}, {256, 0}, {192, 128}};
+  const std::pair<int64_t, int64_t> dims[] = {{32, 0}, {64, 0}, {128, 0}, {192, 0}, {256, 0}, {192, 128}};
   for (const auto& [head_dim, value_dim] : dims) {
     SCOPED_TRACE("head_dim " + std::to_string(head_dim) + ", value_head_dim " + std::to_string(value_dim));
     rfa_options_t o = supported_cuda_options();

@@ -2,8 +2,8 @@
 // The C API on CUDA devices end to end: tensors in device memory, the engine's blocks computed
 // by kernels_cuda on the caller's stream, K/V and dK/dV moved by the device transport
 // (RFA_TRANSPORT picks it: MPI, staged or CUDA-aware, with ranks sharing one GPU; NCCL at one
-// rank). Every layout, both masks, bf16 and fp16, head dims 64, 128, 256 and 192 / 128, GQA and MQA, windows
-// and documents, on the ring and on the Ulysses, all-gather and hybrid strategies (their
+// rank). Every layout, both masks, bf16 and fp16, head dims 32 to 256 and 192 / 128, GQA and
+// MQA, windows and documents, on the ring and on the Ulysses, all-gather and hybrid strategies (their
 // all-to-alls, gathers and reduce-scatters on device memory), compared with the float64
 // reference on the whole sequence. Without a CUDA device every test skips, saying why.
 #include <cuda_runtime_api.h>
@@ -280,6 +280,9 @@ std::vector<Case> all_cases() {
   // GQA, and MQA under a window with documents.
   cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 256, 2});
   cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 256, 1, 40, true});
+  // Head dims 32 and 192 (d = 64's and d = 256's shapes of the sm80 kernels).
+  cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_FLOAT16, 32, 2, 40, true});
+  cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 192, 2});
   // MLA's head dims, 192 for Q and K and 128 for V (rfa's sm80 kernels whatever the choice): V,
   // out, dout and dV move and compute in their own size.
   Case mla{RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 192, 2};
@@ -371,7 +374,7 @@ TEST(CudaContext, RefusesHostPointersAndUnsupportedHeadDims) {
 
   o.head_dim = 96;
   EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "head_dim 96",
-                   "64, 128 or 256");
+                   "32, 64, 128, 192 or 256");
   o.head_dim = 64;
   o.dtype = RFA_DTYPE_FLOAT32;
   EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "float32");

@@ -432,7 +432,7 @@ const BadOption kBadOptions[] = {
        o.device = RFA_DEVICE_CUDA;
        o.dtype = RFA_DTYPE_BFLOAT16;
      },
-     RFA_ERROR_UNSUPPORTED, "64, 128 or 256"},
+     RFA_ERROR_UNSUPPORTED, "32, 64, 128, 192 or 256"},
     {"CUDA context, head_dim 96",
      [](rfa_options_t& o) {
        o.device = RFA_DEVICE_CUDA;
@@ -440,7 +440,7 @@ const BadOption kBadOptions[] = {
        o.head_dim = 96;
      },
      RFA_ERROR_UNSUPPORTED,
-     "head_dim 96 is not supported on CUDA devices: the CUDA kernels take head_dim 64, 128 or 256"},
+     "head_dim 96 is not supported on CUDA devices: the CUDA kernels take head_dim 32, 64, 128, 192 or 256"},
 };
 
 class CapiInvalidOption : public ::testing::TestWithParam<BadOption> {};

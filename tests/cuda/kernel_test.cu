@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Correctness of the rfa_cuda kernels against the float64 reference (tests/reference):
 // fresh random inputs, outputs poisoned with NaN before every call, odd lengths, causal and
-// not, GQA, both dtypes and every head dim (64, 128, 256, and MLA's 192 / 128), segment position
-// maps, sliding windows and packed documents, soft-capped scores, masks given as ranges, fp32
+// not, GQA, both dtypes and every head dim (32, 64, 128, 192, 256, and MLA's 192 / 128),
+// segment position maps, sliding windows and packed documents, soft-capped scores, masks given as ranges, fp32
 // accumulate modes, the delta and merge kernels. Every forward runs on each path this build and
 // device have (sm80; sm90 on a Hopper GPU when the build has it; the cases sm90 does not take
 // check that it refuses them by name). Argument checks run first and need no GPU; without a
@@ -36,7 +36,7 @@ std::string path_tag(rfa_cuda_path path) {
 // Whether the Hopper path takes a case's head dims: one, 64 or 128 (the sm80 path takes every
 // case here).
 bool path_takes_head_dim(const Case& c, rfa_cuda_path path) {
-  return path != RFA_CUDA_PATH_SM90 || (c.head_dim <= 128 && c.value_dim == 0);
+  return path != RFA_CUDA_PATH_SM90 || ((c.head_dim == 64 || c.head_dim == 128) && c.value_dim == 0);
 }
 
 // D = rowsum(dout * out) for a case's shape into `delta` (out and its dtype left to the caller).
@@ -59,12 +59,11 @@ bool refused_on_path(const Case& c, rfa_cuda_path path, rfa_cuda_status status) 
   const bool head_dim = !path_takes_head_dim(c, path);
   if ((!head_dim && c.softcap <= 0.f && !c.ranges_on && c.doc_offsets.empty()) || path != RFA_CUDA_PATH_SM90)
     return false;
-  const char* says = head_dim
-                         ? (c.value_dim != 0 ? "take one head dim for Q, K and V" : "take head_dim 64 or 128, not 256")
+  const char* says = head_dim ? (c.value_dim != 0 ? "take one head dim for Q, K and V" : "take head_dim 64 or 128, not")
                      : c.softcap > 0.f ? "do not apply a soft cap"
                      : c.ranges_on     ? "do not take a mask given as ranges"
                                        : "not per-sequence documents";
-  const char* what = head_dim          ? (c.value_dim != 0 ? "a value head dim" : "head dim 256")
+  const char* what = head_dim          ? (c.value_dim != 0 ? "a value head dim" : "its head dim")
                      : c.softcap > 0.f ? "a soft cap"
                      : c.ranges_on     ? "ranges"
                                        : "per-sequence documents";
@@ -441,20 +440,22 @@ void run_argument_checks() {
   rfa_cuda_forward_params bad = f;
   bad.shape.head_dim = 96;
   expect("head_dim 96", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_UNSUPPORTED,
-         "head_dim 96 is not supported: use 64, 128 or 256");
+         "head_dim 96 is not supported: use 32, 64, 128, 192 or 256");
   bad.shape.head_dim = 256;  // a head dim the kernels take: the next check speaks
   bad.q = nullptr;
   expect("head_dim 256 passes, q NULL", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
          "q is NULL");
-  bad.shape.head_dim = 192;  // without a value head dim of 128: not a pair the kernels take
-  expect("head_dim 192 alone", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_UNSUPPORTED,
-         "head_dim 192 is not supported: use 64, 128 or 256");
+  bad.shape.head_dim = 192;
   bad.shape.value_head_dim = 64;
   expect("head_dim 192, value_head_dim 64", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_UNSUPPORTED,
          "or head_dim 192 with value_head_dim 128");
   bad.shape.value_head_dim = 128;
   expect("192 / 128 passes, q NULL", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
          "q is NULL");
+  expect("check_head_dims(96, 0)", rfa_cuda_check_head_dims(96, 0), RFA_CUDA_ERROR_UNSUPPORTED,
+         "use one head dim of 32, 64, 128, 192 or 256");
+  expect("check_head_dims(128, 64)", rfa_cuda_check_head_dims(128, 64), RFA_CUDA_ERROR_UNSUPPORTED,
+         "or head_dim 192 with value_head_dim 128");
   bad = f;
   bad.shape.heads = 3;
   bad.shape.kv_heads = 2;
@@ -569,6 +570,25 @@ int main(int argc, char** argv) {
   if (major < 8) {
     std::printf("CUDA device has compute capability %d.x < 8.0: skipping\n", major);
     return kSkipExitCode;
+  }
+
+  // Every head-dim pair the kernels take runs here exactly when their blocks' shared memory fits
+  // what the device gives a block (every pair on an A100 or H100; up to 128 on 8.6 and 8.9).
+  {
+    int allowed = 0;
+    RFA_TEST_CUDA(cudaDeviceGetAttribute(&allowed, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    const int pairs[][3] = {{32, 0, 50176},   {64, 0, 82944},    {128, 0, 98304}, {192, 0, 147456},
+                            {256, 0, 135680}, {192, 128, 131072}};  // head_dim, value_head_dim, the most a kernel asks
+    for (const auto& pair : pairs) {
+      const rfa_cuda_status status = rfa_cuda_check_head_dims(pair[0], pair[1]);
+      const bool fits = pair[2] <= allowed;
+      const bool ok = fits ? status == RFA_CUDA_SUCCESS
+                           : status == RFA_CUDA_ERROR_UNSUPPORTED &&
+                                 std::strstr(rfa_cuda_last_error_message(), "shared memory") != nullptr;
+      std::printf("  %-4s check_head_dims(%d, %d): %s (a block may have %d bytes here)\n", ok ? "ok" : "FAIL", pair[0],
+                  pair[1], status == RFA_CUDA_SUCCESS ? "runs" : rfa_cuda_last_error_message(), allowed);
+      if (!ok) ++failures;
+    }
   }
 
   rfa_cuda_path hopper = RFA_CUDA_PATH_SM80;
@@ -736,6 +756,19 @@ int main(int argc, char** argv) {
     c.value_dim = 128;
     cases.push_back(c);
   }
+  // One head dim of 192 (d = 256's shape with 64-key forward stages) and of 32 (d = 64's): the
+  // tiles' edges, GQA, fp16, a window with documents on a zigzag map.
+  Case d192_edges{"d192, causal GQA 4:2, 129 x 65", B, 192, 1, 129, 65, 4, 2, true};
+  Case d192_zig{"d192, window 37 + documents, zigzag q(rank 0) x k(rank 2), fp16", H, 192, 1, 80, 80, 2, 1, true};
+  Case d32_edges{"d32, full GQA 4:2 fp16, 127 x 129", H, 32, 2, 127, 129, 4, 2, false};
+  Case d32_zig{"d32, window 37 + documents, zigzag q(rank 0) x k(rank 2)", B, 32, 1, 80, 80, 2, 2, true};
+  for (Case* c : {&d192_zig, &d32_zig}) {
+    c->q_map = two_segments(0, 40, 200, 40);
+    c->k_map = two_segments(80, 40, 120, 40);
+    c->window = 37;
+    c->docs = {0, 30, 110, 210, 240};
+  }
+  for (const Case& c : {d192_edges, d192_zig, d32_edges, d32_zig}) cases.push_back(c);
   for (const Case& c : cases)
     if (selected(c.name)) run_case(c);
 

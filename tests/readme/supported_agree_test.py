@@ -67,7 +67,7 @@ def cuda_head_dims(root, header, pages):
     sets["device_support.cpp"] = found(r"(head_dim != \d+(?: && head_dim != \d+)+)\)", check,
                                        "device_support.cpp")
     dispatch = read(os.path.join("kernels_cuda", "src", "launch_dispatch.cuh"))
-    pairs = re.search(r"using Sm80DimPairs = DimPairs<(.*?)>;", dispatch)
+    pairs = re.search(r"using Sm80DimPairs = DimPairs<(.*?)>;", dispatch, re.S)
     if not pairs:
         raise SystemExit("supported_agree: no Sm80DimPairs in launch_dispatch.cuh")
     pairs = [(int(a), int(b)) for a, b in re.findall(r"DimPair<(\d+), (\d+)>", pairs.group(1))]

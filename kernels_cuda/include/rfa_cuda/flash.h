@@ -78,7 +78,7 @@ typedef struct rfa_cuda_strides {
 
 /* The problem shared by forward and backward. */
 typedef struct rfa_cuda_attention_shape {
-  int64_t batch, seq_q, seq_k, heads, kv_heads, head_dim; /* head_dim: 64, 128 or 256 (sm90: 64 or 128) */
+  int64_t batch, seq_q, seq_k, heads, kv_heads, head_dim; /* head_dim: 32, 64, 128, 192 or 256 (sm90: 64 or 128) */
   float scale;                                            /* softmax scale > 0; 0 means 1/sqrt(head_dim) */
   rfa_cuda_mask mask;
   rfa_cuda_position_map q_positions, k_positions;
@@ -223,6 +223,14 @@ void rfa_cuda_forward_params_init(rfa_cuda_forward_params* p);
 void rfa_cuda_backward_params_init(rfa_cuda_backward_params* p);
 
 rfa_cuda_status rfa_cuda_flash_forward(const rfa_cuda_forward_params* p, cudaStream_t stream);
+
+/* Whether the current device runs the sm_80 kernels at these head dims (value_head_dim 0:
+ * head_dim): a pair they are built for, a device of compute capability 8.0 or newer, and the
+ * shared memory each of their kernels asks per block (up to 144 KB at 192 and 256) within what
+ * the device lets a block have (compute capability 8.6 and 8.9: 99 KB, so head dims up to 128).
+ * RFA_CUDA_ERROR_UNSUPPORTED saying which need is not met. The forward and backward check the
+ * same before they launch. */
+rfa_cuda_status rfa_cuda_check_head_dims(int64_t head_dim, int64_t value_head_dim);
 
 /* Nonzero when this build has the Hopper kernels (compiled for sm_90a against CUTLASS). */
 int rfa_cuda_sm90_built(void);
