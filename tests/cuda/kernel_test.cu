@@ -74,6 +74,16 @@ bool refused_on_path(const Case& c, rfa_cuda_path path, rfa_cuda_status status) 
   return true;
 }
 
+// `c` on rank 0's queries and rank 2's keys of a zigzag layout over P = 3 (chunks of 40), under a
+// window of 37 and documents crossing the chunks: the new head dims' case of every mask at once.
+Case zigzag_window_documents(Case c) {
+  c.q_map = two_segments(0, 40, 200, 40);
+  c.k_map = two_segments(80, 40, 120, 40);
+  c.window = 37;
+  c.docs = {0, 30, 110, 210, 240};
+  return c;
+}
+
 // Forward (both output modes) and backward (both gradient modes) on every path, delta, and the
 // deterministic backward of one case.
 void run_case(const Case& c) {
@@ -729,11 +739,8 @@ int main(int argc, char** argv) {
   Case d256_edges{"d256, causal, 129 x 65", B, 256, 1, 129, 65, 2, 1, true};
   Case d256_short{"d256, full GQA 4:2 fp16, 31 x 33", H, 256, 2, 31, 33, 4, 2, false};
   Case d256_long{"d256, causal, long", B, 256, 1, 513, 513, 2, 2, true};
-  Case d256_zig{"d256, window 37 + documents, zigzag q(rank 0) x k(rank 2), fp16", H, 256, 1, 80, 80, 2, 1, true};
-  d256_zig.q_map = two_segments(0, 40, 200, 40);
-  d256_zig.k_map = two_segments(80, 40, 120, 40);
-  d256_zig.window = 37;
-  d256_zig.docs = {0, 30, 110, 210, 240};
+  const Case d256_zig = zigzag_window_documents(
+      {"d256, window 37 + documents, zigzag q(rank 0) x k(rank 2), fp16", H, 256, 1, 80, 80, 2, 1, true});
   Case d256_cap{"d256, softcap 0.4, full, 64 x 127", B, 256, 1, 64, 127, 2, 2, false};
   d256_cap.softcap = 0.4f;
   Case d256_ranges{"d256, ranges: prefix-LM 100", B, 256, 1, 300, 300, 2, 1, false};
@@ -745,11 +752,8 @@ int main(int argc, char** argv) {
   // x 32 queries), GQA, fp16 with a window and documents on a zigzag map, a soft cap.
   Case mla_edges{"d192/128, causal GQA 4:2, 129 x 65", B, 192, 1, 129, 65, 4, 2, true};
   Case mla_long{"d192/128, causal, long, fp16", H, 192, 2, 513, 513, 2, 1, true};
-  Case mla_zig{"d192/128, window 37 + documents, zigzag q(rank 0) x k(rank 2)", H, 192, 1, 80, 80, 2, 2, true};
-  mla_zig.q_map = two_segments(0, 40, 200, 40);
-  mla_zig.k_map = two_segments(80, 40, 120, 40);
-  mla_zig.window = 37;
-  mla_zig.docs = {0, 30, 110, 210, 240};
+  const Case mla_zig = zigzag_window_documents(
+      {"d192/128, window 37 + documents, zigzag q(rank 0) x k(rank 2)", H, 192, 1, 80, 80, 2, 2, true});
   Case mla_cap{"d192/128, softcap 0.4, full, 31 x 127", B, 192, 1, 31, 127, 2, 1, false};
   mla_cap.softcap = 0.4f;
   for (Case c : {mla_edges, mla_long, mla_zig, mla_cap}) {
@@ -759,15 +763,11 @@ int main(int argc, char** argv) {
   // One head dim of 192 (d = 256's shape with 64-key forward stages) and of 32 (d = 64's): the
   // tiles' edges, GQA, fp16, a window with documents on a zigzag map.
   Case d192_edges{"d192, causal GQA 4:2, 129 x 65", B, 192, 1, 129, 65, 4, 2, true};
-  Case d192_zig{"d192, window 37 + documents, zigzag q(rank 0) x k(rank 2), fp16", H, 192, 1, 80, 80, 2, 1, true};
+  const Case d192_zig = zigzag_window_documents(
+      {"d192, window 37 + documents, zigzag q(rank 0) x k(rank 2), fp16", H, 192, 1, 80, 80, 2, 1, true});
   Case d32_edges{"d32, full GQA 4:2 fp16, 127 x 129", H, 32, 2, 127, 129, 4, 2, false};
-  Case d32_zig{"d32, window 37 + documents, zigzag q(rank 0) x k(rank 2)", B, 32, 1, 80, 80, 2, 2, true};
-  for (Case* c : {&d192_zig, &d32_zig}) {
-    c->q_map = two_segments(0, 40, 200, 40);
-    c->k_map = two_segments(80, 40, 120, 40);
-    c->window = 37;
-    c->docs = {0, 30, 110, 210, 240};
-  }
+  const Case d32_zig = zigzag_window_documents(
+      {"d32, window 37 + documents, zigzag q(rank 0) x k(rank 2)", B, 32, 1, 80, 80, 2, 2, true});
   for (const Case& c : {d192_edges, d192_zig, d32_edges, d32_zig}) cases.push_back(c);
   for (const Case& c : cases)
     if (selected(c.name)) run_case(c);
