@@ -12,6 +12,7 @@
 #include "engine/block_compute_cuda.hpp"
 #include "engine/block_compute_host.hpp"
 #include "engine/device_mask_data.hpp"
+#include "engine/pass_timings.hpp"
 #include "engine/rank_positions.hpp"
 #include "engine/sequence_transpose.hpp"
 #include "engine/strategy_checks.hpp"
@@ -282,7 +283,7 @@ void AllGatherAttention::run_forward(Compute& blocks, const Exec& exec,
   agree_to_run(comm_, ws, [&] { check_pass_tensors(c, L, tensors); });
 
   kv.for_each_chunk(chunks, rows, timings_, [&](std::int64_t ch, const kernels::ProgressHook& hook) {
-    ScopedSeconds t(timings_.compute);
+    ScopedCompute t(timings_);
     take_heads<Exec, T>(exec, q, ch * qh, q_chunk);
     blocks.template forward_final<T>(p, q_chunk, kv.k(), kv.v(), out_chunk, lse_chunk, hook);
     put_heads<Exec, T, T>(exec, out_chunk, ch * qh, out);
@@ -323,7 +324,7 @@ void AllGatherAttention::run_backward(Compute& blocks, const Exec& exec,
   agree_to_run(comm_, ws, [&] { check_pass_tensors(c, L, tensors); });
 
   {
-    ScopedSeconds t(timings_.compute);
+    ScopedCompute t(timings_);
     kernels::AttentionParams whole = kernels::make_params(B, L, L, c.heads, c.kv_heads, D, c.mask, c.softmax_scale);
     apply_config(c, whole);
     blocks.template delta<T>(whole, dout, out, delta);
@@ -343,7 +344,7 @@ void AllGatherAttention::run_backward(Compute& blocks, const Exec& exec,
 
   kv.for_each_chunk(chunks, rows, timings_, [&](std::int64_t ch, const kernels::ProgressHook& hook) {
     {
-      ScopedSeconds t(timings_.compute);
+      ScopedCompute t(timings_);
       take_heads<Exec, T>(exec, q, ch * qh, q_chunk);
       take_heads<Exec, T>(exec, dout, ch * qh, dout_chunk);
       slice_heads(exec, lse_in, ch * qh, lse_chunk, true);

@@ -12,20 +12,11 @@
 #include "comm/communicator.hpp"
 #include "engine/attention_config.hpp"
 #include "engine/engine_backends.hpp"
+#include "engine/pass_timings.hpp"
 #include "engine/workspace.hpp"
 
 namespace rfa {
 namespace engine {
-
-/// What a run spent its time on (seconds, this rank), for the main job and the benchmark.
-struct PassTimings {
-  double total = 0.0;
-  double compute = 0.0;    ///< inside the flash kernels and the merge
-  double wait = 0.0;       ///< blocked in Exchange::wait (communication not hidden)
-  int steps_computed = 0;  ///< ring steps whose block was not fully masked
-  int steps_on_cudnn = 0;  ///< of the steps prepared for the pass, those cuDNN computes (CUDA contexts)
-  std::int64_t bytes_sent = 0;
-};
 
 class EngineState {
  public:
@@ -76,7 +67,7 @@ class EngineState {
   /// (blocked on an exchange) in the pass's timings.
   template <class Work>
   void computing(Work&& work) {
-    ScopedSeconds t(timings_.compute);
+    ScopedCompute t(timings_);
     work();
   }
   template <class Work>

@@ -11,6 +11,7 @@
 #include "comm/agreement.hpp"
 #include "engine/attention_strategy.hpp"
 #include "engine/head_exchange.hpp"
+#include "engine/pass_timings.hpp"
 #include "engine/rank_positions.hpp"
 #include "engine/strategy_checks.hpp"
 #include "engine/workspace.hpp"
@@ -138,6 +139,7 @@ std::int64_t HybridAttention::workspace_bytes(bool backward) const {
 void HybridAttention::add_ring_timings() {
   const PassTimings& r = ring_->last_timings();
   timings_.compute += r.compute;
+  timings_.compute_cpu += r.compute_cpu;
   timings_.wait += r.wait;
   timings_.steps_computed += r.steps_computed;
   timings_.steps_on_cudnn += r.steps_on_cudnn;

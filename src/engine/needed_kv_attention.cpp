@@ -12,6 +12,7 @@
 #include "core/profiling_region.hpp"
 #include "engine/attention_strategy.hpp"
 #include "engine/block_compute_host.hpp"
+#include "engine/pass_timings.hpp"
 #include "engine/rank_positions.hpp"
 #include "engine/strategy_checks.hpp"
 #include "engine/workspace.hpp"
@@ -138,7 +139,7 @@ comm::Exchange NeededKvAttention::start_kv(std::size_t i, Tensor4<const T> k, Te
   const NeededRound& r = rounds_[i];
   const std::int64_t B = c.batch, L = local_seq_, wk = c.kv_heads * c.head_dim, wv = c.kv_heads * c.dv();
   {
-    ScopedSeconds t(timings_.compute);
+    ScopedCompute t(timings_);
     pack(sent_[i], k.data(), B, L, wk, send);
     pack(sent_[i], v.data(), B, L, wv, send + B * r.send.rows * wk);
   }

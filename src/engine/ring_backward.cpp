@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "core/profiling_region.hpp"
+#include "engine/pass_timings.hpp"
 #include "engine/ring_attention.hpp"
 #include "engine/ring_block_compute.hpp"
 #include "engine/strategy_checks.hpp"

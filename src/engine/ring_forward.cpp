@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "core/profiling_region.hpp"
+#include "engine/pass_timings.hpp"
 #include "engine/ring_attention.hpp"
 #include "engine/ring_block_compute.hpp"
 #include "engine/strategy_checks.hpp"
@@ -88,7 +89,7 @@ void RingAttention::run_forward(Compute& blocks, const ForwardTensors<T, typenam
       // the mask hides it whole (a mask given as ranges may): the kernel then writes out = 0 and
       // lse = -inf, as nothing merges after it.
       if (visible || direct) {
-        ScopedSeconds t(timings_.compute);
+        ScopedCompute t(timings_);
         poller.watch(kv.pending_k(), kv.pending_v());
         if (direct) {
           if constexpr (kStorageOutput) blocks.template forward_final<T>(p, q, kv.k(), kv.v(), out, lse, poller.hook());

@@ -4,7 +4,6 @@
 // a refused allocation into an error every rank raises together.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <map>
@@ -203,19 +202,6 @@ SpaceTensor4<float, Space> fp32_sum(Workspace<Space>& ws, const char* name, cons
     return ws.template tensor4<float>(name, a, b, c, d);
   }
 }
-
-/// Adds the seconds between construction and destruction to a counter.
-class ScopedSeconds {
- public:
-  explicit ScopedSeconds(double& sink) : sink_(sink), start_(std::chrono::steady_clock::now()) {}
-  ~ScopedSeconds() { sink_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
-  ScopedSeconds(const ScopedSeconds&) = delete;
-  ScopedSeconds& operator=(const ScopedSeconds&) = delete;
-
- private:
-  double& sink_;
-  std::chrono::steady_clock::time_point start_;
-};
 
 }  // namespace engine
 }  // namespace rfa
