@@ -6,13 +6,19 @@
 // queries see. No MPI: it counts, it does not run attention.
 //
 //   rfa_mask_balance [--seq 65536] [--ranks 2,4,8,16,32,64] [--seed 1] [--check-causal MAX]
+//                    [--write-ranges DIR]
 // Placements: the fixed layouts, and balanced:4 and balanced:8 (balanced_placement with 4 or 8
 // chunks per rank; P must divide seq / 8). --check-causal MAX exits 1 when the zigzag layout's
 // causal imbalance is above MAX, when a ring would receive fewer rows than the queries see, when
 // the needed-only exchange gives a rank more than 1.1x the rows its queries see, or when the
-// engine's step selection runs fewer ring steps than the queries need.
+// engine's step selection runs fewer ring steps than the queries need. --write-ranges DIR also
+// writes each family's list as DIR/<family>.ranges ("2-D neighbourhood" as 2-d-neighbourhood),
+// the file rfa_run's --mask ranges:FILE reads, so that a run times the very mask counted here
+// (perf/masks/measured_balance.py).
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
@@ -29,7 +35,29 @@ struct Options {
   std::vector<int> ranks = {2, 4, 8, 16, 32, 64};
   unsigned seed = 1;
   double check_causal = 0;
+  std::string write_ranges;  ///< a directory, or empty
 };
+
+/// "2-D neighbourhood" -> "2-d-neighbourhood".
+std::string file_stem(const std::string& family) {
+  std::string stem;
+  for (char ch : family) stem += ch == ' ' ? '-' : char(std::tolower(static_cast<unsigned char>(ch)));
+  return stem;
+}
+
+/// Writes `ranges` in rfa_run's ranges-file format (perf/ring/run_options.cpp).
+void write_ranges_file(const std::string& path, const std::vector<rfa_mask_range_t>& ranges) {
+  std::ofstream out(path);
+  if (!out) rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "--write-ranges: cannot write ", path);
+  static const char* const kinds[] = {"full", "causal", "anticausal", "band"};
+  out << "# q_begin q_end k_begin k_end kind [band_lo band_hi], written by rfa_mask_balance\n";
+  for (const rfa_mask_range_t& r : ranges) {
+    out << r.q_begin << ' ' << r.q_end << ' ' << r.k_begin << ' ' << r.k_end << ' ' << kinds[r.kind];
+    if (r.kind == RFA_RANGE_BAND) out << ' ' << r.band_lo << ' ' << r.band_hi;
+    out << '\n';
+  }
+  if (!out) rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "--write-ranges: cannot write ", path);
+}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -44,6 +72,8 @@ Options parse(int argc, char** argv) {
       o.seq = std::atoll(v.c_str());
     } else if (a == "--seed") {
       o.seed = unsigned(std::atoi(v.c_str()));
+    } else if (a == "--write-ranges") {
+      o.write_ranges = v;
     } else if (a == "--check-causal") {
       o.check_causal = std::atof(v.c_str());
     } else if (a == "--ranks") {
@@ -76,6 +106,7 @@ int main(int argc, char** argv) {
     std::printf("%-18s %-10s %4s %9s %9s %9s %6s %11s %11s %7s %11s %7s\n", "", "", "", "max/mean", "max/mean",
                 "/visible", "", "(busiest)", "(busiest)", "seen", "(busiest)", "/ seen");
     for (const rfa::perf::MaskFamily& f : rfa::perf::mask_families(o.seq, rng)) {
+      if (!o.write_ranges.empty()) write_ranges_file(o.write_ranges + "/" + file_stem(f.name) + ".ranges", f.ranges);
       const rfa::perf::MaskPairs mask(f.ranges, o.seq);
       // The fixed layouts, then balanced placements of 4 and 8 chunks per rank.
       for (int placement = 0; placement < 5; ++placement) {

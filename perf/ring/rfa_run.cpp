@@ -274,18 +274,24 @@ int run(setup::AttentionSetup& setup, comm::Communicator& control, const RunOpti
         o.repeat);
     const double unit = gpu ? 1e-12 : 1e-9;
     const char* rate = gpu ? "TF/s" : "GF/s";
-    std::printf("%4s %9s %9s %6s %-4s %6s %-4s %9s %6s\n", "pos", "fwd ms", "bwd ms", "fwd", rate, "bwd", rate,
-                "wait ms", "steps");
+    // Host ranks also report the CPU seconds they computed for: their work, even where ranks
+    // outnumber the cores and take turns (a device rank's CPU only queues kernels).
+    std::printf("%4s %9s %9s %6s %-4s %6s %-4s %9s %6s%s\n", "pos", "fwd ms", "bwd ms", "fwd", rate, "bwd", rate,
+                "wait ms", "steps", gpu ? "" : "  fwd cpu ms  bwd cpu ms");
     for (int k = 0; k < P; ++k) {
-      std::vector<double> f, b, w;
+      std::vector<double> f, b, w, fc, bc;
       for (int r = 0; r < o.repeat; ++r) {
         f.push_back(fwd.total[r][k]);
         b.push_back(bwd.total[r][k]);
         w.push_back(fwd.wait[r][k] + bwd.wait[r][k]);
+        fc.push_back(fwd.compute_cpu[r][k]);
+        bc.push_back(bwd.compute_cpu[r][k]);
       }
       const double fm = median(f), bm = median(b);
-      std::printf("%4d %9.1f %9.1f %11.1f %11.1f %9.1f %6d\n", k, 1e3 * fm, 1e3 * bm, fwd_flops.visible / P / fm * unit,
+      std::printf("%4d %9.1f %9.1f %11.1f %11.1f %9.1f %6d", k, 1e3 * fm, 1e3 * bm, fwd_flops.visible / P / fm * unit,
                   bwd_flops.visible / P / bm * unit, 1e3 * median(w), int(fwd.steps_computed[std::size_t(k)]));
+      if (!gpu) std::printf(" %11.1f %11.1f", 1e3 * median(fc), 1e3 * median(bc));
+      std::printf("\n");
     }
     const Spread f = spread_of(fwd.slowest()), b = spread_of(bwd.slowest());
     const char* job_rate = gpu ? "TFLOP/s" : "GFLOP/s";
@@ -307,6 +313,11 @@ int run(setup::AttentionSetup& setup, comm::Communicator& control, const RunOpti
           peak * 1e-9, P, threads, 100 * ff, 100 * bf,
           ff > 1 || bf > 1 ? " (above the peak: the count or the peak is wrong)" : "");
     }
+    if (!gpu && P > 1)
+      std::printf(
+          "work balance (the most compute CPU seconds of a rank over their mean; 1 is even): forward %.3f, "
+          "backward %.3f\n",
+          median(fwd.compute_balance()), median(bwd.compute_balance()));
     if (P == 1) {
       std::printf("hidden communication: none to hide (one rank, no ring exchange)\n");
     } else if (!is_ring) {

@@ -25,16 +25,33 @@ namespace perf {
 struct PassSamples {
   std::vector<std::vector<double>> total;  ///< [repetition][ring position], seconds
   std::vector<std::vector<double>> wait;   ///< time blocked in exchange waits, same shape
-  std::int64_t bytes_moved = 0;            ///< bytes all ranks sent in one pass
-  std::int64_t bytes_sent_max = 0;         ///< the most bytes one rank sent in one pass
-  std::int64_t workspace_max = 0;          ///< the most engine workspace one rank allocated
-  std::vector<double> steps_computed;      ///< per ring position: steps whose block was not fully masked
-  std::int64_t steps_on_cudnn = 0;         ///< over all ranks: steps cuDNN computed (CUDA contexts)
+  /// CPU seconds each rank's process used computing, same shape: its work, whatever shares its
+  /// cores (engine::PassTimings::compute_cpu)
+  std::vector<std::vector<double>> compute_cpu;
+  std::int64_t bytes_moved = 0;        ///< bytes all ranks sent in one pass
+  std::int64_t bytes_sent_max = 0;     ///< the most bytes one rank sent in one pass
+  std::int64_t workspace_max = 0;      ///< the most engine workspace one rank allocated
+  std::vector<double> steps_computed;  ///< per ring position: steps whose block was not fully masked
+  std::int64_t steps_on_cudnn = 0;     ///< over all ranks: steps cuDNN computed (CUDA contexts)
 
   /// The ring's time in each repetition: its slowest rank.
   std::vector<double> slowest() const {
     std::vector<double> s;
     for (const auto& rep : total) s.push_back(*std::max_element(rep.begin(), rep.end()));
+    return s;
+  }
+  /// The work balance of each repetition: the most compute CPU seconds of a rank over their
+  /// mean over ranks (1: even); 0 where nothing was computed.
+  std::vector<double> compute_balance() const {
+    std::vector<double> s;
+    for (const auto& rep : compute_cpu) {
+      double sum = 0, most = 0;
+      for (double x : rep) {
+        sum += x;
+        most = std::max(most, x);
+      }
+      s.push_back(sum > 0 ? most * double(rep.size()) / sum : 0.0);
+    }
     return s;
   }
 };
@@ -67,6 +84,7 @@ void record_pass(comm::Communicator& ring, double seconds, const Engine& engine,
   const engine::PassTimings& t = engine.last_timings();
   into.total.push_back(gather_everywhere(ring, seconds));
   into.wait.push_back(gather_everywhere(ring, t.wait));
+  into.compute_cpu.push_back(gather_everywhere(ring, t.compute_cpu));
   into.bytes_moved = ring.allreduce(t.bytes_sent, comm::ReduceOp::sum);
   into.bytes_sent_max = ring.allreduce(t.bytes_sent, comm::ReduceOp::max);
   into.workspace_max = ring.allreduce(engine.last_workspace_bytes(), comm::ReduceOp::max);
@@ -164,6 +182,7 @@ inline BenchCase ring_case(const std::string& name, const RunOptions& o, const c
   c.counters["bytes_sent_rank_max"] = double(full.bytes_sent_max);
   c.counters["workspace_bytes_rank_max"] = double(full.workspace_max);
   const std::size_t P = full.total.empty() ? 0 : full.total[0].size();
+  const std::vector<double> balance = full.compute_balance();
   for (std::size_t r = 0; r < full.total.size(); ++r) {
     const auto& ranks = full.total[r];
     Repetition rep;
@@ -174,6 +193,11 @@ inline BenchCase ring_case(const std::string& name, const RunOptions& o, const c
     rep.counters["rank_max_s"] = rep.seconds;
     rep.counters["rank_min_s"] = *std::min_element(ranks.begin(), ranks.end());
     rep.counters["wait_max_s"] = *std::max_element(full.wait[r].begin(), full.wait[r].end());
+    if (r < balance.size()) {
+      rep.counters["compute_cpu_balance"] = balance[r];
+      rep.counters["compute_cpu_rank_max_s"] =
+          *std::max_element(full.compute_cpu[r].begin(), full.compute_cpu[r].end());
+    }
     if (hidden_per_rep_rank && hidden_per_rep_rank->size() >= (r + 1) * P) {
       const std::vector<double> h(hidden_per_rep_rank->begin() + std::ptrdiff_t(r * P),
                                   hidden_per_rep_rank->begin() + std::ptrdiff_t((r + 1) * P));
