@@ -38,9 +38,21 @@ std::vector<MaskFamily> mask_families(std::int64_t seq, std::mt19937_64& rng) {
 
 namespace {
 
-/// A rank's segments as a position map (at most two segments).
+/// A rank's segments as a position map, adjacent ones merged: its rows in local order, as the
+/// kernels tile them (at most PositionMap::kMaxSegments, which every placement here keeps to).
 PositionMap as_map(const std::vector<Segment>& segments) {
-  return segments.size() == 1 ? PositionMap::one(segments[0]) : PositionMap::two(segments[0], segments[1]);
+  PositionMap m;
+  for (const Segment& g : segments) {
+    Segment* last = m.count > 0 ? &m.seg[m.count - 1] : nullptr;
+    if (last != nullptr && g.stride == 1 && last->stride == 1 && last->start + last->length == g.start) {
+      last->length += g.length;
+      continue;
+    }
+    require(m.count < PositionMap::kMaxSegments, "a placement gives a rank more than ", PositionMap::kMaxSegments,
+            " separate segments");
+    m.seg[m.count++] = g;
+  }
+  return m;
 }
 
 double max_over_mean(const std::vector<double>& v) {
@@ -88,88 +100,6 @@ Placement balanced_placement(const MaskPairs& mask, int ranks, int chunks_per_ra
   for (int r = 0; r < ranks; ++r)
     for (const std::int64_t chunk : solved.chunks[std::size_t(r)])
       p[std::size_t(r)].push_back({chunk * length, 1, length});
-  return p;
-}
-
-Placement two_measure_placement(const MaskPairs& mask, int ranks, int chunks_per_rank) {
-  const std::int64_t chunks = std::int64_t(ranks) * chunks_per_rank, length = mask.seq / chunks;
-  engine::AttentionConfig c;
-  c.mask = RFA_MASK_RANGES;
-  c.seq_total = mask.seq;
-  c.ranges = mask.ranges;
-  const kernels::MaskRule rule = engine::mask_rule(c, 0);
-  // Each chunk's two measures, each as a share of its total: the visible pairs of its queries,
-  // and the scores of the tiles they compute against every chunk (tiles anchored at chunk
-  // starts, as placement_counts counts a placement's tiles).
-  std::vector<double> pairs(std::size_t(chunks), 0.0), tiles(std::size_t(chunks), 0.0);
-  double pair_sum = 0, tile_sum = 0;
-  for (std::int64_t k = 0; k < chunks; ++k) {
-    for (std::int64_t q = k * length; q < (k + 1) * length; ++q) pairs[std::size_t(k)] += mask.pairs(q);
-    for (std::int64_t j = 0; j < chunks; ++j)
-      tiles[std::size_t(k)] += model::count_tile_work(rule, PositionMap::contiguous(k * length, length),
-                                                      PositionMap::contiguous(j * length, length), 192, 96)
-                                   .computed();
-    pair_sum += pairs[std::size_t(k)];
-    tile_sum += tiles[std::size_t(k)];
-  }
-  for (std::int64_t k = 0; k < chunks; ++k) {
-    pairs[std::size_t(k)] *= double(ranks) / std::max(pair_sum, 1.0);
-    tiles[std::size_t(k)] *= double(ranks) / std::max(tile_sum, 1.0);
-  }
-  // Largest first to the rank whose larger load stays least; then swaps that lower the
-  // busiest rank's larger load.
-  std::vector<std::int64_t> order(static_cast<std::size_t>(chunks));
-  for (std::int64_t k = 0; k < chunks; ++k) order[std::size_t(k)] = k;
-  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
-    return std::max(pairs[std::size_t(a)], tiles[std::size_t(a)]) >
-           std::max(pairs[std::size_t(b)], tiles[std::size_t(b)]);
-  });
-  std::vector<std::vector<std::int64_t>> held(static_cast<std::size_t>(ranks));
-  std::vector<double> lp(std::size_t(ranks), 0.0), lt(std::size_t(ranks), 0.0);
-  for (std::int64_t k : order) {
-    int best = -1;
-    double best_load = 0;
-    for (int r = 0; r < ranks; ++r) {
-      if (std::int64_t(held[std::size_t(r)].size()) >= chunks_per_rank) continue;
-      const double load =
-          std::max(lp[std::size_t(r)] + pairs[std::size_t(k)], lt[std::size_t(r)] + tiles[std::size_t(k)]);
-      if (best < 0 || load < best_load) best = r, best_load = load;
-    }
-    held[std::size_t(best)].push_back(k);
-    lp[std::size_t(best)] += pairs[std::size_t(k)];
-    lt[std::size_t(best)] += tiles[std::size_t(k)];
-  }
-  auto load = [&](int r) { return std::max(lp[std::size_t(r)], lt[std::size_t(r)]); };
-  for (int round = 0; round < 4 * chunks; ++round) {
-    int top = 0;
-    for (int r = 1; r < ranks; ++r)
-      if (load(r) > load(top)) top = r;
-    bool improved = false;
-    for (int s = 0; s < ranks && !improved; ++s) {
-      if (s == top) continue;
-      for (std::size_t a = 0; a < held[std::size_t(top)].size() && !improved; ++a) {
-        for (std::size_t b = 0; b < held[std::size_t(s)].size() && !improved; ++b) {
-          const std::int64_t ka = held[std::size_t(top)][a], kb = held[std::size_t(s)][b];
-          const double dp = pairs[std::size_t(kb)] - pairs[std::size_t(ka)],
-                       dt = tiles[std::size_t(kb)] - tiles[std::size_t(ka)];
-          const double top_after = std::max(lp[std::size_t(top)] + dp, lt[std::size_t(top)] + dt);
-          const double s_after = std::max(lp[std::size_t(s)] - dp, lt[std::size_t(s)] - dt);
-          if (std::max(top_after, s_after) < load(top) - 1e-12) {
-            std::swap(held[std::size_t(top)][a], held[std::size_t(s)][b]);
-            lp[std::size_t(top)] += dp, lt[std::size_t(top)] += dt;
-            lp[std::size_t(s)] -= dp, lt[std::size_t(s)] -= dt;
-            improved = true;
-          }
-        }
-      }
-    }
-    if (!improved) break;
-  }
-  Placement p(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) {
-    std::sort(held[std::size_t(r)].begin(), held[std::size_t(r)].end());
-    for (const std::int64_t chunk : held[std::size_t(r)]) p[std::size_t(r)].push_back({chunk * length, 1, length});
-  }
   return p;
 }
 
@@ -243,14 +173,7 @@ PlacementCounts placement_counts(const MaskPairs& mask, const Placement& placeme
     const std::vector<Segment>& mine = placement[std::size_t(r)];
     for (int o = 0; o < ranks; ++o) {
       const std::vector<Segment>& theirs = placement[std::size_t(o)];
-      if (mine.size() <= 2 && theirs.size() <= 2) {
-        tiles[std::size_t(r)] += model::count_tile_work(rule, as_map(mine), as_map(theirs), 192, 96).computed();
-        continue;
-      }
-      for (const Segment& a : mine)
-        for (const Segment& b : theirs)
-          tiles[std::size_t(r)] +=
-              model::count_tile_work(rule, PositionMap::one(a), PositionMap::one(b), 192, 96).computed();
+      tiles[std::size_t(r)] += model::count_tile_work(rule, as_map(mine), as_map(theirs), 192, 96).computed();
     }
   }
   counts.tiles_max_over_mean = max_over_mean(tiles);

@@ -56,14 +56,6 @@ Placement layout_placement(rfa_layout_t layout, std::int64_t seq, int ranks);
 /// computes wherever it counts every query (a mask's queries within 2^20 counts; beyond, it
 /// estimates the chunks' work from samples). Deterministic.
 Placement balanced_placement(const MaskPairs& mask, int ranks, int chunks_per_rank);
-/// The same chunks placed on two measures at once (`two:8`, a candidate for the balanced
-/// layout's solver, counted only): each chunk's visible pairs and the scores of the tiles its
-/// queries compute against every chunk (192 x 96 tiles from each chunk's start, as
-/// placement_counts counts them), each as a share of its total; largest first to the rank whose
-/// larger share stays least, then swaps that lower the busiest rank's larger share. The kernels'
-/// time grows with both (perf/RESULTS.md, "2026-11-30 — the balanced layout's work per rank
-/// measured at P = 2..8"), so evening both evens it whatever their mix. Deterministic.
-Placement two_measure_placement(const MaskPairs& mask, int ranks, int chunks_per_rank);
 
 /// One placement at one P: the work and the K/V rows each rank receives.
 struct PlacementCounts {
@@ -86,10 +78,9 @@ struct PlacementCounts {
   double needed_over_seen = 0;
 };
 
-/// The counts of `mask` with `placement`. Tiles are counted as the kernels
-/// tile a rank's rows where they form at most two segments (every fixed layout), else segment
-/// pair by segment pair (a placement's chunks; tiles do not straddle chunks). `layout`: the
-/// fixed layout the placement is, for the engine's step count (nullptr: none).
+/// The counts of `mask` with `placement`. Tiles are counted as the kernels tile a rank's rows:
+/// in local order across its segments (a balanced placement's tiles straddle its chunks' edges).
+/// `layout`: the fixed layout the placement is, for the engine's step count (nullptr: none).
 PlacementCounts placement_counts(const MaskPairs& mask, const Placement& placement, const rfa_layout_t* layout);
 
 }  // namespace perf

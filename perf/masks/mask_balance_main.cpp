@@ -7,17 +7,14 @@
 //
 //   rfa_mask_balance [--seq 65536] [--ranks 2,4,8,16,32,64] [--seed 1] [--check-causal MAX]
 //                    [--write-ranges DIR]
-// Placements: the fixed layouts, balanced:4 and balanced:8 (balanced_placement with 4 or 8
-// chunks per rank; P must divide seq / 8), and two:8 (two_measure_placement: the 8 chunks per
-// rank evened on visible pairs and computed tiles at once). --check-causal MAX exits 1 when the
-// zigzag layout's causal imbalance is above MAX, when a ring would receive fewer rows than the
-// queries see, when the needed-only exchange gives a rank more than 1.1x the rows its queries
-// see, when the engine's step selection runs fewer ring steps than the queries need, or when
-// two:8 leaves either of its measures above 1.06 of even. --write-ranges DIR also writes each
-// family's list as DIR/<family>.ranges ("2-D neighbourhood" as 2-d-neighbourhood), the file
-// rfa_run's --mask ranges:FILE reads, so that a run times the very mask counted here
+// Placements: the fixed layouts, and balanced:4 and balanced:8 (balanced_placement with 4 or 8
+// chunks per rank; P must divide seq / 8). --check-causal MAX exits 1 when the zigzag layout's
+// causal imbalance is above MAX, when a ring would receive fewer rows than the queries see, when
+// the needed-only exchange gives a rank more than 1.1x the rows its queries see, or when the
+// engine's step selection runs fewer ring steps than the queries need. --write-ranges DIR also
+// writes each family's list as DIR/<family>.ranges ("2-D neighbourhood" as 2-d-neighbourhood),
+// the file rfa_run's --mask ranges:FILE reads, so that a run times the very mask counted here
 // (perf/masks/measured_balance.py).
-#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -32,10 +29,6 @@
 #include "mask_balance.hpp"
 
 namespace {
-
-/// --check-causal also holds the two-measure placement to this on both measures (it keeps
-/// them within 1.05 down to chunks of 96 tokens, within 1.02 at S = 65536 up to P = 64).
-constexpr double kTwoMeasureBound = 1.06;
 
 struct Options {
   std::int64_t seq = 65536;
@@ -115,21 +108,19 @@ int main(int argc, char** argv) {
     for (const rfa::perf::MaskFamily& f : rfa::perf::mask_families(o.seq, rng)) {
       if (!o.write_ranges.empty()) write_ranges_file(o.write_ranges + "/" + file_stem(f.name) + ".ranges", f.ranges);
       const rfa::perf::MaskPairs mask(f.ranges, o.seq);
-      // The fixed layouts, then balanced placements of 4 and 8 chunks per rank, then the
-      // two-measure placement of 8.
-      for (int placement = 0; placement < 6; ++placement) {
+      // The fixed layouts, then balanced placements of 4 and 8 chunks per rank.
+      for (int placement = 0; placement < 5; ++placement) {
         for (int P : o.ranks) {
           if (P < 1 || o.seq % (8 * P) != 0) continue;
           const rfa_layout_t layouts[] = {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE};
           const bool fixed = placement < 3;
           const int chunks = placement == 3 ? 4 : 8;
-          const rfa::perf::Placement rows = fixed            ? rfa::perf::layout_placement(layouts[placement], o.seq, P)
-                                            : placement == 5 ? rfa::perf::two_measure_placement(mask, P, chunks)
-                                                             : rfa::perf::balanced_placement(mask, P, chunks);
+          const rfa::perf::Placement rows = fixed ? rfa::perf::layout_placement(layouts[placement], o.seq, P)
+                                                  : rfa::perf::balanced_placement(mask, P, chunks);
           const rfa::perf::PlacementCounts c =
               rfa::perf::placement_counts(mask, rows, fixed ? &layouts[placement] : nullptr);
-          const std::string name = fixed ? rfa::layout::layout_name(layouts[placement])
-                                         : (placement == 5 ? "two:" : "balanced:") + std::to_string(chunks);
+          const std::string name =
+              fixed ? rfa::layout::layout_name(layouts[placement]) : "balanced:" + std::to_string(chunks);
           std::printf("%-18s %-10s %4d %9.3f %9.3f %9.2f %6d %11lld %11lld %7.2f", f.name.c_str(), name.c_str(), P,
                       c.work_max_over_mean, c.tiles_max_over_mean, c.computed_over_visible, c.ring_steps,
                       (long long)c.ring_rows, (long long)c.seen_rows,
@@ -151,11 +142,6 @@ int main(int argc, char** argv) {
             if (fixed && c.engine_ring_steps < c.ring_steps) {
               std::printf("FAIL: the engine runs %d ring steps where the queries need %d\n", c.engine_ring_steps,
                           c.ring_steps);
-              ok = false;
-            }
-            if (placement == 5 && std::max(c.work_max_over_mean, c.tiles_max_over_mean) > kTwoMeasureBound) {
-              std::printf("FAIL: the two-measure placement leaves pairs %.4f and tiles %.4f of even (bound %.2f)\n",
-                          c.work_max_over_mean, c.tiles_max_over_mean, kTwoMeasureBound);
               ok = false;
             }
             if (f.name == "causal" && placement == 1 && c.work_max_over_mean > o.check_causal) {
