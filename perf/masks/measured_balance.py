@@ -31,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 
+from rfa_run_json import rfa_run_json
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FAMILIES = ["causal", "skewed documents", "prefix-LM", "block-causal", "2-D neighbourhood", "random sparse"]
 
@@ -57,17 +59,10 @@ def counted(args, seq, P, directory):
 
 
 def measured(args, seq, P, layout, ranges_file):
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "run.json")
-        cmd = [os.environ.get("RFA_MPIEXEC", "mpiexec"), "-n", str(P), "--oversubscribe"]
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            cmd.append("--allow-run-as-root")
-        cmd += [os.path.join(args.build, "perf", "ring", "rfa_run"), "--seq", str(seq), "--layout", layout,
-                "--mask", "ranges:" + ranges_file, "--heads", str(args.heads), "--head-dim", str(args.head_dim),
-                "--dtype", args.dtype, "--repeat", str(args.repeat), "--no-check", "--no-overlap", "--json", out]
-        subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=1800)
-        with open(out) as f:
-            data = json.load(f)
+    data, _ = rfa_run_json(args.build, P,
+                           ["--seq", seq, "--layout", layout, "--mask", "ranges:" + ranges_file, "--heads", args.heads,
+                            "--head-dim", args.head_dim, "--dtype", args.dtype, "--repeat", args.repeat, "--no-check",
+                            "--no-overlap"])
     # The repetitions (rfa_run's aggregates left aside), their medians here.
     reps = {"fwd": [], "bwd": []}
     for b in data["benchmarks"]:
@@ -103,6 +98,9 @@ def main():
           ("", "", "", "", "pairs", "tiles", "fwd", "bwd", "ms (max)", "ms (max)"))
     for P in [int(x) for x in args.ranks.split(",")]:
         seq = seq_for(args.seq, P)
+        if seq == 0:
+            sys.exit("measured_balance.py: --seq %d is shorter than one length P = %d takes (a multiple of 256 and "
+                     "of 8P)" % (args.seq, P))
         with tempfile.TemporaryDirectory() as lists:
             counts = counted(args, seq, P, lists)
             for family in families:

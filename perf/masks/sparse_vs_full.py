@@ -19,25 +19,17 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
+
+from rfa_run_json import rfa_run_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run(args, extra, strategy, layout):
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "run.json")
-        cmd = [os.environ.get("RFA_MPIEXEC", "mpiexec"), "-n", str(args.ranks), "--oversubscribe"]
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            cmd.append("--allow-run-as-root")
-        cmd += [os.path.join(args.build, "perf", "ring", "rfa_run"), "--strategy", strategy, "--layout", layout,
-               "--heads", str(args.heads), "--head-dim", str(args.head_dim), "--dtype", args.dtype,
-               "--repeat", str(args.repeat), "--no-check", "--json", out] + extra
-        text = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=1800).stdout
-        with open(out) as f:
-            data = json.load(f)
+    data, text = rfa_run_json(args.build, args.ranks,
+                              ["--strategy", strategy, "--layout", layout, "--heads", args.heads, "--head-dim",
+                               args.head_dim, "--dtype", args.dtype, "--repeat", args.repeat, "--no-check"] + extra)
     passes = {b["name"].split("/")[1]: b for b in data["benchmarks"] if b["name"].startswith("main_job/")}
     visible = re.search(r"over the (\d+) visible scores", text)
     return {
