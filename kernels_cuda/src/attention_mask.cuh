@@ -17,24 +17,6 @@ struct DevicePositions {
   __host__ __device__ std::int64_t at(std::int64_t i) const {
     return i < length0 ? start0 + i * stride0 : start1 + (i - length0) * stride1;
   }
-  // Strides are >= 1, so each segment is increasing; over rows [first, last] the extremes
-  // sit at the ends of the range or at the segment boundary inside it.
-  __device__ std::int64_t min_over(std::int64_t first, std::int64_t last) const {
-    const std::int64_t a = at(first);
-    if (first < length0 && last >= length0) {
-      const std::int64_t b = start1;
-      return a < b ? a : b;
-    }
-    return a;
-  }
-  __device__ std::int64_t max_over(std::int64_t first, std::int64_t last) const {
-    const std::int64_t a = at(last);
-    if (first < length0 && last >= length0) {
-      const std::int64_t b = at(length0 - 1);
-      return a > b ? a : b;
-    }
-    return a;
-  }
 };
 
 // The mask on global positions: causal (k <= q), a sliding window (q - k < window; 0: none),
@@ -145,20 +127,10 @@ struct DeviceMask {
 
 enum class TileKind { kSkip, kPartial, kFull };
 
-// Query rows [q_first, q_first + q_rows) against key rows [k_first, k_first + k_rows), with
-// sequence lengths seq_q, seq_k. A tile is skipped when the mask hides all of it, and
-// "full" (no per-element mask) only when every row and column is inside its sequence too.
-// Documents are ranges of positions, so their test is a range test as well.
-__device__ __forceinline__ TileKind classify_tile(const DeviceMask& mask, const DevicePositions& qpos,
-                                                  const DevicePositions& kpos, int q_first, int q_rows, int seq_q,
-                                                  int k_first, int k_rows, int seq_k) {
-  const int q_last = min(q_first + q_rows, seq_q) - 1;
-  const int k_last = min(k_first + k_rows, seq_k) - 1;
-  if (q_last < q_first || k_last < k_first) return TileKind::kSkip;
-  const bool in_bounds = q_first + q_rows <= seq_q && k_first + k_rows <= seq_k;
-  if (!mask.any()) return in_bounds ? TileKind::kFull : TileKind::kPartial;
-  const std::int64_t q_lo = qpos.min_over(q_first, q_last), q_hi = qpos.max_over(q_first, q_last);
-  const std::int64_t k_lo = kpos.min_over(k_first, k_last), k_hi = kpos.max_over(k_first, k_last);
+// Queries at positions [q_lo, q_hi] against keys at [k_lo, k_hi], each the positions of rows
+// of one segment (so every position between the ends may be one of them).
+__device__ __forceinline__ TileKind classify_positions(const DeviceMask& mask, std::int64_t q_lo, std::int64_t q_hi,
+                                                       std::int64_t k_lo, std::int64_t k_hi) {
   if (mask.causal && k_lo > q_hi) return TileKind::kSkip;                     // every key after every query
   if (mask.window > 0 && q_lo - k_hi >= mask.window) return TileKind::kSkip;  // all too far back
   bool one_document = true;
@@ -176,7 +148,47 @@ __device__ __forceinline__ TileKind classify_tile(const DeviceMask& mask, const 
   }
   const bool causal_full = !mask.causal || k_hi <= q_lo;
   const bool window_full = mask.window <= 0 || q_hi - k_lo < mask.window;
-  return in_bounds && causal_full && window_full && one_document && ranges_full ? TileKind::kFull : TileKind::kPartial;
+  return causal_full && window_full && one_document && ranges_full ? TileKind::kFull : TileKind::kPartial;
+}
+
+// Rows [first, last] of `pos` split where its second segment starts: one or two pieces, each
+// inside one segment, as [piece_first[i], piece_last[i]].
+__device__ __forceinline__ int segment_pieces(const DevicePositions& pos, int first, int last, int* piece_first,
+                                              int* piece_last) {
+  if (first < pos.length0 && last >= pos.length0) {
+    piece_first[0] = first, piece_last[0] = int(pos.length0) - 1;
+    piece_first[1] = int(pos.length0), piece_last[1] = last;
+    return 2;
+  }
+  piece_first[0] = first, piece_last[0] = last;
+  return 1;
+}
+
+// Query rows [q_first, q_first + q_rows) against key rows [k_first, k_first + k_rows), with
+// sequence lengths seq_q, seq_k. A tile is skipped when the mask hides all of it, and
+// "full" (no per-element mask) only when every row and column is inside its sequence too.
+// Where its rows cross from one segment to the next (a zigzag rank's two chunks), each piece
+// is judged on its own positions, as the host's classify_tile (src/kernels/tile_visibility.hpp)
+// does: the span between two distant chunks holds keys neither sees.
+__device__ __forceinline__ TileKind classify_tile(const DeviceMask& mask, const DevicePositions& qpos,
+                                                  const DevicePositions& kpos, int q_first, int q_rows, int seq_q,
+                                                  int k_first, int k_rows, int seq_k) {
+  const int q_last = min(q_first + q_rows, seq_q) - 1;
+  const int k_last = min(k_first + k_rows, seq_k) - 1;
+  if (q_last < q_first || k_last < k_first) return TileKind::kSkip;
+  const bool in_bounds = q_first + q_rows <= seq_q && k_first + k_rows <= seq_k;
+  if (!mask.any()) return in_bounds ? TileKind::kFull : TileKind::kPartial;
+  int qf[2], ql[2], kf[2], kl[2];
+  const int nq = segment_pieces(qpos, q_first, q_last, qf, ql), nk = segment_pieces(kpos, k_first, k_last, kf, kl);
+  bool any_visible = false, all_full = true;
+  for (int a = 0; a < nq; ++a)
+    for (int b = 0; b < nk; ++b) {
+      const TileKind v = classify_positions(mask, qpos.at(qf[a]), qpos.at(ql[a]), kpos.at(kf[b]), kpos.at(kl[b]));
+      any_visible = any_visible || v != TileKind::kSkip;
+      all_full = all_full && v == TileKind::kFull;
+    }
+  if (!any_visible) return TileKind::kSkip;
+  return in_bounds && all_full ? TileKind::kFull : TileKind::kPartial;
 }
 
 // Per-element visibility inside a partial tile (indices are local rows).

@@ -11,9 +11,10 @@
 #include "document_balance.hpp"
 #include "engine/attention_config.hpp"
 #include "engine/needed_kv_plan.hpp"
+#include "engine/rank_positions.hpp"
+#include "kernels/tile_work.hpp"
 #include "layout/chunk_placement.hpp"
 #include "layout/sequence_layout.hpp"
-#include "model/tile_work.hpp"
 
 namespace rfa {
 namespace perf {
@@ -91,15 +92,19 @@ double MaskPairs::pairs(std::int64_t q) const {
   return n;
 }
 
-Placement balanced_placement(const MaskPairs& mask, int ranks, int chunks_per_rank) {
-  const std::int64_t chunks = std::int64_t(ranks) * chunks_per_rank, length = mask.seq / chunks;
-  std::vector<double> chunk_work(static_cast<std::size_t>(chunks), 0.0);
-  for (std::int64_t q = 0; q < chunks * length; ++q) chunk_work[std::size_t(q / length)] += mask.pairs(q);
-  const layout::ChunkPlacement solved = layout::place_chunks_by_work(chunk_work, chunks * length, ranks);
+Placement balanced_placement(const MaskPairs& mask, int ranks, bool refined, engine::RefinementReport* report) {
+  engine::AttentionConfig c;
+  c.layout = RFA_LAYOUT_BALANCED;
+  c.mask = RFA_MASK_RANGES;
+  c.seq_total = mask.seq;
+  c.ranges = mask.ranges;
+  const layout::ChunkPlacement solved =
+      refined ? engine::solve_balanced_placement(c, ranks, report)
+              : layout::place_chunks_by_work(engine::balanced_chunk_work(c, ranks), mask.seq, ranks);
   Placement p(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r)
     for (const std::int64_t chunk : solved.chunks[std::size_t(r)])
-      p[std::size_t(r)].push_back({chunk * length, 1, length});
+      p[std::size_t(r)].push_back({chunk * solved.chunk_length, 1, solved.chunk_length});
   return p;
 }
 
@@ -168,15 +173,17 @@ PlacementCounts placement_counts(const MaskPairs& mask, const Placement& placeme
 
   // The tiles each rank's kernels compute: its queries against every block it meets on the ring.
   const kernels::MaskRule rule = engine::mask_rule(c, 0);
-  std::vector<double> tiles(static_cast<std::size_t>(ranks), 0.0);
+  std::vector<double> tiles(static_cast<std::size_t>(ranks), 0.0), backward(tiles);
   for (int r = 0; r < ranks; ++r) {
-    const std::vector<Segment>& mine = placement[std::size_t(r)];
+    const PositionMap mine = as_map(placement[std::size_t(r)]);
     for (int o = 0; o < ranks; ++o) {
-      const std::vector<Segment>& theirs = placement[std::size_t(o)];
-      tiles[std::size_t(r)] += model::count_tile_work(rule, as_map(mine), as_map(theirs), 192, 96).computed();
+      const PositionMap theirs = as_map(placement[std::size_t(o)]);
+      tiles[std::size_t(r)] += kernels::computed_scores(rule, mine, theirs, kernels::kHostForwardTile);
+      backward[std::size_t(r)] += kernels::computed_scores(rule, mine, theirs, kernels::kHostBackwardTile);
     }
   }
   counts.tiles_max_over_mean = max_over_mean(tiles);
+  counts.backward_tiles_max_over_mean = max_over_mean(backward);
   const double visible = std::accumulate(work.begin(), work.end(), 0.0);
   counts.computed_over_visible = visible > 0 ? std::accumulate(tiles.begin(), tiles.end(), 0.0) / visible : 1.0;
   return counts;

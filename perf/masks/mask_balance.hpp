@@ -13,6 +13,7 @@
 
 #include "core/mask_ranges.hpp"
 #include "core/positions.hpp"
+#include "engine/placement_refinement.hpp"
 #include "rfa/rfa.h"
 
 namespace rfa {
@@ -50,20 +51,22 @@ using Placement = std::vector<std::vector<Segment>>;
 /// The fixed layout's rows on `ranks` ranks.
 Placement layout_placement(rfa_layout_t layout, std::int64_t seq, int ranks);
 
-/// A balanced placement: the mask's sequence cut into chunks_per_rank * ranks contiguous chunks,
-/// each chunk's work the visible pairs of its queries, assigned by the balanced layout's solver
-/// (layout::place_chunks_by_work); with 8 chunks per rank, the placement RFA_LAYOUT_BALANCED
-/// computes wherever it counts every query (a mask's queries within 2^20 counts; beyond, it
-/// estimates the chunks' work from samples). Deterministic.
-Placement balanced_placement(const MaskPairs& mask, int ranks, int chunks_per_rank);
+/// The balanced layout's placement of `mask` on `ranks` ranks (RFA_LAYOUT_BALANCED, solved
+/// by engine::solve_balanced_placement): 8P chunks placed by their visible pairs and, with
+/// `refined`, then swapped until the ranks' computed tiles are even too (`report`, optional,
+/// says what the refinement did); without, the chunks as the pairs alone place them.
+Placement balanced_placement(const MaskPairs& mask, int ranks, bool refined,
+                             engine::RefinementReport* report = nullptr);
 
 /// One placement at one P: the work and the K/V rows each rank receives.
 struct PlacementCounts {
   double work_max_over_mean = 1;  ///< visible pairs of the busiest rank / the mean
   /// The scores the host kernels compute (their 192 x 96 tiles the mask does not hide, over the
-  /// ring steps a rank computes on; model/tile_work.hpp): the busiest rank's over the mean, and
+  /// ring steps a rank computes on; kernels/tile_work.hpp): the busiest rank's over the mean, and
   /// all ranks' over the visible pairs (what tiling costs beyond the mask).
   double tiles_max_over_mean = 1, computed_over_visible = 1;
+  /// The same busiest rank's share for the backward's tiles (96 x 192).
+  double backward_tiles_max_over_mean = 1;
   /// Ring steps some rank computes on (of P): exactly (some rank sees a key of the block that
   /// started that many positions upstream), and as the engine's ring_steps_with_work() finds
   /// them from position ranges (fixed layouts only; 0 otherwise), never fewer.

@@ -7,8 +7,9 @@
 //
 //   rfa_mask_balance [--seq 65536] [--ranks 2,4,8,16,32,64] [--seed 1] [--check-causal MAX]
 //                    [--write-ranges DIR]
-// Placements: the fixed layouts, and balanced:4 and balanced:8 (balanced_placement with 4 or 8
-// chunks per rank; P must divide seq / 8). --check-causal MAX exits 1 when the zigzag layout's
+// Placements: the fixed layouts; "pairs", the balanced layout's chunks as their visible pairs
+// alone place them; and "balanced", RFA_LAYOUT_BALANCED's placement (pairs, then swaps judged
+// on the ranks' computed tiles; P must divide seq / 8). --check-causal MAX exits 1 when the zigzag layout's
 // causal imbalance is above MAX, when a ring would receive fewer rows than the queries see, when
 // the needed-only exchange gives a rank more than 1.1x the rows its queries see, or when the
 // engine's step selection runs fewer ring steps than the queries need. --write-ranges DIR also
@@ -16,6 +17,7 @@
 // the file rfa_run's --mask ranges:FILE reads, so that a run times the very mask counted here
 // (perf/masks/measured_balance.py).
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -101,34 +103,42 @@ int main(int argc, char** argv) {
   try {
     std::printf("rfa_mask_balance: S=%lld, masks given as ranges on the fixed layouts (counts, no attention run)\n",
                 (long long)o.seq);
-    std::printf("%-18s %-10s %4s %9s %9s %9s %6s %11s %11s %7s %11s %7s\n", "mask", "layout", "P", "pairs", "tiles",
-                "computed", "steps", "ring rows", "seen rows", "ring /", "needed", "needed");
-    std::printf("%-18s %-10s %4s %9s %9s %9s %6s %11s %11s %7s %11s %7s\n", "", "", "", "max/mean", "max/mean",
-                "/visible", "", "(busiest)", "(busiest)", "seen", "(busiest)", "/ seen");
+    std::printf("%-18s %-10s %4s %9s %9s %9s %9s %6s %11s %11s %7s %11s %7s\n", "mask", "layout", "P", "pairs", "tiles",
+                "bwd tiles", "computed", "steps", "ring rows", "seen rows", "ring /", "needed", "needed");
+    std::printf("%-18s %-10s %4s %9s %9s %9s %9s %6s %11s %11s %7s %11s %7s\n", "", "", "", "max/mean", "max/mean",
+                "max/mean", "/visible", "", "(busiest)", "(busiest)", "seen", "(busiest)", "/ seen");
     for (const rfa::perf::MaskFamily& f : rfa::perf::mask_families(o.seq, rng)) {
       if (!o.write_ranges.empty()) write_ranges_file(o.write_ranges + "/" + file_stem(f.name) + ".ranges", f.ranges);
       const rfa::perf::MaskPairs mask(f.ranges, o.seq);
-      // The fixed layouts, then balanced placements of 4 and 8 chunks per rank.
+      // The fixed layouts, then the balanced layout's chunks by their pairs alone, and refined.
       for (int placement = 0; placement < 5; ++placement) {
         for (int P : o.ranks) {
           if (P < 1 || o.seq % (8 * P) != 0) continue;
           const rfa_layout_t layouts[] = {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE};
           const bool fixed = placement < 3;
-          const int chunks = placement == 3 ? 4 : 8;
+          rfa::engine::RefinementReport refined;
+          const auto solve_start = std::chrono::steady_clock::now();
           const rfa::perf::Placement rows = fixed ? rfa::perf::layout_placement(layouts[placement], o.seq, P)
-                                                  : rfa::perf::balanced_placement(mask, P, chunks);
+                                                  : rfa::perf::balanced_placement(mask, P, placement == 4, &refined);
+          const double solve_seconds =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - solve_start).count();
           const rfa::perf::PlacementCounts c =
               rfa::perf::placement_counts(mask, rows, fixed ? &layouts[placement] : nullptr);
-          const std::string name =
-              fixed ? rfa::layout::layout_name(layouts[placement]) : "balanced:" + std::to_string(chunks);
-          std::printf("%-18s %-10s %4d %9.3f %9.3f %9.2f %6d %11lld %11lld %7.2f", f.name.c_str(), name.c_str(), P,
-                      c.work_max_over_mean, c.tiles_max_over_mean, c.computed_over_visible, c.ring_steps,
-                      (long long)c.ring_rows, (long long)c.seen_rows,
+          const std::string name = fixed            ? rfa::layout::layout_name(layouts[placement])
+                                   : placement == 3 ? "pairs"
+                                                    : "balanced";
+          std::printf("%-18s %-10s %4d %9.3f %9.3f %9.3f %9.2f %6d %11lld %11lld %7.2f", f.name.c_str(), name.c_str(),
+                      P, c.work_max_over_mean, c.tiles_max_over_mean, c.backward_tiles_max_over_mean,
+                      c.computed_over_visible, c.ring_steps, (long long)c.ring_rows, (long long)c.seen_rows,
                       c.seen_rows > 0 ? double(c.ring_rows) / double(c.seen_rows) : 0.0);
           if (fixed)
             std::printf(" %11lld %7.3f\n", (long long)c.needed_rows, c.needed_over_seen);
           else
             std::printf(" %11s %7s\n", "-", "-");
+          if (placement == 4)
+            std::printf("%-18s   refinement: %d swaps kept of %d counted, %.3g operations%s; solved in %.3f s\n", "",
+                        refined.swaps, refined.tried, refined.operations,
+                        refined.out_of_budget ? ", stopped by the budget" : "", solve_seconds);
           if (o.check_causal > 0) {
             if (c.ring_rows < c.seen_rows) {
               std::printf("FAIL: the ring receives fewer rows than the queries see\n");

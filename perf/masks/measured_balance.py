@@ -12,7 +12,7 @@ compute CPU ms, what its pass would take on a core of its own without the commun
 seconds rather than wall time, so that ranks which outnumber the cores and take turns still
 measure their own work (the slowest rank's wall time goes to the JSON too).
 The counted balance is rfa_mask_balance's visible pairs and computed tiles, busiest over mean
-(balanced: its `balanced:8` placement, the layout's eight chunks per rank).
+(forward and backward tiles; balanced: its `balanced` placement, the layout's).
 
 usage: perf/masks/measured_balance.py [--build build] [--ranks 2,4,8] [--seq 16384] [--heads 4]
                                       [--head-dim 64] [--dtype fp32] [--repeat 3]
@@ -47,14 +47,16 @@ def seq_for(seq, P):
 
 
 def counted(args, seq, P, directory):
-    """rfa_mask_balance's rows for this (seq, P): {(family, placement): (pairs, tiles)}; writes the lists."""
+    """rfa_mask_balance's rows for this (seq, P): {(family, placement): (pairs, tiles, backward tiles)}; writes
+    the lists."""
     text = subprocess.run([os.path.join(args.build, "perf", "masks", "rfa_mask_balance"), "--seq", str(seq),
                            "--ranks", str(P), "--write-ranges", directory],
                           check=True, capture_output=True, text=True, timeout=600).stdout
     rows = {}
     for family in FAMILIES:
-        for m in re.finditer(r"^%s\s+(\S+)\s+%d\s+([\d.]+)\s+([\d.]+)" % (re.escape(family), P), text, re.M):
-            rows[(family, m.group(1))] = (float(m.group(2)), float(m.group(3)))
+        for m in re.finditer(r"^%s\s+(\S+)\s+%d\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)" % (re.escape(family), P), text,
+                             re.M):
+            rows[(family, m.group(1))] = (float(m.group(2)), float(m.group(3)), float(m.group(4)))
     return rows
 
 
@@ -92,10 +94,10 @@ def main():
         sys.exit("measured_balance.py: --families names none of " + ", ".join(stem(f) for f in FAMILIES))
 
     rows = []
-    print("%-18s %-10s %3s %6s %9s %9s %9s %9s %10s %10s" %
-          ("mask", "layout", "P", "S", "counted", "counted", "measured", "measured", "fwd cpu", "bwd cpu"))
-    print("%-18s %-10s %3s %6s %9s %9s %9s %9s %10s %10s" %
-          ("", "", "", "", "pairs", "tiles", "fwd", "bwd", "ms (max)", "ms (max)"))
+    print("%-18s %-10s %3s %6s %9s %9s %9s %9s %9s %10s %10s" %
+          ("mask", "layout", "P", "S", "counted", "counted", "counted", "measured", "measured", "fwd cpu", "bwd cpu"))
+    print("%-18s %-10s %3s %6s %9s %9s %9s %9s %9s %10s %10s" %
+          ("", "", "", "", "pairs", "tiles", "bwd tiles", "fwd", "bwd", "ms (max)", "ms (max)"))
     for P in [int(x) for x in args.ranks.split(",")]:
         seq = seq_for(args.seq, P)
         if seq == 0:
@@ -105,17 +107,17 @@ def main():
             counts = counted(args, seq, P, lists)
             for family in families:
                 for layout in args.layouts.split(","):
-                    pairs, tiles = counts.get((family, "balanced:8" if layout == "balanced" else layout), (0.0, 0.0))
+                    pairs, tiles, backward_tiles = counts.get((family, layout), (0.0, 0.0, 0.0))
                     m = measured(args, seq, P, layout, os.path.join(lists, stem(family) + ".ranges"))
                     row = {"mask": family, "layout": layout, "ranks": P, "seq": seq, "counted_pairs": pairs,
-                           "counted_tiles": tiles, "measured_forward": m["fwd"]["balance"],
+                           "counted_tiles": tiles, "counted_backward_tiles": backward_tiles, "measured_forward": m["fwd"]["balance"],
                            "measured_backward": m["bwd"]["balance"],
                            "forward_cpu_ms_rank_max": m["fwd"]["busiest_cpu_ms"],
                            "backward_cpu_ms_rank_max": m["bwd"]["busiest_cpu_ms"],
                            "forward_ms": m["fwd"]["slowest_ms"], "backward_ms": m["bwd"]["slowest_ms"]}
                     rows.append(row)
-                    print("%-18s %-10s %3d %6d %9.3f %9.3f %9.3f %9.3f %10.1f %10.1f" %
-                          (family, layout, P, seq, pairs, tiles, row["measured_forward"], row["measured_backward"],
+                    print("%-18s %-10s %3d %6d %9.3f %9.3f %9.3f %9.3f %9.3f %10.1f %10.1f" %
+                          (family, layout, P, seq, pairs, tiles, backward_tiles, row["measured_forward"], row["measured_backward"],
                            row["forward_cpu_ms_rank_max"], row["backward_cpu_ms_rank_max"]), flush=True)
     if args.json:
         with open(args.json, "w") as f:

@@ -9,6 +9,7 @@
 
 #include "core/documents.hpp"
 #include "core/error.hpp"
+#include "engine/placement_refinement.hpp"
 #include "layout/chunk_placement.hpp"
 #include "layout/sequence_layout.hpp"
 
@@ -40,15 +41,28 @@ PlacementKey placement_key(const AttentionConfig& c, int ranks) {
 
 }  // namespace
 
+layout::ChunkPlacement solve_balanced_placement(const AttentionConfig& c, int ranks, RefinementReport* report) {
+  RefinementInputs in;
+  in.chunk_pairs = balanced_chunk_work(c, ranks);
+  in.seq_len = c.seq_total;
+  layout::ChunkPlacement start = layout::place_chunks_by_work(in.chunk_pairs, c.seq_total, ranks);
+  // Every entry with per-sequence documents, else entry 0's rule for all; without a mask every
+  // tile is whole and the pairs alone say the work.
+  const std::int64_t entries = mask_rule_entries(c);
+  for (std::int64_t e = 0; e < entries; ++e) {
+    const kernels::MaskRule rule = mask_rule(c, e);
+    if (rule.any()) in.rules.push_back({rule, 1.0});
+  }
+  return refine_placement(std::move(start), in, report);
+}
+
 class PlacementCache {
  public:
   const layout::ChunkPlacement& get(const AttentionConfig& c, int ranks) {
     const PlacementKey key = placement_key(c, ranks);
     std::lock_guard<std::mutex> lock(mutex_);
     auto found = placements_.find(key);
-    if (found == placements_.end())
-      found = placements_.emplace(key, layout::place_chunks_by_work(balanced_chunk_work(c, ranks), c.seq_total, ranks))
-                  .first;
+    if (found == placements_.end()) found = placements_.emplace(key, solve_balanced_placement(c, ranks)).first;
     return found->second;
   }
 

@@ -10,6 +10,7 @@
 
 #include "core/positions.hpp"
 #include "engine/attention_config.hpp"
+#include "engine/placement_refinement.hpp"
 #include "layout/chunk_placement.hpp"
 
 namespace rfa {
@@ -24,6 +25,12 @@ PositionMap rank_positions(const AttentionConfig& c, int ranks, int position);
 /// The balanced layout's placement on a ring of `ranks` (validated: S a multiple of 8 ranks),
 /// from the config's cache; the same object for every copy of the config until the mask changes.
 const layout::ChunkPlacement& balanced_placement(const AttentionConfig& c, int ranks);
+
+/// The balanced layout's placement on a ring of `ranks`, solved (not cached): the chunks placed
+/// by balanced_chunk_work(), then refined by the tiles of whole rank maps (refine_placement(),
+/// every batch entry's rule that masks anything). `report` (optional) says what the refinement did.
+layout::ChunkPlacement solve_balanced_placement(const AttentionConfig& c, int ranks,
+                                                RefinementReport* report = nullptr);
 
 /// The work of each of the balanced layout's kBalancedChunksPerRank * ranks chunks: the (query,
 /// key) pairs the config's mask (causal or not, window, documents, ranges) leaves visible to the

@@ -20,6 +20,7 @@
 #include "kernels/scratch_carver.hpp"
 #include "kernels/tensor_checks.hpp"
 #include "kernels/tile_visibility.hpp"
+#include "kernels/tile_work.hpp"
 
 namespace rfa {
 namespace kernels {
@@ -38,6 +39,8 @@ constexpr int kTileRows = 96;
 // backward ~10% faster than 48 x 96 on a 2-core Zen 1 VM, longer and other shapes no faster
 // (the same perf/RESULTS.md section as kTileRows).
 constexpr int kTileCols = 192;
+static_assert(kTileRows == kHostBackwardTile.q && kTileCols == kHostBackwardTile.k,
+              "the tile counts (kernels/tile_work.hpp) follow these tiles");
 // Floats between rows of K^T, V^T, P and dS (all kTileCols wide): an odd number of cache lines,
 // as the forward's score tile (flash_forward.cpp), so a column strip spreads over all L1 sets.
 constexpr int kScorePitch = row_pitch(kTileCols);

@@ -17,6 +17,7 @@
 #include "kernels/scratch_carver.hpp"
 #include "kernels/tensor_checks.hpp"
 #include "kernels/tile_visibility.hpp"
+#include "kernels/tile_work.hpp"
 
 namespace rfa {
 namespace kernels {
@@ -24,6 +25,8 @@ namespace {
 
 constexpr int kTileRows = 192;  // query rows per tile (a multiple of kRowPadding)
 constexpr int kTileCols = 96;   // key rows per tile (a multiple of kMicroRows)
+static_assert(kTileRows == kHostForwardTile.q && kTileCols == kHostForwardTile.k,
+              "the tile counts (kernels/tile_work.hpp) follow these tiles");
 // Floats between rows of the score tile and of Q^T (both kTileRows wide): an odd number of
 // cache lines, so a column strip of either (a product's B strip, P^T's steps) spreads over all
 // L1 sets. At 192 floats (12 lines) a 128-row strip would fall in 16 sets of 8 ways, which the

@@ -128,13 +128,11 @@ void for_each_hidden(const MaskRule& rule, const std::int64_t* q_positions, int 
   }
 }
 
-KOKKOS_INLINE_FUNCTION TileVisibility classify_tile(const MaskRule& rule, const PositionMap& q_pos, std::int64_t r0,
-                                                    std::int64_t r1, const PositionMap& k_pos, std::int64_t c0,
-                                                    std::int64_t c1) {
-  if (!rule.any()) return TileVisibility::full;
-  std::int64_t q_lo, q_hi, k_lo, k_hi;
-  q_pos.range(r0, r1, q_lo, q_hi);
-  k_pos.range(c0, c1, k_lo, k_hi);
+/// Which part of the pairs of queries at positions [q_lo, q_hi] and keys at [k_lo, k_hi]
+/// (each the hull of rows of one increasing segment) the mask lets through, judged from the
+/// ranges' ends.
+KOKKOS_INLINE_FUNCTION TileVisibility classify_positions(const MaskRule& rule, std::int64_t q_lo, std::int64_t q_hi,
+                                                         std::int64_t k_lo, std::int64_t k_hi) {
   if (rule.causal && k_lo > q_hi) return TileVisibility::hidden;                     // every key after every query
   if (rule.window > 0 && q_lo - k_hi >= rule.window) return TileVisibility::hidden;  // all too far back
   bool same_document = true;
@@ -154,6 +152,46 @@ KOKKOS_INLINE_FUNCTION TileVisibility classify_tile(const MaskRule& rule, const 
   const bool causal_full = !rule.causal || k_hi <= q_lo;                   // every key at or before every query
   const bool window_full = rule.window <= 0 || q_hi - k_lo < rule.window;  // every key within every window
   return causal_full && window_full && same_document && ranges_full ? TileVisibility::full : TileVisibility::partial;
+}
+
+/// The positions [lo, hi] of the local rows [r0, r1) that lie in segment `g`, whose first row
+/// is local row `base`; false when none do.
+KOKKOS_INLINE_FUNCTION bool segment_piece(const Segment& g, std::int64_t base, std::int64_t r0, std::int64_t r1,
+                                          std::int64_t& lo, std::int64_t& hi) {
+  const std::int64_t i0 = (r0 > base ? r0 : base) - base;
+  const std::int64_t i1 = (r1 < base + g.length ? r1 : base + g.length) - base;
+  if (i0 >= i1) return false;
+  lo = g.start + i0 * g.stride;
+  hi = g.start + (i1 - 1) * g.stride;
+  return true;
+}
+
+/// The tile of local query rows [r0, r1) and key rows [c0, c1), segment by segment: where its
+/// rows cross from one segment of a map to the next (a zigzag rank's two chunks, a balanced
+/// rank's eight), each piece is judged on its own positions, so a tile whose rows lie in two
+/// distant chunks is not judged on the span between them, which holds keys neither sees. Hidden
+/// when every pair of pieces is, full when every pair is.
+KOKKOS_INLINE_FUNCTION TileVisibility classify_tile(const MaskRule& rule, const PositionMap& q_pos, std::int64_t r0,
+                                                    std::int64_t r1, const PositionMap& k_pos, std::int64_t c0,
+                                                    std::int64_t c1) {
+  if (!rule.any()) return TileVisibility::full;
+  bool any_visible = false, all_full = true;
+  std::int64_t q_base = 0;
+  for (int a = 0; a < q_pos.count && q_base < r1; q_base += q_pos.seg[a++].length) {
+    std::int64_t q_lo, q_hi;
+    if (!segment_piece(q_pos.seg[a], q_base, r0, r1, q_lo, q_hi)) continue;
+    std::int64_t k_base = 0;
+    for (int b = 0; b < k_pos.count && k_base < c1; k_base += k_pos.seg[b++].length) {
+      std::int64_t k_lo, k_hi;
+      if (!segment_piece(k_pos.seg[b], k_base, c0, c1, k_lo, k_hi)) continue;
+      const TileVisibility v = classify_positions(rule, q_lo, q_hi, k_lo, k_hi);
+      any_visible = any_visible || v != TileVisibility::hidden;
+      all_full = all_full && v == TileVisibility::full;
+      if (any_visible && !all_full) return TileVisibility::partial;
+    }
+  }
+  if (!any_visible) return TileVisibility::hidden;
+  return all_full ? TileVisibility::full : TileVisibility::partial;
 }
 
 /// The register blocks of one (query tile, key tile) pair that the mask hides whole, so the
@@ -187,21 +225,7 @@ struct HiddenBlocks {
 /// skips a step whose block this calls hidden.
 KOKKOS_INLINE_FUNCTION TileVisibility classify_blocks(const MaskRule& rule, const PositionMap& q_pos,
                                                       const PositionMap& k_pos) {
-  if (!rule.any()) return TileVisibility::full;
-  bool any_visible = false, all_full = true;
-  for (int a = 0; a < q_pos.count; ++a) {
-    if (q_pos.seg[a].length == 0) continue;
-    const PositionMap q = PositionMap::one(q_pos.seg[a]);
-    for (int b = 0; b < k_pos.count; ++b) {
-      if (k_pos.seg[b].length == 0) continue;
-      const PositionMap k = PositionMap::one(k_pos.seg[b]);
-      const TileVisibility v = classify_tile(rule, q, 0, q.length(), k, 0, k.length());
-      any_visible = any_visible || v != TileVisibility::hidden;
-      all_full = all_full && v == TileVisibility::full;
-    }
-  }
-  if (!any_visible) return TileVisibility::hidden;
-  return all_full ? TileVisibility::full : TileVisibility::partial;
+  return classify_tile(rule, q_pos, 0, q_pos.length(), k_pos, 0, k_pos.length());
 }
 
 }  // namespace kernels

@@ -10,17 +10,20 @@
 namespace rfa::layout {
 
 PositionMap ChunkPlacement::positions(int rank) const {
-  const std::vector<std::int64_t>& mine = chunks.at(std::size_t(rank));
+  return chunk_positions(chunks.at(std::size_t(rank)), chunk_length);
+}
+
+PositionMap chunk_positions(const std::vector<std::int64_t>& chunks, std::int64_t chunk_length) {
   PositionMap m;
-  for (const std::int64_t c : mine) {
+  for (const std::int64_t c : chunks) {
     const std::int64_t start = c * chunk_length;
     Segment* last = m.count > 0 ? &m.seg[m.count - 1] : nullptr;
     if (last != nullptr && last->start + last->length == start) {
       last->length += chunk_length;  // the next chunk along: one segment
       continue;
     }
-    require(m.count < PositionMap::kMaxSegments, "a placement gives rank ", rank, " more than ",
-            PositionMap::kMaxSegments, " separate chunks");
+    require(m.count < PositionMap::kMaxSegments, "a placement gives a rank more than ", PositionMap::kMaxSegments,
+            " separate chunks");
     m.seg[m.count++] = Segment{start, 1, chunk_length};
   }
   return m;

@@ -29,6 +29,10 @@ struct ChunkPlacement {
   PositionMap positions(int rank) const;
 };
 
+/// The rows of `chunks` (indices ascending, each `chunk_length` tokens) in position order,
+/// adjacent chunks as one segment. Throws rfa::Error beyond PositionMap::kMaxSegments segments.
+PositionMap chunk_positions(const std::vector<std::int64_t>& chunks, std::int64_t chunk_length);
+
 /// Assigns chunk c (of chunk_work.size() = ranks * chunks_per_rank equal chunks of a sequence of
 /// `seq_len` tokens) to ranks: largest work first, each to the rank with the least work so far
 /// among those holding fewer than chunks_per_rank chunks (ties: equal work in chunk order, the

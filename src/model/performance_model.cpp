@@ -14,7 +14,7 @@
 #include "engine/needed_kv_plan.hpp"
 #include "engine/rank_positions.hpp"
 #include "layout/sequence_layout.hpp"
-#include "model/tile_work.hpp"
+#include "model/tile_work_memo.hpp"
 
 namespace rfa {
 namespace model {
@@ -46,7 +46,7 @@ double block_seconds(const MachineModel& m, const AttentionConfig& c, const Posi
     const kernels::MaskRule rule = engine::mask_rule(c, e);
     const int tile_q = backward ? m.backward_tile_q : m.forward_tile_q;
     const int tile_k = backward ? m.backward_tile_k : m.forward_tile_k;
-    const TileWork w = memo.count(rule, q, k, tile_q, tile_k);
+    const kernels::TileWork w = memo.count(rule, q, k, tile_q, tile_k);
     seconds += (w.full + tile * w.partial + visible * w.partial_visible) * entry_heads * per_score / rate +
                row * entry_heads * (w.rows + w.keys) / 2;
   }

@@ -4,7 +4,7 @@
 // machine (kernel rates, links, ranks per node), following each engine's schedule: which steps
 // run, what each sends, and which transfers overlap which compute.
 //
-// Compute is the scores in the tiles the kernels compute (model/tile_work.hpp), counted as the
+// Compute is the scores in the tiles the kernels compute (kernels/tile_work.hpp), counted as the
 // kernels count them, at the rate a kernel benchmark measured on whole tiles; a masked tile
 // costs what its size and its visible scores say (MachineModel). A transfer costs latency + bytes / bandwidth on
 // the link it crosses (inside a node or between nodes). Bytes are the engines' own
@@ -16,6 +16,7 @@
 
 #include "engine/attention_config.hpp"
 #include "engine/attention_strategy.hpp"
+#include "kernels/tile_work.hpp"
 
 namespace rfa {
 namespace model {
@@ -54,8 +55,8 @@ struct MachineModel {
   /// One rank's local copies (packing around the all-to-alls and gathers), bytes per second.
   double copy_bytes_per_s = 5e9;
   /// The kernels' tiles (query rows x key rows) in the forward and the backward.
-  int forward_tile_q = 192, forward_tile_k = 96;
-  int backward_tile_q = 96, backward_tile_k = 192;
+  int forward_tile_q = kernels::kHostForwardTile.q, forward_tile_k = kernels::kHostForwardTile.k;
+  int backward_tile_q = kernels::kHostBackwardTile.q, backward_tile_k = kernels::kHostBackwardTile.k;
   /// What a tile the mask cuts costs, relative to a score of a whole tile: `masked_tile_cost`
   /// per score of the tile plus `masked_visible_cost` per score the mask lets through. The CUDA
   /// kernels compute such a tile whole and then mask it (1, 0); the host kernels skip the

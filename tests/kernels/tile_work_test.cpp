@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The model's tile count (model/tile_work.hpp) against the kernels' own rule applied to every
-// tile pair (kernels::classify_tile), for every layout, mask, window and documents, blocks of
+// The kernels' tile count (kernels/tile_work.hpp) against the kernels' own rule applied to every
+// tile pair (classify_tile), for every layout, mask, window and documents, blocks of
 // every pair of ranks, and tile sizes that do and do not divide the rows; and the query and
-// key rows of the tiles computed.
+// key rows of the tiles computed; the count without the cut tiles' visible scores
+// (computed_scores) against the same.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -11,16 +12,15 @@
 #include <vector>
 
 #include "core/mask_ranges.hpp"
-
+#include "kernels/tile_work.hpp"
 #include "layout/sequence_layout.hpp"
-#include "model/tile_work.hpp"
 #include "random_mask_ranges.hpp"
 
-namespace rfa::model {
+namespace rfa::kernels {
 namespace {
 
 // `ranges`: the list behind rule.ranges, whose pairs are tested by the documented rule.
-TileWork tile_by_tile(const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k, int tq, int tk,
+TileWork tile_by_tile(const MaskRule& rule, const PositionMap& q, const PositionMap& k, int tq, int tk,
                       const std::vector<rfa_mask_range_t>* ranges = nullptr) {
   TileWork w;
   const std::int64_t Lq = q.length(), Lk = k.length();
@@ -30,15 +30,15 @@ TileWork tile_by_tile(const kernels::MaskRule& rule, const PositionMap& q, const
     for (std::int64_t c0 = 0; c0 < Lk; c0 += tk) {
       const std::int64_t r1 = std::min(Lq, r0 + tq), c1 = std::min(Lk, c0 + tk);
       const double area = double((r1 - r0) * (c1 - c0));
-      const kernels::TileVisibility kind = kernels::classify_tile(rule, q, r0, r1, k, c0, c1);
-      if (kind != kernels::TileVisibility::hidden) {
+      const TileVisibility kind = classify_tile(rule, q, r0, r1, k, c0, c1);
+      if (kind != TileVisibility::hidden) {
         computes = true;
         first_key = std::min(first_key, c0);
         end_key = std::max(end_key, c1);
       }
       switch (kind) {
-        case kernels::TileVisibility::full: w.full += area; break;
-        case kernels::TileVisibility::partial:
+        case TileVisibility::full: w.full += area; break;
+        case TileVisibility::partial:
           w.partial += area;
           for (std::int64_t i = r0; i < r1; ++i)
             for (std::int64_t j = c0; j < c1; ++j)
@@ -46,7 +46,7 @@ TileWork tile_by_tile(const kernels::MaskRule& rule, const PositionMap& q, const
                   (!rule.ranges.on || rfa_test::ranges_let_through(*ranges, q(i), k(j))))
                 w.partial_visible += 1;
           break;
-        case kernels::TileVisibility::hidden: break;
+        case TileVisibility::hidden: break;
       }
     }
     if (computes) w.rows += double(std::min(Lq, r0 + tq) - r0);
@@ -73,7 +73,7 @@ TEST(TileWork, MatchesTheKernelsRuleTileByTile) {
         for (std::int64_t window : {0, 1, 50, 200})
           for (const std::vector<std::int64_t>* d : {&no_docs, &docs})
             for (auto [tq, tk] : {std::pair<int, int>{16, 8}, {7, 13}, {192, 96}}) {
-              kernels::MaskRule rule{causal, window, d->empty() ? nullptr : d->data(), std::int64_t(d->size()), {}};
+              MaskRule rule{causal, window, d->empty() ? nullptr : d->data(), std::int64_t(d->size()), {}};
               for (int me = 0; me < P; ++me)
                 for (int owner = 0; owner < P; ++owner) {
                   const PositionMap q = layout::positions(layout, S, P, me), k = layout::positions(layout, S, P, owner);
@@ -82,51 +82,11 @@ TEST(TileWork, MatchesTheKernelsRuleTileByTile) {
                   where << layout::layout_name(layout) << " P=" << P << " " << me << "<-" << owner << " causal "
                         << causal << " window " << window << " docs " << d->size() << " tiles " << tq << "x" << tk;
                   ASSERT_NO_FATAL_FAILURE(expect_same_work(got, want, where.str()));
+                  ASSERT_EQ(computed_scores(rule, q, k, {tq, tk}), want.computed()) << where.str();
                   ++cases;
                 }
             }
   EXPECT_EQ(cases, 3 * 30 * 2 * 4 * 2 * 3);
-}
-
-// The memo the model keeps for a prediction: one memo asked about every block of every layout,
-// mask, window and tile size in turn (so that a key missing a field would answer one block with
-// another's count) gives the kernels' rule tile by tile; blocks under the causal mask and the
-// window alone are remembered by the distance between their maps (a contiguous ring of P ranks
-// has 2P - 1), blocks with documents are counted each time.
-TEST(TileWork, MemoAnswersEveryBlockAsCountedAndRemembersBlocksAtTheSameDistance) {
-  const std::int64_t S = 720;
-  const std::vector<std::int64_t> no_docs, docs = {0, 100, 100, 333, 610, 720};
-  TileWorkMemo memo;
-  for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
-    for (int P : {1, 3, 4})
-      for (bool causal : {false, true})
-        for (std::int64_t window : {0, 1, 200})
-          for (const std::vector<std::int64_t>* d : {&no_docs, &docs})
-            for (auto [tq, tk] : {std::pair<int, int>{16, 8}, {7, 13}}) {
-              kernels::MaskRule rule{causal, window, d->empty() ? nullptr : d->data(), std::int64_t(d->size()), {}};
-              for (int me = 0; me < P; ++me)
-                for (int owner = 0; owner < P; ++owner) {
-                  const PositionMap q = layout::positions(layout, S, P, me), k = layout::positions(layout, S, P, owner);
-                  const TileWork want = tile_by_tile(rule, q, k, tq, tk), got = memo.count(rule, q, k, tq, tk);
-                  std::ostringstream where;
-                  where << layout::layout_name(layout) << " P=" << P << " " << me << "<-" << owner << " causal "
-                        << causal << " window " << window << " docs " << d->size() << " tiles " << tq << "x" << tk;
-                  ASSERT_NO_FATAL_FAILURE(expect_same_work(got, want, where.str()));
-                }
-            }
-  EXPECT_GT(memo.remembered(), 0);
-
-  const int P = 8;
-  const kernels::MaskRule window_rule{true, 100, nullptr, 0, {}}, docs_rule{true, 0, docs.data(), 6, {}};
-  for (const kernels::MaskRule* rule : {&window_rule, &docs_rule}) {
-    TileWorkMemo ring;
-    for (int me = 0; me < P; ++me)
-      for (int owner = 0; owner < P; ++owner)
-        ring.count(*rule, layout::positions(RFA_LAYOUT_CONTIGUOUS, S, P, me),
-                   layout::positions(RFA_LAYOUT_CONTIGUOUS, S, P, owner), 16, 8);
-    EXPECT_EQ(ring.asked(), P * P);
-    EXPECT_EQ(ring.remembered(), rule == &window_rule ? P * P - (2 * P - 1) : 0);
-  }
 }
 
 // Maps no layout pairs (segments of different strides, a query segment starting after its
@@ -146,7 +106,7 @@ TEST(TileWork, MixedMapsMatchTheKernelsRuleTileByTile) {
       for (std::int64_t window : {0, 1, 9, 64})
         for (const std::vector<std::int64_t>* d : {&no_docs, &docs})
           for (auto [tq, tk] : {std::pair<int, int>{16, 8}, {7, 13}}) {
-            kernels::MaskRule rule{causal, window, d->empty() ? nullptr : d->data(), std::int64_t(d->size()), {}};
+            MaskRule rule{causal, window, d->empty() ? nullptr : d->data(), std::int64_t(d->size()), {}};
             const TileWork want = tile_by_tile(rule, q, k, tq, tk), got = count_tile_work(rule, q, k, tq, tk);
             std::ostringstream where;
             where << "maps " << cases / 32 << " causal " << causal << " window " << window << " docs " << d->size()
@@ -154,6 +114,7 @@ TEST(TileWork, MixedMapsMatchTheKernelsRuleTileByTile) {
             ASSERT_EQ(got.full, want.full) << where.str();
             ASSERT_EQ(got.partial, want.partial) << where.str();
             ASSERT_EQ(got.partial_visible, want.partial_visible) << where.str();
+            ASSERT_EQ(computed_scores(rule, q, k, {tq, tk}), want.computed()) << where.str();
             ++cases;
           }
   EXPECT_EQ(cases, 4 * 2 * 4 * 2 * 2);
@@ -172,8 +133,7 @@ TEST(TileWork, MaskRangesMatchTheKernelsRuleTileByTile) {
     const bool causal = trial % 3 == 2;
     const std::int64_t window = trial % 4 == 1 ? 37 : 0;
     const std::vector<std::int64_t>& d = trial % 5 == 4 ? docs : no_docs;
-    const kernels::MaskRule rule{causal, window, d.empty() ? nullptr : d.data(), std::int64_t(d.size()),
-                                 ranges.index()};
+    const MaskRule rule{causal, window, d.empty() ? nullptr : d.data(), std::int64_t(d.size()), ranges.index()};
     for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
       for (int P : {1, 3, 4})
         for (auto [tq, tk] : {std::pair<int, int>{16, 8}, {7, 13}})
@@ -189,6 +149,7 @@ TEST(TileWork, MaskRangesMatchTheKernelsRuleTileByTile) {
               ASSERT_EQ(got.partial_visible, want.partial_visible) << where.str();
               ASSERT_EQ(got.rows, want.rows) << where.str();
               ASSERT_EQ(got.keys, want.keys) << where.str();
+              ASSERT_EQ(computed_scores(rule, q, k, {tq, tk}), want.computed()) << where.str();
               ++cases;
             }
   }
@@ -197,16 +158,16 @@ TEST(TileWork, MaskRangesMatchTheKernelsRuleTileByTile) {
 
 TEST(TileWork, WholeSequenceCountsAreExact) {
   const PositionMap all = PositionMap::contiguous(0, 1000);
-  const TileWork none = count_tile_work(kernels::MaskRule{}, all, all, 64, 64);
+  const TileWork none = count_tile_work(MaskRule{}, all, all, 64, 64);
   EXPECT_EQ(none.full, 1e6);
   EXPECT_EQ(none.partial, 0);
   EXPECT_EQ(none.rows, 1000);
   EXPECT_EQ(none.keys, 1000);
   // Causal, tiles of 1: exactly the visible scores, all full.
-  const TileWork causal = count_tile_work(kernels::MaskRule{true, 0, nullptr, 0, {}}, all, all, 1, 1);
+  const TileWork causal = count_tile_work(MaskRule{true, 0, nullptr, 0, {}}, all, all, 1, 1);
   EXPECT_EQ(causal.full, 1000.0 * 1001.0 / 2.0);
   EXPECT_EQ(causal.partial, 0);
 }
 
 }  // namespace
-}  // namespace rfa::model
+}  // namespace rfa::kernels

@@ -3,7 +3,8 @@
 // computes, counted the way the kernels tile and classify (kernels/tile_visibility.hpp): tiles
 // of tile_q local query rows by tile_k local key rows, each hidden (skipped), full (no mask) or
 // partial (masked), decided from the position ranges alone. The performance model
-// (model/performance_model.hpp) turns these counts into time.
+// (model/performance_model.hpp) turns these counts into time; the balanced layout's solver
+// (engine/placement_refinement.hpp) evens them across ranks.
 //
 // Every layout's position map is increasing, so along a row of tiles the hidden ones form a
 // prefix and a suffix and the full ones an interval: each query tile costs a few binary searches,
@@ -13,14 +14,21 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <vector>
 
 #include "core/positions.hpp"
 #include "kernels/tile_visibility.hpp"
 
 namespace rfa {
-namespace model {
+namespace kernels {
+
+/// A kernel's tile: query rows by key rows.
+struct TileShape {
+  int q = 0, k = 0;
+};
+
+/// The host kernels' tiles (flash_forward.cpp, flash_backward.cpp; the bf16 forward's key
+/// tiles are longer, 128): the forward's 192 query rows by 96 keys, the backward's 96 by 192.
+inline constexpr TileShape kHostForwardTile{192, 96}, kHostBackwardTile{96, 192};
 
 /// Scores (query row, key row pairs) in the tiles a kernel computes, by kind of tile.
 struct TileWork {
@@ -34,25 +42,16 @@ struct TileWork {
 
 /// The tiles a kernel computes for queries at `q` against keys at `k` (local rows in the maps'
 /// order, tiles from row 0), under `rule`. Both maps must be increasing (every layout's is).
-TileWork count_tile_work(const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k, int tile_q,
-                         int tile_k);
+TileWork count_tile_work(const MaskRule& rule, const PositionMap& q, const PositionMap& k, int tile_q, int tile_k);
 
-/// count_tile_work(), remembered. Under a rule that tests only differences of positions (the
-/// causal mask and the window: no documents, no ranges), a block's work is that of its two maps
-/// moved together so that their first position is 0, which every pair of ranks at the same
-/// distance shares (the ring's blocks on a contiguous layout: P distinct blocks of P x P).
-/// Other rules are counted each time.
-class TileWorkMemo {
- public:
-  TileWork count(const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k, int tile_q, int tile_k);
-  /// Blocks counted, and of those answered from memory.
-  std::int64_t asked() const { return asked_; }
-  std::int64_t remembered() const { return remembered_; }
+/// The scores of the tiles a kernel computes (count_tile_work(...).computed()), without
+/// counting what the mask lets through inside the cut tiles: the part of the count that costs
+/// most under a mask given as ranges, which a caller comparing placements does not need.
+/// `operations` (optional) grows by the count's own cost: the binary-search steps, tile
+/// classifications and range entries it visits, a measure of its time that is the same on
+/// every machine.
+double computed_scores(const MaskRule& rule, const PositionMap& q, const PositionMap& k, TileShape tile,
+                       double* operations = nullptr);
 
- private:
-  std::map<std::vector<std::int64_t>, TileWork> known_;
-  std::int64_t asked_ = 0, remembered_ = 0;
-};
-
-}  // namespace model
+}  // namespace kernels
 }  // namespace rfa
