@@ -36,8 +36,9 @@ struct RefinementInputs {
   /// pass it; where counting the start passes it, it returns the start unchanged.
   double operation_budget = kDefaultOperationBudget;
 
-  /// About half a second of counting on one core (perf/RESULTS.md, "the balanced layout's
-  /// placement refined on whole rank maps").
+  /// Half a second to under two seconds of counting on one core at S = 65536, P = 64
+  /// (perf/RESULTS.md, "2026-11-30 (morning) — the balanced layout's placement refined on whole
+  /// rank maps, and tiles classified segment by segment").
   static constexpr double kDefaultOperationBudget = 2e8;
 };
 
