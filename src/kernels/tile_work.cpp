@@ -35,16 +35,13 @@ struct Piece {
   std::int64_t lo = 0, hi = 0;
 };
 
-/// The pieces of rows [r0, r1) of `m`, one per segment they reach, into `out`; their number.
+/// The pieces of rows [r0, r1) of `m`, one per segment they reach (segment_piece), into `out`;
+/// their number.
 int tile_pieces(const PositionMap& m, std::int64_t r0, std::int64_t r1, Piece* out) {
   int n = 0;
   std::int64_t base = 0;
-  for (int s = 0; s < m.count; ++s) {
-    const Segment& g = m.seg[s];
-    const std::int64_t i0 = std::max(r0, base) - base, i1 = std::min(r1, base + g.length) - base;
-    base += g.length;
-    if (i0 < i1) out[n++] = Piece{g.start + i0 * g.stride, g.start + (i1 - 1) * g.stride};
-  }
+  for (int s = 0; s < m.count && base < r1; base += m.seg[s++].length)
+    if (segment_piece(m.seg[s], base, r0, r1, out[n].lo, out[n].hi)) ++n;
   return n;
 }
 
