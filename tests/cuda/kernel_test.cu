@@ -675,6 +675,22 @@ int main(int argc, char** argv) {
   cap_docs_zig.docs = {0, 30, 110, 210, 240};
   cap_docs_zig.softcap = 1.5f;
   for (const Case& c : {cap, cap_window, cap_docs_zig}) cases.push_back(c);
+  // Zigzag chunks as long as the sm80 tiles' rows (64, 128) or one shorter or longer, so that a
+  // tile's rows or keys cross from one chunk to the other exactly at a tile edge or one row away
+  // (rank 0's queries, rank 1's keys of P = 3): causal, and a window with documents on a chunk's
+  // edge and one beside it.
+  for (int n : {63, 64, 65, 127, 128, 129}) {
+    const std::string chunks = "zigzag chunks of " + std::to_string(n) + ", q(rank 0) x k(rank 1), ";
+    Case edge{chunks + "causal", n % 2 ? B : H, 64, 1, 2 * n, 2 * n, 2, 1, true};
+    edge.q_map = two_segments(0, n, 5 * n, n);
+    edge.k_map = two_segments(n, n, 4 * n, n);
+    cases.push_back(edge);
+    edge.name = chunks + "window + documents, full";
+    edge.causal = false;
+    edge.window = n + 1;
+    edge.docs = {0, 4 * n, 5 * n + 1, 6 * n};
+    cases.push_back(edge);
+  }
   // Masks given as ranges (the library's index on the device): prefix-LM (a causal entry and a
   // full one), a 2-D neighbourhood of bands with GQA and fp16 d128, block-causal blocks with a
   // window and documents on top on a zigzag map, and a list of every kind with empty,

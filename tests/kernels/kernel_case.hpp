@@ -342,6 +342,31 @@ inline std::vector<CaseSpec> kernel_cases() {
                                               {0, 193, 0, 96, 0, 0, RFA_RANGE_FULL}};
   mla_ranges.ranges = std::make_shared<const MaskRanges>(band.data(), std::int64_t(band.size()), 193, "ranges");
   split(mla_ranges, 128);
+  // A balanced placement's maps: a rank's chunks scattered over the sequence, each as long as a
+  // tile of the host kernels (the forward's 192 x 96, the backward's 96 x 192) or one shorter or
+  // longer, so that a tile's rows or keys cross from one chunk to the next exactly at a tile edge
+  // or one row away; under the causal mask, a window with documents on a chunk's edge and one
+  // beside it, and ranges whose bounds sit on the chunks' edges.
+  for (std::int64_t n : {95, 96, 97, 191, 192, 193}) {
+    auto chunks = [n](std::initializer_list<std::int64_t> which) {
+      PositionMap m;
+      for (const std::int64_t c : which) m.seg[m.count++] = Segment{c * n, 1, n};
+      return m;
+    };
+    const PositionMap q = chunks({2, 5, 9}), k = chunks({0, 5, 7});
+    add({1, 3 * n, 3 * n, 2, 1, 16, RFA_MASK_CAUSAL, q, k});
+    CaseSpec windowed{1, 3 * n, 3 * n, 2, 2, 16, RFA_MASK_CAUSAL, q, k};
+    windowed.window = n + 1;
+    windowed.docs = {0, 5 * n, 5 * n + 1, 10 * n};
+    add(windowed);
+    CaseSpec sparse{1, 3 * n, 3 * n, 2, 1, 16, RFA_MASK_RANGES, q, k};
+    const std::vector<rfa_mask_range_t> list = {{2 * n, 3 * n, 0, n - 1, 0, 0, RFA_RANGE_FULL},
+                                                {5 * n - 1, 6 * n + 1, 5 * n, 8 * n, 0, 0, RFA_RANGE_CAUSAL},
+                                                {9 * n + 1, 10 * n, 7 * n - 1, 7 * n + 2, 0, 0, RFA_RANGE_FULL},
+                                                {2 * n, 10 * n, 0, 10 * n, -n, -n + 2, RFA_RANGE_BAND}};
+    sparse.ranges = std::make_shared<const MaskRanges>(list.data(), std::int64_t(list.size()), 10 * n, "ranges");
+    add(sparse);
+  }
   return cases;
 }
 

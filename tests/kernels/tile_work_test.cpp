@@ -13,6 +13,7 @@
 
 #include "core/mask_ranges.hpp"
 #include "kernels/tile_work.hpp"
+#include "layout/chunk_placement.hpp"
 #include "layout/sequence_layout.hpp"
 #include "random_mask_ranges.hpp"
 
@@ -154,6 +155,42 @@ TEST(TileWork, MaskRangesMatchTheKernelsRuleTileByTile) {
             }
   }
   EXPECT_EQ(cases, 24 * 3 * 2 * (1 + 9 + 16));
+}
+
+// A balanced placement's maps (eight chunks a rank, scattered, adjacent ones merged) whose
+// chunks are as long as the tiles' rows or keys, or one shorter or longer: tile edges on the
+// chunks' edges and one row away, under the causal mask, a window with documents, and ranges.
+TEST(TileWork, BalancedChunksOnTheTilesEdgesMatchTheRuleTileByTile) {
+  const auto rank_chunks =
+      std::vector<std::vector<std::int64_t>>{{0, 3, 4, 9, 12, 13, 14, 22}, {1, 2, 6, 10, 11, 17, 20, 23}};
+  int cases = 0;
+  for (auto [tq, tk] : {std::pair<int, int>{12, 6}, {6, 12}})
+    for (std::int64_t n : {std::int64_t(tk) - 1, std::int64_t(tk), std::int64_t(tk) + 1, std::int64_t(tq) - 1,
+                           std::int64_t(tq), std::int64_t(tq) + 1}) {
+      const std::int64_t S = 24 * n;
+      const std::vector<std::int64_t> docs = {0, 3 * n, 3 * n + 1, 11 * n - 1, S};
+      std::mt19937_64 rng{std::uint64_t(n)};
+      std::vector<std::int64_t> edges;
+      for (std::int64_t c = 0; c <= 24; ++c) edges.push_back(c * n);
+      const auto list = rfa_test::random_mask_ranges(rng, S, 6, edges);
+      const MaskRanges ranges(list.data(), std::int64_t(list.size()), S, "ranges");
+      const MaskRule rules[] = {{true, 0, nullptr, 0, {}},
+                                {true, n + 1, docs.data(), std::int64_t(docs.size()), {}},
+                                {false, 0, nullptr, 0, ranges.index()}};
+      for (const MaskRule& rule : rules)
+        for (const auto& mine : rank_chunks)
+          for (const auto& theirs : rank_chunks) {
+            const PositionMap q = layout::chunk_positions(mine, n), k = layout::chunk_positions(theirs, n);
+            const TileWork want = tile_by_tile(rule, q, k, tq, tk, &list), got = count_tile_work(rule, q, k, tq, tk);
+            std::ostringstream where;
+            where << "tiles " << tq << "x" << tk << " chunk " << n << " rule " << (&rule - rules) << " ranks "
+                  << (&mine - rank_chunks.data()) << "<-" << (&theirs - rank_chunks.data());
+            ASSERT_NO_FATAL_FAILURE(expect_same_work(got, want, where.str()));
+            ASSERT_EQ(computed_scores(rule, q, k, {tq, tk}), want.computed()) << where.str();
+            ++cases;
+          }
+    }
+  EXPECT_EQ(cases, 2 * 6 * 3 * 4);
 }
 
 TEST(TileWork, WholeSequenceCountsAreExact) {
