@@ -2,6 +2,7 @@
 #include "mask_balance.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <numeric>
 #include <utility>
@@ -37,10 +38,6 @@ std::vector<MaskFamily> mask_families(std::int64_t seq, std::mt19937_64& rng) {
   return families;
 }
 
-namespace {
-
-/// A rank's segments as a position map, adjacent ones merged: its rows in local order, as the
-/// kernels tile them (at most PositionMap::kMaxSegments, which every placement here keeps to).
 PositionMap as_map(const std::vector<Segment>& segments) {
   PositionMap m;
   for (const Segment& g : segments) {
@@ -55,6 +52,14 @@ PositionMap as_map(const std::vector<Segment>& segments) {
   }
   return m;
 }
+
+std::string family_stem(const std::string& family) {
+  std::string stem;
+  for (char ch : family) stem += ch == ' ' ? '-' : char(std::tolower(static_cast<unsigned char>(ch)));
+  return stem;
+}
+
+namespace {
 
 double max_over_mean(const std::vector<double>& v) {
   const double mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());

@@ -48,6 +48,13 @@ struct MaskPairs {
 /// (a fixed layout's position map, or the chunks a placement assigns).
 using Placement = std::vector<std::vector<Segment>>;
 
+/// A rank's segments as a position map, adjacent ones merged: its rows in local order, as the
+/// kernels tile them (at most PositionMap::kMaxSegments, which every placement here keeps to).
+PositionMap as_map(const std::vector<Segment>& segments);
+
+/// A family's name as a file stem: "2-D neighbourhood" -> "2-d-neighbourhood".
+std::string family_stem(const std::string& family);
+
 /// The fixed layout's rows on `ranks` ranks.
 Placement layout_placement(rfa_layout_t layout, std::int64_t seq, int ranks);
 

@@ -16,7 +16,6 @@
 // writes each family's list as DIR/<family>.ranges ("2-D neighbourhood" as 2-d-neighbourhood),
 // the file rfa_run's --mask ranges:FILE reads, so that a run times the very mask counted here
 // (perf/masks/measured_balance.py).
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -39,13 +38,6 @@ struct Options {
   double check_causal = 0;
   std::string write_ranges;  ///< a directory, or empty
 };
-
-/// "2-D neighbourhood" -> "2-d-neighbourhood".
-std::string file_stem(const std::string& family) {
-  std::string stem;
-  for (char ch : family) stem += ch == ' ' ? '-' : char(std::tolower(static_cast<unsigned char>(ch)));
-  return stem;
-}
 
 /// Writes `ranges` in rfa_run's ranges-file format (perf/ring/run_options.cpp).
 void write_ranges_file(const std::string& path, const std::vector<rfa_mask_range_t>& ranges) {
@@ -108,7 +100,8 @@ int main(int argc, char** argv) {
     std::printf("%-18s %-10s %4s %9s %9s %9s %9s %6s %11s %11s %7s %11s %7s\n", "", "", "", "max/mean", "max/mean",
                 "max/mean", "/visible", "", "(busiest)", "(busiest)", "seen", "(busiest)", "/ seen");
     for (const rfa::perf::MaskFamily& f : rfa::perf::mask_families(o.seq, rng)) {
-      if (!o.write_ranges.empty()) write_ranges_file(o.write_ranges + "/" + file_stem(f.name) + ".ranges", f.ranges);
+      if (!o.write_ranges.empty())
+        write_ranges_file(o.write_ranges + "/" + rfa::perf::family_stem(f.name) + ".ranges", f.ranges);
       const rfa::perf::MaskPairs mask(f.ranges, o.seq);
       // The fixed layouts, then the balanced layout's chunks by their pairs alone, and refined.
       for (int placement = 0; placement < 5; ++placement) {
