@@ -129,9 +129,10 @@ int main(int argc, char** argv) {
           else
             std::printf(" %11s %7s\n", "-", "-");
           if (placement == 4)
-            std::printf("%-18s   refinement: %d swaps kept of %d counted, %.3g operations%s; solved in %.3f s\n", "",
+            std::printf("%-18s   refinement: %d swaps kept of %d counted, %.3g operations%s%s; solved in %.3f s\n", "",
                         refined.swaps, refined.tried, refined.operations,
-                        refined.out_of_budget ? ", stopped by the budget" : "", solve_seconds);
+                        refined.out_of_budget ? ", stopped by the budget" : "",
+                        refined.second_start ? ", from the second start" : "", solve_seconds);
           if (o.check_causal > 0) {
             if (c.ring_rows < c.seen_rows) {
               std::printf("FAIL: the ring receives fewer rows than the queries see\n");

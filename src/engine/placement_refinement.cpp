@@ -64,6 +64,9 @@ Objective objective(const std::vector<Measures>& ranks, const Measures& start_me
   return o;
 }
 
+/// The busiest share above which a refinement that stops tries the second start.
+constexpr double kSecondStartAbove = 1.05;
+
 /// The share of the visible pairs any rank may reach while the tiles are evened (unless the
 /// start's is higher): the target the layout keeps for the visible work per rank.
 constexpr double kPairsShareBound = 1.05;
@@ -87,6 +90,13 @@ class Refiner {
     for (const int r : owner_) require(r >= 0, "internal: a chunk of the placement has no rank");
   }
 
+  /// Each rank's measures (after run()), and each chunk's estimate (empty where run() counted
+  /// too little to make them).
+  const std::vector<Measures>& loads() const { return loads_; }
+  const std::vector<Measures>& estimates() const { return estimate_; }
+  /// Whether run() counted the start and the estimates, and so searched and reported shares.
+  bool searched() const { return searched_; }
+
   layout::ChunkPlacement run(RefinementReport& report) {
     if (ranks_ < 2 || in_.rules.empty()) return std::move(p_);
     if (!count_start() || !estimate_chunks()) {
@@ -95,6 +105,7 @@ class Refiner {
       for (std::vector<std::int64_t>& mine : p_.chunks) std::sort(mine.begin(), mine.end());
       return std::move(p_);
     }
+    searched_ = true;
     // A swap counts 4P - 4 of the start's P^2 blocks per pass; each counted swap says the next's.
     double swap_operations = start_operations_ * double(4 * ranks_ - 4) / (double(ranks_) * double(ranks_));
     shares(report.pairs_before, report.forward_before, report.backward_before);
@@ -359,6 +370,7 @@ class Refiner {
   std::vector<Measures> loads_, estimate_;
   Measures start_means_;
   double counted_ = 0, start_operations_ = 0;
+  bool searched_ = false;
 };
 
 }  // namespace
@@ -370,9 +382,45 @@ layout::ChunkPlacement refine_placement(layout::ChunkPlacement start, const Refi
   require(ranks >= 1 && chunks % ranks == 0 && start.chunk_length * chunks == inputs.seq_len,
           "internal: a refinement's placement and chunk work disagree");
   for (const WeightedRule& r : inputs.rules) require(r.weight >= 0, "internal: a rule's weight is ", r.weight);
-  RefinementReport unused;
+  RefinementReport unused, first;
+  RefinementReport& out = report != nullptr ? *report : unused;
   Refiner refiner(std::move(start), inputs);
-  return refiner.run(report != nullptr ? *report : unused);
+  layout::ChunkPlacement refined = refiner.run(first);
+  out = first;
+  // Where the swaps stop short of even (the pairs' bound, or a start they cannot leave), a
+  // second start, from every chunk's estimated measures at once, refined with what is left of
+  // the budget; kept where its busiest share is lower and its busiest rank has no more work.
+  if (!refiner.searched() || first.load_after <= kSecondStartAbove || first.out_of_budget) return refined;
+  layout::ChunkMeasures measures(3);
+  for (const Measures& m : refiner.estimates()) {
+    measures[0].push_back(m.pairs);
+    measures[1].push_back(m.forward);
+    measures[2].push_back(m.backward);
+  }
+  RefinementInputs rest = inputs;
+  rest.operation_budget = inputs.operation_budget - first.operations;
+  RefinementReport second;
+  Refiner again(layout::place_chunks_by_measures(measures, inputs.seq_len, ranks), rest);
+  layout::ChunkPlacement other = again.run(second);
+  out.swaps += second.swaps;
+  out.tried += second.tried;
+  out.operations += second.operations;
+  out.out_of_budget = second.out_of_budget;
+  auto busiest = [](const std::vector<Measures>& loads, double Measures::*m) {
+    double most = 0;
+    for (const Measures& l : loads) most = std::max(most, l.*m);
+    return most;
+  };
+  if (!again.searched() || second.load_after >= first.load_after ||
+      busiest(again.loads(), &Measures::forward) > busiest(refiner.loads(), &Measures::forward) ||
+      busiest(again.loads(), &Measures::backward) > busiest(refiner.loads(), &Measures::backward))
+    return refined;
+  out.second_start = true;
+  out.load_after = second.load_after;
+  out.pairs_after = second.pairs_after;
+  out.forward_after = second.forward_after;
+  out.backward_after = second.backward_after;
+  return other;
 }
 
 }  // namespace engine

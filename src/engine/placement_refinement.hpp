@@ -44,10 +44,11 @@ struct RefinementInputs {
 
 /// What a refinement did.
 struct RefinementReport {
-  int swaps = 0;          ///< swaps kept
-  int tried = 0;          ///< swaps counted
+  int swaps = 0;          ///< swaps kept (from both starts)
+  int tried = 0;          ///< swaps counted (from both starts)
   double operations = 0;  ///< operations of the tile count spent
   bool out_of_budget = false;
+  bool second_start = false;  ///< the placement kept is the second start's
   /// The busiest rank's load (what the refinement lowers), before and after.
   double load_before = 1, load_after = 1;
   /// The busiest rank's share of each measure, before and after: its work over the mean
@@ -67,8 +68,13 @@ struct RefinementReport {
 /// mean: evening never costs the busiest rank time), keeps every rank's share of the visible
 /// pairs within 1.05 (or the start's), and lowers the sum of the loads' 16th powers. It stops
 /// when four batches hold none, after four swaps per chunk, or at the budget; where counting
-/// one block says the start alone would spend half the budget, it counts nothing more. Deterministic, no communication:
-/// the same on every rank for the same inputs. Every rank keeps as many chunks as it started with, in ascending order.
+/// one block says the start alone would spend half the budget, it counts nothing more. Where it
+/// stops with the busiest share above 1.05 and budget left, a second start places the chunks by
+/// their estimates of all three measures at once (layout::place_chunks_by_measures), is refined
+/// the same way with the rest of the budget, and is kept where its busiest share is lower and
+/// its busiest rank computes no more tiles (`report->second_start`). Deterministic, no
+/// communication: the same on every rank for the same inputs. Every rank keeps as many chunks
+/// as it started with, in ascending order.
 layout::ChunkPlacement refine_placement(layout::ChunkPlacement start, const RefinementInputs& inputs,
                                         RefinementReport* report = nullptr);
 

@@ -59,4 +59,56 @@ ChunkPlacement place_chunks_by_work(const std::vector<double>& chunk_work, std::
   return p;
 }
 
+ChunkPlacement place_chunks_by_measures(const ChunkMeasures& chunk_work, std::int64_t seq_len, int ranks) {
+  require(!chunk_work.empty(), "a placement needs at least one kind of work");
+  const std::size_t kinds = chunk_work.size(), n = chunk_work[0].size();
+  for (const std::vector<double>& kind : chunk_work) {
+    require(kind.size() == n, "every kind of work needs a figure for each of the ", n, " chunks");
+    place_chunks_by_work(kind, seq_len, ranks);  // the same checks of counts and work
+  }
+  // Each kind's mean per rank; a kind no chunk has any of weighs nothing.
+  std::vector<double> inverse_mean(kinds, 0.0);
+  for (std::size_t k = 0; k < kinds; ++k) {
+    const double total = std::accumulate(chunk_work[k].begin(), chunk_work[k].end(), 0.0);
+    inverse_mean[k] = total > 0 ? double(ranks) / total : 0.0;
+  }
+  auto size = [&](std::size_t c) {
+    double largest = 0;
+    for (std::size_t k = 0; k < kinds; ++k) largest = std::max(largest, chunk_work[k][c] * inverse_mean[k]);
+    return largest;
+  };
+  std::vector<std::int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::int64_t a, std::int64_t b) { return size(std::size_t(a)) > size(std::size_t(b)); });
+  const std::int64_t per_rank = std::int64_t(n) / ranks;
+  ChunkPlacement p;
+  p.chunk_length = seq_len / std::int64_t(n);
+  p.chunks.resize(static_cast<std::size_t>(ranks));
+  std::vector<std::vector<double>> share(static_cast<std::size_t>(ranks), std::vector<double>(kinds, 0.0));
+  for (const std::int64_t chunk : order) {
+    int best = -1;
+    double best_largest = 0, best_sum = 0;
+    for (int r = 0; r < ranks; ++r) {
+      if (std::int64_t(p.chunks[std::size_t(r)].size()) >= per_rank) continue;
+      double largest = 0, sum = 0;
+      for (std::size_t k = 0; k < kinds; ++k) {
+        const double s = share[std::size_t(r)][k] + chunk_work[k][std::size_t(chunk)] * inverse_mean[k];
+        largest = std::max(largest, s);
+        sum += s;
+      }
+      if (best < 0 || largest < best_largest || (largest == best_largest && sum < best_sum)) {
+        best = r;
+        best_largest = largest;
+        best_sum = sum;
+      }
+    }
+    p.chunks[std::size_t(best)].push_back(chunk);
+    for (std::size_t k = 0; k < kinds; ++k)
+      share[std::size_t(best)][k] += chunk_work[k][std::size_t(chunk)] * inverse_mean[k];
+  }
+  for (std::vector<std::int64_t>& mine : p.chunks) std::sort(mine.begin(), mine.end());
+  return p;
+}
+
 }  // namespace rfa::layout

@@ -40,4 +40,13 @@ PositionMap chunk_positions(const std::vector<std::int64_t>& chunks, std::int64_
 /// placement. Throws rfa::Error unless the counts divide and the work is finite and not negative.
 ChunkPlacement place_chunks_by_work(const std::vector<double>& chunk_work, std::int64_t seq_len, int ranks);
 
+/// Work of several kinds per chunk (each kind weighed against its own mean over the ranks).
+using ChunkMeasures = std::vector<std::vector<double>>;  ///< [kind][chunk]
+
+/// place_chunks_by_work() for several kinds of work at once: largest first (a chunk's size: its
+/// largest share of a kind's mean per rank), each to the rank with room whose largest share
+/// after it is smallest (ties: the smaller sum of shares, then the lowest rank). Deterministic;
+/// throws rfa::Error as place_chunks_by_work() does, or when the kinds' chunk counts differ.
+ChunkPlacement place_chunks_by_measures(const ChunkMeasures& chunk_work, std::int64_t seq_len, int ranks);
+
 }  // namespace rfa::layout

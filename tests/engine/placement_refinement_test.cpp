@@ -103,7 +103,7 @@ TEST(PlacementRefinement, ReportsWhatTheTileCountFindsAndNeverRaisesTheBusiestLo
       EXPECT_NEAR(report.pairs_after, after.pairs, 1e-9);
       EXPECT_NEAR(report.forward_after, after.forward, 1e-9);
       EXPECT_NEAR(report.backward_after, after.backward, 1e-9);
-      if (report.swaps == 0) {
+      if (report.swaps == 0 && !report.second_start) {
         EXPECT_EQ(got.chunks, start.chunks);
       }
     }
@@ -127,6 +127,46 @@ TEST(PlacementRefinement, EvensTheTilesThePairsLeaveUneven) {
       EXPECT_LE(after.backward, 1.05);
     }
   EXPECT_GT(uneven, 0) << "no family left the tiles uneven: the test no longer tests the refinement";
+}
+
+// S = 16384 at P = 32: chunks of 64 tokens under the forward's 192-row tiles, where the swaps
+// from the pairs' placement stop at the pairs' bound with the tiles above 1.05 (skewed
+// documents: 1.064): the second start, from every chunk's estimated measures, is kept, and its
+// report is what the placement computes (recounted here with the kernels' tile count, computed
+// scores only).
+TEST(PlacementRefinement, ASecondStartWhereTheSwapsStopShortOfEven) {
+  const std::int64_t S = 16384;
+  const int P = 32;
+  const Family f = families(S)[3];
+  ASSERT_EQ(f.name, "skewed_documents");
+  const AttentionConfig c = balanced_config(f, S);
+  RefinementReport report;
+  const layout::ChunkPlacement got = solve_balanced_placement(c, P, &report);
+  ASSERT_TRUE(report.second_start) << "the first start's search ended at " << report.load_after << " after "
+                                   << report.tried << " swaps counted, " << report.operations << " operations"
+                                   << (report.out_of_budget ? " (out of budget)" : "")
+                                   << ": the test no longer reaches the second start";
+  EXPECT_LE(report.operations, RefinementInputs::kDefaultOperationBudget);
+  EXPECT_LT(report.load_after, report.load_before);
+  const std::vector<double> chunk_pairs = balanced_chunk_work(c, P);
+  const kernels::MaskRule rule = mask_rule(c, 0);
+  std::vector<double> pairs(std::size_t(P), 0.0), forward(pairs), backward(pairs);
+  for (int r = 0; r < P; ++r) {
+    for (const std::int64_t chunk : got.chunks[std::size_t(r)])
+      pairs[std::size_t(r)] += chunk_pairs[std::size_t(chunk)];
+    for (int s = 0; s < P; ++s) {
+      forward[std::size_t(r)] +=
+          kernels::computed_scores(rule, got.positions(r), got.positions(s), kernels::kHostForwardTile);
+      backward[std::size_t(r)] +=
+          kernels::computed_scores(rule, got.positions(r), got.positions(s), kernels::kHostBackwardTile);
+    }
+  }
+  EXPECT_NEAR(report.pairs_after, max_over_mean(pairs), 1e-9);
+  EXPECT_NEAR(report.forward_after, max_over_mean(forward), 1e-9);
+  EXPECT_NEAR(report.backward_after, max_over_mean(backward), 1e-9);
+  EXPECT_LE(report.pairs_after, 1.05);
+  EXPECT_LT(std::max(report.forward_after, report.backward_after),
+            std::max(report.forward_before, report.backward_before));
 }
 
 TEST(PlacementRefinement, KeepsToItsBudgetAndLeavesTheStartWhereCountingItWouldPassIt) {

@@ -49,6 +49,38 @@ TEST(ChunkPlacement, EqualWorkDealsChunksInTurn) {
   for (int r = 0; r < 3; ++r) EXPECT_EQ(p.chunks[std::size_t(r)], (std::vector<std::int64_t>{r, r + 3, r + 6, r + 9}));
 }
 
+// Several kinds of work: with one kind the placement by work itself; with a second kind heavy
+// where the first alone puts one rank's chunks, every rank within a tenth of even in both.
+TEST(ChunkPlacement, SeveralKindsOfWorkAtOnce) {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> work(0.0, 10.0);
+  std::vector<double> one(32);
+  for (double& w : one) w = work(rng);
+  EXPECT_EQ(layout::place_chunks_by_measures({one}, 320, 4).chunks, layout::place_chunks_by_work(one, 320, 4).chunks);
+
+  // The second kind heavy exactly on the chunks the first kind alone gives rank 0.
+  layout::ChunkMeasures two = {one, std::vector<double>(32, 1.0)};
+  const layout::ChunkPlacement by_first = layout::place_chunks_by_work(one, 320, 4);
+  for (const std::int64_t c : by_first.chunks[0]) two[1][std::size_t(c)] = 10.0;
+  auto largest_share = [](const layout::ChunkPlacement& p, const std::vector<double>& w) {
+    std::vector<double> load(p.chunks.size(), 0.0);
+    for (std::size_t r = 0; r < p.chunks.size(); ++r)
+      for (const std::int64_t c : p.chunks[r]) load[r] += w[std::size_t(c)];
+    const double mean = std::accumulate(load.begin(), load.end(), 0.0) / double(load.size());
+    return *std::max_element(load.begin(), load.end()) / mean;
+  };
+  const layout::ChunkPlacement both = layout::place_chunks_by_measures(two, 320, 4);
+  for (const std::vector<std::int64_t>& mine : both.chunks) EXPECT_EQ(mine.size(), 8u);
+  EXPECT_LE(largest_share(both, two[0]), 1.1);
+  EXPECT_LE(largest_share(both, two[1]), 1.1);
+  EXPECT_GT(largest_share(by_first, two[1]), 1.1)
+      << "the first kind alone evens the second too: the case no longer tests several kinds";
+
+  EXPECT_THROW(layout::place_chunks_by_measures({}, 320, 4), Error);
+  EXPECT_THROW(layout::place_chunks_by_measures({one, std::vector<double>(31, 1.0)}, 320, 4), Error);
+  EXPECT_THROW(layout::place_chunks_by_measures({std::vector<double>(7, 1.0)}, 70, 2), Error);
+}
+
 TEST(ChunkPlacement, RefusesCountsThatDoNotDivideAndBadWork) {
   EXPECT_THROW(layout::place_chunks_by_work(std::vector<double>(7, 1.0), 70, 2), Error);
   EXPECT_THROW(layout::place_chunks_by_work(std::vector<double>(8, 1.0), 84, 2), Error);
