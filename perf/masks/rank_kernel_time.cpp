@@ -35,9 +35,11 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "kernels/contiguous_ops.hpp"
 #include "kernels/flash_attention.hpp"
 #include "layout/sequence_layout.hpp"
 #include "mask_balance.hpp"
+#include "result_json.hpp"
 
 namespace {
 
@@ -61,6 +63,13 @@ std::vector<std::string> split(const std::string& s) {
   for (std::string item; std::getline(in, item, ',');)
     if (!item.empty()) out.push_back(item);
   return out;
+}
+
+/// The layout layout::layout_name() calls `name`; throws for none.
+rfa_layout_t layout_named(const std::string& name) {
+  for (rfa_layout_t l : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE, RFA_LAYOUT_BALANCED})
+    if (name == rfa::layout::layout_name(l)) return l;
+  rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "--layouts: unknown layout ", name);
 }
 
 Options parse(int argc, char** argv) {
@@ -96,9 +105,7 @@ Options parse(int argc, char** argv) {
   }
   if (o.seq < 8 || o.heads < 1 || o.head_dim < 8 || o.repeat < 1 || o.ranks.empty())
     rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "--seq, --heads, --head-dim, --repeat and --ranks must be positive");
-  for (const std::string& l : o.layouts)
-    if (l != "contiguous" && l != "zigzag" && l != "stripe" && l != "balanced")
-      rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "--layouts: unknown layout ", l);
+  for (const std::string& l : o.layouts) layout_named(l);
   return o;
 }
 
@@ -107,11 +114,6 @@ void fill_random(const V& view, std::mt19937_64& rng) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   float* data = view.data();
   for (std::size_t i = 0; i < view.size(); ++i) data[i] = dist(rng);
-}
-
-template <class V>
-void fill_value(const V& view, float value) {
-  std::fill(view.data(), view.data() + view.size(), value);
 }
 
 /// This thread's CPU seconds: the time the kernels ran, without what the machine gave to others.
@@ -161,19 +163,19 @@ class RankKernels {
     }
     RankTimes t;
     const double f0 = thread_seconds();
-    fill_value(out_, 0.0f);
-    fill_value(lse_, -std::numeric_limits<float>::infinity());
+    rfa::kernels::fill_elements(out_, 0.0f);
+    rfa::kernels::fill_elements(lse_, -std::numeric_limits<float>::infinity());
     for (const rfa::kernels::AttentionParams& b : blocks) {
       rfa::kernels::flash_forward<float, float>(b, q_, k_, v_, block_out_, block_lse_, {}, &forward_workspace_);
       rfa::kernels::merge_partial(out_, lse_, block_out_, block_lse_);
     }
     t.forward = thread_seconds() - f0;
     const double b0 = thread_seconds();
-    fill_value(dq_, 0.0f);
+    rfa::kernels::fill_elements(dq_, 0.0f);
     if (!blocks.empty()) rfa::kernels::compute_delta<float, float>(blocks.front(), dout_, out_, delta_);
     for (const rfa::kernels::AttentionParams& b : blocks) {
-      fill_value(dk_, 0.0f);
-      fill_value(dv_, 0.0f);
+      rfa::kernels::fill_elements(dk_, 0.0f);
+      rfa::kernels::fill_elements(dv_, 0.0f);
       rfa::kernels::flash_backward_accumulate<float>(b, q_, k_, v_, dout_, lse_, delta_, dq_, dk_, dv_, {},
                                                      &backward_workspace_);
     }
@@ -189,12 +191,6 @@ class RankKernels {
   rfa::kernels::ForwardWorkspace forward_workspace_;
   rfa::kernels::BackwardWorkspace backward_workspace_;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 int run(const Options& o) {
   std::printf(
@@ -221,9 +217,8 @@ int run(const Options& o) {
         continue;
       const rfa::perf::MaskPairs mask(f.ranges, seq);
       for (const std::string& layout : o.layouts) {
-        rfa_layout_t fixed = RFA_LAYOUT_CONTIGUOUS;
-        const bool balanced = layout == "balanced";
-        if (!balanced) fixed = layout == "zigzag" ? RFA_LAYOUT_ZIGZAG : layout == "stripe" ? RFA_LAYOUT_STRIPE : fixed;
+        const rfa_layout_t fixed = layout_named(layout);
+        const bool balanced = fixed == RFA_LAYOUT_BALANCED;
         const rfa::perf::Placement placement =
             balanced ? rfa::perf::balanced_placement(mask, P, true) : rfa::perf::layout_placement(fixed, seq, P);
         const rfa::perf::PlacementCounts counted =
@@ -258,7 +253,7 @@ int run(const Options& o) {
         }
         std::vector<double> share[2];
         for (int pass = 0; pass < 2; ++pass)
-          for (std::vector<double>& s : shares[pass]) share[pass].push_back(median(s));
+          for (std::vector<double>& s : shares[pass]) share[pass].push_back(rfa::perf::median(s));
         std::printf("%-18s %-10s %3d %6lld %9.3f %9.3f %9.3f %9.3f %9.3f %10.1f %10.1f\n", f.name.c_str(),
                     layout.c_str(), P, (long long)seq, counted.work_max_over_mean, counted.tiles_max_over_mean,
                     counted.backward_tiles_max_over_mean, *std::max_element(share[0].begin(), share[0].end()),

@@ -29,13 +29,24 @@ PositionMap chunk_positions(const std::vector<std::int64_t>& chunks, std::int64_
   return m;
 }
 
-ChunkPlacement place_chunks_by_work(const std::vector<double>& chunk_work, std::int64_t seq_len, int ranks) {
+namespace {
+
+/// Throws unless `chunk_work` has a multiple of P chunks that cut S evenly, each finite and not
+/// negative.
+void check_chunk_work(const std::vector<double>& chunk_work, std::int64_t seq_len, int ranks) {
   const std::int64_t chunks = std::int64_t(chunk_work.size());
   require(ranks >= 1 && chunks >= ranks && chunks % ranks == 0, "a placement needs a multiple of P = ", ranks,
           " chunks, got ", chunks);
   require(seq_len >= chunks && seq_len % chunks == 0, "a placement cuts S = ", seq_len, " into ", chunks,
           " equal chunks: S must be a multiple of ", chunks);
   for (const double w : chunk_work) require(std::isfinite(w) && w >= 0, "a chunk's work is ", w);
+}
+
+}  // namespace
+
+ChunkPlacement place_chunks_by_work(const std::vector<double>& chunk_work, std::int64_t seq_len, int ranks) {
+  check_chunk_work(chunk_work, seq_len, ranks);
+  const std::int64_t chunks = std::int64_t(chunk_work.size());
   const std::int64_t per_rank = chunks / ranks;
   std::vector<std::int64_t> order(static_cast<std::size_t>(chunks));
   std::iota(order.begin(), order.end(), 0);
@@ -64,7 +75,7 @@ ChunkPlacement place_chunks_by_measures(const ChunkMeasures& chunk_work, std::in
   const std::size_t kinds = chunk_work.size(), n = chunk_work[0].size();
   for (const std::vector<double>& kind : chunk_work) {
     require(kind.size() == n, "every kind of work needs a figure for each of the ", n, " chunks");
-    place_chunks_by_work(kind, seq_len, ranks);  // the same checks of counts and work
+    check_chunk_work(kind, seq_len, ranks);
   }
   // Each kind's mean per rank; a kind no chunk has any of weighs nothing.
   std::vector<double> inverse_mean(kinds, 0.0);
