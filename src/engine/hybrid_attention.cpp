@@ -205,16 +205,18 @@ void HybridAttention::run_forward(const ForwardTensors<T, Space>& tensors) {
   auto lse_full = ws.template tensor3<float>("rfa::hybrid_lse", B, routing_.heads_per_rank(), x.full_rows());
   Staging<float, Space> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
   agree_to_run(comm_, ws, [&] { check_pass_tensors(c, L, tensors); });
-  {
+  // The heads move once the inner ring's buffers (its kernels' among them) are allocated and
+  // agreed over all P ranks: a buffer refused on any rank fails every rank before anything
+  // moves. A failure inside the ring (a timeout, say) is agreed here too: the other groups would
+  // otherwise wait for it in the all-to-all.
+  const auto heads_in = [&] {
     ScopedSeconds t(timings_.wait);
     timings_.bytes_sent += x.template queries_to_heads<T>(exec, q, full.q, send, recv);
     timings_.bytes_sent += x.template keys_to_heads<T>(exec, k, full.k, send, recv);
     timings_.bytes_sent += x.template keys_to_heads<T>(exec, v, full.v, send, recv);
-  }
-  // The inner ring agrees only within its ring group; a failure there (a refused allocation,
-  // say) must reach the other groups too, which would otherwise wait for it in the all-to-all.
+  };
   comm::check_everywhere(comm_, [&] {
-    ring_->forward(ForwardTensors<T, Space>{full.q, full.k, full.v, full.out, lse_full});
+    ring_->forward(ForwardTensors<T, Space>{full.q, full.k, full.v, full.out, lse_full}, RingMode::full, heads_in);
   });
   add_ring_timings();
   ScopedSeconds t(timings_.wait);
@@ -250,7 +252,7 @@ void HybridAttention::run_backward(const StorageGradients<T, Space>& tensors) {
   auto lse_full = ws.template tensor3<float>("rfa::hybrid_lse", B, hp, rows);
   Staging<float, Space> lse_stage(ws, "rfa::lse_send", "rfa::lse_recv", B * c.heads * L);
   agree_to_run(comm_, ws, [&] { check_pass_tensors(c, L, tensors); });
-  {
+  const auto heads_in = [&] {  // as in forward: moved once the inner ring's buffers are agreed
     ScopedSeconds t(timings_.wait);
     timings_.bytes_sent += x.template queries_to_heads<T>(exec, q, full.q, send, recv);
     timings_.bytes_sent += x.template keys_to_heads<T>(exec, k, full.k, send, recv);
@@ -260,10 +262,11 @@ void HybridAttention::run_backward(const StorageGradients<T, Space>& tensors) {
     // lse is only read: lse_to_heads takes a non-const view type.
     SpaceTensor3<float, Space> lse_in(const_cast<float*>(lse.data()), B, c.heads, L);
     timings_.bytes_sent += x.lse_to_heads(exec, lse_in, lse_full, lse_stage.send.data(), lse_stage.recv.data());
-  }
+  };
   comm::check_everywhere(comm_, [&] {  // as in forward: a group's failure reaches every group
     ring_->backward_fp32_gradients(
-        Fp32Gradients<T, Space>{full.q, full.k, full.v, full.out, dout_full, lse_full, dq_full, dk_full, dv_full});
+        Fp32Gradients<T, Space>{full.q, full.k, full.v, full.out, dout_full, lse_full, dq_full, dk_full, dv_full},
+        heads_in);
   });
   add_ring_timings();
   ScopedSeconds t(timings_.wait);

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -62,7 +63,12 @@ class RingAttention : public EngineState {
   /// computed by the host kernels; in device memory by kernels_cuda (or cuDNN) on the CUDA
   /// stream (set_cuda_stream), moving through a communicator that accepts device memory, and
   /// the call returns once the work is queued (synchronize the stream before reading results).
-  void forward(const AnyForwardTensors& tensors, RingMode mode = RingMode::full);
+  /// `before_first_step`, when given, runs on every rank once the pass's buffers are allocated
+  /// and its checks agreed (over `agreement`), before any block is read or moved: a caller that
+  /// fills the pass's inputs with communication of its own (the hybrid's head exchange) does it
+  /// there, so that a buffer refused on any rank fails every rank before anything moves.
+  void forward(const AnyForwardTensors& tensors, RingMode mode = RingMode::full,
+               const std::function<void()>& before_first_step = {});
 
   /// Collective. out and lse are the forward's results; the gradients are written in the
   /// storage dtype. Memory spaces as forward().
@@ -70,8 +76,9 @@ class RingAttention : public EngineState {
 
   /// Collective. As backward(), with the gradients written in fp32 for a caller that sums them
   /// further (the hybrid's K/V heads shared by several ranks), which then need no fp32
-  /// accumulators of the engine's own.
-  void backward_fp32_gradients(const AnyFp32GradientTensors& tensors);
+  /// accumulators of the engine's own. `before_first_step` as in forward().
+  void backward_fp32_gradients(const AnyFp32GradientTensors& tensors,
+                               const std::function<void()>& before_first_step = {});
 
   /// Bytes the engine allocates for a forward (backward = false) or backward, by the formula
   /// documented in docs/memory.md; the tests check it against what is actually allocated.
@@ -97,13 +104,14 @@ class RingAttention : public EngineState {
   /// HostBlockCompute, CudaBlockCompute or CudnnBlockCompute) and the communicator
   /// (docs/architecture.md §8).
   template <class Compute, class T>
-  void run_forward(Compute& blocks, const ForwardTensors<T, typename Compute::memory_space>& tensors, RingMode mode);
+  void run_forward(Compute& blocks, const ForwardTensors<T, typename Compute::memory_space>& tensors, RingMode mode,
+                   const std::function<void()>& before_first_step);
   template <class Compute, class T, class TGrad>
   void run_backward(Compute& blocks, const BackwardTensors<T, typename Compute::memory_space, TGrad>& tensors,
-                    RingMode mode);
+                    RingMode mode, const std::function<void()>& before_first_step);
   /// Either backward's bundle, whatever its dtype and memory space.
   template <class AnyTensors>
-  void backward_of(const AnyTensors& tensors, RingMode mode);
+  void backward_of(const AnyTensors& tensors, RingMode mode, const std::function<void()>& before_first_step);
 
   /// Whether a forward writes the caller's out directly, without an fp32 accumulator: a pass of
   /// one step (one block, nothing to merge) on a backend that writes the storage dtype.

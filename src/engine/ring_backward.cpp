@@ -4,6 +4,7 @@
 // (travelling_gradients.hpp); a rank computes each step's dQ into its own accumulator and its
 // contribution to the held block's dK/dV. Both run only the steps some rank computes on
 // (ring_steps_with_work()), jumping over the others.
+#include <functional>
 #include <type_traits>
 #include <variant>
 
@@ -20,18 +21,21 @@
 
 namespace rfa {
 namespace engine {
-void RingAttention::backward(const AnyBackwardTensors& tensors, RingMode mode) { backward_of(tensors, mode); }
+void RingAttention::backward(const AnyBackwardTensors& tensors, RingMode mode) { backward_of(tensors, mode, {}); }
 
-void RingAttention::backward_fp32_gradients(const AnyFp32GradientTensors& tensors) {
-  backward_of(tensors, RingMode::full);
+void RingAttention::backward_fp32_gradients(const AnyFp32GradientTensors& tensors,
+                                            const std::function<void()>& before_first_step) {
+  backward_of(tensors, RingMode::full, before_first_step);
 }
 
 template <class AnyTensors>
-void RingAttention::backward_of(const AnyTensors& tensors, RingMode mode) {
+void RingAttention::backward_of(const AnyTensors& tensors, RingMode mode,
+                                const std::function<void()>& before_first_step) {
   std::visit(
       [&](const auto& t) {
-        with_block_compute<typename std::decay_t<decltype(t)>::memory_space>(
-            [&](auto& blocks) { naming_step_of_timeout("backward", [&] { run_backward(blocks, t, mode); }); });
+        with_block_compute<typename std::decay_t<decltype(t)>::memory_space>([&](auto& blocks) {
+          naming_step_of_timeout("backward", [&] { run_backward(blocks, t, mode, before_first_step); });
+        });
       },
       tensors);
 }
@@ -43,7 +47,7 @@ void RingAttention::backward_of(const AnyTensors& tensors, RingMode mode) {
 template <class Compute, class T, class TGrad>
 void RingAttention::run_backward(Compute& blocks,
                                  const BackwardTensors<T, typename Compute::memory_space, TGrad>& tensors,
-                                 RingMode mode) {
+                                 RingMode mode, const std::function<void()>& before_first_step) {
   using Space = typename Compute::memory_space;
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, HKV = c.kv_heads, D = c.head_dim, DV = c.dv();
@@ -63,6 +67,7 @@ void RingAttention::run_backward(Compute& blocks,
   auto delta = ws.template tensor3<float>("rfa::delta", B, c.heads, L);
   blocks.prepare_backward(kernel_calls_, c.dtype, ws);
   agree_to_run(*agreement_, ws, [&] { check_pass_tensors(c, L, tensors); });
+  if (before_first_step) before_first_step();
 
   blocks.fill(dq_sum, 0.0f);
   grads.zero();

@@ -2,6 +2,7 @@
 // The ring forward (docs/architecture.md §3): step s computes this rank's queries against the K/V block
 // that started s positions upstream while the block for step s+1 is already travelling, then
 // merges the block's fp32 partial into the running output.
+#include <functional>
 #include <limits>
 #include <type_traits>
 #include <variant>
@@ -19,11 +20,13 @@
 namespace rfa {
 namespace engine {
 
-void RingAttention::forward(const AnyForwardTensors& tensors, RingMode mode) {
+void RingAttention::forward(const AnyForwardTensors& tensors, RingMode mode,
+                            const std::function<void()>& before_first_step) {
   std::visit(
       [&](const auto& t) {
-        with_block_compute<typename std::decay_t<decltype(t)>::memory_space>(
-            [&](auto& blocks) { naming_step_of_timeout("forward", [&] { run_forward(blocks, t, mode); }); });
+        with_block_compute<typename std::decay_t<decltype(t)>::memory_space>([&](auto& blocks) {
+          naming_step_of_timeout("forward", [&] { run_forward(blocks, t, mode, before_first_step); });
+        });
       },
       tensors);
 }
@@ -32,7 +35,7 @@ void RingAttention::forward(const AnyForwardTensors& tensors, RingMode mode) {
 // comm_ the "move one buffer" one (docs/architecture.md §8).
 template <class Compute, class T>
 void RingAttention::run_forward(Compute& blocks, const ForwardTensors<T, typename Compute::memory_space>& tensors,
-                                RingMode mode) {
+                                RingMode mode, const std::function<void()>& before_first_step) {
   using Space = typename Compute::memory_space;
   const auto &q = tensors.q, &k = tensors.k, &v = tensors.v;
   const auto& out = tensors.out;
@@ -71,6 +74,7 @@ void RingAttention::run_forward(Compute& blocks, const ForwardTensors<T, typenam
   }
   blocks.prepare_forward(kernel_calls_, c.dtype, ws);
   agree_to_run(*agreement_, ws, [&] { check_pass_tensors(c, L, tensors); });
+  if (before_first_step) before_first_step();
   if (!direct) blocks.fill(acc, 0.0f);
   blocks.fill(lse, -std::numeric_limits<float>::infinity());
 

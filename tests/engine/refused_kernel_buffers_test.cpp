@@ -3,8 +3,8 @@
 // and BackwardWorkspace) refused
 // on one rank only, as on a node whose `ulimit -v` is lower or whose memory is nearly full: the
 // engine must make them before its ranks agree that the call may go on, so every rank fails
-// with RFA_ERROR_OUT_OF_MEMORY and none waits in the ring for a neighbour that has left
-// (docs/architecture.md §3, §6.7). The last rank's address space is limited to what the
+// with RFA_ERROR_OUT_OF_MEMORY, none waits in the ring for a neighbour that has left, and no
+// rank has sent anything (docs/architecture.md §3, §6.7). The last rank's address space is limited to what the
 // engine's own buffers need and a quarter of the kernel's, so the engine's allocations succeed
 // and the kernel's K copy is refused. The caller's tensors are address space without memory
 // behind it; nothing reads them (the call fails before any kernel runs).
@@ -138,6 +138,9 @@ void expect_refusal_everywhere(comm::Communicator& ring, Strategy& attn, bool ba
       EXPECT_NE(message.find("in all on this rank"), std::string::npos) << message;
     }
     EXPECT_EQ(log.live, 0) << "the failed call kept memory";
+    // Refused before anything moved: the hybrid's and Ulysses' head exchange waits for the
+    // inner ring's buffers to be agreed, as the ring's and the all-gather's first step does.
+    EXPECT_EQ(attn.last_timings().bytes_sent, 0) << "rank " << ring.rank() << " sent data before the refusal";
   }
 }
 
