@@ -166,29 +166,46 @@ rfa_cuda_status check_rowwise_shape(const char* what, std::int64_t batch, std::i
 }
 
 // The Hopper kernels take one head dim, 64 or 128, and have no soft cap, no ranges and one list
-// of documents: such a call runs on the sm_80 path (auto or sm80).
+// of documents: the first of those limits a shape meets (none: the path takes it).
+enum class Sm90Limit { none, value_head_dim, head_dim, softcap, ranges, doc_offsets };
+
+Sm90Limit sm90_limit(const rfa_cuda_attention_shape& s) {
+  if (s.value_head_dim != 0 && s.value_head_dim != s.head_dim) return Sm90Limit::value_head_dim;
+  if (!takes_dims(Sm90DimPairs{}, s.head_dim, s.head_dim)) return Sm90Limit::head_dim;
+  if (s.softcap > 0.f) return Sm90Limit::softcap;
+  if (s.ranges != 0) return Sm90Limit::ranges;
+  if (s.doc_offsets != nullptr) return Sm90Limit::doc_offsets;
+  return Sm90Limit::none;
+}
+
+// A call on the Hopper path whose shape it does not take is refused, naming the limit: such a
+// call runs on the sm_80 path (auto or sm80).
 rfa_cuda_status check_path_fits(const rfa_cuda_attention_shape& s, rfa_cuda_path path) {
-  if (path == RFA_CUDA_PATH_SM90 && s.value_head_dim != 0 && s.value_head_dim != s.head_dim)
-    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
-                "the Hopper kernels (path sm90) take one head dim for Q, K and V, not value_head_dim %lld beside "
-                "head_dim %lld: use the sm80 path",
-                static_cast<long long>(s.value_head_dim), static_cast<long long>(s.head_dim));
-  if (path == RFA_CUDA_PATH_SM90 && !takes_dims(Sm90DimPairs{}, s.head_dim, s.head_dim))
-    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
-                "the Hopper kernels (path sm90) take head_dim 64 or 128, not %lld: use the sm80 path",
-                static_cast<long long>(s.head_dim));
-  if (path == RFA_CUDA_PATH_SM90 && s.softcap > 0.f)
-    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
-                "the Hopper kernels (path sm90) do not apply a soft cap (softcap %g): use the sm80 path",
-                static_cast<double>(s.softcap));
-  if (path == RFA_CUDA_PATH_SM90 && s.ranges != 0)
-    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
-                "the Hopper kernels (path sm90) do not take a mask given as ranges: use "
-                "the sm80 path");
-  if (path == RFA_CUDA_PATH_SM90 && s.doc_offsets != nullptr)
-    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
-                "the Hopper kernels (path sm90) take one list of documents for every batch entry, not "
-                "per-sequence documents (doc_offsets): use the sm80 path");
+  if (path != RFA_CUDA_PATH_SM90) return RFA_CUDA_SUCCESS;
+  switch (sm90_limit(s)) {
+    case Sm90Limit::none: return RFA_CUDA_SUCCESS;
+    case Sm90Limit::value_head_dim:
+      return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                  "the Hopper kernels (path sm90) take one head dim for Q, K and V, not value_head_dim %lld beside "
+                  "head_dim %lld: use the sm80 path",
+                  static_cast<long long>(s.value_head_dim), static_cast<long long>(s.head_dim));
+    case Sm90Limit::head_dim:
+      return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                  "the Hopper kernels (path sm90) take head_dim 64 or 128, not %lld: use the sm80 path",
+                  static_cast<long long>(s.head_dim));
+    case Sm90Limit::softcap:
+      return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                  "the Hopper kernels (path sm90) do not apply a soft cap (softcap %g): use the sm80 path",
+                  static_cast<double>(s.softcap));
+    case Sm90Limit::ranges:
+      return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                  "the Hopper kernels (path sm90) do not take a mask given as ranges: use "
+                  "the sm80 path");
+    case Sm90Limit::doc_offsets:
+      return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                  "the Hopper kernels (path sm90) take one list of documents for every batch entry, not "
+                  "per-sequence documents (doc_offsets): use the sm80 path");
+  }
   return RFA_CUDA_SUCCESS;
 }
 
@@ -411,6 +428,10 @@ rfa_cuda_status rfa_cuda_check_head_dims(int64_t head_dim, int64_t value_head_di
                 static_cast<long long>(head_dim), static_cast<long long>(value_dim));
   RFA_CUDA_TRY(check_device());
   return check_shared_memory(static_cast<int>(head_dim), static_cast<int>(value_dim), true, true, true);
+}
+
+int rfa_cuda_sm90_takes(const rfa_cuda_attention_shape* shape) {
+  return shape != nullptr && sm90_limit(*shape) == Sm90Limit::none;
 }
 
 size_t rfa_cuda_backward_workspace_size(const rfa_cuda_backward_params* p) {

@@ -40,14 +40,11 @@ rfa_cuda_position_map cuda_positions(const PositionMap& m) {
   return out;
 }
 
-/// The kernels_cuda path of a block: the context's, except that blocks of a head dim other than
-/// 64 and 128 or of a value head dim of their own, soft-capped blocks, blocks of per-sequence documents and blocks
-/// of a mask given as ranges run on the sm_80 kernels (the Hopper path takes one head dim, 64 or
-/// 128, and has no cap, one list of documents and no ranges).
+/// The kernels_cuda path of a block: the context's, except that a block the Hopper kernels do not
+/// take (rfa_cuda_sm90_takes: a head dim other than 64 and 128 or a value head dim of its own, a
+/// soft cap, per-sequence documents, a mask given as ranges) runs on the sm_80 kernels.
 rfa_cuda_path block_path(CudaPath path, const rfa_cuda_attention_shape& shape) {
-  const bool hopper_takes_it = (shape.head_dim == 64 || shape.head_dim == 128) && shape.value_head_dim == 0 &&
-                               shape.softcap == 0.f && shape.doc_offsets == nullptr && shape.ranges == 0;
-  return path == CudaPath::sm90 && hopper_takes_it ? RFA_CUDA_PATH_SM90 : RFA_CUDA_PATH_SM80;
+  return path == CudaPath::sm90 && rfa_cuda_sm90_takes(&shape) ? RFA_CUDA_PATH_SM90 : RFA_CUDA_PATH_SM80;
 }
 
 /// `TOut` float: the ring partial, normalized, in fp32 (merged into out/lse when `merge`);

@@ -54,11 +54,18 @@ rfa_cuda_delta_params delta_params(const Case& c, const DeviceArray& dout, Devic
 
 // The Hopper path takes one head dim, 64 or 128, and has no soft cap, no ranges and one list of
 // documents: such a case is refused there (`status`, the call's, must be
-// RFA_CUDA_ERROR_UNSUPPORTED saying so) and runs on sm80 only. True when the path was skipped.
-bool refused_on_path(const Case& c, rfa_cuda_path path, rfa_cuda_status status) {
+// RFA_CUDA_ERROR_UNSUPPORTED saying so) and runs on sm80 only; rfa_cuda_sm90_takes, which the
+// engine asks where to send a block, must say the same of the call's `shape`. True when the path
+// was skipped.
+bool refused_on_path(const Case& c, const rfa_cuda_attention_shape& shape, rfa_cuda_path path, rfa_cuda_status status) {
   const bool head_dim = !path_takes_head_dim(c, path);
-  if ((!head_dim && c.softcap <= 0.f && !c.ranges_on && c.doc_offsets.empty()) || path != RFA_CUDA_PATH_SM90)
-    return false;
+  const bool taken = !head_dim && c.softcap <= 0.f && !c.ranges_on && c.doc_offsets.empty();
+  if (path == RFA_CUDA_PATH_SM90 && (rfa_cuda_sm90_takes(&shape) != 0) != taken) {
+    std::printf("  FAIL rfa_cuda_sm90_takes says %d where the case is %s by the Hopper path\n",
+                rfa_cuda_sm90_takes(&shape), taken ? "taken" : "refused");
+    ++failures;
+  }
+  if (taken || path != RFA_CUDA_PATH_SM90) return false;
   const char* says = head_dim ? (c.value_dim != 0 ? "take one head dim for Q, K and V" : "take head_dim 64 or 128, not")
                      : c.softcap > 0.f ? "do not apply a soft cap"
                      : c.ranges_on     ? "do not take a mask given as ranges"
@@ -124,7 +131,7 @@ void run_case(const Case& c) {
     f.path = *path;
     f.out = out32.get();
     f.out_dtype = RFA_CUDA_FP32;
-    if (refused_on_path(c, *path, rfa_cuda_flash_forward(&f, nullptr))) continue;
+    if (refused_on_path(c, f.shape, *path, rfa_cuda_flash_forward(&f, nullptr))) continue;
     for (rfa_cuda_dtype out_type : {c.dtype, RFA_CUDA_FP32}) {
       DeviceArray& out = out_type == RFA_CUDA_FP32 ? out32 : out16;
       out.poison();
@@ -181,7 +188,7 @@ void run_case(const Case& c) {
       bp.dq = dq.get();
       bp.dk = dk.get();
       bp.dv = dv.get();
-      if (refused_on_path(c, path, rfa_cuda_flash_backward(&bp, nullptr))) continue;
+      if (refused_on_path(c, bp.shape, path, rfa_cuda_flash_backward(&bp, nullptr))) continue;
       RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
       RFA_TEST_CUDA(cudaDeviceSynchronize());
       auto minus = [](std::vector<double> a, const std::vector<double>& b) {

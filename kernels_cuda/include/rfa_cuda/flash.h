@@ -234,6 +234,12 @@ rfa_cuda_status rfa_cuda_check_head_dims(int64_t head_dim, int64_t value_head_di
 
 /* Nonzero when this build has the Hopper kernels (compiled for sm_90a against CUTLASS). */
 int rfa_cuda_sm90_built(void);
+/* Nonzero when the Hopper kernels (path RFA_CUDA_PATH_SM90) take a call of this shape: one head
+ * dim, 64 or 128 (value_head_dim 0 or equal to it), no soft cap, no mask given as ranges and one
+ * list of documents (no doc_offsets); the forward and backward on that path refuse every other
+ * shape (RFA_CUDA_ERROR_UNSUPPORTED), which the sm_80 kernels take. Looks at the shape alone (not
+ * at the build or the device: rfa_cuda_resolve_path) and sets no error message. */
+int rfa_cuda_sm90_takes(const rfa_cuda_attention_shape* shape);
 /* The path rfa_cuda_flash_forward and rfa_cuda_flash_backward take for `requested` on the current
  * device: RFA_CUDA_PATH_SM80 or RFA_CUDA_PATH_SM90 in *chosen, or RFA_CUDA_ERROR_UNSUPPORTED
  * (with the reason) when the request cannot be met here. */
