@@ -6,9 +6,9 @@
 // the first case for case: it skips them all, saying why.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <cstring>
 
+#include "core/environment.hpp"
 #include "kernels/amx_tiles.hpp"
 #include "kernels/bf16_dot.hpp"
 #include "scoped_env.hpp"
@@ -17,19 +17,20 @@ namespace rfa {
 namespace kernels {
 namespace {
 
-bool turned_off(const char* name) {
-  const char* value = std::getenv(name);
+/// Whether `id` says 0, the value that turns the kernels' hardware path off.
+bool turned_off(Env id) {
+  const char* value = env_value(id);
   return value != nullptr && std::strcmp(value, "0") == 0;
 }
 
 class PortableBf16Run : public ::testing::Environment {
  public:
   void SetUp() override {
-    if (!turned_off("RFA_HOST_AMX") || !turned_off("RFA_HOST_BF16_DOT")) return;
+    if (!turned_off(Env::host_amx) || !turned_off(Env::host_bf16_dot)) return;
     bool hardware = false;
     {
-      const test::ScopedEnv amx("RFA_HOST_AMX", nullptr);
-      const test::ScopedEnv dot("RFA_HOST_BF16_DOT", nullptr);
+      const test::ScopedEnv amx(env_name(Env::host_amx), nullptr);
+      const test::ScopedEnv dot(env_name(Env::host_bf16_dot), nullptr);
       hardware = host_amx_bf16_enabled() || host_bf16_dot_enabled();
     }
     if (!hardware)
