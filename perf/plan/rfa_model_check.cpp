@@ -236,8 +236,8 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o, co
   for (int e = 0; e < 2; ++e) {
     const auto [fm, bm] = seconds[std::size_t(3 + e)];
     const kernels::MaskRule rule{true, blocks[std::size_t(3 + e)].config.window, nullptr, 0, {}};
-    const kernels::TileWork wf = kernels::count_tile_work(rule, rows, rows, m.forward_tile_q, m.forward_tile_k);
-    const kernels::TileWork wb = kernels::count_tile_work(rule, rows, rows, m.backward_tile_q, m.backward_tile_k);
+    const kernels::TileWork wf = kernels::count_tile_work(rule, rows, rows, m.forward_tile);
+    const kernels::TileWork wb = kernels::count_tile_work(rule, rows, rows, m.backward_tile);
     // What the rows cost (MachineModel::forward_row_seconds) comes off first.
     lhs[0][e] = wf.partial;
     rhs[0][e] =

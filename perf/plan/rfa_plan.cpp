@@ -75,8 +75,8 @@ MachineModel preset(const std::string& name) {
     m.inter_node = {5e-6, 50e9};
     m.forward_flops_per_s = 275e12;
     m.backward_flops_per_s = 150e12;
-    m.forward_tile_q = 128, m.forward_tile_k = 64;
-    m.backward_tile_q = 32, m.backward_tile_k = 128;
+    m.forward_tile = {128, 64, false};
+    m.backward_tile = {32, 128, false};
   } else if (name == "cpu-cluster") {
     m.ranks_per_node = 2;
     m.intra_node = {1e-6, 20e9};

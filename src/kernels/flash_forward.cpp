@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Forward flash attention on the host: one Kokkos team (of one thread) per
-// (batch, head, query tile); the tile's running max, sum and output stay in scratch while
-// the key tiles stream past (online softmax, docs/architecture.md §3).
+// (batch, head, query tile; kernels/forward_tile_plan.hpp); the tile's running max, sum and output stay in scratch
+// while the key tiles stream past (online softmax, docs/architecture.md §3).
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -10,6 +10,7 @@
 #include "core/allocation.hpp"
 #include "kernels/flash_attention.hpp"
 #include "kernels/flash_forward_bf16.hpp"
+#include "kernels/forward_tile_plan.hpp"
 #include "kernels/head_major_copy.hpp"
 #include "kernels/league_chunks.hpp"
 #include "kernels/micro_gemm.hpp"
@@ -79,10 +80,10 @@ struct ForwardTiles {
   HeadMajorKV kv;
   Tensor4<TOut> out;
   Tensor3<float> lse;
-  int d = 0;      // head dim of Q and K
-  int dim_v = 0;  // head dim of V and the output
-  int n_qtiles = 0;
-  std::int64_t first_item = 0;  // league rank 0 of this launch (kernels/league_chunks.hpp)
+  int d = 0;                               // head dim of Q and K
+  int dim_v = 0;                           // head dim of V and the output
+  const ForwardTilePlan* tiles = nullptr;  // each team's batch, head and query rows
+  std::int64_t first_item = 0;             // league rank 0 of this launch (kernels/league_chunks.hpp)
   int n_ktiles = 0;
   ProgressHook progress;
 
@@ -109,14 +110,11 @@ struct ForwardTiles {
   }
 
   void operator()(const Member& team) const {
-    const std::int64_t item = first_item + team.league_rank();
-    const int qt = int(item % n_qtiles);
-    const std::int64_t bh = item / n_qtiles;
-    const int h = int(bh % p.heads);
-    const int b = int(bh / p.heads);
+    const ForwardTilePlan::Item work = tiles->item(first_item + team.league_rank());
+    const int h = work.h, b = work.b;
     const int hk = int(h / (p.heads / p.kv_heads));
-    const std::int64_t r0 = std::int64_t(qt) * kTileRows;
-    const int rows = int(std::min<std::int64_t>(kTileRows, p.seq_q - r0));
+    const std::int64_t r0 = work.rows.begin;
+    const int rows = int(work.rows.end - r0);
     // Queries are the rows of O (micro-tiles of 6) and the lanes of the softmax (8).
     const int rows_padded = round_up(rows, kRowPadding);
     const float ninf = -std::numeric_limits<float>::infinity();
@@ -404,11 +402,12 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
   if (Exec().concurrency() == 1) f.progress = progress;
   f.d = int(p.head_dim);
   f.dim_v = int(p.dv());
-  f.n_qtiles = int((p.seq_q + kTileRows - 1) / kTileRows);
+  const ForwardTilePlan tiles(p, kHostForwardTile);
+  f.tiles = &tiles;
   f.n_ktiles = int(key_tiles(p));
   ForwardWorkspace own;  // freed at return unless the caller keeps one
   f.kv = copy_head_major(p, k, v, workspace ? *workspace : own);
-  const std::int64_t league = p.batch * p.heads * f.n_qtiles;
+  const std::int64_t league = tiles.items();
   const std::size_t scratch = scratch_bytes<ForwardTiles<T, TOut>>(f.d, f.dim_v);
   for_each_league_chunk<Policy>("rfa::flash_forward", league, f,
                                 [&](Policy& policy) { policy.set_scratch_size(1, Kokkos::PerTeam(scratch)); });

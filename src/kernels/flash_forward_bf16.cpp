@@ -30,6 +30,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/forward_tile_plan.hpp"
 #include "kernels/league_chunks.hpp"
 #include "kernels/micro_gemm.hpp"  // round_up
 #include "kernels/scratch_carver.hpp"
@@ -43,7 +44,8 @@ namespace kernels {
 #if RFA_HOST_BF16_PAIRS
 namespace {
 
-constexpr int kRows = 192;  // query rows per tile (12 AMX blocks of 16)
+constexpr int kRows = 192;  // query rows per tile (12 AMX blocks of 16), at most
+static_assert(kRows == kHostForwardTile.q, "the query tiles (kernels/forward_tile_plan.hpp) are the fp32 kernel's");
 constexpr int kCols = 128;  // keys per tile (8 AMX blocks of 16; 4 steps of 32 for P V)
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -121,7 +123,7 @@ struct Bf16ForwardTiles {
   int d = 0;      // head dim of Q and K
   int dim_v = 0;  // head dim of V and the output
   int group = 1;
-  int n_qtiles = 0;
+  const ForwardTilePlan* tiles = nullptr;  // each team's batch, head and query rows
   int n_ktiles = 0;
   std::int64_t first_item = 0;
   ProgressHook progress;
@@ -151,14 +153,12 @@ struct Bf16ForwardTiles {
   }
 
   void operator()(const Member& team) const {
-    const std::int64_t item = first_item + team.league_rank();
-    const int qt = int(item % n_qtiles);
-    const std::int64_t bh = item / n_qtiles;
-    const int h = int(bh % p.heads), b = int(bh / p.heads);
+    const ForwardTilePlan::Item work = tiles->item(first_item + team.league_rank());
+    const int h = work.h, b = work.b;
     const int hk = h / group;
     const std::int64_t unit = std::int64_t(b) * p.kv_heads + hk;
-    const std::int64_t r0 = std::int64_t(qt) * kRows;
-    const int rows = int(std::min<std::int64_t>(kRows, p.seq_q - r0));
+    const std::int64_t r0 = work.rows.begin;
+    const int rows = int(work.rows.end - r0);
     const int rows_padded = round_up(rows, kProductStep);
     const int ld = row_pitch(dim_v);
     const float ninf = -std::numeric_limits<float>::infinity();
@@ -301,7 +301,8 @@ void run_forward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<cons
   f.d = int(p.head_dim);
   f.dim_v = int(p.dv());
   f.group = int(p.heads / p.kv_heads);
-  f.n_qtiles = int((p.seq_q + kRows - 1) / kRows);
+  const ForwardTilePlan tiles(p, kHostForwardTile);
+  f.tiles = &tiles;
   f.n_ktiles = int((p.seq_k + kCols - 1) / kCols);
   // K and V of every (batch, kv head) unit first, packed one unit after another into the
   // workspace's two buffers, then teams over every (batch, head, query tile), as in the
@@ -319,7 +320,7 @@ void run_forward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<cons
   f.kt_units = kt_units.data();
   f.vp_units = vp_units.data();
   const std::size_t scratch = scratch_bytes<Bf16ForwardTiles<Products, TOut>>(f.d, f.dim_v);
-  for_each_league_chunk<Policy>("rfa::flash_forward_bf16", p.batch * p.heads * f.n_qtiles, f,
+  for_each_league_chunk<Policy>("rfa::flash_forward_bf16", tiles.items(), f,
                                 [&](Policy& policy) { policy.set_scratch_size(1, Kokkos::PerTeam(scratch)); });
   Exec().fence();
 }

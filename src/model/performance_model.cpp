@@ -44,9 +44,7 @@ double block_seconds(const MachineModel& m, const AttentionConfig& c, const Posi
   double seconds = 0;
   for (std::int64_t e = 0; e < entries; ++e) {
     const kernels::MaskRule rule = engine::mask_rule(c, e);
-    const int tile_q = backward ? m.backward_tile_q : m.forward_tile_q;
-    const int tile_k = backward ? m.backward_tile_k : m.forward_tile_k;
-    const kernels::TileWork w = memo.count(rule, q, k, tile_q, tile_k);
+    const kernels::TileWork w = memo.count(rule, q, k, backward ? m.backward_tile : m.forward_tile);
     seconds += (w.full + tile * w.partial + visible * w.partial_visible) * entry_heads * per_score / rate +
                row * entry_heads * (w.rows + w.keys) / 2;
   }

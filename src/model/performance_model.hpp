@@ -54,9 +54,9 @@ struct MachineModel {
   double forward_row_seconds = 0.0, backward_row_seconds = 0.0;
   /// One rank's local copies (packing around the all-to-alls and gathers), bytes per second.
   double copy_bytes_per_s = 5e9;
-  /// The kernels' tiles (query rows x key rows) in the forward and the backward.
-  int forward_tile_q = kernels::kHostForwardTile.q, forward_tile_k = kernels::kHostForwardTile.k;
-  int backward_tile_q = kernels::kHostBackwardTile.q, backward_tile_k = kernels::kHostBackwardTile.k;
+  /// The kernels' tiles (query rows x key rows, and where the query tiles start) in the
+  /// forward and the backward.
+  kernels::TileShape forward_tile = kernels::kHostForwardTile, backward_tile = kernels::kHostBackwardTile;
   /// What a tile the mask cuts costs, relative to a score of a whole tile: `masked_tile_cost`
   /// per score of the tile plus `masked_visible_cost` per score the mask lets through. The CUDA
   /// kernels compute such a tile whole and then mask it (1, 0); the host kernels skip the

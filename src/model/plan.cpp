@@ -125,7 +125,7 @@ MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const Pl
     // rfa's CUDA kernels on an H100, bf16 and fp16 alike (perf/RESULTS.md), NVLink inside a
     // node, 400 Gb/s between.
     m.forward_flops_per_s = 275e12, m.backward_flops_per_s = 150e12;
-    m.forward_tile_q = 128, m.forward_tile_k = 64, m.backward_tile_q = 32, m.backward_tile_k = 128;
+    m.forward_tile = {128, 64, false}, m.backward_tile = {32, 128, false};
     m.intra_node = Link{3e-6, 450e9}, m.inter_node = Link{5e-6, 50e9};
   } else {
     // The host kernels' measured per-core rates, forward and backward (perf/RESULTS.md, the

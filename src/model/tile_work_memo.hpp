@@ -22,8 +22,8 @@ namespace model {
 /// P x P). Other rules are counted each time.
 class TileWorkMemo {
  public:
-  kernels::TileWork count(const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k, int tile_q,
-                          int tile_k);
+  kernels::TileWork count(const kernels::MaskRule& rule, const PositionMap& q, const PositionMap& k,
+                          kernels::TileShape tile);
   /// Blocks counted, and of those answered from memory.
   std::int64_t asked() const { return asked_; }
   std::int64_t remembered() const { return remembered_; }

@@ -55,10 +55,10 @@ Shares shares_of(const AttentionConfig& c, const layout::ChunkPlacement& p) {
   for (int r = 0; r < P; ++r) {
     for (const std::int64_t chunk : p.chunks[std::size_t(r)]) pairs[std::size_t(r)] += chunk_pairs[std::size_t(chunk)];
     for (int s = 0; s < P; ++s) {
-      const kernels::TileWork f = kernels::count_tile_work(rule, p.positions(r), p.positions(s),
-                                                           kernels::kHostForwardTile.q, kernels::kHostForwardTile.k);
-      const kernels::TileWork b = kernels::count_tile_work(rule, p.positions(r), p.positions(s),
-                                                           kernels::kHostBackwardTile.q, kernels::kHostBackwardTile.k);
+      const kernels::TileWork f =
+          kernels::count_tile_work(rule, p.positions(r), p.positions(s), kernels::kHostForwardTile);
+      const kernels::TileWork b =
+          kernels::count_tile_work(rule, p.positions(r), p.positions(s), kernels::kHostBackwardTile);
       forward[std::size_t(r)] += f.computed();
       backward[std::size_t(r)] += b.computed();
     }

@@ -146,6 +146,26 @@ inline Comparison compare(const std::vector<double>& got, const std::vector<doub
     ::testing::Test::RecordProperty(what, std::to_string(rfa_cmp_.relative()));                                     \
   } while (0)
 
+/// A balanced placement's rank: four chunks (390 rows), and another's three (450 keys), in
+/// positions 0 .. 1400.
+inline PositionMap four_chunks() {
+  PositionMap m;
+  m.seg[0] = {0, 1, 100};
+  m.seg[1] = {400, 1, 70};
+  m.seg[2] = {800, 1, 130};
+  m.seg[3] = {1200, 1, 90};
+  m.count = 4;
+  return m;
+}
+inline PositionMap three_chunks() {
+  PositionMap m;
+  m.seg[0] = {100, 1, 150};
+  m.seg[1] = {470, 1, 200};
+  m.seg[2] = {1000, 1, 100};
+  m.count = 3;
+  return m;
+}
+
 /// The shapes every dtype is tested on: odd lengths, sq != sk, GQA/MQA, offsets and
 /// two-segment (zigzag-like) and strided (stripe-like) position maps.
 inline std::vector<CaseSpec> kernel_cases() {
@@ -208,6 +228,9 @@ inline std::vector<CaseSpec> kernel_cases() {
            {0, 40, 100, 192});
     // Every key in a document of its own, after the queries' documents: every row sees nothing.
     packed({1, 30, 40, 1, 1, 8, mask, PositionMap::contiguous(0, 30), PositionMap::contiguous(100, 40)}, {0, 30, 140});
+    // Four chunks shorter than a query tile, each in a document of its own (the last one's with
+    // no keys): the forward's query tiles end at the chunks' boundaries (kernels/query_tiles.hpp).
+    packed({1, 390, 450, 2, 1, 32, mask, four_chunks(), three_chunks()}, {0, 300, 700, 1100, 1400});
   }
   // Per-sequence documents: each batch entry its own boundaries (one of them none), on the host
   // kernels' tile edges and one either side (the forward's 192 x 96, the backward's 96 x 192,
@@ -235,6 +258,9 @@ inline std::vector<CaseSpec> kernel_cases() {
               {{0, 30, 75, 120, 260, 300}, {0, 300}, {0, 100, 200, 300}});
     per_entry({1, 101, 100, 2, 2, 48, mask, PositionMap::one({1, 3, 101}), PositionMap::one({2, 3, 100})},
               {{0, 1, 17, 170, 171, 303}, {}}, 60);
+    // Entries whose query tiles differ: cut at the chunks' boundaries, or not.
+    per_entry({1, 390, 450, 2, 1, 32, mask, four_chunks(), three_chunks()},
+              {{0, 300, 700, 1100, 1400}, {}, {0, 450, 1400}});
   }
   // A custom softmax scale.
   CaseSpec scaled{1, 50, 70, 2, 2, 32, RFA_MASK_CAUSAL, {}, {}};

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/mask_ranges.hpp"
+#include "kernels/query_tiles.hpp"
 #include "kernels/tile_work.hpp"
 #include "layout/chunk_placement.hpp"
 #include "layout/sequence_layout.hpp"
@@ -21,15 +22,25 @@ namespace rfa::kernels {
 namespace {
 
 // `ranges`: the list behind rule.ranges, whose pairs are tested by the documented rule.
-TileWork tile_by_tile(const MaskRule& rule, const PositionMap& q, const PositionMap& k, int tq, int tk,
+// Query tiles cut short at a segment boundary in the current test: each test with tiles that may
+// be cut checks that some were.
+int cut_tiles = 0;
+
+// The query tiles are query_tiles()' (the kernels place theirs by it; tested on its own in
+// query_tiles_test.cpp).
+TileWork tile_by_tile(const MaskRule& rule, const PositionMap& q, const PositionMap& k, TileShape tile,
                       const std::vector<rfa_mask_range_t>* ranges = nullptr) {
   TileWork w;
   const std::int64_t Lq = q.length(), Lk = k.length();
+  const int tk = tile.k;
   std::int64_t first_key = Lk, end_key = 0;  // the key rows from the first to the last tile computed
-  for (std::int64_t r0 = 0; r0 < Lq; r0 += tq) {
+  std::vector<RowSpan> tiles;
+  query_tiles(rule, q, k, tile, tiles);
+  for (const RowSpan& t : tiles) cut_tiles += t.end - t.begin < tile.q && t.end < Lq ? 1 : 0;
+  for (const auto [r0, r1] : tiles) {
     bool computes = false;
     for (std::int64_t c0 = 0; c0 < Lk; c0 += tk) {
-      const std::int64_t r1 = std::min(Lq, r0 + tq), c1 = std::min(Lk, c0 + tk);
+      const std::int64_t c1 = std::min(Lk, c0 + tk);
       const double area = double((r1 - r0) * (c1 - c0));
       const TileVisibility kind = classify_tile(rule, q, r0, r1, k, c0, c1);
       if (kind != TileVisibility::hidden) {
@@ -50,7 +61,7 @@ TileWork tile_by_tile(const MaskRule& rule, const PositionMap& q, const Position
         case TileVisibility::hidden: break;
       }
     }
-    if (computes) w.rows += double(std::min(Lq, r0 + tq) - r0);
+    if (computes) w.rows += double(r1 - r0);
   }
   w.keys = double(std::max<std::int64_t>(0, end_key - first_key));
   return w;
@@ -68,26 +79,29 @@ TEST(TileWork, MatchesTheKernelsRuleTileByTile) {
   const std::int64_t S = 720;
   const std::vector<std::int64_t> no_docs, docs = {0, 100, 100, 333, 610, 720};
   int cases = 0;
+  cut_tiles = 0;
   for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
     for (int P : {1, 2, 3, 4})
       for (bool causal : {false, true})
         for (std::int64_t window : {0, 1, 50, 200})
           for (const std::vector<std::int64_t>* d : {&no_docs, &docs})
-            for (auto [tq, tk] : {std::pair<int, int>{16, 8}, {7, 13}, {192, 96}}) {
+            for (const TileShape tile : {TileShape{16, 8, false}, {7, 13, false}, {192, 96, true}, {48, 8, true}}) {
               MaskRule rule{causal, window, d->empty() ? nullptr : d->data(), std::int64_t(d->size()), {}};
               for (int me = 0; me < P; ++me)
                 for (int owner = 0; owner < P; ++owner) {
                   const PositionMap q = layout::positions(layout, S, P, me), k = layout::positions(layout, S, P, owner);
-                  const TileWork want = tile_by_tile(rule, q, k, tq, tk), got = count_tile_work(rule, q, k, tq, tk);
+                  const TileWork want = tile_by_tile(rule, q, k, tile), got = count_tile_work(rule, q, k, tile);
                   std::ostringstream where;
                   where << layout::layout_name(layout) << " P=" << P << " " << me << "<-" << owner << " causal "
-                        << causal << " window " << window << " docs " << d->size() << " tiles " << tq << "x" << tk;
+                        << causal << " window " << window << " docs " << d->size() << " tiles " << tile.q << "x"
+                        << tile.k << (tile.cut_at_segments ? " cut" : "");
                   ASSERT_NO_FATAL_FAILURE(expect_same_work(got, want, where.str()));
-                  ASSERT_EQ(computed_scores(rule, q, k, {tq, tk}), want.computed()) << where.str();
+                  ASSERT_EQ(computed_scores(rule, q, k, tile), want.computed()) << where.str();
                   ++cases;
                 }
             }
-  EXPECT_EQ(cases, 3 * 30 * 2 * 4 * 2 * 3);
+  EXPECT_EQ(cases, 3 * 30 * 2 * 4 * 2 * 4);
+  EXPECT_GT(cut_tiles, 0);
 }
 
 // Maps no layout pairs (segments of different strides, a query segment starting after its
@@ -102,20 +116,21 @@ TEST(TileWork, MixedMapsMatchTheKernelsRuleTileByTile) {
       {PositionMap::one({150, 4, 30}), PositionMap::one({3, 4, 70})},
   };
   int cases = 0;
+  cut_tiles = 0;
   for (const auto& [q, k] : maps)
     for (bool causal : {false, true})
       for (std::int64_t window : {0, 1, 9, 64})
         for (const std::vector<std::int64_t>* d : {&no_docs, &docs})
-          for (auto [tq, tk] : {std::pair<int, int>{16, 8}, {7, 13}}) {
+          for (const TileShape tile : {TileShape{16, 8, false}, {48, 13, true}}) {
             MaskRule rule{causal, window, d->empty() ? nullptr : d->data(), std::int64_t(d->size()), {}};
-            const TileWork want = tile_by_tile(rule, q, k, tq, tk), got = count_tile_work(rule, q, k, tq, tk);
+            const TileWork want = tile_by_tile(rule, q, k, tile), got = count_tile_work(rule, q, k, tile);
             std::ostringstream where;
             where << "maps " << cases / 32 << " causal " << causal << " window " << window << " docs " << d->size()
-                  << " tiles " << tq << "x" << tk;
+                  << " tiles " << tile.q << "x" << tile.k << (tile.cut_at_segments ? " cut" : "");
             ASSERT_EQ(got.full, want.full) << where.str();
             ASSERT_EQ(got.partial, want.partial) << where.str();
             ASSERT_EQ(got.partial_visible, want.partial_visible) << where.str();
-            ASSERT_EQ(computed_scores(rule, q, k, {tq, tk}), want.computed()) << where.str();
+            ASSERT_EQ(computed_scores(rule, q, k, tile), want.computed()) << where.str();
             ++cases;
           }
   EXPECT_EQ(cases, 4 * 2 * 4 * 2 * 2);
@@ -128,6 +143,7 @@ TEST(TileWork, MaskRangesMatchTheKernelsRuleTileByTile) {
   const std::vector<std::int64_t> no_docs, docs = {0, 50, 50, 131, 240}, edges = {0, 30, 60, 80, 120, 160, 180, 240};
   std::mt19937_64 rng(5);
   int cases = 0;
+  cut_tiles = 0;
   for (int trial = 0; trial < 24; ++trial) {
     const auto list = rfa_test::random_mask_ranges(rng, S, 1 + trial % 7, edges);
     const MaskRanges ranges(list.data(), std::int64_t(list.size()), S, "ranges");
@@ -137,24 +153,25 @@ TEST(TileWork, MaskRangesMatchTheKernelsRuleTileByTile) {
     const MaskRule rule{causal, window, d.empty() ? nullptr : d.data(), std::int64_t(d.size()), ranges.index()};
     for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
       for (int P : {1, 3, 4})
-        for (auto [tq, tk] : {std::pair<int, int>{16, 8}, {7, 13}})
+        for (const TileShape tile : {TileShape{16, 8, false}, {48, 8, true}})
           for (int me = 0; me < P; ++me)
             for (int owner = 0; owner < P; ++owner) {
               const PositionMap q = layout::positions(layout, S, P, me), k = layout::positions(layout, S, P, owner);
-              const TileWork want = tile_by_tile(rule, q, k, tq, tk, &list), got = count_tile_work(rule, q, k, tq, tk);
+              const TileWork want = tile_by_tile(rule, q, k, tile, &list), got = count_tile_work(rule, q, k, tile);
               std::ostringstream where;
               where << "trial " << trial << " " << layout::layout_name(layout) << " P=" << P << " " << me << "<-"
-                    << owner << " tiles " << tq << "x" << tk;
+                    << owner << " tiles " << tile.q << "x" << tile.k << (tile.cut_at_segments ? " cut" : "");
               ASSERT_EQ(got.full, want.full) << where.str();
               ASSERT_EQ(got.partial, want.partial) << where.str();
               ASSERT_EQ(got.partial_visible, want.partial_visible) << where.str();
               ASSERT_EQ(got.rows, want.rows) << where.str();
               ASSERT_EQ(got.keys, want.keys) << where.str();
-              ASSERT_EQ(computed_scores(rule, q, k, {tq, tk}), want.computed()) << where.str();
+              ASSERT_EQ(computed_scores(rule, q, k, tile), want.computed()) << where.str();
               ++cases;
             }
   }
   EXPECT_EQ(cases, 24 * 3 * 2 * (1 + 9 + 16));
+  EXPECT_GT(cut_tiles, 0);
 }
 
 // A balanced placement's maps (eight chunks a rank, scattered, adjacent ones merged) whose
@@ -164,9 +181,10 @@ TEST(TileWork, BalancedChunksOnTheTilesEdgesMatchTheRuleTileByTile) {
   const auto rank_chunks =
       std::vector<std::vector<std::int64_t>>{{0, 3, 4, 9, 12, 13, 14, 22}, {1, 2, 6, 10, 11, 17, 20, 23}};
   int cases = 0;
-  for (auto [tq, tk] : {std::pair<int, int>{12, 6}, {6, 12}})
-    for (std::int64_t n : {std::int64_t(tk) - 1, std::int64_t(tk), std::int64_t(tk) + 1, std::int64_t(tq) - 1,
-                           std::int64_t(tq), std::int64_t(tq) + 1}) {
+  cut_tiles = 0;
+  for (const TileShape tile : {TileShape{12, 6, false}, {6, 12, false}, {48, 24, true}, {72, 48, true}})
+    for (std::int64_t n : {std::int64_t(tile.k) - 1, std::int64_t(tile.k), std::int64_t(tile.k) + 1,
+                           std::int64_t(tile.q) - 1, std::int64_t(tile.q), std::int64_t(tile.q) + 1}) {
       const std::int64_t S = 24 * n;
       const std::vector<std::int64_t> docs = {0, 3 * n, 3 * n + 1, 11 * n - 1, S};
       std::mt19937_64 rng{std::uint64_t(n)};
@@ -181,27 +199,29 @@ TEST(TileWork, BalancedChunksOnTheTilesEdgesMatchTheRuleTileByTile) {
         for (const auto& mine : rank_chunks)
           for (const auto& theirs : rank_chunks) {
             const PositionMap q = layout::chunk_positions(mine, n), k = layout::chunk_positions(theirs, n);
-            const TileWork want = tile_by_tile(rule, q, k, tq, tk, &list), got = count_tile_work(rule, q, k, tq, tk);
+            const TileWork want = tile_by_tile(rule, q, k, tile, &list), got = count_tile_work(rule, q, k, tile);
             std::ostringstream where;
-            where << "tiles " << tq << "x" << tk << " chunk " << n << " rule " << (&rule - rules) << " ranks "
-                  << (&mine - rank_chunks.data()) << "<-" << (&theirs - rank_chunks.data());
+            where << "tiles " << tile.q << "x" << tile.k << (tile.cut_at_segments ? " cut" : "") << " chunk " << n
+                  << " rule " << (&rule - rules) << " ranks " << (&mine - rank_chunks.data()) << "<-"
+                  << (&theirs - rank_chunks.data());
             ASSERT_NO_FATAL_FAILURE(expect_same_work(got, want, where.str()));
-            ASSERT_EQ(computed_scores(rule, q, k, {tq, tk}), want.computed()) << where.str();
+            ASSERT_EQ(computed_scores(rule, q, k, tile), want.computed()) << where.str();
             ++cases;
           }
     }
-  EXPECT_EQ(cases, 2 * 6 * 3 * 4);
+  EXPECT_EQ(cases, 4 * 6 * 3 * 4);
+  EXPECT_GT(cut_tiles, 0);
 }
 
 TEST(TileWork, WholeSequenceCountsAreExact) {
   const PositionMap all = PositionMap::contiguous(0, 1000);
-  const TileWork none = count_tile_work(MaskRule{}, all, all, 64, 64);
+  const TileWork none = count_tile_work(MaskRule{}, all, all, TileShape{64, 64});
   EXPECT_EQ(none.full, 1e6);
   EXPECT_EQ(none.partial, 0);
   EXPECT_EQ(none.rows, 1000);
   EXPECT_EQ(none.keys, 1000);
   // Causal, tiles of 1: exactly the visible scores, all full.
-  const TileWork causal = count_tile_work(MaskRule{true, 0, nullptr, 0, {}}, all, all, 1, 1);
+  const TileWork causal = count_tile_work(MaskRule{true, 0, nullptr, 0, {}}, all, all, TileShape{1, 1});
   EXPECT_EQ(causal.full, 1000.0 * 1001.0 / 2.0);
   EXPECT_EQ(causal.partial, 0);
 }

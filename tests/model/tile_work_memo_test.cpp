@@ -28,16 +28,17 @@ TEST(TileWorkMemo, AnswersEveryBlockAsCountedAndRemembersBlocksAtTheSameDistance
       for (bool causal : {false, true})
         for (std::int64_t window : {0, 1, 200})
           for (const std::vector<std::int64_t>* d : {&no_docs, &docs})
-            for (auto [tq, tk] : {std::pair<int, int>{16, 8}, {7, 13}}) {
+            for (const kernels::TileShape tile : {kernels::TileShape{16, 8, false}, {7, 13, true}, {16, 8, true}}) {
               kernels::MaskRule rule{causal, window, d->empty() ? nullptr : d->data(), std::int64_t(d->size()), {}};
               for (int me = 0; me < P; ++me)
                 for (int owner = 0; owner < P; ++owner) {
                   const PositionMap q = layout::positions(layout, S, P, me), k = layout::positions(layout, S, P, owner);
-                  const kernels::TileWork want = kernels::count_tile_work(rule, q, k, tq, tk),
-                                          got = memo.count(rule, q, k, tq, tk);
+                  const kernels::TileWork want = kernels::count_tile_work(rule, q, k, tile),
+                                          got = memo.count(rule, q, k, tile);
                   std::ostringstream where;
                   where << layout::layout_name(layout) << " P=" << P << " " << me << "<-" << owner << " causal "
-                        << causal << " window " << window << " docs " << d->size() << " tiles " << tq << "x" << tk;
+                        << causal << " window " << window << " docs " << d->size() << " tiles " << tile.q << "x"
+                        << tile.k << (tile.cut_at_segments ? " cut" : "");
                   ASSERT_EQ(got.full, want.full) << where.str();
                   ASSERT_EQ(got.partial, want.partial) << where.str();
                   ASSERT_EQ(got.partial_visible, want.partial_visible) << where.str();
@@ -54,7 +55,7 @@ TEST(TileWorkMemo, AnswersEveryBlockAsCountedAndRemembersBlocksAtTheSameDistance
     for (int me = 0; me < P; ++me)
       for (int owner = 0; owner < P; ++owner)
         ring.count(*rule, layout::positions(RFA_LAYOUT_CONTIGUOUS, S, P, me),
-                   layout::positions(RFA_LAYOUT_CONTIGUOUS, S, P, owner), 16, 8);
+                   layout::positions(RFA_LAYOUT_CONTIGUOUS, S, P, owner), kernels::TileShape{16, 8});
     EXPECT_EQ(ring.asked(), P * P);
     EXPECT_EQ(ring.remembered(), rule == &window_rule ? P * P - (2 * P - 1) : 0);
   }
