@@ -32,20 +32,13 @@ ForwardTilePlan::ForwardTilePlan(const AttentionParams& p, TileShape tile)
 
 ForwardTilePlan::Item ForwardTilePlan::item(std::int64_t item) const {
   Item it;
-  std::int64_t e = 0, local = item;
-  if (per_batch_) {
-    it.b =
-        int(std::upper_bound(batch_first_item_.begin(), batch_first_item_.end(), item) - batch_first_item_.begin() - 1);
-    e = it.b;
-    local = item - batch_first_item_[std::size_t(it.b)];
-  }
-  const std::int64_t n = entry_first_[std::size_t(e) + 1] - entry_first_[std::size_t(e)];
-  if (!per_batch_) {
-    it.b = int(local / (heads_ * n));
-    local -= std::int64_t(it.b) * heads_ * n;
-  }
+  it.b =
+      int(std::upper_bound(batch_first_item_.begin(), batch_first_item_.end(), item) - batch_first_item_.begin() - 1);
+  const std::size_t e = per_batch_ ? std::size_t(it.b) : 0;
+  const std::int64_t local = item - batch_first_item_[std::size_t(it.b)];
+  const std::int64_t n = entry_first_[e + 1] - entry_first_[e];
   it.h = int(local / n);
-  it.rows = spans_[std::size_t(entry_first_[std::size_t(e)] + local % n)];
+  it.rows = spans_[std::size_t(entry_first_[e] + local % n)];
   return it;
 }
 
