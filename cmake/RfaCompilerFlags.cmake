@@ -39,10 +39,15 @@ set(_rfa_test_opt_level -O1)
 target_compile_options(rfa_build_flags INTERFACE
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<NOT:$<CONFIG:Debug>>>:$<IF:$<BOOL:$<TARGET_PROPERTY:RFA_TEST_CODE>>,${_rfa_test_opt_level},${_rfa_opt_level}>>)
 
-# Sanitizer configuration (ASan + UBSan), used by the second CI configuration.
+# Sanitizer configuration (ASan + UBSan), used by the second CI configuration. The library
+# (and the float64 reference) are built with both; the test programs' own code with ASan alone,
+# which finds their out-of-bounds accesses and use after free: UBSan's checks tripled the
+# compile time of a test file (mask_edges_test.cpp: 16 s against 5.7 s unsanitized and 9.6 s
+# with ASan, GCC 12 at -O1), and what the tests check is the library's behaviour, which keeps
+# every check. The runtime of both is linked into every program.
 if(RFA_ENABLE_SANITIZERS)
   target_compile_options(rfa_build_flags INTERFACE
-    $<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
+    $<$<COMPILE_LANGUAGE:C,CXX>:$<IF:$<BOOL:$<TARGET_PROPERTY:RFA_TEST_CODE>>,-fsanitize=address,-fsanitize=address$<COMMA>undefined$<SEMICOLON>-fno-sanitize-recover=undefined>$<SEMICOLON>-fno-omit-frame-pointer>)
   target_link_options(rfa_build_flags INTERFACE -fsanitize=address,undefined)
 endif()
 

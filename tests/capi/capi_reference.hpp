@@ -12,6 +12,7 @@
 
 #include "capi_test_support.hpp"
 #include "reference_attention.hpp"
+#include "reference_over_world.hpp"
 
 namespace rfa_capi_test {
 
@@ -50,7 +51,9 @@ inline rfa::reference::Problem reference_problem(const rfa_options_t& o, const s
 
 /// Global q, k, v and dout (seeds seed..seed+3, the same on every rank) in the options' dtype, and
 /// the reference's out, lse, dq, dk and dv on the values as stored; with `sinks` (one logit per
-/// query head), the reference's softmax includes them and dsinks is their gradient.
+/// query head), the reference's softmax includes them and dsinks is their gradient. Collective:
+/// every rank of MPI_COMM_WORLD constructs it at once, and they share the float64 work
+/// (reference_over_world.hpp).
 struct ReferenceRun {
   rfa::reference::Problem problem;
   Stored q, k, v, dout;
@@ -69,8 +72,8 @@ struct ReferenceRun {
     const auto rq = q.assign(random_values(q.size(), seed)), rk = k.assign(random_values(k.size(), seed + 1)),
                rv = v.assign(random_values(v.size(), seed + 2)),
                rdout = dout.assign(random_values(dout.size(), seed + 3));
-    rfa::reference::forward(problem, rq, rk, rv, out, lse);
-    rfa::reference::backward(problem, rq, rk, rv, rdout, dq, dk, dv, sinks.empty() ? nullptr : &dsinks);
+    rfa::test::reference_over_world(problem, rq, rk, rv, rdout, out, lse, dq, dk, dv,
+                                    sinks.empty() ? nullptr : &dsinks);
   }
 
  private:

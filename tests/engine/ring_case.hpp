@@ -21,6 +21,7 @@
 #include "layout/sequence_layout.hpp"
 #include "layout/shard_copy.hpp"
 #include "reference_attention.hpp"
+#include "reference_over_world.hpp"
 #include "tensor_test_support.hpp"
 
 namespace rfa {
@@ -91,10 +92,12 @@ struct ReferenceResults {
 /// last one is kept: a test that runs one problem through several configurations of a
 /// strategy (the all-gather's chunk sizes) computes it once, where it was half of the test's
 /// time under the sanitizers. The key is everything that decides the problem and the inputs.
+/// With `shared`, every rank of MPI_COMM_WORLD is calling it now for the same problem (the
+/// strategy spans the world), and they compute it together (reference_over_world.hpp).
 template <class T>
 const ReferenceResults& reference_results(const engine::AttentionConfig& cfg, std::uint64_t seed,
                                           const GlobalTensor<T>& q, const GlobalTensor<T>& k, const GlobalTensor<T>& v,
-                                          const GlobalTensor<T>& dout) {
+                                          const GlobalTensor<T>& dout, bool shared) {
   // (and T: each instantiation keeps its own)
   using Key = std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                          rfa_mask_t, std::int64_t, std::vector<std::int64_t>, std::vector<std::int64_t>, std::int64_t>;
@@ -128,8 +131,12 @@ const ReferenceResults& reference_results(const engine::AttentionConfig& cfg, st
       prob.ranges.push_back(
           {r.q_begin, r.q_end, r.k_begin, r.k_end, reference::Range::Kind(r.kind), r.band_lo, r.band_hi});
   }
-  reference::forward(prob, q.exact, k.exact, v.exact, last.out, last.lse);
-  reference::backward(prob, q.exact, k.exact, v.exact, dout.exact, last.dq, last.dk, last.dv);
+  if (shared) {
+    reference_over_world(prob, q.exact, k.exact, v.exact, dout.exact, last.out, last.lse, last.dq, last.dk, last.dv);
+  } else {
+    reference::forward(prob, q.exact, k.exact, v.exact, last.out, last.lse);
+    reference::backward(prob, q.exact, k.exact, v.exact, dout.exact, last.dq, last.dk, last.dv);
+  }
   last_key = key;
   return last;
 }
@@ -157,7 +164,8 @@ AttentionErrors run_attention(Engine& attn, const engine::AttentionConfig& cfg, 
   attn.forward(engine::HostForward<T>{q_l, k_l, v_l, out, lse});
   attn.backward(engine::HostBackward<T>{q_l, k_l, v_l, out, dout_l, lse, dq, dk, dv});
 
-  const ReferenceResults& ref = reference_results<T>(cfg, seed, q, k, v, dout);
+  // A strategy over every rank of the world is run by all of them at once: they share the reference.
+  const ReferenceResults& ref = reference_results<T>(cfg, seed, q, k, v, dout, attn.ranks() == world_size());
   std::vector<double> lse_local(std::size_t(B * H * L));
   {
     std::vector<float> lse_ref32(ref.lse.begin(), ref.lse.end()), lse_loc32(lse_local.size());

@@ -57,6 +57,7 @@ void probabilities(const Problem& p, const std::vector<double>& q, const std::ve
   lse.assign(p.seq_q, ninf);
   cap_slope.assign(p.softcap > 0.0 ? p.seq_q * p.seq_k : 0, 0.0);
   for (std::int64_t i = 0; i < p.seq_q; ++i) {
+    if (!p.computes_row(i)) continue;  // its probabilities stay zero
     const double* qi = &q[((b * p.seq_q + i) * p.heads + h) * D];
     double m = ninf;
     for (std::int64_t j = 0; j < p.seq_k; ++j) {
@@ -104,6 +105,7 @@ void forward(const Problem& p, const std::vector<double>& q, const std::vector<d
     for (std::int64_t h = 0; h < p.heads; ++h) {
       probabilities(p, q, k, b, h, P, row_lse, cap_slope);
       for (std::int64_t i = 0; i < p.seq_q; ++i) {
+        if (!p.computes_row(i)) continue;
         lse[(b * p.heads + h) * p.seq_q + i] = row_lse[i];
         double* oi = &out[((b * p.seq_q + i) * p.heads + h) * DV];
         for (std::int64_t j = 0; j < p.seq_k; ++j) {
@@ -133,6 +135,7 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
       probabilities(p, q, k, b, h, P, row_lse, cap_slope);
       dP.assign(p.seq_q * p.seq_k, 0.0);
       for (std::int64_t i = 0; i < p.seq_q; ++i) {
+        if (!p.computes_row(i)) continue;
         const double* doi = &dout[((b * p.seq_q + i) * p.heads + h) * DV];
         // dP = dO V^T and the softmax Jacobian term D_i = sum_j P_ij dP_ij.
         double Di = 0.0;

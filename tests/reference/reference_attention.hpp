@@ -42,6 +42,13 @@ struct Problem {
   /// Soft-capped scores: with softcap > 0 each scaled score s becomes softcap * tanh(s / softcap)
   /// before the mask and the softmax. 0: scores as they are.
   double softcap = 0.0;
+  /// The query rows computed: those i with i % row_stride == row_offset (every row by default).
+  /// The other rows' out, lse and dq stay 0, and dk, dv and the sinks' gradients hold the
+  /// computed rows' contributions only, so that the slices of row_stride callers (one per
+  /// offset) add up to the whole problem (tests/engine/ring_case.hpp shares the reference across
+  /// ranks that way; exact float64 only: with `round`, the slices' rounded sums need not add up
+  /// to the whole's). Interleaved rows give each slice the same share of a causal mask's work.
+  std::int64_t row_offset = 0, row_stride = 1;
   std::vector<std::int64_t> q_pos;  ///< global position of each query row (empty: 0..seq_q-1)
   std::vector<std::int64_t> k_pos;  ///< global position of each key row (empty: 0..seq_k-1)
   /// nullptr: exact float64. Otherwise the rounding of a plain low-precision implementation
@@ -64,6 +71,7 @@ struct Problem {
   std::int64_t v_size() const { return batch * seq_k * kv_heads * dv(); }
   std::int64_t lse_size() const { return batch * heads * seq_q; }
   double rounded(double x) const { return round ? round(x) : x; }
+  bool computes_row(std::int64_t i) const { return i % row_stride == row_offset; }
 };
 
 /// Per-sequence documents in the library's form (options.doc_boundaries and
