@@ -12,7 +12,7 @@
 
 #include "capi_test_support.hpp"
 #include "reference_attention.hpp"
-#include "reference_over_world.hpp"
+#include "reference_over.hpp"
 
 namespace rfa_capi_test {
 
@@ -53,7 +53,7 @@ inline rfa::reference::Problem reference_problem(const rfa_options_t& o, const s
 /// the reference's out, lse, dq, dk and dv on the values as stored; with `sinks` (one logit per
 /// query head), the reference's softmax includes them and dsinks is their gradient. Collective:
 /// every rank of MPI_COMM_WORLD constructs it at once, and they share the float64 work
-/// (reference_over_world.hpp).
+/// (reference_over.hpp).
 struct ReferenceRun {
   rfa::reference::Problem problem;
   Stored q, k, v, dout;
@@ -72,8 +72,8 @@ struct ReferenceRun {
     const auto rq = q.assign(random_values(q.size(), seed)), rk = k.assign(random_values(k.size(), seed + 1)),
                rv = v.assign(random_values(v.size(), seed + 2)),
                rdout = dout.assign(random_values(dout.size(), seed + 3));
-    rfa::test::reference_over_world(problem, rq, rk, rv, rdout, out, lse, dq, dk, dv,
-                                    sinks.empty() ? nullptr : &dsinks);
+    rfa::test::reference_over(MPI_COMM_WORLD, problem, rq, rk, rv, rdout, out, lse, dq, dk, dv,
+                              sinks.empty() ? nullptr : &dsinks);
   }
 
  private:

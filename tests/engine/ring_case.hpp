@@ -21,7 +21,7 @@
 #include "layout/sequence_layout.hpp"
 #include "layout/shard_copy.hpp"
 #include "reference_attention.hpp"
-#include "reference_over_world.hpp"
+#include "reference_over.hpp"
 #include "tensor_test_support.hpp"
 
 namespace rfa {
@@ -93,7 +93,7 @@ struct ReferenceResults {
 /// strategy (the all-gather's chunk sizes) computes it once, where it was half of the test's
 /// time under the sanitizers. The key is everything that decides the problem and the inputs.
 /// With `shared`, every rank of MPI_COMM_WORLD is calling it now for the same problem (the
-/// strategy spans the world), and they compute it together (reference_over_world.hpp).
+/// strategy spans the world), and they compute it together (reference_over.hpp).
 template <class T>
 const ReferenceResults& reference_results(const engine::AttentionConfig& cfg, std::uint64_t seed,
                                           const GlobalTensor<T>& q, const GlobalTensor<T>& k, const GlobalTensor<T>& v,
@@ -131,12 +131,8 @@ const ReferenceResults& reference_results(const engine::AttentionConfig& cfg, st
       prob.ranges.push_back(
           {r.q_begin, r.q_end, r.k_begin, r.k_end, reference::Range::Kind(r.kind), r.band_lo, r.band_hi});
   }
-  if (shared) {
-    reference_over_world(prob, q.exact, k.exact, v.exact, dout.exact, last.out, last.lse, last.dq, last.dk, last.dv);
-  } else {
-    reference::forward(prob, q.exact, k.exact, v.exact, last.out, last.lse);
-    reference::backward(prob, q.exact, k.exact, v.exact, dout.exact, last.dq, last.dk, last.dv);
-  }
+  reference_over(shared ? MPI_COMM_WORLD : MPI_COMM_SELF, prob, q.exact, k.exact, v.exact, dout.exact, last.out,
+                 last.lse, last.dq, last.dk, last.dv);
   last_key = key;
   return last;
 }

@@ -45,8 +45,8 @@ struct Problem {
   /// The query rows computed: those i with i % row_stride == row_offset (every row by default).
   /// The other rows' out, lse and dq stay 0, and dk, dv and the sinks' gradients hold the
   /// computed rows' contributions only, so that the slices of row_stride callers (one per
-  /// offset) add up to the whole problem (tests/engine/ring_case.hpp shares the reference across
-  /// ranks that way; exact float64 only: with `round`, the slices' rounded sums need not add up
+  /// offset) add up to the whole problem (tests/common/reference_over.hpp shares the
+  /// reference across ranks that way; exact float64 only: with `round`, the slices' rounded sums need not add up
   /// to the whole's). Interleaved rows give each slice the same share of a causal mask's work.
   std::int64_t row_offset = 0, row_stride = 1;
   std::vector<std::int64_t> q_pos;  ///< global position of each query row (empty: 0..seq_q-1)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The reference's row slices (Problem::row_offset, row_stride) add up to the whole problem, which
-// is how the distributed suites share its float64 work (tests/common/reference_over_world.hpp):
+// is how the distributed suites share its float64 work (tests/common/reference_over.hpp):
 // out, lse and dq row by row, dk, dv and the sinks' gradients as sums of the slices'
 // contributions; and a slice leaves the other rows' out, lse and dq at zero.
 #include <gtest/gtest.h>
@@ -26,6 +26,8 @@ std::vector<double> random_vector(std::int64_t n, std::uint64_t seed) {
 struct Results {
   std::vector<double> out, lse, dq, dk, dv, dsinks;
 };
+constexpr std::vector<double> Results::*kFields[] = {&Results::out, &Results::lse, &Results::dq,
+                                                     &Results::dk,  &Results::dv,  &Results::dsinks};
 
 Results run(const Problem& p, const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
             const std::vector<double>& dout) {
@@ -60,9 +62,8 @@ TEST(ReferenceSlices, AddUpToTheWholeProblem) {
   const Results expected = run(whole, q, k, v, dout);
   for (std::int64_t stride : {2, 3, 4, 13}) {
     SCOPED_TRACE("stride " + std::to_string(stride));
-    Results sum{std::vector<double>(expected.out.size()), std::vector<double>(expected.lse.size()),
-                std::vector<double>(expected.dq.size()),  std::vector<double>(expected.dk.size()),
-                std::vector<double>(expected.dv.size()),  std::vector<double>(expected.dsinks.size())};
+    Results sum;
+    for (auto field : kFields) sum.*field = std::vector<double>((expected.*field).size(), 0.0);
     for (std::int64_t offset = 0; offset < stride; ++offset) {
       Problem slice = whole;
       slice.row_offset = offset;
@@ -80,26 +81,18 @@ TEST(ReferenceSlices, AddUpToTheWholeProblem) {
               EXPECT_EQ(part.dq[std::size_t(((b * whole.seq_q + i) * whole.heads + h) * whole.head_dim + d)], 0.0);
           }
         }
-      for (auto [into, from] : {std::pair{&sum.out, &part.out},
-                                {&sum.lse, &part.lse},
-                                {&sum.dq, &part.dq},
-                                {&sum.dk, &part.dk},
-                                {&sum.dv, &part.dv},
-                                {&sum.dsinks, &part.dsinks}})
-        for (std::size_t i = 0; i < into->size(); ++i) (*into)[i] += (*from)[i];
+      for (auto field : kFields)
+        for (std::size_t i = 0; i < (sum.*field).size(); ++i) (sum.*field)[i] += (part.*field)[i];
     }
-    for (auto [got, want] : {std::pair{&sum.out, &expected.out},
-                             {&sum.lse, &expected.lse},
-                             {&sum.dq, &expected.dq},
-                             {&sum.dk, &expected.dk},
-                             {&sum.dv, &expected.dv},
-                             {&sum.dsinks, &expected.dsinks}})
+    for (auto field : kFields) {
+      const std::vector<double>*got = &(sum.*field), *want = &(expected.*field);
       for (std::size_t i = 0; i < want->size(); ++i) {
         if (std::isinf((*want)[i]))
           EXPECT_EQ((*got)[i], (*want)[i]) << "element " << i;
         else
           EXPECT_NEAR((*got)[i], (*want)[i], 1e-12 * (1.0 + std::abs((*want)[i]))) << "element " << i;
       }
+    }
   }
 }
 
