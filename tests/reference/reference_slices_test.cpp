@@ -39,7 +39,8 @@ Results run(const Problem& p, const std::vector<double>& q, const std::vector<do
 
 // A problem where every row kind occurs: a causal window, packed documents (one of one token),
 // GQA, sinks (one head's -inf: none), a value head dim of its own; 11 rows, so that strides 2, 3
-// and 4 leave slices of different sizes, and stride 13 slices with no row at all.
+// and 4 leave slices of different sizes, stride 11 one row each, 10 one slice of two rows, and 12
+// and 13 slices with no row at all.
 Problem mixed_problem() {
   Problem p;
   p.batch = 2;
@@ -60,7 +61,7 @@ TEST(ReferenceSlices, AddUpToTheWholeProblem) {
   const auto q = random_vector(whole.q_size(), 1), k = random_vector(whole.kv_size(), 2),
              v = random_vector(whole.v_size(), 3), dout = random_vector(whole.out_size(), 4);
   const Results expected = run(whole, q, k, v, dout);
-  for (std::int64_t stride : {2, 3, 4, 13}) {
+  for (std::int64_t stride : {2, 3, 4, 10, 11, 12, 13}) {
     SCOPED_TRACE("stride " + std::to_string(stride));
     Results sum;
     for (auto field : kFields) sum.*field = std::vector<double>((expected.*field).size(), 0.0);
