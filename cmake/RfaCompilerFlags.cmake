@@ -22,11 +22,13 @@ endif()
 # (-std=c++17) turns contraction off unless asked.
 target_compile_options(rfa_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=fast>)
 option(RFA_ENABLE_SANITIZERS "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+option(RFA_ENABLE_FUZZING "Build the libFuzzer harnesses (Clang; implies ASan + UBSan)" OFF)
 # The flash kernels depend on loop vectorization; -O3 turns on GCC's vectorizer
-# (and its SLP pass) for every build type that optimizes. Sanitized builds take -O1 instead
-# (the level ASan's documentation suggests): instrumented -O3 takes twice as long to compile,
-# and the kernels' explicit vector types stay vectors at any level.
-if(RFA_ENABLE_SANITIZERS)
+# (and its SLP pass) for every build type that optimizes. Sanitized and fuzzing builds take -O1
+# instead (the level ASan's documentation suggests): instrumented -O3 takes twice as long to
+# compile (Clang 14, kernels/flash_forward.cpp for the fuzzer: 21 s at -O3 -g, 14 s at -O1 with
+# line tables only), and the kernels' explicit vector types stay vectors at any level.
+if(RFA_ENABLE_SANITIZERS OR RFA_ENABLE_FUZZING)
   set(_rfa_opt_level -O1)
 else()
   set(_rfa_opt_level -O3)
@@ -54,7 +56,6 @@ endif()
 # libFuzzer harnesses (tests/fuzz, scripts/fuzz.sh): Clang only. Every rfa target gets the
 # coverage instrumentation libFuzzer steers by, and ASan + UBSan, so that a finding anywhere in
 # the library is reported; the harness links libFuzzer's main.
-option(RFA_ENABLE_FUZZING "Build the libFuzzer harnesses (Clang; implies ASan + UBSan)" OFF)
 if(RFA_ENABLE_FUZZING)
   if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     message(FATAL_ERROR "RFA_ENABLE_FUZZING needs Clang (CXX=clang++-14): libFuzzer is part of compiler-rt; "

@@ -18,7 +18,10 @@ source "$here/scripts/install_debian_packages.sh"
 install_debian_packages fuzz clang-14 libclang-rt-14-dev
 
 mkdir -p "$build"
+# Line tables are all a report's stack needs (cmake/RfaCompilerFlags.cmake sets -O1 for fuzzing).
 CC=clang-14 CXX=clang++-14 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRFA_ENABLE_FUZZING=ON \
+  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-gline-tables-only -DNDEBUG" \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-gline-tables-only -DNDEBUG" \
   -DRFA_ENABLE_CUDA=OFF -DRFA_ENABLE_FORTRAN=OFF -DRFA_ENABLE_BENCHMARKS=OFF -DRFA_ENABLE_DOCS=OFF \
   -DRFA_ENABLE_NATIVE=OFF >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
 cmake --build "$build" -j "$(nproc)" --target rfa_capi_fuzzer
