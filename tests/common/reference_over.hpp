@@ -29,8 +29,7 @@ inline void reference_over(MPI_Comm comm, const reference::Problem& p, const std
   reference::Problem slice = p;
   slice.row_offset = rank;
   slice.row_stride = size;
-  reference::forward(slice, q, k, v, out, lse);
-  reference::backward(slice, q, k, v, dout, dq, dk, dv, dsinks);
+  reference::forward_backward(slice, q, k, v, dout, out, lse, dq, dk, dv, dsinks);
   if (size == 1) return;
   for (std::vector<double>* part : {&out, &lse, &dq, &dk, &dv, dsinks})
     if (part != nullptr) MPI_Allreduce(MPI_IN_PLACE, part->data(), int(part->size()), MPI_DOUBLE, MPI_SUM, comm);

@@ -31,8 +31,7 @@ void reference(std::int64_t batch, std::int64_t seq, std::int64_t heads, std::in
   const auto q64 = widen(q, p.q_size()), k64 = widen(k, p.kv_size()), v64 = widen(v, p.v_size()),
              do64 = widen(dout, p.out_size());
   std::vector<double> o, l, gq, gk, gv, gs;
-  rfa::reference::forward(p, q64, k64, v64, o, l);
-  rfa::reference::backward(p, q64, k64, v64, do64, gq, gk, gv, sinks ? &gs : nullptr);
+  rfa::reference::forward_backward(p, q64, k64, v64, do64, o, l, gq, gk, gv, sinks ? &gs : nullptr);
   auto narrow = [](const std::vector<double>& x, float* y) {
     for (std::size_t i = 0; i < x.size(); ++i) y[i] = float(x[i]);
   };

@@ -110,5 +110,12 @@ void backward(const Problem& p, const std::vector<double>& q, const std::vector<
               const std::vector<double>& v, const std::vector<double>& dout, std::vector<double>& dq,
               std::vector<double>& dk, std::vector<double>& dv, std::vector<double>* dsinks = nullptr);
 
+/// forward() and backward() of the same problem and inputs at once, with the same results: each
+/// (batch, head) pair's probabilities, most of either pass's time, computed once for both.
+void forward_backward(const Problem& p, const std::vector<double>& q, const std::vector<double>& k,
+                      const std::vector<double>& v, const std::vector<double>& dout, std::vector<double>& out,
+                      std::vector<double>& lse, std::vector<double>& dq, std::vector<double>& dk,
+                      std::vector<double>& dv, std::vector<double>* dsinks = nullptr);
+
 }  // namespace reference
 }  // namespace rfa

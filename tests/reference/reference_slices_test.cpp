@@ -2,7 +2,8 @@
 // The reference's row slices (Problem::row_offset, row_stride) add up to the whole problem, which
 // is how the distributed suites share its float64 work (tests/common/reference_over.hpp):
 // out, lse and dq row by row, dk, dv and the sinks' gradients as sums of the slices'
-// contributions; and a slice leaves the other rows' out, lse and dq at zero.
+// contributions; and a slice leaves the other rows' out, lse and dq at zero. forward_backward(),
+// which those suites call, gives forward()'s and backward()'s results exactly.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -94,6 +95,31 @@ TEST(ReferenceSlices, AddUpToTheWholeProblem) {
           EXPECT_NEAR((*got)[i], (*want)[i], 1e-12 * (1.0 + std::abs((*want)[i]))) << "element " << i;
       }
     }
+  }
+}
+
+// The passes at once: bit for bit the passes one after the other, whole and sliced, with the
+// mixed problem's mask and sinks, a soft cap, and ranges with a rounding to bf16-like precision.
+TEST(ReferenceForwardBackward, TheSameAsTheTwoPasses) {
+  Problem capped = mixed_problem();
+  capped.softcap = 1.5;
+  Problem ranged = mixed_problem();
+  ranged.causal = false;
+  ranged.window = 0;
+  ranged.ranges_on = true;
+  ranged.ranges = {{0, 6, 0, 6, Range::causal}, {5, 11, 2, 9, Range::full}, {8, 11, 0, 11, Range::band, -3, 1}};
+  ranged.round = [](double x) { return double(float(x)); };
+  Problem sliced = mixed_problem();
+  sliced.row_offset = 1;
+  sliced.row_stride = 3;
+  for (const Problem& p : {mixed_problem(), capped, ranged, sliced}) {
+    const auto q = random_vector(p.q_size(), 5), k = random_vector(p.kv_size(), 6), v = random_vector(p.v_size(), 7),
+               dout = random_vector(p.out_size(), 8);
+    const Results apart = run(p, q, k, v, dout);
+    Results together;
+    forward_backward(p, q, k, v, dout, together.out, together.lse, together.dq, together.dk, together.dv,
+                     &together.dsinks);
+    for (auto field : kFields) EXPECT_EQ(together.*field, apart.*field);
   }
 }
 
