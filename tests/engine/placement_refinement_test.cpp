@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/mask_ranges.hpp"
@@ -66,6 +68,28 @@ Shares shares_of(const AttentionConfig& c, const layout::ChunkPlacement& p) {
   return {max_over_mean(pairs), max_over_mean(forward), max_over_mean(backward)};
 }
 
+/// One family's placement on P ranks, its report and its shares, solved once: two tests
+/// examine the same solves, which are most of this suite's time.
+struct Solved {
+  layout::ChunkPlacement placement;
+  RefinementReport report;
+  Shares after;
+};
+
+const Solved& solved(const Family& f, std::int64_t S, int P) {
+  static std::map<std::tuple<std::string, std::int64_t, int>, Solved> memo;
+  const auto key = std::make_tuple(f.name, S, P);
+  auto it = memo.find(key);
+  if (it == memo.end()) {
+    const AttentionConfig c = balanced_config(f, S);
+    Solved s;
+    s.placement = solve_balanced_placement(c, P, &s.report);
+    s.after = shares_of(c, s.placement);
+    it = memo.emplace(key, std::move(s)).first;
+  }
+  return it->second;
+}
+
 void expect_same_chunks_per_rank(const layout::ChunkPlacement& got, const layout::ChunkPlacement& start) {
   ASSERT_EQ(got.chunks.size(), start.chunks.size());
   ASSERT_EQ(got.chunk_length, start.chunk_length);
@@ -89,14 +113,15 @@ TEST(PlacementRefinement, ReportsWhatTheTileCountFindsAndNeverRaisesTheBusiestLo
       SCOPED_TRACE(f.name + " P=" + std::to_string(P));
       const AttentionConfig c = balanced_config(f, S);
       const layout::ChunkPlacement start = layout::place_chunks_by_work(balanced_chunk_work(c, P), S, P);
-      RefinementReport report;
-      const layout::ChunkPlacement got = solve_balanced_placement(c, P, &report);
+      const Solved& solve = solved(f, S, P);
+      const layout::ChunkPlacement& got = solve.placement;
+      const RefinementReport& report = solve.report;
       ASSERT_NO_FATAL_FAILURE(expect_same_chunks_per_rank(got, start));
       EXPECT_FALSE(report.out_of_budget);
       EXPECT_LE(report.operations, RefinementInputs::kDefaultOperationBudget);
       EXPECT_LE(report.load_after, report.load_before);
       EXPECT_LE(report.swaps, report.tried);
-      const Shares before = shares_of(c, start), after = shares_of(c, got);
+      const Shares before = shares_of(c, start), after = solve.after;
       EXPECT_NEAR(report.pairs_before, before.pairs, 1e-9);
       EXPECT_NEAR(report.forward_before, before.forward, 1e-9);
       EXPECT_NEAR(report.backward_before, before.backward, 1e-9);
@@ -117,11 +142,9 @@ TEST(PlacementRefinement, EvensTheTilesThePairsLeaveUneven) {
   for (const Family& f : families(S))
     for (int P : {4, 8}) {
       SCOPED_TRACE(f.name + " P=" + std::to_string(P));
-      const AttentionConfig c = balanced_config(f, S);
-      RefinementReport report;
-      const layout::ChunkPlacement got = solve_balanced_placement(c, P, &report);
-      if (std::max(report.forward_before, report.backward_before) > 1.1) ++uneven;
-      const Shares after = shares_of(c, got);
+      const Solved& solve = solved(f, S, P);
+      if (std::max(solve.report.forward_before, solve.report.backward_before) > 1.1) ++uneven;
+      const Shares& after = solve.after;
       EXPECT_LE(after.pairs, 1.05);
       EXPECT_LE(after.forward, 1.05);
       EXPECT_LE(after.backward, 1.05);
