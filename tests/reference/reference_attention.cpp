@@ -19,9 +19,9 @@ std::int64_t document(const std::vector<std::int64_t>& bounds, std::int64_t posi
   return d;
 }
 
-/// The dot product of a[0, n) and b[0, n), summed in four interleaved parts: one running sum
-/// waits on each addition in turn, four keep the multiplier busy (a few times faster, and a
-/// float64 result that differs from the one-sum order by rounding alone).
+/// The dot product of a[0, n) and b[0, n), summed in four interleaved parts so that the
+/// additions need not wait on each other (a float64 result that differs from the one-sum
+/// order by rounding alone).
 inline double dot(const double* a, const double* b, std::int64_t n) {
   double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
   std::int64_t d = 0;
@@ -72,8 +72,11 @@ void probabilities(const Problem& p, const std::vector<double>& q, const std::ve
   lse.assign(p.seq_q, ninf);
   cap_slope.assign(p.softcap > 0.0 ? p.seq_q * p.seq_k : 0, 0.0);
   const std::vector<std::int64_t>& bounds = p.documents_of(b);
-  std::vector<std::int64_t> key_document(std::size_t(p.seq_k));
-  for (std::int64_t j = 0; j < p.seq_k; ++j) key_document[std::size_t(j)] = document(bounds, position(p.k_pos, j));
+  std::vector<std::int64_t> key_position(std::size_t(p.seq_k)), key_document(std::size_t(p.seq_k));
+  for (std::int64_t j = 0; j < p.seq_k; ++j) {
+    key_position[std::size_t(j)] = position(p.k_pos, j);
+    key_document[std::size_t(j)] = document(bounds, key_position[std::size_t(j)]);
+  }
   for (std::int64_t i = 0; i < p.seq_q; ++i) {
     if (!p.computes_row(i)) continue;  // its probabilities stay zero
     const double* qi = &q[((b * p.seq_q + i) * p.heads + h) * D];
@@ -81,7 +84,7 @@ void probabilities(const Problem& p, const std::vector<double>& q, const std::ve
     double m = ninf;
     for (std::int64_t j = 0; j < p.seq_k; ++j) {
       double s = ninf;
-      if (visible(p, qp, dq, position(p.k_pos, j), key_document[std::size_t(j)])) {
+      if (visible(p, qp, dq, key_position[std::size_t(j)], key_document[std::size_t(j)])) {
         const double* kj = &k[((b * p.seq_k + j) * p.kv_heads + hk) * D];
         s = dot(qi, kj, D) * scale;
         if (p.softcap > 0.0) {
@@ -114,8 +117,8 @@ void probabilities(const Problem& p, const std::vector<double>& q, const std::ve
   }
 }
 
-/// Adds row i's probabilities times V to out and sets its lse, for every computed row of one
-/// (batch, head) pair.
+/// Adds each computed row's probabilities times V to out and sets its lse, for one (batch,
+/// head) pair.
 void forward_head(const Problem& p, const std::vector<double>& v, std::int64_t b, std::int64_t h,
                   const std::vector<double>& P, const std::vector<double>& row_lse, std::vector<double>& out,
                   std::vector<double>& lse) {
