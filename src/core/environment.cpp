@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "core/environment.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include "core/error.hpp"
+
+extern char** environ;  // POSIX: the process's environment
 
 namespace rfa {
 namespace {
@@ -77,6 +84,18 @@ const char* env_value(Env id) { return std::getenv(env_variable(id).name); }
 std::string env_text(Env id) {
   const char* v = env_value(id);
   return v ? v : "";
+}
+
+std::string env_with_prefix(const char* prefix) {
+  const std::size_t n = std::strlen(prefix);
+  std::vector<std::string> found;
+  for (char** e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, prefix, n) == 0) found.emplace_back(*e);
+  }
+  std::sort(found.begin(), found.end());
+  std::string lines;
+  for (const std::string& f : found) lines += f + "\n";
+  return lines;
 }
 
 }  // namespace rfa

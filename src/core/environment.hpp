@@ -54,4 +54,8 @@ const char* env_value(Env id);
 /// The variable's value, or "" when it is unset.
 std::string env_text(Env id);
 
+/// Every variable whose name starts with `prefix`, as sorted "NAME=value" lines: another
+/// library's own settings (hwloc's HWLOC_*), read only to tell whether they changed.
+std::string env_with_prefix(const char* prefix);
+
 }  // namespace rfa

@@ -16,10 +16,14 @@ struct HwlocPlacement {
   std::string nic;                 ///< nearest network/OpenFabrics OS device; "" none seen
 };
 
-/// Loads the topology of this machine (with important I/O devices) and reads the CPU binding
-/// of this process. gpu_pci_bus_id is normalized ("dddd:bb:dd.f") or empty. Never throws for a
+/// Reads the topology of this machine (with important I/O devices; loaded once per process for
+/// each setting of hwloc's HWLOC_* variables) and the CPU binding of this process as it is now.
+/// Thread-safe. gpu_pci_bus_id is normalized ("dddd:bb:dd.f") or empty. Never throws for a
 /// topology that cannot be loaded: the placement then says loaded = false and the ring order
 /// falls back to what the key knows without hwloc (host, PCI bus id).
 HwlocPlacement probe_hwloc(const std::string& gpu_pci_bus_id);
+
+/// How many topologies probe_hwloc has loaded in this process so far (what its tests count).
+int hwloc_topologies_loaded();
 
 }  // namespace rfa::topology

@@ -5,5 +5,6 @@
 namespace rfa::topology {
 
 HwlocPlacement probe_hwloc(const std::string&) { return HwlocPlacement{}; }
+int hwloc_topologies_loaded() { return 0; }
 
 }  // namespace rfa::topology

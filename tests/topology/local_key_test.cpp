@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "rfa/rfa_config.h"
 #include "scoped_env.hpp"
+#include "topology/hwloc_probe.hpp"
 #include "topology/local_key.hpp"
 #include "topology/ring_order.hpp"
 
@@ -80,6 +81,14 @@ TEST(LocalKey, RealTopologyGivesAValidOrder) {
   EXPECT_TRUE(is_single_cycle(order));
   EXPECT_EQ(order, identity_order(4));  // identical keys: rank breaks the tie
   EXPECT_EQ(count_edges(keys, order).inter_node, 0);
+}
+
+TEST(Environment, VariablesWithAPrefixAreListedSorted) {
+  ScopedEnv b{"RFA_TEST_PREFIXED_B", "2"};
+  ScopedEnv a{"RFA_TEST_PREFIXED_A", "x=1"};
+  ScopedEnv other{"RFA_TEST_PREFIXEX", "no"};
+  EXPECT_EQ(env_with_prefix("RFA_TEST_PREFIXED_"), "RFA_TEST_PREFIXED_A=x=1\nRFA_TEST_PREFIXED_B=2\n");
+  EXPECT_EQ(env_with_prefix("RFA_TEST_NO_SUCH_PREFIX_"), "");
 }
 
 #if RFA_HAVE_HWLOC
@@ -161,6 +170,26 @@ TEST_F(SyntheticNode, WithoutAGpuAnUnboundRankHasNoSocket) {
   EXPECT_EQ(key.package, -1);
   EXPECT_EQ(key.numa_node, -1);
   EXPECT_STREQ(key.nic, "mlx5_0");  // both cards equally near the machine: name order
+}
+
+// Every context creation makes a key: the machine's topology is loaded once per process, and
+// again only for another setting of hwloc's own variables.
+TEST(LocalKey, TheTopologyIsLoadedOncePerSettingOfHwlocsVariables) {
+  make_local_key();  // this machine's topology, loaded here or by a test before
+  const int loaded = hwloc_topologies_loaded();
+  ASSERT_GE(loaded, 1);
+  make_local_key();
+  make_local_key({"0000:1a:00.0", true});
+  EXPECT_EQ(hwloc_topologies_loaded(), loaded);
+  {
+    ScopedEnv xml{"HWLOC_XMLFILE", RFA_TOPOLOGY_TEST_DATA "/two_sockets_two_gpus.xml"};
+    EXPECT_STREQ(make_local_key().nic, "mlx5_0");  // the made-up node, not this machine kept
+    EXPECT_STREQ(make_local_key({"0000:B1:00.0", true}).nic, "mlx5_1");
+    EXPECT_LE(hwloc_topologies_loaded(), loaded + 1);  // loaded here, or kept from a test before
+  }
+  const int with_xml = hwloc_topologies_loaded();
+  EXPECT_STRNE(make_local_key().nic, "mlx5_0");  // this machine again (it has no such card)
+  EXPECT_EQ(hwloc_topologies_loaded(), with_xml);
 }
 
 TEST_F(SyntheticNode, RanksOrderByTheirGpusSocket) {
