@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# rfa_add_test(NAME name SOURCES ... [LIBS ...] [MPI_RANKS n ...] [LABELS ...])
+# rfa_add_test(NAME name SOURCES ... [LIBS ...] [MPI_RANKS n ...] [LABELS ...] [MOSTLY_WAITING])
 #
 # Builds one GoogleTest executable. Without MPI_RANKS it is registered once and runs as a
 # plain process (main: rfa_test_main, which initializes Kokkos). With MPI_RANKS it links
 # rfa_test_main_mpi (MPI + Kokkos, failures agreed across ranks) and is registered once per
-# rank count as name.npN under mpiexec.
+# rank count as name.npN under mpiexec, taking N of CTest's processors. MOSTLY_WAITING: the
+# suite's ranks spend their time waiting out deadlines and late ranks (asleep, never in a
+# blocking MPI call: tests/common/mpi_test_support.hpp, barrier_idle), so each rank count takes
+# one processor and CTest runs other tests beside it.
 #
 # rfa_add_test_variant(NAME name VARIANT v MPI_RANKS n ... ENVIRONMENT ... [LABELS ...])
 #
@@ -76,7 +79,7 @@ function(rfa_mpiexec_flags out)
 endfunction()
 
 function(rfa_add_test)
-  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;MPI_RANKS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "MOSTLY_WAITING" "NAME;TIMEOUT" "SOURCES;LIBS;MPI_RANKS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest rfa_build_flags)
   rfa_mark_test_code(${T_NAME})
@@ -87,10 +90,14 @@ function(rfa_add_test)
     target_link_libraries(${T_NAME} PRIVATE rfa_test_main_mpi)
     rfa_mpiexec_flags(_extra)
     foreach(_n IN LISTS T_MPI_RANKS)
+      set(_processors ${_n})
+      if(T_MOSTLY_WAITING)
+        set(_processors 1)
+      endif()
       add_test(NAME ${T_NAME}.np${_n}
                COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${_n} ${_extra}
                        $<TARGET_FILE:${T_NAME}> ${MPIEXEC_POSTFLAGS})
-      set_tests_properties(${T_NAME}.np${_n} PROPERTIES TIMEOUT ${T_TIMEOUT} PROCESSORS ${_n}
+      set_tests_properties(${T_NAME}.np${_n} PROPERTIES TIMEOUT ${T_TIMEOUT} PROCESSORS ${_processors}
                            LABELS "mpi;${T_LABELS}")
     endforeach()
   else()

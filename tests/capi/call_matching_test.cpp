@@ -100,7 +100,7 @@ class CallMatching : public ::testing::Test {
  protected:
   void SetUp() override {
     if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
-    MPI_Barrier(MPI_COMM_WORLD);  // start together
+    rfa::test::barrier_idle(MPI_COMM_WORLD);  // start together
     o_ = small_options();
   }
   rfa_options_t o_{};

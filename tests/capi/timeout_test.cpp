@@ -77,7 +77,7 @@ TEST(Timeout, ALateRankMakesEveryRankFailWithinTheDeadline) {
 TEST(Timeout, ARankLessLateThanTheDeadlineChangesNothing) {
   const double deadline = 5.0;
   const rfa_options_t o = small_options(deadline);
-  MPI_Barrier(MPI_COMM_WORLD);  // start together: an earlier test may have left a rank behind
+  rfa::test::barrier_idle(MPI_COMM_WORLD);  // start together: an earlier test may have left a rank behind
   const bool late = world_rank() == world_size() - 1;
   if (late) std::this_thread::sleep_for(std::chrono::milliseconds(300));
   rfa_context_t ctx = nullptr;
@@ -97,7 +97,7 @@ TEST(Timeout, ARankUsingAContextOfAnotherCommunicatorEndsInTheDeadline) {
   const rfa_options_t o = small_options(deadline);
   rfa_options_t alone = o;
   alone.seq_total = 2 * 8;  // the layout over one rank
-  MPI_Barrier(MPI_COMM_WORLD);
+  rfa::test::barrier_idle(MPI_COMM_WORLD);
   rfa_context_t ctx = nullptr, self_ctx = nullptr;
   ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
   ASSERT_RFA_OK(rfa_context_create(MPI_COMM_SELF, &alone, &self_ctx));
@@ -129,6 +129,7 @@ TEST(Timeout, ARankLateForCreationFailsToo) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
   const double deadline = 1.0;
   const rfa_options_t o = small_options(deadline);
+  rfa::test::barrier_idle(MPI_COMM_WORLD);  // start together: the stray rank of the test before comes late
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   const bool late = world_rank() == world_size() - 1;

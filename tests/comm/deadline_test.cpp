@@ -58,7 +58,7 @@ TEST(Deadline, ExchangeWithASilentNeighbourTimesOutNamingIt) {
       }
     }
   }
-  MPI_Barrier(MPI_COMM_WORLD);  // the silent rank returns only now: nothing is left waiting
+  rfa::test::barrier_idle(MPI_COMM_WORLD);  // the silent rank returns only now: nothing is left waiting
 }
 
 // Exchanges of two different calls never match, even with equal sizes and equal positions in
@@ -85,7 +85,7 @@ TEST(Deadline, ExchangesOfDifferentCallsNeverMatch) {
   if (comm.prev() == 0) {
     EXPECT_EQ(recv[0], char(-1)) << "a block of another call landed";
   }
-  MPI_Barrier(MPI_COMM_WORLD);
+  rfa::test::barrier_idle(MPI_COMM_WORLD);
 }
 
 // The same call on every rank: the tags agree and the exchange completes.
@@ -118,7 +118,7 @@ TEST(Deadline, AnAbandonedExchangeIsGivenUpAtTheDeadline) {
     }
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(world_rank() == 1 ? 1500 : 0));
-  MPI_Barrier(MPI_COMM_WORLD);
+  rfa::test::barrier_idle(MPI_COMM_WORLD);
 }
 
 // Once a wait has timed out, the other exchanges a call had in flight are given up at once: the
@@ -143,7 +143,7 @@ TEST(Deadline, ExchangesInFlightAfterATimeoutAreGivenUpAtOnce) {
     EXPECT_LE(waited, 0.9) << "the exchanges in flight were each given a deadline of their own";
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(world_rank() == silent ? 1500 : 0));
-  MPI_Barrier(MPI_COMM_WORLD);
+  rfa::test::barrier_idle(MPI_COMM_WORLD);
 }
 
 TEST(Deadline, EnvironmentVariableIsReadAndChecked) {

@@ -4,6 +4,9 @@
 
 #include <mpi.h>
 
+#include <chrono>
+#include <thread>
+
 namespace rfa {
 namespace test {
 
@@ -17,6 +20,26 @@ inline int world_rank() {
   int r = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
   return r;
+}
+
+/// Completes `request`, sleeping a millisecond between tests of it. A blocking MPI call polls
+/// without pause (Open MPI yields the core between polls, a system call each time): ranks that
+/// wait there for a rank a test makes late keep both of a 2-core machine's cores busy, which
+/// slows the late rank's own work and the tests CTest runs beside it.
+inline int wait_idle(MPI_Request* request) {
+  for (;;) {
+    int done = 0;
+    const int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS || done) return rc;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+/// MPI_Barrier, waiting as wait_idle does: where a rank may arrive seconds after the others.
+inline int barrier_idle(MPI_Comm comm) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  const int rc = MPI_Ibarrier(comm, &request);
+  return rc != MPI_SUCCESS ? rc : wait_idle(&request);
 }
 
 }  // namespace test

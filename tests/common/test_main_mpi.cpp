@@ -6,6 +6,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "mpi_test_support.hpp"
+
 namespace {
 // Prints failures from every rank (prefixed) but the summary from rank 0 only.
 class RankPrefixedFailures : public ::testing::EmptyTestEventListener {
@@ -36,7 +38,9 @@ int main(int argc, char** argv) {
   }
   int local = RUN_ALL_TESTS();
   int global = 0;
-  MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Request request = MPI_REQUEST_NULL;  // a test may end with one rank seconds behind
+  MPI_Iallreduce(&local, &global, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &request);
+  rfa::test::wait_idle(&request);
   Kokkos::finalize();
   MPI_Finalize();
   return global;

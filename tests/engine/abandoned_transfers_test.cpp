@@ -96,7 +96,7 @@ class AbandonedTransfersTest : public ::testing::TestWithParam<engine::StrategyK
 
 TEST_P(AbandonedTransfersTest, TheFailedCallsBuffersAreNeverFreed) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
-  MPI_Barrier(MPI_COMM_WORLD);  // start together: the late rank of the case before may still be failing
+  rfa::test::barrier_idle(MPI_COMM_WORLD);  // start together: the late rank of the case before may still be failing
   const int P = world_size();
   const bool late = world_rank() == P - 1;
   LateTransfers comm(comm::make_mpi_communicator(MPI_COMM_WORLD, world_rank(), kDeadlineSeconds),
