@@ -3,7 +3,7 @@
 """Mutation check: does the test suite notice small faults in the code that decides what is
 computed? Each mutation below is one plausible slip (a comparison off by one, a swapped sign, a
 field left out of the agreement) in the step selection, tile visibility, merge, position maps,
-gradient routing, agreement, attention-sink or soft-cap code. The script copies the working
+gradient routing, agreement, attention-sink, soft-cap, head-routing or argument-checking code. The script copies the working
 tree to a scratch folder, builds it once (CPU only: no CUDA, benchmarks or docs), checks that the chosen
 tests pass there, then for each mutation applies it to the copy, rebuilds, runs the tests meant
 to catch it and restores the file. Your working tree is never modified. A mutation the tests do
@@ -152,7 +152,7 @@ MUTATIONS = [
              "for (std::int64_t e = 0; e < 1 && (all_full || !any_visible); ++e) {",
              r"^capi_sequence_documents_test[.]np[23]$",
              "a step's block is computed only if the first entry's queries see it"),
-    Mutation("entry-documents-key-tiles", "per-sequence documents", "src/kernels/flash_forward.cpp",
+    Mutation("entry-documents-key-tiles", "per-sequence documents", "src/kernels/seen_key_tiles.hpp",
              "for (std::int64_t e = 0; e < p.rule_entries() && !any; ++e) {",
              "for (std::int64_t e = 0; e < 1 && !any; ++e) {",
              KERNELS, "the forward copies only the key tiles the first entry's queries see"),
@@ -236,6 +236,40 @@ MUTATIONS = [
              "add_unpacked(sent_[i], home, B, L, wv, dv_acc.data());",
              r"^rfa_needed_kv_attention_test[.]np[23]$|^rfa_mask_edges_test[.]np[23]$",
              "the dV rows a receiver returns are added from where its dK rows are"),
+    Mutation("bf16-key-tile-slot", "query tiles", "src/kernels/flash_forward_bf16.cpp",
+             "kt_units[unit] + std::size_t(slot_of[kt]) * kCols * d;",
+             "kt_units[unit] + std::size_t(kt) * kCols * d;",
+             KERNELS, "the bf16 forward reads a key tile at its index, not at the slot its packed copy is in"),
+    Mutation("gqa-forward-head", "heads", "src/kernels/flash_forward.cpp",
+             "const int hk = int(h / (p.heads / p.kv_heads));",
+             "const int hk = int(h % p.kv_heads);",
+             KERNELS + "|" + ENGINE, "a GQA query head reads K/V head h mod kv_heads instead of its group's"),
+    Mutation("scale-value-dim", "variants", "src/kernels/attention_params.cpp",
+             "return softmax_scale != 0.0f ? softmax_scale : 1.0f / std::sqrt(float(head_dim));",
+             "return softmax_scale != 0.0f ? softmax_scale : 1.0f / std::sqrt(float(dv()));",
+             KERNELS + r"|^capi_value_head_dim_test[.]np[12]$",
+             "the default softmax scale takes V's head dim where Q and K's differs (MLA)"),
+    Mutation("ulysses-slot-head", "heads", "src/engine/head_routing.hpp",
+             "return one_slot_per_query_head_ ? (q_first(r) + j) / group_ : kv_first(r) + j;",
+             "return one_slot_per_query_head_ ? kv_first(r) + j / group_ : kv_first(r) + j;",
+             r"^rfa_engine_test[.]np[234]$",
+             "a Ulysses rank whose query heads straddle K/V groups counts its slots' groups from its first"),
+    Mutation("hybrid-local-rows", "strategies", "src/engine/hybrid_attention.cpp",
+             "return slice_rows(ring_->local_positions(), group_->rank() * local_seq_, local_seq_);",
+             "return slice_rows(ring_->local_positions(), rings_->rank() * local_seq_, local_seq_);",
+             r"^capi_forward_backward_test[.]np4$",
+             "a hybrid rank reports the rows of its ring's index, not its group's, as its own"),
+    Mutation("window-negative", "argument checks", "capi/options.cpp",
+             "require(o.window >= 0,", "require(o.window >= -1,",
+             r"^capi_invalid_calls_test[.]np[12]$", "a window of -1 is taken"),
+    Mutation("ranges-end-bound", "argument checks", "src/core/mask_ranges.cpp",
+             "require(end >= begin && end <= seq_total,", "require(end >= begin && end <= seq_total + 1,",
+             r"^capi_mask_ranges_test[.]np[12]$|^capi_invalid_calls_test[.]np[12]$",
+             "a range ending one token past the sequence is taken"),
+    Mutation("documents-decreasing", "argument checks", "src/core/documents.cpp",
+             "if (bounds[i] < bounds[i - 1]) {", "if (bounds[i] < bounds[i - 1] - 1) {",
+             r"^capi_invalid_calls_test[.]np[12]$|^capi_sequence_documents_test[.]np[12]$|^core_documents_test$",
+             "a boundary one token before the previous one is taken"),
 ]
 
 

@@ -143,10 +143,11 @@ void flash_forward(const AttentionParams& p, Tensor4<const T> q, Tensor4<const T
 
 /// Bytes flash_forward allocates for itself on a call with these params and storage dtype, so
 /// the engine's memory formulas can count them: where bf16 runs on bf16 products, K and V in
-/// the products' forms, 2 * batch * kv_heads * roundup(seq_k, 128) * (head_dim + dv) in two
-/// buffers; elsewhere fp32 copies of K and V head by head, 4 * batch * kv_heads * 96 *
-/// (head_dim + dv + 32) per 96-key tile that some query tile sees (every tile without a mask)
-/// in two buffers, and 8 * ceil(seq_k / 96) for two tables.
+/// the products' forms, 2 * batch * kv_heads * 128 * (head_dim + dv) per 128-key tile that some
+/// query sees (kernels/seen_key_tiles.hpp; every tile without a mask) in two buffers, and
+/// 8 * ceil(seq_k / 128) for two tables; elsewhere fp32 copies of K and V head by head,
+/// 4 * batch * kv_heads * 96 * (head_dim + dv + 32) per 96-key tile that some query sees in two
+/// buffers, and 8 * ceil(seq_k / 96) for two tables.
 std::int64_t flash_forward_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype);
 
 /// One buffer of a kernel's workspace: its label, the bytes a call needs, and the View that

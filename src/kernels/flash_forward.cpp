@@ -16,6 +16,7 @@
 #include "kernels/micro_gemm.hpp"
 #include "kernels/row_copy.hpp"
 #include "kernels/scratch_carver.hpp"
+#include "kernels/seen_key_tiles.hpp"
 #include "kernels/tensor_checks.hpp"
 #include "kernels/tile_visibility.hpp"
 #include "kernels/tile_work.hpp"
@@ -299,32 +300,7 @@ struct ForwardTiles {
   }
 };
 
-std::int64_t key_tiles(const AttentionParams& p) { return (p.seq_k + kTileCols - 1) / kTileCols; }
-
-/// Calls seen(kt, slot) for each key tile, in order, that some query may see: one the mask
-/// does not hide from every query of some segment of the query positions (classify_tile over a
-/// segment's range; a zigzag rank's rows are two distant segments). O(key tiles x segments),
-/// so the engines' memory formulas can ask for the count of any shape cheaply.
-template <class Seen>
-int for_each_seen_key_tile(const AttentionParams& p, Seen&& seen) {
-  int count = 0;
-  for (std::int64_t kt = 0; kt < key_tiles(p); ++kt) {
-    const std::int64_t c0 = kt * kTileCols, c1 = std::min<std::int64_t>(c0 + kTileCols, p.seq_k);
-    bool any = false;
-    for (std::int64_t e = 0; e < p.rule_entries() && !any; ++e) {  // per-sequence documents: any entry's
-      const MaskRule rule = p.rule(e);
-      any = !rule.any();
-      std::int64_t row = 0;  // the query rows of each segment, then any rows after the last one
-      for (int a = 0; a <= p.q_pos.count && row < p.seq_q && !any; ++a) {
-        const std::int64_t end = a < p.q_pos.count ? std::min(p.seq_q, row + p.q_pos.seg[a].length) : p.seq_q;
-        any = end > row && classify_tile(rule, p.q_pos, row, end, p.k_pos, c0, c1) != TileVisibility::hidden;
-        row = end;
-      }
-    }
-    if (any) seen(int(kt), count++);
-  }
-  return count;
-}
+std::int64_t key_tiles(const AttentionParams& p) { return key_tile_count(p, kTileCols); }
 
 /// The head-major copy's buffers for a call with these params: a slot for each key tile some
 /// query sees, the slot tables, and K and V of batch * kv_heads * slots * kTileCols rows of
@@ -334,7 +310,7 @@ struct HeadMajorSizes {
   std::int64_t table_bytes, k_bytes, v_bytes;
 };
 HeadMajorSizes head_major_sizes(const AttentionParams& p) {
-  const int slots = for_each_seen_key_tile(p, [](int, int) {});
+  const int slots = for_each_seen_key_tile(p, kTileCols, [](int, int) {});
   const std::int64_t rows = p.batch * p.kv_heads * std::int64_t(slots) * kTileCols;
   return {slots, 2 * std::int64_t(sizeof(int)) * key_tiles(p),
           std::int64_t(sizeof(float)) * rows * row_pitch(int(p.head_dim)),
@@ -362,11 +338,7 @@ HeadMajorKV copy_head_major(const AttentionParams& p, const Tensor4<const T>& tk
   grow_workspace(head_major_buffers(ws, sizes));
   // Key tile -> slot (-1: none), then slot -> key tile.
   int* const slot = reinterpret_cast<int*>(ws.slots.data());
-  for (int kt = 0; kt < n_ktiles; ++kt) slot[kt] = -1;
-  for_each_seen_key_tile(p, [&](int kt, int s) {
-    slot[kt] = s;
-    slot[n_ktiles + s] = kt;
-  });
+  fill_key_tile_slots(p, kTileCols, slot);
 
   const std::int64_t head_rows = std::int64_t(sizes.slots) * kTileCols;
   const int* const tiles = slot + n_ktiles;

@@ -34,6 +34,7 @@
 #include "kernels/league_chunks.hpp"
 #include "kernels/micro_gemm.hpp"  // round_up
 #include "kernels/scratch_carver.hpp"
+#include "kernels/seen_key_tiles.hpp"
 #include "kernels/simd.hpp"
 #include "kernels/tile_visibility.hpp"
 #endif
@@ -59,24 +60,26 @@ using V = simd::f16;
 /// along d, kt[p][j] (32 bits) = K[j][2p .. 2p+1], and V with pairs of key rows interleaved,
 /// vp[j / 2][x][j % 2] = V[j][x]; kCols * d values per tile for K, kCols * dim_v for V. Rows past the last key
 /// are zero, so padded scores are finite before the mask and 0 * V stays 0. Packed once per
-/// call and unit, not once per query tile: every query tile of the unit's heads reads them.
+/// call and unit, not once per query tile: every query tile of the unit's heads reads them. Only
+/// the key tiles some query sees are packed, each into its slot (kernels/seen_key_tiles.hpp).
 struct PackKeyTiles {
   Tensor4<const bf16_t> k, v;
-  std::uint16_t* const* kt_units = nullptr;  // one buffer per unit, n_ktiles * kCols * d values
-  std::uint16_t* const* vp_units = nullptr;  // and n_ktiles * kCols * dim_v
-  int kv_heads = 1, d = 0, dim_v = 0, n_ktiles = 0;
+  std::uint16_t* const* kt_units = nullptr;  // one buffer per unit, slots * kCols * d values
+  std::uint16_t* const* vp_units = nullptr;  // and slots * kCols * dim_v
+  const int* slot_tiles = nullptr;           // the key tile in each slot
+  int kv_heads = 1, d = 0, dim_v = 0, slots = 0;
   std::int64_t seq_k = 0;
 
   void operator()(int item) const {
-    const int unit = item / n_ktiles, tile = item % n_ktiles;
+    const int unit = item / slots, slot = item % slots;
     const int b = unit / kv_heads, hk = unit % kv_heads;
     typedef std::uint16_t u16x16 __attribute__((vector_size(32)));
     typedef std::uint32_t u32x16 __attribute__((vector_size(64)));
-    const std::int64_t c0 = std::int64_t(tile) * kCols;
+    const std::int64_t c0 = std::int64_t(slot_tiles[slot]) * kCols;
     const int cols = int(std::min<std::int64_t>(kCols, seq_k - c0));
     const int pairs = d / 2;
-    std::uint32_t* kt32 = reinterpret_cast<std::uint32_t*>(kt_units[unit] + std::size_t(tile) * kCols * d);
-    std::uint16_t* vtile = vp_units[unit] + std::size_t(tile) * kCols * dim_v;
+    std::uint32_t* kt32 = reinterpret_cast<std::uint32_t*>(kt_units[unit] + std::size_t(slot) * kCols * d);
+    std::uint16_t* vtile = vp_units[unit] + std::size_t(slot) * kCols * dim_v;
     for (int j = 0; j < kCols; ++j) {
       if (j < cols) {
         const std::uint16_t* krow = reinterpret_cast<const std::uint16_t*>(&k(b, c0 + j, hk, 0));
@@ -120,8 +123,9 @@ struct Bf16ForwardTiles {
   Tensor3<float> lse;
   const std::uint16_t* const* kt_units = nullptr;  // PackKeyTiles' buffers, per (batch, kv head)
   const std::uint16_t* const* vp_units = nullptr;
-  int d = 0;      // head dim of Q and K
-  int dim_v = 0;  // head dim of V and the output
+  const int* slot_of = nullptr;  // each key tile's slot in them (-1: no query sees the tile)
+  int d = 0;                     // head dim of Q and K
+  int dim_v = 0;                 // head dim of V and the output
   int group = 1;
   const ForwardTilePlan* tiles = nullptr;  // each team's batch, head and query rows
   int n_ktiles = 0;
@@ -188,11 +192,12 @@ struct Bf16ForwardTiles {
       const int cols = int(std::min<std::int64_t>(kCols, p.seq_k - c0));
       const int cols_padded = round_up(cols, kProductStep);
       const TileVisibility vis = classify_tile(rule, p.q_pos, r0, r0 + rows, p.k_pos, c0, c0 + cols);
-      if (vis == TileVisibility::hidden) continue;
+      // A tile without a slot is hidden from every query (kernels/seen_key_tiles.hpp).
+      if (vis == TileVisibility::hidden || slot_of[kt] < 0) continue;
       if (progress.poll) progress.poll(progress.context);
 
-      const std::uint16_t* k_tile = kt_units[unit] + std::size_t(kt) * kCols * d;
-      const std::uint16_t* v_tile = vp_units[unit] + std::size_t(kt) * kCols * dim_v;
+      const std::uint16_t* k_tile = kt_units[unit] + std::size_t(slot_of[kt]) * kCols * d;
+      const std::uint16_t* v_tile = vp_units[unit] + std::size_t(slot_of[kt]) * kCols * dim_v;
       // S = Q K^T, then (after the softmax) O += P V.
       Products::gemm(rows_padded, cols_padded, d, pairs::RowsA{s.q, nullptr, std::size_t(d)},
                      pairs::PairsB{k_tile, nullptr, std::size_t(2 * kCols)}, s.s, kCols, false);
@@ -271,18 +276,27 @@ struct Bf16ForwardTiles {
   }
 };
 
-/// Elements of a unit's packed array of rows `width` wide (K^T pairs: head_dim, V pairs: dim_v):
-/// whole tiles of keys.
-std::int64_t packed_key_elems(const AttentionParams& p, std::int64_t width) {
-  return (p.seq_k + kCols - 1) / kCols * kCols * width;
+/// The packed forms of a call with these params: a slot for each key tile some query sees, the
+/// slot tables (fill_key_tile_slots), and a unit's K^T and V pairs of kCols keys per slot.
+struct PackedSizes {
+  int slots;
+  std::int64_t table_bytes;
+  std::int64_t k_elems, v_elems;  // one unit's
+};
+PackedSizes packed_sizes(const AttentionParams& p) {
+  const int slots = for_each_seen_key_tile(p, kCols, [](int, int) {});
+  const std::int64_t keys = std::int64_t(slots) * kCols;
+  return {slots, 2 * std::int64_t(sizeof(int)) * key_tile_count(p, kCols), keys * p.head_dim, keys * p.dv()};
 }
 
-/// The packed K and V of every unit, one after another (each unit's share a multiple of 2 KiB,
-/// so every unit starts as aligned as the buffer).
-std::vector<WorkspaceBuffer> packed_kv_buffers(ForwardWorkspace& ws, const AttentionParams& p) {
+/// The slot tables, then the packed K and V of every unit, one after another (each unit's share
+/// a multiple of 2 KiB, so every unit starts as aligned as the buffer).
+std::vector<WorkspaceBuffer> packed_kv_buffers(ForwardWorkspace& ws, const AttentionParams& p,
+                                               const PackedSizes& sizes) {
   const std::int64_t units = p.batch * p.kv_heads, bytes = std::int64_t(sizeof(std::uint16_t)) * units;
-  return {{"rfa::bf16_packed_k", bytes * packed_key_elems(p, p.head_dim), &ws.k},
-          {"rfa::bf16_packed_v", bytes * packed_key_elems(p, p.dv()), &ws.v}};
+  return {{"rfa::bf16_key_tile_slots", sizes.table_bytes, &ws.slots},
+          {"rfa::bf16_packed_k", bytes * sizes.k_elems, &ws.k},
+          {"rfa::bf16_packed_v", bytes * sizes.v_elems, &ws.v}};
 }
 
 /// Runs the kernel on `Products`; the arguments are checked by the caller.
@@ -304,21 +318,35 @@ void run_forward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<cons
   const ForwardTilePlan tiles(p, kHostForwardTile);
   f.tiles = &tiles;
   f.n_ktiles = int((p.seq_k + kCols - 1) / kCols);
-  // K and V of every (batch, kv head) unit first, packed one unit after another into the
-  // workspace's two buffers, then teams over every (batch, head, query tile), as in the
-  // portable kernel.
+  // The key tiles some query sees, then their K and V for every (batch, kv head) unit, packed
+  // one unit after another into the workspace's buffers, then teams over every (batch, head,
+  // query tile), as in the portable kernel.
   const std::int64_t units = p.batch * p.kv_heads;
-  grow_workspace(packed_kv_buffers(ws, p));
+  const PackedSizes sizes = packed_sizes(p);
+  grow_workspace(packed_kv_buffers(ws, p, sizes));
+  int* const slot = reinterpret_cast<int*>(ws.slots.data());
+  fill_key_tile_slots(p, kCols, slot);
   std::vector<std::uint16_t*> kt_units, vp_units;
   for (std::int64_t u = 0; u < units; ++u) {
-    kt_units.push_back(reinterpret_cast<std::uint16_t*>(ws.k.data()) + u * packed_key_elems(p, f.d));
-    vp_units.push_back(reinterpret_cast<std::uint16_t*>(ws.v.data()) + u * packed_key_elems(p, f.dim_v));
+    kt_units.push_back(reinterpret_cast<std::uint16_t*>(ws.k.data()) + u * sizes.k_elems);
+    vp_units.push_back(reinterpret_cast<std::uint16_t*>(ws.v.data()) + u * sizes.v_elems);
   }
-  PackKeyTiles pack{k, v, kt_units.data(), vp_units.data(), int(p.kv_heads), f.d, f.dim_v, f.n_ktiles, p.seq_k};
-  Kokkos::parallel_for("rfa::flash_forward_bf16_pack", Kokkos::RangePolicy<Exec>(0, int(units) * f.n_ktiles), pack);
+  PackKeyTiles pack;
+  pack.k = k;
+  pack.v = v;
+  pack.kt_units = kt_units.data();
+  pack.vp_units = vp_units.data();
+  pack.slot_tiles = slot + f.n_ktiles;
+  pack.kv_heads = int(p.kv_heads);
+  pack.d = f.d;
+  pack.dim_v = f.dim_v;
+  pack.slots = sizes.slots;
+  pack.seq_k = p.seq_k;
+  Kokkos::parallel_for("rfa::flash_forward_bf16_pack", Kokkos::RangePolicy<Exec>(0, int(units) * sizes.slots), pack);
   Exec().fence();
   f.kt_units = kt_units.data();
   f.vp_units = vp_units.data();
+  f.slot_of = slot;
   const std::size_t scratch = scratch_bytes<Bf16ForwardTiles<Products, TOut>>(f.d, f.dim_v);
   for_each_league_chunk<Policy>("rfa::flash_forward_bf16", tiles.items(), f,
                                 [&](Policy& policy) { policy.set_scratch_size(1, Kokkos::PerTeam(scratch)); });
@@ -346,9 +374,11 @@ bool flash_forward_bf16(const AttentionParams& p, Tensor4<const bf16_t> q, Tenso
 
 std::int64_t flash_forward_bf16_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
 #if RFA_HOST_BF16_PAIRS
-  if (dtype == RFA_DTYPE_BFLOAT16 && host_bf16_products(p) != Bf16Products::none)
-    return std::int64_t(sizeof(std::uint16_t)) * p.batch * p.kv_heads *
-           (packed_key_elems(p, p.head_dim) + packed_key_elems(p, p.dv()));
+  if (dtype == RFA_DTYPE_BFLOAT16 && host_bf16_products(p) != Bf16Products::none) {
+    const PackedSizes sizes = packed_sizes(p);
+    return sizes.table_bytes +
+           std::int64_t(sizeof(std::uint16_t)) * p.batch * p.kv_heads * (sizes.k_elems + sizes.v_elems);
+  }
 #else
   (void)p;
   (void)dtype;
@@ -359,7 +389,7 @@ std::int64_t flash_forward_bf16_workspace_bytes(const AttentionParams& p, rfa_dt
 std::vector<WorkspaceBuffer> flash_forward_bf16_buffers(ForwardWorkspace& workspace, const AttentionParams& p,
                                                         rfa_dtype_t dtype) {
 #if RFA_HOST_BF16_PAIRS
-  if (flash_forward_bf16_workspace_bytes(p, dtype) > 0) return packed_kv_buffers(workspace, p);
+  if (flash_forward_bf16_workspace_bytes(p, dtype) > 0) return packed_kv_buffers(workspace, p, packed_sizes(p));
 #else
   (void)workspace, (void)p, (void)dtype;
 #endif

@@ -74,12 +74,27 @@ TEST(HostBf16Products, WorkspaceBytesOnAndOffThem) {
   EXPECT_EQ(flash_forward_workspace_bytes(odd_dim, RFA_DTYPE_BFLOAT16), 8 * 3 + 2 * 4 * 2 * 2 * 288 * 56);
   EXPECT_EQ(flash_backward_workspace_bytes(odd_dim, RFA_DTYPE_BFLOAT16), 2 * 4 * 2 * 4 * 384 * 56);
   // On either kind of bf16 products the forward packs K and V of every kv head (2 x 2) over
-  // whole 128-key tiles, the backward Q^T and dO^T of every head (2 x 4) over whole 128-row tiles.
+  // whole 128-key tiles (two table entries per tile), the backward Q^T and dO^T of every head
+  // (2 x 4) over whole 128-row tiles.
   const bool on_products = host_bf16_products(p) != Bf16Products::none;
   EXPECT_EQ(flash_forward_workspace_bytes(p, RFA_DTYPE_BFLOAT16),
-            on_products ? 4 * 2 * 2 * 256 * 128 : portable_forward);
+            on_products ? 8 * 2 + 4 * 2 * 2 * 256 * 128 : portable_forward);
   EXPECT_EQ(flash_backward_workspace_bytes(p, RFA_DTYPE_BFLOAT16),
             on_products ? 4 * 2 * 4 * 384 * 128 : portable_backward);
+}
+
+// Both forwards copy only the key tiles some query sees: 16 causal queries at the start of 1000
+// keys see the first tile of 128 (on bf16 products) or of 96 keys (fp32 copies), and the
+// tables keep two entries for every tile.
+TEST(HostBf16Products, ForwardWorkspaceHoldsOnlyTheKeyTilesSeen) {
+  const ScopedEnv amx_on("RFA_HOST_AMX", "1");
+  const ScopedEnv dot_on("RFA_HOST_BF16_DOT", "1");
+  const AttentionParams p = make_params(1, 16, 1000, 2, 1, 64, RFA_MASK_CAUSAL);
+  const std::int64_t fp32_copies = 8 * 11 + 4 * 96 * (80 + 80);
+  EXPECT_EQ(flash_forward_workspace_bytes(p, RFA_DTYPE_FLOAT32), fp32_copies);
+  const bool on_products = host_bf16_products(p) != Bf16Products::none;
+  EXPECT_EQ(flash_forward_workspace_bytes(p, RFA_DTYPE_BFLOAT16),
+            on_products ? 8 * 8 + 2 * 128 * (64 + 64) : fp32_copies);
 }
 
 }  // namespace

@@ -205,6 +205,13 @@ inline std::vector<CaseSpec> kernel_cases() {
               PositionMap::two({0, 1, 50}, {250, 1, 50})},
              60);
     windowed({1, 101, 100, 2, 2, 48, mask, PositionMap::one({1, 3, 101}), PositionMap::one({2, 3, 100})}, 40);
+    // A ring step's block whose first key tiles no query sees (the forwards copy only the
+    // tiles seen, into slots that are not the tiles' indices): of 464 keys the last 103, then
+    // two distant query chunks that see the first and the last of 1000 keys' tiles only.
+    windowed({1, 64, 464, 2, 1, 64, mask, PositionMap::contiguous(400, 64), PositionMap::contiguous(0, 464)}, 40);
+    windowed(
+        {1, 64, 1000, 2, 2, 32, mask, PositionMap::two({0, 1, 32}, {900, 1, 32}), PositionMap::contiguous(0, 1000)},
+        20);
   }
   // Packed documents (cumulative boundaries over the global positions), causal or not, alone
   // and with a window: documents of length 1, documents shorter and longer than a tile, an
@@ -226,6 +233,8 @@ inline std::vector<CaseSpec> kernel_cases() {
            {0, 1, 17, 170, 171, 303});
     packed({1, 96, 96, 2, 2, 32, mask, PositionMap::contiguous(96, 96), PositionMap::contiguous(0, 96)},
            {0, 40, 100, 192});
+    packed({1, 64, 464, 2, 2, 32, mask, PositionMap::contiguous(400, 64), PositionMap::contiguous(0, 464)},
+           {0, 380, 420, 470});
     // Every key in a document of its own, after the queries' documents: every row sees nothing.
     packed({1, 30, 40, 1, 1, 8, mask, PositionMap::contiguous(0, 30), PositionMap::contiguous(100, 40)}, {0, 30, 140});
     // Four chunks shorter than a query tile, each in a document of its own (the last one's with
