@@ -16,8 +16,9 @@ namespace rfa::topology {
 namespace {
 
 // Owns a loaded topology (with the I/O devices that matter: GPUs, NICs and their PCI path).
-// Loading one reads every PCI device's configuration from sysfs: 10 ms on a 2-core VM with six
-// devices, 27 ms with four processes loading at once, more on a node with hundreds of devices.
+// Loading one reads every PCI device's configuration from sysfs, milliseconds to tens of them
+// per load (perf/RESULTS.md, "2026-12-01 — context creation: hwloc's topology loaded once per
+// process").
 class LoadedTopology {
  public:
   LoadedTopology() {
