@@ -38,5 +38,28 @@ struct RowSpan {
 void query_tiles(const MaskRule& rule, const PositionMap& q, const PositionMap& k, TileShape tile,
                  std::vector<RowSpan>& out, double* operations = nullptr);
 
+/// The same tiles without a list of them: runs of whole tiles of `tile_rows` rows from each
+/// run's first row, the last tile of a run ending at the run's end (a boundary where a tile was
+/// cut, or the last row). At most one run more than the query map has segment boundaries, so a
+/// block of any length is described in constant space (what the tile count samples from).
+class QueryTileRuns {
+ public:
+  /// Tiles in all runs.
+  std::int64_t size() const { return tiles_; }
+  /// Tile i, 0 <= i < size().
+  RowSpan operator[](std::int64_t i) const;
+
+ private:
+  friend void query_tile_runs(const MaskRule&, const PositionMap&, const PositionMap&, TileShape, QueryTileRuns&,
+                              double*);
+  std::vector<RowSpan> runs_;
+  std::vector<std::int64_t> first_tile_;  // the index of each run's first tile
+  std::int64_t tile_rows_ = 1, tiles_ = 0;
+};
+
+/// query_tiles() as runs; `operations` grows by the same cost.
+void query_tile_runs(const MaskRule& rule, const PositionMap& q, const PositionMap& k, TileShape tile,
+                     QueryTileRuns& out, double* operations = nullptr);
+
 }  // namespace kernels
 }  // namespace rfa

@@ -26,9 +26,9 @@ constexpr std::int64_t kUnbounded = std::int64_t(1) << 60;
 constexpr std::int64_t kMaxQueryTiles = 4096;
 
 /// The rows of query tiles qt .. qt + stride - 1, which the count of tile qt stands for.
-double stood_for(const std::vector<RowSpan>& tiles, std::int64_t qt, std::int64_t stride) {
-  const std::size_t last = std::size_t(std::min<std::int64_t>(std::int64_t(tiles.size()), qt + stride) - 1);
-  return double(tiles[last].end - tiles[std::size_t(qt)].begin);
+double stood_for(const QueryTileRuns& tiles, std::int64_t qt, std::int64_t stride) {
+  const std::int64_t last = std::min(tiles.size(), qt + stride) - 1;
+  return double(tiles[last].end - tiles[qt].begin);
 }
 
 /// Sum over integers i in [u, v) of max(0, slope * i + intercept), slope in {-1, 0, 1}.
@@ -189,15 +189,16 @@ TileWork count_tiles(const MaskRule& rule, const PositionMap& q, const PositionM
     w.keys = double(Lk);
     return w;
   }
-  std::vector<RowSpan> tiles;
-  query_tiles(rule, q, k, tile, tiles, &operations);
+  QueryTileRuns tiles;
+  query_tile_runs(rule, q, k, tile, tiles, &operations);
   KeyTileScan scan(rule, q, k, tile.k);
-  const std::int64_t nq = std::int64_t(tiles.size()), nk = scan.key_tiles();
+  const std::int64_t nq = tiles.size(), nk = scan.key_tiles();
   const std::int64_t stride = (nq + kMaxQueryTiles - 1) / kMaxQueryTiles;
   std::int64_t first_key_tile = nk, end_key_tile = 0;  // the key tiles any query tile computes
   std::vector<std::pair<std::int64_t, std::int64_t>> spans;
   for (std::int64_t qt = 0; qt < nq; qt += stride) {
-    const std::int64_t r0 = tiles[std::size_t(qt)].begin, r1 = tiles[std::size_t(qt)].end;
+    const RowSpan span = tiles[qt];
+    const std::int64_t r0 = span.begin, r1 = span.end;
     const double rows = stood_for(tiles, qt, stride);
     const double weight = rows / double(r1 - r0);
     scan.scan(r0, r1, operations);

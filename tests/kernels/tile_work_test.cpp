@@ -226,5 +226,26 @@ TEST(TileWork, WholeSequenceCountsAreExact) {
   EXPECT_EQ(causal.partial, 0);
 }
 
+// A block of 2^40 rows in two chunks, zigzag-like: its query tiles are runs, not a list (one of
+// 2^40 / 192 tiles would take 90 GB), and the count samples them in bounded time.
+TEST(TileWork, ABlockOfAnyLengthIsCountedWithoutListingItsTiles) {
+  const std::int64_t half = std::int64_t(1) << 39;
+  const PositionMap q = PositionMap::two({half - 100, 1, half}, {3 * half, 1, half});
+  const PositionMap k = PositionMap::contiguous(0, 4 * half);
+  const MaskRule causal{true, 0, nullptr, 0, {}};
+  QueryTileRuns runs;
+  query_tile_runs(causal, q, k, kHostForwardTile, runs);
+  ASSERT_GE(runs.size(), 2 * half / kHostForwardTile.q);
+  EXPECT_EQ(runs[0].begin, 0);
+  EXPECT_EQ(runs[runs.size() - 1].end, 2 * half);
+  for (const std::int64_t i : {std::int64_t(1), runs.size() / 2, runs.size() - 1})
+    EXPECT_EQ(runs[i].begin, runs[i - 1].end) << "tile " << i;
+  const TileWork w = count_tile_work(causal, q, k, kHostForwardTile);
+  EXPECT_EQ(w.rows, double(2 * half));
+  // Every query sees about its position's keys: between the first and the last query's.
+  EXPECT_GT(w.full + w.partial, double(2 * half) * double(half - 100));
+  EXPECT_LT(w.partial_visible, w.partial + 1.0);
+}
+
 }  // namespace
 }  // namespace rfa::kernels
