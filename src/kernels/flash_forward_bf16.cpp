@@ -283,10 +283,15 @@ struct PackedSizes {
   std::int64_t table_bytes;
   std::int64_t k_elems, v_elems;  // one unit's
 };
-PackedSizes packed_sizes(const AttentionParams& p) {
-  const int slots = for_each_seen_key_tile(p, kCols, [](int, int) {});
+std::int64_t slot_table_bytes(const AttentionParams& p) {
+  return 2 * std::int64_t(sizeof(int)) * key_tile_count(p, kCols);
+}
+PackedSizes packed_sizes(const AttentionParams& p, int slots) {
   const std::int64_t keys = std::int64_t(slots) * kCols;
-  return {slots, 2 * std::int64_t(sizeof(int)) * key_tile_count(p, kCols), keys * p.head_dim, keys * p.dv()};
+  return {slots, slot_table_bytes(p), keys * p.head_dim, keys * p.dv()};
+}
+PackedSizes packed_sizes(const AttentionParams& p) {
+  return packed_sizes(p, for_each_seen_key_tile(p, kCols, [](int, int) {}));
 }
 
 /// The slot tables, then the packed K and V of every unit, one after another (each unit's share
@@ -322,10 +327,11 @@ void run_forward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<cons
   // one unit after another into the workspace's buffers, then teams over every (batch, head,
   // query tile), as in the portable kernel.
   const std::int64_t units = p.batch * p.kv_heads;
-  const PackedSizes sizes = packed_sizes(p);
-  grow_workspace(packed_kv_buffers(ws, p, sizes));
+  // The tables first: filling them counts the slots the packed K and V need.
+  grow_workspace({{"rfa::bf16_key_tile_slots", slot_table_bytes(p), &ws.slots}});
   int* const slot = reinterpret_cast<int*>(ws.slots.data());
-  fill_key_tile_slots(p, kCols, slot);
+  const PackedSizes sizes = packed_sizes(p, fill_key_tile_slots(p, kCols, slot));
+  grow_workspace(packed_kv_buffers(ws, p, sizes));
   std::vector<std::uint16_t*> kt_units, vp_units;
   for (std::int64_t u = 0; u < units; ++u) {
     kt_units.push_back(reinterpret_cast<std::uint16_t*>(ws.k.data()) + u * sizes.k_elems);
@@ -372,9 +378,18 @@ bool flash_forward_bf16(const AttentionParams& p, Tensor4<const bf16_t> q, Tenso
 #endif
 }
 
+#if RFA_HOST_BF16_PAIRS
+namespace {
+/// Whether flash_forward_bf16 runs (and packs) for these params and storage dtype.
+bool packs_on_products(const AttentionParams& p, rfa_dtype_t dtype) {
+  return dtype == RFA_DTYPE_BFLOAT16 && host_bf16_products(p) != Bf16Products::none;
+}
+}  // namespace
+#endif
+
 std::int64_t flash_forward_bf16_workspace_bytes(const AttentionParams& p, rfa_dtype_t dtype) {
 #if RFA_HOST_BF16_PAIRS
-  if (dtype == RFA_DTYPE_BFLOAT16 && host_bf16_products(p) != Bf16Products::none) {
+  if (packs_on_products(p, dtype)) {
     const PackedSizes sizes = packed_sizes(p);
     return sizes.table_bytes +
            std::int64_t(sizeof(std::uint16_t)) * p.batch * p.kv_heads * (sizes.k_elems + sizes.v_elems);
@@ -389,7 +404,7 @@ std::int64_t flash_forward_bf16_workspace_bytes(const AttentionParams& p, rfa_dt
 std::vector<WorkspaceBuffer> flash_forward_bf16_buffers(ForwardWorkspace& workspace, const AttentionParams& p,
                                                         rfa_dtype_t dtype) {
 #if RFA_HOST_BF16_PAIRS
-  if (flash_forward_bf16_workspace_bytes(p, dtype) > 0) return packed_kv_buffers(workspace, p, packed_sizes(p));
+  if (packs_on_products(p, dtype)) return packed_kv_buffers(workspace, p, packed_sizes(p));
 #else
   (void)workspace, (void)p, (void)dtype;
 #endif
