@@ -3,13 +3,14 @@
 """Mutation check: does the test suite notice small faults in the code that decides what is
 computed? Each mutation below is one plausible slip (a comparison off by one, a swapped sign, a
 field left out of the agreement) in the step selection, tile visibility, merge, position maps,
-gradient routing, agreement, attention-sink, soft-cap, head-routing or argument-checking code. The script copies the working
-tree to a scratch folder, builds it once (CPU only: no CUDA, benchmarks or docs), checks that the chosen
-tests pass there, then for each mutation applies it to the copy, rebuilds, runs the tests meant
-to catch it and restores the file. Your working tree is never modified. A mutation the tests do
-not notice is MISSED and the script exits with status 1; docs/testing.md ("Mutation check")
-holds the list and the last result. Run it before changing that code, and add a mutation when
-you find a slip the suite let through.
+gradient routing, agreement, attention-sink, soft-cap, head-routing or argument-checking code,
+and in the MPI test main. The script copies the working tree to a scratch folder, builds it once
+(CPU only: no CUDA, benchmarks or docs), checks that the chosen tests pass there, then for each
+mutation applies it to the copy, rebuilds, runs the tests meant to catch it and restores the
+file. Your working tree is never modified. A mutation the tests do not notice is MISSED and the
+script exits with status 1; docs/testing.md ("Mutation check") holds the list and the last
+result. Run it before changing that code, and add a mutation when you find a slip the suite let
+through.
 
 usage: python3 scripts/mutate.py [--work DIR] [--only NAME,...] [--full] [--jobs N]
        python3 scripts/mutate.py --check-list   (each mutation's text occurs once; no build)
@@ -257,7 +258,7 @@ MUTATIONS = [
     Mutation("hybrid-local-rows", "strategies", "src/engine/hybrid_attention.cpp",
              "return slice_rows(ring_->local_positions(), group_->rank() * local_seq_, local_seq_);",
              "return slice_rows(ring_->local_positions(), rings_->rank() * local_seq_, local_seq_);",
-             r"^capi_forward_backward_test[.]np4$",
+             r"^rfa_engine_test[.]np3$|^capi_forward_backward_test[.]np4$",
              "a hybrid rank reports the rows of its ring's index, not its group's, as its own"),
     Mutation("window-negative", "argument checks", "capi/options.cpp",
              "require(o.window >= 0,", "require(o.window >= -1,",
@@ -270,6 +271,10 @@ MUTATIONS = [
              "if (bounds[i] < bounds[i - 1]) {", "if (bounds[i] < bounds[i - 1] - 1) {",
              r"^capi_invalid_calls_test[.]np[12]$|^capi_sequence_documents_test[.]np[12]$|^core_documents_test$",
              "a boundary one token before the previous one is taken"),
+    Mutation("fatal-failure-abort", "test harness", "tests/common/test_main_mpi.cpp",
+             "    MPI_Abort(MPI_COMM_WORLD, 1);\n", "",
+             r"^rfa_fatal_failure_aborts_test[.]np2$",
+             "a fatal failure on one rank no longer aborts the others, which wait for its calls"),
 ]
 
 
