@@ -309,16 +309,18 @@ struct HeadMajorSizes {
   int slots;
   std::int64_t table_bytes, k_bytes, v_bytes;
 };
-HeadMajorSizes head_major_sizes(const AttentionParams& p) {
-  const int slots = for_each_seen_key_tile(p, kTileCols, [](int, int) {});
+HeadMajorSizes head_major_sizes(const AttentionParams& p, int slots) {
   const std::int64_t rows = p.batch * p.kv_heads * std::int64_t(slots) * kTileCols;
-  return {slots, 2 * std::int64_t(sizeof(int)) * key_tiles(p),
-          std::int64_t(sizeof(float)) * rows * row_pitch(int(p.head_dim)),
+  return {slots, key_tile_slots_bytes(p, kTileCols), std::int64_t(sizeof(float)) * rows * row_pitch(int(p.head_dim)),
           std::int64_t(sizeof(float)) * rows * row_pitch(int(p.dv()))};
 }
+HeadMajorSizes head_major_sizes(const AttentionParams& p) {
+  return head_major_sizes(p, for_each_seen_key_tile(p, kTileCols, [](int, int) {}));
+}
 
+constexpr const char* kHeadMajorSlotsLabel = "rfa::head_major_slots";
 std::vector<WorkspaceBuffer> head_major_buffers(ForwardWorkspace& ws, const HeadMajorSizes& sizes) {
-  return {{"rfa::head_major_slots", sizes.table_bytes, &ws.slots},
+  return {{kHeadMajorSlotsLabel, sizes.table_bytes, &ws.slots},
           {"rfa::head_major_k", sizes.k_bytes, &ws.k},
           {"rfa::head_major_v", sizes.v_bytes, &ws.v}};
 }
@@ -334,11 +336,11 @@ template <class T>
 HeadMajorKV copy_head_major(const AttentionParams& p, const Tensor4<const T>& tk, const Tensor4<const T>& tv,
                             ForwardWorkspace& ws) {
   const int n_ktiles = int(key_tiles(p));
-  const HeadMajorSizes sizes = head_major_sizes(p);
+  // Key tile -> slot (-1: none), then slot -> key tile; the count of slots sizes K and V.
+  const KeyTileSlots slots = fill_key_tile_slots_in(p, kTileCols, kHeadMajorSlotsLabel, ws.slots);
+  const int* const slot = slots.table;
+  const HeadMajorSizes sizes = head_major_sizes(p, slots.slots);
   grow_workspace(head_major_buffers(ws, sizes));
-  // Key tile -> slot (-1: none), then slot -> key tile.
-  int* const slot = reinterpret_cast<int*>(ws.slots.data());
-  fill_key_tile_slots(p, kTileCols, slot);
 
   const std::int64_t head_rows = std::int64_t(sizes.slots) * kTileCols;
   const int* const tiles = slot + n_ktiles;

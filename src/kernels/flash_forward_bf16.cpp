@@ -283,23 +283,22 @@ struct PackedSizes {
   std::int64_t table_bytes;
   std::int64_t k_elems, v_elems;  // one unit's
 };
-std::int64_t slot_table_bytes(const AttentionParams& p) {
-  return 2 * std::int64_t(sizeof(int)) * key_tile_count(p, kCols);
-}
 PackedSizes packed_sizes(const AttentionParams& p, int slots) {
   const std::int64_t keys = std::int64_t(slots) * kCols;
-  return {slots, slot_table_bytes(p), keys * p.head_dim, keys * p.dv()};
+  return {slots, key_tile_slots_bytes(p, kCols), keys * p.head_dim, keys * p.dv()};
 }
 PackedSizes packed_sizes(const AttentionParams& p) {
   return packed_sizes(p, for_each_seen_key_tile(p, kCols, [](int, int) {}));
 }
+
+constexpr const char* kSlotsLabel = "rfa::bf16_key_tile_slots";
 
 /// The slot tables, then the packed K and V of every unit, one after another (each unit's share
 /// a multiple of 2 KiB, so every unit starts as aligned as the buffer).
 std::vector<WorkspaceBuffer> packed_kv_buffers(ForwardWorkspace& ws, const AttentionParams& p,
                                                const PackedSizes& sizes) {
   const std::int64_t units = p.batch * p.kv_heads, bytes = std::int64_t(sizeof(std::uint16_t)) * units;
-  return {{"rfa::bf16_key_tile_slots", sizes.table_bytes, &ws.slots},
+  return {{kSlotsLabel, sizes.table_bytes, &ws.slots},
           {"rfa::bf16_packed_k", bytes * sizes.k_elems, &ws.k},
           {"rfa::bf16_packed_v", bytes * sizes.v_elems, &ws.v}};
 }
@@ -322,15 +321,15 @@ void run_forward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<cons
   f.group = int(p.heads / p.kv_heads);
   const ForwardTilePlan tiles(p, kHostForwardTile);
   f.tiles = &tiles;
-  f.n_ktiles = int((p.seq_k + kCols - 1) / kCols);
+  f.n_ktiles = int(key_tile_count(p, kCols));
   // The key tiles some query sees, then their K and V for every (batch, kv head) unit, packed
   // one unit after another into the workspace's buffers, then teams over every (batch, head,
   // query tile), as in the portable kernel.
   const std::int64_t units = p.batch * p.kv_heads;
   // The tables first: filling them counts the slots the packed K and V need.
-  grow_workspace({{"rfa::bf16_key_tile_slots", slot_table_bytes(p), &ws.slots}});
-  int* const slot = reinterpret_cast<int*>(ws.slots.data());
-  const PackedSizes sizes = packed_sizes(p, fill_key_tile_slots(p, kCols, slot));
+  const KeyTileSlots slots = fill_key_tile_slots_in(p, kCols, kSlotsLabel, ws.slots);
+  const int* const slot = slots.table;
+  const PackedSizes sizes = packed_sizes(p, slots.slots);
   grow_workspace(packed_kv_buffers(ws, p, sizes));
   std::vector<std::uint16_t*> kt_units, vp_units;
   for (std::int64_t u = 0; u < units; ++u) {

@@ -59,5 +59,24 @@ inline int fill_key_tile_slots(const AttentionParams& p, int tile_cols, int* slo
   });
 }
 
+/// Bytes of the two tables fill_key_tile_slots() writes.
+inline std::int64_t key_tile_slots_bytes(const AttentionParams& p, int tile_cols) {
+  return 2 * std::int64_t(sizeof(int)) * key_tile_count(p, tile_cols);
+}
+
+/// The slot tables in `buffer` (grown to key_tile_slots_bytes() under `label` when smaller),
+/// filled; returns the tables and the number of slots. The host forward kernels fill them before
+/// anything else, so that the count sizes the K and V copies they then grow.
+struct KeyTileSlots {
+  const int* table;
+  int slots;
+};
+inline KeyTileSlots fill_key_tile_slots_in(const AttentionParams& p, int tile_cols, const char* label,
+                                           Kokkos::View<unsigned char*, HostSpace>& buffer) {
+  grow_workspace({{label, key_tile_slots_bytes(p, tile_cols), &buffer}});
+  int* const table = reinterpret_cast<int*>(buffer.data());
+  return {table, fill_key_tile_slots(p, tile_cols, table)};
+}
+
 }  // namespace kernels
 }  // namespace rfa
