@@ -3,14 +3,14 @@
 """Mutation check: does the test suite notice small faults in the code that decides what is
 computed? Each mutation below is one plausible slip (a comparison off by one, a swapped sign, a
 field left out of the agreement) in the step selection, tile visibility, merge, position maps,
-gradient routing, agreement, attention-sink, soft-cap, head-routing or argument-checking code,
-and in the MPI test main. The script copies the working tree to a scratch folder, builds it once
-(CPU only: no CUDA, benchmarks or docs), checks that the chosen tests pass there, then for each
-mutation applies it to the copy, rebuilds, runs the tests meant to catch it and restores the
-file. Your working tree is never modified. A mutation the tests do not notice is MISSED and the
-script exits with status 1; docs/testing.md ("Mutation check") holds the list and the last
-result. Run it before changing that code, and add a mutation when you find a slip the suite let
-through.
+gradient routing, agreement, attention-sink, soft-cap, head-routing, argument-checking and CUDA
+mask code, and in the MPI test main. The script copies the working tree to a scratch folder,
+builds it once (CPU only: no CUDA, benchmarks or docs), checks that the chosen tests pass there,
+then for each mutation applies it to the copy, rebuilds, runs the tests meant to catch it and
+restores the file. Your working tree is never modified. A mutation the tests do not notice is
+MISSED and the script exits with status 1; docs/testing.md ("Mutation check") holds the list and
+the last result. Run it before changing that code, and add a mutation when you find a slip the
+suite let through.
 
 usage: python3 scripts/mutate.py [--work DIR] [--only NAME,...] [--full] [--jobs N]
        python3 scripts/mutate.py --check-list   (each mutation's text occurs once; no build)
@@ -271,6 +271,21 @@ MUTATIONS = [
              "if (bounds[i] < bounds[i - 1]) {", "if (bounds[i] < bounds[i - 1] - 1) {",
              r"^capi_invalid_calls_test[.]np[12]$|^capi_sequence_documents_test[.]np[12]$|^core_documents_test$",
              "a boundary one token before the previous one is taken"),
+    Mutation("cuda-causal-skip", "CUDA mask", "kernels_cuda/src/attention_mask.cuh",
+             "if (mask.causal && k_lo > q_hi) return TileKind::kSkip;",
+             "if (mask.causal && k_lo >= q_hi) return TileKind::kSkip;",
+             r"^rfa_cuda_mask_on_host_test$", "the CUDA kernels skip a tile whose first key is its last query"),
+    Mutation("cuda-segment-split", "CUDA mask", "kernels_cuda/src/attention_mask.cuh",
+             "if (first < pos.length0 && last >= pos.length0) {", "if (first < pos.length0 && last > pos.length0) {",
+             r"^rfa_cuda_mask_on_host_test$",
+             "a tile whose last row is the second segment's first is judged as one piece, across the gap"),
+    Mutation("cuda-range-covered", "CUDA mask", "kernels_cuda/src/attention_mask.cuh",
+             "covered = covered || (kb <= k_lo && k_hi < ke &&", "covered = covered || (kb <= k_lo && k_hi <= ke &&",
+             r"^rfa_cuda_mask_on_host_test$", "a tile whose last key is just past an entry's keys is called full"),
+    Mutation("cuda-entry-documents", "CUDA mask", "kernels_cuda/src/attention_mask.cuh",
+             "m.doc_bound_count = __ldg(doc_offsets + b + 1) - first;",
+             "m.doc_bound_count = __ldg(doc_offsets + b + 1) - first - 1;",
+             r"^rfa_cuda_mask_on_host_test$", "a batch entry's mask leaves out its last document boundary"),
     Mutation("fatal-failure-abort", "test harness", "tests/common/test_main_mpi.cpp",
              "    MPI_Abort(MPI_COMM_WORLD, 1);\n", "",
              r"^rfa_fatal_failure_aborts_test[.]np2$",

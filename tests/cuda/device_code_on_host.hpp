@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Lets a header of plain device code (kernels_cuda/src/attention_mask.cuh: integer logic, loads
+// through __ldg, min) compile as host C++, so that its logic is tested against every pair of
+// small masks on any machine, with the sanitizers too, instead of only on a lent GPU. CUDA's
+// qualifiers become nothing (__forceinline__: inline) and __ldg a plain load. Include it before
+// the device header, in a host test only.
+#pragma once
+
+#ifdef __CUDACC__
+#error "device_code_on_host.hpp stands in for CUDA's qualifiers in host compilers; nvcc has its own"
+#endif
+
+#include <algorithm>
+
+// The names are CUDA's own (reserved in C++): they are what the device header spells.
+#define __host__
+#define __device__
+#define __forceinline__ inline
+
+template <class T>
+inline T __ldg(const T* p) {
+  return *p;
+}
+using std::min;

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The CUDA kernels' mask (kernels_cuda/src/attention_mask.cuh), compiled for the host
+// (device_code_on_host.hpp), against every (query, key) pair of small masks: a tile it skips
+// has no visible pair inside the sequences, a tile it calls full has every pair visible and
+// inside them, its per-element test agrees with the documented rule pair by pair, and a tile
+// inside the sequences is classified exactly as the host kernels' classify_tile
+// (src/kernels/tile_visibility.hpp), whose rule the device code is documented to share.
+// Position maps as the kernels take them (one segment or two: contiguous, strided, zigzag's
+// two chunks), tiles reaching up to two rows past a sequence's end, causal or not, windows of
+// 0 to 9, documents (an empty one among them), per-sequence documents (DeviceMask::for_entry)
+// and random range lists whose bounds sit on the maps' edges.
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cstdint>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/mask_ranges.hpp"
+#include "core/positions.hpp"
+#include "kernels/tile_visibility.hpp"
+#include "random_mask_ranges.hpp"
+
+// The device header after the stand-ins for CUDA's qualifiers.
+#include "device_code_on_host.hpp"
+
+#include "attention_mask.cuh"
+
+namespace rfa_cuda {
+namespace detail {
+namespace {
+
+using rfa::MaskRangeIndex;
+using rfa::MaskRanges;
+using rfa::PositionMap;
+using rfa::Segment;
+using rfa::kernels::MaskRule;
+using rfa::kernels::TileVisibility;
+
+constexpr std::int64_t S = 20;  // every map's positions lie in [0, S)
+
+std::vector<PositionMap> maps() {
+  return {PositionMap::contiguous(0, 7),
+          PositionMap::contiguous(5, 6),
+          PositionMap::one(Segment{1, 3, 5}),
+          PositionMap::one(Segment{2, 3, 4}),
+          PositionMap::two(Segment{0, 1, 3}, Segment{12, 1, 3}),
+          PositionMap::two(Segment{3, 1, 3}, Segment{9, 1, 3})};
+}
+
+/// The map as flash_api.cu's to_device_positions hands it to the kernels: two affine pieces,
+/// the second continuing the first where there is one segment.
+DevicePositions device_positions(const PositionMap& m) {
+  const Segment& a = m.seg[0];
+  const Segment& b = m.seg[m.count == 2 ? 1 : 0];
+  return DevicePositions{a.start, a.stride, m.count == 2 ? a.length : INT64_MAX, b.start, b.stride};
+}
+
+/// The index's arrays as copy_mask_to_device (src/engine/device_mask_data.cpp) hands them to the
+/// kernels: the entries as six int64 each.
+DeviceRanges device_ranges(const MaskRangeIndex& x) {
+  return DeviceRanges{x.on,         x.band_begin, x.band_end, x.band_offset, reinterpret_cast<const std::int64_t*>(x.entries),
+                      x.band_count};
+}
+
+/// The rule as rfa.h documents it, written without the library's code: causal (k <= q), the
+/// window (q - k < window), documents (the same one) and the ranges' union.
+struct DocumentedRule {
+  bool causal = false;
+  std::int64_t window = 0;
+  std::vector<std::int64_t> docs;
+  const std::vector<rfa_mask_range_t>* ranges = nullptr;
+
+  std::int64_t document(std::int64_t p) const {
+    std::int64_t d = 0;
+    for (std::size_t i = 1; i + 1 < docs.size(); ++i)
+      if (docs[i] <= p) d = std::int64_t(i);
+    return d;
+  }
+  bool operator()(std::int64_t q, std::int64_t k) const {
+    return (!causal || k <= q) && (window <= 0 || q - k < window) && document(q) == document(k) &&
+           (ranges == nullptr || rfa_test::ranges_let_through(*ranges, q, k));
+  }
+};
+
+struct Case {
+  std::string name;
+  DeviceMask device;
+  MaskRule host;
+  DocumentedRule truth;
+};
+
+TileKind expected_kind(TileVisibility v) {
+  return v == TileVisibility::hidden ? TileKind::kSkip : v == TileVisibility::full ? TileKind::kFull : TileKind::kPartial;
+}
+
+const char* kind_name(TileKind k) { return k == TileKind::kSkip ? "skip" : k == TileKind::kFull ? "full" : "partial"; }
+
+/// Every element and every tile of every pair of maps under the case's mask; returns the tiles
+/// checked, and stops at a case's first disagreement (reported).
+int check_every_tile(const Case& c) {
+  int tiles = 0;
+  for (const PositionMap& q : maps())
+    for (const PositionMap& k : maps()) {
+      const DevicePositions dq = device_positions(q), dk = device_positions(k);
+      const int seq_q = int(q.length()), seq_k = int(k.length());
+      const int rows = seq_q + 2, cols = seq_k + 2;  // rows and columns past the ends see nothing
+      std::vector<char> pair(std::size_t(rows * cols), 0);
+      for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < cols; ++j) {
+          const bool want = i < seq_q && j < seq_k && c.truth(q(i), k(j));
+          pair[std::size_t(i * cols + j)] = want;
+          if (visible(c.device, dq, dk, i, seq_q, j, seq_k) != want) {
+            ADD_FAILURE() << c.name << ": visible(row " << i << ", column " << j << ") is " << !want << " (queries from "
+                          << q(0) << ", keys from " << k(0) << ")";
+            return tiles;
+          }
+        }
+      for (int r0 = 0; r0 < seq_q; ++r0)
+        for (int r1 = r0 + 1; r1 <= rows; ++r1)
+          for (int c0 = 0; c0 < seq_k; ++c0)
+            for (int c1 = c0 + 1; c1 <= cols; ++c1) {
+              bool any = false, all = true;
+              for (int i = r0; i < r1; ++i)
+                for (int j = c0; j < c1; ++j) {
+                  any = any || pair[std::size_t(i * cols + j)];
+                  all = all && pair[std::size_t(i * cols + j)];
+                }
+              const TileKind got = classify_tile(c.device, dq, dk, r0, r1 - r0, seq_q, c0, c1 - c0, seq_k);
+              ++tiles;
+              std::ostringstream where;
+              where << c.name << ": rows [" << r0 << ", " << r1 << ") of " << seq_q << " (queries from " << q(0)
+                    << "), columns [" << c0 << ", " << c1 << ") of " << seq_k << " (keys from " << k(0) << "): ";
+              if (got == TileKind::kSkip && any) {
+                ADD_FAILURE() << where.str() << "a tile with a visible pair is skipped";
+                return tiles;
+              }
+              if (got == TileKind::kFull && !all) {
+                ADD_FAILURE() << where.str() << "a tile with a hidden pair or a row past the end is full";
+                return tiles;
+              }
+              if (r1 <= seq_q && c1 <= seq_k) {
+                const TileKind host = expected_kind(rfa::kernels::classify_tile(c.host, q, r0, r1, k, c0, c1));
+                if (got != host) {
+                  ADD_FAILURE() << where.str() << "the device calls it " << kind_name(got) << ", the host "
+                                << kind_name(host);
+                  return tiles;
+                }
+              }
+            }
+    }
+  return tiles;
+}
+
+/// The case for a causal flag, a window, documents and ranges (nullptr: none).
+Case make_case(bool causal, std::int64_t window, const std::vector<std::int64_t>& docs, const MaskRanges* ranges) {
+  Case c;
+  c.truth.causal = causal;
+  c.truth.window = window;
+  c.truth.docs = docs;
+  c.truth.ranges = ranges ? &ranges->entries() : nullptr;
+  const std::int64_t* bounds = docs.empty() ? nullptr : docs.data();  // the caller's, outliving the case
+  const MaskRangeIndex index = ranges ? ranges->index() : MaskRangeIndex{};
+  c.host.causal = causal;
+  c.host.window = window;
+  c.host.doc_bounds = bounds;
+  c.host.doc_bound_count = std::int64_t(docs.size());
+  c.host.ranges = index;
+  c.device = DeviceMask{causal, window, bounds, std::int64_t(docs.size()), device_ranges(index), nullptr};
+  std::ostringstream name;
+  name << (causal ? "causal" : "full") << ", window " << window << ", documents";
+  for (std::int64_t b : docs) name << " " << b;
+  if (ranges) name << ", " << ranges->entries().size() << " ranges";
+  c.name = name.str();
+  return c;
+}
+
+const std::vector<std::vector<std::int64_t>> kDocumentSets = {{}, {0, 4, 5, 9, 20}, {0, 3, 3, 11, 20}};
+
+TEST(CudaMaskOnHost, CausalWindowsAndDocumentsAgreeWithEveryPair) {
+  int tiles = 0;
+  for (bool causal : {false, true})
+    for (std::int64_t window = 0; window <= 9; ++window)
+      for (const auto& docs : kDocumentSets) tiles += check_every_tile(make_case(causal, window, docs, nullptr));
+  EXPECT_GT(tiles, 1000000);
+}
+
+TEST(CudaMaskOnHost, RangesAgreeWithEveryPair) {
+  // A list of empty entries (an index without bands: every tile skipped), then random lists.
+  rfa_mask_range_t empty{};
+  empty.q_begin = empty.q_end = 3, empty.k_begin = 0, empty.k_end = S, empty.kind = RFA_RANGE_FULL;
+  std::vector<std::vector<rfa_mask_range_t>> lists = {{empty}};
+  std::mt19937_64 rng(13);
+  for (int trial = 0; trial < 60; ++trial)
+    lists.push_back(rfa_test::random_mask_ranges(rng, S, 1 + trial % 6, {0, 3, 5, 6, 7, 9, 11, 12, 13, 15}));
+  int tiles = 0;
+  for (std::size_t trial = 0; trial < lists.size(); ++trial) {
+    const MaskRanges ranges(lists[trial].data(), std::int64_t(lists[trial].size()), S, "ranges");
+    const bool causal = trial % 3 == 1;
+    const std::int64_t window = trial % 4 == 2 ? 5 : 0;
+    tiles += check_every_tile(make_case(causal, window, kDocumentSets[trial % 3], &ranges));
+  }
+  EXPECT_GT(tiles, 1000000);
+}
+
+TEST(CudaMaskOnHost, EachBatchEntryTakesItsOwnDocuments) {
+  // Two entries' boundaries one after the other, and the offsets of each entry's list.
+  std::vector<std::int64_t> all;
+  std::vector<std::int64_t> offsets = {0};
+  for (std::size_t e = 1; e < kDocumentSets.size(); ++e) {
+    all.insert(all.end(), kDocumentSets[e].begin(), kDocumentSets[e].end());
+    offsets.push_back(std::int64_t(all.size()));
+  }
+  for (bool causal : {false, true})
+    for (int e = 0; e < 2; ++e) {
+      const std::vector<std::int64_t>& own = kDocumentSets[std::size_t(e + 1)];
+      Case c = make_case(causal, 4, own, nullptr);
+      const DeviceMask batch{causal, 4, all.data(), std::int64_t(all.size()), DeviceRanges{}, offsets.data()};
+      c.device = batch.for_entry(e);
+      EXPECT_EQ(c.device.doc_offsets, nullptr);
+      ASSERT_EQ(c.device.doc_bound_count, std::int64_t(own.size()));
+      c.name += ", entry " + std::to_string(e) + " of a batch";
+      check_every_tile(c);
+    }
+}
+
+}  // namespace
+}  // namespace detail
+}  // namespace rfa_cuda
