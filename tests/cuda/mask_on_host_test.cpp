@@ -20,8 +20,8 @@
 
 #include "core/mask_ranges.hpp"
 #include "core/positions.hpp"
+#include "documented_mask.hpp"
 #include "kernels/tile_visibility.hpp"
-#include "random_mask_ranges.hpp"
 
 // The device header after the stand-ins for CUDA's qualifiers.
 #include "device_code_on_host.hpp"
@@ -41,14 +41,7 @@ using rfa::kernels::TileVisibility;
 
 constexpr std::int64_t S = 20;  // every map's positions lie in [0, S)
 
-std::vector<PositionMap> maps() {
-  return {PositionMap::contiguous(0, 7),
-          PositionMap::contiguous(5, 6),
-          PositionMap::one(Segment{1, 3, 5}),
-          PositionMap::one(Segment{2, 3, 4}),
-          PositionMap::two(Segment{0, 1, 3}, Segment{12, 1, 3}),
-          PositionMap::two(Segment{3, 1, 3}, Segment{9, 1, 3})};
-}
+using rfa_test::small_position_maps;
 
 /// The map as flash_api.cu's to_device_positions hands it to the kernels: two affine pieces,
 /// the second continuing the first where there is one segment.
@@ -61,39 +54,21 @@ DevicePositions device_positions(const PositionMap& m) {
 /// The index's arrays as copy_mask_to_device (src/engine/device_mask_data.cpp) hands them to the
 /// kernels: the entries as six int64 each.
 DeviceRanges device_ranges(const MaskRangeIndex& x) {
-  return DeviceRanges{x.on,         x.band_begin, x.band_end, x.band_offset, reinterpret_cast<const std::int64_t*>(x.entries),
-                      x.band_count};
+  return DeviceRanges{
+      x.on, x.band_begin, x.band_end, x.band_offset, reinterpret_cast<const std::int64_t*>(x.entries), x.band_count};
 }
-
-/// The rule as rfa.h documents it, written without the library's code: causal (k <= q), the
-/// window (q - k < window), documents (the same one) and the ranges' union.
-struct DocumentedRule {
-  bool causal = false;
-  std::int64_t window = 0;
-  std::vector<std::int64_t> docs;
-  const std::vector<rfa_mask_range_t>* ranges = nullptr;
-
-  std::int64_t document(std::int64_t p) const {
-    std::int64_t d = 0;
-    for (std::size_t i = 1; i + 1 < docs.size(); ++i)
-      if (docs[i] <= p) d = std::int64_t(i);
-    return d;
-  }
-  bool operator()(std::int64_t q, std::int64_t k) const {
-    return (!causal || k <= q) && (window <= 0 || q - k < window) && document(q) == document(k) &&
-           (ranges == nullptr || rfa_test::ranges_let_through(*ranges, q, k));
-  }
-};
 
 struct Case {
   std::string name;
   DeviceMask device;
   MaskRule host;
-  DocumentedRule truth;
+  rfa_test::DocumentedMask truth;  // the rule as documented, without the library's code
 };
 
 TileKind expected_kind(TileVisibility v) {
-  return v == TileVisibility::hidden ? TileKind::kSkip : v == TileVisibility::full ? TileKind::kFull : TileKind::kPartial;
+  return v == TileVisibility::hidden ? TileKind::kSkip
+         : v == TileVisibility::full ? TileKind::kFull
+                                     : TileKind::kPartial;
 }
 
 const char* kind_name(TileKind k) { return k == TileKind::kSkip ? "skip" : k == TileKind::kFull ? "full" : "partial"; }
@@ -102,8 +77,8 @@ const char* kind_name(TileKind k) { return k == TileKind::kSkip ? "skip" : k == 
 /// checked, and stops at a case's first disagreement (reported).
 int check_every_tile(const Case& c) {
   int tiles = 0;
-  for (const PositionMap& q : maps())
-    for (const PositionMap& k : maps()) {
+  for (const PositionMap& q : small_position_maps())
+    for (const PositionMap& k : small_position_maps()) {
       const DevicePositions dq = device_positions(q), dk = device_positions(k);
       const int seq_q = int(q.length()), seq_k = int(k.length());
       const int rows = seq_q + 2, cols = seq_k + 2;  // rows and columns past the ends see nothing
@@ -113,8 +88,8 @@ int check_every_tile(const Case& c) {
           const bool want = i < seq_q && j < seq_k && c.truth(q(i), k(j));
           pair[std::size_t(i * cols + j)] = want;
           if (visible(c.device, dq, dk, i, seq_q, j, seq_k) != want) {
-            ADD_FAILURE() << c.name << ": visible(row " << i << ", column " << j << ") is " << !want << " (queries from "
-                          << q(0) << ", keys from " << k(0) << ")";
+            ADD_FAILURE() << c.name << ": visible(row " << i << ", column " << j << ") is " << !want
+                          << " (queries from " << q(0) << ", keys from " << k(0) << ")";
             return tiles;
           }
         }
@@ -130,21 +105,24 @@ int check_every_tile(const Case& c) {
                 }
               const TileKind got = classify_tile(c.device, dq, dk, r0, r1 - r0, seq_q, c0, c1 - c0, seq_k);
               ++tiles;
-              std::ostringstream where;
-              where << c.name << ": rows [" << r0 << ", " << r1 << ") of " << seq_q << " (queries from " << q(0)
-                    << "), columns [" << c0 << ", " << c1 << ") of " << seq_k << " (keys from " << k(0) << "): ";
+              auto where = [&] {  // built only for a failure's message
+                std::ostringstream w;
+                w << c.name << ": rows [" << r0 << ", " << r1 << ") of " << seq_q << " (queries from " << q(0)
+                  << "), columns [" << c0 << ", " << c1 << ") of " << seq_k << " (keys from " << k(0) << "): ";
+                return w.str();
+              };
               if (got == TileKind::kSkip && any) {
-                ADD_FAILURE() << where.str() << "a tile with a visible pair is skipped";
+                ADD_FAILURE() << where() << "a tile with a visible pair is skipped";
                 return tiles;
               }
               if (got == TileKind::kFull && !all) {
-                ADD_FAILURE() << where.str() << "a tile with a hidden pair or a row past the end is full";
+                ADD_FAILURE() << where() << "a tile with a hidden pair or a row past the end is full";
                 return tiles;
               }
               if (r1 <= seq_q && c1 <= seq_k) {
                 const TileKind host = expected_kind(rfa::kernels::classify_tile(c.host, q, r0, r1, k, c0, c1));
                 if (got != host) {
-                  ADD_FAILURE() << where.str() << "the device calls it " << kind_name(got) << ", the host "
+                  ADD_FAILURE() << where() << "the device calls it " << kind_name(got) << ", the host "
                                 << kind_name(host);
                   return tiles;
                 }
@@ -157,10 +135,7 @@ int check_every_tile(const Case& c) {
 /// The case for a causal flag, a window, documents and ranges (nullptr: none).
 Case make_case(bool causal, std::int64_t window, const std::vector<std::int64_t>& docs, const MaskRanges* ranges) {
   Case c;
-  c.truth.causal = causal;
-  c.truth.window = window;
-  c.truth.docs = docs;
-  c.truth.ranges = ranges ? &ranges->entries() : nullptr;
+  c.truth = rfa_test::DocumentedMask{causal, window, &docs, ranges ? &ranges->entries() : nullptr};
   const std::int64_t* bounds = docs.empty() ? nullptr : docs.data();  // the caller's, outliving the case
   const MaskRangeIndex index = ranges ? ranges->index() : MaskRangeIndex{};
   c.host.causal = causal;

@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/mask_ranges.hpp"
 #include "core/positions.hpp"
+#include "documented_mask.hpp"
 #include "kernels/tile_visibility.hpp"
 #include "random_mask_ranges.hpp"
 
@@ -24,33 +25,7 @@ namespace {
 
 constexpr std::int64_t S = 20;
 
-std::vector<PositionMap> maps() {
-  return {PositionMap::contiguous(0, 7),
-          PositionMap::contiguous(5, 6),
-          PositionMap::one(Segment{1, 3, 5}),
-          PositionMap::two(Segment{0, 1, 3}, Segment{12, 1, 3}),
-          PositionMap::two(Segment{3, 1, 3}, Segment{9, 1, 3}),
-          PositionMap::contiguous(13, 7)};
-}
-
-// The whole rule as documented: the ranges' union, and the causal mask, the window and the
-// documents on top.
-struct DocumentedRule {
-  const std::vector<rfa_mask_range_t>& ranges;
-  bool causal;
-  std::int64_t window;
-  const std::vector<std::int64_t>& docs;
-  std::int64_t document(std::int64_t p) const {
-    std::int64_t d = 0;
-    for (std::size_t i = 1; i + 1 < docs.size(); ++i)
-      if (docs[i] <= p) d = std::int64_t(i);
-    return d;
-  }
-  bool operator()(std::int64_t q, std::int64_t k) const {
-    return rfa_test::ranges_let_through(ranges, q, k) && (!causal || k <= q) && (window <= 0 || q - k < window) &&
-           document(q) == document(k);
-  }
-};
+using rfa_test::small_position_maps;
 
 TEST(MaskRanges, IndexAgreesWithTheDocumentedRuleOnEveryPair) {
   std::mt19937_64 rng(7);
@@ -76,9 +51,9 @@ TEST(MaskRanges, TilesBlocksAndScoreMasksAgreeWithThePairs) {
     const std::int64_t window = trial % 4 == 2 ? 5 : 0;
     const std::vector<std::int64_t>& d = trial % 5 == 3 ? docs : no_docs;
     MaskRule rule{causal, window, d.empty() ? nullptr : d.data(), std::int64_t(d.size()), ranges.index()};
-    const DocumentedRule visible{list, causal, window, d};
-    for (const PositionMap& q : maps())
-      for (const PositionMap& k : maps()) {
+    const rfa_test::DocumentedMask visible{causal, window, &d, &list};
+    for (const PositionMap& q : small_position_maps())
+      for (const PositionMap& k : small_position_maps()) {
         for (std::int64_t r0 = 0; r0 < q.length(); ++r0)
           for (std::int64_t r1 = r0 + 1; r1 <= q.length(); ++r1)
             for (std::int64_t c0 = 0; c0 < k.length(); ++c0)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/positions.hpp"
+#include "documented_mask.hpp"
 #include "kernels/tile_visibility.hpp"
 
 namespace rfa {
@@ -26,14 +27,7 @@ struct PairVisibility {
   }
 };
 
-std::vector<PositionMap> maps() {
-  return {PositionMap::contiguous(0, 7),
-          PositionMap::contiguous(5, 6),
-          PositionMap::one(Segment{1, 3, 5}),
-          PositionMap::one(Segment{2, 3, 4}),
-          PositionMap::two(Segment{0, 1, 3}, Segment{12, 1, 3}),
-          PositionMap::two(Segment{3, 1, 3}, Segment{9, 1, 3})};
-}
+using rfa_test::small_position_maps;
 
 bool unit_strides(const PositionMap& m) {
   for (int s = 0; s < m.count; ++s)
@@ -59,8 +53,8 @@ TEST(TileVisibility, AgreesWithEveryPairOfEverySubRange) {
         rule.doc_bounds = docs.empty() ? nullptr : docs.data();
         rule.doc_bound_count = std::int64_t(docs.size());
         const PairVisibility visible{rule};
-        for (const PositionMap& q : maps())
-          for (const PositionMap& k : maps())
+        for (const PositionMap& q : small_position_maps())
+          for (const PositionMap& k : small_position_maps())
             for (std::int64_t r0 = 0; r0 < q.length(); ++r0)
               for (std::int64_t r1 = r0 + 1; r1 <= q.length(); ++r1)
                 for (std::int64_t c0 = 0; c0 < k.length(); ++c0)
@@ -109,8 +103,8 @@ TEST(TileVisibility, ScoreMaskAndBlockClassificationAgreeWithThePairs) {
           rule.doc_bound_count = std::int64_t(docs.size());
         }
         const PairVisibility visible{rule};
-        for (const PositionMap& q : maps())
-          for (const PositionMap& k : maps()) {
+        for (const PositionMap& q : small_position_maps())
+          for (const PositionMap& k : small_position_maps()) {
             std::int64_t qp[8], kp[8];
             const int rows = int(q.length()), cols = int(k.length());
             for (int i = 0; i < rows; ++i) qp[i] = q(i);
