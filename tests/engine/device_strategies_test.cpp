@@ -26,6 +26,7 @@
 #include "layout/sequence_layout.hpp"
 #include "mpi_test_support.hpp"
 #include "strategy_case.hpp"
+#include "strategy_in_space.hpp"
 
 namespace rfa {
 namespace test {
@@ -125,52 +126,6 @@ class DeviceStrategyMemory : public DeviceStrategyTest {
   }
 };
 
-/// A strategy's device passes behind the host tensors run_attention() hands it: each pass
-/// copies its inputs to the device, runs there, waits, and copies its outputs back.
-template <class T>
-class OnTheDevice {
- public:
-  explicit OnTheDevice(engine::AttentionStrategy& attn) : attn_(attn) {}
-  PositionMap local_positions() const { return attn_.local_positions(); }
-  std::int64_t local_seq() const { return attn_.local_seq(); }
-
-  template <class U>
-  void forward(const engine::HostForward<U>& t) {
-    auto dout = device_like(t.out);
-    auto dlse = device_like(t.lse);
-    attn_.forward(
-        engine::ForwardTensors<U, Kokkos::CudaSpace>{to_device(t.q), to_device(t.k), to_device(t.v), dout, dlse});
-    Kokkos::fence();
-    Kokkos::deep_copy(t.out, dout);
-    Kokkos::deep_copy(t.lse, dlse);
-  }
-  template <class U>
-  void backward(const engine::HostBackward<U>& t) {
-    auto d_dq = device_like(t.dq), d_dk = device_like(t.dk), d_dv = device_like(t.dv);
-    attn_.backward(engine::BackwardTensors<U, Kokkos::CudaSpace>{to_device(t.q), to_device(t.k), to_device(t.v),
-                                                                 to_device(t.out), to_device(t.dout), to_device(t.lse),
-                                                                 d_dq, d_dk, d_dv});
-    Kokkos::fence();
-    Kokkos::deep_copy(t.dq, d_dq);
-    Kokkos::deep_copy(t.dk, d_dk);
-    Kokkos::deep_copy(t.dv, d_dv);
-  }
-
- private:
-  template <class View>
-  static auto device_like(const View& host) {
-    using Device = Kokkos::View<typename View::non_const_data_type, Kokkos::LayoutRight, Kokkos::CudaSpace>;
-    return Device("device_copy", host.layout());
-  }
-  template <class View>
-  static auto to_device(const View& host) {
-    auto copy = device_like(host);
-    Kokkos::deep_copy(copy, host);
-    return copy;
-  }
-  engine::AttentionStrategy& attn_;
-};
-
 /// Tolerances of the CUDA kernels (relative to the largest reference value): they round the
 /// probabilities to the storage dtype before the P V product, as FlashAttention does.
 template <class T>
@@ -199,7 +154,7 @@ class DeviceStrategyResults : public DeviceStrategyTest {
       cfg.head_dim = 64;
       if (refused_allgather_on_cudnn(cfg)) return;
       auto attn = engine::make_strategy(*comm_, cfg, choice_);
-      OnTheDevice<T> device(*attn);
+      PassesInSpace<Kokkos::CudaSpace> device(*attn);
       expect_device_matches_reference<T>(run_attention<T>(device, cfg, 8642));
       if (cfg.cuda_kernels == engine::CudaKernels::cudnn && spec.docs.empty()) {
         // Every step of these layouts is one cuDNN expresses: a pass with none on cuDNN fell
