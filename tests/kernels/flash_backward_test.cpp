@@ -56,6 +56,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, BackwardTest, ::testing::ValuesIn(kernel_cases(
 // One workspace kept across calls of every shape (growing and shrinking, GQA, masks): each
 // call's gradients are bit for bit those of a call with its own buffers, so nothing a call
 // leaves in the workspace (a longer sequence's rows past this one's end) reaches the next.
+// Both calls are deterministic: with several threads the default mode may split a head's key
+// tiles between them and add dQ atomically, in an order that differs from call to call.
 TEST(BackwardWorkspace, SharedAcrossShapesChangesNothing) {
   kernels::BackwardWorkspace workspace;
   std::uint64_t seed = 31;
@@ -77,9 +79,10 @@ TEST(BackwardWorkspace, SharedAcrossShapesChangesNothing) {
       g[2] = Tensor4<float>("dv", c.batch, c.seq_k, c.kv_heads, c.dv());
       for (auto& t : g) poison(t);
     }
-    kernels::flash_backward<float>(c.params(), q, k, v, out, dout, lse, grads[0][0], grads[0][1], grads[0][2]);
-    kernels::flash_backward<float>(c.params(), q, k, v, out, dout, lse, grads[1][0], grads[1][1], grads[1][2],
-                                   &workspace);
+    kernels::AttentionParams p = c.params();
+    p.deterministic = true;
+    kernels::flash_backward<float>(p, q, k, v, out, dout, lse, grads[0][0], grads[0][1], grads[0][2]);
+    kernels::flash_backward<float>(p, q, k, v, out, dout, lse, grads[1][0], grads[1][1], grads[1][2], &workspace);
     for (int i = 0; i < 3; ++i) EXPECT_EQ(to_doubles(grads[1][i]), to_doubles(grads[0][i])) << "gradient " << i;
   }
   EXPECT_GT(workspace.q.extent(0), 0u) << "the portable backward kept nothing in the workspace";
