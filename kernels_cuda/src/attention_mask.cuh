@@ -14,6 +14,16 @@ namespace detail {
 struct DevicePositions {
   std::int64_t start0, stride0, length0, start1, stride1;
 
+  // Every row on one piece (the identity map: one(0, 1)).
+  __host__ __device__ static DevicePositions one(std::int64_t start, std::int64_t stride) {
+    return DevicePositions{start, stride, INT64_MAX, start, stride};
+  }
+  // The first `length0` rows on the first piece, the rest on the second.
+  __host__ __device__ static DevicePositions two(std::int64_t start0, std::int64_t stride0, std::int64_t length0,
+                                                 std::int64_t start1, std::int64_t stride1) {
+    return DevicePositions{start0, stride0, length0, start1, stride1};
+  }
+
   __host__ __device__ std::int64_t at(std::int64_t i) const {
     return i < length0 ? start0 + i * stride0 : start1 + (i - length0) * stride1;
   }

@@ -49,7 +49,7 @@ rfa_cuda_status check_tile_tensor(const char* name, const void* data, const rfa_
 rfa_cuda_status to_device_positions(const char* name, const rfa_cuda_position_map& map, std::int64_t seq,
                                     DevicePositions& out) {
   if (map.count == 0) {
-    out = DevicePositions{0, 1, INT64_MAX, 0, 1};
+    out = DevicePositions::one(0, 1);
     return RFA_CUDA_SUCCESS;
   }
   if (map.count != 1 && map.count != 2)
@@ -69,7 +69,8 @@ rfa_cuda_status to_device_positions(const char* name, const rfa_cuda_position_ma
                 static_cast<long long>(total), static_cast<long long>(seq));
   const rfa_cuda_segment& a = map.seg[0];
   const rfa_cuda_segment& b = map.seg[map.count == 2 ? 1 : 0];
-  out = DevicePositions{a.start, a.stride, map.count == 2 ? a.length : INT64_MAX, b.start, b.stride};
+  out = map.count == 2 ? DevicePositions::two(a.start, a.stride, a.length, b.start, b.stride)
+                       : DevicePositions::one(a.start, a.stride);
   return RFA_CUDA_SUCCESS;
 }
 

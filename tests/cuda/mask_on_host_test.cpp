@@ -43,12 +43,12 @@ constexpr std::int64_t S = 20;  // every map's positions lie in [0, S)
 
 using rfa_test::small_position_maps;
 
-/// The map as flash_api.cu's to_device_positions hands it to the kernels: two affine pieces,
-/// the second continuing the first where there is one segment.
+/// The map as flash_api.cu's to_device_positions hands it to the kernels (the same factories).
 DevicePositions device_positions(const PositionMap& m) {
   const Segment& a = m.seg[0];
-  const Segment& b = m.seg[m.count == 2 ? 1 : 0];
-  return DevicePositions{a.start, a.stride, m.count == 2 ? a.length : INT64_MAX, b.start, b.stride};
+  const Segment& b = m.seg[1];
+  return m.count == 2 ? DevicePositions::two(a.start, a.stride, a.length, b.start, b.stride)
+                      : DevicePositions::one(a.start, a.stride);
 }
 
 /// The index's arrays as copy_mask_to_device (src/engine/device_mask_data.cpp) hands them to the
