@@ -127,9 +127,13 @@ struct DeviceMask {
     }
     return lo;
   }
+  // The causal and window parts of the rule. The Hopper kernels (no ranges) apply it with the
+  // documents of a tile's rows found once and compared beside it.
+  __host__ __device__ bool in_causal_window(std::int64_t q, std::int64_t k) const {
+    return (!causal || k <= q) && (window <= 0 || q - k < window);
+  }
   __device__ bool visible_positions(std::int64_t q, std::int64_t k) const {
-    if (causal && k > q) return false;
-    if (window > 0 && q - k >= window) return false;
+    if (!in_causal_window(q, k)) return false;
     if (documents() && document_of(q) != document_of(k)) return false;
     return !ranges.on || ranges.visible(q, k);
   }

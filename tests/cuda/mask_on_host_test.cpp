@@ -4,7 +4,8 @@
 // has no visible pair inside the sequences, a tile it calls full has every pair visible and
 // inside them, its per-element test agrees with the documented rule pair by pair, and a tile
 // inside the sequences is classified exactly as the host kernels' classify_tile
-// (src/kernels/tile_visibility.hpp), whose rule the device code is documented to share.
+// (src/kernels/tile_visibility.hpp), whose rule the device code is documented to share, and
+// the Hopper kernels' per-element test (the causal window and documents) agrees where they run.
 // Position maps as the kernels take them (one segment or two: contiguous, strided, zigzag's
 // two chunks), tiles reaching up to two rows past a sequence's end, causal or not, windows of
 // 0 to 9, documents (an empty one among them), per-sequence documents (DeviceMask::for_entry)
@@ -73,6 +74,14 @@ TileKind expected_kind(TileVisibility v) {
 
 const char* kind_name(TileKind k) { return k == TileKind::kSkip ? "skip" : k == TileKind::kFull ? "full" : "partial"; }
 
+/// The Hopper kernels' test inside a partial tile (they take no ranges): the causal window, and
+/// each row's document found once and compared (0 for every row without documents).
+bool hopper_element_rule(const DeviceMask& m, std::int64_t q, std::int64_t k) {
+  const std::int64_t q_document = m.documents() ? m.document_of(q) : 0;
+  const std::int64_t k_document = m.documents() ? m.document_of(k) : 0;
+  return m.in_causal_window(q, k) && q_document == k_document;
+}
+
 /// Every element and every tile of every pair of maps under the case's mask; returns the tiles
 /// checked, and stops at a case's first disagreement (reported).
 int check_every_tile(const Case& c) {
@@ -90,6 +99,12 @@ int check_every_tile(const Case& c) {
           if (visible(c.device, dq, dk, i, seq_q, j, seq_k) != want) {
             ADD_FAILURE() << c.name << ": visible(row " << i << ", column " << j << ") is " << !want
                           << " (queries from " << q(0) << ", keys from " << k(0) << ")";
+            return tiles;
+          }
+          if (!c.device.ranges.on && i < seq_q && j < seq_k &&
+              hopper_element_rule(c.device, dq.at(i), dk.at(j)) != want) {
+            ADD_FAILURE() << c.name << ": the Hopper kernels' rule at (row " << i << ", column " << j << ") is "
+                          << !want << " (queries from " << q(0) << ", keys from " << k(0) << ")";
             return tiles;
           }
         }

@@ -245,8 +245,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
           bool shown = true;
           if (partial) {
             const int key = walk.k_first + get<0>(score_at(r, 0));
-            shown = column_shown && key < dims.seq_k && (!dims.mask.causal || key_position[r] <= position) &&
-                    (dims.mask.window <= 0 || position - key_position[r] < dims.mask.window) &&
+            shown = column_shown && key < dims.seq_k && dims.mask.in_causal_window(position, key_position[r]) &&
                     document == key_document[r];
           }
           const float prob = shown ? exp2f(fmaf(p(r, c), dims.scale_log2, -lse_log2)) : 0.f;

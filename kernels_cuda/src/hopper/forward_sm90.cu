@@ -164,9 +164,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       CUTE_UNROLL
       for (int r = 0; r < kRows; ++r) {
         const bool seen = in_range && tile.q_first + get<0>(score_at(r, 0)) < dims.seq_q &&
-                          (!dims.mask.causal || position <= row_position[r]) &&
-                          (dims.mask.window <= 0 || row_position[r] - position < dims.mask.window) &&
-                          document == row_document[r];
+                          dims.mask.in_causal_window(row_position[r], position) && document == row_document[r];
         if (!seen) scores(r, c) = -INFINITY;
       }
     }
