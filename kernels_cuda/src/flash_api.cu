@@ -13,6 +13,7 @@
 #include "api_support.hpp"
 #include "kernel_args.hpp"
 #include "launch_dispatch.cuh"
+#include "shape_mask.hpp"
 #if RFA_CUDA_HAVE_SM90
 #include "hopper/backward_sm90.hpp"
 #include "hopper/forward_sm90.hpp"
@@ -49,7 +50,7 @@ rfa_cuda_status check_tile_tensor(const char* name, const void* data, const rfa_
 rfa_cuda_status to_device_positions(const char* name, const rfa_cuda_position_map& map, std::int64_t seq,
                                     DevicePositions& out) {
   if (map.count == 0) {
-    out = DevicePositions::one(0, 1);
+    out = device_positions(map);
     return RFA_CUDA_SUCCESS;
   }
   if (map.count != 1 && map.count != 2)
@@ -67,10 +68,7 @@ rfa_cuda_status to_device_positions(const char* name, const rfa_cuda_position_ma
   if (total != seq)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s covers %lld rows but the sequence has %lld", name,
                 static_cast<long long>(total), static_cast<long long>(seq));
-  const rfa_cuda_segment& a = map.seg[0];
-  const rfa_cuda_segment& b = map.seg[map.count == 2 ? 1 : 0];
-  out = map.count == 2 ? DevicePositions::two(a.start, a.stride, a.length, b.start, b.stride)
-                       : DevicePositions::one(a.start, a.stride);
+  out = device_positions(map);
   return RFA_CUDA_SUCCESS;
 }
 
@@ -130,13 +128,7 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
   dims.scale_log2 = dims.scale * 1.44269504088896340736f;
   dims.cap = ScoreCap{s.softcap > 0.f, s.softcap > 0.f ? dims.scale / s.softcap : 0.f,
                       s.softcap > 0.f ? s.softcap / dims.scale : 0.f};
-  dims.mask = DeviceMask{s.mask == RFA_CUDA_MASK_CAUSAL,
-                         s.window,
-                         s.doc_bounds,
-                         s.doc_bound_count,
-                         DeviceRanges{s.ranges != 0, s.range_band_begin, s.range_band_end, s.range_band_offset,
-                                      s.range_entries, s.ranges != 0 ? s.range_band_count : 0},
-                         s.doc_offsets};
+  dims.mask = device_mask(s);
   RFA_CUDA_TRY(to_device_positions("q_positions", s.q_positions, s.seq_q, dims.q_positions));
   RFA_CUDA_TRY(to_device_positions("k_positions", s.k_positions, s.seq_k, dims.k_positions));
   return RFA_CUDA_SUCCESS;

@@ -12,6 +12,7 @@
 
 namespace rfa {
 namespace engine {
+
 void check_cuda_kernels(rfa_cuda_status status, const char* what) {
   if (status == RFA_CUDA_SUCCESS) return;
   const rfa_result_t code = status == RFA_CUDA_ERROR_UNSUPPORTED ? RFA_ERROR_UNSUPPORTED
@@ -29,15 +30,6 @@ rfa_cuda_dtype cuda_dtype() {
   if (std::is_same<T, bf16_t>::value) return RFA_CUDA_BF16;
   if (std::is_same<T, fp16_t>::value) return RFA_CUDA_FP16;
   return RFA_CUDA_FP32;
-}
-
-rfa_cuda_position_map cuda_positions(const PositionMap& m) {
-  // validate_local refuses layouts of more segments on CUDA contexts (require_device_support).
-  require(m.count <= 2, "internal: a position map of ", m.count, " segments reached the CUDA kernels (at most 2)");
-  rfa_cuda_position_map out{};
-  out.count = m.count;
-  for (int s = 0; s < m.count; ++s) out.seg[s] = rfa_cuda_segment{m.seg[s].start, m.seg[s].stride, m.seg[s].length};
-  return out;
 }
 
 /// The kernels_cuda path of a block: the context's, except that a block the Hopper kernels do not
@@ -70,44 +62,7 @@ void launch_forward(const rfa_cuda_attention_shape& shape, const T* q, const T* 
 
 template <class T>
 rfa_cuda_attention_shape CudaBlockCompute::shape(const kernels::AttentionParams& p) const {
-  rfa_cuda_attention_shape s{};
-  s.batch = p.batch;
-  s.seq_q = p.seq_q;
-  s.seq_k = p.seq_k;
-  s.heads = p.heads;
-  s.kv_heads = p.kv_heads;
-  s.head_dim = p.head_dim;
-  s.value_head_dim = p.dv() != p.head_dim ? p.dv() : 0;
-  s.scale = p.scale();
-  s.mask = p.mask == RFA_MASK_CAUSAL ? RFA_CUDA_MASK_CAUSAL : RFA_CUDA_MASK_NONE;
-  s.q_positions = cuda_positions(p.q_pos);
-  s.k_positions = cuda_positions(p.k_pos);
-  s.dtype = cuda_dtype<T>();
-  s.window = p.window;
-  s.softcap = p.softcap;
-  if (p.doc_bounds != nullptr) {
-    // The engine's copy of the same list: made at context creation from config().doc_bounds.
-    if (mask_.doc_bounds == nullptr)
-      fail(RFA_ERROR_INTERNAL, "document boundaries reached the CUDA kernels without a device copy");
-    s.doc_bounds = mask_.doc_bounds;
-    s.doc_bound_count = p.doc_bound_count;
-  }
-  if (p.doc_offsets != nullptr) {  // per-sequence documents, likewise from config().doc_offsets
-    if (mask_.doc_offsets == nullptr)
-      fail(RFA_ERROR_INTERNAL, "per-sequence document offsets reached the CUDA kernels without a device copy");
-    s.doc_offsets = mask_.doc_offsets;
-  }
-  if (p.ranges.on) {  // the range index, likewise from config().ranges (no band: nothing seen)
-    if (p.ranges.band_count > 0 && mask_.range_entries == nullptr)
-      fail(RFA_ERROR_INTERNAL, "a mask given as ranges reached the CUDA kernels without a device copy");
-    s.ranges = 1;
-    s.range_band_begin = mask_.range_band_begin;
-    s.range_band_end = mask_.range_band_end;
-    s.range_band_offset = mask_.range_band_offset;
-    s.range_entries = mask_.range_entries;
-    s.range_band_count = p.ranges.band_count;
-  }
-  return s;
+  return cuda_attention_shape(p, cuda_dtype<T>(), mask_);
 }
 
 template <class T>

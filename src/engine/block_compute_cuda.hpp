@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "engine/attention_config.hpp"
+#include "engine/cuda_attention_shape.hpp"
 #include "engine/device_mask_data.hpp"
 #include "engine/workspace.hpp"
 #include "kernels/flash_attention.hpp"
@@ -87,7 +88,8 @@ class CudaBlockCompute {
 
   cudaStream_t stream() const { return stream_; }
 
-  /// The kernels' problem: p's shape and mask, with the document boundaries on the device.
+  /// The kernels' problem: p's shape and mask, with the document boundaries on the device
+  /// (cuda_attention_shape).
   template <class T>
   rfa_cuda_attention_shape shape(const kernels::AttentionParams& p) const;
 

@@ -13,21 +13,10 @@
 
 #include "comm/communicator.hpp"
 #include "engine/attention_config.hpp"
+#include "engine/cuda_attention_shape.hpp"
 
 namespace rfa {
 namespace engine {
-
-/// What CudaBlockCompute hands the kernels: device addresses (nullptr: none) of the document
-/// boundaries, the per-sequence offsets, and the range index's arrays (as
-/// rfa_cuda_attention_shape's range_* fields: entries 6 values each).
-struct DeviceMaskPointers {
-  const std::int64_t* doc_bounds = nullptr;
-  const std::int64_t* doc_offsets = nullptr;
-  const std::int64_t* range_band_begin = nullptr;
-  const std::int64_t* range_band_end = nullptr;
-  const std::int64_t* range_band_offset = nullptr;
-  const std::int64_t* range_entries = nullptr;
-};
 
 /// The device copies of a config's mask data (empty views where the config has none).
 struct DeviceMaskData {

@@ -12,9 +12,16 @@
 
 #include <algorithm>
 
-// The names are CUDA's own (reserved in C++): they are what the device header spells.
+// The names are CUDA's own (reserved in C++): they are what the device header spells. CUDA's
+// runtime header, where a test includes it first, defines the first two as nothing for host
+// compilers too, and __forceinline__ as an always-inline.
+#ifndef __host__
 #define __host__
+#endif
+#ifndef __device__
 #define __device__
+#endif
+#undef __forceinline__
 #define __forceinline__ inline
 
 template <class T>
