@@ -101,6 +101,7 @@ program fortran_api_test
   allocate(positions(L))
   call check_ok(rfa_context_get_local_positions(ring, positions), "local positions")
   call check(positions(1) == rank * (S / (2 * nranks)), "zigzag: first row is chunk r")
+  call check_layout_helpers()
 
   ! ---- the whole problem, the same on every rank, and its float64 reference
   allocate(gq(D, H, S, B), gdo(D, H, S, B), gk(D, HKV, S, B), gv(D, HKV, S, B))
@@ -242,6 +243,29 @@ contains
 
   ! Arrays whose shape does not fit the context: every rank fails together, and the rank whose
   ! array is wrong (only the last one here) says which array and which shape was expected.
+  ! ---- the layout helpers without a context: the context's answers for zigzag, rfa.h's rule for
+  ! stripe, and clean refusals
+  subroutine check_layout_helpers()
+    integer(c_int64_t) :: n, i
+    integer(c_int64_t), allocatable :: p(:), short(:)
+    call check_ok(rfa_layout_local_seq(RFA_LAYOUT_ZIGZAG, S, nranks, n), "rfa_layout_local_seq")
+    call check(n == L, "rfa_layout_local_seq: L = S / P")
+    allocate(p(L + 1), short(L - 1))
+    p = -1
+    call check_ok(rfa_layout_positions(RFA_LAYOUT_ZIGZAG, S, nranks, rank, p), "rfa_layout_positions (zigzag)")
+    call check(all(p(1:L) == positions) .and. p(L + 1) == -1, "rfa_layout_positions: the context's positions")
+    call check_ok(rfa_layout_positions(RFA_LAYOUT_STRIPE, S, nranks, rank, p), "rfa_layout_positions (stripe)")
+    call check(all(p(1:L) == [((i - 1) * nranks + rank, i = 1, L)]), "rfa_layout_positions: token t on rank t mod P")
+    call check(rfa_layout_positions(RFA_LAYOUT_ZIGZAG, S, nranks, rank, short) == RFA_ERROR_INVALID_ARGUMENT, &
+               "rfa_layout_positions: an array shorter than L")
+    call check(index(rfa_get_last_error_message(), "capacity") > 0, &
+               "rfa_layout_positions' message: " // rfa_get_last_error_message())
+    call check(rfa_layout_positions(RFA_LAYOUT_ZIGZAG, S, nranks, nranks, p) == RFA_ERROR_INVALID_ARGUMENT, &
+               "rfa_layout_positions: position P")
+    call check(rfa_layout_positions(RFA_LAYOUT_BALANCED, S, nranks, rank, p) == RFA_ERROR_INVALID_ARGUMENT, &
+               "rfa_layout_positions: the balanced layout needs a context")
+  end subroutine
+
   subroutine check_wrong_shapes()
     real(c_float), allocatable, target :: short_q(:,:,:,:), swapped_lse(:,:,:)
     integer(c_int) :: status
