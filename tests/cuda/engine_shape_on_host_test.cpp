@@ -56,20 +56,35 @@ std::int64_t documented_position(rfa_layout_t layout, int P, int r, std::int64_t
   }
 }
 
-/// The config's mask lists at their host addresses, standing in for the device copies that
-/// copy_mask_to_device makes of the same lists (the range entries as six int64 each).
-DeviceMaskPointers mask_pointers(const AttentionConfig& c) {
-  DeviceMaskPointers m;
-  m.doc_bounds = c.doc_bounds.empty() ? nullptr : c.doc_bounds.data();
-  m.doc_offsets = c.doc_offsets.empty() ? nullptr : c.doc_offsets.data();
-  if (c.ranges) {
+/// Copies of the config's mask lists, standing in for the device copies copy_mask_to_device
+/// makes: at addresses of their own, so that a shape carrying the params' host lists instead of
+/// them is told apart (the range entries as six int64 each, as on the device).
+struct MaskCopies {
+  std::vector<std::int64_t> doc_bounds, doc_offsets, band_begin, band_end, band_offset, entries;
+
+  explicit MaskCopies(const AttentionConfig& c) : doc_bounds(c.doc_bounds), doc_offsets(c.doc_offsets) {
+    if (!c.ranges) return;
     const MaskRangeIndex x = c.ranges->index();
-    m.range_band_begin = x.band_begin;
-    m.range_band_end = x.band_end;
-    m.range_band_offset = x.band_offset;
-    m.range_entries = reinterpret_cast<const std::int64_t*>(x.entries);
+    if (x.band_count == 0) return;  // no band: the kernels read nothing
+    band_begin.assign(x.band_begin, x.band_begin + x.band_count);
+    band_end.assign(x.band_end, x.band_end + x.band_count);
+    band_offset.assign(x.band_offset, x.band_offset + x.band_count + 1);
+    const std::int64_t* e = reinterpret_cast<const std::int64_t*>(x.entries);
+    entries.assign(e, e + 6 * x.band_offset[x.band_count]);
   }
-  return m;
+  DeviceMaskPointers pointers() const {
+    auto at = [](const std::vector<std::int64_t>& v) { return v.empty() ? nullptr : v.data(); };
+    return DeviceMaskPointers{at(doc_bounds), at(doc_offsets), at(band_begin),
+                              at(band_end),   at(band_offset), at(entries)};
+  }
+};
+
+/// The rows a position map of the kernels covers (flash_api.cu refuses a map whose lengths do not
+/// add up to the sequence).
+std::int64_t rows_covered(const rfa_cuda_position_map& m) {
+  std::int64_t rows = 0;
+  for (int i = 0; i < m.count; ++i) rows += m.seg[i].length;
+  return rows;
 }
 
 /// Batch entry e's document boundaries as the config documents them (none: one document).
@@ -84,7 +99,8 @@ std::vector<std::int64_t> entry_documents(const AttentionConfig& c, std::int64_t
 std::int64_t check_every_step(AttentionConfig c, rfa_layout_t layout, const std::string& name) {
   c.layout = layout;
   std::int64_t pairs = 0;
-  const DeviceMaskPointers pointers = mask_pointers(c);
+  const MaskCopies copies(c);
+  const DeviceMaskPointers pointers = copies.pointers();
   for (int P = 1; P <= 4; ++P)
     for (int me = 0; me < P; ++me)
       for (int owner = 0; owner < P; ++owner) {
@@ -106,6 +122,17 @@ std::int64_t check_every_step(AttentionConfig c, rfa_layout_t layout, const std:
         EXPECT_FLOAT_EQ(s.scale, float(scale)) << where;
         EXPECT_EQ(s.softcap, c.softcap) << where;
         EXPECT_EQ(s.dtype, RFA_CUDA_BF16) << where;
+        EXPECT_EQ(rows_covered(s.q_positions), L) << where;
+        EXPECT_EQ(rows_covered(s.k_positions), L) << where;
+        // The device copies, never the params' host lists.
+        EXPECT_EQ(s.doc_bounds, c.doc_bounds.size() > 0 ? pointers.doc_bounds : nullptr) << where;
+        EXPECT_EQ(s.doc_offsets, pointers.doc_offsets) << where;
+        if (s.ranges != 0) {
+          EXPECT_EQ(s.range_band_begin, pointers.range_band_begin) << where;
+          EXPECT_EQ(s.range_band_end, pointers.range_band_end) << where;
+          EXPECT_EQ(s.range_band_offset, pointers.range_band_offset) << where;
+          EXPECT_EQ(s.range_entries, pointers.range_entries) << where;
+        }
 
         const DeviceMask mask = rfa_cuda::detail::device_mask(s);
         const DevicePositions qp = rfa_cuda::detail::device_positions(s.q_positions);

@@ -5,7 +5,8 @@
 // inside them, its per-element test agrees with the documented rule pair by pair, and a tile
 // inside the sequences is classified exactly as the host kernels' classify_tile
 // (src/kernels/tile_visibility.hpp), whose rule the device code is documented to share, and
-// the Hopper kernels' per-element test (the causal window and documents) agrees where they run.
+// the rule the Hopper kernels call per element (the causal window, their documents compared
+// beside it) agrees where they run.
 // Position maps as the kernels take them (one segment or two: contiguous, strided, zigzag's
 // two chunks), tiles reaching up to two rows past a sequence's end, causal or not, windows of
 // 0 to 9, documents (an empty one among them), per-sequence documents (DeviceMask::for_entry)

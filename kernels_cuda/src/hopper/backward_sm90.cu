@@ -234,19 +234,19 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         const float lse_log2 = lse == -INFINITY ? INFINITY : lse * kLog2e;
         const float delta = in_range ? __ldg(args.delta + rows0 + query) : 0.f;
         bool column_shown = true;
-        std::int64_t position = 0, document = 0;
+        std::int64_t query_position = 0, query_document = 0;
         if (partial) {
           column_shown = query < dims.seq_q;
-          position = column_shown ? dims.q_positions.at(query) : 0;
-          document = documents && column_shown ? dims.mask.document_of(position) : 0;
+          query_position = column_shown ? dims.q_positions.at(query) : 0;
+          query_document = documents && column_shown ? dims.mask.document_of(query_position) : 0;
         }
         CUTE_UNROLL
         for (int r = 0; r < kRows; ++r) {
           bool shown = true;
           if (partial) {
             const int key = walk.k_first + get<0>(score_at(r, 0));
-            shown = column_shown && key < dims.seq_k && dims.mask.in_causal_window(position, key_position[r]) &&
-                    document == key_document[r];
+            shown = column_shown && key < dims.seq_k && dims.mask.in_causal_window(query_position, key_position[r]) &&
+                    query_document == key_document[r];
           }
           const float prob = shown ? exp2f(fmaf(p(r, c), dims.scale_log2, -lse_log2)) : 0.f;
           p(r, c) = prob;

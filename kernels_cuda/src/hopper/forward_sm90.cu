@@ -159,12 +159,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     for (int c = 0; c < size<1>(scores); ++c) {
       const int col = k_tile * kBlockN + get<1>(score_at(0, c));
       const bool in_range = col < dims.seq_k;
-      const std::int64_t position = in_range ? dims.k_positions.at(col) : 0;
-      const std::int64_t document = documents && in_range ? dims.mask.document_of(position) : 0;
+      const std::int64_t key_position = in_range ? dims.k_positions.at(col) : 0;
+      const std::int64_t key_document = documents && in_range ? dims.mask.document_of(key_position) : 0;
       CUTE_UNROLL
       for (int r = 0; r < kRows; ++r) {
         const bool seen = in_range && tile.q_first + get<0>(score_at(r, 0)) < dims.seq_q &&
-                          dims.mask.in_causal_window(row_position[r], position) && document == row_document[r];
+                          dims.mask.in_causal_window(row_position[r], key_position) && key_document == row_document[r];
         if (!seen) scores(r, c) = -INFINITY;
       }
     }
