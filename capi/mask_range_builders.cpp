@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The C API's builders of the common masks as lists of ranges (rfa.h, "Masks as ranges"): the
 // core's lists (core/mask_range_builders.hpp), written where the caller made room, or counted.
+#include <algorithm>
 #include <vector>
 
 #include "core/error.hpp"
@@ -12,31 +13,43 @@ namespace rfa {
 namespace capi {
 namespace {
 
-/// Hands `list` to the caller (`count` not NULL): the count always; the entries where there is
-/// room for all.
-void deliver(const std::vector<rfa_mask_range_t>& list, rfa_mask_range_t* ranges, std::int64_t capacity,
-             std::int64_t* count) {
-  require(capacity >= 0, "capacity is ", capacity, "; it must be >= 0");
-  const std::int64_t n = std::int64_t(list.size());
-  *count = n;
-  if (!ranges) {
-    require(capacity == 0, "ranges is NULL but capacity is ", capacity, " (NULL with capacity 0 asks for the count)");
-    return;
-  }
-  require(capacity >= n, "the mask needs ", n, " entries but capacity is ", capacity,
-          " (call with ranges NULL and capacity 0 for the count)");
-  for (std::int64_t i = 0; i < n; ++i) ranges[i] = list[std::size_t(i)];
+/// The C entry point's body, inside the exception firewall: the mask's entry count from
+/// `how_many` (which checks the arguments) always, and its entries, made by `build` only then,
+/// where the caller made room for all of them; so asking for the count builds nothing long.
+template <class Count, class Build>
+rfa_result_t count_and_build(const char* name, rfa_mask_range_t* ranges, std::int64_t capacity, std::int64_t* count,
+                             Count&& how_many, Build&& build) {
+  return guard(name, [&] {
+    if (!count) fail(RFA_ERROR_INVALID_ARGUMENT, "count is NULL");
+    require(capacity >= 0, "capacity is ", capacity, "; it must be >= 0");
+    const std::int64_t n = how_many();
+    *count = n;
+    if (!ranges) {
+      require(capacity == 0, "ranges is NULL but capacity is ", capacity, " (NULL with capacity 0 asks for the count)");
+      return RFA_SUCCESS;
+    }
+    require(capacity >= n, "the mask needs ", n, " entries but capacity is ", capacity,
+            " (call with ranges NULL and capacity 0 for the count)");
+    const std::vector<rfa_mask_range_t> list = build();
+    if (std::int64_t(list.size()) != n)
+      fail(RFA_ERROR_INTERNAL, name, " built ", list.size(), " entries where it counted ", n);
+    std::copy(list.begin(), list.end(), ranges);
+    return RFA_SUCCESS;
+  });
 }
 
-/// The C entry point's body: builds the list, then delivers it, inside the exception firewall.
+/// The same for a mask of a few entries, counted by building its list.
 template <class Build>
 rfa_result_t build_and_deliver(const char* name, rfa_mask_range_t* ranges, std::int64_t capacity, std::int64_t* count,
                                Build&& build) {
-  return guard(name, [&] {
-    if (!count) fail(RFA_ERROR_INVALID_ARGUMENT, "count is NULL");
-    deliver(build(), ranges, capacity, count);
-    return RFA_SUCCESS;
-  });
+  std::vector<rfa_mask_range_t> list;
+  return count_and_build(
+      name, ranges, capacity, count,
+      [&] {
+        list = build();
+        return std::int64_t(list.size());
+      },
+      [&] { return list; });
 }
 
 }  // namespace
@@ -44,6 +57,7 @@ rfa_result_t build_and_deliver(const char* name, rfa_mask_range_t* ranges, std::
 }  // namespace rfa
 
 using rfa::capi::build_and_deliver;
+using rfa::capi::count_and_build;
 
 extern "C" {
 
@@ -71,14 +85,16 @@ RFA_API rfa_result_t rfa_mask_ranges_prefix_lm(int64_t seq_total, int64_t prefix
 
 RFA_API rfa_result_t rfa_mask_ranges_block_causal(int64_t seq_total, int64_t block, rfa_mask_range_t* ranges,
                                                   int64_t capacity, int64_t* count) {
-  return build_and_deliver(__func__, ranges, capacity, count,
-                           [&] { return rfa::block_causal_ranges(seq_total, block); });
+  return count_and_build(
+      __func__, ranges, capacity, count, [&] { return rfa::block_causal_count(seq_total, block); },
+      [&] { return rfa::block_causal_ranges(seq_total, block); });
 }
 
 RFA_API rfa_result_t rfa_mask_ranges_grid_neighbourhood(int64_t nx, int64_t ny, int64_t nz, int64_t radius,
                                                         rfa_mask_range_t* ranges, int64_t capacity, int64_t* count) {
-  return build_and_deliver(__func__, ranges, capacity, count,
-                           [&] { return rfa::grid_neighbourhood_ranges(nx, ny, nz, radius); });
+  return count_and_build(
+      __func__, ranges, capacity, count, [&] { return rfa::grid_neighbourhood_count(nx, ny, nz, radius); },
+      [&] { return rfa::grid_neighbourhood_ranges(nx, ny, nz, radius); });
 }
 
 }  // extern "C"

@@ -713,7 +713,7 @@ RFA_API rfa_result_t rfa_backward_with_sinks(rfa_context_t context, const void* 
  *
  * Each returns ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL @p count, a negative
  * capacity, a non-NULL @p ranges whose capacity is below the count (nothing is written then),
- * or sizes out of range (named in the message).
+ * sizes out of range (named in the message), or a mask that needs more than 2^26 entries.
  * @{ */
 
 /**

@@ -2,6 +2,7 @@
 #include "core/mask_range_builders.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/documents.hpp"
 #include "core/error.hpp"
@@ -24,6 +25,17 @@ rfa_mask_range_t entry(std::int64_t q_begin, std::int64_t q_end, std::int64_t k_
 
 void require_length(std::int64_t seq_total) {
   require(seq_total >= 1, "seq_total is ", seq_total, "; it must be >= 1");
+}
+
+/// The pairs (a, b) of [0, n) with |a - b| <= radius: n on the diagonal and n - d each way at
+/// every distance d = 1 .. m, m = min(radius, n - 1), which is n + m (2 n - m - 1) (n <= 2^60);
+/// INT64_MAX where that overflows.
+std::int64_t pairs_within(std::int64_t n, std::int64_t radius) {
+  const std::int64_t m = std::min(radius, n - 1);
+  std::int64_t off_diagonal = 0, pairs = 0;
+  if (__builtin_mul_overflow(m, 2 * n - m - 1, &off_diagonal) || __builtin_add_overflow(off_diagonal, n, &pairs))
+    return std::numeric_limits<std::int64_t>::max();
+  return pairs;
 }
 
 }  // namespace
@@ -60,19 +72,27 @@ std::vector<rfa_mask_range_t> prefix_lm_ranges(std::int64_t seq_total, std::int6
   return list;
 }
 
-std::vector<rfa_mask_range_t> block_causal_ranges(std::int64_t seq_total, std::int64_t block) {
+std::int64_t block_causal_count(std::int64_t seq_total, std::int64_t block) {
   require_length(seq_total);
   require(block >= 1, "block is ", block, "; it must be >= 1");
+  const std::int64_t blocks = (seq_total - 1) / block + 1;
+  require(blocks <= kMaxBuiltRangeEntries, "the block-causal mask of ", seq_total, " tokens in blocks of ", block,
+          " needs ", blocks, " entries, more than 2^26");
+  return blocks;
+}
+
+std::vector<rfa_mask_range_t> block_causal_ranges(std::int64_t seq_total, std::int64_t block) {
+  const std::int64_t blocks = block_causal_count(seq_total, block);
   std::vector<rfa_mask_range_t> list;
-  for (std::int64_t b = 0; b < seq_total; b += block) {
-    const std::int64_t e = block < seq_total - b ? b + block : seq_total;
+  list.reserve(std::size_t(blocks));
+  for (std::int64_t i = 0; i < blocks; ++i) {  // block i covers [i * block, its end), the last one cut at S
+    const std::int64_t b = i * block, e = i + 1 < blocks ? b + block : seq_total;
     list.push_back(entry(b, e, 0, e, RFA_RANGE_FULL));
   }
   return list;
 }
 
-std::vector<rfa_mask_range_t> grid_neighbourhood_ranges(std::int64_t nx, std::int64_t ny, std::int64_t nz,
-                                                        std::int64_t radius) {
+std::int64_t grid_neighbourhood_count(std::int64_t nx, std::int64_t ny, std::int64_t nz, std::int64_t radius) {
   require(nx >= 1 && ny >= 1 && nz >= 1, "the grid is ", nx, " x ", ny, " x ", nz,
           "; every extent must be >= 1 (nz = 1 for a 2-D grid)");
   require(radius >= 0, "radius is ", radius, "; it must be >= 0");
@@ -82,24 +102,29 @@ std::vector<rfa_mask_range_t> grid_neighbourhood_ranges(std::int64_t nx, std::in
     fail(RFA_ERROR_INVALID_ARGUMENT, "the grid ", nx, " x ", ny, " x ", nz,
          " has too many points for 64-bit positions");
   }
-  const std::int64_t side = 2 * std::min(radius, std::max({nx, ny, nz})) + 1;  // rows seen per axis, at most
-  std::int64_t most = 0;
-  if (__builtin_mul_overflow(ny * nz, side * (nz > 1 ? side : 1), &most) || most > (std::int64_t(1) << 26)) {
+  // Grid row (y, z) sees row (y2, z2) when |y - y2| and |z - z2| are both within the radius.
+  const std::int64_t pairs_y = pairs_within(ny, radius), pairs_z = pairs_within(nz, radius);
+  if (pairs_y > kMaxBuiltRangeEntries || pairs_z > kMaxBuiltRangeEntries || pairs_y * pairs_z > kMaxBuiltRangeEntries) {
     fail(RFA_ERROR_INVALID_ARGUMENT, "the neighbourhood of radius ", radius, " on a ", nx, " x ", ny, " x ", nz,
          " grid needs more than 2^26 entries");
   }
+  return pairs_y * pairs_z;
+}
+
+std::vector<rfa_mask_range_t> grid_neighbourhood_ranges(std::int64_t nx, std::int64_t ny, std::int64_t nz,
+                                                        std::int64_t radius) {
+  const std::int64_t count = grid_neighbourhood_count(nx, ny, nz, radius);  // checked, not too long
   std::vector<rfa_mask_range_t> list;
+  list.reserve(std::size_t(count));
   // Grid row (y, z) holds positions [nx * (y + ny * z), + nx); its points see, in each row
-  // (y + dy, z + dz) within the radius, the points with |dx| <= radius: a band of offsets
-  // -radius..radius from the rows' first points.
+  // (y2, z2) within the radius and inside the grid, the points with |dx| <= radius: a band of
+  // offsets -radius..radius from the rows' first points.
   for (std::int64_t z = 0; z < nz; ++z)
     for (std::int64_t y = 0; y < ny; ++y) {
       const std::int64_t q = nx * (y + ny * z);
-      for (std::int64_t dz = -radius; dz <= radius; ++dz) {
-        if (z + dz < 0 || z + dz >= nz) continue;
-        for (std::int64_t dy = -radius; dy <= radius; ++dy) {
-          if (y + dy < 0 || y + dy >= ny) continue;
-          const std::int64_t k = nx * ((y + dy) + ny * (z + dz));
+      for (std::int64_t z2 = z - std::min(radius, z); z2 <= z + std::min(radius, nz - 1 - z); ++z2) {
+        for (std::int64_t y2 = y - std::min(radius, y); y2 <= y + std::min(radius, ny - 1 - y); ++y2) {
+          const std::int64_t k = nx * (y2 + ny * z2);
           list.push_back(entry(q, q + nx, k, k + nx, RFA_RANGE_BAND, -radius, radius));
         }
       }

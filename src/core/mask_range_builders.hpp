@@ -25,12 +25,20 @@ std::vector<rfa_mask_range_t> document_ranges(const std::int64_t* bounds, std::i
 /// the rest: two entries (one when prefix is 0).
 std::vector<rfa_mask_range_t> prefix_lm_ranges(std::int64_t seq_total, std::int64_t prefix);
 
+/// The most entries a builder makes (56 bytes each, 3.5 GiB in all): a mask that needs more is
+/// refused before anything is built.
+constexpr std::int64_t kMaxBuiltRangeEntries = std::int64_t(1) << 26;
+
 /// Blocks of `block` tokens see their own block and every earlier one: one entry per block.
 std::vector<rfa_mask_range_t> block_causal_ranges(std::int64_t seq_total, std::int64_t block);
+/// The entries block_causal_ranges makes, without making them (the same checks and refusals).
+std::int64_t block_causal_count(std::int64_t seq_total, std::int64_t block);
 
 /// Points of an nx x ny x nz row-major grid (x fastest) see the points within `radius` along
 /// each axis: one band per pair of grid rows (fixed y, z) that see each other.
 std::vector<rfa_mask_range_t> grid_neighbourhood_ranges(std::int64_t nx, std::int64_t ny, std::int64_t nz,
                                                         std::int64_t radius);
+/// The entries grid_neighbourhood_ranges makes, in closed form (the same checks and refusals).
+std::int64_t grid_neighbourhood_count(std::int64_t nx, std::int64_t ny, std::int64_t nz, std::int64_t radius);
 
 }  // namespace rfa

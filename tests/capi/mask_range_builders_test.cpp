@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,40 @@ TEST(MaskRangeBuilders, GridNeighbourhoods) {
                    std::to_string(g.nx) + "x" + std::to_string(g.ny) + "x" + std::to_string(g.nz) + " radius " +
                        std::to_string(radius));
     }
+}
+
+// Sizes near the 64-bit limits: answered at once (a radius or block larger than the grid or
+// sequence), or refused when the list would be too long, never looped over or overflowed.
+TEST(MaskRangeBuilders, HugeSizesAreAnsweredAtOnceOrRefused) {
+  const int64_t huge = std::numeric_limits<int64_t>::max();
+  int64_t n = -1;
+  ASSERT_RFA_OK(rfa_mask_ranges_grid_neighbourhood(1, 1, 1, huge, nullptr, 0, &n));
+  EXPECT_EQ(n, 1);
+  ASSERT_RFA_OK(rfa_mask_ranges_grid_neighbourhood(3, 4, 2, int64_t(1) << 40, nullptr, 0, &n));
+  EXPECT_EQ(n, 8 * 8);  // every row sees every row
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_mask_ranges_grid_neighbourhood(1, 1, int64_t(1) << 20, huge, nullptr, 0, &n),
+                   "more than 2^26 entries");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_mask_ranges_grid_neighbourhood(1, int64_t(1) << 30, int64_t(1) << 30, 1, nullptr, 0, &n),
+                   "more than 2^26 entries");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_mask_ranges_grid_neighbourhood(1, 1, int64_t(1) << 59, int64_t(1) << 40, nullptr, 0, &n),
+                   "more than 2^26 entries");
+  ASSERT_RFA_OK(rfa_mask_ranges_block_causal(huge, int64_t(1) << 52, nullptr, 0, &n));
+  EXPECT_EQ(n, 2048);
+  ASSERT_RFA_OK(rfa_mask_ranges_block_causal(huge, huge, nullptr, 0, &n));
+  EXPECT_EQ(n, 1);
+  rfa_mask_range_t two[2];
+  ASSERT_RFA_OK(rfa_mask_ranges_block_causal(huge, int64_t(1) << 62, two, 2, &n));
+  ASSERT_EQ(n, 2);
+  EXPECT_EQ(two[1].q_begin, int64_t(1) << 62);
+  EXPECT_EQ(two[1].q_end, huge);
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_block_causal(huge, 1, nullptr, 0, &n), "more than 2^26");
+  ASSERT_RFA_OK(rfa_mask_ranges_sliding_window(huge, huge, 0, nullptr, 0, &n));
+  EXPECT_EQ(n, 1);
+  ASSERT_RFA_OK(rfa_mask_ranges_prefix_lm(huge, huge, nullptr, 0, &n));
+  EXPECT_EQ(n, 2);
 }
 
 TEST(MaskRangeBuilders, RefuseBadArgumentsAndShortBuffers) {

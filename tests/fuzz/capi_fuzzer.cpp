@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer harness over the C API's argument checks: each input is decoded into options
 // (every field, enums in and out of range, sizes from 0 to overflowing, scales NaN, infinite,
-// negative), a context is created on MPI_COMM_SELF, and the entry points are called with
-// buffers that are valid, NULL, misaligned or aliasing, and with fuzzed counts and heads.
+// negative), a context is created on MPI_COMM_SELF (through its C handle or, as Fortran does,
+// its MPI_Fint), and the entry points are called with buffers that are valid, NULL, misaligned
+// or aliasing, and with fuzzed counts, heads, head dims and capacities; the mask builders and
+// the calls without a context get sizes up to 2^63 - 1. Every entry point but rfa_finalize
+// (which would end the process's Kokkos) is called.
 // Whatever the input, every call must return an rfa code, with a message when it fails; a
 // crash, a sanitizer report, a leak or a broken contract (abort below) is a finding.
 // Shapes that pass validation are capped small, so a run makes thousands of calls a second.
@@ -222,7 +225,96 @@ void call_on_context(rfa_context_t ctx, const rfa_options_t& o, FuzzedDataProvid
   check("rfa_scatter_bshd",
         rfa_scatter_bshd(ctx, heads, in.ConsumeBool() ? global.data() : nullptr, local.pick(in, 0)));
   check("rfa_gather_bshd", rfa_gather_bshd(ctx, heads, local.pick(in, 0), in.ConsumeBool() ? global.data() : nullptr));
+  check("rfa_allgather_bshd",
+        rfa_allgather_bshd(ctx, heads, local.pick(in, 0), in.ConsumeBool() ? global.data() : nullptr));
+  // The same with a head dim of the call's own (V-shaped tensors), up to the widest the buffers hold.
+  const std::int64_t dim = in.ConsumeBool() ? o.head_dim : in.ConsumeIntegralInRange<std::int64_t>(-2, o.head_dim);
+  check("rfa_scatter_bshd_dim",
+        rfa_scatter_bshd_dim(ctx, heads, dim, in.ConsumeBool() ? global.data() : nullptr, local.pick(in, 1)));
+  check("rfa_gather_bshd_dim",
+        rfa_gather_bshd_dim(ctx, heads, dim, local.pick(in, 1), in.ConsumeBool() ? global.data() : nullptr));
+  check("rfa_allgather_bshd_dim",
+        rfa_allgather_bshd_dim(ctx, heads, dim, local.pick(in, 1), in.ConsumeBool() ? global.data() : nullptr));
+  // lse: [B][H][S] globally, [B][H][L] here, fp32.
+  std::vector<float> global_lse(std::size_t(o.batch * o.heads * o.seq_total) + 4);
+  check("rfa_scatter_lse",
+        rfa_scatter_lse(ctx, in.ConsumeBool() ? global_lse.data() : nullptr, static_cast<float*>(a.pick(in, 5))));
+  check("rfa_gather_lse",
+        rfa_gather_lse(ctx, static_cast<const float*>(a.pick(in, 5)), in.ConsumeBool() ? global_lse.data() : nullptr));
+  char plan[320];
+  const std::int64_t capacity = in.ConsumeIntegralInRange<std::int64_t>(-1, 300);
+  const bool to_plan = in.ConsumeBool();
+  std::memset(plan, 'x', sizeof plan);
+  const rfa_result_t planned = rfa_context_get_plan(ctx, to_plan ? plan : nullptr, capacity);
+  check("rfa_context_get_plan", planned);
+  if (planned == RFA_SUCCESS &&
+      (capacity < 1 || std::memchr(plan, '\0', std::size_t(capacity)) == nullptr || plan[capacity] != 'x'))
+    broken("rfa_context_get_plan", planned, "the text is not terminated inside its capacity, or spills past it");
+  check("rfa_context_synchronize", rfa_context_synchronize(ctx));
+  std::int64_t released = -1;
+  check("rfa_context_release_workspace", rfa_context_release_workspace(ctx, in.ConsumeBool() ? &released : nullptr));
   check("rfa_context_set_stream", rfa_context_set_stream(ctx, nullptr));
+}
+
+// The mask builders with any sizes: each answers at once (no loop over a huge size, no list of
+// billions) and never writes past the room it is given; a success with room means the list fit.
+void call_builders(FuzzedDataProvider& in) {
+  constexpr std::int64_t kRoom = 64;
+  static rfa_mask_range_t room[kRoom + 1];
+  std::memset(&room[kRoom], 0x5a, sizeof room[kRoom]);
+  const std::int64_t capacity = in.ConsumeIntegralInRange<std::int64_t>(-1, kRoom);
+  rfa_mask_range_t* ranges = in.ConsumeBool() ? room : nullptr;
+  std::int64_t count = -1;
+  std::int64_t* count_out = in.ConsumeIntegralInRange<int>(0, 15) == 0 ? nullptr : &count;
+  const char* name = "";
+  rfa_result_t rc = RFA_SUCCESS;
+  switch (in.ConsumeIntegralInRange<int>(0, 5)) {
+    case 0:
+      name = "rfa_mask_ranges_causal";
+      rc = rfa_mask_ranges_causal(fuzzed_size(in), ranges, capacity, count_out);
+      break;
+    case 1: {
+      name = "rfa_mask_ranges_sliding_window";
+      const std::int64_t seq = fuzzed_size(in), window = fuzzed_size(in);
+      rc = rfa_mask_ranges_sliding_window(seq, window, in.ConsumeIntegralInRange<std::int32_t>(-1, 2), ranges, capacity,
+                                          count_out);
+      break;
+    }
+    case 2: {
+      name = "rfa_mask_ranges_documents";
+      static std::int64_t bounds[8];
+      const int n = in.ConsumeIntegralInRange<int>(0, 8);
+      for (int i = 0; i < n; ++i)
+        bounds[i] = in.ConsumeBool() ? fuzzed_size(in) : in.ConsumeIntegralInRange<int>(-1, 90);
+      const std::int64_t bound_count = in.ConsumeIntegralInRange<std::int64_t>(-1, n);
+      rc = rfa_mask_ranges_documents(in.ConsumeBool() ? bounds : nullptr, bound_count,
+                                     in.ConsumeIntegralInRange<std::int32_t>(-1, 2), ranges, capacity, count_out);
+      break;
+    }
+    case 3: {
+      name = "rfa_mask_ranges_prefix_lm";
+      const std::int64_t seq = fuzzed_size(in), prefix = fuzzed_size(in);
+      rc = rfa_mask_ranges_prefix_lm(seq, prefix, ranges, capacity, count_out);
+      break;
+    }
+    case 4: {
+      name = "rfa_mask_ranges_block_causal";
+      const std::int64_t seq = fuzzed_size(in), block = fuzzed_size(in);
+      rc = rfa_mask_ranges_block_causal(seq, block, ranges, capacity, count_out);
+      break;
+    }
+    default: {
+      name = "rfa_mask_ranges_grid_neighbourhood";
+      const std::int64_t nx = fuzzed_size(in), ny = fuzzed_size(in), nz = fuzzed_size(in), radius = fuzzed_size(in);
+      rc = rfa_mask_ranges_grid_neighbourhood(nx, ny, nz, radius, ranges, capacity, count_out);
+    }
+  }
+  check(name, rc);
+  unsigned char untouched[sizeof room[kRoom]];
+  std::memset(untouched, 0x5a, sizeof untouched);
+  if (std::memcmp(&room[kRoom], untouched, sizeof untouched) != 0) broken(name, rc, "wrote past the room given");
+  if (rc == RFA_SUCCESS && (count < 0 || (ranges != nullptr && count > capacity)))
+    broken(name, rc, "succeeded with a count below 0 or above the room given");
 }
 
 void call_without_context(FuzzedDataProvider& in) {
@@ -244,6 +336,18 @@ void call_without_context(FuzzedDataProvider& in) {
         rfa_context_get_local_seq(
             reinterpret_cast<rfa_context_t>(not_a_context + 8 * in.ConsumeIntegral<std::uint8_t>() % 256), &ignored));
   if (fuzz_error_string(in.ConsumeIntegral<int>()) == nullptr) broken("rfa_get_error_string", RFA_SUCCESS, "NULL");
+  int major = -1, minor = -1, patch = -1;
+  check("rfa_get_version", rfa_get_version(in.ConsumeBool() ? &major : nullptr, in.ConsumeBool() ? &minor : nullptr,
+                                           in.ConsumeBool() ? &patch : nullptr));
+  // A binding's own error: returned as given, its message (NULL: none) recorded for a failure.
+  const rfa_result_t reported = static_cast<rfa_result_t>(in.ConsumeIntegralInRange<int>(0, int(RFA_ERROR_NONFINITE)));
+  const bool with_message = in.ConsumeBool();
+  if (rfa_report_binding_error(reported, with_message ? "a binding's message" : nullptr) != reported)
+    broken("rfa_report_binding_error", reported, "did not return the code it was given");
+  if (reported != RFA_SUCCESS &&
+      std::strcmp(rfa_get_last_error_message(), with_message ? "a binding's message" : "") != 0)
+    broken("rfa_report_binding_error", reported, "did not record the message it was given");
+  call_builders(in);
 }
 
 }  // namespace
@@ -266,10 +370,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                      o.heads <= 4 && o.kv_heads >= 1 && o.head_dim >= 1 && o.head_dim <= 64 && o.value_head_dim <= 64;
   rfa_options_t create = o;
   rfa_context_t ctx = nullptr;
-  const rfa_result_t rc = rfa_context_create(in.ConsumeBool() ? MPI_COMM_SELF : MPI_COMM_NULL,
-                                             in.ConsumeIntegralInRange<int>(0, 15) == 0 ? nullptr : &create,
-                                             in.ConsumeIntegralInRange<int>(0, 15) == 0 ? nullptr : &ctx);
-  check("rfa_context_create", rc);
+  const MPI_Comm comm = in.ConsumeBool() ? MPI_COMM_SELF : MPI_COMM_NULL;
+  const rfa_options_t* options = in.ConsumeIntegralInRange<int>(0, 15) == 0 ? nullptr : &create;
+  rfa_context_t* out = in.ConsumeIntegralInRange<int>(0, 15) == 0 ? nullptr : &ctx;
+  // As a Fortran caller would: the communicator's MPI_Fint handle.
+  const bool fint = in.ConsumeIntegralInRange<int>(0, 3) == 0;
+  const rfa_result_t rc =
+      fint ? rfa_context_create_fint(MPI_Comm_c2f(comm), options, out) : rfa_context_create(comm, options, out);
+  check(fint ? "rfa_context_create_fint" : "rfa_context_create", rc);
   if (rc != RFA_SUCCESS) {
     if (ctx != nullptr) broken("rfa_context_create", rc, "failed but left a context");
     return 0;
