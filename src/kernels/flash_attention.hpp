@@ -64,6 +64,10 @@ struct AttentionParams {
   /// The backward sums every dQ row in one fixed order (bitwise reproducible): the key tiles
   /// of a head are not split across threads, which would add their dQ shares atomically.
   bool deterministic = false;
+  /// How many teams share the key tiles of one (batch, kv head) unit in the backward, adding
+  /// their dQ shares atomically (not with deterministic). 0: chosen from the host threads
+  /// (league_chunks.hpp: one on one thread). The tests set it to run the split on any build.
+  int key_tile_splits = 0;
   /// An fp32 output from 16-bit inputs (a ring's partial) as accurate as fp32: the bf16 product
   /// kernels then enter P into P V as two bf16 terms (hi + lo, twice the products). false: P is
   /// rounded to bf16 once, as for a 16-bit output and in GPU kernels; for partials whose merged

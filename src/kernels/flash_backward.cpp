@@ -410,7 +410,7 @@ void flash_backward_accumulate(const AttentionParams& p, Tensor4<const T> q, Ten
   // Split the key tiles of a head only when (batch x kv heads) cannot keep every thread busy.
   const std::int64_t units = p.batch * p.kv_heads;
   const std::int64_t threads = Exec().concurrency();
-  f.n_chunks = p.deterministic ? 1 : key_tile_chunks(units, f.n_ktiles, threads);
+  f.n_chunks = p.deterministic ? 1 : key_tile_chunks(units, f.n_ktiles, threads, p.key_tile_splits);
   f.atomic_dq = f.n_chunks > 1;
   BackwardWorkspace own;  // freed at return unless the caller keeps one
   f.qd = copy_head_major(p, q, dout, workspace ? *workspace : own);

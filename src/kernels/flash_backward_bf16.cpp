@@ -379,7 +379,7 @@ void run_backward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<con
   // over several teams (dq then added atomically) only when the units cannot keep every thread busy.
   const std::int64_t units = p.batch * p.kv_heads;
   const std::int64_t threads = Exec().concurrency();
-  f.n_chunks = p.deterministic ? 1 : key_tile_chunks(units, f.n_ktiles, threads);
+  f.n_chunks = p.deterministic ? 1 : key_tile_chunks(units, f.n_ktiles, threads, p.key_tile_splits);
   f.atomic_dq = f.n_chunks > 1;
   // Every unit's packed queries one after another in the workspace's buffer.
   grow_workspace(packed_query_buffers(ws, p));

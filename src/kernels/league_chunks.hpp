@@ -28,7 +28,10 @@ void for_each_league_chunk(const char* name, std::int64_t league, Functor functo
 
 /// How many teams share the key tiles of one (batch, kv head) unit in the backward kernels:
 /// one, unless the units alone cannot keep every host thread busy (then dq is added atomically).
-inline int key_tile_chunks(std::int64_t units, int n_ktiles, std::int64_t threads) {
+/// `requested` > 0 (AttentionParams::key_tile_splits) takes that many instead, at most one
+/// per key tile: the tests run the split path on one thread too.
+inline int key_tile_chunks(std::int64_t units, int n_ktiles, std::int64_t threads, int requested = 0) {
+  if (requested > 0) return std::max(1, std::min(requested, n_ktiles));
   if (threads == 1) return 1;
   return int(std::max<std::int64_t>(1, std::min<std::int64_t>(n_ktiles, (2 * threads + units - 1) / units)));
 }

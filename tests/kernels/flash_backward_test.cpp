@@ -14,9 +14,11 @@ struct BackwardInputs {
   std::vector<double> q64, k64, v64, dout64, out_ref, lse_ref, dq_ref, dk_ref, dv_ref;
 };
 
+/// `key_tile_splits`: AttentionParams::key_tile_splits (0: the kernels' own choice).
 template <class T>
-void run_backward_case(const CaseSpec& c, std::uint64_t seed) {
-  SCOPED_TRACE(c.name() + " dtype=" + dtype_name(dtype_of<T>::value));
+void run_backward_case(const CaseSpec& c, std::uint64_t seed, int key_tile_splits = 0) {
+  SCOPED_TRACE(c.name() + " dtype=" + dtype_name(dtype_of<T>::value) + " key tile splits " +
+               std::to_string(key_tile_splits));
   std::mt19937_64 rng(seed);
   BackwardInputs in;
   auto q = random_tensor<T>("q", c.batch, c.seq_q, c.heads, c.head_dim, rng, in.q64, 2.0);
@@ -25,7 +27,8 @@ void run_backward_case(const CaseSpec& c, std::uint64_t seed) {
   auto dout = random_tensor<T>("dout", c.batch, c.seq_q, c.heads, c.dv(), rng, in.dout64);
   Tensor4<T> out("out", c.batch, c.seq_q, c.heads, c.dv());
   Tensor3<float> lse("lse", c.batch, c.heads, c.seq_q);
-  const auto params = c.params();
+  kernels::AttentionParams params = c.params();
+  params.key_tile_splits = key_tile_splits;
   kernels::flash_forward<T, T>(params, q, k, v, out, lse);
 
   Tensor4<T> dq("dq", c.batch, c.seq_q, c.heads, c.head_dim);
@@ -52,6 +55,29 @@ TEST_P(BackwardTest, Float16) { run_backward_case<fp16_t>(GetParam(), 23); }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, BackwardTest, ::testing::ValuesIn(kernel_cases()),
                          [](const auto& info) { return info.param.name() + "_" + std::to_string(info.index); });
+
+// Where the (batch, kv head) units cannot keep every host thread busy, the backward splits each
+// unit's key tiles among teams that add their dQ shares atomically (kernels/league_chunks.hpp).
+// A one-thread build never chooses that, so these cases ask for it: splits that divide the key
+// tiles, that leave a remainder, and more splits than tiles, with key lengths on and beside a
+// multiple of the backward's 192-key tile, and masks that leave some teams nothing to do.
+TEST(BackwardKeyTileSplits, EverySplitGivesTheReferenceGradients) {
+  std::uint64_t seed = 41;
+  for (const std::int64_t seq_k :
+       {std::int64_t(100), std::int64_t(3 * 192), std::int64_t(5 * 192 - 1), std::int64_t(5 * 192 + 1)}) {
+    for (const int splits : {2, 3, 4, 7}) {
+      CaseSpec full{1, 70, seq_k, 4, 2, 64, RFA_MASK_NONE, {}, {}};
+      CaseSpec causal{2, 97, seq_k, 2, 1, 32, RFA_MASK_CAUSAL, PositionMap::contiguous(seq_k - 97, 97), {}};
+      CaseSpec window = causal;
+      window.window = 300;
+      for (const CaseSpec& c : {full, causal, window}) {
+        run_backward_case<float>(c, seed, splits);
+        run_backward_case<bf16_t>(c, seed + 1, splits);
+        seed += 2;
+      }
+    }
+  }
+}
 
 // One workspace kept across calls of every shape (growing and shrinking, GQA, masks): each
 // call's gradients are bit for bit those of a call with its own buffers, so nothing a call
