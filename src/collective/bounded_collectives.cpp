@@ -27,7 +27,10 @@ class Parked {
   Parked(const Parked&) = delete;
   Parked& operator=(const Parked&) = delete;
   unsigned char* data() { return bytes_->data(); }
-  void abandon() { abandoned_ = true; }
+  void abandon() {
+    if (!abandoned_) count_abandoned_collective_bytes(bytes_->size());
+    abandoned_ = true;
+  }
 
  private:
   std::vector<unsigned char>* bytes_;

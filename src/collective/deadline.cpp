@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "collective/deadline.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <sstream>
@@ -25,9 +26,16 @@ double timeout_from_environment() {
 }
 
 namespace {
+std::atomic<std::size_t> abandoned_bytes{0};
 thread_local bool scope_set = false;
 thread_local double scope_seconds = 0.0;
 }  // namespace
+
+std::size_t abandoned_collective_bytes() { return abandoned_bytes.load(std::memory_order_relaxed); }
+
+void count_abandoned_collective_bytes(std::size_t bytes) {
+  abandoned_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
 
 double current_timeout() {
   if (scope_set) return scope_seconds;

@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -43,6 +44,14 @@ int wait_within(MPI_Request* requests, int count, MPI_Status* statuses, double t
                 const std::function<std::string(const int* done)>& on_timeout,
                 std::chrono::milliseconds spin = std::chrono::milliseconds(50));
 
+/// Bytes of collective buffers this process has left to MPI after timeouts (ParkedValues and
+/// the bounded collectives' copies): never freed, since a rank that arrives late can still
+/// complete the collective into them. What a run of timeouts costs in memory; the tests hold
+/// the abandonment to it.
+std::size_t abandoned_collective_bytes();
+/// Adds `bytes` to abandoned_collective_bytes(), where such a buffer is left to MPI.
+void count_abandoned_collective_bytes(std::size_t bytes);
+
 /// The values a nonblocking collective works on, freed with this object, unless abandon()
 /// was called: then they stay with MPI for good, since a late rank can still complete the
 /// collective and write them.
@@ -58,7 +67,10 @@ class ParkedValues {
   std::int64_t* data() { return values_->data(); }
   const std::vector<std::int64_t>& values() const { return *values_; }
   /// Leaves the values to MPI (their collective timed out).
-  void abandon() { abandoned_ = true; }
+  void abandon() {
+    if (!abandoned_) count_abandoned_collective_bytes(values_->size() * sizeof(std::int64_t));
+    abandoned_ = true;
+  }
 
  private:
   std::vector<std::int64_t>* values_;

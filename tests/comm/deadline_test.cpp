@@ -3,7 +3,9 @@
 // exchange whose neighbour never starts its side fails with RFA_ERROR_TIMEOUT naming that
 // neighbour, within the deadline plus a second, and leaves the communicator refusing work;
 // exchanges of different calls never match; an exchange dropped unfinished is given up at the
-// deadline, or at once once the communicator has timed out; RFA_TIMEOUT_S is read and checked.
+// deadline, or at once once the communicator has timed out; a bounded collective that a rank
+// joins late times out on the others and leaves its copies to MPI; RFA_TIMEOUT_S is read and
+// checked, and deadline scopes nest.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -13,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "collective/bounded_collectives.hpp"
 #include "collective/deadline.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
 #include "comm_test_support.hpp"
@@ -144,6 +147,70 @@ TEST(Deadline, ExchangesInFlightAfterATimeoutAreGivenUpAtOnce) {
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(world_rank() == silent ? 1500 : 0));
   rfa::test::barrier_idle(MPI_COMM_WORLD);
+}
+
+// A bounded collective (creation's agreement runs on them) that one rank joins only after the
+// others gave up fails on those with RFA_ERROR_TIMEOUT within their scope's deadline, naming what
+// it was for, and leaves the caller's values as they were. The copies MPI works on are left to
+// it, counted and never freed: the late rank still starts the collective, and MPI may complete
+// it into them while the others poll (a freed copy is a write into freed memory, which the
+// sanitizer pass would report).
+TEST(Deadline, ABoundedCollectiveJoinedLateTimesOutAndLeavesItsCopiesToMpi) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  MPI_Comm comm = MPI_COMM_NULL;  // of its own, and never freed: its collective may stay pending
+  ASSERT_EQ(MPI_Comm_dup(MPI_COMM_WORLD, &comm), MPI_SUCCESS);
+  const int late = world_size() - 1;
+  std::vector<std::int64_t> values(16, world_rank() + 1);
+  const std::vector<std::int64_t> original = values;
+  const collective::DeadlineScope scope(0.3);
+  if (world_rank() == late) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    try {
+      collective::allreduce_within(comm, values.data(), 16, MPI_INT64_T, MPI_SUM, "the late sum");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), RFA_ERROR_TIMEOUT) << e.what();  // the others may not progress it in time
+    }
+  } else {
+    const std::size_t before = collective::abandoned_collective_bytes();
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      collective::allreduce_within(comm, values.data(), 16, MPI_INT64_T, MPI_SUM, "the late sum");
+      ADD_FAILURE() << "the sum completed although the last rank had not joined";
+    } catch (const Error& e) {
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      EXPECT_EQ(e.code(), RFA_ERROR_TIMEOUT) << e.what();
+      EXPECT_NE(std::string(e.what()).find("the late sum did not complete within 0.3 s"), std::string::npos)
+          << e.what();
+      EXPECT_GE(waited, 0.25);
+      EXPECT_LE(waited, 1.3);
+    }
+    EXPECT_EQ(values, original) << "a timed-out collective changed the caller's values";
+    EXPECT_GE(collective::abandoned_collective_bytes() - before, values.size() * sizeof(std::int64_t))
+        << "the timed-out sum's copy was not left to MPI";
+  }
+  rfa::test::barrier_idle(MPI_COMM_WORLD);
+}
+
+// A scope's deadline governs the bounded collectives on its thread while it lives, an inner
+// scope's for its own life only; outside every scope, RFA_TIMEOUT_S's, or the default where it is
+// unset or malformed (the malformed value is reported where a context reads it).
+TEST(Deadline, ScopesNestAndRestoreTheDeadlineAround) {
+  setenv("RFA_TIMEOUT_S", "7", 1);
+  EXPECT_EQ(collective::current_timeout(), 7.0);
+  {
+    const collective::DeadlineScope outer(5.0);
+    EXPECT_EQ(collective::current_timeout(), 5.0);
+    {
+      const collective::DeadlineScope inner(0.0);
+      EXPECT_EQ(collective::current_timeout(), 0.0);
+    }
+    EXPECT_EQ(collective::current_timeout(), 5.0) << "an inner scope's end dropped the outer scope's deadline";
+  }
+  EXPECT_EQ(collective::current_timeout(), 7.0) << "a scope's end did not restore the environment's deadline";
+  setenv("RFA_TIMEOUT_S", "soon", 1);
+  EXPECT_EQ(collective::current_timeout(), collective::kDefaultTimeoutSeconds);
+  unsetenv("RFA_TIMEOUT_S");
+  EXPECT_EQ(collective::current_timeout(), collective::kDefaultTimeoutSeconds);
 }
 
 TEST(Deadline, EnvironmentVariableIsReadAndChecked) {
