@@ -129,6 +129,28 @@ TEST(PerformanceModel, TimesFollowFromComputeAndTransfers) {
               3 * (2.0 + block / 1e6) + one.forward.seconds / 16, 1e-9);
 }
 
+// Each ring step computes the block that came from upstream (the block of ring position
+// rank - s). With transfers longer than any block's compute, a rank waits for its three exchanges
+// and then computes its last step's block alone: on the contiguous causal layout that block is
+// the next rank's, hidden from ranks 0 to 2, while rank 3 sees all of block 0.
+TEST(PerformanceModel, EachRingStepComputesTheBlockFromUpstream) {
+  engine::AttentionConfig c = config(RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, 12, 0);
+  c.seq_total = 4096;
+  MachineModel slow;
+  slow.ranks_per_node = 4;
+  slow.intra_node = Link{1.0, 1e6};
+  slow.copy_bytes_per_s = 1e30;
+  slow.forward_flops_per_s = 1e9;
+  const std::int64_t L = c.seq_total / 4;
+  const double exchange = 1.0 + 2.0 * double(c.batch * L * c.kv_heads * c.head_dim) * 4.0 / 1e6;
+  const double whole_block = double(c.batch * c.heads * L * L) * 4 * double(c.head_dim) / 1e9;
+  ASSERT_LT(whole_block, exchange);
+  for (int rank = 0; rank < 4; ++rank) {
+    const Prediction p = predict_rank(c, {StrategyKind::ring, 0, 1}, 4, rank, slow);
+    EXPECT_NEAR(p.forward.seconds, 3 * exchange + (rank == 3 ? whole_block : 0.0), 1e-9) << "rank " << rank;
+  }
+}
+
 // The all-gather's calls over one packed K/V head run at their measured multiple of the rate;
 // nothing else changes, and no other strategy's time.
 TEST(PerformanceModel, ThePackedHeadSpeedupScalesTheAllGathersKernelsOnly) {
