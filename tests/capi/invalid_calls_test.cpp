@@ -516,6 +516,29 @@ TEST_F(CapiInvalidOnContext, ForwardInputsMayAlias) {
   EXPECT_STREQ(rfa_get_last_error_message(), "") << "a successful call clears the message";
 }
 
+// Buffers carved back to back from one allocation touch without overlapping: taken, with the
+// results of separate buffers. One element less between them, and they overlap.
+TEST_F(CapiInvalidOnContext, BuffersBackToBackAreTakenAndOneElementCloserOverlap) {
+  const std::size_t nq = q_.size(), nk = k_.size(), nl = lse_.size();
+  std::vector<float> one(nq + 2 * nk + nq + nl + 1);  // one spare element for lse + 1 below
+  float* const q = one.data();
+  float* const k = q + nq;
+  float* const v = k + nk;
+  float* const out = v + nk;
+  float* const lse = out + nq;
+  std::copy(q_.begin(), q_.end(), q);
+  std::copy(k_.begin(), k_.end(), k);
+  std::copy(v_.begin(), v_.end(), v);
+  ASSERT_RFA_OK(rfa_forward(ctx_, q, k, v, out, lse));
+  ASSERT_RFA_OK(rfa_forward(ctx_, q_.data(), k_.data(), v_.data(), out_.data(), lse_.data()));
+  EXPECT_TRUE(std::equal(out_.begin(), out_.end(), out)) << "back-to-back buffers changed the output";
+  EXPECT_TRUE(std::equal(lse_.begin(), lse_.end(), lse)) << "back-to-back buffers changed lse";
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_forward(ctx_, q, k, v, out - 1, lse + 1),
+                   "the output out overlaps the input v");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_forward(ctx_, q, k, v, out, lse - 1),
+                   "the outputs out and lse overlap");
+}
+
 TEST_F(CapiInvalidOnContext, ForwardNullOnOneRankFailsEverywhere) {
   if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
   const bool culprit = world_rank() == 1;
@@ -584,6 +607,11 @@ TEST_F(CapiInvalidOnContext, ScatterAndGatherHeadsOverflowingTheSize) {
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_scatter_bshd(ctx_, huge, q_.data(), k_.data()), "overflows");
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_gather_bshd(ctx_, huge, q_.data(), k_.data()), "overflows");
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_allgather_bshd(ctx_, huge, q_.data(), k_.data()), "overflows");
+  // The _dim forms: the head dim alone can overflow it too.
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_scatter_bshd_dim(ctx_, 1, huge, q_.data(), k_.data()), "overflows");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_gather_bshd_dim(ctx_, 1, huge, q_.data(), k_.data()), "overflows");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_allgather_bshd_dim(ctx_, 1, huge, q_.data(), k_.data()),
+                   "overflows");
 }
 
 TEST_F(CapiInvalidOnContext, ScatterNullGlobal) {

@@ -166,6 +166,9 @@ TEST(MaskRanges, MalformedEntriesAreRefusedByName) {
       {{0, 3, 11, 11, 0, 0, RFA_RANGE_FULL}, "ranges[1].k_begin is 11"},
       {rfa_test::with_kind({0, 3, 0, 3, 0, 0, RFA_RANGE_FULL}, 4), "ranges[1].kind is 4"},
       {{0, 3, 0, 3, 2, 1, RFA_RANGE_BAND}, "band_lo must not exceed band_hi"},
+      // "Unbounded" written as the type's limit, on either side, overflows the diagonals.
+      {{0, 3, 0, 3, 0, INT64_MAX, RFA_RANGE_BAND}, "must lie within +-2^61"},
+      {{0, 3, 0, 3, INT64_MIN, 0, RFA_RANGE_BAND}, "must lie within +-2^61"},
   };
   for (const auto& b : bad) {
     const rfa_mask_range_t list[2] = {{0, 10, 0, 10, 0, 0, RFA_RANGE_FULL}, b.entry};
@@ -204,9 +207,11 @@ TEST(MaskRanges, HashSeesEveryFieldThatCounts) {
     if (field == 4) c.kind = RFA_RANGE_CAUSAL;
     EXPECT_NE(mask_ranges_hash(&a, 1), mask_ranges_hash(&c, 1)) << "field " << field;
   }
-  rfa_mask_range_t band = {0, 10, 0, 10, -1, 1, RFA_RANGE_BAND}, wider = band;
+  rfa_mask_range_t band = {0, 10, 0, 10, -1, 1, RFA_RANGE_BAND}, wider = band, lower = band;
   wider.band_hi = 2;
+  lower.band_lo = -2;
   EXPECT_NE(mask_ranges_hash(&band, 1), mask_ranges_hash(&wider, 1));
+  EXPECT_NE(mask_ranges_hash(&band, 1), mask_ranges_hash(&lower, 1));
 }
 
 }  // namespace
