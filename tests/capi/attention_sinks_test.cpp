@@ -31,12 +31,16 @@ struct Case {
   int64_t window = 0;
   bool documents = false;
   bool per_sequence = false;  ///< with documents: entry 0 takes them, entry 1 is one document
+  /// A mask given as ranges under which the later half of the queries sees no key: such a row
+  /// is the sink alone (out 0, lse the sink, no gradient; with no sink, lse -inf).
+  bool unseen_rows = false;
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
   return case_label(c.strategy, c.layout, c.dtype, c.mask) + (c.window > 0 ? "_window" : "") +
-         (c.documents ? "_documents" : "") + (c.per_sequence ? "_per_sequence" : "");
+         (c.documents ? "_documents" : "") + (c.per_sequence ? "_per_sequence" : "") +
+         (c.unseen_rows ? "_unseen_rows" : "");
 }
 
 // Sinks of every kind: small, negative, dominant (most of each row's mass), absent (-inf).
@@ -74,7 +78,13 @@ TEST_P(CapiAttentionSinks, MatchFloat64ReferenceWithTheSinkCountedOnce) {
   const int64_t H = variant_heads(P), Hkv = 2, D = 16, B = 2, S = 2 * P * 5;
   const std::vector<int64_t> bounds = {0, 1, S / 3, S - 2, S};
   const std::vector<int64_t> offsets = {0, int64_t(bounds.size()), int64_t(bounds.size())};
-  const rfa_options_t o = sink_options(c, H, bounds, offsets);
+  const std::vector<rfa_mask_range_t> ranges = {{0, S / 2, 0, S, 0, 0, RFA_RANGE_CAUSAL}};
+  rfa_options_t o = sink_options(c, H, bounds, offsets);
+  if (c.unseen_rows) {
+    o.mask = RFA_MASK_RANGES;
+    o.mask_ranges = ranges.data();
+    o.mask_range_count = int64_t(ranges.size());
+  }
   rfa_context_t ctx = nullptr;
   ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
   rfa_options_t kept;
@@ -90,7 +100,8 @@ TEST_P(CapiAttentionSinks, MatchFloat64ReferenceWithTheSinkCountedOnce) {
   const std::vector<float> sinks = sink_values(H);
   const std::vector<std::vector<int64_t>> entry_docs =
       c.per_sequence ? std::vector<std::vector<int64_t>>{bounds, {}} : std::vector<std::vector<int64_t>>();
-  const ReferenceRun ref(o, c.documents ? bounds : std::vector<int64_t>(), 23, sinks, {}, entry_docs);
+  const ReferenceRun ref(o, c.documents ? bounds : std::vector<int64_t>(), 23, sinks,
+                         c.unseen_rows ? ranges : std::vector<rfa_mask_range_t>(), entry_docs);
   const std::vector<double>& dsinks_ref = ref.dsinks;
 
   LocalShards shards(o, L);
@@ -148,6 +159,10 @@ std::vector<Case> cases() {
   // Per-sequence documents: the sink joins each row once whatever its entry's documents.
   all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 0, true, true});
   all.push_back({RFA_STRATEGY_ULYSSES, RFA_LAYOUT_STRIPE, RFA_DTYPE_BFLOAT16, RFA_MASK_NONE, 5, true, true});
+  // Rows that see no key: the sink is all their softmax has.
+  all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_RANGES, 0, false, false, true});
+  all.push_back(
+      {RFA_STRATEGY_ALLGATHER, RFA_LAYOUT_CONTIGUOUS, RFA_DTYPE_BFLOAT16, RFA_MASK_RANGES, 0, false, false, true});
   return all;
 }
 

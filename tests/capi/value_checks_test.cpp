@@ -138,6 +138,40 @@ TEST_F(ValueChecks, AnOverflowingOutputIsReportedAfterTheCall) {
                    "written but must not be trusted");
 }
 
+// Rows that see no key (a mask given as ranges may leave some) have out 0 and lse -inf: the
+// checks take that lse as what it means, in the forward's output and as the backward's input,
+// and such rows get no gradient.
+TEST_F(ValueChecks, RowsThatSeeNoKeyPass) {
+  rfa_options_t o = options(RFA_DTYPE_FLOAT32, RFA_VALUE_CHECKS_ON);
+  const int64_t seen_rows = o.seq_total / 2;  // the later half of the queries sees nothing
+  const rfa_mask_range_t seen = {0, seen_rows, 0, o.seq_total, 0, 0, RFA_RANGE_FULL};
+  o.mask = RFA_MASK_RANGES;
+  o.mask_ranges = &seen;
+  o.mask_range_count = 1;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx_));
+  Tensors t(ctx_, o);
+  ASSERT_RFA_OK(t.forward(ctx_));
+  ASSERT_RFA_OK(t.backward(ctx_));
+  int unseen = 0;
+  for (int64_t i = 0; i < t.L; ++i) {
+    const bool sees = t.positions[std::size_t(i)] < seen_rows;
+    unseen += sees ? 0 : 1;
+    for (int64_t h = 0; h < o.heads; ++h) {
+      const float lse = t.lse[std::size_t(h * t.L + i)];
+      EXPECT_TRUE(sees ? std::isfinite(lse) : lse == -std::numeric_limits<float>::infinity())
+          << "position " << t.positions[std::size_t(i)] << " head " << h << ": lse " << lse;
+      for (int64_t x = 0; x < o.head_dim; ++x) {
+        const std::size_t e = std::size_t((i * o.heads + h) * o.head_dim + x);
+        EXPECT_TRUE(std::isfinite(t.out.get(e)) && std::isfinite(t.dq.get(e)));
+        if (!sees) {
+          EXPECT_TRUE(t.out.get(e) == 0.0 && t.dq.get(e) == 0.0) << "position " << t.positions[std::size_t(i)];
+        }
+      }
+    }
+  }
+  EXPECT_GT(unseen, 0) << "every row of this rank sees a key: the test shows nothing here";
+}
+
 TEST_F(ValueChecks, OffLooksAtNothing) {
   const rfa_options_t o = options(RFA_DTYPE_FLOAT32, RFA_VALUE_CHECKS_OFF);
   ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx_));
