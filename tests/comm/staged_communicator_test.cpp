@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <cstring>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -49,21 +50,29 @@ class LateCopy final : public CopyTicket {
 };
 
 /// Copies complete after a varying number of polls (1, 4, 2, 7, ...), so a later copy often
-/// finishes before an earlier one.
+/// finishes before an earlier one. The pinned side of every copy must lie inside one pinned
+/// buffer, as a DMA engine needs (a copy past its end would write other memory on a GPU).
 class FakeStagingDevice final : public StagingDevice {
  public:
   explicit FakeStagingDevice(int* pending) : pending_(pending) {}
   std::unique_ptr<CopyTicket> copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+    expect_pinned(dst, bytes, "a copy to the host");
     return std::make_unique<LateCopy>(dst, src, bytes, next_delay(), pending_);
   }
   std::unique_ptr<CopyTicket> copy_to_device(void* dst, const void* src, std::size_t bytes) override {
+    expect_pinned(src, bytes, "a copy to the device");
     return std::make_unique<LateCopy>(dst, src, bytes, next_delay(), pending_);
   }
   void* allocate_host(std::size_t bytes) override {
     ++allocations;
-    return ::operator new(bytes);
+    void* p = ::operator new(bytes);
+    pinned_[static_cast<const char*>(p)] = bytes;
+    return p;
   }
-  void free_host(void* p) noexcept override { ::operator delete(p); }
+  void free_host(void* p) noexcept override {
+    pinned_.erase(static_cast<const char*>(p));
+    ::operator delete(p);
+  }
   void set_compute_stream(void* stream) override { stream_ = stream; }
   std::unique_ptr<StagingDevice> make_sibling() override {
     auto sibling = std::make_unique<FakeStagingDevice>(pending_);
@@ -75,7 +84,20 @@ class FakeStagingDevice final : public StagingDevice {
   void* stream_ = nullptr;
 
  private:
+  void expect_pinned(const void* p, std::size_t bytes, const char* what) const {
+    const char* const at = static_cast<const char*>(p);
+    auto it = pinned_.upper_bound(at);
+    if (it == pinned_.begin()) {
+      ADD_FAILURE() << what << " of " << bytes << " bytes is not in a pinned buffer";
+      return;
+    }
+    --it;
+    EXPECT_LE(std::size_t(at - it->first) + bytes, it->second)
+        << what << " of " << bytes << " bytes at offset " << (at - it->first) << " runs past its pinned buffer of "
+        << it->second << " bytes";
+  }
   int next_delay() { return 1 + (counter_++ * 5) % 8; }
+  std::map<const char*, std::size_t> pinned_;  // the pinned buffers by start: their sizes
   int counter_ = 0;
   int* pending_;
 };
@@ -132,6 +154,23 @@ TEST(StagedCommunicator, RingPassDeliversEveryBlockInOrder) {
   // Two pinned buffers per exchange in flight, reused from step to step.
   EXPECT_LE(s.device->allocations, 4);
   EXPECT_EQ(s.comm->pinned_bytes(), std::size_t(s.device->allocations) * n * sizeof(int));
+}
+
+// Exchanges that grow and shrink: each is staged through a pinned buffer large enough for it,
+// the pool's smaller free buffers passed over and kept for the smaller exchanges after.
+TEST(StagedCommunicator, EachExchangeGetsAPinnedBufferLargeEnough) {
+  Staged s;
+  const int P = world_size(), me = world_rank();
+  for (const std::size_t n : {std::size_t(16), std::size_t(4096), std::size_t(16), std::size_t(70000),
+                              std::size_t(1000), std::size_t(4096)}) {
+    std::vector<int> send = block(me, int(n % 97), n), recv(n, -1);
+    s.comm->start_ring_exchange(send.data(), recv.data(), n * sizeof(int)).wait();
+    ASSERT_EQ(recv, block((me - 1 + P) % P, int(n % 97), n)) << n << " ints";
+  }
+  EXPECT_EQ(s.pending, 0);
+  // A send and a receive buffer were made only where no free one was large enough: for 16,
+  // 4096 and 70000 ints.
+  EXPECT_EQ(s.comm->pinned_bytes(), 2 * (16 + 4096 + 70000) * sizeof(int));
 }
 
 // A shift of h hops through the staging buffers delivers the block of the rank h positions
