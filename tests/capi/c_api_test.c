@@ -174,6 +174,9 @@ int main(int argc, char** argv) {
   CHECK(rfa_finalize() == RFA_ERROR_INVALID_USAGE, "rfa_finalize with live contexts must fail");
   CHECK(strstr(rfa_get_last_error_message(), "still alive") != NULL, "message: %s", rfa_get_last_error_message());
   CHECK_OK(rfa_context_destroy(ring));
+  /* One context alive is as many as two. */
+  CHECK(rfa_finalize() == RFA_ERROR_INVALID_USAGE, "rfa_finalize with one live context must fail");
+  CHECK(strstr(rfa_get_last_error_message(), "still alive") != NULL, "message: %s", rfa_get_last_error_message());
   CHECK_OK(rfa_context_destroy(single));
   CHECK_OK(rfa_context_destroy(NULL));
   CHECK_OK(rfa_finalize());

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <thread>
@@ -125,10 +126,9 @@ TEST(Timeout, ARankUsingAContextOfAnotherCommunicatorEndsInTheDeadline) {
 // deadline of its own arrival, instead of waiting forever in one of creation's later
 // collectives. The communicator is a duplicate: after a creation timeout the ranks' collectives
 // on it are out of step for good (MPI cannot cancel a collective), so it is left alone after.
-TEST(Timeout, ARankLateForCreationFailsToo) {
-  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
-  const double deadline = 1.0;
-  const rfa_options_t o = small_options(deadline);
+/// The last rank calls rfa_context_create(o) 2.5 deadlines after the others: every rank fails
+/// with RFA_ERROR_TIMEOUT within the deadline plus a second of its arrival.
+void expect_late_creation_to_time_out(const rfa_options_t& o, double deadline) {
   rfa::test::barrier_idle(MPI_COMM_WORLD);  // start together: the stray rank of the test before comes late
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -145,6 +145,19 @@ TEST(Timeout, ARankLateForCreationFailsToo) {
   if (world_rank() == 0 || late) std::printf("  rank %d after %.2f s: %s\n", world_rank(), waited, message.c_str());
   // Let the late rank's abandoned collectives settle before the next test's barrier.
   if (!late) std::this_thread::sleep_for(std::chrono::duration<double>(2.5 * deadline));
+}
+
+TEST(Timeout, ARankLateForCreationFailsToo) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  expect_late_creation_to_time_out(small_options(1.0), 1.0);
+}
+
+// options.timeout_s = 0 takes RFA_TIMEOUT_S's deadline, creation's collectives included.
+TEST(Timeout, ARankLateForCreationFailsAtTheEnvironmentsDeadline) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  setenv("RFA_TIMEOUT_S", "1", 1);
+  expect_late_creation_to_time_out(small_options(0.0), 1.0);
+  unsetenv("RFA_TIMEOUT_S");
 }
 
 TEST(Timeout, NonFiniteOptionIsRefusedOnEveryRank) {

@@ -87,6 +87,21 @@ TEST(HybridAttention, RejectsADegreeThatDoesNotDivideTheRanksOrTheHeads) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("not a multiple of the Ulysses degree"), std::string::npos) << e.what();
   }
+  // Each ring group's rows must divide among its Ulysses ranks, not only the whole sequence's:
+  // two ranks a group, 3 rows a group (S = 3 x groups, which itself divides by 2 where the
+  // groups are even).
+  if (P >= 4 && P % 2 == 0) {
+    cfg.heads = 2 * P;
+    const int groups = P / 2;
+    cfg.seq_total = 3 * groups;
+    try {
+      engine::HybridAttention attn(*comm, cfg, hybrid(2));
+      ADD_FAILURE() << "accepted " << cfg.seq_total << " rows over " << groups << " ring groups of 2 Ulysses ranks";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("rows, which do not divide among its 2 Ulysses ranks"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace
