@@ -64,6 +64,7 @@ program fortran_api_test
   real(c_float), allocatable :: eout(:,:,:,:), else_ref(:,:,:), edq(:,:,:,:), edk(:,:,:,:), edv(:,:,:,:)
   integer(c_int64_t), allocatable :: positions(:)
   character(len=46) :: plan
+  character(len=80) :: long_plan
 
   call MPI_Init()
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -94,6 +95,9 @@ program fortran_api_test
   call check(position == rank .and. position_int == rank .and. ranks_seen == nranks, "ring position and size")
   call check_ok(rfa_context_get_plan(ring, plan), "plan")
   call check(plan(1:46) == "ring, zigzag: chosen by the caller (options.st", "the plan says the caller chose the ring")
+  call check_ok(rfa_context_get_plan(ring, long_plan), "plan, in a longer text")
+  call check(trim(long_plan) == "ring, zigzag: chosen by the caller (options.strategy)", &
+             "a text longer than the plan holds the plan and blanks: " // long_plan)
   call check_ok(rfa_context_destroy(ring_int), "destroy (integer)")
   call check_ok(rfa_context_destroy(ring_int), "destroy twice is a no-op")
   call check_ok(rfa_context_get_local_seq(ring, L), "local seq")
@@ -128,6 +132,7 @@ program fortran_api_test
   call check_ok(rfa_forward(ring, q, k, v, out, lse), "forward")
   call check_ok(rfa_backward(ring, q, k, v, out, dout, lse, dq, dk, dv), "backward")
   call check_wrong_shapes()
+  call check_gathers()
 
   call compare_to_reference(ring, rout, rlse, rdq, rdk, rdv, 2.0e-6, "")
   ! the workspace the ring keeps between calls (from the call after each pass's first), given back once
@@ -148,6 +153,7 @@ program fortran_api_test
   call check_sinks()
   call check_softcap()
   call check_mask_ranges()
+  call check_window_and_document_builders()
   call check_value_head_dim()
 
   ! ---- an invalid call: code and message
@@ -296,6 +302,8 @@ contains
     type(rfa_options) :: o16
     integer(c_int16_t), allocatable :: g16q(:,:,:,:), g16k(:,:,:,:), g16v(:,:,:,:)
     integer(c_int16_t), allocatable :: q16(:,:,:,:), k16(:,:,:,:), v16(:,:,:,:), out16(:,:,:,:), ref16(:,:,:,:)
+    integer(c_int16_t), allocatable :: g16do(:,:,:,:), do16(:,:,:,:), dq16(:,:,:,:), dk16(:,:,:,:), dv16(:,:,:,:)
+    integer(c_int16_t), allocatable :: refk16(:,:,:,:), refv16(:,:,:,:)
     real(c_float), allocatable :: lse16(:,:,:)
     o16 = opts
     o16%dtype = RFA_DTYPE_BFLOAT16
@@ -306,9 +314,11 @@ contains
     g16q = to_bf16(gq)
     g16k = to_bf16(gk)
     g16v = to_bf16(gv)
+    g16do = to_bf16(gdo)
     gq = from_bf16(g16q)
     gk = from_bf16(g16k)
     gv = from_bf16(g16v)
+    gdo = from_bf16(g16do)
     call fortran_test_reference(B, S, H, HKV, D, 0_c_int, gq, gk, gv, gdo, rout, rlse, rdq, rdk, rdv)
     allocate(q16(D, H, L, B), out16(D, H, L, B), ref16(D, H, L, B), k16(D, HKV, L, B), v16(D, HKV, L, B))
     allocate(lse16(L, H, B))
@@ -319,6 +329,19 @@ contains
     call check_ok(rfa_scatter_bshd(ring16, to_bf16(rout), ref16), "scatter bf16 reference")
     ! bf16 keeps 8 bits of mantissa: outputs of order one are good to about 1e-2.
     call check_close(from_bf16(out16), from_bf16(ref16), 1.6e-2, "bf16 out")
+    ! The backward through the 16-bit interface: each gradient in its own array. dK and dV
+    ! have the same shape here, so the reference's must differ by more than the tolerance.
+    allocate(do16(D, H, L, B), dq16(D, H, L, B), dk16(D, HKV, L, B), dv16(D, HKV, L, B))
+    allocate(refk16(D, HKV, L, B), refv16(D, HKV, L, B))
+    call check_ok(rfa_scatter_bshd(ring16, g16do, do16), "scatter bf16 dout")
+    call check_ok(rfa_backward(ring16, q16, k16, v16, out16, do16, lse16, dq16, dk16, dv16), "backward bf16")
+    call check_ok(rfa_scatter_bshd(ring16, to_bf16(rdq), ref16), "scatter bf16 reference dq")
+    call check_ok(rfa_scatter_bshd(ring16, to_bf16(rdk), refk16), "scatter bf16 reference dk")
+    call check_ok(rfa_scatter_bshd(ring16, to_bf16(rdv), refv16), "scatter bf16 reference dv")
+    call check(maxval(abs(rdk - rdv)) > 0.2, "the reference's dk and dv are too alike to tell apart")
+    call check_close(from_bf16(dq16), from_bf16(ref16), 6.4e-2, "bf16 dq")
+    call check_close(from_bf16(dk16), from_bf16(refk16), 6.4e-2, "bf16 dk")
+    call check_close(from_bf16(dv16), from_bf16(refv16), 6.4e-2, "bf16 dv")
     call check_ok(rfa_context_destroy(ring16), "destroy bf16")
   end subroutine
 
@@ -586,6 +609,53 @@ contains
   ! A mask given as ranges: the causal mask built as ranges gives the causal context's results
   ! (the reference's), a 2-D neighbourhood builder counts its grid rows, and a reversed range
   ! is refused with its message.
+  ! rfa_gather_bshd and rfa_gather_lse put this rank's rows at its positions of the whole
+  ! tensor and leave every other row as it was.
+  subroutine check_gathers()
+    real(c_float), allocatable :: gout(:,:,:,:), glse(:,:,:)
+    integer(c_int64_t) :: t
+    integer :: i
+    logical :: placed, untouched
+    allocate(gout(D, H, S, B), glse(S, H, B))
+    gout = -1
+    glse = -1
+    call check_ok(rfa_gather_bshd(ring, out, gout), "gather out")
+    call check_ok(rfa_gather_lse(ring, lse, glse), "gather lse")
+    placed = .true.
+    untouched = .true.
+    do t = 0, S - 1
+      i = findloc(positions, t, dim=1)
+      if (i > 0) then
+        placed = placed .and. all(gout(:, :, t + 1, :) == out(:, :, i, :)) .and. all(glse(t + 1, :, :) == lse(i, :, :))
+      else
+        untouched = untouched .and. all(gout(:, :, t + 1, :) == -1) .and. all(glse(t + 1, :, :) == -1)
+      end if
+    end do
+    call check(placed, "gathered rows at this rank's positions")
+    call check(untouched, "the gathers left the other ranks' rows alone")
+  end subroutine
+
+  ! The builders that take a flag and a list: the sliding window (causal or two-sided) and the
+  ! documents, whose array holds documents + 1 boundaries.
+  subroutine check_window_and_document_builders()
+    type(rfa_mask_range), allocatable, target :: ranges(:)
+    integer(c_int64_t) :: bounds(3)
+    call check_ok(rfa_mask_ranges_sliding_window(S, 5_c_int64_t, .true., ranges), "causal window as ranges")
+    call check(size(ranges) == 1 .and. ranges(1)%kind == RFA_RANGE_BAND .and. ranges(1)%band_lo == -4 .and. &
+               ranges(1)%band_hi == 0, "a causal window of 5: one band from offset -4 to 0")
+    call check_ok(rfa_mask_ranges_sliding_window(S, 5_c_int64_t, .false., ranges), "two-sided window as ranges")
+    call check(size(ranges) == 1 .and. ranges(1)%band_lo == -4 .and. ranges(1)%band_hi == S, &
+               "a window of 5 without the causal mask: offsets from -4 up to S")
+    bounds = [0_c_int64_t, 3_c_int64_t, S]
+    call check_ok(rfa_mask_ranges_documents(bounds, .true., ranges), "documents as ranges")
+    call check(size(ranges) == 2, "two documents, two entries")
+    if (size(ranges) == 2) then
+      call check(ranges(1)%kind == RFA_RANGE_CAUSAL .and. ranges(1)%q_end == 3 .and. ranges(2)%q_begin == 3 .and. &
+                 ranges(2)%k_begin == 3 .and. ranges(2)%q_end == S .and. ranges(2)%k_end == S, &
+                 "the documents' entries, causal within each")
+    end if
+  end subroutine
+
   subroutine check_mask_ranges()
     type(rfa_context) :: ranged, refused
     type(rfa_options) :: orr
