@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -132,6 +133,37 @@ TEST(SampledCheck, FailsAWrongSampledRowOfEveryOutput) {
       } else if (k < 3 || which > 1) {  // the key rows' reference reads the run's lse and out
         EXPECT_LT(got[k], 2e-5);
       }
+    }
+  }
+}
+
+// Results no difference measures fail too: NaN and infinite values (an lse of -inf for a row
+// that sees keys); and errors in the last local row, which the sampled rows include. The
+// full-sequence check says the same.
+TEST(SampledCheck, FailsNonFiniteResultsAndErrorsInTheLastRow) {
+  RunOptions o = options(64, 4, 2, 16);
+  o.window = 50;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (int which = 0; which < 7; ++which) {
+    SCOPED_TRACE(::testing::Message() << "fault " << which);
+    SmallRun run(o);
+    LocalProblem<float>& lp = *run.lp;
+    const std::int64_t last = std::int64_t(lp.out.extent(1)) - 1;
+    for (std::int64_t h = 0; h < 4; ++h) {
+      if (which == 0) lp.out(0, 0, h, 3) = nan;
+      if (which == 1) lp.out(0, 0, h, 3) = inf;
+      if (which == 2) lp.lse(0, h, 0) = -inf;
+      if (which == 3) lp.out(0, last, h, 2) += 0.5f;
+      if (which == 4) lp.dq(0, last, h, 2) += 1.0f;
+    }
+    for (std::int64_t g = 0; g < 2; ++g) {
+      if (which == 5) lp.dk(0, last, g, 2) += 1.0f;
+      if (which == 6) lp.dv(0, last, g, 2) += 1.0f;
+    }
+    for (const bool full : {false, true}) {
+      const CheckErrors e = full ? run.full() : run.sampled();
+      const double got[7] = {e.out, e.out, e.lse, e.out, e.dq, e.dk, e.dv};
+      EXPECT_GT(got[which], 1e-3) << (full ? "the full check" : "the sampled check");  // NaN fails too
     }
   }
 }
