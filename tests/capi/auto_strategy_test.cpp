@@ -62,6 +62,10 @@ TEST(AutoStrategy, ReportsOnePlanEverywhereAndWhy) {
   char shorter[8];
   ASSERT_RFA_OK(rfa_context_get_plan(ctx, shorter, sizeof shorter));
   EXPECT_EQ(std::string(shorter), plan.substr(0, 7));
+  // Room for the NUL alone: an empty text.
+  char one[1] = {'x'};
+  ASSERT_RFA_OK(rfa_context_get_plan(ctx, one, 1));
+  EXPECT_EQ(one[0], '\0');
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_plan(ctx, shorter, 0), "capacity");
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
 }

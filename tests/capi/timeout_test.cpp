@@ -89,6 +89,23 @@ TEST(Timeout, ARankLessLateThanTheDeadlineChangesNothing) {
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
 }
 
+// options.timeout_s < 0 is no deadline at all, whatever RFA_TIMEOUT_S says: a rank later than
+// the environment's deadline changes nothing.
+TEST(Timeout, ANegativeTimeoutWaitsPastTheEnvironmentsDeadline) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  setenv("RFA_TIMEOUT_S", "0.5", 1);
+  const rfa_options_t o = small_options(-1.0);
+  rfa::test::barrier_idle(MPI_COMM_WORLD);  // start together: an earlier test may have left a rank behind
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  Buffers b(ctx, o);
+  if (world_rank() == world_size() - 1) std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  const rfa_result_t rc = b.forward(ctx);
+  unsetenv("RFA_TIMEOUT_S");
+  EXPECT_EQ(int(rc), int(RFA_SUCCESS)) << "a context without a deadline: " << rfa_get_last_error_message();
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
 // A rank that passes a context made over another communicator (here MPI_COMM_SELF, of size
 // 1) never joins the others' agreement: rfa cannot tell this from a late rank, and the others
 // end by the deadline, not in a hang. The stray rank's own call is a valid one-rank call.
@@ -155,8 +172,8 @@ TEST(Timeout, ARankLateForCreationFailsToo) {
 // options.timeout_s = 0 takes RFA_TIMEOUT_S's deadline, creation's collectives included.
 TEST(Timeout, ARankLateForCreationFailsAtTheEnvironmentsDeadline) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
-  setenv("RFA_TIMEOUT_S", "1", 1);
-  expect_late_creation_to_time_out(small_options(0.0), 1.0);
+  setenv("RFA_TIMEOUT_S", "0.5", 1);
+  expect_late_creation_to_time_out(small_options(0.0), 0.5);
   unsetenv("RFA_TIMEOUT_S");
 }
 

@@ -172,6 +172,39 @@ TEST_F(ValueChecks, RowsThatSeeNoKeyPass) {
   EXPECT_GT(unseen, 0) << "every row of this rank sees a key: the test shows nothing here";
 }
 
+// With V's own head dim, wider than Q and K's, v, out, dout and dv are scanned in it: a NaN in
+// the last element of v, or of dout, is found and named before anything is written.
+TEST_F(ValueChecks, AWiderValueHeadDimIsScannedWhole) {
+  rfa_options_t o = options(RFA_DTYPE_FLOAT32, RFA_VALUE_CHECKS_ON);
+  o.value_head_dim = 2 * o.head_dim;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx_));
+  const int64_t L = Tensors::local_seq(ctx_), D = o.head_dim, DV = o.value_head_dim;
+  auto values = [](int64_t n, int seed) {
+    const std::vector<double> x = random_values(std::size_t(n), std::uint64_t(seed));
+    return std::vector<float>(x.begin(), x.end());
+  };
+  std::vector<float> q = values(o.batch * L * o.heads * D, 1 + world_rank()),
+                     k = values(o.batch * L * o.kv_heads * D, 11 + world_rank()),
+                     v = values(o.batch * L * o.kv_heads * DV, 21 + world_rank()),
+                     dout = values(o.batch * L * o.heads * DV, 31 + world_rank()), out(dout.size(), Tensors::kMarker),
+                     lse(std::size_t(o.batch * o.heads * L)), dq(q.size(), Tensors::kMarker), dk(k.size()),
+                     dv(v.size(), Tensors::kMarker);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const bool culprit = world_rank() == 0;
+  if (culprit) v.back() = nan;
+  EXPECT_RFA_FAILS(RFA_ERROR_NONFINITE, rfa_forward(ctx_, q.data(), k.data(), v.data(), out.data(), lse.data()),
+                   "input v");
+  EXPECT_EQ(out.back(), Tensors::kMarker) << "out was written";
+  if (culprit) v.back() = 0.5f;
+  ASSERT_RFA_OK(rfa_forward(ctx_, q.data(), k.data(), v.data(), out.data(), lse.data()));
+  if (culprit) dout.back() = nan;
+  EXPECT_RFA_FAILS(RFA_ERROR_NONFINITE,
+                   rfa_backward(ctx_, q.data(), k.data(), v.data(), out.data(), dout.data(), lse.data(), dq.data(),
+                                dk.data(), dv.data()),
+                   "input dout");
+  EXPECT_EQ(dv.back(), Tensors::kMarker) << "dv was written";
+}
+
 TEST_F(ValueChecks, OffLooksAtNothing) {
   const rfa_options_t o = options(RFA_DTYPE_FLOAT32, RFA_VALUE_CHECKS_OFF);
   ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx_));

@@ -260,6 +260,18 @@ TEST(RankPositions, ACopyWithAnotherMaskGetsItsOwnPlacement) {
   EXPECT_EQ(rows_of(rank_positions(full, 4, 0)), dealt);
   EXPECT_NE(before, dealt);
   EXPECT_EQ(rows_of(rank_positions(causal, 4, 0)), before);
+  // A copy given a window, or documents, gets what a config of its own (an empty cache) gets,
+  // not the causal placement found first.
+  AttentionConfig windowed = causal, documents = causal;
+  windowed.window = S / 8;
+  documents.doc_bounds = {0, S / 16, S / 8, S};
+  for (const AttentionConfig* copy : {&windowed, &documents}) {
+    AttentionConfig own = *copy;
+    own.placements = new_placement_cache();
+    const std::vector<std::int64_t> expected = rows_of(rank_positions(own, 4, 0));
+    EXPECT_NE(expected, before) << "this mask places chunks as the causal one does: the check shows nothing";
+    EXPECT_EQ(rows_of(rank_positions(*copy, 4, 0)), expected) << (copy == &windowed ? "window" : "documents");
+  }
 }
 
 TEST(RankPositions, BalancedRefusesAPositionOutsideTheRingAndAnIndivisibleSequence) {

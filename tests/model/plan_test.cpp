@@ -124,8 +124,8 @@ TEST(RankPlans, OfferTheBalancedLayoutWhereTheMaskIsUneven) {
   EXPECT_LT(balanced, 1.01 * std::min({s[RFA_LAYOUT_ZIGZAG], s[RFA_LAYOUT_CONTIGUOUS], s[RFA_LAYOUT_STRIPE]}));
 }
 
-// The needed-only exchange is offered where a window, documents or ranges are set (not under the
-// causal mask alone). With a narrow window on the contiguous layout a rank's queries see only the
+// The needed-only exchange is offered where a window, documents (two or more) or ranges are set
+// (not under the causal mask alone). With a narrow window on the contiguous layout a rank's queries see only the
 // last window - 1 rows of the rank upstream: those are the bytes it is predicted to send, and over
 // a slow network it is the plan chosen, where the ring moves a whole block.
 TEST(RankPlans, OfferTheNeededOnlyExchangeAndChooseItForAHaloOverASlowNetwork) {
@@ -139,6 +139,12 @@ TEST(RankPlans, OfferTheNeededOnlyExchangeAndChooseItForAHaloOverASlowNetwork) {
     return false;
   };
   EXPECT_FALSE(offered());
+  // One document hides nothing; two are the fewest that hide keys.
+  c.doc_bounds = {0, c.seq_total};
+  EXPECT_FALSE(offered()) << "one document";
+  c.doc_bounds = {0, c.seq_total / 2, c.seq_total};
+  EXPECT_TRUE(offered()) << "two documents";
+  c.doc_bounds.clear();
   c.window = 256;
   EXPECT_TRUE(offered());
   const Plan best = choose_plan(c, 4, m, false);
