@@ -6,7 +6,8 @@ field left out of the agreement) in the step selection, tile visibility, merge, 
 gradient routing, agreement, attention-sink, soft-cap, head-routing, argument-checking and CUDA
 mask code, the CUDA block compute's shapes, the ring order, the deadlines of collectives, the
 sharding helpers, the backward's split key tiles, the performance model, the value checks, the
-staged transport's pinned pool, the workspace arena, Kokkos' lifetime, and in the MPI test main. The script copies the working tree to a scratch folder,
+staged transport's pinned pool, the workspace arena, Kokkos' lifetime, the Fortran bindings, the
+main job's check, and in the MPI test main. The script copies the working tree to a scratch folder,
 builds it once (CPU only: no CUDA, benchmarks or docs), checks that the chosen tests pass there,
 then for each mutation applies it to the copy, rebuilds, runs the tests meant to catch it and
 restores the file. Your working tree is never modified. A mutation whose tests this build does
@@ -40,6 +41,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENGINE = r"^rfa_engine_test[.]np[24]$|^rfa_mask_edges_test[.]np[1-5]$"
 KERNELS = r"^rfa_kernels_test$"
 LAYOUT = r"^layout_test$"
+FORTRAN = r"^fortran_api_test[.]np2$"
+SAMPLED = r"^rfa_sampled_check_test[.]np[12]$"
 
 
 @dataclass
@@ -427,6 +430,68 @@ MUTATIONS = [
              "  if (live_contexts > 0) {\n", "  if (live_contexts > 1) {\n",
              r"^capi_c_api_test[.]np2$",
              "rfa_finalize() finalizes Kokkos under a context still alive when it is the only one"),
+    Mutation("fortran-plan-past-nul", "Fortran bindings", "fortran/rfa.f90.in",
+             "      if (buffer(i) == c_null_char) exit\n", "",
+             FORTRAN,
+             "rfa_context_get_plan copies the NUL and what follows it into a text longer than the plan"),
+    Mutation("fortran-window-causal-flag", "Fortran bindings", "fortran/rfa.f90.in",
+             "c = merge(1_c_int32_t, 0_c_int32_t, causal)\n"
+             "    ierr = c_mask_ranges_sliding_window(seq_total, window, c, c_null_ptr, 0_c_int64_t, n)",
+             "c = merge(0_c_int32_t, 1_c_int32_t, causal)\n"
+             "    ierr = c_mask_ranges_sliding_window(seq_total, window, c, c_null_ptr, 0_c_int64_t, n)",
+             FORTRAN,
+             "rfa_mask_ranges_sliding_window builds the two-sided window for causal = .true., the causal one for .false."),
+    Mutation("fortran-documents-count", "Fortran bindings", "fortran/rfa.f90.in",
+             "count = size(bounds, kind=c_int64_t)", "count = size(bounds, kind=c_int64_t) - 1",
+             FORTRAN,
+             "rfa_mask_ranges_documents passes the document count, not the boundary count: the last document is lost"),
+    Mutation("fortran-gather-lse-order", "Fortran bindings", "fortran/rfa.f90.in",
+             "ierr = c_gather_lse(context%handle, c_loc(local), c_loc(global))",
+             "ierr = c_gather_lse(context%handle, c_loc(global), c_loc(local))",
+             FORTRAN,
+             "rfa_gather_lse passes its arrays in rfa_scatter_lse's order"),
+    Mutation("fortran-i16-backward-dk-dv", "Fortran bindings", "fortran/rfa.f90.in",
+             "                      c_loc(dq), c_loc(dk), c_loc(dv))\n  end function\n\n"
+             "  !> Collective. As forward_f32 on addresses",
+             "                      c_loc(dq), c_loc(dv), c_loc(dk))\n  end function\n\n"
+             "  !> Collective. As forward_f32 on addresses",
+             FORTRAN,
+             "the 16-bit backward hands dK's array to dV and dV's to dK (the same shape without a value head dim)"),
+    Mutation("plan-capacity-one", "argument checks", "capi/context_query.cpp",
+             "if (capacity < 1) rfa::fail(", "if (capacity < 2) rfa::fail(",
+             r"^capi_auto_strategy_test[.]np1$",
+             "rfa_context_get_plan refuses room for the NUL alone, which must give an empty text"),
+    Mutation("check-nan-passes", "main job's check", "perf/ring/check_reductions.hpp",
+             "err = std::max(err, std::isnan(got) ? INFINITY : std::abs(got - ref));",
+             "err = std::max(err, std::abs(got - ref));",
+             SAMPLED,
+             "a NaN result is lost in std::max (NaN compares false), so rfa_run --check passes NaN outputs"),
+    Mutation("check-infinite-result-passes", "main job's check", "perf/ring/check_reductions.hpp",
+             "if (got != ref) err = INFINITY;", "if (std::isinf(ref) && got != ref) err = INFINITY;",
+             SAMPLED,
+             "only an infinite reference must be matched exactly: an infinite result passes"),
+    Mutation("sampled-rows-miss-last", "main job's check", "perf/ring/sampled_check.cpp",
+             "r.push_back(n == 1 ? 0 : k * (L - 1) / (n - 1));", "r.push_back(n == 1 ? 0 : k * (L - 1) / n);",
+             SAMPLED,
+             "the sampled rows stop short of the last local row"),
+    Mutation("plan-two-documents-dense", "model", "src/model/plan.cpp",
+             "config.doc_bounds.size() > 2", "config.doc_bounds.size() > 3",
+             r"^rfa_model_plan_test$",
+             "two packed documents count as one: the needed-only exchange and the balanced layout are not offered"),
+    Mutation("placement-key-window", "balanced layout", "src/engine/rank_positions.cpp",
+             "          c.window,\n", "          std::int64_t(0),\n",
+             r"^rfa_rank_positions_test$",
+             "the placements' cache key leaves out the window: a copy given another window gets a stale placement"),
+    Mutation("value-checks-v-head-dim", "value checks", "capi/attention.cpp",
+             'scan_bshd<T, S>("v", v, c, o.kv_heads, value_head_dim_of(o))},\n            "input", kInputsUntouched);',
+             'scan_bshd<T, S>("v", v, c, o.kv_heads, o.head_dim)},\n            "input", kInputsUntouched);',
+             r"^capi_value_checks_test[.]np1$",
+             "the forward's scan reads v in Q and K's head dim"),
+    Mutation("timeout-negative-none", "collectives", "capi/context_create.cpp",
+             "return options.timeout_s < 0.0 ? 0.0 : options.timeout_s;",
+             "return options.timeout_s < 0.0 ? -1.0 : options.timeout_s;",
+             r"^capi_timeout_test[.]np2$",
+             "options.timeout_s < 0 (none) reaches MPI as -1 (RFA_TIMEOUT_S or the default)"),
     Mutation("fatal-failure-abort", "test harness", "tests/common/test_main_mpi.cpp",
              "    MPI_Abort(MPI_COMM_WORLD, 1);\n", "",
              r"^rfa_fatal_failure_aborts_test[.]np2$",
@@ -464,7 +529,9 @@ def tracked_files():
 
 def sync_copy(dest):
     """Copies the working tree into dest, leaving unchanged files (and their times) alone so the
-    scratch build stays incremental."""
+    scratch build stays incremental. A changed file gets the time of its copy, not its own: a
+    file older than the scratch build's objects (another checkout's, an older commit's) must
+    still be rebuilt."""
     copied = 0
     for rel in tracked_files():
         src = os.path.join(ROOT, rel)
@@ -478,7 +545,8 @@ def sync_copy(dest):
                 if f.read() == data:
                     continue
         os.makedirs(os.path.dirname(dst), exist_ok=True)
-        shutil.copy2(src, dst)
+        shutil.copyfile(src, dst)
+        shutil.copymode(src, dst)
         copied += 1
     return copied
 
