@@ -329,7 +329,7 @@ MUTATIONS = [
              r"^comm_deadline_test[.]np2$",
              "an inner deadline scope's end drops the outer scope's deadline"),
     Mutation("parked-buffer-abandon", "collectives", "src/collective/bounded_collectives.cpp",
-             "    for (Parked* p : parked) p->abandon();\n", "",
+             "    for (ParkedBytes* p : parked) p->abandon();\n", "",
              r"^comm_deadline_test[.]np2$",
              "a timed-out collective's copies are freed while a late rank may still complete into them"),
     Mutation("lse-scatter-kv-heads", "sharding", "capi/sharding.cpp",

@@ -17,30 +17,15 @@ std::size_t bytes_of(MPI_Datatype type, int count, const char* what) {
   return std::size_t(size) * std::size_t(count > 0 ? count : 0);
 }
 
-// A heap buffer a collective works on; left to MPI for good when the collective times out.
-class Parked {
- public:
-  explicit Parked(std::size_t bytes) : bytes_(new std::vector<unsigned char>(bytes ? bytes : 1)) {}
-  ~Parked() {
-    if (!abandoned_) delete bytes_;
-  }
-  Parked(const Parked&) = delete;
-  Parked& operator=(const Parked&) = delete;
-  unsigned char* data() { return bytes_->data(); }
-  void abandon() {
-    if (!abandoned_) count_abandoned_collective_bytes(bytes_->size());
-    abandoned_ = true;
-  }
+using ParkedBytes = Parked<unsigned char>;
 
- private:
-  std::vector<unsigned char>* bytes_;
-  bool abandoned_ = false;
-};
+/// Room for the bytes a collective works on: at least one, so that data() is never null.
+std::vector<unsigned char> room(std::size_t bytes) { return std::vector<unsigned char>(bytes ? bytes : 1); }
 
-void complete(MPI_Request& request, std::initializer_list<Parked*> parked, const char* what) {
+void complete(MPI_Request& request, std::initializer_list<ParkedBytes*> parked, const char* what) {
   const double timeout = current_timeout();
   const int rc = wait_within(&request, 1, MPI_STATUS_IGNORE, timeout, [&](const int*) {
-    for (Parked* p : parked) p->abandon();
+    for (ParkedBytes* p : parked) p->abandon();
     return std::string(what) + " did not complete within " + seconds_text(timeout) +
            ": not every rank of the communicator took part (a rank is late, stuck or gone, or its earlier call "
            "timed out; options.timeout_s or RFA_TIMEOUT_S sets the deadline)";
@@ -52,7 +37,7 @@ void complete(MPI_Request& request, std::initializer_list<Parked*> parked, const
 
 void allreduce_within(MPI_Comm comm, void* values, int count, MPI_Datatype type, MPI_Op op, const char* what) {
   const std::size_t bytes = bytes_of(type, count, what);
-  Parked parked(bytes);
+  ParkedBytes parked(room(bytes));
   std::memcpy(parked.data(), values, bytes);
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, parked.data(), count, type, op, comm, &request), what);
@@ -62,7 +47,7 @@ void allreduce_within(MPI_Comm comm, void* values, int count, MPI_Datatype type,
 
 void bcast_within(MPI_Comm comm, void* buffer, int count, MPI_Datatype type, int root, const char* what) {
   const std::size_t bytes = bytes_of(type, count, what);
-  Parked parked(bytes);
+  ParkedBytes parked(room(bytes));
   std::memcpy(parked.data(), buffer, bytes);
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibcast(parked.data(), count, type, root, comm, &request), what);
@@ -74,7 +59,7 @@ void allgather_within(MPI_Comm comm, const void* send, void* recv, int count, MP
   int size = 1;
   check_mpi(MPI_Comm_size(comm, &size), what);
   const std::size_t bytes = bytes_of(type, count, what);
-  Parked in(bytes), out(bytes * std::size_t(size));
+  ParkedBytes in(room(bytes)), out(room(bytes * std::size_t(size)));
   std::memcpy(in.data(), send, bytes);
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Iallgather(in.data(), count, type, out.data(), count, type, comm, &request), what);

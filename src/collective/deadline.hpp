@@ -53,29 +53,33 @@ std::size_t abandoned_collective_bytes();
 void count_abandoned_collective_bytes(std::size_t bytes);
 
 /// The values a nonblocking collective works on, freed with this object, unless abandon()
-/// was called: then they stay with MPI for good, since a late rank can still complete the
-/// collective and write them.
-class ParkedValues {
+/// was called: then they stay with MPI for good (counted in abandoned_collective_bytes()),
+/// since a late rank can still complete the collective and write them.
+template <class T>
+class Parked {
  public:
-  explicit ParkedValues(std::vector<std::int64_t> values) : values_(new std::vector<std::int64_t>(std::move(values))) {}
-  ~ParkedValues() {
+  explicit Parked(std::vector<T> values) : values_(new std::vector<T>(std::move(values))) {}
+  ~Parked() {
     if (!abandoned_) delete values_;
   }
-  ParkedValues(const ParkedValues&) = delete;
-  ParkedValues& operator=(const ParkedValues&) = delete;
+  Parked(const Parked&) = delete;
+  Parked& operator=(const Parked&) = delete;
 
-  std::int64_t* data() { return values_->data(); }
-  const std::vector<std::int64_t>& values() const { return *values_; }
+  T* data() { return values_->data(); }
+  const std::vector<T>& values() const { return *values_; }
   /// Leaves the values to MPI (their collective timed out).
   void abandon() {
-    if (!abandoned_) count_abandoned_collective_bytes(values_->size() * sizeof(std::int64_t));
+    if (!abandoned_) count_abandoned_collective_bytes(values_->size() * sizeof(T));
     abandoned_ = true;
   }
 
  private:
-  std::vector<std::int64_t>* values_;
+  std::vector<T>* values_;
   bool abandoned_ = false;
 };
+
+/// The communicator's and creation's agreements park 64-bit values.
+using ParkedValues = Parked<std::int64_t>;
 
 /// "5 s", "0.5 s", for messages.
 std::string seconds_text(double seconds);
