@@ -492,6 +492,31 @@ MUTATIONS = [
              "return options.timeout_s < 0.0 ? -1.0 : options.timeout_s;",
              r"^capi_timeout_test[.]np2$",
              "options.timeout_s < 0 (none) reaches MPI as -1 (RFA_TIMEOUT_S or the default)"),
+    Mutation("fortran-i16-sinks-backward-dk-dv", "Fortran bindings", "fortran/rfa.f90.in",
+             "c_loc(sinks), c_loc(dq), c_loc(dk), c_loc(dv), c_loc(dsinks))\n  end function\n\n"
+             "  !> Collective. As backward_sinks_f32 on addresses",
+             "c_loc(sinks), c_loc(dq), c_loc(dv), c_loc(dk), c_loc(dsinks))\n  end function\n\n"
+             "  !> Collective. As backward_sinks_f32 on addresses",
+             FORTRAN,
+             "the 16-bit backward with sinks hands dK's array to dV and dV's to dK"),
+    Mutation("fortran-i16-gather-everywhere", "Fortran bindings", "fortran/rfa.f90.in",
+             "    ierr = c_gather_bshd(context%handle, size(local, 2, kind=c_int64_t), size(local, 1, kind=c_int64_t), &\n"
+             "                         c_loc(local), c_loc(global))\n  end function\n\n"
+             "  !> Collective: the whole global",
+             "    ierr = c_allgather_bshd(context%handle, size(local, 2, kind=c_int64_t), size(local, 1, kind=c_int64_t), &\n"
+             "                         c_loc(local), c_loc(global))\n  end function\n\n"
+             "  !> Collective: the whole global",
+             FORTRAN,
+             "the 16-bit rfa_gather_bshd writes every rank's rows, the other ranks' rows it must leave alone"),
+    Mutation("fortran-i16-allgather-own-rows", "Fortran bindings", "fortran/rfa.f90.in",
+             "    ierr = c_allgather_bshd(context%handle, size(local, 2, kind=c_int64_t), size(local, 1, kind=c_int64_t), &\n"
+             "                            c_loc(local), c_loc(global))\n  end function\n\n"
+             "  !> local(L, H, B)",
+             "    ierr = c_gather_bshd(context%handle, size(local, 2, kind=c_int64_t), size(local, 1, kind=c_int64_t), &\n"
+             "                            c_loc(local), c_loc(global))\n  end function\n\n"
+             "  !> local(L, H, B)",
+             FORTRAN,
+             "the 16-bit rfa_allgather_bshd writes this rank's rows only"),
     Mutation("fatal-failure-abort", "test harness", "tests/common/test_main_mpi.cpp",
              "    MPI_Abort(MPI_COMM_WORLD, 1);\n", "",
              r"^rfa_fatal_failure_aborts_test[.]np2$",

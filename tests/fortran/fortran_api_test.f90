@@ -1,8 +1,9 @@
 ! SPDX-License-Identifier: BSD-3-Clause
 ! The Fortran module under mpiexec -n 2: constants match the C header, both kinds of
 ! communicator work through the one generic, and forward and backward on sharded fp32 arrays
-! match an independent float64 reference (tests/reference, through a bind(c) bridge); a bf16
-! forward exercises the 16-bit interfaces; packed documents pass through c_loc; attention
+! match an independent float64 reference (tests/reference, through a bind(c) bridge); bf16
+! forward and backward, with and without sinks, and the gathers exercise the 16-bit
+! interfaces; packed documents pass through c_loc; attention
 ! sinks match the reference with its sinks, their gradient included; soft-capped scores match
 ! it with its cap; an invalid call returns its code and message.
 program fortran_api_test
@@ -148,6 +149,7 @@ program fortran_api_test
   call check_balanced_layout()  ! before check_bf16_forward, which replaces the causal reference
   call check_needed_exchange()  ! likewise
   call check_bf16_forward()
+  call check_bf16_sinks_and_gathers()  ! after check_bf16_forward: the inputs hold bf16 values
   call check_documents()
   call check_sequence_documents()
   call check_sinks()
@@ -344,6 +346,92 @@ contains
     call check_close(from_bf16(dv16), from_bf16(refv16), 6.4e-2, "bf16 dv")
     call check_ok(rfa_context_destroy(ring16), "destroy bf16")
   end subroutine
+
+  ! The 16-bit forms of the sinks calls and of the gathers, on a bf16 ring without a mask: out,
+  ! lse, the gradients and dsinks against the reference with the same sinks (the inputs already
+  ! hold bf16 values, so the reference sees exactly what the ring does). Then this rank's bf16
+  ! out gathered into a global array (its rows placed bit for bit, the others untouched) and
+  ! gathered on every rank (every row, compared with each rank's scatter of it).
+  subroutine check_bf16_sinks_and_gathers()
+    type(rfa_context) :: ring16
+    type(rfa_options) :: o16
+    real(c_float) :: sinks(H), dsinks(H), rdsinks(H)
+    real(c_float), allocatable :: sout(:,:,:,:), slse(:,:,:), sdq(:,:,:,:), sdk(:,:,:,:), sdv(:,:,:,:)
+    integer(c_int16_t), allocatable :: q16(:,:,:,:), k16(:,:,:,:), v16(:,:,:,:), do16(:,:,:,:), out16(:,:,:,:)
+    integer(c_int16_t), allocatable :: dq16(:,:,:,:), dk16(:,:,:,:), dv16(:,:,:,:), refq(:,:,:,:), refkv(:,:,:,:)
+    integer(c_int16_t), allocatable :: global16(:,:,:,:), all16(:,:,:,:), back16(:,:,:,:)
+    real(c_float), allocatable :: lse16(:,:,:), reflse(:,:,:)
+    integer(c_int64_t) :: t
+    integer :: i
+    logical :: placed, untouched
+    sinks = [1.5_c_float, -0.5_c_float, 0.25_c_float, 3.0_c_float]
+    allocate(sout, mold=rout)
+    allocate(slse, mold=rlse)
+    allocate(sdq, mold=rdq)
+    allocate(sdk, mold=rdk)
+    allocate(sdv, mold=rdv)
+    call fortran_test_reference_sinks(B, S, H, HKV, D, 0_c_int, sinks, gq, gk, gv, gdo, sout, slse, sdq, sdk, sdv, &
+                                      rdsinks)
+    o16 = opts
+    o16%dtype = RFA_DTYPE_BFLOAT16
+    o16%mask = RFA_MASK_NONE
+    o16%heads = H
+    o16%attention_sinks = 1
+    call check_ok(rfa_context_create(MPI_COMM_WORLD, o16, ring16), "create bf16 with sinks")
+    allocate(q16(D, H, L, B), out16(D, H, L, B), do16(D, H, L, B), dq16(D, H, L, B), refq(D, H, L, B))
+    allocate(k16(D, HKV, L, B), v16(D, HKV, L, B), dk16(D, HKV, L, B), dv16(D, HKV, L, B), refkv(D, HKV, L, B))
+    allocate(lse16(L, H, B), reflse(L, H, B))
+    call check_ok(rfa_scatter_bshd(ring16, to_bf16(gq), q16), "scatter bf16 q (sinks)")
+    call check_ok(rfa_scatter_bshd(ring16, to_bf16(gk), k16), "scatter bf16 k (sinks)")
+    call check_ok(rfa_scatter_bshd(ring16, to_bf16(gv), v16), "scatter bf16 v (sinks)")
+    call check_ok(rfa_scatter_bshd(ring16, to_bf16(gdo), do16), "scatter bf16 dout (sinks)")
+    call check_ok(rfa_forward_with_sinks(ring16, q16, k16, v16, sinks, out16, lse16), "forward bf16 with sinks")
+    call check_ok(rfa_scatter_bshd(ring16, to_bf16(sout), refq), "scatter bf16 reference out (sinks)")
+    call check_close(from_bf16(out16), from_bf16(refq), 1.6e-2, "bf16 out with sinks")
+    call check_ok(rfa_scatter_lse(ring16, slse, reflse), "scatter reference lse (bf16 sinks)")
+    call check_close3(lse16, reflse, 1.0e-4, "bf16 lse with sinks")
+    call check_ok(rfa_backward_with_sinks(ring16, q16, k16, v16, out16, do16, lse16, sinks, dq16, dk16, dv16, dsinks), &
+                  "backward bf16 with sinks")
+    call check_ok(rfa_scatter_bshd(ring16, to_bf16(sdq), refq), "scatter bf16 reference dq (sinks)")
+    call check_close(from_bf16(dq16), from_bf16(refq), 6.4e-2, "bf16 dq with sinks")
+    call check_ok(rfa_scatter_bshd(ring16, to_bf16(sdk), refkv), "scatter bf16 reference dk (sinks)")
+    call check_close(from_bf16(dk16), from_bf16(refkv), 6.4e-2, "bf16 dk with sinks")
+    call check_ok(rfa_scatter_bshd(ring16, to_bf16(sdv), refkv), "scatter bf16 reference dv (sinks)")
+    call check_close(from_bf16(dv16), from_bf16(refkv), 6.4e-2, "bf16 dv with sinks")
+    ! dsinks sums over every row; the bf16 out and dout it is made of carry 2^-8 of relative error.
+    call check(maxval(abs(rdsinks)) > 1.0e-2, "the reference's dsinks are too small to test")
+    call check(maxval(abs(dsinks - rdsinks)) < 3.0e-2 * (1 + maxval(abs(rdsinks))), "bf16 dsinks")
+
+    allocate(global16(D, H, S, B), all16(D, H, S, B), back16(D, H, L, B))
+    global16 = -1_c_int16_t
+    call check_ok(rfa_gather_bshd(ring16, out16, global16), "gather bf16 out")
+    placed = .true.
+    untouched = .true.
+    do t = 0, S - 1
+      i = findloc(positions_of(ring16), t, dim=1)
+      if (i > 0) then
+        placed = placed .and. all(global16(:, :, t + 1, :) == out16(:, :, i, :))
+      else
+        untouched = untouched .and. all(global16(:, :, t + 1, :) == -1_c_int16_t)
+      end if
+    end do
+    call check(placed, "bf16 gather: this rank's rows placed bit for bit")
+    call check(untouched, "bf16 gather: the other ranks' rows untouched")
+    all16 = -1_c_int16_t
+    call check_ok(rfa_allgather_bshd(ring16, out16, all16), "allgather bf16 out")
+    call check(all(all16 /= -1_c_int16_t), "bf16 allgather: every row written")
+    call check_ok(rfa_scatter_bshd(ring16, all16, back16), "scatter the allgathered bf16 out")
+    call check(all(back16 == out16), "bf16 allgather: this rank's rows are its out, bit for bit")
+    call check_ok(rfa_context_destroy(ring16), "destroy bf16 with sinks")
+  end subroutine
+
+  ! This rank's global token positions on a context.
+  function positions_of(on) result(where)
+    type(rfa_context), intent(in) :: on
+    integer(c_int64_t), allocatable :: where(:)
+    allocate(where(L))
+    call check_ok(rfa_context_get_local_positions(on, where), "local positions")
+  end function
 
   ! Packed documents of one token each (boundaries 0, 1, ..., S through c_loc), no causal mask:
   ! every query sees only its own key, so out is that row of v (of its K/V head) and lse is the
