@@ -33,6 +33,26 @@ double best_flops(int lanes, Chains&& chains) {
   return best;
 }
 
+#if RFA_NATIVE_VECTORS && defined(__x86_64__)
+/// Keeps the compiler from hoisting or collapsing a chain: its accumulator passes through an
+/// empty asm in vector registers, one 256-bit register where the build targets AVX, its two
+/// 128-bit halves otherwise (baseline x86-64 has no 256-bit register, and Clang refuses a
+/// 32-byte operand for "x" there).
+inline void keep_in_registers(simd::f8& acc) {
+#if defined(__AVX__)
+  asm volatile("" : "+x"(acc));
+#else
+  typedef float f4 __attribute__((vector_size(16)));
+  f4 low, high;
+  __builtin_memcpy(&low, &acc, sizeof low);
+  __builtin_memcpy(&high, reinterpret_cast<const char*>(&acc) + sizeof low, sizeof high);
+  asm volatile("" : "+x"(low), "+x"(high));
+  __builtin_memcpy(&acc, &low, sizeof low);
+  __builtin_memcpy(reinterpret_cast<char*>(&acc) + sizeof low, &high, sizeof high);
+#endif
+}
+#endif
+
 }  // namespace detail
 
 /// Sustained fp32 FLOP/s of one core: FMA chains on the widest vectors the build targets (16
@@ -64,9 +84,7 @@ inline double measure_fp32_fma_peak() {
     for (long i = 0; i < iterations; ++i) {
       for (int c = 0; c < 12; ++c) acc[c] = simd::fma(acc[c], a, b);
 #if RFA_NATIVE_VECTORS && defined(__x86_64__)
-      asm volatile(""
-                   : "+x"(acc[0]), "+x"(acc[1]), "+x"(acc[2]), "+x"(acc[3]), "+x"(acc[4]), "+x"(acc[5]), "+x"(acc[6]),
-                     "+x"(acc[7]), "+x"(acc[8]), "+x"(acc[9]), "+x"(acc[10]), "+x"(acc[11]));
+      for (int c = 0; c < 12; ++c) detail::keep_in_registers(acc[c]);
 #endif
     }
     volatile float sink = 0.0f;
