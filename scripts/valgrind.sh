@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # The C API and engine suites under valgrind memcheck, at one and two ranks:
-#   bash scripts/valgrind.sh            (all of them; ~20 min on 2 cores)
+#   bash scripts/valgrind.sh            (all of them; ~40 min on 2 cores: docs/testing.md)
 #   bash scripts/valgrind.sh ENGINE_GTEST_FILTER
 # Builds in $RFA_VALGRIND_BUILD_DIR (default ./build-valgrind) with RFA_ENABLE_NATIVE=OFF
 # (valgrind 3.19 cannot execute AVX-512, which -march=native emits on newer CPUs) and debug

@@ -304,8 +304,8 @@ typedef struct rfa_options_t {
                                     exchanges, collectives and destruction) waits for the other ranks
                                     before failing with ::RFA_ERROR_TIMEOUT. 0 (default): the environment
                                     variable RFA_TIMEOUT_S if set, else 600, for MPI's waits, and
-                                    RFA_NCCL_TIMEOUT_S if set, else 300, for NCCL's; negative: no deadline.
-                                    After a timeout the context is unusable except for
+                                    RFA_NCCL_TIMEOUT_S if set, else 300, for NCCL's; negative, or more
+                                    than 1e9 (about 30 years): no deadline. After a timeout the context is unusable except for
                                     rfa_context_destroy() (see ::RFA_ERROR_TIMEOUT). */
   rfa_strategy_t strategy;     /**< The context-parallel strategy. Default ::RFA_STRATEGY_RING. */
   int32_t ulysses_degree;      /**< Ranks per Ulysses group: 0 (or P) for ::RFA_STRATEGY_ULYSSES; Pu >= 1 dividing
@@ -340,7 +340,7 @@ typedef struct rfa_options_t {
                                         for host contexts). */
   int32_t deterministic;       /**< Nonzero: rfa_backward()'s gradients are bitwise the same from run to run
                                     with the same ranks and inputs. CUDA contexts: rfa's deterministic dQ
-                                    pass (no atomics) or cuDNN's deterministic backward; host contexts:
+                                    pass (no atomics; cuDNN's backward is not used); host contexts:
                                     the key tiles of a head are not split over threads (no atomic dQ
                                     sums), which leaves threads idle where batch x kv_heads is small.
                                     Default 0. */

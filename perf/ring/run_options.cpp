@@ -43,8 +43,9 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
   --kv-heads N       key/value heads, dividing --heads (default: = --heads)
   --head-dim N       head dimension, a multiple of 8 up to 256 (default 64)
   --value-head-dim N V's (and out's) head dimension where it differs from --head-dim, as
-                     multi-head latent attention's 192 / 128: a multiple of 8 up to 256, host
-                     only (default: --head-dim)
+                     multi-head latent attention's 192 / 128: a multiple of 8 up to 256 on
+                     the host, 128 beside a --head-dim of 192 with --device cuda (default:
+                     --head-dim)
   --layout L         contiguous | zigzag | stripe | balanced (default zigzag)
   --dtype T          fp32 | bf16 | fp16 (default bf16)
   --mask M           causal | none (default causal); --causal and --no-causal also work; or a mask

@@ -14,14 +14,15 @@ import re
 import subprocess
 import sys
 
-SKIP_DIRS = {".git", "docs", "tests"}  # tests read only test-only variables, listed by hand
+SKIP_DIRS = {".git", "docs", "tests"}  # tests read only test-only variables (RFA_TEST_*), below
 READS = [re.compile(r'getenv\("([A-Z][A-Z0-9_]*)"\)'),
          re.compile(r'k\w*Env\s*=\s*"([A-Z][A-Z0-9_]*)"'),
          re.compile(r'\{Env::\w+,\s*"([A-Z][A-Z0-9_]*)"'),
          re.compile(r'os\.environ(?:\.get\(|\[)"([A-Z][A-Z0-9_]*)"'),
          re.compile(r'\$\{?(RFA_[A-Z0-9_]+)')]
 SOURCE = re.compile(r"\.(c|h|cpp|hpp|cu|cuh|py|sh|sbatch|f90|in)$")
-TEST_ONLY = {"RFA_TEST_HUGE_MESSAGES"}
+# The tests' own variables: RFA_TEST_* read anywhere under tests/ (listed on the page too).
+TEST_ONLY_READ = re.compile(r'getenv\("(RFA_TEST_[A-Z0-9_]*)"\)')
 # The library's code: it reads the environment through src/core/environment.cpp alone.
 LIBRARY_DIRS = ("src", "capi")
 REGISTRY_FILE = os.path.join("src", "core", "environment.cpp")
@@ -43,6 +44,19 @@ def read_variables(root):
             for pattern in READS:
                 for var in pattern.findall(text):
                     found.setdefault(var, os.path.relpath(path, root))
+    return found
+
+
+def test_only_variables(root):
+    found = {}
+    for top, _, files in os.walk(os.path.join(root, "tests")):
+        for name in files:
+            if not SOURCE.search(name):
+                continue
+            path = os.path.join(top, name)
+            text = open(path, encoding="utf-8", errors="replace").read()
+            for var in TEST_ONLY_READ.findall(text):
+                found.setdefault(var, os.path.relpath(path, root))
     return found
 
 
@@ -109,11 +123,13 @@ def main(root, dump=None):
     tool_rows = table_rows(page, "## The tools")
     listed = names(library_rows) | names(tool_rows)
     read = read_variables(root)
+    test_only = test_only_variables(root)
+    read.update({v: where for v, where in test_only.items() if v not in read})
     problems = []
     problems += [f"docs/environment.md lacks {v} (read in {read[v]})" for v in sorted(read)
                  if v not in listed and v.startswith(("RFA_", "SLURM_LOCALID", "SLURM_TOPO"))]
     problems += [f"docs/environment.md lists {v}, which no source reads" for v in sorted(listed)
-                 if v not in read and v not in TEST_ONLY]
+                 if v not in read]
     problems += [f"{where} reads the environment directly; read it through env_value() "
                  f"({REGISTRY_FILE})" for where in raw_library_reads(root)]
     if dump:
