@@ -136,6 +136,12 @@ TEST(PassFlops, CountsTheVisibleScoresAndKeepsTheConventionBeside) {
   EXPECT_DOUBLE_EQ(b.visible, 2.5 * f.visible);
   EXPECT_DOUBLE_EQ(f.flash_convention, 4.0 * 1024 * 1024 * 8 * 64 / 2);  // the window ignored
   EXPECT_LT(f.visible, f.flash_convention / 3);  // a window of an eighth: about a quarter of the causal square
+  // Every batch entry counts, in both figures (one list of documents, or none, serves them all).
+  RunOptions batched = o;
+  batched.batch = 3;
+  EXPECT_DOUBLE_EQ(pass_flops(batched, false).visible, 3 * f.visible);
+  EXPECT_DOUBLE_EQ(pass_flops(batched, true).visible, 3 * b.visible);
+  EXPECT_DOUBLE_EQ(pass_flops(batched, false).flash_convention, 3 * f.flash_convention);
 }
 
 TEST(RunOptions, TheDefaultSequenceFitsTheRanksAndSaysSo) {

@@ -168,5 +168,34 @@ TEST(SampledCheck, FailsNonFiniteResultsAndErrorsInTheLastRow) {
   }
 }
 
+// A fault on one rank fails the check on every rank: the errors are the largest over the ranks.
+// Only the last rank's first local row is wrong (out, or dQ), and both checks say so everywhere.
+TEST(SampledCheck, AWrongRankFailsTheCheckOnEveryRank) {
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  const int me = world_rank();
+  RunOptions o = options(64, 4, 2, 16);
+  o.window = 50;
+  for (int which = 0; which < 2; ++which) {
+    SCOPED_TRACE(::testing::Message() << (which == 0 ? "out" : "dq") << " wrong on rank " << ranks - 1);
+    SmallRun run(o);
+    LocalProblem<float>& lp = *run.lp;
+    if (me == ranks - 1) {
+      for (std::int64_t h = 0; h < 4; ++h) {
+        if (which == 0) lp.out(0, 0, h, 3) += 0.5f;
+        if (which == 1) lp.dq(0, 0, h, 5) += 1.0f;
+      }
+    }
+    for (const bool full : {false, true}) {
+      const CheckErrors e = full ? run.full() : run.sampled();
+      EXPECT_GT(which == 0 ? e.out : e.dq, 1e-3) << (full ? "the full check" : "the sampled check");
+      EXPECT_LT(e.lse, 2e-5);
+      if (which == 1) {
+        EXPECT_LT(e.out, 2e-5);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rfa::perf

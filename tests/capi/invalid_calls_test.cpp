@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "capi_test_support.hpp"
@@ -26,6 +27,30 @@ void expect_create_fails(const rfa_options_t& o, rfa_result_t code, const char* 
   rfa_context_t ctx = reinterpret_cast<rfa_context_t>(&ctx);  // not NULL: must be cleared
   EXPECT_RFA_FAILS(code, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), fragment);
   EXPECT_EQ(ctx, nullptr) << "a failed create must leave the output NULL";
+}
+
+// ---------------------------------------------------------------- the last error message
+
+// The message is the calling thread's (rfa.h): a thread starts with none, its failure does not
+// replace another thread's message, and its success does not clear it.
+TEST(CapiInvalid, LastErrorMessageIsPerThread) {
+  std::int64_t local = 0;
+  ASSERT_EQ(rfa_layout_local_seq(RFA_LAYOUT_CONTIGUOUS, -8, 2, &local), RFA_ERROR_INVALID_ARGUMENT);
+  const std::string mine = rfa_get_last_error_message();
+  ASSERT_NE(mine.find("-8"), std::string::npos) << mine;
+  std::string other_at_start, other_failed;
+  rfa_result_t other_success = RFA_ERROR_INTERNAL;
+  std::thread other([&] {
+    other_at_start = rfa_get_last_error_message();
+    std::int64_t l = 0;
+    if (rfa_layout_local_seq(RFA_LAYOUT_ZIGZAG, 12, 4, &l) != RFA_SUCCESS) other_failed = rfa_get_last_error_message();
+    other_success = rfa_layout_local_seq(RFA_LAYOUT_CONTIGUOUS, 8, 2, &l);
+  });
+  other.join();
+  EXPECT_EQ(other_at_start, "");
+  EXPECT_NE(other_failed.find("12"), std::string::npos) << other_failed;
+  EXPECT_EQ(other_success, RFA_SUCCESS);
+  EXPECT_EQ(std::string(rfa_get_last_error_message()), mine);
 }
 
 // ---------------------------------------------------------------- options and creation

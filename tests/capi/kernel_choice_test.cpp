@@ -125,6 +125,8 @@ TEST(KernelChoice, DeterministicIsReportedAsZeroOrOne) {
   rfa_options_t o = options();
   o.deterministic = 7;
   EXPECT_EQ(created_options(o).deterministic, 1);
+  o.deterministic = -1;  // Fortran's .true. as an integer in some compilers, C's ~0
+  EXPECT_EQ(created_options(o).deterministic, 1);
   o.deterministic = 0;
   EXPECT_EQ(created_options(o).deterministic, 0);
 }

@@ -75,18 +75,22 @@ TEST(Timeout, ALateRankMakesEveryRankFailWithinTheDeadline) {
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
 }
 
+// A deadline of 1e12 s is none (rfa.h: more than 1e9), not one whose nanoseconds overflow the
+// clock into the past.
 TEST(Timeout, ARankLessLateThanTheDeadlineChangesNothing) {
-  const double deadline = 5.0;
-  const rfa_options_t o = small_options(deadline);
-  rfa::test::barrier_idle(MPI_COMM_WORLD);  // start together: an earlier test may have left a rank behind
-  const bool late = world_rank() == world_size() - 1;
-  if (late) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  rfa_context_t ctx = nullptr;
-  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));  // creation's agreement waits
-  Buffers b(ctx, o);
-  if (late) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  ASSERT_RFA_OK(b.forward(ctx));  // the argument agreement and the ring exchanges wait
-  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+  for (const double deadline : {5.0, 1e12}) {
+    SCOPED_TRACE(::testing::Message() << "timeout_s " << deadline);
+    const rfa_options_t o = small_options(deadline);
+    rfa::test::barrier_idle(MPI_COMM_WORLD);  // start together: an earlier test may have left a rank behind
+    const bool late = world_rank() == world_size() - 1;
+    if (late) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    rfa_context_t ctx = nullptr;
+    ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));  // creation's agreement waits
+    Buffers b(ctx, o);
+    if (late) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_RFA_OK(b.forward(ctx));  // the argument agreement and the ring exchanges wait
+    ASSERT_RFA_OK(rfa_context_destroy(ctx));
+  }
 }
 
 // options.timeout_s < 0 is no deadline at all, whatever RFA_TIMEOUT_S says: a rank later than

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // KV all-gather against the float64 reference of the whole sequence (strategy_case.hpp's
 // cases, every dtype), with one K/V head per chunk (several chunks, so the gather of the next
-// chunk is in flight while one is computed) and with all K/V heads in one chunk.
+// chunk is in flight while one is computed), with all K/V heads in one chunk, and (fp32) with
+// two K/V heads a chunk where the heads make more than one such chunk.
+#include <type_traits>
+#include <vector>
+
 #include "engine/allgather_attention.hpp"
 #include "engine/attention_strategy.hpp"
 #include "strategy_case.hpp"
@@ -16,7 +20,11 @@ class AllGatherAttentionTest : public ::testing::TestWithParam<StrategySpec> {
   void check() {
     auto comm = world_ring();
     const auto cfg = strategy_config(GetParam(), dtype_of<T>::value);
-    for (std::int64_t chunk : {std::int64_t(1), cfg.kv_heads}) {
+    std::vector<std::int64_t> chunks{1, cfg.kv_heads};
+    // Chunks of two K/V heads where that is neither extreme: chunk c starts at head 2c. One
+    // dtype: the packing is the same for each.
+    if (std::is_same<T, float>::value && cfg.kv_heads > 2 && cfg.kv_heads % 2 == 0) chunks.push_back(2);
+    for (std::int64_t chunk : chunks) {
       SCOPED_TRACE("kv_heads_per_chunk " + std::to_string(chunk));
       engine::AllGatherAttention attn(*comm, cfg, chunk);
       expect_matches_reference<T>(run_attention<T>(attn, cfg, 1234));

@@ -724,7 +724,7 @@ contains
   end subroutine
 
   ! The builders that take a flag and a list: the sliding window (causal or two-sided) and the
-  ! documents, whose array holds documents + 1 boundaries.
+  ! documents, whose array holds documents + 1 boundaries; then prefix-LM and block-causal masks.
   subroutine check_window_and_document_builders()
     type(rfa_mask_range), allocatable, target :: ranges(:)
     integer(c_int64_t) :: bounds(3)
@@ -741,6 +741,20 @@ contains
       call check(ranges(1)%kind == RFA_RANGE_CAUSAL .and. ranges(1)%q_end == 3 .and. ranges(2)%q_begin == 3 .and. &
                  ranges(2)%k_begin == 3 .and. ranges(2)%q_end == S .and. ranges(2)%k_end == S, &
                  "the documents' entries, causal within each")
+    end if
+    call check_ok(rfa_mask_ranges_prefix_lm(12_c_int64_t, 5_c_int64_t, ranges), "prefix-LM as ranges")
+    call check(size(ranges) == 2, "a prefix-LM mask: two entries")
+    if (size(ranges) == 2) then
+      call check(ranges(1)%kind == RFA_RANGE_CAUSAL .and. ranges(1)%q_end == 12 .and. ranges(1)%k_end == 12 .and. &
+                 ranges(2)%kind == RFA_RANGE_FULL .and. ranges(2)%q_end == 12 .and. ranges(2)%k_begin == 0 .and. &
+                 ranges(2)%k_end == 5, "prefix-LM: causal over the sequence, and every query sees the 5-token prefix")
+    end if
+    call check_ok(rfa_mask_ranges_block_causal(12_c_int64_t, 5_c_int64_t, ranges), "block-causal as ranges")
+    call check(size(ranges) == 3, "blocks of 5 over 12 tokens: three entries")
+    if (size(ranges) == 3) then
+      call check(all(ranges%kind == RFA_RANGE_FULL) .and. all(ranges%q_begin == [0, 5, 10]) .and. &
+                 all(ranges%q_end == [5, 10, 12]) .and. all(ranges%k_begin == 0) .and. &
+                 all(ranges%k_end == [5, 10, 12]), "block-causal: each block sees itself and the blocks before")
     end if
   end subroutine
 

@@ -129,6 +129,29 @@ TEST(PerformanceModel, TimesFollowFromComputeAndTransfers) {
               3 * (2.0 + block / 1e6) + one.forward.seconds / 16, 1e-9);
 }
 
+// A round of the needed-only exchange receives from the rank s upstream and sends to the rank s
+// downstream at once: it pays the link between nodes when either neighbour is on another node.
+// Contiguous and causal with a window of 20 over 4 ranks of 60 rows, two ranks a node: rank 1
+// receives rank 0's tail inside node 0 and sends its own to rank 2 on node 1, so its forward
+// waits for the network's second of latency; with the four ranks on one node it does not.
+TEST(PerformanceModel, NeededRoundsAcrossANodeBoundaryPayTheNetwork) {
+  const engine::AttentionConfig c = config(RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, 12, 20);
+  MachineModel m;
+  m.intra_node = Link{0.0, 1e30};
+  m.inter_node = Link{1.0, 1e30};
+  m.copy_bytes_per_s = 1e30;
+  m.forward_flops_per_s = m.backward_flops_per_s = 1e30;
+  const StrategyChoice needed{StrategyKind::needed, 0, 1};
+  m.ranks_per_node = 2;
+  const Prediction across = predict_rank(c, needed, 4, 1, m);
+  EXPECT_GE(across.forward.seconds, 1.0);
+  EXPECT_GE(across.backward.seconds, 1.0);
+  m.ranks_per_node = 4;
+  const Prediction inside = predict_rank(c, needed, 4, 1, m);
+  EXPECT_LT(inside.forward.seconds, 1e-3);
+  EXPECT_LT(inside.backward.seconds, 1e-3);
+}
+
 // Each ring step computes the block that came from upstream (the block of ring position
 // rank - s). With transfers longer than any block's compute, a rank waits for its three exchanges
 // and then computes its last step's block alone: on the contiguous causal layout that block is

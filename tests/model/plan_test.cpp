@@ -57,6 +57,14 @@ TEST(PlanningMachine, DevicesPlanWithTheirOwnPresetAndTheEnvironmentOverridesIt)
   unsetenv("RFA_PLAN_KERNEL_RATE");
   EXPECT_EQ(given.forward_flops_per_s, 1000e9);
   EXPECT_EQ(given.backward_flops_per_s, 800e9);
+  // RFA_PLAN_LINKS: GB/s and microseconds inside a node, then between nodes (all four differ).
+  setenv("RFA_PLAN_LINKS", "0.5,100,0.25,200", 1);
+  const MachineModel linked = host(RFA_DTYPE_FLOAT32, HostBf16::portable);
+  unsetenv("RFA_PLAN_LINKS");
+  EXPECT_DOUBLE_EQ(linked.intra_node.bytes_per_s, 0.5e9);
+  EXPECT_DOUBLE_EQ(linked.intra_node.latency_s, 100e-6);
+  EXPECT_DOUBLE_EQ(linked.inter_node.bytes_per_s, 0.25e9);
+  EXPECT_DOUBLE_EQ(linked.inter_node.latency_s, 200e-6);
 }
 
 // Host ranks that outnumber their node's cores share them; enough cores, or a device, do not.
