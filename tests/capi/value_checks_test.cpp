@@ -91,45 +91,35 @@ class ValueChecks : public ::testing::Test {
   rfa_context_t ctx_ = nullptr;
 };
 
-// A NaN in k on the last rank, at its local row 3, head 0, element 5: every rank fails before
-// anything is written, naming k, that rank's ring position and the row's global position.
+// A NaN in k on the last rank, at its local row 3, head 0, element 5 of the last batch entry
+// (one entry, then two): every rank fails before anything is written, naming k, that rank's
+// ring position, the entry and the row's global position (counted within its entry).
 TEST_F(ValueChecks, NanInAnInputFailsEveryRankNamingIt) {
-  const rfa_options_t o = options(RFA_DTYPE_FLOAT32, RFA_VALUE_CHECKS_ON);
-  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx_));
-  Tensors t(ctx_, o);
-  const int culprit = world_size() - 1;
-  int me = -1;
-  rfa_context_get_position(ctx_, &me);
-  int64_t culprit_position = me == culprit ? t.positions[3] : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &culprit_position, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  if (me == culprit) t.k.set(std::size_t(3 * o.kv_heads * o.head_dim + 5), std::numeric_limits<float>::quiet_NaN());
-  const std::string where = "sequence position " + std::to_string(culprit_position) + ", head 0, element 5";
-  EXPECT_RFA_FAILS(RFA_ERROR_NONFINITE, t.forward(ctx_), "input k",
-                   ("ring position " + std::to_string(culprit)).c_str(), where.c_str(),
-                   "nothing was computed or written");
-  EXPECT_TRUE(Tensors::all(t.out, Tensors::kMarker)) << "a refused call wrote out";
-  // The ranks failed together: the context is still usable.
-  if (me == culprit) t.k.set(std::size_t(3 * o.kv_heads * o.head_dim + 5), 0.5f);
-  ASSERT_RFA_OK(t.forward(ctx_));
-}
-
-// The same in batch entry 1 of 2: the message names the entry and the row's global position
-// (the row counted within its entry).
-TEST_F(ValueChecks, NanInALaterBatchEntryNamesTheEntryAndItsRow) {
-  rfa_options_t o = options(RFA_DTYPE_FLOAT32, RFA_VALUE_CHECKS_ON);
-  o.batch = 2;
-  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx_));
-  Tensors t(ctx_, o);
-  const int culprit = world_size() - 1;
-  int me = -1;
-  rfa_context_get_position(ctx_, &me);
-  int64_t culprit_position = me == culprit ? t.positions[3] : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &culprit_position, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  const std::size_t at = std::size_t(((1 * t.L + 3) * o.kv_heads + 0) * o.head_dim + 5);  // [b=1][row 3][head 0][5]
-  if (me == culprit) t.k.set(at, std::numeric_limits<float>::quiet_NaN());
-  const std::string where = "batch 1, sequence position " + std::to_string(culprit_position) + ", head 0, element 5";
-  EXPECT_RFA_FAILS(RFA_ERROR_NONFINITE, t.forward(ctx_), "input k",
-                   ("ring position " + std::to_string(culprit)).c_str(), where.c_str());
+  for (const int64_t batch : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << "batch " << batch);
+    rfa_options_t o = options(RFA_DTYPE_FLOAT32, RFA_VALUE_CHECKS_ON);
+    o.batch = batch;
+    ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx_));
+    Tensors t(ctx_, o);
+    const int culprit = world_size() - 1;
+    int me = -1;
+    rfa_context_get_position(ctx_, &me);
+    int64_t culprit_position = me == culprit ? t.positions[3] : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &culprit_position, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    const auto at = std::size_t((((batch - 1) * t.L + 3) * o.kv_heads + 0) * o.head_dim + 5);  // [b][row 3][head 0][5]
+    if (me == culprit) t.k.set(at, std::numeric_limits<float>::quiet_NaN());
+    const std::string where = "batch " + std::to_string(batch - 1) + ", sequence position " +
+                              std::to_string(culprit_position) + ", head 0, element 5";
+    EXPECT_RFA_FAILS(RFA_ERROR_NONFINITE, t.forward(ctx_), "input k",
+                     ("ring position " + std::to_string(culprit)).c_str(), where.c_str(),
+                     "nothing was computed or written");
+    EXPECT_TRUE(Tensors::all(t.out, Tensors::kMarker)) << "a refused call wrote out";
+    // The ranks failed together: the context is still usable.
+    if (me == culprit) t.k.set(at, 0.5f);
+    ASSERT_RFA_OK(t.forward(ctx_));
+    ASSERT_RFA_OK(rfa_context_destroy(ctx_));
+    ctx_ = nullptr;
+  }
 }
 
 TEST_F(ValueChecks, InfinityInABackwardInputIsNamed) {
