@@ -20,8 +20,9 @@ if(RFA_ENABLE_NATIVE)
 endif()
 # The kernels pass 32-byte vectors (simd::f8) by value between inline functions; on a target
 # without AVX (a build without -march=native) GCC and Clang warn that such calls' ABI differs
-# from an AVX build's. Every rfa object is built for one target, and the vectors never cross
-# the library's interface, so the warning (an error under RFA_WARNINGS_AS_ERRORS) is off.
+# from an AVX build's. Every object linked into an rfa program is built for one target (the
+# baseline check of perf/common is compiled, never linked), and the vectors never cross the
+# library's interface, so the warning (an error under RFA_WARNINGS_AS_ERRORS) is off.
 check_cxx_compiler_flag("-Wno-psabi" RFA_HAVE_WNO_PSABI)
 if(RFA_HAVE_WNO_PSABI)
   target_compile_options(rfa_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wno-psabi>)

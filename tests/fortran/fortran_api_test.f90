@@ -351,7 +351,8 @@ contains
   ! lse, the gradients and dsinks against the reference with the same sinks (the inputs already
   ! hold bf16 values, so the reference sees exactly what the ring does). Then this rank's bf16
   ! out gathered into a global array (its rows placed bit for bit, the others untouched) and
-  ! gathered on every rank (every row, compared with each rank's scatter of it).
+  ! gathered on every rank (every row bit for bit: the ranks' gathers into zeros, OR-ed together
+  ! over MPI, make the whole array, each row written by one rank).
   subroutine check_bf16_sinks_and_gathers()
     type(rfa_context) :: ring16
     type(rfa_options) :: o16
@@ -359,7 +360,8 @@ contains
     real(c_float), allocatable :: sout(:,:,:,:), slse(:,:,:), sdq(:,:,:,:), sdk(:,:,:,:), sdv(:,:,:,:)
     integer(c_int16_t), allocatable :: q16(:,:,:,:), k16(:,:,:,:), v16(:,:,:,:), do16(:,:,:,:), out16(:,:,:,:)
     integer(c_int16_t), allocatable :: dq16(:,:,:,:), dk16(:,:,:,:), dv16(:,:,:,:), refq(:,:,:,:), refkv(:,:,:,:)
-    integer(c_int16_t), allocatable :: global16(:,:,:,:), all16(:,:,:,:), back16(:,:,:,:)
+    integer(c_int16_t), allocatable :: global16(:,:,:,:), all16(:,:,:,:)
+    integer, allocatable :: whole(:,:,:,:)
     real(c_float), allocatable :: lse16(:,:,:), reflse(:,:,:)
     integer(c_int64_t) :: t
     integer :: i
@@ -390,6 +392,7 @@ contains
     call check_close(from_bf16(out16), from_bf16(refq), 1.6e-2, "bf16 out with sinks")
     call check_ok(rfa_scatter_lse(ring16, slse, reflse), "scatter reference lse (bf16 sinks)")
     call check_close3(lse16, reflse, 1.0e-4, "bf16 lse with sinks")
+    dsinks = ieee_nan()
     call check_ok(rfa_backward_with_sinks(ring16, q16, k16, v16, out16, do16, lse16, sinks, dq16, dk16, dv16, dsinks), &
                   "backward bf16 with sinks")
     call check_ok(rfa_scatter_bshd(ring16, to_bf16(sdq), refq), "scatter bf16 reference dq (sinks)")
@@ -398,11 +401,13 @@ contains
     call check_close(from_bf16(dk16), from_bf16(refkv), 6.4e-2, "bf16 dk with sinks")
     call check_ok(rfa_scatter_bshd(ring16, to_bf16(sdv), refkv), "scatter bf16 reference dv (sinks)")
     call check_close(from_bf16(dv16), from_bf16(refkv), 6.4e-2, "bf16 dv with sinks")
-    ! dsinks sums over every row; the bf16 out and dout it is made of carry 2^-8 of relative error.
-    call check(maxval(abs(rdsinks)) > 1.0e-2, "the reference's dsinks are too small to test")
-    call check(maxval(abs(dsinks - rdsinks)) < 3.0e-2 * (1 + maxval(abs(rdsinks))), "bf16 dsinks")
+    call check(maxval(abs(sdk - sdv)) > 0.2, "the reference's dk and dv (sinks) are too alike to tell apart")
+    ! dsinks sums over every row of bf16 out and dout: head by head within 1% (measured: 0.35% at
+    ! most), each far enough from zero that a dsinks left unwritten or zero fails.
+    call check(minval(abs(rdsinks)) > 1.0e-2, "the reference's dsinks are too small to test")
+    call check(all(abs(dsinks - rdsinks) <= 1.0e-2 * abs(rdsinks) + 1.0e-4), "bf16 dsinks")
 
-    allocate(global16(D, H, S, B), all16(D, H, S, B), back16(D, H, L, B))
+    allocate(global16(D, H, S, B), all16(D, H, S, B), whole(D, H, S, B))
     global16 = -1_c_int16_t
     call check_ok(rfa_gather_bshd(ring16, out16, global16), "gather bf16 out")
     placed = .true.
@@ -419,9 +424,11 @@ contains
     call check(untouched, "bf16 gather: the other ranks' rows untouched")
     all16 = -1_c_int16_t
     call check_ok(rfa_allgather_bshd(ring16, out16, all16), "allgather bf16 out")
-    call check(all(all16 /= -1_c_int16_t), "bf16 allgather: every row written")
-    call check_ok(rfa_scatter_bshd(ring16, all16, back16), "scatter the allgathered bf16 out")
-    call check(all(back16 == out16), "bf16 allgather: this rank's rows are its out, bit for bit")
+    global16 = 0_c_int16_t
+    call check_ok(rfa_gather_bshd(ring16, out16, global16), "gather bf16 out into zeros")
+    whole = int(global16)
+    call MPI_Allreduce(MPI_IN_PLACE, whole, size(whole), MPI_INTEGER, MPI_BOR, MPI_COMM_WORLD)
+    call check(all(int(all16) == whole), "bf16 allgather: every rank's rows, bit for bit")
     call check_ok(rfa_context_destroy(ring16), "destroy bf16 with sinks")
   end subroutine
 
