@@ -574,6 +574,63 @@ MUTATIONS = [
              "const std::int64_t row = s.head_dim > 0 ? s.first / (s.heads * s.head_dim) : s.first % s.rows;",
              r"^capi_value_checks_test[.]np[1-4]$",
              "a non-finite value in batch entry 1 or later is reported at a sequence position past this rank's rows"),
+    Mutation("compare-error-flag-ignored", "perf tools", "perf/compare",
+             'if entry.get("error_occurred") or entry.get("correct", 1) in (0, False):',
+             'if entry.get("correct", 1) in (0, False):',
+             r"^perf[.]compare_synthetic$",
+             "a benchmark case that errored (error_occurred) is no regression for the comparator"),
+    Mutation("compare-too-few-hides-regression", "perf tools", "perf/compare",
+             '    if "regression" in verdicts:\n        overall, code = "regression", 1\n'
+             '    elif "too-few" in verdicts:\n        overall, code = "inconclusive", 3\n',
+             '    if "too-few" in verdicts:\n        overall, code = "inconclusive", 3\n'
+             '    elif "regression" in verdicts:\n        overall, code = "regression", 1\n',
+             r"^perf[.]compare_synthetic$",
+             "one case with too few repetitions turns a regression elsewhere into 'inconclusive'"),
+    Mutation("compare-communicator-not-machine-key", "perf tools", "perf/compare",
+             '"kokkos_backends", "device",\n                "communicator")',
+             '"kokkos_backends", "device")',
+             r"^perf[.]compare_synthetic$",
+             "a run over NCCL is timed against an MPI baseline instead of starting a new one"),
+    Mutation("device-check-tool-failure-not-available", "GPU check plumbing", "scripts/gpu/device_check.sh",
+             '{ [ "$rc" = 127 ] || grep -qiE', '{ [ "$rc" != 127 ] || grep -qiE',
+             r"^scripts[.]device_check_plumbing$",
+             "a sanitizer step that finds errors is reported 'not available', and the check passes"),
+    Mutation("perf-suite-failed-run-with-result-passes", "perf tools", "perf/suite",
+             "        if rc != 0 or not os.path.isfile(result):",
+             "        if rc != 0 and not os.path.isfile(result):",
+             r"^perf[.]suite_",
+             "a program that writes its result and then fails its check (rfa_run --check) counts as a success"),
+    Mutation("softcap-tile-max-uncapped", "soft cap", "src/kernels/flash_forward.cpp",
+             "        if (max_from_registers) cap_scores(s.tile_max, 0, 1, rows_padded);\n", "",
+             KERNELS + r"|^capi_softcap_test[.]np[1-4]$",
+             "a whole unmasked key tile keeps its uncapped max: scores far above the cap give out 0, lse -inf"),
+    Mutation("fp16-ties-round-down", "dtype conversions", "src/core/dtype.hpp",
+             "r += 0xfffu + ((r >> 13) & 1u);", "r += 0xfffu;",
+             KERNELS,
+             "a float halfway between two fp16 values rounds down, not to even"),
+    Mutation("timeout-env-trailing-text", "collectives", "src/collective/deadline.cpp",
+             "if (end == text || *end != '\\0' || !(value >= 0.0) || value > 1e9) {",
+             "if (end == text || !(value >= 0.0) || value > 1e9) {",
+             r"^comm_deadline_test[.]np2$|^capi_timeout_test[.]np2$",
+             "RFA_TIMEOUT_S=30s is read as 30 seconds instead of refused"),
+    Mutation("value-checks-backward-lse-unscanned", "value checks", "capi/attention.cpp",
+             'scan_bshd<T, S>("dout", dout, c, o.heads, value_head_dim_of(o)), scan_lse<S>(lse, c)},',
+             'scan_bshd<T, S>("dout", dout, c, o.heads, value_head_dim_of(o))},',
+             r"^capi_value_checks_test[.]np[1-4]$",
+             "the backward's value checks skip lse: an infinite lse gives zero gradients and success"),
+    Mutation("auto-layout-not-reported", "strategies", "capi/context_create.cpp",
+             "    context->options.layout = ring.config.layout;\n", "",
+             r"^capi_auto_strategy_test[.]np[1-4]$",
+             "rfa_context_get_options reports the caller's layout where the automatic strategy chose another"),
+    Mutation("softmax-scale-underflow-taken", "argument checks", "capi/options.cpp",
+             "require(o.softmax_scale == 0.0 || (scale_fp32 > 0.0f && std::isfinite(scale_fp32)),",
+             "require(o.softmax_scale == 0.0 || (scale_fp32 >= 0.0f && std::isfinite(scale_fp32)),",
+             r"^capi_invalid_calls_test[.]np[1-3]$",
+             "a softmax scale that rounds to 0 in fp32 is taken, and the kernels read 0 as the default scale"),
+    Mutation("multinode-fault-watchers-survive", "multinode harness", "scripts/multinode/nodes.sh",
+             '  for w in "${watchers[@]}"; do kill "$w" 2>/dev/null; done\n', "",
+             r"^multinode[.]harness$",
+             "a fault watcher outlives a program that failed before its mark: the harness never returns"),
     Mutation("fatal-failure-abort", "test harness", "tests/common/test_main_mpi.cpp",
              "    MPI_Abort(MPI_COMM_WORLD, 1);\n", "",
              r"^rfa_fatal_failure_aborts_test[.]np2$",
@@ -641,15 +698,22 @@ def run(cmd, logfile, **kw):
 
 
 def test_targets(build, regex):
-    """The executables (CMake targets) the tests matching `regex` run: only those are rebuilt."""
+    """The tests matching `regex` in this build and the executables (CMake targets) they run or
+    require (REQUIRED_FILES: a script's program): only those are rebuilt. None matching: the
+    tests are not in this build; matching but no executable: scripts, nothing to rebuild."""
     out = subprocess.run(["ctest", "--test-dir", build, "--show-only=json-v1", "-R", regex], check=True,
                          capture_output=True, text=True).stdout
+    tests = json.loads(out).get("tests", [])
     targets = set()
-    for test in json.loads(out).get("tests", []):
-        for arg in test.get("command", []):
+    for test in tests:
+        files = list(test.get("command", []))
+        for prop in test.get("properties", []):
+            if prop.get("name") == "REQUIRED_FILES":
+                files += prop.get("value", [])
+        for arg in files:
             if arg.startswith(build) and os.access(arg, os.X_OK) and os.path.isfile(arg):
                 targets.add(os.path.basename(arg))
-    return sorted(targets)
+    return len(tests), sorted(targets)
 
 
 def failed_tests(logfile, start):
@@ -717,7 +781,8 @@ def main():
     results = []
     for m in chosen:
         t = time.time()
-        if not full and not test_targets(build, m.tests):
+        matched, targets = (1, []) if full else test_targets(build, m.tests)
+        if not matched:
             # Its tests are not in this build (the CUDA host tests need CUDA's headers).
             results.append((m, "skipped: its tests are not built here", [], 0.0))
             log(f"mutate: {m.name}: skipped, no test matching {m.tests} in this build")
@@ -728,8 +793,8 @@ def main():
         try:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(original.replace(m.old, m.new, 1))
-            targets = [] if full else ["--target"] + test_targets(build, m.tests)
-            if run(build_cmd + targets, logfile) != 0:
+            rebuild = full or bool(targets)  # tests that only run scripts need no build
+            if rebuild and run(build_cmd + ([] if full else ["--target"] + targets), logfile) != 0:
                 verdict, caught_by = "does not build", []
             else:
                 start = os.path.getsize(logfile)

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Tests of perf/compare on synthetic result files: a clear regression is flagged, noise is
-not, a correctness mismatch always is, an unknown machine or case is a new baseline, and too
-few repetitions give no verdict."""
+not, a correctness mismatch or a case that errored always is, an unknown machine, device,
+communicator or case is a new baseline, and too few repetitions give no verdict (and hide no
+regression elsewhere)."""
 import io
 import json
 import os
@@ -32,6 +33,8 @@ def result_file(directory, name, cases, context=None):
                      "suite": spec.get("suite", "ring"), "dtype": "float32", "shape": spec.get("shape", "S=1024")}
             if "correct" in spec:
                 entry["correct"] = spec["correct"]
+            if spec.get("error_occurred"):
+                entry["error_occurred"] = True  # Google Benchmark's SkipWithError
             benchmarks.append(entry)
         benchmarks.append({"name": case + "_median", "run_name": case, "run_type": "aggregate",
                            "aggregate_name": "median", "real_time": 1e9, "time_unit": "ms"})
@@ -104,6 +107,23 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(cases["ring/fwd/zigzag"]["verdict"], "regression")
         self.assertIn("wrong", cases["ring/fwd/zigzag"]["reason"])
 
+    def test_a_case_that_errored_is_a_regression(self):
+        new = result_file(self.dir.name, "new.json", {
+            "ring/fwd/zigzag": {"times_ms": noisy(100, 0.02, seed=1), "error_occurred": True},
+            "fwd float32 full": {"times_ms": noisy(50, 0.01, seed=2), "suite": "kernels"}})
+        code, cases, _ = self.run_compare(new)
+        self.assertEqual(code, 1)
+        self.assertEqual(cases["ring/fwd/zigzag"]["verdict"], "regression")
+
+    def test_a_regression_beside_too_few_repetitions_is_still_one(self):
+        new = result_file(self.dir.name, "new.json", {
+            "ring/fwd/zigzag": {"times_ms": noisy(125, 0.02, seed=3)},
+            "fwd float32 full": {"times_ms": noisy(50, 0.01, n=5, seed=4), "suite": "kernels"}})
+        code, cases, _ = self.run_compare(new)
+        self.assertEqual(cases["fwd float32 full"]["verdict"], "too-few")
+        self.assertEqual(cases["ring/fwd/zigzag"]["verdict"], "regression")
+        self.assertEqual(code, 1)
+
     def test_an_unknown_machine_is_a_new_baseline(self):
         other = dict(CONTEXT, cpu_model="Another CPU")
         new = result_file(self.dir.name, "new.json", {"ring/fwd/zigzag": {"times_ms": noisy(200, 0.02, seed=11)}},
@@ -114,19 +134,30 @@ class CompareTest(unittest.TestCase):
         self.assertIn("cpu_model", cases["ring/fwd/zigzag"]["reason"])
         self.assertEqual(cases["fwd float32 full"]["verdict"], "missing")
 
-    def test_a_gpu_run_is_not_compared_with_a_host_run(self):
-        host = result_file(self.dir.name, "host.json", {"main_job/fwd/zigzag": {"times_ms": noisy(100, 0.02, seed=17)}},
-                           context=dict(CONTEXT, device="host"))
-        gpu = result_file(self.dir.name, "gpu.json", {"main_job/fwd/zigzag": {"times_ms": noisy(300, 0.02, seed=18)}},
-                          context=dict(CONTEXT, device="cuda"))
+    def run_across(self, key, base_value, new_value):
+        """The main job's case measured with the context's `key` at two values (3x slower in
+        the second): exit code and the case's verdict."""
+        base = result_file(self.dir.name, "a.json", {"main_job/fwd/zigzag": {"times_ms": noisy(100, 0.02, seed=17)}},
+                           context=dict(CONTEXT, **{key: base_value}))
+        new = result_file(self.dir.name, "b.json", {"main_job/fwd/zigzag": {"times_ms": noisy(300, 0.02, seed=18)}},
+                          context=dict(CONTEXT, **{key: new_value}))
         verdict = os.path.join(self.dir.name, "verdict.json")
         with redirect_stdout(io.StringIO()):
-            code = compare.main([host, gpu, "--json-out", verdict])
-        self.assertEqual(code, 0)
+            code = compare.main([base, new, "--json-out", verdict])
         with open(verdict) as f:
-            case = json.load(f)["cases"][0]
+            return code, json.load(f)["cases"][0]
+
+    def test_a_gpu_run_is_not_compared_with_a_host_run(self):
+        code, case = self.run_across("device", "host", "cuda")
+        self.assertEqual(code, 0)
         self.assertEqual(case["verdict"], "new-baseline")
         self.assertIn("device", case["reason"])
+
+    def test_another_communicator_is_a_new_baseline(self):
+        code, case = self.run_across("communicator", "mpi", "nccl")
+        self.assertEqual(code, 0)
+        self.assertEqual(case["verdict"], "new-baseline")
+        self.assertIn("communicator", case["reason"])
 
     def test_an_unknown_case_or_shape_is_a_new_baseline(self):
         new = result_file(self.dir.name, "new.json", {

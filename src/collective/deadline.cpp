@@ -20,7 +20,7 @@ double timeout_from_environment() {
   const double value = std::strtod(text, &end);
   if (end == text || *end != '\0' || !(value >= 0.0) || value > 1e9) {
     fail(RFA_ERROR_INVALID_ARGUMENT, "RFA_TIMEOUT_S is '", text,
-         "'; it must be a number of seconds >= 0 (0: no deadline)");
+         "'; it must be a number of seconds from 0 to 1e9 (0: no deadline)");
   }
   return value;
 }

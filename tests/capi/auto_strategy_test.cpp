@@ -5,6 +5,7 @@
 // Automatic cases.)
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "capi_test_support.hpp"
 #include "rfa/rfa_mpi.h"
@@ -68,6 +69,54 @@ TEST(AutoStrategy, ReportsOnePlanEverywhereAndWhy) {
   EXPECT_EQ(one[0], '\0');
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_plan(ctx, shorter, 0), "capacity");
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
+const char* layout_name(rfa_layout_t layout) {
+  switch (layout) {
+    case RFA_LAYOUT_CONTIGUOUS: return "contiguous";
+    case RFA_LAYOUT_ZIGZAG: return "zigzag";
+    case RFA_LAYOUT_STRIPE: return "stripe";
+    case RFA_LAYOUT_BALANCED: return "balanced";
+  }
+  return "?";
+}
+
+// The layout the automatic strategy chose is the one the context reports, not the caller's:
+// the plan, which weighs every layout whatever the caller gave, is the same from the contiguous
+// and the stripe layout, so it differs from at least one of them; each time the reported layout
+// is the one the plan names ("automatic: <strategy>, <layout>: predicted ..."), and its rows
+// are the context's wherever the layout alone gives them.
+TEST(AutoStrategy, TheChosenLayoutIsReported) {
+  std::vector<std::string> chosen;
+  for (const rfa_layout_t callers : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_STRIPE}) {
+    SCOPED_TRACE(std::string("the caller's layout: ") + layout_name(callers));
+    rfa_options_t o = problem();
+    o.layout = callers;
+    rfa_context_t ctx = nullptr;
+    ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+    rfa_options_t got;
+    ASSERT_RFA_OK(rfa_options_init(&got));
+    ASSERT_RFA_OK(rfa_context_get_options(ctx, &got));
+    char text[512];
+    ASSERT_RFA_OK(rfa_context_get_plan(ctx, text, sizeof text));
+    const std::string plan = text;
+    const std::size_t comma = plan.find(", "), colon = plan.find(": predicted");
+    ASSERT_TRUE(comma != std::string::npos && colon != std::string::npos && comma < colon) << plan;
+    chosen.push_back(plan.substr(comma + 2, colon - comma - 2));
+    EXPECT_EQ(chosen.back(), layout_name(got.layout)) << plan;
+    if (got.strategy != RFA_STRATEGY_HYBRID && got.layout != RFA_LAYOUT_BALANCED) {
+      int64_t L = 0;
+      int position = -1;
+      ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
+      ASSERT_RFA_OK(rfa_context_get_position(ctx, &position));
+      std::vector<int64_t> mine(static_cast<std::size_t>(L)), from_layout(static_cast<std::size_t>(L));
+      ASSERT_RFA_OK(rfa_context_get_local_positions(ctx, mine.data(), L));
+      ASSERT_RFA_OK(rfa_layout_positions(got.layout, o.seq_total, world_size(), position, from_layout.data(), L));
+      EXPECT_EQ(mine, from_layout) << plan;
+    }
+    ASSERT_RFA_OK(rfa_context_destroy(ctx));
+  }
+  EXPECT_EQ(chosen[0], chosen[1]) << "the plan changed with the caller's layout";
 }
 
 TEST(AutoStrategy, AChosenStrategyIsSaidToBeTheCallers) {

@@ -132,6 +132,55 @@ std::vector<Case> cases() {
 
 INSTANTIATE_TEST_SUITE_P(Variants, CapiSoftcap, ::testing::ValuesIn(cases()), case_name);
 
+// Scores far above the cap over whole key tiles (no mask, blocks of 12 keys: a multiple of the
+// kernels' micro-tile rows, where the kernels take each tile's max from the score products):
+// q = k = 4 in every element and a scale of 1.5 give every score 192, capped at 1, so every key
+// weighs the same: out is the mean of v over the sequence and lse is 1 + ln(S), exactly as far
+// as fp32 goes. A max taken before the cap would leave every weight exp(1 - 192) = 0.
+TEST(CapiSoftcapLargeScores, WholeTilesFarAboveTheCapWeighEveryKeyAlike) {
+  rfa_options_t o = small_problem(RFA_LAYOUT_ZIGZAG, 12);
+  o.mask = RFA_MASK_NONE;
+  o.softmax_scale = 1.5;
+  o.softcap = 1.0;
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  int64_t L = 0;
+  ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
+  std::vector<int64_t> positions(static_cast<std::size_t>(L));
+  ASSERT_RFA_OK(rfa_context_get_local_positions(ctx, positions.data(), L));
+  const int64_t B = o.batch, H = o.heads, Hkv = o.kv_heads, D = o.head_dim, S = o.seq_total;
+  auto value = [](int64_t b, int64_t pos, int64_t g, int64_t x) {
+    return 0.1 * double((pos * 7 + b + g) % 11) + 0.01 * x;
+  };
+  std::vector<float> q(std::size_t(B * L * H * D), 4.0f), k(std::size_t(B * L * Hkv * D), 4.0f),
+      v(std::size_t(B * L * Hkv * D)), out(q.size()), lse(std::size_t(B * H * L));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t g = 0; g < Hkv; ++g)
+        for (int64_t x = 0; x < D; ++x)
+          v[std::size_t(((b * L + i) * Hkv + g) * D + x)] = float(value(b, positions[std::size_t(i)], g, x));
+  ASSERT_RFA_OK(rfa_forward(ctx, q.data(), k.data(), v.data(), out.data(), lse.data()));
+  double worst_out = 0, worst_lse = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t g = h / (H / Hkv);
+      for (int64_t i = 0; i < L; ++i) {
+        const float got_lse = lse[std::size_t((b * H + h) * L + i)];
+        worst_lse =
+            std::max(worst_lse, std::isfinite(got_lse) ? std::fabs(got_lse - (1.0 + std::log(double(S)))) : INFINITY);
+        for (int64_t x = 0; x < D; ++x) {
+          double mean = 0;
+          for (int64_t pos = 0; pos < S; ++pos) mean += value(b, pos, g, x) / double(S);
+          const float got = out[std::size_t(((b * L + i) * H + h) * D + x)];
+          worst_out = std::max(worst_out, std::isfinite(got) ? std::fabs(got - mean) : INFINITY);
+        }
+      }
+    }
+  EXPECT_LE(worst_out, 2e-6);
+  EXPECT_LE(worst_lse, 2e-6);
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
 // A cap must be 0 (none) or a positive value within fp32's range: anything else fails creation
 // on every rank, and so does a cap given on one rank only.
 TEST(CapiSoftcapRefusals, BadCapsFailCreationOnEveryRank) {

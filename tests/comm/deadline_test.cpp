@@ -222,6 +222,12 @@ TEST(Deadline, EnvironmentVariableIsReadAndChecked) {
   EXPECT_THROW(collective::timeout_from_environment(), Error);
   setenv("RFA_TIMEOUT_S", "-1", 1);
   EXPECT_THROW(collective::timeout_from_environment(), Error);
+  for (const char* trailing : {"30s", "1,5", "10 "}) {  // a number then more: refused, not read as the number
+    setenv("RFA_TIMEOUT_S", trailing, 1);
+    EXPECT_THROW(collective::timeout_from_environment(), Error) << trailing;
+  }
+  setenv("RFA_TIMEOUT_S", "2e9", 1);  // beyond 1e9 s
+  EXPECT_THROW(collective::timeout_from_environment(), Error);
   unsetenv("RFA_TIMEOUT_S");
   EXPECT_EQ(collective::timeout_from_environment(), collective::kDefaultTimeoutSeconds);
 }

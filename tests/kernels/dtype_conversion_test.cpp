@@ -51,6 +51,9 @@ TEST(Fp16, RoundingOverflowAndSubnormals) {
   EXPECT_EQ(to_float(from_float<fp16_t>(5.9604644775390625e-8f)), 5.9604644775390625e-8f);  // 2^-24
   EXPECT_EQ(to_float(from_float<fp16_t>(2.9802322387695312e-8f)), 0.0f);                    // 2^-25 ties to even (0)
   EXPECT_EQ(to_float(from_float<fp16_t>(1.0f + 0.00048828125f)), 1.0f);                     // halfway, ties to even
+  // 1 + 3*2^-11 lies halfway between 1 + 2^-10 and 1 + 2^-9: ties to even (up), either sign.
+  EXPECT_EQ(from_float<fp16_t>(1.0f + 3 * 0.00048828125f).bits, 0x3C02);
+  EXPECT_EQ(from_float<fp16_t>(-1.0f - 3 * 0.00048828125f).bits, 0xBC02);
   EXPECT_EQ(to_float(from_float<fp16_t>(0.1f)), 0.0999755859375f);
 }
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # scripts/multinode/nodes.sh itself: host names and placement, exit codes passed through, the
-# limit, nothing left behind after a normal end, a failure, a TERM or a SIGKILL (the next run
-# removes what a killed harness left), nothing made in this machine's own namespace, bad usage
-# refused. Skips (77) where namespaces cannot be made.
+# limit, nothing left behind after a normal end, a failure (a pending fault's watcher included),
+# a TERM or a SIGKILL (the next run removes what a killed harness left), nothing made in this
+# machine's own namespace, bad usage refused. Skips (77) where namespaces cannot be made.
 #   harness_test.sh NODES_SH
 set -uo pipefail
 nodes_sh=${1:?nodes.sh}
@@ -41,6 +41,11 @@ check "Open MPI gets 4 TCP connections per pair of ranks, or --tcp-links" \
 bash "$nodes_sh" --quiet --nodes 2 -- sh -c 'exit 3' >/dev/null 2>&1
 check "a failing program's exit code comes back" test $? -eq 3
 check "nothing is left after a failure" test "$(ours)" -eq 0
+# A fault whose mark never appears (the program fails first): its watcher ends with the harness.
+bash "$nodes_sh" --quiet --nodes 2 --fault "on=never$$,action=down" -- sh -c 'exit 3' >/dev/null 2>&1
+check "a failing program's exit code comes back beside a pending fault" test $? -eq 3
+sleep 0.5
+check "... and no fault watcher outlives the harness" test "$(pgrep -c -f "on=never$$")" -eq 0
 start=$SECONDS
 bash "$nodes_sh" --quiet --nodes 2 --limit 2 -- sleep 60 >/dev/null 2>&1
 status=$?

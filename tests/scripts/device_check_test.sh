@@ -4,9 +4,9 @@
 # compute-sanitizer are stand-ins that report their arguments and the kernel choice they were
 # given. A device call is scarce, so what is checked here is what would waste one: every suite
 # pinned to its kernel choice, verdicts appended as each step ends (a killed call keeps them),
-# few result files, valid JSON, a refused sanitizer "not available" and not a failure, a test
-# that skips for want of a GPU a failure, a hung step cut at its phase's budget with the rest
-# "not run", and the million-token run sized to the card.
+# few result files, valid JSON, a refused sanitizer "not available" and not a failure (one that
+# finds errors a failure), a test that skips for want of a GPU a failure, a hung step cut at its
+# phase's budget with the rest "not run", and the million-token run sized to the card.
 #   bash device_check_test.sh path/to/device_check.sh
 set -uo pipefail
 script=${1:?usage: device_check_test.sh path/to/device_check.sh}
@@ -32,6 +32,7 @@ FAKE
 cat >"$fakes/compute-sanitizer" <<'FAKE'
 #!/bin/bash
 [ "${FAKE_SANITIZER:-}" = refuse ] && { echo "========= Error: Device not supported"; exit 1; }
+[ "${FAKE_SANITIZER:-}" = errors ] && { echo "========= ERROR SUMMARY: 3 errors"; exit 1; }
 while [[ "$1" == --* ]]; do case $1 in --tool|--error-exitcode) shift ;; esac; shift; done
 echo "compute-sanitizer over:"
 "$@"
@@ -103,6 +104,12 @@ rc=$?
 check "sanitizer refused: exit code 0" [ $rc -eq 0 ]
 check "sanitizer refused: memcheck not available" [ "$(verdict "$tmp/out2" memcheck.engine)" = "not available" ]
 check "check alone: no perf steps" [ ! -e "$tmp/out2/perf.log" ]
+
+# 2b. A sanitizer that runs and finds errors: FAILED, and the check fails.
+run_check "$tmp/out2b" FAKE_SANITIZER=errors bash "$script" --bundle "$bundle" check
+rc=$?
+check "sanitizer errors: nonzero exit code" [ $rc -ne 0 ]
+check "sanitizer errors: memcheck FAILED" [ "$(verdict "$tmp/out2b" memcheck.engine)" = "FAILED (rc 1)" ]
 
 # 3. A test that skips for want of a GPU (77) fails, and the steps after it still run.
 run_check "$tmp/out3" FAKE_FAIL=rfa_cudnn_attention_test FAKE_RC=77 bash "$script" --bundle "$bundle" check
