@@ -160,6 +160,27 @@ TEST(RunOptions, TheDefaultSequenceFitsTheRanksAndSaysSo) {
   EXPECT_EQ(explicit_seq.seq, 8192);
 }
 
+// The balanced layout splits into 8 chunks a rank: the default 8192 becomes 8184 = 341 x 24 at P = 3.
+TEST(RunOptions, TheDefaultSequenceFitsTheBalancedLayoutsChunks) {
+  char prog[] = "rfa_run", flag[] = "--layout", value[] = "balanced";
+  char* argv[] = {prog, flag, value, nullptr};
+  RunOptions o = parse_run_options(3, argv);
+  const std::string note = fit_default_seq(o, 3);
+  EXPECT_EQ(o.seq, 8184);
+  EXPECT_NE(note.find("8P = 24"), std::string::npos) << note;
+}
+
+// A grid mask sets the length to its points: 8 x 4 x 2 of them in three dimensions.
+TEST(RunOptions, AGridMaskOfThreeExtentsHasTheirProductOfTokens) {
+  char prog[] = "rfa_run", flag[] = "--mask", value[] = "grid:8x4x2:1";
+  char* argv[] = {prog, flag, value, nullptr};
+  const RunOptions o = parse_run_options(3, argv);
+  EXPECT_EQ(o.seq, 64);
+  char plane[] = "grid:8x4:1";
+  char* flat[] = {prog, flag, plane, nullptr};
+  EXPECT_EQ(parse_run_options(3, flat).seq, 32);
+}
+
 TEST(RunOptions, BadFlagsAreNamed) {
   char prog[] = "rfa_run", bogus[] = "--bogus";
   char* argv[] = {prog, bogus, nullptr};

@@ -91,6 +91,9 @@ TEST(DocumentLists, RejectsOffsetsThatDoNotCutTheBoundariesIntoTheEntriesLists) 
   expect_lists({0, 100}, {0, 2}, -5, "(batch is -5)");
   expect_lists({0, 100, 0, 100}, {1, 2, 4}, 2, "offsets[0] is 1");
   expect_lists({0, 100, 0, 100}, {0, 3, 2, 4}, 3, "offsets[2] = 2 is smaller than offsets[1] = 3");
+  // Falling at the last entry, with the last offset right: refused before entry 1's list reads
+  // bounds[4], past the array.
+  expect_lists({0, 100, 0, 100}, {0, 2, 5, 4}, 3, "offsets[3] = 4 is smaller than offsets[2] = 5");
   expect_lists({0, 100, 0, 100}, {0, 2, 3}, 2, "offsets[2] = 3 but the last offset must be bounds's count (4)");
   // Each entry's list is checked as a list of its own, named by its place.
   expect_lists({0, 100, 0, 50}, {0, 2, 4}, 2, "bounds[2 .. 4) (batch entry 1's list)[1] = 50");

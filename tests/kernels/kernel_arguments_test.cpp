@@ -95,6 +95,13 @@ TEST(KernelArguments, BadPositionMaps) {
   p = good();
   p.k_pos = PositionMap::one({0, 0, 16});
   expect_rejected(p, Buffers(good()), RFA_ERROR_INVALID_ARGUMENT, "stride 0");
+  // Segments whose lengths add up to the rows, one of them negative: 17 - 1 = 16.
+  p = good();
+  p.k_pos = PositionMap::two({0, 1, 17}, {100, 1, -1});
+  expect_rejected(p, Buffers(good()), RFA_ERROR_INVALID_ARGUMENT, "segment 1 has negative length -1");
+  p = good();
+  p.q_pos = PositionMap::one({-1, 1, 16});
+  expect_rejected(p, Buffers(good()), RFA_ERROR_INVALID_ARGUMENT, "starts at negative position -1");
 }
 
 TEST(KernelArguments, BadScaleAndMask) {

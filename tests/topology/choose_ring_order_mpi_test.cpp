@@ -231,6 +231,23 @@ TEST(ChooseRingOrder, DifferentPoliciesOnDifferentRanksFailOnEveryRank) {
       "different ring order policies");
 }
 
+// Rank 0 leaves the file out (it would then read RFA_RING_ORDER, a collective the others skip):
+// every rank fails at once, naming the disagreement, before any collective differs. (A short
+// deadline, so a mismatch costs seconds, not the default's minutes.)
+TEST(ChooseRingOrder, AFileNamedOnSomeRanksOnlyFailsOnEveryRank) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  SharedTempFile file("some");
+  file.write(as_lines(identity_order(world_size())));
+  ScopedEnv unset(env_name(Env::ring_order), nullptr);
+  ScopedEnv deadline(env_name(Env::timeout_s), "5");
+  RingOrderOptions options;
+  options.policy = RFA_RING_ORDER_FILE;
+  if (world_rank() != 0) options.order_file = file.path();
+  expect_error_on_every_rank(
+      RFA_ERROR_INVALID_USAGE, [&options] { choose_ring_order(MPI_COMM_WORLD, options); },
+      "some ranks name a ring order file and others do not");
+}
+
 TEST(ChooseRingOrder, BadPciBusIdOnOneRankFailsOnEveryRank) {
   const bool last = world_rank() == world_size() - 1;
   expect_error_on_every_rank(

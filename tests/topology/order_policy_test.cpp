@@ -51,6 +51,8 @@ TEST(OrderPolicy, OrderTextIsAPermutation) {
   EXPECT_EQ(parse_order_text("2\n0\n1\n", 3, "f"), (std::vector<int>{2, 0, 1}));
   EXPECT_EQ(parse_order_text("# ring for job 7\n 1 \n\n0  # head\n", 2, "f"), (std::vector<int>{1, 0}));
   EXPECT_EQ(parse_order_text("0", 1, "f"), (std::vector<int>{0}));  // no final newline
+  // Written on another system or by hand: CRLF line ends and tabs around a rank.
+  EXPECT_EQ(parse_order_text("1\r\n\t0\t# head\r\n", 2, "f"), (std::vector<int>{1, 0}));
 }
 
 TEST(OrderPolicy, BadOrderTextNamesFileAndLine) {
