@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# scripts/gpu/build_bundle.sh --dry-run on a stand-in build tree: the programs that need only
+# the CUDA kernels (the first five of its list) must be there, and one missing fails the dry run
+# naming it; the others (they need a CUDA-enabled Kokkos) may be missing, and the dry run lists
+# them and goes on to stage Open MPI (here a stand-in apt-get that fails, so the run ends
+# there, having passed the programs' check). CI's own dry run stages everything for real.
+#   bash build_bundle_test.sh path/to/build_bundle.sh
+set -uo pipefail
+script=${1:?build_bundle.sh}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/scripts/checks.sh
+source "$here/checks.sh"
+
+fakes=$tmp/fakes
+mkdir -p "$fakes"
+printf '#!/bin/sh\necho "stand-in apt-get: no network here" >&2\nexit 100\n' >"$fakes/apt-get"
+chmod +x "$fakes/apt-get"
+build=$tmp/build
+kernel_programs=(tests/cuda/rfa_cuda_kernel_test tests/cuda/rfa_cudnn_attention_test
+  tests/cuda/rfa_hopper_fragment_views_test perf/cuda/rfa_cuda_kernel_bench perf/cuda/rfa_cuda_ring_step_bench)
+make_programs() {
+  rm -rf "$build"
+  local p
+  for p in "$@"; do
+    mkdir -p "$build/$(dirname "$p")"
+    printf '#!/bin/sh\nexit 0\n' >"$build/$p"
+    chmod +x "$build/$p"
+  done
+}
+dry_run() {
+  PATH="$fakes:$PATH" bash "$script" --dry-run --from-build "$build" --bundle "$tmp/bundle" --cache "$tmp/cache" \
+    >"$tmp/out" 2>&1
+}
+
+# 1. The fifth kernel program missing: refused, named.
+make_programs "${kernel_programs[@]:0:4}"
+dry_run
+check "a kernel program missing: exit code 1" [ $? -eq 1 ]
+check "... naming it" grep -q "rfa_cuda_ring_step_bench is missing" "$tmp/out"
+cp "$tmp/out" "$tmp/log"
+
+# 2. The five kernel programs there, the engine's missing: listed, and the run goes on to Open MPI.
+make_programs "${kernel_programs[@]}"
+dry_run
+check "the engine's programs missing: listed as needing a CUDA-enabled Kokkos" \
+  grep -q "need a CUDA-enabled Kokkos): capi_cuda_test rfa_device_strategies_test comm_nccl_communicator_test rfa_example_cuda_c rfa_run" "$tmp/out"
+check "... no program refused" sh -c "! grep -q 'is missing' '$tmp/out'"
+check "... and the run went on to stage Open MPI" grep -q "apt-get download failed" "$tmp/out"
+cat "$tmp/out" >>"$tmp/log"
+checks_done "$tmp/log"
