@@ -5,11 +5,14 @@
 #                 mpiexec, one rank per core; flags go to rfa_run
 #   test [args]   builds everything (tests, benchmarks, docs) and runs the whole test suite
 #                 through ctest, one test per core at a time (RFA_JOBS); args go to ctest
-# Both are idempotent: a second run installs nothing and rebuilds only what changed.
+#   build [args]  builds what test [args] would, and runs nothing (CI builds its later passes
+#                 while the first one's tests run)
+# Each is idempotent: a second run installs nothing and rebuilds only what changed.
 # Environment: RFA_BUILD_DIR (default ./build), RFA_RANKS (default: one per core, at least 2),
 # RFA_CMAKE_ARGS (extra configure flags, e.g. "-DRFA_ENABLE_CUDA=OFF"), RFA_JOBS (default: cores),
-# RFA_BUILD_ONLY_SELECTED=1 (test: build only the programs of the tests the args select, and no
-# docs unless they select a docs test: scripts/selected_test_targets.py; CI's sanitizer pass).
+# RFA_BUILD_ONLY_SELECTED=1 (test, build: build only the programs of the tests the args select,
+# and no docs unless they select a docs test: scripts/selected_test_targets.py; CI's sanitizer
+# pass).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,16 +24,22 @@ mode=${1:-}
 # The usage text is the header comment above (less its licence line): from its second line
 # up to the first line that is not a comment, without the leading "# ".
 usage() {
-  echo "usage: bash scripts/quickstart.sh run|test [flags]"
+  echo "usage: bash scripts/quickstart.sh run|test|build [flags]"
   awk '/SPDX-License-Identifier/ { next } NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' \
     "${BASH_SOURCE[0]}"
 }
 case "$mode" in
-  run|test) ;;
+  run|test|build) ;;
   -h|--help|help) usage; exit 0 ;;
   "") { echo "quickstart: no mode given"; usage; } >&2; exit 2 ;;
   *) { echo "quickstart: unknown mode '$mode'"; usage; } >&2; exit 2 ;;
 esac
+# build is test without the tests' run.
+run_tests=1
+if [ "$mode" = build ]; then
+  mode=test
+  run_tests=0
+fi
 
 # What the library and the main job need; the test suite, the benchmarks' peer comparison and
 # plots (perf/compare, perf/plot: numpy, scipy, matplotlib), the docs and the tests across
@@ -95,6 +104,7 @@ case "$mode" in
     if [ "${RFA_BUILD_ONLY_SELECTED:-0}" != 1 ] || grep -qE '^ +Test +#' <<<"$docs_tests"; then
       cmake --build "$build" --target docs
     fi
+    [ "$run_tests" = 1 ] || exit 0
     # One test per core at a time: an MPI test counts as many cores as it has ranks (its
     # PROCESSORS property), and one with more ranks than cores runs alone.
     exec ctest --test-dir "$build" --output-on-failure --parallel "$jobs" "$@"

@@ -3,7 +3,9 @@
 # quickstart.sh run with stand-ins for the tools it calls (dpkg-query says every package is
 # there, cmake does nothing, nproc gives the cores, mpiexec prints its arguments): the job runs
 # on one rank per core and at least 2 (so there is a ring), RFA_RANKS overrides that, and the
-# flags reach rfa_run.
+# flags reach rfa_run. quickstart.sh build and test (cmake and ctest log their arguments, the
+# GPU headers' download fails): build builds everything, the docs too, and runs no test; test
+# builds the same and runs the suite with its arguments.
 #   quickstart_run_test.sh QUICKSTART_SH
 set -u
 script=$1
@@ -30,4 +32,22 @@ for case in "1 2" "2 2" "3 3" "4 4"; do
 done
 line=$(run 4 RFA_RANKS=3) || fail "no mpiexec line with RFA_RANKS"
 grep -q -- "-np 3 " <<<"$line" || fail "RFA_RANKS=3 on 4 cores: expected -np 3, got: $line"
+# build and test: what cmake and ctest were asked (a ctest listing, -N, runs nothing).
+stand_in cmake 'echo "cmake $*" >>"$FAKE_LOG"'
+stand_in ctest 'echo "ctest $*" >>"$FAKE_LOG"'
+stand_in no-python 'exit 1'
+for mode in build test; do
+  log=$tmp/$mode.log
+  : >"$log"
+  env PATH="$tmp/fakes:$PATH" FAKE_CORES=2 FAKE_LOG="$log" PYTHON=no-python RFA_BUILD_DIR="$tmp/build-$mode" \
+    bash "$script" $mode -R some_test >"$tmp/$mode.out" 2>&1 || fail "quickstart.sh $mode failed: $(cat "$tmp/$mode.out")"
+  grep -qE "^cmake --build $tmp/build-$mode -j 2$" "$log" || fail "$mode: no build of everything: $(cat "$log")"
+  grep -qE "^cmake --build $tmp/build-$mode --target docs$" "$log" || fail "$mode: the docs not built: $(cat "$log")"
+  runs=$(grep '^ctest' "$log" | grep -v -- ' -N ')
+  if [ $mode = build ]; then
+    [ -z "$runs" ] || fail "build ran tests: $runs"
+  else
+    grep -q -- "--parallel 2 -R some_test$" <<<"$runs" || fail "test: no ctest run with its arguments: $(cat "$log")"
+  fi
+done
 echo "quickstart_run_test: ok"
