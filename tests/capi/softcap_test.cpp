@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "capi_reference.hpp"
@@ -132,13 +133,16 @@ std::vector<Case> cases() {
 
 INSTANTIATE_TEST_SUITE_P(Variants, CapiSoftcap, ::testing::ValuesIn(cases()), case_name);
 
-// Scores far above the cap over whole key tiles (no mask, blocks of 12 keys: a multiple of the
-// kernels' micro-tile rows, where the kernels take each tile's max from the score products):
-// q = k = 4 in every element and a scale of 1.5 give every score 192, capped at 1, so every key
-// weighs the same: out is the mean of v over the sequence and lse is 1 + ln(S), exactly as far
-// as fp32 goes. A max taken before the cap would leave every weight exp(1 - 192) = 0.
-TEST(CapiSoftcapLargeScores, WholeTilesFarAboveTheCapWeighEveryKeyAlike) {
-  rfa_options_t o = small_problem(RFA_LAYOUT_ZIGZAG, 12);
+// Scores far above the cap over whole key tiles and partial ones (no mask; blocks of 12 keys, a
+// multiple of the kernels' micro-tile rows, where the kernels take each tile's max from the score
+// products, and of 11 and 13, one either side, whose last tile is partial): q = k = 4 in every
+// element and a scale of 1.5 give every score 192, capped at 1, so every key weighs the same:
+// out is the mean of v over the sequence and lse is 1 + ln(S), exactly as far as fp32 goes. A
+// max taken before the cap would leave every weight exp(1 - 192) = 0.
+class CapiSoftcapLargeScores : public ::testing::TestWithParam<std::pair<rfa_layout_t, int64_t>> {};
+
+TEST_P(CapiSoftcapLargeScores, TilesFarAboveTheCapWeighEveryKeyAlike) {
+  rfa_options_t o = small_problem(GetParam().first, GetParam().second);
   o.mask = RFA_MASK_NONE;
   o.softmax_scale = 1.5;
   o.softcap = 1.0;
@@ -180,6 +184,11 @@ TEST(CapiSoftcapLargeScores, WholeTilesFarAboveTheCapWeighEveryKeyAlike) {
   EXPECT_LE(worst_lse, 2e-6);
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
 }
+
+INSTANTIATE_TEST_SUITE_P(KeysPerRank, CapiSoftcapLargeScores,
+                         ::testing::Values(std::make_pair(RFA_LAYOUT_ZIGZAG, int64_t(12)),
+                                           std::make_pair(RFA_LAYOUT_CONTIGUOUS, int64_t(11)),
+                                           std::make_pair(RFA_LAYOUT_CONTIGUOUS, int64_t(13))));
 
 // A cap must be 0 (none) or a positive value within fp32's range: anything else fails creation
 // on every rank, and so does a cap given on one rank only.
