@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Fuzzes the C API's argument checks with libFuzzer for a bounded time (CI runs it):
 #   bash scripts/fuzz.sh [SECONDS]   (default 60)
-#   bash scripts/fuzz.sh --build-only   (installs and builds, runs nothing: CI builds it early)
+#   bash scripts/fuzz.sh --build-only     (installs and builds, runs nothing: CI builds it early)
+#   bash scripts/fuzz.sh --install-only   (installs what it needs, builds nothing)
 # Installs clang-14 and its compiler-rt if missing (Debian 12), builds the harness
 # (tests/fuzz/capi_fuzzer.cpp) with ASan + UBSan in $RFA_FUZZ_BUILD_DIR (default ./build-fuzz),
 # replays the seed corpus (tests/fuzz/corpus), then fuzzes from it into a scratch corpus.
@@ -13,16 +14,20 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${RFA_FUZZ_BUILD_DIR:-$here/build-fuzz}
 seconds=${1:-60}
-build_only=0
-[ "$seconds" != --build-only ] || build_only=1
-if [ "$build_only" = 0 ] && ! [[ "$seconds" =~ ^[0-9]+$ ]]; then
-  echo "fuzz: SECONDS must be a whole number of seconds, not '$seconds'" >&2
-  exit 2
-fi
+case $seconds in
+  --build-only | --install-only) ;;
+  *)
+    if ! [[ "$seconds" =~ ^[0-9]+$ ]]; then
+      echo "fuzz: SECONDS must be a whole number of seconds, not '$seconds'" >&2
+      exit 2
+    fi
+    ;;
+esac
 
 # shellcheck source=scripts/install_debian_packages.sh
 source "$here/scripts/install_debian_packages.sh"
 install_debian_packages fuzz clang-14 libclang-rt-14-dev
+[ "$seconds" != --install-only ] || exit 0
 
 mkdir -p "$build"
 # Line tables are all a report's stack needs (cmake/RfaCompilerFlags.cmake sets -O1 for fuzzing).
@@ -32,7 +37,7 @@ CC=clang-14 CXX=clang++-14 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWi
   -DRFA_ENABLE_CUDA=OFF -DRFA_ENABLE_FORTRAN=OFF -DRFA_ENABLE_BENCHMARKS=OFF -DRFA_ENABLE_DOCS=OFF \
   -DRFA_ENABLE_NATIVE=OFF >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
 cmake --build "$build" -j "$(nproc)" --target rfa_capi_fuzzer
-[ "$build_only" = 0 ] || exit 0
+[ "$seconds" != --build-only ] || exit 0
 
 # Open MPI keeps some allocations until MPI_Finalize, which a fuzzer never reaches: the
 # suppressions name them (tests/fuzz/lsan.supp); rfa's own allocations are all checked.

@@ -13,12 +13,15 @@ install_debian_packages() {
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   echo "$who: installing ${missing[*]}"
+  # Another installer at work (CI's background build installing Clang, say) is waited for, up to
+  # 10 minutes, instead of failing on its lock.
+  local wait_for_lock=(-o DPkg::Lock::Timeout=600)
   if [ "$(id -u)" -eq 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    apt-get "${wait_for_lock[@]}" update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get "${wait_for_lock[@]}" install -y -qq --no-install-recommends "${missing[@]}"
   elif command -v sudo >/dev/null; then
-    sudo apt-get update -qq
-    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    sudo apt-get "${wait_for_lock[@]}" update -qq
+    sudo DEBIAN_FRONTEND=noninteractive apt-get "${wait_for_lock[@]}" install -y -qq --no-install-recommends "${missing[@]}"
   else
     echo "$who: missing Debian packages; as root run: apt-get install ${missing[*]}" >&2
     exit 1

@@ -39,7 +39,7 @@ stand_in no-python 'exit 1'
 for mode in build test; do
   log=$tmp/$mode.log
   : >"$log"
-  env PATH="$tmp/fakes:$PATH" FAKE_CORES=2 FAKE_LOG="$log" PYTHON=no-python RFA_BUILD_DIR="$tmp/build-$mode" \
+  env -u RFA_JOBS -u RFA_BUILD_ONLY_SELECTED -u RFA_CMAKE_ARGS PATH="$tmp/fakes:$PATH" FAKE_CORES=2 FAKE_LOG="$log" PYTHON=no-python RFA_BUILD_DIR="$tmp/build-$mode" \
     bash "$script" $mode -R some_test >"$tmp/$mode.out" 2>&1 || fail "quickstart.sh $mode failed: $(cat "$tmp/$mode.out")"
   grep -qE "^cmake --build $tmp/build-$mode -j 2$" "$log" || fail "$mode: no build of everything: $(cat "$log")"
   grep -qE "^cmake --build $tmp/build-$mode --target docs$" "$log" || fail "$mode: the docs not built: $(cat "$log")"
