@@ -14,8 +14,10 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${RFA_FUZZ_BUILD_DIR:-$here/build-fuzz}
 seconds=${1:-60}
+stop_after=fuzzing
 case $seconds in
-  --build-only | --install-only) ;;
+  --build-only) stop_after=build ;;
+  --install-only) stop_after=install ;;
   *)
     if ! [[ "$seconds" =~ ^[0-9]+$ ]]; then
       echo "fuzz: SECONDS must be a whole number of seconds, not '$seconds'" >&2
@@ -27,7 +29,7 @@ esac
 # shellcheck source=scripts/install_debian_packages.sh
 source "$here/scripts/install_debian_packages.sh"
 install_debian_packages fuzz clang-14 libclang-rt-14-dev
-[ "$seconds" != --install-only ] || exit 0
+[ "$stop_after" != install ] || exit 0
 
 mkdir -p "$build"
 # Line tables are all a report's stack needs (cmake/RfaCompilerFlags.cmake sets -O1 for fuzzing).
@@ -37,7 +39,7 @@ CC=clang-14 CXX=clang++-14 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWi
   -DRFA_ENABLE_CUDA=OFF -DRFA_ENABLE_FORTRAN=OFF -DRFA_ENABLE_BENCHMARKS=OFF -DRFA_ENABLE_DOCS=OFF \
   -DRFA_ENABLE_NATIVE=OFF >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
 cmake --build "$build" -j "$(nproc)" --target rfa_capi_fuzzer
-[ "$seconds" != --build-only ] || exit 0
+[ "$stop_after" != build ] || exit 0
 
 # Open MPI keeps some allocations until MPI_Finalize, which a fuzzer never reaches: the
 # suppressions name them (tests/fuzz/lsan.supp); rfa's own allocations are all checked.
