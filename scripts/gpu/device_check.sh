@@ -281,11 +281,13 @@ check_phase() {
   done
   settle
   # The sanitizer on the engine with documents and windows (every kernel choice's step
-  # skipping and device boundaries) and on both kernel paths' masked cases.
+  # skipping and device boundaries), on both kernel paths' masked cases, and on every head dim
+  # but 64 and 128 (their window and documents cases: the query fragments in shared memory, the
+  # two-pass backward).
   step memcheck.engine 150 tool RFA_TRANSPORT=mpi $(choice_env rfa) -- $(ranks 1) compute-sanitizer \
     --tool memcheck --error-exitcode 1 "$bin/capi_cuda_test" --gtest_brief=1 --gtest_filter='*documents*:*window*'
   step memcheck.kernels 120 tool -- compute-sanitizer --tool memcheck --error-exitcode 1 \
-    "$bin/rfa_cuda_kernel_test" --require-path sm90 --filter "documents + window"
+    "$bin/rfa_cuda_kernel_test" --require-path sm90 --filter "documents + window|window 37 + documents"
 }
 
 # ---------------------------------------------------------------- perf
@@ -362,10 +364,11 @@ million_phase() {
 # ---------------------------------------------------------------- profile
 profile_phase() {
   begin_phase profile "${RFA_BUDGET_PROFILE:-240}"
-  # Races in the kernels (both paths), then Nsight Compute on one launch of each forward and
-  # backward kernel (sm80 and sm90; full, then causal): the sections that say what bounds it.
+  # Races in the kernels (both paths, and the sm80 kernels' other head dims), then Nsight
+  # Compute on one launch of each forward and backward kernel (sm80 and sm90; full, then
+  # causal): the sections that say what bounds it.
   step racecheck 120 tool -- compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/rfa_cuda_kernel_test" \
-    --require-path sm90 --filter "zigzag q(rank 1)"
+    --require-path sm90 --filter "zigzag q(rank 1)|window 37 + documents"
   step ncu.kernels 200 tool -- ncu --clock-control none \
     --kernel-name regex:'flash_forward_kernel|forward_sm90_kernel|flash_backward_kernel|backward_sm90_kernel' \
     --launch-skip 0 --launch-count 8 --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \

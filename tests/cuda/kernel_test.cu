@@ -357,20 +357,22 @@ void run_strided_case(const Case& c) {
   const ref::Problem& p = r.p;
   const std::vector<double>&q = r.q, &k = r.k, &v = r.v;
   const std::vector<double>&ref_out = r.ref_out, &ref_lse = r.ref_lse, &low_out = r.low_out;
-  const std::int64_t d = c.head_dim, row = static_cast<std::int64_t>(c.heads) * d, pad = 8;
-  const std::int64_t q_batch = c.seq_q * row + pad, kv_row = 2 * static_cast<std::int64_t>(c.kv_heads) * d;
+  // A K/V row holds every K/V head's key (head_dim wide) and then every one's value (the value
+  // head dim wide), as a fused K/V projection leaves them.
+  const std::int64_t d = c.head_dim, dv = c.dv(), row = static_cast<std::int64_t>(c.heads) * d, pad = 8;
+  const std::int64_t q_batch = c.seq_q * row + pad, k_width = c.kv_heads * d, v_width = c.kv_heads * dv,
+                     kv_row = k_width + v_width;
   std::vector<double> q_padded(static_cast<std::size_t>(c.batch * q_batch), 0.0);
   std::vector<double> kv(static_cast<std::size_t>(c.batch * c.seq_k * kv_row), 0.0);
   for (int b = 0; b < c.batch; ++b) {
     for (std::int64_t i = 0; i < c.seq_q * row; ++i) q_padded[b * q_batch + i] = q[b * c.seq_q * row + i];
-    for (std::int64_t t = 0; t < c.seq_k; ++t)
-      for (std::int64_t i = 0; i < c.kv_heads * d; ++i) {
-        const std::size_t from = (b * c.seq_k + t) * c.kv_heads * d + i, to = (b * c.seq_k + t) * kv_row + i;
-        kv[to] = k[from];
-        kv[to + c.kv_heads * d] = v[from];
-      }
+    for (std::int64_t t = 0; t < c.seq_k; ++t) {
+      const std::int64_t token = b * c.seq_k + t;
+      for (std::int64_t i = 0; i < k_width; ++i) kv[token * kv_row + i] = k[token * k_width + i];
+      for (std::int64_t i = 0; i < v_width; ++i) kv[token * kv_row + k_width + i] = v[token * v_width + i];
+    }
   }
-  DeviceArray dq(c.dtype, q_padded.size()), dkv(c.dtype, kv.size()), out(c.dtype, q.size()),
+  DeviceArray dq(c.dtype, q_padded.size()), dkv(c.dtype, kv.size()), out(c.dtype, p.out_size()),
       lse(RFA_CUDA_FP32, p.lse_size());
   dq.upload(q_padded);
   dkv.upload(kv);
@@ -380,8 +382,9 @@ void run_strided_case(const Case& c) {
   f.q = dq.get();
   f.q_strides = {q_batch, row, d};
   f.k = dkv.get();
-  f.v = static_cast<char*>(dkv.get()) + c.kv_heads * d * 2;
-  f.k_strides = f.v_strides = {c.seq_k * kv_row, kv_row, d};
+  f.v = static_cast<char*>(dkv.get()) + k_width * 2;  // 16-bit elements
+  f.k_strides = {c.seq_k * kv_row, kv_row, d};
+  f.v_strides = {c.seq_k * kv_row, kv_row, dv};
   f.out = out.get();
   f.out_dtype = c.dtype;
   f.lse = lse.as_float();
@@ -397,11 +400,11 @@ void run_strided_case(const Case& c) {
   }
 
   // The backward on the same strided inputs (dO contiguous), fp32 gradients accumulated from 0.
-  const std::vector<double> dout = random_values(c.dtype, q.size());
+  const std::vector<double> dout = random_values(c.dtype, p.out_size());
   std::vector<double> ref_dq, ref_dk, ref_dv, low_dq, low_dk, low_dv;
   ref::backward(p, q, k, v, dout, ref_dq, ref_dk, ref_dv);
   ref::backward(low_precision(p, c.dtype), q, k, v, dout, low_dq, low_dk, low_dv);
-  DeviceArray ddout(c.dtype, dout.size()), out32(RFA_CUDA_FP32, q.size()), delta(RFA_CUDA_FP32, p.lse_size());
+  DeviceArray ddout(c.dtype, dout.size()), out32(RFA_CUDA_FP32, dout.size()), delta(RFA_CUDA_FP32, p.lse_size());
   ddout.upload(dout);
   f.path = RFA_CUDA_PATH_SM80;
   f.out = out32.get();
@@ -418,7 +421,8 @@ void run_strided_case(const Case& c) {
   bp.q_strides = f.q_strides;
   bp.k = f.k;
   bp.v = f.v;
-  bp.k_strides = bp.v_strides = f.k_strides;
+  bp.k_strides = f.k_strides;
+  bp.v_strides = f.v_strides;
   bp.dout = ddout.get();
   bp.lse = lse.as_float();
   bp.delta = delta.as_float();
@@ -555,27 +559,39 @@ void run_argument_checks() {
 
 }  // namespace
 
-// usage: rfa_cuda_kernel_test [--filter SUBSTRING] [--require-path sm90]
-//   --filter: only the GPU cases whose name contains it (e.g. to keep a compute-sanitizer run short)
+// usage: rfa_cuda_kernel_test [--filter SUBSTRING[|SUBSTRING...]] [--require-path sm90]
+//   --filter: only the GPU cases whose name contains one of the substrings ('|' between them; e.g.
+//   to keep a compute-sanitizer run short)
 //   --require-path sm90: fail, rather than test the sm_80 kernels alone, where the Hopper kernels
 //   cannot run (not in this build, or a device that is not 9.x): a check that asks for them
 //   must not pass without them
 int main(int argc, char** argv) {
-  std::string filter;
+  std::vector<std::string> filters;
   bool require_sm90 = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--filter" && i + 1 < argc) {
-      filter = argv[++i];
+      const std::string list = argv[++i];
+      for (std::size_t from = 0;;) {
+        const std::size_t bar = list.find('|', from);
+        filters.push_back(list.substr(from, bar == std::string::npos ? std::string::npos : bar - from));
+        if (bar == std::string::npos) break;
+        from = bar + 1;
+      }
     } else if (arg == "--require-path" && i + 1 < argc && std::string(argv[i + 1]) == "sm90") {
       require_sm90 = true;
       ++i;
     } else {
-      std::fprintf(stderr, "usage: %s [--filter SUBSTRING] [--require-path sm90]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--filter SUBSTRING[|SUBSTRING...]] [--require-path sm90]\n", argv[0]);
       return 2;
     }
   }
-  auto selected = [&](const std::string& name) { return filter.empty() || name.find(filter) != std::string::npos; };
+  auto selected = [&](const std::string& name) {
+    if (filters.empty()) return true;
+    for (const std::string& f : filters)
+      if (!f.empty() && name.find(f) != std::string::npos) return true;
+    return false;
+  };
   run_argument_checks();
   if (!cuda_device_present()) {
     std::printf("no CUDA device: skipping the GPU correctness tests (%d argument-check failures)\n", failures);
@@ -779,26 +795,42 @@ int main(int argc, char** argv) {
       {"d192/128, window 37 + documents, zigzag q(rank 0) x k(rank 2)", H, 192, 1, 80, 80, 2, 2, true});
   Case mla_cap{"d192/128, softcap 0.4, full, 31 x 127", B, 192, 1, 31, 127, 2, 1, false};
   mla_cap.softcap = 0.4f;
-  for (Case c : {mla_edges, mla_long, mla_zig, mla_cap}) {
+  Case mla_ranges{"d192/128, ranges: prefix-LM 100, GQA 4:2", H, 192, 1, 300, 300, 4, 2, false};
+  mla_ranges.ranges_on = true;
+  mla_ranges.ranges = {{0, 300, 0, 300, R::causal}, {0, 300, 0, 100, R::full}};
+  for (Case c : {mla_edges, mla_long, mla_zig, mla_cap, mla_ranges}) {
     c.value_dim = 128;
     cases.push_back(c);
   }
-  // One head dim of 192 (d = 256's shape with 64-key forward stages) and of 32 (d = 64's): the
-  // tiles' edges, GQA, fp16, a window with documents on a zigzag map.
+  // One head dim of 192 (query fragments in shared memory as at d = 256, with 64-key forward
+  // stages) and of 32: the tiles' edges, GQA, fp16, a window with documents on a zigzag map, a
+  // soft cap over a mask given as ranges.
   Case d192_edges{"d192, causal GQA 4:2, 129 x 65", B, 192, 1, 129, 65, 4, 2, true};
   const Case d192_zig = zigzag_window_documents(
       {"d192, window 37 + documents, zigzag q(rank 0) x k(rank 2), fp16", H, 192, 1, 80, 80, 2, 1, true});
   Case d32_edges{"d32, full GQA 4:2 fp16, 127 x 129", H, 32, 2, 127, 129, 4, 2, false};
   const Case d32_zig = zigzag_window_documents(
       {"d32, window 37 + documents, zigzag q(rank 0) x k(rank 2)", B, 32, 1, 80, 80, 2, 2, true});
-  for (const Case& c : {d192_edges, d192_zig, d32_edges, d32_zig}) cases.push_back(c);
+  Case d192_cap_ranges{
+      "d192, softcap 0.4 + ranges: block-causal 48, full, 130 x 130", B, 192, 1, 130, 130, 2, 1, false};
+  Case d32_cap_ranges{
+      "d32, softcap 0.4 + ranges: block-causal 48, full fp16, 130 x 130", H, 32, 2, 130, 130, 4, 2, false};
+  for (Case* c : {&d192_cap_ranges, &d32_cap_ranges}) {
+    c->softcap = 0.4f;
+    c->ranges_on = true;
+    for (std::int64_t b = 0; b < 130; b += 48)
+      c->ranges.push_back({b, std::min<std::int64_t>(b + 48, 130), 0, std::min<std::int64_t>(b + 48, 130), R::full});
+  }
+  for (const Case& c : {d192_edges, d192_zig, d32_edges, d32_zig, d192_cap_ranges, d32_cap_ranges}) cases.push_back(c);
   for (const Case& c : cases)
     if (selected(c.name)) run_case(c);
 
   Case strided{"strided, causal GQA 4:2", B, 128, 2, 300, 300, 4, 2, true};
   Case strided_d64{"strided, full fp16 d64", H, 64, 2, 129, 257, 2, 1, false};
   Case strided_d256{"strided, d256 causal GQA 4:2 fp16", H, 256, 2, 130, 129, 4, 2, true};
-  for (const Case& c : {strided, strided_d64, strided_d256})
+  Case strided_mla{"strided, d192/128 full GQA 4:2", B, 192, 2, 129, 130, 4, 2, false};
+  strided_mla.value_dim = 128;
+  for (const Case& c : {strided, strided_d64, strided_d256, strided_mla})
     if (selected(c.name)) run_strided_case(c);
 
   Case merge{"merge, causal", B, 128, 1, 200, 200, 2, 1, true};
@@ -808,6 +840,8 @@ int main(int argc, char** argv) {
   Case merge_d256{"merge, d256 causal", B, 256, 1, 200, 200, 2, 1, true};
   Case merge_mla{"merge, d192/128 causal GQA 4:2", B, 192, 1, 200, 200, 4, 2, true};
   merge_mla.value_dim = 128;
+  Case merge_d192{"merge, d192 causal fp16", H, 192, 1, 200, 200, 2, 1, true};
+  Case merge_d32{"merge, d32 full GQA 4:2", B, 32, 2, 150, 150, 4, 2, false};
   for (rfa_cuda_path path : kernel_paths) {
     for (bool fused : {false, true}) {
       if (selected(merge.name)) run_merge_case(merge, 77, fused, path);
@@ -815,6 +849,9 @@ int main(int argc, char** argv) {
       if (selected(merge_d256.name) && path_takes_head_dim(merge_d256, path))
         run_merge_case(merge_d256, 96, fused, path);
       if (selected(merge_mla.name) && path_takes_head_dim(merge_mla, path)) run_merge_case(merge_mla, 65, fused, path);
+      if (selected(merge_d192.name) && path_takes_head_dim(merge_d192, path))
+        run_merge_case(merge_d192, 64, fused, path);
+      if (selected(merge_d32.name) && path_takes_head_dim(merge_d32, path)) run_merge_case(merge_d32, 31, fused, path);
     }
   }
 
