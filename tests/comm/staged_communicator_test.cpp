@@ -9,9 +9,11 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "comm/mpi/mpi_communicator.hpp"
@@ -54,7 +56,8 @@ class LateCopy final : public CopyTicket {
 /// buffer, as a DMA engine needs (a copy past its end would write other memory on a GPU).
 class FakeStagingDevice final : public StagingDevice {
  public:
-  explicit FakeStagingDevice(int* pending) : pending_(pending) {}
+  /// `frees`, if given, counts the pinned buffers freed (it outlives the device).
+  explicit FakeStagingDevice(int* pending, int* frees = nullptr) : pending_(pending), frees_(frees) {}
   std::unique_ptr<CopyTicket> copy_to_host(void* dst, const void* src, std::size_t bytes) override {
     expect_pinned(dst, bytes, "a copy to the host");
     return std::make_unique<LateCopy>(dst, src, bytes, next_delay(), pending_);
@@ -70,6 +73,7 @@ class FakeStagingDevice final : public StagingDevice {
     return p;
   }
   void free_host(void* p) noexcept override {
+    if (frees_ != nullptr) ++*frees_;
     pinned_.erase(static_cast<const char*>(p));
     ::operator delete(p);
   }
@@ -100,16 +104,19 @@ class FakeStagingDevice final : public StagingDevice {
   std::map<const char*, std::size_t> pinned_;  // the pinned buffers by start: their sizes
   int counter_ = 0;
   int* pending_;
+  int* frees_;
 };
 
 struct Staged {
   int pending = 0;
   FakeStagingDevice* device = nullptr;
   std::unique_ptr<StagedCommunicator> comm;
-  Staged() {
-    auto fake = std::make_unique<FakeStagingDevice>(&pending);
+  /// `timeout_s`: the host transport's deadline (-1: the default); `frees` as the device's.
+  explicit Staged(double timeout_s = -1.0, int* frees = nullptr) {
+    auto fake = std::make_unique<FakeStagingDevice>(&pending, frees);
     device = fake.get();
-    comm = std::make_unique<StagedCommunicator>(make_mpi_communicator(MPI_COMM_WORLD, world_rank()), std::move(fake));
+    comm = std::make_unique<StagedCommunicator>(make_mpi_communicator(MPI_COMM_WORLD, world_rank(), timeout_s),
+                                                std::move(fake));
   }
 };
 
@@ -263,6 +270,37 @@ TEST(StagedCommunicator, IrregularCollectivesAndSplitsStageThroughHostBuffers) {
   for (int r = 0; r < half->size(); ++r)
     EXPECT_EQ(std::vector<int>(all.begin() + 4 * r, all.begin() + 4 * (r + 1)), block(2 * r + me % 2, 5, 4));
   EXPECT_EQ(s.pending, 0);
+}
+
+// An all-to-all that the last rank joins only after the others gave up: on those it fails with
+// RFA_ERROR_TIMEOUT, and the pinned buffers MPI works on are set aside, never reused or freed
+// (MPI may still write the late rank's data into them), while the buffers of the all-to-all
+// that completed before it are freed with the communicator.
+TEST(StagedCommunicator, PinnedBuffersOfATimedOutCollectiveAreNeverFreed) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  const int P = world_size(), me = world_rank(), late = P - 1;
+  int frees = 0, allocations = 0;
+  {
+    Staged s(0.3, &frees);
+    std::vector<int> to(static_cast<std::size_t>(P), me), from(static_cast<std::size_t>(P), -1);
+    s.comm->alltoall(to.data(), from.data(), sizeof(int));  // two small buffers, back to the pool
+    const std::size_t n = std::size_t(1) << 16;             // ints per pair: past the eager limit
+    std::vector<int> big_to(n * std::size_t(P), me), big_from(n * std::size_t(P), -1);
+    if (me == late) std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    try {
+      s.comm->alltoall(big_to.data(), big_from.data(), n * sizeof(int));  // two new, larger buffers
+      if (me != late) ADD_FAILURE() << "the all-to-all completed although the last rank had not joined";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), RFA_ERROR_TIMEOUT) << e.what();  // the late rank too, if the others are slow to progress it
+    }
+    EXPECT_EQ(s.pending, 0);
+    allocations = s.device->allocations;
+  }
+  if (me != late) {
+    EXPECT_EQ(allocations, 4);
+    EXPECT_EQ(frees, 2) << "the timed-out all-to-all's pinned buffers were freed (or the completed one's kept)";
+  }
+  rfa::test::barrier_idle(MPI_COMM_WORLD);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <deque>
 #include <exception>
 #include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -14,7 +15,10 @@
 namespace rfa::comm {
 namespace staged {
 
-/// Pinned buffers by size; what is released is kept for the next exchange.
+/// Pinned buffers by size; what is released is kept for the next exchange, but for a buffer
+/// released after the host transport abandoned transfers (a timeout): MPI may still read or
+/// write it for a late rank, so it is set aside for the life of the process instead of reused
+/// or freed.
 class PinnedPool {
  public:
   explicit PinnedPool(StagingDevice& device) : device_(device) {}
@@ -37,14 +41,29 @@ class PinnedPool {
     held_ += bytes;
     return p;
   }
-  void release(void* p) {
+  void release(void* p, bool transfers_abandoned) {
     if (!p) return;
-    free_.emplace(sizes_.at(p), p);
+    const std::size_t bytes = sizes_.at(p);
     sizes_.erase(p);
+    if (transfers_abandoned) {
+      set_aside(p);
+      held_ -= bytes;
+      return;
+    }
+    free_.emplace(bytes, p);
   }
   std::size_t held() const { return held_; }
 
  private:
+  /// Keeps `p` where nothing frees it (reachable from a static, so leak checkers do not count
+  /// it). Pools of contexts used from different threads may set buffers aside at once.
+  static void set_aside(void* p) {
+    static auto* kept = new std::vector<void*>();
+    static std::mutex kept_mutex;
+    const std::lock_guard<std::mutex> lock(kept_mutex);
+    kept->push_back(p);
+  }
+
   StagingDevice& device_;
   std::multimap<std::size_t, void*> free_;
   std::map<void*, std::size_t> sizes_;  // buffers handed out
@@ -62,6 +81,9 @@ class StagingState {
   Communicator& host() { return *host_; }
   StagingDevice& device() { return *device_; }
   PinnedPool& pool() { return pool_; }
+  /// Gives a pinned buffer back: to the pool, or aside where the host transport abandoned
+  /// transfers that may still use it.
+  void release_pinned(void* p) { pool_.release(p, host_->has_abandoned_transfers()); }
 
   void started(StagedExchange* e) {
     unposted_.push_back(e);
@@ -96,8 +118,8 @@ class StagedExchange final : public detail::PendingExchange {
       host_recv_ = pool.acquire(bytes);
       out_ = state_->device().copy_to_host(host_send_, send, bytes);
     } catch (...) {
-      pool.release(host_send_);
-      pool.release(host_recv_);
+      state_->release_pinned(host_send_);
+      state_->release_pinned(host_recv_);
       throw;
     }
     state_->started(this);
@@ -110,8 +132,8 @@ class StagedExchange final : public detail::PendingExchange {
       std::fprintf(stderr, "rfa: a staged ring exchange failed while its handle was destroyed: %s\n", e.what());
     }
     state_->finished(this);
-    state_->pool().release(host_send_);
-    state_->pool().release(host_recv_);
+    state_->release_pinned(host_send_);
+    state_->release_pinned(host_recv_);
   }
 
   bool test() override {
@@ -189,7 +211,7 @@ void StagingState::complete_all() noexcept {
 class StagedBuffer {
  public:
   StagedBuffer(StagingState& s, std::size_t bytes) : s_(s), p_(s.pool().acquire(bytes)) {}
-  ~StagedBuffer() { s_.pool().release(p_); }
+  ~StagedBuffer() { s_.release_pinned(p_); }
   StagedBuffer(const StagedBuffer&) = delete;
   StagedBuffer& operator=(const StagedBuffer&) = delete;
   void* get() const { return p_; }
