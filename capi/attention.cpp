@@ -226,8 +226,26 @@ void write_sink_gradient(const rfa_context_s& c, const std::vector<double>& sums
   }
 }
 
+/// Marks where a CUDA context's call ends on its stream, however the call ends, so that a
+/// stream the caller switches to next waits for it (device/stream_order.hpp).
+class CallOnStream {
+ public:
+  explicit CallOnStream(rfa_context_s& c) : c_(c) {}
+  ~CallOnStream() {
+#if RFA_ENGINE_CUDA
+    if (c_.options.device == RFA_DEVICE_CUDA) c_.stream_order.call_queued_on(c_.engine->cuda_stream());
+#endif
+  }
+  CallOnStream(const CallOnStream&) = delete;
+  CallOnStream& operator=(const CallOnStream&) = delete;
+
+ private:
+  rfa_context_s& c_;
+};
+
 rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void* v, CallSinks sinks, void* out,
                      float* lse) {
+  const CallOnStream call(c);
   const LocalSizes s = local_sizes(c);
   const rfa_options_t& o = c.options;
   auto checks = [&] {
@@ -271,6 +289,7 @@ rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void*
 
 rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void* v, const void* out, const void* dout,
                       const float* lse, CallSinks sinks, void* dq, void* dk, void* dv, float* dsinks) {
+  const CallOnStream call(c);
   const LocalSizes s = local_sizes(c);
   const rfa_options_t& o = c.options;
   auto checks = [&] {

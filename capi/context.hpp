@@ -15,6 +15,10 @@
 #include "engine/engine_backends.hpp"
 #include "rfa/rfa.h"
 
+#if RFA_ENGINE_CUDA
+#include "device/stream_order.hpp"
+#endif
+
 struct rfa_context_s {
   std::unique_ptr<rfa::comm::Communicator> comm;
   std::unique_ptr<rfa::engine::AttentionStrategy> engine;  ///< options.strategy's engine
@@ -27,7 +31,8 @@ struct rfa_context_s {
   std::string unusable;                                ///< why the context takes no more calls ("" while it does)
   std::string plan;                                    ///< what it runs and why (rfa_context_get_plan)
 #if RFA_ENGINE_CUDA
-  rfa::engine::StreamExec sinks_exec;  ///< where a CUDA context's sinks are folded in (its stream)
+  rfa::engine::StreamExec sinks_exec;     ///< where a CUDA context's sinks are folded in (its stream)
+  rfa::device::StreamOrder stream_order;  ///< a new stream waits for the calls queued on the last one
 #endif
 };
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rfa_context_set_stream / rfa_context_synchronize: how a CUDA context's device work is
 // ordered with the caller's (docs/architecture.md §8). The engine enqueues every kernel and
-// copy on the caller's stream and returns without synchronizing the device.
+// copy on the caller's stream and returns without synchronizing the device; a new stream waits
+// on the device for the calls queued on the previous one (device/stream_order.hpp).
 #include "context.hpp"
 #include "core/error.hpp"
 #include "engine/engine_backends.hpp"
@@ -19,6 +20,9 @@ rfa_result_t set_stream(rfa_context_s& c, void* stream) {
   if (c.options.device != RFA_DEVICE_CUDA) {
     fail(RFA_ERROR_INVALID_USAGE, "the context is RFA_DEVICE_HOST; only RFA_DEVICE_CUDA contexts take a CUDA stream");
   }
+#if RFA_ENGINE_CUDA
+  if (stream != c.engine->cuda_stream()) c.stream_order.switch_to(stream);
+#endif
   c.engine->set_cuda_stream(stream);
   c.comm->set_compute_stream(stream);
   return RFA_SUCCESS;

@@ -529,7 +529,10 @@ RFA_API rfa_result_t rfa_context_get_local_positions(rfa_context_t context, int6
  * rfa_backward() return once their work is queued, without synchronizing the device: the
  * results are ready when the stream gets there (cudaStreamSynchronize, or
  * rfa_context_synchronize()). Transports that cannot be ordered on a stream (MPI) wait for
- * the stream's queued work inside the call.
+ * the stream's queued work inside the call. A context may move to another stream between
+ * calls without a synchronization: the new stream waits, on the device, for the work the
+ * context queued on the previous one (which may be destroyed once the caller no longer needs
+ * it).
  * @param context a live context.
  * @param cuda_stream a cudaStream_t, or NULL.
  * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT for a NULL context;
@@ -654,7 +657,9 @@ RFA_API rfa_result_t rfa_backward(rfa_context_t context, const void* q, const vo
  * out = sum_j exp(s_j - lse) v_j with lse = log(exp(sinks[h]) + sum_j exp(s_j)). The sink is
  * added once, to the finished rows, whatever the strategy, layout or number of ranks; a sink of
  * -inf is no sink. Collective over the context's ranks, on a context created with
- * options.attention_sinks set.
+ * options.attention_sinks set. On a CUDA context it waits for the context's stream before it
+ * returns: the sinks are read to the host (the ranks agree on them) after the work already
+ * queued there.
  * @param context a live context created with attention_sinks nonzero.
  * @param q [B][L][H][d] queries.
  * @param k [B][L][Hkv][d] keys.
@@ -679,6 +684,8 @@ RFA_API rfa_result_t rfa_forward_with_sinks(rfa_context_t context, const void* q
  *
  * @p out and @p lse are rfa_forward_with_sinks()'s results for the same inputs and sinks.
  * Collective over the context's ranks, on a context created with options.attention_sinks set.
+ * On a CUDA context it returns once the whole backward is done on the context's stream: the
+ * sinks' gradient is summed over the ranks on the host.
  * @param context a live context created with attention_sinks nonzero.
  * @param q [B][L][H][d] queries.
  * @param k [B][L][Hkv][d] keys.

@@ -67,6 +67,7 @@ struct Case {
   bool per_sequence = false;    // with documents: entry 0 takes them, entry 1 is one document
   bool ranges = false;          // RFA_MASK_RANGES: a prefix seen by all and a band (see the test)
   int64_t value_dim = 0;        // options.value_head_dim (MLA's 128 beside a head_dim of 192; 0: head_dim)
+  bool switch_stream = false;   // the backward on another stream, set right after the forward, no synchronization
 };
 
 /// Ranks per Ulysses group of the hybrid tested on P ranks: 2 x 2 on four, else one group.
@@ -85,7 +86,7 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
          std::to_string(c.kv_heads) + (c.window > 0 ? "_window" + std::to_string(c.window) : "") +
          (c.documents ? "_documents" : "") + (c.default_stream ? "_default_stream" : "") + (c.sinks ? "_sinks" : "") +
          (c.softcap > 0 ? "_softcap" : "") + (c.per_sequence ? "_per_sequence" : "") + (c.ranges ? "_ranges" : "") +
-         (c.value_dim != 0 ? "_dv" + std::to_string(c.value_dim) : "");
+         (c.value_dim != 0 ? "_dv" + std::to_string(c.value_dim) : "") + (c.switch_stream ? "_switch_stream" : "");
 }
 
 // |error| bounds for values of order one: the CUDA kernels round the probabilities to the
@@ -170,11 +171,18 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   } else if (asked != nullptr && std::string(asked) == "rfa") {
     EXPECT_EQ(int(created.cuda_kernels), int(RFA_CUDA_KERNELS_RFA));
   }
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr, second = nullptr;
   if (!c.default_stream) {
     ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
     ASSERT_RFA_OK(rfa_context_set_stream(ctx, stream));
   }
+  // The backward's stream: the same, or another one handed over right after the forward is
+  // queued (its results, and the context's buffers, still in use on the first).
+  auto before_backward = [&] {
+    if (!c.switch_stream) return;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&second, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_RFA_OK(rfa_context_set_stream(ctx, second));
+  };
 
   int64_t L = 0;
   ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
@@ -210,6 +218,7 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
     const float* s = static_cast<const float*>(device_sinks.get());
     ASSERT_RFA_OK(rfa_forward_with_sinks(ctx, dq_in.get(), dk_in.get(), dv_in.get(), s, dout_buf.get(),
                                          static_cast<float*>(dlse.get())));
+    before_backward();
     ASSERT_RFA_OK(rfa_backward_with_sinks(ctx, dq_in.get(), dk_in.get(), dv_in.get(), dout_buf.get(), ddo.get(),
                                           static_cast<const float*>(dlse.get()), s, ddq.get(), ddk.get(), ddv.get(),
                                           static_cast<float*>(device_dsinks.get())));
@@ -218,6 +227,7 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   } else {
     ASSERT_RFA_OK(
         rfa_forward(ctx, dq_in.get(), dk_in.get(), dv_in.get(), dout_buf.get(), static_cast<float*>(dlse.get())));
+    before_backward();
     ASSERT_RFA_OK(rfa_backward(ctx, dq_in.get(), dk_in.get(), dv_in.get(), dout_buf.get(), ddo.get(),
                                static_cast<const float*>(dlse.get()), ddq.get(), ddk.get(), ddv.get()));
     ASSERT_RFA_OK(rfa_context_synchronize(ctx));
@@ -258,6 +268,7 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
 
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
   if (stream != nullptr) cudaStreamDestroy(stream);
+  if (second != nullptr) cudaStreamDestroy(second);
 }
 
 std::vector<Case> all_cases() {
@@ -341,6 +352,14 @@ std::vector<Case> strategy_cases() {
                    false, 0, false, true});
   cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, 64, 2, 0, false, RFA_STRATEGY_RING, false,
                    false, 0, false, true});
+  // The backward on another stream than the forward, handed over with no synchronization: the
+  // context's buffers and the forward's results stay ordered (the ring and the all-gather,
+  // whose device workspace every call reuses).
+  for (rfa_strategy_t s : {RFA_STRATEGY_RING, RFA_STRATEGY_ALLGATHER}) {
+    Case switched{RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 128, 2, 0, false, s};
+    switched.switch_stream = true;
+    cases.push_back(switched);
+  }
   return cases;
 }
 
