@@ -47,8 +47,10 @@ std::vector<std::string> kokkos_arguments() {
   return args;
 }
 
-// At exit, an owned Kokkos is finalized so that its own end-of-run checks run; contexts the
-// application forgot hold no Kokkos allocation between calls, so this is safe with them alive.
+// At exit, an owned Kokkos is finalized so that its own end-of-run checks run. Contexts the
+// application forgot to destroy still hold Views (the workspace kept between calls, a CUDA
+// context's device copies); nothing frees them after this point, unless an exit handler that
+// runs later destroys a context, whose Views Kokkos may then refuse to free.
 void finalize_at_exit() {
   std::lock_guard<std::mutex> lock(lifetime_mutex);
   if (ownership == Ownership::owned && Kokkos::is_initialized()) {

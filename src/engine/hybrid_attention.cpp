@@ -63,8 +63,10 @@ HybridAttention::HybridAttention(comm::Communicator& comm, const AttentionConfig
       degree_(degree_of(choice, comm.size())),
       routing_(config.heads, config.kv_heads, degree_) {
   const int p = comm_.rank();
-  group_ = comm_.split(p / degree_, p % degree_);
-  rings_ = comm_.split(p % degree_, p / degree_);
+  // A split agrees on failure only among the ranks of one new group (an NCCL communicator that
+  // cannot be made there): every rank learns of it before the next split, which all must reach.
+  comm::check_everywhere(comm_, [&] { group_ = comm_.split(p / degree_, p % degree_); });
+  comm::check_everywhere(comm_, [&] { rings_ = comm_.split(p % degree_, p / degree_); });
   host_workspace_.watch(group_.get());  // the all-to-alls write into this engine's workspace
   // The ring's checks agree over all P ranks: a buffer refused in one ring group stops every
   // group before any of them computes (each group would otherwise compute its whole ring
