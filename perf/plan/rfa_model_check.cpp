@@ -3,11 +3,11 @@
 // the ranks it runs on. It calibrates the model's machine from measurements taken on the same
 // ranks at the same time (a rank's whole-tile kernel rate and a call's cost per row, over
 // interleaved heads and over one packed K/V head, what a masked tile costs, and the ring
-// exchange's latency and bandwidth),
-// then runs every strategy (the ring on each layout, Ulysses, the KV all-gather and the hybrid
-// grids that fit) on causal, windowed and unmasked problems and prints the predicted and the
-// measured time of each pass, slowest rank, and their ratio. fp32 (the portable kernels, whose
-// tiles the model counts).
+// exchange's latency and bandwidth), then runs every strategy (the ring on each layout, Ulysses,
+// the KV all-gather and the hybrid grids that fit) on causal, windowed and unmasked problems, in
+// rounds that take every case once, and prints the predicted and the measured time of each pass
+// (the slowest rank's median), and their ratio. fp32 (the portable kernels, whose tiles the
+// model counts).
 //
 //   mpiexec -n P rfa_model_check [--seq N] [--heads N] [--head-dim N] [--repeat N] [--json FILE]
 //                                [--links GBPS,US]
@@ -22,7 +22,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,21 +56,26 @@ double slowest(comm::Communicator& world, double value) {
   return value;
 }
 
-/// Collective: the slowest rank's median over `repeat` runs of `pass` (each after a barrier);
-/// with `compute`, also the slowest rank's median of what `compute` reads after each run.
+/// Collective: the slowest rank's median over `repeat` runs of `pass` (each after a barrier).
 template <class Pass>
-double slowest_median(comm::Communicator& world, int repeat, Pass&& pass, const std::function<double()>& compute = {},
-                      double* compute_median = nullptr) {
-  std::vector<double> mine, kernels;
+double slowest_median(comm::Communicator& world, int repeat, Pass&& pass) {
+  std::vector<double> mine;
   for (int r = 0; r < repeat; ++r) {
     world.barrier();
     const auto start = std::chrono::steady_clock::now();
     pass();
     mine.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (compute) kernels.push_back(compute());
   }
-  if (compute_median != nullptr) *compute_median = slowest(world, median(kernels));
   return slowest(world, median(mine));
+}
+
+/// Whether two position maps list the same rows.
+bool same_rows(const PositionMap& a, const PositionMap& b) {
+  if (a.count != b.count) return false;
+  for (int i = 0; i < a.count; ++i)
+    if (a.seg[i].start != b.seg[i].start || a.seg[i].stride != b.seg[i].stride || a.seg[i].length != b.seg[i].length)
+      return false;
+  return true;
 }
 
 /// Where a node has fewer cores than ranks, the ranks calibrate in turns: `count` groups of
@@ -316,9 +320,11 @@ int run(int me, int argc, char** argv) {
   o.seq -= o.seq % (2 * P);  // every layout splits it (zigzag: 2P chunks)
   const model::MachineModel m = calibrate(*world, o, links);
   if (me == 0) {
-    std::printf("rfa_model_check: %d rank(s), B=%lld S=%lld H=%lld/%lld d=%s fp32, medians of %d, slowest rank\n", P,
-                (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads,
-                head_dims_label(o).c_str(), o.repeat);
+    std::printf(
+        "rfa_model_check: %d rank(s), B=%lld S=%lld H=%lld/%lld d=%s fp32, medians of %d rounds of every case, slowest "
+        "rank\n",
+        P, (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, head_dims_label(o).c_str(),
+        o.repeat);
     std::printf(
         "calibrated: kernels %.1f / %.1f GFLOP/s per rank on a core of its own (forward / backward, whole "
         "tiles; %d rank(s) on %.0f core(s)), %.0f / %.0f ns per query or key row and head of a call, x%.2f / x%.2f on "
@@ -346,56 +352,91 @@ int run(int me, int argc, char** argv) {
   for (int degree = 2; degree < P; ++degree)
     if (P % degree == 0)
       strategies.push_back({"hybrid " + std::to_string(degree), {StrategyKind::hybrid, degree, 1}, RFA_LAYOUT_ZIGZAG});
-  double worst = 0;
-  std::vector<BenchCase> cases;
+  // Every case is made and warmed up first; then each round runs every case's forward and
+  // backward once, so that a disturbance of a few seconds (the machine's drift, a burst on the
+  // shaped links) lands on one round of many cases, which their medians drop, instead of on
+  // every round of one case. Cases on the same rows share their tensors.
+  struct Measured {
+    std::string label;
+    int mask = 0;
+    engine::AttentionConfig cfg;
+    StrategyChoice choice;
+    std::unique_ptr<engine::AttentionStrategy> attn;
+    LocalProblem<float>* problem = nullptr;
+    std::vector<double> forward, backward, forward_compute, backward_compute;
+  };
+  std::vector<Measured> measured;
+  std::vector<std::pair<PositionMap, std::unique_ptr<LocalProblem<float>>>> problems;
   for (const Case& k : strategies)
     for (int mask = 0; mask < 3; ++mask) {
       RunOptions c = o;
       c.mask = mask == 2 ? RFA_MASK_NONE : RFA_MASK_CAUSAL;
       c.window = mask == 1 ? o.seq / 8 : 0;
       c.layout = k.layout;
-      const StrategyChoice& choice = k.choice;
-      const std::string& label = k.label;
-      const engine::AttentionConfig cfg = attention_config(c);
+      Measured x;
+      x.label = k.label;
+      x.mask = mask;
+      x.cfg = attention_config(c);
+      x.choice = k.choice;
       try {
-        engine::validate_strategy(choice, cfg, P);
+        engine::validate_strategy(x.choice, x.cfg, P);
       } catch (const Error&) {
         continue;  // the same verdict on every rank
       }
-      auto attn = engine::make_strategy(*world, cfg, choice);
-      LocalProblem<float> lp(*attn);
-      lp.forward(*attn);
-      lp.backward(*attn);
-      // The kernels' share of each pass, measured and predicted, tells a kernel rate that is
-      // off from communication or overlap that is.
-      const std::function<double()> kernels = [&] { return attn->last_timings().compute; };
-      double fk = 0, bk = 0;
-      const double f = slowest_median(
-          *world, o.repeat, [&] { lp.forward(*attn); }, kernels, &fk);
-      const double b = slowest_median(
-          *world, o.repeat, [&] { lp.backward(*attn); }, kernels, &bk);
-      const model::Prediction p = model::predict(cfg, choice, P, m);
-      const double rf = p.forward.seconds / f, rb = p.backward.seconds / b;
-      worst = std::max({worst, std::abs(rf - 1), std::abs(rb - 1)});
-      const char* masks[3] = {"causal", "causal, w=S/8", "none"};
-      if (me == 0)
-        std::printf("%-22s %-14s %10.1f %10.1f %6.2f %10.1f %10.1f %6.2f\n", label.c_str(), masks[mask],
-                    1e3 * p.forward.seconds, 1e3 * f, rf, 1e3 * p.backward.seconds, 1e3 * b, rb);
-      BenchCase bc;
-      bc.name = "model/" + label + "/" + masks[mask] + "/P=" + std::to_string(P);
-      bc.labels = {{"suite", "model_check"}, {"strategy", label}, {"mask", masks[mask]}};
-      bc.counters = {{"ranks", double(P)},
-                     {"predicted_forward_ms", 1e3 * p.forward.seconds},
-                     {"measured_forward_ms", 1e3 * f},
-                     {"predicted_backward_ms", 1e3 * p.backward.seconds},
-                     {"measured_backward_ms", 1e3 * b},
-                     {"predicted_forward_compute_ms", 1e3 * p.forward.compute_seconds},
-                     {"measured_forward_compute_ms", 1e3 * fk},
-                     {"predicted_backward_compute_ms", 1e3 * p.backward.compute_seconds},
-                     {"measured_backward_compute_ms", 1e3 * bk}};
-      bc.repetitions.push_back({f + b, {}});
-      cases.push_back(bc);
+      x.attn = engine::make_strategy(*world, x.cfg, x.choice);
+      const PositionMap rows = x.attn->local_positions();
+      for (auto& [held, problem] : problems)
+        if (same_rows(held, rows)) x.problem = problem.get();
+      if (x.problem == nullptr) {
+        problems.emplace_back(rows, std::make_unique<LocalProblem<float>>(*x.attn));
+        x.problem = problems.back().second.get();
+      }
+      x.problem->forward(*x.attn);
+      x.problem->backward(*x.attn);
+      measured.push_back(std::move(x));
     }
+  // The kernels' share of each pass, measured and predicted, tells a kernel rate that is off
+  // from communication or overlap that is.
+  auto timed = [&](Measured& x, bool backward) {
+    world->barrier();
+    const auto start = std::chrono::steady_clock::now();
+    backward ? x.problem->backward(*x.attn) : x.problem->forward(*x.attn);
+    (backward ? x.backward : x.forward)
+        .push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    (backward ? x.backward_compute : x.forward_compute).push_back(x.attn->last_timings().compute);
+  };
+  for (int r = 0; r < o.repeat; ++r)
+    for (Measured& x : measured) {
+      timed(x, false);
+      timed(x, true);
+    }
+  double worst = 0;
+  std::vector<BenchCase> cases;
+  for (const Measured& x : measured) {
+    const double f = slowest(*world, median(x.forward)), b = slowest(*world, median(x.backward));
+    const double fk = slowest(*world, median(x.forward_compute)), bk = slowest(*world, median(x.backward_compute));
+    const model::Prediction p = model::predict(x.cfg, x.choice, P, m);
+    const double rf = p.forward.seconds / f, rb = p.backward.seconds / b;
+    worst = std::max({worst, std::abs(rf - 1), std::abs(rb - 1)});
+    const char* masks[3] = {"causal", "causal, w=S/8", "none"};
+    if (me == 0)
+      std::printf("%-22s %-14s %10.1f %10.1f %6.2f %10.1f %10.1f %6.2f\n", x.label.c_str(), masks[x.mask],
+                  1e3 * p.forward.seconds, 1e3 * f, rf, 1e3 * p.backward.seconds, 1e3 * b, rb);
+    BenchCase bc;
+    bc.name = "model/" + x.label + "/" + masks[x.mask] + "/P=" + std::to_string(P);
+    bc.labels = {{"suite", "model_check"}, {"strategy", x.label}, {"mask", masks[x.mask]}};
+    bc.counters = {{"ranks", double(P)},
+                   {"predicted_forward_ms", 1e3 * p.forward.seconds},
+                   {"measured_forward_ms", 1e3 * f},
+                   {"predicted_backward_ms", 1e3 * p.backward.seconds},
+                   {"measured_backward_ms", 1e3 * b},
+                   {"predicted_forward_compute_ms", 1e3 * p.forward.compute_seconds},
+                   {"measured_forward_compute_ms", 1e3 * fk},
+                   {"predicted_backward_compute_ms", 1e3 * p.backward.compute_seconds},
+                   {"measured_backward_compute_ms", 1e3 * bk}};
+    bc.repetitions.push_back({f + b, {}});
+    cases.push_back(bc);
+  }
   if (me == 0) std::printf("largest deviation of a prediction from its measurement: %.1f%%\n", 100 * worst);
   if (me == 0 && !o.json.empty()) {
     ContextFields context = collect_machine_context("rfa_model_check");
