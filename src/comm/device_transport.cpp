@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "comm/device_transport.hpp"
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -51,8 +52,12 @@ std::vector<GpuPlacement> gather_placements(MPI_Comm comm) {
 
 std::unique_ptr<Communicator> make_mpi_device_communicator(MPI_Comm parent, int ring_position, double timeout_s) {
   std::unique_ptr<Communicator> mpi = make_mpi_communicator(parent, ring_position, timeout_s);
-  // Whether MPI is CUDA-aware is a property of the library and job, the same on every rank.
-  if (mpi_is_cuda_aware()) return make_stream_ordered_communicator(std::move(mpi));
+  // CUDA-aware only where every rank's MPI is: MPIX_Query_cuda_support and RFA_MPI_CUDA_AWARE
+  // answer per process, and ranks that chose differently would run different collectives.
+  std::int64_t aware = mpi_is_cuda_aware() ? 1 : 0;
+  collective::allreduce_within(parent, &aware, 1, MPI_INT64_T, MPI_MIN,
+                               "rfa: whether every rank's MPI is CUDA-aware (MPI_Iallreduce)");
+  if (aware == 1) return make_stream_ordered_communicator(std::move(mpi));
   std::unique_ptr<StagingDevice> staging;
   collective::agree_on_failure(parent, [&] { staging = make_cuda_staging_device(); });
   return std::make_unique<StagedCommunicator>(std::move(mpi), std::move(staging));

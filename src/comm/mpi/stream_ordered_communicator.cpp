@@ -3,6 +3,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+#include <vector>
+
+#include "collective/deadline.hpp"
+#include "core/error.hpp"
 #include "device/cuda_error.hpp"
 
 namespace rfa::comm {
@@ -21,22 +26,47 @@ class StreamOrderedCommunicator final : public Communicator {
     drain_compute();
     return mpi_->start_shift_exchange(send, recv, bytes, hops);
   }
+  // The collectives on device memory go point to point (MpiCommunicator::alltoallv, under the
+  // deadline like every call): Open MPI's CUDA support covers point-to-point and the blocking
+  // collectives, not every nonblocking one, which the host transport's collectives are.
   void allgather(const void* send, void* recv, std::size_t bytes_per_rank) override {
-    drain_compute();
-    mpi_->allgather(send, recv, bytes_per_rank);
+    const std::size_t P = std::size_t(size());
+    require(bytes_per_rank <= SIZE_MAX / P, "allgather: ", P, " x ", bytes_per_rank, " bytes overflows size_t");
+    std::vector<std::size_t> bytes(P, bytes_per_rank), from(P, 0), to(P);
+    for (std::size_t r = 0; r < P; ++r) to[r] = r * bytes_per_rank;
+    alltoallv(send, bytes.data(), from.data(), recv, bytes.data(), to.data());
   }
   void alltoall(const void* send, void* recv, std::size_t bytes_per_pair) override {
-    drain_compute();
-    mpi_->alltoall(send, recv, bytes_per_pair);
+    const std::size_t P = std::size_t(size());
+    require(bytes_per_pair <= SIZE_MAX / P, "alltoall: ", P, " x ", bytes_per_pair, " bytes overflows size_t");
+    std::vector<std::size_t> bytes(P, bytes_per_pair), at(P);
+    for (std::size_t r = 0; r < P; ++r) at[r] = r * bytes_per_pair;
+    alltoallv(send, bytes.data(), at.data(), recv, bytes.data(), at.data());
   }
   void alltoallv(const void* send, const std::size_t* send_bytes, const std::size_t* send_offsets, void* recv,
                  const std::size_t* recv_bytes, const std::size_t* recv_offsets) override {
     drain_compute();
     mpi_->alltoallv(send, send_bytes, send_offsets, recv, recv_bytes, recv_offsets);
   }
+  // MpiCommunicator's reduce-scatter adds the partial sums on the host, so the blocks go
+  // through host copies: `send` is left as it was. On a timeout the copies stay with MPI,
+  // never freed (a late neighbour may still write into them).
   void reduce_scatter_sum(float* send, float* recv, std::size_t count_per_rank) override {
+    const std::size_t P = std::size_t(size());
+    require(count_per_rank <= SIZE_MAX / sizeof(float) / (P + 1), "reduce_scatter_sum: ", P, " blocks of ",
+            count_per_rank, " floats overflow size_t");
+    if (count_per_rank == 0) return;
     drain_compute();
-    mpi_->reduce_scatter_sum(send, recv, count_per_rank);
+    const std::size_t total = P * count_per_rank;
+    collective::Parked<float> host(std::vector<float>(total + count_per_rank));
+    copy(host.data(), send, total * sizeof(float), cudaMemcpyDeviceToHost);
+    try {
+      mpi_->reduce_scatter_sum(host.data(), host.data() + total, count_per_rank);
+    } catch (...) {
+      if (mpi_->has_abandoned_transfers()) host.abandon();
+      throw;
+    }
+    copy(recv, host.data() + total, count_per_rank * sizeof(float), cudaMemcpyHostToDevice);
   }
   std::unique_ptr<Communicator> split(int color, int position) override {
     auto child = std::make_unique<StreamOrderedCommunicator>(mpi_->split(color, position));
@@ -47,8 +77,15 @@ class StreamOrderedCommunicator final : public Communicator {
     mpi_->allreduce_inplace(values, count, op);  // host values
   }
   void broadcast(void* buffer, std::size_t bytes, int root) override {
-    drain_compute();
-    mpi_->broadcast(buffer, bytes, root);
+    require(root >= 0 && root < size(), "broadcast: root ", root, " is not a ring position (0..", size() - 1, ")");
+    const std::size_t P = std::size_t(size()), me = std::size_t(rank());
+    std::vector<std::size_t> send_bytes(P, 0), recv_bytes(P, 0), at(P, 0);
+    if (me == std::size_t(root)) {
+      for (std::size_t r = 0; r < P; ++r) send_bytes[r] = r == me ? 0 : bytes;
+    } else {
+      recv_bytes[std::size_t(root)] = bytes;
+    }
+    alltoallv(buffer, send_bytes.data(), at.data(), buffer, recv_bytes.data(), at.data());
   }
   void barrier() override { mpi_->barrier(); }
   void set_compute_stream(void* cuda_stream) override { stream_ = static_cast<cudaStream_t>(cuda_stream); }
@@ -60,6 +97,14 @@ class StreamOrderedCommunicator final : public Communicator {
 
  private:
   void drain_compute() { device::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (compute stream)"); }
+  /// On the compute stream, waited for: the kernels queued next see the bytes, and the host
+  /// copy may go once this returns (a plain cudaMemcpy from pageable memory may return before
+  /// the bytes land, on the legacy stream a non-blocking compute stream does not wait for).
+  void copy(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind) {
+    device::check_cuda(cudaMemcpyAsync(to, from, bytes, kind, stream_),
+                       "cudaMemcpyAsync (staging a reduce-scatter on the host)");
+    drain_compute();
+  }
 
   std::unique_ptr<Communicator> mpi_;
   cudaStream_t stream_ = nullptr;

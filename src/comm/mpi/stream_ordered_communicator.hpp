@@ -3,7 +3,9 @@
 // streams, so before it touches device memory the compute stream is synchronized: the bytes
 // sent are what the queued kernels wrote, and a receive buffer is no longer being read. The
 // data an exchange delivered is in device memory once test()/wait() report it complete, so
-// kernels queued afterwards see it.
+// kernels queued afterwards see it. Collectives go point to point (CUDA-aware MPIs support
+// device memory in point-to-point calls, not in every nonblocking collective); the
+// reduce-scatter, whose sums MpiCommunicator adds on the host, goes through host copies.
 #pragma once
 
 #include <memory>

@@ -4,6 +4,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <climits>
+
 #include "collective/agree_on_failure.hpp"
 #include "comm/mpi/group_split.hpp"
 #include "comm/nccl/nccl_comm_state.hpp"
@@ -38,7 +40,7 @@ std::size_t total_bytes(std::size_t ranks, std::size_t bytes_each, const char* c
 }  // namespace
 
 NcclCommunicator::NcclCommunicator(MPI_Comm parent, int ring_position, const NcclOptions& options)
-    : mpi_(std::make_unique<MpiCommunicator>(parent, ring_position)) {
+    : mpi_(std::make_unique<MpiCommunicator>(parent, ring_position, MpiOptions{INT_MAX, options.timeout_seconds})) {
   // Each local step's failure becomes every rank's failure (same code and message), so no
   // rank goes on into a collective call that a failing one never makes.
   const MPI_Comm ring = mpi_->mpi_comm();

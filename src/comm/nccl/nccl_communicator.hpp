@@ -58,7 +58,9 @@ class NcclCommState;
 struct NcclOptions {
   /// Seconds any wait (creation, an exchange from its start, a collective, destruction) may
   /// take before the communicator is aborted: as MpiOptions::timeout_s, 0 no deadline and
-  /// negative RFA_NCCL_TIMEOUT_S from the environment, else 300 (nccl_timeout.hpp).
+  /// negative RFA_NCCL_TIMEOUT_S from the environment, else 300 (nccl_timeout.hpp). Its MPI
+  /// side (agreements, barriers, the split) takes the same value as MpiOptions::timeout_s
+  /// (negative: RFA_TIMEOUT_S); a split's, the deadline its parent resolved.
   double timeout_seconds = -1.0;
 };
 
