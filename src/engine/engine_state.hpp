@@ -52,6 +52,9 @@ class EngineState {
   /// `config` as every rank agreed on it (the engine validates before it comes here).
   EngineState(comm::Communicator& comm, const AttentionConfig& config) : comm_(comm), config_(config) {
     host_workspace_.watch(&comm_);
+#if RFA_ENGINE_CUDA
+    device_cache_.watch(&comm_);
+#endif
   }
   ~EngineState() = default;
   EngineState(const EngineState&) = delete;

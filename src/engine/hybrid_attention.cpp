@@ -68,6 +68,10 @@ HybridAttention::HybridAttention(comm::Communicator& comm, const AttentionConfig
   comm::check_everywhere(comm_, [&] { group_ = comm_.split(p / degree_, p % degree_); });
   comm::check_everywhere(comm_, [&] { rings_ = comm_.split(p % degree_, p / degree_); });
   host_workspace_.watch(group_.get());  // the all-to-alls write into this engine's workspace
+#if RFA_ENGINE_CUDA
+  device_cache_.watch(group_.get());
+  device_cache_.watch(rings_.get());  // the inner ring's first step sends the gathered K/V kept here
+#endif
   // The ring's checks agree over all P ranks: a buffer refused in one ring group stops every
   // group before any of them computes (each group would otherwise compute its whole ring
   // before the failure reached it).
@@ -93,8 +97,12 @@ HybridAttention::HybridAttention(comm::Communicator& comm, const AttentionConfig
 
 HybridAttention::~HybridAttention() {
 #if RFA_ENGINE_CUDA
-  // Kernels of the last device call may still read or write the cached workspace.
-  if (config_.device == Device::cuda) cudaStreamSynchronize(static_cast<cudaStream_t>(cuda_stream_));
+  // Kernels of the last device call may still read or write the cached workspace. It is
+  // released (or set aside, if the group's transfers were abandoned) while the group lives.
+  if (config_.device == Device::cuda) {
+    cudaStreamSynchronize(static_cast<cudaStream_t>(cuda_stream_));
+    device_cache_.release();
+  }
 #endif
 }
 

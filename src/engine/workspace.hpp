@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 #include <map>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -31,10 +32,20 @@ using SpaceTensor3 = Kokkos::View<T***, Kokkos::LayoutRight, Space>;
 /// Buffers a backend keeps from one call to the next, by name. A device backend keeps its
 /// workspace instead of freeing it at the end of a call: its kernels may still be running on
 /// the caller's stream when the call returns (docs/architecture.md §8), and a free there would
-/// either race with them or synchronize the device.
+/// either race with them or synchronize the device. Where a transport that writes into the
+/// buffers abandoned transfers (a timeout over a CUDA-aware MPI, which receives into them), they
+/// are set aside for the life of the process instead of freed, as WorkspaceArena's are.
 template <class Space>
 class WorkspaceCache {
  public:
+  WorkspaceCache() = default;
+  ~WorkspaceCache() { set_aside_if_abandoned(); }
+  WorkspaceCache(const WorkspaceCache&) = delete;
+  WorkspaceCache& operator=(const WorkspaceCache&) = delete;
+
+  /// A communicator whose transfers write into these buffers; it must outlive the cache's last
+  /// buffer (an owner whose transport ends first releases the cache before).
+  void watch(const comm::Communicator* transport) { watched_.push_back(transport); }
   /// Raw bytes for `name`, reallocated only when more are needed. Throws
   /// RFA_ERROR_OUT_OF_MEMORY (name, bytes) when the allocator refuses.
   void* bytes(const std::string& name, std::int64_t bytes) {
@@ -42,8 +53,12 @@ class WorkspaceCache {
     grow_bytes<Space>(slot, name, bytes);
     return slot.data();
   }
-  /// Frees every buffer; the caller makes sure that no queued work still uses them.
-  void release() { buffers_.clear(); }
+  /// Frees every buffer (or sets them aside, above); the caller makes sure that no queued work
+  /// still uses them.
+  void release() {
+    set_aside_if_abandoned();
+    buffers_.clear();
+  }
   /// Bytes allocated and kept between calls.
   std::int64_t held_bytes() const {
     std::int64_t n = 0;
@@ -52,7 +67,22 @@ class WorkspaceCache {
   }
 
  private:
+  /// Moves the buffers where nothing frees them (reachable from a static, so leak checkers do
+  /// not count them) when a watched transport abandoned transfers.
+  void set_aside_if_abandoned() {
+    if (buffers_.empty()) return;  // also after an owner released it before its transports ended
+    bool abandoned = false;
+    for (const comm::Communicator* c : watched_) abandoned = abandoned || c->has_abandoned_transfers();
+    if (!abandoned) return;
+    static auto* kept = new std::vector<Kokkos::View<unsigned char*, Space>>();
+    static std::mutex kept_mutex;
+    const std::lock_guard<std::mutex> lock(kept_mutex);
+    for (auto& entry : buffers_) kept->push_back(entry.second);
+    buffers_.clear();
+  }
+
   std::map<std::string, Kokkos::View<unsigned char*, Space>> buffers_;
+  std::vector<const comm::Communicator*> watched_;
 };
 
 /// The kind of an engine call, for WorkspaceArena: its direction and a variant (the ring's

@@ -2,8 +2,10 @@
 // The staged transport's state machine (src/comm/staged) on the host, under mpiexec -n 1..4:
 // a fake staging device whose "device" memory is host memory and whose copies complete late
 // and out of order, so that the ordering rules (exchanges reach MPI in the order they were
-// started, the pinned pool is reused) are exercised without a GPU. The CUDA staging device is
-// the same interface over cudaMemcpyAsync and events; it runs in the GPU suites.
+// started, the pinned pool is reused) are exercised without a GPU, and so are its timeouts (the
+// exchanges in flight given up at once, the pinned buffers MPI may still use never freed). The
+// CUDA staging device is the same interface over cudaMemcpyAsync and events; it runs in the GPU
+// suites.
 #include "comm/staged/staged_communicator.hpp"
 
 #include <gtest/gtest.h>
@@ -13,6 +15,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -270,6 +273,42 @@ TEST(StagedCommunicator, IrregularCollectivesAndSplitsStageThroughHostBuffers) {
   for (int r = 0; r < half->size(); ++r)
     EXPECT_EQ(std::vector<int>(all.begin() + 4 * r, all.begin() + 4 * (r + 1)), block(2 * r + me % 2, 5, 4));
   EXPECT_EQ(s.pending, 0);
+}
+
+// Once a wait has timed out, the exchanges a call had in flight are given up at once, as the
+// host transport's own are: the call returns within one deadline however many it had, and the
+// timed-out one is not waited for again (which would report its empty receive as a mismatch of
+// the ranks' exchanges).
+TEST(StagedCommunicator, ExchangesInFlightAfterATimeoutAreGivenUpAtOnce) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  const int silent = 1;
+  {
+    Staged s(0.5);
+    const std::size_t n = std::size_t(1) << 20;  // bytes: past the eager limit, so a send needs its peer
+    std::vector<char> send(n, 1), recv_a(n), recv_b(n), recv_c(n);
+    const bool beside_silent = world_rank() != silent && ((world_rank() + 1) % world_size() == silent ||
+                                                          (world_rank() - 1 + world_size()) % world_size() == silent);
+    if (beside_silent) {
+      const auto start = std::chrono::steady_clock::now();
+      ::testing::internal::CaptureStderr();
+      {
+        Exchange a = s.comm->start_ring_exchange(send.data(), recv_a.data(), n);
+        Exchange b = s.comm->start_ring_exchange(send.data(), recv_b.data(), n);
+        Exchange c = s.comm->start_ring_exchange(send.data(), recv_c.data(), n);
+        // Polls advance every exchange's copy (the fake's take at most 8), so all three reach MPI.
+        for (int poll = 0; poll < 10; ++poll) EXPECT_FALSE(c.test());
+        EXPECT_THROW(a.wait(), Error);
+      }  // b and c dropped unfinished, as an error unwinding a call drops them
+      const std::string said = ::testing::internal::GetCapturedStderr();
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      EXPECT_GE(waited, 0.4);
+      EXPECT_LE(waited, 0.9) << "the exchanges in flight were each given a deadline of their own";
+      EXPECT_EQ(said.find("every rank must start the same exchanges"), std::string::npos)
+          << "a timed-out exchange was waited for again: " << said;
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(world_rank() == silent ? 1500 : 0));
+  rfa::test::barrier_idle(MPI_COMM_WORLD);
 }
 
 // An all-to-all that the last rank joins only after the others gave up: on those it fails with

@@ -126,10 +126,17 @@ class StagedExchange final : public detail::PendingExchange {
   }
 
   ~StagedExchange() override {
-    try {
-      wait();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "rfa: a staged ring exchange failed while its handle was destroyed: %s\n", e.what());
+    // Once the host transport gave a transfer up, the others are given up at once too (their
+    // host exchanges abandon themselves as they end), as the host transport's own are: waiting
+    // for each would add a deadline per exchange in flight.
+    if (state_->host().has_abandoned_transfers()) {
+      host_exchange_ = Exchange();
+    } else {
+      try {
+        wait();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rfa: a staged ring exchange failed while its handle was destroyed: %s\n", e.what());
+      }
     }
     state_->finished(this);
     state_->release_pinned(host_send_);
@@ -198,6 +205,7 @@ void StagingState::progress() {
 }
 
 void StagingState::complete_all() noexcept {
+  if (host_->has_abandoned_transfers()) return;  // each exchange gives itself up as it ends
   for (StagedExchange* e : std::vector<StagedExchange*>(live_)) {
     try {
       e->wait();

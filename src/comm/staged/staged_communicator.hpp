@@ -63,7 +63,8 @@ class StagedCommunicator final : public Communicator {
   /// The host transport's.
   bool has_abandoned_transfers() const override;
 
-  /// Pinned bytes the pool holds (for tests and the memory report).
+  /// Pinned bytes the pool holds (for tests and the memory report); buffers set aside after a
+  /// timeout stay allocated but are no longer counted.
   std::size_t pinned_bytes() const;
 
  private:
