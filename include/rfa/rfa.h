@@ -657,9 +657,9 @@ RFA_API rfa_result_t rfa_backward(rfa_context_t context, const void* q, const vo
  * out = sum_j exp(s_j - lse) v_j with lse = log(exp(sinks[h]) + sum_j exp(s_j)). The sink is
  * added once, to the finished rows, whatever the strategy, layout or number of ranks; a sink of
  * -inf is no sink. Collective over the context's ranks, on a context created with
- * options.attention_sinks set. On a CUDA context it waits for the context's stream before it
- * returns: the sinks are read to the host (the ranks agree on them) after the work already
- * queued there.
+ * options.attention_sinks set. On a CUDA context it first waits for the work already queued on
+ * the context's stream (the sinks are read to the host, where the ranks agree on them); its own
+ * results, as rfa_forward()'s, are ready when the stream gets there.
  * @param context a live context created with attention_sinks nonzero.
  * @param q [B][L][H][d] queries.
  * @param k [B][L][Hkv][d] keys.
@@ -822,7 +822,8 @@ RFA_API rfa_result_t rfa_mask_ranges_grid_neighbourhood(int64_t nx, int64_t ny, 
  * q-shaped tensors and kv_heads for k/v-shaped ones. d is the options' head_dim, or for the
  * _dim forms the caller's head_dim (the options' value_head_dim for v, out, dout and dv where it
  * differs). An lse tensor is fp32 [B][H][S] / [B][H][L]. Copies are bitwise. The buffers must
- * not overlap.
+ * not overlap. They are host memory, on a ::RFA_DEVICE_CUDA context too (rfa_allgather_bshd()
+ * moves them over MPI there, not over the context's device transport).
  * @{ */
 
 /**

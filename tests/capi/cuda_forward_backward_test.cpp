@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -178,10 +179,11 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   }
   // The backward's stream: the same, or another one handed over right after the forward is
   // queued (its results, and the context's buffers, still in use on the first).
+  // End to end: the device-level wait itself is rfa_device_strategies_test's DeviceStreamOrder.
   auto before_backward = [&] {
-    if (!c.switch_stream) return;
-    ASSERT_EQ(cudaStreamCreateWithFlags(&second, cudaStreamNonBlocking), cudaSuccess);
-    ASSERT_RFA_OK(rfa_context_set_stream(ctx, second));
+    if (!c.switch_stream) return true;
+    return cudaStreamCreateWithFlags(&second, cudaStreamNonBlocking) == cudaSuccess &&
+           rfa_context_set_stream(ctx, second) == RFA_SUCCESS;
   };
 
   int64_t L = 0;
@@ -197,6 +199,14 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   LocalShards shards(o, L);
   auto& [lq, lk, lv, ldo, lout, ldq, ldk, ldv] = shards;
   ASSERT_RFA_OK(shards.scatter(ctx, ref, o));
+  // The sharding helpers take host memory on a CUDA context too: the all-gather of the query
+  // shards gives back the whole tensor, bitwise.
+  {
+    Stored all_q(c.dtype, ref.q.size());
+    ASSERT_RFA_OK(rfa_allgather_bshd(ctx, H, lq.data(), all_q.data()));
+    EXPECT_EQ(std::memcmp(all_q.data(), ref.q.data(), ref.q.size() * rfa::dtype_size(c.dtype)), 0)
+        << "rfa_allgather_bshd on a CUDA context did not reassemble q";
+  }
   // q, dq and k, dk in head_dim; v, dv and out, dout in the value head dim.
   const std::size_t qb = lq.size() * rfa::dtype_size(c.dtype), kb = lk.size() * rfa::dtype_size(c.dtype),
                     vb = lv.size() * rfa::dtype_size(c.dtype), ob = ldo.size() * rfa::dtype_size(c.dtype),
@@ -218,7 +228,7 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
     const float* s = static_cast<const float*>(device_sinks.get());
     ASSERT_RFA_OK(rfa_forward_with_sinks(ctx, dq_in.get(), dk_in.get(), dv_in.get(), s, dout_buf.get(),
                                          static_cast<float*>(dlse.get())));
-    before_backward();
+    ASSERT_TRUE(before_backward()) << rfa_get_last_error_message();
     ASSERT_RFA_OK(rfa_backward_with_sinks(ctx, dq_in.get(), dk_in.get(), dv_in.get(), dout_buf.get(), ddo.get(),
                                           static_cast<const float*>(dlse.get()), s, ddq.get(), ddk.get(), ddv.get(),
                                           static_cast<float*>(device_dsinks.get())));
@@ -227,7 +237,7 @@ TEST_P(CudaForwardBackward, MatchesFloat64Reference) {
   } else {
     ASSERT_RFA_OK(
         rfa_forward(ctx, dq_in.get(), dk_in.get(), dv_in.get(), dout_buf.get(), static_cast<float*>(dlse.get())));
-    before_backward();
+    ASSERT_TRUE(before_backward()) << rfa_get_last_error_message();
     ASSERT_RFA_OK(rfa_backward(ctx, dq_in.get(), dk_in.get(), dv_in.get(), dout_buf.get(), ddo.get(),
                                static_cast<const float*>(dlse.get()), ddq.get(), ddk.get(), ddv.get()));
     ASSERT_RFA_OK(rfa_context_synchronize(ctx));
