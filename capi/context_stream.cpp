@@ -21,7 +21,8 @@ rfa_result_t set_stream(rfa_context_s& c, void* stream) {
     fail(RFA_ERROR_INVALID_USAGE, "the context is RFA_DEVICE_HOST; only RFA_DEVICE_CUDA contexts take a CUDA stream");
   }
 #if RFA_ENGINE_CUDA
-  if (stream != c.engine->cuda_stream()) c.stream_order.switch_to(stream);
+  // Even to the same handle: a stream destroyed since may have given its handle to a new one.
+  c.stream_order.switch_to(stream);
 #endif
   c.engine->set_cuda_stream(stream);
   c.comm->set_compute_stream(stream);

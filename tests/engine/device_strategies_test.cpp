@@ -8,19 +8,24 @@
 // its device cache allocates every buffer of the pass once. The block kernels are pinned by
 // RFA_CUDA_KERNELS (rfa, the default here, or cudnn) and RFA_CUDA_KERNEL_PATH (sm80, the
 // default here, or sm90), resolved on every rank as a context resolves them, so a kernel
-// choice asked for and unavailable fails every test rather than testing another. Without a
-// CUDA device every test skips, saying why.
+// choice asked for and unavailable fails every test rather than testing another. Beside them,
+// the order of an engine's calls across streams (device/stream_order.hpp). Without a CUDA
+// device every test skips, saying why.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
 #include "allocation_log.hpp"
 #include "comm/device_transport.hpp"
 #include "cuda_device_check.hpp"
+#include "device/stream_order.hpp"
 #include "engine/attention_strategy.hpp"
 #include "engine/cuda_kernel_choice.hpp"
 #include "layout/sequence_layout.hpp"
@@ -195,6 +200,38 @@ TEST_P(DeviceStrategyMemory, MatchesFormula) {
   with_dtype(GetParam().dtype, [this](auto tag) { this->template check<decltype(tag)>(); });
 }
 INSTANTIATE_TEST_SUITE_P(Strategies, DeviceStrategyMemory, ::testing::ValuesIn(device_cases()), device_case_name);
+
+// The order of a context's calls across streams (device/stream_order.hpp): after a call queued on
+// stream A, a switch to stream B makes B wait for it. A's work here is a host function that
+// holds A for half a second; an event recorded on B right after the switch is not reached
+// before it ends (without the wait, B is empty and the event completes at once).
+TEST(DeviceStreamOrder, ANewStreamWaitsForTheCallsQueuedOnTheLastOne) {
+  const std::string why = rfa_test::why_no_cuda_device();
+  if (!why.empty()) GTEST_SKIP() << why << ": nothing to test";
+  cudaStream_t a = nullptr, b = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
+  cudaEvent_t on_b = nullptr;
+  ASSERT_EQ(cudaEventCreateWithFlags(&on_b, cudaEventDisableTiming), cudaSuccess);
+  ASSERT_EQ(cudaLaunchHostFunc(
+                a, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(500)); }, nullptr),
+            cudaSuccess);
+  device::StreamOrder order;
+  order.call_queued_on(a);
+  order.switch_to(b);
+  ASSERT_EQ(cudaEventRecord(on_b, b), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(on_b), cudaErrorNotReady) << "the new stream did not wait for the last call's work";
+  ASSERT_EQ(cudaStreamSynchronize(b), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(on_b), cudaSuccess);
+  // A switch before any call waits for nothing.
+  device::StreamOrder fresh;
+  fresh.switch_to(a);
+  ASSERT_EQ(cudaEventRecord(on_b, a), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(a), cudaSuccess);
+  cudaEventDestroy(on_b);
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(b);
+}
 
 }  // namespace
 }  // namespace test
