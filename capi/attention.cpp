@@ -231,15 +231,18 @@ void write_sink_gradient(const rfa_context_s& c, const std::vector<double>& sums
 class CallOnStream {
  public:
   explicit CallOnStream(rfa_context_s& c) : c_(c) {}
-  ~CallOnStream() {
-#if RFA_ENGINE_CUDA
-    if (c_.options.device == RFA_DEVICE_CUDA) c_.stream_order.call_queued_on(c_.engine->cuda_stream());
-#endif
-  }
+  ~CallOnStream() { mark_end(c_); }
   CallOnStream(const CallOnStream&) = delete;
   CallOnStream& operator=(const CallOnStream&) = delete;
 
  private:
+  static void mark_end(rfa_context_s& c) noexcept {
+#if RFA_ENGINE_CUDA
+    if (c.options.device == RFA_DEVICE_CUDA) c.stream_order.call_queued_on(c.engine->cuda_stream());
+#else
+    (void)c;  // host calls end when they return
+#endif
+  }
   rfa_context_s& c_;
 };
 
