@@ -22,9 +22,6 @@
 struct rfa_context_s {
   std::unique_ptr<rfa::comm::Communicator> comm;
   std::unique_ptr<rfa::engine::AttentionStrategy> engine;  ///< options.strategy's engine
-  /// CUDA contexts: MPI over the same ring, for the sharding helpers' host memory (comm moves
-  /// device memory there). Host contexts: null (comm moves host memory).
-  std::unique_ptr<rfa::comm::Communicator> host_comm;
   rfa_options_t options;                           ///< as created, defaults applied, struct_size = sizeof (this build)
   std::vector<std::int64_t> doc_boundaries;        ///< the copy options.doc_boundaries points to
   std::vector<std::int64_t> doc_boundary_offsets;  ///< the copy options.doc_boundary_offsets points to

@@ -148,8 +148,6 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   context->plan = std::move(ring.plan);
   context->comm = std::move(ring.comm);
   context->engine = std::move(ring.engine);
-  if (options.device == RFA_DEVICE_CUDA)
-    context->host_comm = comm::make_mpi_communicator(comm, context->comm->rank(), request.timeout_s);
   count->keep();
   register_context(context.get());
   *out = context.release();

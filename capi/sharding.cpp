@@ -76,11 +76,10 @@ rfa_result_t allgather_bshd(rfa_context_s& c, int64_t heads, int64_t dim, const 
   run_collective_call(c, CollectiveCall::allgather_bshd, checks, [&] {
     dispatch_dtype(c.options.dtype, [&](auto tag) {
       using T = decltype(tag);
-      // Host memory whatever the context's device: over MPI (a CUDA context's own transport
-      // moves device memory).
-      comm::Communicator& host = c.host_comm ? *c.host_comm : *c.comm;
-      layout::allgather_bshd<T>(host, c.engine->local_positions(), static_cast<const T*>(local), shape.dims,
-                                static_cast<T*>(global), c.options.seq_total);
+      // Host memory whatever the context's device: a CUDA context's transport moves device
+      // memory, its MPI side host memory.
+      layout::allgather_bshd<T>(c.comm->host_memory(), c.engine->local_positions(), static_cast<const T*>(local),
+                                shape.dims, static_cast<T*>(global), c.options.seq_total);
     });
   });
   return RFA_SUCCESS;

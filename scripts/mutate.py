@@ -337,7 +337,7 @@ MUTATIONS = [
              r"^comm_staged_communicator_test[.]np2$",
              "the staged transport frees the pinned buffers of a timed-out transfer, which a late rank may still write"),
     Mutation("device-cache-freed-after-timeout", "collectives", "src/engine/workspace.hpp",
-             "    if (!abandoned) return;", "    return;",
+             "if (buffers_.empty() || !watched_.abandoned()) return;", "return;",
              r"^rfa_workspace_cache_test$",
              "a device engine frees its kept buffers after its transport abandoned transfers into them"),
     Mutation("staged-timed-out-waited-again", "collectives", "src/comm/staged/staged_communicator.cpp",

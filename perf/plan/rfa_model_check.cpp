@@ -69,15 +69,6 @@ double slowest_median(comm::Communicator& world, int repeat, Pass&& pass) {
   return slowest(world, median(mine));
 }
 
-/// Whether two position maps list the same rows.
-bool same_rows(const PositionMap& a, const PositionMap& b) {
-  if (a.count != b.count) return false;
-  for (int i = 0; i < a.count; ++i)
-    if (a.seg[i].start != b.seg[i].start || a.seg[i].stride != b.seg[i].stride || a.seg[i].length != b.seg[i].length)
-      return false;
-  return true;
-}
-
 /// Where a node has fewer cores than ranks, the ranks calibrate in turns: `count` groups of
 /// at most as many ranks as cores, this rank in group `mine`, so that every measured rank has a
 /// core of its own while the node's cores are all busy, as the model's rates are defined
@@ -386,7 +377,7 @@ int run(int me, int argc, char** argv) {
       x.attn = engine::make_strategy(*world, x.cfg, x.choice);
       const PositionMap rows = x.attn->local_positions();
       for (auto& [held, problem] : problems)
-        if (same_rows(held, rows)) x.problem = problem.get();
+        if (same_positions(held, rows)) x.problem = problem.get();
       if (x.problem == nullptr) {
         problems.emplace_back(rows, std::make_unique<LocalProblem<float>>(*x.attn));
         x.problem = problems.back().second.get();

@@ -261,6 +261,10 @@ class Communicator {
   /// so an engine sets its call's workspace aside for good instead (WorkspaceArena). Transports
   /// that stop every transfer on a timeout (NCCL aborts its communicator) leave it false.
   virtual bool has_abandoned_transfers() const { return false; }
+  /// The communicator of the same ring positions that moves host memory: this one for a host
+  /// transport, a device transport's MPI side (the C API's all-gather of host tensors runs on
+  /// it).
+  virtual Communicator& host_memory() { return *this; }
 
  protected:
   Communicator() = default;
@@ -271,6 +275,22 @@ class Communicator {
     fail(RFA_ERROR_UNSUPPORTED, "the ", backend_name(), " transport does not offer ", call,
          " (the Ulysses, all-gather and hybrid strategies need it): use the MPI or NCCL transport");
   }
+};
+
+/// The transports whose transfers write into a set of buffers (an engine's workspace), each of
+/// which must outlive the question: whether any of them abandoned transfers that may still
+/// write there (has_abandoned_transfers), so that the buffers must be kept, not freed.
+class WatchedTransports {
+ public:
+  void watch(const Communicator* transport) { transports_.push_back(transport); }
+  bool abandoned() const {
+    for (const Communicator* c : transports_)
+      if (c->has_abandoned_transfers()) return true;
+    return false;
+  }
+
+ private:
+  std::vector<const Communicator*> transports_;
 };
 
 }  // namespace rfa::comm

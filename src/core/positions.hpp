@@ -80,6 +80,15 @@ struct PositionMap {
   }
 };
 
+/// Whether two maps list the same segments (so the same rows, in the same order).
+inline bool same_positions(const PositionMap& a, const PositionMap& b) {
+  if (a.count != b.count) return false;
+  for (int s = 0; s < a.count; ++s)
+    if (a.seg[s].start != b.seg[s].start || a.seg[s].stride != b.seg[s].stride || a.seg[s].length != b.seg[s].length)
+      return false;
+  return true;
+}
+
 /// Throws rfa::Error unless the map is well formed and covers exactly `expected_length` rows.
 void validate_position_map(const PositionMap& map, std::int64_t expected_length, const char* what);
 

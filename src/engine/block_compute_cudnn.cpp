@@ -19,14 +19,6 @@ void check(rfa_cuda_status status, const char* what) { check_cuda_kernels(status
 
 constexpr std::size_t kScratchAlign = 256;
 
-bool same_positions(const PositionMap& a, const PositionMap& b) {
-  if (a.count != b.count) return false;
-  for (int s = 0; s < a.count; ++s)
-    if (a.seg[s].start != b.seg[s].start || a.seg[s].stride != b.seg[s].stride || a.seg[s].length != b.seg[s].length)
-      return false;
-  return true;
-}
-
 }  // namespace
 
 CudnnState::CudnnState() { check(rfa_cudnn_create(&context_), "rfa_cudnn_create"); }

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <exception>
 #include <map>
-#include <mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -16,6 +15,7 @@
 #include "comm/communicator.hpp"
 #include "core/allocation.hpp"
 #include "core/error.hpp"
+#include "core/kept_for_process.hpp"
 #include "core/view_limits.hpp"
 #include "engine/workspace_arena.hpp"
 #include "kernels/flash_attention.hpp"
@@ -45,7 +45,7 @@ class WorkspaceCache {
 
   /// A communicator whose transfers write into these buffers; it must outlive the cache's last
   /// buffer (an owner whose transport ends first releases the cache before).
-  void watch(const comm::Communicator* transport) { watched_.push_back(transport); }
+  void watch(const comm::Communicator* transport) { watched_.watch(transport); }
   /// Raw bytes for `name`, reallocated only when more are needed. Throws
   /// RFA_ERROR_OUT_OF_MEMORY (name, bytes) when the allocator refuses.
   void* bytes(const std::string& name, std::int64_t bytes) {
@@ -67,22 +67,16 @@ class WorkspaceCache {
   }
 
  private:
-  /// Moves the buffers where nothing frees them (reachable from a static, so leak checkers do
-  /// not count them) when a watched transport abandoned transfers.
+  /// Keeps the buffers for the life of the process (keep_for_process) when a watched
+  /// transport abandoned transfers.
   void set_aside_if_abandoned() {
-    if (buffers_.empty()) return;  // also after an owner released it before its transports ended
-    bool abandoned = false;
-    for (const comm::Communicator* c : watched_) abandoned = abandoned || c->has_abandoned_transfers();
-    if (!abandoned) return;
-    static auto* kept = new std::vector<Kokkos::View<unsigned char*, Space>>();
-    static std::mutex kept_mutex;
-    const std::lock_guard<std::mutex> lock(kept_mutex);
-    for (auto& entry : buffers_) kept->push_back(entry.second);
+    if (buffers_.empty() || !watched_.abandoned()) return;  // empty: also once an owner released it
+    for (auto& entry : buffers_) keep_for_process(std::move(entry.second));
     buffers_.clear();
   }
 
   std::map<std::string, Kokkos::View<unsigned char*, Space>> buffers_;
-  std::vector<const comm::Communicator*> watched_;
+  comm::WatchedTransports watched_;
 };
 
 /// The kind of an engine call, for WorkspaceArena: its direction and a variant (the ring's

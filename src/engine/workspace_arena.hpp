@@ -27,12 +27,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.hpp"
 #include "core/allocation.hpp"
+#include "core/kept_for_process.hpp"
 
 namespace rfa {
 namespace engine {
@@ -45,7 +45,7 @@ class WorkspaceArena {
 
   /// A communicator whose transfers write into this arena's buffers (each engine's own, the
   /// hybrid's groups and its inner ring's); it must outlive the calls made on the arena.
-  void watch(const comm::Communicator* transport) { watched_.push_back(transport); }
+  void watch(const comm::Communicator* transport) { watched_.watch(transport); }
 
   /// Begins a call of kind `pass`; inside a call already begun, a part of that call.
   void begin_call(int pass) {
@@ -89,7 +89,7 @@ class WorkspaceArena {
       return;
     }
     if (failed || inner_failed_) {
-      if (transfers_abandoned())
+      if (watched_.abandoned())
         set_aside();
       else
         blocks_.clear();
@@ -124,22 +124,10 @@ class WorkspaceArena {
   };
   static std::int64_t capacity(const Block& b) { return std::int64_t(b.memory.extent(0)); }
 
-  bool transfers_abandoned() const {
-    for (const comm::Communicator* c : watched_)
-      if (c->has_abandoned_transfers()) return true;
-    return false;
-  }
-
-  /// Moves the blocks where nothing frees them (reachable from a static, so leak checkers do
-  /// not count them), then forgets the kinds as release() does: the context is unusable after
-  /// a timeout anyway. Contexts used from different threads may set blocks aside at once.
+  /// Keeps the blocks for the life of the process (keep_for_process), then forgets the kinds
+  /// as release() does: the context is unusable after a timeout anyway.
   void set_aside() {
-    static auto* kept = new std::vector<Block>();
-    static std::mutex kept_mutex;
-    {
-      const std::lock_guard<std::mutex> lock(kept_mutex);
-      for (Block& b : blocks_) kept->push_back(std::move(b));
-    }
+    for (Block& b : blocks_) keep_for_process(std::move(b.memory));
     release();
   }
 
@@ -150,7 +138,7 @@ class WorkspaceArena {
   int pass_ = 0;
   int depth_ = 0;              // calls begun and not ended: more than 1 inside another
   bool inner_failed_ = false;  // a call inside this one failed
-  std::vector<const comm::Communicator*> watched_;
+  comm::WatchedTransports watched_;
 };
 
 }  // namespace engine

@@ -132,6 +132,7 @@ std::vector<int> block(int owner, int tag, std::size_t n) {
 TEST(StagedCommunicator, DescribesItself) {
   Staged s;
   EXPECT_STREQ(s.comm->backend_name(), "mpi-staged");
+  EXPECT_STREQ(s.comm->host_memory().backend_name(), "mpi");  // the host transport, for host memory
   EXPECT_TRUE(s.comm->accepts(MemoryKind::device));
   EXPECT_FALSE(s.comm->accepts(MemoryKind::host));
   EXPECT_EQ(s.comm->rank(), world_rank());

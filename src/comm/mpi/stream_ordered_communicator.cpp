@@ -30,18 +30,10 @@ class StreamOrderedCommunicator final : public Communicator {
   // deadline like every call): Open MPI's CUDA support covers point-to-point and the blocking
   // collectives, not every nonblocking one, which the host transport's collectives are.
   void allgather(const void* send, void* recv, std::size_t bytes_per_rank) override {
-    const std::size_t P = std::size_t(size());
-    require(bytes_per_rank <= SIZE_MAX / P, "allgather: ", P, " x ", bytes_per_rank, " bytes overflows size_t");
-    std::vector<std::size_t> bytes(P, bytes_per_rank), from(P, 0), to(P);
-    for (std::size_t r = 0; r < P; ++r) to[r] = r * bytes_per_rank;
-    alltoallv(send, bytes.data(), from.data(), recv, bytes.data(), to.data());
+    blocks_to_every_rank(send, false, recv, bytes_per_rank, "allgather");
   }
   void alltoall(const void* send, void* recv, std::size_t bytes_per_pair) override {
-    const std::size_t P = std::size_t(size());
-    require(bytes_per_pair <= SIZE_MAX / P, "alltoall: ", P, " x ", bytes_per_pair, " bytes overflows size_t");
-    std::vector<std::size_t> bytes(P, bytes_per_pair), at(P);
-    for (std::size_t r = 0; r < P; ++r) at[r] = r * bytes_per_pair;
-    alltoallv(send, bytes.data(), at.data(), recv, bytes.data(), at.data());
+    blocks_to_every_rank(send, true, recv, bytes_per_pair, "alltoall");
   }
   void alltoallv(const void* send, const std::size_t* send_bytes, const std::size_t* send_offsets, void* recv,
                  const std::size_t* recv_bytes, const std::size_t* recv_offsets) override {
@@ -56,7 +48,6 @@ class StreamOrderedCommunicator final : public Communicator {
     require(count_per_rank <= SIZE_MAX / sizeof(float) / (P + 1), "reduce_scatter_sum: ", P, " blocks of ",
             count_per_rank, " floats overflow size_t");
     if (count_per_rank == 0) return;
-    drain_compute();
     const std::size_t total = P * count_per_rank;
     collective::Parked<float> host(std::vector<float>(total + count_per_rank));
     copy(host.data(), send, total * sizeof(float), cudaMemcpyDeviceToHost);
@@ -90,6 +81,7 @@ class StreamOrderedCommunicator final : public Communicator {
   void barrier() override { mpi_->barrier(); }
   void set_compute_stream(void* cuda_stream) override { stream_ = static_cast<cudaStream_t>(cuda_stream); }
   bool has_abandoned_transfers() const override { return mpi_->has_abandoned_transfers(); }
+  Communicator& host_memory() override { return *mpi_; }
   void begin_call(const CallStamp& stamp) override {
     Communicator::begin_call(stamp);
     mpi_->begin_call(stamp);
@@ -97,6 +89,18 @@ class StreamOrderedCommunicator final : public Communicator {
 
  private:
   void drain_compute() { device::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (compute stream)"); }
+  /// `bytes` to and from every rank, block r of `recv` from rank r: `send`'s block r to rank r
+  /// (`per_rank`, an all-to-all), or all of `send` to every rank (an all-gather).
+  void blocks_to_every_rank(const void* send, bool per_rank, void* recv, std::size_t bytes, const char* call) {
+    const std::size_t P = std::size_t(size());
+    require(bytes <= SIZE_MAX / P, call, ": ", P, " x ", bytes, " bytes overflows size_t");
+    std::vector<std::size_t> counts(P, bytes), from(P, 0), to(P);
+    for (std::size_t r = 0; r < P; ++r) {
+      to[r] = r * bytes;
+      if (per_rank) from[r] = to[r];
+    }
+    alltoallv(send, counts.data(), from.data(), recv, counts.data(), to.data());
+  }
   /// On the compute stream, waited for: the kernels queued next see the bytes, and the host
   /// copy may go once this returns (a plain cudaMemcpy from pageable memory may return before
   /// the bytes land, on the legacy stream a non-blocking compute stream does not wait for).

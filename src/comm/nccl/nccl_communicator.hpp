@@ -93,6 +93,8 @@ class NcclCommunicator final : public Communicator {
   void broadcast(void* buffer, std::size_t bytes, int root) override;
   /// Over MPI: host-side only, it does not wait for queued device work.
   void barrier() override;
+  /// Its MPI side.
+  Communicator& host_memory() override { return *mpi_; }
   std::unique_ptr<Communicator> split(int color, int position) override;
 
   /// The stream (a cudaStream_t) that operations are ordered after and that is made to wait

@@ -6,11 +6,11 @@
 #include <deque>
 #include <exception>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/kept_for_process.hpp"
 
 namespace rfa::comm {
 namespace staged {
@@ -46,7 +46,7 @@ class PinnedPool {
     const std::size_t bytes = sizes_.at(p);
     sizes_.erase(p);
     if (transfers_abandoned) {
-      set_aside(p);
+      keep_for_process(p);
       held_ -= bytes;
       return;
     }
@@ -55,15 +55,6 @@ class PinnedPool {
   std::size_t held() const { return held_; }
 
  private:
-  /// Keeps `p` where nothing frees it (reachable from a static, so leak checkers do not count
-  /// it). Pools of contexts used from different threads may set buffers aside at once.
-  static void set_aside(void* p) {
-    static auto* kept = new std::vector<void*>();
-    static std::mutex kept_mutex;
-    const std::lock_guard<std::mutex> lock(kept_mutex);
-    kept->push_back(p);
-  }
-
   StagingDevice& device_;
   std::multimap<std::size_t, void*> free_;
   std::map<void*, std::size_t> sizes_;  // buffers handed out
@@ -322,6 +313,8 @@ void StagedCommunicator::broadcast(void* buffer, std::size_t bytes, int root) {
 void StagedCommunicator::barrier() { state_->host().barrier(); }
 
 bool StagedCommunicator::has_abandoned_transfers() const { return state_->host().has_abandoned_transfers(); }
+
+Communicator& StagedCommunicator::host_memory() { return state_->host(); }
 
 void StagedCommunicator::set_compute_stream(void* cuda_stream) { state_->device().set_compute_stream(cuda_stream); }
 

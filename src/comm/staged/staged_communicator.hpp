@@ -62,6 +62,8 @@ class StagedCommunicator final : public Communicator {
   void begin_call(const CallStamp& stamp) override;
   /// The host transport's.
   bool has_abandoned_transfers() const override;
+  /// The host transport.
+  Communicator& host_memory() override;
 
   /// Pinned bytes the pool holds (for tests and the memory report); buffers set aside after a
   /// timeout stay allocated but are no longer counted.
