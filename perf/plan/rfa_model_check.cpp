@@ -80,18 +80,23 @@ struct Turns {
 };
 
 /// A barrier whose waiting ranks nap between polls from the start and leave the cores to the
-/// measured ones.
+/// measured ones. Their naps are long (5 ms, where the engines' waits nap 0.2 ms): over TCP each
+/// poll is a system call on every socket, and six ranks polling every 0.2 ms while two measured
+/// (eight "nodes" on two cores) cost the measured ranks 8-37% of their rate (perf/RESULTS.md,
+/// "2026-12-02 (second session) — how long a waiting rank polls"). Each barrier then ends up to
+/// a nap late: a few seconds over the whole calibration.
 void napping_barrier(MPI_Comm comm) {
   MPI_Request request;
   collective::check_mpi(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
-  const double timeout = collective::current_timeout();
+  // No deadline (RFA_TIMEOUT_S=0) would wait in MPI_Waitall, which polls without a pause.
+  const double timeout = collective::current_timeout() > 0.0 ? collective::current_timeout() : 1e9;
   collective::check_mpi(collective::wait_within(
                             &request, 1, MPI_STATUS_IGNORE, timeout,
                             [&](const int*) {
                               return "rfa_model_check: a rank did not reach the calibration's barrier within " +
                                      collective::seconds_text(timeout);
                             },
-                            std::chrono::milliseconds(0)),
+                            std::chrono::milliseconds(0), std::chrono::milliseconds(5)),
                         "MPI_Wait (the calibration's barrier)");
 }
 

@@ -63,7 +63,8 @@ std::string seconds_text(double seconds) {
 }
 
 int wait_within(MPI_Request* requests, int count, MPI_Status* statuses, double timeout_s,
-                const std::function<std::string(const int* done)>& on_timeout, std::chrono::milliseconds spin) {
+                const std::function<std::string(const int* done)>& on_timeout, std::chrono::milliseconds spin,
+                std::chrono::microseconds nap) {
   if (!(timeout_s > 0.0) || timeout_s > 1e9) return MPI_Waitall(count, requests, statuses);  // none, NaN included
   using clock = std::chrono::steady_clock;
   const auto deadline =
@@ -78,7 +79,7 @@ int wait_within(MPI_Request* requests, int count, MPI_Status* statuses, double t
     if (now < spin_until)
       std::this_thread::yield();
     else
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      std::this_thread::sleep_for(nap);
   }
   std::vector<int> done(static_cast<std::size_t>(count), 0);
   for (int i = 0; i < count; ++i) {

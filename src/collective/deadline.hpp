@@ -38,11 +38,14 @@ double timeout_from_environment();
 /// receives, free sends) and return a message; then throws RFA_ERROR_TIMEOUT with it. The
 /// wait polls without pause for its first `spin` (a ring step's exchange usually ends within
 /// 50 ms, and a nap there would add its length to the step; nonblocking collectives progress
-/// only while polled), then naps 0.2 ms between polls so that a long wait does not burn a core;
-/// a waiter that must leave the cores to others passes 0.
+/// only while polled), then naps `nap` between polls so that a long wait does not burn a core;
+/// a waiter that must leave the cores to others passes a spin of 0 and, where many such waiters
+/// share a core and each poll costs (over TCP every poll is a system call on every socket), a
+/// longer nap.
 int wait_within(MPI_Request* requests, int count, MPI_Status* statuses, double timeout_s,
                 const std::function<std::string(const int* done)>& on_timeout,
-                std::chrono::milliseconds spin = std::chrono::milliseconds(50));
+                std::chrono::milliseconds spin = std::chrono::milliseconds(50),
+                std::chrono::microseconds nap = std::chrono::microseconds(200));
 
 /// Bytes of collective buffers this process has left to MPI after timeouts (ParkedValues and
 /// the bounded collectives' copies): never freed, since a rank that arrives late can still

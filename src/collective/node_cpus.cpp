@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "collective/bounded_collectives.hpp"
+#include "collective/mpi_error.hpp"
 #include "collective/node_rank.hpp"
 
 namespace rfa::collective {
@@ -44,13 +45,17 @@ cpu_set_t process_cpus() {
 
 }  // namespace
 
-int node_cpus(MPI_Comm comm, const char* what) {
+int node_cpus(MPI_Comm comm, const char* what) { return node_share(comm, what).cpus; }
+
+NodeShare node_share(MPI_Comm comm, const char* what) {
   const cpu_set_t mine = process_cpus();
   MPI_Comm node = node_communicator(comm);
+  NodeShare share;
   constexpr int kWords = int(sizeof(cpu_set_t) / sizeof(unsigned long));
   unsigned long words[kWords];
   std::memcpy(words, &mine, sizeof(words));
   try {
+    check_mpi(MPI_Comm_size(node, &share.ranks), "MPI_Comm_size (the node's ranks)");
     allreduce_within(node, words, kWords, MPI_UNSIGNED_LONG, MPI_BOR, what);
   } catch (...) {
     MPI_Comm_free(&node);
@@ -59,7 +64,8 @@ int node_cpus(MPI_Comm comm, const char* what) {
   MPI_Comm_free(&node);
   cpu_set_t together;
   std::memcpy(&together, words, sizeof(together));
-  return CPU_COUNT(&together);
+  share.cpus = CPU_COUNT(&together);
+  return share;
 }
 
 }  // namespace rfa::collective

@@ -23,6 +23,9 @@ const EnvVariable kRegistry[] = {
      "rank 0 writes the topology keys and the chosen ring order to this JSON file"},
     {Env::timeout_s, "RFA_TIMEOUT_S", "librfa", "`600`",
      "the deadline, in seconds, of every blocking MPI operation when `options.timeout_s` is 0 (`0`: none)"},
+    {Env::wait_spin_ms, "RFA_WAIT_SPIN_MS", "librfa", "`50`; `2` where a node's ranks outnumber its CPUs",
+     "how long, in milliseconds, a rank waiting for MPI polls without pause before it naps 0.2 ms between polls; "
+     "`0` naps at once"},
     {Env::check_values, "RFA_CHECK_VALUES", "librfa", "`0`",
      "`1`: check every call's inputs and outputs for NaN and infinity when `options.check_values` is left at "
      "its default; `0`: no checks"},

@@ -15,6 +15,7 @@ enum class Env {
   ring_order,
   topo_dump,
   timeout_s,
+  wait_spin_ms,
   check_values,
   cuda_kernels,
   cuda_path,

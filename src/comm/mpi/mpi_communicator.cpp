@@ -9,6 +9,7 @@
 #include "collective/bounded_collectives.hpp"
 #include "collective/deadline.hpp"
 #include "collective/mpi_error.hpp"
+#include "collective/wait_spin.hpp"
 #include "comm/mpi/byte_datatype.hpp"
 #include "comm/mpi/group_split.hpp"
 #include "comm/mpi/mpi_exchange.hpp"
@@ -95,6 +96,10 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, int ring_position, const MpiOp
   }
   const std::string problems = describe_position_errors(positions);
   if (!problems.empty()) fail(RFA_ERROR_INVALID_USAGE, problems);
+  if (options_.wait_spin_ms < 0) {
+    const collective::DeadlineScope deadline(options_.timeout_s);
+    options_.wait_spin_ms = int(collective::wait_spin_for(parent).count());
+  }
 
   collective::check_mpi(MPI_Comm_split(parent, 0, ring_position, &ring_), "MPI_Comm_split");
   try {
@@ -143,15 +148,18 @@ int MpiCommunicator::next_tag() {
 }
 
 void MpiCommunicator::complete_collective(MPI_Request& request, const char* what, collective::ParkedValues* parked) {
-  const int rc = collective::wait_within(&request, 1, MPI_STATUS_IGNORE, options_.timeout_s, [&](const int*) {
-    // A collective cannot be cancelled: its request and buffer stay with MPI for good, so a
-    // late rank can still complete it without touching memory the program has reused.
-    if (parked) parked->abandon();
-    *timed_out_ = std::string(what) + " did not complete within " + collective::seconds_text(options_.timeout_s);
-    return *timed_out_ +
-           ": at least one rank has not reached it (late, stuck or gone; options.timeout_s or "
-           "RFA_TIMEOUT_S sets the deadline). The communicator is unusable from now on; destroy it";
-  });
+  const int rc = collective::wait_within(
+      &request, 1, MPI_STATUS_IGNORE, options_.timeout_s,
+      [&](const int*) {
+        // A collective cannot be cancelled: its request and buffer stay with MPI for good, so a
+        // late rank can still complete it without touching memory the program has reused.
+        if (parked) parked->abandon();
+        *timed_out_ = std::string(what) + " did not complete within " + collective::seconds_text(options_.timeout_s);
+        return *timed_out_ +
+               ": at least one rank has not reached it (late, stuck or gone; options.timeout_s or "
+               "RFA_TIMEOUT_S sets the deadline). The communicator is unusable from now on; destroy it";
+      },
+      wait_spin());
   collective::check_mpi(rc, what);
 }
 
@@ -165,6 +173,7 @@ mpi::ExchangeRoute MpiCommunicator::route_for(int hops) {
   route.tag = next_tag();
   route.max_count = options_.max_count_per_call;
   route.timeout_s = options_.timeout_s;
+  route.wait_spin = wait_spin();
   route.timed_out = timed_out_;
   return route;
 }
@@ -228,7 +237,7 @@ Exchange MpiCommunicator::start_allgather(const void* send, void* recv, std::siz
       "MPI_Iallgather");
   return Exchange(std::make_unique<mpi::MpiPendingCollective>(
       request, std::move(block), "all-gather of " + std::to_string(bytes_per_rank) + " bytes per rank",
-      options_.timeout_s, timed_out_));
+      options_.timeout_s, wait_spin(), timed_out_));
 }
 
 void MpiCommunicator::alltoall(const void* send, void* recv, std::size_t bytes_per_pair) {
@@ -281,7 +290,8 @@ void MpiCommunicator::alltoallv(const void* send, const std::size_t* send_bytes,
   for (int peer = 0; peer < size_; ++peer) post(false, peer, send_bytes[peer], send_offsets[peer]);
   const int receives = int(std::count_if(recv_bytes, recv_bytes + size_, [](std::size_t b) { return b > 0; }));
   const int rc = collective::wait_within(
-      requests.data(), int(requests.size()), MPI_STATUSES_IGNORE, options_.timeout_s, [&](const int* done) {
+      requests.data(), int(requests.size()), MPI_STATUSES_IGNORE, options_.timeout_s,
+      [&](const int* done) {
         // Unfinished receives are cancelled; sends stay with MPI, and so do their datatypes.
         for (int i = 0; i < receives; ++i) {
           if (!done[i]) {
@@ -294,7 +304,8 @@ void MpiCommunicator::alltoallv(const void* send, const std::size_t* send_bytes,
         return *timed_out_ +
                ": a peer has not sent or received its blocks (late, stuck or gone; options.timeout_s "
                "or RFA_TIMEOUT_S sets the deadline). The communicator is unusable from now on; destroy it";
-      });
+      },
+      wait_spin());
   collective::check_mpi(rc, "MPI_Waitall (alltoallv)");
 }
 

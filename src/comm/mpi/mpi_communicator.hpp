@@ -14,6 +14,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -35,6 +36,9 @@ struct MpiOptions {
   /// RFA_ERROR_TIMEOUT (mpi/deadline.hpp); 0: no deadline; negative: RFA_TIMEOUT_S or the
   /// default (collective::kDefaultTimeoutSeconds).
   double timeout_s = -1.0;
+  /// Milliseconds a wait polls without pause before it naps between polls (collective::wait_spin_for);
+  /// negative: decided at construction from RFA_WAIT_SPIN_MS and the node's ranks and CPUs.
+  int wait_spin_ms = -1;
 };
 
 class MpiCommunicator final : public Communicator {
@@ -84,6 +88,8 @@ class MpiCommunicator final : public Communicator {
   static constexpr int kCallTagRanges = 64;
   /// The deadline of blocking operations in seconds (0: none).
   double timeout_seconds() const { return options_.timeout_s; }
+  /// How long this communicator's waits poll without pause (MpiOptions::wait_spin_ms, decided).
+  std::chrono::milliseconds wait_spin() const { return std::chrono::milliseconds(options_.wait_spin_ms); }
 
  private:
   MPI_Comm ring_ = MPI_COMM_NULL;

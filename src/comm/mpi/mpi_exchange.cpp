@@ -23,6 +23,7 @@ MpiPendingExchange::MpiPendingExchange(const void* send, std::size_t send_bytes,
       next_(route.next),
       tag_(route.tag),
       timeout_s_(route.timeout_s),
+      wait_spin_(route.wait_spin),
       timed_out_(route.timed_out) {
   if (recv_bytes > 0)
     collective::check_mpi(
@@ -71,24 +72,28 @@ bool MpiPendingExchange::test() {
 }
 
 void MpiPendingExchange::wait() {
-  const int rc = collective::wait_within(requests_, 2, statuses_, timeout_s_, [&](const int* done) {
-    std::string who;
-    if (!done[kRecv]) {
-      who = "ring position " + std::to_string(prev_) + " did not send its block";
-      // Nothing may land in the receive buffer after we return: cancel, then let go.
-      MPI_Cancel(&requests_[kRecv]);
-      MPI_Request_free(&requests_[kRecv]);
-    }
-    if (!done[kSend]) {
-      who += (who.empty() ? "" : ", and ") + std::string("ring position ") + std::to_string(next_) +
-             " did not receive this rank's block";
-      MPI_Request_free(&requests_[kSend]);
-    }
-    const std::string what = "ring exchange (tag " + std::to_string(tag_) + ", " + std::to_string(send_bytes_) +
-                             " bytes) did not complete within " + collective::seconds_text(timeout_s_) + ": " + who;
-    if (timed_out_) *timed_out_ = what;
-    return what + " (it is late, stuck or gone; options.timeout_s or RFA_TIMEOUT_S sets the deadline)";
-  });
+  const int rc = collective::wait_within(
+      requests_, 2, statuses_, timeout_s_,
+      [&](const int* done) {
+        std::string who;
+        if (!done[kRecv]) {
+          who = "ring position " + std::to_string(prev_) + " did not send its block";
+          // Nothing may land in the receive buffer after we return: cancel, then let go.
+          MPI_Cancel(&requests_[kRecv]);
+          MPI_Request_free(&requests_[kRecv]);
+        }
+        if (!done[kSend]) {
+          who += (who.empty() ? "" : ", and ") + std::string("ring position ") + std::to_string(next_) +
+                 " did not receive this rank's block";
+          MPI_Request_free(&requests_[kSend]);
+        }
+        const std::string what = "ring exchange (tag " + std::to_string(tag_) + ", " + std::to_string(send_bytes_) +
+                                 " bytes) did not complete within " + collective::seconds_text(timeout_s_) + ": " + who;
+        if (timed_out_) *timed_out_ = what;
+        return what + " (it is late, stuck or gone; options.timeout_s or RFA_TIMEOUT_S sets the deadline)";
+      },
+      wait_spin_);
+  ;
   check_completed(rc, "MPI_Waitall");
 }
 

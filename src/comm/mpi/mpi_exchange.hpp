@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -22,6 +23,7 @@ struct ExchangeRoute {
   int tag = 0;
   std::size_t max_count = 0;               // see ByteDatatype
   double timeout_s = 0;                    // wait()'s deadline; 0: none (see deadline.hpp)
+  std::chrono::milliseconds wait_spin{0};  // how long wait() polls before it naps (wait_within)
   std::shared_ptr<std::string> timed_out;  // set on a timeout: the communicator is unusable
 };
 
@@ -57,6 +59,7 @@ class MpiPendingExchange final : public detail::PendingExchange {
   int next_;
   int tag_;
   double timeout_s_;
+  std::chrono::milliseconds wait_spin_;
   std::shared_ptr<std::string> timed_out_;
 };
 

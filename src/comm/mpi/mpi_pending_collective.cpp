@@ -14,15 +14,18 @@ bool MpiPendingCollective::test() {
 }
 
 void MpiPendingCollective::wait() {
-  const int rc = collective::wait_within(&request_, 1, MPI_STATUS_IGNORE, timeout_s_, [&](const int*) {
-    // A collective cannot be cancelled: its request, datatype and buffers stay with MPI.
-    request_ = MPI_REQUEST_NULL;
-    datatype_.release();
-    *timed_out_ = "a non-blocking " + what_ + " did not complete within " + collective::seconds_text(timeout_s_);
-    return *timed_out_ +
-           ": at least one rank has not reached it (options.timeout_s or RFA_TIMEOUT_S sets the "
-           "deadline). The communicator is unusable from now on; destroy it";
-  });
+  const int rc = collective::wait_within(
+      &request_, 1, MPI_STATUS_IGNORE, timeout_s_,
+      [&](const int*) {
+        // A collective cannot be cancelled: its request, datatype and buffers stay with MPI.
+        request_ = MPI_REQUEST_NULL;
+        datatype_.release();
+        *timed_out_ = "a non-blocking " + what_ + " did not complete within " + collective::seconds_text(timeout_s_);
+        return *timed_out_ +
+               ": at least one rank has not reached it (options.timeout_s or RFA_TIMEOUT_S sets the "
+               "deadline). The communicator is unusable from now on; destroy it";
+      },
+      wait_spin_);
   collective::check_mpi(rc, ("MPI_Wait (" + what_ + ")").c_str());
 }
 

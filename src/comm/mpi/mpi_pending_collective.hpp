@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -17,15 +18,17 @@ namespace rfa::comm::mpi {
 
 class MpiPendingCollective final : public detail::PendingExchange {
  public:
-  /// Takes the started request and the datatype it uses (which must outlive it). wait() gives
-  /// up after `timeout_s` seconds (0: never) with RFA_ERROR_TIMEOUT, recording why in
-  /// `timed_out` (the communicator's flag that makes it unusable).
+  /// Takes the started request and the datatype it uses (which must outlive it). wait() polls
+  /// without pause for `wait_spin` (wait_within) and gives up after `timeout_s` seconds (0:
+  /// never) with RFA_ERROR_TIMEOUT, recording why in `timed_out` (the communicator's flag that
+  /// makes it unusable).
   MpiPendingCollective(MPI_Request request, std::unique_ptr<ByteDatatype> datatype, std::string what, double timeout_s,
-                       std::shared_ptr<std::string> timed_out)
+                       std::chrono::milliseconds wait_spin, std::shared_ptr<std::string> timed_out)
       : request_(request),
         datatype_(std::move(datatype)),
         what_(std::move(what)),
         timeout_s_(timeout_s),
+        wait_spin_(wait_spin),
         timed_out_(std::move(timed_out)) {}
   ~MpiPendingCollective() override;
 
@@ -37,6 +40,7 @@ class MpiPendingCollective final : public detail::PendingExchange {
   std::unique_ptr<ByteDatatype> datatype_;
   std::string what_;
   double timeout_s_;
+  std::chrono::milliseconds wait_spin_;
   std::shared_ptr<std::string> timed_out_;
 };
 
