@@ -10,8 +10,9 @@
 // model counts).
 //
 //   mpiexec -n P rfa_model_check [--seq N] [--heads N] [--head-dim N] [--repeat N] [--json FILE]
-//                                [--links GBPS,US]
-// --links gives the links' bandwidth and latency instead of measuring them: every ring hop of the
+//                                [--links GBPS,US[,NS]]
+// --links gives the links' bandwidth and latency (and the CPU nanoseconds a byte's transfer costs
+// the cores at its ends, a host TCP stack's) instead of measuring them: every ring hop of the
 // run crosses such a link (scripts/multinode's nodes of one rank, their links shaped and
 // calibrated by the harness: docs/performance-model.md, "Across nodes").
 #include <mpi.h>
@@ -145,7 +146,8 @@ std::vector<std::pair<double, double>> block_seconds(comm::Communicator& world,
   return seconds;
 }
 
-/// Takes --links GBPS,US (bandwidth in GB/s, latency in microseconds) out of argv, if given (the
+/// Takes --links GBPS,US[,NS] (bandwidth in GB/s, latency in microseconds, CPU nanoseconds per
+/// byte: model::Link) out of argv, if given (the
 /// other flags are rfa_run's, parse_run_options reads them).
 std::optional<model::Link> take_links(int& argc, char** argv) {
   std::optional<model::Link> links;
@@ -155,12 +157,14 @@ std::optional<model::Link> take_links(int& argc, char** argv) {
       argv[kept++] = argv[i];
       continue;
     }
-    double gbps = 0, us = -1;
+    double gbps = 0, us = -1, ns = 0;
     char tail = 0;
-    require(i + 1 < argc && std::sscanf(argv[i + 1], "%lf,%lf%c", &gbps, &us, &tail) == 2 && gbps > 0 && us >= 0,
-            "--links takes GBPS,US (bandwidth in GB/s above 0, latency in microseconds), got '",
+    const int read = i + 1 < argc ? std::sscanf(argv[i + 1], "%lf,%lf,%lf%c", &gbps, &us, &ns, &tail) : 0;
+    require((read == 2 || read == 3) && gbps > 0 && us >= 0 && ns >= 0,
+            "--links takes GBPS,US[,NS] (bandwidth in GB/s above 0, latency in microseconds, and the CPU "
+            "nanoseconds a byte's transfer costs the cores at its ends), got '",
             i + 1 < argc ? argv[i + 1] : "", "'");
-    links = model::Link{us * 1e-6, gbps * 1e9};
+    links = model::Link{us * 1e-6, gbps * 1e9, ns * 1e-9};
     ++i;
   }
   argc = kept;
@@ -304,10 +308,10 @@ int run(int me, int argc, char** argv) {
     if (me == 0)
       std::printf(
           "usage: mpirun -np P rfa_model_check [--seq N] [--heads N] [--kv-heads N] [--head-dim N] [--batch N] "
-          "[--repeat N] [--json FILE] [--links GBPS,US]\nThe performance model's predictions against measured times of "
-          "every strategy on these ranks (fp32). --links: the links' bandwidth (GB/s) and latency (us), which every "
-          "ring "
-          "hop crosses, instead of the exchange measured here.\n");
+          "[--repeat N] [--json FILE] [--links GBPS,US[,NS]]\nThe performance model's predictions against measured "
+          "times of every strategy on these ranks (fp32). --links: the links' bandwidth (GB/s) and latency (us), "
+          "which every ring hop crosses, instead of the exchange measured here, and the CPU nanoseconds a byte's "
+          "transfer costs the cores at its ends (a host TCP stack's; 0 if left out).\n");
     return 0;
   }
   o.dtype = RFA_DTYPE_FLOAT32;
@@ -326,12 +330,12 @@ int run(int me, int argc, char** argv) {
         "tiles; %d rank(s) on %.0f core(s)), %.0f / %.0f ns per query or key row and head of a call, x%.2f / x%.2f on "
         "one "
         "packed K/V head; a masked tile costs %.2f / %.2f whole tiles' scores; copies %.1f GB/s; exchange %.1f us, "
-        "%.2f GB/s%s\n",
+        "%.2f GB/s, %.2f CPU ns per byte%s\n",
         m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, P,
         m.compute_units_per_node > 0 ? m.compute_units_per_node : double(P), 1e9 * m.forward_row_seconds,
         1e9 * m.backward_row_seconds, m.packed_head_forward_speedup, m.packed_head_backward_speedup,
         m.forward_masked_tile_cost, m.backward_masked_tile_cost, m.copy_bytes_per_s / 1e9, m.intra_node.latency_s * 1e6,
-        m.intra_node.bytes_per_s / 1e9, links ? " (given)" : "");
+        m.intra_node.bytes_per_s / 1e9, 1e9 * m.intra_node.cpu_seconds_per_byte, links ? " (given)" : "");
     std::printf("%-22s %-14s %10s %10s %6s %10s %10s %6s\n", "strategy", "mask", "fwd pred", "fwd meas", "ratio",
                 "bwd pred", "bwd meas", "ratio");
   }

@@ -56,7 +56,9 @@ const EnvVariable kRegistry[] = {
      "with; alike on every rank"},
     {Env::plan_links, "RFA_PLAN_LINKS", "librfa (`RFA_STRATEGY_AUTO`), `rfa_run --strategy auto`",
      "the device's preset (docs/performance-model.md)",
-     "`GBPS,US,GBPS,US`: bandwidth (GB/s) and latency (us) inside a node, then between nodes, that the "
+     "`GBPS,US,GBPS,US`: bandwidth (GB/s) and latency (us) inside a node, then between nodes (or "
+     "`GBPS,US,NS,GBPS,US,NS` with the CPU nanoseconds a byte's transfer costs the cores at its ends, a host TCP "
+     "stack's), that the "
      "automatic strategy plans with; alike on every rank"},
     {Env::slurm_localid, "SLURM_LOCALID", "librfa", "`0`",
      "the node-local rank when MPI cannot tell it (before `MPI_Init`)"},

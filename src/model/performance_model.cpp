@@ -170,22 +170,27 @@ Prediction ring(const AttentionConfig& c, int ranks, int rank, int stride, int p
   const std::vector<int> node = node_positions(m, ranks, rank, stride, place);
   std::vector<PositionMap> node_rows;
   for (int position : node) node_rows.push_back(engine::rank_positions(c, ranks, position));
-  // This rank's kernel seconds at step s and how long the step's compute lasts.
-  auto step_compute = [&](int s, bool backward) -> std::pair<double, double> {
+  // This rank's kernel seconds at step s and how long the step's compute lasts with `cpu`
+  // seconds of every rank's transfer processing (Link::cpu_seconds_per_byte) beside it.
+  auto step_compute = [&](int s, bool backward, double cpu) -> std::pair<double, double> {
     if (node.empty()) {
       const double own = kernel_seconds(mine, rank, s, backward);
-      return {own, own};
+      return {own, own + cpu};
     }
     std::vector<double> work(node.size());
     for (std::size_t j = 0; j < node.size(); ++j) work[j] = kernel_seconds(node_rows[j], node[j], s, backward);
-    return own_and_last(work, m);
+    const double own = own_and_last(work, m).first;
+    if (cpu > 0)
+      for (double& w : work) w += cpu;
+    return {own, own_and_last(work, m).second};
   };
   double grads_in_flight = 0;  // dK/dV sent at the previous step, arriving during this one
   for (std::size_t i = 0; i < n; ++i) {
     const int s = steps[i];
-    const auto [f_own, f] = step_compute(s, false);
-    const auto [b_own, b] = step_compute(s, true);
     const double kv = i + 1 < n ? kv_bytes : 0.0;
+    // Every rank sends and receives the step's bytes: half of each byte's processing at each end.
+    const auto [f_own, f] = step_compute(s, false, link.cpu_seconds_per_byte * kv);
+    const auto [b_own, b] = step_compute(s, true, link.cpu_seconds_per_byte * (kv + grads_in_flight));
     // A block's dK/dV partial starts at the second step's rank and goes on after every step
     // from then on, after the last one home.
     const double grads = i >= 1 ? grad_bytes : 0.0;
@@ -277,7 +282,18 @@ Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, in
                     : block_seconds(m, c, queries, all, scale, forward_flops_per_score(c), false, memo) /
                           m.packed_head_forward_speedup;
   };
-  double f_own = kernel_seconds(mine, false), b_own = kernel_seconds(mine, true), f = f_own, b = b_own;
+  const double others = double(ranks - 1);
+  const double both = double(c.batch * L * chunk * (c.head_dim + c.dv()));  // K and V, or dK and dV
+  const double gather = both * element_bytes(c) * others;
+  const double scatter = both * 4.0 * others;
+  const Link& link = link_for(m, ranks, 1);
+  // A chunk computes beside the next chunk's gather, every rank sending and receiving `gather`
+  // bytes (half of each byte's processing at each end): how long its compute lasts with that
+  // processing (f, b) and without, for the last chunk (f_last, b_last); this rank's kernels
+  // alone (f_own, b_own).
+  const double cpu = link.cpu_seconds_per_byte * gather;
+  double f_own = kernel_seconds(mine, false), b_own = kernel_seconds(mine, true);
+  double f_last = f_own, b_last = b_own, f = f_own + cpu, b = b_own + cpu;
   const std::vector<int> node = node_positions(m, ranks, rank, 1, 0);
   if (!node.empty()) {
     std::vector<double> fw, bw;
@@ -286,14 +302,13 @@ Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, in
       fw.push_back(kernel_seconds(rows, false));
       bw.push_back(kernel_seconds(rows, true));
     }
-    std::tie(f_own, f) = own_and_last(fw, m);
-    std::tie(b_own, b) = own_and_last(bw, m);
+    std::tie(f_own, f_last) = own_and_last(fw, m);
+    std::tie(b_own, b_last) = own_and_last(bw, m);
+    for (double& w : fw) w += cpu;
+    for (double& w : bw) w += cpu;
+    f = own_and_last(fw, m).second;
+    b = own_and_last(bw, m).second;
   }
-  const double others = double(ranks - 1);
-  const double both = double(c.batch * L * chunk * (c.head_dim + c.dv()));  // K and V, or dK and dV
-  const double gather = both * element_bytes(c) * others;
-  const double scatter = both * 4.0 * others;
-  const Link& link = link_for(m, ranks, 1);
   const double g = collective_seconds(link, ranks, gather);
   const double rs = collective_seconds(link, ranks, scatter);
   // Each chunk's K and V packed, then placed at their positions in the whole sequence; in the
@@ -302,9 +317,9 @@ Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, in
   const double place = kv_chunk * element_bytes(c) * double(L + c.seq_total) / m.copy_bytes_per_s;
   const double take = kv_chunk * 4.0 * double(L + c.seq_total) / m.copy_bytes_per_s;
   for (std::int64_t ch = 0; ch < chunks; ++ch) {
-    const double next = ch + 1 < chunks ? g : 0.0;
-    p.forward.seconds += place + std::max(f, next);
-    p.backward.seconds += place + std::max(b, next) + take + rs;
+    const bool more = ch + 1 < chunks;
+    p.forward.seconds += place + (more ? std::max(f, g) : f_last);
+    p.backward.seconds += place + (more ? std::max(b, g) : b_last) + take + rs;
   }
   p.forward.seconds += g;
   p.backward.seconds += g;
@@ -340,6 +355,7 @@ Prediction needed(const AttentionConfig& c, int ranks, int rank, const MachineMo
     double kv = 0, grads = 0;          // the exchanges: K/V in and out, dK/dV back and home
     double pack = 0, add = 0;          // packing the rows sent, adding their gradients in
     double sent = 0, returned = 0;     // bytes sent: K/V, and the received rows' dK/dV
+    double kv_cpu = 0, grads_cpu = 0;  // this rank's share of the exchanges' processing
   };
   std::vector<Round> rounds;
   const std::vector<engine::KeySpan>& seen = cache.seen_keys(rank);
@@ -361,24 +377,32 @@ Prediction needed(const AttentionConfig& c, int ranks, int rank, const MachineMo
     r.add = out_rows * row_values * 4.0 / m.copy_bytes_per_s;
     r.sent = out_rows * row_values * E;
     r.returned = double(in.rows) * row_values * 4.0;
+    // Half of each byte's processing at each end, on the node's shared units like the kernels.
+    const double moved = (double(in.rows) + out_rows) * row_values;
+    r.kv_cpu = link.cpu_seconds_per_byte * moved * E / 2.0 / share;
+    r.grads_cpu = link.cpu_seconds_per_byte * moved * 4.0 / 2.0 / share;
     rounds.push_back(r);
   }
   Prediction p;
   const std::size_t n = rounds.size();
   auto next_kv = [&](std::size_t i) { return i < n ? rounds[i].kv : 0.0; };  // round i's, started before i - 1 computes
+  auto next_kv_cpu = [&](std::size_t i) { return i < n ? rounds[i].kv_cpu : 0.0; };
   p.forward.compute_seconds = kernel_seconds(mine, false);
   p.backward.compute_seconds = kernel_seconds(mine, true);
-  p.forward.seconds = (n > 0 ? rounds[0].pack : 0.0) + std::max(p.forward.compute_seconds, next_kv(0));
-  p.backward.seconds = (n > 0 ? rounds[0].pack : 0.0) + std::max(p.backward.compute_seconds, next_kv(0));
+  p.forward.seconds = (n > 0 ? rounds[0].pack : 0.0) + std::max(p.forward.compute_seconds + next_kv_cpu(0), next_kv(0));
+  p.backward.seconds =
+      (n > 0 ? rounds[0].pack : 0.0) + std::max(p.backward.compute_seconds + next_kv_cpu(0), next_kv(0));
   for (std::size_t i = 0; i < n; ++i) {
     const Round& r = rounds[i];
     const double pack_next = i + 1 < n ? rounds[i + 1].pack : 0.0;
     const double grads_in_flight = i >= 1 ? rounds[i - 1].grads : 0.0;
+    const double grads_cpu = i >= 1 ? rounds[i - 1].grads_cpu : 0.0;
     p.forward.compute_seconds += r.forward;
-    p.forward.seconds += pack_next + std::max(r.forward, next_kv(i + 1));
+    p.forward.seconds += pack_next + std::max(r.forward + next_kv_cpu(i + 1), next_kv(i + 1));
     p.forward.bytes_sent += r.sent;
     p.backward.compute_seconds += r.backward;
-    p.backward.seconds += pack_next + r.add + std::max(r.backward, next_kv(i + 1) + grads_in_flight);
+    p.backward.seconds +=
+        pack_next + r.add + std::max(r.backward + next_kv_cpu(i + 1) + grads_cpu, next_kv(i + 1) + grads_in_flight);
     p.backward.bytes_sent += r.sent + r.returned;
   }
   if (n > 0) p.backward.seconds += rounds[n - 1].grads;  // the last round's gradients on their way home
@@ -396,6 +420,8 @@ Prediction predict_rank_with(const AttentionConfig& c, const engine::StrategyCho
   require(m.packed_head_forward_speedup > 0 && m.packed_head_backward_speedup > 0,
           "the packed-head speedups must be positive");
   require(m.intra_node.bytes_per_s > 0 && m.inter_node.bytes_per_s > 0, "link bandwidths must be positive");
+  require(m.intra_node.cpu_seconds_per_byte >= 0 && m.inter_node.cpu_seconds_per_byte >= 0,
+          "the links' CPU seconds per byte must not be negative");
   engine::validate_strategy(choice, c, ranks);
   switch (choice.kind) {
     case engine::StrategyKind::ring: return ring(c, ranks, rank, 1, 0, m, cache);

@@ -21,10 +21,16 @@
 namespace rfa {
 namespace model {
 
-/// One kind of link: a transfer of b bytes takes latency_s + b / bytes_per_s.
+/// One kind of link: a transfer of b bytes takes latency_s + b / bytes_per_s, and costs the
+/// cores of the ranks at its two ends b * cpu_seconds_per_byte together (half at each end): a
+/// host TCP stack's processing, which runs on the cores that compute; 0 where a NIC (RDMA) or
+/// the GPUs move the bytes, and for shared memory, whose copies the bandwidth already counts.
+/// The CPU cost matters where a transfer overlaps compute (the ring, the all-gather's next
+/// chunk, the needed-only exchange's next round): it adds to that compute.
 struct Link {
   double latency_s = 5e-6;
   double bytes_per_s = 10e9;
+  double cpu_seconds_per_byte = 0.0;
 };
 
 /// What the model knows of the machine. Ranks are placed ranks_per_node to a node, in ring

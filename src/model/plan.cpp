@@ -162,8 +162,17 @@ MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const Pl
     m.forward_flops_per_s = r[0] * 1e9, m.backward_flops_per_s = r[1] * 1e9;
   }
   if (env_value(Env::plan_links)) {
-    const std::vector<double> l = numbers(Env::plan_links, 4, "GBPS,US,GBPS,US");
-    m.intra_node = Link{l[1] * 1e-6, l[0] * 1e9}, m.inter_node = Link{l[3] * 1e-6, l[2] * 1e9};
+    // Four numbers, or six with each link's CPU nanoseconds per byte (Link::cpu_seconds_per_byte).
+    const std::string text = env_text(Env::plan_links);
+    const bool with_cpu = std::count(text.begin(), text.end(), ',') == 5;
+    const std::vector<double> l =
+        numbers(Env::plan_links, with_cpu ? 6 : 4, "GBPS,US,GBPS,US or GBPS,US,NS,GBPS,US,NS");
+    if (with_cpu) {
+      m.intra_node = Link{l[1] * 1e-6, l[0] * 1e9, l[2] * 1e-9};
+      m.inter_node = Link{l[4] * 1e-6, l[3] * 1e9, l[5] * 1e-9};
+    } else {
+      m.intra_node = Link{l[1] * 1e-6, l[0] * 1e9}, m.inter_node = Link{l[3] * 1e-6, l[2] * 1e9};
+    }
   }
   return m;
 }

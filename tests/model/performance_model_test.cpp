@@ -129,6 +129,49 @@ TEST(PerformanceModel, TimesFollowFromComputeAndTransfers) {
               3 * (2.0 + block / 1e6) + one.forward.seconds / 16, 1e-9);
 }
 
+// A host transport's processing of each byte (Link::cpu_seconds_per_byte) runs on the cores that
+// compute: it adds to the compute a transfer overlaps (the ring's steps, the all-gather's next
+// chunk), not to the blocking exchanges (Ulysses), whose time the bandwidth already holds.
+TEST(PerformanceModel, ATransfersProcessingAddsToTheComputeItOverlaps) {
+  engine::AttentionConfig c = config(RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, 12, 0);
+  c.seq_total = 4096;
+  MachineModel m;
+  m.ranks_per_node = 4;
+  m.intra_node = m.inter_node = Link{0.0, 1e30};
+  m.copy_bytes_per_s = 1e30;
+  m.forward_flops_per_s = 1e9;
+  m.backward_flops_per_s = 2e9;
+  MachineModel tcp = m;
+  const double cpu = 1e-9;
+  tcp.intra_node.cpu_seconds_per_byte = tcp.inter_node.cpu_seconds_per_byte = cpu;
+  const StrategyChoice ring{StrategyKind::ring, 0, 1};
+  const Prediction free = predict(c, ring, 4, m), busy = predict(c, ring, 4, tcp);
+  // K and V of a block (fp32), and its fp32 dK and dV: the same bytes.
+  const double block = 2.0 * double(c.batch * (c.seq_total / 4) * c.kv_heads * c.head_dim) * 4.0;
+  // Forward: the first three of four steps send and receive a block. Backward: K/V at steps
+  // 0-2, the partial dK/dV sent at steps 1 and 2 arriving during steps 2 and 3.
+  EXPECT_NEAR(busy.forward.seconds - free.forward.seconds, 3 * cpu * block, 1e-9 * free.forward.seconds);
+  EXPECT_NEAR(busy.backward.seconds - free.backward.seconds, 5 * cpu * block, 1e-9 * free.backward.seconds);
+  EXPECT_DOUBLE_EQ(busy.forward.compute_seconds, free.forward.compute_seconds) << "the kernels alone";
+  // A step whose transfer outlasts its compute and processing takes the transfer's time alone.
+  MachineModel slow = tcp;
+  slow.intra_node.bytes_per_s = slow.inter_node.bytes_per_s = 1e3;
+  MachineModel slow_free = slow;
+  slow_free.intra_node.cpu_seconds_per_byte = slow_free.inter_node.cpu_seconds_per_byte = 0;
+  EXPECT_DOUBLE_EQ(predict(c, ring, 4, slow).forward.seconds, predict(c, ring, 4, slow_free).forward.seconds);
+  // Ulysses' all-to-alls block: no change. The all-gather's chunks compute beside the next gather.
+  const StrategyChoice ulysses{StrategyKind::ulysses, 0, 1}, allgather{StrategyKind::allgather, 0, 1};
+  EXPECT_DOUBLE_EQ(predict(c, ulysses, 4, tcp).forward.seconds, predict(c, ulysses, 4, m).forward.seconds);
+  EXPECT_DOUBLE_EQ(predict(c, ulysses, 4, tcp).backward.seconds, predict(c, ulysses, 4, m).backward.seconds);
+  EXPECT_GT(predict(c, allgather, 4, tcp).forward.seconds, predict(c, allgather, 4, m).forward.seconds);
+  // Ranks that share their node's units share the processing too: two units for four ranks
+  // make it take twice as long as on units of their own.
+  MachineModel shared = m, shared_tcp = tcp;
+  shared.compute_units_per_node = shared_tcp.compute_units_per_node = 2;
+  EXPECT_NEAR(predict(c, ring, 4, shared_tcp).forward.seconds - predict(c, ring, 4, shared).forward.seconds,
+              2 * 3 * cpu * block, 1e-9 * free.forward.seconds);
+}
+
 // A round of the needed-only exchange receives from the rank s upstream and sends to the rank s
 // downstream at once: it pays the link between nodes when either neighbour is on another node.
 // Contiguous and causal with a window of 20 over 4 ranks of 60 rows, two ranks a node: rank 1

@@ -65,6 +65,21 @@ TEST(PlanningMachine, DevicesPlanWithTheirOwnPresetAndTheEnvironmentOverridesIt)
   EXPECT_DOUBLE_EQ(linked.intra_node.latency_s, 100e-6);
   EXPECT_DOUBLE_EQ(linked.inter_node.bytes_per_s, 0.25e9);
   EXPECT_DOUBLE_EQ(linked.inter_node.latency_s, 200e-6);
+  EXPECT_EQ(linked.intra_node.cpu_seconds_per_byte, 0.0);
+  // Six numbers: each link's CPU nanoseconds per byte after its latency.
+  setenv("RFA_PLAN_LINKS", "0.5,100,1.5,0.25,200,2.5", 1);
+  const MachineModel tcp = host(RFA_DTYPE_FLOAT32, HostBf16::portable);
+  EXPECT_DOUBLE_EQ(tcp.intra_node.bytes_per_s, 0.5e9);
+  EXPECT_DOUBLE_EQ(tcp.intra_node.latency_s, 100e-6);
+  EXPECT_DOUBLE_EQ(tcp.intra_node.cpu_seconds_per_byte, 1.5e-9);
+  EXPECT_DOUBLE_EQ(tcp.inter_node.bytes_per_s, 0.25e9);
+  EXPECT_DOUBLE_EQ(tcp.inter_node.latency_s, 200e-6);
+  EXPECT_DOUBLE_EQ(tcp.inter_node.cpu_seconds_per_byte, 2.5e-9);
+  for (const char* bad : {"0.5,100,1.5,0.25,200", "0.5,100,0,0.25,200,1", "0.5,100,1,0.25,200,1,1"}) {
+    setenv("RFA_PLAN_LINKS", bad, 1);
+    EXPECT_THROW(host(RFA_DTYPE_FLOAT32, HostBf16::portable), Error) << bad;
+  }
+  unsetenv("RFA_PLAN_LINKS");
 }
 
 // Host ranks that outnumber their node's cores share them; enough cores, or a device, do not.
