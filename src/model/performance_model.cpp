@@ -179,10 +179,10 @@ Prediction ring(const AttentionConfig& c, int ranks, int rank, int stride, int p
     }
     std::vector<double> work(node.size());
     for (std::size_t j = 0; j < node.size(); ++j) work[j] = kernel_seconds(node_rows[j], node[j], s, backward);
-    const double own = own_and_last(work, m).first;
-    if (cpu > 0)
-      for (double& w : work) w += cpu;
-    return {own, own_and_last(work, m).second};
+    const auto kernels_alone = own_and_last(work, m);
+    if (cpu == 0) return kernels_alone;
+    for (double& w : work) w += cpu;
+    return {kernels_alone.first, own_and_last(work, m).second};
   };
   double grads_in_flight = 0;  // dK/dV sent at the previous step, arriving during this one
   for (std::size_t i = 0; i < n; ++i) {
@@ -304,10 +304,13 @@ Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, in
     }
     std::tie(f_own, f_last) = own_and_last(fw, m);
     std::tie(b_own, b_last) = own_and_last(bw, m);
-    for (double& w : fw) w += cpu;
-    for (double& w : bw) w += cpu;
-    f = own_and_last(fw, m).second;
-    b = own_and_last(bw, m).second;
+    f = f_last, b = b_last;
+    if (cpu > 0) {
+      for (double& w : fw) w += cpu;
+      for (double& w : bw) w += cpu;
+      f = own_and_last(fw, m).second;
+      b = own_and_last(bw, m).second;
+    }
   }
   const double g = collective_seconds(link, ranks, gather);
   const double rs = collective_seconds(link, ranks, scatter);
