@@ -152,7 +152,11 @@ typedef enum rfa_strategy_t {
                                    fastest for a forward plus a backward on these ranks (options.layout and
                                    ulysses_degree are then chosen too; ulysses_degree must be 0). The same on
                                    every rank; rfa_context_get_options() reports the choice and
-                                   rfa_context_get_plan() why. Devices choose among the ring's layouts. */
+                                   rfa_context_get_plan() why. Devices choose among the ring's layouts.
+                                   With the environment variable RFA_PLAN_MEASURE=PCT (alike on every rank)
+                                   rfa_context_create() times a forward and a backward pass of each plan the
+                                   model predicts within PCT percent of its best (at most 6, synthetic
+                                   inputs of these shapes, on these ranks) and takes the fastest. */
   RFA_STRATEGY_NEEDED = 5     /**< Needed-only exchange: each rank receives, straight from their owners, only
                                    the K/V rows its queries see under the mask (a halo exchange for a
                                    neighbourhood mask), one round per ring distance at which some rank sees
@@ -471,7 +475,8 @@ RFA_API rfa_result_t rfa_context_get_options(rfa_context_t context, rfa_options_
 /**
  * @brief What the context runs and why, as text: for ::RFA_STRATEGY_AUTO the chosen strategy,
  *        Ulysses degree and layout with their predicted forward and backward time per rank and
- *        the runners-up; otherwise the strategy the caller chose.
+ *        the runners-up (or, with RFA_PLAN_MEASURE, the measured times of the plans timed and
+ *        the model's own first plan); otherwise the strategy the caller chose.
  *
  * Not collective. The text is the same on every rank.
  * @param context a live context.

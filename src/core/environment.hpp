@@ -26,6 +26,7 @@ enum class Env {
   host_amx,
   plan_kernel_rate,
   plan_links,
+  plan_measure,
   host_bf16_dot,
   slurm_localid,
   slurm_topology_addr,

@@ -9,10 +9,12 @@
 #include "collective/bounded_collectives.hpp"
 #include "collective/node_cpus.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
+#include "core/environment.hpp"
 #include "core/error.hpp"
 #include "engine/engine_backends.hpp"
 #include "model/plan.hpp"
 #include "rfa/rfa_config.h"
+#include "setup/measured_plan.hpp"
 #include "topology/choose_ring_order.hpp"
 
 #if RFA_ENGINE_CUDA
@@ -46,12 +48,12 @@ std::unique_ptr<comm::Communicator> make_communicator(MPI_Comm comm, int positio
 /// thread count and bf16 products, the fewest CPUs of a node, RFA_PLAN_*), so it is the same
 /// everywhere; a variable that does not parse on one rank fails every rank with that rank's
 /// message.
-void choose_strategy(MPI_Comm comm, const SetupRequest& r, AttentionSetup& s) {
+std::vector<model::Plan> choose_strategy(MPI_Comm comm, const SetupRequest& r, AttentionSetup& s) {
   const int ranks = int(s.order.order.size());
   if (!r.automatic_strategy) {
     s.strategy = r.strategy;
     s.plan = model::Plan{r.strategy, s.config.layout, ranks, {}}.name() + ": chosen by " + r.chosen_by;
-    return;
+    return {};
   }
   // The least threads per rank, the slowest bf16 products and the fewest CPUs of a node.
   int least[3] = {Kokkos::DefaultHostExecutionSpace().concurrency(), int(model::host_bf16_here()),
@@ -59,12 +61,31 @@ void choose_strategy(MPI_Comm comm, const SetupRequest& r, AttentionSetup& s) {
   collective::allreduce_within(comm, least, 3, MPI_INT, MPI_MIN, "the automatic strategy's host threads");
   const model::PlanningHost host{least[0], model::HostBf16(least[1]), topology::most_ranks_on_one_host(s.order),
                                  double(least[2]) / double(std::max(1, least[0]))};
+  std::vector<model::Plan> plans;
   collective::agree_on_failure(comm, [&] {
-    const std::vector<model::Plan> plans = model::automatic_plans(s.config, ranks, host);
+    plans = model::automatic_plans(s.config, ranks, host);
     s.strategy = plans.front().choice;
     s.config.layout = plans.front().layout;
     s.plan = "automatic: " + model::explain_plans(plans);
   });
+  return plans;
+}
+
+/// RFA_PLAN_MEASURE: the model's plans within the margin run on the context's shapes and the
+/// fastest replaces the model's first (setup/measured_plan.hpp). The variable is agreed on
+/// first, so every rank measures the same plans or none.
+void measure_plans(MPI_Comm comm, const std::vector<model::Plan>& plans, AttentionSetup& s) {
+  if (plans.empty()) return;
+  collective::agreed_env(comm, Env::plan_measure);
+  double margin = 0;
+  collective::agree_on_failure(comm, [&] { margin = plan_measure_margin(); });
+  if (margin <= 0) return;
+  const std::vector<std::size_t> candidates = plans_to_measure(plans, margin, kMostMeasuredPlans);
+  const MeasuredPlans m = fastest_measured(
+      *s.comm, plans, candidates, [&](const model::Plan& plan) { return time_plan_rounds(*s.comm, s.config, plan); });
+  s.strategy = plans[m.fastest].choice;
+  s.config.layout = plans[m.fastest].layout;
+  s.plan = "automatic: " + explain_measured(plans, m, margin);
 }
 
 /// For a CUDA config: throws RFA_ERROR_INVALID_USAGE unless Kokkos allocates on the caller's
@@ -96,11 +117,12 @@ AttentionSetup set_up_attention(MPI_Comm comm, const SetupRequest& request) {
   s.order = topology::choose_ring_order(comm, request.ring_order);
   collective::agree_on_failure(comm, [&] { require_kokkos_on_current_device(request.config.device); });
   s.comm = make_communicator(comm, s.order.position, request);
-  choose_strategy(comm, request, s);
+  const std::vector<model::Plan> plans = choose_strategy(comm, request, s);
   // What the CUDA steps run on, the same on every rank (auto: rfa's kernels).
   s.config.cuda_kernels = engine::choose_cuda_kernels(*s.comm, s.config.device, request.cuda_kernels);
   s.config.cuda_path = engine::choose_cuda_path(*s.comm, s.config.device, request.cuda_path);
   engine::require_gpu_fits_head_dims(*s.comm, s.config);
+  measure_plans(comm, plans, s);
   s.engine = engine::make_strategy(*s.comm, s.config, s.strategy);
   return s;
 }

@@ -5,7 +5,8 @@
 // device check (Kokkos allocates on the current CUDA device), the communicator (MPI on the
 // host; NCCL or MPI staged / CUDA-aware on devices), the CUDA block kernels (rfa's or cuDNN's,
 // and the implementation of rfa's kernels), the strategy (the caller's, or the performance
-// model's plan for RFA_STRATEGY_AUTO), the engine.
+// model's plan for RFA_STRATEGY_AUTO, chosen among the model's best by measurement where
+// RFA_PLAN_MEASURE asks: setup/measured_plan.hpp), the engine.
 #pragma once
 
 #include <mpi.h>
@@ -50,8 +51,8 @@ struct AttentionSetup {
   std::unique_ptr<comm::Communicator> comm;  ///< the attention's buffers travel on it
   engine::AttentionConfig config;            ///< as run: CUDA kernels chosen, layout planned
   engine::StrategyChoice strategy;           ///< as run: the plan's with RFA_STRATEGY_AUTO
-  /// What was chosen and why: "automatic: <plan>, predicted ...; then ..." or "<plan>: chosen by
-  /// <chosen_by>".
+  /// What was chosen and why: "automatic: <plan>: predicted ...; then ...", "automatic: <plan>:
+  /// measured ...; then ...; the model alone: ..." or "<plan>: chosen by <chosen_by>".
   std::string plan;
   std::unique_ptr<engine::AttentionStrategy> engine;
 };

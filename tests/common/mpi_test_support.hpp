@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstdint>
 #include <thread>
 
 namespace rfa {
@@ -40,6 +41,14 @@ inline int barrier_idle(MPI_Comm comm) {
   MPI_Request request = MPI_REQUEST_NULL;
   const int rc = MPI_Ibarrier(comm, &request);
   return rc != MPI_SUCCESS ? rc : wait_idle(&request);
+}
+
+/// Whether `value` is the same on every rank of MPI_COMM_WORLD (collective).
+inline bool same_on_every_rank(std::int64_t value) {
+  std::int64_t lo = value, hi = value;
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return lo == hi;
 }
 
 }  // namespace test

@@ -13,6 +13,7 @@
 #include "layout/sequence_layout.hpp"
 #include "mpi_test_support.hpp"
 #include "setup/attention_setup.hpp"
+#include "small_request.hpp"
 
 namespace rfa::setup {
 namespace {
@@ -23,27 +24,7 @@ int world_size() {
   return size;
 }
 
-SetupRequest request() {
-  SetupRequest r;
-  r.config.layout = RFA_LAYOUT_ZIGZAG;
-  r.config.mask = RFA_MASK_CAUSAL;
-  r.config.dtype = RFA_DTYPE_FLOAT32;
-  r.config.batch = 1;
-  r.config.seq_total = 2 * 4 * 16;
-  r.config.heads = 4;
-  r.config.kv_heads = 2;
-  r.config.head_dim = 8;
-  r.chosen_by = "the test";
-  return r;
-}
-
-/// The least and the largest of `value` over the ranks are the same.
-bool same_everywhere(std::int64_t value) {
-  std::int64_t lo = value, hi = value;
-  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  return lo == hi;
-}
+SetupRequest request() { return small_request(); }
 
 TEST(AttentionSetup, TheCallersStrategyWithItsCommunicatorAndOrder) {
   SetupRequest r = request();
@@ -68,9 +49,9 @@ TEST(AttentionSetup, AutomaticIsThePlanOnEveryRankAndRuns) {
   EXPECT_EQ(s.plan.rfind("automatic: ", 0), 0u) << s.plan;
   EXPECT_EQ(s.engine->kind(), s.strategy.kind);
   EXPECT_EQ(s.engine->config().layout, s.config.layout);
-  EXPECT_TRUE(same_everywhere(std::int64_t(s.strategy.kind)));
-  EXPECT_TRUE(same_everywhere(s.strategy.ulysses_degree));
-  EXPECT_TRUE(same_everywhere(std::int64_t(s.config.layout)));
+  EXPECT_TRUE(rfa::test::same_on_every_rank(std::int64_t(s.strategy.kind)));
+  EXPECT_TRUE(rfa::test::same_on_every_rank(s.strategy.ulysses_degree));
+  EXPECT_TRUE(rfa::test::same_on_every_rank(std::int64_t(s.config.layout)));
   // The engine runs on the communicator it came with.
   const engine::AttentionConfig& c = s.config;
   const std::int64_t L = s.engine->local_seq();

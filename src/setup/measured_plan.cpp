@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "setup/measured_plan.hpp"
+
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "comm/agreement.hpp"
+#include "core/dtype.hpp"
+#include "core/environment.hpp"
+#include "core/error.hpp"
+#include "engine/attention_strategy.hpp"
+#include "engine/pass_tensors.hpp"
+
+#if RFA_ENGINE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "device/cuda_error.hpp"
+#endif
+
+namespace rfa {
+namespace setup {
+namespace {
+
+double predicted_seconds(const model::Plan& p) { return p.prediction.forward.seconds + p.prediction.backward.seconds; }
+
+/// Fills `view` with values in [-1, 1) from a hash of each element's index and `seed`: inputs
+/// whose scores spread like a model's, the same on every run.
+template <class View>
+void fill_synthetic(const View& view, std::uint64_t seed) {
+  using T = typename View::non_const_value_type;
+  auto host = Kokkos::create_mirror_view(view);
+  T* data = host.data();
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    std::uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+    h ^= h >> 31, h *= 0xbf58476d1ce4e5b9ull, h ^= h >> 29;
+    data[i] = from_float<T>(float(h >> 40) / float(1ull << 23) - 1.0f);
+  }
+  Kokkos::deep_copy(view, host);
+}
+
+/// A call's tensors for `config` on one rank holding `L` rows, in memory `Space`.
+template <class T, class Space>
+struct SyntheticCall {
+  engine::SpaceTensor4<T, Space> q, k, v, out, dout, dq, dk, dv;
+  engine::SpaceTensor3<float, Space> lse;
+
+  SyntheticCall(const engine::AttentionConfig& c, std::int64_t L)
+      : q("rfa::measured_plan::q", c.batch, L, c.heads, c.head_dim),
+        k("rfa::measured_plan::k", c.batch, L, c.kv_heads, c.head_dim),
+        v("rfa::measured_plan::v", c.batch, L, c.kv_heads, c.dv()),
+        out("rfa::measured_plan::out", c.batch, L, c.heads, c.dv()),
+        dout("rfa::measured_plan::dout", c.batch, L, c.heads, c.dv()),
+        dq("rfa::measured_plan::dq", c.batch, L, c.heads, c.head_dim),
+        dk("rfa::measured_plan::dk", c.batch, L, c.kv_heads, c.head_dim),
+        dv("rfa::measured_plan::dv", c.batch, L, c.kv_heads, c.dv()),
+        lse("rfa::measured_plan::lse", c.batch, c.heads, L) {
+    fill_synthetic(q, 1), fill_synthetic(k, 2), fill_synthetic(v, 3), fill_synthetic(dout, 4);
+  }
+
+  engine::ForwardTensors<T, Space> forward() const { return {q, k, v, out, lse}; }
+  engine::StorageGradients<T, Space> backward() const { return {q, k, v, out, dout, lse, dq, dk, dv}; }
+};
+
+/// Waits until the engine's queued work is done (host passes return done).
+void wait_for_results(engine::AttentionStrategy& engine) {
+#if RFA_ENGINE_CUDA
+  if (engine.config().device == engine::Device::cuda)
+    device::check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(engine.cuda_stream())),
+                       "waiting for a measured plan's pass");
+#else
+  (void)engine;
+#endif
+}
+
+template <class T, class Space>
+std::vector<double> time_rounds(comm::Communicator& comm, engine::AttentionStrategy& engine) {
+  std::unique_ptr<SyntheticCall<T, Space>> call;
+  comm::check_everywhere(comm, [&] {
+    try {
+      call = std::make_unique<SyntheticCall<T, Space>>(engine.config(), engine.local_seq());
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      fail(RFA_ERROR_OUT_OF_MEMORY, "the synthetic inputs of a measured plan (RFA_PLAN_MEASURE): ", e.what());
+    }
+  });
+  const engine::AnyForwardTensors forward = call->forward();
+  const engine::AnyBackwardTensors backward = call->backward();
+  std::vector<double> seconds;
+  for (int round = 0; round <= kMeasuredRounds; ++round) {
+    comm.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    engine.forward(forward);
+    engine.backward(backward);
+    wait_for_results(engine);
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    if (round > 0) seconds.push_back(took.count());  // round 0 allocates the workspace
+  }
+  return seconds;
+}
+
+}  // namespace
+
+double plan_measure_margin() {
+  const std::string text = env_text(Env::plan_measure);
+  if (text.empty()) return 0.0;
+  char* end = nullptr;
+  const double percent = std::strtod(text.c_str(), &end);
+  if (*end != '\0' || !std::isfinite(percent) || percent < 0 || percent > 1000)
+    fail(RFA_ERROR_INVALID_ARGUMENT, env_name(Env::plan_measure), " is '", text,
+         "'; it must be a percentage from 0 (the model alone) to 1000: the automatic strategy measures the plans "
+         "the model predicts within that margin of its best");
+  return percent / 100.0;
+}
+
+std::vector<std::size_t> plans_to_measure(const std::vector<model::Plan>& plans, double margin, std::size_t most) {
+  std::vector<std::size_t> chosen;
+  if (plans.empty()) return chosen;
+  const double limit = predicted_seconds(plans.front()) * (1.0 + margin);
+  for (std::size_t i = 0; i < plans.size() && chosen.size() < std::max<std::size_t>(1, most); ++i)
+    if (i == 0 || predicted_seconds(plans[i]) <= limit) chosen.push_back(i);
+  return chosen;
+}
+
+MeasuredPlans fastest_measured(comm::Communicator& comm, const std::vector<model::Plan>& plans,
+                               const std::vector<std::size_t>& measured,
+                               const std::function<std::vector<double>(const model::Plan&)>& time_plan) {
+  require(!measured.empty(), "no plan to measure");
+  std::vector<std::int64_t> nanoseconds;
+  for (std::size_t i : measured) {
+    const std::vector<double> rounds = time_plan(plans.at(i));
+    require(rounds.size() == std::size_t(kMeasuredRounds), "a measured plan gave ", rounds.size(), " rounds, not ",
+            kMeasuredRounds);
+    for (double s : rounds) nanoseconds.push_back(std::int64_t(std::llround(s * 1e9)));
+  }
+  comm.allreduce_inplace(nanoseconds.data(), nanoseconds.size(), comm::ReduceOp::max);
+  MeasuredPlans m;
+  m.measured = measured;
+  double best = 0;
+  for (std::size_t j = 0; j < measured.size(); ++j) {
+    const auto first = nanoseconds.begin() + std::ptrdiff_t(j * kMeasuredRounds);
+    const double s = double(*std::min_element(first, first + kMeasuredRounds)) * 1e-9;
+    m.seconds.push_back(s);
+    if (j == 0 || s < best || (s == best && measured[j] < m.fastest)) best = s, m.fastest = measured[j];
+  }
+  return m;
+}
+
+std::vector<double> time_plan_rounds(comm::Communicator& comm, const engine::AttentionConfig& config,
+                                     const model::Plan& plan) {
+  engine::AttentionConfig c = config;
+  c.layout = plan.layout;
+  std::unique_ptr<engine::AttentionStrategy> engine = engine::make_strategy(comm, c, plan.choice);
+  std::vector<double> seconds;
+  dispatch_dtype(c.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if (c.device == engine::Device::cuda) {
+#if RFA_ENGINE_CUDA
+      seconds = time_rounds<T, Kokkos::CudaSpace>(comm, *engine);
+#else
+      fail(RFA_ERROR_INTERNAL, "a CUDA configuration in a build whose engine has no CUDA backend");
+#endif
+    } else {
+      seconds = time_rounds<T, Kokkos::HostSpace>(comm, *engine);
+    }
+  });
+  return seconds;
+}
+
+std::string explain_measured(const std::vector<model::Plan>& plans, const MeasuredPlans& m, double margin) {
+  auto ms = [](double s) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.4g", 1e3 * s);
+    return std::string(text);
+  };
+  std::size_t winner = 0;
+  for (std::size_t j = 0; j < m.measured.size(); ++j)
+    if (m.measured[j] == m.fastest) winner = j;
+  char margin_text[32];
+  std::snprintf(margin_text, sizeof margin_text, "%g%%", 100.0 * margin);
+  std::string s = plans.at(m.fastest).name() + ": measured " + ms(m.seconds[winner]) +
+                  " ms forward + backward, the fastest of " + std::to_string(m.measured.size()) +
+                  (m.measured.size() == 1 ? " plan" : " plans") + " the model predicts within " + margin_text +
+                  " of its best (RFA_PLAN_MEASURE; docs/performance-model.md)";
+  bool first = true;
+  for (std::size_t j = 0; j < m.measured.size(); ++j) {
+    if (j == winner) continue;
+    s += std::string(first ? "; then " : ", ") + plans.at(m.measured[j]).name() + " " + ms(m.seconds[j]) + " ms";
+    first = false;
+  }
+  const model::Plan& modelled = plans.front();
+  return s + "; the model alone: " + modelled.name() + ", predicted " + ms(modelled.prediction.forward.seconds) +
+         " + " + ms(modelled.prediction.backward.seconds) + " ms";
+}
+
+}  // namespace setup
+}  // namespace rfa
