@@ -158,4 +158,36 @@ TEST(AutoStrategy, AMachineFigureThatDoesNotParseIsRefusedEverywhere) {
   unsetenv("RFA_PLAN_KERNEL_RATE");
 }
 
+// RFA_PLAN_MEASURE through the C API: the plan the context reports and runs is the one the text
+// says was measured fastest, the same on every rank, and its calls run (the choice's logic:
+// rfa_measured_plan_test).
+TEST(AutoStrategy, AMeasuredPlanIsTheOneReportedAndRun) {
+  setenv("RFA_PLAN_MEASURE", "1000", 1);
+  rfa_options_t o = problem();
+  o.dtype = RFA_DTYPE_FLOAT32;
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  unsetenv("RFA_PLAN_MEASURE");
+  rfa_options_t got;
+  ASSERT_RFA_OK(rfa_options_init(&got));
+  ASSERT_RFA_OK(rfa_context_get_options(ctx, &got));
+  char text[1024];
+  ASSERT_RFA_OK(rfa_context_get_plan(ctx, text, sizeof text));
+  const std::string plan = text;
+  const std::size_t comma = plan.find(", "), colon = plan.find(": measured ");
+  ASSERT_TRUE(comma != std::string::npos && colon != std::string::npos && comma < colon) << plan;
+  EXPECT_EQ(plan.substr(comma + 2, colon - comma - 2), layout_name(got.layout)) << plan;
+  EXPECT_NE(plan.find("; the model alone: "), std::string::npos) << plan;
+  EXPECT_TRUE(same_everywhere(plan + std::to_string(int(got.strategy)) + "/" + std::to_string(got.ulysses_degree)))
+      << "the ranks chose differently: " << plan;
+  // The context runs: every value 1 gives outputs of 1.
+  int64_t L = 0;
+  ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
+  std::vector<float> q(std::size_t(L * o.heads * o.head_dim), 1.0f), kv(std::size_t(L * o.kv_heads * o.head_dim), 1.0f);
+  std::vector<float> out(q.size()), lse(std::size_t(L * o.heads));
+  ASSERT_RFA_OK(rfa_forward(ctx, q.data(), kv.data(), kv.data(), out.data(), lse.data()));
+  for (float x : out) ASSERT_FLOAT_EQ(x, 1.0f);
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
 }  // namespace
