@@ -279,6 +279,10 @@ check_phase() {
     launch "main.$strategy" 120 test RFA_TRANSPORT=mpi -- $(ranks 4) "$bin/rfa_run" --device cuda \
       $(run_flags rfa) --strategy $strategy $degree $size --no-overlap --json "$(json "main.$strategy")"
   done
+  # The automatic strategy timing the model's plans on the device (RFA_PLAN_MEASURE: synthetic
+  # inputs in device memory, each pass waited for on the engine's stream), then checked.
+  launch main.auto.measured 120 test RFA_TRANSPORT=mpi RFA_PLAN_MEASURE=1000 -- $(ranks 2) "$bin/rfa_run" \
+    --device cuda $(run_flags rfa) --strategy auto $size --no-overlap --json "$(json main.auto.measured)"
   settle
   # The sanitizer on the engine with documents and windows (every kernel choice's step
   # skipping and device boundaries), on both kernel paths' masked cases, and on every head dim
