@@ -81,6 +81,7 @@ void measure_plans(MPI_Comm comm, const std::vector<model::Plan>& plans, Attenti
   collective::agree_on_failure(comm, [&] { margin = plan_measure_margin(); });
   if (margin <= 0) return;
   const std::vector<std::size_t> candidates = plans_to_measure(plans, margin, kMostMeasuredPlans);
+  if (candidates.size() < 2) return;  // nothing to choose between: the model's plan and text stand
   const MeasuredPlans m = fastest_measured(
       *s.comm, plans, candidates, [&](const model::Plan& plan) { return time_plan_rounds(*s.comm, s.config, plan); });
   s.strategy = plans[m.fastest].choice;

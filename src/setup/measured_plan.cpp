@@ -4,11 +4,13 @@
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
+#include <locale>
 #include <memory>
+#include <sstream>
 
 #include "comm/agreement.hpp"
 #include "core/dtype.hpp"
@@ -26,6 +28,9 @@
 namespace rfa {
 namespace setup {
 namespace {
+
+/// The rounds of a plan whose allocation was refused, in nanoseconds (no timing reaches it).
+constexpr std::int64_t kRefusedPlan = INT64_MAX;
 
 double predicted_seconds(const model::Plan& p) { return p.prediction.forward.seconds + p.prediction.backward.seconds; }
 
@@ -110,9 +115,17 @@ std::vector<double> time_rounds(comm::Communicator& comm, engine::AttentionStrat
 double plan_measure_margin() {
   const std::string text = env_text(Env::plan_measure);
   if (text.empty()) return 0.0;
-  char* end = nullptr;
-  const double percent = std::strtod(text.c_str(), &end);
-  if (*end != '\0' || !std::isfinite(percent) || percent < 0 || percent > 1000)
+  // Digits with at most one decimal point, read whatever the process's locale.
+  double percent = -1;
+  const bool digits = text.find_first_not_of("0123456789.") == std::string::npos &&
+                      std::count(text.begin(), text.end(), '.') <= 1 &&
+                      text.find_first_of("0123456789") != std::string::npos;
+  if (digits) {
+    std::istringstream in(text);
+    in.imbue(std::locale::classic());
+    in >> percent;
+  }
+  if (!digits || !std::isfinite(percent) || percent < 0 || percent > 1000)
     fail(RFA_ERROR_INVALID_ARGUMENT, env_name(Env::plan_measure), " is '", text,
          "'; it must be a percentage from 0 (the model alone) to 1000: the automatic strategy measures the plans "
          "the model predicts within that margin of its best");
@@ -134,21 +147,36 @@ MeasuredPlans fastest_measured(comm::Communicator& comm, const std::vector<model
   require(!measured.empty(), "no plan to measure");
   std::vector<std::int64_t> nanoseconds;
   for (std::size_t i : measured) {
-    const std::vector<double> rounds = time_plan(plans.at(i));
+    std::vector<double> rounds;
+    try {
+      rounds = time_plan(plans.at(i));
+    } catch (const AgreedError& e) {
+      // An allocation refused on some rank, raised on every rank together: the plan does not
+      // fit beside the measurement's own tensors (and perhaps not at all); the others may.
+      if (e.code() != RFA_ERROR_OUT_OF_MEMORY) throw;
+      nanoseconds.insert(nanoseconds.end(), kMeasuredRounds, kRefusedPlan);
+      continue;
+    }
     require(rounds.size() == std::size_t(kMeasuredRounds), "a measured plan gave ", rounds.size(), " rounds, not ",
             kMeasuredRounds);
-    for (double s : rounds) nanoseconds.push_back(std::int64_t(std::llround(s * 1e9)));
+    for (double s : rounds) nanoseconds.push_back(std::min<std::int64_t>(std::llround(s * 1e9), kRefusedPlan - 1));
   }
   comm.allreduce_inplace(nanoseconds.data(), nanoseconds.size(), comm::ReduceOp::max);
   MeasuredPlans m;
   m.measured = measured;
+  bool found = false;
   double best = 0;
   for (std::size_t j = 0; j < measured.size(); ++j) {
     const auto first = nanoseconds.begin() + std::ptrdiff_t(j * kMeasuredRounds);
-    const double s = double(*std::min_element(first, first + kMeasuredRounds)) * 1e-9;
+    const std::int64_t least = *std::min_element(first, first + kMeasuredRounds);
+    const double s = least == kRefusedPlan ? HUGE_VAL : double(least) * 1e-9;
     m.seconds.push_back(s);
-    if (j == 0 || s < best || (s == best && measured[j] < m.fastest)) best = s, m.fastest = measured[j];
+    if (least == kRefusedPlan) continue;
+    if (!found || s < best || (s == best && measured[j] < m.fastest)) best = s, m.fastest = measured[j];
+    found = true;
   }
+  m.all_refused = !found;
+  if (m.all_refused) m.fastest = 0;
   return m;
 }
 
@@ -184,6 +212,12 @@ std::string explain_measured(const std::vector<model::Plan>& plans, const Measur
     if (m.measured[j] == m.fastest) winner = j;
   char margin_text[32];
   std::snprintf(margin_text, sizeof margin_text, "%g%%", 100.0 * margin);
+  const model::Plan& modelled = plans.front();
+  const std::string predicted = modelled.name() + ", predicted " + ms(modelled.prediction.forward.seconds) + " + " +
+                                ms(modelled.prediction.backward.seconds) + " ms";
+  if (m.all_refused)
+    return modelled.name() + ": the model's first plan: every plan it predicts within " + margin_text +
+           " of its best ran out of memory when measured (RFA_PLAN_MEASURE); " + predicted;
   std::string s = plans.at(m.fastest).name() + ": measured " + ms(m.seconds[winner]) +
                   " ms forward + backward, the fastest of " + std::to_string(m.measured.size()) +
                   (m.measured.size() == 1 ? " plan" : " plans") + " the model predicts within " + margin_text +
@@ -191,12 +225,11 @@ std::string explain_measured(const std::vector<model::Plan>& plans, const Measur
   bool first = true;
   for (std::size_t j = 0; j < m.measured.size(); ++j) {
     if (j == winner) continue;
-    s += std::string(first ? "; then " : ", ") + plans.at(m.measured[j]).name() + " " + ms(m.seconds[j]) + " ms";
+    s += std::string(first ? "; then " : ", ") + plans.at(m.measured[j]).name() +
+         (std::isinf(m.seconds[j]) ? std::string(" out of memory") : " " + ms(m.seconds[j]) + " ms");
     first = false;
   }
-  const model::Plan& modelled = plans.front();
-  return s + "; the model alone: " + modelled.name() + ", predicted " + ms(modelled.prediction.forward.seconds) +
-         " + " + ms(modelled.prediction.backward.seconds) + " ms";
+  return s + "; the model alone: " + predicted;
 }
 
 }  // namespace setup

@@ -39,14 +39,17 @@ std::vector<std::size_t> plans_to_measure(const std::vector<model::Plan>& plans,
 /// What the measurement found.
 struct MeasuredPlans {
   std::vector<std::size_t> measured;  ///< indices into the plans, in the order measured
-  std::vector<double> seconds;        ///< per measured plan: the best round's slowest rank
+  std::vector<double> seconds;        ///< per measured plan: the best round's slowest rank (inf: refused)
   std::size_t fastest = 0;            ///< index into the plans of the winner
+  bool all_refused = false;           ///< every plan ran out of memory: fastest is the model's first
 };
 
 /// Collective. Measures the plans `measured` names with `time_plan`, which returns this rank's
 /// seconds of each round of one plan (kMeasuredRounds of them, the same plans in the same order
 /// on every rank); a round takes as long as its slowest rank, a plan as long as its best round,
-/// and the fastest plan wins (a tie goes to the model's order). The same result on every rank.
+/// and the fastest plan wins (a tie goes to the model's order). A plan whose allocation fails
+/// (RFA_ERROR_OUT_OF_MEMORY raised on every rank together) is left out; where every one does,
+/// the model's first stands. Other errors are raised. The same result on every rank.
 MeasuredPlans fastest_measured(comm::Communicator& comm, const std::vector<model::Plan>& plans,
                                const std::vector<std::size_t>& measured,
                                const std::function<std::vector<double>(const model::Plan&)>& time_plan);

@@ -162,12 +162,13 @@ TEST(AutoStrategy, AMachineFigureThatDoesNotParseIsRefusedEverywhere) {
 // says was measured fastest, the same on every rank, and its calls run (the choice's logic:
 // rfa_measured_plan_test).
 TEST(AutoStrategy, AMeasuredPlanIsTheOneReportedAndRun) {
-  setenv("RFA_PLAN_MEASURE", "1000", 1);
   rfa_options_t o = problem();
   o.dtype = RFA_DTYPE_FLOAT32;
   rfa_context_t ctx = nullptr;
-  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
-  unsetenv("RFA_PLAN_MEASURE");
+  setenv("RFA_PLAN_MEASURE", "1000", 1);
+  const rfa_result_t created = rfa_context_create(MPI_COMM_WORLD, &o, &ctx);
+  unsetenv("RFA_PLAN_MEASURE");  // before any assertion can end the test
+  ASSERT_RFA_OK(created);
   rfa_options_t got;
   ASSERT_RFA_OK(rfa_options_init(&got));
   ASSERT_RFA_OK(rfa_context_get_options(ctx, &got));

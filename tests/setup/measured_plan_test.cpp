@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "comm/agreement.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
 #include "core/error.hpp"
 #include "mpi_test_support.hpp"
@@ -51,7 +53,7 @@ TEST(PlanMeasureMargin, APercentageOrTheModelAlone) {
     ScopedEnv set("RFA_PLAN_MEASURE", text);
     EXPECT_DOUBLE_EQ(plan_measure_margin(), margin) << text;
   }
-  for (const char* bad : {"-1", "1000.5", "15%", "fast", "nan", "inf", " 15x"}) {
+  for (const char* bad : {"-1", "1000.5", "15%", "fast", "nan", "inf", " 15", "15 ", "0x10", "1e1", "1.2.3", "."}) {
     ScopedEnv set("RFA_PLAN_MEASURE", bad);
     try {
       plan_measure_margin();
@@ -151,6 +153,52 @@ TEST_F(FastestMeasured, APlansRoundsAreTimedOnEveryRank) {
     const std::vector<double> seconds = time_plan_rounds(*comm_, r.config, plan);
     ASSERT_EQ(seconds.size(), std::size_t(kMeasuredRounds));
     for (double s : seconds) EXPECT_GT(s, 0.0);
+  }
+}
+
+TEST_F(FastestMeasured, APlanOutOfMemoryIsLeftOutAndOtherErrorsAreRaised) {
+  const std::vector<model::Plan> plans = plans_taking({1.0, 1.1, 1.2});
+  // Plan 0, the model's first and the fastest if it ran, does not fit on the last rank.
+  auto plan0_refused = [&](const model::Plan& plan) -> std::vector<double> {
+    const std::size_t i = std::size_t(&plan - plans.data());
+    if (i == 0) {
+      comm::check_everywhere(*comm_, [&] {
+        if (world_rank() == world_size() - 1) fail(RFA_ERROR_OUT_OF_MEMORY, "the test's plan 0 does not fit");
+      });
+    }
+    return {i == 0 ? 1.0 : 3.0 + double(i), 5.0};
+  };
+  MeasuredPlans m = fastest_measured(*comm_, plans, {0, 1, 2}, plan0_refused);
+  EXPECT_EQ(m.fastest, 1u);
+  EXPECT_FALSE(m.all_refused);
+  EXPECT_TRUE(std::isinf(m.seconds[0]));
+  std::string text = explain_measured(plans, m, 0.3);
+  EXPECT_EQ(text.rfind(plans[1].name() + ": measured 4000 ms", 0), 0u) << text;
+  EXPECT_NE(text.find("; then " + plans[0].name() + " out of memory, "), std::string::npos) << text;
+  // None fits: the model's first stands, and says so.
+  auto none_fits = [&](const model::Plan&) -> std::vector<double> {
+    comm::check_everywhere(*comm_, [&] { fail(RFA_ERROR_OUT_OF_MEMORY, "nothing fits"); });
+    return {1.0, 1.0};
+  };
+  m = fastest_measured(*comm_, plans, {1, 2}, none_fits);
+  EXPECT_TRUE(m.all_refused);
+  EXPECT_EQ(m.fastest, 0u);
+  text = explain_measured(plans, m, 0.3);
+  EXPECT_EQ(text.rfind(plans[0].name() + ": the model's first plan: every plan it predicts within 30% of its best ran "
+                                         "out of memory",
+                       0),
+            0u)
+      << text;
+  // Any other failure is the creation's.
+  auto invalid = [&](const model::Plan&) -> std::vector<double> {
+    comm::check_everywhere(*comm_, [&] { fail(RFA_ERROR_INVALID_ARGUMENT, "not this plan"); });
+    return {1.0, 1.0};
+  };
+  try {
+    fastest_measured(*comm_, plans, {0, 1}, invalid);
+    ADD_FAILURE() << "an invalid plan was left out instead of raised";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), RFA_ERROR_INVALID_ARGUMENT);
   }
 }
 
