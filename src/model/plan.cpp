@@ -165,14 +165,10 @@ MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const Pl
     // Four numbers, or six with each link's CPU nanoseconds per byte (Link::cpu_seconds_per_byte).
     const std::string text = env_text(Env::plan_links);
     const bool with_cpu = std::count(text.begin(), text.end(), ',') == 5;
-    const std::vector<double> l =
-        numbers(Env::plan_links, with_cpu ? 6 : 4, "GBPS,US,GBPS,US or GBPS,US,NS,GBPS,US,NS");
-    if (with_cpu) {
-      m.intra_node = Link{l[1] * 1e-6, l[0] * 1e9, l[2] * 1e-9};
-      m.inter_node = Link{l[4] * 1e-6, l[3] * 1e9, l[5] * 1e-9};
-    } else {
-      m.intra_node = Link{l[1] * 1e-6, l[0] * 1e9}, m.inter_node = Link{l[3] * 1e-6, l[2] * 1e9};
-    }
+    const std::size_t per_link = with_cpu ? 3 : 2;
+    const std::vector<double> l = numbers(Env::plan_links, 2 * per_link, "GBPS,US,GBPS,US or GBPS,US,NS,GBPS,US,NS");
+    auto link = [&](std::size_t at) { return Link{l[at + 1] * 1e-6, l[at] * 1e9, with_cpu ? l[at + 2] * 1e-9 : 0.0}; };
+    m.intra_node = link(0), m.inter_node = link(per_link);
   }
   return m;
 }

@@ -71,6 +71,13 @@ TEST(AutoStrategy, ReportsOnePlanEverywhereAndWhy) {
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
 }
 
+/// The layout a plan's text names, "<strategy>, <layout><marker>...", or "" where it does not.
+std::string layout_in_plan(const std::string& plan, const std::string& marker) {
+  const std::size_t comma = plan.find(", "), end = plan.find(marker);
+  if (comma == std::string::npos || end == std::string::npos || comma > end) return "";
+  return plan.substr(comma + 2, end - comma - 2);
+}
+
 const char* layout_name(rfa_layout_t layout) {
   switch (layout) {
     case RFA_LAYOUT_CONTIGUOUS: return "contiguous";
@@ -100,9 +107,8 @@ TEST(AutoStrategy, TheChosenLayoutIsReported) {
     char text[512];
     ASSERT_RFA_OK(rfa_context_get_plan(ctx, text, sizeof text));
     const std::string plan = text;
-    const std::size_t comma = plan.find(", "), colon = plan.find(": predicted");
-    ASSERT_TRUE(comma != std::string::npos && colon != std::string::npos && comma < colon) << plan;
-    chosen.push_back(plan.substr(comma + 2, colon - comma - 2));
+    chosen.push_back(layout_in_plan(plan, ": predicted"));
+    ASSERT_FALSE(chosen.back().empty()) << plan;
     EXPECT_EQ(chosen.back(), layout_name(got.layout)) << plan;
     if (got.strategy != RFA_STRATEGY_HYBRID && got.layout != RFA_LAYOUT_BALANCED) {
       int64_t L = 0;
@@ -175,9 +181,9 @@ TEST(AutoStrategy, AMeasuredPlanIsTheOneReportedAndRun) {
   char text[1024];
   ASSERT_RFA_OK(rfa_context_get_plan(ctx, text, sizeof text));
   const std::string plan = text;
-  const std::size_t comma = plan.find(", "), colon = plan.find(": measured ");
-  ASSERT_TRUE(comma != std::string::npos && colon != std::string::npos && comma < colon) << plan;
-  EXPECT_EQ(plan.substr(comma + 2, colon - comma - 2), layout_name(got.layout)) << plan;
+  const std::string layout = layout_in_plan(plan, ": measured ");
+  ASSERT_FALSE(layout.empty()) << plan;
+  EXPECT_EQ(layout, layout_name(got.layout)) << plan;
   EXPECT_NE(plan.find("; the model alone: "), std::string::npos) << plan;
   EXPECT_TRUE(same_everywhere(plan + std::to_string(int(got.strategy)) + "/" + std::to_string(got.ulysses_degree)))
       << "the ranks chose differently: " << plan;
