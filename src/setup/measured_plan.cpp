@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "comm/agreement.hpp"
+#include "core/allocation.hpp"
 #include "core/dtype.hpp"
 #include "core/environment.hpp"
 #include "core/error.hpp"
@@ -34,42 +35,54 @@ constexpr std::int64_t kRefusedPlan = INT64_MAX;
 
 double predicted_seconds(const model::Plan& p) { return p.prediction.forward.seconds + p.prediction.backward.seconds; }
 
-/// Fills `view` with values in [-1, 1) from a hash of each element's index and `seed`: inputs
-/// whose scores spread like a model's, the same on every run.
-template <class View>
-void fill_synthetic(const View& view, std::uint64_t seed) {
-  using T = typename View::non_const_value_type;
-  auto host = Kokkos::create_mirror_view(view);
-  T* data = host.data();
-  for (std::size_t i = 0; i < host.size(); ++i) {
-    std::uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+/// Fills the tensor in `t` with values in [-1, 1) from a hash of each element's index and
+/// `seed`: inputs whose scores spread like a model's, the same on every run. A device tensor is
+/// filled on the host and copied over as bytes.
+template <class TensorView>
+void fill_synthetic(const OwnedTensor<TensorView>& t, std::uint64_t seed) {
+  using T = typename TensorView::non_const_value_type;
+  using Space = typename TensorView::memory_space;
+  const std::int64_t bytes = std::int64_t(t.storage.extent(0));
+  Kokkos::View<unsigned char*, Kokkos::HostSpace> host;
+  if constexpr (engine::kHostMemory<Space>) {
+    host = t.storage;
+  } else {
+    host = allocate_bytes<Kokkos::HostSpace>("rfa::measured_plan::staging", bytes);
+  }
+  T* data = reinterpret_cast<T*>(host.data());
+  for (std::int64_t i = 0; i < bytes / std::int64_t(sizeof(T)); ++i) {
+    std::uint64_t h = std::uint64_t(i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
     h ^= h >> 31, h *= 0xbf58476d1ce4e5b9ull, h ^= h >> 29;
     data[i] = from_float<T>(float(h >> 40) / float(1ull << 23) - 1.0f);
   }
-  Kokkos::deep_copy(view, host);
+  if constexpr (!engine::kHostMemory<Space>) Kokkos::deep_copy(t.storage, host);
 }
 
-/// A call's tensors for `config` on one rank holding `L` rows, in memory `Space`.
+/// A call's tensors for `config` on one rank holding `L` rows, in memory `Space`
+/// (core/allocation.hpp: RFA_ERROR_OUT_OF_MEMORY where the allocator refuses).
 template <class T, class Space>
 struct SyntheticCall {
-  engine::SpaceTensor4<T, Space> q, k, v, out, dout, dq, dk, dv;
-  engine::SpaceTensor3<float, Space> lse;
+  using Tensor4 = engine::SpaceTensor4<T, Space>;
+  OwnedTensor<Tensor4> q, k, v, out, dout, dq, dk, dv;
+  OwnedTensor<engine::SpaceTensor3<float, Space>> lse;
 
   SyntheticCall(const engine::AttentionConfig& c, std::int64_t L)
-      : q("rfa::measured_plan::q", c.batch, L, c.heads, c.head_dim),
-        k("rfa::measured_plan::k", c.batch, L, c.kv_heads, c.head_dim),
-        v("rfa::measured_plan::v", c.batch, L, c.kv_heads, c.dv()),
-        out("rfa::measured_plan::out", c.batch, L, c.heads, c.dv()),
-        dout("rfa::measured_plan::dout", c.batch, L, c.heads, c.dv()),
-        dq("rfa::measured_plan::dq", c.batch, L, c.heads, c.head_dim),
-        dk("rfa::measured_plan::dk", c.batch, L, c.kv_heads, c.head_dim),
-        dv("rfa::measured_plan::dv", c.batch, L, c.kv_heads, c.dv()),
-        lse("rfa::measured_plan::lse", c.batch, c.heads, L) {
+      : q(allocate_tensor<Tensor4>("rfa::measured_plan::q", c.batch, L, c.heads, c.head_dim)),
+        k(allocate_tensor<Tensor4>("rfa::measured_plan::k", c.batch, L, c.kv_heads, c.head_dim)),
+        v(allocate_tensor<Tensor4>("rfa::measured_plan::v", c.batch, L, c.kv_heads, c.dv())),
+        out(allocate_tensor<Tensor4>("rfa::measured_plan::out", c.batch, L, c.heads, c.dv())),
+        dout(allocate_tensor<Tensor4>("rfa::measured_plan::dout", c.batch, L, c.heads, c.dv())),
+        dq(allocate_tensor<Tensor4>("rfa::measured_plan::dq", c.batch, L, c.heads, c.head_dim)),
+        dk(allocate_tensor<Tensor4>("rfa::measured_plan::dk", c.batch, L, c.kv_heads, c.head_dim)),
+        dv(allocate_tensor<Tensor4>("rfa::measured_plan::dv", c.batch, L, c.kv_heads, c.dv())),
+        lse(allocate_tensor<engine::SpaceTensor3<float, Space>>("rfa::measured_plan::lse", c.batch, c.heads, L)) {
     fill_synthetic(q, 1), fill_synthetic(k, 2), fill_synthetic(v, 3), fill_synthetic(dout, 4);
   }
 
-  engine::ForwardTensors<T, Space> forward() const { return {q, k, v, out, lse}; }
-  engine::StorageGradients<T, Space> backward() const { return {q, k, v, out, dout, lse, dq, dk, dv}; }
+  engine::ForwardTensors<T, Space> forward() const { return {q.view, k.view, v.view, out.view, lse.view}; }
+  engine::StorageGradients<T, Space> backward() const {
+    return {q.view, k.view, v.view, out.view, dout.view, lse.view, dq.view, dk.view, dv.view};
+  }
 };
 
 /// Waits until the engine's queued work is done (host passes return done).
@@ -86,15 +99,8 @@ void wait_for_results(engine::AttentionStrategy& engine) {
 template <class T, class Space>
 std::vector<double> time_rounds(comm::Communicator& comm, engine::AttentionStrategy& engine) {
   std::unique_ptr<SyntheticCall<T, Space>> call;
-  comm::check_everywhere(comm, [&] {
-    try {
-      call = std::make_unique<SyntheticCall<T, Space>>(engine.config(), engine.local_seq());
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      fail(RFA_ERROR_OUT_OF_MEMORY, "the synthetic inputs of a measured plan (RFA_PLAN_MEASURE): ", e.what());
-    }
-  });
+  comm::check_everywhere(
+      comm, [&] { call = std::make_unique<SyntheticCall<T, Space>>(engine.config(), engine.local_seq()); });
   const engine::AnyForwardTensors forward = call->forward();
   const engine::AnyBackwardTensors backward = call->backward();
   std::vector<double> seconds;
