@@ -156,7 +156,9 @@ typedef enum rfa_strategy_t {
                                    With the environment variable RFA_PLAN_MEASURE=PCT (alike on every rank)
                                    rfa_context_create() times a forward and a backward pass of each plan the
                                    model predicts within PCT percent of its best (at most 6, synthetic
-                                   inputs of these shapes, on these ranks) and takes the fastest. */
+                                   inputs of these shapes, on these ranks) and takes the fastest. Unset, it
+                                   does so at 15% where the ranks span several hosts (0 turns it off) and
+                                   not on one host. */
   RFA_STRATEGY_NEEDED = 5     /**< Needed-only exchange: each rank receives, straight from their owners, only
                                    the K/V rows its queries see under the mask (a halo exchange for a
                                    neighbourhood mask), one round per ring distance at which some rank sees
@@ -475,8 +477,9 @@ RFA_API rfa_result_t rfa_context_get_options(rfa_context_t context, rfa_options_
 /**
  * @brief What the context runs and why, as text: for ::RFA_STRATEGY_AUTO the chosen strategy,
  *        Ulysses degree and layout with their predicted forward and backward time per rank and
- *        the runners-up (or, with RFA_PLAN_MEASURE, the measured times of the plans timed and
- *        the model's own first plan); otherwise the strategy the caller chose.
+ *        the runners-up (or, where the plans were measured: RFA_PLAN_MEASURE, or by default across
+ *        hosts, the measured times of the plans timed and the model's own first plan); otherwise
+ *        the strategy the caller chose.
  *
  * Not collective. The text is the same on every rank.
  * @param context a live context.

@@ -60,7 +60,8 @@ const EnvVariable kRegistry[] = {
      "`GBPS,US,NS,GBPS,US,NS` with the CPU nanoseconds a byte's transfer costs the cores at its ends, a host TCP "
      "stack's), that the "
      "automatic strategy plans with; alike on every rank"},
-    {Env::plan_measure, "RFA_PLAN_MEASURE", "librfa (`RFA_STRATEGY_AUTO`), `rfa_run --strategy auto`", "`0`",
+    {Env::plan_measure, "RFA_PLAN_MEASURE", "librfa (`RFA_STRATEGY_AUTO`), `rfa_run --strategy auto`",
+     "`0` on one host, `15` where the ranks span several hosts",
      "`PCT`: the automatic strategy times a forward and backward pass of each plan the model predicts within PCT "
      "percent of its best (at most 6) on the context's shapes at creation, and takes the fastest; `0`: the model "
      "alone; alike on every rank"},

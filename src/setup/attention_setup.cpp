@@ -71,14 +71,16 @@ std::vector<model::Plan> choose_strategy(MPI_Comm comm, const SetupRequest& r, A
   return plans;
 }
 
-/// RFA_PLAN_MEASURE: the model's plans within the margin run on the context's shapes and the
-/// fastest replaces the model's first (setup/measured_plan.hpp). The variable is agreed on
-/// first, so every rank measures the same plans or none.
+/// RFA_PLAN_MEASURE (by default, where the ranks span several hosts): the model's plans within
+/// the margin run on the context's shapes and the fastest replaces the model's first
+/// (setup/measured_plan.hpp). The variable is agreed on first and every rank counts the same
+/// hosts from the same gathered keys, so every rank measures the same plans or none.
 void measure_plans(MPI_Comm comm, const std::vector<model::Plan>& plans, AttentionSetup& s) {
   if (plans.empty()) return;
-  collective::agreed_env(comm, Env::plan_measure);
+  const bool unset = collective::agreed_env(comm, Env::plan_measure).empty();
+  const int hosts = topology::host_count(s.order);
   double margin = 0;
-  collective::agree_on_failure(comm, [&] { margin = plan_measure_margin(); });
+  collective::agree_on_failure(comm, [&] { margin = plan_measure_margin(hosts); });
   if (margin <= 0) return;
   const std::vector<std::size_t> candidates = plans_to_measure(plans, margin, kMostMeasuredPlans);
   if (candidates.size() < 2) return;  // nothing to choose between: the model's plan and text stand
@@ -86,7 +88,7 @@ void measure_plans(MPI_Comm comm, const std::vector<model::Plan>& plans, Attenti
       *s.comm, plans, candidates, [&](const model::Plan& plan) { return time_plan_rounds(*s.comm, s.config, plan); });
   s.strategy = plans[m.fastest].choice;
   s.config.layout = plans[m.fastest].layout;
-  s.plan = "automatic: " + explain_measured(plans, m, margin);
+  s.plan = "automatic: " + explain_measured(plans, m, margin, unset ? hosts : 0);
 }
 
 /// For a CUDA config: throws RFA_ERROR_INVALID_USAGE unless Kokkos allocates on the caller's

@@ -6,7 +6,7 @@
 // host; NCCL or MPI staged / CUDA-aware on devices), the CUDA block kernels (rfa's or cuDNN's,
 // and the implementation of rfa's kernels), the strategy (the caller's, or the performance
 // model's plan for RFA_STRATEGY_AUTO, chosen among the model's best by measurement where
-// RFA_PLAN_MEASURE asks: setup/measured_plan.hpp), the engine.
+// RFA_PLAN_MEASURE asks or the ranks span hosts: setup/measured_plan.hpp), the engine.
 #pragma once
 
 #include <mpi.h>

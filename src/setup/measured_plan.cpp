@@ -118,9 +118,9 @@ std::vector<double> time_rounds(comm::Communicator& comm, engine::AttentionStrat
 
 }  // namespace
 
-double plan_measure_margin() {
+double plan_measure_margin(int hosts) {
   const std::string text = env_text(Env::plan_measure);
-  if (text.empty()) return 0.0;
+  if (text.empty()) return hosts > 1 ? kAcrossHostsMeasureMargin : 0.0;
   // Digits with at most one decimal point, read whatever the process's locale.
   double percent = -1;
   const bool digits = text.find_first_not_of("0123456789.") == std::string::npos &&
@@ -207,7 +207,8 @@ std::vector<double> time_plan_rounds(comm::Communicator& comm, const engine::Att
   return seconds;
 }
 
-std::string explain_measured(const std::vector<model::Plan>& plans, const MeasuredPlans& m, double margin) {
+std::string explain_measured(const std::vector<model::Plan>& plans, const MeasuredPlans& m, double margin,
+                             int by_default_hosts) {
   auto ms = [](double s) {
     char text[32];
     std::snprintf(text, sizeof text, "%.4g", 1e3 * s);
@@ -221,13 +222,16 @@ std::string explain_measured(const std::vector<model::Plan>& plans, const Measur
   const model::Plan& modelled = plans.front();
   const std::string predicted = modelled.name() + ", predicted " + ms(modelled.prediction.forward.seconds) + " + " +
                                 ms(modelled.prediction.backward.seconds) + " ms";
+  const std::string source = by_default_hosts > 1 ? "RFA_PLAN_MEASURE unset: the default where the ranks span " +
+                                                        std::to_string(by_default_hosts) + " hosts"
+                                                  : std::string("RFA_PLAN_MEASURE");
   if (m.all_refused)
     return modelled.name() + ": the model's first plan: every plan it predicts within " + margin_text +
-           " of its best ran out of memory when measured (RFA_PLAN_MEASURE); " + predicted;
+           " of its best ran out of memory when measured (" + source + "); " + predicted;
   std::string s = plans.at(m.fastest).name() + ": measured " + ms(m.seconds[winner]) +
                   " ms forward + backward, the fastest of " + std::to_string(m.measured.size()) +
                   (m.measured.size() == 1 ? " plan" : " plans") + " the model predicts within " + margin_text +
-                  " of its best (RFA_PLAN_MEASURE; docs/performance-model.md)";
+                  " of its best (" + source + "; docs/performance-model.md)";
   bool first = true;
   for (std::size_t j = 0; j < m.measured.size(); ++j) {
     if (j == winner) continue;

@@ -4,8 +4,9 @@
 // a backward pass on the context's shapes with synthetic inputs, and the plan whose slowest rank
 // is fastest wins. Where the model's errors are larger than the gaps between its plans (ranks
 // that share cores, a host TCP stack's processing: docs/performance-model.md, "Across nodes"),
-// only a measurement tells the plans apart. The model alone stays the default: measuring costs
-// the context's creation 1 + kMeasuredRounds passes of each plan measured.
+// only a measurement tells the plans apart. Measuring costs the context's creation
+// 1 + kMeasuredRounds passes of each plan measured, so it is the default only where the ranks
+// span several hosts, whose links the model knows least; on one host the model alone decides.
 #pragma once
 
 #include <cstddef>
@@ -26,10 +27,16 @@ constexpr std::size_t kMostMeasuredPlans = 6;
 /// engine's workspace; the best of them counts.
 constexpr int kMeasuredRounds = 2;
 
-/// RFA_PLAN_MEASURE as a fraction: 0 where it is unset or `0` (the model alone), else the margin
-/// over the model's best prediction within which plans are measured (`15`: 0.15). Throws
+/// The margin measured where RFA_PLAN_MEASURE is unset and the ranks span several hosts: the
+/// model's stated accuracy across nodes (docs/performance-model.md, "Across nodes"), so that
+/// every plan the model cannot tell from its best is timed.
+constexpr double kAcrossHostsMeasureMargin = 0.15;
+
+/// RFA_PLAN_MEASURE as a fraction: the margin over the model's best prediction within which
+/// plans are measured (`15`: 0.15; `0`: the model alone). Unset (or empty): 0 on one host,
+/// kAcrossHostsMeasureMargin where the ranks run on `hosts` > 1 hosts. Throws
 /// RFA_ERROR_INVALID_ARGUMENT unless it is a number from 0 to 1000. Local (no communication).
-double plan_measure_margin();
+double plan_measure_margin(int hosts);
 
 /// The plans to measure, as indices into `plans` (the model's, fastest predicted first): those
 /// predicted to take at most (1 + margin) times the first's forward + backward, at most `most`
@@ -63,8 +70,11 @@ std::vector<double> time_plan_rounds(comm::Communicator& comm, const engine::Att
                                      const model::Plan& plan);
 
 /// "automatic: <winner>: measured <ms> ms forward + backward (...); then <plan> <ms> ms, ...;
-/// the model alone: <its first plan>, predicted ..." for rfa_context_get_plan.
-std::string explain_measured(const std::vector<model::Plan>& plans, const MeasuredPlans& m, double margin);
+/// the model alone: <its first plan>, predicted ..." for rfa_context_get_plan. `by_default_hosts`:
+/// the number of hosts where the margin is the default across hosts (RFA_PLAN_MEASURE unset),
+/// which the text then says; 0 where the variable gave it.
+std::string explain_measured(const std::vector<model::Plan>& plans, const MeasuredPlans& m, double margin,
+                             int by_default_hosts = 0);
 
 }  // namespace setup
 }  // namespace rfa

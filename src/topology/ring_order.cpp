@@ -141,4 +141,12 @@ int most_ranks_on_one_host(const RingOrder& order) {
   return most;
 }
 
+int host_count(const RingOrder& order) {
+  std::vector<const RankKey*> hosts;  // one key of each host
+  for (const RankKey& key : order.keys)
+    if (std::none_of(hosts.begin(), hosts.end(), [&](const RankKey* h) { return same_host(*h, key); }))
+      hosts.push_back(&key);
+  return std::max<int>(1, int(hosts.size()));
+}
+
 }  // namespace rfa::topology

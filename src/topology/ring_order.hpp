@@ -63,4 +63,8 @@ std::string order_by_host(const RingOrder& order, std::size_t max_runs = 32);
 /// same on every rank.
 int most_ranks_on_one_host(const RingOrder& order);
 
+/// How many hosts the ranks run on, from the keys every rank gathered (1 without keys): the
+/// same on every rank.
+int host_count(const RingOrder& order);
+
 }  // namespace rfa::topology

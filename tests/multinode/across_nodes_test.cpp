@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rfa across "nodes" (scripts/multinode/nodes.sh: network namespaces, TCP between them, shared
 // memory inside one): the ring order that the host names give, the hybrid's groups inside a node,
-// and forward and backward of every strategy against the float64 reference, on each rank's shard.
+// the automatic strategy measuring its plans by default, and forward and backward of every
+// strategy against the float64 reference, on each rank's shard.
 // Run by tests/multinode/CMakeLists.txt as N nodes x R ranks with the ranks placed round robin
 // over the nodes (--map-by node), so that MPI_COMM_WORLD's order crosses a link at every step and
 // only the topology order can keep a node's ranks together.
@@ -114,6 +115,30 @@ TEST(AcrossNodes, HybridUlyssesGroupsStayInsideANode) {
   EXPECT_EQ(rfa_context_destroy(ctx), RFA_SUCCESS);
 }
 
+TEST(AcrossNodes, TheAutomaticStrategyMeasuresAcrossNodesByDefault) {
+  if (nodes() < 2) GTEST_SKIP() << "needs 2 or more nodes";
+  ASSERT_EQ(std::getenv("RFA_PLAN_MEASURE"), nullptr) << "the default is under test";
+  // Unmasked, the ring's layouts are predicted alike: the model has plans within 15% to time.
+  rfa_options_t o;
+  ASSERT_RFA_OK(rfa_options_init(&o));
+  o.mask = RFA_MASK_NONE;
+  o.seq_total = 8 * world_size();
+  o.heads = 8;
+  o.head_dim = 8;
+  o.strategy = RFA_STRATEGY_AUTO;
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  char plan[2048] = {0};
+  ASSERT_RFA_OK(rfa_context_get_plan(ctx, plan, sizeof plan));
+  const std::string text = plan;
+  if (world_rank() == 0) std::printf("  %s\n", text.c_str());
+  EXPECT_NE(text.find(": measured "), std::string::npos) << text;
+  EXPECT_NE(text.find("RFA_PLAN_MEASURE unset: the default where the ranks span " + std::to_string(nodes()) + " hosts"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(rfa_context_destroy(ctx), RFA_SUCCESS);
+}
+
 struct Case {
   const char* name;
   rfa_strategy_t strategy;
@@ -219,6 +244,8 @@ const Case kCases[] = {
      false},
     {"hybrid_stripe_causal_bf16", RFA_STRATEGY_HYBRID, RFA_LAYOUT_STRIPE, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, false,
      false},
+    // The plan measured across the nodes (the default there), then run.
+    {"auto_unmasked_fp32", RFA_STRATEGY_AUTO, RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, RFA_DTYPE_FLOAT32, false, false},
 };
 
 INSTANTIATE_TEST_SUITE_P(Strategies, AcrossNodesAttention, ::testing::ValuesIn(kCases), case_name);

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The automatic strategy's plan chosen by measurement (setup/measured_plan.hpp, RFA_PLAN_MEASURE)
-// on 1, 2 and 4 ranks: the variable read and refused, the short list the model's predictions
-// give, the choice from timings (the slowest rank of a round, the best round, ties to the
-// model's order; timings the test gives, not speeds), the real timing of a plan, and the setup
-// taking the measured winner on every rank.
+// on 1, 2 and 4 ranks: the variable read and refused, its default (the model alone on one host,
+// measuring where the ranks span hosts, made two by the test-only RFA_TEST_HOSTNAME), the short
+// list the model's predictions give, the choice from timings (the slowest rank of a round, the
+// best round, ties to the model's order; timings the test gives, not speeds), the real timing of
+// a plan, and the setup taking the measured winner on every rank.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -44,19 +45,25 @@ std::vector<model::Plan> plans_taking(const std::vector<double>& seconds) {
 }
 
 TEST(PlanMeasureMargin, APercentageOrTheModelAlone) {
-  {
-    ScopedEnv unset("RFA_PLAN_MEASURE", nullptr);
-    EXPECT_EQ(plan_measure_margin(), 0.0);
+  // Unset or empty: the model alone on one host, the margin across hosts on two or more.
+  for (const char* unset : {static_cast<const char*>(nullptr), ""}) {
+    ScopedEnv env("RFA_PLAN_MEASURE", unset);
+    EXPECT_EQ(plan_measure_margin(1), 0.0);
+    EXPECT_EQ(plan_measure_margin(2), kAcrossHostsMeasureMargin);
+    EXPECT_EQ(plan_measure_margin(64), kAcrossHostsMeasureMargin);
   }
+  EXPECT_GT(kAcrossHostsMeasureMargin, 0.0);
+  // A value given is taken on any number of hosts; `0` is the model alone across hosts too.
   const std::vector<std::pair<const char*, double>> good = {{"0", 0.0}, {"15", 0.15}, {"2.5", 0.025}, {"1000", 10.0}};
   for (const auto& [text, margin] : good) {
     ScopedEnv set("RFA_PLAN_MEASURE", text);
-    EXPECT_DOUBLE_EQ(plan_measure_margin(), margin) << text;
+    EXPECT_DOUBLE_EQ(plan_measure_margin(1), margin) << text;
+    EXPECT_DOUBLE_EQ(plan_measure_margin(4), margin) << text;
   }
   for (const char* bad : {"-1", "1000.5", "15%", "fast", "nan", "inf", " 15", "15 ", "0x10", "1e1", "1.2.3", "."}) {
     ScopedEnv set("RFA_PLAN_MEASURE", bad);
     try {
-      plan_measure_margin();
+      plan_measure_margin(2);
       ADD_FAILURE() << "RFA_PLAN_MEASURE=" << bad << " was taken";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), RFA_ERROR_INVALID_ARGUMENT);
@@ -243,6 +250,44 @@ TEST(MeasuredSetup, ZeroIsTheModelAlone) {
   const AttentionSetup s = set_up_attention(MPI_COMM_WORLD, request());
   EXPECT_EQ(s.plan.find("measured"), std::string::npos) << s.plan;
   EXPECT_NE(s.plan.find(": predicted "), std::string::npos) << s.plan;
+}
+
+/// The unmasked problem: the three ring layouts' predictions are equal, so any margin above 0
+/// short-lists at least two plans.
+SetupRequest unmasked_request() {
+  SetupRequest r = request();
+  r.config.mask = RFA_MASK_NONE;
+  return r;
+}
+
+TEST(MeasuredSetup, UnsetOnOneHostIsTheModelAlone) {
+  ScopedEnv measure("RFA_PLAN_MEASURE", nullptr);
+  ScopedEnv host("RFA_TEST_HOSTNAME", "one-node");
+  const AttentionSetup s = set_up_attention(MPI_COMM_WORLD, unmasked_request());
+  EXPECT_EQ(s.plan.find("measured"), std::string::npos) << s.plan;
+  EXPECT_NE(s.plan.find(": predicted "), std::string::npos) << s.plan;
+}
+
+TEST(MeasuredSetup, UnsetAcrossHostsMeasuresByDefault) {
+  if (world_size() == 1) GTEST_SKIP() << "one rank runs on one host";
+  ScopedEnv measure("RFA_PLAN_MEASURE", nullptr);
+  // Two hosts, whatever the ranks' count: even ranks on one, odd ranks on the other.
+  ScopedEnv host("RFA_TEST_HOSTNAME", world_rank() % 2 ? "node-b" : "node-a");
+  const AttentionSetup s = set_up_attention(MPI_COMM_WORLD, unmasked_request());
+  ASSERT_TRUE(s.engine);
+  const std::string winner = model::Plan{s.strategy, s.config.layout, world_size(), {}}.name();
+  EXPECT_EQ(s.plan.rfind("automatic: " + winner + ": measured ", 0), 0u) << s.plan;
+  EXPECT_NE(s.plan.find(" the model predicts within 15% of its best (RFA_PLAN_MEASURE unset: the default where the "
+                        "ranks span 2 hosts; "),
+            std::string::npos)
+      << s.plan;
+  EXPECT_EQ(s.engine->kind(), s.strategy.kind);
+  EXPECT_TRUE(rfa::test::same_on_every_rank(std::int64_t(s.strategy.kind)));
+  EXPECT_TRUE(rfa::test::same_on_every_rank(std::int64_t(s.config.layout)));
+  // `0` turns it off across hosts too.
+  ScopedEnv off("RFA_PLAN_MEASURE", "0");
+  const AttentionSetup alone = set_up_attention(MPI_COMM_WORLD, unmasked_request());
+  EXPECT_EQ(alone.plan.find("measured"), std::string::npos) << alone.plan;
 }
 
 TEST(MeasuredSetup, TheCallersStrategyIsNotMeasured) {
