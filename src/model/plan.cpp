@@ -90,8 +90,10 @@ std::string explain_plans(const std::vector<Plan>& plans) {
 
 namespace {
 
-/// Comma-separated numbers from an environment variable, exactly `count` of them, each > 0.
-std::vector<double> numbers(Env id, std::size_t count, const char* form) {
+/// Comma-separated numbers from an environment variable, exactly `count` of them, each finite
+/// and > 0, or >= 0 where `may_be_zero(i)` holds for the i-th (a latency, a CPU cost).
+template <class MayBeZero>
+std::vector<double> numbers(Env id, std::size_t count, const char* form, const char* rule, MayBeZero may_be_zero) {
   const std::string text = env_text(id);
   std::vector<double> v;
   std::size_t at = 0;
@@ -100,8 +102,9 @@ std::vector<double> numbers(Env id, std::size_t count, const char* form) {
     const std::string item = text.substr(at, comma - at);
     char* end = nullptr;
     const double x = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end != '\0' || !(x > 0) || !std::isfinite(x))
-      fail(RFA_ERROR_INVALID_ARGUMENT, env_name(id), " is '", text, "'; it must be ", form, ", every number > 0");
+    const bool in_range = x > 0 || (x == 0 && may_be_zero(v.size()));
+    if (item.empty() || *end != '\0' || !in_range || !std::isfinite(x))
+      fail(RFA_ERROR_INVALID_ARGUMENT, env_name(id), " is '", text, "'; it must be ", form, ", ", rule);
     v.push_back(x);
     at = comma + 1;
   }
@@ -158,7 +161,8 @@ MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const Pl
     m.intra_node = Link{2e-6, 8e9}, m.inter_node = Link{5e-6, 12.5e9};
   }
   if (env_value(Env::plan_kernel_rate)) {
-    const std::vector<double> r = numbers(Env::plan_kernel_rate, 2, "FWD,BWD in GFLOP/s");
+    const std::vector<double> r =
+        numbers(Env::plan_kernel_rate, 2, "FWD,BWD in GFLOP/s", "every number > 0", [](std::size_t) { return false; });
     m.forward_flops_per_s = r[0] * 1e9, m.backward_flops_per_s = r[1] * 1e9;
   }
   if (env_value(Env::plan_links)) {
@@ -166,7 +170,10 @@ MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const Pl
     const std::string text = env_text(Env::plan_links);
     const bool with_cpu = std::count(text.begin(), text.end(), ',') == 5;
     const std::size_t per_link = with_cpu ? 3 : 2;
-    const std::vector<double> l = numbers(Env::plan_links, 2 * per_link, "GBPS,US,GBPS,US or GBPS,US,NS,GBPS,US,NS");
+    // A link's bandwidth must be > 0; its latency and CPU cost may be 0 (RDMA, shared memory).
+    const std::vector<double> l = numbers(Env::plan_links, 2 * per_link, "GBPS,US,GBPS,US or GBPS,US,NS,GBPS,US,NS",
+                                          "every bandwidth > 0, every latency and CPU cost >= 0",
+                                          [&](std::size_t i) { return i % per_link != 0; });
     auto link = [&](std::size_t at) { return Link{l[at + 1] * 1e-6, l[at] * 1e9, with_cpu ? l[at + 2] * 1e-9 : 0.0}; };
     m.intra_node = link(0), m.inter_node = link(per_link);
   }

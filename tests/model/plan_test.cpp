@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "model/plan.hpp"
@@ -75,10 +76,32 @@ TEST(PlanningMachine, DevicesPlanWithTheirOwnPresetAndTheEnvironmentOverridesIt)
   EXPECT_DOUBLE_EQ(tcp.inter_node.bytes_per_s, 0.25e9);
   EXPECT_DOUBLE_EQ(tcp.inter_node.latency_s, 200e-6);
   EXPECT_DOUBLE_EQ(tcp.inter_node.cpu_seconds_per_byte, 2.5e-9);
-  for (const char* bad : {"0.5,100,1.5,0.25,200", "0.5,100,0,0.25,200,1", "0.5,100,1,0.25,200,1,1"}) {
+  // A latency or a CPU cost may be 0 (shared memory, RDMA), in either form; a bandwidth may not.
+  setenv("RFA_PLAN_LINKS", "8,0,0,0.25,0,0", 1);
+  const MachineModel free = host(RFA_DTYPE_FLOAT32, HostBf16::portable);
+  EXPECT_DOUBLE_EQ(free.intra_node.bytes_per_s, 8e9);
+  EXPECT_EQ(free.intra_node.latency_s, 0.0);
+  EXPECT_EQ(free.intra_node.cpu_seconds_per_byte, 0.0);
+  EXPECT_DOUBLE_EQ(free.inter_node.bytes_per_s, 0.25e9);
+  EXPECT_EQ(free.inter_node.latency_s, 0.0);
+  EXPECT_EQ(free.inter_node.cpu_seconds_per_byte, 0.0);
+  setenv("RFA_PLAN_LINKS", "8,0,0.25,0", 1);
+  EXPECT_EQ(host(RFA_DTYPE_FLOAT32, HostBf16::portable).inter_node.latency_s, 0.0);
+  for (const char* bad : {"0.5,100,1.5,0.25,200", "0.5,100,1,0.25,200,1,1", "0,100,1,0.25,200,1", "0.5,100,1,0,200,1",
+                          "0,100,0.25,200", "0.5,100,0.25,-1", "0.5,100,-1,0.25,200,1", "0.5,100,1,0.25,200,inf"}) {
     setenv("RFA_PLAN_LINKS", bad, 1);
-    EXPECT_THROW(host(RFA_DTYPE_FLOAT32, HostBf16::portable), Error) << bad;
+    try {
+      host(RFA_DTYPE_FLOAT32, HostBf16::portable);
+      ADD_FAILURE() << "RFA_PLAN_LINKS=" << bad << " was taken";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), RFA_ERROR_INVALID_ARGUMENT) << bad;
+      EXPECT_NE(std::string(e.what()).find(std::string("RFA_PLAN_LINKS is '") + bad + "'"), std::string::npos)
+          << e.what();
+    }
   }
+  setenv("RFA_PLAN_KERNEL_RATE", "1000,0", 1);
+  EXPECT_THROW(host(RFA_DTYPE_FLOAT32, HostBf16::portable), Error);
+  unsetenv("RFA_PLAN_KERNEL_RATE");
   unsetenv("RFA_PLAN_LINKS");
 }
 
