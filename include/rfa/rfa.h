@@ -156,9 +156,9 @@ typedef enum rfa_strategy_t {
                                    With the environment variable RFA_PLAN_MEASURE=PCT (alike on every rank)
                                    rfa_context_create() times a forward and a backward pass of each plan the
                                    model predicts within PCT percent of its best (at most 6, synthetic
-                                   inputs of these shapes, on these ranks) and takes the fastest. Unset, it
-                                   does so at 15% where the ranks span several hosts (0 turns it off) and
-                                   not on one host. */
+                                   inputs of these shapes, on these ranks; no plan starts after 60 s of
+                                   it) and takes the fastest. Unset, it does so at 15% where the ranks span
+                                   several hosts (0 turns it off) and not on one host. */
   RFA_STRATEGY_NEEDED = 5     /**< Needed-only exchange: each rank receives, straight from their owners, only
                                    the K/V rows its queries see under the mask (a halo exchange for a
                                    neighbourhood mask), one round per ring distance at which some rank sees

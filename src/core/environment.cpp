@@ -63,8 +63,8 @@ const EnvVariable kRegistry[] = {
     {Env::plan_measure, "RFA_PLAN_MEASURE", "librfa (`RFA_STRATEGY_AUTO`), `rfa_run --strategy auto`",
      "`0` on one host, `15` where the ranks span several hosts",
      "`PCT`: the automatic strategy times a forward and backward pass of each plan the model predicts within PCT "
-     "percent of its best (at most 6) on the context's shapes at creation, and takes the fastest; `0`: the model "
-     "alone; alike on every rank"},
+     "percent of its best (at most 6; none starts after 60 s of measuring) on the context's shapes at creation, "
+     "and takes the fastest; `0`: the model alone; alike on every rank"},
     {Env::slurm_localid, "SLURM_LOCALID", "librfa", "`0`",
      "the node-local rank when MPI cannot tell it (before `MPI_Init`)"},
     {Env::slurm_topology_addr, "SLURM_TOPOLOGY_ADDR", "librfa", "no switch path",

@@ -149,35 +149,40 @@ std::vector<std::size_t> plans_to_measure(const std::vector<model::Plan>& plans,
 
 MeasuredPlans fastest_measured(comm::Communicator& comm, const std::vector<model::Plan>& plans,
                                const std::vector<std::size_t>& measured,
-                               const std::function<std::vector<double>(const model::Plan&)>& time_plan) {
+                               const std::function<std::vector<double>(const model::Plan&)>& time_plan,
+                               double budget_seconds) {
   require(!measured.empty(), "no plan to measure");
-  std::vector<std::int64_t> nanoseconds;
-  for (std::size_t i : measured) {
-    std::vector<double> rounds;
+  MeasuredPlans m;
+  m.budget_seconds = budget_seconds;
+  bool found = false;
+  double best = 0;
+  for (std::size_t j = 0; j < measured.size(); ++j) {
+    if (j > 0 && m.spent_seconds >= budget_seconds) {
+      m.not_timed = measured.size() - j;
+      break;
+    }
+    std::vector<std::int64_t> nanoseconds(std::size_t(kMeasuredRounds), kRefusedPlan);
     try {
-      rounds = time_plan(plans.at(i));
+      const std::vector<double> rounds = time_plan(plans.at(measured[j]));
+      require(rounds.size() == std::size_t(kMeasuredRounds), "a measured plan gave ", rounds.size(), " rounds, not ",
+              kMeasuredRounds);
+      for (std::size_t r = 0; r < rounds.size(); ++r)
+        nanoseconds[r] = std::min<std::int64_t>(std::llround(rounds[r] * 1e9), kRefusedPlan - 1);
     } catch (const AgreedError& e) {
       // An allocation refused on some rank, raised on every rank together: the plan does not
       // fit beside the measurement's own tensors (and perhaps not at all); the others may.
       if (e.code() != RFA_ERROR_OUT_OF_MEMORY) throw;
-      nanoseconds.insert(nanoseconds.end(), kMeasuredRounds, kRefusedPlan);
-      continue;
     }
-    require(rounds.size() == std::size_t(kMeasuredRounds), "a measured plan gave ", rounds.size(), " rounds, not ",
-            kMeasuredRounds);
-    for (double s : rounds) nanoseconds.push_back(std::min<std::int64_t>(std::llround(s * 1e9), kRefusedPlan - 1));
-  }
-  comm.allreduce_inplace(nanoseconds.data(), nanoseconds.size(), comm::ReduceOp::max);
-  MeasuredPlans m;
-  m.measured = measured;
-  bool found = false;
-  double best = 0;
-  for (std::size_t j = 0; j < measured.size(); ++j) {
-    const auto first = nanoseconds.begin() + std::ptrdiff_t(j * kMeasuredRounds);
-    const std::int64_t least = *std::min_element(first, first + kMeasuredRounds);
+    // Every rank then holds the same slowest-rank rounds: the same choice and the same budget.
+    comm.allreduce_inplace(nanoseconds.data(), nanoseconds.size(), comm::ReduceOp::max);
+    m.measured.push_back(measured[j]);
+    const std::int64_t least = *std::min_element(nanoseconds.begin(), nanoseconds.end());
     const double s = least == kRefusedPlan ? HUGE_VAL : double(least) * 1e-9;
     m.seconds.push_back(s);
     if (least == kRefusedPlan) continue;
+    double rounds_seconds = 0;
+    for (std::int64_t ns : nanoseconds) rounds_seconds += double(ns) * 1e-9;
+    m.spent_seconds += rounds_seconds * double(kMeasuredRounds + 1) / double(kMeasuredRounds);
     if (!found || s < best || (s == best && measured[j] < m.fastest)) best = s, m.fastest = measured[j];
     found = true;
   }
@@ -232,6 +237,12 @@ std::string explain_measured(const std::vector<model::Plan>& plans, const Measur
                   " ms forward + backward, the fastest of " + std::to_string(m.measured.size()) +
                   (m.measured.size() == 1 ? " plan" : " plans") + " the model predicts within " + margin_text +
                   " of its best (" + source + "; docs/performance-model.md)";
+  if (m.not_timed > 0) {
+    char spent[96];
+    std::snprintf(spent, sizeof spent, " (measuring had taken %.3g s of its %g s budget)", m.spent_seconds,
+                  m.budget_seconds);
+    s += ", " + std::to_string(m.not_timed) + " more left untimed" + spent;
+  }
   bool first = true;
   for (std::size_t j = 0; j < m.measured.size(); ++j) {
     if (j == winner) continue;

@@ -26,6 +26,11 @@ constexpr std::size_t kMostMeasuredPlans = 6;
 /// Timed forward + backward passes per plan, after one untimed pass that allocates the
 /// engine's workspace; the best of them counts.
 constexpr int kMeasuredRounds = 2;
+/// No further plan starts once measuring has taken this long (every pass of the plans timed,
+/// the untimed ones reckoned as long as the timed): a large problem, whose passes take
+/// seconds, does not stretch the context's creation over minutes. The model's first plan is
+/// always timed.
+constexpr double kMeasuringBudgetSeconds = 60.0;
 
 /// The margin measured where RFA_PLAN_MEASURE is unset and the ranks span several hosts: the
 /// model's stated accuracy across nodes (docs/performance-model.md, "Across nodes"), so that
@@ -49,6 +54,9 @@ struct MeasuredPlans {
   std::vector<double> seconds;        ///< per measured plan: the best round's slowest rank (inf: refused)
   std::size_t fastest = 0;            ///< index into the plans of the winner
   bool all_refused = false;           ///< every plan ran out of memory: fastest is the model's first
+  std::size_t not_timed = 0;          ///< plans of the short list left untimed: the budget was spent
+  double spent_seconds = 0;           ///< what measuring took, as reckoned against the budget
+  double budget_seconds = 0;          ///< the budget it was reckoned against
 };
 
 /// Collective. Measures the plans `measured` names with `time_plan`, which returns this rank's
@@ -56,10 +64,14 @@ struct MeasuredPlans {
 /// on every rank); a round takes as long as its slowest rank, a plan as long as its best round,
 /// and the fastest plan wins (a tie goes to the model's order). A plan whose allocation fails
 /// (RFA_ERROR_OUT_OF_MEMORY raised on every rank together) is left out; where every one does,
-/// the model's first stands. Other errors are raised. The same result on every rank.
+/// the model's first stands. Once the plans timed have taken `budget_seconds` (their rounds'
+/// slowest ranks, times (1 + kMeasuredRounds) / kMeasuredRounds for the untimed pass), the rest
+/// are left untimed; every rank sums the same reduced times, so every rank stops alike. Other
+/// errors are raised. The same result on every rank.
 MeasuredPlans fastest_measured(comm::Communicator& comm, const std::vector<model::Plan>& plans,
                                const std::vector<std::size_t>& measured,
-                               const std::function<std::vector<double>(const model::Plan&)>& time_plan);
+                               const std::function<std::vector<double>(const model::Plan&)>& time_plan,
+                               double budget_seconds = kMeasuringBudgetSeconds);
 
 /// Collective over `comm`: builds `plan`'s engine for `config` (its layout replaced by the
 /// plan's), runs one forward + backward pass on synthetic inputs of the config's shapes in the

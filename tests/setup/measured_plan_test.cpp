@@ -163,6 +163,53 @@ TEST_F(FastestMeasured, APlansRoundsAreTimedOnEveryRank) {
   }
 }
 
+TEST_F(FastestMeasured, NoPlanStartsOnceTheBudgetIsSpent) {
+  static_assert(kMeasuredRounds == 2, "the timings below give two rounds");
+  const std::vector<model::Plan> plans = plans_taking({1.0, 1.1, 1.2, 1.3});
+  std::vector<std::size_t> ran;
+  // Plan 0's rounds take 2 on the last rank (1 elsewhere), plan 1's 1, and plan 3, the fastest,
+  // 0.5: measuring plans 0 and 1 takes (2 + 2) x 1.5 + (1 + 1) x 1.5 = 9 (the untimed pass
+  // reckoned as long as a timed one), the slowest rank's rounds on every rank.
+  auto timings = [&](const model::Plan& plan) -> std::vector<double> {
+    const std::size_t i = std::size_t(&plan - plans.data());
+    ran.push_back(i);
+    if (i == 0) return {world_rank() == world_size() - 1 ? 2.0 : 1.0, world_rank() == world_size() - 1 ? 2.0 : 1.0};
+    return {i == 3 ? 0.5 : 1.0, i == 3 ? 0.5 : 1.0};
+  };
+  // A budget of 8: spent 6 after plan 0, so plan 1 starts; spent 9 after it, so no other does.
+  MeasuredPlans m = fastest_measured(*comm_, plans, {0, 1, 2, 3}, timings, 8.0);
+  EXPECT_EQ(ran, (std::vector<std::size_t>{0, 1}));
+  EXPECT_EQ(m.measured, (std::vector<std::size_t>{0, 1}));
+  EXPECT_EQ(m.not_timed, 2u);
+  EXPECT_DOUBLE_EQ(m.spent_seconds, 9.0);
+  EXPECT_EQ(m.fastest, 1u);
+  EXPECT_TRUE(rfa::test::same_on_every_rank(std::int64_t(m.measured.size())));
+  const std::string text = explain_measured(plans, m, 0.3);
+  EXPECT_NE(text.find("the fastest of 2 plans the model predicts within 30% of its best (RFA_PLAN_MEASURE; "
+                      "docs/performance-model.md), 2 more left untimed (measuring had taken 9 s of its 8 s budget); "
+                      "then "),
+            std::string::npos)
+      << text;
+  // On what plans 0-2 take (12): plan 3 does not start; just above it, it does and wins.
+  ran.clear();
+  m = fastest_measured(*comm_, plans, {0, 1, 2, 3}, timings, 12.0);
+  EXPECT_EQ(ran, (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_EQ(m.not_timed, 1u);
+  EXPECT_EQ(m.fastest, 1u);
+  ran.clear();
+  m = fastest_measured(*comm_, plans, {0, 1, 2, 3}, timings, 12.0 + 1e-6);
+  EXPECT_EQ(ran, (std::vector<std::size_t>{0, 1, 2, 3}));
+  EXPECT_EQ(m.not_timed, 0u);
+  EXPECT_EQ(m.fastest, 3u);
+  EXPECT_EQ(explain_measured(plans, m, 0.3).find("untimed"), std::string::npos);
+  // A budget the first plan alone spends: the model's first is timed, and only it.
+  ran.clear();
+  m = fastest_measured(*comm_, plans, {0, 1, 2, 3}, timings, 1.0);
+  EXPECT_EQ(ran, (std::vector<std::size_t>{0}));
+  EXPECT_EQ(m.not_timed, 3u);
+  EXPECT_EQ(m.fastest, 0u);
+}
+
 TEST_F(FastestMeasured, APlanOutOfMemoryIsLeftOutAndOtherErrorsAreRaised) {
   const std::vector<model::Plan> plans = plans_taking({1.0, 1.1, 1.2});
   // Plan 0, the model's first and the fastest if it ran, does not fit on the last rank.
