@@ -357,7 +357,7 @@ MUTATIONS = [
              r"^rfa_measured_plan_test[.]np2$",
              "a plan starts when measuring has taken exactly its budget"),
     Mutation("measured-plan-default-counts-hosts-wrong", "model", "src/topology/ring_order.cpp",
-             "return std::max<int>(1, int(hosts.size()));", "return 1;",
+             "return std::max<int>(1, int(host_representatives(order.keys, node_of).size()));", "return 1;",
              r"^rfa_measured_plan_test[.]np2$",
              "the host count is always one, so ranks across hosts never measure by default"),
     Mutation("model-transfer-processing-free", "model", "src/model/performance_model.cpp",

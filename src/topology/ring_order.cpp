@@ -34,6 +34,20 @@ bool within_node_less(const RankKey& a, int rank_a, const RankKey& b, int rank_b
   return rank_a < rank_b;
 }
 
+/// One representative (the lowest rank) per host, in order of first appearance; node_of[r] is
+/// rank r's index among them.
+std::vector<int> host_representatives(const std::vector<RankKey>& keys, std::vector<int>& node_of) {
+  std::vector<int> representatives;
+  node_of.assign(keys.size(), 0);
+  for (int r = 0; r < static_cast<int>(keys.size()); ++r) {
+    auto it = std::find_if(representatives.begin(), representatives.end(),
+                           [&](int rep) { return same_host(keys[rep], keys[r]); });
+    node_of[r] = static_cast<int>(it - representatives.begin());
+    if (it == representatives.end()) representatives.push_back(r);
+  }
+  return representatives;
+}
+
 }  // namespace
 
 std::vector<int> compute_ring_order(const std::vector<RankKey>& keys) {
@@ -42,13 +56,8 @@ std::vector<int> compute_ring_order(const std::vector<RankKey>& keys) {
   for (const RankKey& key : keys) all_have_slurm_address &= key.slurm_topology_addr[0] != '\0';
 
   // One representative (the lowest rank) per node, and each rank's node.
-  std::vector<int> node_of(size), representatives;
-  for (int r = 0; r < size; ++r) {
-    auto it = std::find_if(representatives.begin(), representatives.end(),
-                           [&](int rep) { return same_host(keys[rep], keys[r]); });
-    node_of[r] = static_cast<int>(it - representatives.begin());
-    if (it == representatives.end()) representatives.push_back(r);
-  }
+  std::vector<int> node_of;
+  const std::vector<int> representatives = host_representatives(keys, node_of);
   std::vector<int> node_rank(representatives.size());
   {
     std::vector<int> nodes(representatives.size());
@@ -142,11 +151,8 @@ int most_ranks_on_one_host(const RingOrder& order) {
 }
 
 int host_count(const RingOrder& order) {
-  std::vector<const RankKey*> hosts;  // one key of each host
-  for (const RankKey& key : order.keys)
-    if (std::none_of(hosts.begin(), hosts.end(), [&](const RankKey* h) { return same_host(*h, key); }))
-      hosts.push_back(&key);
-  return std::max<int>(1, int(hosts.size()));
+  std::vector<int> node_of;
+  return std::max<int>(1, int(host_representatives(order.keys, node_of).size()));
 }
 
 }  // namespace rfa::topology
