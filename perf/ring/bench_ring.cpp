@@ -3,6 +3,8 @@
 //
 //   efficiency = (single-rank time on the full sequence) / (P x ring time)
 //   hidden     = 1 - (ring time - same schedule without communication) / communication alone
+//   transfers' cost to the kernels = (the ranks' kernel time with the transfers - without) /
+//                                    bytes moved
 // Every repetition is timed on every rank: figures are medians with their range, and the
 // hidden share is given only where communication alone stands out of the ring time's noise.
 //
@@ -11,6 +13,7 @@
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -36,8 +39,9 @@ using engine::RingMode;
 const char* kBenchUsage = R"( [options]
 
 Ring efficiency (single-rank time on the full sequence / (P x ring time)) and the share of
-communication hidden under compute, per layout, on an embedded problem. Run it with one rank
-per core (mpirun -np 2 --bind-to core).
+communication hidden under compute, per layout, on an embedded problem, and what the ring's
+transfers cost the kernels they overlap (ns of kernel time per byte moved, on zigzag). Run it
+with one rank per core (mpirun -np 2 --bind-to core).
 
   --batch N          batch size (default 1)
   --seq N            total sequence length over all ranks (default 16384)
@@ -57,6 +61,10 @@ per core (mpirun -np 2 --bind-to core).
   --kokkos-help      Kokkos' own options
   --help             this text
 )";
+
+/// Passes of each schedule at least that the transfers' cost is taken from (its difference is a
+/// few percent of a pass).
+constexpr int kTransferCostRepeat = 10;
 
 /// Samples of the forward and backward passes of one schedule.
 struct Schedule {
@@ -79,6 +87,54 @@ Schedule measure(comm::Communicator& ring, const engine::AttentionConfig& cfg, R
     time_pass(ring, attn, lp, mode, true, s.bwd);
   }
   return s;
+}
+
+/// What the ring's transfers cost the kernels they overlap, in seconds of kernel time per byte
+/// the ring moved: forward, backward and both passes together.
+struct TransferCost {
+  double forward = 0, backward = 0, both = 0;
+};
+
+/// Measures TransferCost: each rank's kernel time with the transfers less without
+/// (RingMode::compute_only), the two schedules taking turns pass by pass so that the machine's
+/// drift moves them alike, the median difference summed over the ranks, over the bytes the
+/// ring moved. A host TCP stack processes the bytes on the cores that compute, and its work,
+/// the polls and the cache it takes slow the kernels by more than the stack's own CPU time over
+/// an idle transfer: this is the performance model's Link::cpu_seconds_per_byte as it acts,
+/// where every rank has a core of its own (on shared cores each rank's kernels also wait while
+/// the others' are slowed, which the difference counts again).
+template <class T>
+TransferCost transfer_cost(comm::Communicator& ring, const engine::AttentionConfig& cfg, const RunOptions& o,
+                           int repeat) {
+  engine::RingAttention attn(ring, cfg);
+  LocalProblem<T> lp(attn);
+  for (int w = 0; w < std::max(1, o.warmup); ++w) {
+    lp.forward(attn);
+    lp.backward(attn);
+  }
+  Schedule with, without;
+  for (int r = 0; r < repeat; ++r)
+    for (bool backward : {false, true}) {
+      time_pass(ring, attn, lp, RingMode::full, backward, backward ? with.bwd : with.fwd);
+      time_pass(ring, attn, lp, RingMode::compute_only, backward, backward ? without.bwd : without.fwd);
+    }
+  // The kernel seconds the transfers added, over every rank.
+  auto slowed = [](const PassSamples& a, const PassSamples& b) {
+    double sum = 0;
+    for (std::size_t k = 0; k < a.compute.front().size(); ++k) {
+      std::vector<double> d;
+      for (std::size_t r = 0; r < a.compute.size(); ++r) d.push_back(a.compute[r][k] - b.compute[r][k]);
+      sum += spread_of(d).median;
+    }
+    return sum;
+  };
+  const double f = slowed(with.fwd, without.fwd), b = slowed(with.bwd, without.bwd);
+  const double fb = double(with.fwd.bytes_moved), bb = double(with.bwd.bytes_moved);
+  TransferCost c;
+  c.forward = fb > 0 ? f / fb : 0.0;
+  c.backward = bb > 0 ? b / bb : 0.0;
+  c.both = fb + bb > 0 ? (f + b) / (fb + bb) : 0.0;
+  return c;
 }
 
 /// "95% (80-100)", or why there is no figure.
@@ -164,8 +220,22 @@ void bench(comm::Communicator& ring, const RunOptions& o, const std::vector<rfa_
     add_efficiency(cases.back(), single_bwd, P);
     if (overlap) cases.back().counters["comm_only_s"] = comm_b;
   }
+  // On the zigzag layout (the first given where it is not among them), every rank busy at
+  // every step.
+  TransferCost cost;
+  if (overlap) {
+    cfg.layout = std::find(layouts.begin(), layouts.end(), RFA_LAYOUT_ZIGZAG) != layouts.end() ? RFA_LAYOUT_ZIGZAG
+                                                                                               : layouts.front();
+    cost = transfer_cost<T>(ring, cfg, o, std::max(o.repeat, kTransferCostRepeat));
+    if (me == 0)
+      std::printf(
+          "the transfers' cost to the kernels (%s; each rank's kernel time with the ring's transfers less without, "
+          "over the bytes moved): %.2f / %.2f ns per byte (forward / backward), %.2f both\n",
+          layout::layout_name(cfg.layout), 1e9 * cost.forward, 1e9 * cost.backward, 1e9 * cost.both);
+  }
   if (me == 0 && !o.json.empty()) {
     ContextFields context = ring_context("rfa_ring_bench", P, "identity", o, threads);
+    if (overlap) set_field(context, "transfer_cost_ns_per_byte", std::to_string(1e9 * cost.both));
     set_field(context, "single_rank_fwd_s", std::to_string(single_fwd));
     set_field(context, "single_rank_bwd_s", std::to_string(single_bwd));
     write_results_json(o.json, context, cases);

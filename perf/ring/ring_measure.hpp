@@ -23,8 +23,9 @@ namespace perf {
 
 /// One pass (forward or backward) of one schedule, timed `repetitions` times on every rank.
 struct PassSamples {
-  std::vector<std::vector<double>> total;  ///< [repetition][ring position], seconds
-  std::vector<std::vector<double>> wait;   ///< time blocked in exchange waits, same shape
+  std::vector<std::vector<double>> total;    ///< [repetition][ring position], seconds
+  std::vector<std::vector<double>> wait;     ///< time blocked in exchange waits, same shape
+  std::vector<std::vector<double>> compute;  ///< wall time in the kernels, same shape
   /// CPU seconds each rank's process used computing, same shape: its work, whatever shares its
   /// cores (engine::PassTimings::compute_cpu)
   std::vector<std::vector<double>> compute_cpu;
@@ -84,6 +85,7 @@ void record_pass(comm::Communicator& ring, double seconds, const Engine& engine,
   const engine::PassTimings& t = engine.last_timings();
   into.total.push_back(gather_everywhere(ring, seconds));
   into.wait.push_back(gather_everywhere(ring, t.wait));
+  into.compute.push_back(gather_everywhere(ring, t.compute));
   into.compute_cpu.push_back(gather_everywhere(ring, t.compute_cpu));
   into.bytes_moved = ring.allreduce(t.bytes_sent, comm::ReduceOp::sum);
   into.bytes_sent_max = ring.allreduce(t.bytes_sent, comm::ReduceOp::max);
