@@ -71,22 +71,31 @@ struct Schedule {
   PassSamples fwd, bwd;
 };
 
+/// The schedules of `modes` on one engine, taking turns pass by pass (each repetition's
+/// forwards, then its backwards), so that the machine's drift moves them alike.
 template <class T>
-Schedule measure(comm::Communicator& ring, const engine::AttentionConfig& cfg, RingMode mode, const RunOptions& o) {
+std::vector<Schedule> measure(comm::Communicator& ring, const engine::AttentionConfig& cfg,
+                              const std::vector<RingMode>& modes, int warmup, int repeat) {
   engine::RingAttention attn(ring, cfg);
   LocalProblem<T> lp(attn);
   // Untimed passes first: real results (the timed backward sees a real lse), and the first-call
   // costs (page faults of fresh buffers, MPI's first rendezvous) out of the figures.
-  for (int w = 0; w < o.warmup; ++w) {
+  for (int w = 0; w < warmup; ++w) {
     lp.forward(attn);
     lp.backward(attn);
   }
-  Schedule s;
-  for (int r = 0; r < o.repeat; ++r) {
-    time_pass(ring, attn, lp, mode, false, s.fwd);
-    time_pass(ring, attn, lp, mode, true, s.bwd);
-  }
+  std::vector<Schedule> s(modes.size());
+  for (int r = 0; r < repeat; ++r)
+    for (bool backward : {false, true})
+      for (std::size_t i = 0; i < modes.size(); ++i)
+        time_pass(ring, attn, lp, modes[i], backward, backward ? s[i].bwd : s[i].fwd);
   return s;
+}
+
+/// One schedule, the options' warm-up and repetitions.
+template <class T>
+Schedule measure(comm::Communicator& ring, const engine::AttentionConfig& cfg, RingMode mode, const RunOptions& o) {
+  return measure<T>(ring, cfg, {mode}, o.warmup, o.repeat).front();
 }
 
 /// What the ring's transfers cost the kernels they overlap, in seconds of kernel time per byte
@@ -96,28 +105,18 @@ struct TransferCost {
 };
 
 /// Measures TransferCost: each rank's kernel time with the transfers less without
-/// (RingMode::compute_only), the two schedules taking turns pass by pass so that the machine's
-/// drift moves them alike, the median difference summed over the ranks, over the bytes the
-/// ring moved. A host TCP stack processes the bytes on the cores that compute, and its work,
-/// the polls and the cache it takes slow the kernels by more than the stack's own CPU time over
+/// (RingMode::compute_only), the two schedules taking turns pass by pass, the median difference
+/// summed over the ranks, over the bytes the ring moved. A host TCP stack processes the bytes on the cores that
+/// compute, and its work, the polls and the cache it takes slow the kernels by more than the stack's own CPU time over
 /// an idle transfer: this is the performance model's Link::cpu_seconds_per_byte as it acts,
 /// where every rank has a core of its own (on shared cores each rank's kernels also wait while
 /// the others' are slowed, which the difference counts again).
 template <class T>
 TransferCost transfer_cost(comm::Communicator& ring, const engine::AttentionConfig& cfg, const RunOptions& o,
                            int repeat) {
-  engine::RingAttention attn(ring, cfg);
-  LocalProblem<T> lp(attn);
-  for (int w = 0; w < std::max(1, o.warmup); ++w) {
-    lp.forward(attn);
-    lp.backward(attn);
-  }
-  Schedule with, without;
-  for (int r = 0; r < repeat; ++r)
-    for (bool backward : {false, true}) {
-      time_pass(ring, attn, lp, RingMode::full, backward, backward ? with.bwd : with.fwd);
-      time_pass(ring, attn, lp, RingMode::compute_only, backward, backward ? without.bwd : without.fwd);
-    }
+  const std::vector<Schedule> s =
+      measure<T>(ring, cfg, {RingMode::full, RingMode::compute_only}, std::max(1, o.warmup), repeat);
+  const Schedule &with = s[0], &without = s[1];
   // The kernel seconds the transfers added, over every rank.
   auto slowed = [](const PassSamples& a, const PassSamples& b) {
     double sum = 0;
