@@ -35,11 +35,11 @@ struct CommOptions {
 const char* kUsage = R"( [options]
 
 Times the ring exchange of src/comm alone: every rank sends a buffer to the next ring position
-and receives one from the previous. Per message size (x4 steps): the slowest rank's time, the
-bandwidth of one link (bytes / time) and the spread over repetitions.
+and receives one from the previous. Per message size (x4 steps, and the largest last): the
+slowest rank's time, the bandwidth of one link (bytes / time) and the spread over repetitions.
 
   --min-bytes N      smallest message (default 4096)
-  --max-bytes N      largest message (default 67108864)
+  --max-bytes N      largest message, always timed (default 67108864)
   --messages N       exchanges of that size in flight at once, as the engines send a block's K and V
                      together (2); bandwidth counts them all (default 1)
   --repeat N         timed exchanges per size (default 10, what the comparator needs)
@@ -111,7 +111,9 @@ int bench(comm::Communicator& ring, const CommOptions& o) {
     std::printf("%12s %10s %10s %10s %12s\n", "bytes", "median us", "min us", "max us", "GB/s (link)");
   }
   std::vector<BenchCase> cases;
-  for (std::int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 4) {
+  // x4 steps from --min-bytes, and --max-bytes itself last where the steps miss it (a caller
+  // asks for the size of its blocks: the rate of smaller messages is not theirs).
+  for (std::int64_t bytes = o.min_bytes;; bytes = bytes > o.max_bytes / 4 ? o.max_bytes : bytes * 4) {
     const auto n = static_cast<std::size_t>(bytes);
     std::vector<char> send(n, static_cast<char>(me));
     std::vector<std::vector<char>> recv(std::size_t(o.messages), std::vector<char>(n));
@@ -148,7 +150,7 @@ int bench(comm::Communicator& ring, const CommOptions& o) {
                   c.counters["correct"] ? "" : "  WRONG DATA");
     }
     cases.push_back(std::move(c));
-    if (bytes > o.max_bytes / 4) break;
+    if (bytes == o.max_bytes) break;
   }
   if (me == 0 && !o.json.empty()) {
     ContextFields context = collect_run_context("rfa_comm_bench");
