@@ -27,6 +27,8 @@
 #   --rate RATE       every link's bandwidth each way, in tc's units (e.g. 200mbit); default: not
 #                     shaped (a veth pair moves several GB/s)
 #   --link-rate K=RATE  node K's link only (repeatable; after --rate)
+#   --burst-ms MS     what a shaped link lets through at once after a pause, as milliseconds at
+#                     its rate (tbf's burst; at least 16 KiB; default 10, 1 to 1000)
 #   --fault SPEC      a fault, as comma-separated key=value (repeatable):
 #                       on=MARK     when a rank creates the file $RFA_MULTINODE_DIR/MARK (required)
 #                       after=S     seconds after that (default 0)
@@ -65,6 +67,7 @@ nodes=2
 ranks=1
 map_by=slot
 rate=""
+burst_ms=10
 declare -A link_rate=()
 faults=()
 until_files=0
@@ -94,6 +97,7 @@ while [ $# -gt 0 ]; do
     --ranks) ranks=${2:-}; shift 2 ;;
     --map-by) map_by=${2:-}; shift 2 ;;
     --rate) rate=${2:-}; shift 2 ;;
+    --burst-ms) burst_ms=${2:-}; shift 2 ;;
     --link-rate)
       [[ ${2:-} =~ ^([0-9]+)=(.+)$ ]] || die "--link-rate takes K=RATE, not '${2:-}'"
       link_rate[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
@@ -122,6 +126,7 @@ is_count "$ranks" || die "--ranks takes a count of at least 1, not '$ranks'"
 if ! is_count "$tcp_links" || [ "$tcp_links" -gt 16 ]; then die "--tcp-links takes 1 to 16, not '$tcp_links'"; fi
 case $map_by in slot | node) ;; *) die "--map-by takes slot or node, not '$map_by'" ;; esac
 [ -z "$rate" ] || is_rate "$rate" || die "--rate takes a tc rate such as 200mbit, not '$rate'"
+if ! is_count "$burst_ms" || [ "$burst_ms" -gt 1000 ]; then die "--burst-ms takes 1 to 1000, not '$burst_ms'"; fi
 for k in "${!link_rate[@]}"; do
   [ "$k" -lt "$nodes" ] || die "--link-rate names node $k of $nodes"
   is_rate "${link_rate[$k]}" || die "--link-rate $k takes a tc rate such as 200mbit, not '${link_rate[$k]}'"
@@ -233,7 +238,7 @@ attach() { # NAMESPACE PORT ADDRESS
     ip -n "$1" addr add "$3/24" dev eth0 &&
     ip -n "$1" link set eth0 up
 }
-# tc tbf on both ends of node K's link; a burst of 10 ms at the rate (at least 16 KiB).
+# tc tbf on both ends of node K's link; a burst of --burst-ms at the rate (at least 16 KiB).
 shape() { # K RATE
   local bits burst
   bits=$(awk -v r="$2" 'BEGIN {
@@ -241,7 +246,7 @@ shape() { # K RATE
       m["bit"] = 1; m["kbit"] = 1e3; m["mbit"] = 1e6; m["gbit"] = 1e9
       m["bps"] = 8; m["kbps"] = 8e3; m["mbps"] = 8e6; m["gbps"] = 8e9
       printf "%.0f", n * m[u] }')
-  burst=$((bits / 800 > 16384 ? bits / 800 : 16384))
+  burst=$((bits * burst_ms / 8000 > 16384 ? bits * burst_ms / 8000 : 16384))
   ip netns exec "$prefix-node$1" tc qdisc replace dev eth0 root tbf rate "$2" burst "$burst" latency 200ms &&
     ip netns exec "$sw" tc qdisc replace dev "p$1" root tbf rate "$2" burst "$burst" latency 200ms
 }

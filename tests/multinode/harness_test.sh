@@ -41,6 +41,14 @@ bash "$nodes_sh" --quiet --nodes 2 --tcp-links 1 -- sh -c 'echo "$OMPI_MCA_btl_t
 check "Open MPI gets 4 TCP connections per pair of ranks, or --tcp-links" \
   test "$(output "$tmp/links" | tr '\n' ' ')" = "4 4 1 1 "
 
+# The shaper's burst: 10 ms at the rate by default, or --burst-ms (tc prints it in bytes).
+mkdir "$tmp/burst10" "$tmp/burst20"
+bash "$nodes_sh" --quiet --nodes 2 --rate 100mbit --dir "$tmp/burst10" -- sh -c true >/dev/null 2>&1
+bash "$nodes_sh" --quiet --nodes 2 --rate 100mbit --burst-ms 20 --dir "$tmp/burst20" -- sh -c true >/dev/null 2>&1
+check "a shaped link lets 10 ms at its rate through at once (125000 bytes at 100 Mbit/s)" \
+  grep -q "burst 125000b" "$tmp/burst10/link.1.stats"
+check "... or --burst-ms of it" grep -q "burst 250000b" "$tmp/burst20/link.1.stats"
+
 bash "$nodes_sh" --quiet --nodes 2 -- sh -c 'exit 3' >/dev/null 2>&1
 check "a failing program's exit code comes back" test $? -eq 3
 check "nothing is left after a failure" test "$(ours)" -eq 0
@@ -84,7 +92,7 @@ check "nothing was added to this machine's own network namespace" test "$(ip -o 
 
 for bad in "--nodes 0" "--nodes 65" "--ranks x" "--map-by cyclic" "--rate fast" "--link-rate 5=1mbit" \
   "--fault action=down" "--fault on=m,action=explode" "--fault on=m,action=rate" "--fault on=m,action=down,node=2" \
-  "--until -1" "--limit soon" "--tcp-links 0" "--tcp-links 17"; do
+  "--until -1" "--limit soon" "--tcp-links 0" "--tcp-links 17" "--burst-ms 0" "--burst-ms 1001"; do
   # shellcheck disable=SC2086  # each entry is a list of words
   bash "$nodes_sh" $bad -- true >"$tmp/bad" 2>&1
   check "refused with exit 2: $bad" test $? -eq 2
