@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rfa_model_check: the performance model (model/performance_model.hpp) against measurement, on
 // the ranks it runs on. It calibrates the model's machine from measurements taken on the same
-// ranks at the same time (a rank's whole-tile kernel rate and a call's cost per row, over
-// interleaved heads and over one packed K/V head, what a masked tile costs, and the ring
-// exchange's latency and bandwidth), then runs every strategy (the ring on each layout, Ulysses,
-// the KV all-gather and the hybrid grids that fit) on causal, windowed and unmasked problems, in
-// rounds that take every case once, and prints the predicted and the measured time of each pass
-// (the slowest rank's median), and their ratio. fp32 (the portable kernels, whose tiles the
-// model counts).
+// ranks (a rank's whole-tile kernel rate and a call's cost per row, over interleaved heads and
+// over one packed K/V head, what a masked tile costs, and the ring exchange's latency and
+// bandwidth) and runs every strategy (the ring on each layout, Ulysses, the KV all-gather and
+// the hybrid grids that fit) on causal, windowed and unmasked problems, in rounds that take every
+// case once and the kernels' calibration blocks in between, then prints the predicted and the
+// measured time of each pass (the slowest rank's median), and their ratio. fp32 (the portable
+// kernels, whose tiles the model counts).
 //
 //   mpiexec -n P rfa_model_check [--seq N] [--heads N] [--head-dim N] [--repeat N] [--json FILE]
 //                                [--links GBPS,US[,NS]]
@@ -35,6 +35,7 @@
 #include "comm/mpi/mpi_communicator.hpp"
 #include "core/error.hpp"
 #include "engine/attention_strategy.hpp"
+#include "engine/pass_timings.hpp"
 #include "kernels/tile_work.hpp"
 #include "layout/sequence_layout.hpp"
 #include "model/performance_model.hpp"
@@ -108,43 +109,63 @@ struct CalibrationBlock {
 };
 
 /// One rank's kernels on blocks of its own (each rank on MPI_COMM_SELF, the groups of `turns`
-/// one after another): the slowest rank's median kernel time of each block's calls in a row,
-/// forward and backward. The blocks take turns within each repetition, so that the machine's
-/// drift (5-20% within minutes on the development VMs) moves them alike and what the model
-/// takes from their ratios (a masked tile's cost, the packed-head speedup) holds still.
-std::vector<std::pair<double, double>> block_seconds(comm::Communicator& world,
-                                                     const std::vector<CalibrationBlock>& blocks, int repeat,
-                                                     const Turns& turns) {
-  auto self = comm::make_mpi_communicator(MPI_COMM_SELF, 0);
-  std::vector<std::unique_ptr<engine::RingAttention>> attn;
-  std::vector<std::unique_ptr<LocalProblem<float>>> problems;
-  for (const CalibrationBlock& block : blocks) {
-    attn.push_back(std::make_unique<engine::RingAttention>(*self, block.config));
-    problems.push_back(std::make_unique<LocalProblem<float>>(*attn.back()));
-    problems.back()->forward(*attn.back());
-    problems.back()->backward(*attn.back());
+/// one after another), timed a round at a time: round() times each block's calls in a row once,
+/// forward and backward, and seconds() gives the slowest rank's median of each. The blocks take
+/// turns within a round, and the rounds take turns with the checked cases' (run()), so that the
+/// machine's drift (5-20% within minutes on the development VMs) moves the calibration and what
+/// it predicts alike, and what the model takes from the blocks' ratios (a masked tile's cost,
+/// the packed-head speedup) holds still.
+class KernelTimer {
+ public:
+  /// `cpu_threads` above 0: a call's time is the CPU time of the process over that many threads
+  /// (CalibrationPlan::cpu_threads); 0: its wall time.
+  KernelTimer(const std::vector<CalibrationBlock>& blocks, const Turns& turns, int cpu_threads)
+      : blocks_(blocks), turns_(turns), cpu_threads_(cpu_threads), forward_(blocks.size()), backward_(blocks.size()) {
+    self_ = comm::make_mpi_communicator(MPI_COMM_SELF, 0);
+    for (const CalibrationBlock& block : blocks_) {
+      attn_.push_back(std::make_unique<engine::RingAttention>(*self_, block.config));
+      problems_.push_back(std::make_unique<LocalProblem<float>>(*attn_.back()));
+      problems_.back()->forward(*attn_.back());
+      problems_.back()->backward(*attn_.back());
+    }
   }
-  const std::size_t n = blocks.size();
-  std::vector<std::vector<double>> f(n), b(n);
-  for (int r = 0; r < repeat; ++r)
+
+  /// Collective: every block's calls once, forward then backward, in turns.
+  void round() {
     for (bool backward : {false, true})
-      for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t i = 0; i < blocks_.size(); ++i) {
         double t = 0;
-        for (int g = 0; g < turns.count; ++g) {
+        for (int g = 0; g < turns_.count; ++g) {
           napping_barrier(MPI_COMM_WORLD);
-          if (g != turns.mine) continue;
-          for (int c = 0; c < blocks[i].calls; ++c) {
-            backward ? problems[i]->backward(*attn[i]) : problems[i]->forward(*attn[i]);
-            t += attn[i]->last_timings().compute;
+          if (g != turns_.mine) continue;
+          for (int c = 0; c < blocks_[i].calls; ++c) {
+            backward ? problems_[i]->backward(*attn_[i]) : problems_[i]->forward(*attn_[i]);
+            const engine::PassTimings& timings = attn_[i]->last_timings();
+            t += cpu_threads_ > 0 ? timings.compute_cpu / double(cpu_threads_) : timings.compute;
           }
         }
-        (backward ? b : f)[i].push_back(t);
+        (backward ? backward_ : forward_)[i].push_back(t);
       }
-  napping_barrier(MPI_COMM_WORLD);
-  std::vector<std::pair<double, double>> seconds;
-  for (std::size_t i = 0; i < n; ++i) seconds.emplace_back(slowest(world, median(f[i])), slowest(world, median(b[i])));
-  return seconds;
-}
+    napping_barrier(MPI_COMM_WORLD);
+  }
+
+  /// Collective: each block's slowest rank's median seconds over the rounds, forward and backward.
+  std::vector<std::pair<double, double>> seconds(comm::Communicator& world) const {
+    std::vector<std::pair<double, double>> out;
+    for (std::size_t i = 0; i < blocks_.size(); ++i)
+      out.emplace_back(slowest(world, median(forward_[i])), slowest(world, median(backward_[i])));
+    return out;
+  }
+
+ private:
+  std::vector<CalibrationBlock> blocks_;
+  Turns turns_;
+  int cpu_threads_ = 0;
+  std::unique_ptr<comm::Communicator> self_;
+  std::vector<std::unique_ptr<engine::RingAttention>> attn_;
+  std::vector<std::unique_ptr<LocalProblem<float>>> problems_;
+  std::vector<std::vector<double>> forward_, backward_;
+};
 
 /// Takes --links GBPS,US[,NS] (bandwidth in GB/s, latency in microseconds, CPU nanoseconds per
 /// byte: model::Link) out of argv, if given (the
@@ -172,22 +193,41 @@ std::optional<model::Link> take_links(int& argc, char** argv) {
   return links;
 }
 
-/// The machine as measured on these ranks (the links as given, if they are).
-model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o, const std::optional<model::Link>& links) {
-  model::MachineModel m;
+/// What the kernels' calibration times, and how: the model's node (every rank of the job on
+/// one, its cores shared where there are fewer than ranks), the turns the ranks take and the
+/// blocks.
+struct CalibrationPlan {
+  model::MachineModel machine;
+  Turns turns;
+  int cpu_threads = 0;            // KernelTimer's: a rank's threads where ranks share cores, else 0
+  engine::AttentionConfig block;  // a rank's rows, unmasked
+  std::vector<CalibrationBlock> blocks;
+};
+
+CalibrationPlan plan_calibration(comm::Communicator& world, const RunOptions& o) {
+  CalibrationPlan plan;
+  model::MachineModel& m = plan.machine;
+  Turns& turns = plan.turns;
   const int P = world.size();
   m.ranks_per_node = P;  // one node: every rank of the job shares its memory
   // Ranks on fewer cores than ranks (oversubscribed) share them; the kernels are measured in
   // turns of as many ranks as there are cores (Turns), a rank's rate on a core of its own.
   const double units = double(collective::node_cpus(MPI_COMM_WORLD, "rfa_model_check's CPUs")) /
                        double(Kokkos::DefaultHostExecutionSpace().concurrency());
-  Turns turns;
   if (units < double(P)) {
     m.compute_units_per_node = units;
     turns.count = int(std::ceil(double(P) / std::max(1.0, std::floor(units))));
     turns.mine = world.rank() % turns.count;
+    // A rank measured in its turn still loses slices of its core to the waiting ranks and the
+    // links' TCP processing: over eight "nodes" on two cores its wall-clock rate came out 8-28%
+    // below the rate at two and four nodes in the same runs, and the hybrid's larger calls ran
+    // faster than it predicted (perf/RESULTS.md, "2026-12-02 (sixth session) — the kernels'
+    // calibration between the rounds, on CPU time where ranks share cores"). Its threads' CPU
+    // time is its rate on a core of its own.
+    plan.cpu_threads = Kokkos::DefaultHostExecutionSpace().concurrency();
   }
-  engine::AttentionConfig block = attention_config(o);
+  engine::AttentionConfig& block = plan.block;
+  block = attention_config(o);
   block.seq_total = o.seq / P;
   block.layout = RFA_LAYOUT_CONTIGUOUS;
   block.window = 0;
@@ -199,7 +239,8 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o, co
   // differently on shared cores). Masked tiles: a causal block (its diagonal tiles) and a
   // windowed one (tiles along both edges of a band) with the window the checked problems use
   // (S/8, the band's tiles cut as theirs are), two equations for what a masked tile costs.
-  std::vector<CalibrationBlock> blocks{{block, 1}, {block, 1}, {block, int(block.kv_heads)}, {block, 1}, {block, 1}};
+  std::vector<CalibrationBlock>& blocks = plan.blocks;
+  blocks = {{block, 1}, {block, 1}, {block, int(block.kv_heads)}, {block, 1}, {block, 1}};
   blocks[1].config.seq_total = block.seq_total / 2;
   blocks[2].config.heads = block.heads / block.kv_heads;
   blocks[2].config.kv_heads = 1;
@@ -208,7 +249,15 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o, co
     masked.mask = RFA_MASK_CAUSAL;
     masked.window = e == 0 ? 0 : std::max<std::int64_t>(1, std::min<std::int64_t>(o.seq / 8, block.seq_total - 1));
   }
-  const std::vector<std::pair<double, double>> seconds = block_seconds(world, blocks, std::max(o.repeat, 7), turns);
+  return plan;
+}
+
+/// The model's kernel rates, row costs, packed-head speedups and masked-tile costs from the
+/// calibration blocks' `seconds` (KernelTimer::seconds).
+void fit_kernels(model::MachineModel& m, const CalibrationPlan& plan,
+                 const std::vector<std::pair<double, double>>& seconds) {
+  const engine::AttentionConfig& block = plan.block;
+  const std::vector<CalibrationBlock>& blocks = plan.blocks;
   // time = scores x FLOPs per score (4 d forward, 10 d backward; 2 (d + dv) and 6 d + 4 dv with
   // V's own head dim) / rate + rows x row_seconds, per head, for L and L/2:
   // solved exactly; a cost per row below 0 or leaving nothing for the scores is taken as 0.
@@ -264,6 +313,12 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o, co
     }
     (pass == 0 ? m.forward_masked_tile_cost : m.backward_masked_tile_cost) = den > 0 ? std::max(0.0, num / den) : 1.0;
   }
+}
+
+/// The copies' rate and the links (as given, if they are; else the ring exchange measured).
+void measure_copies_and_links(comm::Communicator& world, const RunOptions& o, const std::optional<model::Link>& links,
+                              const engine::AttentionConfig& block, model::MachineModel& m) {
+  const int P = world.size();
   // Local copies as the all-to-alls pack: a [rows][heads][d] fp32 tensor regrouped by head,
   // every rank at once.
   {
@@ -298,7 +353,6 @@ model::MachineModel calibrate(comm::Communicator& world, const RunOptions& o, co
     m.intra_node.bytes_per_s = 2.0 * double(bytes) / std::max(large - small, 1e-9);
   }
   m.inter_node = m.intra_node;
-  return m;
 }
 
 int run(int me, int argc, char** argv) {
@@ -318,27 +372,10 @@ int run(int me, int argc, char** argv) {
   auto world = comm::make_mpi_communicator(MPI_COMM_WORLD, me);
   const int P = world->size();
   o.seq -= o.seq % (2 * P);  // every layout splits it (zigzag: 2P chunks)
-  const model::MachineModel m = calibrate(*world, o, links);
-  if (me == 0) {
-    std::printf(
-        "rfa_model_check: %d rank(s), B=%lld S=%lld H=%lld/%lld d=%s fp32, medians of %d rounds of every case, slowest "
-        "rank\n",
-        P, (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, head_dims_label(o).c_str(),
-        o.repeat);
-    std::printf(
-        "calibrated: kernels %.1f / %.1f GFLOP/s per rank on a core of its own (forward / backward, whole "
-        "tiles; %d rank(s) on %.0f core(s)), %.0f / %.0f ns per query or key row and head of a call, x%.2f / x%.2f on "
-        "one "
-        "packed K/V head; a masked tile costs %.2f / %.2f whole tiles' scores; copies %.1f GB/s; exchange %.1f us, "
-        "%.2f GB/s, %.2f CPU ns per byte%s\n",
-        m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, P,
-        m.compute_units_per_node > 0 ? m.compute_units_per_node : double(P), 1e9 * m.forward_row_seconds,
-        1e9 * m.backward_row_seconds, m.packed_head_forward_speedup, m.packed_head_backward_speedup,
-        m.forward_masked_tile_cost, m.backward_masked_tile_cost, m.copy_bytes_per_s / 1e9, m.intra_node.latency_s * 1e6,
-        m.intra_node.bytes_per_s / 1e9, 1e9 * m.intra_node.cpu_seconds_per_byte, links ? " (given)" : "");
-    std::printf("%-22s %-14s %10s %10s %6s %10s %10s %6s\n", "strategy", "mask", "fwd pred", "fwd meas", "ratio",
-                "bwd pred", "bwd meas", "ratio");
-  }
+  const CalibrationPlan plan = plan_calibration(*world, o);
+  model::MachineModel m = plan.machine;
+  measure_copies_and_links(*world, o, links, plan.block, m);
+  KernelTimer kernels(plan.blocks, plan.turns, plan.cpu_threads);
   struct Case {
     std::string label;
     StrategyChoice choice;
@@ -405,11 +442,40 @@ int run(int me, int argc, char** argv) {
         .push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     (backward ? x.backward_compute : x.forward_compute).push_back(x.attn->last_timings().compute);
   };
-  for (int r = 0; r < o.repeat; ++r)
-    for (Measured& x : measured) {
-      timed(x, false);
-      timed(x, true);
-    }
+  // The calibration's rounds (at least 7: a block's few milliseconds repeat less well than a
+  // whole pass) take turns with the cases', spread evenly among them.
+  const int calibration_rounds = std::max(o.repeat, 7);
+  for (int r = 0; r < calibration_rounds; ++r) {
+    kernels.round();
+    if ((r + 1) * o.repeat / calibration_rounds > r * o.repeat / calibration_rounds)
+      for (Measured& x : measured) {
+        timed(x, false);
+        timed(x, true);
+      }
+  }
+  fit_kernels(m, plan, kernels.seconds(*world));
+  if (me == 0) {
+    std::printf(
+        "rfa_model_check: %d rank(s), B=%lld S=%lld H=%lld/%lld d=%s fp32, medians of %d rounds of every case, slowest "
+        "rank\n",
+        P, (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, head_dims_label(o).c_str(),
+        o.repeat);
+    std::printf(
+        "calibrated: kernels %.1f / %.1f GFLOP/s per rank on a core of its own (forward / backward, whole "
+        "tiles; %d rank(s) on %.0f core(s)%s), %.0f / %.0f ns per query or key row and head of a call, x%.2f / x%.2f "
+        "on "
+        "one "
+        "packed K/V head; a masked tile costs %.2f / %.2f whole tiles' scores; copies %.1f GB/s; exchange %.1f us, "
+        "%.2f GB/s, %.2f CPU ns per byte%s\n",
+        m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, P,
+        m.compute_units_per_node > 0 ? m.compute_units_per_node : double(P),
+        plan.cpu_threads > 0 ? ", their CPU time" : "", 1e9 * m.forward_row_seconds, 1e9 * m.backward_row_seconds,
+        m.packed_head_forward_speedup, m.packed_head_backward_speedup, m.forward_masked_tile_cost,
+        m.backward_masked_tile_cost, m.copy_bytes_per_s / 1e9, m.intra_node.latency_s * 1e6,
+        m.intra_node.bytes_per_s / 1e9, 1e9 * m.intra_node.cpu_seconds_per_byte, links ? " (given)" : "");
+    std::printf("%-22s %-14s %10s %10s %6s %10s %10s %6s\n", "strategy", "mask", "fwd pred", "fwd meas", "ratio",
+                "bwd pred", "bwd meas", "ratio");
+  }
   double worst = 0;
   std::vector<BenchCase> cases;
   for (const Measured& x : measured) {

@@ -2,6 +2,7 @@
 #include "model/performance_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -61,13 +62,13 @@ double full_node_share(const MachineModel& m) {
   return shares_units(m) ? m.compute_units_per_node / double(m.ranks_per_node) : 1.0;
 }
 
-/// Jobs of `work` seconds each (on a unit of its own) started together on `units` shared units,
-/// each busy job getting min(1, units / busy) of one (processor sharing): when each finishes.
-std::vector<double> shared_finish_times(const std::vector<double>& work, double units) {
-  std::vector<std::size_t> order(work.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+/// Jobs of `work` seconds each (on a unit of its own) sharing the units in `share` evenly,
+/// started together (processor sharing: a job gets min(1, units / busy) of one while `busy`
+/// jobs run): when each finishes, in finish[] at the jobs' indices.
+void processor_sharing(const std::vector<double>& work, const std::vector<std::size_t>& jobs, double units,
+                       std::vector<double>& finish) {
+  std::vector<std::size_t> order = jobs;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return work[a] < work[b]; });
-  std::vector<double> finish(work.size(), 0.0);
   double t = 0, done = 0;  // time, and the work every unfinished job has done by then
   for (std::size_t i = 0; i < order.size(); ++i) {
     const double busy = double(order.size() - i);
@@ -76,6 +77,35 @@ std::vector<double> shared_finish_times(const std::vector<double>& work, double 
     done = std::max(done, w);
     finish[order[i]] = t;
   }
+}
+
+/// Jobs of `work` seconds each (on a unit of its own) started together on `units` shared units:
+/// when each finishes. A job stays on one unit, as a process stays on a core (the scheduler
+/// evens out how many run on each core, not how long each has run: three ranks on two cores
+/// run two on one core at half speed) or a rank on its GPU; with a whole number of units the
+/// jobs are placed longest first, each on the unit with the least work so far, and share their
+/// unit evenly. Over four and eight "nodes" on two cores that put the contiguous causal ring,
+/// whose steps keep an odd number of ranks busy, within 1-14% where sharing every unit among
+/// all jobs left it 9-16% fast (perf/RESULTS.md, "2026-12-02 (sixth session) — the kernels'
+/// calibration between the rounds, on CPU time where ranks share cores"). A fractional count
+/// of units shares them all among all jobs.
+std::vector<double> shared_finish_times(const std::vector<double>& work, double units) {
+  std::vector<double> finish(work.size(), 0.0);
+  std::vector<std::size_t> all(work.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  if (units != std::floor(units) || units < 1.0) {
+    processor_sharing(work, all, units, finish);
+    return finish;
+  }
+  std::sort(all.begin(), all.end(), [&](std::size_t a, std::size_t b) { return work[a] > work[b]; });
+  std::vector<double> load(static_cast<std::size_t>(units), 0.0);
+  std::vector<std::vector<std::size_t>> on_unit(load.size());
+  for (std::size_t job : all) {
+    const auto unit = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[unit] += work[job];
+    on_unit[unit].push_back(job);
+  }
+  for (const std::vector<std::size_t>& jobs : on_unit) processor_sharing(work, jobs, 1.0, finish);
   return finish;
 }
 

@@ -38,9 +38,11 @@ struct Link {
 struct MachineModel {
   int ranks_per_node = 1;
   /// What the ranks of a node compute on: cores (divided by the threads of a rank) or GPUs.
-  /// Fewer than ranks_per_node: ranks share them, and each rank busy at a moment gets
-  /// units / busy of one (processor sharing; a rank whose neighbours idle runs faster). 0: one
-  /// per rank, nothing shared.
+  /// Fewer than ranks_per_node: ranks share them. A whole number of units: each busy rank stays
+  /// on one unit (placed longest work first on the least loaded) and shares it evenly with the
+  /// others there, as processes on cores and ranks on a GPU do; a fraction: each rank busy at a
+  /// moment gets units / busy of one. Either way a rank whose neighbours idle runs faster. 0:
+  /// one per rank, nothing shared.
   double compute_units_per_node = 0;
   Link intra_node;  ///< between ranks of one node (shared memory, NVLink)
   Link inter_node;  ///< between nodes (the network)

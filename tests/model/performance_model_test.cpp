@@ -271,7 +271,9 @@ TEST(PerformanceModel, EachCallPaysForItsQueryAndKeyRows) {
 
 // Ranks that share their node's compute units: where every rank computes alike (no mask) each
 // takes units / ranks of one; where the causal contiguous ring leaves ranks idle, a step lasts
-// as long as its busy ranks need with the idle ones' units shared among them.
+// as long as its busy ranks need with the idle ones' units taken by them: each busy rank on one
+// of a whole number of units (three busy ranks on two: two share one), or a fraction of units
+// shared among all.
 TEST(PerformanceModel, RanksSharingUnitsDivideThemAmongTheBusyOnes) {
   MachineModel alone;
   alone.intra_node = alone.inter_node = Link{0.0, 1e30};
@@ -292,7 +294,9 @@ TEST(PerformanceModel, RanksSharingUnitsDivideThemAmongTheBusyOnes) {
     EXPECT_DOUBLE_EQ(predict(c, choice, 4, enough).forward.seconds, a.forward.seconds);
   }
   // Contiguous, causal: position r computes its diagonal block at step 0 and full blocks at
-  // steps 1..r. On 2 units: 4 diagonals, then 3, 2 and 1 full blocks at once.
+  // steps 1..r. On 2 units: 4 diagonals (two a unit), then 3 full blocks (two on one unit), 2
+  // and 1; on 1.5 units shared among the busy ranks: 4 diagonals, 3 full blocks and 2 at 1.5 / busy
+  // of a unit each, then 1 full block on a unit of its own.
   c.layout = RFA_LAYOUT_CONTIGUOUS;
   c.mask = RFA_MASK_CAUSAL;
   engine::AttentionConfig block = c;
@@ -301,7 +305,11 @@ TEST(PerformanceModel, RanksSharingUnitsDivideThemAmongTheBusyOnes) {
   block.mask = RFA_MASK_NONE;
   const double full = predict(block, {StrategyKind::ring, 0, 1}, 1, alone).forward.seconds;
   const Prediction p = predict(c, {StrategyKind::ring, 0, 1}, 4, shared);
-  EXPECT_NEAR(p.forward.seconds, 4 * diagonal / 2 + 3 * full / 2 + full + full, 1e-9 * p.forward.seconds);
+  EXPECT_NEAR(p.forward.seconds, 4 * diagonal / 2 + 2 * full + full + full, 1e-9 * p.forward.seconds);
+  MachineModel fraction = alone;
+  fraction.compute_units_per_node = 1.5;
+  EXPECT_NEAR(predict(c, {StrategyKind::ring, 0, 1}, 4, fraction).forward.seconds,
+              4 * diagonal / 1.5 + 3 * full / 1.5 + 2 * full / 1.5 + full, 1e-9 * p.forward.seconds);
   EXPECT_NEAR(predict(c, {StrategyKind::ring, 0, 1}, 4, alone).forward.seconds, diagonal + 3 * full,
               1e-9 * p.forward.seconds);
   shared.compute_units_per_node = -1;
