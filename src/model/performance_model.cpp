@@ -57,9 +57,13 @@ bool shares_units(const MachineModel& m) {
   return m.compute_units_per_node > 0 && m.compute_units_per_node < double(m.ranks_per_node);
 }
 
-/// What a rank gets of a unit while every rank of its node computes (1: a whole one).
+/// What the slowest rank gets of a unit while every rank of its node computes alike (1: a whole
+/// one): on a whole number of units, as shared_finish_times places them, the busiest unit's
+/// ceil(ranks / units) ranks share it; on a fraction, units / ranks each.
 double full_node_share(const MachineModel& m) {
-  return shares_units(m) ? m.compute_units_per_node / double(m.ranks_per_node) : 1.0;
+  if (!shares_units(m)) return 1.0;
+  const double units = m.compute_units_per_node, ranks = double(m.ranks_per_node);
+  return units == std::floor(units) && units >= 1.0 ? 1.0 / std::ceil(ranks / units) : units / ranks;
 }
 
 /// Jobs of `work` seconds each (on a unit of its own) sharing the units in `share` evenly,

@@ -293,6 +293,20 @@ TEST(PerformanceModel, RanksSharingUnitsDivideThemAmongTheBusyOnes) {
     EXPECT_NEAR(b.backward.seconds, 2 * a.backward.seconds, 1e-9 * a.backward.seconds);
     EXPECT_DOUBLE_EQ(predict(c, choice, 4, enough).forward.seconds, a.forward.seconds);
   }
+  // Three ranks computing alike on two units: two of them share one, at half speed; on 2.5
+  // units shared by all, each at 2.5 / 3.
+  {
+    MachineModel three = alone, two_units = alone, fraction = alone;
+    three.ranks_per_node = two_units.ranks_per_node = fraction.ranks_per_node = 3;
+    two_units.compute_units_per_node = 2;
+    fraction.compute_units_per_node = 2.5;
+    const StrategyChoice ulysses{StrategyKind::ulysses, 0, 1};
+    engine::AttentionConfig c3 = c;
+    c3.seq_total = 4104;  // zigzag over 3 ranks: 6 chunks
+    const double own = predict(c3, ulysses, 3, three).forward.seconds;
+    EXPECT_NEAR(predict(c3, ulysses, 3, two_units).forward.seconds, 2 * own, 1e-9 * own);
+    EXPECT_NEAR(predict(c3, ulysses, 3, fraction).forward.seconds, own * 3 / 2.5, 1e-9 * own);
+  }
   // Contiguous, causal: position r computes its diagonal block at step 0 and full blocks at
   // steps 1..r. On 2 units: 4 diagonals (two a unit), then 3 full blocks (two on one unit), 2
   // and 1; on 1.5 units shared among the busy ranks: 4 diagonals, 3 full blocks and 2 at 1.5 / busy
