@@ -120,8 +120,12 @@ class KernelTimer {
   /// `cpu_threads` above 0: a call's time is the CPU time of the process over that many threads
   /// (CalibrationPlan::cpu_threads); 0: its wall time.
   KernelTimer(const std::vector<CalibrationBlock>& blocks, const Turns& turns, int cpu_threads)
-      : blocks_(blocks), turns_(turns), cpu_threads_(cpu_threads), forward_(blocks.size()), backward_(blocks.size()) {
-    self_ = comm::make_mpi_communicator(MPI_COMM_SELF, 0);
+      : blocks_(blocks),
+        turns_(turns),
+        cpu_threads_(cpu_threads),
+        self_(comm::make_mpi_communicator(MPI_COMM_SELF, 0)),
+        forward_(blocks.size()),
+        backward_(blocks.size()) {
     for (const CalibrationBlock& block : blocks_) {
       attn_.push_back(std::make_unique<engine::RingAttention>(*self_, block.config));
       problems_.push_back(std::make_unique<LocalProblem<float>>(*attn_.back()));
@@ -212,8 +216,8 @@ CalibrationPlan plan_calibration(comm::Communicator& world, const RunOptions& o)
   m.ranks_per_node = P;  // one node: every rank of the job shares its memory
   // Ranks on fewer cores than ranks (oversubscribed) share them; the kernels are measured in
   // turns of as many ranks as there are cores (Turns), a rank's rate on a core of its own.
-  const double units = double(collective::node_cpus(MPI_COMM_WORLD, "rfa_model_check's CPUs")) /
-                       double(Kokkos::DefaultHostExecutionSpace().concurrency());
+  const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
+  const double units = double(collective::node_cpus(MPI_COMM_WORLD, "rfa_model_check's CPUs")) / double(threads);
   if (units < double(P)) {
     m.compute_units_per_node = units;
     turns.count = int(std::ceil(double(P) / std::max(1.0, std::floor(units))));
@@ -224,7 +228,7 @@ CalibrationPlan plan_calibration(comm::Communicator& world, const RunOptions& o)
     // faster than it predicted (perf/RESULTS.md, "2026-12-02 (sixth session) — the kernels'
     // calibration between the rounds, on CPU time where ranks share cores"). Its threads' CPU
     // time is its rate on a core of its own.
-    plan.cpu_threads = Kokkos::DefaultHostExecutionSpace().concurrency();
+    plan.cpu_threads = threads;
   }
   engine::AttentionConfig& block = plan.block;
   block = attention_config(o);
@@ -463,9 +467,8 @@ int run(int me, int argc, char** argv) {
     std::printf(
         "calibrated: kernels %.1f / %.1f GFLOP/s per rank on a core of its own (forward / backward, whole "
         "tiles; %d rank(s) on %.0f core(s)%s), %.0f / %.0f ns per query or key row and head of a call, x%.2f / x%.2f "
-        "on "
-        "one "
-        "packed K/V head; a masked tile costs %.2f / %.2f whole tiles' scores; copies %.1f GB/s; exchange %.1f us, "
+        "on one packed K/V head; a masked tile costs %.2f / %.2f whole tiles' scores; copies %.1f GB/s; exchange %.1f "
+        "us, "
         "%.2f GB/s, %.2f CPU ns per byte%s\n",
         m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, P,
         m.compute_units_per_node > 0 ? m.compute_units_per_node : double(P),

@@ -57,18 +57,22 @@ bool shares_units(const MachineModel& m) {
   return m.compute_units_per_node > 0 && m.compute_units_per_node < double(m.ranks_per_node);
 }
 
+/// Whether `units` shared units are whole ones, on each of which a job stays (shared_finish_times);
+/// a fraction of units is shared among all jobs.
+bool whole_units(double units) { return units >= 1.0 && units == std::floor(units); }
+
 /// What the slowest rank gets of a unit while every rank of its node computes alike (1: a whole
-/// one): on a whole number of units, as shared_finish_times places them, the busiest unit's
+/// one): on whole units, as shared_finish_times places them, the busiest unit's
 /// ceil(ranks / units) ranks share it; on a fraction, units / ranks each.
 double full_node_share(const MachineModel& m) {
   if (!shares_units(m)) return 1.0;
   const double units = m.compute_units_per_node, ranks = double(m.ranks_per_node);
-  return units == std::floor(units) && units >= 1.0 ? 1.0 / std::ceil(ranks / units) : units / ranks;
+  return whole_units(units) ? 1.0 / std::ceil(ranks / units) : units / ranks;
 }
 
-/// Jobs of `work` seconds each (on a unit of its own) sharing the units in `share` evenly,
-/// started together (processor sharing: a job gets min(1, units / busy) of one while `busy`
-/// jobs run): when each finishes, in finish[] at the jobs' indices.
+/// The jobs `jobs` (indices into `work`, seconds each on a unit of their own) started together
+/// on `units` units they share evenly (processor sharing: a job gets min(1, units / busy) of one
+/// while `busy` jobs run): when each finishes, in finish[] at its index.
 void processor_sharing(const std::vector<double>& work, const std::vector<std::size_t>& jobs, double units,
                        std::vector<double>& finish) {
   std::vector<std::size_t> order = jobs;
@@ -97,7 +101,7 @@ std::vector<double> shared_finish_times(const std::vector<double>& work, double 
   std::vector<double> finish(work.size(), 0.0);
   std::vector<std::size_t> all(work.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-  if (units != std::floor(units) || units < 1.0) {
+  if (!whole_units(units)) {
     processor_sharing(work, all, units, finish);
     return finish;
   }
