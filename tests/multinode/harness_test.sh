@@ -42,12 +42,14 @@ check "Open MPI gets 4 TCP connections per pair of ranks, or --tcp-links" \
   test "$(output "$tmp/links" | tr '\n' ' ')" = "4 4 1 1 "
 
 # The shaper's burst: 10 ms at the rate by default, or --burst-ms (tc prints it in bytes).
-mkdir "$tmp/burst10" "$tmp/burst20"
+mkdir "$tmp/burst10" "$tmp/burst20" "$tmp/burst1"
 bash "$nodes_sh" --quiet --nodes 2 --rate 100mbit --dir "$tmp/burst10" -- sh -c true >/dev/null 2>&1
 bash "$nodes_sh" --quiet --nodes 2 --rate 100mbit --burst-ms 20 --dir "$tmp/burst20" -- sh -c true >/dev/null 2>&1
+bash "$nodes_sh" --quiet --nodes 2 --rate 100mbit --burst-ms 1 --dir "$tmp/burst1" -- sh -c true >/dev/null 2>&1
 check "a shaped link lets 10 ms at its rate through at once (125000 bytes at 100 Mbit/s)" \
   grep -q "burst 125000b" "$tmp/burst10/link.1.stats"
 check "... or --burst-ms of it" grep -q "burst 250000b" "$tmp/burst20/link.1.stats"
+check "... and never less than 16 KiB (1 ms at 100 Mbit/s is 12500 bytes)" grep -q "burst 16Kb" "$tmp/burst1/link.1.stats"
 
 bash "$nodes_sh" --quiet --nodes 2 -- sh -c 'exit 3' >/dev/null 2>&1
 check "a failing program's exit code comes back" test $? -eq 3
