@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <numeric>
 #include <string>
 
@@ -144,9 +143,10 @@ std::string order_by_host(const RingOrder& order, std::size_t max_runs) {
 }
 
 int most_ranks_on_one_host(const RingOrder& order) {
-  std::map<std::uint64_t, int> per_host;
+  std::vector<int> node_of;
+  std::vector<int> per_host(host_representatives(order.keys, node_of).size(), 0);
   int most = 1;
-  for (const RankKey& key : order.keys) most = std::max(most, ++per_host[key.host_hash]);
+  for (int node : node_of) most = std::max(most, ++per_host[std::size_t(node)]);
   return most;
 }
 

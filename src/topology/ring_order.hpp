@@ -59,8 +59,8 @@ struct RingOrder {
 /// first `max_runs` are counted, not listed. Without every rank's key: the ranks alone.
 std::string order_by_host(const RingOrder& order, std::size_t max_runs = 32);
 
-/// The most ranks that share one host, from the keys every rank gathered (1 without keys): the
-/// same on every rank.
+/// The most ranks that share one host (same_host: the name's hash and its text), from the keys
+/// every rank gathered (1 without keys): the same on every rank.
 int most_ranks_on_one_host(const RingOrder& order);
 
 /// How many hosts the ranks run on, from the keys every rank gathered (1 without keys): the

@@ -139,6 +139,23 @@ TEST(RingOrder, TruncatedHostNamesStillSeparateNodes) {
   EXPECT_EQ(std::abs(ring_position(order, 0) - ring_position(order, 2)), 1);
 }
 
+TEST(RingOrder, RanksPerHostCountNamesNotOnlyTheirHashes) {
+  RingOrder chosen;
+  chosen.keys = numbered({synthetic_key("node0"), synthetic_key("node1"), synthetic_key("node0")});
+  EXPECT_EQ(most_ranks_on_one_host(chosen), 2);
+  EXPECT_EQ(host_count(chosen), 2);
+  chosen.keys[1].host_hash = chosen.keys[0].host_hash;  // two names whose hashes collide
+  EXPECT_EQ(most_ranks_on_one_host(chosen), 2);
+  EXPECT_EQ(host_count(chosen), 2);
+  const std::string prefix(RankKey::kHostCapacity + 10, 'x');  // one text, two hashes
+  chosen.keys = numbered({synthetic_key(prefix + "1"), synthetic_key(prefix + "2"), synthetic_key(prefix + "1")});
+  EXPECT_EQ(most_ranks_on_one_host(chosen), 2);
+  EXPECT_EQ(host_count(chosen), 2);
+  chosen.keys.clear();
+  EXPECT_EQ(most_ranks_on_one_host(chosen), 1);
+  EXPECT_EQ(host_count(chosen), 1);
+}
+
 TEST(RingOrder, RandomJobsGiveContiguousNodesAndOneCrossingPerNode) {
   std::mt19937 rng(20240601);
   for (int trial = 0; trial < 200; ++trial) {
