@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The installed rfa_config.h macros mean what a user reads into them (#15): RFA_HAVE_CUDA is 1
+// The installed rfa_config.h macros mean what a user reads into them: RFA_HAVE_CUDA is 1
 // exactly when librfa runs CUDA contexts, and the narrower macros are consistent with it.
 #include <gtest/gtest.h>
 

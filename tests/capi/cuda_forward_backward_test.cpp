@@ -289,7 +289,7 @@ std::vector<Case> all_cases() {
   cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 128, 2});
   cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_CAUSAL, RFA_DTYPE_FLOAT16, 128, 1});    // MQA
   cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, 64, 4});  // MHA
-  // Sliding windows (issue #12): shorter than a rank's 72 rows, of 1, longer than S; packed
+  // Sliding windows: shorter than a rank's 72 rows, of 1, longer than S; packed
   // documents alone and under a window. The ring skips the steps they hide on every layout.
   cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2, 40});
   cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 128, 1, 1});

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A rank that dies while the others are in a collective call (issue #14, item 2): under
+/* A rank that dies while the others are in a collective call: under
  * mpiexec -n 2, rank 1 exits without MPI_Finalize after the context is created, while rank 0
  * enters rfa_forward with a deadline far longer than the test's own time limit. Nothing of
  * rfa's may turn this into a hang: Open MPI's runtime ends the job when a rank exits, so the

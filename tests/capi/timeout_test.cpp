@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Deadlines on the MPI path (issue #14): under mpiexec -n 2..4, the last rank enters a call
+// Deadlines on the MPI path: under mpiexec -n 2..4, the last rank enters a call
 // late. Later than options.timeout_s: every rank returns RFA_ERROR_TIMEOUT (the punctual ones
 // within the deadline plus a second), with a message naming the operation, and the context is
 // unusable but destroys cleanly. Less late than the deadline: nothing changes.

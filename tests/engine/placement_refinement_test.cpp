@@ -104,8 +104,9 @@ void expect_same_chunks_per_rank(const layout::ChunkPlacement& got, const layout
 }
 
 // S = 16384 at P = 4 and 8: chunks of 512 and 256 tokens, which the kernels' 192-row tiles
-// straddle, so the pairs alone leave the tiles uneven (perf/RESULTS.md, "the balanced layout's
-// work per rank measured at P = 2..8").
+// straddle, so the pairs alone leave the tiles uneven (perf/RESULTS.md, "2026-11-30 — the
+// balanced layout's work per rank measured at P = 2..8: even where the tiles are, not where the
+// mask cuts them finely").
 TEST(PlacementRefinement, ReportsWhatTheTileCountFindsAndNeverRaisesTheBusiestLoad) {
   const std::int64_t S = 16384;
   for (const Family& f : families(S))

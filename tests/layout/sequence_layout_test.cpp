@@ -94,7 +94,7 @@ TEST(SequenceLayout, RejectsInvalidShapesWithAdvice) {
   EXPECT_NE(m.find("multiple of P = 3"), std::string::npos) << m;
   EXPECT_NE(m.find("S = 10 and P = 3"), std::string::npos) << m;
   EXPECT_NE(m.find("Pad the end of the sequence to S = 12"), std::string::npos) << m;
-  // No padding mask exists, so the hint must not offer one (#15).
+  // No padding mask exists, so the hint must not offer one.
   EXPECT_NE(m.find("rfa has no padding mask"), std::string::npos) << m;
   EXPECT_EQ(m.find("masking the padding"), std::string::npos) << m;
   m = rejection(RFA_LAYOUT_STRIPE, 7, 2, 1);

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 """comments_present_test.py on a small made-up tree: it names the file and line of each date,
-issue number and "as before" in a comment, and of a citation of a perf/RESULTS.md heading that
-does not exist; it passes dates inside a citation that does, and what only looks like an issue
-(#include, "#12" in a string, $# in shell). Usage: comments_present_selftest.py TESTS_README_DIR"""
+issue number and "as before" in a comment (in sources, scripts, tests and benchmarks, a script
+without an extension read by its #! line), and of a citation of a perf/RESULTS.md heading that
+does not exist (in those comments and in docs' Markdown, wrapped or not); it passes dates inside
+a citation that does, and what only looks like an issue (#include, "#12" in a string, $# in
+shell). Usage: comments_present_selftest.py TESTS_README_DIR"""
 import os
 import subprocess
 import sys
@@ -23,9 +25,17 @@ TREE = {
     "cmake/c.cmake": ['set(X "#9")  # ok', "# same as before"],
     "fortran/d.f90": ["print *, 'issue 7 ! not a comment'", "x = 1 ! issue 8"],
     ".ci/run": ["#!/usr/bin/env bash", "# 22 -> 16 minutes since #31"],
+    "tests/e_test.cpp": ["// ok", "// the case of issue #12"],
+    "perf/tool": ["#!/usr/bin/env python3", "x = '#5'  # ok", "# measured 2026-01-03"],
+    "perf/run_it": ["#!/bin/sh", "# as before"],
+    "perf/data": ["# 2026-01-04, not a script"],
+    "docs/f.md": ["A measured thing (perf/RESULTS.md, \"2026-11-25 (night) —", "a measured thing\"), on 2026-01-05.",
+                  "Another (perf/RESULTS.md, \"a measured thing\")."],
+    "README.md": ["See perf/RESULTS.md \"2026-11-25 — a thing\"."],
 }
 EXPECTED = {"src/a.cpp:3", "src/a.cpp:6", "src/a.cpp:7", "scripts/b.sh:3", "cmake/c.cmake:2",
-            "fortran/d.f90:2", ".ci/run:2"}
+            "fortran/d.f90:2", ".ci/run:2", "tests/e_test.cpp:2", "perf/tool:3", "perf/run_it:2", "docs/f.md:3",
+            "README.md:1"}
 
 
 def main(here):

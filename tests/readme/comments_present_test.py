@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Comments tell the present: no comment in the library's sources and scripts carries a date, an
-issue number or "as before". A date (or anything else) inside a citation of a perf/RESULTS.md
-section, perf/RESULTS.md, "HEADING", is fine, and the heading must exist there.
-Fails naming file:line. Usage: comments_present_test.py SOURCE_DIR"""
+"""Comments tell the present: no comment in the library's sources, scripts, tests and benchmarks
+carries a date, an issue number or "as before". A date (or anything else) inside a citation of a
+perf/RESULTS.md section, perf/RESULTS.md, "HEADING", is fine, and the heading must exist there,
+as it must for every such citation in the Markdown of docs/ and the README (which may wrap it
+from one line to the next). Fails naming file:line. Usage: comments_present_test.py SOURCE_DIR"""
 import os
 import re
 import sys
@@ -11,7 +12,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from source_comments import comments, kind  # noqa: E402
 
-ROOTS = ["src", "capi", "include", "kernels_cuda", "fortran", "cmake", "scripts", ".ci/run"]
+ROOTS = ["src", "capi", "include", "kernels_cuda", "fortran", "cmake", "scripts", "perf", "tests", ".ci/run"]
+# Markdown whose citations of perf/RESULTS.md headings must name headings that exist.
+MARKDOWN_ROOTS = ["docs", "README.md"]
 # A comment line's leading decoration (///, //!, ///<, * of a block, !> of Fortran), dropped
 # before a block's lines are joined so a citation may wrap from one line to the next.
 DECORATION = re.compile(r"^\s*(?:/+<?|!+[<>]?|\*+(?!/)|[<>](?=\s))?\s*")
@@ -76,11 +79,39 @@ def problems(root, headings, seen):
                                "say what the code does and why, now")
 
 
+def markdown_files(root):
+    for top in MARKDOWN_ROOTS:
+        path = os.path.join(root, top)
+        if os.path.isfile(path):
+            yield path
+        for here, dirs, files in os.walk(path):
+            dirs[:] = sorted(dirs)
+            yield from (os.path.join(here, name) for name in sorted(files) if name.endswith(".md"))
+
+
+def markdown_problems(root, headings, seen):
+    """Citations in Markdown, each line's text joined to the next so that a citation may wrap."""
+    for path in markdown_files(root):
+        seen["files"] += 1
+        rel = os.path.relpath(path, root)
+        lines = open(path, encoding="utf-8").read().split("\n")
+        joined, starts = " ".join(lines), []
+        offset = 0
+        for number, line in enumerate(lines, 1):
+            starts.append((offset, number))
+            offset += len(line) + 1
+        for m in CITATION.finditer(joined):
+            seen["citations"] += 1
+            heading = " ".join(m.group(1).split())
+            if heading not in headings:
+                yield f'{rel}:{line_of(starts, m.start())}: cites perf/RESULTS.md "{heading}", no such heading'
+
+
 def main(root):
     results = open(os.path.join(root, "perf", "RESULTS.md"), encoding="utf-8").read()
     headings = {" ".join(h.split()) for h in re.findall(r"^#+ (.+)$", results, re.MULTILINE)}
     seen = {"files": 0, "citations": 0}
-    found = list(problems(root, headings, seen))
+    found = list(problems(root, headings, seen)) + list(markdown_problems(root, headings, seen))
     for p in found:
         print(p, file=sys.stderr)
     print(f"comments_present_test: {seen['files']} files, {seen['citations']} perf/RESULTS.md citations, "

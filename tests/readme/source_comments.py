@@ -3,8 +3,9 @@
 
 comments(path, text) -> [(line number, comment text)] for C, C++ and CUDA (// and /* */),
 Fortran (!), CMake (# and #[[ ]]) and shell, Makefile, Python and pkg-config files (#). A
-*.in template is read as the file it becomes (foo.h.in as C, rfa.pc.in as pkg-config). Files
-of any other kind have no comments here (kind() returns None)."""
+*.in template is read as the file it becomes (foo.h.in as C, rfa.pc.in as pkg-config); a file
+without an extension by its #! line (perf/suite as Python, a bash script as shell). Files of any
+other kind have no comments here (kind() returns None)."""
 import os
 import re
 
@@ -27,6 +28,24 @@ def kind(path):
     if ext == ".py":
         return "python"
     if ext in HASH or name == "Makefile" or path.replace(os.sep, "/").endswith(".ci/run"):
+        return "hash"
+    if not ext:
+        return _interpreter(path)
+    return None
+
+
+def _interpreter(path):
+    """'python' or 'hash' for a script whose #! line names Python or a shell, else None."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(200)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    if b"python" in first:
+        return "python"
+    if any(shell in first for shell in (b"bash", b"/sh", b" sh")):
         return "hash"
     return None
 
