@@ -56,6 +56,19 @@ def line_of(starts, offset):
     return [n for o, n in starts if o <= offset][-1]
 
 
+def citations(rel, joined, starts, headings, seen):
+    """The spans of the perf/RESULTS.md citations in `joined`, and a problem for each that names
+    no heading."""
+    spans, found = [], []
+    for m in CITATION.finditer(joined):
+        spans.append(m.span())
+        seen["citations"] += 1
+        heading = " ".join(m.group(1).split())
+        if heading not in headings:
+            found.append(f'{rel}:{line_of(starts, m.start())}: cites perf/RESULTS.md "{heading}", no such heading')
+    return spans, found
+
+
 def problems(root, headings, seen):
     for path in source_files(root):
         seen["files"] += 1
@@ -65,13 +78,8 @@ def problems(root, headings, seen):
         except (UnicodeDecodeError, OSError):
             continue
         for joined, starts in blocks(comments(path, text)):
-            cited = []
-            for m in CITATION.finditer(joined):
-                cited.append(m.span())
-                seen["citations"] += 1
-                heading = " ".join(m.group(1).split())
-                if heading not in headings:
-                    yield f'{rel}:{line_of(starts, m.start())}: cites perf/RESULTS.md "{heading}", no such heading'
+            cited, found = citations(rel, joined, starts, headings, seen)
+            yield from found
             for pattern, what in RULES:
                 for m in pattern.finditer(joined):
                     if not any(a <= m.start() < b for a, b in cited):
@@ -84,27 +92,20 @@ def markdown_files(root):
         path = os.path.join(root, top)
         if os.path.isfile(path):
             yield path
+            continue
         for here, dirs, files in os.walk(path):
             dirs[:] = sorted(dirs)
             yield from (os.path.join(here, name) for name in sorted(files) if name.endswith(".md"))
 
 
 def markdown_problems(root, headings, seen):
-    """Citations in Markdown, each line's text joined to the next so that a citation may wrap."""
+    """Citations in Markdown: the whole file one block, so that a citation may wrap."""
     for path in markdown_files(root):
         seen["files"] += 1
         rel = os.path.relpath(path, root)
         lines = open(path, encoding="utf-8").read().split("\n")
-        joined, starts = " ".join(lines), []
-        offset = 0
-        for number, line in enumerate(lines, 1):
-            starts.append((offset, number))
-            offset += len(line) + 1
-        for m in CITATION.finditer(joined):
-            seen["citations"] += 1
-            heading = " ".join(m.group(1).split())
-            if heading not in headings:
-                yield f'{rel}:{line_of(starts, m.start())}: cites perf/RESULTS.md "{heading}", no such heading'
+        for joined, starts in blocks(list(enumerate(lines, 1))):
+            yield from citations(rel, joined, starts, headings, seen)[1]
 
 
 def main(root):

@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Tests of perf/multinode/scale_check's choices that need no namespaces: the shaper's burst by
+node count (on either side of the machine's cores), the wait for a quiet machine, and the TCP
+processing as the median of its pairs (the programs and /proc/stat stood in for)."""
+import pathlib
+import unittest
+from unittest import mock
+
+import perf_tool
+
+scale_check = perf_tool.load("multinode/scale_check")
+
+
+class BurstTest(unittest.TestCase):
+    def tearDown(self):
+        scale_check.BURST_MS = None
+
+    def test_own_core_up_to_the_cores_shared_above(self):
+        with mock.patch.object(scale_check.os, "cpu_count", return_value=2):
+            self.assertEqual(scale_check.burst_ms(1), scale_check.OWN_CORE_BURST_MS)
+            self.assertEqual(scale_check.burst_ms(2), scale_check.OWN_CORE_BURST_MS)
+            self.assertEqual(scale_check.burst_ms(3), scale_check.SHARED_CORES_BURST_MS)
+            self.assertEqual(scale_check.burst_ms(8), scale_check.SHARED_CORES_BURST_MS)
+        self.assertNotEqual(scale_check.OWN_CORE_BURST_MS, scale_check.SHARED_CORES_BURST_MS)
+
+    def test_given_burst_for_every_count(self):
+        scale_check.BURST_MS = 7
+        with mock.patch.object(scale_check.os, "cpu_count", return_value=2):
+            self.assertEqual([scale_check.burst_ms(n) for n in (1, 2, 3, 8)], [7, 7, 7, 7])
+
+
+class QuietTest(unittest.TestCase):
+    def test_returns_once_a_half_second_is_quiet(self):
+        # Busy seconds read before and after each half second: 0.9 busy, then 0.08 (under 10% of
+        # two cores' second), then never read again.
+        readings = iter([0.0, 0.9, 0.9, 0.98])
+        with mock.patch.object(scale_check, "busy_cpu_seconds", side_effect=lambda: next(readings)), \
+                mock.patch.object(scale_check.os, "cpu_count", return_value=2), \
+                mock.patch.object(scale_check.time, "sleep") as sleep:
+            scale_check.wait_until_quiet()
+        self.assertEqual(sleep.call_count, 2)
+
+    def test_gives_up_after_its_bound(self):
+        clock = iter(range(100))
+        busy = iter(range(0, 1000, 5))  # always busy
+        with mock.patch.object(scale_check, "busy_cpu_seconds", side_effect=lambda: next(busy)), \
+                mock.patch.object(scale_check.time, "monotonic", side_effect=lambda: next(clock)), \
+                mock.patch.object(scale_check.time, "sleep") as sleep:
+            scale_check.wait_until_quiet(within=3.0)
+        self.assertLessEqual(sleep.call_count, 3)
+
+
+class ProcessingTest(unittest.TestCase):
+    def test_median_of_the_pairs(self):
+        # Each run's busy seconds in order: 8-byte run, block run, per pair.
+        block, repeat = 1 << 20, 20
+        moved = 2 * 2 * (repeat + 2) * (block - 8)
+        per_byte = [3e-9, 1e-9, 2e-9, 5e-9, 4e-9]
+        busy = []
+        for figure in per_byte:
+            busy += [0.5, 0.5 + figure * moved]
+        clock = {"busy": 0.0, "runs": iter(busy)}
+
+        def launch(*args, **kwargs):
+            clock["busy"] += next(clock["runs"])
+            return ""
+
+        with mock.patch.object(scale_check, "launch", side_effect=launch), \
+                mock.patch.object(scale_check, "wait_until_quiet"), \
+                mock.patch.object(scale_check, "busy_cpu_seconds", side_effect=lambda: clock["busy"]):
+            median, pairs = scale_check.cpu_per_byte(pathlib.Path("build"), "1gbit", block, pathlib.Path("out"),
+                                                     repeat=repeat, pairs=5)
+        self.assertAlmostEqual(median, 3e-9, delta=1e-15)
+        for got, want in zip(pairs, per_byte):
+            self.assertAlmostEqual(got, want, delta=1e-15)
+
+
+if __name__ == "__main__":
+    unittest.main()
