@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Tests of perf/multinode/scale_check's choices that need no namespaces: the shaper's burst by
 node count (on either side of the machine's cores), the wait for a quiet machine, and the TCP
-processing as the median of its pairs (the programs and /proc/stat stood in for)."""
+processing as the median of its pairs over the bytes every node moved, and the transfers' cost to
+the kernels read from the ring bench (the programs and /proc/stat stood in for)."""
 import pathlib
 import unittest
 from unittest import mock
@@ -51,28 +52,52 @@ class QuietTest(unittest.TestCase):
 
 
 class ProcessingTest(unittest.TestCase):
-    def test_median_of_the_pairs(self):
-        # Each run's busy seconds in order: 8-byte run, block run, per pair.
-        block, repeat = 1 << 20, 20
-        moved = 2 * 2 * (repeat + 2) * (block - 8)
+    def test_median_of_the_pairs_over_the_bytes_every_node_moved(self):
+        # Each run's busy seconds in order: 8-byte run, block run, per pair; over eight nodes, each
+        # rank sending two messages per exchange.
+        nodes, block, repeat = 8, 1 << 20, 20
+        moved = nodes * 2 * (repeat + 2) * (block - 8)
         per_byte = [3e-9, 1e-9, 2e-9, 5e-9, 4e-9]
         busy = []
         for figure in per_byte:
             busy += [0.5, 0.5 + figure * moved]
         clock = {"busy": 0.0, "runs": iter(busy)}
+        launched = []
 
-        def launch(*args, **kwargs):
+        def launch(n, *args, **kwargs):
+            launched.append(n)
             clock["busy"] += next(clock["runs"])
             return ""
 
         with mock.patch.object(scale_check, "launch", side_effect=launch), \
                 mock.patch.object(scale_check, "wait_until_quiet"), \
                 mock.patch.object(scale_check, "busy_cpu_seconds", side_effect=lambda: clock["busy"]):
-            median, pairs = scale_check.cpu_per_byte(pathlib.Path("build"), "1gbit", block, pathlib.Path("out"),
-                                                     repeat=repeat, pairs=5)
+            median, pairs = scale_check.cpu_per_byte(pathlib.Path("build"), nodes, "1gbit", block,
+                                                     pathlib.Path("out"), repeat=repeat, pairs=5)
+        self.assertEqual(launched, [nodes] * 10)
         self.assertAlmostEqual(median, 3e-9, delta=1e-15)
         for got, want in zip(pairs, per_byte):
             self.assertAlmostEqual(got, want, delta=1e-15)
+
+
+class KernelCostTest(unittest.TestCase):
+    LINE = ("the transfers' cost to the kernels (zigzag; each rank's kernel time with the ring's transfers less "
+            "without, over the bytes moved): {} / {} ns per byte (forward / backward), 0.10 both\n")
+
+    def test_reads_the_ring_bench_line(self):
+        text = "layout ...\n" + self.LINE.format("0.42", "1.30")
+        forward, backward = scale_check.kernel_cost_per_byte(text, pathlib.Path("out"))
+        self.assertAlmostEqual(forward, 0.42e-9, delta=1e-15)
+        self.assertAlmostEqual(backward, 1.30e-9, delta=1e-15)
+
+    def test_noise_below_zero_is_none(self):
+        forward, backward = scale_check.kernel_cost_per_byte(self.LINE.format("-0.05", "0.20"), pathlib.Path("out"))
+        self.assertEqual(forward, 0.0)
+        self.assertAlmostEqual(backward, 0.20e-9, delta=1e-15)
+
+    def test_missing_line_is_an_error(self):
+        with self.assertRaises(SystemExit):
+            scale_check.kernel_cost_per_byte("layout ...\n", pathlib.Path("out"))
 
 
 if __name__ == "__main__":
