@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "command_line.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "cpu_peak.hpp"
@@ -54,13 +55,6 @@ ratio. B=1, causal, zigzag, H = Hkv heads.
   --help             this text
 )";
 
-std::int64_t parse_count(const std::string& flag, const char* text, std::int64_t lo) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text, &end, 10);
-  require(end && *end == '\0' && end != text && v >= lo, flag, " expects an integer >= ", lo, ", got '", text, "'");
-  return v;
-}
-
 ChecksOptions parse(int argc, char** argv) {
   ChecksOptions o;
   for (int i = 1; i < argc; ++i) {
@@ -72,13 +66,13 @@ ChecksOptions parse(int argc, char** argv) {
     if (flag == "--help" || flag == "-h") {
       o.help = true;
     } else if (flag == "--seq") {
-      o.seq = parse_count(flag, value(), 2);
+      o.seq = whole_number(flag, value(), 2);
     } else if (flag == "--heads") {
-      o.heads = parse_count(flag, value(), 1);
+      o.heads = whole_number(flag, value(), 1);
     } else if (flag == "--head-dim") {
-      o.head_dim = parse_count(flag, value(), 8);
+      o.head_dim = whole_number(flag, value(), 8);
     } else if (flag == "--pairs") {
-      o.pairs = int(parse_count(flag, value(), 1));
+      o.pairs = whole_int(flag, value(), 1);
     } else if (flag == "--dtype") {
       const std::string d = value();
       require(d == "fp32" || d == "bf16", "--dtype expects fp32 or bf16, got '", d, "'");

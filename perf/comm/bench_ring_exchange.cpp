@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "comm/mpi/mpi_communicator.hpp"
+#include "command_line.hpp"
 #include "core/error.hpp"
 #include "mpi_program.hpp"
 #include "result_json.hpp"
@@ -49,13 +50,6 @@ slowest rank's time, the bandwidth of one link (bytes / time) and the spread ove
   --help             this text
 )";
 
-std::int64_t parse_count(const std::string& flag, const char* text, std::int64_t lo) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text, &end, 10);
-  require(end && *end == '\0' && end != text && v >= lo, flag, " expects an integer >= ", lo, ", got '", text, "'");
-  return v;
-}
-
 CommOptions parse(int argc, char** argv) {
   CommOptions o;
   for (int i = 1; i < argc; ++i) {
@@ -67,15 +61,15 @@ CommOptions parse(int argc, char** argv) {
     if (flag == "--help" || flag == "-h")
       o.help = true;
     else if (flag == "--min-bytes")
-      o.min_bytes = parse_count(flag, value(), 1);
+      o.min_bytes = whole_number(flag, value(), 1);
     else if (flag == "--max-bytes")
-      o.max_bytes = parse_count(flag, value(), 1);
+      o.max_bytes = whole_number(flag, value(), 1);
     else if (flag == "--messages")
-      o.messages = int(parse_count(flag, value(), 1));
+      o.messages = whole_int(flag, value(), 1);
     else if (flag == "--repeat")
-      o.repeat = int(parse_count(flag, value(), 1));
+      o.repeat = whole_int(flag, value(), 1);
     else if (flag == "--warmup")
-      o.warmup = int(parse_count(flag, value(), 0));
+      o.warmup = whole_int(flag, value(), 0);
     else if (flag == "--json")
       o.json = value();
     else

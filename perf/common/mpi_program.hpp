@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The frame the MPI programs of perf/ run in: MPI and Kokkos set up and torn down around the body,
-// SIGPIPE ignored, and an rfa::Error that escapes it reported with the program's name and the rank.
+// SIGPIPE ignored, and an rfa::Error, an unwritable results file or a refused option value that
+// escapes it reported with the program's name and the rank.
 #pragma once
 
 #include <mpi.h>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "command_line.hpp"
 #include "core/error.hpp"
 #include "result_json.hpp"
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -71,6 +73,9 @@ int run_mpi_program(int argc, char** argv, const char* name, Body&& body) {
       std::fprintf(stderr, "%s (rank %d): error: %s\n", name, world_rank, e.what());
       rc = 2;
     } catch (const ResultsFileError& e) {  // --json to a path that cannot be written
+      std::fprintf(stderr, "%s (rank %d): error: %s\n", name, world_rank, e.what());
+      rc = 2;
+    } catch (const OptionError& e) {  // a number on the command line that its option does not take
       std::fprintf(stderr, "%s (rank %d): error: %s\n", name, world_rank, e.what());
       rc = 2;
     }

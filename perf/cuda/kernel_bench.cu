@@ -37,6 +37,7 @@
 
 #include "attention_work.hpp"
 #include "bench_results.hpp"
+#include "command_line.hpp"
 #include "rfa_cuda/flash.h"
 #include "test_support.cuh"
 
@@ -58,57 +59,56 @@ struct Options {
   std::string path = "auto";
 };
 
-Options parse(int argc, char** argv) {
+Options parse_options(int argc, char** argv) {
+  using rfa::perf::OptionError;
+  using rfa::perf::whole_int;
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw OptionError(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--batch")
-      o.batch = std::atoi(value());
-    else if (a == "--heads")
-      o.heads = std::atoi(value());
-    else if (a == "--kv-heads")
-      o.kv_heads = std::atoi(value());
-    else if (a == "--seq")
-      o.seq = std::atoi(value());
-    else if (a == "--dim")
-      o.dim = std::atoi(value());
-    else if (a == "--value-dim")
-      o.value_dim = std::atoi(value());
-    else if (a == "--warmup")
-      o.warmup = std::atoi(value());
-    else if (a == "--iters")
-      o.iters = std::atoi(value());
-    else if (a == "--dtype")
-      o.dtype = std::strcmp(value(), "fp16") == 0 ? RFA_CUDA_FP16 : RFA_CUDA_BF16;
-    else if (a == "--json")
+    if (a == "--batch") {
+      o.batch = whole_int(a, value(), 1);
+    } else if (a == "--heads") {
+      o.heads = whole_int(a, value(), 1);
+    } else if (a == "--kv-heads") {
+      o.kv_heads = whole_int(a, value(), 0);  // 0: --heads
+    } else if (a == "--seq") {
+      o.seq = whole_int(a, value(), 1);
+    } else if (a == "--dim") {
+      o.dim = whole_int(a, value(), 1);
+    } else if (a == "--value-dim") {
+      o.value_dim = whole_int(a, value(), 0);  // 0: --dim
+    } else if (a == "--warmup") {
+      o.warmup = whole_int(a, value(), 0);
+    } else if (a == "--iters") {
+      o.iters = whole_int(a, value(), 1);
+    } else if (a == "--dtype") {
+      const std::string d = value();
+      if (d != "bf16" && d != "fp16") throw OptionError("--dtype is bf16 or fp16, not '" + d + "'");
+      o.dtype = d == "fp16" ? RFA_CUDA_FP16 : RFA_CUDA_BF16;
+    } else if (a == "--json") {
       o.json = value();
-    else if (a == "--no-torch")
+    } else if (a == "--no-torch") {
       o.torch = false;
-    else if (a == "--torch-script")
+    } else if (a == "--torch-script") {
       o.torch_script = value();
-    else if (a == "--peer-check")
+    } else if (a == "--peer-check") {
       o.peer_check = true;
-    else if (a == "--deterministic")
+    } else if (a == "--deterministic") {
       o.deterministic = true;
-    else if (a == "--path")
+    } else if (a == "--path") {
       o.path = value();
-    else {
-      std::fprintf(stderr, "unknown option %s (see the comment at the top of kernel_bench.cu)\n", a.c_str());
-      std::exit(2);
+    } else {
+      throw OptionError("unknown option " + a + " (see the comment at the top of kernel_bench.cu)");
     }
   }
   if (o.kv_heads == 0) o.kv_heads = o.heads;
   if (o.value_dim == 0) o.value_dim = o.dim;
   if (o.path != "auto" && o.path != "sm80" && o.path != "sm90" && o.path != "all") {
-    std::fprintf(stderr, "--path is auto, sm80, sm90 or all, not %s\n", o.path.c_str());
-    std::exit(2);
+    throw rfa::perf::OptionError("--path is auto, sm80, sm90 or all, not " + o.path);
   }
   return o;
 }
@@ -238,7 +238,7 @@ struct Row {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options o = parse(argc, argv);
+  const Options o = rfa::perf::options_or_exit("rfa_cuda_kernel_bench", [&] { return parse_options(argc, argv); });
   if (o.peer_check) {
     // Through the same rows and keys as the table, so the test covers how rows find peers.
     const PeerResults peers = run_sdpa_peers(o);

@@ -30,12 +30,12 @@
 #include <cstring>
 #include <functional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "attention_work.hpp"
 #include "bench_results.hpp"
+#include "command_line.hpp"
 #include "rfa_cuda/flash.h"
 #include "test_support.cuh"
 #if RFA_RING_STEP_CUDNN
@@ -56,60 +56,49 @@ struct Options {
   std::string json;
 };
 
-Options parse(int argc, char** argv) {
+Options parse_options(int argc, char** argv) {
+  using rfa::perf::OptionError;
+  using rfa::perf::whole_int;
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "%s needs a value\n", a.c_str());
-      std::exit(2);
-    }
-    const char* v = argv[++i];
-    if (a == "--batch")
-      o.batch = std::atoi(v);
-    else if (a == "--heads")
-      o.heads = std::atoi(v);
-    else if (a == "--seq")
-      o.seq = std::atoi(v);
-    else if (a == "--dim")
-      o.dim = std::atoi(v);
-    else if (a == "--warmup")
-      o.warmup = std::atoi(v);
-    else if (a == "--iters")
-      o.iters = std::atoi(v);
-    else if (a == "--dtype")
-      o.dtype = std::strcmp(v, "fp16") == 0 ? RFA_CUDA_FP16 : RFA_CUDA_BF16;
-    else if (a == "--json")
+    if (i + 1 >= argc) throw OptionError(a + " needs a value");
+    const std::string v = argv[++i];
+    if (a == "--batch") {
+      o.batch = whole_int(a, v, 1);
+    } else if (a == "--heads") {
+      o.heads = whole_int(a, v, 1);
+    } else if (a == "--seq") {
+      o.seq = whole_int(a, v, 1);
+    } else if (a == "--dim") {
+      o.dim = whole_int(a, v, 1);
+    } else if (a == "--warmup") {
+      o.warmup = whole_int(a, v, 0);
+    } else if (a == "--iters") {
+      o.iters = whole_int(a, v, 1);
+    } else if (a == "--dtype") {
+      if (v != "bf16" && v != "fp16") throw OptionError("--dtype is bf16 or fp16, not '" + v + "'");
+      o.dtype = v == "fp16" ? RFA_CUDA_FP16 : RFA_CUDA_BF16;
+    } else if (a == "--json") {
       o.json = v;
-    else if (a == "--kernels") {
-      o.kernels = v;
-      o.cudnn = std::strcmp(v, "cudnn") == 0;
-      if (std::strcmp(v, "rfa-sm90") == 0) o.path = RFA_CUDA_PATH_SM90;
-      if (!o.cudnn && o.path != RFA_CUDA_PATH_SM90 && std::strcmp(v, "rfa") != 0) {
-        std::fprintf(stderr, "--kernels must be rfa, rfa-sm90 or cudnn\n");
-        std::exit(2);
-      }
+    } else if (a == "--kernels") {
+      if (v != "rfa" && v != "rfa-sm90" && v != "cudnn") throw OptionError("--kernels must be rfa, rfa-sm90 or cudnn");
+      o.kernels = argv[i];
+      o.cudnn = v == "cudnn";
+      if (v == "rfa-sm90") o.path = RFA_CUDA_PATH_SM90;
 #if !RFA_RING_STEP_CUDNN
-      if (o.cudnn) {
-        std::fprintf(stderr, "--kernels cudnn: this build has no cuDNN block kernel (RFA_ENABLE_CUDNN)\n");
-        std::exit(2);
-      }
+      if (o.cudnn) throw OptionError("--kernels cudnn: this build has no cuDNN block kernel (RFA_ENABLE_CUDNN)");
 #endif
     } else if (a == "--ranks") {
       o.ranks.clear();
-      std::stringstream list(v);
-      for (std::string n; std::getline(list, n, ',');) o.ranks.push_back(std::atoi(n.c_str()));
+      for (std::int64_t p : rfa::perf::whole_numbers(a, v, 1)) o.ranks.push_back(int(p));
     } else {
-      std::fprintf(stderr, "unknown argument '%s' (see the usage at the top of ring_step_bench.cu)\n", a.c_str());
-      std::exit(2);
+      throw OptionError("unknown argument '" + a + "' (see the usage at the top of ring_step_bench.cu)");
     }
   }
-  for (int p : o.ranks) {
-    if (p < 1 || o.seq % (2 * p) != 0) {
-      std::fprintf(stderr, "--seq %d must divide by 2P for every P in --ranks (zigzag)\n", o.seq);
-      std::exit(2);
-    }
-  }
+  for (int p : o.ranks)
+    if (o.seq % (2 * p) != 0)
+      throw OptionError("--seq " + std::to_string(o.seq) + " must divide by 2P for every P in --ranks (zigzag)");
   return o;
 }
 
@@ -359,7 +348,7 @@ void ring_backward(const Options& o, int P, Buffers& b) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options o = parse(argc, argv);
+  const Options o = rfa::perf::options_or_exit("rfa_cuda_ring_step_bench", [&] { return parse_options(argc, argv); });
   if (!cuda_device_present()) {
     std::printf("no CUDA device: nothing to measure\n");
     return 77;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "command_line.hpp"
 #include "document_balance.hpp"
 #include "layout/sequence_layout.hpp"
 
@@ -26,55 +27,48 @@ struct Options {
   bool causal = true;
 };
 
-Options parse(int argc, char** argv) {
+Options parse_options(int argc, char** argv) {
+  using rfa::perf::real_number;
+  using rfa::perf::whole_int;
+  using rfa::perf::whole_number;
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "rfa_document_balance: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw rfa::perf::OptionError(a + " needs a value");
       return argv[++i];
     };
     if (a == "--seq")
-      o.seq = std::atoll(value());
+      o.seq = whole_number(a, value(), 1);
     else if (a == "--ranks")
-      o.ranks = std::atoi(value());
+      o.ranks = whole_int(a, value(), 1);
     else if (a == "--median")
-      o.median = std::atof(value());
+      o.median = real_number(a, value(), 1);
     else if (a == "--sigma")
-      o.sigma = std::atof(value());
+      o.sigma = real_number(a, value(), 0);
     else if (a == "--seed")
-      o.seed = unsigned(std::atoi(value()));
+      o.seed = unsigned(whole_number(a, value(), 0, std::numeric_limits<unsigned>::max()));
     else if (a == "--window")
-      o.window = std::atoll(value());
+      o.window = whole_number(a, value(), 0);
     else if (a == "--tile")
-      o.tile = std::atoll(value());
+      o.tile = whole_number(a, value(), 1);
     else if (a == "--check-stripe")
-      o.check_stripe = std::atof(value());
+      o.check_stripe = real_number(a, value(), 0);
     else if (a == "--no-causal")
       o.causal = false;
-    else {
-      std::fprintf(stderr, "rfa_document_balance: unknown option %s (see the top of document_balance_main.cpp)\n",
-                   a.c_str());
-      std::exit(2);
-    }
+    else
+      throw rfa::perf::OptionError("unknown option " + a + " (see the top of document_balance_main.cpp)");
   }
-  if (o.seq < 1 || o.ranks < 1 || o.median < 1 || o.sigma < 0 || o.tile < 1 || o.window < 0 ||
-      o.seq % (2 * o.ranks) != 0) {
-    std::fprintf(stderr,
-                 "rfa_document_balance: need seq a multiple of 2 * ranks, ranks, median, tile >= 1, "
-                 "sigma, window >= 0\n");
-    std::exit(2);
-  }
+  if (o.seq % (2 * o.ranks) != 0)
+    throw rfa::perf::OptionError("--seq must be a multiple of 2 x --ranks, got " + std::to_string(o.seq) + " and " +
+                                 std::to_string(o.ranks));
   return o;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options o = parse(argc, argv);
+  const Options o = rfa::perf::options_or_exit("rfa_document_balance", [&] { return parse_options(argc, argv); });
   std::mt19937_64 rng(o.seed);
   const std::vector<std::int64_t> docs = rfa::perf::long_tailed_documents(o.seq, o.median, o.sigma, rng);
   std::int64_t longest = 0;

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "attention_work.hpp"
+#include "command_line.hpp"
 #include "cpu_peak.hpp"
 #include "kernels/bf16_products.hpp"
 #include "kernels/flash_attention.hpp"
@@ -221,30 +222,37 @@ void measure_peer() {
 }
 
 bool parse_shape_flag(const std::string& arg) {
-  const std::pair<const char*, std::int64_t*> flags[] = {{"--rfa_batch=", &g_shape.batch},
-                                                         {"--rfa_seq=", &g_shape.seq},
-                                                         {"--rfa_heads=", &g_shape.heads},
-                                                         {"--rfa_head_dim=", &g_shape.head_dim},
-                                                         {"--rfa_value_head_dim=", &g_shape.value_dim}};
-  for (const auto& f : flags) {
-    if (arg.rfind(f.first, 0) == 0) {
-      *f.second = std::atoll(arg.c_str() + std::string(f.first).size());
+  // Each shape flag, where it goes and its least value (a value head dim of 0: the head dim).
+  struct ShapeFlag {
+    const char* prefix;
+    std::int64_t* value;
+    std::int64_t least;
+  };
+  const ShapeFlag flags[] = {{"--rfa_batch=", &g_shape.batch, 1},
+                             {"--rfa_seq=", &g_shape.seq, 1},
+                             {"--rfa_heads=", &g_shape.heads, 1},
+                             {"--rfa_head_dim=", &g_shape.head_dim, 1},
+                             {"--rfa_value_head_dim=", &g_shape.value_dim, 0}};
+  for (const ShapeFlag& f : flags) {
+    const std::string prefix = f.prefix;
+    if (arg.rfind(prefix, 0) == 0) {
+      *f.value = perf::whole_number(prefix.substr(0, prefix.size() - 1), arg.substr(prefix.size()), f.least);
       return true;
     }
   }
   const std::string min_time = "--rfa_min_time=";
   if (arg.rfind(min_time, 0) == 0) {
-    g_min_time = std::atof(arg.c_str() + min_time.size());
+    g_min_time = perf::real_number("--rfa_min_time", arg.substr(min_time.size()), 0);
     return true;
   }
   const std::string rounds = "--rfa_rounds=";
   if (arg.rfind(rounds, 0) == 0) {
-    g_rounds = std::max(0, std::atoi(arg.c_str() + rounds.size()));
+    g_rounds = perf::whole_int("--rfa_rounds", arg.substr(rounds.size()), 0);
     return true;
   }
   const std::string paired = "--rfa_paired=";
   if (arg.rfind(paired, 0) == 0) {
-    g_paired = std::max(1, std::atoi(arg.c_str() + paired.size()));
+    g_paired = perf::whole_int("--rfa_paired", arg.substr(paired.size()), 1);
     return true;
   }
   const std::string peer_layout = "--rfa_peer_layout=";
@@ -466,7 +474,12 @@ int main(int argc, char** argv) {
       benchmark::Initialize(&gb_argc, gb_argv);
       return 0;
     }
-    if (i == 0 || !parse_shape_flag(argv[i])) rest.push_back(argv[i]);
+    try {
+      if (i == 0 || !parse_shape_flag(argv[i])) rest.push_back(argv[i]);
+    } catch (const perf::OptionError& e) {
+      std::fprintf(stderr, "rfa_kernel_bench: %s\n", e.what());
+      return 2;
+    }
   }
   int rest_argc = int(rest.size());
   Kokkos::initialize(rest_argc, rest.data());

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "command_line.hpp"
 #include "core/error.hpp"
 #include "layout/sequence_layout.hpp"
 #include "mask_balance.hpp"
@@ -53,43 +54,37 @@ void write_ranges_file(const std::string& path, const std::vector<rfa_mask_range
   if (!out) rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "--write-ranges: cannot write ", path);
 }
 
-Options parse(int argc, char** argv) {
+Options parse_options(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "rfa_mask_balance: %s needs a value (see the file's header)\n", a.c_str());
-      std::exit(2);
-    }
+    if (i + 1 >= argc) throw rfa::perf::OptionError(a + " needs a value (see the file's header)");
     const std::string v = argv[++i];
     if (a == "--seq") {
-      o.seq = std::atoll(v.c_str());
+      o.seq = rfa::perf::whole_number(a, v, 256);
     } else if (a == "--seed") {
-      o.seed = unsigned(std::atoi(v.c_str()));
+      o.seed = unsigned(rfa::perf::whole_number(a, v, 0, std::numeric_limits<unsigned>::max()));
     } else if (a == "--write-ranges") {
       o.write_ranges = v;
     } else if (a == "--check-causal") {
-      o.check_causal = std::atof(v.c_str());
+      o.check_causal = rfa::perf::real_number(a, v, 0);
     } else if (a == "--ranks") {
       o.ranks.clear();
-      std::stringstream list(v);
-      for (std::string p; std::getline(list, p, ',');) o.ranks.push_back(std::atoi(p.c_str()));
+      for (std::int64_t P : rfa::perf::whole_numbers(a, v, 1)) o.ranks.push_back(int(P));
     } else {
-      std::fprintf(stderr, "rfa_mask_balance: unknown option %s\n", a.c_str());
-      std::exit(2);
+      throw rfa::perf::OptionError("unknown option " + a);
     }
   }
-  if (o.seq < 256 || o.seq % 256 != 0) {
-    std::fprintf(stderr, "rfa_mask_balance: --seq must be a positive multiple of 256 (the grid is 256 wide)\n");
-    std::exit(2);
-  }
+  if (o.seq % 256 != 0)
+    throw rfa::perf::OptionError("--seq must be a multiple of 256 (the grid is 256 wide), got " +
+                                 std::to_string(o.seq));
   return o;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options o = parse(argc, argv);
+  const Options o = rfa::perf::options_or_exit("rfa_mask_balance", [&] { return parse_options(argc, argv); });
   std::mt19937_64 rng(o.seed);
   bool ok = true;
   try {

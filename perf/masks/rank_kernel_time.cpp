@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "command_line.hpp"
 #include "core/error.hpp"
 #include "kernels/contiguous_ops.hpp"
 #include "kernels/flash_attention.hpp"
@@ -83,28 +84,26 @@ Options parse(int argc, char** argv) {
     if (i + 1 >= argc) rfa::fail(RFA_ERROR_INVALID_ARGUMENT, a, " needs a value (see the file's header)");
     const std::string v = argv[++i];
     if (a == "--seq") {
-      o.seq = std::atoll(v.c_str());
+      o.seq = rfa::perf::whole_number(a, v, 8);
     } else if (a == "--ranks") {
       o.ranks.clear();
-      for (const std::string& r : split(v)) o.ranks.push_back(std::atoi(r.c_str()));
+      for (std::int64_t r : rfa::perf::whole_numbers(a, v, 1)) o.ranks.push_back(int(r));
     } else if (a == "--layouts") {
       o.layouts = split(v);
     } else if (a == "--families") {
       o.families = v;
     } else if (a == "--heads") {
-      o.heads = std::atoll(v.c_str());
+      o.heads = rfa::perf::whole_number(a, v, 1);
     } else if (a == "--head-dim") {
-      o.head_dim = std::atoll(v.c_str());
+      o.head_dim = rfa::perf::whole_number(a, v, 8);
     } else if (a == "--repeat") {
-      o.repeat = std::atoi(v.c_str());
+      o.repeat = rfa::perf::whole_int(a, v, 1);
     } else if (a == "--seed") {
-      o.seed = unsigned(std::atoi(v.c_str()));
+      o.seed = unsigned(rfa::perf::whole_number(a, v, 0, std::numeric_limits<unsigned>::max()));
     } else {
       rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "unknown option ", a, " (see the file's header)");
     }
   }
-  if (o.seq < 8 || o.heads < 1 || o.head_dim < 8 || o.repeat < 1 || o.ranks.empty())
-    rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "--seq, --heads, --head-dim, --repeat and --ranks must be positive");
   for (const std::string& l : o.layouts) layout_named(l);
   return o;
 }
@@ -279,6 +278,9 @@ int main(int argc, char** argv) {
   try {
     return run(parse(argc, argv));
   } catch (const rfa::Error& e) {
+    std::fprintf(stderr, "rfa_rank_kernel_time: %s\n", e.what());
+    return 2;
+  } catch (const rfa::perf::OptionError& e) {
     std::fprintf(stderr, "rfa_rank_kernel_time: %s\n", e.what());
     return 2;
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attention_work.hpp"
+#include "command_line.hpp"
 #include "core/error.hpp"
 #include "model/plan.hpp"
 #include "result_json.hpp"
@@ -18,6 +19,9 @@
 namespace {
 
 using rfa::model::MachineModel;
+using rfa::perf::whole_int;
+using rfa::perf::whole_number;
+using rfa::perf::whole_numbers;
 
 constexpr const char* kUsage = R"(usage: rfa_plan [options]
 Prints the performance model's plan (strategy, Ulysses degree, layout) and predicted per-device
@@ -44,20 +48,6 @@ Problem:
   --dtype fp32|bf16|fp16 (default bf16)   --no-causal   --window W
   --json FILE          also write the table in perf/'s result format (perf/plot draws plan.png)
 )";
-
-std::vector<long long> parse_list(const std::string& flag, const std::string& text) {
-  std::vector<long long> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    char* end = nullptr;
-    const long long v = std::strtoll(item.c_str(), &end, 10);
-    rfa::require(!item.empty() && *end == '\0' && v > 0, flag, ": '", item, "' is not a positive integer");
-    out.push_back(v);
-  }
-  rfa::require(!out.empty(), flag, " needs a value");
-  return out;
-}
 
 std::pair<double, double> parse_pair(const std::string& flag, const std::string& text) {
   double a = 0, b = 0;
@@ -92,7 +82,7 @@ MachineModel preset(const std::string& name) {
 int run(int argc, char** argv) {
   std::string machine_name = "h100-cluster", json;
   std::vector<std::pair<std::string, std::string>> overrides;
-  std::vector<long long> seqs = {131072, 262144, 524288, 1048576, 2097152, 4194304}, ranks;
+  std::vector<std::int64_t> seqs = {131072, 262144, 524288, 1048576, 2097152, 4194304}, ranks;
   for (long long p = 8; p <= 4096; p *= 2) ranks.push_back(p);
   rfa::engine::AttentionConfig c;
   c.batch = 1, c.heads = 32, c.kv_heads = 8, c.head_dim = 128, c.dtype = RFA_DTYPE_BFLOAT16, c.mask = RFA_MASK_CAUSAL;
@@ -114,21 +104,21 @@ int run(int argc, char** argv) {
                flag == "--partial-tile") {
       overrides.emplace_back(flag, value);
     } else if (flag == "--seq") {
-      seqs = parse_list(flag, value);
+      seqs = whole_numbers(flag, value, 1);
     } else if (flag == "--ranks") {
-      ranks = parse_list(flag, value);
+      ranks = whole_numbers(flag, value, 1);
     } else if (flag == "--batch") {
-      c.batch = parse_list(flag, value).at(0);
+      c.batch = whole_number(flag, value, 1);
     } else if (flag == "--heads") {
-      c.heads = parse_list(flag, value).at(0);
+      c.heads = whole_number(flag, value, 1);
     } else if (flag == "--kv-heads") {
-      c.kv_heads = parse_list(flag, value).at(0);
+      c.kv_heads = whole_number(flag, value, 1);
     } else if (flag == "--head-dim") {
-      c.head_dim = parse_list(flag, value).at(0);
+      c.head_dim = whole_number(flag, value, 1);
     } else if (flag == "--value-head-dim") {
-      c.value_dim = parse_list(flag, value).at(0);
+      c.value_dim = whole_number(flag, value, 1);
     } else if (flag == "--window") {
-      c.window = parse_list(flag, value).at(0);
+      c.window = whole_number(flag, value, 0);
     } else if (flag == "--dtype") {
       rfa::require(value == "fp32" || value == "bf16" || value == "fp16", "--dtype must be fp32, bf16 or fp16");
       c.dtype = value == "fp32" ? RFA_DTYPE_FLOAT32 : value == "bf16" ? RFA_DTYPE_BFLOAT16 : RFA_DTYPE_FLOAT16;
@@ -141,7 +131,7 @@ int run(int argc, char** argv) {
   MachineModel m = preset(machine_name);
   for (const auto& [flag, value] : overrides) {
     if (flag == "--ranks-per-node") {
-      m.ranks_per_node = int(parse_list(flag, value).at(0));
+      m.ranks_per_node = whole_int(flag, value, 1);
     } else if (flag == "--intra" || flag == "--inter") {
       const auto [gbps, us] = parse_pair(flag, value);
       (flag == "--intra" ? m.intra_node : m.inter_node) = rfa::model::Link{us * 1e-6, gbps * 1e9};

@@ -2,20 +2,17 @@
 #include "document_spec.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "core/error.hpp"
+#include "option_errors.hpp"
 
 namespace rfa {
 namespace perf {
 namespace {
 
-std::int64_t parse_count(const std::string& text, const std::string& what) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  require(!text.empty() && end && *end == '\0' && v >= 0, "--documents: ", what, " '", text,
-          "' is not a whole number >= 0");
-  return v;
+/// A number of the --documents spec: a whole number >= 0 (RFA_ERROR_INVALID_ARGUMENT otherwise).
+std::int64_t spec_number(const std::string& text, const std::string& what) {
+  return refused_as_rfa_error([&] { return whole_number("--documents' " + what, text, 0); });
 }
 
 /// splitmix64: a fixed sequence for a seed, the same on every rank and machine.
@@ -31,7 +28,7 @@ std::vector<std::int64_t> entry_bounds(const std::string& spec, std::int64_t seq
   if (spec.empty()) return {};
   std::vector<std::int64_t> b{0};
   if (spec.rfind("random:", 0) == 0) {
-    const std::int64_t n = parse_count(spec.substr(7), "random:N's N");
+    const std::int64_t n = spec_number(spec.substr(7), "random:N's N");
     require(n >= 1, "--documents random:N needs N >= 1");
     std::uint64_t state = 0x5EED0000ull + std::uint64_t(entry);
     for (std::int64_t d = 1; d < n; ++d) b.push_back(std::int64_t(next_random(state) % std::uint64_t(seq + 1)));
@@ -40,7 +37,7 @@ std::vector<std::int64_t> entry_bounds(const std::string& spec, std::int64_t seq
     std::size_t start = 0;
     while (start <= spec.size()) {
       const std::size_t comma = std::min(spec.find(',', start), spec.size());
-      const std::int64_t length = parse_count(spec.substr(start, comma - start), "length");
+      const std::int64_t length = spec_number(spec.substr(start, comma - start), "length");
       require(b.back() + length <= seq, "--documents ", spec, ": the lengths add up to more than the sequence's ", seq,
               " tokens");
       b.push_back(b.back() + length);

@@ -10,21 +10,10 @@
 #include "core/error.hpp"
 #include "core/mask_range_builders.hpp"
 #include "layout/sequence_layout.hpp"
+#include "option_errors.hpp"
 
 namespace rfa {
 namespace perf {
-namespace {
-
-std::int64_t parse_int(const std::string& flag, const char* text, std::int64_t lo) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text, &end, 10);
-  require(end && *end == '\0' && end != text, flag, " expects an integer, got '", text, "'");
-  require(v >= lo, flag, " must be >= ", lo, ", got ", v);
-  return v;
-}
-
-}  // namespace
-
 std::string run_usage(const char* program) {
   return std::string("usage: mpirun -np P ") + program + R"( [options]
 
@@ -118,14 +107,15 @@ GridSpec parse_grid(const std::string& spec) {
   require(colon != std::string::npos, "--mask ", spec, ": expected grid:NXxNY[xNZ]:R, e.g. grid:128x64:2");
   std::vector<std::int64_t> extents;
   std::istringstream dims(body.substr(0, colon));
-  for (std::string part; std::getline(dims, part, 'x');) extents.push_back(parse_int("--mask grid", part.c_str(), 1));
+  for (std::string part; std::getline(dims, part, 'x');)
+    extents.push_back(whole_number("--mask grid", part.c_str(), 1));
   require(extents.size() == 2 || extents.size() == 3, "--mask ", spec,
           ": the grid has 2 or 3 extents (NXxNY or NXxNYxNZ)");
   GridSpec g;
   g.nx = extents[0];
   g.ny = extents[1];
   g.nz = extents.size() == 3 ? extents[2] : 1;
-  g.radius = parse_int("--mask grid's radius", body.substr(colon + 1).c_str(), 0);
+  g.radius = whole_number("--mask grid's radius", body.substr(colon + 1).c_str(), 0);
   return g;
 }
 
@@ -163,20 +153,25 @@ std::vector<rfa_mask_range_t> read_ranges_file(const std::string& path) {
   return list;
 }
 
-/// The entries of the options' mask given as ranges (--mask with a spec) for their --seq;
-/// throws RFA_ERROR_INVALID_ARGUMENT for a spec that does not fit (an argument out of range, an
-/// unreadable or malformed file).
-std::vector<rfa_mask_range_t> mask_range_list(const RunOptions& o) {
+/// mask_range_list()'s work; a number its spec does not take throws OptionError.
+static std::vector<rfa_mask_range_t> read_mask_range_list(const RunOptions& o) {
   const std::string& spec = o.mask_spec;
   const std::size_t colon = spec.find(':');
   const std::string kind = spec.substr(0, colon), arg = spec.substr(colon + 1);
-  if (kind == "prefix-lm") return prefix_lm_ranges(o.seq, parse_int("--mask prefix-lm", arg.c_str(), 0));
-  if (kind == "block-causal") return block_causal_ranges(o.seq, parse_int("--mask block-causal", arg.c_str(), 1));
+  if (kind == "prefix-lm") return prefix_lm_ranges(o.seq, whole_number("--mask prefix-lm", arg.c_str(), 0));
+  if (kind == "block-causal") return block_causal_ranges(o.seq, whole_number("--mask block-causal", arg.c_str(), 1));
   if (kind == "grid") {
     const GridSpec g = parse_grid(spec);
     return grid_neighbourhood_ranges(g.nx, g.ny, g.nz, g.radius);
   }
   return read_ranges_file(arg);
+}
+
+/// The entries of the options' mask given as ranges (--mask with a spec) for their --seq;
+/// throws RFA_ERROR_INVALID_ARGUMENT for a spec that does not fit (an argument out of range, an
+/// unreadable or malformed file).
+std::vector<rfa_mask_range_t> mask_range_list(const RunOptions& o) {
+  return refused_as_rfa_error([&] { return read_mask_range_list(o); });
 }
 
 /// Sets the lists the mask reads for o.seq: o.ranges from o.mask_spec (null without a spec) and
@@ -213,7 +208,8 @@ double visible_scores_over_batch(const RunOptions& o) {
   return visible;
 }
 
-RunOptions parse_run_options(int argc, char** argv) {
+/// parse_run_options()'s work; a number an option does not take throws OptionError.
+static RunOptions read_run_options(int argc, char** argv) {
   RunOptions o;
   bool kv_heads_given = false;
   for (int i = 1; i < argc; ++i) {
@@ -225,23 +221,23 @@ RunOptions parse_run_options(int argc, char** argv) {
     if (flag == "--help" || flag == "-h") {
       o.help = true;
     } else if (flag == "--batch") {
-      o.batch = parse_int(flag, value(), 1);
+      o.batch = whole_number(flag, value(), 1);
     } else if (flag == "--seq") {
-      o.seq = parse_int(flag, value(), 1);
+      o.seq = whole_number(flag, value(), 1);
       o.seq_given = true;
     } else if (flag == "--heads") {
-      o.heads = parse_int(flag, value(), 1);
+      o.heads = whole_number(flag, value(), 1);
     } else if (flag == "--kv-heads") {
-      o.kv_heads = parse_int(flag, value(), 1);
+      o.kv_heads = whole_number(flag, value(), 1);
       kv_heads_given = true;
     } else if (flag == "--head-dim") {
-      o.head_dim = parse_int(flag, value(), 1);
+      o.head_dim = whole_number(flag, value(), 1);
     } else if (flag == "--value-head-dim") {
-      o.value_dim = parse_int(flag, value(), 1);
+      o.value_dim = whole_number(flag, value(), 1);
     } else if (flag == "--repeat") {
-      o.repeat = int(parse_int(flag, value(), 1));
+      o.repeat = whole_int(flag, value(), 1);
     } else if (flag == "--warmup") {
-      o.warmup = int(parse_int(flag, value(), 0));
+      o.warmup = whole_int(flag, value(), 0);
     } else if (flag == "--json") {
       o.json = value();
     } else if (flag == "--check") {
@@ -292,7 +288,7 @@ RunOptions parse_run_options(int argc, char** argv) {
              "'");
       }
     } else if (flag == "--window") {
-      o.window = parse_int(flag, value(), 0);
+      o.window = whole_number(flag, value(), 0);
     } else if (flag == "--documents") {
       o.documents_spec = value();
     } else if (flag == "--causal") {
@@ -323,7 +319,7 @@ RunOptions parse_run_options(int argc, char** argv) {
         fail(RFA_ERROR_INVALID_ARGUMENT, "--strategy must be ring, ulysses, allgather, hybrid, needed or auto, got '",
              v, "'");
     } else if (flag == "--ulysses-degree") {
-      o.strategy.ulysses_degree = int(parse_int(flag, value(), 1));
+      o.strategy.ulysses_degree = whole_int(flag, value(), 1);
     } else if (flag == "--kernels") {
       const std::string v = value();
       if (v == "auto")
@@ -384,6 +380,10 @@ RunOptions parse_run_options(int argc, char** argv) {
   require(o.device == RunDevice::cuda || o.kernel_path != engine::PathRequest::sm90,
           "--kernel-path sm90 needs --device cuda (host runs use rfa's host kernels)");
   return o;
+}
+
+RunOptions parse_run_options(int argc, char** argv) {
+  return refused_as_rfa_error([&] { return read_run_options(argc, argv); });
 }
 
 std::string strategy_label(const engine::StrategyChoice& choice) {

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "cpu_peak.hpp"
 #include "layout/sequence_layout.hpp"
+#include "option_errors.hpp"
 #include "ring_measure.hpp"
 #include "ring_problem.hpp"
 
@@ -94,10 +95,9 @@ std::vector<engine::StrategyChoice> parse_strategies(const std::string& text, in
       c.kind = StrategyKind::ulysses;
     } else if (item == "allgather") {
       c.kind = StrategyKind::allgather;
-    } else if (item.rfind("hybrid:", 0) == 0 && item.size() > 7 &&
-               item.find_first_not_of("0123456789", 7) == std::string::npos) {
+    } else if (item.rfind("hybrid:", 0) == 0) {
       c.kind = StrategyKind::hybrid;
-      c.ulysses_degree = std::stoi(item.substr(7));
+      c.ulysses_degree = refused_as_rfa_error([&] { return whole_int("--strategy hybrid:PU", item.substr(7), 1); });
     } else {
       fail(RFA_ERROR_INVALID_ARGUMENT, "--strategy: '", item,
            "' is not one of ring, ulysses, allgather, hybrid:PU (e.g. hybrid:2), or all");
