@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "command_line.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "cpu_peak.hpp"
 #include "mpi_program.hpp"
+#include "option_errors.hpp"
 #include "result_json.hpp"
 #include "rfa/rfa_mpi.h"
 #include "run_context.hpp"
@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
   return rfa::perf::run_mpi_program(argc, argv, "rfa_value_checks_bench", [](int world_rank, int args, char** argv_) {
     rfa::perf::ChecksOptions opts;
     try {
-      opts = rfa::perf::parse(args, argv_);
+      opts = rfa::perf::refused_as_rfa_error([&] { return rfa::perf::parse(args, argv_); });
     } catch (const rfa::Error& e) {
       if (world_rank == 0) std::fprintf(stderr, "rfa_value_checks_bench: error: %s\n", e.what());
       return 2;

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "comm/mpi/mpi_communicator.hpp"
-#include "command_line.hpp"
 #include "core/error.hpp"
 #include "mpi_program.hpp"
+#include "option_errors.hpp"
 #include "result_json.hpp"
 #include "run_context.hpp"
 
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
   return rfa::perf::run_mpi_program(argc, argv, "rfa_comm_bench", [](int world_rank, int args, char** argv_) {
     rfa::perf::CommOptions opts;
     try {
-      opts = rfa::perf::parse(args, argv_);
+      opts = rfa::perf::refused_as_rfa_error([&] { return rfa::perf::parse(args, argv_); });
     } catch (const rfa::Error& e) {
       // Same argv on every rank, same verdict: rank 0 speaks.
       if (world_rank == 0) std::fprintf(stderr, "rfa_comm_bench: error: %s\n", e.what());

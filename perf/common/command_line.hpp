@@ -84,15 +84,24 @@ inline double real_number(const std::string& option, const std::string& text, do
   return v;
 }
 
-/// `text` as a comma-separated list of whole numbers of at least `lo` (at least one) for the
+/// `text` as a comma-separated list of whole numbers from `lo` to `hi` (at least one) for the
 /// option `option`; throws OptionError otherwise.
-inline std::vector<std::int64_t> whole_numbers(const std::string& option, const std::string& text, std::int64_t lo) {
+inline std::vector<std::int64_t> whole_numbers(const std::string& option, const std::string& text, std::int64_t lo,
+                                               std::int64_t hi = std::numeric_limits<std::int64_t>::max()) {
   std::vector<std::int64_t> out;
   std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(whole_number(option, item, lo));
+  for (std::string item; std::getline(in, item, ',');) out.push_back(whole_number(option, item, lo, hi));
   if (out.empty() || (!text.empty() && text.back() == ','))
     throw OptionError(option + " expects a list of whole numbers >= " + std::to_string(lo) +
                       " separated by commas, got '" + text + "'");
+  return out;
+}
+
+/// whole_numbers() for a list of int (each at most INT_MAX unless `hi` says less).
+inline std::vector<int> whole_ints(const std::string& option, const std::string& text, int lo,
+                                   int hi = std::numeric_limits<int>::max()) {
+  std::vector<int> out;
+  for (std::int64_t v : whole_numbers(option, text, lo, hi)) out.push_back(int(v));
   return out;
 }
 

@@ -23,7 +23,8 @@
 namespace rfa {
 namespace perf {
 
-/// Returns body(world_rank, argc, argv)'s exit code, or 2 after printing an escaped rfa::Error.
+/// Returns body(world_rank, argc, argv)'s exit code, or 2 after printing (on every rank) an
+/// escaped rfa::Error, ResultsFileError or OptionError.
 /// The body sees the program's own flags only: Kokkos takes its --kokkos-* flags, and a plain
 /// --help is the program's (Kokkos would answer it with its banner and its whole help on
 /// every rank). `--kokkos-help` prints Kokkos' help, once, and exits 0.

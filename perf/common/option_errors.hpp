@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // command_line.hpp's refusals as rfa's errors, for the perf programs whose ranks report an
 // rfa::Error once, from rank 0, before any communication (rfa_run, rfa_ring_bench,
-// rfa_model_check): a refused number reads like every other refused option there.
+// rfa_model_check, rfa_comm_bench, rfa_value_checks_bench): a refused number reads like every
+// other refused option there.
 #pragma once
 #include "command_line.hpp"
 #include "core/error.hpp"

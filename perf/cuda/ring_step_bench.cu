@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -90,8 +91,8 @@ Options parse_options(int argc, char** argv) {
       if (o.cudnn) throw OptionError("--kernels cudnn: this build has no cuDNN block kernel (RFA_ENABLE_CUDNN)");
 #endif
     } else if (a == "--ranks") {
-      o.ranks.clear();
-      for (std::int64_t p : rfa::perf::whole_numbers(a, v, 1)) o.ranks.push_back(int(p));
+      // At most INT_MAX / 2: the check below takes 2P.
+      o.ranks = rfa::perf::whole_ints(a, v, 1, std::numeric_limits<int>::max() / 2);
     } else {
       throw OptionError("unknown argument '" + a + "' (see the usage at the top of ring_step_bench.cu)");
     }

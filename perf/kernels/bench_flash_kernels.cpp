@@ -242,7 +242,8 @@ bool parse_shape_flag(const std::string& arg) {
   }
   const std::string min_time = "--rfa_min_time=";
   if (arg.rfind(min_time, 0) == 0) {
-    g_min_time = perf::real_number("--rfa_min_time", arg.substr(min_time.size()), 0);
+    // Google Benchmark refuses a minimum time of 0: at least a millisecond.
+    g_min_time = perf::real_number("--rfa_min_time", arg.substr(min_time.size()), 1e-3);
     return true;
   }
   const std::string rounds = "--rfa_rounds=";
@@ -252,7 +253,7 @@ bool parse_shape_flag(const std::string& arg) {
   }
   const std::string paired = "--rfa_paired=";
   if (arg.rfind(paired, 0) == 0) {
-    g_paired = perf::whole_int("--rfa_paired", arg.substr(paired.size()), 1);
+    g_paired = perf::whole_int("--rfa_paired", arg.substr(paired.size()), 0);  // 0: no pairs
     return true;
   }
   const std::string peer_layout = "--rfa_peer_layout=";

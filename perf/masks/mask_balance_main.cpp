@@ -69,8 +69,7 @@ Options parse_options(int argc, char** argv) {
     } else if (a == "--check-causal") {
       o.check_causal = rfa::perf::real_number(a, v, 0);
     } else if (a == "--ranks") {
-      o.ranks.clear();
-      for (std::int64_t P : rfa::perf::whole_numbers(a, v, 1)) o.ranks.push_back(int(P));
+      o.ranks = rfa::perf::whole_ints(a, v, 1);
     } else {
       throw rfa::perf::OptionError("unknown option " + a);
     }

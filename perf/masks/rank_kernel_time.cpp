@@ -86,8 +86,7 @@ Options parse(int argc, char** argv) {
     if (a == "--seq") {
       o.seq = rfa::perf::whole_number(a, v, 8);
     } else if (a == "--ranks") {
-      o.ranks.clear();
-      for (std::int64_t r : rfa::perf::whole_numbers(a, v, 1)) o.ranks.push_back(int(r));
+      o.ranks = rfa::perf::whole_ints(a, v, 1);
     } else if (a == "--layouts") {
       o.layouts = split(v);
     } else if (a == "--families") {

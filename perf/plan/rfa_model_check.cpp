@@ -360,8 +360,16 @@ void measure_copies_and_links(comm::Communicator& world, const RunOptions& o, co
 }
 
 int run(int me, int argc, char** argv) {
-  const std::optional<model::Link> links = take_links(argc, argv);
-  RunOptions o = parse_run_options(argc, argv);
+  std::optional<model::Link> links;
+  RunOptions o;
+  try {
+    links = take_links(argc, argv);
+    o = parse_run_options(argc, argv);
+  } catch (const Error& e) {
+    // Same argv on every rank, same verdict: rank 0 speaks.
+    if (me == 0) std::fprintf(stderr, "rfa_model_check: error: %s\n", e.what());
+    return 2;
+  }
   if (o.help) {
     if (me == 0)
       std::printf(

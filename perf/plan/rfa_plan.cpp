@@ -6,6 +6,7 @@
 // (plan.png). No MPI: the model runs on one process.
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -106,7 +107,7 @@ int run(int argc, char** argv) {
     } else if (flag == "--seq") {
       seqs = whole_numbers(flag, value, 1);
     } else if (flag == "--ranks") {
-      ranks = whole_numbers(flag, value, 1);
+      ranks = whole_numbers(flag, value, 1, std::numeric_limits<int>::max());
     } else if (flag == "--batch") {
       c.batch = whole_number(flag, value, 1);
     } else if (flag == "--heads") {

@@ -14,6 +14,7 @@ namespace {
 using rfa::perf::OptionError;
 using rfa::perf::real_number;
 using rfa::perf::whole_int;
+using rfa::perf::whole_ints;
 using rfa::perf::whole_number;
 using rfa::perf::whole_numbers;
 
@@ -81,6 +82,15 @@ TEST(RealNumber, RefusesNonFiniteTrailingAndOutOfBounds) {
 TEST(WholeNumbers, ReadsACommaSeparatedList) {
   EXPECT_EQ(whole_numbers("--ranks", "2,4,8", 1), (std::vector<std::int64_t>{2, 4, 8}));
   EXPECT_EQ(whole_numbers("--ranks", "3", 1), (std::vector<std::int64_t>{3}));
+}
+
+TEST(WholeInts, ReadsIntsAndRefusesWhatAnIntOrTheGivenBoundCannotHold) {
+  EXPECT_EQ(whole_ints("--ranks", "2,2147483647", 1), (std::vector<int>{2, INT_MAX}));
+  EXPECT_EQ(refusal([] { whole_ints("--ranks", "2,4294967296", 1); }),
+            "--ranks expects a whole number from 1 to 2147483647, got '4294967296'");
+  EXPECT_EQ(whole_ints("--ranks", "1073741823", 1, INT_MAX / 2), (std::vector<int>{INT_MAX / 2}));
+  EXPECT_EQ(refusal([] { whole_ints("--ranks", "1073741824", 1, INT_MAX / 2); }),
+            "--ranks expects a whole number from 1 to 1073741823, got '1073741824'");
 }
 
 TEST(WholeNumbers, RefusesEmptyItemsAndItemsBelowItsBound) {
