@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -66,19 +67,20 @@ int run_mpi_program(int argc, char** argv, const char* name, Body&& body) {
   kokkos_args.push_back(nullptr);
   Kokkos::initialize(kokkos_argc, kokkos_args.data());
   int rc = 0;
+  auto report = [&](const std::exception& e) {
+    std::fprintf(stderr, "%s (rank %d): error: %s\n", name, world_rank, e.what());
+    return 2;
+  };
   if (!kokkos_help) {
     try {
       program_args.push_back(nullptr);
       rc = body(world_rank, int(program_args.size()) - 1, program_args.data());
     } catch (const Error& e) {
-      std::fprintf(stderr, "%s (rank %d): error: %s\n", name, world_rank, e.what());
-      rc = 2;
+      rc = report(e);
     } catch (const ResultsFileError& e) {  // --json to a path that cannot be written
-      std::fprintf(stderr, "%s (rank %d): error: %s\n", name, world_rank, e.what());
-      rc = 2;
+      rc = report(e);
     } catch (const OptionError& e) {  // a number on the command line that its option does not take
-      std::fprintf(stderr, "%s (rank %d): error: %s\n", name, world_rank, e.what());
-      rc = 2;
+      rc = report(e);
     }
   }
   Kokkos::finalize();

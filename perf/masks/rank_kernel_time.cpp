@@ -34,12 +34,12 @@
 #include <string>
 #include <vector>
 
-#include "command_line.hpp"
 #include "core/error.hpp"
 #include "kernels/contiguous_ops.hpp"
 #include "kernels/flash_attention.hpp"
 #include "layout/sequence_layout.hpp"
 #include "mask_balance.hpp"
+#include "option_errors.hpp"
 #include "result_json.hpp"
 
 namespace {
@@ -275,11 +275,8 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   Kokkos::ScopeGuard kokkos(argc, argv);
   try {
-    return run(parse(argc, argv));
+    return run(rfa::perf::refused_as_rfa_error([&] { return parse(argc, argv); }));
   } catch (const rfa::Error& e) {
-    std::fprintf(stderr, "rfa_rank_kernel_time: %s\n", e.what());
-    return 2;
-  } catch (const rfa::perf::OptionError& e) {
     std::fprintf(stderr, "rfa_rank_kernel_time: %s\n", e.what());
     return 2;
   }

@@ -24,17 +24,17 @@ RULES = [(re.compile(r"\b\d{4}-\d{2}-\d{2}\b"), "a date"),
          (re.compile(r"\bas before\b", re.IGNORECASE), '"as before"')]
 
 
-def source_files(root):
-    for top in ROOTS:
+def files_under(root, tops, keep):
+    """The files `keep` takes among `tops` (files, or folders walked in order, build folders left
+    out) below `root`."""
+    for top in tops:
         path = os.path.join(root, top)
         if os.path.isfile(path):
             yield path
             continue
         for here, dirs, files in os.walk(path):
             dirs[:] = sorted(d for d in dirs if not d.startswith("build"))
-            for name in sorted(files):
-                if kind(os.path.join(here, name)):
-                    yield os.path.join(here, name)
+            yield from (os.path.join(here, name) for name in sorted(files) if keep(os.path.join(here, name)))
 
 
 def blocks(lines):
@@ -70,7 +70,7 @@ def citations(rel, joined, starts, headings, seen):
 
 
 def problems(root, headings, seen):
-    for path in source_files(root):
+    for path in files_under(root, ROOTS, kind):
         seen["files"] += 1
         rel = os.path.relpath(path, root)
         try:
@@ -87,20 +87,9 @@ def problems(root, headings, seen):
                                "say what the code does and why, now")
 
 
-def markdown_files(root):
-    for top in MARKDOWN_ROOTS:
-        path = os.path.join(root, top)
-        if os.path.isfile(path):
-            yield path
-            continue
-        for here, dirs, files in os.walk(path):
-            dirs[:] = sorted(dirs)
-            yield from (os.path.join(here, name) for name in sorted(files) if name.endswith(".md"))
-
-
 def markdown_problems(root, headings, seen):
     """Citations in Markdown: the whole file one block, so that a citation may wrap."""
-    for path in markdown_files(root):
+    for path in files_under(root, MARKDOWN_ROOTS, lambda path: path.endswith(".md")):
         seen["files"] += 1
         rel = os.path.relpath(path, root)
         lines = open(path, encoding="utf-8").read().split("\n")
