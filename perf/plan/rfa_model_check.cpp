@@ -32,6 +32,7 @@
 #include "collective/deadline.hpp"
 #include "collective/mpi_error.hpp"
 #include "collective/node_cpus.hpp"
+#include "collective/wait_spin.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
 #include "core/error.hpp"
 #include "engine/attention_strategy.hpp"
@@ -81,13 +82,10 @@ struct Turns {
   int mine = 0;
 };
 
-/// A barrier whose waiting ranks nap between polls from the start and leave the cores to the
-/// measured ones. Their naps are long (5 ms, where the engines' waits nap 0.2 ms): over TCP each
-/// poll is a system call on every socket, and six ranks polling every 0.2 ms while two measured
-/// (eight "nodes" on two cores) cost the measured ranks 8-37% of their rate (perf/RESULTS.md,
-/// "2026-12-02 (second session) — how long a waiting rank polls"). Each barrier then ends up to
-/// a nap late: a few seconds over the whole calibration.
-void napping_barrier(MPI_Comm comm) {
+/// A barrier on comm whose waiting ranks poll MPI without pause for `spin`, then nap `nap`
+/// between polls (collective::wait_within); `what` names it in a timeout's message.
+void polling_barrier(MPI_Comm comm, std::chrono::milliseconds spin, std::chrono::microseconds nap,
+                     const std::string& what) {
   MPI_Request request;
   collective::check_mpi(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
   // No deadline (RFA_TIMEOUT_S=0) would wait in MPI_Waitall, which polls without a pause.
@@ -95,11 +93,21 @@ void napping_barrier(MPI_Comm comm) {
   collective::check_mpi(collective::wait_within(
                             &request, 1, MPI_STATUS_IGNORE, timeout,
                             [&](const int*) {
-                              return "rfa_model_check: a rank did not reach the calibration's barrier within " +
+                              return "rfa_model_check: a rank did not reach " + what + " within " +
                                      collective::seconds_text(timeout);
                             },
-                            std::chrono::milliseconds(0), std::chrono::milliseconds(5)),
-                        "MPI_Wait (the calibration's barrier)");
+                            spin, nap),
+                        ("MPI_Wait (" + what + ")").c_str());
+}
+
+/// A barrier whose waiting ranks nap between polls from the start and leave the cores to the
+/// measured ones. Their naps are long (5 ms, where the engines' waits nap 0.2 ms): over TCP each
+/// poll is a system call on every socket, and six ranks polling every 0.2 ms while two measured
+/// (eight "nodes" on two cores) cost the measured ranks 8-37% of their rate (perf/RESULTS.md,
+/// "2026-12-02 (second session) — how long a waiting rank polls"). Each barrier then ends up to
+/// a nap late: a few seconds over the whole calibration.
+void napping_barrier(MPI_Comm comm) {
+  polling_barrier(comm, std::chrono::milliseconds(0), std::chrono::milliseconds(5), "the calibration's barrier");
 }
 
 /// A block the calibration times: its problem and how many calls in a row make one timing.
@@ -151,6 +159,41 @@ class KernelTimer {
         (backward ? backward_ : forward_)[i].push_back(t);
       }
     napping_barrier(MPI_COMM_WORLD);
+  }
+
+  /// Collective, where the ranks take turns (ranks share cores): the share of a core a rank
+  /// takes while it waits in rfa's waits (MachineModel::waiting_rank_share). In `rounds` rounds
+  /// of the turns, one turn's ranks compute the first block's forward and backward while the
+  /// others wait for them on a barrier as the engines wait for an exchange (rfa's spin, then
+  /// naps between polls of MPI), each measuring its process's CPU seconds over its wait. Each
+  /// rank's median, the mean over the ranks.
+  double waiting_share(comm::Communicator& world, int rounds) {
+    const std::chrono::milliseconds spin = collective::wait_spin_for(MPI_COMM_WORLD);
+    // The engines' nap: wait_within's default.
+    auto engine_barrier = [&] {
+      polling_barrier(MPI_COMM_WORLD, spin, std::chrono::microseconds(200), "the waiting probe's barrier");
+    };
+    std::vector<double> shares;
+    for (int r = 0; r < rounds; ++r)
+      for (int g = 0; g < turns_.count; ++g) {
+        napping_barrier(MPI_COMM_WORLD);
+        if (g == turns_.mine) {
+          problems_[0]->forward(*attn_[0]);
+          problems_[0]->backward(*attn_[0]);
+          engine_barrier();
+          continue;
+        }
+        const double cpu = engine::process_cpu_seconds();
+        const auto start = std::chrono::steady_clock::now();
+        engine_barrier();
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        shares.push_back((engine::process_cpu_seconds() - cpu) / std::max(waited, 1e-9));
+      }
+    napping_barrier(MPI_COMM_WORLD);
+    double sum = 0;
+    const std::vector<double> each = gather_everywhere(world, shares.empty() ? 0.0 : median(shares));
+    for (double x : each) sum += x;
+    return sum / double(each.size());
   }
 
   /// Collective: each block's slowest rank's median seconds over the rounds, forward and backward.
@@ -466,6 +509,7 @@ int run(int me, int argc, char** argv) {
       }
   }
   fit_kernels(m, plan, kernels.seconds(*world));
+  if (plan.cpu_threads > 0) m.waiting_rank_share = kernels.waiting_share(*world, calibration_rounds);
   if (me == 0) {
     std::printf(
         "rfa_model_check: %d rank(s), B=%lld S=%lld H=%lld/%lld d=%s fp32, medians of %d rounds of every case, slowest "
@@ -477,13 +521,14 @@ int run(int me, int argc, char** argv) {
         "tiles; %d rank(s) on %.0f core(s)%s), %.0f / %.0f ns per query or key row and head of a call, x%.2f / x%.2f "
         "on one packed K/V head; a masked tile costs %.2f / %.2f whole tiles' scores; copies %.1f GB/s; exchange %.1f "
         "us, "
-        "%.2f GB/s, %.2f CPU ns per byte%s\n",
+        "%.2f GB/s, %.2f CPU ns per byte%s; a waiting rank takes %.1f%% of its core\n",
         m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, P,
         m.compute_units_per_node > 0 ? m.compute_units_per_node : double(P),
         plan.cpu_threads > 0 ? ", their CPU time" : "", 1e9 * m.forward_row_seconds, 1e9 * m.backward_row_seconds,
         m.packed_head_forward_speedup, m.packed_head_backward_speedup, m.forward_masked_tile_cost,
         m.backward_masked_tile_cost, m.copy_bytes_per_s / 1e9, m.intra_node.latency_s * 1e6,
-        m.intra_node.bytes_per_s / 1e9, 1e9 * m.intra_node.cpu_seconds_per_byte, links ? " (given)" : "");
+        m.intra_node.bytes_per_s / 1e9, 1e9 * m.intra_node.cpu_seconds_per_byte, links ? " (given)" : "",
+        100 * m.waiting_rank_share);
     std::printf("%-22s %-14s %10s %10s %6s %10s %10s %6s\n", "strategy", "mask", "fwd pred", "fwd meas", "ratio",
                 "bwd pred", "bwd meas", "ratio");
   }
@@ -523,6 +568,7 @@ int run(int me, int argc, char** argv) {
     set_field(context, "links", links ? "given" : "measured by the check");
     set_field(context, "link_gbps", std::to_string(m.intra_node.bytes_per_s / 1e9));
     set_field(context, "link_latency_us", std::to_string(m.intra_node.latency_s * 1e6));
+    set_field(context, "waiting_rank_share", std::to_string(m.waiting_rank_share));
     write_results_json(o.json, context, cases);
     std::printf("results written to %s\n", o.json.c_str());
   }

@@ -71,18 +71,22 @@ double full_node_share(const MachineModel& m) {
 }
 
 /// The jobs `jobs` (indices into `work`, seconds each on a unit of their own) started together
-/// on `units` units they share evenly (processor sharing: a job gets min(1, units / busy) of one
-/// while `busy` jobs run): when each finishes, in finish[] at its index.
+/// on `units` units they share evenly (processor sharing): while `busy` jobs run and `done` have
+/// finished, each finished one takes `waiting_share` of a unit (it waits for the step's end
+/// beside the others: MachineModel::waiting_rank_share) and each running one gets an even part
+/// of the rest, at most a whole unit and at least what a scheduler's even turns among all of
+/// them would give. When each finishes, in finish[] at its index.
 void processor_sharing(const std::vector<double>& work, const std::vector<std::size_t>& jobs, double units,
-                       std::vector<double>& finish) {
+                       double waiting_share, std::vector<double>& finish) {
   std::vector<std::size_t> order = jobs;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return work[a] < work[b]; });
-  double t = 0, done = 0;  // time, and the work every unfinished job has done by then
+  double t = 0, progress = 0;  // time, and the work every unfinished job has done by then
   for (std::size_t i = 0; i < order.size(); ++i) {
-    const double busy = double(order.size() - i);
+    const double busy = double(order.size() - i), done = double(i);
+    const double each = std::min(1.0, std::max((units - waiting_share * done) / busy, units / (busy + done)));
     const double w = work[order[i]];
-    if (w > done) t += (w - done) / std::min(1.0, units / busy);
-    done = std::max(done, w);
+    if (w > progress) t += (w - progress) / each;
+    progress = std::max(progress, w);
     finish[order[i]] = t;
   }
 }
@@ -91,29 +95,32 @@ void processor_sharing(const std::vector<double>& work, const std::vector<std::s
 /// when each finishes. A job stays on one unit, as a process stays on a core (the scheduler
 /// evens out how many run on each core, not how long each has run: three ranks on two cores
 /// run two on one core at half speed) or a rank on its GPU; with a whole number of units the
-/// jobs are placed longest first, each on the unit with the least work so far, and share their
-/// unit evenly. Over four and eight "nodes" on two cores that put the contiguous causal ring,
-/// whose steps keep an odd number of ranks busy, within 1-14% where sharing every unit among
-/// all jobs left it 9-16% fast (perf/RESULTS.md, "2026-12-02 (sixth session) — the kernels'
-/// calibration between the rounds, on CPU time where ranks share cores"). A fractional count
-/// of units shares them all among all jobs.
-std::vector<double> shared_finish_times(const std::vector<double>& work, double units) {
+/// jobs are placed longest first, each on the unit with the least work so far (of two alike,
+/// the one with fewer jobs: a job with nothing to do waits where the others are fewest, as a
+/// waking process goes to an idle core), and share their unit evenly. Over four and eight "nodes" on two cores that put
+/// the contiguous causal ring, whose steps keep an odd number of ranks busy, within 1-14% where sharing every unit
+/// among all jobs left it 9-16% fast (perf/RESULTS.md, "2026-12-02 (sixth session) — the kernels' calibration between
+/// the rounds, on CPU time where ranks share cores"). A fractional count of units shares them all among all jobs. A job
+/// done takes `waiting_share` of its unit (or of the shared units) while the others there run (processor_sharing).
+std::vector<double> shared_finish_times(const std::vector<double>& work, double units, double waiting_share) {
   std::vector<double> finish(work.size(), 0.0);
   std::vector<std::size_t> all(work.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
   if (!whole_units(units)) {
-    processor_sharing(work, all, units, finish);
+    processor_sharing(work, all, units, waiting_share, finish);
     return finish;
   }
-  std::sort(all.begin(), all.end(), [&](std::size_t a, std::size_t b) { return work[a] > work[b]; });
+  std::stable_sort(all.begin(), all.end(), [&](std::size_t a, std::size_t b) { return work[a] > work[b]; });
   std::vector<double> load(static_cast<std::size_t>(units), 0.0);
   std::vector<std::vector<std::size_t>> on_unit(load.size());
   for (std::size_t job : all) {
-    const auto unit = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    std::size_t unit = 0;
+    for (std::size_t u = 1; u < load.size(); ++u)
+      if (load[u] < load[unit] || (load[u] == load[unit] && on_unit[u].size() < on_unit[unit].size())) unit = u;
     load[unit] += work[job];
     on_unit[unit].push_back(job);
   }
-  for (const std::vector<std::size_t>& jobs : on_unit) processor_sharing(work, jobs, 1.0, finish);
+  for (const std::vector<std::size_t>& jobs : on_unit) processor_sharing(work, jobs, 1.0, waiting_share, finish);
   return finish;
 }
 
@@ -135,7 +142,7 @@ std::vector<int> node_positions(const MachineModel& m, int ranks, int rank, int 
 /// This rank's kernel seconds (the first of `work`, the seconds each of its node's ranks needs
 /// on a unit of its own) and when the last of them is done, the node's units shared.
 std::pair<double, double> own_and_last(const std::vector<double>& work, const MachineModel& m) {
-  const std::vector<double> finish = shared_finish_times(work, m.compute_units_per_node);
+  const std::vector<double> finish = shared_finish_times(work, m.compute_units_per_node, m.waiting_rank_share);
   return {finish[0], *std::max_element(finish.begin(), finish.end())};
 }
 

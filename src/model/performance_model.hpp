@@ -44,6 +44,11 @@ struct MachineModel {
   /// moment gets units / busy of one. Either way a rank whose neighbours idle runs faster. 0:
   /// one per rank, nothing shared.
   double compute_units_per_node = 0;
+  /// Where ranks share units: the share of its unit a rank takes while it waits beside ranks
+  /// that compute (its polls of MPI between naps, and the progress they make), which the
+  /// computing ranks there lose. 0 on GPUs, whose waiting ranks leave the device alone, and
+  /// where nothing is shared. rfa_model_check measures it.
+  double waiting_rank_share = 0;
   Link intra_node;  ///< between ranks of one node (shared memory, NVLink)
   Link inter_node;  ///< between nodes (the network)
   /// One rank's kernel rate on whole tiles, in FLOP/s by FlashAttention's count (forward

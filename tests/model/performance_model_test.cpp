@@ -330,5 +330,43 @@ TEST(PerformanceModel, RanksSharingUnitsDivideThemAmongTheBusyOnes) {
   EXPECT_THROW(predict(c, {StrategyKind::ring, 0, 1}, 4, shared), Error);
 }
 
+// A rank done with its step's kernels takes MachineModel::waiting_rank_share of its unit while
+// the others there compute. The contiguous causal ring over 4 ranks on 2 units: step 1's three
+// full blocks take a unit two and one, rank 0 waiting beside the lone one, which still ends
+// first; at step 2 each unit holds a full block and a waiting rank, so each computes at 1 - w
+// of a unit; at step 3 the waiting ranks wait on the idle unit and leave the last block alone.
+// A share larger than even turns would leave gets those turns (half a unit each).
+TEST(PerformanceModel, WaitingRanksTakeTheirShareOfTheUnitsTheyShare) {
+  MachineModel shared;
+  shared.intra_node = shared.inter_node = Link{0.0, 1e30};
+  shared.copy_bytes_per_s = 1e30;
+  shared.ranks_per_node = 4;
+  shared.compute_units_per_node = 2;
+  engine::AttentionConfig c = config(RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, 12, 0);
+  c.seq_total = 4096;
+  engine::AttentionConfig block = c;
+  block.seq_total = c.seq_total / 4;
+  MachineModel alone = shared;
+  alone.compute_units_per_node = 0;
+  alone.ranks_per_node = 1;
+  const double diagonal = predict(block, {StrategyKind::ring, 0, 1}, 1, alone).forward.seconds;
+  block.mask = RFA_MASK_NONE;
+  const double full = predict(block, {StrategyKind::ring, 0, 1}, 1, alone).forward.seconds;
+  const StrategyChoice ring{StrategyKind::ring, 0, 1};
+  for (double w : {0.0, 0.1, 0.3}) {
+    SCOPED_TRACE(w);
+    shared.waiting_rank_share = w;
+    const Prediction p = predict(c, ring, 4, shared);
+    EXPECT_NEAR(p.forward.seconds, 2 * diagonal + 2 * full + full / (1 - w) + full, 1e-9 * p.forward.seconds);
+  }
+  shared.waiting_rank_share = 0.9;
+  EXPECT_NEAR(predict(c, ring, 4, shared).forward.seconds, 2 * diagonal + 2 * full + 2 * full + full, 1e-9 * full);
+  // Ranks with units of their own take nothing from one another.
+  MachineModel own = shared, own_waiting = shared;
+  own.compute_units_per_node = own_waiting.compute_units_per_node = 0;
+  own.waiting_rank_share = 0;
+  EXPECT_DOUBLE_EQ(predict(c, ring, 4, own_waiting).forward.seconds, predict(c, ring, 4, own).forward.seconds);
+}
+
 }  // namespace
 }  // namespace rfa::model
