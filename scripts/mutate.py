@@ -17,7 +17,9 @@ the last result. Run it before changing that code, and add a mutation when you f
 suite let through.
 
 usage: python3 scripts/mutate.py [--work DIR] [--only NAME,...] [--full] [--jobs N]
-       python3 scripts/mutate.py --check-list   (each mutation's text occurs once; no build)
+       python3 scripts/mutate.py --check-list [--tests-in BUILD]
+                                (each mutation's text occurs once; no build; with --tests-in,
+                                 each mutation's tests are among BUILD's, a build of every part)
        python3 scripts/mutate.py --list
   --work DIR   scratch folder (default: build-mutate in the repository; kept between runs, so a
                second run rebuilds only what changed)
@@ -362,15 +364,23 @@ MUTATIONS = [
              "the host count is always one, so ranks across hosts never measure by default"),
     Mutation("model-shared-units-pooled", "model", "src/model/performance_model.cpp",
              "if (!whole_units(units)) {", "if (units > 0.0) {",
-             r"^rfa_model_test$",
+             r"^rfa_model_test[.]np1$",
              "ranks that share a whole number of units share them all instead of each staying on one"),
     Mutation("model-alike-ranks-pooled", "model", "src/model/performance_model.cpp",
              "whole_units(units) ? 1.0 / std::ceil(ranks / units) : units / ranks;", "units / ranks;",
-             r"^rfa_model_test$",
+             r"^rfa_model_test[.]np1$",
              "ranks computing alike on a whole number of units each get units / ranks, as if they moved"),
+    Mutation("model-waiting-ranks-free", "model", "src/model/performance_model.cpp",
+             "std::max((units - waiting_share * done) / busy", "std::max(units / busy",
+             r"^rfa_model_test[.]np1$",
+             "ranks done with their step take nothing from the ranks that compute on their unit"),
+    Mutation("model-waiting-ranks-not-spread", "model", "src/model/performance_model.cpp",
+             "(load[u] == load[unit] && on_unit[u].size() < on_unit[unit].size())", "false",
+             r"^rfa_model_test[.]np1$",
+             "ranks with nothing to do all wait on the first of the least loaded units"),
     Mutation("model-transfer-processing-free", "model", "src/model/performance_model.cpp",
              "step_compute(s, false, link.cpu_seconds_per_byte * kv)", "step_compute(s, false, 0.0)",
-             r"^rfa_model_test$",
+             r"^rfa_model_test[.]np1$",
              "the model's ring forward leaves a host transport's processing out of the compute it overlaps"),
     Mutation("device-cache-freed-after-timeout", "collectives", "src/engine/workspace.hpp",
              "if (buffers_.empty() || !watched_.abandoned()) return;", "return;",
@@ -733,8 +743,17 @@ def log(msg):
     print(msg, flush=True)
 
 
-def check_list():
-    """Every mutation's text occurs exactly once in its file, and names are unique."""
+def tests_matching_none(build):
+    """The mutations whose ctest -R expression matches no test of `build`: their tests would be
+    reported skipped in every run, the fault never tried."""
+    out = subprocess.run(["ctest", "--test-dir", build, "-N"], check=True, capture_output=True, text=True).stdout
+    tests = re.findall(r"^\s*Test\s+#\d+: (\S+)", out, re.M)
+    return [m for m in MUTATIONS if not any(re.search(m.tests, t) for t in tests)]
+
+
+def check_list(tests_in=None):
+    """Every mutation's text occurs exactly once in its file, and names are unique; with
+    `tests_in` (a build of every part), every mutation's tests are among that build's."""
     bad = []
     names = [m.name for m in MUTATIONS]
     if len(set(names)) != len(names):
@@ -746,6 +765,9 @@ def check_list():
             bad.append(f"{m.name}: its text occurs {n} times in {m.path}, not once")
         if m.old == m.new:
             bad.append(f"{m.name}: changes nothing")
+    if tests_in:
+        for m in tests_matching_none(tests_in):
+            bad.append(f"{m.name}: '{m.tests}' names no test of {tests_in}")
     for b in bad:
         print("mutate: " + b, file=sys.stderr)
     return not bad
@@ -822,6 +844,7 @@ def main():
     ap.add_argument("--full", action="store_true")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--check-list", action="store_true")
+    ap.add_argument("--tests-in", default=None)
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args()
 
@@ -829,10 +852,11 @@ def main():
         for m in MUTATIONS:
             print(f"{m.name:22} {m.area:17} {m.path}: {m.why}")
         return 0
-    if not check_list():
+    if not check_list(a.tests_in):
         return 2
     if a.check_list:
-        print(f"mutate: {len(MUTATIONS)} mutations, each text found once")
+        found = f", each one's tests in {a.tests_in}" if a.tests_in else ""
+        print(f"mutate: {len(MUTATIONS)} mutations, each text found once{found}")
         return 0
     chosen = MUTATIONS
     if a.only:
