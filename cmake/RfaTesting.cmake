@@ -21,9 +21,16 @@
 #
 # RFA_TEST_PRECOMPILED_HEADERS: on for GCC and Clang; a Kokkos with CUDA (whose nvcc_wrapper
 # compiles C++) and other compilers build the tests without it.
+#
+# RFA_TESTS_HOST_CXX: the C++ compiler builds host code only (not nvcc_wrapper, for a Kokkos
+# without CUDA), so the CUDA kernels' device code compiled in a test is host code (tests/cuda's
+# host checks).
+set(RFA_TESTS_HOST_CXX OFF)
+if(NOT RFA_KOKKOS_HAS_CUDA AND NOT CMAKE_CXX_COMPILER MATCHES "nvcc_wrapper")
+  set(RFA_TESTS_HOST_CXX ON)
+endif()
 set(_rfa_pch_default OFF)
-if(CMAKE_CXX_COMPILER_ID MATCHES "^(GNU|Clang)$" AND NOT RFA_KOKKOS_HAS_CUDA
-   AND NOT CMAKE_CXX_COMPILER MATCHES "nvcc_wrapper")
+if(CMAKE_CXX_COMPILER_ID MATCHES "^(GNU|Clang)$" AND RFA_TESTS_HOST_CXX)
   set(_rfa_pch_default ON)
 endif()
 option(RFA_TEST_PRECOMPILED_HEADERS "Precompile the system headers the test suites share" ${_rfa_pch_default})

@@ -746,8 +746,12 @@ def log(msg):
 def tests_matching_none(build):
     """The mutations whose ctest -R expression matches no test of `build`: their tests would be
     reported skipped in every run, the fault never tried."""
-    out = subprocess.run(["ctest", "--test-dir", build, "-N"], check=True, capture_output=True, text=True).stdout
-    tests = re.findall(r"^\s*Test\s+#\d+: (\S+)", out, re.M)
+    if not os.path.isfile(os.path.join(build, "CTestTestfile.cmake")):
+        sys.exit(f"mutate: {build} is not a configured build (no CTestTestfile.cmake)")
+    listed = subprocess.run(["ctest", "--show-only=json-v1"], cwd=build, capture_output=True, text=True)
+    if listed.returncode != 0:
+        sys.exit(f"mutate: ctest could not list the tests of {build}: {listed.stderr.strip()}")
+    tests = [t["name"] for t in json.loads(listed.stdout).get("tests", [])]
     return [m for m in MUTATIONS if not any(re.search(m.tests, t) for t in tests)]
 
 
