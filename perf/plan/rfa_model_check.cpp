@@ -127,10 +127,12 @@ class KernelTimer {
  public:
   /// `cpu_threads` above 0: a call's time is the CPU time of the process over that many threads
   /// (CalibrationPlan::cpu_threads); 0: its wall time.
+  /// Collective.
   KernelTimer(const std::vector<CalibrationBlock>& blocks, const Turns& turns, int cpu_threads)
       : blocks_(blocks),
         turns_(turns),
         cpu_threads_(cpu_threads),
+        wait_spin_(collective::wait_spin_for(MPI_COMM_WORLD)),
         self_(comm::make_mpi_communicator(MPI_COMM_SELF, 0)),
         forward_(blocks.size()),
         backward_(blocks.size()) {
@@ -142,7 +144,8 @@ class KernelTimer {
     }
   }
 
-  /// Collective: every block's calls once, forward then backward, in turns.
+  /// Collective: every block's calls once, forward then backward, in turns; where the ranks
+  /// share cores, then a turn of the waiting probe (waiting_share).
   void round() {
     for (bool backward : {false, true})
       for (std::size_t i = 0; i < blocks_.size(); ++i) {
@@ -159,39 +162,17 @@ class KernelTimer {
         (backward ? backward_ : forward_)[i].push_back(t);
       }
     napping_barrier(MPI_COMM_WORLD);
+    if (cpu_threads_ > 0) probe_waiting();
   }
 
-  /// Collective, where the ranks take turns (ranks share cores): the share of a core a rank
-  /// takes while it waits in rfa's waits (MachineModel::waiting_rank_share). In `rounds` rounds
-  /// of the turns, one turn's ranks compute the first block's forward and backward while the
-  /// others wait for them on a barrier as the engines wait for an exchange (rfa's spin, then
-  /// naps between polls of MPI), each measuring its process's CPU seconds over its wait. Each
-  /// rank's median, the mean over the ranks.
-  double waiting_share(comm::Communicator& world, int rounds) {
-    const std::chrono::milliseconds spin = collective::wait_spin_for(MPI_COMM_WORLD);
-    // The engines' nap: wait_within's default.
-    auto engine_barrier = [&] {
-      polling_barrier(MPI_COMM_WORLD, spin, std::chrono::microseconds(200), "the waiting probe's barrier");
-    };
-    std::vector<double> shares;
-    for (int r = 0; r < rounds; ++r)
-      for (int g = 0; g < turns_.count; ++g) {
-        napping_barrier(MPI_COMM_WORLD);
-        if (g == turns_.mine) {
-          problems_[0]->forward(*attn_[0]);
-          problems_[0]->backward(*attn_[0]);
-          engine_barrier();
-          continue;
-        }
-        const double cpu = engine::process_cpu_seconds();
-        const auto start = std::chrono::steady_clock::now();
-        engine_barrier();
-        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        shares.push_back((engine::process_cpu_seconds() - cpu) / std::max(waited, 1e-9));
-      }
-    napping_barrier(MPI_COMM_WORLD);
+  /// Collective, where the ranks share cores (cpu_threads above 0): the share of its unit (its
+  /// threads' cores) a rank takes while it waits in rfa's waits (MachineModel::waiting_rank_share),
+  /// from the probe's turns in every round: each rank's median, the mean over the ranks; 0 where
+  /// the ranks have cores of their own (not measured).
+  double waiting_share(comm::Communicator& world) const {
+    if (cpu_threads_ <= 0) return 0.0;
     double sum = 0;
-    const std::vector<double> each = gather_everywhere(world, shares.empty() ? 0.0 : median(shares));
+    const std::vector<double> each = gather_everywhere(world, waiting_.empty() ? 0.0 : median(waiting_));
     for (double x : each) sum += x;
     return sum / double(each.size());
   }
@@ -205,9 +186,38 @@ class KernelTimer {
   }
 
  private:
+  /// One turn of the waiting probe per group of ranks: the group's ranks compute the first
+  /// block's forward and backward while the others wait for them on a barrier as the engines
+  /// wait for an exchange (rfa's spin, then naps of 0.2 ms between polls of MPI), each taking its
+  /// process's CPU seconds over its wait, per thread. The turn starts from a barrier that polls
+  /// without naps (nobody computes then), so that the ranks start within a poll of one another.
+  void probe_waiting() {
+    for (int g = 0; g < turns_.count; ++g) {
+      polling_barrier(MPI_COMM_WORLD, std::chrono::milliseconds(60000), std::chrono::microseconds(200),
+                      "the waiting probe's first barrier");
+      auto engine_barrier = [&] {
+        polling_barrier(MPI_COMM_WORLD, wait_spin_, std::chrono::microseconds(200), "the waiting probe's barrier");
+      };
+      if (g == turns_.mine) {
+        problems_[0]->forward(*attn_[0]);
+        problems_[0]->backward(*attn_[0]);
+        engine_barrier();
+        continue;
+      }
+      const double cpu = engine::process_cpu_seconds();
+      const auto start = std::chrono::steady_clock::now();
+      engine_barrier();
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      waiting_.push_back((engine::process_cpu_seconds() - cpu) / double(cpu_threads_) / std::max(waited, 1e-9));
+    }
+    napping_barrier(MPI_COMM_WORLD);
+  }
+
   std::vector<CalibrationBlock> blocks_;
   Turns turns_;
   int cpu_threads_ = 0;
+  std::chrono::milliseconds wait_spin_;
+  std::vector<double> waiting_;  // the waiting probe's shares, this rank's turns
   std::unique_ptr<comm::Communicator> self_;
   std::vector<std::unique_ptr<engine::RingAttention>> attn_;
   std::vector<std::unique_ptr<LocalProblem<float>>> problems_;
@@ -362,6 +372,15 @@ void fit_kernels(model::MachineModel& m, const CalibrationPlan& plan,
   }
 }
 
+/// What rfa_model_check prints of the waiting ranks' share (MachineModel::waiting_rank_share).
+std::string waiting_text(const model::MachineModel& m, int cpu_threads) {
+  if (cpu_threads <= 0) return "a waiting rank's share of a core: not measured (each rank has cores of its own)";
+  char text[96];
+  std::snprintf(text, sizeof text, "a waiting rank takes %.1f%% of its unit (%d core(s))", 100 * m.waiting_rank_share,
+                cpu_threads);
+  return text;
+}
+
 /// The copies' rate and the links (as given, if they are; else the ring exchange measured).
 void measure_copies_and_links(comm::Communicator& world, const RunOptions& o, const std::optional<model::Link>& links,
                               const engine::AttentionConfig& block, model::MachineModel& m) {
@@ -509,7 +528,7 @@ int run(int me, int argc, char** argv) {
       }
   }
   fit_kernels(m, plan, kernels.seconds(*world));
-  if (plan.cpu_threads > 0) m.waiting_rank_share = kernels.waiting_share(*world, calibration_rounds);
+  m.waiting_rank_share = kernels.waiting_share(*world);
   if (me == 0) {
     std::printf(
         "rfa_model_check: %d rank(s), B=%lld S=%lld H=%lld/%lld d=%s fp32, medians of %d rounds of every case, slowest "
@@ -521,14 +540,14 @@ int run(int me, int argc, char** argv) {
         "tiles; %d rank(s) on %.0f core(s)%s), %.0f / %.0f ns per query or key row and head of a call, x%.2f / x%.2f "
         "on one packed K/V head; a masked tile costs %.2f / %.2f whole tiles' scores; copies %.1f GB/s; exchange %.1f "
         "us, "
-        "%.2f GB/s, %.2f CPU ns per byte%s; a waiting rank takes %.1f%% of its core\n",
+        "%.2f GB/s, %.2f CPU ns per byte%s; %s\n",
         m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, P,
         m.compute_units_per_node > 0 ? m.compute_units_per_node : double(P),
         plan.cpu_threads > 0 ? ", their CPU time" : "", 1e9 * m.forward_row_seconds, 1e9 * m.backward_row_seconds,
         m.packed_head_forward_speedup, m.packed_head_backward_speedup, m.forward_masked_tile_cost,
         m.backward_masked_tile_cost, m.copy_bytes_per_s / 1e9, m.intra_node.latency_s * 1e6,
         m.intra_node.bytes_per_s / 1e9, 1e9 * m.intra_node.cpu_seconds_per_byte, links ? " (given)" : "",
-        100 * m.waiting_rank_share);
+        waiting_text(m, plan.cpu_threads).c_str());
     std::printf("%-22s %-14s %10s %10s %6s %10s %10s %6s\n", "strategy", "mask", "fwd pred", "fwd meas", "ratio",
                 "bwd pred", "bwd meas", "ratio");
   }
@@ -556,6 +575,14 @@ int run(int me, int argc, char** argv) {
                    {"measured_forward_compute_ms", 1e3 * fk},
                    {"predicted_backward_compute_ms", 1e3 * p.backward.compute_seconds},
                    {"measured_backward_compute_ms", 1e3 * bk}};
+    if (m.waiting_rank_share > 0) {
+      // What the waiting ranks' share adds to the prediction: the same without it.
+      model::MachineModel unshared = m;
+      unshared.waiting_rank_share = 0;
+      const model::Prediction q = model::predict(x.cfg, x.choice, P, unshared);
+      bc.counters["predicted_forward_ms_without_waiting"] = 1e3 * q.forward.seconds;
+      bc.counters["predicted_backward_ms_without_waiting"] = 1e3 * q.backward.seconds;
+    }
     bc.repetitions.push_back({f + b, {}});
     cases.push_back(bc);
   }
@@ -568,7 +595,7 @@ int run(int me, int argc, char** argv) {
     set_field(context, "links", links ? "given" : "measured by the check");
     set_field(context, "link_gbps", std::to_string(m.intra_node.bytes_per_s / 1e9));
     set_field(context, "link_latency_us", std::to_string(m.intra_node.latency_s * 1e6));
-    set_field(context, "waiting_rank_share", std::to_string(m.waiting_rank_share));
+    if (plan.cpu_threads > 0) set_field(context, "waiting_rank_share", std::to_string(m.waiting_rank_share));
     write_results_json(o.json, context, cases);
     std::printf("results written to %s\n", o.json.c_str());
   }

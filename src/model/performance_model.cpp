@@ -73,9 +73,9 @@ double full_node_share(const MachineModel& m) {
 /// The jobs `jobs` (indices into `work`, seconds each on a unit of their own) started together
 /// on `units` units they share evenly (processor sharing): while `busy` jobs run and `done` have
 /// finished, each finished one takes `waiting_share` of a unit (it waits for the step's end
-/// beside the others: MachineModel::waiting_rank_share) and each running one gets an even part
-/// of the rest, at most a whole unit and at least what a scheduler's even turns among all of
-/// them would give. When each finishes, in finish[] at its index.
+/// beside the others: MachineModel::waiting_rank_share), at most an even turn, and each running
+/// one gets an even part of the rest, at most a whole unit and at least what a scheduler's even
+/// turns among all of them would give. When each finishes, in finish[] at its index.
 void processor_sharing(const std::vector<double>& work, const std::vector<std::size_t>& jobs, double units,
                        double waiting_share, std::vector<double>& finish) {
   std::vector<std::size_t> order = jobs;
@@ -463,6 +463,8 @@ Prediction predict_rank_with(const AttentionConfig& c, const engine::StrategyCho
   require(ranks >= 1 && rank >= 0 && rank < ranks, "rank ", rank, " is not a position of ", ranks, " ranks");
   require(m.ranks_per_node >= 1, "ranks_per_node must be at least 1, got ", m.ranks_per_node);
   require(m.compute_units_per_node >= 0, "compute_units_per_node must not be negative, got ", m.compute_units_per_node);
+  require(m.waiting_rank_share >= 0 && m.waiting_rank_share <= 1, "waiting_rank_share must be from 0 to 1, got ",
+          m.waiting_rank_share);
   require(m.forward_flops_per_s > 0 && m.backward_flops_per_s > 0, "kernel rates must be positive");
   require(m.forward_row_seconds >= 0 && m.backward_row_seconds >= 0, "the costs per row must not be negative");
   require(m.packed_head_forward_speedup > 0 && m.packed_head_backward_speedup > 0,

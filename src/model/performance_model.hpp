@@ -45,9 +45,10 @@ struct MachineModel {
   /// one per rank, nothing shared.
   double compute_units_per_node = 0;
   /// Where ranks share units: the share of its unit a rank takes while it waits beside ranks
-  /// that compute (its polls of MPI between naps, and the progress they make), which the
-  /// computing ranks there lose. 0 on GPUs, whose waiting ranks leave the device alone, and
-  /// where nothing is shared. rfa_model_check measures it.
+  /// that compute (rfa's wait: a short spin that yields, then polls of MPI between naps, and the
+  /// progress they make), which the computing ranks there lose; 0 to 1. 0 on GPUs, whose
+  /// waiting ranks leave the device alone, and where nothing is shared. rfa_model_check measures
+  /// it over waits as long as a calibration block's forward and backward, the spin included.
   double waiting_rank_share = 0;
   Link intra_node;  ///< between ranks of one node (shared memory, NVLink)
   Link inter_node;  ///< between nodes (the network)

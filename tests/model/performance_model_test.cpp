@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -361,6 +362,23 @@ TEST(PerformanceModel, WaitingRanksTakeTheirShareOfTheUnitsTheyShare) {
   }
   shared.waiting_rank_share = 0.9;
   EXPECT_NEAR(predict(c, ring, 4, shared).forward.seconds, 2 * diagonal + 2 * full + 2 * full + full, 1e-9 * full);
+  // A fraction of units shared among all: the running ranks divide what the waiting ones leave,
+  // at least even turns among all four, at most a whole unit each (2.5 units: the last block
+  // alone on one).
+  MachineModel fraction = shared;
+  fraction.waiting_rank_share = 0.3;
+  fraction.compute_units_per_node = 1.5;
+  EXPECT_NEAR(predict(c, ring, 4, fraction).forward.seconds,
+              diagonal / (1.5 / 4) + full / ((1.5 - 0.3) / 3) + full / ((1.5 - 0.6) / 2) + full / (1.5 - 0.9),
+              1e-9 * full);
+  fraction.compute_units_per_node = 2.5;
+  EXPECT_NEAR(predict(c, ring, 4, fraction).forward.seconds,
+              diagonal / (2.5 / 4) + full / ((2.5 - 0.3) / 3) + full / ((2.5 - 0.6) / 2) + full, 1e-9 * full);
+  // A share outside 0..1 is refused.
+  for (double bad : {-0.1, 1.5, std::nan("")}) {
+    fraction.waiting_rank_share = bad;
+    EXPECT_THROW(predict(c, ring, 4, fraction), Error);
+  }
   // Ranks with units of their own take nothing from one another.
   MachineModel own = shared, own_waiting = shared;
   own.compute_units_per_node = own_waiting.compute_units_per_node = 0;
