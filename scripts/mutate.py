@@ -743,15 +743,22 @@ def log(msg):
     print(msg, flush=True)
 
 
+def listed_tests(build, regex=None):
+    """The tests of `build` (those matching `regex`, if given) as ctest's JSON lists them; exits
+    where `build` is not a configured build or ctest cannot list it."""
+    if not os.path.isfile(os.path.join(build, "CTestTestfile.cmake")):
+        sys.exit(f"mutate: {build} is not a configured build (no CTestTestfile.cmake)")
+    listed = subprocess.run(["ctest", "--show-only=json-v1"] + (["-R", regex] if regex else []), cwd=build,
+                            capture_output=True, text=True)
+    if listed.returncode != 0:
+        sys.exit(f"mutate: ctest could not list the tests of {build}: {listed.stderr.strip()}")
+    return json.loads(listed.stdout).get("tests", [])
+
+
 def tests_matching_none(build):
     """The mutations whose ctest -R expression matches no test of `build`: their tests would be
     reported skipped in every run, the fault never tried."""
-    if not os.path.isfile(os.path.join(build, "CTestTestfile.cmake")):
-        sys.exit(f"mutate: {build} is not a configured build (no CTestTestfile.cmake)")
-    listed = subprocess.run(["ctest", "--show-only=json-v1"], cwd=build, capture_output=True, text=True)
-    if listed.returncode != 0:
-        sys.exit(f"mutate: ctest could not list the tests of {build}: {listed.stderr.strip()}")
-    tests = [t["name"] for t in json.loads(listed.stdout).get("tests", [])]
+    tests = [t["name"] for t in listed_tests(build)]
     return [m for m in MUTATIONS if not any(re.search(m.tests, t) for t in tests)]
 
 
@@ -818,9 +825,7 @@ def test_targets(build, regex):
     """The tests matching `regex` in this build and the executables (CMake targets) they run or
     require (REQUIRED_FILES: a script's program): only those are rebuilt. None matching: the
     tests are not in this build; matching but no executable: scripts, nothing to rebuild."""
-    out = subprocess.run(["ctest", "--test-dir", build, "--show-only=json-v1", "-R", regex], check=True,
-                         capture_output=True, text=True).stdout
-    tests = json.loads(out).get("tests", [])
+    tests = listed_tests(build, regex)
     targets = set()
     for test in tests:
         files = list(test.get("command", []))

@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -171,10 +172,8 @@ class KernelTimer {
   /// the ranks have cores of their own (not measured).
   double waiting_share(comm::Communicator& world) const {
     if (cpu_threads_ <= 0) return 0.0;
-    double sum = 0;
     const std::vector<double> each = gather_everywhere(world, waiting_.empty() ? 0.0 : median(waiting_));
-    for (double x : each) sum += x;
-    return sum / double(each.size());
+    return std::accumulate(each.begin(), each.end(), 0.0) / double(each.size());
   }
 
   /// Collective: each block's slowest rank's median seconds over the rounds, forward and backward.
@@ -192,12 +191,12 @@ class KernelTimer {
   /// process's CPU seconds over its wait, per thread. The turn starts from a barrier that polls
   /// without naps (nobody computes then), so that the ranks start within a poll of one another.
   void probe_waiting() {
+    auto engine_barrier = [&] {
+      polling_barrier(MPI_COMM_WORLD, wait_spin_, std::chrono::microseconds(200), "the waiting probe's barrier");
+    };
     for (int g = 0; g < turns_.count; ++g) {
       polling_barrier(MPI_COMM_WORLD, std::chrono::milliseconds(60000), std::chrono::microseconds(200),
                       "the waiting probe's first barrier");
-      auto engine_barrier = [&] {
-        polling_barrier(MPI_COMM_WORLD, wait_spin_, std::chrono::microseconds(200), "the waiting probe's barrier");
-      };
       if (g == turns_.mine) {
         problems_[0]->forward(*attn_[0]);
         problems_[0]->backward(*attn_[0]);
