@@ -360,8 +360,12 @@ TEST(PerformanceModel, WaitingRanksTakeTheirShareOfTheUnitsTheyShare) {
     const Prediction p = predict(c, ring, 4, shared);
     EXPECT_NEAR(p.forward.seconds, 2 * diagonal + 2 * full + full / (1 - w) + full, 1e-9 * p.forward.seconds);
   }
-  shared.waiting_rank_share = 0.9;
-  EXPECT_NEAR(predict(c, ring, 4, shared).forward.seconds, 2 * diagonal + 2 * full + 2 * full + full, 1e-9 * full);
+  // From a share of one half on (the floor's edge; 1, the largest accepted), even turns bind.
+  for (double w : {0.5, 0.9, 1.0}) {
+    SCOPED_TRACE(w);
+    shared.waiting_rank_share = w;
+    EXPECT_NEAR(predict(c, ring, 4, shared).forward.seconds, 2 * diagonal + 2 * full + 2 * full + full, 1e-9 * full);
+  }
   // A fraction of units shared among all: the running ranks divide what the waiting ones leave,
   // at least even turns among all four, at most a whole unit each (2.5 units: the last block
   // alone on one).
