@@ -38,7 +38,7 @@
 #include "core/error.hpp"
 #include "engine/attention_strategy.hpp"
 #include "engine/pass_timings.hpp"
-#include "kernels/tile_work.hpp"
+#include "kernel_calibration.hpp"
 #include "layout/sequence_layout.hpp"
 #include "model/performance_model.hpp"
 #include "mpi_program.hpp"
@@ -111,19 +111,13 @@ void napping_barrier(MPI_Comm comm) {
   polling_barrier(comm, std::chrono::milliseconds(0), std::chrono::milliseconds(5), "the calibration's barrier");
 }
 
-/// A block the calibration times: its problem and how many calls in a row make one timing.
-struct CalibrationBlock {
-  engine::AttentionConfig config;
-  int calls = 1;
-};
-
 /// One rank's kernels on blocks of its own (each rank on MPI_COMM_SELF, the groups of `turns`
 /// one after another), timed a round at a time: round() times each block's calls in a row once,
-/// forward and backward, and seconds() gives the slowest rank's median of each. The blocks take
-/// turns within a round, and the rounds take turns with the checked cases' (run()), so that the
-/// machine's drift (5-20% within minutes on the development VMs) moves the calibration and what
-/// it predicts alike, and what the model takes from the blocks' ratios (a masked tile's cost,
-/// the packed-head speedup) holds still.
+/// forward and backward, and seconds() pairs them (paired_seconds). The blocks take turns within
+/// a round, and the rounds take turns with the checked cases' (run()), so that the machine's
+/// drift (5-20% within minutes on the development VMs) moves the calibration and what it
+/// predicts alike, and what the model takes from the blocks' ratios (a call's cost per row, a
+/// masked tile's cost, the packed-head speedup) holds still.
 class KernelTimer {
  public:
   /// `cpu_threads` above 0: a call's time is the CPU time of the process over that many threads
@@ -176,15 +170,26 @@ class KernelTimer {
     return std::accumulate(each.begin(), each.end(), 0.0) / double(each.size());
   }
 
-  /// Collective: each block's slowest rank's median seconds over the rounds, forward and backward.
+  /// Collective: each block's seconds, forward and backward, from every rank's rounds
+  /// (paired_seconds: the first block's slowest rank's median, the others' ratios to it within
+  /// each round and rank).
   std::vector<std::pair<double, double>> seconds(comm::Communicator& world) const {
+    const std::vector<double> forward = paired_seconds(everyone(world, forward_)),
+                              backward = paired_seconds(everyone(world, backward_));
     std::vector<std::pair<double, double>> out;
-    for (std::size_t i = 0; i < blocks_.size(); ++i)
-      out.emplace_back(slowest(world, median(forward_[i])), slowest(world, median(backward_[i])));
+    for (std::size_t i = 0; i < blocks_.size(); ++i) out.emplace_back(forward[i], backward[i]);
     return out;
   }
 
  private:
+  /// Collective: every rank's time of each block in each round (forward_ or backward_).
+  static std::vector<RoundTimes> everyone(comm::Communicator& world, const std::vector<std::vector<double>>& mine) {
+    std::vector<RoundTimes> times(mine.size());
+    for (std::size_t i = 0; i < mine.size(); ++i)
+      for (double t : mine[i]) times[i].push_back(gather_everywhere(world, t));
+    return times;
+  }
+
   /// One turn of the waiting probe per group of ranks: the group's ranks compute the first
   /// block's forward and backward while the others wait for them on a barrier as the engines
   /// wait for an exchange (rfa's spin, then naps of 0.2 ms between polls of MPI), each taking its
@@ -288,87 +293,8 @@ CalibrationPlan plan_calibration(comm::Communicator& world, const RunOptions& o)
   block.layout = RFA_LAYOUT_CONTIGUOUS;
   block.window = 0;
   block.mask = RFA_MASK_NONE;
-  // Whole tiles: unmasked blocks of two lengths, L and L/2 rows (their scores and rows give a
-  // rate per score and a cost per row). Calls over one K/V head (with its query heads) on
-  // packed rows, as the all-gather makes them: one such call per K/V head, the same scores as
-  // the interleaved heads in as long a run (calls much shorter than the others would be timed
-  // differently on shared cores). Masked tiles: a causal block (its diagonal tiles) and a
-  // windowed one (tiles along both edges of a band) with the window the checked problems use
-  // (S/8, the band's tiles cut as theirs are), two equations for what a masked tile costs.
-  std::vector<CalibrationBlock>& blocks = plan.blocks;
-  blocks = {{block, 1}, {block, 1}, {block, int(block.kv_heads)}, {block, 1}, {block, 1}};
-  blocks[1].config.seq_total = block.seq_total / 2;
-  blocks[2].config.heads = block.heads / block.kv_heads;
-  blocks[2].config.kv_heads = 1;
-  for (int e = 0; e < 2; ++e) {
-    engine::AttentionConfig& masked = blocks[std::size_t(3 + e)].config;
-    masked.mask = RFA_MASK_CAUSAL;
-    masked.window = e == 0 ? 0 : std::max<std::int64_t>(1, std::min<std::int64_t>(o.seq / 8, block.seq_total - 1));
-  }
+  plan.blocks = calibration_blocks(block, o.seq);
   return plan;
-}
-
-/// The model's kernel rates, row costs, packed-head speedups and masked-tile costs from the
-/// calibration blocks' `seconds` (KernelTimer::seconds).
-void fit_kernels(model::MachineModel& m, const CalibrationPlan& plan,
-                 const std::vector<std::pair<double, double>>& seconds) {
-  const engine::AttentionConfig& block = plan.block;
-  const std::vector<CalibrationBlock>& blocks = plan.blocks;
-  // time = scores x FLOPs per score (4 d forward, 10 d backward; 2 (d + dv) and 6 d + 4 dv with
-  // V's own head dim) / rate + rows x row_seconds, per head, for L and L/2:
-  // solved exactly; a cost per row below 0 or leaving nothing for the scores is taken as 0.
-  const double heads = double(block.batch * block.heads), L = double(block.seq_total),
-               half = double(block.seq_total / 2);
-  // FLOPs per score and head, forward and backward
-  const double fpf[2] = {perf::flops_per_score(double(block.head_dim), double(block.dv()), false),
-                         perf::flops_per_score(double(block.head_dim), double(block.dv()), true)};
-  for (int pass = 0; pass < 2; ++pass) {
-    const double t1 = pass == 0 ? seconds[0].first : seconds[0].second;
-    const double t2 = pass == 0 ? seconds[1].first : seconds[1].second;
-    const double flops1 = fpf[pass] * heads * L * L;
-    const double flops2 = fpf[pass] * heads * half * half;
-    // t1 = flops1 / rate + heads L row, t2 = flops2 / rate + heads half row
-    double row = (t2 * flops1 - t1 * flops2) / (heads * (half * flops1 - L * flops2));
-    // Noise can leave no time for the scores (the half block at least half as long): then the
-    // rows are taken to cost nothing too.
-    if (!(row > 0) || !(t1 - heads * L * row > 0)) row = 0;
-    const double rate = flops1 / (t1 - heads * L * row);
-    (pass == 0 ? m.forward_flops_per_s : m.backward_flops_per_s) = rate;
-    (pass == 0 ? m.forward_row_seconds : m.backward_row_seconds) = row;
-  }
-  const auto [f, b] = seconds[0];
-  m.packed_head_forward_speedup = f / seconds[2].first;
-  m.packed_head_backward_speedup = b / seconds[2].second;
-  const PositionMap rows = PositionMap::contiguous(0, block.seq_total);
-  const double per_score[2] = {fpf[0] * heads, fpf[1] * heads};  // FLOPs per score over every head
-  double lhs[2][2], rhs[2][2];                                   // [pass][equation]: masked scores, and what they cost
-  for (int e = 0; e < 2; ++e) {
-    const auto [fm, bm] = seconds[std::size_t(3 + e)];
-    const kernels::MaskRule rule{true, blocks[std::size_t(3 + e)].config.window, nullptr, 0, {}};
-    const kernels::TileWork wf = kernels::count_tile_work(rule, rows, rows, m.forward_tile);
-    const kernels::TileWork wb = kernels::count_tile_work(rule, rows, rows, m.backward_tile);
-    // What the rows cost (MachineModel::forward_row_seconds) comes off first.
-    lhs[0][e] = wf.partial;
-    rhs[0][e] =
-        (fm - heads * (wf.rows + wf.keys) / 2 * m.forward_row_seconds) * m.forward_flops_per_s / per_score[0] - wf.full;
-    lhs[1][e] = wb.partial;
-    rhs[1][e] =
-        (bm - heads * (wb.rows + wb.keys) / 2 * m.backward_row_seconds) * m.backward_flops_per_s / per_score[1] -
-        wb.full;
-  }
-  // One cost per score of a masked tile, fitted to both equations, each to its relative error.
-  // A second unknown per visible score would be ill-posed: the diagonal's and a band's edges
-  // show about the same visible share, so the two equations are nearly parallel and their exact
-  // solution swings with the noise (from 0 to 2.4 per score between runs of one build).
-  for (int pass = 0; pass < 2; ++pass) {
-    double num = 0, den = 0;
-    for (int e = 0; e < 2; ++e) {
-      const double y = rhs[pass][e], x = lhs[pass][e];
-      num += x * y / (y * y);
-      den += x * x / (y * y);
-    }
-    (pass == 0 ? m.forward_masked_tile_cost : m.backward_masked_tile_cost) = den > 0 ? std::max(0.0, num / den) : 1.0;
-  }
 }
 
 /// What rfa_model_check prints of the waiting ranks' share (MachineModel::waiting_rank_share).
@@ -526,7 +452,7 @@ int run(int me, int argc, char** argv) {
         timed(x, true);
       }
   }
-  fit_kernels(m, plan, kernels.seconds(*world));
+  fit_kernels(m, plan.block, plan.blocks, kernels.seconds(*world));
   m.waiting_rank_share = kernels.waiting_share(*world);
   if (me == 0) {
     std::printf(
