@@ -17,15 +17,18 @@ std::vector<CalibrationBlock> calibration_blocks(const engine::AttentionConfig& 
   // Calls over one K/V head (with its query heads) on packed rows, as the all-gather makes
   // them: one such call per K/V head, the same scores as the interleaved heads in as long a run
   // (calls much shorter than the others would be timed differently on shared cores). The
-  // windowed block's band cut as the checked problems' (S/8) are.
-  std::vector<CalibrationBlock> blocks = {{block, 1}, {block, 1}, {block, int(block.kv_heads)}, {block, 1}, {block, 1}};
+  // windowed block's band cut as the checked problems' (S/8) are; the narrow band's a third of
+  // a host forward tile's keys wide, so that most of each tile it cuts is hidden.
+  std::vector<CalibrationBlock> blocks(kCalibrationBlocks, CalibrationBlock{block, 1});
   blocks[1].config.seq_total = block.seq_total / 2;
+  blocks[2].calls = int(block.kv_heads);
   blocks[2].config.heads = block.heads / block.kv_heads;
   blocks[2].config.kv_heads = 1;
-  for (int e = 0; e < 2; ++e) {
-    engine::AttentionConfig& masked = blocks[std::size_t(3 + e)].config;
+  const std::int64_t windows[3] = {0, seq / 8, kernels::kHostForwardTile.k / 3};
+  for (std::size_t e = 0; e < 3; ++e) {
+    engine::AttentionConfig& masked = blocks[3 + e].config;
     masked.mask = RFA_MASK_CAUSAL;
-    masked.window = e == 0 ? 0 : std::max<std::int64_t>(1, std::min<std::int64_t>(seq / 8, block.seq_total - 1));
+    masked.window = e == 0 ? 0 : std::max<std::int64_t>(1, std::min<std::int64_t>(windows[e], block.seq_total - 1));
   }
   return blocks;
 }
@@ -58,9 +61,9 @@ std::vector<double> paired_seconds(const std::vector<RoundTimes>& times) {
 
 void fit_kernels(model::MachineModel& m, const engine::AttentionConfig& block,
                  const std::vector<CalibrationBlock>& blocks, const std::vector<std::pair<double, double>>& seconds) {
-  require(blocks.size() == 5 && seconds.size() == blocks.size(),
-          "the kernels' fit takes the 5 calibration blocks' times (calibration_blocks), got ", seconds.size(),
-          " times of ", blocks.size(), " blocks");
+  require(blocks.size() == kCalibrationBlocks && seconds.size() == blocks.size(), "the kernels' fit takes the ",
+          kCalibrationBlocks, " calibration blocks' times (calibration_blocks), got ", seconds.size(), " times of ",
+          blocks.size(), " blocks");
   // time = scores x FLOPs per score (4 d forward, 10 d backward; 2 (d + dv) and 6 d + 4 dv with
   // V's own head dim) / rate + rows x row_seconds, per head, for L and L/2:
   // solved exactly; a cost per row below 0 or leaving nothing for the scores is taken as 0.
@@ -88,33 +91,48 @@ void fit_kernels(model::MachineModel& m, const engine::AttentionConfig& block,
   m.packed_head_backward_speedup = b / seconds[2].second;
   const PositionMap rows = PositionMap::contiguous(0, block.seq_total);
   const double per_score[2] = {fpf[0] * heads, fpf[1] * heads};  // FLOPs per score over every head
-  double lhs[2][2], rhs[2][2];                                   // [pass][equation]: masked scores, and what they cost
-  for (int e = 0; e < 2; ++e) {
-    const auto [fm, bm] = seconds[std::size_t(3 + e)];
-    const kernels::MaskRule rule{true, blocks[std::size_t(3 + e)].config.window, nullptr, 0, {}};
-    const kernels::TileWork wf = kernels::count_tile_work(rule, rows, rows, m.forward_tile);
-    const kernels::TileWork wb = kernels::count_tile_work(rule, rows, rows, m.backward_tile);
-    // What the rows cost (MachineModel::forward_row_seconds) comes off first.
-    lhs[0][e] = wf.partial;
-    rhs[0][e] =
-        (fm - heads * (wf.rows + wf.keys) / 2 * m.forward_row_seconds) * m.forward_flops_per_s / per_score[0] - wf.full;
-    lhs[1][e] = wb.partial;
-    rhs[1][e] =
-        (bm - heads * (wb.rows + wb.keys) / 2 * m.backward_row_seconds) * m.backward_flops_per_s / per_score[1] -
-        wb.full;
-  }
-  // One cost per score of a masked tile, fitted to both equations, each to its relative error.
-  // A second unknown per visible score would be ill-posed: the diagonal's and a band's edges
-  // show about the same visible share, so the two equations are nearly parallel and their exact
-  // solution swings with the noise (from 0 to 2.4 per score between runs of one build).
-  for (int pass = 0; pass < 2; ++pass) {
-    double num = 0, den = 0;
-    for (int e = 0; e < 2; ++e) {
-      const double y = rhs[pass][e], x = lhs[pass][e];
-      num += x * y / (y * y);
-      den += x * x / (y * y);
+  // [pass][equation]: a masked block's cut scores, the visible ones among them, and what they
+  // cost in whole tiles' scores.
+  double cut[2][3], visible[2][3], cost[2][3];
+  for (std::size_t e = 0; e < 3; ++e) {
+    const auto [fm, bm] = seconds[3 + e];
+    const kernels::MaskRule rule{true, blocks[3 + e].config.window, nullptr, 0, {}};
+    for (int pass = 0; pass < 2; ++pass) {
+      const kernels::TileWork w =
+          kernels::count_tile_work(rule, rows, rows, pass == 0 ? m.forward_tile : m.backward_tile);
+      // What the rows cost (MachineModel::forward_row_seconds) comes off first.
+      const double row = pass == 0 ? m.forward_row_seconds : m.backward_row_seconds;
+      const double rate = pass == 0 ? m.forward_flops_per_s : m.backward_flops_per_s;
+      cut[pass][e] = w.partial;
+      visible[pass][e] = w.partial_visible;
+      cost[pass][e] = ((pass == 0 ? fm : bm) - heads * (w.rows + w.keys) / 2 * row) * rate / per_score[pass] - w.full;
     }
-    (pass == 0 ? m.forward_masked_tile_cost : m.backward_masked_tile_cost) = den > 0 ? std::max(0.0, num / den) : 1.0;
+  }
+  // A cut tile's cost per score and per visible score, fitted to the three equations, each to
+  // its relative error. The diagonal's and the checked band's edges show about the same visible
+  // share, and alone they leave the two costs ill-posed (their exact solution swung from 0 to
+  // 2.4 per visible score between runs of one build); the narrow band, mostly hidden, tells
+  // them apart. A fit with a cost below 0 falls back to one cost per cut score.
+  for (int pass = 0; pass < 2; ++pass) {
+    // The normal equations [xx xz; xz zz] [tile; seen] = [xy; zy], each equation over its cost.
+    double xx = 0, xz = 0, zz = 0, xy = 0, zy = 0;
+    for (int e = 0; e < 3; ++e) {
+      const double y = cost[pass][e], x = cut[pass][e], z = visible[pass][e];
+      if (!(y > 0)) continue;  // a block measured faster than its whole tiles: noise, left out
+      xx += x * x / (y * y);
+      xz += x * z / (y * y);
+      zz += z * z / (y * y);
+      xy += x / y;
+      zy += z / y;
+    }
+    const double det = xx * zz - xz * xz;
+    double tile = (zz * xy - xz * zy) / det, seen = (xx * zy - xz * xy) / det;
+    if (!(det > 1e-12 * xx * zz) || !(tile >= 0) || !(seen >= 0)) {
+      tile = xx > 0 ? xy / xx : 1.0;
+      seen = 0.0;
+    }
+    (pass == 0 ? m.forward_masked_tile_cost : m.backward_masked_tile_cost) = std::max(0.0, tile);
+    (pass == 0 ? m.forward_masked_visible_cost : m.backward_masked_visible_cost) = seen;
   }
 }
 

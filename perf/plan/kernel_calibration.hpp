@@ -6,6 +6,7 @@
 // rfa_model_check times the blocks and gathers their times.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -22,12 +23,17 @@ struct CalibrationBlock {
   int calls = 1;
 };
 
+/// How many blocks calibration_blocks() gives.
+inline constexpr std::size_t kCalibrationBlocks = 6;
+
 /// The blocks the calibration times, for a rank's rows `block` (unmasked, contiguous) of a
 /// sequence of `seq` tokens, in this order: the whole block (L rows); half of it (L/2 rows;
 /// with the whole one a rate per score and a cost per row); one call per K/V head over that
 /// head's query heads on packed rows, as the all-gather makes them (the packed-head speedup);
-/// a causal block (its diagonal tiles) and a causal block with the checked problems' window,
-/// S/8 (tiles along both edges of a band): two equations for a masked tile's cost.
+/// three causal blocks, one with no window (its diagonal tiles), one with the checked problems'
+/// window, S/8 (tiles along both edges of a band), and one with a window of 32 (a third of a host
+/// forward tile's keys: a band narrower than the tiles, most of each tile it cuts hidden), each
+/// window at most L - 1: three equations for what a cut tile costs per score and per visible score.
 std::vector<CalibrationBlock> calibration_blocks(const engine::AttentionConfig& block, std::int64_t seq);
 
 /// Every rank's time of one calibration block in each round: [round][rank].
@@ -46,9 +52,11 @@ std::vector<double> paired_seconds(const std::vector<RoundTimes>& times);
 /// times of calibration_blocks(block, seq) (`seconds`: forward and backward, in that order):
 /// time = scores x FLOPs per score / rate + rows x cost per row, per head, solved exactly on the
 /// whole and the half block (a cost per row below 0, or one that leaves the scores no time, is
-/// taken as 0); the packed-head speedup is the whole block's time over the packed calls'; one
-/// cost per score of a masked tile is fitted to the two masked blocks, each to its relative
-/// error. Throws rfa::Error (RFA_ERROR_INVALID_ARGUMENT) where `seconds` is not one pair per block.
+/// taken as 0); the packed-head speedup is the whole block's time over the packed calls'; what
+/// a cut tile costs per score and per visible score (MachineModel::forward_masked_tile_cost and
+/// forward_masked_visible_cost) is fitted to the three masked blocks by least squares, each to
+/// its relative error, and where that gives a cost below 0, one cost per score alone. Throws
+/// rfa::Error (RFA_ERROR_INVALID_ARGUMENT) where `seconds` is not one pair per block.
 void fit_kernels(model::MachineModel& m, const engine::AttentionConfig& block,
                  const std::vector<CalibrationBlock>& blocks, const std::vector<std::pair<double, double>>& seconds);
 

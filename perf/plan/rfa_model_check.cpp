@@ -2,12 +2,11 @@
 // rfa_model_check: the performance model (model/performance_model.hpp) against measurement, on
 // the ranks it runs on. It calibrates the model's machine from measurements taken on the same
 // ranks (a rank's whole-tile kernel rate and a call's cost per row, over interleaved heads and
-// over one packed K/V head, what a masked tile costs, and the ring exchange's latency and
-// bandwidth) and runs every strategy (the ring on each layout, Ulysses, the KV all-gather and
-// the hybrid grids that fit) on causal, windowed and unmasked problems, in rounds that take every
-// case once and the kernels' calibration blocks in between, then prints the predicted and the
-// measured time of each pass (the slowest rank's median), and their ratio. fp32 (the portable
-// kernels, whose tiles the model counts).
+// over one packed K/V head, what a tile the mask cuts costs per score and per visible score,
+// and the ring exchange's latency and bandwidth) and runs every strategy (the ring on each layout, Ulysses, the KV
+// all-gather and the hybrid grids that fit) on causal, windowed and unmasked problems, in rounds that take every case
+// once and the kernels' calibration blocks in between, then prints the predicted and the measured time of each pass
+// (the slowest rank's median), and their ratio. fp32 (the portable kernels, whose tiles the model counts).
 //
 //   mpiexec -n P rfa_model_check [--seq N] [--heads N] [--head-dim N] [--repeat N] [--json FILE]
 //                                [--links GBPS,US[,NS]]
@@ -463,16 +462,15 @@ int run(int me, int argc, char** argv) {
     std::printf(
         "calibrated: kernels %.1f / %.1f GFLOP/s per rank on a core of its own (forward / backward, whole "
         "tiles; %d rank(s) on %.0f core(s)%s), %.0f / %.0f ns per query or key row and head of a call, x%.2f / x%.2f "
-        "on one packed K/V head; a masked tile costs %.2f / %.2f whole tiles' scores; copies %.1f GB/s; exchange %.1f "
-        "us, "
-        "%.2f GB/s, %.2f CPU ns per byte%s; %s\n",
+        "on one packed K/V head; a masked tile costs %.2f / %.2f whole tiles' scores plus %.2f / %.2f per visible "
+        "score; copies %.1f GB/s; exchange %.1f us, %.2f GB/s, %.2f CPU ns per byte%s; %s\n",
         m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, P,
         m.compute_units_per_node > 0 ? m.compute_units_per_node : double(P),
         plan.cpu_threads > 0 ? ", their CPU time" : "", 1e9 * m.forward_row_seconds, 1e9 * m.backward_row_seconds,
         m.packed_head_forward_speedup, m.packed_head_backward_speedup, m.forward_masked_tile_cost,
-        m.backward_masked_tile_cost, m.copy_bytes_per_s / 1e9, m.intra_node.latency_s * 1e6,
-        m.intra_node.bytes_per_s / 1e9, 1e9 * m.intra_node.cpu_seconds_per_byte, links ? " (given)" : "",
-        waiting_text(m, plan.cpu_threads).c_str());
+        m.backward_masked_tile_cost, m.forward_masked_visible_cost, m.backward_masked_visible_cost,
+        m.copy_bytes_per_s / 1e9, m.intra_node.latency_s * 1e6, m.intra_node.bytes_per_s / 1e9,
+        1e9 * m.intra_node.cpu_seconds_per_byte, links ? " (given)" : "", waiting_text(m, plan.cpu_threads).c_str());
     std::printf("%-22s %-14s %10s %10s %6s %10s %10s %6s\n", "strategy", "mask", "fwd pred", "fwd meas", "ratio",
                 "bwd pred", "bwd meas", "ratio");
   }

@@ -34,7 +34,7 @@ engine::AttentionConfig rank_block(std::int64_t L, std::int64_t heads = 4, std::
 TEST(CalibrationBlocks, WholeHalfPackedCausalAndTheCheckedWindow) {
   // Four ranks' blocks of S = 8192: L = 2048.
   const std::vector<CalibrationBlock> b = calibration_blocks(rank_block(2048, 8, 2), 8192);
-  ASSERT_EQ(b.size(), 5u);
+  ASSERT_EQ(b.size(), kCalibrationBlocks);
   EXPECT_EQ(b[0].config.seq_total, 2048);
   EXPECT_EQ(b[0].config.mask, RFA_MASK_NONE);
   EXPECT_EQ(b[0].calls, 1);
@@ -49,6 +49,8 @@ TEST(CalibrationBlocks, WholeHalfPackedCausalAndTheCheckedWindow) {
   EXPECT_EQ(b[3].config.window, 0);
   EXPECT_EQ(b[4].config.mask, RFA_MASK_CAUSAL);
   EXPECT_EQ(b[4].config.window, 1024);  // S/8
+  EXPECT_EQ(b[5].config.mask, RFA_MASK_CAUSAL);
+  EXPECT_EQ(b[5].config.window, 32);  // a third of a host forward tile's 96 keys
 }
 
 TEST(CalibrationBlocks, TheWindowStaysInsideTheBlockAndAboveNothing) {
@@ -60,6 +62,10 @@ TEST(CalibrationBlocks, TheWindowStaysInsideTheBlockAndAboveNothing) {
   EXPECT_EQ(calibration_blocks(rank_block(1024), 8 * 1022)[4].config.window, 1022);
   // A sequence under 8 tokens: a window of 1, not 0 (no window at all).
   EXPECT_EQ(calibration_blocks(rank_block(4), 7)[4].config.window, 1);
+  // The narrow band's 32 in blocks of 34, 33 (its last row) and 32 (one past it) rows.
+  EXPECT_EQ(calibration_blocks(rank_block(34), 8 * 34)[5].config.window, 32);
+  EXPECT_EQ(calibration_blocks(rank_block(33), 8 * 33)[5].config.window, 32);
+  EXPECT_EQ(calibration_blocks(rank_block(32), 8 * 32)[5].config.window, 31);
 }
 
 /// Times of blocks whose true seconds are `base`, each (round, rank) at its own speed of the
@@ -120,8 +126,9 @@ TEST(PairedSeconds, RefusesBlocksOfOtherRoundsOrRanksAndNothing) {
   EXPECT_THROW(paired_seconds({{{1.0, 1.0}}, {{1.0, 1.0}, {1.0}}}), Error);
 }
 
-/// The machine the fit should find: a rank on a core of its own.
-model::MachineModel truth() {
+/// The machine the fit should find: a rank on a core of its own, a cut tile's visible scores
+/// costing `visible` beyond its cost per score.
+model::MachineModel truth(double visible = 0.0) {
   model::MachineModel m;
   m.forward_flops_per_s = 130e9;
   m.backward_flops_per_s = 110e9;
@@ -129,6 +136,8 @@ model::MachineModel truth() {
   m.backward_row_seconds = 750e-9;
   m.forward_masked_tile_cost = 1.55;
   m.backward_masked_tile_cost = 1.05;
+  m.forward_masked_visible_cost = visible;
+  m.backward_masked_visible_cost = visible / 2;
   return m;
 }
 
@@ -146,23 +155,45 @@ std::vector<std::pair<double, double>> model_seconds(const model::MachineModel& 
 }
 
 TEST(FitKernels, FindsTheMachineWhoseModelGaveTheTimes) {
-  for (std::int64_t L : {1024, 2048, 4096 + 96}) {
-    SCOPED_TRACE(L);
-    const engine::AttentionConfig block = rank_block(L);
-    const std::vector<CalibrationBlock> blocks = calibration_blocks(block, 8 * L);
-    double packed[2] = {1.08, 1.04};
-    model::MachineModel fitted;
-    fit_kernels(fitted, block, blocks, model_seconds(truth(), blocks, packed));
-    const model::MachineModel t = truth();
-    EXPECT_NEAR(fitted.forward_flops_per_s / t.forward_flops_per_s, 1.0, 1e-9);
-    EXPECT_NEAR(fitted.backward_flops_per_s / t.backward_flops_per_s, 1.0, 1e-9);
-    EXPECT_NEAR(fitted.forward_row_seconds / t.forward_row_seconds, 1.0, 1e-9);
-    EXPECT_NEAR(fitted.backward_row_seconds / t.backward_row_seconds, 1.0, 1e-9);
-    EXPECT_NEAR(fitted.packed_head_forward_speedup, 1.08, 1e-12);
-    EXPECT_NEAR(fitted.packed_head_backward_speedup, 1.04, 1e-12);
-    EXPECT_NEAR(fitted.forward_masked_tile_cost, t.forward_masked_tile_cost, 1e-9);
-    EXPECT_NEAR(fitted.backward_masked_tile_cost, t.backward_masked_tile_cost, 1e-9);
-  }
+  // Blocks of whole tiles and of a partial last tile; cut tiles whose visible scores cost
+  // nothing more, and 0.8 (forward) and 0.4 (backward) more.
+  for (double visible : {0.0, 0.8})
+    for (std::int64_t L : {1024, 2048, 4096 + 96}) {
+      SCOPED_TRACE(testing::Message() << "L = " << L << ", visible " << visible);
+      const engine::AttentionConfig block = rank_block(L);
+      const std::vector<CalibrationBlock> blocks = calibration_blocks(block, 8 * L);
+      double packed[2] = {1.08, 1.04};
+      const model::MachineModel t = truth(visible);
+      model::MachineModel fitted;
+      fit_kernels(fitted, block, blocks, model_seconds(t, blocks, packed));
+      EXPECT_NEAR(fitted.forward_flops_per_s / t.forward_flops_per_s, 1.0, 1e-9);
+      EXPECT_NEAR(fitted.backward_flops_per_s / t.backward_flops_per_s, 1.0, 1e-9);
+      EXPECT_NEAR(fitted.forward_row_seconds / t.forward_row_seconds, 1.0, 1e-9);
+      EXPECT_NEAR(fitted.backward_row_seconds / t.backward_row_seconds, 1.0, 1e-9);
+      EXPECT_NEAR(fitted.packed_head_forward_speedup, 1.08, 1e-12);
+      EXPECT_NEAR(fitted.packed_head_backward_speedup, 1.04, 1e-12);
+      EXPECT_NEAR(fitted.forward_masked_tile_cost, t.forward_masked_tile_cost, 1e-6);
+      EXPECT_NEAR(fitted.backward_masked_tile_cost, t.backward_masked_tile_cost, 1e-6);
+      EXPECT_NEAR(fitted.forward_masked_visible_cost, t.forward_masked_visible_cost, 1e-6);
+      EXPECT_NEAR(fitted.backward_masked_visible_cost, t.backward_masked_visible_cost, 1e-6);
+    }
+}
+
+TEST(FitKernels, ACostBelowZeroFallsBackToOneCostPerCutScore) {
+  const engine::AttentionConfig block = rank_block(1024);
+  const std::vector<CalibrationBlock> blocks = calibration_blocks(block, 8192);
+  double packed[2] = {1.0, 1.0};
+  // The narrow band, mostly hidden, at three times its time: the two costs' exact fit would
+  // take a visible score below 0 (the more a tile shows, the cheaper); the fit keeps one cost
+  // per cut score, above the truth's, which the narrow band pulls up.
+  std::vector<std::pair<double, double>> s = model_seconds(truth(), blocks, packed);
+  s[5].first *= 3;
+  model::MachineModel fitted;
+  fit_kernels(fitted, block, blocks, s);
+  EXPECT_EQ(fitted.forward_masked_visible_cost, 0.0);
+  EXPECT_GT(fitted.forward_masked_tile_cost, truth().forward_masked_tile_cost);
+  // The backward's own fit untouched.
+  EXPECT_NEAR(fitted.backward_masked_tile_cost, truth().backward_masked_tile_cost, 1e-6);
 }
 
 TEST(FitKernels, AHalfBlockAtLeastHalfAsLongLeavesTheRowsNothing) {
@@ -188,7 +219,7 @@ TEST(FitKernels, RefusesTimesThatAreNotOnePairPerBlock) {
   const engine::AttentionConfig block = rank_block(1024);
   const std::vector<CalibrationBlock> blocks = calibration_blocks(block, 8192);
   model::MachineModel m;
-  EXPECT_THROW(fit_kernels(m, block, blocks, std::vector<std::pair<double, double>>(4, {1.0, 1.0})), Error);
+  EXPECT_THROW(fit_kernels(m, block, blocks, std::vector<std::pair<double, double>>(5, {1.0, 1.0})), Error);
   EXPECT_THROW(fit_kernels(m, block, {blocks[0]}, std::vector<std::pair<double, double>>(1, {1.0, 1.0})), Error);
 }
 
