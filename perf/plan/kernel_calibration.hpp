@@ -23,42 +23,58 @@ struct CalibrationBlock {
   int calls = 1;
 };
 
-/// How many blocks calibration_blocks() gives.
-inline constexpr std::size_t kCalibrationBlocks = 6;
+/// Where each block stands in calibration_blocks()'s list (and in the times that follow it).
+enum CalibrationBlockIndex : std::size_t {
+  kWholeBlock,          ///< unmasked, L rows
+  kHalfBlock,           ///< unmasked, L/2 rows
+  kPackedCalls,         ///< one call per K/V head over its query heads on packed rows
+  kCausalBlock,         ///< causal, no window
+  kCheckedWindowBlock,  ///< causal, the checked problems' window
+  kNarrowWindowBlock,   ///< causal, a window narrower than the host kernels' tiles
+  kCalibrationBlocks    ///< how many there are
+};
 
-/// The blocks the calibration times, for a rank's rows `block` (unmasked, contiguous) of a
-/// sequence of `seq` tokens, in this order: the whole block (L rows); half of it (L/2 rows;
-/// with the whole one a rate per score and a cost per row); one call per K/V head over that
-/// head's query heads on packed rows, as the all-gather makes them (the packed-head speedup);
-/// three causal blocks, one with no window (its diagonal tiles), one with the checked problems'
-/// window, S/8 (tiles along both edges of a band), and one with a window of 32 (a third of a host
-/// forward tile's keys: a band narrower than the tiles, most of each tile it cuts hidden), each
-/// window at most L - 1: three equations for what a cut tile costs per score and per visible score.
+/// The narrow band's window: a third of a host forward tile's 96 keys (the fp32 host kernels'
+/// tiles, which rfa_model_check calibrates), so that most of each tile it cuts is hidden.
+inline constexpr std::int64_t kNarrowWindow = 32;
+
+/// The blocks the calibration times, for a rank's rows `block` (unmasked, contiguous; any
+/// documents or ranges dropped) of a sequence of `seq` tokens, in CalibrationBlockIndex's order:
+/// the whole block and half of it (a rate per score and a cost per row); the packed calls, as
+/// the all-gather makes them (the packed-head speedup); three causal blocks, with no window (its
+/// diagonal tiles), with the checked problems' window S/8 (tiles along both edges of a band) and
+/// with kNarrowWindow, each window at most L - 1: three equations for what a cut tile costs per
+/// score and per visible score.
 std::vector<CalibrationBlock> calibration_blocks(const engine::AttentionConfig& block, std::int64_t seq);
 
 /// Every rank's time of one calibration block in each round: [round][rank].
 using RoundTimes = std::vector<std::vector<double>>;
 
-/// Each block's time from `times` (one RoundTimes per block, the first the whole block): the
-/// first block's is its slowest rank's median over the rounds; every other block's is the
-/// first's times the median, over every rank's rounds, of its time over the first block's in
-/// the same round and rank. A rank's blocks in one round run within a few tens of milliseconds
-/// of one another at one speed of the machine, so their ratio holds where the speed swings
-/// between rounds and ranks. Throws rfa::Error (RFA_ERROR_INVALID_ARGUMENT) where the blocks'
-/// rounds or ranks differ in number, or there are none.
+/// Each block's time from `times` (one RoundTimes per block, the whole block first): the whole
+/// block's is its slowest rank's median over the rounds; every other block's is the whole's
+/// times the median, over every rank's rounds, of its time over the whole block's in the same
+/// round and rank (pairs whose whole block took no time left out). A rank's blocks in one round
+/// run one after another at one speed of the machine, so their ratio holds where the speed
+/// swings between rounds and ranks. Throws rfa::Error (RFA_ERROR_INVALID_ARGUMENT) where the
+/// blocks' rounds or ranks differ in number, there are none, a time is below 0 or not finite,
+/// or a block has no pair.
 std::vector<double> paired_seconds(const std::vector<RoundTimes>& times);
 
 /// Fits `m`'s kernel rates, costs per row, packed-head speedups and masked-tile costs to the
-/// times of calibration_blocks(block, seq) (`seconds`: forward and backward, in that order):
+/// times of `blocks` (calibration_blocks(), whose whole block gives the rows and heads;
+/// `seconds`: forward and backward, in that order), on `m`'s forward and backward tiles:
 /// time = scores x FLOPs per score / rate + rows x cost per row, per head, solved exactly on the
 /// whole and the half block (a cost per row below 0, or one that leaves the scores no time, is
 /// taken as 0); the packed-head speedup is the whole block's time over the packed calls'; what
 /// a cut tile costs per score and per visible score (MachineModel::forward_masked_tile_cost and
-/// forward_masked_visible_cost) is fitted to the three masked blocks by least squares, each to
-/// its relative error, and where that gives a cost below 0, one cost per score alone. Throws
-/// rfa::Error (RFA_ERROR_INVALID_ARGUMENT) where `seconds` is not one pair per block.
-void fit_kernels(model::MachineModel& m, const engine::AttentionConfig& block,
-                 const std::vector<CalibrationBlock>& blocks, const std::vector<std::pair<double, double>>& seconds);
+/// forward_masked_visible_cost) is fitted to the three masked blocks by least squares, each
+/// equation relative to its block's time. One cost per cut score alone (visible scores at 0)
+/// where that fit gives a cost below 0, or where the equations do not tell the two costs apart
+/// (their cut tiles' visible shares too close, as in blocks of up to 64 rows). Throws
+/// rfa::Error (RFA_ERROR_INVALID_ARGUMENT) where there are not kCalibrationBlocks blocks with a
+/// pair of times each, or a time is not finite and above 0.
+void fit_kernels(model::MachineModel& m, const std::vector<CalibrationBlock>& blocks,
+                 const std::vector<std::pair<double, double>>& seconds);
 
 }  // namespace perf
 }  // namespace rfa

@@ -3,10 +3,12 @@
 // the ranks it runs on. It calibrates the model's machine from measurements taken on the same
 // ranks (a rank's whole-tile kernel rate and a call's cost per row, over interleaved heads and
 // over one packed K/V head, what a tile the mask cuts costs per score and per visible score,
-// and the ring exchange's latency and bandwidth) and runs every strategy (the ring on each layout, Ulysses, the KV
-// all-gather and the hybrid grids that fit) on causal, windowed and unmasked problems, in rounds that take every case
-// once and the kernels' calibration blocks in between, then prints the predicted and the measured time of each pass
-// (the slowest rank's median), and their ratio. fp32 (the portable kernels, whose tiles the model counts).
+// and the ring exchange's latency and bandwidth: kernel_calibration.hpp) and runs every
+// strategy (the ring on each layout, Ulysses, the KV all-gather and the hybrid grids that fit)
+// on causal, windowed and unmasked problems, in rounds that take every case once and the
+// kernels' calibration blocks in between, then prints the predicted and the measured time of
+// each pass (the slowest rank's median), and their ratio. fp32 (the portable kernels, whose
+// tiles the model counts).
 //
 //   mpiexec -n P rfa_model_check [--seq N] [--heads N] [--head-dim N] [--repeat N] [--json FILE]
 //                                [--links GBPS,US[,NS]]
@@ -28,7 +30,6 @@
 #include <string>
 #include <vector>
 
-#include "attention_work.hpp"
 #include "collective/deadline.hpp"
 #include "collective/mpi_error.hpp"
 #include "collective/node_cpus.hpp"
@@ -451,7 +452,7 @@ int run(int me, int argc, char** argv) {
         timed(x, true);
       }
   }
-  fit_kernels(m, plan.block, plan.blocks, kernels.seconds(*world));
+  fit_kernels(m, plan.blocks, kernels.seconds(*world));
   m.waiting_rank_share = kernels.waiting_share(*world);
   if (me == 0) {
     std::printf(
@@ -515,6 +516,10 @@ int run(int me, int argc, char** argv) {
     set_field(context, "suite", "model_check");
     set_field(context, "packed_head_speedup",
               std::to_string(m.packed_head_forward_speedup) + " / " + std::to_string(m.packed_head_backward_speedup));
+    set_field(context, "masked_tile_cost",
+              std::to_string(m.forward_masked_tile_cost) + " / " + std::to_string(m.backward_masked_tile_cost));
+    set_field(context, "masked_visible_cost",
+              std::to_string(m.forward_masked_visible_cost) + " / " + std::to_string(m.backward_masked_visible_cost));
     set_field(context, "links", links ? "given" : "measured by the check");
     set_field(context, "link_gbps", std::to_string(m.intra_node.bytes_per_s / 1e9));
     set_field(context, "link_latency_us", std::to_string(m.intra_node.latency_s * 1e6));

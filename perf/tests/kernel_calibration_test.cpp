@@ -4,26 +4,30 @@
 // on them. Hand-made times: no MPI, no timing.
 #include <gtest/gtest.h>
 
-#include <cmath>
+#include <limits>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
 #include "engine/attention_strategy.hpp"
 #include "kernel_calibration.hpp"
+#include "kernels/tile_work.hpp"
 #include "model/performance_model.hpp"
 
 namespace rfa::perf {
 namespace {
 
-/// A rank's rows as rfa_model_check calibrates them: B=1, H heads over K/V heads, L rows, d.
+/// A rank's rows as rfa_model_check calibrates them: B entries, H heads over K/V heads, L rows,
+/// head dim d and V's own head dim dv (0: d).
 engine::AttentionConfig rank_block(std::int64_t L, std::int64_t heads = 4, std::int64_t kv_heads = 4,
-                                   std::int64_t d = 64) {
+                                   std::int64_t d = 64, std::int64_t batch = 1, std::int64_t dv = 0) {
   engine::AttentionConfig c;
-  c.batch = 1;
+  c.batch = batch;
   c.seq_total = L;
   c.heads = heads;
   c.kv_heads = kv_heads;
   c.head_dim = d;
+  c.value_dim = dv;
   c.dtype = RFA_DTYPE_FLOAT32;
   c.layout = RFA_LAYOUT_CONTIGUOUS;
   c.mask = RFA_MASK_NONE;
@@ -35,37 +39,54 @@ TEST(CalibrationBlocks, WholeHalfPackedCausalAndTheCheckedWindow) {
   // Four ranks' blocks of S = 8192: L = 2048.
   const std::vector<CalibrationBlock> b = calibration_blocks(rank_block(2048, 8, 2), 8192);
   ASSERT_EQ(b.size(), kCalibrationBlocks);
-  EXPECT_EQ(b[0].config.seq_total, 2048);
-  EXPECT_EQ(b[0].config.mask, RFA_MASK_NONE);
-  EXPECT_EQ(b[0].calls, 1);
-  EXPECT_EQ(b[1].config.seq_total, 1024);
-  EXPECT_EQ(b[1].config.mask, RFA_MASK_NONE);
+  EXPECT_EQ(b[kWholeBlock].config.seq_total, 2048);
+  EXPECT_EQ(b[kWholeBlock].config.mask, RFA_MASK_NONE);
+  EXPECT_EQ(b[kWholeBlock].calls, 1);
+  EXPECT_EQ(b[kHalfBlock].config.seq_total, 1024);
+  EXPECT_EQ(b[kHalfBlock].config.mask, RFA_MASK_NONE);
   // One call per K/V head, over its 4 query heads.
-  EXPECT_EQ(b[2].calls, 2);
-  EXPECT_EQ(b[2].config.heads, 4);
-  EXPECT_EQ(b[2].config.kv_heads, 1);
-  EXPECT_EQ(b[2].config.seq_total, 2048);
-  EXPECT_EQ(b[3].config.mask, RFA_MASK_CAUSAL);
-  EXPECT_EQ(b[3].config.window, 0);
-  EXPECT_EQ(b[4].config.mask, RFA_MASK_CAUSAL);
-  EXPECT_EQ(b[4].config.window, 1024);  // S/8
-  EXPECT_EQ(b[5].config.mask, RFA_MASK_CAUSAL);
-  EXPECT_EQ(b[5].config.window, 32);  // a third of a host forward tile's 96 keys
+  EXPECT_EQ(b[kPackedCalls].calls, 2);
+  EXPECT_EQ(b[kPackedCalls].config.heads, 4);
+  EXPECT_EQ(b[kPackedCalls].config.kv_heads, 1);
+  EXPECT_EQ(b[kPackedCalls].config.seq_total, 2048);
+  EXPECT_EQ(b[kCausalBlock].config.mask, RFA_MASK_CAUSAL);
+  EXPECT_EQ(b[kCausalBlock].config.window, 0);
+  EXPECT_EQ(b[kCheckedWindowBlock].config.mask, RFA_MASK_CAUSAL);
+  EXPECT_EQ(b[kCheckedWindowBlock].config.window, 1024);  // S/8
+  EXPECT_EQ(b[kNarrowWindowBlock].config.mask, RFA_MASK_CAUSAL);
+  EXPECT_EQ(b[kNarrowWindowBlock].config.window, 32);  // a third of a host forward tile's 96 keys
+}
+
+TEST(CalibrationBlocks, AreUnmaskedBlocksWhateverTheRowsCarried) {
+  engine::AttentionConfig carried = rank_block(1024);
+  carried.mask = RFA_MASK_CAUSAL;
+  carried.window = 100;
+  carried.doc_bounds = {0, 512, 1024};
+  const std::vector<CalibrationBlock> b = calibration_blocks(carried, 8192);
+  for (std::size_t i : {kWholeBlock, kHalfBlock, kPackedCalls}) {
+    EXPECT_EQ(b[i].config.mask, RFA_MASK_NONE);
+    EXPECT_EQ(b[i].config.window, 0);
+  }
+  for (const CalibrationBlock& block : b) {
+    EXPECT_TRUE(block.config.doc_bounds.empty());
+    EXPECT_TRUE(block.config.doc_offsets.empty());
+    EXPECT_EQ(block.config.ranges, nullptr);
+  }
 }
 
 TEST(CalibrationBlocks, TheWindowStaysInsideTheBlockAndAboveNothing) {
   // S/8 at the block's last row, one below and one above: a window of L or more masks nothing
   // more than the causal block, so it is cut to L - 1.
-  EXPECT_EQ(calibration_blocks(rank_block(1024), 8 * 1023)[4].config.window, 1023);
-  EXPECT_EQ(calibration_blocks(rank_block(1024), 8 * 1024)[4].config.window, 1023);
-  EXPECT_EQ(calibration_blocks(rank_block(1024), 8 * 1025)[4].config.window, 1023);
-  EXPECT_EQ(calibration_blocks(rank_block(1024), 8 * 1022)[4].config.window, 1022);
+  EXPECT_EQ(calibration_blocks(rank_block(1024), 8 * 1023)[kCheckedWindowBlock].config.window, 1023);
+  EXPECT_EQ(calibration_blocks(rank_block(1024), 8 * 1024)[kCheckedWindowBlock].config.window, 1023);
+  EXPECT_EQ(calibration_blocks(rank_block(1024), 8 * 1025)[kCheckedWindowBlock].config.window, 1023);
+  EXPECT_EQ(calibration_blocks(rank_block(1024), 8 * 1022)[kCheckedWindowBlock].config.window, 1022);
   // A sequence under 8 tokens: a window of 1, not 0 (no window at all).
-  EXPECT_EQ(calibration_blocks(rank_block(4), 7)[4].config.window, 1);
+  EXPECT_EQ(calibration_blocks(rank_block(4), 7)[kCheckedWindowBlock].config.window, 1);
   // The narrow band's 32 in blocks of 34, 33 (its last row) and 32 (one past it) rows.
-  EXPECT_EQ(calibration_blocks(rank_block(34), 8 * 34)[5].config.window, 32);
-  EXPECT_EQ(calibration_blocks(rank_block(33), 8 * 33)[5].config.window, 32);
-  EXPECT_EQ(calibration_blocks(rank_block(32), 8 * 32)[5].config.window, 31);
+  EXPECT_EQ(calibration_blocks(rank_block(34), 8 * 34)[kNarrowWindowBlock].config.window, 32);
+  EXPECT_EQ(calibration_blocks(rank_block(33), 8 * 33)[kNarrowWindowBlock].config.window, 32);
+  EXPECT_EQ(calibration_blocks(rank_block(32), 8 * 32)[kNarrowWindowBlock].config.window, 31);
 }
 
 /// Times of blocks whose true seconds are `base`, each (round, rank) at its own speed of the
@@ -85,8 +106,8 @@ TEST(PairedSeconds, TheFirstBlocksSlowestRankAndTheOthersRatiosWithinTheirRounds
   const std::vector<double> s = paired_seconds(at_speeds(base, speed));
   ASSERT_EQ(s.size(), 3u);
   EXPECT_DOUBLE_EQ(s[0], 0.010 * 1.1);
-  // Each block's own medians would have taken its slowest rank at another round's speed; the
-  // paired ratios are the true ones.
+  // The ratios within each round and rank are the true ones, whichever round a rank's median
+  // comes from.
   EXPECT_NEAR(s[1] / s[0], 0.3, 1e-12);
   EXPECT_NEAR(s[2] / s[0], 0.8, 1e-12);
 }
@@ -117,6 +138,15 @@ TEST(PairedSeconds, OneRoundOfOneRankIsItsOwnTime) {
   EXPECT_DOUBLE_EQ(s[1], 0.001);
 }
 
+TEST(PairedSeconds, LeavesOutPairsWhoseWholeBlockTookNoTime) {
+  std::vector<RoundTimes> times = at_speeds({0.010, 0.003}, {{1.0, 1.0}, {1.0, 1.0}});
+  times[0][1][0] = 0.0;
+  times[1][1][0] = 0.5;  // its pair's ratio would be infinite
+  EXPECT_NEAR(paired_seconds(times)[1], 0.003 * times[0][0][1] / 0.010, 1e-15);
+  // No pair left: refused.
+  EXPECT_THROW(paired_seconds({{{0.0}}, {{0.001}}}), Error);
+}
+
 TEST(PairedSeconds, RefusesBlocksOfOtherRoundsOrRanksAndNothing) {
   EXPECT_THROW(paired_seconds({}), Error);
   EXPECT_THROW(paired_seconds({RoundTimes{}}), Error);
@@ -124,6 +154,9 @@ TEST(PairedSeconds, RefusesBlocksOfOtherRoundsOrRanksAndNothing) {
   EXPECT_THROW(paired_seconds({{{1.0}, {1.0}}, {{1.0}}}), Error);  // 2 rounds and 1
   EXPECT_THROW(paired_seconds({{{1.0, 1.0}}, {{1.0}}}), Error);    // 2 ranks and 1
   EXPECT_THROW(paired_seconds({{{1.0, 1.0}}, {{1.0, 1.0}, {1.0}}}), Error);
+  EXPECT_THROW(paired_seconds({{{1.0}}, {{-1e-9}}}), Error);
+  EXPECT_THROW(paired_seconds({{{1.0}}, {{std::numeric_limits<double>::quiet_NaN()}}}), Error);
+  EXPECT_THROW(paired_seconds({{{std::numeric_limits<double>::infinity()}}, {{1.0}}}), Error);
 }
 
 /// The machine the fit should find: a rank on a core of its own, a cut tile's visible scores
@@ -150,50 +183,107 @@ std::vector<std::pair<double, double>> model_seconds(const model::MachineModel& 
     const model::Prediction p = model::predict(b.config, {engine::StrategyKind::ring, 0, 1}, 1, m);
     s.emplace_back(p.forward.compute_seconds, p.backward.compute_seconds);
   }
-  s[2] = {s[0].first / packed[0], s[0].second / packed[1]};
+  s[kPackedCalls] = {s[kWholeBlock].first / packed[0], s[kWholeBlock].second / packed[1]};
   return s;
 }
 
+/// Fits the machine to the times truth(visible)'s model gives `block`'s calibration blocks for
+/// a sequence of `seq` (the packed calls x1.08 / x1.04 faster) and checks that every figure is
+/// found again.
+void expect_found_again(const engine::AttentionConfig& block, std::int64_t seq, double visible) {
+  const std::vector<CalibrationBlock> blocks = calibration_blocks(block, seq);
+  double packed[2] = {1.08, 1.04};
+  const model::MachineModel t = truth(visible);
+  model::MachineModel fitted;
+  fit_kernels(fitted, blocks, model_seconds(t, blocks, packed));
+  EXPECT_NEAR(fitted.forward_flops_per_s / t.forward_flops_per_s, 1.0, 1e-9);
+  EXPECT_NEAR(fitted.backward_flops_per_s / t.backward_flops_per_s, 1.0, 1e-9);
+  EXPECT_NEAR(fitted.forward_row_seconds / t.forward_row_seconds, 1.0, 1e-9);
+  EXPECT_NEAR(fitted.backward_row_seconds / t.backward_row_seconds, 1.0, 1e-9);
+  EXPECT_NEAR(fitted.packed_head_forward_speedup, 1.08, 1e-12);
+  EXPECT_NEAR(fitted.packed_head_backward_speedup, 1.04, 1e-12);
+  EXPECT_NEAR(fitted.forward_masked_tile_cost, t.forward_masked_tile_cost, 1e-6);
+  EXPECT_NEAR(fitted.backward_masked_tile_cost, t.backward_masked_tile_cost, 1e-6);
+  EXPECT_NEAR(fitted.forward_masked_visible_cost, t.forward_masked_visible_cost, 1e-6);
+  EXPECT_NEAR(fitted.backward_masked_visible_cost, t.backward_masked_visible_cost, 1e-6);
+}
+
 TEST(FitKernels, FindsTheMachineWhoseModelGaveTheTimes) {
-  // Blocks of whole tiles and of a partial last tile; cut tiles whose visible scores cost
-  // nothing more, and 0.8 (forward) and 0.4 (backward) more.
+  // Blocks of whole tiles both ways (1152 = 6 x 192 = 12 x 96), of a partial last tile, an odd
+  // one; the checked window cut to L - 1 (S = 8L, eight ranks) and a band inside the block
+  // (S = 2L, two ranks); cut tiles whose visible scores cost nothing more, and 0.8 (forward)
+  // and 0.4 (backward) more.
   for (double visible : {0.0, 0.8})
-    for (std::int64_t L : {1024, 2048, 4096 + 96}) {
-      SCOPED_TRACE(testing::Message() << "L = " << L << ", visible " << visible);
-      const engine::AttentionConfig block = rank_block(L);
-      const std::vector<CalibrationBlock> blocks = calibration_blocks(block, 8 * L);
-      double packed[2] = {1.08, 1.04};
-      const model::MachineModel t = truth(visible);
-      model::MachineModel fitted;
-      fit_kernels(fitted, block, blocks, model_seconds(t, blocks, packed));
-      EXPECT_NEAR(fitted.forward_flops_per_s / t.forward_flops_per_s, 1.0, 1e-9);
-      EXPECT_NEAR(fitted.backward_flops_per_s / t.backward_flops_per_s, 1.0, 1e-9);
-      EXPECT_NEAR(fitted.forward_row_seconds / t.forward_row_seconds, 1.0, 1e-9);
-      EXPECT_NEAR(fitted.backward_row_seconds / t.backward_row_seconds, 1.0, 1e-9);
-      EXPECT_NEAR(fitted.packed_head_forward_speedup, 1.08, 1e-12);
-      EXPECT_NEAR(fitted.packed_head_backward_speedup, 1.04, 1e-12);
-      EXPECT_NEAR(fitted.forward_masked_tile_cost, t.forward_masked_tile_cost, 1e-6);
-      EXPECT_NEAR(fitted.backward_masked_tile_cost, t.backward_masked_tile_cost, 1e-6);
-      EXPECT_NEAR(fitted.forward_masked_visible_cost, t.forward_masked_visible_cost, 1e-6);
-      EXPECT_NEAR(fitted.backward_masked_visible_cost, t.backward_masked_visible_cost, 1e-6);
-    }
+    for (std::int64_t L : {1152, 1023, 2048, 4096 + 96})
+      for (std::int64_t ranks : {8, 2}) {
+        SCOPED_TRACE(testing::Message() << "L = " << L << ", S = " << ranks << " L, visible " << visible);
+        expect_found_again(rank_block(L), ranks * L, visible);
+      }
+}
+
+TEST(FitKernels, FindsItOnBatchesGroupedHeadsAndAValueHeadDimOfItsOwn) {
+  // Two batch entries, 8 query heads over 2 K/V heads, d = 64 and dv = 32.
+  expect_found_again(rank_block(1024, 8, 2, 64, 2, 32), 2048, 0.8);
+}
+
+TEST(FitKernels, EquationsThatCannotTellTheCostsApartFallBackToOneCostPerCutScore) {
+  // 32 rows: the checked and the narrow window both cut to 31, the causal block all but the
+  // same; 64 rows: the narrow band is most of the block. One cost per cut score, the visible
+  // scores at 0.
+  for (std::int64_t L : {32, 64}) {
+    SCOPED_TRACE(L);
+    const std::vector<CalibrationBlock> blocks = calibration_blocks(rank_block(L), 8 * L);
+    double packed[2] = {1.0, 1.0};
+    model::MachineModel fitted;
+    fit_kernels(fitted, blocks, model_seconds(truth(0.8), blocks, packed));
+    EXPECT_EQ(fitted.forward_masked_visible_cost, 0.0);
+    EXPECT_EQ(fitted.backward_masked_visible_cost, 0.0);
+    EXPECT_GT(fitted.forward_masked_tile_cost, 0.0);
+  }
+  // 256 tokens on one rank: the checked window S/8 is the narrow one's 32, and with the causal
+  // block the two costs are still told apart.
+  expect_found_again(rank_block(256), 256, 0.8);
+}
+
+/// The one cost per cut score that fits `s`'s masked blocks on `m`'s forward figures: each
+/// block's cut tiles' cost over its whole time in scores, least squares.
+double one_forward_cost(const model::MachineModel& m, const std::vector<CalibrationBlock>& blocks,
+                        const std::vector<std::pair<double, double>>& s) {
+  const engine::AttentionConfig& c = blocks[kWholeBlock].config;
+  const double per_score = 2.0 * double(c.head_dim + c.dv()) * double(c.batch * c.heads);
+  const PositionMap rows = PositionMap::contiguous(0, c.seq_total);
+  double xy = 0, xx = 0;
+  for (std::size_t i : {kCausalBlock, kCheckedWindowBlock, kNarrowWindowBlock}) {
+    const kernels::MaskRule rule{true, blocks[i].config.window, nullptr, 0, {}};
+    const kernels::TileWork w = kernels::count_tile_work(rule, rows, rows, m.forward_tile);
+    const double whole = s[i].first * m.forward_flops_per_s / per_score;
+    const double y =
+        whole -
+        double(c.batch * c.heads) * (w.rows + w.keys) / 2 * m.forward_row_seconds * m.forward_flops_per_s / per_score -
+        w.full;
+    xy += w.partial * y / (whole * whole);
+    xx += w.partial * w.partial / (whole * whole);
+  }
+  return xy / xx;
 }
 
 TEST(FitKernels, ACostBelowZeroFallsBackToOneCostPerCutScore) {
   const engine::AttentionConfig block = rank_block(1024);
-  const std::vector<CalibrationBlock> blocks = calibration_blocks(block, 8192);
+  const std::vector<CalibrationBlock> blocks = calibration_blocks(block, 2048);
   double packed[2] = {1.0, 1.0};
-  // The narrow band, mostly hidden, at three times its time: the two costs' exact fit would
+  // The narrow band, mostly hidden, at one and a half times its time: the two costs' fit would
   // take a visible score below 0 (the more a tile shows, the cheaper); the fit keeps one cost
-  // per cut score, above the truth's, which the narrow band pulls up.
+  // per cut score over the three blocks.
   std::vector<std::pair<double, double>> s = model_seconds(truth(), blocks, packed);
-  s[5].first *= 3;
+  s[kNarrowWindowBlock].first *= 1.5;
   model::MachineModel fitted;
-  fit_kernels(fitted, block, blocks, s);
+  fit_kernels(fitted, blocks, s);
   EXPECT_EQ(fitted.forward_masked_visible_cost, 0.0);
+  EXPECT_NEAR(fitted.forward_masked_tile_cost, one_forward_cost(fitted, blocks, s), 1e-9);
   EXPECT_GT(fitted.forward_masked_tile_cost, truth().forward_masked_tile_cost);
   // The backward's own fit untouched.
   EXPECT_NEAR(fitted.backward_masked_tile_cost, truth().backward_masked_tile_cost, 1e-6);
+  EXPECT_NEAR(fitted.backward_masked_visible_cost, 0.0, 1e-6);
 }
 
 TEST(FitKernels, AHalfBlockAtLeastHalfAsLongLeavesTheRowsNothing) {
@@ -202,25 +292,32 @@ TEST(FitKernels, AHalfBlockAtLeastHalfAsLongLeavesTheRowsNothing) {
   double packed[2] = {1.0, 1.0};
   std::vector<std::pair<double, double>> s = model_seconds(truth(), blocks, packed);
   // The half block at half the whole one's time, and just under it.
-  s[1] = {s[0].first / 2, s[0].second * 0.4999};
+  s[kHalfBlock] = {s[kWholeBlock].first / 2, s[kWholeBlock].second * 0.4999};
   model::MachineModel fitted;
-  fit_kernels(fitted, block, blocks, s);
+  fit_kernels(fitted, blocks, s);
   EXPECT_EQ(fitted.forward_row_seconds, 0.0);
   const double flops = 4.0 * 64 * 4 * 1024.0 * 1024.0;
-  EXPECT_NEAR(fitted.forward_flops_per_s, flops / s[0].first, 1e-6 * fitted.forward_flops_per_s);
+  EXPECT_NEAR(fitted.forward_flops_per_s, flops / s[kWholeBlock].first, 1e-6 * fitted.forward_flops_per_s);
   EXPECT_GT(fitted.backward_row_seconds, 0.0);
   // A half block under a quarter of the whole one: a cost per row below 0, taken as 0.
-  s[1].second = s[0].second * 0.2;
-  fit_kernels(fitted, block, blocks, s);
+  s[kHalfBlock].second = s[kWholeBlock].second * 0.2;
+  fit_kernels(fitted, blocks, s);
   EXPECT_EQ(fitted.backward_row_seconds, 0.0);
 }
 
-TEST(FitKernels, RefusesTimesThatAreNotOnePairPerBlock) {
-  const engine::AttentionConfig block = rank_block(1024);
-  const std::vector<CalibrationBlock> blocks = calibration_blocks(block, 8192);
+TEST(FitKernels, RefusesTimesThatAreNotOnePairPerBlockOrNotAboveZero) {
+  const std::vector<CalibrationBlock> blocks = calibration_blocks(rank_block(1024), 8192);
   model::MachineModel m;
-  EXPECT_THROW(fit_kernels(m, block, blocks, std::vector<std::pair<double, double>>(5, {1.0, 1.0})), Error);
-  EXPECT_THROW(fit_kernels(m, block, {blocks[0]}, std::vector<std::pair<double, double>>(1, {1.0, 1.0})), Error);
+  EXPECT_THROW(fit_kernels(m, blocks, std::vector<std::pair<double, double>>(5, {1.0, 1.0})), Error);
+  EXPECT_THROW(fit_kernels(m, {blocks[0]}, std::vector<std::pair<double, double>>(1, {1.0, 1.0})), Error);
+  for (double bad : {0.0, -1.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+    std::vector<std::pair<double, double>> s(kCalibrationBlocks, {1.0, 1.0});
+    s[kPackedCalls].second = bad;
+    EXPECT_THROW(fit_kernels(m, blocks, s), Error) << bad;
+    s[kPackedCalls].second = 1.0;
+    s[kWholeBlock].first = bad;
+    EXPECT_THROW(fit_kernels(m, blocks, s), Error) << bad;
+  }
 }
 
 }  // namespace
