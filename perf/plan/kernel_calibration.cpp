@@ -16,6 +16,7 @@ namespace perf {
 
 std::vector<CalibrationBlock> calibration_blocks(const engine::AttentionConfig& block, std::int64_t seq) {
   engine::AttentionConfig plain = block;
+  plain.layout = RFA_LAYOUT_CONTIGUOUS;
   plain.mask = RFA_MASK_NONE;
   plain.window = 0;
   plain.doc_bounds.clear();
@@ -53,13 +54,15 @@ std::vector<double> paired_seconds(const std::vector<RoundTimes>& times) {
         require(std::isfinite(t) && t >= 0, "calibration block ", i, " has a time that is not a finite one >= 0: ", t);
     }
   }
-  // The whole block: each rank's median over the rounds, the slowest of them.
+  // The whole block: each rank's median over its rounds that took any time, the slowest of them.
   double whole = 0;
   for (std::size_t k = 0; k < ranks; ++k) {
     std::vector<double> mine;
-    for (std::size_t r = 0; r < rounds; ++r) mine.push_back(times[0][r][k]);
-    whole = std::max(whole, median(mine));
+    for (std::size_t r = 0; r < rounds; ++r)
+      if (times[0][r][k] > 0) mine.push_back(times[0][r][k]);
+    if (!mine.empty()) whole = std::max(whole, median(mine));
   }
+  require(whole > 0, "the calibration's whole block took no time in any round");
   std::vector<double> out{whole};
   for (std::size_t i = 1; i < times.size(); ++i) {
     std::vector<double> ratios;
@@ -97,8 +100,9 @@ std::pair<double, double> fit_cut_tiles(const double cut[3], const double visibl
   // The equations tell the two costs apart where the blocks' cut tiles show different visible
   // shares: det / (xx zz) is 1 - cos^2 of the angle between the weighted columns. With the
   // narrow band it is 0.12-0.42 on blocks of 256-4096 rows; a causal block and a band as wide
-  // as the block (the checked window at eight ranks and more) alone give 2e-4 to 1e-2, and
-  // blocks of up to 64 rows, where the narrow band is most of the block, 2e-2 or less.
+  // as the block (the checked window at eight ranks and more) alone give 2e-4 to 1e-2, and at
+  // eight ranks and more blocks of up to 64 rows, where the narrow band is most of the block,
+  // 2e-2 or less.
   const double det = xx * zz - xz * xz;
   if (det > kApart * xx * zz) {
     const double tile = (zz * xy - xz * zy) / det, seen = (xx * zy - xz * xy) / det;

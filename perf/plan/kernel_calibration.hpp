@@ -38,13 +38,12 @@ enum CalibrationBlockIndex : std::size_t {
 /// tiles, which rfa_model_check calibrates), so that most of each tile it cuts is hidden.
 inline constexpr std::int64_t kNarrowWindow = 32;
 
-/// The blocks the calibration times, for a rank's rows `block` (unmasked, contiguous; any
-/// documents or ranges dropped) of a sequence of `seq` tokens, in CalibrationBlockIndex's order:
-/// the whole block and half of it (a rate per score and a cost per row); the packed calls, as
-/// the all-gather makes them (the packed-head speedup); three causal blocks, with no window (its
-/// diagonal tiles), with the checked problems' window S/8 (tiles along both edges of a band) and
-/// with kNarrowWindow, each window at most L - 1: three equations for what a cut tile costs per
-/// score and per visible score.
+/// The blocks the calibration times, for a rank's rows `block` (taken contiguous and unmasked:
+/// its layout, mask, window, documents and ranges set aside) of a sequence of `seq` tokens, in CalibrationBlockIndex's
+/// order: the whole block and half of it (a rate per score and a cost per row); the packed calls, as the all-gather
+/// makes them (the packed-head speedup); three causal blocks, with no window (its diagonal tiles), with the checked
+/// problems' window S/8 (tiles along both edges of a band) and with kNarrowWindow, each window at most L - 1: three
+/// equations for what a cut tile costs per score and per visible score.
 std::vector<CalibrationBlock> calibration_blocks(const engine::AttentionConfig& block, std::int64_t seq);
 
 /// Every rank's time of one calibration block in each round: [round][rank].
@@ -53,11 +52,11 @@ using RoundTimes = std::vector<std::vector<double>>;
 /// Each block's time from `times` (one RoundTimes per block, the whole block first): the whole
 /// block's is its slowest rank's median over the rounds; every other block's is the whole's
 /// times the median, over every rank's rounds, of its time over the whole block's in the same
-/// round and rank (pairs whose whole block took no time left out). A rank's blocks in one round
+/// round and rank (rounds whose whole block took no time left out of both). A rank's blocks in one round
 /// run one after another at one speed of the machine, so their ratio holds where the speed
 /// swings between rounds and ranks. Throws rfa::Error (RFA_ERROR_INVALID_ARGUMENT) where the
 /// blocks' rounds or ranks differ in number, there are none, a time is below 0 or not finite,
-/// or a block has no pair.
+/// or the whole block took no time in any round.
 std::vector<double> paired_seconds(const std::vector<RoundTimes>& times);
 
 /// Fits `m`'s kernel rates, costs per row, packed-head speedups and masked-tile costs to the
@@ -68,9 +67,10 @@ std::vector<double> paired_seconds(const std::vector<RoundTimes>& times);
 /// taken as 0); the packed-head speedup is the whole block's time over the packed calls'; what
 /// a cut tile costs per score and per visible score (MachineModel::forward_masked_tile_cost and
 /// forward_masked_visible_cost) is fitted to the three masked blocks by least squares, each
-/// equation relative to its block's time. One cost per cut score alone (visible scores at 0)
-/// where that fit gives a cost below 0, or where the equations do not tell the two costs apart
-/// (their cut tiles' visible shares too close, as in blocks of up to 64 rows). Throws
+/// equation relative to its block's time. One cost per cut score alone (at least 0, visible
+/// scores at 0) where that fit gives a cost below 0, or where the equations do not tell the two
+/// costs apart (their cut tiles' visible shares too close, as in blocks of up to 64 rows at
+/// eight ranks or more, where the checked window is cut to L - 1). Throws
 /// rfa::Error (RFA_ERROR_INVALID_ARGUMENT) where there are not kCalibrationBlocks blocks with a
 /// pair of times each, or a time is not finite and above 0.
 void fit_kernels(model::MachineModel& m, const std::vector<CalibrationBlock>& blocks,
