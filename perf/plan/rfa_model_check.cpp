@@ -260,9 +260,8 @@ std::optional<model::Link> take_links(int& argc, char** argv) {
 struct CalibrationPlan {
   model::MachineModel machine;
   Turns turns;
-  int cpu_threads = 0;            // KernelTimer's: a rank's threads where ranks share cores, else 0
-  engine::AttentionConfig block;  // a rank's rows, unmasked
-  std::vector<CalibrationBlock> blocks;
+  int cpu_threads = 0;                   // KernelTimer's: a rank's threads where ranks share cores, else 0
+  std::vector<CalibrationBlock> blocks;  // calibration_blocks(): the whole block is a rank's rows
 };
 
 CalibrationPlan plan_calibration(comm::Communicator& world, const RunOptions& o) {
@@ -287,13 +286,9 @@ CalibrationPlan plan_calibration(comm::Communicator& world, const RunOptions& o)
     // time is its rate on a core of its own.
     plan.cpu_threads = threads;
   }
-  engine::AttentionConfig& block = plan.block;
-  block = attention_config(o);
-  block.seq_total = o.seq / P;
-  block.layout = RFA_LAYOUT_CONTIGUOUS;
-  block.window = 0;
-  block.mask = RFA_MASK_NONE;
-  plan.blocks = calibration_blocks(block, o.seq);
+  engine::AttentionConfig rows = attention_config(o);
+  rows.seq_total = o.seq / P;
+  plan.blocks = calibration_blocks(rows, o.seq);
   return plan;
 }
 
@@ -373,7 +368,7 @@ int run(int me, int argc, char** argv) {
   o.seq -= o.seq % (2 * P);  // every layout splits it (zigzag: 2P chunks)
   const CalibrationPlan plan = plan_calibration(*world, o);
   model::MachineModel m = plan.machine;
-  measure_copies_and_links(*world, o, links, plan.block, m);
+  measure_copies_and_links(*world, o, links, plan.blocks[kWholeBlock].config, m);
   KernelTimer kernels(plan.blocks, plan.turns, plan.cpu_threads);
   struct Case {
     std::string label;
