@@ -197,8 +197,11 @@ own_dir=0
 job=""
 watchers=()
 # shellcheck disable=SC2317  # called through the trap
+# It runs to its end whatever arrives meanwhile: a second signal, or a write (the shell's notice
+# of the job it kills) to output whose reader is gone, which would otherwise end the shell.
 cleanup() {
-  trap - EXIT INT TERM HUP
+  trap - EXIT
+  trap '' INT TERM HUP PIPE
   for w in "${watchers[@]}"; do kill "$w" 2>/dev/null; done
   [ -z "$job" ] || kill -9 "$job" 2>/dev/null
   local ns

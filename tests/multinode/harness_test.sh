@@ -83,6 +83,20 @@ signal_harness TERM
 check "nothing is left after the harness is sent TERM" test "$(ours)" -eq 0
 check "no process of the job survives TERM" test "$(pgrep -c -f "^$job_sleep\$")" -eq 0
 
+# The same where the harness's output is a pipe whose reader is gone (a caller that captured it
+# and was killed first): the shell's notice of the job it kills must not end its cleanup.
+mkfifo "$tmp/pipe"
+# shellcheck disable=SC2086  # the command and its argument
+bash "$nodes_sh" --quiet --nodes 2 -- $job_sleep >"$tmp/pipe" 2>&1 &
+harness=$!
+exec 9<"$tmp/pipe"
+sleep 3
+exec 9<&-
+kill -TERM "$harness"
+wait "$harness" 2>/dev/null
+check "nothing is left after TERM with the harness's reader gone" test "$(ours)" -eq 0
+check "... nor a process of the job" test "$(pgrep -c -f "^$job_sleep\$")" -eq 0
+
 folders() { find /tmp -maxdepth 1 -name 'rfamn[0-9]*.dir.*' | wc -l; }
 signal_harness KILL
 check "a harness killed by SIGKILL leaves its namespaces" test "$(ours)" -gt 0
