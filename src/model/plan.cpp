@@ -19,6 +19,18 @@ namespace {
 
 double step_seconds(const Plan& p) { return p.prediction.forward.seconds + p.prediction.backward.seconds; }
 
+// The host preset's kernel costs beside the rate, from rfa_model_check's calibrations of the
+// fp32 portable kernels across 2, 4 and 8 "nodes" (perf/RESULTS.md, "2026-12-03 (fifth
+// session) — the host preset's cost per row and per cut tile": their medians). A call's cost
+// per query or key row and head (MachineModel::forward_row_seconds) in FLOPs at the kernels'
+// rate per value of the row's head dims (d + dv): it loads and packs the rows and finishes,
+// writes or merges them, work that grows with the head dims as the scores' does.
+constexpr double kForwardRowFlopsPerValue = 460, kBackwardRowFlopsPerValue = 660;
+// What a tile the mask cuts costs per score, and per score it lets through, in whole tiles'
+// scores (MachineModel::forward_masked_tile_cost, forward_masked_visible_cost).
+constexpr double kForwardMaskedTileCost = 1.05, kForwardMaskedVisibleCost = 0.97;
+constexpr double kBackwardMaskedTileCost = 0.73, kBackwardMaskedVisibleCost = 0.55;
+
 }  // namespace
 
 std::string Plan::name() const {
@@ -121,10 +133,14 @@ HostBf16 host_bf16_here() {
   return HostBf16::portable;
 }
 
-MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const PlanningHost& host) {
+MachineModel planning_machine(const engine::AttentionConfig& config, const PlanningHost& host) {
+  const rfa_dtype_t dtype = config.dtype;
   MachineModel m;
   m.ranks_per_node = std::max(1, host.ranks_per_node);
-  if (device == engine::Device::cuda) {
+  // How much faster than the portable kernels the host's bf16 products compute scores (1: the
+  // portable kernels run the dtype), forward and backward.
+  double forward_speedup = 1, backward_speedup = 1;
+  if (config.device == engine::Device::cuda) {
     // rfa's CUDA kernels on an H100, bf16 and fp16 alike (perf/RESULTS.md), NVLink inside a
     // node, 400 Gb/s between.
     m.forward_flops_per_s = 275e12, m.backward_flops_per_s = 150e12;
@@ -142,20 +158,20 @@ MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const Pl
     // the automatic choice again"): portable kernels
     // 1.02 / 1.03, AVX512-BF16 dot products 1.01 / 1.055; AMX tiles not measured (1).
     m.packed_head_forward_speedup = 1.02, m.packed_head_backward_speedup = 1.03;
-    // A tile the mask cuts costs what rfa_model_check calibrates for the portable kernels on one
-    // rank (perf/RESULTS.md, "2026-11-27 (late night) — host workspace kept between calls; the
-    // model with ranks that share a core"): 1.6 / 1.3 whole tiles' scores, forward / backward.
-    m.forward_masked_tile_cost = 1.6, m.backward_masked_tile_cost = 1.3;
+    // A tile the mask cuts: the portable kernels' calibrated costs (above), for every dtype.
+    m.forward_masked_tile_cost = kForwardMaskedTileCost, m.forward_masked_visible_cost = kForwardMaskedVisibleCost;
+    m.backward_masked_tile_cost = kBackwardMaskedTileCost, m.backward_masked_visible_cost = kBackwardMaskedVisibleCost;
     if (dtype == RFA_DTYPE_BFLOAT16 && host.bf16 == HostBf16::dot_products) {
-      forward *= 1.9, backward *= 1.45;
+      forward_speedup = 1.9, backward_speedup = 1.45;
       m.packed_head_forward_speedup = 1.01, m.packed_head_backward_speedup = 1.055;
     }
     if (dtype == RFA_DTYPE_BFLOAT16 && host.bf16 == HostBf16::amx_tiles) {
-      forward *= 5.3, backward *= 3.0;
+      forward_speedup = 5.3, backward_speedup = 3.0;
       m.packed_head_forward_speedup = 1.0, m.packed_head_backward_speedup = 1.0;
     }
     const double threads = double(std::max(1, host.threads));
-    m.forward_flops_per_s = forward * threads, m.backward_flops_per_s = backward * threads;
+    m.forward_flops_per_s = forward * forward_speedup * threads;
+    m.backward_flops_per_s = backward * backward_speedup * threads;
     if (host.compute_units_per_node > 0 && host.compute_units_per_node < double(m.ranks_per_node))
       m.compute_units_per_node = host.compute_units_per_node;
     m.intra_node = Link{2e-6, 8e9}, m.inter_node = Link{5e-6, 12.5e9};
@@ -177,11 +193,19 @@ MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const Pl
     auto link = [&](std::size_t at) { return Link{l[at + 1] * 1e-6, l[at] * 1e9, with_cpu ? l[at + 2] * 1e-9 : 0.0}; };
     m.intra_node = link(0), m.inter_node = link(per_link);
   }
+  if (config.device == engine::Device::host) {
+    // A call's cost per row and head beyond its scores, in the portable kernels' FLOPs at the
+    // rate planned with (RFA_PLAN_KERNEL_RATE's where given): rows cost the bf16 products what
+    // they cost the portable kernels, whose speed-up is in the scores alone.
+    const double dims = double(config.head_dim + config.dv());
+    m.forward_row_seconds = kForwardRowFlopsPerValue * dims * forward_speedup / m.forward_flops_per_s;
+    m.backward_row_seconds = kBackwardRowFlopsPerValue * dims * backward_speedup / m.backward_flops_per_s;
+  }
   return m;
 }
 
 std::vector<Plan> automatic_plans(const engine::AttentionConfig& config, int ranks, const PlanningHost& host) {
-  const MachineModel machine = planning_machine(config.device, config.dtype, host);
+  const MachineModel machine = planning_machine(config, host);
   std::vector<Plan> plans = rank_plans(config, ranks, machine, /*ring_only=*/config.device != engine::Device::host);
   require(!plans.empty(), "the automatic strategy: no strategy fits seq_total = ", config.seq_total,
           " and heads = ", config.heads, " on ", ranks,

@@ -57,12 +57,14 @@ struct PlanningHost {
   double compute_units_per_node = 0;
 };
 
-/// The machine the automatic strategy plans for: the preset of the device and dtype (docs/
+/// The machine the automatic strategy plans `config` on: the preset of its device and dtype (docs/
 /// performance-model.md; on the host the measured per-core rate of the kernels that run the
-/// dtype, times the threads per rank, and the node's cores shared where there are fewer than
-/// ranks), with RFA_PLAN_KERNEL_RATE and RFA_PLAN_LINKS overriding it. Throws
-/// RFA_ERROR_INVALID_ARGUMENT naming the variable when one does not parse.
-MachineModel planning_machine(engine::Device device, rfa_dtype_t dtype, const PlanningHost& host);
+/// dtype, times the threads per rank, the node's cores shared where there are fewer than ranks,
+/// the portable kernels' calibrated cost of a cut tile, and a call's cost per row for the
+/// config's head dims at the rate planned with), with RFA_PLAN_KERNEL_RATE and RFA_PLAN_LINKS
+/// overriding the rates and links. Throws RFA_ERROR_INVALID_ARGUMENT naming the variable when
+/// one does not parse.
+MachineModel planning_machine(const engine::AttentionConfig& config, const PlanningHost& host);
 
 /// What the automatic strategy weighs: rank_plans() on planning_machine(), the ring's layouts
 /// alone on devices. Throws RFA_ERROR_INVALID_ARGUMENT, saying why, when no plan fits.
