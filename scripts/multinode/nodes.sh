@@ -198,7 +198,9 @@ job=""
 watchers=()
 # shellcheck disable=SC2317  # called through the trap
 # It runs to its end whatever arrives meanwhile: a second signal, or a write (the shell's notice
-# of the job it kills) to output whose reader is gone, which would otherwise end the shell.
+# of the job it kills) to output whose reader is gone, which would otherwise end the shell. The
+# commands it runs ignore INT and TERM too: a removal that blocks yields to SIGKILL alone, and
+# the next run removes what it left.
 cleanup() {
   trap - EXIT
   trap '' INT TERM HUP PIPE
@@ -209,9 +211,13 @@ cleanup() {
   [ "$own_dir" = 0 ] || rm -rf "$dir"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+# A signal ends the harness through cleanup, ignoring the next ones from the first: a second
+# signal before cleanup starts would end the EXIT trap itself. A write to output whose reader is
+# gone (the limit's message, the shell's notice of a job it kills) ends it the same way.
+trap 'trap "" INT TERM HUP PIPE; exit 130' INT
+trap 'trap "" INT TERM HUP PIPE; exit 143' TERM
+trap 'trap "" INT TERM HUP PIPE; exit 129' HUP
+trap 'trap "" INT TERM HUP PIPE; exit 141' PIPE
 
 # A namespace with its loopback up.
 make_namespace() {

@@ -85,7 +85,7 @@ check "no process of the job survives TERM" test "$(pgrep -c -f "^$job_sleep\$")
 
 # The same where the harness's output is a pipe whose reader is gone (a caller that captured it
 # and was killed first): the shell's notice of the job it kills must not end its cleanup.
-mkfifo "$tmp/pipe"
+mkfifo "$tmp/pipe" || exit 1
 # shellcheck disable=SC2086  # the command and its argument
 bash "$nodes_sh" --quiet --nodes 2 -- $job_sleep >"$tmp/pipe" 2>&1 &
 harness=$!
@@ -94,6 +94,8 @@ sleep 3
 exec 9<&-
 kill -TERM "$harness"
 wait "$harness" 2>/dev/null
+status=$?
+check "a harness sent TERM with its reader gone ends as sent TERM (143, not SIGPIPE's 141)" test "$status" -eq 143
 check "nothing is left after TERM with the harness's reader gone" test "$(ours)" -eq 0
 check "... nor a process of the job" test "$(pgrep -c -f "^$job_sleep\$")" -eq 0
 
