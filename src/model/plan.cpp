@@ -194,9 +194,10 @@ MachineModel planning_machine(const engine::AttentionConfig& config, const Plann
     m.intra_node = link(0), m.inter_node = link(per_link);
   }
   if (config.device == engine::Device::host) {
-    // A call's cost per row and head beyond its scores, in the portable kernels' FLOPs at the
-    // rate planned with (RFA_PLAN_KERNEL_RATE's where given): rows cost the bf16 products what
-    // they cost the portable kernels, whose speed-up is in the scores alone.
+    // A call's cost per row and head beyond its scores, in FLOPs at the portable kernels' rate:
+    // the rate planned with (RFA_PLAN_KERNEL_RATE's where given) over the bf16 products'
+    // speed-up where they run the dtype, whose speed-up is taken to be in the scores alone
+    // (their rows not measured). The threads of a rank share it as they share the scores.
     const double dims = double(config.head_dim + config.dv());
     m.forward_row_seconds = kForwardRowFlopsPerValue * dims * forward_speedup / m.forward_flops_per_s;
     m.backward_row_seconds = kBackwardRowFlopsPerValue * dims * backward_speedup / m.backward_flops_per_s;
