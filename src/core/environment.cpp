@@ -53,7 +53,9 @@ const EnvVariable kRegistry[] = {
     {Env::plan_kernel_rate, "RFA_PLAN_KERNEL_RATE", "librfa (`RFA_STRATEGY_AUTO`), `rfa_run --strategy auto`",
      "the device's preset (docs/performance-model.md)",
      "`FWD,BWD`: one rank's kernel rate in GFLOP/s, forward and backward, that the automatic strategy plans "
-     "with; alike on every rank"},
+     "with (on the host a call's cost per row follows it: the preset's FLOPs per row at this rate, divided by "
+     "the preset's bf16 speed-up where the bf16 products run the dtype, their rows costing the portable "
+     "kernels'); alike on every rank"},
     {Env::plan_links, "RFA_PLAN_LINKS", "librfa (`RFA_STRATEGY_AUTO`), `rfa_run --strategy auto`",
      "the device's preset (docs/performance-model.md)",
      "`GBPS,US,GBPS,US`: bandwidth (GB/s) and latency (us) inside a node, then between nodes (or "

@@ -172,8 +172,9 @@ TEST(PlanningMachine, HostCallsCostPerRowByTheirHeadDimsAtThePlannedRate) {
 }
 
 // The automatic strategy on the model alone (RFA_PLAN_MEASURE=0) against what scale_check
-// measured across 2, 4 and 8 "nodes" of one rank each (perf/results/2026-12-03-model-check-
-// {2,4,8}-nodes-15-rounds.json: S=8192, H=4, d=64, fp32, causal; the links, their TCP
+// measured across 2, 4 and 8 "nodes" of one rank each (its first 15-round run in perf/RESULTS.md,
+// "2026-12-03 (fifth session) — the host preset's cost per row and per cut tile", whose JSONs
+// hold each case: S=8192, H=4, d=64, fp32, causal; the links, their TCP
 // processing and the kernel rates as scale_check gives them to the library, the processing and
 // the rates at each rank's share of the VM's 2 cores): the plan it takes is within 5% of the
 // fastest measured: at 4 nodes Ulysses (591.7 ms), 12.7% faster than the zigzag ring (666.7
