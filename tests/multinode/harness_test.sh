@@ -70,12 +70,17 @@ check "nothing is left after the limit" test "$(ours)" -eq 0
 # A harness sent SIGNAL 3 s into a job that would run for a minute. The job's sleep carries this
 # script's pid in its duration, so the count below sees only this job's processes, never another
 # test's sleep running beside it.
+# With a second argument, a fifo, the harness writes there and its reader goes before the signal
+# (a caller that captured its output and was killed first). Returns the harness's exit status.
 job_sleep="sleep 60.$$"
 signal_harness() {
+  local out=${2:-/dev/null}
   # shellcheck disable=SC2086  # the command and its argument
-  bash "$nodes_sh" --quiet --nodes 2 -- $job_sleep >/dev/null 2>&1 &
+  bash "$nodes_sh" --quiet --nodes 2 -- $job_sleep >"$out" 2>&1 &
   local harness=$!
+  [ -z "${2:-}" ] || exec 9<"$out"
   sleep 3
+  [ -z "${2:-}" ] || exec 9<&-
   kill "-$1" "$harness"
   wait "$harness" 2>/dev/null
 }
@@ -83,17 +88,10 @@ signal_harness TERM
 check "nothing is left after the harness is sent TERM" test "$(ours)" -eq 0
 check "no process of the job survives TERM" test "$(pgrep -c -f "^$job_sleep\$")" -eq 0
 
-# The same where the harness's output is a pipe whose reader is gone (a caller that captured it
-# and was killed first): the shell's notice of the job it kills must not end its cleanup.
+# The same where the harness's output is a pipe whose reader is gone: the shell's notice of the
+# job it kills must not end its cleanup.
 mkfifo "$tmp/pipe" || exit 1
-# shellcheck disable=SC2086  # the command and its argument
-bash "$nodes_sh" --quiet --nodes 2 -- $job_sleep >"$tmp/pipe" 2>&1 &
-harness=$!
-exec 9<"$tmp/pipe"
-sleep 3
-exec 9<&-
-kill -TERM "$harness"
-wait "$harness" 2>/dev/null
+signal_harness TERM "$tmp/pipe"
 status=$?
 check "a harness sent TERM with its reader gone ends as sent TERM (143, not SIGPIPE's 141)" test "$status" -eq 143
 check "nothing is left after TERM with the harness's reader gone" test "$(ours)" -eq 0
