@@ -60,8 +60,9 @@ const EnvVariable kRegistry[] = {
      "the device's preset (docs/performance-model.md)",
      "`GBPS,US,GBPS,US`: bandwidth (GB/s) and latency (us) inside a node, then between nodes (or "
      "`GBPS,US,NS,GBPS,US,NS` with the CPU nanoseconds a byte's transfer costs the cores at its ends, a host TCP "
-     "stack's), that the automatic strategy plans with: bandwidths > 0, latencies and CPU costs >= 0; alike on "
-     "every rank"},
+     "stack's, or `GBPS,US,NS,BYTES,GBPS,US,NS,BYTES` with that and the bytes a token-bucket-shaped link passes at "
+     "once after a pause), that the automatic strategy plans with: bandwidths > 0, latencies, CPU costs and bursts "
+     ">= 0; alike on every rank"},
     {Env::plan_measure, "RFA_PLAN_MEASURE", "librfa (`RFA_STRATEGY_AUTO`), `rfa_run --strategy auto`",
      "`0` on one host, `15` where the ranks span several hosts",
      "`PCT`: the automatic strategy times a forward and backward pass of each plan the model predicts within PCT "

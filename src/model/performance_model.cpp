@@ -157,6 +157,14 @@ double collective_seconds(const Link& link, int ranks, double bytes) {
   return ranks > 1 ? double(ranks - 1) * link.latency_s + bytes / link.bytes_per_s : 0.0;
 }
 
+/// What a link's burst (Link::burst_bytes) saves `bytes` sent after the link stood idle `idle`
+/// seconds: the bucket refills at the link's rate while it idles, up to the burst, and passes
+/// what it holds at once.
+double burst_saving(const Link& link, double idle, double bytes) {
+  const double held = std::min(link.burst_bytes, std::max(0.0, idle) * link.bytes_per_s);
+  return std::min(held, bytes) / link.bytes_per_s;
+}
+
 /// The link a group of `span` consecutive ranks (stride `stride`) uses: the network as soon as
 /// it spans two nodes.
 const Link& link_for(const MachineModel& m, int span, int stride) {
@@ -239,22 +247,30 @@ Prediction ring(const AttentionConfig& c, int ranks, int rank, int stride, int p
     // A block's dK/dV partial starts at the second step's rank and goes on after every step
     // from then on, after the last one home.
     const double grads = i >= 1 ? grad_bytes : 0.0;
+    const double kv_seconds = transfer_seconds(link, kv), both_seconds = transfer_seconds(link, kv + grads_in_flight);
     p.forward.compute_seconds += f_own;
-    p.forward.seconds += std::max(f, transfer_seconds(link, kv));
+    p.forward.seconds += std::max(f, kv_seconds);
     p.forward.bytes_sent += kv;
+    p.forward.idle_link_seconds_at_end = std::max(0.0, f - kv_seconds);  // the last step sends nothing
     p.backward.compute_seconds += b_own;
-    p.backward.seconds += std::max(b, transfer_seconds(link, kv + grads_in_flight));
+    p.backward.seconds += std::max(b, both_seconds);
     p.backward.bytes_sent += kv + grads;
+    p.backward.idle_link_seconds_at_end = std::max(0.0, b - both_seconds);
     grads_in_flight = grads;
   }
-  p.backward.seconds += transfer_seconds(link, grads_in_flight);  // the last dK/dV on their way home
+  // The last dK/dV on their way home, after the last step's kernels outlast its transfers.
+  p.backward.seconds += transfer_seconds(link, grads_in_flight) -
+                        burst_saving(link, p.backward.idle_link_seconds_at_end, grads_in_flight);
+  if (grads_in_flight > 0) p.backward.idle_link_seconds_at_end = 0;
   return p;
 }
 
 /// Ulysses inside a group of `degree` consecutive ranks: the all-to-alls that take this
 /// rank's `local_rows` rows of every head to the group's rows of its heads and back, and the
 /// attention in between (`inner`: the whole sequence for Ulysses, the ring of groups for the
-/// hybrid). engine/hybrid_attention.hpp (Ulysses is its one-group grid) sends what is counted.
+/// hybrid; its idle_link_seconds_at_end the time the all-to-alls' link stood idle before the
+/// way home, whose first bytes a burst credits). engine/hybrid_attention.hpp (Ulysses is its
+/// one-group grid) sends what is counted.
 Prediction heads_exchange(const AttentionConfig& c, int degree, int place, std::int64_t local_rows,
                           const Prediction& inner, const MachineModel& m) {
   Prediction p = inner;
@@ -287,11 +303,15 @@ Prediction heads_exchange(const AttentionConfig& c, int degree, int place, std::
   const double grad = 4.0 * B * rows * double(routing.kv_count(place)) * others;
   const Link& link = link_for(m, degree, 1);
   auto a2a = [&](double bytes) { return collective_seconds(link, degree, bytes); };
-  p.forward.seconds += a2a(q * D) + a2a(kv * D) + a2a(kv * DV) + a2a(q * DV) + a2a(lse);
+  // Out and lse forward, dQ, dK and dV backward go home after the inner attention.
+  p.forward.seconds += a2a(q * D) + a2a(kv * D) + a2a(kv * DV) + a2a(q * DV) + a2a(lse) -
+                       burst_saving(link, inner.forward.idle_link_seconds_at_end, q * DV + lse);
   p.forward.bytes_sent += (q + kv) * (D + DV) + lse;
   p.backward.seconds += a2a(q * D) + 2 * a2a(q * DV) + a2a(kv * D) + a2a(kv * DV) + a2a(lse) + a2a(q * D) +
-                        a2a(grad * D) + a2a(grad * DV);
+                        a2a(grad * D) + a2a(grad * DV) -
+                        burst_saving(link, inner.backward.idle_link_seconds_at_end, q * D + grad * (D + DV));
   p.backward.bytes_sent += (2 * q + kv + grad) * (D + DV) + lse;
+  p.forward.idle_link_seconds_at_end = p.backward.idle_link_seconds_at_end = 0;
   return p;
 }
 
@@ -306,11 +326,15 @@ Prediction whole_sequence(const AttentionConfig& c, double heads, const MachineM
       block_seconds(m, c, all, all, scale, forward_flops_per_score(c), false, memo) / share;
   p.backward.compute_seconds = p.backward.seconds =
       block_seconds(m, c, all, all, scale, backward_flops_per_score(c), true, memo) / share;
+  p.forward.idle_link_seconds_at_end = p.forward.seconds;  // it sends nothing
+  p.backward.idle_link_seconds_at_end = p.backward.seconds;
   return p;
 }
 
 /// The KV all-gather (engine/allgather_attention.hpp): chunks of K/V heads gathered while the
-/// previous chunk computes; in the backward each chunk's dK/dV reduce-scattered home.
+/// previous chunk computes; in the backward each chunk's dK/dV reduce-scattered home, after the
+/// chunk's kernels, during which the link stands idle once the next chunk's gather is done (a
+/// burst's credit: Link::burst_bytes).
 Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, int rank, const MachineModel& m,
                      TileWorkMemo& memo) {
   Prediction p;
@@ -367,10 +391,12 @@ Prediction allgather(const AttentionConfig& c, std::int64_t chunk, int ranks, in
   for (std::int64_t ch = 0; ch < chunks; ++ch) {
     const bool more = ch + 1 < chunks;
     p.forward.seconds += place + (more ? std::max(f, g) : f_last);
-    p.backward.seconds += place + (more ? std::max(b, g) : b_last) + take + rs;
+    const double idle = (more ? std::max(0.0, b - g) : b_last) + take;
+    p.backward.seconds += place + (more ? std::max(b, g) : b_last) + take + rs - burst_saving(link, idle, scatter);
   }
   p.forward.seconds += g;
   p.backward.seconds += g;
+  p.forward.idle_link_seconds_at_end = f_last;  // the last chunk's kernels gather nothing
   p.forward.compute_seconds = f_own * double(chunks);
   p.backward.compute_seconds = b_own * double(chunks);
   p.forward.bytes_sent = gather * double(chunks);
@@ -472,6 +498,9 @@ Prediction predict_rank_with(const AttentionConfig& c, const engine::StrategyCho
   require(m.intra_node.bytes_per_s > 0 && m.inter_node.bytes_per_s > 0, "link bandwidths must be positive");
   require(m.intra_node.cpu_seconds_per_byte >= 0 && m.inter_node.cpu_seconds_per_byte >= 0,
           "the links' CPU seconds per byte must not be negative");
+  require(m.intra_node.burst_bytes >= 0 && m.inter_node.burst_bytes >= 0 && std::isfinite(m.intra_node.burst_bytes) &&
+              std::isfinite(m.inter_node.burst_bytes),
+          "the links' bursts must be finite and not negative");
   engine::validate_strategy(choice, c, ranks);
   switch (choice.kind) {
     case engine::StrategyKind::ring: return ring(c, ranks, rank, 1, 0, m, cache);
@@ -489,7 +518,12 @@ Prediction predict_rank_with(const AttentionConfig& c, const engine::StrategyCho
       AttentionConfig rc = c;
       rc.heads = routing.heads_per_rank();
       rc.kv_heads = routing.slots();
-      const Prediction inner = ring(rc, pr, rank / pu, pu, rank % pu, m, cache);
+      Prediction inner = ring(rc, pr, rank / pu, pu, rank % pu, m, cache);
+      // The ring of groups sends on the all-to-alls' link only where both cross the same kind.
+      if (&link_for(m, pr, pu) != &link_for(m, pu, 1)) {
+        inner.forward.idle_link_seconds_at_end = inner.forward.seconds;
+        inner.backward.idle_link_seconds_at_end = inner.backward.seconds;
+      }
       const std::int64_t rows = layout::local_length(c.layout, c.seq_total, pr) / pu;
       return heads_exchange(c, pu, rank % pu, rows, inner, m);
     }

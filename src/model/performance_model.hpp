@@ -27,10 +27,18 @@ namespace model {
 /// the GPUs move the bytes, and for shared memory, whose copies the bandwidth already counts.
 /// The CPU cost matters where a transfer overlaps compute (the ring, the all-gather's next
 /// chunk, the needed-only exchange's next round): it adds to that compute.
+///
+/// A link shaped by a token bucket (tc's tbf, a cloud NIC's bandwidth credits) passes up to
+/// burst_bytes beyond its rate at once after it has stood idle: the bucket refills at the rate
+/// while nothing is sent. The model credits that to the transfers a collective sends after its
+/// kernels left the link idle (Ulysses' and the hybrid's all-to-alls home, the all-gather's
+/// reduce-scatters, the ring's last dK/dV home); 0, a link that carries nothing above its rate,
+/// credits nothing.
 struct Link {
   double latency_s = 5e-6;
   double bytes_per_s = 10e9;
   double cpu_seconds_per_byte = 0.0;
+  double burst_bytes = 0.0;
 };
 
 /// What the model knows of the machine. Ranks are placed ranks_per_node to a node, in ring
@@ -89,6 +97,11 @@ struct PassPrediction {
   double seconds = 0;          ///< the whole pass
   double compute_seconds = 0;  ///< its kernels alone
   double bytes_sent = 0;       ///< to other ranks, as the engine counts them
+  /// How long the link the pass sends on stands idle before the pass ends (what refills a
+  /// bucket's burst for a transfer that follows it: Link::burst_bytes), on this rank
+  /// (predict_rank); 0 where the model does not follow it (the needed-only exchange) and in
+  /// predict(), which takes the slowest rank's times over ranks.
+  double idle_link_seconds_at_end = 0;
 };
 
 struct Prediction {

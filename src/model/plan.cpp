@@ -182,15 +182,20 @@ MachineModel planning_machine(const engine::AttentionConfig& config, const Plann
     m.forward_flops_per_s = r[0] * 1e9, m.backward_flops_per_s = r[1] * 1e9;
   }
   if (env_value(Env::plan_links)) {
-    // Four numbers, or six with each link's CPU nanoseconds per byte (Link::cpu_seconds_per_byte).
+    // Four numbers, six with each link's CPU nanoseconds per byte (Link::cpu_seconds_per_byte), or
+    // eight with that and each link's burst in bytes (Link::burst_bytes).
     const std::string text = env_text(Env::plan_links);
-    const bool with_cpu = std::count(text.begin(), text.end(), ',') == 5;
-    const std::size_t per_link = with_cpu ? 3 : 2;
-    // A link's bandwidth must be > 0; its latency and CPU cost may be 0 (RDMA, shared memory).
-    const std::vector<double> l = numbers(Env::plan_links, 2 * per_link, "GBPS,US,GBPS,US or GBPS,US,NS,GBPS,US,NS",
-                                          "every bandwidth > 0, every latency and CPU cost >= 0",
-                                          [&](std::size_t i) { return i % per_link != 0; });
-    auto link = [&](std::size_t at) { return Link{l[at + 1] * 1e-6, l[at] * 1e9, with_cpu ? l[at + 2] * 1e-9 : 0.0}; };
+    const auto commas = std::count(text.begin(), text.end(), ',');
+    const std::size_t per_link = commas >= 7 ? 4 : commas == 5 ? 3 : 2;
+    // A link's bandwidth must be > 0; its latency, CPU cost and burst may be 0 (RDMA, shared memory).
+    const std::vector<double> l = numbers(
+        Env::plan_links, 2 * per_link, "GBPS,US,GBPS,US; GBPS,US,NS,GBPS,US,NS; or GBPS,US,NS,BYTES,GBPS,US,NS,BYTES",
+        "every bandwidth > 0, every latency, CPU cost and burst >= 0",
+        [&](std::size_t i) { return i % per_link != 0; });
+    auto link = [&](std::size_t at) {
+      return Link{l[at + 1] * 1e-6, l[at] * 1e9, per_link >= 3 ? l[at + 2] * 1e-9 : 0.0,
+                  per_link == 4 ? l[at + 3] : 0.0};
+    };
     m.intra_node = link(0), m.inter_node = link(per_link);
   }
   if (config.device == engine::Device::host) {

@@ -173,6 +173,75 @@ TEST(PerformanceModel, ATransfersProcessingAddsToTheComputeItOverlaps) {
               2 * 3 * cpu * block, 1e-9 * free.forward.seconds);
 }
 
+// A link shaped by a token bucket (Link::burst_bytes) passes up to its burst at once after it has
+// stood idle, refilled at its rate meanwhile: the model credits that to what is sent after the
+// kernels left the link idle (Ulysses' and the hybrid's all-to-alls home, the all-gather's
+// reduce-scatters, the ring's last dK/dV home), never to a pass's first transfer or to the
+// transfers the ring's steps overlap.
+TEST(PerformanceModel, ALinksBurstCreditsTheTransfersAfterTheKernelsLeftItIdle) {
+  engine::AttentionConfig c = config(RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, 12, 0);
+  c.seq_total = 4096;
+  MachineModel m;
+  m.ranks_per_node = 1;  // every rank on a node of its own: the network throughout
+  const double rate = 1e7;
+  m.intra_node = m.inter_node = Link{0.0, rate};
+  m.copy_bytes_per_s = 1e30;
+  m.forward_flops_per_s = 1e9;
+  m.backward_flops_per_s = 2e9;
+  auto with_burst = [&](double bytes) {
+    MachineModel b = m;
+    b.intra_node.burst_bytes = b.inter_node.burst_bytes = bytes;
+    return b;
+  };
+  const double burst = 1e5;
+  const StrategyChoice ulysses{StrategyKind::ulysses, 0, 1}, allgather{StrategyKind::allgather, 0, 1},
+      ring{StrategyKind::ring, 0, 1}, hybrid{StrategyKind::hybrid, 2, 1};
+  // Ulysses: the way home (out and lse; dQ, dK and dV) after the whole sequence's kernels, which
+  // last far longer than the bucket takes to refill: the burst at once, forward and backward.
+  const Prediction plain = predict(c, ulysses, 4, m), bursting = predict(c, ulysses, 4, with_burst(burst));
+  EXPECT_NEAR(plain.forward.seconds - bursting.forward.seconds, burst / rate, 1e-12);
+  EXPECT_NEAR(plain.backward.seconds - bursting.backward.seconds, burst / rate, 1e-12);
+  // A burst larger than the way home credits the way home: forward, out (dv values) and lse of
+  // the 3 query heads this rank keeps for the 3 other ranks' 1024 rows each, sent to them.
+  const double rows = 1024, home = c.batch * rows * 9 * 4.0 * c.dv() + 4.0 * c.batch * 3 * rows * 3;
+  EXPECT_NEAR(plain.forward.seconds - predict(c, ulysses, 4, with_burst(1e12)).forward.seconds, home / rate, 1e-12);
+  // Kernels shorter than the bucket's refill: what the link's rate refilled meanwhile.
+  MachineModel fast = with_burst(1e12);
+  fast.forward_flops_per_s = 1e12;
+  MachineModel fast_plain = m;
+  fast_plain.forward_flops_per_s = 1e12;
+  const Prediction quick = predict(c, ulysses, 4, fast_plain);
+  ASSERT_LT(quick.forward.compute_seconds * rate, home);
+  EXPECT_NEAR(quick.forward.seconds - predict(c, ulysses, 4, fast).forward.seconds, quick.forward.compute_seconds,
+              1e-12);
+  // The all-gather: each of the 12 chunks' reduce-scatter follows its kernels, during which the
+  // next chunk's gather ends long before them; its forward gains nothing (the gathers overlap
+  // the kernels but the first, which starts the pass).
+  const Prediction gather = predict(c, allgather, 4, m), gather_burst = predict(c, allgather, 4, with_burst(burst));
+  EXPECT_DOUBLE_EQ(gather_burst.forward.seconds, gather.forward.seconds);
+  EXPECT_NEAR(gather.backward.seconds - gather_burst.backward.seconds, 12 * burst / rate, 1e-9);
+  // The ring: its steps' transfers overlap the kernels and are not credited, but the backward's
+  // last dK/dV home, after the last step's kernels outlast what it sends.
+  EXPECT_DOUBLE_EQ(predict(c, ring, 4, with_burst(burst)).forward.seconds, predict(c, ring, 4, m).forward.seconds);
+  EXPECT_NEAR(predict(c, ring, 4, m).backward.seconds - predict(c, ring, 4, with_burst(burst)).backward.seconds,
+              burst / rate, 1e-12);
+  // The hybrid (2 x 2): its ring's last forward step sends nothing, so the way home gets the
+  // burst; in the backward its ring's last dK/dV home take it, just before the way home on the
+  // same link, which gets nothing.
+  const Prediction grid = predict(c, hybrid, 4, m), grid_burst = predict(c, hybrid, 4, with_burst(burst));
+  EXPECT_NEAR(grid.forward.seconds - grid_burst.forward.seconds, burst / rate, 1e-12);
+  EXPECT_NEAR(grid.backward.seconds - grid_burst.backward.seconds, burst / rate, 1e-12);
+  // With each Ulysses group inside a node its all-to-alls' link idles through the whole ring:
+  // the way home gets the burst of its own link too.
+  MachineModel paired = m, paired_burst = with_burst(burst);
+  paired.ranks_per_node = paired_burst.ranks_per_node = 2;
+  const Prediction inside = predict(c, hybrid, 4, paired), inside_burst = predict(c, hybrid, 4, paired_burst);
+  EXPECT_NEAR(inside.forward.seconds - inside_burst.forward.seconds, burst / rate, 1e-12);
+  EXPECT_NEAR(inside.backward.seconds - inside_burst.backward.seconds, 2 * burst / rate, 1e-12);
+  // A negative burst is refused.
+  EXPECT_THROW(predict(c, ring, 4, with_burst(-1)), Error);
+}
+
 // A round of the needed-only exchange receives from the rank s upstream and sends to the rank s
 // downstream at once: it pays the link between nodes when either neighbour is on another node.
 // Contiguous and causal with a window of 20 over 4 ranks of 60 rows, two ranks a node: rank 1

@@ -85,6 +85,16 @@ TEST(PlanningMachine, DevicesPlanWithTheirOwnPresetAndTheEnvironmentOverridesIt)
   EXPECT_DOUBLE_EQ(tcp.inter_node.bytes_per_s, 0.25e9);
   EXPECT_DOUBLE_EQ(tcp.inter_node.latency_s, 200e-6);
   EXPECT_DOUBLE_EQ(tcp.inter_node.cpu_seconds_per_byte, 2.5e-9);
+  EXPECT_EQ(tcp.inter_node.burst_bytes, 0.0);
+  // Eight numbers: each link's burst in bytes after its CPU cost (a token bucket's).
+  setenv("RFA_PLAN_LINKS", "0.5,100,1.5,2000,0.25,200,2.5,3000000", 1);
+  const MachineModel shaped = host(RFA_DTYPE_FLOAT32, HostBf16::portable);
+  EXPECT_DOUBLE_EQ(shaped.intra_node.cpu_seconds_per_byte, 1.5e-9);
+  EXPECT_DOUBLE_EQ(shaped.intra_node.burst_bytes, 2000);
+  EXPECT_DOUBLE_EQ(shaped.inter_node.bytes_per_s, 0.25e9);
+  EXPECT_DOUBLE_EQ(shaped.inter_node.latency_s, 200e-6);
+  EXPECT_DOUBLE_EQ(shaped.inter_node.cpu_seconds_per_byte, 2.5e-9);
+  EXPECT_DOUBLE_EQ(shaped.inter_node.burst_bytes, 3e6);
   // A latency or a CPU cost may be 0 (shared memory, RDMA), in either form; a bandwidth may not.
   setenv("RFA_PLAN_LINKS", "8,0,0,0.25,0,0", 1);
   const MachineModel free = host(RFA_DTYPE_FLOAT32, HostBf16::portable);
@@ -96,8 +106,14 @@ TEST(PlanningMachine, DevicesPlanWithTheirOwnPresetAndTheEnvironmentOverridesIt)
   EXPECT_EQ(free.inter_node.cpu_seconds_per_byte, 0.0);
   setenv("RFA_PLAN_LINKS", "8,0,0.25,0", 1);
   EXPECT_EQ(host(RFA_DTYPE_FLOAT32, HostBf16::portable).inter_node.latency_s, 0.0);
-  for (const char* bad : {"0.5,100,1.5,0.25,200", "0.5,100,1,0.25,200,1,1", "0,100,1,0.25,200,1", "0.5,100,1,0,200,1",
-                          "0,100,0.25,200", "0.5,100,0.25,-1", "0.5,100,-1,0.25,200,1", "0.5,100,1,0.25,200,inf"}) {
+  setenv("RFA_PLAN_LINKS", "8,0,0,5,0.25,0,0,0", 1);
+  const MachineModel no_burst = host(RFA_DTYPE_FLOAT32, HostBf16::portable);
+  EXPECT_EQ(no_burst.intra_node.burst_bytes, 5.0);
+  EXPECT_EQ(no_burst.inter_node.burst_bytes, 0.0);
+  for (const char* bad :
+       {"0.5,100,1.5,0.25,200", "0.5,100,1,0.25,200,1,1", "0,100,1,0.25,200,1", "0.5,100,1,0,200,1", "0,100,0.25,200",
+        "0.5,100,0.25,-1", "0.5,100,-1,0.25,200,1", "0.5,100,1,0.25,200,inf", "0.5,100,1,2000,0.25,200,1,-1",
+        "0.5,100,1,2000,0,200,1,0", "0.5,100,1,2000,0.25,200,1,0,1"}) {
     setenv("RFA_PLAN_LINKS", bad, 1);
     try {
       host(RFA_DTYPE_FLOAT32, HostBf16::portable);
