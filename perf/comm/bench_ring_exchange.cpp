@@ -5,7 +5,7 @@
 // storage dtype travels once per step (twice, with fp32 dK/dV, in the backward).
 //
 //   mpirun -np 2 --bind-to core rfa_comm_bench [--min-bytes N] [--max-bytes N] [--messages N] [--repeat N]
-//                                              [--json FILE]
+//                                              [--pause-ms MS] [--json FILE]
 #include <mpi.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/mpi/mpi_communicator.hpp"
@@ -28,7 +29,7 @@ namespace {
 
 struct CommOptions {
   std::int64_t min_bytes = 4 << 10, max_bytes = 64 << 20;
-  int messages = 1, repeat = 10, warmup = 2;
+  int messages = 1, repeat = 10, warmup = 2, pause_ms = 0;
   std::string json;
   bool help = false;
 };
@@ -45,6 +46,9 @@ slowest rank's time, the bandwidth of one link (bytes / time) and the spread ove
                      together (2); bandwidth counts them all (default 1)
   --repeat N         timed exchanges per size (default 10, what the comparator needs)
   --warmup N         untimed exchanges per size first (default 2)
+  --pause-ms MS      every rank idles MS milliseconds before each exchange, so that a shaped
+                     link's token bucket refills (what a link passes at once after a pause:
+                     perf/multinode/scale_check's burst; default 0, back to back)
   --json FILE        also write the results as JSON (rank 0), perf/'s result format
   --kokkos-help      Kokkos' own options
   --help             this text
@@ -70,6 +74,8 @@ CommOptions parse(int argc, char** argv) {
       o.repeat = whole_int(flag, value(), 1);
     else if (flag == "--warmup")
       o.warmup = whole_int(flag, value(), 0);
+    else if (flag == "--pause-ms")
+      o.pause_ms = whole_int(flag, value(), 0);
     else if (flag == "--json")
       o.json = value();
     else
@@ -80,10 +86,11 @@ CommOptions parse(int argc, char** argv) {
 }
 
 /// Collective: one exchange of each receive buffer's size per buffer, all in flight at once, timed
-/// on every rank; returns the slowest and fastest rank's time.
+/// on every rank after `pause` idle; returns the slowest and fastest rank's time.
 std::pair<double, double> timed_exchange(comm::Communicator& ring, const std::vector<char>& send,
-                                         std::vector<std::vector<char>>& recv) {
+                                         std::vector<std::vector<char>>& recv, std::chrono::milliseconds pause) {
   ring.barrier();
+  std::this_thread::sleep_for(pause);  // after the barrier: the barrier's messages end the link's idle time
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<comm::Exchange> inflight;
   for (std::vector<char>& r : recv) inflight.push_back(ring.start_ring_exchange(send.data(), r.data(), send.size()));
@@ -100,8 +107,9 @@ int bench(comm::Communicator& ring, const CommOptions& o) {
   const int P = ring.size(), me = ring.rank();
   if (me == 0) {
     std::printf(
-        "rfa_comm_bench: ring exchange over %s, %d rank%s%s, %d message(s) at once, %d repetition(s) per size\n",
-        ring.backend_name(), P, P == 1 ? "" : "s", P == 1 ? " (sending to itself)" : "", o.messages, o.repeat);
+        "rfa_comm_bench: ring exchange over %s, %d rank%s%s, %d message(s) at once, %d repetition(s) per size%s\n",
+        ring.backend_name(), P, P == 1 ? "" : "s", P == 1 ? " (sending to itself)" : "", o.messages, o.repeat,
+        o.pause_ms > 0 ? (", each after " + std::to_string(o.pause_ms) + " ms idle").c_str() : "");
     std::printf("%12s %10s %10s %10s %12s\n", "bytes", "median us", "min us", "max us", "GB/s (link)");
   }
   std::vector<BenchCase> cases;
@@ -112,16 +120,18 @@ int bench(comm::Communicator& ring, const CommOptions& o) {
     std::vector<char> send(n, static_cast<char>(me));
     std::vector<std::vector<char>> recv(std::size_t(o.messages), std::vector<char>(n));
     const double moved = double(bytes) * o.messages;  // per rank and exchange
-    for (int w = 0; w < o.warmup; ++w) timed_exchange(ring, send, recv);
+    const std::chrono::milliseconds pause(o.pause_ms);
+    for (int w = 0; w < o.warmup; ++w) timed_exchange(ring, send, recv, pause);
     BenchCase c;
     c.name = "comm/ring_exchange/" + std::to_string(bytes) + (o.messages > 1 ? "x" + std::to_string(o.messages) : "");
     c.labels = {{"suite", "comm"}, {"strategy", "ring"}, {"dtype", "bytes"}, {"shape", std::to_string(bytes) + " B"}};
     c.counters["bytes_moved"] = moved * P;
     c.counters["message_bytes"] = double(bytes);
     c.counters["messages"] = double(o.messages);
+    c.counters["pause_ms"] = double(o.pause_ms);
     std::vector<double> seconds;
     for (int r = 0; r < o.repeat; ++r) {
-      const auto [slowest, fastest] = timed_exchange(ring, send, recv);
+      const auto [slowest, fastest] = timed_exchange(ring, send, recv, pause);
       Repetition rep;
       rep.seconds = slowest;
       rep.counters["gbytes_per_s"] = moved / slowest * 1e-9;

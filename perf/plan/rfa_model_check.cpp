@@ -11,9 +11,10 @@
 // tiles the model counts).
 //
 //   mpiexec -n P rfa_model_check [--seq N] [--heads N] [--head-dim N] [--repeat N] [--json FILE]
-//                                [--links GBPS,US[,NS]]
+//                                [--links GBPS,US[,NS[,BYTES]]]
 // --links gives the links' bandwidth and latency (and the CPU nanoseconds a byte's transfer costs
-// the cores at its ends, a host TCP stack's) instead of measuring them: every ring hop of the
+// the cores at its ends, a host TCP stack's, and the bytes a shaped link passes at once after a
+// pause, its token bucket's burst) instead of measuring them: every ring hop of the
 // run crosses such a link (scripts/multinode's nodes of one rank, their links shaped and
 // calibrated by the harness: docs/performance-model.md, "Across nodes").
 #include <mpi.h>
@@ -23,6 +24,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -228,9 +230,9 @@ class KernelTimer {
   std::vector<std::vector<double>> forward_, backward_;
 };
 
-/// Takes --links GBPS,US[,NS] (bandwidth in GB/s, latency in microseconds, CPU nanoseconds per
-/// byte: model::Link) out of argv, if given (the
-/// other flags are rfa_run's, parse_run_options reads them).
+/// Takes --links GBPS,US[,NS[,BYTES]] (bandwidth in GB/s, latency in microseconds, CPU
+/// nanoseconds per byte, the burst in bytes: model::Link) out of argv, if given (the other flags
+/// are rfa_run's, parse_run_options reads them).
 std::optional<model::Link> take_links(int& argc, char** argv) {
   std::optional<model::Link> links;
   int kept = 1;
@@ -239,14 +241,27 @@ std::optional<model::Link> take_links(int& argc, char** argv) {
       argv[kept++] = argv[i];
       continue;
     }
-    double gbps = 0, us = -1, ns = 0;
-    char tail = 0;
-    const int read = i + 1 < argc ? std::sscanf(argv[i + 1], "%lf,%lf,%lf%c", &gbps, &us, &ns, &tail) : 0;
-    require((read == 2 || read == 3) && gbps > 0 && us >= 0 && ns >= 0,
-            "--links takes GBPS,US[,NS] (bandwidth in GB/s above 0, latency in microseconds, and the CPU "
-            "nanoseconds a byte's transfer costs the cores at its ends), got '",
-            i + 1 < argc ? argv[i + 1] : "", "'");
-    links = model::Link{us * 1e-6, gbps * 1e9, ns * 1e-9};
+    // Two to four comma-separated numbers, each read whole and finite.
+    const std::string text = i + 1 < argc ? argv[i + 1] : "";
+    std::vector<double> v;
+    bool ok = !text.empty();
+    for (std::size_t at = 0; ok && at <= text.size();) {
+      const std::size_t comma = std::min(text.find(',', at), text.size());
+      const std::string item = text.substr(at, comma - at);
+      char* end = nullptr;
+      const double x = std::strtod(item.c_str(), &end);
+      ok = !item.empty() && *end == '\0' && std::isfinite(x) && x >= 0;
+      v.push_back(x);
+      at = comma + 1;
+    }
+    ok = ok && v.size() >= 2 && v.size() <= 4 && v[0] > 0;
+    require(ok,
+            "--links takes GBPS,US[,NS[,BYTES]] (bandwidth in GB/s above 0, latency in microseconds, the CPU "
+            "nanoseconds a byte's transfer costs the cores at its ends, and the bytes the link passes at once "
+            "after a pause), got '",
+            text, "'");
+    const double gbps = v[0], us = v[1], ns = v.size() > 2 ? v[2] : 0.0, burst = v.size() > 3 ? v[3] : 0.0;
+    links = model::Link{us * 1e-6, gbps * 1e9, ns * 1e-9, burst};
     ++i;
   }
   argc = kept;
@@ -356,10 +371,12 @@ int run(int me, int argc, char** argv) {
     if (me == 0)
       std::printf(
           "usage: mpirun -np P rfa_model_check [--seq N] [--heads N] [--kv-heads N] [--head-dim N] [--batch N] "
-          "[--repeat N] [--json FILE] [--links GBPS,US[,NS]]\nThe performance model's predictions against measured "
+          "[--repeat N] [--json FILE] [--links GBPS,US[,NS[,BYTES]]]\nThe performance model's predictions against "
+          "measured "
           "times of every strategy on these ranks (fp32). --links: the links' bandwidth (GB/s) and latency (us), "
           "which every ring hop crosses, instead of the exchange measured here, and the CPU nanoseconds a byte's "
-          "transfer costs the cores at its ends (a host TCP stack's; 0 if left out).\n");
+          "transfer costs the cores at its ends (a host TCP stack's; 0 if left out) and the bytes the link passes at "
+          "once after a pause (a token bucket shaper's burst; 0 if left out).\n");
     return 0;
   }
   o.dtype = RFA_DTYPE_FLOAT32;
@@ -459,14 +476,15 @@ int run(int me, int argc, char** argv) {
         "calibrated: kernels %.1f / %.1f GFLOP/s per rank on a core of its own (forward / backward, whole "
         "tiles; %d rank(s) on %.0f core(s)%s), %.0f / %.0f ns per query or key row and head of a call, x%.2f / x%.2f "
         "on one packed K/V head; a masked tile costs %.2f / %.2f whole tiles' scores plus %.2f / %.2f per visible "
-        "score; copies %.1f GB/s; exchange %.1f us, %.2f GB/s, %.2f CPU ns per byte%s; %s\n",
+        "score; copies %.1f GB/s; exchange %.1f us, %.2f GB/s, %.2f CPU ns per byte, a burst of %.0f kB%s; %s\n",
         m.forward_flops_per_s / 1e9, m.backward_flops_per_s / 1e9, P,
         m.compute_units_per_node > 0 ? m.compute_units_per_node : double(P),
         plan.cpu_threads > 0 ? ", their CPU time" : "", 1e9 * m.forward_row_seconds, 1e9 * m.backward_row_seconds,
         m.packed_head_forward_speedup, m.packed_head_backward_speedup, m.forward_masked_tile_cost,
         m.backward_masked_tile_cost, m.forward_masked_visible_cost, m.backward_masked_visible_cost,
         m.copy_bytes_per_s / 1e9, m.intra_node.latency_s * 1e6, m.intra_node.bytes_per_s / 1e9,
-        1e9 * m.intra_node.cpu_seconds_per_byte, links ? " (given)" : "", waiting_text(m, plan.cpu_threads).c_str());
+        1e9 * m.intra_node.cpu_seconds_per_byte, m.intra_node.burst_bytes / 1e3, links ? " (given)" : "",
+        waiting_text(m, plan.cpu_threads).c_str());
     std::printf("%-22s %-14s %10s %10s %6s %10s %10s %6s\n", "strategy", "mask", "fwd pred", "fwd meas", "ratio",
                 "bwd pred", "bwd meas", "ratio");
   }
@@ -518,6 +536,7 @@ int run(int me, int argc, char** argv) {
     set_field(context, "links", links ? "given" : "measured by the check");
     set_field(context, "link_gbps", std::to_string(m.intra_node.bytes_per_s / 1e9));
     set_field(context, "link_latency_us", std::to_string(m.intra_node.latency_s * 1e6));
+    set_field(context, "link_burst_bytes", std::to_string(m.intra_node.burst_bytes));
     if (plan.cpu_threads > 0) set_field(context, "waiting_rank_share", std::to_string(m.waiting_rank_share));
     write_results_json(o.json, context, cases);
     std::printf("results written to %s\n", o.json.c_str());
