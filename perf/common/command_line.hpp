@@ -97,6 +97,17 @@ inline std::vector<std::int64_t> whole_numbers(const std::string& option, const 
   return out;
 }
 
+/// `text` as a comma-separated list of finite numbers of at least `lo` (at least one) for the
+/// option `option`; throws OptionError otherwise.
+inline std::vector<double> real_numbers(const std::string& option, const std::string& text, double lo) {
+  std::vector<double> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(real_number(option, item, lo));
+  if (out.empty() || (!text.empty() && text.back() == ','))
+    throw OptionError(option + " expects a list of numbers separated by commas, got '" + text + "'");
+  return out;
+}
+
 /// whole_numbers() for a list of int (each at most INT_MAX unless `hi` says less).
 inline std::vector<int> whole_ints(const std::string& option, const std::string& text, int lo,
                                    int hi = std::numeric_limits<int>::max()) {

@@ -244,17 +244,12 @@ std::optional<model::Link> take_links(int& argc, char** argv) {
     // Two to four comma-separated numbers, each read whole and finite.
     const std::string text = i + 1 < argc ? argv[i + 1] : "";
     std::vector<double> v;
-    bool ok = !text.empty();
-    for (std::size_t at = 0; ok && at <= text.size();) {
-      const std::size_t comma = std::min(text.find(',', at), text.size());
-      const std::string item = text.substr(at, comma - at);
-      char* end = nullptr;
-      const double x = std::strtod(item.c_str(), &end);
-      ok = !item.empty() && *end == '\0' && std::isfinite(x) && x >= 0;
-      v.push_back(x);
-      at = comma + 1;
+    try {
+      v = real_numbers("--links", text, 0.0);
+    } catch (const OptionError&) {
+      v.clear();  // refused below, with the form the option takes
     }
-    ok = ok && v.size() >= 2 && v.size() <= 4 && v[0] > 0;
+    const bool ok = v.size() >= 2 && v.size() <= 4 && v[0] > 0;
     require(ok,
             "--links takes GBPS,US[,NS[,BYTES]] (bandwidth in GB/s above 0, latency in microseconds, the CPU "
             "nanoseconds a byte's transfer costs the cores at its ends, and the bytes the link passes at once "
