@@ -41,7 +41,7 @@ std::vector<CalibrationBlock> calibration_blocks(const engine::AttentionConfig& 
   return blocks;
 }
 
-std::vector<double> paired_seconds(const std::vector<RoundTimes>& times) {
+std::vector<double> paired_seconds(const std::vector<RoundTimes>& times, WholeBlockTime whole_time) {
   require(!times.empty() && !times[0].empty() && !times[0][0].empty(),
           "the calibration's paired times need a block with a round of at least one rank");
   const std::size_t rounds = times[0].size(), ranks = times[0][0].size();
@@ -54,13 +54,20 @@ std::vector<double> paired_seconds(const std::vector<RoundTimes>& times) {
         require(std::isfinite(t) && t >= 0, "calibration block ", i, " has a time that is not a finite one >= 0: ", t);
     }
   }
-  // The whole block: each rank's median over its rounds that took any time, the slowest of them.
-  double whole = 0;
-  for (std::size_t k = 0; k < ranks; ++k) {
-    std::vector<double> mine;
+  // The whole block, from the rounds that took any time: the median of every rank's rounds
+  // together, or each rank's median and the slowest of them.
+  std::vector<std::vector<double>> each(ranks);
+  for (std::size_t k = 0; k < ranks; ++k)
     for (std::size_t r = 0; r < rounds; ++r)
-      if (times[0][r][k] > 0) mine.push_back(times[0][r][k]);
-    if (!mine.empty()) whole = std::max(whole, median(mine));
+      if (times[0][r][k] > 0) each[k].push_back(times[0][r][k]);
+  double whole = 0;
+  if (whole_time == WholeBlockTime::every_rank) {
+    std::vector<double> everyone;
+    for (const std::vector<double>& mine : each) everyone.insert(everyone.end(), mine.begin(), mine.end());
+    whole = median(everyone);
+  } else {
+    for (const std::vector<double>& mine : each)
+      if (!mine.empty()) whole = std::max(whole, median(mine));
   }
   require(whole > 0, "the calibration's whole block took no time in any round");
   std::vector<double> out{whole};

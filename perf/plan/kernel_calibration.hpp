@@ -49,15 +49,28 @@ std::vector<CalibrationBlock> calibration_blocks(const engine::AttentionConfig& 
 /// Every rank's time of one calibration block in each round: [round][rank].
 using RoundTimes = std::vector<std::vector<double>>;
 
+/// How the whole calibration block's time is taken from its rounds (paired_seconds).
+enum class WholeBlockTime {
+  /// The slowest rank's median over its rounds: ranks on cores of their own, where a core that
+  /// is slow stays one rank's and every pass waits for that rank.
+  slowest_rank,
+  /// The median over every rank's rounds together: ranks that take turns on shared cores, where
+  /// a slow moment of a core falls on whichever rank runs there then. Each rank's median is then
+  /// a sample of one distribution, and the slowest of several such medians lands in its slow
+  /// tail: with eight ranks in turns on two cores it came out 7-25% slower than the passes ran
+  /// (perf/RESULTS.md, "2026-12-04 — the calibration in turns, over every rank's rounds").
+  every_rank,
+};
+
 /// Each block's time from `times` (one RoundTimes per block, the whole block first): the whole
-/// block's is its slowest rank's median over the rounds; every other block's is the whole's
-/// times the median, over every rank's rounds, of its time over the whole block's in the same
-/// round and rank (rounds whose whole block took no time left out of both). A rank's blocks in one round
-/// run one after another at one speed of the machine, so their ratio holds where the speed
-/// swings between rounds and ranks. Throws rfa::Error (RFA_ERROR_INVALID_ARGUMENT) where the
-/// blocks' rounds or ranks differ in number, there are none, a time is below 0 or not finite,
-/// or the whole block took no time in any round.
-std::vector<double> paired_seconds(const std::vector<RoundTimes>& times);
+/// block's is taken as `whole` says; every other block's is the whole's times the median, over
+/// every rank's rounds, of its time over the whole block's in the same round and rank (rounds
+/// whose whole block took no time left out of both). A rank's blocks in one round run one after
+/// another at one speed of the machine, so their ratio holds where the speed swings between
+/// rounds and ranks. Throws rfa::Error (RFA_ERROR_INVALID_ARGUMENT) where the blocks' rounds or
+/// ranks differ in number, there are none, a time is below 0 or not finite, or the whole block
+/// took no time in any round.
+std::vector<double> paired_seconds(const std::vector<RoundTimes>& times, WholeBlockTime whole);
 
 /// Fits `m`'s kernel rates, costs per row, packed-head speedups and masked-tile costs to the
 /// times of `blocks` (calibration_blocks(), whose whole block gives the rows and heads;

@@ -173,11 +173,13 @@ class KernelTimer {
   }
 
   /// Collective: each block's seconds, forward and backward, from every rank's rounds
-  /// (paired_seconds: the first block's slowest rank's median, the others' ratios to it within
-  /// each round and rank).
+  /// (paired_seconds: the first block's time, the others' ratios to it within each round and
+  /// rank). The first block's time is the median of every rank's turns where the ranks take
+  /// turns on shared cores, its slowest rank's median where each has cores of its own.
   std::vector<std::pair<double, double>> seconds(comm::Communicator& world) const {
-    const std::vector<double> forward = paired_seconds(everyone(world, forward_)),
-                              backward = paired_seconds(everyone(world, backward_));
+    const WholeBlockTime whole = turns_.count > 1 ? WholeBlockTime::every_rank : WholeBlockTime::slowest_rank;
+    const std::vector<double> forward = paired_seconds(everyone(world, forward_), whole),
+                              backward = paired_seconds(everyone(world, backward_), whole);
     std::vector<std::pair<double, double>> out;
     for (std::size_t i = 0; i < blocks_.size(); ++i) out.emplace_back(forward[i], backward[i]);
     return out;

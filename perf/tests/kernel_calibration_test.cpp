@@ -108,7 +108,7 @@ TEST(PairedSeconds, TheFirstBlocksSlowestRankAndTheOthersRatiosWithinTheirRounds
   // The ranks' speeds swing between rounds, and not alike: rank 0's median 1.05, rank 1's 1.1.
   const std::vector<std::vector<double>> speed = {{1.0, 1.2}, {0.6, 2.0}, {1.5, 0.9}, {1.1, 1.0}};
   const std::vector<double> base = {0.010, 0.003, 0.008};
-  const std::vector<double> s = paired_seconds(at_speeds(base, speed));
+  const std::vector<double> s = paired_seconds(at_speeds(base, speed), WholeBlockTime::slowest_rank);
   ASSERT_EQ(s.size(), 3u);
   EXPECT_DOUBLE_EQ(s[0], 0.010 * 1.1);
   // The ratios within each round and rank are the true ones, whichever round a rank's median
@@ -117,10 +117,30 @@ TEST(PairedSeconds, TheFirstBlocksSlowestRankAndTheOthersRatiosWithinTheirRounds
   EXPECT_NEAR(s[2] / s[0], 0.8, 1e-12);
 }
 
+TEST(PairedSeconds, RanksInTurnsTakeTheWholeBlocksMedianOverEveryRanksRounds) {
+  // Three ranks in turns on shared cores, three rounds: a core's slow moments (1.5) fall on one
+  // rank or another. Each rank's median is 1.0, 1.5 and 1.0, whose slowest is the slow moment's
+  // speed; over all nine rounds the median is 1.0 (four of nine slow).
+  const std::vector<std::vector<double>> speed = {{1.0, 1.5, 1.0}, {1.5, 1.5, 1.0}, {0.9, 1.0, 1.5}};
+  const std::vector<double> base = {0.010, 0.004};
+  const std::vector<double> s = paired_seconds(at_speeds(base, speed), WholeBlockTime::every_rank);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_DOUBLE_EQ(s[0], 0.010);
+  EXPECT_NEAR(s[1] / s[0], 0.4, 1e-12);
+  EXPECT_DOUBLE_EQ(paired_seconds(at_speeds(base, speed), WholeBlockTime::slowest_rank)[0], 0.010 * 1.5);
+  // An even count of rounds: the middle two's mean; rounds whose whole block took no time left out.
+  std::vector<RoundTimes> times = at_speeds(base, {{1.0, 2.0}, {1.2, 3.0}});
+  EXPECT_NEAR(paired_seconds(times, WholeBlockTime::every_rank)[0], 0.010 * 1.6, 1e-15);
+  times[0][1][1] = 0;
+  EXPECT_DOUBLE_EQ(paired_seconds(times, WholeBlockTime::every_rank)[0], 0.010 * 1.2);
+  times[0][1][0] = times[0][0][0] = times[0][0][1] = 0;
+  EXPECT_THROW(paired_seconds(times, WholeBlockTime::every_rank), Error);
+}
+
 TEST(PairedSeconds, TwoRoundsOfOneRankEachAtItsOwnSpeed) {
   // Paired with the other round's whole block, the half one would come out at 1/3 and 3 times
   // its share.
-  const std::vector<double> s = paired_seconds(at_speeds({0.004, 0.001}, {{1.0}, {3.0}}));
+  const std::vector<double> s = paired_seconds(at_speeds({0.004, 0.001}, {{1.0}, {3.0}}), WholeBlockTime::slowest_rank);
   EXPECT_DOUBLE_EQ(s[0], 0.004 * 2.0);
   EXPECT_NEAR(s[1] / s[0], 0.25, 1e-12);
 }
@@ -134,11 +154,11 @@ TEST(PairedSeconds, DisturbancesOnOneBlockAreOutvotedByTheOtherRanksRounds) {
   times[1][0][1] *= 1.4;
   times[1][2][1] *= 1.4;
   times[1][1][2] *= 1.4;
-  EXPECT_NEAR(paired_seconds(times)[1], 0.003, 1e-15);
+  EXPECT_NEAR(paired_seconds(times, WholeBlockTime::slowest_rank)[1], 0.003, 1e-15);
 }
 
 TEST(PairedSeconds, OneRoundOfOneRankIsItsOwnTime) {
-  const std::vector<double> s = paired_seconds({{{0.004}}, {{0.001}}});
+  const std::vector<double> s = paired_seconds({{{0.004}}, {{0.001}}}, WholeBlockTime::slowest_rank);
   EXPECT_DOUBLE_EQ(s[0], 0.004);
   EXPECT_DOUBLE_EQ(s[1], 0.001);
 }
@@ -146,23 +166,25 @@ TEST(PairedSeconds, OneRoundOfOneRankIsItsOwnTime) {
 TEST(PairedSeconds, LeavesOutTheRoundsWhoseWholeBlockTookNoTime) {
   // One rank, two rounds, the second's whole block timed at 0: its pair (a ratio of infinity)
   // and its 0 left out of the whole block's median alike.
-  const std::vector<double> s = paired_seconds({{{0.010}, {0.0}}, {{0.003}, {0.5}}});
+  const std::vector<double> s = paired_seconds({{{0.010}, {0.0}}, {{0.003}, {0.5}}}, WholeBlockTime::slowest_rank);
   EXPECT_DOUBLE_EQ(s[0], 0.010);
   EXPECT_NEAR(s[1], 0.003, 1e-15);
   // No round left: refused.
-  EXPECT_THROW(paired_seconds({{{0.0}}, {{0.001}}}), Error);
+  EXPECT_THROW(paired_seconds({{{0.0}}, {{0.001}}}, WholeBlockTime::slowest_rank), Error);
 }
 
 TEST(PairedSeconds, RefusesBlocksOfOtherRoundsOrRanksAndNothing) {
-  EXPECT_THROW(paired_seconds({}), Error);
-  EXPECT_THROW(paired_seconds({RoundTimes{}}), Error);
-  EXPECT_THROW(paired_seconds({RoundTimes{{}}}), Error);
-  EXPECT_THROW(paired_seconds({{{1.0}, {1.0}}, {{1.0}}}), Error);  // 2 rounds and 1
-  EXPECT_THROW(paired_seconds({{{1.0, 1.0}}, {{1.0}}}), Error);    // 2 ranks and 1
-  EXPECT_THROW(paired_seconds({{{1.0, 1.0}}, {{1.0, 1.0}, {1.0}}}), Error);
-  EXPECT_THROW(paired_seconds({{{1.0}}, {{-1e-9}}}), Error);
-  EXPECT_THROW(paired_seconds({{{1.0}}, {{std::numeric_limits<double>::quiet_NaN()}}}), Error);
-  EXPECT_THROW(paired_seconds({{{std::numeric_limits<double>::infinity()}}, {{1.0}}}), Error);
+  EXPECT_THROW(paired_seconds({}, WholeBlockTime::slowest_rank), Error);
+  EXPECT_THROW(paired_seconds({RoundTimes{}}, WholeBlockTime::slowest_rank), Error);
+  EXPECT_THROW(paired_seconds({RoundTimes{{}}}, WholeBlockTime::slowest_rank), Error);
+  EXPECT_THROW(paired_seconds({{{1.0}, {1.0}}, {{1.0}}}, WholeBlockTime::slowest_rank), Error);  // 2 rounds and 1
+  EXPECT_THROW(paired_seconds({{{1.0, 1.0}}, {{1.0}}}, WholeBlockTime::slowest_rank), Error);    // 2 ranks and 1
+  EXPECT_THROW(paired_seconds({{{1.0, 1.0}}, {{1.0, 1.0}, {1.0}}}, WholeBlockTime::slowest_rank), Error);
+  EXPECT_THROW(paired_seconds({{{1.0}}, {{-1e-9}}}, WholeBlockTime::slowest_rank), Error);
+  EXPECT_THROW(paired_seconds({{{1.0}}, {{std::numeric_limits<double>::quiet_NaN()}}}, WholeBlockTime::slowest_rank),
+               Error);
+  EXPECT_THROW(paired_seconds({{{std::numeric_limits<double>::infinity()}}, {{1.0}}}, WholeBlockTime::slowest_rank),
+               Error);
 }
 
 /// The machine the fit should find: a rank on a core of its own, a cut tile's visible scores
