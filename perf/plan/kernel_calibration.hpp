@@ -57,7 +57,7 @@ enum class WholeBlockTime {
   /// The median over every rank's rounds together: ranks that take turns on shared cores, where
   /// a slow moment of a core falls on whichever rank runs there then. Each rank's median is then
   /// a sample of one distribution, and the slowest of several such medians lands in its slow
-  /// tail: with eight ranks in turns on two cores it came out 7-25% slower than the passes ran
+  /// tail: with eight ranks in turns on two cores, 24-28% above the median over every turn
   /// (perf/RESULTS.md, "2026-12-04 — the calibration in turns, over every rank's rounds").
   every_rank,
 };

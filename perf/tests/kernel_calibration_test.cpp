@@ -120,7 +120,7 @@ TEST(PairedSeconds, TheFirstBlocksSlowestRankAndTheOthersRatiosWithinTheirRounds
 TEST(PairedSeconds, RanksInTurnsTakeTheWholeBlocksMedianOverEveryRanksRounds) {
   // Three ranks in turns on shared cores, three rounds: a core's slow moments (1.5) fall on one
   // rank or another. Each rank's median is 1.0, 1.5 and 1.0, whose slowest is the slow moment's
-  // speed; over all nine rounds the median is 1.0 (four of nine slow).
+  // speed; over all nine turns the median is 1.0 (four of nine slow).
   const std::vector<std::vector<double>> speed = {{1.0, 1.5, 1.0}, {1.5, 1.5, 1.0}, {0.9, 1.0, 1.5}};
   const std::vector<double> base = {0.010, 0.004};
   const std::vector<double> s = paired_seconds(at_speeds(base, speed), WholeBlockTime::every_rank);
