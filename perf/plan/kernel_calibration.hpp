@@ -63,14 +63,14 @@ enum class WholeBlockTime {
 };
 
 /// Each block's time from `times` (one RoundTimes per block, the whole block first): the whole
-/// block's is taken as `whole` says; every other block's is the whole's times the median, over
+/// block's is taken as `whole_time` says; every other block's is the whole's times the median, over
 /// every rank's rounds, of its time over the whole block's in the same round and rank (rounds
 /// whose whole block took no time left out of both). A rank's blocks in one round run one after
 /// another at one speed of the machine, so their ratio holds where the speed swings between
 /// rounds and ranks. Throws rfa::Error (RFA_ERROR_INVALID_ARGUMENT) where the blocks' rounds or
 /// ranks differ in number, there are none, a time is below 0 or not finite, or the whole block
 /// took no time in any round.
-std::vector<double> paired_seconds(const std::vector<RoundTimes>& times, WholeBlockTime whole);
+std::vector<double> paired_seconds(const std::vector<RoundTimes>& times, WholeBlockTime whole_time);
 
 /// Fits `m`'s kernel rates, costs per row, packed-head speedups and masked-tile costs to the
 /// times of `blocks` (calibration_blocks(), whose whole block gives the rows and heads;
