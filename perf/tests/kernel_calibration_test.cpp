@@ -161,6 +161,8 @@ TEST(PairedSeconds, OneRoundOfOneRankIsItsOwnTime) {
   const std::vector<double> s = paired_seconds({{{0.004}}, {{0.001}}}, WholeBlockTime::slowest_rank);
   EXPECT_DOUBLE_EQ(s[0], 0.004);
   EXPECT_DOUBLE_EQ(s[1], 0.001);
+  // One rank: its turns are every rank's, both estimates alike.
+  EXPECT_EQ(paired_seconds({{{0.004}}, {{0.001}}}, WholeBlockTime::every_rank), s);
 }
 
 TEST(PairedSeconds, LeavesOutTheRoundsWhoseWholeBlockTookNoTime) {
