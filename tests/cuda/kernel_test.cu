@@ -313,10 +313,15 @@ void run_merge_case(const Case& c, int split, bool fused, rfa_cuda_path path) {
     rfa_cuda_forward_params f;
     rfa_cuda_forward_params_init(&f);
     f.shape = shape_of(block);
-    // batch = 1 here, so a key block is a contiguous row range of k and v.
+    // A key block is rows [first, first + rows) of every batch entry of k and v: its first row's
+    // address with the whole tensors' strides (without strides the kernel would take a batch
+    // entry to be `rows` rows long).
     f.q = dq.get();
     f.k = static_cast<char*>(dk.get()) + first * k_row_bytes;
     f.v = static_cast<char*>(dv.get()) + first * v_row_bytes;
+    const std::int64_t k_row = std::int64_t(c.kv_heads) * c.head_dim, v_row = std::int64_t(c.kv_heads) * c.dv();
+    f.k_strides = {c.seq_k * k_row, k_row, c.head_dim};
+    f.v_strides = {c.seq_k * v_row, v_row, c.dv()};
     f.out_dtype = RFA_CUDA_FP32;
     f.path = path;
     if (fused) {
