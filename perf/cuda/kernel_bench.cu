@@ -419,8 +419,9 @@ int main(int argc, char** argv) {
       m.name = "cuda/" + pass + "/" + (r.causal ? "causal" : "full");
       m.ms = r.samples;
       m.flops = r.flops;
-      m.labels = {
-          {"pass", r.pass}, {"mask", r.causal ? "causal" : "none"}, {"path", r.pass == "fwd-sm90" ? "sm90" : "sm80"}};
+      m.labels = {{"pass", r.pass},
+                  {"mask", r.causal ? "causal" : "none"},
+                  {"path", r.pass == "fwd-sm90" || r.pass == "bwd-sm90" ? "sm90" : "sm80"}};
       for (int p = 0; p < 2; ++p)
         m.peers.push_back({std::string("sdpa_") + kPeers[p], r.peers[p].ms, r.peers[p].error});
       measured.push_back(m);

@@ -153,12 +153,17 @@ stage_programs() {
   done
   [ ${#missing[@]} -eq 0 ] || say "dry run: not in $from_build (they need a CUDA-enabled Kokkos): ${missing[*]}"
   # Each library the programs load (recursively, as ldd resolves them here) that is not the
-  # GPU machine's own.
-  local lib
-  for lib in $(for p in "$stage"/bin/*; do LD_LIBRARY_PATH=$from_build/src:$from_build/capi:${LD_LIBRARY_PATH:-} ldd "$p"; done |
-               awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u); do
+  # GPU machine's own; one that ldd cannot find here, and the GPU machine would not provide,
+  # fails the bundle now rather than the device's time.
+  local lib loaded unresolved=""
+  loaded=$(for p in "$stage"/bin/*; do LD_LIBRARY_PATH=$from_build/src:$from_build/capi:${LD_LIBRARY_PATH:-} ldd "$p" || true; done)
+  for lib in $(awk '$2 == "=>" && $3 ~ /^\// { print $3 }' <<<"$loaded" | sort -u); do
     system_library "$lib" || cp -L "$lib" "$stage/lib/$(basename "$lib")"
   done
+  for lib in $(awk '$2 == "=>" && $3 == "not" { print $1 }' <<<"$loaded" | sort -u); do
+    system_library "$lib" || unresolved+=" $lib"
+  done
+  [ -z "$unresolved" ] || { say "the programs need libraries found neither here nor on the GPU machine:$unresolved"; exit 1; }
   strip --strip-unneeded "$stage"/bin/* "$stage"/lib/* 2>/dev/null || true
 }
 # Debian's Open MPI 4.1 and what it loads, unpacked without installing (the GPU machine has no
@@ -226,7 +231,7 @@ size_mib=$(( $(du -sb "$bundle" | cut -f1) / 1048576 ))
 # What travels beside it: the tracked and untracked-not-ignored files of the working tree.
 tree_mib=$(( $(cd "$here" && git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2>/dev/null | tail -n1 | cut -f1) / 1048576 ))
 write_manifest "$size_mib" "$tree_mib" "$staged_mib"
-bash "$here/scripts/gpu/device_check.sh" --bundle "$bundle" --list >"$bundle/steps.txt"
+bash "$here/scripts/gpu/device_check.sh" --bundle "$bundle" --list check perf million profile >"$bundle/steps.txt"
 cat "$bundle/manifest.txt"
 say "$(grep -c . "$bundle/steps.txt") steps (steps.txt); the device call: bash scripts/gpu/device_check.sh, carrying $(basename "$bundle")"
 if [ $((size_mib + tree_mib)) -gt "$limit_mib" ]; then

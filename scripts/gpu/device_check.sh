@@ -11,16 +11,21 @@
 # suites on each kernel choice pinned explicitly, every strategy, np 1-4 over staged MPI and np 1
 # over NCCL, memcheck), perf (the speed and error measurements beside PyTorch's SDPA peers) or
 # million (a million tokens, checked) or profile (racecheck and Nsight Compute on the kernels);
-# default: check perf million. Each phase has a budget of device seconds (RFA_BUDGET_CHECK 330,
-# RFA_BUDGET_PERF 230, RFA_BUDGET_MILLION 300, RFA_BUDGET_PROFILE 240): no step may outlast what
-# is left of it, nor outlast RFA_BUDGET_CALL (570) seconds from the start of the script, so that
-# one call ends inside the device tool's 10 minutes; steps that no longer fit are reported
-# "not run" (check and perf fit one call; million then runs in a second one).
+# default: check perf, what one call of a 15-minute lease holds (docs/gpus.md, "Checking on a
+# lent GPU", says how a lease is spent). Each phase has a budget of device seconds
+# (RFA_BUDGET_CHECK 330, RFA_BUDGET_PERF 230, RFA_BUDGET_MILLION 300, RFA_BUDGET_PROFILE 240):
+# no step may outlast what is left of it, nor outlast RFA_BUDGET_CALL (570) seconds from the
+# start of the script, so that one call ends inside the device tool's 10 minutes. A step's own
+# limit is generous; one whose limit had to be cut to what is left is reported "not finished"
+# if it reaches that end, and steps that no longer fit at all "not run".
 # Every step has its own timeout and appends "name<TAB>verdict<TAB>seconds" to $OUT/summary.tsv
 # as it ends (summary.json is rewritten each time), so a killed call still returns every verdict
-# so far. Verdicts: ok, FAILED (with the reason), TIMEOUT, "not available" (a sanitizer or
-# profiler that the machine refuses), "not run" (budget spent). A test that skips because it
-# sees no GPU, or a kernel path or library asked for and missing, is FAILED.
+# so far. Verdicts: ok, FAILED (with the reason), TIMEOUT (its own limit), "not available" (a
+# sanitizer or profiler that the machine lacks or refuses), "not finished" and "not run" (the
+# budget's end). A test that skips because it sees no GPU (the GPU suites run with
+# RFA_TEST_REQUIRE_DEVICE=1, which makes them fail instead), or a kernel path or library asked
+# for and missing, is FAILED. Exit code: 0 when every step ran and passed, 1 when one failed or
+# timed out, 3 when none failed but some did not finish or run.
 # What comes back ($OUT, or ./device-check-out): device.txt, summary.tsv, summary.json, one log
 # per phase run (check.log, perf.log, million.log, profile.log) and results.json (each
 # measurement's JSON by step): at most 8 files.
@@ -40,7 +45,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ ${#phases[@]} -eq 0 ] && phases=(check perf million)
+[ ${#phases[@]} -eq 0 ] && phases=(check perf)
 
 out=${OUT:-$PWD/device-check-out}
 work=${RFA_DEVICE_WORK:-/tmp/rfa-device-check}
@@ -59,6 +64,8 @@ fi
 bin=$bundle/bin
 
 # ---------------------------------------------------------------- steps and their verdicts
+plain_library_path=${LD_LIBRARY_PATH:-}  # as given, before the bundle's libraries join it
+plain_python() { LD_LIBRARY_PATH=$plain_library_path python3 "$@"; }
 phase=""
 phase_start=0
 phase_budget=0
@@ -79,20 +86,21 @@ summary_json() {  # summary.tsv as JSON: the device line and every step so far
     printf '\n  ]\n}\n'
   } >"$out/summary.json.part" && mv "$out/summary.json.part" "$out/summary.json"
 }
-record() {  # name, its limit, kind (test or tool), verdict override ("" to judge the exit code)
-  local name=$1 limit=$2 kind=$3 verdict=$4 rc seconds file="$work/steps/$1"
+record() {  # name, its limit, kind (test or tool), verdict override ("" to judge the exit code),
+  # whether the limit was cut to the budget's end ("cut" or "")
+  local name=$1 limit=$2 kind=$3 verdict=$4 cut=${5:-} rc seconds file="$work/steps/$1"
   read -r rc seconds <"$file.rc" 2>/dev/null || { rc=255; seconds=0; }
   if [ -z "$verdict" ]; then
     case $rc in
       0) verdict=ok ;;
-      124|137) verdict="TIMEOUT (${limit} s)" ;;
+      124|137) if [ -n "$cut" ]; then verdict="not finished (cut to ${limit} s: the budget's end)"; else verdict="TIMEOUT (${limit} s)"; fi ;;
       77) verdict="FAILED (skipped: it saw no usable GPU, library or kernel path)" ;;
       *) verdict="FAILED (rc $rc)" ;;
     esac
     # A sanitizer or profiler the machine refuses (gVisor: "Device not supported"; no counters).
-    if [ "$kind" = tool ] && [ "$rc" != 0 ] && { [ "$rc" = 127 ] || grep -qiE \
-      "device not supported|not supported on this|LibraryNotLoaded|ERR_NVGPUCTRPERM|failed to initialize the profiler|unable to find.*(sanitizer|ncu)|command not found" \
-      "$file.out"; }; then
+    if [ "$kind" = tool ] && [ "$rc" != 0 ] && grep -qiE \
+      "device not supported|not supported on this|LibraryNotLoaded|ERR_NVGPUCTRPERM|failed to initialize the profiler" \
+      "$file.out"; then
       verdict="not available"
     fi
   fi
@@ -104,7 +112,7 @@ record() {  # name, its limit, kind (test or tool), verdict override ("" to judg
   printf '%s\t%s\t%s\t%s\n' "$phase" "$name" "$verdict" "$seconds" >>"$out/summary.tsv"
   summary_json
   printf '  %-34s %s (%s s)\n' "$name" "$verdict" "$seconds"
-  [ "$verdict" = ok ] || [ "$verdict" = "not available" ] || tail -n 4 "$file.out" 2>/dev/null | sed 's/^/    | /'
+  case $verdict in ok|"not available"*|"not run"*) ;; *) tail -n 4 "$file.out" 2>/dev/null | sed 's/^/    | /' ;; esac
 }
 # launch NAME SECONDS KIND [VAR=VALUE...] -- COMMAND...: starts a step in the background (settle
 # waits for it); its output goes to the phase's log, its JSON (written to $work/json/NAME.json by
@@ -129,7 +137,8 @@ launch() {
     pending+=("$name|$limit|$kind|not run (the call's ${call_budget} s are spent)")
     return
   fi
-  [ "$limit" -gt $left ] && limit=$left
+  local cut=""
+  [ "$limit" -gt $left ] && { limit=$left; cut=cut; }
   local file="$work/steps/$name"
   printf '$ %s%s\n' "${env[*]:+${env[*]} }" "$*" >"$file.cmd"
   (
@@ -137,22 +146,28 @@ launch() {
     env "${env[@]}" timeout -k 10 "$limit" "$@" >"$file.out" 2>&1 </dev/null
     echo "$? $((SECONDS - t0))" >"$file.rc"
   ) &
-  pending+=("$name|$limit|$kind|")
+  pending+=("$name|$limit|$kind||$cut")
 }
+# A step of a tool the machine lacks (a sanitizer, a profiler): "not available", nothing run.
+unavailable() {  # name, limit, the tool
+  [ -n "$list" ] && return
+  pending+=("$1|$2|tool|not available (no $3 on this machine)")
+}
+tool_present() { [ -n "$list" ] || command -v "$1" >/dev/null; }
 settle() {  # waits for the launched steps; records them in launch order
   [ -n "$list" ] && return
   wait
-  local p name limit kind verdict
+  local p name limit kind verdict cut
   for p in "${pending[@]}"; do
-    IFS='|' read -r name limit kind verdict <<<"$p"
-    record "$name" "$limit" "$kind" "$verdict"
+    IFS='|' read -r name limit kind verdict cut <<<"$p"
+    record "$name" "$limit" "$kind" "$verdict" "$cut"
     [ -f "$work/json/$name.json" ] && add_result "$name" "$work/json/$name.json"
   done
   pending=()
 }
 step() { launch "$@"; settle; }
 add_result() {  # name, JSON file: results.json gains {name: the file's JSON}
-  python3 - "$out/results.json" "$1" "$2" <<'PY' || echo "  (results.json: could not add $1)"
+  plain_python - "$out/results.json" "$1" "$2" <<'PY' || echo "  (results.json: could not add $1)"
 import json, os, sys
 path, name, source = sys.argv[1:4]
 results = json.load(open(path)) if os.path.exists(path) else {}
@@ -181,11 +196,13 @@ if [ -z "$list" ]; then
   mkdir -p "$out" "$work/steps" "$work/json"
   rm -f "$out/summary.tsv" "$out/results.json" "$out"/*.log
   touch "$out/summary.tsv"
-  export PATH=/usr/local/cuda/bin:$PATH
+  export PATH=$PATH:/usr/local/cuda/bin  # nvcc, compute-sanitizer, ncu where nothing earlier has them
   memory_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -n1)
   [[ "$memory_mib" =~ ^[0-9]+$ ]] && memory_gib=$((memory_mib / 1024))
   # NCCL and cuDNN are the machine's (PyTorch's wheels carry both); nothing here links cuDNN: it
-  # is loaded at run time.
+  # is loaded at run time, from the file RFA_CUDNN_LIBRARY names (PyTorch's, which the peers
+  # load too), and loads NVRTC and cuBLASLt itself (the runtime-compiled engines), found in
+  # PyTorch's CUDA wheels or the toolkit.
   py_dir() { python3 -c "import $1 as m; print(list(m.__path__)[0])" 2>/dev/null; }
   for d in /usr/local/cuda/lib64 /usr/lib/x86_64-linux-gnu "$(py_dir nvidia.nccl)/lib"; do
     ls "$d"/libnccl.so.2* >/dev/null 2>&1 && { nccl_dir=$d; break; }
@@ -193,20 +210,41 @@ if [ -z "$list" ]; then
   for d in "$(py_dir nvidia.cudnn)/lib" /usr/local/cuda/lib64 /usr/lib/x86_64-linux-gnu; do
     ls "$d"/libcudnn.so.9* >/dev/null 2>&1 && { cudnn_dir=$d; break; }
   done
+  [ -e "$cudnn_dir/libcudnn.so.9" ] && export RFA_CUDNN_LIBRARY=$cudnn_dir/libcudnn.so.9
+  cudnn_needs=""
+  for d in "$(py_dir nvidia.cu13)/lib" "$(py_dir nvidia.cuda_nvrtc)/lib" "$(py_dir nvidia.cublas)/lib" /usr/local/cuda/lib64; do
+    ls "$d"/libnvrtc.so* "$d"/libcublasLt.so* >/dev/null 2>&1 && cudnn_needs+=$d:
+  done
+  # Python (the peers, PyTorch; this script's own) runs with the library path it was given, not
+  # the bundle's.
+  export RFA_PEER_PYTHON="env LD_LIBRARY_PATH=$(printf %q "$plain_library_path") python3"
   mpi=$bundle/mpi/usr
   export OPAL_PREFIX=$mpi PATH=$mpi/bin:$PATH
-  export LD_LIBRARY_PATH=$bundle/lib:$mpi/lib/x86_64-linux-gnu:$mpi/lib/x86_64-linux-gnu/openmpi/lib:${nccl_dir:+$nccl_dir:}${cudnn_dir:+$cudnn_dir:}${LD_LIBRARY_PATH:-}
-  # One machine, no network: shared memory and the loopback; ranks of concurrent jobs unbound.
+  # cuDNN's folder before NCCL's: a toolkit folder that holds NCCL may hold another cuDNN.
+  export LD_LIBRARY_PATH=$bundle/lib:$mpi/lib/x86_64-linux-gnu:$mpi/lib/x86_64-linux-gnu/openmpi/lib:${cudnn_dir:+$cudnn_dir:}${nccl_dir:+$nccl_dir:}$cudnn_needs${LD_LIBRARY_PATH:-}
+  # One machine, no network: shared memory and the loopback; ranks of concurrent jobs unbound,
+  # and yielding while they wait (up to 25 ranks share 16 cores in the check's largest group).
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
   export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
   export OMPI_MCA_hwloc_base_binding_policy=none OMPI_MCA_mca_base_component_show_load_errors=0
+  export OMPI_MCA_mpi_yield_when_idle=1
+  # Open MPI's shared-memory segments go to /dev/shm, which a container may keep at 64 MiB:
+  # where it has less than 1 GiB free, to the scratch folder instead.
+  shm_free_mib=$(df -Pm /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }')
+  if ! [[ "$shm_free_mib" =~ ^[0-9]+$ ]] || [ "$shm_free_mib" -lt 1024 ]; then
+    mkdir -p "$work/shm"
+    export OMPI_MCA_btl_vader_backing_directory=$work/shm
+  fi
+  # What a failure of the suites would come back to: skipping for want of a device is one.
+  export RFA_TEST_REQUIRE_DEVICE=1
   {
     echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
     nvcc --version 2>/dev/null | tail -n 1
-    python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' 2>&1
+    plain_python -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' 2>&1
     echo "NCCL: ${nccl_dir:-not found}"
-    echo "cuDNN: ${cudnn_dir:-not found}"
+    echo "cuDNN: ${RFA_CUDNN_LIBRARY:-not found}; NVRTC and cuBLASLt from ${cudnn_needs:-the loader's cache only}"
+    echo "/dev/shm: ${shm_free_mib:-?} MiB free${OMPI_MCA_btl_vader_backing_directory:+; Open MPI's segments in $work/shm}"
     echo "cores: $(nproc)"
     cat "$manifest" 2>/dev/null
   } >"$out/device.txt"
@@ -288,10 +326,16 @@ check_phase() {
   # skipping and device boundaries), on both kernel paths' masked cases, and on every head dim
   # but 64 and 128 (their window and documents cases: the query fragments in shared memory, the
   # two-pass backward).
-  step memcheck.engine 150 tool RFA_TRANSPORT=mpi $(choice_env rfa) -- $(ranks 1) compute-sanitizer \
-    --tool memcheck --error-exitcode 1 "$bin/capi_cuda_test" --gtest_brief=1 --gtest_filter='*documents*:*window*'
-  step memcheck.kernels 120 tool -- compute-sanitizer --tool memcheck --error-exitcode 1 \
-    "$bin/rfa_cuda_kernel_test" --require-path sm90 --filter "documents + window|window 37 + documents"
+  if tool_present compute-sanitizer; then
+    step memcheck.engine 150 tool RFA_TRANSPORT=mpi $(choice_env rfa) -- $(ranks 1) compute-sanitizer \
+      --tool memcheck --error-exitcode 1 "$bin/capi_cuda_test" --gtest_brief=1 --gtest_filter='*documents*:*window*'
+    step memcheck.kernels 120 tool -- compute-sanitizer --tool memcheck --error-exitcode 1 \
+      "$bin/rfa_cuda_kernel_test" --require-path sm90 --filter "documents + window|window 37 + documents"
+  else
+    unavailable memcheck.engine 150 compute-sanitizer
+    unavailable memcheck.kernels 120 compute-sanitizer
+    settle
+  fi
 }
 
 # ---------------------------------------------------------------- perf
@@ -371,8 +415,14 @@ profile_phase() {
   # Races in the kernels (both paths, and the sm80 kernels' other head dims), then Nsight
   # Compute on one launch of each forward and backward kernel (sm80 and sm90; full, then
   # causal): the sections that say what bounds it.
-  step racecheck 120 tool -- compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/rfa_cuda_kernel_test" \
-    --require-path sm90 --filter "zigzag q(rank 1)|window 37 + documents"
+  if tool_present compute-sanitizer; then
+    step racecheck 120 tool -- compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/rfa_cuda_kernel_test" \
+      --require-path sm90 --filter "zigzag q(rank 1)|window 37 + documents"
+  else
+    unavailable racecheck 120 compute-sanitizer
+    settle
+  fi
+  tool_present ncu || { unavailable ncu.kernels 200 ncu; settle; return; }
   step ncu.kernels 200 tool -- ncu --clock-control none \
     --kernel-name regex:'flash_forward_kernel|forward_sm90_kernel|flash_backward_kernel|backward_sm90_kernel' \
     --launch-skip 0 --launch-count 8 --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
@@ -385,4 +435,6 @@ for p in "${phases[@]}"; do "${p}_phase"; done
 echo
 echo "== summary ($(sed -n 2p "$out/device.txt"))"
 awk -F'\t' '{ printf "  %-8s %-34s %s (%s s)\n", $1, $2, $3, $4 }' "$out/summary.tsv"
-! cut -f3 "$out/summary.tsv" | grep -qE '^(FAILED|TIMEOUT)'
+cut -f3 "$out/summary.tsv" | grep -qE '^(FAILED|TIMEOUT)' && exit 1
+cut -f3 "$out/summary.tsv" | grep -qE '^not (finished|run)' && exit 3
+exit 0

@@ -28,11 +28,7 @@ namespace {
 
 using namespace rfa_capi_test;
 
-#define SKIP_WITHOUT_DEVICE()                                       \
-  do {                                                              \
-    const std::string why_ = rfa_test::why_no_cuda_device();        \
-    if (!why_.empty()) GTEST_SKIP() << why_ << ": nothing to test"; \
-  } while (0)
+#define SKIP_WITHOUT_DEVICE() RFA_TEST_NEEDS_DEVICE(rfa_test::why_no_cuda_device())
 
 /// A device copy of a host tensor, and back.
 class OnDevice {

@@ -19,6 +19,7 @@
 #include "comm/device_transport.hpp"
 #include "comm/nccl/nccl_communicator.hpp"
 #include "comm/nccl/nccl_timeout.hpp"
+#include "cuda_device_check.hpp"
 #include "device/current_device.hpp"
 #include "device/select_device.hpp"
 #include "device_test_support.hpp"
@@ -49,7 +50,7 @@ const std::string& why_no_gpu() {
 class NcclCommunicatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!why_no_gpu().empty()) GTEST_SKIP() << why_no_gpu();
+    RFA_TEST_NEEDS_DEVICE(why_no_gpu());
     device::select_device_by_local_rank(MPI_COMM_WORLD);
   }
   // Identity ring order: position = world rank.

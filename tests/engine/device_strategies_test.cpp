@@ -52,8 +52,7 @@ std::string device_case_name(const ::testing::TestParamInfo<DeviceCase>& info) {
 class DeviceStrategyTest : public ::testing::TestWithParam<DeviceCase> {
  protected:
   void SetUp() override {
-    const std::string why = rfa_test::why_no_cuda_device();
-    if (!why.empty()) GTEST_SKIP() << why << ": nothing to test";
+    RFA_TEST_NEEDS_DEVICE(rfa_test::why_no_cuda_device());
     comm_ = comm::make_device_communicator(MPI_COMM_WORLD, world_rank(), comm::TransportChoice::mpi);
     const char* kernels = std::getenv("RFA_CUDA_KERNELS");
     const std::string asked = kernels == nullptr ? "rfa" : kernels;
@@ -206,8 +205,7 @@ INSTANTIATE_TEST_SUITE_P(Strategies, DeviceStrategyMemory, ::testing::ValuesIn(d
 // holds A for half a second; an event recorded on B right after the switch is not reached
 // before it ends (without the wait, B is empty and the event completes at once).
 TEST(DeviceStreamOrder, ANewStreamWaitsForTheCallsQueuedOnTheLastOne) {
-  const std::string why = rfa_test::why_no_cuda_device();
-  if (!why.empty()) GTEST_SKIP() << why << ": nothing to test";
+  RFA_TEST_NEEDS_DEVICE(rfa_test::why_no_cuda_device());
   cudaStream_t a = nullptr, b = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
   ASSERT_EQ(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);

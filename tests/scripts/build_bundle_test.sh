@@ -4,7 +4,9 @@
 # the CUDA kernels (the first five of its list) must be there, and one missing fails the dry run
 # naming it; the others (they need a CUDA-enabled Kokkos) may be missing, and the dry run lists
 # them and goes on to stage Open MPI (here a stand-in apt-get that fails, so the run ends
-# there, having passed the programs' check). CI's own dry run stages everything for real.
+# there, having passed the programs' check). A library a program needs that is found neither
+# here nor among those the GPU machine provides (its CUDA driver, say) fails the bundle. CI's
+# own dry run stages everything for real.
 #   bash build_bundle_test.sh path/to/build_bundle.sh
 set -uo pipefail
 script=${1:?build_bundle.sh}
@@ -48,4 +50,31 @@ check "the engine's programs missing: listed as needing a CUDA-enabled Kokkos" \
 check "... no program refused" sh -c "! grep -q 'is missing' '$tmp/out'"
 check "... and the run went on to stage Open MPI" grep -q "apt-get download failed" "$tmp/out"
 cat "$tmp/out" >>"$tmp/log"
+
+# 3. A kernel program linked against a library that is gone: refused, naming it; one that
+#    needs only what the GPU machine has (libcuda.so.1, the driver) goes on.
+linked_against() {  # program path, the soname of a library made for it and then removed
+  local dir=$tmp/link
+  mkdir -p "$dir"
+  printf 'int rfa_stand_in(void) { return 0; }\n' >"$dir/lib.c"
+  printf 'int rfa_stand_in(void);\nint main(void) { return rfa_stand_in(); }\n' >"$dir/main.c"
+  cc -shared -fPIC -Wl,-soname,"$2" -o "$dir/$2" "$dir/lib.c" &&
+    cc -o "$build/$1" "$dir/main.c" "$dir/$2" && rm -f "$dir/$2"
+}
+if ! command -v cc >/dev/null; then
+  echo "skipped: no C compiler to make a program that needs a missing library"
+else
+  make_programs "${kernel_programs[@]}"
+  linked_against "${kernel_programs[0]}" librfa_gone.so.1
+  dry_run
+  check "a library found nowhere: exit code 1" [ $? -eq 1 ]
+  check "... naming it" grep -q "found neither here nor on the GPU machine: librfa_gone.so.1" "$tmp/out"
+  cat "$tmp/out" >>"$tmp/log"
+  make_programs "${kernel_programs[@]}"
+  linked_against "${kernel_programs[0]}" libcuda.so.1
+  dry_run
+  check "the driver's library missing here: the GPU machine's own, the run goes on" \
+    grep -q "apt-get download failed" "$tmp/out"
+  cat "$tmp/out" >>"$tmp/log"
+fi
 checks_done "$tmp/log"

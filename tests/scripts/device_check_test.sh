@@ -4,9 +4,10 @@
 # compute-sanitizer are stand-ins that report their arguments and the kernel choice they were
 # given. A device call is scarce, so what is checked here is what would waste one: every suite
 # pinned to its kernel choice, verdicts appended as each step ends (a killed call keeps them),
-# few result files, valid JSON, a refused sanitizer "not available" and not a failure (one that
-# finds errors a failure), a test that skips for want of a GPU a failure, a hung step cut at its
-# phase's budget with the rest "not run", and the million-token run sized to the card.
+# few result files, valid JSON, a refused or missing sanitizer "not available" and not a failure
+# (one that finds errors a failure), a test that skips for want of a GPU a failure (and the GPU
+# suites told to fail instead of skipping), a hung step cut at its phase's budget "not finished"
+# with the rest "not run", and the million-token run sized to the card.
 #   bash device_check_test.sh path/to/device_check.sh
 set -uo pipefail
 script=${1:?usage: device_check_test.sh path/to/device_check.sh}
@@ -43,6 +44,7 @@ cat >"$tmp/program" <<'FAKE'
 #!/bin/bash
 me=$(basename "$0")
 echo "$me ranks=${RANKS:-1} kernels=${RFA_CUDA_KERNELS:-unset} path=${RFA_CUDA_KERNEL_PATH:-unset} transport=${RFA_TRANSPORT:-unset} $*"
+echo "require_device=${RFA_TEST_REQUIRE_DEVICE:-unset} ($me)"
 [ "${FAKE_HANG:-}" = "$me" ] && sleep 60
 [ "${FAKE_FAIL:-}" = "$me" ] && exit "${FAKE_RC:-1}"
 while [ $# -gt 0 ]; do
@@ -77,7 +79,10 @@ check "at most 8 files come back" [ "$(find "$tmp/out1" -type f | wc -l)" -le 8 
 check "summary.json is JSON with every step" \
   python3 -c "import json,sys; d=json.load(open('$tmp/out1/summary.json')); sys.exit(len(d['steps']) != $steps)"
 check "results.json holds each measurement by step" \
-  python3 -c "import json,sys; d=json.load(open('$tmp/out1/results.json')); sys.exit(d['kernels.b2h16s8192']['program'] != 'rfa_cuda_kernel_bench' or 'million.kv4' not in d)"
+  python3 -c "import json,sys; d=json.load(open('$tmp/out1/results.json')); sys.exit(d['kernels.b2h16s8192']['program'] != 'rfa_cuda_kernel_bench' or 'strategies.ring.p2' not in d)"
+check "the default phases are check and perf" sh -c "[ -e '$tmp/out1/perf.log' ] && [ ! -e '$tmp/out1/million.log' ]"
+check "the GPU suites fail instead of skipping without a device" \
+  [ "$(grep -cE "^require_device=1 [(](capi_cuda_test|rfa_device_strategies_test|comm_nccl_communicator_test)[)]$" "$tmp/out1/check.log")" -eq 25 ]
 check "the kernel test requires the Hopper path" grep -q "rfa_cuda_kernel_test .* --require-path sm90" "$tmp/out1/check.log"
 check "the C API suite on rfa's sm_80 kernels, np 1-4 and NCCL, pinned" \
   [ "$(grep -cE "^capi_cuda_test ranks=[1-4] kernels=rfa path=sm80 transport=(mpi|nccl) --gtest_brief=1$" "$tmp/out1/check.log")" -eq 5 ]
@@ -95,7 +100,8 @@ check "memcheck runs the engine's window and document cases" grep -q "compute-sa
 check "the kernels beside PyTorch's SDPA" grep -q "rfa_cuda_kernel_bench .*--torch-script .*sdpa_peer.py" "$tmp/out1/perf.log"
 check "the error at P = 1, 2, 4, 8 on each choice against float64" \
   [ "$(grep -cE "^rfa_run ranks=[1248] .*--sampled-check" "$tmp/out1/perf.log")" -eq 12 ]
-check "an 80 GB card: the million tokens with 4 K/V heads" grep -q "seq 1048576 .*--kv-heads 4 " "$tmp/out1/million.log"
+run_check "$tmp/out1m" bash "$script" --bundle "$bundle" million
+check "an 80 GB card: the million tokens with 4 K/V heads" grep -q "seq 1048576 .*--kv-heads 4 " "$tmp/out1m/million.log"
 check "the summary table ends the output" grep -q "== summary (Fake H100" "$tmp/out1.txt"
 
 # 2. A machine that refuses the sanitizer: "not available", not a failure.
@@ -111,6 +117,22 @@ rc=$?
 check "sanitizer errors: nonzero exit code" [ $rc -ne 0 ]
 check "sanitizer errors: memcheck FAILED" [ "$(verdict "$tmp/out2b" memcheck.engine)" = "FAILED (rc 1)" ]
 
+# 2c. A machine without the sanitizer or the profiler: their steps "not available", nothing run.
+if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
+  echo "skipped: this machine has a compute-sanitizer, which the device check would find"
+else
+  mkdir -p "$tmp/no-sanitizer"
+  cp "$fakes/nvidia-smi" "$fakes/mpiexec" "$tmp/no-sanitizer/"
+  env RFA_DEVICE_WORK="$tmp/work-out2c" OUT="$tmp/out2c" PATH="$tmp/no-sanitizer:$PATH" \
+    bash "$script" --bundle "$bundle" check profile >"$tmp/out2c.txt" 2>&1
+  rc=$?
+  check "no sanitizer: exit code 0" [ $rc -eq 0 ]
+  check "no sanitizer: memcheck and racecheck not available, saying why" \
+    [ "$(grep -cE $'\t(memcheck.engine|memcheck.kernels|racecheck)\tnot available [(]no compute-sanitizer on this machine[)]' "$tmp/out2c/summary.tsv")" -eq 3 ]
+  check "no profiler: Nsight Compute not available" \
+    grep -qE $'\tncu.kernels\tnot available [(]no ncu on this machine[)]' "$tmp/out2c/summary.tsv"
+fi
+
 # 3. A test that skips for want of a GPU (77) fails, and the steps after it still run.
 run_check "$tmp/out3" FAKE_FAIL=rfa_cudnn_attention_test FAKE_RC=77 bash "$script" --bundle "$bundle" check
 rc=$?
@@ -119,20 +141,22 @@ check "a skipping test: FAILED, saying why" \
   sh -c "verdict=\$(awk -F'\t' '\$2 == \"cudnn_test\" { print \$3 }' '$tmp/out3/summary.tsv'); [ \"\${verdict#FAILED (skipped}\" != \"\$verdict\" ]"
 check "a skipping test: the steps after it ran" [ "$(verdict "$tmp/out3" example_c)" = ok ]
 
-# 4. A step that hangs is cut at what is left of its phase's budget; the rest are "not run",
-#    every verdict is on disk, and the call ends within the budget.
+# 4. A step that hangs is cut at what is left of its phase's budget ("not finished": not a
+#    failure, but the call says it did not complete); the rest are "not run", every verdict is
+#    on disk, and the call ends within the budget.
 start=$SECONDS
 run_check "$tmp/out4" FAKE_HANG=rfa_cuda_kernel_test RFA_BUDGET_CHECK=8 bash "$script" --bundle "$bundle" check
 rc=$?
-check "a hung step: nonzero exit code" [ $rc -ne 0 ]
-check "a hung step: TIMEOUT" sh -c "awk -F'\t' '\$2 == \"kernel_test\"' '$tmp/out4/summary.tsv' | grep -q TIMEOUT"
+check "a hung step: exit code 3 (incomplete, nothing failed)" [ $rc -eq 3 ]
+check "a hung step: not finished, cut at the budget's end" \
+  sh -c "awk -F'\t' '\$2 == \"kernel_test\"' '$tmp/out4/summary.tsv' | grep -q 'not finished (cut to [0-9]* s'"
 check "a hung step: the steps after it not run" [ "$(grep -c $'\tnot run' "$tmp/out4/summary.tsv")" -gt 10 ]
 check "a hung step: the call ended within the budget and the kill margin" [ $((SECONDS - start)) -lt 30 ]
 
 # 4b. The whole call's budget: what no longer fits in it is "not run", whatever the phases'.
 run_check "$tmp/out4b" FAKE_HANG=rfa_cuda_kernel_test RFA_BUDGET_CALL=8 bash "$script" --bundle "$bundle" check perf
 check "the call's budget: the hung step cut at it" \
-  sh -c "awk -F'\t' '\$2 == \"kernel_test\"' '$tmp/out4b/summary.tsv' | grep -q TIMEOUT"
+  sh -c "awk -F'\t' '\$2 == \"kernel_test\"' '$tmp/out4b/summary.tsv' | grep -q 'not finished'"
 check "the call's budget: every perf step not run" \
   [ "$(awk -F'\t' '$1 == "perf"' "$tmp/out4b/summary.tsv" | grep -c "not run (the call's 8 s")" -eq \
     "$(awk -F'\t' '$1 == "perf"' "$tmp/out4b/summary.tsv" | wc -l)" ]
