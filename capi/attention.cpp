@@ -117,7 +117,7 @@ constexpr const char* kOutputsWritten = "the outputs are written but must not be
 /// NULL and overlapping buffers, then buffers in the wrong memory for the context's device.
 void check_call_buffers(const rfa_context_s& c, const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs) {
   check_buffers(inputs, outputs);
-  check_buffer_places(c.options.device, inputs, outputs);
+  check_buffer_places(c.options.device, c.cuda_device, inputs, outputs);
 }
 
 /// Calls `run(tag, space)` with the element type of the context's dtype and its memory space

@@ -12,11 +12,14 @@
 namespace rfa {
 namespace capi {
 
-/// Throws RFA_ERROR_INVALID_ARGUMENT naming the first buffer in the wrong memory: for a
-/// ::RFA_DEVICE_CUDA context every buffer must be device memory of the current device (or
-/// managed memory); for a host context none may be device memory. Builds whose engine has no
-/// CUDA backend cannot create CUDA contexts and have no device memory to detect: no-op there.
-void check_buffer_places(rfa_device_t device, const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs);
+/// For a ::RFA_DEVICE_CUDA context, throws RFA_ERROR_INVALID_USAGE unless the current device is
+/// the context's (`context_device`). Then throws RFA_ERROR_INVALID_ARGUMENT naming the first
+/// buffer in the wrong memory: for a CUDA context every buffer must be device memory of its
+/// device (or managed memory); for a host context none may be device memory. Builds whose
+/// engine has no CUDA backend cannot create CUDA contexts and have no device memory to detect:
+/// no-op there.
+void check_buffer_places(rfa_device_t device, int context_device, const std::vector<Buffer>& inputs,
+                         const std::vector<Buffer>& outputs);
 
 }  // namespace capi
 }  // namespace rfa

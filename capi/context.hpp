@@ -30,6 +30,7 @@ struct rfa_context_s {
   std::int64_t calls_begun = 0;                        ///< collective calls begun on this rank (call stamps)
   std::string unusable;                                ///< why the context takes no more calls ("" while it does)
   std::string plan;                                    ///< what it runs and why (rfa_context_get_plan)
+  int cuda_device = -1;  ///< a CUDA context's device: current at its creation, and at each of its calls
 #if RFA_ENGINE_CUDA
   rfa::engine::StreamExec sinks_exec;     ///< where a CUDA context's sinks are folded in (its stream)
   rfa::device::StreamOrder stream_order;  ///< a new stream waits for the calls queued on the last one

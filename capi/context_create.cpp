@@ -16,11 +16,16 @@
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
 #include "creation_agreement.hpp"
+#include "engine/engine_backends.hpp"
 #include "firewall.hpp"
 #include "kokkos_lifetime.hpp"
 #include "options.hpp"
 #include "rfa/rfa_mpi.h"
 #include "setup/attention_setup.hpp"
+
+#if RFA_ENGINE_CUDA
+#include "device/current_device.hpp"
+#endif
 
 namespace rfa {
 namespace capi {
@@ -148,6 +153,10 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   context->plan = std::move(ring.plan);
   context->comm = std::move(ring.comm);
   context->engine = std::move(ring.engine);
+#if RFA_ENGINE_CUDA
+  // The setup made sure it is the device Kokkos allocates on, where the context's buffers live.
+  if (options.device == RFA_DEVICE_CUDA) context->cuda_device = device::require_current_device();
+#endif
   count->keep();
   register_context(context.get());
   *out = context.release();

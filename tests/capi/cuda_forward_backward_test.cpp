@@ -405,6 +405,44 @@ TEST(CudaContext, RefusesHostPointersAndUnsupportedHeadDims) {
   EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "float32");
 }
 
+// A CUDA context computes on the device current at its creation: a call made while another
+// device is current fails on every rank before anything moves, and succeeds once the context's
+// device is current again. Needs two devices (the lent machines have one: skipped there).
+TEST(CudaContext, RefusesCallsWhileAnotherDeviceIsCurrent) {
+  SKIP_WITHOUT_DEVICE();
+  int devices = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
+  if (devices < 2) GTEST_SKIP() << "needs two CUDA devices (" << devices << " here)";
+  const int P = world_size();
+  rfa_options_t o = cuda_options({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, 64, 2}, P * 8);
+  o.transport = RFA_TRANSPORT_MPI;
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  int64_t L = 0;
+  ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
+  const std::size_t q_elems = std::size_t(o.batch * L * o.heads * o.head_dim),
+                    kv_elems = std::size_t(o.batch * L * o.kv_heads * o.head_dim);
+  OnDevice q(q_elems * 2), k(kv_elems * 2), v(kv_elems * 2), out(q_elems * 2);
+  OnDevice lse(std::size_t(o.batch * o.heads * L) * 4);
+  for (const OnDevice* inputs : {&q, &k, &v})
+    ASSERT_EQ(cudaMemset(inputs->get(), 0, inputs == &q ? q_elems * 2 : kv_elems * 2), cudaSuccess);
+  int own = -1;
+  ASSERT_EQ(cudaGetDevice(&own), cudaSuccess);
+  // Only rank 0 makes another device current: every rank must fail, rank 0 saying why.
+  if (world_rank() == 0) ASSERT_EQ(cudaSetDevice((own + 1) % devices), cudaSuccess);
+  const rfa_result_t rc = rfa_forward(ctx, q.get(), k.get(), v.get(), out.get(), static_cast<float*>(lse.get()));
+  EXPECT_EQ(int(rc), int(RFA_ERROR_INVALID_USAGE)) << rfa_get_last_error_message();
+  if (world_rank() == 0) {
+    EXPECT_NE(std::string(rfa_get_last_error_message()).find("but the context was created on device"),
+              std::string::npos)
+        << rfa_get_last_error_message();
+    ASSERT_EQ(cudaSetDevice(own), cudaSuccess);
+  }
+  ASSERT_RFA_OK(rfa_forward(ctx, q.get(), k.get(), v.get(), out.get(), static_cast<float*>(lse.get())));
+  ASSERT_RFA_OK(rfa_context_synchronize(ctx));
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
 // Device memory handed to a host context is refused the same way.
 TEST(CudaContext, HostContextRefusesDevicePointers) {
   SKIP_WITHOUT_DEVICE();
