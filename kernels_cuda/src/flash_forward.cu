@@ -4,9 +4,10 @@
 // output accumulator and the online-softmax state of its rows in registers.
 //
 // Each of the 8 warps owns 16 query rows (fragment layout: query_tile_kernel.cuh). Q and K have
-// head dim D, V and out DV (equal but for MLA's 192 / 128). At DV = 256 the output accumulator
-// takes 128 registers per thread: the query fragments are then read from shared memory at each
-// key tile instead of held, and a stage holds 32 keys (128 KB of shared memory in all, which an
+// head dim D, V and out DV (equal but for MLA's 192 / 128). A thread holds D/4 registers of
+// query fragments and DV/2 of output accumulator; where the two would pass 112 (D = DV = 192 or
+// 256; MLA's 192 / 128 still holds them), the query fragments are read from shared memory at each
+// key tile instead. At DV = 256 a stage holds 32 keys (128 KB of shared memory in all, which an
 // A100 has).
 #include <cmath>
 #include <cstdint>
