@@ -63,5 +63,10 @@ inline rfa_context_s& context_ref(rfa_context_t context) {
   return *context;
 }
 
+/// Before a context is destroyed (context_stream.cpp): a CUDA context leaves the caller's stream,
+/// which the caller may have destroyed since the last call, for the legacy default stream, which
+/// waits on the device for the last call's end. Never throws; nothing to do for a host context.
+void leave_callers_stream(rfa_context_s& c) noexcept;
+
 }  // namespace capi
 }  // namespace rfa

@@ -204,7 +204,8 @@ RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context) {
       }
     }
     // The engine goes first (it refers to the communicator); the communicator's destructor
-    // frees its MPI communicator and never throws.
+    // frees its MPI communicator and never throws. Both synchronize a stream that exists.
+    rfa::capi::leave_callers_stream(*owned);
     owned->engine.reset();
     owned->comm.reset();
     owned.reset();

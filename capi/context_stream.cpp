@@ -3,6 +3,8 @@
 // ordered with the caller's (docs/architecture.md §8). The engine enqueues every kernel and
 // copy on the caller's stream and returns without synchronizing the device; a new stream waits
 // on the device for the calls queued on the previous one (device/stream_order.hpp).
+#include <exception>
+
 #include "context.hpp"
 #include "core/error.hpp"
 #include "engine/engine_backends.hpp"
@@ -43,6 +45,25 @@ rfa_result_t synchronize(rfa_context_s& c) {
 }
 
 }  // namespace
+
+// The engine and the transport synchronize their stream before they free device memory, and
+// the caller's stream need only outlive the calls (rfa.h): the legacy default stream always
+// exists, and the event the last call recorded outlives the stream it was recorded on.
+void leave_callers_stream(rfa_context_s& c) noexcept {
+  if (c.options.device != RFA_DEVICE_CUDA || !c.engine) return;
+#if RFA_ENGINE_CUDA
+  try {
+    c.stream_order.switch_to(nullptr);
+  } catch (const std::exception&) {
+    cudaGetLastError();
+    cudaDeviceSynchronize();  // the last call's end could not be waited for on the device
+    cudaGetLastError();
+  }
+  c.engine->set_cuda_stream(nullptr);
+  if (c.comm) c.comm->set_compute_stream(nullptr);
+#endif
+}
+
 }  // namespace capi
 }  // namespace rfa
 

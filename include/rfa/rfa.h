@@ -533,7 +533,8 @@ RFA_API rfa_result_t rfa_context_get_local_positions(rfa_context_t context, int6
  *
  * Not collective. The stream is a cudaStream_t passed as void* (rfa.h stays free of CUDA
  * types); NULL is the legacy default stream, which is also the default. It must belong to the
- * caller's current device and outlive every call that uses it. rfa_forward() and
+ * caller's current device and outlive every call that uses it (not the context:
+ * rfa_context_destroy() waits for the context's work without it). rfa_forward() and
  * rfa_backward() return once their work is queued, without synchronizing the device: the
  * results are ready when the stream gets there (cudaStreamSynchronize, or
  * rfa_context_synchronize()). Transports that cannot be ordered on a stream (MPI) wait for

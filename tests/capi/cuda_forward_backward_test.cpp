@@ -443,6 +443,32 @@ TEST(CudaContext, RefusesCallsWhileAnotherDeviceIsCurrent) {
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
 }
 
+// The caller's stream need only outlive the calls: a context whose stream the caller destroyed
+// after its last call, without waiting for it, is destroyed cleanly (its work waited for through
+// the last call's event), and the device takes work afterwards.
+TEST(CudaContext, IsDestroyedAfterItsStreamIsGone) {
+  SKIP_WITHOUT_DEVICE();
+  const int P = world_size();
+  rfa_options_t o = cuda_options({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2}, 2 * P * 8);
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  int64_t L = 0;
+  ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
+  const std::size_t q_elems = std::size_t(o.batch * L * o.heads * o.head_dim),
+                    kv_elems = std::size_t(o.batch * L * o.kv_heads * o.head_dim);
+  const std::vector<uint16_t> zeros(q_elems, 0);
+  OnDevice q(zeros.data(), q_elems * 2), k(zeros.data(), kv_elems * 2), v(zeros.data(), kv_elems * 2), out(q_elems * 2),
+      lse(std::size_t(o.batch * o.heads * L) * 4);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_RFA_OK(rfa_context_set_stream(ctx, stream));
+  ASSERT_RFA_OK(rfa_forward(ctx, q.get(), k.get(), v.get(), out.get(), static_cast<float*>(lse.get())));
+  ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
 // Device memory handed to a host context is refused the same way.
 TEST(CudaContext, HostContextRefusesDevicePointers) {
   SKIP_WITHOUT_DEVICE();
