@@ -114,6 +114,15 @@ void settle_before_scan(const rfa_context_s& c) {
 constexpr const char* kInputsUntouched = "nothing was computed or written";
 constexpr const char* kOutputsWritten = "the outputs are written but must not be trusted";
 
+/// A tensor argument of `bytes` bytes: aligned to its elements, and on a CUDA context to 16 bytes
+/// (the kernels, rfa's and cuDNN's, read and write 16-byte chunks of the caller's tensors).
+Buffer tensor_buffer(const rfa_context_s& c, const char* name, const void* data, std::int64_t bytes,
+                     std::int64_t element) {
+  if (c.options.device == RFA_DEVICE_CUDA)
+    return {name, data, bytes, 16, "a CUDA context's kernels move its tensors in 16-byte chunks"};
+  return {name, data, bytes, element};
+}
+
 /// NULL and overlapping buffers, then buffers in the wrong memory for the context's device.
 void check_call_buffers(const rfa_context_s& c, const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs) {
   check_buffers(inputs, outputs);
@@ -253,9 +262,10 @@ rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void*
   const rfa_options_t& o = c.options;
   auto checks = [&] {
     const std::int64_t e = s.element, f = std::int64_t(sizeof(float));
-    std::vector<Buffer> inputs = {{"q", q, s.q, e}, {"k", k, s.k, e}, {"v", v, s.v, e}};
+    std::vector<Buffer> inputs = {tensor_buffer(c, "q", q, s.q, e), tensor_buffer(c, "k", k, s.k, e),
+                                  tensor_buffer(c, "v", v, s.v, e)};
     if (sinks.given) inputs.push_back({"sinks", sinks.values, o.heads * f, f});
-    check_call_buffers(c, inputs, {{"out", out, s.out, e}, {"lse", lse, s.lse, f}});
+    check_call_buffers(c, inputs, {tensor_buffer(c, "out", out, s.out, e), {"lse", lse, s.lse, f}});
     read_sinks(c, sinks);
   };
   run_collective_call(c, CollectiveCall::forward, checks, [&] {
@@ -297,9 +307,11 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
   const rfa_options_t& o = c.options;
   auto checks = [&] {
     const std::int64_t e = s.element, f = std::int64_t(sizeof(float));
-    std::vector<Buffer> inputs = {{"q", q, s.q, e},       {"k", k, s.k, e},         {"v", v, s.v, e},
-                                  {"out", out, s.out, e}, {"dout", dout, s.out, e}, {"lse", lse, s.lse, f}},
-                        outputs = {{"dq", dq, s.q, e}, {"dk", dk, s.k, e}, {"dv", dv, s.v, e}};
+    std::vector<Buffer> inputs = {tensor_buffer(c, "q", q, s.q, e),         tensor_buffer(c, "k", k, s.k, e),
+                                  tensor_buffer(c, "v", v, s.v, e),         tensor_buffer(c, "out", out, s.out, e),
+                                  tensor_buffer(c, "dout", dout, s.out, e), {"lse", lse, s.lse, f}},
+                        outputs = {tensor_buffer(c, "dq", dq, s.q, e), tensor_buffer(c, "dk", dk, s.k, e),
+                                   tensor_buffer(c, "dv", dv, s.v, e)};
     if (sinks.given) {
       inputs.push_back({"sinks", sinks.values, o.heads * f, f});
       outputs.push_back({"dsinks", dsinks, o.heads * f, f});

@@ -15,12 +15,13 @@ namespace rfa {
 namespace capi {
 
 /// One argument: its name, where it starts, how many bytes the call will touch, and the
-/// alignment its elements need (their size; 1: any address).
+/// alignment it needs (its elements' size; 1: any address; more where `aligned_for` says why).
 struct Buffer {
   const char* name;
   const void* data;
   std::int64_t bytes;
   std::int64_t alignment = 1;
+  const char* aligned_for = nullptr;  ///< what needs more than the elements' alignment (nullptr: nothing)
 };
 
 inline bool overlap(const Buffer& a, const Buffer& b) {
@@ -35,9 +36,13 @@ inline void check_buffers(const std::vector<Buffer>& inputs, const std::vector<B
     for (const Buffer& b : *list) {
       if (!b.data) fail(RFA_ERROR_INVALID_ARGUMENT, b.name, " is NULL");
       const auto address = reinterpret_cast<std::uintptr_t>(b.data);
-      if (b.alignment > 1 && address % std::uintptr_t(b.alignment) != 0)
+      if (b.alignment > 1 && address % std::uintptr_t(b.alignment) != 0) {
+        if (b.aligned_for != nullptr)
+          fail(RFA_ERROR_INVALID_ARGUMENT, b.name, " (address ", b.data, ") is not ", b.alignment,
+               "-byte aligned: ", b.aligned_for);
         fail(RFA_ERROR_INVALID_ARGUMENT, b.name, " (address ", b.data, ") is not aligned to its ", b.alignment,
              "-byte elements");
+      }
     }
   for (std::size_t o = 0; o < outputs.size(); ++o) {
     for (const Buffer& i : inputs)

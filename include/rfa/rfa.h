@@ -584,8 +584,9 @@ RFA_API rfa_result_t rfa_context_release_workspace(rfa_context_t context, int64_
  * Tensors are this rank's shards, row-major (docs/architecture.md §2), in host memory for a
  * ::RFA_DEVICE_HOST context and in device memory of the context's GPU for a ::RFA_DEVICE_CUDA
  * one (checked with cudaPointerGetAttributes: a pointer to the wrong kind of memory fails with
- * ::RFA_ERROR_INVALID_ARGUMENT on every rank before any data moves; that GPU, current at
- * rfa_context_create(), must be current during each call, else ::RFA_ERROR_INVALID_USAGE),
+ * ::RFA_ERROR_INVALID_ARGUMENT on every rank before any data moves, as does a tensor of a CUDA
+ * context not aligned to 16 bytes; that GPU, current at rfa_context_create(), must be current
+ * during each call, else ::RFA_ERROR_INVALID_USAGE),
  * in the context's dtype (fp32: float; bf16, fp16: 16-bit patterns in uint16_t). With L the
  * local sequence:
  * q, dq are [B][L][H][d]; k, dk are [B][L][Hkv][d]; out, dout are [B][L][H][dv] and v, dv

@@ -25,5 +25,15 @@ rfa_cuda_status from_cuda(cudaError_t error, const char* what) {
 
 const char* last_message() { return message; }
 
+rfa_cuda_status check_tile_tensor(const char* name, const void* data, const rfa_cuda_strides& s) {
+  if (data == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s is NULL", name);
+  if (!aligned16(data)) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s is not 16-byte aligned", name);
+  if (s.batch % 8 != 0 || s.seq % 8 != 0 || s.head % 8 != 0 || s.batch < 0 || s.seq < 0 || s.head < 0)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "%s strides (batch %lld, seq %lld, head %lld) must be non-negative multiples of 8", name,
+                static_cast<long long>(s.batch), static_cast<long long>(s.seq), static_cast<long long>(s.head));
+  return RFA_CUDA_SUCCESS;
+}
+
 }  // namespace detail
 }  // namespace rfa_cuda

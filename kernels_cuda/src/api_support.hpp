@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What the host-side API files (flash_api.cu, cudnn/cudnn_attention.cpp) share: the calling
-// thread's last failure message, CUDA errors as statuses, and the resolution of zero strides.
+// thread's last failure message, CUDA errors as statuses, the check of a tensor's address and
+// strides, and the resolution of zero strides.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -21,6 +22,13 @@ rfa_cuda_status from_cuda(cudaError_t error, const char* what);
 
 /// The calling thread's last message ("" if none yet).
 const char* last_message();
+
+inline bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+
+/// A 16-bit tensor the kernels copy in 16-byte chunks (rfa's tensor-core kernels; cuDNN's graphs
+/// are declared with 16-byte alignment): non-null, its base and its element strides keeping
+/// every chunk aligned. RFA_CUDA_ERROR_INVALID_ARGUMENT naming it otherwise.
+rfa_cuda_status check_tile_tensor(const char* name, const void* data, const rfa_cuda_strides& s);
 
 inline ElementType element_type(rfa_cuda_dtype t) {
   return t == RFA_CUDA_BF16 ? ElementType::kBf16 : t == RFA_CUDA_FP16 ? ElementType::kFp16 : ElementType::kFp32;

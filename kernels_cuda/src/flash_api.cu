@@ -23,8 +23,6 @@ namespace rfa_cuda {
 namespace detail {
 namespace {
 
-bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
-
 const char* dtype_name(rfa_cuda_dtype t) {
   switch (t) {
     case RFA_CUDA_BF16: return "bf16";
@@ -35,17 +33,6 @@ const char* dtype_name(rfa_cuda_dtype t) {
 }
 
 bool known_dtype(rfa_cuda_dtype t) { return t == RFA_CUDA_BF16 || t == RFA_CUDA_FP16 || t == RFA_CUDA_FP32; }
-
-// The tensor-core kernels copy 16-byte chunks: base and strides must keep them aligned.
-rfa_cuda_status check_tile_tensor(const char* name, const void* data, const rfa_cuda_strides& s) {
-  if (data == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s is NULL", name);
-  if (!aligned16(data)) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s is not 16-byte aligned", name);
-  if (s.batch % 8 != 0 || s.seq % 8 != 0 || s.head % 8 != 0 || s.batch < 0 || s.seq < 0 || s.head < 0)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
-                "%s strides (batch %lld, seq %lld, head %lld) must be non-negative multiples of 8", name,
-                static_cast<long long>(s.batch), static_cast<long long>(s.seq), static_cast<long long>(s.head));
-  return RFA_CUDA_SUCCESS;
-}
 
 rfa_cuda_status to_device_positions(const char* name, const rfa_cuda_position_map& map, std::int64_t seq,
                                     DevicePositions& out) {

@@ -10,6 +10,7 @@
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "kernels/flash_attention.hpp"
 
 namespace rfa {
 namespace engine {
@@ -41,9 +42,15 @@ void* CudnnBlockCompute::scratch() const {
 
 void CudnnBlockCompute::prepare(bool backward, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
   on_cudnn_.assign(steps_.size(), false);
+  visible_steps_ = 0;
   std::size_t most = 0;
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const kernels::AttentionParams& p = steps_[i];
+    // A block the mask hides whole has nothing for cuDNN to compute (its plan has no bands):
+    // left to rfa's kernels (which skip it, or write out = 0 and lse = -inf in a pass that
+    // writes its output directly), it is not counted as a cuDNN step.
+    if (kernels::classify_blocks_every_entry(p, p.q_pos, p.k_pos) == kernels::TileVisibility::hidden) continue;
+    ++visible_steps_;
     // A deterministic backward runs on rfa's kernels: cuDNN's deterministic backward on Hopper
     // takes a workspace quadratic in the block's rows (tens of GiB at 32k rows), rfa's none.
     if (backward && p.deterministic) continue;

@@ -102,9 +102,10 @@ class CudnnBlockCompute {
     rfa_.narrow<T>(from, to);
   }
 
-  /// Steps of the last prepared pass that run on cuDNN, and those that run on rfa's kernels.
+  /// Steps of the last prepared pass that run on cuDNN, and the others its mask leaves visible,
+  /// which run on rfa's kernels (a step the mask hides whole is neither).
   int cudnn_steps() const;
-  int rfa_steps() const { return int(on_cudnn_.size()) - cudnn_steps(); }
+  int rfa_steps() const { return visible_steps_ - cudnn_steps(); }
 
  private:
   /// Plans every step (cuDNN where it expresses the block) and reserves the largest scratch.
@@ -118,6 +119,7 @@ class CudnnBlockCompute {
   CudnnState* cudnn_;
   std::vector<kernels::AttentionParams> steps_;
   std::vector<bool> on_cudnn_;  // per entry of steps_
+  int visible_steps_ = 0;       // entries of steps_ whose mask leaves some pair visible
   Kokkos::View<unsigned char*, memory_space> scratch_;
   std::size_t scratch_bytes_ = 0;
 };

@@ -469,6 +469,34 @@ TEST(CudaContext, IsDestroyedAfterItsStreamIsGone) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
+// A tensor the kernels would read in chunks that straddle 16 bytes (aligned to its 2-byte
+// elements only) is refused on every rank before anything moves, naming it on its rank.
+TEST(CudaContext, RefusesTensorsNotAlignedTo16Bytes) {
+  SKIP_WITHOUT_DEVICE();
+  const int P = world_size();
+  rfa_options_t o = cuda_options({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2}, 2 * P * 8);
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  int64_t L = 0;
+  ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
+  const std::size_t q_elems = std::size_t(o.batch * L * o.heads * o.head_dim),
+                    kv_elems = std::size_t(o.batch * L * o.kv_heads * o.head_dim);
+  const std::vector<uint16_t> zeros(q_elems + 8, 0);
+  OnDevice q(zeros.data(), (q_elems + 8) * 2), k(zeros.data(), kv_elems * 2), v(zeros.data(), kv_elems * 2),
+      out(q_elems * 2), lse(std::size_t(o.batch * o.heads * L) * 4);
+  // Only rank 0 passes q one element past an allocation's start.
+  const void* q_arg = world_rank() == 0 ? static_cast<const void*>(static_cast<const uint16_t*>(q.get()) + 1) : q.get();
+  const rfa_result_t rc = rfa_forward(ctx, q_arg, k.get(), v.get(), out.get(), static_cast<float*>(lse.get()));
+  EXPECT_EQ(int(rc), int(RFA_ERROR_INVALID_ARGUMENT)) << rfa_get_last_error_message();
+  if (world_rank() == 0) {
+    EXPECT_NE(std::string(rfa_get_last_error_message()).find("q (address"), std::string::npos);
+    EXPECT_NE(std::string(rfa_get_last_error_message()).find("is not 16-byte aligned"), std::string::npos);
+  }
+  ASSERT_RFA_OK(rfa_forward(ctx, q.get(), k.get(), v.get(), out.get(), static_cast<float*>(lse.get())));
+  ASSERT_RFA_OK(rfa_context_synchronize(ctx));
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
 // Device memory handed to a host context is refused the same way.
 TEST(CudaContext, HostContextRefusesDevicePointers) {
   SKIP_WITHOUT_DEVICE();

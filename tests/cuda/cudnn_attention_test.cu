@@ -141,6 +141,36 @@ void run_document_refusal(rfa_cudnn_context* ctx) {
   if (!ok) ++failures;
 }
 
+// Tensors the graphs cannot take (declared 16-byte aligned, strides in whole 16-byte chunks) are
+// refused naming them, as rfa's kernels refuse them, before cuDNN sees them.
+void run_argument_checks(rfa_cudnn_context* ctx) {
+  Case c{"arguments", RFA_CUDA_BF16, 64, 1, 64, 64, 2, 2, true};
+  DeviceArray q(c.dtype, 64 * 2 * 64 + 8), k(c.dtype, 64 * 2 * 64), v(c.dtype, 64 * 2 * 64),
+      out(RFA_CUDA_FP32, 64 * 2 * 64), lse(RFA_CUDA_FP32, 2 * 64);
+  rfa_cuda_forward_params f;
+  rfa_cuda_forward_params_init(&f);
+  f.shape = shape_of(c);
+  f.q = static_cast<char*>(q.get()) + 2;  // one bf16 element in: aligned to its element, not to 16 bytes
+  f.k = k.get();
+  f.v = v.get();
+  f.out = out.get();
+  f.out_dtype = RFA_CUDA_FP32;
+  f.lse = lse.as_float();
+  f.merge = 1;
+  const rfa_cuda_status misaligned = rfa_cudnn_forward(ctx, &f, nullptr, nullptr, 0, nullptr);
+  bool ok = misaligned == RFA_CUDA_ERROR_INVALID_ARGUMENT &&
+            std::strstr(rfa_cuda_last_error_message(), "q is not 16-byte aligned") != nullptr;
+  std::printf("  %-4s a misaligned q is refused: %s\n", ok ? "ok" : "FAIL", rfa_cuda_last_error_message());
+  if (!ok) ++failures;
+  f.q = q.get();
+  f.k_strides = {64 * 2 * 64, 2 * 64 + 4, 64};
+  const rfa_cuda_status strided = rfa_cudnn_forward(ctx, &f, nullptr, nullptr, 0, nullptr);
+  ok = strided == RFA_CUDA_ERROR_INVALID_ARGUMENT && std::strstr(rfa_cuda_last_error_message(), "k strides") != nullptr;
+  std::printf("  %-4s k strides of part of a chunk are refused: %s\n", ok ? "ok" : "FAIL",
+              rfa_cuda_last_error_message());
+  if (!ok) ++failures;
+}
+
 }  // namespace
 
 int main() {
@@ -185,6 +215,7 @@ int main() {
         }
     }
   run_document_refusal(ctx);
+  run_argument_checks(ctx);
   rfa_cudnn_destroy(ctx);
   std::printf("%s: %d failures\n", failures ? "FAILED" : "passed", failures);
   return failures == 0 ? 0 : 1;

@@ -392,6 +392,10 @@ rfa_cuda_status forward_block(rfa_cudnn_context& c, const rfa_cuda_forward_param
   if (p.out_dtype != RFA_CUDA_FP32 || !p.merge || p.out == nullptr || p.lse == nullptr)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
                 "cuDNN attention merges into an fp32 running result: out_dtype fp32, merge 1, out and lse set");
+  RFA_CUDA_TRY(detail::check_tile_tensor("q", p.q, p.q_strides));
+  RFA_CUDA_TRY(detail::check_tile_tensor("k", p.k, p.k_strides));
+  RFA_CUDA_TRY(detail::check_tile_tensor("v", p.v, p.v_strides));
+  RFA_CUDA_TRY(detail::check_tile_tensor("out", p.out, p.out_strides));
   BandPlan plan;
   RFA_CUDA_TRY(bands_of(p.shape, host_docs, plan));
   const BandProblem problem = forward_problem(p);
@@ -431,6 +435,11 @@ rfa_cuda_status backward_block(rfa_cudnn_context& c, const rfa_cuda_backward_par
       p.lse == nullptr || out_data == nullptr)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
                 "cuDNN attention accumulates fp32 gradients (grad mode accumulate; dq, dk, dv, lse and out set)");
+  RFA_CUDA_TRY(detail::check_tile_tensor("q", p.q, p.q_strides));
+  RFA_CUDA_TRY(detail::check_tile_tensor("k", p.k, p.k_strides));
+  RFA_CUDA_TRY(detail::check_tile_tensor("v", p.v, p.v_strides));
+  RFA_CUDA_TRY(detail::check_tile_tensor("dout", p.dout, p.dout_strides));
+  RFA_CUDA_TRY(detail::check_tile_tensor("out", out_data, out_strides));
   BandPlan plan;
   RFA_CUDA_TRY(bands_of(p.shape, host_docs, plan));
   const BandProblem problem = backward_problem(p, out_data, out_strides);
