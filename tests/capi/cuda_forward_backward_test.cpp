@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -405,6 +406,30 @@ TEST(CudaContext, RefusesHostPointersAndUnsupportedHeadDims) {
   EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "float32");
 }
 
+/// A CUDA context and one forward call's device tensors for it, the inputs zeroed (q one element
+/// longer, so that a test can pass it one element in).
+struct ForwardCall {
+  rfa_context_t ctx = nullptr;
+  std::unique_ptr<OnDevice> q, k, v, out, lse;
+  rfa_result_t run(const void* q_arg = nullptr) const {
+    return rfa_forward(ctx, q_arg != nullptr ? q_arg : q->get(), k->get(), v->get(), out->get(),
+                       static_cast<float*>(lse->get()));
+  }
+};
+void create_forward_call(rfa_options_t o, ForwardCall& call) {
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &call.ctx));
+  int64_t L = 0;
+  ASSERT_RFA_OK(rfa_context_get_local_seq(call.ctx, &L));
+  const std::size_t q_elems = std::size_t(o.batch * L * o.heads * o.head_dim),
+                    kv_elems = std::size_t(o.batch * L * o.kv_heads * o.head_dim);
+  const std::vector<uint16_t> zeros(q_elems + 8, 0);
+  call.q = std::make_unique<OnDevice>(zeros.data(), (q_elems + 8) * 2);
+  call.k = std::make_unique<OnDevice>(zeros.data(), kv_elems * 2);
+  call.v = std::make_unique<OnDevice>(zeros.data(), kv_elems * 2);
+  call.out = std::make_unique<OnDevice>(q_elems * 2);
+  call.lse = std::make_unique<OnDevice>(std::size_t(o.batch * o.heads * L) * 4);
+}
+
 // A CUDA context computes on the device current at its creation: a call made while another
 // device is current fails on every rank before anything moves, and succeeds once the context's
 // device is current again. Needs two devices (the lent machines have one: skipped there).
@@ -413,24 +438,15 @@ TEST(CudaContext, RefusesCallsWhileAnotherDeviceIsCurrent) {
   int devices = 0;
   ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
   if (devices < 2) GTEST_SKIP() << "needs two CUDA devices (" << devices << " here)";
-  const int P = world_size();
-  rfa_options_t o = cuda_options({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, 64, 2}, P * 8);
+  rfa_options_t o = cuda_options({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, 64, 2}, world_size() * 8);
   o.transport = RFA_TRANSPORT_MPI;
-  rfa_context_t ctx = nullptr;
-  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
-  int64_t L = 0;
-  ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
-  const std::size_t q_elems = std::size_t(o.batch * L * o.heads * o.head_dim),
-                    kv_elems = std::size_t(o.batch * L * o.kv_heads * o.head_dim);
-  OnDevice q(q_elems * 2), k(kv_elems * 2), v(kv_elems * 2), out(q_elems * 2);
-  OnDevice lse(std::size_t(o.batch * o.heads * L) * 4);
-  for (const OnDevice* inputs : {&q, &k, &v})
-    ASSERT_EQ(cudaMemset(inputs->get(), 0, inputs == &q ? q_elems * 2 : kv_elems * 2), cudaSuccess);
+  ForwardCall call;
+  ASSERT_NO_FATAL_FAILURE(create_forward_call(o, call));
   int own = -1;
   ASSERT_EQ(cudaGetDevice(&own), cudaSuccess);
   // Only rank 0 makes another device current: every rank must fail, rank 0 saying why.
   if (world_rank() == 0) ASSERT_EQ(cudaSetDevice((own + 1) % devices), cudaSuccess);
-  const rfa_result_t rc = rfa_forward(ctx, q.get(), k.get(), v.get(), out.get(), static_cast<float*>(lse.get()));
+  const rfa_result_t rc = call.run();
   EXPECT_EQ(int(rc), int(RFA_ERROR_INVALID_USAGE)) << rfa_get_last_error_message();
   if (world_rank() == 0) {
     EXPECT_NE(std::string(rfa_get_last_error_message()).find("but the context was created on device"),
@@ -438,9 +454,9 @@ TEST(CudaContext, RefusesCallsWhileAnotherDeviceIsCurrent) {
         << rfa_get_last_error_message();
     ASSERT_EQ(cudaSetDevice(own), cudaSuccess);
   }
-  ASSERT_RFA_OK(rfa_forward(ctx, q.get(), k.get(), v.get(), out.get(), static_cast<float*>(lse.get())));
-  ASSERT_RFA_OK(rfa_context_synchronize(ctx));
-  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+  ASSERT_RFA_OK(call.run());
+  ASSERT_RFA_OK(rfa_context_synchronize(call.ctx));
+  ASSERT_RFA_OK(rfa_context_destroy(call.ctx));
 }
 
 // The caller's stream need only outlive the calls: a context whose stream the caller destroyed
@@ -448,23 +464,15 @@ TEST(CudaContext, RefusesCallsWhileAnotherDeviceIsCurrent) {
 // the last call's event), and the device takes work afterwards.
 TEST(CudaContext, IsDestroyedAfterItsStreamIsGone) {
   SKIP_WITHOUT_DEVICE();
-  const int P = world_size();
-  rfa_options_t o = cuda_options({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2}, 2 * P * 8);
-  rfa_context_t ctx = nullptr;
-  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
-  int64_t L = 0;
-  ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
-  const std::size_t q_elems = std::size_t(o.batch * L * o.heads * o.head_dim),
-                    kv_elems = std::size_t(o.batch * L * o.kv_heads * o.head_dim);
-  const std::vector<uint16_t> zeros(q_elems, 0);
-  OnDevice q(zeros.data(), q_elems * 2), k(zeros.data(), kv_elems * 2), v(zeros.data(), kv_elems * 2), out(q_elems * 2),
-      lse(std::size_t(o.batch * o.heads * L) * 4);
+  ForwardCall call;
+  ASSERT_NO_FATAL_FAILURE(create_forward_call(
+      cuda_options({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2}, 2 * world_size() * 8), call));
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  ASSERT_RFA_OK(rfa_context_set_stream(ctx, stream));
-  ASSERT_RFA_OK(rfa_forward(ctx, q.get(), k.get(), v.get(), out.get(), static_cast<float*>(lse.get())));
+  ASSERT_RFA_OK(rfa_context_set_stream(call.ctx, stream));
+  ASSERT_RFA_OK(call.run());
   ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
-  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+  ASSERT_RFA_OK(rfa_context_destroy(call.ctx));
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
@@ -473,28 +481,20 @@ TEST(CudaContext, IsDestroyedAfterItsStreamIsGone) {
 // elements only) is refused on every rank before anything moves, naming it on its rank.
 TEST(CudaContext, RefusesTensorsNotAlignedTo16Bytes) {
   SKIP_WITHOUT_DEVICE();
-  const int P = world_size();
-  rfa_options_t o = cuda_options({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2}, 2 * P * 8);
-  rfa_context_t ctx = nullptr;
-  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
-  int64_t L = 0;
-  ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
-  const std::size_t q_elems = std::size_t(o.batch * L * o.heads * o.head_dim),
-                    kv_elems = std::size_t(o.batch * L * o.kv_heads * o.head_dim);
-  const std::vector<uint16_t> zeros(q_elems + 8, 0);
-  OnDevice q(zeros.data(), (q_elems + 8) * 2), k(zeros.data(), kv_elems * 2), v(zeros.data(), kv_elems * 2),
-      out(q_elems * 2), lse(std::size_t(o.batch * o.heads * L) * 4);
+  ForwardCall call;
+  ASSERT_NO_FATAL_FAILURE(create_forward_call(
+      cuda_options({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2}, 2 * world_size() * 8), call));
   // Only rank 0 passes q one element past an allocation's start.
-  const void* q_arg = world_rank() == 0 ? static_cast<const void*>(static_cast<const uint16_t*>(q.get()) + 1) : q.get();
-  const rfa_result_t rc = rfa_forward(ctx, q_arg, k.get(), v.get(), out.get(), static_cast<float*>(lse.get()));
+  const auto* q = static_cast<const uint16_t*>(call.q->get());
+  const rfa_result_t rc = call.run(world_rank() == 0 ? q + 1 : q);
   EXPECT_EQ(int(rc), int(RFA_ERROR_INVALID_ARGUMENT)) << rfa_get_last_error_message();
   if (world_rank() == 0) {
     EXPECT_NE(std::string(rfa_get_last_error_message()).find("q (address"), std::string::npos);
     EXPECT_NE(std::string(rfa_get_last_error_message()).find("is not 16-byte aligned"), std::string::npos);
   }
-  ASSERT_RFA_OK(rfa_forward(ctx, q.get(), k.get(), v.get(), out.get(), static_cast<float*>(lse.get())));
-  ASSERT_RFA_OK(rfa_context_synchronize(ctx));
-  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+  ASSERT_RFA_OK(call.run());
+  ASSERT_RFA_OK(rfa_context_synchronize(call.ctx));
+  ASSERT_RFA_OK(rfa_context_destroy(call.ctx));
 }
 
 // Device memory handed to a host context is refused the same way.
