@@ -35,5 +35,34 @@ rfa_cuda_status check_tile_tensor(const char* name, const void* data, const rfa_
   return RFA_CUDA_SUCCESS;
 }
 
+const char* repeated_mode(const rfa_cuda_strides& s, std::int64_t batch, std::int64_t seq, std::int64_t heads) {
+  if (s.batch == 0 && s.seq == 0 && s.head == 0) return nullptr;
+  if (s.batch == 0 && batch > 1) return "batch";
+  if (s.seq == 0 && seq > 1) return "seq";
+  if (s.head == 0 && heads > 1) return "head";
+  return nullptr;
+}
+
+rfa_cuda_status check_output_rows(const char* name, const rfa_cuda_strides& s, std::int64_t batch, std::int64_t seq,
+                                  std::int64_t heads) {
+  if (const char* mode = repeated_mode(s, batch, seq, heads))
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "%s has %s stride 0 over more than one index: an output's rows must not share elements "
+                "(strides batch %lld, seq %lld, head %lld; all three 0 means contiguous)",
+                name, mode, static_cast<long long>(s.batch), static_cast<long long>(s.seq),
+                static_cast<long long>(s.head));
+  return RFA_CUDA_SUCCESS;
+}
+
+rfa_cuda_status check_sm90_input(const char* name, const rfa_cuda_strides& s, std::int64_t batch, std::int64_t seq,
+                                 std::int64_t heads) {
+  if (const char* mode = repeated_mode(s, batch, seq, heads))
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                "the Hopper kernels (path sm90) read %s through a TMA descriptor, which takes no %s stride of 0 "
+                "(a broadcast): use the sm80 path",
+                name, mode);
+  return RFA_CUDA_SUCCESS;
+}
+
 }  // namespace detail
 }  // namespace rfa_cuda

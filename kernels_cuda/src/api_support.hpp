@@ -30,6 +30,22 @@ inline bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(
 /// every chunk aligned. RFA_CUDA_ERROR_INVALID_ARGUMENT naming it otherwise.
 rfa_cuda_status check_tile_tensor(const char* name, const void* data, const rfa_cuda_strides& s);
 
+/// The first mode along which a tensor of `batch` x `seq` x `heads` rows with strides `s` repeats
+/// its elements: a zero stride over more than one index ("batch", "seq" or "head"), nullptr if
+/// none. All three strides zero is the contiguous layout, not a repeat.
+const char* repeated_mode(const rfa_cuda_strides& s, std::int64_t batch, std::int64_t seq, std::int64_t heads);
+
+/// An output must not repeat along a mode: several rows would be written to the same elements,
+/// in an order that varies. RFA_CUDA_ERROR_INVALID_ARGUMENT naming it and the mode otherwise.
+rfa_cuda_status check_output_rows(const char* name, const rfa_cuda_strides& s, std::int64_t batch, std::int64_t seq,
+                                  std::int64_t heads);
+
+/// The Hopper kernels read their inputs through TMA descriptors, built from the strides as given:
+/// an input repeated along a mode (a broadcast) is refused there with RFA_CUDA_ERROR_UNSUPPORTED,
+/// naming the sm80 path, which reads any strides.
+rfa_cuda_status check_sm90_input(const char* name, const rfa_cuda_strides& s, std::int64_t batch, std::int64_t seq,
+                                 std::int64_t heads);
+
 inline ElementType element_type(rfa_cuda_dtype t) {
   return t == RFA_CUDA_BF16 ? ElementType::kBf16 : t == RFA_CUDA_FP16 ? ElementType::kFp16 : ElementType::kFp32;
 }

@@ -222,6 +222,7 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   RFA_CUDA_TRY(check_tile_tensor("k", p->k, p->k_strides));
   RFA_CUDA_TRY(check_tile_tensor("v", p->v, p->v_strides));
   RFA_CUDA_TRY(check_tile_tensor("out", p->out, p->out_strides));
+  RFA_CUDA_TRY(check_output_rows("out", p->out_strides, p->shape.batch, p->shape.seq_q, p->shape.heads));
   if (p->out_dtype != p->shape.dtype && p->out_dtype != RFA_CUDA_FP32)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "out_dtype %s must be the input dtype (%s) or fp32",
                 dtype_name(p->out_dtype), dtype_name(p->shape.dtype));
@@ -241,6 +242,11 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   rfa_cuda_path path = RFA_CUDA_PATH_SM80;
   RFA_CUDA_TRY(rfa_cuda_resolve_path(p->path, &path));
   RFA_CUDA_TRY(check_path_fits(p->shape, path));
+  if (path == RFA_CUDA_PATH_SM90) {
+    RFA_CUDA_TRY(check_sm90_input("q", p->q_strides, s.batch, s.seq_q, s.heads));
+    RFA_CUDA_TRY(check_sm90_input("k", p->k_strides, s.batch, s.seq_k, s.kv_heads));
+    RFA_CUDA_TRY(check_sm90_input("v", p->v_strides, s.batch, s.seq_k, s.kv_heads));
+  }
   if (path == RFA_CUDA_PATH_SM80)
     RFA_CUDA_TRY(check_shared_memory(a.dims.head_dim, a.dims.value_dim, true, false, false));
 #if RFA_CUDA_HAVE_SM90
@@ -268,6 +274,10 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   RFA_CUDA_TRY(check_tile_tensor("dq", p->dq, p->dq_strides));
   RFA_CUDA_TRY(check_tile_tensor("dk", p->dk, p->dk_strides));
   RFA_CUDA_TRY(check_tile_tensor("dv", p->dv, p->dv_strides));
+  const rfa_cuda_attention_shape& s = p->shape;
+  RFA_CUDA_TRY(check_output_rows("dq", p->dq_strides, s.batch, s.seq_q, s.heads));
+  RFA_CUDA_TRY(check_output_rows("dk", p->dk_strides, s.batch, s.seq_k, s.kv_heads));
+  RFA_CUDA_TRY(check_output_rows("dv", p->dv_strides, s.batch, s.seq_k, s.kv_heads));
   if (p->lse == nullptr || p->delta == nullptr)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "lse and delta must not be NULL");
   const bool store = p->grad_mode == RFA_CUDA_GRAD_STORE;
@@ -281,10 +291,15 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   rfa_cuda_path path = RFA_CUDA_PATH_SM80;
   RFA_CUDA_TRY(rfa_cuda_resolve_path(p->path, &path));
   RFA_CUDA_TRY(check_path_fits(p->shape, path));
+  if (path == RFA_CUDA_PATH_SM90 && !deterministic) {
+    RFA_CUDA_TRY(check_sm90_input("q", p->q_strides, s.batch, s.seq_q, s.heads));
+    RFA_CUDA_TRY(check_sm90_input("k", p->k_strides, s.batch, s.seq_k, s.kv_heads));
+    RFA_CUDA_TRY(check_sm90_input("v", p->v_strides, s.batch, s.seq_k, s.kv_heads));
+    RFA_CUDA_TRY(check_sm90_input("dout", p->dout_strides, s.batch, s.seq_q, s.heads));
+  }
   // The deterministic mode runs the sm_80 kernels whatever the path, with the dQ pass.
   if (path == RFA_CUDA_PATH_SM80 || deterministic)
     RFA_CUDA_TRY(check_shared_memory(a.dims.head_dim, a.dims.value_dim, false, true, deterministic));
-  const rfa_cuda_attention_shape& s = p->shape;
   a.q = resolve(p->q, p->q_strides, s.seq_q, s.heads, s.head_dim);
   a.k = resolve(p->k, p->k_strides, s.seq_k, s.kv_heads, s.head_dim);
   a.v = resolve(p->v, p->v_strides, s.seq_k, s.kv_heads, a.dims.value_dim);

@@ -449,6 +449,58 @@ void run_strided_case(const Case& c) {
   }
 }
 
+// K and V broadcast over the batch (batch stride 0, as keys shared by every entry would be): with
+// the same queries in every entry, each entry's output is the one-entry case's. The sm80 path
+// reads any strides; the Hopper path, whose TMA descriptors take no stride of 0, refuses the
+// call by name. `one` has batch 1.
+void run_broadcast_case(const Case& one, int batch) {
+  std::printf("%s: K and V broadcast over %d batch entries\n", one.name.c_str(), batch);
+  const ForwardReference r(one);
+  auto repeated = [batch](const std::vector<double>& x) {
+    std::vector<double> all;
+    for (int b = 0; b < batch; ++b) all.insert(all.end(), x.begin(), x.end());
+    return all;
+  };
+  const std::vector<double> q = repeated(r.q), ref_out = repeated(r.ref_out), ref_lse = repeated(r.ref_lse),
+                            low_out = repeated(r.low_out);
+  DeviceArray dq(one.dtype, q.size()), dk(one.dtype, r.k.size()), dv(one.dtype, r.v.size()),
+      out(one.dtype, ref_out.size()), lse(RFA_CUDA_FP32, ref_lse.size());
+  dq.upload(q);
+  dk.upload(r.k);
+  dv.upload(r.v);
+  rfa_cuda_forward_params f;
+  rfa_cuda_forward_params_init(&f);
+  f.shape = shape_of(one);
+  f.shape.batch = batch;
+  f.q = dq.get();
+  f.k = dk.get();
+  f.v = dv.get();
+  f.k_strides = {0, std::int64_t(one.kv_heads) * one.head_dim, one.head_dim};
+  f.v_strides = {0, std::int64_t(one.kv_heads) * one.dv(), one.dv()};
+  f.out = out.get();
+  f.out_dtype = one.dtype;
+  f.lse = lse.as_float();
+  for (rfa_cuda_path path : kernel_paths) {
+    if (!path_takes_head_dim(one, path)) continue;
+    f.path = path;
+    out.poison();
+    lse.poison();
+    const rfa_cuda_status status = rfa_cuda_flash_forward(&f, nullptr);
+    if (path == RFA_CUDA_PATH_SM90) {
+      const bool ok = status == RFA_CUDA_ERROR_UNSUPPORTED &&
+                      std::strstr(rfa_cuda_last_error_message(), "takes no batch stride of 0") != nullptr;
+      std::printf("  %-4s the Hopper path refuses a broadcast k -> %s: %s\n", ok ? "ok" : "FAIL",
+                  rfa_cuda_status_string(status), rfa_cuda_last_error_message());
+      if (!ok) ++failures;
+      continue;
+    }
+    RFA_TEST_CALL(status);
+    RFA_TEST_CUDA(cudaDeviceSynchronize());
+    expect_close("broadcast forward out" + path_tag(path), out.download(), ref_out, low_out);
+    expect_within("broadcast forward lse" + path_tag(path), lse.download(), ref_lse, 2e-3);
+  }
+}
+
 // Checks that need no GPU: bad arguments are refused with a status and a message.
 void run_argument_checks() {
   std::printf("argument checks\n");
@@ -536,6 +588,21 @@ void run_argument_checks() {
   expect("stride not a multiple of 8", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
          "multiples of 8");
   bad = f;
+  bad.shape.batch = 2;
+  bad.out_strides = {0, 64, 64};
+  expect("out repeated over the batch", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "out has batch stride 0");
+  bad = f;
+  bad.shape.seq_q = 2;
+  bad.out_strides = {128, 0, 64};
+  expect("out repeated over the sequence", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "out has seq stride 0");
+  bad = f;
+  bad.out_strides = {0, 0, 64};  // batch 1, seq 1: a zero stride over one index repeats nothing
+  bad.lse = nullptr;
+  expect("out strides 0 over one index pass", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "lse is NULL");
+  bad = f;
   bad.out_dtype = RFA_CUDA_FP16;
   expect("out dtype fp16 with bf16 input", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
          "out_dtype");
@@ -557,6 +624,16 @@ void run_argument_checks() {
   b.grad_mode = RFA_CUDA_GRAD_STORE;
   expect("store mode without workspace", rfa_cuda_flash_backward(&b, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
          "workspace");
+  rfa_cuda_backward_params bad_b = b;
+  bad_b.shape.heads = bad_b.shape.kv_heads = 2;
+  bad_b.dk_strides = {128, 128, 0};
+  expect("dk repeated over the heads", rfa_cuda_flash_backward(&bad_b, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "dk has head stride 0");
+  bad_b = b;
+  bad_b.shape.seq_q = 2;
+  bad_b.dq_strides = {128, 0, 64};
+  expect("dq repeated over the sequence", rfa_cuda_flash_backward(&bad_b, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "dq has seq stride 0");
   const bool sized = rfa_cuda_backward_workspace_size(&b) == std::size_t(4) * 64;
   b.deterministic = 1;
   const bool no_workspace = rfa_cuda_backward_workspace_size(&b) == 0;
@@ -839,6 +916,8 @@ int main(int argc, char** argv) {
   strided_mla.value_dim = 128;
   for (const Case& c : {strided, strided_d64, strided_d256, strided_mla})
     if (selected(c.name)) run_strided_case(c);
+  Case broadcast{"broadcast K/V, causal GQA 4:2", B, 128, 1, 129, 257, 4, 2, true};
+  if (selected(broadcast.name)) run_broadcast_case(broadcast, 3);
 
   Case merge{"merge, causal", B, 128, 1, 200, 200, 2, 1, true};
   Case merge_stripe{"merge, stripe causal fp16", H, 64, 1, 150, 150, 2, 2, true};

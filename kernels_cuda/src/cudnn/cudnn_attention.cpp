@@ -396,6 +396,7 @@ rfa_cuda_status forward_block(rfa_cudnn_context& c, const rfa_cuda_forward_param
   RFA_CUDA_TRY(detail::check_tile_tensor("k", p.k, p.k_strides));
   RFA_CUDA_TRY(detail::check_tile_tensor("v", p.v, p.v_strides));
   RFA_CUDA_TRY(detail::check_tile_tensor("out", p.out, p.out_strides));
+  RFA_CUDA_TRY(detail::check_output_rows("out", p.out_strides, p.shape.batch, p.shape.seq_q, p.shape.heads));
   BandPlan plan;
   RFA_CUDA_TRY(bands_of(p.shape, host_docs, plan));
   const BandProblem problem = forward_problem(p);
@@ -440,6 +441,9 @@ rfa_cuda_status backward_block(rfa_cudnn_context& c, const rfa_cuda_backward_par
   RFA_CUDA_TRY(detail::check_tile_tensor("v", p.v, p.v_strides));
   RFA_CUDA_TRY(detail::check_tile_tensor("dout", p.dout, p.dout_strides));
   RFA_CUDA_TRY(detail::check_tile_tensor("out", out_data, out_strides));
+  RFA_CUDA_TRY(detail::check_output_rows("dq", p.dq_strides, p.shape.batch, p.shape.seq_q, p.shape.heads));
+  RFA_CUDA_TRY(detail::check_output_rows("dk", p.dk_strides, p.shape.batch, p.shape.seq_k, p.shape.kv_heads));
+  RFA_CUDA_TRY(detail::check_output_rows("dv", p.dv_strides, p.shape.batch, p.shape.seq_k, p.shape.kv_heads));
   BandPlan plan;
   RFA_CUDA_TRY(bands_of(p.shape, host_docs, plan));
   const BandProblem problem = backward_problem(p, out_data, out_strides);
