@@ -37,6 +37,44 @@ std::size_t total_bytes(std::size_t ranks, std::size_t bytes_each, const char* c
   return ranks * bytes_each;
 }
 
+/// The calls of one NCCL group: each result kept, the group always ended, and only then the
+/// first failure reported (which aborts the communicator). NCCL counts each thread's open
+/// groups: one left open by a failure would hold back every later NCCL call of the thread (the
+/// next communicator's initialization among them) and hand the operations queued on this
+/// communicator, aborted by then, to the next group's end.
+class NcclGroup {
+ public:
+  explicit NcclGroup(nccl::NcclCommState& state) : state_(state) {
+    state_.check_call(ncclGroupStart(), "ncclGroupStart");
+  }
+  ~NcclGroup() {
+    if (!ended_) ncclGroupEnd();  // left by an exception: its failure is the one reported
+  }
+  NcclGroup(const NcclGroup&) = delete;
+  NcclGroup& operator=(const NcclGroup&) = delete;
+
+  /// Keeps the first failing result of the group's calls.
+  void add(ncclResult_t rc, const char* call) {
+    if (failed_call_ == nullptr && rc != ncclSuccess && rc != ncclInProgress) {
+      failed_ = rc;
+      failed_call_ = call;
+    }
+  }
+  /// Ends the group, then throws the first failure of its calls or of its end.
+  void end() {
+    ended_ = true;
+    const ncclResult_t rc = ncclGroupEnd();
+    if (failed_call_ != nullptr) state_.check_call(failed_, failed_call_);
+    state_.check_call(rc, "ncclGroupEnd");
+  }
+
+ private:
+  nccl::NcclCommState& state_;
+  ncclResult_t failed_ = ncclSuccess;
+  const char* failed_call_ = nullptr;
+  bool ended_ = false;
+};
+
 }  // namespace
 
 NcclCommunicator::NcclCommunicator(MPI_Comm parent, int ring_position, const NcclOptions& options)
@@ -119,10 +157,10 @@ Exchange NcclCommunicator::start_shift_exchange(const void* send, void* recv, st
     ncclComm_t comm = state_->comm();
     // One group: NCCL posts both sides together, so the ring cannot deadlock on the order of
     // sends and receives, and P = 2 (to == from) is one bidirectional transfer.
-    state_->check_call(ncclGroupStart(), "ncclGroupStart");
-    state_->check_call(ncclSend(send, bytes, ncclUint8, to, comm, stream), "ncclSend");
-    state_->check_call(ncclRecv(recv, bytes, ncclUint8, from, comm, stream), "ncclRecv");
-    state_->check_call(ncclGroupEnd(), "ncclGroupEnd");
+    NcclGroup group(*state_);
+    group.add(ncclSend(send, bytes, ncclUint8, to, comm, stream), "ncclSend");
+    group.add(ncclRecv(recv, bytes, ncclUint8, from, comm, stream), "ncclRecv");
+    group.end();
   });
   return Exchange(std::move(pending));
 }
@@ -164,14 +202,14 @@ void NcclCommunicator::alltoall(const void* send, void* recv, std::size_t bytes_
     check_cuda(cudaMemcpyAsync(r + own, s + own, bytes_per_pair, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
     if (size() == 1) return;
     ncclComm_t comm = state_->comm();
-    state_->check_call(ncclGroupStart(), "ncclGroupStart");
+    NcclGroup group(*state_);
     for (int peer = 0; peer < size(); ++peer) {
       if (peer == rank()) continue;
       const std::size_t offset = std::size_t(peer) * bytes_per_pair;
-      state_->check_call(ncclSend(s + offset, bytes_per_pair, ncclUint8, peer, comm, stream), "ncclSend");
-      state_->check_call(ncclRecv(r + offset, bytes_per_pair, ncclUint8, peer, comm, stream), "ncclRecv");
+      group.add(ncclSend(s + offset, bytes_per_pair, ncclUint8, peer, comm, stream), "ncclSend");
+      group.add(ncclRecv(r + offset, bytes_per_pair, ncclUint8, peer, comm, stream), "ncclRecv");
     }
-    state_->check_call(ncclGroupEnd(), "ncclGroupEnd");
+    group.end();
   })->wait();
 }
 
@@ -197,19 +235,15 @@ void NcclCommunicator::alltoallv(const void* send, const std::size_t* send_bytes
     }
     if (size() == 1) return;
     ncclComm_t comm = state_->comm();
-    state_->check_call(ncclGroupStart(), "ncclGroupStart");
+    NcclGroup group(*state_);
     for (int peer = 0; peer < size(); ++peer) {
       if (peer == me) continue;
-      if (send_bytes[peer] > 0) {
-        state_->check_call(ncclSend(s + send_offsets[peer], send_bytes[peer], ncclUint8, peer, comm, stream),
-                           "ncclSend");
-      }
-      if (recv_bytes[peer] > 0) {
-        state_->check_call(ncclRecv(r + recv_offsets[peer], recv_bytes[peer], ncclUint8, peer, comm, stream),
-                           "ncclRecv");
-      }
+      if (send_bytes[peer] > 0)
+        group.add(ncclSend(s + send_offsets[peer], send_bytes[peer], ncclUint8, peer, comm, stream), "ncclSend");
+      if (recv_bytes[peer] > 0)
+        group.add(ncclRecv(r + recv_offsets[peer], recv_bytes[peer], ncclUint8, peer, comm, stream), "ncclRecv");
     }
-    state_->check_call(ncclGroupEnd(), "ncclGroupEnd");
+    group.end();
   })->wait();
 }
 

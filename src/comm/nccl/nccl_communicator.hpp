@@ -95,6 +95,8 @@ class NcclCommunicator final : public Communicator {
   void barrier() override;
   /// Its MPI side.
   Communicator& host_memory() override { return *mpi_; }
+  /// Its MPI side's (agreements, barriers): NCCL's own transfers stop when a timeout aborts it.
+  bool has_abandoned_transfers() const override { return mpi_->has_abandoned_transfers(); }
   std::unique_ptr<Communicator> split(int color, int position) override;
 
   /// The stream (a cudaStream_t) that operations are ordered after and that is made to wait
