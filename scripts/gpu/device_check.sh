@@ -216,10 +216,13 @@ if [ -z "$list" ]; then
     ls "$d"/libnvrtc.so* "$d"/libcublasLt.so* >/dev/null 2>&1 && cudnn_needs+=$d:
   done
   # Python (the peers, PyTorch; this script's own) runs with the library path it was given, not
-  # the bundle's.
-  export RFA_PEER_PYTHON="env LD_LIBRARY_PATH=$(printf %q "$plain_library_path") python3"
+  # the bundle's; a peer still running after 45 s (PyTorch's import, cuDNN's compilation) is cut,
+  # so that the benchmark prints and writes rfa's figures within its step.
+  export RFA_PEER_PYTHON="timeout 45 env LD_LIBRARY_PATH=$(printf %q "$plain_library_path") python3"
   mpi=$bundle/mpi/usr
   export OPAL_PREFIX=$mpi PATH=$mpi/bin:$PATH
+  # NCCL's warnings (a failed init, an abort) into the steps' logs.
+  export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
   # cuDNN's folder before NCCL's: a toolkit folder that holds NCCL may hold another cuDNN.
   export LD_LIBRARY_PATH=$bundle/lib:$mpi/lib/x86_64-linux-gnu:$mpi/lib/x86_64-linux-gnu/openmpi/lib:${cudnn_dir:+$cudnn_dir:}${nccl_dir:+$nccl_dir:}$cudnn_needs${LD_LIBRARY_PATH:-}
   # One machine, no network: shared memory and the loopback; ranks of concurrent jobs unbound,
@@ -300,7 +303,7 @@ check_phase() {
         "$bin/rfa_device_strategies_test" --gtest_brief=1
     done
   done
-  launch nccl_communicator 60 test -- "$bin/comm_nccl_communicator_test" --gtest_brief=1
+  launch nccl_communicator 120 test -- "$bin/comm_nccl_communicator_test" --gtest_brief=1
   launch example_c 60 test RFA_TRANSPORT=mpi -- $(ranks 2) "$bin/rfa_example_cuda_c"
   settle
   # The main job, checked against the fp32 kernels: the ring on each choice with a window,
@@ -347,11 +350,14 @@ perf_phase() {
     --path all --iters 20 --torch-script "$peer" --json "$(json kernels.b2h16s8192)"
   step kernels.gqa16x4s16384 70 test -- "$bin/rfa_cuda_kernel_bench" --batch 1 --heads 16 --kv-heads 4 --seq 16384 \
     --dim 128 --path all --iters 10 --torch-script "$peer" --json "$(json kernels.gqa16x4s16384)"
-  # rfa on cuDNN at one rank (the whole engine: rfa_forward / rfa_backward) at the same shape.
+  # rfa on cuDNN at one rank (the whole engine: rfa_forward / rfa_backward) at the same shape,
+  # the sequence in one piece as the peer has it (zigzag would cut it in two: three or four
+  # cuDNN calls on half-length blocks, merged).
   local mask
   for mask in causal no-causal; do
     step "one_rank.cudnn.$mask" 40 test RFA_TRANSPORT=nccl -- "$bin/rfa_run" --device cuda $(run_flags cudnn) \
-      --batch 2 --seq 8192 --heads 16 --head-dim 128 --dtype bf16 --"$mask" --no-check --warmup 2 --repeat 10 \
+      --batch 2 --seq 8192 --heads 16 --head-dim 128 --dtype bf16 --layout contiguous --"$mask" --no-check \
+      --warmup 2 --repeat 10 \
       --json "$(json "one_rank.cudnn.$mask")"
   done
   # The ring's own overhead on one GPU: zigzag, causal, S=32768, P = 2, 4, 8, each choice.
@@ -359,6 +365,20 @@ perf_phase() {
   for kernels in rfa rfa-sm90 cudnn; do
     step "ring_steps.$kernels" 60 test -- "$bin/rfa_cuda_ring_step_bench" --kernels $kernels --ranks 2,4,8 \
       --json "$(json "ring_steps.$kernels")"
+  done
+  # The bf16 error against float64 (sampled rows) at P = 1 (NCCL), 2, 4, 8 (staged MPI), each
+  # choice; the runs of one choice together, before the strategies' timings (sequential, the
+  # longest part of the phase).
+  local choice
+  for choice in rfa sm90 cudnn; do
+    local checked="--seq 8192 --heads 8 --head-dim 128 --dtype bf16 --layout zigzag --causal --sampled-check --repeat 1 --no-overlap"
+    launch "error.$choice.p1" 60 test RFA_TRANSPORT=nccl -- "$bin/rfa_run" --device cuda $(run_flags $choice) \
+      $checked --json "$(json "error.$choice.p1")"
+    for n in 2 4 8; do
+      launch "error.$choice.p$n" 60 test RFA_TRANSPORT=mpi -- $(ranks $n) "$bin/rfa_run" --device cuda \
+        $(run_flags $choice) $checked --json "$(json "error.$choice.p$n")"
+    done
+    settle
   done
   # Every strategy's compute at P = 2 and 4 ranks sharing the GPU against one attention over the
   # whole sequence (per-rank compute in the JSON).
@@ -375,19 +395,6 @@ perf_phase() {
         $(run_flags rfa) --strategy $strategy $degree $timed --json "$(json "strategies.$strategy.p$n")"
     done
   done
-  # The bf16 error against float64 (sampled rows) at P = 1 (NCCL), 2, 4, 8 (staged MPI), each
-  # choice; the runs of one choice together.
-  local choice
-  for choice in rfa sm90 cudnn; do
-    local checked="--seq 8192 --heads 8 --head-dim 128 --dtype bf16 --layout zigzag --causal --sampled-check --repeat 1 --no-overlap"
-    launch "error.$choice.p1" 60 test RFA_TRANSPORT=nccl -- "$bin/rfa_run" --device cuda $(run_flags $choice) \
-      $checked --json "$(json "error.$choice.p1")"
-    for n in 2 4 8; do
-      launch "error.$choice.p$n" 60 test RFA_TRANSPORT=mpi -- $(ranks $n) "$bin/rfa_run" --device cuda \
-        $(run_flags $choice) $checked --json "$(json "error.$choice.p$n")"
-    done
-    settle
-  done
   # Head dim 256 and MLA's 192 / 128 beside the peers (the sm80 kernels: the Hopper path takes
   # one head dim, 64 or 128), last, so that they are what a short budget drops.
   step kernels.b1h16s8192d256 60 test -- "$bin/rfa_cuda_kernel_bench" --batch 1 --heads 16 --seq 8192 --dim 256 \
@@ -400,9 +407,15 @@ perf_phase() {
 million_phase() {
   begin_phase million "${RFA_BUDGET_MILLION:-300}"
   # S = 1,048,576, causal, bf16, zigzag, 8 ranks sharing the GPU over staged MPI, forward and
-  # backward once, sampled rows against float64. 16 query heads; 16 K/V heads need about 108 GiB
-  # in all, so a card under 120 GiB (an 80 GB H100) runs 4 K/V heads (GQA 16:4).
+  # backward once, sampled rows against float64. 16 query heads; by docs/memory.md's formula a
+  # rank's device memory is 16 bytes per query element and 48 per K/V element (131,072 rows each:
+  # 16 GiB at 16 K/V heads, 10 at 8, 7 at 4), times 8 ranks plus their CUDA contexts; each rank
+  # also holds its tensors and the staged transport's pinned buffers in host memory (about 13 GiB
+  # at 16 K/V heads, 6.5 at 8). 16 K/V heads (132 GiB) would leave an H200 (140 GiB) and the
+  # machine's 128 GiB of memory too little margin: a card under 160 GiB runs 8 (GQA 16:8, 84
+  # GiB), one under 120 GiB (an 80 GB H100) 4 (GQA 16:4, 60 GiB).
   local kv=16
+  [ "$memory_gib" -lt 160 ] && kv=8
   [ "$memory_gib" -lt 120 ] && kv=4
   step "million.kv$kv" 280 test RFA_TRANSPORT=mpi -- $(ranks 8) "$bin/rfa_run" --device cuda $(run_flags rfa) \
     --seq 1048576 --heads 16 --kv-heads $kv --head-dim 128 --dtype bf16 --layout zigzag --causal --sampled-check \

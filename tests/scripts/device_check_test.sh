@@ -98,6 +98,8 @@ check "no run leaves the kernel choice to auto" \
   sh -c "! grep -E '^rfa_run ' '$tmp/out1/check.log' '$tmp/out1/perf.log' | grep -v -- '--kernels \(rfa\|cudnn\) --kernel-path sm\(80\|90\)'"
 check "memcheck runs the engine's window and document cases" grep -q "compute-sanitizer over:" "$tmp/out1/check.log"
 check "the kernels beside PyTorch's SDPA" grep -q "rfa_cuda_kernel_bench .*--torch-script .*sdpa_peer.py" "$tmp/out1/perf.log"
+check "rfa on cuDNN at one rank: the sequence in one piece, as the peer has it" \
+  [ "$(grep -cE "^rfa_run ranks=1 kernels=.* --kernels cudnn .*--seq 8192 .*--layout contiguous " "$tmp/out1/perf.log")" -eq 2 ]
 check "the error at P = 1, 2, 4, 8 on each choice against float64" \
   [ "$(grep -cE "^rfa_run ranks=[1248] .*--sampled-check" "$tmp/out1/perf.log")" -eq 12 ]
 run_check "$tmp/out1m" bash "$script" --bundle "$bundle" million
@@ -162,13 +164,17 @@ check "the call's budget: every perf step not run" \
     "$(awk -F'\t' '$1 == "perf"' "$tmp/out4b/summary.tsv" | wc -l)" ]
 check "the call's budget: perf steps there to count" [ "$(grep -c '^perf' "$tmp/out4b/summary.tsv")" -gt 20 ]
 
-# 5. A card with room for 16 K/V heads, and the bundle packed as build_bundle.sh packs it.
+# 5. An H200 (8 K/V heads: 16 would leave it too little margin), the bundle packed as
+# build_bundle.sh packs it; a card with room for 16 K/V heads.
 mkdir -p "$tmp/packed"
 tar -cJf "$tmp/packed/bundle.tar.xz" -C "$bundle" bin mpi
 cp "$bundle/manifest.txt" "$tmp/packed/"
 run_check "$tmp/out5" FAKE_MEMORY_MIB=143771 bash "$script" --bundle "$tmp/packed" million
-check "a packed bundle: unpacked and run" [ "$(verdict "$tmp/out5" million.kv16)" = ok ]
-check "a 141 GB card: the million tokens with 16 K/V heads" grep -q "seq 1048576 .*--kv-heads 16 " "$tmp/out5/million.log"
+check "a packed bundle: unpacked and run" [ "$(verdict "$tmp/out5" million.kv8)" = ok ]
+check "a 141 GB card: the million tokens with 8 K/V heads" grep -q "seq 1048576 .*--kv-heads 8 " "$tmp/out5/million.log"
+run_check "$tmp/out5b" FAKE_MEMORY_MIB=163840 bash "$script" --bundle "$bundle" million
+check "a 160 GiB card: the million tokens with 16 K/V heads" \
+  grep -q "seq 1048576 .*--kv-heads 16 " "$tmp/out5b/million.log"
 
 # 6. No bundle, or an unknown phase: exit code 2 and why.
 mkdir -p "$tmp/empty"
