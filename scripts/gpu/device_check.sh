@@ -6,6 +6,7 @@
 #
 #   bash scripts/gpu/device_check.sh [--bundle DIR] [PHASE...]   # on the GPU machine
 #   bash scripts/gpu/device_check.sh --list [PHASE...]           # anywhere: the steps, no runs
+#   ... --only REGEX ...                                           # only the steps whose name matches
 #
 # PHASE is check (correctness: the kernel tests on both paths, the cuDNN test, the C API and engine
 # suites on each kernel choice pinned explicitly, every strategy, np 1-4 over staged MPI and np 1
@@ -17,7 +18,9 @@
 # no step may outlast what is left of it, nor outlast RFA_BUDGET_CALL (570) seconds from the
 # start of the script, so that one call ends inside the device tool's 10 minutes. A step's own
 # limit is generous; one whose limit had to be cut to what is left is reported "not finished"
-# if it reaches that end, and steps that no longer fit at all "not run".
+# if it reaches that end, and steps that no longer fit at all "not run". --only REGEX (an
+# extended regular expression, matched against the whole step name as --list prints it) runs
+# and records only the steps it names, e.g. those a fix was for, after a call that ran the rest.
 # Every step has its own timeout and appends "name<TAB>verdict<TAB>seconds" to $OUT/summary.tsv
 # as it ends (summary.json is rewritten each time), so a killed call still returns every verdict
 # so far. Verdicts: ok, FAILED (with the reason), TIMEOUT (its own limit), "not available" (a
@@ -34,14 +37,21 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bundle=$here/.device-bundle
 list=""
+only=""
 phases=()
 while [ $# -gt 0 ]; do
   case $1 in
     --bundle) bundle=$(cd "${2:?--bundle needs a folder}" && pwd); shift ;;
     --list) list=yes ;;
+    --only)
+      [ $# -ge 2 ] || { echo "device_check: --only needs a regular expression of step names" >&2; exit 2; }
+      only=$2
+      [[ "" =~ ^($only)$ ]]
+      [ $? -eq 2 ] && { echo "device_check: --only '$only' is not an extended regular expression" >&2; exit 2; }
+      shift ;;
     check|perf|million|profile) phases+=("$1") ;;
     -h|--help) awk 'NR > 3 && !/^#/ { exit } NR > 3 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
-    *) echo "device_check: unknown argument '$1' (phases: check, perf, million, profile; --list, --bundle DIR)" >&2; exit 2 ;;
+    *) echo "device_check: unknown argument '$1' (phases: check, perf, million, profile; --list, --only REGEX, --bundle DIR)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -114,6 +124,7 @@ record() {  # name, its limit, kind (test or tool), verdict override ("" to judg
   printf '  %-34s %s (%s s)\n' "$name" "$verdict" "$seconds"
   case $verdict in ok|"not available"*|"not run"*) ;; *) tail -n 4 "$file.out" 2>/dev/null | sed 's/^/    | /' ;; esac
 }
+selected() { [ -z "$only" ] || [[ "$1" =~ ^($only)$ ]]; }  # whether --only names step $1
 # launch NAME SECONDS KIND [VAR=VALUE...] -- COMMAND...: starts a step in the background (settle
 # waits for it); its output goes to the phase's log, its JSON (written to $work/json/NAME.json by
 # the command) to results.json.
@@ -123,6 +134,7 @@ launch() {
   local env=()
   while [ "$1" != -- ]; do env+=("$1"); shift; done
   shift
+  selected "$name" || return 0
   if [ -n "$list" ]; then
     printf '%-8s %-34s %4s s  %s%s\n' "$phase" "$name" "$limit" "${env[*]:+${env[*]} }" "$*"
     return
@@ -151,6 +163,7 @@ launch() {
 # A step of a tool the machine lacks (a sanitizer, a profiler): "not available", nothing run.
 unavailable() {  # name, limit, the tool
   [ -n "$list" ] && return
+  selected "$1" || return 0
   pending+=("$1|$2|tool|not available (no $3 on this machine)")
 }
 tool_present() { [ -n "$list" ] || command -v "$1" >/dev/null; }

@@ -176,6 +176,23 @@ run_check "$tmp/out5b" FAKE_MEMORY_MIB=163840 bash "$script" --bundle "$bundle" 
 check "a 160 GiB card: the million tokens with 16 K/V heads" \
   grep -q "seq 1048576 .*--kv-heads 16 " "$tmp/out5b/million.log"
 
+# 5c. --only: the steps it names (whole names; steps of a launched group, a sanitizer's step)
+# run and are recorded, no other; a malformed expression is refused.
+run_check "$tmp/out5c" bash "$script" --bundle "$bundle" \
+  --only 'kernel_test|capi\.sm90\.np[12]|memcheck\.kernels' check perf
+rc=$?
+check "--only: exit code 0" [ $rc -eq 0 ]
+check "--only: exactly the steps named, in order" \
+  [ "$(cut -f2 "$tmp/out5c/summary.tsv" | tr '\n' ' ')" = "kernel_test capi.sm90.np1 capi.sm90.np2 memcheck.kernels " ]
+check "--only: the names match whole ('kernel' names no step)" \
+  [ -z "$(bash "$script" --bundle "$bundle" --list --only kernel check perf)" ]
+check "--only with --list: the same steps" \
+  [ "$(bash "$script" --bundle "$bundle" --list --only 'kernel_test|capi\.sm90\.np[12]|memcheck\.kernels' check perf | awk '{print $2}' | tr '\n' ' ')" = "kernel_test capi.sm90.np1 capi.sm90.np2 memcheck.kernels " ]
+bash "$script" --bundle "$bundle" --only 'capi.(' check >"$tmp/out5d.txt" 2>&1
+rc=$?
+check "--only with a malformed expression: exit code 2 and why" \
+  sh -c "[ $rc -eq 2 ] && grep -q 'not an extended regular expression' '$tmp/out5d.txt'"
+
 # 6. No bundle, or an unknown phase: exit code 2 and why.
 mkdir -p "$tmp/empty"
 run_check "$tmp/out6" bash "$script" --bundle "$tmp/empty"
