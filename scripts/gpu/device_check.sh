@@ -236,6 +236,9 @@ if [ -z "$list" ]; then
   export OPAL_PREFIX=$mpi PATH=$mpi/bin:$PATH
   # NCCL's warnings (a failed init, an abort) into the steps' logs.
   export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+  # The cuDNN frontend opens a CUDA runtime of its own and tries libcudart.so.12 first: the
+  # toolkit's 13, which rfa is built with, wherever a 12 is also found.
+  export CUDNN_FRONTEND_CUDART_LIB_NAME=${CUDNN_FRONTEND_CUDART_LIB_NAME:-libcudart.so.13}
   # cuDNN's folder before NCCL's: a toolkit folder that holds NCCL may hold another cuDNN.
   export LD_LIBRARY_PATH=$bundle/lib:$mpi/lib/x86_64-linux-gnu:$mpi/lib/x86_64-linux-gnu/openmpi/lib:${cudnn_dir:+$cudnn_dir:}${nccl_dir:+$nccl_dir:}$cudnn_needs${LD_LIBRARY_PATH:-}
   # One machine, no network: shared memory and the loopback; ranks of concurrent jobs unbound,
