@@ -46,6 +46,16 @@ rfa_cuda_status check_output_rows(const char* name, const rfa_cuda_strides& s, s
 rfa_cuda_status check_sm90_input(const char* name, const rfa_cuda_strides& s, std::int64_t batch, std::int64_t seq,
                                  std::int64_t heads);
 
+/// An input as the Hopper kernels' TMA descriptors take it: a zero stride that check_sm90_input
+/// let through (on a mode of one index, so that it addresses nothing) becomes the contiguous
+/// layout's, which a descriptor accepts (a multiple of 16 bytes, not 0).
+inline StridedTensor tma_input(StridedTensor t, std::int64_t seq, std::int64_t heads, std::int64_t head_dim) {
+  if (t.head == 0) t.head = head_dim;
+  if (t.seq == 0) t.seq = heads * head_dim;
+  if (t.batch == 0) t.batch = seq * heads * head_dim;
+  return t;
+}
+
 inline ElementType element_type(rfa_cuda_dtype t) {
   return t == RFA_CUDA_BF16 ? ElementType::kBf16 : t == RFA_CUDA_FP16 ? ElementType::kFp16 : ElementType::kFp32;
 }

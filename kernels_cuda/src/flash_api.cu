@@ -246,6 +246,9 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
     RFA_CUDA_TRY(check_sm90_input("q", p->q_strides, s.batch, s.seq_q, s.heads));
     RFA_CUDA_TRY(check_sm90_input("k", p->k_strides, s.batch, s.seq_k, s.kv_heads));
     RFA_CUDA_TRY(check_sm90_input("v", p->v_strides, s.batch, s.seq_k, s.kv_heads));
+    a.q = tma_input(a.q, s.seq_q, s.heads, s.head_dim);
+    a.k = tma_input(a.k, s.seq_k, s.kv_heads, s.head_dim);
+    a.v = tma_input(a.v, s.seq_k, s.kv_heads, a.dims.value_dim);
   }
   if (path == RFA_CUDA_PATH_SM80)
     RFA_CUDA_TRY(check_shared_memory(a.dims.head_dim, a.dims.value_dim, true, false, false));
@@ -306,6 +309,12 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   a.dout = resolve(p->dout, p->dout_strides, s.seq_q, s.heads, a.dims.value_dim);
   a.dk = resolve(p->dk, p->dk_strides, s.seq_k, s.kv_heads, s.head_dim);
   a.dv = resolve(p->dv, p->dv_strides, s.seq_k, s.kv_heads, a.dims.value_dim);
+  if (path == RFA_CUDA_PATH_SM90 && !deterministic) {
+    a.q = tma_input(a.q, s.seq_q, s.heads, s.head_dim);
+    a.k = tma_input(a.k, s.seq_k, s.kv_heads, s.head_dim);
+    a.v = tma_input(a.v, s.seq_k, s.kv_heads, a.dims.value_dim);
+    a.dout = tma_input(a.dout, s.seq_q, s.heads, a.dims.value_dim);
+  }
   a.lse = p->lse;
   a.delta = p->delta;
   a.store_dkdv = store;

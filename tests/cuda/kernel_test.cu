@@ -499,6 +499,22 @@ void run_broadcast_case(const Case& one, int batch) {
     expect_close("broadcast forward out" + path_tag(path), out.download(), ref_out, low_out);
     expect_within("broadcast forward lse" + path_tag(path), lse.download(), ref_lse, 2e-3);
   }
+  // The first entry alone with the same strides: a zero batch stride over one entry repeats
+  // nothing, and every path takes it (the Hopper path's descriptors with a stride of their own).
+  f.shape.batch = 1;
+  for (rfa_cuda_path path : kernel_paths) {
+    if (!path_takes_head_dim(one, path)) continue;
+    f.path = path;
+    out.poison();
+    lse.poison();
+    RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr));
+    RFA_TEST_CUDA(cudaDeviceSynchronize());
+    std::vector<double> got_out = out.download(), got_lse = lse.download();
+    got_out.resize(r.ref_out.size());
+    got_lse.resize(r.ref_lse.size());
+    expect_close("batch stride 0 over one entry, out" + path_tag(path), got_out, r.ref_out, r.low_out);
+    expect_within("batch stride 0 over one entry, lse" + path_tag(path), got_lse, r.ref_lse, 2e-3);
+  }
 }
 
 // Checks that need no GPU: bad arguments are refused with a status and a message.
