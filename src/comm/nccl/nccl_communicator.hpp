@@ -95,8 +95,11 @@ class NcclCommunicator final : public Communicator {
   void barrier() override;
   /// Its MPI side.
   Communicator& host_memory() override { return *mpi_; }
-  /// Its MPI side's (agreements, barriers): NCCL's own transfers stop when a timeout aborts it.
-  bool has_abandoned_transfers() const override { return mpi_->has_abandoned_transfers(); }
+  /// Its MPI side's (agreements, barriers), and true once the NCCL communicator was aborted: the
+  /// abort stops NCCL's transfers, not the copies queued on the communication stream behind
+  /// the compute stream's work (a one-rank exchange, a collective's own block), which may still
+  /// write their destinations.
+  bool has_abandoned_transfers() const override;
   std::unique_ptr<Communicator> split(int color, int position) override;
 
   /// The stream (a cudaStream_t) that operations are ordered after and that is made to wait
