@@ -161,11 +161,14 @@ class DeviceStrategyResults : public DeviceStrategyTest {
       PassesInSpace<Kokkos::CudaSpace> device(*attn);
       expect_device_matches_reference<T>(run_attention<T>(device, cfg, 8642));
       if (cfg.cuda_kernels == engine::CudaKernels::cudnn && spec.docs.empty()) {
-        // Every step of these layouts is one cuDNN expresses: a pass with none on cuDNN fell
-        // back to rfa's kernels without saying so.
-        int mine = attn->last_timings().steps_on_cudnn, total = 0;
-        MPI_Allreduce(&mine, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-        EXPECT_GT(total, 0) << "cuDNN computed no step of the backward";
+        // Every step of these layouts is one cuDNN expresses: a visible step it did not compute
+        // fell back to rfa's kernels without saying so.
+        const engine::PassTimings& t = attn->last_timings();
+        int mine[2] = {t.steps_on_cudnn, t.steps_computed}, total[2] = {0, 0};
+        MPI_Allreduce(mine, total, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        EXPECT_GT(total[0], 0) << "cuDNN computed no step of the backward";
+        EXPECT_EQ(total[0], total[1]) << "cuDNN declined " << total[1] - total[0] << " of the backward's " << total[1]
+                                      << " visible steps (over all ranks), which rfa's kernels computed";
       }
     }
   }

@@ -7,6 +7,7 @@
 #include <cudnn_frontend.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -123,7 +124,13 @@ rfa_cuda_status finish_graph(cudnnHandle_t handle, const std::shared_ptr<fe::gra
   RFA_CUDNN_FE_TRY(g->build_operation_graph(handle), "operation graph");
   RFA_CUDNN_FE_TRY(g->create_execution_plans({fe::HeurMode_t::A}), "execution plans");
   RFA_CUDNN_FE_TRY(g->check_support(handle), "support check");
-  RFA_CUDNN_FE_TRY(g->build_plans(handle), "plan build");
+  // cuDNN said it takes the graph: a plan that cannot then be built (the frontend reports any
+  // build failure as GRAPH_EXECUTION_PLAN_CREATION_FAILED, a runtime compilation without NVRTC
+  // or a sub-library that did not load among them) is a failure, not a decline.
+  auto built = g->build_plans(handle);
+  if (built.is_bad())
+    return fail(RFA_CUDA_ERROR_CUDA, "cuDNN plan build failed after its support check passed: %s",
+                built.get_message().c_str());
   std::int64_t workspace = 0;
   RFA_CUDNN_FE_TRY(g->get_workspace_size(workspace), "workspace size");
   out.graph = g;
@@ -228,8 +235,14 @@ GraphInputs graph_inputs(const BandProblem& p, const BandBlock& band) {
 
 rfa_cuda_status build_forward(rfa_cudnn_context& c, const BandProblem& p, const BandBlock& band, CachedGraph& out) {
   auto [g, q, k, v] = graph_inputs(p, band);
-  auto attributes =
-      fe::graph::SDPA_attributes().set_name("rfa_band_forward").set_generate_stats(true).set_attn_scale(p.scale);
+  // The composite implementation, whatever the runtime cuDNN: the frontend would pick the unified
+  // one by version alone for a block without a band, and a device without its engines would then
+  // decline some blocks of a call and take others.
+  auto attributes = fe::graph::SDPA_attributes()
+                        .set_name("rfa_band_forward")
+                        .set_generate_stats(true)
+                        .set_attn_scale(p.scale)
+                        .set_implementation(fe::AttentionImplementation_t::COMPOSITE);
   set_band(attributes, band);
   auto [o, stats] = g->sdpa(q, k, v, attributes);
   const StridedTensor o_layout = packed(nullptr, band.q_rows, p.heads, p.head_dim);
@@ -299,7 +312,7 @@ float resolved_scale(const rfa_cuda_attention_shape& s) {
 
 rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s) {
   if (s.batch < 1 || s.seq_q < 1 || s.seq_k < 1 || s.heads < 1 || s.kv_heads < 1 || s.heads % s.kv_heads != 0 ||
-      s.head_dim < 8 || s.head_dim % 8 != 0 || s.head_dim > 256)
+      s.head_dim < 8 || s.head_dim % 8 != 0 || s.head_dim > 256 || s.seq_q > INT_MAX || s.seq_k > INT_MAX)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
                 "cuDNN attention: a shape of batch %lld, seq %lld x %lld, heads %lld over %lld, head_dim %lld",
                 (long long)s.batch, (long long)s.seq_q, (long long)s.seq_k, (long long)s.heads, (long long)s.kv_heads,
@@ -539,8 +552,10 @@ rfa_cuda_status rfa_cudnn_create(rfa_cudnn_context** context) {
     auto made = std::make_unique<rfa_cudnn_context>();
     const cudnnStatus_t status = fe::detail::create_handle(&made->handle);
     if (status != CUDNN_STATUS_SUCCESS)
-      return fail(RFA_CUDA_ERROR_UNSUPPORTED, "cudnnCreate failed (status %d): no usable GPU for cuDNN here",
-                  int(status));
+      return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                  "cudnnCreate failed (status %d, %s): no usable GPU for cuDNN here, or one of its sub-libraries "
+                  "did not load from the folder of the library loaded",
+                  int(status), fe::detail::get_error_string(status));
     *context = made.release();
     return RFA_CUDA_SUCCESS;
   });
