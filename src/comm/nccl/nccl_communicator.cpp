@@ -259,9 +259,7 @@ void NcclCommunicator::reduce_scatter_sum(float* send, float* recv, std::size_t 
   })->wait();
 }
 
-bool NcclCommunicator::has_abandoned_transfers() const {
-  return state_->aborted() || mpi_->has_abandoned_transfers();
-}
+bool NcclCommunicator::has_abandoned_transfers() const { return state_->aborted() || mpi_->has_abandoned_transfers(); }
 
 void NcclCommunicator::allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) {
   mpi_->allreduce_inplace(values, count, op);
