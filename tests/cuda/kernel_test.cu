@@ -355,6 +355,22 @@ void run_merge_case(const Case& c, int split, bool fused, rfa_cuda_path path) {
   expect_within(tag + " lse", lse.download(), ref_lse, 2e-3);
 }
 
+// Runs `f` (its path set) into `out` and `lse`, poisoned first, and compares their first values
+// (as many as the references hold: the buffers may be larger) with the float64 reference.
+void expect_forward(const std::string& what, const rfa_cuda_forward_params& f, DeviceArray& out, DeviceArray& lse,
+                    const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
+                    const std::vector<double>& low_out) {
+  out.poison();
+  lse.poison();
+  RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr));
+  RFA_TEST_CUDA(cudaDeviceSynchronize());
+  std::vector<double> got_out = out.download(), got_lse = lse.download();
+  got_out.resize(ref_out.size());
+  got_lse.resize(ref_lse.size());
+  expect_close(what + " out" + path_tag(f.path), got_out, ref_out, low_out);
+  expect_within(what + " lse" + path_tag(f.path), got_lse, ref_lse, 2e-3);
+}
+
 // Strided inputs, every path, forward and backward: K and V interleaved in one packed
 // [b][s][2 kv_heads][d] buffer (seq stride 2 kv_heads d, V starting kv_heads d elements in), Q
 // with a padded batch stride.
@@ -398,12 +414,7 @@ void run_strided_case(const Case& c) {
   for (rfa_cuda_path path : kernel_paths) {
     if (!path_takes_head_dim(c, path)) continue;
     f.path = path;
-    out.poison();
-    lse.poison();
-    RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr));
-    RFA_TEST_CUDA(cudaDeviceSynchronize());
-    expect_close("strided forward out" + path_tag(path), out.download(), ref_out, low_out);
-    expect_within("strided forward lse" + path_tag(path), lse.download(), ref_lse, 2e-3);
+    expect_forward("strided forward", f, out, lse, ref_out, ref_lse, low_out);
   }
 
   // The backward on the same strided inputs (dO contiguous), fp32 gradients accumulated from 0.
@@ -483,21 +494,16 @@ void run_broadcast_case(const Case& one, int batch) {
   for (rfa_cuda_path path : kernel_paths) {
     if (!path_takes_head_dim(one, path)) continue;
     f.path = path;
-    out.poison();
-    lse.poison();
-    const rfa_cuda_status status = rfa_cuda_flash_forward(&f, nullptr);
-    if (path == RFA_CUDA_PATH_SM90) {
-      const bool ok = status == RFA_CUDA_ERROR_UNSUPPORTED &&
-                      std::strstr(rfa_cuda_last_error_message(), "takes no batch stride of 0") != nullptr;
-      std::printf("  %-4s the Hopper path refuses a broadcast k -> %s: %s\n", ok ? "ok" : "FAIL",
-                  rfa_cuda_status_string(status), rfa_cuda_last_error_message());
-      if (!ok) ++failures;
+    if (path != RFA_CUDA_PATH_SM90) {
+      expect_forward("broadcast forward", f, out, lse, ref_out, ref_lse, low_out);
       continue;
     }
-    RFA_TEST_CALL(status);
-    RFA_TEST_CUDA(cudaDeviceSynchronize());
-    expect_close("broadcast forward out" + path_tag(path), out.download(), ref_out, low_out);
-    expect_within("broadcast forward lse" + path_tag(path), lse.download(), ref_lse, 2e-3);
+    const rfa_cuda_status status = rfa_cuda_flash_forward(&f, nullptr);
+    const bool ok = status == RFA_CUDA_ERROR_UNSUPPORTED &&
+                    std::strstr(rfa_cuda_last_error_message(), "takes no batch stride of 0") != nullptr;
+    std::printf("  %-4s the Hopper path refuses a broadcast k -> %s: %s\n", ok ? "ok" : "FAIL",
+                rfa_cuda_status_string(status), rfa_cuda_last_error_message());
+    if (!ok) ++failures;
   }
   // The first entry alone with the same strides: a zero batch stride over one entry repeats
   // nothing, and every path takes it (the Hopper path's descriptors with a stride of their own).
@@ -505,15 +511,7 @@ void run_broadcast_case(const Case& one, int batch) {
   for (rfa_cuda_path path : kernel_paths) {
     if (!path_takes_head_dim(one, path)) continue;
     f.path = path;
-    out.poison();
-    lse.poison();
-    RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr));
-    RFA_TEST_CUDA(cudaDeviceSynchronize());
-    std::vector<double> got_out = out.download(), got_lse = lse.download();
-    got_out.resize(r.ref_out.size());
-    got_lse.resize(r.ref_lse.size());
-    expect_close("batch stride 0 over one entry, out" + path_tag(path), got_out, r.ref_out, r.low_out);
-    expect_within("batch stride 0 over one entry, lse" + path_tag(path), got_lse, r.ref_lse, 2e-3);
+    expect_forward("batch stride 0 over one entry,", f, out, lse, r.ref_out, r.ref_lse, r.low_out);
   }
 }
 
