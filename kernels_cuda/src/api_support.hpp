@@ -40,9 +40,9 @@ const char* repeated_mode(const rfa_cuda_strides& s, std::int64_t batch, std::in
 rfa_cuda_status check_output_rows(const char* name, const rfa_cuda_strides& s, std::int64_t batch, std::int64_t seq,
                                   std::int64_t heads);
 
-/// The Hopper kernels read their inputs through TMA descriptors, built from the strides as given:
-/// an input repeated along a mode (a broadcast) is refused there with RFA_CUDA_ERROR_UNSUPPORTED,
-/// naming the sm80 path, which reads any strides.
+/// The Hopper kernels read their inputs through TMA descriptors, built from the strides
+/// (tma_input): an input repeated along a mode (a broadcast) is refused there with
+/// RFA_CUDA_ERROR_UNSUPPORTED, naming the sm80 path, which reads any strides.
 rfa_cuda_status check_sm90_input(const char* name, const rfa_cuda_strides& s, std::int64_t batch, std::int64_t seq,
                                  std::int64_t heads);
 

@@ -231,13 +231,14 @@ if [ -z "$list" ]; then
   # Python (the peers, PyTorch; this script's own) runs with the library path it was given, not
   # the bundle's; a peer still running after 45 s (PyTorch's import, cuDNN's compilation) is cut,
   # so that the benchmark prints and writes rfa's figures within its step.
-  export RFA_PEER_PYTHON="timeout 45 env LD_LIBRARY_PATH=$(printf %q "$plain_library_path") python3"
+  export RFA_PEER_PYTHON="timeout 45 env -u CUDNN_FRONTEND_CUDART_LIB_NAME LD_LIBRARY_PATH=$(printf %q "$plain_library_path") python3"
   mpi=$bundle/mpi/usr
   export OPAL_PREFIX=$mpi PATH=$mpi/bin:$PATH
   # NCCL's warnings (a failed init, an abort) into the steps' logs.
   export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
   # The cuDNN frontend opens a CUDA runtime of its own and tries libcudart.so.12 first: the
-  # toolkit's 13, which rfa is built with, wherever a 12 is also found.
+  # toolkit's 13, which rfa is built with, wherever a 12 is also found (not for PyTorch, whose
+  # runtime is its own: the peers' command unsets it).
   export CUDNN_FRONTEND_CUDART_LIB_NAME=${CUDNN_FRONTEND_CUDART_LIB_NAME:-libcudart.so.13}
   # cuDNN's folder before NCCL's: a toolkit folder that holds NCCL may hold another cuDNN.
   export LD_LIBRARY_PATH=$bundle/lib:$mpi/lib/x86_64-linux-gnu:$mpi/lib/x86_64-linux-gnu/openmpi/lib:${cudnn_dir:+$cudnn_dir:}${nccl_dir:+$nccl_dir:}$cudnn_needs${LD_LIBRARY_PATH:-}

@@ -26,8 +26,9 @@ namespace rfa::comm {
 /// Error: the ranks are out of step) when the stamps differ; else an AgreedError: ranks where
 /// the check failed throw `code` with `message_here`; the others throw the code of the lowest
 /// failing ring position, naming that position, so their logs point at the rank with the
-/// details. A rank whose check failed on a communicator that has timed out
-/// (has_abandoned_transfers) throws its own error at once: no agreement can run there.
+/// details. A rank whose check failed on a communicator that has timed out or, for NCCL, was
+/// aborted after a failure (has_abandoned_transfers) throws its own error at once: no
+/// agreement can run there.
 void fail_everywhere_unless(Communicator& comm, bool ok_here, rfa_result_t code, const std::string& message_here);
 
 /// Collective. Runs `checks` (which throw rfa::Error on bad input), then agrees: if they threw

@@ -259,8 +259,8 @@ class Communicator {
   /// complete (a late rank can finish an abandoned collective, and a cancelled receive may
   /// already be landing): the buffers those transfers were given must never be freed or reused,
   /// so an engine sets its call's workspace aside for good instead (WorkspaceArena). NCCL's
-  /// abort stops its own transfers but not the copies it queued on its stream, so an aborted
-  /// NCCL communicator says true too.
+  /// abort stops NCCL's transfers but not the copies the transport queued on its communication
+  /// stream, so an aborted NCCL communicator says true too.
   virtual bool has_abandoned_transfers() const { return false; }
   /// The communicator of the same ring positions that moves host memory: this one for a host
   /// transport, a device transport's MPI side (the C API's all-gather of host tensors runs on

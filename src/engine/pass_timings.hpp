@@ -20,7 +20,10 @@ struct PassTimings {
   double compute_cpu = 0.0;  ///< CPU seconds this rank's process used in `compute` (its work)
   double wait = 0.0;         ///< blocked in Exchange::wait (communication not hidden)
   int steps_computed = 0;    ///< ring steps whose block was not fully masked
-  int steps_on_cudnn = 0;    ///< of the steps prepared for the pass, those cuDNN computes (CUDA contexts)
+  /// Of the steps prepared for the pass, those cuDNN computes (CUDA contexts); counted when the
+  /// pass is prepared, so it compares with steps_computed in passes that compute (not in a
+  /// communication-only pass, whose steps_computed is 0).
+  int steps_on_cudnn = 0;
   std::int64_t bytes_sent = 0;
 };
 

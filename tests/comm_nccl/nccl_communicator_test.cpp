@@ -265,6 +265,9 @@ TEST_F(NcclCommunicatorTest, ExchangeStuckBehindComputeTimesOut) {
   watchdog.join();
   EXPECT_NE(message.find("did not complete within"), std::string::npos) << message;
   EXPECT_GE(seconds, 1.0) << "the timeout is 1 s";
+  // The abort does not stop the self-exchange's copy queued behind the compute stream: the
+  // engine must keep the buffers it may still write.
+  EXPECT_TRUE(comm->has_abandoned_transfers());
   std::printf("  exchange behind a 4 s compute with a 1 s timeout: RFA_ERROR_TIMEOUT after %.2f s\n", seconds);
   ASSERT_EQ(cudaStreamSynchronize(compute), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(static_cast<cudaStream_t>(comm->communication_stream())), cudaSuccess);
