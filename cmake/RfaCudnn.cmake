@@ -41,6 +41,17 @@ set(_rfa_cudnn_missing "")
 if(NOT CUDNN_FRONTEND_INCLUDE_DIR)
   string(APPEND _rfa_cudnn_missing " the cuDNN frontend's headers (pip install nvidia-cudnn-frontend, or set "
          "CUDNN_FRONTEND_INCLUDE_DIR);")
+else()
+  file(STRINGS ${CUDNN_FRONTEND_INCLUDE_DIR}/cudnn_frontend_version.h _rfa_fe_version
+       REGEX "#define CUDNN_FRONTEND_(MAJOR|MINOR|PATCH)_VERSION")
+  string(REGEX REPLACE ".*MAJOR_VERSION ([0-9]+).*MINOR_VERSION ([0-9]+).*PATCH_VERSION ([0-9]+).*" "\\1.\\2.\\3"
+         RFA_CUDNN_FRONTEND_VERSION "${_rfa_fe_version}")
+  # The block kernel uses attributes a recent frontend has (the SDPA implementation's choice among
+  # them); the version scripts/fetch_gpu_headers.sh fetches is the one it is built and tested with.
+  if(RFA_CUDNN_FRONTEND_VERSION VERSION_LESS 1.32.0)
+    string(APPEND _rfa_cudnn_missing " the cuDNN frontend 1.32.0 or newer (the one at ${CUDNN_FRONTEND_INCLUDE_DIR} "
+           "is ${RFA_CUDNN_FRONTEND_VERSION}; scripts/fetch_gpu_headers.sh);")
+  endif()
 endif()
 if(NOT CUDNN_INCLUDE_DIR)
   string(APPEND _rfa_cudnn_missing " cuDNN's headers (pip install nvidia-cudnn-cu13, a site cuDNN module via "
@@ -54,22 +65,6 @@ if(_rfa_cudnn_missing)
   return()
 endif()
 
-file(STRINGS ${CUDNN_FRONTEND_INCLUDE_DIR}/cudnn_frontend_version.h _rfa_fe_version
-     REGEX "#define CUDNN_FRONTEND_(MAJOR|MINOR|PATCH)_VERSION")
-string(REGEX REPLACE ".*MAJOR_VERSION ([0-9]+).*MINOR_VERSION ([0-9]+).*PATCH_VERSION ([0-9]+).*" "\\1.\\2.\\3"
-       RFA_CUDNN_FRONTEND_VERSION "${_rfa_fe_version}")
-# The block kernel uses attributes a recent frontend has (the SDPA implementation's choice among
-# them); the version scripts/fetch_gpu_headers.sh fetches is the one it is built and tested with.
-set(_rfa_fe_minimum 1.32.0)
-if(RFA_CUDNN_FRONTEND_VERSION VERSION_LESS _rfa_fe_minimum)
-  set(_rfa_fe_why "the cuDNN frontend at ${CUDNN_FRONTEND_INCLUDE_DIR} is ${RFA_CUDNN_FRONTEND_VERSION}; the block "
-                  "kernel needs ${_rfa_fe_minimum} or newer (scripts/fetch_gpu_headers.sh)")
-  if(RFA_ENABLE_CUDNN STREQUAL "ON")
-    message(FATAL_ERROR "rfa: RFA_ENABLE_CUDNN=ON but ${_rfa_fe_why}")
-  endif()
-  message(STATUS "rfa: the cuDNN block kernel is not built: ${_rfa_fe_why}")
-  return()
-endif()
 add_library(rfa_cudnn_headers INTERFACE)
 add_library(rfa::cudnn_headers ALIAS rfa_cudnn_headers)
 # SYSTEM: the frontend's own warnings are not rfa's.

@@ -54,13 +54,16 @@ rfa_cuda_status check_output_rows(const char* name, const rfa_cuda_strides& s, s
   return RFA_CUDA_SUCCESS;
 }
 
-rfa_cuda_status check_sm90_input(const char* name, const rfa_cuda_strides& s, std::int64_t batch, std::int64_t seq,
-                                 std::int64_t heads) {
+rfa_cuda_status sm90_input(const char* name, const rfa_cuda_strides& s, std::int64_t batch, std::int64_t seq,
+                           std::int64_t heads, std::int64_t head_dim, StridedTensor& t) {
   if (const char* mode = repeated_mode(s, batch, seq, heads))
     return fail(RFA_CUDA_ERROR_UNSUPPORTED,
                 "the Hopper kernels (path sm90) read %s through a TMA descriptor, which takes no %s stride of 0 "
                 "(a broadcast): use the sm80 path",
                 name, mode);
+  if (t.head == 0) t.head = head_dim;
+  if (t.seq == 0) t.seq = heads * head_dim;
+  if (t.batch == 0) t.batch = seq * heads * head_dim;
   return RFA_CUDA_SUCCESS;
 }
 

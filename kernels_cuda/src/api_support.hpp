@@ -40,21 +40,13 @@ const char* repeated_mode(const rfa_cuda_strides& s, std::int64_t batch, std::in
 rfa_cuda_status check_output_rows(const char* name, const rfa_cuda_strides& s, std::int64_t batch, std::int64_t seq,
                                   std::int64_t heads);
 
-/// The Hopper kernels read their inputs through TMA descriptors, built from the strides
-/// (tma_input): an input repeated along a mode (a broadcast) is refused there with
-/// RFA_CUDA_ERROR_UNSUPPORTED, naming the sm80 path, which reads any strides.
-rfa_cuda_status check_sm90_input(const char* name, const rfa_cuda_strides& s, std::int64_t batch, std::int64_t seq,
-                                 std::int64_t heads);
-
-/// An input as the Hopper kernels' TMA descriptors take it: a zero stride that check_sm90_input
-/// let through (on a mode of one index, so that it addresses nothing) becomes the contiguous
-/// layout's, which a descriptor accepts (a multiple of 16 bytes, not 0).
-inline StridedTensor tma_input(StridedTensor t, std::int64_t seq, std::int64_t heads, std::int64_t head_dim) {
-  if (t.head == 0) t.head = head_dim;
-  if (t.seq == 0) t.seq = heads * head_dim;
-  if (t.batch == 0) t.batch = seq * heads * head_dim;
-  return t;
-}
+/// An input `t` (resolved from strides `s`) as the Hopper kernels read it, through a TMA
+/// descriptor built from its strides: one repeated along a mode (a broadcast) is refused with
+/// RFA_CUDA_ERROR_UNSUPPORTED, naming the sm80 path, which reads any strides; a zero stride on a
+/// mode of one index (it addresses nothing) becomes the contiguous layout's, which a descriptor
+/// accepts (a multiple of 16 bytes, not 0).
+rfa_cuda_status sm90_input(const char* name, const rfa_cuda_strides& s, std::int64_t batch, std::int64_t seq,
+                           std::int64_t heads, std::int64_t head_dim, StridedTensor& t);
 
 inline ElementType element_type(rfa_cuda_dtype t) {
   return t == RFA_CUDA_BF16 ? ElementType::kBf16 : t == RFA_CUDA_FP16 ? ElementType::kFp16 : ElementType::kFp32;

@@ -243,12 +243,9 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   RFA_CUDA_TRY(rfa_cuda_resolve_path(p->path, &path));
   RFA_CUDA_TRY(check_path_fits(p->shape, path));
   if (path == RFA_CUDA_PATH_SM90) {
-    RFA_CUDA_TRY(check_sm90_input("q", p->q_strides, s.batch, s.seq_q, s.heads));
-    RFA_CUDA_TRY(check_sm90_input("k", p->k_strides, s.batch, s.seq_k, s.kv_heads));
-    RFA_CUDA_TRY(check_sm90_input("v", p->v_strides, s.batch, s.seq_k, s.kv_heads));
-    a.q = tma_input(a.q, s.seq_q, s.heads, s.head_dim);
-    a.k = tma_input(a.k, s.seq_k, s.kv_heads, s.head_dim);
-    a.v = tma_input(a.v, s.seq_k, s.kv_heads, a.dims.value_dim);
+    RFA_CUDA_TRY(sm90_input("q", p->q_strides, s.batch, s.seq_q, s.heads, s.head_dim, a.q));
+    RFA_CUDA_TRY(sm90_input("k", p->k_strides, s.batch, s.seq_k, s.kv_heads, s.head_dim, a.k));
+    RFA_CUDA_TRY(sm90_input("v", p->v_strides, s.batch, s.seq_k, s.kv_heads, a.dims.value_dim, a.v));
   }
   if (path == RFA_CUDA_PATH_SM80)
     RFA_CUDA_TRY(check_shared_memory(a.dims.head_dim, a.dims.value_dim, true, false, false));
@@ -294,12 +291,6 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   rfa_cuda_path path = RFA_CUDA_PATH_SM80;
   RFA_CUDA_TRY(rfa_cuda_resolve_path(p->path, &path));
   RFA_CUDA_TRY(check_path_fits(p->shape, path));
-  if (path == RFA_CUDA_PATH_SM90 && !deterministic) {
-    RFA_CUDA_TRY(check_sm90_input("q", p->q_strides, s.batch, s.seq_q, s.heads));
-    RFA_CUDA_TRY(check_sm90_input("k", p->k_strides, s.batch, s.seq_k, s.kv_heads));
-    RFA_CUDA_TRY(check_sm90_input("v", p->v_strides, s.batch, s.seq_k, s.kv_heads));
-    RFA_CUDA_TRY(check_sm90_input("dout", p->dout_strides, s.batch, s.seq_q, s.heads));
-  }
   // The deterministic mode runs the sm_80 kernels whatever the path, with the dQ pass.
   if (path == RFA_CUDA_PATH_SM80 || deterministic)
     RFA_CUDA_TRY(check_shared_memory(a.dims.head_dim, a.dims.value_dim, false, true, deterministic));
@@ -310,10 +301,10 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   a.dk = resolve(p->dk, p->dk_strides, s.seq_k, s.kv_heads, s.head_dim);
   a.dv = resolve(p->dv, p->dv_strides, s.seq_k, s.kv_heads, a.dims.value_dim);
   if (path == RFA_CUDA_PATH_SM90 && !deterministic) {
-    a.q = tma_input(a.q, s.seq_q, s.heads, s.head_dim);
-    a.k = tma_input(a.k, s.seq_k, s.kv_heads, s.head_dim);
-    a.v = tma_input(a.v, s.seq_k, s.kv_heads, a.dims.value_dim);
-    a.dout = tma_input(a.dout, s.seq_q, s.heads, a.dims.value_dim);
+    RFA_CUDA_TRY(sm90_input("q", p->q_strides, s.batch, s.seq_q, s.heads, s.head_dim, a.q));
+    RFA_CUDA_TRY(sm90_input("k", p->k_strides, s.batch, s.seq_k, s.kv_heads, s.head_dim, a.k));
+    RFA_CUDA_TRY(sm90_input("v", p->v_strides, s.batch, s.seq_k, s.kv_heads, a.dims.value_dim, a.v));
+    RFA_CUDA_TRY(sm90_input("dout", p->dout_strides, s.batch, s.seq_q, s.heads, a.dims.value_dim, a.dout));
   }
   a.lse = p->lse;
   a.delta = p->delta;
