@@ -172,6 +172,9 @@ cp "$bundle/manifest.txt" "$tmp/packed/"
 run_check "$tmp/out5" FAKE_MEMORY_MIB=143771 bash "$script" --bundle "$tmp/packed" million
 check "a packed bundle: unpacked and run" [ "$(verdict "$tmp/out5" million.kv8)" = ok ]
 check "a 141 GB card: the million tokens with 8 K/V heads" grep -q "seq 1048576 .*--kv-heads 8 " "$tmp/out5/million.log"
+run_check "$tmp/out5e" FAKE_MEMORY_MIB=122880 bash "$script" --bundle "$bundle" million
+check "a 120 GiB card (the lower edge): the million tokens with 8 K/V heads" \
+  grep -q "seq 1048576 .*--kv-heads 8 " "$tmp/out5e/million.log"
 run_check "$tmp/out5b" FAKE_MEMORY_MIB=163840 bash "$script" --bundle "$bundle" million
 check "a 160 GiB card: the million tokens with 16 K/V heads" \
   grep -q "seq 1048576 .*--kv-heads 16 " "$tmp/out5b/million.log"
