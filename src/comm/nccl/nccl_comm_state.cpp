@@ -34,8 +34,10 @@ void NcclCommState::wait_until_settled(const std::string& what, Clock::time_poin
     if (state == ncclSuccess) return;
     if (state != ncclInProgress) abort_and_fail(RFA_ERROR_NCCL, nccl_error_message(state, what.c_str(), comm_));
     if (Clock::now() >= deadline) {
-      abort_and_fail(RFA_ERROR_TIMEOUT, what + " did not complete within " + std::to_string(timeout_seconds_) +
-                                            " s (RFA_NCCL_TIMEOUT_S); are all ranks making the same calls?");
+      abort_and_fail(RFA_ERROR_TIMEOUT,
+                     what + " did not complete within " + std::to_string(timeout_seconds_) +
+                         " s: are all ranks making the same calls? (options.timeout_s or RFA_NCCL_TIMEOUT_S sets the "
+                         "deadline)");
     }
     pause_between_polls(since);
   }

@@ -29,10 +29,11 @@ bool NcclPendingOperation::test() {
     // would simply never complete.
     state_->check_async_error(what_);
     if (Clock::now() >= deadline_) {
-      state_->abort_and_fail(RFA_ERROR_TIMEOUT,
-                             what_ + " did not complete within " + std::to_string(state_->timeout_seconds()) +
-                                 " s (RFA_NCCL_TIMEOUT_S): a neighbour may not have started its side "
-                                 "(every rank must start the same exchanges in the same order)");
+      state_->abort_and_fail(
+          RFA_ERROR_TIMEOUT,
+          what_ + " did not complete within " + std::to_string(state_->timeout_seconds()) +
+              " s: a neighbour may not have started its side (every rank must start the same "
+              "exchanges in the same order; options.timeout_s or RFA_NCCL_TIMEOUT_S sets the deadline)");
     }
     return false;
   }
