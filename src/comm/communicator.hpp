@@ -243,8 +243,11 @@ class Communicator {
   const CallStamp& call_stamp() const { return stamp_; }
 
   /// Transports of device memory: the CUDA stream (a cudaStream_t; nullptr is the legacy
-  /// default stream) whose queued work every later exchange is ordered after, and that is
-  /// made to wait for the data an exchange delivers. Host transports ignore it.
+  /// default stream) that is made to wait for the data an exchange delivers, and whose work
+  /// queued before an exchange starts (or a collective is called) the exchange's reads of its
+  /// send buffer and writes of its receive buffer are ordered after. Work queued there after
+  /// the start may run beside the exchange, so it must touch neither buffer until the exchange
+  /// is waited. Host transports ignore it.
   virtual void set_compute_stream(void* cuda_stream) { (void)cuda_stream; }
   /// Collective. The ranks that pass the same `color` form a new communicator of the same
   /// transport, in which this rank's position is `position` (the positions of one color must

@@ -2,10 +2,11 @@
 // The staged transport's state machine (src/comm/staged) on the host, under mpiexec -n 1..4:
 // a fake staging device whose "device" memory is host memory and whose copies complete late
 // and out of order, so that the ordering rules (exchanges reach MPI in the order they were
-// started, the pinned pool is reused) are exercised without a GPU, and so are its timeouts (the
-// exchanges in flight given up at once, the pinned buffers MPI may still use never freed). The
-// CUDA staging device is the same interface over cudaMemcpyAsync and events; it runs in the GPU
-// suites.
+// started, their copies come after the kernels queued before them and not after later ones, a
+// wait on the wire lets the later exchanges reach it, the pinned pool is reused) are exercised
+// without a GPU, and so are its timeouts (the exchanges in flight given up at once, the pinned
+// buffers MPI may still use never freed). The CUDA staging device is the same interface over
+// cudaMemcpyAsync and events; it runs in the GPU suites.
 #include "comm/staged/staged_communicator.hpp"
 
 #include <gtest/gtest.h>
@@ -54,21 +55,36 @@ class LateCopy final : public CopyTicket {
   int* pending_;
 };
 
-/// Copies complete after a varying number of polls (1, 4, 2, 7, ...), so a later copy often
+/// A point on the fake compute stream: how many kernels had been queued there.
+struct CountMark final : public ComputeMark {
+  explicit CountMark(int queued) : queued(queued) {}
+  int queued;
+};
+
+/// Copies complete after a varying number of polls (1, 6, 3, 8, ...), so a later copy often
 /// finishes before an earlier one. The pinned side of every copy must lie inside one pinned
 /// buffer, as a DMA engine needs (a copy past its end would write other memory on a GPU).
+/// The compute stream is a count of the kernels queued (queue_kernel()); each copy records the
+/// count of the mark it is ordered after.
 class FakeStagingDevice final : public StagingDevice {
  public:
   /// `frees`, if given, counts the pinned buffers freed (it outlives the device).
   explicit FakeStagingDevice(int* pending, int* frees = nullptr) : pending_(pending), frees_(frees) {}
-  std::unique_ptr<CopyTicket> copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+  std::unique_ptr<ComputeMark> mark_compute() override { return std::make_unique<CountMark>(kernels_queued_); }
+  std::unique_ptr<CopyTicket> copy_to_host(void* dst, const void* src, std::size_t bytes,
+                                           const ComputeMark& after) override {
     expect_pinned(dst, bytes, "a copy to the host");
+    out_after.push_back(dynamic_cast<const CountMark&>(after).queued);
     return std::make_unique<LateCopy>(dst, src, bytes, next_delay(), pending_);
   }
-  std::unique_ptr<CopyTicket> copy_to_device(void* dst, const void* src, std::size_t bytes) override {
+  std::unique_ptr<CopyTicket> copy_to_device(void* dst, const void* src, std::size_t bytes,
+                                             const ComputeMark& after) override {
     expect_pinned(src, bytes, "a copy to the device");
+    in_after.push_back(dynamic_cast<const CountMark&>(after).queued);
     return std::make_unique<LateCopy>(dst, src, bytes, next_delay(), pending_);
   }
+  /// A kernel is queued on the compute stream.
+  void queue_kernel() { ++kernels_queued_; }
   void* allocate_host(std::size_t bytes) override {
     ++allocations;
     void* p = ::operator new(bytes);
@@ -89,6 +105,8 @@ class FakeStagingDevice final : public StagingDevice {
 
   int allocations = 0;
   void* stream_ = nullptr;
+  /// For each copy off and onto the device, in the order queued: the kernels it comes after.
+  std::vector<int> out_after, in_after;
 
  private:
   void expect_pinned(const void* p, std::size_t bytes, const char* what) const {
@@ -106,6 +124,7 @@ class FakeStagingDevice final : public StagingDevice {
   int next_delay() { return 1 + (counter_++ * 5) % 8; }
   std::map<const char*, std::size_t> pinned_;  // the pinned buffers by start: their sizes
   int counter_ = 0;
+  int kernels_queued_ = 0;
   int* pending_;
   int* frees_;
 };
@@ -196,6 +215,104 @@ TEST(StagedCommunicator, ShiftExchangeDeliversTheBlockThatManyHopsBehind) {
     EXPECT_EQ(recv, block((me - h % P + P) % P, h, n)) << "hops " << h;
   }
   EXPECT_EQ(s.pending, 0);
+}
+
+// An exchange's copies wait for the kernels queued before it started (which made its send
+// buffer, or may still read its receive buffer), not for the kernel queued after: a ring step's
+// next block comes onto the device while the kernel on the current one runs. A collective's
+// copies wait for everything queued before it.
+TEST(StagedCommunicator, CopiesWaitOnlyForTheKernelsQueuedBeforeTheExchange) {
+  Staged s;
+  const int P = world_size(), me = world_rank();
+  const std::size_t n = 40;
+  std::vector<int> k = block(me, 6, n), k_next(n);
+  s.device->queue_kernel();  // the kernel of the step before
+  Exchange x = s.comm->start_ring_exchange(k.data(), k_next.data(), n * sizeof(int));
+  s.device->queue_kernel();  // the kernel on the block held now
+  x.wait();
+  EXPECT_EQ(k_next, block((me - 1 + P) % P, 6, n));
+  EXPECT_EQ(s.device->out_after, std::vector<int>({1}));
+  EXPECT_EQ(s.device->in_after, std::vector<int>({1})) << "the copy onto the device waited for the kernel queued "
+                                                          "after its exchange started";
+  s.device->queue_kernel();
+  std::vector<int> all(n * std::size_t(P));
+  s.comm->allgather(k.data(), all.data(), n * sizeof(int));
+  EXPECT_EQ(s.device->out_after, std::vector<int>({1, 3}));
+  EXPECT_EQ(s.device->in_after, std::vector<int>({1, 3}));
+}
+
+/// The MPI transport with a slow wire: each exchange answers "not done" to its first
+/// kSlowPolls tests; `posted` counts the exchanges started on it and `posted_at_wait` records,
+/// at each wait on one, how many had been started.
+class SlowWire final : public Communicator {
+ public:
+  static constexpr int kSlowPolls = 20;  // more than the fake device's slowest copy takes
+  explicit SlowWire(std::unique_ptr<Communicator> mpi) : mpi_(std::move(mpi)) {}
+
+  int rank() const override { return mpi_->rank(); }
+  int size() const override { return mpi_->size(); }
+  const char* backend_name() const override { return mpi_->backend_name(); }
+  bool accepts(MemoryKind kind) const override { return mpi_->accepts(kind); }
+  Exchange start_shift_exchange(const void* send, void* recv, std::size_t bytes, int hops) override {
+    ++posted;
+    return Exchange(std::make_unique<Slow>(mpi_->start_shift_exchange(send, recv, bytes, hops), *this));
+  }
+  void allgather(const void* send, void* recv, std::size_t bytes_per_rank) override {
+    mpi_->allgather(send, recv, bytes_per_rank);
+  }
+  void alltoall(const void* send, void* recv, std::size_t bytes_per_pair) override {
+    mpi_->alltoall(send, recv, bytes_per_pair);
+  }
+  void allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) override {
+    mpi_->allreduce_inplace(values, count, op);
+  }
+  void broadcast(void* buffer, std::size_t bytes, int root) override { mpi_->broadcast(buffer, bytes, root); }
+  void barrier() override { mpi_->barrier(); }
+  bool has_abandoned_transfers() const override { return mpi_->has_abandoned_transfers(); }
+
+  int posted = 0;
+  std::vector<int> posted_at_wait;
+
+ private:
+  class Slow final : public detail::PendingExchange {
+   public:
+    Slow(Exchange inner, SlowWire& wire) : inner_(std::move(inner)), wire_(wire) {}
+    bool test() override { return polls_left_-- > 0 ? false : inner_.test(); }
+    void wait() override {
+      wire_.posted_at_wait.push_back(wire_.posted);
+      inner_.wait();
+    }
+
+   private:
+    Exchange inner_;
+    SlowWire& wire_;
+    int polls_left_ = kSlowPolls;
+  };
+  std::unique_ptr<Communicator> mpi_;
+};
+
+// Waiting for an exchange on the wire still hands the exchanges started after it to the wire as
+// their copies off the device end: a ring step's K and V cross together, not one after the
+// other (V's copy, queued behind K's, ends a little later).
+TEST(StagedCommunicator, WaitingForAnExchangeStillPostsTheOnesStartedAfterIt) {
+  int pending = 0;
+  auto wire = std::make_unique<SlowWire>(make_mpi_communicator(MPI_COMM_WORLD, world_rank(), -1.0));
+  SlowWire* w = wire.get();
+  StagedCommunicator comm(std::move(wire), std::make_unique<FakeStagingDevice>(&pending));
+  const int P = world_size(), me = world_rank();
+  const std::size_t n = 300;
+  std::vector<int> k = block(me, 7, n), v = block(me, 8, n), k_next(n), v_next(n);
+  Exchange xk = comm.start_ring_exchange(k.data(), k_next.data(), n * sizeof(int));  // off the device in 1 poll
+  Exchange xv = comm.start_ring_exchange(v.data(), v_next.data(), n * sizeof(int));  // in 6
+  xk.wait();
+  xv.wait();
+  EXPECT_EQ(k_next, block((me - 1 + P) % P, 7, n));
+  EXPECT_EQ(v_next, block((me - 1 + P) % P, 8, n));
+  EXPECT_EQ(w->posted, 2);
+  ASSERT_FALSE(w->posted_at_wait.empty());
+  for (int posted : w->posted_at_wait)
+    EXPECT_EQ(posted, 2) << "a wait on the wire held back an exchange still coming off the device";
+  EXPECT_EQ(pending, 0);
 }
 
 // Exchanges whose handles are destroyed unfinished are completed, not dropped.

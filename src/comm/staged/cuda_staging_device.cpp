@@ -30,17 +30,33 @@ class EventTicket final : public CopyTicket {
   device::CudaEvent event_;
 };
 
+/// The compute stream's work up to the event recorded on it.
+class EventMark final : public ComputeMark {
+ public:
+  explicit EventMark(cudaStream_t compute) {
+    check_cuda(cudaEventRecord(event_.get(), compute), "cudaEventRecord (compute stream)");
+  }
+  cudaEvent_t event() const { return event_.get(); }
+
+ private:
+  device::CudaEvent event_;
+};
+
 class CudaStagingDevice final : public StagingDevice {
  public:
   CudaStagingDevice() : device_(device::require_current_device()) {}
   /// On `device`, with copies ordered after `compute`.
   CudaStagingDevice(int device, cudaStream_t compute) : device_(device), compute_(compute) {}
 
-  std::unique_ptr<CopyTicket> copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+  std::unique_ptr<ComputeMark> mark_compute() override {
     device::ScopedDevice on(device_);
-    // The bytes are whatever the compute stream's queued kernels leave there.
-    check_cuda(cudaEventRecord(compute_done_.get(), compute_), "cudaEventRecord (compute stream)");
-    check_cuda(cudaStreamWaitEvent(copies_.get(), compute_done_.get(), 0), "cudaStreamWaitEvent (copy stream)");
+    return std::make_unique<EventMark>(compute_);
+  }
+
+  std::unique_ptr<CopyTicket> copy_to_host(void* dst, const void* src, std::size_t bytes,
+                                           const ComputeMark& after) override {
+    device::ScopedDevice on(device_);
+    wait_for(after);
     check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, copies_.get()),
                "cudaMemcpyAsync (device to pinned host)");
     auto t = std::make_unique<EventTicket>();
@@ -48,11 +64,10 @@ class CudaStagingDevice final : public StagingDevice {
     return t;
   }
 
-  std::unique_ptr<CopyTicket> copy_to_device(void* dst, const void* src, std::size_t bytes) override {
+  std::unique_ptr<CopyTicket> copy_to_device(void* dst, const void* src, std::size_t bytes,
+                                             const ComputeMark& after) override {
     device::ScopedDevice on(device_);
-    // The receive buffer may still be read by kernels queued before this exchange started.
-    check_cuda(cudaEventRecord(compute_done_.get(), compute_), "cudaEventRecord (compute stream)");
-    check_cuda(cudaStreamWaitEvent(copies_.get(), compute_done_.get(), 0), "cudaStreamWaitEvent (copy stream)");
+    wait_for(after);
     check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, copies_.get()),
                "cudaMemcpyAsync (pinned host to device)");
     auto t = std::make_unique<EventTicket>();
@@ -77,14 +92,22 @@ class CudaStagingDevice final : public StagingDevice {
   void set_compute_stream(void* stream) override { compute_ = static_cast<cudaStream_t>(stream); }
 
   std::unique_ptr<StagingDevice> make_sibling() override {
-    device::ScopedDevice on(device_);  // the sibling's copy stream and event on the same device
+    device::ScopedDevice on(device_);  // the sibling's copy stream on the same device
     return std::make_unique<CudaStagingDevice>(device_, compute_);
   }
 
  private:
+  /// The copy stream waits for the compute work of `after`: only that, not the kernels queued
+  /// since, which read other buffers (a ring step's copy into the next block overlaps the
+  /// kernel on the current one instead of waiting for it).
+  void wait_for(const ComputeMark& after) {
+    // Every mark this device is handed is one of its own (mark_compute()).
+    const cudaEvent_t e = static_cast<const EventMark&>(after).event();
+    check_cuda(cudaStreamWaitEvent(copies_.get(), e, 0), "cudaStreamWaitEvent (copy stream)");
+  }
+
   int device_;
   device::CudaStream copies_;
-  device::CudaEvent compute_done_;
   cudaStream_t compute_ = nullptr;
 };
 

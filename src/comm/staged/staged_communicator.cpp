@@ -86,6 +86,8 @@ class StagingState {
   }
   /// Advances every live exchange (posting to the host transport in start order).
   void progress();
+  /// Whether every live exchange has been handed to the host transport.
+  bool all_posted() const { return unposted_.empty(); }
   void complete_all() noexcept;
 
  private:
@@ -107,7 +109,10 @@ class StagedExchange final : public detail::PendingExchange {
     host_send_ = pool.acquire(bytes);
     try {
       host_recv_ = pool.acquire(bytes);
-      out_ = state_->device().copy_to_host(host_send_, send, bytes);
+      // The compute work the exchange comes after: what produced the send buffer, and what may
+      // still read the receive buffer; not the kernels queued after it starts.
+      started_after_ = state_->device().mark_compute();
+      out_ = state_->device().copy_to_host(host_send_, send, bytes, *started_after_);
     } catch (...) {
       state_->release_pinned(host_send_);
       state_->release_pinned(host_recv_);
@@ -141,9 +146,10 @@ class StagedExchange final : public detail::PendingExchange {
 
   void wait() override {
     while (!test()) {
-      // While the host transport is in flight, block in it rather than spin: the copies of
-      // other exchanges are advanced again by the next test().
-      if (phase_ == Phase::sending)
+      // While the host transport is in flight and every exchange started has reached it, block
+      // in it rather than spin. Blocking while a later exchange is still coming off the device
+      // would keep that one off the wire until this one ends (a ring step's V behind its K).
+      if (phase_ == Phase::sending && state_->all_posted())
         host_exchange_.wait();
       else
         std::this_thread::yield();
@@ -159,7 +165,7 @@ class StagedExchange final : public detail::PendingExchange {
       phase_ = Phase::queued;
     }
     if (phase_ == Phase::sending && host_exchange_.test()) {
-      in_ = state_->device().copy_to_device(recv_, host_recv_, bytes_);
+      in_ = state_->device().copy_to_device(recv_, host_recv_, bytes_, *started_after_);
       phase_ = Phase::copying_in;
     }
     if (phase_ == Phase::copying_in && in_->done()) {
@@ -180,6 +186,7 @@ class StagedExchange final : public detail::PendingExchange {
   int hops_;
   void* host_send_ = nullptr;
   void* host_recv_ = nullptr;
+  std::unique_ptr<ComputeMark> started_after_;
   std::unique_ptr<CopyTicket> out_, in_;
   Exchange host_exchange_;
   Phase phase_ = Phase::copying_out;
@@ -216,11 +223,14 @@ class StagedBuffer {
   void* get() const { return p_; }
 
   /// `bytes` between the device and this buffer, at byte `at` of the buffer.
+  /// Each copy comes after all the compute work queued so far.
   void from_device(const void* src, std::size_t bytes, std::size_t at = 0) {
-    finish(s_.device().copy_to_host(static_cast<unsigned char*>(p_) + at, src, bytes));
+    const std::unique_ptr<ComputeMark> now = s_.device().mark_compute();
+    finish(s_.device().copy_to_host(static_cast<unsigned char*>(p_) + at, src, bytes, *now));
   }
   void to_device(void* dst, std::size_t bytes, std::size_t at = 0) {
-    finish(s_.device().copy_to_device(dst, static_cast<unsigned char*>(p_) + at, bytes));
+    const std::unique_ptr<ComputeMark> now = s_.device().mark_compute();
+    finish(s_.device().copy_to_device(dst, static_cast<unsigned char*>(p_) + at, bytes, *now));
   }
 
  private:

@@ -18,14 +18,26 @@ class CopyTicket {
   virtual bool done() = 0;
 };
 
+/// A point on the compute stream: the work queued there when it was taken.
+class ComputeMark {
+ public:
+  virtual ~ComputeMark() = default;
+};
+
 class StagingDevice {
  public:
   virtual ~StagingDevice() = default;
-  /// Queues device `src` -> pinned host `dst`, after all work queued so far on the compute stream.
-  virtual std::unique_ptr<CopyTicket> copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
-  /// Queues pinned host `src` -> device `dst`, and makes the compute stream wait for it, so
-  /// kernels queued afterwards see the data.
-  virtual std::unique_ptr<CopyTicket> copy_to_device(void* dst, const void* src, std::size_t bytes) = 0;
+  /// The work queued so far on the compute stream, for copies to be ordered after.
+  virtual std::unique_ptr<ComputeMark> mark_compute() = 0;
+  /// Queues device `src` -> pinned host `dst`, after the compute work of `after` (a mark of
+  /// this device).
+  virtual std::unique_ptr<CopyTicket> copy_to_host(void* dst, const void* src, std::size_t bytes,
+                                                   const ComputeMark& after) = 0;
+  /// Queues pinned host `src` -> device `dst` after the compute work of `after` (a mark of this
+  /// device: the kernels that may still read `dst`), and makes the compute stream wait for it,
+  /// so kernels queued afterwards see the data.
+  virtual std::unique_ptr<CopyTicket> copy_to_device(void* dst, const void* src, std::size_t bytes,
+                                                     const ComputeMark& after) = 0;
   /// Page-locked host memory (so the copies are asynchronous DMA), and its release.
   virtual void* allocate_host(std::size_t bytes) = 0;
   virtual void free_host(void* p) noexcept = 0;
