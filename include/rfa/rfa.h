@@ -361,7 +361,9 @@ typedef struct rfa_options_t {
                                     models do), forward and backward (docs/variants.md); applied in fp32.
                                     0: scores as they are. Finite, >= 0. Any strategy, layout, dtype; on CUDA
                                     contexts rfa's sm80 kernels apply it (capped blocks run there whatever
-                                    the kernel choice: cuDNN and the Hopper path do not cap). Default 0. */
+                                    the kernel choice: cuDNN and the Hopper path do not cap), which hold
+                                    softcap / scale and its inverse in fp32: a ratio outside 1.2e-38 ..
+                                    8.5e37 is ::RFA_ERROR_UNSUPPORTED there. Default 0. */
   const rfa_mask_range_t* mask_ranges; /**< With ::RFA_MASK_RANGES: mask_range_count entries whose union is the
                                     mask (docs/masks.md); the window and the documents, if set, still
                                     apply on top (a pair must pass both). Copied at rfa_context_create()

@@ -3,6 +3,7 @@
 // (scale, strides, position maps) and dispatch to the launchers. Nothing here throws.
 #include "rfa_cuda/flash.h"
 
+#include <cfloat>
 #include <climits>
 #include <cmath>
 #include <cstdarg>
@@ -113,6 +114,17 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
   dims.value_dim = static_cast<int>(value_dim);
   dims.scale = s.scale != 0.f ? s.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
   dims.scale_log2 = dims.scale * 1.44269504088896340736f;
+  if (s.softcap > 0.f) {
+    // ScoreCap holds softcap / scale and scale / softcap in fp32: beyond its normal range one of
+    // them would be infinite or 0 (every capped score inf or NaN, or 0).
+    const double ratio = static_cast<double>(s.softcap) / static_cast<double>(dims.scale);
+    if (!(ratio >= FLT_MIN && ratio <= 1.0 / FLT_MIN))
+      return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                  "softcap %g with scale %g is not supported: the kernels hold softcap / scale (%g) and its "
+                  "inverse in fp32, which needs the ratio within %g .. %g",
+                  static_cast<double>(s.softcap), static_cast<double>(dims.scale), ratio, static_cast<double>(FLT_MIN),
+                  1.0 / FLT_MIN);
+  }
   dims.cap = ScoreCap{s.softcap > 0.f, s.softcap > 0.f ? dims.scale / s.softcap : 0.f,
                       s.softcap > 0.f ? s.softcap / dims.scale : 0.f};
   dims.mask = device_mask(s);

@@ -29,7 +29,7 @@ void validate_local(const AttentionConfig& c, int ranks) {
   validate_document_lists(c.doc_bounds.data(), std::int64_t(c.doc_bounds.size()), c.doc_offsets.data(),
                           std::int64_t(c.doc_offsets.size()), c.batch, c.seq_total, "document boundaries",
                           "document list offsets");
-  require_device_support(c.device, c.head_dim, c.dv(), c.dtype, c.layout);
+  require_device_support(c.device, c.head_dim, c.dv(), c.dtype, c.layout, c.softmax_scale, c.softcap);
   if (c.cuda_kernels == CudaKernels::cudnn && c.device != Device::cuda) {
     fail(RFA_ERROR_UNSUPPORTED, "cuDNN's block kernel runs on CUDA contexts only (the device is the host)");
   }

@@ -106,7 +106,8 @@ void require_gpu_fits_head_dims(comm::Communicator& comm, const AttentionConfig&
   comm::check_everywhere(comm, [&] {
     if (config.device != Device::cuda) return;
     // The dims' own rule first, with its message; then what this rank's GPU can run.
-    require_device_support(config.device, config.head_dim, config.dv(), config.dtype, config.layout);
+    require_device_support(config.device, config.head_dim, config.dv(), config.dtype, config.layout,
+                           config.softmax_scale, config.softcap);
 #if RFA_ENGINE_CUDA
     if (rfa_cuda_check_head_dims(config.head_dim, config.dv()) != RFA_CUDA_SUCCESS)
       fail(RFA_ERROR_UNSUPPORTED,

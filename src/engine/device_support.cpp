@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "engine/device_support.hpp"
 
+#include <cfloat>
+#include <cmath>
+
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 
@@ -10,7 +13,7 @@ namespace engine {
 const char* device_name(Device device) { return device == Device::cuda ? "cuda" : "host"; }
 
 void require_device_support(Device device, std::int64_t head_dim, std::int64_t value_dim, rfa_dtype_t dtype,
-                            rfa_layout_t layout) {
+                            rfa_layout_t layout, float softmax_scale, float softcap) {
   if (device == Device::host) return;
   // The kernels' limits come first: they hold for every build, so a program learns them
   // (and the tests check them) even where no CUDA engine is built.
@@ -25,6 +28,16 @@ void require_device_support(Device device, std::int64_t head_dim, std::int64_t v
          " is not supported on CUDA devices: the CUDA kernels take one head dim, 32, 64, 128, 192 or 256, for Q, K and "
          "V, "
          "or head_dim 192 with value head dim 128 (the host device takes any two multiples of 8 up to 256)");
+  }
+  if (softcap > 0.0f) {
+    const float scale = softmax_scale != 0.0f ? softmax_scale : float(1.0 / std::sqrt(double(head_dim)));
+    const double ratio = double(softcap) / double(scale);
+    if (!(ratio >= FLT_MIN && ratio <= 1.0 / FLT_MIN)) {
+      fail(RFA_ERROR_UNSUPPORTED, "a soft cap of ", softcap, " with a softmax scale of ", scale,
+           " is not supported on CUDA devices: the CUDA kernels hold softcap / scale (", ratio,
+           ") and its inverse in fp32, which needs the ratio within ", FLT_MIN, " .. ", 1.0 / FLT_MIN,
+           " (the host device takes it)");
+    }
   }
   if (dtype != RFA_DTYPE_BFLOAT16 && dtype != RFA_DTYPE_FLOAT16) {
     fail(RFA_ERROR_UNSUPPORTED, "dtype ", dtype_name(dtype),

@@ -466,6 +466,31 @@ const BadOption kBadOptions[] = {
      },
      RFA_ERROR_UNSUPPORTED,
      "head_dim 96 is not supported on CUDA devices: the CUDA kernels take head_dim 32, 64, 128, 192 or 256"},
+    {"CUDA context, softcap over scale beyond fp32",
+     [](rfa_options_t& o) {
+       o.device = RFA_DEVICE_CUDA;
+       o.dtype = RFA_DTYPE_BFLOAT16;
+       o.head_dim = 64;
+       o.softcap = 1e30;
+       o.softmax_scale = 1e-10;
+     },
+     RFA_ERROR_UNSUPPORTED, "a soft cap of 1e+30 with a softmax scale of 1e-10 is not supported on CUDA devices"},
+    {"CUDA context, scale over softcap beyond fp32",
+     [](rfa_options_t& o) {
+       o.device = RFA_DEVICE_CUDA;
+       o.dtype = RFA_DTYPE_BFLOAT16;
+       o.head_dim = 64;
+       o.softcap = 1e-30;
+       o.softmax_scale = 1e10;
+     },
+     RFA_ERROR_UNSUPPORTED, "a soft cap of 1e-30 with a softmax scale of 1e+10 is not supported on CUDA devices"},
+    {"CUDA context, softcap over the default scale within fp32",  // 8e37, fp32: the dtype's check speaks
+     [](rfa_options_t& o) {
+       o.device = RFA_DEVICE_CUDA;
+       o.head_dim = 64;
+       o.softcap = 1e37;
+     },
+     RFA_ERROR_UNSUPPORTED, "dtype float32 is not supported on CUDA devices"},
 };
 
 class CapiInvalidOption : public ::testing::TestWithParam<BadOption> {};

@@ -570,6 +570,24 @@ void run_argument_checks() {
   expect("softcap -1", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT, "softcap -1");
   bad.shape.softcap = INFINITY;
   expect("softcap inf", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT, "softcap inf");
+  // softcap / scale held in fp32 with its inverse: 1e30 / 1e-10 overflows, 1e-30 / 1e10 underflows.
+  bad.shape.softcap = 1e30f;
+  bad.shape.scale = 1e-10f;
+  expect("softcap / scale beyond fp32", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_UNSUPPORTED,
+         "softcap 1e+30 with scale 1e-10");
+  bad.shape.softcap = 1e-30f;
+  bad.shape.scale = 1e10f;
+  expect("scale / softcap beyond fp32", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_UNSUPPORTED,
+         "softcap 1e-30 with scale 1e+10");
+  bad.shape.softcap = 1e30f;  // ratios of 1e37 and 1e-37, within fp32's normal range: the next check speaks
+  bad.shape.scale = 1e-7f;
+  bad.q = nullptr;
+  expect("softcap / scale 1e37 passes, q NULL", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "q is NULL");
+  bad.shape.softcap = 1e-30f;
+  bad.shape.scale = 1e7f;
+  expect("softcap / scale 1e-37 passes, q NULL", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "q is NULL");
   bad = f;
   bad.shape.window = -1;
   expect("window -1", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT, "window -1");

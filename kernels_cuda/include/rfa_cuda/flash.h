@@ -96,8 +96,9 @@ typedef struct rfa_cuda_attention_shape {
   int64_t doc_bound_count;
   /* Soft-capped scores: with softcap > 0 each scaled score s becomes softcap * tanh(s / softcap)
    * before the mask and the softmax. Runs on the sm_80 kernels: the Hopper path, asked for by
-   * name, is RFA_CUDA_ERROR_UNSUPPORTED with a cap (RFA_CUDA_PATH_AUTO takes sm_80 then). 0
-   * (default): none. */
+   * name, is RFA_CUDA_ERROR_UNSUPPORTED with a cap (RFA_CUDA_PATH_AUTO takes sm_80 then). The
+   * kernels hold softcap / scale and its inverse in fp32: a ratio outside FLT_MIN .. 1 / FLT_MIN
+   * is RFA_CUDA_ERROR_UNSUPPORTED. 0 (default): none. */
   float softcap;
   /* A mask given as ranges (the library's RFA_MASK_RANGES), indexed as the library indexes it,
    * in DEVICE memory: with ranges nonzero, query positions [range_band_begin[b],
