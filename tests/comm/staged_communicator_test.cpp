@@ -85,6 +85,8 @@ class FakeStagingDevice final : public StagingDevice {
   }
   /// A kernel is queued on the compute stream.
   void queue_kernel() { ++kernels_queued_; }
+  /// The next copies take the delays from the k-th of the sequence on.
+  void start_delays_at(int k) { counter_ = k; }
   void* allocate_host(std::size_t bytes) override {
     ++allocations;
     void* p = ::operator new(bytes);
@@ -239,6 +241,53 @@ TEST(StagedCommunicator, CopiesWaitOnlyForTheKernelsQueuedBeforeTheExchange) {
   s.comm->allgather(k.data(), all.data(), n * sizeof(int));
   EXPECT_EQ(s.device->out_after, std::vector<int>({1, 3}));
   EXPECT_EQ(s.device->in_after, std::vector<int>({1, 3}));
+}
+
+// The all-gather is started, not run to its end: its copy onto the device comes after the
+// kernels queued before it started, not after those queued since (the KV all-gather strategy
+// gathers the next chunk while it computes on the current one), and it delivers every rank's
+// block.
+TEST(StagedCommunicator, AllgatherIsStartedBesideTheKernelsQueuedAfterIt) {
+  Staged s;
+  const int P = world_size(), me = world_rank();
+  const std::size_t n = 50;
+  std::vector<int> mine = block(me, 9, n), all(n * std::size_t(P), -1);
+  s.device->queue_kernel();
+  Exchange gather = s.comm->start_allgather(mine.data(), all.data(), n * sizeof(int));
+  EXPECT_FALSE(gather.done()) << "the all-gather ran to its end before start_allgather returned";
+  s.device->queue_kernel();
+  gather.wait();
+  for (int r = 0; r < P; ++r)
+    EXPECT_EQ(std::vector<int>(all.begin() + std::ptrdiff_t(n) * r, all.begin() + std::ptrdiff_t(n) * (r + 1)),
+              block(r, 9, n))
+        << "rank " << r << "'s block";
+  EXPECT_EQ(s.device->out_after, std::vector<int>({1}));
+  EXPECT_EQ(s.device->in_after, std::vector<int>({1}));
+  EXPECT_EQ(s.pending, 0);
+}
+
+// A collective called while a started all-gather is still being copied off the device on some
+// ranks and already gathering on others reaches MPI after the all-gather on every rank, as the
+// ranks called them (MPI matches collectives by their order).
+TEST(StagedCommunicator, ACollectiveAfterAStartedAllgatherReachesMpiAfterItEverywhere) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  Staged s(5.0);
+  const int P = world_size(), me = world_rank();
+  s.device->start_delays_at(me % 2);  // the copy off the device: 1 poll on even ranks, 6 on odd ones
+  const std::size_t n = 20;
+  std::vector<int> mine = block(me, 10, n), all(n * std::size_t(P), -1);
+  Exchange gather = s.comm->start_allgather(mine.data(), all.data(), n * sizeof(int));
+  std::vector<int> to(static_cast<std::size_t>(P)), from(static_cast<std::size_t>(P), -1);
+  for (int r = 0; r < P; ++r) to[std::size_t(r)] = me * 100 + r;
+  s.comm->alltoall(to.data(), from.data(), sizeof(int));
+  gather.wait();
+  for (int r = 0; r < P; ++r) {
+    EXPECT_EQ(from[std::size_t(r)], r * 100 + me);
+    EXPECT_EQ(std::vector<int>(all.begin() + std::ptrdiff_t(n) * r, all.begin() + std::ptrdiff_t(n) * (r + 1)),
+              block(r, 10, n))
+        << "rank " << r << "'s block";
+  }
+  EXPECT_EQ(s.pending, 0);
 }
 
 /// The MPI transport with a slow wire: each exchange answers "not done" to its first

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <map>
 #include <thread>
 #include <vector>
@@ -88,6 +89,11 @@ class StagingState {
   void progress();
   /// Whether every live exchange has been handed to the host transport.
   bool all_posted() const { return unposted_.empty(); }
+  /// Hands every exchange started so far to the host transport (waiting for their copies off
+  /// the device), so that a collective called now reaches it after them on every rank, as the
+  /// ranks called them: an all-gather still being copied off the device would otherwise be
+  /// posted after the collective on one rank and before it on another.
+  void post_started();
   void complete_all() noexcept;
 
  private:
@@ -99,20 +105,25 @@ class StagingState {
   friend class StagedExchange;
 };
 
+/// A transfer through pinned host buffers: `send_bytes` copied off the device, moved by the host
+/// transport (a shift exchange, an all-gather), `recv_bytes` copied onto it.
 class StagedExchange final : public detail::PendingExchange {
  public:
   enum class Phase { copying_out, queued, sending, copying_in, done };
+  /// Starts the host transport's part on the pinned copies.
+  using HostStart = std::function<Exchange(Communicator& host, const void* send, void* recv)>;
 
-  StagedExchange(std::shared_ptr<StagingState> state, const void* send, void* recv, std::size_t bytes, int hops)
-      : state_(std::move(state)), recv_(recv), bytes_(bytes), hops_(hops) {
+  StagedExchange(std::shared_ptr<StagingState> state, const void* send, std::size_t send_bytes, void* recv,
+                 std::size_t recv_bytes, HostStart host_start)
+      : state_(std::move(state)), recv_(recv), recv_bytes_(recv_bytes), host_start_(std::move(host_start)) {
     PinnedPool& pool = state_->pool();
-    host_send_ = pool.acquire(bytes);
+    host_send_ = pool.acquire(send_bytes);
     try {
-      host_recv_ = pool.acquire(bytes);
+      host_recv_ = pool.acquire(recv_bytes);
       // The compute work the exchange comes after: what produced the send buffer, and what may
       // still read the receive buffer; not the kernels queued after it starts.
       started_after_ = state_->device().mark_compute();
-      out_ = state_->device().copy_to_host(host_send_, send, bytes, *started_after_);
+      out_ = state_->device().copy_to_host(host_send_, send, send_bytes, *started_after_);
     } catch (...) {
       state_->release_pinned(host_send_);
       state_->release_pinned(host_recv_);
@@ -165,7 +176,7 @@ class StagedExchange final : public detail::PendingExchange {
       phase_ = Phase::queued;
     }
     if (phase_ == Phase::sending && host_exchange_.test()) {
-      in_ = state_->device().copy_to_device(recv_, host_recv_, bytes_, *started_after_);
+      in_ = state_->device().copy_to_device(recv_, host_recv_, recv_bytes_, *started_after_);
       phase_ = Phase::copying_in;
     }
     if (phase_ == Phase::copying_in && in_->done()) {
@@ -175,15 +186,15 @@ class StagedExchange final : public detail::PendingExchange {
   }
 
   void post() {
-    host_exchange_ = state_->host().start_shift_exchange(host_send_, host_recv_, bytes_, hops_);
+    host_exchange_ = host_start_(state_->host(), host_send_, host_recv_);
     phase_ = Phase::sending;
   }
 
  private:
   std::shared_ptr<StagingState> state_;
   void* recv_;
-  std::size_t bytes_;
-  int hops_;
+  std::size_t recv_bytes_;
+  HostStart host_start_;
   void* host_send_ = nullptr;
   void* host_recv_ = nullptr;
   std::unique_ptr<ComputeMark> started_after_;
@@ -200,6 +211,10 @@ void StagingState::progress() {
     unposted_.pop_front();
   }
   for (StagedExchange* e : live_) e->advance();
+}
+
+void StagingState::post_started() {
+  for (progress(); !unposted_.empty(); progress()) std::this_thread::yield();
 }
 
 void StagingState::complete_all() noexcept {
@@ -255,19 +270,32 @@ Exchange StagedCommunicator::start_shift_exchange(const void* send, void* recv, 
   require(hops >= 1, "start_shift_exchange: hops must be at least 1, got ", hops);
   if (bytes == 0) return Exchange();
   require(send && recv, "start_shift_exchange: null buffer");
-  auto e = std::make_unique<staged::StagedExchange>(state_, send, recv, bytes, hops);
+  auto e = std::make_unique<staged::StagedExchange>(state_, send, bytes, recv, bytes,
+                                                    [bytes, hops](Communicator& host, const void* s, void* r) {
+                                                      return host.start_shift_exchange(s, r, bytes, hops);
+                                                    });
+  state_->progress();
+  return Exchange(std::move(e));
+}
+
+Exchange StagedCommunicator::start_allgather(const void* send, void* recv, std::size_t bytes_per_rank) {
+  if (bytes_per_rank == 0) return Exchange();
+  require(send && recv, "start_allgather: null buffer");
+  auto e =
+      std::make_unique<staged::StagedExchange>(state_, send, bytes_per_rank, recv, bytes_per_rank * std::size_t(size()),
+                                               [bytes_per_rank](Communicator& host, const void* s, void* r) {
+                                                 return host.start_allgather(s, r, bytes_per_rank);
+                                               });
   state_->progress();
   return Exchange(std::move(e));
 }
 
 void StagedCommunicator::allgather(const void* send, void* recv, std::size_t bytes_per_rank) {
-  staged::StagedBuffer in(*state_, bytes_per_rank), out(*state_, bytes_per_rank * std::size_t(size()));
-  in.from_device(send, bytes_per_rank);
-  state_->host().allgather(in.get(), out.get(), bytes_per_rank);
-  out.to_device(recv, bytes_per_rank * std::size_t(size()));
+  start_allgather(send, recv, bytes_per_rank).wait();
 }
 
 void StagedCommunicator::alltoall(const void* send, void* recv, std::size_t bytes_per_pair) {
+  state_->post_started();
   const std::size_t total = bytes_per_pair * std::size_t(size());
   staged::StagedBuffer in(*state_, total), out(*state_, total);
   in.from_device(send, total);
@@ -278,6 +306,7 @@ void StagedCommunicator::alltoall(const void* send, void* recv, std::size_t byte
 void StagedCommunicator::alltoallv(const void* send, const std::size_t* send_bytes, const std::size_t* send_offsets,
                                    void* recv, const std::size_t* recv_bytes, const std::size_t* recv_offsets) {
   require(send_bytes && send_offsets && recv_bytes && recv_offsets, "alltoallv: a count or offset array is null");
+  state_->post_started();
   const std::size_t P = std::size_t(size());
   // One pinned buffer each way, as long as the furthest range; the offsets keep their meaning.
   std::size_t send_end = 0, recv_end = 0;
@@ -297,6 +326,7 @@ void StagedCommunicator::alltoallv(const void* send, const std::size_t* send_byt
 }
 
 void StagedCommunicator::reduce_scatter_sum(float* send, float* recv, std::size_t count_per_rank) {
+  state_->post_started();
   const std::size_t bytes = count_per_rank * sizeof(float), total = bytes * std::size_t(size());
   if (bytes == 0) return;
   staged::StagedBuffer in(*state_, total), out(*state_, bytes);
@@ -310,17 +340,22 @@ std::unique_ptr<Communicator> StagedCommunicator::split(int color, int position)
 }
 
 void StagedCommunicator::allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) {
+  state_->post_started();
   state_->host().allreduce_inplace(values, count, op);
 }
 
 void StagedCommunicator::broadcast(void* buffer, std::size_t bytes, int root) {
+  state_->post_started();
   staged::StagedBuffer b(*state_, bytes);
   if (rank() == root) b.from_device(buffer, bytes);
   state_->host().broadcast(b.get(), bytes, root);
   b.to_device(buffer, bytes);
 }
 
-void StagedCommunicator::barrier() { state_->host().barrier(); }
+void StagedCommunicator::barrier() {
+  state_->post_started();
+  state_->host().barrier();
+}
 
 bool StagedCommunicator::has_abandoned_transfers() const { return state_->host().has_abandoned_transfers(); }
 

@@ -17,7 +17,10 @@
 // two buffers per exchange (double buffering), and the copies of one step overlap the
 // kernels of another because they run on the staging device's own copy stream.
 //
-// Collectives (allgather, alltoall(v), reduce-scatter, broadcast) stage through the same
+// The all-gather is such an exchange too (start_allgather: copied off the device, gathered by
+// the host transport's non-blocking all-gather in start order with the ring exchanges, copied
+// on), so the KV all-gather strategy's next chunk is gathered while it computes on the current
+// one. The other collectives (alltoall(v), reduce-scatter, broadcast) stage through the same
 // buffers and block (an all-to-all(v) writes back only the byte ranges it received);
 // allreduce_inplace and barrier take host values, as the NCCL transport's do.
 #pragma once
@@ -49,6 +52,7 @@ class StagedCommunicator final : public Communicator {
 
   Exchange start_shift_exchange(const void* send, void* recv, std::size_t bytes, int hops) override;
   void allgather(const void* send, void* recv, std::size_t bytes_per_rank) override;
+  Exchange start_allgather(const void* send, void* recv, std::size_t bytes_per_rank) override;
   void alltoall(const void* send, void* recv, std::size_t bytes_per_pair) override;
   void alltoallv(const void* send, const std::size_t* send_bytes, const std::size_t* send_offsets, void* recv,
                  const std::size_t* recv_bytes, const std::size_t* recv_offsets) override;
