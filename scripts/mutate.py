@@ -554,6 +554,12 @@ MUTATIONS = [
              r"^comm_staged_communicator_test[.]np2$",
              "a staged all-to-all reaches MPI before an all-gather started earlier that is still being copied off "
              "the device"),
+    Mutation("staged-agreement-before-started-allgather", "staged transport",
+             "src/comm/staged/staged_communicator.cpp",
+             "ReduceOp op) {\n  state_->post_started();\n", "ReduceOp op) {\n",
+             r"^comm_staged_communicator_test[.]np2$",
+             "a staged allreduce (the agreements') reaches MPI before an all-gather started earlier that is still "
+             "being copied off the device"),
     Mutation("arena-size-rounded-down", "workspace", "src/engine/workspace_arena.hpp",
              "const std::int64_t size = (bytes + kAlignment - 1) / kAlignment * kAlignment;",
              "const std::int64_t size = bytes / kAlignment * kAlignment;",

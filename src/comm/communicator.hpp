@@ -187,7 +187,7 @@ class Communicator {
   /// Collective and ordered like the other calls. The KV all-gather strategy gathers the next
   /// K/V chunk with it while it computes on the current one.
   /// The default runs the blocking allgather() and returns a completed handle (correct, no
-  /// overlap); MPI and NCCL start a non-blocking collective.
+  /// overlap); MPI, NCCL and the staged transport start a non-blocking collective.
   virtual Exchange start_allgather(const void* send, void* recv, std::size_t bytes_per_rank) {
     allgather(send, recv, bytes_per_rank);
     return Exchange();

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -268,24 +269,54 @@ TEST(StagedCommunicator, AllgatherIsStartedBesideTheKernelsQueuedAfterIt) {
 
 // A collective called while a started all-gather is still being copied off the device on some
 // ranks and already gathering on others reaches MPI after the all-gather on every rank, as the
-// ranks called them (MPI matches collectives by their order).
+// ranks called them (MPI matches collectives by their order): each kind of collective in turn.
 TEST(StagedCommunicator, ACollectiveAfterAStartedAllgatherReachesMpiAfterItEverywhere) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
   Staged s(5.0);
   const int P = world_size(), me = world_rank();
-  s.device->start_delays_at(me % 2);  // the copy off the device: 1 poll on even ranks, 6 on odd ones
   const std::size_t n = 20;
-  std::vector<int> mine = block(me, 10, n), all(n * std::size_t(P), -1);
-  Exchange gather = s.comm->start_allgather(mine.data(), all.data(), n * sizeof(int));
-  std::vector<int> to(static_cast<std::size_t>(P)), from(static_cast<std::size_t>(P), -1);
+  std::vector<int> to(static_cast<std::size_t>(P)), from(static_cast<std::size_t>(P));
   for (int r = 0; r < P; ++r) to[std::size_t(r)] = me * 100 + r;
-  s.comm->alltoall(to.data(), from.data(), sizeof(int));
-  gather.wait();
-  for (int r = 0; r < P; ++r) {
-    EXPECT_EQ(from[std::size_t(r)], r * 100 + me);
-    EXPECT_EQ(std::vector<int>(all.begin() + std::ptrdiff_t(n) * r, all.begin() + std::ptrdiff_t(n) * (r + 1)),
-              block(r, 10, n))
-        << "rank " << r << "'s block";
+  const std::vector<std::size_t> one_int(static_cast<std::size_t>(P), sizeof(int));
+  std::vector<std::size_t> offsets;
+  for (int r = 0; r < P; ++r) offsets.push_back(std::size_t(r) * sizeof(int));
+  const std::vector<std::pair<const char*, std::function<void()>>> collectives = {
+      {"alltoall",
+       [&] {
+         s.comm->alltoall(to.data(), from.data(), sizeof(int));
+         for (int r = 0; r < P; ++r) EXPECT_EQ(from[std::size_t(r)], r * 100 + me);
+       }},
+      {"alltoallv",
+       [&] {
+         s.comm->alltoallv(to.data(), one_int.data(), offsets.data(), from.data(), one_int.data(), offsets.data());
+         for (int r = 0; r < P; ++r) EXPECT_EQ(from[std::size_t(r)], r * 100 + me);
+       }},
+      {"allreduce_inplace",
+       [&] {
+         std::int64_t value = me + 1;
+         s.comm->allreduce_inplace(&value, 1, ReduceOp::sum);
+         EXPECT_EQ(value, std::int64_t(P) * (P + 1) / 2);
+       }},
+      {"broadcast",
+       [&] {
+         int root_value = me == 0 ? 77 : -1;
+         s.comm->broadcast(&root_value, sizeof root_value, 0);
+         EXPECT_EQ(root_value, 77);
+       }},
+      {"barrier", [&] { s.comm->barrier(); }},
+  };
+  for (const auto& [name, call] : collectives) {
+    SCOPED_TRACE(name);
+    s.device->start_delays_at(me % 2);  // the copy off the device: 1 poll on even ranks, 6 on odd ones
+    std::vector<int> mine = block(me, 10, n), all(n * std::size_t(P), -1);
+    std::fill(from.begin(), from.end(), -1);
+    Exchange gather = s.comm->start_allgather(mine.data(), all.data(), n * sizeof(int));
+    call();
+    gather.wait();
+    for (int r = 0; r < P; ++r)
+      ASSERT_EQ(std::vector<int>(all.begin() + std::ptrdiff_t(n) * r, all.begin() + std::ptrdiff_t(n) * (r + 1)),
+                block(r, 10, n))
+          << "rank " << r << "'s block";
   }
   EXPECT_EQ(s.pending, 0);
 }

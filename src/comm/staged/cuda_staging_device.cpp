@@ -56,22 +56,22 @@ class CudaStagingDevice final : public StagingDevice {
   std::unique_ptr<CopyTicket> copy_to_host(void* dst, const void* src, std::size_t bytes,
                                            const ComputeMark& after) override {
     device::ScopedDevice on(device_);
-    wait_for(after);
-    check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, copies_.get()),
+    wait_for(after, to_host_);
+    check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, to_host_.get()),
                "cudaMemcpyAsync (device to pinned host)");
     auto t = std::make_unique<EventTicket>();
-    check_cuda(cudaEventRecord(t->event(), copies_.get()), "cudaEventRecord (copy stream)");
+    check_cuda(cudaEventRecord(t->event(), to_host_.get()), "cudaEventRecord (copy stream)");
     return t;
   }
 
   std::unique_ptr<CopyTicket> copy_to_device(void* dst, const void* src, std::size_t bytes,
                                              const ComputeMark& after) override {
     device::ScopedDevice on(device_);
-    wait_for(after);
-    check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, copies_.get()),
+    wait_for(after, to_device_);
+    check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, to_device_.get()),
                "cudaMemcpyAsync (pinned host to device)");
     auto t = std::make_unique<EventTicket>();
-    check_cuda(cudaEventRecord(t->event(), copies_.get()), "cudaEventRecord (copy stream)");
+    check_cuda(cudaEventRecord(t->event(), to_device_.get()), "cudaEventRecord (copy stream)");
     check_cuda(cudaStreamWaitEvent(compute_, t->event(), 0), "cudaStreamWaitEvent (compute stream)");
     return t;
   }
@@ -92,22 +92,27 @@ class CudaStagingDevice final : public StagingDevice {
   void set_compute_stream(void* stream) override { compute_ = static_cast<cudaStream_t>(stream); }
 
   std::unique_ptr<StagingDevice> make_sibling() override {
-    device::ScopedDevice on(device_);  // the sibling's copy stream on the same device
+    device::ScopedDevice on(device_);  // the sibling's copy streams on the same device
     return std::make_unique<CudaStagingDevice>(device_, compute_);
   }
 
  private:
-  /// The copy stream waits for the compute work of `after`: only that, not the kernels queued
-  /// since, which read other buffers (a ring step's copy into the next block overlaps the
-  /// kernel on the current one instead of waiting for it).
-  void wait_for(const ComputeMark& after) {
+  /// `copies` waits for the compute work of `after`: only that, not the kernels queued since,
+  /// which read other buffers (a ring step's copy into the next block overlaps the kernel on
+  /// the current one instead of waiting for it).
+  static void wait_for(const ComputeMark& after, const device::CudaStream& copies) {
     // Every mark this device is handed is one of its own (mark_compute()).
     const cudaEvent_t e = static_cast<const EventMark&>(after).event();
-    check_cuda(cudaStreamWaitEvent(copies_.get(), e, 0), "cudaStreamWaitEvent (copy stream)");
+    check_cuda(cudaStreamWaitEvent(copies.get(), e, 0), "cudaStreamWaitEvent (copy stream)");
   }
 
   int device_;
-  device::CudaStream copies_;
+  // A copy stream per direction: in one, a copy onto the device (the next K/V block, which the
+  // next kernel waits for) would queue behind a copy off it that waits for the current kernel
+  // (the backward's dK/dV partial), and the two directions of the link would not overlap. A
+  // copy off the device that sends what a copy onto it delivered is ordered by the compute
+  // stream: that waits for the copy in, and the mark the copy out waits for is taken after.
+  device::CudaStream to_host_, to_device_;
   cudaStream_t compute_ = nullptr;
 };
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// StagingDevice over the CUDA runtime: a copy stream of its own (non-blocking), pinned host
-// buffers from cudaHostAlloc, and events that order the copies after the compute stream and
-// the compute stream after the copies into device memory.
+// StagingDevice over the CUDA runtime: a copy stream of its own per direction (non-blocking),
+// pinned host buffers from cudaHostAlloc, and events that order the copies after the compute
+// stream and the compute stream after the copies into device memory.
 #pragma once
 
 #include <memory>

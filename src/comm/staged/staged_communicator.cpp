@@ -336,6 +336,7 @@ void StagedCommunicator::reduce_scatter_sum(float* send, float* recv, std::size_
 }
 
 std::unique_ptr<Communicator> StagedCommunicator::split(int color, int position) {
+  state_->post_started();  // MPI_Comm_split is a collective of the host communicator
   return std::make_unique<StagedCommunicator>(state_->host().split(color, position), state_->device().make_sibling());
 }
 

@@ -22,7 +22,9 @@
 // on), so the KV all-gather strategy's next chunk is gathered while it computes on the current
 // one. The other collectives (alltoall(v), reduce-scatter, broadcast) stage through the same
 // buffers and block (an all-to-all(v) writes back only the byte ranges it received);
-// allreduce_inplace and barrier take host values, as the NCCL transport's do.
+// allreduce_inplace and barrier take host values, as the NCCL transport's do. Every collective
+// and split first hands the host transport the exchanges started before it (post_started), so
+// that the ranks reach MPI's collectives in the order they called them.
 #pragma once
 
 #include <cstddef>
