@@ -526,7 +526,7 @@ MUTATIONS = [
              r"^capi_attention_sinks_test[.]np2$",
              "the sink's log-add-exp takes the row's lse as the larger term: a row that sees no key gets NaN"),
     Mutation("sink-gradient-unseen-row", "sinks", "src/engine/attention_sinks.cpp",
-             "          if (s == -INFINITY) return;  // no sink: no mass, no gradient\n", "",
+             "        if (s != -INFINITY) {  // no sink: no mass, no gradient", "        if (true) {",
              r"^capi_attention_sinks_test[.]np2$",
              "a head without a sink gets a NaN sink gradient from rows that see no key"),
     Mutation("staged-pool-smallest-free", "staged transport", "src/comm/staged/staged_communicator.cpp",

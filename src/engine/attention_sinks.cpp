@@ -39,24 +39,36 @@ std::vector<double> sink_gradient_part(const typename Space::execution_space& ex
                                        SpaceTensor4<const T, Space> out, SpaceTensor4<const T, Space> dout,
                                        SpaceTensor3<const float, Space> lse) {
   using Exec = typename Space::execution_space;
+  using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
   const std::int64_t B = out.extent(0), L = out.extent(1), H = out.extent(2), D = out.extent(3);
   std::vector<double> part(std::size_t(H), 0.0);
-  for (std::int64_t h = 0; h < H; ++h) {
-    double sum = 0.0;
-    Kokkos::parallel_reduce(
-        "rfa::sink_gradient", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, B * L),
-        KOKKOS_LAMBDA(std::int64_t r, double& acc) {
-          const float s = sinks[h];
-          if (s == -INFINITY) return;  // no sink: no mass, no gradient
-          const std::int64_t b = r / L, i = r % L;
-          double delta = 0.0;  // the row term D = sum_d dout * out
-          for (std::int64_t d = 0; d < D; ++d)
-            delta += double(to_float(dout(b, i, h, d))) * double(to_float(out(b, i, h, d)));
-          acc -= ::exp(double(s) - double(lse(b, h, i))) * delta;
-        },
-        sum);
-    part[std::size_t(h)] = sum;
-  }
+  if (H == 0) return part;
+  // One kernel for every head (a team sums a head's rows) and one copy back, not a blocking
+  // reduction per head.
+  Kokkos::View<double*, Space> sums(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "rfa::sink_gradient_sums"),
+                                    std::size_t(H));
+  Kokkos::parallel_for(
+      "rfa::sink_gradient", Kokkos::TeamPolicy<Exec>(exec, int(H), Kokkos::AUTO), KOKKOS_LAMBDA(const Team& team) {
+        const std::int64_t h = team.league_rank();
+        const float s = sinks[h];
+        double sum = 0.0;
+        if (s != -INFINITY) {  // no sink: no mass, no gradient
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, B * L),
+              [&](std::int64_t r, double& acc) {
+                const std::int64_t b = r / L, i = r % L;
+                double delta = 0.0;  // the row term D = sum_d dout * out
+                for (std::int64_t d = 0; d < D; ++d)
+                  delta += double(to_float(dout(b, i, h, d))) * double(to_float(out(b, i, h, d)));
+                acc -= ::exp(double(s) - double(lse(b, h, i))) * delta;
+              },
+              sum);
+        }
+        Kokkos::single(Kokkos::PerTeam(team), [&] { sums(h) = sum; });
+      });
+  Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(part.data(), std::size_t(H));
+  Kokkos::deep_copy(exec, host, sums);
+  exec.fence();
   return part;
 }
 
