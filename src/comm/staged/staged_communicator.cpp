@@ -231,21 +231,21 @@ void StagingState::complete_all() noexcept {
 /// A blocking round trip through pinned memory for the collectives.
 class StagedBuffer {
  public:
-  StagedBuffer(StagingState& s, std::size_t bytes) : s_(s), p_(s.pool().acquire(bytes)) {}
+  /// Its copies come after the compute work queued when it is made: the collective's start (a
+  /// blocking collective queues no kernel between its copies).
+  StagedBuffer(StagingState& s, std::size_t bytes)
+      : s_(s), after_(s.device().mark_compute()), p_(s.pool().acquire(bytes)) {}
   ~StagedBuffer() { s_.release_pinned(p_); }
   StagedBuffer(const StagedBuffer&) = delete;
   StagedBuffer& operator=(const StagedBuffer&) = delete;
   void* get() const { return p_; }
 
   /// `bytes` between the device and this buffer, at byte `at` of the buffer.
-  /// Each copy comes after all the compute work queued so far.
   void from_device(const void* src, std::size_t bytes, std::size_t at = 0) {
-    const std::unique_ptr<ComputeMark> now = s_.device().mark_compute();
-    finish(s_.device().copy_to_host(static_cast<unsigned char*>(p_) + at, src, bytes, *now));
+    finish(s_.device().copy_to_host(static_cast<unsigned char*>(p_) + at, src, bytes, *after_));
   }
   void to_device(void* dst, std::size_t bytes, std::size_t at = 0) {
-    const std::unique_ptr<ComputeMark> now = s_.device().mark_compute();
-    finish(s_.device().copy_to_device(dst, static_cast<unsigned char*>(p_) + at, bytes, *now));
+    finish(s_.device().copy_to_device(dst, static_cast<unsigned char*>(p_) + at, bytes, *after_));
   }
 
  private:
@@ -253,6 +253,7 @@ class StagedBuffer {
     while (!t->done()) std::this_thread::yield();
   }
   StagingState& s_;
+  std::unique_ptr<ComputeMark> after_;  // taken before the pinned buffer, which nothing would release if it threw
   void* p_;
 };
 
