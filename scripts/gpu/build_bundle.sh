@@ -15,7 +15,8 @@
 # bundle.tar.xz, which device_check.sh unpacks there:
 #   bin/      the device check's programs (tests, rfa_run, the GPU benchmarks), stripped
 #   lib/      librfa, Kokkos' libraries and what else they need beyond the C/C++ runtime, the
-#             CUDA driver, NCCL and cuDNN (the GPU machine's own: PyTorch's wheels carry both)
+#             CUDA driver, NCCL and cuDNN (the GPU machine's own: PyTorch's wheels carry both),
+#             and the crash report device_check.sh's backtrace phase preloads
 #   mpi/      Debian's Open MPI 4.1 runtime, unpacked from its packages (the GPU machine has none)
 # and beside it manifest.txt (what was built, from which commit, with which versions, how
 # large) and steps.txt (the steps, with their timeouts). It fails when the packed bundle and
@@ -165,6 +166,9 @@ stage_programs() {
   done
   [ -z "$unresolved" ] || { say "the programs need libraries found neither here nor on the GPU machine:$unresolved"; exit 1; }
   strip --strip-unneeded "$stage"/bin/* "$stage"/lib/* 2>/dev/null || true
+  # The crash report that device_check.sh's backtrace phase preloads.
+  cc -shared -fPIC -O1 -Wall -o "$stage/lib/librfa_crash_report.so" "$here/scripts/gpu/crash_report.c" -ldl -lpthread ||
+    { say "could not build the crash report (scripts/gpu/crash_report.c)"; exit 1; }
 }
 # Debian's Open MPI 4.1 and what it loads, unpacked without installing (the GPU machine has no
 # MPI); kept in the cache between builds.

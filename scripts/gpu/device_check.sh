@@ -11,7 +11,8 @@
 # PHASE is check (correctness: the kernel tests on both paths, the cuDNN test, the C API and engine
 # suites on each kernel choice pinned explicitly, every strategy, np 1-4 over staged MPI and np 1
 # over NCCL, memcheck), perf (the speed and error measurements beside PyTorch's SDPA peers) or
-# million (a million tokens, checked) or profile (racecheck and Nsight Compute on the kernels);
+# million (a million tokens, checked) or profile (racecheck and Nsight Compute on the kernels)
+# or backtrace (the commands RFA_BACKTRACE names, each with a crash report: see below);
 # default: check perf, what one call of a 15-minute lease holds (docs/gpus.md, "Checking on a
 # lent GPU", says how a lease is spent). Each phase has a budget of device seconds
 # (RFA_BUDGET_CHECK 330, RFA_BUDGET_PERF 230, RFA_BUDGET_MILLION 300, RFA_BUDGET_PROFILE 240):
@@ -29,9 +30,15 @@
 # RFA_TEST_REQUIRE_DEVICE=1, which makes them fail instead), or a kernel path or library asked
 # for and missing, is FAILED. Exit code: 0 when every step ran and passed, 1 when one failed or
 # timed out, 3 when none failed but some did not finish or run.
+# backtrace runs, for a crash seen in an earlier call, each command of RFA_BACKTRACE (separated
+# by ';', each "RANKS PROGRAM ARGS...", PROGRAM one of the bundle's, e.g. "2 rfa_run --device
+# cuda --strategy ulysses --seq 1024") with the bundle's crash report preloaded
+# (scripts/gpu/crash_report.c): a crashing rank prints its faulting instruction and the return
+# addresses on its stack as library+offset, which addr2line resolves on the build machine
+# against the unstripped build. Verdicts as for a test: ok when the command passed.
 # What comes back ($OUT, or ./device-check-out): device.txt, summary.tsv, summary.json, one log
-# per phase run (check.log, perf.log, million.log, profile.log) and results.json (each
-# measurement's JSON by step): at most 8 files.
+# per phase run (check.log, perf.log, million.log, profile.log, backtrace.log) and results.json
+# (each measurement's JSON by step): at most 8 files.
 set -uo pipefail
 # ranks, choice_env and run_flags print lists of words, split on purpose where they are used.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -49,9 +56,9 @@ while [ $# -gt 0 ]; do
       [[ "" =~ ^($only)$ ]]
       [ $? -eq 2 ] && { echo "device_check: --only '$only' is not an extended regular expression" >&2; exit 2; }
       shift ;;
-    check|perf|million|profile) phases+=("$1") ;;
+    check|perf|million|profile|backtrace) phases+=("$1") ;;
     -h|--help) awk 'NR > 3 && !/^#/ { exit } NR > 3 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
-    *) echo "device_check: unknown argument '$1' (phases: check, perf, million, profile; --list, --only REGEX, --bundle DIR)" >&2; exit 2 ;;
+    *) echo "device_check: unknown argument '$1' (phases: check, perf, million, profile, backtrace; --list, --only REGEX, --bundle DIR)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -458,6 +465,31 @@ profile_phase() {
     --launch-skip 0 --launch-count 8 --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
     --section MemoryWorkloadAnalysis --section WarpStateStats "$bin/rfa_cuda_kernel_bench" --batch 2 --heads 16 \
     --seq 8192 --dim 128 --warmup 0 --iters 1 --no-torch --path all
+}
+
+# ---------------------------------------------------------------- backtrace
+backtrace_phase() {
+  begin_phase backtrace "${RFA_BUDGET_BACKTRACE:-240}"
+  if [ -z "${RFA_BACKTRACE:-}" ]; then
+    [ -n "$list" ] && return
+    echo "device_check: the backtrace phase runs the commands RFA_BACKTRACE names (\"RANKS PROGRAM ARGS...; ...\")" >&2
+    exit 2
+  fi
+  local entries entry words i=0 n program
+  IFS=';' read -r -a entries <<<"$RFA_BACKTRACE"
+  for entry in "${entries[@]}"; do
+    read -r -a words <<<"$entry"  # split on blanks, never globbed (a --gtest_filter=*x* stays)
+    [ ${#words[@]} -gt 0 ] || continue
+    n=${words[0]} program=${words[1]:-}
+    i=$((i + 1))
+    if [ -z "$list" ] && { ! [[ "$n" =~ ^[1-9][0-9]*$ ]] || [ ! -x "$bin/$program" ]; }; then
+      echo "device_check: RFA_BACKTRACE entry '$entry' is not \"RANKS PROGRAM ARGS\" with a program of the bundle" >&2
+      exit 2
+    fi
+    # Open MPI's own handler, which prints only the frames it can unwind, is switched off.
+    step "backtrace.$i" 120 test LD_PRELOAD="$bundle/lib/librfa_crash_report.so" OMPI_MCA_opal_signal= -- \
+      $(ranks "$n") "$bin/$program" "${words[@]:2}"
+  done
 }
 
 for p in "${phases[@]}"; do "${p}_phase"; done

@@ -196,6 +196,32 @@ rc=$?
 check "--only with a malformed expression: exit code 2 and why" \
   sh -c "[ $rc -eq 2 ] && grep -q 'not an extended regular expression' '$tmp/out5d.txt'"
 
+# 5f. The backtrace phase: each RFA_BACKTRACE command on its ranks with the crash report
+# preloaded, a failing one FAILED; without commands, or with a malformed one, exit code 2.
+run_check "$tmp/out5f" FAKE_FAIL=capi_cuda_test \
+  RFA_BACKTRACE="2 rfa_run --device cuda --strategy ulysses; 4 capi_cuda_test --gtest_filter=*hybrid*" \
+  bash "$script" --bundle "$bundle" backtrace
+rc=$?
+check "backtrace: a crashing command makes exit code 1" [ $rc -eq 1 ]
+check "backtrace: a step per command, the one that passed ok, the other FAILED" \
+  [ "$(verdict "$tmp/out5f" backtrace.1) $(verdict "$tmp/out5f" backtrace.2)" = "ok FAILED (rc 1)" ]
+check "backtrace: the command's ranks and arguments" \
+  grep -q "rfa_run ranks=2 .* --device cuda --strategy ulysses" "$tmp/out5f/backtrace.log"
+check "backtrace: the second command's own ranks and arguments" \
+  grep -q "capi_cuda_test ranks=4 .* --gtest_filter=\*hybrid\*" "$tmp/out5f/backtrace.log"
+check "backtrace: the crash report preloaded and Open MPI's handler off" \
+  grep -q "LD_PRELOAD=$bundle/lib/librfa_crash_report.so OMPI_MCA_opal_signal= " "$tmp/out5f/backtrace.log"
+run_check "$tmp/out5g" bash "$script" --bundle "$bundle" backtrace
+rc=$?
+check "backtrace without commands: exit code 2 and why" sh -c "[ $rc -eq 2 ] && grep -q RFA_BACKTRACE '$tmp/out5g.txt'"
+run_check "$tmp/out5h" RFA_BACKTRACE="two rfa_run" bash "$script" --bundle "$bundle" backtrace
+rc=$?
+check "backtrace with a malformed command: exit code 2 and why" \
+  sh -c "[ $rc -eq 2 ] && grep -q \"entry 'two rfa_run'\" '$tmp/out5h.txt'"
+run_check "$tmp/out5i" RFA_BACKTRACE="1 no_such_program" bash "$script" --bundle "$bundle" backtrace
+rc=$?
+check "backtrace with a program not in the bundle: exit code 2" [ $rc -eq 2 ]
+
 # 6. No bundle, or an unknown phase: exit code 2 and why.
 mkdir -p "$tmp/empty"
 run_check "$tmp/out6" bash "$script" --bundle "$tmp/empty"
