@@ -179,6 +179,13 @@ MUTATIONS = [
              "const float scale = softmax_scale;",
              r"^capi_invalid_calls_test[.]np1$",
              "a CUDA context's check of softcap / scale takes the default scale as 0: every soft cap is refused"),
+    Mutation("device-lambda-in-header", "sequence transposes", "src/engine/sequence_transpose.hpp",
+             "Kokkos::parallel_for(name, Range(exec, 0, rows * width), EachElement<Op>{op, width});",
+             "Kokkos::parallel_for(\n        name, Range(exec, 0, rows * width), KOKKOS_LAMBDA(std::int64_t i) {\n"
+             "          op(i / width, i % width, i % width + 1);\n        });",
+             r"^scripts[.]device_lambdas_in_headers$",
+             "a KOKKOS_LAMBDA in a header's template: nvcc's wrapper of it calls a null pointer where the "
+             "linker keeps another unit's copy (a crash on a GPU only)"),
     Mutation("value-dim-config", "value head dims", "src/engine/attention_config.cpp",
              "p.value_dim = c.value_dim;", "p.value_dim = 0;",
              r"^capi_value_head_dim_test[.]np[12]$",

@@ -14,6 +14,14 @@
 // threads touch neighbouring addresses. Device work is only queued: the communicators order
 // their transfers after the compute stream. Index lists the kernels read (which slot holds which
 // column) live in the same memory (ColumnMap).
+//
+// The per-row operations are named functors, not KOKKOS_LAMBDA: nvcc wraps a __host__
+// __device__ lambda in an object whose copy, call and destruction go through function pointers
+// that each translation unit keeps to itself (an anonymous namespace) and sets where the lambda
+// is made. These templates are instantiated in several translation units, and the linker keeps
+// one copy of each instantiation: a lambda made in one unit's copy and copied by another's
+// called a null pointer (the Ulysses and hybrid strategies crashed so on an H200:
+// perf/RESULTS.md, "2026-12-04 — the first GPU run of every path"). A functor is a plain type.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -90,24 +98,50 @@ KOKKOS_INLINE_FUNCTION void convert_span(To* to, const From* from, std::int64_t 
 template <class Exec>
 constexpr bool kHostExec = std::is_same<typename Exec::memory_space, Kokkos::HostSpace>::value;
 
+/// A row operation on a device: index i is element i % width of row i / width.
+template <class Op>
+struct EachElement {
+  Op op;
+  std::int64_t width;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    const std::int64_t x = i % width;
+    op(i / width, x, x + 1);
+  }
+};
+
+/// A row operation on the host: index i is the whole row i.
+template <class Op>
+struct EachRow {
+  Op op;
+  std::int64_t width;
+  void operator()(std::int64_t row) const { op(row, 0, width); }
+};
+
 /// op(row, x0, x1) for every row < rows, covering the elements [0, width) of each: whole rows
 /// per iteration on the host, one element per thread on a device. Queued on `exec`; the host's
-/// is fenced (its results are read by MPI next).
+/// is fenced (its results are read by MPI next). `op` is a functor (see above).
 template <class Exec, class Op>
 void for_each_row(const Exec& exec, const char* name, std::int64_t rows, std::int64_t width, const Op& op) {
   if (rows <= 0 || width <= 0) return;
   using Range = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
   if constexpr (kHostExec<Exec>) {
-    Kokkos::parallel_for(name, Range(exec, 0, rows), [=](std::int64_t row) { op(row, 0, width); });
+    Kokkos::parallel_for(name, Range(exec, 0, rows), EachRow<Op>{op, width});
     exec.fence();
   } else {
-    Kokkos::parallel_for(
-        name, Range(exec, 0, rows * width), KOKKOS_LAMBDA(std::int64_t i) {
-          const std::int64_t x = i % width;
-          op(i / width, x, x + 1);
-        });
+    Kokkos::parallel_for(name, Range(exec, 0, rows * width), EachElement<Op>{op, width});
   }
 }
+
+/// to[row * to_pitch + x] = from[row * from_pitch + x].
+template <class T>
+struct CopyRows {
+  T* to;
+  const T* from;
+  std::int64_t to_pitch, from_pitch;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t row, std::int64_t x0, std::int64_t x1) const {
+    copy_span(to + row * to_pitch + x0, from + row * from_pitch + x0, x1 - x0);
+  }
+};
 
 /// Which slot of a head-sharded tensor holds which column of the rank-sharded one, in the
 /// memory `Space` the transposes run on: col[j] is slot j's column; the slots of column u are
@@ -173,13 +207,23 @@ void pack_heads(const Exec& exec, SpaceTensor4<const T, typename Exec::memory_sp
     if (std::int64_t(r) == skip) continue;
     const std::int64_t w = blocks.width[r];
     const T* from = src.data() + first[r] * D;  // heads f .. f + w of a row: w * D consecutive elements
-    T* block = dst + blocks.offset[r];
-    for_each_row(
-        exec, "rfa::pack_heads", rows, w * D, KOKKOS_LAMBDA(std::int64_t row, std::int64_t x0, std::int64_t x1) {
-          copy_span(block + row * w * D + x0, from + row * H * D + x0, x1 - x0);
-        });
+    for_each_row(exec, "rfa::pack_heads", rows, w * D, CopyRows<T>{dst + blocks.offset[r], from, w * D, H * D});
   }
 }
+
+/// place_block's row operation: row (b * L + l) * J + j of the block's rows and slots.
+template <class T>
+struct PlaceRow {
+  T* to;
+  const T* src;
+  const std::int64_t* col;
+  PositionMap pos;
+  std::int64_t S, J, D, L, pitch;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t row, std::int64_t x0, std::int64_t x1) const {
+    const std::int64_t bl = row / J, j = row % J, b = bl / L, l = bl % L;
+    copy_span(to + ((b * S + pos(l)) * J + j) * D + x0, src + bl * pitch + col[j] * D + x0, x1 - x0);
+  }
+};
 
 /// full[b][pos(l)][j] = src[(b * L + l) * pitch + col[j] * D ..] for the L rows of `pos` and
 /// every slot j: one rank's rows, at `pitch` elements per row (a packed block's w * D, or a
@@ -189,13 +233,7 @@ void place_block(const Exec& exec, const T* src, std::int64_t pitch, const Posit
                  const typename ColumnMap<typename Exec::memory_space>::Lists& cols,
                  SpaceTensor4<T, typename Exec::memory_space> full) {
   const std::int64_t B = full.extent(0), S = full.extent(1), J = full.extent(2), D = full.extent(3), L = pos.length();
-  const std::int64_t* col = cols.col;
-  T* to = full.data();
-  for_each_row(
-      exec, "rfa::place_rows", B * L * J, D, KOKKOS_LAMBDA(std::int64_t row, std::int64_t x0, std::int64_t x1) {
-        const std::int64_t bl = row / J, j = row % J, b = bl / L, l = bl % L;
-        copy_span(to + ((b * S + pos(l)) * J + j) * D + x0, src + bl * pitch + col[j] * D + x0, x1 - x0);
-      });
+  for_each_row(exec, "rfa::place_rows", B * L * J, D, PlaceRow<T>{full.data(), src, cols.col, pos, S, J, D, L, pitch});
 }
 
 /// full[b][rows[s](l)][j] = block s [b][l][col[j]] for every rank s and slot j: the received
@@ -209,6 +247,33 @@ void place_rows(const Exec& exec, const T* recv, const BlockLayout& blocks, cons
       place_block(exec, recv + blocks.offset[s], blocks.width[s] * std::int64_t(full.extent(3)), rows[s], cols, full);
 }
 
+/// take_block's row operation: row (b * L + l) * width + u of the destination.
+template <class TFull, class TDst>
+struct TakeRow {
+  const TFull* from;
+  TDst* dst;
+  const std::int64_t* first;
+  const std::int64_t* slot;
+  PositionMap pos;
+  std::int64_t S, J, D, L, width, known, pitch;
+  bool accumulate;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t row, std::int64_t x0, std::int64_t x1) const {
+    const std::int64_t bl = row / width, u = row % width, b = bl / L, l = bl % L;
+    const TFull* r = from + (b * S + pos(l)) * J * D;
+    const std::int64_t i0 = u < known ? first[u] : 0, i1 = u < known ? first[u + 1] : 0;
+    TDst* out = dst + bl * pitch + u * D;
+    if (i1 - i0 == 1 && !accumulate) {
+      convert_span(out, r + slot[i0] * D, x0, x1);
+      return;
+    }
+    for (std::int64_t x = x0; x < x1; ++x) {
+      float sum = accumulate ? to_float(out[x]) : 0.0f;
+      for (std::int64_t i = i0; i < i1; ++i) sum += to_float(r[slot[i] * D + x]);
+      out[x] = convert_value<TDst>(sum);
+    }
+  }
+};
+
 /// dst[(b * L + l) * pitch + u * D ..] = (or += when accumulating) the sum over the slots j
 /// of column u of full[b][pos(l)][j], converted, for the L rows of `pos` and u < width: one
 /// rank's rows back from the full sequence, at `pitch` elements per row (place_block's way
@@ -219,26 +284,10 @@ void take_block(const Exec& exec, SpaceTensor4<const TFull, typename Exec::memor
                 const typename ColumnMap<typename Exec::memory_space>::Lists& cols, std::int64_t width, TDst* dst,
                 std::int64_t pitch, bool accumulate) {
   const std::int64_t B = full.extent(0), S = full.extent(1), J = full.extent(2), D = full.extent(3);
-  const std::int64_t L = pos.length(), known = cols.width;
-  const std::int64_t* first = cols.first;
-  const std::int64_t* slot = cols.slot;
-  const TFull* from = full.data();
-  for_each_row(
-      exec, "rfa::take_rows", B * L * width, D, KOKKOS_LAMBDA(std::int64_t row, std::int64_t x0, std::int64_t x1) {
-        const std::int64_t bl = row / width, u = row % width, b = bl / L, l = bl % L;
-        const TFull* r = from + (b * S + pos(l)) * J * D;
-        const std::int64_t i0 = u < known ? first[u] : 0, i1 = u < known ? first[u + 1] : 0;
-        TDst* out = dst + bl * pitch + u * D;
-        if (i1 - i0 == 1 && !accumulate) {
-          convert_span(out, r + slot[i0] * D, x0, x1);
-          return;
-        }
-        for (std::int64_t x = x0; x < x1; ++x) {
-          float sum = accumulate ? to_float(out[x]) : 0.0f;
-          for (std::int64_t i = i0; i < i1; ++i) sum += to_float(r[slot[i] * D + x]);
-          out[x] = convert_value<TDst>(sum);
-        }
-      });
+  const std::int64_t L = pos.length();
+  for_each_row(exec, "rfa::take_rows", B * L * width, D,
+               TakeRow<TFull, TDst>{full.data(), dst, cols.first, cols.slot, pos, S, J, D, L, width, cols.width, pitch,
+                                    accumulate});
 }
 
 /// Block r [b][l][u] = the sum over the slots of column u of full[b][rows[r](l)][j],
@@ -254,6 +303,25 @@ void take_rows(const Exec& exec, SpaceTensor4<const TFull, typename Exec::memory
                  blocks.width[r] * std::int64_t(full.extent(3)), false);
 }
 
+/// unpack_heads' row operation: to[row * to_pitch + x] = (or +=) from[row * from_pitch + x],
+/// converted.
+template <class TRecv, class TDst>
+struct UnpackRow {
+  const TRecv* from;
+  TDst* to;
+  std::int64_t from_pitch, to_pitch;
+  bool accumulate;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t row, std::int64_t x0, std::int64_t x1) const {
+    const TRecv* f = from + row * from_pitch;
+    TDst* t = to + row * to_pitch;
+    if (!accumulate) {
+      convert_span(t, f, x0, x1);
+      return;
+    }
+    for (std::int64_t x = x0; x < x1; ++x) t[x] = convert_value<TDst>(to_float(t[x]) + to_float(f[x]));
+  }
+};
+
 /// dst[b][l][first[s] + u][x] = block s [b][l][u][x] (or += when accumulating), converted.
 /// Block `skip` is left alone.
 template <class Exec, class TRecv, class TDst>
@@ -264,18 +332,9 @@ void unpack_heads(const Exec& exec, const TRecv* recv, const BlockLayout& blocks
   for (std::size_t s = 0; s < first.size(); ++s) {
     if (std::int64_t(s) == skip) continue;
     const std::int64_t w = blocks.width[s];
-    const TRecv* block = recv + blocks.offset[s];
     TDst* to_heads = dst.data() + first[s] * D;  // heads f .. f + w: w * D consecutive elements
-    for_each_row(
-        exec, "rfa::unpack_heads", rows, w * D, KOKKOS_LAMBDA(std::int64_t row, std::int64_t x0, std::int64_t x1) {
-          const TRecv* from = block + row * w * D;
-          TDst* to = to_heads + row * H * D;
-          if (!accumulate) {
-            convert_span(to, from, x0, x1);
-            return;
-          }
-          for (std::int64_t x = x0; x < x1; ++x) to[x] = convert_value<TDst>(to_float(to[x]) + to_float(from[x]));
-        });
+    for_each_row(exec, "rfa::unpack_heads", rows, w * D,
+                 UnpackRow<TRecv, TDst>{recv + blocks.offset[s], to_heads, w * D, H * D, accumulate});
   }
 }
 
@@ -300,33 +359,65 @@ void take_own_rows(const Exec& exec, SpaceTensor4<const TFull, typename Exec::me
   take_block(exec, full, pos, cols, width, local.data() + first * D, H * D, accumulate);
 }
 
+/// to[row * width + x] = from[row * width + x], converted.
+template <class T>
+struct ConvertRow {
+  const float* from;
+  T* to;
+  std::int64_t width;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t row, std::int64_t x0, std::int64_t x1) const {
+    convert_span(to + row * width, from + row * width, x0, x1);
+  }
+};
+
 /// to = from, converted, elementwise, over [batch][rows][heads][dim] tensors of one shape.
 template <class Exec, class T>
 void convert_elements(const Exec& exec, SpaceTensor4<const float, typename Exec::memory_space> from,
                       SpaceTensor4<T, typename Exec::memory_space> to) {
-  const float* a = from.data();
-  T* b = to.data();
   const std::int64_t width = std::int64_t(to.extent(2) * to.extent(3));
-  for_each_row(
-      exec, "rfa::convert_elements", std::int64_t(to.extent(0) * to.extent(1)), width,
-      KOKKOS_LAMBDA(std::int64_t row, std::int64_t x0, std::int64_t x1) {
-        convert_span(b + row * width, a + row * width, x0, x1);
-      });
+  for_each_row(exec, "rfa::convert_elements", std::int64_t(to.extent(0) * to.extent(1)), width,
+               ConvertRow<T>{from.data(), to.data(), width});
 }
+
+/// data[row * width + x] = 0 for x outside [lo, hi).
+struct ZeroOutside {
+  float* data;
+  std::int64_t width, lo, hi;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t row, std::int64_t x0, std::int64_t x1) const {
+    for (std::int64_t x = x0; x < x1; ++x)
+      if (x < lo || x >= hi) data[row * width + x] = 0.0f;
+  }
+};
 
 /// Every head of `t` [batch][rows][heads][dim] outside [first, first + count) set to zero.
 template <class Exec>
 void zero_other_heads(const Exec& exec, SpaceTensor4<float, typename Exec::memory_space> t, std::int64_t first,
                       std::int64_t count) {
-  const std::int64_t H = t.extent(2), D = t.extent(3), lo = first * D, hi = (first + count) * D;
-  float* data = t.data();
-  for_each_row(
-      exec, "rfa::zero_heads", std::int64_t(t.extent(0) * t.extent(1)), H * D,
-      KOKKOS_LAMBDA(std::int64_t row, std::int64_t x0, std::int64_t x1) {
-        for (std::int64_t x = x0; x < x1; ++x)
-          if (x < lo || x >= hi) data[row * H * D + x] = 0.0f;
-      });
+  const std::int64_t H = t.extent(2), D = t.extent(3);
+  for_each_row(exec, "rfa::zero_heads", std::int64_t(t.extent(0) * t.extent(1)), H * D,
+               ZeroOutside{t.data(), H * D, first * D, (first + count) * D});
 }
+
+/// a[l0, l1) = b[l0, l1) when `into_a`, else b[l0, l1) = a[l0, l1).
+KOKKOS_INLINE_FUNCTION void copy_one_way(bool into_a, float* a, float* b, std::int64_t l0, std::int64_t l1) {
+  if (into_a) {
+    copy_span(a + l0, b + l0, l1 - l0);
+  } else {
+    copy_span(b + l0, a + l0, l1 - l0);
+  }
+}
+
+/// lse_heads' row operation: row bh = b * H + h of the local tensor, to or from its block.
+struct LseHeadRow {
+  float* rows;
+  float* blocks;
+  std::int64_t B, H, L, hp;
+  bool to_blocks;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t bh, std::int64_t l0, std::int64_t l1) const {
+    const std::int64_t b = bh / H, h = bh % H, r = h / hp, i = h % hp;
+    copy_one_way(to_blocks, blocks + ((r * B + b) * hp + i) * L, rows + bh * L, l0, l1);
+  }
+};
 
 /// lse rows between the local [batch][heads][rows] and per-rank blocks [batch][hp][rows].
 /// to_blocks: block r = heads [r*hp, (r+1)*hp) of `local`. Otherwise the reverse.
@@ -334,19 +425,28 @@ template <class Exec>
 void lse_heads(const Exec& exec, SpaceTensor3<float, typename Exec::memory_space> local, float* blocks, std::int64_t hp,
                bool to_blocks) {
   const std::int64_t B = local.extent(0), H = local.extent(1), L = local.extent(2);
-  float* rows = local.data();
-  for_each_row(
-      exec, "rfa::lse_heads", B * H, L, KOKKOS_LAMBDA(std::int64_t bh, std::int64_t l0, std::int64_t l1) {
-        const std::int64_t b = bh / H, h = bh % H, r = h / hp, i = h % hp;
-        float* block = blocks + ((r * B + b) * hp + i) * L;
-        float* row = rows + bh * L;
-        if (to_blocks) {
-          copy_span(block + l0, row + l0, l1 - l0);
-        } else {
-          copy_span(row + l0, block + l0, l1 - l0);
-        }
-      });
+  for_each_row(exec, "rfa::lse_heads", B * H, L, LseHeadRow{local.data(), blocks, B, H, L, hp, to_blocks});
 }
+
+/// lse_sequence's row operation: row bi of one rank's block, at that rank's positions.
+struct LseSequenceRow {
+  float* seq;
+  float* block;
+  PositionMap pos;
+  std::int64_t S, L;
+  bool to_full;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t bi, std::int64_t l0, std::int64_t l1) const {
+    for (std::int64_t l = l0; l < l1; ++l) {
+      float& f = seq[bi * S + pos(l)];
+      float& x = block[bi * L + l];
+      if (to_full) {
+        f = x;
+      } else {
+        x = f;
+      }
+    }
+  }
+};
 
 /// lse rows between per-rank blocks [batch][hp][rows of rank r] and the full [batch][hp][S]:
 /// to_full places block s at rank s's global positions; otherwise block r takes them back.
@@ -354,26 +454,26 @@ template <class Exec>
 void lse_sequence(const Exec& exec, SpaceTensor3<float, typename Exec::memory_space> full, float* blocks,
                   const std::vector<PositionMap>& rows, bool to_full) {
   const std::int64_t B = full.extent(0), hp = full.extent(1), S = full.extent(2);
-  float* seq = full.data();
   std::int64_t offset = 0;
   for (const PositionMap& pos : rows) {
     const std::int64_t L = pos.length();
-    float* block = blocks + offset;
-    for_each_row(
-        exec, "rfa::lse_sequence", B * hp, L, KOKKOS_LAMBDA(std::int64_t bi, std::int64_t l0, std::int64_t l1) {
-          for (std::int64_t l = l0; l < l1; ++l) {
-            float& f = seq[bi * S + pos(l)];
-            float& x = block[bi * L + l];
-            if (to_full) {
-              f = x;
-            } else {
-              x = f;
-            }
-          }
-        });
+    for_each_row(exec, "rfa::lse_sequence", B * hp, L,
+                 LseSequenceRow{full.data(), blocks + offset, pos, S, L, to_full});
     offset += B * hp * L;
   }
 }
+
+/// slice_heads' row operation: row bi = b * h + i of the part, to or from head first + i.
+struct SliceHeadRow {
+  float* whole;
+  float* part;
+  std::int64_t h, L, H, first;
+  bool into_part;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t bi, std::int64_t l0, std::int64_t l1) const {
+    const std::int64_t b = bi / h, i = bi % h;
+    copy_one_way(into_part, part + bi * L, whole + (b * H + first + i) * L, l0, l1);
+  }
+};
 
 /// Heads [first, first + part.extent(1)) of an fp32 [batch][heads][rows] tensor (lse, D): copied
 /// into `part` (into_part) or back into `whole`.
@@ -381,19 +481,7 @@ template <class Exec>
 void slice_heads(const Exec& exec, SpaceTensor3<float, typename Exec::memory_space> whole, std::int64_t first,
                  SpaceTensor3<float, typename Exec::memory_space> part, bool into_part) {
   const std::int64_t B = part.extent(0), h = part.extent(1), L = part.extent(2), H = whole.extent(1);
-  float* w = whole.data();
-  float* p = part.data();
-  for_each_row(
-      exec, "rfa::slice_heads", B * h, L, KOKKOS_LAMBDA(std::int64_t bi, std::int64_t l0, std::int64_t l1) {
-        const std::int64_t b = bi / h, i = bi % h;
-        float* a = w + (b * H + first + i) * L;
-        float* c = p + bi * L;
-        if (into_part) {
-          copy_span(c + l0, a + l0, l1 - l0);
-        } else {
-          copy_span(a + l0, c + l0, l1 - l0);
-        }
-      });
+  for_each_row(exec, "rfa::slice_heads", B * h, L, SliceHeadRow{whole.data(), part.data(), h, L, H, first, into_part});
 }
 
 }  // namespace engine
