@@ -24,6 +24,7 @@
 #include "cuda_device_check.hpp"
 #include "rfa/rfa_config.h"
 #include "rfa/rfa_mpi.h"
+#include "scoped_env.hpp"
 
 namespace {
 
@@ -35,14 +36,23 @@ using namespace rfa_capi_test;
 class OnDevice {
  public:
   explicit OnDevice(std::size_t bytes) : bytes_(bytes) { EXPECT_EQ(cudaMalloc(&p_, bytes), cudaSuccess); }
+  /// Filled from `host`, complete on the device before it returns: cudaMemcpy from pageable
+  /// memory may return before its DMA ends, and the context's streams are non-blocking (they do
+  /// not wait for the legacy default stream), so a call could otherwise read the buffer first.
   OnDevice(const void* host, std::size_t bytes) : OnDevice(bytes) {
     EXPECT_EQ(cudaMemcpy(p_, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
   ~OnDevice() { cudaFree(p_); }
   OnDevice(const OnDevice&) = delete;
   OnDevice& operator=(const OnDevice&) = delete;
   void* get() const { return p_; }
-  void poison() { EXPECT_EQ(cudaMemset(p_, 0xff, bytes_), cudaSuccess); }  // NaN in every dtype
+  /// NaN in every dtype, complete before it returns (cudaMemset is asynchronous on the legacy
+  /// default stream, which a non-blocking stream's kernels do not wait for).
+  void poison() {
+    EXPECT_EQ(cudaMemset(p_, 0xff, bytes_), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
   void download(void* host) const { EXPECT_EQ(cudaMemcpy(host, p_, bytes_, cudaMemcpyDeviceToHost), cudaSuccess); }
 
  private:
@@ -503,6 +513,9 @@ TEST(CudaContext, HostContextRefusesDevicePointers) {
   const int P = world_size();
   rfa_options_t o = cuda_options({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, 64, 2}, P * 8);
   o.device = RFA_DEVICE_HOST;
+  // The suite runs with a CUDA kernel choice pinned in the environment, which a host context
+  // refuses (kernel_choice_test): this host context is made without it.
+  const rfa::test::ScopedEnv no_kernels("RFA_CUDA_KERNELS", nullptr), no_path("RFA_CUDA_KERNEL_PATH", nullptr);
   rfa_context_t ctx = nullptr;
   ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
   int64_t L = 0;

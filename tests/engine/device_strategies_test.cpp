@@ -115,7 +115,10 @@ class DeviceStrategyMemory : public DeviceStrategyTest {
         }
         Kokkos::fence();
       });
-      EXPECT_GT(log.peak, 0) << "no allocation observed: are Kokkos tool hooks working?";
+      // A pass whose formula is 0 allocates nothing (the ring's forward on one rank: no block
+      // travels, the kernels write the output directly); every other pass shows the hooks work.
+      if (attn->workspace_bytes(backward) > 0)
+        EXPECT_GT(log.peak, 0) << "no allocation observed: are Kokkos tool hooks working?";
       if (cfg.cuda_kernels == engine::CudaKernels::rfa) {
         EXPECT_EQ(log.peak, attn->workspace_bytes(backward)) << "device allocations differ from the documented formula";
       } else {
@@ -125,7 +128,10 @@ class DeviceStrategyMemory : public DeviceStrategyTest {
                     static_cast<long long>(log.peak - attn->workspace_bytes(backward)),
                     static_cast<long long>(attn->workspace_bytes(backward)));
       }
-      EXPECT_EQ(attn->last_workspace_bytes(), attn->workspace_bytes(backward));
+      // What the pass reports having used: the formula, and on cuDNN its scratch too (all the
+      // pass allocated).
+      EXPECT_EQ(attn->last_workspace_bytes(),
+                cfg.cuda_kernels == engine::CudaKernels::rfa ? attn->workspace_bytes(backward) : log.peak);
     }
   }
 };
