@@ -76,7 +76,8 @@ static void on_crash(int sig, siginfo_t* si, void* context) {
     pthread_attr_destroy(&attr);
   }
   int frames = 0;
-  for (uintptr_t at = sp; at + sizeof(uintptr_t) <= top && at < sp + 64 * 1024 && frames < 40; at += sizeof(uintptr_t)) {
+  for (uintptr_t at = sp; at + sizeof(uintptr_t) <= top && at < sp + 64 * 1024 && frames < 40;
+       at += sizeof(uintptr_t)) {
     const uintptr_t w = *(const uintptr_t*)at;
     if (!is_return_address(w)) continue;
     char what[64];
