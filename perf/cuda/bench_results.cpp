@@ -44,7 +44,7 @@ std::string cuda_version_text(int version) {
 
 rfa::perf::ContextFields gpu_context(const std::string& program, const std::string& gpu, int runtime_version,
                                      int driver_version, const std::string& suite, const std::string& dtype,
-                                     const std::string& shape) {
+                                     const std::string& shape, double peak_tflops, const std::string& peak_what) {
   rfa::perf::ContextFields c = rfa::perf::collect_machine_context(program);
   rfa::perf::set_field(c, "gpu_model", gpu);
   rfa::perf::set_field(c, "cuda_version", cuda_version_text(runtime_version));
@@ -54,8 +54,13 @@ rfa::perf::ContextFields gpu_context(const std::string& program, const std::stri
   rfa::perf::set_field(c, "suite", suite);
   rfa::perf::set_field(c, "dtype", dtype);
   rfa::perf::set_field(c, "shape", shape);
-  // No measured tensor-core peak yet: said, not invented (perf/plot draws no roof for it).
-  rfa::perf::set_field(c, "peak", "not measured");
+  // The peak measured in the same run, or said to be missing, never invented.
+  if (peak_tflops > 0) {
+    rfa::perf::set_field(c, "peak", std::to_string(peak_tflops) + " TFLOP/s (" + peak_what + ", PyTorch, same run)");
+    rfa::perf::set_field(c, "gpu_peak_tflops", std::to_string(peak_tflops));
+  } else {
+    rfa::perf::set_field(c, "peak", "not measured");
+  }
   return c;
 }
 

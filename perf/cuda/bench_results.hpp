@@ -37,10 +37,12 @@ std::vector<rfa::perf::BenchCase> to_cases(const std::vector<Measurement>& measu
                                            const std::string& dtype, const std::string& shape);
 
 /// The provenance of a GPU benchmark: the machine's fields, the GPU as the CUDA runtime names
-/// it, the runtime and driver versions ("13.0"), and what the run was.
+/// it, the runtime and driver versions ("13.0"), what the run was, and the device's peak measured
+/// in the same run (`peak_tflops`, what was measured in `peak_what`; 0: "not measured").
 rfa::perf::ContextFields gpu_context(const std::string& program, const std::string& gpu, int runtime_version,
                                      int driver_version, const std::string& suite, const std::string& dtype,
-                                     const std::string& shape);
+                                     const std::string& shape, double peak_tflops = 0,
+                                     const std::string& peak_what = "");
 
 /// "13.0" from CUDA's 13000.
 std::string cuda_version_text(int version);

@@ -5,8 +5,10 @@
 // warm-up, median of the runs. The same shapes then go through
 // torch.nn.functional.scaled_dot_product_attention with its FlashAttention-2 ("flash") and
 // cuDNN backends in the same run, via perf/cuda/sdpa_peer.py, and both ratios are printed; a peer
-// that cannot run says why in the table's place and in the JSON. Without a GPU: a message and
-// exit 77.
+// that cannot run says why in the table's place and in the JSON. The peer script also measures
+// the device's peak, a large matrix product in the dtype through PyTorch on random data, and
+// every row says its fraction of it ("of peak"; `peak_fraction` in the JSON, the peak in its
+// context). Without a GPU: a message and exit 77.
 //
 // usage: rfa_cuda_kernel_bench [--batch 2] [--heads 16] [--kv-heads H] [--seq 8192]
 //        [--dim 128] [--value-dim DV] [--dtype bf16|fp16] [--warmup 5] [--iters 30] [--json FILE]
@@ -142,6 +144,14 @@ struct PeerResult {
 };
 using PeerResults = std::map<std::string, std::map<std::string, PeerResult>>;  // [peer][key]
 
+// The device's measured peak (the peer script's "peak matmul_<dtype>" line): TFLOP/s, or why
+// there is none.
+struct MeasuredPeak {
+  double tflops = 0;
+  std::string what;  // "matmul_bf16"
+  std::string error = "not reported";
+};
+
 bool readable(const std::string& path) { return !path.empty() && access(path.c_str(), R_OK) == 0; }
 
 // The peer script beside the executable (where the build copies it), else its source path.
@@ -158,11 +168,13 @@ std::string find_peer_script(const Options& o) {
 }
 
 // Runs perf/cuda/sdpa_peer.py and collects its "<peer> <key> <ms>" and "<peer> <key> error <why>"
-// lines; other lines (versions) are echoed. Every peer ends up with a figure or a reason.
-PeerResults run_sdpa_peers(const Options& o) {
+// lines, and its "peak <what> <TFLOP/s>" (or "peak <what> error <why>") into `peak`; other lines
+// (versions) are echoed. Every peer, and the peak, ends up with a figure or a reason.
+PeerResults run_sdpa_peers(const Options& o, MeasuredPeak& peak) {
   PeerResults results;
   auto fail_all = [&](const std::string& why) {
     for (const char* peer : kPeers) results[peer]["all"].error = why;
+    peak.error = why;
   };
   if (!o.torch) {
     fail_all("disabled by --no-torch");
@@ -192,9 +204,22 @@ PeerResults run_sdpa_peers(const Options& o) {
     int used = 0;
     const bool known_peer = std::sscanf(line, "%63s %63s %n", peer, key, &used) == 2 &&
                             (std::strcmp(peer, kPeers[0]) == 0 || std::strcmp(peer, kPeers[1]) == 0);
-    std::string rest = known_peer ? std::string(line + used) : std::string();
+    const bool peak_line =
+        !known_peer && std::sscanf(line, "%63s %63s %n", peer, key, &used) == 2 && std::strcmp(peer, "peak") == 0;
+    std::string rest = known_peer || peak_line ? std::string(line + used) : std::string();
     while (!rest.empty() && (rest.back() == '\n' || rest.back() == '\r')) rest.pop_back();
-    if (known_peer && rest.compare(0, 6, "error ") == 0) {
+    if (peak_line) {
+      peak.what = key;
+      double tflops = 0;
+      if (rest.compare(0, 6, "error ") == 0) {
+        peak.error = rest.substr(6);
+      } else if (std::sscanf(rest.c_str(), "%lf", &tflops) == 1 && tflops > 0) {
+        peak.tflops = tflops;
+        peak.error.clear();
+      } else {
+        peak.error = "unreadable: " + rest;
+      }
+    } else if (known_peer && rest.compare(0, 6, "error ") == 0) {
       results[peer][key].error = rest.substr(6);
     } else if (known_peer && std::sscanf(rest.c_str(), "%lf", &ms) == 1 && ms > 0) {
       results[peer][key] = PeerResult{ms, ""};
@@ -209,6 +234,7 @@ PeerResults run_sdpa_peers(const Options& o) {
     for (const char* peer : kPeers)
       for (const char* key : {"fwd_full", "fwd_causal", "bwd_full", "bwd_causal"})
         if (results[peer].count(key) == 0 && results[peer].count("all") == 0) results[peer][key].error = why;
+    if (peak.tflops <= 0 && peak.error == "not reported") peak.error = why;
   }
   return results;
 }
@@ -241,7 +267,12 @@ int main(int argc, char** argv) {
   const Options o = rfa::perf::options_or_exit("rfa_cuda_kernel_bench", [&] { return parse_options(argc, argv); });
   if (o.peer_check) {
     // Through the same rows and keys as the table, so the test covers how rows find peers.
-    const PeerResults peers = run_sdpa_peers(o);
+    MeasuredPeak peak;
+    const PeerResults peers = run_sdpa_peers(o, peak);
+    if (peak.tflops > 0)
+      std::printf("peak %s %.4f TFLOP/s\n", peak.what.c_str(), peak.tflops);
+    else
+      std::printf("peak: %s\n", peak.error.c_str());
     for (const char* peer : kPeers)
       for (const char* pass : {"forward", "backward"})
         for (bool causal : {false, true}) {
@@ -380,12 +411,21 @@ int main(int argc, char** argv) {
     }
   }
 
-  const PeerResults peers = run_sdpa_peers(o);
-  std::printf("%-9s %-7s %9s %8s | %9s %6s | %9s %6s\n", "pass", "mask", "rfa ms", "TFLOP/s", "flash ms", "ratio",
-              "cudnn ms", "ratio");
+  MeasuredPeak peak;
+  const PeerResults peers = run_sdpa_peers(o, peak);
+  if (peak.tflops > 0)
+    std::printf("peak: %.1f TFLOP/s, a %s (PyTorch, random data, this run)\n", peak.tflops, peak.what.c_str());
+  else
+    std::printf("peak: not measured (%s)\n", peak.error.c_str());
+  std::printf("%-9s %-7s %9s %8s %7s | %9s %6s | %9s %6s\n", "pass", "mask", "rfa ms", "TFLOP/s", "of peak", "flash ms",
+              "ratio", "cudnn ms", "ratio");
   std::vector<std::string> reasons;
   for (Row& r : rows) {
     std::printf("%-9s %-7s %9.3f %8.1f", r.pass.c_str(), r.causal ? "causal" : "full", r.ms, r.tflops);
+    if (peak.tflops > 0)
+      std::printf(" %6.1f%%", 100.0 * r.tflops / peak.tflops);
+    else
+      std::printf(" %7s", "-");
     for (int i = 0; i < 2; ++i) {
       r.peers[i] = peer_result(peers, kPeers[i], r.key());
       if (r.peers[i].ms > 0) {
@@ -424,6 +464,7 @@ int main(int argc, char** argv) {
                   {"path", r.pass == "fwd-sm90" || r.pass == "bwd-sm90" ? "sm90" : "sm80"}};
       for (int p = 0; p < 2; ++p)
         m.peers.push_back({std::string("sdpa_") + kPeers[p], r.peers[p].ms, r.peers[p].error});
+      if (peak.tflops > 0) m.counters.push_back({"peak_fraction", r.tflops / peak.tflops});
       measured.push_back(m);
     }
     int runtime = 0, driver = 0;
@@ -432,7 +473,7 @@ int main(int argc, char** argv) {
     try {
       rfa::perf::write_results_json(o.json,
                                     rfa_cuda_bench::gpu_context("rfa_cuda_kernel_bench", prop.name, runtime, driver,
-                                                                "cuda_kernels", dtype, shape),
+                                                                "cuda_kernels", dtype, shape, peak.tflops, peak.what),
                                     rfa_cuda_bench::to_cases(measured, "cuda_kernels", dtype, shape));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "rfa_cuda_kernel_bench: %s\n", e.what());

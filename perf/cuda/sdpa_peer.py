@@ -7,7 +7,13 @@ and prints one line per measurement:
     <peer> <pass>_<mask> <milliseconds>        e.g.  flash fwd_causal 1.234
     <peer> <pass>_<mask> error <reason>         when that backend cannot run this shape
 
-so the benchmark can always say why a peer is missing. Median of --iters runs after --warmup,
+so the benchmark can always say why a peer is missing; and first the device's measured peak,
+the rate of a large matrix product in the benchmark's dtype through PyTorch (the ceiling the
+benchmark reports its fraction of):
+
+    peak matmul_<dtype> <TFLOP/s>               or  peak matmul_<dtype> error <reason>
+
+Median of --iters runs after --warmup,
 CUDA events. The forward is timed as training runs it, keeping what the backward needs (the
 log-sum-exp rfa_cuda's forward always writes; under no_grad PyTorch's cuDNN backend skips it).
 The backward time is that of autograd's backward alone (what rfa_cuda's backward replaces)."""
@@ -36,6 +42,19 @@ def median_ms(torch, fn, warmup, iters):
 def one_line(exc):
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text[:300]}"
+
+
+def measure_peak(torch, dtype, a):
+    """An n x n x n matrix product (n = --peak-size) on random data (zeros run faster than real
+    data on these devices), its median rate in TFLOP/s."""
+    n = a.peak_size
+    try:
+        x = torch.randn(n, n, device="cuda", dtype=dtype)
+        y = torch.randn(n, n, device="cuda", dtype=dtype)
+        ms = median_ms(torch, lambda: torch.matmul(x, y), a.warmup, max(a.iters, 10))
+        print(f"peak matmul_{a.dtype} {2.0 * n**3 / (ms * 1e-3) * 1e-12:.3f}", flush=True)
+    except Exception as exc:
+        print(f"peak matmul_{a.dtype} error {one_line(exc)}", flush=True)
 
 
 def measure_peer(torch, name, backend, tensors, extra, a):
@@ -68,7 +87,7 @@ def measure_peer(torch, name, backend, tensors, extra, a):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name, default in [("batch", 2), ("heads", 16), ("kv-heads", 16), ("seq", 8192), ("dim", 128),
-                          ("value-dim", 0), ("warmup", 5), ("iters", 30)]:
+                          ("value-dim", 0), ("warmup", 5), ("iters", 30), ("peak-size", 8192)]:
         ap.add_argument("--" + name, type=int, default=default)
     ap.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16")
     ap.add_argument("--peers", default=",".join(PEERS), help="comma-separated subset of " + ",".join(PEERS))
@@ -102,6 +121,7 @@ def main():
     except Exception as exc:  # a cuDNN that torch cannot load: the flash peer still runs
         cudnn_version = f"not loadable ({one_line(exc)})"
     print(f"torch {torch.__version__} cuda {torch.version.cuda} cudnn {cudnn_version}", flush=True)
+    measure_peak(torch, dtype, a)
     for p in peers:
         if p not in backends:
             print(f"{p} all error unknown peer (known: {', '.join(PEERS)})", flush=True)
