@@ -208,9 +208,10 @@ typedef enum rfa_value_checks_t {
 typedef enum rfa_cuda_kernels_t {
   RFA_CUDA_KERNELS_DEFAULT = 0, /**< The environment variable RFA_CUDA_KERNELS decides (auto, rfa or cudnn); unset:
                                      ::RFA_CUDA_KERNELS_AUTO. */
-  RFA_CUDA_KERNELS_AUTO = 1,    /**< rfa's kernels: cuDNN's block kernel is chosen only when asked for
-                                     (::RFA_CUDA_KERNELS_CUDNN) until it has passed the device check on a
-                                     GPU. */
+  RFA_CUDA_KERNELS_AUTO = 1,    /**< cuDNN's fused attention as ::RFA_CUDA_KERNELS_CUDNN where every rank
+                                     can load cuDNN and the strategy takes it (not the KV all-gather),
+                                     else rfa's kernels: cuDNN was the fastest at every shape measured
+                                     (docs/gpus.md). */
   RFA_CUDA_KERNELS_RFA = 2,     /**< rfa's own CUDA kernels for every step. */
   RFA_CUDA_KERNELS_CUDNN = 3    /**< cuDNN's fused attention for every step it can express exactly (every step
                                      of the contiguous, zigzag and stripe layouts, with or without causal

@@ -73,10 +73,13 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
                      or fp16. RFA_TRANSPORT=nccl|mpi picks the transport (ranks sharing a GPU:
                      mpi)
   --kernels K        auto | rfa | cudnn (default auto): what the ring steps run on with --device cuda
-                     (cudnn: cuDNN's fused attention wherever it expresses the step; auto: rfa's
-                     kernels until cuDNN has passed on a GPU); the header line says which
+                     (cudnn: cuDNN's fused attention wherever it expresses the step; auto: cuDNN
+                     where every rank loads it, but for the all-gather, else rfa's kernels); the
+                     header line says which
   --kernel-path F    auto | sm80 | sm90: the implementation of rfa's CUDA kernels (default: what
-                     RFA_CUDA_KERNEL_PATH says, else auto = sm80; sm90 is the Hopper path)
+                     RFA_CUDA_KERNEL_PATH says, else auto = the Hopper forward and the sm_80
+                     backward where every rank runs the Hopper kernels, else sm80; sm90 is the
+                     Hopper path for both)
   --deterministic    bitwise reproducible gradients (deterministic backward kernels)
   --sinks            attention sinks: a logit per head (-1, 0, 0.5, 2, repeating) in every row's
                      softmax, folded into the finished rows as the C API's

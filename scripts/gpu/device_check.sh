@@ -337,6 +337,13 @@ check_phase() {
     launch "main.ring.$choice" 120 test RFA_TRANSPORT=mpi -- $(ranks 4) "$bin/rfa_run" --device cuda \
       $(run_flags $choice) $size --window 300 --json "$(json "main.ring.$choice")"
   done
+  # The automatic choices themselves, the only runs that leave them to rfa (cuDNN where it
+  # loads, the Hopper forward on 9.x; the all-gather on rfa's kernels): the header line says
+  # what ran.
+  launch main.ring.auto 120 test RFA_TRANSPORT=mpi -- $(ranks 4) "$bin/rfa_run" --device cuda --kernels auto \
+    --kernel-path auto $size --window 300 --json "$(json main.ring.auto)"
+  launch main.allgather.auto 120 test RFA_TRANSPORT=mpi -- $(ranks 4) "$bin/rfa_run" --device cuda --kernels auto \
+    --kernel-path auto --strategy allgather $size --no-overlap --json "$(json main.allgather.auto)"
   settle
   for strategy in ulysses allgather hybrid; do
     local degree=""

@@ -31,10 +31,12 @@ const EnvVariable kRegistry[] = {
      "its default; `0`: no checks"},
     {Env::cuda_kernels, "RFA_CUDA_KERNELS", "librfa (CUDA contexts)", "`auto`",
      "`auto`, `rfa` or `cudnn`: what the ring steps of a CUDA context run on when `options.cuda_kernels` is left "
-     "at its default (`auto`: rfa's kernels)"},
+     "at its default (`auto`: cuDNN where every rank can load it, except under the KV all-gather, which computes on "
+     "rfa's kernels; else rfa's)"},
     {Env::cuda_path, "RFA_CUDA_KERNEL_PATH", "librfa (CUDA contexts)", "`auto`",
-     "`auto`, `sm80` or `sm90`: the implementation of rfa's CUDA kernels, forward and backward (`auto`: sm80; "
-     "`sm90`, the Hopper path, needs a build with it and compute capability 9.x on every rank); alike on every rank"},
+     "`auto`, `sm80` or `sm90`: the implementation of rfa's CUDA kernels, forward and backward (`auto`: the Hopper "
+     "forward and the sm_80 backward where every rank runs the Hopper kernels, else sm80; `sm90`, the Hopper path for "
+     "both, needs a build with it and compute capability 9.x on every rank); alike on every rank"},
     {Env::cudnn_library, "RFA_CUDNN_LIBRARY", "librfa (cuDNN kernels)", "`libcudnn.so.9`",
      "the cuDNN library file to load, instead of `libcudnn.so.9` from the loader's search path"},
     {Env::nccl_timeout_s, "RFA_NCCL_TIMEOUT_S", "librfa (NCCL)", "`300`",

@@ -25,9 +25,16 @@ enum class CudaKernels {
 
 /// The implementation of kernels_cuda's forward and backward that CUDA contexts run (rfa_cuda_path).
 enum class CudaPath {
-  sm80,  ///< mma.sync, every device of compute capability 8.0 or newer
-  sm90   ///< wgmma and TMA, compute capability 9.x, builds with the Hopper kernels
+  sm80,         ///< mma.sync, every device of compute capability 8.0 or newer
+  sm90,         ///< wgmma and TMA, compute capability 9.x, builds with the Hopper kernels
+  sm90_forward  ///< the Hopper forward and the sm_80 backward (the automatic choice on 9.x)
 };
+
+/// Whether a pass (the forward, or the backward) of a context on `path` runs on the Hopper
+/// kernels, where they take the block (rfa_cuda_sm90_takes).
+inline bool hopper_pass(CudaPath path, bool forward) {
+  return path == CudaPath::sm90 || (forward && path == CudaPath::sm90_forward);
+}
 
 class PlacementCache;  // engine/rank_positions.cpp
 /// A new, empty cache of balanced placements (every AttentionConfig starts with one).

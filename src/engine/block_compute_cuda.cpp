@@ -32,11 +32,12 @@ rfa_cuda_dtype cuda_dtype() {
   return RFA_CUDA_FP32;
 }
 
-/// The kernels_cuda path of a block: the context's, except that a block the Hopper kernels do not
-/// take (rfa_cuda_sm90_takes: a head dim other than 64 and 128 or a value head dim of its own, a
-/// soft cap, per-sequence documents, a mask given as ranges) runs on the sm_80 kernels.
-rfa_cuda_path block_path(CudaPath path, const rfa_cuda_attention_shape& shape) {
-  return path == CudaPath::sm90 && rfa_cuda_sm90_takes(&shape) ? RFA_CUDA_PATH_SM90 : RFA_CUDA_PATH_SM80;
+/// The kernels_cuda path of a block's pass (the forward, or the backward): the context's
+/// (hopper_pass), except that a block the Hopper kernels do not take (rfa_cuda_sm90_takes: a
+/// head dim other than 64 and 128 or a value head dim of its own, a soft cap, per-sequence
+/// documents, a mask given as ranges) runs on the sm_80 kernels.
+rfa_cuda_path block_path(CudaPath path, bool forward, const rfa_cuda_attention_shape& shape) {
+  return hopper_pass(path, forward) && rfa_cuda_sm90_takes(&shape) ? RFA_CUDA_PATH_SM90 : RFA_CUDA_PATH_SM80;
 }
 
 /// `TOut` float: the ring partial, normalized, in fp32 (merged into out/lse when `merge`);
@@ -47,7 +48,7 @@ void launch_forward(const rfa_cuda_attention_shape& shape, const T* q, const T* 
   rfa_cuda_forward_params f;
   rfa_cuda_forward_params_init(&f);
   f.shape = shape;
-  f.path = block_path(path, shape);
+  f.path = block_path(path, true, shape);
   f.q = q;
   f.k = k;
   f.v = v;
@@ -121,7 +122,7 @@ void CudaBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<const
   b.dk = dk.data();
   b.dv = dv.data();
   b.deterministic = p.deterministic ? 1 : 0;
-  b.path = block_path(path_, b.shape);
+  b.path = block_path(path_, false, b.shape);
   check(rfa_cuda_flash_backward(&b, stream_), "rfa_cuda_flash_backward");
 }
 

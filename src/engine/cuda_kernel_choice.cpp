@@ -49,10 +49,13 @@ CudaKernels choose_cuda_kernels(comm::Communicator& comm, Device device, KernelR
       fail(RFA_ERROR_UNSUPPORTED, "cuDNN's block kernel runs on CUDA contexts only (options.device is the host)");
     return CudaKernels::rfa;
   }
-  // The automatic choice is rfa's kernels: cuDNN's block kernel becomes a candidate once it has
-  // passed the device check on a GPU (docs/gpus.md, "What has run on a GPU").
-  if (request != KernelRequest::cudnn) return CudaKernels::rfa;
+  if (request == KernelRequest::rfa) return CudaKernels::rfa;
   const std::string reason = cudnn_unavailable_reason();
+  if (request == KernelRequest::automatic) {
+    // cuDNN where every rank can run it: the fastest at every shape measured on a GPU.
+    const bool everywhere = comm::min_everywhere(comm, {reason.empty() ? 1 : 0})[0] == 1;
+    return everywhere ? CudaKernels::cudnn : CudaKernels::rfa;
+  }
   comm::check_everywhere(comm, [&] {
     if (!reason.empty()) fail(RFA_ERROR_UNSUPPORTED, "the cuDNN kernels were asked for, but ", reason);
   });
@@ -69,7 +72,19 @@ const char* path_request_name(PathRequest r) {
   return "unknown";
 }
 
-const char* cuda_path_name(CudaPath f) { return f == CudaPath::sm90 ? "sm90" : "sm80"; }
+CudaKernels kernels_for_strategy(CudaKernels chosen, KernelRequest request, StrategyKind kind) {
+  const bool rfa_only = kind == StrategyKind::allgather || kind == StrategyKind::needed;
+  return chosen == CudaKernels::cudnn && request == KernelRequest::automatic && rfa_only ? CudaKernels::rfa : chosen;
+}
+
+const char* cuda_path_name(CudaPath f) {
+  switch (f) {
+    case CudaPath::sm80: return "sm80";
+    case CudaPath::sm90: return "sm90";
+    case CudaPath::sm90_forward: return "sm90-forward";
+  }
+  return "unknown";
+}
 
 PathRequest parse_path_request(const std::string& text, const char* what) {
   if (text == "auto") return PathRequest::automatic;
@@ -80,7 +95,18 @@ PathRequest parse_path_request(const std::string& text, const char* what) {
 
 namespace {
 
-// This rank's answer for `request` (not `environment`): local.
+// Whether this rank runs the Hopper kernels (a build with them, a device of compute capability
+// 9.x). Local.
+bool hopper_runs_here() {
+#if RFA_ENGINE_CUDA
+  rfa_cuda_path chosen = RFA_CUDA_PATH_SM80;
+  return rfa_cuda_resolve_path(RFA_CUDA_PATH_SM90, &chosen) == RFA_CUDA_SUCCESS && chosen == RFA_CUDA_PATH_SM90;
+#else
+  return false;
+#endif
+}
+
+// This rank's answer for `request` (sm80 or sm90): local.
 CudaPath resolve_path_here(PathRequest request) {
 #if RFA_ENGINE_CUDA
   const rfa_cuda_path asked = request == PathRequest::sm90   ? RFA_CUDA_PATH_SM90
@@ -131,6 +157,11 @@ CudaPath choose_cuda_path(comm::Communicator& comm, Device device, PathRequest r
     }
   });
   comm::require_same_everywhere(comm, {{"CUDA kernel path (RFA_CUDA_KERNEL_PATH)", std::int64_t(asked)}});
+  if (device == Device::cuda && asked == PathRequest::automatic) {
+    // The faster of each pass, where every rank runs both: the Hopper forward, the sm_80 backward.
+    const bool everywhere = comm::min_everywhere(comm, {hopper_runs_here() ? 1 : 0})[0] == 1;
+    chosen = everywhere ? CudaPath::sm90_forward : CudaPath::sm80;
+  }
   return chosen;
 }
 

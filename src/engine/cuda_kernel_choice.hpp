@@ -8,6 +8,7 @@
 
 #include "comm/communicator.hpp"
 #include "engine/attention_config.hpp"
+#include "engine/attention_strategy.hpp"
 
 namespace rfa {
 namespace engine {
@@ -27,31 +28,41 @@ std::string cudnn_unavailable_reason();
 /// Collective over `comm`: the kernels of a context on `device` for `request`. Host contexts:
 /// rfa (a request for cudnn throws RFA_ERROR_UNSUPPORTED). CUDA contexts: rfa when asked;
 /// cudnn when asked and every rank can run it, else RFA_ERROR_UNSUPPORTED on every rank with the
-/// reason; for `automatic`, rfa (cuDNN is chosen only when asked for until it has passed the
-/// device check on a GPU).
+/// reason; for `automatic`, cudnn where every rank can run it, else rfa: cuDNN was the fastest
+/// at every shape measured (perf/RESULTS.md, "2026-12-04 — the first GPU run of every path").
+/// The strategy may still take rfa's (kernels_for_strategy).
 CudaKernels choose_cuda_kernels(comm::Communicator& comm, Device device, KernelRequest request);
 
-/// Which forward implementation of rfa's CUDA kernels the caller asks for.
+/// The kernels a strategy of kind `kind` runs with, given the context's choice `chosen` for
+/// `request`: the KV all-gather and the needed-only exchange compute on rfa's kernels, so an
+/// automatic choice of cuDNN becomes rfa for them; an explicit one stays (and the strategy
+/// refuses it, saying so). Local.
+CudaKernels kernels_for_strategy(CudaKernels chosen, KernelRequest request, StrategyKind kind);
+
+/// Which implementation of rfa's CUDA kernels the caller asks for.
 enum class PathRequest {
   environment,  ///< RFA_CUDA_KERNEL_PATH decides (unset: automatic)
-  automatic,    ///< kernels_cuda's RFA_CUDA_PATH_AUTO
+  automatic,    ///< the faster of each pass where every rank runs both (choose_cuda_path)
   sm80,
   sm90
 };
 
 /// "environment", "auto", "sm80", "sm90".
 const char* path_request_name(PathRequest r);
-/// "sm80", "sm90".
+/// "sm80", "sm90", "sm90-forward".
 const char* cuda_path_name(CudaPath f);
 /// "auto", "sm80" or "sm90" as a request; throws RFA_ERROR_INVALID_ARGUMENT naming `what`
 /// otherwise. Local.
 PathRequest parse_path_request(const std::string& text, const char* what);
 
-/// Collective over `comm`: the kernel path of a context on `device`. CUDA contexts: what
-/// kernels_cuda resolves the request to on every rank (rfa_cuda_resolve_path); host contexts:
-/// sm80 (unused there). Fails on every rank: RFA_ERROR_UNSUPPORTED, with the reason, for sm90
-/// on a host context or where some rank cannot run it; RFA_ERROR_INVALID_ARGUMENT for a
-/// malformed RFA_CUDA_KERNEL_PATH; RFA_ERROR_INVALID_USAGE when the ranks' requests differ.
+/// Collective over `comm`: the kernel path of a context on `device`. CUDA contexts: sm80 or
+/// sm90 as asked (kernels_cuda's rfa_cuda_resolve_path on every rank); for `automatic`,
+/// sm90_forward where every rank runs the Hopper kernels (their forward was 2.1x the sm_80 one
+/// on an H200, their backward 0.86x: perf/RESULTS.md, "2026-12-04 — the first GPU run of every
+/// path"), else sm80. Host contexts: sm80 (unused there). Fails on every rank:
+/// RFA_ERROR_UNSUPPORTED, with the reason, for sm90 on a host context or where some rank cannot
+/// run it; RFA_ERROR_INVALID_ARGUMENT for a malformed RFA_CUDA_KERNEL_PATH;
+/// RFA_ERROR_INVALID_USAGE when the ranks' requests differ.
 CudaPath choose_cuda_path(comm::Communicator& comm, Device device, PathRequest request);
 
 /// Collective over `comm`: on CUDA contexts, that every rank's GPU runs rfa's CUDA kernels at the

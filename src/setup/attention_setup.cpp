@@ -75,7 +75,10 @@ std::vector<model::Plan> choose_strategy(MPI_Comm comm, const SetupRequest& r, A
 /// the margin run on the context's shapes and the fastest replaces the model's first
 /// (setup/measured_plan.hpp). The variable is agreed on first and every rank counts the same
 /// hosts from the same gathered keys, so every rank measures the same plans or none.
-void measure_plans(MPI_Comm comm, const std::vector<model::Plan>& plans, AttentionSetup& s) {
+/// `kernels_for` gives each plan's strategy its CUDA kernels (engine::kernels_for_strategy).
+template <class KernelsFor>
+void measure_plans(MPI_Comm comm, const std::vector<model::Plan>& plans, AttentionSetup& s,
+                   const KernelsFor& kernels_for) {
   if (plans.empty()) return;
   const bool unset = collective::agreed_env(comm, Env::plan_measure).empty();
   const int hosts = topology::host_count(s.order);
@@ -84,8 +87,11 @@ void measure_plans(MPI_Comm comm, const std::vector<model::Plan>& plans, Attenti
   if (margin <= 0) return;
   const std::vector<std::size_t> candidates = plans_to_measure(plans, margin, kMostMeasuredPlans);
   if (candidates.size() < 2) return;  // nothing to choose between: the model's plan and text stand
-  const MeasuredPlans m = fastest_measured(
-      *s.comm, plans, candidates, [&](const model::Plan& plan) { return time_plan_rounds(*s.comm, s.config, plan); });
+  const MeasuredPlans m = fastest_measured(*s.comm, plans, candidates, [&](const model::Plan& plan) {
+    engine::AttentionConfig config = s.config;
+    config.cuda_kernels = kernels_for(plan.choice.kind);
+    return time_plan_rounds(*s.comm, config, plan);
+  });
   s.strategy = plans[m.fastest].choice;
   s.config.layout = plans[m.fastest].layout;
   s.plan = "automatic: " + explain_measured(plans, m, margin, unset ? hosts : 0);
@@ -121,11 +127,18 @@ AttentionSetup set_up_attention(MPI_Comm comm, const SetupRequest& request) {
   collective::agree_on_failure(comm, [&] { require_kokkos_on_current_device(request.config.device); });
   s.comm = make_communicator(comm, s.order.position, request);
   const std::vector<model::Plan> plans = choose_strategy(comm, request, s);
-  // What the CUDA steps run on, the same on every rank (auto: rfa's kernels).
-  s.config.cuda_kernels = engine::choose_cuda_kernels(*s.comm, s.config.device, request.cuda_kernels);
+  // What the CUDA steps run on, the same on every rank (auto: cuDNN where every rank runs it,
+  // but for the strategies that compute on rfa's kernels; the Hopper forward where every rank
+  // runs it).
+  const engine::CudaKernels kernels = engine::choose_cuda_kernels(*s.comm, s.config.device, request.cuda_kernels);
+  const auto kernels_for = [&](engine::StrategyKind kind) {
+    return engine::kernels_for_strategy(kernels, request.cuda_kernels, kind);
+  };
+  s.config.cuda_kernels = kernels_for(s.strategy.kind);
   s.config.cuda_path = engine::choose_cuda_path(*s.comm, s.config.device, request.cuda_path);
   engine::require_gpu_fits_head_dims(*s.comm, s.config);
-  measure_plans(comm, plans, s);
+  measure_plans(comm, plans, s, kernels_for);
+  s.config.cuda_kernels = kernels_for(s.strategy.kind);  // the measured plan's strategy
   s.engine = engine::make_strategy(*s.comm, s.config, s.strategy);
   return s;
 }

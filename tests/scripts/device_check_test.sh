@@ -93,9 +93,11 @@ check "the C API suite on cuDNN, pinned" \
 check "the engine suite on each choice" \
   [ "$(grep -cE "^rfa_device_strategies_test ranks=[1-4] kernels=(rfa|cudnn) path=sm(80|90)" "$tmp/out1/check.log")" -eq 8 ]
 check "every strategy through the main job, checked at P = 4" \
-  [ "$(grep -cE "^rfa_run ranks=4 .*--device cuda .*--check" "$tmp/out1/check.log")" -eq 6 ]
-check "no run leaves the kernel choice to auto" \
-  sh -c "! grep -E '^rfa_run ' '$tmp/out1/check.log' '$tmp/out1/perf.log' | grep -v -- '--kernels \(rfa\|cudnn\) --kernel-path sm\(80\|90\)'"
+  [ "$(grep -cE "^rfa_run ranks=4 .*--device cuda .*--check" "$tmp/out1/check.log")" -eq 8 ]
+check "the automatic choices checked, the ring's and the all-gather's" \
+  [ "$(grep -cE "^rfa_run ranks=4 .*--kernels auto --kernel-path auto .*--check" "$tmp/out1/check.log")" -eq 2 ]
+check "no other run leaves the kernel choice to auto" \
+  sh -c "! grep -E '^rfa_run ' '$tmp/out1/check.log' '$tmp/out1/perf.log' | grep -v -- '--kernels \(rfa\|cudnn\) --kernel-path sm\(80\|90\)' | grep -v -- '--kernels auto --kernel-path auto .*--check'"
 check "memcheck runs the engine's window and document cases" grep -q "compute-sanitizer over:" "$tmp/out1/check.log"
 check "the kernels beside PyTorch's SDPA" grep -q "rfa_cuda_kernel_bench .*--torch-script .*sdpa_peer.py" "$tmp/out1/perf.log"
 check "rfa on cuDNN at one rank: the sequence in one piece, as the peer has it" \
