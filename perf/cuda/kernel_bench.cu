@@ -202,10 +202,9 @@ PeerResults run_sdpa_peers(const Options& o, MeasuredPeak& peak) {
     char peer[64], key[64];
     double ms = 0;
     int used = 0;
-    const bool known_peer = std::sscanf(line, "%63s %63s %n", peer, key, &used) == 2 &&
-                            (std::strcmp(peer, kPeers[0]) == 0 || std::strcmp(peer, kPeers[1]) == 0);
-    const bool peak_line =
-        !known_peer && std::sscanf(line, "%63s %63s %n", peer, key, &used) == 2 && std::strcmp(peer, "peak") == 0;
+    const bool two_words = std::sscanf(line, "%63s %63s %n", peer, key, &used) == 2;
+    const bool known_peer = two_words && (std::strcmp(peer, kPeers[0]) == 0 || std::strcmp(peer, kPeers[1]) == 0);
+    const bool peak_line = two_words && std::strcmp(peer, "peak") == 0;
     std::string rest = known_peer || peak_line ? std::string(line + used) : std::string();
     while (!rest.empty() && (rest.back() == '\n' || rest.back() == '\r')) rest.pop_back();
     if (peak_line) {

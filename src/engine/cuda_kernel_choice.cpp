@@ -106,12 +106,10 @@ bool hopper_runs_here() {
 #endif
 }
 
-// This rank's answer for `request` (sm80 or sm90): local.
+// This rank's answer for an explicit `request`, sm80 or sm90: local.
 CudaPath resolve_path_here(PathRequest request) {
 #if RFA_ENGINE_CUDA
-  const rfa_cuda_path asked = request == PathRequest::sm90   ? RFA_CUDA_PATH_SM90
-                              : request == PathRequest::sm80 ? RFA_CUDA_PATH_SM80
-                                                             : RFA_CUDA_PATH_AUTO;
+  const rfa_cuda_path asked = request == PathRequest::sm90 ? RFA_CUDA_PATH_SM90 : RFA_CUDA_PATH_SM80;
   rfa_cuda_path chosen = RFA_CUDA_PATH_SM80;
   if (rfa_cuda_resolve_path(asked, &chosen) != RFA_CUDA_SUCCESS)
     fail(RFA_ERROR_UNSUPPORTED, "the CUDA kernel path ", path_request_name(request), " was asked for, but ",
@@ -151,7 +149,7 @@ CudaPath choose_cuda_path(comm::Communicator& comm, Device device, PathRequest r
       asked = text.empty() ? PathRequest::automatic : parse_path_request(text, env_name(Env::cuda_path));
     }
     if (device == Device::cuda) {
-      chosen = resolve_path_here(asked);
+      if (asked != PathRequest::automatic) chosen = resolve_path_here(asked);  // automatic: agreed below
     } else if (asked == PathRequest::sm90) {
       fail(RFA_ERROR_UNSUPPORTED, "the CUDA kernel path sm90 runs on CUDA contexts only (options.device is the host)");
     }

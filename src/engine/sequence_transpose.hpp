@@ -20,8 +20,8 @@
 // that each translation unit keeps to itself (an anonymous namespace) and sets where the lambda
 // is made. These templates are instantiated in several translation units, and the linker keeps
 // one copy of each instantiation: a lambda made in one unit's copy and copied by another's
-// called a null pointer (the Ulysses and hybrid strategies crashed so on an H200:
-// perf/RESULTS.md, "2026-12-04 — the first GPU run of every path"). A functor is a plain type.
+// calls a null pointer (seen on an H200: perf/RESULTS.md, "2026-12-04 — the first GPU run of
+// every path"). A functor is a plain type.
 #pragma once
 
 #include <Kokkos_Core.hpp>
