@@ -155,6 +155,14 @@ int run(setup::AttentionSetup& setup, comm::Communicator& control, const RunOpti
   const CheckMode check_mode = check_to_run(o);
   const bool check = check_mode != CheckMode::off;
   const bool sampled = check_mode == CheckMode::sampled;
+  const std::string sampled_text =
+      o.sampled_positions > 0
+          ? std::to_string(std::min(o.sampled_positions, o.seq)) + " positions of the sequence (the same at any P)"
+          : std::to_string(kSampledRowsPerRank) + " rows of each rank's results";
+  const std::string sampled_against =
+      o.sampled_positions > 0
+          ? std::to_string(std::min(o.sampled_positions, o.seq)) + " sampled positions of the sequence against float64"
+          : std::to_string(kSampledRowsPerRank) + " sampled rows per rank against float64";
   const bool is_ring = o.strategy.kind == engine::StrategyKind::ring;
   // Only the ring has the schedules without communication or without compute to compare with.
   const bool overlap = o.overlap && P > 1 && is_ring;
@@ -221,10 +229,10 @@ int run(setup::AttentionSetup& setup, comm::Communicator& control, const RunOpti
   if (check) {
     LocalProblem<T>& r = lp.results();  // in host memory
     if (sampled) {
-      progress(me, "[%d/%d] check: %d rows of each rank's results against float64 attention for those rows\n", ++phase,
-               phases, kSampledRowsPerRank);
+      progress(me, "[%d/%d] check: %s against float64 attention for those rows\n", ++phase, phases,
+               sampled_text.c_str());
       err = check_sampled_rows<T>(control, cfg, attn->local_positions(), r.out, r.lse, r.dq, r.dk, r.dv,
-                                  kSampledRowsPerRank, r.sinks, r.dsinks);
+                                  SampledRows{o.sampled_positions}, r.sinks, r.dsinks);
     } else {
       progress(me, "[%d/%d] check: this rank's results against the single-rank fp32 kernels on the full sequence\n",
                ++phase, phases);
@@ -347,9 +355,8 @@ int run(setup::AttentionSetup& setup, comm::Communicator& control, const RunOpti
       print_hidden("backward", bwd, bwd_compute, bwd_comm);
     }
     if (check) {
-      const std::string against = sampled
-                                      ? std::to_string(kSampledRowsPerRank) + " sampled rows per rank against float64"
-                                      : std::string("single-rank fp32 kernels on the full sequence");
+      const std::string against =
+          sampled ? sampled_against : std::string("single-rank fp32 kernels on the full sequence");
       const std::string sink_error = o.sinks ? "  dsinks " + scientific(err.dsinks) : std::string();
       std::printf(
           "max error vs %s: out %.2e  lse %.2e  dq %.2e  dk %.2e  dv %.2e%s  (tolerance %.0e, gradients %.0e): %s\n",

@@ -61,6 +61,10 @@ Use one rank per core: more ranks than cores take turns and time each other's wo
                      only up to S = 32768: it holds full-sequence fp32 tensors on every rank)
   --sampled-check    compare 8 rows per rank with float64 attention computed for those rows
                      alone (the default above S = 32768; its cost grows with S, not S^2)
+  --sampled-positions N  the sampled check on N evenly spaced positions of the sequence (the
+                     first and the last among them), each on the rank that holds it: the same
+                     rows and heads at any P, layout or strategy, so that errors at different
+                     P compare like with like (implies --sampled-check)
   --no-check         skip both comparisons
   --no-overlap       skip the runs that measure hidden communication
   --release-workspace  free the workspace the context keeps between calls before every
@@ -247,6 +251,9 @@ static RunOptions read_run_options(int argc, char** argv) {
       o.check = CheckMode::on;
     } else if (flag == "--sampled-check") {
       o.check = CheckMode::sampled;
+    } else if (flag == "--sampled-positions") {
+      o.check = CheckMode::sampled;
+      o.sampled_positions = whole_number(flag, value(), 1);
     } else if (flag == "--scale") {
       const char* text = value();
       char* end = nullptr;

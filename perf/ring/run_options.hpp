@@ -50,6 +50,9 @@ struct RunOptions {
   int warmup = 1;
   int repeat = 3;
   CheckMode check = CheckMode::automatic;
+  /// --sampled-positions N: the sampled check on N global positions (0: kSampledRowsPerRank
+  /// local rows of every rank).
+  std::int64_t sampled_positions = 0;
   bool overlap = true;
   bool help = false;
   bool seq_given = false;              ///< --seq was on the command line (the default adapts to P)

@@ -53,12 +53,37 @@ bool sees(const kernels::MaskRule& rule, std::int64_t q, std::int64_t k) {
          (!rule.ranges.on || rule.ranges.visible(q, k));
 }
 
-/// The sampled local rows: the first, the last and evenly spaced ones between.
-std::vector<std::int64_t> sampled_rows(std::int64_t L, int rows) {
+/// `n` indices spread over [0, length): the first, the last and evenly spaced ones between.
+std::vector<std::int64_t> evenly_spaced(std::int64_t length, std::int64_t n) {
   std::vector<std::int64_t> r;
-  const std::int64_t n = std::min<std::int64_t>(L, std::max(rows, 1));
-  for (std::int64_t k = 0; k < n; ++k) r.push_back(n == 1 ? 0 : k * (L - 1) / (n - 1));
+  n = std::min(length, std::max<std::int64_t>(n, 1));
+  for (std::int64_t k = 0; k < n; ++k) r.push_back(n == 1 ? 0 : k * (length - 1) / (n - 1));
   return r;
+}
+
+/// One sampled local row: which batch entry it is read in and where its heads start (query
+/// heads `head` and `head + H/2`, K/V head `head`, each modulo the count).
+struct Pick {
+  std::int64_t row, entry, head;
+};
+
+std::vector<Pick> picks_here(const PositionMap& mine, std::int64_t S, const SampledRows& rows, int me) {
+  const std::int64_t L = mine.length();
+  std::vector<Pick> picks;
+  if (rows.positions <= 0) {
+    const std::vector<std::int64_t> local = evenly_spaced(L, rows.per_rank);
+    for (std::size_t n = 0; n < local.size(); ++n)
+      picks.push_back(Pick{local[n], std::int64_t(n), std::int64_t(n) + me});
+    return picks;
+  }
+  const std::vector<std::int64_t> global = evenly_spaced(S, rows.positions);  // increasing
+  for (std::int64_t i = 0; i < L; ++i) {
+    const auto at = std::lower_bound(global.begin(), global.end(), mine(i));
+    if (at == global.end() || *at != mine(i)) continue;
+    const std::int64_t n = at - global.begin();
+    picks.push_back(Pick{i, n, n});
+  }
+  return picks;
 }
 
 }  // namespace
@@ -66,7 +91,7 @@ std::vector<std::int64_t> sampled_rows(std::int64_t L, int rows) {
 template <class T>
 CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::AttentionConfig& cfg, const PositionMap& mine,
                                Tensor4<const T> out, Tensor3<const float> lse, Tensor4<const T> dq, Tensor4<const T> dk,
-                               Tensor4<const T> dv, int rows, const std::vector<float>& sinks,
+                               Tensor4<const T> dv, SampledRows rows, const std::vector<float>& sinks,
                                const std::vector<double>& dsinks) {
   const std::int64_t B = cfg.batch, S = cfg.seq_total, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
   const std::int64_t DV = cfg.dv(), L = mine.length(), group = H / HKV;
@@ -84,7 +109,7 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
     return cap * t;
   };
   const int me = ring.rank();
-  const std::vector<std::int64_t> picks = sampled_rows(L, rows);
+  const std::vector<Pick> picks = picks_here(mine, S, rows, me);
   // Q and K's rows (and a, bk, dK: sums of them) have D values, V's and dO's (and o, dV) DV.
   const std::size_t dn = std::size_t(D), dvn = std::size_t(DV);
   std::vector<double> q(dn), k(dn), v(dvn), dov(dvn), o(dvn), a(dn), bk(dn), dk_ref(dn), dv_ref(dvn);
@@ -92,10 +117,10 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
 
   // Query rows: each pick in two heads, spread over the heads (and the K/V heads they read)
   // from rank to rank.
-  for (std::size_t n = 0; n < picks.size(); ++n) {
-    const std::int64_t i = picks[n], p = mine(i), b = std::int64_t(n) % B;
+  for (const Pick& pick : picks) {
+    const std::int64_t i = pick.row, p = mine(i), b = pick.entry % B;
     const kernels::MaskRule rule = engine::mask_rule(cfg, b);  // batch entry b's (per-sequence documents)
-    for (std::int64_t h : {(std::int64_t(n) + me) % H, (std::int64_t(n) + me + H / 2) % H}) {
+    for (std::int64_t h : {pick.head % H, (pick.head + H / 2) % H}) {
       const std::int64_t g = h / group;
       row_values<T>(TensorId::q, b, p, h, q);
       row_values<T>(TensorId::dout, b, p, h, dov);
@@ -149,8 +174,8 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
   allgather_by_position(ring, mine, lse.data(), B, H, lse_all.data(), S);
   allgather_by_position(ring, mine, delta_mine.data(), B, H, delta_all.data(), S);
 
-  for (std::size_t n = 0; n < picks.size(); ++n) {
-    const std::int64_t j = picks[n], p = mine(j), b = std::int64_t(n) % B, g = (std::int64_t(n) + me) % HKV;
+  for (const Pick& pick : picks) {
+    const std::int64_t j = pick.row, p = mine(j), b = pick.entry % B, g = pick.head % HKV;
     const kernels::MaskRule rule = engine::mask_rule(cfg, b);
     row_values<T>(TensorId::k, b, p, g, k);
     row_values<T>(TensorId::v, b, p, g, v);
@@ -198,8 +223,8 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
 #define RFA_INSTANTIATE_SAMPLED_CHECK(T)                                                                              \
   template CheckErrors check_sampled_rows<T>(comm::Communicator&, const engine::AttentionConfig&, const PositionMap&, \
                                              Tensor4<const T>, Tensor3<const float>, Tensor4<const T>,                \
-                                             Tensor4<const T>, Tensor4<const T>, int, const std::vector<float>&,      \
-                                             const std::vector<double>&);
+                                             Tensor4<const T>, Tensor4<const T>, SampledRows,                         \
+                                             const std::vector<float>&, const std::vector<double>&);
 RFA_INSTANTIATE_SAMPLED_CHECK(float)
 RFA_INSTANTIATE_SAMPLED_CHECK(bf16_t)
 RFA_INSTANTIATE_SAMPLED_CHECK(fp16_t)

@@ -21,13 +21,24 @@
 namespace rfa {
 namespace perf {
 
-/// Rows of each rank's shard the sampled check looks at: the first, the last and evenly
-/// spaced ones between, each for two heads (and, for the key rows, one K/V head).
+/// Rows of each rank's shard the sampled check looks at by default: the first, the last and
+/// evenly spaced ones between, each for two heads (and, for the key rows, one K/V head).
 constexpr int kSampledRowsPerRank = 8;
+
+/// Which rows the sampled check reads.
+struct SampledRows {
+  /// 0: `per_rank` local rows of every rank (its first, its last, evenly spaced ones between:
+  /// each shard's edges, where a ring step's boundaries fall). Otherwise this many global
+  /// positions (the first, the last, evenly spaced ones between), each checked on the rank that
+  /// holds it for heads chosen by the position's index alone: the same entries at any P, layout
+  /// or strategy, so that errors measured at different P compare like with like.
+  std::int64_t positions = 0;
+  int per_rank = kSampledRowsPerRank;
+};
 
 /// Collective. Errors as check_against_single_rank(): max |got - ref| over the sampled entries
 /// of every rank, relative to the largest |ref| among them (lse: absolute). `mine`: the global
-/// positions of this rank's rows; `rows`: how many of them to sample (at most all). With
+/// positions of this rank's rows; `rows`: which of them to sample (at most all). With
 /// `sinks` (one logit per head; empty: none) each sampled row's float64 softmax includes its
 /// head's sink, and `dsinks`, the run's sink gradient, is checked against the sum over every
 /// rank's rows of -exp(sink - lse) * (dout . out) on the run's own out and lse (themselves
@@ -36,7 +47,7 @@ template <class T>
 CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::AttentionConfig& cfg, const PositionMap& mine,
                                engine::Tensor4<const T> out, engine::Tensor3<const float> lse,
                                engine::Tensor4<const T> dq, engine::Tensor4<const T> dk, engine::Tensor4<const T> dv,
-                               int rows = kSampledRowsPerRank, const std::vector<float>& sinks = {},
+                               SampledRows rows = {}, const std::vector<float>& sinks = {},
                                const std::vector<double>& dsinks = {});
 
 }  // namespace perf

@@ -43,9 +43,16 @@ struct SmallRun {
     lp->forward(*attn);
     lp->backward(*attn);
   }
-  CheckErrors sampled() {
+  CheckErrors sampled(SampledRows rows = {}) {
     return check_sampled_rows<float>(*comm, attn->config(), attn->local_positions(), lp->out, lp->lse, lp->dq, lp->dk,
-                                     lp->dv);
+                                     lp->dv, rows);
+  }
+  /// This rank's local row at global position `p`, or -1 where another rank holds it.
+  std::int64_t local_row_of(std::int64_t p) const {
+    const PositionMap mine = attn->local_positions();
+    for (std::int64_t i = 0; i < mine.length(); ++i)
+      if (mine(i) == p) return i;
+    return -1;
   }
   CheckErrors full() {
     return check_against_single_rank<float>(*comm, attn->config(), attn->local_positions(), lp->out, lp->lse, lp->dq,
@@ -135,6 +142,53 @@ TEST(SampledCheck, FailsAWrongSampledRowOfEveryOutput) {
       }
     }
   }
+}
+
+// Sampled by global position, the check reads the same rows at any P and layout: the first and
+// last positions of the sequence and those evenly spaced between, wherever they are held. A
+// wrong value there fails it (on every rank); the same fault at a position not among them (the
+// first local row of a rank, say, which the per-rank sampling always reads) passes.
+TEST(SampledCheck, ByPositionReadsTheSameRowsAtAnyLayout) {
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  for (rfa_layout_t layout : {RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_STRIPE}) {
+    RunOptions o = options(64, 4, 2, 16);
+    o.layout = layout;
+    o.window = 50;
+    const std::int64_t S = o.seq * ranks;
+    // Three positions: 0, (S-1)/2 and S-1. Position 0 reads query heads 0 and 2, K/V head 0;
+    // S-1 (index 2) query heads 2 and 0, K/V head 0.
+    const SampledRows three{3};
+    for (std::int64_t fault : {std::int64_t(0), S - 1, std::int64_t(5)}) {
+      SCOPED_TRACE(::testing::Message() << "layout " << layout << " fault at position " << fault);
+      SmallRun run(o);
+      expect_close(run.sampled(three), 2e-5);
+      const std::int64_t i = run.local_row_of(fault);
+      if (i >= 0) {
+        run.lp->out(0, i, 2, 3) += 0.5f;
+        run.lp->dk(0, i, 0, 1) += 1.0f;
+      }
+      const CheckErrors e = run.sampled(three);
+      if (fault == 5) {
+        expect_close(e, 2e-5);
+      } else {
+        EXPECT_GT(e.out, 1e-3);
+        EXPECT_GT(e.dk, 1e-3);
+      }
+    }
+  }
+}
+
+// Asked for more positions than the sequence has, it reads every row, and agrees with the full
+// check there.
+TEST(SampledCheck, ByPositionCoversEveryRowWhenAskedForMore) {
+  RunOptions o = options(32, 2, 1, 16);
+  o.window = 20;
+  SmallRun run(o);
+  expect_close(run.sampled(SampledRows{1 << 20}), 2e-5);
+  const std::int64_t last = std::int64_t(run.lp->out.extent(1)) - 1;
+  run.lp->dq(0, last / 2, 1, 4) += 1.0f;  // a middle row of every rank
+  EXPECT_GT(run.sampled(SampledRows{1 << 20}).dq, 1e-3);
 }
 
 // Results no difference measures fail too: NaN and infinite values (an lse of -inf for a row

@@ -397,12 +397,13 @@ perf_phase() {
     step "ring_steps.$kernels" 60 test -- "$bin/rfa_cuda_ring_step_bench" --kernels $kernels --ranks 2,4,8 \
       --json "$(json "ring_steps.$kernels")"
   done
-  # The bf16 error against float64 (sampled rows) at P = 1 (NCCL), 2, 4, 8 (staged MPI), each
-  # choice; the runs of one choice together, before the strategies' timings (sequential, the
-  # longest part of the phase).
+  # The bf16 error against float64 at P = 1 (NCCL), 2, 4, 8 (staged MPI), each choice, on the
+  # same 64 positions and heads at every P (--sampled-positions: rows sampled per rank would
+  # differ with P, and so would the error); the runs of one choice together, before the
+  # strategies' timings (sequential, the longest part of the phase).
   local choice
   for choice in rfa sm90 cudnn; do
-    local checked="--seq 8192 --heads 8 --head-dim 128 --dtype bf16 --layout zigzag --causal --sampled-check --repeat 1 --no-overlap"
+    local checked="--seq 8192 --heads 8 --head-dim 128 --dtype bf16 --layout zigzag --causal --sampled-positions 64 --repeat 1 --no-overlap"
     launch "error.$choice.p1" 60 test RFA_TRANSPORT=nccl -- "$bin/rfa_run" --device cuda $(run_flags $choice) \
       $checked --json "$(json "error.$choice.p1")"
     for n in 2 4 8; do

@@ -103,7 +103,7 @@ check "the kernels beside PyTorch's SDPA" grep -q "rfa_cuda_kernel_bench .*--tor
 check "rfa on cuDNN at one rank: the sequence in one piece, as the peer has it" \
   [ "$(grep -cE "^rfa_run ranks=1 kernels=.* --kernels cudnn .*--seq 8192 .*--layout contiguous " "$tmp/out1/perf.log")" -eq 2 ]
 check "the error at P = 1, 2, 4, 8 on each choice against float64" \
-  [ "$(grep -cE "^rfa_run ranks=[1248] .*--sampled-check" "$tmp/out1/perf.log")" -eq 12 ]
+  [ "$(grep -cE "^rfa_run ranks=[1248] .*--sampled-positions 64" "$tmp/out1/perf.log")" -eq 12 ]
 run_check "$tmp/out1m" bash "$script" --bundle "$bundle" million
 check "an 80 GB card: the million tokens with 4 K/V heads" grep -q "seq 1048576 .*--kv-heads 4 " "$tmp/out1m/million.log"
 check "the summary table ends the output" grep -q "== summary (Fake H100" "$tmp/out1.txt"
