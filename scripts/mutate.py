@@ -644,6 +644,16 @@ MUTATIONS = [
              SAMPLED,
              "the check by global position samples each rank's own rows: errors at different P compare "
              "different rows"),
+    Mutation("cudnn-in-place-some-keys", "cuDNN band plan", "kernels_cuda/src/cudnn/band_plan.hpp",
+             "b.k_begin == 0 && b.k_rows == seq_k;", "b.k_begin == 0;",
+             r"^rfa_cudnn_band_plan_test$",
+             "a band over every query row but not every key counts as the whole block: cuDNN would leave the "
+             "in-place dK and dV of the keys outside it unwritten"),
+    Mutation("cudnn-band-plan-always-joined", "cuDNN band plan", "kernels_cuda/src/cudnn/band_plan.cpp",
+             "if (covers_whole_block(joined, shape.seq_q, shape.seq_k)) return joined;", "return joined;",
+             r"^rfa_cudnn_band_plan_test$",
+             "continuing segments are always joined: a window over the joined piece is taller than cuDNN takes, "
+             "and those steps leave cuDNN for rfa's kernels"),
     Mutation("plan-two-documents-dense", "model", "src/model/plan.cpp",
              "config.doc_bounds.size() > 2", "config.doc_bounds.size() > 3",
              r"^rfa_model_plan_test$",

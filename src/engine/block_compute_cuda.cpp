@@ -103,27 +103,62 @@ void CudaBlockCompute::delta(const kernels::AttentionParams& p, Tensor4<const T>
   check(rfa_cuda_attention_delta(&g, stream_), "rfa_cuda_attention_delta");
 }
 
+rfa_cuda_backward_params block_backward_params(const rfa_cuda_attention_shape& shape, bool deterministic,
+                                               BlockInputs in, rfa_cuda_grad_mode mode, void* dq, void* dk, void* dv) {
+  rfa_cuda_backward_params b;
+  rfa_cuda_backward_params_init(&b);
+  b.shape = shape;
+  b.q = in.q;
+  b.k = in.k;
+  b.v = in.v;
+  b.dout = in.dout;
+  b.lse = in.lse;
+  b.delta = in.delta;
+  b.grad_mode = mode;
+  b.dq = dq;
+  b.dk = dk;
+  b.dv = dv;
+  b.deterministic = deterministic ? 1 : 0;
+  return b;
+}
+
 template <class T>
 void CudaBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                                 Tensor4<const T> v, Tensor4<const T>, Tensor4<const T> dout, Tensor3<const float> lse,
                                 Tensor3<const float> d, Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
                                 const kernels::ProgressHook&) {
-  rfa_cuda_backward_params b;
-  rfa_cuda_backward_params_init(&b);
-  b.shape = shape<T>(p);
-  b.q = q.data();
-  b.k = k.data();
-  b.v = v.data();
-  b.dout = dout.data();
-  b.lse = lse.data();
-  b.delta = d.data();
-  b.grad_mode = RFA_CUDA_GRAD_ACCUMULATE_FP32;  // the ring adds every block's share
-  b.dq = dq.data();
-  b.dk = dk.data();
-  b.dv = dv.data();
-  b.deterministic = p.deterministic ? 1 : 0;
+  // The ring adds every block's share.
+  rfa_cuda_backward_params b = block_backward_params(shape<T>(p), p.deterministic,
+                                                     {q.data(), k.data(), v.data(), dout.data(), lse.data(), d.data()},
+                                                     RFA_CUDA_GRAD_ACCUMULATE_FP32, dq.data(), dk.data(), dv.data());
   b.path = block_path(path_, false, b.shape);
   check(rfa_cuda_flash_backward(&b, stream_), "rfa_cuda_flash_backward");
+}
+
+template <class T>
+void CudaBlockCompute::backward_store(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                                      Tensor4<const T> v, Tensor4<const T> dout, Tensor3<const float> lse,
+                                      Tensor3<const float> d, Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv,
+                                      void* workspace) {
+  rfa_cuda_backward_params b = block_backward_params(shape<T>(p), p.deterministic,
+                                                     {q.data(), k.data(), v.data(), dout.data(), lse.data(), d.data()},
+                                                     RFA_CUDA_GRAD_STORE, dq.data(), dk.data(), dv.data());
+  b.workspace = workspace;
+  b.path = block_path(path_, false, b.shape);
+  check(rfa_cuda_flash_backward(&b, stream_), "rfa_cuda_flash_backward");
+}
+
+std::size_t CudaBlockCompute::store_workspace_bytes(const kernels::AttentionParams& p, rfa_dtype_t dtype) const {
+  rfa_cuda_backward_params b;
+  rfa_cuda_backward_params_init(&b);
+  b.shape = cuda_attention_shape(p,
+                                 dtype == RFA_DTYPE_BFLOAT16  ? RFA_CUDA_BF16
+                                 : dtype == RFA_DTYPE_FLOAT16 ? RFA_CUDA_FP16
+                                                              : RFA_CUDA_FP32,
+                                 mask_);
+  b.grad_mode = RFA_CUDA_GRAD_STORE;
+  b.deterministic = p.deterministic ? 1 : 0;
+  return rfa_cuda_backward_workspace_size(&b);
 }
 
 void CudaBlockCompute::add(Tensor4<float> into, Tensor4<const float> from) {
@@ -169,6 +204,9 @@ void CudaBlockCompute::narrow(Tensor4<const float> from, Tensor4<T> to) {
                                               Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,                \
                                               Tensor3<const float>, Tensor3<const float>, Tensor4<float>,          \
                                               Tensor4<float>, Tensor4<float>, const kernels::ProgressHook&);       \
+  template void CudaBlockCompute::backward_store<T>(                                                               \
+      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,     \
+      Tensor3<const float>, Tensor3<const float>, Tensor4<T>, Tensor4<T>, Tensor4<T>, void*);                      \
   template void CudaBlockCompute::narrow<T>(Tensor4<const float>, Tensor4<T>);                                     \
   template rfa_cuda_attention_shape CudaBlockCompute::shape<T>(const kernels::AttentionParams&) const;
 

@@ -27,6 +27,19 @@ namespace engine {
 /// message, naming `what`; returns on RFA_CUDA_SUCCESS.
 void check_cuda_kernels(rfa_cuda_status status, const char* what);
 
+/// A block's inputs to a backward, in device memory: q, k, v and dout in the storage dtype, the
+/// final lse and D = rowsum(dO * O) (rfa's kernels read D; cuDNN computes its own: may be null).
+struct BlockInputs {
+  const void *q, *k, *v, *dout;
+  const float *lse, *delta;
+};
+
+/// kernels_cuda's backward params of a block of `shape`: its inputs, and its gradients `dq`, `dk`,
+/// `dv` in `mode` (fp32 accumulated, or stored in the storage dtype); path and workspace left at
+/// their defaults.
+rfa_cuda_backward_params block_backward_params(const rfa_cuda_attention_shape& shape, bool deterministic,
+                                               BlockInputs in, rfa_cuda_grad_mode mode, void* dq, void* dk, void* dv);
+
 class CudaBlockCompute {
  public:
   using memory_space = Kokkos::CudaSpace;
@@ -61,6 +74,9 @@ class CudaBlockCompute {
                Tensor4<float> out, Tensor3<float> lse, const kernels::ProgressHook& progress);
   /// forward_final() writes the storage dtype: a pass of one step needs no fp32 accumulator.
   static constexpr bool kWritesStorageOutput = true;
+  /// A pass of one step accumulates its gradients in fp32 and narrows them (backward_store()
+  /// serves CudnnBlockCompute's in-place passes only).
+  static constexpr bool kWritesStorageGradients = false;
   /// The only block of a pass of one step: its normalized out in the storage dtype, and lse.
   template <class T>
   void forward_final(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
@@ -79,6 +95,14 @@ class CudaBlockCompute {
   void backward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
                 Tensor4<const T> out, Tensor4<const T> dout, Tensor3<const float> lse, Tensor3<const float> d,
                 Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv, const kernels::ProgressHook& progress);
+  /// The block's gradients written over dq, dk and dv in the storage dtype (the kernels' grad
+  /// mode store); `workspace`: store_workspace_bytes() bytes, 16-byte aligned.
+  template <class T>
+  void backward_store(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+                      Tensor4<const T> dout, Tensor3<const float> lse, Tensor3<const float> d, Tensor4<T> dq,
+                      Tensor4<T> dk, Tensor4<T> dv, void* workspace);
+  /// backward_store()'s scratch for the block of `p` in `dtype` (an fp32 dQ, unless deterministic).
+  std::size_t store_workspace_bytes(const kernels::AttentionParams& p, rfa_dtype_t dtype) const;
   void add(Tensor4<float> into, Tensor4<const float> from);
   void fill(Tensor4<float> view, float value) { fill_raw(view.data(), view.size(), value); }
   void fill(Tensor3<float> view, float value) { fill_raw(view.data(), view.size(), value); }

@@ -20,7 +20,16 @@ void check(rfa_cuda_status status, const char* what) { check_cuda_kernels(status
 
 constexpr std::size_t kScratchAlign = 256;
 
+rfa_cuda_dtype cuda_dtype_of(rfa_dtype_t dtype) {
+  return dtype == RFA_DTYPE_BFLOAT16 ? RFA_CUDA_BF16 : dtype == RFA_DTYPE_FLOAT16 ? RFA_CUDA_FP16 : RFA_CUDA_FP32;
+}
+
 }  // namespace
+
+bool cudnn_writes_in_place(const kernels::AttentionParams& p, rfa_dtype_t dtype, const DeviceMaskPointers& mask) {
+  const rfa_cuda_attention_shape shape = cuda_attention_shape(p, cuda_dtype_of(dtype), mask);
+  return rfa_cudnn_writes_in_place(&shape, p.doc_bounds) != 0;
+}
 
 CudnnState::CudnnState() { check(rfa_cudnn_create(&context_), "rfa_cudnn_create"); }
 
@@ -41,6 +50,7 @@ void* CudnnBlockCompute::scratch() const {
 }
 
 void CudnnBlockCompute::prepare(bool backward, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
+  const bool in_place = backward ? in_place_backward_ : in_place_forward_;
   on_cudnn_.assign(steps_.size(), false);
   visible_steps_ = 0;
   std::size_t most = 0;
@@ -51,43 +61,64 @@ void CudnnBlockCompute::prepare(bool backward, rfa_dtype_t dtype, Workspace<memo
     // writes its output directly), it is not counted as a cuDNN step.
     if (kernels::classify_blocks_every_entry(p, p.q_pos, p.k_pos) == kernels::TileVisibility::hidden) continue;
     ++visible_steps_;
+    rfa_cuda_status status = RFA_CUDA_ERROR_UNSUPPORTED;
+    std::size_t bytes = 0;
     // A deterministic backward runs on rfa's kernels: cuDNN's deterministic backward on Hopper
     // takes a workspace quadratic in the block's rows (tens of GiB at 32k rows), rfa's none.
-    if (backward && p.deterministic) continue;
-    rfa_cuda_attention_shape shape{};
-    switch (dtype) {
-      case RFA_DTYPE_BFLOAT16: shape = rfa_.shape<bf16_t>(p); break;
-      case RFA_DTYPE_FLOAT16: shape = rfa_.shape<fp16_t>(p); break;
-      default: shape = rfa_.shape<float>(p); break;  // refused by the plan: rfa's kernels
+    if (!(backward && p.deterministic)) {
+      rfa_cuda_attention_shape shape{};
+      switch (dtype) {
+        case RFA_DTYPE_BFLOAT16: shape = rfa_.shape<bf16_t>(p); break;
+        case RFA_DTYPE_FLOAT16: shape = rfa_.shape<fp16_t>(p); break;
+        default: shape = rfa_.shape<float>(p); break;  // refused by the plan: rfa's kernels
+      }
+      if (!backward) {
+        rfa_cuda_forward_params f;
+        rfa_cuda_forward_params_init(&f);
+        f.shape = shape;
+        f.out_dtype = in_place ? shape.dtype : RFA_CUDA_FP32;
+        f.merge = in_place ? 0 : 1;
+        status = rfa_cudnn_plan_forward(cudnn_->get(), &f, p.doc_bounds, &bytes);
+      } else {
+        rfa_cuda_backward_params b;
+        rfa_cuda_backward_params_init(&b);
+        b.shape = shape;
+        b.grad_mode = in_place ? RFA_CUDA_GRAD_STORE : RFA_CUDA_GRAD_ACCUMULATE_FP32;
+        status = rfa_cudnn_plan_backward(cudnn_->get(), &b, rfa_cuda_strides{}, p.doc_bounds, &bytes);
+      }
     }
-    std::size_t bytes = 0;
-    rfa_cuda_status status;
-    if (!backward) {
-      rfa_cuda_forward_params f;
-      rfa_cuda_forward_params_init(&f);
-      f.shape = shape;
-      f.out_dtype = RFA_CUDA_FP32;
-      f.merge = 1;
-      status = rfa_cudnn_plan_forward(cudnn_->get(), &f, p.doc_bounds, &bytes);
-    } else {
-      rfa_cuda_backward_params b;
-      rfa_cuda_backward_params_init(&b);
-      b.shape = shape;
-      b.deterministic = p.deterministic ? 1 : 0;
-      status = rfa_cudnn_plan_backward(cudnn_->get(), &b, rfa_cuda_strides{}, p.doc_bounds, &bytes);
-    }
-    // cuDNN declines a block it cannot express or plan (UNSUPPORTED): rfa's kernels take it.
-    // Anything else is a failure of this rank, raised at the pass's agreement below.
+    // cuDNN declines a block it cannot express or plan (UNSUPPORTED): rfa's kernels take it,
+    // in place with their own scratch (an fp32 dQ). Anything else is a failure of this rank,
+    // raised at the pass's agreement below.
     if (status == RFA_CUDA_SUCCESS) {
       on_cudnn_[i] = true;
       most = std::max(most, bytes);
     } else if (status != RFA_CUDA_ERROR_UNSUPPORTED) {
       ws.adopt(0, [&] { check(status, backward ? "rfa_cudnn_plan_backward" : "rfa_cudnn_plan_forward"); });
+    } else if (backward && in_place) {
+      most = std::max(most, rfa_.store_workspace_bytes(p, dtype));
     }
   }
   scratch_bytes_ = most;
   scratch_ = most > 0 ? ws.buffer<unsigned char>("rfa::cudnn_scratch", std::int64_t(most + kScratchAlign))
                       : Kokkos::View<unsigned char*, memory_space>();
+}
+
+template <class T>
+void CudnnBlockCompute::forward_on_cudnn(const kernels::AttentionParams& p, const T* q, const T* k, const T* v,
+                                         void* out, float* lse, bool merge) {
+  rfa_cuda_forward_params f;
+  rfa_cuda_forward_params_init(&f);
+  f.shape = rfa_.shape<T>(p);
+  f.q = q;
+  f.k = k;
+  f.v = v;
+  f.out = out;
+  f.out_dtype = merge ? RFA_CUDA_FP32 : f.shape.dtype;
+  f.lse = lse;
+  f.merge = merge ? 1 : 0;
+  check(rfa_cudnn_forward(cudnn_->get(), &f, p.doc_bounds, scratch(), scratch_bytes_, rfa_.stream()),
+        "rfa_cudnn_forward");
 }
 
 template <class T>
@@ -110,18 +141,40 @@ void CudnnBlockCompute::forward_merged(const kernels::AttentionParams& p, Tensor
     rfa_.forward_merged<T>(p, q, k, v, out, lse, block_out, block_lse, progress);
     return;
   }
-  rfa_cuda_forward_params f;
-  rfa_cuda_forward_params_init(&f);
-  f.shape = rfa_.shape<T>(p);
-  f.q = q.data();
-  f.k = k.data();
-  f.v = v.data();
-  f.out = out.data();
-  f.out_dtype = RFA_CUDA_FP32;
-  f.lse = lse.data();
-  f.merge = 1;
-  check(rfa_cudnn_forward(cudnn_->get(), &f, p.doc_bounds, scratch(), scratch_bytes_, rfa_.stream()),
-        "rfa_cudnn_forward");
+  forward_on_cudnn<T>(p, q.data(), k.data(), v.data(), out.data(), lse.data(), true);
+}
+
+template <class T>
+void CudnnBlockCompute::forward_final(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                                      Tensor4<const T> v, Tensor4<T> out, Tensor3<float> lse,
+                                      const kernels::ProgressHook& progress) {
+  if (!on_cudnn(p)) {
+    rfa_.forward_final<T>(p, q, k, v, out, lse, progress);
+    return;
+  }
+  forward_on_cudnn<T>(p, q.data(), k.data(), v.data(), out.data(), lse.data(), false);
+}
+
+template <class T>
+void CudnnBlockCompute::backward_on_cudnn(const kernels::AttentionParams& p, BlockInputs in, const T* out,
+                                          rfa_cuda_grad_mode mode, void* dq, void* dk, void* dv) {
+  const rfa_cuda_backward_params b = block_backward_params(rfa_.shape<T>(p), p.deterministic, in, mode, dq, dk, dv);
+  check(rfa_cudnn_backward(cudnn_->get(), &b, out, rfa_cuda_strides{}, p.doc_bounds, scratch(), scratch_bytes_,
+                           rfa_.stream()),
+        "rfa_cudnn_backward");
+}
+
+template <class T>
+void CudnnBlockCompute::backward_final(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                                       Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
+                                       Tensor3<const float> lse, Tensor3<const float> d, Tensor4<T> dq, Tensor4<T> dk,
+                                       Tensor4<T> dv, const kernels::ProgressHook&) {
+  if (!on_cudnn(p)) {
+    rfa_.backward_store<T>(p, q, k, v, dout, lse, d, dq, dk, dv, scratch());
+    return;
+  }
+  backward_on_cudnn<T>(p, {q.data(), k.data(), v.data(), dout.data(), lse.data(), nullptr}, out.data(),
+                       RFA_CUDA_GRAD_STORE, dq.data(), dk.data(), dv.data());
 }
 
 template <class T>
@@ -133,22 +186,8 @@ void CudnnBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<cons
     rfa_.backward<T>(p, q, k, v, out, dout, lse, d, dq, dk, dv, progress);
     return;
   }
-  rfa_cuda_backward_params b;
-  rfa_cuda_backward_params_init(&b);
-  b.shape = rfa_.shape<T>(p);
-  b.q = q.data();
-  b.k = k.data();
-  b.v = v.data();
-  b.dout = dout.data();
-  b.lse = lse.data();
-  b.grad_mode = RFA_CUDA_GRAD_ACCUMULATE_FP32;
-  b.dq = dq.data();
-  b.dk = dk.data();
-  b.dv = dv.data();
-  b.deterministic = p.deterministic ? 1 : 0;
-  check(rfa_cudnn_backward(cudnn_->get(), &b, out.data(), rfa_cuda_strides{}, p.doc_bounds, scratch(), scratch_bytes_,
-                           rfa_.stream()),
-        "rfa_cudnn_backward");
+  backward_on_cudnn<T>(p, {q.data(), k.data(), v.data(), dout.data(), lse.data(), nullptr}, out.data(),
+                       RFA_CUDA_GRAD_ACCUMULATE_FP32, dq.data(), dk.data(), dv.data());
 }
 
 #define RFA_INSTANTIATE_CUDNN_BLOCK_COMPUTE(T)                                                                      \
@@ -158,6 +197,13 @@ void CudnnBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<cons
   template void CudnnBlockCompute::forward_merged<T>(                                                               \
       const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<float>,        \
       Tensor3<float>, Tensor4<float>, Tensor3<float>, const kernels::ProgressHook&);                                \
+  template void CudnnBlockCompute::forward_final<T>(const kernels::AttentionParams&, Tensor4<const T>,              \
+                                                    Tensor4<const T>, Tensor4<const T>, Tensor4<T>, Tensor3<float>, \
+                                                    const kernels::ProgressHook&);                                  \
+  template void CudnnBlockCompute::backward_final<T>(                                                               \
+      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,      \
+      Tensor4<const T>, Tensor3<const float>, Tensor3<const float>, Tensor4<T>, Tensor4<T>, Tensor4<T>,             \
+      const kernels::ProgressHook&);                                                                                \
   template void CudnnBlockCompute::backward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, \
                                                Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,                \
                                                Tensor3<const float>, Tensor3<const float>, Tensor4<float>,          \

@@ -29,6 +29,11 @@
 namespace rfa {
 namespace engine {
 
+/// Whether cuDNN computes the block of `p` in `dtype` as one band over every query row, so that
+/// a pass of that one block may have cuDNN write its output and lse in place
+/// (rfa_cudnn_writes_in_place; host code, no plan built).
+bool cudnn_writes_in_place(const kernels::AttentionParams& p, rfa_dtype_t dtype, const DeviceMaskPointers& mask);
+
 /// A cuDNN handle and the execution plans built on it: one per context with cuDNN kernels.
 class CudnnState {
  public:
@@ -54,10 +59,12 @@ class CudnnBlockCompute {
   /// `steps`: the params of every block the pass may compute (one per ring step), so that
   /// prepare_*() can plan them all before the ranks agree that the pass goes on.
   /// `kernel_path`: the implementation of rfa's kernels, for the steps cuDNN does not take.
+  /// `in_place`: the forward is a pass of one block that forward_final() writes in the storage
+  /// dtype (the engine's direct output, cudnn_writes_in_place), planned so.
   CudnnBlockCompute(cudaStream_t stream, WorkspaceCache<memory_space>& cache, DeviceMaskPointers mask,
                     CudnnState& cudnn, std::vector<kernels::AttentionParams> steps,
-                    CudaPath kernel_path = CudaPath::sm80)
-      : rfa_(stream, cache, mask, kernel_path), cudnn_(&cudnn), steps_(std::move(steps)) {}
+                    CudaPath kernel_path = CudaPath::sm80, bool in_place = false)
+      : rfa_(stream, cache, mask, kernel_path), cudnn_(&cudnn), steps_(std::move(steps)), in_place_forward_(in_place) {}
 
   Workspace<memory_space> workspace(int pass) { return rfa_.workspace(pass); }
   /// Plans every step given at construction (the calls, one call's params or a pass's list,
@@ -71,11 +78,20 @@ class CudnnBlockCompute {
     prepare(true, dtype, ws);
   }
 
-  /// The plans are made for fp32 outputs (prepare()): a pass of one step keeps its fp32
-  /// accumulator and narrows it, as a longer one does.
-  static constexpr bool kWritesStorageOutput = false;
+  /// forward_final() writes the storage dtype: a pass of one step needs no fp32 accumulator where
+  /// cuDNN computes its block as one band over every row (else the engine keeps one: the
+  /// engine's direct_output()).
+  static constexpr bool kWritesStorageOutput = true;
   /// cuDNN's path merges into out/lse itself, and so does kernels_cuda's forward: no scratch.
   static constexpr bool kMergesInKernel = true;
+  /// backward_final() writes 16-bit gradients in place, where the engine asks
+  /// (set_gradients_in_place(): a pass of one block cuDNN computes as one band over the whole).
+  static constexpr bool kWritesStorageGradients = true;
+  /// Whether the next prepare_backward() plans its block's gradients in place; set before it.
+  void set_gradients_in_place(bool in_place) { in_place_backward_ = in_place; }
+  /// Whether the backward of p's block reads D = rowsum(dO * O) (rfa's kernels take it); cuDNN
+  /// computes its own from out.
+  bool reads_delta(const kernels::AttentionParams& p) const { return !on_cudnn(p); }
   /// The first block: the engine has set out = 0 and lse = -inf, so merging into them is the
   /// same as writing them.
   template <class T>
@@ -85,6 +101,11 @@ class CudnnBlockCompute {
   void forward_merged(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
                       Tensor4<float> out, Tensor3<float> lse, Tensor4<float> block_out, Tensor3<float> block_lse,
                       const kernels::ProgressHook& progress);
+  /// The one block of a pass, written in place: out in the storage dtype and lse (cuDNN where it
+  /// took the block, rfa's kernels otherwise).
+  template <class T>
+  void forward_final(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+                     Tensor4<T> out, Tensor3<float> lse, const kernels::ProgressHook& progress);
   template <class T>
   void delta(const kernels::AttentionParams& p, Tensor4<const T> dout, Tensor4<const T> out, Tensor3<float> d) {
     rfa_.delta<T>(p, dout, out, d);
@@ -93,6 +114,12 @@ class CudnnBlockCompute {
   void backward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
                 Tensor4<const T> out, Tensor4<const T> dout, Tensor3<const float> lse, Tensor3<const float> d,
                 Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv, const kernels::ProgressHook& progress);
+  /// The one block of a pass, its gradients written over dq, dk and dv in the storage dtype
+  /// (cuDNN where it took the block, rfa's kernels otherwise, which read D from `d`).
+  template <class T>
+  void backward_final(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+                      Tensor4<const T> out, Tensor4<const T> dout, Tensor3<const float> lse, Tensor3<const float> d,
+                      Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv, const kernels::ProgressHook& progress);
   void add(Tensor4<float> into, Tensor4<const float> from) { rfa_.add(into, from); }
   void fill(Tensor4<float> view, float value) { rfa_.fill(view, value); }
   void fill(Tensor3<float> view, float value) { rfa_.fill(view, value); }
@@ -114,12 +141,24 @@ class CudnnBlockCompute {
   bool on_cudnn(const kernels::AttentionParams& p) const;
   /// The scratch, aligned to 256 bytes.
   void* scratch() const;
+  /// The forward of p's block on cuDNN: merged into the fp32 running `out` and `lse`, or (not
+  /// `merge`) written over them, out in the storage dtype.
+  template <class T>
+  void forward_on_cudnn(const kernels::AttentionParams& p, const T* q, const T* k, const T* v, void* out, float* lse,
+                        bool merge);
+  /// The backward of p's block on cuDNN, its gradients in `mode` (accumulated in fp32, or stored
+  /// in the storage dtype); cuDNN computes D itself from `out`.
+  template <class T>
+  void backward_on_cudnn(const kernels::AttentionParams& p, BlockInputs in, const T* out, rfa_cuda_grad_mode mode,
+                         void* dq, void* dk, void* dv);
 
   CudaBlockCompute rfa_;
   CudnnState* cudnn_;
   std::vector<kernels::AttentionParams> steps_;
-  std::vector<bool> on_cudnn_;  // per entry of steps_
-  int visible_steps_ = 0;       // entries of steps_ whose mask leaves some pair visible
+  bool in_place_forward_ = false;   // the forward's plans write the block in place
+  bool in_place_backward_ = false;  // and the backward's (set_gradients_in_place)
+  std::vector<bool> on_cudnn_;      // per entry of steps_
+  int visible_steps_ = 0;           // entries of steps_ whose mask leaves some pair visible
   Kokkos::View<unsigned char*, memory_space> scratch_;
   std::size_t scratch_bytes_ = 0;
 };

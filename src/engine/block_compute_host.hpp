@@ -87,6 +87,8 @@ class HostBlockCompute {
   }
   /// forward_final() writes the storage dtype: a pass of one step needs no fp32 accumulator.
   static constexpr bool kWritesStorageOutput = true;
+  /// A pass of one step accumulates its gradients in fp32 and narrows them.
+  static constexpr bool kWritesStorageGradients = false;
   /// The only block of a pass of one step: its normalized out straight into the caller's
   /// tensor, in the storage dtype, and its lse.
   template <class T>

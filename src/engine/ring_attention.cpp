@@ -47,6 +47,26 @@ RingAttention::~RingAttention() {
 #endif
 }
 
+bool RingAttention::direct_output() const {
+  if (steps_.size() != 1) return false;
+#if RFA_ENGINE_CUDNN
+  if (cudnn_) {
+    const int P = ranks(), me = position();
+    return cudnn_writes_in_place(block_params(config_, P, me, (me - steps_[0] + P) % P), config_.dtype,
+                                 device_mask_.pointers());
+  }
+#endif
+  return true;
+}
+
+bool RingAttention::direct_gradients() const {
+#if RFA_ENGINE_CUDNN
+  return cudnn_ && direct_output();
+#else
+  return false;
+#endif
+}
+
 PositionMap RingAttention::local_positions() const { return rank_positions(config_, comm_.size(), comm_.rank()); }
 
 std::int64_t RingAttention::workspace_bytes(bool backward, bool fp32_gradients) const {
@@ -68,7 +88,8 @@ std::int64_t RingAttention::workspace_bytes(bool backward, bool fp32_gradients) 
     // One block's fp32 partial output and lse; the CUDA kernels merge in their epilogue instead.
     if (c.device == Device::host && moves) bytes += out_elems * 4 + row_elems * 4;
   } else {
-    const bool grads_in_place = fp32 || fp32_gradients;         // fp32 dQ, dK and dV accumulate in place
+    // fp32 dQ, dK and dV accumulate in place; 16-bit ones written in place need no fp32 sums.
+    const bool grads_in_place = fp32 || fp32_gradients || direct_gradients();
     if (moves) bytes += 2 * kv_elems * 4;                       // two travelling dK/dV partials, fp32
     if (steps_.size() > 2) bytes += kv_elems * 4;               // this step's dK/dV contribution, fp32
     bytes += (grads_in_place ? 0 : kv_elems * 4 + q_elems * 4)  // fp32 dK/dV of the own block, dQ

@@ -109,15 +109,23 @@ class RingAttention : public EngineState {
   template <class Compute, class T, class TGrad>
   void run_backward(Compute& blocks, const BackwardTensors<T, typename Compute::memory_space, TGrad>& tensors,
                     RingMode mode, const std::function<void()>& before_first_step);
+  /// The backward of a pass of one step whose 16-bit gradients the backend writes in place
+  /// (direct_gradients()): no fp32 sums to fill, add or narrow.
+  template <class Compute, class T, class TGrad>
+  void run_backward_in_place(Compute& blocks, const BackwardTensors<T, typename Compute::memory_space, TGrad>& tensors,
+                             RingMode mode, const std::function<void()>& before_first_step);
   /// Either backward's bundle, whatever its dtype and memory space.
   template <class AnyTensors>
   void backward_of(const AnyTensors& tensors, RingMode mode, const std::function<void()>& before_first_step);
 
   /// Whether a forward writes the caller's out directly, without an fp32 accumulator: a pass of
-  /// one step (one block, nothing to merge) on a backend that writes the storage dtype.
-  bool direct_output() const {
-    return steps_.size() == 1 && !(config_.device == Device::cuda && config_.cuda_kernels == CudaKernels::cudnn);
-  }
+  /// one step (one block, nothing to merge), on cuDNN only where it computes that block as one
+  /// band over every query row (cudnn_writes_in_place).
+  bool direct_output() const;
+  /// Whether a backward writes the caller's 16-bit dq, dk and dv in place, without fp32 sums:
+  /// a pass of one step on cuDNN where it computes that block as one band over the whole of it
+  /// (direct_output()); the other backends accumulate a pass's gradients in fp32 and narrow them.
+  bool direct_gradients() const;
 
   /// Runs this rank's argument and allocation checks, then agrees with the other ranks (of
   /// `agreement_`): if any rank's checks failed, every rank throws (before any K/V moves), so no

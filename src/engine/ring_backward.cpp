@@ -49,6 +49,12 @@ void RingAttention::run_backward(Compute& blocks,
                                  const BackwardTensors<T, typename Compute::memory_space, TGrad>& tensors,
                                  RingMode mode, const std::function<void()>& before_first_step) {
   using Space = typename Compute::memory_space;
+  if constexpr (!std::is_same<TGrad, float>::value && Compute::kWritesStorageGradients) {
+    if (direct_gradients()) {
+      run_backward_in_place(blocks, tensors, mode, before_first_step);
+      return;
+    }
+  }
   const AttentionConfig& c = config_;
   const std::int64_t L = local_seq_, B = c.batch, HKV = c.kv_heads, D = c.head_dim, DV = c.dv();
   const ScopedSeconds total = begin_pass();
@@ -103,6 +109,35 @@ void RingAttention::run_backward(Compute& blocks,
     blocks.template narrow<TGrad>(dk_home, tensors.dk);
     blocks.template narrow<TGrad>(dv_home, tensors.dv);
   }
+}
+
+// One step, one block: the backend writes its 16-bit gradients straight into the caller's dq,
+// dk and dv. D = rowsum(dO * O) is computed only for rfa's kernels, which take the block where
+// cuDNN declined it; cuDNN computes its own from out.
+template <class Compute, class T, class TGrad>
+void RingAttention::run_backward_in_place(Compute& blocks,
+                                          const BackwardTensors<T, typename Compute::memory_space, TGrad>& tensors,
+                                          RingMode mode, const std::function<void()>& before_first_step) {
+  const AttentionConfig& c = config_;
+  const ScopedSeconds total = begin_pass();
+  const int P = ranks(), me = position();
+  Workspace<typename Compute::memory_space> ws = blocks.workspace(workspace_pass(true, int(mode)));
+  auto delta = ws.template tensor3<float>("rfa::delta", c.batch, c.heads, local_seq_);
+  blocks.set_gradients_in_place(true);
+  blocks.prepare_backward(kernel_calls_, c.dtype, ws);
+  agree_to_run(*agreement_, ws, [&] { check_pass_tensors(c, local_seq_, tensors); });
+  if (before_first_step) before_first_step();
+  // The one step with work is step 0 (ring_steps_with_work): this rank's own block.
+  const kernels::AttentionParams p = block_params(c, P, me, me);
+  if (blocks.reads_delta(p)) computing([&] { blocks.template delta<T>(p, tensors.dout, tensors.out, delta); });
+  const ProfilingRegion region(ring_step_region("backward", 0));
+  current_step_ = 0;
+  if (mode == RingMode::comm_only) return;  // nothing moves in a pass of one step
+  computing([&] {
+    blocks.template backward_final<T>(p, tensors.q, tensors.k, tensors.v, tensors.out, tensors.dout, tensors.lse, delta,
+                                      tensors.dq, tensors.dk, tensors.dv, kernels::ProgressHook());
+  });
+  ++timings_.steps_computed;
 }
 
 }  // namespace engine

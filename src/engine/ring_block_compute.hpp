@@ -24,7 +24,7 @@ void RingAttention::with_block_compute(Run&& run) {
 #if RFA_ENGINE_CUDNN
     if (cudnn_) {
       CudnnBlockCompute blocks(stream, device_cache_, device_mask_.pointers(), *cudnn_, step_params(),
-                               config_.cuda_path);
+                               config_.cuda_path, direct_output());
       run(blocks);
       timings_.steps_on_cudnn = blocks.cudnn_steps();
       return;

@@ -3,9 +3,10 @@
 // blocks of every layout (contiguous, zigzag, stripe) at P = 2 and 4, every step, full and
 // causal, sliding windows, GQA, bf16 and fp16, head dims 64 and 128; the forward merged into an
 // fp32 running result (lse -inf at first), then the backward accumulated into fp32 gradients
-// from the block's final output and lse; the deterministic backward twice, bitwise; documents
-// that cross a block refused with the reason. Without a GPU, or without a loadable cuDNN 9.10.2 or newer,
-// it prints why and exits 77 (CTest: skipped).
+// from the block's final output and lse; the deterministic backward twice, bitwise; one rank's
+// block written in place (out in the storage dtype, lse overwritten), and in place refused for
+// a block of several bands; documents that cross a block refused with the reason. Without a
+// GPU, or without a loadable cuDNN 9.10.2 or newer, it prints why and exits 77 (CTest: skipped).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,83 +45,185 @@ void fill_device(DeviceArray& a, float value, std::size_t count) {
   RFA_TEST_CALL(rfa_cuda_fill_fp32(a.as_float(), value, count, nullptr));
 }
 
+// One block's random inputs (on the host and on the device) and its float64 and low-precision
+// reference results.
+struct BlockData {
+  ref::Problem p, low;
+  std::vector<double> q, k, v, dout;
+  std::vector<double> ref_out, ref_lse, ref_dq, ref_dk, ref_dv, low_out, low_lse, low_dq, low_dk, low_dv;
+  DeviceArray q_d, k_d, v_d, dout_d;
+
+  explicit BlockData(const Case& c)
+      : p(problem_of(c)),
+        low(low_precision(p, c.dtype)),
+        q(random_values(c.dtype, p.q_size())),
+        k(random_values(c.dtype, p.kv_size())),
+        v(random_values(c.dtype, p.kv_size())),
+        dout(random_values(c.dtype, p.q_size())),
+        q_d(c.dtype, q.size()),
+        k_d(c.dtype, k.size()),
+        v_d(c.dtype, v.size()),
+        dout_d(c.dtype, q.size()) {
+    ref::forward(p, q, k, v, ref_out, ref_lse);
+    ref::backward(p, q, k, v, dout, ref_dq, ref_dk, ref_dv);
+    ref::forward(low, q, k, v, low_out, low_lse);
+    ref::backward(low, q, k, v, dout, low_dq, low_dk, low_dv);
+    q_d.upload(q);
+    k_d.upload(k);
+    v_d.upload(v);
+    dout_d.upload(dout);
+  }
+
+  /// The block's forward into `out` (fp32 merged, or in place in `out_dtype`) and `lse`.
+  rfa_cuda_forward_params forward(const Case& c, DeviceArray& out, rfa_cuda_dtype out_dtype, DeviceArray& lse,
+                                  bool merge) const {
+    rfa_cuda_forward_params f;
+    rfa_cuda_forward_params_init(&f);
+    f.shape = shape_of(c);
+    f.q = q_d.get();
+    f.k = k_d.get();
+    f.v = v_d.get();
+    f.out = out.get();
+    f.out_dtype = out_dtype;
+    f.lse = lse.as_float();
+    f.merge = merge ? 1 : 0;
+    return f;
+  }
+  /// The block's backward from `lse` into dq, dk, dv in `mode`.
+  rfa_cuda_backward_params backward(const Case& c, DeviceArray& lse, rfa_cuda_grad_mode mode, DeviceArray& dq,
+                                    DeviceArray& dk, DeviceArray& dv) const {
+    rfa_cuda_backward_params b;
+    rfa_cuda_backward_params_init(&b);
+    b.shape = shape_of(c);
+    b.q = q_d.get();
+    b.k = k_d.get();
+    b.v = v_d.get();
+    b.dout = dout_d.get();
+    b.lse = lse.as_float();
+    b.grad_mode = mode;
+    b.dq = dq.get();
+    b.dk = dk.get();
+    b.dv = dv.get();
+    return b;
+  }
+};
+
 // One ring block (queries of rank `me`, keys of rank `owner`) through cuDNN, forward then
 // backward, against the reference of exactly that block.
 void run_block(rfa_cudnn_context* ctx, const Case& c, bool deterministic) {
-  const ref::Problem p = problem_of(c);
-  const ref::Problem low = low_precision(p, c.dtype);
-  const std::vector<double> q = random_values(c.dtype, p.q_size()), k = random_values(c.dtype, p.kv_size()),
-                            v = random_values(c.dtype, p.kv_size()), dout = random_values(c.dtype, p.q_size());
-  std::vector<double> ref_out, ref_lse, ref_dq, ref_dk, ref_dv, low_out, low_lse, low_dq, low_dk, low_dv;
-  ref::forward(p, q, k, v, ref_out, ref_lse);
-  ref::backward(p, q, k, v, dout, ref_dq, ref_dk, ref_dv);
-  ref::forward(low, q, k, v, low_out, low_lse);
-  ref::backward(low, q, k, v, dout, low_dq, low_dk, low_dv);
-
-  DeviceArray dq_in(c.dtype, q.size()), dk_in(c.dtype, k.size()), dv_in(c.dtype, v.size()), ddout(c.dtype, q.size()),
-      out16(c.dtype, q.size()), out32(RFA_CUDA_FP32, q.size()), lse(RFA_CUDA_FP32, p.lse_size()),
-      dq(RFA_CUDA_FP32, q.size()), dk(RFA_CUDA_FP32, k.size()), dv(RFA_CUDA_FP32, v.size());
-  dq_in.upload(q);
-  dk_in.upload(k);
-  dv_in.upload(v);
-  ddout.upload(dout);
-
-  rfa_cuda_forward_params f;
-  rfa_cuda_forward_params_init(&f);
-  f.shape = shape_of(c);
-  f.q = dq_in.get();
-  f.k = dk_in.get();
-  f.v = dv_in.get();
-  f.out = out32.get();
-  f.out_dtype = RFA_CUDA_FP32;
-  f.lse = lse.as_float();
-  f.merge = 1;
+  const BlockData d(c);
+  DeviceArray out16(c.dtype, d.q.size()), out32(RFA_CUDA_FP32, d.q.size()), lse(RFA_CUDA_FP32, d.p.lse_size()),
+      dq(RFA_CUDA_FP32, d.q.size()), dk(RFA_CUDA_FP32, d.k.size()), dv(RFA_CUDA_FP32, d.v.size());
+  const rfa_cuda_forward_params f = d.forward(c, out32, RFA_CUDA_FP32, lse, true);
   std::size_t bytes = 0;
   RFA_TEST_CALL(rfa_cudnn_plan_forward(ctx, &f, nullptr, &bytes));
   Workspace fw(bytes);
-  fill_device(out32, 0.f, q.size());
-  fill_device(lse, -INFINITY, p.lse_size());
+  fill_device(out32, 0.f, d.q.size());
+  fill_device(lse, -INFINITY, d.p.lse_size());
   RFA_TEST_CALL(rfa_cudnn_forward(ctx, &f, nullptr, fw.data, fw.bytes, nullptr));
   RFA_TEST_CUDA(cudaDeviceSynchronize());
-  expect_close("forward out", out32.download(), ref_out, low_out);
-  expect_within("forward lse", lse.download(), ref_lse, 2e-3);
+  expect_close("forward out", out32.download(), d.ref_out, d.low_out);
+  expect_within("forward lse", lse.download(), d.ref_lse, 2e-3);
 
   // The backward from this block's final output (in the storage dtype) and lse.
-  out16.upload(ref_out);
-  lse.upload(ref_lse);
-  rfa_cuda_backward_params b;
-  rfa_cuda_backward_params_init(&b);
-  b.shape = shape_of(c);
-  b.q = dq_in.get();
-  b.k = dk_in.get();
-  b.v = dv_in.get();
-  b.dout = ddout.get();
-  b.lse = lse.as_float();
-  b.grad_mode = RFA_CUDA_GRAD_ACCUMULATE_FP32;
-  b.dq = dq.get();
-  b.dk = dk.get();
-  b.dv = dv.get();
+  out16.upload(d.ref_out);
+  lse.upload(d.ref_lse);
+  rfa_cuda_backward_params b = d.backward(c, lse, RFA_CUDA_GRAD_ACCUMULATE_FP32, dq, dk, dv);
   b.deterministic = deterministic ? 1 : 0;
   const rfa_cuda_strides contiguous{};
   RFA_TEST_CALL(rfa_cudnn_plan_backward(ctx, &b, contiguous, nullptr, &bytes));
   Workspace bw(bytes);
   std::vector<double> first_dq;
   for (int run = 0; run < (deterministic ? 2 : 1); ++run) {
-    fill_device(dq, 0.f, q.size());
-    fill_device(dk, 0.f, k.size());
-    fill_device(dv, 0.f, v.size());
+    fill_device(dq, 0.f, d.q.size());
+    fill_device(dk, 0.f, d.k.size());
+    fill_device(dv, 0.f, d.v.size());
     RFA_TEST_CALL(rfa_cudnn_backward(ctx, &b, out16.get(), contiguous, nullptr, bw.data, bw.bytes, nullptr));
     RFA_TEST_CUDA(cudaDeviceSynchronize());
     if (run == 0) {
       first_dq = dq.download();
-      expect_close("backward dq", first_dq, ref_dq, low_dq);
-      expect_close("backward dk", dk.download(), ref_dk, low_dk);
-      expect_close("backward dv", dv.download(), ref_dv, low_dv);
+      expect_close("backward dq", first_dq, d.ref_dq, d.low_dq);
+      expect_close("backward dk", dk.download(), d.ref_dk, d.low_dk);
+      expect_close("backward dv", dv.download(), d.ref_dv, d.low_dv);
     } else {
       const bool same = std::memcmp(first_dq.data(), dq.download().data(), first_dq.size() * sizeof(double)) == 0;
       report("deterministic backward: dq bitwise repeated", same, "", first_dq, first_dq, 0);
     }
   }
+}
+
+// The one block of a pass written in place, every output poisoned first: the forward (merge 0:
+// out in the storage dtype, lse overwritten), then the backward from the block's final out and
+// lse (grad mode store: dq, dk, dv in the storage dtype, overwritten). One rank's block, which
+// rfa_cudnn_writes_in_place must call one band over the whole block (a zigzag rank's two chunks
+// at P = 1 continue each other).
+void run_in_place(rfa_cudnn_context* ctx, const Case& c) {
+  const BlockData d(c);
+  DeviceArray out(c.dtype, d.q.size()), lse(RFA_CUDA_FP32, d.p.lse_size()), dq(c.dtype, d.q.size()),
+      dk(c.dtype, d.k.size()), dv(c.dtype, d.v.size());
+  const rfa_cuda_forward_params f = d.forward(c, out, c.dtype, lse, false);
+  const bool one_band = rfa_cudnn_writes_in_place(&f.shape, nullptr) == 1;
+  std::printf("  %-4s one band over the whole block (rfa_cudnn_writes_in_place)\n", one_band ? "ok" : "FAIL");
+  if (!one_band) {
+    ++failures;
+    return;
+  }
+  std::size_t bytes = 0;
+  RFA_TEST_CALL(rfa_cudnn_plan_forward(ctx, &f, nullptr, &bytes));
+  Workspace fw(bytes);
+  out.poison();
+  lse.poison();
+  RFA_TEST_CALL(rfa_cudnn_forward(ctx, &f, nullptr, fw.data, fw.bytes, nullptr));
+  RFA_TEST_CUDA(cudaDeviceSynchronize());
+  expect_close("in-place out", out.download(), d.ref_out, d.low_out);
+  expect_within("in-place lse", lse.download(), d.ref_lse, 2e-3);
+
+  out.upload(d.ref_out);
+  lse.upload(d.ref_lse);
+  const rfa_cuda_backward_params b = d.backward(c, lse, RFA_CUDA_GRAD_STORE, dq, dk, dv);
+  const rfa_cuda_strides contiguous{};
+  RFA_TEST_CALL(rfa_cudnn_plan_backward(ctx, &b, contiguous, nullptr, &bytes));
+  Workspace bw(bytes);
+  dq.poison();
+  dk.poison();
+  dv.poison();
+  RFA_TEST_CALL(rfa_cudnn_backward(ctx, &b, out.get(), contiguous, nullptr, bw.data, bw.bytes, nullptr));
+  RFA_TEST_CUDA(cudaDeviceSynchronize());
+  expect_close("in-place dq", dq.download(), d.ref_dq, d.low_dq);
+  expect_close("in-place dk", dk.download(), d.ref_dk, d.low_dk);
+  expect_close("in-place dv", dv.download(), d.ref_dv, d.low_dv);
+}
+
+// In place is refused where the block is several bands (UNSUPPORTED: merge it instead), and an
+// output that is neither merged fp32 nor in place is an invalid argument; neither touches out.
+void run_in_place_refusals(rfa_cudnn_context* ctx) {
+  Case c{"zigzag P=2 step 0<-0", RFA_CUDA_BF16, 64, 1, 96, 96, 2, 2, true};
+  c.q_map = c.k_map = layout_positions(Layout::zigzag, 192, 2, 0);
+  rfa_cuda_forward_params f;
+  rfa_cuda_forward_params_init(&f);
+  f.shape = shape_of(c);
+  f.out_dtype = c.dtype;
+  f.merge = 0;
+  std::size_t bytes = 0;
+  bool ok = rfa_cudnn_writes_in_place(&f.shape, nullptr) == 0 &&
+            rfa_cudnn_plan_forward(ctx, &f, nullptr, &bytes) == RFA_CUDA_ERROR_UNSUPPORTED &&
+            std::strstr(rfa_cuda_last_error_message(), "not one over the whole block") != nullptr;
+  std::printf("  %-4s a block of several bands is not written in place: %s\n", ok ? "ok" : "FAIL",
+              rfa_cuda_last_error_message());
+  if (!ok) ++failures;
+  f.out_dtype = RFA_CUDA_FP32;  // in place, but in fp32: neither mode
+  ok = rfa_cudnn_plan_forward(ctx, &f, nullptr, &bytes) == RFA_CUDA_ERROR_INVALID_ARGUMENT &&
+       std::strstr(rfa_cuda_last_error_message(), "merge 0, out_dtype the storage dtype") != nullptr;
+  std::printf("  %-4s merge 0 with an fp32 out is refused: %s\n", ok ? "ok" : "FAIL", rfa_cuda_last_error_message());
+  if (!ok) ++failures;
+  rfa_cuda_backward_params b;
+  rfa_cuda_backward_params_init(&b);
+  b.shape = shape_of(c);
+  b.grad_mode = RFA_CUDA_GRAD_STORE;
+  ok = rfa_cudnn_plan_backward(ctx, &b, rfa_cuda_strides{}, nullptr, &bytes) == RFA_CUDA_ERROR_UNSUPPORTED &&
+       std::strstr(rfa_cuda_last_error_message(), "not one over the whole block") != nullptr;
+  std::printf("  %-4s nor are its gradients: %s\n", ok ? "ok" : "FAIL", rfa_cuda_last_error_message());
+  if (!ok) ++failures;
 }
 
 // Documents whose boundary falls inside the block: cuDNN is not asked, and says why.
@@ -214,6 +317,27 @@ int main() {
           run_block(ctx, c, pick % 6 == 5);
         }
     }
+  // One rank's block in place: contiguous and zigzag, full and causal, windows (one wider than
+  // the block), GQA, both dtypes, head dims 64 and 128, a length off cuDNN's 64-row tiles.
+  for (int pick = 0; pick < 6; ++pick) {
+    Case c{};
+    const Layout layout = pick % 2 ? Layout::zigzag : Layout::contiguous;
+    const int S = pick < 3 ? 200 : 384;
+    c.name = std::string("in place, one rank, ") + (layout == Layout::zigzag ? "zigzag" : "contiguous");
+    c.dtype = pick % 3 == 2 ? RFA_CUDA_FP16 : RFA_CUDA_BF16;
+    c.head_dim = pick % 2 ? 128 : 64;
+    c.batch = 1 + pick % 2;
+    c.seq_q = c.seq_k = S;
+    c.heads = 4;
+    c.kv_heads = pick % 3 == 1 ? 1 : 2;
+    c.causal = pick != 4;
+    c.window = pick == 3 ? 70 : (pick == 5 ? 1000 : 0);
+    c.q_map = c.k_map = layout_positions(layout, S, 1, 0);
+    std::printf("%s: %s d=%d b=%d hkv=%d %s w=%lld S=%d\n", c.name.c_str(), c.dtype == RFA_CUDA_BF16 ? "bf16" : "fp16",
+                c.head_dim, c.batch, c.kv_heads, c.causal ? "causal" : "full", static_cast<long long>(c.window), S);
+    run_in_place(ctx, c);
+  }
+  run_in_place_refusals(ctx);
   run_document_refusal(ctx);
   run_argument_checks(ctx);
   rfa_cudnn_destroy(ctx);

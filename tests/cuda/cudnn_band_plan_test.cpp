@@ -17,9 +17,10 @@ namespace {
 using rfa_cuda::cudnn::band_visible;
 using rfa_cuda::cudnn::BandBlock;
 using rfa_cuda::cudnn::BandPlan;
+using rfa_cuda::cudnn::covers_whole_block;
 using rfa_cuda::cudnn::plan_bands;
 
-int failures = 0, checked_steps = 0, refused_steps = 0, refused_tall_window = 0;
+int failures = 0, checked_steps = 0, refused_steps = 0, refused_tall_window = 0, direct_steps = 0;
 
 void fail(const std::string& what) {
   if (failures < 20) std::printf("FAIL: %s\n", what.c_str());
@@ -130,6 +131,15 @@ void check_step(Layout layout, std::int64_t S, int P, int me, int owner, bool ca
         return;
       }
     }
+  // A block cuDNN may write in place is one band whose rows and keys are all the block's (each
+  // row seeing a key, checked above). One rank's block is always one (a zigzag rank's two chunks
+  // continue each other at P = 1), unless a document boundary cuts it.
+  const bool direct = covers_whole_block(plan, s.seq_q, s.seq_k);
+  direct_steps += direct ? 1 : 0;
+  if (direct && (plan.blocks.size() != 1 || plan.blocks[0].q_rows != s.seq_q || plan.blocks[0].k_rows != s.seq_k))
+    fail(where + ": not one whole band");
+  const bool cut = docs.size() > 2 && document(docs, 0) != document(docs, s.seq_q - 1);
+  if (P == 1 && !cut && !direct) fail(where + ": one rank's block is not one band over the whole block");
 }
 
 }  // namespace
@@ -155,11 +165,16 @@ int main() {
                 check_step(layout, S, P, me, owner, causal, window, docs, RFA_CUDA_BF16);
     }
   }
+  // The layouts' pieces pair up into bands cuDNN takes, windows included: none is refused for a
+  // window over more query rows than key rows (a zigzag rank's continuing chunks are joined only
+  // where that makes the step one band over the whole block).
+  if (refused_tall_window > 0)
+    fail(std::to_string(refused_tall_window) + " steps refused for a window over a tall block");
   // 32-bit tensors are never asked of cuDNN.
   check_step(Layout::contiguous, 8, 2, 0, 0, true, 0, {}, RFA_CUDA_FP32);
   std::printf(
-      "cudnn_band_plan_test: %d steps, %d left to rfa's kernels (%d of them a window over a tall block), "
-      "%d failures\n",
-      checked_steps, refused_steps, refused_tall_window, failures);
+      "cudnn_band_plan_test: %d steps, %d left to rfa's kernels (%d of them a window over a tall block), %d "
+      "one band over the whole block, %d failures\n",
+      checked_steps, refused_steps, refused_tall_window, direct_steps, failures);
   return failures == 0 ? 0 : 1;
 }

@@ -14,7 +14,9 @@
  *
  * Numerics: cuDNN writes each band's output (forward) and gradients (backward) in the storage
  * dtype; rfa folds them into its fp32 ring state (merge, accumulation) in fp32. The statistics
- * are fp32 natural-log log-sum-exps, as rfa's.
+ * are fp32 natural-log log-sum-exps, as rfa's. A block that is one band over the whole of it
+ * (the one block of a pass: one rank, Ulysses) may instead have its results written in place,
+ * in the storage dtype, with nothing to merge or accumulate (rfa_cudnn_writes_in_place).
  *
  * Functions return rfa_cuda_status and leave a message in rfa_cuda_last_error_message() on
  * failure, like flash.h. A context belongs to the CUDA device that was current when it was
@@ -50,6 +52,15 @@ typedef struct rfa_cudnn_context rfa_cudnn_context;
 rfa_cuda_status rfa_cudnn_create(rfa_cudnn_context** context);
 void rfa_cudnn_destroy(rfa_cudnn_context* context);
 
+/* Whether rfa_cudnn_forward and rfa_cudnn_backward may write the results of `shape`'s block in
+ * place (forward: merge 0, out_dtype shape->dtype; backward: grad mode store): 1 when cuDNN
+ * computes the block as one band over all of its query rows and key rows, 0 otherwise (several
+ * bands, whose results must be merged or accumulated in fp32, or a block cuDNN does not
+ * compute: rfa_cudnn_plan_forward says why). `host_doc_bounds` as in
+ * rfa_cudnn_plan_forward. Host code: needs neither a GPU nor cuDNN, builds no plan, and leaves
+ * rfa_cuda_last_error_message() as it was. */
+int rfa_cudnn_writes_in_place(const rfa_cuda_attention_shape* shape, const int64_t* host_doc_bounds);
+
 /* Whether cuDNN computes the forward of p's block exactly, and the device scratch that needs:
  * RFA_CUDA_SUCCESS and *workspace_bytes, or RFA_CUDA_ERROR_UNSUPPORTED with the reason (the caller
  * then uses rfa_cuda_flash_forward). `host_doc_bounds` is the host copy of p->shape.doc_bounds
@@ -64,18 +75,24 @@ rfa_cuda_status rfa_cudnn_plan_backward(rfa_cudnn_context* context, const rfa_cu
                                         rfa_cuda_strides out_strides, const int64_t* host_doc_bounds,
                                         size_t* workspace_bytes);
 
-/* The forward of one ring block, merged into the running result: p->out (fp32, out_dtype
- * RFA_CUDA_FP32) and p->lse hold the normalized result over earlier blocks (lse -inf: none yet)
- * and receive this block's share, as rfa_cuda_flash_forward with merge = 1 (p->merge must be 1:
- * a first block merges into lse = -inf). Rows that see no key of the block keep their values.
- * `workspace` holds rfa_cudnn_plan_forward()'s bytes (256-byte aligned), on the stream's
- * device. */
+/* The forward of one ring block. Merged (p->merge 1, out_dtype RFA_CUDA_FP32): p->out (fp32)
+ * and p->lse hold the normalized result over earlier blocks (lse -inf: none yet) and receive
+ * this block's share, as rfa_cuda_flash_forward with merge = 1 (a first block merges into lse =
+ * -inf); rows that see no key of the block keep their values. In place (p->merge 0, out_dtype
+ * shape.dtype, only where rfa_cudnn_writes_in_place: RFA_CUDA_ERROR_UNSUPPORTED otherwise, from
+ * rfa_cudnn_plan_forward too): p->out in the storage dtype and p->lse are overwritten with the
+ * block's normalized result. Any other pair of merge and out_dtype is
+ * RFA_CUDA_ERROR_INVALID_ARGUMENT. `workspace` holds rfa_cudnn_plan_forward()'s bytes (256-byte
+ * aligned; the plan of the same merge and out_dtype), on the stream's device. */
 rfa_cuda_status rfa_cudnn_forward(rfa_cudnn_context* context, const rfa_cuda_forward_params* p,
                                   const int64_t* host_doc_bounds, void* workspace, size_t workspace_bytes,
                                   cudaStream_t stream);
 
 /* The backward of one ring block: p->dq, p->dk, p->dv are fp32 and receive += this block's
- * gradients (grad_mode RFA_CUDA_GRAD_ACCUMULATE_FP32); p->lse is the final lse. cuDNN takes the
+ * gradients (grad_mode RFA_CUDA_GRAD_ACCUMULATE_FP32), or, in place (grad_mode
+ * RFA_CUDA_GRAD_STORE, only where rfa_cudnn_writes_in_place: RFA_CUDA_ERROR_UNSUPPORTED
+ * otherwise, from rfa_cudnn_plan_backward too), are in the storage dtype and overwritten with the
+ * block's gradients; p->lse is the final lse. cuDNN takes the
  * final output `out` (strides `out_strides`, in shape.dtype) instead of p->delta, which is
  * ignored. p->deterministic selects cuDNN's deterministic backward. */
 rfa_cuda_status rfa_cudnn_backward(rfa_cudnn_context* context, const rfa_cuda_backward_params* p, const void* out,

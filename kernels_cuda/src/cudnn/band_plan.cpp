@@ -12,13 +12,22 @@ struct Piece {
   std::int64_t start, stride, length, local_begin;
 };
 
-std::vector<Piece> pieces(const rfa_cuda_position_map& map, std::int64_t seq) {
+/// The map's segments, each one piece; with `join`, a segment that continues the previous one
+/// (the same stride, starting where it ends) extends that piece instead.
+std::vector<Piece> pieces(const rfa_cuda_position_map& map, std::int64_t seq, bool join) {
   if (map.count == 0) return {{0, 1, seq, 0}};
   std::vector<Piece> out;
   std::int64_t begin = 0;
   for (int s = 0; s < map.count && s < 2; ++s) {
-    out.push_back({map.seg[s].start, map.seg[s].stride, map.seg[s].length, begin});
-    begin += map.seg[s].length;
+    const rfa_cuda_segment& g = map.seg[s];
+    if (g.length <= 0) continue;
+    Piece* last = out.empty() ? nullptr : &out.back();
+    if (join && last != nullptr && last->stride == g.stride && g.start == last->start + last->stride * last->length) {
+      last->length += g.length;  // continues the previous piece: one affine run of positions
+    } else {
+      out.push_back({g.start, g.stride, g.length, begin});
+    }
+    begin += g.length;
   }
   return out;
 }
@@ -38,10 +47,9 @@ BandPlan refuse(const std::string& why) {
   return plan;
 }
 
-}  // namespace
-
-BandPlan plan_bands(const rfa_cuda_attention_shape& shape, const std::int64_t* host_doc_bounds,
-                    std::int64_t doc_bound_count) {
+/// The plan over the maps' pieces (joined where `join`).
+BandPlan plan_pieces(const rfa_cuda_attention_shape& shape, const std::int64_t* host_doc_bounds,
+                     std::int64_t doc_bound_count, bool join) {
   if (shape.dtype != RFA_CUDA_BF16 && shape.dtype != RFA_CUDA_FP16) {
     return refuse("cuDNN's fused attention takes bf16 or fp16 tensors");
   }
@@ -50,8 +58,8 @@ BandPlan plan_bands(const rfa_cuda_attention_shape& shape, const std::int64_t* h
   BandPlan plan;
   plan.expressible = true;
   const bool causal = shape.mask == RFA_CUDA_MASK_CAUSAL;
-  for (const Piece& q : pieces(shape.q_positions, shape.seq_q)) {
-    for (const Piece& k : pieces(shape.k_positions, shape.seq_k)) {
+  for (const Piece& q : pieces(shape.q_positions, shape.seq_q, join)) {
+    for (const Piece& k : pieces(shape.k_positions, shape.seq_k, join)) {
       if (q.length <= 0 || k.length <= 0) continue;
       if (q.stride != k.stride) return refuse("the query and key positions have different strides");
       const std::int64_t sigma = q.stride, delta = q.start - k.start;
@@ -108,6 +116,18 @@ BandPlan plan_bands(const rfa_cuda_attention_shape& shape, const std::int64_t* h
     }
   }
   return plan;
+}
+
+}  // namespace
+
+BandPlan plan_bands(const rfa_cuda_attention_shape& shape, const std::int64_t* host_doc_bounds,
+                    std::int64_t doc_bound_count) {
+  // Segments that continue each other are one piece where that makes the block one band over
+  // the whole of it; elsewhere each segment is its own (a window band over a joined piece may have
+  // more rows than cuDNN takes).
+  BandPlan joined = plan_pieces(shape, host_doc_bounds, doc_bound_count, true);
+  if (covers_whole_block(joined, shape.seq_q, shape.seq_k)) return joined;
+  return plan_pieces(shape, host_doc_bounds, doc_bound_count, false);
 }
 
 }  // namespace cudnn

@@ -38,10 +38,23 @@ struct BandPlan {
   std::vector<BandBlock> blocks;  ///< empty and expressible: the mask hides the whole block
 };
 
-/// The plan for `shape`'s block (its position maps, mask, window). `host_doc_bounds` is the
+/// The plan for `shape`'s block (its position maps, mask, window). Where a position map's second
+/// segment continues its first (the same stride, starting where the first ends: a zigzag rank's
+/// two chunks at P = 1, or rank P-1's at any P) and taking the two as one piece makes the block
+/// one band over the whole of it, that is the plan. `host_doc_bounds` is the
 /// host copy of shape.doc_bounds (which may be device memory), `doc_bound_count` values.
 BandPlan plan_bands(const rfa_cuda_attention_shape& shape, const std::int64_t* host_doc_bounds,
                     std::int64_t doc_bound_count);
+
+/// Whether the plan is one band over the whole of a block of `seq_q` query rows and `seq_k` key
+/// rows: cuDNN's results for it (output and statistics, or gradients) are then the block's,
+/// which it may write in place (a pass of one block, nothing to merge or accumulate). Every row
+/// of a band sees a key in it.
+inline bool covers_whole_block(const BandPlan& plan, std::int64_t seq_q, std::int64_t seq_k) {
+  if (!plan.expressible || plan.blocks.size() != 1) return false;
+  const BandBlock& b = plan.blocks[0];
+  return b.q_begin == 0 && b.q_rows == seq_q && b.k_begin == 0 && b.k_rows == seq_k;
+}
 
 /// Whether key column j of `b` is visible to query row i of it (i < q_rows, j < k_rows), by
 /// the band's own rule: what cuDNN computes for it.

@@ -45,9 +45,10 @@ std::size_t element_bytes(rfa_cuda_dtype t) { return t == RFA_CUDA_FP32 ? 4 : 2;
 /// Every field is 64 bits wide, so the key has no padding: its bytes are its value, and
 /// comparing or hashing them compares or hashes the fields (checked below at compile time).
 struct GraphKey {
-  std::int64_t backward = 0, deterministic = 0, dtype = 0;
+  std::int64_t backward = 0, deterministic = 0, direct = 0, dtype = 0;
   std::int64_t batch = 0, heads = 0, kv_heads = 0, head_dim = 0, q_rows = 0, k_rows = 0;
-  std::int64_t strides[5][3] = {};  // q, k, v, then out and dout (backward)
+  // q, k, v; out (backward, in-place forward); dout (backward); dq, dk, dv (in-place backward)
+  std::int64_t strides[8][3] = {};
   std::int64_t has_right = 0, has_left = 0, right = 0, left = 0;
   std::int64_t scale_bits = 0;  // the float scale's bits
 
@@ -143,13 +144,19 @@ struct BandProblem {
   rfa_cuda_dtype dtype;
   std::int64_t batch, heads, kv_heads, head_dim;
   float scale;
-  StridedTensor q, k, v, out, dout;  // out and dout: backward only (their data may be null here)
+  // out: backward and in-place forward; dout: backward; dq, dk, dv: in-place backward (data may
+  // be null while planning).
+  StridedTensor q, k, v, out, dout, dq, dk, dv;
+  // In place: the block is one band over the whole of it, and cuDNN reads and writes the
+  // caller's tensors (out and lse forward; lse, dq, dk and dv backward) instead of scratch.
+  bool direct = false;
 };
 
 GraphKey key_of(const BandProblem& p, const BandBlock& band, bool backward, bool deterministic) {
   GraphKey k{};
   k.backward = backward;
   k.deterministic = backward && deterministic;
+  k.direct = p.direct;
   k.dtype = int(p.dtype);
   k.batch = p.batch;
   k.heads = p.heads;
@@ -157,8 +164,8 @@ GraphKey key_of(const BandProblem& p, const BandBlock& band, bool backward, bool
   k.head_dim = p.head_dim;
   k.q_rows = band.q_rows;
   k.k_rows = band.k_rows;
-  const StridedTensor* tensors[5] = {&p.q, &p.k, &p.v, &p.out, &p.dout};
-  for (int t = 0; t < (backward ? 5 : 3); ++t) {
+  const StridedTensor* tensors[8] = {&p.q, &p.k, &p.v, &p.out, &p.dout, &p.dq, &p.dk, &p.dv};
+  for (int t = 0; t < (backward ? (p.direct ? 8 : 5) : (p.direct ? 4 : 3)); ++t) {
     k.strides[t][0] = tensors[t]->batch;
     k.strides[t][1] = tensors[t]->seq;
     k.strides[t][2] = tensors[t]->head;
@@ -183,6 +190,7 @@ ScratchLayout scratch_of(const BandProblem& p, const BandBlock& band, const Cach
   ScratchLayout s;
   const std::size_t e = element_bytes(p.dtype);
   s.cudnn = aligned(std::size_t(g.workspace));
+  if (p.direct) return s;  // the results and the statistics are the caller's tensors
   s.stats = aligned(std::size_t(p.batch * p.heads * band.q_rows) * sizeof(float));
   if (!backward) {
     s.out = aligned(std::size_t(p.batch * band.q_rows * p.heads * p.head_dim) * e);
@@ -245,11 +253,13 @@ rfa_cuda_status build_forward(rfa_cudnn_context& c, const BandProblem& p, const 
                         .set_implementation(fe::AttentionImplementation_t::COMPOSITE);
   set_band(attributes, band);
   auto [o, stats] = g->sdpa(q, k, v, attributes);
-  const StridedTensor o_layout = packed(nullptr, band.q_rows, p.heads, p.head_dim);
+  // In place: the caller's out (the band is every row of it); merged: packed scratch of the band.
+  const StridedTensor o_layout = p.direct ? p.out : packed(nullptr, band.q_rows, p.heads, p.head_dim);
   o->set_output(true)
       .set_uid(kO)
       .set_dim({p.batch, p.heads, band.q_rows, p.head_dim})
       .set_stride({o_layout.batch, o_layout.head, o_layout.seq, 1});
+  // [b][h][rows]: where the band is every row (in place), the layout of the caller's lse.
   stats->set_output(true)
       .set_uid(kStats)
       .set_data_type(fe::DataType_t::FLOAT)
@@ -275,8 +285,10 @@ rfa_cuda_status build_backward(rfa_cudnn_context& c, const BandProblem& p, const
                         .set_deterministic_algorithm(deterministic);
   set_band(attributes, band);
   auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dout, stats, attributes);
-  const StridedTensor q_layout = packed(nullptr, band.q_rows, p.heads, p.head_dim);
-  const StridedTensor k_layout = packed(nullptr, band.k_rows, p.kv_heads, p.head_dim);
+  // In place: the caller's gradients (the band is the whole block); else packed scratch.
+  const StridedTensor q_layout = p.direct ? p.dq : packed(nullptr, band.q_rows, p.heads, p.head_dim);
+  const StridedTensor k_layout = p.direct ? p.dk : packed(nullptr, band.k_rows, p.kv_heads, p.head_dim);
+  const StridedTensor v_layout = p.direct ? p.dv : k_layout;
   dq->set_output(true)
       .set_uid(kDQ)
       .set_dim({p.batch, p.heads, band.q_rows, p.head_dim})
@@ -288,7 +300,7 @@ rfa_cuda_status build_backward(rfa_cudnn_context& c, const BandProblem& p, const
   dv->set_output(true)
       .set_uid(kDV)
       .set_dim({p.batch, p.kv_heads, band.k_rows, p.head_dim})
-      .set_stride({k_layout.batch, k_layout.head, k_layout.seq, 1});
+      .set_stride({v_layout.batch, v_layout.head, v_layout.seq, 1});
   return finish_graph(c.handle, g, out);
 }
 
@@ -362,13 +374,59 @@ BandProblem inputs_problem(const Params& p) {
   return b;
 }
 
-BandProblem forward_problem(const rfa_cuda_forward_params& p) { return inputs_problem(p); }
+BandProblem forward_problem(const rfa_cuda_forward_params& p) {
+  BandProblem b = inputs_problem(p);
+  b.direct = p.merge == 0;
+  if (b.direct) b.out = detail::resolve(p.out, p.out_strides, p.shape.seq_q, p.shape.heads, p.shape.head_dim);
+  return b;
+}
+
+/// A forward either merges into an fp32 running result (merge 1, out_dtype fp32) or writes the
+/// block's result in place (merge 0, out_dtype the storage dtype).
+rfa_cuda_status check_output_mode(const rfa_cuda_forward_params& p) {
+  const bool merged = p.merge != 0 && p.out_dtype == RFA_CUDA_FP32;
+  const bool direct = p.merge == 0 && p.out_dtype == p.shape.dtype;
+  if (!merged && !direct)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "cuDNN attention merges into an fp32 running result (merge 1, out_dtype fp32) or writes a block's "
+                "result in place (merge 0, out_dtype the storage dtype)");
+  return RFA_CUDA_SUCCESS;
+}
+
+/// In place, the block must be one band over the whole of it: cuDNN's results are then the
+/// block's (several bands would need merging, rows or keys of none a value).
+rfa_cuda_status check_in_place_plan(bool in_place, const rfa_cuda_attention_shape& s, const BandPlan& plan) {
+  if (in_place && !covers_whole_block(plan, s.seq_q, s.seq_k))
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                "cuDNN attention: the block is %zu band call(s), not one over the whole block, so its results cannot "
+                "be written in place (merge or accumulate them in fp32 instead)",
+                plan.blocks.size());
+  return RFA_CUDA_SUCCESS;
+}
 
 BandProblem backward_problem(const rfa_cuda_backward_params& p, const void* out, rfa_cuda_strides out_strides) {
+  const rfa_cuda_attention_shape& s = p.shape;
   BandProblem b = inputs_problem(p);
-  b.out = detail::resolve(out, out_strides, p.shape.seq_q, p.shape.heads, p.shape.head_dim);
-  b.dout = detail::resolve(p.dout, p.dout_strides, p.shape.seq_q, p.shape.heads, p.shape.head_dim);
+  b.out = detail::resolve(out, out_strides, s.seq_q, s.heads, s.head_dim);
+  b.dout = detail::resolve(p.dout, p.dout_strides, s.seq_q, s.heads, s.head_dim);
+  b.direct = p.grad_mode == RFA_CUDA_GRAD_STORE;
+  if (b.direct) {
+    b.dq = detail::resolve(p.dq, p.dq_strides, s.seq_q, s.heads, s.head_dim);
+    b.dk = detail::resolve(p.dk, p.dk_strides, s.seq_k, s.kv_heads, s.head_dim);
+    b.dv = detail::resolve(p.dv, p.dv_strides, s.seq_k, s.kv_heads, s.head_dim);
+  }
   return b;
+}
+
+/// A backward either accumulates into fp32 gradients (grad mode accumulate) or writes the
+/// block's gradients in place, in the storage dtype (grad mode store).
+rfa_cuda_status check_grad_mode(const rfa_cuda_backward_params& p) {
+  if (p.grad_mode != RFA_CUDA_GRAD_ACCUMULATE_FP32 && p.grad_mode != RFA_CUDA_GRAD_STORE)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "cuDNN attention accumulates fp32 gradients (grad mode accumulate) or writes a block's gradients in "
+                "place (grad mode store), not grad mode %d",
+                int(p.grad_mode));
+  return RFA_CUDA_SUCCESS;
 }
 
 /// The scratch the block's bands need (the largest band's: they run one after another).
@@ -402,9 +460,9 @@ rfa_cuda_status execute(rfa_cudnn_context& c, const CachedGraph& g, std::unorder
 
 rfa_cuda_status forward_block(rfa_cudnn_context& c, const rfa_cuda_forward_params& p, const std::int64_t* host_docs,
                               void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
-  if (p.out_dtype != RFA_CUDA_FP32 || !p.merge || p.out == nullptr || p.lse == nullptr)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
-                "cuDNN attention merges into an fp32 running result: out_dtype fp32, merge 1, out and lse set");
+  RFA_CUDA_TRY(check_output_mode(p));
+  if (p.out == nullptr || p.lse == nullptr)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "cuDNN attention: out and lse must be set");
   RFA_CUDA_TRY(detail::check_tile_tensor("q", p.q, p.q_strides));
   RFA_CUDA_TRY(detail::check_tile_tensor("k", p.k, p.k_strides));
   RFA_CUDA_TRY(detail::check_tile_tensor("v", p.v, p.v_strides));
@@ -412,12 +470,24 @@ rfa_cuda_status forward_block(rfa_cudnn_context& c, const rfa_cuda_forward_param
   RFA_CUDA_TRY(detail::check_output_rows("out", p.out_strides, p.shape.batch, p.shape.seq_q, p.shape.heads));
   BandPlan plan;
   RFA_CUDA_TRY(bands_of(p.shape, host_docs, plan));
+  RFA_CUDA_TRY(check_in_place_plan(p.merge == 0, p.shape, plan));
   const BandProblem problem = forward_problem(p);
   std::size_t need = 0;
   RFA_CUDA_TRY(plan_block(c, problem, plan, false, false, need));
   RFA_CUDA_TRY(check_workspace(workspace, workspace_bytes, need));
   const rfa_cuda_attention_shape& s = p.shape;
   const std::size_t e = element_bytes(s.dtype);
+  if (problem.direct) {  // one band, every row: cuDNN writes out and lse themselves
+    const CachedGraph* g = nullptr;
+    RFA_CUDA_TRY(graph_for(c, problem, plan.blocks[0], false, false, &g));
+    const BandBlock& band = plan.blocks[0];
+    std::unordered_map<std::int64_t, void*> pack = {{kQ, problem.q.data},
+                                                    {kK, at_row(problem.k, band.k_begin, e).data},
+                                                    {kV, at_row(problem.v, band.k_begin, e).data},
+                                                    {kO, problem.out.data},
+                                                    {kStats, p.lse}};
+    return execute(c, *g, pack, workspace, stream);
+  }
   const StridedTensor out = detail::resolve(p.out, p.out_strides, s.seq_q, s.heads, s.head_dim);
   for (const BandBlock& band : plan.blocks) {
     const CachedGraph* g = nullptr;
@@ -445,10 +515,15 @@ rfa_cuda_status forward_block(rfa_cudnn_context& c, const rfa_cuda_forward_param
 rfa_cuda_status backward_block(rfa_cudnn_context& c, const rfa_cuda_backward_params& p, const void* out_data,
                                rfa_cuda_strides out_strides, const std::int64_t* host_docs, void* workspace,
                                std::size_t workspace_bytes, cudaStream_t stream) {
-  if (p.grad_mode != RFA_CUDA_GRAD_ACCUMULATE_FP32 || p.dq == nullptr || p.dk == nullptr || p.dv == nullptr ||
-      p.lse == nullptr || out_data == nullptr)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
-                "cuDNN attention accumulates fp32 gradients (grad mode accumulate; dq, dk, dv, lse and out set)");
+  RFA_CUDA_TRY(check_grad_mode(p));
+  if (p.dq == nullptr || p.dk == nullptr || p.dv == nullptr || p.lse == nullptr || out_data == nullptr)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "cuDNN attention: dq, dk, dv, lse and out must be set");
+  const bool in_place = p.grad_mode == RFA_CUDA_GRAD_STORE;
+  if (in_place) {  // 16-bit gradients, which cuDNN writes in 16-byte chunks
+    RFA_CUDA_TRY(detail::check_tile_tensor("dq", p.dq, p.dq_strides));
+    RFA_CUDA_TRY(detail::check_tile_tensor("dk", p.dk, p.dk_strides));
+    RFA_CUDA_TRY(detail::check_tile_tensor("dv", p.dv, p.dv_strides));
+  }
   RFA_CUDA_TRY(detail::check_tile_tensor("q", p.q, p.q_strides));
   RFA_CUDA_TRY(detail::check_tile_tensor("k", p.k, p.k_strides));
   RFA_CUDA_TRY(detail::check_tile_tensor("v", p.v, p.v_strides));
@@ -459,6 +534,7 @@ rfa_cuda_status backward_block(rfa_cudnn_context& c, const rfa_cuda_backward_par
   RFA_CUDA_TRY(detail::check_output_rows("dv", p.dv_strides, p.shape.batch, p.shape.seq_k, p.shape.kv_heads));
   BandPlan plan;
   RFA_CUDA_TRY(bands_of(p.shape, host_docs, plan));
+  RFA_CUDA_TRY(check_in_place_plan(in_place, p.shape, plan));
   const BandProblem problem = backward_problem(p, out_data, out_strides);
   const bool deterministic = p.deterministic != 0;
   std::size_t need = 0;
@@ -466,6 +542,15 @@ rfa_cuda_status backward_block(rfa_cudnn_context& c, const rfa_cuda_backward_par
   RFA_CUDA_TRY(check_workspace(workspace, workspace_bytes, need));
   const rfa_cuda_attention_shape& s = p.shape;
   const std::size_t e = element_bytes(s.dtype);
+  if (in_place) {  // one band, the whole block: cuDNN reads lse and writes dq, dk, dv themselves
+    const CachedGraph* g = nullptr;
+    RFA_CUDA_TRY(graph_for(c, problem, plan.blocks[0], true, deterministic, &g));
+    std::unordered_map<std::int64_t, void*> pack = {
+        {kQ, problem.q.data},   {kK, problem.k.data},     {kV, problem.v.data},
+        {kO, problem.out.data}, {kDO, problem.dout.data}, {kStats, const_cast<float*>(p.lse)},
+        {kDQ, problem.dq.data}, {kDK, problem.dk.data},   {kDV, problem.dv.data}};
+    return execute(c, *g, pack, workspace, stream);
+  }
   const StridedTensor dq = detail::resolve(p.dq, p.dq_strides, s.seq_q, s.heads, s.head_dim);
   const StridedTensor dk = detail::resolve(p.dk, p.dk_strides, s.seq_k, s.kv_heads, s.head_dim);
   const StridedTensor dv = detail::resolve(p.dv, p.dv_strides, s.seq_k, s.kv_heads, s.head_dim);
@@ -573,8 +658,10 @@ rfa_cuda_status rfa_cudnn_plan_forward(rfa_cudnn_context* context, const rfa_cud
   RFA_CUDA_TRY(require_context(context, p));
   if (workspace_bytes == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "workspace_bytes is NULL");
   return guarded("forward plan", [&]() -> rfa_cuda_status {
+    RFA_CUDA_TRY(check_output_mode(*p));
     BandPlan plan;
     RFA_CUDA_TRY(bands_of(p->shape, host_doc_bounds, plan));
+    RFA_CUDA_TRY(check_in_place_plan(p->merge == 0, p->shape, plan));
     std::size_t bytes = 0;
     RFA_CUDA_TRY(plan_block(*context, forward_problem(*p), plan, false, false, bytes));
     *workspace_bytes = bytes;
@@ -588,14 +675,28 @@ rfa_cuda_status rfa_cudnn_plan_backward(rfa_cudnn_context* context, const rfa_cu
   RFA_CUDA_TRY(require_context(context, p));
   if (workspace_bytes == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "workspace_bytes is NULL");
   return guarded("backward plan", [&]() -> rfa_cuda_status {
+    RFA_CUDA_TRY(check_grad_mode(*p));
     BandPlan plan;
     RFA_CUDA_TRY(bands_of(p->shape, host_doc_bounds, plan));
+    RFA_CUDA_TRY(check_in_place_plan(p->grad_mode == RFA_CUDA_GRAD_STORE, p->shape, plan));
     std::size_t bytes = 0;
     RFA_CUDA_TRY(
         plan_block(*context, backward_problem(*p, nullptr, out_strides), plan, true, p->deterministic != 0, bytes));
     *workspace_bytes = bytes;
     return RFA_CUDA_SUCCESS;
   });
+}
+
+int rfa_cudnn_writes_in_place(const rfa_cuda_attention_shape* shape, const int64_t* host_doc_bounds) {
+  if (shape == nullptr) return 0;
+  // A query: the calling thread's last failure message stays what it was.
+  const std::string message = rfa_cuda::detail::last_message();
+  BandPlan plan;
+  const bool one_band =
+      guarded("in-place query", [&] { return bands_of(*shape, host_doc_bounds, plan); }) == RFA_CUDA_SUCCESS &&
+      covers_whole_block(plan, shape->seq_q, shape->seq_k);
+  if (message != rfa_cuda::detail::last_message()) fail(RFA_CUDA_SUCCESS, "%s", message.c_str());
+  return one_band ? 1 : 0;
 }
 
 rfa_cuda_status rfa_cudnn_forward(rfa_cudnn_context* context, const rfa_cuda_forward_params* p,
