@@ -654,6 +654,10 @@ MUTATIONS = [
              r"^rfa_cudnn_band_plan_test$",
              "continuing segments are always joined: a window over the joined piece is taller than cuDNN takes, "
              "and those steps leave cuDNN for rfa's kernels"),
+    Mutation("ab-ratio-inverted", "GPU check plumbing", "scripts/gpu/ab_compare.py",
+             "ratios = [x / y for x, y in zip(base, cur)]", "ratios = [y / x for x, y in zip(base, cur)]",
+             r"^scripts[.]ab_compare$",
+             "the A/B report's ratio is current / baseline: a slowdown reads as a speed-up"),
     Mutation("plan-two-documents-dense", "model", "src/model/plan.cpp",
              "config.doc_bounds.size() > 2", "config.doc_bounds.size() > 3",
              r"^rfa_model_plan_test$",

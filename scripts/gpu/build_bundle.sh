@@ -3,8 +3,8 @@
 # Builds, on this machine (no GPU needed), everything a lent GPU machine runs: the bundle that
 # scripts/gpu/device_check.sh checks and measures there (docs/gpus.md, "Checking on a lent GPU").
 #
-#   bash scripts/gpu/build_bundle.sh --kokkos-source SRC [--bundle DIR] [--cache DIR] [--jobs N]
-#   bash scripts/gpu/build_bundle.sh --dry-run --from-build BUILD [--bundle DIR]
+#   bash scripts/gpu/build_bundle.sh --kokkos-source SRC [--bundle DIR] [--cache DIR] [--jobs N] [--baseline REV]
+#   bash scripts/gpu/build_bundle.sh --dry-run --from-build BUILD [--bundle DIR] [--baseline REV]
 #
 # SRC is a Kokkos source: a tree, a .tar.gz of one, or a git repository (the tag in
 # RFA_KOKKOS_REF, default 4.6.01). Kokkos is built with its CUDA backend for Hopper (HOPPER90)
@@ -22,6 +22,11 @@
 # large) and steps.txt (the steps, with their timeouts). It fails when the packed bundle and
 # the working tree together exceed RFA_BUNDLE_LIMIT_MIB (default 48: a device call carries
 # 64 MiB). Packed with xz, 75 MiB of programs and libraries travel as about 12.
+# --baseline REV also builds the kernel benchmark of commit REV of this repository with nvcc
+# alone (its own standalone Makefile: perf/cuda/, or kernels_cuda/ before 391894d), for sm_90,
+# into the bundle as bin/rfa_cuda_kernel_bench.baseline (manifest.txt names REV): the other
+# side of device_check.sh's ab phase, a paired A/B of rfa's sm_80 kernels then and now (the
+# baseline for the cost of the variants: e93937c, the kernels measured on an H100 before them).
 # --dry-run (CI): no CUDA-enabled Kokkos is built; the bundle is staged from BUILD, a build of
 # this repository with the CUDA kernels (the programs a CUDA-enabled Kokkos is needed for are
 # then listed as missing), so that staging, the MPI runtime, the size check and the step list
@@ -34,6 +39,7 @@ jobs=$(nproc)
 kokkos_source=""
 from_build=""
 dry=""
+baseline=""
 while [ $# -gt 0 ]; do
   case $1 in
     --kokkos-source) kokkos_source=${2:?}; shift ;;
@@ -41,6 +47,7 @@ while [ $# -gt 0 ]; do
     --cache) cache=${2:?}; shift ;;
     --jobs) jobs=${2:?}; shift ;;
     --dry-run) dry=yes ;;
+    --baseline) baseline=${2:?--baseline needs a revision}; shift ;;
     --from-build) from_build=$(cd "${2:?}" && pwd); shift ;;
     -h|--help) awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "build_bundle: unknown argument '$1' (--help)" >&2; exit 2 ;;
@@ -126,6 +133,43 @@ build_rfa() {
   from_build=$build
 }
 
+# ---------------------------------------------------------------- the A/B baseline
+# REV's kernel benchmark, built by REV's own nvcc-only Makefile from an export of REV in a scratch
+# folder outside the working tree (whose checks read every file in it), kept in the cache by
+# commit: built once.
+build_baseline() {
+  local commit dir="" d src
+  commit=$(git -C "$here" rev-parse --verify --quiet "$baseline^{commit}") ||
+    { say "--baseline $baseline is not a commit of this repository"; exit 1; }
+  baseline=$(git -C "$here" rev-parse --short "$commit")
+  baseline_bench=$cache/baseline-$baseline/rfa_cuda_kernel_bench
+  if [ -x "$baseline_bench" ]; then
+    say "the baseline's kernel benchmark ($baseline) already at $baseline_bench"
+    return
+  fi
+  mkdir -p "$cache/baseline-$baseline"
+  src=$(mktemp -d)
+  git -C "$here" archive "$commit" | tar -x -C "$src"
+  for d in perf/cuda kernels_cuda; do
+    [ -f "$src/$d/Makefile" ] && grep -q "rfa_cuda_kernel_bench" "$src/$d/Makefile" && { dir=$d; break; }
+  done
+  if [ -z "$dir" ]; then
+    rm -rf "$src"
+    say "$baseline has no nvcc-only Makefile that builds rfa_cuda_kernel_bench (perf/cuda or kernels_cuda)"
+    exit 1
+  fi
+  local log=$cache/baseline-$baseline/build.log
+  say "building $baseline's kernel benchmark ($dir/Makefile, sm_90) into $cache/baseline-$baseline"
+  if ! make -C "$src/$dir" -j "$jobs" ARCHS=90 NVCC="${NVCC:-nvcc}" build-nvcc/rfa_cuda_kernel_bench >"$log" 2>&1; then
+    rm -rf "$src"
+    tail -n 30 "$log"
+    say "$baseline's kernel benchmark failed to build (log: $log)"
+    exit 1
+  fi
+  cp "$src/$dir/build-nvcc/rfa_cuda_kernel_bench" "$baseline_bench"
+  rm -rf "$src"
+}
+
 # ---------------------------------------------------------------- staging
 # Libraries the GPU machine has itself, or must use its own of: the C and C++ runtimes, the
 # CUDA driver, NCCL and cuDNN (PyTorch's), and Open MPI's (staged apart, in mpi/).
@@ -153,6 +197,7 @@ stage_programs() {
     fi
   done
   [ ${#missing[@]} -eq 0 ] || say "dry run: not in $from_build (they need a CUDA-enabled Kokkos): ${missing[*]}"
+  [ -z "$baseline" ] || cp "$baseline_bench" "$stage/bin/rfa_cuda_kernel_bench.baseline"
   # Each library the programs load (recursively, as ldd resolves them here) that is not the
   # GPU machine's own; one that ldd cannot find here, and the GPU machine would not provide,
   # fails the bundle now rather than the device's time.
@@ -211,6 +256,7 @@ write_manifest() {
     sed -n 's/^-- rfa: \(the cuDNN block kernel\|the Hopper kernels\)/\1/p' "$cache/rfa-configure.log" 2>/dev/null || true
     echo "CUDA architectures: $(sed -n 's/^RFA_CUDA_ARCHITECTURES:[A-Z]*=//p' "$from_build/CMakeCache.txt") (sm_90a for the Hopper kernels)"
     echo "size: $size_mib MiB packed ($staged_mib MiB unpacked), the working tree beside it $tree_mib MiB (a call carries 64 MiB)"
+    [ -z "$baseline" ] || echo "baseline: $baseline (its kernel benchmark: bin/rfa_cuda_kernel_bench.baseline)"
     echo "programs: $(ls "$stage/bin" | tr '\n' ' ')"
     echo "libraries: $(ls "$stage/lib" | tr '\n' ' ')"
   } >"$bundle/manifest.txt"
@@ -220,6 +266,10 @@ if [ -z "$dry" ]; then
   mkdir -p "$cache"
   build_kokkos
   build_rfa
+fi
+if [ -n "$baseline" ]; then
+  mkdir -p "$cache"
+  build_baseline
 fi
 stage=$cache/stage
 say "staging the bundle in $stage"
@@ -235,7 +285,7 @@ size_mib=$(( $(du -sb "$bundle" | cut -f1) / 1048576 ))
 # What travels beside it: the tracked and untracked-not-ignored files of the working tree.
 tree_mib=$(( $(cd "$here" && git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2>/dev/null | tail -n1 | cut -f1) / 1048576 ))
 write_manifest "$size_mib" "$tree_mib" "$staged_mib"
-bash "$here/scripts/gpu/device_check.sh" --bundle "$bundle" --list check perf million profile >"$bundle/steps.txt"
+bash "$here/scripts/gpu/device_check.sh" --bundle "$bundle" --list check perf million profile ab >"$bundle/steps.txt"
 cat "$bundle/manifest.txt"
 say "$(grep -c . "$bundle/steps.txt") steps (steps.txt); the device call: bash scripts/gpu/device_check.sh, carrying $(basename "$bundle")"
 if [ $((size_mib + tree_mib)) -gt "$limit_mib" ]; then

@@ -12,10 +12,12 @@
 # suites on each kernel choice pinned explicitly, every strategy, np 1-4 over staged MPI and np 1
 # over NCCL, memcheck), perf (the speed and error measurements beside PyTorch's SDPA peers) or
 # million (a million tokens, checked) or profile (racecheck and Nsight Compute on the kernels)
+# or ab (a paired A/B of rfa's sm_80 kernels against the bundle's baseline revision: see below)
 # or backtrace (the commands RFA_BACKTRACE names, each with a crash report: see below);
 # default: check perf, what one call of a 15-minute lease holds (docs/gpus.md, "Checking on a
 # lent GPU", says how a lease is spent). Each phase has a budget of device seconds
-# (RFA_BUDGET_CHECK 330, RFA_BUDGET_PERF 230, RFA_BUDGET_MILLION 300, RFA_BUDGET_PROFILE 240):
+# (RFA_BUDGET_CHECK 330, RFA_BUDGET_PERF 230, RFA_BUDGET_MILLION 300, RFA_BUDGET_PROFILE 240,
+# RFA_BUDGET_AB 200):
 # no step may outlast what is left of it, nor outlast RFA_BUDGET_CALL (570) seconds from the
 # start of the script, so that one call ends inside the device tool's 10 minutes. A step's own
 # limit is generous; one whose limit had to be cut to what is left is reported "not finished"
@@ -30,6 +32,10 @@
 # RFA_TEST_REQUIRE_DEVICE=1, which makes them fail instead), or a kernel path or library asked
 # for and missing, is FAILED. Exit code: 0 when every step ran and passed, 1 when one failed or
 # timed out, 3 when none failed but some did not finish or run.
+# ab runs the baseline's kernel benchmark (build_bundle.sh --baseline REV) and the current one in
+# turns, three times each, at B=2 H=16 S=8192 d=128 bf16 (the current one on its sm_80 kernels,
+# no peers), then scripts/gpu/ab_compare.py's ratio per row over the pairs: a report, never a
+# failure for a speed. A bundle without a baseline fails the phase saying so.
 # backtrace runs, for a crash seen in an earlier call, each command of RFA_BACKTRACE (separated
 # by ';', each "RANKS PROGRAM ARGS...", PROGRAM one of the bundle's, e.g. "2 rfa_run --device
 # cuda --strategy ulysses --seq 1024") with the bundle's crash report preloaded
@@ -37,7 +43,7 @@
 # addresses on its stack as library+offset, which addr2line resolves on the build machine
 # against the unstripped build. Verdicts as for a test: ok when the command passed.
 # What comes back ($OUT, or ./device-check-out): device.txt, summary.tsv, summary.json, one log
-# per phase run (check.log, perf.log, million.log, profile.log, backtrace.log) and results.json
+# per phase run (check.log, perf.log, million.log, profile.log, ab.log, backtrace.log) and results.json
 # (each measurement's JSON by step): at most 8 files.
 set -uo pipefail
 # ranks, choice_env and run_flags print lists of words, split on purpose where they are used.
@@ -56,9 +62,9 @@ while [ $# -gt 0 ]; do
       [[ "" =~ ^($only)$ ]]
       [ $? -eq 2 ] && { echo "device_check: --only '$only' is not an extended regular expression" >&2; exit 2; }
       shift ;;
-    check|perf|million|profile|backtrace) phases+=("$1") ;;
+    check|perf|million|profile|ab|backtrace) phases+=("$1") ;;
     -h|--help) awk 'NR > 3 && !/^#/ { exit } NR > 3 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
-    *) echo "device_check: unknown argument '$1' (phases: check, perf, million, profile, backtrace; --list, --only REGEX, --bundle DIR)" >&2; exit 2 ;;
+    *) echo "device_check: unknown argument '$1' (phases: check, perf, million, profile, ab, backtrace; --list, --only REGEX, --bundle DIR)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -473,6 +479,27 @@ profile_phase() {
     --launch-skip 0 --launch-count 8 --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
     --section MemoryWorkloadAnalysis --section WarpStateStats "$bin/rfa_cuda_kernel_bench" --batch 2 --heads 16 \
     --seq 8192 --dim 128 --warmup 0 --iters 1 --no-torch --path all
+}
+
+# ---------------------------------------------------------------- ab
+ab_phase() {
+  begin_phase ab "${RFA_BUDGET_AB:-200}"
+  local baseline=$bin/rfa_cuda_kernel_bench.baseline r pairs=()
+  local shape=(--batch 2 --heads 16 --seq 8192 --dim 128 --dtype bf16 --warmup 5 --iters 20 --no-torch)
+  if [ -z "$list" ] && [ ! -x "$baseline" ]; then
+    selected ab.baseline.1 && pending+=("ab.baseline.1|0|test|FAILED (no baseline in the bundle: build_bundle.sh --baseline REV)")
+    settle
+    return
+  fi
+  # In turns, so that a drift of the clocks or the temperature falls on both sides alike.
+  for r in 1 2 3; do
+    step "ab.baseline.$r" 60 test -- "$baseline" "${shape[@]}" --json "$(json "ab.baseline.$r")"
+    step "ab.current.$r" 60 test -- "$bin/rfa_cuda_kernel_bench" "${shape[@]}" --path sm80 \
+      --json "$(json "ab.current.$r")"
+    pairs+=(--pair "$(json "ab.baseline.$r")" "$(json "ab.current.$r")")
+  done
+  step ab.compare 30 test LD_LIBRARY_PATH="$plain_library_path" -- python3 "$here/scripts/gpu/ab_compare.py" \
+    "${pairs[@]}" --json "$(json ab.compare)"
 }
 
 # ---------------------------------------------------------------- backtrace

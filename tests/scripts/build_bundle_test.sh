@@ -77,4 +77,39 @@ else
     grep -q "apt-get download failed" "$tmp/out"
   cat "$tmp/out" >>"$tmp/log"
 fi
+# 4. --baseline REV: REV's own nvcc-only Makefile builds its kernel benchmark for sm_90 (a
+#    stand-in nvcc that records its arguments and makes empty objects and programs), staged as
+#    bin/rfa_cuda_kernel_bench.baseline; a revision that is no commit is refused.
+if ! command -v cc >/dev/null || ! git -C "$(dirname "$script")" rev-parse --verify --quiet HEAD >/dev/null; then
+  echo "skipped: no C compiler, or the script is not in a git repository with a commit"
+else
+  cat >"$fakes/nvcc" <<'FAKE'
+#!/bin/bash
+echo "nvcc $*" >>"$NVCC_LOG"
+out=""; compile=""
+while [ $# -gt 0 ]; do
+  case $1 in -o) out=$2; shift ;; -c) compile=yes ;; esac
+  shift
+done
+if [ -n "$compile" ]; then cc -c -x c /dev/null -o "$out"; else printf '#!/bin/sh\nexit 0\n' >"$out"; chmod +x "$out"; fi
+FAKE
+  chmod +x "$fakes/nvcc"
+  make_programs "${kernel_programs[@]}"
+  head=$(git -C "$(dirname "$script")" rev-parse --short HEAD)
+  NVCC=$fakes/nvcc NVCC_LOG=$tmp/nvcc.log PATH="$fakes:$PATH" bash "$script" --dry-run --from-build "$build" --bundle "$tmp/bundle" \
+    --cache "$tmp/cache" --baseline HEAD >"$tmp/out" 2>&1
+  check "--baseline HEAD: built by its own Makefile" grep -q "building $head's kernel benchmark (perf/cuda/Makefile, sm_90)" "$tmp/out"
+  check "... for sm_90 only" sh -c "grep -q 'arch=compute_90,code=sm_90' '$tmp/nvcc.log' && ! grep -q 'compute_80' '$tmp/nvcc.log'"
+  check "... staged as the baseline benchmark" [ -x "$tmp/cache/stage/bin/rfa_cuda_kernel_bench.baseline" ]
+  check "... and the run went on to stage Open MPI" grep -q "apt-get download failed" "$tmp/out"
+  cat "$tmp/out" >>"$tmp/log"
+  NVCC=$fakes/nvcc NVCC_LOG=$tmp/nvcc.log PATH="$fakes:$PATH" bash "$script" --dry-run --from-build "$build" --bundle "$tmp/bundle" \
+    --cache "$tmp/cache" --baseline HEAD >"$tmp/out" 2>&1
+  check "--baseline again: the benchmark built before is taken" grep -q "kernel benchmark ($head) already at" "$tmp/out"
+  NVCC=$fakes/nvcc NVCC_LOG=$tmp/nvcc.log PATH="$fakes:$PATH" bash "$script" --dry-run --from-build "$build" --bundle "$tmp/bundle" \
+    --cache "$tmp/cache" --baseline no-such-revision >"$tmp/out" 2>&1
+  check "--baseline of no commit: exit code 1, saying so" \
+    sh -c "[ $? -eq 1 ] && grep -q 'no-such-revision is not a commit' '$tmp/out'"
+  cat "$tmp/out" >>"$tmp/log"
+fi
 checks_done "$tmp/log"

@@ -47,8 +47,18 @@ echo "$me ranks=${RANKS:-1} kernels=${RFA_CUDA_KERNELS:-unset} path=${RFA_CUDA_K
 echo "require_device=${RFA_TEST_REQUIRE_DEVICE:-unset} ($me)"
 [ "${FAKE_HANG:-}" = "$me" ] && sleep 60
 [ "${FAKE_FAIL:-}" = "$me" ] && exit "${FAKE_RC:-1}"
+# The kernel benchmarks write rows the ab phase's comparison reads: the baseline in the early
+# benchmark's format, the current one in perf/'s (forward full 2.0 ms then, 1.6 ms now).
 while [ $# -gt 0 ]; do
-  [ "$1" = --json ] && echo "{\"program\": \"$me\"}" >"$2"
+  if [ "$1" = --json ]; then
+    case $me in
+      rfa_cuda_kernel_bench.baseline)
+        echo '{"results": [{"pass": "forward", "causal": false, "ms": 2.0}]}' >"$2" ;;
+      rfa_cuda_kernel_bench)
+        echo '{"program": "rfa_cuda_kernel_bench", "benchmarks": [{"run_type": "aggregate", "pass": "forward", "mask": "none", "path": "sm80", "real_time": 1.6}]}' >"$2" ;;
+      *) echo "{\"program\": \"$me\"}" >"$2" ;;
+    esac
+  fi
   shift
 done
 exit 0
@@ -223,6 +233,27 @@ check "backtrace with a malformed command: exit code 2 and why" \
 run_check "$tmp/out5i" RFA_BACKTRACE="1 no_such_program" bash "$script" --bundle "$bundle" backtrace
 rc=$?
 check "backtrace with a program not in the bundle: exit code 2" [ $rc -eq 2 ]
+
+# 5j. The ab phase: the baseline's benchmark and the current one in turns, three times, then
+# their comparison (a report: the ratio per row); a bundle without a baseline fails it, saying so.
+cp "$tmp/program" "$bundle/bin/rfa_cuda_kernel_bench.baseline"
+run_check "$tmp/out5j" bash "$script" --bundle "$bundle" ab
+rc=$?
+check "ab: exit code 0" [ $rc -eq 0 ]
+check "ab: in turns, then the comparison" \
+  [ "$(cut -f2 "$tmp/out5j/summary.tsv" | tr '\n' ' ')" = "ab.baseline.1 ab.current.1 ab.baseline.2 ab.current.2 ab.baseline.3 ab.current.3 ab.compare " ]
+check "ab: the same shape on both sides, the current one on its sm_80 kernels, no peers" \
+  sh -c "grep -q '^rfa_cuda_kernel_bench.baseline ranks=1 .*--batch 2 --heads 16 --seq 8192 --dim 128 --dtype bf16 .*--no-torch --json' '$tmp/out5j/ab.log' &&
+         grep -q '^rfa_cuda_kernel_bench ranks=1 .*--batch 2 --heads 16 --seq 8192 --dim 128 --dtype bf16 .*--no-torch --path sm80 --json' '$tmp/out5j/ab.log'"
+check "ab: the ratio per row in the log (forward full, 2.0 / 1.6 ms)" \
+  grep -qE "^forward +full +2.000 +1.600 +1.250 " "$tmp/out5j/ab.log"
+check "ab: the comparison in results.json" \
+  python3 -c "import json,sys; d=json.load(open('$tmp/out5j/results.json')); sys.exit(d['ab.compare']['rows'][0]['ratio_median'] != 1.25)"
+rm "$bundle/bin/rfa_cuda_kernel_bench.baseline"
+run_check "$tmp/out5k" bash "$script" --bundle "$bundle" ab
+rc=$?
+check "ab without a baseline: exit code 1, saying so" \
+  sh -c "[ $rc -eq 1 ] && grep -q 'no baseline in the bundle: build_bundle.sh --baseline REV' '$tmp/out5k/summary.tsv'"
 
 # 6. No bundle, or an unknown phase: exit code 2 and why.
 mkdir -p "$tmp/empty"
