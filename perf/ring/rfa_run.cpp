@@ -155,14 +155,14 @@ int run(setup::AttentionSetup& setup, comm::Communicator& control, const RunOpti
   const CheckMode check_mode = check_to_run(o);
   const bool check = check_mode != CheckMode::off;
   const bool sampled = check_mode == CheckMode::sampled;
+  const bool by_position = o.sampled_positions > 0;
+  const std::string sampled_count =
+      std::to_string(by_position ? std::min(o.sampled_positions, o.seq) : std::int64_t(kSampledRowsPerRank));
   const std::string sampled_text =
-      o.sampled_positions > 0
-          ? std::to_string(std::min(o.sampled_positions, o.seq)) + " positions of the sequence (the same at any P)"
-          : std::to_string(kSampledRowsPerRank) + " rows of each rank's results";
-  const std::string sampled_against =
-      o.sampled_positions > 0
-          ? std::to_string(std::min(o.sampled_positions, o.seq)) + " sampled positions of the sequence against float64"
-          : std::to_string(kSampledRowsPerRank) + " sampled rows per rank against float64";
+      sampled_count + (by_position ? " positions of the sequence (the same at any P)" : " rows of each rank's results");
+  const std::string sampled_against = sampled_count +
+                                      (by_position ? " sampled positions of the sequence" : " sampled rows per rank") +
+                                      " against float64";
   const bool is_ring = o.strategy.kind == engine::StrategyKind::ring;
   // Only the ring has the schedules without communication or without compute to compare with.
   const bool overlap = o.overlap && P > 1 && is_ring;

@@ -151,11 +151,7 @@ void CudaBlockCompute::backward_store(const kernels::AttentionParams& p, Tensor4
 std::size_t CudaBlockCompute::store_workspace_bytes(const kernels::AttentionParams& p, rfa_dtype_t dtype) const {
   rfa_cuda_backward_params b;
   rfa_cuda_backward_params_init(&b);
-  b.shape = cuda_attention_shape(p,
-                                 dtype == RFA_DTYPE_BFLOAT16  ? RFA_CUDA_BF16
-                                 : dtype == RFA_DTYPE_FLOAT16 ? RFA_CUDA_FP16
-                                                              : RFA_CUDA_FP32,
-                                 mask_);
+  b.shape = shape(p, dtype);
   b.grad_mode = RFA_CUDA_GRAD_STORE;
   b.deterministic = p.deterministic ? 1 : 0;
   return rfa_cuda_backward_workspace_size(&b);

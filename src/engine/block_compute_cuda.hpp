@@ -116,6 +116,10 @@ class CudaBlockCompute {
   /// (cuda_attention_shape).
   template <class T>
   rfa_cuda_attention_shape shape(const kernels::AttentionParams& p) const;
+  /// The same in the storage dtype `dtype`.
+  rfa_cuda_attention_shape shape(const kernels::AttentionParams& p, rfa_dtype_t dtype) const {
+    return cuda_attention_shape(p, cuda_dtype(dtype), mask_);
+  }
 
  private:
   void fill_raw(float* data, std::size_t count, float value);

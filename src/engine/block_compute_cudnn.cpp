@@ -20,14 +20,10 @@ void check(rfa_cuda_status status, const char* what) { check_cuda_kernels(status
 
 constexpr std::size_t kScratchAlign = 256;
 
-rfa_cuda_dtype cuda_dtype_of(rfa_dtype_t dtype) {
-  return dtype == RFA_DTYPE_BFLOAT16 ? RFA_CUDA_BF16 : dtype == RFA_DTYPE_FLOAT16 ? RFA_CUDA_FP16 : RFA_CUDA_FP32;
-}
-
 }  // namespace
 
 bool cudnn_writes_in_place(const kernels::AttentionParams& p, rfa_dtype_t dtype, const DeviceMaskPointers& mask) {
-  const rfa_cuda_attention_shape shape = cuda_attention_shape(p, cuda_dtype_of(dtype), mask);
+  const rfa_cuda_attention_shape shape = cuda_attention_shape(p, cuda_dtype(dtype), mask);
   return rfa_cudnn_writes_in_place(&shape, p.doc_bounds) != 0;
 }
 
@@ -66,12 +62,7 @@ void CudnnBlockCompute::prepare(bool backward, rfa_dtype_t dtype, Workspace<memo
     // A deterministic backward runs on rfa's kernels: cuDNN's deterministic backward on Hopper
     // takes a workspace quadratic in the block's rows (tens of GiB at 32k rows), rfa's none.
     if (!(backward && p.deterministic)) {
-      rfa_cuda_attention_shape shape{};
-      switch (dtype) {
-        case RFA_DTYPE_BFLOAT16: shape = rfa_.shape<bf16_t>(p); break;
-        case RFA_DTYPE_FLOAT16: shape = rfa_.shape<fp16_t>(p); break;
-        default: shape = rfa_.shape<float>(p); break;  // refused by the plan: rfa's kernels
-      }
+      const rfa_cuda_attention_shape shape = rfa_.shape(p, dtype);  // fp32: refused by the plan, rfa's kernels
       if (!backward) {
         rfa_cuda_forward_params f;
         rfa_cuda_forward_params_init(&f);

@@ -29,7 +29,7 @@
 namespace rfa {
 namespace engine {
 
-/// Whether cuDNN computes the block of `p` in `dtype` as one band over every query row, so that
+/// Whether cuDNN computes the block of `p` in `dtype` as one band over the whole block, so that
 /// a pass of that one block may have cuDNN write its output and lse in place
 /// (rfa_cudnn_writes_in_place; host code, no plan built).
 bool cudnn_writes_in_place(const kernels::AttentionParams& p, rfa_dtype_t dtype, const DeviceMaskPointers& mask);
@@ -79,7 +79,7 @@ class CudnnBlockCompute {
   }
 
   /// forward_final() writes the storage dtype: a pass of one step needs no fp32 accumulator where
-  /// cuDNN computes its block as one band over every row (else the engine keeps one: the
+  /// cuDNN computes its block as one band over the whole of it (else the engine keeps one: the
   /// engine's direct_output()).
   static constexpr bool kWritesStorageOutput = true;
   /// cuDNN's path merges into out/lse itself, and so does kernels_cuda's forward: no scratch.

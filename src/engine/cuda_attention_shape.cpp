@@ -6,6 +6,10 @@
 namespace rfa {
 namespace engine {
 
+rfa_cuda_dtype cuda_dtype(rfa_dtype_t dtype) {
+  return dtype == RFA_DTYPE_BFLOAT16 ? RFA_CUDA_BF16 : dtype == RFA_DTYPE_FLOAT16 ? RFA_CUDA_FP16 : RFA_CUDA_FP32;
+}
+
 rfa_cuda_position_map cuda_positions(const PositionMap& m) {
   if (m.count > 2)
     fail(RFA_ERROR_INTERNAL, "a position map of ", m.count, " segments reached the CUDA kernels (at most 2)");

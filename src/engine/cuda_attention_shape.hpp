@@ -25,6 +25,9 @@ struct DeviceMaskPointers {
   const std::int64_t* range_entries = nullptr;
 };
 
+/// The kernels' name of a storage dtype.
+rfa_cuda_dtype cuda_dtype(rfa_dtype_t dtype);
+
 /// A position map of at most two segments as the kernels take it; throws RFA_ERROR_INTERNAL for
 /// more (validate_local refuses such layouts on CUDA contexts).
 rfa_cuda_position_map cuda_positions(const PositionMap& m);

@@ -31,6 +31,12 @@ RingAttention::RingAttention(comm::Communicator& comm, const AttentionConfig& co
   if (config_.cuda_kernels == CudaKernels::cudnn)
     check_everywhere([] { fail(RFA_ERROR_UNSUPPORTED, "this build's engine has no cuDNN block kernel"); });
 #endif
+  // A pass of one step computes step 0's block, kernel_calls_'s first.
+  direct_output_ = steps_.size() == 1;
+#if RFA_ENGINE_CUDNN
+  if (cudnn_ && direct_output_)
+    direct_output_ = cudnn_writes_in_place(kernel_calls_.front(), config_.dtype, device_mask_.pointers());
+#endif
 }
 
 std::vector<kernels::AttentionParams> RingAttention::step_params() const {
@@ -45,18 +51,6 @@ RingAttention::~RingAttention() {
   // Kernels of the last device call may still read or write the cached workspace.
   if (config_.device == Device::cuda) cudaStreamSynchronize(static_cast<cudaStream_t>(cuda_stream_));
 #endif
-}
-
-bool RingAttention::direct_output() const {
-  if (steps_.size() != 1) return false;
-#if RFA_ENGINE_CUDNN
-  if (cudnn_) {
-    const int P = ranks(), me = position();
-    return cudnn_writes_in_place(block_params(config_, P, me, (me - steps_[0] + P) % P), config_.dtype,
-                                 device_mask_.pointers());
-  }
-#endif
-  return true;
 }
 
 bool RingAttention::direct_gradients() const {

@@ -120,8 +120,8 @@ class RingAttention : public EngineState {
 
   /// Whether a forward writes the caller's out directly, without an fp32 accumulator: a pass of
   /// one step (one block, nothing to merge), on cuDNN only where it computes that block as one
-  /// band over every query row (cudnn_writes_in_place).
-  bool direct_output() const;
+  /// band over the whole of it (cudnn_writes_in_place). Decided at construction.
+  bool direct_output() const { return direct_output_; }
   /// Whether a backward writes the caller's 16-bit dq, dk and dv in place, without fp32 sums:
   /// a pass of one step on cuDNN where it computes that block as one band over the whole of it
   /// (direct_output()); the other backends accumulate a pass's gradients in fp32 and narrow them.
@@ -136,6 +136,7 @@ class RingAttention : public EngineState {
   comm::Communicator* agreement_;                       // where check_everywhere agrees: comm_ unless given
   std::vector<int> steps_;                              // ring_steps_with_work(): the steps forward and backward run
   std::vector<kernels::AttentionParams> kernel_calls_;  // kernel_calls()
+  bool direct_output_ = false;                          // direct_output()
   int current_step_ = -1;                               // the ring step a pass is in, for the message of a timeout
   /// The block params of every ring step of this rank (owner = position - step).
   std::vector<kernels::AttentionParams> step_params() const;

@@ -12,8 +12,13 @@ struct Piece {
   std::int64_t start, stride, length, local_begin;
 };
 
+/// Whether segment `b` continues `a`: the same stride, starting where `a` ends.
+bool continues(const rfa_cuda_segment& a, const rfa_cuda_segment& b) {
+  return a.length > 0 && b.length > 0 && a.stride == b.stride && b.start == a.start + a.stride * a.length;
+}
+
 /// The map's segments, each one piece; with `join`, a segment that continues the previous one
-/// (the same stride, starting where it ends) extends that piece instead.
+/// extends that piece instead.
 std::vector<Piece> pieces(const rfa_cuda_position_map& map, std::int64_t seq, bool join) {
   if (map.count == 0) return {{0, 1, seq, 0}};
   std::vector<Piece> out;
@@ -21,9 +26,8 @@ std::vector<Piece> pieces(const rfa_cuda_position_map& map, std::int64_t seq, bo
   for (int s = 0; s < map.count && s < 2; ++s) {
     const rfa_cuda_segment& g = map.seg[s];
     if (g.length <= 0) continue;
-    Piece* last = out.empty() ? nullptr : &out.back();
-    if (join && last != nullptr && last->stride == g.stride && g.start == last->start + last->stride * last->length) {
-      last->length += g.length;  // continues the previous piece: one affine run of positions
+    if (join && s == 1 && !out.empty() && continues(map.seg[0], g)) {
+      out.back().length += g.length;  // one affine run of positions
     } else {
       out.push_back({g.start, g.stride, g.length, begin});
     }
@@ -125,6 +129,9 @@ BandPlan plan_bands(const rfa_cuda_attention_shape& shape, const std::int64_t* h
   // Segments that continue each other are one piece where that makes the block one band over
   // the whole of it; elsewhere each segment is its own (a window band over a joined piece may have
   // more rows than cuDNN takes).
+  const auto joins = [](const rfa_cuda_position_map& m) { return m.count == 2 && continues(m.seg[0], m.seg[1]); };
+  if (!joins(shape.q_positions) && !joins(shape.k_positions))
+    return plan_pieces(shape, host_doc_bounds, doc_bound_count, false);
   BandPlan joined = plan_pieces(shape, host_doc_bounds, doc_bound_count, true);
   if (covers_whole_block(joined, shape.seq_q, shape.seq_k)) return joined;
   return plan_pieces(shape, host_doc_bounds, doc_bound_count, false);
