@@ -60,7 +60,7 @@ std::unique_ptr<Communicator> make_mpi_device_communicator(MPI_Comm parent, int 
   if (aware == 1) return make_stream_ordered_communicator(std::move(mpi));
   std::unique_ptr<StagingDevice> staging;
   collective::agree_on_failure(parent, [&] { staging = make_cuda_staging_device(); });
-  return std::make_unique<StagedCommunicator>(std::move(mpi), std::move(staging));
+  return std::make_unique<StagedCommunicator>(std::move(mpi), std::move(staging), timeout_s);
 }
 
 }  // namespace

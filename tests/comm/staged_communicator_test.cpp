@@ -5,7 +5,8 @@
 // started, their copies come after the kernels queued before them and not after later ones, a
 // wait on the wire lets the later exchanges reach it, the pinned pool is reused) are exercised
 // without a GPU, and so are its timeouts (the exchanges in flight given up at once, the pinned
-// buffers MPI may still use never freed). The CUDA staging device is the same interface over
+// buffers MPI may still use never freed; a copy that never ends, as behind a stuck kernel, failing
+// within the deadline instead of hanging the ranks). The CUDA staging device is the same interface over
 // cudaMemcpyAsync and events; it runs in the GPU suites.
 #include "comm/staged/staged_communicator.hpp"
 
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -76,13 +78,19 @@ class FakeStagingDevice final : public StagingDevice {
                                            const ComputeMark& after) override {
     expect_pinned(dst, bytes, "a copy to the host");
     out_after.push_back(dynamic_cast<const CountMark&>(after).queued);
-    return std::make_unique<LateCopy>(dst, src, bytes, next_delay(), pending_);
+    return std::make_unique<LateCopy>(dst, src, bytes, stall_off_ ? kNever : next_delay(), pending_);
   }
   std::unique_ptr<CopyTicket> copy_to_device(void* dst, const void* src, std::size_t bytes,
                                              const ComputeMark& after) override {
     expect_pinned(src, bytes, "a copy to the device");
     in_after.push_back(dynamic_cast<const CountMark&>(after).queued);
-    return std::make_unique<LateCopy>(dst, src, bytes, next_delay(), pending_);
+    return std::make_unique<LateCopy>(dst, src, bytes, stall_onto_ ? kNever : next_delay(), pending_);
+  }
+  /// The copies queued from now on off the device, onto it, or both, never complete (as behind
+  /// a kernel that never ends); siblings made afterwards inherit it.
+  void stall_copies(bool off_device, bool onto_device) {
+    stall_off_ = off_device;
+    stall_onto_ = onto_device;
   }
   /// A kernel is queued on the compute stream.
   void queue_kernel() { ++kernels_queued_; }
@@ -103,6 +111,7 @@ class FakeStagingDevice final : public StagingDevice {
   std::unique_ptr<StagingDevice> make_sibling() override {
     auto sibling = std::make_unique<FakeStagingDevice>(pending_);
     sibling->stream_ = stream_;
+    sibling->stall_copies(stall_off_, stall_onto_);
     return sibling;
   }
 
@@ -125,6 +134,8 @@ class FakeStagingDevice final : public StagingDevice {
         << it->second << " bytes";
   }
   int next_delay() { return 1 + (counter_++ * 5) % 8; }
+  static constexpr int kNever = std::numeric_limits<int>::max();  // polls: more than any test makes
+  bool stall_off_ = false, stall_onto_ = false;
   std::map<const char*, std::size_t> pinned_;  // the pinned buffers by start: their sizes
   int counter_ = 0;
   int kernels_queued_ = 0;
@@ -136,12 +147,13 @@ struct Staged {
   int pending = 0;
   FakeStagingDevice* device = nullptr;
   std::unique_ptr<StagedCommunicator> comm;
-  /// `timeout_s`: the host transport's deadline (-1: the default); `frees` as the device's.
+  /// `timeout_s`: the deadline of the host transport and of the copies (-1: the default);
+  /// `frees` as the device's.
   explicit Staged(double timeout_s = -1.0, int* frees = nullptr) {
     auto fake = std::make_unique<FakeStagingDevice>(&pending, frees);
     device = fake.get();
     comm = std::make_unique<StagedCommunicator>(make_mpi_communicator(MPI_COMM_WORLD, world_rank(), timeout_s),
-                                                std::move(fake));
+                                                std::move(fake), timeout_s);
   }
 };
 
@@ -536,6 +548,81 @@ TEST(StagedCommunicator, PinnedBuffersOfATimedOutCollectiveAreNeverFreed) {
   if (me != late) {
     EXPECT_EQ(allocations, 4);
     EXPECT_EQ(frees, 2) << "the timed-out all-to-all's pinned buffers were freed (or the completed one's kept)";
+  }
+  rfa::test::barrier_idle(MPI_COMM_WORLD);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A ring exchange whose copy off the device never completes (every rank's: none reaches MPI):
+// its wait fails with RFA_ERROR_TIMEOUT after about the deadline instead of spinning for good;
+// then the transport refuses new work and reports abandoned transfers, and the pinned buffers
+// the copy may still write are set aside, never freed.
+TEST(StagedCommunicator, ACopyOffTheDeviceThatNeverEndsTimesOut) {
+  int frees = 0;
+  {
+    Staged s(0.3, &frees);
+    s.device->stall_copies(true, false);
+    std::vector<char> send(256, 1), recv(256, 0);
+    const auto start = std::chrono::steady_clock::now();
+    Exchange e = s.comm->start_ring_exchange(send.data(), recv.data(), send.size());
+    const std::string message = rfa::comm::testing::expect_error(RFA_ERROR_TIMEOUT, [&] { e.wait(); });
+    const double waited = seconds_since(start);
+    EXPECT_GE(waited, 0.25);
+    EXPECT_LE(waited, 3.0) << "the copy's deadline was not the transport's";
+    EXPECT_NE(message.find("copy off the device did not complete within 0.3 s"), std::string::npos) << message;
+    EXPECT_TRUE(s.comm->has_abandoned_transfers());
+    const std::string refused = rfa::comm::testing::expect_error(
+        RFA_ERROR_INVALID_USAGE, [&] { s.comm->start_ring_exchange(send.data(), recv.data(), send.size()); });
+    EXPECT_NE(refused.find("unusable"), std::string::npos) << refused;
+    rfa::comm::testing::expect_error(RFA_ERROR_INVALID_USAGE, [&] { s.comm->barrier(); });
+  }
+  EXPECT_EQ(frees, 0) << "a pinned buffer that the timed-out copy may still write was freed";
+  rfa::test::barrier_idle(MPI_COMM_WORLD);
+}
+
+// The copy onto the device after the host transfer completed never does: the same timeout,
+// naming that copy.
+TEST(StagedCommunicator, ACopyOntoTheDeviceThatNeverEndsTimesOut) {
+  rfa::test::barrier_idle(MPI_COMM_WORLD);
+  Staged s(1.5);
+  s.device->stall_copies(false, true);
+  std::vector<int> send = block(world_rank(), 3, 64), recv(64, -1);
+  Exchange e = s.comm->start_ring_exchange(send.data(), recv.data(), send.size() * sizeof(int));
+  const std::string message = rfa::comm::testing::expect_error(RFA_ERROR_TIMEOUT, [&] { e.wait(); });
+  EXPECT_NE(message.find("copy onto the device did not complete within 1.5 s"), std::string::npos) << message;
+  EXPECT_TRUE(s.comm->has_abandoned_transfers());
+  rfa::test::barrier_idle(MPI_COMM_WORLD);
+}
+
+// A collective's copies stage through buffers of their own and wait for them the same way; a
+// split of the transport inherits its deadline.
+TEST(StagedCommunicator, CollectiveCopiesAndSplitsTimeOutToo) {
+  const int P = world_size();
+  {
+    Staged s(0.3);
+    s.device->stall_copies(true, false);
+    std::vector<int> to(static_cast<std::size_t>(P), 1), from(static_cast<std::size_t>(P), -1);
+    const auto start = std::chrono::steady_clock::now();
+    const std::string message = rfa::comm::testing::expect_error(
+        RFA_ERROR_TIMEOUT, [&] { s.comm->alltoall(to.data(), from.data(), sizeof(int)); });
+    EXPECT_LE(seconds_since(start), 3.0);
+    EXPECT_NE(message.find("collective's copy off the device"), std::string::npos) << message;
+  }
+  rfa::test::barrier_idle(MPI_COMM_WORLD);
+  {
+    Staged s(0.3);
+    std::unique_ptr<Communicator> half = s.comm->split(0, world_rank());
+    s.device->stall_copies(true, false);  // the sibling device was made before: it still copies
+    std::vector<char> send(64, 2), recv(64, 0);
+    half->start_ring_exchange(send.data(), recv.data(), send.size()).wait();
+    std::unique_ptr<Communicator> stalled = s.comm->split(0, world_rank());  // its device stalls
+    const auto start = std::chrono::steady_clock::now();
+    rfa::comm::testing::expect_error(
+        RFA_ERROR_TIMEOUT, [&] { stalled->start_ring_exchange(send.data(), recv.data(), send.size()).wait(); });
+    EXPECT_LE(seconds_since(start), 3.0) << "the split did not inherit the copy deadline";
   }
   rfa::test::barrier_idle(MPI_COMM_WORLD);
 }

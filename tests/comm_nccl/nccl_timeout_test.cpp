@@ -8,7 +8,7 @@
 
 #include "../comm/comm_test_support.hpp"
 #include "comm/nccl/nccl_timeout.hpp"
-#include "comm/nccl/polling.hpp"
+#include "comm/polling.hpp"
 
 namespace rfa::comm::nccl {
 namespace {

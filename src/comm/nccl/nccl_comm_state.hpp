@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "comm/nccl/polling.hpp"
+#include "comm/polling.hpp"
 #include "device/cuda_handles.hpp"
 #include "rfa/rfa.h"
 

@@ -19,8 +19,6 @@
 namespace rfa::comm {
 
 using device::check_cuda;
-using nccl::Clock;
-using nccl::deadline_after;
 
 namespace {
 

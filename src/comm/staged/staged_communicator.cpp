@@ -7,9 +7,12 @@
 #include <exception>
 #include <functional>
 #include <map>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "collective/deadline.hpp"
+#include "comm/polling.hpp"
 #include "core/error.hpp"
 #include "core/kept_for_process.hpp"
 
@@ -67,15 +70,42 @@ class StagedExchange;
 /// What the communicator and its exchanges share.
 class StagingState {
  public:
-  StagingState(std::unique_ptr<Communicator> host, std::unique_ptr<StagingDevice> device)
-      : host_(std::move(host)), device_(std::move(device)), pool_(*device_) {}
+  /// `copy_timeout_s`: how long a copy between the device and pinned memory may stay pending
+  /// (seconds; 0: no deadline).
+  StagingState(std::unique_ptr<Communicator> host, std::unique_ptr<StagingDevice> device, double copy_timeout_s)
+      : host_(std::move(host)), device_(std::move(device)), pool_(*device_), copy_timeout_s_(copy_timeout_s) {}
 
   Communicator& host() { return *host_; }
   StagingDevice& device() { return *device_; }
   PinnedPool& pool() { return pool_; }
-  /// Gives a pinned buffer back: to the pool, or aside where the host transport abandoned
-  /// transfers that may still use it.
-  void release_pinned(void* p) { pool_.release(p, host_->has_abandoned_transfers()); }
+  /// Whether transfers that may still write somewhere were given up: by the host transport
+  /// (a timeout there), or here (a copy that outlived its deadline may still land).
+  bool transfers_abandoned() const { return host_->has_abandoned_transfers() || !copy_timed_out_.empty(); }
+  /// Gives a pinned buffer back: to the pool, or aside where transfers that may still use it
+  /// were abandoned.
+  void release_pinned(void* p) { pool_.release(p, transfers_abandoned()); }
+
+  /// Throws RFA_ERROR_TIMEOUT where a copy queued at `since` (`what`) has been pending longer
+  /// than the deadline. A copy waits for the kernels queued before it, so one that never ends
+  /// means a kernel or the device that never does: without the deadline every rank would wait
+  /// for it for good. The transport is unusable afterwards, and what the copy may still write
+  /// (its pinned buffer, the device buffer) is never reused (transfers_abandoned()).
+  void check_copy_age(Clock::time_point since, const char* what) {
+    if (copy_timeout_s_ <= 0.0 || Clock::now() < deadline_after(since, copy_timeout_s_)) return;
+    if (copy_timed_out_.empty())
+      copy_timed_out_ = std::string(what) + " did not complete within " + collective::seconds_text(copy_timeout_s_);
+    fail(RFA_ERROR_TIMEOUT, "rfa: ", copy_timed_out_,
+         ": the GPU work queued before it has not finished (a kernel still running or stuck, or a device that stopped "
+         "answering; options.timeout_s or RFA_TIMEOUT_S sets the deadline). The transport is unusable from now on; "
+         "destroy the context");
+  }
+  double copy_timeout_s() const { return copy_timeout_s_; }
+  /// Refuses new work after a copy timed out (RFA_ERROR_INVALID_USAGE).
+  void require_usable(const char* what) const {
+    if (!copy_timed_out_.empty())
+      fail(RFA_ERROR_INVALID_USAGE, what, ": this staged transport is unusable since ", copy_timed_out_,
+           "; only destroying it is allowed");
+  }
 
   void started(StagedExchange* e) {
     unposted_.push_back(e);
@@ -100,6 +130,8 @@ class StagingState {
   std::unique_ptr<Communicator> host_;
   std::unique_ptr<StagingDevice> device_;
   PinnedPool pool_;
+  double copy_timeout_s_;
+  std::string copy_timed_out_;            // what timed out; empty while none has
   std::deque<StagedExchange*> unposted_;  // in start order
   std::vector<StagedExchange*> live_;
   friend class StagedExchange;
@@ -124,6 +156,7 @@ class StagedExchange final : public detail::PendingExchange {
       // still read the receive buffer; not the kernels queued after it starts.
       started_after_ = state_->device().mark_compute();
       out_ = state_->device().copy_to_host(host_send_, send, send_bytes, *started_after_);
+      copy_since_ = Clock::now();
     } catch (...) {
       state_->release_pinned(host_send_);
       state_->release_pinned(host_recv_);
@@ -135,8 +168,8 @@ class StagedExchange final : public detail::PendingExchange {
   ~StagedExchange() override {
     // Once the host transport gave a transfer up, the others are given up at once too (their
     // host exchanges abandon themselves as they end), as the host transport's own are: waiting
-    // for each would add a deadline per exchange in flight.
-    if (state_->host().has_abandoned_transfers()) {
+    // for each would add a deadline per exchange in flight. So they are after a copy timed out.
+    if (state_->transfers_abandoned()) {
       host_exchange_ = Exchange();
     } else {
       try {
@@ -169,17 +202,21 @@ class StagedExchange final : public detail::PendingExchange {
 
   Phase phase() const { return phase_; }
 
-  /// One step of this exchange's own state machine (posting is StagingState's job).
+  /// One step of this exchange's own state machine (posting is StagingState's job). Throws
+  /// RFA_ERROR_TIMEOUT where its copy has been pending past the deadline.
   void advance() {
-    if (phase_ == Phase::copying_out && out_->done()) {
+    if (phase_ == Phase::copying_out) {
+      if (!out_->done()) return state_->check_copy_age(copy_since_, "a staged exchange's copy off the device");
       out_.reset();
       phase_ = Phase::queued;
     }
     if (phase_ == Phase::sending && host_exchange_.test()) {
       in_ = state_->device().copy_to_device(recv_, host_recv_, recv_bytes_, *started_after_);
+      copy_since_ = Clock::now();
       phase_ = Phase::copying_in;
     }
-    if (phase_ == Phase::copying_in && in_->done()) {
+    if (phase_ == Phase::copying_in) {
+      if (!in_->done()) return state_->check_copy_age(copy_since_, "a staged exchange's copy onto the device");
       in_.reset();
       phase_ = Phase::done;
     }
@@ -199,6 +236,7 @@ class StagedExchange final : public detail::PendingExchange {
   void* host_recv_ = nullptr;
   std::unique_ptr<ComputeMark> started_after_;
   std::unique_ptr<CopyTicket> out_, in_;
+  Clock::time_point copy_since_;  // when the pending copy (out_ or in_) was queued
   Exchange host_exchange_;
   Phase phase_ = Phase::copying_out;
 };
@@ -218,7 +256,7 @@ void StagingState::post_started() {
 }
 
 void StagingState::complete_all() noexcept {
-  if (host_->has_abandoned_transfers()) return;  // each exchange gives itself up as it ends
+  if (transfers_abandoned()) return;  // each exchange gives itself up as it ends
   for (StagedExchange* e : std::vector<StagedExchange*>(live_)) {
     try {
       e->wait();
@@ -242,15 +280,21 @@ class StagedBuffer {
 
   /// `bytes` between the device and this buffer, at byte `at` of the buffer.
   void from_device(const void* src, std::size_t bytes, std::size_t at = 0) {
-    finish(s_.device().copy_to_host(static_cast<unsigned char*>(p_) + at, src, bytes, *after_));
+    finish(s_.device().copy_to_host(static_cast<unsigned char*>(p_) + at, src, bytes, *after_),
+           "a staged collective's copy off the device");
   }
   void to_device(void* dst, std::size_t bytes, std::size_t at = 0) {
-    finish(s_.device().copy_to_device(dst, static_cast<unsigned char*>(p_) + at, bytes, *after_));
+    finish(s_.device().copy_to_device(dst, static_cast<unsigned char*>(p_) + at, bytes, *after_),
+           "a staged collective's copy onto the device");
   }
 
  private:
-  static void finish(std::unique_ptr<CopyTicket> t) {
-    while (!t->done()) std::this_thread::yield();
+  void finish(std::unique_ptr<CopyTicket> t, const char* what) {
+    const Clock::time_point since = Clock::now();
+    while (!t->done()) {
+      s_.check_copy_age(since, what);
+      std::this_thread::yield();
+    }
   }
   StagingState& s_;
   std::unique_ptr<ComputeMark> after_;  // taken before the pinned buffer, which nothing would release if it threw
@@ -259,8 +303,10 @@ class StagedBuffer {
 
 }  // namespace staged
 
-StagedCommunicator::StagedCommunicator(std::unique_ptr<Communicator> host, std::unique_ptr<StagingDevice> device)
-    : state_(std::make_shared<staged::StagingState>(std::move(host), std::move(device))) {}
+StagedCommunicator::StagedCommunicator(std::unique_ptr<Communicator> host, std::unique_ptr<StagingDevice> device,
+                                       double timeout_s)
+    : state_(std::make_shared<staged::StagingState>(
+          std::move(host), std::move(device), timeout_s < 0.0 ? collective::timeout_from_environment() : timeout_s)) {}
 
 StagedCommunicator::~StagedCommunicator() { state_->complete_all(); }
 
@@ -268,6 +314,7 @@ int StagedCommunicator::rank() const { return state_->host().rank(); }
 int StagedCommunicator::size() const { return state_->host().size(); }
 
 Exchange StagedCommunicator::start_shift_exchange(const void* send, void* recv, std::size_t bytes, int hops) {
+  state_->require_usable("start_shift_exchange");
   require(hops >= 1, "start_shift_exchange: hops must be at least 1, got ", hops);
   if (bytes == 0) return Exchange();
   require(send && recv, "start_shift_exchange: null buffer");
@@ -280,6 +327,7 @@ Exchange StagedCommunicator::start_shift_exchange(const void* send, void* recv, 
 }
 
 Exchange StagedCommunicator::start_allgather(const void* send, void* recv, std::size_t bytes_per_rank) {
+  state_->require_usable("start_allgather");
   if (bytes_per_rank == 0) return Exchange();
   require(send && recv, "start_allgather: null buffer");
   auto e =
@@ -296,6 +344,7 @@ void StagedCommunicator::allgather(const void* send, void* recv, std::size_t byt
 }
 
 void StagedCommunicator::alltoall(const void* send, void* recv, std::size_t bytes_per_pair) {
+  state_->require_usable("alltoall");
   state_->post_started();
   const std::size_t total = bytes_per_pair * std::size_t(size());
   staged::StagedBuffer in(*state_, total), out(*state_, total);
@@ -306,6 +355,7 @@ void StagedCommunicator::alltoall(const void* send, void* recv, std::size_t byte
 
 void StagedCommunicator::alltoallv(const void* send, const std::size_t* send_bytes, const std::size_t* send_offsets,
                                    void* recv, const std::size_t* recv_bytes, const std::size_t* recv_offsets) {
+  state_->require_usable("alltoallv");
   require(send_bytes && send_offsets && recv_bytes && recv_offsets, "alltoallv: a count or offset array is null");
   state_->post_started();
   const std::size_t P = std::size_t(size());
@@ -327,6 +377,7 @@ void StagedCommunicator::alltoallv(const void* send, const std::size_t* send_byt
 }
 
 void StagedCommunicator::reduce_scatter_sum(float* send, float* recv, std::size_t count_per_rank) {
+  state_->require_usable("reduce_scatter_sum");
   state_->post_started();
   const std::size_t bytes = count_per_rank * sizeof(float), total = bytes * std::size_t(size());
   if (bytes == 0) return;
@@ -337,16 +388,20 @@ void StagedCommunicator::reduce_scatter_sum(float* send, float* recv, std::size_
 }
 
 std::unique_ptr<Communicator> StagedCommunicator::split(int color, int position) {
+  state_->require_usable("split");
   state_->post_started();  // MPI_Comm_split is a collective of the host communicator
-  return std::make_unique<StagedCommunicator>(state_->host().split(color, position), state_->device().make_sibling());
+  return std::make_unique<StagedCommunicator>(state_->host().split(color, position), state_->device().make_sibling(),
+                                              state_->copy_timeout_s());
 }
 
 void StagedCommunicator::allreduce_inplace(std::int64_t* values, std::size_t count, ReduceOp op) {
+  state_->require_usable("allreduce_inplace");
   state_->post_started();
   state_->host().allreduce_inplace(values, count, op);
 }
 
 void StagedCommunicator::broadcast(void* buffer, std::size_t bytes, int root) {
+  state_->require_usable("broadcast");
   state_->post_started();
   staged::StagedBuffer b(*state_, bytes);
   if (rank() == root) b.from_device(buffer, bytes);
@@ -355,11 +410,12 @@ void StagedCommunicator::broadcast(void* buffer, std::size_t bytes, int root) {
 }
 
 void StagedCommunicator::barrier() {
+  state_->require_usable("barrier");
   state_->post_started();
   state_->host().barrier();
 }
 
-bool StagedCommunicator::has_abandoned_transfers() const { return state_->host().has_abandoned_transfers(); }
+bool StagedCommunicator::has_abandoned_transfers() const { return state_->transfers_abandoned(); }
 
 Communicator& StagedCommunicator::host_memory() { return state_->host(); }
 

@@ -42,8 +42,15 @@ class StagingState;
 
 class StagedCommunicator final : public Communicator {
  public:
-  /// `host` moves host memory (an MpiCommunicator); `device` copies. Not collective.
-  StagedCommunicator(std::unique_ptr<Communicator> host, std::unique_ptr<StagingDevice> device);
+  /// `host` moves host memory (an MpiCommunicator); `device` copies. `timeout_s`: how long a
+  /// copy between the device and pinned memory may stay pending before an operation fails with
+  /// RFA_ERROR_TIMEOUT, in the convention of every internal deadline (> 0 seconds, 0 none, < 0
+  /// RFA_TIMEOUT_S or its default; collective/deadline.hpp): a copy waits for the kernels queued
+  /// before it, so the deadline is what keeps a stuck kernel or device from hanging the ranks.
+  /// After such a timeout the transport refuses new work and reports abandoned transfers. Not
+  /// collective.
+  StagedCommunicator(std::unique_ptr<Communicator> host, std::unique_ptr<StagingDevice> device,
+                     double timeout_s = -1.0);
   /// Completes every outstanding exchange first (their handles may still be alive).
   ~StagedCommunicator() override;
 
@@ -66,7 +73,7 @@ class StagedCommunicator final : public Communicator {
   void barrier() override;
   void set_compute_stream(void* cuda_stream) override;
   void begin_call(const CallStamp& stamp) override;
-  /// The host transport's.
+  /// The host transport's, or a copy given up after its deadline.
   bool has_abandoned_transfers() const override;
   /// The host transport.
   Communicator& host_memory() override;

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Host-side polling with a deadline: how every NCCL wait in rfa is built, so that none of
-// them can block forever (a blocking cudaEventSynchronize or cudaStreamSynchronize could).
+// Host-side polling with a deadline: how rfa waits for work it cannot block on safely (every
+// NCCL wait, the staged transport's device copies), so that none of them can block forever (a
+// blocking cudaEventSynchronize or cudaStreamSynchronize could).
 #pragma once
 
 #include <chrono>
 #include <thread>
 
-namespace rfa::comm::nccl {
+namespace rfa::comm {
 
 using Clock = std::chrono::steady_clock;
 
@@ -28,4 +29,4 @@ inline void pause_between_polls(Clock::time_point waiting_since) {
   }
 }
 
-}  // namespace rfa::comm::nccl
+}  // namespace rfa::comm
