@@ -6,6 +6,13 @@
 
 #include <cstdint>
 
+// Keeps the next loop rolled in device code; host compilers (the mask's host test) do without.
+#ifdef __CUDACC__
+#define RFA_CUDA_ROLLED_LOOP _Pragma("unroll 1")
+#else
+#define RFA_CUDA_ROLLED_LOOP
+#endif
+
 namespace rfa_cuda {
 namespace detail {
 
@@ -165,19 +172,6 @@ __device__ __forceinline__ TileKind classify_positions(const DeviceMask& mask, s
   return causal_full && window_full && one_document && ranges_full ? TileKind::kFull : TileKind::kPartial;
 }
 
-// Rows [first, last] of `pos` split where its second segment starts: one or two pieces, each
-// inside one segment, as [piece_first[i], piece_last[i]].
-__device__ __forceinline__ int segment_pieces(const DevicePositions& pos, int first, int last, int* piece_first,
-                                              int* piece_last) {
-  if (first < pos.length0 && last >= pos.length0) {
-    piece_first[0] = first, piece_last[0] = int(pos.length0) - 1;
-    piece_first[1] = int(pos.length0), piece_last[1] = last;
-    return 2;
-  }
-  piece_first[0] = first, piece_last[0] = last;
-  return 1;
-}
-
 // Query rows [q_first, q_first + q_rows) against key rows [k_first, k_first + k_rows), with
 // sequence lengths seq_q, seq_k. A tile is skipped when the mask hides all of it, and
 // "full" (no per-element mask) only when every row and column is inside its sequence too.
@@ -192,15 +186,23 @@ __device__ __forceinline__ TileKind classify_tile(const DeviceMask& mask, const 
   if (q_last < q_first || k_last < k_first) return TileKind::kSkip;
   const bool in_bounds = q_first + q_rows <= seq_q && k_first + k_rows <= seq_k;
   if (!mask.any()) return in_bounds ? TileKind::kFull : TileKind::kPartial;
-  int qf[2], ql[2], kf[2], kl[2];
-  const int nq = segment_pieces(qpos, q_first, q_last, qf, ql), nk = segment_pieces(kpos, k_first, k_last, kf, kl);
+  // Rows whose span crosses where their map's second segment starts are judged as two pieces,
+  // one per segment: up to four (query piece, key piece) pairs. The pieces' ends are chosen by
+  // selects in one loop that is not unrolled, so that the kernels hold one copy of
+  // classify_positions and no array indexed at run time (which would go through local memory).
+  const bool q_split = q_first < qpos.length0 && q_last >= qpos.length0;
+  const bool k_split = k_first < kpos.length0 && k_last >= kpos.length0;
   bool any_visible = false, all_full = true;
-  for (int a = 0; a < nq; ++a)
-    for (int b = 0; b < nk; ++b) {
-      const TileKind v = classify_positions(mask, qpos.at(qf[a]), qpos.at(ql[a]), kpos.at(kf[b]), kpos.at(kl[b]));
-      any_visible = any_visible || v != TileKind::kSkip;
-      all_full = all_full && v == TileKind::kFull;
-    }
+  RFA_CUDA_ROLLED_LOOP
+  for (int pair = 0; pair < 4; ++pair) {
+    const bool q_second = pair / 2 == 1, k_second = pair % 2 == 1;
+    if ((q_second && !q_split) || (k_second && !k_split)) continue;
+    const int qa = q_second ? int(qpos.length0) : q_first, qb = q_split && !q_second ? int(qpos.length0) - 1 : q_last;
+    const int ka = k_second ? int(kpos.length0) : k_first, kb = k_split && !k_second ? int(kpos.length0) - 1 : k_last;
+    const TileKind v = classify_positions(mask, qpos.at(qa), qpos.at(qb), kpos.at(ka), kpos.at(kb));
+    any_visible = any_visible || v != TileKind::kSkip;
+    all_full = all_full && v == TileKind::kFull;
+  }
   if (!any_visible) return TileKind::kSkip;
   return in_bounds && all_full ? TileKind::kFull : TileKind::kPartial;
 }

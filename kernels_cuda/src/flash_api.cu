@@ -344,6 +344,12 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   // directly in the caller's buffer, or in the zeroed workspace that is then converted into dq.
   a.atomic_dq = true;
   a.dq_accum = store ? resolve(p->workspace, rfa_cuda_strides{0, 0, 0}, s.seq_q, s.heads, s.head_dim) : dq;
+#if RFA_CUDA_HAVE_SM90
+  // The Hopper backward sums dQ through a TMA descriptor too: strides of 0 spelled out.
+  if (path == RFA_CUDA_PATH_SM90)
+    RFA_CUDA_TRY(sm90_input("dq", store ? rfa_cuda_strides{0, 0, 0} : p->dq_strides, s.batch, s.seq_q, s.heads,
+                            s.head_dim, a.dq_accum));
+#endif
   if (store)
     RFA_CUDA_TRY(
         from_cuda(cudaMemsetAsync(p->workspace, 0, backward_workspace_bytes(*p), stream), "zeroing the dq workspace"));

@@ -7,7 +7,8 @@
 //    both products, and the two values of a pair are adjacent columns;
 //  - V, Q, dO and K read transposed address the same shared-memory elements as themselves;
 //  - the backward's dQ products cover the tile between the two consumer warpgroups (half the head
-//    dimension each, or half the keys each), and its dS buffers give every element its own place;
+//    dimension each, or half the keys each), its dS buffers give every element its own place, and
+//    each consumer's dQ share is the dense row-major box its TMA reduce-add reads;
 //  - each kernel's shared memory fits a Hopper CTA.
 #include <cstdio>
 #include <vector>
@@ -132,6 +133,15 @@ void check_backward(const char* name) {
   std::vector<int> used(cosize(ds), 0);
   for (int i = 0; i < size(ds); ++i) ++used[ds(i)];
   for (int e = 0; e < int(used.size()); ++e) expect(used[e] == 1, "dS: one element per place", e, used[e]);
+  // dQ's share in shared memory: an unswizzled TMA box is read row after row, densely, so the
+  // layout the kernel writes through must put (query, column) at query * columns + column.
+  typename Traits::SmemLayoutDq dq;
+  expect(int(size<0>(dq)) == Traits::kBlockM && int(size<1>(dq)) == Traits::kDqColumns, "dQ share: the tile's shape",
+         -1, -1);
+  expect(int(cosize(dq)) == Traits::kBlockM * Traits::kDqColumns, "dQ share: dense", -1, int(cosize(dq)));
+  for (int q = 0; q < Traits::kBlockM; ++q)
+    for (int c = 0; c < Traits::kDqColumns; ++c)
+      expect(int(dq(q, c)) == q * Traits::kDqColumns + c, "dQ share: row-major", q, c);
   check_shared_bytes(Traits::kSmemBytes);
   std::printf("  %s\n", failures == before ? "ok" : "FAILED");
 }

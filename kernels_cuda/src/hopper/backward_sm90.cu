@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The Hopper (sm_90a) backward with dQ summed by atomics-free bulk adds: TMA loads, wgmma,
-// warp specialization. Shapes, layouts and the division of work in backward_sm90_traits.hpp;
+// The Hopper (sm_90a) backward with dQ summed by TMA reduce-adds instead of atomics: TMA loads,
+// wgmma, warp specialization. Shapes, layouts and the division of work in backward_sm90_traits.hpp;
 // the same mask, position maps, GQA and gradient modes as the sm_80 backward
 // (flash_backward.cu), whose walk over (query head, query tile) pairs it follows. The
 // deterministic mode stays on the sm_80 kernels (flash_api.cu).
@@ -34,20 +34,21 @@ template <class Traits>
 using TmaQueries = decltype(make_tma_copy(SM90_TMA_LOAD{}, std::declval<GmemTensor<typename Traits::T>>(),
                                           take<0, 2>(typename Traits::SmemLayoutQ{})));
 
+// dQ's fp32 accumulator as the TMA reduce-add addresses it: (seq_q, head dim, heads, batch).
+template <class Traits>
+using TmaQueryGrad =
+    decltype(make_tma_copy(SM90_TMA_REDUCE_ADD{}, std::declval<GmemTensor<float>>(), typename Traits::SmemLayoutDq{}));
+
 template <class Traits>
 struct KernelParams {
   detail::BackwardArgs args;
   TmaKeys<Traits> tma_k, tma_v;
   TmaQueries<Traits> tma_q, tma_dout;
+  TmaQueryGrad<Traits> tma_dq;
 };
 
-// fp32 bulk adds from shared to global memory (the copy engine sums them into L2, one request
-// per row instead of one atomic per element), tracked in the issuing thread's bulk group.
-__device__ __forceinline__ void bulk_add(float* global, const float* shared, int bytes) {
-  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(global),
-               "r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(shared))), "r"(bytes)
-               : "memory");
-}
+// The issuing thread's TMA reduce-adds of dQ (the copy engine sums them into L2) are tracked in
+// its bulk group.
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // The group's sources have been read (the shared buffer may be rewritten).
 __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
@@ -209,30 +210,53 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 
   clear(tGrDv);
   clear(tGrDk);
-  float* dq_tile = shared.dq.data() + consumer * kBlockM * kDqColumns;  // this consumer's share, [query][column]
+  // This consumer's share of a dQ tile in shared memory, and dQ as its TMA reduce-add sees it.
+  Tensor sDq = make_tensor(make_smem_ptr(shared.dq.data() + consumer * cosize_v<typename Traits::SmemLayoutDq>),
+                           typename Traits::SmemLayoutDq{});
+  auto copy_dq = params.tma_dq.get_slice(0);
+  Tensor tDqsDq = copy_dq.partition_S(sDq);
+  Tensor mDq = params.tma_dq.get_tma_tensor(make_shape(dims.seq_q, D, dims.heads, dims.batch));
+  // Each query tile's lse (in the exp2 domain: +inf for a row that sees no key anywhere or lies
+  // past the sequence, so that all its P are 0) and D, staged in shared memory one tile ahead:
+  // consumer threads 0 .. kBlockM - 1 fetch a row's lse, the next kBlockM its D, while the
+  // tensor cores work on the tile before; the softmax then reads them without waiting on memory.
+  const bool fetches_lse = consumer_thread < kBlockM;
+  auto fetch_row_statistic = [&](int it) {
+    if (it >= walk.iterations || consumer_thread >= 2 * kBlockM) return 0.f;
+    const int query = walk.q_tile(it) * kBlockM + consumer_thread % kBlockM;
+    if (query >= dims.seq_q) return fetches_lse ? -INFINITY : 0.f;
+    const std::int64_t at = (static_cast<std::int64_t>(walk.b) * dims.heads + walk.head(it)) * dims.seq_q + query;
+    return __ldg((fetches_lse ? args.lse : args.delta) + at);
+  };
+  auto stage_row_statistic = [&](float fetched, int buffer) {
+    if (consumer_thread >= 2 * kBlockM) return;
+    shared.row_statistics[buffer][fetches_lse ? 0 : 1][consumer_thread % kBlockM] =
+        fetches_lse ? (fetched == -INFINITY ? INFINITY : fetched * kLog2e) : fetched;
+  };
+
   if (first < walk.iterations) {
     cutlass::arch::ClusterTransactionBarrier::wait(&shared.kv_barrier, 0);
     PipelineState read;
     int buffer = 0;
-    for (int it = first; it < walk.iterations; it = walk.next_visible(dims, it + 1)) {
+    stage_row_statistic(fetch_row_statistic(first), 0);
+    named_barrier_sync(3, Traits::kConsumerThreads);
+    for (int it = first; it < walk.iterations;) {
       const int head = walk.head(it), q_first = walk.q_tile(it) * kBlockM;
+      const int next = walk.next_visible(dims, it + 1);
       pipeline_q.consumer_wait(read);
       issue_gemm<false>(mma_scores, tSrK, tSrQ(_, _, _, read.index()), tSrS, true);
       issue_gemm<false>(mma_scores, tSrV, tSrDout(_, _, _, read.index()), tSrDp, true);
-      const std::int64_t rows0 = (static_cast<std::int64_t>(walk.b) * dims.heads + head) * dims.seq_q;
+      const float next_statistic = fetch_row_statistic(next);
       wait_for_products<0>(tSrS, tSrDp);
 
       // P^T = exp(scale S^T - lse) (0 where masked) and dS^T = P^T (dP^T - D).
       const bool partial = walk.kind(dims, it) == detail::TileKind::kPartial;
+      const float* lse_log2_of = shared.row_statistics[buffer][0];
+      const float* delta_of = shared.row_statistics[buffer][1];
       CUTE_UNROLL
       for (int c = 0; c < kCols; ++c) {
-        const int query = q_first + get<1>(score_at(0, c));
-        // The query's lse (in the exp2 domain) and D; lse = -inf marks a row that sees no key
-        // anywhere: all its P are 0.
-        const bool in_range = query < dims.seq_q;
-        const float lse = in_range ? __ldg(args.lse + rows0 + query) : -INFINITY;
-        const float lse_log2 = lse == -INFINITY ? INFINITY : lse * kLog2e;
-        const float delta = in_range ? __ldg(args.delta + rows0 + query) : 0.f;
+        const int column = get<1>(score_at(0, c)), query = q_first + column;
+        const float lse_log2 = lse_log2_of[column], delta = delta_of[column];
         bool column_shown = true;
         std::int64_t query_position = 0, query_document = 0;
         if (partial) {
@@ -260,10 +284,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       issue_gemm<true>(mma_key_grads, tGrP, tGrDoutT(_, _, _, read.index()), tGrDv, false);
       issue_gemm<true>(mma_key_grads, tGrDs, tGrQt(_, _, _, read.index()), tGrDk, false);
 
-      // dS into shared memory (query-contiguous), rounded like the other operands; both
-      // consumers' keys are needed before either computes dQ = dS K.
+      // dS into shared memory (query-contiguous), rounded like the other operands, and the next
+      // tile's lse and D into the other buffer (the previous tile's softmax read it before the
+      // last barrier); both consumers' keys are needed before either computes dQ = dS K, and the
+      // barrier shows the next tile's lse and D to both.
       CUTE_UNROLL
       for (int i = 0; i < size(ds); ++i) sDs(get<1>(score_at(i)), get<0>(score_at(i)), buffer) = T(ds(i));
+      stage_row_statistic(next_statistic, buffer ^ 1);
       fence_shared_for_async();
       named_barrier_sync(3, Traits::kConsumerThreads);
       Tensor tQrDs = thread_query_grad.partition_fragment_A(local_tile(
@@ -273,25 +300,22 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       pipeline_q.consumer_release(read);
       ++read;
 
-      // dQ += scale dS K: this consumer's share of the tile's rows, into shared memory (once the
-      // previous tile's adds have read it), then one bulk add per row.
+      // dQ += scale dS K: this consumer's share of the tile, into shared memory (once the
+      // previous tile's reduce-add has read it), then one TMA reduce-add of the whole share.
       if (lead) bulk_wait_read();
       named_barrier_sync(4 + consumer, 128);
       CUTE_UNROLL
-      for (int i = 0; i < size(tQrDq); ++i)
-        dq_tile[get<0>(dq_at(i)) * kDqColumns + get<1>(dq_at(i))] = dims.scale * tQrDq(i);
+      for (int i = 0; i < size(tQrDq); ++i) sDq(get<0>(dq_at(i)), get<1>(dq_at(i))) = dims.scale * tQrDq(i);
       fence_shared_for_async();
       named_barrier_sync(4 + consumer, 128);
       if (lead) {
-        const int rows = min(kBlockM, dims.seq_q - q_first);
-        float* dq = static_cast<float*>(args.dq_accum.data) + walk.b * args.dq_accum.batch + head * args.dq_accum.head +
-                    dq_column0;
-        for (int q = 0; q < rows; ++q)
-          bulk_add(dq + (q_first + q) * args.dq_accum.seq, dq_tile + q * kDqColumns,
-                   kDqColumns * static_cast<int>(sizeof(float)));
+        Tensor gDq = local_tile(mDq(_, _, head, walk.b), typename Traits::QueriesByDqColumns{},
+                                make_coord(walk.q_tile(it), dq_column0 / kDqColumns));
+        copy(params.tma_dq, tDqsDq, copy_dq.partition_D(gDq));
         bulk_commit();
       }
       buffer ^= 1;
+      it = next;
     }
     if (lead) bulk_wait();
   }
@@ -332,11 +356,13 @@ cudaError_t launch(const detail::BackwardArgs& args, cudaStream_t stream) {
   const auto dout = gmem_tensor<T>(args.dout, d.seq_q, d.head_dim, d.heads, d.batch);
   const auto k = gmem_tensor<T>(args.k, d.seq_k, d.head_dim, d.kv_heads, d.batch);
   const auto v = gmem_tensor<T>(args.v, d.seq_k, d.head_dim, d.kv_heads, d.batch);
-  const KernelParams<Traits> params{
-      args, make_tma_copy(SM90_TMA_LOAD{}, k, typename Traits::SmemLayoutK{}),
-      make_tma_copy(SM90_TMA_LOAD{}, v, typename Traits::SmemLayoutV{}),
-      make_tma_copy(SM90_TMA_LOAD{}, q, take<0, 2>(typename Traits::SmemLayoutQ{})),
-      make_tma_copy(SM90_TMA_LOAD{}, dout, take<0, 2>(typename Traits::SmemLayoutDout{}))};
+  const auto dq = gmem_tensor<float>(args.dq_accum, d.seq_q, d.head_dim, d.heads, d.batch);
+  const KernelParams<Traits> params{args,
+                                    make_tma_copy(SM90_TMA_LOAD{}, k, typename Traits::SmemLayoutK{}),
+                                    make_tma_copy(SM90_TMA_LOAD{}, v, typename Traits::SmemLayoutV{}),
+                                    make_tma_copy(SM90_TMA_LOAD{}, q, take<0, 2>(typename Traits::SmemLayoutQ{})),
+                                    make_tma_copy(SM90_TMA_LOAD{}, dout, take<0, 2>(typename Traits::SmemLayoutDout{})),
+                                    make_tma_copy(SM90_TMA_REDUCE_ADD{}, dq, typename Traits::SmemLayoutDq{})};
   const std::int64_t tiles = (d.seq_k + Traits::kBlockN - 1) / Traits::kBlockN;
   return detail::launch_tiles(backward_sm90_kernel<Traits>, params, tiles * d.batch * d.kv_heads, Traits::kThreads,
                               Traits::kSmemBytes, stream);

@@ -11,7 +11,9 @@
 // into P^T and dS^T in registers, adds P^T dO to dV and dS^T Q to dK (P^T and dS^T as register
 // A operands, dO and Q read transposed in place), and writes dS^T to shared memory; then the two
 // consumers compute dQ = dS K for the tile, each a share of it (below), and add it to the fp32
-// dQ in global memory with bulk reduce-add copies from shared memory.
+// dQ in global memory from shared memory with one TMA reduce-add each (a tensor copy of the whole
+// share: one request to the copy engine per tile, where a bulk add per row would queue 64 of
+// them ahead of the next tile's loads).
 #pragma once
 
 #include <cutlass/numeric_types.h>
@@ -93,6 +95,10 @@ struct BackwardSm90Traits {
   using SmemLayoutDs =
       decltype(cute::tile_to_shape(cute::GMMA::Layout_MN_SW128_Atom<T>{}, cute::Shape<Queries, Keys, cute::_2>{}));
 
+  // One consumer's share of a dQ tile: fp32 rows of kDqColumns, dense and unswizzled, the box
+  // of the TMA reduce-add into dQ (rows past the sequence are clipped by the copy engine).
+  using SmemLayoutDq = cute::Layout<QueriesByDqColumns, cute::Stride<DqColumns, cute::_1>>;
+
   using Pipeline = cutlass::PipelineTmaAsync<kStages>;
 
   struct SharedStorage {
@@ -101,8 +107,10 @@ struct BackwardSm90Traits {
     cute::array_aligned<T, cute::cosize_v<SmemLayoutQ>, 1024> q;
     cute::array_aligned<T, cute::cosize_v<SmemLayoutDout>, 1024> dout;
     cute::array_aligned<T, cute::cosize_v<SmemLayoutDs>, 1024> ds;
-    // Each consumer's share of one dQ tile, fp32, rows of kDqColumns: the source of its bulk adds.
-    cute::array_aligned<float, kConsumerWarpgroups * kBlockM * kDqColumns, 128> dq;
+    // Each consumer's share of one dQ tile (SmemLayoutDq): the source of its TMA reduce-add.
+    cute::array_aligned<float, kConsumerWarpgroups * cute::cosize_v<SmemLayoutDq>, 128> dq;
+    // Per buffer (alternating by query tile, as dS): each query's lse in the exp2 domain and D.
+    float row_statistics[2][2][kBlockM];
     typename Pipeline::SharedStorage pipeline_q;
     alignas(8) std::uint64_t kv_barrier;
   };
