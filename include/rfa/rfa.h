@@ -52,7 +52,8 @@ typedef enum rfa_result_t {
   RFA_ERROR_KOKKOS = 10,           /**< Kokkos failed to initialize or to allocate. */
   RFA_ERROR_VERSION_MISMATCH = 11, /**< The header and the library have different major versions. */
   RFA_ERROR_TIMEOUT = 12,          /**< A communication did not complete in time and was abandoned (a rank
-                                        is late, stuck or gone; options.timeout_s, RFA_TIMEOUT_S,
+                                        is late, stuck or gone, or a staged copy waits on a kernel or
+                                        device that never finishes; options.timeout_s, RFA_TIMEOUT_S,
                                         RFA_NCCL_TIMEOUT_S). The context is unusable from then on: every
                                         call but rfa_context_destroy() fails, and buffers passed to the
                                         failed call must not be reused while the job runs on. Like NCCL
@@ -307,9 +308,11 @@ typedef struct rfa_options_t {
   rfa_device_t device;         /**< Where tensors live and attention runs. Default ::RFA_DEVICE_HOST. */
   rfa_transport_t transport;   /**< Device contexts: what moves blocks. Default ::RFA_TRANSPORT_DEFAULT. */
   double timeout_s;            /**< Seconds a blocking operation (over MPI: creation's agreement, argument
-                                    agreements, ring exchanges, collectives; over NCCL: its creation,
+                                    agreements, ring exchanges, collectives, and where device buffers are
+                                    staged through pinned host memory the copies to and from it, which
+                                    wait for the kernels queued before them; over NCCL: its creation,
                                     exchanges, collectives and destruction) waits for the other ranks
-                                    before failing with ::RFA_ERROR_TIMEOUT. 0 (default): the environment
+                                    or the device before failing with ::RFA_ERROR_TIMEOUT. 0 (default): the environment
                                     variable RFA_TIMEOUT_S if set, else 600, for MPI's waits, and
                                     RFA_NCCL_TIMEOUT_S if set, else 300, for NCCL's; negative, or more
                                     than 1e9 (about 30 years): no deadline. After a timeout the context is unusable except for
