@@ -111,8 +111,13 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim>::kThreads,
     return classify_tile(mask, dims.q_positions, dims.k_positions, q_tile * kBlockM, kBlockM, dims.seq_q, k_first,
                          kBlockN, dims.seq_k);
   };
-  auto next_visible = [&](int it) {
-    while (it < iterations && kind_of(it % num_q_tiles) == TileKind::kSkip) ++it;
+  // The first (query head, query tile) pair from `it` on that the mask does not hide, its kind
+  // in `kind`: each pair classified once per walk.
+  auto next_visible = [&](int it, TileKind& kind) {
+    for (; it < iterations; ++it) {
+      kind = kind_of(it % num_q_tiles);
+      if (kind != TileKind::kSkip) break;
+    }
     return it;
   };
   auto load_query_tile = [&](int it, int stage) {
@@ -133,7 +138,8 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim>::kThreads,
     }
   };
 
-  int it = next_visible(0);
+  TileKind kind = TileKind::kSkip;
+  int it = next_visible(0, kind);
   if (it < iterations) load_query_tile(it, 0);
   cp_async_commit();
 
@@ -149,13 +155,14 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim>::kThreads,
 
   int stage = 0;
   while (it < iterations) {
-    const int next = next_visible(it + 1);
+    TileKind next_kind = TileKind::kSkip;
+    const int next = next_visible(it + 1, next_kind);
     if (next < iterations) load_query_tile(next, stage ^ 1);
     cp_async_commit();
 
     const int head = kv_head * group_size + it / num_q_tiles;
     const int q_first = (it % num_q_tiles) * kBlockM;
-    const bool full_tile = kind_of(it % num_q_tiles) == TileKind::kFull;
+    const bool full_tile = kind == TileKind::kFull;
     const T* q_s = q_tiles + stage * kBlockM * D;
     const T* do_s = do_tiles + stage * kBlockM * DV;
     const float* lse_s = lse_tiles + stage * kBlockM;
@@ -251,6 +258,7 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim>::kThreads,
     }
 
     it = next;
+    kind = next_kind;
     stage ^= 1;
     // Everyone is done with this stage and with dS^T before they are overwritten.
     cp_async_wait_all();

@@ -59,7 +59,8 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim, kValueDim>::kThreads) flash
                                         dims.seq_q - tile.q_first);
   load_tile_async<kBlockM, DV, kThreads>(do_tile, tile.template query_rows<T>(args.dout), args.dout.seq,
                                          dims.seq_q - tile.q_first);
-  int k_tile = tile.next_visible(dims, 0);
+  TileKind kind = TileKind::kSkip;
+  int k_tile = tile.next_visible(dims, 0, kind);
   if (k_tile < tile.num_k_tiles)
     load_key_value_tiles<kBlockN, D, DV, kThreads>(k_tiles, v_tiles, k, v, args.k, args.v, dims.seq_k, k_tile, 0);
   cp_async_commit();
@@ -92,7 +93,8 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim, kValueDim>::kThreads) flash
   int stage = 0;
   while (k_tile < tile.num_k_tiles) {
     // The other stage was last read in the previous iteration, which every warp has left.
-    const int next = tile.next_visible(dims, k_tile + 1);
+    TileKind next_kind = TileKind::kSkip;
+    const int next = tile.next_visible(dims, k_tile + 1, next_kind);
     if (next < tile.num_k_tiles)
       load_key_value_tiles<kBlockN, D, DV, kThreads>(k_tiles, v_tiles, k, v, args.k, args.v, dims.seq_k, next,
                                                      stage ^ 1);
@@ -107,7 +109,7 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim, kValueDim>::kThreads) flash
 
     // P = exp2(scale*log2e S - lse*log2e), 0 where masked; dS = P (dP - D), kept in dp (S capped
     // and dS times the cap's slope where scores are soft-capped).
-    const bool partial = tile.kind_of(dims, k_tile) == TileKind::kPartial;
+    const bool partial = kind == TileKind::kPartial;
 #pragma unroll
     for (int nb = 0; nb < kBlockN / 8; ++nb) {
 #pragma unroll
@@ -128,6 +130,7 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim, kValueDim>::kThreads) flash
     accumulate_weights_times_tile<T, D, kBlockN>(acc, dp, k_s, lane);
 
     k_tile = next;
+    kind = next_kind;
     stage ^= 1;
     cp_async_wait_all();
     __syncthreads();

@@ -59,7 +59,8 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim, kValueDim>::kThreads, 
 
   load_tile_async<kBlockM, D, kThreads>(q_tile, tile.template query_rows<T>(args.q), args.q.seq,
                                         dims.seq_q - tile.q_first);
-  int k_tile = tile.next_visible(dims, 0);
+  TileKind kind = TileKind::kSkip;
+  int k_tile = tile.next_visible(dims, 0, kind);
   if (k_tile < tile.num_k_tiles)
     load_key_value_tiles<kBlockN, D, DV, kThreads>(k_tiles, v_tiles, k, v, args.k, args.v, dims.seq_k, k_tile, 0);
   cp_async_commit();
@@ -82,7 +83,8 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim, kValueDim>::kThreads, 
   while (k_tile < tile.num_k_tiles) {
     // The other stage was last read in the previous iteration, which every warp has left
     // (barrier at the end of the loop), so it can be refilled while this tile computes.
-    const int next = tile.next_visible(dims, k_tile + 1);
+    TileKind next_kind = TileKind::kSkip;
+    const int next = tile.next_visible(dims, k_tile + 1, next_kind);
     if (next < tile.num_k_tiles)
       load_key_value_tiles<kBlockN, D, DV, kThreads>(k_tiles, v_tiles, k, v, args.k, args.v, dims.seq_k, next,
                                                      stage ^ 1);
@@ -102,7 +104,7 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim, kValueDim>::kThreads, 
       for (int e = 0; e < 4; ++e) s[nb][e] = dims.cap.apply(s[nb][e]);
     }
 
-    if (tile.kind_of(dims, k_tile) == TileKind::kPartial) {
+    if (kind == TileKind::kPartial) {
 #pragma unroll
       for (int nb = 0; nb < kBlockN / 8; ++nb) {
 #pragma unroll
@@ -151,6 +153,7 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim, kValueDim>::kThreads, 
     accumulate_weights_times_tile<T, DV, kBlockN>(acc, s, v_s, lane);
 
     k_tile = next;
+    kind = next_kind;
     stage ^= 1;
     cp_async_wait_all();
     __syncthreads();

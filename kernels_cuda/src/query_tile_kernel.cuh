@@ -46,8 +46,13 @@ struct QueryTile {
     return classify_tile(mask, dims.q_positions, dims.k_positions, q_first, kBlockM, dims.seq_q, k_tile * kBlockN,
                          kBlockN, dims.seq_k);
   }
-  __device__ int next_visible(const AttentionDims& dims, int k_tile) const {
-    while (k_tile < num_k_tiles && kind_of(dims, k_tile) == TileKind::kSkip) ++k_tile;
+  // The first key tile from k_tile on that the mask does not hide (num_k_tiles if none), its
+  // kind in `kind`: a walk classifies each tile once, not again where it computes it.
+  __device__ int next_visible(const AttentionDims& dims, int k_tile, TileKind& kind) const {
+    for (; k_tile < num_k_tiles; ++k_tile) {
+      kind = kind_of(dims, k_tile);
+      if (kind != TileKind::kSkip) break;
+    }
     return k_tile;
   }
   // Global query row of accumulator element e (0..3) of a warp's 16 x 8 tile: row g or g + 8.

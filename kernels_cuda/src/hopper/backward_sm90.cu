@@ -81,8 +81,13 @@ struct QueryWalk {
     return detail::classify_tile(dims.mask, dims.q_positions, dims.k_positions, q_tile(it) * kBlockM, kBlockM,
                                  dims.seq_q, k_first, kBlockN, dims.seq_k);
   }
-  __device__ int next_visible(const detail::AttentionDims& dims, int it) const {
-    while (it < iterations && kind(dims, it) == detail::TileKind::kSkip) ++it;
+  // The first pair from `it` on that the mask does not hide (iterations if none), its kind in
+  // `kind`: a walk classifies each pair once.
+  __device__ int next_visible(const detail::AttentionDims& dims, int it, detail::TileKind& kind) const {
+    for (; it < iterations; ++it) {
+      kind = this->kind(dims, it);
+      if (kind != detail::TileKind::kSkip) break;
+    }
     return it;
   }
 };
@@ -116,7 +121,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   Tensor sQt = make_tensor(make_smem_ptr(shared.q.data()), typename Traits::SmemLayoutQt{});
   Tensor sDoutT = make_tensor(make_smem_ptr(shared.dout.data()), typename Traits::SmemLayoutDoutT{});
   Tensor sDs = make_tensor(make_smem_ptr(shared.ds.data()), typename Traits::SmemLayoutDs{});
-  const int first = walk.next_visible(dims, 0);
+  detail::TileKind first_kind = detail::TileKind::kSkip;
+  const int first = walk.next_visible(dims, 0, first_kind);
 
   if (warpgroup == 0) {  // producer
     cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
@@ -139,7 +145,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     copy(params.tma_k.with(shared.kv_barrier), copy_k.partition_S(gK), copy_k.partition_D(sK));
     copy(params.tma_v.with(shared.kv_barrier), copy_v.partition_S(gV), copy_v.partition_D(sV));
     PipelineState write = cutlass::make_producer_start_state<Pipeline>();
-    for (int it = first; it < walk.iterations; it = walk.next_visible(dims, it + 1)) {
+    detail::TileKind kind = first_kind;  // not needed to load a tile
+    for (int it = first; it < walk.iterations; it = walk.next_visible(dims, it + 1, kind)) {
       const auto query_tile = make_coord(walk.q_tile(it), 0);
       Tensor gQ = local_tile(mQ(_, _, walk.head(it), walk.b), typename Traits::QueriesByDim{}, query_tile);
       Tensor gDout = local_tile(mDout(_, _, walk.head(it), walk.b), typename Traits::QueriesByDim{}, query_tile);
@@ -240,9 +247,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     int buffer = 0;
     stage_row_statistic(fetch_row_statistic(first), 0);
     named_barrier_sync(3, Traits::kConsumerThreads);
+    detail::TileKind kind = first_kind, next_kind = detail::TileKind::kSkip;
     for (int it = first; it < walk.iterations;) {
       const int head = walk.head(it), q_first = walk.q_tile(it) * kBlockM;
-      const int next = walk.next_visible(dims, it + 1);
+      const int next = walk.next_visible(dims, it + 1, next_kind);
       pipeline_q.consumer_wait(read);
       issue_gemm<false>(mma_scores, tSrK, tSrQ(_, _, _, read.index()), tSrS, true);
       issue_gemm<false>(mma_scores, tSrV, tSrDout(_, _, _, read.index()), tSrDp, true);
@@ -250,7 +258,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       wait_for_products<0>(tSrS, tSrDp);
 
       // P^T = exp(scale S^T - lse) (0 where masked) and dS^T = P^T (dP^T - D).
-      const bool partial = walk.kind(dims, it) == detail::TileKind::kPartial;
+      const bool partial = kind == detail::TileKind::kPartial;
       const float* lse_log2_of = shared.row_statistics[buffer][0];
       const float* delta_of = shared.row_statistics[buffer][1];
       CUTE_UNROLL
@@ -316,6 +324,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       }
       buffer ^= 1;
       it = next;
+      kind = next_kind;
     }
     if (lead) bulk_wait();
   }

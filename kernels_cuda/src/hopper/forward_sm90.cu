@@ -75,7 +75,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   Tensor sK = make_tensor(make_smem_ptr(shared.k.data()), typename Traits::SmemLayoutK{});
   Tensor sV = make_tensor(make_smem_ptr(shared.v.data()), typename Traits::SmemLayoutV{});
   Tensor sVt = make_tensor(make_smem_ptr(shared.v.data()), typename Traits::SmemLayoutVt{});
-  const int first_tile = tile.next_visible(dims, 0);
+  detail::TileKind first_kind = detail::TileKind::kSkip;
+  const int first_tile = tile.next_visible(dims, 0, first_kind);
 
   if (warpgroup == 0) {  // producer
     cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
@@ -97,7 +98,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&shared.q_barrier, Traits::kQBytes);
     copy(params.tma_q.with(shared.q_barrier), copy_q.partition_S(gQ), copy_q.partition_D(sQ));
     PipelineState write = cutlass::make_producer_start_state<Pipeline>();
-    for (int k_tile = first_tile; k_tile < tile.num_k_tiles; k_tile = tile.next_visible(dims, k_tile + 1)) {
+    detail::TileKind kind = first_kind;  // not needed to load a tile
+    for (int k_tile = first_tile; k_tile < tile.num_k_tiles; k_tile = tile.next_visible(dims, k_tile + 1, kind)) {
       pipeline_k.producer_acquire(write);
       copy(params.tma_k.with(*pipeline_k.producer_get_barrier(write)), tKgK(_, _, _, k_tile),
            tKsK(_, _, _, write.index()));
@@ -170,10 +172,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     }
   };
 
-  // Masks a partial tile, then turns the scores into probabilities against the updated running
-  // max; returns in `rescale` the factor that the earlier output rows must take.
-  auto softmax_step = [&](int k_tile, float(&rescale)[kRows]) {
-    if (tile.kind_of(dims, k_tile) == detail::TileKind::kPartial) mask_partial_tile(k_tile);
+  // Masks a partial tile (`kind`), then turns the scores into probabilities against the updated
+  // running max; returns in `rescale` the factor that the earlier output rows must take.
+  auto softmax_step = [&](int k_tile, detail::TileKind kind, float(&rescale)[kRows]) {
+    if (kind == detail::TileKind::kPartial) mask_partial_tile(k_tile);
     CUTE_UNROLL
     for (int r = 0; r < kRows; ++r) {
       float tile_max = -INFINITY;
@@ -211,12 +213,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     wait_for_products<0>(tSrS);
     pipeline_k.consumer_release(read_k);
     ++read_k;
-    softmax_step(k_tile, rescale);
+    detail::TileKind kind = first_kind;
+    softmax_step(k_tile, kind, rescale);
     round_into(tSrS, tOrP);
 
     bool first_product = true;
-    for (k_tile = tile.next_visible(dims, k_tile + 1); k_tile < tile.num_k_tiles;
-         k_tile = tile.next_visible(dims, k_tile + 1)) {
+    for (k_tile = tile.next_visible(dims, k_tile + 1, kind); k_tile < tile.num_k_tiles;
+         k_tile = tile.next_visible(dims, k_tile + 1, kind)) {
       // Both tiles in before taking the turn, so that a late load stalls only this consumer.
       pipeline_k.consumer_wait(read_k);
       pipeline_v.consumer_wait(read_v);
@@ -227,7 +230,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       wait_for_products<1>(tSrS);  // the scores are in; the P V product may still run
       pipeline_k.consumer_release(read_k);
       ++read_k;
-      softmax_step(k_tile, rescale);
+      softmax_step(k_tile, kind, rescale);
       wait_for_products<0>(tOrO, tOrP);
       pipeline_v.consumer_release(read_v);
       ++read_v;
