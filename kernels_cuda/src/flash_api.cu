@@ -345,10 +345,10 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   a.atomic_dq = true;
   a.dq_accum = store ? resolve(p->workspace, rfa_cuda_strides{0, 0, 0}, s.seq_q, s.heads, s.head_dim) : dq;
 #if RFA_CUDA_HAVE_SM90
-  // The Hopper backward sums dQ through a TMA descriptor too: strides of 0 spelled out.
-  if (path == RFA_CUDA_PATH_SM90)
-    RFA_CUDA_TRY(sm90_input("dq", store ? rfa_cuda_strides{0, 0, 0} : p->dq_strides, s.batch, s.seq_q, s.heads,
-                            s.head_dim, a.dq_accum));
+  // The Hopper backward sums dQ through a TMA descriptor too: the caller's strides of 0 spelled
+  // out (the workspace is contiguous).
+  if (path == RFA_CUDA_PATH_SM90 && !store)
+    RFA_CUDA_TRY(sm90_input("dq", p->dq_strides, s.batch, s.seq_q, s.heads, s.head_dim, a.dq_accum));
 #endif
   if (store)
     RFA_CUDA_TRY(

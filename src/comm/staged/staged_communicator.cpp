@@ -85,13 +85,17 @@ class StagingState {
   /// were abandoned.
   void release_pinned(void* p) { pool_.release(p, transfers_abandoned()); }
 
-  /// Throws RFA_ERROR_TIMEOUT where a copy queued at `since` (`what`) has been pending longer
-  /// than the deadline. A copy waits for the kernels queued before it, so one that never ends
-  /// means a kernel or the device that never does: without the deadline every rank would wait
-  /// for it for good. The transport is unusable afterwards, and what the copy may still write
-  /// (its pinned buffer, the device buffer) is never reused (transfers_abandoned()).
-  void check_copy_age(Clock::time_point since, const char* what) {
-    if (copy_timeout_s_ <= 0.0 || Clock::now() < deadline_after(since, copy_timeout_s_)) return;
+  /// When a copy queued now must have completed (never where there is no deadline).
+  Clock::time_point copy_deadline() const {
+    return copy_timeout_s_ > 0.0 ? deadline_after(Clock::now(), copy_timeout_s_) : Clock::time_point::max();
+  }
+  /// Throws RFA_ERROR_TIMEOUT where a pending copy (`what`) is past its `deadline`. A copy
+  /// waits for the kernels queued before it, so one that never ends means a kernel or the device
+  /// that never does: without the deadline every rank would wait for it for good. The transport
+  /// is unusable afterwards, and what the copy may still write (its pinned buffer, the device
+  /// buffer) is never reused (transfers_abandoned()).
+  void check_copy_deadline(Clock::time_point deadline, const char* what) {
+    if (Clock::now() < deadline) return;
     if (copy_timed_out_.empty())
       copy_timed_out_ = std::string(what) + " did not complete within " + collective::seconds_text(copy_timeout_s_);
     fail(RFA_ERROR_TIMEOUT, "rfa: ", copy_timed_out_,
@@ -156,7 +160,7 @@ class StagedExchange final : public detail::PendingExchange {
       // still read the receive buffer; not the kernels queued after it starts.
       started_after_ = state_->device().mark_compute();
       out_ = state_->device().copy_to_host(host_send_, send, send_bytes, *started_after_);
-      copy_since_ = Clock::now();
+      copy_deadline_ = state_->copy_deadline();
     } catch (...) {
       state_->release_pinned(host_send_);
       state_->release_pinned(host_recv_);
@@ -206,17 +210,17 @@ class StagedExchange final : public detail::PendingExchange {
   /// RFA_ERROR_TIMEOUT where its copy has been pending past the deadline.
   void advance() {
     if (phase_ == Phase::copying_out) {
-      if (!out_->done()) return state_->check_copy_age(copy_since_, "a staged exchange's copy off the device");
+      if (!out_->done()) return state_->check_copy_deadline(copy_deadline_, "a staged exchange's copy off the device");
       out_.reset();
       phase_ = Phase::queued;
     }
     if (phase_ == Phase::sending && host_exchange_.test()) {
       in_ = state_->device().copy_to_device(recv_, host_recv_, recv_bytes_, *started_after_);
-      copy_since_ = Clock::now();
+      copy_deadline_ = state_->copy_deadline();
       phase_ = Phase::copying_in;
     }
     if (phase_ == Phase::copying_in) {
-      if (!in_->done()) return state_->check_copy_age(copy_since_, "a staged exchange's copy onto the device");
+      if (!in_->done()) return state_->check_copy_deadline(copy_deadline_, "a staged exchange's copy onto the device");
       in_.reset();
       phase_ = Phase::done;
     }
@@ -236,7 +240,7 @@ class StagedExchange final : public detail::PendingExchange {
   void* host_recv_ = nullptr;
   std::unique_ptr<ComputeMark> started_after_;
   std::unique_ptr<CopyTicket> out_, in_;
-  Clock::time_point copy_since_;  // when the pending copy (out_ or in_) was queued
+  Clock::time_point copy_deadline_;  // of the pending copy (out_ or in_)
   Exchange host_exchange_;
   Phase phase_ = Phase::copying_out;
 };
@@ -290,9 +294,9 @@ class StagedBuffer {
 
  private:
   void finish(std::unique_ptr<CopyTicket> t, const char* what) {
-    const Clock::time_point since = Clock::now();
+    const Clock::time_point deadline = s_.copy_deadline();
     while (!t->done()) {
-      s_.check_copy_age(since, what);
+      s_.check_copy_deadline(deadline, what);
       std::this_thread::yield();
     }
   }
