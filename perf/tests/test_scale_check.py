@@ -50,6 +50,37 @@ class QuietTest(unittest.TestCase):
             scale_check.wait_until_quiet(within=3.0)
         self.assertLessEqual(sleep.call_count, 3)
 
+    def test_bound_from_the_option_and_busy_starts_counted(self):
+        clock = iter(range(100))
+        busy = iter(range(0, 1000, 5))  # always busy
+        saved = dict(scale_check.QUIET)
+        try:
+            scale_check.QUIET.update(within_s=2.0, busy_starts=0)
+            with mock.patch.object(scale_check, "busy_cpu_seconds", side_effect=lambda: next(busy)), \
+                    mock.patch.object(scale_check.time, "monotonic", side_effect=lambda: next(clock)), \
+                    mock.patch.object(scale_check.time, "sleep") as sleep:
+                self.assertFalse(scale_check.wait_until_quiet())
+                self.assertFalse(scale_check.wait_until_quiet())
+            self.assertLessEqual(sleep.call_count, 4)
+            self.assertEqual(scale_check.QUIET["busy_starts"], 2)
+        finally:
+            scale_check.QUIET.clear()
+            scale_check.QUIET.update(saved)
+
+    def test_a_quiet_start_is_not_counted(self):
+        readings = iter([0.0, 0.01])
+        saved = dict(scale_check.QUIET)
+        try:
+            scale_check.QUIET["busy_starts"] = 0
+            with mock.patch.object(scale_check, "busy_cpu_seconds", side_effect=lambda: next(readings)), \
+                    mock.patch.object(scale_check.os, "cpu_count", return_value=2), \
+                    mock.patch.object(scale_check.time, "sleep"):
+                self.assertTrue(scale_check.wait_until_quiet())
+            self.assertEqual(scale_check.QUIET["busy_starts"], 0)
+        finally:
+            scale_check.QUIET.clear()
+            scale_check.QUIET.update(saved)
+
 
 class ProcessingTest(unittest.TestCase):
     def test_median_of_the_pairs_over_the_bytes_every_node_moved(self):
