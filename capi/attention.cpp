@@ -97,18 +97,7 @@ bool checks_values(const rfa_context_s& c) { return c.options.check_values == RF
 /// done first. Nothing to wait for on the host.
 template <class Space>
 void settle_before_scan(const rfa_context_s& c) {
-#if RFA_ENGINE_CUDA
-  if constexpr (!std::is_same<Space, Kokkos::HostSpace>::value) {
-    const cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(c.engine->cuda_stream()));
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      fail(RFA_ERROR_CUDA, "the context's stream reported ", cudaGetErrorName(e),
-           " before the value checks: ", cudaGetErrorString(e));
-    }
-  }
-#else
-  (void)c;
-#endif
+  if constexpr (!std::is_same<Space, Kokkos::HostSpace>::value) wait_for_context_stream(c, "before the value checks");
 }
 
 constexpr const char* kInputsUntouched = "nothing was computed or written";
@@ -161,7 +150,7 @@ void copy_on_stream(const rfa_context_s& c, void* to, const void* from, std::siz
                     const char* what) {
   const auto stream = static_cast<cudaStream_t>(c.engine->cuda_stream());
   device::check_cuda(cudaMemcpyAsync(to, from, bytes, kind, stream), what);
-  device::check_cuda(cudaStreamSynchronize(stream), what);
+  wait_for_context_stream(c, what);
 }
 #endif
 

@@ -30,7 +30,8 @@ struct rfa_context_s {
   std::int64_t calls_begun = 0;                        ///< collective calls begun on this rank (call stamps)
   std::string unusable;                                ///< why the context takes no more calls ("" while it does)
   std::string plan;                                    ///< what it runs and why (rfa_context_get_plan)
-  int cuda_device = -1;  ///< a CUDA context's device: current at its creation, and at each of its calls
+  int cuda_device = -1;    ///< a CUDA context's device: current at its creation, and at each of its calls
+  double timeout_s = 0.0;  ///< the deadline of its waits in seconds (0: none), resolved at creation
 #if RFA_ENGINE_CUDA
   rfa::engine::StreamExec sinks_exec;     ///< where a CUDA context's sinks are folded in (its stream)
   rfa::device::StreamOrder stream_order;  ///< a new stream waits for the calls queued on the last one
@@ -67,6 +68,17 @@ inline rfa_context_s& context_ref(rfa_context_t context) {
 /// which the caller may have destroyed since the last call, for the legacy default stream, which
 /// waits on the device for the last call's end. Never throws; nothing to do for a host context.
 void leave_callers_stream(rfa_context_s& c) noexcept;
+
+/// Waits by the context's deadline (device/stream_wait.hpp) for the work queued on a CUDA
+/// context's stream: RFA_ERROR_TIMEOUT naming `what` where it is still pending then (a kernel
+/// that never ends), RFA_ERROR_CUDA where the stream reports an error. Returns at once on a host
+/// context. rfa's own synchronizations of the stream (its engines' and transports' before they
+/// free device memory) come after such a wait, and so return at once.
+void wait_for_context_stream(const rfa_context_s& c, const std::string& what);
+
+/// The same for a call outside the collective calls (`call`: rfa_context_synchronize, ...): a
+/// timeout also makes the context unusable, as a timeout inside a collective call does.
+void wait_for_context_stream_in(rfa_context_s& c, const char* call);
 
 }  // namespace capi
 }  // namespace rfa

@@ -15,6 +15,7 @@
 #include "context.hpp"
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
+#include "core/kept_for_process.hpp"
 #include "creation_agreement.hpp"
 #include "engine/engine_backends.hpp"
 #include "firewall.hpp"
@@ -117,6 +118,7 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   auto context = std::make_unique<rfa_context_s>();
   context->id = id;
   context->options = options;
+  context->timeout_s = collective::resolve_timeout(mpi_timeout(options));
   // The caller may free its boundaries once this returns: the context keeps its own copy.
   context->doc_boundaries.assign(options.doc_boundaries, options.doc_boundaries + options.doc_boundary_count);
   context->options.doc_boundaries = context->doc_boundaries.empty() ? nullptr : context->doc_boundaries.data();
@@ -204,8 +206,21 @@ RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context) {
       }
     }
     // The engine goes first (it refers to the communicator); the communicator's destructor
-    // frees its MPI communicator and never throws. Both synchronize a stream that exists.
+    // frees its MPI communicator and never throws. Both synchronize a stream that exists, once
+    // the context's last call has ended on the device: waited for by the deadline here, and
+    // where it does not end by then (a kernel that never ends) both are kept for the life of the
+    // process instead (their device memory may still be in use, and freeing it would wait).
     rfa::capi::leave_callers_stream(*owned);
+    try {
+      rfa::capi::wait_for_context_stream(*owned, "rfa_context_destroy");
+    } catch (const rfa::Error& e) {
+      // An error the stream reports was the last call's to report (rfa_context_synchronize's).
+      if (e.code() == RFA_ERROR_TIMEOUT) {
+        if (!failure) failure = std::current_exception();
+        rfa::keep_for_process(std::move(owned->engine));
+        rfa::keep_for_process(std::move(owned->comm));
+      }
+    }
     owned->engine.reset();
     owned->comm.reset();
     owned.reset();

@@ -5,6 +5,7 @@
 // on the device for the calls queued on the previous one (device/stream_order.hpp).
 #include <exception>
 
+#include "collective_call.hpp"
 #include "context.hpp"
 #include "core/error.hpp"
 #include "engine/engine_backends.hpp"
@@ -12,6 +13,8 @@
 
 #if RFA_ENGINE_CUDA
 #include <cuda_runtime_api.h>
+
+#include "device/stream_wait.hpp"
 #endif
 
 namespace rfa {
@@ -32,19 +35,29 @@ rfa_result_t set_stream(rfa_context_s& c, void* stream) {
 }
 
 rfa_result_t synchronize(rfa_context_s& c) {
-  if (c.options.device != RFA_DEVICE_CUDA) return RFA_SUCCESS;
-#if RFA_ENGINE_CUDA
-  const cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(c.engine->cuda_stream()));
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    fail(RFA_ERROR_CUDA, "rfa_context_synchronize: the context's stream reported ", cudaGetErrorName(e), ": ",
-         cudaGetErrorString(e));
-  }
-#endif
+  wait_for_context_stream_in(c, "rfa_context_synchronize");
   return RFA_SUCCESS;
 }
 
 }  // namespace
+
+void wait_for_context_stream(const rfa_context_s& c, const std::string& what) {
+  if (c.options.device != RFA_DEVICE_CUDA || !c.engine) return;
+#if RFA_ENGINE_CUDA
+  device::wait_for_stream(c.engine->cuda_stream(), c.timeout_s, what);
+#else
+  (void)what;
+#endif
+}
+
+void wait_for_context_stream_in(rfa_context_s& c, const char* call) {
+  try {
+    wait_for_context_stream(c, call);
+  } catch (const Error& e) {
+    if (e.code() == RFA_ERROR_TIMEOUT) make_unusable(c, call, e.code(), e.what());
+    throw;
+  }
+}
 
 // The engine and the transport synchronize their stream before they free device memory, and
 // the caller's stream need only outlive the calls (rfa.h): the legacy default stream always

@@ -9,6 +9,9 @@ namespace capi {
 namespace {
 
 rfa_result_t release_workspace(rfa_context_s& c, int64_t* released_bytes) {
+  // The device's workspace may still be in use by the queued kernels: freed only once they are
+  // done, and kept where they do not end by the deadline.
+  wait_for_context_stream_in(c, "rfa_context_release_workspace");
   const std::int64_t held = c.engine->held_workspace_bytes();
   c.engine->release_workspace();
   if (released_bytes) *released_bytes = held;

@@ -52,12 +52,13 @@ typedef enum rfa_result_t {
   RFA_ERROR_KOKKOS = 10,           /**< Kokkos failed to initialize or to allocate. */
   RFA_ERROR_VERSION_MISMATCH = 11, /**< The header and the library have different major versions. */
   RFA_ERROR_TIMEOUT = 12,          /**< A communication did not complete in time and was abandoned (a rank
-                                        is late, stuck or gone, or a staged copy waits on a kernel or
-                                        device that never finishes; options.timeout_s, RFA_TIMEOUT_S,
-                                        RFA_NCCL_TIMEOUT_S). The context is unusable from then on: every
-                                        call but rfa_context_destroy() fails, and buffers passed to the
-                                        failed call must not be reused while the job runs on. Like NCCL
-                                        after an abort, the job should end (MPI_Abort). */
+                                        is late, stuck or gone, or device work rfa waits for, a staged copy
+                                        or the work queued on a CUDA context's stream, never finishes;
+                                        options.timeout_s, RFA_TIMEOUT_S, RFA_NCCL_TIMEOUT_S). The context is
+                                        unusable from then on: every call but rfa_context_destroy() fails,
+                                        and buffers passed to the failed call must not be reused while the
+                                        job runs on. Like NCCL after an abort, the job should end
+                                        (MPI_Abort). */
   RFA_ERROR_CALL_MISMATCH = 13,    /**< The ranks of a context are in different collective calls (one calls
                                         rfa_forward() while another calls rfa_backward(), or one made a call
                                         the others did not), found before the call moved any data; the
@@ -311,7 +312,10 @@ typedef struct rfa_options_t {
                                     agreements, ring exchanges, collectives, and where device buffers are
                                     staged through pinned host memory the copies to and from it, which
                                     wait for the kernels queued before them; over NCCL: its creation,
-                                    exchanges, collectives and destruction) waits for the other ranks
+                                    exchanges, collectives and destruction; on a CUDA context every
+                                    wait for its stream: a CUDA-aware MPI's before it sends, the value
+                                    checks', rfa_context_synchronize(), rfa_context_release_workspace()
+                                    and rfa_context_destroy()) waits for the other ranks
                                     or the device before failing with ::RFA_ERROR_TIMEOUT. 0 (default): the environment
                                     variable RFA_TIMEOUT_S if set, else 600, for MPI's waits, and
                                     RFA_NCCL_TIMEOUT_S if set, else 300, for NCCL's; negative, or more
@@ -459,12 +463,16 @@ typedef struct rfa_context_s* rfa_context_t;
  * unusable (after ::RFA_ERROR_TIMEOUT or ::RFA_ERROR_CALL_MISMATCH) or after MPI_Finalize there
  * is no agreement and nothing waits; exchanges a failed call left unfinished are given up at the
  * deadline at the latest (receives cancelled, the rest left to MPI), so it never blocks longer.
- * After MPI_Finalize it frees the memory but cannot free the MPI communicator.
+ * After MPI_Finalize it frees the memory but cannot free the MPI communicator. A CUDA context
+ * then waits, by the deadline, for its last call to end on the device; where it has not ended by
+ * then (a kernel that never ends, such as the caller's own work queued before it), the context's
+ * memory and communicator are kept for the life of the process instead of freed (the work may
+ * still use them, and freeing device memory would wait for it).
  * @param context the handle, or NULL.
- * @return ::RFA_SUCCESS; ::RFA_ERROR_CALL_MISMATCH or ::RFA_ERROR_TIMEOUT from the agreement
- *         (the handle is gone all the same); the handle must not be used again: every call
- *         given a destroyed or never-created handle (destroy included) returns
- *         ::RFA_ERROR_INVALID_ARGUMENT.
+ * @return ::RFA_SUCCESS; ::RFA_ERROR_CALL_MISMATCH or ::RFA_ERROR_TIMEOUT from the agreement,
+ *         or ::RFA_ERROR_TIMEOUT from the wait for the device (the handle is gone all the same);
+ *         the handle must not be used again: every call given a destroyed or never-created
+ *         handle (destroy included) returns ::RFA_ERROR_INVALID_ARGUMENT.
  */
 RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context);
 
@@ -558,10 +566,13 @@ RFA_API rfa_result_t rfa_context_set_stream(rfa_context_t context, void* cuda_st
 /**
  * @brief Waits until the device work rfa queued on the context's stream is done.
  *
- * Not collective. Does nothing for a host context (host calls finish before they return).
+ * Not collective. Does nothing for a host context (host calls finish before they return). Waits
+ * at most the context's deadline (options.timeout_s).
  * @param context a live context.
  * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT for a NULL context; ::RFA_ERROR_CUDA
- *         when the stream reports an error (a kernel failed).
+ *         when the stream reports an error (a kernel failed); ::RFA_ERROR_TIMEOUT when the
+ *         stream's work has not completed by the deadline (a kernel that never ends: the
+ *         context is unusable from then on, as after any timeout).
  */
 RFA_API rfa_result_t rfa_context_synchronize(rfa_context_t context);
 
@@ -574,11 +585,13 @@ RFA_API rfa_result_t rfa_context_synchronize(rfa_context_t context);
  * calls neither allocate nor touch fresh pages (docs/memory.md gives the sizes). This gives
  * them back, for a code that needs the memory between calls; the next calls allocate them
  * again. A ::RFA_DEVICE_CUDA context first waits for its stream, whose queued kernels may
- * still use them.
+ * still use them, at most the context's deadline (options.timeout_s).
  * @param context a live context.
  * @param[out] released_bytes receives the bytes freed (0 when nothing was kept); may be NULL.
  * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT for a NULL context; ::RFA_ERROR_CUDA
- *         when the stream reports an error (a kernel failed).
+ *         when the stream reports an error (a kernel failed); ::RFA_ERROR_TIMEOUT when the
+ *         stream's work has not completed by the deadline (nothing is freed; the context is
+ *         unusable from then on).
  */
 RFA_API rfa_result_t rfa_context_release_workspace(rfa_context_t context, int64_t* released_bytes);
 

@@ -25,6 +25,8 @@ double timeout_from_environment() {
   return value;
 }
 
+double resolve_timeout(double timeout_s) { return timeout_s < 0.0 ? timeout_from_environment() : timeout_s; }
+
 namespace {
 std::atomic<std::size_t> abandoned_bytes{0};
 thread_local bool scope_set = false;

@@ -32,6 +32,10 @@ constexpr double kDefaultTimeoutSeconds = 600.0;
 /// kDefaultTimeoutSeconds. Throws RFA_ERROR_INVALID_ARGUMENT for any other value.
 double timeout_from_environment();
 
+/// `timeout_s` in the convention above, the environment's read where it says so (< 0): the
+/// deadline in seconds, 0 for none.
+double resolve_timeout(double timeout_s);
+
 /// Completes `count` requests (statuses may be MPI_STATUSES_IGNORE) within `timeout_s`
 /// seconds (0: no deadline) and returns MPI_Waitall's code. On timeout: calls `on_timeout`
 /// with which requests are complete (done[i] != 0), which must release what it can (cancel

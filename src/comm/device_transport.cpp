@@ -57,7 +57,7 @@ std::unique_ptr<Communicator> make_mpi_device_communicator(MPI_Comm parent, int 
   std::int64_t aware = mpi_is_cuda_aware() ? 1 : 0;
   collective::allreduce_within(parent, &aware, 1, MPI_INT64_T, MPI_MIN,
                                "rfa: whether every rank's MPI is CUDA-aware (MPI_Iallreduce)");
-  if (aware == 1) return make_stream_ordered_communicator(std::move(mpi));
+  if (aware == 1) return make_stream_ordered_communicator(std::move(mpi), timeout_s);
   std::unique_ptr<StagingDevice> staging;
   collective::agree_on_failure(parent, [&] { staging = make_cuda_staging_device(); });
   return std::make_unique<StagedCommunicator>(std::move(mpi), std::move(staging), timeout_s);

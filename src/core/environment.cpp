@@ -22,8 +22,9 @@ const EnvVariable kRegistry[] = {
     {Env::topo_dump, "RFA_TOPO_DUMP", "librfa", "no file",
      "rank 0 writes the topology keys and the chosen ring order to this JSON file"},
     {Env::timeout_s, "RFA_TIMEOUT_S", "librfa", "`600`",
-     "the deadline, in seconds, of every blocking MPI operation, and of the staged transport's copies between the "
-     "device and pinned memory, when `options.timeout_s` is 0 (`0`: none)"},
+     "the deadline, in seconds, of every blocking MPI operation, of the staged transport's copies between the "
+     "device and pinned memory, and of every wait for a CUDA context's stream, when `options.timeout_s` is 0 "
+     "(`0`: none)"},
     {Env::wait_spin_ms, "RFA_WAIT_SPIN_MS", "librfa", "`50`; `2` where a node's ranks outnumber its CPUs",
      "how long, in milliseconds, a rank waiting for MPI polls without pause before it naps 0.2 ms between polls; "
      "`0` naps at once"},

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The CUDA device helpers (current device, device selection by local rank, stream/event
-# wrappers, the order of a context's calls across streams): plain C++ over the CUDA runtime
-# API, built when CUDA is on.
+# wrappers, the order of a context's calls across streams, waits for a stream under a deadline):
+# plain C++ over the CUDA runtime API, built when CUDA is on.
 #
 # Included from src/device/CMakeLists.txt (the layer loop in src/CMakeLists.txt, once
 # `device` is listed there) and from src/comm/nccl/CMakeLists.txt, which needs these helpers;
@@ -19,7 +19,8 @@ target_sources(rfa_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/cuda_error.cpp
   ${CMAKE_CURRENT_LIST_DIR}/cuda_handles.cpp
   ${CMAKE_CURRENT_LIST_DIR}/current_device.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/stream_order.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/stream_order.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/stream_wait.cpp)
 if(RFA_ENABLE_MPI)
   target_sources(rfa_core PRIVATE ${CMAKE_CURRENT_LIST_DIR}/select_device.cpp)
 endif()

@@ -12,6 +12,7 @@
 #include <memory>
 #include <sstream>
 
+#include "collective/deadline.hpp"
 #include "comm/agreement.hpp"
 #include "core/allocation.hpp"
 #include "core/dtype.hpp"
@@ -21,9 +22,7 @@
 #include "engine/pass_tensors.hpp"
 
 #if RFA_ENGINE_CUDA
-#include <cuda_runtime_api.h>
-
-#include "device/cuda_error.hpp"
+#include "device/stream_wait.hpp"
 #endif
 
 namespace rfa {
@@ -89,8 +88,7 @@ struct SyntheticCall {
 void wait_for_results(engine::AttentionStrategy& engine) {
 #if RFA_ENGINE_CUDA
   if (engine.config().device == engine::Device::cuda)
-    device::check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(engine.cuda_stream())),
-                       "waiting for a measured plan's pass");
+    device::wait_for_stream(engine.cuda_stream(), collective::current_timeout(), "waiting for a measured plan's pass");
 #else
   (void)engine;
 #endif

@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +19,8 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "capi_reference.hpp"
@@ -485,6 +489,94 @@ TEST(CudaContext, IsDestroyedAfterItsStreamIsGone) {
   ASSERT_RFA_OK(rfa_context_destroy(call.ctx));
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+/// Holds a stream with a host function that spins until released (or until `most` has passed,
+/// so that a test that fails cannot hang the suite): a kernel that does not end, as far as the
+/// stream's later work and rfa's waits can tell.
+class StreamHold {
+ public:
+  StreamHold(cudaStream_t stream, std::chrono::seconds most) : until_(std::chrono::steady_clock::now() + most) {
+    EXPECT_EQ(cudaLaunchHostFunc(stream, &StreamHold::spin, this), cudaSuccess);
+  }
+  ~StreamHold() { release(); }
+  StreamHold(const StreamHold&) = delete;
+  StreamHold& operator=(const StreamHold&) = delete;
+  void release() { released_ = true; }
+  /// Whether the hold ended by itself (`most` passed) rather than by release().
+  bool timed_out() const { return timed_out_; }
+
+ private:
+  static void spin(void* self) {
+    auto* hold = static_cast<StreamHold*>(self);
+    while (!hold->released_) {
+      if (std::chrono::steady_clock::now() >= hold->until_) {
+        hold->timed_out_ = true;
+        return;
+      }
+      std::this_thread::yield();
+    }
+  }
+  std::chrono::steady_clock::time_point until_;
+  std::atomic<bool> released_{false}, timed_out_{false};
+};
+
+/// Seconds `run` took, with its result.
+template <class Run>
+std::pair<rfa_result_t, double> timed(Run&& run) {
+  const auto start = std::chrono::steady_clock::now();
+  const rfa_result_t rc = run();
+  return {rc, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+}
+
+// The waits for a CUDA context's stream end by its deadline: with the stream held by work that
+// does not end and a forward queued behind it (which returns at once), rfa_context_synchronize
+// and rfa_context_release_workspace return RFA_ERROR_TIMEOUT after the context's 1 s, the
+// context refuses calls from then on, and rfa_context_destroy, whose wait for the last call
+// times out too, returns RFA_ERROR_TIMEOUT with the handle gone and the call's buffers kept
+// (the forward still runs once the stream is released, and the device reports no error). One
+// rank: it holds its own stream (at more ranks the staged transport's copies time out first,
+// tested on the host).
+TEST(CudaContext, WaitsForAStuckStreamOnlyUntilTheDeadline) {
+  SKIP_WITHOUT_DEVICE();
+  if (world_size() != 1) GTEST_SKIP() << "one rank only (it holds its own stream)";
+  rfa_options_t o = cuda_options({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2}, 256);
+  o.timeout_s = 1.0;
+  ForwardCall call;
+  ASSERT_NO_FATAL_FAILURE(create_forward_call(o, call));
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_RFA_OK(rfa_context_set_stream(call.ctx, stream));
+  ASSERT_RFA_OK(call.run());
+  ASSERT_RFA_OK(rfa_context_synchronize(call.ctx));
+
+  StreamHold hold(stream, std::chrono::seconds(20));
+  const auto expect_timeout = [](const char* what, std::pair<rfa_result_t, double> r) {
+    EXPECT_EQ(int(r.first), int(RFA_ERROR_TIMEOUT)) << what << ": " << rfa_get_last_error_message();
+    EXPECT_NE(std::string(rfa_get_last_error_message()).find("did not complete within 1 s"), std::string::npos)
+        << what << ": " << rfa_get_last_error_message();
+    EXPECT_GE(r.second, 0.99) << what;
+    EXPECT_LT(r.second, 5.0) << what << " (the deadline is 1 s)";
+    std::printf("  %s on a held stream: %s after %.2f s\n", what, rfa_get_error_string(r.first), r.second);
+  };
+  // Queued behind the held work: returns without waiting for it.
+  const auto queued = timed([&] { return call.run(); });
+  EXPECT_EQ(int(queued.first), int(RFA_SUCCESS)) << rfa_get_last_error_message();
+  EXPECT_LT(queued.second, 1.0) << "a call queues its work and returns";
+  expect_timeout("rfa_context_synchronize", timed([&] { return rfa_context_synchronize(call.ctx); }));
+  int64_t released = -1;
+  expect_timeout("rfa_context_release_workspace",
+                 timed([&] { return rfa_context_release_workspace(call.ctx, &released); }));
+  EXPECT_EQ(released, -1) << "nothing is released while the stream's work may still use it";
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, call.run(), "unusable", "rfa_context_synchronize timed out");
+  expect_timeout("rfa_context_destroy", timed([&] { return rfa_context_destroy(call.ctx); }));
+  EXPECT_EQ(int(rfa_context_synchronize(call.ctx)), int(RFA_ERROR_INVALID_ARGUMENT)) << "the handle is gone";
+  hold.release();
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_FALSE(hold.timed_out()) << "the hold was released by the test, not by its own bound";
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
 // A tensor the kernels would read in chunks that straddle 16 bytes (aligned to its 2-byte

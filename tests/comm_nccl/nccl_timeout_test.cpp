@@ -8,7 +8,7 @@
 
 #include "../comm/comm_test_support.hpp"
 #include "comm/nccl/nccl_timeout.hpp"
-#include "comm/polling.hpp"
+#include "core/polling.hpp"
 
 namespace rfa::comm::nccl {
 namespace {

@@ -79,7 +79,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, int ring_position, const MpiOp
   require(parent != MPI_COMM_NULL, "the parent communicator is MPI_COMM_NULL");
   require(options_.max_count_per_call >= 1 && options_.max_count_per_call <= std::size_t(INT_MAX),
           "MpiOptions::max_count_per_call must be in 1..INT_MAX, is ", options_.max_count_per_call);
-  if (options_.timeout_s < 0.0) options_.timeout_s = collective::timeout_from_environment();
+  options_.timeout_s = collective::resolve_timeout(options_.timeout_s);
   ScopedErrorsReturn errors_return(parent);
 
   int parent_size = 0;

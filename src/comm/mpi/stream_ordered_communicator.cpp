@@ -9,13 +9,16 @@
 #include "collective/deadline.hpp"
 #include "core/error.hpp"
 #include "device/cuda_error.hpp"
+#include "device/stream_wait.hpp"
 
 namespace rfa::comm {
 namespace {
 
 class StreamOrderedCommunicator final : public Communicator {
  public:
-  explicit StreamOrderedCommunicator(std::unique_ptr<Communicator> mpi) : mpi_(std::move(mpi)) {}
+  /// `timeout_s`: resolved (> 0 the deadline, 0 none).
+  StreamOrderedCommunicator(std::unique_ptr<Communicator> mpi, double timeout_s)
+      : mpi_(std::move(mpi)), timeout_s_(timeout_s) {}
 
   int rank() const override { return mpi_->rank(); }
   int size() const override { return mpi_->size(); }
@@ -60,7 +63,7 @@ class StreamOrderedCommunicator final : public Communicator {
     copy(recv, host.data() + total, count_per_rank * sizeof(float), cudaMemcpyHostToDevice);
   }
   std::unique_ptr<Communicator> split(int color, int position) override {
-    auto child = std::make_unique<StreamOrderedCommunicator>(mpi_->split(color, position));
+    auto child = std::make_unique<StreamOrderedCommunicator>(mpi_->split(color, position), timeout_s_);
     child->stream_ = stream_;
     return child;
   }
@@ -80,7 +83,7 @@ class StreamOrderedCommunicator final : public Communicator {
   }
   void barrier() override { mpi_->barrier(); }
   void set_compute_stream(void* cuda_stream) override { stream_ = static_cast<cudaStream_t>(cuda_stream); }
-  bool has_abandoned_transfers() const override { return mpi_->has_abandoned_transfers(); }
+  bool has_abandoned_transfers() const override { return stream_stuck_ || mpi_->has_abandoned_transfers(); }
   Communicator& host_memory() override { return *mpi_; }
   void begin_call(const CallStamp& stamp) override {
     Communicator::begin_call(stamp);
@@ -88,7 +91,16 @@ class StreamOrderedCommunicator final : public Communicator {
   }
 
  private:
-  void drain_compute() { device::check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (compute stream)"); }
+  /// Waits for the kernels queued on the compute stream, by the deadline. After a timeout they
+  /// may still write the engine's buffers: reported as abandoned transfers from then on.
+  void drain_compute() {
+    try {
+      device::wait_for_stream(stream_, timeout_s_, "the CUDA-aware MPI transport's wait for the compute stream");
+    } catch (const Error& e) {
+      if (e.code() == RFA_ERROR_TIMEOUT) stream_stuck_ = true;
+      throw;
+    }
+  }
   /// `bytes` to and from every rank, block r of `recv` from rank r: `send`'s block r to rank r
   /// (`per_rank`, an all-to-all), or all of `send` to every rank (an all-gather).
   void blocks_to_every_rank(const void* send, bool per_rank, void* recv, std::size_t bytes, const char* call) {
@@ -111,13 +123,15 @@ class StreamOrderedCommunicator final : public Communicator {
   }
 
   std::unique_ptr<Communicator> mpi_;
+  double timeout_s_;
   cudaStream_t stream_ = nullptr;
+  bool stream_stuck_ = false;  // a wait for the compute stream timed out
 };
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_stream_ordered_communicator(std::unique_ptr<Communicator> mpi) {
-  return std::make_unique<StreamOrderedCommunicator>(std::move(mpi));
+std::unique_ptr<Communicator> make_stream_ordered_communicator(std::unique_ptr<Communicator> mpi, double timeout_s) {
+  return std::make_unique<StreamOrderedCommunicator>(std::move(mpi), collective::resolve_timeout(timeout_s));
 }
 
 }  // namespace rfa::comm

@@ -6,6 +6,10 @@
 // kernels queued afterwards see it. Collectives go point to point (CUDA-aware MPIs support
 // device memory in point-to-point calls, not in every nonblocking collective); the
 // reduce-scatter, whose sums MpiCommunicator adds on the host, goes through host copies.
+// The waits for the compute stream end by the context's deadline (device/stream_wait.hpp): a
+// kernel that never ends fails the exchange with RFA_ERROR_TIMEOUT before MPI touches its
+// buffers, and the transport then reports abandoned transfers, so that the engines keep the
+// workspace the kernel may still write.
 #pragma once
 
 #include <memory>
@@ -14,7 +18,10 @@
 
 namespace rfa::comm {
 
-/// Wraps `mpi` (an MpiCommunicator over a CUDA-aware MPI). Not collective.
-std::unique_ptr<Communicator> make_stream_ordered_communicator(std::unique_ptr<Communicator> mpi);
+/// Wraps `mpi` (an MpiCommunicator over a CUDA-aware MPI). `timeout_s`: how long a wait for the
+/// compute stream may take (collective/deadline.hpp's convention: < 0 RFA_TIMEOUT_S, 0 none).
+/// Not collective.
+std::unique_ptr<Communicator> make_stream_ordered_communicator(std::unique_ptr<Communicator> mpi,
+                                                               double timeout_s = -1.0);
 
 }  // namespace rfa::comm

@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "comm/polling.hpp"
+#include "core/polling.hpp"
 #include "device/cuda_handles.hpp"
 #include "rfa/rfa.h"
 

@@ -15,7 +15,7 @@
 
 #include "comm/communicator.hpp"
 #include "comm/nccl/nccl_comm_state.hpp"
-#include "comm/polling.hpp"
+#include "core/polling.hpp"
 #include "device/cuda_handles.hpp"
 
 namespace rfa::comm::nccl {

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "collective/deadline.hpp"
-#include "comm/polling.hpp"
 #include "core/error.hpp"
 #include "core/kept_for_process.hpp"
+#include "core/polling.hpp"
 
 namespace rfa::comm {
 namespace staged {
@@ -309,8 +309,8 @@ class StagedBuffer {
 
 StagedCommunicator::StagedCommunicator(std::unique_ptr<Communicator> host, std::unique_ptr<StagingDevice> device,
                                        double timeout_s)
-    : state_(std::make_shared<staged::StagingState>(
-          std::move(host), std::move(device), timeout_s < 0.0 ? collective::timeout_from_environment() : timeout_s)) {}
+    : state_(std::make_shared<staged::StagingState>(std::move(host), std::move(device),
+                                                    collective::resolve_timeout(timeout_s))) {}
 
 StagedCommunicator::~StagedCommunicator() { state_->complete_all(); }
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Host-side polling with a deadline: how rfa waits for work it cannot block on safely (every
-// NCCL wait, the staged transport's device copies), so that none of them can block forever (a
-// blocking cudaEventSynchronize or cudaStreamSynchronize could).
+// NCCL wait, the staged transport's device copies, a CUDA stream's queued work), so that none
+// of them can block forever (a blocking cudaEventSynchronize or cudaStreamSynchronize could).
 #pragma once
 
 #include <chrono>
 #include <thread>
 
-namespace rfa::comm {
+namespace rfa {
 
 using Clock = std::chrono::steady_clock;
 
@@ -29,4 +29,19 @@ inline void pause_between_polls(Clock::time_point waiting_since) {
   }
 }
 
-}  // namespace rfa::comm
+/// Polls `ready()` (a callable returning bool) until it returns true or `timeout_s` seconds have
+/// passed (0 or less: no deadline), pausing between polls as above. Returns whether it became
+/// ready; `ready` is polled at least once, and once more after the deadline has passed, so that
+/// work finished by then is never reported late.
+template <class Ready>
+bool poll_until(Ready&& ready, double timeout_s) {
+  const Clock::time_point since = Clock::now();
+  const Clock::time_point deadline = timeout_s > 0.0 ? deadline_after(since, timeout_s) : Clock::time_point::max();
+  while (!ready()) {
+    if (Clock::now() >= deadline) return ready();
+    pause_between_polls(since);
+  }
+  return true;
+}
+
+}  // namespace rfa

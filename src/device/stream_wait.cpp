@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "device/stream_wait.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include "collective/deadline.hpp"
+#include "core/error.hpp"
+#include "core/polling.hpp"
+
+namespace rfa::device {
+
+void wait_for_stream(void* stream, double timeout_s, const std::string& what) {
+  cudaError_t status = cudaSuccess;
+  const bool settled = poll_until(
+      [&] {
+        status = cudaStreamQuery(static_cast<cudaStream_t>(stream));
+        return status != cudaErrorNotReady;
+      },
+      timeout_s);
+  if (!settled) {
+    fail(RFA_ERROR_TIMEOUT, what, ": the work queued on the context's CUDA stream did not complete within ",
+         collective::seconds_text(timeout_s),
+         " (a kernel or copy that never ends: the caller's own work queued before rfa's, or a stuck device; "
+         "options.timeout_s or RFA_TIMEOUT_S sets the deadline). Its buffers stay allocated: the work may still "
+         "run");
+  }
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    fail(RFA_ERROR_CUDA, what, ": the context's stream reported ", cudaGetErrorName(status), ": ",
+         cudaGetErrorString(status));
+  }
+}
+
+}  // namespace rfa::device
