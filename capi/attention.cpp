@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <type_traits>
 
@@ -336,8 +337,11 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
       // The sinks' gradient from this rank's rows, before the strategy runs (its inputs only).
       std::vector<double> sink_part;
       if (sinks.given) {
-        sink_part =
-            engine::sink_gradient_part<T, S>(sinks_exec<S>(c), sinks.values, tensors.out, tensors.dout, tensors.lse);
+        std::function<void()> wait;  // a device's stream under the deadline; the host's fenced
+        if constexpr (!std::is_same<S, Kokkos::HostSpace>::value)
+          wait = [&] { wait_for_context_stream(c, "the sinks' gradient"); };
+        sink_part = engine::sink_gradient_part<T, S>(sinks_exec<S>(c), sinks.values, tensors.out, tensors.dout,
+                                                     tensors.lse, wait);
       }
       c.engine->backward(tensors);
       if (sinks.given) write_sink_gradient(c, comm::sum_in_rank_order(*c.comm, sink_part), dsinks);

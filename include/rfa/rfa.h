@@ -313,9 +313,8 @@ typedef struct rfa_options_t {
                                     staged through pinned host memory the copies to and from it, which
                                     wait for the kernels queued before them; over NCCL: its creation,
                                     exchanges, collectives and destruction; on a CUDA context every
-                                    wait for its stream: a CUDA-aware MPI's before it sends, the value
-                                    checks', rfa_context_synchronize(), rfa_context_release_workspace()
-                                    and rfa_context_destroy()) waits for the other ranks
+                                    wait for its stream, inside calls and in rfa_context_synchronize(),
+                                    rfa_context_release_workspace() and rfa_context_destroy()) waits for the other ranks
                                     or the device before failing with ::RFA_ERROR_TIMEOUT. 0 (default): the environment
                                     variable RFA_TIMEOUT_S if set, else 600, for MPI's waits, and
                                     RFA_NCCL_TIMEOUT_S if set, else 300, for NCCL's; negative, or more

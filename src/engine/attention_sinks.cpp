@@ -37,7 +37,8 @@ void apply_sinks(const typename Space::execution_space& exec, const float* sinks
 template <class T, class Space>
 std::vector<double> sink_gradient_part(const typename Space::execution_space& exec, const float* sinks,
                                        SpaceTensor4<const T, Space> out, SpaceTensor4<const T, Space> dout,
-                                       SpaceTensor3<const float, Space> lse) {
+                                       SpaceTensor3<const float, Space> lse,
+                                       const std::function<void()>& wait_for_kernel) {
   using Exec = typename Space::execution_space;
   using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
   const std::int64_t B = out.extent(0), L = out.extent(1), H = out.extent(2), D = out.extent(3);
@@ -66,6 +67,12 @@ std::vector<double> sink_gradient_part(const typename Space::execution_space& ex
         }
         Kokkos::single(Kokkos::PerTeam(team), [&] { sums(h) = sum; });
       });
+  if (wait_for_kernel) {
+    wait_for_kernel();
+  } else {
+    exec.fence();
+  }
+  // Nothing left on `exec` to wait for: the copy to pageable memory returns at once.
   Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(part.data(), std::size_t(H));
   Kokkos::deep_copy(exec, host, sums);
   exec.fence();
@@ -77,7 +84,7 @@ std::vector<double> sink_gradient_part(const typename Space::execution_space& ex
                                       SpaceTensor3<float, Space>);                                             \
   template std::vector<double> sink_gradient_part<T, Space>(                                                   \
       const Space::execution_space&, const float*, SpaceTensor4<const T, Space>, SpaceTensor4<const T, Space>, \
-      SpaceTensor3<const float, Space>);
+      SpaceTensor3<const float, Space>, const std::function<void()>&);
 
 RFA_INSTANTIATE_SINKS(float, Kokkos::HostSpace)
 RFA_INSTANTIATE_SINKS(bf16_t, Kokkos::HostSpace)

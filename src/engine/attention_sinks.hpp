@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "engine/workspace.hpp"
@@ -29,11 +30,14 @@ void apply_sinks(const typename Space::execution_space& exec, const float* sinks
 
 /// This rank's part of each head's sink gradient: -sum over its rows (every batch entry) of
 /// exp(sinks[h] - lse) * sum_d dout * out, with out and lse the forward's results (the sink
-/// included). Returns [heads] values in float64, on the host (waits for `exec`).
+/// included). Returns [heads] values in float64, on the host: `wait_for_kernel`, called once the
+/// kernel is queued, waits for `exec` (a device context's under its deadline: a blocking wait or a
+/// copy to pageable host memory behind a kernel that never ends would hang); none: exec.fence().
 template <class T, class Space>
 std::vector<double> sink_gradient_part(const typename Space::execution_space& exec, const float* sinks,
                                        SpaceTensor4<const T, Space> out, SpaceTensor4<const T, Space> dout,
-                                       SpaceTensor3<const float, Space> lse);
+                                       SpaceTensor3<const float, Space> lse,
+                                       const std::function<void()>& wait_for_kernel = {});
 
 }  // namespace engine
 }  // namespace rfa

@@ -493,32 +493,41 @@ TEST(CudaContext, IsDestroyedAfterItsStreamIsGone) {
 
 /// Holds a stream with a host function that spins until released (or until `most` has passed,
 /// so that a test that fails cannot hang the suite): a kernel that does not end, as far as the
-/// stream's later work and rfa's waits can tell.
+/// stream's later work and rfa's waits can tell. The host function shares its state, so that it
+/// may outlive the hold.
 class StreamHold {
  public:
-  StreamHold(cudaStream_t stream, std::chrono::seconds most) : until_(std::chrono::steady_clock::now() + most) {
-    EXPECT_EQ(cudaLaunchHostFunc(stream, &StreamHold::spin, this), cudaSuccess);
+  StreamHold(cudaStream_t stream, std::chrono::seconds most) : state_(std::make_shared<State>()) {
+    state_->until = std::chrono::steady_clock::now() + most;
+    auto* shared = new std::shared_ptr<State>(state_);
+    const cudaError_t rc = cudaLaunchHostFunc(stream, &StreamHold::spin, shared);
+    EXPECT_EQ(rc, cudaSuccess);
+    if (rc != cudaSuccess) delete shared;
   }
   ~StreamHold() { release(); }
   StreamHold(const StreamHold&) = delete;
   StreamHold& operator=(const StreamHold&) = delete;
-  void release() { released_ = true; }
+  void release() { state_->released = true; }
   /// Whether the hold ended by itself (`most` passed) rather than by release().
-  bool timed_out() const { return timed_out_; }
+  bool timed_out() const { return state_->timed_out; }
 
  private:
-  static void spin(void* self) {
-    auto* hold = static_cast<StreamHold*>(self);
-    while (!hold->released_) {
-      if (std::chrono::steady_clock::now() >= hold->until_) {
-        hold->timed_out_ = true;
+  struct State {
+    std::chrono::steady_clock::time_point until;
+    std::atomic<bool> released{false}, timed_out{false};
+  };
+  static void spin(void* shared) {
+    const std::unique_ptr<std::shared_ptr<State>> owned(static_cast<std::shared_ptr<State>*>(shared));
+    State& state = **owned;
+    while (!state.released) {
+      if (std::chrono::steady_clock::now() >= state.until) {
+        state.timed_out = true;
         return;
       }
       std::this_thread::yield();
     }
   }
-  std::chrono::steady_clock::time_point until_;
-  std::atomic<bool> released_{false}, timed_out_{false};
+  std::shared_ptr<State> state_;
 };
 
 /// Seconds `run` took, with its result.
