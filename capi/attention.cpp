@@ -146,10 +146,13 @@ struct CallSinks {
 
 #if RFA_ENGINE_CUDA
 /// Copies `bytes` between the host and the device on the context's stream, ordered after the
-/// caller's work there, and waits for it (the host side is the caller's stack).
+/// caller's work there, and waits for it (the host side is the caller's stack). The caller's work
+/// is waited for first, by the deadline: a copy to or from pageable memory may block behind it
+/// without one.
 void copy_on_stream(const rfa_context_s& c, void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind,
                     const char* what) {
   const auto stream = static_cast<cudaStream_t>(c.engine->cuda_stream());
+  wait_for_context_stream(c, what);
   device::check_cuda(cudaMemcpyAsync(to, from, bytes, kind, stream), what);
   wait_for_context_stream(c, what);
 }

@@ -42,7 +42,8 @@ void make_unusable(rfa_context_s& c, const char* call, rfa_result_t code, const 
 /// checks failed (that rank's code), all inside a Kokkos profiling region named for the call.
 /// Then runs `body`; an error there that is not an agreed
 /// one (rfa::AgreedError) makes the context unusable on this rank, as do timeouts and call
-/// mismatches anywhere.
+/// mismatches anywhere (a timeout in some rank's checks, a wait for its device's stream, on
+/// every rank alike: that device's work may still write the call's buffers).
 template <class Checks, class Body>
 void run_collective_call(rfa_context_s& c, CollectiveCall call, Checks&& checks, Body&& body) {
   require_callable(c, call);
@@ -52,8 +53,10 @@ void run_collective_call(rfa_context_s& c, CollectiveCall call, Checks&& checks,
   try {
     comm::check_everywhere(*c.comm, std::forward<Checks>(checks));
     body();
-  } catch (const AgreedError&) {
-    throw;  // every rank failed at the same point: the ranks are in step
+  } catch (const AgreedError& e) {
+    // Every rank failed at the same point: the ranks are in step.
+    if (e.code() == RFA_ERROR_TIMEOUT) make_unusable(c, name, e.code(), e.what());
+    throw;
   } catch (const Error& e) {
     make_unusable(c, name, e.code(), e.what());
     throw;

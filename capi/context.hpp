@@ -76,6 +76,16 @@ void leave_callers_stream(rfa_context_s& c) noexcept;
 /// free device memory) come after such a wait, and so return at once.
 void wait_for_context_stream(const rfa_context_s& c, const std::string& what);
 
+/// Before a context is destroyed: waits by the context's deadline until its last call has ended
+/// on the device (device::StreamOrder::wait_for_last_call; the caller's stream may be gone).
+/// Throws RFA_ERROR_TIMEOUT naming `what`, or RFA_ERROR_CUDA; returns at once on a host context.
+void wait_for_last_call(const rfa_context_s& c, const std::string& what);
+
+/// After wait_for_last_call timed out: the engine, the communicator and the sinks' execution
+/// instance are kept for the life of the process instead of destroyed (the work may still use
+/// their memory, and freeing device memory would wait for it). Never throws.
+void keep_device_state_for_process(rfa_context_s& c) noexcept;
+
 /// The same for a call outside the collective calls (`call`: rfa_context_synchronize, ...): a
 /// timeout also makes the context unusable, as a timeout inside a collective call does.
 void wait_for_context_stream_in(rfa_context_s& c, const char* call);

@@ -15,7 +15,6 @@
 #include "context.hpp"
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
-#include "core/kept_for_process.hpp"
 #include "creation_agreement.hpp"
 #include "engine/engine_backends.hpp"
 #include "firewall.hpp"
@@ -192,6 +191,10 @@ RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context) {
                 "context is not a live rfa context: it was destroyed already, or never "
                 "created by rfa_context_create");
     }
+    // Runs whatever happens below, after the context is gone (it may finalize Kokkos).
+    struct ReleaseContext {
+      ~ReleaseContext() { rfa::capi::release_context(); }
+    } const release;
     std::unique_ptr<rfa_context_s> owned(context);
     // The ranks agree that they are all destroying this context (a rank in another call fails
     // with them, RFA_ERROR_CALL_MISMATCH), unless the context is already unusable or MPI is
@@ -208,23 +211,24 @@ RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context) {
     // The engine goes first (it refers to the communicator); the communicator's destructor
     // frees its MPI communicator and never throws. Both synchronize a stream that exists, once
     // the context's last call has ended on the device: waited for by the deadline here, and
-    // where it does not end by then (a kernel that never ends) both are kept for the life of the
-    // process instead (their device memory may still be in use, and freeing it would wait).
-    rfa::capi::leave_callers_stream(*owned);
+    // where it has not ended by then (a kernel that never ends) both are kept for the life of
+    // the process instead (their device memory may still be in use, and freeing it would wait).
     try {
-      rfa::capi::wait_for_context_stream(*owned, "rfa_context_destroy");
+      rfa::capi::wait_for_last_call(*owned, "rfa_context_destroy");
     } catch (const rfa::Error& e) {
-      // An error the stream reports was the last call's to report (rfa_context_synchronize's).
+      // An error the device reports was the last call's to report (rfa_context_synchronize's).
       if (e.code() == RFA_ERROR_TIMEOUT) {
         if (!failure) failure = std::current_exception();
-        rfa::keep_for_process(std::move(owned->engine));
-        rfa::keep_for_process(std::move(owned->comm));
+        rfa::capi::keep_device_state_for_process(*owned);
       }
+    } catch (...) {  // no memory for the message: whether the call ended is unknown
+      rfa::capi::keep_device_state_for_process(*owned);
+      if (!failure) failure = std::current_exception();
     }
+    rfa::capi::leave_callers_stream(*owned);
     owned->engine.reset();
     owned->comm.reset();
     owned.reset();
-    rfa::capi::release_context();
     if (failure) std::rethrow_exception(failure);
     return RFA_SUCCESS;
   });

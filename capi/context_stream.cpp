@@ -8,6 +8,7 @@
 #include "collective_call.hpp"
 #include "context.hpp"
 #include "core/error.hpp"
+#include "core/kept_for_process.hpp"
 #include "engine/engine_backends.hpp"
 #include "firewall.hpp"
 
@@ -47,6 +48,33 @@ void wait_for_context_stream(const rfa_context_s& c, const std::string& what) {
   device::wait_for_stream(c.engine->cuda_stream(), c.timeout_s, what);
 #else
   (void)what;
+#endif
+}
+
+void wait_for_last_call(const rfa_context_s& c, const std::string& what) {
+  if (c.options.device != RFA_DEVICE_CUDA) return;
+#if RFA_ENGINE_CUDA
+  c.stream_order.wait_for_last_call(c.timeout_s, what);
+#else
+  (void)what;
+#endif
+}
+
+void keep_device_state_for_process(rfa_context_s& c) noexcept {
+  // Reachable from a static where there is memory to record them, leaked where not: never freed.
+  const auto keep = [](auto* p) noexcept {
+    try {
+      keep_for_process(p);
+    } catch (...) {
+    }
+  };
+  keep(c.engine.release());
+  keep(c.comm.release());
+#if RFA_ENGINE_CUDA
+  try {
+    keep(new engine::StreamExec(c.sinks_exec));  // a Kokkos::Cuda instance frees memory as it ends
+  } catch (...) {
+  }
 #endif
 }
 

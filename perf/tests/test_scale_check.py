@@ -57,6 +57,7 @@ class QuietTest(unittest.TestCase):
         try:
             scale_check.QUIET.update(within_s=2.0, busy_starts=0)
             with mock.patch.object(scale_check, "busy_cpu_seconds", side_effect=lambda: next(busy)), \
+                    mock.patch.object(scale_check.os, "cpu_count", return_value=2), \
                     mock.patch.object(scale_check.time, "monotonic", side_effect=lambda: next(clock)), \
                     mock.patch.object(scale_check.time, "sleep") as sleep:
                 self.assertFalse(scale_check.wait_until_quiet())

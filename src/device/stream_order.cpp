@@ -7,6 +7,7 @@
 
 #include "device/cuda_error.hpp"
 #include "device/cuda_handles.hpp"
+#include "device/stream_wait.hpp"
 
 namespace rfa::device {
 
@@ -36,6 +37,10 @@ void StreamOrder::switch_to(void* stream) {
   if (recorded_)
     check_cuda(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), last_call_->get(), 0),
                "cudaStreamWaitEvent (ordering the context's calls across streams)");
+}
+
+void StreamOrder::wait_for_last_call(double timeout_s, const std::string& what) const {
+  if (recorded_) wait_for_event(last_call_->get(), timeout_s, what);
 }
 
 }  // namespace rfa::device

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 namespace rfa::device {
 
@@ -28,6 +29,12 @@ class StreamOrder {
   /// so far, on the device (the host does not wait, unless no event could be recorded). Throws
   /// RFA_ERROR_CUDA.
   void switch_to(void* stream);
+  /// Waits by the deadline (device/stream_wait.hpp; `timeout_s` 0: none) until the last call
+  /// queued so far has ended on the device, without its stream (which may be gone). Returns at
+  /// once where no call was recorded: none was made, or a call's end could not be recorded (then
+  /// switch_to waits for the whole device). Throws RFA_ERROR_TIMEOUT naming `what`, or
+  /// RFA_ERROR_CUDA.
+  void wait_for_last_call(double timeout_s, const std::string& what) const;
 
  private:
   std::unique_ptr<CudaEvent> last_call_;  // made at the first call

@@ -17,4 +17,8 @@ namespace rfa::device {
 /// so the caller must keep them (never free them: freeing device memory waits for the device).
 void wait_for_stream(void* stream, double timeout_s, const std::string& what);
 
+/// The same for the work before a recorded event (a cudaEvent_t): waits until the event has
+/// completed.
+void wait_for_event(void* event, double timeout_s, const std::string& what);
+
 }  // namespace rfa::device

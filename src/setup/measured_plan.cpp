@@ -18,6 +18,7 @@
 #include "core/dtype.hpp"
 #include "core/environment.hpp"
 #include "core/error.hpp"
+#include "core/kept_for_process.hpp"
 #include "engine/attention_strategy.hpp"
 #include "engine/pass_tensors.hpp"
 
@@ -102,16 +103,39 @@ std::vector<double> time_rounds(comm::Communicator& comm, engine::AttentionStrat
   const engine::AnyForwardTensors forward = call->forward();
   const engine::AnyBackwardTensors backward = call->backward();
   std::vector<double> seconds;
-  for (int round = 0; round <= kMeasuredRounds; ++round) {
-    comm.barrier();
-    const auto start = std::chrono::steady_clock::now();
-    engine.forward(forward);
-    engine.backward(backward);
-    wait_for_results(engine);
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    if (round > 0) seconds.push_back(took.count());  // round 0 allocates the workspace
+  try {
+    for (int round = 0; round <= kMeasuredRounds; ++round) {
+      comm.barrier();
+      const auto start = std::chrono::steady_clock::now();
+      engine.forward(forward);
+      engine.backward(backward);
+      wait_for_results(engine);
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+      if (round > 0) seconds.push_back(took.count());  // round 0 allocates the workspace
+    }
+  } catch (const Error& e) {
+    // Work that did not end by the deadline may still use the tensors: kept, not freed.
+    if (e.code() == RFA_ERROR_TIMEOUT) keep_for_process(std::move(call));
+    throw;
   }
   return seconds;
+}
+
+/// time_rounds in the memory space and dtype of `c`, the engine's configuration.
+void time_engine_rounds(comm::Communicator& comm, const engine::AttentionConfig& c, engine::AttentionStrategy& engine,
+                        std::vector<double>& seconds) {
+  dispatch_dtype(c.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if (c.device == engine::Device::cuda) {
+#if RFA_ENGINE_CUDA
+      seconds = time_rounds<T, Kokkos::CudaSpace>(comm, engine);
+#else
+      fail(RFA_ERROR_INTERNAL, "a CUDA configuration in a build whose engine has no CUDA backend");
+#endif
+    } else {
+      seconds = time_rounds<T, Kokkos::HostSpace>(comm, engine);
+    }
+  });
 }
 
 }  // namespace
@@ -195,18 +219,13 @@ std::vector<double> time_plan_rounds(comm::Communicator& comm, const engine::Att
   c.layout = plan.layout;
   std::unique_ptr<engine::AttentionStrategy> engine = engine::make_strategy(comm, c, plan.choice);
   std::vector<double> seconds;
-  dispatch_dtype(c.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if (c.device == engine::Device::cuda) {
-#if RFA_ENGINE_CUDA
-      seconds = time_rounds<T, Kokkos::CudaSpace>(comm, *engine);
-#else
-      fail(RFA_ERROR_INTERNAL, "a CUDA configuration in a build whose engine has no CUDA backend");
-#endif
-    } else {
-      seconds = time_rounds<T, Kokkos::HostSpace>(comm, *engine);
-    }
-  });
+  try {
+    time_engine_rounds(comm, c, *engine, seconds);
+  } catch (const Error& e) {
+    // Its destruction would wait for work that did not end by the deadline: kept instead.
+    if (e.code() == RFA_ERROR_TIMEOUT) keep_for_process(std::move(engine));
+    throw;
+  }
   return seconds;
 }
 

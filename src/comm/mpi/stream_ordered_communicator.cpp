@@ -116,7 +116,10 @@ class StreamOrderedCommunicator final : public Communicator {
   /// On the compute stream, waited for: the kernels queued next see the bytes, and the host
   /// copy may go once this returns (a plain cudaMemcpy from pageable memory may return before
   /// the bytes land, on the legacy stream a non-blocking compute stream does not wait for).
+  /// The stream is drained first, by the deadline: a copy to or from pageable memory may block
+  /// until the work queued before it is done, without one.
   void copy(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind) {
+    drain_compute();
     device::check_cuda(cudaMemcpyAsync(to, from, bytes, kind, stream_),
                        "cudaMemcpyAsync (staging a reduce-scatter on the host)");
     drain_compute();
