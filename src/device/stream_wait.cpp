@@ -43,7 +43,7 @@ void wait_for_stream(void* stream, double timeout_s, const std::string& what) {
 
 void wait_for_event(void* event, double timeout_s, const std::string& what) {
   wait_until_done([&] { return cudaEventQuery(static_cast<cudaEvent_t>(event)); }, timeout_s, what,
-                  "the work queued before the context's last call ended");
+                  "the context's last call (with the work queued before it)");
 }
 
 }  // namespace rfa::device
