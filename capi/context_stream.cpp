@@ -79,12 +79,8 @@ void keep_device_state_for_process(rfa_context_s& c) noexcept {
 }
 
 void wait_for_context_stream_in(rfa_context_s& c, const char* call) {
-  try {
-    wait_for_context_stream(c, call);
-  } catch (const Error& e) {
-    if (e.code() == RFA_ERROR_TIMEOUT) make_unusable(c, call, e.code(), e.what());
-    throw;
-  }
+  on_timeout([&] { wait_for_context_stream(c, call); },
+             [&](const Error& e) { make_unusable(c, call, e.code(), e.what()); });
 }
 
 // The engine and the transport synchronize their stream before they free device memory, and

@@ -46,6 +46,19 @@ template <class... Parts>
   throw Error(code, os.str());
 }
 
+/// Runs `work` and returns what it returns; where it throws RFA_ERROR_TIMEOUT, calls
+/// `on_timeout(error)` before the error goes on: what a timeout leaves behind (work that may
+/// still run and write its buffers) is kept or reported there.
+template <class Work, class OnTimeout>
+decltype(auto) on_timeout(Work&& work, OnTimeout&& handle) {
+  try {
+    return work();
+  } catch (const Error& e) {
+    if (e.code() == RFA_ERROR_TIMEOUT) handle(e);
+    throw;
+  }
+}
+
 /// Throws RFA_ERROR_INVALID_ARGUMENT (or the given code) unless the condition holds.
 template <class... Parts>
 void require(bool condition, const Parts&... parts) {

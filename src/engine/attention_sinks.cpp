@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/dtype.hpp"
+#include "core/error.hpp"
 #include "core/kept_for_process.hpp"
 #include "engine/engine_backends.hpp"
 
@@ -69,12 +70,8 @@ std::vector<double> sink_gradient_part(const typename Space::execution_space& ex
         Kokkos::single(Kokkos::PerTeam(team), [&] { sums(h) = sum; });
       });
   if (wait_for_kernel) {
-    try {
-      wait_for_kernel();
-    } catch (...) {
-      keep_for_process(sums);  // the kernel may still write it, and freeing it would wait for the device
-      throw;
-    }
+    // Where it times out the kernel may still write `sums`, and freeing them would wait for it.
+    on_timeout(wait_for_kernel, [&](const Error&) { keep_for_process(sums); });
   } else {
     exec.fence();
   }

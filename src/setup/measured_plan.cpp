@@ -103,27 +103,27 @@ std::vector<double> time_rounds(comm::Communicator& comm, engine::AttentionStrat
   const engine::AnyForwardTensors forward = call->forward();
   const engine::AnyBackwardTensors backward = call->backward();
   std::vector<double> seconds;
-  try {
-    for (int round = 0; round <= kMeasuredRounds; ++round) {
-      comm.barrier();
-      const auto start = std::chrono::steady_clock::now();
-      engine.forward(forward);
-      engine.backward(backward);
-      wait_for_results(engine);
-      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-      if (round > 0) seconds.push_back(took.count());  // round 0 allocates the workspace
-    }
-  } catch (const Error& e) {
-    // Work that did not end by the deadline may still use the tensors: kept, not freed.
-    if (e.code() == RFA_ERROR_TIMEOUT) keep_for_process(std::move(call));
-    throw;
-  }
+  on_timeout(
+      [&] {
+        for (int round = 0; round <= kMeasuredRounds; ++round) {
+          comm.barrier();
+          const auto start = std::chrono::steady_clock::now();
+          engine.forward(forward);
+          engine.backward(backward);
+          wait_for_results(engine);
+          const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+          if (round > 0) seconds.push_back(took.count());  // round 0 allocates the workspace
+        }
+      },
+      // Work that did not end by the deadline may still use the tensors: kept, not freed.
+      [&](const Error&) { keep_for_process(std::move(call)); });
   return seconds;
 }
 
 /// time_rounds in the memory space and dtype of `c`, the engine's configuration.
-void time_engine_rounds(comm::Communicator& comm, const engine::AttentionConfig& c, engine::AttentionStrategy& engine,
-                        std::vector<double>& seconds) {
+std::vector<double> time_engine_rounds(comm::Communicator& comm, const engine::AttentionConfig& c,
+                                       engine::AttentionStrategy& engine) {
+  std::vector<double> seconds;
   dispatch_dtype(c.dtype, [&](auto tag) {
     using T = decltype(tag);
     if (c.device == engine::Device::cuda) {
@@ -136,6 +136,7 @@ void time_engine_rounds(comm::Communicator& comm, const engine::AttentionConfig&
       seconds = time_rounds<T, Kokkos::HostSpace>(comm, engine);
     }
   });
+  return seconds;
 }
 
 }  // namespace
@@ -218,15 +219,9 @@ std::vector<double> time_plan_rounds(comm::Communicator& comm, const engine::Att
   engine::AttentionConfig c = config;
   c.layout = plan.layout;
   std::unique_ptr<engine::AttentionStrategy> engine = engine::make_strategy(comm, c, plan.choice);
-  std::vector<double> seconds;
-  try {
-    time_engine_rounds(comm, c, *engine, seconds);
-  } catch (const Error& e) {
-    // Its destruction would wait for work that did not end by the deadline: kept instead.
-    if (e.code() == RFA_ERROR_TIMEOUT) keep_for_process(std::move(engine));
-    throw;
-  }
-  return seconds;
+  return on_timeout([&] { return time_engine_rounds(comm, c, *engine); },
+                    // Its destruction would wait for work that did not end by the deadline: kept instead.
+                    [&](const Error&) { keep_for_process(std::move(engine)); });
 }
 
 std::string explain_measured(const std::vector<model::Plan>& plans, const MeasuredPlans& m, double margin,

@@ -94,12 +94,11 @@ class StreamOrderedCommunicator final : public Communicator {
   /// Waits for the kernels queued on the compute stream, by the deadline. After a timeout they
   /// may still write the engine's buffers: reported as abandoned transfers from then on.
   void drain_compute() {
-    try {
-      device::wait_for_stream(stream_, timeout_s_, "the CUDA-aware MPI transport's wait for the compute stream");
-    } catch (const Error& e) {
-      if (e.code() == RFA_ERROR_TIMEOUT) stream_stuck_ = true;
-      throw;
-    }
+    on_timeout(
+        [&] {
+          device::wait_for_stream(stream_, timeout_s_, "the CUDA-aware MPI transport's wait for the compute stream");
+        },
+        [&](const Error&) { stream_stuck_ = true; });
   }
   /// `bytes` to and from every rank, block r of `recv` from rank r: `send`'s block r to rank r
   /// (`per_rank`, an all-to-all), or all of `send` to every rank (an all-gather).
