@@ -134,15 +134,9 @@ struct DeviceMask {
     }
     return lo;
   }
-  // The causal and window parts of the rule. The Hopper kernels (no ranges) apply it with the
-  // documents of a tile's rows found once and compared beside it.
+  // The causal and window parts of the rule (visible_pair below adds the documents and ranges).
   __host__ __device__ bool in_causal_window(std::int64_t q, std::int64_t k) const {
     return (!causal || k <= q) && (window <= 0 || q - k < window);
-  }
-  __device__ bool visible_positions(std::int64_t q, std::int64_t k) const {
-    if (!in_causal_window(q, k)) return false;
-    if (documents() && document_of(q) != document_of(k)) return false;
-    return !ranges.on || ranges.visible(q, k);
   }
 };
 
@@ -207,11 +201,34 @@ __device__ __forceinline__ TileKind classify_tile(const DeviceMask& mask, const 
   return in_bounds && all_full ? TileKind::kFull : TileKind::kPartial;
 }
 
-// Per-element visibility inside a partial tile (indices are local rows).
-__device__ __forceinline__ bool visible(const DeviceMask& mask, const DevicePositions& qpos,
-                                        const DevicePositions& kpos, int q, int seq_q, int k, int seq_k) {
-  if (q >= seq_q || k >= seq_k) return false;
-  return mask.visible_positions(qpos.at(q), kpos.at(k));
+// One side of the pairs a thread masks in a partial tile (a query row, or a key column): its
+// position and its document, found once for the several pairs it is in rather than at each.
+struct MaskedIndex {
+  std::int64_t position;  // 0 outside the sequence
+  std::int64_t document;  // 0 without documents, or outside the sequence
+  bool inside;            // the local index is inside its sequence
+};
+
+__device__ __forceinline__ MaskedIndex masked_index(const DeviceMask& mask, const DevicePositions& positions, int i,
+                                                    int seq) {
+  MaskedIndex m{0, 0, i < seq};
+  if (m.inside) {
+    m.position = positions.at(i);
+    if (mask.documents()) m.document = mask.document_of(m.position);
+  }
+  return m;
+}
+
+// Whether a kernel holds the ranges' code in its test of a pair: the Hopper kernels refuse masks
+// given as ranges, and their consumers have no registers to spare for code they never run.
+enum RangesInPair : bool { kWithoutRanges = false, kWithRanges = true };
+
+// Whether query q sees key k (both from masked_index under the same mask): inside both
+// sequences, the causal and window rule, one document, and an entry of the ranges.
+template <RangesInPair kRanges = kWithRanges>
+__device__ __forceinline__ bool visible_pair(const DeviceMask& mask, const MaskedIndex& q, const MaskedIndex& k) {
+  return q.inside && k.inside && mask.in_causal_window(q.position, k.position) && q.document == k.document &&
+         (!kRanges || !mask.ranges.on || mask.ranges.visible(q.position, k.position));
 }
 
 }  // namespace detail

@@ -162,7 +162,6 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim>::kThreads,
 
     const int head = kv_head * group_size + it / num_q_tiles;
     const int q_first = (it % num_q_tiles) * kBlockM;
-    const bool full_tile = kind == TileKind::kFull;
     const T* q_s = q_tiles + stage * kBlockM * D;
     const T* do_s = do_tiles + stage * kBlockM * DV;
     const float* lse_s = lse_tiles + stage * kBlockM;
@@ -176,23 +175,56 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim>::kThreads,
       rows_times_tile_transposed<T, DV, kBlockM>(dpt, RowFragments<T, DV, false>(v_s, warp, lane), do_s, lane);
     }
 
-    // P^T = exp(scale S^T - lse) (0 where masked) and dS^T = P^T (dP^T - D), S^T capped and dS^T
-    // times the cap's slope where scores are soft-capped.
+    // dP^T - D in dpt (with dK); where scores are soft-capped, S^T capped and dP^T - D times the
+    // cap's slope (one test around the loops, so that the plain scores have no cap's code in
+    // their way).
+    if (dims.cap.on) {
+#pragma unroll
+      for (int nb = 0; nb < kBlockM / 8; ++nb) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float slope;
+          st[nb][e] = dims.cap.apply(st[nb][e], slope);
+          if constexpr (kKey) dpt[nb][e] = (dpt[nb][e] - delta_s[nb * 8 + quad * 2 + (e % 2)]) * slope;
+        }
+      }
+    } else if constexpr (kKey) {
+#pragma unroll
+      for (int nb = 0; nb < kBlockM / 8; ++nb) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) dpt[nb][e] -= delta_s[nb * 8 + quad * 2 + (e % 2)];
+      }
+    }
+    // The mask after the cap, whose tanh would make its -inf finite. A thread's two keys and each
+    // of its queries find their position and document once (masked_index), not at every pair.
+    if (kind == TileKind::kPartial) {
+      MaskedIndex keys[2];
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+        keys[half] = masked_index(mask, dims.k_positions, k_first + warp * 16 + group + half * 8, dims.seq_k);
+#pragma unroll
+      for (int nb = 0; nb < kBlockM / 8; ++nb) {
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const MaskedIndex query = masked_index(mask, dims.q_positions, q_first + nb * 8 + quad * 2 + c, dims.seq_q);
+#pragma unroll
+          for (int half = 0; half < 2; ++half)
+            if (!visible_pair(mask, query, keys[half])) st[nb][2 * half + c] = -INFINITY;
+        }
+      }
+    }
+
+    // P^T = exp(scale S^T - lse), 0 where masked, and dS^T = P^T (dP^T - D), kept in dpt. lse =
+    // -inf marks a row that sees no key anywhere: all its P are 0.
 #pragma unroll
     for (int nb = 0; nb < kBlockM / 8; ++nb) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int key = warp * 16 + group + (e / 2) * 8;
-        const int query = nb * 8 + quad * 2 + (e % 2);
-        const float lse = lse_s[query];
-        const bool shown = full_tile || visible(mask, dims.q_positions, dims.k_positions, q_first + query, dims.seq_q,
-                                                k_first + key, dims.seq_k);
-        // lse = -inf marks a row that sees no key anywhere: all its P are 0.
-        float slope;
-        const float score = dims.cap.apply(st[nb][e], slope);
-        const float p = (shown && lse != -INFINITY) ? exp2f(fmaf(score, dims.scale_log2, -lse * kLog2e)) : 0.f;
+        const float lse = lse_s[nb * 8 + quad * 2 + (e % 2)];
+        const bool shown = st[nb][e] != -INFINITY && lse != -INFINITY;
+        const float p = shown ? exp2f(fmaf(st[nb][e], dims.scale_log2, -lse * kLog2e)) : 0.f;
         st[nb][e] = p;
-        if constexpr (kKey) dpt[nb][e] = p * (dpt[nb][e] - delta_s[query]) * slope;
+        if constexpr (kKey) dpt[nb][e] *= p;
       }
     }
 

@@ -37,8 +37,13 @@ struct DqConfig {
 
 constexpr float kLog2e = 1.44269504088896340736f;
 
+// One block per SM at least (the bounds' second argument) lets ptxas take the registers it
+// needs: without it the d = 32 kernel stops at 128 and spills (perf/RESULTS.md, "2026-12-05 — the
+// sm80 kernels without the cap's test per score; a partial tile's positions found once (compile
+// only)").
 template <typename T, int kHeadDim, int kValueDim>
-__global__ void __launch_bounds__(DqConfig<kHeadDim, kValueDim>::kThreads) flash_backward_dq_kernel(const DqArgs args) {
+__global__ void __launch_bounds__(DqConfig<kHeadDim, kValueDim>::kThreads, 1)
+    flash_backward_dq_kernel(const DqArgs args) {
   using Config = DqConfig<kHeadDim, kValueDim>;
   constexpr int kBlockM = Config::kBlockM, kBlockN = Config::kBlockN, kThreads = Config::kThreads;
   constexpr int D = kHeadDim, DV = kValueDim;
@@ -107,22 +112,40 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim, kValueDim>::kThreads) flash
     rows_times_tile_transposed<T, D, kBlockN>(s, q_rows, k_s, lane);     // S = Q K^T
     rows_times_tile_transposed<T, DV, kBlockN>(dp, do_rows, v_s, lane);  // dP = dO V^T
 
-    // P = exp2(scale*log2e S - lse*log2e), 0 where masked; dS = P (dP - D), kept in dp (S capped
-    // and dS times the cap's slope where scores are soft-capped).
-    const bool partial = kind == TileKind::kPartial;
+    // dP - D in dp; where scores are soft-capped, S capped and dP - D times the cap's slope (one
+    // test around the loops, so that the plain scores have no cap's code in their way).
+    if (dims.cap.on) {
+#pragma unroll
+      for (int nb = 0; nb < kBlockN / 8; ++nb) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float slope;
+          s[nb][e] = dims.cap.apply(s[nb][e], slope);
+          dp[nb][e] = (dp[nb][e] - row_delta[e / 2]) * slope;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int nb = 0; nb < kBlockN / 8; ++nb) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) dp[nb][e] -= row_delta[e / 2];
+      }
+    }
+    // The mask after the cap, whose tanh would make its -inf finite.
+    if (kind == TileKind::kPartial) {
+      tile.mask_scores(s, dims, warp, lane, k_tile);
+    }
+
+    // P = exp2(scale*log2e S - lse*log2e), 0 where masked or in a row that sees no key; dS = P
+    // (dP - D), kept in dp.
 #pragma unroll
     for (int nb = 0; nb < kBlockN / 8; ++nb) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int half = e / 2;
-        const int col = k_tile * kBlockN + nb * 8 + (lane % 4) * 2 + (e % 2);
-        const bool shown =
-            row_live[half] && (!partial || visible(tile.mask, dims.q_positions, dims.k_positions,
-                                                   tile.row_of(warp, lane, e), dims.seq_q, col, dims.seq_k));
-        float slope;
-        const float score = dims.cap.apply(s[nb][e], slope);
-        const float p = shown ? exp2f(fmaf(score, dims.scale_log2, -row_lse2[half])) : 0.f;
-        dp[nb][e] = p * (dp[nb][e] - row_delta[half]) * slope;
+        const bool shown = row_live[half] && s[nb][e] != -INFINITY;
+        const float p = shown ? exp2f(fmaf(s[nb][e], dims.scale_log2, -row_lse2[half])) : 0.f;
+        dp[nb][e] *= p;
       }
     }
 

@@ -96,25 +96,18 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim, kValueDim>::kThreads, 
     // S = Q K^T for 16 rows x kBlockN keys.
     float s[kBlockN / 8][4];
     rows_times_tile_transposed<T, D, kBlockN>(s, q_rows, k_s, lane);
-    // Soft-capped scores (a no-op without a cap): before the mask, whose -inf the cap would make
-    // finite.
-#pragma unroll
-    for (int nb = 0; nb < kBlockN / 8; ++nb) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[nb][e] = dims.cap.apply(s[nb][e]);
-    }
-
-    if (kind == TileKind::kPartial) {
+    // Soft-capped scores, before the mask, whose -inf the cap would make finite. One test around
+    // the loop, so that without a cap no branch stands at each score.
+    if (dims.cap.on) {
 #pragma unroll
       for (int nb = 0; nb < kBlockN / 8; ++nb) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int row = tile.row_of(warp, lane, e);
-          const int col = k_tile * kBlockN + nb * 8 + (lane % 4) * 2 + (e % 2);
-          if (!visible(tile.mask, dims.q_positions, dims.k_positions, row, dims.seq_q, col, dims.seq_k))
-            s[nb][e] = -INFINITY;
-        }
+        for (int e = 0; e < 4; ++e) s[nb][e] = dims.cap.apply(s[nb][e]);
       }
+    }
+
+    if (kind == TileKind::kPartial) {
+      tile.mask_scores(s, dims, warp, lane, k_tile);
     }
 
     // Online softmax: rescale what was accumulated by exp2(old_max - new_max).

@@ -152,7 +152,9 @@ std::int64_t check_every_step(AttentionConfig c, rfa_layout_t layout, const std:
               any = any || want;
               all = all && want;
               ++pairs;
-              if (rfa_cuda::detail::visible(entry, qp, kp, i, seq_q, j, seq_k) != want) {
+              using rfa_cuda::detail::masked_index;
+              if (rfa_cuda::detail::visible_pair(entry, masked_index(entry, qp, i, seq_q),
+                                                 masked_index(entry, kp, j, seq_k)) != want) {
                 ADD_FAILURE() << where << "entry " << e << ": the kernels show query " << q << " key " << k << " as "
                               << !want << ", the documented mask as " << want;
                 return pairs;

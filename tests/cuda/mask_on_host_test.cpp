@@ -2,11 +2,11 @@
 // The CUDA kernels' mask (kernels_cuda/src/attention_mask.cuh), compiled for the host
 // (device_code_on_host.hpp), against every (query, key) pair of small masks: a tile it skips
 // has no visible pair inside the sequences, a tile it calls full has every pair visible and
-// inside them, its per-element test agrees with the documented rule pair by pair, and a tile
-// inside the sequences is classified exactly as the host kernels' classify_tile
-// (src/kernels/tile_visibility.hpp), whose rule the device code is documented to share, and
-// the rule the Hopper kernels call per element (the causal window, their documents compared
-// beside it) agrees where they run.
+// inside them, its per-element test (visible_pair over each side's masked_index, as every
+// kernel calls it in a partial tile; the Hopper kernels' form without ranges too) agrees with
+// the documented rule pair by pair, and a tile inside the sequences is classified exactly as
+// the host kernels' classify_tile (src/kernels/tile_visibility.hpp), whose rule the device code
+// is documented to share.
 // Position maps as the kernels take them (one segment or two: contiguous, strided, zigzag's
 // two chunks), tiles reaching up to two rows past a sequence's end, causal or not, windows of
 // 0 to 9, documents (an empty one among them), per-sequence documents (DeviceMask::for_entry)
@@ -75,14 +75,6 @@ TileKind expected_kind(TileVisibility v) {
 
 const char* kind_name(TileKind k) { return k == TileKind::kSkip ? "skip" : k == TileKind::kFull ? "full" : "partial"; }
 
-/// The Hopper kernels' test inside a partial tile (they take no ranges): the causal window, and
-/// each row's document found once and compared (0 for every row without documents).
-bool hopper_element_rule(const DeviceMask& m, std::int64_t q, std::int64_t k) {
-  const std::int64_t q_document = m.documents() ? m.document_of(q) : 0;
-  const std::int64_t k_document = m.documents() ? m.document_of(k) : 0;
-  return m.in_causal_window(q, k) && q_document == k_document;
-}
-
 /// Every element and every tile of every pair of maps under the case's mask; returns the tiles
 /// checked, and stops at a case's first disagreement (reported).
 int check_every_tile(const Case& c) {
@@ -97,14 +89,15 @@ int check_every_tile(const Case& c) {
         for (int j = 0; j < cols; ++j) {
           const bool want = i < seq_q && j < seq_k && c.truth(q(i), k(j));
           pair[std::size_t(i * cols + j)] = want;
-          if (visible(c.device, dq, dk, i, seq_q, j, seq_k) != want) {
-            ADD_FAILURE() << c.name << ": visible(row " << i << ", column " << j << ") is " << !want
+          const MaskedIndex row = masked_index(c.device, dq, i, seq_q), column = masked_index(c.device, dk, j, seq_k);
+          if (visible_pair(c.device, row, column) != want) {
+            ADD_FAILURE() << c.name << ": visible_pair(row " << i << ", column " << j << ") is " << !want
                           << " (queries from " << q(0) << ", keys from " << k(0) << ")";
             return tiles;
           }
-          if (!c.device.ranges.on && i < seq_q && j < seq_k &&
-              hopper_element_rule(c.device, dq.at(i), dk.at(j)) != want) {
-            ADD_FAILURE() << c.name << ": the Hopper kernels' rule at (row " << i << ", column " << j << ") is "
+          // The Hopper kernels' form, which leaves out the ranges they refuse.
+          if (!c.device.ranges.on && visible_pair<kWithoutRanges>(c.device, row, column) != want) {
+            ADD_FAILURE() << c.name << ": visible_pair<kWithoutRanges>(row " << i << ", column " << j << ") is "
                           << !want << " (queries from " << q(0) << ", keys from " << k(0) << ")";
             return tiles;
           }

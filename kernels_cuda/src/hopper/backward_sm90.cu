@@ -205,15 +205,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   Tensor dq_at = thread_query_grad.partition_C(make_identity_tensor(typename Traits::QueriesByDqColumns{}));
   constexpr int kRows = decltype(size<0>(p))::value, kCols = decltype(size<1>(p))::value;
 
-  // The keys' positions and documents, found once.
-  const bool documents = dims.mask.documents();
-  std::int64_t key_position[kRows], key_document[kRows];
+  // The keys' positions and documents, found once (masked_index). Masks given as ranges are
+  // refused on this path, so the test of a pair leaves them out.
+  detail::MaskedIndex keys[kRows];
   CUTE_UNROLL
-  for (int r = 0; r < kRows; ++r) {
-    const int key = walk.k_first + get<0>(score_at(r, 0));
-    key_position[r] = key < dims.seq_k ? dims.k_positions.at(key) : 0;
-    key_document[r] = documents && key < dims.seq_k ? dims.mask.document_of(key_position[r]) : 0;
-  }
+  for (int r = 0; r < kRows; ++r)
+    keys[r] = detail::masked_index(dims.mask, dims.k_positions, walk.k_first + get<0>(score_at(r, 0)), dims.seq_k);
 
   clear(tGrDv);
   clear(tGrDk);
@@ -265,21 +262,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       for (int c = 0; c < kCols; ++c) {
         const int column = get<1>(score_at(0, c)), query = q_first + column;
         const float lse_log2 = lse_log2_of[column], delta = delta_of[column];
-        bool column_shown = true;
-        std::int64_t query_position = 0, query_document = 0;
-        if (partial) {
-          column_shown = query < dims.seq_q;
-          query_position = column_shown ? dims.q_positions.at(query) : 0;
-          query_document = documents && column_shown ? dims.mask.document_of(query_position) : 0;
-        }
+        const detail::MaskedIndex query_index =
+            partial ? detail::masked_index(dims.mask, dims.q_positions, query, dims.seq_q) : detail::MaskedIndex{};
         CUTE_UNROLL
         for (int r = 0; r < kRows; ++r) {
-          bool shown = true;
-          if (partial) {
-            const int key = walk.k_first + get<0>(score_at(r, 0));
-            shown = column_shown && key < dims.seq_k && dims.mask.in_causal_window(query_position, key_position[r]) &&
-                    query_document == key_document[r];
-          }
+          const bool shown = !partial || detail::visible_pair<detail::kWithoutRanges>(dims.mask, query_index, keys[r]);
           const float prob = shown ? exp2f(fmaf(p(r, c), dims.scale_log2, -lse_log2)) : 0.f;
           p(r, c) = prob;
           ds(r, c) = prob * (ds(r, c) - delta);

@@ -147,28 +147,20 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   }
 
   // The mask inside a partial tile: each row's and each column's position and document found
-  // once, then compared per element (a row's columns are a thread's, shared by its two rows).
-  const bool documents = dims.mask.documents();
-  std::int64_t row_position[kRows], row_document[kRows];
+  // once (masked_index), then compared per element (a row's columns are a thread's, shared by
+  // its two rows). Without ranges, which these kernels refuse.
+  detail::MaskedIndex rows[kRows];
   CUTE_UNROLL
-  for (int r = 0; r < kRows; ++r) {
-    const int row = tile.q_first + get<0>(score_at(r, 0));
-    row_position[r] = row < dims.seq_q ? dims.q_positions.at(row) : 0;
-    row_document[r] = documents && row < dims.seq_q ? dims.mask.document_of(row_position[r]) : 0;
-  }
+  for (int r = 0; r < kRows; ++r)
+    rows[r] = detail::masked_index(dims.mask, dims.q_positions, tile.q_first + get<0>(score_at(r, 0)), dims.seq_q);
   auto mask_partial_tile = [&](int k_tile) {
     CUTE_UNROLL
     for (int c = 0; c < size<1>(scores); ++c) {
-      const int col = k_tile * kBlockN + get<1>(score_at(0, c));
-      const bool in_range = col < dims.seq_k;
-      const std::int64_t key_position = in_range ? dims.k_positions.at(col) : 0;
-      const std::int64_t key_document = documents && in_range ? dims.mask.document_of(key_position) : 0;
+      const detail::MaskedIndex key =
+          detail::masked_index(dims.mask, dims.k_positions, k_tile * kBlockN + get<1>(score_at(0, c)), dims.seq_k);
       CUTE_UNROLL
-      for (int r = 0; r < kRows; ++r) {
-        const bool seen = in_range && tile.q_first + get<0>(score_at(r, 0)) < dims.seq_q &&
-                          dims.mask.in_causal_window(row_position[r], key_position) && key_document == row_document[r];
-        if (!seen) scores(r, c) = -INFINITY;
-      }
+      for (int r = 0; r < kRows; ++r)
+        if (!detail::visible_pair<detail::kWithoutRanges>(dims.mask, rows[r], key)) scores(r, c) = -INFINITY;
     }
   };
 
