@@ -40,24 +40,29 @@ template <class T, class Space>
 std::vector<double> sink_gradient_part(const typename Space::execution_space& exec, const float* sinks,
                                        SpaceTensor4<const T, Space> out, SpaceTensor4<const T, Space> dout,
                                        SpaceTensor3<const float, Space> lse,
-                                       const std::function<void()>& wait_for_kernel) {
+                                       const std::function<void()>& wait_for_kernel, std::int64_t rows_per_team) {
   using Exec = typename Space::execution_space;
   using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
   const std::int64_t B = out.extent(0), L = out.extent(1), H = out.extent(2), D = out.extent(3);
+  if (rows_per_team < 1) fail(RFA_ERROR_INTERNAL, "sink_gradient_part: rows_per_team ", rows_per_team, " < 1");
   std::vector<double> part(std::size_t(H), 0.0);
-  if (H == 0) return part;
-  // One kernel for every head (a team sums a head's rows) and one copy back, not a blocking
-  // reduction per head.
+  const std::int64_t rows = B * L;
+  if (H == 0 || rows == 0) return part;
+  // One kernel for every (head, chunk of rows) and one copy back: a team sums a chunk.
+  const std::int64_t chunks = (rows + rows_per_team - 1) / rows_per_team;
   Kokkos::View<double*, Space> sums(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "rfa::sink_gradient_sums"),
-                                    std::size_t(H));
+                                    std::size_t(H * chunks));
   Kokkos::parallel_for(
-      "rfa::sink_gradient", Kokkos::TeamPolicy<Exec>(exec, int(H), Kokkos::AUTO), KOKKOS_LAMBDA(const Team& team) {
-        const std::int64_t h = team.league_rank();
+      "rfa::sink_gradient", Kokkos::TeamPolicy<Exec>(exec, int(H * chunks), Kokkos::AUTO),
+      KOKKOS_LAMBDA(const Team& team) {
+        const std::int64_t h = team.league_rank() / chunks, chunk = team.league_rank() % chunks;
+        const std::int64_t first = chunk * rows_per_team;
+        const std::int64_t last = first + rows_per_team < rows ? first + rows_per_team : rows;
         const float s = sinks[h];
         double sum = 0.0;
         if (s != -INFINITY) {  // no sink: no mass, no gradient
           Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, B * L),
+              Kokkos::TeamThreadRange(team, first, last),
               [&](std::int64_t r, double& acc) {
                 const std::int64_t b = r / L, i = r % L;
                 double delta = 0.0;  // the row term D = sum_d dout * out
@@ -67,7 +72,7 @@ std::vector<double> sink_gradient_part(const typename Space::execution_space& ex
               },
               sum);
         }
-        Kokkos::single(Kokkos::PerTeam(team), [&] { sums(h) = sum; });
+        Kokkos::single(Kokkos::PerTeam(team), [&] { sums(team.league_rank()) = sum; });
       });
   if (wait_for_kernel) {
     // Where it times out the kernel may still write `sums`, and freeing them would wait for it.
@@ -76,9 +81,13 @@ std::vector<double> sink_gradient_part(const typename Space::execution_space& ex
     exec.fence();
   }
   // Nothing left on `exec` to wait for: the copy to pageable memory returns at once.
-  Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(part.data(), std::size_t(H));
+  std::vector<double> chunk_sums(std::size_t(H * chunks));
+  Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(chunk_sums.data(),
+                                                                                         chunk_sums.size());
   Kokkos::deep_copy(exec, host, sums);
   exec.fence();
+  for (std::int64_t h = 0; h < H; ++h)
+    for (std::int64_t c = 0; c < chunks; ++c) part[std::size_t(h)] += chunk_sums[std::size_t(h * chunks + c)];
   return part;
 }
 
@@ -87,7 +96,7 @@ std::vector<double> sink_gradient_part(const typename Space::execution_space& ex
                                       SpaceTensor3<float, Space>);                                             \
   template std::vector<double> sink_gradient_part<T, Space>(                                                   \
       const Space::execution_space&, const float*, SpaceTensor4<const T, Space>, SpaceTensor4<const T, Space>, \
-      SpaceTensor3<const float, Space>, const std::function<void()>&);
+      SpaceTensor3<const float, Space>, const std::function<void()>&, std::int64_t);
 
 RFA_INSTANTIATE_SINKS(float, Kokkos::HostSpace)
 RFA_INSTANTIATE_SINKS(bf16_t, Kokkos::HostSpace)

@@ -28,16 +28,23 @@ template <class T, class Space>
 void apply_sinks(const typename Space::execution_space& exec, const float* sinks, SpaceTensor4<T, Space> out,
                  SpaceTensor3<float, Space> lse);
 
+/// Rows of one head that one team of sink_gradient_part sums: a device gets heads x
+/// ceil(rows / this) teams, not one per head (16 heads would keep 16 of an H100's 132 SMs busy).
+inline constexpr std::int64_t kSinkGradientRowsPerTeam = 1024;
+
 /// This rank's part of each head's sink gradient: -sum over its rows (every batch entry) of
 /// exp(sinks[h] - lse) * sum_d dout * out, with out and lse the forward's results (the sink
 /// included). Returns [heads] values in float64, on the host: `wait_for_kernel`, called once the
 /// kernel is queued, waits for `exec` (a device context's under its deadline: a blocking wait or a
 /// copy to pageable host memory behind a kernel that never ends would hang); none: exec.fence().
+/// Each team sums `rows_per_team` rows (>= 1) of one head; the host adds a head's teams in
+/// order, so the result depends on the shape and rows_per_team only.
 template <class T, class Space>
 std::vector<double> sink_gradient_part(const typename Space::execution_space& exec, const float* sinks,
                                        SpaceTensor4<const T, Space> out, SpaceTensor4<const T, Space> dout,
                                        SpaceTensor3<const float, Space> lse,
-                                       const std::function<void()>& wait_for_kernel = {});
+                                       const std::function<void()>& wait_for_kernel = {},
+                                       std::int64_t rows_per_team = kSinkGradientRowsPerTeam);
 
 }  // namespace engine
 }  // namespace rfa

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The attention sinks' two kernels (engine/attention_sinks.hpp) on the host, against float64
+// sums of the same stored values: sink_gradient_part with its rows cut into teams of 1 row, a few
+// rows, one short of the rows, all of them, one past and more than all (so a head's last team
+// holds a partial chunk, a whole one, or every row), heads with and without a sink; and
+// apply_sinks, a row that saw no key among them. The C API's suites hold both to the float64
+// attention with sinks.
+#include <gtest/gtest.h>
+
+#include <Kokkos_Core.hpp>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "engine/attention_sinks.hpp"
+
+namespace rfa::engine {
+namespace {
+
+using Host = Kokkos::HostSpace;
+
+template <class T>
+struct SinkCase {
+  std::int64_t B, L, H, D;
+  SpaceTensor4<T, Host> out, dout;
+  SpaceTensor3<float, Host> lse;
+  std::vector<float> sinks;
+
+  SinkCase(std::int64_t b, std::int64_t l, std::int64_t h, std::int64_t d, unsigned seed)
+      : B(b), L(l), H(h), D(d), out("out", b, l, h, d), dout("dout", b, l, h, d), lse("lse", b, h, l) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> value(-2.f, 2.f), log_sum(-1.f, 3.f);
+    for (std::int64_t i = 0; i < b; ++i)
+      for (std::int64_t r = 0; r < l; ++r)
+        for (std::int64_t k = 0; k < h; ++k) {
+          for (std::int64_t x = 0; x < d; ++x) {
+            out(i, r, k, x) = from_float<T>(value(gen));
+            dout(i, r, k, x) = from_float<T>(value(gen));
+          }
+          lse(i, k, r) = log_sum(gen);
+        }
+    // Every head has a sink but the second (-inf: none).
+    for (std::int64_t k = 0; k < h; ++k) sinks.push_back(k == 1 ? -INFINITY : 0.25f * float(k) - 0.5f);
+  }
+
+  /// -sum over rows of exp(s - lse) * sum_d dout * out, in float64 over the stored values.
+  std::vector<double> gradient() const {
+    std::vector<double> g(std::size_t(H), 0.0);
+    for (std::int64_t k = 0; k < H; ++k) {
+      if (sinks[std::size_t(k)] == -INFINITY) continue;
+      for (std::int64_t i = 0; i < B; ++i)
+        for (std::int64_t r = 0; r < L; ++r) {
+          double delta = 0.0;
+          for (std::int64_t x = 0; x < D; ++x)
+            delta += double(to_float(dout(i, r, k, x))) * double(to_float(out(i, r, k, x)));
+          g[std::size_t(k)] -= std::exp(double(sinks[std::size_t(k)]) - double(lse(i, k, r))) * delta;
+        }
+    }
+    return g;
+  }
+};
+
+template <class T>
+void check_gradient_in_teams(std::int64_t B, std::int64_t L) {
+  const SinkCase<T> c(B, L, 3, 8, 7u + unsigned(L));
+  const std::vector<double> want = c.gradient();
+  const std::int64_t rows = B * L;
+  for (std::int64_t per_team : {std::int64_t(1), std::int64_t(3), rows - 1, rows, rows + 1, std::int64_t(1024)}) {
+    if (per_team < 1) continue;
+    const std::vector<double> got = sink_gradient_part<T, Host>(Kokkos::DefaultHostExecutionSpace(), c.sinks.data(),
+                                                                c.out, c.dout, c.lse, {}, per_team);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      if (k == 1) {
+        EXPECT_EQ(got[k], 0.0) << "a head without a sink has no gradient (" << per_team << " rows a team)";
+        continue;
+      }
+      EXPECT_NEAR(got[k], want[k], 1e-12 * (1.0 + std::fabs(want[k])))
+          << "head " << k << ", " << rows << " rows, " << per_team << " rows a team";
+    }
+  }
+}
+
+TEST(SinkGradient, EveryCutOfTheRowsIntoTeamsSumsEveryRowOnce) {
+  check_gradient_in_teams<float>(2, 37);  // 74 rows
+  check_gradient_in_teams<bf16_t>(1, 5);
+  check_gradient_in_teams<fp16_t>(3, 1);
+  check_gradient_in_teams<bf16_t>(1, 1);  // one row: every cut is one team
+}
+
+TEST(SinkGradient, NoRowsGiveZeroAndNoTeamOfNoRowsIsTaken) {
+  const SinkCase<float> empty(2, 0, 3, 8, 1u);
+  const std::vector<double> got = sink_gradient_part<float, Host>(
+      Kokkos::DefaultHostExecutionSpace(), empty.sinks.data(), empty.out, empty.dout, empty.lse, {}, 4);
+  EXPECT_EQ(got, std::vector<double>(3, 0.0));
+
+  const SinkCase<float> c(1, 4, 3, 8, 2u);
+  try {
+    sink_gradient_part<float, Host>(Kokkos::DefaultHostExecutionSpace(), c.sinks.data(), c.out, c.dout, c.lse, {}, 0);
+    ADD_FAILURE() << "teams of 0 rows were taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), RFA_ERROR_INTERNAL);
+  }
+}
+
+TEST(ApplySinks, FoldsTheSinkIntoEveryRowOfTheHeadsThatHaveOne) {
+  SinkCase<float> c(2, 5, 3, 4, 3u);
+  c.lse(1, 0, 2) = -INFINITY;  // a row that saw no key: its lse becomes the sink's, its out 0
+  const SinkCase<float> before(2, 5, 3, 4, 3u);
+  apply_sinks<float, Host>(Kokkos::DefaultHostExecutionSpace(), c.sinks.data(), c.out, c.lse);
+  for (std::int64_t i = 0; i < c.B; ++i)
+    for (std::int64_t k = 0; k < c.H; ++k)
+      for (std::int64_t r = 0; r < c.L; ++r) {
+        const double s = c.sinks[std::size_t(k)];
+        const double old = (i == 1 && k == 0 && r == 2) ? -INFINITY : double(before.lse(i, k, r));
+        const double want = s == -INFINITY ? old : std::log(std::exp(old) + std::exp(s));
+        EXPECT_NEAR(c.lse(i, k, r), want, 1e-5 * (1.0 + std::fabs(want))) << i << "," << k << "," << r;
+        const double factor = s == -INFINITY ? 1.0 : std::exp(old - want);
+        for (std::int64_t x = 0; x < c.D; ++x)
+          EXPECT_NEAR(c.out(i, r, k, x), double(before.out(i, r, k, x)) * factor, 1e-5)
+              << i << "," << r << "," << k << "," << x;
+      }
+}
+
+}  // namespace
+}  // namespace rfa::engine
