@@ -12,26 +12,55 @@
 namespace rfa {
 namespace engine {
 
+namespace {
+
+// A row's lse after its head's sink s joins it, log(exp(before) + exp(s)), without overflow (the
+// plain C functions: host and device code alike); before = -inf (no key seen) gives s.
+KOKKOS_INLINE_FUNCTION float lse_with_sink(float before, float s) {
+  const float high = before > s ? before : s, low = before > s ? s : before;
+  return high + ::log1pf(::expf(low - high));
+}
+
+// Lanes a row's values are scaled by on a device: a warp's lanes read one row's contiguous head
+// dim together, where a thread per row read rows a head's stride apart. Host backends take one.
+constexpr int kSinkRowLanes = 32;
+
+}  // namespace
+
 template <class T, class Space>
 void apply_sinks(const typename Space::execution_space& exec, const float* sinks, SpaceTensor4<T, Space> out,
-                 SpaceTensor3<float, Space> lse) {
+                 SpaceTensor3<float, Space> lse, std::int64_t rows_per_team) {
   using Exec = typename Space::execution_space;
+  using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
   const std::int64_t B = out.extent(0), L = out.extent(1), H = out.extent(2), D = out.extent(3);
-  if (B * L * H == 0) return;
+  if (rows_per_team < 1) fail(RFA_ERROR_INTERNAL, "apply_sinks: rows_per_team ", rows_per_team, " < 1");
+  const std::int64_t rows = B * H * L;  // row r: entry r / (H L), head (r / L) % H, position r % L
+  if (rows == 0) return;
+  // The values first, each row's lanes all reading its lse before the second kernel rewrites it.
+  const std::int64_t teams = (rows + rows_per_team - 1) / rows_per_team;
   Kokkos::parallel_for(
-      "rfa::apply_sinks", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, B * H * L),
+      "rfa::apply_sinks", Kokkos::TeamPolicy<Exec>(exec, int(teams), Kokkos::AUTO, kSinkRowLanes),
+      KOKKOS_LAMBDA(const Team& team) {
+        const std::int64_t first = std::int64_t(team.league_rank()) * rows_per_team;
+        const std::int64_t last = rows - first < rows_per_team ? rows : first + rows_per_team;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](std::int64_t r) {
+          const std::int64_t b = r / (H * L), h = (r / L) % H, i = r % L;
+          const float s = sinks[h];
+          if (s == -INFINITY) return;  // no sink for this head
+          const float before = lse(b, h, i);
+          const float after = lse_with_sink(before, s);
+          const float factor = ::expf(before - after);
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, D), [&](std::int64_t d) {
+            out(b, i, h, d) = from_float<T>(to_float(out(b, i, h, d)) * factor);
+          });
+        });
+      });
+  Kokkos::parallel_for(
+      "rfa::apply_sinks_lse", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, rows),
       KOKKOS_LAMBDA(std::int64_t r) {
         const std::int64_t b = r / (H * L), h = (r / L) % H, i = r % L;
         const float s = sinks[h];
-        if (s == -INFINITY) return;  // no sink for this head
-        const float before = lse(b, h, i);
-        // log(exp(before) + exp(s)) without overflow (the plain C functions: host and device
-        // code alike); before = -inf (no key seen) gives s.
-        const float high = before > s ? before : s, low = before > s ? s : before;
-        const float after = high + ::log1pf(::expf(low - high));
-        const float factor = ::expf(before - after);
-        lse(b, h, i) = after;
-        for (std::int64_t d = 0; d < D; ++d) out(b, i, h, d) = from_float<T>(to_float(out(b, i, h, d)) * factor);
+        if (s != -INFINITY) lse(b, h, i) = lse_with_sink(lse(b, h, i), s);
       });
   if constexpr (std::is_same<Space, Kokkos::HostSpace>::value) exec.fence();
 }
@@ -93,7 +122,7 @@ std::vector<double> sink_gradient_part(const typename Space::execution_space& ex
 
 #define RFA_INSTANTIATE_SINKS(T, Space)                                                                        \
   template void apply_sinks<T, Space>(const Space::execution_space&, const float*, SpaceTensor4<T, Space>,     \
-                                      SpaceTensor3<float, Space>);                                             \
+                                      SpaceTensor3<float, Space>, std::int64_t);                               \
   template std::vector<double> sink_gradient_part<T, Space>(                                                   \
       const Space::execution_space&, const float*, SpaceTensor4<const T, Space>, SpaceTensor4<const T, Space>, \
       SpaceTensor3<const float, Space>, const std::function<void()>&, std::int64_t);

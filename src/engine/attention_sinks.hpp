@@ -21,16 +21,18 @@
 namespace rfa {
 namespace engine {
 
+/// Rows one team of either sinks kernel takes: a device gets about rows / this teams (the
+/// gradient: heads x ceil(rows / this)), not one per head (16 heads would keep 16 of an H100's
+/// 132 SMs busy).
+inline constexpr std::int64_t kSinkRowsPerTeam = 1024;
+
 /// Folds `sinks` ([heads] fp32, in `Space`) into a finished forward's `out` [batch][rows][heads][dim]
 /// and `lse` [batch][heads][rows], in place. A sink of -inf changes nothing. Queued on `exec`
-/// (the host's runs before it returns).
+/// (the host's runs before it returns). A team scales `rows_per_team` (>= 1) rows, each row's
+/// head dim across the lanes of a vector.
 template <class T, class Space>
 void apply_sinks(const typename Space::execution_space& exec, const float* sinks, SpaceTensor4<T, Space> out,
-                 SpaceTensor3<float, Space> lse);
-
-/// Rows of one head that one team of sink_gradient_part sums: a device gets heads x
-/// ceil(rows / this) teams, not one per head (16 heads would keep 16 of an H100's 132 SMs busy).
-inline constexpr std::int64_t kSinkGradientRowsPerTeam = 1024;
+                 SpaceTensor3<float, Space> lse, std::int64_t rows_per_team = kSinkRowsPerTeam);
 
 /// This rank's part of each head's sink gradient: -sum over its rows (every batch entry) of
 /// exp(sinks[h] - lse) * sum_d dout * out, with out and lse the forward's results (the sink
@@ -44,7 +46,7 @@ std::vector<double> sink_gradient_part(const typename Space::execution_space& ex
                                        SpaceTensor4<const T, Space> out, SpaceTensor4<const T, Space> dout,
                                        SpaceTensor3<const float, Space> lse,
                                        const std::function<void()>& wait_for_kernel = {},
-                                       std::int64_t rows_per_team = kSinkGradientRowsPerTeam);
+                                       std::int64_t rows_per_team = kSinkRowsPerTeam);
 
 }  // namespace engine
 }  // namespace rfa
