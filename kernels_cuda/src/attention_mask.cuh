@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Global token positions and the mask as the kernels see them: a position map flattened to
-// two affine pieces, the causal mask, window and documents, and the classification of a
-// (query tile, key tile) pair as skipped, partially masked or fully visible.
+// two affine pieces, the causal mask, window and documents, the classification of a (query
+// tile, key tile) pair as skipped, partially masked or fully visible, and the mask inside a
+// partial tile.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
-// Keeps the next loop rolled in device code; host compilers (the mask's host test) do without.
+// Keeps the next loop rolled, or unrolls it, in device code; host compilers (the mask's host
+// test) do without.
 #ifdef __CUDACC__
 #define RFA_CUDA_ROLLED_LOOP _Pragma("unroll 1")
+#define RFA_CUDA_UNROLLED_LOOP _Pragma("unroll")
 #else
 #define RFA_CUDA_ROLLED_LOOP
+#define RFA_CUDA_UNROLLED_LOOP
 #endif
 
 namespace rfa_cuda {
@@ -229,6 +234,41 @@ template <RangesInPair kRanges = kWithRanges>
 __device__ __forceinline__ bool visible_pair(const DeviceMask& mask, const MaskedIndex& q, const MaskedIndex& k) {
   return q.inside && k.inside && mask.in_causal_window(q.position, k.position) && q.document == k.document &&
          (!kRanges || !mask.ranges.on || mask.ranges.visible(q.position, k.position));
+}
+
+// Which side of the scores a warp's accumulator rows are: queries (S = Q K^T in the forward and
+// the dQ pass) or keys (S^T = K Q^T in the backward).
+enum class FragmentRows { kQueries, kKeys };
+
+// Sets to -inf the scores of a partial tile that the mask hides, in one thread's share of a
+// warp's accumulators: kBlocks blocks of 8 columns, as mma m16n8k16 lays them out (g = lane / 4,
+// t = lane % 4): element e of block nb is row first_row + g + 8 (e / 2), column first_col + 8 nb
+// + 2 t + e % 2, both local indices of their side. The thread's two rows and each of its columns
+// find their position and document once (masked_index), not at every pair.
+template <FragmentRows kRows, int kBlocks>
+__device__ __forceinline__ void mask_fragment(float (&scores)[kBlocks][4], const DeviceMask& mask,
+                                              const DevicePositions& q_positions, const DevicePositions& k_positions,
+                                              int seq_q, int seq_k, int first_row, int first_col, int lane) {
+  constexpr bool kRowsAreQueries = kRows == FragmentRows::kQueries;
+  const DevicePositions& row_positions = kRowsAreQueries ? q_positions : k_positions;
+  const DevicePositions& col_positions = kRowsAreQueries ? k_positions : q_positions;
+  const int row_seq = kRowsAreQueries ? seq_q : seq_k, col_seq = kRowsAreQueries ? seq_k : seq_q;
+  MaskedIndex rows[2];
+  RFA_CUDA_UNROLLED_LOOP
+  for (int half = 0; half < 2; ++half)
+    rows[half] = masked_index(mask, row_positions, first_row + lane / 4 + 8 * half, row_seq);
+  RFA_CUDA_UNROLLED_LOOP
+  for (int nb = 0; nb < kBlocks; ++nb) {
+    RFA_CUDA_UNROLLED_LOOP
+    for (int c = 0; c < 2; ++c) {
+      const MaskedIndex col = masked_index(mask, col_positions, first_col + 8 * nb + 2 * (lane % 4) + c, col_seq);
+      RFA_CUDA_UNROLLED_LOOP
+      for (int half = 0; half < 2; ++half) {
+        const bool seen = kRowsAreQueries ? visible_pair(mask, rows[half], col) : visible_pair(mask, col, rows[half]);
+        if (!seen) scores[nb][2 * half + c] = -INFINITY;
+      }
+    }
+  }
 }
 
 }  // namespace detail

@@ -195,23 +195,10 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim>::kThreads,
         for (int e = 0; e < 4; ++e) dpt[nb][e] -= delta_s[nb * 8 + quad * 2 + (e % 2)];
       }
     }
-    // The mask after the cap, whose tanh would make its -inf finite. A thread's two keys and each
-    // of its queries find their position and document once (masked_index), not at every pair.
+    // The mask after the cap, whose tanh would make its -inf finite.
     if (kind == TileKind::kPartial) {
-      MaskedIndex keys[2];
-#pragma unroll
-      for (int half = 0; half < 2; ++half)
-        keys[half] = masked_index(mask, dims.k_positions, k_first + warp * 16 + group + half * 8, dims.seq_k);
-#pragma unroll
-      for (int nb = 0; nb < kBlockM / 8; ++nb) {
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const MaskedIndex query = masked_index(mask, dims.q_positions, q_first + nb * 8 + quad * 2 + c, dims.seq_q);
-#pragma unroll
-          for (int half = 0; half < 2; ++half)
-            if (!visible_pair(mask, query, keys[half])) st[nb][2 * half + c] = -INFINITY;
-        }
-      }
+      mask_fragment<FragmentRows::kKeys>(st, mask, dims.q_positions, dims.k_positions, dims.seq_q, dims.seq_k,
+                                         k_first + warp * 16, q_first, lane);
     }
 
     // P^T = exp(scale S^T - lse), 0 where masked, and dS^T = P^T (dP^T - D), kept in dpt. lse =

@@ -4,7 +4,6 @@
 // visible, and the double-buffered K/V loads; their key loops' products are warp_products.cuh's.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 
 #include "attention_mask.cuh"
@@ -59,25 +58,11 @@ struct QueryTile {
   // Global query row of accumulator element e (0..3) of a warp's 16 x 8 tile: row g or g + 8.
   __device__ int row_of(int warp, int lane, int e) const { return q_first + warp * 16 + lane / 4 + (e / 2) * 8; }
   // Sets to -inf the scores of a partial key tile that the mask hides: s holds the warp's 16
-  // rows against the tile's kBlockN keys as accumulators. A thread's two rows and each of its
-  // columns find their position and document once (masked_index), not at every pair.
+  // rows against the tile's kBlockN keys as accumulators (mask_fragment).
   __device__ void mask_scores(float (&s)[kBlockN / 8][4], const AttentionDims& dims, int warp, int lane,
                               int k_tile) const {
-    MaskedIndex rows[2];
-#pragma unroll
-    for (int half = 0; half < 2; ++half)
-      rows[half] = masked_index(mask, dims.q_positions, row_of(warp, lane, 2 * half), dims.seq_q);
-#pragma unroll
-    for (int nb = 0; nb < kBlockN / 8; ++nb) {
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const int col = k_tile * kBlockN + nb * 8 + (lane % 4) * 2 + c;
-        const MaskedIndex key = masked_index(mask, dims.k_positions, col, dims.seq_k);
-#pragma unroll
-        for (int half = 0; half < 2; ++half)
-          if (!visible_pair(mask, rows[half], key)) s[nb][2 * half + c] = -INFINITY;
-      }
-    }
+    mask_fragment<FragmentRows::kQueries>(s, mask, dims.q_positions, dims.k_positions, dims.seq_q, dims.seq_k,
+                                          q_first + warp * 16, k_tile * kBlockN, lane);
   }
 };
 

@@ -141,6 +141,53 @@ int check_every_tile(const Case& c) {
   return tiles;
 }
 
+/// mask_fragment over every lane of a warp, both sides as rows, at first rows and columns that
+/// put a fragment across a sequence's end or wholly past it, against the documented rule at the
+/// pair mma m16n8k16's accumulator layout gives each element (g = lane / 4, t = lane % 4: row g +
+/// 8 (e / 2), column 8 nb + 2 t + e % 2). Returns the fragments checked; stops at the first
+/// disagreement (reported).
+int check_fragments(const Case& c) {
+  int fragments = 0;
+  for (const PositionMap& q : small_position_maps())
+    for (const PositionMap& k : small_position_maps()) {
+      const DevicePositions dq = device_positions(q), dk = device_positions(k);
+      const int seq_q = int(q.length()), seq_k = int(k.length());
+      for (bool rows_are_queries : {true, false}) {
+        const int row_seq = rows_are_queries ? seq_q : seq_k, col_seq = rows_are_queries ? seq_k : seq_q;
+        for (int first_row : {0, row_seq - 16, row_seq - 9, row_seq - 1, row_seq})
+          for (int first_col : {0, col_seq - 16, col_seq - 9, col_seq - 1, col_seq}) {
+            if (first_row < 0 || first_col < 0) continue;
+            for (int lane = 0; lane < 32; ++lane) {
+              float scores[2][4];
+              for (auto& block : scores)
+                for (float& x : block) x = 1.f;
+              if (rows_are_queries)
+                mask_fragment<FragmentRows::kQueries>(scores, c.device, dq, dk, seq_q, seq_k, first_row, first_col,
+                                                      lane);
+              else
+                mask_fragment<FragmentRows::kKeys>(scores, c.device, dq, dk, seq_q, seq_k, first_row, first_col, lane);
+              ++fragments;
+              for (int nb = 0; nb < 2; ++nb)
+                for (int e = 0; e < 4; ++e) {
+                  const int row = first_row + lane / 4 + 8 * (e / 2), col = first_col + 8 * nb + 2 * (lane % 4) + e % 2;
+                  const int qi = rows_are_queries ? row : col, ki = rows_are_queries ? col : row;
+                  const bool want = qi < seq_q && ki < seq_k && c.truth(q(qi), k(ki));
+                  if ((scores[nb][e] == 1.f) != want) {
+                    ADD_FAILURE() << c.name << ": mask_fragment with " << (rows_are_queries ? "query" : "key")
+                                  << " rows from " << first_row << ", columns from " << first_col << ", lane " << lane
+                                  << ", element " << e << " of block " << nb << " (query " << qi << ", key " << ki
+                                  << ") is " << (want ? "masked" : "kept") << " (queries from " << q(0)
+                                  << ", keys from " << k(0) << ")";
+                    return fragments;
+                  }
+                }
+            }
+          }
+      }
+    }
+  return fragments;
+}
+
 /// The case for a causal flag, a window, documents and ranges (nullptr: none).
 Case make_case(bool causal, std::int64_t window, const std::vector<std::int64_t>& docs, const MaskRanges* ranges) {
   Case c;
@@ -169,6 +216,20 @@ TEST(CudaMaskOnHost, CausalWindowsAndDocumentsAgreeWithEveryPair) {
     for (std::int64_t window = 0; window <= 9; ++window)
       for (const auto& docs : kDocumentSets) tiles += check_every_tile(make_case(causal, window, docs, nullptr));
   EXPECT_GT(tiles, 1000000);
+}
+
+TEST(CudaMaskOnHost, EveryLaneMasksItsOwnElementsOfAPartialTile) {
+  int fragments = 0;
+  for (bool causal : {false, true})
+    for (std::int64_t window : {0, 1, 5})
+      for (const auto& docs : kDocumentSets) fragments += check_fragments(make_case(causal, window, docs, nullptr));
+  std::mt19937_64 rng(29);
+  for (int trial = 0; trial < 6; ++trial) {
+    const std::vector<rfa_mask_range_t> list = rfa_test::random_mask_ranges(rng, S, 1 + trial, {0, 3, 5, 9, 12, 15});
+    const MaskRanges ranges(list.data(), std::int64_t(list.size()), S, "ranges");
+    fragments += check_fragments(make_case(trial % 2 == 1, 0, kDocumentSets[std::size_t(trial) % 3], &ranges));
+  }
+  EXPECT_GT(fragments, 100000);
 }
 
 TEST(CudaMaskOnHost, RangesAgreeWithEveryPair) {
