@@ -175,25 +175,11 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim>::kThreads,
       rows_times_tile_transposed<T, DV, kBlockM>(dpt, RowFragments<T, DV, false>(v_s, warp, lane), do_s, lane);
     }
 
-    // dP^T - D in dpt (with dK); where scores are soft-capped, S^T capped and dP^T - D times the
-    // cap's slope (one test around the loops, so that the plain scores have no cap's code in
-    // their way).
-    if (dims.cap.on) {
-#pragma unroll
-      for (int nb = 0; nb < kBlockM / 8; ++nb) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float slope;
-          st[nb][e] = dims.cap.apply(st[nb][e], slope);
-          if constexpr (kKey) dpt[nb][e] = (dpt[nb][e] - delta_s[nb * 8 + quad * 2 + (e % 2)]) * slope;
-        }
-      }
-    } else if constexpr (kKey) {
-#pragma unroll
-      for (int nb = 0; nb < kBlockM / 8; ++nb) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) dpt[nb][e] -= delta_s[nb * 8 + quad * 2 + (e % 2)];
-      }
+    // S^T capped where scores are soft-capped; with dK, dP^T - D in dpt, times the cap's slope.
+    if constexpr (kKey) {
+      cap_scores_less_row_term(dims.cap, st, dpt, [&](int nb, int e) { return delta_s[nb * 8 + quad * 2 + e % 2]; });
+    } else {
+      cap_scores(dims.cap, st);
     }
     // The mask after the cap, whose tanh would make its -inf finite.
     if (kind == TileKind::kPartial) {

@@ -112,25 +112,8 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim, kValueDim>::kThreads, 1)
     rows_times_tile_transposed<T, D, kBlockN>(s, q_rows, k_s, lane);     // S = Q K^T
     rows_times_tile_transposed<T, DV, kBlockN>(dp, do_rows, v_s, lane);  // dP = dO V^T
 
-    // dP - D in dp; where scores are soft-capped, S capped and dP - D times the cap's slope (one
-    // test around the loops, so that the plain scores have no cap's code in their way).
-    if (dims.cap.on) {
-#pragma unroll
-      for (int nb = 0; nb < kBlockN / 8; ++nb) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float slope;
-          s[nb][e] = dims.cap.apply(s[nb][e], slope);
-          dp[nb][e] = (dp[nb][e] - row_delta[e / 2]) * slope;
-        }
-      }
-    } else {
-#pragma unroll
-      for (int nb = 0; nb < kBlockN / 8; ++nb) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) dp[nb][e] -= row_delta[e / 2];
-      }
-    }
+    // dP - D in dp, S capped and dP - D times the cap's slope where scores are soft-capped.
+    cap_scores_less_row_term(dims.cap, s, dp, [&](int, int e) { return row_delta[e / 2]; });
     // The mask after the cap, whose tanh would make its -inf finite.
     if (kind == TileKind::kPartial) {
       tile.mask_scores(s, dims, warp, lane, k_tile);

@@ -96,16 +96,7 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim, kValueDim>::kThreads, 
     // S = Q K^T for 16 rows x kBlockN keys.
     float s[kBlockN / 8][4];
     rows_times_tile_transposed<T, D, kBlockN>(s, q_rows, k_s, lane);
-    // Soft-capped scores, before the mask, whose -inf the cap would make finite. One test around
-    // the loop, so that without a cap no branch stands at each score.
-    if (dims.cap.on) {
-#pragma unroll
-      for (int nb = 0; nb < kBlockN / 8; ++nb) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[nb][e] = dims.cap.apply(s[nb][e]);
-      }
-    }
-
+    cap_scores(dims.cap, s);  // before the mask
     if (kind == TileKind::kPartial) {
       tile.mask_scores(s, dims, warp, lane, k_tile);
     }

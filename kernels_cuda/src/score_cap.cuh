@@ -27,5 +27,43 @@ struct ScoreCap {
   __device__ __forceinline__ float apply(float s) const { return on ? out_of * tanhf(s * into_tanh) : s; }
 };
 
+// A thread's scores (kBlocks blocks of mma accumulators) capped in place where a cap is set. The
+// cap is tested once around the loop, so that without one no branch stands at each score. Before
+// the mask, whose -inf the cap would make finite.
+template <int kBlocks>
+__device__ __forceinline__ void cap_scores(const ScoreCap& cap, float (&s)[kBlocks][4]) {
+  if (!cap.on) return;
+#pragma unroll
+  for (int nb = 0; nb < kBlocks; ++nb) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[nb][e] = cap.apply(s[nb][e]);
+  }
+}
+
+// The backward's scores and dP before the mask: dp becomes dP - D, with row_term(nb, e) the row
+// term D of element e of block nb; where a cap is set, the scores are capped and dP - D takes the
+// cap's slope (dS = P (dP - D) slope once multiplied by P). One test of the cap around the loops.
+template <int kBlocks, class RowTerm>
+__device__ __forceinline__ void cap_scores_less_row_term(const ScoreCap& cap, float (&s)[kBlocks][4],
+                                                         float (&dp)[kBlocks][4], const RowTerm& row_term) {
+  if (cap.on) {
+#pragma unroll
+    for (int nb = 0; nb < kBlocks; ++nb) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float slope;
+        s[nb][e] = cap.apply(s[nb][e], slope);
+        dp[nb][e] = (dp[nb][e] - row_term(nb, e)) * slope;
+      }
+    }
+  } else {
+#pragma unroll
+    for (int nb = 0; nb < kBlocks; ++nb) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dp[nb][e] -= row_term(nb, e);
+    }
+  }
+}
+
 }  // namespace detail
 }  // namespace rfa_cuda

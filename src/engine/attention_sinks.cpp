@@ -21,6 +21,21 @@ KOKKOS_INLINE_FUNCTION float lse_with_sink(float before, float s) {
   return high + ::log1pf(::expf(low - high));
 }
 
+// Rows [first, last) of team `team` when rows are cut into teams of `per_team`.
+struct TeamRows {
+  std::int64_t first, last;
+};
+KOKKOS_INLINE_FUNCTION TeamRows team_rows(std::int64_t team, std::int64_t per_team, std::int64_t rows) {
+  const std::int64_t first = team * per_team;
+  return {first, first + per_team < rows ? first + per_team : rows};
+}
+
+// How many teams of `per_team` rows (>= 1; `kernel` names the caller otherwise) hold `rows`.
+std::int64_t team_count(std::int64_t rows, std::int64_t per_team, const char* kernel) {
+  if (per_team < 1) fail(RFA_ERROR_INTERNAL, kernel, ": rows_per_team ", per_team, " < 1");
+  return (rows + per_team - 1) / per_team;
+}
+
 // Lanes a row's values are scaled by on a device: a warp's lanes read one row's contiguous head
 // dim together, where a thread per row read rows a head's stride apart. Host backends take one.
 constexpr int kSinkRowLanes = 32;
@@ -33,17 +48,15 @@ void apply_sinks(const typename Space::execution_space& exec, const float* sinks
   using Exec = typename Space::execution_space;
   using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
   const std::int64_t B = out.extent(0), L = out.extent(1), H = out.extent(2), D = out.extent(3);
-  if (rows_per_team < 1) fail(RFA_ERROR_INTERNAL, "apply_sinks: rows_per_team ", rows_per_team, " < 1");
   const std::int64_t rows = B * H * L;  // row r: entry r / (H L), head (r / L) % H, position r % L
+  const std::int64_t teams = team_count(rows, rows_per_team, "apply_sinks");
   if (rows == 0) return;
   // The values first, each row's lanes all reading its lse before the second kernel rewrites it.
-  const std::int64_t teams = (rows + rows_per_team - 1) / rows_per_team;
   Kokkos::parallel_for(
       "rfa::apply_sinks", Kokkos::TeamPolicy<Exec>(exec, int(teams), Kokkos::AUTO, kSinkRowLanes),
       KOKKOS_LAMBDA(const Team& team) {
-        const std::int64_t first = std::int64_t(team.league_rank()) * rows_per_team;
-        const std::int64_t last = rows - first < rows_per_team ? rows : first + rows_per_team;
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](std::int64_t r) {
+        const TeamRows mine = team_rows(team.league_rank(), rows_per_team, rows);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, mine.first, mine.last), [&](std::int64_t r) {
           const std::int64_t b = r / (H * L), h = (r / L) % H, i = r % L;
           const float s = sinks[h];
           if (s == -INFINITY) return;  // no sink for this head
@@ -73,25 +86,23 @@ std::vector<double> sink_gradient_part(const typename Space::execution_space& ex
   using Exec = typename Space::execution_space;
   using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
   const std::int64_t B = out.extent(0), L = out.extent(1), H = out.extent(2), D = out.extent(3);
-  if (rows_per_team < 1) fail(RFA_ERROR_INTERNAL, "sink_gradient_part: rows_per_team ", rows_per_team, " < 1");
-  std::vector<double> part(std::size_t(H), 0.0);
   const std::int64_t rows = B * L;
+  const std::int64_t chunks = team_count(rows, rows_per_team, "sink_gradient_part");
+  std::vector<double> part(std::size_t(H), 0.0);
   if (H == 0 || rows == 0) return part;
   // One kernel for every (head, chunk of rows) and one copy back: a team sums a chunk.
-  const std::int64_t chunks = (rows + rows_per_team - 1) / rows_per_team;
   Kokkos::View<double*, Space> sums(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "rfa::sink_gradient_sums"),
                                     std::size_t(H * chunks));
   Kokkos::parallel_for(
       "rfa::sink_gradient", Kokkos::TeamPolicy<Exec>(exec, int(H * chunks), Kokkos::AUTO),
       KOKKOS_LAMBDA(const Team& team) {
-        const std::int64_t h = team.league_rank() / chunks, chunk = team.league_rank() % chunks;
-        const std::int64_t first = chunk * rows_per_team;
-        const std::int64_t last = first + rows_per_team < rows ? first + rows_per_team : rows;
+        const std::int64_t h = team.league_rank() / chunks;
+        const TeamRows mine = team_rows(team.league_rank() % chunks, rows_per_team, rows);
         const float s = sinks[h];
         double sum = 0.0;
         if (s != -INFINITY) {  // no sink: no mass, no gradient
           Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, first, last),
+              Kokkos::TeamThreadRange(team, mine.first, mine.last),
               [&](std::int64_t r, double& acc) {
                 const std::int64_t b = r / L, i = r % L;
                 double delta = 0.0;  // the row term D = sum_d dout * out
