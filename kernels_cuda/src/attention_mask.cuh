@@ -8,14 +8,18 @@
 #include <cmath>
 #include <cstdint>
 
-// Keeps the next loop rolled, or unrolls it, in device code; host compilers (the mask's host
-// test) do without.
+// Keeps the next loop rolled, or unrolls it, in device code; a function kept out of line on the
+// device (RFA_CUDA_OUT_OF_LINE) has registers of its own, so that a kernel's registers are sized
+// by its hot loop, not by code the loop calls rarely. Host compilers (the mask's host test) do
+// without.
 #ifdef __CUDACC__
 #define RFA_CUDA_ROLLED_LOOP _Pragma("unroll 1")
 #define RFA_CUDA_UNROLLED_LOOP _Pragma("unroll")
+#define RFA_CUDA_OUT_OF_LINE __noinline__
 #else
 #define RFA_CUDA_ROLLED_LOOP
 #define RFA_CUDA_UNROLLED_LOOP
+#define RFA_CUDA_OUT_OF_LINE
 #endif
 
 namespace rfa_cuda {
@@ -240,15 +244,22 @@ __device__ __forceinline__ bool visible_pair(const DeviceMask& mask, const Maske
 // the dQ pass) or keys (S^T = K Q^T in the backward).
 enum class FragmentRows { kQueries, kKeys };
 
-// Sets to -inf the scores of a partial tile that the mask hides, in one thread's share of a
-// warp's accumulators: kBlocks blocks of 8 columns, as mma m16n8k16 lays them out (g = lane / 4,
-// t = lane % 4): element e of block nb is row first_row + g + 8 (e / 2), column first_col + 8 nb
-// + 2 t + e % 2, both local indices of their side. The thread's two rows and each of its columns
-// find their position and document once (masked_index), not at every pair.
+// Which of one thread's scores in a partial tile the mask leaves visible, as bits: bit 4 nb + e
+// for element e of block nb of a warp's accumulators, kBlocks blocks of 8 columns as mma m16n8k16
+// lays them out (g = lane / 4, t = lane % 4): element e of block nb is row first_row + g + 8
+// (e / 2), column first_col + 8 nb + 2 t + e % 2, both local indices of their side. The thread's
+// two rows and each of its columns find their position and document once (masked_index), not at
+// every pair. Out of line on the device: only partial tiles call it, and its searches through
+// documents and ranges would otherwise size the registers of the kernels' whole key loop, whose
+// accumulators would then spill (perf/RESULTS.md, "2026-12-05 — the sm80 forward with 32 query
+// rows a warp (compile only)"). The masks are passed by value, so that no address of a kernel
+// parameter escapes into the call.
 template <FragmentRows kRows, int kBlocks>
-__device__ __forceinline__ void mask_fragment(float (&scores)[kBlocks][4], const DeviceMask& mask,
-                                              const DevicePositions& q_positions, const DevicePositions& k_positions,
-                                              int seq_q, int seq_k, int first_row, int first_col, int lane) {
+__device__ RFA_CUDA_OUT_OF_LINE std::uint64_t fragment_visibility(const DeviceMask mask,
+                                                                  const DevicePositions q_positions,
+                                                                  const DevicePositions k_positions, int seq_q,
+                                                                  int seq_k, int first_row, int first_col, int lane) {
+  static_assert(4 * kBlocks <= 64, "a thread's elements fit the bits");
   constexpr bool kRowsAreQueries = kRows == FragmentRows::kQueries;
   const DevicePositions& row_positions = kRowsAreQueries ? q_positions : k_positions;
   const DevicePositions& col_positions = kRowsAreQueries ? k_positions : q_positions;
@@ -257,6 +268,7 @@ __device__ __forceinline__ void mask_fragment(float (&scores)[kBlocks][4], const
   RFA_CUDA_UNROLLED_LOOP
   for (int half = 0; half < 2; ++half)
     rows[half] = masked_index(mask, row_positions, first_row + lane / 4 + 8 * half, row_seq);
+  std::uint64_t bits = 0;
   RFA_CUDA_UNROLLED_LOOP
   for (int nb = 0; nb < kBlocks; ++nb) {
     RFA_CUDA_UNROLLED_LOOP
@@ -265,8 +277,26 @@ __device__ __forceinline__ void mask_fragment(float (&scores)[kBlocks][4], const
       RFA_CUDA_UNROLLED_LOOP
       for (int half = 0; half < 2; ++half) {
         const bool seen = kRowsAreQueries ? visible_pair(mask, rows[half], col) : visible_pair(mask, col, rows[half]);
-        if (!seen) scores[nb][2 * half + c] = -INFINITY;
+        if (seen) bits |= std::uint64_t{1} << (4 * nb + 2 * half + c);
       }
+    }
+  }
+  return bits;
+}
+
+// Sets to -inf the scores of a partial tile that the mask hides, in one thread's share of a
+// warp's accumulators (the layout and arguments of fragment_visibility).
+template <FragmentRows kRows, int kBlocks>
+__device__ __forceinline__ void mask_fragment(float (&scores)[kBlocks][4], const DeviceMask& mask,
+                                              const DevicePositions& q_positions, const DevicePositions& k_positions,
+                                              int seq_q, int seq_k, int first_row, int first_col, int lane) {
+  const std::uint64_t bits =
+      fragment_visibility<kRows, kBlocks>(mask, q_positions, k_positions, seq_q, seq_k, first_row, first_col, lane);
+  RFA_CUDA_UNROLLED_LOOP
+  for (int nb = 0; nb < kBlocks; ++nb) {
+    RFA_CUDA_UNROLLED_LOOP
+    for (int e = 0; e < 4; ++e) {
+      if (((bits >> (4 * nb + e)) & 1u) == 0) scores[nb][e] = -INFINITY;
     }
   }
 }

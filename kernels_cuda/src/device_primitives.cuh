@@ -126,20 +126,32 @@ __device__ __forceinline__ int swizzled(int row, int col) {
 }
 
 // Copies a kRows x kCols tile of 16-bit elements (rows `row_stride` elements apart) into a
-// swizzled shared tile; rows >= valid_rows are zero-filled.
+// swizzled shared tile; rows >= valid_rows are zero-filled. A group of kSegment threads copies a
+// whole row (a segment of 8 16-byte chunks where the threads do not divide into whole rows: head
+// dim 192's 24), the same columns of rows kRowStep apart, a thread's source advancing by one
+// stride, so that no per-chunk 64-bit offsets stand for the compiler to keep across a kernel's
+// key loop (it kept them, and spilled them to local memory, in the forward at 32 rows a warp).
 template <int kRows, int kCols, int kThreads, typename T>
 __device__ __forceinline__ void load_tile_async(T* tile, const T* global, std::int64_t row_stride, int valid_rows) {
   constexpr int kChunksPerRow = kCols / 8;
-  constexpr int kChunks = kRows * kChunksPerRow;
-  static_assert(kChunks % kThreads == 0, "every thread copies the same number of chunks");
+  constexpr int kSegment = kThreads % kChunksPerRow == 0 ? kChunksPerRow : 8;  // chunks a group of threads copies
+  constexpr int kRowStep = kThreads / kSegment;
+  static_assert(kThreads % kSegment == 0 && kRows % kRowStep == 0, "every thread copies the same number of chunks");
+  const int first_row = static_cast<int>(threadIdx.x) / kSegment;
+  const int first_col = (static_cast<int>(threadIdx.x) % kSegment) * 8;
+  const T* src = global + first_row * row_stride + first_col;
+  const std::int64_t step = kRowStep * row_stride;
 #pragma unroll
-  for (int i = 0; i < kChunks / kThreads; ++i) {
-    const int chunk = i * kThreads + static_cast<int>(threadIdx.x);
-    const int row = chunk / kChunksPerRow;
-    const int col = (chunk % kChunksPerRow) * 8;
+  for (int i = 0; i < kRows / kRowStep; ++i) {
+    const int row = first_row + i * kRowStep;
     const bool valid = row < valid_rows;
-    const T* src = valid ? global + row * row_stride + col : global;
-    cp_async_16(shared_address(tile + swizzled<kCols>(row, col)), src, valid);
+#pragma unroll
+    for (int segment = 0; segment < kChunksPerRow / kSegment; ++segment) {
+      const int col = first_col + segment * kSegment * 8;
+      cp_async_16(shared_address(tile + swizzled<kCols>(row, col)), valid ? src + segment * kSegment * 8 : global,
+                  valid);
+    }
+    src += step;
   }
 }
 

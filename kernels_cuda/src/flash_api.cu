@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "api_support.hpp"
+#include "forward_rows_per_warp.hpp"
 #include "kernel_args.hpp"
 #include "launch_dispatch.cuh"
 #include "shape_mask.hpp"
@@ -230,6 +231,7 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   if (p == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "forward params is NULL");
   ForwardArgs a{};
   RFA_CUDA_TRY(check_shape(p->shape, a.dims));
+  RFA_CUDA_TRY(forward_rows_per_warp_from_environment(a.dims.value_dim, a.rows_per_warp));
   RFA_CUDA_TRY(check_tile_tensor("q", p->q, p->q_strides));
   RFA_CUDA_TRY(check_tile_tensor("k", p->k, p->k_strides));
   RFA_CUDA_TRY(check_tile_tensor("v", p->v, p->v_strides));
@@ -439,6 +441,8 @@ rfa_cuda_status rfa_cuda_check_head_dims(int64_t head_dim, int64_t value_head_di
                 "head_dim %lld with value head dim %lld is not supported: use one head dim of 32, 64, 128, 192 or 256, "
                 "or head_dim 192 with value_head_dim 128",
                 static_cast<long long>(head_dim), static_cast<long long>(value_dim));
+  int rows_per_warp = 16;
+  RFA_CUDA_TRY(forward_rows_per_warp_from_environment(value_dim, rows_per_warp));
   RFA_CUDA_TRY(check_device());
   return check_shared_memory(static_cast<int>(head_dim), static_cast<int>(value_dim), true, true, true);
 }

@@ -170,9 +170,9 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim>::kThreads,
     // S^T = K Q^T (over D) and, with dK, dP^T = V dO^T (over DV): 16 keys x kBlockM queries per
     // warp, the warp's key rows as the A operand.
     float st[kBlockM / 8][4], dpt[kBlockM / 8][4];
-    rows_times_tile_transposed<T, D, kBlockM>(st, RowFragments<T, D, false>(k_s, warp, lane), q_s, lane);
+    rows_times_tile_transposed<T, D, kBlockM>(st, RowFragments<T, D, false>(k_s, warp * 16, lane), q_s, lane);
     if constexpr (kKey) {
-      rows_times_tile_transposed<T, DV, kBlockM>(dpt, RowFragments<T, DV, false>(v_s, warp, lane), do_s, lane);
+      rows_times_tile_transposed<T, DV, kBlockM>(dpt, RowFragments<T, DV, false>(v_s, warp * 16, lane), do_s, lane);
     }
 
     // S^T capped where scores are soft-capped; with dK, dP^T - D in dpt, times the cap's slope.

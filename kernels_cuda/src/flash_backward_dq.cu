@@ -92,8 +92,8 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim, kValueDim>::kThreads, 1)
   __syncthreads();
 
   // The warp's 16 query rows of Q and dO as A fragments.
-  const RowFragments<T, D, Config::kRowsHeld> q_rows(q_tile, warp, lane);
-  const RowFragments<T, DV, Config::kRowsHeld> do_rows(do_tile, warp, lane);
+  const RowFragments<T, D, Config::kRowsHeld> q_rows(q_tile, warp * 16, lane);
+  const RowFragments<T, DV, Config::kRowsHeld> do_rows(do_tile, warp * 16, lane);
 
   int stage = 0;
   while (k_tile < tile.num_k_tiles) {

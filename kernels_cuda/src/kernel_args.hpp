@@ -30,7 +30,8 @@ struct ForwardArgs {
   StridedTensor q, k, v, out;
   bool out_fp32;
   float* lse;
-  bool merge;  // out (fp32) and lse hold a running result to merge this block into
+  bool merge;         // out (fp32) and lse hold a running result to merge this block into
+  int rows_per_warp;  // the sm_80 forward's query rows a warp: 16 or 32 (forward_rows_per_warp.hpp)
 };
 
 struct BackwardArgs {

@@ -55,14 +55,16 @@ struct QueryTile {
     }
     return k_tile;
   }
-  // Global query row of accumulator element e (0..3) of a warp's 16 x 8 tile: row g or g + 8.
-  __device__ int row_of(int warp, int lane, int e) const { return q_first + warp * 16 + lane / 4 + (e / 2) * 8; }
-  // Sets to -inf the scores of a partial key tile that the mask hides: s holds the warp's 16
+  // The tile's rows come in blocks of 16, block i holding rows 16i to 16i + 15 (a warp owns
+  // one block, or two in the forward with 32 rows a warp).
+  // Global query row of accumulator element e (0..3) of a block's 16 x 8 tile: row g or g + 8.
+  __device__ int row_of(int block, int lane, int e) const { return q_first + block * 16 + lane / 4 + (e / 2) * 8; }
+  // Sets to -inf the scores of a partial key tile that the mask hides: s holds a block's 16
   // rows against the tile's kBlockN keys as accumulators (mask_fragment).
-  __device__ void mask_scores(float (&s)[kBlockN / 8][4], const AttentionDims& dims, int warp, int lane,
+  __device__ void mask_scores(float (&s)[kBlockN / 8][4], const AttentionDims& dims, int block, int lane,
                               int k_tile) const {
     mask_fragment<FragmentRows::kQueries>(s, mask, dims.q_positions, dims.k_positions, dims.seq_q, dims.seq_k,
-                                          q_first + warp * 16, k_tile * kBlockN, lane);
+                                          q_first + block * 16, k_tile * kBlockN, lane);
   }
 };
 

@@ -13,7 +13,7 @@
 // usage: rfa_cuda_kernel_bench [--batch 2] [--heads 16] [--kv-heads H] [--seq 8192]
 //        [--dim 128] [--value-dim DV] [--dtype bf16|fp16] [--warmup 5] [--iters 30] [--json FILE]
 //        [--no-torch] [--torch-script PATH] [--peer-check] [--deterministic]
-//        [--path auto|sm80|sm90|all]
+//        [--path auto|sm80|sm90|all] [--rows-per-warp 16|32|both]
 // --value-dim gives V, out, dout and dV a head dim of their own (MLA's 192 / 128: --dim 192
 // --value-dim 128); the FLOPs are then 2 (d + dv) per visible score forward and 6 d + 4 dv
 // backward (perf/common/attention_work.hpp), the peers get V in that dim too.
@@ -21,6 +21,9 @@
 // --path picks the kernels' implementation (rfa_cuda_path; default auto); "all" times the sm80
 // path and, where it runs, the Hopper one (rows "fwd-sm90", "bwd-sm90"), each against the same
 // peers. The deterministic backward runs on the sm80 kernels whatever the path.
+// --rows-per-warp sets the sm80 forward's query rows a warp (RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP,
+// which it overrides; default: the variable as the environment holds it); "both" times the sm80
+// forward at 16 (rows "forward") and then at 32 (rows "fwd-w32"), in one run on the same inputs.
 // --peer-check runs only the peers and prints what each reported (no GPU needed to run it,
 // but the peers need one to report figures): a quick diagnosis of a missing peer column.
 // The peers run under $RFA_PEER_PYTHON (default python3); the script is looked for beside the
@@ -59,6 +62,7 @@ struct Options {
   bool peer_check = false;
   bool deterministic = false;
   std::string path = "auto";
+  std::string rows_per_warp;  // "16", "32", "both"; empty: the environment's
 };
 
 Options parse_options(int argc, char** argv) {
@@ -103,12 +107,18 @@ Options parse_options(int argc, char** argv) {
       o.deterministic = true;
     } else if (a == "--path") {
       o.path = value();
+    } else if (a == "--rows-per-warp") {
+      o.rows_per_warp = value();
+      if (o.rows_per_warp != "16" && o.rows_per_warp != "32" && o.rows_per_warp != "both")
+        throw OptionError("--rows-per-warp is 16, 32 or both, not '" + o.rows_per_warp + "'");
     } else {
       throw OptionError("unknown option " + a + " (see the comment at the top of kernel_bench.cu)");
     }
   }
   if (o.kv_heads == 0) o.kv_heads = o.heads;
   if (o.value_dim == 0) o.value_dim = o.dim;
+  if (o.rows_per_warp == "32" && o.value_dim > 128)
+    throw OptionError("--rows-per-warp 32 takes value head dims up to 128, not " + std::to_string(o.value_dim));
   if (o.path != "auto" && o.path != "sm80" && o.path != "sm90" && o.path != "all") {
     throw rfa::perf::OptionError("--path is auto, sm80, sm90 or all, not " + o.path);
   }
@@ -249,7 +259,7 @@ PeerResult peer_result(const PeerResults& all, const char* peer, const std::stri
 }
 
 struct Row {
-  std::string pass;  // forward, fwd-sm90, backward, bwd-det
+  std::string pass;  // forward, fwd-w32, fwd-sm90, backward, bwd-sm90, bwd-det
   bool causal;
   double ms, tflops;
   PeerResult peers[2];               // kPeers order
@@ -308,9 +318,19 @@ int main(int argc, char** argv) {
   }
   std::string path_names;
   for (rfa_cuda_path p : paths) path_names += std::string(path_names.empty() ? "" : ",") + rfa_cuda_path_name(p);
-  std::printf("device %s, %s d=%d dv=%d B=%d H=%d Hkv=%d S=%d, kernel path %s\n", prop.name,
-              o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.dim, o.value_dim, o.batch, o.heads, o.kv_heads, o.seq,
-              path_names.c_str());
+  // The sm80 forward's layouts to time: the one asked for (the environment's by default), or 16
+  // then 32 rows a warp.
+  constexpr const char* kRowsPerWarp = "RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP";
+  if (o.rows_per_warp == "16" || o.rows_per_warp == "32") setenv(kRowsPerWarp, o.rows_per_warp.c_str(), 1);
+  const char* rows_setting = std::getenv(kRowsPerWarp);
+  const std::string rows_per_warp = o.rows_per_warp == "both"                          ? "16 and 32"
+                                    : rows_setting != nullptr && *rows_setting != '\0' ? rows_setting
+                                                                                       : "16";
+  std::printf("device %s, %s d=%d dv=%d B=%d H=%d Hkv=%d S=%d, kernel path %s, sm80 forward %s rows a warp\n",
+              prop.name, o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.dim, o.value_dim, o.batch, o.heads, o.kv_heads,
+              o.seq, path_names.c_str(), rows_per_warp.c_str());
+  if (o.rows_per_warp == "both" && o.value_dim > 128)
+    std::printf("no fwd-w32 rows: 32 rows a warp take value head dims up to 128, not %d\n", o.value_dim);
 
   const std::size_t q_elems = std::size_t(o.batch) * o.seq * o.heads * o.dim;
   const std::size_t kv_elems = std::size_t(o.batch) * o.seq * o.kv_heads * o.dim;
@@ -354,12 +374,19 @@ int main(int argc, char** argv) {
     f.out_dtype = o.dtype;
     f.lse = lse.as_float();
     const double flops = pass_flops(o, causal, false), backward_flops = pass_flops(o, causal, true);
-    // sm80 last: its out and lse feed the backward's delta.
+    // sm80 last (with "both", at 32 rows a warp after 16): its out and lse feed the backward's delta.
     for (auto path = paths.rbegin(); path != paths.rend(); ++path) {
       f.path = *path;
-      const Timing fwd = time_ms(o, [&] { RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr)); });
-      const std::string pass = *path == RFA_CUDA_PATH_SM90 ? "fwd-sm90" : "forward";
-      rows.push_back({pass, causal, fwd.median, flops / (fwd.median * 1e9), {}, fwd.samples, flops});
+      const bool both = *path == RFA_CUDA_PATH_SM80 && o.rows_per_warp == "both" && o.value_dim <= 128;
+      for (const char* rows_setting : both ? std::vector<const char*>{"16", "32"} : std::vector<const char*>{nullptr}) {
+        if (rows_setting != nullptr) setenv(kRowsPerWarp, rows_setting, 1);
+        const Timing fwd = time_ms(o, [&] { RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr)); });
+        const std::string pass = *path == RFA_CUDA_PATH_SM90                         ? "fwd-sm90"
+                                 : rows_setting != nullptr && rows_setting[0] == '3' ? "fwd-w32"
+                                                                                     : "forward";
+        rows.push_back({pass, causal, fwd.median, flops / (fwd.median * 1e9), {}, fwd.samples, flops});
+      }
+      if (both) unsetenv(kRowsPerWarp);  // the other passes and the peers run as the default had them
     }
 
     rfa_cuda_delta_params dp{};
@@ -451,6 +478,7 @@ int main(int argc, char** argv) {
     for (const Row& r : rows) {
       rfa_cuda_bench::Measurement m;
       const std::string pass = r.pass == "forward"    ? "fwd"
+                               : r.pass == "fwd-w32"  ? "fwd_w32"
                                : r.pass == "fwd-sm90" ? "fwd_sm90"
                                : r.pass == "backward" ? "bwd"
                                : r.pass == "bwd-sm90" ? "bwd_sm90"
@@ -460,7 +488,11 @@ int main(int argc, char** argv) {
       m.flops = r.flops;
       m.labels = {{"pass", r.pass},
                   {"mask", r.causal ? "causal" : "none"},
-                  {"path", r.pass == "fwd-sm90" || r.pass == "bwd-sm90" ? "sm90" : "sm80"}};
+                  {"path", r.pass == "fwd-sm90" || r.pass == "bwd-sm90" ? "sm90" : "sm80"},
+                  {"rows_per_warp", r.pass == "fwd-w32"         ? "32"
+                                    : r.pass != "forward"       ? "-"
+                                    : o.rows_per_warp == "both" ? "16"
+                                                                : rows_per_warp}};
       for (int p = 0; p < 2; ++p)
         m.peers.push_back({std::string("sdpa_") + kPeers[p], r.peers[p].ms, r.peers[p].error});
       if (peak.tflops > 0) m.counters.push_back({"peak_fraction", r.tflops / peak.tflops});

@@ -381,12 +381,13 @@ check_phase() {
 # ---------------------------------------------------------------- perf
 perf_phase() {
   begin_phase perf "${RFA_BUDGET_PERF:-230}"
-  # The kernels beside PyTorch's SDPA (flash and cuDNN backends) on both paths: B=2 H=16 S=8192
-  # d=128 bf16, full and causal, then GQA 16:4 at S=16384.
+  # The kernels beside PyTorch's SDPA (flash and cuDNN backends) on both paths, the sm80 forward
+  # in both its layouts (16 and 32 query rows a warp: rows "forward" and "fwd-w32"): B=2 H=16
+  # S=8192 d=128 bf16, full and causal, then GQA 16:4 at S=16384.
   step kernels.b2h16s8192 100 test -- "$bin/rfa_cuda_kernel_bench" --batch 2 --heads 16 --seq 8192 --dim 128 \
-    --path all --iters 20 --torch-script "$peer" --json "$(json kernels.b2h16s8192)"
+    --path all --rows-per-warp both --iters 20 --torch-script "$peer" --json "$(json kernels.b2h16s8192)"
   step kernels.gqa16x4s16384 70 test -- "$bin/rfa_cuda_kernel_bench" --batch 1 --heads 16 --kv-heads 4 --seq 16384 \
-    --dim 128 --path all --iters 10 --torch-script "$peer" --json "$(json kernels.gqa16x4s16384)"
+    --dim 128 --path all --rows-per-warp both --iters 10 --torch-script "$peer" --json "$(json kernels.gqa16x4s16384)"
   # rfa on cuDNN at one rank (the whole engine: rfa_forward / rfa_backward) at the same shape,
   # the sequence in one piece as the peer has it (zigzag would cut it in two: three or four
   # cuDNN calls on half-length blocks, merged).
@@ -438,7 +439,8 @@ perf_phase() {
   step kernels.b1h16s8192d256 60 test -- "$bin/rfa_cuda_kernel_bench" --batch 1 --heads 16 --seq 8192 --dim 256 \
     --path sm80 --iters 10 --torch-script "$peer" --json "$(json kernels.b1h16s8192d256)"
   step kernels.b1h16s8192d192v128 60 test -- "$bin/rfa_cuda_kernel_bench" --batch 1 --heads 16 --seq 8192 \
-    --dim 192 --value-dim 128 --path sm80 --iters 10 --torch-script "$peer" --json "$(json kernels.b1h16s8192d192v128)"
+    --dim 192 --value-dim 128 --path sm80 --rows-per-warp both --iters 10 --torch-script "$peer" \
+    --json "$(json kernels.b1h16s8192d192v128)"
 }
 
 # ---------------------------------------------------------------- million

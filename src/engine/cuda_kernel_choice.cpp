@@ -133,9 +133,12 @@ void require_gpu_fits_head_dims(comm::Communicator& comm, const AttentionConfig&
     require_device_support(config.device, config.head_dim, config.dv(), config.dtype, config.layout,
                            config.softmax_scale, config.softcap);
 #if RFA_ENGINE_CUDA
-    if (rfa_cuda_check_head_dims(config.head_dim, config.dv()) != RFA_CUDA_SUCCESS)
+    const rfa_cuda_status fits = rfa_cuda_check_head_dims(config.head_dim, config.dv());
+    if (fits == RFA_CUDA_ERROR_INVALID_ARGUMENT)  // the environment's layout of the sm_80 forward
+      fail(RFA_ERROR_INVALID_ARGUMENT, "this rank's environment: ", rfa_cuda_last_error_message());
+    if (fits != RFA_CUDA_SUCCESS)
       fail(RFA_ERROR_UNSUPPORTED,
-           "this rank's GPU cannot run rfa's CUDA kernels at these head dims: ", rfa_cuda_last_error_message());
+           "this rank cannot run rfa's CUDA kernels at these head dims: ", rfa_cuda_last_error_message());
 #endif
   });
 }

@@ -4,16 +4,19 @@
 // not, GQA, both dtypes and every head dim (32, 64, 128, 192, 256, and MLA's 192 / 128),
 // segment position maps, sliding windows and packed documents, soft-capped scores, masks given as ranges, fp32
 // accumulate modes, the delta and merge kernels. Every forward runs on each path this build and
-// device have (sm80; sm90 on a Hopper GPU when the build has it; the cases sm90 does not take
-// check that it refuses them by name). Argument checks run first and need no GPU; without a
+// device have (sm80, in both its layouts of query rows over warps where the value head dim takes
+// them; sm90 on a Hopper GPU when the build has it; the cases sm90 does not take check that it
+// refuses them by name). Argument checks run first and need no GPU; without a
 // device the program then prints "no CUDA device: skipping" and exits 77 (CTest: skipped).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "accuracy_support.cuh"
@@ -37,6 +40,47 @@ std::string path_tag(rfa_cuda_path path) {
 // case here).
 bool path_takes_head_dim(const Case& c, rfa_cuda_path path) {
   return path != RFA_CUDA_PATH_SM90 || ((c.head_dim == 64 || c.head_dim == 128) && c.value_dim == 0);
+}
+
+// The sm80 forward's layouts, chosen by RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP: 16 query rows a warp
+// (the default, the variable unset) and 32, which takes value head dims up to 128. Every forward
+// on the sm80 path runs in each layout the case's value head dim takes.
+constexpr const char* kRowsPerWarp = "RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP";
+
+// Sets the variable for its lifetime (nullptr: unset), and unsets it after.
+class RowsPerWarpSetting {
+ public:
+  explicit RowsPerWarpSetting(const char* value) {
+    if (value != nullptr)
+      setenv(kRowsPerWarp, value, 1);
+    else
+      unsetenv(kRowsPerWarp);
+  }
+  ~RowsPerWarpSetting() { unsetenv(kRowsPerWarp); }
+  RowsPerWarpSetting(const RowsPerWarpSetting&) = delete;
+  RowsPerWarpSetting& operator=(const RowsPerWarpSetting&) = delete;
+};
+
+// A forward's kernels: a path, and on sm80 the query rows a warp (0: the default layout).
+struct ForwardKernels {
+  rfa_cuda_path path;
+  int rows_per_warp;
+};
+
+// The forward kernels a case runs on: the other paths first, then the sm80 path at 32 rows a warp
+// where the value head dim takes it, then at its default last (whose out and lse the backward
+// checks use).
+std::vector<ForwardKernels> forward_kernels(const Case& c) {
+  std::vector<ForwardKernels> all;
+  for (auto path = kernel_paths.rbegin(); path != kernel_paths.rend(); ++path) {
+    if (*path == RFA_CUDA_PATH_SM80 && c.dv() <= 128) all.push_back({*path, 32});
+    all.push_back({*path, 0});
+  }
+  return all;
+}
+
+std::string forward_tag(const ForwardKernels& k) {
+  return path_tag(k.path) + (k.rows_per_warp == 32 ? ", 32 rows a warp" : "");
 }
 
 // D = rowsum(dout * out) for a case's shape into `delta` (out and its dtype left to the caller).
@@ -126,12 +170,13 @@ void run_case(const Case& c) {
   f.k = dk_in.get();
   f.v = dv_in.get();
   f.lse = lse.as_float();
-  // sm80 last: its fp32 out and lse feed the delta and the backward below.
-  for (auto path = kernel_paths.rbegin(); path != kernel_paths.rend(); ++path) {
-    f.path = *path;
+  // sm80 at its default layout last: its fp32 out and lse feed the delta and the backward below.
+  for (const ForwardKernels& kernels : forward_kernels(c)) {
+    const RowsPerWarpSetting rows(kernels.rows_per_warp == 32 ? "32" : nullptr);
+    f.path = kernels.path;
     f.out = out32.get();
     f.out_dtype = RFA_CUDA_FP32;
-    if (refused_on_path(c, f.shape, *path, rfa_cuda_flash_forward(&f, nullptr))) continue;
+    if (refused_on_path(c, f.shape, f.path, rfa_cuda_flash_forward(&f, nullptr))) continue;
     for (rfa_cuda_dtype out_type : {c.dtype, RFA_CUDA_FP32}) {
       DeviceArray& out = out_type == RFA_CUDA_FP32 ? out32 : out16;
       out.poison();
@@ -140,7 +185,7 @@ void run_case(const Case& c) {
       f.out_dtype = out_type;
       RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr));
       RFA_TEST_CUDA(cudaDeviceSynchronize());
-      const std::string tag = (out_type == RFA_CUDA_FP32 ? "fp32" : "dtype") + path_tag(*path);
+      const std::string tag = (out_type == RFA_CUDA_FP32 ? "fp32" : "dtype") + forward_tag(kernels);
       expect_close("forward out (" + tag + ")", out.download(), ref_out, low_out);
       expect_within("forward lse (" + tag + ")", lse.download(), ref_lse, 2e-3);
     }
@@ -280,9 +325,12 @@ struct ForwardReference {
 // Ring-style forward: the keys split in two blocks with their own position maps, each block's
 // fp32 partial merged into a running out/lse that starts as NaN / -inf: by the separate merge
 // kernel, or (fused) in the forward's epilogue.
-void run_merge_case(const Case& c, int split, bool fused, rfa_cuda_path path) {
-  std::printf("%s: %s merge of two key blocks (%d + %d rows), path %s\n", c.name.c_str(), fused ? "fused" : "separate",
-              split, c.seq_k - split, rfa_cuda_path_name(path));
+void run_merge_case(const Case& c, int split, bool fused, const ForwardKernels& kernels) {
+  const rfa_cuda_path path = kernels.path;
+  const RowsPerWarpSetting rows_per_warp(kernels.rows_per_warp == 32 ? "32" : nullptr);
+  std::printf("%s: %s merge of two key blocks (%d + %d rows), path %s%s\n", c.name.c_str(),
+              fused ? "fused" : "separate", split, c.seq_k - split, rfa_cuda_path_name(path),
+              kernels.rows_per_warp == 32 ? ", 32 rows a warp" : "");
   const ForwardReference r(c);
   const ref::Problem& p = r.p;
   const std::vector<double>&q = r.q, &k = r.k, &v = r.v;
@@ -350,7 +398,7 @@ void run_merge_case(const Case& c, int split, bool fused, rfa_cuda_path path) {
     RFA_TEST_CALL(rfa_cuda_merge_partial(&m, nullptr));
   }
   RFA_TEST_CUDA(cudaDeviceSynchronize());
-  const std::string tag = std::string(fused ? "fused merged" : "merged") + path_tag(path);
+  const std::string tag = std::string(fused ? "fused merged" : "merged") + forward_tag(kernels);
   expect_close(tag + " out", out.download(), ref_out, low_out);
   expect_within(tag + " lse", lse.download(), ref_lse, 2e-3);
 }
@@ -367,8 +415,9 @@ void expect_forward(const std::string& what, const rfa_cuda_forward_params& f, D
   std::vector<double> got_out = out.download(), got_lse = lse.download();
   got_out.resize(ref_out.size());
   got_lse.resize(ref_lse.size());
-  expect_close(what + " out" + path_tag(f.path), got_out, ref_out, low_out);
-  expect_within(what + " lse" + path_tag(f.path), got_lse, ref_lse, 2e-3);
+  const char* rows = f.path == RFA_CUDA_PATH_SM80 && std::getenv(kRowsPerWarp) != nullptr ? ", 32 rows a warp" : "";
+  expect_close(what + " out" + path_tag(f.path) + rows, got_out, ref_out, low_out);
+  expect_within(what + " lse" + path_tag(f.path) + rows, got_lse, ref_lse, 2e-3);
 }
 
 // Strided inputs, every path, forward and backward: K and V interleaved in one packed
@@ -411,9 +460,10 @@ void run_strided_case(const Case& c) {
   f.out = out.get();
   f.out_dtype = c.dtype;
   f.lse = lse.as_float();
-  for (rfa_cuda_path path : kernel_paths) {
-    if (!path_takes_head_dim(c, path)) continue;
-    f.path = path;
+  for (const ForwardKernels& kernels : forward_kernels(c)) {
+    if (!path_takes_head_dim(c, kernels.path)) continue;
+    const RowsPerWarpSetting rows(kernels.rows_per_warp == 32 ? "32" : nullptr);
+    f.path = kernels.path;
     expect_forward("strided forward", f, out, lse, ref_out, ref_lse, low_out);
   }
 
@@ -491,8 +541,10 @@ void run_broadcast_case(const Case& one, int batch) {
   f.out = out.get();
   f.out_dtype = one.dtype;
   f.lse = lse.as_float();
-  for (rfa_cuda_path path : kernel_paths) {
+  for (const ForwardKernels& kernels : forward_kernels(one)) {
+    const rfa_cuda_path path = kernels.path;
     if (!path_takes_head_dim(one, path)) continue;
+    const RowsPerWarpSetting rows(kernels.rows_per_warp == 32 ? "32" : nullptr);
     f.path = path;
     if (path != RFA_CUDA_PATH_SM90) {
       expect_forward("broadcast forward", f, out, lse, ref_out, ref_lse, low_out);
@@ -508,9 +560,10 @@ void run_broadcast_case(const Case& one, int batch) {
   // The first entry alone with the same strides: a zero batch stride over one entry repeats
   // nothing, and every path takes it (the Hopper path's descriptors with a stride of their own).
   f.shape.batch = 1;
-  for (rfa_cuda_path path : kernel_paths) {
-    if (!path_takes_head_dim(one, path)) continue;
-    f.path = path;
+  for (const ForwardKernels& kernels : forward_kernels(one)) {
+    if (!path_takes_head_dim(one, kernels.path)) continue;
+    const RowsPerWarpSetting rows(kernels.rows_per_warp == 32 ? "32" : nullptr);
+    f.path = kernels.path;
     expect_forward("batch stride 0 over one entry,", f, out, lse, r.ref_out, r.ref_lse, r.low_out);
   }
 }
@@ -518,6 +571,7 @@ void run_broadcast_case(const Case& one, int batch) {
 // Checks that need no GPU: bad arguments are refused with a status and a message.
 void run_argument_checks() {
   std::printf("argument checks\n");
+  unsetenv(kRowsPerWarp);  // the checks below expect the default layout, whatever the caller's environment
   alignas(16) static unsigned char dummy[64];
   rfa_cuda_forward_params f;
   rfa_cuda_forward_params_init(&f);
@@ -638,6 +692,48 @@ void run_argument_checks() {
   bad.out_dtype = RFA_CUDA_FP16;
   expect("out dtype fp16 with bf16 input", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
          "out_dtype");
+  {  // The sm80 forward's layout from the environment, checked before any device is asked for.
+    bad = f;
+    bad.q = nullptr;  // a value the variable takes lets the next check speak
+    for (const char* value : {"17", "32x", " 32", "0"}) {
+      const RowsPerWarpSetting rows(value);
+      expect((std::string(kRowsPerWarp) + "=\"" + value + "\"").c_str(), rfa_cuda_flash_forward(&bad, nullptr),
+             RFA_CUDA_ERROR_INVALID_ARGUMENT, "RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP is 16 or 32");
+    }
+    const struct {
+      std::int64_t head_dim, value_head_dim;
+      const char* value;
+      bool refused;
+    } layouts[] = {{256, 0, "32", true}, {192, 0, "32", true},  {192, 128, "32", false}, {128, 0, "32", false},
+                   {32, 0, "32", false}, {256, 0, "16", false}, {256, 0, "", false},     {192, 0, nullptr, false}};
+    for (const auto& l : layouts) {
+      const RowsPerWarpSetting rows(l.value);
+      bad.shape.head_dim = l.head_dim;
+      bad.shape.value_head_dim = l.value_head_dim;
+      const std::string what = std::string(kRowsPerWarp) + "=" + (l.value ? l.value : "(unset)") + ", d " +
+                               std::to_string(l.head_dim) + "/" + std::to_string(l.value_head_dim);
+      if (l.refused)
+        expect(what.c_str(), rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_UNSUPPORTED,
+               "=32 takes value head dims up to 128, not");
+      else
+        expect((what + " passes, q NULL").c_str(), rfa_cuda_flash_forward(&bad, nullptr),
+               RFA_CUDA_ERROR_INVALID_ARGUMENT, "q is NULL");
+    }
+    // The question a context asks at creation, on every rank, says the same.
+    {
+      const RowsPerWarpSetting rows("32");
+      expect("check_head_dims(256, 0) at 32 rows a warp", rfa_cuda_check_head_dims(256, 0), RFA_CUDA_ERROR_UNSUPPORTED,
+             "=32 takes value head dims up to 128, not 256");
+      expect("check_head_dims(192, 0) at 32 rows a warp", rfa_cuda_check_head_dims(192, 0), RFA_CUDA_ERROR_UNSUPPORTED,
+             "=32 takes value head dims up to 128, not 192");
+    }
+    {
+      const RowsPerWarpSetting rows("64");
+      expect("check_head_dims(128, 0) at 64 rows a warp", rfa_cuda_check_head_dims(128, 0),
+             RFA_CUDA_ERROR_INVALID_ARGUMENT,
+             "RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP is 16 or 32 (query rows a warp of the sm80 forward), not \"64\"");
+    }
+  }
   rfa_cuda_path chosen = RFA_CUDA_PATH_SM90;
   expect("unknown kernel path", rfa_cuda_resolve_path(static_cast<rfa_cuda_path>(7), &chosen),
          RFA_CUDA_ERROR_INVALID_ARGUMENT, "unknown kernel path 7");
@@ -960,16 +1056,13 @@ int main(int argc, char** argv) {
   merge_mla.value_dim = 128;
   Case merge_d192{"merge, d192 causal fp16", H, 192, 1, 200, 200, 2, 1, true};
   Case merge_d32{"merge, d32 full GQA 4:2", B, 32, 2, 150, 150, 4, 2, false};
-  for (rfa_cuda_path path : kernel_paths) {
-    for (bool fused : {false, true}) {
-      if (selected(merge.name)) run_merge_case(merge, 77, fused, path);
-      if (selected(merge_stripe.name)) run_merge_case(merge_stripe, 70, fused, path);
-      if (selected(merge_d256.name) && path_takes_head_dim(merge_d256, path))
-        run_merge_case(merge_d256, 96, fused, path);
-      if (selected(merge_mla.name) && path_takes_head_dim(merge_mla, path)) run_merge_case(merge_mla, 65, fused, path);
-      if (selected(merge_d192.name) && path_takes_head_dim(merge_d192, path))
-        run_merge_case(merge_d192, 64, fused, path);
-      if (selected(merge_d32.name) && path_takes_head_dim(merge_d32, path)) run_merge_case(merge_d32, 31, fused, path);
+  const std::pair<const Case*, int> merges[] = {{&merge, 77},     {&merge_stripe, 70}, {&merge_d256, 96},
+                                                {&merge_mla, 65}, {&merge_d192, 64},   {&merge_d32, 31}};
+  for (const auto& [c, split] : merges) {
+    if (!selected(c->name)) continue;
+    for (const ForwardKernels& kernels : forward_kernels(*c)) {
+      if (!path_takes_head_dim(*c, kernels.path)) continue;
+      for (bool fused : {false, true}) run_merge_case(*c, split, fused, kernels);
     }
   }
 

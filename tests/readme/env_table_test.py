@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""The environment tables (docs/environment.md) name every variable the sources read, and
-nothing else; the library's table repeats the registry (src/core/environment.cpp) row for row;
-and the library reads the environment only through that registry.
+"""The environment tables (docs/environment.md: the library's, rfa's CUDA kernels', the tools')
+name every variable the sources read, and nothing else; the library's table repeats the
+registry (src/core/environment.cpp) row for row; and the library reads the environment only
+through that registry.
 
 Reads: getenv("X"), constants named k...Env = "X" and registry rows {Env::..., "X", ...} (C,
 C++, CUDA), os.environ.get("X") (Python), and ${RFA_...} / $RFA_... in shell scripts and batch
@@ -120,8 +121,9 @@ def registry_problems(rows, dump):
 def main(root, dump=None):
     page = os.path.join(root, "docs", "environment.md")
     library_rows = table_rows(page, "## The library")
+    kernel_rows = table_rows(page, "## rfa's CUDA kernels")
     tool_rows = table_rows(page, "## The tools")
-    listed = names(library_rows) | names(tool_rows)
+    listed = names(library_rows) | names(kernel_rows) | names(tool_rows)
     read = read_variables(root)
     test_only = test_only_variables(root)
     read.update({v: where for v, where in test_only.items() if v not in read})
