@@ -302,11 +302,17 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
                 "grad_mode STORE needs a 16-byte aligned workspace of rfa_cuda_backward_workspace_size() bytes");
   RFA_CUDA_TRY(check_device());
+  // The deterministic mode runs the sm_80 kernels, with the dQ pass, whatever the path asks for
+  // (whether the Hopper kernels could run here or take the shape is beside the point).
   rfa_cuda_path path = RFA_CUDA_PATH_SM80;
-  RFA_CUDA_TRY(rfa_cuda_resolve_path(p->path, &path));
-  RFA_CUDA_TRY(check_path_fits(p->shape, path));
-  // The deterministic mode runs the sm_80 kernels whatever the path, with the dQ pass.
-  if (path == RFA_CUDA_PATH_SM80 || deterministic)
+  if (!deterministic) {
+    RFA_CUDA_TRY(rfa_cuda_resolve_path(p->path, &path));
+    RFA_CUDA_TRY(check_path_fits(p->shape, path));
+  } else if (p->path != RFA_CUDA_PATH_AUTO && p->path != RFA_CUDA_PATH_SM80 && p->path != RFA_CUDA_PATH_SM90) {
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "unknown kernel path %d (auto 0, sm80 1, sm90 2)",
+                static_cast<int>(p->path));
+  }
+  if (path == RFA_CUDA_PATH_SM80)
     RFA_CUDA_TRY(check_shared_memory(a.dims.head_dim, a.dims.value_dim, false, true, deterministic));
   a.q = resolve(p->q, p->q_strides, s.seq_q, s.heads, s.head_dim);
   a.k = resolve(p->k, p->k_strides, s.seq_k, s.kv_heads, s.head_dim);

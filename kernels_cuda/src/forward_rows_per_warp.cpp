@@ -19,8 +19,7 @@ rfa_cuda_status forward_rows_per_warp(const char* text, std::int64_t value_dim, 
                 kForwardRowsPerWarpEnv, text);
   rows = text[0] == '3' ? 32 : 16;
   if (rows == 32 && value_dim > kWideForwardValueDimMax)
-    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
-                "%s=32 takes value head dims up to %d, not %lld: unset it or set 16",
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED, "%s=32 takes value head dims up to %d, not %lld: unset it or set 16",
                 kForwardRowsPerWarpEnv, kWideForwardValueDimMax, static_cast<long long>(value_dim));
   return RFA_CUDA_SUCCESS;
 }

@@ -465,9 +465,10 @@ million_phase() {
 # ---------------------------------------------------------------- profile
 profile_phase() {
   begin_phase profile "${RFA_BUDGET_PROFILE:-240}"
-  # Races in the kernels (both paths, and the sm80 kernels' other head dims), then Nsight
-  # Compute on one launch of each forward and backward kernel (sm80 and sm90; full, then
-  # causal): the sections that say what bounds it.
+  # Races in the kernels (both paths, the sm80 forward in both layouts, and the sm80 kernels'
+  # other head dims), then Nsight Compute on one launch of each forward and backward kernel
+  # (sm80, its forward at 16 and 32 rows a warp, and sm90; full, then causal): the sections that
+  # say what bounds it.
   if tool_present compute-sanitizer; then
     step racecheck 120 tool -- compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/rfa_cuda_kernel_test" \
       --require-path sm90 --filter "zigzag q(rank 1)|window 37 + documents"
@@ -478,9 +479,9 @@ profile_phase() {
   tool_present ncu || { unavailable ncu.kernels 200 ncu; settle; return; }
   step ncu.kernels 200 tool -- ncu --clock-control none \
     --kernel-name regex:'flash_forward_kernel|forward_sm90_kernel|flash_backward_kernel|backward_sm90_kernel' \
-    --launch-skip 0 --launch-count 8 --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
+    --launch-skip 0 --launch-count 10 --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
     --section MemoryWorkloadAnalysis --section WarpStateStats "$bin/rfa_cuda_kernel_bench" --batch 2 --heads 16 \
-    --seq 8192 --dim 128 --warmup 0 --iters 1 --no-torch --path all
+    --seq 8192 --dim 128 --warmup 0 --iters 1 --no-torch --path all --rows-per-warp both
 }
 
 # ---------------------------------------------------------------- ab

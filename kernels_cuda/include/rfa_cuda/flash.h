@@ -179,7 +179,8 @@ typedef struct rfa_cuda_backward_params {
   int deterministic;
   /* The implementation, as for the forward (default RFA_CUDA_PATH_AUTO). With the Hopper path dQ
    * is summed by bulk adds from shared memory instead of per-element atomics (still in varying
-   * order); `deterministic` runs the sm_80 kernels whatever the path. */
+   * order); `deterministic` runs the sm_80 kernels whatever the path (the Hopper path is then
+   * neither resolved nor asked whether it takes the shape). */
   rfa_cuda_path path;
 } rfa_cuda_backward_params;
 
