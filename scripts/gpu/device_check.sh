@@ -12,12 +12,13 @@
 # suites on each kernel choice pinned explicitly, every strategy, np 1-4 over staged MPI and np 1
 # over NCCL, memcheck), perf (the speed and error measurements beside PyTorch's SDPA peers) or
 # million (a million tokens, checked) or profile (racecheck and Nsight Compute on the kernels)
-# or ab (a paired A/B of rfa's sm_80 kernels against the bundle's baseline revision: see below)
+# or ab (a paired A/B of rfa's sm_80 kernels against the bundle's baseline revision, and each
+# attention variant's cost: see below)
 # or backtrace (the commands RFA_BACKTRACE names, each with a crash report: see below);
 # default: check perf, what one call of a 15-minute lease holds (docs/gpus.md, "Checking on a
 # lent GPU", says how a lease is spent). Each phase has a budget of device seconds
 # (RFA_BUDGET_CHECK 330, RFA_BUDGET_PERF 230, RFA_BUDGET_MILLION 300, RFA_BUDGET_PROFILE 240,
-# RFA_BUDGET_AB 200):
+# RFA_BUDGET_AB 260):
 # no step may outlast what is left of it, nor outlast RFA_BUDGET_CALL (570) seconds from the
 # start of the script, so that one call ends inside the device tool's 10 minutes. A step's own
 # limit is generous; one whose limit had to be cut to what is left is reported "not finished"
@@ -35,7 +36,8 @@
 # ab runs the baseline's kernel benchmark (build_bundle.sh --baseline REV) and the current one in
 # turns, three times each, at B=2 H=16 S=8192 d=128 bf16 (the current one on its sm_80 kernels,
 # no peers), then scripts/gpu/ab_compare.py's ratio per row over the pairs: a report, never a
-# failure for a speed. A bundle without a baseline fails the phase saying so.
+# failure for a speed. A bundle without a baseline fails that part saying so. Then the main job
+# once per variant (variant_costs below) and scripts/gpu/variant_costs.py's ratios.
 # backtrace runs, for a crash seen in an earlier call, each command of RFA_BACKTRACE (separated
 # by ';', each "RANKS PROGRAM ARGS...", PROGRAM one of the bundle's, e.g. "2 rfa_run --device
 # cuda --strategy ulysses --seq 1024") with the bundle's crash report preloaded
@@ -486,23 +488,56 @@ profile_phase() {
 
 # ---------------------------------------------------------------- ab
 ab_phase() {
-  begin_phase ab "${RFA_BUDGET_AB:-200}"
+  begin_phase ab "${RFA_BUDGET_AB:-260}"
   local baseline=$bin/rfa_cuda_kernel_bench.baseline r pairs=()
   local shape=(--batch 2 --heads 16 --seq 8192 --dim 128 --dtype bf16 --warmup 5 --iters 20 --no-torch)
   if [ -z "$list" ] && [ ! -x "$baseline" ]; then
     selected ab.baseline.1 && pending+=("ab.baseline.1|0|test|FAILED (no baseline in the bundle: build_bundle.sh --baseline REV)")
     settle
-    return
+  else
+    # In turns, so that a drift of the clocks or the temperature falls on both sides alike.
+    for r in 1 2 3; do
+      step "ab.baseline.$r" 60 test -- "$baseline" "${shape[@]}" --json "$(json "ab.baseline.$r")"
+      step "ab.current.$r" 60 test -- "$bin/rfa_cuda_kernel_bench" "${shape[@]}" --path sm80 \
+        --json "$(json "ab.current.$r")"
+      pairs+=(--pair "$(json "ab.baseline.$r")" "$(json "ab.current.$r")")
+    done
+    step ab.compare 30 test LD_LIBRARY_PATH="$plain_library_path" -- python3 "$here/scripts/gpu/ab_compare.py" \
+      "${pairs[@]}" --json "$(json ab.compare)"
   fi
-  # In turns, so that a drift of the clocks or the temperature falls on both sides alike.
-  for r in 1 2 3; do
-    step "ab.baseline.$r" 60 test -- "$baseline" "${shape[@]}" --json "$(json "ab.baseline.$r")"
-    step "ab.current.$r" 60 test -- "$bin/rfa_cuda_kernel_bench" "${shape[@]}" --path sm80 \
-      --json "$(json "ab.current.$r")"
-    pairs+=(--pair "$(json "ab.baseline.$r")" "$(json "ab.current.$r")")
+  variant_costs
+}
+
+# What each variant costs: the main job at one rank on rfa's sm_80 kernels (B=2 H=16 S=8192
+# bf16, causal, the sequence in one piece), once per variant that leaves the plain run's visible
+# scores as they are (sinks; a soft cap; one document per sequence, given per sequence; the causal
+# mask given as one range), and MLA's 192 / 128 beside 192 / 192; the plain run again last, for
+# the drift. scripts/gpu/variant_costs.py sets each beside its base.
+variant_flags() {
+  case $1 in
+    plain | plain_end) echo --head-dim 128 --causal ;;
+    sinks) echo --head-dim 128 --causal --sinks ;;
+    softcap) echo --head-dim 128 --causal --softcap 30 ;;
+    documents) echo --head-dim 128 --causal --documents 8192/8192 ;;
+    ranges) echo --head-dim 128 --mask "ranges:$work/causal.ranges" ;;
+    d192) echo --head-dim 192 --causal ;;
+    mla) echo --head-dim 192 --value-head-dim 128 --causal ;;
+  esac
+}
+variant_costs() {
+  local v costs=()
+  [ -n "$list" ] || printf '0 8192 0 8192 causal\n' >"$work/causal.ranges"
+  for v in plain sinks softcap documents ranges d192 mla plain_end; do
+    # shellcheck disable=SC2046 # the flags are words
+    step "variants.$v" 40 test RFA_TRANSPORT=mpi -- $(ranks 1) "$bin/rfa_run" --device cuda $(run_flags rfa) \
+      --batch 2 --seq 8192 --heads 16 --dtype bf16 --layout contiguous $(variant_flags $v) --no-check --no-overlap \
+      --warmup 2 --repeat 10 --json "$(json "variants.$v")"
   done
-  step ab.compare 30 test LD_LIBRARY_PATH="$plain_library_path" -- python3 "$here/scripts/gpu/ab_compare.py" \
-    "${pairs[@]}" --json "$(json ab.compare)"
+  for v in plain d192; do costs+=(--run "$v" "$(json "variants.$v")"); done
+  for v in sinks softcap documents ranges plain_end; do costs+=(--variant "$v" "$(json "variants.$v")" plain); done
+  costs+=(--variant mla "$(json variants.mla)" d192)
+  step variants.compare 30 test LD_LIBRARY_PATH="$plain_library_path" -- python3 \
+    "$here/scripts/gpu/variant_costs.py" "${costs[@]}" --json "$(json variants.compare)"
 }
 
 # ---------------------------------------------------------------- backtrace

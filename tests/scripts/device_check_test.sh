@@ -56,6 +56,8 @@ while [ $# -gt 0 ]; do
         echo '{"results": [{"pass": "forward", "causal": false, "ms": 2.0}]}' >"$2" ;;
       rfa_cuda_kernel_bench)
         echo '{"program": "rfa_cuda_kernel_bench", "benchmarks": [{"run_type": "aggregate", "pass": "forward", "mask": "none", "path": "sm80", "real_time": 1.6}]}' >"$2" ;;
+      rfa_run)  # the main job's medians, which the ab phase's variant costs read (forward 2 ms, backward 5)
+        echo '{"program": "rfa_run", "benchmarks": [{"name": "main_job/fwd/contiguous_median", "run_type": "aggregate", "aggregate_name": "median", "real_time": 2.0, "tflops": 100}, {"name": "main_job/bwd/contiguous_median", "run_type": "aggregate", "aggregate_name": "median", "real_time": 5.0, "tflops": 80}]}' >"$2" ;;
       *) echo "{\"program\": \"$me\"}" >"$2" ;;
     esac
   fi
@@ -242,8 +244,15 @@ cp "$tmp/program" "$bundle/bin/rfa_cuda_kernel_bench.baseline"
 run_check "$tmp/out5j" bash "$script" --bundle "$bundle" ab
 rc=$?
 check "ab: exit code 0" [ $rc -eq 0 ]
-check "ab: in turns, then the comparison" \
-  [ "$(cut -f2 "$tmp/out5j/summary.tsv" | tr '\n' ' ')" = "ab.baseline.1 ab.current.1 ab.baseline.2 ab.current.2 ab.baseline.3 ab.current.3 ab.compare " ]
+check "ab: in turns, then the comparison, then each variant and theirs" \
+  [ "$(cut -f2 "$tmp/out5j/summary.tsv" | tr '\n' ' ')" = "ab.baseline.1 ab.current.1 ab.baseline.2 ab.current.2 ab.baseline.3 ab.current.3 ab.compare variants.plain variants.sinks variants.softcap variants.documents variants.ranges variants.d192 variants.mla variants.plain_end variants.compare " ]
+check "ab: every variant on rfa's sm_80 kernels at one rank, the shape of the plain run" \
+  [ "$(grep -cE "^rfa_run ranks=1 kernels=unset path=unset transport=mpi --device cuda --kernels rfa --kernel-path sm80 --batch 2 --seq 8192 --heads 16 --dtype bf16 --layout contiguous --head-dim (128|192) .*--no-check .*--json" "$tmp/out5j/ab.log")" -eq 8 ]
+check "ab: the variants whose visible scores are the plain run's (one document per sequence, the causal mask as one range)" \
+  sh -c "grep -q -- '--causal --documents 8192/8192 ' '$tmp/out5j/ab.log' && grep -q -- '--mask ranges:.*causal.ranges ' '$tmp/out5j/ab.log' && grep -q -- '--causal --sinks ' '$tmp/out5j/ab.log' && grep -q -- '--causal --softcap 30 ' '$tmp/out5j/ab.log'"
+check "ab: the range it gives is the whole causal mask" [ "$(cat "$tmp/work-out5j/causal.ranges")" = "0 8192 0 8192 causal" ]
+check "ab: each variant beside its base (MLA beside 192 / 192)" \
+  sh -c "grep -qE '^sinks +plain +forward +2.000 +2.000 +1.000 +1.000$' '$tmp/out5j/ab.log' && grep -qE '^mla +d192 +backward ' '$tmp/out5j/ab.log'"
 check "ab: the same shape on both sides, the current one on its sm_80 kernels, no peers" \
   sh -c "grep -q '^rfa_cuda_kernel_bench.baseline ranks=1 .*--batch 2 --heads 16 --seq 8192 --dim 128 --dtype bf16 .*--no-torch --json' '$tmp/out5j/ab.log' &&
          grep -q '^rfa_cuda_kernel_bench ranks=1 .*--batch 2 --heads 16 --seq 8192 --dim 128 --dtype bf16 .*--no-torch --path sm80 --json' '$tmp/out5j/ab.log'"
@@ -256,6 +265,8 @@ run_check "$tmp/out5k" bash "$script" --bundle "$bundle" ab
 rc=$?
 check "ab without a baseline: exit code 1, saying so" \
   sh -c "[ $rc -eq 1 ] && grep -q 'no baseline in the bundle: build_bundle.sh --baseline REV' '$tmp/out5k/summary.tsv'"
+check "ab without a baseline: the variants' costs still measured" \
+  grep -qE $'\tvariants.compare\tok\t' "$tmp/out5k/summary.tsv"
 
 # 6. No bundle, or an unknown phase: exit code 2 and why.
 mkdir -p "$tmp/empty"
