@@ -72,6 +72,13 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
                 static_cast<long long>(s.heads), static_cast<long long>(s.kv_heads));
   if (s.seq_q > INT_MAX / 2 || s.seq_k > INT_MAX / 2 || s.batch * s.heads > INT_MAX / 2)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "sequence or batch*heads too large for 32-bit tile indices");
+  // A backward CTA walks every (query head of its GQA group, query tile) pair with a 32-bit
+  // count, its query tiles at least 32 rows.
+  if ((s.heads / s.kv_heads) * ((s.seq_q + 31) / 32) > INT_MAX)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "a GQA group of %lld query heads over %lld query rows is more (head, query tile) pairs than the "
+                "backward's 32-bit walk counts: fewer heads per K/V head, or a shorter sequence per call",
+                static_cast<long long>(s.heads / s.kv_heads), static_cast<long long>(s.seq_q));
   const std::int64_t value_dim = s.value_head_dim != 0 ? s.value_head_dim : s.head_dim;
   if (s.value_head_dim == 0 && !takes_dims(Sm80DimPairs{}, s.head_dim, s.head_dim))
     return fail(RFA_CUDA_ERROR_UNSUPPORTED,

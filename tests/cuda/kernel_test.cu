@@ -609,6 +609,16 @@ void run_argument_checks() {
   expect("check_head_dims(128, 64)", rfa_cuda_check_head_dims(128, 64), RFA_CUDA_ERROR_UNSUPPORTED,
          "or head_dim 192 with value_head_dim 128");
   bad = f;
+  bad.q = nullptr;  // a shape that passes lets the next check speak
+  bad.shape.kv_heads = 1;
+  bad.shape.heads = 1 << 20;  // MQA: one group of 2^20 query heads
+  bad.shape.seq_q = 1 << 16;  // 2^11 tiles of 32 rows: 2^31 (head, tile) pairs, one past INT_MAX
+  expect("2^31 (head, query tile) pairs in a group", rfa_cuda_flash_forward(&bad, nullptr),
+         RFA_CUDA_ERROR_INVALID_ARGUMENT, "more (head, query tile) pairs than the backward's 32-bit walk");
+  bad.shape.seq_q = (1 << 16) - 32;  // 2^31 - 2^20 pairs
+  expect("2^31 - 2^20 pairs pass, q NULL", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
+         "q is NULL");
+  bad = f;
   bad.shape.heads = 3;
   bad.shape.kv_heads = 2;
   expect("heads % kv_heads != 0", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT, "kv_heads");
