@@ -14,8 +14,8 @@
 // Q and K have head dim D, V and out DV (equal but for MLA's 192 / 128). A thread holds D/4
 // registers of query fragments and DV/2 of output accumulator per block of 16 rows; where the two
 // would pass 112 (D = DV = 192 or 256; at 32 rows a warp also D = 128 and MLA's 192 / 128), the
-// query fragments are read from shared memory at each key tile instead. At DV = 256 a stage holds 32 keys (128 KB of
-// shared memory in all, which an A100 has).
+// query fragments are read from shared memory at each key tile instead. At DV = 256 a stage
+// holds 32 keys (128 KB of shared memory in all, which an A100 has).
 #include <cmath>
 #include <cstdint>
 
@@ -40,13 +40,10 @@ struct ForwardConfig {
   // Q tile + two stages of K and V tiles, 16-bit elements.
   static constexpr int kSmemBytes = (kBlockM * kHeadDim + 2 * kBlockN * (kHeadDim + kValueDim)) * 2;
 };
-// The 16-rows-a-warp layout, whose shared memory flash_forward_shared_bytes reports: the other
-// asks for the same.
+// The 16-rows-a-warp layout, whose shared memory flash_forward_shared_bytes reports (the other
+// asks for the same: launch_forward checks it for every pair it launches).
 template <int kHeadDim, int kValueDim>
 using NarrowForwardConfig = ForwardConfig<kHeadDim, kValueDim, 1>;
-static_assert(ForwardConfig<128, 128, 2>::kSmemBytes == NarrowForwardConfig<128, 128>::kSmemBytes &&
-                  ForwardConfig<192, 128, 2>::kSmemBytes == NarrowForwardConfig<192, 128>::kSmemBytes,
-              "both layouts ask for the same shared memory");
 
 // kMerge: out (fp32) and lse already hold the normalized result over earlier key blocks, and
 // the epilogue merges this block into them in registers (the ring's online softmax), which
@@ -240,6 +237,8 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim, kValueDim, kRowBlocks>
 template <typename T, int D, int DV, int R>
 cudaError_t launch_forward(const ForwardArgs& args, cudaStream_t stream) {
   using Config = ForwardConfig<D, DV, R>;
+  static_assert(Config::kSmemBytes == NarrowForwardConfig<D, DV>::kSmemBytes,
+                "both layouts ask for the shared memory flash_forward_shared_bytes reports");
   const std::int64_t tiles = (args.dims.seq_q + Config::kBlockM - 1) / Config::kBlockM;
   const std::int64_t blocks = tiles * args.dims.batch * args.dims.heads;
   if (args.merge)

@@ -90,22 +90,17 @@ __device__ __forceinline__ void row_blocks_times_tile_transposed(float (&scores)
 }
 
 // acc[b] (16 x D) += P_b x tile for each of the kBlocks row blocks, P_b the block's 16 x kBlockN
-// accumulators (rounded to T as the A operand); each fragment of the tile is read once for all
-// blocks. P is rounded whole before the products: its 16-bit fragments take half the registers
-// of the fp32 accumulators they replace.
+// accumulators (rounded to T as the A operand, 16 keys at a time); each fragment of the tile is
+// read once for all blocks.
 template <typename T, int D, int kBlockN, int kBlocks>
 __device__ __forceinline__ void accumulate_row_blocks_times_tile(float (&acc)[kBlocks][D / 8][4],
                                                                  const float (&p)[kBlocks][kBlockN / 8][4],
                                                                  const T* tile, int lane) {
-  std::uint32_t p_frag[kBlocks][kBlockN / 16][4];
-#pragma unroll
-  for (int b = 0; b < kBlocks; ++b) {
-#pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk)
-      accumulators_to_a_fragment<T>(p[b][2 * kk], p[b][2 * kk + 1], p_frag[b][kk]);
-  }
 #pragma unroll
   for (int kk = 0; kk < kBlockN / 16; ++kk) {
+    std::uint32_t p_frag[kBlocks][4];
+#pragma unroll
+    for (int b = 0; b < kBlocks; ++b) accumulators_to_a_fragment<T>(p[b][2 * kk], p[b][2 * kk + 1], p_frag[b]);
 #pragma unroll
     for (int db = 0; db < D / 16; ++db) {
       std::uint32_t bf[4];
@@ -114,8 +109,8 @@ __device__ __forceinline__ void accumulate_row_blocks_times_tile(float (&acc)[kB
       ldmatrix_x4_trans(bf, shared_address(tile + swizzled<D>(key, col)));
 #pragma unroll
       for (int b = 0; b < kBlocks; ++b) {
-        mma_16816<T>(acc[b][2 * db], p_frag[b][kk], bf[0], bf[1]);
-        mma_16816<T>(acc[b][2 * db + 1], p_frag[b][kk], bf[2], bf[3]);
+        mma_16816<T>(acc[b][2 * db], p_frag[b], bf[0], bf[1]);
+        mma_16816<T>(acc[b][2 * db + 1], p_frag[b], bf[2], bf[3]);
       }
     }
   }
