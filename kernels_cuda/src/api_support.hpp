@@ -23,6 +23,10 @@ rfa_cuda_status from_cuda(cudaError_t error, const char* what);
 /// The calling thread's last message ("" if none yet).
 const char* last_message();
 
+/// RFA_CUDA_SUCCESS for a value of rfa_cuda_path (auto, sm80, sm90), RFA_CUDA_ERROR_INVALID_ARGUMENT
+/// naming it otherwise (kernel_path.cpp).
+rfa_cuda_status check_known_path(rfa_cuda_path path);
+
 inline bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
 
 /// A 16-bit tensor the kernels copy in 16-byte chunks (rfa's tensor-core kernels; cuDNN's graphs

@@ -312,12 +312,11 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   // The deterministic mode runs the sm_80 kernels, with the dQ pass, whatever the path asks for
   // (whether the Hopper kernels could run here or take the shape is beside the point).
   rfa_cuda_path path = RFA_CUDA_PATH_SM80;
-  if (!deterministic) {
+  if (deterministic) {
+    RFA_CUDA_TRY(check_known_path(p->path));
+  } else {
     RFA_CUDA_TRY(rfa_cuda_resolve_path(p->path, &path));
     RFA_CUDA_TRY(check_path_fits(p->shape, path));
-  } else if (p->path != RFA_CUDA_PATH_AUTO && p->path != RFA_CUDA_PATH_SM80 && p->path != RFA_CUDA_PATH_SM90) {
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "unknown kernel path %d (auto 0, sm80 1, sm90 2)",
-                static_cast<int>(p->path));
   }
   if (path == RFA_CUDA_PATH_SM80)
     RFA_CUDA_TRY(check_shared_memory(a.dims.head_dim, a.dims.value_dim, false, true, deterministic));

@@ -11,6 +11,18 @@
 #define RFA_CUDA_HAVE_SM90 0
 #endif
 
+namespace rfa_cuda {
+namespace detail {
+
+rfa_cuda_status check_known_path(rfa_cuda_path path) {
+  if (path == RFA_CUDA_PATH_AUTO || path == RFA_CUDA_PATH_SM80 || path == RFA_CUDA_PATH_SM90) return RFA_CUDA_SUCCESS;
+  return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "unknown kernel path %d (auto 0, sm80 1, sm90 2)",
+              static_cast<int>(path));
+}
+
+}  // namespace detail
+}  // namespace rfa_cuda
+
 extern "C" {
 
 int rfa_cuda_sm90_built(void) { return RFA_CUDA_HAVE_SM90; }
@@ -28,13 +40,10 @@ rfa_cuda_status rfa_cuda_resolve_path(rfa_cuda_path requested, rfa_cuda_path* ch
   using rfa_cuda::detail::fail;
   using rfa_cuda::detail::from_cuda;
   if (chosen == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "resolve_path: chosen is NULL");
-  switch (requested) {
-    case RFA_CUDA_PATH_AUTO:
-    case RFA_CUDA_PATH_SM80: *chosen = RFA_CUDA_PATH_SM80; return RFA_CUDA_SUCCESS;
-    case RFA_CUDA_PATH_SM90: break;
-    default:
-      return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "unknown kernel path %d (auto 0, sm80 1, sm90 2)",
-                  static_cast<int>(requested));
+  RFA_CUDA_TRY(rfa_cuda::detail::check_known_path(requested));
+  if (requested != RFA_CUDA_PATH_SM90) {
+    *chosen = RFA_CUDA_PATH_SM80;
+    return RFA_CUDA_SUCCESS;
   }
   if (!RFA_CUDA_HAVE_SM90)
     return fail(RFA_CUDA_ERROR_UNSUPPORTED,
