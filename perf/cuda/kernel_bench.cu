@@ -265,6 +265,7 @@ struct Row {
   PeerResult peers[2];               // kPeers order
   std::vector<double> samples = {};  // every timed iteration, ms
   double flops = 0;
+  std::string rows_per_warp = "-";  // the sm80 forward's query rows a warp ("-": another pass)
   // The peer's name for the same measurement: "fwd_full", "bwd_causal", ... (not the pass's
   // first three letters: "for_full" matches no peer line).
   std::string key() const { return std::string(pass[0] == 'f' ? "fwd" : "bwd") + (causal ? "_causal" : "_full"); }
@@ -322,13 +323,12 @@ int main(int argc, char** argv) {
   // then 32 rows a warp.
   constexpr const char* kRowsPerWarp = "RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP";
   if (o.rows_per_warp == "16" || o.rows_per_warp == "32") setenv(kRowsPerWarp, o.rows_per_warp.c_str(), 1);
-  const char* rows_setting = std::getenv(kRowsPerWarp);
-  const std::string rows_per_warp = o.rows_per_warp == "both"                          ? "16 and 32"
-                                    : rows_setting != nullptr && *rows_setting != '\0' ? rows_setting
-                                                                                       : "16";
+  const char* environment_rows = std::getenv(kRowsPerWarp);
+  const std::string rows_per_warp =
+      environment_rows != nullptr && *environment_rows != '\0' ? environment_rows : "16";  // one layout's
   std::printf("device %s, %s d=%d dv=%d B=%d H=%d Hkv=%d S=%d, kernel path %s, sm80 forward %s rows a warp\n",
               prop.name, o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.dim, o.value_dim, o.batch, o.heads, o.kv_heads,
-              o.seq, path_names.c_str(), rows_per_warp.c_str());
+              o.seq, path_names.c_str(), o.rows_per_warp == "both" ? "16 and 32" : rows_per_warp.c_str());
   if (o.rows_per_warp == "both" && o.value_dim > 128)
     std::printf("no fwd-w32 rows: 32 rows a warp take value head dims up to 128, not %d\n", o.value_dim);
 
@@ -381,10 +381,11 @@ int main(int argc, char** argv) {
       for (const char* rows_setting : both ? std::vector<const char*>{"16", "32"} : std::vector<const char*>{nullptr}) {
         if (rows_setting != nullptr) setenv(kRowsPerWarp, rows_setting, 1);
         const Timing fwd = time_ms(o, [&] { RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr)); });
-        const std::string pass = *path == RFA_CUDA_PATH_SM90                         ? "fwd-sm90"
-                                 : rows_setting != nullptr && rows_setting[0] == '3' ? "fwd-w32"
-                                                                                     : "forward";
-        rows.push_back({pass, causal, fwd.median, flops / (fwd.median * 1e9), {}, fwd.samples, flops});
+        const std::string rows_label = *path == RFA_CUDA_PATH_SM90 ? "-" : rows_setting ? rows_setting : rows_per_warp;
+        const std::string pass = *path == RFA_CUDA_PATH_SM90  ? "fwd-sm90"
+                                 : rows_label == "32" && both ? "fwd-w32"
+                                                              : "forward";
+        rows.push_back({pass, causal, fwd.median, flops / (fwd.median * 1e9), {}, fwd.samples, flops, rows_label});
       }
       if (both) unsetenv(kRowsPerWarp);  // the other passes and the peers run as the default had them
     }
@@ -489,10 +490,7 @@ int main(int argc, char** argv) {
       m.labels = {{"pass", r.pass},
                   {"mask", r.causal ? "causal" : "none"},
                   {"path", r.pass == "fwd-sm90" || r.pass == "bwd-sm90" ? "sm90" : "sm80"},
-                  {"rows_per_warp", r.pass == "fwd-w32"         ? "32"
-                                    : r.pass != "forward"       ? "-"
-                                    : o.rows_per_warp == "both" ? "16"
-                                                                : rows_per_warp}};
+                  {"rows_per_warp", r.rows_per_warp}};
       for (int p = 0; p < 2; ++p)
         m.peers.push_back({std::string("sdpa_") + kPeers[p], r.peers[p].ms, r.peers[p].error});
       if (peak.tflops > 0) m.counters.push_back({"peak_fraction", r.tflops / peak.tflops});

@@ -47,7 +47,14 @@ bool path_takes_head_dim(const Case& c, rfa_cuda_path path) {
 // on the sm80 path runs in each layout the case's value head dim takes.
 constexpr const char* kRowsPerWarp = "RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP";
 
-// Sets the variable for its lifetime (nullptr: unset), and unsets it after.
+// A forward's kernels: a path, and on sm80 the query rows a warp (0: the default layout).
+struct ForwardKernels {
+  rfa_cuda_path path;
+  int rows_per_warp;
+};
+
+// Sets the variable for its lifetime (nullptr: unset; or as `kernels` need it), and unsets it
+// after.
 class RowsPerWarpSetting {
  public:
   explicit RowsPerWarpSetting(const char* value) {
@@ -56,15 +63,11 @@ class RowsPerWarpSetting {
     else
       unsetenv(kRowsPerWarp);
   }
+  explicit RowsPerWarpSetting(const ForwardKernels& kernels)
+      : RowsPerWarpSetting(kernels.rows_per_warp == 32 ? "32" : nullptr) {}
   ~RowsPerWarpSetting() { unsetenv(kRowsPerWarp); }
   RowsPerWarpSetting(const RowsPerWarpSetting&) = delete;
   RowsPerWarpSetting& operator=(const RowsPerWarpSetting&) = delete;
-};
-
-// A forward's kernels: a path, and on sm80 the query rows a warp (0: the default layout).
-struct ForwardKernels {
-  rfa_cuda_path path;
-  int rows_per_warp;
 };
 
 // The forward kernels a case runs on: the other paths first, then the sm80 path at 32 rows a warp
@@ -79,9 +82,9 @@ std::vector<ForwardKernels> forward_kernels(const Case& c) {
   return all;
 }
 
-std::string forward_tag(const ForwardKernels& k) {
-  return path_tag(k.path) + (k.rows_per_warp == 32 ? ", 32 rows a warp" : "");
-}
+const char* rows_tag(const ForwardKernels& k) { return k.rows_per_warp == 32 ? ", 32 rows a warp" : ""; }
+
+std::string forward_tag(const ForwardKernels& k) { return path_tag(k.path) + rows_tag(k); }
 
 // D = rowsum(dout * out) for a case's shape into `delta` (out and its dtype left to the caller).
 rfa_cuda_delta_params delta_params(const Case& c, const DeviceArray& dout, DeviceArray& delta) {
@@ -172,7 +175,7 @@ void run_case(const Case& c) {
   f.lse = lse.as_float();
   // sm80 at its default layout last: its fp32 out and lse feed the delta and the backward below.
   for (const ForwardKernels& kernels : forward_kernels(c)) {
-    const RowsPerWarpSetting rows(kernels.rows_per_warp == 32 ? "32" : nullptr);
+    const RowsPerWarpSetting rows(kernels);
     f.path = kernels.path;
     f.out = out32.get();
     f.out_dtype = RFA_CUDA_FP32;
@@ -331,10 +334,9 @@ struct ForwardReference {
 // kernel, or (fused) in the forward's epilogue.
 void run_merge_case(const Case& c, int split, bool fused, const ForwardKernels& kernels) {
   const rfa_cuda_path path = kernels.path;
-  const RowsPerWarpSetting rows_per_warp(kernels.rows_per_warp == 32 ? "32" : nullptr);
+  const RowsPerWarpSetting rows_per_warp(kernels);
   std::printf("%s: %s merge of two key blocks (%d + %d rows), path %s%s\n", c.name.c_str(),
-              fused ? "fused" : "separate", split, c.seq_k - split, rfa_cuda_path_name(path),
-              kernels.rows_per_warp == 32 ? ", 32 rows a warp" : "");
+              fused ? "fused" : "separate", split, c.seq_k - split, rfa_cuda_path_name(path), rows_tag(kernels));
   const ForwardReference r(c);
   const ref::Problem& p = r.p;
   const std::vector<double>&q = r.q, &k = r.k, &v = r.v;
@@ -407,11 +409,13 @@ void run_merge_case(const Case& c, int split, bool fused, const ForwardKernels& 
   expect_within(tag + " lse", lse.download(), ref_lse, 2e-3);
 }
 
-// Runs `f` (its path set) into `out` and `lse`, poisoned first, and compares their first values
+// Runs `f` on `kernels` into `out` and `lse`, poisoned first, and compares their first values
 // (as many as the references hold: the buffers may be larger) with the float64 reference.
-void expect_forward(const std::string& what, const rfa_cuda_forward_params& f, DeviceArray& out, DeviceArray& lse,
-                    const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
+void expect_forward(const std::string& what, rfa_cuda_forward_params f, const ForwardKernels& kernels, DeviceArray& out,
+                    DeviceArray& lse, const std::vector<double>& ref_out, const std::vector<double>& ref_lse,
                     const std::vector<double>& low_out) {
+  const RowsPerWarpSetting rows(kernels);
+  f.path = kernels.path;
   out.poison();
   lse.poison();
   RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr));
@@ -419,9 +423,8 @@ void expect_forward(const std::string& what, const rfa_cuda_forward_params& f, D
   std::vector<double> got_out = out.download(), got_lse = lse.download();
   got_out.resize(ref_out.size());
   got_lse.resize(ref_lse.size());
-  const char* rows = f.path == RFA_CUDA_PATH_SM80 && std::getenv(kRowsPerWarp) != nullptr ? ", 32 rows a warp" : "";
-  expect_close(what + " out" + path_tag(f.path) + rows, got_out, ref_out, low_out);
-  expect_within(what + " lse" + path_tag(f.path) + rows, got_lse, ref_lse, 2e-3);
+  expect_close(what + " out" + forward_tag(kernels), got_out, ref_out, low_out);
+  expect_within(what + " lse" + forward_tag(kernels), got_lse, ref_lse, 2e-3);
 }
 
 // Strided inputs, every path, forward and backward: K and V interleaved in one packed
@@ -464,12 +467,9 @@ void run_strided_case(const Case& c) {
   f.out = out.get();
   f.out_dtype = c.dtype;
   f.lse = lse.as_float();
-  for (const ForwardKernels& kernels : forward_kernels(c)) {
-    if (!path_takes_head_dim(c, kernels.path)) continue;
-    const RowsPerWarpSetting rows(kernels.rows_per_warp == 32 ? "32" : nullptr);
-    f.path = kernels.path;
-    expect_forward("strided forward", f, out, lse, ref_out, ref_lse, low_out);
-  }
+  for (const ForwardKernels& kernels : forward_kernels(c))
+    if (path_takes_head_dim(c, kernels.path))
+      expect_forward("strided forward", f, kernels, out, lse, ref_out, ref_lse, low_out);
 
   // The backward on the same strided inputs (dO contiguous), fp32 gradients accumulated from 0.
   const std::vector<double> dout = random_values(c.dtype, p.out_size());
@@ -548,12 +548,11 @@ void run_broadcast_case(const Case& one, int batch) {
   for (const ForwardKernels& kernels : forward_kernels(one)) {
     const rfa_cuda_path path = kernels.path;
     if (!path_takes_head_dim(one, path)) continue;
-    const RowsPerWarpSetting rows(kernels.rows_per_warp == 32 ? "32" : nullptr);
-    f.path = path;
     if (path != RFA_CUDA_PATH_SM90) {
-      expect_forward("broadcast forward", f, out, lse, ref_out, ref_lse, low_out);
+      expect_forward("broadcast forward", f, kernels, out, lse, ref_out, ref_lse, low_out);
       continue;
     }
+    f.path = path;
     const rfa_cuda_status status = rfa_cuda_flash_forward(&f, nullptr);
     const bool ok = status == RFA_CUDA_ERROR_UNSUPPORTED &&
                     std::strstr(rfa_cuda_last_error_message(), "takes no batch stride of 0") != nullptr;
@@ -564,12 +563,9 @@ void run_broadcast_case(const Case& one, int batch) {
   // The first entry alone with the same strides: a zero batch stride over one entry repeats
   // nothing, and every path takes it (the Hopper path's descriptors with a stride of their own).
   f.shape.batch = 1;
-  for (const ForwardKernels& kernels : forward_kernels(one)) {
-    if (!path_takes_head_dim(one, kernels.path)) continue;
-    const RowsPerWarpSetting rows(kernels.rows_per_warp == 32 ? "32" : nullptr);
-    f.path = kernels.path;
-    expect_forward("batch stride 0 over one entry,", f, out, lse, r.ref_out, r.ref_lse, r.low_out);
-  }
+  for (const ForwardKernels& kernels : forward_kernels(one))
+    if (path_takes_head_dim(one, kernels.path))
+      expect_forward("batch stride 0 over one entry,", f, kernels, out, lse, r.ref_out, r.ref_lse, r.low_out);
 }
 
 // Checks that need no GPU: bad arguments are refused with a status and a message.
