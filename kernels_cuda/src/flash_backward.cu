@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "accumulator_row_quads.cuh"
 #include "attention_mask.cuh"
 #include "device_primitives.cuh"
 #include "kernel_args.hpp"
@@ -62,6 +63,44 @@ struct BackwardConfig {
 };
 
 constexpr float kLog2e = 1.44269504088896340736f;
+
+// dQ += scale * acc for a warp's 16 query rows x kColumns columns (acc: kColumns / 8
+// accumulator tiles), at dq (row 0, column 0; rows `row_stride` apart), rows from `rows` on past
+// the sequence's end. Other CTAs add other key tiles' terms to the same elements: fp32 atomics,
+// the bound of this kernel (perf/RESULTS.md, "2026-11-23 — CUDA kernels on an H100"). Hopper
+// reduces four columns in one 16-byte operation (each lane first trades a pair with its
+// partner, accumulator_row_quads.cuh), a quarter of the operations of one float each; dq's
+// rows start 16-byte aligned (flash_api.cu checks the pointer and the strides). Every lane
+// takes part in the trade, so no lane may return before it.
+template <int kColumns>
+__device__ __forceinline__ void add_dq_chunk(float* dq, std::int64_t row_stride, int rows, float scale,
+                                             const float (&acc)[kColumns / 8][4], int lane) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#pragma unroll
+  for (int nb = 0; nb < kColumns / 8; ++nb) {
+    float sent[2];
+    row_quad_outgoing(acc[nb], lane, sent);
+    const float received[2] = {__shfl_xor_sync(0xffffffffu, sent[0], 1), __shfl_xor_sync(0xffffffffu, sent[1], 1)};
+    const AccumulatorRowQuad q = row_quad(acc[nb], received, lane);
+    if (q.row < rows)
+      atomicAdd(reinterpret_cast<float4*>(dq + q.row * row_stride + nb * 8 + q.col),
+                make_float4(scale * q.v[0], scale * q.v[1], scale * q.v[2], scale * q.v[3]));
+  }
+#else
+  const int group = lane / 4, quad = lane % 4;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int row = group + half * 8;
+    if (row >= rows) continue;
+#pragma unroll
+    for (int nb = 0; nb < kColumns / 8; ++nb) {
+      float* dst = dq + row * row_stride + nb * 8 + quad * 2;
+      atomicAdd(dst, scale * acc[nb][2 * half]);
+      atomicAdd(dst + 1, scale * acc[nb][2 * half + 1]);
+    }
+  }
+#endif
+}
 
 // kAtomicDq false (the deterministic mode): dK and dV only; a compile-time switch, because a
 // run-time branch around the dQ block makes the d = 128 kernel spill. kGradients: which of dK
@@ -245,19 +284,11 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim>::kThreads,
               mma_16816<T>(dq[2 * db + 1], af, kf[2], kf[3]);
             }
           }
-#pragma unroll
-          for (int half = 0; half < 2; ++half) {
-            const int row = q_first + query_group * 16 + group + half * 8;
-            if (row >= dims.seq_q) continue;
-            float* dst = static_cast<float*>(args.dq_accum.data) + b * args.dq_accum.batch + row * args.dq_accum.seq +
-                         head * args.dq_accum.head + dim_first + chunk * Config::kDimChunk;
-#pragma unroll
-            for (int nb = 0; nb < Config::kDimChunk / 8; ++nb) {
-              const int col = nb * 8 + quad * 2;
-              atomicAdd(dst + col, dims.scale * dq[nb][2 * half]);
-              atomicAdd(dst + col + 1, dims.scale * dq[nb][2 * half + 1]);
-            }
-          }
+          float* const chunk_dq = static_cast<float*>(args.dq_accum.data) + b * args.dq_accum.batch +
+                                  (q_first + query_group * 16) * args.dq_accum.seq + head * args.dq_accum.head +
+                                  dim_first + chunk * Config::kDimChunk;
+          add_dq_chunk<Config::kDimChunk>(chunk_dq, args.dq_accum.seq, dims.seq_q - (q_first + query_group * 16),
+                                          dims.scale, dq, lane);
         }
       }
     }
