@@ -12,10 +12,10 @@
 #include <cstring>
 
 #include "api_support.hpp"
-#include "forward_rows_per_warp.hpp"
 #include "kernel_args.hpp"
 #include "launch_dispatch.cuh"
 #include "shape_mask.hpp"
+#include "sm80_layout_settings.hpp"
 #if RFA_CUDA_HAVE_SM90
 #include "hopper/backward_sm90.hpp"
 #include "hopper/forward_sm90.hpp"
@@ -212,24 +212,26 @@ rfa_cuda_status check_path_fits(const rfa_cuda_attention_shape& s, rfa_cuda_path
 // The sm_80 kernels' blocks ask for up to 144 KB of shared memory at the larger head dims
 // (launchers' *_shared_bytes); a device that lets a block opt into less (compute capability 8.6
 // and 8.9: 99 KB) runs the smaller ones only, so such a call is refused by name before any launch.
-rfa_cuda_status check_shared_memory(int head_dim, int value_dim, bool forward, bool backward, bool dq) {
+rfa_cuda_status check_shared_memory(int head_dim, int value_dim, bool forward, bool backward, bool dq, int key_tile) {
   int device = 0, allowed = 0;
   RFA_CUDA_TRY(from_cuda(cudaGetDevice(&device), "cudaGetDevice"));
   RFA_CUDA_TRY(from_cuda(cudaDeviceGetAttribute(&allowed, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
                          "cudaDeviceGetAttribute"));
+  const bool wide_keys = key_tile == 128 && head_dim + value_dim > kWideBackwardDefaultColumns;
   const struct {
     bool used;
     const char* name;
     int bytes;
   } kernels[] = {{forward, "forward", flash_forward_shared_bytes(head_dim, value_dim)},
-                 {backward, "backward", flash_backward_shared_bytes(head_dim, value_dim)},
+                 {backward, wide_keys ? "backward (128 keys a block, RFA_CUDA_SM80_BACKWARD_KEY_TILE)" : "backward",
+                  flash_backward_shared_bytes(head_dim, value_dim, key_tile)},
                  {dq, "deterministic dQ", flash_backward_dq_shared_bytes(head_dim, value_dim)}};
   for (const auto& k : kernels)
     if (k.used && k.bytes > allowed)
       return fail(RFA_CUDA_ERROR_UNSUPPORTED,
                   "head_dim %d with value head dim %d: the sm80 %s kernel needs %d bytes of shared memory per block "
                   "and device %d lets a block have %d; head dims up to 128 fit every device of compute capability "
-                  "8.0 or newer",
+                  "8.0 or newer at the default layouts",
                   head_dim, value_dim, k.name, k.bytes, device, allowed);
   return RFA_CUDA_SUCCESS;
 }
@@ -269,7 +271,7 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
     RFA_CUDA_TRY(sm90_input("v", p->v_strides, s.batch, s.seq_k, s.kv_heads, a.dims.value_dim, a.v));
   }
   if (path == RFA_CUDA_PATH_SM80)
-    RFA_CUDA_TRY(check_shared_memory(a.dims.head_dim, a.dims.value_dim, true, false, false));
+    RFA_CUDA_TRY(check_shared_memory(a.dims.head_dim, a.dims.value_dim, true, false, false, 0));
 #if RFA_CUDA_HAVE_SM90
   if (path == RFA_CUDA_PATH_SM90)
     return from_cuda(hopper::launch_flash_forward_sm90(a, element_type(s.dtype), stream), "Hopper forward launch");
@@ -288,6 +290,7 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   if (p == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "backward params is NULL");
   BackwardArgs a{};
   RFA_CUDA_TRY(check_shape(p->shape, a.dims));
+  RFA_CUDA_TRY(backward_key_tile_from_environment(a.dims.head_dim, a.dims.value_dim, a.key_tile));
   RFA_CUDA_TRY(check_tile_tensor("q", p->q, p->q_strides));
   RFA_CUDA_TRY(check_tile_tensor("k", p->k, p->k_strides));
   RFA_CUDA_TRY(check_tile_tensor("v", p->v, p->v_strides));
@@ -319,7 +322,7 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
     RFA_CUDA_TRY(check_path_fits(p->shape, path));
   }
   if (path == RFA_CUDA_PATH_SM80)
-    RFA_CUDA_TRY(check_shared_memory(a.dims.head_dim, a.dims.value_dim, false, true, deterministic));
+    RFA_CUDA_TRY(check_shared_memory(a.dims.head_dim, a.dims.value_dim, false, true, deterministic, a.key_tile));
   a.q = resolve(p->q, p->q_strides, s.seq_q, s.heads, s.head_dim);
   a.k = resolve(p->k, p->k_strides, s.seq_k, s.kv_heads, s.head_dim);
   a.v = resolve(p->v, p->v_strides, s.seq_k, s.kv_heads, a.dims.value_dim);
@@ -453,10 +456,11 @@ rfa_cuda_status rfa_cuda_check_head_dims(int64_t head_dim, int64_t value_head_di
                 "head_dim %lld with value head dim %lld is not supported: use one head dim of 32, 64, 128, 192 or 256, "
                 "or head_dim 192 with value_head_dim 128",
                 static_cast<long long>(head_dim), static_cast<long long>(value_dim));
-  int rows_per_warp = 16;
+  int rows_per_warp = 16, key_tile = 64;
   RFA_CUDA_TRY(forward_rows_per_warp_from_environment(value_dim, rows_per_warp));
+  RFA_CUDA_TRY(backward_key_tile_from_environment(head_dim, value_dim, key_tile));
   RFA_CUDA_TRY(check_device());
-  return check_shared_memory(static_cast<int>(head_dim), static_cast<int>(value_dim), true, true, true);
+  return check_shared_memory(static_cast<int>(head_dim), static_cast<int>(value_dim), true, true, true, key_tile);
 }
 
 int rfa_cuda_sm90_takes(const rfa_cuda_attention_shape* shape) {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// FlashAttention-2 backward: one CTA owns a tile of kBlockN key rows of one (batch, kv head)
-// and keeps their dK, dV in registers while it streams every query tile of every query head
-// of its GQA group (Q, dO, lse, D through shared memory, cp.async, two stages). dK and dV are
-// therefore complete when the CTA ends and are written (or added) once, without atomics;
-// dQ receives each tile's contribution with fp32 atomics.
+// FlashAttention-2 backward: one CTA owns a tile of kBlockN key rows (64 or 128, 16 a warp) of
+// one (batch, kv head) and keeps their dK, dV in registers while it streams every query tile of
+// every query head of its GQA group (Q, dO, lse, D through shared memory, cp.async, two
+// stages). dK and dV are therefore complete when the CTA ends and are written (or added) once,
+// without atomics; dQ receives each tile's contribution with fp32 atomics.
 //
 // Warp w owns keys 16w..16w+15 and computes S^T = K Q^T and dP^T = V dO^T directly in that
 // orientation, so P^T and dS^T are already A fragments for dV += P^T dO and dK += dS^T Q.
@@ -24,6 +24,7 @@
 #include "device_primitives.cuh"
 #include "kernel_args.hpp"
 #include "launch_dispatch.cuh"
+#include "sm80_layout_settings.hpp"
 #include "warp_products.cuh"
 
 namespace rfa_cuda {
@@ -34,16 +35,19 @@ namespace {
 // accumulator takes all the registers a pass can spare).
 enum class KeyGradients { kBoth, kValueOnly, kKeyOnly };
 
-template <int kHeadDim, int kValueDim>
+template <int kHeadDim, int kValueDim, int kKeyTile>
 struct BackwardConfig {
-  // d = 128 keeps 128 accumulator registers per thread for dK and dV: 4 warps. d = 64 (and 32)
-  // has room for 8 warps and so twice the keys per CTA (half the Q/dO traffic). Past 256
-  // columns in all, one of them per pass (the passes above).
+  // Each warp owns 16 keys whatever the tile (d = 128: 128 accumulator registers per thread for
+  // dK and dV), so the tile is the CTA's warp count: 64 keys (4 warps) or 128 (8 warps, which
+  // read each query tile and add its dQ once for twice the keys, at twice the shared memory for
+  // K and V). sm80_layout_settings.hpp says which runs. Past 256 columns in all, one accumulator
+  // per pass (the passes above), 64 keys.
   static constexpr int kColumns = kHeadDim + kValueDim;
   static constexpr bool kTwoPasses = kColumns > 256;
-  static constexpr int kWarps = kColumns <= 128 ? 8 : 4;
+  static_assert(kKeyTile == 64 || (kKeyTile == 128 && !kTwoPasses), "key tiles of 64, or 128 up to 256 columns");
+  static constexpr int kWarps = kKeyTile / 16;
   static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kBlockN = 16 * kWarps;  // key rows per CTA
+  static constexpr int kBlockN = kKeyTile;  // key rows per CTA
   // Query rows per pipeline stage: S^T and dP^T take kBlockM/2 registers each on top of dK,
   // dV; 32 keeps d = 128 free of spills.
   static constexpr int kBlockM = kColumns <= 128 ? 64 : 32;
@@ -108,10 +112,10 @@ __device__ __forceinline__ void add_dq_chunk(float* dq, std::int64_t row_stride,
 // argument) lets ptxas take every register: without it the 192 / 128 dV pass stops at 168 and
 // spills (perf/RESULTS.md, "2026-11-30 — head dim 256 and MLA's 192 / 128 in the sm80 kernels:
 // registers and spills (compile only)").
-template <typename T, int kHeadDim, int kValueDim, bool kAtomicDq, KeyGradients kGradients>
-__global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim>::kThreads, 1)
+template <typename T, int kHeadDim, int kValueDim, int kKeyTile, bool kAtomicDq, KeyGradients kGradients>
+__global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim, kKeyTile>::kThreads, 1)
     flash_backward_kernel(const BackwardArgs args) {
-  using Config = BackwardConfig<kHeadDim, kValueDim>;
+  using Config = BackwardConfig<kHeadDim, kValueDim, kKeyTile>;
   constexpr int kBlockM = Config::kBlockM, kBlockN = Config::kBlockN, kThreads = Config::kThreads;
   constexpr int D = kHeadDim, DV = kValueDim;
   constexpr bool kValue = kGradients != KeyGradients::kKeyOnly;  // dV += P^T dO
@@ -326,8 +330,26 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim>::kThreads,
 
 }  // namespace
 
-int flash_backward_shared_bytes(int head_dim, int value_dim) {
-  return config_shared_bytes<BackwardConfig>(Sm80DimPairs{}, head_dim, value_dim);
+// The tile the arguments ask for where the head dims take it (flash_api.cu has checked them), as
+// a compile-time constant: launch(std::integral_constant<int, keys>{}).
+template <int kColumns, typename Launch>
+cudaError_t dispatch_key_tile(int key_tile, Launch&& launch) {
+  if constexpr (kColumns <= kWideBackwardColumnsMax) {
+    if (key_tile == 128) return launch(std::integral_constant<int, 128>{});
+  }
+  return launch(std::integral_constant<int, 64>{});
+}
+
+int flash_backward_shared_bytes(int head_dim, int value_dim, int key_tile) {
+  int bytes = 0;
+  dispatch_dtype_dims(Sm80DimPairs{}, ElementType::kBf16, head_dim, value_dim, [&](auto, auto dim, auto value) {
+    constexpr int D = decltype(dim)::value, DV = decltype(value)::value;
+    return dispatch_key_tile<D + DV>(key_tile, [&](auto keys) {
+      bytes = BackwardConfig<D, DV, decltype(keys)::value>::kSmemBytes;
+      return cudaSuccess;
+    });
+  });
+  return bytes;
 }
 
 cudaError_t launch_flash_backward(const BackwardArgs& args, ElementType dtype, cudaStream_t stream) {
@@ -335,21 +357,25 @@ cudaError_t launch_flash_backward(const BackwardArgs& args, ElementType dtype, c
       Sm80DimPairs{}, dtype, args.dims.head_dim, args.dims.value_dim, [&](auto element, auto head_dim, auto value_dim) {
         using T = decltype(element);
         constexpr int D = decltype(head_dim)::value, DV = decltype(value_dim)::value;
-        using Config = BackwardConfig<D, DV>;
-        const std::int64_t tiles = (args.dims.seq_k + Config::kBlockN - 1) / Config::kBlockN;
-        const std::int64_t blocks = tiles * args.dims.batch * args.dims.kv_heads;
-        const auto launch = [&](auto kernel) {
-          return launch_tiles(kernel, args, blocks, Config::kThreads, Config::kSmemBytes, stream);
-        };
-        if constexpr (Config::kTwoPasses) {
-          const cudaError_t value_pass = launch(flash_backward_kernel<T, D, DV, false, KeyGradients::kValueOnly>);
-          if (value_pass != cudaSuccess) return value_pass;
-          return args.atomic_dq ? launch(flash_backward_kernel<T, D, DV, true, KeyGradients::kKeyOnly>)
-                                : launch(flash_backward_kernel<T, D, DV, false, KeyGradients::kKeyOnly>);
-        } else {
-          return args.atomic_dq ? launch(flash_backward_kernel<T, D, DV, true, KeyGradients::kBoth>)
-                                : launch(flash_backward_kernel<T, D, DV, false, KeyGradients::kBoth>);
-        }
+        return dispatch_key_tile<D + DV>(args.key_tile, [&](auto keys) {
+          constexpr int kKeys = decltype(keys)::value;
+          using Config = BackwardConfig<D, DV, kKeys>;
+          const std::int64_t tiles = (args.dims.seq_k + Config::kBlockN - 1) / Config::kBlockN;
+          const std::int64_t blocks = tiles * args.dims.batch * args.dims.kv_heads;
+          const auto launch = [&](auto kernel) {
+            return launch_tiles(kernel, args, blocks, Config::kThreads, Config::kSmemBytes, stream);
+          };
+          if constexpr (Config::kTwoPasses) {
+            const cudaError_t value_pass =
+                launch(flash_backward_kernel<T, D, DV, kKeys, false, KeyGradients::kValueOnly>);
+            if (value_pass != cudaSuccess) return value_pass;
+            return args.atomic_dq ? launch(flash_backward_kernel<T, D, DV, kKeys, true, KeyGradients::kKeyOnly>)
+                                  : launch(flash_backward_kernel<T, D, DV, kKeys, false, KeyGradients::kKeyOnly>);
+          } else {
+            return args.atomic_dq ? launch(flash_backward_kernel<T, D, DV, kKeys, true, KeyGradients::kBoth>)
+                                  : launch(flash_backward_kernel<T, D, DV, kKeys, false, KeyGradients::kBoth>);
+          }
+        });
       });
 }
 

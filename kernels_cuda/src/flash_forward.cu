@@ -9,7 +9,7 @@
 //    the mma of both its blocks of 16 rows, so a key tile's K and V are read 4 times a CTA, not
 //    8, for the same tensor work (FlashAttention-2's own layout), at twice the accumulator
 //    registers a thread. For value head dims up to 128; chosen by
-//    RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP (forward_rows_per_warp.hpp) until a GPU run has measured
+//    RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP (sm80_layout_settings.hpp) until a GPU run has measured
 //    which is faster.
 // Q and K have head dim D, V and out DV (equal but for MLA's 192 / 128). A thread holds D/4
 // registers of query fragments and DV/2 of output accumulator per block of 16 rows; where the two
@@ -19,10 +19,10 @@
 #include <cmath>
 #include <cstdint>
 
-#include "forward_rows_per_warp.hpp"
 #include "launch_dispatch.cuh"
 #include "query_tile_kernel.cuh"
 #include "row_epilogue.cuh"
+#include "sm80_layout_settings.hpp"
 
 namespace rfa_cuda {
 namespace detail {

@@ -31,7 +31,7 @@ struct ForwardArgs {
   bool out_fp32;
   float* lse;
   bool merge;         // out (fp32) and lse hold a running result to merge this block into
-  int rows_per_warp;  // the sm_80 forward's query rows a warp: 16 or 32 (forward_rows_per_warp.hpp)
+  int rows_per_warp;  // the sm_80 forward's query rows a warp: 16 or 32 (sm80_layout_settings.hpp)
 };
 
 struct BackwardArgs {
@@ -43,6 +43,7 @@ struct BackwardArgs {
   StridedTensor dk, dv;    // fp32 (+=) or the input dtype (overwritten)
   bool store_dkdv;
   bool atomic_dq;  // false: the kernel leaves dQ to flash_backward_dq (deterministic mode)
+  int key_tile;    // the sm_80 backward's keys a CTA: 64 or 128 (sm80_layout_settings.hpp)
 };
 
 // The deterministic mode's separate dQ pass (one writer per dQ row, no atomics).
@@ -61,9 +62,9 @@ cudaError_t launch_flash_backward(const BackwardArgs& args, ElementType dtype, c
 cudaError_t launch_flash_backward_dq(const DqArgs& args, ElementType dtype, cudaStream_t stream);
 
 // The dynamic shared memory a block of each launcher's kernels asks for at these head dims (0: a
-// pair the kernels are not built for).
+// pair the kernels are not built for), the backward's at its key tile.
 int flash_forward_shared_bytes(int head_dim, int value_dim);
-int flash_backward_shared_bytes(int head_dim, int value_dim);
+int flash_backward_shared_bytes(int head_dim, int value_dim, int key_tile);
 int flash_backward_dq_shared_bytes(int head_dim, int value_dim);
 
 cudaError_t launch_attention_delta(const RowwiseShape& shape, StridedTensor out, ElementType out_type,

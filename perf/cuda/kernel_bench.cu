@@ -13,7 +13,7 @@
 // usage: rfa_cuda_kernel_bench [--batch 2] [--heads 16] [--kv-heads H] [--seq 8192]
 //        [--dim 128] [--value-dim DV] [--dtype bf16|fp16] [--warmup 5] [--iters 30] [--json FILE]
 //        [--no-torch] [--torch-script PATH] [--peer-check] [--deterministic]
-//        [--path auto|sm80|sm90|all] [--rows-per-warp 16|32|both]
+//        [--path auto|sm80|sm90|all] [--rows-per-warp 16|32|both] [--backward-key-tile 64|128|both]
 // --value-dim gives V, out, dout and dV a head dim of their own (MLA's 192 / 128: --dim 192
 // --value-dim 128); the FLOPs are then 2 (d + dv) per visible score forward and 6 d + 4 dv
 // backward (perf/common/attention_work.hpp), the peers get V in that dim too.
@@ -24,6 +24,10 @@
 // --rows-per-warp sets the sm80 forward's query rows a warp (RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP,
 // which it overrides; default: the variable as the environment holds it); "both" times the sm80
 // forward at 16 (rows "forward") and then at 32 (rows "fwd-w32"), in one run on the same inputs.
+// --backward-key-tile sets the sm80 backward's keys a CTA (RFA_CUDA_SM80_BACKWARD_KEY_TILE, which
+// it overrides; default: the environment's); "both" times the sm80 backward at its default tile
+// (rows "backward": 128 keys up to head dim 64, else 64) and then at the other where the head
+// dims take it (rows "bwd-k128" or "bwd-k64"), in one run on the same inputs.
 // --peer-check runs only the peers and prints what each reported (no GPU needed to run it,
 // but the peers need one to report figures): a quick diagnosis of a missing peer column.
 // The peers run under $RFA_PEER_PYTHON (default python3); the script is looked for beside the
@@ -63,6 +67,7 @@ struct Options {
   bool deterministic = false;
   std::string path = "auto";
   std::string rows_per_warp;  // "16", "32", "both"; empty: the environment's
+  std::string key_tile;       // "64", "128", "both"; empty: the environment's
 };
 
 Options parse_options(int argc, char** argv) {
@@ -111,6 +116,10 @@ Options parse_options(int argc, char** argv) {
       o.rows_per_warp = value();
       if (o.rows_per_warp != "16" && o.rows_per_warp != "32" && o.rows_per_warp != "both")
         throw OptionError("--rows-per-warp is 16, 32 or both, not '" + o.rows_per_warp + "'");
+    } else if (a == "--backward-key-tile") {
+      o.key_tile = value();
+      if (o.key_tile != "64" && o.key_tile != "128" && o.key_tile != "both")
+        throw OptionError("--backward-key-tile is 64, 128 or both, not '" + o.key_tile + "'");
     } else {
       throw OptionError("unknown option " + a + " (see the comment at the top of kernel_bench.cu)");
     }
@@ -119,6 +128,9 @@ Options parse_options(int argc, char** argv) {
   if (o.value_dim == 0) o.value_dim = o.dim;
   if (o.rows_per_warp == "32" && o.value_dim > 128)
     throw OptionError("--rows-per-warp 32 takes value head dims up to 128, not " + std::to_string(o.value_dim));
+  if (o.key_tile == "128" && o.dim + o.value_dim > 256)
+    throw OptionError("--backward-key-tile 128 takes head dims whose Q/K and V columns add up to at most 256, not " +
+                      std::to_string(o.dim) + " + " + std::to_string(o.value_dim));
   if (o.path != "auto" && o.path != "sm80" && o.path != "sm90" && o.path != "all") {
     throw rfa::perf::OptionError("--path is auto, sm80, sm90 or all, not " + o.path);
   }
@@ -259,13 +271,14 @@ PeerResult peer_result(const PeerResults& all, const char* peer, const std::stri
 }
 
 struct Row {
-  std::string pass;  // forward, fwd-w32, fwd-sm90, backward, bwd-sm90, bwd-det
+  std::string pass;  // forward, fwd-w32, fwd-sm90, backward, bwd-k128, bwd-k64, bwd-sm90, bwd-det
   bool causal;
   double ms, tflops;
   PeerResult peers[2];               // kPeers order
   std::vector<double> samples = {};  // every timed iteration, ms
   double flops = 0;
   std::string rows_per_warp = "-";  // the sm80 forward's query rows a warp ("-": another pass)
+  std::string key_tile = "-";       // the sm80 backward's keys a CTA ("-": another pass)
   // The peer's name for the same measurement: "fwd_full", "bwd_causal", ... (not the pass's
   // first three letters: "for_full" matches no peer line).
   std::string key() const { return std::string(pass[0] == 'f' ? "fwd" : "bwd") + (causal ? "_causal" : "_full"); }
@@ -331,6 +344,20 @@ int main(int argc, char** argv) {
               o.seq, path_names.c_str(), o.rows_per_warp == "both" ? "16 and 32" : rows_per_warp.c_str());
   if (o.rows_per_warp == "both" && o.value_dim > 128)
     std::printf("no fwd-w32 rows: 32 rows a warp take value head dims up to 128, not %d\n", o.value_dim);
+  // The sm80 backward's key tiles likewise: the one asked for (the environment's, else the
+  // default), or the default then the other where the head dims take it.
+  constexpr const char* kKeyTile = "RFA_CUDA_SM80_BACKWARD_KEY_TILE";
+  if (o.key_tile == "64" || o.key_tile == "128") setenv(kKeyTile, o.key_tile.c_str(), 1);
+  const char* environment_tile = std::getenv(kKeyTile);
+  const std::string default_tile = o.dim + o.value_dim <= 128 ? "128" : "64";
+  const std::string key_tile =
+      environment_tile != nullptr && *environment_tile != '\0' ? environment_tile : default_tile;  // one tile's
+  const std::string other_tile = default_tile == "128" ? "64" : o.dim + o.value_dim <= 256 ? "128" : "";
+  const bool both_tiles = o.key_tile == "both" && !other_tile.empty();
+  std::printf("sm80 backward: %s keys a block\n",
+              both_tiles ? (default_tile + " and " + other_tile).c_str() : key_tile.c_str());
+  if (o.key_tile == "both" && other_tile.empty())
+    std::printf("no bwd-k128 rows: 128 keys a block take Q/K and V columns up to 256, not %d\n", o.dim + o.value_dim);
 
   const std::size_t q_elems = std::size_t(o.batch) * o.seq * o.heads * o.dim;
   const std::size_t kv_elems = std::size_t(o.batch) * o.seq * o.kv_heads * o.dim;
@@ -418,12 +445,27 @@ int main(int argc, char** argv) {
     // The backward as a training step sees it: D, then the gradient kernel (+ dq conversion).
     for (rfa_cuda_path path : paths) {
       bp.path = path;
-      const Timing bwd = time_ms(o, [&] {
-        RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
-        RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
-      });
-      const std::string pass = path == RFA_CUDA_PATH_SM90 ? "bwd-sm90" : "backward";
-      rows.push_back({pass, causal, bwd.median, backward_flops / (bwd.median * 1e9), {}, bwd.samples, backward_flops});
+      const bool both = path == RFA_CUDA_PATH_SM80 && both_tiles;
+      for (const char* tile_setting :
+           both ? std::vector<const char*>{nullptr, other_tile.c_str()} : std::vector<const char*>{nullptr}) {
+        if (both && tile_setting == nullptr) unsetenv(kKeyTile);  // the default first
+        if (tile_setting != nullptr) setenv(kKeyTile, tile_setting, 1);
+        const Timing bwd = time_ms(o, [&] {
+          RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
+          RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
+        });
+        const std::string tile_label = path == RFA_CUDA_PATH_SM90 ? "-"
+                                       : tile_setting             ? tile_setting
+                                       : both                     ? default_tile
+                                                                  : key_tile;
+        const std::string pass = path == RFA_CUDA_PATH_SM90 ? "bwd-sm90"
+                                 : tile_setting != nullptr  ? "bwd-k" + tile_label
+                                                            : "backward";
+        Row row{pass, causal, bwd.median, backward_flops / (bwd.median * 1e9), {}, bwd.samples, backward_flops};
+        row.key_tile = tile_label;
+        rows.push_back(row);
+      }
+      if (both) unsetenv(kKeyTile);  // the deterministic pass runs as the default had it
     }
     bp.path = RFA_CUDA_PATH_AUTO;
     if (o.deterministic) {
@@ -433,8 +475,10 @@ int main(int argc, char** argv) {
         RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
       });
       bp.deterministic = 0;
-      rows.push_back(
-          {"bwd-det", causal, det.median, backward_flops / (det.median * 1e9), {}, det.samples, backward_flops});
+      Row row{"bwd-det", causal, det.median, backward_flops / (det.median * 1e9), {}, det.samples, backward_flops};
+      const char* tile_now = std::getenv(kKeyTile);  // its dK/dV pass's tile
+      row.key_tile = tile_now != nullptr && *tile_now != '\0' ? tile_now : default_tile;
+      rows.push_back(row);
     }
   }
 
@@ -482,6 +526,8 @@ int main(int argc, char** argv) {
                                : r.pass == "fwd-w32"  ? "fwd_w32"
                                : r.pass == "fwd-sm90" ? "fwd_sm90"
                                : r.pass == "backward" ? "bwd"
+                               : r.pass == "bwd-k128" ? "bwd_k128"
+                               : r.pass == "bwd-k64"  ? "bwd_k64"
                                : r.pass == "bwd-sm90" ? "bwd_sm90"
                                                       : "bwd_det";
       m.name = "cuda/" + pass + "/" + (r.causal ? "causal" : "full");
@@ -490,7 +536,8 @@ int main(int argc, char** argv) {
       m.labels = {{"pass", r.pass},
                   {"mask", r.causal ? "causal" : "none"},
                   {"path", r.pass == "fwd-sm90" || r.pass == "bwd-sm90" ? "sm90" : "sm80"},
-                  {"rows_per_warp", r.rows_per_warp}};
+                  {"rows_per_warp", r.rows_per_warp},
+                  {"key_tile", r.key_tile}};
       for (int p = 0; p < 2; ++p)
         m.peers.push_back({std::string("sdpa_") + kPeers[p], r.peers[p].ms, r.peers[p].error});
       if (peak.tflops > 0) m.counters.push_back({"peak_fraction", r.tflops / peak.tflops});

@@ -384,12 +384,15 @@ check_phase() {
 perf_phase() {
   begin_phase perf "${RFA_BUDGET_PERF:-230}"
   # The kernels beside PyTorch's SDPA (flash and cuDNN backends) on both paths, the sm80 forward
-  # in both its layouts (16 and 32 query rows a warp: rows "forward" and "fwd-w32"): B=2 H=16
-  # S=8192 d=128 bf16, full and causal, then GQA 16:4 at S=16384.
+  # in both its layouts (16 and 32 query rows a warp: rows "forward" and "fwd-w32") and the sm80
+  # backward in both its key tiles (64 and 128 keys a block: rows "backward" and "bwd-k128"):
+  # B=2 H=16 S=8192 d=128 bf16, full and causal, then GQA 16:4 at S=16384.
   step kernels.b2h16s8192 100 test -- "$bin/rfa_cuda_kernel_bench" --batch 2 --heads 16 --seq 8192 --dim 128 \
-    --path all --rows-per-warp both --iters 20 --torch-script "$peer" --json "$(json kernels.b2h16s8192)"
+    --path all --rows-per-warp both --backward-key-tile both --iters 20 --torch-script "$peer" \
+    --json "$(json kernels.b2h16s8192)"
   step kernels.gqa16x4s16384 70 test -- "$bin/rfa_cuda_kernel_bench" --batch 1 --heads 16 --kv-heads 4 --seq 16384 \
-    --dim 128 --path all --rows-per-warp both --iters 10 --torch-script "$peer" --json "$(json kernels.gqa16x4s16384)"
+    --dim 128 --path all --rows-per-warp both --backward-key-tile both --iters 10 --torch-script "$peer" \
+    --json "$(json kernels.gqa16x4s16384)"
   # rfa on cuDNN at one rank (the whole engine: rfa_forward / rfa_backward) at the same shape,
   # the sequence in one piece as the peer has it (zigzag would cut it in two: three or four
   # cuDNN calls on half-length blocks, merged).
@@ -481,9 +484,9 @@ profile_phase() {
   tool_present ncu || { unavailable ncu.kernels 200 ncu; settle; return; }
   step ncu.kernels 200 tool -- ncu --clock-control none \
     --kernel-name regex:'flash_forward_kernel|forward_sm90_kernel|flash_backward_kernel|backward_sm90_kernel' \
-    --launch-skip 0 --launch-count 10 --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
+    --launch-skip 0 --launch-count 12 --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
     --section MemoryWorkloadAnalysis --section WarpStateStats "$bin/rfa_cuda_kernel_bench" --batch 2 --heads 16 \
-    --seq 8192 --dim 128 --warmup 0 --iters 1 --no-torch --path all --rows-per-warp both
+    --seq 8192 --dim 128 --warmup 0 --iters 1 --no-torch --path all --rows-per-warp both --backward-key-tile both
 }
 
 # ---------------------------------------------------------------- ab

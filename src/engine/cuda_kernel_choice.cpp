@@ -134,7 +134,7 @@ void require_gpu_fits_head_dims(comm::Communicator& comm, const AttentionConfig&
                            config.softmax_scale, config.softcap);
 #if RFA_ENGINE_CUDA
     const rfa_cuda_status fits = rfa_cuda_check_head_dims(config.head_dim, config.dv());
-    if (fits == RFA_CUDA_ERROR_INVALID_ARGUMENT)  // the environment's layout of the sm_80 forward
+    if (fits == RFA_CUDA_ERROR_INVALID_ARGUMENT)  // the environment's layouts of the sm_80 kernels
       fail(RFA_ERROR_INVALID_ARGUMENT, "this rank's environment: ", rfa_cuda_last_error_message());
     if (fits != RFA_CUDA_SUCCESS)
       fail(RFA_ERROR_UNSUPPORTED,

@@ -66,11 +66,12 @@ PathRequest parse_path_request(const std::string& text, const char* what);
 CudaPath choose_cuda_path(comm::Communicator& comm, Device device, PathRequest request);
 
 /// Collective over `comm`: on CUDA contexts, that every rank's GPU runs rfa's CUDA kernels at the
-/// configuration's head dims (the dims the kernels take, the sm_80 forward's layout the rank's
-/// environment asks for, then the shared memory their blocks ask for against what the device
-/// gives: rfa_cuda_check_head_dims). Fails on every rank with RFA_ERROR_UNSUPPORTED, saying
-/// which need some rank does not meet, or RFA_ERROR_INVALID_ARGUMENT for a malformed
-/// RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP. Nothing on host contexts or in builds without a CUDA
+/// configuration's head dims (the dims the kernels take, the sm_80 forward's layout and the sm_80
+/// backward's key tile the rank's environment asks for, then the shared memory their blocks ask
+/// for against what the device gives: rfa_cuda_check_head_dims). Fails on every rank with
+/// RFA_ERROR_UNSUPPORTED, saying which need some rank does not meet, or
+/// RFA_ERROR_INVALID_ARGUMENT for a malformed RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP or
+/// RFA_CUDA_SM80_BACKWARD_KEY_TILE. Nothing on host contexts or in builds without a CUDA
 /// engine (where creation refuses CUDA contexts anyway).
 void require_gpu_fits_head_dims(comm::Communicator& comm, const AttentionConfig& config);
 

@@ -53,21 +53,51 @@ struct ForwardKernels {
   int rows_per_warp;
 };
 
-// Sets the variable for its lifetime (nullptr: unset; or as `kernels` need it), and unsets it
-// after.
-class RowsPerWarpSetting {
+// The sm80 backward's key tiles, chosen by RFA_CUDA_SM80_BACKWARD_KEY_TILE: 64 or 128 keys a CTA
+// (default: 128 up to 128 columns of Q/K and V together, else 64; 128 takes up to 256). Every
+// backward on the sm80 path, the deterministic one too, runs in each tile the case's head dims
+// take.
+constexpr const char* kBackwardKeyTile = "RFA_CUDA_SM80_BACKWARD_KEY_TILE";
+
+// A backward's kernels: a path, and on sm80 the keys a CTA (0: the default tile).
+struct BackwardKernels {
+  rfa_cuda_path path;
+  int key_tile;
+};
+
+// Sets an environment variable for its lifetime (nullptr: unsets it), and unsets it after.
+class VariableSetting {
  public:
-  explicit RowsPerWarpSetting(const char* value) {
+  VariableSetting(const char* name, const char* value) : name_(name) {
     if (value != nullptr)
-      setenv(kRowsPerWarp, value, 1);
+      setenv(name_, value, 1);
     else
-      unsetenv(kRowsPerWarp);
+      unsetenv(name_);
   }
+  ~VariableSetting() { unsetenv(name_); }
+  VariableSetting(const VariableSetting&) = delete;
+  VariableSetting& operator=(const VariableSetting&) = delete;
+
+ private:
+  const char* name_;
+};
+
+// The forward's layout variable as a value or as `kernels` need it.
+class RowsPerWarpSetting : public VariableSetting {
+ public:
+  explicit RowsPerWarpSetting(const char* value) : VariableSetting(kRowsPerWarp, value) {}
   explicit RowsPerWarpSetting(const ForwardKernels& kernels)
       : RowsPerWarpSetting(kernels.rows_per_warp == 32 ? "32" : nullptr) {}
-  ~RowsPerWarpSetting() { unsetenv(kRowsPerWarp); }
-  RowsPerWarpSetting(const RowsPerWarpSetting&) = delete;
-  RowsPerWarpSetting& operator=(const RowsPerWarpSetting&) = delete;
+};
+
+// The backward's key tile variable as a value or as `kernels` need it.
+class KeyTileSetting : public VariableSetting {
+ public:
+  explicit KeyTileSetting(const char* value) : VariableSetting(kBackwardKeyTile, value) {}
+  explicit KeyTileSetting(const BackwardKernels& kernels)
+      : KeyTileSetting(kernels.key_tile == 0     ? nullptr
+                       : kernels.key_tile == 128 ? "128"
+                                                 : "64") {}
 };
 
 // The forward kernels a case runs on: the other paths first, then the sm80 path at 32 rows a warp
@@ -83,6 +113,29 @@ std::vector<ForwardKernels> forward_kernels(const Case& c) {
 }
 
 const char* rows_tag(const ForwardKernels& k) { return k.rows_per_warp == 32 ? ", 32 rows a warp" : ""; }
+
+// The sm80 backward's tile other than the default where the case's head dims take it, else 0.
+int other_key_tile(const Case& c) {
+  const int columns = c.head_dim + c.dv();
+  return columns <= 128 ? 64 : columns <= 256 ? 128 : 0;
+}
+
+// The backward kernels a case runs on: every path, and on sm80 the other key tile (where the
+// head dims take one) before the default.
+std::vector<BackwardKernels> backward_kernels(const Case& c) {
+  std::vector<BackwardKernels> all;
+  for (rfa_cuda_path path : kernel_paths) {
+    if (path == RFA_CUDA_PATH_SM80 && other_key_tile(c) != 0) all.push_back({path, other_key_tile(c)});
+    all.push_back({path, 0});
+  }
+  return all;
+}
+
+std::string key_tile_tag(const BackwardKernels& k) {
+  return k.key_tile == 0 ? "" : ", " + std::to_string(k.key_tile) + " keys a block";
+}
+
+std::string backward_tag(const BackwardKernels& k) { return path_tag(k.path) + key_tile_tag(k); }
 
 std::string forward_tag(const ForwardKernels& k) { return path_tag(k.path) + rows_tag(k); }
 
@@ -222,7 +275,10 @@ void run_case(const Case& c) {
   bp.lse = lse.as_float();  // the fp32-output forward ran last
   bp.delta = delta.as_float();
 
-  for (rfa_cuda_path path : kernel_paths) {
+  for (const BackwardKernels& kernels : backward_kernels(c)) {
+    const rfa_cuda_path path = kernels.path;
+    const KeyTileSetting key_tile(kernels);
+    const std::string tag = backward_tag(kernels);
     bp.path = path;
     {  // Accumulate mode: gradients are added to what the buffers hold.
       const std::vector<double> dq0 = random_values(RFA_CUDA_FP32, q.size()),
@@ -245,9 +301,9 @@ void run_case(const Case& c) {
         for (std::size_t i = 0; i < a.size(); ++i) a[i] -= b[i];
         return a;
       };
-      expect_close("backward dq (accumulate fp32" + path_tag(path) + ")", minus(dq.download(), dq0), ref_dq, low_dq);
-      expect_close("backward dk (accumulate fp32" + path_tag(path) + ")", minus(dk.download(), dk0), ref_dk, low_dk);
-      expect_close("backward dv (accumulate fp32" + path_tag(path) + ")", minus(dv.download(), dv0), ref_dv, low_dv);
+      expect_close("backward dq (accumulate fp32" + tag + ")", minus(dq.download(), dq0), ref_dq, low_dq);
+      expect_close("backward dk (accumulate fp32" + tag + ")", minus(dk.download(), dk0), ref_dk, low_dk);
+      expect_close("backward dv (accumulate fp32" + tag + ")", minus(dv.download(), dv0), ref_dv, low_dv);
     }
     {  // Store mode: gradients in the input dtype, overwritten.
       DeviceArray dq(c.dtype, q.size()), dk(c.dtype, k.size()), dv(c.dtype, v.size());
@@ -263,51 +319,57 @@ void run_case(const Case& c) {
       bp.workspace = workspace.get();
       RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
       RFA_TEST_CUDA(cudaDeviceSynchronize());
-      expect_close("backward dq (store dtype" + path_tag(path) + ")", dq.download(), ref_dq, low_dq);
-      expect_close("backward dk (store dtype" + path_tag(path) + ")", dk.download(), ref_dk, low_dk);
-      expect_close("backward dv (store dtype" + path_tag(path) + ")", dv.download(), ref_dv, low_dv);
+      expect_close("backward dq (store dtype" + tag + ")", dq.download(), ref_dq, low_dq);
+      expect_close("backward dk (store dtype" + tag + ")", dk.download(), ref_dk, low_dk);
+      expect_close("backward dv (store dtype" + tag + ")", dv.download(), ref_dv, low_dv);
     }
   }
   bp.path = RFA_CUDA_PATH_AUTO;
-  // Deterministic mode, both gradient modes: right, and the same bits on a second run.
-  for (rfa_cuda_grad_mode mode : {RFA_CUDA_GRAD_ACCUMULATE_FP32, RFA_CUDA_GRAD_STORE}) {
-    const bool store = mode == RFA_CUDA_GRAD_STORE;
-    const rfa_cuda_dtype grad_type = store ? c.dtype : RFA_CUDA_FP32;
-    const std::string tag = store ? " (deterministic, store dtype)" : " (deterministic, accumulate fp32)";
-    DeviceArray dq(grad_type, q.size()), dk(grad_type, k.size()), dv(grad_type, v.size());
-    bp.grad_mode = mode;
-    bp.deterministic = 1;
-    bp.workspace = nullptr;  // not needed in this mode
-    bp.dq = dq.get();
-    bp.dk = dk.get();
-    bp.dv = dv.get();
-    std::vector<double> first[3];
-    for (int run = 0; run < 2; ++run) {
-      DeviceArray* grads[3] = {&dq, &dk, &dv};
-      for (DeviceArray* g : grads) {
-        if (store)
-          g->poison();
-        else
-          g->upload(std::vector<double>(g->bytes() / 4, 0.0));
-      }
-      // The second run asks for the last path tested (sm90 on a Hopper GPU, on every case, those
-      // the Hopper path does not take among them): the mode runs the sm80 kernels whatever the
-      // path, so it must give the same bits.
-      bp.path = run == 0 ? RFA_CUDA_PATH_AUTO : kernel_paths.back();
-      RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
-      RFA_TEST_CUDA(cudaDeviceSynchronize());
-      if (run == 0) {
-        for (int i = 0; i < 3; ++i) first[i] = grads[i]->download();
-        expect_close("backward dq" + tag, first[0], ref_dq, low_dq);
-        expect_close("backward dk" + tag, first[1], ref_dk, low_dk);
-        expect_close("backward dv" + tag, first[2], ref_dv, low_dv);
-      } else {
-        const char* names[3] = {"dq", "dk", "dv"};
-        for (int i = 0; i < 3; ++i) {
-          const bool same = grads[i]->download() == first[i];
-          std::printf("  %-4s %-40s\n", same ? "ok" : "FAIL",
-                      (std::string(names[i]) + " bitwise equal on rerun" + path_tag(bp.path) + tag).c_str());
-          if (!same) ++failures;
+  // Deterministic mode (the sm80 kernels whatever the path), in each key tile, both gradient
+  // modes: right, and the same bits on a second run.
+  for (const BackwardKernels& kernels : backward_kernels(c)) {
+    if (kernels.path != RFA_CUDA_PATH_SM80) continue;
+    const KeyTileSetting key_tile(kernels);
+    for (rfa_cuda_grad_mode mode : {RFA_CUDA_GRAD_ACCUMULATE_FP32, RFA_CUDA_GRAD_STORE}) {
+      const bool store = mode == RFA_CUDA_GRAD_STORE;
+      const rfa_cuda_dtype grad_type = store ? c.dtype : RFA_CUDA_FP32;
+      const std::string tag = std::string(store ? " (deterministic, store dtype" : " (deterministic, accumulate fp32") +
+                              key_tile_tag(kernels) + ")";
+      DeviceArray dq(grad_type, q.size()), dk(grad_type, k.size()), dv(grad_type, v.size());
+      bp.grad_mode = mode;
+      bp.deterministic = 1;
+      bp.workspace = nullptr;  // not needed in this mode
+      bp.dq = dq.get();
+      bp.dk = dk.get();
+      bp.dv = dv.get();
+      std::vector<double> first[3];
+      for (int run = 0; run < 2; ++run) {
+        DeviceArray* grads[3] = {&dq, &dk, &dv};
+        for (DeviceArray* g : grads) {
+          if (store)
+            g->poison();
+          else
+            g->upload(std::vector<double>(g->bytes() / 4, 0.0));
+        }
+        // The second run asks for the last path tested (sm90 on a Hopper GPU, on every case, those
+        // the Hopper path does not take among them): the mode runs the sm80 kernels whatever the
+        // path, so it must give the same bits.
+        bp.path = run == 0 ? RFA_CUDA_PATH_AUTO : kernel_paths.back();
+        RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
+        RFA_TEST_CUDA(cudaDeviceSynchronize());
+        if (run == 0) {
+          for (int i = 0; i < 3; ++i) first[i] = grads[i]->download();
+          expect_close("backward dq" + tag, first[0], ref_dq, low_dq);
+          expect_close("backward dk" + tag, first[1], ref_dk, low_dk);
+          expect_close("backward dv" + tag, first[2], ref_dv, low_dv);
+        } else {
+          const char* names[3] = {"dq", "dk", "dv"};
+          for (int i = 0; i < 3; ++i) {
+            const bool same = grads[i]->download() == first[i];
+            std::printf("  %-4s %-40s\n", same ? "ok" : "FAIL",
+                        (std::string(names[i]) + " bitwise equal on rerun" + path_tag(bp.path) + tag).c_str());
+            if (!same) ++failures;
+          }
         }
       }
     }
@@ -498,8 +560,10 @@ void run_strided_case(const Case& c) {
   bp.dout = ddout.get();
   bp.lse = lse.as_float();
   bp.delta = delta.as_float();
-  for (rfa_cuda_path path : kernel_paths) {
+  for (const BackwardKernels& kernels : backward_kernels(c)) {
+    const rfa_cuda_path path = kernels.path;
     if (!path_takes_head_dim(c, path)) continue;
+    const KeyTileSetting key_tile(kernels);
     DeviceArray dq(RFA_CUDA_FP32, q.size()), dk(RFA_CUDA_FP32, k.size()), dv(RFA_CUDA_FP32, v.size());
     for (DeviceArray* g : {&dq, &dk, &dv}) g->upload(std::vector<double>(g->bytes() / 4, 0.0));
     bp.path = path;
@@ -508,9 +572,9 @@ void run_strided_case(const Case& c) {
     bp.dv = dv.get();
     RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
     RFA_TEST_CUDA(cudaDeviceSynchronize());
-    expect_close("strided backward dq" + path_tag(path), dq.download(), ref_dq, low_dq);
-    expect_close("strided backward dk" + path_tag(path), dk.download(), ref_dk, low_dk);
-    expect_close("strided backward dv" + path_tag(path), dv.download(), ref_dv, low_dv);
+    expect_close("strided backward dq" + backward_tag(kernels), dq.download(), ref_dq, low_dq);
+    expect_close("strided backward dk" + backward_tag(kernels), dk.download(), ref_dk, low_dk);
+    expect_close("strided backward dv" + backward_tag(kernels), dv.download(), ref_dv, low_dv);
   }
 }
 
@@ -568,10 +632,47 @@ void run_broadcast_case(const Case& one, int batch) {
       expect_forward("batch stride 0 over one entry,", f, kernels, out, lse, r.ref_out, r.ref_lse, r.low_out);
 }
 
+// A call that needs no GPU returned `want` with a message that holds `needle`.
+void expect(const char* what, rfa_cuda_status got, rfa_cuda_status want, const char* needle) {
+  const bool ok = got == want && std::strstr(rfa_cuda_last_error_message(), needle) != nullptr;
+  std::printf("  %-4s %-40s -> %s: %s\n", ok ? "ok" : "FAIL", what, rfa_cuda_status_string(got),
+              rfa_cuda_last_error_message());
+  if (!ok) ++failures;
+}
+
+// A value of a layout variable at head dims (head_dim, value_head_dim), and whether the call
+// refuses it there.
+struct LayoutValue {
+  std::int64_t head_dim, value_head_dim;
+  const char* value;  // nullptr: unset
+  bool refused;
+};
+
+// Each value set in `variable` while `call` runs on `shape` at its head dims: refused with
+// RFA_CUDA_ERROR_UNSUPPORTED and a message holding `refusal`, or taken, so that the call's next
+// check speaks (its q is NULL).
+template <class Call>
+void expect_layout_values(const char* variable, const char* refusal, rfa_cuda_attention_shape& shape, Call call,
+                          const std::vector<LayoutValue>& values) {
+  for (const LayoutValue& l : values) {
+    const VariableSetting setting(variable, l.value);
+    shape.head_dim = l.head_dim;
+    shape.value_head_dim = l.value_head_dim;
+    const std::string what = std::string(variable) + "=" + (l.value ? l.value : "(unset)") + ", d " +
+                             std::to_string(l.head_dim) + "/" + std::to_string(l.value_head_dim);
+    if (l.refused)
+      expect(what.c_str(), call(), RFA_CUDA_ERROR_UNSUPPORTED, refusal);
+    else
+      expect((what + " passes, q NULL").c_str(), call(), RFA_CUDA_ERROR_INVALID_ARGUMENT, "q is NULL");
+  }
+}
+
 // Checks that need no GPU: bad arguments are refused with a status and a message.
 void run_argument_checks() {
   std::printf("argument checks\n");
-  unsetenv(kRowsPerWarp);  // the checks below expect the default layout, whatever the caller's environment
+  // The checks below expect the default layouts, whatever the caller's environment.
+  unsetenv(kRowsPerWarp);
+  unsetenv(kBackwardKeyTile);
   alignas(16) static unsigned char dummy[64];
   rfa_cuda_forward_params f;
   rfa_cuda_forward_params_init(&f);
@@ -579,12 +680,6 @@ void run_argument_checks() {
   f.shape.head_dim = 64;
   f.q = f.k = f.v = f.out = dummy;
   f.lse = reinterpret_cast<float*>(dummy);
-  auto expect = [](const char* what, rfa_cuda_status got, rfa_cuda_status want, const char* needle) {
-    const bool ok = got == want && std::strstr(rfa_cuda_last_error_message(), needle) != nullptr;
-    std::printf("  %-4s %-40s -> %s: %s\n", ok ? "ok" : "FAIL", what, rfa_cuda_status_string(got),
-                rfa_cuda_last_error_message());
-    if (!ok) ++failures;
-  };
   rfa_cuda_forward_params bad = f;
   bad.shape.head_dim = 96;
   expect("head_dim 96", rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_UNSUPPORTED,
@@ -710,25 +805,16 @@ void run_argument_checks() {
       expect((std::string(kRowsPerWarp) + "=\"" + value + "\"").c_str(), rfa_cuda_flash_forward(&bad, nullptr),
              RFA_CUDA_ERROR_INVALID_ARGUMENT, "RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP is 16 or 32");
     }
-    const struct {
-      std::int64_t head_dim, value_head_dim;
-      const char* value;
-      bool refused;
-    } layouts[] = {{256, 0, "32", true}, {192, 0, "32", true},  {192, 128, "32", false}, {128, 0, "32", false},
-                   {32, 0, "32", false}, {256, 0, "16", false}, {256, 0, "", false},     {192, 0, nullptr, false}};
-    for (const auto& l : layouts) {
-      const RowsPerWarpSetting rows(l.value);
-      bad.shape.head_dim = l.head_dim;
-      bad.shape.value_head_dim = l.value_head_dim;
-      const std::string what = std::string(kRowsPerWarp) + "=" + (l.value ? l.value : "(unset)") + ", d " +
-                               std::to_string(l.head_dim) + "/" + std::to_string(l.value_head_dim);
-      if (l.refused)
-        expect(what.c_str(), rfa_cuda_flash_forward(&bad, nullptr), RFA_CUDA_ERROR_UNSUPPORTED,
-               "=32 takes value head dims up to 128, not");
-      else
-        expect((what + " passes, q NULL").c_str(), rfa_cuda_flash_forward(&bad, nullptr),
-               RFA_CUDA_ERROR_INVALID_ARGUMENT, "q is NULL");
-    }
+    expect_layout_values(kRowsPerWarp, "=32 takes value head dims up to 128, not", bad.shape,
+                         [&] { return rfa_cuda_flash_forward(&bad, nullptr); },
+                         {{256, 0, "32", true},
+                          {192, 0, "32", true},
+                          {192, 128, "32", false},
+                          {128, 0, "32", false},
+                          {32, 0, "32", false},
+                          {256, 0, "16", false},
+                          {256, 0, "", false},
+                          {192, 0, nullptr, false}});
     // The question a context asks at creation, on every rank, says the same.
     {
       const RowsPerWarpSetting rows("32");
@@ -772,6 +858,44 @@ void run_argument_checks() {
   bad_b.dq_strides = {128, 0, 64};
   expect("dq repeated over the sequence", rfa_cuda_flash_backward(&bad_b, nullptr), RFA_CUDA_ERROR_INVALID_ARGUMENT,
          "dq has seq stride 0");
+  {  // The sm80 backward's key tile from the environment, checked with the shape before any device is asked for.
+    bad_b = b;
+    bad_b.grad_mode = RFA_CUDA_GRAD_ACCUMULATE_FP32;
+    bad_b.q = nullptr;  // a value the variable takes lets the next check speak
+    for (const char* value : {"96", "128x", " 64", "0", "16"}) {
+      const KeyTileSetting tile(value);
+      expect((std::string(kBackwardKeyTile) + "=\"" + value + "\"").c_str(), rfa_cuda_flash_backward(&bad_b, nullptr),
+             RFA_CUDA_ERROR_INVALID_ARGUMENT,
+             "RFA_CUDA_SM80_BACKWARD_KEY_TILE is 64 or 128 (keys a CTA of the sm80 backward)");
+    }
+    // 128 keys up to 256 columns of Q/K and V together (d 128 the last), refused past them (192,
+    // the next head dim the kernels take, and MLA's 192 / 128); 64 everywhere.
+    expect_layout_values(kBackwardKeyTile, "=128 takes head dims whose Q/K and V columns add up to at most 256",
+                         bad_b.shape, [&] { return rfa_cuda_flash_backward(&bad_b, nullptr); },
+                         {{256, 0, "128", true},
+                          {192, 0, "128", true},
+                          {192, 128, "128", true},
+                          {128, 0, "128", false},
+                          {32, 0, "128", false},
+                          {64, 0, "64", false},
+                          {256, 0, "64", false},
+                          {192, 128, "64", false},
+                          {128, 0, "", false},
+                          {192, 0, nullptr, false}});
+    {  // The question a context asks at creation, on every rank, says the same.
+      const KeyTileSetting tile("128");
+      expect("check_head_dims(192, 128) at 128 keys a block", rfa_cuda_check_head_dims(192, 128),
+             RFA_CUDA_ERROR_UNSUPPORTED, "not 192 + 128: unset it or set 64");
+      expect("check_head_dims(256, 0) at 128 keys a block", rfa_cuda_check_head_dims(256, 0),
+             RFA_CUDA_ERROR_UNSUPPORTED, "not 256 + 256");
+    }
+    {
+      const KeyTileSetting tile("32");
+      expect("check_head_dims(64, 0) at 32 keys a block", rfa_cuda_check_head_dims(64, 0),
+             RFA_CUDA_ERROR_INVALID_ARGUMENT,
+             "RFA_CUDA_SM80_BACKWARD_KEY_TILE is 64 or 128 (keys a CTA of the sm80 backward), not \"32\"");
+    }
+  }
   const bool sized = rfa_cuda_backward_workspace_size(&b) == std::size_t(4) * 64;
   b.deterministic = 1;
   const bool no_workspace = rfa_cuda_backward_workspace_size(&b) == 0;

@@ -231,12 +231,14 @@ rfa_cuda_status rfa_cuda_flash_forward(const rfa_cuda_forward_params* p, cudaStr
 
 /* Whether the current device runs the sm_80 kernels at these head dims (value_head_dim 0:
  * head_dim): a pair they are built for, the forward's layout the environment asks for
- * (RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP: unset or 16, or 32 at value head dims up to 128), a
- * device of compute capability 8.0 or newer, and the shared memory each of their kernels asks
- * per block (up to 144 KB at 192 and 256) within what the device lets a block have (compute
- * capability 8.6 and 8.9: 99 KB, so head dims up to 128). RFA_CUDA_ERROR_UNSUPPORTED saying
- * which need is not met; RFA_CUDA_ERROR_INVALID_ARGUMENT for a value of the variable other than
- * 16 or 32. The forward and backward check the same before they launch. */
+ * (RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP: unset or 16, or 32 at value head dims up to 128), the
+ * backward's key tile it asks for (RFA_CUDA_SM80_BACKWARD_KEY_TILE: unset, 64, or 128 where
+ * head_dim + value head dim <= 256), a device of compute capability 8.0 or newer, and the shared
+ * memory each of their kernels asks per block (up to 144 KB at 192 and 256) within what the
+ * device lets a block have (compute capability 8.6 and 8.9: 99 KB, so head dims up to 128 at the
+ * default layouts). RFA_CUDA_ERROR_UNSUPPORTED saying which need is not met;
+ * RFA_CUDA_ERROR_INVALID_ARGUMENT for a value of either variable other than those two of each.
+ * The forward and backward check the same before they launch. */
 rfa_cuda_status rfa_cuda_check_head_dims(int64_t head_dim, int64_t value_head_dim);
 
 /* Nonzero when this build has the Hopper kernels (compiled for sm_90a against CUTLASS). */

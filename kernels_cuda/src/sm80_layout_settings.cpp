@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "sm80_layout_settings.hpp"
+
+#include <cstdlib>
+#include <string>
+
+#include "api_support.hpp"
+
+namespace rfa_cuda {
+namespace detail {
+namespace {
+
+// One of a setting's two spellings (`small` or `large`, the numbers they say) into `value`:
+// `fallback` where `text` is NULL or empty; any other text is refused, naming the variable and
+// what it sets.
+rfa_cuda_status two_way_setting(const char* variable, const char* what, const char* text, int small, int large,
+                                int fallback, int& value) {
+  if (text == nullptr || *text == '\0') {
+    value = fallback;
+    return RFA_CUDA_SUCCESS;
+  }
+  for (const int choice : {small, large})
+    if (std::to_string(choice) == text) {
+      value = choice;
+      return RFA_CUDA_SUCCESS;
+    }
+  return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s is %d or %d (%s), not \"%s\"", variable, small, large, what, text);
+}
+
+}  // namespace
+
+rfa_cuda_status forward_rows_per_warp(const char* text, std::int64_t value_dim, int& rows) {
+  RFA_CUDA_TRY(
+      two_way_setting(kForwardRowsPerWarpEnv, "query rows a warp of the sm80 forward", text, 16, 32, 16, rows));
+  if (rows == 32 && value_dim > kWideForwardValueDimMax)
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED, "%s=32 takes value head dims up to %d, not %lld: unset it or set 16",
+                kForwardRowsPerWarpEnv, kWideForwardValueDimMax, static_cast<long long>(value_dim));
+  return RFA_CUDA_SUCCESS;
+}
+
+rfa_cuda_status forward_rows_per_warp_from_environment(std::int64_t value_dim, int& rows) {
+  return forward_rows_per_warp(std::getenv(kForwardRowsPerWarpEnv), value_dim, rows);
+}
+
+rfa_cuda_status backward_key_tile(const char* text, std::int64_t head_dim, std::int64_t value_dim, int& keys) {
+  const std::int64_t columns = head_dim + value_dim;
+  RFA_CUDA_TRY(two_way_setting(kBackwardKeyTileEnv, "keys a CTA of the sm80 backward", text, 64, 128,
+                               columns <= kWideBackwardDefaultColumns ? 128 : 64, keys));
+  if (keys == 128 && columns > kWideBackwardColumnsMax)
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                "%s=128 takes head dims whose Q/K and V columns add up to at most %d (one head dim up to 128), not "
+                "%lld + %lld: unset it or set 64",
+                kBackwardKeyTileEnv, kWideBackwardColumnsMax, static_cast<long long>(head_dim),
+                static_cast<long long>(value_dim));
+  return RFA_CUDA_SUCCESS;
+}
+
+rfa_cuda_status backward_key_tile_from_environment(std::int64_t head_dim, std::int64_t value_dim, int& keys) {
+  return backward_key_tile(std::getenv(kBackwardKeyTileEnv), head_dim, value_dim, keys);
+}
+
+}  // namespace detail
+}  // namespace rfa_cuda

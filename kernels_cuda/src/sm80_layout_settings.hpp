@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The sm_80 kernels' layouts that the environment chooses until a GPU run has measured which is
+// faster (docs/gpus.md, docs/environment.md), each read at every call and by
+// rfa_cuda_check_head_dims (so a CUDA context's creation refuses a value its head dims do not
+// take, on every rank):
+// - RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP, the query rows a warp of the forward owns
+//   (flash_forward.cu): 16 (8 warps a CTA, the default) or 32 (4 warps, each reading a key tile
+//   once for two blocks of 16 rows). 32 takes value head dims up to 128: above, the
+//   accumulators of two blocks would not fit a thread's registers.
+// - RFA_CUDA_SM80_BACKWARD_KEY_TILE, the keys a CTA of the backward owns (flash_backward.cu):
+//   64 (4 warps) or 128 (8 warps), each warp 16 keys whatever the tile. A tile of 128 reads
+//   every query tile and adds its dQ (atomics) once for twice the keys. Default: 128 where Q/K
+//   and V columns add up to at most 128 (head dims 32 and 64), else 64. 128 takes up to 256
+//   columns (head dims to 128): past them the backward runs in two passes of 4 warps.
+#pragma once
+
+#include <cstdint>
+
+#include "rfa_cuda/flash.h"
+
+namespace rfa_cuda {
+namespace detail {
+
+inline constexpr const char* kForwardRowsPerWarpEnv = "RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP";
+inline constexpr int kWideForwardValueDimMax = 128;  // the most a forward of 32 rows a warp takes
+
+inline constexpr const char* kBackwardKeyTileEnv = "RFA_CUDA_SM80_BACKWARD_KEY_TILE";
+inline constexpr int kWideBackwardColumnsMax = 256;      // the most Q/K + V columns a tile of 128 keys takes
+inline constexpr int kWideBackwardDefaultColumns = 128;  // up to these, 128 keys is the default
+
+/// The rows a warp that the variable's value `text` asks for at value head dim `value_dim`, in
+/// `rows`: 16 where `text` is NULL or empty, else "16" or "32". RFA_CUDA_ERROR_INVALID_ARGUMENT
+/// for any other value, RFA_CUDA_ERROR_UNSUPPORTED for 32 above a value head dim of 128, each
+/// with the thread's message naming the variable.
+rfa_cuda_status forward_rows_per_warp(const char* text, std::int64_t value_dim, int& rows);
+
+/// The same for the variable as the environment holds it now.
+rfa_cuda_status forward_rows_per_warp_from_environment(std::int64_t value_dim, int& rows);
+
+/// The keys a CTA of the backward that the variable's value `text` asks for at head dims
+/// (`head_dim`, `value_dim`), in `keys`: the default above where `text` is NULL or empty, else
+/// "64" or "128". RFA_CUDA_ERROR_INVALID_ARGUMENT for any other value,
+/// RFA_CUDA_ERROR_UNSUPPORTED for 128 past 256 columns, each with the thread's message naming
+/// the variable.
+rfa_cuda_status backward_key_tile(const char* text, std::int64_t head_dim, std::int64_t value_dim, int& keys);
+
+/// The same for the variable as the environment holds it now.
+rfa_cuda_status backward_key_tile_from_environment(std::int64_t head_dim, std::int64_t value_dim, int& keys);
+
+}  // namespace detail
+}  // namespace rfa_cuda
