@@ -71,11 +71,12 @@ constexpr float kLog2e = 1.44269504088896340736f;
 // dQ += scale * acc for a warp's 16 query rows x kColumns columns (acc: kColumns / 8
 // accumulator tiles), at dq (row 0, column 0; rows `row_stride` apart), rows from `rows` on past
 // the sequence's end. Other CTAs add other key tiles' terms to the same elements: fp32 atomics,
-// the bound of this kernel (perf/RESULTS.md, "2026-11-23 — CUDA kernels on an H100"). Hopper
-// reduces four columns in one 16-byte operation (each lane first trades a pair with its
-// partner, accumulator_row_quads.cuh), a quarter of the operations of one float each; dq's
-// rows start 16-byte aligned (flash_api.cu checks the pointer and the strides). Every lane
-// takes part in the trade, so no lane may return before it.
+// the bound of this kernel (perf/RESULTS.md, "2026-11-23 — CUDA kernels on an H100
+// (`kernels_cuda/gpu_check.sh`, re-measured)"). Hopper reduces four columns in one 16-byte
+// operation (each lane first trades a pair with its partner, accumulator_row_quads.cuh), a
+// quarter of the operations of one float each; dq's rows start 16-byte aligned (flash_api.cu
+// checks the pointer and the strides). Every lane takes part in the trade, so no lane may
+// return before it.
 template <int kColumns>
 __device__ __forceinline__ void add_dq_chunk(float* dq, std::int64_t row_stride, int rows, float scale,
                                              const float (&acc)[kColumns / 8][4], int lane) {
