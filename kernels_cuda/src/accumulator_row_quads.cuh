@@ -19,14 +19,19 @@ struct AccumulatorRowQuad {
   float v[4];
 };
 
-// The pair a lane hands its partner (lane ^ 1): the row it does not keep.
+// The lane a lane trades with, the other of its pair in the group (t and t ^ 1): lane ^ the mask
+// (the mask as __shfl_xor_sync takes it, a constant, which a lane index in a register is not).
+inline constexpr int kRowQuadPartnerMask = 1;
+__host__ __device__ __forceinline__ int row_quad_partner(int lane) { return lane ^ kRowQuadPartnerMask; }
+
+// The pair a lane hands its partner (row_quad_partner): the row it does not keep.
 __host__ __device__ __forceinline__ void row_quad_outgoing(const float (&acc)[4], int lane, float (&sent)[2]) {
   const bool keeps_lower_row = lane % 2 == 1;  // odd lanes keep row g + 8 and give row g away
   sent[0] = keeps_lower_row ? acc[0] : acc[2];
   sent[1] = keeps_lower_row ? acc[1] : acc[3];
 }
 
-// The lane's row quad, given the pair its partner handed it (row_quad_outgoing of lane ^ 1).
+// The lane's row quad, given the pair its partner handed it (row_quad_outgoing of the partner).
 __host__ __device__ __forceinline__ AccumulatorRowQuad row_quad(const float (&acc)[4], const float (&received)[2],
                                                                 int lane) {
   const int group = lane / 4, quad = lane % 4;

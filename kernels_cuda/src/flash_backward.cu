@@ -85,7 +85,8 @@ __device__ __forceinline__ void add_dq_chunk(float* dq, std::int64_t row_stride,
   for (int nb = 0; nb < kColumns / 8; ++nb) {
     float sent[2];
     row_quad_outgoing(acc[nb], lane, sent);
-    const float received[2] = {__shfl_xor_sync(0xffffffffu, sent[0], 1), __shfl_xor_sync(0xffffffffu, sent[1], 1)};
+    const float received[2] = {__shfl_xor_sync(0xffffffffu, sent[0], kRowQuadPartnerMask),
+                               __shfl_xor_sync(0xffffffffu, sent[1], kRowQuadPartnerMask)};
     const AccumulatorRowQuad q = row_quad(acc[nb], received, lane);
     if (q.row < rows)
       atomicAdd(reinterpret_cast<float4*>(dq + q.row * row_stride + nb * 8 + q.col),
@@ -332,7 +333,7 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim, kKeyTile>:
 }  // namespace
 
 // The tile the arguments ask for where the head dims take it (flash_api.cu has checked them), as
-// a compile-time constant: launch(std::integral_constant<int, keys>{}).
+// a compile-time constant: launch(std::integral_constant<int, keys>{}); any value but 128 is 64.
 template <int kColumns, typename Launch>
 cudaError_t dispatch_key_tile(int key_tile, Launch&& launch) {
   if constexpr (kColumns <= kWideBackwardColumnsMax) {

@@ -353,7 +353,19 @@ int main(int argc, char** argv) {
   const std::string key_tile =
       environment_tile != nullptr && *environment_tile != '\0' ? environment_tile : default_tile;  // one tile's
   const std::string other_tile = default_tile == "128" ? "64" : o.dim + o.value_dim <= 256 ? "128" : "";
-  const bool both_tiles = o.key_tile == "both" && !other_tile.empty();
+  bool both_tiles = o.key_tile == "both" && !other_tile.empty();
+  if (both_tiles) {  // the other tile where this device has its shared memory (not 128 at d 128 on 8.6 / 8.9)
+    const std::string before = environment_tile != nullptr ? environment_tile : "";
+    setenv(kKeyTile, other_tile.c_str(), 1);
+    if (rfa_cuda_check_head_dims(o.dim, o.value_dim) != RFA_CUDA_SUCCESS) {
+      std::printf("no bwd-k%s rows: %s\n", other_tile.c_str(), rfa_cuda_last_error_message());
+      both_tiles = false;
+    }
+    if (before.empty())
+      unsetenv(kKeyTile);
+    else
+      setenv(kKeyTile, before.c_str(), 1);
+  }
   std::printf("sm80 backward: %s keys a block\n",
               both_tiles ? (default_tile + " and " + other_tile).c_str() : key_tile.c_str());
   if (o.key_tile == "both" && other_tile.empty())

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The regrouping of an mma m16n8k16 accumulator tile into row quads
 // (kernels_cuda/src/accumulator_row_quads.cuh), compiled for the host
-// (device_code_on_host.hpp): the 32 lanes of a warp, each trading a pair with lane ^ 1 as the
-// backward's __shfl_xor_sync does, must between them hold every element of the 16 x 8 tile
-// exactly once, four adjacent columns of one row a lane, each value where the accumulator
-// layout documented for mma (lane 4g + t: rows g and g + 8, columns 2t and 2t + 1) puts it.
+// (device_code_on_host.hpp): the 32 lanes of a warp, each trading a pair with its partner
+// (row_quad_partner, as the backward's __shfl_xor_sync does), must between them hold every element
+// of the 16 x 8 tile exactly once, four adjacent columns of one row a lane, each value where the
+// accumulator layout documented for mma (lane 4g + t: rows g and g + 8, columns 2t and 2t + 1)
+// puts it.
 // On Hopper the backward adds its dQ through these quads; a slip here adds gradients to the
 // wrong elements, which only a GPU run would otherwise show.
 #include <gtest/gtest.h>
@@ -42,7 +43,7 @@ std::array<AccumulatorRowQuad, kLanes> warp_quads() {
     row_quad_outgoing(acc[lane], lane, sent[lane]);
   }
   std::array<AccumulatorRowQuad, kLanes> quads{};
-  for (int lane = 0; lane < kLanes; ++lane) quads[lane] = row_quad(acc[lane], sent[lane ^ 1], lane);
+  for (int lane = 0; lane < kLanes; ++lane) quads[lane] = row_quad(acc[lane], sent[row_quad_partner(lane)], lane);
   return quads;
 }
 
@@ -64,9 +65,13 @@ TEST(AccumulatorRowQuads, EveryElementOnceWithItsValue) {
 }
 
 TEST(AccumulatorRowQuads, PartnersShareAGroupAndColumns) {
-  // A trade happens inside a group of four lanes (one row pair): lane ^ 1 keeps the other row
-  // of the same columns, so a row's lanes past a sequence's end skip together.
+  // A trade happens inside a group of four lanes (one row pair), between lanes that are each
+  // other's partners: the partner keeps the other row of the same columns.
   const std::array<AccumulatorRowQuad, kLanes> quads = warp_quads();
+  for (int lane = 0; lane < kLanes; ++lane) {
+    EXPECT_EQ(row_quad_partner(row_quad_partner(lane)), lane);
+    EXPECT_EQ(row_quad_partner(lane) / 4, lane / 4) << "lane " << lane << " trades outside its group";
+  }
   for (int lane = 0; lane < kLanes; lane += 2) {
     const AccumulatorRowQuad &even = quads[lane], &odd = quads[lane + 1];
     EXPECT_EQ(even.row, lane / 4);

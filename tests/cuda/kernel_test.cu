@@ -120,12 +120,21 @@ int other_key_tile(const Case& c) {
   return columns <= 128 ? 64 : columns <= 256 ? 128 : 0;
 }
 
+// Whether this device runs the sm80 backward at `keys` a block at the case's head dims: the
+// question a context asks at creation (the tile of 128 at d 128 asks for more shared memory than
+// compute capability 8.6 and 8.9 give a block).
+bool key_tile_fits(const Case& c, int keys) {
+  const KeyTileSetting tile(keys == 128 ? "128" : "64");
+  return rfa_cuda_check_head_dims(c.head_dim, c.value_dim) == RFA_CUDA_SUCCESS;
+}
+
 // The backward kernels a case runs on: every path, and on sm80 the other key tile (where the
-// head dims take one) before the default.
+// head dims take one and the device has the shared memory for it) before the default.
 std::vector<BackwardKernels> backward_kernels(const Case& c) {
   std::vector<BackwardKernels> all;
   for (rfa_cuda_path path : kernel_paths) {
-    if (path == RFA_CUDA_PATH_SM80 && other_key_tile(c) != 0) all.push_back({path, other_key_tile(c)});
+    const int other = other_key_tile(c);
+    if (path == RFA_CUDA_PATH_SM80 && other != 0 && key_tile_fits(c, other)) all.push_back({path, other});
     all.push_back({path, 0});
   }
   return all;
@@ -533,7 +542,9 @@ void run_strided_case(const Case& c) {
     if (path_takes_head_dim(c, kernels.path))
       expect_forward("strided forward", f, kernels, out, lse, ref_out, ref_lse, low_out);
 
-  // The backward on the same strided inputs (dO contiguous), fp32 gradients accumulated from 0.
+  // The backward on the same strided inputs (dO contiguous), fp32 gradients accumulated from 0,
+  // dQ with Q's padded batch stride (the atomics' addresses off the contiguous layout) and its
+  // padding left at 0.
   const std::vector<double> dout = random_values(c.dtype, p.out_size());
   std::vector<double> ref_dq, ref_dk, ref_dv, low_dq, low_dk, low_dv;
   ref::backward(p, q, k, v, dout, ref_dq, ref_dk, ref_dv);
@@ -564,15 +575,26 @@ void run_strided_case(const Case& c) {
     const rfa_cuda_path path = kernels.path;
     if (!path_takes_head_dim(c, path)) continue;
     const KeyTileSetting key_tile(kernels);
-    DeviceArray dq(RFA_CUDA_FP32, q.size()), dk(RFA_CUDA_FP32, k.size()), dv(RFA_CUDA_FP32, v.size());
+    DeviceArray dq(RFA_CUDA_FP32, q_padded.size()), dk(RFA_CUDA_FP32, k.size()), dv(RFA_CUDA_FP32, v.size());
     for (DeviceArray* g : {&dq, &dk, &dv}) g->upload(std::vector<double>(g->bytes() / 4, 0.0));
     bp.path = path;
     bp.dq = dq.get();
+    bp.dq_strides = f.q_strides;
     bp.dk = dk.get();
     bp.dv = dv.get();
     RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
     RFA_TEST_CUDA(cudaDeviceSynchronize());
-    expect_close("strided backward dq" + backward_tag(kernels), dq.download(), ref_dq, low_dq);
+    const std::vector<double> dq_padded = dq.download();
+    std::vector<double> got_dq(q.size());
+    bool padding_untouched = true;
+    for (int b = 0; b < c.batch; ++b) {
+      for (std::int64_t i = 0; i < c.seq_q * row; ++i) got_dq[b * c.seq_q * row + i] = dq_padded[b * q_batch + i];
+      for (std::int64_t i = c.seq_q * row; i < q_batch; ++i) padding_untouched &= dq_padded[b * q_batch + i] == 0.0;
+    }
+    std::printf("  %-4s %-40s\n", padding_untouched ? "ok" : "FAIL",
+                ("strided backward dq padding untouched" + backward_tag(kernels)).c_str());
+    if (!padding_untouched) ++failures;
+    expect_close("strided backward dq" + backward_tag(kernels), got_dq, ref_dq, low_dq);
     expect_close("strided backward dk" + backward_tag(kernels), dk.download(), ref_dk, low_dk);
     expect_close("strided backward dv" + backward_tag(kernels), dv.download(), ref_dv, low_dv);
   }
@@ -958,16 +980,24 @@ int main(int argc, char** argv) {
     RFA_TEST_CUDA(cudaDeviceGetAttribute(&allowed, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     const int pairs[][3] = {{32, 0, 50176},   {64, 0, 82944},    {128, 0, 98304}, {192, 0, 147456},
                             {256, 0, 135680}, {192, 128, 131072}};  // head_dim, value_head_dim, the most a kernel asks
-    for (const auto& pair : pairs) {
-      const rfa_cuda_status status = rfa_cuda_check_head_dims(pair[0], pair[1]);
-      const bool fits = pair[2] <= allowed;
-      const bool ok = fits ? status == RFA_CUDA_SUCCESS
-                           : status == RFA_CUDA_ERROR_UNSUPPORTED &&
-                                 std::strstr(rfa_cuda_last_error_message(), "shared memory") != nullptr;
-      std::printf("  %-4s check_head_dims(%d, %d): %s (a block may have %d bytes here)\n", ok ? "ok" : "FAIL", pair[0],
-                  pair[1], status == RFA_CUDA_SUCCESS ? "runs" : rfa_cuda_last_error_message(), allowed);
-      if (!ok) ++failures;
-    }
+    // The backward's tile of 128 keys asks for more at d 128 (K and V of 128 keys).
+    const int wide_pairs[][3] = {{32, 0, 50176}, {64, 0, 82944}, {128, 0, 107008}};
+    const auto check_pairs = [&](const auto& list, const char* setting) {
+      for (const auto& pair : list) {
+        const rfa_cuda_status status = rfa_cuda_check_head_dims(pair[0], pair[1]);
+        const bool fits = pair[2] <= allowed;
+        const bool ok = fits ? status == RFA_CUDA_SUCCESS
+                             : status == RFA_CUDA_ERROR_UNSUPPORTED &&
+                                   std::strstr(rfa_cuda_last_error_message(), "shared memory") != nullptr;
+        std::printf("  %-4s check_head_dims(%d, %d)%s: %s (a block may have %d bytes here)\n", ok ? "ok" : "FAIL",
+                    pair[0], pair[1], setting, status == RFA_CUDA_SUCCESS ? "runs" : rfa_cuda_last_error_message(),
+                    allowed);
+        if (!ok) ++failures;
+      }
+    };
+    check_pairs(pairs, "");
+    const KeyTileSetting tile("128");
+    check_pairs(wide_pairs, " at 128 keys a block");
   }
 
   rfa_cuda_path hopper = RFA_CUDA_PATH_SM80;
@@ -992,6 +1022,14 @@ int main(int argc, char** argv) {
       {"sq != sk, GQA 4:1", B, 128, 1, 129, 1000, 4, 1, false},
       {"sq > sk, causal fp16", H, 64, 2, 300, 77, 2, 2, true},
   };
+  // Keys on the backward's tile edges at d 128 (64 and 128 keys a block; 32 queries a stage) and
+  // one either side: full with 33 queries, causal over as many queries as keys.
+  for (int keys : {127, 128, 129})
+    cases.push_back({"d128 tile edges, full GQA 4:2, 33 x " + std::to_string(keys), keys % 2 ? B : H, 128, 1, 33, keys,
+                     4, 2, false});
+  for (int keys : {255, 256, 257})
+    cases.push_back({"d128 tile edges, causal, " + std::to_string(keys) + " x " + std::to_string(keys),
+                     keys % 2 ? H : B, 128, 2, keys, keys, 2, 1, true});
   // Zigzag over P = 3 ranks, chunks of 40 tokens: rank r holds chunks r and 5 - r.
   Case zig{"zigzag q(rank 1) x k(rank 1)", B, 128, 1, 80, 80, 2, 1, true};
   zig.q_map = two_segments(40, 40, 160, 40);
