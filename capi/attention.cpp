@@ -105,7 +105,8 @@ constexpr const char* kInputsUntouched = "nothing was computed or written";
 constexpr const char* kOutputsWritten = "the outputs are written but must not be trusted";
 
 /// A tensor argument of `bytes` bytes: aligned to its elements, and on a CUDA context to 16 bytes
-/// (the kernels, rfa's and cuDNN's, read and write 16-byte chunks of the caller's tensors).
+/// (the kernels, rfa's and cuDNN's, read and write 16-byte chunks of the caller's tensors; cuDNN
+/// writes and reads lse in place, where its graphs assume 16-byte aligned statistics).
 Buffer tensor_buffer(const rfa_context_s& c, const char* name, const void* data, std::int64_t bytes,
                      std::int64_t element) {
   if (c.options.device == RFA_DEVICE_CUDA)
@@ -258,7 +259,7 @@ rfa_result_t forward(rfa_context_s& c, const void* q, const void* k, const void*
     std::vector<Buffer> inputs = {tensor_buffer(c, "q", q, s.q, e), tensor_buffer(c, "k", k, s.k, e),
                                   tensor_buffer(c, "v", v, s.v, e)};
     if (sinks.given) inputs.push_back({"sinks", sinks.values, o.heads * f, f});
-    check_call_buffers(c, inputs, {tensor_buffer(c, "out", out, s.out, e), {"lse", lse, s.lse, f}});
+    check_call_buffers(c, inputs, {tensor_buffer(c, "out", out, s.out, e), tensor_buffer(c, "lse", lse, s.lse, f)});
     read_sinks(c, sinks);
   };
   run_collective_call(c, CollectiveCall::forward, checks, [&] {
@@ -302,7 +303,7 @@ rfa_result_t backward(rfa_context_s& c, const void* q, const void* k, const void
     const std::int64_t e = s.element, f = std::int64_t(sizeof(float));
     std::vector<Buffer> inputs = {tensor_buffer(c, "q", q, s.q, e),         tensor_buffer(c, "k", k, s.k, e),
                                   tensor_buffer(c, "v", v, s.v, e),         tensor_buffer(c, "out", out, s.out, e),
-                                  tensor_buffer(c, "dout", dout, s.out, e), {"lse", lse, s.lse, f}},
+                                  tensor_buffer(c, "dout", dout, s.out, e), tensor_buffer(c, "lse", lse, s.lse, f)},
                         outputs = {tensor_buffer(c, "dq", dq, s.q, e), tensor_buffer(c, "dk", dk, s.k, e),
                                    tensor_buffer(c, "dv", dv, s.v, e)};
     if (sinks.given) {

@@ -425,9 +425,9 @@ TEST(CudaContext, RefusesHostPointersAndUnsupportedHeadDims) {
 struct ForwardCall {
   rfa_context_t ctx = nullptr;
   std::unique_ptr<OnDevice> q, k, v, out, lse;
-  rfa_result_t run(const void* q_arg = nullptr) const {
+  rfa_result_t run(const void* q_arg = nullptr, float* lse_arg = nullptr) const {
     return rfa_forward(ctx, q_arg != nullptr ? q_arg : q->get(), k->get(), v->get(), out->get(),
-                       static_cast<float*>(lse->get()));
+                       lse_arg != nullptr ? lse_arg : static_cast<float*>(lse->get()));
   }
 };
 void create_forward_call(rfa_options_t o, ForwardCall& call) {
@@ -441,7 +441,7 @@ void create_forward_call(rfa_options_t o, ForwardCall& call) {
   call.k = std::make_unique<OnDevice>(zeros.data(), kv_elems * 2);
   call.v = std::make_unique<OnDevice>(zeros.data(), kv_elems * 2);
   call.out = std::make_unique<OnDevice>(q_elems * 2);
-  call.lse = std::make_unique<OnDevice>(std::size_t(o.batch * o.heads * L) * 4);
+  call.lse = std::make_unique<OnDevice>(std::size_t(o.batch * o.heads * L + 4) * 4);
 }
 
 // A CUDA context computes on the device current at its creation: a call made while another
@@ -590,7 +590,8 @@ TEST(CudaContext, WaitsForAStuckStreamOnlyUntilTheDeadline) {
 }
 
 // A tensor the kernels would read in chunks that straddle 16 bytes (aligned to its 2-byte
-// elements only) is refused on every rank before anything moves, naming it on its rank.
+// elements only; lse to its 4-byte ones) is refused on every rank before anything moves, naming
+// it on its rank.
 TEST(CudaContext, RefusesTensorsNotAlignedTo16Bytes) {
   SKIP_WITHOUT_DEVICE();
   ForwardCall call;
@@ -602,6 +603,14 @@ TEST(CudaContext, RefusesTensorsNotAlignedTo16Bytes) {
   EXPECT_EQ(int(rc), int(RFA_ERROR_INVALID_ARGUMENT)) << rfa_get_last_error_message();
   if (world_rank() == 0) {
     EXPECT_NE(std::string(rfa_get_last_error_message()).find("q (address"), std::string::npos);
+    EXPECT_NE(std::string(rfa_get_last_error_message()).find("is not 16-byte aligned"), std::string::npos);
+  }
+  // lse too (fp32, aligned to its 4-byte elements only): cuDNN reads and writes it in place.
+  auto* lse = static_cast<float*>(call.lse->get());
+  const rfa_result_t lse_rc = call.run(nullptr, world_rank() == 0 ? lse + 1 : lse);
+  EXPECT_EQ(int(lse_rc), int(RFA_ERROR_INVALID_ARGUMENT)) << rfa_get_last_error_message();
+  if (world_rank() == 0) {
+    EXPECT_NE(std::string(rfa_get_last_error_message()).find("lse (address"), std::string::npos);
     EXPECT_NE(std::string(rfa_get_last_error_message()).find("is not 16-byte aligned"), std::string::npos);
   }
   ASSERT_RFA_OK(call.run());

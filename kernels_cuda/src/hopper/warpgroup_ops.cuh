@@ -95,12 +95,14 @@ __device__ __forceinline__ std::uint32_t pack_pair(float lo, float hi) {
   return static_cast<std::uint32_t>(T(lo).raw()) | static_cast<std::uint32_t>(T(hi).raw()) << 16;
 }
 
-// Named barriers (0 is __syncthreads'): `threads` threads, a multiple of 32, meet at `id`.
+// Named barriers (0 is __syncthreads'): `threads` threads, a multiple of 32, meet at `id`. Each
+// is a compiler barrier for memory too ("memory"), so that the shared-memory stores and loads
+// around it stay on their side whatever asm happens to stand beside them.
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads));
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads));
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 }  // namespace hopper
