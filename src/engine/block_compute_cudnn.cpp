@@ -22,9 +22,9 @@ constexpr std::size_t kScratchAlign = 256;
 
 }  // namespace
 
-bool cudnn_writes_in_place(const kernels::AttentionParams& p, rfa_dtype_t dtype, const DeviceMaskPointers& mask) {
+bool cudnn_pass_writes_directly(const kernels::AttentionParams& p, rfa_dtype_t dtype, const DeviceMaskPointers& mask) {
   const rfa_cuda_attention_shape shape = cuda_attention_shape(p, cuda_dtype(dtype), mask);
-  return rfa_cudnn_writes_in_place(&shape, p.doc_bounds) != 0;
+  return rfa_cudnn_writes_in_place(&shape, p.doc_bounds) != 0 || rfa_cudnn_expresses(&shape, p.doc_bounds) == 0;
 }
 
 CudnnState::CudnnState() { check(rfa_cudnn_create(&context_), "rfa_cudnn_create"); }
@@ -54,8 +54,12 @@ void CudnnBlockCompute::prepare(bool backward, rfa_dtype_t dtype, Workspace<memo
     const kernels::AttentionParams& p = steps_[i];
     // A block the mask hides whole has nothing for cuDNN to compute (its plan has no bands):
     // left to rfa's kernels (which skip it, or write out = 0 and lse = -inf in a pass that
-    // writes its output directly), it is not counted as a cuDNN step.
-    if (kernels::classify_blocks_every_entry(p, p.q_pos, p.k_pos) == kernels::TileVisibility::hidden) continue;
+    // writes its output directly, and zero gradients through their fp32 dQ in one that stores
+    // them), it is not counted as a cuDNN step.
+    if (kernels::classify_blocks_every_entry(p, p.q_pos, p.k_pos) == kernels::TileVisibility::hidden) {
+      if (backward && in_place) most = std::max(most, rfa_.store_workspace_bytes(p, dtype));
+      continue;
+    }
     ++visible_steps_;
     rfa_cuda_status status = RFA_CUDA_ERROR_UNSUPPORTED;
     std::size_t bytes = 0;

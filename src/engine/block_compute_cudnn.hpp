@@ -29,10 +29,12 @@
 namespace rfa {
 namespace engine {
 
-/// Whether cuDNN computes the block of `p` in `dtype` as one band over the whole block, so that
-/// a pass of that one block may have cuDNN write its output and lse in place
-/// (rfa_cudnn_writes_in_place; host code, no plan built).
-bool cudnn_writes_in_place(const kernels::AttentionParams& p, rfa_dtype_t dtype, const DeviceMaskPointers& mask);
+/// Whether a pass of the one block of `p` in `dtype` on a cuDNN context writes its 16-bit results
+/// directly, without fp32 sums to merge or narrow: where cuDNN computes the block as one band over
+/// the whole of it (in place, rfa_cudnn_writes_in_place), and where cuDNN does not compute it at
+/// all (rfa_cudnn_expresses: rfa's kernels then do, writing directly). Not where cuDNN computes
+/// it as several bands, whose results are merged in fp32. Host code, no plan built.
+bool cudnn_pass_writes_directly(const kernels::AttentionParams& p, rfa_dtype_t dtype, const DeviceMaskPointers& mask);
 
 /// A cuDNN handle and the execution plans built on it: one per context with cuDNN kernels.
 class CudnnState {
@@ -60,7 +62,7 @@ class CudnnBlockCompute {
   /// prepare_*() can plan them all before the ranks agree that the pass goes on.
   /// `kernel_path`: the implementation of rfa's kernels, for the steps cuDNN does not take.
   /// `in_place`: the forward is a pass of one block that forward_final() writes in the storage
-  /// dtype (the engine's direct output, cudnn_writes_in_place), planned so.
+  /// dtype (the engine's direct output, cudnn_pass_writes_directly), planned so.
   CudnnBlockCompute(cudaStream_t stream, WorkspaceCache<memory_space>& cache, DeviceMaskPointers mask,
                     CudnnState& cudnn, std::vector<kernels::AttentionParams> steps,
                     CudaPath kernel_path = CudaPath::sm80, bool in_place = false)
@@ -79,13 +81,14 @@ class CudnnBlockCompute {
   }
 
   /// forward_final() writes the storage dtype: a pass of one step needs no fp32 accumulator where
-  /// cuDNN computes its block as one band over the whole of it (else the engine keeps one: the
-  /// engine's direct_output()).
+  /// cuDNN computes its block as one band over the whole of it or does not compute it (else the
+  /// engine keeps one: the engine's direct_output()).
   static constexpr bool kWritesStorageOutput = true;
   /// cuDNN's path merges into out/lse itself, and so does kernels_cuda's forward: no scratch.
   static constexpr bool kMergesInKernel = true;
   /// backward_final() writes 16-bit gradients in place, where the engine asks
-  /// (set_gradients_in_place(): a pass of one block cuDNN computes as one band over the whole).
+  /// (set_gradients_in_place(): a pass of one block cuDNN computes as one band over the whole,
+  /// or does not compute, which rfa's kernels then store).
   static constexpr bool kWritesStorageGradients = true;
   /// Whether the next prepare_backward() plans its block's gradients in place; set before it.
   void set_gradients_in_place(bool in_place) { in_place_backward_ = in_place; }

@@ -35,7 +35,7 @@ RingAttention::RingAttention(comm::Communicator& comm, const AttentionConfig& co
   direct_output_ = steps_.size() == 1;
 #if RFA_ENGINE_CUDNN
   if (cudnn_ && direct_output_)
-    direct_output_ = cudnn_writes_in_place(kernel_calls_.front(), config_.dtype, device_mask_.pointers());
+    direct_output_ = cudnn_pass_writes_directly(kernel_calls_.front(), config_.dtype, device_mask_.pointers());
 #endif
 }
 

@@ -119,12 +119,13 @@ class RingAttention : public EngineState {
   void backward_of(const AnyTensors& tensors, RingMode mode, const std::function<void()>& before_first_step);
 
   /// Whether a forward writes the caller's out directly, without an fp32 accumulator: a pass of
-  /// one step (one block, nothing to merge), on cuDNN only where it computes that block as one
-  /// band over the whole of it (cudnn_writes_in_place). Decided at construction.
+  /// one step (one block, nothing to merge), on cuDNN not where it computes that block as
+  /// several bands (cudnn_pass_writes_directly). Decided at construction.
   bool direct_output() const { return direct_output_; }
   /// Whether a backward writes the caller's 16-bit dq, dk and dv in place, without fp32 sums:
-  /// a pass of one step on cuDNN where it computes that block as one band over the whole of it
-  /// (direct_output()); the other backends accumulate a pass's gradients in fp32 and narrow them.
+  /// a pass of one step on cuDNN where it computes that block as one band over the whole of it,
+  /// or where rfa's kernels store a block cuDNN does not compute (direct_output()); the other
+  /// backends accumulate a pass's gradients in fp32 and narrow them.
   bool direct_gradients() const;
 
   /// Runs this rank's argument and allocation checks, then agrees with the other ranks (of

@@ -61,6 +61,14 @@ void rfa_cudnn_destroy(rfa_cudnn_context* context);
  * rfa_cuda_last_error_message() as it was. */
 int rfa_cudnn_writes_in_place(const rfa_cuda_attention_shape* shape, const int64_t* host_doc_bounds);
 
+/* Whether cuDNN computes `shape`'s block at all: 1 when its bands express the block's mask and
+ * shape (one band or several), 0 where rfa_cudnn_plan_forward and rfa_cudnn_plan_backward refuse
+ * it by its shape (RFA_CUDA_ERROR_UNSUPPORTED, saying why: a soft cap, ranges, per-sequence
+ * documents, a value head dim of its own, a mask its bands cannot cut out), so that rfa's
+ * kernels compute it. A plan may still be declined when it is built. Host code, like
+ * rfa_cudnn_writes_in_place. */
+int rfa_cudnn_expresses(const rfa_cuda_attention_shape* shape, const int64_t* host_doc_bounds);
+
 /* Whether cuDNN computes the forward of p's block exactly, and the device scratch that needs:
  * RFA_CUDA_SUCCESS and *workspace_bytes, or RFA_CUDA_ERROR_UNSUPPORTED with the reason (the caller
  * then uses rfa_cuda_flash_forward). `host_doc_bounds` is the host copy of p->shape.doc_bounds

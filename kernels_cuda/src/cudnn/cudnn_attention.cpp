@@ -687,16 +687,29 @@ rfa_cuda_status rfa_cudnn_plan_backward(rfa_cudnn_context* context, const rfa_cu
   });
 }
 
-int rfa_cudnn_writes_in_place(const rfa_cuda_attention_shape* shape, const int64_t* host_doc_bounds) {
-  if (shape == nullptr) return 0;
-  // A query: the calling thread's last failure message stays what it was.
+namespace {
+
+/// The band plan of `shape`'s block where cuDNN expresses it (true), as a query: the calling
+/// thread's last failure message stays what it was.
+bool query_bands(const rfa_cuda_attention_shape* shape, const int64_t* host_doc_bounds, BandPlan& plan) {
+  if (shape == nullptr) return false;
   const std::string message = rfa_cuda::detail::last_message();
-  BandPlan plan;
-  const bool one_band =
-      guarded("in-place query", [&] { return bands_of(*shape, host_doc_bounds, plan); }) == RFA_CUDA_SUCCESS &&
-      covers_whole_block(plan, shape->seq_q, shape->seq_k);
+  const bool expressed =
+      guarded("band query", [&] { return bands_of(*shape, host_doc_bounds, plan); }) == RFA_CUDA_SUCCESS;
   if (message != rfa_cuda::detail::last_message()) fail(RFA_CUDA_SUCCESS, "%s", message.c_str());
-  return one_band ? 1 : 0;
+  return expressed;
+}
+
+}  // namespace
+
+int rfa_cudnn_writes_in_place(const rfa_cuda_attention_shape* shape, const int64_t* host_doc_bounds) {
+  BandPlan plan;
+  return query_bands(shape, host_doc_bounds, plan) && covers_whole_block(plan, shape->seq_q, shape->seq_k) ? 1 : 0;
+}
+
+int rfa_cudnn_expresses(const rfa_cuda_attention_shape* shape, const int64_t* host_doc_bounds) {
+  BandPlan plan;
+  return query_bands(shape, host_doc_bounds, plan) ? 1 : 0;
 }
 
 rfa_cuda_status rfa_cudnn_forward(rfa_cudnn_context* context, const rfa_cuda_forward_params* p,
