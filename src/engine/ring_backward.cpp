@@ -120,19 +120,19 @@ void RingAttention::run_backward_in_place(Compute& blocks,
                                           RingMode mode, const std::function<void()>& before_first_step) {
   const AttentionConfig& c = config_;
   const ScopedSeconds total = begin_pass();
-  const int P = ranks(), me = position();
   Workspace<typename Compute::memory_space> ws = blocks.workspace(workspace_pass(true, int(mode)));
   auto delta = ws.template tensor3<float>("rfa::delta", c.batch, c.heads, local_seq_);
   blocks.set_gradients_in_place(true);
   blocks.prepare_backward(kernel_calls_, c.dtype, ws);
   agree_to_run(*agreement_, ws, [&] { check_pass_tensors(c, local_seq_, tensors); });
   if (before_first_step) before_first_step();
-  // The one step with work is step 0 (ring_steps_with_work): this rank's own block.
-  const kernels::AttentionParams p = block_params(c, P, me, me);
-  if (blocks.reads_delta(p)) computing([&] { blocks.template delta<T>(p, tensors.dout, tensors.out, delta); });
+  // The one step with work is step 0 (ring_steps_with_work): this rank's own block, the one the
+  // pass was planned for (kernel_calls_'s first).
+  const kernels::AttentionParams& p = kernel_calls_.front();
   const ProfilingRegion region(ring_step_region("backward", 0));
   current_step_ = 0;
   if (mode == RingMode::comm_only) return;  // nothing moves in a pass of one step
+  if (blocks.reads_delta(p)) computing([&] { blocks.template delta<T>(p, tensors.dout, tensors.out, delta); });
   computing([&] {
     blocks.template backward_final<T>(p, tensors.q, tensors.k, tensors.v, tensors.out, tensors.dout, tensors.lse, delta,
                                       tensors.dq, tensors.dk, tensors.dv, kernels::ProgressHook());
