@@ -35,13 +35,14 @@ namespace {
 // accumulator takes all the registers a pass can spare).
 enum class KeyGradients { kBoth, kValueOnly, kKeyOnly };
 
-template <int kHeadDim, int kValueDim, int kKeyTile>
+template <int D, int DV, int kKeyTile>
 struct BackwardConfig {
   // Each warp owns 16 keys whatever the tile (d = 128: 128 accumulator registers per thread for
   // dK and dV), so the tile is the CTA's warp count: 64 keys (4 warps) or 128 (8 warps, which
   // read each query tile and add its dQ once for twice the keys, at twice the shared memory for
   // K and V). sm80_layout_settings.hpp says which runs. Past 256 columns in all, one accumulator
   // per pass (the passes above), 64 keys.
+  static constexpr int kHeadDim = D, kValueDim = DV;  // Q and K's, V's
   static constexpr int kColumns = kHeadDim + kValueDim;
   static constexpr bool kTwoPasses = kColumns > 256;
   static_assert(kKeyTile == 64 || (kKeyTile == 128 && !kTwoPasses), "key tiles of 64, or 128 up to 256 columns");
@@ -332,52 +333,50 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim, kKeyTile>:
 
 }  // namespace
 
-// The tile the arguments ask for where the head dims take it (flash_api.cu has checked them), as
-// a compile-time constant: launch(std::integral_constant<int, keys>{}); any value but 128 is 64.
-template <int kColumns, typename Launch>
-cudaError_t dispatch_key_tile(int key_tile, Launch&& launch) {
-  if constexpr (kColumns <= kWideBackwardColumnsMax) {
-    if (key_tile == 128) return launch(std::integral_constant<int, 128>{});
-  }
-  return launch(std::integral_constant<int, 64>{});
+// Calls f(T{}, BackwardConfig<D, DV, keys>{}) for the element type, the head dims and the key
+// tile the arguments ask for (flash_api.cu has checked them; a tile the head dims do not take,
+// or any value but 128, is 64).
+template <typename F>
+cudaError_t dispatch_backward_config(ElementType dtype, int head_dim, int value_dim, int key_tile, F&& f) {
+  return dispatch_dtype_dims(Sm80DimPairs{}, dtype, head_dim, value_dim, [&](auto element, auto dim, auto value) {
+    constexpr int D = decltype(dim)::value, DV = decltype(value)::value;
+    if constexpr (D + DV <= kWideBackwardColumnsMax) {
+      if (key_tile == 128) return f(element, BackwardConfig<D, DV, 128>{});
+    }
+    return f(element, BackwardConfig<D, DV, 64>{});
+  });
 }
 
 int flash_backward_shared_bytes(int head_dim, int value_dim, int key_tile) {
   int bytes = 0;
-  dispatch_dtype_dims(Sm80DimPairs{}, ElementType::kBf16, head_dim, value_dim, [&](auto, auto dim, auto value) {
-    constexpr int D = decltype(dim)::value, DV = decltype(value)::value;
-    return dispatch_key_tile<D + DV>(key_tile, [&](auto keys) {
-      bytes = BackwardConfig<D, DV, decltype(keys)::value>::kSmemBytes;
-      return cudaSuccess;
-    });
+  dispatch_backward_config(ElementType::kBf16, head_dim, value_dim, key_tile, [&](auto, auto config) {
+    bytes = decltype(config)::kSmemBytes;
+    return cudaSuccess;
   });
   return bytes;
 }
 
 cudaError_t launch_flash_backward(const BackwardArgs& args, ElementType dtype, cudaStream_t stream) {
-  return dispatch_dtype_dims(
-      Sm80DimPairs{}, dtype, args.dims.head_dim, args.dims.value_dim, [&](auto element, auto head_dim, auto value_dim) {
+  return dispatch_backward_config(
+      dtype, args.dims.head_dim, args.dims.value_dim, args.key_tile, [&](auto element, auto config) {
         using T = decltype(element);
-        constexpr int D = decltype(head_dim)::value, DV = decltype(value_dim)::value;
-        return dispatch_key_tile<D + DV>(args.key_tile, [&](auto keys) {
-          constexpr int kKeys = decltype(keys)::value;
-          using Config = BackwardConfig<D, DV, kKeys>;
-          const std::int64_t tiles = (args.dims.seq_k + Config::kBlockN - 1) / Config::kBlockN;
-          const std::int64_t blocks = tiles * args.dims.batch * args.dims.kv_heads;
-          const auto launch = [&](auto kernel) {
-            return launch_tiles(kernel, args, blocks, Config::kThreads, Config::kSmemBytes, stream);
-          };
-          if constexpr (Config::kTwoPasses) {
-            const cudaError_t value_pass =
-                launch(flash_backward_kernel<T, D, DV, kKeys, false, KeyGradients::kValueOnly>);
-            if (value_pass != cudaSuccess) return value_pass;
-            return args.atomic_dq ? launch(flash_backward_kernel<T, D, DV, kKeys, true, KeyGradients::kKeyOnly>)
-                                  : launch(flash_backward_kernel<T, D, DV, kKeys, false, KeyGradients::kKeyOnly>);
-          } else {
-            return args.atomic_dq ? launch(flash_backward_kernel<T, D, DV, kKeys, true, KeyGradients::kBoth>)
-                                  : launch(flash_backward_kernel<T, D, DV, kKeys, false, KeyGradients::kBoth>);
-          }
-        });
+        using Config = decltype(config);
+        constexpr int D = Config::kHeadDim, DV = Config::kValueDim, kKeys = Config::kBlockN;
+        const std::int64_t tiles = (args.dims.seq_k + Config::kBlockN - 1) / Config::kBlockN;
+        const std::int64_t blocks = tiles * args.dims.batch * args.dims.kv_heads;
+        const auto launch = [&](auto kernel) {
+          return launch_tiles(kernel, args, blocks, Config::kThreads, Config::kSmemBytes, stream);
+        };
+        if constexpr (Config::kTwoPasses) {
+          const cudaError_t value_pass =
+              launch(flash_backward_kernel<T, D, DV, kKeys, false, KeyGradients::kValueOnly>);
+          if (value_pass != cudaSuccess) return value_pass;
+          return args.atomic_dq ? launch(flash_backward_kernel<T, D, DV, kKeys, true, KeyGradients::kKeyOnly>)
+                                : launch(flash_backward_kernel<T, D, DV, kKeys, false, KeyGradients::kKeyOnly>);
+        } else {
+          return args.atomic_dq ? launch(flash_backward_kernel<T, D, DV, kKeys, true, KeyGradients::kBoth>)
+                                : launch(flash_backward_kernel<T, D, DV, kKeys, false, KeyGradients::kBoth>);
+        }
       });
 }
 
