@@ -69,8 +69,16 @@ bool visible(std::int64_t q, std::int64_t k, bool causal, std::int64_t window, c
   return docs.size() <= 2 || document(docs, q) == document(docs, k);
 }
 
-void check_step(Layout layout, std::int64_t S, int P, int me, int owner, bool causal, std::int64_t window,
-                const std::vector<std::int64_t>& docs, rfa_cuda_dtype dtype) {
+/// What check_block found: the plan's number of cuDNN calls (-1: refused or wrong), and whether it
+/// is one band over the whole block.
+struct Planned {
+  int calls = -1;
+  bool direct = false;
+};
+
+/// Checks the plan of the block of queries at `qmap` and keys at `kmap` against the mask.
+Planned check_block(const std::string& where, rfa_cuda_position_map qmap, rfa_cuda_position_map kmap, bool causal,
+                    std::int64_t window, const std::vector<std::int64_t>& docs, rfa_cuda_dtype dtype) {
   rfa_cuda_attention_shape s{};
   s.batch = 1;
   s.heads = s.kv_heads = 1;
@@ -78,15 +86,12 @@ void check_step(Layout layout, std::int64_t S, int P, int me, int owner, bool ca
   s.mask = causal ? RFA_CUDA_MASK_CAUSAL : RFA_CUDA_MASK_NONE;
   s.window = window;
   s.dtype = dtype;
-  s.q_positions = positions(layout, S, P, me);
-  s.k_positions = positions(layout, S, P, owner);
+  s.q_positions = qmap;
+  s.k_positions = kmap;
   const std::vector<std::int64_t> qpos = expand(s.q_positions), kpos = expand(s.k_positions);
   s.seq_q = std::int64_t(qpos.size());
   s.seq_k = std::int64_t(kpos.size());
   const BandPlan plan = plan_bands(s, docs.empty() ? nullptr : docs.data(), std::int64_t(docs.size()));
-  const std::string where = std::string(name(layout)) + " S=" + std::to_string(S) + " P=" + std::to_string(P) +
-                            " step " + std::to_string(me) + "<-" + std::to_string(owner) + (causal ? " causal" : "") +
-                            " w=" + std::to_string(window) + " docs=" + std::to_string(docs.size());
   ++checked_steps;
   if (!plan.expressible) {
     ++refused_steps;
@@ -98,14 +103,14 @@ void check_step(Layout layout, std::int64_t S, int P, int me, int owner, bool ca
     if (!allowed || plan.why_not.empty()) fail(where + ": refused for '" + plan.why_not + "'");
     if (plan.why_not.find("document boundary") != std::string::npos && docs.size() <= 2)
       fail(where + ": refused for documents without documents");
-    return;
+    return {};
   }
   std::vector<int> covered(qpos.size() * kpos.size(), 0);
   for (const BandBlock& b : plan.blocks) {
     if (b.q_rows <= 0 || b.k_rows <= 0 || b.q_begin < 0 || b.k_begin < 0 || b.q_begin + b.q_rows > s.seq_q ||
         b.k_begin + b.k_rows > s.seq_k) {
       fail(where + ": a band outside the block");
-      return;
+      return {};
     }
     if ((b.has_right_bound && b.right_bound < 0) || (b.has_left_bound && b.left_bound < 1))
       fail(where + ": a bound cuDNN refuses");
@@ -128,7 +133,7 @@ void check_step(Layout layout, std::int64_t S, int P, int me, int owner, bool ca
       if (got != want) {
         fail(where + ": query " + std::to_string(qpos[i]) + " key " + std::to_string(kpos[j]) + " expected " +
              std::to_string(want) + " got " + std::to_string(got));
-        return;
+        return {};
       }
     }
   // A block cuDNN may write in place is one band whose rows and keys are all the block's (each
@@ -138,8 +143,24 @@ void check_step(Layout layout, std::int64_t S, int P, int me, int owner, bool ca
   direct_steps += direct ? 1 : 0;
   if (direct && (plan.blocks.size() != 1 || plan.blocks[0].q_rows != s.seq_q || plan.blocks[0].k_rows != s.seq_k))
     fail(where + ": not one whole band");
-  const bool cut = docs.size() > 2 && document(docs, 0) != document(docs, s.seq_q - 1);
-  if (P == 1 && !cut && !direct) fail(where + ": one rank's block is not one band over the whole block");
+  return {int(plan.blocks.size()), direct};
+}
+
+void check_step(Layout layout, std::int64_t S, int P, int me, int owner, bool causal, std::int64_t window,
+                const std::vector<std::int64_t>& docs, rfa_cuda_dtype dtype) {
+  const std::string where = std::string(name(layout)) + " S=" + std::to_string(S) + " P=" + std::to_string(P) +
+                            " step " + std::to_string(me) + "<-" + std::to_string(owner) + (causal ? " causal" : "") +
+                            " w=" + std::to_string(window) + " docs=" + std::to_string(docs.size());
+  const rfa_cuda_position_map qmap = positions(layout, S, P, me), kmap = positions(layout, S, P, owner);
+  const Planned planned = check_block(where, qmap, kmap, causal, window, docs, dtype);
+  if (planned.calls < 0) return;
+  const bool cut = docs.size() > 2 && document(docs, 0) != document(docs, S - 1);
+  if (P == 1 && !cut && !planned.direct) fail(where + ": one rank's block is not one band over the whole block");
+  // Without a window or documents every step is one cuDNN call: the diagonal one causal band, the
+  // others the full quarters of a zigzag step side by side.
+  const bool one_document = docs.size() <= 2;
+  if (window == 0 && one_document && planned.calls > 1)
+    fail(where + ": " + std::to_string(planned.calls) + " cuDNN calls where one band covers the step");
 }
 
 }  // namespace
@@ -170,8 +191,30 @@ int main() {
   // where that makes the step one band over the whole block).
   if (refused_tall_window > 0)
     fail(std::to_string(refused_tall_window) + " steps refused for a window over a tall block");
+  // Maps no layout makes. The diagonal block is one causal band only where its positions increase:
+  // a map whose second piece comes first is not; two increasing pieces of different strides are,
+  // which pairing the pieces would refuse.
+  rfa_cuda_position_map down{};
+  down.count = 2;
+  down.seg[0] = {10, 1, 4};
+  down.seg[1] = {0, 1, 4};
+  if (check_block("a map whose second piece comes first", down, down, true, 0, {}, RFA_CUDA_BF16).calls < 2)
+    fail("a map whose second piece comes first: planned as one band");
+  rfa_cuda_position_map strided{};
+  strided.count = 2;
+  strided.seg[0] = {1, 3, 5};
+  strided.seg[1] = {20, 2, 3};
+  if (!check_block("two increasing pieces of different strides", strided, strided, true, 0, {}, RFA_CUDA_BF16).direct)
+    fail("two increasing pieces of different strides: not one band over the block");
+  rfa_cuda_position_map one{};
+  one.count = 1;
+  one.seg[0] = {7, 1, 1};
+  if (!check_block("one token", one, one, true, 0, {}, RFA_CUDA_BF16).direct)
+    fail("one token: not one band over the block");
   // 32-bit tensors are never asked of cuDNN.
   check_step(Layout::contiguous, 8, 2, 0, 0, true, 0, {}, RFA_CUDA_FP32);
+  check_block("fp32 on the diagonal", positions(Layout::zigzag, 8, 2, 0), positions(Layout::zigzag, 8, 2, 0), true, 0,
+              {}, RFA_CUDA_FP32);
   std::printf(
       "cudnn_band_plan_test: %d steps, %d left to rfa's kernels (%d of them a window over a tall block), %d "
       "one band over the whole block, %d failures\n",

@@ -54,9 +54,6 @@ BandPlan refuse(const std::string& why) {
 /// The plan over the maps' pieces (joined where `join`).
 BandPlan plan_pieces(const rfa_cuda_attention_shape& shape, const std::int64_t* host_doc_bounds,
                      std::int64_t doc_bound_count, bool join) {
-  if (shape.dtype != RFA_CUDA_BF16 && shape.dtype != RFA_CUDA_FP16) {
-    return refuse("cuDNN's fused attention takes bf16 or fp16 tensors");
-  }
   const bool documents = doc_bound_count > 2;
   if (documents && host_doc_bounds == nullptr) return refuse("the document boundaries are not on the host");
   BandPlan plan;
@@ -122,19 +119,102 @@ BandPlan plan_pieces(const rfa_cuda_attention_shape& shape, const std::int64_t* 
   return plan;
 }
 
+/// Whether `map` lists its positions in increasing order: each piece rising, the second after the
+/// first.
+bool increasing(const rfa_cuda_position_map& map) {
+  if (map.count == 0) return true;  // positions 0, 1, ...
+  std::int64_t last = -1;
+  for (int s = 0; s < map.count && s < 2; ++s) {
+    const rfa_cuda_segment& g = map.seg[s];
+    if (g.length <= 0) continue;
+    if (g.length > 1 && g.stride <= 0) return false;
+    if (g.start <= last) return false;
+    last = g.start + g.stride * (g.length - 1);
+  }
+  return true;
+}
+
+bool same_positions(const rfa_cuda_position_map& a, const rfa_cuda_position_map& b) {
+  if (a.count != b.count) return false;
+  for (int s = 0; s < a.count && s < 2; ++s)
+    if (a.seg[s].start != b.seg[s].start || a.seg[s].stride != b.seg[s].stride || a.seg[s].length != b.seg[s].length)
+      return false;
+  return true;
+}
+
+/// A block whose queries and keys are the same positions in increasing order, under the causal mask
+/// alone (no window, no documents): key j is visible to query i iff position k(j) <= q(i), and with
+/// q = k increasing that is j <= i. The whole block is then one causal band (a diagonal ring step:
+/// each rank's own block, whatever the layout), every row seeing at least its own key.
+bool causal_diagonal(const rfa_cuda_attention_shape& shape, std::int64_t doc_bound_count) {
+  return shape.mask == RFA_CUDA_MASK_CAUSAL && shape.window <= 0 && doc_bound_count <= 2 &&
+         shape.seq_q == shape.seq_k && shape.seq_q > 0 && same_positions(shape.q_positions, shape.k_positions) &&
+         increasing(shape.q_positions);
+}
+
+bool unbounded(const BandBlock& b) { return !b.has_right_bound && !b.has_left_bound; }
+
+/// Joins `b` into `a` where both are full rectangles side by side (the same key rows and query rows
+/// that meet, or the same query rows and key rows that meet): their union is one full rectangle.
+bool join_side_by_side(BandBlock& a, const BandBlock& b) {
+  if (!unbounded(a) || !unbounded(b)) return false;
+  if (a.k_begin == b.k_begin && a.k_rows == b.k_rows &&
+      (a.q_begin + a.q_rows == b.q_begin || b.q_begin + b.q_rows == a.q_begin)) {
+    a.q_begin = std::min(a.q_begin, b.q_begin);
+    a.q_rows += b.q_rows;
+    return true;
+  }
+  if (a.q_begin == b.q_begin && a.q_rows == b.q_rows &&
+      (a.k_begin + a.k_rows == b.k_begin || b.k_begin + b.k_rows == a.k_begin)) {
+    a.k_begin = std::min(a.k_begin, b.k_begin);
+    a.k_rows += b.k_rows;
+    return true;
+  }
+  return false;
+}
+
+/// Fewer, larger cuDNN calls for the same pairs: full bands side by side joined until none is left
+/// (a zigzag ring step's two full quarters become one call).
+BandPlan join_full_bands(BandPlan plan) {
+  std::vector<BandBlock>& blocks = plan.blocks;
+  for (bool joined = true; joined;) {
+    joined = false;
+    for (std::size_t i = 0; i < blocks.size() && !joined; ++i)
+      for (std::size_t j = i + 1; j < blocks.size() && !joined; ++j)
+        if (join_side_by_side(blocks[i], blocks[j])) {
+          blocks.erase(blocks.begin() + std::ptrdiff_t(j));
+          joined = true;
+        }
+  }
+  return plan;
+}
+
 }  // namespace
 
 BandPlan plan_bands(const rfa_cuda_attention_shape& shape, const std::int64_t* host_doc_bounds,
                     std::int64_t doc_bound_count) {
+  if (shape.dtype != RFA_CUDA_BF16 && shape.dtype != RFA_CUDA_FP16) {
+    return refuse("cuDNN's fused attention takes bf16 or fp16 tensors");
+  }
+  if (causal_diagonal(shape, doc_bound_count)) {
+    BandPlan plan;
+    plan.expressible = true;
+    BandBlock whole;
+    whole.q_rows = shape.seq_q;
+    whole.k_rows = shape.seq_k;
+    whole.has_right_bound = shape.seq_k > 1;  // a bound that hides nothing is left out
+    plan.blocks.push_back(whole);
+    return plan;
+  }
   // Segments that continue each other are one piece where that makes the block one band over
   // the whole of it; elsewhere each segment is its own (a window band over a joined piece may have
   // more rows than cuDNN takes).
   const auto joins = [](const rfa_cuda_position_map& m) { return m.count == 2 && continues(m.seg[0], m.seg[1]); };
   if (!joins(shape.q_positions) && !joins(shape.k_positions))
-    return plan_pieces(shape, host_doc_bounds, doc_bound_count, false);
+    return join_full_bands(plan_pieces(shape, host_doc_bounds, doc_bound_count, false));
   BandPlan joined = plan_pieces(shape, host_doc_bounds, doc_bound_count, true);
   if (covers_whole_block(joined, shape.seq_q, shape.seq_k)) return joined;
-  return plan_pieces(shape, host_doc_bounds, doc_bound_count, false);
+  return join_full_bands(plan_pieces(shape, host_doc_bounds, doc_bound_count, false));
 }
 
 }  // namespace cudnn

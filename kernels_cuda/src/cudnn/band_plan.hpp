@@ -8,8 +8,11 @@
 // contiguous, zigzag and stripe layouts) turns into at most one such band per pair of
 // segments, after dropping the leading query rows or key rows that see nothing (which
 // moves the diagonal into the band) and the trailing ones that see nothing. Packed documents
-// are expressible only where a pair of segments lies inside one document. Pure host code:
-// tested against the mask itself without a GPU.
+// are expressible only where a pair of segments lies inside one document. Fewer, larger calls
+// where the mask allows: a diagonal block (queries and keys at the same increasing positions)
+// under the causal mask alone is one causal band over its local rows, whatever the layout, and
+// full bands side by side are one call (a zigzag step is then one call at any P). Pure host
+// code: tested against the mask itself without a GPU.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +41,8 @@ struct BandPlan {
   std::vector<BandBlock> blocks;  ///< empty and expressible: the mask hides the whole block
 };
 
-/// The plan for `shape`'s block (its position maps, mask, window). Where a position map's second
+/// The plan for `shape`'s block (its position maps, mask, window). A diagonal block under the
+/// causal mask alone is one band over the whole of it. Where a position map's second
 /// segment continues its first (the same stride, starting where the first ends: a zigzag rank's
 /// two chunks at P = 1, or rank P-1's at any P) and taking the two as one piece makes the block
 /// one band over the whole of it, that is the plan. `host_doc_bounds` is the
