@@ -727,6 +727,20 @@ MUTATIONS = [
              r"^rfa_cudnn_band_plan_test$",
              "continuing segments are always joined: a window over the joined piece is taller than cuDNN takes, "
              "and those steps leave cuDNN for rfa's kernels"),
+    Mutation("cudnn-diagonal-any-order", "cuDNN band plan", "kernels_cuda/src/cudnn/band_plan.cpp",
+             "if (g.start <= last) return false;", "",
+             r"^rfa_cudnn_band_plan_test$",
+             "a diagonal block whose positions do not increase is taken as one causal band over its local rows: "
+             "it shows keys the causal mask hides and hides keys it shows"),
+    Mutation("cudnn-diagonal-with-window", "cuDNN band plan", "kernels_cuda/src/cudnn/band_plan.cpp",
+             "shape.mask == RFA_CUDA_MASK_CAUSAL && shape.window <= 0 &&", "shape.mask == RFA_CUDA_MASK_CAUSAL &&",
+             r"^rfa_cudnn_band_plan_test$",
+             "a diagonal block under a window is one causal band: every key the window hides shows"),
+    Mutation("cudnn-join-unequal-sides", "cuDNN band plan", "kernels_cuda/src/cudnn/band_plan.cpp",
+             "if (a.k_begin == b.k_begin && a.k_rows == b.k_rows &&", "if (a.k_begin == b.k_begin &&",
+             r"^rfa_cudnn_band_plan_test$",
+             "two full bands with the same first key but different key rows are joined: the joined call shows "
+             "the keys one of them did not have"),
     Mutation("ab-ratio-inverted", "GPU check plumbing", "scripts/gpu/ab_compare.py",
              "ratios = [x / y for x, y in zip(base, cur)]", "ratios = [y / x for x, y in zip(base, cur)]",
              r"^scripts[.]ab_compare$",
@@ -976,13 +990,38 @@ def tests_matching_none(build):
     return [m for m in MUTATIONS if not any(re.search(m.tests, t) for t in tests)]
 
 
+def documented_mutations():
+    """The names in docs/testing.md's table of mutations (the table under the header
+    "| mutation | area | the fault | caught by |", to its first line that is not a row)."""
+    with open(os.path.join(ROOT, "docs", "testing.md"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    header = "| mutation | area | the fault | caught by |"
+    if header not in lines:
+        return set()
+    names = set()
+    for line in lines[lines.index(header) + 2:]:
+        row = re.match(r"^\| `([^`]+)` \|", line)
+        if not line.startswith("|"):
+            break
+        if row:
+            names.add(row.group(1))
+    return names
+
+
 def check_list(tests_in=None):
-    """Every mutation's text occurs exactly once in its file, and names are unique; with
-    `tests_in` (a build of every part), every mutation's tests are among that build's."""
+    """Every mutation's text occurs exactly once in its file, names are unique, and each has its
+    row in docs/testing.md's table; with `tests_in` (a build of every part), every mutation's
+    tests are among that build's."""
     bad = []
     names = [m.name for m in MUTATIONS]
     if len(set(names)) != len(names):
         bad.append("duplicate mutation names")
+    rows = documented_mutations()
+    for name in names:
+        if name not in rows:
+            bad.append(f"{name}: no row in docs/testing.md's table of mutations")
+    for name in sorted(rows - set(names)):
+        bad.append(f"{name}: a row in docs/testing.md's table of mutations that mutate.py does not have")
     for m in MUTATIONS:
         with open(os.path.join(ROOT, m.path), encoding="utf-8") as f:
             n = f.read().count(m.old)
