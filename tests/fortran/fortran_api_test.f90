@@ -99,6 +99,7 @@ program fortran_api_test
   call check_ok(rfa_context_get_plan(ring, long_plan), "plan, in a longer text")
   call check(trim(long_plan) == "ring, zigzag: chosen by the caller (options.strategy)", &
              "a text longer than the plan holds the plan and blanks: " // long_plan)
+  call check_options_read_back()
   call check_ok(rfa_context_destroy(ring_int), "destroy (integer)")
   call check_ok(rfa_context_destroy(ring_int), "destroy twice is a no-op")
   call check_ok(rfa_context_get_local_seq(ring, L), "local seq")
@@ -688,6 +689,24 @@ contains
     call check_ok(rfa_forward(ctx, q, k, v, out, lse), "forward" // what)
     call check_ok(rfa_backward(ctx, q, k, v, out, dout, lse, dq, dk, dv), "backward" // what)
     call compare_to_reference(ctx, rout, rlse, rdq, rdk, rdv, 2.0e-6, what)
+  end subroutine
+
+  ! rfa_context_get_options gives back what the ring was created with, and for RFA_STRATEGY_AUTO
+  ! the strategy and layout the model chose (never AUTO); a destroyed handle is refused.
+  subroutine check_options_read_back()
+    type(rfa_options) :: got, automatic
+    type(rfa_context) :: chosen, gone
+    call check_ok(rfa_context_get_options(ring, got), "get options")
+    call check(got%layout == RFA_LAYOUT_ZIGZAG .and. got%mask == RFA_MASK_CAUSAL .and. got%seq_total == S .and. &
+               got%batch == B .and. got%heads == H .and. got%kv_heads == HKV .and. got%head_dim == D .and. &
+               got%strategy == RFA_STRATEGY_RING, "the options read back are the ring's")
+    automatic = opts
+    automatic%strategy = RFA_STRATEGY_AUTO
+    call check_ok(rfa_context_create(MPI_COMM_WORLD, automatic, chosen), "create with RFA_STRATEGY_AUTO")
+    call check_ok(rfa_context_get_options(chosen, got), "get options of the automatic strategy")
+    call check(got%strategy /= RFA_STRATEGY_AUTO .and. got%seq_total == S, "RFA_STRATEGY_AUTO reads back its choice")
+    call check_ok(rfa_context_destroy(chosen), "destroy the automatic strategy's context")
+    call check(rfa_context_get_options(gone, got) /= RFA_SUCCESS, "get options of a context never created fails")
   end subroutine
 
   ! The needed-only exchange on the causal problem: the same shards, the reference's results.
