@@ -9,8 +9,10 @@
 // out/lse, either in the kernel's epilogue ("fused", what the engine does) or by the separate
 // merge kernel ("separate"); then out narrowed to the storage dtype. Backward per rank: D
 // once, one accumulating backward kernel per block, the arriving dK/dV partial added in
-// (steps after the first), the fp32 accumulators narrowed at the end. Efficiency is the
-// single attention's time over the ring's sum (1.0: no overhead). CUDA events, median of
+// (steps after the first), the fp32 accumulators narrowed at the end; and the same with each
+// step's dK/dV added straight into one buffer ("bwd direct": no zeroed contribution buffer, no
+// addition of the arriving partial), which is what the engine's overlap of the arrival with the
+// compute costs. Efficiency is the single attention's time over the ring's sum (1.0: no overhead). CUDA events, median of
 // --iters runs after --warmup. Without a GPU: a message and exit 77.
 //
 // With --kernels cudnn (built when the cuDNN block kernel is), every block runs on cuDNN's fused
@@ -291,8 +293,10 @@ void ring_forward(const Options& o, int P, Buffers& b, bool fused) {
   }
 }
 
-// One backward pass of all P ranks, one after another.
-void ring_backward(const Options& o, int P, Buffers& b) {
+// One backward pass of all P ranks, one after another. `travelling`: each step's dK/dV into a
+// zeroed buffer, then the arriving partial added to it, as the engine overlaps the arrival
+// with the compute; otherwise every step adds into one buffer.
+void ring_backward(const Options& o, int P, Buffers& b, bool travelling) {
   const int64_t L = o.seq / P;
   const std::size_t grad = std::size_t(o.batch) * L * o.heads * o.dim;
   for (int me = 0; me < P; ++me) {
@@ -311,8 +315,10 @@ void ring_backward(const Options& o, int P, Buffers& b) {
     for (int s = 0; s < P; ++s) {
       const int owner = (me - s + P) % P;
       if (!block_visible(me, owner, P, o.seq)) continue;
-      RFA_TEST_CALL(rfa_cuda_fill_fp32(b.dk.as_float(), 0.f, grad, nullptr));
-      RFA_TEST_CALL(rfa_cuda_fill_fp32(b.dv.as_float(), 0.f, grad, nullptr));
+      if (travelling || s == 0) {
+        RFA_TEST_CALL(rfa_cuda_fill_fp32(b.dk.as_float(), 0.f, grad, nullptr));
+        RFA_TEST_CALL(rfa_cuda_fill_fp32(b.dv.as_float(), 0.f, grad, nullptr));
+      }
       rfa_cuda_backward_params bp;
       rfa_cuda_backward_params_init(&bp);
       bp.shape = shape(o, L, L, zigzag(me, P, o.seq), zigzag(owner, P, o.seq));
@@ -334,7 +340,7 @@ void ring_backward(const Options& o, int P, Buffers& b) {
 #else
       RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
 #endif
-      if (s > 0) {  // the partial that arrived from upstream joins this step's contribution
+      if (travelling && s > 0) {  // the partial that arrived from upstream joins this step's contribution
         RFA_TEST_CALL(rfa_cuda_add_fp32(b.dk_in.as_float(), b.dk.as_float(), grad, nullptr));
         RFA_TEST_CALL(rfa_cuda_add_fp32(b.dv_in.as_float(), b.dv.as_float(), grad, nullptr));
       }
@@ -459,23 +465,28 @@ int main(int argc, char** argv) {
   add(prefix + "/single/bwd", single_bwd_ms, 2.5 * fwd_flops, "backward", 1, 0);
 
   std::printf("single causal attention: forward %.3f ms, backward %.3f ms\n", single_fwd, single_bwd);
-  std::printf("%4s | %12s %6s | %12s %6s | %12s %6s\n", "P", "fwd fused ms", "eff", "fwd sep. ms", "eff", "backward ms",
-              "eff");
+  std::printf("%4s | %12s %6s | %12s %6s | %12s %6s | %12s %6s\n", "P", "fwd fused ms", "eff", "fwd sep. ms", "eff",
+              "backward ms", "eff", "bwd direct", "eff");
   for (int P : o.ranks) {
     Buffers b(o, o.seq / P);
     const std::vector<double> fused_ms = samples_ms(o, [&] { ring_forward(o, P, b, true); });
     // The separate merge is rfa's kernels' variant; cuDNN's path always merges one way.
     const std::vector<double> separate_ms = samples_ms(o, [&] { ring_forward(o, P, b, o.cudnn); });
-    const std::vector<double> backward_ms = samples_ms(o, [&] { ring_backward(o, P, b); });
-    const double fused = median_of(fused_ms), separate = median_of(separate_ms), backward = median_of(backward_ms);
+    const std::vector<double> backward_ms = samples_ms(o, [&] { ring_backward(o, P, b, true); });
+    const std::vector<double> direct_ms = samples_ms(o, [&] { ring_backward(o, P, b, false); });
+    const double fused = median_of(fused_ms), separate = median_of(separate_ms), backward = median_of(backward_ms),
+                 direct = median_of(direct_ms);
     const std::string at = prefix + "/P" + std::to_string(P);
     add(at + "/fwd_fused", fused_ms, fwd_flops, "forward", P, single_fwd / fused);
     add(at + "/fwd_separate", separate_ms, fwd_flops, "forward", P, single_fwd / separate);
     add(at + "/bwd", backward_ms, 2.5 * fwd_flops, "backward", P, single_bwd / backward);
-    std::printf("%4d | %12.3f %6.3f | %12.3f %6.3f | %12.3f %6.3f\n", P, fused, single_fwd / fused, separate,
-                single_fwd / separate, backward, single_bwd / backward);
+    add(at + "/bwd_direct", direct_ms, 2.5 * fwd_flops, "backward", P, single_bwd / direct);
+    std::printf("%4d | %12.3f %6.3f | %12.3f %6.3f | %12.3f %6.3f | %12.3f %6.3f\n", P, fused, single_fwd / fused,
+                separate, single_fwd / separate, backward, single_bwd / backward, direct, single_bwd / direct);
   }
-  std::printf("eff = single attention ms / sum over ranks of their per-step kernels (1.0: no ring overhead)\n");
+  std::printf("eff = single attention ms / sum over ranks of their per-step kernels (1.0: no ring overhead); bwd "
+              "direct: every step's dK/dV added into one buffer (the engine's zeroed contributions and additions of the "
+              "arriving partials left out)\n");
   if (!o.json.empty()) {
     const std::string dtype = o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16";
     const std::string shape = "B=" + std::to_string(o.batch) + " S=" + std::to_string(o.seq) +
