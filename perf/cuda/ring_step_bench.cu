@@ -12,8 +12,9 @@
 // (steps after the first), the fp32 accumulators narrowed at the end; and the same with each
 // step's dK/dV added straight into one buffer ("bwd direct": no zeroed contribution buffer, no
 // addition of the arriving partial), which is what the engine's overlap of the arrival with the
-// compute costs. Efficiency is the single attention's time over the ring's sum (1.0: no overhead). CUDA events, median of
-// --iters runs after --warmup. Without a GPU: a message and exit 77.
+// compute costs. Efficiency is the single attention's time over the ring's sum (1.0: no
+// overhead). CUDA events, median of --iters runs after --warmup. Without a GPU: a message and
+// exit 77.
 //
 // With --kernels cudnn (built when the cuDNN block kernel is), every block runs on cuDNN's fused
 // attention as CudnnBlockCompute runs it (rfa_cudnn_forward merging into the running out/lse,
@@ -484,9 +485,10 @@ int main(int argc, char** argv) {
     std::printf("%4d | %12.3f %6.3f | %12.3f %6.3f | %12.3f %6.3f | %12.3f %6.3f\n", P, fused, single_fwd / fused,
                 separate, single_fwd / separate, backward, single_bwd / backward, direct, single_bwd / direct);
   }
-  std::printf("eff = single attention ms / sum over ranks of their per-step kernels (1.0: no ring overhead); bwd "
-              "direct: every step's dK/dV added into one buffer (the engine's zeroed contributions and additions of the "
-              "arriving partials left out)\n");
+  std::printf(
+      "eff = single attention ms / sum over ranks of their per-step kernels (1.0: no ring overhead); bwd "
+      "direct: every step's dK/dV added into one buffer (the engine's zeroed contributions and additions of the "
+      "arriving partials left out)\n");
   if (!o.json.empty()) {
     const std::string dtype = o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16";
     const std::string shape = "B=" + std::to_string(o.batch) + " S=" + std::to_string(o.seq) +
