@@ -11,6 +11,7 @@
 
 #include "core/environment.hpp"
 #include "core/error.hpp"
+#include "engine/allgather_chunk.hpp"
 #include "layout/sequence_layout.hpp"
 
 namespace rfa {
@@ -37,6 +38,8 @@ std::string Plan::name() const {
   std::string s = engine::strategy_name(choice.kind);
   if (choice.kind == engine::StrategyKind::hybrid)
     s += " " + std::to_string(choice.ulysses_degree) + " x " + std::to_string(ranks / choice.ulysses_degree);
+  if (choice.kind == engine::StrategyKind::allgather && choice.kv_heads_per_chunk > 1)
+    s += " (" + std::to_string(choice.kv_heads_per_chunk) + " K/V heads a chunk)";
   return s + ", " + layout::layout_name(layout);
 }
 
@@ -44,7 +47,7 @@ std::vector<Plan> rank_plans(const engine::AttentionConfig& config, int ranks, c
                              bool ring_only) {
   std::vector<engine::StrategyChoice> choices = {{engine::StrategyKind::ring, 0, 1}};
   if (!ring_only) {
-    choices.push_back({engine::StrategyKind::allgather, 0, 1});
+    choices.push_back({engine::StrategyKind::allgather, 0, engine::allgather_kv_heads_per_chunk(config, ranks)});
     if (ranks > 1) choices.push_back({engine::StrategyKind::ulysses, 0, 1});
     // Every grid, groups across nodes too: their all-to-alls then cost the link between nodes.
     for (int degree = 2; degree < ranks; ++degree)

@@ -11,6 +11,7 @@
 #include "comm/mpi/mpi_communicator.hpp"
 #include "core/environment.hpp"
 #include "core/error.hpp"
+#include "engine/allgather_chunk.hpp"
 #include "engine/engine_backends.hpp"
 #include "model/plan.hpp"
 #include "rfa/rfa_config.h"
@@ -52,6 +53,8 @@ std::vector<model::Plan> choose_strategy(MPI_Comm comm, const SetupRequest& r, A
   const int ranks = int(s.order.order.size());
   if (!r.automatic_strategy) {
     s.strategy = r.strategy;
+    if (s.strategy.kind == engine::StrategyKind::allgather)
+      s.strategy.kv_heads_per_chunk = engine::allgather_kv_heads_per_chunk(s.config, ranks);
     s.plan = model::Plan{r.strategy, s.config.layout, ranks, {}}.name() + ": chosen by " + r.chosen_by;
     return {};
   }
