@@ -89,8 +89,8 @@ class ContextCount {
 };
 
 rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_context_t* out) {
+  if (out) *out = nullptr;  // on every failure, the earliest (MPI unusable) among them
   require_mpi_usable(comm);
-  if (out) *out = nullptr;
 
   // Local checks, whose verdict every rank learns before anyone fails.
   LocalVerdict verdict;
@@ -99,6 +99,10 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   try {
     if (!out) fail(RFA_ERROR_INVALID_ARGUMENT, "context (the output pointer) is NULL");
     options = read_options(caller_options, "options");
+    // The deadline the options leave to the environment: a malformed RFA_TIMEOUT_S on one rank
+    // fails every rank here, where reading it after the agreement failed that rank alone and
+    // left the others in the creation's collectives until their deadline.
+    if (options.timeout_s == 0.0) collective::timeout_from_environment();
     count = std::make_unique<ContextCount>();
   } catch (const Error& e) {
     verdict = {e.code(), e.what()};

@@ -119,7 +119,7 @@ void check_mpi(int rc, const char* call) {
 
 double creation_timeout(const LocalVerdict& verdict, const rfa_options_t& options) {
   // Options that failed to read are no guide; the environment still is (a bad RFA_TIMEOUT_S
-  // falls back to the default here: it is reported when the communicator reads it).
+  // falls back to the default here: the local checks before the agreement report it).
   // A non-finite value is refused after the agreement, on every rank alike.
   if (verdict.code == RFA_SUCCESS && std::isfinite(options.timeout_s) && options.timeout_s != 0.0)
     return options.timeout_s < 0.0 ? 0.0 : options.timeout_s;

@@ -741,6 +741,18 @@ MUTATIONS = [
              r"^rfa_cudnn_band_plan_test$",
              "two full bands with the same first key but different key rows are joined: the joined call shows "
              "the keys one of them did not have"),
+    Mutation("create-timeout-env-unagreed", "creation", "capi/context_create.cpp",
+             "if (options.timeout_s == 0.0) collective::timeout_from_environment();", "",
+             r"^capi_timeout_test[.]np2$",
+             "a malformed RFA_TIMEOUT_S is read after the creation's agreement: its rank fails alone and the "
+             "others wait in the creation's collectives until their deadline"),
+    Mutation("create-handle-left-on-early-failure", "creation", "capi/context_create.cpp",
+             "  if (out) *out = nullptr;  // on every failure, the earliest (MPI unusable) among them\n"
+             "  require_mpi_usable(comm);\n",
+             "  require_mpi_usable(comm);\n  if (out) *out = nullptr;\n",
+             r"^capi_invalid_calls_test[.]np1$|^capi_mpi_uninitialized_test$",
+             "a creation that fails because MPI is unusable (not initialized, MPI_COMM_NULL) leaves the caller's "
+             "handle as it was, where rfa_mpi.h promises NULL"),
     Mutation("ab-ratio-inverted", "GPU check plumbing", "scripts/gpu/ab_compare.py",
              "ratios = [x / y for x, y in zip(base, cur)]", "ratios = [y / x for x, y in zip(base, cur)]",
              r"^scripts[.]ab_compare$",

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -87,17 +88,22 @@ TEST(CapiInvalid, CreateZeroVersion) {
   expect_create_fails(o, RFA_ERROR_INVALID_ARGUMENT, "version is 0");
 }
 
+// The handle starts as garbage: a failure, the earliest included, leaves it NULL.
+rfa_context_t garbage_handle() { return reinterpret_cast<rfa_context_t>(std::uintptr_t(1)); }
+
 TEST(CapiInvalid, CreateCommNull) {
   const rfa_options_t o = valid_options();
-  rfa_context_t ctx = nullptr;
+  rfa_context_t ctx = garbage_handle();
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_NULL, &o, &ctx), "MPI_COMM_NULL");
+  EXPECT_EQ(ctx, nullptr);
 }
 
 TEST(CapiInvalid, CreateFintCommNull) {
   const rfa_options_t o = valid_options();
-  rfa_context_t ctx = nullptr;
+  rfa_context_t ctx = garbage_handle();
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create_fint(MPI_Comm_c2f(MPI_COMM_NULL), &o, &ctx),
                    "MPI_COMM_NULL");
+  EXPECT_EQ(ctx, nullptr);
 }
 
 TEST(CapiInvalid, UnknownLayout) {

@@ -13,8 +13,10 @@ int main(void) {
   int ok;
   rfa_options_init(&o);
   o.seq_total = 16;
+  ctx = (rfa_context_t)1; /* garbage: the failure must leave it NULL */
   rc = rfa_context_create(MPI_COMM_WORLD, &o, &ctx);
   ok = rc == RFA_ERROR_INVALID_USAGE && ctx == NULL && strstr(rfa_get_last_error_message(), "not initialized") != NULL;
+  ctx = (rfa_context_t)1;
   rc = rfa_context_create_fint(0, &o, &ctx);
   ok = ok && rc == RFA_ERROR_INVALID_USAGE && ctx == NULL;
   printf("mpi_uninitialized_test: %s (%s: %s)\n", ok ? "passed" : "FAILED", rfa_get_error_string(rc),

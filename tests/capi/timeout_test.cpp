@@ -181,6 +181,28 @@ TEST(Timeout, ARankLateForCreationFailsAtTheEnvironmentsDeadline) {
   unsetenv("RFA_TIMEOUT_S");
 }
 
+// A malformed RFA_TIMEOUT_S on one rank (options.timeout_s = 0 leaves the deadline to it) fails
+// creation on every rank at once, naming it, where the other ranks would wait in the creation's
+// collectives until their own deadline (5 s here); the handle is NULL after the failure.
+TEST(Timeout, AMalformedEnvironmentDeadlineOnOneRankFailsEveryRankAtOnce) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  setenv("RFA_TIMEOUT_S", world_rank() == world_size() - 1 ? "soon" : "5", 1);
+  const rfa_options_t o = small_options(0.0);
+  rfa_context_t ctx = reinterpret_cast<rfa_context_t>(std::uintptr_t(1));
+  const auto start = clock_type::now();
+  const int bad = world_size() - 1;
+  if (world_rank() == bad) {
+    EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "RFA_TIMEOUT_S",
+                     "'soon'");
+  } else {
+    const std::string names_it = "rank(s) " + std::to_string(bad) + " ";
+    EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), names_it.c_str());
+  }
+  EXPECT_LT(seconds_since(start), 4.0) << "the other ranks waited for their deadline";
+  EXPECT_EQ(ctx, nullptr);
+  unsetenv("RFA_TIMEOUT_S");
+}
+
 TEST(Timeout, NonFiniteOptionIsRefusedOnEveryRank) {
   rfa_options_t o = small_options(0.0);
   o.timeout_s = std::numeric_limits<double>::quiet_NaN();
