@@ -50,5 +50,20 @@ void check_buffer_places(rfa_device_t device, int context_device, const std::vec
 #endif
 }
 
+void check_host_memory(const std::vector<Buffer>& buffers, const char* call) {
+#if RFA_ENGINE_CUDA
+  for (const Buffer& b : buffers) {
+    const device::PointerPlace place = device::pointer_place(b.data);
+    if (place.kind == device::PointerPlace::Kind::device) {
+      fail(RFA_ERROR_INVALID_ARGUMENT, b.name, " is CUDA device memory (device ", place.device, "); ", call,
+           " reads and writes host memory whatever the context's device: copy the tensor to the host first");
+    }
+  }
+#else
+  (void)buffers;
+  (void)call;
+#endif
+}
+
 }  // namespace capi
 }  // namespace rfa

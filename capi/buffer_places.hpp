@@ -21,5 +21,10 @@ namespace capi {
 void check_buffer_places(rfa_device_t device, int context_device, const std::vector<Buffer>& inputs,
                          const std::vector<Buffer>& outputs);
 
+/// Throws RFA_ERROR_INVALID_ARGUMENT naming the first of `buffers` that is CUDA device memory:
+/// for `call`s that read and write host memory whatever the context's device (the sharding
+/// helpers), where a device pointer would fault. No-op in builds whose engine has no CUDA backend.
+void check_host_memory(const std::vector<Buffer>& buffers, const char* call);
+
 }  // namespace capi
 }  // namespace rfa

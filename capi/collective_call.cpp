@@ -31,9 +31,14 @@ void require_callable(const rfa_context_s& c, CollectiveCall call) {
          finalized ? "already finalized" : "not initialized",
          ": make collective calls between MPI_Init and MPI_Finalize (destroy contexts before MPI_Finalize)");
   }
+  require_usable(c);
+}
+
+void require_usable(const rfa_context_s& c) {
   if (!c.unusable.empty()) {
     fail(RFA_ERROR_INVALID_USAGE, "the context is unusable since ", c.unusable,
-         "; only rfa_context_destroy() is allowed on it");
+         "; only rfa_context_destroy(), the queries (rfa_context_get_*) and the local sharding helpers are "
+         "allowed on it");
   }
 }
 

@@ -33,6 +33,12 @@ bool mpi_is_running();
 /// unusable (the message says why).
 void require_callable(const rfa_context_s& c, CollectiveCall call);
 
+/// Throws RFA_ERROR_INVALID_USAGE, saying why, when `c` is unusable: for the calls that act on
+/// its device, stream or workspace without communicating (rfa_context_set_stream,
+/// rfa_context_synchronize, rfa_context_release_workspace), which after a timeout would wait
+/// again for work that does not end, or order a new stream behind it.
+void require_usable(const rfa_context_s& c);
+
 /// Marks `c` unusable after `call` failed with `code` and `why`: later calls are refused, saying so.
 void make_unusable(rfa_context_s& c, const char* call, rfa_result_t code, const std::string& why);
 

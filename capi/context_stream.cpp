@@ -23,6 +23,7 @@ namespace capi {
 namespace {
 
 rfa_result_t set_stream(rfa_context_s& c, void* stream) {
+  require_usable(c);
   if (c.options.device != RFA_DEVICE_CUDA) {
     fail(RFA_ERROR_INVALID_USAGE, "the context is RFA_DEVICE_HOST; only RFA_DEVICE_CUDA contexts take a CUDA stream");
   }
@@ -36,6 +37,7 @@ rfa_result_t set_stream(rfa_context_s& c, void* stream) {
 }
 
 rfa_result_t synchronize(rfa_context_s& c) {
+  require_usable(c);
   wait_for_context_stream_in(c, "rfa_context_synchronize");
   return RFA_SUCCESS;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rfa_context_release_workspace: the buffers a context keeps between calls (docs/memory.md)
 // given back on request.
+#include "collective_call.hpp"
 #include "context.hpp"
 #include "firewall.hpp"
 
@@ -9,6 +10,7 @@ namespace capi {
 namespace {
 
 rfa_result_t release_workspace(rfa_context_s& c, int64_t* released_bytes) {
+  require_usable(c);
   // The device's workspace may still be in use by the queued kernels: freed only once they are
   // done, and kept where they do not end by the deadline.
   wait_for_context_stream_in(c, "rfa_context_release_workspace");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Sharding helpers: whole-sequence tensors <-> this rank's rows, with and without a context.
 #include "buffer_checks.hpp"
+#include "buffer_places.hpp"
 #include "collective_call.hpp"
 #include "context.hpp"
 #include "core/dtype.hpp"
@@ -14,6 +15,15 @@
 namespace rfa {
 namespace capi {
 namespace {
+
+/// The buffers of a sharding helper `call`: present, large and aligned enough, not overlapping,
+/// and host memory (these helpers copy on the host whatever the context's device).
+void check_host_buffers(const char* call, const std::vector<Buffer>& inputs, const std::vector<Buffer>& outputs) {
+  check_buffers(inputs, outputs);
+  std::vector<Buffer> all(inputs);
+  all.insert(all.end(), outputs.begin(), outputs.end());
+  check_host_memory(all, call);
+}
 
 /// The dims of a bshd tensor and its byte sizes.
 struct BshdShape {
@@ -44,7 +54,8 @@ BshdShape bshd_shape(const rfa_context_s& c, std::int64_t heads, std::int64_t di
 rfa_result_t scatter_bshd(const rfa_context_s& c, int64_t heads, int64_t dim, const void* global, void* local) {
   const auto shape = bshd_shape(c, heads, dim);
   const std::int64_t e = std::int64_t(dtype_size(c.options.dtype));
-  check_buffers({{"global", global, shape.global_bytes, e}}, {{"local", local, shape.local_bytes, e}});
+  check_host_buffers("rfa_scatter_bshd", {{"global", global, shape.global_bytes, e}},
+                     {{"local", local, shape.local_bytes, e}});
   dispatch_dtype(c.options.dtype, [&](auto tag) {
     using T = decltype(tag);
     layout::scatter_bshd<T>(static_cast<const T*>(global), c.options.seq_total, shape.dims, c.engine->local_positions(),
@@ -56,7 +67,8 @@ rfa_result_t scatter_bshd(const rfa_context_s& c, int64_t heads, int64_t dim, co
 rfa_result_t gather_bshd(const rfa_context_s& c, int64_t heads, int64_t dim, const void* local, void* global) {
   const auto shape = bshd_shape(c, heads, dim);
   const std::int64_t e = std::int64_t(dtype_size(c.options.dtype));
-  check_buffers({{"local", local, shape.local_bytes, e}}, {{"global", global, shape.global_bytes, e}});
+  check_host_buffers("rfa_gather_bshd", {{"local", local, shape.local_bytes, e}},
+                     {{"global", global, shape.global_bytes, e}});
   dispatch_dtype(c.options.dtype, [&](auto tag) {
     using T = decltype(tag);
     layout::gather_bshd<T>(static_cast<const T*>(local), shape.dims, c.engine->local_positions(),
@@ -71,7 +83,8 @@ rfa_result_t allgather_bshd(rfa_context_s& c, int64_t heads, int64_t dim, const 
   auto checks = [&] {
     shape = bshd_shape(c, heads, dim);
     const std::int64_t e = std::int64_t(dtype_size(c.options.dtype));
-    check_buffers({{"local", local, shape.local_bytes, e}}, {{"global", global, shape.global_bytes, e}});
+    check_host_buffers("rfa_allgather_bshd", {{"local", local, shape.local_bytes, e}},
+                       {{"global", global, shape.global_bytes, e}});
   };
   run_collective_call(c, CollectiveCall::allgather_bshd, checks, [&] {
     dispatch_dtype(c.options.dtype, [&](auto tag) {
@@ -154,8 +167,8 @@ RFA_API rfa_result_t rfa_allgather_bshd_dim(rfa_context_t context, int64_t heads
 RFA_API rfa_result_t rfa_scatter_lse(rfa_context_t context, const float* global, float* local) {
   return rfa::capi::guard(__func__, [&] {
     const rfa_context_s& c = rfa::capi::context_ref(context);
-    check_buffers({{"global", global, rfa::capi::lse_global_bytes(c), 4}},
-                  {{"local", local, rfa::capi::lse_local_bytes(c), 4}});
+    rfa::capi::check_host_buffers("rfa_scatter_lse", {{"global", global, rfa::capi::lse_global_bytes(c), 4}},
+                                  {{"local", local, rfa::capi::lse_local_bytes(c), 4}});
     rfa::layout::scatter_bhs(global, c.options.seq_total, c.options.batch, c.options.heads, c.engine->local_positions(),
                              local);
     return RFA_SUCCESS;
@@ -165,8 +178,8 @@ RFA_API rfa_result_t rfa_scatter_lse(rfa_context_t context, const float* global,
 RFA_API rfa_result_t rfa_gather_lse(rfa_context_t context, const float* local, float* global) {
   return rfa::capi::guard(__func__, [&] {
     const rfa_context_s& c = rfa::capi::context_ref(context);
-    check_buffers({{"local", local, rfa::capi::lse_local_bytes(c), 4}},
-                  {{"global", global, rfa::capi::lse_global_bytes(c), 4}});
+    rfa::capi::check_host_buffers("rfa_gather_lse", {{"local", local, rfa::capi::lse_local_bytes(c), 4}},
+                                  {{"global", global, rfa::capi::lse_global_bytes(c), 4}});
     rfa::layout::gather_bhs(local, c.options.batch, c.options.heads, c.engine->local_positions(), global,
                             c.options.seq_total);
     return RFA_SUCCESS;

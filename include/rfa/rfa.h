@@ -55,16 +55,18 @@ typedef enum rfa_result_t {
                                         is late, stuck or gone, or device work rfa waits for, a staged copy
                                         or the work queued on a CUDA context's stream, never finishes;
                                         options.timeout_s, RFA_TIMEOUT_S, RFA_NCCL_TIMEOUT_S). The context is
-                                        unusable from then on: every call but rfa_context_destroy() fails,
-                                        and buffers passed to the failed call must not be reused while the
+                                        unusable from then on: every call but rfa_context_destroy(), the
+                                        queries (rfa_context_get_*) and the local sharding helpers fails
+                                        with ::RFA_ERROR_INVALID_USAGE, and buffers passed to the failed
+                                        call must not be reused while the
                                         job runs on. Like NCCL after an abort, the job should end
                                         (MPI_Abort). */
   RFA_ERROR_CALL_MISMATCH = 13,    /**< The ranks of a context are in different collective calls (one calls
                                         rfa_forward() while another calls rfa_backward(), or one made a call
                                         the others did not), found before the call moved any data; the
                                         message names what each side called. Every rank that took part fails
-                                        with it; the context is unusable from then on: every call but
-                                        rfa_context_destroy() fails. */
+                                        with it; the context is unusable from then on, as after
+                                        ::RFA_ERROR_TIMEOUT. */
   RFA_ERROR_NONFINITE = 14         /**< The value checks (options.check_values, RFA_CHECK_VALUES) found NaN or
                                         infinity in a tensor; the message names the tensor, the rank and the
                                         first position. In an input: nothing was computed or written. In an
@@ -292,7 +294,8 @@ RFA_API rfa_result_t rfa_check_version_major(int header_major);
 /* The field comments below are kept aligned as a table by hand. */
 /* clang-format off */
 typedef struct rfa_options_t {
-  size_t struct_size;          /**< sizeof(rfa_options_t) as the caller was compiled; set by rfa_options_init(). */
+  size_t struct_size;          /**< sizeof(rfa_options_t) as the caller was compiled, or the library's where that
+                                    is smaller; set by rfa_options_init(). */
   int32_t version;             /**< ::RFA_OPTIONS_VERSION as the caller was compiled; set by rfa_options_init(). */
   rfa_layout_t layout;         /**< How the sequence is split over the ring. Default ::RFA_LAYOUT_ZIGZAG. */
   rfa_mask_t mask;             /**< The attention mask. Default ::RFA_MASK_CAUSAL. */
@@ -318,8 +321,8 @@ typedef struct rfa_options_t {
                                     or the device before failing with ::RFA_ERROR_TIMEOUT. 0 (default): the environment
                                     variable RFA_TIMEOUT_S if set, else 600, for MPI's waits, and
                                     RFA_NCCL_TIMEOUT_S if set, else 300, for NCCL's; negative, or more
-                                    than 1e9 (about 30 years): no deadline. After a timeout the context is unusable except for
-                                    rfa_context_destroy() (see ::RFA_ERROR_TIMEOUT). */
+                                    than 1e9 (about 30 years): no deadline. After a timeout the context is unusable (see
+                                    ::RFA_ERROR_TIMEOUT). */
   rfa_strategy_t strategy;     /**< The context-parallel strategy. Default ::RFA_STRATEGY_RING. */
   int32_t ulysses_degree;      /**< Ranks per Ulysses group: 0 (or P) for ::RFA_STRATEGY_ULYSSES; Pu >= 1 dividing
                                     P and heads for ::RFA_STRATEGY_HYBRID (a Pu x P/Pu grid); 0 otherwise.
@@ -411,12 +414,15 @@ typedef struct rfa_options_t {
 /* clang-format on */
 
 /**
- * @brief Fills the first @p struct_size bytes of @p options with the defaults, and sets
- *        struct_size and version.
+ * @brief Fills the first @p struct_size bytes of @p options with the defaults (at most the
+ *        library's own struct), and sets struct_size and version.
  *
  * The size comes from the caller so that a program compiled against an older, smaller
- * struct is never written past its end. Call it through rfa_options_init(), which passes the
- * size the caller was compiled with. Not collective; thread-safe.
+ * struct is never written past its end. A program compiled against a newer, larger one gets
+ * the fields this library knows filled and struct_size set to this library's sizeof: the
+ * fields past it are left as they were, and this library never reads them. Call it through
+ * rfa_options_init(), which passes the size the caller was compiled with. Not collective;
+ * thread-safe.
  * @param[out] options the struct to fill.
  * @param struct_size sizeof(rfa_options_t) as the caller sees it.
  * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT if @p options is NULL or
@@ -558,7 +564,9 @@ RFA_API rfa_result_t rfa_context_get_local_positions(rfa_context_t context, int6
  * @param context a live context.
  * @param cuda_stream a cudaStream_t, or NULL.
  * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT for a NULL context;
- *         ::RFA_ERROR_INVALID_USAGE for a host context.
+ *         ::RFA_ERROR_INVALID_USAGE for a host context or an unusable one (after
+ *         ::RFA_ERROR_TIMEOUT or ::RFA_ERROR_CALL_MISMATCH: the new stream would wait for work
+ *         that may never end).
  */
 RFA_API rfa_result_t rfa_context_set_stream(rfa_context_t context, void* cuda_stream);
 
@@ -571,7 +579,8 @@ RFA_API rfa_result_t rfa_context_set_stream(rfa_context_t context, void* cuda_st
  * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT for a NULL context; ::RFA_ERROR_CUDA
  *         when the stream reports an error (a kernel failed); ::RFA_ERROR_TIMEOUT when the
  *         stream's work has not completed by the deadline (a kernel that never ends: the
- *         context is unusable from then on, as after any timeout).
+ *         context is unusable from then on, as after any timeout); ::RFA_ERROR_INVALID_USAGE,
+ *         at once, for a context already unusable.
  */
 RFA_API rfa_result_t rfa_context_synchronize(rfa_context_t context);
 
@@ -590,7 +599,8 @@ RFA_API rfa_result_t rfa_context_synchronize(rfa_context_t context);
  * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT for a NULL context; ::RFA_ERROR_CUDA
  *         when the stream reports an error (a kernel failed); ::RFA_ERROR_TIMEOUT when the
  *         stream's work has not completed by the deadline (nothing is freed; the context is
- *         unusable from then on).
+ *         unusable from then on); ::RFA_ERROR_INVALID_USAGE, at once, for a context already
+ *         unusable (nothing is freed: after a timeout abandoned transfers may still write it).
  */
 RFA_API rfa_result_t rfa_context_release_workspace(rfa_context_t context, int64_t* released_bytes);
 
@@ -632,8 +642,11 @@ RFA_API rfa_result_t rfa_context_release_workspace(rfa_context_t context, int64_
  * contexts called in different orders) cannot meet in an agreement: they end by the deadline
  * with ::RFA_ERROR_TIMEOUT. A failure that leaves the ranks out of step (a timeout, a call
  * mismatch, an error raised on one rank alone after the ranks agreed to run the call) makes the
- * context unusable on that rank: every later call but rfa_context_destroy() is refused with
- * ::RFA_ERROR_INVALID_USAGE saying why.
+ * context unusable on that rank: every later call but rfa_context_destroy(), the queries
+ * (rfa_context_get_*) and the local sharding helpers (rfa_scatter_*, rfa_gather_*) is refused
+ * with ::RFA_ERROR_INVALID_USAGE saying why: the collective calls, and rfa_context_set_stream(),
+ * rfa_context_synchronize() and rfa_context_release_workspace(), which would wait again for
+ * device work that may never end.
  *
  * Collective calls after MPI_Finalize (or before MPI_Init) return ::RFA_ERROR_INVALID_USAGE
  * instead of calling MPI.
@@ -749,7 +762,8 @@ RFA_API rfa_result_t rfa_backward_with_sinks(rfa_context_t context, const void* 
  * collective; thread-safe; no context needed.
  *
  * Each returns ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL @p count, a negative
- * capacity, a non-NULL @p ranges whose capacity is below the count (nothing is written then),
+ * capacity, a non-NULL @p ranges whose capacity is below the count (nothing is written to
+ * @p ranges then; @p *count says how many it needs),
  * sizes out of range (named in the message), or a mask that needs more than 2^26 entries.
  * @{ */
 
@@ -853,7 +867,8 @@ RFA_API rfa_result_t rfa_mask_ranges_grid_neighbourhood(int64_t nx, int64_t ny, 
  * _dim forms the caller's head_dim (the options' value_head_dim for v, out, dout and dv where it
  * differs). An lse tensor is fp32 [B][H][S] / [B][H][L]. Copies are bitwise. The buffers must
  * not overlap. They are host memory, on a ::RFA_DEVICE_CUDA context too (rfa_allgather_bshd()
- * moves them over MPI there, not over the context's device transport).
+ * moves them over MPI there, not over the context's device transport): device memory is
+ * refused with ::RFA_ERROR_INVALID_ARGUMENT naming the buffer.
  * @{ */
 
 /**
@@ -912,13 +927,15 @@ RFA_API rfa_result_t rfa_gather_bshd_dim(rfa_context_t context, int64_t heads, i
 /**
  * @brief Reassembles the whole bshd tensor on every rank from every rank's shard.
  *
- * Collective over the context's ranks; needs the whole tensor in memory on every rank.
+ * Collective over the context's ranks; needs the whole tensor in memory on every rank twice:
+ * `global`, and as much again where every rank's shard is staged during the call.
  * @param context a live context.
  * @param heads the tensor's number of heads (>= 1), the same on every rank.
  * @param local [B][L][heads][d] this rank's shard.
  * @param[out] global [B][S][heads][d] the whole tensor.
  * @return ::RFA_SUCCESS, ::RFA_ERROR_INVALID_ARGUMENT, ::RFA_ERROR_INVALID_USAGE (ranks passed
- *         different heads), ::RFA_ERROR_MPI.
+ *         different heads), ::RFA_ERROR_OUT_OF_MEMORY (on every rank, before anything moves,
+ *         where some rank cannot stage the shards), ::RFA_ERROR_MPI.
  */
 RFA_API rfa_result_t rfa_allgather_bshd(rfa_context_t context, int64_t heads, const void* local, void* global);
 
@@ -1009,7 +1026,9 @@ RFA_API rfa_result_t rfa_layout_positions(rfa_layout_t layout, int64_t seq_total
  * and does nothing. MPI is never initialized nor finalized by rfa.
  *
  * Not collective. Must not run concurrently with any other rfa call.
- * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_USAGE if contexts are still alive.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_USAGE if rfa owns Kokkos and contexts are still
+ *         alive (where the application owns Kokkos, or nothing was created, there is nothing
+ *         to finalize and it succeeds).
  */
 RFA_API rfa_result_t rfa_finalize(void);
 

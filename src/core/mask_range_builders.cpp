@@ -48,13 +48,20 @@ std::vector<rfa_mask_range_t> causal_ranges(std::int64_t seq_total) {
 std::vector<rfa_mask_range_t> sliding_window_ranges(std::int64_t seq_total, std::int64_t window, bool causal) {
   require_length(seq_total);
   require(window >= 1, "window is ", window, "; it must be >= 1 (q - k < window)");
-  // The offset k - q runs from -(window - 1) up to 0 (causal) or up to the sequence's end.
-  return {entry(0, seq_total, 0, seq_total, RFA_RANGE_BAND, 1 - window, causal ? 0 : seq_total)};
+  // The offset k - q runs from -(window - 1) up to 0 (causal) or up to the sequence's end; a
+  // window longer than the sequence hides nothing more than one as long as it, whose offsets
+  // the list's checks take whatever the window (they refuse offsets beyond +-2^61).
+  const std::int64_t reach = std::min(window, seq_total);
+  return {entry(0, seq_total, 0, seq_total, RFA_RANGE_BAND, 1 - reach, causal ? 0 : seq_total)};
 }
 
 std::vector<rfa_mask_range_t> document_ranges(const std::int64_t* bounds, std::int64_t count, bool causal) {
   require(count >= 2, "boundary_count is ", count, "; it must be >= 2 (documents + 1 cumulative boundaries)");
   validate_document_bounds(bounds, count, -1, "doc_boundaries");
+  std::int64_t documents = 0;  // one entry each that is not empty
+  for (std::int64_t d = 0; d + 1 < count; ++d) documents += bounds[d] < bounds[d + 1] ? 1 : 0;
+  require(documents <= kMaxBuiltRangeEntries, "the documents' mask of ", documents, " documents needs as many entries, "
+          "more than 2^26");
   std::vector<rfa_mask_range_t> list;
   for (std::int64_t d = 0; d + 1 < count; ++d) {
     const std::int64_t b = bounds[d], e = bounds[d + 1];

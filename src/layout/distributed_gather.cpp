@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "layout/distributed_gather.hpp"
 
+#include <new>
+#include <string>
 #include <vector>
 
 #include "comm/agreement.hpp"
@@ -30,14 +32,27 @@ void agree_on_shape(comm::Communicator& comm, rfa_layout_t layout, std::int64_t 
 }
 
 // All-gathers `outer * local_seq * width` elements per rank and places each rank's rows at
-// the positions of its map (every rank's map is gathered too: PositionMap is plain data).
+// the positions of its map (every rank's map is gathered too: PositionMap is plain data). Every
+// rank's shards are staged in a buffer as large as the whole tensor, allocated and agreed on
+// before anything moves: a rank that cannot have it fails every rank with
+// RFA_ERROR_OUT_OF_MEMORY, where the others would wait in the all-gather until their deadline.
 template <class T, class Place>
 void gather_all_shards(comm::Communicator& comm, const PositionMap& mine, const T* local, std::size_t shard_elements,
                        Place place) {
   const int ranks = comm.size();
   std::vector<PositionMap> maps(static_cast<std::size_t>(ranks));
+  std::vector<T> shards;
+  bool staged = true;
+  try {
+    shards.resize(shard_elements * std::size_t(ranks));
+  } catch (const std::bad_alloc&) {
+    staged = false;
+  }
+  comm::fail_everywhere_unless(comm, staged, RFA_ERROR_OUT_OF_MEMORY,
+                               "the all-gather could not stage every rank's shard (" +
+                                   std::to_string(shard_elements * std::size_t(ranks) * sizeof(T)) +
+                                   " bytes, as large as the whole tensor) on this rank");
   comm.allgather(&mine, maps.data(), sizeof(PositionMap));
-  std::vector<T> shards(shard_elements * std::size_t(ranks));
   comm.allgather(local, shards.data(), shard_elements * sizeof(T));
   for (int r = 0; r < ranks; ++r) place(shards.data() + std::size_t(r) * shard_elements, maps[std::size_t(r)]);
 }

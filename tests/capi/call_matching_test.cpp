@@ -122,6 +122,20 @@ TEST_F(CallMatching, ForwardAgainstBackwardFailsEveryRankBeforeAnythingMoves) {
   EXPECT_TRUE(forward ? t.forward_outputs_untouched() : t.backward_outputs_untouched())
       << "a call refused by the call agreement wrote its outputs";
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, t.forward(ctx), "unusable", "different calls");
+  // The calls on its stream and workspace are refused too; the queries and the local sharding
+  // helpers still answer.
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_synchronize(ctx), "unusable", "different calls");
+  int64_t released = -1;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_release_workspace(ctx, &released), "unusable");
+  EXPECT_EQ(released, -1);
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_set_stream(ctx, nullptr), "unusable");
+  int64_t L = 0;
+  EXPECT_EQ(int(rfa_context_get_local_seq(ctx, &L)), int(RFA_SUCCESS));
+  EXPECT_GT(L, 0);
+  std::vector<float> whole(std::size_t(o_.batch * o_.seq_total * o_.heads * o_.head_dim), 1.0f),
+      mine(std::size_t(o_.batch * L * o_.heads * o_.head_dim));
+  EXPECT_EQ(int(rfa_scatter_bshd(ctx, o_.heads, whole.data(), mine.data())), int(RFA_SUCCESS))
+      << rfa_get_last_error_message();
   const Outcome destroyed = timed([&] { return rfa_context_destroy(ctx); });
   EXPECT_EQ(int(destroyed.code), int(RFA_SUCCESS)) << destroyed.message;
   EXPECT_LE(destroyed.seconds, 0.75 * kDeadline) << "destroying an unusable context must not wait for anyone";

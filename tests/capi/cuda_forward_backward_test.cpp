@@ -643,6 +643,35 @@ TEST(CudaContext, HostContextRefusesDevicePointers) {
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
 }
 
+// The sharding helpers copy on the host whatever the context's device: a CUDA context's helpers
+// refuse device memory by name (a device pointer would fault), and take host memory.
+TEST(CudaContext, ShardingHelpersRefuseDeviceMemory) {
+  SKIP_WITHOUT_DEVICE();
+  const int P = world_size();
+  const rfa_options_t o = cuda_options({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2}, 2 * P * 8);
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  int64_t L = 0;
+  ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
+  const std::size_t local = std::size_t(o.batch * L * o.heads * o.head_dim),
+                    whole = std::size_t(o.batch * o.seq_total * o.heads * o.head_dim);
+  std::vector<uint16_t> host_whole(whole, 1), host_local(local);
+  OnDevice device_local(local * 2), device_whole(whole * 2), device_lse(std::size_t(o.batch * o.heads * L) * 4);
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_scatter_bshd(ctx, o.heads, host_whole.data(), device_local.get()),
+                   "local is CUDA device memory", "rfa_scatter_bshd");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_gather_bshd(ctx, o.heads, host_local.data(), device_whole.get()),
+                   "global is CUDA device memory", "rfa_gather_bshd");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_allgather_bshd(ctx, o.heads, device_local.get(), host_whole.data()),
+                   "local is CUDA device memory", "rfa_allgather_bshd");
+  std::vector<float> lse_whole(std::size_t(o.batch * o.heads * o.seq_total));
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_scatter_lse(ctx, lse_whole.data(), static_cast<float*>(device_lse.get())),
+                   "local is CUDA device memory", "rfa_scatter_lse");
+  ASSERT_RFA_OK(rfa_scatter_bshd(ctx, o.heads, host_whole.data(), host_local.data()));
+  ASSERT_RFA_OK(rfa_allgather_bshd(ctx, o.heads, host_local.data(), host_whole.data()));
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
 // NCCL cannot put two ranks on one GPU: with more ranks than GPUs on this node, a context that
 // asks for NCCL fails on every rank with a message that points at the MPI transport.
 TEST(CudaContext, NcclRefusesRanksSharingAGpu) {

@@ -42,7 +42,7 @@ TEST(MaskRangeBuilders, CausalAndSlidingWindow) {
     expect_pairs(
         build([&](rfa_mask_range_t* r, int64_t c, int64_t* n) { return rfa_mask_ranges_causal(S, r, c, n); }), S,
         [](int64_t q, int64_t k) { return k <= q; }, "causal S=" + std::to_string(S));
-    for (int64_t w : {int64_t(1), int64_t(2), S - 1, S, S + 3})
+    for (int64_t w : {int64_t(1), int64_t(2), S - 1, S, S + 3, std::numeric_limits<int64_t>::max()})
       for (int32_t causal : {0, 1}) {
         if (w < 1) continue;
         const auto list = build([&](rfa_mask_range_t* r, int64_t c, int64_t* n) {
@@ -51,6 +51,9 @@ TEST(MaskRangeBuilders, CausalAndSlidingWindow) {
         expect_pairs(
             list, S, [&](int64_t q, int64_t k) { return q - k < w && (!causal || k <= q); },
             "window " + std::to_string(w) + " causal " + std::to_string(causal));
+        // Offsets a context takes whatever the window (it refuses those beyond +-2^61).
+        ASSERT_EQ(list.size(), 1u);
+        EXPECT_GE(list[0].band_lo, 1 - S) << "window " << w;
       }
   }
 }
@@ -140,6 +143,12 @@ TEST(MaskRangeBuilders, HugeSizesAreAnsweredAtOnceOrRefused) {
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_block_causal(huge, 1, nullptr, 0, &n), "more than 2^26");
   ASSERT_RFA_OK(rfa_mask_ranges_sliding_window(huge, huge, 0, nullptr, 0, &n));
   EXPECT_EQ(n, 1);
+  // 2^26 + 1 documents need as many entries: refused before the list is made.
+  std::vector<int64_t> bounds((std::size_t(1) << 26) + 2);
+  for (std::size_t i = 0; i < bounds.size(); ++i) bounds[i] = int64_t(i);
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_mask_ranges_documents(bounds.data(), int64_t(bounds.size()), 1, nullptr, 0, &n),
+                   "more than 2^26");
   ASSERT_RFA_OK(rfa_mask_ranges_prefix_lm(huge, huge, nullptr, 0, &n));
   EXPECT_EQ(n, 2);
 }

@@ -11,15 +11,18 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "allocation_log.hpp"
 #include "engine/allgather_attention.hpp"
 #include "engine/hybrid_attention.hpp"
 #include "engine/ring_attention.hpp"
+#include "layout/distributed_gather.hpp"
 #include "ring_case.hpp"
 #include "unbacked_memory.hpp"
 
@@ -187,6 +190,41 @@ TEST_F(RefusedKernelBuffers, AllGatherFailsOnEveryRank) {
   // K/V heads gathered 12 / P at a time: the kernel's copy is as large as the ring's.
   engine::AllGatherAttention attn(*ring, big_config(ring->size()), 12 / ring->size());
   expect_refusals(*ring, attn);
+}
+
+// The sharding helpers' all-gather (rfa_allgather_bshd) stages every rank's shard, as much memory
+// as the whole tensor: refused on the last rank, every rank fails with RFA_ERROR_OUT_OF_MEMORY
+// before anything moves, none waiting in the all-gather for its deadline.
+TEST_F(RefusedKernelBuffers, ShardAllGatherFailsOnEveryRank) {
+  const int P = ring->size();
+  const layout::BshdDims dims{1, 12, 64};
+  const std::int64_t rows = std::int64_t(1) << 14, whole_bytes = rows * P * dims.heads * dims.head_dim * 4;
+  std::vector<float> local(std::size_t(rows * dims.heads * dims.head_dim), 1.0f);
+  Unbacked global{std::size_t(whole_bytes)};
+  ASSERT_NE(global.data(), nullptr);
+  const bool limited = ring->rank() == P - 1;
+  std::unique_ptr<AddressSpaceLimit> limit;
+  if (limited) {
+    limit = std::make_unique<AddressSpaceLimit>(mapped_bytes() + whole_bytes / 2);
+    ASSERT_TRUE(limit->ok()) << "setrlimit(RLIMIT_AS) failed";
+  }
+  const auto start = std::chrono::steady_clock::now();
+  rfa_result_t code = RFA_SUCCESS;
+  std::string message;
+  try {
+    layout::allgather_bshd(*ring, RFA_LAYOUT_CONTIGUOUS, local.data(), dims, static_cast<float*>(global.data()),
+                           rows * P);
+  } catch (const Error& e) {
+    code = e.code();
+    message = e.what();
+  }
+  limit.reset();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(int(code), int(RFA_ERROR_OUT_OF_MEMORY)) << message;
+  if (limited) {
+    EXPECT_NE(message.find("could not stage every rank's shard"), std::string::npos) << message;
+  }
+  EXPECT_LT(seconds, kDeadlineSeconds / 2) << "a rank waited in the all-gather: " << message;
 }
 
 }  // namespace
