@@ -106,6 +106,8 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
     count = std::make_unique<ContextCount>();
   } catch (const Error& e) {
     verdict = {e.code(), e.what()};
+  } catch (const std::bad_alloc&) {  // agreed like any other local failure, not left to the guard
+    verdict = {RFA_ERROR_OUT_OF_MEMORY, "out of host memory reading the options"};
   }
   // Every collective of the creation ends by the deadline, so a rank that arrives after the
   // others gave up fails too instead of waiting in the next one.

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ void check_everywhere(Communicator& comm, Checks&& checks) {
     ok = false;
     code = e.code();
     message = e.what();
+  } catch (const std::bad_alloc&) {  // a check's own allocation: agreed like any other failure
+    ok = false;
+    code = RFA_ERROR_OUT_OF_MEMORY;
+    message = "out of host memory in the argument checks";
   }
   fail_everywhere_unless(comm, ok, code, message);
 }

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <new>
+
 #include "comm/mpi/mpi_communicator.hpp"
 #include "comm_test_support.hpp"
 
@@ -48,6 +50,21 @@ TEST(Agreement, EveryRankReportsTheCodeOfTheLowestFailingRank) {
     EXPECT_EQ(message, "the local reason");
   } else {
     EXPECT_NE(message.find("lowest failing ring position: " + std::to_string(first)), std::string::npos) << message;
+  }
+}
+
+// A check that runs out of host memory (std::bad_alloc, not an rfa::Error) on one rank is agreed
+// like any other failure: every rank fails with RFA_ERROR_OUT_OF_MEMORY, none waits.
+TEST(Agreement, ACheckOutOfMemoryOnOneRankFailsAll) {
+  MpiCommunicator comm(MPI_COMM_WORLD, world_rank());
+  const int failing = comm.size() - 1;
+  const std::string message = expect_error(RFA_ERROR_OUT_OF_MEMORY, [&] {
+    check_everywhere(comm, [&] {
+      if (comm.rank() == failing) throw std::bad_alloc();
+    });
+  });
+  if (comm.rank() == failing) {
+    EXPECT_NE(message.find("out of host memory"), std::string::npos) << message;
   }
 }
 
