@@ -60,8 +60,8 @@ std::vector<rfa_mask_range_t> document_ranges(const std::int64_t* bounds, std::i
   validate_document_bounds(bounds, count, -1, "doc_boundaries");
   std::int64_t documents = 0;  // one entry each that is not empty
   for (std::int64_t d = 0; d + 1 < count; ++d) documents += bounds[d] < bounds[d + 1] ? 1 : 0;
-  require(documents <= kMaxBuiltRangeEntries, "the documents' mask of ", documents, " documents needs as many entries, "
-          "more than 2^26");
+  require(documents <= kMaxBuiltRangeEntries, "the documents' mask of ", documents,
+          " documents needs as many entries, more than 2^26");
   std::vector<rfa_mask_range_t> list;
   for (std::int64_t d = 0; d + 1 < count; ++d) {
     const std::int64_t b = bounds[d], e = bounds[d + 1];
