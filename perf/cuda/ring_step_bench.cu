@@ -22,9 +22,16 @@
 // over the whole sequence. With --kernels rfa-sm90, every forward (the blocks and the single
 // attention) runs on the Hopper path of rfa's kernels; the backward stays on the sm_80 path.
 //
+// With --strategy ulysses or allgather, the other strategies' compute the same way: each rank's
+// attention calls one after another, against the one attention. Ulysses: every rank one
+// attention over the whole sequence for H/P heads. The KV all-gather: every rank's zigzag
+// queries against the whole sequence's keys, one call per chunk of K/V heads
+// (--kv-heads-per-chunk, default the engine's choice on a device: engine/allgather_chunk.hpp,
+// restated below). The transposes, gathers and reduce-scatters are the transport's, not timed.
+//
 // usage: rfa_cuda_ring_step_bench [--batch 1] [--heads 16] [--seq 32768] [--dim 128]
 //        [--ranks 2,4,8] [--dtype bf16|fp16] [--kernels rfa|rfa-sm90|cudnn] [--warmup 3] [--iters 10]
-//        [--json FILE]
+//        [--strategy ring|ulysses|allgather] [--kv-heads-per-chunk N] [--json FILE]
 // --json writes perf/'s result format (suite cuda_ring_step): one case per measurement, every
 // timed iteration a repetition, the efficiency as a counter.
 #include <algorithm>
@@ -33,6 +40,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -57,6 +65,8 @@ struct Options {
   bool cudnn = false;                       // --kernels cudnn
   rfa_cuda_path path = RFA_CUDA_PATH_AUTO;  // --kernels rfa-sm90: RFA_CUDA_PATH_SM90
   const char* kernels = "rfa";              // as given
+  std::string strategy = "ring";            // --strategy
+  int chunk = 0;                            // --kv-heads-per-chunk (allgather; 0: the engine's choice)
   std::string json;
 };
 
@@ -93,6 +103,12 @@ Options parse_options(int argc, char** argv) {
 #if !RFA_RING_STEP_CUDNN
       if (o.cudnn) throw OptionError("--kernels cudnn: this build has no cuDNN block kernel (RFA_ENABLE_CUDNN)");
 #endif
+    } else if (a == "--strategy") {
+      if (v != "ring" && v != "ulysses" && v != "allgather")
+        throw OptionError("--strategy must be ring, ulysses or allgather");
+      o.strategy = v;
+    } else if (a == "--kv-heads-per-chunk") {
+      o.chunk = whole_int(a, v, 0);
     } else if (a == "--ranks") {
       // At most INT_MAX / 2: the check below takes 2P.
       o.ranks = rfa::perf::whole_ints(a, v, 1, std::numeric_limits<int>::max() / 2);
@@ -100,9 +116,17 @@ Options parse_options(int argc, char** argv) {
       throw OptionError("unknown argument '" + a + "' (see the usage at the top of ring_step_bench.cu)");
     }
   }
-  for (int p : o.ranks)
+  for (int p : o.ranks) {
     if (o.seq % (2 * p) != 0)
       throw OptionError("--seq " + std::to_string(o.seq) + " must divide by 2P for every P in --ranks (zigzag)");
+    if (o.strategy == "ulysses" && o.heads % p != 0)
+      throw OptionError("--strategy ulysses: --heads " + std::to_string(o.heads) +
+                        " must divide by every P in --ranks");
+  }
+  if (o.strategy == "allgather" && o.cudnn)
+    throw OptionError("--strategy allgather computes on rfa's kernels (the engine refuses cuDNN for it)");
+  if (o.chunk > 0 && o.heads % o.chunk != 0)
+    throw OptionError("--kv-heads-per-chunk must divide --heads (" + std::to_string(o.heads) + ")");
   return o;
 }
 
@@ -173,12 +197,12 @@ struct Buffers {
 };
 
 rfa_cuda_attention_shape shape(const Options& o, int64_t rows_q, int64_t rows_k, rfa_cuda_position_map qm,
-                               rfa_cuda_position_map km) {
+                               rfa_cuda_position_map km, int64_t heads = 0) {
   rfa_cuda_attention_shape s{};
   s.batch = o.batch;
   s.seq_q = rows_q;
   s.seq_k = rows_k;
-  s.heads = s.kv_heads = o.heads;
+  s.heads = s.kv_heads = heads > 0 ? heads : o.heads;
   s.head_dim = o.dim;
   s.mask = RFA_CUDA_MASK_CAUSAL;
   s.q_positions = qm;
@@ -353,6 +377,130 @@ void ring_backward(const Options& o, int P, Buffers& b, bool travelling) {
   }
 }
 
+// One causal attention call pair of `heads` query heads over as many K/V heads, `rows_q` queries
+// at `q_map` against `rows_k` keys at positions 0, 1, ... (the whole sequence), with buffers of
+// its own, run as the single attention in main() runs: rfa's kernels write the output in the
+// storage dtype and add fp32 gradients after D; cuDNN merges into an fp32 output and adds its
+// fp32 gradients.
+struct Attention {
+  Attention(const Options& o, int64_t rows_q, int64_t rows_k, int64_t heads, rfa_cuda_position_map q_map)
+      : q(o.dtype, std::size_t(o.batch * rows_q * heads * o.dim)),
+        out(o.dtype, q.bytes() / element_size(o.dtype)),
+        dout(o.dtype, q.bytes() / element_size(o.dtype)),
+        acc(RFA_CUDA_FP32, q.bytes() / element_size(o.dtype)),
+        dq(RFA_CUDA_FP32, q.bytes() / element_size(o.dtype)),
+        k(o.dtype, std::size_t(o.batch * rows_k * heads * o.dim)),
+        v(o.dtype, k.bytes() / element_size(o.dtype)),
+        dk(RFA_CUDA_FP32, k.bytes() / element_size(o.dtype)),
+        dv(RFA_CUDA_FP32, k.bytes() / element_size(o.dtype)),
+        lse(RFA_CUDA_FP32, std::size_t(o.batch * heads * rows_q)),
+        delta(RFA_CUDA_FP32, std::size_t(o.batch * heads * rows_q)),
+        lse_rows(std::size_t(o.batch * heads * rows_q)),
+        cudnn_kernels(o.cudnn) {
+    std::mt19937 gen(11);
+    std::uniform_real_distribution<double> d(-1.0, 1.0);
+    for (DeviceArray* t : {&q, &k, &v, &dout, &out}) {
+      std::vector<double> x(t->bytes() / element_size(o.dtype));
+      for (double& e : x) e = d(gen);
+      t->upload(x);
+    }
+    lse.upload(std::vector<double>(lse_rows, 1.0));  // finite: a plausible final lse
+    rfa_cuda_forward_params_init(&f);
+    f.shape = shape(o, rows_q, rows_k, q_map, rfa_cuda_position_map{}, heads);
+    f.path = o.path;
+    f.q = q.get();
+    f.k = k.get();
+    f.v = v.get();
+    f.out = cudnn_kernels ? acc.get() : out.get();
+    f.out_dtype = cudnn_kernels ? RFA_CUDA_FP32 : o.dtype;
+    f.lse = lse.as_float();
+    dp = rfa_cuda_delta_params{};
+    dp.batch = o.batch;
+    dp.seq = rows_q;
+    dp.heads = heads;
+    dp.head_dim = o.dim;
+    dp.out = out.get();
+    dp.out_dtype = o.dtype;
+    dp.dout = dout.get();
+    dp.dout_dtype = o.dtype;
+    dp.delta = delta.as_float();
+    rfa_cuda_backward_params_init(&b);
+    b.shape = f.shape;
+    b.q = q.get();
+    b.k = k.get();
+    b.v = v.get();
+    b.dout = dout.get();
+    b.lse = lse.as_float();
+    b.delta = delta.as_float();
+    b.grad_mode = RFA_CUDA_GRAD_ACCUMULATE_FP32;
+    b.dq = dq.get();
+    b.dk = dk.get();
+    b.dv = dv.get();
+  }
+  void forward() {
+#if RFA_RING_STEP_CUDNN
+    if (cudnn_kernels) {
+      RFA_TEST_CALL(rfa_cuda_fill_fp32(lse.as_float(), -INFINITY, lse_rows, nullptr));
+      cudnn_forward(f);
+      return;
+    }
+#endif
+    RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr));
+  }
+  void backward() {
+#if RFA_RING_STEP_CUDNN
+    if (cudnn_kernels) {
+      cudnn_backward(b, out.get());
+      return;
+    }
+#endif
+    RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
+    RFA_TEST_CALL(rfa_cuda_flash_backward(&b, nullptr));
+  }
+  DeviceArray q, out, dout, acc, dq, k, v, dk, dv, lse, delta;
+  std::size_t lse_rows;
+  bool cudnn_kernels;
+  rfa_cuda_forward_params f;
+  rfa_cuda_delta_params dp;
+  rfa_cuda_backward_params b;
+};
+
+// The K/V heads a chunk of the KV all-gather holds on a device, as engine/allgather_chunk.hpp
+// chooses them (restated: this benchmark links kernels_cuda alone): the fewest, dividing the
+// K/V heads and at most half of them, whose chunk's forward has 512 query tiles of 128 rows.
+int allgather_chunk(const Options& o, int P) {
+  if (o.chunk > 0) return o.chunk;
+  const int64_t tiles_per_head = int64_t(o.batch) * ((o.seq / P + 127) / 128);
+  int chunk = 1;
+  for (int d = 1; d <= o.heads / 2; ++d) {
+    if (o.heads % d != 0) continue;
+    chunk = d;
+    if (tiles_per_head * d >= 512) break;
+  }
+  return chunk;
+}
+
+// Every rank's calls of `strategy` at P ranks, one after another: `calls` holds each rank's
+// attention, run `repeat` times (the all-gather's chunks, every one the same work).
+struct StrategyCalls {
+  std::vector<std::unique_ptr<Attention>> calls;
+  int repeat = 1;
+};
+
+StrategyCalls strategy_calls(const Options& o, int P) {
+  StrategyCalls s;
+  if (o.strategy == "ulysses") {  // the whole sequence, H/P heads, on every rank alike
+    s.calls.push_back(std::make_unique<Attention>(o, o.seq, o.seq, o.heads / P, rfa_cuda_position_map{}));
+    s.repeat = P;
+  } else {  // allgather: each rank's zigzag rows against every key, a chunk of heads at a time
+    const int chunk = allgather_chunk(o, P);
+    for (int r = 0; r < P; ++r)
+      s.calls.push_back(std::make_unique<Attention>(o, o.seq / P, o.seq, chunk, zigzag(r, P, o.seq)));
+    s.repeat = o.heads / chunk;
+  }
+  return s;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -375,8 +523,9 @@ int main(int argc, char** argv) {
     cudnn = &cudnn_state;
   }
 #endif
-  std::printf("%s: zigzag causal ring on one GPU, B=%d H=%d S=%d d=%d %s, %s kernels, median of %d\n", prop.name,
-              o.batch, o.heads, o.seq, o.dim, o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.kernels, o.iters);
+  std::printf("%s: zigzag causal %s on one GPU, B=%d H=%d S=%d d=%d %s, %s kernels, median of %d\n", prop.name,
+              o.strategy.c_str(), o.batch, o.heads, o.seq, o.dim, o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.kernels,
+              o.iters);
 
   // The single attention over the whole sequence, as a training step runs it.
   Buffers whole(o, o.seq);
@@ -455,20 +604,45 @@ int main(int argc, char** argv) {
                 {"mask", "causal"},
                 {"layout", "zigzag"},
                 {"ranks_on_one_gpu", std::to_string(P)},
-                {"kernels", o.kernels}};
+                {"kernels", o.kernels},
+                {"strategy", o.strategy}};
     if (efficiency > 0) m.counters = {{"efficiency", efficiency}};
     measured.push_back(m);
   };
-  const std::string prefix = o.cudnn                        ? "cuda_ring_step_cudnn"
-                             : o.path == RFA_CUDA_PATH_SM90 ? "cuda_ring_step_sm90"
-                                                            : "cuda_ring_step";
+  const std::string prefix = std::string(o.cudnn                        ? "cuda_ring_step_cudnn"
+                                         : o.path == RFA_CUDA_PATH_SM90 ? "cuda_ring_step_sm90"
+                                                                        : "cuda_ring_step") +
+                             (o.strategy == "ring" ? "" : "/" + o.strategy);
   add(prefix + "/single/fwd", single_fwd_ms, fwd_flops, "forward", 1, 0);
   add(prefix + "/single/bwd", single_bwd_ms, 2.5 * fwd_flops, "backward", 1, 0);
 
   std::printf("single causal attention: forward %.3f ms, backward %.3f ms\n", single_fwd, single_bwd);
-  std::printf("%4s | %12s %6s | %12s %6s | %12s %6s | %12s %6s\n", "P", "fwd fused ms", "eff", "fwd sep. ms", "eff",
-              "backward ms", "eff", "bwd direct", "eff");
-  for (int P : o.ranks) {
+  if (o.strategy != "ring") {
+    std::printf("%s, every rank's attention calls one after another:\n%4s %6s | %12s %6s | %12s %6s\n",
+                o.strategy.c_str(), "P", "calls", "forward ms", "eff", "backward ms", "eff");
+    for (int P : o.ranks) {
+      StrategyCalls calls = strategy_calls(o, P);
+      auto run = [&](bool backward) {
+        for (auto& a : calls.calls)
+          for (int i = 0; i < calls.repeat; ++i) backward ? a->backward() : a->forward();
+      };
+      const std::vector<double> fwd_ms = samples_ms(o, [&] { run(false); });
+      const std::vector<double> bwd_ms = samples_ms(o, [&] { run(true); });
+      const double fwd = median_of(fwd_ms), bwd = median_of(bwd_ms);
+      const std::string at = prefix + "/P" + std::to_string(P);
+      add(at + "/fwd", fwd_ms, fwd_flops, "forward", P, single_fwd / fwd);
+      add(at + "/bwd", bwd_ms, 2.5 * fwd_flops, "backward", P, single_bwd / bwd);
+      std::printf("%4d %6d | %12.3f %6.3f | %12.3f %6.3f\n", P, int(calls.calls.size()) * calls.repeat, fwd,
+                  single_fwd / fwd, bwd, single_bwd / bwd);
+    }
+    std::printf(
+        "eff = single attention ms / sum over ranks of their attention calls (1.0: the strategy's compute "
+        "costs no more than one attention); calls: per pass, over every rank\n");
+  }
+  if (o.strategy == "ring")
+    std::printf("%4s | %12s %6s | %12s %6s | %12s %6s | %12s %6s\n", "P", "fwd fused ms", "eff", "fwd sep. ms", "eff",
+                "backward ms", "eff", "bwd direct", "eff");
+  for (int P : o.strategy == "ring" ? o.ranks : std::vector<int>{}) {
     Buffers b(o, o.seq / P);
     const std::vector<double> fused_ms = samples_ms(o, [&] { ring_forward(o, P, b, true); });
     // The separate merge is rfa's kernels' variant; cuDNN's path always merges one way.
@@ -485,10 +659,11 @@ int main(int argc, char** argv) {
     std::printf("%4d | %12.3f %6.3f | %12.3f %6.3f | %12.3f %6.3f | %12.3f %6.3f\n", P, fused, single_fwd / fused,
                 separate, single_fwd / separate, backward, single_bwd / backward, direct, single_bwd / direct);
   }
-  std::printf(
-      "eff = single attention ms / sum over ranks of their per-step kernels (1.0: no ring overhead); bwd "
-      "direct: every step's dK/dV added into one buffer (the engine's zeroed contributions and additions of the "
-      "arriving partials left out)\n");
+  if (o.strategy == "ring")
+    std::printf(
+        "eff = single attention ms / sum over ranks of their per-step kernels (1.0: no ring overhead); bwd "
+        "direct: every step's dK/dV added into one buffer (the engine's zeroed contributions and additions of the "
+        "arriving partials left out)\n");
   if (!o.json.empty()) {
     const std::string dtype = o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16";
     const std::string shape = "B=" + std::to_string(o.batch) + " S=" + std::to_string(o.seq) +

@@ -13,12 +13,15 @@
 # over NCCL, memcheck), perf (the speed and error measurements beside PyTorch's SDPA peers) or
 # million (a million tokens, checked) or profile (racecheck and Nsight Compute on the kernels)
 # or ab (a paired A/B of rfa's sm_80 kernels against the bundle's baseline revision, and each
-# attention variant's cost: see below)
+# attention variant's cost: see below) or compute (each strategy's compute on one GPU: every
+# rank's attention calls one after another against one attention over the whole sequence, at
+# P = 2 and 4, Ulysses on each kernel choice and the KV all-gather on rfa's kernels in its
+# device chunks and in one K/V head a chunk)
 # or backtrace (the commands RFA_BACKTRACE names, each with a crash report: see below);
 # default: check perf, what one call of a 15-minute lease holds (docs/gpus.md, "Checking on a
 # lent GPU", says how a lease is spent). Each phase has a budget of device seconds
 # (RFA_BUDGET_CHECK 330, RFA_BUDGET_PERF 230, RFA_BUDGET_MILLION 300, RFA_BUDGET_PROFILE 240,
-# RFA_BUDGET_AB 260):
+# RFA_BUDGET_AB 260, RFA_BUDGET_COMPUTE 120):
 # no step may outlast what is left of it, nor outlast RFA_BUDGET_CALL (570) seconds from the
 # start of the script, so that one call ends inside the device tool's 10 minutes. A step's own
 # limit is generous; one whose limit had to be cut to what is left is reported "not finished"
@@ -45,7 +48,7 @@
 # addresses on its stack as library+offset, which addr2line resolves on the build machine
 # against the unstripped build. Verdicts as for a test: ok when the command passed.
 # What comes back ($OUT, or ./device-check-out): device.txt, summary.tsv, summary.json, one log
-# per phase run (check.log, perf.log, million.log, profile.log, ab.log, backtrace.log) and results.json
+# per phase run (check.log, perf.log, million.log, profile.log, ab.log, compute.log, backtrace.log) and results.json
 # (each measurement's JSON by step): at most 8 files.
 set -uo pipefail
 # ranks, choice_env and run_flags print lists of words, split on purpose where they are used.
@@ -64,7 +67,7 @@ while [ $# -gt 0 ]; do
       [[ "" =~ ^($only)$ ]]
       [ $? -eq 2 ] && { echo "device_check: --only '$only' is not an extended regular expression" >&2; exit 2; }
       shift ;;
-    check|perf|million|profile|ab|backtrace) phases+=("$1") ;;
+    check|perf|million|profile|ab|compute|backtrace) phases+=("$1") ;;
     -h|--help) awk 'NR > 3 && !/^#/ { exit } NR > 3 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "device_check: unknown argument '$1' (phases: check, perf, million, profile, ab, backtrace; --list, --only REGEX, --bundle DIR)" >&2; exit 2 ;;
   esac
@@ -446,6 +449,25 @@ perf_phase() {
   step kernels.b1h16s8192d192v128 60 test -- "$bin/rfa_cuda_kernel_bench" --batch 1 --heads 16 --seq 8192 \
     --dim 192 --value-dim 128 --path sm80 --rows-per-warp both --iters 10 --torch-script "$peer" \
     --json "$(json kernels.b1h16s8192d192v128)"
+}
+
+# ---------------------------------------------------------------- compute
+compute_phase() {
+  begin_phase compute "${RFA_BUDGET_COMPUTE:-120}"
+  # The strategies' compute efficiency on one GPU (rfa_cuda_ring_step_bench --strategy): zigzag
+  # causal, B=1 H=16 S=32768 d=128 bf16, P = 2 and 4, every rank's calls one after another over
+  # one attention of the whole sequence (the transposes, gathers and reduce-scatters are the
+  # transport's, which ranks sharing one GPU cannot measure). The all-gather in the engine's
+  # device chunks and, beside it, in one K/V head a chunk.
+  local kernels
+  for kernels in rfa cudnn; do
+    step "compute.ulysses.$kernels" 45 test -- "$bin/rfa_cuda_ring_step_bench" --strategy ulysses \
+      --kernels $kernels --ranks 2,4 --json "$(json "compute.ulysses.$kernels")"
+  done
+  step compute.allgather.rfa 45 test -- "$bin/rfa_cuda_ring_step_bench" --strategy allgather --kernels rfa \
+    --ranks 2,4 --json "$(json compute.allgather.rfa)"
+  step compute.allgather.rfa.chunk1 45 test -- "$bin/rfa_cuda_ring_step_bench" --strategy allgather --kernels rfa \
+    --ranks 2,4 --kv-heads-per-chunk 1 --json "$(json compute.allgather.rfa.chunk1)"
 }
 
 # ---------------------------------------------------------------- million

@@ -240,6 +240,18 @@ run_check "$tmp/out5i" RFA_BACKTRACE="1 no_such_program" bash "$script" --bundle
 rc=$?
 check "backtrace with a program not in the bundle: exit code 2" [ $rc -eq 2 ]
 
+# 5i2. The compute phase: each strategy's compute on one GPU, Ulysses on both kernel choices, the
+# all-gather on rfa's kernels in its chunks and in one head a chunk, at P = 2 and 4.
+run_check "$tmp/out5i2" bash "$script" --bundle "$bundle" compute
+rc=$?
+check "compute: exit code 0" [ $rc -eq 0 ]
+check "compute: its four steps, in order" \
+  [ "$(cut -f2 "$tmp/out5i2/summary.tsv" | tr '\n' ' ')" = "compute.ulysses.rfa compute.ulysses.cudnn compute.allgather.rfa compute.allgather.rfa.chunk1 " ]
+check "compute: the strategy benchmark at P = 2 and 4" \
+  [ "$(grep -cE '^rfa_cuda_ring_step_bench ranks=1 .*--strategy (ulysses|allgather) --kernels (rfa|cudnn) --ranks 2,4 ' "$tmp/out5i2/compute.log")" -eq 4 ]
+check "compute: the all-gather once in one K/V head a chunk" \
+  [ "$(grep -cE '^rfa_cuda_ring_step_bench ranks=1 .*--strategy allgather .*--kv-heads-per-chunk 1 ' "$tmp/out5i2/compute.log")" -eq 1 ]
+
 # 5j. The ab phase: the baseline's benchmark and the current one in turns, three times, then
 # their comparison (a report: the ratio per row); a bundle without a baseline fails it, saying so.
 cp "$tmp/program" "$bundle/bin/rfa_cuda_kernel_bench.baseline"
