@@ -600,12 +600,9 @@ int main(int argc, char** argv) {
     m.name = name;
     m.ms = ms;
     m.flops = flops;
-    m.labels = {{"pass", pass},
-                {"mask", "causal"},
-                {"layout", "zigzag"},
-                {"ranks_on_one_gpu", std::to_string(P)},
-                {"kernels", o.kernels},
-                {"strategy", o.strategy}};
+    m.labels = {{"pass", pass},         {"mask", "causal"},
+                {"layout", "zigzag"},   {"ranks_on_one_gpu", std::to_string(P)},
+                {"kernels", o.kernels}, {"strategy", o.strategy}};
     if (efficiency > 0) m.counters = {{"efficiency", efficiency}};
     measured.push_back(m);
   };
