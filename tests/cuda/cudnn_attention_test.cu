@@ -214,8 +214,10 @@ void run_band_queries() {
   Case one{"one rank, causal", RFA_CUDA_BF16, 64, 1, 96, 96, 2, 2, true};
   rfa_cuda_attention_shape shape = shape_of(one);
   expect_query("one band over the whole block", &shape, 1, 1);
-  Case bands{"zigzag P=2 step 0<-0", RFA_CUDA_BF16, 64, 1, 96, 96, 2, 2, true};
+  // A rank's own zigzag block under a window: a band in each chunk (causal alone, it is one).
+  Case bands{"zigzag P=2 step 0<-0, window 20", RFA_CUDA_BF16, 64, 1, 96, 96, 2, 2, true};
   bands.q_map = bands.k_map = layout_positions(Layout::zigzag, 192, 2, 0);
+  bands.window = 20;
   shape = shape_of(bands);
   expect_query("several bands", &shape, 0, 1);
   shape = shape_of(one);
@@ -238,8 +240,9 @@ void run_band_queries() {
 // In place is refused where the block is several bands (UNSUPPORTED: merge it instead), and an
 // output that is neither merged fp32 nor in place is an invalid argument; neither touches out.
 void run_in_place_refusals(rfa_cudnn_context* ctx) {
-  Case c{"zigzag P=2 step 0<-0", RFA_CUDA_BF16, 64, 1, 96, 96, 2, 2, true};
+  Case c{"zigzag P=2 step 0<-0, window 20", RFA_CUDA_BF16, 64, 1, 96, 96, 2, 2, true};
   c.q_map = c.k_map = layout_positions(Layout::zigzag, 192, 2, 0);
+  c.window = 20;  // a band in each chunk
   rfa_cuda_forward_params f;
   rfa_cuda_forward_params_init(&f);
   f.shape = shape_of(c);
