@@ -379,9 +379,9 @@ void ring_backward(const Options& o, int P, Buffers& b, bool travelling) {
 
 // One causal attention call pair of `heads` query heads over as many K/V heads, `rows_q` queries
 // at `q_map` against `rows_k` keys at positions 0, 1, ... (the whole sequence), with buffers of
-// its own, run as the single attention in main() runs: rfa's kernels write the output in the
-// storage dtype and add fp32 gradients after D; cuDNN merges into an fp32 output and adds its
-// fp32 gradients.
+// its own, as a training step runs one: rfa's kernels write the output in the storage dtype and
+// add fp32 gradients after D (the same accumulating kernel the ring runs); cuDNN merges into an
+// fp32 output and lse from -inf, as the ring's blocks, and adds its fp32 gradients.
 struct Attention {
   Attention(const Options& o, int64_t rows_q, int64_t rows_k, int64_t heads, rfa_cuda_position_map q_map)
       : q(o.dtype, std::size_t(o.batch * rows_q * heads * o.dim)),
@@ -527,68 +527,12 @@ int main(int argc, char** argv) {
               o.strategy.c_str(), o.batch, o.heads, o.seq, o.dim, o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.kernels,
               o.iters);
 
-  // The single attention over the whole sequence, as a training step runs it.
-  Buffers whole(o, o.seq);
-  rfa_cuda_position_map identity{};
-  rfa_cuda_forward_params f;
-  rfa_cuda_forward_params_init(&f);
-  f.shape = shape(o, o.seq, o.seq, identity, identity);
-  f.path = o.path;
-  f.q = whole.q.get();
-  f.k = whole.k.get();
-  f.v = whole.v.get();
-  f.out = whole.out.get();
-  f.out_dtype = o.dtype;
-  f.lse = whole.lse.as_float();
-  std::function<void()> single_forward = [&] { RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr)); };
-#if RFA_RING_STEP_CUDNN
-  rfa_cuda_forward_params single_cudnn = f;  // into fp32 out and lse, as the ring's blocks
-  single_cudnn.out = whole.acc.get();
-  single_cudnn.out_dtype = RFA_CUDA_FP32;
-  single_cudnn.lse = whole.block_lse.as_float();
-  if (o.cudnn) {
-    single_forward = [&] {
-      RFA_TEST_CALL(
-          rfa_cuda_fill_fp32(whole.block_lse.as_float(), -INFINITY, std::size_t(o.batch) * o.seq * o.heads, nullptr));
-      cudnn_forward(single_cudnn);
-    };
-  }
-#endif
-  const std::vector<double> single_fwd_ms = samples_ms(o, single_forward);
+  // The single attention over the whole sequence, as a training step runs it (and as every
+  // strategy's calls run: Attention).
+  Attention whole(o, o.seq, o.seq, o.heads, rfa_cuda_position_map{});
+  const std::vector<double> single_fwd_ms = samples_ms(o, [&] { whole.forward(); });
   const double single_fwd = median_of(single_fwd_ms);
-  rfa_cuda_delta_params dp{};
-  dp.batch = o.batch;
-  dp.seq = o.seq;
-  dp.heads = o.heads;
-  dp.head_dim = o.dim;
-  dp.out = whole.out.get();
-  dp.out_dtype = o.dtype;
-  dp.dout = whole.dout.get();
-  dp.dout_dtype = o.dtype;
-  dp.delta = whole.delta.as_float();
-  rfa_cuda_backward_params bp;
-  rfa_cuda_backward_params_init(&bp);
-  bp.shape = f.shape;
-  bp.q = whole.q.get();
-  bp.k = whole.k.get();
-  bp.v = whole.v.get();
-  bp.dout = whole.dout.get();
-  bp.lse = whole.lse.as_float();
-  bp.delta = whole.delta.as_float();
-  bp.grad_mode = RFA_CUDA_GRAD_ACCUMULATE_FP32;  // the same kernel the ring runs, on one block
-  bp.dq = whole.dq.get();
-  bp.dk = whole.dk.get();
-  bp.dv = whole.dv.get();
-  const std::vector<double> single_bwd_ms = samples_ms(o, [&] {
-#if RFA_RING_STEP_CUDNN
-    if (o.cudnn) {
-      cudnn_backward(bp, whole.out.get());
-      return;
-    }
-#endif
-    RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
-    RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
-  });
+  const std::vector<double> single_bwd_ms = samples_ms(o, [&] { whole.backward(); });
   const double single_bwd = median_of(single_bwd_ms);
   // Over the scores the causal mask leaves visible (attention_work.hpp), backward 2.5x that.
   const double fwd_flops =
