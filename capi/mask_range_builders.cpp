@@ -74,8 +74,9 @@ RFA_API rfa_result_t rfa_mask_ranges_sliding_window(int64_t seq_total, int64_t w
 
 RFA_API rfa_result_t rfa_mask_ranges_documents(const int64_t* doc_boundaries, int64_t boundary_count, int32_t causal,
                                                rfa_mask_range_t* ranges, int64_t capacity, int64_t* count) {
-  return build_and_deliver(__func__, ranges, capacity, count,
-                           [&] { return rfa::document_ranges(doc_boundaries, boundary_count, causal != 0); });
+  return count_and_build(
+      __func__, ranges, capacity, count, [&] { return rfa::document_count(doc_boundaries, boundary_count); },
+      [&] { return rfa::document_ranges(doc_boundaries, boundary_count, causal != 0); });
 }
 
 RFA_API rfa_result_t rfa_mask_ranges_prefix_lm(int64_t seq_total, int64_t prefix, rfa_mask_range_t* ranges,

@@ -741,6 +741,11 @@ MUTATIONS = [
              r"^rfa_cudnn_band_plan_test$",
              "two full bands with the same first key but different key rows are joined: the joined call shows "
              "the keys one of them did not have"),
+    Mutation("builders-count-documents-by-building", "argument checks", "capi/mask_range_builders.cpp",
+             "[&] { return rfa::document_count(doc_boundaries, boundary_count); }",
+             "[&] { return std::int64_t(rfa::document_ranges(doc_boundaries, boundary_count, causal != 0).size()); }",
+             r"^capi_mask_range_builders_test$",
+             "the documents' count-only query builds the list it counts (up to 2^26 entries, 3.5 GiB)"),
     Mutation("create-timeout-env-unagreed", "creation", "capi/context_create.cpp",
              "if (options.timeout_s == 0.0) collective::timeout_from_environment();", "",
              r"^capi_timeout_test[.]np2$",

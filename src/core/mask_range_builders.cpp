@@ -55,14 +55,20 @@ std::vector<rfa_mask_range_t> sliding_window_ranges(std::int64_t seq_total, std:
   return {entry(0, seq_total, 0, seq_total, RFA_RANGE_BAND, 1 - reach, causal ? 0 : seq_total)};
 }
 
-std::vector<rfa_mask_range_t> document_ranges(const std::int64_t* bounds, std::int64_t count, bool causal) {
+std::int64_t document_count(const std::int64_t* bounds, std::int64_t count) {
   require(count >= 2, "boundary_count is ", count, "; it must be >= 2 (documents + 1 cumulative boundaries)");
   validate_document_bounds(bounds, count, -1, "doc_boundaries");
   std::int64_t documents = 0;  // one entry each that is not empty
   for (std::int64_t d = 0; d + 1 < count; ++d) documents += bounds[d] < bounds[d + 1] ? 1 : 0;
   require(documents <= kMaxBuiltRangeEntries, "the documents' mask of ", documents,
           " documents needs as many entries, more than 2^26");
+  return documents;
+}
+
+std::vector<rfa_mask_range_t> document_ranges(const std::int64_t* bounds, std::int64_t count, bool causal) {
+  const std::int64_t documents = document_count(bounds, count);
   std::vector<rfa_mask_range_t> list;
+  list.reserve(std::size_t(documents));
   for (std::int64_t d = 0; d + 1 < count; ++d) {
     const std::int64_t b = bounds[d], e = bounds[d + 1];
     if (b < e) list.push_back(entry(b, e, b, e, causal ? RFA_RANGE_CAUSAL : RFA_RANGE_FULL));

@@ -20,6 +20,9 @@ std::vector<rfa_mask_range_t> sliding_window_ranges(std::int64_t seq_total, std:
 /// Keys visible only within their query's document (causally when `causal`), the documents given
 /// by `count` cumulative boundaries from 0: one entry per non-empty document.
 std::vector<rfa_mask_range_t> document_ranges(const std::int64_t* bounds, std::int64_t count, bool causal);
+/// The entries document_ranges makes (its non-empty documents), without making them (the same
+/// checks and refusals).
+std::int64_t document_count(const std::int64_t* bounds, std::int64_t count);
 
 /// The first `prefix` tokens see each other both ways; every token sees the prefix and, causally,
 /// the rest: two entries (one when prefix is 0).

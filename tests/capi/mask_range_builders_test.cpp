@@ -5,16 +5,34 @@
 // radii beyond the grid, 1-point extents); the count-then-fill protocol and bad arguments.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "capi_test_support.hpp"
 #include "random_mask_ranges.hpp"
 #include "rfa/rfa.h"
+
+// Bytes asked of operator new while `counting` is set (this program's replacement, which the
+// library's allocations reach too): a count-only query must not build the list it counts.
+namespace {
+std::atomic<bool> counting{false};
+std::atomic<std::size_t> counted_bytes{0};
+}  // namespace
+
+void* operator new(std::size_t bytes) {
+  if (counting.load()) counted_bytes += bytes;
+  if (void* p = std::malloc(bytes ? bytes : 1)) return p;
+  throw std::bad_alloc();
+}
+// Not inlined: the compiler would otherwise see free() given what operator new returned.
+__attribute__((noinline)) void operator delete(void* p) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -143,9 +161,17 @@ TEST(MaskRangeBuilders, HugeSizesAreAnsweredAtOnceOrRefused) {
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_block_causal(huge, 1, nullptr, 0, &n), "more than 2^26");
   ASSERT_RFA_OK(rfa_mask_ranges_sliding_window(huge, huge, 0, nullptr, 0, &n));
   EXPECT_EQ(n, 1);
-  // 2^26 + 1 documents need as many entries: refused before the list is made.
+  // 2^26 documents (3.5 GiB of entries) are counted without making them; 2^26 + 1 need as many
+  // entries, refused before the list is made.
   std::vector<int64_t> bounds((std::size_t(1) << 26) + 2);
   for (std::size_t i = 0; i < bounds.size(); ++i) bounds[i] = int64_t(i);
+  counted_bytes = 0;
+  counting = true;
+  const rfa_result_t counted = rfa_mask_ranges_documents(bounds.data(), int64_t(bounds.size()) - 1, 1, nullptr, 0, &n);
+  counting = false;
+  ASSERT_RFA_OK(counted);
+  EXPECT_EQ(n, int64_t(1) << 26);
+  EXPECT_LT(counted_bytes.load(), std::size_t(1) << 16) << "bytes allocated to count the documents";
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
                    rfa_mask_ranges_documents(bounds.data(), int64_t(bounds.size()), 1, nullptr, 0, &n),
                    "more than 2^26");
