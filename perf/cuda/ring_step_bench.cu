@@ -26,8 +26,8 @@
 // attention calls one after another, against the one attention. Ulysses: every rank one
 // attention over the whole sequence for H/P heads. The KV all-gather: every rank's zigzag
 // queries against the whole sequence's keys, one call per chunk of K/V heads
-// (--kv-heads-per-chunk, default the engine's choice on a device: engine/allgather_chunk.hpp,
-// restated below). The transposes, gathers and reduce-scatters are the transport's, not timed.
+// (--kv-heads-per-chunk, default the engine's choice on a device: engine/allgather_chunk_rule.hpp,
+// the same header). The transposes, gathers and reduce-scatters are the transport's, not timed.
 //
 // usage: rfa_cuda_ring_step_bench [--batch 1] [--heads 16] [--seq 32768] [--dim 128]
 //        [--ranks 2,4,8] [--dtype bf16|fp16] [--kernels rfa|rfa-sm90|cudnn] [--warmup 3] [--iters 10]
@@ -48,6 +48,7 @@
 #include "attention_work.hpp"
 #include "bench_results.hpp"
 #include "command_line.hpp"
+#include "engine/allgather_chunk_rule.hpp"
 #include "rfa_cuda/flash.h"
 #include "test_support.cuh"
 #if RFA_RING_STEP_CUDNN
@@ -465,19 +466,13 @@ struct Attention {
   rfa_cuda_backward_params b;
 };
 
-// The K/V heads a chunk of the KV all-gather holds on a device, as engine/allgather_chunk.hpp
-// chooses them (restated: this benchmark links kernels_cuda alone): the fewest, dividing the
-// K/V heads and at most half of them, whose chunk's forward has 512 query tiles of 128 rows.
+// The K/V heads a chunk of the KV all-gather holds on a device: --kv-heads-per-chunk, else the
+// engine's rule (engine/allgather_chunk_rule.hpp) for this benchmark's shape (equal query and
+// K/V heads, one head dim, 16-bit elements).
 int allgather_chunk(const Options& o, int P) {
   if (o.chunk > 0) return o.chunk;
-  const int64_t tiles_per_head = int64_t(o.batch) * ((o.seq / P + 127) / 128);
-  int chunk = 1;
-  for (int d = 1; d <= o.heads / 2; ++d) {
-    if (o.heads % d != 0) continue;
-    chunk = d;
-    if (tiles_per_head * d >= 512) break;
-  }
-  return chunk;
+  const rfa::engine::AllGatherShape shape{o.batch, o.heads, o.heads, o.seq / P, P, o.dim, o.dim, 2};
+  return int(rfa::engine::device_kv_heads_per_chunk(shape));
 }
 
 // Every rank's calls of `strategy` at P ranks, one after another: `calls` holds each rank's

@@ -206,18 +206,9 @@ kernels::AttentionParams AllGatherAttention::chunk_params() const {
 }
 
 std::int64_t AllGatherAttention::workspace_bytes(bool backward) const {
-  const AttentionConfig& c = config_;
-  const std::int64_t E = std::int64_t(dtype_size(c.dtype)), P = comm_.size();
-  const std::int64_t qh = chunk_ * (c.heads / c.kv_heads);
-  // kv: a chunk of this rank's K and V rows together (their head dims may differ), KV: every
-  // rank's; w: a chunk of one of them in the larger head dim (the gradients' reduction buffers).
-  const std::int64_t kv = c.batch * local_seq_ * chunk_ * (c.head_dim + c.dv()), KV = P * kv;
-  const std::int64_t w = c.batch * local_seq_ * chunk_ * std::max(c.head_dim, c.dv());
-  const std::int64_t qc = c.batch * local_seq_ * qh * c.head_dim, oc = c.batch * local_seq_ * qh * c.dv();
-  const std::int64_t r = c.batch * local_seq_ * qh;
-  const std::int64_t common = E * (2 * kv + 2 * KV + KV + qc + oc);
-  if (!backward) return common + 4 * r + kernel_workspace_bytes(false);
-  return common + 4 * (2 * r + c.batch * c.heads * local_seq_ + qc + KV + P * w + w) + kernel_workspace_bytes(true);
+  AllGatherShape shape = allgather_shape(config_, comm_.size());
+  shape.local_seq = local_seq_;
+  return allgather_buffer_bytes(shape, chunk_, backward) + kernel_workspace_bytes(backward);
 }
 
 std::int64_t AllGatherAttention::kernel_workspace_bytes(bool backward) const {

@@ -8,20 +8,15 @@
 // device memory with rfa's CUDA kernels (the chunk's gather then runs on the communicator's
 // stream while the previous chunk computes).
 //
-// Memory per rank (workspace_bytes(); E = element size, c = kv_heads_per_chunk, g = heads /
-// kv_heads, D and DV the head dims of Q/K and of V/out/dO, kv = B*(S/P)*c*(D + DV) one local
-// chunk of K and V, KV = P*kv the gathered chunk, w = B*(S/P)*c*max(D, DV) one local chunk of
-// the wider, qc = B*(S/P)*c*g*D and oc = B*(S/P)*c*g*DV the chunk's queries and outputs,
-// r = B*(S/P)*c*g its rows):
-//   forward:  E*(2kv send + 2KV gathered + KV placed + qc Q + oc out chunk) + 4*r lse chunk
-//   backward: E*(2kv + 2KV + KV + qc Q + oc dO chunk) + 4*(2r lse/D chunk + B*H*(S/P) D
-//             + qc dQ chunk + KV dK/dV + P*w reduce-scatter input + w its output)
+// Memory per rank: workspace_bytes(), the buffers of allgather_buffer_bytes
+// (allgather_chunk_rule.hpp, which gives the formula) and the host kernels' own workspace.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "engine/allgather_chunk.hpp"
 #include "engine/attention_config.hpp"
 #include "engine/block_compute_cuda.hpp"
 #include "engine/block_compute_host.hpp"
@@ -54,7 +49,7 @@ class AllGatherAttention : public EngineState {
   void backward(const AnyBackwardTensors& tensors);
 
   // last_timings(): compute (kernels), wait (blocked on a gather or in the reduce-scatter).
-  /// The formula in the file comment.
+  /// allgather_buffer_bytes (allgather_chunk_rule.hpp) plus kernel_workspace_bytes.
   std::int64_t workspace_bytes(bool backward) const;
   /// What the kernels allocate for themselves during one pass (kernels/flash_attention.hpp:
   /// packing for AMX tiles; 0 elsewhere), part of workspace_bytes().

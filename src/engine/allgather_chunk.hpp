@@ -1,29 +1,31 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// How many K/V heads the KV all-gather (allgather_attention.hpp) gathers and computes at once.
-// On the host one (the least memory: the kernels spread a chunk's rows over the cores). On a
-// GPU a chunk's forward launches one CTA per 128 query rows and query head of the chunk, and one
-// K/V head of a short local slice leaves most of the device idle (B=1, S=32768, 16 heads,
-// P = 4: 64 CTAs on an H100's 132 SMs); so there the chunk is the fewest K/V heads, dividing
-// kv_heads, whose forward has kAllGatherDeviceQueryTiles query tiles, while at least two chunks
-// remain where there are two heads or more (the gather of the next one is in flight while one
-// computes). A function of the agreed configuration and the rank count alone, so every rank
-// reaches the same chunk.
+// How many K/V heads the KV all-gather (allgather_attention.hpp) gathers and computes at once,
+// and the bytes of its buffers, for an attention config. On the host one head (the least
+// memory: the kernels spread a chunk's rows over the cores); on a device the rule of
+// allgather_chunk_rule.hpp. A function of the agreed configuration and the rank count alone,
+// so every rank reaches the same chunk; the explicit strategy (setup) and the model's plans
+// (model/plan.cpp) both take it from here.
 #pragma once
 
 #include <cstdint>
 
+#include "engine/allgather_chunk_rule.hpp"
 #include "engine/attention_config.hpp"
+#include "engine/attention_strategy.hpp"
 
 namespace rfa {
 namespace engine {
 
-/// Query tiles (128 rows of one query head) a device chunk's forward aims for: four waves of
-/// one CTA on each SM of a 132-SM GPU, less the last wave's rounding.
-constexpr std::int64_t kAllGatherDeviceQueryTiles = 512;
+/// `config` over `ranks` ranks in the terms of allgather_chunk_rule.hpp.
+AllGatherShape allgather_shape(const AttentionConfig& config, int ranks);
 
 /// The K/V heads per chunk of the KV all-gather for `config` over `ranks` ranks: 1 on the host;
-/// on a device, as the file comment says. Always a divisor of kv_heads.
+/// on a device, device_kv_heads_per_chunk. Always a divisor of kv_heads.
 std::int64_t allgather_kv_heads_per_chunk(const AttentionConfig& config, int ranks);
+
+/// `choice` with its kv_heads_per_chunk set by allgather_kv_heads_per_chunk where it is the KV
+/// all-gather; any other choice as it is.
+StrategyChoice with_allgather_chunk(StrategyChoice choice, const AttentionConfig& config, int ranks);
 
 }  // namespace engine
 }  // namespace rfa

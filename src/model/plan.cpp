@@ -47,7 +47,7 @@ std::vector<Plan> rank_plans(const engine::AttentionConfig& config, int ranks, c
                              bool ring_only) {
   std::vector<engine::StrategyChoice> choices = {{engine::StrategyKind::ring, 0, 1}};
   if (!ring_only) {
-    choices.push_back({engine::StrategyKind::allgather, 0, engine::allgather_kv_heads_per_chunk(config, ranks)});
+    choices.push_back(engine::with_allgather_chunk({engine::StrategyKind::allgather, 0, 1}, config, ranks));
     if (ranks > 1) choices.push_back({engine::StrategyKind::ulysses, 0, 1});
     // Every grid, groups across nodes too: their all-to-alls then cost the link between nodes.
     for (int degree = 2; degree < ranks; ++degree)

@@ -52,10 +52,9 @@ std::unique_ptr<comm::Communicator> make_communicator(MPI_Comm comm, int positio
 std::vector<model::Plan> choose_strategy(MPI_Comm comm, const SetupRequest& r, AttentionSetup& s) {
   const int ranks = int(s.order.order.size());
   if (!r.automatic_strategy) {
-    s.strategy = r.strategy;
-    if (s.strategy.kind == engine::StrategyKind::allgather)
-      s.strategy.kv_heads_per_chunk = engine::allgather_kv_heads_per_chunk(s.config, ranks);
-    s.plan = model::Plan{r.strategy, s.config.layout, ranks, {}}.name() + ": chosen by " + r.chosen_by;
+    ExplicitStrategy chosen = explicit_strategy(r, s.config, ranks);
+    s.strategy = chosen.strategy;
+    s.plan = chosen.plan;
     return {};
   }
   // The least threads per rank, the slowest bf16 products and the fewest CPUs of a node.
@@ -122,6 +121,13 @@ void require_kokkos_on_current_device(engine::Device device) {
 }
 
 }  // namespace
+
+ExplicitStrategy explicit_strategy(const SetupRequest& r, const engine::AttentionConfig& config, int ranks) {
+  ExplicitStrategy e;
+  e.strategy = engine::with_allgather_chunk(r.strategy, config, ranks);
+  e.plan = model::Plan{e.strategy, config.layout, ranks, {}}.name() + ": chosen by " + r.chosen_by;
+  return e;
+}
 
 AttentionSetup set_up_attention(MPI_Comm comm, const SetupRequest& request) {
   AttentionSetup s;

@@ -57,6 +57,15 @@ struct AttentionSetup {
   std::unique_ptr<engine::AttentionStrategy> engine;
 };
 
+/// The strategy a caller named, as it runs on `ranks` ranks (the KV all-gather's chunk set for
+/// the config's device: engine/allgather_chunk.hpp), and its plan text "<plan>: chosen by
+/// <chosen_by>". Local; the same on every rank for the same agreed arguments.
+struct ExplicitStrategy {
+  engine::StrategyChoice strategy;
+  std::string plan;
+};
+ExplicitStrategy explicit_strategy(const SetupRequest& request, const engine::AttentionConfig& config, int ranks);
+
 /// Collective over `comm`. Every step's failure (a bad RFA_RING_ORDER or RFA_TRANSPORT, a
 /// device Kokkos does not allocate on, a strategy that cannot run the problem, a refused
 /// allocation) is raised on every rank, that rank's message where it happened.

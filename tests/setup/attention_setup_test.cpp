@@ -40,6 +40,29 @@ TEST(AttentionSetup, TheCallersStrategyWithItsCommunicatorAndOrder) {
   EXPECT_EQ(s.plan, "allgather, zigzag: chosen by the test") << s.plan;
 }
 
+// The strategy a caller names runs with the chunk its device takes, and the plan text says so:
+// on a CUDA context the all-gather of a short slice gathers several K/V heads at once.
+TEST(AttentionSetup, TheCallersAllGatherNamesItsDeviceChunk) {
+  SetupRequest r = request();
+  r.strategy = {engine::StrategyKind::allgather, 0, 1};
+  r.config.device = engine::Device::cuda;
+  r.config.seq_total = 32768;
+  r.config.heads = r.config.kv_heads = 16;
+  r.config.head_dim = 128;
+  r.config.dtype = RFA_DTYPE_BFLOAT16;
+  const ExplicitStrategy on_device = explicit_strategy(r, r.config, 4);
+  EXPECT_EQ(on_device.strategy.kind, engine::StrategyKind::allgather);
+  EXPECT_EQ(on_device.strategy.kv_heads_per_chunk, 8);
+  EXPECT_EQ(on_device.plan, "allgather (8 K/V heads a chunk), zigzag: chosen by the test") << on_device.plan;
+  r.config.device = engine::Device::host;
+  const ExplicitStrategy on_host = explicit_strategy(r, r.config, 4);
+  EXPECT_EQ(on_host.strategy.kv_heads_per_chunk, 1);
+  EXPECT_EQ(on_host.plan, "allgather, zigzag: chosen by the test") << on_host.plan;
+  r.config.device = engine::Device::cuda;
+  r.strategy = {engine::StrategyKind::ring, 0, 1};
+  EXPECT_EQ(explicit_strategy(r, r.config, 4).plan, "ring, zigzag: chosen by the test");
+}
+
 TEST(AttentionSetup, AutomaticIsThePlanOnEveryRankAndRuns) {
   SetupRequest r = request();
   r.automatic_strategy = true;
