@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "cudnn/band_plan.hpp"
+#include "engine/cuda_attention_shape.hpp"
+#include "layout/sequence_layout.hpp"
 
 namespace {
 
@@ -27,27 +29,9 @@ void fail(const std::string& what) {
   ++failures;
 }
 
-enum class Layout { contiguous, zigzag, stripe };
-const char* name(Layout l) {
-  return l == Layout::contiguous ? "contiguous" : l == Layout::zigzag ? "zigzag" : "stripe";
-}
-
-/// The rows a ring position holds, as the library's layouts place them.
-rfa_cuda_position_map positions(Layout layout, std::int64_t S, int P, int r) {
-  rfa_cuda_position_map m{};
-  if (layout == Layout::contiguous) {
-    m.count = 1;
-    m.seg[0] = {r * (S / P), 1, S / P};
-  } else if (layout == Layout::zigzag) {
-    const std::int64_t c = S / (2 * P);
-    m.count = 2;
-    m.seg[0] = {r * c, 1, c};
-    m.seg[1] = {(2 * P - 1 - r) * c, 1, c};
-  } else {
-    m.count = 1;
-    m.seg[0] = {r, P, S / P};
-  }
-  return m;
+/// The rows a ring position holds: the library's layout, as the engine hands it to the kernels.
+rfa_cuda_position_map positions(rfa_layout_t layout, std::int64_t S, int P, int r) {
+  return rfa::engine::cuda_positions(rfa::layout::positions(layout, S, P, r));
 }
 
 std::vector<std::int64_t> expand(const rfa_cuda_position_map& m) {
@@ -146,11 +130,12 @@ Planned check_block(const std::string& where, rfa_cuda_position_map qmap, rfa_cu
   return {int(plan.blocks.size()), direct};
 }
 
-void check_step(Layout layout, std::int64_t S, int P, int me, int owner, bool causal, std::int64_t window,
+void check_step(rfa_layout_t layout, std::int64_t S, int P, int me, int owner, bool causal, std::int64_t window,
                 const std::vector<std::int64_t>& docs, rfa_cuda_dtype dtype) {
-  const std::string where = std::string(name(layout)) + " S=" + std::to_string(S) + " P=" + std::to_string(P) +
-                            " step " + std::to_string(me) + "<-" + std::to_string(owner) + (causal ? " causal" : "") +
-                            " w=" + std::to_string(window) + " docs=" + std::to_string(docs.size());
+  const std::string where = std::string(rfa::layout::layout_name(layout)) + " S=" + std::to_string(S) +
+                            " P=" + std::to_string(P) + " step " + std::to_string(me) + "<-" + std::to_string(owner) +
+                            (causal ? " causal" : "") + " w=" + std::to_string(window) +
+                            " docs=" + std::to_string(docs.size());
   const rfa_cuda_position_map qmap = positions(layout, S, P, me), kmap = positions(layout, S, P, owner);
   const Planned planned = check_block(where, qmap, kmap, causal, window, docs, dtype);
   if (planned.calls < 0) return;
@@ -167,7 +152,7 @@ void check_step(Layout layout, std::int64_t S, int P, int me, int owner, bool ca
 
 int main() {
   std::mt19937_64 rng(5);
-  for (Layout layout : {Layout::contiguous, Layout::zigzag, Layout::stripe}) {
+  for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE}) {
     for (int P = 1; P <= 6; ++P) {
       const std::int64_t S = 2 * P * 12;  // divisible by every layout's rule
       std::vector<std::vector<std::int64_t>> doc_sets = {{}};
@@ -212,9 +197,9 @@ int main() {
   if (!check_block("one token", one, one, true, 0, {}, RFA_CUDA_BF16).direct)
     fail("one token: not one band over the block");
   // 32-bit tensors are never asked of cuDNN.
-  check_step(Layout::contiguous, 8, 2, 0, 0, true, 0, {}, RFA_CUDA_FP32);
-  check_block("fp32 on the diagonal", positions(Layout::zigzag, 8, 2, 0), positions(Layout::zigzag, 8, 2, 0), true, 0,
-              {}, RFA_CUDA_FP32);
+  check_step(RFA_LAYOUT_CONTIGUOUS, 8, 2, 0, 0, true, 0, {}, RFA_CUDA_FP32);
+  check_block("fp32 on the diagonal", positions(RFA_LAYOUT_ZIGZAG, 8, 2, 0), positions(RFA_LAYOUT_ZIGZAG, 8, 2, 0),
+              true, 0, {}, RFA_CUDA_FP32);
   std::printf(
       "cudnn_band_plan_test: %d steps, %d left to rfa's kernels (%d of them a window over a tall block), %d "
       "one band over the whole block, %d failures\n",
