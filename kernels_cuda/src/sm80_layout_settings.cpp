@@ -27,6 +27,11 @@ rfa_cuda_status two_way_setting(const char* variable, const char* what, const ch
   return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s is %d or %d (%s), not \"%s\"", variable, small, large, what, text);
 }
 
+// The backward's key tile where its variable is unset, and whether a tile of 128 keys takes the
+// head dims, by their Q/K and V columns together.
+int default_backward_key_tile(std::int64_t columns) { return columns <= kWideBackwardDefaultColumns ? 128 : 64; }
+bool wide_backward_takes(std::int64_t columns) { return columns <= kWideBackwardColumnsMax; }
+
 }  // namespace
 
 rfa_cuda_status forward_rows_per_warp(const char* text, std::int64_t value_dim, int& rows) {
@@ -45,8 +50,8 @@ rfa_cuda_status forward_rows_per_warp_from_environment(std::int64_t value_dim, i
 rfa_cuda_status backward_key_tile(const char* text, std::int64_t head_dim, std::int64_t value_dim, int& keys) {
   const std::int64_t columns = head_dim + value_dim;
   RFA_CUDA_TRY(two_way_setting(kBackwardKeyTileEnv, "keys a CTA of the sm80 backward", text, 64, 128,
-                               columns <= kWideBackwardDefaultColumns ? 128 : 64, keys));
-  if (keys == 128 && columns > kWideBackwardColumnsMax)
+                               default_backward_key_tile(columns), keys));
+  if (keys == 128 && !wide_backward_takes(columns))
     return fail(RFA_CUDA_ERROR_UNSUPPORTED,
                 "%s=128 takes head dims whose Q/K and V columns add up to at most %d (one head dim up to 128), not "
                 "%lld + %lld: unset it or set 64",
@@ -57,6 +62,12 @@ rfa_cuda_status backward_key_tile(const char* text, std::int64_t head_dim, std::
 
 rfa_cuda_status backward_key_tile_from_environment(std::int64_t head_dim, std::int64_t value_dim, int& keys) {
   return backward_key_tile(std::getenv(kBackwardKeyTileEnv), head_dim, value_dim, keys);
+}
+
+int other_backward_key_tile(std::int64_t head_dim, std::int64_t value_dim) {
+  const std::int64_t columns = head_dim + value_dim;
+  const int other = default_backward_key_tile(columns) == 128 ? 64 : 128;
+  return other == 128 && !wide_backward_takes(columns) ? 0 : other;
 }
 
 }  // namespace detail

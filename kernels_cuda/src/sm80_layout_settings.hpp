@@ -47,5 +47,10 @@ rfa_cuda_status backward_key_tile(const char* text, std::int64_t head_dim, std::
 /// The same for the variable as the environment holds it now.
 rfa_cuda_status backward_key_tile_from_environment(std::int64_t head_dim, std::int64_t value_dim, int& keys);
 
+/// The backward's key tile other than the default (backward_key_tile with no value) at these
+/// head dims, where they take it, else 0: what the kernel test and benchmark run beside the
+/// default. No message is left.
+int other_backward_key_tile(std::int64_t head_dim, std::int64_t value_dim);
+
 }  // namespace detail
 }  // namespace rfa_cuda

@@ -48,6 +48,7 @@
 #include "bench_results.hpp"
 #include "command_line.hpp"
 #include "rfa_cuda/flash.h"
+#include "sm80_layout_settings.hpp"
 #include "test_support.cuh"
 
 #ifndef RFA_CUDA_SDPA_SCRIPT
@@ -349,10 +350,13 @@ int main(int argc, char** argv) {
   constexpr const char* kKeyTile = "RFA_CUDA_SM80_BACKWARD_KEY_TILE";
   if (o.key_tile == "64" || o.key_tile == "128") setenv(kKeyTile, o.key_tile.c_str(), 1);
   const char* environment_tile = std::getenv(kKeyTile);
-  const std::string default_tile = o.dim + o.value_dim <= 128 ? "128" : "64";
+  int default_keys = 64;
+  rfa_cuda::detail::backward_key_tile(nullptr, o.dim, o.value_dim, default_keys);
+  const std::string default_tile = std::to_string(default_keys);
   const std::string key_tile =
       environment_tile != nullptr && *environment_tile != '\0' ? environment_tile : default_tile;  // one tile's
-  const std::string other_tile = default_tile == "128" ? "64" : o.dim + o.value_dim <= 256 ? "128" : "";
+  const int other_keys = rfa_cuda::detail::other_backward_key_tile(o.dim, o.value_dim);
+  const std::string other_tile = other_keys != 0 ? std::to_string(other_keys) : "";
   bool both_tiles = o.key_tile == "both" && !other_tile.empty();
   if (both_tiles) {  // the other tile where this device has its shared memory (not 128 at d 128 on 8.6 / 8.9)
     const std::string before = environment_tile != nullptr ? environment_tile : "";

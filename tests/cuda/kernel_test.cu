@@ -22,6 +22,7 @@
 #include "accuracy_support.cuh"
 #include "reference_attention.hpp"
 #include "rfa_cuda/flash.h"
+#include "sm80_layout_settings.hpp"
 #include "test_support.cuh"
 
 using namespace rfa_cuda_test;
@@ -115,10 +116,7 @@ std::vector<ForwardKernels> forward_kernels(const Case& c) {
 const char* rows_tag(const ForwardKernels& k) { return k.rows_per_warp == 32 ? ", 32 rows a warp" : ""; }
 
 // The sm80 backward's tile other than the default where the case's head dims take it, else 0.
-int other_key_tile(const Case& c) {
-  const int columns = c.head_dim + c.dv();
-  return columns <= 128 ? 64 : columns <= 256 ? 128 : 0;
-}
+int other_key_tile(const Case& c) { return rfa_cuda::detail::other_backward_key_tile(c.head_dim, c.dv()); }
 
 // Whether this device runs the sm80 backward at `keys` a block at the case's head dims: the
 // question a context asks at creation (the tile of 128 at d 128 asks for more shared memory than
