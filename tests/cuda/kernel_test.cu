@@ -3,7 +3,8 @@
 // fresh random inputs, outputs poisoned with NaN before every call, odd lengths, causal and
 // not, GQA, both dtypes and every head dim (32, 64, 128, 192, 256, and MLA's 192 / 128),
 // segment position maps, sliding windows and packed documents, soft-capped scores, masks given as ranges, fp32
-// accumulate modes, the delta and merge kernels. Every forward runs on each path this build and
+// accumulate modes, the delta, merge and conversion kernels (also at both of their vector widths:
+// rowwise_checks.cu). Every forward runs on each path this build and
 // device have (sm80, in both its layouts of query rows over warps where the value head dim takes
 // them; sm90 on a Hopper GPU when the build has it; the cases sm90 does not take check that it
 // refuses them by name). Argument checks run first and need no GPU; without a
@@ -22,6 +23,7 @@
 #include "accuracy_support.cuh"
 #include "reference_attention.hpp"
 #include "rfa_cuda/flash.h"
+#include "rowwise_checks.hpp"
 #include "sm80_layout_settings.hpp"
 #include "test_support.cuh"
 
@@ -1235,6 +1237,8 @@ int main(int argc, char** argv) {
       for (bool fused : {false, true}) run_merge_case(*c, split, fused, kernels);
     }
   }
+
+  if (selected("row-wise helpers")) run_rowwise_checks();
 
   if (failures == 0)
     std::printf("all checks passed\n");
