@@ -3,7 +3,8 @@
 // every tensor of a call allows it, else 1): rfa_cuda_attention_delta, rfa_cuda_merge_partial
 // and rfa_cuda_convert_from_fp32 on head dims that are and are not multiples of 4, on
 // contiguous rows, on rows one element apart between heads, and on tensors that start one
-// element past an aligned address, each against float64 on the host. Inputs hold NaN between
+// element past an aligned address (two for fp32: 8 bytes), the two tensors of a call alike and
+// apart, each against float64 on the host. Inputs hold NaN between
 // their rows (a read there poisons a result) and outputs a sentinel (a write there shows).
 #include <cmath>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "accuracy_support.cuh"
@@ -84,21 +86,22 @@ std::int64_t row_index(const Shape& s, std::int64_t b, std::int64_t t, std::int6
   return (b * s.heads + h) * s.seq + t;  // lse and delta: [batch][heads][seq]
 }
 
-void check_delta(const Shape& s, const RowLayout& l, rfa_cuda_dtype out_type, rfa_cuda_dtype dout_type) {
-  const Placed p = place(s, l);
+void check_delta(const Shape& s, const RowLayout& l, const RowLayout& l2, rfa_cuda_dtype out_type,
+                 rfa_cuda_dtype dout_type) {
+  const Placed p = place(s, l), p2 = place(s, l2);
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  DeviceArray out(out_type, std::size_t(p.elements)), dout(dout_type, std::size_t(p.elements));
+  DeviceArray out(out_type, std::size_t(p.elements)), dout(dout_type, std::size_t(p2.elements));
   DeviceArray delta(RFA_CUDA_FP32, std::size_t(s.batch * s.heads * s.seq));
   out.upload(fill(s, p, nan, uniform));
-  dout.upload(fill(s, p, nan, uniform));
+  dout.upload(fill(s, p2, nan, uniform));
   const std::vector<double> o = out.download(), g = dout.download();  // as stored
   rfa_cuda_delta_params dp{};
   dp.batch = s.batch, dp.seq = s.seq, dp.heads = s.heads, dp.head_dim = s.head_dim;
   dp.out = static_cast<char*>(out.get()) + p.offset * element_size(out_type);
   dp.out_strides = p.strides;
   dp.out_dtype = out_type;
-  dp.dout = static_cast<char*>(dout.get()) + p.offset * element_size(dout_type);
-  dp.dout_strides = p.strides;
+  dp.dout = static_cast<char*>(dout.get()) + p2.offset * element_size(dout_type);
+  dp.dout_strides = p2.strides;
   dp.dout_dtype = dout_type;
   dp.delta = delta.as_float();
   delta.poison();
@@ -112,25 +115,25 @@ void check_delta(const Shape& s, const RowLayout& l, rfa_cuda_dtype out_type, rf
       for (std::int64_t h = 0; h < s.heads; ++h) {
         double want = 0, scale = 0;
         for (std::int64_t d = 0; d < s.head_dim; ++d) {
-          const std::size_t i = std::size_t(p.at(s, b, t, h, d));
-          want += o[i] * g[i];
-          scale += std::fabs(o[i] * g[i]);
+          const double product = o[std::size_t(p.at(s, b, t, h, d))] * g[std::size_t(p2.at(s, b, t, h, d))];
+          want += product;
+          scale += std::fabs(product);
         }
         const double error = std::fabs(got[std::size_t(row_index(s, b, t, h))] - want);
         if (!(error <= 4e-6 * scale + 1e-7)) ok = false;  // fp32 sums of up to 132 products
         if (error > worst || error != error) worst = error;
       }
-  report(ok, "delta d" + std::to_string(s.head_dim) + " " + l.name, worst);
+  report(ok, "delta d" + std::to_string(s.head_dim) + " " + l.name + " / " + l2.name, worst);
 }
 
-void check_merge(const Shape& s, const RowLayout& l) {
-  const Placed p = place(s, l);
+void check_merge(const Shape& s, const RowLayout& l, const RowLayout& l2) {
+  const Placed p = place(s, l), p2 = place(s, l2);
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-  DeviceArray out(RFA_CUDA_FP32, std::size_t(p.elements)), block(RFA_CUDA_FP32, std::size_t(p.elements));
+  DeviceArray out(RFA_CUDA_FP32, std::size_t(p.elements)), block(RFA_CUDA_FP32, std::size_t(p2.elements));
   const std::size_t rows = std::size_t(s.batch * s.heads * s.seq);
   DeviceArray lse(RFA_CUDA_FP32, rows), block_lse(RFA_CUDA_FP32, rows);
   out.upload(fill(s, p, kSentinel, uniform));
-  block.upload(fill(s, p, nan, uniform));
+  block.upload(fill(s, p2, nan, uniform));
   // Every third row starts with nothing seen (lse -inf: it takes the block's values), every
   // fifth sees nothing in the block (block_lse -inf: kept as it was).
   std::vector<double> running(rows), arriving(rows);
@@ -146,8 +149,8 @@ void check_merge(const Shape& s, const RowLayout& l) {
   m.out = out.as_float() + p.offset;
   m.out_strides = p.strides;
   m.lse = lse.as_float();
-  m.block_out = block.as_float() + p.offset;
-  m.block_out_strides = p.strides;
+  m.block_out = block.as_float() + p2.offset;
+  m.block_out_strides = p2.strides;
   m.block_lse = block_lse.as_float();
   RFA_TEST_CALL(rfa_cuda_merge_partial(&m, nullptr));
   RFA_TEST_CUDA(cudaDeviceSynchronize());
@@ -166,47 +169,47 @@ void check_merge(const Shape& s, const RowLayout& l) {
         const double lse_error = want_lse == -inf ? (got_lse[r] == -inf ? 0.0 : inf) : std::fabs(got_lse[r] - want_lse);
         if (!(lse_error <= 1e-5)) ok = false;
         for (std::int64_t d = 0; d < s.head_dim; ++d) {
-          const std::size_t i = std::size_t(p.at(s, b, t, h, d));
-          const double want = w == 1.0 ? bo[i] : o[i] - w * (o[i] - bo[i]);
+          const std::size_t i = std::size_t(p.at(s, b, t, h, d)), j = std::size_t(p2.at(s, b, t, h, d));
+          const double want = w == 1.0 ? bo[j] : o[i] - w * (o[i] - bo[j]);
           const double error = std::fabs(got[i] - want);
           if (!(error <= 1e-6)) ok = false;
           if (error > worst || error != error) worst = error;
         }
       }
-  report(ok, "merge d" + std::to_string(s.head_dim) + " " + l.name, worst);
+  report(ok, "merge d" + std::to_string(s.head_dim) + " " + l.name + " / " + l2.name, worst);
 }
 
-void check_convert(const Shape& s, const RowLayout& l, rfa_cuda_dtype dst_type) {
-  const Placed p = place(s, l);
+void check_convert(const Shape& s, const RowLayout& l, const RowLayout& l2, rfa_cuda_dtype dst_type) {
+  const Placed p = place(s, l), p2 = place(s, l2);
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  DeviceArray src(RFA_CUDA_FP32, std::size_t(p.elements)), dst(dst_type, std::size_t(p.elements));
+  DeviceArray src(RFA_CUDA_FP32, std::size_t(p.elements)), dst(dst_type, std::size_t(p2.elements));
   src.upload(fill(s, p, nan, [] { return 8 * uniform(); }));
-  dst.upload(std::vector<double>(std::size_t(p.elements), kSentinel));
+  dst.upload(std::vector<double>(std::size_t(p2.elements), kSentinel));
   const std::vector<double> x = src.download();
   rfa_cuda_convert_params cp{};
   cp.batch = s.batch, cp.seq = s.seq, cp.heads = s.heads, cp.head_dim = s.head_dim;
   cp.src = src.as_float() + p.offset;
   cp.src_strides = p.strides;
-  cp.dst = static_cast<char*>(dst.get()) + p.offset * element_size(dst_type);
-  cp.dst_strides = p.strides;
+  cp.dst = static_cast<char*>(dst.get()) + p2.offset * element_size(dst_type);
+  cp.dst_strides = p2.strides;
   cp.dst_dtype = dst_type;
   RFA_TEST_CALL(rfa_cuda_convert_from_fp32(&cp, nullptr));
   RFA_TEST_CUDA(cudaDeviceSynchronize());
   const std::vector<double> got = dst.download();
-  bool ok = padding_kept(s, p, got);
+  bool ok = padding_kept(s, p2, got);
   double worst = 0;
   for (std::int64_t b = 0; b < s.batch; ++b)
     for (std::int64_t t = 0; t < s.seq; ++t)
       for (std::int64_t h = 0; h < s.heads; ++h)
         for (std::int64_t d = 0; d < s.head_dim; ++d) {
-          const std::size_t i = std::size_t(p.at(s, b, t, h, d));
-          const double error = std::fabs(got[i] - round_to(dst_type, x[i]));  // rounded to nearest even, exactly
+          const std::size_t i = std::size_t(p.at(s, b, t, h, d)), j = std::size_t(p2.at(s, b, t, h, d));
+          const double error = std::fabs(got[j] - round_to(dst_type, x[i]));  // rounded to nearest even, exactly
           if (!(error == 0)) ok = false;
           if (error > worst || error != error) worst = error;
         }
   report(ok,
          std::string("convert to ") + (dst_type == RFA_CUDA_BF16 ? "bf16" : "fp16") + " d" +
-             std::to_string(s.head_dim) + " " + l.name,
+             std::to_string(s.head_dim) + " " + l.name + " / " + l2.name,
          worst);
 }
 
@@ -214,16 +217,23 @@ void check_convert(const Shape& s, const RowLayout& l, rfa_cuda_dtype dst_type) 
 
 void run_rowwise_checks() {
   std::printf("row-wise helpers at both vector widths\n");
-  const RowLayout layouts[] = {{"contiguous", 0, 0}, {"rows one element apart", 1, 0}, {"one element in", 0, 1}};
+  // Each call's two tensors alike in every layout, then one of them off by itself (a width taken
+  // from one tensor alone would misread the other); two elements in is 8 bytes past an aligned
+  // address, where an fp32 row must not be taken as 16-byte aligned.
+  const RowLayout contiguous{"contiguous", 0, 0}, apart{"rows one element apart", 1, 0}, one_in{"one element in", 0, 1},
+      two_in{"two elements in", 0, 2};
+  const std::pair<RowLayout, RowLayout> pairs[] = {{contiguous, contiguous}, {apart, apart},       {one_in, one_in},
+                                                   {two_in, two_in},         {contiguous, two_in}, {two_in, contiguous},
+                                                   {contiguous, apart}};
   for (std::int64_t head_dim : {3, 4, 8, 36, 128, 132})
-    for (const RowLayout& l : layouts) {
+    for (const auto& [l, l2] : pairs) {
       const Shape s{2, 5, 3, head_dim};
-      check_delta(s, l, RFA_CUDA_BF16, RFA_CUDA_BF16);
-      check_delta(s, l, RFA_CUDA_FP16, RFA_CUDA_FP32);
-      check_delta(s, l, RFA_CUDA_FP32, RFA_CUDA_BF16);
-      check_merge(s, l);
-      check_convert(s, l, RFA_CUDA_BF16);
-      check_convert(s, l, RFA_CUDA_FP16);
+      check_delta(s, l, l2, RFA_CUDA_BF16, RFA_CUDA_BF16);
+      check_delta(s, l, l2, RFA_CUDA_FP16, RFA_CUDA_FP32);
+      check_delta(s, l, l2, RFA_CUDA_FP32, RFA_CUDA_BF16);
+      check_merge(s, l, l2);
+      check_convert(s, l, l2, RFA_CUDA_BF16);
+      check_convert(s, l, l2, RFA_CUDA_FP16);
     }
 }
 
