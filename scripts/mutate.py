@@ -771,6 +771,19 @@ MUTATIONS = [
              r"^rfa_cuda_layout_settings_on_host_test$",
              "the tile beside the default is 128 keys past 256 Q/K + V columns, which the variable refuses: the "
              "kernel test and benchmark would ask for a tile the kernels do not take"),
+    Mutation("fortran-options-fields-swapped", "Fortran bindings", "fortran/rfa.f90.in",
+             "    integer(c_int) :: layout = RFA_LAYOUT_ZIGZAG  !< RFA_LAYOUT_*\n"
+             "    integer(c_int) :: mask = RFA_MASK_CAUSAL  !< RFA_MASK_*\n",
+             "    integer(c_int) :: mask = RFA_MASK_CAUSAL  !< RFA_MASK_*\n"
+             "    integer(c_int) :: layout = RFA_LAYOUT_ZIGZAG  !< RFA_LAYOUT_*\n",
+             r"^fortran_api_test[.]np2$",
+             "two fields of one size swapped in the Fortran rfa_options (layout and mask): the sizes still match and "
+             "each option lands in the other's place"),
+    Mutation("fortran-backward-by-address-dk-dv", "Fortran bindings", "fortran/rfa.f90.in",
+             "    ierr = c_backward(context%handle, q, k, v, out, dout, lse, dq, dk, dv)",
+             "    ierr = c_backward(context%handle, q, k, v, out, dout, lse, dq, dv, dk)",
+             r"^fortran_api_test[.]np2$",
+             "the Fortran backward by address hands dK's address for dV and dV's for dK"),
     Mutation("create-timeout-env-unagreed", "creation", "capi/context_create.cpp",
              "if (options.timeout_s == 0.0) collective::timeout_from_environment();", "",
              r"^capi_timeout_test[.]np2$",

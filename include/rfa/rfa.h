@@ -230,6 +230,8 @@ typedef enum rfa_cuda_kernels_t {
 
 /**
  * @brief The static text for a result code.
+ *
+ * Not collective; thread-safe.
  * @param code any value; unknown values give "unknown rfa result code".
  * @return a string that lives forever; never NULL.
  */
@@ -237,6 +239,8 @@ RFA_API const char* rfa_get_error_string(rfa_result_t code);
 
 /**
  * @brief The detailed message of the last failed rfa call on the calling thread.
+ *
+ * Not collective; thread-safe (each thread has its own message).
  * @return a thread-local string, valid until the next rfa call on this thread; "" if none.
  */
 RFA_API const char* rfa_get_last_error_message(void);
@@ -257,6 +261,8 @@ RFA_API rfa_result_t rfa_report_binding_error(rfa_result_t code, const char* mes
 
 /**
  * @brief The version of the linked library.
+ *
+ * Not collective; thread-safe; may be called before any context exists or after rfa_finalize().
  * @param[out] major,minor,patch may each be NULL.
  * @return ::RFA_SUCCESS.
  */
@@ -264,6 +270,8 @@ RFA_API rfa_result_t rfa_get_version(int* major, int* minor, int* patch);
 
 /**
  * @brief Checks that the library's major version matches the header's.
+ *
+ * Not collective; thread-safe; may be called before any context exists or after rfa_finalize().
  * @param header_major pass ::RFA_VERSION_MAJOR; the macro rfa_check_version() does so.
  * @return ::RFA_SUCCESS, or ::RFA_ERROR_VERSION_MISMATCH with a message naming both versions.
  */
@@ -485,7 +493,8 @@ RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context);
  * @brief The options the context was created with (after defaults were applied).
  *
  * Not collective. Writes min(options->struct_size, sizeof(rfa_options_t)) bytes;
- * doc_boundaries and mask_ranges then point to the context's own copies, valid until rfa_context_destroy().
+ * doc_boundaries, doc_boundary_offsets and mask_ranges then point to the context's own copies,
+ * valid until rfa_context_destroy().
  * @param context a live context.
  * @param[in,out] options struct_size must be set (rfa_options_init() does so); the rest is written.
  * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL argument or a struct_size
@@ -663,9 +672,13 @@ RFA_API rfa_result_t rfa_context_release_workspace(rfa_context_t context, int64_
  * @param[out] out [B][L][H][dv] attention output; a query row that sees no key gets 0.
  * @param[out] lse [B][H][L] fp32 log-sum-exp of each query row (-inf if it sees no key);
  *             rfa_backward() needs it.
- * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, overlapping outputs);
+ * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, overlapping outputs; on a
+ *         CUDA context, memory not of its device or not 16-byte aligned);
+ *         ::RFA_ERROR_INVALID_USAGE (a context created with attention sinks, which takes the
+ *         _with_sinks call; an unusable context; another current CUDA device; MPI finalized);
  *         ::RFA_ERROR_CALL_MISMATCH; ::RFA_ERROR_NONFINITE (options.check_values);
- *         ::RFA_ERROR_TIMEOUT; ::RFA_ERROR_MPI; ::RFA_ERROR_OUT_OF_MEMORY.
+ *         ::RFA_ERROR_TIMEOUT; ::RFA_ERROR_MPI; ::RFA_ERROR_OUT_OF_MEMORY; ::RFA_ERROR_CUDA and
+ *         ::RFA_ERROR_NCCL (CUDA contexts).
  */
 RFA_API rfa_result_t rfa_forward(rfa_context_t context, const void* q, const void* k, const void* v, void* out,
                                  float* lse);
@@ -685,9 +698,13 @@ RFA_API rfa_result_t rfa_forward(rfa_context_t context, const void* q, const voi
  * @param[out] dq [B][L][H][d] gradient with respect to q.
  * @param[out] dk [B][L][Hkv][d] gradient with respect to k.
  * @param[out] dv [B][L][Hkv][dv] gradient with respect to v.
- * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, overlapping outputs);
+ * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, overlapping outputs; on a
+ *         CUDA context, memory not of its device or not 16-byte aligned);
+ *         ::RFA_ERROR_INVALID_USAGE (a context created with attention sinks, which takes the
+ *         _with_sinks call; an unusable context; another current CUDA device; MPI finalized);
  *         ::RFA_ERROR_CALL_MISMATCH; ::RFA_ERROR_NONFINITE (options.check_values);
- *         ::RFA_ERROR_TIMEOUT; ::RFA_ERROR_MPI; ::RFA_ERROR_OUT_OF_MEMORY.
+ *         ::RFA_ERROR_TIMEOUT; ::RFA_ERROR_MPI; ::RFA_ERROR_OUT_OF_MEMORY; ::RFA_ERROR_CUDA and
+ *         ::RFA_ERROR_NCCL (CUDA contexts).
  */
 RFA_API rfa_result_t rfa_backward(rfa_context_t context, const void* q, const void* k, const void* v, const void* out,
                                   const void* dout, const float* lse, void* dq, void* dk, void* dv);
@@ -714,8 +731,9 @@ RFA_API rfa_result_t rfa_backward(rfa_context_t context, const void* q, const vo
  * @param[out] lse [B][H][L] fp32 log-sum-exp of each row, the sink included (what
  *             rfa_backward_with_sinks() needs); to merge the rows with other attention, use it as
  *             the log of the whole denominator.
- * @return as rfa_forward(); ::RFA_ERROR_INVALID_USAGE on a context without sinks or when the
- *         ranks' sinks differ; ::RFA_ERROR_INVALID_ARGUMENT for a NULL, NaN or +inf sink.
+ * @return the codes of rfa_forward() (but for its refusal of a context with sinks);
+ *         ::RFA_ERROR_INVALID_USAGE on a context without sinks or when the ranks' sinks differ;
+ *         ::RFA_ERROR_INVALID_ARGUMENT for a NULL, NaN or +inf sink.
  *         For 16-bit dtypes, out is rounded twice (by the strategy, then once more after the
  *         sink's rescaling).
  */
@@ -743,8 +761,9 @@ RFA_API rfa_result_t rfa_forward_with_sinks(rfa_context_t context, const void* q
  * @param[out] dsinks [H] fp32 gradient with respect to the sinks: -sum over every row of every
  *             rank and batch entry of exp(sinks[h] - lse) * sum_d dout * out, summed in float64 in
  *             ring-position order, bitwise the same on every rank; in the context's memory.
- * @return as rfa_backward(); ::RFA_ERROR_INVALID_USAGE on a context without sinks or when the
- *         ranks' sinks differ; ::RFA_ERROR_INVALID_ARGUMENT for a NULL, NaN or +inf sink.
+ * @return the codes of rfa_backward() (but for its refusal of a context with sinks);
+ *         ::RFA_ERROR_INVALID_USAGE on a context without sinks or when the ranks' sinks differ;
+ *         ::RFA_ERROR_INVALID_ARGUMENT for a NULL, NaN or +inf sink.
  */
 RFA_API rfa_result_t rfa_backward_with_sinks(rfa_context_t context, const void* q, const void* k, const void* v,
                                              const void* out, const void* dout, const float* lse, const float* sinks,
@@ -934,8 +953,10 @@ RFA_API rfa_result_t rfa_gather_bshd_dim(rfa_context_t context, int64_t heads, i
  * @param local [B][L][heads][d] this rank's shard.
  * @param[out] global [B][S][heads][d] the whole tensor.
  * @return ::RFA_SUCCESS, ::RFA_ERROR_INVALID_ARGUMENT, ::RFA_ERROR_INVALID_USAGE (ranks passed
- *         different heads), ::RFA_ERROR_OUT_OF_MEMORY (on every rank, before anything moves,
- *         where some rank cannot stage the shards), ::RFA_ERROR_MPI.
+ *         different heads; an unusable context), ::RFA_ERROR_OUT_OF_MEMORY (on every rank,
+ *         before anything moves, where some rank cannot stage the shards),
+ *         ::RFA_ERROR_CALL_MISMATCH (ranks made different collective calls), ::RFA_ERROR_TIMEOUT,
+ *         ::RFA_ERROR_MPI.
  */
 RFA_API rfa_result_t rfa_allgather_bshd(rfa_context_t context, int64_t heads, const void* local, void* global);
 
@@ -943,14 +964,15 @@ RFA_API rfa_result_t rfa_allgather_bshd(rfa_context_t context, int64_t heads, co
  * @brief rfa_allgather_bshd() for a tensor of head dim @p head_dim.
  *
  * Collective over the context's ranks (a call that matches rfa_allgather_bshd() on the others);
- * needs the whole tensor in memory on every rank.
+ * needs the whole tensor in memory on every rank twice, as rfa_allgather_bshd() does.
  * @param context a live context.
  * @param heads the tensor's number of heads (>= 1), the same on every rank.
  * @param head_dim the tensor's head dim (>= 1), the same on every rank.
  * @param local [B][L][heads][head_dim] this rank's shard.
  * @param[out] global [B][S][heads][head_dim] the whole tensor.
  * @return ::RFA_SUCCESS, ::RFA_ERROR_INVALID_ARGUMENT, ::RFA_ERROR_INVALID_USAGE (ranks passed
- *         different heads or head dims), ::RFA_ERROR_MPI.
+ *         different heads or head dims; an unusable context), ::RFA_ERROR_OUT_OF_MEMORY (as
+ *         rfa_allgather_bshd()), ::RFA_ERROR_CALL_MISMATCH, ::RFA_ERROR_TIMEOUT, ::RFA_ERROR_MPI.
  */
 RFA_API rfa_result_t rfa_allgather_bshd_dim(rfa_context_t context, int64_t heads, int64_t head_dim, const void* local,
                                             void* global);

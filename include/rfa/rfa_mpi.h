@@ -48,10 +48,14 @@ extern "C" {
  *         ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, MPI_COMM_NULL, struct_size too small,
  *         unknown enum value, sizes below 1, heads not a multiple of kv_heads, sequence not
  *         divisible as the layout needs);
- *         ::RFA_ERROR_UNSUPPORTED (head dim);
+ *         ::RFA_ERROR_UNSUPPORTED (a head dim, dtype or layout the device's kernels do not take;
+ *         a CUDA context from a build without CUDA; cuda_kernels ::RFA_CUDA_KERNELS_CUDNN where
+ *         cuDNN cannot run the strategy or is not found; a soft cap the CUDA kernels cannot hold
+ *         in fp32);
  *         ::RFA_ERROR_INVALID_USAGE (MPI not initialized or already finalized, ranks disagree,
  *         Kokkos already finalized); ::RFA_ERROR_TIMEOUT (not every rank arrived in time);
- *         ::RFA_ERROR_KOKKOS, ::RFA_ERROR_MPI, ::RFA_ERROR_HWLOC, ::RFA_ERROR_OUT_OF_MEMORY.
+ *         ::RFA_ERROR_KOKKOS, ::RFA_ERROR_MPI, ::RFA_ERROR_HWLOC, ::RFA_ERROR_OUT_OF_MEMORY;
+ *         ::RFA_ERROR_CUDA and ::RFA_ERROR_NCCL (CUDA contexts: the device, its transport).
  */
 RFA_API rfa_result_t rfa_context_create(MPI_Comm comm, const rfa_options_t* options, rfa_context_t* context);
 

@@ -90,6 +90,19 @@ int main(int argc, char** argv) {
         "library %d.%d.%d vs header %s", major, minor, patch, RFA_VERSION_STRING);
   CHECK_OK(rfa_check_version());
 
+  /* A language binding's own failure (rfa_report_binding_error): returned as given and reported
+   * as the thread's last message; a success records nothing; a NULL message reports "". */
+  CHECK(rfa_report_binding_error(RFA_ERROR_INVALID_ARGUMENT, "q has shape (3) but this context needs (4)") ==
+            RFA_ERROR_INVALID_ARGUMENT,
+        "the binding's code is not returned");
+  CHECK(strcmp(rfa_get_last_error_message(), "q has shape (3) but this context needs (4)") == 0, "message: %s",
+        rfa_get_last_error_message());
+  CHECK(rfa_report_binding_error(RFA_SUCCESS, "not a failure") == RFA_SUCCESS, "a success is not returned");
+  CHECK(strcmp(rfa_get_last_error_message(), "q has shape (3) but this context needs (4)") == 0,
+        "a success replaced the message: %s", rfa_get_last_error_message());
+  CHECK(rfa_report_binding_error(RFA_ERROR_UNSUPPORTED, NULL) == RFA_ERROR_UNSUPPORTED, "NULL message: code");
+  CHECK(strcmp(rfa_get_last_error_message(), "") == 0, "NULL message: %s", rfa_get_last_error_message());
+
   /* Defaults, and the enum values the Fortran module mirrors. */
   CHECK_OK(rfa_options_init(&o));
   CHECK(o.struct_size == sizeof(rfa_options_t) && o.version == RFA_OPTIONS_VERSION, "struct_size %zu", o.struct_size);
@@ -104,7 +117,8 @@ int main(int argc, char** argv) {
   Hkv = o.kv_heads;
   D = o.head_dim;
   CHECK_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ring));
-  CHECK_OK(rfa_context_create(MPI_COMM_SELF, &o, &single));
+  /* The one-rank context through the Fortran handle's entry point (rfa_context_create_fint). */
+  CHECK_OK(rfa_context_create_fint(MPI_Comm_c2f(MPI_COMM_SELF), &o, &single));
   if (!ring || !single) {
     fprintf(stderr, "rank %d: could not create the contexts\n", rank);
     MPI_Abort(MPI_COMM_WORLD, 1);

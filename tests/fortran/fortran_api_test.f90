@@ -51,6 +51,11 @@ program fortran_api_test
       integer(c_int64_t), intent(out) :: values(*)
       integer(c_int), value :: capacity
     end function
+    integer(c_int) function fortran_test_c_field_offsets(values, capacity) bind(c)
+      import :: c_int, c_int64_t
+      integer(c_int64_t), intent(out) :: values(*)
+      integer(c_int), value :: capacity
+    end function
   end interface
 
   integer(c_int64_t), parameter :: B = 2, H = 4, HKV = 2, D = 16
@@ -60,8 +65,8 @@ program fortran_api_test
   type(rfa_context) :: ring, ring_int, bad
   real(c_float), allocatable :: gq(:,:,:,:), gk(:,:,:,:), gv(:,:,:,:), gdo(:,:,:,:)
   real(c_float), allocatable :: rout(:,:,:,:), rlse(:,:,:), rdq(:,:,:,:), rdk(:,:,:,:), rdv(:,:,:,:)
-  real(c_float), allocatable :: q(:,:,:,:), k(:,:,:,:), v(:,:,:,:), dout(:,:,:,:), out(:,:,:,:), lse(:,:,:)
-  real(c_float), allocatable :: dq(:,:,:,:), dk(:,:,:,:), dv(:,:,:,:)
+  real(c_float), allocatable, target :: q(:,:,:,:), k(:,:,:,:), v(:,:,:,:), dout(:,:,:,:), out(:,:,:,:), lse(:,:,:)
+  real(c_float), allocatable, target :: dq(:,:,:,:), dk(:,:,:,:), dv(:,:,:,:)
   real(c_float), allocatable :: eout(:,:,:,:), else_ref(:,:,:), edq(:,:,:,:), edk(:,:,:,:), edv(:,:,:,:)
   integer(c_int64_t), allocatable :: positions(:)
   character(len=46) :: plan
@@ -140,6 +145,7 @@ program fortran_api_test
   ! the workspace the ring keeps between calls (from the call after each pass's first), given back once
   call check_ok(rfa_forward(ring, q, k, v, out, lse), "forward in the kept workspace")
   call check_close(out, eout, 2.0e-6, "out, again")
+  call check_addresses_streams_and_version()
   call check_ok(rfa_context_release_workspace(ring, released), "release workspace")
   call check(released > 0, "the ring kept no workspace")
   call check_ok(rfa_context_release_workspace(ring, released), "release workspace again")
@@ -550,7 +556,8 @@ contains
   subroutine check_sinks()
     type(rfa_context) :: sinks_ring
     type(rfa_options) :: os
-    real(c_float) :: sinks(H), dsinks(H), rdsinks(H), short(H - 1)
+    real(c_float), target :: sinks(H), dsinks(H)
+    real(c_float) :: rdsinks(H), short(H - 1)
     real(c_float), allocatable :: sout(:,:,:,:), slse(:,:,:), sdq(:,:,:,:), sdk(:,:,:,:), sdv(:,:,:,:)
     sinks = [0.5_c_float, -1.0_c_float, 2.0_c_float, 0.0_c_float]
     short = 0
@@ -574,6 +581,16 @@ contains
                   "backward with sinks")
     call compare_to_reference(sinks_ring, sout, slse, sdq, sdk, sdv, 4.0e-6, " with sinks")
     call check(maxval(abs(dsinks - rdsinks)) < 1.0e-5 * (1 + maxval(abs(rdsinks))), "dsinks")
+    out = ieee_nan()
+    dq = ieee_nan()
+    dsinks = ieee_nan()
+    call check_ok(rfa_forward_with_sinks(sinks_ring, c_loc(q), c_loc(k), c_loc(v), c_loc(sinks), c_loc(out), &
+                                         c_loc(lse)), "forward with sinks by address")
+    call check_ok(rfa_backward_with_sinks(sinks_ring, c_loc(q), c_loc(k), c_loc(v), c_loc(out), c_loc(dout), &
+                                          c_loc(lse), c_loc(sinks), c_loc(dq), c_loc(dk), c_loc(dv), c_loc(dsinks)), &
+                  "backward with sinks by address")
+    call compare_to_reference(sinks_ring, sout, slse, sdq, sdk, sdv, 4.0e-6, " with sinks by address")
+    call check(maxval(abs(dsinks - rdsinks)) < 1.0e-5 * (1 + maxval(abs(rdsinks))), "dsinks by address")
     if (rfa_forward_with_sinks(sinks_ring, q, k, v, short, out, lse) /= RFA_ERROR_INVALID_ARGUMENT) then
       call fail("a sinks array of H - 1 values must be RFA_ERROR_INVALID_ARGUMENT")
     else if (index(rfa_get_last_error_message(), "sinks has shape (3) but this context needs (4)") == 0) then
@@ -832,9 +849,9 @@ contains
   end subroutine
 
   subroutine check_constants()
-    integer(c_int64_t) :: c(59)
+    integer(c_int64_t) :: c(64)
     integer(c_int) :: n
-    integer(c_int64_t) :: mine(58)
+    integer(c_int64_t) :: mine(63)
     type(rfa_options), target :: probe
     type(rfa_mask_range), target :: range_probe
     mine = [integer(c_int64_t) :: RFA_SUCCESS, RFA_ERROR_INVALID_ARGUMENT, RFA_ERROR_INVALID_USAGE, &
@@ -854,10 +871,82 @@ contains
             transfer(c_loc(range_probe%kind), 0_c_intptr_t) - transfer(c_loc(range_probe), 0_c_intptr_t), &
             transfer(c_loc(probe%mask_ranges), 0_c_intptr_t) - transfer(c_loc(probe), 0_c_intptr_t), &
             transfer(c_loc(probe%value_head_dim), 0_c_intptr_t) - transfer(c_loc(probe), 0_c_intptr_t), &
-            RFA_LAYOUT_BALANCED, RFA_STRATEGY_NEEDED]
+            RFA_LAYOUT_BALANCED, RFA_STRATEGY_NEEDED, RFA_DEVICE_HOST, RFA_DEVICE_CUDA, RFA_TRANSPORT_DEFAULT, &
+            RFA_TRANSPORT_MPI, RFA_TRANSPORT_NCCL]
     n = fortran_test_c_constants(c, size(c, kind=c_int))
     call check(n == size(mine), "the C side lists as many constants as the Fortran side")
     call check(all(c(1:size(mine)) == mine), "Fortran constants and rfa_options layout match the C header")
+    call check_field_offsets()
+  end subroutine
+
+  ! Every field of rfa_options and rfa_mask_range at the offset C gives it, by name: two fields of
+  ! one size swapped in the Fortran type would keep the sizes and fail here.
+  subroutine check_field_offsets()
+    type(rfa_options), target :: o
+    type(rfa_mask_range), target :: r
+    integer(c_int64_t) :: c(40), mine(37)
+    integer(c_int) :: n
+    integer :: i
+    mine = [offset_in(c_loc(o%struct_size), c_loc(o)), offset_in(c_loc(o%version), c_loc(o)), &
+            offset_in(c_loc(o%layout), c_loc(o)), offset_in(c_loc(o%mask), c_loc(o)), &
+            offset_in(c_loc(o%dtype), c_loc(o)), offset_in(c_loc(o%ring_order), c_loc(o)), &
+            offset_in(c_loc(o%softmax_scale), c_loc(o)), offset_in(c_loc(o%batch), c_loc(o)), &
+            offset_in(c_loc(o%seq_total), c_loc(o)), offset_in(c_loc(o%heads), c_loc(o)), &
+            offset_in(c_loc(o%kv_heads), c_loc(o)), offset_in(c_loc(o%head_dim), c_loc(o)), &
+            offset_in(c_loc(o%device), c_loc(o)), offset_in(c_loc(o%transport), c_loc(o)), &
+            offset_in(c_loc(o%timeout_s), c_loc(o)), offset_in(c_loc(o%strategy), c_loc(o)), &
+            offset_in(c_loc(o%ulysses_degree), c_loc(o)), offset_in(c_loc(o%window), c_loc(o)), &
+            offset_in(c_loc(o%doc_boundaries), c_loc(o)), offset_in(c_loc(o%doc_boundary_count), c_loc(o)), &
+            offset_in(c_loc(o%check_values), c_loc(o)), offset_in(c_loc(o%cuda_kernels), c_loc(o)), &
+            offset_in(c_loc(o%deterministic), c_loc(o)), offset_in(c_loc(o%attention_sinks), c_loc(o)), &
+            offset_in(c_loc(o%softcap), c_loc(o)), offset_in(c_loc(o%mask_ranges), c_loc(o)), &
+            offset_in(c_loc(o%mask_range_count), c_loc(o)), &
+            offset_in(c_loc(o%doc_boundary_offsets), c_loc(o)), &
+            offset_in(c_loc(o%doc_boundary_offset_count), c_loc(o)), &
+            offset_in(c_loc(o%value_head_dim), c_loc(o)), offset_in(c_loc(r%q_begin), c_loc(r)), &
+            offset_in(c_loc(r%q_end), c_loc(r)), offset_in(c_loc(r%k_begin), c_loc(r)), &
+            offset_in(c_loc(r%k_end), c_loc(r)), offset_in(c_loc(r%band_lo), c_loc(r)), &
+            offset_in(c_loc(r%band_hi), c_loc(r)), offset_in(c_loc(r%kind), c_loc(r))]
+    n = fortran_test_c_field_offsets(c, size(c, kind=c_int))
+    call check(n == size(mine), "the C side lists as many field offsets as the Fortran side")
+    do i = 1, min(int(n), size(mine))
+      if (c(i) /= mine(i)) then
+        write (*, '(a, i0, a, i0, a, i0)') "field ", i, ": C offset ", c(i), ", Fortran ", mine(i)
+        call fail("a field of rfa_options or rfa_mask_range is not where C has it")
+      end if
+    end do
+  end subroutine
+
+  ! The bytes from `base` to `field`.
+  integer(c_int64_t) function offset_in(field, base)
+    type(c_ptr), intent(in) :: field, base
+    offset_in = transfer(field, 0_c_intptr_t) - transfer(base, 0_c_intptr_t)
+  end function
+
+  ! The address forms of rfa_forward and rfa_backward (c_loc of host arrays on a host context)
+  ! against the reference; on a host context rfa_context_synchronize does nothing and
+  ! rfa_context_set_stream is refused, in both its forms; the linked library's version.
+  subroutine check_addresses_streams_and_version()
+    integer :: major, minor, patch
+    out = ieee_nan()
+    lse = ieee_nan()
+    dq = ieee_nan()
+    dk = ieee_nan()
+    dv = ieee_nan()
+    call check_ok(rfa_forward(ring, c_loc(q), c_loc(k), c_loc(v), c_loc(out), c_loc(lse)), "forward by address")
+    call check_ok(rfa_backward(ring, c_loc(q), c_loc(k), c_loc(v), c_loc(out), c_loc(dout), c_loc(lse), c_loc(dq), &
+                               c_loc(dk), c_loc(dv)), "backward by address")
+    call compare_to_reference(ring, rout, rlse, rdq, rdk, rdv, 2.0e-6, " by address")
+    call check_ok(rfa_context_synchronize(ring), "synchronize a host context")
+    if (rfa_context_set_stream(ring, c_null_ptr) /= RFA_ERROR_INVALID_USAGE) then
+      call fail("a stream handed to a host context must be RFA_ERROR_INVALID_USAGE")
+    end if
+    if (rfa_context_set_stream(ring, 0_c_intptr_t) /= RFA_ERROR_INVALID_USAGE) then
+      call fail("a stream handle handed to a host context must be RFA_ERROR_INVALID_USAGE")
+    end if
+    call check_ok(rfa_get_version(major, minor, patch), "version")
+    call check(major == RFA_VERSION_MAJOR .and. minor == RFA_VERSION_MINOR .and. patch == RFA_VERSION_PATCH, &
+               "the linked library's version is the module's")
   end subroutine
 
   integer(c_int64_t) function byte_offset(o)

@@ -141,7 +141,61 @@ int fortran_test_c_constants(std::int64_t* values, int capacity) {
                               std::int64_t(offsetof(rfa_options_t, mask_ranges)),
                               std::int64_t(offsetof(rfa_options_t, value_head_dim)),
                               RFA_LAYOUT_BALANCED,
-                              RFA_STRATEGY_NEEDED};
+                              RFA_STRATEGY_NEEDED,
+                              RFA_DEVICE_HOST,
+                              RFA_DEVICE_CUDA,
+                              RFA_TRANSPORT_DEFAULT,
+                              RFA_TRANSPORT_MPI,
+                              RFA_TRANSPORT_NCCL};
+  const int n = int(sizeof all / sizeof all[0]);
+  for (int i = 0; i < n && i < capacity; ++i) values[i] = all[i];
+  return n;
+}
+
+// The offset of every field of rfa_options_t, then of rfa_mask_range_t, in declaration order:
+// the Fortran types must put each named field at the same place.
+int fortran_test_c_field_offsets(std::int64_t* values, int capacity) {
+#define RFA_OPTION_AT(field) std::int64_t(offsetof(rfa_options_t, field))
+#define RFA_RANGE_AT(field) std::int64_t(offsetof(rfa_mask_range_t, field))
+  const std::int64_t all[] = {RFA_OPTION_AT(struct_size),
+                              RFA_OPTION_AT(version),
+                              RFA_OPTION_AT(layout),
+                              RFA_OPTION_AT(mask),
+                              RFA_OPTION_AT(dtype),
+                              RFA_OPTION_AT(ring_order),
+                              RFA_OPTION_AT(softmax_scale),
+                              RFA_OPTION_AT(batch),
+                              RFA_OPTION_AT(seq_total),
+                              RFA_OPTION_AT(heads),
+                              RFA_OPTION_AT(kv_heads),
+                              RFA_OPTION_AT(head_dim),
+                              RFA_OPTION_AT(device),
+                              RFA_OPTION_AT(transport),
+                              RFA_OPTION_AT(timeout_s),
+                              RFA_OPTION_AT(strategy),
+                              RFA_OPTION_AT(ulysses_degree),
+                              RFA_OPTION_AT(window),
+                              RFA_OPTION_AT(doc_boundaries),
+                              RFA_OPTION_AT(doc_boundary_count),
+                              RFA_OPTION_AT(check_values),
+                              RFA_OPTION_AT(cuda_kernels),
+                              RFA_OPTION_AT(deterministic),
+                              RFA_OPTION_AT(attention_sinks),
+                              RFA_OPTION_AT(softcap),
+                              RFA_OPTION_AT(mask_ranges),
+                              RFA_OPTION_AT(mask_range_count),
+                              RFA_OPTION_AT(doc_boundary_offsets),
+                              RFA_OPTION_AT(doc_boundary_offset_count),
+                              RFA_OPTION_AT(value_head_dim),
+                              RFA_RANGE_AT(q_begin),
+                              RFA_RANGE_AT(q_end),
+                              RFA_RANGE_AT(k_begin),
+                              RFA_RANGE_AT(k_end),
+                              RFA_RANGE_AT(band_lo),
+                              RFA_RANGE_AT(band_hi),
+                              RFA_RANGE_AT(kind)};
+#undef RFA_OPTION_AT
+#undef RFA_RANGE_AT
   const int n = int(sizeof all / sizeof all[0]);
   for (int i = 0; i < n && i < capacity; ++i) values[i] = all[i];
   return n;
