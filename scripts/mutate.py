@@ -235,8 +235,9 @@ MUTATIONS = [
     Mutation("balanced-map-range", "balanced layout", "src/core/positions.hpp",
              "    std::int64_t base = 0;\n    for (int s = 0; s < count; ++s) {",
              "    std::int64_t base = 0;\n    for (int s = 0; s < count && s < 2; ++s) {",
-             r"^capi_balanced_layout_test[.]np[23]$",
-             "a position map's range ignores every segment after the second (the balanced layout's chunks)"),
+             r"^capi_balanced_layout_test[.]np[23]$|^rfa_kernels_tile_work_test$",
+             "a position map's range ignores every segment after the second (the balanced layout's chunks): the "
+             "key tiles' bounds that the query tiles' plan and the work counts read"),
     Mutation("balanced-work-causal", "balanced layout", "src/kernels/tile_visibility.hpp",
              "if (causal && q_hi < hi) hi = q_hi;", "if (false && q_hi < hi) hi = q_hi;",
              r"^capi_balanced_layout_test[.]np[23]$|^rfa_rank_positions_test$",
