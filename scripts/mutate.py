@@ -762,13 +762,14 @@ MUTATIONS = [
              "the device chunk takes as many K/V heads as the tiles want, however many gigabytes their gathered "
              "chunk costs"),
     Mutation("sm80-key-tile-default-limit", "CUDA block shape", "kernels_cuda/src/sm80_layout_settings.cpp",
-             "return columns <= kWideBackwardDefaultColumns ? 128 : 64;",
-             "return columns < kWideBackwardDefaultColumns ? 128 : 64;",
+             "return head_dim + value_dim <= kWideBackwardDefaultColumns ? 128 : 64;",
+             "return head_dim + value_dim < kWideBackwardDefaultColumns ? 128 : 64;",
              r"^rfa_cuda_layout_settings_on_host_test$",
              "the sm80 backward's default key tile is 64 at 128 Q/K + V columns (head dim 64), where 128 keys are "
              "the default"),
     Mutation("sm80-other-key-tile-past-limit", "CUDA block shape", "kernels_cuda/src/sm80_layout_settings.cpp",
-             "return other == 128 && !wide_backward_takes(columns) ? 0 : other;", "return other;",
+             "return other == 128 && !wide_backward_takes(head_dim + value_dim) ? 0 : other;",
+             "return other;",
              r"^rfa_cuda_layout_settings_on_host_test$",
              "the tile beside the default is 128 keys past 256 Q/K + V columns, which the variable refuses: the "
              "kernel test and benchmark would ask for a tile the kernels do not take"),

@@ -24,7 +24,7 @@ constexpr int kWarpsPerBlock = 8;
 
 // Each lane reads and writes V adjacent elements of a row at a time: 4 (16 bytes of fp32, 8 of a
 // 16-bit type; a row of 128 in one pass of the warp) where every tensor of the launch allows it
-// (vector_width), else 1.
+// (vectors), else 1.
 template <int V>
 struct Floats {
   float x[V];
@@ -215,11 +215,11 @@ bool takes_vectors(const RowwiseShape& shape, const StridedTensor& t, ElementTyp
          reinterpret_cast<std::uintptr_t>(t.data) % (4 * element_bytes(type)) == 0;
 }
 
-// The launch's vector width: 4 where every tensor takes vectors, else 1.
-int vector_width(const RowwiseShape& shape, std::initializer_list<std::pair<StridedTensor, ElementType>> tensors) {
+// Whether the launch runs 4 elements a lane: every tensor takes vectors (else 1 element).
+bool vectors(const RowwiseShape& shape, std::initializer_list<std::pair<StridedTensor, ElementType>> tensors) {
   for (const auto& [t, type] : tensors)
-    if (!takes_vectors(shape, t, type)) return 1;
-  return 4;
+    if (!takes_vectors(shape, t, type)) return false;
+  return true;
 }
 
 unsigned blocks_for(const RowwiseShape& shape) {
@@ -231,12 +231,9 @@ unsigned blocks_for(const RowwiseShape& shape) {
 
 cudaError_t launch_attention_delta(const RowwiseShape& shape, StridedTensor out, ElementType out_type,
                                    StridedTensor dout, ElementType dout_type, float* delta, cudaStream_t stream) {
-  if (vector_width(shape, {{out, out_type}, {dout, dout_type}}) == 4)
-    attention_delta_kernel<4>
-        <<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(shape, out, out_type, dout, dout_type, delta);
-  else
-    attention_delta_kernel<1>
-        <<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(shape, out, out_type, dout, dout_type, delta);
+  const auto kernel =
+      vectors(shape, {{out, out_type}, {dout, dout_type}}) ? attention_delta_kernel<4> : attention_delta_kernel<1>;
+  kernel<<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(shape, out, out_type, dout, dout_type, delta);
   return cudaGetLastError();
 }
 
@@ -247,39 +244,30 @@ cudaError_t launch_merge_partial(const RowwiseShape& shape, StridedTensor out, f
 
 cudaError_t launch_convert_from_fp32(const RowwiseShape& shape, StridedTensor src, StridedTensor dst,
                                      ElementType dst_type, cudaStream_t stream) {
-  const bool vectors = vector_width(shape, {{src, ElementType::kFp32}, {dst, dst_type}}) == 4;
-  const unsigned blocks = blocks_for(shape), threads = 32 * kWarpsPerBlock;
-  if (dst_type == ElementType::kBf16) {
-    if (vectors)
-      convert_from_fp32_kernel<__nv_bfloat16, 4><<<blocks, threads, 0, stream>>>(shape, src, dst);
-    else
-      convert_from_fp32_kernel<__nv_bfloat16, 1><<<blocks, threads, 0, stream>>>(shape, src, dst);
-  } else if (vectors) {
-    convert_from_fp32_kernel<__half, 4><<<blocks, threads, 0, stream>>>(shape, src, dst);
-  } else {
-    convert_from_fp32_kernel<__half, 1><<<blocks, threads, 0, stream>>>(shape, src, dst);
-  }
+  const bool wide = vectors(shape, {{src, ElementType::kFp32}, {dst, dst_type}});
+  const auto kernel =
+      dst_type == ElementType::kBf16
+          ? (wide ? convert_from_fp32_kernel<__nv_bfloat16, 4> : convert_from_fp32_kernel<__nv_bfloat16, 1>)
+          : (wide ? convert_from_fp32_kernel<__half, 4> : convert_from_fp32_kernel<__half, 1>);
+  kernel<<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(shape, src, dst);
   return cudaGetLastError();
 }
 
 cudaError_t launch_merge_band(const RowwiseShape& shape, StridedTensor out, float* lse, std::int64_t lse_pitch,
                               StridedTensor block_out, ElementType block_type, const float* block_lse,
                               cudaStream_t stream) {
-  if (vector_width(shape, {{out, ElementType::kFp32}, {block_out, block_type}}) == 4)
-    merge_band_kernel<4><<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(shape, out, lse, lse_pitch, block_out,
-                                                                                block_type, block_lse);
-  else
-    merge_band_kernel<1><<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(shape, out, lse, lse_pitch, block_out,
-                                                                                block_type, block_lse);
+  const auto kernel = vectors(shape, {{out, ElementType::kFp32}, {block_out, block_type}}) ? merge_band_kernel<4>
+                                                                                           : merge_band_kernel<1>;
+  kernel<<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(shape, out, lse, lse_pitch, block_out, block_type,
+                                                                block_lse);
   return cudaGetLastError();
 }
 
 cudaError_t launch_accumulate_band(const RowwiseShape& shape, StridedTensor into, StridedTensor from,
                                    ElementType from_type, cudaStream_t stream) {
-  if (vector_width(shape, {{into, ElementType::kFp32}, {from, from_type}}) == 4)
-    accumulate_band_kernel<4><<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(shape, into, from, from_type);
-  else
-    accumulate_band_kernel<1><<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(shape, into, from, from_type);
+  const auto kernel = vectors(shape, {{into, ElementType::kFp32}, {from, from_type}}) ? accumulate_band_kernel<4>
+                                                                                      : accumulate_band_kernel<1>;
+  kernel<<<blocks_for(shape), 32 * kWarpsPerBlock, 0, stream>>>(shape, into, from, from_type);
   return cudaGetLastError();
 }
 

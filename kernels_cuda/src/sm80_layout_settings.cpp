@@ -27,9 +27,7 @@ rfa_cuda_status two_way_setting(const char* variable, const char* what, const ch
   return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s is %d or %d (%s), not \"%s\"", variable, small, large, what, text);
 }
 
-// The backward's key tile where its variable is unset, and whether a tile of 128 keys takes the
-// head dims, by their Q/K and V columns together.
-int default_backward_key_tile(std::int64_t columns) { return columns <= kWideBackwardDefaultColumns ? 128 : 64; }
+// Whether a tile of 128 keys takes the head dims, by their Q/K and V columns together.
 bool wide_backward_takes(std::int64_t columns) { return columns <= kWideBackwardColumnsMax; }
 
 }  // namespace
@@ -50,7 +48,7 @@ rfa_cuda_status forward_rows_per_warp_from_environment(std::int64_t value_dim, i
 rfa_cuda_status backward_key_tile(const char* text, std::int64_t head_dim, std::int64_t value_dim, int& keys) {
   const std::int64_t columns = head_dim + value_dim;
   RFA_CUDA_TRY(two_way_setting(kBackwardKeyTileEnv, "keys a CTA of the sm80 backward", text, 64, 128,
-                               default_backward_key_tile(columns), keys));
+                               default_backward_key_tile(head_dim, value_dim), keys));
   if (keys == 128 && !wide_backward_takes(columns))
     return fail(RFA_CUDA_ERROR_UNSUPPORTED,
                 "%s=128 takes head dims whose Q/K and V columns add up to at most %d (one head dim up to 128), not "
@@ -64,10 +62,13 @@ rfa_cuda_status backward_key_tile_from_environment(std::int64_t head_dim, std::i
   return backward_key_tile(std::getenv(kBackwardKeyTileEnv), head_dim, value_dim, keys);
 }
 
+int default_backward_key_tile(std::int64_t head_dim, std::int64_t value_dim) {
+  return head_dim + value_dim <= kWideBackwardDefaultColumns ? 128 : 64;
+}
+
 int other_backward_key_tile(std::int64_t head_dim, std::int64_t value_dim) {
-  const std::int64_t columns = head_dim + value_dim;
-  const int other = default_backward_key_tile(columns) == 128 ? 64 : 128;
-  return other == 128 && !wide_backward_takes(columns) ? 0 : other;
+  const int other = default_backward_key_tile(head_dim, value_dim) == 128 ? 64 : 128;
+  return other == 128 && !wide_backward_takes(head_dim + value_dim) ? 0 : other;
 }
 
 }  // namespace detail

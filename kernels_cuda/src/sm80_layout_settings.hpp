@@ -47,7 +47,11 @@ rfa_cuda_status backward_key_tile(const char* text, std::int64_t head_dim, std::
 /// The same for the variable as the environment holds it now.
 rfa_cuda_status backward_key_tile_from_environment(std::int64_t head_dim, std::int64_t value_dim, int& keys);
 
-/// The backward's key tile other than the default (backward_key_tile with no value) at these
+/// The backward's key tile where its variable is unset: 128 where the Q/K and V head dims add up
+/// to at most kWideBackwardDefaultColumns, else 64.
+int default_backward_key_tile(std::int64_t head_dim, std::int64_t value_dim);
+
+/// The backward's key tile other than the default (default_backward_key_tile) at these
 /// head dims, where they take it, else 0: what the kernel test and benchmark run beside the
 /// default. No message is left.
 int other_backward_key_tile(std::int64_t head_dim, std::int64_t value_dim);

@@ -350,9 +350,7 @@ int main(int argc, char** argv) {
   constexpr const char* kKeyTile = "RFA_CUDA_SM80_BACKWARD_KEY_TILE";
   if (o.key_tile == "64" || o.key_tile == "128") setenv(kKeyTile, o.key_tile.c_str(), 1);
   const char* environment_tile = std::getenv(kKeyTile);
-  int default_keys = 64;
-  rfa_cuda::detail::backward_key_tile(nullptr, o.dim, o.value_dim, default_keys);
-  const std::string default_tile = std::to_string(default_keys);
+  const std::string default_tile = std::to_string(rfa_cuda::detail::default_backward_key_tile(o.dim, o.value_dim));
   const std::string key_tile =
       environment_tile != nullptr && *environment_tile != '\0' ? environment_tile : default_tile;  // one tile's
   const int other_keys = rfa_cuda::detail::other_backward_key_tile(o.dim, o.value_dim);

@@ -206,9 +206,8 @@ kernels::AttentionParams AllGatherAttention::chunk_params() const {
 }
 
 std::int64_t AllGatherAttention::workspace_bytes(bool backward) const {
-  AllGatherShape shape = allgather_shape(config_, comm_.size());
-  shape.local_seq = local_seq_;
-  return allgather_buffer_bytes(shape, chunk_, backward) + kernel_workspace_bytes(backward);
+  return allgather_buffer_bytes(allgather_shape(config_, comm_.size()), chunk_, backward) +
+         kernel_workspace_bytes(backward);
 }
 
 std::int64_t AllGatherAttention::kernel_workspace_bytes(bool backward) const {
