@@ -552,25 +552,29 @@ std::pair<rfa_result_t, double> timed(Run&& run) {
 
 // The waits for a CUDA context's stream end by its deadline: with the stream held by work that
 // does not end and a forward queued behind it (which returns at once), rfa_context_synchronize
-// and rfa_context_release_workspace return RFA_ERROR_TIMEOUT after the context's 1 s, the
-// context refuses calls from then on, and rfa_context_destroy, whose wait for the last call
-// times out too, returns RFA_ERROR_TIMEOUT with the handle gone and the call's buffers kept
-// (the forward still runs once the stream is released, and the device reports no error). One
-// rank: it holds its own stream (at more ranks the staged transport's copies time out first,
-// tested on the host).
+// on one context and rfa_context_release_workspace on a second one sharing the stream each
+// return RFA_ERROR_TIMEOUT after the contexts' 1 s; each context refuses calls from then on at
+// once with RFA_ERROR_INVALID_USAGE (rfa_context_release_workspace included, freeing nothing),
+// and rfa_context_destroy, whose wait for the last call times out too, returns
+// RFA_ERROR_TIMEOUT with the handle gone and the call's buffers kept (the forwards still run
+// once the stream is released, and the device reports no error). One rank: it holds its own
+// stream (at more ranks the staged transport's copies time out first, tested on the host).
 TEST(CudaContext, WaitsForAStuckStreamOnlyUntilTheDeadline) {
   SKIP_WITHOUT_DEVICE();
   if (world_size() != 1) GTEST_SKIP() << "one rank only (it holds its own stream)";
   rfa_options_t o = cuda_options({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2}, 256);
   o.timeout_s = 1.0;
   o.check_values = RFA_VALUE_CHECKS_OFF;  // a value check would wait for the held stream inside the call
-  ForwardCall call;
+  ForwardCall call, other;
   ASSERT_NO_FATAL_FAILURE(create_forward_call(o, call));
+  ASSERT_NO_FATAL_FAILURE(create_forward_call(o, other));
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  ASSERT_RFA_OK(rfa_context_set_stream(call.ctx, stream));
-  ASSERT_RFA_OK(call.run());
-  ASSERT_RFA_OK(rfa_context_synchronize(call.ctx));
+  for (const ForwardCall* c : {&call, &other}) {
+    ASSERT_RFA_OK(rfa_context_set_stream(c->ctx, stream));
+    ASSERT_RFA_OK(c->run());
+    ASSERT_RFA_OK(rfa_context_synchronize(c->ctx));
+  }
 
   StreamHold hold(stream, std::chrono::seconds(20));
   const auto expect_timeout = [](const char* what, std::pair<rfa_result_t, double> r) {
@@ -582,17 +586,30 @@ TEST(CudaContext, WaitsForAStuckStreamOnlyUntilTheDeadline) {
     std::printf("  %s on a held stream: %s after %.2f s\n", what, rfa_get_error_string(r.first), r.second);
   };
   // Queued behind the held work: returns without waiting for it.
-  const auto queued = timed([&] { return call.run(); });
-  EXPECT_EQ(int(queued.first), int(RFA_SUCCESS)) << rfa_get_last_error_message();
-  EXPECT_LT(queued.second, 1.0) << "a call queues its work and returns";
+  for (const ForwardCall* c : {&call, &other}) {
+    const auto queued = timed([&] { return c->run(); });
+    EXPECT_EQ(int(queued.first), int(RFA_SUCCESS)) << rfa_get_last_error_message();
+    EXPECT_LT(queued.second, 1.0) << "a call queues its work and returns";
+  }
   expect_timeout("rfa_context_synchronize", timed([&] { return rfa_context_synchronize(call.ctx); }));
   int64_t released = -1;
   expect_timeout("rfa_context_release_workspace",
-                 timed([&] { return rfa_context_release_workspace(call.ctx, &released); }));
+                 timed([&] { return rfa_context_release_workspace(other.ctx, &released); }));
   EXPECT_EQ(released, -1) << "nothing is released while the stream's work may still use it";
+  // Each context is unusable now: refused at once, the release included (nothing freed).
+  const auto refused_release = timed([&] { return rfa_context_release_workspace(call.ctx, &released); });
+  EXPECT_EQ(int(refused_release.first), int(RFA_ERROR_INVALID_USAGE)) << rfa_get_last_error_message();
+  EXPECT_NE(std::string(rfa_get_last_error_message()).find("rfa_context_synchronize timed out"), std::string::npos)
+      << rfa_get_last_error_message();
+  EXPECT_LT(refused_release.second, 0.5) << "an unusable context refuses at once";
+  EXPECT_EQ(released, -1) << "an unusable context frees nothing";
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, call.run(), "unusable", "rfa_context_synchronize timed out");
-  expect_timeout("rfa_context_destroy", timed([&] { return rfa_context_destroy(call.ctx); }));
-  EXPECT_EQ(int(rfa_context_synchronize(call.ctx)), int(RFA_ERROR_INVALID_ARGUMENT)) << "the handle is gone";
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_synchronize(other.ctx), "unusable",
+                   "rfa_context_release_workspace timed out");
+  for (const ForwardCall* c : {&call, &other}) {
+    expect_timeout("rfa_context_destroy", timed([&] { return rfa_context_destroy(c->ctx); }));
+    EXPECT_EQ(int(rfa_context_synchronize(c->ctx)), int(RFA_ERROR_INVALID_ARGUMENT)) << "the handle is gone";
+  }
   hold.release();
   EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   EXPECT_FALSE(hold.timed_out()) << "the hold was released by the test, not by its own bound";
