@@ -240,7 +240,7 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   if (p == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "forward params is NULL");
   ForwardArgs a{};
   RFA_CUDA_TRY(check_shape(p->shape, a.dims));
-  RFA_CUDA_TRY(forward_rows_per_warp_from_environment(a.dims.value_dim, a.rows_per_warp));
+  RFA_CUDA_TRY(forward_rows_per_warp_from_environment(a.dims.head_dim, a.dims.value_dim, a.rows_per_warp));
   RFA_CUDA_TRY(check_tile_tensor("q", p->q, p->q_strides));
   RFA_CUDA_TRY(check_tile_tensor("k", p->k, p->k_strides));
   RFA_CUDA_TRY(check_tile_tensor("v", p->v, p->v_strides));
@@ -457,7 +457,7 @@ rfa_cuda_status rfa_cuda_check_head_dims(int64_t head_dim, int64_t value_head_di
                 "or head_dim 192 with value_head_dim 128",
                 static_cast<long long>(head_dim), static_cast<long long>(value_dim));
   int rows_per_warp = 16, key_tile = 64;
-  RFA_CUDA_TRY(forward_rows_per_warp_from_environment(value_dim, rows_per_warp));
+  RFA_CUDA_TRY(forward_rows_per_warp_from_environment(head_dim, value_dim, rows_per_warp));
   RFA_CUDA_TRY(backward_key_tile_from_environment(head_dim, value_dim, key_tile));
   RFA_CUDA_TRY(check_device());
   return check_shared_memory(static_cast<int>(head_dim), static_cast<int>(value_dim), true, true, true, key_tile);

@@ -22,8 +22,9 @@
 // path and, where it runs, the Hopper one (rows "fwd-sm90", "bwd-sm90"), each against the same
 // peers. The deterministic backward runs on the sm80 kernels whatever the path.
 // --rows-per-warp sets the sm80 forward's query rows a warp (RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP,
-// which it overrides; default: the variable as the environment holds it); "both" times the sm80
-// forward at 16 (rows "forward") and then at 32 (rows "fwd-w32"), in one run on the same inputs.
+// which it overrides; default: the environment's); "both" times the sm80 forward in the other
+// layout where the value head dim takes it (rows "fwd-w16" or "fwd-w32") and then in its default
+// (rows "forward": 32 rows a warp up to head dim 128, else 16), in one run on the same inputs.
 // --backward-key-tile sets the sm80 backward's keys a CTA (RFA_CUDA_SM80_BACKWARD_KEY_TILE, which
 // it overrides; default: the environment's); "both" times the sm80 backward at its default tile
 // (rows "backward": 128 keys up to head dim 64, else 64) and then at the other where the head
@@ -272,7 +273,7 @@ PeerResult peer_result(const PeerResults& all, const char* peer, const std::stri
 }
 
 struct Row {
-  std::string pass;  // forward, fwd-w32, fwd-sm90, backward, bwd-k128, bwd-k64, bwd-sm90, bwd-det
+  std::string pass;  // forward, fwd-w16, fwd-w32, fwd-sm90, backward, bwd-k128, bwd-k64, bwd-sm90, bwd-det
   bool causal;
   double ms, tflops;
   PeerResult peers[2];               // kPeers order
@@ -333,17 +334,22 @@ int main(int argc, char** argv) {
   }
   std::string path_names;
   for (rfa_cuda_path p : paths) path_names += std::string(path_names.empty() ? "" : ",") + rfa_cuda_path_name(p);
-  // The sm80 forward's layouts to time: the one asked for (the environment's by default), or 16
-  // then 32 rows a warp.
+  // The sm80 forward's layouts to time: the one asked for (the environment's, else the default),
+  // or the other then the default where the head dims take the other.
   constexpr const char* kRowsPerWarp = "RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP";
   if (o.rows_per_warp == "16" || o.rows_per_warp == "32") setenv(kRowsPerWarp, o.rows_per_warp.c_str(), 1);
   const char* environment_rows = std::getenv(kRowsPerWarp);
+  const std::string default_rows = std::to_string(rfa_cuda::detail::default_forward_rows_per_warp(o.dim, o.value_dim));
   const std::string rows_per_warp =
-      environment_rows != nullptr && *environment_rows != '\0' ? environment_rows : "16";  // one layout's
+      environment_rows != nullptr && *environment_rows != '\0' ? environment_rows : default_rows;  // one layout's
+  const int other_rows_count = rfa_cuda::detail::other_forward_rows_per_warp(o.dim, o.value_dim);
+  const std::string other_rows = other_rows_count != 0 ? std::to_string(other_rows_count) : "";
+  const bool both_layouts = o.rows_per_warp == "both" && !other_rows.empty();
   std::printf("device %s, %s d=%d dv=%d B=%d H=%d Hkv=%d S=%d, kernel path %s, sm80 forward %s rows a warp\n",
               prop.name, o.dtype == RFA_CUDA_FP16 ? "fp16" : "bf16", o.dim, o.value_dim, o.batch, o.heads, o.kv_heads,
-              o.seq, path_names.c_str(), o.rows_per_warp == "both" ? "16 and 32" : rows_per_warp.c_str());
-  if (o.rows_per_warp == "both" && o.value_dim > 128)
+              o.seq, path_names.c_str(),
+              both_layouts ? (default_rows + " and " + other_rows).c_str() : rows_per_warp.c_str());
+  if (o.rows_per_warp == "both" && !both_layouts)
     std::printf("no fwd-w32 rows: 32 rows a warp take value head dims up to 128, not %d\n", o.value_dim);
   // The sm80 backward's key tiles likewise: the one asked for (the environment's, else the
   // default), or the default then the other where the head dims take it.
@@ -415,20 +421,29 @@ int main(int argc, char** argv) {
     f.out_dtype = o.dtype;
     f.lse = lse.as_float();
     const double flops = pass_flops(o, causal, false), backward_flops = pass_flops(o, causal, true);
-    // sm80 last (with "both", at 32 rows a warp after 16): its out and lse feed the backward's delta.
+    // sm80 last (with "both", in its default layout after the other): its out and lse feed the
+    // backward's delta.
     for (auto path = paths.rbegin(); path != paths.rend(); ++path) {
       f.path = *path;
-      const bool both = *path == RFA_CUDA_PATH_SM80 && o.rows_per_warp == "both" && o.value_dim <= 128;
-      for (const char* rows_setting : both ? std::vector<const char*>{"16", "32"} : std::vector<const char*>{nullptr}) {
-        if (rows_setting != nullptr) setenv(kRowsPerWarp, rows_setting, 1);
+      const bool both = *path == RFA_CUDA_PATH_SM80 && both_layouts;
+      for (const char* rows_setting :
+           both ? std::vector<const char*>{other_rows.c_str(), nullptr} : std::vector<const char*>{nullptr}) {
+        if (both) {
+          if (rows_setting != nullptr)
+            setenv(kRowsPerWarp, rows_setting, 1);
+          else
+            unsetenv(kRowsPerWarp);  // the default; the other passes and the peers run as it has them
+        }
         const Timing fwd = time_ms(o, [&] { RFA_TEST_CALL(rfa_cuda_flash_forward(&f, nullptr)); });
-        const std::string rows_label = *path == RFA_CUDA_PATH_SM90 ? "-" : rows_setting ? rows_setting : rows_per_warp;
-        const std::string pass = *path == RFA_CUDA_PATH_SM90  ? "fwd-sm90"
-                                 : rows_label == "32" && both ? "fwd-w32"
-                                                              : "forward";
+        const std::string rows_label = *path == RFA_CUDA_PATH_SM90 ? "-"
+                                       : rows_setting != nullptr   ? rows_setting
+                                       : both                      ? default_rows
+                                                                   : rows_per_warp;
+        const std::string pass = *path == RFA_CUDA_PATH_SM90 ? "fwd-sm90"
+                                 : rows_setting != nullptr   ? "fwd-w" + rows_label
+                                                             : "forward";
         rows.push_back({pass, causal, fwd.median, flops / (fwd.median * 1e9), {}, fwd.samples, flops, rows_label});
       }
-      if (both) unsetenv(kRowsPerWarp);  // the other passes and the peers run as the default had them
     }
 
     rfa_cuda_delta_params dp{};
@@ -537,6 +552,7 @@ int main(int argc, char** argv) {
     for (const Row& r : rows) {
       rfa_cuda_bench::Measurement m;
       const std::string pass = r.pass == "forward"    ? "fwd"
+                               : r.pass == "fwd-w16"  ? "fwd_w16"
                                : r.pass == "fwd-w32"  ? "fwd_w32"
                                : r.pass == "fwd-sm90" ? "fwd_sm90"
                                : r.pass == "backward" ? "bwd"

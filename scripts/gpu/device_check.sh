@@ -20,7 +20,7 @@
 # or backtrace (the commands RFA_BACKTRACE names, each with a crash report: see below);
 # default: check perf, what one call of a 15-minute lease holds (docs/gpus.md, "Checking on a
 # lent GPU", says how a lease is spent). Each phase has a budget of device seconds
-# (RFA_BUDGET_CHECK 330, RFA_BUDGET_PERF 230, RFA_BUDGET_MILLION 300, RFA_BUDGET_PROFILE 240,
+# (RFA_BUDGET_CHECK 330, RFA_BUDGET_PERF 250, RFA_BUDGET_MILLION 300, RFA_BUDGET_PROFILE 240,
 # RFA_BUDGET_AB 260, RFA_BUDGET_COMPUTE 120):
 # no step may outlast what is left of it, nor outlast RFA_BUDGET_CALL (570) seconds from the
 # start of the script, so that one call ends inside the device tool's 10 minutes. A step's own
@@ -385,17 +385,22 @@ check_phase() {
 
 # ---------------------------------------------------------------- perf
 perf_phase() {
-  begin_phase perf "${RFA_BUDGET_PERF:-230}"
+  begin_phase perf "${RFA_BUDGET_PERF:-250}"
   # The kernels beside PyTorch's SDPA (flash and cuDNN backends) on both paths, the sm80 forward
-  # in both its layouts (16 and 32 query rows a warp: rows "forward" and "fwd-w32") and the sm80
-  # backward in both its key tiles (64 and 128 keys a block: rows "backward" and "bwd-k128"):
-  # B=2 H=16 S=8192 d=128 bf16, full and causal, then GQA 16:4 at S=16384.
+  # in both its layouts (16 and 32 query rows a warp: rows "forward" at the default, "fwd-w16"
+  # beside it) and the sm80 backward in both its key tiles (64 and 128 keys a block: rows
+  # "backward" at the default, "bwd-k128" beside it): B=2 H=16 S=8192 d=128 bf16, full and
+  # causal, then GQA 16:4 at S=16384, then head dim 64 (the sm80 kernels, whose defaults there,
+  # 32 rows and 128 keys, follow d 128's measurement and FlashAttention-2's layout).
   step kernels.b2h16s8192 100 test -- "$bin/rfa_cuda_kernel_bench" --batch 2 --heads 16 --seq 8192 --dim 128 \
     --path all --rows-per-warp both --backward-key-tile both --iters 20 --torch-script "$peer" \
     --json "$(json kernels.b2h16s8192)"
   step kernels.gqa16x4s16384 70 test -- "$bin/rfa_cuda_kernel_bench" --batch 1 --heads 16 --kv-heads 4 --seq 16384 \
     --dim 128 --path all --rows-per-warp both --backward-key-tile both --iters 10 --torch-script "$peer" \
     --json "$(json kernels.gqa16x4s16384)"
+  step kernels.b2h16s8192d64 40 test -- "$bin/rfa_cuda_kernel_bench" --batch 2 --heads 16 --seq 8192 --dim 64 \
+    --path sm80 --rows-per-warp both --backward-key-tile both --iters 10 --torch-script "$peer" \
+    --json "$(json kernels.b2h16s8192d64)"
   # rfa on cuDNN at one rank (the whole engine: rfa_forward / rfa_backward) at the same shape,
   # the sequence in one piece as the peer has it (zigzag would cut it in two: three or four
   # cuDNN calls on half-length blocks, merged).

@@ -45,12 +45,13 @@ bool path_takes_head_dim(const Case& c, rfa_cuda_path path) {
   return path != RFA_CUDA_PATH_SM90 || ((c.head_dim == 64 || c.head_dim == 128) && c.value_dim == 0);
 }
 
-// The sm80 forward's layouts, chosen by RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP: 16 query rows a warp
-// (the default, the variable unset) and 32, which takes value head dims up to 128. Every forward
-// on the sm80 path runs in each layout the case's value head dim takes.
+// The sm80 forward's layouts, chosen by RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP: 16 or 32 query rows a
+// warp (default: 32 where both head dims are at most 128, else 16; 32 takes value head dims up to
+// 128). Every forward on the sm80 path runs in each layout the case's head dims take.
 constexpr const char* kRowsPerWarp = "RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP";
 
-// A forward's kernels: a path, and on sm80 the query rows a warp (0: the default layout).
+// A forward's kernels: a path, and on sm80 the query rows a warp (0: the default layout, the
+// variable unset).
 struct ForwardKernels {
   rfa_cuda_path path;
   int rows_per_warp;
@@ -90,7 +91,9 @@ class RowsPerWarpSetting : public VariableSetting {
  public:
   explicit RowsPerWarpSetting(const char* value) : VariableSetting(kRowsPerWarp, value) {}
   explicit RowsPerWarpSetting(const ForwardKernels& kernels)
-      : RowsPerWarpSetting(kernels.rows_per_warp == 32 ? "32" : nullptr) {}
+      : RowsPerWarpSetting(kernels.rows_per_warp == 0    ? nullptr
+                           : kernels.rows_per_warp == 32 ? "32"
+                                                         : "16") {}
 };
 
 // The backward's key tile variable as a value or as `kernels` need it.
@@ -103,19 +106,22 @@ class KeyTileSetting : public VariableSetting {
                                                  : "64") {}
 };
 
-// The forward kernels a case runs on: the other paths first, then the sm80 path at 32 rows a warp
-// where the value head dim takes it, then at its default last (whose out and lse the backward
-// checks use).
+// The forward kernels a case runs on: the other paths first, then the sm80 path in the layout
+// beside its default where the head dims take one, then in its default last (whose out and lse
+// the backward checks use).
 std::vector<ForwardKernels> forward_kernels(const Case& c) {
   std::vector<ForwardKernels> all;
   for (auto path = kernel_paths.rbegin(); path != kernel_paths.rend(); ++path) {
-    if (*path == RFA_CUDA_PATH_SM80 && c.dv() <= 128) all.push_back({*path, 32});
+    const int other = rfa_cuda::detail::other_forward_rows_per_warp(c.head_dim, c.dv());
+    if (*path == RFA_CUDA_PATH_SM80 && other != 0) all.push_back({*path, other});
     all.push_back({*path, 0});
   }
   return all;
 }
 
-const char* rows_tag(const ForwardKernels& k) { return k.rows_per_warp == 32 ? ", 32 rows a warp" : ""; }
+const char* rows_tag(const ForwardKernels& k) {
+  return k.rows_per_warp == 0 ? "" : k.rows_per_warp == 32 ? ", 32 rows a warp" : ", 16 rows a warp";
+}
 
 // The sm80 backward's tile other than the default where the case's head dims take it, else 0.
 int other_key_tile(const Case& c) { return rfa_cuda::detail::other_backward_key_tile(c.head_dim, c.dv()); }

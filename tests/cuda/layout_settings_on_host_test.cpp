@@ -2,10 +2,11 @@
 // The sm80 kernels' two layout variables on the host (kernels_cuda/src/sm80_layout_settings.cpp):
 // the backward's key tile by default and when asked (64 or 128; 128 up to 256 Q/K + V columns,
 // the default up to 128), the tile beside the default that the kernel test and benchmark run
-// (other_backward_key_tile), and the forward's query rows a warp (16 or 32; 32 up to a value head
-// dim of 128), on the column counts at each limit and either side, and every refusal's status
-// and message. The kernel test checks the same on a GPU through the public calls; here a change
-// to the rules fails without one.
+// (other_backward_key_tile), and the forward's query rows a warp by default and when asked (16 or
+// 32; 32 up to a value head dim of 128, the default where both head dims are at most 128) with the
+// layout beside the default (other_forward_rows_per_warp), on the head dims at each limit and
+// either side, and every refusal's status and message. The kernel test checks the same on a GPU through the public
+// calls; here a change to the rules fails without one.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -64,29 +65,47 @@ TEST(Sm80LayoutSettings, MalformedValuesAreRefusedByName) {
     EXPECT_EQ(backward_key_tile(bad, 128, 128, value), RFA_CUDA_ERROR_INVALID_ARGUMENT) << bad;
     EXPECT_NE(std::string(last_message()).find("RFA_CUDA_SM80_BACKWARD_KEY_TILE is 64 or 128"), std::string::npos)
         << last_message();
-    EXPECT_EQ(forward_rows_per_warp(bad, 128, value), RFA_CUDA_ERROR_INVALID_ARGUMENT) << bad;
+    EXPECT_EQ(forward_rows_per_warp(bad, 128, 128, value), RFA_CUDA_ERROR_INVALID_ARGUMENT) << bad;
     EXPECT_NE(std::string(last_message()).find("RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP is 16 or 32"), std::string::npos)
         << last_message();
   }
 }
 
-TEST(Sm80LayoutSettings, ForwardRowsPerWarpUpToItsValueHeadDim) {
-  int rows = 0;
-  for (std::int64_t value_dim : {32, 64, 128, 136, 256}) {
-    ASSERT_EQ(forward_rows_per_warp(nullptr, value_dim, rows), RFA_CUDA_SUCCESS);
+struct ForwardDims {
+  std::int64_t head_dim, value_dim;
+  int default_rows, other_rows;  // other 0: no layout beside the default
+};
+
+// Each head dim at the default's limit (128) and past it on either side (Q/K or V), and at 32
+// rows' own limit (a value head dim of 128) and past it.
+const ForwardDims kForwardDims[] = {{32, 32, 32, 16},   {64, 64, 32, 16},  {128, 128, 32, 16}, {129, 128, 16, 32},
+                                    {192, 128, 16, 32}, {128, 129, 16, 0}, {136, 136, 16, 0},  {256, 256, 16, 0}};
+
+std::string dims_of(const ForwardDims& d) { return std::to_string(d.head_dim) + "/" + std::to_string(d.value_dim); }
+
+TEST(Sm80LayoutSettings, ForwardRowsPerWarpByDefaultAndBesideIt) {
+  for (const ForwardDims& d : kForwardDims) {
+    int rows = 0;
+    for (const char* unset : {static_cast<const char*>(nullptr), ""}) {
+      ASSERT_EQ(forward_rows_per_warp(unset, d.head_dim, d.value_dim, rows), RFA_CUDA_SUCCESS) << dims_of(d);
+      EXPECT_EQ(rows, d.default_rows) << dims_of(d);
+    }
+    EXPECT_EQ(default_forward_rows_per_warp(d.head_dim, d.value_dim), d.default_rows) << dims_of(d);
+    EXPECT_EQ(other_forward_rows_per_warp(d.head_dim, d.value_dim), d.other_rows) << dims_of(d);
+    ASSERT_EQ(forward_rows_per_warp("16", d.head_dim, d.value_dim, rows), RFA_CUDA_SUCCESS) << dims_of(d);
     EXPECT_EQ(rows, 16);
-    ASSERT_EQ(forward_rows_per_warp("16", value_dim, rows), RFA_CUDA_SUCCESS);
-    EXPECT_EQ(rows, 16);
-    const rfa_cuda_status wide = forward_rows_per_warp("32", value_dim, rows);
-    if (value_dim <= 128) {
-      ASSERT_EQ(wide, RFA_CUDA_SUCCESS) << value_dim;
+    // 32 is taken up to a value head dim of 128, wherever it is not the default too; past it, it
+    // is refused as unsupported, naming the variable and the limit.
+    const rfa_cuda_status wide = forward_rows_per_warp("32", d.head_dim, d.value_dim, rows);
+    if (d.value_dim <= 128) {
+      ASSERT_EQ(wide, RFA_CUDA_SUCCESS) << dims_of(d) << ": " << last_message();
       EXPECT_EQ(rows, 32);
     } else {
-      EXPECT_EQ(wide, RFA_CUDA_ERROR_UNSUPPORTED) << value_dim;
+      EXPECT_EQ(wide, RFA_CUDA_ERROR_UNSUPPORTED) << dims_of(d);
       EXPECT_NE(std::string(last_message())
                     .find("RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP=32 takes value head dims up to "
                           "128, not " +
-                          std::to_string(value_dim)),
+                          std::to_string(d.value_dim)),
                 std::string::npos)
           << last_message();
     }

@@ -112,10 +112,10 @@ check "no other run leaves the kernel choice to auto" \
   sh -c "! grep -E '^rfa_run ' '$tmp/out1/check.log' '$tmp/out1/perf.log' | grep -v -- '--kernels \(rfa\|cudnn\) --kernel-path sm\(80\|90\)' | grep -v -- '--kernels auto --kernel-path auto .*--check'"
 check "memcheck runs the engine's window and document cases" grep -q "compute-sanitizer over:" "$tmp/out1/check.log"
 check "the kernels beside PyTorch's SDPA" grep -q "rfa_cuda_kernel_bench .*--torch-script .*sdpa_peer.py" "$tmp/out1/perf.log"
-check "the sm80 forward timed in both its layouts at d = 128 and 192 / 128" \
-  [ "$(grep -cE "^rfa_cuda_kernel_bench .*--rows-per-warp both " "$tmp/out1/perf.log")" -eq 3 ]
-check "the sm80 backward timed in both its key tiles at d = 128" \
-  [ "$(grep -cE "^rfa_cuda_kernel_bench .*--backward-key-tile both " "$tmp/out1/perf.log")" -eq 2 ]
+check "the sm80 forward timed in both its layouts at d = 128, 64 and 192 / 128" \
+  [ "$(grep -cE "^rfa_cuda_kernel_bench .*--rows-per-warp both " "$tmp/out1/perf.log")" -eq 4 ]
+check "the sm80 backward timed in both its key tiles at d = 128 and 64" \
+  [ "$(grep -cE "^rfa_cuda_kernel_bench .*--backward-key-tile both " "$tmp/out1/perf.log")" -eq 3 ]
 check "rfa on cuDNN at one rank: the sequence in one piece, as the peer has it" \
   [ "$(grep -cE "^rfa_run ranks=1 kernels=.* --kernels cudnn .*--seq 8192 .*--layout contiguous " "$tmp/out1/perf.log")" -eq 2 ]
 check "the error at P = 1, 2, 4, 8 on each choice against float64" \
