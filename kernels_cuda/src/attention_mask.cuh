@@ -210,6 +210,105 @@ __device__ __forceinline__ TileKind classify_tile(const DeviceMask& mask, const 
   return in_bounds && all_full ? TileKind::kFull : TileKind::kPartial;
 }
 
+// How many of `rows` rows at positions start, start + stride, ... (stride >= 1) lie at or before
+// `position`.
+__host__ __device__ inline std::int64_t rows_at_or_before(std::int64_t position, std::int64_t start,
+                                                          std::int64_t stride, std::int64_t rows) {
+  if (rows <= 0 || position < start) return 0;
+  const std::int64_t n = (position - start) / stride + 1;
+  return n < rows ? n : rows;
+}
+
+// The least and the greatest position of rows [first, last] (first <= last) of a map: each of its
+// pieces increases, so they lie at the ends of the rows' part of each piece.
+__host__ __device__ inline void position_span(const DevicePositions& p, int first, int last, std::int64_t& lo,
+                                              std::int64_t& hi) {
+  lo = p.at(first);
+  hi = p.at(last);
+  if (first < p.length0 && last >= p.length0) {  // rows on both pieces
+    const std::int64_t second_first = p.at(p.length0), first_last = p.at(p.length0 - 1);
+    lo = second_first < lo ? second_first : lo;
+    hi = first_last > hi ? first_last : hi;
+  }
+}
+
+// What a walk over the key tiles of k_rows rows needs to classify, for query rows [q_first,
+// q_first + q_rows): the tiles before end_tile, of which those before full_tiles are full.
+struct KeyWalk {
+  int end_tile, full_tiles;
+};
+
+// The key walk of query rows [q_first, q_first + q_rows) over tiles of k_rows keys, found once
+// per tile of queries so that the walk classifies (classify_tile, up to four pairs of pieces in
+// 64-bit arithmetic, ahead of each tile's loads) only the tiles near the diagonal:
+// - under a causal mask a key after every query is hidden whatever the rest of the mask, and
+//   each piece of a map increases, so no tile past the last key row at or before the rows' last
+//   query position is visible: the walk ends after it (without a causal mask, at the last tile);
+// - under the causal mask alone, with the query rows inside the sequence, every pair of a tile of
+//   the keys' first piece whose keys all lie at or before the rows' first query position is
+//   visible: classify_tile calls those tiles full (none are known full otherwise).
+__host__ __device__ inline KeyWalk causal_key_walk(const DeviceMask& mask, const DevicePositions& qpos,
+                                                   const DevicePositions& kpos, int q_first, int q_rows, int seq_q,
+                                                   int k_rows, int seq_k) {
+  KeyWalk walk{(seq_k + k_rows - 1) / k_rows, 0};
+  const int q_last = (q_first + q_rows < seq_q ? q_first + q_rows : seq_q) - 1;
+  if (!mask.causal || q_last < q_first) return walk;
+  std::int64_t q_lo = 0, q_hi = 0;
+  position_span(qpos, q_first, q_last, q_lo, q_hi);
+  const std::int64_t rows0 = kpos.length0 < seq_k ? kpos.length0 : seq_k;  // key rows on the first piece
+  // The second piece's rows follow the first's, so the last key at or before q_hi is on it if any is.
+  const std::int64_t seen1 = rows_at_or_before(q_hi, kpos.start1, kpos.stride1, seq_k - rows0);
+  const std::int64_t last_row =
+      seen1 > 0 ? rows0 + seen1 - 1 : rows_at_or_before(q_hi, kpos.start0, kpos.stride0, rows0) - 1;
+  walk.end_tile = static_cast<int>((last_row + k_rows) / k_rows);  // 0 where no key is visible
+  if (mask.window <= 0 && !mask.documents() && !mask.ranges.on && q_first + q_rows <= seq_q)
+    walk.full_tiles = static_cast<int>(rows_at_or_before(q_lo, kpos.start0, kpos.stride0, rows0) / k_rows);
+  return walk;
+}
+
+// What a walk over the query tiles of q_rows rows needs to classify, for key rows [k_first,
+// k_first + k_rows): the tiles from begin_tile on, of which those in [full_begin, full_end) are
+// full.
+struct QueryWalkBounds {
+  int begin_tile, full_begin, full_end;
+};
+
+// The backward's mirror of causal_key_walk, for a tile of keys and the query tiles it walks:
+// - under a causal mask a query before every key sees none of them whatever the rest of the
+//   mask, and each piece of a map increases, so no tile before the first query row at or after
+//   the keys' first position is visible: the walk begins at its tile;
+// - under the causal mask alone, with the key rows inside the sequence, every pair of a tile of
+//   the queries' last piece whose queries all lie at or after the keys' last position is
+//   visible: classify_tile calls those tiles full (none are known full otherwise).
+__host__ __device__ inline QueryWalkBounds causal_query_walk(const DeviceMask& mask, const DevicePositions& qpos,
+                                                             const DevicePositions& kpos, int k_first, int k_rows,
+                                                             int seq_k, int q_rows, int seq_q) {
+  QueryWalkBounds walk{0, 0, 0};
+  const int k_last = (k_first + k_rows < seq_k ? k_first + k_rows : seq_k) - 1;
+  if (!mask.causal || k_last < k_first) return walk;
+  std::int64_t k_lo = 0, k_hi = 0;
+  position_span(kpos, k_first, k_last, k_lo, k_hi);
+  const std::int64_t rows0 = qpos.length0 < seq_q ? qpos.length0 : seq_q;  // query rows on the first piece
+  // The first query row at or after k_lo: on the first piece if any of its rows is, else on the
+  // second (seq_q: none).
+  const std::int64_t before0 = rows_at_or_before(k_lo - 1, qpos.start0, qpos.stride0, rows0);
+  const std::int64_t first_row =
+      before0 < rows0 ? before0 : rows0 + rows_at_or_before(k_lo - 1, qpos.start1, qpos.stride1, seq_q - rows0);
+  walk.begin_tile = first_row < seq_q ? static_cast<int>(first_row / q_rows) : (seq_q + q_rows - 1) / q_rows;
+  if (mask.window <= 0 && !mask.documents() && !mask.ranges.on && k_first + k_rows <= seq_k) {
+    // The last piece's rows from the first at or after k_hi on: whole tiles of them are full.
+    const bool two = rows0 < seq_q;
+    const std::int64_t last_piece_first = two ? rows0 : 0;
+    const std::int64_t from_row =
+        last_piece_first + (two ? rows_at_or_before(k_hi - 1, qpos.start1, qpos.stride1, seq_q - rows0)
+                                : rows_at_or_before(k_hi - 1, qpos.start0, qpos.stride0, seq_q));
+    walk.full_begin = static_cast<int>((from_row + q_rows - 1) / q_rows);
+    walk.full_end = seq_q / q_rows;
+    if (walk.full_end < walk.full_begin) walk.full_end = walk.full_begin;
+  }
+  return walk;
+}
+
 // One side of the pairs a thread masks in a partial tile (a query row, or a key column): its
 // position and its document, found once for the several pairs it is in rather than at each.
 struct MaskedIndex {

@@ -153,14 +153,24 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim, kKeyTile>:
   if constexpr (kKey)
     load_tile_async<kBlockN, DV, kThreads>(v_s, v + k_first * args.v.seq, args.v.seq, dims.seq_k - k_first);
 
+  // Under a causal mask, where each head's walk begins and which of its tiles are full, found
+  // once (causal_query_walk): only the tiles near the diagonal are classified.
+  const QueryWalkBounds bounds =
+      causal_query_walk(mask, dims.q_positions, dims.k_positions, k_first, kBlockN, dims.seq_k, kBlockM, dims.seq_q);
   auto kind_of = [&](int q_tile) {
+    if (q_tile >= bounds.full_begin && q_tile < bounds.full_end) return TileKind::kFull;
     return classify_tile(mask, dims.q_positions, dims.k_positions, q_tile * kBlockM, kBlockM, dims.seq_q, k_first,
                          kBlockN, dims.seq_k);
   };
   // The first (query head, query tile) pair from `it` on that the mask does not hide, its kind
-  // in `kind`: each pair classified once per walk.
+  // in `kind`: each pair classified once per walk, none before its head's beginning.
   auto next_visible = [&](int it, TileKind& kind) {
     for (; it < iterations; ++it) {
+      const int q_tile = it % num_q_tiles;
+      if (q_tile < bounds.begin_tile) {
+        it += bounds.begin_tile - q_tile;  // this head's first tile that may be visible
+        if (it >= iterations) break;
+      }
       kind = kind_of(it % num_q_tiles);
       if (kind != TileKind::kSkip) break;
     }

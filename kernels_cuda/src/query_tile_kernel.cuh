@@ -16,7 +16,10 @@ namespace detail {
 
 template <int kBlockM, int kBlockN>
 struct QueryTile {
-  int b, h, kv_head, q_first, num_k_tiles;
+  int b, h, kv_head, q_first;
+  // The walk's key tiles: it ends at num_k_tiles, and those before full_k_tiles are full without
+  // being classified (causal_key_walk).
+  int num_k_tiles, full_k_tiles;
   DeviceMask mask;  // the mask of batch entry b (its own documents with per-sequence documents)
 
   // Last query tiles first: under a causal mask they have the most keys to visit.
@@ -28,8 +31,11 @@ struct QueryTile {
     h = bh % dims.heads;
     kv_head = h / (dims.heads / dims.kv_heads);
     q_first = (num_q_tiles - 1 - static_cast<int>(blockIdx.x / heads_total)) * kBlockM;
-    num_k_tiles = (dims.seq_k + kBlockN - 1) / kBlockN;
     mask = dims.mask.for_entry(b);
+    const KeyWalk walk =
+        causal_key_walk(mask, dims.q_positions, dims.k_positions, q_first, kBlockM, dims.seq_q, kBlockN, dims.seq_k);
+    num_k_tiles = walk.end_tile;
+    full_k_tiles = walk.full_tiles;
   }
 
   // The CTA's first row of a [batch][seq][head][dim] tensor (query side or key side).
@@ -43,6 +49,7 @@ struct QueryTile {
   }
 
   __device__ TileKind kind_of(const AttentionDims& dims, int k_tile) const {
+    if (k_tile < full_k_tiles) return TileKind::kFull;
     return classify_tile(mask, dims.q_positions, dims.k_positions, q_first, kBlockM, dims.seq_q, k_tile * kBlockN,
                          kBlockN, dims.seq_k);
   }

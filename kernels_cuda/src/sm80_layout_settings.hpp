@@ -7,8 +7,9 @@
 //   (flash_forward.cu): 16 (8 warps a CTA) or 32 (4 warps, each reading a key tile once for two
 //   blocks of 16 rows). 32 takes value head dims up to 128: above, the accumulators of two
 //   blocks would not fit a thread's registers. Default: 32 where both head dims are at most 128
-//   (at d 128 it took 0.79-0.89x the time of 16, full and causal; perf/RESULTS.md, "2026-12-05
-//   (seventh session)"), else 16 (at 192 / 128, 32 took 1.27-1.38x the time of 16).
+//   (at d 128 it took 0.79-0.89x the time of 16, full and causal), else 16 (at 192 / 128, 32
+//   took 1.27-1.38x the time of 16): perf/RESULTS.md, "2026-12-05 (seventh session) — the second
+//   GPU run: an H100, the A/B and the strategies' compute".
 // - RFA_CUDA_SM80_BACKWARD_KEY_TILE, the keys a CTA of the backward owns (flash_backward.cu):
 //   64 (4 warps) or 128 (8 warps), each warp 16 keys whatever the tile. A tile of 128 reads
 //   every query tile and adds its dQ (atomics) once for twice the keys. Default: 128 where Q/K

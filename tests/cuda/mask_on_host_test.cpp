@@ -10,7 +10,8 @@
 // Position maps as the kernels take them (one segment or two: contiguous, strided, zigzag's
 // two chunks), tiles reaching up to two rows past a sequence's end, causal or not, windows of
 // 0 to 9, documents (an empty one among them), per-sequence documents (DeviceMask::for_entry)
-// and random range lists whose bounds sit on the maps' edges.
+// and random range lists whose bounds sit on the maps' edges. The bounds a causal walk over key
+// tiles finds once per tile of queries (causal_key_walk) are checked against every pair too.
 #include <gtest/gtest.h>
 
 #include <climits>
@@ -248,6 +249,124 @@ TEST(CudaMaskOnHost, RangesAgreeWithEveryPair) {
     tiles += check_every_tile(make_case(causal, window, kDocumentSets[trial % 3], &ranges));
   }
   EXPECT_GT(tiles, 1000000);
+}
+
+/// What a causal walk says of the tiles it walks over: those outside [visit_begin, visit_end)
+/// have no visible pair, those in [full_begin, full_end) have every pair visible.
+struct WalkClaim {
+  int visit_begin, visit_end, full_begin, full_end;
+};
+
+/// A walk's bounds for a block of rows on the side that stays (`fixed_first`, `fixed_rows`) over
+/// tiles of `tile_rows` on the side it walks: key tiles for a tile of queries (causal_key_walk,
+/// the forwards'), or query tiles for a tile of keys (causal_query_walk, the backwards').
+WalkClaim walk_claim(const Case& c, bool keys_walked, const DevicePositions& dq, const DevicePositions& dk, int seq_q,
+                     int seq_k, int fixed_first, int fixed_rows, int tile_rows) {
+  if (keys_walked) {
+    const KeyWalk w = causal_key_walk(c.device, dq, dk, fixed_first, fixed_rows, seq_q, tile_rows, seq_k);
+    return {0, w.end_tile, 0, w.full_tiles};
+  }
+  const QueryWalkBounds w = causal_query_walk(c.device, dq, dk, fixed_first, fixed_rows, seq_k, tile_rows, seq_q);
+  return {w.begin_tile, (seq_q + tile_rows - 1) / tile_rows, w.full_begin, w.full_end};
+}
+
+/// Every walk of one kind for blocks of 1 to 16 rows (up to past the sequence's end) over tiles of
+/// 1 to 8 rows, on every pair of maps (and one whose second piece comes before its first): no
+/// tile the walk leaves out has a visible pair, every tile it takes as full lies inside the
+/// sequences with every pair visible (and classify_tile calls it full); under the causal mask
+/// alone the tile where the walk stops (the forwards': its last) or starts (the backwards': its
+/// first) has a visible pair, and without a causal mask the walk takes every tile with none known
+/// full. Returns the walks checked; stops at a case's first disagreement (reported).
+int check_walks(const Case& c, bool keys_walked) {
+  std::vector<PositionMap> maps = small_position_maps();
+  maps.push_back(PositionMap::two(Segment{12, 1, 3}, Segment{0, 2, 3}));
+  const bool causal_alone = c.device.causal && c.device.window <= 0 && !c.device.documents() && !c.device.ranges.on;
+  int walks = 0;
+  for (const PositionMap& q : maps)
+    for (const PositionMap& k : maps) {
+      const DevicePositions dq = device_positions(q), dk = device_positions(k);
+      const int seq_q = int(q.length()), seq_k = int(k.length());
+      const int seq_fixed = keys_walked ? seq_q : seq_k, seq_walked = keys_walked ? seq_k : seq_q;
+      for (int tile_rows : {1, 2, 3, 4, 5, 8}) {
+        const int tiles = (seq_walked + tile_rows - 1) / tile_rows;
+        for (int fixed_rows : {1, 2, 3, 4, 5, 7, 16})
+          for (int fixed_first = 0; fixed_first < seq_fixed; ++fixed_first) {
+            const WalkClaim w = walk_claim(c, keys_walked, dq, dk, seq_q, seq_k, fixed_first, fixed_rows, tile_rows);
+            ++walks;
+            auto where = [&] {  // built only for a failure's message
+              std::ostringstream m;
+              m << c.name << ": " << (keys_walked ? "query" : "key") << " rows [" << fixed_first << ", "
+                << fixed_first + fixed_rows << ") of " << seq_fixed << " over " << (keys_walked ? "key" : "query")
+                << " tiles of " << tile_rows << " of " << seq_walked << " (queries from " << q(0) << ", keys from "
+                << k(0) << "): visits [" << w.visit_begin << ", " << w.visit_end << "), full [" << w.full_begin << ", "
+                << w.full_end << "): ";
+              return m.str();
+            };
+            const bool some_full = w.full_begin < w.full_end;
+            if (w.visit_begin < 0 || w.visit_begin > w.visit_end || w.visit_end > tiles || w.full_begin > w.full_end ||
+                (some_full && (w.full_begin < w.visit_begin || w.full_end > w.visit_end))) {
+              ADD_FAILURE() << where() << "bounds out of order or outside [0, " << tiles << "]";
+              return walks;
+            }
+            if (!c.device.causal && (w.visit_begin != 0 || w.visit_end != tiles || some_full)) {
+              ADD_FAILURE() << where() << "a walk without a causal mask must take every tile, none known full";
+              return walks;
+            }
+            const int tight = keys_walked ? w.visit_end - 1 : w.visit_begin;  // where a causal walk stops or starts
+            for (int t = 0; t < tiles; ++t) {
+              const int q0 = keys_walked ? fixed_first : t * tile_rows, q_rows = keys_walked ? fixed_rows : tile_rows;
+              const int k0 = keys_walked ? t * tile_rows : fixed_first, k_rows = keys_walked ? tile_rows : fixed_rows;
+              bool any = false, all = q0 + q_rows <= seq_q && k0 + k_rows <= seq_k;
+              for (int i = q0; i < q0 + q_rows; ++i)
+                for (int j = k0; j < k0 + k_rows; ++j) {
+                  const bool visible = i < seq_q && j < seq_k && c.truth(q(i), k(j));
+                  any = any || visible;
+                  all = all && visible;
+                }
+              if ((t < w.visit_begin || t >= w.visit_end) && any) {
+                ADD_FAILURE() << where() << "tile " << t << ", which the walk leaves out, has a visible pair";
+                return walks;
+              }
+              if (t >= w.full_begin && t < w.full_end &&
+                  (!all || classify_tile(c.device, dq, dk, q0, q_rows, seq_q, k0, k_rows, seq_k) != TileKind::kFull)) {
+                ADD_FAILURE() << where() << "tile " << t << ", taken as full, has a hidden pair or is not full";
+                return walks;
+              }
+              if (causal_alone && t == tight && !any) {
+                ADD_FAILURE() << where() << "the walk stops or starts at tile " << t << ", which has no visible pair";
+                return walks;
+              }
+            }
+          }
+      }
+    }
+  return walks;
+}
+
+/// Walks of one kind under every mask family: causal or not, windows, documents, ranges.
+int check_walks_under_every_mask(bool keys_walked, unsigned seed) {
+  int walks = 0;
+  for (bool causal : {false, true})
+    for (std::int64_t window : {0, 1, 5})
+      for (const auto& docs : kDocumentSets)
+        walks += check_walks(make_case(causal, window, docs, nullptr), keys_walked);
+  std::mt19937_64 rng(seed);
+  for (int trial = 0; trial < 4; ++trial) {
+    const std::vector<rfa_mask_range_t> list = rfa_test::random_mask_ranges(rng, S, 1 + trial, {0, 3, 5, 9, 12, 15});
+    const MaskRanges ranges(list.data(), std::int64_t(list.size()), S, "ranges");
+    walks += check_walks(make_case(true, 0, kDocumentSets[std::size_t(trial) % 3], &ranges), keys_walked);
+  }
+  return walks;
+}
+
+// The forwards' walk over key tiles (causal_key_walk).
+TEST(CudaMaskOnHost, CausalKeyWalksEndAndTakeFullTilesAsTheMaskSays) {
+  EXPECT_GT(check_walks_under_every_mask(true, 31), 50000);
+}
+
+// The backwards' walk over query tiles (causal_query_walk).
+TEST(CudaMaskOnHost, CausalQueryWalksBeginAndTakeFullTilesAsTheMaskSays) {
+  EXPECT_GT(check_walks_under_every_mask(false, 37), 50000);
 }
 
 TEST(CudaMaskOnHost, EachBatchEntryTakesItsOwnDocuments) {

@@ -60,10 +60,13 @@ __device__ __forceinline__ void fence_shared_for_async() {
 }
 
 // The CTA's key tile and its walk over the (query head of the GQA group, query tile) pairs,
-// skipping the tiles the mask hides.
+// skipping the tiles the mask hides; under a causal mask each head's walk begins where its
+// first tile may be visible, and the full tiles are known without classifying them
+// (causal_query_walk).
 template <int kBlockM, int kBlockN>
 struct QueryWalk {
   int b, kv_head, group_size, k_first, num_q_tiles, iterations;
+  detail::QueryWalkBounds bounds;
 
   __device__ explicit QueryWalk(const detail::AttentionDims& dims) {
     const int kv_heads_total = dims.batch * dims.kv_heads;
@@ -74,10 +77,13 @@ struct QueryWalk {
     group_size = dims.heads / dims.kv_heads;
     num_q_tiles = (dims.seq_q + kBlockM - 1) / kBlockM;
     iterations = group_size * num_q_tiles;
+    bounds = detail::causal_query_walk(dims.mask, dims.q_positions, dims.k_positions, k_first, kBlockN, dims.seq_k,
+                                       kBlockM, dims.seq_q);
   }
   __device__ int head(int it) const { return kv_head * group_size + it / num_q_tiles; }
   __device__ int q_tile(int it) const { return it % num_q_tiles; }
   __device__ detail::TileKind kind(const detail::AttentionDims& dims, int it) const {
+    if (q_tile(it) >= bounds.full_begin && q_tile(it) < bounds.full_end) return detail::TileKind::kFull;
     return detail::classify_tile(dims.mask, dims.q_positions, dims.k_positions, q_tile(it) * kBlockM, kBlockM,
                                  dims.seq_q, k_first, kBlockN, dims.seq_k);
   }
@@ -85,6 +91,10 @@ struct QueryWalk {
   // `kind`: a walk classifies each pair once.
   __device__ int next_visible(const detail::AttentionDims& dims, int it, detail::TileKind& kind) const {
     for (; it < iterations; ++it) {
+      if (q_tile(it) < bounds.begin_tile) {
+        it += bounds.begin_tile - q_tile(it);  // this head's first tile that may be visible
+        if (it >= iterations) break;
+      }
       kind = this->kind(dims, it);
       if (kind != detail::TileKind::kSkip) break;
     }
