@@ -141,12 +141,18 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
   return RFA_CUDA_SUCCESS;
 }
 
+// The current device's compute capability major version, in `major`.
+rfa_cuda_status current_compute_major(int& major) {
+  int device = 0;
+  RFA_CUDA_TRY(from_cuda(cudaGetDevice(&device), "cudaGetDevice"));
+  return from_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
+}
+
 // The tensor-core kernels need sm_80 (mma.sync bf16, cp.async, ldmatrix).
 rfa_cuda_status check_device() {
   int device = 0, major = 0;
   RFA_CUDA_TRY(from_cuda(cudaGetDevice(&device), "cudaGetDevice"));
-  RFA_CUDA_TRY(
-      from_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute"));
+  RFA_CUDA_TRY(current_compute_major(major));
   if (major < 8)
     return fail(RFA_CUDA_ERROR_UNSUPPORTED, "device %d has compute capability %d.x; sm_80 or newer is needed", device,
                 major);
@@ -240,7 +246,7 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   if (p == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "forward params is NULL");
   ForwardArgs a{};
   RFA_CUDA_TRY(check_shape(p->shape, a.dims));
-  RFA_CUDA_TRY(forward_rows_per_warp_from_environment(a.dims.head_dim, a.dims.value_dim, a.rows_per_warp));
+  RFA_CUDA_TRY(forward_rows_per_warp_from_environment(a.dims.value_dim, a.rows_per_warp));  // 0: the device's
   RFA_CUDA_TRY(check_tile_tensor("q", p->q, p->q_strides));
   RFA_CUDA_TRY(check_tile_tensor("k", p->k, p->k_strides));
   RFA_CUDA_TRY(check_tile_tensor("v", p->v, p->v_strides));
@@ -254,6 +260,11 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "merge needs out_dtype fp32 (the running partial), not %s",
                 dtype_name(p->out_dtype));
   RFA_CUDA_TRY(check_device());
+  if (a.rows_per_warp == 0) {
+    int compute_major = 0;
+    RFA_CUDA_TRY(current_compute_major(compute_major));
+    a.rows_per_warp = default_forward_rows_per_warp(a.dims.head_dim, a.dims.value_dim, compute_major);
+  }
   const rfa_cuda_attention_shape& s = p->shape;
   a.q = resolve(p->q, p->q_strides, s.seq_q, s.heads, s.head_dim);
   a.k = resolve(p->k, p->k_strides, s.seq_k, s.kv_heads, s.head_dim);
@@ -456,8 +467,8 @@ rfa_cuda_status rfa_cuda_check_head_dims(int64_t head_dim, int64_t value_head_di
                 "head_dim %lld with value head dim %lld is not supported: use one head dim of 32, 64, 128, 192 or 256, "
                 "or head_dim 192 with value_head_dim 128",
                 static_cast<long long>(head_dim), static_cast<long long>(value_dim));
-  int rows_per_warp = 16, key_tile = 64;
-  RFA_CUDA_TRY(forward_rows_per_warp_from_environment(head_dim, value_dim, rows_per_warp));
+  int rows_per_warp = 0, key_tile = 64;  // the rows a warp: checked only (no shared memory depends on them)
+  RFA_CUDA_TRY(forward_rows_per_warp_from_environment(value_dim, rows_per_warp));
   RFA_CUDA_TRY(backward_key_tile_from_environment(head_dim, value_dim, key_tile));
   RFA_CUDA_TRY(check_device());
   return check_shared_memory(static_cast<int>(head_dim), static_cast<int>(value_dim), true, true, true, key_tile);

@@ -165,14 +165,15 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim, kKeyTile>:
   // The first (query head, query tile) pair from `it` on that the mask does not hide, its kind
   // in `kind`: each pair classified once per walk, none before its head's beginning.
   auto next_visible = [&](int it, TileKind& kind) {
-    for (; it < iterations; ++it) {
+    while (it < iterations) {
       const int q_tile = it % num_q_tiles;
       if (q_tile < bounds.begin_tile) {
         it += bounds.begin_tile - q_tile;  // this head's first tile that may be visible
-        if (it >= iterations) break;
+        continue;
       }
-      kind = kind_of(it % num_q_tiles);
+      kind = kind_of(q_tile);
       if (kind != TileKind::kSkip) break;
+      ++it;
     }
     return it;
   };

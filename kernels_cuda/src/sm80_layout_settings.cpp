@@ -32,25 +32,27 @@ bool wide_backward_takes(std::int64_t columns) { return columns <= kWideBackward
 
 }  // namespace
 
-rfa_cuda_status forward_rows_per_warp(const char* text, std::int64_t head_dim, std::int64_t value_dim, int& rows) {
-  RFA_CUDA_TRY(two_way_setting(kForwardRowsPerWarpEnv, "query rows a warp of the sm80 forward", text, 16, 32,
-                               default_forward_rows_per_warp(head_dim, value_dim), rows));
+rfa_cuda_status forward_rows_per_warp(const char* text, std::int64_t value_dim, int& rows) {
+  RFA_CUDA_TRY(two_way_setting(kForwardRowsPerWarpEnv, "query rows a warp of the sm80 forward", text, 16, 32, 0, rows));
   if (rows == 32 && value_dim > kWideForwardValueDimMax)
     return fail(RFA_CUDA_ERROR_UNSUPPORTED, "%s=32 takes value head dims up to %d, not %lld: unset it or set 16",
                 kForwardRowsPerWarpEnv, kWideForwardValueDimMax, static_cast<long long>(value_dim));
   return RFA_CUDA_SUCCESS;
 }
 
-rfa_cuda_status forward_rows_per_warp_from_environment(std::int64_t head_dim, std::int64_t value_dim, int& rows) {
-  return forward_rows_per_warp(std::getenv(kForwardRowsPerWarpEnv), head_dim, value_dim, rows);
+rfa_cuda_status forward_rows_per_warp_from_environment(std::int64_t value_dim, int& rows) {
+  return forward_rows_per_warp(std::getenv(kForwardRowsPerWarpEnv), value_dim, rows);
 }
 
-int default_forward_rows_per_warp(std::int64_t head_dim, std::int64_t value_dim) {
-  return head_dim <= kWideForwardDefaultHeadDimMax && value_dim <= kWideForwardDefaultHeadDimMax ? 32 : 16;
+int default_forward_rows_per_warp(std::int64_t head_dim, std::int64_t value_dim, int compute_major) {
+  return compute_major >= kWideForwardDefaultComputeMajor && head_dim <= kWideForwardDefaultHeadDimMax &&
+                 value_dim <= kWideForwardDefaultHeadDimMax
+             ? 32
+             : 16;
 }
 
-int other_forward_rows_per_warp(std::int64_t head_dim, std::int64_t value_dim) {
-  const int other = default_forward_rows_per_warp(head_dim, value_dim) == 32 ? 16 : 32;
+int other_forward_rows_per_warp(std::int64_t head_dim, std::int64_t value_dim, int compute_major) {
+  const int other = default_forward_rows_per_warp(head_dim, value_dim, compute_major) == 32 ? 16 : 32;
   return other == 32 && value_dim > kWideForwardValueDimMax ? 0 : other;
 }
 

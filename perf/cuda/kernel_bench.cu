@@ -24,7 +24,8 @@
 // --rows-per-warp sets the sm80 forward's query rows a warp (RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP,
 // which it overrides; default: the environment's); "both" times the sm80 forward in the other
 // layout where the value head dim takes it (rows "fwd-w16" or "fwd-w32") and then in its default
-// (rows "forward": 32 rows a warp up to head dim 128, else 16), in one run on the same inputs.
+// (rows "forward": on compute capability 9.x 32 rows a warp up to head dim 128, else 16), in one
+// run on the same inputs.
 // --backward-key-tile sets the sm80 backward's keys a CTA (RFA_CUDA_SM80_BACKWARD_KEY_TILE, which
 // it overrides; default: the environment's); "both" times the sm80 backward at its default tile
 // (rows "backward": 128 keys up to head dim 64, else 64) and then at the other where the head
@@ -339,10 +340,11 @@ int main(int argc, char** argv) {
   constexpr const char* kRowsPerWarp = "RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP";
   if (o.rows_per_warp == "16" || o.rows_per_warp == "32") setenv(kRowsPerWarp, o.rows_per_warp.c_str(), 1);
   const char* environment_rows = std::getenv(kRowsPerWarp);
-  const std::string default_rows = std::to_string(rfa_cuda::detail::default_forward_rows_per_warp(o.dim, o.value_dim));
+  const std::string default_rows =
+      std::to_string(rfa_cuda::detail::default_forward_rows_per_warp(o.dim, o.value_dim, prop.major));
   const std::string rows_per_warp =
       environment_rows != nullptr && *environment_rows != '\0' ? environment_rows : default_rows;  // one layout's
-  const int other_rows_count = rfa_cuda::detail::other_forward_rows_per_warp(o.dim, o.value_dim);
+  const int other_rows_count = rfa_cuda::detail::other_forward_rows_per_warp(o.dim, o.value_dim, prop.major);
   const std::string other_rows = other_rows_count != 0 ? std::to_string(other_rows_count) : "";
   const bool both_layouts = o.rows_per_warp == "both" && !other_rows.empty();
   std::printf("device %s, %s d=%d dv=%d B=%d H=%d Hkv=%d S=%d, kernel path %s, sm80 forward %s rows a warp\n",

@@ -46,8 +46,9 @@ bool path_takes_head_dim(const Case& c, rfa_cuda_path path) {
 }
 
 // The sm80 forward's layouts, chosen by RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP: 16 or 32 query rows a
-// warp (default: 32 where both head dims are at most 128, else 16; 32 takes value head dims up to
-// 128). Every forward on the sm80 path runs in each layout the case's head dims take.
+// warp (default: 32 on compute capability 9.x and later where both head dims are at most 128,
+// else 16; 32 takes value head dims up to 128). Every forward on the sm80 path runs in each layout the case's head dims
+// take.
 constexpr const char* kRowsPerWarp = "RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP";
 
 // A forward's kernels: a path, and on sm80 the query rows a warp (0: the default layout, the
@@ -106,13 +107,22 @@ class KeyTileSetting : public VariableSetting {
                                                  : "64") {}
 };
 
+// The current device's compute capability major version (the forward's default layout depends
+// on it).
+int device_compute_major() {
+  int device = 0, major = 0;
+  RFA_TEST_CUDA(cudaGetDevice(&device));
+  RFA_TEST_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major;
+}
+
 // The forward kernels a case runs on: the other paths first, then the sm80 path in the layout
 // beside its default where the head dims take one, then in its default last (whose out and lse
 // the backward checks use).
 std::vector<ForwardKernels> forward_kernels(const Case& c) {
   std::vector<ForwardKernels> all;
   for (auto path = kernel_paths.rbegin(); path != kernel_paths.rend(); ++path) {
-    const int other = rfa_cuda::detail::other_forward_rows_per_warp(c.head_dim, c.dv());
+    const int other = rfa_cuda::detail::other_forward_rows_per_warp(c.head_dim, c.dv(), device_compute_major());
     if (*path == RFA_CUDA_PATH_SM80 && other != 0) all.push_back({*path, other});
     all.push_back({*path, 0});
   }

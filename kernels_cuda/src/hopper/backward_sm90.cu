@@ -90,13 +90,14 @@ struct QueryWalk {
   // The first pair from `it` on that the mask does not hide (iterations if none), its kind in
   // `kind`: a walk classifies each pair once.
   __device__ int next_visible(const detail::AttentionDims& dims, int it, detail::TileKind& kind) const {
-    for (; it < iterations; ++it) {
+    while (it < iterations) {
       if (q_tile(it) < bounds.begin_tile) {
         it += bounds.begin_tile - q_tile(it);  // this head's first tile that may be visible
-        if (it >= iterations) break;
+        continue;
       }
       kind = this->kind(dims, it);
       if (kind != detail::TileKind::kSkip) break;
+      ++it;
     }
     return it;
   }
