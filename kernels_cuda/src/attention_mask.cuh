@@ -232,76 +232,101 @@ __host__ __device__ inline void position_span(const DevicePositions& p, int firs
   }
 }
 
+// The first of a map's `seq` rows at a position after `x` (seq where none is): the first piece's
+// rows come first, and each piece increases.
+__host__ __device__ inline std::int64_t first_row_after(std::int64_t x, const DevicePositions& p, std::int64_t seq) {
+  const std::int64_t rows0 = p.length0 < seq ? p.length0 : seq;
+  const std::int64_t before0 = rows_at_or_before(x, p.start0, p.stride0, rows0);
+  return before0 < rows0 ? before0 : rows0 + rows_at_or_before(x, p.start1, p.stride1, seq - rows0);
+}
+
+// One past the last of a map's `seq` rows at a position at or before `y` (0 where none is).
+__host__ __device__ inline std::int64_t rows_through(std::int64_t y, const DevicePositions& p, std::int64_t seq) {
+  const std::int64_t rows0 = p.length0 < seq ? p.length0 : seq;
+  const std::int64_t seen1 = rows_at_or_before(y, p.start1, p.stride1, seq - rows0);
+  return seen1 > 0 ? rows0 + seen1 : rows_at_or_before(y, p.start0, p.stride0, rows0);
+}
+
 // What a walk over the key tiles of k_rows rows needs to classify, for query rows [q_first,
-// q_first + q_rows): the tiles before end_tile, of which those before full_tiles are full.
+// q_first + q_rows): the tiles in [begin_tile, end_tile), of which those before full_tiles are
+// full.
 struct KeyWalk {
-  int end_tile, full_tiles;
+  int begin_tile, end_tile, full_tiles;
 };
 
 // The key walk of query rows [q_first, q_first + q_rows) over tiles of k_rows keys, found once
 // per tile of queries so that the walk classifies (classify_tile, up to four pairs of pieces in
-// 64-bit arithmetic, ahead of each tile's loads) only the tiles near the diagonal:
-// - under a causal mask a key after every query is hidden whatever the rest of the mask, and
-//   each piece of a map increases, so no tile past the last key row at or before the rows' last
-//   query position is visible: the walk ends after it (without a causal mask, at the last tile);
+// 64-bit arithmetic, ahead of each tile's loads) only the tiles where the causal mask's diagonal
+// or the window's edge passes. Each test of the mask is ANDed with the rest, and each piece of a
+// map increases, so:
+// - under a causal mask a key after every query is hidden: no tile past the last key row at or
+//   before the rows' last query position is visible, and the walk ends after it;
+// - under a window a key at least `window` before every query is hidden: no tile before the first
+//   key row after the rows' first query position less the window is visible, and the walk
+//   begins at it;
 // - under the causal mask alone, with the query rows inside the sequence, every pair of a tile of
 //   the keys' first piece whose keys all lie at or before the rows' first query position is
 //   visible: classify_tile calls those tiles full (none are known full otherwise).
-__host__ __device__ inline KeyWalk causal_key_walk(const DeviceMask& mask, const DevicePositions& qpos,
-                                                   const DevicePositions& kpos, int q_first, int q_rows, int seq_q,
-                                                   int k_rows, int seq_k) {
-  KeyWalk walk{(seq_k + k_rows - 1) / k_rows, 0};
+__host__ __device__ inline KeyWalk key_tile_walk(const DeviceMask& mask, const DevicePositions& qpos,
+                                                 const DevicePositions& kpos, int q_first, int q_rows, int seq_q,
+                                                 int k_rows, int seq_k) {
+  const int tiles = (seq_k + k_rows - 1) / k_rows;
+  KeyWalk walk{0, tiles, 0};
   const int q_last = (q_first + q_rows < seq_q ? q_first + q_rows : seq_q) - 1;
-  if (!mask.causal || q_last < q_first) return walk;
+  if (q_last < q_first) return walk;
   std::int64_t q_lo = 0, q_hi = 0;
   position_span(qpos, q_first, q_last, q_lo, q_hi);
-  const std::int64_t rows0 = kpos.length0 < seq_k ? kpos.length0 : seq_k;  // key rows on the first piece
-  // The second piece's rows follow the first's, so the last key at or before q_hi is on it if any is.
-  const std::int64_t seen1 = rows_at_or_before(q_hi, kpos.start1, kpos.stride1, seq_k - rows0);
-  const std::int64_t last_row =
-      seen1 > 0 ? rows0 + seen1 - 1 : rows_at_or_before(q_hi, kpos.start0, kpos.stride0, rows0) - 1;
-  walk.end_tile = static_cast<int>((last_row + k_rows) / k_rows);  // 0 where no key is visible
-  if (mask.window <= 0 && !mask.documents() && !mask.ranges.on && q_first + q_rows <= seq_q)
+  if (mask.causal) walk.end_tile = static_cast<int>((rows_through(q_hi, kpos, seq_k) + k_rows - 1) / k_rows);
+  if (mask.window > 0) {
+    const std::int64_t first = first_row_after(q_lo - mask.window, kpos, seq_k);
+    walk.begin_tile = first < seq_k ? static_cast<int>(first / k_rows) : tiles;
+  }
+  if (walk.begin_tile > walk.end_tile) walk.begin_tile = walk.end_tile;
+  if (mask.causal && mask.window <= 0 && !mask.documents() && !mask.ranges.on && q_first + q_rows <= seq_q) {
+    const std::int64_t rows0 = kpos.length0 < seq_k ? kpos.length0 : seq_k;  // key rows on the first piece
     walk.full_tiles = static_cast<int>(rows_at_or_before(q_lo, kpos.start0, kpos.stride0, rows0) / k_rows);
+  }
   return walk;
 }
 
 // What a walk over the query tiles of q_rows rows needs to classify, for key rows [k_first,
-// k_first + k_rows): the tiles from begin_tile on, of which those in [full_begin, full_end) are
-// full.
+// k_first + k_rows): the tiles in [begin_tile, end_tile), of which those in [full_begin,
+// full_end) are full.
 struct QueryWalkBounds {
-  int begin_tile, full_begin, full_end;
+  int begin_tile, end_tile, full_begin, full_end;
 };
 
-// The backward's mirror of causal_key_walk, for a tile of keys and the query tiles it walks:
-// - under a causal mask a query before every key sees none of them whatever the rest of the
-//   mask, and each piece of a map increases, so no tile before the first query row at or after
-//   the keys' first position is visible: the walk begins at its tile;
+// The backward's mirror of key_tile_walk, for a tile of keys and the query tiles it walks:
+// - under a causal mask a query before every key sees none of them: no tile before the first
+//   query row at or after the keys' first position is visible, and the walk begins at it;
+// - under a window a query at least `window` after every key sees none of them: no tile past the
+//   last query row before the keys' last position plus the window is visible, and the walk ends
+//   after it;
 // - under the causal mask alone, with the key rows inside the sequence, every pair of a tile of
 //   the queries' last piece whose queries all lie at or after the keys' last position is
 //   visible: classify_tile calls those tiles full (none are known full otherwise).
-__host__ __device__ inline QueryWalkBounds causal_query_walk(const DeviceMask& mask, const DevicePositions& qpos,
-                                                             const DevicePositions& kpos, int k_first, int k_rows,
-                                                             int seq_k, int q_rows, int seq_q) {
-  QueryWalkBounds walk{0, 0, 0};
+__host__ __device__ inline QueryWalkBounds query_tile_walk(const DeviceMask& mask, const DevicePositions& qpos,
+                                                           const DevicePositions& kpos, int k_first, int k_rows,
+                                                           int seq_k, int q_rows, int seq_q) {
+  const int tiles = (seq_q + q_rows - 1) / q_rows;
+  QueryWalkBounds walk{0, tiles, 0, 0};
   const int k_last = (k_first + k_rows < seq_k ? k_first + k_rows : seq_k) - 1;
-  if (!mask.causal || k_last < k_first) return walk;
+  if (k_last < k_first) return walk;
   std::int64_t k_lo = 0, k_hi = 0;
   position_span(kpos, k_first, k_last, k_lo, k_hi);
-  const std::int64_t rows0 = qpos.length0 < seq_q ? qpos.length0 : seq_q;  // query rows on the first piece
-  // The first query row at or after k_lo: on the first piece if any of its rows is, else on the
-  // second (seq_q: none).
-  const std::int64_t before0 = rows_at_or_before(k_lo - 1, qpos.start0, qpos.stride0, rows0);
-  const std::int64_t first_row =
-      before0 < rows0 ? before0 : rows0 + rows_at_or_before(k_lo - 1, qpos.start1, qpos.stride1, seq_q - rows0);
-  walk.begin_tile = first_row < seq_q ? static_cast<int>(first_row / q_rows) : (seq_q + q_rows - 1) / q_rows;
-  if (mask.window <= 0 && !mask.documents() && !mask.ranges.on && k_first + k_rows <= seq_k) {
+  if (mask.causal) {
+    const std::int64_t first = first_row_after(k_lo - 1, qpos, seq_q);
+    walk.begin_tile = first < seq_q ? static_cast<int>(first / q_rows) : tiles;
+  }
+  if (mask.window > 0)
+    walk.end_tile = static_cast<int>((rows_through(k_hi + mask.window - 1, qpos, seq_q) + q_rows - 1) / q_rows);
+  if (walk.begin_tile > walk.end_tile) walk.begin_tile = walk.end_tile;
+  if (mask.causal && mask.window <= 0 && !mask.documents() && !mask.ranges.on && k_first + k_rows <= seq_k) {
     // The last piece's rows from the first at or after k_hi on: whole tiles of them are full.
+    const std::int64_t rows0 = qpos.length0 < seq_q ? qpos.length0 : seq_q;  // query rows on the first piece
     const bool two = rows0 < seq_q;
-    const std::int64_t last_piece_first = two ? rows0 : 0;
-    const std::int64_t from_row =
-        last_piece_first + (two ? rows_at_or_before(k_hi - 1, qpos.start1, qpos.stride1, seq_q - rows0)
-                                : rows_at_or_before(k_hi - 1, qpos.start0, qpos.stride0, seq_q));
+    const std::int64_t from_row = two ? rows0 + rows_at_or_before(k_hi - 1, qpos.start1, qpos.stride1, seq_q - rows0)
+                                      : rows_at_or_before(k_hi - 1, qpos.start0, qpos.stride0, seq_q);
     walk.full_begin = static_cast<int>((from_row + q_rows - 1) / q_rows);
     walk.full_end = seq_q / q_rows;
     if (walk.full_end < walk.full_begin) walk.full_end = walk.full_begin;

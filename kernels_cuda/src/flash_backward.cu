@@ -144,8 +144,6 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim, kKeyTile>:
   const DeviceMask mask = dims.mask.for_entry(b);  // batch entry b's (per-sequence documents)
   const int group_size = dims.heads / dims.kv_heads;
   const int k_first = k_tile * kBlockN;
-  const int num_q_tiles = (dims.seq_q + kBlockM - 1) / kBlockM;
-  const int iterations = group_size * num_q_tiles;  // (query head, query tile) pairs
 
   const T* k = static_cast<const T*>(args.k.data) + b * args.k.batch + kv_head * args.k.head;
   const T* v = static_cast<const T*>(args.v.data) + b * args.v.batch + kv_head * args.v.head;
@@ -153,33 +151,32 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim, kKeyTile>:
   if constexpr (kKey)
     load_tile_async<kBlockN, DV, kThreads>(v_s, v + k_first * args.v.seq, args.v.seq, dims.seq_k - k_first);
 
-  // Under a causal mask, where each head's walk begins and which of its tiles are full, found
-  // once (causal_query_walk): only the tiles near the diagonal are classified.
+  // Where each head's walk begins and ends and which of its tiles are full, found once
+  // (query_tile_walk): only the tiles near the causal diagonal or the window's edge are classified.
+  // The walk's (query head, query tile) pairs: `walk_tiles` tiles a head from bounds.begin_tile.
   const QueryWalkBounds bounds =
-      causal_query_walk(mask, dims.q_positions, dims.k_positions, k_first, kBlockN, dims.seq_k, kBlockM, dims.seq_q);
+      query_tile_walk(mask, dims.q_positions, dims.k_positions, k_first, kBlockN, dims.seq_k, kBlockM, dims.seq_q);
+  const int walk_tiles = bounds.end_tile - bounds.begin_tile;
+  const int iterations = group_size * walk_tiles;
+  auto head_of = [&](int it) { return kv_head * group_size + it / walk_tiles; };
+  auto q_tile_of = [&](int it) { return bounds.begin_tile + it % walk_tiles; };
   auto kind_of = [&](int q_tile) {
     if (q_tile >= bounds.full_begin && q_tile < bounds.full_end) return TileKind::kFull;
     return classify_tile(mask, dims.q_positions, dims.k_positions, q_tile * kBlockM, kBlockM, dims.seq_q, k_first,
                          kBlockN, dims.seq_k);
   };
   // The first (query head, query tile) pair from `it` on that the mask does not hide, its kind
-  // in `kind`: each pair classified once per walk, none before its head's beginning.
+  // in `kind`: each pair classified once per walk.
   auto next_visible = [&](int it, TileKind& kind) {
-    while (it < iterations) {
-      const int q_tile = it % num_q_tiles;
-      if (q_tile < bounds.begin_tile) {
-        it += bounds.begin_tile - q_tile;  // this head's first tile that may be visible
-        continue;
-      }
-      kind = kind_of(q_tile);
+    for (; it < iterations; ++it) {
+      kind = kind_of(q_tile_of(it));
       if (kind != TileKind::kSkip) break;
-      ++it;
     }
     return it;
   };
   auto load_query_tile = [&](int it, int stage) {
-    const int head = kv_head * group_size + it / num_q_tiles;
-    const int q_first = (it % num_q_tiles) * kBlockM;
+    const int head = head_of(it);
+    const int q_first = q_tile_of(it) * kBlockM;
     const T* q = static_cast<const T*>(args.q.data) + b * args.q.batch + head * args.q.head + q_first * args.q.seq;
     const T* dout =
         static_cast<const T*>(args.dout.data) + b * args.dout.batch + head * args.dout.head + q_first * args.dout.seq;
@@ -217,8 +214,8 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim, kKeyTile>:
     if (next < iterations) load_query_tile(next, stage ^ 1);
     cp_async_commit();
 
-    const int head = kv_head * group_size + it / num_q_tiles;
-    const int q_first = (it % num_q_tiles) * kBlockM;
+    const int head = head_of(it);
+    const int q_first = q_tile_of(it) * kBlockM;
     const T* q_s = q_tiles + stage * kBlockM * D;
     const T* do_s = do_tiles + stage * kBlockM * DV;
     const float* lse_s = lse_tiles + stage * kBlockM;

@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(ForwardConfig<kHeadDim, kValueDim, kRowBlocks>
   load_tile_async<kBlockM, D, kThreads>(q_tile, tile.template query_rows<T>(args.q), args.q.seq,
                                         dims.seq_q - tile.q_first);
   TileKind kind = TileKind::kSkip;
-  int k_tile = tile.next_visible(dims, 0, kind);
+  int k_tile = tile.first_visible(dims, kind);
   if (k_tile < tile.num_k_tiles)
     load_key_value_tiles<kBlockN, D, DV, kThreads>(k_tiles, v_tiles, k, v, args.k, args.v, dims.seq_k, k_tile, 0);
   cp_async_commit();

@@ -17,9 +17,9 @@ namespace detail {
 template <int kBlockM, int kBlockN>
 struct QueryTile {
   int b, h, kv_head, q_first;
-  // The walk's key tiles: it ends at num_k_tiles, and those before full_k_tiles are full without
-  // being classified (causal_key_walk).
-  int num_k_tiles, full_k_tiles;
+  // The walk's key tiles: it begins at first_k_tile and ends at num_k_tiles, and those before
+  // full_k_tiles are full without being classified (key_tile_walk).
+  int first_k_tile, num_k_tiles, full_k_tiles;
   DeviceMask mask;  // the mask of batch entry b (its own documents with per-sequence documents)
 
   // Last query tiles first: under a causal mask they have the most keys to visit.
@@ -33,7 +33,8 @@ struct QueryTile {
     q_first = (num_q_tiles - 1 - static_cast<int>(blockIdx.x / heads_total)) * kBlockM;
     mask = dims.mask.for_entry(b);
     const KeyWalk walk =
-        causal_key_walk(mask, dims.q_positions, dims.k_positions, q_first, kBlockM, dims.seq_q, kBlockN, dims.seq_k);
+        key_tile_walk(mask, dims.q_positions, dims.k_positions, q_first, kBlockM, dims.seq_q, kBlockN, dims.seq_k);
+    first_k_tile = walk.begin_tile;
     num_k_tiles = walk.end_tile;
     full_k_tiles = walk.full_tiles;
   }
@@ -61,6 +62,12 @@ struct QueryTile {
       if (kind != TileKind::kSkip) break;
     }
     return k_tile;
+  }
+  // The walk's first key tile that the mask does not hide, its kind in `kind` (the tiles before
+  // first_k_tile are hidden); the walk goes on with next_visible, so that first_k_tile is not
+  // kept through the kernels' loops.
+  __device__ int first_visible(const AttentionDims& dims, TileKind& kind) const {
+    return next_visible(dims, first_k_tile, kind);
   }
   // The tile's rows come in blocks of 16, block i holding rows 16i to 16i + 15 (a warp owns
   // one block, or two in the forward with 32 rows a warp).

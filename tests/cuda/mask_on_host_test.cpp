@@ -11,7 +11,8 @@
 // two chunks), tiles reaching up to two rows past a sequence's end, causal or not, windows of
 // 0 to 9, documents (an empty one among them), per-sequence documents (DeviceMask::for_entry)
 // and random range lists whose bounds sit on the maps' edges. The bounds a causal walk over key
-// tiles finds once per tile of queries (causal_key_walk) are checked against every pair too.
+// tiles or query tiles finds once per tile (key_tile_walk, query_tile_walk) are checked against
+// every pair too.
 #include <gtest/gtest.h>
 
 #include <climits>
@@ -251,36 +252,40 @@ TEST(CudaMaskOnHost, RangesAgreeWithEveryPair) {
   EXPECT_GT(tiles, 1000000);
 }
 
-/// What a causal walk says of the tiles it walks over: those outside [visit_begin, visit_end)
+/// What a walk's bounds say of the tiles it walks over: those outside [visit_begin, visit_end)
 /// have no visible pair, those in [full_begin, full_end) have every pair visible.
 struct WalkClaim {
   int visit_begin, visit_end, full_begin, full_end;
 };
 
 /// A walk's bounds for a block of rows on the side that stays (`fixed_first`, `fixed_rows`) over
-/// tiles of `tile_rows` on the side it walks: key tiles for a tile of queries (causal_key_walk,
-/// the forwards'), or query tiles for a tile of keys (causal_query_walk, the backwards').
+/// tiles of `tile_rows` on the side it walks: key tiles for a tile of queries (key_tile_walk, the
+/// forwards'), or query tiles for a tile of keys (query_tile_walk, the backwards').
 WalkClaim walk_claim(const Case& c, bool keys_walked, const DevicePositions& dq, const DevicePositions& dk, int seq_q,
                      int seq_k, int fixed_first, int fixed_rows, int tile_rows) {
   if (keys_walked) {
-    const KeyWalk w = causal_key_walk(c.device, dq, dk, fixed_first, fixed_rows, seq_q, tile_rows, seq_k);
-    return {0, w.end_tile, 0, w.full_tiles};
+    const KeyWalk w = key_tile_walk(c.device, dq, dk, fixed_first, fixed_rows, seq_q, tile_rows, seq_k);
+    return {w.begin_tile, w.end_tile, 0, w.full_tiles};
   }
-  const QueryWalkBounds w = causal_query_walk(c.device, dq, dk, fixed_first, fixed_rows, seq_k, tile_rows, seq_q);
-  return {w.begin_tile, (seq_q + tile_rows - 1) / tile_rows, w.full_begin, w.full_end};
+  const QueryWalkBounds w = query_tile_walk(c.device, dq, dk, fixed_first, fixed_rows, seq_k, tile_rows, seq_q);
+  return {w.begin_tile, w.end_tile, w.full_begin, w.full_end};
 }
 
 /// Every walk of one kind for blocks of 1 to 16 rows (up to past the sequence's end) over tiles of
 /// 1 to 8 rows, on every pair of maps (and one whose second piece comes before its first): no
 /// tile the walk leaves out has a visible pair, every tile it takes as full lies inside the
-/// sequences with every pair visible (and classify_tile calls it full); under the causal mask
-/// alone the tile where the walk stops (the forwards': its last) or starts (the backwards': its
-/// first) has a visible pair, and without a causal mask the walk takes every tile with none known
-/// full. Returns the walks checked; stops at a case's first disagreement (reported).
+/// sequences with every pair visible (and classify_tile calls it full); the walks go no further
+/// than they must: under the causal mask alone the tile where the causal bound cuts the walk (the
+/// forwards' last, the backwards' first) has a visible pair, and under a window alone (no causal
+/// mask) so has the tile where the window's bound cuts it (the forwards' first, the backwards'
+/// last); with neither the walk takes every tile, none known full. Returns the walks checked;
+/// stops at a case's first disagreement (reported).
 int check_walks(const Case& c, bool keys_walked) {
   std::vector<PositionMap> maps = small_position_maps();
   maps.push_back(PositionMap::two(Segment{12, 1, 3}, Segment{0, 2, 3}));
-  const bool causal_alone = c.device.causal && c.device.window <= 0 && !c.device.documents() && !c.device.ranges.on;
+  const bool other_masks = c.device.documents() || c.device.ranges.on;
+  const bool causal_alone = c.device.causal && c.device.window <= 0 && !other_masks;
+  const bool window_alone = !c.device.causal && c.device.window > 0 && !other_masks;
   int walks = 0;
   for (const PositionMap& q : maps)
     for (const PositionMap& k : maps) {
@@ -308,11 +313,19 @@ int check_walks(const Case& c, bool keys_walked) {
               ADD_FAILURE() << where() << "bounds out of order or outside [0, " << tiles << "]";
               return walks;
             }
-            if (!c.device.causal && (w.visit_begin != 0 || w.visit_end != tiles || some_full)) {
-              ADD_FAILURE() << where() << "a walk without a causal mask must take every tile, none known full";
+            if (!c.device.causal && c.device.window <= 0 && (w.visit_begin != 0 || w.visit_end != tiles || some_full)) {
+              ADD_FAILURE() << where() << "a walk without a causal mask or a window must take every tile, none full";
               return walks;
             }
-            const int tight = keys_walked ? w.visit_end - 1 : w.visit_begin;  // where a causal walk stops or starts
+            if (!causal_alone && some_full) {
+              ADD_FAILURE() << where() << "only under the causal mask alone are tiles known full";
+              return walks;
+            }
+            // Where the causal bound cuts the walk (the forwards' last tile, the backwards' first),
+            // and where the window's does (the forwards' first, the backwards' last).
+            const int causal_cut = keys_walked ? w.visit_end - 1 : w.visit_begin;
+            const int window_cut = keys_walked ? w.visit_begin : w.visit_end - 1;
+            const int tight = causal_alone ? causal_cut : window_alone ? window_cut : -1;
             for (int t = 0; t < tiles; ++t) {
               const int q0 = keys_walked ? fixed_first : t * tile_rows, q_rows = keys_walked ? fixed_rows : tile_rows;
               const int k0 = keys_walked ? t * tile_rows : fixed_first, k_rows = keys_walked ? tile_rows : fixed_rows;
@@ -332,7 +345,7 @@ int check_walks(const Case& c, bool keys_walked) {
                 ADD_FAILURE() << where() << "tile " << t << ", taken as full, has a hidden pair or is not full";
                 return walks;
               }
-              if (causal_alone && t == tight && !any) {
+              if (t == tight && !any) {
                 ADD_FAILURE() << where() << "the walk stops or starts at tile " << t << ", which has no visible pair";
                 return walks;
               }
@@ -347,7 +360,7 @@ int check_walks(const Case& c, bool keys_walked) {
 int check_walks_under_every_mask(bool keys_walked, unsigned seed) {
   int walks = 0;
   for (bool causal : {false, true})
-    for (std::int64_t window : {0, 1, 5})
+    for (std::int64_t window : {0, 1, 2, 5, 9})
       for (const auto& docs : kDocumentSets)
         walks += check_walks(make_case(causal, window, docs, nullptr), keys_walked);
   std::mt19937_64 rng(seed);
@@ -359,13 +372,13 @@ int check_walks_under_every_mask(bool keys_walked, unsigned seed) {
   return walks;
 }
 
-// The forwards' walk over key tiles (causal_key_walk).
-TEST(CudaMaskOnHost, CausalKeyWalksEndAndTakeFullTilesAsTheMaskSays) {
+// The forwards' walk over key tiles (key_tile_walk).
+TEST(CudaMaskOnHost, KeyWalksBeginEndAndTakeFullTilesAsTheMaskSays) {
   EXPECT_GT(check_walks_under_every_mask(true, 31), 50000);
 }
 
-// The backwards' walk over query tiles (causal_query_walk).
-TEST(CudaMaskOnHost, CausalQueryWalksBeginAndTakeFullTilesAsTheMaskSays) {
+// The backwards' walk over query tiles (query_tile_walk).
+TEST(CudaMaskOnHost, QueryWalksBeginEndAndTakeFullTilesAsTheMaskSays) {
   EXPECT_GT(check_walks_under_every_mask(false, 37), 50000);
 }
 

@@ -60,13 +60,14 @@ __device__ __forceinline__ void fence_shared_for_async() {
 }
 
 // The CTA's key tile and its walk over the (query head of the GQA group, query tile) pairs,
-// skipping the tiles the mask hides; under a causal mask each head's walk begins where its
-// first tile may be visible, and the full tiles are known without classifying them
-// (causal_query_walk).
+// skipping the tiles the mask hides; each head's walk begins and ends where the causal mask and
+// the window let its tiles be visible, and the full tiles are known without classifying them
+// (query_tile_walk).
 template <int kBlockM, int kBlockN>
 struct QueryWalk {
-  int b, kv_head, group_size, k_first, num_q_tiles, iterations;
+  int b, kv_head, group_size, k_first;
   detail::QueryWalkBounds bounds;
+  int walk_tiles, iterations;  // a head's tiles from bounds.begin_tile, and the pairs in all
 
   __device__ explicit QueryWalk(const detail::AttentionDims& dims) {
     const int kv_heads_total = dims.batch * dims.kv_heads;
@@ -75,13 +76,13 @@ struct QueryWalk {
     kv_head = bhk % dims.kv_heads;
     k_first = static_cast<int>(blockIdx.x / kv_heads_total) * kBlockN;
     group_size = dims.heads / dims.kv_heads;
-    num_q_tiles = (dims.seq_q + kBlockM - 1) / kBlockM;
-    iterations = group_size * num_q_tiles;
-    bounds = detail::causal_query_walk(dims.mask, dims.q_positions, dims.k_positions, k_first, kBlockN, dims.seq_k,
-                                       kBlockM, dims.seq_q);
+    bounds = detail::query_tile_walk(dims.mask, dims.q_positions, dims.k_positions, k_first, kBlockN, dims.seq_k,
+                                     kBlockM, dims.seq_q);
+    walk_tiles = bounds.end_tile - bounds.begin_tile;
+    iterations = group_size * walk_tiles;
   }
-  __device__ int head(int it) const { return kv_head * group_size + it / num_q_tiles; }
-  __device__ int q_tile(int it) const { return it % num_q_tiles; }
+  __device__ int head(int it) const { return kv_head * group_size + it / walk_tiles; }
+  __device__ int q_tile(int it) const { return bounds.begin_tile + it % walk_tiles; }
   __device__ detail::TileKind kind(const detail::AttentionDims& dims, int it) const {
     if (q_tile(it) >= bounds.full_begin && q_tile(it) < bounds.full_end) return detail::TileKind::kFull;
     return detail::classify_tile(dims.mask, dims.q_positions, dims.k_positions, q_tile(it) * kBlockM, kBlockM,
@@ -90,14 +91,9 @@ struct QueryWalk {
   // The first pair from `it` on that the mask does not hide (iterations if none), its kind in
   // `kind`: a walk classifies each pair once.
   __device__ int next_visible(const detail::AttentionDims& dims, int it, detail::TileKind& kind) const {
-    while (it < iterations) {
-      if (q_tile(it) < bounds.begin_tile) {
-        it += bounds.begin_tile - q_tile(it);  // this head's first tile that may be visible
-        continue;
-      }
+    for (; it < iterations; ++it) {
       kind = this->kind(dims, it);
       if (kind != detail::TileKind::kSkip) break;
-      ++it;
     }
     return it;
   }

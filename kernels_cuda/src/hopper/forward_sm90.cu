@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   Tensor sV = make_tensor(make_smem_ptr(shared.v.data()), typename Traits::SmemLayoutV{});
   Tensor sVt = make_tensor(make_smem_ptr(shared.v.data()), typename Traits::SmemLayoutVt{});
   detail::TileKind first_kind = detail::TileKind::kSkip;
-  const int first_tile = tile.next_visible(dims, 0, first_kind);
+  const int first_tile = tile.first_visible(dims, first_kind);
 
   if (warpgroup == 0) {  // producer
     cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
