@@ -141,22 +141,21 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
   return RFA_CUDA_SUCCESS;
 }
 
-// The current device's compute capability major version, in `major`.
-rfa_cuda_status current_compute_major(int& major) {
+// The tensor-core kernels need sm_80 (mma.sync bf16, cp.async, ldmatrix); the current device's
+// compute capability major version in `major`.
+rfa_cuda_status check_device(int& major) {
   int device = 0;
   RFA_CUDA_TRY(from_cuda(cudaGetDevice(&device), "cudaGetDevice"));
-  return from_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
-}
-
-// The tensor-core kernels need sm_80 (mma.sync bf16, cp.async, ldmatrix).
-rfa_cuda_status check_device() {
-  int device = 0, major = 0;
-  RFA_CUDA_TRY(from_cuda(cudaGetDevice(&device), "cudaGetDevice"));
-  RFA_CUDA_TRY(current_compute_major(major));
+  RFA_CUDA_TRY(
+      from_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute"));
   if (major < 8)
     return fail(RFA_CUDA_ERROR_UNSUPPORTED, "device %d has compute capability %d.x; sm_80 or newer is needed", device,
                 major);
   return RFA_CUDA_SUCCESS;
+}
+rfa_cuda_status check_device() {
+  int major = 0;
+  return check_device(major);
 }
 
 rfa_cuda_status check_rowwise_shape(const char* what, std::int64_t batch, std::int64_t seq, std::int64_t heads,
@@ -259,12 +258,10 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   if (p->merge && p->out_dtype != RFA_CUDA_FP32)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "merge needs out_dtype fp32 (the running partial), not %s",
                 dtype_name(p->out_dtype));
-  RFA_CUDA_TRY(check_device());
-  if (a.rows_per_warp == 0) {
-    int compute_major = 0;
-    RFA_CUDA_TRY(current_compute_major(compute_major));
+  int compute_major = 0;
+  RFA_CUDA_TRY(check_device(compute_major));
+  if (a.rows_per_warp == 0)
     a.rows_per_warp = default_forward_rows_per_warp(a.dims.head_dim, a.dims.value_dim, compute_major);
-  }
   const rfa_cuda_attention_shape& s = p->shape;
   a.q = resolve(p->q, p->q_strides, s.seq_q, s.heads, s.head_dim);
   a.k = resolve(p->k, p->k_strides, s.seq_k, s.kv_heads, s.head_dim);

@@ -47,8 +47,8 @@ bool path_takes_head_dim(const Case& c, rfa_cuda_path path) {
 
 // The sm80 forward's layouts, chosen by RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP: 16 or 32 query rows a
 // warp (default: 32 on compute capability 9.x and later where both head dims are at most 128,
-// else 16; 32 takes value head dims up to 128). Every forward on the sm80 path runs in each layout the case's head dims
-// take.
+// else 16; 32 takes value head dims up to 128). Every forward on the sm80 path runs in each
+// layout the case's head dims take.
 constexpr const char* kRowsPerWarp = "RFA_CUDA_SM80_FORWARD_ROWS_PER_WARP";
 
 // A forward's kernels: a path, and on sm80 the query rows a warp (0: the default layout, the
@@ -981,9 +981,9 @@ int main(int argc, char** argv) {
     std::printf("no CUDA device: skipping the GPU correctness tests (%d argument-check failures)\n", failures);
     return failures == 0 ? kSkipExitCode : 1;
   }
-  int device = 0, major = 0;
+  int device = 0;
   RFA_TEST_CUDA(cudaGetDevice(&device));
-  RFA_TEST_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  const int major = device_compute_major();
   if (major < 8) {
     std::printf("CUDA device has compute capability %d.x < 8.0: skipping\n", major);
     return kSkipExitCode;
