@@ -105,6 +105,27 @@ struct DeviceRanges {
     }
     if (next <= q_hi) all = false;
   }
+  // The keys [lo, hi] (lo > hi: none) that queries at positions [q_lo, q_hi] may see: each entry
+  // of a band holding some of them gives its keys [k_begin, k_end) cut by its diagonal band
+  // (k - q in [diag_lo, diag_hi]) to those that one of the band's queries in [q_lo, q_hi]
+  // reaches. The unbounded offsets (2^62) leave room for the sums.
+  __device__ void key_span(std::int64_t q_lo, std::int64_t q_hi, std::int64_t& lo, std::int64_t& hi) const {
+    lo = INT64_MAX;
+    hi = INT64_MIN;
+    for (std::int64_t b = first_band_ending_after(q_lo); b < band_count && __ldg(band_begin + b) <= q_hi; ++b) {
+      const std::int64_t begin = __ldg(band_begin + b), end = __ldg(band_end + b);
+      const std::int64_t qa = begin > q_lo ? begin : q_lo, qb = end - 1 < q_hi ? end - 1 : q_hi;
+      for (std::int64_t e = __ldg(band_offset + b); e < __ldg(band_offset + b + 1); ++e) {
+        const std::int64_t* r = entries + 6 * e;
+        const std::int64_t reach_lo = qa + __ldg(r + 4), reach_hi = qb + __ldg(r + 5);
+        const std::int64_t kb = __ldg(r + 2), ke = __ldg(r + 3);
+        const std::int64_t a = kb > reach_lo ? kb : reach_lo, z = ke - 1 < reach_hi ? ke - 1 : reach_hi;
+        if (a > z) continue;
+        lo = a < lo ? a : lo;
+        hi = z > hi ? z : hi;
+      }
+    }
+  }
 };
 
 struct DeviceMask {
@@ -142,6 +163,14 @@ struct DeviceMask {
         hi = mid;
     }
     return lo;
+  }
+  // The positions [lo, hi] of the documents that positions [p_lo, p_hi] lie in: as document_of
+  // counts them, the first document takes every position before the boundaries and the last
+  // every one after them (INT64_MIN, INT64_MAX there).
+  __device__ void document_span(std::int64_t p_lo, std::int64_t p_hi, std::int64_t& lo, std::int64_t& hi) const {
+    const std::int64_t first = document_of(p_lo), last = document_of(p_hi);
+    lo = first == 0 ? INT64_MIN : __ldg(doc_bounds + first);
+    hi = last + 2 >= doc_bound_count ? INT64_MAX : __ldg(doc_bounds + last + 1) - 1;
   }
   // The causal and window parts of the rule (visible_pair below adds the documents and ranges).
   __host__ __device__ bool in_causal_window(std::int64_t q, std::int64_t k) const {
@@ -247,6 +276,33 @@ __host__ __device__ inline std::int64_t rows_through(std::int64_t y, const Devic
   return seen1 > 0 ? rows0 + seen1 : rows_at_or_before(y, p.start0, p.stride0, rows0);
 }
 
+// The tiles of `tile_rows` rows, of a map's `seq` rows, that the walk over them takes: [begin,
+// end), from the tile of the first row at a position at or after `lo` to the tile of the last row
+// at or before `hi` (INT64_MIN and INT64_MAX: no bound; none where lo > hi).
+struct TileSpan {
+  int begin, end;
+};
+__host__ __device__ inline TileSpan tiles_over(std::int64_t lo, std::int64_t hi, const DevicePositions& p, int seq,
+                                               int tile_rows) {
+  const int tiles = (seq + tile_rows - 1) / tile_rows;
+  if (lo > hi) return TileSpan{0, 0};
+  TileSpan span{0, tiles};
+  if (hi != INT64_MAX) span.end = static_cast<int>((rows_through(hi, p, seq) + tile_rows - 1) / tile_rows);
+  if (lo != INT64_MIN) {
+    const std::int64_t first = first_row_after(lo - 1, p, seq);
+    span.begin = first < seq ? static_cast<int>(first / tile_rows) : tiles;
+  }
+  if (span.begin > span.end) span.begin = span.end;
+  return span;
+}
+
+// Narrows [lo, hi] to its part in [other_lo, other_hi].
+__host__ __device__ inline void intersect_span(std::int64_t& lo, std::int64_t& hi, std::int64_t other_lo,
+                                               std::int64_t other_hi) {
+  lo = other_lo > lo ? other_lo : lo;
+  hi = other_hi < hi ? other_hi : hi;
+}
+
 // What a walk over the key tiles of k_rows rows needs to classify, for query rows [q_first,
 // q_first + q_rows): the tiles in [begin_tile, end_tile), of which those before full_tiles are
 // full.
@@ -256,32 +312,40 @@ struct KeyWalk {
 
 // The key walk of query rows [q_first, q_first + q_rows) over tiles of k_rows keys, found once
 // per tile of queries so that the walk classifies (classify_tile, up to four pairs of pieces in
-// 64-bit arithmetic, ahead of each tile's loads) only the tiles where the causal mask's diagonal
-// or the window's edge passes. Each test of the mask is ANDed with the rest, and each piece of a
-// map increases, so:
-// - under a causal mask a key after every query is hidden: no tile past the last key row at or
-//   before the rows' last query position is visible, and the walk ends after it;
-// - under a window a key at least `window` before every query is hidden: no tile before the first
-//   key row after the rows' first query position less the window is visible, and the walk
-//   begins at it;
-// - under the causal mask alone, with the query rows inside the sequence, every pair of a tile of
-//   the keys' first piece whose keys all lie at or before the rows' first query position is
-//   visible: classify_tile calls those tiles full (none are known full otherwise).
-__host__ __device__ inline KeyWalk key_tile_walk(const DeviceMask& mask, const DevicePositions& qpos,
-                                                 const DevicePositions& kpos, int q_first, int q_rows, int seq_q,
-                                                 int k_rows, int seq_k) {
-  const int tiles = (seq_k + k_rows - 1) / k_rows;
-  KeyWalk walk{0, tiles, 0};
+// 64-bit arithmetic, ahead of each tile's loads) only the tiles where an edge of the mask passes.
+// Each test of the mask is ANDed with the rest, and each piece of a map increases, so with
+// [q_lo, q_hi] the least and greatest of the rows' query positions, the walk takes only the key
+// tiles holding a key in each of these spans of positions that a part of the mask leaves visible:
+// - the causal mask: keys at or before q_hi;
+// - a window: keys after q_lo less the window;
+// - documents: keys in the documents of q_lo to q_hi (document_span);
+// - ranges: keys an entry of the rows' bands reaches (DeviceRanges::key_span).
+// Under the causal mask alone, with the query rows inside the sequence, every pair of a tile of
+// the keys' first piece whose keys all lie at or before q_lo is visible: classify_tile calls
+// those tiles full (none are known full otherwise).
+__device__ inline KeyWalk key_tile_walk(const DeviceMask& mask, const DevicePositions& qpos,
+                                        const DevicePositions& kpos, int q_first, int q_rows, int seq_q, int k_rows,
+                                        int seq_k) {
+  KeyWalk walk{0, (seq_k + k_rows - 1) / k_rows, 0};
   const int q_last = (q_first + q_rows < seq_q ? q_first + q_rows : seq_q) - 1;
   if (q_last < q_first) return walk;
   std::int64_t q_lo = 0, q_hi = 0;
   position_span(qpos, q_first, q_last, q_lo, q_hi);
-  if (mask.causal) walk.end_tile = static_cast<int>((rows_through(q_hi, kpos, seq_k) + k_rows - 1) / k_rows);
-  if (mask.window > 0) {
-    const std::int64_t first = first_row_after(q_lo - mask.window, kpos, seq_k);
-    walk.begin_tile = first < seq_k ? static_cast<int>(first / k_rows) : tiles;
+  std::int64_t lo = INT64_MIN, hi = INT64_MAX;  // the key positions the mask may leave visible
+  if (mask.causal) hi = q_hi;
+  if (mask.window > 0) lo = q_lo - mask.window + 1;
+  std::int64_t part_lo = 0, part_hi = 0;
+  if (mask.documents()) {
+    mask.document_span(q_lo, q_hi, part_lo, part_hi);
+    intersect_span(lo, hi, part_lo, part_hi);
   }
-  if (walk.begin_tile > walk.end_tile) walk.begin_tile = walk.end_tile;
+  if (mask.ranges.on) {
+    mask.ranges.key_span(q_lo, q_hi, part_lo, part_hi);
+    intersect_span(lo, hi, part_lo, part_hi);
+  }
+  const TileSpan span = tiles_over(lo, hi, kpos, seq_k, k_rows);
+  walk.begin_tile = span.begin;
+  walk.end_tile = span.end;
   if (mask.causal && mask.window <= 0 && !mask.documents() && !mask.ranges.on && q_first + q_rows <= seq_q) {
     const std::int64_t rows0 = kpos.length0 < seq_k ? kpos.length0 : seq_k;  // key rows on the first piece
     walk.full_tiles = static_cast<int>(rows_at_or_before(q_lo, kpos.start0, kpos.stride0, rows0) / k_rows);
@@ -296,31 +360,36 @@ struct QueryWalkBounds {
   int begin_tile, end_tile, full_begin, full_end;
 };
 
-// The backward's mirror of key_tile_walk, for a tile of keys and the query tiles it walks:
-// - under a causal mask a query before every key sees none of them: no tile before the first
-//   query row at or after the keys' first position is visible, and the walk begins at it;
-// - under a window a query at least `window` after every key sees none of them: no tile past the
-//   last query row before the keys' last position plus the window is visible, and the walk ends
-//   after it;
-// - under the causal mask alone, with the key rows inside the sequence, every pair of a tile of
-//   the queries' last piece whose queries all lie at or after the keys' last position is
-//   visible: classify_tile calls those tiles full (none are known full otherwise).
-__host__ __device__ inline QueryWalkBounds query_tile_walk(const DeviceMask& mask, const DevicePositions& qpos,
-                                                           const DevicePositions& kpos, int k_first, int k_rows,
-                                                           int seq_k, int q_rows, int seq_q) {
-  const int tiles = (seq_q + q_rows - 1) / q_rows;
-  QueryWalkBounds walk{0, tiles, 0, 0};
+// The backward's mirror of key_tile_walk, for a tile of keys and the query tiles it walks: with
+// [k_lo, k_hi] the least and greatest of the rows' key positions, the walk takes only the query
+// tiles holding a query in each of these spans:
+// - the causal mask: queries at or after k_lo;
+// - a window: queries before k_hi plus the window;
+// - documents: queries in the documents of k_lo to k_hi (document_span).
+// Ranges do not bound it: their index is by query, and the queries that reach a key would take a
+// search through every band.
+// Under the causal mask alone, with the key rows inside the sequence, every pair of a tile of the
+// queries' last piece whose queries all lie at or after k_hi is visible: classify_tile calls
+// those tiles full (none are known full otherwise).
+__device__ inline QueryWalkBounds query_tile_walk(const DeviceMask& mask, const DevicePositions& qpos,
+                                                  const DevicePositions& kpos, int k_first, int k_rows, int seq_k,
+                                                  int q_rows, int seq_q) {
+  QueryWalkBounds walk{0, (seq_q + q_rows - 1) / q_rows, 0, 0};
   const int k_last = (k_first + k_rows < seq_k ? k_first + k_rows : seq_k) - 1;
   if (k_last < k_first) return walk;
   std::int64_t k_lo = 0, k_hi = 0;
   position_span(kpos, k_first, k_last, k_lo, k_hi);
-  if (mask.causal) {
-    const std::int64_t first = first_row_after(k_lo - 1, qpos, seq_q);
-    walk.begin_tile = first < seq_q ? static_cast<int>(first / q_rows) : tiles;
+  std::int64_t lo = INT64_MIN, hi = INT64_MAX;  // the query positions the mask may leave visible
+  if (mask.causal) lo = k_lo;
+  if (mask.window > 0) hi = k_hi + mask.window - 1;
+  if (mask.documents()) {
+    std::int64_t part_lo = 0, part_hi = 0;
+    mask.document_span(k_lo, k_hi, part_lo, part_hi);
+    intersect_span(lo, hi, part_lo, part_hi);
   }
-  if (mask.window > 0)
-    walk.end_tile = static_cast<int>((rows_through(k_hi + mask.window - 1, qpos, seq_q) + q_rows - 1) / q_rows);
-  if (walk.begin_tile > walk.end_tile) walk.begin_tile = walk.end_tile;
+  const TileSpan span = tiles_over(lo, hi, qpos, seq_q, q_rows);
+  walk.begin_tile = span.begin;
+  walk.end_tile = span.end;
   if (mask.causal && mask.window <= 0 && !mask.documents() && !mask.ranges.on && k_first + k_rows <= seq_k) {
     // The last piece's rows from the first at or after k_hi on: whole tiles of them are full.
     const std::int64_t rows0 = qpos.length0 < seq_q ? qpos.length0 : seq_q;  // query rows on the first piece

@@ -10,11 +10,12 @@
 // Position maps as the kernels take them (one segment or two: contiguous, strided, zigzag's
 // two chunks), tiles reaching up to two rows past a sequence's end, causal or not, windows of
 // 0 to 9, documents (an empty one among them), per-sequence documents (DeviceMask::for_entry)
-// and random range lists whose bounds sit on the maps' edges. The bounds a causal walk over key
-// tiles or query tiles finds once per tile (key_tile_walk, query_tile_walk) are checked against
-// every pair too.
+// and random range lists whose bounds sit on the maps' edges. The bounds a walk over key tiles
+// or query tiles finds once per tile from the causal mask, the window, the documents and the
+// ranges (key_tile_walk, query_tile_walk) are checked against every pair too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <random>
@@ -271,6 +272,20 @@ WalkClaim walk_claim(const Case& c, bool keys_walked, const DevicePositions& dq,
   return {w.begin_tile, w.end_tile, w.full_begin, w.full_end};
 }
 
+/// What the walks of one case came to: how many were checked, and how many tiles they left out
+/// that the causal mask and the window alone would have taken (the documents' and ranges' cuts).
+struct WalkCounts {
+  int walks = 0;
+  long cut_by_other_masks = 0;
+};
+
+/// Whether a map's positions increase from row to row (across its pieces too).
+bool increasing(const PositionMap& m) {
+  for (std::int64_t i = 1; i < m.length(); ++i)
+    if (m(i) <= m(i - 1)) return false;
+  return true;
+}
+
 /// Every walk of one kind for blocks of 1 to 16 rows (up to past the sequence's end) over tiles of
 /// 1 to 8 rows, on every pair of maps (and one whose second piece comes before its first): no
 /// tile the walk leaves out has a visible pair, every tile it takes as full lies inside the
@@ -278,26 +293,39 @@ WalkClaim walk_claim(const Case& c, bool keys_walked, const DevicePositions& dq,
 /// than they must: under the causal mask alone the tile where the causal bound cuts the walk (the
 /// forwards' last, the backwards' first) has a visible pair, and under a window alone (no causal
 /// mask) so has the tile where the window's bound cuts it (the forwards' first, the backwards'
-/// last); with neither the walk takes every tile, none known full. Returns the walks checked;
-/// stops at a case's first disagreement (reported).
-int check_walks(const Case& c, bool keys_walked) {
+/// last); under documents alone, on maps whose positions increase, the walk takes exactly the
+/// tiles from the first to the last that hold a row some position between the block's least and
+/// greatest could see (at most one tile where none could); ranges do not bound the backwards'
+/// walk; with no part of the mask that bounds a walk it takes every tile, none known full.
+/// Stops at a case's first disagreement (reported).
+WalkCounts check_walks(const Case& c, bool keys_walked) {
   std::vector<PositionMap> maps = small_position_maps();
   maps.push_back(PositionMap::two(Segment{12, 1, 3}, Segment{0, 2, 3}));
-  const bool other_masks = c.device.documents() || c.device.ranges.on;
+  const bool documents = c.device.documents(), ranges = c.device.ranges.on;
+  const bool other_masks = documents || ranges;
   const bool causal_alone = c.device.causal && c.device.window <= 0 && !other_masks;
   const bool window_alone = !c.device.causal && c.device.window > 0 && !other_masks;
-  int walks = 0;
+  const bool documents_alone = !c.device.causal && c.device.window <= 0 && documents && !ranges;
+  const bool bounded = c.device.causal || c.device.window > 0 || documents || (ranges && keys_walked);
+  const Case without_others = make_case(c.device.causal, c.device.window, kDocumentSets[0], nullptr);
+  WalkCounts counts;
   for (const PositionMap& q : maps)
     for (const PositionMap& k : maps) {
       const DevicePositions dq = device_positions(q), dk = device_positions(k);
       const int seq_q = int(q.length()), seq_k = int(k.length());
       const int seq_fixed = keys_walked ? seq_q : seq_k, seq_walked = keys_walked ? seq_k : seq_q;
+      const PositionMap& fixed_map = keys_walked ? q : k;
+      const PositionMap& walked_map = keys_walked ? k : q;
+      const bool exact_documents = documents_alone && increasing(q) && increasing(k);
       for (int tile_rows : {1, 2, 3, 4, 5, 8}) {
         const int tiles = (seq_walked + tile_rows - 1) / tile_rows;
         for (int fixed_rows : {1, 2, 3, 4, 5, 7, 16})
           for (int fixed_first = 0; fixed_first < seq_fixed; ++fixed_first) {
             const WalkClaim w = walk_claim(c, keys_walked, dq, dk, seq_q, seq_k, fixed_first, fixed_rows, tile_rows);
-            ++walks;
+            const WalkClaim plain =
+                walk_claim(without_others, keys_walked, dq, dk, seq_q, seq_k, fixed_first, fixed_rows, tile_rows);
+            ++counts.walks;
+            counts.cut_by_other_masks += (plain.visit_end - plain.visit_begin) - (w.visit_end - w.visit_begin);
             auto where = [&] {  // built only for a failure's message
               std::ostringstream m;
               m << c.name << ": " << (keys_walked ? "query" : "key") << " rows [" << fixed_first << ", "
@@ -311,21 +339,42 @@ int check_walks(const Case& c, bool keys_walked) {
             if (w.visit_begin < 0 || w.visit_begin > w.visit_end || w.visit_end > tiles || w.full_begin > w.full_end ||
                 (some_full && (w.full_begin < w.visit_begin || w.full_end > w.visit_end))) {
               ADD_FAILURE() << where() << "bounds out of order or outside [0, " << tiles << "]";
-              return walks;
+              return counts;
             }
-            if (!c.device.causal && c.device.window <= 0 && (w.visit_begin != 0 || w.visit_end != tiles || some_full)) {
-              ADD_FAILURE() << where() << "a walk without a causal mask or a window must take every tile, none full";
-              return walks;
+            if (!bounded && (w.visit_begin != 0 || w.visit_end != tiles || some_full)) {
+              ADD_FAILURE() << where() << "a walk that no part of the mask bounds must take every tile, none full";
+              return counts;
             }
             if (!causal_alone && some_full) {
               ADD_FAILURE() << where() << "only under the causal mask alone are tiles known full";
-              return walks;
+              return counts;
             }
             // Where the causal bound cuts the walk (the forwards' last tile, the backwards' first),
             // and where the window's does (the forwards' first, the backwards' last).
             const int causal_cut = keys_walked ? w.visit_end - 1 : w.visit_begin;
             const int window_cut = keys_walked ? w.visit_begin : w.visit_end - 1;
             const int tight = causal_alone ? causal_cut : window_alone ? window_cut : -1;
+            // The tiles that hold a row some position between the fixed rows' least and greatest
+            // could see (documents alone, on increasing maps).
+            int reach_first = tiles, reach_last = -1;
+            if (exact_documents) {
+              const int fixed_last = std::min(fixed_first + fixed_rows, seq_fixed) - 1;
+              const std::int64_t span_lo = fixed_map(fixed_first), span_hi = fixed_map(fixed_last);
+              for (int j = 0; j < seq_walked; ++j)
+                for (std::int64_t x = span_lo; x <= span_hi; ++x)
+                  if (keys_walked ? c.truth(x, walked_map(j)) : c.truth(walked_map(j), x)) {
+                    reach_first = std::min(reach_first, j / tile_rows);
+                    reach_last = std::max(reach_last, j / tile_rows);
+                    break;
+                  }
+              const bool exact = reach_last >= 0 ? w.visit_begin == reach_first && w.visit_end == reach_last + 1
+                                                 : w.visit_end - w.visit_begin <= 1;
+              if (!exact) {
+                ADD_FAILURE() << where() << "under documents alone the walk should take the tiles [" << reach_first
+                              << ", " << reach_last + 1 << ") that hold a row the block's span of positions sees";
+                return counts;
+              }
+            }
             for (int t = 0; t < tiles; ++t) {
               const int q0 = keys_walked ? fixed_first : t * tile_rows, q_rows = keys_walked ? fixed_rows : tile_rows;
               const int k0 = keys_walked ? t * tile_rows : fixed_first, k_rows = keys_walked ? tile_rows : fixed_rows;
@@ -338,37 +387,53 @@ int check_walks(const Case& c, bool keys_walked) {
                 }
               if ((t < w.visit_begin || t >= w.visit_end) && any) {
                 ADD_FAILURE() << where() << "tile " << t << ", which the walk leaves out, has a visible pair";
-                return walks;
+                return counts;
               }
               if (t >= w.full_begin && t < w.full_end &&
                   (!all || classify_tile(c.device, dq, dk, q0, q_rows, seq_q, k0, k_rows, seq_k) != TileKind::kFull)) {
                 ADD_FAILURE() << where() << "tile " << t << ", taken as full, has a hidden pair or is not full";
-                return walks;
+                return counts;
               }
               if (t == tight && !any) {
                 ADD_FAILURE() << where() << "the walk stops or starts at tile " << t << ", which has no visible pair";
-                return walks;
+                return counts;
               }
             }
           }
       }
     }
-  return walks;
+  return counts;
 }
 
-/// Walks of one kind under every mask family: causal or not, windows, documents, ranges.
+/// Walks of one kind under every mask family: causal or not, windows, documents, and random
+/// ranges with or without the causal mask and a window. Returns the walks checked; the
+/// documents must cut both kinds of walk somewhere, the ranges the forwards' (key tiles) only.
 int check_walks_under_every_mask(bool keys_walked, unsigned seed) {
   int walks = 0;
+  long cut_by_documents = 0, cut_by_ranges = 0;
   for (bool causal : {false, true})
     for (std::int64_t window : {0, 1, 2, 5, 9})
-      for (const auto& docs : kDocumentSets)
-        walks += check_walks(make_case(causal, window, docs, nullptr), keys_walked);
+      for (const auto& docs : kDocumentSets) {
+        const WalkCounts n = check_walks(make_case(causal, window, docs, nullptr), keys_walked);
+        walks += n.walks;
+        cut_by_documents += n.cut_by_other_masks;
+      }
   std::mt19937_64 rng(seed);
-  for (int trial = 0; trial < 4; ++trial) {
+  for (int trial = 0; trial < 8; ++trial) {
     const std::vector<rfa_mask_range_t> list = rfa_test::random_mask_ranges(rng, S, 1 + trial, {0, 3, 5, 9, 12, 15});
     const MaskRanges ranges(list.data(), std::int64_t(list.size()), S, "ranges");
-    walks += check_walks(make_case(true, 0, kDocumentSets[std::size_t(trial) % 3], &ranges), keys_walked);
+    const bool causal = trial % 2 == 1;
+    const std::int64_t window = trial % 4 >= 2 ? 3 : 0;
+    const auto& docs = kDocumentSets[std::size_t(trial) % 3];
+    const WalkCounts n = check_walks(make_case(causal, window, docs, &ranges), keys_walked);
+    walks += n.walks;
+    if (docs.empty()) cut_by_ranges += n.cut_by_other_masks;
   }
+  EXPECT_GT(cut_by_documents, 0) << "the documents never cut a walk";
+  if (keys_walked)
+    EXPECT_GT(cut_by_ranges, 0) << "the ranges never cut a walk over key tiles";
+  else
+    EXPECT_EQ(cut_by_ranges, 0) << "the ranges cut a walk over query tiles, which they do not bound";
   return walks;
 }
 
