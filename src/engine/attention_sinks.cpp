@@ -3,6 +3,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <cmath>
+#include <type_traits>
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
@@ -36,46 +37,60 @@ std::int64_t team_count(std::int64_t rows, std::int64_t per_team, const char* ke
   return (rows + per_team - 1) / per_team;
 }
 
-// Lanes a row's values are scaled by on a device: a warp's lanes read one row's contiguous head
-// dim together, where a thread per row read rows a head's stride apart. Host backends take one.
+// Lanes that sum one row's head dim together on a device (a warp reads the row's contiguous
+// values); the host's threads take a row each.
 constexpr int kSinkRowLanes = 32;
+
+template <class Space>
+constexpr bool on_host() {
+  return std::is_same<Space, Kokkos::HostSpace>::value;
+}
+
+// Values of a row one thread of apply_sinks scales, at most: loaded in one unrolled block, so that
+// a device thread has them all in flight at once (a loop that loaded one value a turn waited for
+// each load in turn).
+constexpr int kSinkBlock = 8;
 
 }  // namespace
 
 template <class T, class Space>
 void apply_sinks(const typename Space::execution_space& exec, const float* sinks, SpaceTensor4<T, Space> out,
-                 SpaceTensor3<float, Space> lse, std::int64_t rows_per_team) {
+                 SpaceTensor3<float, Space> lse, std::int64_t values_per_thread) {
   using Exec = typename Space::execution_space;
-  using Team = typename Kokkos::TeamPolicy<Exec>::member_type;
+  using Range = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
   const std::int64_t B = out.extent(0), L = out.extent(1), H = out.extent(2), D = out.extent(3);
-  const std::int64_t rows = B * H * L;  // row r: entry r / (H L), head (r / L) % H, position r % L
-  const std::int64_t teams = team_count(rows, rows_per_team, "apply_sinks");
-  if (rows == 0) return;
-  // The values first, each row's lanes all reading its lse before the second kernel rewrites it.
+  if (values_per_thread < 0) fail(RFA_ERROR_INTERNAL, "apply_sinks: values_per_thread ", values_per_thread, " < 0");
+  const std::int64_t part = values_per_thread > 0 ? values_per_thread : on_host<Space>() ? D : kSinkBlock;
+  const std::int64_t parts = D > 0 ? (D + part - 1) / part : 0;  // a row's pieces, one a thread
+  const std::int64_t rows = B * H * L;
+  if (rows == 0 || parts == 0) return;
+  // The values first, each thread reading its row's lse before the second kernel rewrites it.
+  // Threads go through out in its order, (entry, position, head, piece of the head dim), so that
+  // a warp's threads read contiguous values.
   Kokkos::parallel_for(
-      "rfa::apply_sinks", Kokkos::TeamPolicy<Exec>(exec, int(teams), Kokkos::AUTO, kSinkRowLanes),
-      KOKKOS_LAMBDA(const Team& team) {
-        const TeamRows mine = team_rows(team.league_rank(), rows_per_team, rows);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, mine.first, mine.last), [&](std::int64_t r) {
-          const std::int64_t b = r / (H * L), h = (r / L) % H, i = r % L;
-          const float s = sinks[h];
-          if (s == -INFINITY) return;  // no sink for this head
-          const float before = lse(b, h, i);
-          const float after = lse_with_sink(before, s);
-          const float factor = ::expf(before - after);
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, D), [&](std::int64_t d) {
-            out(b, i, h, d) = from_float<T>(to_float(out(b, i, h, d)) * factor);
-          });
-        });
+      "rfa::apply_sinks", Range(exec, 0, rows * parts), KOKKOS_LAMBDA(std::int64_t t) {
+        const std::int64_t r = t / parts, first = (t % parts) * part;
+        const std::int64_t h = r % H, i = (r / H) % L, b = r / (H * L);
+        const float s = sinks[h];
+        if (s == -INFINITY) return;  // no sink for this head
+        const float before = lse(b, h, i);
+        const float factor = ::expf(before - lse_with_sink(before, s));
+        const std::int64_t last = first + part < D ? first + part : D;
+        for (std::int64_t block = first; block < last; block += kSinkBlock) {
+          float v[kSinkBlock] = {};
+          for (int j = 0; j < kSinkBlock; ++j)
+            if (block + j < last) v[j] = to_float(out(b, i, h, block + j));
+          for (int j = 0; j < kSinkBlock; ++j)
+            if (block + j < last) out(b, i, h, block + j) = from_float<T>(v[j] * factor);
+        }
       });
   Kokkos::parallel_for(
-      "rfa::apply_sinks_lse", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, rows),
-      KOKKOS_LAMBDA(std::int64_t r) {
+      "rfa::apply_sinks_lse", Range(exec, 0, rows), KOKKOS_LAMBDA(std::int64_t r) {
         const std::int64_t b = r / (H * L), h = (r / L) % H, i = r % L;
         const float s = sinks[h];
         if (s != -INFINITY) lse(b, h, i) = lse_with_sink(lse(b, h, i), s);
       });
-  if constexpr (std::is_same<Space, Kokkos::HostSpace>::value) exec.fence();
+  if constexpr (on_host<Space>()) exec.fence();
 }
 
 template <class T, class Space>
@@ -90,11 +105,13 @@ std::vector<double> sink_gradient_part(const typename Space::execution_space& ex
   const std::int64_t chunks = team_count(rows, rows_per_team, "sink_gradient_part");
   std::vector<double> part(std::size_t(H), 0.0);
   if (H == 0 || rows == 0) return part;
-  // One kernel for every (head, chunk of rows) and one copy back: a team sums a chunk.
+  // One kernel for every (head, chunk of rows) and one copy back: a team sums a chunk, each row's
+  // D = sum_d dout * out across a vector's lanes.
   Kokkos::View<double*, Space> sums(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "rfa::sink_gradient_sums"),
                                     std::size_t(H * chunks));
+  const int lanes = on_host<Space>() ? 1 : kSinkRowLanes;
   Kokkos::parallel_for(
-      "rfa::sink_gradient", Kokkos::TeamPolicy<Exec>(exec, int(H * chunks), Kokkos::AUTO),
+      "rfa::sink_gradient", Kokkos::TeamPolicy<Exec>(exec, int(H * chunks), Kokkos::AUTO, lanes),
       KOKKOS_LAMBDA(const Team& team) {
         const std::int64_t h = team.league_rank() / chunks;
         const TeamRows mine = team_rows(team.league_rank() % chunks, rows_per_team, rows);
@@ -106,8 +123,12 @@ std::vector<double> sink_gradient_part(const typename Space::execution_space& ex
               [&](std::int64_t r, double& acc) {
                 const std::int64_t b = r / L, i = r % L;
                 double delta = 0.0;  // the row term D = sum_d dout * out
-                for (std::int64_t d = 0; d < D; ++d)
-                  delta += double(to_float(dout(b, i, h, d))) * double(to_float(out(b, i, h, d)));
+                Kokkos::parallel_reduce(
+                    Kokkos::ThreadVectorRange(team, D),
+                    [&](std::int64_t d, double& lane_sum) {
+                      lane_sum += double(to_float(dout(b, i, h, d))) * double(to_float(out(b, i, h, d)));
+                    },
+                    delta);
                 acc -= ::exp(double(s) - double(lse(b, h, i))) * delta;
               },
               sum);

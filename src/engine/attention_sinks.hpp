@@ -21,18 +21,19 @@
 namespace rfa {
 namespace engine {
 
-/// Rows one team of either sinks kernel takes: a device gets about rows / this teams (the
-/// gradient: heads x ceil(rows / this)), not one per head (16 heads would keep 16 of an H100's
-/// 132 SMs busy).
-inline constexpr std::int64_t kSinkRowsPerTeam = 1024;
+/// Rows one team of the sink gradient's kernel sums: a device gets heads x ceil(rows / this)
+/// teams, enough to keep every multiprocessor's loads in flight (16 heads of one team each would
+/// keep 16 of an H100's 132 SMs busy, and a team of 1024 rows read them a few at a time).
+inline constexpr std::int64_t kSinkRowsPerTeam = 128;
 
 /// Folds `sinks` ([heads] fp32, in `Space`) into a finished forward's `out` [batch][rows][heads][dim]
 /// and `lse` [batch][heads][rows], in place. A sink of -inf changes nothing. Queued on `exec`
-/// (the host's runs before it returns). A team scales `rows_per_team` (>= 1) rows, each row's
-/// head dim across the lanes of a vector.
+/// (the host's runs before it returns). Each thread scales `values_per_thread` values of one row
+/// (0: the space's choice, a whole row on the host and 8 on a device, where a warp's threads
+/// then read 256 contiguous values at once).
 template <class T, class Space>
 void apply_sinks(const typename Space::execution_space& exec, const float* sinks, SpaceTensor4<T, Space> out,
-                 SpaceTensor3<float, Space> lse, std::int64_t rows_per_team = kSinkRowsPerTeam);
+                 SpaceTensor3<float, Space> lse, std::int64_t values_per_thread = 0);
 
 /// This rank's part of each head's sink gradient: -sum over its rows (every batch entry) of
 /// exp(sinks[h] - lse) * sum_d dout * out, with out and lse the forward's results (the sink

@@ -3,8 +3,9 @@
 // sums of the same stored values: sink_gradient_part with its rows cut into teams of 1 row, a few
 // rows, one short of the rows, all of them, one past and more than all (so a head's last team
 // holds a partial chunk, a whole one, or every row), heads with and without a sink; and
-// apply_sinks with its rows cut the same ways (each row scaled once), a row that saw no key among
-// them. The C API's suites hold both to the float64 attention with sinks.
+// apply_sinks with a thread's share of a row cut many ways (each value scaled once, head dims
+// that end inside a block of 8 or on it), a row that saw no key among them. The C API's suites hold both to the float64
+// attention with sinks.
 #include <gtest/gtest.h>
 
 #include <Kokkos_Core.hpp>
@@ -108,14 +109,16 @@ TEST(SinkGradient, NoRowsGiveZeroAndNoTeamOfNoRowsIsTaken) {
 }
 
 template <class T>
-void check_sinks_applied(std::int64_t B, std::int64_t L) {
-  const SinkCase<T> before(B, L, 3, 4, 3u + unsigned(L));
-  const std::int64_t rows = B * 3 * L;
-  for (std::int64_t per_team : {std::int64_t(1), std::int64_t(3), rows - 1, rows, rows + 1, std::int64_t(1024)}) {
-    if (per_team < 1) continue;
-    SinkCase<T> c(B, L, 3, 4, 3u + unsigned(L));
+void check_sinks_applied(std::int64_t B, std::int64_t L, std::int64_t D) {
+  const SinkCase<T> before(B, L, 3, D, 3u + unsigned(L));
+  // The space's choice (a whole row here), one value a thread, pieces that end inside a row's
+  // block of 8 or on it, the row, one past it, and two blocks.
+  for (std::int64_t per_thread :
+       {std::int64_t(0), std::int64_t(1), std::int64_t(3), std::int64_t(8), D - 1, D, D + 1, std::int64_t(16)}) {
+    if (per_thread < 0) continue;
+    SinkCase<T> c(B, L, 3, D, 3u + unsigned(L));
     if (L > 2) c.lse(B - 1, 0, 2) = -INFINITY;  // a row that saw no key: its lse becomes the sink's, its out 0
-    apply_sinks<T, Host>(Kokkos::DefaultHostExecutionSpace(), c.sinks.data(), c.out, c.lse, per_team);
+    apply_sinks<T, Host>(Kokkos::DefaultHostExecutionSpace(), c.sinks.data(), c.out, c.lse, per_thread);
     for (std::int64_t i = 0; i < B; ++i)
       for (std::int64_t k = 0; k < c.H; ++k)
         for (std::int64_t r = 0; r < L; ++r) {
@@ -123,32 +126,34 @@ void check_sinks_applied(std::int64_t B, std::int64_t L) {
           const double old = (L > 2 && i == B - 1 && k == 0 && r == 2) ? -INFINITY : double(before.lse(i, k, r));
           const double want = s == -INFINITY ? old : std::log(std::exp(old) + std::exp(s));
           ASSERT_NEAR(c.lse(i, k, r), want, 1e-5 * (1.0 + std::fabs(want)))
-              << "lse of entry " << i << ", head " << k << ", row " << r << "; " << per_team << " rows a team";
+              << "lse of entry " << i << ", head " << k << ", row " << r << "; " << per_thread << " values a thread";
           const double factor = s == -INFINITY ? 1.0 : std::exp(old - want);
           for (std::int64_t x = 0; x < c.D; ++x) {
             const double got = to_float(c.out(i, r, k, x)), was = to_float(before.out(i, r, k, x));
             // Scaled once, in fp32, then stored in T: within one rounding of T.
             const double tolerance = std::is_same<T, float>::value ? 1e-5 : 1e-2 * (std::fabs(was) + 1e-3);
             ASSERT_NEAR(got, was * factor, tolerance) << "out of entry " << i << ", row " << r << ", head " << k
-                                                      << ", column " << x << "; " << per_team << " rows a team";
+                                                      << ", column " << x << "; " << per_thread << " values a thread";
           }
         }
   }
 }
 
-TEST(ApplySinks, FoldsTheSinkIntoEveryRowOnceWhateverTheTeams) {
-  check_sinks_applied<float>(2, 5);  // 30 rows, one of which saw no key
-  check_sinks_applied<bf16_t>(1, 7);
-  check_sinks_applied<fp16_t>(1, 1);  // 3 rows
+TEST(ApplySinks, FoldsTheSinkIntoEveryRowOnceWhateverTheShareOfAThread) {
+  check_sinks_applied<float>(2, 5, 4);  // 30 rows, one of which saw no key
+  check_sinks_applied<float>(1, 3, 9);  // a head dim one past a block of 8
+  check_sinks_applied<bf16_t>(1, 7, 4);
+  check_sinks_applied<bf16_t>(2, 3, 20);
+  check_sinks_applied<fp16_t>(1, 1, 4);  // 3 rows
 }
 
-TEST(ApplySinks, NoRowsChangeNothingAndNoTeamOfNoRowsIsTaken) {
+TEST(ApplySinks, NoRowsChangeNothingAndANegativeShareIsRefused) {
   SinkCase<float> empty(2, 0, 3, 4, 1u);
   apply_sinks<float, Host>(Kokkos::DefaultHostExecutionSpace(), empty.sinks.data(), empty.out, empty.lse, 4);
   SinkCase<float> c(1, 4, 3, 4, 2u);
   try {
-    apply_sinks<float, Host>(Kokkos::DefaultHostExecutionSpace(), c.sinks.data(), c.out, c.lse, 0);
-    ADD_FAILURE() << "teams of 0 rows were taken";
+    apply_sinks<float, Host>(Kokkos::DefaultHostExecutionSpace(), c.sinks.data(), c.out, c.lse, -1);
+    ADD_FAILURE() << "a negative number of values a thread was taken";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), RFA_ERROR_INTERNAL);
   }
