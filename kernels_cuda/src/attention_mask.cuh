@@ -303,11 +303,40 @@ __host__ __device__ inline void intersect_span(std::int64_t& lo, std::int64_t& h
   hi = other_hi < hi ? other_hi : hi;
 }
 
+// The whole tiles of `tile_rows` rows among the rows of one piece of a map (its `rows` rows from
+// row `first_row` on, at positions start, start + stride, ...) whose positions all lie in [lo,
+// hi] (INT64_MIN and INT64_MAX: no bound): [begin, end), none where begin == end.
+__host__ __device__ inline TileSpan whole_tiles_within(std::int64_t lo, std::int64_t hi, std::int64_t first_row,
+                                                       std::int64_t start, std::int64_t stride, std::int64_t rows,
+                                                       int tile_rows) {
+  if (lo > hi || rows <= 0) return TileSpan{0, 0};
+  const std::int64_t a = first_row + (lo == INT64_MIN ? 0 : rows_at_or_before(lo - 1, start, stride, rows));
+  const std::int64_t b = first_row + (hi == INT64_MAX ? rows : rows_at_or_before(hi, start, stride, rows));
+  const int begin = static_cast<int>((a + tile_rows - 1) / tile_rows), end = static_cast<int>(b / tile_rows);
+  return begin < end ? TileSpan{begin, end} : TileSpan{0, 0};
+}
+
+// Under documents, narrows [lo, hi] to the document that positions [p_lo, p_hi] all lie in, or
+// to none (lo > hi) where they lie in more than one: a pair of positions in different documents
+// is hidden.
+__device__ inline void within_one_document(const DeviceMask& mask, std::int64_t p_lo, std::int64_t p_hi,
+                                           std::int64_t& lo, std::int64_t& hi) {
+  if (!mask.documents()) return;
+  if (mask.document_of(p_lo) != mask.document_of(p_hi)) {
+    lo = 1;
+    hi = 0;
+    return;
+  }
+  std::int64_t doc_lo = 0, doc_hi = 0;
+  mask.document_span(p_lo, p_lo, doc_lo, doc_hi);
+  intersect_span(lo, hi, doc_lo, doc_hi);
+}
+
 // What a walk over the key tiles of k_rows rows needs to classify, for query rows [q_first,
-// q_first + q_rows): the tiles in [begin_tile, end_tile), of which those before full_tiles are
-// full.
+// q_first + q_rows): the tiles in [begin_tile, end_tile), of which those in [full_begin,
+// full_end) are full.
 struct KeyWalk {
-  int begin_tile, end_tile, full_tiles;
+  int begin_tile, end_tile, full_begin, full_end;
 };
 
 // The key walk of query rows [q_first, q_first + q_rows) over tiles of k_rows keys, found once
@@ -320,13 +349,15 @@ struct KeyWalk {
 // - a window: keys after q_lo less the window;
 // - documents: keys in the documents of q_lo to q_hi (document_span);
 // - ranges: keys an entry of the rows' bands reaches (DeviceRanges::key_span).
-// Under the causal mask alone, with the query rows inside the sequence, every pair of a tile of
-// the keys' first piece whose keys all lie at or before q_lo is visible: classify_tile calls
-// those tiles full (none are known full otherwise).
+// With the query rows inside the sequence and no ranges, the key tiles of the keys' first piece
+// whose every key every query sees are full without being classified (classify_tile calls them
+// full): their keys lie at or before q_lo under the causal mask, after q_hi less the window under
+// a window, and in the one document of q_lo to q_hi under documents (none where the queries span
+// two). None are known full without the causal mask, a window or documents.
 __device__ inline KeyWalk key_tile_walk(const DeviceMask& mask, const DevicePositions& qpos,
                                         const DevicePositions& kpos, int q_first, int q_rows, int seq_q, int k_rows,
                                         int seq_k) {
-  KeyWalk walk{0, (seq_k + k_rows - 1) / k_rows, 0};
+  KeyWalk walk{0, (seq_k + k_rows - 1) / k_rows, 0, 0};
   const int q_last = (q_first + q_rows < seq_q ? q_first + q_rows : seq_q) - 1;
   if (q_last < q_first) return walk;
   std::int64_t q_lo = 0, q_hi = 0;
@@ -346,9 +377,15 @@ __device__ inline KeyWalk key_tile_walk(const DeviceMask& mask, const DevicePosi
   const TileSpan span = tiles_over(lo, hi, kpos, seq_k, k_rows);
   walk.begin_tile = span.begin;
   walk.end_tile = span.end;
-  if (mask.causal && mask.window <= 0 && !mask.documents() && !mask.ranges.on && q_first + q_rows <= seq_q) {
+  if (mask.any() && !mask.ranges.on && q_first + q_rows <= seq_q) {
+    std::int64_t full_lo = INT64_MIN, full_hi = INT64_MAX;  // the key positions every query sees
+    if (mask.causal) full_hi = q_lo;
+    if (mask.window > 0) full_lo = q_hi - mask.window + 1;
+    within_one_document(mask, q_lo, q_hi, full_lo, full_hi);
     const std::int64_t rows0 = kpos.length0 < seq_k ? kpos.length0 : seq_k;  // key rows on the first piece
-    walk.full_tiles = static_cast<int>(rows_at_or_before(q_lo, kpos.start0, kpos.stride0, rows0) / k_rows);
+    const TileSpan full = whole_tiles_within(full_lo, full_hi, 0, kpos.start0, kpos.stride0, rows0, k_rows);
+    walk.full_begin = full.begin;
+    walk.full_end = full.end;
   }
   return walk;
 }
@@ -368,9 +405,11 @@ struct QueryWalkBounds {
 // - documents: queries in the documents of k_lo to k_hi (document_span).
 // Ranges do not bound it: their index is by query, and the queries that reach a key would take a
 // search through every band.
-// Under the causal mask alone, with the key rows inside the sequence, every pair of a tile of the
-// queries' last piece whose queries all lie at or after k_hi is visible: classify_tile calls
-// those tiles full (none are known full otherwise).
+// With the key rows inside the sequence and no ranges, the query tiles of the queries' last
+// piece whose every query sees every key are full without being classified: their queries lie at
+// or after k_hi under the causal mask, before k_lo plus the window under a window, and in the one
+// document of k_lo to k_hi under documents (none where the keys span two). None are known full
+// without the causal mask, a window or documents.
 __device__ inline QueryWalkBounds query_tile_walk(const DeviceMask& mask, const DevicePositions& qpos,
                                                   const DevicePositions& kpos, int k_first, int k_rows, int seq_k,
                                                   int q_rows, int seq_q) {
@@ -390,15 +429,17 @@ __device__ inline QueryWalkBounds query_tile_walk(const DeviceMask& mask, const 
   const TileSpan span = tiles_over(lo, hi, qpos, seq_q, q_rows);
   walk.begin_tile = span.begin;
   walk.end_tile = span.end;
-  if (mask.causal && mask.window <= 0 && !mask.documents() && !mask.ranges.on && k_first + k_rows <= seq_k) {
-    // The last piece's rows from the first at or after k_hi on: whole tiles of them are full.
+  if (mask.any() && !mask.ranges.on && k_first + k_rows <= seq_k) {
+    std::int64_t full_lo = INT64_MIN, full_hi = INT64_MAX;  // the query positions that see every key
+    if (mask.causal) full_lo = k_hi;
+    if (mask.window > 0) full_hi = k_lo + mask.window - 1;
+    within_one_document(mask, k_lo, k_hi, full_lo, full_hi);
     const std::int64_t rows0 = qpos.length0 < seq_q ? qpos.length0 : seq_q;  // query rows on the first piece
-    const bool two = rows0 < seq_q;
-    const std::int64_t from_row = two ? rows0 + rows_at_or_before(k_hi - 1, qpos.start1, qpos.stride1, seq_q - rows0)
-                                      : rows_at_or_before(k_hi - 1, qpos.start0, qpos.stride0, seq_q);
-    walk.full_begin = static_cast<int>((from_row + q_rows - 1) / q_rows);
-    walk.full_end = seq_q / q_rows;
-    if (walk.full_end < walk.full_begin) walk.full_end = walk.full_begin;
+    const TileSpan full =
+        rows0 < seq_q ? whole_tiles_within(full_lo, full_hi, rows0, qpos.start1, qpos.stride1, seq_q - rows0, q_rows)
+                      : whole_tiles_within(full_lo, full_hi, 0, qpos.start0, qpos.stride0, seq_q, q_rows);
+    walk.full_begin = full.begin;
+    walk.full_end = full.end;
   }
   return walk;
 }

@@ -17,9 +17,9 @@ namespace detail {
 template <int kBlockM, int kBlockN>
 struct QueryTile {
   int b, h, kv_head, q_first;
-  // The walk's key tiles: it begins at first_k_tile and ends at num_k_tiles, and those before
-  // full_k_tiles are full without being classified (key_tile_walk).
-  int first_k_tile, num_k_tiles, full_k_tiles;
+  // The walk's key tiles: it begins at first_k_tile and ends at num_k_tiles, and those in
+  // [full_k_begin, full_k_end) are full without being classified (key_tile_walk).
+  int first_k_tile, num_k_tiles, full_k_begin, full_k_end;
   DeviceMask mask;  // the mask of batch entry b (its own documents with per-sequence documents)
 
   // Last query tiles first: under a causal mask they have the most keys to visit.
@@ -36,7 +36,8 @@ struct QueryTile {
         key_tile_walk(mask, dims.q_positions, dims.k_positions, q_first, kBlockM, dims.seq_q, kBlockN, dims.seq_k);
     first_k_tile = walk.begin_tile;
     num_k_tiles = walk.end_tile;
-    full_k_tiles = walk.full_tiles;
+    full_k_begin = walk.full_begin;
+    full_k_end = walk.full_end;
   }
 
   // The CTA's first row of a [batch][seq][head][dim] tensor (query side or key side).
@@ -50,7 +51,7 @@ struct QueryTile {
   }
 
   __device__ TileKind kind_of(const AttentionDims& dims, int k_tile) const {
-    if (k_tile < full_k_tiles) return TileKind::kFull;
+    if (k_tile >= full_k_begin && k_tile < full_k_end) return TileKind::kFull;
     return classify_tile(mask, dims.q_positions, dims.k_positions, q_first, kBlockM, dims.seq_q, k_tile * kBlockN,
                          kBlockN, dims.seq_k);
   }

@@ -266,7 +266,7 @@ WalkClaim walk_claim(const Case& c, bool keys_walked, const DevicePositions& dq,
                      int seq_k, int fixed_first, int fixed_rows, int tile_rows) {
   if (keys_walked) {
     const KeyWalk w = key_tile_walk(c.device, dq, dk, fixed_first, fixed_rows, seq_q, tile_rows, seq_k);
-    return {w.begin_tile, w.end_tile, 0, w.full_tiles};
+    return {w.begin_tile, w.end_tile, w.full_begin, w.full_end};
   }
   const QueryWalkBounds w = query_tile_walk(c.device, dq, dk, fixed_first, fixed_rows, seq_k, tile_rows, seq_q);
   return {w.begin_tile, w.end_tile, w.full_begin, w.full_end};
@@ -278,6 +278,9 @@ struct WalkCounts {
   int walks = 0;
   long cut_by_other_masks = 0;
 };
+
+/// Whether a map is one piece of consecutive positions.
+bool consecutive(const PositionMap& m) { return m.count == 1 && m.seg[0].stride == 1; }
 
 /// Whether a map's positions increase from row to row (across its pieces too).
 bool increasing(const PositionMap& m) {
@@ -296,7 +299,9 @@ bool increasing(const PositionMap& m) {
 /// last); under documents alone, on maps whose positions increase, the walk takes exactly the
 /// tiles from the first to the last that hold a row some position between the block's least and
 /// greatest could see (at most one tile where none could); ranges do not bound the backwards'
-/// walk; with no part of the mask that bounds a walk it takes every tile, none known full.
+/// walk; with no part of the mask that bounds a walk it takes every tile, none known full; under
+/// ranges none are known full, and otherwise, where both maps are one piece of consecutive
+/// positions, every tile inside the sequences with every pair visible is known full.
 /// Stops at a case's first disagreement (reported).
 WalkCounts check_walks(const Case& c, bool keys_walked) {
   std::vector<PositionMap> maps = small_position_maps();
@@ -317,6 +322,7 @@ WalkCounts check_walks(const Case& c, bool keys_walked) {
       const PositionMap& fixed_map = keys_walked ? q : k;
       const PositionMap& walked_map = keys_walked ? k : q;
       const bool exact_documents = documents_alone && increasing(q) && increasing(k);
+      const bool exact_full = !ranges && c.device.any() && consecutive(q) && consecutive(k);
       for (int tile_rows : {1, 2, 3, 4, 5, 8}) {
         const int tiles = (seq_walked + tile_rows - 1) / tile_rows;
         for (int fixed_rows : {1, 2, 3, 4, 5, 7, 16})
@@ -345,8 +351,8 @@ WalkCounts check_walks(const Case& c, bool keys_walked) {
               ADD_FAILURE() << where() << "a walk that no part of the mask bounds must take every tile, none full";
               return counts;
             }
-            if (!causal_alone && some_full) {
-              ADD_FAILURE() << where() << "only under the causal mask alone are tiles known full";
+            if ((ranges || !c.device.any()) && some_full) {
+              ADD_FAILURE() << where() << "tiles are known full under ranges or with no mask";
               return counts;
             }
             // Where the causal bound cuts the walk (the forwards' last tile, the backwards' first),
@@ -389,9 +395,15 @@ WalkCounts check_walks(const Case& c, bool keys_walked) {
                 ADD_FAILURE() << where() << "tile " << t << ", which the walk leaves out, has a visible pair";
                 return counts;
               }
-              if (t >= w.full_begin && t < w.full_end &&
+              const bool known_full = t >= w.full_begin && t < w.full_end;
+              if (known_full &&
                   (!all || classify_tile(c.device, dq, dk, q0, q_rows, seq_q, k0, k_rows, seq_k) != TileKind::kFull)) {
                 ADD_FAILURE() << where() << "tile " << t << ", taken as full, has a hidden pair or is not full";
+                return counts;
+              }
+              if (exact_full && all && !known_full) {
+                ADD_FAILURE() << where() << "tile " << t << " is inside the sequences with every pair visible, but "
+                              << "the walk classifies it (both maps one piece of consecutive positions)";
                 return counts;
               }
               if (t == tight && !any) {
