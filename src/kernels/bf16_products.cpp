@@ -9,8 +9,6 @@ namespace kernels {
 
 Bf16Products host_bf16_products(const AttentionParams& p) {
   if (p.head_dim % kProductStep != 0 || p.dv() % kProductStep != 0) return Bf16Products::none;
-  // Their softmax has no soft cap: capped scores run on the portable kernels.
-  if (p.softcap > 0.0f) return Bf16Products::none;
   if (host_amx_bf16_enabled()) return Bf16Products::amx_tiles;
   if (host_bf16_dot_enabled()) return Bf16Products::avx512_dot;
   return Bf16Products::none;

@@ -16,7 +16,7 @@ constexpr int kProductStep = 32;
 enum class Bf16Products {
   none,        ///< the portable kernels: no such products in the build or on the CPU, switched
                ///< off (RFA_HOST_AMX=0 and RFA_HOST_BF16_DOT=0), head_dim or the value head
-               ///< dim not a multiple of kProductStep, or soft-capped scores (AttentionParams::softcap)
+               ///< dim not a multiple of kProductStep
   amx_tiles,   ///< AMX tiles (host_amx_bf16_enabled())
   avx512_dot,  ///< AVX512-BF16 dot products (host_bf16_dot_enabled(), and no AMX tiles enabled)
 };

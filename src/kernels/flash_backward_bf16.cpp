@@ -278,13 +278,17 @@ struct Bf16BackwardTiles {
     Products::gemm(rows_padded, cols_padded, dim_v, pairs::RowsA{dout_rows, nullptr, dout_ld},
                    pairs::PairsB{s.vt, nullptr, kPairPitch}, s.dp, kCols, false);
 
-    // Masked and padded scores become -inf, so P = 0 there and dS = P (dP - D) = 0.
+    // Masked and padded scores become -inf, so P = 0 there and dS = P (dP - D) = 0 (with a soft
+    // cap, whose tanh would make them finite, by a select in probabilities).
     if (vis == TileVisibility::partial)
       for_each_hidden<kRows, kCols>(rule, s.q_pos, rows, s.k_pos, cols,
                                     [&](int i, int j) { s.s[i * kCols + j] = -inf; });
     for (int i = 0; i < rows_padded; ++i)
       for (int j = cols; j < cols_padded; ++j) s.s[i * kCols + j] = -inf;
-    probabilities(s, rows_padded, cols_padded);
+    if (p.softcap > 0.0f)
+      probabilities<true>(s, rows_padded, cols_padded);
+    else
+      probabilities<false>(s, rows_padded, cols_padded);
 
     Products::gemm(dim_v, cols_padded, rows_padded, pairs::RowsA{side.doutt, nullptr, kRows},
                    pairs::PairsB{s.p_hi, s.p_lo, kPairPitch}, s.dvt, kCols, true);
@@ -306,7 +310,10 @@ struct Bf16BackwardTiles {
 
   /// P = exp(scale S - lse) and dS = scale P (dP - D), two query rows at a time: each written in
   /// bf16 (hi + lo for two terms) in pairs of rows (B of dV^T and dK^T) and dS also as plain
-  /// rows (A of dQ).
+  /// rows (A of dQ). With soft-capped scores t = tanh(scale S / softcap): P = exp(softcap t -
+  /// lse), dS multiplied by the cap's slope 1 - t^2, and P = 0 where S is -inf (masked or padded);
+  /// the uncapped form has none of it.
+  template <bool kCapped>
   void probabilities(const Scratch& s, int rows_padded, int cols_padded) const {
     const float scale = p.scale();
     const V c = simd::splat<V>(scale * kLog2e);
@@ -316,8 +323,17 @@ struct Bf16BackwardTiles {
         __m256i p_hi[2], p_lo[2], ds_hi[2], ds_lo[2];
         for (int r = 0; r < 2; ++r) {
           const std::size_t at = std::size_t(i + r) * kCols + t;
-          const V pr = simd::exp2(simd::load_as<V>(s.s + at) * c - simd::splat<V>(s.lse2[i + r]));
-          const V dsr = pr * (simd::load_as<V>(s.dp + at) - simd::splat<V>(s.dlt[i + r])) * vscale;
+          const V sr = simd::load_as<V>(s.s + at);
+          V pr, ds_scale = vscale;
+          if constexpr (kCapped) {
+            const V th = simd::tanh(sr * simd::splat<V>(scale / p.softcap));
+            const V capped = th * simd::splat<V>(p.softcap * kLog2e) - simd::splat<V>(s.lse2[i + r]);
+            pr = simd::select_below(sr, -3.0e38f, simd::splat<V>(0.0f), simd::exp2(capped));
+            ds_scale = (simd::splat<V>(1.0f) - th * th) * vscale;
+          } else {
+            pr = simd::exp2(sr * c - simd::splat<V>(s.lse2[i + r]));
+          }
+          const V dsr = pr * (simd::load_as<V>(s.dp + at) - simd::splat<V>(s.dlt[i + r])) * ds_scale;
           if (kTwoTerms) {
             pairs::split_bf16(pr, p_hi[r], p_lo[r]);
             pairs::split_bf16(dsr, ds_hi[r], ds_lo[r]);

@@ -57,6 +57,10 @@ TEST(HostBf16Products, OnByDefaultWhereTheBuildHasThem) {
 #endif
   // Head dims that are not a multiple of 32 stay on the portable kernel everywhere.
   EXPECT_EQ(host_bf16_products(make_params(1, 300, 300, 4, 2, 40, RFA_MASK_CAUSAL)), Bf16Products::none);
+  // Soft-capped scores run on the same products as uncapped ones: their kernels cap.
+  AttentionParams capped = p;
+  capped.softcap = 30.0f;
+  EXPECT_EQ(host_bf16_products(capped), host_bf16_products(p));
 }
 
 TEST(HostBf16Products, WorkspaceBytesOnAndOffThem) {
