@@ -69,7 +69,7 @@ while [ $# -gt 0 ]; do
       shift ;;
     check|perf|million|profile|ab|compute|backtrace) phases+=("$1") ;;
     -h|--help) awk 'NR > 3 && !/^#/ { exit } NR > 3 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
-    *) echo "device_check: unknown argument '$1' (phases: check, perf, million, profile, ab, backtrace; --list, --only REGEX, --bundle DIR)" >&2; exit 2 ;;
+    *) echo "device_check: unknown argument '$1' (phases: check, perf, million, profile, ab, compute, backtrace; --list, --only REGEX, --bundle DIR)" >&2; exit 2 ;;
   esac
   shift
 done
