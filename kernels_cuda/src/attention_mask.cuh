@@ -126,6 +126,32 @@ struct DeviceRanges {
       }
     }
   }
+  // The queries [lo, hi] (lo > hi: none) that may see keys at positions [k_lo, k_hi]: each entry
+  // that reaches some of the keys gives the queries of its band whose diagonal band meets them.
+  // The index is by query, so every band is read: false (nothing found) where the list holds more
+  // than kQuerySpanEntries entries, which would cost each tile of keys more than the query tiles
+  // it could leave out.
+  static constexpr std::int64_t kQuerySpanEntries = 256;
+  __device__ bool query_span(std::int64_t k_lo, std::int64_t k_hi, std::int64_t& lo, std::int64_t& hi) const {
+    if (__ldg(band_offset + band_count) > kQuerySpanEntries) return false;
+    lo = INT64_MAX;
+    hi = INT64_MIN;
+    for (std::int64_t b = 0; b < band_count; ++b) {
+      const std::int64_t begin = __ldg(band_begin + b), end = __ldg(band_end + b);
+      for (std::int64_t e = __ldg(band_offset + b); e < __ldg(band_offset + b + 1); ++e) {
+        const std::int64_t* r = entries + 6 * e;
+        const std::int64_t kb = __ldg(r + 2), ke = __ldg(r + 3);
+        const std::int64_t ka = kb > k_lo ? kb : k_lo, kz = ke - 1 < k_hi ? ke - 1 : k_hi;
+        if (ka > kz) continue;
+        const std::int64_t reach_lo = ka - __ldg(r + 5), reach_hi = kz - __ldg(r + 4);
+        const std::int64_t a = begin > reach_lo ? begin : reach_lo, z = end - 1 < reach_hi ? end - 1 : reach_hi;
+        if (a > z) continue;
+        lo = a < lo ? a : lo;
+        hi = z > hi ? z : hi;
+      }
+    }
+    return true;
+  }
 };
 
 struct DeviceMask {
@@ -402,9 +428,9 @@ struct QueryWalkBounds {
 // tiles holding a query in each of these spans:
 // - the causal mask: queries at or after k_lo;
 // - a window: queries before k_hi plus the window;
-// - documents: queries in the documents of k_lo to k_hi (document_span).
-// Ranges do not bound it: their index is by query, and the queries that reach a key would take a
-// search through every band.
+// - documents: queries in the documents of k_lo to k_hi (document_span);
+// - ranges: queries whose band's entries reach a key of [k_lo, k_hi] (DeviceRanges::query_span,
+//   a pass over every entry, up to its limit).
 // With the key rows inside the sequence and no ranges, the query tiles of the queries' last
 // piece whose every query sees every key are full without being classified: their queries lie at
 // or after k_hi under the causal mask, before k_lo plus the window under a window, and in the one
@@ -421,11 +447,12 @@ __device__ inline QueryWalkBounds query_tile_walk(const DeviceMask& mask, const 
   std::int64_t lo = INT64_MIN, hi = INT64_MAX;  // the query positions the mask may leave visible
   if (mask.causal) lo = k_lo;
   if (mask.window > 0) hi = k_hi + mask.window - 1;
+  std::int64_t part_lo = 0, part_hi = 0;
   if (mask.documents()) {
-    std::int64_t part_lo = 0, part_hi = 0;
     mask.document_span(k_lo, k_hi, part_lo, part_hi);
     intersect_span(lo, hi, part_lo, part_hi);
   }
+  if (mask.ranges.on && mask.ranges.query_span(k_lo, k_hi, part_lo, part_hi)) intersect_span(lo, hi, part_lo, part_hi);
   const TileSpan span = tiles_over(lo, hi, qpos, seq_q, q_rows);
   walk.begin_tile = span.begin;
   walk.end_tile = span.end;

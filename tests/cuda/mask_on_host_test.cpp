@@ -298,8 +298,8 @@ bool increasing(const PositionMap& m) {
 /// mask) so has the tile where the window's bound cuts it (the forwards' first, the backwards'
 /// last); under documents alone, on maps whose positions increase, the walk takes exactly the
 /// tiles from the first to the last that hold a row some position between the block's least and
-/// greatest could see (at most one tile where none could); ranges do not bound the backwards'
-/// walk; with no part of the mask that bounds a walk it takes every tile, none known full; under
+/// greatest could see (at most one tile where none could); with no part of the mask that bounds a
+/// walk it takes every tile, none known full; under
 /// ranges none are known full, and otherwise, where both maps are one piece of consecutive
 /// positions, every tile inside the sequences with every pair visible is known full.
 /// Stops at a case's first disagreement (reported).
@@ -311,7 +311,7 @@ WalkCounts check_walks(const Case& c, bool keys_walked) {
   const bool causal_alone = c.device.causal && c.device.window <= 0 && !other_masks;
   const bool window_alone = !c.device.causal && c.device.window > 0 && !other_masks;
   const bool documents_alone = !c.device.causal && c.device.window <= 0 && documents && !ranges;
-  const bool bounded = c.device.causal || c.device.window > 0 || documents || (ranges && keys_walked);
+  const bool bounded = c.device.causal || c.device.window > 0 || documents || ranges;
   const Case without_others = make_case(c.device.causal, c.device.window, kDocumentSets[0], nullptr);
   WalkCounts counts;
   for (const PositionMap& q : maps)
@@ -419,7 +419,9 @@ WalkCounts check_walks(const Case& c, bool keys_walked) {
 
 /// Walks of one kind under every mask family: causal or not, windows, documents, and random
 /// ranges with or without the causal mask and a window. Returns the walks checked; the
-/// documents must cut both kinds of walk somewhere, the ranges the forwards' (key tiles) only.
+/// documents and the ranges must cut both kinds of walk somewhere. A list longer than
+/// DeviceRanges::kQuerySpanEntries (after indexing) bounds the forwards' walks and not the
+/// backwards'; the walks stay exact either way.
 int check_walks_under_every_mask(bool keys_walked, unsigned seed) {
   int walks = 0;
   long cut_by_documents = 0, cut_by_ranges = 0;
@@ -442,10 +444,23 @@ int check_walks_under_every_mask(bool keys_walked, unsigned seed) {
     if (docs.empty()) cut_by_ranges += n.cut_by_other_masks;
   }
   EXPECT_GT(cut_by_documents, 0) << "the documents never cut a walk";
+  EXPECT_GT(cut_by_ranges, 0) << "the ranges never cut a walk";
+  // A list past the backwards' limit: one entry per visible pair, each query seeing the keys at or
+  // before it and those 8 or more after it.
+  std::vector<rfa_mask_range_t> many;
+  for (std::int64_t q = 0; q < S; ++q)
+    for (std::int64_t k = 0; k < S; ++k)
+      if (k <= q || k >= q + 8) many.push_back({q, q + 1, k, k + 1, 0, 0, RFA_RANGE_FULL});
+  const MaskRanges long_list(many.data(), std::int64_t(many.size()), S, "ranges");
+  const MaskRangeIndex index = long_list.index();
+  const std::int64_t indexed = index.band_offset[index.band_count];
+  EXPECT_GT(indexed, DeviceRanges::kQuerySpanEntries) << "the long list fits the backwards' limit";
+  const WalkCounts n = check_walks(make_case(false, 0, kDocumentSets[0], &long_list), keys_walked);
+  walks += n.walks;
   if (keys_walked)
-    EXPECT_GT(cut_by_ranges, 0) << "the ranges never cut a walk over key tiles";
+    EXPECT_GT(n.cut_by_other_masks, 0) << "a long list of ranges never cut a walk over key tiles";
   else
-    EXPECT_EQ(cut_by_ranges, 0) << "the ranges cut a walk over query tiles, which they do not bound";
+    EXPECT_EQ(n.cut_by_other_masks, 0) << "a list past the limit cut a walk over query tiles";
   return walks;
 }
 
