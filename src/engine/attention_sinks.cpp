@@ -3,12 +3,12 @@
 
 #include <Kokkos_Core.hpp>
 #include <cmath>
-#include <type_traits>
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/kept_for_process.hpp"
 #include "engine/engine_backends.hpp"
+#include "engine/pass_tensors.hpp"
 
 namespace rfa {
 namespace engine {
@@ -41,11 +41,6 @@ std::int64_t team_count(std::int64_t rows, std::int64_t per_team, const char* ke
 // values); the host's threads take a row each.
 constexpr int kSinkRowLanes = 32;
 
-template <class Space>
-constexpr bool on_host() {
-  return std::is_same<Space, Kokkos::HostSpace>::value;
-}
-
 // Values of a row one thread of apply_sinks scales, at most: loaded in one unrolled block, so that
 // a device thread has them all in flight at once (a loop that loaded one value a turn waited for
 // each load in turn).
@@ -60,7 +55,7 @@ void apply_sinks(const typename Space::execution_space& exec, const float* sinks
   using Range = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
   const std::int64_t B = out.extent(0), L = out.extent(1), H = out.extent(2), D = out.extent(3);
   if (values_per_thread < 0) fail(RFA_ERROR_INTERNAL, "apply_sinks: values_per_thread ", values_per_thread, " < 0");
-  const std::int64_t part = values_per_thread > 0 ? values_per_thread : on_host<Space>() ? D : kSinkBlock;
+  const std::int64_t part = values_per_thread > 0 ? values_per_thread : kHostMemory<Space> ? D : kSinkBlock;
   const std::int64_t parts = D > 0 ? (D + part - 1) / part : 0;  // a row's pieces, one a thread
   const std::int64_t rows = B * H * L;
   if (rows == 0 || parts == 0) return;
@@ -90,7 +85,7 @@ void apply_sinks(const typename Space::execution_space& exec, const float* sinks
         const float s = sinks[h];
         if (s != -INFINITY) lse(b, h, i) = lse_with_sink(lse(b, h, i), s);
       });
-  if constexpr (on_host<Space>()) exec.fence();
+  if constexpr (kHostMemory<Space>) exec.fence();
 }
 
 template <class T, class Space>
@@ -109,7 +104,7 @@ std::vector<double> sink_gradient_part(const typename Space::execution_space& ex
   // D = sum_d dout * out across a vector's lanes.
   Kokkos::View<double*, Space> sums(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "rfa::sink_gradient_sums"),
                                     std::size_t(H * chunks));
-  const int lanes = on_host<Space>() ? 1 : kSinkRowLanes;
+  const int lanes = kHostMemory<Space> ? 1 : kSinkRowLanes;
   Kokkos::parallel_for(
       "rfa::sink_gradient", Kokkos::TeamPolicy<Exec>(exec, int(H * chunks), Kokkos::AUTO, lanes),
       KOKKOS_LAMBDA(const Team& team) {

@@ -186,9 +186,11 @@ struct ForwardTiles {
       v_lines.finish();
       // Soft-capped scores: the cap comes before the mask's -inf (tanh would make it finite);
       // being monotonic, it maps each query's max over the tile to the capped max.
+      // In the log2 domain the cap is c = softcap * log2 e: s becomes c tanh(s / c).
       if (p.softcap > 0.0f) {
-        cap_scores(s.st, kScorePitch, cols_padded, rows_padded);
-        if (max_from_registers) cap_scores(s.tile_max, 0, 1, rows_padded);
+        const float c = p.softcap * kLog2e;
+        simd::cap_rows(s.st, kScorePitch, cols_padded, rows_padded, c, 1.0f / c);
+        if (max_from_registers) simd::cap_rows(s.tile_max, 0, 1, rows_padded, c, 1.0f / c);
       }
 
       if (hidden.partial)
@@ -242,20 +244,6 @@ struct ForwardTiles {
   /// K, dim_v for V), asked for over `steps` steps.
   RowPrefetcher tile_lines(const float* first, int rows, int width, int steps) const {
     return RowPrefetcher(first, 0, 1, std::size_t(rows) * row_pitch(width) * sizeof(float), steps);
-  }
-
-  /// Caps `rows` rows of `cols` scores (log2 domain, rows `pitch` floats apart): s becomes
-  /// c tanh(s / c) with c = softcap * log2 e, which is softcap * tanh(scaled score / softcap)
-  /// in the log2 domain.
-  void cap_scores(float* scores, int pitch, int rows, int cols) const {
-    using V = simd::wide;
-    const V c = simd::splat<V>(p.softcap * kLog2e);
-    const V inv_c = simd::splat<V>(1.0f / (p.softcap * kLog2e));
-    for (int r = 0; r < rows; ++r) {
-      float* row = scores + std::ptrdiff_t(r) * pitch;
-      for (int j = 0; j < cols; j += simd::kWideLanes)
-        simd::store_as(row + j, c * simd::tanh(simd::load_as<V>(row + j) * inv_c));
-    }
   }
 
   /// Turns the score columns into probabilities against the running max, a vector of queries

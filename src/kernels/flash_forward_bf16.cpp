@@ -185,7 +185,8 @@ struct Bf16ForwardTiles {
       s.l[i] = 0.0f;
     }
     // Scores in the log2 domain: exp2(c S - m) = exp(scale S - m ln 2). Capped scores are put in
-    // it by cap_scores, and enter the softmax as they are.
+    // it when they are capped (softcap * log2 e * tanh(scale S / softcap)), and enter the softmax
+    // as they are.
     const bool capped = p.softcap > 0.0f;
     const V c = simd::splat<V>(capped ? 1.0f : p.scale() * kLog2e);
 
@@ -204,7 +205,7 @@ struct Bf16ForwardTiles {
       Products::gemm(rows_padded, cols_padded, d, pairs::RowsA{s.q, nullptr, std::size_t(d)},
                      pairs::PairsB{k_tile, nullptr, std::size_t(2 * kCols)}, s.s, kCols, false);
       // The cap comes before the mask's -inf, which tanh would make finite.
-      if (capped) cap_scores(s, rows_padded, cols_padded);
+      if (capped) simd::cap_rows(s.s, kCols, rows_padded, cols_padded, p.softcap * kLog2e, p.scale() / p.softcap);
       if (vis == TileVisibility::partial) {
         for (int j = 0; j < cols; ++j) s.k_pos[j] = p.k_pos(c0 + j);
         for_each_hidden<kRows, kCols>(rule, s.q_pos, rows, s.k_pos, cols,
@@ -224,18 +225,6 @@ struct Bf16ForwardTiles {
       TOut* dst = &out(b, r0 + i, h, 0);
       for (int x = 0; x < dim_v; ++x) from_float(s.o[i * ld + x] * inv, dst[x]);
       lse(b, h, r0 + i) = seen ? (s.m[i] + std::log2(s.l[i])) * kLn2 : ninf;
-    }
-  }
-
-  /// Caps the tile's scores and puts them in the log2 domain: S becomes c tanh(scale S / softcap)
-  /// with c = softcap * log2 e, which is softcap * tanh(scaled score / softcap) there.
-  void cap_scores(const Scratch& s, int rows_padded, int cols_padded) const {
-    const V c = simd::splat<V>(p.softcap * kLog2e);
-    const V inv = simd::splat<V>(p.scale() / p.softcap);
-    for (int i = 0; i < rows_padded; ++i) {
-      float* row = s.s + std::size_t(i) * kCols;
-      for (int t = 0; t < cols_padded; t += 16)
-        simd::store_as(row + t, c * simd::tanh(simd::load_as<V>(row + t) * inv));
     }
   }
 

@@ -8,6 +8,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #if defined(__AVX__) && defined(__GNUC__) && !defined(__CUDACC__)
 #include <immintrin.h>
@@ -256,6 +257,17 @@ KOKKOS_INLINE_FUNCTION V tanh(V x) {
   const V e = exp2(splat<V>(0.0f) - max(splat<V>(0.0f) - y, splat<V>(-64.0f)));  // 2^min(y, 64)
   const V far = splat<V>(1.0f) - splat<V>(2.0f) / (e + splat<V>(1.0f));
   return select_below(u, 0.390625f, x * p, far);
+}
+
+/// Soft-capped scores (AttentionParams::softcap) in place: each of `rows` rows of `cols` floats (a
+/// multiple of kWideLanes), rows `pitch` floats apart, becomes c tanh(s * inv), with c the cap in
+/// the units the scores leave in and inv the factor from the scores' units to the cap's.
+inline void cap_rows(float* scores, std::ptrdiff_t pitch, int rows, int cols, float c, float inv) {
+  const wide vc = splat<wide>(c), vinv = splat<wide>(inv);
+  for (int r = 0; r < rows; ++r) {
+    float* row = scores + r * pitch;
+    for (int j = 0; j < cols; j += kWideLanes) store_as(row + j, vc * tanh(load_as<wide>(row + j) * vinv));
+  }
 }
 
 }  // namespace simd
