@@ -421,7 +421,7 @@ WalkCounts check_walks(const Case& c, bool keys_walked) {
 /// ranges with or without the causal mask and a window. Returns the walks checked; the
 /// documents and the ranges must cut both kinds of walk somewhere. A list longer than
 /// DeviceRanges::kQuerySpanEntries (after indexing) bounds the forwards' walks and not the
-/// backwards'; the walks stay exact either way.
+/// backwards' (checked at the limit and one either side); the walks stay exact either way.
 int check_walks_under_every_mask(bool keys_walked, unsigned seed) {
   int walks = 0;
   long cut_by_documents = 0, cut_by_ranges = 0;
@@ -445,22 +445,28 @@ int check_walks_under_every_mask(bool keys_walked, unsigned seed) {
   }
   EXPECT_GT(cut_by_documents, 0) << "the documents never cut a walk";
   EXPECT_GT(cut_by_ranges, 0) << "the ranges never cut a walk";
-  // A list past the backwards' limit: one entry per visible pair, each query seeing the keys at or
-  // before it and those 8 or more after it.
-  std::vector<rfa_mask_range_t> many;
+  // Lists at the backwards' limit and one either side of it, and a longer one: one entry per
+  // visible pair (each query seeing the keys at or before it and those 8 or more after it, 288
+  // pairs), the first n of them in order of queries. The forwards' walks are bounded by each; the
+  // backwards' by those of at most DeviceRanges::kQuerySpanEntries entries after indexing.
+  std::vector<rfa_mask_range_t> pairs;
   for (std::int64_t q = 0; q < S; ++q)
     for (std::int64_t k = 0; k < S; ++k)
-      if (k <= q || k >= q + 8) many.push_back({q, q + 1, k, k + 1, 0, 0, RFA_RANGE_FULL});
-  const MaskRanges long_list(many.data(), std::int64_t(many.size()), S, "ranges");
-  const MaskRangeIndex index = long_list.index();
-  const std::int64_t indexed = index.band_offset[index.band_count];
-  EXPECT_GT(indexed, DeviceRanges::kQuerySpanEntries) << "the long list fits the backwards' limit";
-  const WalkCounts n = check_walks(make_case(false, 0, kDocumentSets[0], &long_list), keys_walked);
-  walks += n.walks;
-  if (keys_walked)
-    EXPECT_GT(n.cut_by_other_masks, 0) << "a long list of ranges never cut a walk over key tiles";
-  else
-    EXPECT_EQ(n.cut_by_other_masks, 0) << "a list past the limit cut a walk over query tiles";
+      if (k <= q || k >= q + 8) pairs.push_back({q, q + 1, k, k + 1, 0, 0, RFA_RANGE_FULL});
+  constexpr std::int64_t limit = DeviceRanges::kQuerySpanEntries;
+  for (const std::int64_t n : {limit - 1, limit, limit + 1, std::int64_t(pairs.size())}) {
+    const MaskRanges list(pairs.data(), n, S, "ranges");
+    const MaskRangeIndex index = list.index();
+    EXPECT_EQ(index.band_offset[index.band_count], n) << "the list of " << n << " pairs indexes to another count";
+    const WalkCounts cut = check_walks(make_case(false, 0, kDocumentSets[0], &list), keys_walked);
+    walks += cut.walks;
+    if (keys_walked || n <= limit)
+      EXPECT_GT(cut.cut_by_other_masks, 0)
+          << "a list of " << n << " ranges never cut a walk over " << (keys_walked ? "key" : "query") << " tiles";
+    else
+      EXPECT_EQ(cut.cut_by_other_masks, 0)
+          << "a list of " << n << " ranges, past the limit, cut a walk over query tiles";
+  }
   return walks;
 }
 
