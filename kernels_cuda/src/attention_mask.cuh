@@ -132,8 +132,9 @@ struct DeviceRanges {
   // than kQuerySpanEntries entries, which would cost each tile of keys more than the query tiles
   // it could leave out.
   static constexpr std::int64_t kQuerySpanEntries = 256;
+  // An index without bands (no query sees any key) has no arrays: nothing is read.
   __device__ bool query_span(std::int64_t k_lo, std::int64_t k_hi, std::int64_t& lo, std::int64_t& hi) const {
-    if (__ldg(band_offset + band_count) > kQuerySpanEntries) return false;
+    if (band_count > 0 && __ldg(band_offset + band_count) > kQuerySpanEntries) return false;
     lo = INT64_MAX;
     hi = INT64_MIN;
     for (std::int64_t b = 0; b < band_count; ++b) {
@@ -266,10 +267,12 @@ __device__ __forceinline__ TileKind classify_tile(const DeviceMask& mask, const 
 }
 
 // How many of `rows` rows at positions start, start + stride, ... (stride >= 1) lie at or before
-// `position`.
+// `position`. A position further from a negative start than int64 spans (a window's reach) is
+// after every row.
 __host__ __device__ inline std::int64_t rows_at_or_before(std::int64_t position, std::int64_t start,
                                                           std::int64_t stride, std::int64_t rows) {
   if (rows <= 0 || position < start) return 0;
+  if (start < 0 && position > INT64_MAX + start) return rows;
   const std::int64_t n = (position - start) / stride + 1;
   return n < rows ? n : rows;
 }
@@ -320,6 +323,16 @@ __host__ __device__ inline TileSpan tiles_over(std::int64_t lo, std::int64_t hi,
   }
   if (span.begin > span.end) span.begin = span.end;
   return span;
+}
+
+// The last position a window of w >= 1 positions reaches from `position` on, position + w - 1,
+// and the first it reaches back to, position - w + 1, each held at the int64 range's end: a
+// window may be any size (one longer than every distance hides nothing).
+__host__ __device__ inline std::int64_t window_reach_after(std::int64_t position, std::int64_t w) {
+  return position > INT64_MAX - (w - 1) ? INT64_MAX : position + (w - 1);
+}
+__host__ __device__ inline std::int64_t window_reach_before(std::int64_t position, std::int64_t w) {
+  return position < INT64_MIN + (w - 1) ? INT64_MIN : position - (w - 1);
 }
 
 // Narrows [lo, hi] to its part in [other_lo, other_hi].
@@ -390,7 +403,7 @@ __device__ inline KeyWalk key_tile_walk(const DeviceMask& mask, const DevicePosi
   position_span(qpos, q_first, q_last, q_lo, q_hi);
   std::int64_t lo = INT64_MIN, hi = INT64_MAX;  // the key positions the mask may leave visible
   if (mask.causal) hi = q_hi;
-  if (mask.window > 0) lo = q_lo - mask.window + 1;
+  if (mask.window > 0) lo = window_reach_before(q_lo, mask.window);
   std::int64_t part_lo = 0, part_hi = 0;
   if (mask.documents()) {
     mask.document_span(q_lo, q_hi, part_lo, part_hi);
@@ -406,7 +419,7 @@ __device__ inline KeyWalk key_tile_walk(const DeviceMask& mask, const DevicePosi
   if (mask.any() && !mask.ranges.on && q_first + q_rows <= seq_q) {
     std::int64_t full_lo = INT64_MIN, full_hi = INT64_MAX;  // the key positions every query sees
     if (mask.causal) full_hi = q_lo;
-    if (mask.window > 0) full_lo = q_hi - mask.window + 1;
+    if (mask.window > 0) full_lo = window_reach_before(q_hi, mask.window);
     within_one_document(mask, q_lo, q_hi, full_lo, full_hi);
     const std::int64_t rows0 = kpos.length0 < seq_k ? kpos.length0 : seq_k;  // key rows on the first piece
     const TileSpan full = whole_tiles_within(full_lo, full_hi, 0, kpos.start0, kpos.stride0, rows0, k_rows);
@@ -446,7 +459,7 @@ __device__ inline QueryWalkBounds query_tile_walk(const DeviceMask& mask, const 
   position_span(kpos, k_first, k_last, k_lo, k_hi);
   std::int64_t lo = INT64_MIN, hi = INT64_MAX;  // the query positions the mask may leave visible
   if (mask.causal) lo = k_lo;
-  if (mask.window > 0) hi = k_hi + mask.window - 1;
+  if (mask.window > 0) hi = window_reach_after(k_hi, mask.window);
   std::int64_t part_lo = 0, part_hi = 0;
   if (mask.documents()) {
     mask.document_span(k_lo, k_hi, part_lo, part_hi);
@@ -459,7 +472,7 @@ __device__ inline QueryWalkBounds query_tile_walk(const DeviceMask& mask, const 
   if (mask.any() && !mask.ranges.on && k_first + k_rows <= seq_k) {
     std::int64_t full_lo = INT64_MIN, full_hi = INT64_MAX;  // the query positions that see every key
     if (mask.causal) full_lo = k_hi;
-    if (mask.window > 0) full_hi = k_lo + mask.window - 1;
+    if (mask.window > 0) full_hi = window_reach_after(k_lo, mask.window);
     within_one_document(mask, k_lo, k_hi, full_lo, full_hi);
     const std::int64_t rows0 = qpos.length0 < seq_q ? qpos.length0 : seq_q;  // query rows on the first piece
     const TileSpan full =

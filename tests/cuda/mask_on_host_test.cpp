@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -57,8 +58,10 @@ DevicePositions device_positions(const PositionMap& m) {
 }
 
 /// The index's arrays as copy_mask_to_device (src/engine/device_mask_data.cpp) hands them to the
-/// kernels: the entries as six int64 each.
+/// kernels: the entries as six int64 each; an index without bands has no arrays at all (NULL), so
+/// that a kernel reading one of them fails here too.
 DeviceRanges device_ranges(const MaskRangeIndex& x) {
+  if (x.band_count == 0) return DeviceRanges{x.on, nullptr, nullptr, nullptr, nullptr, 0};
   return DeviceRanges{
       x.on, x.band_begin, x.band_end, x.band_offset, reinterpret_cast<const std::int64_t*>(x.entries), x.band_count};
 }
@@ -425,8 +428,11 @@ WalkCounts check_walks(const Case& c, bool keys_walked) {
 int check_walks_under_every_mask(bool keys_walked, unsigned seed) {
   int walks = 0;
   long cut_by_documents = 0, cut_by_ranges = 0;
+  // Windows from one position to the longest a caller may give (whose reach from a position
+  // does not fit int64).
   for (bool causal : {false, true})
-    for (std::int64_t window : {0, 1, 2, 5, 9})
+    for (std::int64_t window : {std::int64_t(0), std::int64_t(1), std::int64_t(2), std::int64_t(5), std::int64_t(9),
+                                std::numeric_limits<std::int64_t>::max()})
       for (const auto& docs : kDocumentSets) {
         const WalkCounts n = check_walks(make_case(causal, window, docs, nullptr), keys_walked);
         walks += n.walks;
@@ -443,6 +449,14 @@ int check_walks_under_every_mask(bool keys_walked, unsigned seed) {
     walks += n.walks;
     if (docs.empty()) cut_by_ranges += n.cut_by_other_masks;
   }
+  // Ranges that let nothing through: one entry whose keys all lie after its queries under the
+  // causal kind, and none at all, whose index has no bands and, as on a device, no arrays. Every
+  // walk is empty.
+  const std::vector<rfa_mask_range_t> hiding = {{0, 10, 12, 20, 0, 0, RFA_RANGE_CAUSAL}};
+  const MaskRanges hides_all(hiding.data(), std::int64_t(hiding.size()), S, "ranges"), none(nullptr, 0, S, "ranges");
+  EXPECT_EQ(none.index().band_count, 0) << "an empty list of ranges has bands";
+  for (const MaskRanges* r : {&hides_all, &none})
+    walks += check_walks(make_case(false, 0, kDocumentSets[0], r), keys_walked).walks;
   EXPECT_GT(cut_by_documents, 0) << "the documents never cut a walk";
   EXPECT_GT(cut_by_ranges, 0) << "the ranges never cut a walk";
   // Lists at the backwards' limit and one either side of it, and a longer one: one entry per
@@ -478,6 +492,44 @@ TEST(CudaMaskOnHost, KeyWalksBeginEndAndTakeFullTilesAsTheMaskSays) {
 // The backwards' walk over query tiles (query_tile_walk).
 TEST(CudaMaskOnHost, QueryWalksBeginEndAndTakeFullTilesAsTheMaskSays) {
   EXPECT_GT(check_walks_under_every_mask(false, 37), 50000);
+}
+
+// A window longer than any distance between positions hides nothing: the walks begin and end
+// where they do without it, on maps far below and far above position 0 (the kernels' interface
+// takes positions of either sign up to 2^60), where a position plus or less the window leaves
+// int64.
+TEST(CudaMaskOnHost, AWindowLongerThanEveryDistanceCutsNoWalk) {
+  constexpr std::int64_t kFar = std::int64_t(1) << 60, kLongest = std::numeric_limits<std::int64_t>::max();
+  const DevicePositions maps[] = {DevicePositions::one(-kFar, 1), DevicePositions::one(kFar - 1000, 3),
+                                  DevicePositions::two(-kFar, 2, 40, kFar - 500, 1)};
+  constexpr int kSeq = 100, kRows = 16;
+  int walks = 0;
+  for (bool causal : {false, true}) {
+    const DeviceMask longest{causal, kLongest, nullptr, 0, DeviceRanges{}, nullptr};
+    const DeviceMask unbounded{causal, 0, nullptr, 0, DeviceRanges{}, nullptr};
+    for (const DevicePositions& q : maps)
+      for (const DevicePositions& k : maps)
+        for (int first = 0; first < kSeq; first += kRows) {
+          const KeyWalk kw = key_tile_walk(longest, q, k, first, kRows, kSeq, kRows, kSeq),
+                        kw0 = key_tile_walk(unbounded, q, k, first, kRows, kSeq, kRows, kSeq);
+          EXPECT_TRUE(kw.begin_tile == kw0.begin_tile && kw.end_tile == kw0.end_tile)
+              << "queries from row " << first << (causal ? ", causal" : "") << ": key tiles [" << kw.begin_tile << ", "
+              << kw.end_tile << ") under the longest window, [" << kw0.begin_tile << ", " << kw0.end_tile
+              << ") without one";
+          const QueryWalkBounds qw = query_tile_walk(longest, q, k, first, kRows, kSeq, kRows, kSeq),
+                                qw0 = query_tile_walk(unbounded, q, k, first, kRows, kSeq, kRows, kSeq);
+          EXPECT_TRUE(qw.begin_tile == qw0.begin_tile && qw.end_tile == qw0.end_tile)
+              << "keys from row " << first << (causal ? ", causal" : "") << ": query tiles [" << qw.begin_tile << ", "
+              << qw.end_tile << ") under the longest window, [" << qw0.begin_tile << ", " << qw0.end_tile
+              << ") without one";
+          if (causal) {  // the same tiles known full: the window adds no condition
+            EXPECT_TRUE(kw.full_begin == kw0.full_begin && kw.full_end == kw0.full_end) << "queries from row " << first;
+            EXPECT_TRUE(qw.full_begin == qw0.full_begin && qw.full_end == qw0.full_end) << "keys from row " << first;
+          }
+          walks += 2;
+        }
+  }
+  EXPECT_EQ(walks, 2 * 9 * 7 * 2);
 }
 
 TEST(CudaMaskOnHost, EachBatchEntryTakesItsOwnDocuments) {
