@@ -19,6 +19,9 @@ std::int64_t ceil_div(std::int64_t x, std::int64_t y) { return -floor_div(-x, y)
 
 /// Stands for "no bound" in index arithmetic: far beyond any row index, far from overflow.
 constexpr std::int64_t kUnbounded = std::int64_t(1) << 60;
+/// The rule's window held at kUnbounded, longer than any distance between positions: a longer
+/// one hides no more, and positions less it stay inside int64.
+std::int64_t bounded_window(const MaskRule& rule) { return std::min(rule.window, kUnbounded); }
 
 /// Beyond this many query tiles, every stride-th is counted and stands for the stride tiles from
 /// it, so that a block of any length costs a bounded time (the rows of each are counted as they
@@ -73,7 +76,7 @@ std::int64_t keys_between(const Segment& ks, std::int64_t j0, std::int64_t j1, s
 
 /// The keys a query at `position` may see, [a, b] in positions, before documents.
 void key_range(const MaskRule& rule, std::int64_t position, std::int64_t& a, std::int64_t& b) {
-  a = rule.window > 0 ? position - rule.window + 1 : -kUnbounded;
+  a = rule.window > 0 ? position - bounded_window(rule) + 1 : -kUnbounded;
   b = rule.causal ? position : kUnbounded;
 }
 
@@ -96,7 +99,7 @@ std::int64_t visible_between(const MaskRule& rule, const Segment& qs, std::int64
   // and j lies in the keys' rows of positions [d0, d1).
   const std::int64_t s = qs.stride, offset = qs.start - ks.start;
   const std::int64_t hi = rule.causal ? floor_div(offset, s) : kUnbounded;
-  const std::int64_t lo = rule.window > 0 ? ceil_div(offset - rule.window + 1, s) : -kUnbounded;
+  const std::int64_t lo = rule.window > 0 ? ceil_div(offset - bounded_window(rule) + 1, s) : -kUnbounded;
   const std::int64_t first = std::max(j0, ceil_div(d0 - ks.start, s)),
                      last = std::min(j1 - 1, floor_div(d1 - 1 - ks.start, s));
   return band_count(i0, i1, lo, hi, first, last);

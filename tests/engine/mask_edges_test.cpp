@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <random>
 #include <sstream>
@@ -184,7 +185,7 @@ std::uint64_t sweep_seed() {
   return s != nullptr && *s != '\0' ? std::strtoull(s, nullptr, 10) : 20261128;
 }
 
-// Random masks: a window (none, short, around an edge, longer than S), random documents
+// Random masks: a window (none, short, around an edge, longer than S, the longest int64 holds), random documents
 // (empty ones, one-token ones, boundaries anywhere; one list, or one per batch entry), causal or
 // not, on a random layout,
 // strategy, dtype and K/V head count, with S a random multiple of 2P. Every rank draws the
@@ -219,12 +220,13 @@ TEST(MaskEdges, RandomMasksMatchTheReference) {
     c.head_dim = 8 * uniform(1, 3);
     c.dtype = uniform(0, 3) == 0 ? RFA_DTYPE_BFLOAT16 : RFA_DTYPE_FLOAT32;
     const std::int64_t edge = edge_of(c.layout, S, sweep.layout_ranks);
-    switch (uniform(0, 4)) {
+    switch (uniform(0, 5)) {
       case 0: c.window = 0; break;
       case 1: c.window = uniform(1, 4); break;
       case 2: c.window = std::max<std::int64_t>(1, uniform(0, sweep.layout_ranks) * edge + uniform(-2, 2)); break;
       case 3: c.window = uniform(1, S); break;
-      default: c.window = S + uniform(0, 8); break;
+      case 4: c.window = S + uniform(0, 8); break;
+      default: c.window = std::numeric_limits<std::int64_t>::max(); break;  // the longest a caller may give
     }
     // Documents: none, one list, or (with two entries) one list per entry, an entry's list
     // sometimes empty (one document).

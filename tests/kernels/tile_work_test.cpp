@@ -5,6 +5,7 @@
 // key rows of the tiles computed; the count without the cut tiles' visible scores
 // (computed_scores) against the same.
 #include <gtest/gtest.h>
+#include <limits>
 
 #include <random>
 #include <sstream>
@@ -20,6 +21,10 @@
 
 namespace rfa::kernels {
 namespace {
+
+// The longest window a caller may give (options.window has no upper bound): it hides nothing,
+// and the counts' arithmetic on it must not overflow.
+constexpr std::int64_t kLongestWindow = std::numeric_limits<std::int64_t>::max();
 
 // `ranges`: the list behind rule.ranges, whose pairs are tested by the documented rule.
 // Query tiles cut short at a segment boundary in the current test: each test with tiles that may
@@ -83,7 +88,8 @@ TEST(TileWork, MatchesTheKernelsRuleTileByTile) {
   for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_STRIPE})
     for (int P : {1, 2, 3, 4})
       for (bool causal : {false, true})
-        for (std::int64_t window : {0, 1, 50, 200})
+        for (std::int64_t window :
+             {std::int64_t(0), std::int64_t(1), std::int64_t(50), std::int64_t(200), kLongestWindow})
           for (const std::vector<std::int64_t>* d : {&no_docs, &docs})
             for (const TileShape tile : {TileShape{16, 8, false}, {7, 13, false}, {192, 96, true}, {48, 8, true}}) {
               MaskRule rule{causal, window, d->empty() ? nullptr : d->data(), std::int64_t(d->size()), {}};
@@ -100,7 +106,7 @@ TEST(TileWork, MatchesTheKernelsRuleTileByTile) {
                   ++cases;
                 }
             }
-  EXPECT_EQ(cases, 3 * 30 * 2 * 4 * 2 * 4);
+  EXPECT_EQ(cases, 3 * 30 * 2 * 5 * 2 * 4);
   EXPECT_GT(cut_tiles, 0);
 }
 
@@ -119,7 +125,7 @@ TEST(TileWork, MixedMapsMatchTheKernelsRuleTileByTile) {
   cut_tiles = 0;
   for (const auto& [q, k] : maps)
     for (bool causal : {false, true})
-      for (std::int64_t window : {0, 1, 9, 64})
+      for (std::int64_t window : {std::int64_t(0), std::int64_t(1), std::int64_t(9), std::int64_t(64), kLongestWindow})
         for (const std::vector<std::int64_t>* d : {&no_docs, &docs})
           for (const TileShape tile : {TileShape{16, 8, false}, {48, 13, true}}) {
             MaskRule rule{causal, window, d->empty() ? nullptr : d->data(), std::int64_t(d->size()), {}};
@@ -133,7 +139,7 @@ TEST(TileWork, MixedMapsMatchTheKernelsRuleTileByTile) {
             ASSERT_EQ(computed_scores(rule, q, k, tile), want.computed()) << where.str();
             ++cases;
           }
-  EXPECT_EQ(cases, 4 * 2 * 4 * 2 * 2);
+  EXPECT_EQ(cases, 4 * 2 * 5 * 2 * 2);
 }
 
 // Masks given as ranges (random lists whose bounds fall on chunk edges and next to them), alone
