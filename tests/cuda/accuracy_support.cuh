@@ -75,7 +75,7 @@ class DeviceRangeIndex {
     bands_ = std::int64_t(begin.size());
     for (auto [host, device] :
          {std::pair{&begin, &begin_}, {&end, &end_}, {&offset, &offset_}, {&entries, &entries_}}) {
-      if (host->empty()) continue;
+      if (host->empty() || bands_ == 0) continue;  // no bands: no arrays, as the engine copies them
       RFA_TEST_CUDA(cudaMalloc(device, host->size() * sizeof(std::int64_t)));
       RFA_TEST_CUDA(cudaMemcpy(*device, host->data(), host->size() * sizeof(std::int64_t), cudaMemcpyHostToDevice));
     }

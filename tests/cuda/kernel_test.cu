@@ -1145,7 +1145,21 @@ int main(int argc, char** argv) {
   kinds.ranges = {{0, 303, 0, 303, R::band, -40, 3}, {100, 200, 150, 303, R::anticausal}, {50, 50, 0, 303, R::full},
                   {77, 78, 0, 303, R::full},         {0, 303, 299, 300, R::full},         {200, 303, 0, 120, R::causal},
                   {0, 150, 60, 90, R::full}};
-  for (const Case& c : {prefix, grid, blocks_zig, kinds}) cases.push_back(c);
+  // An empty list: no pair is seen, and the index has no bands and no arrays on the device.
+  Case no_ranges{"ranges: none (no bands, no arrays)", B, 64, 1, 130, 130, 2, 1, false};
+  no_ranges.ranges_on = true;
+  for (const Case& c : {prefix, grid, blocks_zig, kinds, no_ranges}) cases.push_back(c);
+  // The longest window a caller may give, whose reach from a position leaves int64 (it hides
+  // nothing): causal on a zigzag map, and full on positions from -2^60 (both paths).
+  Case longest{"window INT64_MAX, causal, zigzag q(rank 0) x k(rank 1)", H, 64, 1, 80, 80, 2, 1, true};
+  longest.q_map = two_segments(0, 40, 200, 40);
+  longest.k_map = two_segments(40, 40, 160, 40);
+  longest.window = std::numeric_limits<std::int64_t>::max();
+  Case longest_far{"window INT64_MAX, full, positions from -2^60", B, 128, 1, 130, 130, 2, 1, false};
+  longest_far.q_map = one_segment(-(std::int64_t(1) << 60), 1, 130);
+  longest_far.k_map = one_segment(-(std::int64_t(1) << 60) + 7, 1, 130);
+  longest_far.window = std::numeric_limits<std::int64_t>::max();
+  for (const Case& c : {longest, longest_far}) cases.push_back(c);
   // Per-sequence documents: three entries, each its own boundaries (one token each, boundaries
   // on the sm80 tiles' edges and one either side, none), causal with GQA; full with a window on
   // a zigzag map where one entry's documents hide the block; the Hopper path refuses them.
