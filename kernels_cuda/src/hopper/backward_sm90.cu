@@ -259,31 +259,40 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       issue_gemm<false>(mma_scores, tSrK, tSrQ(_, _, _, read.index()), tSrS, true);
       issue_gemm<false>(mma_scores, tSrV, tSrDout(_, _, _, read.index()), tSrDp, true);
       const float next_statistic = fetch_row_statistic(next);
-      wait_for_products<0>(tSrS, tSrDp);
+      wait_for_products<1>(tSrS);
 
-      // P^T = exp(scale S^T - lse) (0 where masked) and dS^T = P^T (dP^T - D).
+      // P^T = exp(scale S^T - lse) (0 where masked) while the tensor cores compute dP^T: the
+      // exponentials take the SM's special-function units about as long as one of the tile's
+      // products takes its tensor cores.
       const bool partial = kind == detail::TileKind::kPartial;
       const float* lse_log2_of = shared.row_statistics[buffer][0];
       const float* delta_of = shared.row_statistics[buffer][1];
       CUTE_UNROLL
       for (int c = 0; c < kCols; ++c) {
-        const int column = get<1>(score_at(0, c)), query = q_first + column;
-        const float lse_log2 = lse_log2_of[column], delta = delta_of[column];
+        const int column = get<1>(score_at(0, c));
+        const float lse_log2 = lse_log2_of[column];
         const detail::MaskedIndex query_index =
-            partial ? detail::masked_index(dims.mask, dims.q_positions, query, dims.seq_q) : detail::MaskedIndex{};
+            partial ? detail::masked_index(dims.mask, dims.q_positions, q_first + column, dims.seq_q)
+                    : detail::MaskedIndex{};
         CUTE_UNROLL
         for (int r = 0; r < kRows; ++r) {
           const bool shown = !partial || detail::visible_pair<detail::kWithoutRanges>(dims.mask, query_index, keys[r]);
-          const float prob = shown ? exp2f(fmaf(p(r, c), dims.scale_log2, -lse_log2)) : 0.f;
-          p(r, c) = prob;
-          ds(r, c) = prob * (ds(r, c) - delta);
+          p(r, c) = shown ? exp2f(fmaf(p(r, c), dims.scale_log2, -lse_log2)) : 0.f;
         }
       }
       round_into(tSrS, tGrP);
-      round_into(tSrDp, tGrDs);
-
-      // dV += P^T dO and dK += dS^T Q (the scale is applied once, at the end).
+      // dV += P^T dO (the scale of dK is applied once, at the end) while dS^T = P^T (dP^T - D)
+      // is formed.
       issue_gemm<true>(mma_key_grads, tGrP, tGrDoutT(_, _, _, read.index()), tGrDv, false);
+      wait_for_products<1>(tSrDp);
+      CUTE_UNROLL
+      for (int c = 0; c < kCols; ++c) {
+        const float delta = delta_of[get<1>(score_at(0, c))];
+        CUTE_UNROLL
+        for (int r = 0; r < kRows; ++r) ds(r, c) = p(r, c) * (ds(r, c) - delta);
+      }
+      round_into(tSrDp, tGrDs);
+      // dK += dS^T Q.
       issue_gemm<true>(mma_key_grads, tGrDs, tGrQt(_, _, _, read.index()), tGrDk, false);
 
       // dS into shared memory (query-contiguous), rounded like the other operands, and the next
