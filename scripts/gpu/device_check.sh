@@ -482,10 +482,11 @@ million_phase() {
   # backward once, sampled rows against float64. 16 query heads; by docs/memory.md's formula a
   # rank's device memory is 16 bytes per query element and 48 per K/V element (131,072 rows each:
   # 16 GiB at 16 K/V heads, 10 at 8, 7 at 4), times 8 ranks plus their CUDA contexts; each rank
-  # also holds its tensors and the staged transport's pinned buffers in host memory (about 13 GiB
-  # at 16 K/V heads, 6.5 at 8). 16 K/V heads (132 GiB) would leave an H200 (140 GiB) and the
-  # machine's 128 GiB of memory too little margin: a card under 160 GiB runs 8 (GQA 16:8, 84
-  # GiB), one under 120 GiB (an 80 GB H100) 4 (GQA 16:4, 60 GiB).
+  # also holds its tensors and the staged transport's pinned buffers in host memory (the pool
+  # keeps up to six of K's size and six of fp32 dK's while an exchange replaces the one before:
+  # about 5 GiB at 4 K/V heads, 8 at 8, 13 at 16). 16 K/V heads (132 GiB) would leave an H200
+  # (140 GiB) and the machine's 128 GiB of memory too little margin: a card under 160 GiB runs 8
+  # (GQA 16:8, 84 GiB), one under 120 GiB (an 80 GB H100) 4 (GQA 16:4, 60 GiB).
   local kv=16
   [ "$memory_gib" -lt 160 ] && kv=8
   [ "$memory_gib" -lt 120 ] && kv=4
