@@ -8,8 +8,10 @@
 //  - V, Q, dO and K read transposed address the same shared-memory elements as themselves;
 //  - the backward's dQ products cover the tile between the two consumer warpgroups (half the head
 //    dimension each, or half the keys each), its dS buffers give every element its own place, and
-//    each consumer's dQ share is the dense row-major box its TMA reduce-add reads;
+//    each thread writes its dQ values where the swizzled layout its TMA reduce-add reads puts
+//    them (the kernel's own address arithmetic, Traits::dq_thread_offset and the rest);
 //  - each kernel's shared memory fits a Hopper CTA.
+#include <cstdint>
 #include <cstdio>
 #include <vector>
 
@@ -133,15 +135,35 @@ void check_backward(const char* name) {
   std::vector<int> used(cosize(ds), 0);
   for (int i = 0; i < size(ds); ++i) ++used[ds(i)];
   for (int e = 0; e < int(used.size()); ++e) expect(used[e] == 1, "dS: one element per place", e, used[e]);
-  // dQ's share in shared memory: an unswizzled TMA box is read row after row, densely, so the
-  // layout the kernel writes through must put (query, column) at query * columns + column.
-  typename Traits::SmemLayoutDq dq;
-  expect(int(size<0>(dq)) == Traits::kBlockM && int(size<1>(dq)) == Traits::kDqColumns, "dQ share: the tile's shape",
-         -1, -1);
-  expect(int(cosize(dq)) == Traits::kBlockM * Traits::kDqColumns, "dQ share: dense", -1, int(cosize(dq)));
-  for (int q = 0; q < Traits::kBlockM; ++q)
-    for (int c = 0; c < Traits::kDqColumns; ++c)
-      expect(int(dq(q, c)) == q * Traits::kDqColumns + c, "dQ share: row-major", q, c);
+  // dQ's share in shared memory: the kernel writes each thread's pairs at addresses it computes
+  // itself (the thread's part once, a constant per pair, the swizzle by XOR); they must be where
+  // the swizzled layout that the TMA reduce-add reads puts the pair's (query, column), and the
+  // share must fill its elements densely.
+  // The swizzle acts on the address (as the copy engine's does), so the layout is read through a
+  // pointer at a 1024-byte boundary, as the share lies in the kernel.
+  typename Traits::SmemLayoutDq dq_layout;
+  expect(int(size<0>(dq_layout)) == Traits::kBlockM && int(size<1>(dq_layout)) == Traits::kDqColumns,
+         "dQ share: the tile's shape", -1, -1);
+  expect(int(cosize(dq_layout)) == Traits::kBlockM * Traits::kDqColumns, "dQ share: dense", -1, int(cosize(dq_layout)));
+  alignas(1024) static float share[Traits::kBlockM * Traits::kDqColumns];
+  Tensor dq = make_tensor(make_smem_ptr(share), dq_layout);
+  std::vector<int> written(Traits::kBlockM * Traits::kDqColumns, 0);
+  for (int t = 0; t < 128; ++t) {
+    Tensor at = mma.get_thread_slice(t).partition_C(identity);
+    expect(int(size(at)) == 4 * (Traits::kDqColumns / 8), "dQ: two rows of a pair per 8 columns a thread", t, -1);
+    for (int i = 0; i < size(at); ++i) {
+      const int e0 = i % 2, e1 = i / 2 % 2, j = i / 4;
+      const int row = 16 * (t / 32) + t % 32 / 4 + 8 * e1, col = 2 * (t % 4) + e0 + 8 * j;
+      expect(get<0>(at(i)) == row && get<1>(at(i)) == col, "dQ: the accumulators' layout the kernel assumes", t, i);
+      const std::uint32_t bytes =
+          (4u * std::uint32_t(Traits::dq_thread_offset(t) + Traits::dq_pair_offset(e1, j))) ^ Traits::dq_swizzle(t);
+      const int element = int(bytes / 4) + e0;
+      expect(element == int(&dq(row, col) - share), "dQ: the kernel's address = the swizzled layout's", t, i);
+      if (element >= 0 && element < int(written.size())) ++written[element];
+    }
+  }
+  for (int e = 0; e < int(written.size()); ++e)
+    expect(written[e] == 1, "dQ share: every element written once", e, written[e]);
   check_shared_bytes(Traits::kSmemBytes);
   std::printf("  %s\n", failures == before ? "ok" : "FAILED");
 }

@@ -54,6 +54,20 @@ __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.comm
 __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
 // The group's adds are done.
 __device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+// The shared-memory address (the .shared state space) of a pointer into the CTA's shared memory.
+__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+// `value` through an instruction the compiler neither moves nor sees through: the addresses
+// built from it inside a loop are computed there, one at a time, not held across the loop.
+__device__ __forceinline__ std::uint32_t opaque(std::uint32_t value) {
+  asm volatile("mov.b32 %0, %0;\n" : "+r"(value));
+  return value;
+}
+// Two fp32 values at a shared-memory address (8-byte aligned).
+__device__ __forceinline__ void store_shared_pair(std::uint32_t address, float a, float b) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(address), "f"(a), "f"(b) : "memory");
+}
 // Ordinary shared-memory stores made visible to the tensor cores and the copy engine.
 __device__ __forceinline__ void fence_shared_for_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -200,7 +214,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   Tensor tGrP = make_tensor<T>(scores_as_a_operand(tSrS.layout()));
   Tensor tGrDs = make_tensor<T>(scores_as_a_operand(tSrDp.layout()));
   // Rows (keys) and columns (queries) of S^T and dP^T, with their tile coordinates; the same for
-  // dK and dV (keys, head dim); dQ's (query, head dim) coordinates.
+  // dK and dV (keys, head dim).
   Tensor p = make_tensor(tSrS.data(), rows_cols_view(tSrS.layout()));
   Tensor ds = make_tensor(tSrDp.data(), rows_cols_view(tSrDp.layout()));
   Tensor score_coords = thread_scores.partition_C(make_identity_tensor(typename Traits::KeysByQueries{}));
@@ -209,7 +223,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   Tensor dk = make_tensor(tGrDk.data(), rows_cols_view(tGrDk.layout()));
   Tensor grad_coords = thread_key_grads.partition_C(make_identity_tensor(typename Traits::KeysByDim{}));
   Tensor grad_at = make_tensor(grad_coords.data(), rows_cols_view(grad_coords.layout()));
-  Tensor dq_at = thread_query_grad.partition_C(make_identity_tensor(typename Traits::QueriesByDqColumns{}));
   constexpr int kRows = decltype(size<0>(p))::value, kCols = decltype(size<1>(p))::value;
 
   // The keys' positions and documents, found once (masked_index). Masks given as ranges are
@@ -227,6 +240,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   auto copy_dq = params.tma_dq.get_slice(0);
   Tensor tDqsDq = copy_dq.partition_S(sDq);
   Tensor mDq = params.tma_dq.get_tma_tensor(make_shape(dims.seq_q, D, dims.heads, dims.batch));
+  // Where this thread's dQ pairs go in the swizzled share (Traits::dq_thread_offset).
+  const std::uint32_t dq_thread_bytes =
+      shared_address(shared.dq.data() + consumer * cosize_v<typename Traits::SmemLayoutDq>) +
+      4 * Traits::dq_thread_offset(consumer_thread % 128);
+  const std::uint32_t dq_swizzle = Traits::dq_swizzle(consumer_thread % 128);
   // Each query tile's lse (in the exp2 domain: +inf for a row that sees no key anywhere or lies
   // past the sequence, so that all its P are 0) and D, staged in shared memory one tile ahead:
   // consumer threads 0 .. kBlockM - 1 fetch a row's lse, the next kBlockM its D, while the
@@ -315,8 +333,18 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       // previous tile's reduce-add has read it), then one TMA reduce-add of the whole share.
       if (lead) bulk_wait_read();
       named_barrier_sync(4 + consumer, 128);
-      CUTE_UNROLL
-      for (int i = 0; i < size(tQrDq); ++i) sDq(get<0>(dq_at(i)), get<1>(dq_at(i))) = dims.scale * tQrDq(i);
+      {
+        const std::uint32_t thread_bytes = opaque(dq_thread_bytes);
+        CUTE_UNROLL
+        for (int e1 = 0; e1 < 2; ++e1) {
+          CUTE_UNROLL
+          for (int j = 0; j < kDqColumns / 8; ++j) {
+            const int i = 4 * j + 2 * e1;  // the pair's first value: ((2, 2, columns / 8)) in tQrDq
+            store_shared_pair((thread_bytes + 4 * Traits::dq_pair_offset(e1, j)) ^ dq_swizzle, dims.scale * tQrDq(i),
+                              dims.scale * tQrDq(i + 1));
+          }
+        }
+      }
       fence_shared_for_async();
       named_barrier_sync(4 + consumer, 128);
       if (lead) {

@@ -18,6 +18,8 @@
 // them ahead of the next tile's loads).
 #pragma once
 
+#include <cstdint>
+
 #include <cutlass/numeric_types.h>
 #include <cute/tensor.hpp>
 #include <cutlass/pipeline/pipeline.hpp>
@@ -97,9 +99,28 @@ struct BackwardSm90Traits {
   using SmemLayoutDs =
       decltype(cute::tile_to_shape(cute::GMMA::Layout_MN_SW128_Atom<T>{}, cute::Shape<Queries, Keys, cute::_2>{}));
 
-  // One consumer's share of a dQ tile: fp32 rows of kDqColumns, dense and unswizzled, the box
-  // of the TMA reduce-add into dQ (rows past the sequence are clipped by the copy engine).
-  using SmemLayoutDq = cute::Layout<QueriesByDqColumns, cute::Stride<DqColumns, cute::_1>>;
+  // One consumer's share of a dQ tile: fp32 rows of kDqColumns in 128-byte swizzle atoms (8 rows
+  // of 32 values, each row's 16-byte pieces permuted by the row), the source of the TMA
+  // reduce-add into dQ, which reads the swizzle (rows past the sequence are clipped by the copy
+  // engine). A warp writes its accumulators as 8 rows of 8 columns: in dense rows of 64 values
+  // those fall in the same 8 banks (8 ways of conflict), in the swizzle across all 32.
+  using SmemLayoutDq = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<float>{}, QueriesByDqColumns{}));
+  // Where a consumer thread writes its dQ accumulators into SmemLayoutDq, as the kernel computes
+  // it: thread t holds pairs of adjacent columns c0 + 8j, c0 + 8j + 1 in rows r0 and r0 + 8 (the
+  // accumulator layout of a 64-row wgmma: r0 = 16 (t / 32) + t % 32 / 4, c0 = 2 (t % 4)), so all
+  // its rows share one row of a swizzle atom, r0 % 8, and one permutation of 16-byte pieces. The
+  // pair (row r0 + 8 e1, column c0 + 8 j) lies at the bytes 4 (dq_thread_offset(t) +
+  // dq_pair_offset(e1, j)) ^ dq_swizzle(t) of the share (which starts on a 1024-byte boundary):
+  // the thread's part computed once, each pair's a constant. The fragment test checks both
+  // against CuTe's layouts.
+  CUTE_HOST_DEVICE static int dq_thread_offset(int t) {
+    const int r0 = 16 * (t / 32) + t % 32 / 4, c0 = 2 * (t % 4);
+    return r0 / 8 * 256 + r0 % 8 * 32 + c0;  // atoms of 8 rows of 32 values, down the rows first
+  }
+  CUTE_HOST_DEVICE static constexpr int dq_pair_offset(int e1, int j) {
+    return e1 * 256 + j / 4 * (kBlockM / 8) * 256 + 8 * (j % 4);
+  }
+  CUTE_HOST_DEVICE static std::uint32_t dq_swizzle(int t) { return static_cast<std::uint32_t>(t % 32 / 4) << 4; }
 
   using Pipeline = cutlass::PipelineTmaAsync<kStages>;
 
@@ -110,7 +131,7 @@ struct BackwardSm90Traits {
     cute::array_aligned<T, cute::cosize_v<SmemLayoutDout>, 1024> dout;
     cute::array_aligned<T, cute::cosize_v<SmemLayoutDs>, 1024> ds;
     // Each consumer's share of one dQ tile (SmemLayoutDq): the source of its TMA reduce-add.
-    cute::array_aligned<float, kConsumerWarpgroups * cute::cosize_v<SmemLayoutDq>, 128> dq;
+    cute::array_aligned<float, kConsumerWarpgroups * cute::cosize_v<SmemLayoutDq>, 1024> dq;
     // Per buffer (alternating by query tile, as dS): each query's lse in the exp2 domain and D.
     float row_statistics[2][2][kBlockM];
     typename Pipeline::SharedStorage pipeline_q;
