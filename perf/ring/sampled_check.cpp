@@ -45,7 +45,8 @@ Span keys_seen_by(const kernels::MaskRule& rule, std::int64_t q, std::int64_t S)
   return within_document(rule, q, Span{lo, rule.causal ? q : S - 1});
 }
 Span queries_seeing(const kernels::MaskRule& rule, std::int64_t k, std::int64_t S) {
-  const std::int64_t hi = rule.window > 0 ? std::min<std::int64_t>(S - 1, k + rule.window - 1) : S - 1;
+  // k + window - 1, held at the sequence's end (a window may be any size: the sum could leave int64).
+  const std::int64_t hi = rule.window > 0 && rule.window - 1 < S - 1 - k ? k + rule.window - 1 : S - 1;
   return within_document(rule, k, Span{rule.causal ? k : 0, hi});
 }
 bool sees(const kernels::MaskRule& rule, std::int64_t q, std::int64_t k) {

@@ -80,7 +80,8 @@ RunOptions options(std::int64_t seq_per_rank, std::int64_t heads, std::int64_t k
 TEST(SampledCheck, AgreesWithTheFullCheckOnEveryMaskAndLayout) {
   for (rfa_layout_t layout : {RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_STRIPE})
     for (rfa_mask_t mask : {RFA_MASK_CAUSAL, RFA_MASK_NONE})
-      for (std::int64_t window : {0, 37}) {
+      // A window of 37, and the longest a caller may give (it hides nothing; k + window leaves int64).
+      for (std::int64_t window : {std::int64_t(0), std::int64_t(37), std::numeric_limits<std::int64_t>::max()}) {
         SCOPED_TRACE(::testing::Message() << "layout " << layout << " mask " << mask << " window " << window);
         RunOptions o = options(64, 4, 2, 16);
         o.layout = layout;

@@ -6,6 +6,7 @@
 // refusal one of the documented kinds. Exit code 0 when all hold.
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,6 +23,8 @@ using rfa_cuda::cudnn::BandPlan;
 using rfa_cuda::cudnn::covers_whole_block;
 using rfa_cuda::cudnn::plan_bands;
 
+// The longest window a caller may give (options.window has no upper bound): it hides nothing.
+constexpr std::int64_t kLongestWindow = std::numeric_limits<std::int64_t>::max();
 int failures = 0, checked_steps = 0, refused_steps = 0, refused_tall_window = 0, direct_steps = 0;
 
 void fail(const std::string& what) {
@@ -166,7 +169,9 @@ int main() {
       for (int me = 0; me < P; ++me)
         for (int owner = 0; owner < P; ++owner)
           for (bool causal : {false, true})
-            for (std::int64_t window : {0, 1, 2, 3, 5, 7, 12, 13, 24, 31, 1000})
+            for (std::int64_t window : {std::int64_t(0), std::int64_t(1), std::int64_t(2), std::int64_t(3),
+                                        std::int64_t(5), std::int64_t(7), std::int64_t(12), std::int64_t(13),
+                                        std::int64_t(24), std::int64_t(31), std::int64_t(1000), kLongestWindow})
               for (const auto& docs : doc_sets)
                 check_step(layout, S, P, me, owner, causal, window, docs, RFA_CUDA_BF16);
     }

@@ -76,7 +76,11 @@ BandPlan plan_pieces(const rfa_cuda_attention_shape& shape, const std::int64_t* 
       }
       // In local indices i (query) and j (key) of this pair: causal is j <= i + r, the window
       // i - j < left.
-      bool has_right = causal, has_left = shape.window > 0;
+      // A window longer than the pair's longest distance, from its last query back to its first
+      // key, hides nothing here (and shape.window - delta could leave int64: a window may be any
+      // size).
+      const std::int64_t longest = q.start + sigma * (q.length - 1) - k.start;
+      bool has_right = causal, has_left = shape.window > 0 && shape.window <= longest;
       std::int64_t right = floor_div(delta, sigma);
       std::int64_t left = has_left ? ceil_div(shape.window - delta, sigma) : 0;
       if (has_right && has_left && right + left < 1) continue;  // an empty band
