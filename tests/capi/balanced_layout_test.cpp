@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
@@ -114,6 +115,8 @@ std::vector<Case> cases() {
   for (int64_t w : {5, 6, 7}) all.push_back({RFA_STRATEGY_RING, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 24, w});
   all.push_back({RFA_STRATEGY_RING, RFA_DTYPE_FLOAT32, RFA_MASK_NONE, 12, 4});
   all.push_back({RFA_STRATEGY_RING, RFA_DTYPE_FLOAT32, RFA_MASK_NONE, 8});
+  // The longest window a caller may give (it hides nothing; the placement's work counts hold it).
+  all.push_back({RFA_STRATEGY_RING, RFA_DTYPE_FLOAT32, RFA_MASK_NONE, 8, std::numeric_limits<int64_t>::max()});
   all.push_back({RFA_STRATEGY_RING, RFA_DTYPE_FLOAT16, RFA_MASK_CAUSAL, 8, 0, Docs::per_entry});
   all.push_back({RFA_STRATEGY_HYBRID, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 8, 0, Docs::per_entry});
   all.push_back({RFA_STRATEGY_RING, RFA_DTYPE_FLOAT32, RFA_MASK_RANGES, 12, 3, Docs::one_list, 8, seed++});
