@@ -317,6 +317,8 @@ std::vector<Case> all_cases() {
   cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 2, 40});
   cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 128, 1, 1});
   cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, 64, 2, 300});
+  // The longest window a caller may give (it hides nothing): every kernel choice's bounds hold it.
+  cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, 64, 2, std::numeric_limits<int64_t>::max()});
   cases.push_back({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 128, 2, 0, true});
   cases.push_back({RFA_LAYOUT_STRIPE, RFA_MASK_CAUSAL, RFA_DTYPE_BFLOAT16, 64, 4, 0, true});
   cases.push_back({RFA_LAYOUT_ZIGZAG, RFA_MASK_NONE, RFA_DTYPE_FLOAT16, 64, 2, 10, true});
