@@ -131,14 +131,16 @@ std::vector<rfa_mask_range_t> grid_neighbourhood_ranges(std::int64_t nx, std::in
   list.reserve(std::size_t(count));
   // Grid row (y, z) holds positions [nx * (y + ny * z), + nx); its points see, in each row
   // (y2, z2) within the radius and inside the grid, the points with |dx| <= radius: a band of
-  // offsets -radius..radius from the rows' first points.
+  // offsets -radius..radius from the rows' first points, held at the row's nx - 1 (a wider band
+  // sees no more, and offsets past +-2^61 are refused where the list is used).
+  const std::int64_t reach = std::min(radius, nx - 1);
   for (std::int64_t z = 0; z < nz; ++z)
     for (std::int64_t y = 0; y < ny; ++y) {
       const std::int64_t q = nx * (y + ny * z);
       for (std::int64_t z2 = z - std::min(radius, z); z2 <= z + std::min(radius, nz - 1 - z); ++z2) {
         for (std::int64_t y2 = y - std::min(radius, y); y2 <= y + std::min(radius, ny - 1 - y); ++y2) {
           const std::int64_t k = nx * (y2 + ny * z2);
-          list.push_back(entry(q, q + nx, k, k + nx, RFA_RANGE_BAND, -radius, radius));
+          list.push_back(entry(q, q + nx, k, k + nx, RFA_RANGE_BAND, -reach, reach));
         }
       }
     }

@@ -116,10 +116,16 @@ TEST(MaskRangeBuilders, PrefixLmAndBlockCausal) {
 TEST(MaskRangeBuilders, GridNeighbourhoods) {
   const struct { int64_t nx, ny, nz; } grids[] = {{5, 4, 1}, {1, 6, 1}, {6, 1, 1}, {3, 3, 3}, {4, 2, 3}, {1, 1, 1}};
   for (const auto& g : grids)
-    for (int64_t radius : {0, 1, 2, 7}) {
+    // Radii beyond the grid up to the largest (whose band offsets a context would refuse
+    // past +-2^61): the entries' offsets stay within a grid row.
+    for (int64_t radius :
+         {int64_t(0), int64_t(1), int64_t(2), int64_t(7), int64_t(1) << 61, std::numeric_limits<int64_t>::max()}) {
       const auto list = build([&](rfa_mask_range_t* r, int64_t c, int64_t* n) {
         return rfa_mask_ranges_grid_neighbourhood(g.nx, g.ny, g.nz, radius, r, c, n);
       });
+      for (const rfa_mask_range_t& e : list)
+        EXPECT_TRUE(e.band_lo >= -(g.nx - 1) && e.band_hi <= g.nx - 1)
+            << "radius " << radius << ": band offsets " << e.band_lo << ", " << e.band_hi << " on rows of " << g.nx;
       auto near = [&](int64_t a, int64_t b) {
         const int64_t ax = a % g.nx, ay = (a / g.nx) % g.ny, az = a / (g.nx * g.ny);
         const int64_t bx = b % g.nx, by = (b / g.nx) % g.ny, bz = b / (g.nx * g.ny);
