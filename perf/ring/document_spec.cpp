@@ -38,7 +38,7 @@ std::vector<std::int64_t> entry_bounds(const std::string& spec, std::int64_t seq
     while (start <= spec.size()) {
       const std::size_t comma = std::min(spec.find(',', start), spec.size());
       const std::int64_t length = spec_number(spec.substr(start, comma - start), "length");
-      require(b.back() + length <= seq, "--documents ", spec, ": the lengths add up to more than the sequence's ", seq,
+      require(length <= seq - b.back(), "--documents ", spec, ": the lengths add up to more than the sequence's ", seq,
               " tokens");
       b.push_back(b.back() + length);
       start = comma + 1;

@@ -367,7 +367,9 @@ static RunOptions read_run_options(int argc, char** argv) {
   if (!kv_heads_given) o.kv_heads = o.heads;
   if (o.mask_spec.rfind("grid:", 0) == 0) {  // the grid decides the length
     const GridSpec g = parse_grid(o.mask_spec);
-    const std::int64_t points = g.nx * g.ny * g.nz;
+    std::int64_t points = 0;
+    require(!__builtin_mul_overflow(g.nx, g.ny, &points) && !__builtin_mul_overflow(points, g.nz, &points), "--mask ",
+            o.mask_spec, ": the grid has too many points for 64-bit positions");
     require(!o.seq_given || o.seq == points, "--mask ", o.mask_spec, " has ", points, " points but --seq is ", o.seq,
             ": leave --seq out, or give the grid's size");
     o.seq = points;

@@ -179,6 +179,15 @@ TEST(RunOptions, AGridMaskOfThreeExtentsHasTheirProductOfTokens) {
   char plane[] = "grid:8x4:1";
   char* flat[] = {prog, flag, plane, nullptr};
   EXPECT_EQ(parse_run_options(3, flat).seq, 32);
+  // Extents whose product leaves int64 are refused by name, not wrapped.
+  char huge[] = "grid:4294967297x4294967297:0";
+  char* too_many[] = {prog, flag, huge, nullptr};
+  try {
+    parse_run_options(3, too_many);
+    ADD_FAILURE() << "accepted --mask " << huge;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("too many points"), std::string::npos) << e.what();
+  }
 }
 
 TEST(RunOptions, BadFlagsAreNamed) {
@@ -208,13 +217,20 @@ TEST(DocumentSpec, ListsForEveryEntryOrOnePerEntry) {
   EXPECT_EQ(random, parse_documents("/random:4/", 40, 3).entry(1));          // the same cuts every time
   EXPECT_NE(random, parse_documents("random:4/random:4/", 40, 3).entry(0));  // seeded by the entry
   EXPECT_TRUE(each.entry(2).empty());
-  for (const char* bad : {"30,11", "a", "5,", "random:0", "1/2"}) {
+  for (const char* bad : {"30,11", "a", "5,", "random:0", "1/2", "10,9223372036854775807"}) {
     try {
       parse_documents(bad, 40, 3);
       ADD_FAILURE() << "accepted --documents " << bad;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("--documents"), std::string::npos) << e.what();
     }
+  }
+  // Lengths whose sum leaves int64 are too long for the sequence, not a wrapped boundary.
+  try {
+    parse_documents("10,9223372036854775807", 40, 3);
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("add up to more than the sequence's 40 tokens"), std::string::npos)
+        << e.what();
   }
 }
 
