@@ -139,6 +139,7 @@ program fortran_api_test
   call check_ok(rfa_forward(ring, q, k, v, out, lse), "forward")
   call check_ok(rfa_backward(ring, q, k, v, out, dout, lse, dq, dk, dv), "backward")
   call check_wrong_shapes()
+  call check_wrong_sharding_shapes()
   call check_gathers()
 
   call compare_to_reference(ring, rout, rlse, rdq, rdk, rdv, 2.0e-6, "")
@@ -304,6 +305,53 @@ contains
     else if (H /= L .and. index(rfa_get_last_error_message(), "lse has shape") == 0) then
       call fail("swapped lse message: " // rfa_get_last_error_message())
     end if
+  end subroutine
+
+  ! The sharding calls see only pointers in C: an array shorter than the context's tokens or
+  ! batch is refused by name before anything is read or written, the all-gather on every rank
+  ! (the last rank's local array one token short), and the lse calls too.
+  subroutine check_wrong_sharding_shapes()
+    real(c_float), allocatable, target :: short_global(:,:,:,:), short_local(:,:,:,:), lse_global(:,:,:), &
+                                           short_lse(:,:,:), short_lse_global(:,:,:), fitting_lse(:,:,:)
+    integer(c_int) :: status
+    allocate(short_global(D, H, S - 1, B), short_local(D, H, L - 1, B), lse_global(S, H, B), short_lse(L, H, B - 1))
+    allocate(short_lse_global(S - 1, H, B), fitting_lse(L, H, B))
+    short_global = 0
+    short_local = 0
+    lse_global = 0
+    short_lse = 0
+    short_lse_global = 0
+    status = rfa_scatter_bshd(ring, short_global, q)
+    call check(status == RFA_ERROR_INVALID_ARGUMENT .and. &
+               index(rfa_get_last_error_message(), "rfa_scatter_bshd: global has shape") > 0, &
+               "scatter from a global one token short: " // rfa_get_last_error_message())
+    status = rfa_scatter_bshd(ring, gq, short_local)
+    call check(status == RFA_ERROR_INVALID_ARGUMENT .and. &
+               index(rfa_get_last_error_message(), "local has shape") > 0, &
+               "scatter into a local one token short: " // rfa_get_last_error_message())
+    status = rfa_gather_bshd(ring, q, short_global)
+    call check(status == RFA_ERROR_INVALID_ARGUMENT .and. &
+               index(rfa_get_last_error_message(), "rfa_gather_bshd: global has shape") > 0, &
+               "gather into a global one token short: " // rfa_get_last_error_message())
+    if (rank == nranks - 1) then
+      status = rfa_allgather_bshd(ring, short_local, gq)
+    else
+      status = rfa_allgather_bshd(ring, q, gq)
+    end if
+    call check(status == RFA_ERROR_INVALID_ARGUMENT, "an all-gather with one rank's local one token short must be " // &
+               "RFA_ERROR_INVALID_ARGUMENT on every rank")
+    if (rank == nranks - 1) call check(index(rfa_get_last_error_message(), "rfa_allgather_bshd: local has shape") > 0, &
+                                       "short all-gather message: " // rfa_get_last_error_message())
+    status = rfa_scatter_lse(ring, lse_global, short_lse)
+    call check(status == RFA_ERROR_INVALID_ARGUMENT .and. &
+               index(rfa_get_last_error_message(), "rfa_scatter_lse: local has shape") > 0, &
+               "scatter into an lse one batch entry short: " // rfa_get_last_error_message())
+    status = rfa_gather_lse(ring, lse, short_lse_global)
+    call check(status == RFA_ERROR_INVALID_ARGUMENT .and. &
+               index(rfa_get_last_error_message(), "rfa_gather_lse: global has shape") > 0, &
+               "gather into an lse one token short: " // rfa_get_last_error_message())
+    ! The right shapes still pass.
+    call check_ok(rfa_scatter_lse(ring, lse_global, fitting_lse), "scatter lse")
   end subroutine
 
   subroutine check_bf16_forward()
