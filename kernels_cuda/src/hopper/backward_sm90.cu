@@ -13,6 +13,7 @@
 #include <cutlass/pipeline/pipeline.hpp>
 
 #include "attention_mask.cuh"
+#include "device_primitives.cuh"
 #include "hopper/backward_sm90.hpp"
 #include "hopper/backward_sm90_traits.hpp"
 #include "hopper/fragment_views.hpp"
@@ -54,10 +55,6 @@ __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.comm
 __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
 // The group's adds are done.
 __device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
-// The shared-memory address (the .shared state space) of a pointer into the CTA's shared memory.
-__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
 // `value` through an instruction the compiler neither moves nor sees through: the addresses
 // built from it inside a loop are computed there, one at a time, not held across the loop.
 __device__ __forceinline__ std::uint32_t opaque(std::uint32_t value) {
@@ -242,7 +239,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   Tensor mDq = params.tma_dq.get_tma_tensor(make_shape(dims.seq_q, D, dims.heads, dims.batch));
   // Where this thread's dQ pairs go in the swizzled share (Traits::dq_thread_offset).
   const std::uint32_t dq_thread_bytes =
-      shared_address(shared.dq.data() + consumer * cosize_v<typename Traits::SmemLayoutDq>) +
+      detail::shared_address(shared.dq.data() + consumer * cosize_v<typename Traits::SmemLayoutDq>) +
       4 * Traits::dq_thread_offset(consumer_thread % 128);
   const std::uint32_t dq_swizzle = Traits::dq_swizzle(consumer_thread % 128);
   // Each query tile's lse (in the exp2 domain: +inf for a row that sees no key anywhere or lies
