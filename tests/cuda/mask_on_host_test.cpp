@@ -510,22 +510,21 @@ TEST(CudaMaskOnHost, AWindowLongerThanEveryDistanceCutsNoWalk) {
     for (const DevicePositions& q : maps)
       for (const DevicePositions& k : maps)
         for (int first = 0; first < kSeq; first += kRows) {
-          const KeyWalk kw = key_tile_walk(longest, q, k, first, kRows, kSeq, kRows, kSeq),
-                        kw0 = key_tile_walk(unbounded, q, k, first, kRows, kSeq, kRows, kSeq);
-          EXPECT_TRUE(kw.begin_tile == kw0.begin_tile && kw.end_tile == kw0.end_tile)
-              << "queries from row " << first << (causal ? ", causal" : "") << ": key tiles [" << kw.begin_tile << ", "
-              << kw.end_tile << ") under the longest window, [" << kw0.begin_tile << ", " << kw0.end_tile
-              << ") without one";
-          const QueryWalkBounds qw = query_tile_walk(longest, q, k, first, kRows, kSeq, kRows, kSeq),
-                                qw0 = query_tile_walk(unbounded, q, k, first, kRows, kSeq, kRows, kSeq);
-          EXPECT_TRUE(qw.begin_tile == qw0.begin_tile && qw.end_tile == qw0.end_tile)
-              << "keys from row " << first << (causal ? ", causal" : "") << ": query tiles [" << qw.begin_tile << ", "
-              << qw.end_tile << ") under the longest window, [" << qw0.begin_tile << ", " << qw0.end_tile
-              << ") without one";
-          if (causal) {  // the same tiles known full: the window adds no condition
-            EXPECT_TRUE(kw.full_begin == kw0.full_begin && kw.full_end == kw0.full_end) << "queries from row " << first;
-            EXPECT_TRUE(qw.full_begin == qw0.full_begin && qw.full_end == qw0.full_end) << "keys from row " << first;
-          }
+          // The same tiles walked, and under the causal mask the same known full (the window adds
+          // no condition); KeyWalk and QueryWalkBounds name their bounds alike.
+          auto expect_same = [&](const auto& walk, const auto& without, const char* what) {
+            EXPECT_TRUE(walk.begin_tile == without.begin_tile && walk.end_tile == without.end_tile)
+                << what << " from row " << first << (causal ? ", causal" : "") << ": tiles [" << walk.begin_tile << ", "
+                << walk.end_tile << ") under the longest window, [" << without.begin_tile << ", " << without.end_tile
+                << ") without one";
+            if (causal)
+              EXPECT_TRUE(walk.full_begin == without.full_begin && walk.full_end == without.full_end)
+                  << what << " from row " << first << ": other tiles known full";
+          };
+          expect_same(key_tile_walk(longest, q, k, first, kRows, kSeq, kRows, kSeq),
+                      key_tile_walk(unbounded, q, k, first, kRows, kSeq, kRows, kSeq), "queries");
+          expect_same(query_tile_walk(longest, q, k, first, kRows, kSeq, kRows, kSeq),
+                      query_tile_walk(unbounded, q, k, first, kRows, kSeq, kRows, kSeq), "keys");
           walks += 2;
         }
   }

@@ -196,6 +196,14 @@ contains
     if (.not. condition) call fail(what)
   end subroutine
 
+  ! The call was refused with RFA_ERROR_INVALID_ARGUMENT and a message holding `part`.
+  subroutine check_refused(status, part, what)
+    integer(c_int), intent(in) :: status
+    character(len=*), intent(in) :: part, what
+    call check(status == RFA_ERROR_INVALID_ARGUMENT .and. index(rfa_get_last_error_message(), part) > 0, &
+               what // ": " // rfa_get_last_error_message())
+  end subroutine
+
   subroutine check_ok(status, what)
     integer(c_int), intent(in) :: status
     character(len=*), intent(in) :: what
@@ -321,18 +329,12 @@ contains
     lse_global = 0
     short_lse = 0
     short_lse_global = 0
-    status = rfa_scatter_bshd(ring, short_global, q)
-    call check(status == RFA_ERROR_INVALID_ARGUMENT .and. &
-               index(rfa_get_last_error_message(), "rfa_scatter_bshd: global has shape") > 0, &
-               "scatter from a global one token short: " // rfa_get_last_error_message())
-    status = rfa_scatter_bshd(ring, gq, short_local)
-    call check(status == RFA_ERROR_INVALID_ARGUMENT .and. &
-               index(rfa_get_last_error_message(), "local has shape") > 0, &
-               "scatter into a local one token short: " // rfa_get_last_error_message())
-    status = rfa_gather_bshd(ring, q, short_global)
-    call check(status == RFA_ERROR_INVALID_ARGUMENT .and. &
-               index(rfa_get_last_error_message(), "rfa_gather_bshd: global has shape") > 0, &
-               "gather into a global one token short: " // rfa_get_last_error_message())
+    call check_refused(rfa_scatter_bshd(ring, short_global, q), "rfa_scatter_bshd: global has shape", &
+                       "scatter from a global one token short")
+    call check_refused(rfa_scatter_bshd(ring, gq, short_local), "local has shape", &
+                       "scatter into a local one token short")
+    call check_refused(rfa_gather_bshd(ring, q, short_global), "rfa_gather_bshd: global has shape", &
+                       "gather into a global one token short")
     if (rank == nranks - 1) then
       status = rfa_allgather_bshd(ring, short_local, gq)
     else
@@ -342,14 +344,10 @@ contains
                "RFA_ERROR_INVALID_ARGUMENT on every rank")
     if (rank == nranks - 1) call check(index(rfa_get_last_error_message(), "rfa_allgather_bshd: local has shape") > 0, &
                                        "short all-gather message: " // rfa_get_last_error_message())
-    status = rfa_scatter_lse(ring, lse_global, short_lse)
-    call check(status == RFA_ERROR_INVALID_ARGUMENT .and. &
-               index(rfa_get_last_error_message(), "rfa_scatter_lse: local has shape") > 0, &
-               "scatter into an lse one batch entry short: " // rfa_get_last_error_message())
-    status = rfa_gather_lse(ring, lse, short_lse_global)
-    call check(status == RFA_ERROR_INVALID_ARGUMENT .and. &
-               index(rfa_get_last_error_message(), "rfa_gather_lse: global has shape") > 0, &
-               "gather into an lse one token short: " // rfa_get_last_error_message())
+    call check_refused(rfa_scatter_lse(ring, lse_global, short_lse), "rfa_scatter_lse: local has shape", &
+                       "scatter into an lse one batch entry short")
+    call check_refused(rfa_gather_lse(ring, lse, short_lse_global), "rfa_gather_lse: global has shape", &
+                       "gather into an lse one token short")
     ! The right shapes still pass.
     call check_ok(rfa_scatter_lse(ring, lse_global, fitting_lse), "scatter lse")
   end subroutine
