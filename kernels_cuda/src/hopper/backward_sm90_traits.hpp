@@ -11,11 +11,10 @@
 // into P^T and dS^T in registers, adds P^T dO to dV and dS^T Q to dK (P^T and dS^T as register
 // A operands, dO and Q read transposed in place), and writes dS^T to shared memory, each step
 // beside a product in flight (P^T's exponentials while dP^T is computed, dS^T while P^T dO is
-// added); then the two
-// consumers compute dQ = dS K for the tile, each a share of it (below), and add it to the fp32
-// dQ in global memory from shared memory with one TMA reduce-add each (a tensor copy of the whole
-// share: one request to the copy engine per tile, where a bulk add per row would queue 64 of
-// them ahead of the next tile's loads).
+// added); then the two consumers compute dQ = dS K for the tile, each a share of it (below), and
+// add it to the fp32 dQ in global memory from shared memory with one TMA reduce-add each (a
+// tensor copy of the whole share: one request to the copy engine per tile, where a bulk add per
+// row would queue 64 of them ahead of the next tile's loads).
 #pragma once
 
 #include <cstdint>
