@@ -517,9 +517,10 @@ TEST(CudaMaskOnHost, AWindowLongerThanEveryDistanceCutsNoWalk) {
                 << what << " from row " << first << (causal ? ", causal" : "") << ": tiles [" << walk.begin_tile << ", "
                 << walk.end_tile << ") under the longest window, [" << without.begin_tile << ", " << without.end_tile
                 << ") without one";
-            if (causal)
+            if (causal) {
               EXPECT_TRUE(walk.full_begin == without.full_begin && walk.full_end == without.full_end)
                   << what << " from row " << first << ": other tiles known full";
+            }
           };
           expect_same(key_tile_walk(longest, q, k, first, kRows, kSeq, kRows, kSeq),
                       key_tile_walk(unbounded, q, k, first, kRows, kSeq, kRows, kSeq), "queries");
