@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "collective/node_rank.hpp"
 
+#include <cerrno>
 #include <cstdlib>
+#include <limits>
 
 #include "collective/mpi_error.hpp"
 #include "core/environment.hpp"
@@ -31,8 +33,11 @@ int node_local_rank(MPI_Comm comm) {
   const char* slurm = env_value(Env::slurm_localid);
   if (slurm && *slurm) {
     char* end = nullptr;
-    long value = std::strtol(slurm, &end, 10);
-    require(*end == '\0' && value >= 0, "SLURM_LOCALID='", slurm, "' is not a local rank");
+    errno = 0;
+    const long value = std::strtol(slurm, &end, 10);
+    // A local rank is an int: a larger value (or one past long) would be narrowed to another.
+    require(*end == '\0' && errno == 0 && value >= 0 && value <= std::numeric_limits<int>::max(), "SLURM_LOCALID='",
+            slurm, "' is not a local rank");
     return static_cast<int>(value);
   }
   return 0;
