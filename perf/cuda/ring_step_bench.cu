@@ -8,11 +8,13 @@
 // Forward per rank: one kernel per visible block, its fp32 partial merged into the running
 // out/lse, either in the kernel's epilogue ("fused", what the engine does) or by the separate
 // merge kernel ("separate"); then out narrowed to the storage dtype. Backward per rank: D
-// once, one accumulating backward kernel per block, the arriving dK/dV partial added in
-// (steps after the first), the fp32 accumulators narrowed at the end; and the same with each
-// step's dK/dV added straight into one buffer ("bwd direct": no zeroed contribution buffer, no
-// addition of the arriving partial), which is what the engine's overlap of the arrival with the
-// compute costs. Efficiency is the single attention's time over the ring's sum (1.0: no
+// once, one accumulating backward kernel per block, its dK/dV where the engine puts them
+// (engine/travelling_gradients.hpp: the home gradient, the partial the second step starts, from
+// the third step on a zeroed buffer added to the partial that arrived, or on cuDNN its own
+// output, held until added to that partial), the fp32 accumulators narrowed at the end; and the
+// same with each step's dK/dV added straight into one buffer ("bwd direct": no zeroed
+// contribution buffer, no addition of the arriving partial), which is what the engine's overlap
+// of the arrival with the compute costs. Efficiency is the single attention's time over the ring's sum (1.0: no
 // overhead). CUDA events, median of --iters runs after --warmup. Without a GPU: a message and
 // exit 77.
 //
@@ -260,6 +262,16 @@ void cudnn_backward(const rfa_cuda_backward_params& b, const void* out) {
   RFA_TEST_CALL(
       rfa_cudnn_backward(cudnn->ctx, &b, out, rfa_cuda_strides{}, nullptr, cudnn->scratch, cudnn->bytes, nullptr));
 }
+
+// The same with dK and dV held in the scratch (the blocks of a zigzag ring's later steps are one
+// band each), for rfa_cudnn_add_held_key_gradients to add.
+void cudnn_backward_held(const rfa_cuda_backward_params& b, const void* out) {
+  std::size_t need = 0;
+  RFA_TEST_CALL(rfa_cudnn_plan_backward(cudnn->ctx, &b, rfa_cuda_strides{}, nullptr, &need));
+  cudnn->reserve(need);
+  RFA_TEST_CALL(rfa_cudnn_backward_holding_key_gradients(cudnn->ctx, &b, out, rfa_cuda_strides{}, nullptr,
+                                                         cudnn->scratch, cudnn->bytes, nullptr));
+}
 #endif
 
 // One forward pass of all P ranks, one after another.
@@ -319,9 +331,9 @@ void ring_forward(const Options& o, int P, Buffers& b, bool fused) {
   }
 }
 
-// One backward pass of all P ranks, one after another. `travelling`: each step's dK/dV into a
-// zeroed buffer, then the arriving partial added to it, as the engine overlaps the arrival
-// with the compute; otherwise every step adds into one buffer.
+// One backward pass of all P ranks, one after another. `travelling`: each step's dK/dV where
+// the engine puts them while the partial of the block arrives; otherwise every step adds into
+// one buffer.
 void ring_backward(const Options& o, int P, Buffers& b, bool travelling) {
   const int64_t L = o.seq / P;
   const std::size_t grad = std::size_t(o.batch) * L * o.heads * o.dim;
@@ -338,13 +350,18 @@ void ring_backward(const Options& o, int P, Buffers& b, bool travelling) {
     dp.delta = b.delta.as_float();
     RFA_TEST_CALL(rfa_cuda_attention_delta(&dp, nullptr));
     RFA_TEST_CALL(rfa_cuda_fill_fp32(b.dq.as_float(), 0.f, grad, nullptr));
+    int step = 0;  // among the visible ones
     for (int s = 0; s < P; ++s) {
       const int owner = (me - s + P) % P;
       if (!block_visible(me, owner, P, o.seq)) continue;
-      if (travelling || s == 0) {
-        RFA_TEST_CALL(rfa_cuda_fill_fp32(b.dk.as_float(), 0.f, grad, nullptr));
-        RFA_TEST_CALL(rfa_cuda_fill_fp32(b.dv.as_float(), 0.f, grad, nullptr));
-      }
+      // Travelling, as the engine (engine/travelling_gradients.hpp): the first step adds into the
+      // home gradient (dk), the second into the partial it starts (dk_in), a later one apart
+      // into a zeroed dk and then into the partial that arrived (dk_in), or, on cuDNN, held in
+      // its output until it is added to that partial.
+      const bool into_partial = travelling && step == 1, arriving = travelling && step > 1;
+      ++step;
+      DeviceArray& dk = into_partial ? b.dk_in : b.dk;
+      DeviceArray& dv = into_partial ? b.dv_in : b.dv;
       rfa_cuda_backward_params bp;
       rfa_cuda_backward_params_init(&bp);
       bp.shape = shape(o, L, L, zigzag(me, P, o.seq), zigzag(owner, P, o.seq));
@@ -356,8 +373,21 @@ void ring_backward(const Options& o, int P, Buffers& b, bool travelling) {
       bp.delta = b.delta.as_float();
       bp.grad_mode = RFA_CUDA_GRAD_ACCUMULATE_FP32;
       bp.dq = b.dq.get();
-      bp.dk = b.dk.get();
-      bp.dv = b.dv.get();
+      bp.dk = dk.get();
+      bp.dv = dv.get();
+#if RFA_RING_STEP_CUDNN
+      if (o.cudnn && arriving && rfa_cudnn_holds_key_gradients(&bp.shape, nullptr)) {
+        cudnn_backward_held(bp, b.out.get());
+        bp.dk = b.dk_in.get();
+        bp.dv = b.dv_in.get();
+        RFA_TEST_CALL(rfa_cudnn_add_held_key_gradients(cudnn->ctx, &bp, nullptr, cudnn->scratch, nullptr));
+        continue;
+      }
+#endif
+      if (travelling || s == 0) {
+        RFA_TEST_CALL(rfa_cuda_fill_fp32(dk.as_float(), 0.f, grad, nullptr));
+        RFA_TEST_CALL(rfa_cuda_fill_fp32(dv.as_float(), 0.f, grad, nullptr));
+      }
 #if RFA_RING_STEP_CUDNN
       if (o.cudnn)
         cudnn_backward(bp, b.out.get());
@@ -366,7 +396,7 @@ void ring_backward(const Options& o, int P, Buffers& b, bool travelling) {
 #else
       RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
 #endif
-      if (travelling && s > 0) {  // the partial that arrived from upstream joins this step's contribution
+      if (arriving) {  // the partial that arrived from upstream joins this step's contribution
         RFA_TEST_CALL(rfa_cuda_add_fp32(b.dk_in.as_float(), b.dk.as_float(), grad, nullptr));
         RFA_TEST_CALL(rfa_cuda_add_fp32(b.dv_in.as_float(), b.dv.as_float(), grad, nullptr));
       }

@@ -103,6 +103,8 @@ class CudaBlockCompute {
                       Tensor4<T> dk, Tensor4<T> dv, void* workspace);
   /// backward_store()'s scratch for the block of `p` in `dtype` (an fp32 dQ, unless deterministic).
   std::size_t store_workspace_bytes(const kernels::AttentionParams& p, rfa_dtype_t dtype) const;
+  /// A step's dK/dV contribution goes into the fp32 buffer the ring gives backward().
+  static constexpr bool kHoldsKeyGradients = false;
   void add(Tensor4<float> into, Tensor4<const float> from);
   void fill(Tensor4<float> view, float value) { fill_raw(view.data(), view.size(), value); }
   void fill(Tensor3<float> view, float value) { fill_raw(view.data(), view.size(), value); }

@@ -31,10 +31,20 @@ CudnnState::CudnnState() { check(rfa_cudnn_create(&context_), "rfa_cudnn_create"
 
 CudnnState::~CudnnState() { rfa_cudnn_destroy(context_); }
 
+std::size_t CudnnBlockCompute::step_of(const kernels::AttentionParams& p) const {
+  for (std::size_t i = 0; i < steps_.size(); ++i)
+    if (same_positions(steps_[i].q_pos, p.q_pos) && same_positions(steps_[i].k_pos, p.k_pos)) return i;
+  return steps_.size();
+}
+
 bool CudnnBlockCompute::on_cudnn(const kernels::AttentionParams& p) const {
-  for (std::size_t i = 0; i < steps_.size() && i < on_cudnn_.size(); ++i)
-    if (same_positions(steps_[i].q_pos, p.q_pos) && same_positions(steps_[i].k_pos, p.k_pos)) return on_cudnn_[i];
-  return false;  // a block the pass was not prepared for: rfa's kernels take it
+  const std::size_t i = step_of(p);
+  return i < on_cudnn_.size() && on_cudnn_[i];  // a block the pass was not prepared for: rfa's kernels take it
+}
+
+bool CudnnBlockCompute::holds_key_gradients(const kernels::AttentionParams& p) const {
+  const std::size_t i = step_of(p);
+  return i < holds_.size() && holds_[i];
 }
 
 int CudnnBlockCompute::cudnn_steps() const { return int(std::count(on_cudnn_.begin(), on_cudnn_.end(), true)); }
@@ -48,6 +58,7 @@ void* CudnnBlockCompute::scratch() const {
 void CudnnBlockCompute::prepare(bool backward, rfa_dtype_t dtype, Workspace<memory_space>& ws) {
   const bool in_place = backward ? in_place_backward_ : in_place_forward_;
   on_cudnn_.assign(steps_.size(), false);
+  holds_.assign(steps_.size(), false);
   visible_steps_ = 0;
   std::size_t most = 0;
   for (std::size_t i = 0; i < steps_.size(); ++i) {
@@ -63,6 +74,7 @@ void CudnnBlockCompute::prepare(bool backward, rfa_dtype_t dtype, Workspace<memo
     ++visible_steps_;
     rfa_cuda_status status = RFA_CUDA_ERROR_UNSUPPORTED;
     std::size_t bytes = 0;
+    bool holds = false;
     // A deterministic backward runs on rfa's kernels: cuDNN's deterministic backward on Hopper
     // takes a workspace quadratic in the block's rows (tens of GiB at 32k rows), rfa's none.
     if (!(backward && p.deterministic)) {
@@ -80,6 +92,7 @@ void CudnnBlockCompute::prepare(bool backward, rfa_dtype_t dtype, Workspace<memo
         b.shape = shape;
         b.grad_mode = in_place ? RFA_CUDA_GRAD_STORE : RFA_CUDA_GRAD_ACCUMULATE_FP32;
         status = rfa_cudnn_plan_backward(cudnn_->get(), &b, rfa_cuda_strides{}, p.doc_bounds, &bytes);
+        holds = !in_place && rfa_cudnn_holds_key_gradients(&shape, p.doc_bounds) != 0;
       }
     }
     // cuDNN declines a block it cannot express or plan (UNSUPPORTED): rfa's kernels take it,
@@ -87,6 +100,7 @@ void CudnnBlockCompute::prepare(bool backward, rfa_dtype_t dtype, Workspace<memo
     // raised at the pass's agreement below.
     if (status == RFA_CUDA_SUCCESS) {
       on_cudnn_[i] = true;
+      holds_[i] = holds;
       most = std::max(most, bytes);
     } else if (status != RFA_CUDA_ERROR_UNSUPPORTED) {
       ws.adopt(0, [&] { check(status, backward ? "rfa_cudnn_plan_backward" : "rfa_cudnn_plan_forward"); });
@@ -185,6 +199,28 @@ void CudnnBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<cons
                        RFA_CUDA_GRAD_ACCUMULATE_FP32, dq.data(), dk.data(), dv.data());
 }
 
+template <class T>
+void CudnnBlockCompute::backward_holding_key_gradients(const kernels::AttentionParams& p, Tensor4<const T> q,
+                                                       Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
+                                                       Tensor4<const T> dout, Tensor3<const float> lse,
+                                                       Tensor4<float> dq) {
+  held_ = block_backward_params(rfa_.shape<T>(p), p.deterministic,
+                                {q.data(), k.data(), v.data(), dout.data(), lse.data(), nullptr},
+                                RFA_CUDA_GRAD_ACCUMULATE_FP32, dq.data(), nullptr, nullptr);
+  held_docs_ = p.doc_bounds;
+  check(rfa_cudnn_backward_holding_key_gradients(cudnn_->get(), &held_, out.data(), rfa_cuda_strides{}, held_docs_,
+                                                 scratch(), scratch_bytes_, rfa_.stream()),
+        "rfa_cudnn_backward_holding_key_gradients");
+}
+
+void CudnnBlockCompute::add_held_key_gradients(Tensor4<float> dk, Tensor4<float> dv) {
+  rfa_cuda_backward_params b = held_;
+  b.dk = dk.data();
+  b.dv = dv.data();
+  check(rfa_cudnn_add_held_key_gradients(cudnn_->get(), &b, held_docs_, scratch(), rfa_.stream()),
+        "rfa_cudnn_add_held_key_gradients");
+}
+
 #define RFA_INSTANTIATE_CUDNN_BLOCK_COMPUTE(T)                                                                      \
   template void CudnnBlockCompute::forward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>,  \
                                               Tensor4<const T>, Tensor4<float>, Tensor3<float>,                     \
@@ -202,7 +238,10 @@ void CudnnBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<cons
   template void CudnnBlockCompute::backward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, \
                                                Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,                \
                                                Tensor3<const float>, Tensor3<const float>, Tensor4<float>,          \
-                                               Tensor4<float>, Tensor4<float>, const kernels::ProgressHook&);
+                                               Tensor4<float>, Tensor4<float>, const kernels::ProgressHook&);       \
+  template void CudnnBlockCompute::backward_holding_key_gradients<T>(                                               \
+      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,      \
+      Tensor4<const T>, Tensor3<const float>, Tensor4<float>);
 
 RFA_INSTANTIATE_CUDNN_BLOCK_COMPUTE(float)
 RFA_INSTANTIATE_CUDNN_BLOCK_COMPUTE(bf16_t)

@@ -123,6 +123,21 @@ class CudnnBlockCompute {
   void backward_final(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
                       Tensor4<const T> out, Tensor4<const T> dout, Tensor3<const float> lse, Tensor3<const float> d,
                       Tensor4<T> dq, Tensor4<T> dk, Tensor4<T> dv, const kernels::ProgressHook& progress);
+  /// A step's dK and dV may wait in cuDNN's own output until the ring's partial of the block
+  /// arrives, and then be added to it once (rfa_cudnn_backward_holding_key_gradients): no fp32
+  /// contribution buffer to zero, add to and add again.
+  static constexpr bool kHoldsKeyGradients = true;
+  /// Whether backward_holding_key_gradients() takes p's block: cuDNN computes it, as one band, in
+  /// the last prepared backward (not in place).
+  bool holds_key_gradients(const kernels::AttentionParams& p) const;
+  /// backward(), dQ added to `dq`, dK and dV held in the scratch until add_held_key_gradients();
+  /// nothing else may compute in between. Only where holds_key_gradients(p).
+  template <class T>
+  void backward_holding_key_gradients(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                                      Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
+                                      Tensor3<const float> lse, Tensor4<float> dq);
+  /// Adds the held dK and dV to dk and dv (fp32), after the backward on the stream.
+  void add_held_key_gradients(Tensor4<float> dk, Tensor4<float> dv);
   void add(Tensor4<float> into, Tensor4<const float> from) { rfa_.add(into, from); }
   void fill(Tensor4<float> view, float value) { rfa_.fill(view, value); }
   void fill(Tensor3<float> view, float value) { rfa_.fill(view, value); }
@@ -140,7 +155,9 @@ class CudnnBlockCompute {
  private:
   /// Plans every step (cuDNN where it expresses the block) and reserves the largest scratch.
   void prepare(bool backward, rfa_dtype_t dtype, Workspace<memory_space>& ws);
-  /// Whether the block of `p` (found among steps_ by its key positions) runs on cuDNN.
+  /// The entry of steps_ that is p's block (by its position maps), steps_.size() if none.
+  std::size_t step_of(const kernels::AttentionParams& p) const;
+  /// Whether the block of `p` runs on cuDNN.
   bool on_cudnn(const kernels::AttentionParams& p) const;
   /// The scratch, aligned to 256 bytes.
   void* scratch() const;
@@ -158,10 +175,13 @@ class CudnnBlockCompute {
   CudaBlockCompute rfa_;
   CudnnState* cudnn_;
   std::vector<kernels::AttentionParams> steps_;
-  bool in_place_forward_ = false;   // the forward's plans write the block in place
-  bool in_place_backward_ = false;  // and the backward's (set_gradients_in_place)
-  std::vector<bool> on_cudnn_;      // per entry of steps_
-  int visible_steps_ = 0;           // entries of steps_ whose mask leaves some pair visible
+  bool in_place_forward_ = false;    // the forward's plans write the block in place
+  bool in_place_backward_ = false;   // and the backward's (set_gradients_in_place)
+  std::vector<bool> on_cudnn_;       // per entry of steps_
+  std::vector<bool> holds_;          // per entry of steps_: holds_key_gradients
+  rfa_cuda_backward_params held_{};  // the backward whose dK and dV are held (its block and dtype)
+  const std::int64_t* held_docs_ = nullptr;
+  int visible_steps_ = 0;  // entries of steps_ whose mask leaves some pair visible
   Kokkos::View<unsigned char*, memory_space> scratch_;
   std::size_t scratch_bytes_ = 0;
 };

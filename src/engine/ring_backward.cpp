@@ -89,8 +89,16 @@ void RingAttention::run_backward(Compute& blocks,
     const kernels::AttentionParams p = block_params(c, P, me, (me - s + P) % P);
     if (compute && kernels::classify_blocks_every_entry(p, p.q_pos, p.k_pos) != kernels::TileVisibility::hidden) {
       computing([&] {
-        const auto [dk_into, dv_into] = grads.contribution();
         poller.watch(kv.pending_k(), kv.pending_v(), grads.pending_k(), grads.pending_v());
+        if constexpr (Compute::kHoldsKeyGradients) {
+          if (grads.arriving() && blocks.holds_key_gradients(p)) {
+            grads.hold_in_backend();
+            blocks.template backward_holding_key_gradients<T>(p, tensors.q, kv.k(), kv.v(), tensors.out, tensors.dout,
+                                                              tensors.lse, dq_sum);
+            return;
+          }
+        }
+        const auto [dk_into, dv_into] = grads.contribution();
         blocks.template backward<T>(p, tensors.q, kv.k(), kv.v(), tensors.out, tensors.dout, tensors.lse, delta, dq_sum,
                                     dk_into, dv_into, poller.hook());
       });

@@ -71,6 +71,7 @@ class TravellingGradients {
   void begin(std::size_t i) {
     i_ = i;
     apart_ = false;
+    held_ = false;
     dk_block_ = i == 0 ? dk_home_ : dk_part_[i % 2];
     dv_block_ = i == 0 ? dv_home_ : dv_part_[i % 2];
     if (i == 1) {
@@ -90,6 +91,19 @@ class TravellingGradients {
     return {dk_step_, dv_step_};
   }
 
+  /// Whether this step's contribution is computed apart from the held block's partial, which is
+  /// still arriving (from the third step on): where the backend may hold it instead
+  /// (hold_in_backend()).
+  bool arriving() const { return i_ > 1; }
+
+  /// Instead of contribution(), where arriving(): the backend keeps this step's contribution
+  /// itself (Compute::kHoldsKeyGradients, its backward_holding_key_gradients()) until
+  /// add_contribution() adds it to the partial that arrived.
+  void hold_in_backend() {
+    apart_ = true;
+    held_ = true;
+  }
+
   /// Waits for the partial arriving for the next step's block (sent by send_on()).
   void wait_arrival() {
     if (!communicate_) return;
@@ -100,6 +114,12 @@ class TravellingGradients {
   /// Adds this step's contribution, if it was computed apart, to the held block's partial.
   void add_contribution() {
     if (!apart_) return;
+    if constexpr (Compute::kHoldsKeyGradients) {
+      if (held_) {
+        blocks_.add_held_key_gradients(dk_block_, dv_block_);
+        return;
+      }
+    }
     blocks_.add(dk_block_, dk_step_);
     blocks_.add(dv_block_, dv_step_);
   }
@@ -139,7 +159,8 @@ class TravellingGradients {
   const std::vector<int>& steps_;
   std::size_t k_bytes_, v_bytes_;
   std::size_t i_ = 0;
-  bool apart_ = false;
+  bool apart_ = false;  // this step's contribution is added once the partial is in
+  bool held_ = false;   // and the backend holds it
 };
 
 }  // namespace engine

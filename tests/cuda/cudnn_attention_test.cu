@@ -7,6 +7,7 @@
 // block written in place (out in the storage dtype, lse overwritten), and in place refused for
 // a block of several bands; documents that cross a block refused with the reason. Without a
 // GPU, or without a loadable cuDNN 9.10.2 or newer, it prints why and exits 77 (CTest: skipped).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -108,6 +109,53 @@ struct BlockData {
   }
 };
 
+// What one array holds more than it did (`before`), elementwise.
+std::vector<double> added_since(const std::vector<double>& now, const std::vector<double>& before) {
+  std::vector<double> d(now.size());
+  for (std::size_t i = 0; i < now.size(); ++i) d[i] = now[i] - before[i];
+  return d;
+}
+
+// The backward of `b`'s block again (one band), its dK and dV held in the workspace (dk and dv
+// not given, the workspace poisoned first): dq takes the block's share at once, dk and dv only
+// when the held gradients are added, once. Refused, with nothing added and the hold kept: an
+// addition from another workspace; refused after the hold ended: a second addition, and one
+// after a backward in between.
+void run_held(rfa_cudnn_context* ctx, const BlockData& d, const rfa_cuda_backward_params& b, const DeviceArray& out16,
+              const Workspace& bw, const DeviceArray& dq, const DeviceArray& dk, const DeviceArray& dv) {
+  rfa_cuda_backward_params holding = b;
+  holding.dk = holding.dv = nullptr;  // not read
+  auto hold = [&] {
+    RFA_TEST_CUDA(cudaMemset(bw.data, 0xff, bw.bytes));  // NaN in bf16 and fp16: unwritten gradients show
+    RFA_TEST_CALL(rfa_cudnn_backward_holding_key_gradients(ctx, &holding, out16.get(), rfa_cuda_strides{}, nullptr,
+                                                           bw.data, bw.bytes, nullptr));
+    RFA_TEST_CUDA(cudaDeviceSynchronize());
+  };
+  auto refused_add = [&](const char* what, void* workspace) {
+    const std::vector<double> dk_before = dk.download();
+    const bool refused =
+        rfa_cudnn_add_held_key_gradients(ctx, &b, nullptr, workspace, nullptr) == RFA_CUDA_ERROR_INVALID_ARGUMENT &&
+        std::strstr(rfa_cuda_last_error_message(), "holds no dK and dV") != nullptr;
+    const std::string message = rfa_cuda_last_error_message();
+    RFA_TEST_CUDA(cudaDeviceSynchronize());
+    report(what, refused && dk.download() == dk_before, message, dk_before, dk_before, 0);
+  };
+  const std::vector<double> dq1 = dq.download(), dk1 = dk.download(), dv1 = dv.download();
+  hold();
+  report("held: dk and dv untouched until added", dk.download() == dk1 && dv.download() == dv1, "", dk1, dk1, 0);
+  const Workspace other(bw.bytes);
+  refused_add("held: an addition from another workspace is refused", other.data);
+  RFA_TEST_CALL(rfa_cudnn_add_held_key_gradients(ctx, &b, nullptr, bw.data, nullptr));
+  RFA_TEST_CUDA(cudaDeviceSynchronize());
+  expect_close("held backward dq", added_since(dq.download(), dq1), d.ref_dq, d.low_dq);
+  expect_close("held backward dk", added_since(dk.download(), dk1), d.ref_dk, d.low_dk);
+  expect_close("held backward dv", added_since(dv.download(), dv1), d.ref_dv, d.low_dv);
+  refused_add("held: a second addition is refused", bw.data);
+  hold();
+  RFA_TEST_CALL(rfa_cudnn_backward(ctx, &b, out16.get(), rfa_cuda_strides{}, nullptr, bw.data, bw.bytes, nullptr));
+  refused_add("held: an addition after another backward is refused", bw.data);
+}
+
 // One ring block (queries of rank `me`, keys of rank `owner`) through cuDNN, forward then
 // backward, against the reference of exactly that block.
 void run_block(rfa_cudnn_context* ctx, const Case& c, bool deterministic) {
@@ -150,6 +198,8 @@ void run_block(rfa_cudnn_context* ctx, const Case& c, bool deterministic) {
       report("deterministic backward: dq bitwise repeated", same, "", first_dq, first_dq, 0);
     }
   }
+  if (!deterministic && rfa_cudnn_holds_key_gradients(&b.shape, nullptr) == 1)
+    run_held(ctx, d, b, out16, bw, dq, dk, dv);
 }
 
 // The one block of a pass written in place, every output poisoned first: the forward (merge 0:
@@ -200,41 +250,56 @@ void run_in_place(rfa_cudnn_context* ctx, const Case& c) {
 // message.
 void run_band_queries() {
   std::printf("band queries (host code)\n");
-  auto expect_query = [](const char* what, const rfa_cuda_attention_shape* shape, int in_place, int expressed) {
+  // Whether cuDNN writes the block in place, expresses it, and holds its dK and dV (one band).
+  auto expect_query = [](const char* what, const rfa_cuda_attention_shape* shape, int in_place, int expressed,
+                         int holds) {
     rfa_cuda_flash_forward(nullptr, nullptr);  // a failure whose message the queries must leave
     const std::string before = rfa_cuda_last_error_message();
     const int got_in_place = rfa_cudnn_writes_in_place(shape, nullptr),
-              got_expressed = rfa_cudnn_expresses(shape, nullptr);
+              got_expressed = rfa_cudnn_expresses(shape, nullptr),
+              got_holds = rfa_cudnn_holds_key_gradients(shape, nullptr);
     const bool kept = before == rfa_cuda_last_error_message() && before.find("NULL") != std::string::npos;
-    const bool ok = got_in_place == in_place && got_expressed == expressed && kept;
-    std::printf("  %-4s %s: in place %d, expressed %d%s\n", ok ? "ok" : "FAIL", what, got_in_place, got_expressed,
-                kept ? "" : ", the last message changed");
+    const bool ok = got_in_place == in_place && got_expressed == expressed && got_holds == holds && kept;
+    std::printf("  %-4s %s: in place %d, expressed %d, holds dK and dV %d%s\n", ok ? "ok" : "FAIL", what, got_in_place,
+                got_expressed, got_holds, kept ? "" : ", the last message changed");
     if (!ok) ++failures;
   };
   Case one{"one rank, causal", RFA_CUDA_BF16, 64, 1, 96, 96, 2, 2, true};
   rfa_cuda_attention_shape shape = shape_of(one);
-  expect_query("one band over the whole block", &shape, 1, 1);
+  expect_query("one band over the whole block", &shape, 1, 1, 1);
+  // A block of a ring of two ranks over 192 tokens: rank q's queries against rank k's keys.
+  auto ring_block = [](Layout layout, int q, int k, std::int64_t window) {
+    Case c{"ring block", RFA_CUDA_BF16, 64, 1, 96, 96, 2, 2, true};
+    c.q_map = layout_positions(layout, 192, 2, q);
+    c.k_map = layout_positions(layout, 192, 2, k);
+    c.window = window;
+    return shape_of(c);
+  };
+  // A later zigzag step: rank 1's queries see rank 0's first chunk whole and its second not at
+  // all, one band over part of the block.
+  shape = ring_block(Layout::zigzag, 1, 0, 0);
+  expect_query("one band over part of the block", &shape, 0, 1, 1);
   // A rank's own zigzag block under a window: a band in each chunk (causal alone, it is one).
-  Case bands{"zigzag P=2 step 0<-0, window 20", RFA_CUDA_BF16, 64, 1, 96, 96, 2, 2, true};
-  bands.q_map = bands.k_map = layout_positions(Layout::zigzag, 192, 2, 0);
-  bands.window = 20;
-  shape = shape_of(bands);
-  expect_query("several bands", &shape, 0, 1);
+  shape = ring_block(Layout::zigzag, 0, 0, 20);
+  expect_query("several bands", &shape, 0, 1, 0);
+  // Rank 0's queries against rank 1's keys, contiguous: the causal mask hides every pair.
+  shape = ring_block(Layout::contiguous, 0, 1, 0);
+  expect_query("no band (every pair hidden)", &shape, 0, 1, 0);
   shape = shape_of(one);
   shape.softcap = 30.f;
-  expect_query("a soft cap", &shape, 0, 0);
+  expect_query("a soft cap", &shape, 0, 0, 0);
   shape = shape_of(one);
   shape.head_dim = 192;
   shape.value_head_dim = 128;
-  expect_query("a value head dim of its own", &shape, 0, 0);
+  expect_query("a value head dim of its own", &shape, 0, 0, 0);
   static const std::int64_t offsets[2] = {0, 0};  // never read: the shape is refused first
   shape = shape_of(one);
   shape.doc_offsets = offsets;
-  expect_query("per-sequence documents", &shape, 0, 0);
+  expect_query("per-sequence documents", &shape, 0, 0, 0);
   shape = shape_of(one);
   shape.ranges = 1;
-  expect_query("ranges", &shape, 0, 0);
-  expect_query("no shape", nullptr, 0, 0);
+  expect_query("ranges", &shape, 0, 0, 0);
+  expect_query("no shape", nullptr, 0, 0, 0);
 }
 
 // In place is refused where the block is several bands (UNSUPPORTED: merge it instead), and an
@@ -267,6 +332,23 @@ void run_in_place_refusals(rfa_cudnn_context* ctx) {
   ok = rfa_cudnn_plan_backward(ctx, &b, rfa_cuda_strides{}, nullptr, &bytes) == RFA_CUDA_ERROR_UNSUPPORTED &&
        std::strstr(rfa_cuda_last_error_message(), "not one over the whole block") != nullptr;
   std::printf("  %-4s nor are its gradients: %s\n", ok ? "ok" : "FAIL", rfa_cuda_last_error_message());
+  if (!ok) ++failures;
+  // Nor are its dK and dV held (a second band would write over the first's), nothing written.
+  const BlockData d(c);
+  DeviceArray out16(c.dtype, d.q.size()), lse(RFA_CUDA_FP32, d.p.lse_size()), dq(RFA_CUDA_FP32, d.q.size()),
+      dk(RFA_CUDA_FP32, d.k.size()), dv(RFA_CUDA_FP32, d.v.size());
+  fill_device(dq, 0.f, d.q.size());
+  b = d.backward(c, lse, RFA_CUDA_GRAD_ACCUMULATE_FP32, dq, dk, dv);
+  RFA_TEST_CALL(rfa_cudnn_plan_backward(ctx, &b, rfa_cuda_strides{}, nullptr, &bytes));
+  Workspace bw(bytes);
+  ok = rfa_cudnn_backward_holding_key_gradients(ctx, &b, out16.get(), rfa_cuda_strides{}, nullptr, bw.data, bw.bytes,
+                                                nullptr) == RFA_CUDA_ERROR_UNSUPPORTED &&
+       std::strstr(rfa_cuda_last_error_message(), "one band only") != nullptr;
+  const std::string message = rfa_cuda_last_error_message();
+  RFA_TEST_CUDA(cudaDeviceSynchronize());
+  const std::vector<double> dq_after = dq.download();
+  ok = ok && std::all_of(dq_after.begin(), dq_after.end(), [](double x) { return x == 0; });
+  std::printf("  %-4s nor are its dK and dV held: %s\n", ok ? "ok" : "FAIL", message.c_str());
   if (!ok) ++failures;
 }
 

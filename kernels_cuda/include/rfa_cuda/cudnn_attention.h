@@ -107,6 +107,37 @@ rfa_cuda_status rfa_cudnn_backward(rfa_cudnn_context* context, const rfa_cuda_ba
                                    rfa_cuda_strides out_strides, const int64_t* host_doc_bounds, void* workspace,
                                    size_t workspace_bytes, cudaStream_t stream);
 
+/* Whether rfa_cudnn_backward_holding_key_gradients takes `shape`'s block: 1 when cuDNN computes it
+ * as one band (a second band's graph would write over the first's dK and dV in the workspace),
+ * 0 otherwise. A plan may still be declined when it is built. Host code, like
+ * rfa_cudnn_writes_in_place. */
+int rfa_cudnn_holds_key_gradients(const rfa_cuda_attention_shape* shape, const int64_t* host_doc_bounds);
+
+/* rfa_cudnn_backward with grad_mode RFA_CUDA_GRAD_ACCUMULATE_FP32, except that the block's dK and
+ * dV are not added to p->dk and p->dv (not read; they may be NULL): they stay in `workspace`, in
+ * the storage dtype, for rfa_cudnn_add_held_key_gradients to add. dQ is added to p->dq as by
+ * rfa_cudnn_backward. Grad mode store is RFA_CUDA_ERROR_INVALID_ARGUMENT. For the ring, whose dK/dV partial of a step's
+ * block is still arriving when the step's backward starts: the gradients wait in cuDNN's own output, and one addition
+ * puts them into the partial once it is in, where an fp32 buffer of their own would be zeroed,
+ * added to, and added again. Only for a block rfa_cudnn_holds_key_gradients takes
+ * (RFA_CUDA_ERROR_UNSUPPORTED otherwise); the workspace is rfa_cudnn_plan_backward()'s for
+ * grad mode accumulate. */
+rfa_cuda_status rfa_cudnn_backward_holding_key_gradients(rfa_cudnn_context* context, const rfa_cuda_backward_params* p,
+                                                         const void* out, rfa_cuda_strides out_strides,
+                                                         const int64_t* host_doc_bounds, void* workspace,
+                                                         size_t workspace_bytes, cudaStream_t stream);
+
+/* Adds the dK and dV that the context's last forward or backward,
+ * rfa_cudnn_backward_holding_key_gradients of the same block and `workspace`, left there, to
+ * p->dk and p->dv (fp32, with their strides; grad_mode RFA_CUDA_GRAD_ACCUMULATE_FP32), on
+ * `stream`: the backward's stream, or one ordered after it. Once: the hold ends with a
+ * successful addition. A forward or backward on the context in between (which may write over
+ * the workspace), another workspace, a block of another band (its rows, dtype, batch, K/V heads
+ * or head dim), or a second addition is RFA_CUDA_ERROR_INVALID_ARGUMENT, nothing added; plans and
+ * the band queries leave the hold. Nothing else may write the workspace in between. */
+rfa_cuda_status rfa_cudnn_add_held_key_gradients(rfa_cudnn_context* context, const rfa_cuda_backward_params* p,
+                                                 const int64_t* host_doc_bounds, void* workspace, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -213,10 +213,36 @@ StridedTensor at_row(const StridedTensor& t, std::int64_t row, std::size_t eleme
 }  // namespace cudnn
 }  // namespace rfa_cuda
 
-/// A cuDNN handle of one device and the graphs built on it, by band shape.
+namespace rfa_cuda {
+namespace cudnn {
+namespace {
+
+/// The dK and dV a backward left in its workspace (rfa_cudnn_backward_holding_key_gradients)
+/// until rfa_cudnn_add_held_key_gradients adds them: which workspace, band and block.
+struct HeldKeyGradients {
+  bool held = false;
+  const void* workspace = nullptr;
+  BandBlock band;
+  ScratchLayout layout;
+  std::int64_t dtype = 0, batch = 0, seq_k = 0, kv_heads = 0, head_dim = 0;
+
+  bool of(const rfa_cuda_attention_shape& s, const BandBlock& b, const void* ws) const {
+    return held && ws == workspace && s.dtype == dtype && s.batch == batch && s.seq_k == seq_k &&
+           s.kv_heads == kv_heads && s.head_dim == head_dim && b.k_begin == band.k_begin && b.k_rows == band.k_rows &&
+           b.q_begin == band.q_begin && b.q_rows == band.q_rows;
+  }
+};
+
+}  // namespace
+}  // namespace cudnn
+}  // namespace rfa_cuda
+
+/// A cuDNN handle of one device, the graphs built on it (by band shape), and the dK and dV a
+/// backward holds in its workspace, if any.
 struct rfa_cudnn_context {
   cudnnHandle_t handle = nullptr;
   std::unordered_map<rfa_cuda::cudnn::GraphKey, rfa_cuda::cudnn::CachedGraph, rfa_cuda::cudnn::GraphKeyHash> graphs;
+  rfa_cuda::cudnn::HeldKeyGradients held;
 };
 
 namespace rfa_cuda {
@@ -460,6 +486,7 @@ rfa_cuda_status execute(rfa_cudnn_context& c, const CachedGraph& g, std::unorder
 
 rfa_cuda_status forward_block(rfa_cudnn_context& c, const rfa_cuda_forward_params& p, const std::int64_t* host_docs,
                               void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
+  c.held.held = false;  // the workspace may be written over
   RFA_CUDA_TRY(check_output_mode(p));
   if (p.out == nullptr || p.lse == nullptr)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "cuDNN attention: out and lse must be set");
@@ -512,13 +539,68 @@ rfa_cuda_status forward_block(rfa_cudnn_context& c, const rfa_cuda_forward_param
   return RFA_CUDA_SUCCESS;
 }
 
+/// Where a band's gradients lie in the workspace after its graph ran (scratch_of's order: cuDNN's
+/// workspace, then the lse rows, dQ, dK and dV of the band).
+struct BandGradients {
+  float* stats;
+  void *dq, *dk, *dv;
+};
+BandGradients band_gradients(void* workspace, const ScratchLayout& layout) {
+  char* base = static_cast<char*>(workspace);
+  BandGradients g;
+  g.stats = reinterpret_cast<float*>(base + layout.cudnn);
+  g.dq = base + layout.cudnn + layout.stats;
+  g.dk = static_cast<char*>(g.dq) + layout.dq;
+  g.dv = static_cast<char*>(g.dk) + layout.dk;
+  return g;
+}
+
+/// Adds a band's dK and dV, in the storage dtype in the workspace (`g`), to the fp32 dk and dv.
+rfa_cuda_status accumulate_key_gradients(const rfa_cuda_backward_params& p, const BandBlock& band,
+                                         const BandGradients& g, cudaStream_t stream) {
+  const rfa_cuda_attention_shape& s = p.shape;
+  const StridedTensor dk = detail::resolve(p.dk, p.dk_strides, s.seq_k, s.kv_heads, s.head_dim);
+  const StridedTensor dv = detail::resolve(p.dv, p.dv_strides, s.seq_k, s.kv_heads, s.head_dim);
+  const ElementType type = detail::element_type(s.dtype);
+  const detail::RowwiseShape k_rows{int(s.batch), int(band.k_rows), int(s.kv_heads), int(s.head_dim)};
+  RFA_CUDA_TRY(
+      detail::from_cuda(detail::launch_accumulate_band(k_rows, at_row(dk, band.k_begin, sizeof(float)),
+                                                       packed(g.dk, band.k_rows, s.kv_heads, s.head_dim), type, stream),
+                        "cuDNN attention: the accumulation of a band's dK"));
+  return detail::from_cuda(
+      detail::launch_accumulate_band(k_rows, at_row(dv, band.k_begin, sizeof(float)),
+                                     packed(g.dv, band.k_rows, s.kv_heads, s.head_dim), type, stream),
+      "cuDNN attention: the accumulation of a band's dV");
+}
+
+/// A block whose dK and dV may be held in the workspace: one band (a second band's graph would
+/// overwrite the first's).
+rfa_cuda_status check_held_plan(const BandPlan& plan) {
+  if (plan.blocks.size() != 1)
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                "cuDNN attention holds the dK and dV of a block of one band only, not of %zu bands "
+                "(rfa_cudnn_holds_key_gradients says which blocks)",
+                plan.blocks.size());
+  return RFA_CUDA_SUCCESS;
+}
+
+/// `hold_key_gradients`: dK and dV stay in the workspace (a block of one band: check_held_plan),
+/// p.dk and p.dv are not read, and add_held_key_gradients adds them later.
 rfa_cuda_status backward_block(rfa_cudnn_context& c, const rfa_cuda_backward_params& p, const void* out_data,
                                rfa_cuda_strides out_strides, const std::int64_t* host_docs, void* workspace,
-                               std::size_t workspace_bytes, cudaStream_t stream) {
+                               std::size_t workspace_bytes, cudaStream_t stream, bool hold_key_gradients) {
+  c.held.held = false;  // the workspace may be written over
   RFA_CUDA_TRY(check_grad_mode(p));
-  if (p.dq == nullptr || p.dk == nullptr || p.dv == nullptr || p.lse == nullptr || out_data == nullptr)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "cuDNN attention: dq, dk, dv, lse and out must be set");
   const bool in_place = p.grad_mode == RFA_CUDA_GRAD_STORE;
+  if (hold_key_gradients && in_place)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "cuDNN attention holds the dK and dV of a backward that accumulates (grad mode accumulate), not of "
+                "one that writes in place");
+  const bool key_gradients_set = hold_key_gradients || (p.dk != nullptr && p.dv != nullptr);
+  if (p.dq == nullptr || !key_gradients_set || p.lse == nullptr || out_data == nullptr)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, hold_key_gradients
+                                                     ? "cuDNN attention: dq, lse and out must be set"
+                                                     : "cuDNN attention: dq, dk, dv, lse and out must be set");
   if (in_place) {  // 16-bit gradients, which cuDNN writes in 16-byte chunks
     RFA_CUDA_TRY(detail::check_tile_tensor("dq", p.dq, p.dq_strides));
     RFA_CUDA_TRY(detail::check_tile_tensor("dk", p.dk, p.dk_strides));
@@ -535,6 +617,7 @@ rfa_cuda_status backward_block(rfa_cudnn_context& c, const rfa_cuda_backward_par
   BandPlan plan;
   RFA_CUDA_TRY(bands_of(p.shape, host_docs, plan));
   RFA_CUDA_TRY(check_in_place_plan(in_place, p.shape, plan));
+  if (hold_key_gradients) RFA_CUDA_TRY(check_held_plan(plan));
   const BandProblem problem = backward_problem(p, out_data, out_strides);
   const bool deterministic = p.deterministic != 0;
   std::size_t need = 0;
@@ -552,22 +635,14 @@ rfa_cuda_status backward_block(rfa_cudnn_context& c, const rfa_cuda_backward_par
     return execute(c, *g, pack, workspace, stream);
   }
   const StridedTensor dq = detail::resolve(p.dq, p.dq_strides, s.seq_q, s.heads, s.head_dim);
-  const StridedTensor dk = detail::resolve(p.dk, p.dk_strides, s.seq_k, s.kv_heads, s.head_dim);
-  const StridedTensor dv = detail::resolve(p.dv, p.dv_strides, s.seq_k, s.kv_heads, s.head_dim);
   const ElementType type = detail::element_type(s.dtype);
   for (const BandBlock& band : plan.blocks) {
     const CachedGraph* g = nullptr;
     RFA_CUDA_TRY(graph_for(c, problem, band, true, deterministic, &g));
-    const ScratchLayout layout = scratch_of(problem, band, *g, true);
-    // cuDNN's workspace, then the lse rows, dQ, dK and dV of the band (scratch_of's order).
-    char* base = static_cast<char*>(workspace);
-    auto* stats = reinterpret_cast<float*>(base + layout.cudnn);
-    void* band_dq = base + layout.cudnn + layout.stats;
-    void* band_dk = static_cast<char*>(band_dq) + layout.dq;
-    void* band_dv = static_cast<char*>(band_dk) + layout.dk;
+    const BandGradients grads = band_gradients(workspace, scratch_of(problem, band, *g, true));
     // The final lse rows of the band, contiguous per (batch, head): cuDNN's statistics input.
     RFA_CUDA_TRY(detail::from_cuda(
-        cudaMemcpy2DAsync(stats, std::size_t(band.q_rows) * sizeof(float), p.lse + band.q_begin,
+        cudaMemcpy2DAsync(grads.stats, std::size_t(band.q_rows) * sizeof(float), p.lse + band.q_begin,
                           std::size_t(s.seq_q) * sizeof(float), std::size_t(band.q_rows) * sizeof(float),
                           std::size_t(s.batch * s.heads), cudaMemcpyDeviceToDevice, stream),
         "cuDNN attention: the copy of the band's lse rows"));
@@ -576,27 +651,52 @@ rfa_cuda_status backward_block(rfa_cudnn_context& c, const rfa_cuda_backward_par
                                                     {kV, at_row(problem.v, band.k_begin, e).data},
                                                     {kO, at_row(problem.out, band.q_begin, e).data},
                                                     {kDO, at_row(problem.dout, band.q_begin, e).data},
-                                                    {kStats, stats},
-                                                    {kDQ, band_dq},
-                                                    {kDK, band_dk},
-                                                    {kDV, band_dv}};
-    RFA_CUDA_TRY(execute(c, *g, pack, base, stream));
+                                                    {kStats, grads.stats},
+                                                    {kDQ, grads.dq},
+                                                    {kDK, grads.dk},
+                                                    {kDV, grads.dv}};
+    RFA_CUDA_TRY(execute(c, *g, pack, workspace, stream));
     const detail::RowwiseShape q_rows{int(s.batch), int(band.q_rows), int(s.heads), int(s.head_dim)};
-    const detail::RowwiseShape k_rows{int(s.batch), int(band.k_rows), int(s.kv_heads), int(s.head_dim)};
     RFA_CUDA_TRY(detail::from_cuda(
         detail::launch_accumulate_band(q_rows, at_row(dq, band.q_begin, sizeof(float)),
-                                       packed(band_dq, band.q_rows, s.heads, s.head_dim), type, stream),
+                                       packed(grads.dq, band.q_rows, s.heads, s.head_dim), type, stream),
         "cuDNN attention: the accumulation of a band's dQ"));
-    RFA_CUDA_TRY(detail::from_cuda(
-        detail::launch_accumulate_band(k_rows, at_row(dk, band.k_begin, sizeof(float)),
-                                       packed(band_dk, band.k_rows, s.kv_heads, s.head_dim), type, stream),
-        "cuDNN attention: the accumulation of a band's dK"));
-    RFA_CUDA_TRY(detail::from_cuda(
-        detail::launch_accumulate_band(k_rows, at_row(dv, band.k_begin, sizeof(float)),
-                                       packed(band_dv, band.k_rows, s.kv_heads, s.head_dim), type, stream),
-        "cuDNN attention: the accumulation of a band's dV"));
+    if (!hold_key_gradients) {
+      RFA_CUDA_TRY(accumulate_key_gradients(p, band, grads, stream));
+    } else {
+      HeldKeyGradients& h = c.held;
+      h.workspace = workspace;
+      h.band = band;
+      h.layout = scratch_of(problem, band, *g, true);
+      h.dtype = s.dtype, h.batch = s.batch, h.seq_k = s.seq_k, h.kv_heads = s.kv_heads, h.head_dim = s.head_dim;
+      h.held = true;
+    }
   }
   return RFA_CUDA_SUCCESS;
+}
+
+/// Adds to p.dk and p.dv the dK and dV that the context's last call, a backward of the same
+/// block holding them (backward_block), left in `workspace`; once.
+rfa_cuda_status add_held_key_gradients(rfa_cudnn_context& c, const rfa_cuda_backward_params& p,
+                                       const std::int64_t* host_docs, void* workspace, cudaStream_t stream) {
+  if (p.grad_mode != RFA_CUDA_GRAD_ACCUMULATE_FP32)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "cuDNN attention adds held dK and dV to fp32 gradients (grad mode accumulate), not grad mode %d",
+                int(p.grad_mode));
+  if (p.dk == nullptr || p.dv == nullptr)
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "cuDNN attention: dk and dv must be set");
+  RFA_CUDA_TRY(detail::check_output_rows("dk", p.dk_strides, p.shape.batch, p.shape.seq_k, p.shape.kv_heads));
+  RFA_CUDA_TRY(detail::check_output_rows("dv", p.dv_strides, p.shape.batch, p.shape.seq_k, p.shape.kv_heads));
+  BandPlan plan;
+  RFA_CUDA_TRY(bands_of(p.shape, host_docs, plan));
+  RFA_CUDA_TRY(check_held_plan(plan));
+  HeldKeyGradients& h = c.held;
+  if (!h.of(p.shape, plan.blocks[0], workspace))
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "cuDNN attention: this workspace holds no dK and dV of this block (the context's last call must be "
+                "rfa_cudnn_backward_holding_key_gradients of the same block and workspace, and they are added once)");
+  h.held = false;
+  return accumulate_key_gradients(p, h.band, band_gradients(workspace, h.layout), stream);
 }
 
 /// Runs `body` and turns any exception (the frontend throws for some failures, the standard
@@ -712,6 +812,11 @@ int rfa_cudnn_expresses(const rfa_cuda_attention_shape* shape, const int64_t* ho
   return query_bands(shape, host_doc_bounds, plan) ? 1 : 0;
 }
 
+int rfa_cudnn_holds_key_gradients(const rfa_cuda_attention_shape* shape, const int64_t* host_doc_bounds) {
+  BandPlan plan;
+  return query_bands(shape, host_doc_bounds, plan) && plan.blocks.size() == 1 ? 1 : 0;
+}
+
 rfa_cuda_status rfa_cudnn_forward(rfa_cudnn_context* context, const rfa_cuda_forward_params* p,
                                   const int64_t* host_doc_bounds, void* workspace, size_t workspace_bytes,
                                   cudaStream_t stream) {
@@ -725,8 +830,25 @@ rfa_cuda_status rfa_cudnn_backward(rfa_cudnn_context* context, const rfa_cuda_ba
                                    size_t workspace_bytes, cudaStream_t stream) {
   RFA_CUDA_TRY(require_context(context, p));
   return guarded("backward", [&] {
-    return backward_block(*context, *p, out, out_strides, host_doc_bounds, workspace, workspace_bytes, stream);
+    return backward_block(*context, *p, out, out_strides, host_doc_bounds, workspace, workspace_bytes, stream, false);
   });
+}
+
+rfa_cuda_status rfa_cudnn_backward_holding_key_gradients(rfa_cudnn_context* context, const rfa_cuda_backward_params* p,
+                                                         const void* out, rfa_cuda_strides out_strides,
+                                                         const int64_t* host_doc_bounds, void* workspace,
+                                                         size_t workspace_bytes, cudaStream_t stream) {
+  RFA_CUDA_TRY(require_context(context, p));
+  return guarded("backward holding dK and dV", [&] {
+    return backward_block(*context, *p, out, out_strides, host_doc_bounds, workspace, workspace_bytes, stream, true);
+  });
+}
+
+rfa_cuda_status rfa_cudnn_add_held_key_gradients(rfa_cudnn_context* context, const rfa_cuda_backward_params* p,
+                                                 const int64_t* host_doc_bounds, void* workspace, cudaStream_t stream) {
+  RFA_CUDA_TRY(require_context(context, p));
+  return guarded("adding held dK and dV",
+                 [&] { return add_held_key_gradients(*context, *p, host_doc_bounds, workspace, stream); });
 }
 
 }  // extern "C"
