@@ -9,7 +9,8 @@
 //  - the backward's dQ products cover the tile between the two consumer warpgroups (half the head
 //    dimension each, or half the keys each), its dS buffers give every element its own place, and
 //    each thread writes its dQ values where the swizzled layout its TMA reduce-add reads puts
-//    them (the kernel's own address arithmetic, Traits::dq_thread_offset and the rest);
+//    them (the kernel's own address arithmetic, Traits::dq_thread_offset and the rest), and its
+//    dS^T values where the layout dQ's product reads puts them (Traits::ds_thread_offset);
 //  - each kernel's shared memory fits a Hopper CTA.
 #include <cstdint>
 #include <cstdio>
@@ -101,6 +102,40 @@ void check_forward(const char* name) {
   std::printf("  %s\n", failures == before ? "ok" : "FAILED");
 }
 
+// dS^T into its two buffers: each consumer thread writes its pairs of adjacent queries as 32-bit
+// words at addresses it computes itself (Traits::ds_thread_offset and the rest); they must be
+// where SmemLayoutDs, the layout dQ's product reads, puts the pair's (query, key), read through a
+// pointer at a 1024-byte boundary (the swizzle acts on the address), and every element of both
+// buffers must be written once.
+template <class Traits>
+void check_ds_writes() {
+  constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN;
+  typename Traits::MmaScores scores;
+  auto identity = make_identity_tensor(typename Traits::KeysByQueries{});
+  alignas(1024) static typename Traits::T buffers[2 * kBlockM * kBlockN];
+  Tensor ds = make_tensor(make_smem_ptr(buffers), typename Traits::SmemLayoutDs{});
+  std::vector<int> written(2 * kBlockM * kBlockN, 0);
+  for (int buffer = 0; buffer < 2; ++buffer)
+    for (int t = 0; t < Traits::kConsumerThreads; ++t) {
+      Tensor at = scores.get_thread_slice(t).partition_C(identity);
+      expect(int(size(at)) == 4 * (kBlockM / 8), "dS: two keys of a pair per 8 queries a thread", t, -1);
+      for (int i = 0; i < size(at); ++i) {
+        const int e0 = i % 2, e1 = i / 2 % 2, j = i / 4;
+        const int key = 64 * (t / 128) + 16 * (t % 128 / 32) + t % 32 / 4 + 8 * e1, query = 2 * (t % 4) + e0 + 8 * j;
+        expect(get<0>(at(i)) == key && get<1>(at(i)) == query, "dS: the accumulators' layout the kernel assumes", t, i);
+        const std::uint32_t bytes =
+            std::uint32_t(buffer * Traits::kDsBufferBytes) +
+            ((std::uint32_t(Traits::ds_thread_offset(t) + Traits::ds_pair_offset(e1, j))) ^ Traits::ds_swizzle(t));
+        const int element = int(bytes / sizeof(typename Traits::T)) + e0;
+        expect(element == int(&ds(query, key, buffer) - buffers), "dS: the kernel's address = the swizzled layout's", t,
+               i);
+        if (element >= 0 && element < int(written.size())) ++written[element];
+      }
+    }
+  for (int e = 0; e < int(written.size()); ++e)
+    expect(written[e] == 1, "dS: every element of both buffers written once", e, written[e]);
+}
+
 template <class Traits>
 void check_backward(const char* name) {
   std::printf("backward %s: %d keys x %d queries, head dim %d\n", name, Traits::kBlockN, Traits::kBlockM,
@@ -164,6 +199,7 @@ void check_backward(const char* name) {
   }
   for (int e = 0; e < int(written.size()); ++e)
     expect(written[e] == 1, "dQ share: every element written once", e, written[e]);
+  check_ds_writes<Traits>();
   check_shared_bytes(Traits::kSmemBytes);
   std::printf("  %s\n", failures == before ? "ok" : "FAILED");
 }

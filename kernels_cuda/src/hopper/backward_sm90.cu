@@ -61,6 +61,10 @@ __device__ __forceinline__ std::uint32_t opaque(std::uint32_t value) {
   asm volatile("mov.b32 %0, %0;\n" : "+r"(value));
   return value;
 }
+// 32 bits (two 16-bit values) at a shared-memory address (4-byte aligned).
+__device__ __forceinline__ void store_shared_word(std::uint32_t address, std::uint32_t word) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(word) : "memory");
+}
 // Two fp32 values at a shared-memory address (8-byte aligned).
 __device__ __forceinline__ void store_shared_pair(std::uint32_t address, float a, float b) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(address), "f"(a), "f"(b) : "memory");
@@ -242,6 +246,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       detail::shared_address(shared.dq.data() + consumer * cosize_v<typename Traits::SmemLayoutDq>) +
       4 * Traits::dq_thread_offset(consumer_thread % 128);
   const std::uint32_t dq_swizzle = Traits::dq_swizzle(consumer_thread % 128);
+  // Where this thread's dS^T pairs go in the first dS buffer (Traits::ds_thread_offset).
+  const std::uint32_t ds_thread_bytes =
+      detail::shared_address(shared.ds.data()) + Traits::ds_thread_offset(consumer_thread);
+  const std::uint32_t ds_swizzle = Traits::ds_swizzle(consumer_thread);
   // Each query tile's lse (in the exp2 domain: +inf for a row that sees no key anywhere or lies
   // past the sequence, so that all its P are 0) and D, staged in shared memory one tile ahead:
   // consumer threads 0 .. kBlockM - 1 fetch a row's lse, the next kBlockM its D, while the
@@ -314,8 +322,18 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       // tile's lse and D into the other buffer (the previous tile's softmax read it before the
       // last barrier); both consumers' keys are needed before either computes dQ = dS K, and the
       // barrier shows the next tile's lse and D to both.
-      CUTE_UNROLL
-      for (int i = 0; i < size(ds); ++i) sDs(get<1>(score_at(i)), get<0>(score_at(i)), buffer) = T(ds(i));
+      {
+        const std::uint32_t thread_bytes = opaque(ds_thread_bytes) + buffer * Traits::kDsBufferBytes;
+        CUTE_UNROLL
+        for (int e1 = 0; e1 < 2; ++e1) {
+          CUTE_UNROLL
+          for (int j = 0; j < kBlockM / 8; ++j) {
+            const int i = 4 * j + 2 * e1;  // the pair's first value: ((2, 2, queries / 8)) in tSrDp
+            store_shared_word((thread_bytes + Traits::ds_pair_offset(e1, j)) ^ ds_swizzle,
+                              pack_pair<T>(tSrDp(i), tSrDp(i + 1)));
+          }
+        }
+      }
       stage_row_statistic(next_statistic, buffer ^ 1);
       fence_shared_for_async();
       named_barrier_sync(3, Traits::kConsumerThreads);

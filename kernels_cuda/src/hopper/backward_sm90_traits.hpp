@@ -97,6 +97,21 @@ struct BackwardSm90Traits {
   // consumer's dQ product of the tile before.
   using SmemLayoutDs =
       decltype(cute::tile_to_shape(cute::GMMA::Layout_MN_SW128_Atom<T>{}, cute::Shape<Queries, Keys, cute::_2>{}));
+  static constexpr int kDsBufferBytes = kBlockM * kBlockN * static_cast<int>(sizeof(T));
+  // Where a consumer thread writes its dS^T accumulators into SmemLayoutDs, as the kernel
+  // computes it: a tile's 64 queries in 16-bit values are one 128-byte row of a swizzle atom, and
+  // an atom holds 8 keys (1024 bytes), the atoms one after another along the keys. Consumer
+  // thread t (0 .. 255, warpgroup t / 128 owning keys 64 (t / 128) ..) holds the pairs of
+  // adjacent queries c0 + 8j, c0 + 8j + 1 of keys r0 and r0 + 8 (the accumulator layout of a
+  // 64-row wgmma: r0 = 64 (t / 128) + 16 (t % 128 / 32) + t % 32 / 4, c0 = 2 (t % 4)): its keys
+  // share one row of their atoms, r0 % 8, and so one permutation of 16-byte pieces, and each pair
+  // is 4 adjacent bytes, one 32-bit store. The pair (key r0 + 8 e1, queries c0 + 8j, + 1) of a
+  // buffer lies at the bytes (ds_thread_offset(t) + ds_pair_offset(e1, j)) ^ ds_swizzle(t) from
+  // the buffer's start (a 1024-byte boundary). The fragment test checks these against CuTe.
+  static_assert(kBlockM * sizeof(T) == 128, "a tile's queries are one 128-byte row of a swizzle atom");
+  CUTE_HOST_DEVICE static int ds_thread_offset(int t) { return 2048 * (t / 32) + 128 * (t % 32 / 4) + 4 * (t % 4); }
+  CUTE_HOST_DEVICE static constexpr int ds_pair_offset(int e1, int j) { return 1024 * e1 + 16 * j; }
+  CUTE_HOST_DEVICE static std::uint32_t ds_swizzle(int t) { return static_cast<std::uint32_t>(t % 32 / 4) << 4; }
 
   // One consumer's share of a dQ tile: fp32 rows of kDqColumns in 128-byte swizzle atoms (8 rows
   // of 32 values, each row's 16-byte pieces permuted by the row), the source of the TMA
