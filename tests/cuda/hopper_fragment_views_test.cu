@@ -123,9 +123,13 @@ void check_ds_writes() {
         const int e0 = i % 2, e1 = i / 2 % 2, j = i / 4;
         const int key = 64 * (t / 128) + 16 * (t % 128 / 32) + t % 32 / 4 + 8 * e1, query = 2 * (t % 4) + e0 + 8 * j;
         expect(get<0>(at(i)) == key && get<1>(at(i)) == query, "dS: the accumulators' layout the kernel assumes", t, i);
+        // The kernel's expression, from a shared address at a 1024-byte boundary (not 0).
+        constexpr std::uint32_t kBase = 21 * 1024;
         const std::uint32_t bytes =
-            std::uint32_t(buffer * Traits::kDsBufferBytes) +
-            ((std::uint32_t(Traits::ds_thread_offset(t) + Traits::ds_pair_offset(e1, j))) ^ Traits::ds_swizzle(t));
+            ((kBase + std::uint32_t(Traits::ds_thread_offset(t)) + std::uint32_t(buffer * Traits::kDsBufferBytes) +
+              std::uint32_t(Traits::ds_pair_offset(e1, j))) ^
+             Traits::ds_swizzle(t)) -
+            kBase;
         const int element = int(bytes / sizeof(typename Traits::T)) + e0;
         expect(element == int(&ds(query, key, buffer) - buffers), "dS: the kernel's address = the swizzled layout's", t,
                i);
