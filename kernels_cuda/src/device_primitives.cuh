@@ -86,12 +86,16 @@ __device__ __forceinline__ std::uint32_t pack2<__half>(float lo, float hi) {
   return *reinterpret_cast<const std::uint32_t*>(&v);
 }
 
-// Two adjacent gradient values at base + offset: rounded to T and stored (store), or added to
-// the fp32 values there (the caller must be their only writer, so no atomics are needed).
+// Two adjacent gradient values at base + offset: rounded to T and stored (store), stored in
+// fp32 (overwrite), or added to the fp32 values there (the caller must be their only writer, so
+// no atomics are needed).
 template <typename T>
-__device__ __forceinline__ void store_or_add_pair(void* base, std::int64_t offset, float v0, float v1, bool store) {
+__device__ __forceinline__ void store_or_add_pair(void* base, std::int64_t offset, float v0, float v1, bool store,
+                                                  bool overwrite = false) {
   if (store) {
     *reinterpret_cast<std::uint32_t*>(static_cast<T*>(base) + offset) = pack2<T>(v0, v1);
+  } else if (overwrite) {
+    *reinterpret_cast<float2*>(static_cast<float*>(base) + offset) = make_float2(v0, v1);
   } else {
     float2* p = reinterpret_cast<float2*>(static_cast<float*>(base) + offset);
     float2 sum = *p;

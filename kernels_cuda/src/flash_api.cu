@@ -313,7 +313,8 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   if (p->lse == nullptr || p->delta == nullptr)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "lse and delta must not be NULL");
   const bool store = p->grad_mode == RFA_CUDA_GRAD_STORE;
-  if (!store && p->grad_mode != RFA_CUDA_GRAD_ACCUMULATE_FP32)
+  const bool overwrite_dkdv = p->grad_mode == RFA_CUDA_GRAD_ACCUMULATE_DQ_FP32;
+  if (!store && !overwrite_dkdv && p->grad_mode != RFA_CUDA_GRAD_ACCUMULATE_FP32)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "unknown grad_mode %d", static_cast<int>(p->grad_mode));
   const bool deterministic = p->deterministic != 0;
   if (store && !deterministic && (p->workspace == nullptr || !aligned16(p->workspace)))
@@ -346,6 +347,7 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   a.lse = p->lse;
   a.delta = p->delta;
   a.store_dkdv = store;
+  a.overwrite_dkdv = overwrite_dkdv;
   const StridedTensor dq = resolve(p->dq, p->dq_strides, s.seq_q, s.heads, s.head_dim);
   const ElementType type = element_type(s.dtype);
   if (deterministic) {

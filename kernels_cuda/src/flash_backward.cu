@@ -328,13 +328,13 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim, kKeyTile>:
 #pragma unroll
       for (int db = 0; db < D / 8; ++db)
         store_or_add_pair<T>(args.dk.data, dk_at + db * 8 + quad * 2, dims.scale * dk[db][2 * half],
-                             dims.scale * dk[db][2 * half + 1], args.store_dkdv);
+                             dims.scale * dk[db][2 * half + 1], args.store_dkdv, args.overwrite_dkdv);
     }
     if constexpr (kValue) {
 #pragma unroll
       for (int db = 0; db < DV / 8; ++db)
         store_or_add_pair<T>(args.dv.data, dv_at + db * 8 + quad * 2, dv[db][2 * half], dv[db][2 * half + 1],
-                             args.store_dkdv);
+                             args.store_dkdv, args.overwrite_dkdv);
     }
   }
 }

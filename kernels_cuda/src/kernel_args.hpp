@@ -40,10 +40,11 @@ struct BackwardArgs {
   const float* lse;
   const float* delta;
   StridedTensor dq_accum;  // fp32, accumulated with atomics (when atomic_dq)
-  StridedTensor dk, dv;    // fp32 (+=) or the input dtype (overwritten)
-  bool store_dkdv;
-  bool atomic_dq;  // false: the kernel leaves dQ to flash_backward_dq (deterministic mode)
-  int key_tile;    // the sm_80 backward's keys a CTA: 64 or 128 (sm80_layout_settings.hpp)
+  StridedTensor dk, dv;    // fp32 (+= or, overwrite_dkdv, overwritten) or the input dtype (overwritten)
+  bool store_dkdv;         // dK, dV in the input dtype
+  bool overwrite_dkdv;     // dK, dV in fp32, overwritten (RFA_CUDA_GRAD_ACCUMULATE_DQ_FP32)
+  bool atomic_dq;          // false: the kernel leaves dQ to flash_backward_dq (deterministic mode)
+  int key_tile;            // the sm_80 backward's keys a CTA: 64 or 128 (sm80_layout_settings.hpp)
 };
 
 // The deterministic mode's separate dQ pass (one writer per dQ row, no atomics).

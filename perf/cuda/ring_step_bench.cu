@@ -8,15 +8,15 @@
 // Forward per rank: one kernel per visible block, its fp32 partial merged into the running
 // out/lse, either in the kernel's epilogue ("fused", what the engine does) or by the separate
 // merge kernel ("separate"); then out narrowed to the storage dtype. Backward per rank: D
-// once, one accumulating backward kernel per block, its dK/dV where the engine puts them
+// once, one backward kernel per block, its dK/dV where the engine puts them
 // (engine/travelling_gradients.hpp: the home gradient, the partial the second step starts, from
-// the third step on a zeroed buffer added to the partial that arrived, or on cuDNN its own
-// output, held until added to that partial), the fp32 accumulators narrowed at the end; and the
-// same with each step's dK/dV added straight into one buffer ("bwd direct": no zeroed
-// contribution buffer, no addition of the arriving partial), which is what the engine's overlap
-// of the arrival with the compute costs. Efficiency is the single attention's time over the ring's sum (1.0: no
-// overhead). CUDA events, median of --iters runs after --warmup. Without a GPU: a message and
-// exit 77.
+// the third step on a buffer of their own that rfa's kernels write over, added to the partial
+// that arrived, or on cuDNN its own output, held until added to that partial), the fp32
+// accumulators narrowed at the end; and the same with each step's dK/dV added straight into
+// one buffer ("bwd direct": no contribution buffer, no addition of the arriving partial), which
+// is what the engine's overlap of the arrival with the compute costs. Efficiency is the single
+// attention's time over the ring's sum (1.0: no overhead). CUDA events, median of --iters runs
+// after --warmup. Without a GPU: a message and exit 77.
 //
 // With --kernels cudnn (built when the cuDNN block kernel is), every block runs on cuDNN's fused
 // attention as CudnnBlockCompute runs it (rfa_cudnn_forward merging into the running out/lse,
@@ -384,7 +384,10 @@ void ring_backward(const Options& o, int P, Buffers& b, bool travelling) {
         continue;
       }
 #endif
-      if (travelling || s == 0) {
+      // rfa's kernels write an arriving step's contribution over its buffer (nothing to zero).
+      if (arriving && !o.cudnn) {
+        bp.grad_mode = RFA_CUDA_GRAD_ACCUMULATE_DQ_FP32;
+      } else if (travelling || s == 0) {
         RFA_TEST_CALL(rfa_cuda_fill_fp32(dk.as_float(), 0.f, grad, nullptr));
         RFA_TEST_CALL(rfa_cuda_fill_fp32(dv.as_float(), 0.f, grad, nullptr));
       }

@@ -73,7 +73,8 @@ const EnvVariable kRegistry[] = {
      "percent of its best (at most 6; none starts after 60 s of measuring) on the context's shapes at creation, "
      "and takes the fastest; `0`: the model alone; alike on every rank"},
     {Env::slurm_localid, "SLURM_LOCALID", "librfa", "`0`",
-     "the node-local rank when MPI cannot tell it (before `MPI_Init`)"},
+     "the node-local rank when MPI cannot tell it (before `MPI_Init`); a value that is not a whole number from 0 "
+     "to 2147483647 is refused"},
     {Env::slurm_topology_addr, "SLURM_TOPOLOGY_ADDR", "librfa", "no switch path",
      "the switch path of this node, used to order the ring across switches"},
     {Env::test_hostname, "RFA_TEST_HOSTNAME", "librfa (tests only)", "the real host name",

@@ -123,16 +123,33 @@ rfa_cuda_backward_params block_backward_params(const rfa_cuda_attention_shape& s
 }
 
 template <class T>
+void CudaBlockCompute::backward_fp32(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                                     Tensor4<const T> v, Tensor4<const T> dout, Tensor3<const float> lse,
+                                     Tensor3<const float> d, Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
+                                     rfa_cuda_grad_mode mode) {
+  rfa_cuda_backward_params b = block_backward_params(shape<T>(p), p.deterministic,
+                                                     {q.data(), k.data(), v.data(), dout.data(), lse.data(), d.data()},
+                                                     mode, dq.data(), dk.data(), dv.data());
+  b.path = block_path(path_, false, b.shape);
+  check(rfa_cuda_flash_backward(&b, stream_), "rfa_cuda_flash_backward");
+}
+
+template <class T>
 void CudaBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                                 Tensor4<const T> v, Tensor4<const T>, Tensor4<const T> dout, Tensor3<const float> lse,
                                 Tensor3<const float> d, Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv,
                                 const kernels::ProgressHook&) {
   // The ring adds every block's share.
-  rfa_cuda_backward_params b = block_backward_params(shape<T>(p), p.deterministic,
-                                                     {q.data(), k.data(), v.data(), dout.data(), lse.data(), d.data()},
-                                                     RFA_CUDA_GRAD_ACCUMULATE_FP32, dq.data(), dk.data(), dv.data());
-  b.path = block_path(path_, false, b.shape);
-  check(rfa_cuda_flash_backward(&b, stream_), "rfa_cuda_flash_backward");
+  backward_fp32<T>(p, q, k, v, dout, lse, d, dq, dk, dv, RFA_CUDA_GRAD_ACCUMULATE_FP32);
+}
+
+template <class T>
+void CudaBlockCompute::backward_storing_key_gradients(const kernels::AttentionParams& p, Tensor4<const T> q,
+                                                      Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T>,
+                                                      Tensor4<const T> dout, Tensor3<const float> lse,
+                                                      Tensor3<const float> d, Tensor4<float> dq, Tensor4<float> dk,
+                                                      Tensor4<float> dv) {
+  backward_fp32<T>(p, q, k, v, dout, lse, d, dq, dk, dv, RFA_CUDA_GRAD_ACCUMULATE_DQ_FP32);
 }
 
 template <class T>
@@ -184,26 +201,29 @@ void CudaBlockCompute::narrow(Tensor4<const float> from, Tensor4<T> to) {
   check(rfa_cuda_convert_from_fp32(&c, stream_), "rfa_cuda_convert_from_fp32");
 }
 
-#define RFA_INSTANTIATE_CUDA_BLOCK_COMPUTE(T)                                                                      \
-  template void CudaBlockCompute::forward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>,  \
-                                             Tensor4<const T>, Tensor4<float>, Tensor3<float>,                     \
-                                             const kernels::ProgressHook&);                                        \
-  template void CudaBlockCompute::forward_final<T>(const kernels::AttentionParams&, Tensor4<const T>,              \
-                                                   Tensor4<const T>, Tensor4<const T>, Tensor4<T>, Tensor3<float>, \
-                                                   const kernels::ProgressHook&);                                  \
-  template void CudaBlockCompute::forward_merged<T>(                                                               \
-      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<float>,       \
-      Tensor3<float>, Tensor4<float>, Tensor3<float>, const kernels::ProgressHook&);                               \
-  template void CudaBlockCompute::delta<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>,    \
-                                           Tensor3<float>);                                                        \
-  template void CudaBlockCompute::backward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, \
-                                              Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,                \
-                                              Tensor3<const float>, Tensor3<const float>, Tensor4<float>,          \
-                                              Tensor4<float>, Tensor4<float>, const kernels::ProgressHook&);       \
-  template void CudaBlockCompute::backward_store<T>(                                                               \
-      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,     \
-      Tensor3<const float>, Tensor3<const float>, Tensor4<T>, Tensor4<T>, Tensor4<T>, void*);                      \
-  template void CudaBlockCompute::narrow<T>(Tensor4<const float>, Tensor4<T>);                                     \
+#define RFA_INSTANTIATE_CUDA_BLOCK_COMPUTE(T)                                                                        \
+  template void CudaBlockCompute::forward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>,    \
+                                             Tensor4<const T>, Tensor4<float>, Tensor3<float>,                       \
+                                             const kernels::ProgressHook&);                                          \
+  template void CudaBlockCompute::forward_final<T>(const kernels::AttentionParams&, Tensor4<const T>,                \
+                                                   Tensor4<const T>, Tensor4<const T>, Tensor4<T>, Tensor3<float>,   \
+                                                   const kernels::ProgressHook&);                                    \
+  template void CudaBlockCompute::forward_merged<T>(                                                                 \
+      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<float>,         \
+      Tensor3<float>, Tensor4<float>, Tensor3<float>, const kernels::ProgressHook&);                                 \
+  template void CudaBlockCompute::delta<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>,      \
+                                           Tensor3<float>);                                                          \
+  template void CudaBlockCompute::backward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>,   \
+                                              Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,                  \
+                                              Tensor3<const float>, Tensor3<const float>, Tensor4<float>,            \
+                                              Tensor4<float>, Tensor4<float>, const kernels::ProgressHook&);         \
+  template void CudaBlockCompute::backward_storing_key_gradients<T>(                                                 \
+      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,       \
+      Tensor4<const T>, Tensor3<const float>, Tensor3<const float>, Tensor4<float>, Tensor4<float>, Tensor4<float>); \
+  template void CudaBlockCompute::backward_store<T>(                                                                 \
+      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,       \
+      Tensor3<const float>, Tensor3<const float>, Tensor4<T>, Tensor4<T>, Tensor4<T>, void*);                        \
+  template void CudaBlockCompute::narrow<T>(Tensor4<const float>, Tensor4<T>);                                       \
   template rfa_cuda_attention_shape CudaBlockCompute::shape<T>(const kernels::AttentionParams&) const;
 
 RFA_INSTANTIATE_CUDA_BLOCK_COMPUTE(float)

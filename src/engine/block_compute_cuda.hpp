@@ -105,6 +105,15 @@ class CudaBlockCompute {
   std::size_t store_workspace_bytes(const kernels::AttentionParams& p, rfa_dtype_t dtype) const;
   /// A step's dK/dV contribution goes into the fp32 buffer the ring gives backward().
   static constexpr bool kHoldsKeyGradients = false;
+  /// backward_storing_key_gradients() writes a step's dK/dV over its buffer (the kernels' grad
+  /// mode RFA_CUDA_GRAD_ACCUMULATE_DQ_FP32), which the ring then need not zero.
+  static constexpr bool kStoresKeyGradients = true;
+  /// backward(), dQ added to `dq`, dK and dV written over `dk` and `dv` (fp32).
+  template <class T>
+  void backward_storing_key_gradients(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                                      Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
+                                      Tensor3<const float> lse, Tensor3<const float> d, Tensor4<float> dq,
+                                      Tensor4<float> dk, Tensor4<float> dv);
   void add(Tensor4<float> into, Tensor4<const float> from);
   void fill(Tensor4<float> view, float value) { fill_raw(view.data(), view.size(), value); }
   void fill(Tensor3<float> view, float value) { fill_raw(view.data(), view.size(), value); }
@@ -125,6 +134,12 @@ class CudaBlockCompute {
 
  private:
   void fill_raw(float* data, std::size_t count, float value);
+  /// The kernels' backward into fp32 gradients in `mode` (accumulate, or dQ accumulated and dK,
+  /// dV written over).
+  template <class T>
+  void backward_fp32(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k, Tensor4<const T> v,
+                     Tensor4<const T> dout, Tensor3<const float> lse, Tensor3<const float> d, Tensor4<float> dq,
+                     Tensor4<float> dk, Tensor4<float> dv, rfa_cuda_grad_mode mode);
 
   cudaStream_t stream_;
   WorkspaceCache<memory_space>* cache_;

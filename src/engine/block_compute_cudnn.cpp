@@ -200,6 +200,23 @@ void CudnnBlockCompute::backward(const kernels::AttentionParams& p, Tensor4<cons
 }
 
 template <class T>
+void CudnnBlockCompute::backward_storing_key_gradients(const kernels::AttentionParams& p, Tensor4<const T> q,
+                                                       Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
+                                                       Tensor4<const T> dout, Tensor3<const float> lse,
+                                                       Tensor3<const float> d, Tensor4<float> dq, Tensor4<float> dk,
+                                                       Tensor4<float> dv) {
+  if (!on_cudnn(p)) {
+    rfa_.backward_storing_key_gradients<T>(p, q, k, v, out, dout, lse, d, dq, dk, dv);
+    return;
+  }
+  // cuDNN's gradients are accumulated into fp32 (several bands may add to the same rows).
+  fill(dk, 0.0f);
+  fill(dv, 0.0f);
+  backward_on_cudnn<T>(p, {q.data(), k.data(), v.data(), dout.data(), lse.data(), nullptr}, out.data(),
+                       RFA_CUDA_GRAD_ACCUMULATE_FP32, dq.data(), dk.data(), dv.data());
+}
+
+template <class T>
 void CudnnBlockCompute::backward_holding_key_gradients(const kernels::AttentionParams& p, Tensor4<const T> q,
                                                        Tensor4<const T> k, Tensor4<const T> v, Tensor4<const T> out,
                                                        Tensor4<const T> dout, Tensor3<const float> lse,
@@ -221,26 +238,29 @@ void CudnnBlockCompute::add_held_key_gradients(Tensor4<float> dk, Tensor4<float>
         "rfa_cudnn_add_held_key_gradients");
 }
 
-#define RFA_INSTANTIATE_CUDNN_BLOCK_COMPUTE(T)                                                                      \
-  template void CudnnBlockCompute::forward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>,  \
-                                              Tensor4<const T>, Tensor4<float>, Tensor3<float>,                     \
-                                              const kernels::ProgressHook&);                                        \
-  template void CudnnBlockCompute::forward_merged<T>(                                                               \
-      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<float>,        \
-      Tensor3<float>, Tensor4<float>, Tensor3<float>, const kernels::ProgressHook&);                                \
-  template void CudnnBlockCompute::forward_final<T>(const kernels::AttentionParams&, Tensor4<const T>,              \
-                                                    Tensor4<const T>, Tensor4<const T>, Tensor4<T>, Tensor3<float>, \
-                                                    const kernels::ProgressHook&);                                  \
-  template void CudnnBlockCompute::backward_final<T>(                                                               \
-      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,      \
-      Tensor4<const T>, Tensor3<const float>, Tensor3<const float>, Tensor4<T>, Tensor4<T>, Tensor4<T>,             \
-      const kernels::ProgressHook&);                                                                                \
-  template void CudnnBlockCompute::backward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, \
-                                               Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,                \
-                                               Tensor3<const float>, Tensor3<const float>, Tensor4<float>,          \
-                                               Tensor4<float>, Tensor4<float>, const kernels::ProgressHook&);       \
-  template void CudnnBlockCompute::backward_holding_key_gradients<T>(                                               \
-      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,      \
+#define RFA_INSTANTIATE_CUDNN_BLOCK_COMPUTE(T)                                                                       \
+  template void CudnnBlockCompute::forward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>,   \
+                                              Tensor4<const T>, Tensor4<float>, Tensor3<float>,                      \
+                                              const kernels::ProgressHook&);                                         \
+  template void CudnnBlockCompute::forward_merged<T>(                                                                \
+      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<float>,         \
+      Tensor3<float>, Tensor4<float>, Tensor3<float>, const kernels::ProgressHook&);                                 \
+  template void CudnnBlockCompute::forward_final<T>(const kernels::AttentionParams&, Tensor4<const T>,               \
+                                                    Tensor4<const T>, Tensor4<const T>, Tensor4<T>, Tensor3<float>,  \
+                                                    const kernels::ProgressHook&);                                   \
+  template void CudnnBlockCompute::backward_final<T>(                                                                \
+      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,       \
+      Tensor4<const T>, Tensor3<const float>, Tensor3<const float>, Tensor4<T>, Tensor4<T>, Tensor4<T>,              \
+      const kernels::ProgressHook&);                                                                                 \
+  template void CudnnBlockCompute::backward<T>(const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>,  \
+                                               Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,                 \
+                                               Tensor3<const float>, Tensor3<const float>, Tensor4<float>,           \
+                                               Tensor4<float>, Tensor4<float>, const kernels::ProgressHook&);        \
+  template void CudnnBlockCompute::backward_storing_key_gradients<T>(                                                \
+      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,       \
+      Tensor4<const T>, Tensor3<const float>, Tensor3<const float>, Tensor4<float>, Tensor4<float>, Tensor4<float>); \
+  template void CudnnBlockCompute::backward_holding_key_gradients<T>(                                                \
+      const kernels::AttentionParams&, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>, Tensor4<const T>,       \
       Tensor4<const T>, Tensor3<const float>, Tensor4<float>);
 
 RFA_INSTANTIATE_CUDNN_BLOCK_COMPUTE(float)

@@ -136,6 +136,14 @@ class CudnnBlockCompute {
   void backward_holding_key_gradients(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
                                       Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
                                       Tensor3<const float> lse, Tensor4<float> dq);
+  /// backward_storing_key_gradients(): dK and dV written over `dk` and `dv` (rfa's kernels'
+  /// grad mode for the blocks they compute; zeroed and then accumulated into on cuDNN).
+  static constexpr bool kStoresKeyGradients = true;
+  template <class T>
+  void backward_storing_key_gradients(const kernels::AttentionParams& p, Tensor4<const T> q, Tensor4<const T> k,
+                                      Tensor4<const T> v, Tensor4<const T> out, Tensor4<const T> dout,
+                                      Tensor3<const float> lse, Tensor3<const float> d, Tensor4<float> dq,
+                                      Tensor4<float> dk, Tensor4<float> dv);
   /// Adds the held dK and dV to dk and dv (fp32), after the backward on the stream.
   void add_held_key_gradients(Tensor4<float> dk, Tensor4<float> dv);
   void add(Tensor4<float> into, Tensor4<const float> from) { rfa_.add(into, from); }

@@ -117,8 +117,10 @@ class HostBlockCompute {
                 Tensor4<float> dq, Tensor4<float> dk, Tensor4<float> dv, const kernels::ProgressHook& progress) {
     kernels::flash_backward_accumulate<T>(p, q, k, v, dout, lse, d, dq, dk, dv, progress, &backward_workspace_);
   }
-  /// A step's dK/dV contribution goes into the fp32 buffer the ring gives backward().
+  /// A step's dK/dV contribution goes into the fp32 buffer the ring gives backward(), which
+  /// adds to it.
   static constexpr bool kHoldsKeyGradients = false;
+  static constexpr bool kStoresKeyGradients = false;
   /// into += from, elementwise.
   void add(Tensor4<float> into, Tensor4<const float> from) {
     float* dst = into.data();

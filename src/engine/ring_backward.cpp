@@ -98,6 +98,12 @@ void RingAttention::run_backward(Compute& blocks,
             return;
           }
         }
+        if constexpr (Compute::kStoresKeyGradients) {
+          const auto [dk_into, dv_into] = grads.contribution_written_over();
+          blocks.template backward_storing_key_gradients<T>(p, tensors.q, kv.k(), kv.v(), tensors.out, tensors.dout,
+                                                            tensors.lse, delta, dq_sum, dk_into, dv_into);
+          return;
+        }
         const auto [dk_into, dv_into] = grads.contribution();
         blocks.template backward<T>(p, tensors.q, kv.k(), kv.v(), tensors.out, tensors.dout, tensors.lse, delta, dq_sum,
                                     dk_into, dv_into, poller.hook());

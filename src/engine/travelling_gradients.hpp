@@ -96,6 +96,16 @@ class TravellingGradients {
   /// (hold_in_backend()).
   bool arriving() const { return i_ > 1; }
 
+  /// contribution() for a backend that writes a step's dK and dV over their buffer
+  /// (Compute::kStoresKeyGradients, its backward_storing_key_gradients()): the buffer of a step
+  /// from the third on is not zeroed first. The partial of steps 0 and 1 still is (a step the
+  /// mask hides computes nothing into it).
+  std::pair<Grad, Grad> contribution_written_over() {
+    if (i_ <= 1) return {dk_block_, dv_block_};
+    apart_ = true;
+    return {dk_step_, dv_step_};
+  }
+
   /// Instead of contribution(), where arriving(): the backend keeps this step's contribution
   /// itself (Compute::kHoldsKeyGradients, its backward_holding_key_gradients()) until
   /// add_contribution() adds it to the partial that arrived.

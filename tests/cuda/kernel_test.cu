@@ -305,31 +305,47 @@ void run_case(const Case& c) {
     const KeyTileSetting key_tile(kernels);
     const std::string tag = backward_tag(kernels);
     bp.path = path;
-    {  // Accumulate mode: gradients are added to what the buffers hold.
+    // Accumulate mode: gradients are added to what the buffers hold; with dQ alone accumulated,
+    // dK and dV are written over (poisoned first: a key row left unwritten stays NaN).
+    bool refused = false;
+    for (rfa_cuda_grad_mode mode : {RFA_CUDA_GRAD_ACCUMULATE_FP32, RFA_CUDA_GRAD_ACCUMULATE_DQ_FP32}) {
+      const bool keys_written_over = mode == RFA_CUDA_GRAD_ACCUMULATE_DQ_FP32;
+      const std::string how = keys_written_over ? " (accumulate dq fp32, dk dv written over" : " (accumulate fp32";
       const std::vector<double> dq0 = random_values(RFA_CUDA_FP32, q.size()),
                                 dk0 = random_values(RFA_CUDA_FP32, k.size()),
                                 dv0 = random_values(RFA_CUDA_FP32, v.size());
       DeviceArray dq(RFA_CUDA_FP32, q.size()), dk(RFA_CUDA_FP32, k.size()), dv(RFA_CUDA_FP32, v.size());
       dq.upload(dq0);
-      dk.upload(dk0);
-      dv.upload(dv0);
-      bp.grad_mode = RFA_CUDA_GRAD_ACCUMULATE_FP32;
+      if (keys_written_over) {
+        dk.poison();
+        dv.poison();
+      } else {
+        dk.upload(dk0);
+        dv.upload(dv0);
+      }
+      bp.grad_mode = mode;
       bp.dq = dq.get();
       bp.dk = dk.get();
       bp.dv = dv.get();
       // One call: accumulate mode adds to dq0, dk0, dv0, so a second would add the gradients twice.
       const rfa_cuda_status status = rfa_cuda_flash_backward(&bp, nullptr);
-      if (refused_on_path(c, bp.shape, path, status)) continue;
+      if (refused_on_path(c, bp.shape, path, status)) {
+        refused = true;
+        break;
+      }
       RFA_TEST_CALL(status);
       RFA_TEST_CUDA(cudaDeviceSynchronize());
       auto minus = [](std::vector<double> a, const std::vector<double>& b) {
         for (std::size_t i = 0; i < a.size(); ++i) a[i] -= b[i];
         return a;
       };
-      expect_close("backward dq (accumulate fp32" + tag + ")", minus(dq.download(), dq0), ref_dq, low_dq);
-      expect_close("backward dk (accumulate fp32" + tag + ")", minus(dk.download(), dk0), ref_dk, low_dk);
-      expect_close("backward dv (accumulate fp32" + tag + ")", minus(dv.download(), dv0), ref_dv, low_dv);
+      expect_close("backward dq" + how + tag + ")", minus(dq.download(), dq0), ref_dq, low_dq);
+      expect_close("backward dk" + how + tag + ")", keys_written_over ? dk.download() : minus(dk.download(), dk0),
+                   ref_dk, low_dk);
+      expect_close("backward dv" + how + tag + ")", keys_written_over ? dv.download() : minus(dv.download(), dv0),
+                   ref_dv, low_dv);
     }
+    if (refused) continue;
     {  // Store mode: gradients in the input dtype, overwritten.
       DeviceArray dq(c.dtype, q.size()), dk(c.dtype, k.size()), dv(c.dtype, v.size());
       dq.poison();
@@ -355,10 +371,13 @@ void run_case(const Case& c) {
   for (const BackwardKernels& kernels : backward_kernels(c)) {
     if (kernels.path != RFA_CUDA_PATH_SM80) continue;
     const KeyTileSetting key_tile(kernels);
-    for (rfa_cuda_grad_mode mode : {RFA_CUDA_GRAD_ACCUMULATE_FP32, RFA_CUDA_GRAD_STORE}) {
-      const bool store = mode == RFA_CUDA_GRAD_STORE;
+    for (rfa_cuda_grad_mode mode :
+         {RFA_CUDA_GRAD_ACCUMULATE_FP32, RFA_CUDA_GRAD_STORE, RFA_CUDA_GRAD_ACCUMULATE_DQ_FP32}) {
+      const bool store = mode == RFA_CUDA_GRAD_STORE, keys_written_over = mode == RFA_CUDA_GRAD_ACCUMULATE_DQ_FP32;
       const rfa_cuda_dtype grad_type = store ? c.dtype : RFA_CUDA_FP32;
-      const std::string tag = std::string(store ? " (deterministic, store dtype" : " (deterministic, accumulate fp32") +
+      const std::string tag = std::string(store               ? " (deterministic, store dtype"
+                                          : keys_written_over ? " (deterministic, dk dv written over"
+                                                              : " (deterministic, accumulate fp32") +
                               key_tile_tag(kernels) + ")";
       DeviceArray dq(grad_type, q.size()), dk(grad_type, k.size()), dv(grad_type, v.size());
       bp.grad_mode = mode;
@@ -371,7 +390,7 @@ void run_case(const Case& c) {
       for (int run = 0; run < 2; ++run) {
         DeviceArray* grads[3] = {&dq, &dk, &dv};
         for (DeviceArray* g : grads) {
-          if (store)
+          if (store || (keys_written_over && g != &dq))
             g->poison();
           else
             g->upload(std::vector<double>(g->bytes() / 4, 0.0));

@@ -2,8 +2,9 @@
 // The dK/dV partials around the ring (engine/travelling_gradients.hpp), driven as the ring
 // backward drives them, with contributions whose sums are exact: every block's home gradient
 // must end as the sum of what each rank that held the block contributed, once each, whether a
-// step's contribution went into the partial itself (the first two steps), into a zeroed buffer
-// of its own, or was held by the backend until the partial arrived (a backend with
+// step's contribution went into the partial itself (the first two steps), into a buffer of its
+// own (zeroed and added to, or written over without zeroing, as rfa's CUDA kernels do:
+// kStoresKeyGradients), or was held by the backend until the partial arrived (a backend with
 // kHoldsKeyGradients, as cuDNN's: here the host's, holding on the steps the case says), and
 // with ring steps jumped over.
 #include <gtest/gtest.h>
@@ -67,11 +68,16 @@ class HoldingCompute : public engine::HostBlockCompute {
   bool holding_ = false;
 };
 
-/// One backward pass of the partials over `steps`: rank me's step s computes block me - s; the
-/// backend holds the contribution of a step i (index into steps) where holds(i) and the partial
-/// is arriving. Returns this rank's home dK and dV.
+/// How a backend puts a step's contribution where the partials ask: added to the buffer it is
+/// given (zeroed where the contribution goes apart), written over it (not zeroed), or held until
+/// the partial arrives.
+enum class Put { added, written_over, held };
+
+/// One backward pass of the partials over `steps`: rank me's step s computes block me - s; step
+/// i (index into steps) puts its contribution as put(i) says (held only where the partial is
+/// arriving, added otherwise). Returns this rank's home dK and dV.
 std::pair<kernels::Tensor4<float>, kernels::Tensor4<float>> run_pass(const std::vector<int>& steps,
-                                                                     const std::function<bool(std::size_t)>& holds) {
+                                                                     const std::function<Put(std::size_t)>& put) {
   auto comm = comm::make_mpi_communicator(MPI_COMM_WORLD, world_rank());
   const int P = comm->size(), me = comm->rank();
   engine::AttentionConfig c;
@@ -91,9 +97,13 @@ std::pair<kernels::Tensor4<float>, kernels::Tensor4<float>> run_pass(const std::
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const int owner = (me - steps[i] + P) % P;
     grads.begin(i);
-    if (grads.arriving() && holds(i)) {
+    if (grads.arriving() && put(i) == Put::held) {
       grads.hold_in_backend();
       blocks.backward_holding(me, owner);
+    } else if (put(i) == Put::written_over) {
+      const auto [dk_into, dv_into] = grads.contribution_written_over();
+      fill_contribution(dk_into, me, owner, false);
+      fill_contribution(dv_into, me, owner, true);
     } else {
       const auto [dk_into, dv_into] = grads.contribution();
       add_contribution(dk_into, me, owner, false);  // a backward accumulates
@@ -111,12 +121,12 @@ std::pair<kernels::Tensor4<float>, kernels::Tensor4<float>> run_pass(const std::
 
 struct Case {
   const char* name;
-  std::function<bool(std::size_t)> holds;
+  std::function<Put(std::size_t)> put;
 };
 
 void check_pass(const std::vector<int>& steps, const Case& held) {
   const int P = world_size(), me = world_rank();
-  const auto [dk, dv] = run_pass(steps, held.holds);
+  const auto [dk, dv] = run_pass(steps, held.put);
   for (int value = 0; value < 2; ++value) {
     const kernels::Tensor4<float>& got = value ? dv : dk;
     int wrong = 0;
@@ -132,10 +142,12 @@ void check_pass(const std::vector<int>& steps, const Case& held) {
 }
 
 const Case kCases[] = {
-    {"nothing held", [](std::size_t) { return false; }},
-    {"every arriving step held", [](std::size_t) { return true; }},
-    {"every other step held", [](std::size_t i) { return i % 2 == 0; }},
-    {"the third step alone held", [](std::size_t i) { return i == 2; }},
+    {"every step added", [](std::size_t) { return Put::added; }},
+    {"every step written over", [](std::size_t) { return Put::written_over; }},
+    {"every arriving step held", [](std::size_t) { return Put::held; }},
+    {"every other step held", [](std::size_t i) { return i % 2 == 0 ? Put::held : Put::added; }},
+    {"held, written over and added in turn", [](std::size_t i) { return Put(i % 3); }},
+    {"the third step alone held", [](std::size_t i) { return i == 2 ? Put::held : Put::written_over; }},
 };
 
 TEST(TravellingGradients, EveryStepSumsEachContributionOnce) {

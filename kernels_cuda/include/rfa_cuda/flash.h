@@ -47,7 +47,7 @@ typedef enum rfa_cuda_mask {
  * that found CUTLASS (rfa_cuda_sm90_built) and runs only on compute capability 9.x; the
  * deterministic backward always runs on the sm_80 kernels. */
 typedef enum rfa_cuda_path {
-  RFA_CUDA_PATH_AUTO = 0, /* the sm_80 path: the Hopper path has not yet passed the kernel test on a GPU */
+  RFA_CUDA_PATH_AUTO = 0, /* the sm_80 path: the Hopper backward is the slower (docs/gpus.md) */
   RFA_CUDA_PATH_SM80 = 1, /* mma.sync, cp.async: any device of compute capability 8.0 or newer */
   RFA_CUDA_PATH_SM90 = 2  /* wgmma, TMA, a producer warpgroup and two consumer warpgroups: sm_90 */
 } rfa_cuda_path;
@@ -55,7 +55,11 @@ typedef enum rfa_cuda_path {
 /* Where the backward pass puts dQ, dK, dV. */
 typedef enum rfa_cuda_grad_mode {
   RFA_CUDA_GRAD_ACCUMULATE_FP32 = 0, /* dq, dk, dv are fp32 and receive +=  (ring hops) */
-  RFA_CUDA_GRAD_STORE = 1            /* dq, dk, dv are in the input dtype and are overwritten */
+  RFA_CUDA_GRAD_STORE = 1,           /* dq, dk, dv are in the input dtype and are overwritten */
+  /* dq is fp32 and receives +=; dk and dv are fp32 and are overwritten with this block's
+   * gradients (every key row, zeros where no query sees it): a ring step's contribution to a
+   * block whose travelling partial is still arriving, with nothing to zero first */
+  RFA_CUDA_GRAD_ACCUMULATE_DQ_FP32 = 2
 } rfa_cuda_grad_mode;
 
 /* Global token positions of a local sequence: 1 or 2 affine segments. Local row i of the

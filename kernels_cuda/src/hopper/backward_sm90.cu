@@ -392,6 +392,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       if (args.store_dkdv) {
         *reinterpret_cast<std::uint32_t*>(static_cast<T*>(args.dk.data) + dk_at + col) = pack_pair<T>(dk0, dk1);
         *reinterpret_cast<std::uint32_t*>(static_cast<T*>(args.dv.data) + dv_at + col) = pack_pair<T>(dv0, dv1);
+      } else if (args.overwrite_dkdv) {
+        *reinterpret_cast<float2*>(static_cast<float*>(args.dk.data) + dk_at + col) = make_float2(dk0, dk1);
+        *reinterpret_cast<float2*>(static_cast<float*>(args.dv.data) + dv_at + col) = make_float2(dv0, dv1);
       } else {
         float2* dk_pair = reinterpret_cast<float2*>(static_cast<float*>(args.dk.data) + dk_at + col);
         float2* dv_pair = reinterpret_cast<float2*>(static_cast<float*>(args.dv.data) + dv_at + col);
