@@ -356,8 +356,8 @@ void ring_backward(const Options& o, int P, Buffers& b, bool travelling) {
       if (!block_visible(me, owner, P, o.seq)) continue;
       // Travelling, as the engine (engine/travelling_gradients.hpp): the first step adds into the
       // home gradient (dk), the second into the partial it starts (dk_in), a later one apart
-      // into a zeroed dk and then into the partial that arrived (dk_in), or, on cuDNN, held in
-      // its output until it is added to that partial.
+      // into dk (written over by rfa's kernels) and then into the partial that arrived (dk_in),
+      // or, on cuDNN, held in its output until it is added to that partial.
       const bool into_partial = travelling && step == 1, arriving = travelling && step > 1;
       ++step;
       DeviceArray& dk = into_partial ? b.dk_in : b.dk;

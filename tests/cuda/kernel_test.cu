@@ -1133,6 +1133,15 @@ int main(int argc, char** argv) {
     edge.docs = {0, 4 * n, 5 * n + 1, 6 * n};
     cases.push_back(edge);
   }
+  // A later step of a causal zigzag ring whose keys' second chunk no query sees (rank 2's queries,
+  // rank 0's keys of P = 3, chunks of 128 at d 128: a whole key tile of the Hopper backward and
+  // two of the sm80 one with nothing to walk), where the backwards must still write zeros for
+  // them in the grad modes that write dK and dV over.
+  Case unseen{
+      "zigzag chunks of 128, q(rank 2) x k(rank 0), causal: keys no query sees", B, 128, 1, 256, 256, 2, 1, true};
+  unseen.q_map = two_segments(256, 128, 384, 128);
+  unseen.k_map = two_segments(0, 128, 640, 128);
+  cases.push_back(unseen);
   // Masks given as ranges (the library's index on the device): prefix-LM (a causal entry and a
   // full one), a 2-D neighbourhood of bands with GQA and fp16 d128, block-causal blocks with a
   // window and documents on top on a zigzag map, and a list of every kind with empty,
