@@ -105,9 +105,9 @@ MUTATIONS = [
              "        return;",
              r"^rfa_engine_test[.]np4$", "a step's dK/dV held by the backend never joins the travelling partial"),
     Mutation("gradient-written-over-not-added", "gradient routing", "src/engine/travelling_gradients.hpp",
-             "    if (i_ <= 1) return {dk_block_, dv_block_};\n    apart_ = true;\n    return {dk_step_, dv_step_};\n  }\n\n"
+             "    if (!arriving()) return {dk_block_, dv_block_};\n    apart_ = true;\n    return {dk_step_, dv_step_};\n  }\n\n"
              "  /// Instead of contribution()",
-             "    if (i_ <= 1) return {dk_block_, dv_block_};\n    return {dk_step_, dv_step_};\n  }\n\n"
+             "    if (!arriving()) return {dk_block_, dv_block_};\n    return {dk_step_, dv_step_};\n  }\n\n"
              "  /// Instead of contribution()",
              r"^rfa_engine_test[.]np4$",
              "a step's dK/dV written over a buffer of its own never joins the travelling partial"),

@@ -212,8 +212,7 @@ void CudnnBlockCompute::backward_storing_key_gradients(const kernels::AttentionP
   // cuDNN's gradients are accumulated into fp32 (several bands may add to the same rows).
   fill(dk, 0.0f);
   fill(dv, 0.0f);
-  backward_on_cudnn<T>(p, {q.data(), k.data(), v.data(), dout.data(), lse.data(), nullptr}, out.data(),
-                       RFA_CUDA_GRAD_ACCUMULATE_FP32, dq.data(), dk.data(), dv.data());
+  backward<T>(p, q, k, v, out, dout, lse, d, dq, dk, dv, kernels::ProgressHook());
 }
 
 template <class T>

@@ -84,11 +84,12 @@ class TravellingGradients {
   /// for it (steps 0 and 1), else a zeroed buffer of its own, added by add_contribution() once
   /// the partial from upstream is in.
   std::pair<Grad, Grad> contribution() {
-    if (i_ <= 1) return {dk_block_, dv_block_};
-    apart_ = true;
-    blocks_.fill(dk_step_, 0.0f);
-    blocks_.fill(dv_step_, 0.0f);
-    return {dk_step_, dv_step_};
+    const auto into = contribution_written_over();
+    if (apart_) {
+      blocks_.fill(dk_step_, 0.0f);
+      blocks_.fill(dv_step_, 0.0f);
+    }
+    return into;
   }
 
   /// Whether this step's contribution is computed apart from the held block's partial, which is
@@ -101,7 +102,7 @@ class TravellingGradients {
   /// from the third on is not zeroed first. The partial of steps 0 and 1 still is (a step the
   /// mask hides computes nothing into it).
   std::pair<Grad, Grad> contribution_written_over() {
-    if (i_ <= 1) return {dk_block_, dv_block_};
+    if (!arriving()) return {dk_block_, dv_block_};
     apart_ = true;
     return {dk_step_, dv_step_};
   }
