@@ -1134,14 +1134,24 @@ int main(int argc, char** argv) {
     cases.push_back(edge);
   }
   // A later step of a causal zigzag ring whose keys' second chunk no query sees (rank 2's queries,
-  // rank 0's keys of P = 3, chunks of 128 at d 128: a whole key tile of the Hopper backward and
-  // two of the sm80 one with nothing to walk), where the backwards must still write zeros for
-  // them in the grad modes that write dK and dV over.
-  Case unseen{
-      "zigzag chunks of 128, q(rank 2) x k(rank 0), causal: keys no query sees", B, 128, 1, 256, 256, 2, 1, true};
-  unseen.q_map = two_segments(256, 128, 384, 128);
-  unseen.k_map = two_segments(0, 128, 640, 128);
-  cases.push_back(unseen);
+  // rank 0's keys of P = 3, at d 128): chunks of 128 make it a whole key tile of the Hopper
+  // backward and two of the sm80 one with nothing to walk, one key fewer or more puts the
+  // unseen keys a row off the tile edge (a partial last tile with nothing to walk); the
+  // backwards must still write zeros for them in the grad modes that write dK and dV over.
+  for (int n : {127, 128, 129}) {
+    Case unseen{"zigzag chunks of " + std::to_string(n) + ", q(rank 2) x k(rank 0), causal: keys no query sees",
+                n % 2 ? H : B,
+                128,
+                1,
+                2 * n,
+                2 * n,
+                2,
+                1,
+                true};
+    unseen.q_map = two_segments(2 * n, n, 3 * n, n);
+    unseen.k_map = two_segments(0, n, 5 * n, n);
+    cases.push_back(unseen);
+  }
   // Masks given as ranges (the library's index on the device): prefix-LM (a causal entry and a
   // full one), a 2-D neighbourhood of bands with GQA and fp16 d128, block-causal blocks with a
   // window and documents on top on a zigzag map, and a list of every kind with empty,
