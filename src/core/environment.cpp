@@ -56,17 +56,17 @@ const EnvVariable kRegistry[] = {
      "too) even where the build and CPU have them"},
     {Env::plan_kernel_rate, "RFA_PLAN_KERNEL_RATE", "librfa (`RFA_STRATEGY_AUTO`), `rfa_run --strategy auto`",
      "the device's preset (docs/performance-model.md)",
-     "`FWD,BWD`: one rank's kernel rate in GFLOP/s, forward and backward, that the automatic strategy plans "
-     "with (on the host a call's cost per row follows it: the preset's FLOPs per row at this rate, divided by "
-     "the preset's bf16 speed-up where the bf16 products run the dtype, their rows costing the portable "
-     "kernels'); alike on every rank"},
+     "`FWD,BWD`: one rank's kernel rate in GFLOP/s, forward and backward, each from 0.001 to 1e9, that the "
+     "automatic strategy plans with (on the host a call's cost per row follows it: the preset's FLOPs per row at "
+     "this rate, divided by the preset's bf16 speed-up where the bf16 products run the dtype, their rows costing "
+     "the portable kernels'); alike on every rank"},
     {Env::plan_links, "RFA_PLAN_LINKS", "librfa (`RFA_STRATEGY_AUTO`), `rfa_run --strategy auto`",
      "the device's preset (docs/performance-model.md)",
      "`GBPS,US,GBPS,US`: bandwidth (GB/s) and latency (us) inside a node, then between nodes (or "
      "`GBPS,US,NS,GBPS,US,NS` with the CPU nanoseconds a byte's transfer costs the cores at its ends, a host TCP "
      "stack's, or `GBPS,US,NS,BYTES,GBPS,US,NS,BYTES` with that and the bytes a token-bucket-shaped link passes at "
-     "once after a pause), that the automatic strategy plans with: bandwidths > 0, latencies, CPU costs and bursts "
-     ">= 0; alike on every rank"},
+     "once after a pause), that the automatic strategy plans with: bandwidths from 1e-6 to 1e6 GB/s, latencies "
+     "from 0 to 1e7 us, CPU costs from 0 to 1e6 ns a byte, bursts from 0 to 1e15 bytes; alike on every rank"},
     {Env::plan_measure, "RFA_PLAN_MEASURE", "librfa (`RFA_STRATEGY_AUTO`), `rfa_run --strategy auto`",
      "`0` on one host, `15` where the ranks span several hosts",
      "`PCT`: the automatic strategy times a forward and backward pass of each plan the model predicts within PCT "

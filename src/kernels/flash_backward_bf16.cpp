@@ -84,11 +84,11 @@ struct PackQuerySide {
   int kv_heads = 1, d = 0, dim_v = 0, group = 1, n_qtiles = 0;
   std::int64_t seq_q = 0;
 
-  void operator()(int item) const {
+  void operator()(std::int64_t item) const {
     const int per_unit = group * n_qtiles;
-    const int unit = item / per_unit;
-    const int t = item % n_qtiles, g = (item % per_unit) / n_qtiles;
-    const int b = unit / kv_heads, hk = unit % kv_heads;
+    const std::int64_t unit = item / per_unit;
+    const int t = int(item % n_qtiles), g = int(item % per_unit) / n_qtiles;
+    const int b = int(unit / kv_heads), hk = int(unit % kv_heads);
     const int h = hk * group + g;
     const std::int64_t r0 = std::int64_t(t) * kRows;
     const int rows = int(std::min<std::int64_t>(kRows, seq_q - r0));
@@ -165,8 +165,8 @@ struct Bf16BackwardTiles {
   void operator()(const Member& team) const {
     const std::int64_t item = first_item + team.league_rank();
     const int chunk = int(item % n_chunks);
-    const int unit = int(item / n_chunks);
-    const int hk = unit % int(p.kv_heads), b = unit / int(p.kv_heads);
+    const std::int64_t unit = item / n_chunks;
+    const int hk = int(unit % p.kv_heads), b = int(unit / p.kv_heads);
     const int kt_begin = int(std::int64_t(chunk) * n_ktiles / n_chunks);
     const int kt_end = int(std::int64_t(chunk + 1) * n_ktiles / n_chunks);
     Scratch s = carve_team_scratch<Bf16BackwardTiles>(team, d, dim_v);
@@ -412,7 +412,8 @@ void run_backward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<con
   pack.group = f.group;
   pack.n_qtiles = f.n_qtiles;
   pack.seq_q = p.seq_q;
-  Kokkos::parallel_for("rfa::flash_backward_bf16_pack", Kokkos::RangePolicy<Exec>(0, int(units) * f.group * f.n_qtiles),
+  Kokkos::parallel_for("rfa::flash_backward_bf16_pack",
+                       Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0, units * f.group * f.n_qtiles),
                        pack);
   Exec().fence();
   f.unit_packed = unit_buffers.data();

@@ -70,9 +70,10 @@ struct PackKeyTiles {
   int kv_heads = 1, d = 0, dim_v = 0, slots = 0;
   std::int64_t seq_k = 0;
 
-  void operator()(int item) const {
-    const int unit = item / slots, slot = item % slots;
-    const int b = unit / kv_heads, hk = unit % kv_heads;
+  void operator()(std::int64_t item) const {
+    const std::int64_t unit = item / slots;
+    const int slot = int(item % slots);
+    const int b = int(unit / kv_heads), hk = int(unit % kv_heads);
     typedef std::uint16_t u16x16 __attribute__((vector_size(32)));
     typedef std::uint32_t u32x16 __attribute__((vector_size(64)));
     const std::int64_t c0 = std::int64_t(slot_tiles[slot]) * kCols;
@@ -352,7 +353,8 @@ void run_forward(const AttentionParams& p, Tensor4<const bf16_t> q, Tensor4<cons
   pack.dim_v = f.dim_v;
   pack.slots = sizes.slots;
   pack.seq_k = p.seq_k;
-  Kokkos::parallel_for("rfa::flash_forward_bf16_pack", Kokkos::RangePolicy<Exec>(0, int(units) * sizes.slots), pack);
+  Kokkos::parallel_for("rfa::flash_forward_bf16_pack",
+                       Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0, units * sizes.slots), pack);
   Exec().fence();
   f.kt_units = kt_units.data();
   f.vp_units = vp_units.data();

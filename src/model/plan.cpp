@@ -105,10 +105,23 @@ std::string explain_plans(const std::vector<Plan>& plans) {
 
 namespace {
 
-/// Comma-separated numbers from an environment variable, exactly `count` of them, each finite
-/// and > 0, or >= 0 where `may_be_zero(i)` holds for the i-th (a latency, a CPU cost).
-template <class MayBeZero>
-std::vector<double> numbers(Env id, std::size_t count, const char* form, const char* rule, MayBeZero may_be_zero) {
+/// What one number of a planning variable may be: from `low` to `high`, both included. The
+/// bounds keep the model's predictions finite and meaningful (a rate of 1e-300 GFLOP/s or a
+/// bandwidth of 1e300 GB/s would rank every plan alike or overflow); they are far outside any
+/// machine's figures.
+struct Bounds {
+  double low, high;
+};
+/// One rank's kernel rate: 1 MFLOP/s to 1 EFLOP/s.
+constexpr Bounds kRateGflops{1e-3, 1e9};
+/// A link's bandwidth: 1 kB/s to 1 PB/s; its latency up to 10 s; the CPU time a byte's transfer
+/// costs up to 1 ms; its burst up to 1 PB.
+constexpr Bounds kBandwidthGbps{1e-6, 1e6}, kLatencyUs{0, 1e7}, kCpuNsPerByte{0, 1e6}, kBurstBytes{0, 1e15};
+
+/// Comma-separated numbers from an environment variable, exactly `count` of them, the i-th
+/// finite and within `bounds(i)`.
+template <class BoundsOf>
+std::vector<double> numbers(Env id, std::size_t count, const char* form, const char* rule, BoundsOf bounds) {
   const std::string text = env_text(id);
   std::vector<double> v;
   std::size_t at = 0;
@@ -117,7 +130,8 @@ std::vector<double> numbers(Env id, std::size_t count, const char* form, const c
     const std::string item = text.substr(at, comma - at);
     char* end = nullptr;
     const double x = std::strtod(item.c_str(), &end);
-    const bool in_range = x > 0 || (x == 0 && may_be_zero(v.size()));
+    const Bounds b = bounds(v.size());
+    const bool in_range = x >= b.low && x <= b.high;
     if (item.empty() || *end != '\0' || !in_range || !std::isfinite(x))
       fail(RFA_ERROR_INVALID_ARGUMENT, env_name(id), " is '", text, "'; it must be ", form, ", ", rule);
     v.push_back(x);
@@ -181,7 +195,8 @@ MachineModel planning_machine(const engine::AttentionConfig& config, const Plann
   }
   if (env_value(Env::plan_kernel_rate)) {
     const std::vector<double> r =
-        numbers(Env::plan_kernel_rate, 2, "FWD,BWD in GFLOP/s", "every number > 0", [](std::size_t) { return false; });
+        numbers(Env::plan_kernel_rate, 2, "FWD,BWD in GFLOP/s", "each from 0.001 to 1e9 (1 MFLOP/s to 1 EFLOP/s)",
+                [](std::size_t) { return kRateGflops; });
     m.forward_flops_per_s = r[0] * 1e9, m.backward_flops_per_s = r[1] * 1e9;
   }
   if (env_value(Env::plan_links)) {
@@ -191,10 +206,12 @@ MachineModel planning_machine(const engine::AttentionConfig& config, const Plann
     const auto commas = std::count(text.begin(), text.end(), ',');
     const std::size_t per_link = commas >= 7 ? 4 : commas == 5 ? 3 : 2;
     // A link's bandwidth must be > 0; its latency, CPU cost and burst may be 0 (RDMA, shared memory).
+    const Bounds link_bounds[4] = {kBandwidthGbps, kLatencyUs, kCpuNsPerByte, kBurstBytes};
     const std::vector<double> l = numbers(
         Env::plan_links, 2 * per_link, "GBPS,US,GBPS,US; GBPS,US,NS,GBPS,US,NS; or GBPS,US,NS,BYTES,GBPS,US,NS,BYTES",
-        "every bandwidth > 0, every latency, CPU cost and burst >= 0",
-        [&](std::size_t i) { return i % per_link != 0; });
+        "each bandwidth from 1e-6 to 1e6 GB/s, latency from 0 to 1e7 us, CPU cost from 0 to 1e6 ns a byte and burst "
+        "from 0 to 1e15 bytes",
+        [&](std::size_t i) { return link_bounds[i % per_link]; });
     auto link = [&](std::size_t at) {
       return Link{l[at + 1] * 1e-6, l[at] * 1e9, per_link >= 3 ? l[at + 2] * 1e-9 : 0.0,
                   per_link == 4 ? l[at + 3] : 0.0};

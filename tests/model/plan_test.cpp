@@ -41,6 +41,18 @@ MachineModel host(rfa_dtype_t dtype, HostBf16 bf16, int threads = 1) {
   return planned_for(engine::Device::host, dtype, PlanningHost{threads, bf16, 2});
 }
 
+/// Sets the planning variable `name` to `bad` and expects the planner to refuse it, naming both.
+void expect_refused(const char* name, const char* bad) {
+  setenv(name, bad, 1);
+  try {
+    host(RFA_DTYPE_FLOAT32, HostBf16::portable);
+    ADD_FAILURE() << name << "=" << bad << " was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), RFA_ERROR_INVALID_ARGUMENT) << bad;
+    EXPECT_NE(std::string(e.what()).find(std::string(name) + " is '" + bad + "'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(PlanningMachine, HostRatesFollowTheKernelsThatRunTheDtype) {
   const MachineModel fp32 = host(RFA_DTYPE_FLOAT32, HostBf16::amx_tiles);
   // fp32 and fp16 run the portable kernels whatever bf16 hardware there is; so does bf16 without it.
@@ -110,22 +122,33 @@ TEST(PlanningMachine, DevicesPlanWithTheirOwnPresetAndTheEnvironmentOverridesIt)
   const MachineModel no_burst = host(RFA_DTYPE_FLOAT32, HostBf16::portable);
   EXPECT_EQ(no_burst.intra_node.burst_bytes, 5.0);
   EXPECT_EQ(no_burst.inter_node.burst_bytes, 0.0);
-  for (const char* bad :
-       {"0.5,100,1.5,0.25,200", "0.5,100,1,0.25,200,1,1", "0,100,1,0.25,200,1", "0.5,100,1,0,200,1", "0,100,0.25,200",
-        "0.5,100,0.25,-1", "0.5,100,-1,0.25,200,1", "0.5,100,1,0.25,200,inf", "0.5,100,1,2000,0.25,200,1,-1",
-        "0.5,100,1,2000,0,200,1,0", "0.5,100,1,2000,0.25,200,1,0,1"}) {
-    setenv("RFA_PLAN_LINKS", bad, 1);
-    try {
-      host(RFA_DTYPE_FLOAT32, HostBf16::portable);
-      ADD_FAILURE() << "RFA_PLAN_LINKS=" << bad << " was taken";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), RFA_ERROR_INVALID_ARGUMENT) << bad;
-      EXPECT_NE(std::string(e.what()).find(std::string("RFA_PLAN_LINKS is '") + bad + "'"), std::string::npos)
-          << e.what();
-    }
+  for (const char* bad : {"0.5,100,1.5,0.25,200", "0.5,100,1,0.25,200,1,1", "0,100,1,0.25,200,1", "0.5,100,1,0,200,1",
+                          "0,100,0.25,200", "0.5,100,0.25,-1", "0.5,100,-1,0.25,200,1", "0.5,100,1,0.25,200,inf",
+                          "0.5,100,1,2000,0.25,200,1,-1", "0.5,100,1,2000,0,200,1,0", "0.5,100,1,2000,0.25,200,1,0,1",
+                          // Figures no link has, which would make the model's predictions meaningless: a bandwidth
+                          // below 1 kB/s or beyond 1 PB/s, a latency beyond 10 s, a CPU cost beyond 1 ms a byte, a
+                          // burst beyond 1 PB (each just past its bound), in either place.
+                          "1e-310,100,0.25,200", "0.5,100,9.9e-7,200", "1000001,0,0.25,0", "0.5,0,1e300,0",
+                          "0.5,10000001,0.25,0", "0.5,0,0.25,1.00001e7", "0.5,0,1000001,0.25,0,0",
+                          "0.5,0,0,0.25,0,1.000001e6", "0.5,0,0,1.000001e15,0.25,0,0,0", "0.5,0,0,0,0.25,0,0,2e15"}) {
+    expect_refused("RFA_PLAN_LINKS", bad);
   }
-  setenv("RFA_PLAN_KERNEL_RATE", "1000,0", 1);
-  EXPECT_THROW(host(RFA_DTYPE_FLOAT32, HostBf16::portable), Error);
+  // Every bound is taken: 1 kB/s to 1 PB/s, up to 10 s, 1 ms a byte and 1 PB.
+  setenv("RFA_PLAN_LINKS", "1e-6,1e7,1e6,1e15,1e6,0,0,0", 1);
+  const MachineModel extremes = host(RFA_DTYPE_FLOAT32, HostBf16::portable);
+  EXPECT_DOUBLE_EQ(extremes.intra_node.bytes_per_s, 1e3);
+  EXPECT_DOUBLE_EQ(extremes.intra_node.latency_s, 10);
+  EXPECT_DOUBLE_EQ(extremes.intra_node.cpu_seconds_per_byte, 1e-3);
+  EXPECT_DOUBLE_EQ(extremes.intra_node.burst_bytes, 1e15);
+  EXPECT_DOUBLE_EQ(extremes.inter_node.bytes_per_s, 1e15);
+  // A kernel rate from 1 MFLOP/s to 1 EFLOP/s, both taken; 0, beyond either bound, or not finite refused.
+  setenv("RFA_PLAN_KERNEL_RATE", "0.001,1e9", 1);
+  const MachineModel rates = host(RFA_DTYPE_FLOAT32, HostBf16::portable);
+  EXPECT_DOUBLE_EQ(rates.forward_flops_per_s, 1e6);
+  EXPECT_DOUBLE_EQ(rates.backward_flops_per_s, 1e18);
+  for (const char* bad : {"1000,0", "0.00099,100", "100,1.000001e9", "1e-310,100", "100,1e300", "nan,100", "100,inf"}) {
+    expect_refused("RFA_PLAN_KERNEL_RATE", bad);
+  }
   unsetenv("RFA_PLAN_KERNEL_RATE");
   unsetenv("RFA_PLAN_LINKS");
 }
