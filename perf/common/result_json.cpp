@@ -2,6 +2,7 @@
 #include "result_json.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -29,13 +30,17 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
-/// JSON has no inf or nan: those become null, which the comparator reads as "not measured".
-std::string number(double v) {
+}  // namespace
+
+std::string json_number(double v) {
   if (!std::isfinite(v)) return "null";
+  // The shortest text that reads back as exactly v: byte counts past 1e9 keep every digit.
   char text[32];
-  std::snprintf(text, sizeof text, "%.9g", v);
-  return text;
+  const std::to_chars_result r = std::to_chars(text, text + sizeof text, v);
+  return std::string(text, r.ptr);
 }
+
+namespace {
 
 /// One entry of "benchmarks": Google Benchmark's fields first, then labels and counters.
 void write_entry(std::ostream& os, const BenchCase& c, int index, const Repetition& rep, bool aggregate) {
@@ -50,11 +55,11 @@ void write_entry(std::ostream& os, const BenchCase& c, int index, const Repetiti
   } else {
     os << "      \"repetition_index\": " << (&rep - c.repetitions.data()) << ",\n";
   }
-  os << "      \"iterations\": 1,\n      \"real_time\": " << number(rep.seconds * 1e3)
-     << ",\n      \"cpu_time\": " << number(rep.seconds * 1e3) << ",\n      \"time_unit\": \"ms\"";
+  os << "      \"iterations\": 1,\n      \"real_time\": " << json_number(rep.seconds * 1e3)
+     << ",\n      \"cpu_time\": " << json_number(rep.seconds * 1e3) << ",\n      \"time_unit\": \"ms\"";
   for (const auto& [k, v] : c.labels) os << ",\n      " << quoted(k) << ": " << quoted(v);
-  for (const auto& [k, v] : c.counters) os << ",\n      " << quoted(k) << ": " << number(v);
-  for (const auto& [k, v] : rep.counters) os << ",\n      " << quoted(k) << ": " << number(v);
+  for (const auto& [k, v] : c.counters) os << ",\n      " << quoted(k) << ": " << json_number(v);
+  for (const auto& [k, v] : rep.counters) os << ",\n      " << quoted(k) << ": " << json_number(v);
   os << "\n    }";
 }
 

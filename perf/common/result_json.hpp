@@ -41,6 +41,11 @@ class ResultsFileError : public std::runtime_error {
 /// cannot be written.
 void write_results_json(const std::string& path, const ContextFields& context, const std::vector<BenchCase>& cases);
 
+/// `v` as a JSON number: the shortest decimal text that reads back as exactly `v` (so byte
+/// counts and other whole figures up to 2^53 keep every digit); `null` for inf and nan, which
+/// JSON lacks and the comparator reads as "not measured".
+std::string json_number(double v);
+
 /// The median of `values` (0 for none).
 double median(std::vector<double> values);
 
