@@ -21,6 +21,7 @@
 #include "allocation_log.hpp"
 #include "engine/allgather_attention.hpp"
 #include "engine/hybrid_attention.hpp"
+#include "engine/needed_kv_attention.hpp"
 #include "engine/ring_attention.hpp"
 #include "layout/distributed_gather.hpp"
 #include "ring_case.hpp"
@@ -189,6 +190,13 @@ TEST_F(RefusedKernelBuffers, HybridFailsOnEveryRankBeforeAnyGroupComputes) {
 TEST_F(RefusedKernelBuffers, AllGatherFailsOnEveryRank) {
   // K/V heads gathered 12 / P at a time: the kernel's copy is as large as the ring's.
   engine::AllGatherAttention attn(*ring, big_config(ring->size()), 12 / ring->size());
+  expect_refusals(*ring, attn);
+}
+
+TEST_F(RefusedKernelBuffers, NeededOnlyExchangeFailsOnEveryRank) {
+  // Without a mask every rank needs every block: on several ranks two rounds' K/V buffers are
+  // the engine's, the kernel's copy as large as the ring's.
+  engine::NeededKvAttention attn(*ring, big_config(ring->size()));
   expect_refusals(*ring, attn);
 }
 
