@@ -42,6 +42,17 @@ void require_mpi_usable(MPI_Comm comm) {
          "destroy contexts before MPI_Finalize");
   }
   if (comm == MPI_COMM_NULL) fail(RFA_ERROR_INVALID_ARGUMENT, "comm is MPI_COMM_NULL");
+  // An intercommunicator's collectives reach the other group, not this one (its all-gather
+  // returns the remote ranks' records; an in-place all-reduce is erroneous), so the ring is
+  // built on intracommunicators only. Every rank of both groups sees the same answer.
+  int inter = 0;
+  if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
+    fail(RFA_ERROR_INVALID_ARGUMENT, "comm is not a valid communicator (MPI_Comm_test_inter failed)");
+  if (inter) {
+    fail(RFA_ERROR_INVALID_ARGUMENT,
+         "comm is an intercommunicator; rfa's ring runs over one group: pass an intracommunicator "
+         "(MPI_Intercomm_merge makes one of both groups)");
+  }
 }
 
 // The id this process proposes for its next context; creation takes the largest proposal of

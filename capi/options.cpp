@@ -122,8 +122,15 @@ rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
           "; it must be >= 0 (0: one list of documents for every batch entry)");
   validate_document_lists(o.doc_boundaries, o.doc_boundary_count, o.doc_boundary_offsets, o.doc_boundary_offset_count,
                           o.batch, o.seq_total, "options.doc_boundaries", "options.doc_boundary_offsets");
-  // The same for the mask's ranges: each entry read and checked on its own rank.
+  // The same for the mask's ranges: each entry read and checked on its own rank. A list beside
+  // another mask is refused here too: the ranks agree on the entries, not on the pointer, so a
+  // pointer left on one rank alone must be that rank's verdict before they agree.
   validate_mask_ranges(o.mask_ranges, o.mask_range_count, o.seq_total, "options.mask_ranges");
+  if (enum_value(o.mask) != RFA_MASK_RANGES && (o.mask_ranges != nullptr || o.mask_range_count != 0)) {
+    fail(RFA_ERROR_INVALID_ARGUMENT, "options.mask_ranges holds ", o.mask_range_count,
+         " entries but options.mask is not RFA_MASK_RANGES: set the mask to RFA_MASK_RANGES to use them, or leave "
+         "mask_ranges NULL with a count of 0");
+  }
   // Resolved here, on each rank, so that the ranks then agree on what they will do.
   o.check_values = resolve_value_checks(o.check_values);
   o.cuda_kernels = requested_cuda_kernels(o.cuda_kernels);
@@ -143,11 +150,6 @@ engine::AttentionConfig validate_options(const rfa_options_t& o, int ranks) {
           "options.layout is ", layout, ", not an rfa_layout_t value");
   require(mask == RFA_MASK_NONE || mask == RFA_MASK_CAUSAL || mask == RFA_MASK_RANGES, "options.mask is ", mask,
           ", not an rfa_mask_t value");
-  if (mask != RFA_MASK_RANGES && (o.mask_ranges != nullptr || o.mask_range_count != 0)) {
-    fail(RFA_ERROR_INVALID_ARGUMENT, "options.mask_ranges holds ", o.mask_range_count,
-         " entries but options.mask is not RFA_MASK_RANGES: set the mask to RFA_MASK_RANGES to use them, or leave "
-         "mask_ranges NULL with a count of 0");
-  }
   require(dtype == RFA_DTYPE_FLOAT32 || dtype == RFA_DTYPE_BFLOAT16 || dtype == RFA_DTYPE_FLOAT16, "options.dtype is ",
           dtype, ", not an rfa_dtype_t value");
   require(ring_order >= RFA_RING_ORDER_DEFAULT && ring_order <= RFA_RING_ORDER_FILE, "options.ring_order is ",

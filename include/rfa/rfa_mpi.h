@@ -41,11 +41,12 @@ extern "C" {
  * Thread safety: the application's MPI threading rules apply; @p comm is only used during
  * this call (the context keeps its own duplicate).
  *
- * @param comm the ranks of the ring; not MPI_COMM_NULL.
+ * @param comm the ranks of the ring: an intracommunicator, not MPI_COMM_NULL.
  * @param options filled by rfa_options_init(), then adjusted; read, not kept.
  * @param[out] context receives the new handle, or NULL on failure.
  * @return ::RFA_SUCCESS;
- *         ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, MPI_COMM_NULL, struct_size too small,
+ *         ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, MPI_COMM_NULL or an intercommunicator,
+ *         struct_size too small,
  *         unknown enum value, sizes below 1, heads not a multiple of kv_heads, sequence not
  *         divisible as the layout needs);
  *         ::RFA_ERROR_UNSUPPORTED (a head dim, dtype or layout the device's kernels do not take;

@@ -106,6 +106,29 @@ TEST(CapiInvalid, CreateFintCommNull) {
   EXPECT_EQ(ctx, nullptr);
 }
 
+// An intercommunicator between two groups of ranks (even and odd world ranks): its collectives
+// reach the other group, so creation is refused on every rank of both, at once.
+TEST(CapiInvalid, CreateIntercommunicator) {
+  if (world_size() < 2) GTEST_SKIP() << "an intercommunicator needs two groups";
+  const int rank = world_rank();
+  MPI_Comm group = MPI_COMM_NULL, inter = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &group);
+  MPI_Intercomm_create(group, 0, MPI_COMM_WORLD, rank % 2 == 0 ? 1 : 0, 77, &inter);
+  rfa_options_t o = valid_options();
+  o.timeout_s = 30;  // a rank left waiting in a collective ends here
+  rfa_context_t ctx = garbage_handle();
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(inter, &o, &ctx), "intercommunicator");
+  EXPECT_EQ(ctx, nullptr);
+  ctx = garbage_handle();
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create_fint(MPI_Comm_c2f(inter), &o, &ctx),
+                   "intercommunicator");
+  EXPECT_EQ(ctx, nullptr);
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&group);
+  // The world is still usable for the next collective.
+  ASSERT_EQ(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);
+}
+
 TEST(CapiInvalid, UnknownLayout) {
   rfa_options_t o = valid_options();
   o.layout = rfa_layout_t(7);

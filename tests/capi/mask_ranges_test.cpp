@@ -247,6 +247,19 @@ TEST(CapiMaskRangesRefusals, BadListsFailCreationOnEveryRank) {
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx),
                    world_rank() == 1 ? "mask_ranges[0].q_end" : "rank(s) 1");
   EXPECT_EQ(ctx, nullptr);
+  // A list's pointer left beside another mask on one rank only, the count 0 everywhere: the
+  // ranks agree on the entries (none), not on the pointer, so that rank's refusal must come
+  // before they agree, every rank failing at once rather than waiting for it.
+  o = range_options(c, good, {});
+  o.mask = RFA_MASK_CAUSAL;
+  o.mask_range_count = 0;
+  if (world_rank() != 1) o.mask_ranges = nullptr;
+  o.timeout_s = 30;  // a rank left waiting ends here, long after every rank should have failed
+  const double begun = MPI_Wtime();
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx),
+                   world_rank() == 1 ? "options.mask is not RFA_MASK_RANGES" : "rank(s) 1");
+  EXPECT_EQ(ctx, nullptr);
+  EXPECT_LT(MPI_Wtime() - begun, 20.0);
 }
 
 }  // namespace
