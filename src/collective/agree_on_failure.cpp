@@ -46,8 +46,8 @@ std::string agreed_env(MPI_Comm comm, Env variable) {
   broadcast_string(comm, root_value, 0);
   agree_on_failure(comm, [&] {
     if (mine != root_value) {
-      fail(RFA_ERROR_INVALID_USAGE, "rfa topology: ", name, " differs between ranks: rank 0 has '", root_value,
-           "', rank ", rank, " has '", mine, "'; set it alike on every rank");
+      fail(RFA_ERROR_INVALID_USAGE, name, " differs between ranks: rank 0 has '", root_value, "', rank ", rank,
+           " has '", mine, "'; set it alike on every rank");
     }
   });
   return mine;

@@ -46,9 +46,9 @@ std::unique_ptr<comm::Communicator> make_communicator(MPI_Comm comm, int positio
 
 /// The strategy and layout to run: the caller's, or the model's plan. The plan depends only on
 /// what every rank has alike (the config, the ranks, the gathered host keys, the least host
-/// thread count and bf16 products, the fewest CPUs of a node, RFA_PLAN_*), so it is the same
-/// everywhere; a variable that does not parse on one rank fails every rank with that rank's
-/// message.
+/// thread count and bf16 products, the fewest CPUs of a node, RFA_PLAN_*, agreed first), so it
+/// is the same everywhere; a variable set differently on some rank, or that does not parse,
+/// fails every rank.
 std::vector<model::Plan> choose_strategy(MPI_Comm comm, const SetupRequest& r, AttentionSetup& s) {
   const int ranks = int(s.order.order.size());
   if (!r.automatic_strategy) {
@@ -57,6 +57,10 @@ std::vector<model::Plan> choose_strategy(MPI_Comm comm, const SetupRequest& r, A
     s.plan = chosen.plan;
     return {};
   }
+  // The machine figures the model plans with, alike on every rank (a figure on one rank alone
+  // would give the ranks different plans and so different collectives).
+  collective::agreed_env(comm, Env::plan_kernel_rate);
+  collective::agreed_env(comm, Env::plan_links);
   // The least threads per rank, the slowest bf16 products and the fewest CPUs of a node.
   int least[3] = {Kokkos::DefaultHostExecutionSpace().concurrency(), int(model::host_bf16_here()),
                   collective::node_cpus(comm, "the automatic strategy's node CPUs")};

@@ -147,14 +147,25 @@ TEST(AutoStrategy, ADegreeWithAutoIsRefusedEverywhere) {
 }
 
 TEST(AutoStrategy, AMachineFigureThatDoesNotParseIsRefusedEverywhere) {
-  // Set on rank 0 only: the others plan with the preset, and every rank fails with rank 0's reason.
-  if (world_rank() == 0) setenv("RFA_PLAN_KERNEL_RATE", "fast,100", 1);
+  // Alike on every rank but not a figure: every rank fails with the reason.
+  setenv("RFA_PLAN_KERNEL_RATE", "fast,100", 1);
   rfa_options_t o = problem();
   rfa_context_t ctx = nullptr;
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx),
                    "RFA_PLAN_KERNEL_RATE is 'fast,100'");
   EXPECT_EQ(ctx, nullptr);
   unsetenv("RFA_PLAN_KERNEL_RATE");
+  if (world_size() > 1) {
+    // A valid figure on rank 0 alone would give the ranks different plans: refused everywhere,
+    // each variable, naming it.
+    for (const char* name : {"RFA_PLAN_KERNEL_RATE", "RFA_PLAN_LINKS"}) {
+      if (world_rank() == 0) setenv(name, std::string(name) == "RFA_PLAN_LINKS" ? "0.5,100,0.1,200" : "1000,800", 1);
+      const std::string says = std::string(name) + " differs between ranks";
+      EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), says.c_str());
+      EXPECT_EQ(ctx, nullptr);
+      unsetenv(name);
+    }
+  }
   // Slow links and fast kernels are figures the plan takes: creation succeeds.
   setenv("RFA_PLAN_LINKS", "0.5,100,0.1,200", 1);
   setenv("RFA_PLAN_KERNEL_RATE", "1000,800", 1);
