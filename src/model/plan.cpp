@@ -233,9 +233,24 @@ MachineModel planning_machine(const engine::AttentionConfig& config, const Plann
 std::vector<Plan> automatic_plans(const engine::AttentionConfig& config, int ranks, const PlanningHost& host) {
   const MachineModel machine = planning_machine(config, host);
   std::vector<Plan> plans = rank_plans(config, ranks, machine, /*ring_only=*/config.device != engine::Device::host);
-  require(!plans.empty(), "the automatic strategy: no strategy fits seq_total = ", config.seq_total,
-          " and heads = ", config.heads, " on ", ranks,
-          " ranks (every layout needs seq_total divisible by the ranks, zigzag by twice their number)");
+  if (plans.empty()) {
+    // Why: the refusal of the plan that asks the least (the ring over the contiguous layout),
+    // with its code, so that a head dim or device the kernels lack is said as such rather
+    // than as a sequence that does not split.
+    engine::AttentionConfig c = config;
+    c.layout = RFA_LAYOUT_CONTIGUOUS;
+    try {
+      engine::validate_strategy({engine::StrategyKind::ring, 0, 1}, c, ranks);
+    } catch (const Error& e) {
+      fail(e.code(),
+           "the automatic strategy: no strategy fits; the ring over the contiguous layout, which asks the "
+           "least, is refused: ",
+           e.what());
+    }
+    fail(RFA_ERROR_INVALID_ARGUMENT, "the automatic strategy: no strategy fits seq_total = ", config.seq_total,
+         " and heads = ", config.heads, " on ", ranks,
+         " ranks (every layout needs seq_total divisible by the ranks, zigzag by twice their number)");
+  }
   return plans;
 }
 

@@ -146,6 +146,22 @@ TEST(AutoStrategy, ADegreeWithAutoIsRefusedEverywhere) {
   EXPECT_EQ(ctx, nullptr);
 }
 
+// Where no plan fits, the reason is the one a chosen strategy would be given, with its code: a
+// head dim the kernels lack is not said to be a sequence that does not split.
+TEST(AutoStrategy, NoPlanFitsSaysWhy) {
+  rfa_options_t o = problem();
+  o.head_dim = 7;
+  rfa_context_t ctx = nullptr;
+  EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "head_dim 7");
+  EXPECT_EQ(ctx, nullptr);
+  if (world_size() < 2) return;
+  o = problem();
+  o.seq_total = 2 * world_size() * 32 + 1;  // odd: splits over no even number of ranks
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "no strategy fits",
+                   "a multiple of P");
+  EXPECT_EQ(ctx, nullptr);
+}
+
 TEST(AutoStrategy, AMachineFigureThatDoesNotParseIsRefusedEverywhere) {
   // Alike on every rank but not a figure: every rank fails with the reason.
   setenv("RFA_PLAN_KERNEL_RATE", "fast,100", 1);
