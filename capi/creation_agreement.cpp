@@ -2,6 +2,7 @@
 #include "creation_agreement.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -92,7 +93,9 @@ std::string value_text(int field, std::int64_t value) {
              std::strcmp(kFields[field].name, "timeout_s") == 0 || std::strcmp(kFields[field].name, "softcap") == 0) {
     double d;
     std::memcpy(&d, &value, sizeof d);
-    os << d;
+    // The shortest text that reads back as d: two values that differ are never printed alike.
+    char text[32];
+    os << std::string(text, std::to_chars(text, text + sizeof text, d).ptr);
   } else {
     os << value;
   }

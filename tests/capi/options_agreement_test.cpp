@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -163,6 +164,19 @@ TEST(OptionsAgreement, ValueHeadDimZeroIsHeadDim) {
   ASSERT_RFA_OK(rfa_context_get_options(ctx, &got));
   EXPECT_EQ(got.value_head_dim, 0) << "one head dim again, the new one";
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
+// A real-valued field that differs in its last bit: the message prints both values apart.
+TEST(OptionsAgreement, ValuesThatDifferArePrintedApart) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  rfa_options_t o = valid_options();
+  o.softmax_scale = 0.1;
+  if (world_rank() == world_size() - 1) o.softmax_scale = std::nextafter(0.1, 1.0);
+  rfa_context_t ctx = nullptr;
+  const std::string last = "rank " + std::to_string(world_size() - 1) + " passes 0.10000000000000002";
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "options.softmax_scale",
+                   "rank 0 passes 0.1,", last.c_str());
+  EXPECT_EQ(ctx, nullptr);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryField, OptionsAgreement, ::testing::ValuesIn(kFields),
