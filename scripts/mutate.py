@@ -831,6 +831,11 @@ MUTATIONS = [
              "      if (buffer(i) == c_null_char) exit\n", "",
              FORTRAN,
              "rfa_context_get_plan copies the NUL and what follows it into a text longer than the plan"),
+    Mutation("fortran-dtype-unchecked", "Fortran bindings", "fortran/rfa.f90.in",
+             "    if (o%dtype == RFA_DTYPE_FLOAT32 .eqv. bytes == 4) return\n", "    return\n",
+             FORTRAN,
+             "the Fortran calls take arrays of either kind whatever the context's dtype: C reads and writes them at "
+             "the dtype's size"),
     Mutation("fortran-sharding-global-unchecked", "Fortran bindings", "fortran/rfa.f90.in",
              "    if (any(global /= want_global)) then\n",
              "    if (.false.) then\n",
@@ -877,6 +882,11 @@ MUTATIONS = [
              "if (got != ref) err = INFINITY;", "if (std::isinf(ref) && got != ref) err = INFINITY;",
              SAMPLED,
              "only an infinite reference must be matched exactly: an infinite result passes"),
+    Mutation("sampled-check-scale-ignores-terms", "main job's check", "perf/ring/check_reductions.hpp",
+             "scale = std::max(scale, std::max(std::abs(ref), magnitude));", "scale = std::max(scale, std::abs(ref));",
+             SAMPLED,
+             "the sampled check scales its errors by the gradients alone: a correct run whose dQ is 0 by "
+             "cancellation fails"),
     Mutation("sampled-rows-miss-last", "main job's check", "perf/ring/sampled_check.cpp",
              "r.push_back(n == 1 ? 0 : k * (length - 1) / (n - 1));", "r.push_back(n == 1 ? 0 : k * (length - 1) / n);",
              SAMPLED,

@@ -23,15 +23,18 @@ struct CheckErrors {
 
 /// {max |got - ref|, max |ref|}, accumulated entry by entry; an infinite reference must be
 /// matched exactly (a row that sees no key has lse -inf), and NaN is an infinite error.
+/// `magnitude`, where given, is the size of the terms whose sum or difference `ref` is (their
+/// absolute values summed): rounding errors scale with it, not with ref, which cancellation can
+/// bring to 0 (a query that sees one key has dq = 0 exactly, from terms of order 1).
 struct ErrorAndScale {
   double err = 0, scale = 0;
-  void add(double got, double ref) {
+  void add(double got, double ref, double magnitude = 0) {
     if (std::isinf(ref) || std::isinf(got)) {
       if (got != ref) err = INFINITY;
       return;
     }
     err = std::max(err, std::isnan(got) ? INFINITY : std::abs(got - ref));
-    scale = std::max(scale, std::abs(ref));
+    scale = std::max(scale, std::max(std::abs(ref), magnitude));
   }
   std::pair<double, double> pair() const { return {err, scale}; }
 };

@@ -114,6 +114,8 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
   // Q and K's rows (and a, bk, dK: sums of them) have D values, V's and dO's (and o, dV) DV.
   const std::size_t dn = std::size_t(D), dvn = std::size_t(DV);
   std::vector<double> q(dn), k(dn), v(dvn), dov(dvn), o(dvn), a(dn), bk(dn), dk_ref(dn), dv_ref(dvn);
+  // The sizes of the terms each gradient sums (ErrorAndScale::add's magnitude).
+  std::vector<double> a_abs(dn), bk_abs(dn), dk_abs(dn);
   ErrorAndScale out_d, lse_d, dq_d, dk_d, dv_d;
 
   // Query rows: each pick in two heads, spread over the heads (and the K/V heads they read)
@@ -131,6 +133,8 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
       std::fill(o.begin(), o.end(), 0.0);
       std::fill(a.begin(), a.end(), 0.0);
       std::fill(bk.begin(), bk.end(), 0.0);
+      std::fill(a_abs.begin(), a_abs.end(), 0.0);
+      std::fill(bk_abs.begin(), bk_abs.end(), 0.0);
       const Span span = keys_seen_by(rule, p, S);
       for (std::int64_t j = span.lo; j <= span.hi; ++j) {
         if (!sees(rule, p, j)) continue;
@@ -142,13 +146,16 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
           const double r = std::exp(m - s);  // 0 while nothing was seen
           z *= r;
           for (std::int64_t x = 0; x < DV; ++x) o[x] *= r;
-          for (std::int64_t x = 0; x < D; ++x) a[x] *= r, bk[x] *= r;
+          for (std::int64_t x = 0; x < D; ++x) a[x] *= r, bk[x] *= r, a_abs[x] *= r, bk_abs[x] *= r;
           m = s;
         }
         const double e = std::exp(s - m), es = e * slope;
         z += e;
         for (std::int64_t x = 0; x < DV; ++x) o[x] += e * v[x];
-        for (std::int64_t x = 0; x < D; ++x) a[x] += es * dov_v * k[x], bk[x] += es * k[x];
+        for (std::int64_t x = 0; x < D; ++x) {
+          a[x] += es * dov_v * k[x], bk[x] += es * k[x];
+          a_abs[x] += std::abs(es * dov_v * k[x]), bk_abs[x] += std::abs(es * k[x]);
+        }
       }
       const bool none = z == 0;
       for (std::int64_t x = 0; x < DV; ++x) o[x] = none ? 0.0 : o[x] / z;
@@ -156,7 +163,8 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
       lse_d.add(lse(b, h, i), none ? -INFINITY : m + std::log(z));
       for (std::int64_t x = 0; x < DV; ++x) out_d.add(to_float(out(b, i, h, x)), o[x]);
       for (std::int64_t x = 0; x < D; ++x)
-        dq_d.add(to_float(dq(b, i, h, x)), none ? 0.0 : scale * (a[x] - delta * bk[x]) / z);
+        dq_d.add(to_float(dq(b, i, h, x)), none ? 0.0 : scale * (a[x] - delta * bk[x]) / z,
+                 none ? 0.0 : std::abs(scale) * (a_abs[x] + std::abs(delta) * bk_abs[x]) / z);
       if (H == 1) break;  // the second head would be the first again
     }
   }
@@ -182,6 +190,7 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
     row_values<T>(TensorId::v, b, p, g, v);
     std::fill(dk_ref.begin(), dk_ref.end(), 0.0);
     std::fill(dv_ref.begin(), dv_ref.end(), 0.0);
+    std::fill(dk_abs.begin(), dk_abs.end(), 0.0);
     const Span span = queries_seeing(rule, p, S);
     for (std::int64_t h = g * group; h < (g + 1) * group; ++h)
       for (std::int64_t i = span.lo; i <= span.hi; ++i) {
@@ -191,11 +200,13 @@ CheckErrors check_sampled_rows(comm::Communicator& ring, const engine::Attention
         row_values<T>(TensorId::dout, b, i, h, dov);
         double slope;
         const double pr = std::exp(score(q, k, slope) - double(lse_all[row]));
-        const double ds = pr * (dot(dov, v) - double(delta_all[row])) * slope;
+        const double dov_v = dot(dov, v), ds = pr * (dov_v - double(delta_all[row])) * slope;
+        const double ds_abs = pr * (std::abs(dov_v) + std::abs(double(delta_all[row]))) * slope;
         for (std::int64_t x = 0; x < DV; ++x) dv_ref[x] += pr * dov[x];
-        for (std::int64_t x = 0; x < D; ++x) dk_ref[x] += scale * ds * q[x];
+        for (std::int64_t x = 0; x < D; ++x)
+          dk_ref[x] += scale * ds * q[x], dk_abs[x] += std::abs(scale * ds_abs * q[x]);
       }
-    for (std::int64_t x = 0; x < D; ++x) dk_d.add(to_float(dk(b, j, g, x)), dk_ref[x]);
+    for (std::int64_t x = 0; x < D; ++x) dk_d.add(to_float(dk(b, j, g, x)), dk_ref[x], dk_abs[x]);
     for (std::int64_t x = 0; x < DV; ++x) dv_d.add(to_float(dv(b, j, g, x)), dv_ref[x]);
   }
 

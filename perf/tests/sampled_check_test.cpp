@@ -80,8 +80,11 @@ RunOptions options(std::int64_t seq_per_rank, std::int64_t heads, std::int64_t k
 TEST(SampledCheck, AgreesWithTheFullCheckOnEveryMaskAndLayout) {
   for (rfa_layout_t layout : {RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_STRIPE})
     for (rfa_mask_t mask : {RFA_MASK_CAUSAL, RFA_MASK_NONE})
-      // A window of 37, and the longest a caller may give (it hides nothing; k + window leaves int64).
-      for (std::int64_t window : {std::int64_t(0), std::int64_t(37), std::numeric_limits<std::int64_t>::max()}) {
+      // A window of 37; of 1, where each query sees one key, so that dQ and dK are exactly 0 (the
+      // check's scale is then the terms' size, not the gradients'); and the longest a caller may
+      // give (it hides nothing; k + window leaves int64).
+      for (std::int64_t window :
+           {std::int64_t(0), std::int64_t(1), std::int64_t(37), std::numeric_limits<std::int64_t>::max()}) {
         SCOPED_TRACE(::testing::Message() << "layout " << layout << " mask " << mask << " window " << window);
         RunOptions o = options(64, 4, 2, 16);
         o.layout = layout;
@@ -122,9 +125,11 @@ TEST(SampledCheck, CoversEveryStrategy) {
 TEST(SampledCheck, FailsAWrongSampledRowOfEveryOutput) {
   const int me = world_rank();
   RunOptions o = options(64, 4, 2, 16);
-  o.window = 50;
-  for (int which = 0; which < 5; ++which) {
-    SCOPED_TRACE(::testing::Message() << "output " << which);
+  for (int round = 0; round < 10; ++round) {
+    // A window of 50, then of 1 (every query sees one key: dQ and dK exactly 0).
+    const int which = round % 5;
+    o.window = round < 5 ? 50 : 1;
+    SCOPED_TRACE(::testing::Message() << "output " << which << " window " << o.window);
     SmallRun run(o);
     LocalProblem<float>& lp = *run.lp;
     const std::int64_t h = me % 4, g = me % 2;

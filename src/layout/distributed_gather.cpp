@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "layout/distributed_gather.hpp"
 
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
 
 #include "comm/agreement.hpp"
 #include "core/error.hpp"
+#include "core/kept_for_process.hpp"
 #include "layout/sequence_layout.hpp"
 
 namespace rfa::layout {
@@ -36,15 +38,19 @@ void agree_on_shape(comm::Communicator& comm, rfa_layout_t layout, std::int64_t 
 // rank's shards are staged in a buffer as large as the whole tensor, allocated and agreed on
 // before anything moves: a rank that cannot have it fails every rank with
 // RFA_ERROR_OUT_OF_MEMORY, where the others would wait in the all-gather until their deadline.
+// The map sent and the maps and shards received belong to MPI while its all-gathers run; one
+// that times out cannot be cancelled and a late rank can still complete it, so those buffers
+// are then kept for the life of the process rather than freed and reused.
 template <class T, class Place>
 void gather_all_shards(comm::Communicator& comm, const PositionMap& mine, const T* local, std::size_t shard_elements,
                        Place place) {
   const int ranks = comm.size();
-  std::vector<PositionMap> maps(static_cast<std::size_t>(ranks));
-  std::vector<T> shards;
+  auto sent = std::make_unique<PositionMap>(mine);
+  auto maps = std::make_unique<std::vector<PositionMap>>(static_cast<std::size_t>(ranks));
+  auto shards = std::make_unique<std::vector<T>>();
   bool staged = true;
   try {
-    shards.resize(shard_elements * std::size_t(ranks));
+    shards->resize(shard_elements * std::size_t(ranks));
   } catch (const std::bad_alloc&) {
     staged = false;
   }
@@ -52,9 +58,18 @@ void gather_all_shards(comm::Communicator& comm, const PositionMap& mine, const 
                                "the all-gather could not stage every rank's shard (" +
                                    std::to_string(shard_elements * std::size_t(ranks) * sizeof(T)) +
                                    " bytes, as large as the whole tensor) on this rank");
-  comm.allgather(&mine, maps.data(), sizeof(PositionMap));
-  comm.allgather(local, shards.data(), shard_elements * sizeof(T));
-  for (int r = 0; r < ranks; ++r) place(shards.data() + std::size_t(r) * shard_elements, maps[std::size_t(r)]);
+  try {
+    comm.allgather(sent.get(), maps->data(), sizeof(PositionMap));
+    comm.allgather(local, shards->data(), shard_elements * sizeof(T));
+  } catch (...) {
+    if (comm.has_abandoned_transfers()) {
+      keep_for_process(std::move(sent));
+      keep_for_process(std::move(maps));
+      keep_for_process(std::move(shards));
+    }
+    throw;
+  }
+  for (int r = 0; r < ranks; ++r) place(shards->data() + std::size_t(r) * shard_elements, (*maps)[std::size_t(r)]);
 }
 
 template <class T, class Place>

@@ -11,12 +11,16 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "allocation_log.hpp"
+#include "core/positions.hpp"
 #include "engine/attention_strategy.hpp"
+#include "layout/distributed_gather.hpp"
 #include "strategy_case.hpp"
 
 namespace rfa {
@@ -134,6 +138,53 @@ TEST_P(AbandonedTransfersTest, TheFailedCallsBuffersAreNeverFreed) {
   EXPECT_EQ(log.live, log.peak) << "the timed-out call's buffers, which a late rank may still write, were freed: "
                                 << message;
   EXPECT_EQ(held_after_call, 0) << "buffers set aside are not kept for later calls";
+}
+
+// The sharding helpers' all-gather (rfa_allgather_bshd) receives every rank's position map and
+// shard into buffers of its own: when the last rank starts its all-gather of the maps past the
+// deadline, the punctual ranks fail, and the late rank's arrival, which completes the abandoned
+// collective, must land in those buffers, still kept, not in memory handed out again. Blocks of
+// the maps buffer's size, allocated after the failure (where a freed buffer would be reused),
+// must stay as written while the late rank completes it.
+TEST(AbandonedShardAllGather, TheReceivedMapsAreNeverFreed) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  rfa::test::barrier_idle(MPI_COMM_WORLD);
+  const int P = world_size();
+  const bool late = world_rank() == P - 1;
+  const double delay_s = 2.5 * kDeadlineSeconds;
+  LateTransfers comm(comm::make_mpi_communicator(MPI_COMM_WORLD, world_rank(), kDeadlineSeconds), late ? delay_s : 0.0);
+  const layout::BshdDims dims{1, 2, 8};
+  const std::int64_t L = 8, S = L * P;
+  std::vector<float> local(std::size_t(dims.batch * L * dims.heads * dims.head_dim), 1.0f);
+  std::vector<float> global(std::size_t(dims.batch * S * dims.heads * dims.head_dim), 0.0f);
+  const auto begun = std::chrono::steady_clock::now();
+  bool timed_out = false;
+  std::string message;
+  try {
+    layout::allgather_bshd(comm, RFA_LAYOUT_CONTIGUOUS, local.data(), dims, global.data(), S);
+  } catch (const Error& e) {
+    message = e.what();
+    timed_out = e.code() == RFA_ERROR_TIMEOUT;
+  }
+  if (late) return;  // it completes the maps' all-gather, then waits alone in the shards'
+  ASSERT_TRUE(timed_out) << message;
+  const std::size_t bytes = std::size_t(P) * sizeof(PositionMap);
+  std::vector<std::unique_ptr<unsigned char[]>> blocks;
+  for (int i = 0; i < 64; ++i) {
+    blocks.emplace_back(new unsigned char[bytes]);
+    std::memset(blocks.back().get(), 0xAB, bytes);
+  }
+  // MPI progresses the abandoned all-gather while it is polled: until the late rank has long
+  // arrived.
+  while (std::chrono::steady_clock::now() - begun < std::chrono::duration<double>(delay_s + 2 * kDeadlineSeconds)) {
+    int flag = 0;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::size_t changed = 0;
+  for (const auto& block : blocks)
+    for (std::size_t i = 0; i < bytes; ++i) changed += block[i] != 0xAB;
+  EXPECT_EQ(changed, 0u) << "the late rank's position map landed in memory the all-gather had freed";
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, AbandonedTransfersTest,

@@ -140,6 +140,7 @@ program fortran_api_test
   call check_ok(rfa_backward(ring, q, k, v, out, dout, lse, dq, dk, dv), "backward")
   call check_wrong_shapes()
   call check_wrong_sharding_shapes()
+  call check_wrong_dtype()
   call check_gathers()
 
   call compare_to_reference(ring, rout, rlse, rdq, rdk, rdv, 2.0e-6, "")
@@ -313,6 +314,45 @@ contains
     else if (H /= L .and. index(rfa_get_last_error_message(), "lse has shape") == 0) then
       call fail("swapped lse message: " // rfa_get_last_error_message())
     end if
+  end subroutine
+
+  ! C sizes every tensor from the context's dtype: arrays of the other kind (16-bit patterns on an
+  ! fp32 context, real(c_float) on a bf16 one) are refused by every call, forward, backward, with
+  ! sinks and sharding, before C reads or writes them. The 16-bit arrays sit in the first half of
+  ! a larger one whose second half, a guard, must stay untouched (half the bytes C would write).
+  subroutine check_wrong_dtype()
+    integer(c_int16_t), allocatable, target :: big(:,:,:,:), q16(:,:,:,:), k16(:,:,:,:), g16(:,:,:,:)
+    real(c_float) :: sinks(H), dsinks(H)
+    type(rfa_context) :: ring16
+    type(rfa_options) :: o16
+    character(len=*), parameter :: on_fp32 = "integer(c_int16_t) but this context's dtype is fp32"
+    character(len=*), parameter :: on_bf16 = "real(c_float) but this context's dtype is bf16"
+    allocate(big(D, H, L, 2 * B), q16(D, H, L, B), k16(D, HKV, L, B), g16(D, H, S, B))
+    big = -7
+    q16 = 0
+    k16 = 0
+    g16 = 0
+    sinks = 0
+    call check_refused(rfa_forward(ring, q16, k16, k16, big(:, :, :, 1:B), lse), on_fp32, "16-bit forward, fp32 ring")
+    call check_refused(rfa_backward(ring, q16, k16, k16, q16, q16, lse, big(:, :, :, 1:B), k16, k16), on_fp32, &
+                       "16-bit backward, fp32 ring")
+    call check_refused(rfa_forward_with_sinks(ring, q16, k16, k16, sinks, big(:, :, :, 1:B), lse), on_fp32, &
+                       "16-bit forward with sinks, fp32 ring")
+    call check_refused(rfa_backward_with_sinks(ring, q16, k16, k16, q16, q16, lse, sinks, big(:, :, :, 1:B), k16, &
+                                               k16, dsinks), on_fp32, "16-bit backward with sinks, fp32 ring")
+    call check_refused(rfa_scatter_bshd(ring, g16, big(:, :, :, 1:B)), on_fp32, "16-bit scatter, fp32 ring")
+    call check_refused(rfa_gather_bshd(ring, q16, g16), on_fp32, "16-bit gather, fp32 ring")
+    call check_refused(rfa_allgather_bshd(ring, q16, g16), on_fp32, "16-bit all-gather, fp32 ring")
+    call check(all(big == -7), "a refused 16-bit call on an fp32 ring wrote into its arrays")
+    o16 = opts
+    o16%dtype = RFA_DTYPE_BFLOAT16
+    call check_ok(rfa_context_create(MPI_COMM_WORLD, o16, ring16), "create bf16 (dtype checks)")
+    call check_refused(rfa_forward(ring16, q, k, v, out, lse), on_bf16, "fp32 forward, bf16 ring")
+    call check_refused(rfa_backward(ring16, q, k, v, out, dout, lse, dq, dk, dv), on_bf16, "fp32 backward, bf16 ring")
+    call check_refused(rfa_scatter_bshd(ring16, gq, q), on_bf16, "fp32 scatter, bf16 ring")
+    call check_refused(rfa_gather_bshd(ring16, q, gq), on_bf16, "fp32 gather, bf16 ring")
+    call check_refused(rfa_allgather_bshd(ring16, q, gq), on_bf16, "fp32 all-gather, bf16 ring")
+    call check_ok(rfa_context_destroy(ring16), "destroy bf16 (dtype checks)")
   end subroutine
 
   ! The sharding calls see only pointers in C: an array shorter than the context's tokens or
