@@ -418,7 +418,7 @@ int main(int argc, char** argv) {
     int P = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     rfa::perf::RunOptions opts;
-    std::string note;
+    std::string note, refused;
     try {
       opts = rfa::perf::parse_run_options(args, argv_);
       if (opts.help) {
@@ -426,11 +426,19 @@ int main(int argc, char** argv) {
         return 0;
       }
       note = rfa::perf::fit_default_seq(opts, P);
-      // Every rank parsed the same argv and reaches the same verdict here, before any
-      // communication: one message is enough.
       if (!opts.auto_strategy) rfa::engine::validate_strategy(opts.strategy, rfa::perf::attention_config(opts), P);
     } catch (const rfa::Error& e) {
-      if (world_rank == 0) std::fprintf(stderr, "rfa_run: error: %s\n", e.what());
+      refused = e.what();
+    }
+    // The ranks parsed the same argv, but what it names may differ between them (a --mask
+    // ranges: file on a node's own disk, or not yet there): the lowest rank that refused it
+    // speaks, and every rank stops, before any other communication.
+    int first_refusal = refused.empty() ? P : world_rank;
+    MPI_Allreduce(MPI_IN_PLACE, &first_refusal, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first_refusal < P) {
+      if (world_rank == first_refusal)
+        std::fprintf(stderr, "rfa_run: error: %s%s\n", refused.c_str(),
+                     first_refusal > 0 ? (" (on rank " + std::to_string(first_refusal) + ")").c_str() : "");
       return 2;
     }
     if (world_rank == 0 && !note.empty()) std::printf("note: %s\n", note.c_str());

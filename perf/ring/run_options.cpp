@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -247,6 +248,7 @@ static RunOptions read_run_options(int argc, char** argv) {
       o.warmup = whole_int(flag, value(), 0);
     } else if (flag == "--json") {
       o.json = value();
+      require(!o.json.empty(), "--json expects a file name, got ''");
     } else if (flag == "--check") {
       o.check = CheckMode::on;
     } else if (flag == "--sampled-check") {
@@ -255,10 +257,8 @@ static RunOptions read_run_options(int argc, char** argv) {
       o.check = CheckMode::sampled;
       o.sampled_positions = whole_number(flag, value(), 1);
     } else if (flag == "--scale") {
-      const char* text = value();
-      char* end = nullptr;
-      o.scale = std::strtof(text, &end);
-      require(end && *end == '\0' && o.scale > 0.0f, "--scale expects a positive number, got '", text, "'");
+      // A positive fp32 number, as the kernels take it (its smallest normal to its largest).
+      o.scale = float(real_number(flag, value(), std::numeric_limits<float>::min(), std::numeric_limits<float>::max()));
     } else if (flag == "--layout") {
       const std::string v = value();
       if (v == "contiguous")
@@ -301,18 +301,21 @@ static RunOptions read_run_options(int argc, char** argv) {
       o.window = whole_number(flag, value(), 0);
     } else if (flag == "--documents") {
       o.documents_spec = value();
-    } else if (flag == "--causal") {
+    } else if (flag == "--causal") {  // the mask flags' last word wins, --mask's too
       o.mask = RFA_MASK_CAUSAL;
+      o.mask_spec.clear();
     } else if (flag == "--no-causal") {
       o.mask = RFA_MASK_NONE;
+      o.mask_spec.clear();
     } else if (flag == "--no-check") {
       o.check = CheckMode::off;
     } else if (flag == "--release-workspace") {
       o.release_workspace = true;
     } else if (flag == "--no-overlap") {
       o.overlap = false;
-    } else if (flag == "--strategy") {
+    } else if (flag == "--strategy") {  // the last one given wins, auto too
       const std::string v = value();
+      o.auto_strategy = v == "auto";
       if (v == "ring")
         o.strategy.kind = engine::StrategyKind::ring;
       else if (v == "ulysses")
@@ -323,9 +326,7 @@ static RunOptions read_run_options(int argc, char** argv) {
         o.strategy.kind = engine::StrategyKind::hybrid;
       else if (v == "needed")
         o.strategy.kind = engine::StrategyKind::needed;
-      else if (v == "auto")
-        o.auto_strategy = true;
-      else
+      else if (v != "auto")
         fail(RFA_ERROR_INVALID_ARGUMENT, "--strategy must be ring, ulysses, allgather, hybrid, needed or auto, got '",
              v, "'");
     } else if (flag == "--ulysses-degree") {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "result_json.hpp"
@@ -199,6 +200,48 @@ TEST(RunOptions, BadFlagsAreNamed) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--bogus"), std::string::npos);
   }
+}
+
+/// parse_run_options over `args` (after the program's name).
+RunOptions parsed(std::vector<std::string> args) {
+  args.insert(args.begin(), "rfa_run");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return parse_run_options(int(args.size()), argv.data());
+}
+
+/// The message parse_run_options refuses `args` with ("" where it takes them).
+std::string refusal(std::vector<std::string> args) {
+  try {
+    parsed(std::move(args));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Every flag takes the last value given: --strategy auto too, and the mask flags (--causal and
+// --no-causal after a --mask spec leave no spec behind).
+TEST(RunOptions, TheLastValueGivenWins) {
+  const RunOptions ring = parsed({"--strategy", "auto", "--strategy", "ring"});
+  EXPECT_FALSE(ring.auto_strategy);
+  EXPECT_EQ(ring.strategy.kind, engine::StrategyKind::ring);
+  EXPECT_TRUE(parsed({"--strategy", "ring", "--strategy", "auto"}).auto_strategy);
+  for (const char* mask : {"--causal", "--no-causal"}) {
+    const RunOptions o = parsed({"--mask", "prefix-lm:100", mask});
+    EXPECT_TRUE(o.mask_spec.empty()) << mask;
+    EXPECT_EQ(o.mask, std::string(mask) == "--causal" ? RFA_MASK_CAUSAL : RFA_MASK_NONE);
+  }
+}
+
+// --scale is a positive fp32 number read whole; --json names a file.
+TEST(RunOptions, ScaleAndJsonAreReadWhole) {
+  EXPECT_FLOAT_EQ(parsed({"--scale", "0.25"}).scale, 0.25f);
+  for (const char* bad : {" 0.25", "0.25x", "0", "-1", "1e-40", "1e39", "inf", "nan", ""})
+    EXPECT_NE(refusal({"--scale", bad}).find("--scale"), std::string::npos) << "--scale '" << bad << "'";
+  EXPECT_NE(refusal({"--json", ""}).find("--json expects a file name"), std::string::npos);
+  EXPECT_EQ(parsed({"--json", "out.json"}).json, "out.json");
 }
 
 TEST(DocumentSpec, ListsForEveryEntryOrOnePerEntry) {
