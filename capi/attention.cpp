@@ -88,7 +88,13 @@ template <class Space>
 engine::ScannedTensor scan_lse(const float* p, const rfa_context_s& c) {
   const rfa_options_t& o = c.options;
   const std::int64_t L = c.engine->local_seq();
-  return {"lse", kernels::first_nonfinite<float, Space>(p, o.batch * o.heads * L, true), o.batch, L, o.heads, 0};
+  // -inf is the lse of a row that sees no key, which only a mask given as ranges can leave;
+  // under the others every query sees at least itself, and -inf is a corrupted lse (its
+  // row's gradients would silently be 0).
+  const bool rows_may_see_nothing = o.mask == RFA_MASK_RANGES;
+  return {"lse",   kernels::first_nonfinite<float, Space>(p, o.batch * o.heads * L, rows_may_see_nothing),
+          o.batch, L,
+          o.heads, 0};
 }
 
 bool checks_values(const rfa_context_s& c) { return c.options.check_values == RFA_VALUE_CHECKS_ON; }
@@ -189,8 +195,10 @@ void read_sinks(const rfa_context_s& c, CallSinks& sinks) {
   for (std::size_t h = 0; h < host.size(); ++h) {
     require(!std::isnan(host[h]) && host[h] != INFINITY, "sinks[", h, "] is ", host[h],
             ": a sink logit must be finite or -inf (no sink)");
+    // -0 and +0 are the same logit (exp(0) either way): one hashes as the other.
+    const float value = host[h] == 0.0f ? 0.0f : host[h];
     std::uint32_t b;
-    std::memcpy(&b, &host[h], sizeof b);
+    std::memcpy(&b, &value, sizeof b);
     bits[h] = std::int64_t(b);
   }
   sinks.hash = document_bounds_hash(bits.data(), std::int64_t(bits.size()));  // FNV-1a of any int64 list

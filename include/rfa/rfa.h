@@ -202,7 +202,8 @@ typedef enum rfa_value_checks_t {
   RFA_VALUE_CHECKS_OFF = 1,     /**< No checks. */
   RFA_VALUE_CHECKS_ON = 2       /**< rfa_forward() and rfa_backward() scan their inputs before anything moves and
                                      their outputs after computing; a NaN or infinity anywhere (an lse of -inf,
-                                     a query that sees no key, is allowed) fails the call on every rank with
+                                     a query that sees no key, is allowed under ::RFA_MASK_RANGES, the one
+                                     mask that can leave a query none) fails the call on every rank with
                                      ::RFA_ERROR_NONFINITE naming the tensor, the ring position and the first
                                      element. One read of each tensor, on the context's device. */
 } rfa_value_checks_t;

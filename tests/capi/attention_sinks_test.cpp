@@ -290,4 +290,16 @@ TEST_F(CapiAttentionSinkRefusals, SinksThatDifferBetweenRanksFailEveryRank) {
   EXPECT_EQ(forward_with(sinks_ctx_, sinks_.data()), RFA_SUCCESS) << rfa_get_last_error_message();
 }
 
+// A logit of -0 on some ranks and +0 on others is the same sink: the call runs, as with +0 everywhere.
+TEST_F(CapiAttentionSinkRefusals, MinusZeroIsTheSameSinkAsZero) {
+  ASSERT_EQ(sinks_[3], 0.0f);
+  ASSERT_RFA_OK(forward_with(sinks_ctx_, sinks_.data()));
+  const std::vector<float> out_plus = out_, lse_plus = lse_;
+  std::vector<float> mine = sinks_;
+  if (world_rank() % 2 == 1) mine[3] = -0.0f;
+  ASSERT_RFA_OK(forward_with(sinks_ctx_, mine.data()));
+  EXPECT_EQ(out_, out_plus);
+  EXPECT_EQ(lse_, lse_plus);
+}
+
 }  // namespace

@@ -130,11 +130,18 @@ TEST_F(ValueChecks, InfinityInABackwardInputIsNamed) {
   if (world_rank() == 0) t.dout.set(1, -std::numeric_limits<float>::infinity());
   EXPECT_RFA_FAILS(RFA_ERROR_NONFINITE, t.backward(ctx_), "input dout", "ring position 0", "element 1");
   EXPECT_TRUE(Tensors::all(t.dq, Tensors::kMarker) && Tensors::all(t.dv, Tensors::kMarker));
-  // An lse of +inf (-inf is a row that sees no key, and allowed): every weight of the row would
-  // be 0 and its gradients silently 0. It is named before anything is computed.
+  // An lse of +inf (-inf is a row that sees no key, allowed where one can: a mask of ranges): every weight of the row
+  // would be 0 and its gradients silently 0. It is named before anything is computed.
   if (world_rank() == 0) t.dout.set(1, 0.25f);
   const int culprit = world_size() - 1;
   if (world_rank() == culprit) t.lse[3] = std::numeric_limits<float>::infinity();  // batch 0, head 0, row 3
+  EXPECT_RFA_FAILS(RFA_ERROR_NONFINITE, t.backward(ctx_), "input lse",
+                   ("ring position " + std::to_string(culprit)).c_str(), "nothing was computed or written");
+  EXPECT_TRUE(Tensors::all(t.dq, Tensors::kMarker) && Tensors::all(t.dv, Tensors::kMarker));
+  // -inf too, where the mask lets every row see a key (this one's is causal): only a mask given
+  // as ranges can leave a row with none.
+  ASSERT_NE(o.mask, RFA_MASK_RANGES);
+  if (world_rank() == culprit) t.lse[3] = -std::numeric_limits<float>::infinity();
   EXPECT_RFA_FAILS(RFA_ERROR_NONFINITE, t.backward(ctx_), "input lse",
                    ("ring position " + std::to_string(culprit)).c_str(), "nothing was computed or written");
   EXPECT_TRUE(Tensors::all(t.dq, Tensors::kMarker) && Tensors::all(t.dv, Tensors::kMarker));
