@@ -47,7 +47,14 @@ const Field kFields[] = {
     {"head_dim", [](const rfa_options_t& o) { return o.head_dim; }},
     {"device", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.device)); }},
     {"transport", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.transport)); }},
-    {"timeout_s", [](const rfa_options_t& o) { return double_bits(o.timeout_s); }},
+    // The deadline the context will keep (0: none): options.timeout_s, or RFA_TIMEOUT_S where it
+    // is 0, which each rank reads from its own environment (read before the agreement, so a
+    // malformed value is this rank's verdict and this is not reached).
+    {"timeout_s (after RFA_TIMEOUT_S)",
+     [](const rfa_options_t& o) {
+       if (o.timeout_s == 0.0) return double_bits(collective::timeout_from_environment());
+       return double_bits(o.timeout_s < 0.0 ? 0.0 : o.timeout_s);
+     }},
     {"strategy", [](const rfa_options_t& o) { return std::int64_t(enum_value(o.strategy)); }},
     {"ulysses_degree", [](const rfa_options_t& o) { return std::int64_t(o.ulysses_degree); }},
     {"window", [](const rfa_options_t& o) { return o.window; }},
@@ -90,7 +97,8 @@ std::string value_text(int field, std::int64_t value) {
       std::strncmp(kFields[field].name, "mask_ranges", 11) == 0) {
     os << "a list hashing to 0x" << std::hex << static_cast<std::uint64_t>(value);
   } else if (std::strcmp(kFields[field].name, "softmax_scale") == 0 ||
-             std::strcmp(kFields[field].name, "timeout_s") == 0 || std::strcmp(kFields[field].name, "softcap") == 0) {
+             std::strncmp(kFields[field].name, "timeout_s", 9) == 0 ||
+             std::strcmp(kFields[field].name, "softcap") == 0) {
     double d;
     std::memcpy(&d, &value, sizeof d);
     // The shortest text that reads back as d: two values that differ are never printed alike.

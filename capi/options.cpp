@@ -131,6 +131,8 @@ rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
          " entries but options.mask is not RFA_MASK_RANGES: set the mask to RFA_MASK_RANGES to use them, or leave "
          "mask_ranges NULL with a count of 0");
   }
+  // The switches each rank reads for itself later: malformed on any rank, every rank fails.
+  for (const Env id : {Env::host_amx, Env::host_bf16_dot, Env::mpi_cuda_aware}) require_switch_value(id);
   // Resolved here, on each rank, so that the ranks then agree on what they will do.
   o.check_values = resolve_value_checks(o.check_values);
   o.cuda_kernels = requested_cuda_kernels(o.cuda_kernels);

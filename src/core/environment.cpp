@@ -24,7 +24,7 @@ const EnvVariable kRegistry[] = {
     {Env::timeout_s, "RFA_TIMEOUT_S", "librfa", "`600`",
      "the deadline, in seconds, of every blocking MPI operation, of the staged transport's copies between the "
      "device and pinned memory, and of every wait for a CUDA context's stream, when `options.timeout_s` is 0 "
-     "(`0`: none)"},
+     "(`0`: none); the deadline a context keeps must be alike on every rank"},
     {Env::wait_spin_ms, "RFA_WAIT_SPIN_MS", "librfa", "`50`; `2` where a node's ranks outnumber its CPUs",
      "how long, in milliseconds, a rank waiting for MPI polls without pause before it naps 0.2 ms between polls; "
      "`0` naps at once"},
@@ -47,13 +47,13 @@ const EnvVariable kRegistry[] = {
     {Env::transport, "RFA_TRANSPORT", "librfa (CUDA contexts)", "`nccl` where built with NCCL, else `mpi`",
      "`nccl` or `mpi`: overrides `options.transport`; alike on every rank"},
     {Env::mpi_cuda_aware, "RFA_MPI_CUDA_AWARE", "librfa (CUDA contexts)", "what MPI reports",
-     "`0` stages device buffers through host memory even when MPI says it is CUDA-aware"},
+     "`0` stages device buffers through host memory even when MPI says it is CUDA-aware (`0` or `1`)"},
     {Env::host_amx, "RFA_HOST_AMX", "librfa", "`1`",
      "`0` keeps bf16 off the AMX tiles even where the build and CPU have them: it then runs on AVX512-BF16 dot "
-     "products where `RFA_HOST_BF16_DOT` allows, else on the portable host kernels"},
+     "products where `RFA_HOST_BF16_DOT` allows, else on the portable host kernels (`0` or `1`)"},
     {Env::host_bf16_dot, "RFA_HOST_BF16_DOT", "librfa", "`1`",
      "`0` keeps bf16 off AVX512-BF16 dot products (the portable host kernels, fp32 accuracy in the backward "
-     "too) even where the build and CPU have them"},
+     "too) even where the build and CPU have them (`0` or `1`)"},
     {Env::plan_kernel_rate, "RFA_PLAN_KERNEL_RATE", "librfa (`RFA_STRATEGY_AUTO`), `rfa_run --strategy auto`",
      "the device's preset (docs/performance-model.md)",
      "`FWD,BWD`: one rank's kernel rate in GFLOP/s, forward and backward, each from 0.001 to 1e9, that the "
@@ -102,6 +102,12 @@ const char* env_value(Env id) { return std::getenv(env_variable(id).name); }
 std::string env_text(Env id) {
   const char* v = env_value(id);
   return v ? v : "";
+}
+
+void require_switch_value(Env id) {
+  const std::string v = env_text(id);
+  if (v.empty() || v == "0" || v == "1") return;
+  fail(RFA_ERROR_INVALID_ARGUMENT, env_name(id), " is '", v, "'; it must be 0 (off) or 1 (on), or unset");
 }
 
 std::string env_with_prefix(const char* prefix) {

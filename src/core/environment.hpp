@@ -56,6 +56,11 @@ const char* env_value(Env id);
 /// The variable's value, or "" when it is unset.
 std::string env_text(Env id);
 
+/// Checks a switch (RFA_HOST_AMX, RFA_HOST_BF16_DOT, RFA_MPI_CUDA_AWARE): unset, empty, `0` or
+/// `1`. Throws RFA_ERROR_INVALID_ARGUMENT naming it otherwise (`off`, `false`, ` 0` would
+/// otherwise be read as on, silently). Where a switch is read, anything but `0` is on.
+void require_switch_value(Env id);
+
 /// Every variable whose name starts with `prefix`, as sorted "NAME=value" lines: another
 /// library's own settings (hwloc's HWLOC_*), read only to tell whether they changed.
 std::string env_with_prefix(const char* prefix);

@@ -30,9 +30,14 @@ namespace {
 
 /// MPI on host memory; a device transport for a CUDA context.
 std::unique_ptr<comm::Communicator> make_communicator(MPI_Comm comm, int position, const SetupRequest& r) {
-  if (r.config.device == engine::Device::host) return comm::make_mpi_communicator(comm, position, r.timeout_s);
   // resolve_transport reads RFA_TRANSPORT on each rank: first make sure they all see one value.
   collective::agreed_env(comm, Env::transport);
+  if (r.config.device == engine::Device::host) {
+    // Host memory moves over MPI whatever RFA_TRANSPORT names (it chooses a device transport),
+    // but a value that is neither is refused here as on a CUDA context, not ignored.
+    collective::agree_on_failure(comm, [&] { comm::resolve_transport(comm::TransportChoice::mpi, true); });
+    return comm::make_mpi_communicator(comm, position, r.timeout_s);
+  }
   comm::TransportChoice choice = comm::TransportChoice::automatic;
   collective::agree_on_failure(comm, [&] { choice = comm::resolve_transport(r.transport, RFA_HAVE_NCCL != 0); });
 #if RFA_ENGINE_CUDA

@@ -11,6 +11,7 @@
 #include "collective/mpi_error.hpp"
 #include "core/environment.hpp"
 #include "core/error.hpp"
+#include "core/text_file.hpp"
 #include "topology/gather_keys.hpp"
 #include "topology/local_key.hpp"
 #include "topology/order_policy.hpp"
@@ -24,7 +25,7 @@ namespace {
 std::vector<int> read_order_file(MPI_Comm comm, int rank, int size, const std::string& path) {
   std::vector<int> order;
   collective::agree_on_failure(comm, [&] {
-    if (rank == 0) order = parse_order_text(read_text_file(path), size, path);
+    if (rank == 0) order = parse_order_text(order_file_text(path), size, path);
   });
   collective::broadcast_ints(comm, order, 0);
   return order;
@@ -34,10 +35,7 @@ void write_dump(MPI_Comm comm, int rank, const RingOrder& ring) {
   const std::string path = rank == 0 ? env_text(Env::topo_dump) : "";
   collective::agree_on_failure(comm, [&] {
     if (path.empty()) return;
-    std::ofstream out(path);
-    out << to_json(ring) << '\n';
-    out.close();
-    require(out.good(), "rfa topology: cannot write ", env_name(Env::topo_dump), " file '", path, "'");
+    write_text_file(path, to_json(ring) + '\n', std::string("rfa topology: ") + env_name(Env::topo_dump));
   });
 }
 

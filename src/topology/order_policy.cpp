@@ -8,6 +8,7 @@
 
 #include "core/environment.hpp"
 #include "core/error.hpp"
+#include "core/text_file.hpp"
 
 namespace rfa::topology {
 namespace {
@@ -88,12 +89,9 @@ std::vector<int> parse_order_text(const std::string& text, int size, const std::
   return order;
 }
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path);
-  require(in.good(), "rfa topology: cannot read ring order file '", path, "': ", std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+std::string order_file_text(const std::string& path) {
+  // One rank a line: 64 MiB holds the order of millions of ranks with comments.
+  return read_text_file(path, std::size_t(64) << 20, "rfa topology: the ring order file");
 }
 
 }  // namespace rfa::topology

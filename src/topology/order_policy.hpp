@@ -33,7 +33,8 @@ const char* policy_name(rfa_ring_order_t policy);
 /// ranks are a permutation of 0..size-1.
 std::vector<int> parse_order_text(const std::string& text, int size, const std::string& source);
 
-/// The whole file; throws RFA_ERROR_INVALID_ARGUMENT when it cannot be read.
-std::string read_text_file(const std::string& path);
+/// The whole order file (core/text_file.hpp: a FIFO without a writer reads as empty, at most
+/// 64 MiB); throws RFA_ERROR_INVALID_ARGUMENT when it cannot be read.
+std::string order_file_text(const std::string& path);
 
 }  // namespace rfa::topology

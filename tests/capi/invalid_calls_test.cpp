@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -127,6 +128,48 @@ TEST(CapiInvalid, CreateIntercommunicator) {
   MPI_Comm_free(&group);
   // The world is still usable for the next collective.
   ASSERT_EQ(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);
+}
+
+// A switch the library reads for itself (0 or 1) given another word on one rank: `off` would
+// read as on. Refused on every rank, naming it; 0 and 1 are taken.
+TEST(CapiInvalid, ASwitchThatIsNeitherZeroNorOneIsRefusedEverywhere) {
+  const int last = world_size() - 1;
+  for (const char* name : {"RFA_HOST_AMX", "RFA_HOST_BF16_DOT", "RFA_MPI_CUDA_AWARE"}) {
+    if (world_rank() == last) setenv(name, "off", 1);
+    const rfa_options_t o = valid_options();
+    rfa_context_t ctx = garbage_handle();
+    const std::string says = world_rank() == last ? std::string(name) + " is 'off'" : "rank(s) " + std::to_string(last);
+    EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), says.c_str());
+    EXPECT_EQ(ctx, nullptr);
+    for (const char* fine : {"0", "1"}) {
+      setenv(name, fine, 1);
+      ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+      ASSERT_RFA_OK(rfa_context_destroy(ctx));
+    }
+    unsetenv(name);
+  }
+}
+
+// RFA_TRANSPORT chooses a device transport: a host context moves host memory over MPI whatever
+// it names, but a value that is no transport, or one set differently on some rank, is refused
+// there too, on every rank.
+TEST(CapiInvalid, TheTransportVariableIsCheckedOnHostContextsToo) {
+  const rfa_options_t o = valid_options();
+  rfa_context_t ctx = garbage_handle();
+  setenv("RFA_TRANSPORT", "bogus", 1);
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx),
+                   "RFA_TRANSPORT is 'bogus'");
+  EXPECT_EQ(ctx, nullptr);
+  if (world_size() > 1) {
+    setenv("RFA_TRANSPORT", world_rank() == 0 ? "mpi" : "nccl", 1);
+    EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx),
+                     "RFA_TRANSPORT differs between ranks");
+    EXPECT_EQ(ctx, nullptr);
+  }
+  setenv("RFA_TRANSPORT", "nccl", 1);  // a device transport: a host context still runs over MPI
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+  unsetenv("RFA_TRANSPORT");
 }
 
 TEST(CapiInvalid, UnknownLayout) {

@@ -203,6 +203,27 @@ TEST(Timeout, AMalformedEnvironmentDeadlineOnOneRankFailsEveryRankAtOnce) {
   unsetenv("RFA_TIMEOUT_S");
 }
 
+// options.timeout_s of 0 leaves the deadline to RFA_TIMEOUT_S, which each rank reads from its
+// own environment: set differently (5 s on one rank, none on the others), the ranks would keep
+// different deadlines, and one would wait for good where another gave up. Creation is refused
+// on every rank, naming it.
+TEST(Timeout, AnEnvironmentDeadlineThatDiffersBetweenRanksIsRefused) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  setenv("RFA_TIMEOUT_S", world_rank() == 0 ? "5" : "0", 1);
+  const rfa_options_t o = small_options(0.0);
+  rfa_context_t ctx = nullptr;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx),
+                   "options.timeout_s (after RFA_TIMEOUT_S)", "rank 0 passes 5");
+  EXPECT_EQ(ctx, nullptr);
+  // The same deadline said either way agrees: 5 s from the options on one rank, from the
+  // environment on the others.
+  rfa_options_t mixed = small_options(world_rank() == 0 ? 5.0 : 0.0);
+  setenv("RFA_TIMEOUT_S", "5", 1);
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &mixed, &ctx));
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+  unsetenv("RFA_TIMEOUT_S");
+}
+
 TEST(Timeout, NonFiniteOptionIsRefusedOnEveryRank) {
   rfa_options_t o = small_options(0.0);
   o.timeout_s = std::numeric_limits<double>::quiet_NaN();

@@ -228,6 +228,10 @@ TEST(Deadline, EnvironmentVariableIsReadAndChecked) {
   }
   setenv("RFA_TIMEOUT_S", "2e9", 1);  // beyond 1e9 s
   EXPECT_THROW(collective::timeout_from_environment(), Error);
+  setenv("RFA_TIMEOUT_S", "1e-400", 1);  // below a double's range: it would read as 0, no deadline
+  EXPECT_THROW(collective::timeout_from_environment(), Error);
+  setenv("RFA_TIMEOUT_S", "1e-300", 1);  // tiny but a double: taken as it is
+  EXPECT_EQ(collective::timeout_from_environment(), 1e-300);
   unsetenv("RFA_TIMEOUT_S");
   EXPECT_EQ(collective::timeout_from_environment(), collective::kDefaultTimeoutSeconds);
 }

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <functional>
 #include <string>
 
 #include "core/error.hpp"
+#include "core/text_file.hpp"
 #include "topology/order_policy.hpp"
 
 namespace rfa::topology {
@@ -66,13 +68,38 @@ TEST(OrderPolicy, BadOrderTextNamesFileAndLine) {
 }
 
 TEST(OrderPolicy, UnreadableFileIsAnError) {
-  expect_invalid([] { read_text_file("/nonexistent/rfa-ring-order.txt"); }, "/nonexistent/rfa-ring-order.txt");
+  expect_invalid([] { order_file_text("/nonexistent/rfa-ring-order.txt"); }, "/nonexistent/rfa-ring-order.txt");
+  expect_invalid([] { order_file_text(::testing::TempDir()); }, "is a directory");
   const std::string path = ::testing::TempDir() + "rfa_order_policy_test.txt";
   std::FILE* f = std::fopen(path.c_str(), "w");
   ASSERT_NE(f, nullptr);
   std::fputs("1\n0\n", f);
   std::fclose(f);
-  EXPECT_EQ(read_text_file(path), "1\n0\n");
+  EXPECT_EQ(order_file_text(path), "1\n0\n");
+  std::remove(path.c_str());
+}
+
+// A path that is no file cannot stall the rank that reads it: a FIFO nobody writes reads as
+// empty at once (then refused as an order of no ranks), where opening it waited for a writer for
+// good; a file longer than the reader allows is refused, not read whole.
+TEST(TextFile, AFifoWithoutAWriterReadsAsEmptyAtOnce) {
+  const std::string fifo = ::testing::TempDir() + "rfa_text_file_test.fifo";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(read_text_file(fifo, 1024, "the test's file"), "");
+  expect_invalid([&] { parse_order_text(order_file_text(fifo), 2, fifo); }, "lists 0 ranks");
+  // Written: nobody reads it, so the write is refused rather than waited for.
+  expect_invalid([&] { write_text_file(fifo, "{}\n", "the test's dump"); }, "the test's dump: cannot write");
+  std::remove(fifo.c_str());
+}
+
+TEST(TextFile, ALongerFileIsRefusedAndAWrittenOneReadsBack) {
+  const std::string path = ::testing::TempDir() + "rfa_text_file_test.txt";
+  write_text_file(path, std::string(5000, 'x'), "the test's file");
+  EXPECT_EQ(read_text_file(path, 5000, "the test's file").size(), 5000u);
+  expect_invalid([&] { read_text_file(path, 4999, "the test's file"); }, "is longer than 4999 bytes");
+  write_text_file(path, "1\n0\n", "the test's file");  // truncated, not appended
+  EXPECT_EQ(read_text_file(path, 4, "the test's file"), "1\n0\n");
   std::remove(path.c_str());
 }
 
