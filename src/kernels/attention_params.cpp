@@ -51,6 +51,21 @@ void validate(const AttentionParams& p) {
           "softmax_scale must be finite and >= 0 (0 selects 1/sqrt(head_dim)), got ", p.softmax_scale);
   require(std::isfinite(p.softcap) && p.softcap >= 0.0f, "softcap must be finite and >= 0 (0: scores not capped), got ",
           p.softcap);
+  // The kernels work in the log2 domain, in fp32: scale * log2(e) and softcap * log2(e) must be
+  // finite there, and so must scale / softcap, the capped kernels' factor (beyond, the scores
+  // became infinite and every row read as seeing no key, silently).
+  const double log2e = 1.4426950408889634, most = double(std::numeric_limits<float>::max());
+  const double scale = double(p.scale());
+  if (scale * log2e > most) {
+    fail(RFA_ERROR_INVALID_ARGUMENT, "softmax_scale ", scale,
+         " is too large: the kernels take scale * log2(e) in fp32, ", "which needs scale <= ", most / log2e);
+  }
+  if (p.softcap > 0.0f && (double(p.softcap) * log2e > most || scale / double(p.softcap) > most)) {
+    fail(RFA_ERROR_INVALID_ARGUMENT, "softcap ", p.softcap, " with softmax_scale ", scale,
+         " is out of the kernels' range: they take softcap * log2(e) and scale / softcap in fp32, which needs softcap "
+         "<= ",
+         most / log2e, " and softcap >= scale / ", most);
+  }
   const int mask = enum_value(p.mask);
   require(mask == RFA_MASK_NONE || mask == RFA_MASK_CAUSAL || mask == RFA_MASK_RANGES, "unknown mask value ", mask);
   require((mask == RFA_MASK_RANGES) == p.ranges.on,

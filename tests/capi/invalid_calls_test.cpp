@@ -547,15 +547,23 @@ const BadOption kBadOptions[] = {
        o.softmax_scale = 1e-10;
      },
      RFA_ERROR_UNSUPPORTED, "a soft cap of 1e+30 with a softmax scale of 1e-10 is not supported on CUDA devices"},
+    // scale / softcap = 1e38: within fp32 (the host kernels take it), its inverse not.
     {"CUDA context, scale over softcap beyond fp32",
      [](rfa_options_t& o) {
        o.device = RFA_DEVICE_CUDA;
        o.dtype = RFA_DTYPE_BFLOAT16;
        o.head_dim = 64;
+       o.softcap = 1e-28;
+       o.softmax_scale = 1e10;
+     },
+     RFA_ERROR_UNSUPPORTED, "a soft cap of 1e-28 with a softmax scale of 1e+10 is not supported on CUDA devices"},
+    // scale / softcap = 1e40: beyond fp32 on every device.
+    {"scale over softcap beyond fp32 on any device",
+     [](rfa_options_t& o) {
        o.softcap = 1e-30;
        o.softmax_scale = 1e10;
      },
-     RFA_ERROR_UNSUPPORTED, "a soft cap of 1e-30 with a softmax scale of 1e+10 is not supported on CUDA devices"},
+     RFA_ERROR_INVALID_ARGUMENT, "softcap 1e-30 with softmax_scale 1e+10 is out of the kernels' range"},
     {"CUDA context, softcap over the default scale within fp32",  // 8e37, fp32: the dtype's check speaks
      [](rfa_options_t& o) {
        o.device = RFA_DEVICE_CUDA;

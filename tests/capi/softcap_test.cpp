@@ -202,6 +202,34 @@ TEST(CapiSoftcapRefusals, BadCapsFailCreationOnEveryRank) {
     EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "options.softcap is");
     EXPECT_EQ(ctx, nullptr);
   }
+  // Within fp32 but not in the log2 domain the kernels work in: softcap * log2(e) or scale /
+  // softcap beyond fp32 (every row read as seeing no key: out 0, lse -inf). The bounds are taken.
+  const double fits = double(std::numeric_limits<float>::max()) / 1.4426950408889634;
+  for (const double cap : {2.5e38, 3e38, 1e-40}) {
+    rfa_options_t o =
+        cap_options({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, cap}, none);
+    rfa_context_t ctx = nullptr;
+    EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "softcap",
+                     "out of the kernels' range");
+    EXPECT_EQ(ctx, nullptr);
+  }
+  for (const double scale : {2.5e38, 3e38}) {
+    rfa_options_t o =
+        cap_options({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 0.0}, none);
+    o.softmax_scale = scale;
+    rfa_context_t ctx = nullptr;
+    EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "softmax_scale",
+                     "too large");
+    EXPECT_EQ(ctx, nullptr);
+  }
+  {
+    rfa_options_t o =
+        cap_options({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, fits * 0.999}, none);
+    o.softmax_scale = fits * 0.999;
+    rfa_context_t ctx = nullptr;
+    ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+    ASSERT_RFA_OK(rfa_context_destroy(ctx));
+  }
   if (world_size() < 2) return;
   rfa_options_t o = cap_options({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 0.5}, none);
   if (world_rank() == 1) o.softcap = 0.75;
