@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Installs the library, the public headers, the CMake package exporting rfa::rfa and the
-# pkg-config file rfa.pc (fortran/ adds rfa-fortran.pc).
+# Installs the library, the public headers, the CMake package exporting rfa::rfa, the
+# pkg-config file rfa.pc (fortran/ adds rfa-fortran.pc) and the licence, which BSD-3-Clause asks
+# to travel with the binaries.
 include(CMakePackageConfigHelpers)
 set(RFA_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/rfa)
 
@@ -15,6 +16,7 @@ install(FILES ${PROJECT_BINARY_DIR}/include/rfa/rfa_version.h
               ${PROJECT_BINARY_DIR}/include/rfa/rfa_config.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rfa)
 install(EXPORT rfaTargets NAMESPACE rfa:: DESTINATION ${RFA_INSTALL_CMAKEDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/rfaConfig.cmake.in
   ${PROJECT_BINARY_DIR}/rfaConfig.cmake INSTALL_DESTINATION ${RFA_INSTALL_CMAKEDIR})

@@ -22,7 +22,7 @@ run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 file(GLOB_RECURSE pc_files ${prefix}/*/rfa.pc)
 list(LENGTH pc_files n_pc)
 foreach(f include/rfa/rfa.h include/rfa/rfa_mpi.h include/rfa/rfa_version.h include/rfa/rfa_config.h
-          lib/cmake/rfa/rfaConfig.cmake)
+          lib/cmake/rfa/rfaConfig.cmake share/doc/rfa/LICENSE)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "consumer test: the install lacks ${f}")
   endif()
@@ -66,6 +66,27 @@ foreach(lang IN LISTS languages)
   run(${MPIEXEC} -n 2 ${MPIEXEC_FLAGS} ${WORK_DIR}/${lang}-build/my_app)
   message(STATUS "consumer test: the README's ${lang} project built with find_package(rfa) and ran on 2 ranks")
 endforeach()
+
+# The README's C++ program in a project that enables C too (CMake's default languages): its
+# mpi.h then needs the C++ MPI library as well as the C one. The project also declares an old
+# minimum (3.2, before IN_LIST's policy), where the CMake in use still takes one.
+set(src ${WORK_DIR}/c-and-cxx-src)
+file(COPY ${BLOCKS_DIR}/cxx/ DESTINATION ${src})
+file(READ ${src}/CMakeLists.txt lists)
+string(REPLACE "LANGUAGES CXX" "LANGUAGES C CXX" lists "${lists}")
+if(NOT lists MATCHES "LANGUAGES C CXX")
+  message(FATAL_ERROR "consumer test: the README's C++ project no longer says LANGUAGES CXX")
+endif()
+if(CMAKE_VERSION VERSION_LESS 4.0)
+  string(REGEX REPLACE "cmake_minimum_required\\(VERSION [0-9.]+\\)" "cmake_minimum_required(VERSION 3.2)" lists
+                       "${lists}")
+endif()
+file(WRITE ${src}/CMakeLists.txt "${lists}")
+run(${CMAKE_COMMAND} -S ${src} -B ${WORK_DIR}/c-and-cxx-build -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix}
+    -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} "-DCMAKE_EXE_LINKER_FLAGS=${LINK_FLAGS}")
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/c-and-cxx-build)
+run(${MPIEXEC} -n 2 ${MPIEXEC_FLAGS} ${WORK_DIR}/c-and-cxx-build/my_app)
+message(STATUS "consumer test: the README's C++ program built in a C and C++ project and ran on 2 ranks")
 
 # Plain compiler use, as the README documents it: mpicc/mpif90 $(pkg-config --cflags --libs ...).
 get_filename_component(pc_dir ${pc_files} DIRECTORY)
