@@ -18,14 +18,15 @@ install(FILES ${PROJECT_BINARY_DIR}/include/rfa/rfa_version.h
 install(EXPORT rfaTargets NAMESPACE rfa:: DESTINATION ${RFA_INSTALL_CMAKEDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
+# The package's files are made in RFA_PACKAGE_STAGING (CMakeLists.txt).
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/rfaConfig.cmake.in
-  ${PROJECT_BINARY_DIR}/rfaConfig.cmake INSTALL_DESTINATION ${RFA_INSTALL_CMAKEDIR})
-write_basic_package_version_file(${PROJECT_BINARY_DIR}/rfaConfigVersion.cmake
+  ${RFA_PACKAGE_STAGING}/rfaConfig.cmake INSTALL_DESTINATION ${RFA_INSTALL_CMAKEDIR})
+write_basic_package_version_file(${RFA_PACKAGE_STAGING}/rfaConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
-install(FILES ${PROJECT_BINARY_DIR}/rfaConfig.cmake ${PROJECT_BINARY_DIR}/rfaConfigVersion.cmake
+install(FILES ${RFA_PACKAGE_STAGING}/rfaConfig.cmake ${RFA_PACKAGE_STAGING}/rfaConfigVersion.cmake
         DESTINATION ${RFA_INSTALL_CMAKEDIR})
 
 # pkg-config: the prefix is relative to the .pc file, so `cmake --install --prefix P` works.
 set(RFA_INSTALL_PKGCONFIGDIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
-configure_file(${PROJECT_SOURCE_DIR}/cmake/rfa.pc.in ${PROJECT_BINARY_DIR}/rfa.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/rfa.pc DESTINATION ${RFA_INSTALL_PKGCONFIGDIR})
+configure_file(${PROJECT_SOURCE_DIR}/cmake/rfa.pc.in ${RFA_PACKAGE_STAGING}/rfa.pc @ONLY)
+install(FILES ${RFA_PACKAGE_STAGING}/rfa.pc DESTINATION ${RFA_INSTALL_PKGCONFIGDIR})

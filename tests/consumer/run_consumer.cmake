@@ -50,6 +50,15 @@ foreach(line IN LISTS macros)
   endif()
 endforeach()
 
+# The build tree is no package: a consumer pointed at it finds none (rather than half of one
+# whose targets file is missing), and is told so by find_package itself.
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${BLOCKS_DIR}/c -B ${WORK_DIR}/build-tree-consumer -G ${GENERATOR}
+                        -DCMAKE_PREFIX_PATH=${BUILD_DIR} -DCMAKE_C_COMPILER=${C_COMPILER}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "Could not find a package configuration file provided by \"rfa\"")
+  message(FATAL_ERROR "consumer test: a consumer pointed at the build tree should find no rfa package (${rc}):\n${err}")
+endif()
+
 set(languages c cxx)
 if(WITH_FORTRAN)
   list(APPEND languages fortran)
