@@ -97,6 +97,31 @@ run(${CMAKE_COMMAND} --build ${WORK_DIR}/c-and-cxx-build)
 run(${MPIEXEC} -n 2 ${MPIEXEC_FLAGS} ${WORK_DIR}/c-and-cxx-build/my_app)
 message(STATUS "consumer test: the README's C++ program built in a C and C++ project and ran on 2 ranks")
 
+# The Fortran component: asked for by a Fortran project it is rfa::rfa_fortran; by a project
+# without Fortran, refused with the reason.
+if(WITH_FORTRAN)
+  set(src ${WORK_DIR}/fortran-component-src)
+  file(COPY ${BLOCKS_DIR}/fortran/ DESTINATION ${src})
+  file(READ ${src}/CMakeLists.txt lists)
+  string(REPLACE "find_package(rfa REQUIRED)" "find_package(rfa REQUIRED COMPONENTS Fortran)" lists "${lists}")
+  file(WRITE ${src}/CMakeLists.txt "${lists}")
+  run(${CMAKE_COMMAND} -S ${src} -B ${WORK_DIR}/fortran-component-build -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix}
+      -DCMAKE_Fortran_COMPILER=${Fortran_COMPILER})
+  set(src ${WORK_DIR}/c-asks-fortran-src)
+  file(COPY ${BLOCKS_DIR}/c/ DESTINATION ${src})
+  file(READ ${src}/CMakeLists.txt lists)
+  string(REPLACE "find_package(rfa REQUIRED)" "find_package(rfa REQUIRED COMPONENTS Fortran)" lists "${lists}")
+  file(WRITE ${src}/CMakeLists.txt "${lists}")
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${src} -B ${WORK_DIR}/c-asks-fortran-build -G ${GENERATOR}
+                          -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_C_COMPILER=${C_COMPILER}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  # (CMake wraps the reason's lines: its words are matched a few at a time.)
+  if(rc EQUAL 0 OR NOT err MATCHES "Fortran component was asked for" OR NOT err MATCHES "does not[ \n]+enable")
+    message(FATAL_ERROR "consumer test: a C project asking for rfa's Fortran component should be told why not (${rc}):\n${err}")
+  endif()
+  message(STATUS "consumer test: the Fortran component found by a Fortran project, refused with its reason to a C one")
+endif()
+
 # Plain compiler use, as the README documents it: mpicc/mpif90 $(pkg-config --cflags --libs ...).
 get_filename_component(pc_dir ${pc_files} DIRECTORY)
 set(ENV{PKG_CONFIG_PATH} ${pc_dir})
