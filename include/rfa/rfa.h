@@ -264,7 +264,9 @@ RFA_API rfa_result_t rfa_report_binding_error(rfa_result_t code, const char* mes
  * @brief The version of the linked library.
  *
  * Not collective; thread-safe; may be called before any context exists or after rfa_finalize().
- * @param[out] major,minor,patch may each be NULL.
+ * @param[out] major the major version; may be NULL.
+ * @param[out] minor the minor version; may be NULL.
+ * @param[out] patch the patch version; may be NULL.
  * @return ::RFA_SUCCESS.
  */
 RFA_API rfa_result_t rfa_get_version(int* major, int* minor, int* patch);
