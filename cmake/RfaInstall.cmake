@@ -17,7 +17,10 @@ install(FILES ${PROJECT_BINARY_DIR}/include/rfa/rfa_version.h
 install(EXPORT rfaTargets NAMESPACE rfa:: DESTINATION ${RFA_INSTALL_CMAKEDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
-# The package's files are made in RFA_PACKAGE_STAGING (CMakeLists.txt).
+# The package's files are made in RFA_PACKAGE_STAGING (CMakeLists.txt); those an older build
+# made at the top of this build tree (half a package there) are removed.
+file(REMOVE ${PROJECT_BINARY_DIR}/rfaConfig.cmake ${PROJECT_BINARY_DIR}/rfaConfigVersion.cmake
+     ${PROJECT_BINARY_DIR}/rfa.pc ${PROJECT_BINARY_DIR}/fortran/rfa-fortran.pc)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/rfaConfig.cmake.in
   ${RFA_PACKAGE_STAGING}/rfaConfig.cmake INSTALL_DESTINATION ${RFA_INSTALL_CMAKEDIR})
 write_basic_package_version_file(${RFA_PACKAGE_STAGING}/rfaConfigVersion.cmake
