@@ -55,15 +55,23 @@ rfa_cuda_status check_output_rows(const char* name, const rfa_cuda_strides& s, s
 }
 
 rfa_cuda_status sm90_input(const char* name, const rfa_cuda_strides& s, std::int64_t batch, std::int64_t seq,
-                           std::int64_t heads, std::int64_t head_dim, StridedTensor& t) {
+                           std::int64_t heads, std::int64_t head_dim, std::size_t element_bytes, StridedTensor& t) {
   if (const char* mode = repeated_mode(s, batch, seq, heads))
     return fail(RFA_CUDA_ERROR_UNSUPPORTED,
                 "the Hopper kernels (path sm90) read %s through a TMA descriptor, which takes no %s stride of 0 "
                 "(a broadcast): use the sm80 path",
                 name, mode);
-  if (t.head == 0) t.head = head_dim;
-  if (t.seq == 0) t.seq = heads * head_dim;
-  if (t.batch == 0) t.batch = seq * heads * head_dim;
+  // A mode of one index addresses nothing: its stride becomes the contiguous layout's.
+  if (t.head == 0 || heads == 1) t.head = head_dim;
+  if (t.seq == 0 || seq == 1) t.seq = heads * head_dim;
+  if (t.batch == 0 || batch == 1) t.batch = seq * heads * head_dim;
+  const std::int64_t limit = kTmaStrideLimitBytes / std::int64_t(element_bytes);
+  if (t.batch >= limit || t.seq >= limit || t.head >= limit)
+    return fail(RFA_CUDA_ERROR_UNSUPPORTED,
+                "the Hopper kernels (path sm90) read %s through a TMA descriptor, whose strides must be under 2^40 "
+                "bytes; %s's (batch %lld, seq %lld, head %lld elements of %zu bytes) are not: use the sm80 path",
+                name, name, static_cast<long long>(t.batch), static_cast<long long>(t.seq),
+                static_cast<long long>(t.head), element_bytes);
   return RFA_CUDA_SUCCESS;
 }
 

@@ -44,13 +44,17 @@ const char* repeated_mode(const rfa_cuda_strides& s, std::int64_t batch, std::in
 rfa_cuda_status check_output_rows(const char* name, const rfa_cuda_strides& s, std::int64_t batch, std::int64_t seq,
                                   std::int64_t heads);
 
-/// An input `t` (resolved from strides `s`) as the Hopper kernels read it, through a TMA
-/// descriptor built from its strides: one repeated along a mode (a broadcast) is refused with
-/// RFA_CUDA_ERROR_UNSUPPORTED, naming the sm80 path, which reads any strides; a zero stride on a
-/// mode of one index (it addresses nothing) becomes the contiguous layout's, which a descriptor
-/// accepts (a multiple of 16 bytes, not 0).
+/// A TMA descriptor's strides are under 2^40 bytes (cuTensorMapEncodeTiled).
+constexpr std::int64_t kTmaStrideLimitBytes = std::int64_t(1) << 40;
+
+/// An input `t` (resolved from strides `s`, of `element_bytes` elements) as the Hopper kernels
+/// read it, through a TMA descriptor built from its strides: one repeated along a mode (a
+/// broadcast), or a stride of 2^40 bytes or more, is refused with RFA_CUDA_ERROR_UNSUPPORTED,
+/// naming the sm80 path, which reads any strides; the stride of a mode of one index (it
+/// addresses nothing), 0 or any other, becomes the contiguous layout's, which a descriptor
+/// accepts (a multiple of 16 bytes, not 0, under the limit).
 rfa_cuda_status sm90_input(const char* name, const rfa_cuda_strides& s, std::int64_t batch, std::int64_t seq,
-                           std::int64_t heads, std::int64_t head_dim, StridedTensor& t);
+                           std::int64_t heads, std::int64_t head_dim, std::size_t element_bytes, StridedTensor& t);
 
 inline ElementType element_type(rfa_cuda_dtype t) {
   return t == RFA_CUDA_BF16 ? ElementType::kBf16 : t == RFA_CUDA_FP16 ? ElementType::kFp16 : ElementType::kFp32;

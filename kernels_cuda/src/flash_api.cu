@@ -70,7 +70,9 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
   if (s.heads % s.kv_heads != 0)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "heads (%lld) is not a multiple of kv_heads (%lld)",
                 static_cast<long long>(s.heads), static_cast<long long>(s.kv_heads));
-  if (s.seq_q > INT_MAX / 2 || s.seq_k > INT_MAX / 2 || s.batch * s.heads > INT_MAX / 2)
+  // Each factor bounded before the product, which could wrap in 64 bits otherwise.
+  if (s.seq_q > INT_MAX / 2 || s.seq_k > INT_MAX / 2 || s.batch > INT_MAX / 2 || s.heads > INT_MAX / 2 ||
+      s.batch * s.heads > INT_MAX / 2)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "sequence or batch*heads too large for 32-bit tile indices");
   // A backward CTA walks every (query head of its GQA group, query tile) pair with a 32-bit
   // count, its query tiles at least 32 rows.
@@ -274,9 +276,10 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   RFA_CUDA_TRY(rfa_cuda_resolve_path(p->path, &path));
   RFA_CUDA_TRY(check_path_fits(p->shape, path));
   if (path == RFA_CUDA_PATH_SM90) {
-    RFA_CUDA_TRY(sm90_input("q", p->q_strides, s.batch, s.seq_q, s.heads, s.head_dim, a.q));
-    RFA_CUDA_TRY(sm90_input("k", p->k_strides, s.batch, s.seq_k, s.kv_heads, s.head_dim, a.k));
-    RFA_CUDA_TRY(sm90_input("v", p->v_strides, s.batch, s.seq_k, s.kv_heads, a.dims.value_dim, a.v));
+    RFA_CUDA_TRY(sm90_input("q", p->q_strides, s.batch, s.seq_q, s.heads, s.head_dim, sizeof(std::uint16_t), a.q));
+    RFA_CUDA_TRY(sm90_input("k", p->k_strides, s.batch, s.seq_k, s.kv_heads, s.head_dim, sizeof(std::uint16_t), a.k));
+    RFA_CUDA_TRY(
+        sm90_input("v", p->v_strides, s.batch, s.seq_k, s.kv_heads, a.dims.value_dim, sizeof(std::uint16_t), a.v));
   }
   if (path == RFA_CUDA_PATH_SM80)
     RFA_CUDA_TRY(check_shared_memory(a.dims.head_dim, a.dims.value_dim, true, false, false, 0));
@@ -291,7 +294,11 @@ std::size_t backward_workspace_bytes(const rfa_cuda_backward_params& p) {
   if (p.grad_mode != RFA_CUDA_GRAD_STORE || p.deterministic != 0) return 0;
   const rfa_cuda_attention_shape& s = p.shape;
   if (s.batch < 1 || s.seq_q < 1 || s.heads < 1 || s.head_dim < 1) return 0;
-  return static_cast<std::size_t>(s.batch * s.seq_q * s.heads * s.head_dim) * sizeof(float);
+  // A shape whose size wraps is refused by the backward; its workspace size saturates.
+  std::size_t elements = 1;
+  for (const std::int64_t n : {s.batch, s.seq_q, s.heads, s.head_dim, std::int64_t(sizeof(float))})
+    if (__builtin_mul_overflow(elements, std::size_t(n), &elements)) return SIZE_MAX;
+  return elements;
 }
 
 rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream) {
@@ -339,10 +346,12 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   a.dk = resolve(p->dk, p->dk_strides, s.seq_k, s.kv_heads, s.head_dim);
   a.dv = resolve(p->dv, p->dv_strides, s.seq_k, s.kv_heads, a.dims.value_dim);
   if (path == RFA_CUDA_PATH_SM90 && !deterministic) {
-    RFA_CUDA_TRY(sm90_input("q", p->q_strides, s.batch, s.seq_q, s.heads, s.head_dim, a.q));
-    RFA_CUDA_TRY(sm90_input("k", p->k_strides, s.batch, s.seq_k, s.kv_heads, s.head_dim, a.k));
-    RFA_CUDA_TRY(sm90_input("v", p->v_strides, s.batch, s.seq_k, s.kv_heads, a.dims.value_dim, a.v));
-    RFA_CUDA_TRY(sm90_input("dout", p->dout_strides, s.batch, s.seq_q, s.heads, a.dims.value_dim, a.dout));
+    RFA_CUDA_TRY(sm90_input("q", p->q_strides, s.batch, s.seq_q, s.heads, s.head_dim, sizeof(std::uint16_t), a.q));
+    RFA_CUDA_TRY(sm90_input("k", p->k_strides, s.batch, s.seq_k, s.kv_heads, s.head_dim, sizeof(std::uint16_t), a.k));
+    RFA_CUDA_TRY(
+        sm90_input("v", p->v_strides, s.batch, s.seq_k, s.kv_heads, a.dims.value_dim, sizeof(std::uint16_t), a.v));
+    RFA_CUDA_TRY(sm90_input("dout", p->dout_strides, s.batch, s.seq_q, s.heads, a.dims.value_dim, sizeof(std::uint16_t),
+                            a.dout));
   }
   a.lse = p->lse;
   a.delta = p->delta;
@@ -375,7 +384,7 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   // The Hopper backward sums dQ through a TMA descriptor too: the caller's strides of 0 spelled
   // out (the workspace is contiguous).
   if (path == RFA_CUDA_PATH_SM90 && !store)
-    RFA_CUDA_TRY(sm90_input("dq", p->dq_strides, s.batch, s.seq_q, s.heads, s.head_dim, a.dq_accum));
+    RFA_CUDA_TRY(sm90_input("dq", p->dq_strides, s.batch, s.seq_q, s.heads, s.head_dim, sizeof(float), a.dq_accum));
 #endif
   if (store)
     RFA_CUDA_TRY(

@@ -77,7 +77,8 @@ typedef struct rfa_cuda_position_map {
 /* Element strides of a 4-d tensor [batch][seq][head][dim]; all zero: contiguous.
  * Strides must be multiples of 8 elements and base pointers 16-byte aligned. A stride of 0
  * along a dimension of more than one index broadcasts an input along it (sm80 path only: the
- * sm90 path refuses it, RFA_CUDA_ERROR_UNSUPPORTED); an output's is refused on every path
+ * sm90 path refuses it, RFA_CUDA_ERROR_UNSUPPORTED, as it does an input's stride of 2^40 bytes
+ * or more, which its TMA descriptors cannot hold); an output's is refused on every path
  * (RFA_CUDA_ERROR_INVALID_ARGUMENT: its rows would share elements). */
 typedef struct rfa_cuda_strides {
   int64_t batch, seq, head;

@@ -124,6 +124,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 
   extern __shared__ __align__(1024) unsigned char shared_bytes[];
   auto& shared = *reinterpret_cast<typename Traits::SharedStorage*>(shared_bytes);
+  // The dS^T and dQ stores swizzle addresses computed from this base, which must lie on 1024
+  // bytes as declared: a base off it would store to the wrong elements without a fault.
+  if (threadIdx.x == 0 && (detail::shared_address(shared_bytes) & 1023u) != 0) __trap();
   const detail::BackwardArgs& args = params.args;
   const detail::AttentionDims& dims = args.dims;
   const QueryWalk<kBlockM, kBlockN> walk(dims);
