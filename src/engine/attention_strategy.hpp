@@ -99,7 +99,9 @@ class AttentionStrategy {
   }
 
   /// The cudaStream_t (as void*) device passes queue their work on; nullptr, the default, is
-  /// the legacy default stream. The stream must outlive the calls that use it.
+  /// the legacy default stream. The stream must outlive the calls that use it and the strategy
+  /// itself, whose destruction waits for its last work on it (cudaStreamSynchronize): to
+  /// destroy the stream first, synchronize it and set nullptr here.
   virtual void set_cuda_stream(void* stream) = 0;
   virtual void* cuda_stream() const = 0;
 

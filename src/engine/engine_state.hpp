@@ -32,7 +32,9 @@ class EngineState {
   /// Bytes of engine workspace allocated by the last forward or backward (measured).
   std::int64_t last_workspace_bytes() const { return last_workspace_bytes_; }
   /// The cudaStream_t (as void*) device passes queue their work on; nullptr, the default, is
-  /// the legacy default stream. The stream must outlive the calls that use it.
+  /// the legacy default stream. The stream must outlive the calls that use it and this state,
+  /// whose destruction waits for its last work on it: to destroy the stream first, synchronize
+  /// it and set nullptr here.
   void set_cuda_stream(void* stream) { cuda_stream_ = stream; }
   void* cuda_stream() const { return cuda_stream_; }
   /// Bytes of workspace kept between calls: the host arena (as large as the largest call so

@@ -57,10 +57,10 @@ class CudaStagingDevice final : public StagingDevice {
                                            const ComputeMark& after) override {
     device::ScopedDevice on(device_);
     wait_for(after, to_host_);
+    auto t = std::make_unique<EventTicket>();  // before the copy: its failure queues nothing
     check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, to_host_.get()),
                "cudaMemcpyAsync (device to pinned host)");
-    auto t = std::make_unique<EventTicket>();
-    check_cuda(cudaEventRecord(t->event(), to_host_.get()), "cudaEventRecord (copy stream)");
+    settled_if_failed(cudaEventRecord(t->event(), to_host_.get()), to_host_, "cudaEventRecord (copy stream)");
     return t;
   }
 
@@ -68,11 +68,11 @@ class CudaStagingDevice final : public StagingDevice {
                                              const ComputeMark& after) override {
     device::ScopedDevice on(device_);
     wait_for(after, to_device_);
+    auto t = std::make_unique<EventTicket>();
     check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, to_device_.get()),
                "cudaMemcpyAsync (pinned host to device)");
-    auto t = std::make_unique<EventTicket>();
-    check_cuda(cudaEventRecord(t->event(), to_device_.get()), "cudaEventRecord (copy stream)");
-    check_cuda(cudaStreamWaitEvent(compute_, t->event(), 0), "cudaStreamWaitEvent (compute stream)");
+    settled_if_failed(cudaEventRecord(t->event(), to_device_.get()), to_device_, "cudaEventRecord (copy stream)");
+    settled_if_failed(cudaStreamWaitEvent(compute_, t->event(), 0), to_device_, "cudaStreamWaitEvent (compute stream)");
     return t;
   }
 
@@ -104,6 +104,16 @@ class CudaStagingDevice final : public StagingDevice {
     // Every mark this device is handed is one of its own (mark_compute()).
     const cudaEvent_t e = static_cast<const EventMark&>(after).event();
     check_cuda(cudaStreamWaitEvent(copies.get(), e, 0), "cudaStreamWaitEvent (copy stream)");
+  }
+
+  /// Throws for `error` once the copy already queued on `copies` has finished: the caller, seeing
+  /// the failure, returns the pinned buffer to its pool for the next exchange, which the copy
+  /// must no longer write or read.
+  static void settled_if_failed(cudaError_t error, const device::CudaStream& copies, const char* what) {
+    if (error == cudaSuccess) return;
+    cudaStreamSynchronize(copies.get());
+    cudaGetLastError();
+    check_cuda(error, what);
   }
 
   int device_;
