@@ -179,6 +179,40 @@ TEST(MaskEdges, DocumentBoundariesOnChunkEdges) {
   failures.expect_none(configurations);
 }
 
+// The host kernels' tiles inside one ring step: 200 rows a rank (contiguous blocks of 200,
+// zigzag chunks of 100), so a step's block spans query tiles of up to 192 rows and key tiles of
+// 96 (forward; the backward's the other way round), with windows and document boundaries 95-97
+// and 191-193 tokens in: a tile edge on either side of the mask's. The ring over fp32.
+TEST(MaskEdges, KernelTileEdgesInsideOneStep) {
+  auto comm = world_ring();
+  const int P = comm->size();
+  engine::AttentionConfig c = edge_config(P);
+  c.seq_total = 200 * P;
+  c.heads = c.kv_heads = 1;
+  const engine::StrategyChoice ring{engine::StrategyKind::ring, 0, 1};
+  Failures failures;
+  int configurations = 0;
+  for (rfa_mask_t mask : {RFA_MASK_CAUSAL, RFA_MASK_NONE}) {
+    c.mask = mask;
+    for (std::int64_t window : {0, 95, 96, 97, 191, 192, 193})
+      for (int documents = 0; documents < 2; ++documents) {
+        c.window = window;
+        c.doc_bounds.clear();
+        if (documents) {  // in every block: boundaries 95 and 192 tokens in, one a window may cross
+          for (std::int64_t b = 0; b < c.seq_total; b += 200)
+            c.doc_bounds.insert(c.doc_bounds.end(), {b, b + 95, b + 192});
+          c.doc_bounds.push_back(c.seq_total);
+        }
+        for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_ZIGZAG}) {
+          c.layout = layout;
+          failures.check<float>(run_strategy<float>(*comm, c, ring, 41), describe(c, ring, P));
+          ++configurations;
+        }
+      }
+  }
+  failures.expect_none(configurations);
+}
+
 /// The seed of the random sweep: RFA_TEST_SEED when set (to rerun a failure), else fixed.
 std::uint64_t sweep_seed() {
   const char* s = std::getenv("RFA_TEST_SEED");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // No buffer of the whole sequence: the engine's allocations, observed through Kokkos' tool
-// hooks (every View allocation is reported), must match docs/memory.md's formula exactly, and the
+// hooks (every View allocation is reported), must match the engine's workspace_bytes() (the
+// formula docs/memory.md writes out) exactly, and the
 // largest one must be one local block; what the engine keeps between calls is its largest call.
 #include <memory>
 #include <vector>

@@ -88,8 +88,10 @@ void run_gemm_case(const GemmCase& g) {
         ref += term;
         scale += std::fabs(term);
       }
-      // fp32 sums: a few units of 2^-24 of the summed magnitudes.
-      worst = std::max(worst, std::fabs(c[i * ldc + n] - ref) / (scale * 0x1p-24));
+      // fp32 sums: a few units of 2^-24 of the summed magnitudes; NaN (an element never
+      // written: C starts as NaN) as an infinite error, which std::max would skip.
+      const double err = std::fabs(c[i * ldc + n] - ref) / (scale * 0x1p-24);
+      worst = std::isnan(err) ? INFINITY : std::max(worst, err);
     }
   // (A product that dropped a second term would be off by about 2^-9 of it: 2^15 units.)
   EXPECT_LT(worst, 8.0) << "error in units of 2^-24 of the summed magnitudes";
