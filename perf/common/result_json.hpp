@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The one result format of perf/ (docs/architecture.md §7): Google Benchmark's JSON layout, a
+// The one result format of perf/ (docs/benchmarks.md): Google Benchmark's JSON layout, a
 // "context" block of provenance (run_context.hpp) and a "benchmarks" list with one entry per
 // repetition of each case, followed by the case's median. The regression comparator
 // (perf/compare) and the plots (perf/plot) read exactly this; the kernel benchmark, which

@@ -486,6 +486,14 @@ int main(int argc, char** argv) {
   Kokkos::initialize(rest_argc, rest.data());
   {
     benchmark::Initialize(&rest_argc, rest.data());
+    // What neither this program, Kokkos nor Google Benchmark took is a mistyped flag (an
+    // --rfa_ flag misspelled would otherwise run the default shape without a word).
+    if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) {
+      std::fprintf(stderr, "rfa_kernel_bench: unknown option (--help lists them)\n");
+      benchmark::Shutdown();
+      Kokkos::finalize();
+      return 2;
+    }
     // The peak of the cores the kernels run on: one core's measured peak times the host
     // threads (Kokkos OpenMP with OMP_NUM_THREADS=2, say); the peer gets as many threads.
     const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Tests of perf/compare on synthetic result files: a clear regression is flagged, noise is
 not, a correctness mismatch or a case that errored always is, an unknown machine, device,
-communicator or case is a new baseline, and too few repetitions give no verdict (and hide no
-regression elsewhere)."""
+communicator or case is a new baseline, too few repetitions give no verdict (and hide no
+regression elsewhere), a case the new run lost on the same machine makes it incomplete, and a
+file without cases or context, or options out of range, are usage errors."""
 import io
 import json
 import os
@@ -181,6 +182,51 @@ class CompareTest(unittest.TestCase):
     def test_google_benchmark_decorations_do_not_split_cases(self):
         self.assertEqual(compare.case_key({"run_name": "fwd float32 full/min_time:1.000/real_time"}),
                          "fwd float32 full")
+
+    def test_a_case_lost_on_the_same_machine_makes_the_run_incomplete(self):
+        new = result_file(self.dir.name, "new.json", {"ring/fwd/zigzag": {"times_ms": noisy(100, 0.02, seed=19)}})
+        code, cases, table = self.run_compare(new)
+        self.assertEqual(cases["ring/fwd/zigzag"]["verdict"], "same")
+        self.assertEqual(cases["fwd float32 full"]["verdict"], "missing")
+        self.assertEqual(code, 4)
+        self.assertIn("overall: incomplete", table)
+
+    def test_a_regression_beside_a_lost_case_is_still_one(self):
+        new = result_file(self.dir.name, "new.json", {"ring/fwd/zigzag": {"times_ms": noisy(125, 0.02, seed=20)}})
+        code, cases, _ = self.run_compare(new)
+        self.assertEqual(cases["ring/fwd/zigzag"]["verdict"], "regression")
+        self.assertEqual(code, 1)
+
+    def usage_error(self, *argv):
+        """perf/compare's exit code for argv, its error output swallowed."""
+        with redirect_stdout(io.StringIO()), open(os.devnull, "w") as devnull:
+            old, sys.stderr = sys.stderr, devnull
+            try:
+                return compare.main(list(argv))
+            except SystemExit as e:  # argparse's errors
+                return e.code
+            finally:
+                sys.stderr = old
+
+    def test_a_file_without_cases_or_context_is_a_usage_error(self):
+        empty = os.path.join(self.dir.name, "empty.json")
+        with open(empty, "w") as f:
+            json.dump({"context": CONTEXT, "benchmarks": []}, f)
+        self.assertEqual(self.usage_error(self.base, empty), 2)
+        self.assertEqual(self.usage_error(empty, self.base), 2)
+        bare = os.path.join(self.dir.name, "bare.json")
+        with open(self.base) as f:
+            benchmarks = json.load(f)["benchmarks"]
+        with open(bare, "w") as f:
+            json.dump({"benchmarks": benchmarks}, f)
+        self.assertEqual(self.usage_error(bare, self.base), 2)
+
+    def test_options_out_of_range_are_usage_errors(self):
+        for extra in (["--alpha", "2"], ["--alpha", "0"], ["--threshold", "-0.5"], ["--min-repetitions", "1"]):
+            self.assertEqual(self.usage_error(self.base, self.base, *extra), 2, extra)
+        code, cases, _ = self.run_compare(self.base, "--alpha", "0.01", "--threshold", "0")
+        self.assertEqual(code, 0)
+        self.assertEqual(cases["ring/fwd/zigzag"]["verdict"], "same")
 
     def test_an_unreadable_file_is_a_usage_error(self):
         broken = os.path.join(self.dir.name, "broken.json")

@@ -1,9 +1,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Tests of perf/suite's bookkeeping on stand-in programs (Python one-liners): a program counts
-as written only when it exits 0 and leaves its result file; one that writes its result and then
-fails (rfa_run when its check fails) or exits 0 without a result is a failure, named with why."""
+as written only when it exits 0 and leaves its result file (an earlier run's file does not
+count); one that writes its result and then fails (rfa_run when its check fails) or exits 0
+without a result is a failure, named with why. Against a baseline: a folder that does not exist
+is refused before anything runs, each result's verdict is the worst of perf/compare's (a lost
+case makes it incomplete), results with nothing to compare with are listed, and figures of a
+run of some parts go to their own folder."""
 import argparse
 import io
+import json
 import os
 import sys
 import tempfile
@@ -13,6 +18,18 @@ from contextlib import redirect_stdout
 import perf_tool
 
 suite = perf_tool.load("suite")
+
+CONTEXT = {"cpu_model": "Test CPU", "gpu_model": "none", "num_cpus": "2", "ranks": "2", "threads_per_rank": "1",
+           "kokkos_backends": "Serial"}
+
+
+def result_file(path, cases, context=None):
+    """perf/'s format: 12 repetitions of each case at the given milliseconds, 1% apart."""
+    benchmarks = [{"name": case, "run_name": case, "run_type": "iteration", "real_time": ms * (1 + 0.01 * (i % 3)),
+                   "time_unit": "ms", "suite": "ring"} for case, ms in cases.items() for i in range(12)]
+    with open(path, "w") as f:
+        json.dump({"context": context or CONTEXT, "benchmarks": benchmarks}, f)
+    return path
 
 
 class SuiteRunTest(unittest.TestCase):
@@ -44,6 +61,71 @@ class SuiteRunTest(unittest.TestCase):
         self.run_program("pass")
         self.assertEqual(self.suite.failures, ["x: no result file"])
         self.assertEqual(self.suite.written, [])
+
+    def test_an_earlier_result_does_not_count(self):
+        with open(self.result, "w") as f:
+            f.write("{}")
+        self.run_program("pass")
+        self.assertEqual(self.suite.failures, ["x: no result file"])
+        self.assertFalse(os.path.exists(self.result))
+
+
+class SuiteBaselineTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.out = os.path.join(self.dir.name, "out")
+        self.baseline = os.path.join(self.dir.name, "baseline")
+        os.makedirs(self.out)
+        os.makedirs(self.baseline)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def compare(self, new_files):
+        """suite.compare() over results written as {name: (cases, context)}: its code and the
+        suite's bookkeeping."""
+        s = suite.Suite(argparse.Namespace(out=self.out, baseline=self.baseline))
+        for name, (cases, context) in new_files.items():
+            s.written.append(result_file(os.path.join(self.out, name), cases, context))
+        with redirect_stdout(io.StringIO()):
+            code = s.compare()
+        return code, s
+
+    def test_a_missing_baseline_folder_is_refused_before_anything_runs(self):
+        with redirect_stdout(io.StringIO()), open(os.devnull, "w") as devnull:
+            old, sys.stderr = sys.stderr, devnull
+            try:
+                with self.assertRaises(SystemExit) as stop:
+                    suite.main(["--baseline", os.path.join(self.dir.name, "typo"), "--out", self.out, "--build",
+                                self.dir.name, "--only", "kernels"])
+            finally:
+                sys.stderr = old
+        self.assertEqual(stop.exception.code, 2)
+        self.assertEqual(os.listdir(self.out), [])
+
+    def test_results_without_a_baseline_are_listed(self):
+        result_file(os.path.join(self.baseline, "ring.json"), {"a": 10.0}, dict(CONTEXT, cpu_model="Another CPU"))
+        code, s = self.compare({"ring.json": ({"a": 10.0}, None), "comm.json": ({"b": 5.0}, None)})
+        self.assertEqual(code, 0)
+        self.assertEqual(s.failures, [])
+        self.assertEqual(len(s.uncompared), 2)
+        self.assertIn("cpu_model", " ".join(s.uncompared))
+        self.assertIn("comm.json (not in the baseline)", s.uncompared)
+
+    def test_the_worst_verdict_decides(self):
+        result_file(os.path.join(self.baseline, "ring.json"), {"a": 10.0, "b": 10.0})
+        result_file(os.path.join(self.baseline, "comm.json"), {"c": 10.0})
+        code, s = self.compare({"ring.json": ({"a": 10.0}, None), "comm.json": ({"c": 10.0}, None)})
+        self.assertEqual(code, 4)  # ring.json lost case b
+        self.assertEqual(s.uncompared, [])
+        code, _ = self.compare({"ring.json": ({"a": 10.0}, None), "comm.json": ({"c": 20.0}, None)})
+        self.assertEqual(code, 1)
+
+    def test_figures_of_some_parts_have_their_own_folder(self):
+        s = suite.Suite(argparse.Namespace(out=self.out, only="strategies,ring"))
+        self.assertEqual(s.plot_folder(), os.path.join(self.out, "plots", "ring-strategies"))
+        s = suite.Suite(argparse.Namespace(out=self.out, only=None))
+        self.assertEqual(s.plot_folder(), os.path.join(self.out, "plots"))
 
 
 if __name__ == "__main__":
