@@ -62,6 +62,17 @@ class SuiteRunTest(unittest.TestCase):
         self.assertEqual(self.suite.failures, ["x: no result file"])
         self.assertEqual(self.suite.written, [])
 
+    def test_each_rank_count_has_its_own_ring_order_dump(self):
+        os.environ["RFA_TOPO_DUMP"] = os.path.join(self.dir.name, "topo-P{P}.json")
+        try:
+            with redirect_stdout(io.StringIO()):
+                self.suite.run("x", [sys.executable, "-c", "import os, sys; open(sys.argv[1], 'w').write("
+                                     "os.environ['RFA_TOPO_DUMP'])", self.result], self.result, 4)
+        finally:
+            del os.environ["RFA_TOPO_DUMP"]
+        with open(self.result) as f:
+            self.assertEqual(f.read(), os.path.join(self.dir.name, "topo-P4.json"))
+
     def test_an_earlier_result_does_not_count(self):
         with open(self.result, "w") as f:
             f.write("{}")

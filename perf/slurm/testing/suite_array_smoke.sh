@@ -24,7 +24,7 @@ run_task() {  # run_task ARRAY_TASK_ID JOB_ID [baseline [suite flags]]
     SLURM_NTASKS=2 SLURM_CPUS_PER_TASK=1 bash "$template"
 }
 for task in 0 1 2 3 4; do run_task "$task" first; done
-for f in kernels.json comm-P2.json ring-P2-S256.json main-P2-fp32.json main-P2-bf16.json rfa-topo-main.json \
+for f in kernels.json comm-P2.json ring-P2-S256.json main-P2-fp32.json main-P2-bf16.json rfa-topo-main-P2.json \
          strategies-P2-S256.json plots/kernels/kernels_vs_peak.png plots/ring/ring_efficiency.png \
          plots/main/error_vs_p.png plots/strategies/strategies.png; do
   [ -s "results/first/$f" ] || { echo "FAIL: the array job wrote no $f" >&2; exit 1; }
