@@ -160,6 +160,21 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(case["verdict"], "new-baseline")
         self.assertIn("communicator", case["reason"])
 
+    def test_other_cuda_kernels_or_ring_order_are_a_new_baseline(self):
+        for key, a, b in (("cuda_kernels", "rfa", "cudnn"), ("ring_order", "identity", "topology"),
+                          ("deterministic", "0", "1")):
+            code, case = self.run_across(key, a, b)
+            self.assertEqual(code, 0, key)
+            self.assertEqual(case["verdict"], "new-baseline", key)
+            self.assertIn(key, case["reason"])
+
+    def test_a_run_setting_only_one_file_records_is_compared(self):
+        base = result_file(self.dir.name, "a.json", {"main_job/fwd/zigzag": {"times_ms": noisy(100, 0.02, seed=21)}})
+        new = result_file(self.dir.name, "b.json", {"main_job/fwd/zigzag": {"times_ms": noisy(300, 0.02, seed=22)}},
+                          context=dict(CONTEXT, ring_order="topology"))
+        with redirect_stdout(io.StringIO()):
+            self.assertEqual(compare.main([base, new]), 1)
+
     def test_an_unknown_case_or_shape_is_a_new_baseline(self):
         new = result_file(self.dir.name, "new.json", {
             "ring/fwd/stripe": {"times_ms": noisy(300, 0.02, seed=12)},
