@@ -10,8 +10,9 @@
  * - Every function returns an ::rfa_result_t; ::RFA_SUCCESS is 0. On failure,
  *   rfa_get_last_error_message() gives a detailed message for the calling thread.
  * - No C++ exception ever crosses this interface.
- * - Thread safety: different handles may be used from different threads at once; calls on
- *   one handle must be serialized by the caller. The error-query functions are thread-safe.
+ * - Thread safety: different handles may be used from different threads at once, given
+ *   MPI_THREAD_MULTIPLE and a communicator of their own each; calls on one handle must be
+ *   serialized by the caller. The error-query functions are thread-safe.
  */
 #ifndef RFA_H
 #define RFA_H
@@ -463,8 +464,9 @@ static inline rfa_result_t rfa_options_init(rfa_options_t* options) {
  * @brief An opaque handle to a ring: its communicator, its options and its ring position.
  *
  * Created collectively by rfa_context_create() (rfa_mpi.h), destroyed by rfa_context_destroy().
- * One handle must be used by one thread at a time; different handles may be used concurrently
- * (if the MPI library was initialized with MPI_THREAD_MULTIPLE).
+ * One handle must be used by one thread at a time; different handles, each created over a
+ * communicator of its own, may be used concurrently if the MPI library was initialized with
+ * MPI_THREAD_MULTIPLE (rfa does not check the level: below it, serialize every call).
  */
 typedef struct rfa_context_s* rfa_context_t;
 

@@ -39,7 +39,10 @@ extern "C" {
  * use it for nothing collective afterwards; the job should end.
  *
  * Thread safety: the application's MPI threading rules apply; @p comm is only used during
- * this call (the context keeps its own duplicate).
+ * this call (the context keeps its own duplicate). Creations (and destructions) over the same
+ * @p comm must come from one thread at a time, in the same order on every rank: two threads
+ * creating over one communicator at once may pair one rank's first context with another's
+ * second. Contexts meant for concurrent use are best created over duplicates of it.
  *
  * @param comm the ranks of the ring: an intracommunicator, not MPI_COMM_NULL.
  * @param options filled by rfa_options_init(), then adjusted; read, not kept.

@@ -9,6 +9,7 @@
 #include "core/kept_for_process.hpp"
 #include "engine/engine_backends.hpp"
 #include "engine/pass_tensors.hpp"
+#include "kernels/host_dispatch_lock.hpp"
 
 namespace rfa {
 namespace engine {
@@ -105,31 +106,35 @@ std::vector<double> sink_gradient_part(const typename Space::execution_space& ex
   Kokkos::View<double*, Space> sums(Kokkos::view_alloc(exec, Kokkos::WithoutInitializing, "rfa::sink_gradient_sums"),
                                     std::size_t(H * chunks));
   const int lanes = kHostMemory<Space> ? 1 : kSinkRowLanes;
-  Kokkos::parallel_for(
-      "rfa::sink_gradient", Kokkos::TeamPolicy<Exec>(exec, int(H * chunks), Kokkos::AUTO, lanes),
-      KOKKOS_LAMBDA(const Team& team) {
-        const std::int64_t h = team.league_rank() / chunks;
-        const TeamRows mine = team_rows(team.league_rank() % chunks, rows_per_team, rows);
-        const float s = sinks[h];
-        double sum = 0.0;
-        if (s != -INFINITY) {  // no sink: no mass, no gradient
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, mine.first, mine.last),
-              [&](std::int64_t r, double& acc) {
-                const std::int64_t b = r / L, i = r % L;
-                double delta = 0.0;  // the row term D = sum_d dout * out
-                Kokkos::parallel_reduce(
-                    Kokkos::ThreadVectorRange(team, D),
-                    [&](std::int64_t d, double& lane_sum) {
-                      lane_sum += double(to_float(dout(b, i, h, d))) * double(to_float(out(b, i, h, d)));
-                    },
-                    delta);
-                acc -= ::exp(double(s) - double(lse(b, h, i))) * delta;
-              },
-              sum);
-        }
-        Kokkos::single(Kokkos::PerTeam(team), [&] { sums(team.league_rank()) = sum; });
-      });
+  {  // On the host the dispatch runs within the call: its lock (kernels/host_dispatch_lock.hpp)
+     // is held for it and released before the wait below.
+    const kernels::HostDispatchLock<Exec> lock;
+    Kokkos::parallel_for(
+        "rfa::sink_gradient", Kokkos::TeamPolicy<Exec>(exec, int(H * chunks), Kokkos::AUTO, lanes),
+        KOKKOS_LAMBDA(const Team& team) {
+          const std::int64_t h = team.league_rank() / chunks;
+          const TeamRows mine = team_rows(team.league_rank() % chunks, rows_per_team, rows);
+          const float s = sinks[h];
+          double sum = 0.0;
+          if (s != -INFINITY) {  // no sink: no mass, no gradient
+            Kokkos::parallel_reduce(
+                Kokkos::TeamThreadRange(team, mine.first, mine.last),
+                [&](std::int64_t r, double& acc) {
+                  const std::int64_t b = r / L, i = r % L;
+                  double delta = 0.0;  // the row term D = sum_d dout * out
+                  Kokkos::parallel_reduce(
+                      Kokkos::ThreadVectorRange(team, D),
+                      [&](std::int64_t d, double& lane_sum) {
+                        lane_sum += double(to_float(dout(b, i, h, d))) * double(to_float(out(b, i, h, d)));
+                      },
+                      delta);
+                  acc -= ::exp(double(s) - double(lse(b, h, i))) * delta;
+                },
+                sum);
+          }
+          Kokkos::single(Kokkos::PerTeam(team), [&] { sums(team.league_rank()) = sum; });
+        });
+  }
   if (wait_for_kernel) {
     // Where it times out the kernel may still write `sums`, and freeing them would wait for it.
     on_timeout(wait_for_kernel, [&](const Error&) { keep_for_process(sums); });

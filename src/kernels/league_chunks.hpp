@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/host_dispatch_lock.hpp"
+
 namespace rfa {
 namespace kernels {
 
@@ -22,6 +24,7 @@ void for_each_league_chunk(const char* name, std::int64_t league, Functor functo
     functor.first_item = first;
     Policy policy(typename Policy::execution_space(), int(std::min(max_teams, league - first)), 1);
     configure(policy);
+    const HostDispatchLock<typename Policy::execution_space> lock;
     Kokkos::parallel_for(name, policy, functor);
   }
 }

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "core/dtype.hpp"
+#include "kernels/host_dispatch_lock.hpp"
 
 namespace rfa {
 namespace kernels {
@@ -57,6 +58,7 @@ template <class T, class Space>
 std::int64_t first_nonfinite(const T* values, std::int64_t count, bool allow_minus_infinity) {
   using Exec = typename Space::execution_space;
   std::int64_t first = std::numeric_limits<std::int64_t>::max();
+  const HostDispatchLock<Exec> lock;
   Kokkos::parallel_reduce("rfa::first_nonfinite", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(0, count),
                           LowestNonfinite<T>{values, allow_minus_infinity}, Kokkos::Min<std::int64_t>(first));
   return first == std::numeric_limits<std::int64_t>::max() ? -1 : first;
