@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "api_support.hpp"
+#include "argument_checks.hpp"
 #include "kernel_args.hpp"
 #include "launch_dispatch.cuh"
 #include "shape_mask.hpp"
@@ -36,44 +37,25 @@ const char* dtype_name(rfa_cuda_dtype t) {
 
 bool known_dtype(rfa_cuda_dtype t) { return t == RFA_CUDA_BF16 || t == RFA_CUDA_FP16 || t == RFA_CUDA_FP32; }
 
+std::size_t element_bytes(rfa_cuda_dtype t) { return t == RFA_CUDA_FP32 ? sizeof(float) : sizeof(std::uint16_t); }
+
 rfa_cuda_status to_device_positions(const char* name, const rfa_cuda_position_map& map, std::int64_t seq,
                                     DevicePositions& out) {
-  if (map.count == 0) {
-    out = device_positions(map);
-    return RFA_CUDA_SUCCESS;
-  }
-  if (map.count != 1 && map.count != 2)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s.count is %d; it must be 0, 1 or 2", name, map.count);
-  std::int64_t total = 0;
-  for (int i = 0; i < map.count; ++i) {
-    const rfa_cuda_segment& s = map.seg[i];
-    if (s.stride < 1 || s.length < 1)
-      return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s.seg[%d] has stride %lld and length %lld; both must be >= 1",
-                  name, i, static_cast<long long>(s.stride), static_cast<long long>(s.length));
-    if (std::llabs(s.start) > (INT64_C(1) << 60) || s.stride > (INT64_C(1) << 30))
-      return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s.seg[%d] positions are out of range", name, i);
-    total += s.length;
-  }
-  if (total != seq)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s covers %lld rows but the sequence has %lld", name,
-                static_cast<long long>(total), static_cast<long long>(seq));
+  RFA_CUDA_TRY(check_position_map(name, map, seq));
   out = device_positions(map);
   return RFA_CUDA_SUCCESS;
 }
 
 rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& dims) {
-  if (s.batch < 1 || s.seq_q < 1 || s.seq_k < 1 || s.heads < 1 || s.kv_heads < 1)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
-                "batch %lld, seq_q %lld, seq_k %lld, heads %lld, kv_heads %lld must all be >= 1",
-                static_cast<long long>(s.batch), static_cast<long long>(s.seq_q), static_cast<long long>(s.seq_k),
-                static_cast<long long>(s.heads), static_cast<long long>(s.kv_heads));
-  if (s.heads % s.kv_heads != 0)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "heads (%lld) is not a multiple of kv_heads (%lld)",
-                static_cast<long long>(s.heads), static_cast<long long>(s.kv_heads));
+  RFA_CUDA_TRY(check_common_shape(s));
   // Each factor bounded before the product, which could wrap in 64 bits otherwise.
   if (s.seq_q > INT_MAX / 2 || s.seq_k > INT_MAX / 2 || s.batch > INT_MAX / 2 || s.heads > INT_MAX / 2 ||
       s.batch * s.heads > INT_MAX / 2)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "sequence or batch*heads too large for 32-bit tile indices");
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "seq_q %lld, seq_k %lld, batch %lld x heads %lld: the kernels' 32-bit tile indices take at most %d "
+                "each",
+                static_cast<long long>(s.seq_q), static_cast<long long>(s.seq_k), static_cast<long long>(s.batch),
+                static_cast<long long>(s.heads), INT_MAX / 2);
   // A backward CTA walks every (query head of its GQA group, query tile) pair with a 32-bit
   // count, its query tiles at least 32 rows.
   if ((s.heads / s.kv_heads) * ((s.seq_q + 31) / 32) > INT_MAX)
@@ -93,28 +75,6 @@ rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s, AttentionDims& di
                 static_cast<long long>(s.head_dim), static_cast<long long>(s.value_head_dim));
   if (s.dtype != RFA_CUDA_BF16 && s.dtype != RFA_CUDA_FP16)
     return fail(RFA_CUDA_ERROR_UNSUPPORTED, "input dtype %s is not supported: use bf16 or fp16", dtype_name(s.dtype));
-  if (s.mask != RFA_CUDA_MASK_NONE && s.mask != RFA_CUDA_MASK_CAUSAL)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "unknown mask %d", static_cast<int>(s.mask));
-  if (s.window < 0)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "window %lld must be >= 0 (0: none)",
-                static_cast<long long>(s.window));
-  if (s.doc_bound_count < 0 || s.doc_bound_count == 1 || (s.doc_bound_count > 0 && s.doc_bounds == nullptr))
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
-                "doc_bounds: %lld values at %p; give documents + 1 boundaries (>= 2) in device memory, or 0 and NULL",
-                static_cast<long long>(s.doc_bound_count), static_cast<const void*>(s.doc_bounds));
-  if (!(s.softcap >= 0.f) || !std::isfinite(s.softcap))
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "softcap %g must be finite and >= 0 (0: none)",
-                static_cast<double>(s.softcap));
-  if (s.ranges != 0 && (s.range_band_count < 0 ||
-                        (s.range_band_count > 0 && (s.range_band_begin == nullptr || s.range_band_end == nullptr ||
-                                                    s.range_band_offset == nullptr || s.range_entries == nullptr))))
-    return fail(
-        RFA_CUDA_ERROR_INVALID_ARGUMENT,
-        "ranges: %lld bands; give the index's band arrays and entries in device memory (NULL only with 0 bands)",
-        static_cast<long long>(s.range_band_count));
-  if (!(s.scale >= 0.f) || !std::isfinite(s.scale))
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "scale %g must be finite and >= 0 (0: 1/sqrt(d))",
-                static_cast<double>(s.scale));
   dims.batch = static_cast<int>(s.batch);
   dims.seq_q = static_cast<int>(s.seq_q);
   dims.seq_k = static_cast<int>(s.seq_k);
@@ -163,10 +123,18 @@ rfa_cuda_status check_device() {
 rfa_cuda_status check_rowwise_shape(const char* what, std::int64_t batch, std::int64_t seq, std::int64_t heads,
                                     std::int64_t head_dim, RowwiseShape& shape) {
   if (batch < 1 || seq < 1 || heads < 1 || head_dim < 1)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s: batch, seq, heads, head_dim must all be >= 1", what);
-  if (batch * seq * heads > (INT64_C(1) << 33) || seq > INT_MAX || heads > INT_MAX || batch > INT_MAX ||
-      head_dim > INT_MAX)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s: too many rows", what);
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s: batch %lld, seq %lld, heads %lld, head_dim %lld must all be >= 1",
+                what, static_cast<long long>(batch), static_cast<long long>(seq), static_cast<long long>(heads),
+                static_cast<long long>(head_dim));
+  // Each factor bounded before a product: batch x seq x heads rows at most 2^33.
+  constexpr std::int64_t kMaxRows = INT64_C(1) << 33;
+  if (seq > INT_MAX || heads > INT_MAX || batch > INT_MAX || head_dim > INT_MAX || batch * seq > kMaxRows ||
+      heads > kMaxRows / (batch * seq))
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
+                "%s: batch %lld x seq %lld x heads %lld rows (head_dim %lld): at most 2^33 rows, each size at most "
+                "INT_MAX",
+                what, static_cast<long long>(batch), static_cast<long long>(seq), static_cast<long long>(heads),
+                static_cast<long long>(head_dim));
   shape =
       RowwiseShape{static_cast<int>(batch), static_cast<int>(seq), static_cast<int>(heads), static_cast<int>(head_dim)};
   return RFA_CUDA_SUCCESS;
@@ -256,7 +224,8 @@ rfa_cuda_status forward(const rfa_cuda_forward_params* p, cudaStream_t stream) {
   if (p->out_dtype != p->shape.dtype && p->out_dtype != RFA_CUDA_FP32)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "out_dtype %s must be the input dtype (%s) or fp32",
                 dtype_name(p->out_dtype), dtype_name(p->shape.dtype));
-  if (p->lse == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "lse is NULL");
+  RFA_CUDA_TRY(check_device_array("flash_forward", "lse", p->lse, sizeof(float)));
+  RFA_CUDA_TRY(check_known_path(p->path));
   if (p->merge && p->out_dtype != RFA_CUDA_FP32)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "merge needs out_dtype fp32 (the running partial), not %s",
                 dtype_name(p->out_dtype));
@@ -317,8 +286,9 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   RFA_CUDA_TRY(check_output_rows("dq", p->dq_strides, s.batch, s.seq_q, s.heads));
   RFA_CUDA_TRY(check_output_rows("dk", p->dk_strides, s.batch, s.seq_k, s.kv_heads));
   RFA_CUDA_TRY(check_output_rows("dv", p->dv_strides, s.batch, s.seq_k, s.kv_heads));
-  if (p->lse == nullptr || p->delta == nullptr)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "lse and delta must not be NULL");
+  RFA_CUDA_TRY(check_device_array("flash_backward", "lse", p->lse, sizeof(float)));
+  RFA_CUDA_TRY(check_device_array("flash_backward", "delta", p->delta, sizeof(float)));
+  RFA_CUDA_TRY(check_known_path(p->path));
   const bool store = p->grad_mode == RFA_CUDA_GRAD_STORE;
   const bool overwrite_dkdv = p->grad_mode == RFA_CUDA_GRAD_ACCUMULATE_DQ_FP32;
   if (!store && !overwrite_dkdv && p->grad_mode != RFA_CUDA_GRAD_ACCUMULATE_FP32)
@@ -326,7 +296,9 @@ rfa_cuda_status backward(const rfa_cuda_backward_params* p, cudaStream_t stream)
   const bool deterministic = p->deterministic != 0;
   if (store && !deterministic && (p->workspace == nullptr || !aligned16(p->workspace)))
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
-                "grad_mode STORE needs a 16-byte aligned workspace of rfa_cuda_backward_workspace_size() bytes");
+                "grad_mode STORE needs a 16-byte aligned workspace of rfa_cuda_backward_workspace_size() bytes; "
+                "workspace is %p",
+                p->workspace);
   RFA_CUDA_TRY(check_device());
   // The deterministic mode runs the sm_80 kernels, with the dQ pass, whatever the path asks for
   // (whether the Hopper kernels could run here or take the shape is beside the point).
@@ -406,10 +378,14 @@ rfa_cuda_status delta(const rfa_cuda_delta_params* p, cudaStream_t stream) {
   if (p == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "delta params is NULL");
   RowwiseShape shape{};
   RFA_CUDA_TRY(check_rowwise_shape("attention_delta", p->batch, p->seq, p->heads, p->head_dim, shape));
-  if (p->out == nullptr || p->dout == nullptr || p->delta == nullptr)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "attention_delta: out, dout and delta must not be NULL");
   if (!known_dtype(p->out_dtype) || !known_dtype(p->dout_dtype))
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "attention_delta: unknown dtype");
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "attention_delta: out_dtype %d or dout_dtype %d is no rfa_cuda_dtype",
+                static_cast<int>(p->out_dtype), static_cast<int>(p->dout_dtype));
+  RFA_CUDA_TRY(check_rowwise_tensor("attention_delta", "out", p->out, p->out_strides, element_bytes(p->out_dtype),
+                                    false, p->batch, p->seq, p->heads));
+  RFA_CUDA_TRY(check_rowwise_tensor("attention_delta", "dout", p->dout, p->dout_strides, element_bytes(p->dout_dtype),
+                                    false, p->batch, p->seq, p->heads));
+  RFA_CUDA_TRY(check_device_array("attention_delta", "delta", p->delta, sizeof(float)));
   const StridedTensor out = resolve(p->out, p->out_strides, p->seq, p->heads, p->head_dim);
   const StridedTensor dout = resolve(p->dout, p->dout_strides, p->seq, p->heads, p->head_dim);
   return from_cuda(launch_attention_delta(shape, out, element_type(p->out_dtype), dout, element_type(p->dout_dtype),
@@ -421,8 +397,12 @@ rfa_cuda_status merge(const rfa_cuda_merge_params* p, cudaStream_t stream) {
   if (p == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "merge params is NULL");
   RowwiseShape shape{};
   RFA_CUDA_TRY(check_rowwise_shape("merge_partial", p->batch, p->seq, p->heads, p->head_dim, shape));
-  if (p->out == nullptr || p->lse == nullptr || p->block_out == nullptr || p->block_lse == nullptr)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "merge_partial: out, lse, block_out, block_lse must not be NULL");
+  RFA_CUDA_TRY(check_rowwise_tensor("merge_partial", "out", p->out, p->out_strides, sizeof(float), true, p->batch,
+                                    p->seq, p->heads));
+  RFA_CUDA_TRY(check_rowwise_tensor("merge_partial", "block_out", p->block_out, p->block_out_strides, sizeof(float),
+                                    false, p->batch, p->seq, p->heads));
+  RFA_CUDA_TRY(check_device_array("merge_partial", "lse", p->lse, sizeof(float)));
+  RFA_CUDA_TRY(check_device_array("merge_partial", "block_lse", p->block_lse, sizeof(float)));
   const StridedTensor out = resolve(p->out, p->out_strides, p->seq, p->heads, p->head_dim);
   const StridedTensor block = resolve(p->block_out, p->block_out_strides, p->seq, p->heads, p->head_dim);
   return from_cuda(launch_merge_partial(shape, out, p->lse, block, p->block_lse, stream), "merge_partial launch");
@@ -432,10 +412,13 @@ rfa_cuda_status convert(const rfa_cuda_convert_params* p, cudaStream_t stream) {
   if (p == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "convert params is NULL");
   RowwiseShape shape{};
   RFA_CUDA_TRY(check_rowwise_shape("convert_from_fp32", p->batch, p->seq, p->heads, p->head_dim, shape));
-  if (p->src == nullptr || p->dst == nullptr)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "convert_from_fp32: src and dst must not be NULL");
   if (p->dst_dtype != RFA_CUDA_BF16 && p->dst_dtype != RFA_CUDA_FP16)
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "convert_from_fp32: dst_dtype must be bf16 or fp16");
+    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "convert_from_fp32: dst_dtype %d must be bf16 or fp16",
+                static_cast<int>(p->dst_dtype));
+  RFA_CUDA_TRY(check_rowwise_tensor("convert_from_fp32", "src", p->src, p->src_strides, sizeof(float), false, p->batch,
+                                    p->seq, p->heads));
+  RFA_CUDA_TRY(check_rowwise_tensor("convert_from_fp32", "dst", p->dst, p->dst_strides, sizeof(std::uint16_t), true,
+                                    p->batch, p->seq, p->heads));
   const StridedTensor src = resolve(p->src, p->src_strides, p->seq, p->heads, p->head_dim);
   const StridedTensor dst = resolve(p->dst, p->dst_strides, p->seq, p->heads, p->head_dim);
   return from_cuda(launch_convert_from_fp32(shape, src, dst, element_type(p->dst_dtype), stream),

@@ -43,7 +43,9 @@ rfa_cuda_attention_shape cuda_attention_shape(const kernels::AttentionParams& p,
     s.doc_bounds = mask.doc_bounds;
     s.doc_bound_count = p.doc_bound_count;
   }
-  if (p.doc_offsets != nullptr) {  // per-sequence documents, likewise from config().doc_offsets
+  // Per-sequence documents, likewise from config().doc_offsets; where every entry's list is
+  // empty (no boundaries at all) each entry is one document, which is no documents.
+  if (p.doc_offsets != nullptr && p.doc_bound_count > 0) {
     if (mask.doc_offsets == nullptr)
       fail(RFA_ERROR_INTERNAL, "per-sequence document offsets reached the CUDA kernels without a device copy");
     s.doc_offsets = mask.doc_offsets;

@@ -26,6 +26,10 @@
 #include "engine/rank_positions.hpp"
 #include "kernels/tile_visibility.hpp"
 
+// The kernels-level API's host checks.
+#include "api_support.hpp"
+#include "argument_checks.hpp"
+
 // The device headers after the stand-ins for CUDA's qualifiers.
 #include "device_code_on_host.hpp"
 
@@ -126,7 +130,10 @@ std::int64_t check_every_step(AttentionConfig c, rfa_layout_t layout, const std:
         EXPECT_EQ(rows_covered(s.k_positions), L) << where;
         // The device copies, never the params' host lists.
         EXPECT_EQ(s.doc_bounds, c.doc_bounds.size() > 0 ? pointers.doc_bounds : nullptr) << where;
-        EXPECT_EQ(s.doc_offsets, pointers.doc_offsets) << where;
+        EXPECT_EQ(s.doc_offsets, c.doc_bounds.size() > 0 ? pointers.doc_offsets : nullptr) << where;
+        // Nothing the kernels-level API would refuse before looking at the device.
+        EXPECT_EQ(rfa_cuda::detail::check_common_shape(s), RFA_CUDA_SUCCESS)
+            << where << rfa_cuda::detail::last_message();
         if (s.ranges != 0) {
           EXPECT_EQ(s.range_band_begin, pointers.range_band_begin) << where;
           EXPECT_EQ(s.range_band_end, pointers.range_band_end) << where;
@@ -212,9 +219,12 @@ TEST(EngineShapeOnHost, DocumentsOnEveryStep) {
   AttentionConfig own = base_config(RFA_MASK_CAUSAL, 9);
   own.doc_bounds = {0, 7, 24, 0, 3, 17, 24};  // entry 0's list, then entry 1's
   own.doc_offsets = {0, 3, 7};
+  AttentionConfig every_list_empty = base_config(RFA_MASK_CAUSAL, 0);
+  every_list_empty.doc_offsets = {0, 0, 0};
   for (rfa_layout_t layout : kCudaLayouts) {
     check_every_step(shared, layout, "causal, documents shared by the batch");
     check_every_step(own, layout, "causal, window 9, per-sequence documents");
+    check_every_step(every_list_empty, layout, "causal, per-sequence documents, every list empty");
   }
 }
 

@@ -75,8 +75,10 @@ typedef struct rfa_cuda_position_map {
 } rfa_cuda_position_map;
 
 /* Element strides of a 4-d tensor [batch][seq][head][dim]; all zero: contiguous.
- * Strides must be multiples of 8 elements and base pointers 16-byte aligned. A stride of 0
- * along a dimension of more than one index broadcasts an input along it (sm80 path only: the
+ * Strides must be multiples of 8 elements and base pointers 16-byte aligned (the row-wise calls:
+ * strides >= 0 and pointers aligned to their elements; lse, delta and every int64_t array, to
+ * theirs). A stride of 0 along a dimension of more than one index broadcasts an input along it
+ * (sm80 path only: the
  * sm90 path refuses it, RFA_CUDA_ERROR_UNSUPPORTED, as it does an input's stride of 2^40 bytes
  * or more, which its TMA descriptors cannot hold); an output's is refused on every path
  * (RFA_CUDA_ERROR_INVALID_ARGUMENT: its rows would share elements). */
@@ -121,7 +123,9 @@ typedef struct rfa_cuda_attention_shape {
   int64_t range_band_count;
   /* Per-sequence documents: batch + 1 offsets into doc_bounds in DEVICE memory (unchecked there,
    * as doc_bounds); batch entry b's boundaries are doc_bounds[doc_offsets[b] .. doc_offsets[b + 1])
-   * (no values: one document). Runs on the sm_80 kernels: the Hopper path, asked for by name, is
+   * (no values: one document). Only beside doc_bounds (doc_bound_count >= 2: where no entry has
+   * a boundary, pass no offsets), 8-byte aligned like it; RFA_CUDA_ERROR_INVALID_ARGUMENT
+   * otherwise. Runs on the sm_80 kernels: the Hopper path, asked for by name, is
    * RFA_CUDA_ERROR_UNSUPPORTED with them. NULL (default): doc_bounds serves every entry. */
   const int64_t* doc_offsets;
   /* The head dim of v, out, dout and dv where it differs from head_dim (multi-head latent

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "api_support.hpp"
+#include "argument_checks.hpp"
 #include "cudnn/band_plan.hpp"
 #include "cudnn/cudnn_library.hpp"
 #include "rowwise_launchers.hpp"
@@ -349,6 +350,7 @@ float resolved_scale(const rfa_cuda_attention_shape& s) {
 }
 
 rfa_cuda_status check_shape(const rfa_cuda_attention_shape& s) {
+  RFA_CUDA_TRY(detail::check_common_shape(s));
   if (s.batch < 1 || s.seq_q < 1 || s.seq_k < 1 || s.heads < 1 || s.kv_heads < 1 || s.heads % s.kv_heads != 0 ||
       s.head_dim < 8 || s.head_dim % 8 != 0 || s.head_dim > 256 || s.seq_q > INT_MAX || s.seq_k > INT_MAX)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
