@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Tests of perf/multinode/scale_check's choices that need no namespaces: the shaper's burst by
 node count (on either side of the machine's cores), the wait for a quiet machine, and the TCP
-processing as the median of its pairs over the bytes every node moved, and the transfers' cost to
-the kernels read from the ring bench (the programs and /proc/stat stood in for)."""
+processing as the median of its pairs over the bytes every node moved, the link's calibration
+(refused where it is noise), and the transfers' cost to the kernels read from the ring bench (the
+programs and /proc/stat stood in for)."""
 import pathlib
 import unittest
 from unittest import mock
@@ -110,6 +111,28 @@ class ProcessingTest(unittest.TestCase):
         self.assertAlmostEqual(median, 3e-9, delta=1e-15)
         for got, want in zip(pairs, per_byte):
             self.assertAlmostEqual(got, want, delta=1e-15)
+
+
+class CalibrationTest(unittest.TestCase):
+    TABLE = ("rfa_comm_bench: ring exchange over mpi, 2 ranks, 2 message(s) at once, 10 repetition(s) per size\n"
+             "       bytes  median us     min us     max us  GB/s (link)\n"
+             "           8      {small}       24.8     3729.6         0.00\n"
+             "       65536      {large}      205.8     1201.4         0.16\n")
+
+    def calibrate(self, small, large):
+        with mock.patch.object(scale_check, "run", return_value=self.TABLE.format(small=small, large=large)):
+            return scale_check.calibrate(pathlib.Path("build"), 2, "1gbit", 65536, pathlib.Path("out"))
+
+    def test_latency_and_bandwidth_from_the_medians(self):
+        latency, bandwidth = self.calibrate("100.0", "1100.0")
+        self.assertAlmostEqual(latency, 100e-6, delta=1e-12)
+        self.assertAlmostEqual(bandwidth, 2 * (65536 - 8) / 1000e-6, delta=1.0)
+
+    def test_a_large_message_no_slower_than_a_small_one_is_noise(self):
+        # A loaded machine's medians: read as a bandwidth, 1e14 B/s, whose burst could not be allocated.
+        with self.assertRaises(SystemExit) as stop:
+            self.calibrate("977.7", "814.4")
+        self.assertIn("noise", str(stop.exception))
 
 
 class KernelCostTest(unittest.TestCase):
