@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Two contexts used at once from two threads of every rank, as rfa.h allows (each over its own
-// communicator, MPI_THREAD_MULTIPLE): forward and backward on each, ten times, from the
-// process's first kernels on, give bitwise the results of the same calls made one at a time.
+// communicator, MPI_THREAD_MULTIPLE): forward and backward on each, twenty times, from the
+// process's first kernels on, give bitwise the results of the same calls made one at a time
+// (deterministic backward: the same bits from run to run with any number of host threads).
 // The contexts' head dims differ (64 and 128), so their kernels' scratch differs in size: with
 // Kokkos before 4.0, whose host backend kept one scratch buffer for every dispatch, the two
 // threads overwrote each other's scratch (wrong outputs) and reallocated it under each other
@@ -19,7 +20,7 @@
 
 namespace {
 
-constexpr int kIterations = 10;
+constexpr int kIterations = 20;
 constexpr std::int64_t kSeq = 512, kHeads = 2;
 
 struct Outputs {
@@ -44,6 +45,7 @@ class Problem {
     o.head_dim = head_dim;
     o.mask = RFA_MASK_CAUSAL;
     o.timeout_s = 60.0;
+    o.deterministic = 1;  // bitwise the same from run to run with host threads too
     ok_ = rfa_context_create(comm, &o, &ctx_) == RFA_SUCCESS;
     if (!ok_) {
       std::fprintf(stderr, "FAIL: rfa_context_create (head_dim %lld): %s\n", (long long)head_dim,
