@@ -116,8 +116,9 @@ typedef struct rfa_mask_range_t {
   int64_t q_end;         /**< One past the last query position. */
   int64_t k_begin;       /**< First key position. */
   int64_t k_end;         /**< One past the last key position. */
-  int64_t band_lo;       /**< ::RFA_RANGE_BAND: the lowest offset from the top-left diagonal; ignored otherwise. */
-  int64_t band_hi;       /**< ::RFA_RANGE_BAND: the highest offset, >= band_lo; ignored otherwise. */
+  int64_t band_lo;       /**< ::RFA_RANGE_BAND: the lowest offset from the top-left diagonal, above -2^61; ignored
+                              otherwise. */
+  int64_t band_hi;       /**< ::RFA_RANGE_BAND: the highest offset, >= band_lo and below 2^61; ignored otherwise. */
   rfa_range_kind_t kind; /**< Which pairs of the rectangle are visible. */
 } rfa_mask_range_t;
 
