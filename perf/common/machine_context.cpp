@@ -8,6 +8,8 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #if __has_include("rfa_git_state.h")
@@ -86,9 +88,36 @@ void set_field(ContextFields& fields, const std::string& key, const std::string&
   fields.emplace_back(key, value);
 }
 
+std::string cpu_model_from(const std::string& cpuinfo) {
+  // The value after "key<blanks>:" on the first line that starts with `key`.
+  const auto value = [&](const std::string& key) -> std::string {
+    std::istringstream in(cpuinfo);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind(key, 0) != 0) continue;
+      const auto colon = line.find(':');
+      if (colon == std::string::npos || line.find_first_not_of(" \t", key.size()) != colon) continue;
+      const auto start = line.find_first_not_of(" \t", colon + 1);
+      return start == std::string::npos ? "" : line.substr(start);
+    }
+    return "";
+  };
+  const std::string name = value("model name");
+  if (!name.empty()) return name;
+  // Arm cores name no model: their implementer and part (with variant and revision) tell one
+  // core design from another, as the comparator needs.
+  const std::string implementer = value("CPU implementer"), part = value("CPU part");
+  if (!implementer.empty() && !part.empty())
+    return "arm implementer " + implementer + " part " + part + " variant " + value("CPU variant") + " revision " +
+           value("CPU revision");
+  return "unknown";
+}
+
 std::string cpu_model() {
-  const std::string m = keyed_line("/proc/cpuinfo", "model name");
-  return m.empty() ? "unknown" : m;
+  std::ifstream in("/proc/cpuinfo");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return cpu_model_from(text.str());
 }
 
 int usable_cores() {

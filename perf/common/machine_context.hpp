@@ -25,7 +25,11 @@ ContextFields collect_machine_context(const std::string& program);
 /// Sets `key` to `value`, replacing an earlier value of the same key.
 void set_field(ContextFields& fields, const std::string& key, const std::string& value);
 
-/// The CPU model as /proc/cpuinfo names it ("unknown" elsewhere).
+/// The CPU model in /proc/cpuinfo's text: its "model name", or on Arm cores (which have none)
+/// "arm implementer I part P variant V revision R" from their fields; "unknown" otherwise.
+std::string cpu_model_from(const std::string& cpuinfo);
+
+/// The CPU model as /proc/cpuinfo names it (cpu_model_from; "unknown" where it cannot be read).
 std::string cpu_model();
 
 /// Logical cores this process may run on (its affinity mask), at least 1.
