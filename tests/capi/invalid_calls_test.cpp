@@ -538,6 +538,16 @@ const BadOption kBadOptions[] = {
      },
      RFA_ERROR_UNSUPPORTED,
      "head_dim 96 is not supported on CUDA devices: the CUDA kernels take head_dim 32, 64, 128, 192 or 256"},
+#if !RFA_HAVE_CUDA
+    // A build without the CUDA engine says so beside the kernels' limit.
+    {"CUDA context, head_dim 96, in a build without CUDA",
+     [](rfa_options_t& o) {
+       o.device = RFA_DEVICE_CUDA;
+       o.dtype = RFA_DTYPE_BFLOAT16;
+       o.head_dim = 96;
+     },
+     RFA_ERROR_UNSUPPORTED, "; besides, this build of rfa cannot run on CUDA devices"},
+#endif
     {"CUDA context, softcap over scale beyond fp32",
      [](rfa_options_t& o) {
        o.device = RFA_DEVICE_CUDA;
