@@ -9,7 +9,8 @@
 #     names both nodes;
 #   - perf_suite_array.sbatch, the regression suite's multi-node job, parts ring (task 2) and main
 #     (task 3) with --quick: every run at P = 2 and 4 across the nodes writes its results, the
-#     main job's checks pass, and its topology dump names both nodes.
+#     main job's checks pass, and its topology dumps (one per P) are written, P = 4's naming
+#     both nodes.
 #   multinode_smoke.sh TEMPLATES_DIR BUILD_DIR PYTHON
 # Root only: exits 77 with the harness's reason where namespaces cannot be made.
 set -euo pipefail
@@ -45,8 +46,8 @@ for task in 2 3; do
     SLURM_ARRAY_JOB_ID=mn bash "$templates/perf_suite_array.sbatch" || fail "array task $task exited $?"
 done
 for f in ring-P2-S256.json ring-P4-S256.json main-P2-fp32.json main-P4-fp32.json main-P4-bf16.json \
-  rfa-topo-main.json; do
+  rfa-topo-main-P2.json rfa-topo-main-P4.json; do
   [ -s "results/mn/$f" ] || fail "the array job wrote no $f"
 done
-names_both_nodes results/mn/rfa-topo-main.json || fail "the main job's topology dump does not name both nodes"
+names_both_nodes results/mn/rfa-topo-main-P4.json || fail "the main job's topology dump at P = 4 does not name both nodes"
 echo "PASS"
