@@ -108,10 +108,7 @@ rfa_cuda_status check_common_shape(const rfa_cuda_attention_shape& s) {
 rfa_cuda_status check_rowwise_tensor(const char* call, const char* name, const void* data,
                                      const rfa_cuda_strides& strides, std::size_t element_bytes, bool output,
                                      std::int64_t batch, std::int64_t seq, std::int64_t heads) {
-  if (data == nullptr) return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", call, name);
-  if (!aligned_to(data, element_bytes))
-    return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT, "%s: %s at %p is not aligned to its %zu-byte elements", call, name,
-                data, element_bytes);
+  RFA_CUDA_TRY(check_device_array(call, name, data, element_bytes));
   if (strides.batch < 0 || strides.seq < 0 || strides.head < 0)
     return fail(RFA_CUDA_ERROR_INVALID_ARGUMENT,
                 "%s: %s has strides (batch %lld, seq %lld, head %lld); none may be negative", call, name,

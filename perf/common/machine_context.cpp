@@ -34,18 +34,27 @@ std::string env_or(const char* name, const char* fallback) {
   return v && *v ? v : fallback;
 }
 
-/// The value after "key<spaces>:" on the first matching line of a "key: value" file.
-std::string keyed_line(const std::string& path, const std::string& key) {
-  std::ifstream in(path);
+/// The value after "key<blanks>:" on the first line of `text` that starts with `key` followed
+/// only by blanks before its colon ("" if none).
+std::string keyed_value(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind(key, 0) != 0) continue;
     const auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
+    if (colon == std::string::npos || line.find_first_not_of(" \t", key.size()) != colon) continue;
     const auto start = line.find_first_not_of(" \t", colon + 1);
     return start == std::string::npos ? "" : line.substr(start);
   }
   return "";
+}
+
+/// The whole text of a file ("" where it cannot be read).
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 /// NVIDIA's driver names each GPU under /proc without needing the CUDA runtime; a CPU-only
@@ -56,7 +65,7 @@ std::string gpu_models() {
   const std::filesystem::path root("/proc/driver/nvidia/gpus");
   if (!std::filesystem::is_directory(root, ec)) return "none";
   for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
-    const std::string model = keyed_line((entry.path() / "information").string(), "Model");
+    const std::string model = keyed_value(file_text((entry.path() / "information").string()), "Model");
     if (model.empty()) continue;
     if (models.find(model) == std::string::npos) models += (models.empty() ? "" : "; ") + model;
   }
@@ -89,36 +98,18 @@ void set_field(ContextFields& fields, const std::string& key, const std::string&
 }
 
 std::string cpu_model_from(const std::string& cpuinfo) {
-  // The value after "key<blanks>:" on the first line that starts with `key`.
-  const auto value = [&](const std::string& key) -> std::string {
-    std::istringstream in(cpuinfo);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind(key, 0) != 0) continue;
-      const auto colon = line.find(':');
-      if (colon == std::string::npos || line.find_first_not_of(" \t", key.size()) != colon) continue;
-      const auto start = line.find_first_not_of(" \t", colon + 1);
-      return start == std::string::npos ? "" : line.substr(start);
-    }
-    return "";
-  };
-  const std::string name = value("model name");
+  const std::string name = keyed_value(cpuinfo, "model name");
   if (!name.empty()) return name;
   // Arm cores name no model: their implementer and part (with variant and revision) tell one
   // core design from another, as the comparator needs.
-  const std::string implementer = value("CPU implementer"), part = value("CPU part");
+  const std::string implementer = keyed_value(cpuinfo, "CPU implementer"), part = keyed_value(cpuinfo, "CPU part");
   if (!implementer.empty() && !part.empty())
-    return "arm implementer " + implementer + " part " + part + " variant " + value("CPU variant") + " revision " +
-           value("CPU revision");
+    return "arm implementer " + implementer + " part " + part + " variant " + keyed_value(cpuinfo, "CPU variant") +
+           " revision " + keyed_value(cpuinfo, "CPU revision");
   return "unknown";
 }
 
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return cpu_model_from(text.str());
-}
+std::string cpu_model() { return cpu_model_from(file_text("/proc/cpuinfo")); }
 
 int usable_cores() {
   cpu_set_t set;
