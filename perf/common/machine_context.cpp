@@ -120,6 +120,7 @@ int usable_cores() {
 
 ContextFields collect_machine_context(const std::string& program) {
   ContextFields c;
+  c.emplace_back("result_schema", std::to_string(kResultSchema));
   c.emplace_back("date", utc_now());
   c.emplace_back("executable", program);
   c.emplace_back("host_name", host_name());

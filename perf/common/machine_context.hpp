@@ -15,11 +15,15 @@ namespace perf {
 /// Ordered (key, value) pairs; JSON object members in this order.
 using ContextFields = std::vector<std::pair<std::string, std::string>>;
 
-/// Date, program, host name, CPU count and model, GPU models (from the driver's /proc files:
-/// no CUDA runtime needed), git commit (from a header rewritten at build time, "-dirty" when
-/// tracked files were edited: cmake/RfaGitState.cmake), compiler and build type (compile
-/// definitions RFA_PERF_COMPILER, RFA_PERF_BUILD_TYPE: cmake/RfaPerfProvenance.cmake),
-/// and the Slurm job id and node list when the run is a Slurm job.
+/// The version of the result files' format (docs/benchmarks.md), their context's
+/// "result_schema": perf/compare refuses a file of a newer format than it knows. Raised when a
+/// field changes meaning or the file's layout changes; new fields need no new version.
+constexpr int kResultSchema = 1;
+
+/// The result format's version, date, program, host name, CPU count and model, GPU models (from the driver's /proc
+/// files: no CUDA runtime needed), git commit (from a header rewritten at build time, "-dirty" when tracked files were
+/// edited: cmake/RfaGitState.cmake), compiler and build type (compile definitions RFA_PERF_COMPILER,
+/// RFA_PERF_BUILD_TYPE: cmake/RfaPerfProvenance.cmake), and the Slurm job id and node list when the run is a Slurm job.
 ContextFields collect_machine_context(const std::string& program);
 
 /// Sets `key` to `value`, replacing an earlier value of the same key.

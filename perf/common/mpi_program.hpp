@@ -1,28 +1,49 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The frame the MPI programs of perf/ run in: MPI and Kokkos set up and torn down around the body,
-// SIGPIPE ignored, and an rfa::Error, an unwritable results file or a refused option value that
-// escapes it reported with the program's name and the rank.
+// SIGPIPE ignored, the ranks' node count recorded for the results' context, and an rfa::Error, an unwritable results
+// file or a refused option value that escapes it reported with the program's name and the rank.
 #pragma once
 
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "command_line.hpp"
 #include "core/error.hpp"
 #include "result_json.hpp"
+#include "run_context.hpp"
 #if defined(KOKKOS_ENABLE_CUDA)
 #include "device/select_device.hpp"
 #endif
 
 namespace rfa {
 namespace perf {
+
+/// How many nodes the ranks of `comm` run on: their distinct host names (MPI processor names).
+/// Collective over `comm`.
+inline int count_nodes(MPI_Comm comm) {
+  char name[MPI_MAX_PROCESSOR_NAME] = {0};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  std::vector<char> names(std::size_t(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm);
+  std::set<std::string> distinct;
+  for (int r = 0; r < size; ++r) {
+    const char* own = names.data() + std::size_t(r) * MPI_MAX_PROCESSOR_NAME;
+    distinct.emplace(own, std::find(own, own + MPI_MAX_PROCESSOR_NAME, '\0'));
+  }
+  return int(distinct.size());
+}
 
 /// Returns body(world_rank, argc, argv)'s exit code, or 2 after printing (on every rank) an
 /// escaped rfa::Error, ResultsFileError or OptionError.
@@ -37,6 +58,7 @@ int run_mpi_program(int argc, char** argv, const char* name, Body&& body) {
   MPI_Init(&argc, &argv);
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  set_node_count(count_nodes(MPI_COMM_WORLD));  // the results' "nodes"
   static char kokkos_help_flag[] = "--kokkos-help";
   std::vector<char*> kokkos_args = {argv[0]}, program_args = {argv[0]};
   bool kokkos_help = false;

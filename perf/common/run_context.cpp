@@ -64,7 +64,11 @@ std::string hwloc_version() {
 #endif
 }
 
+int recorded_node_count = 1;
+
 }  // namespace
+
+void set_node_count(int nodes) { recorded_node_count = nodes; }
 
 ContextFields collect_run_context(const std::string& program) {
   ContextFields c = collect_machine_context(program);
@@ -75,6 +79,7 @@ ContextFields collect_run_context(const std::string& program) {
   set_field(c, "nccl_version", RFA_PERF_NCCL_VERSION);
   set_field(c, "cuda_version", RFA_PERF_CUDA_VERSION);
   set_field(c, "hwloc_version", hwloc_version());
+  set_field(c, "nodes", std::to_string(recorded_node_count));
   return c;
 }
 

@@ -522,8 +522,9 @@ int run(int me, int argc, char** argv) {
   }
   if (me == 0) std::printf("largest deviation of a prediction from its measurement: %.1f%%\n", 100 * worst);
   if (me == 0 && !o.json.empty()) {
-    ContextFields context = collect_machine_context("rfa_model_check");
+    ContextFields context = collect_run_context("rfa_model_check");
     set_field(context, "suite", "model_check");
+    set_field(context, "ranks", std::to_string(P));
     set_field(context, "packed_head_speedup",
               std::to_string(m.packed_head_forward_speedup) + " / " + std::to_string(m.packed_head_backward_speedup));
     set_field(context, "masked_tile_cost",

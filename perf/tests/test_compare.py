@@ -3,7 +3,8 @@
 not, a correctness mismatch or a case that errored always is, an unknown machine, device,
 communicator or case is a new baseline, too few repetitions give no verdict (and hide no
 regression elsewhere), a case the new run lost on the same machine makes it incomplete, and a
-file without cases or context, or options out of range, are usage errors."""
+file without cases or context, of a newer result format, or options out of range, are usage
+errors."""
 import io
 import json
 import os
@@ -162,7 +163,7 @@ class CompareTest(unittest.TestCase):
 
     def test_other_cuda_kernels_or_ring_order_are_a_new_baseline(self):
         for key, a, b in (("cuda_kernels", "rfa", "cudnn"), ("ring_order", "identity", "topology"),
-                          ("deterministic", "0", "1")):
+                          ("deterministic", "0", "1"), ("nodes", "1", "2")):
             code, case = self.run_across(key, a, b)
             self.assertEqual(code, 0, key)
             self.assertEqual(case["verdict"], "new-baseline", key)
@@ -235,6 +236,17 @@ class CompareTest(unittest.TestCase):
         with open(bare, "w") as f:
             json.dump({"benchmarks": benchmarks}, f)
         self.assertEqual(self.usage_error(bare, self.base), 2)
+
+    def test_a_newer_result_format_is_a_usage_error(self):
+        for schema in ("2", "x"):
+            newer = result_file(self.dir.name, "newer.json", {"ring/fwd/zigzag": {"times_ms": noisy(100, 0.02)}},
+                                context=dict(CONTEXT, result_schema=schema))
+            self.assertEqual(self.usage_error(self.base, newer), 2, schema)
+            self.assertEqual(self.usage_error(newer, self.base), 2, schema)
+        known = result_file(self.dir.name, "known.json", {"ring/fwd/zigzag": {"times_ms": noisy(100, 0.02)}},
+                            context=dict(CONTEXT, result_schema="1"))
+        with redirect_stdout(io.StringIO()):
+            self.assertEqual(compare.main([self.base, known]), 4)  # lost the kernels case: readable
 
     def test_options_out_of_range_are_usage_errors(self):
         for extra in (["--alpha", "2"], ["--alpha", "0"], ["--threshold", "-0.5"], ["--min-repetitions", "1"]):
