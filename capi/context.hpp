@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// What an rfa_context_t points at. The communicator is declared before the engine, so it is
-// built first and destroyed last: every strategy keeps a reference to it.
+// What an rfa_context_t stands for (the handle is a token: context_ref finds the context). The
+// communicator is declared before the engine, so it is built first and destroyed last: every
+// strategy keeps a reference to it.
 #pragma once
 
 #include <memory>
@@ -46,17 +47,20 @@ inline void require_pointer(const void* p, const char* what) {
   if (!p) fail(RFA_ERROR_INVALID_ARGUMENT, what, " is NULL");
 }
 
-/// Live contexts (context_registry.cpp): registered by rfa_context_create, removed by
-/// rfa_context_destroy; unregister_context() says whether the handle was live.
-void register_context(const rfa_context_s* context);
-bool unregister_context(const rfa_context_s* context);
-bool is_live_context(const rfa_context_s* context);
+/// Live contexts (context_registry.cpp): register_context gives a new context its handle, a
+/// token never given out before in the process (not the context's address, which a later
+/// context may reuse); unregister_context takes it back and returns the context, or nullptr
+/// for a handle that is not live; live_context looks a handle up the same way.
+rfa_context_t register_context(rfa_context_s* context);
+rfa_context_s* unregister_context(rfa_context_t handle);
+rfa_context_s* live_context(rfa_context_t handle);
 
 /// The context behind a handle, or RFA_ERROR_INVALID_ARGUMENT for NULL and for a handle that
 /// is not a live context (already destroyed, or never created by rfa_context_create).
-inline rfa_context_s& context_ref(rfa_context_t context) {
-  require_pointer(context, "context");
-  if (!is_live_context(context)) {
+inline rfa_context_s& context_ref(rfa_context_t handle) {
+  require_pointer(handle, "context");
+  rfa_context_s* context = live_context(handle);
+  if (!context) {
     fail(RFA_ERROR_INVALID_ARGUMENT,
          "context is not a live rfa context: it was destroyed already, or never "
          "created by rfa_context_create");

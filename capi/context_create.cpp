@@ -6,6 +6,7 @@
 #include <exception>
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <utility>
 
 #include "collective/agree_on_failure.hpp"
@@ -53,6 +54,18 @@ void require_mpi_usable(MPI_Comm comm) {
     fail(RFA_ERROR_INVALID_ARGUMENT,
          "comm is an intercommunicator; rfa's ring runs over one group: pass an intracommunicator "
          "(MPI_Intercomm_merge makes one of both groups)");
+  }
+}
+
+// Whether an MPI handle is a null pointer: where MPI's handles are pointers (Open MPI), a
+// conversion from an integer that names nothing gives one; where they are integers, never.
+template <class Handle>
+bool is_null_pointer(Handle handle) {
+  if constexpr (std::is_pointer<Handle>::value) {
+    return handle == nullptr;
+  } else {
+    (void)handle;
+    return false;
   }
 }
 
@@ -180,8 +193,8 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   if (options.device == RFA_DEVICE_CUDA) context->cuda_device = device::require_current_device();
 #endif
   count->keep();
-  register_context(context.get());
-  *out = context.release();
+  *out = register_context(context.get());
+  context.release();  // owned by the registry's entry until rfa_context_destroy
   return RFA_SUCCESS;
 }
 
@@ -197,17 +210,28 @@ RFA_API rfa_result_t rfa_context_create(MPI_Comm comm, const rfa_options_t* opti
 
 RFA_API rfa_result_t rfa_context_create_fint(MPI_Fint comm, const rfa_options_t* options, rfa_context_t* context) {
   return rfa::capi::guard(__func__, [&] {
-    int initialized = 0;
+    int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
-    // MPI_Comm_f2c is only defined once MPI is initialized; create() says what is wrong.
-    return rfa::capi::create(initialized ? MPI_Comm_f2c(comm) : MPI_COMM_NULL, options, context);
+    MPI_Finalized(&finalized);
+    // MPI_Comm_f2c is only defined while MPI is initialized; create() says what is wrong.
+    if (!initialized || finalized) return rfa::capi::create(MPI_COMM_NULL, options, context);
+    const MPI_Comm c = MPI_Comm_f2c(comm);
+    // An integer that names no communicator converts to no handle (Open MPI: a null pointer,
+    // not MPI_COMM_NULL), which MPI would refuse through MPI_COMM_WORLD's error handler, fatal
+    // by default. No Fortran handle is negative, and a handle converts back to its integer.
+    if (comm < 0 || rfa::capi::is_null_pointer(c) || (c != MPI_COMM_NULL && MPI_Comm_c2f(c) != comm)) {
+      if (context) *context = nullptr;
+      rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "comm (Fortran handle ", comm, ") is not a communicator");
+    }
+    return rfa::capi::create(c, options, context);
   });
 }
 
 RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context) {
   return rfa::capi::guard(__func__, [&] {
     if (!context) return RFA_SUCCESS;
-    if (!rfa::capi::unregister_context(context)) {
+    rfa_context_s* const live = rfa::capi::unregister_context(context);
+    if (!live) {
       rfa::fail(RFA_ERROR_INVALID_ARGUMENT,
                 "context is not a live rfa context: it was destroyed already, or never "
                 "created by rfa_context_create");
@@ -216,7 +240,7 @@ RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context) {
     struct ReleaseContext {
       ~ReleaseContext() { rfa::capi::release_context(); }
     } const release;
-    std::unique_ptr<rfa_context_s> owned(context);
+    std::unique_ptr<rfa_context_s> owned(live);
     // The ranks agree that they are all destroying this context (a rank in another call fails
     // with them, RFA_ERROR_CALL_MISMATCH), unless the context is already unusable or MPI is
     // gone; the context is destroyed whatever the agreement says.

@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The set of live contexts: a handle that was destroyed, or never came from
 // rfa_context_create, is an error with a message instead of undefined behaviour.
+//
+// A handle is a token, not the context's address: the allocator hands a freed context's
+// memory to the next context created, so an address kept by the caller after
+// rfa_context_destroy (a copy of the handle, a Fortran assignment) would have reached that
+// newer context. Tokens count up and are never given out twice in a process.
 // Looking a handle up costs a mutex and a hash lookup, nothing next to a collective call.
+#include <cstdint>
 #include <mutex>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "context.hpp"
 
@@ -11,30 +17,45 @@ namespace rfa {
 namespace capi {
 namespace {
 
-std::mutex& registry_mutex() {
-  static std::mutex m;
-  return m;
+struct Registry {
+  std::mutex mutex;
+  std::unordered_map<std::uintptr_t, rfa_context_s*> live;
+  std::uintptr_t last_token = 0;
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
 }
-std::unordered_set<const rfa_context_s*>& registry() {
-  static std::unordered_set<const rfa_context_s*> live;
-  return live;
-}
+
+std::uintptr_t token_of(rfa_context_t handle) { return reinterpret_cast<std::uintptr_t>(handle); }
 
 }  // namespace
 
-void register_context(const rfa_context_s* context) {
-  std::lock_guard<std::mutex> lock(registry_mutex());
-  registry().insert(context);
+rfa_context_t register_context(rfa_context_s* context) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  // Multiples of 16, as an allocation's address would be (a wrap needs 2^60 creations).
+  r.last_token += 16;
+  r.live.emplace(r.last_token, context);
+  return reinterpret_cast<rfa_context_t>(r.last_token);
 }
 
-bool unregister_context(const rfa_context_s* context) {
-  std::lock_guard<std::mutex> lock(registry_mutex());
-  return registry().erase(context) == 1;
+rfa_context_s* unregister_context(rfa_context_t handle) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  const auto found = r.live.find(token_of(handle));
+  if (found == r.live.end()) return nullptr;
+  rfa_context_s* context = found->second;
+  r.live.erase(found);
+  return context;
 }
 
-bool is_live_context(const rfa_context_s* context) {
-  std::lock_guard<std::mutex> lock(registry_mutex());
-  return registry().count(context) == 1;
+rfa_context_s* live_context(rfa_context_t handle) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  const auto found = r.live.find(token_of(handle));
+  return found == r.live.end() ? nullptr : found->second;
 }
 
 }  // namespace capi

@@ -161,7 +161,7 @@ std::int64_t agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const
   check_mpi(collective::wait_within(&request, 1, MPI_STATUS_IGNORE, timeout,
                                     [&](const int*) {
                                       parked.abandon();
-                                      return "rfa_context_create: not every rank of the communicator arrived within " +
+                                      return "not every rank of the communicator arrived within " +
                                              collective::seconds_text(timeout) +
                                              " (a rank is late, stuck or gone; options.timeout_s or RFA_TIMEOUT_S "
                                              "sets the deadline)";

@@ -134,7 +134,8 @@ typedef enum rfa_layout_t {
   /** S cut into 8P equal chunks, eight per rank, assigned by the work the mask leaves in each
    *  (its visible scores, every batch entry's), so that ranks hold nearly equal work under any
    *  mask (S % 8P == 0; a hybrid of R = P / ulysses_degree > 1 ring groups deals 8R chunks to
-   *  the groups instead and needs S % 8R == 0; docs/masks.md). Each rank's chunks are in
+   *  the groups instead and needs S % 8R == 0, with each group's S / R rows a multiple of
+   *  ulysses_degree; docs/masks.md). Each rank's chunks are in
    *  position order. The same on every rank for the same options;
    *  rfa_context_get_local_positions() says which rows a rank holds, and the context's sharding
    *  helpers place them. Host contexts only. */
@@ -241,10 +242,14 @@ typedef enum rfa_cuda_kernels_t {
 RFA_API const char* rfa_get_error_string(rfa_result_t code);
 
 /**
- * @brief The detailed message of the last failed rfa call on the calling thread.
+ * @brief The detailed message of the calling thread's last rfa call, if it failed.
  *
- * Not collective; thread-safe (each thread has its own message).
- * @return a thread-local string, valid until the next rfa call on this thread; "" if none.
+ * Not collective; thread-safe (each thread has its own message). Every rfa call but
+ * rfa_get_error_string() and rfa_get_last_error_message() sets it: to its reason when it fails,
+ * to "" when it succeeds (rfa_report_binding_error() to the message it is given, or leaves it
+ * for ::RFA_SUCCESS).
+ * @return a thread-local string, valid until the next rfa call on this thread; "" where the
+ *         last call succeeded or there was none.
  */
 RFA_API const char* rfa_get_last_error_message(void);
 
@@ -465,6 +470,8 @@ static inline rfa_result_t rfa_options_init(rfa_options_t* options) {
  * @brief An opaque handle to a ring: its communicator, its options and its ring position.
  *
  * Created collectively by rfa_context_create() (rfa_mpi.h), destroyed by rfa_context_destroy().
+ * Never given out twice in a process: a copy of a destroyed handle stays invalid (every call
+ * given it returns RFA_ERROR_INVALID_ARGUMENT), whatever was created since.
  * One handle must be used by one thread at a time; different handles, each created over a
  * communicator of its own, may be used concurrently if the MPI library was initialized with
  * MPI_THREAD_MULTIPLE (rfa does not check the level: below it, serialize every call).
@@ -627,8 +634,9 @@ RFA_API rfa_result_t rfa_context_release_workspace(rfa_context_t context, int64_
  * Tensors are this rank's shards, row-major (docs/architecture.md §2), in host memory for a
  * ::RFA_DEVICE_HOST context and in device memory of the context's GPU for a ::RFA_DEVICE_CUDA
  * one (checked with cudaPointerGetAttributes: a pointer to the wrong kind of memory fails with
- * ::RFA_ERROR_INVALID_ARGUMENT on every rank before any data moves, as does a tensor of a CUDA
- * context not aligned to 16 bytes; that GPU, current at rfa_context_create(), must be current
+ * ::RFA_ERROR_INVALID_ARGUMENT on every rank before any data moves, as does a tensor not aligned
+ * to its elements (4 bytes for fp32 and lse, 2 for bf16 and fp16), or on a CUDA context to 16
+ * bytes; that GPU, current at rfa_context_create(), must be current
  * during each call, else ::RFA_ERROR_INVALID_USAGE),
  * in the context's dtype (fp32: float; bf16, fp16: 16-bit patterns in uint16_t). With L the
  * local sequence:
@@ -678,8 +686,9 @@ RFA_API rfa_result_t rfa_context_release_workspace(rfa_context_t context, int64_
  * @param[out] out [B][L][H][dv] attention output; a query row that sees no key gets 0.
  * @param[out] lse [B][H][L] fp32 log-sum-exp of each query row (-inf if it sees no key);
  *             rfa_backward() needs it.
- * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, overlapping outputs; on a
- *         CUDA context, memory not of its device or not 16-byte aligned);
+ * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, overlapping outputs, a
+ *         tensor not aligned to its elements; on a CUDA context, memory not of its device or
+ *         not 16-byte aligned);
  *         ::RFA_ERROR_INVALID_USAGE (a context created with attention sinks, which takes the
  *         _with_sinks call; an unusable context; another current CUDA device; MPI finalized);
  *         ::RFA_ERROR_CALL_MISMATCH; ::RFA_ERROR_NONFINITE (options.check_values);
@@ -704,8 +713,9 @@ RFA_API rfa_result_t rfa_forward(rfa_context_t context, const void* q, const voi
  * @param[out] dq [B][L][H][d] gradient with respect to q.
  * @param[out] dk [B][L][Hkv][d] gradient with respect to k.
  * @param[out] dv [B][L][Hkv][dv] gradient with respect to v.
- * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, overlapping outputs; on a
- *         CUDA context, memory not of its device or not 16-byte aligned);
+ * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, overlapping outputs, a
+ *         tensor not aligned to its elements; on a CUDA context, memory not of its device or
+ *         not 16-byte aligned);
  *         ::RFA_ERROR_INVALID_USAGE (a context created with attention sinks, which takes the
  *         _with_sinks call; an unusable context; another current CUDA device; MPI finalized);
  *         ::RFA_ERROR_CALL_MISMATCH; ::RFA_ERROR_NONFINITE (options.check_values);
@@ -807,7 +817,8 @@ RFA_API rfa_result_t rfa_mask_ranges_causal(int64_t seq_total, rfa_mask_range_t*
  * @brief A sliding window: a key is visible when q - k < @p window, and with @p causal only if
  *        also k <= q (the same pairs as rfa_options_t::window with or without ::RFA_MASK_CAUSAL):
  *        one ::RFA_RANGE_BAND entry.
- * @param seq_total the whole sequence's length S >= 1.
+ * @param seq_total the whole sequence's length S >= 1 (above 2^61 the band's offsets may pass
+ *        the +-2^61 a context takes: rfa_context_create() refuses such a list).
  * @param window the window w >= 1.
  * @param causal nonzero: no key after its query.
  * @param[out] ranges room for @p capacity entries, or NULL.

@@ -32,7 +32,10 @@ extern "C" {
  * 3. validates the shapes (the same verdict on every rank);
  * 4. chooses the ring order (options->ring_order, environment RFA_RING_ORDER and
  *    RFA_TOPO_DUMP) and splits a private communicator whose rank is the ring position.
- * No rank hangs when another fails, as long as every rank makes the call. Every collective of
+ * No rank hangs when another fails, as long as every rank makes the call over the same
+ * communicator: a rank whose @p comm is MPI_COMM_NULL or names no communicator fails at once,
+ * before any collective, and the others, who cannot hear from it, end by the deadline with
+ * ::RFA_ERROR_TIMEOUT. Every collective of
  * the creation ends by the deadline (options->timeout_s, else RFA_TIMEOUT_S or 600 s): a rank
  * that arrives after the others gave up fails with ::RFA_ERROR_TIMEOUT too. After a creation
  * timeout the ranks' collectives on @p comm are out of step (MPI cannot cancel a collective):

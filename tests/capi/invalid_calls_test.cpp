@@ -107,6 +107,18 @@ TEST(CapiInvalid, CreateFintCommNull) {
   EXPECT_EQ(ctx, nullptr);
 }
 
+// A Fortran integer that names no communicator (on every rank) is refused with a message, not
+// handed to MPI, whose error handler on MPI_COMM_WORLD would end the job.
+TEST(CapiInvalid, CreateFintNoCommunicator) {
+  const rfa_options_t o = valid_options();
+  for (const MPI_Fint bogus : {MPI_Fint(12345), MPI_Fint(-1)}) {
+    SCOPED_TRACE(bogus);
+    rfa_context_t ctx = garbage_handle();
+    EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create_fint(bogus, &o, &ctx), "is not a communicator");
+    EXPECT_EQ(ctx, nullptr);
+  }
+}
+
 // An intercommunicator between two groups of ranks (even and odd world ranks): its collectives
 // reach the other group, so creation is refused on every rank of both, at once.
 TEST(CapiInvalid, CreateIntercommunicator) {
@@ -170,6 +182,33 @@ TEST(CapiInvalid, TheTransportVariableIsCheckedOnHostContextsToo) {
   ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
   unsetenv("RFA_TRANSPORT");
+}
+
+// RFA_CHECK_VALUES and RFA_CUDA_KERNELS become options before the ranks compare them: set
+// differently on one rank, every rank refuses, naming the variable (a host context too, where
+// the CUDA kernels' choice is unused).
+TEST(CapiInvalid, SwitchVariablesThatDifferBetweenRanksAreRefused) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  const rfa_options_t o = valid_options();
+  struct Case {
+    const char* variable;
+    const char* rank0;
+    const char* others;
+    const char* option;
+  };
+  for (const Case& c :
+       {Case{"RFA_CHECK_VALUES", "1", "0", "ranks disagree on options.check_values (after RFA_CHECK_VALUES)"},
+        Case{"RFA_CUDA_KERNELS", "rfa", "auto", "ranks disagree on options.cuda_kernels (after RFA_CUDA_KERNELS)"}}) {
+    SCOPED_TRACE(c.variable);
+    rfa_context_t ctx = garbage_handle();
+    setenv(c.variable, world_rank() == 0 ? c.rank0 : c.others, 1);
+    EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), c.option);
+    EXPECT_EQ(ctx, nullptr);
+    setenv(c.variable, c.others, 1);  // the same everywhere: created
+    ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+    ASSERT_RFA_OK(rfa_context_destroy(ctx));
+    unsetenv(c.variable);
+  }
 }
 
 TEST(CapiInvalid, UnknownLayout) {
@@ -967,6 +1006,29 @@ TEST(CapiInvalid, DestroyedAndMadeUpHandles) {
   rfa_context_t made_up = reinterpret_cast<rfa_context_t>(not_a_context);
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_local_seq(made_up, &L), "never created");
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_destroy(made_up), "never created");
+}
+
+// A copy of a destroyed handle stays refused after newer contexts are created, though the
+// allocator hands them the destroyed context's memory: it reaches none of them (a handle that
+// was an address read a newer context's options, and destroyed it).
+TEST(CapiInvalid, DestroyedHandleNeverReachesANewerContext) {
+  rfa_options_t o = valid_options();
+  rfa_context_t old_handle = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &old_handle));
+  ASSERT_RFA_OK(rfa_context_destroy(old_handle));
+  o.heads = 2 * o.heads;
+  std::vector<rfa_context_t> newer(4, nullptr);
+  for (rfa_context_t& c : newer) ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &c));
+  for (rfa_context_t c : newer) EXPECT_NE(c, old_handle);
+  rfa_options_t seen;
+  rfa_options_init(&seen);
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_get_options(old_handle, &seen), "not a live rfa context");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_destroy(old_handle), "not a live rfa context");
+  for (rfa_context_t c : newer) {
+    ASSERT_RFA_OK(rfa_context_get_options(c, &seen));  // each still alive, with its own options
+    EXPECT_EQ(seen.heads, o.heads);
+    ASSERT_RFA_OK(rfa_context_destroy(c));
+  }
 }
 
 // The test main initialized Kokkos, so rfa only borrows it: rfa_finalize must leave it alone.
