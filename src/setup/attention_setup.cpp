@@ -22,6 +22,7 @@
 #include <cuda_runtime_api.h>
 
 #include "comm/device_transport.hpp"
+#include "device/current_device.hpp"
 #endif
 
 namespace rfa {
@@ -129,6 +130,23 @@ void require_kokkos_on_current_device(engine::Device device) {
 #endif
 }
 
+/// This rank's GPU in the ring order's topology key (GPUs of a node in PCI bus order, the socket
+/// and NIC nearest the GPU): the current device's PCI bus id for a CUDA config; "" on the host
+/// or where no device is usable, which require_kokkos_on_current_device then reports on every
+/// rank (local: a throw here would leave the other ranks in the order's collectives).
+std::string gpu_pci_bus_id_for(engine::Device device) {
+#if RFA_ENGINE_CUDA
+  if (device == engine::Device::cuda) {
+    try {
+      return device::current_device_pci_bus_id();
+    } catch (const Error&) {
+    }
+  }
+#endif
+  (void)device;
+  return "";
+}
+
 }  // namespace
 
 ExplicitStrategy explicit_strategy(const SetupRequest& r, const engine::AttentionConfig& config, int ranks) {
@@ -141,7 +159,7 @@ ExplicitStrategy explicit_strategy(const SetupRequest& r, const engine::Attentio
 AttentionSetup set_up_attention(MPI_Comm comm, const SetupRequest& request) {
   AttentionSetup s;
   s.config = request.config;
-  s.order = topology::choose_ring_order(comm, request.ring_order);
+  s.order = topology::choose_ring_order(comm, request.ring_order, gpu_pci_bus_id_for(request.config.device));
   collective::agree_on_failure(comm, [&] { require_kokkos_on_current_device(request.config.device); });
   s.comm = make_communicator(comm, s.order.position, request);
   const std::vector<model::Plan> plans = choose_strategy(comm, request, s);

@@ -20,9 +20,13 @@ std::vector<RankKey> gather_keys(MPI_Comm comm, const RankKey& local) {
                                "rfa topology: the ranks' topology keys (MPI_Iallgather)");
   // Every rank checks the same gathered bytes, so every rank throws alike.
   for (int r = 0; r < size; ++r) {
-    if (keys[r].version != kRankKeyVersion || keys[r].rank != r) {
+    if (keys[r].version != kRankKeyVersion) {
       fail(RFA_ERROR_INVALID_USAGE, "rfa topology: the topology key of rank ", r, " has layout version ",
            keys[r].version, " (this build: ", kRankKeyVersion, "); are all ranks running the same rfa build?");
+    }
+    if (keys[r].rank != r) {
+      fail(RFA_ERROR_INVALID_USAGE, "rfa topology: the topology key in rank ", r, "'s place says rank ", keys[r].rank,
+           "; the ranks' keys are not in rank order (do all ranks run the same rfa build and MPI library?)");
     }
   }
   return keys;

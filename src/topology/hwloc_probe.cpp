@@ -63,7 +63,8 @@ void read_cpu_binding(hwloc_topology_t topology, hwloc_bitmap_t set) {
 }
 
 // OS index of the one object of this type whose CPUs intersect the set; -1 when none or
-// several do (an unpinned process on a two-socket node belongs to neither socket).
+// several do (an unpinned process on a two-socket node belongs to neither socket). For
+// packages: NUMA nodes go by local_numa_node.
 int only_intersecting(hwloc_topology_t topology, hwloc_obj_type_t type, hwloc_const_bitmap_t set) {
   int found = -1, count = 0;
   for (hwloc_obj_t obj = hwloc_get_next_obj_by_type(topology, type, nullptr); obj;
@@ -74,6 +75,46 @@ int only_intersecting(hwloc_topology_t topology, hwloc_obj_type_t type, hwloc_co
     }
   }
   return count == 1 ? found : -1;
+}
+
+// The normal object a NUMA node hangs off (past any memory-side cache between them).
+hwloc_obj_t attached_to(hwloc_obj_t numa) {
+  hwloc_obj_t parent = numa->parent;
+  while (parent && hwloc_obj_type_is_memory(parent->type)) parent = parent->parent;
+  return parent;
+}
+
+// OS index of the NUMA node local to the CPUs in `set`: among the NUMA nodes attached to the
+// smallest object that covers the set, or else to its nearest ancestor that has any, the
+// plain-memory one (no subtype: DRAM, not HBM, CXL or GPU memory, which hwloc names by
+// subtype) of lowest OS index; -1 when no such ancestor short of the whole machine has one
+// (an unpinned process on a two-socket node belongs to neither socket's node). Counting the
+// NUMA nodes whose CPUs meet the set would not do: a memory-only node (HBM beside DRAM, CXL,
+// a GH200's GPU memory) shares its CPUs with the DRAM node, so two would meet every binding.
+int local_numa_node(hwloc_topology_t topology, hwloc_const_bitmap_t set) {
+  hwloc_obj_t root = hwloc_get_root_obj(topology);
+  for (hwloc_obj_t obj = hwloc_get_obj_covering_cpuset(topology, set); obj; obj = obj->parent) {
+    if (obj->memory_arity == 0) continue;
+    // Memory at the machine's own level is near every CPU: it tells nothing where the machine
+    // has more than that (a node's own DRAM below its sockets).
+    if (obj == root && hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_NUMANODE) > int(obj->memory_arity)) {
+      return -1;
+    }
+    int best = -1;
+    bool best_plain = false;
+    for (hwloc_obj_t numa = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_NUMANODE, nullptr); numa;
+         numa = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_NUMANODE, numa)) {
+      if (attached_to(numa) != obj || numa->os_index == HWLOC_UNKNOWN_INDEX) continue;
+      const bool plain = numa->subtype == nullptr;
+      const int index = static_cast<int>(numa->os_index);
+      if (best < 0 || (plain && !best_plain) || (plain == best_plain && index < best)) {
+        best = index;
+        best_plain = plain;
+      }
+    }
+    return best;
+  }
+  return -1;
 }
 
 // Tree distance between two objects: hops up from a to the first common ancestor, plus hops
@@ -145,7 +186,7 @@ HwlocPlacement probe_hwloc(const std::string& gpu_pci_bus_id) {
 
   Bitmap binding;
   read_cpu_binding(topology, binding.get());
-  placement.numa_node = only_intersecting(topology, HWLOC_OBJ_NUMANODE, binding.get());
+  placement.numa_node = local_numa_node(topology, binding.get());
   placement.package = only_intersecting(topology, HWLOC_OBJ_PACKAGE, binding.get());
 
   hwloc_obj_t gpu =
@@ -155,7 +196,7 @@ HwlocPlacement probe_hwloc(const std::string& gpu_pci_bus_id) {
     // The process may run anywhere, but its GPU hangs off one socket: order by the GPU.
     hwloc_obj_t local = hwloc_get_non_io_ancestor_obj(topology, gpu);
     if (local && local->cpuset) {
-      placement.numa_node = only_intersecting(topology, HWLOC_OBJ_NUMANODE, local->cpuset);
+      placement.numa_node = local_numa_node(topology, local->cpuset);
       placement.package = only_intersecting(topology, HWLOC_OBJ_PACKAGE, local->cpuset);
       placement.locality_from_gpu = true;
     }

@@ -22,6 +22,24 @@ std::string trim(const std::string& s) {
   return s.substr(first, s.find_last_not_of(space) - first + 1);
 }
 
+// A line of the file as a message shows it: bytes outside printable ASCII as \xNN (a NUL would
+// end the message's text there), at most 80 of them.
+std::string shown(const std::string& text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size() && i < 80; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += char(c);
+    } else {
+      const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return text.size() > 80 ? out + "..." : out;
+}
+
 }  // namespace
 
 PolicyChoice resolve_policy(rfa_ring_order_t requested, const std::string& env_value,
@@ -39,7 +57,8 @@ PolicyChoice resolve_policy(rfa_ring_order_t requested, const std::string& env_v
     case RFA_RING_ORDER_DEFAULT: break;
     default: fail(RFA_ERROR_INVALID_ARGUMENT, "rfa topology: unknown ring order policy ", static_cast<int>(requested));
   }
-  if (env_value.empty() || env_value == "topo") return {RFA_RING_ORDER_TOPOLOGY, ""};
+  // "topology" is how the dump and the plan name the policy; "topo" its short form.
+  if (env_value.empty() || env_value == "topo" || env_value == "topology") return {RFA_RING_ORDER_TOPOLOGY, ""};
   if (env_value == "identity") return {RFA_RING_ORDER_IDENTITY, ""};
   if (env_names_file) {
     std::string file = env_value.substr(kFilePrefix.size());
@@ -47,7 +66,7 @@ PolicyChoice resolve_policy(rfa_ring_order_t requested, const std::string& env_v
     return {RFA_RING_ORDER_FILE, file};
   }
   fail(RFA_ERROR_INVALID_ARGUMENT, "rfa topology: ", env_name(Env::ring_order), "='", env_value,
-       "' is not one of identity, topo, file:PATH");
+       "' is not one of identity, topo (or topology), file:PATH");
 }
 
 const char* policy_name(rfa_ring_order_t policy) {
@@ -63,6 +82,9 @@ const char* policy_name(rfa_ring_order_t policy) {
 std::vector<int> parse_order_text(const std::string& text, int size, const std::string& source) {
   std::vector<int> order;
   std::vector<int> line_of_rank(size > 0 ? size : 0, 0);
+  const bool utf16 = text.compare(0, 2, "\xff\xfe") == 0 || text.compare(0, 2, "\xfe\xff") == 0;
+  require(!utf16 && text.compare(0, 3, "\xef\xbb\xbf") != 0, "rfa topology: ", source, " begins with a ",
+          utf16 ? "UTF-16" : "UTF-8", " byte order mark: save it as plain text (ASCII digits, one rank a line)");
   std::istringstream lines(text);
   std::string line;
   for (int number = 1; std::getline(lines, line); ++number) {
@@ -75,7 +97,7 @@ std::vector<int> parse_order_text(const std::string& text, int size, const std::
     } catch (const std::exception&) {
       used = 0;
     }
-    require(used == content.size(), "rfa topology: ", source, ":", number, ": '", content,
+    require(used == content.size(), "rfa topology: ", source, ":", number, ": '", shown(content),
             "' is not a rank (one integer per line)");
     require(rank >= 0 && rank < size, "rfa topology: ", source, ":", number, ": rank ", rank, " is outside 0..",
             size - 1);

@@ -17,7 +17,8 @@ struct PolicyChoice {
 };
 
 /// Resolves the requested policy against the value of RFA_RING_ORDER ("" when unset):
-///  - DEFAULT: the variable decides (identity, topo, file:PATH); unset or empty means topology.
+///  - DEFAULT: the variable decides (identity, topo or topology, file:PATH); unset or empty
+///    means topology.
 ///  - IDENTITY, TOPOLOGY: the variable is ignored.
 ///  - FILE: explicit_file if given, else the PATH of RFA_RING_ORDER=file:PATH.
 /// Throws RFA_ERROR_INVALID_ARGUMENT for an unknown policy or variable value, and for FILE

@@ -50,10 +50,14 @@ RankKey empty_key();
 /// FNV-1a 64-bit hash of a string (stable across builds and machines).
 std::uint64_t host_hash(const std::string& host);
 
-/// Copies a string into a fixed field, truncating and NUL-terminating.
+/// Copies a string into a fixed field, NUL-terminated, truncated where it must be at the start
+/// of a UTF-8 character (a character cut in two would make the JSON dump unreadable).
 template <std::size_t N>
 void set_field(char (&field)[N], const std::string& value) {
   std::size_t n = value.size() < N - 1 ? value.size() : N - 1;
+  if (n < value.size()) {
+    while (n > 0 && (static_cast<unsigned char>(value[n]) & 0xc0) == 0x80) --n;  // inside a character
+  }
   value.copy(field, n);
   for (std::size_t i = n; i < N; ++i) field[i] = '\0';
 }

@@ -109,8 +109,11 @@ EdgeCounts count_edges(const std::vector<RankKey>& keys, const std::vector<int>&
       ++counts.inter_node;
       continue;
     }
-    if (from.package >= 0 && to.package >= 0 && from.package != to.package) ++counts.cross_package;
-    if (from.numa_node >= 0 && to.numa_node >= 0 && from.numa_node != to.numa_node) ++counts.cross_numa;
+    const bool cross_package = from.package >= 0 && to.package >= 0 && from.package != to.package;
+    if (cross_package) ++counts.cross_package;
+    // Another socket's memory is another NUMA node's, known or not.
+    if (cross_package || (from.numa_node >= 0 && to.numa_node >= 0 && from.numa_node != to.numa_node))
+      ++counts.cross_numa;
   }
   return counts;
 }

@@ -35,7 +35,8 @@ std::vector<int> identity_order(int size);
 int ring_position(const std::vector<int>& order, int rank);
 
 /// Edges of the ring (position p -> p+1, including the wrap-around P-1 -> 0) that leave a node,
-/// or stay in a node but change package or NUMA node (counted only when both ends know it).
+/// or stay in a node but change package or NUMA node (counted only when both ends know it; a
+/// change of package is a change of NUMA node too).
 /// A ring of one rank has no edges.
 struct EdgeCounts {
   int inter_node = 0;

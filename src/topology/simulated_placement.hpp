@@ -3,6 +3,7 @@
 // ranks placed block-wise (rank r on node r / GPUS) or cyclically (rank r on node r % NODES).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,10 +13,16 @@ namespace rfa::topology {
 
 enum class Placement { block, cyclic };
 
+/// The largest imaginary job: GPUs per node (their bus ids take one byte) and ranks (a key is
+/// a few hundred bytes: a million ranks' keys fit in memory).
+constexpr int kMaxSimulatedGpusPerNode = 32;
+constexpr std::int64_t kMaxSimulatedRanks = std::int64_t(1) << 20;
+
 /// "block" or "cyclic"; throws RFA_ERROR_INVALID_ARGUMENT otherwise.
 Placement parse_placement(const std::string& name);
 
-/// Parses "NODESxGPUS" (e.g. "4x4"); throws RFA_ERROR_INVALID_ARGUMENT otherwise.
+/// Parses "NODESxGPUS" (e.g. "4x4"); throws RFA_ERROR_INVALID_ARGUMENT otherwise, and for a
+/// job beyond the limits above.
 void parse_shape(const std::string& shape, int& nodes, int& gpus_per_node);
 
 /// Keys of nodes*gpus_per_node ranks (keys[r] belongs to rank r). Nodes are named "node1",

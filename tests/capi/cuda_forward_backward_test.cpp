@@ -8,14 +8,18 @@
 // reference on the whole sequence. Without a CUDA device every test skips, saying why.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <string>
@@ -432,6 +436,38 @@ TEST(CudaContext, RefusesHostPointersAndUnsupportedHeadDims) {
   o.head_dim = 64;
   o.dtype = RFA_DTYPE_FLOAT32;
   EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "float32");
+}
+
+// A CUDA context's ring order knows each rank's GPU: the topology dump (RFA_TOPO_DUMP, written
+// by rank 0) holds every rank's PCI bus id, none empty, and rank 0's is its current device's.
+TEST(CudaContext, RingOrderKeysHoldTheRanksGpus) {
+  SKIP_WITHOUT_DEVICE();
+  int root_pid = int(::getpid());  // one file name on every rank: rank 0's process id
+  MPI_Bcast(&root_pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  const std::string path = "rfa-cuda-topo-dump-" + std::to_string(root_pid) + ".json";
+  rfa_options_t o = cuda_options({RFA_LAYOUT_CONTIGUOUS, RFA_MASK_NONE, RFA_DTYPE_BFLOAT16, 64, 2}, world_size() * 8);
+  rfa_context_t ctx = nullptr;
+  {
+    const rfa::test::ScopedEnv dump("RFA_TOPO_DUMP", path);
+    ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  }
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+  if (world_rank() == 0) {
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::remove(path.c_str());
+    int device = -1;
+    ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+    char bus[32] = {};
+    ASSERT_EQ(cudaDeviceGetPCIBusId(bus, int(sizeof bus), device), cudaSuccess);
+    std::string lower(bus);
+    for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+    EXPECT_EQ(text.find("\"pci_bus_id\": \"\""), std::string::npos) << "a rank without its GPU:\n" << text;
+    EXPECT_NE(text.find("\"pci_bus_id\": \"" + lower + "\""), std::string::npos)
+        << "rank 0's GPU " << lower << " is not in the dump:\n"
+        << text;
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 /// A CUDA context and one forward call's device tensors for it, the inputs zeroed (q one element

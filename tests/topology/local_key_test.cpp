@@ -139,6 +139,85 @@ TEST(LocalKey, PinnedProcessKnowsItsNumaNodeAndPackage) {
   EXPECT_EQ(key.package, pinned.expected_package());
 }
 
+// Binds the process to the CPUs of the given OS indices for the test's duration (the binding
+// set on the real machine, before the test sets hwloc's variables), then restores the old one.
+class BoundToCpus {
+ public:
+  explicit BoundToCpus(std::initializer_list<unsigned> os_indices) {
+    hwloc_topology_init(&topology_);
+    hwloc_topology_load(topology_);
+    old_ = hwloc_bitmap_alloc();
+    hwloc_get_cpubind(topology_, old_, HWLOC_CPUBIND_PROCESS);
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    for (unsigned i : os_indices) hwloc_bitmap_set(set, i);
+    bound_ = hwloc_bitmap_isincluded(set, hwloc_topology_get_topology_cpuset(topology_)) &&
+             hwloc_set_cpubind(topology_, set, HWLOC_CPUBIND_PROCESS) == 0;
+    hwloc_bitmap_free(set);
+  }
+  ~BoundToCpus() {
+    hwloc_set_cpubind(topology_, old_, HWLOC_CPUBIND_PROCESS);
+    hwloc_bitmap_free(old_);
+    hwloc_topology_destroy(topology_);
+  }
+  bool bound() const { return bound_; }
+
+ private:
+  hwloc_topology_t topology_ = nullptr;
+  hwloc_bitmap_t old_ = nullptr;
+  bool bound_ = false;
+};
+
+// The key of a process bound to `cpus` on a made-up node with this machine's CPU numbering
+// (HWLOC_THISSYSTEM: hwloc reads the real binding against it); `variable` is HWLOC_SYNTHETIC
+// (a description) or HWLOC_XMLFILE (a file).
+RankKey key_bound_to(std::initializer_list<unsigned> cpus, const char* variable, const std::string& node) {
+  BoundToCpus bound(cpus);
+  if (!bound.bound()) throw std::runtime_error("cannot bind to the CPUs asked for");
+  ScopedEnv made_up{variable, node.c_str()}, this_system{"HWLOC_THISSYSTEM", "1"};
+  return make_local_key();
+}
+
+// Memory-only NUMA nodes (HBM beside DRAM, CXL memory, a GH200's GPU memory) share their CPUs
+// with the DRAM node: a rank bound to one core still has one NUMA node, its socket's, and two
+// sockets' ranks have different ones.
+TEST(LocalKey, MemoryOnlyNumaNodesLeaveEachSocketItsOwnNode) {
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two CPUs to bind to";
+  for (const char* node : {"pack:2 [numa] [numa] core:1 pu:1",     // two nodes on each socket
+                           "[numa] pack:2 [numa] core:1 pu:1"}) {  // one each, one of the machine
+    SCOPED_TRACE(node);
+    const RankKey first = key_bound_to({0}, "HWLOC_SYNTHETIC", node),
+                  second = key_bound_to({1}, "HWLOC_SYNTHETIC", node);
+    EXPECT_EQ(first.package, 0);
+    EXPECT_EQ(second.package, 1);
+    EXPECT_GE(first.numa_node, 0);
+    EXPECT_GE(second.numa_node, 0);
+    EXPECT_NE(first.numa_node, second.numa_node);
+  }
+  // Two sub-NUMA clusters of one socket, each with its HBM node: told apart.
+  const char* clusters = "pack:1 group:2 [numa] [numa] core:1 pu:1";
+  const RankKey first = key_bound_to({0}, "HWLOC_SYNTHETIC", clusters),
+                second = key_bound_to({1}, "HWLOC_SYNTHETIC", clusters);
+  EXPECT_GE(first.numa_node, 0);
+  EXPECT_GE(second.numa_node, 0);
+  EXPECT_NE(first.numa_node, second.numa_node);
+  // Bound to both sockets: neither socket's node, nor the whole machine's.
+  for (const char* node : {"pack:2 [numa] [numa] core:1 pu:1", "[numa] pack:2 [numa] core:1 pu:1"}) {
+    SCOPED_TRACE(node);
+    const RankKey both = key_bound_to({0, 1}, "HWLOC_SYNTHETIC", node);
+    EXPECT_EQ(both.package, -1);
+    EXPECT_EQ(both.numa_node, -1);
+  }
+}
+
+// Of a core's NUMA nodes, the one of plain memory (no subtype) is its node, though an HBM node
+// has the lower OS index.
+TEST(LocalKey, PlainMemoryNodeWinsOverHbm) {
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two CPUs to bind to";
+  const std::string xml = RFA_TOPOLOGY_TEST_DATA "/hbm_before_dram.xml";
+  EXPECT_EQ(key_bound_to({0}, "HWLOC_XMLFILE", xml).numa_node, 1);
+  EXPECT_EQ(key_bound_to({1}, "HWLOC_XMLFILE", xml).numa_node, 1);
+}
+
 // A made-up node loaded from XML (HWLOC_XMLFILE makes hwloc read it instead of this machine).
 // hwloc cannot read a binding on a topology that is not this system, so the process counts as
 // unbound: NUMA node and package come from the GPU, the NIC is the one nearest the GPU.

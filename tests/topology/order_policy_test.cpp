@@ -26,6 +26,7 @@ void expect_invalid(const std::function<void()>& call, const std::string& expect
 TEST(OrderPolicy, DefaultFollowsTheEnvironment) {
   EXPECT_EQ(resolve_policy(RFA_RING_ORDER_DEFAULT, "").policy, RFA_RING_ORDER_TOPOLOGY);
   EXPECT_EQ(resolve_policy(RFA_RING_ORDER_DEFAULT, "topo").policy, RFA_RING_ORDER_TOPOLOGY);
+  EXPECT_EQ(resolve_policy(RFA_RING_ORDER_DEFAULT, "topology").policy, RFA_RING_ORDER_TOPOLOGY);  // the dump's name
   EXPECT_EQ(resolve_policy(RFA_RING_ORDER_DEFAULT, "identity").policy, RFA_RING_ORDER_IDENTITY);
   const PolicyChoice file = resolve_policy(RFA_RING_ORDER_DEFAULT, "file:/tmp/ring.txt");
   EXPECT_EQ(file.policy, RFA_RING_ORDER_FILE);
@@ -42,7 +43,7 @@ TEST(OrderPolicy, ExplicitPoliciesIgnoreTheEnvironment) {
 
 TEST(OrderPolicy, BadValuesAreClearErrors) {
   expect_invalid([] { resolve_policy(RFA_RING_ORDER_DEFAULT, "topology-ish"); }, "topology-ish");
-  expect_invalid([] { resolve_policy(RFA_RING_ORDER_DEFAULT, "Identity"); }, "identity, topo, file:PATH");
+  expect_invalid([] { resolve_policy(RFA_RING_ORDER_DEFAULT, "Identity"); }, "identity, topo (or topology), file:PATH");
   expect_invalid([] { resolve_policy(RFA_RING_ORDER_DEFAULT, "file:"); }, "file:PATH");
   expect_invalid([] { resolve_policy(RFA_RING_ORDER_FILE, ""); }, "needs a path");
   expect_invalid([] { resolve_policy(RFA_RING_ORDER_FILE, "identity"); }, "needs a path");
@@ -65,6 +66,26 @@ TEST(OrderPolicy, BadOrderTextNamesFileAndLine) {
   expect_invalid([] { parse_order_text("0\none\n", 2, "ring.txt"); }, "ring.txt:2: 'one' is not a rank");
   expect_invalid([] { parse_order_text("0 1\n", 2, "ring.txt"); }, "'0 1' is not a rank");
   expect_invalid([] { parse_order_text("", 1, "ring.txt"); }, "lists 0 ranks");
+  // Bytes a message cannot show as they are: escaped (a NUL would end the message there).
+  expect_invalid([] { parse_order_text(std::string("0\n1\0002\f\n", 7), 2, "ring.txt"); },
+                 "ring.txt:2: '1\\x002\\x0c' is not a rank");
+  // A byte order mark: said so, not taken for a bad first rank.
+  expect_invalid(
+      [] {
+        parse_order_text(
+            "\xef\xbb\xbf"
+            "0\n1\n",
+            2, "ring.txt");
+      },
+      "UTF-8 byte order mark");
+  expect_invalid(
+      [] {
+        parse_order_text(std::string("\xff\xfe"
+                                     "0\0\n\0",
+                                     6),
+                         1, "ring.txt");
+      },
+      "UTF-16 byte order mark");
 }
 
 TEST(OrderPolicy, UnreadableFileIsAnError) {

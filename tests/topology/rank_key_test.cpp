@@ -27,6 +27,13 @@ TEST(RankKey, FieldsTruncateAndTerminate) {
   set_field(key.nic, "ib0");
   EXPECT_STREQ(key.nic, "ib0");
   for (std::size_t i = 3; i < RankKey::kNicCapacity; ++i) EXPECT_EQ(key.nic[i], '\0') << i;
+  // A two-byte UTF-8 character across the field's end is left out whole, not cut in two.
+  const std::size_t room = RankKey::kNicCapacity - 1;
+  const std::string accented = std::string(room - 1, 'n') + "\xc3\xa9";  // ends in an e-acute
+  set_field(key.nic, accented);
+  EXPECT_EQ(std::string(key.nic), std::string(room - 1, 'n'));
+  set_field(key.nic, std::string(room - 2, 'n') + "\xc3\xa9");  // fits whole
+  EXPECT_EQ(std::strlen(key.nic), room);
 }
 
 TEST(RankKey, HostHashIsFnv1aOfTheFullName) {

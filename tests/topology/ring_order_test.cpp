@@ -86,6 +86,14 @@ TEST(RingOrder, WithinANodeByPackageThenNuma) {
   EXPECT_EQ(identity.cross_package, 4);  // 0-1, 1-2, 2-3, 4-5 change socket; 3-4, 5-0 do not
 }
 
+TEST(RingOrder, ACrossSocketEdgeCrossesNumaNodesThoughTheirsAreUnknown) {
+  // Two sockets whose ranks' NUMA nodes are unknown: each edge between them changes NUMA node.
+  const auto keys = numbered({synthetic_key("n", 0), synthetic_key("n", 1)});
+  const EdgeCounts counts = count_edges(keys, identity_order(2));
+  EXPECT_EQ(counts.cross_package, 2);
+  EXPECT_EQ(counts.cross_numa, 2);
+}
+
 TEST(RingOrder, GpusUnderOnePciSwitchAreNeighbours) {
   // One socket; two PCI switches (buses 0x1a/0x1b and 0xb1/0xb2), ranks assigned across them.
   // Bus ids arrive in the spellings CUDA and NVML use once normalized (lower case, 4-digit domain).
@@ -213,9 +221,16 @@ TEST(SimulatedPlacement, ParsesShapesAndPlacements) {
   parse_shape("4x8", nodes, gpus);
   EXPECT_EQ(nodes, 4);
   EXPECT_EQ(gpus, 8);
-  for (const char* bad : {"4", "4x", "x4", "0x4", "4x-1", "4x4x", "4*4"}) {
+  for (const char* bad : {"4", "4x", "x4", "0x4", "4x-1", "4x4x", "4*4", " 4x4", "+4x4", "4x 4"}) {
     EXPECT_THROW(parse_shape(bad, nodes, gpus), rfa::Error) << bad;
   }
+  // Beyond what it simulates (the product overflowed an int, or asked for terabytes of keys):
+  // refused by name, not a crash.
+  parse_shape("32768x32", nodes, gpus);  // 2^20 ranks: the most
+  for (const char* big : {"100000000x32", "99999999999x2", "1x33", "32769x32", "1048577x1"}) {
+    EXPECT_THROW(parse_shape(big, nodes, gpus), rfa::Error) << big;
+  }
+  EXPECT_THROW(simulate_keys(1 << 16, 32, Placement::block), rfa::Error);
   EXPECT_EQ(parse_placement("cyclic"), Placement::cyclic);
   EXPECT_EQ(parse_placement("block"), Placement::block);
   EXPECT_THROW(parse_placement("round-robin"), rfa::Error);
