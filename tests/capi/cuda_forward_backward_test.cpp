@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -460,8 +459,12 @@ TEST(CudaContext, RingOrderKeysHoldTheRanksGpus) {
     ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
     char bus[32] = {};
     ASSERT_EQ(cudaDeviceGetPCIBusId(bus, int(sizeof bus), device), cudaSuccess);
-    std::string lower(bus);
-    for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+    // As the key spells it: domain of 4 hex digits, lower case (CUDA may write 8, upper case).
+    unsigned domain = 0, pci_bus = 0, device_no = 0, function = 0;
+    ASSERT_EQ(std::sscanf(bus, "%x:%x:%x.%x", &domain, &pci_bus, &device_no, &function), 4) << bus;
+    char spelled[32] = {};
+    std::snprintf(spelled, sizeof spelled, "%04x:%02x:%02x.%x", domain, pci_bus, device_no, function);
+    const std::string lower(spelled);
     EXPECT_EQ(text.find("\"pci_bus_id\": \"\""), std::string::npos) << "a rank without its GPU:\n" << text;
     EXPECT_NE(text.find("\"pci_bus_id\": \"" + lower + "\""), std::string::npos)
         << "rank 0's GPU " << lower << " is not in the dump:\n"
