@@ -192,9 +192,9 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   // The setup made sure it is the device Kokkos allocates on, where the context's buffers live.
   if (options.device == RFA_DEVICE_CUDA) context->cuda_device = device::require_current_device();
 #endif
-  count->keep();
   *out = register_context(context.get());
   context.release();  // owned by the registry's entry until rfa_context_destroy
+  count->keep();
   return RFA_SUCCESS;
 }
 
@@ -216,10 +216,11 @@ RFA_API rfa_result_t rfa_context_create_fint(MPI_Fint comm, const rfa_options_t*
     // MPI_Comm_f2c is only defined while MPI is initialized; create() says what is wrong.
     if (!initialized || finalized) return rfa::capi::create(MPI_COMM_NULL, options, context);
     const MPI_Comm c = MPI_Comm_f2c(comm);
-    // An integer that names no communicator converts to no handle (Open MPI: a null pointer,
-    // not MPI_COMM_NULL), which MPI would refuse through MPI_COMM_WORLD's error handler, fatal
-    // by default. No Fortran handle is negative, and a handle converts back to its integer.
-    if (comm < 0 || rfa::capi::is_null_pointer(c) || (c != MPI_COMM_NULL && MPI_Comm_c2f(c) != comm)) {
+    // Where MPI's handles are pointers (Open MPI), an integer that names no communicator
+    // converts to a null pointer, not MPI_COMM_NULL, which MPI would refuse through
+    // MPI_COMM_WORLD's error handler, fatal by default. Where they are integers (MPICH and its
+    // kin) the conversion is the identity and tells nothing: MPI's own check decides there.
+    if (rfa::capi::is_null_pointer(c)) {
       if (context) *context = nullptr;
       rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "comm (Fortran handle ", comm, ") is not a communicator");
     }

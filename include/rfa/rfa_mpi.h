@@ -33,9 +33,9 @@ extern "C" {
  * 4. chooses the ring order (options->ring_order, environment RFA_RING_ORDER and
  *    RFA_TOPO_DUMP) and splits a private communicator whose rank is the ring position.
  * No rank hangs when another fails, as long as every rank makes the call over the same
- * communicator: a rank whose @p comm is MPI_COMM_NULL or names no communicator fails at once,
- * before any collective, and the others, who cannot hear from it, end by the deadline with
- * ::RFA_ERROR_TIMEOUT. Every collective of
+ * communicator: a rank whose @p comm is MPI_COMM_NULL fails at once, before any collective,
+ * and the others, who cannot hear from it, end by the deadline with ::RFA_ERROR_TIMEOUT.
+ * Every collective of
  * the creation ends by the deadline (options->timeout_s, else RFA_TIMEOUT_S or 600 s): a rank
  * that arrives after the others gave up fails with ::RFA_ERROR_TIMEOUT too. After a creation
  * timeout the ranks' collectives on @p comm are out of step (MPI cannot cancel a collective):
@@ -71,7 +71,11 @@ RFA_API rfa_result_t rfa_context_create(MPI_Comm comm, const rfa_options_t* opti
  *        communicators and <tt>comm\%MPI_VAL</tt> of <tt>type(MPI_Comm)</tt>).
  *
  * Collective over the communicator; converts it with MPI_Comm_f2c (which needs MPI to be
- * initialized: otherwise ::RFA_ERROR_INVALID_USAGE) and behaves as rfa_context_create().
+ * initialized: otherwise ::RFA_ERROR_INVALID_USAGE) and behaves as rfa_context_create(). Where
+ * MPI's handles are pointers (Open MPI), an integer that names no communicator fails on its
+ * rank with ::RFA_ERROR_INVALID_ARGUMENT, as MPI_COMM_NULL does; where they are integers
+ * (MPICH and its kin) MPI cannot tell such an integer from a handle, and its own check of the
+ * communicator (fatal by default) decides.
  * @param comm the Fortran handle of the communicator.
  * @param options as for rfa_context_create().
  * @param[out] context as for rfa_context_create().

@@ -238,7 +238,7 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(self.usage_error(bare, self.base), 2)
 
     def test_a_newer_result_format_is_a_usage_error(self):
-        for schema in ("2", "x"):
+        for schema in ("2", "x", "\u00b2"):  # a superscript two is a digit to str.isdigit
             newer = result_file(self.dir.name, "newer.json", {"ring/fwd/zigzag": {"times_ms": noisy(100, 0.02)}},
                                 context=dict(CONTEXT, result_schema=schema))
             self.assertEqual(self.usage_error(self.base, newer), 2, schema)

@@ -18,8 +18,7 @@ namespace {
 const EnvVariable kRegistry[] = {
     {Env::ring_order, "RFA_RING_ORDER", "librfa", "`topo`",
      "`identity`, `topo` (or `topology`) or `file:PATH`: overrides `options.ring_order` when it is left at its "
-     "default; must be "
-     "alike on every rank"},
+     "default; must be alike on every rank, spelled alike"},
     {Env::topo_dump, "RFA_TOPO_DUMP", "librfa", "no file",
      "rank 0 writes the topology keys and the chosen ring order to this JSON file"},
     {Env::timeout_s, "RFA_TIMEOUT_S", "librfa", "`600`",

@@ -4,6 +4,7 @@
 #include <hwloc.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -84,34 +85,40 @@ hwloc_obj_t attached_to(hwloc_obj_t numa) {
   return parent;
 }
 
+// Whether a NUMA node holds the machine's ordinary memory: hwloc names DRAM "DRAM" where a
+// machine mixes kinds (from 2.9) and gives no subtype where it does not; HBM, NVM, CXL and GPU
+// memory nodes carry other names.
+bool plain_memory(hwloc_obj_t numa) { return numa->subtype == nullptr || std::strcmp(numa->subtype, "DRAM") == 0; }
+
 // OS index of the NUMA node local to the CPUs in `set`: among the NUMA nodes attached to the
 // smallest object that covers the set, or else to its nearest ancestor that has any, the
-// plain-memory one (no subtype: DRAM, not HBM, CXL or GPU memory, which hwloc names by
-// subtype) of lowest OS index; -1 when no such ancestor short of the whole machine has one
-// (an unpinned process on a two-socket node belongs to neither socket's node). Counting the
-// NUMA nodes whose CPUs meet the set would not do: a memory-only node (HBM beside DRAM, CXL,
-// a GH200's GPU memory) shares its CPUs with the DRAM node, so two would meet every binding.
+// plain-memory one of lowest OS index (any, where none is plain); -1 when no such ancestor
+// short of the whole machine has one (an unpinned process on a two-socket node belongs to
+// neither socket's node). Counting the NUMA nodes whose CPUs meet the set would not do: a
+// memory-only node (HBM beside DRAM, CXL, a GH200's GPU memory) shares its CPUs with the DRAM
+// node, so two would meet every binding.
 int local_numa_node(hwloc_topology_t topology, hwloc_const_bitmap_t set) {
-  hwloc_obj_t root = hwloc_get_root_obj(topology);
+  const hwloc_obj_t root = hwloc_get_root_obj(topology);
+  const int all_nodes = hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_NUMANODE);
   for (hwloc_obj_t obj = hwloc_get_obj_covering_cpuset(topology, set); obj; obj = obj->parent) {
     if (obj->memory_arity == 0) continue;
-    // Memory at the machine's own level is near every CPU: it tells nothing where the machine
-    // has more than that (a node's own DRAM below its sockets).
-    if (obj == root && hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_NUMANODE) > int(obj->memory_arity)) {
-      return -1;
-    }
-    int best = -1;
+    int best = -1, attached = 0;
     bool best_plain = false;
     for (hwloc_obj_t numa = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_NUMANODE, nullptr); numa;
          numa = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_NUMANODE, numa)) {
-      if (attached_to(numa) != obj || numa->os_index == HWLOC_UNKNOWN_INDEX) continue;
-      const bool plain = numa->subtype == nullptr;
+      if (attached_to(numa) != obj) continue;
+      ++attached;
+      if (numa->os_index == HWLOC_UNKNOWN_INDEX) continue;
+      const bool plain = plain_memory(numa);
       const int index = static_cast<int>(numa->os_index);
       if (best < 0 || (plain && !best_plain) || (plain == best_plain && index < best)) {
         best = index;
         best_plain = plain;
       }
     }
+    // Memory at the machine's own level is near every CPU: it tells nothing where the machine
+    // has more than that (a node's own DRAM below its sockets).
+    if (obj == root && attached < all_nodes) return -1;
     return best;
   }
   return -1;

@@ -13,14 +13,17 @@
 #include <limits>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "capi_test_support.hpp"
 #include "rfa/rfa_mpi.h"
+#include "scoped_env.hpp"
 
 namespace {
 
 using namespace rfa_capi_test;
+using rfa::test::ScopedEnv;
 
 rfa_options_t valid_options() { return small_problem(RFA_LAYOUT_CONTIGUOUS, 4); }
 
@@ -108,9 +111,18 @@ TEST(CapiInvalid, CreateFintCommNull) {
 }
 
 // A Fortran integer that names no communicator (on every rank) is refused with a message, not
-// handed to MPI, whose error handler on MPI_COMM_WORLD would end the job.
+// handed to MPI, whose error handler on MPI_COMM_WORLD would end the job; a communicator the
+// program made (not a predefined one) is taken. MPI can tell the first only where its handles
+// are pointers (Open MPI): elsewhere the integer is the handle.
 TEST(CapiInvalid, CreateFintNoCommunicator) {
   const rfa_options_t o = valid_options();
+  MPI_Comm made = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, 0, world_rank(), &made), MPI_SUCCESS);
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create_fint(MPI_Comm_c2f(made), &o, &ctx));
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+  MPI_Comm_free(&made);
+  if (!std::is_pointer<MPI_Comm>::value) GTEST_SKIP() << "MPI's handles are integers: it cannot tell a bad one";
   for (const MPI_Fint bogus : {MPI_Fint(12345), MPI_Fint(-1)}) {
     SCOPED_TRACE(bogus);
     rfa_context_t ctx = garbage_handle();
@@ -201,13 +213,14 @@ TEST(CapiInvalid, SwitchVariablesThatDifferBetweenRanksAreRefused) {
         Case{"RFA_CUDA_KERNELS", "rfa", "auto", "ranks disagree on options.cuda_kernels (after RFA_CUDA_KERNELS)"}}) {
     SCOPED_TRACE(c.variable);
     rfa_context_t ctx = garbage_handle();
-    setenv(c.variable, world_rank() == 0 ? c.rank0 : c.others, 1);
-    EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), c.option);
-    EXPECT_EQ(ctx, nullptr);
-    setenv(c.variable, c.others, 1);  // the same everywhere: created
+    {
+      const ScopedEnv differing(c.variable, world_rank() == 0 ? c.rank0 : c.others);
+      EXPECT_RFA_FAILS(RFA_ERROR_INVALID_USAGE, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), c.option);
+      EXPECT_EQ(ctx, nullptr);
+    }
+    const ScopedEnv alike(c.variable, c.others);  // the same everywhere: created
     ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
     ASSERT_RFA_OK(rfa_context_destroy(ctx));
-    unsetenv(c.variable);
   }
 }
 
@@ -1009,8 +1022,8 @@ TEST(CapiInvalid, DestroyedAndMadeUpHandles) {
 }
 
 // A copy of a destroyed handle stays refused after newer contexts are created, though the
-// allocator hands them the destroyed context's memory: it reaches none of them (a handle that
-// was an address read a newer context's options, and destroyed it).
+// allocator hands them the destroyed context's memory: it reaches none of them, neither to read
+// their options nor to destroy them.
 TEST(CapiInvalid, DestroyedHandleNeverReachesANewerContext) {
   rfa_options_t o = valid_options();
   rfa_context_t old_handle = nullptr;

@@ -92,28 +92,38 @@ TEST(Environment, VariablesWithAPrefixAreListedSorted) {
 }
 
 #if RFA_HAVE_HWLOC
-// Binds the process to one PU for the test's duration, then restores the old binding.
+// Binds the process to one PU for the test's duration, then restores the old binding (left
+// alone where the old one cannot be read).
 class BoundToOnePu {
  public:
   BoundToOnePu() {
     hwloc_topology_init(&topology_);
     hwloc_topology_load(topology_);
     old_ = hwloc_bitmap_alloc();
-    hwloc_get_cpubind(topology_, old_, HWLOC_CPUBIND_PROCESS);
     hwloc_obj_t last_pu =
         hwloc_get_obj_by_type(topology_, HWLOC_OBJ_PU, hwloc_get_nbobjs_by_type(topology_, HWLOC_OBJ_PU) - 1);
-    bound_ = last_pu && hwloc_set_cpubind(topology_, last_pu->cpuset, HWLOC_CPUBIND_PROCESS) == 0;
+    old_read_ = hwloc_get_cpubind(topology_, old_, HWLOC_CPUBIND_PROCESS) == 0;
+    bound_ = old_read_ && last_pu && hwloc_set_cpubind(topology_, last_pu->cpuset, HWLOC_CPUBIND_PROCESS) == 0;
     if (last_pu) {
+      // Its node, found here by cpusets: of the NUMA nodes whose CPUs hold the PU (memory-only
+      // nodes share their DRAM node's), the one of ordinary memory, lowest OS index first.
+      bool plain_found = false;
       hwloc_obj_t numa = nullptr;
       while ((numa = hwloc_get_next_obj_by_type(topology_, HWLOC_OBJ_NUMANODE, numa))) {
-        if (hwloc_bitmap_intersects(numa->cpuset, last_pu->cpuset)) expected_numa_ = static_cast<int>(numa->os_index);
+        if (!hwloc_bitmap_isincluded(last_pu->cpuset, numa->cpuset)) continue;
+        const bool plain = numa->subtype == nullptr || std::string(numa->subtype) == "DRAM";
+        const int index = static_cast<int>(numa->os_index);
+        if (expected_numa_ < 0 || (plain && !plain_found) || (plain == plain_found && index < expected_numa_)) {
+          expected_numa_ = index;
+          plain_found = plain;
+        }
       }
       hwloc_obj_t package = hwloc_get_ancestor_obj_by_type(topology_, HWLOC_OBJ_PACKAGE, last_pu);
       expected_package_ = package ? static_cast<int>(package->os_index) : -1;
     }
   }
   ~BoundToOnePu() {
-    hwloc_set_cpubind(topology_, old_, HWLOC_CPUBIND_PROCESS);
+    if (bound_) hwloc_set_cpubind(topology_, old_, HWLOC_CPUBIND_PROCESS);
     hwloc_bitmap_free(old_);
     hwloc_topology_destroy(topology_);
   }
@@ -124,6 +134,7 @@ class BoundToOnePu {
  private:
   hwloc_topology_t topology_ = nullptr;
   hwloc_bitmap_t old_ = nullptr;
+  bool old_read_ = false;
   bool bound_ = false;
   int expected_numa_ = -1;
   int expected_package_ = -1;
@@ -133,7 +144,7 @@ TEST(LocalKey, PinnedProcessKnowsItsNumaNodeAndPackage) {
   BoundToOnePu pinned;
   if (!pinned.bound()) GTEST_SKIP() << "this system does not allow changing the CPU binding";
   const RankKey key = make_local_key();
-  // Every PU lies in exactly one NUMA node; a package exists unless the OS hides it.
+  // Every PU has a NUMA node of ordinary memory; a package exists unless the OS hides it.
   EXPECT_GE(key.numa_node, 0);
   EXPECT_EQ(key.numa_node, pinned.expected_numa());
   EXPECT_EQ(key.package, pinned.expected_package());
@@ -147,15 +158,16 @@ class BoundToCpus {
     hwloc_topology_init(&topology_);
     hwloc_topology_load(topology_);
     old_ = hwloc_bitmap_alloc();
-    hwloc_get_cpubind(topology_, old_, HWLOC_CPUBIND_PROCESS);
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     for (unsigned i : os_indices) hwloc_bitmap_set(set, i);
-    bound_ = hwloc_bitmap_isincluded(set, hwloc_topology_get_topology_cpuset(topology_)) &&
+    // Where the old binding cannot be read it could not be restored: nothing is changed.
+    bound_ = hwloc_get_cpubind(topology_, old_, HWLOC_CPUBIND_PROCESS) == 0 &&
+             hwloc_bitmap_isincluded(set, hwloc_topology_get_allowed_cpuset(topology_)) &&
              hwloc_set_cpubind(topology_, set, HWLOC_CPUBIND_PROCESS) == 0;
     hwloc_bitmap_free(set);
   }
   ~BoundToCpus() {
-    hwloc_set_cpubind(topology_, old_, HWLOC_CPUBIND_PROCESS);
+    if (bound_) hwloc_set_cpubind(topology_, old_, HWLOC_CPUBIND_PROCESS);
     hwloc_bitmap_free(old_);
     hwloc_topology_destroy(topology_);
   }
@@ -169,53 +181,55 @@ class BoundToCpus {
 
 // The key of a process bound to `cpus` on a made-up node with this machine's CPU numbering
 // (HWLOC_THISSYSTEM: hwloc reads the real binding against it); `variable` is HWLOC_SYNTHETIC
-// (a description) or HWLOC_XMLFILE (a file).
-RankKey key_bound_to(std::initializer_list<unsigned> cpus, const char* variable, const std::string& node) {
+// (a description) or HWLOC_XMLFILE (a file). False where the process may not run on them all
+// (a cpuset, a Slurm step, CPUs numbered with gaps).
+bool key_bound_to(std::initializer_list<unsigned> cpus, const char* variable, const std::string& node, RankKey& key) {
   BoundToCpus bound(cpus);
-  if (!bound.bound()) throw std::runtime_error("cannot bind to the CPUs asked for");
+  if (!bound.bound()) return false;
   ScopedEnv made_up{variable, node.c_str()}, this_system{"HWLOC_THISSYSTEM", "1"};
-  return make_local_key();
+  key = make_local_key();
+  return true;
 }
 
 // Memory-only NUMA nodes (HBM beside DRAM, CXL memory, a GH200's GPU memory) share their CPUs
 // with the DRAM node: a rank bound to one core still has one NUMA node, its socket's, and two
 // sockets' ranks have different ones.
 TEST(LocalKey, MemoryOnlyNumaNodesLeaveEachSocketItsOwnNode) {
-  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two CPUs to bind to";
+  const char* cannot = "cannot bind to CPUs 0 and 1 here";
+  RankKey first, second, both;
   for (const char* node : {"pack:2 [numa] [numa] core:1 pu:1",     // two nodes on each socket
                            "[numa] pack:2 [numa] core:1 pu:1"}) {  // one each, one of the machine
     SCOPED_TRACE(node);
-    const RankKey first = key_bound_to({0}, "HWLOC_SYNTHETIC", node),
-                  second = key_bound_to({1}, "HWLOC_SYNTHETIC", node);
+    if (!key_bound_to({0}, "HWLOC_SYNTHETIC", node, first) || !key_bound_to({1}, "HWLOC_SYNTHETIC", node, second))
+      GTEST_SKIP() << cannot;
     EXPECT_EQ(first.package, 0);
     EXPECT_EQ(second.package, 1);
     EXPECT_GE(first.numa_node, 0);
     EXPECT_GE(second.numa_node, 0);
     EXPECT_NE(first.numa_node, second.numa_node);
-  }
-  // Two sub-NUMA clusters of one socket, each with its HBM node: told apart.
-  const char* clusters = "pack:1 group:2 [numa] [numa] core:1 pu:1";
-  const RankKey first = key_bound_to({0}, "HWLOC_SYNTHETIC", clusters),
-                second = key_bound_to({1}, "HWLOC_SYNTHETIC", clusters);
-  EXPECT_GE(first.numa_node, 0);
-  EXPECT_GE(second.numa_node, 0);
-  EXPECT_NE(first.numa_node, second.numa_node);
-  // Bound to both sockets: neither socket's node, nor the whole machine's.
-  for (const char* node : {"pack:2 [numa] [numa] core:1 pu:1", "[numa] pack:2 [numa] core:1 pu:1"}) {
-    SCOPED_TRACE(node);
-    const RankKey both = key_bound_to({0, 1}, "HWLOC_SYNTHETIC", node);
+    // Bound to both sockets: neither socket's node, nor the whole machine's.
+    ASSERT_TRUE(key_bound_to({0, 1}, "HWLOC_SYNTHETIC", node, both));
     EXPECT_EQ(both.package, -1);
     EXPECT_EQ(both.numa_node, -1);
   }
+  // Two sub-NUMA clusters of one socket, each with its HBM node: told apart.
+  const char* clusters = "pack:1 group:2 [numa] [numa] core:1 pu:1";
+  ASSERT_TRUE(key_bound_to({0}, "HWLOC_SYNTHETIC", clusters, first));
+  ASSERT_TRUE(key_bound_to({1}, "HWLOC_SYNTHETIC", clusters, second));
+  EXPECT_GE(first.numa_node, 0);
+  EXPECT_GE(second.numa_node, 0);
+  EXPECT_NE(first.numa_node, second.numa_node);
 }
 
-// Of a core's NUMA nodes, the one of plain memory (no subtype) is its node, though an HBM node
-// has the lower OS index.
+// Of a core's NUMA nodes, the one of ordinary memory (subtype DRAM, as hwloc names it beside
+// other kinds) is its node, though an HBM node has the lower OS index.
 TEST(LocalKey, PlainMemoryNodeWinsOverHbm) {
-  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two CPUs to bind to";
   const std::string xml = RFA_TOPOLOGY_TEST_DATA "/hbm_before_dram.xml";
-  EXPECT_EQ(key_bound_to({0}, "HWLOC_XMLFILE", xml).numa_node, 1);
-  EXPECT_EQ(key_bound_to({1}, "HWLOC_XMLFILE", xml).numa_node, 1);
+  RankKey key;
+  for (unsigned cpu : {0u, 1u}) {
+    if (!key_bound_to({cpu}, "HWLOC_XMLFILE", xml, key)) GTEST_SKIP() << "cannot bind to CPU " << cpu << " here";
+    EXPECT_EQ(key.numa_node, 1) << "CPU " << cpu;
+  }
 }
 
 // A made-up node loaded from XML (HWLOC_XMLFILE makes hwloc read it instead of this machine).

@@ -224,8 +224,7 @@ TEST(SimulatedPlacement, ParsesShapesAndPlacements) {
   for (const char* bad : {"4", "4x", "x4", "0x4", "4x-1", "4x4x", "4*4", " 4x4", "+4x4", "4x 4"}) {
     EXPECT_THROW(parse_shape(bad, nodes, gpus), rfa::Error) << bad;
   }
-  // Beyond what it simulates (the product overflowed an int, or asked for terabytes of keys):
-  // refused by name, not a crash.
+  // Beyond what it simulates (a rank count past an int, or keys past memory): refused by name.
   parse_shape("32768x32", nodes, gpus);  // 2^20 ranks: the most
   for (const char* big : {"100000000x32", "99999999999x2", "1x33", "32769x32", "1048577x1"}) {
     EXPECT_THROW(parse_shape(big, nodes, gpus), rfa::Error) << big;
