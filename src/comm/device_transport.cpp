@@ -30,12 +30,9 @@ std::vector<GpuPlacement> gather_placements(MPI_Comm comm) {
   std::vector<char> mine(kRecord, '\0');
   int len = 0;
   MPI_Get_processor_name(mine.data(), &len);
-  try {
-    const std::string bus = device::current_device_pci_bus_id();
-    std::strncpy(mine.data() + kHost, bus.c_str(), kBus - 1);
-  } catch (const Error&) {
-    // No usable device here: left empty; the transport's own creation reports it everywhere.
-  }
+  // No usable device here leaves it empty: the transport's own creation reports it everywhere.
+  const std::string bus = device::current_device_pci_bus_id_or_empty();
+  std::strncpy(mine.data() + kHost, bus.c_str(), kBus - 1);
   int ranks = 0;
   MPI_Comm_size(comm, &ranks);
   std::vector<char> all(std::size_t(kRecord) * std::size_t(ranks));

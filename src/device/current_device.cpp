@@ -35,6 +35,14 @@ std::string current_device_pci_bus_id() {
   return bus_id;
 }
 
+std::string current_device_pci_bus_id_or_empty() {
+  try {
+    return current_device_pci_bus_id();
+  } catch (const Error&) {
+    return "";
+  }
+}
+
 bool is_device_memory(const void* pointer) {
   if (pointer == nullptr) return false;
   cudaPointerAttributes attributes{};

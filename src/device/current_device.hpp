@@ -20,6 +20,11 @@ int require_current_device();
 /// Throws RFA_ERROR_CUDA when no device is usable.
 std::string current_device_pci_bus_id();
 
+/// The same, or "" where no device is usable: for a rank about to enter a collective with it,
+/// where a throw on that rank alone would leave the others waiting (the caller's own device
+/// check reports the missing device on every rank).
+std::string current_device_pci_bus_id_or_empty();
+
 /// Whether `pointer` is memory the current device can read and write directly (device or
 /// managed memory). False for pageable or pinned host memory and for null.
 bool is_device_memory(const void* pointer);

@@ -133,15 +133,10 @@ void require_kokkos_on_current_device(engine::Device device) {
 /// This rank's GPU in the ring order's topology key (GPUs of a node in PCI bus order, the socket
 /// and NIC nearest the GPU): the current device's PCI bus id for a CUDA config; "" on the host
 /// or where no device is usable, which require_kokkos_on_current_device then reports on every
-/// rank (local: a throw here would leave the other ranks in the order's collectives).
+/// rank.
 std::string gpu_pci_bus_id_for(engine::Device device) {
 #if RFA_ENGINE_CUDA
-  if (device == engine::Device::cuda) {
-    try {
-      return device::current_device_pci_bus_id();
-    } catch (const Error&) {
-    }
-  }
+  if (device == engine::Device::cuda) return device::current_device_pci_bus_id_or_empty();
 #endif
   (void)device;
   return "";

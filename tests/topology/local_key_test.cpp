@@ -92,64 +92,6 @@ TEST(Environment, VariablesWithAPrefixAreListedSorted) {
 }
 
 #if RFA_HAVE_HWLOC
-// Binds the process to one PU for the test's duration, then restores the old binding (left
-// alone where the old one cannot be read).
-class BoundToOnePu {
- public:
-  BoundToOnePu() {
-    hwloc_topology_init(&topology_);
-    hwloc_topology_load(topology_);
-    old_ = hwloc_bitmap_alloc();
-    hwloc_obj_t last_pu =
-        hwloc_get_obj_by_type(topology_, HWLOC_OBJ_PU, hwloc_get_nbobjs_by_type(topology_, HWLOC_OBJ_PU) - 1);
-    old_read_ = hwloc_get_cpubind(topology_, old_, HWLOC_CPUBIND_PROCESS) == 0;
-    bound_ = old_read_ && last_pu && hwloc_set_cpubind(topology_, last_pu->cpuset, HWLOC_CPUBIND_PROCESS) == 0;
-    if (last_pu) {
-      // Its node, found here by cpusets: of the NUMA nodes whose CPUs hold the PU (memory-only
-      // nodes share their DRAM node's), the one of ordinary memory, lowest OS index first.
-      bool plain_found = false;
-      hwloc_obj_t numa = nullptr;
-      while ((numa = hwloc_get_next_obj_by_type(topology_, HWLOC_OBJ_NUMANODE, numa))) {
-        if (!hwloc_bitmap_isincluded(last_pu->cpuset, numa->cpuset)) continue;
-        const bool plain = numa->subtype == nullptr || std::string(numa->subtype) == "DRAM";
-        const int index = static_cast<int>(numa->os_index);
-        if (expected_numa_ < 0 || (plain && !plain_found) || (plain == plain_found && index < expected_numa_)) {
-          expected_numa_ = index;
-          plain_found = plain;
-        }
-      }
-      hwloc_obj_t package = hwloc_get_ancestor_obj_by_type(topology_, HWLOC_OBJ_PACKAGE, last_pu);
-      expected_package_ = package ? static_cast<int>(package->os_index) : -1;
-    }
-  }
-  ~BoundToOnePu() {
-    if (bound_) hwloc_set_cpubind(topology_, old_, HWLOC_CPUBIND_PROCESS);
-    hwloc_bitmap_free(old_);
-    hwloc_topology_destroy(topology_);
-  }
-  bool bound() const { return bound_; }
-  int expected_numa() const { return expected_numa_; }
-  int expected_package() const { return expected_package_; }
-
- private:
-  hwloc_topology_t topology_ = nullptr;
-  hwloc_bitmap_t old_ = nullptr;
-  bool old_read_ = false;
-  bool bound_ = false;
-  int expected_numa_ = -1;
-  int expected_package_ = -1;
-};
-
-TEST(LocalKey, PinnedProcessKnowsItsNumaNodeAndPackage) {
-  BoundToOnePu pinned;
-  if (!pinned.bound()) GTEST_SKIP() << "this system does not allow changing the CPU binding";
-  const RankKey key = make_local_key();
-  // Every PU has a NUMA node of ordinary memory; a package exists unless the OS hides it.
-  EXPECT_GE(key.numa_node, 0);
-  EXPECT_EQ(key.numa_node, pinned.expected_numa());
-  EXPECT_EQ(key.package, pinned.expected_package());
-}
-
 // Binds the process to the CPUs of the given OS indices for the test's duration (the binding
 // set on the real machine, before the test sets hwloc's variables), then restores the old one.
 class BoundToCpus {
@@ -178,6 +120,52 @@ class BoundToCpus {
   hwloc_bitmap_t old_ = nullptr;
   bool bound_ = false;
 };
+
+// This machine's last PU and, found by cpusets, the NUMA node and package a key of a process
+// bound to it should name: of the NUMA nodes whose CPUs hold the PU (memory-only nodes share
+// their DRAM node's), the one of ordinary memory, lowest OS index first.
+struct LastPu {
+  unsigned os_index = 0;
+  int numa = -1;
+  int package = -1;
+};
+
+LastPu last_pu() {
+  LastPu last;
+  hwloc_topology_t topology = nullptr;
+  hwloc_topology_init(&topology);
+  hwloc_topology_load(topology);
+  hwloc_obj_t pu = hwloc_get_obj_by_type(topology, HWLOC_OBJ_PU, hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_PU) - 1);
+  if (pu) {
+    last.os_index = pu->os_index;
+    bool plain_found = false;
+    hwloc_obj_t numa = nullptr;
+    while ((numa = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_NUMANODE, numa))) {
+      if (!hwloc_bitmap_isincluded(pu->cpuset, numa->cpuset)) continue;
+      const bool plain = numa->subtype == nullptr || std::string(numa->subtype) == "DRAM";
+      const int index = static_cast<int>(numa->os_index);
+      if (last.numa < 0 || (plain && !plain_found) || (plain == plain_found && index < last.numa)) {
+        last.numa = index;
+        plain_found = plain;
+      }
+    }
+    hwloc_obj_t package = hwloc_get_ancestor_obj_by_type(topology, HWLOC_OBJ_PACKAGE, pu);
+    last.package = package ? static_cast<int>(package->os_index) : -1;
+  }
+  hwloc_topology_destroy(topology);
+  return last;
+}
+
+TEST(LocalKey, PinnedProcessKnowsItsNumaNodeAndPackage) {
+  const LastPu last = last_pu();
+  BoundToCpus pinned({last.os_index});
+  if (!pinned.bound()) GTEST_SKIP() << "this system does not allow changing the CPU binding";
+  const RankKey key = make_local_key();
+  // Every PU has a NUMA node of ordinary memory; a package exists unless the OS hides it.
+  EXPECT_GE(key.numa_node, 0);
+  EXPECT_EQ(key.numa_node, last.numa);
+  EXPECT_EQ(key.package, last.package);
+}
 
 // The key of a process bound to `cpus` on a made-up node with this machine's CPU numbering
 // (HWLOC_THISSYSTEM: hwloc reads the real binding against it); `variable` is HWLOC_SYNTHETIC
