@@ -12,6 +12,7 @@
 #include "collective/agree_on_failure.hpp"
 #include "collective/deadline.hpp"
 #include "collective_call.hpp"
+#include "comm/mpi/kept_communicators.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
 #include "context.hpp"
 #include "core/build_isa.hpp"
@@ -131,6 +132,8 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
     // fails every rank here, where reading it after the agreement failed that rank alone and
     // left the others in the creation's collectives until their deadline.
     if (options.timeout_s == 0.0) collective::timeout_from_environment();
+    // Before the creation's splits: a rank out of communicators fails them all here instead.
+    comm::mpi::require_room_for_communicators("rfa_context_create");
     count = std::make_unique<ContextCount>();
   } catch (const Error& e) {
     verdict = {e.code(), e.what()};

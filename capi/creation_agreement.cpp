@@ -10,6 +10,7 @@
 #include <sstream>
 #include <vector>
 
+#include "collective/agree_on_failure.hpp"
 #include "collective/deadline.hpp"
 #include "core/documents.hpp"
 #include "core/enum_value.hpp"
@@ -174,11 +175,14 @@ std::int64_t agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const
   for (int r = 0; r < size; ++r)
     if (at(r, 0) != RFA_SUCCESS) failing.push_back(r);
   if (!failing.empty()) {
+    // Every rank learns why from the lowest failing rank (the same list everywhere, so every
+    // rank takes part in the broadcast, under the creation's deadline).
+    std::string reason = rank == failing.front() ? verdict.message : std::string();
+    collective::broadcast_string(comm, reason, failing.front());
     if (verdict.code != RFA_SUCCESS) throw Error(verdict.code, verdict.message);
     const auto code = rfa_result_t(at(failing.front(), 0));
-    fail(code, "the arguments of rank(s) ", rank_list(failing),
-         " of the communicator are invalid (see the message on that rank: ", rfa_get_error_string(code),
-         "); every rank fails together");
+    fail(code, "rank(s) ", rank_list(failing), " of the communicator cannot create the context (",
+         rfa_get_error_string(code), "; rank ", failing.front(), ": ", reason, "); every rank fails together");
   }
 
   for (int f = 0; f < kFieldCount; ++f) {

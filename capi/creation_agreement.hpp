@@ -30,7 +30,7 @@ double creation_timeout(const LocalVerdict& verdict, const rfa_options_t& option
 /// rank passed the same options (`options` is ignored on ranks whose verdict is a failure).
 /// Returns the new context's id: the largest `proposed_id` of any rank, the same everywhere.
 /// Otherwise throws on every rank: a failing rank its own code and message; the others the
-/// lowest failing rank's code, naming the failing ranks; when all are usable but options
+/// lowest failing rank's code and message, naming the failing ranks; when all are usable but options
 /// differ, RFA_ERROR_INVALID_USAGE naming the first differing field and the ranks whose value
 /// differs from the lowest rank's. Ranks are ranks of `comm`. RFA_ERROR_MPI if MPI fails.
 std::int64_t agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const rfa_options_t& options,

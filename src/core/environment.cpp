@@ -28,6 +28,10 @@ const EnvVariable kRegistry[] = {
     {Env::wait_spin_ms, "RFA_WAIT_SPIN_MS", "librfa", "`50`; `2` where a node's ranks outnumber its CPUs",
      "how long, in milliseconds, a rank waiting for MPI polls without pause before it naps 0.2 ms between polls; "
      "`0` naps at once"},
+    {Env::max_kept_communicators, "RFA_MAX_KEPT_COMMUNICATORS", "librfa", "`1000`",
+     "how many MPI communicators of timed-out calls (never freed) a process may keep before `rfa_context_create` "
+     "refuses on every rank with `RFA_ERROR_INVALID_USAGE`, so that no rank runs out of communicators in a "
+     "creation's splits (Open MPI holds 65,532, MPICH 2,048); 1 to 1000000"},
     {Env::check_values, "RFA_CHECK_VALUES", "librfa", "`0`",
      "`1`: check every call's inputs and outputs for NaN and infinity when `options.check_values` is left at "
      "its default; `0`: no checks"},

@@ -16,6 +16,7 @@ enum class Env {
   topo_dump,
   timeout_s,
   wait_spin_ms,
+  max_kept_communicators,
   check_values,
   cuda_kernels,
   cuda_path,

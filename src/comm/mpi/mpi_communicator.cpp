@@ -12,6 +12,7 @@
 #include "collective/wait_spin.hpp"
 #include "comm/mpi/byte_datatype.hpp"
 #include "comm/mpi/group_split.hpp"
+#include "comm/mpi/kept_communicators.hpp"
 #include "comm/mpi/mpi_exchange.hpp"
 #include "comm/mpi/mpi_pending_collective.hpp"
 #include "comm/ring_positions.hpp"
@@ -122,9 +123,14 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, int ring_position, const MpiOp
 
 MpiCommunicator::~MpiCommunicator() {
   // After MPI_Finalize no MPI call is allowed, not even a free: the handle is simply dropped.
-  // After a timeout it is dropped too: abandoned collectives still refer to it, and MPI's
-  // progress engine would touch a freed communicator.
-  if (ring_ != MPI_COMM_NULL && collective::mpi_is_usable() && timed_out_->empty()) MPI_Comm_free(&ring_);
+  // After a timeout it is kept for good (comm/mpi/kept_communicators.hpp): abandoned
+  // collectives still refer to it, and MPI's progress engine would touch a freed communicator.
+  if (ring_ == MPI_COMM_NULL || !collective::mpi_is_usable()) return;
+  if (timed_out_->empty()) {
+    MPI_Comm_free(&ring_);
+  } else {
+    mpi::count_kept_communicator();
+  }
 }
 
 void MpiCommunicator::require_usable(const char* what) const {
