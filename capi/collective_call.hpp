@@ -15,6 +15,7 @@
 #include "context.hpp"
 #include "core/error.hpp"
 #include "core/profiling_region.hpp"
+#include "mpi_thread_turn.hpp"
 
 namespace rfa {
 namespace capi {
@@ -54,6 +55,7 @@ template <class Checks, class Body>
 void run_collective_call(rfa_context_s& c, CollectiveCall call, Checks&& checks, Body&& body) {
   require_callable(c, call);
   const char* name = collective_call_name(std::int64_t(call));
+  const MpiThreadTurn turn(name);      // refused before any MPI call where MPI's thread level forbids it
   const ProfilingRegion region(name);  // the call's region in Kokkos' tools (core/profiling_region.hpp)
   c.comm->begin_call({c.id, std::int64_t(call), ++c.calls_begun, collective_call_name});
   try {

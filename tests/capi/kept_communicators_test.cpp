@@ -89,7 +89,8 @@ TEST(KeptCommunicators, CreationStopsOnEveryRankOnceOneRankKeepsTheMost) {
     if (world_rank() == 0) {
       EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), kLimit, bad);
     } else {
-      EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "rank(s) 0", kLimit, bad);
+      EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "rank(s) 0", kLimit,
+                       bad);
     }
     EXPECT_EQ(ctx, nullptr);
   }
