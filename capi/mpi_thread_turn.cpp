@@ -40,8 +40,7 @@ MpiThreadTurn::MpiThreadTurn(const char* call) {
     MPI_Is_thread_main(&main_thread);
     if (!main_thread) {
       fail(RFA_ERROR_INVALID_USAGE, call,
-           " uses MPI, and this is not the thread that initialized MPI, which MPI's thread level (",
-           level_name(level),
+           " uses MPI, and this is not the thread that initialized MPI, which MPI's thread level (", level_name(level),
            ") requires: call rfa from that thread, or initialize MPI with MPI_Init_thread at "
            "MPI_THREAD_SERIALIZED (one thread at a time) or MPI_THREAD_MULTIPLE; nothing was sent");
     }

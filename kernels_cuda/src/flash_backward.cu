@@ -25,6 +25,7 @@
 #include "kernel_args.hpp"
 #include "launch_dispatch.cuh"
 #include "sm80_layout_settings.hpp"
+#include "softmax_probability.cuh"
 #include "warp_products.cuh"
 
 namespace rfa_cuda {
@@ -249,7 +250,7 @@ __global__ void __launch_bounds__(BackwardConfig<kHeadDim, kValueDim, kKeyTile>:
       for (int e = 0; e < 4; ++e) {
         const float lse = lse_s[nb * 8 + quad * 2 + (e % 2)];
         const bool shown = st[nb][e] != -INFINITY && lse != -INFINITY;
-        const float p = shown ? exp2f(fmaf(st[nb][e], dims.scale_log2, -lse * kLog2e)) : 0.f;
+        const float p = shown ? probability_from_log2(fmaf(st[nb][e], dims.scale_log2, -lse * kLog2e)) : 0.f;
         st[nb][e] = p;
         if constexpr (kKey) dpt[nb][e] *= p;
       }

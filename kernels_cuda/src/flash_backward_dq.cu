@@ -12,6 +12,7 @@
 
 #include "launch_dispatch.cuh"
 #include "query_tile_kernel.cuh"
+#include "softmax_probability.cuh"
 
 namespace rfa_cuda {
 namespace detail {
@@ -127,7 +128,7 @@ __global__ void __launch_bounds__(DqConfig<kHeadDim, kValueDim>::kThreads, 1)
       for (int e = 0; e < 4; ++e) {
         const int half = e / 2;
         const bool shown = row_live[half] && s[nb][e] != -INFINITY;
-        const float p = shown ? exp2f(fmaf(s[nb][e], dims.scale_log2, -row_lse2[half])) : 0.f;
+        const float p = shown ? probability_from_log2(fmaf(s[nb][e], dims.scale_log2, -row_lse2[half])) : 0.f;
         dp[nb][e] *= p;
       }
     }

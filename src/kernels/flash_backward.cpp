@@ -285,13 +285,13 @@ struct BackwardTiles {
       if (capped) {
         for (int j = 0; j < cols_padded; j += simd::kWideLanes) {
           const V t = simd::tanh(simd::load_as<V>(prow + j) * vinv_cap);
-          const V pj = simd::exp2(t * vcap - vl);
+          const V pj = simd::exp2_probability(t * vcap - vl);
           simd::store_as(prow + j, pj);
           simd::store_as(dsrow + j, pj * (simd::load_as<V>(dsrow + j) - vd) * (one - t * t) * vscale);
         }
       } else {
         for (int j = 0; j < cols_padded; j += simd::kWideLanes) {
-          const V pj = simd::exp2(simd::load_as<V>(prow + j) * vc - vl);
+          const V pj = simd::exp2_probability(simd::load_as<V>(prow + j) * vc - vl);
           simd::store_as(prow + j, pj);
           simd::store_as(dsrow + j, pj * (simd::load_as<V>(dsrow + j) - vd) * vscale);
         }

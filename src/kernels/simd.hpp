@@ -240,6 +240,16 @@ inline f16 exp2(f16 x) {
 }
 #endif
 
+/// 2^x, at most 1: a softmax probability from its exponent x = s - lse (log2 units), which
+/// the rounding of two large products can leave above 0 (scores of 1e6 and more), where a
+/// probability above 1 would break every gradient's bound (and exp2 holds only x <= 127). A NaN
+/// exponent stays NaN.
+template <class V>
+KOKKOS_INLINE_FUNCTION V exp2_probability(V x) {
+  const V zero = splat<V>(0.0f);
+  return exp2(select_below(zero - x, 0.0f, zero, x));
+}
+
 /// tanh(x), relative error below 4e-7: x P(x^2) where |x| < 0.625 (P of degree 5, a least-squares
 /// fit of tanh(x) / x on Chebyshev nodes: 1.1e-7 evaluated in fp32), elsewhere 1 - 2 / (e^(2x) + 1)
 /// with e^(2x) from exp2 (its argument clamped at 64, where the result is 1 in fp32; -inf gives

@@ -206,6 +206,73 @@ std::vector<Case> auto_cases() {
 INSTANTIATE_TEST_SUITE_P(Automatic, CapiForwardBackward, ::testing::ValuesIn(auto_cases()), case_name);
 
 // The sharding helpers round-trip bitwise, lse included, and agree with rfa_layout_positions.
+// Scores of order 1e8 (q and k entries up to 2e4, d = 64): the backward recomputes each
+// probability from the forward's lse, and the two rounded products of that size may leave its
+// exponent above 0. A probability is at most 1, so |dv_j| <= sum_i |dout_i| for every key j and
+// column, whatever the conditioning does to the values; every gradient is finite. The bound is
+// summed over the whole sequence (every rank's dout), on each dtype the host computes, through
+// the ring and Ulysses.
+TEST(CapiLargeScores, GradientsKeepTheBoundOfProbabilitiesAtMostOne) {
+  const int P = world_size();
+  const int64_t B = 1, H = std::max(2, P), D = 64, L = 16, S = L * P;  // Ulysses: H % P == 0
+  for (const rfa_dtype_t dtype : {RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16, RFA_DTYPE_FLOAT16})
+    for (const rfa_strategy_t strategy : {RFA_STRATEGY_RING, RFA_STRATEGY_ULYSSES}) {
+      SCOPED_TRACE(::testing::Message() << "dtype " << dtype << ", strategy " << strategy);
+      rfa_options_t o;
+      ASSERT_RFA_OK(rfa_options_init(&o));
+      o.dtype = dtype;
+      o.mask = RFA_MASK_NONE;
+      o.layout = RFA_LAYOUT_CONTIGUOUS;
+      o.ring_order = RFA_RING_ORDER_IDENTITY;
+      o.strategy = strategy;
+      o.batch = B;
+      o.seq_total = S;
+      o.heads = H;
+      o.kv_heads = H;
+      o.head_dim = D;
+      rfa_context_t ctx = nullptr;
+      ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+      // Entries up to 2e4: fp16 holds them (65504).
+      const std::size_t n = std::size_t(B * L * H * D);
+      const std::uint64_t seed = 900 + 10 * std::uint64_t(world_rank());
+      std::vector<double> big_q = random_values(n, seed), big_k = random_values(n, seed + 1);
+      for (double& x : big_q) x *= 2e4;
+      for (double& x : big_k) x *= 2e4;
+      Stored q(dtype, n), k(dtype, n), v(dtype, n), dout(dtype, n), out(dtype, n), dq(dtype, n), dk(dtype, n),
+          dv(dtype, n);
+      q.assign(big_q);
+      k.assign(big_k);
+      v.assign(random_values(n, seed + 2));
+      const std::vector<double> stored_dout = dout.assign(random_values(n, seed + 3));
+      std::vector<float> lse(std::size_t(B * H * L));
+      ASSERT_RFA_OK(rfa_forward(ctx, q.data(), k.data(), v.data(), out.data(), lse.data()));
+      ASSERT_RFA_OK(rfa_backward(ctx, q.data(), k.data(), v.data(), out.data(), dout.data(), lse.data(), dq.data(),
+                                 dk.data(), dv.data()));
+      // sum_i |dout_i| over every query row of the sequence, per head and column.
+      std::vector<double> bound(std::size_t(H * D), 0.0);
+      for (int64_t i = 0; i < L; ++i)
+        for (int64_t hx = 0; hx < H * D; ++hx)
+          bound[std::size_t(hx)] += std::fabs(stored_dout[std::size_t(i * H * D + hx)]);
+      MPI_Allreduce(MPI_IN_PLACE, bound.data(), int(bound.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      const double slack = dtype == RFA_DTYPE_FLOAT32 ? 1e-5 : 1e-2;
+      int beyond = 0, nonfinite = 0;
+      double worst = 0.0;
+      for (std::size_t e = 0; e < n; ++e) {
+        const double g = dv.get(e), limit = bound[e % std::size_t(H * D)] * (1.0 + slack);
+        if (!std::isfinite(g)) {
+          ++nonfinite;
+        } else if (std::fabs(g) > limit) {
+          ++beyond;
+          worst = std::max(worst, std::fabs(g) / limit);
+        }
+        nonfinite += std::isfinite(dq.get(e)) && std::isfinite(dk.get(e)) ? 0 : 1;
+      }
+      EXPECT_EQ(nonfinite, 0) << "gradient elements that are NaN or infinite";
+      EXPECT_EQ(beyond, 0) << "dv elements beyond sum |dout|, the worst " << worst << " times it";
+      ASSERT_RFA_OK(rfa_context_destroy(ctx));
+    }
+}
+
 TEST(CapiSharding, ScatterGatherRoundTripAndPositions) {
   const int P = world_size();
   rfa_options_t o;

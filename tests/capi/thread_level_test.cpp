@@ -33,8 +33,8 @@ void expect(bool ok, const std::string& what) {
 /// Whether `rc` is `want` and the calling thread's message holds every fragment.
 void expect_result(rfa_result_t rc, rfa_result_t want, const char* call, std::vector<const char*> fragments = {}) {
   const std::string message = rfa_get_last_error_message();
-  expect(rc == want, std::string(call) + " returned " + std::to_string(int(rc)) + ", not " +
-                         std::to_string(int(want)) + ": " + message);
+  expect(rc == want, std::string(call) + " returned " + std::to_string(int(rc)) + ", not " + std::to_string(int(want)) +
+                         ": " + message);
   for (const char* f : fragments)
     expect(message.find(f) != std::string::npos, std::string(call) + "'s message lacks \"" + f + "\": " + message);
 }

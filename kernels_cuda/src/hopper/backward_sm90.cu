@@ -19,6 +19,7 @@
 #include "hopper/fragment_views.hpp"
 #include "hopper/warpgroup_ops.cuh"
 #include "launch_dispatch.cuh"
+#include "softmax_probability.cuh"
 
 namespace rfa_cuda {
 namespace hopper {
@@ -303,7 +304,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         CUTE_UNROLL
         for (int r = 0; r < kRows; ++r) {
           const bool shown = !partial || detail::visible_pair<detail::kWithoutRanges>(dims.mask, query_index, keys[r]);
-          p(r, c) = shown ? exp2f(fmaf(p(r, c), dims.scale_log2, -lse_log2)) : 0.f;
+          p(r, c) = shown ? detail::probability_from_log2(fmaf(p(r, c), dims.scale_log2, -lse_log2)) : 0.f;
         }
       }
       round_into(tSrS, tGrP);
