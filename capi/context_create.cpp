@@ -16,7 +16,6 @@
 #include "comm/mpi/kept_communicators.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
 #include "context.hpp"
-#include "core/build_isa.hpp"
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
 #include "creation_agreement.hpp"
@@ -128,9 +127,6 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
   std::unique_ptr<ContextCount> count;
   try {
     if (!out) fail(RFA_ERROR_INVALID_ARGUMENT, "context (the output pointer) is NULL");
-    // Before any kernel: a CPU without the instruction sets the build uses fails here, on
-    // every rank, instead of stopping at an illegal instruction.
-    require_build_isa();
     options = read_options(caller_options, "options");
     // The deadline the options leave to the environment: a malformed RFA_TIMEOUT_S on one rank
     // fails every rank here, where reading it after the agreement failed that rank alone and

@@ -15,7 +15,11 @@ include(CheckCXXCompilerFlag)
 if(RFA_ENABLE_NATIVE)
   check_cxx_compiler_flag("-march=native" RFA_HAVE_MARCH_NATIVE)
   if(RFA_HAVE_MARCH_NATIVE)
-    target_compile_options(rfa_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
+    # Not for targets with the property RFA_BASELINE_ISA (the C ABI's entry points and the
+    # check of the CPU's instruction sets, core/build_isa.hpp): they run before the check can
+    # refuse a CPU that lacks what -march=native turned on, so they must run on any x86-64 CPU.
+    target_compile_options(rfa_build_flags INTERFACE
+      $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<NOT:$<BOOL:$<TARGET_PROPERTY:RFA_BASELINE_ISA>>>>:-march=native>)
   endif()
 endif()
 # The kernels pass 32-byte vectors (simd::f8) by value between inline functions; on a target

@@ -1295,6 +1295,11 @@ MUTATIONS = [
              "pr = simd::exp2(sr * c - simd::splat<V>(s.lse2[i + r]));",
              r"^capi_forward_backward_test[.]np[1-4]$",
              "the bf16 products' backward recomputes probabilities above 1 at large scores"),
+    Mutation("cpu-refusal-guard-skipped", "C API", "capi/firewall.hpp",
+             "  if (const char* refusal = build_isa_refusal()) return refuse_this_cpu(function, refusal);\n", "",
+             r"^capi_cpu_refusal_emulated$",
+             "a librfa built with -march=native stops at an illegal instruction on a CPU without AVX-512 instead "
+             "of refusing"),
     Mutation("numa-node-by-intersection", "topology", "src/topology/hwloc_probe.cpp",
              "  placement.numa_node = local_numa_node(topology, binding.get());",
              "  placement.numa_node = only_intersecting(topology, HWLOC_OBJ_NUMANODE, binding.get());",
