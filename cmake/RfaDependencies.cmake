@@ -81,6 +81,9 @@ endif()
 
 # ---- MPI
 if(RFA_ENABLE_MPI)
+  # rfa calls MPI's C interface only: without the deprecated C++ bindings (Open MPI's
+  # libmpi_cxx, MPICH's) that mpi.h would otherwise declare and link in for C++ code.
+  set(MPI_CXX_SKIP_MPICXX ON)
   find_package(MPI REQUIRED COMPONENTS C CXX)
 endif()
 
