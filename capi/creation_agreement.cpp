@@ -178,7 +178,13 @@ std::int64_t agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const
     // Every rank learns why from the lowest failing rank (the same list everywhere, so every
     // rank takes part in the broadcast, under the creation's deadline).
     std::string reason = rank == failing.front() ? verdict.message : std::string();
-    collective::broadcast_string(comm, reason, failing.front());
+    try {
+      collective::broadcast_string(comm, reason, failing.front());
+    } catch (const Error&) {
+      // A rank that failed reports its own verdict even where the broadcast did not complete.
+      if (verdict.code != RFA_SUCCESS) throw Error(verdict.code, verdict.message);
+      throw;
+    }
     if (verdict.code != RFA_SUCCESS) throw Error(verdict.code, verdict.message);
     const auto code = rfa_result_t(at(failing.front(), 0));
     fail(code, "rank(s) ", rank_list(failing), " of the communicator cannot create the context (",

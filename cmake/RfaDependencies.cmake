@@ -81,8 +81,8 @@ endif()
 
 # ---- MPI
 if(RFA_ENABLE_MPI)
-  # rfa calls MPI's C interface only: without the deprecated C++ bindings (Open MPI's
-  # libmpi_cxx, MPICH's) that mpi.h would otherwise declare and link in for C++ code.
+  # rfa calls MPI's C interface only (rfa_core links MPI::MPI_C): the C++ test and benchmark
+  # programs that link MPI::MPI_CXX get no deprecated C++ bindings either.
   set(MPI_CXX_SKIP_MPICXX ON)
   find_package(MPI REQUIRED COMPONENTS C CXX)
 endif()

@@ -43,7 +43,9 @@ typedef enum rfa_result_t {
   RFA_SUCCESS = 0,                 /**< The call succeeded. */
   RFA_ERROR_INVALID_ARGUMENT = 1,  /**< An argument is invalid on this rank (null pointer, bad size, ...). */
   RFA_ERROR_INVALID_USAGE = 2,     /**< Arguments are inconsistent across ranks, or a call is out of order. */
-  RFA_ERROR_UNSUPPORTED = 3,       /**< Valid, but not supported by this build (head dim, dtype, backend). */
+  RFA_ERROR_UNSUPPORTED = 3,       /**< Valid, but not supported by this build (head dim, dtype, backend); also
+                                        every call's result on a CPU that lacks an instruction set
+                                        the library was compiled for (-march=native elsewhere). */
   RFA_ERROR_OUT_OF_MEMORY = 4,     /**< An allocation failed. */
   RFA_ERROR_INTERNAL = 5,          /**< A bug in rfa: please report it with the message. */
   RFA_ERROR_MPI = 6,               /**< An MPI call failed. */
@@ -474,7 +476,9 @@ static inline rfa_result_t rfa_options_init(rfa_options_t* options) {
  * given it returns RFA_ERROR_INVALID_ARGUMENT), whatever was created since.
  * One handle must be used by one thread at a time; different handles, each created over a
  * communicator of its own, may be used concurrently if the MPI library was initialized with
- * MPI_THREAD_MULTIPLE (rfa does not check the level: below it, serialize every call).
+ * MPI_THREAD_MULTIPLE. Below it, a call that uses MPI while another thread of the process is
+ * inside one, or (below MPI_THREAD_SERIALIZED) from a thread other than MPI's main one, returns
+ * ::RFA_ERROR_INVALID_USAGE on its rank before any MPI call, the context untouched.
  */
 typedef struct rfa_context_s* rfa_context_t;
 
@@ -485,7 +489,9 @@ typedef struct rfa_context_s* rfa_context_t;
  * handle, in the same order relative to other collective calls. Call it before MPI_Finalize.
  * The ranks first agree that they are all destroying the context (one small reduction, under
  * the deadline): a rank that is in another call on it meanwhile makes both sides fail with
- * ::RFA_ERROR_CALL_MISMATCH. The handle is destroyed whatever the result. On a context that is
+ * ::RFA_ERROR_CALL_MISMATCH. The handle is destroyed whatever the result, but for a call that
+ * MPI's thread level refuses (::RFA_ERROR_INVALID_USAGE before anything is done: the handle stays
+ * valid, to be destroyed in turn). On a context that is
  * unusable (after ::RFA_ERROR_TIMEOUT or ::RFA_ERROR_CALL_MISMATCH) or after MPI_Finalize there
  * is no agreement and nothing waits; exchanges a failed call left unfinished are given up at the
  * deadline at the latest (receives cancelled, the rest left to MPI), so it never blocks longer.

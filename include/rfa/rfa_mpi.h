@@ -41,8 +41,9 @@ extern "C" {
  * timeout the ranks' collectives on @p comm are out of step (MPI cannot cancel a collective):
  * use it for nothing collective afterwards; the job should end.
  *
- * Thread safety: the application's MPI threading rules apply; @p comm is only used during
- * this call (the context keeps its own duplicate). Creations (and destructions) over the same
+ * Thread safety: MPI's thread level is held (rfa_context_t: a call it forbids is refused on
+ * its rank before any MPI call); @p comm is only used during this call (the context keeps its
+ * own duplicate). Creations (and destructions) over the same
  * @p comm must come from one thread at a time, in the same order on every rank: two threads
  * creating over one communicator at once may pair one rank's first context with another's
  * second. Contexts meant for concurrent use are best created over duplicates of it.
@@ -60,7 +61,9 @@ extern "C" {
  *         cuDNN cannot run the strategy or is not found; a soft cap the CUDA kernels cannot hold
  *         in fp32);
  *         ::RFA_ERROR_INVALID_USAGE (MPI not initialized or already finalized, ranks disagree,
- *         Kokkos already finalized); ::RFA_ERROR_TIMEOUT (not every rank arrived in time);
+ *         Kokkos already finalized, a call MPI's thread level forbids, a rank that keeps
+ *         RFA_MAX_KEPT_COMMUNICATORS communicators of timed-out calls);
+ *         ::RFA_ERROR_TIMEOUT (not every rank arrived in time);
  *         ::RFA_ERROR_KOKKOS, ::RFA_ERROR_MPI, ::RFA_ERROR_HWLOC, ::RFA_ERROR_OUT_OF_MEMORY;
  *         ::RFA_ERROR_CUDA and ::RFA_ERROR_NCCL (CUDA contexts: the device, its transport).
  */

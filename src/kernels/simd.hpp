@@ -243,7 +243,7 @@ inline f16 exp2(f16 x) {
 /// 2^x, at most 1: a softmax probability from its exponent x = s - lse (log2 units), which
 /// the rounding of two large products can leave above 0 (scores of 1e6 and more), where a
 /// probability above 1 would break every gradient's bound (and exp2 holds only x <= 127). A NaN
-/// exponent stays NaN.
+/// exponent reaches exp2 as it is (which gives 0 on the host).
 template <class V>
 KOKKOS_INLINE_FUNCTION V exp2_probability(V x) {
   const V zero = splat<V>(0.0f);

@@ -205,7 +205,6 @@ std::vector<Case> auto_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Automatic, CapiForwardBackward, ::testing::ValuesIn(auto_cases()), case_name);
 
-// The sharding helpers round-trip bitwise, lse included, and agree with rfa_layout_positions.
 // Scores of order 1e8 (q and k entries up to 2e4, d = 64): the backward recomputes each
 // probability from the forward's lse, and the two rounded products of that size may leave its
 // exponent above 0. A probability is at most 1, so |dv_j| <= sum_i |dout_i| for every key j and
@@ -273,6 +272,7 @@ TEST(CapiLargeScores, GradientsKeepTheBoundOfProbabilitiesAtMostOne) {
     }
 }
 
+// The sharding helpers round-trip bitwise, lse included, and agree with rfa_layout_positions.
 TEST(CapiSharding, ScatterGatherRoundTripAndPositions) {
   const int P = world_size();
   rfa_options_t o;

@@ -109,9 +109,12 @@ void main_thread_only(int level) {
 /// At MPI_THREAD_SERIALIZED: any thread, one at a time.
 void one_thread_at_a_time() {
   const rfa_options_t o = options(30.0);
-  // Rank 0's first thread waits inside a forward for the last rank, which comes 2 s late; its
-  // second thread calls half a second in, and is refused.
-  rfa_context_t first = nullptr, second = nullptr;
+  // Rank 0's first thread waits inside a forward for the last rank, which comes 3 s late; its
+  // second thread, once it sees the first inside, calls too and is refused.
+  // A destroyed context's handle stays invalid: the probe below destroys it again.
+  rfa_context_t gone = nullptr, first = nullptr, second = nullptr;
+  expect_result(rfa_context_create(MPI_COMM_WORLD, &o, &gone), RFA_SUCCESS, "rfa_context_create (gone)");
+  expect_result(rfa_context_destroy(gone), RFA_SUCCESS, "rfa_context_destroy (gone)");
   expect_result(rfa_context_create(MPI_COMM_WORLD, &o, &first), RFA_SUCCESS, "rfa_context_create (first)");
   expect_result(rfa_context_create(MPI_COMM_WORLD, &o, &second), RFA_SUCCESS, "rfa_context_create (second)");
   int size = 1;
@@ -119,16 +122,36 @@ void one_thread_at_a_time() {
   Tensors a, b;
   if (rank == 0) {
     rfa_result_t waited = RFA_ERROR_INTERNAL;
-    std::thread inside([&] { waited = a.forward(first); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::thread inside([&] {
+      // The other thread's probe below may hold the turn for a moment: refused then, nothing
+      // sent, and tried again.
+      do {
+        waited = a.forward(first);
+      } while (waited == RFA_ERROR_INVALID_USAGE &&
+               std::string(rfa_get_last_error_message()).find("another thread") != std::string::npos);
+    });
     on_another_thread([&] {
-      expect_result(b.forward(second), RFA_ERROR_INVALID_USAGE, "rfa_forward (while another thread is inside one)",
-                    {"another thread of this process is inside rfa_forward", "MPI_THREAD_SERIALIZED"});
+      // Until the first thread is inside its forward: destroying a destroyed handle is refused
+      // by the turn while another thread holds it, and otherwise finds no context (nothing sent
+      // either way).
+      bool seen = false;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2500);
+      while (!seen && std::chrono::steady_clock::now() < until) {
+        const rfa_result_t rc = rfa_context_destroy(gone);
+        seen = rc == RFA_ERROR_INVALID_USAGE &&
+               std::string(rfa_get_last_error_message()).find("inside rfa_forward") != std::string::npos;
+        if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      expect(seen, "the first thread was never seen inside its forward");
+      if (seen) {
+        expect_result(b.forward(second), RFA_ERROR_INVALID_USAGE, "rfa_forward (while another thread is inside one)",
+                      {"another thread of this process is inside rfa_forward", "MPI_THREAD_SERIALIZED"});
+      }
     });
     inside.join();
     expect_result(waited, RFA_SUCCESS, "rfa_forward (the thread inside)");
   } else {
-    if (rank == size - 1) std::this_thread::sleep_for(std::chrono::seconds(2));
+    if (rank == size - 1) std::this_thread::sleep_for(std::chrono::seconds(3));
     expect_result(a.forward(first), RFA_SUCCESS, "rfa_forward (first)");
   }
   expect(a.exact(), "the first context's forward is not exact");
