@@ -6,7 +6,6 @@
 #include <exception>
 #include <memory>
 #include <new>
-#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -117,8 +116,7 @@ class ContextCount {
 rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_context_t* out) {
   if (out) *out = nullptr;  // on every failure, the earliest (MPI unusable) among them
   // Before any MPI call but the state queries.
-  std::optional<MpiThreadTurn> turn;
-  if (mpi_is_running()) turn.emplace("rfa_context_create");
+  const MpiThreadTurn turn("rfa_context_create");
   require_mpi_usable(comm);
 
   // Local checks, whose verdict every rank learns before anyone fails.
@@ -226,7 +224,6 @@ RFA_API rfa_result_t rfa_context_create_fint(MPI_Fint comm, const rfa_options_t*
     // MPI_COMM_WORLD's error handler, fatal by default. Where they are integers (MPICH and its
     // kin) the conversion is the identity and tells nothing: MPI's own check decides there.
     if (rfa::capi::is_null_pointer(c)) {
-      if (context) *context = nullptr;
       rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "comm (Fortran handle ", comm, ") is not a communicator");
     }
     return rfa::capi::create(c, options, context);
@@ -237,8 +234,7 @@ RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context) {
   return rfa::capi::guard(__func__, [&] {
     if (!context) return RFA_SUCCESS;
     // Refused before the context is touched, so that it can be destroyed in turn later.
-    std::optional<rfa::capi::MpiThreadTurn> turn;
-    if (rfa::capi::mpi_is_running()) turn.emplace("rfa_context_destroy");
+    const rfa::capi::MpiThreadTurn turn("rfa_context_destroy");
     rfa_context_s* const live = rfa::capi::unregister_context(context);
     if (!live) {
       rfa::fail(RFA_ERROR_INVALID_ARGUMENT,

@@ -181,9 +181,7 @@ std::int64_t agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const
     try {
       collective::broadcast_string(comm, reason, failing.front());
     } catch (const Error&) {
-      // A rank that failed reports its own verdict even where the broadcast did not complete.
-      if (verdict.code != RFA_SUCCESS) throw Error(verdict.code, verdict.message);
-      throw;
+      if (verdict.code == RFA_SUCCESS) throw;  // a rank that failed reports its own verdict below
     }
     if (verdict.code != RFA_SUCCESS) throw Error(verdict.code, verdict.message);
     const auto code = rfa_result_t(at(failing.front(), 0));

@@ -5,6 +5,7 @@
 
 #include <atomic>
 
+#include "collective_call.hpp"
 #include "core/error.hpp"
 
 namespace rfa {
@@ -33,6 +34,7 @@ MpiThreadTurn::MpiThreadTurn(const char* call) {
     held_ = true;
     return;
   }
+  if (!mpi_is_running()) return;  // the call itself says what is wrong, with no MPI call
   int level = MPI_THREAD_MULTIPLE;
   if (MPI_Query_thread(&level) != MPI_SUCCESS || level >= MPI_THREAD_MULTIPLE) return;
   if (level < MPI_THREAD_SERIALIZED) {

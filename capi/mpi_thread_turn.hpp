@@ -9,7 +9,8 @@
 namespace rfa {
 namespace capi {
 
-/// Held for the whole of a call that uses MPI; needs MPI initialized and not finalized.
+/// Held for the whole of a call that uses MPI; takes nothing where MPI is not initialized or
+/// already finalized (the call refuses that itself, with no MPI call).
 /// Throws RFA_ERROR_INVALID_USAGE, naming `call` and the thread level, when MPI's level forbids
 /// this thread to call now: another thread is inside such a call (below MPI_THREAD_MULTIPLE),
 /// or this is not MPI's main thread (below MPI_THREAD_SERIALIZED). A call made while this

@@ -27,7 +27,7 @@ constexpr const char* kRebuild =
 bool cpuid_bit(unsigned leaf, unsigned sub, int reg, int bit) {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned r[4] = {0, 0, 0, 0};
-  if (__get_cpuid_max(leaf & 0x80000000u, nullptr) < leaf) return false;
+  if (unsigned(__get_cpuid_max(leaf & 0x80000000u, nullptr)) < leaf) return false;
   __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
   return (r[reg] >> bit) & 1u;
 #else
@@ -82,21 +82,32 @@ bool cpu_has(const char* feature) {
   return false;
 }
 
-/// The refusal's text, made once: the missing sets and the way out, or "" where none is missing.
+/// The refusal for the sets of `features` this CPU lacks, into `text` ("" where none is missing):
+/// plain C, so that the check runs nothing another file might have compiled for the build.
+void write_refusal(const BuildIsaFeature* features, std::size_t count, char* text, std::size_t size) {
+  char missing[640] = {};
+  for (std::size_t i = 0; i < count; ++i) {
+    if (features[i].present) continue;
+    if (missing[0] != '\0') std::strncat(missing, ", ", sizeof missing - std::strlen(missing) - 1);
+    std::strncat(missing, features[i].name, sizeof missing - std::strlen(missing) - 1);
+  }
+  text[0] = '\0';
+  if (missing[0] != '\0')
+    std::snprintf(text, size, "this librfa was compiled for a CPU with %s, %s", missing, kRebuild);
+}
+
+/// The refusal's text, made once from the build's table and this CPU.
 struct Refusal {
   char text[1024] = {};
 };
 
 Refusal find_refusal() {
+  BuildIsaFeature features[64];
+  std::size_t count = 0;
+  for (const BuildIsaTarget* t = kBuildIsaTargets; t->name != nullptr && count < 64; ++t)
+    features[count++] = {t->name, cpu_has(t->cpu_feature)};
   Refusal r;
-  char missing[640] = {};
-  for (const BuildIsaTarget* t = kBuildIsaTargets; t->name != nullptr; ++t) {
-    if (cpu_has(t->cpu_feature)) continue;
-    if (missing[0] != '\0') std::strncat(missing, ", ", sizeof missing - std::strlen(missing) - 1);
-    std::strncat(missing, t->name, sizeof missing - std::strlen(missing) - 1);
-  }
-  if (missing[0] != '\0')
-    std::snprintf(r.text, sizeof r.text, "this librfa was compiled for a CPU with %s, %s", missing, kRebuild);
+  write_refusal(features, count, r.text, sizeof r.text);
   return r;
 }
 
@@ -110,11 +121,9 @@ std::vector<BuildIsaFeature> build_isa_features() {
 }
 
 std::string missing_build_isa(const std::vector<BuildIsaFeature>& features) {
-  std::string missing;
-  for (const BuildIsaFeature& f : features)
-    if (!f.present) missing += std::string(missing.empty() ? "" : ", ") + f.name;
-  if (missing.empty()) return "";
-  return "this librfa was compiled for a CPU with " + missing + ", " + kRebuild;
+  char text[1024];
+  write_refusal(features.data(), features.size(), text, sizeof text);
+  return text;
 }
 
 const char* build_isa_refusal() noexcept {
