@@ -1300,6 +1300,32 @@ MUTATIONS = [
              r"^capi_cpu_refusal_emulated$",
              "a librfa built with -march=native stops at an illegal instruction on a CPU without AVX-512 instead "
              "of refusing"),
+    Mutation("subproject-taken-for-top-level", "packaging", "CMakeLists.txt",
+             "  set(RFA_IS_TOP_LEVEL OFF)\n", "  set(RFA_IS_TOP_LEVEL ON)\n",
+             r"^consumer_subproject_test$",
+             "rfa taken in with add_subdirectory builds its tests, benchmarks and docs, and fails where their "
+             "tools are missing"),
+    Mutation("subproject-forces-release", "packaging", "CMakeLists.txt",
+             "  if(RFA_IS_TOP_LEVEL)\n    set(CMAKE_BUILD_TYPE Release", "  if(TRUE)\n    set(CMAKE_BUILD_TYPE Release",
+             r"^consumer_subproject_test$",
+             "an outer project with no build type is made Release by rfa: its own code loses its asserts"),
+    Mutation("subproject-untyped-asserts-kept", "packaging", "cmake/RfaCompilerFlags.cmake",
+             "if(RFA_OPTIMIZE_UNTYPED_BUILD)\n", "if(FALSE)\n",
+             r"^consumer_subproject_test$",
+             "rfa's code inside an outer project with no build type is compiled with its asserts, unlike Release"),
+    Mutation("c99-feature-unstated", "packaging", "capi/CMakeLists.txt",
+             "target_compile_features(rfa INTERFACE c_std_99)\n", "",
+             r"^consumer_subproject_test$",
+             "a C consumer built as C90 fails at rfa.h's static inline"),
+    Mutation("pc-absolute-dirs-relativized", "packaging", "CMakeLists.txt",
+             'if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}" OR IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")', "if(FALSE)",
+             r"^consumer_subproject_test$",
+             "with absolute install folders (Nix) the .pc files put them under a prefix found from their own place"),
+    Mutation("fortran-compiler-mismatch-unchecked", "packaging", "cmake/rfaConfig.cmake.in",
+             "if(RFA_HAVE_FORTRAN AND _rfa_at GREATER -1 AND NOT _rfa_fortran_mismatch\n",
+             "if(RFA_HAVE_FORTRAN AND _rfa_at GREATER -1\n",
+             r"^consumer_find_package_test$",
+             "a project of another Fortran compiler finds rfa::rfa_fortran and fails later at `use rfa`"),
     Mutation("numa-node-by-intersection", "topology", "src/topology/hwloc_probe.cpp",
              "  placement.numa_node = local_numa_node(topology, binding.get());",
              "  placement.numa_node = only_intersecting(topology, HWLOC_OBJ_NUMANODE, binding.get());",
@@ -1524,6 +1550,10 @@ def sync_copy(dest):
     return copied
 
 
+# Files a mutation of which takes effect when the build is configured.
+CMAKE_INPUTS = ("CMakeLists.txt", ".cmake", ".cmake.in", ".pc.in")
+
+
 def run(cmd, logfile, **kw):
     with open(logfile, "a", encoding="utf-8") as f:
         f.write("\n$ " + " ".join(cmd) + "\n")
@@ -1624,11 +1654,16 @@ def main():
         path = os.path.join(src, m.path)
         with open(path, encoding="utf-8") as f:
             original = f.read()
+        # A CMake input is read when the build is configured (the package files, which the
+        # consumer tests install, are made then): configure again, mutated and restored.
+        reconfigure = m.path.endswith(CMAKE_INPUTS)
         try:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(original.replace(m.old, m.new, 1))
             rebuild = full or bool(targets)  # tests that only run scripts need no build
-            if rebuild and run(build_cmd + ([] if full else ["--target"] + targets), logfile) != 0:
+            if reconfigure and run(["cmake", build], logfile) != 0:
+                verdict, caught_by = "does not configure", []
+            elif rebuild and run(build_cmd + ([] if full else ["--target"] + targets), logfile) != 0:
                 verdict, caught_by = "does not build", []
             else:
                 start = os.path.getsize(logfile)
@@ -1638,6 +1673,9 @@ def main():
         finally:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(original)
+        if reconfigure and run(["cmake", build], logfile) != 0:
+            print(f"mutate: the scratch build does not configure with {m.path} restored (see the log)", file=sys.stderr)
+            return 2
         results.append((m, verdict, caught_by, time.time() - t))
         log(f"mutate: {m.name}: {verdict}" + (f" by {', '.join(caught_by)}" if caught_by else "") +
             f" ({time.time() - t:.0f} s)")

@@ -98,7 +98,7 @@ run(${MPIEXEC} -n 2 ${MPIEXEC_FLAGS} ${WORK_DIR}/c-and-cxx-build/my_app)
 message(STATUS "consumer test: the README's C++ program built in a C and C++ project and ran on 2 ranks")
 
 # The Fortran component: asked for by a Fortran project it is rfa::rfa_fortran; by a project
-# without Fortran, refused with the reason.
+# without Fortran, or of another Fortran compiler, refused with the reason.
 if(WITH_FORTRAN)
   set(src ${WORK_DIR}/fortran-component-src)
   file(COPY ${BLOCKS_DIR}/fortran/ DESTINATION ${src})
@@ -119,7 +119,26 @@ if(WITH_FORTRAN)
   if(rc EQUAL 0 OR NOT err MATCHES "Fortran component was asked for" OR NOT err MATCHES "does not[ \n]+enable")
     message(FATAL_ERROR "consumer test: a C project asking for rfa's Fortran component should be told why not (${rc}):\n${err}")
   endif()
-  message(STATUS "consumer test: the Fortran component found by a Fortran project, refused with its reason to a C one")
+  # A project whose Fortran compiler is not the one that compiled the module is told so at
+  # find_package (a copy of the install whose package names another compiler).
+  set(other ${WORK_DIR}/other-compiler-prefix)
+  file(COPY ${prefix}/ DESTINATION ${other})
+  file(READ ${other}/lib/cmake/rfa/rfaConfig.cmake package)
+  string(REGEX REPLACE "set\\(_rfa_fortran_compiler_id \"[^\"]*\"\\)" "set(_rfa_fortran_compiler_id \"Other\")"
+         edited "${package}")
+  if(edited STREQUAL package)
+    message(FATAL_ERROR "consumer test: rfaConfig.cmake names no Fortran compiler (_rfa_fortran_compiler_id)")
+  endif()
+  file(WRITE ${other}/lib/cmake/rfa/rfaConfig.cmake "${edited}")
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${WORK_DIR}/fortran-component-src -B ${WORK_DIR}/other-compiler-build
+                          -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${other} -DCMAKE_Fortran_COMPILER=${Fortran_COMPILER}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc EQUAL 0 OR NOT err MATCHES "compiled by[ \n]+Other" OR NOT err MATCHES "module[ \n]+files")
+    message(FATAL_ERROR "consumer test: a Fortran project whose compiler did not compile rfa's module should be "
+                        "told so (${rc}):\n${err}")
+  endif()
+  message(STATUS "consumer test: the Fortran component found by a Fortran project, refused with its reason to a C "
+                 "one and to one of another Fortran compiler")
 endif()
 
 # Plain compiler use, as the README documents it: mpicc/mpif90 $(pkg-config --cflags --libs ...).
