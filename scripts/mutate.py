@@ -1326,6 +1326,11 @@ MUTATIONS = [
              "if(RFA_HAVE_FORTRAN AND _rfa_at GREATER -1\n",
              r"^consumer_find_package_test$",
              "a project of another Fortran compiler finds rfa::rfa_fortran and fails later at `use rfa`"),
+    Mutation("lzcnt-bit-misread", "C API", "src/core/build_isa.cpp",
+             '{"lzcnt", cpuid_bit(0x80000001u, 0, 2, 5)}', '{"lzcnt", cpuid_bit(0x80000001u, 0, 2, 6)}',
+             r"^capi_cpu_refusal_lzcnt_(missing|present)_emulated$",
+             "the CPU's LZCNT is read from another CPUID bit: a CPU without it (lzcnt runs as bsr there) is let "
+             "through, or one with it refused"),
     Mutation("numa-node-by-intersection", "topology", "src/topology/hwloc_probe.cpp",
              "  placement.numa_node = local_numa_node(topology, binding.get());",
              "  placement.numa_node = only_intersecting(topology, HWLOC_OBJ_NUMANODE, binding.get());",

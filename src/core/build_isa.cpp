@@ -22,8 +22,9 @@ constexpr const char* kRebuild =
 
 /// Bit `bit` of register `reg` (0 EAX .. 3 EDX) of CPUID leaf `leaf`, subleaf `sub`: for the
 /// sets __builtin_cpu_supports does not know in every compiler rfa builds with (Clang 14 lacks
-/// f16c, movbe, avx512fp16, avxvnni and vaes). Their registers' state is the OS's AVX or
-/// AVX-512 state, which the builtin's avx / avx512f answers (listed beside them) include.
+/// f16c, movbe, avx512fp16, avxvnni, vaes and lzcnt; GCC 12's lzcnt answers 0 on a CPU that has
+/// it). Their registers' state is the OS's AVX or AVX-512 state, which the builtin's avx /
+/// avx512f answers (listed beside them) include; lzcnt uses general registers.
 bool cpuid_bit(unsigned leaf, unsigned sub, int reg, int bit) {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned r[4] = {0, 0, 0, 0};
@@ -57,6 +58,7 @@ bool cpu_has(const char* feature) {
       {"bmi", __builtin_cpu_supports("bmi") != 0},
       {"bmi2", __builtin_cpu_supports("bmi2") != 0},
       {"movbe", cpuid_bit(1, 0, 2, 22)},
+      {"lzcnt", cpuid_bit(0x80000001u, 0, 2, 5)},
       {"avx512f", __builtin_cpu_supports("avx512f") != 0},
       {"avx512cd", __builtin_cpu_supports("avx512cd") != 0},
       {"avx512bw", __builtin_cpu_supports("avx512bw") != 0},

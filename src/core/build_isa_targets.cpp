@@ -44,6 +44,11 @@ const BuildIsaTarget kBuildIsaTargets[] = {
 #if defined(__MOVBE__)
     {"MOVBE", "movbe"},
 #endif
+#if defined(__LZCNT__)
+    // Not an illegal instruction where it is missing: lzcnt then runs as bsr and returns another
+    // count (GCC writes it for __builtin_clz, which the standard library's sorts use).
+    {"LZCNT", "lzcnt"},
+#endif
 #if defined(__AVX512F__)
     {"AVX-512F", "avx512f"},
 #endif

@@ -3,7 +3,8 @@
  * QEMU's emulated CPU without them (Nehalem: no AVX, AVX2, FMA or AVX-512): every call of the C
  * ABI returns RFA_ERROR_UNSUPPORTED naming what is missing, and none stops at an illegal
  * instruction. Prints "PASS" or "FAIL: ..." and exits 0 or 1; one process, MPI initialized
- * alone. */
+ * alone. An argument names a set the refusal must name ("LZCNT"), or with a leading '!' one it
+ * must not ("!LZCNT"): the CPU's answer read for that set. */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,15 @@ int main(int argc, char** argv) {
   int64_t local = 0;
   MPI_Init(&argc, &argv);
   expect(rfa_options_init(&o), RFA_ERROR_UNSUPPORTED, "rfa_options_init", named);
+  if (argc > 1) {
+    const int absent = argv[1][0] == '!';
+    const char* set = argv[1] + absent;
+    const char* message = rfa_get_last_error_message();
+    if ((strstr(message, set) != NULL) == absent) {
+      printf("FAIL: the refusal %s %s: %s\n", absent ? "names" : "does not name", set, message);
+      ++failures;
+    }
+  }
   expect(rfa_layout_local_seq(RFA_LAYOUT_ZIGZAG, 16, 1, &local), RFA_ERROR_UNSUPPORTED, "rfa_layout_local_seq", named);
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
