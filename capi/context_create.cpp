@@ -22,6 +22,7 @@
 #include "firewall.hpp"
 #include "kokkos_lifetime.hpp"
 #include "options.hpp"
+#include "refused_creation.hpp"
 #include "rfa/rfa_mpi.h"
 #include "setup/attention_setup.hpp"
 
@@ -206,10 +207,28 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
 extern "C" {
 
 RFA_API rfa_result_t rfa_context_create(MPI_Comm comm, const rfa_options_t* options, rfa_context_t* context) {
+  // On a CPU the build refuses, the creation's agreement still hears this rank's refusal, so
+  // that the other ranks fail at once with its reason (capi/refused_creation.hpp).
+  if (const char* refusal = rfa::build_isa_refusal()) {
+    if (context) *context = nullptr;
+    rfa::capi::take_part_refused(comm, options, refusal);
+    return rfa::capi::refuse_this_cpu(__func__, refusal);
+  }
   return rfa::capi::guard(__func__, [&] { return rfa::capi::create(comm, options, context); });
 }
 
 RFA_API rfa_result_t rfa_context_create_fint(MPI_Fint comm, const rfa_options_t* options, rfa_context_t* context) {
+  if (const char* refusal = rfa::build_isa_refusal()) {
+    if (context) *context = nullptr;
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (initialized && !finalized) {
+      const MPI_Comm c = MPI_Comm_f2c(comm);
+      if (!rfa::capi::is_null_pointer(c)) rfa::capi::take_part_refused(c, options, refusal);
+    }
+    return rfa::capi::refuse_this_cpu(__func__, refusal);
+  }
   return rfa::capi::guard(__func__, [&] {
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);

@@ -90,6 +90,7 @@ static_assert(offsetof(rfa_options_t, value_head_dim) + sizeof(std::int64_t) <= 
               "rfa_options_t has a field the creation agreement does not compare");
 constexpr int kFieldCount = int(sizeof kFields / sizeof kFields[0]);
 constexpr int kRecord = 1 + kFieldCount + 1;  // the verdict's code, the fields, the proposed id
+static_assert(kRecord == kCreationRecordLength, "kCreationRecordLength is not the agreement's record length");
 
 std::string value_text(int field, std::int64_t value) {
   std::ostringstream os;

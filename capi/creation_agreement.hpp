@@ -16,6 +16,11 @@
 namespace rfa {
 namespace capi {
 
+/// The agreement's record per rank, in int64 values: the verdict's code, one value per compared
+/// option, the proposed id. A rank whose CPU the build refuses sends one too
+/// (capi/refused_creation.hpp).
+constexpr int kCreationRecordLength = 30;
+
 /// What one rank brings to the agreement.
 struct LocalVerdict {
   rfa_result_t code = RFA_SUCCESS;  ///< RFA_SUCCESS if this rank's arguments were usable

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Compiled for the baseline x86-64 whatever the build's flags (src/CMakeLists.txt: the
-// rfa_build_isa_check object library), so that it runs on the CPUs it must refuse.
+// rfa_core_baseline object library), so that it runs on the CPUs it must refuse.
 #include "core/build_isa.hpp"
 
 #include <cstdio>

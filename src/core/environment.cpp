@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
+// Compiled for the baseline x86-64 (src/CMakeLists.txt: the rfa_core_baseline object library):
+// a creation on a CPU the build refuses reads its deadline here (capi/refused_creation.hpp).
 #include "core/environment.hpp"
 
 #include <unistd.h>
