@@ -6,6 +6,8 @@
 // racing inside MPI; the other ranks of its collective then meet their deadline.
 #pragma once
 
+#include <new>
+
 namespace rfa {
 namespace capi {
 
@@ -18,12 +20,23 @@ namespace capi {
 class MpiThreadTurn {
  public:
   explicit MpiThreadTurn(const char* call);
+  /// The same without throwing: refused() then says whether the level forbids the call. For
+  /// a creation on a CPU the build refuses (capi/refused_creation.hpp), which must not run the
+  /// error's formatting.
+  MpiThreadTurn(const char* call, std::nothrow_t) noexcept;
   ~MpiThreadTurn();
   MpiThreadTurn(const MpiThreadTurn&) = delete;
   MpiThreadTurn& operator=(const MpiThreadTurn&) = delete;
 
+  bool refused() const { return refused_; }
+
  private:
+  enum class Refusal { none, not_main_thread, another_inside };
+  /// Takes the turn where the level allows; `level` and `other` describe a refusal.
+  Refusal take(const char* call, int& level, const char*& other) noexcept;
+
   bool held_ = false;
+  bool refused_ = false;
 };
 
 }  // namespace capi

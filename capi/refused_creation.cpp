@@ -13,6 +13,7 @@
 #include "collective/deadline.hpp"
 #include "core/environment.hpp"
 #include "creation_agreement.hpp"
+#include "mpi_thread_turn.hpp"
 
 namespace rfa {
 namespace capi {
@@ -23,8 +24,8 @@ namespace {
 /// (0: none). Read without rfa's parsers, which are compiled for the build.
 double refused_timeout(const rfa_options_t* options) {
   const std::size_t end = offsetof(rfa_options_t, timeout_s) + sizeof options->timeout_s;
-  if (options != nullptr && options->struct_size >= end && options->struct_size <= sizeof(rfa_options_t) &&
-      std::isfinite(options->timeout_s) && options->timeout_s != 0.0)
+  if (options != nullptr && options->struct_size >= end && std::isfinite(options->timeout_s) &&
+      options->timeout_s != 0.0)
     return options->timeout_s < 0.0 ? 0.0 : options->timeout_s;
   const char* text = env_value(Env::timeout_s);
   if (text == nullptr || *text == '\0') return collective::kDefaultTimeoutSeconds;
@@ -52,15 +53,15 @@ bool wait_until(MPI_Request* request, double deadline) {
 }  // namespace
 
 void take_part_refused(MPI_Comm comm, const rfa_options_t* options, const char* reason) noexcept {
-  int initialized = 0, finalized = 0, level = MPI_THREAD_SINGLE, main_thread = 0;
+  int initialized = 0, finalized = 0, inter = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (!initialized || finalized || comm == MPI_COMM_NULL) return;
-  // No other thread of this process is inside rfa: every call is refused on this CPU before it
-  // reaches MPI. Below MPI_THREAD_SERIALIZED only MPI's main thread may call.
-  MPI_Query_thread(&level);
-  MPI_Is_thread_main(&main_thread);
-  if (level < MPI_THREAD_SERIALIZED && !main_thread) return;
+  // Where the creation refuses the communicator before its agreement (an intercommunicator),
+  // or MPI's thread level refuses the call, the other ranks make no collective call either.
+  if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return;
+  const MpiThreadTurn turn("rfa_context_create", std::nothrow);
+  if (turn.refused()) return;
   int size = 0, rank = 0;
   if (MPI_Comm_size(comm, &size) != MPI_SUCCESS || MPI_Comm_rank(comm, &rank) != MPI_SUCCESS || size < 1) return;
 

@@ -16,9 +16,11 @@ namespace capi {
 /// Collective over `comm`, as far as the agreement goes: sends this rank's failure
 /// (RFA_ERROR_UNSUPPORTED) and, where it is the lowest failing rank, broadcasts `reason`, each
 /// step within the creation's deadline (options->timeout_s where the struct holds it, else
-/// RFA_TIMEOUT_S or the default). Does nothing where MPI is not initialized or already finalized,
-/// `comm` is MPI_COMM_NULL, or MPI's thread level forbids this thread to call; stops quietly at
-/// the deadline or at an MPI error (the rank refuses either way).
+/// RFA_TIMEOUT_S or the default). Does nothing where the creation fails before its agreement on
+/// every rank alike: MPI not initialized or already finalized, `comm` MPI_COMM_NULL or an
+/// intercommunicator, or MPI's thread level forbidding this thread to call now (a turn taken as
+/// capi/mpi_thread_turn.hpp takes it, without throwing). Stops quietly at the deadline or at an
+/// MPI error (the rank refuses either way).
 void take_part_refused(MPI_Comm comm, const rfa_options_t* options, const char* reason) noexcept;
 
 }  // namespace capi

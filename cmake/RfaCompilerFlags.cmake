@@ -65,9 +65,10 @@ set(_rfa_test_opt_level -O1)
 target_compile_options(rfa_build_flags INTERFACE
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<NOT:$<CONFIG:Debug>>>:$<IF:$<BOOL:$<TARGET_PROPERTY:RFA_TEST_CODE>>,${_rfa_test_opt_level},${_rfa_opt_level}>>)
 # rfa inside another project whose build type is unset (CMakeLists.txt): rfa's code is compiled
-# as in Release, the level above and NDEBUG, while the outer project's code keeps no flags.
+# as in Release, the level above and NDEBUG (the CUDA kernels: kernels_cuda/CMakeLists.txt),
+# while the outer project's code keeps no flags.
 if(RFA_OPTIMIZE_UNTYPED_BUILD)
-  target_compile_definitions(rfa_build_flags INTERFACE $<$<COMPILE_LANGUAGE:C,CXX,CUDA>:NDEBUG>)
+  target_compile_definitions(rfa_build_flags INTERFACE $<$<COMPILE_LANGUAGE:C,CXX>:NDEBUG>)
 endif()
 
 # Sanitizer configuration (ASan + UBSan), used by the second CI configuration. The library

@@ -35,7 +35,8 @@ endif()
 # The C++ standard: rfa needs C++17; a Kokkos may need more (Kokkos 5 requires C++20 and refuses
 # a project that compiles its headers with less). Its exported settings say which: the
 # Kokkos_CXX_STANDARD variable and the cxx_std_NN compile feature of Kokkos::kokkos. A higher
-# standard asked for on the command line (CMAKE_CXX_STANDARD) is kept; a lower one is an error.
+# standard asked for on the command line (CMAKE_CXX_STANDARD) is kept; a lower one is an error
+# (inside another project, the outer project's own: raised for rfa's code).
 set(_rfa_cxx 17)
 if(Kokkos_CXX_STANDARD MATCHES "^[0-9]+$" AND Kokkos_CXX_STANDARD GREATER _rfa_cxx)
   set(_rfa_cxx ${Kokkos_CXX_STANDARD})
@@ -49,7 +50,12 @@ endforeach()
 if(Kokkos_VERSION VERSION_GREATER_EQUAL 5.0 AND _rfa_cxx LESS 20)
   set(_rfa_cxx 20)
 endif()
-if(CMAKE_CXX_STANDARD AND CMAKE_CXX_STANDARD LESS _rfa_cxx)
+if(CMAKE_CXX_STANDARD AND CMAKE_CXX_STANDARD LESS _rfa_cxx AND NOT RFA_IS_TOP_LEVEL)
+  # Inside another project the outer project's standard is for its own code: rfa's folders take
+  # what rfa needs (a variable of rfa's scope, which the outer project does not see).
+  message(STATUS "rfa: the outer project's CMAKE_CXX_STANDARD ${CMAKE_CXX_STANDARD} is raised to ${_rfa_cxx} "
+                 "for rfa's own code")
+elseif(CMAKE_CXX_STANDARD AND CMAKE_CXX_STANDARD LESS _rfa_cxx)
   message(FATAL_ERROR "rfa: CMAKE_CXX_STANDARD is ${CMAKE_CXX_STANDARD}, but rfa with Kokkos ${Kokkos_VERSION} needs "
                       "C++${_rfa_cxx}: leave CMAKE_CXX_STANDARD unset or set it to ${_rfa_cxx} or more")
 elseif(CMAKE_CXX_STANDARD)

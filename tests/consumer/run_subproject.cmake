@@ -2,11 +2,13 @@
 # The subproject test (cmake -P): an outer project that takes rfa's source tree with
 # add_subdirectory (as FetchContent does) is configured twice, and its generated compile commands
 # and cache are read:
-#   - a C90 project with no build type: it needs none of GoogleTest, Google Benchmark and Doxygen
-#     (each disabled, so that a find_package of one fails the configuration), rfa's tests,
-#     benchmarks, documentation and Fortran module are off, the outer build type stays unset and
-#     the outer program's compile line has no flag of rfa's (-O3, -march, NDEBUG) and is C99 (as
-#     rfa.h is), while rfa's own files are compiled as in Release;
+#   - a C90 project (its C++ standard 14) with no build type: it needs none of GoogleTest,
+#     Google Benchmark and Doxygen (each disabled, so that a find_package of one fails the
+#     configuration), rfa's tests, benchmarks, documentation and Fortran module are off and no
+#     program of perf/ or tests/ is built, the outer build type stays unset and the outer
+#     program's compile line has no flag of rfa's (-O3, -march, NDEBUG) and is C99 (as rfa.h is),
+#     while rfa's own files (the CUDA kernels' too) are compiled as in Release and as C++17 or
+#     later;
 #   - a C and Fortran project built as Debug with absolute install folders (as Nix gives them):
 #     the Fortran module is on, rfa's files are built without NDEBUG and the .pc files name
 #     those folders as they are (the first project's .pc file, of relative folders, finds its
@@ -14,7 +16,7 @@
 # Only the configuration runs: building librfa here would take minutes, and what a subproject
 # changes is decided when it is configured.
 #   -DSOURCE_DIR (rfa's) -DWORK_DIR -DGENERATOR -DC_COMPILER -DCXX_COMPILER -DFortran_COMPILER
-#   -DKokkos_DIR -DWITH_CUDA (whether the Kokkos found needs rfa's CUDA kernels) -DPKG_CONFIG
+#   -DKokkos_DIR -DWITH_CUDA_KERNELS (the build's RFA_ENABLE_CUDA) -DPKG_CONFIG
 function(configure_outer name languages)
   set(dir ${WORK_DIR}/${name})
   file(MAKE_DIRECTORY ${dir}/src)
@@ -22,6 +24,7 @@ function(configure_outer name languages)
        "cmake_minimum_required(VERSION 3.18)\n"
        "project(outer ${languages})\n"
        "set(CMAKE_C_STANDARD 90)\n"
+       "set(CMAKE_CXX_STANDARD 14)\n"
        "add_subdirectory(${SOURCE_DIR} rfa)\n"
        "add_executable(outer_app app.c)\n"
        "target_link_libraries(outer_app PRIVATE rfa::rfa)\n")
@@ -35,7 +38,7 @@ function(configure_outer name languages)
     list(APPEND compilers -DCMAKE_Fortran_COMPILER=${Fortran_COMPILER})
   endif()
   execute_process(COMMAND ${CMAKE_COMMAND} -S ${dir}/src -B ${dir}/build -G ${GENERATOR} ${compilers}
-                          -DKokkos_DIR=${Kokkos_DIR} -DRFA_ENABLE_CUDA=${WITH_CUDA}
+                          -DKokkos_DIR=${Kokkos_DIR} -DRFA_ENABLE_CUDA=${WITH_CUDA_KERNELS}
                           -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
                           -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON
                           -DCMAKE_DISABLE_FIND_PACKAGE_Doxygen=ON ${ARGN}
@@ -92,9 +95,23 @@ foreach(flag -O3 -march -DNDEBUG)
     message(FATAL_ERROR "subproject test: the outer program is compiled with rfa's ${flag}: ${app}")
   endif()
 endforeach()
-# A file of the core (rfa_core) and one of the C ABI (librfa, compiled for the baseline x86-64).
-foreach(suffix /src/engine/attention_config.cpp /capi/attention.cpp)
+# The library alone: no program of perf/ (the main job, the tools, the benchmarks) or tests/.
+file(READ ${WORK_DIR}/untyped/build/compile_commands.json json)
+if(json MATCHES "\"file\": \"${SOURCE_DIR}/(perf|tests)/[^\"]*")
+  message(FATAL_ERROR "subproject test: an outer project builds ${CMAKE_MATCH_0}")
+endif()
+# A file of the core (rfa_core), one of the C ABI (librfa, compiled for the baseline x86-64) and,
+# with CUDA, one of the CUDA kernels (host code).
+set(rfa_files /src/engine/attention_config.cpp /capi/attention.cpp)
+if(WITH_CUDA_KERNELS)
+  list(APPEND rfa_files /kernels_cuda/src/flash_api.cu)
+endif()
+foreach(suffix IN LISTS rfa_files)
   compile_command(untyped ${suffix} command)
+  # rfa's C++ files take the standard rfa needs, not the outer project's C++14.
+  if(NOT suffix MATCHES "[.]cu$" AND NOT command MATCHES " -std=(gnu|c)\\+\\+(17|20|23)( |$)")
+    message(FATAL_ERROR "subproject test: rfa's ${suffix} is not compiled as C++17 or later: ${command}")
+  endif()
   foreach(flag -O3 -DNDEBUG)
     if(NOT command MATCHES " ${flag}( |$)")
       message(FATAL_ERROR "subproject test: rfa's ${suffix} is compiled without ${flag} in an outer "
