@@ -1354,6 +1354,12 @@ MUTATIONS = [
              r"^capi_cpu_refusal_lzcnt_(missing|present)_emulated$",
              "the CPU's LZCNT is read from another CPUID bit: a CPU without it (lzcnt runs as bsr there) is let "
              "through, or one with it refused"),
+    Mutation("hwloc-display-plugins-kept", "topology", "src/topology/hwloc_probe.cpp",
+             "      hwloc_topology_set_components(topology_, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, name);",
+             "      (void)name;",
+             r"^topology_hwloc_plugins_test$",
+             "rfa's hwloc load enables the gl plugin, which probes X displays (seconds where localhost does not "
+             "resolve locally)"),
     Mutation("numa-node-by-intersection", "topology", "src/topology/hwloc_probe.cpp",
              "  placement.numa_node = local_numa_node(topology, binding.get());",
              "  placement.numa_node = only_intersecting(topology, HWLOC_OBJ_NUMANODE, binding.get());",

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,6 +29,15 @@ class LoadedTopology {
       return;
     }
     hwloc_topology_set_io_types_filter(topology_, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+#if HWLOC_API_VERSION >= 0x00020100
+    // rfa reads PCI devices and network and OpenFabrics OS devices only. The plugins that find
+    // displays and accelerators are left out: `gl` probes X displays :0 to :9 (with a TCP
+    // fallback to localhost, which waits seconds on DNS where "localhost" does not resolve
+    // locally), `cuda` and `nvml` initialize the driver. A plugin that is not installed is
+    // refused here, which changes nothing.
+    for (const char* name : {"gl", "opencl", "cuda", "nvml", "rsmi", "levelzero"})
+      hwloc_topology_set_components(topology_, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, name);
+#endif
     if (hwloc_topology_load(topology_) != 0) {
       hwloc_topology_destroy(topology_);
       topology_ = nullptr;
