@@ -3,7 +3,6 @@
 
 #include <time.h>
 
-#include <cerrno>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -21,20 +20,14 @@ namespace {
 
 /// The creation's deadline as creation_timeout() reads it where the options are usable: their
 /// timeout_s where the struct holds it and it is set, else RFA_TIMEOUT_S, else the default
-/// (0: none). Read without rfa's parsers, which are compiled for the build.
+/// (0: none). Read with the registry's parser, compiled for the baseline like this file.
 double refused_timeout(const rfa_options_t* options) {
   const std::size_t end = offsetof(rfa_options_t, timeout_s) + sizeof options->timeout_s;
   if (options != nullptr && options->struct_size >= end && std::isfinite(options->timeout_s) &&
       options->timeout_s != 0.0)
     return options->timeout_s < 0.0 ? 0.0 : options->timeout_s;
-  const char* text = env_value(Env::timeout_s);
-  if (text == nullptr || *text == '\0') return collective::kDefaultTimeoutSeconds;
-  char* stop = nullptr;
-  errno = 0;
-  const double value = std::strtod(text, &stop);
-  if (stop == text || *stop != '\0' || errno == ERANGE || !(value >= 0.0) || value > 1e9)
-    return collective::kDefaultTimeoutSeconds;
-  return value;
+  double seconds = 0.0;
+  return parse_timeout_seconds(env_value(Env::timeout_s), &seconds) ? seconds : collective::kDefaultTimeoutSeconds;
 }
 
 /// Waits for `request` until `deadline` (MPI_Wtime; none where it is 0): true when it completed.

@@ -2,7 +2,6 @@
 #include "collective/deadline.hpp"
 
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <sstream>
@@ -17,11 +16,8 @@ namespace rfa::collective {
 double timeout_from_environment() {
   const char* text = env_value(Env::timeout_s);
   if (text == nullptr || *text == '\0') return kDefaultTimeoutSeconds;
-  char* end = nullptr;
-  errno = 0;
-  const double value = std::strtod(text, &end);
-  // ERANGE: a value too small for a double (1e-400) reads as 0, which would mean no deadline.
-  if (end == text || *end != '\0' || errno == ERANGE || !(value >= 0.0) || value > 1e9) {
+  double value = 0.0;
+  if (!parse_timeout_seconds(text, &value)) {
     fail(RFA_ERROR_INVALID_ARGUMENT, "RFA_TIMEOUT_S is '", text,
          "'; it must be a number of seconds from 0 to 1e9 (0: no deadline)");
   }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -104,6 +105,17 @@ const EnvVariable& env_variable(Env id) {
 const char* env_name(Env id) { return env_variable(id).name; }
 
 const char* env_value(Env id) { return std::getenv(env_variable(id).name); }
+
+bool parse_timeout_seconds(const char* text, double* seconds) noexcept {
+  if (text == nullptr || *text == '\0') return false;
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text, &end);
+  // ERANGE: a value too small for a double (1e-400) reads as 0, which would mean no deadline.
+  if (end == text || *end != '\0' || errno == ERANGE || !(value >= 0.0) || value > 1e9) return false;
+  *seconds = value;
+  return true;
+}
 
 std::string env_text(Env id) {
   const char* v = env_value(id);

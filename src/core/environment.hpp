@@ -53,6 +53,10 @@ const char* env_name(Env id);
 
 /// The variable's value, or nullptr when it is unset.
 const char* env_value(Env id);
+/// `text` as a number of seconds from 0 to 1e9 (RFA_TIMEOUT_S's form), into `seconds`; false for
+/// anything else (empty, trailing characters, out of range, NaN). Plain C, compiled for the
+/// baseline x86-64 with the registry: a creation the CPU check refuses reads its deadline here.
+bool parse_timeout_seconds(const char* text, double* seconds) noexcept;
 
 /// The variable's value, or "" when it is unset.
 std::string env_text(Env id);
