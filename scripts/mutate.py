@@ -1440,6 +1440,11 @@ MUTATIONS = [
              '  for w in "${watchers[@]}"; do kill "$w" 2>/dev/null; done\n', "",
              r"^multinode[.]harness$",
              "a fault watcher outlives a program that failed before its mark: the harness never returns"),
+    Mutation("multinode-exec-unchecked", "multinode harness", "scripts/multinode/nodes.sh",
+             '  err=$(ip netns exec "$1" true 2>&1) || skip "ip netns exec: ${err:-exit status $?}"\n', "",
+             r"^multinode[.]harness$",
+             "where a program cannot run inside a namespace (a chroot whose / is not a mount point) every "
+             "multinode test fails instead of skipping"),
     Mutation("documents-offsets-last-entry", "documents", "src/core/documents.cpp",
              "  for (std::int64_t e = 0; e < batch; ++e) {\n    if (offsets[e + 1] < offsets[e]) {",
              "  for (std::int64_t e = 0; e + 1 < batch; ++e) {\n    if (offsets[e + 1] < offsets[e]) {",

@@ -59,7 +59,8 @@
 #   --quiet           no harness lines on stderr
 # Every rank sees RFA_MULTINODE_DIR, RFA_MULTINODE_NODES and RFA_MULTINODE_RANKS_PER_NODE.
 # Exit: the program's (mpiexec's) exit code; 124 if killed at the limit; 77 if namespaces cannot
-# be made here (not root, no ip/tc/unshare, a kernel without network namespaces); 2 for bad usage.
+# be made here (not root, no ip/tc/unshare, a kernel without network namespaces, a
+# program that cannot run inside one, as in a chroot whose / is not a mount point); 2 for bad usage.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -226,19 +227,26 @@ make_namespace() {
   made+=("$1")
   ip -n "$1" link set lo up
 }
+# What every run needs beyond making a namespace, tried in NAMESPACE with each tool's own message
+# where it fails: running a program inside it (`ip netns exec` remounts /sys in a mount namespace
+# of its own, which fails in a chroot whose / is not a mount point), a UTS namespace (each node's
+# host name) and a bridge (the switch).
+check_namespaces_work() { # NAMESPACE
+  local err
+  err=$(ip netns exec "$1" true 2>&1) || skip "ip netns exec: ${err:-exit status $?}"
+  err=$(unshare --uts true 2>&1) || skip "unshare --uts: ${err:-exit status $?}"
+  err=$(ip -n "$1" link add br0 type bridge 2>&1) || skip "a bridge: ${err:-exit status $?}"
+}
+sw=$prefix-sw
+make_namespace "$sw"
+check_namespaces_work "$sw"
 if [ "$probe" = 1 ]; then
-  make_namespace "$prefix-probe"
-  unshare --uts true 2>/dev/null || skip "unshare --uts failed (no UTS namespaces)"
-  ip -n "$prefix-probe" link add rfamn-probe type bridge 2>/dev/null || skip "no bridge devices in this kernel"
-  echo "nodes.sh: network namespaces, bridges and UTS namespaces work here"
+  echo "nodes.sh: network namespaces, programs inside them, bridges and UTS namespaces work here"
   exit 0
 fi
 
-sw=$prefix-sw
 head_ns=$prefix-head
 subnet=10.77.0
-make_namespace "$sw"
-ip -n "$sw" link add br0 type bridge || exit 1
 ip -n "$sw" link set br0 up || exit 1
 # One link: a veth pair, "eth0" in the namespace and PORT at the bridge.
 attach() { # NAMESPACE PORT ADDRESS
@@ -296,7 +304,9 @@ apply_fault() { # I
     kill)
       pids=$(ip netns pids "$prefix-node$k")
       for pid in $pids; do
-        if [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$program" ]; then
+        # The same file, not the same path string: a process's exe link reads relative to its
+        # own root, which differs from this shell's in a chroot.
+        if [ "/proc/$pid/exe" -ef "$program" ]; then
           kill -9 "$pid"
           break
         fi

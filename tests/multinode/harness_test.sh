@@ -106,6 +106,27 @@ check "... which the next run removes, with their processes" test "$(ours)" -eq 
 check "... and the folder" test "$(folders)" -eq 0
 check "nothing was added to this machine's own network namespace" test "$(ip -o link | wc -l)" -eq "$links_before"
 
+# Where a program cannot run inside a namespace (`ip netns exec` fails, as in a chroot whose / is
+# not a mount point), the harness skips with ip's own message, for --probe and for a run alike,
+# and leaves nothing behind. An `ip` in front of the real one fails that command alone.
+mkdir "$tmp/shim"
+real_ip=$(command -v ip)
+cat >"$tmp/shim/ip" <<EOF
+#!/bin/sh
+if [ "\$1" = netns ] && [ "\$2" = exec ]; then
+  echo '"mount --make-rslave /" failed: Invalid argument' >&2
+  exit 1
+fi
+exec "$real_ip" "\$@"
+EOF
+chmod +x "$tmp/shim/ip"
+PATH="$tmp/shim:$PATH" bash "$nodes_sh" --probe >"$tmp/noexec" 2>&1
+check "--probe skips (77) where ip netns exec fails" test $? -eq 77
+PATH="$tmp/shim:$PATH" bash "$nodes_sh" --quiet --nodes 2 -- true >>"$tmp/noexec" 2>&1
+check "... and so does a run, instead of failing" test $? -eq 77
+check "... saying so with ip's message" test "$(grep -c 'cannot make nodes here: ip netns exec: "mount --make-rslave /"' "$tmp/noexec")" -eq 2
+check "... and nothing is left" test "$(ours)" -eq 0
+
 for bad in "--nodes 0" "--nodes 65" "--ranks x" "--map-by cyclic" "--rate fast" "--link-rate 5=1mbit" \
   "--fault action=down" "--fault on=m,action=explode" "--fault on=m,action=rate" "--fault on=m,action=down,node=2" \
   "--until -1" "--limit soon" "--tcp-links 0" "--tcp-links 17" "--burst-ms 0" "--burst-ms 1001"; do
