@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "collective/node_rank.hpp"
 
-#include <cerrno>
-#include <cstdlib>
 #include <limits>
 
 #include "collective/mpi_error.hpp"
@@ -32,12 +30,10 @@ int node_local_rank(MPI_Comm comm) {
   }
   const char* slurm = env_value(Env::slurm_localid);
   if (slurm && *slurm) {
-    char* end = nullptr;
-    errno = 0;
-    const long value = std::strtol(slurm, &end, 10);
-    // A local rank is an int: a larger value (or one past long) would be narrowed to another.
-    require(*end == '\0' && errno == 0 && value >= 0 && value <= std::numeric_limits<int>::max(), "SLURM_LOCALID='",
-            slurm, "' is not a local rank");
+    // A local rank is an int: a larger value would be narrowed to another.
+    long long value = 0;
+    require(parse_whole_number(slurm, 0, std::numeric_limits<int>::max(), &value), "SLURM_LOCALID='", slurm,
+            "' is not a local rank");
     return static_cast<int>(value);
   }
   return 0;

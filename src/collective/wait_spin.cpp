@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "collective/wait_spin.hpp"
 
-#include <cstdlib>
-
 #include "collective/agree_on_failure.hpp"
 #include "collective/node_cpus.hpp"
 #include "core/environment.hpp"
@@ -16,13 +14,12 @@ namespace {
 long spin_from_environment() {
   const char* text = env_value(Env::wait_spin_ms);
   if (text == nullptr || *text == '\0') return -1;
-  char* end = nullptr;
-  const long value = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || value < 0 || value > 60000) {
+  long long value = 0;
+  if (!parse_whole_number(text, 0, 60000, &value)) {
     fail(RFA_ERROR_INVALID_ARGUMENT, "RFA_WAIT_SPIN_MS is '", text,
          "'; it must be a whole number of milliseconds from 0 to 60000");
   }
-  return value;
+  return static_cast<long>(value);
 }
 
 }  // namespace

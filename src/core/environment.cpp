@@ -3,6 +3,7 @@
 // a creation on a CPU the build refuses reads its deadline here (capi/refused_creation.hpp).
 #include "core/environment.hpp"
 
+#include <locale.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -106,14 +107,34 @@ const char* env_name(Env id) { return env_variable(id).name; }
 
 const char* env_value(Env id) { return std::getenv(env_variable(id).name); }
 
-bool parse_timeout_seconds(const char* text, double* seconds) noexcept {
+bool parse_decimal(const char* text, double* value) noexcept {
   if (text == nullptr || *text == '\0') return false;
+  // The "C" locale's numeric rules, made once; where it cannot be made, the process's.
+  static const locale_t c_numeric = newlocale(LC_NUMERIC_MASK, "C", locale_t(0));
   char* end = nullptr;
   errno = 0;
-  const double value = std::strtod(text, &end);
-  // ERANGE: a value too small for a double (1e-400) reads as 0, which would mean no deadline.
-  if (end == text || *end != '\0' || errno == ERANGE || !(value >= 0.0) || value > 1e9) return false;
+  const double read = c_numeric ? strtod_l(text, &end, c_numeric) : std::strtod(text, &end);
+  // ERANGE: a value too small for a double (1e-400) reads as 0, which would mean another thing
+  // (no deadline, say); too large, as infinity.
+  if (end == text || *end != '\0' || errno == ERANGE) return false;
+  *value = read;
+  return true;
+}
+
+bool parse_timeout_seconds(const char* text, double* seconds) noexcept {
+  double value = 0.0;
+  if (!parse_decimal(text, &value) || !(value >= 0.0) || value > 1e9) return false;
   *seconds = value;
+  return true;
+}
+
+bool parse_whole_number(const char* text, long long least, long long most, long long* value) noexcept {
+  if (text == nullptr || *text < '0' || *text > '9') return false;  // strtoll would skip blanks and take a sign
+  char* end = nullptr;
+  errno = 0;
+  const long long read = std::strtoll(text, &end, 10);
+  if (*end != '\0' || errno == ERANGE || read < least || read > most) return false;
+  *value = read;
   return true;
 }
 

@@ -53,11 +53,21 @@ const char* env_name(Env id);
 
 /// The variable's value, or nullptr when it is unset.
 const char* env_value(Env id);
+/// `text` as a decimal number (strtod's forms: `2.5`, `1e3`) into `value`, read in the "C"
+/// locale whatever the program set with setlocale (under a decimal comma `0.5` would stop at the
+/// point); false for anything else (empty, trailing characters, beyond a double's range either
+/// way). Plain C, compiled for the baseline x86-64 with the registry.
+bool parse_decimal(const char* text, double* value) noexcept;
 /// `text` as a number of seconds from 0 to 1e9 (RFA_TIMEOUT_S's form), into `seconds`; false for
 /// anything else (empty, trailing characters, out of range, NaN). Plain C, compiled for the
 /// baseline x86-64 with the registry: a creation the CPU check refuses reads its deadline here.
 bool parse_timeout_seconds(const char* text, double* seconds) noexcept;
 
+/// `text` as a whole number from `least` to `most` into `value`: decimal digits only (no blanks,
+/// sign, fraction or unit, which would otherwise be read as something else); false for anything
+/// else (empty, out of range, past long long). The one rule of every integer variable the library
+/// reads (RFA_WAIT_SPIN_MS, RFA_MAX_KEPT_COMMUNICATORS, SLURM_LOCALID).
+bool parse_whole_number(const char* text, long long least, long long most, long long* value) noexcept;
 /// The variable's value, or "" when it is unset.
 std::string env_text(Env id);
 

@@ -128,11 +128,11 @@ std::vector<double> numbers(Env id, std::size_t count, const char* form, const c
   while (at <= text.size()) {
     const std::size_t comma = std::min(text.find(',', at), text.size());
     const std::string item = text.substr(at, comma - at);
-    char* end = nullptr;
-    const double x = std::strtod(item.c_str(), &end);
+    double x = 0.0;
+    const bool read = parse_decimal(item.c_str(), &x);
     const Bounds b = bounds(v.size());
     const bool in_range = x >= b.low && x <= b.high;
-    if (item.empty() || *end != '\0' || !in_range || !std::isfinite(x))
+    if (!read || !in_range || !std::isfinite(x))
       fail(RFA_ERROR_INVALID_ARGUMENT, env_name(id), " is '", text, "'; it must be ", form, ", ", rule);
     v.push_back(x);
     at = comma + 1;

@@ -82,7 +82,7 @@ TEST(KeptCommunicators, CreationStopsOnEveryRankOnceOneRankKeepsTheMost) {
 
   // A limit that is no whole number from 1 to 1000000, on one rank only, fails every rank
   // before anything is created; the largest is taken.
-  for (const char* bad : {"0", "-1", "1000001", "3x", " 3", "many"}) {
+  for (const char* bad : {"0", "-1", "1000001", "3x", " 3", "+3", "99999999999999999999", "many"}) {
     SCOPED_TRACE(bad);
     const ScopedEnv env(kLimit, world_rank() == 0 ? bad : "3");
     rfa_context_t ctx = nullptr;

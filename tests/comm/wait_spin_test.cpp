@@ -108,7 +108,7 @@ TEST(WaitSpin, TheEnvironmentOverridesAndIsCheckedOnEveryRank) {
     EXPECT_EQ(comm.wait_spin().count(), std::atoi(ms));
   }
   // A bad value on the last rank only: every rank fails, naming the variable.
-  for (const char* bad : {"soon", "-1", "2.5", "60001", "5ms", "5 "}) {
+  for (const char* bad : {"soon", "-1", "2.5", "60001", "5ms", "5 ", " 5", "+5", "99999999999999999999"}) {
     setenv("RFA_WAIT_SPIN_MS", world_rank() == world_size() - 1 ? bad : "3", 1);
     try {
       MpiCommunicator comm(MPI_COMM_WORLD, world_rank());

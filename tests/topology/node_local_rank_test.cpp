@@ -40,7 +40,8 @@ TEST(NodeLocalRank, BeforeMpiTakesSlurmsLocalId) {
 }
 
 TEST(NodeLocalRank, RefusesWhatIsNotALocalRank) {
-  for (const char* bad : {"-1", "2147483648", "4294967297", "99999999999999999999", "1x", "x", " 1 2"}) {
+  for (const char* bad :
+       {"-1", "2147483648", "4294967297", "99999999999999999999", "1x", "x", " 1 2", " 1", "+1", "1.0"}) {
     ScopedEnv slurm(env_name(Env::slurm_localid), bad);
     try {
       const int rank = node_local_rank(MPI_COMM_WORLD);

@@ -2,8 +2,7 @@
 #include "comm/mpi/kept_communicators.hpp"
 
 #include <atomic>
-#include <cerrno>
-#include <cstdlib>
+#include <cstddef>
 
 #include "core/environment.hpp"
 #include "core/error.hpp"
@@ -19,11 +18,8 @@ constexpr long kLargestLimit = 1000000;
 std::size_t most_kept_communicators() {
   const char* text = env_value(Env::max_kept_communicators);
   if (text == nullptr || *text == '\0') return kDefaultMostKeptCommunicators;
-  char* end = nullptr;
-  errno = 0;
-  const long value = std::strtol(text, &end, 10);
-  // Digits only: strtol would also take leading blanks and a sign.
-  if (*text < '0' || *text > '9' || *end != '\0' || errno != 0 || value < 1 || value > kLargestLimit) {
+  long long value = 0;
+  if (!parse_whole_number(text, 1, kLargestLimit, &value)) {
     fail(RFA_ERROR_INVALID_ARGUMENT, env_name(Env::max_kept_communicators), " is '", text,
          "'; it must be a whole number of communicators from 1 to ", kLargestLimit);
   }

@@ -2,7 +2,6 @@
 #include "comm/nccl/nccl_timeout.hpp"
 
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 
 #include "core/environment.hpp"
@@ -12,9 +11,8 @@ namespace rfa::comm::nccl {
 
 double parse_timeout_seconds(const char* text, const char* source) {
   if (text == nullptr || *text == '\0') return kDefaultTimeoutSeconds;
-  char* end = nullptr;
-  const double seconds = std::strtod(text, &end);
-  require(end != text && *end == '\0' && std::isfinite(seconds) && seconds > 0, source, "='", text,
+  double seconds = 0.0;
+  require(parse_decimal(text, &seconds) && std::isfinite(seconds) && seconds > 0, source, "='", text,
           "' is not a timeout: give a number of seconds > 0");
   return seconds;
 }
