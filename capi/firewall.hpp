@@ -4,9 +4,11 @@
 // detailed message for rfa_get_last_error_message(). Before the body, guard() refuses a CPU
 // that lacks an instruction set the core was compiled for (core/build_isa.hpp): the C ABI's
 // files are compiled for the baseline x86-64 (the RFA_BASELINE_ISA property), so that much runs
-// on any CPU.
+// on any CPU. The body runs in a floating-point environment of rfa's own, the caller's restored
+// at the end (HeldFloatingPointEnvironment).
 #pragma once
 
+#include <cfenv>
 #include <string>
 
 #include "core/build_isa.hpp"
@@ -26,9 +28,34 @@ rfa_result_t translate_current_exception(const char* function);
 /// Records RFA_ERROR_UNSUPPORTED for `function` with build_isa_refusal()'s sentence and returns it.
 rfa_result_t refuse_this_cpu(const char* function, const char* refusal) noexcept;
 
+/// The floating-point environment a call of the C ABI runs in, whatever the caller's: the
+/// caller's is saved, its exception flags cleared and every trap masked (feholdexcept), the
+/// rounding set to nearest; at the end the caller's is restored, flags included, so that a
+/// program that traps exceptions (gfortran's -ffpe-trap, feenableexcept) gets no SIGFPE from
+/// rfa's own -inf arithmetic, one that reads its flags (ieee_get_flag) sees none of rfa's, and
+/// a directed rounding mode changes none of rfa's results. It holds on the calling thread:
+/// threads of a host execution space (Kokkos OpenMP) keep the environment they started with,
+/// which is this one where rfa initialized Kokkos (docs/reliability.md).
+class HeldFloatingPointEnvironment {
+ public:
+  HeldFloatingPointEnvironment() noexcept : held_(std::feholdexcept(&caller_) == 0) {
+    if (held_) std::fesetround(FE_TONEAREST);
+  }
+  ~HeldFloatingPointEnvironment() {
+    if (held_) std::fesetenv(&caller_);
+  }
+  HeldFloatingPointEnvironment(const HeldFloatingPointEnvironment&) = delete;
+  HeldFloatingPointEnvironment& operator=(const HeldFloatingPointEnvironment&) = delete;
+
+ private:
+  std::fenv_t caller_;
+  bool held_;
+};
+
 template <class Body>
 rfa_result_t guard(const char* function, Body&& body) noexcept {
   if (const char* refusal = build_isa_refusal()) return refuse_this_cpu(function, refusal);
+  const HeldFloatingPointEnvironment environment;
   try {
     clear_last_error();
     return body();

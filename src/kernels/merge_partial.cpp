@@ -11,7 +11,13 @@ namespace {
 using Exec = Kokkos::DefaultHostExecutionSpace;
 using Range = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
 
-inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+/// 1 / (1 + e^-x), with e^-x formed only where it cannot overflow (an overflow is exact here, the
+/// weight 0, but raises the flag a program may trap: gfortran's -ffpe-trap=overflow).
+inline float sigmoid(float x) {
+  if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
+  const float e = std::exp(x);
+  return e / (1.0f + e);
+}
 /// log(sigmoid(x)) without overflow for large |x|.
 inline float log_sigmoid(float x) { return x >= 0.0f ? -std::log1p(std::exp(-x)) : x - std::log1p(std::exp(x)); }
 }  // namespace

@@ -216,23 +216,26 @@ KOKKOS_INLINE_FUNCTION V exp2(V x) {
 }
 
 #if RFA_NATIVE_VECTORS && defined(__AVX512F__)
-/// The same function on 16 lanes, where AVX-512 rounds to an integer (vrndscaleps) and scales
-/// by 2^n (vscalefps, zeroing the lanes below -126) directly. Lanes below -126 (-inf included)
-/// compute garbage that the zeroing mask discards.
+/// The same function on 16 lanes, where AVX-512 rounds to an integer (vrndscaleps, to nearest
+/// whatever the rounding mode) and scales by 2^n (vscalefps, zeroing the lanes below -126)
+/// directly. The lanes below -126 (-inf included) are masked off from the subtraction on: a
+/// masked-off lane raises no floating-point exception, where -inf - -inf would raise "invalid"
+/// (a SIGFPE in a program that traps it, as gfortran's -ffpe-trap=invalid does).
 inline f16 exp2(f16 x) {
   __m512 xs;
   __builtin_memcpy(&xs, &x, sizeof xs);
+  const __mmask16 in_range = _mm512_cmp_ps_mask(xs, _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
   // The masked forms: the unmasked ones start from an "undefined" vector GCC 12 warns about.
   const __m512 n = _mm512_maskz_roundscale_ps(0xffff, xs, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const f16 fn = [&] {
+  const __m512 reduced = _mm512_maskz_sub_ps(in_range, xs, n);
+  const f16 f = [&] {
     f16 v;
-    __builtin_memcpy(&v, &n, sizeof v);
+    __builtin_memcpy(&v, &reduced, sizeof v);
     return v;
   }();
-  const f16 p = exp2_reduced(x - fn);
+  const f16 p = exp2_reduced(f);
   __m512 ps;
   __builtin_memcpy(&ps, &p, sizeof ps);
-  const __mmask16 in_range = _mm512_cmp_ps_mask(xs, _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
   const __m512 r = _mm512_maskz_scalef_ps(in_range, ps, n);
   f16 out;
   __builtin_memcpy(&out, &r, sizeof out);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfenv>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -23,6 +24,29 @@ namespace test {
 
 using kernels::Tensor3;
 using kernels::Tensor4;
+
+/// While in scope, an invalid operation, a division by zero or an overflow stops the test with
+/// SIGFPE, as in a program built with gfortran's -ffpe-trap=invalid,zero,overflow, which calls
+/// the kernels in an environment rfa's C ABI does not hold for them (the threads of a host
+/// execution space keep the one they started with). The kernels raise none of them on finite
+/// inputs, -inf scores (masked keys) and blocks far apart included; around their calls only
+/// (the reference and the checks are the tests' own).
+class TrappedFloatingPointExceptions {
+ public:
+  TrappedFloatingPointExceptions() : before_(fegetexcept()) {
+    feclearexcept(FE_ALL_EXCEPT);
+    feenableexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW);
+  }
+  ~TrappedFloatingPointExceptions() {
+    fedisableexcept(FE_ALL_EXCEPT);
+    feenableexcept(before_);
+  }
+  TrappedFloatingPointExceptions(const TrappedFloatingPointExceptions&) = delete;
+  TrappedFloatingPointExceptions& operator=(const TrappedFloatingPointExceptions&) = delete;
+
+ private:
+  int before_;
+};
 
 struct CaseSpec {
   std::int64_t batch, seq_q, seq_k, heads, kv_heads, head_dim;
