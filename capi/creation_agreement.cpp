@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <sstream>
 #include <vector>
 
 #include "collective/agree_on_failure.hpp"
@@ -16,6 +15,7 @@
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
 #include "core/mask_ranges.hpp"
+#include "core/text_stream.hpp"
 
 namespace rfa {
 namespace capi {
@@ -93,7 +93,7 @@ constexpr int kRecord = 1 + kFieldCount + 1;  // the verdict's code, the fields,
 static_assert(kRecord == kCreationRecordLength, "kCreationRecordLength is not the agreement's record length");
 
 std::string value_text(int field, std::int64_t value) {
-  std::ostringstream os;
+  TextStream os;
   if (std::strncmp(kFields[field].name, "doc_boundaries", 14) == 0 ||
       std::strncmp(kFields[field].name, "doc_boundary_offsets", 20) == 0 ||
       std::strncmp(kFields[field].name, "mask_ranges", 11) == 0) {
@@ -114,7 +114,7 @@ std::string value_text(int field, std::int64_t value) {
 
 // "1, 3, 5" (at most `limit` ranks, then "and N more").
 std::string rank_list(const std::vector<int>& ranks, std::size_t limit = 8) {
-  std::ostringstream os;
+  TextStream os;
   for (std::size_t i = 0; i < ranks.size() && i < limit; ++i) os << (i ? ", " : "") << ranks[i];
   if (ranks.size() > limit) os << " and " << ranks.size() - limit << " more";
   return os.str();
@@ -196,7 +196,7 @@ std::int64_t agree_on_creation(MPI_Comm comm, const LocalVerdict& verdict, const
     for (int r = 1; r < size; ++r)
       if (at(r, 1 + f) != reference) differing.push_back(r);
     if (differing.empty()) continue;
-    std::ostringstream os;
+    TextStream os;
     os << "ranks disagree on options." << kFields[f].name << ": rank 0 passes " << value_text(f, reference);
     for (std::size_t i = 0; i < differing.size() && i < 8; ++i)
       os << ", rank " << differing[i] << " passes " << value_text(f, at(differing[i], 1 + f));

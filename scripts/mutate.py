@@ -1425,6 +1425,15 @@ MUTATIONS = [
              r"^capi_floating_point_environment_test[.]np[12]$",
              "a call runs in the program's floating-point environment: its traps, its rounding mode (results "
              "differ), and rfa's exception flags left raised"),
+    Mutation("topo-dump-program-locale", "topology", "src/topology/topo_json.cpp",
+             '  TextStream os;\n  os << "[";', '  std::ostringstream os;\n  os << "[";',
+             r"^rfa_topology_tests$",
+             "under a program's global locale that groups thousands the topology dump writes rank 1.000 and a host hash "
+             "8cf.370.7b5"),
+    Mutation("error-message-program-locale", "C API", "src/core/error.hpp",
+             "  TextStream os;\n  detail::append(os, parts...);", "  std::ostringstream os;\n  detail::append(os, parts...);",
+             r"^core_text_stream_test$",
+             "error messages follow the program's global locale: rank 0 passes 4.096"),
     Mutation("fp16-ties-round-down", "dtype conversions", "src/core/dtype.hpp",
              "r += 0xfffu + ((r >> 13) & 1u);", "r += 0xfffu;",
              KERNELS,

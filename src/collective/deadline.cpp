@@ -4,12 +4,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "core/environment.hpp"
 #include "core/error.hpp"
+#include "core/text_stream.hpp"
 
 namespace rfa::collective {
 
@@ -58,7 +58,7 @@ DeadlineScope::~DeadlineScope() {
 }
 
 std::string seconds_text(double seconds) {
-  std::ostringstream s;
+  TextStream s;
   s << seconds << " s";
   return s.str();
 }

@@ -3,9 +3,9 @@
 
 #include <array>
 #include <limits>
-#include <sstream>
 
 #include "core/error.hpp"
+#include "core/text_stream.hpp"
 
 namespace rfa::comm {
 namespace {
@@ -99,7 +99,7 @@ void require_same_call(const Communicator& comm, const Reduced& r) {
       default: return "call " + std::to_string(value);
     }
   };
-  std::ostringstream os;
+  TextStream os;
   os << "the ranks are in different collective calls (their " << kFieldNames[f] << " differs): ring position "
      << s.low_position << " is in " << side(s.low) << ", ring position " << s.high_position << " in " << side(s.high)
      << "; this rank (ring position " << comm.rank() << ") is in "
@@ -125,7 +125,7 @@ void fail_everywhere_unless(Communicator& comm, bool ok_here, rfa_result_t code,
   require_same_call(comm, r);
   if (r.lowest_failure == comm.size() * kCodes) return;
   if (!ok_here) throw AgreedError(code, message_here);
-  std::ostringstream os;
+  TextStream os;
   os << "failed on another rank (lowest failing ring position: " << r.lowest_failure / kCodes
      << "); see that rank's message";
   throw AgreedError(rfa_result_t(r.lowest_failure % kCodes), os.str());
@@ -142,7 +142,7 @@ void require_same_everywhere(Communicator& comm, std::initializer_list<NamedValu
   std::size_t i = 0;
   for (const NamedValue& v : values) {
     if (r.value_low[i] != r.value_high[i]) {
-      std::ostringstream os;
+      TextStream os;
       os << v.name << " differs between ranks (from " << r.value_low[i] << " to " << r.value_high[i]
          << "); every rank must pass the same value";
       throw AgreedError(RFA_ERROR_INVALID_USAGE, os.str());

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "core/allocation.hpp"
 
-#include <cstdio>
 #include <limits>
 
 #include "core/error.hpp"
+#include "core/text_stream.hpp"
 
 namespace rfa {
 
@@ -18,9 +18,7 @@ std::string describe_bytes(std::int64_t bytes) {
   }
   std::string text = std::to_string(bytes) + " bytes";
   if (unit > 0) {
-    char rounded[32];
-    std::snprintf(rounded, sizeof rounded, " (%.1f %s)", value, units[unit]);
-    text += rounded;
+    text += " (" + fixed_number(value, 1) + " " + units[unit] + ")";
   }
   return text;
 }

@@ -3,10 +3,10 @@
 // rfa_result_t; nothing else may escape the core.
 #pragma once
 
-#include <sstream>
 #include <stdexcept>
 #include <string>
 
+#include "core/text_stream.hpp"
 #include "rfa/rfa.h"
 
 namespace rfa {
@@ -41,7 +41,7 @@ void append(std::ostringstream& os, const T& first, const Rest&... rest) {
 /// Builds a message from its pieces and throws it with the given code.
 template <class... Parts>
 [[noreturn]] void fail(rfa_result_t code, const Parts&... parts) {
-  std::ostringstream os;
+  TextStream os;
   detail::append(os, parts...);
   throw Error(code, os.str());
 }

@@ -2,11 +2,11 @@
 #include "core/view_limits.hpp"
 
 #include <Kokkos_Core.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/text_stream.hpp"
 
 namespace rfa {
 namespace {
@@ -30,7 +30,7 @@ bool view_indexes(const std::vector<std::int64_t>& want, Extents... extents) {
 }
 
 std::string shape_text(const std::vector<std::int64_t>& extents) {
-  std::ostringstream text;
+  TextStream text;
   for (std::size_t i = 0; i < extents.size(); ++i) text << (i ? "," : "") << extents[i];
   return text.str();
 }

@@ -3,11 +3,11 @@
 
 #include <algorithm>
 #include <limits>
-#include <sstream>
 #include <vector>
 
 #include "comm/agreement.hpp"
 #include "core/error.hpp"
+#include "core/text_stream.hpp"
 
 namespace rfa {
 namespace engine {
@@ -44,7 +44,7 @@ void report_nonfinite_everywhere(comm::Communicator& comm, const PositionMap& ro
   const int position = int(lowest[0] >> kPositionShift);
   const ScannedTensor& s = tensors.begin()[(lowest[0] >> kIndexBits) & low_bits(kTensorBits)];
   const std::int64_t flat = lowest[0] & low_bits(kIndexBits), sequence = lowest[1] & low_bits(kPositionShift);
-  std::ostringstream os;
+  TextStream os;
   os << "the value checks (options.check_values) found NaN or infinity in the " << kind << " " << s.name
      << " on ring position " << position << ", first at ";
   if (s.head_dim > 0) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/error.hpp"
+#include "core/text_stream.hpp"
 
 namespace rfa {
 namespace kernels {
@@ -17,7 +18,7 @@ void check_tensor(const View& v, const char* name, std::int64_t e0, std::int64_t
   bool ok = true;
   for (unsigned r = 0; r < View::rank; ++r) ok = ok && std::int64_t(v.extent(r)) == want[r];
   if (!ok) {
-    std::ostringstream got, exp;
+    TextStream got, exp;
     for (unsigned r = 0; r < View::rank; ++r) {
       got << (r ? "," : "") << v.extent(r);
       exp << (r ? "," : "") << want[r];

@@ -6,11 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 
 #include "core/environment.hpp"
 #include "core/error.hpp"
+#include "core/text_stream.hpp"
 #include "engine/allgather_chunk.hpp"
 #include "layout/sequence_layout.hpp"
 
@@ -89,11 +89,7 @@ Plan choose_plan(const engine::AttentionConfig& config, int ranks, const Machine
 
 std::string explain_plans(const std::vector<Plan>& plans) {
   if (plans.empty()) return "no plan fits";
-  auto ms = [](double s) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.3g", 1e3 * s);
-    return std::string(text);
-  };
+  auto ms = [](double s) { return general_number(1e3 * s, 3); };
   const Plan& best = plans.front();
   std::string s = best.name() + ": predicted " + ms(best.prediction.forward.seconds) + " ms forward + " +
                   ms(best.prediction.backward.seconds) + " ms backward per rank (docs/performance-model.md)";

@@ -7,7 +7,6 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <locale>
 #include <memory>
 #include <sstream>
@@ -19,6 +18,7 @@
 #include "core/environment.hpp"
 #include "core/error.hpp"
 #include "core/kept_for_process.hpp"
+#include "core/text_stream.hpp"
 #include "engine/attention_strategy.hpp"
 #include "engine/pass_tensors.hpp"
 
@@ -226,16 +226,11 @@ std::vector<double> time_plan_rounds(comm::Communicator& comm, const engine::Att
 
 std::string explain_measured(const std::vector<model::Plan>& plans, const MeasuredPlans& m, double margin,
                              int by_default_hosts) {
-  auto ms = [](double s) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.4g", 1e3 * s);
-    return std::string(text);
-  };
+  auto ms = [](double s) { return general_number(1e3 * s, 4); };
   std::size_t winner = 0;
   for (std::size_t j = 0; j < m.measured.size(); ++j)
     if (m.measured[j] == m.fastest) winner = j;
-  char margin_text[32];
-  std::snprintf(margin_text, sizeof margin_text, "%g%%", 100.0 * margin);
+  const std::string margin_text = general_number(100.0 * margin, 6) + "%";
   const model::Plan& modelled = plans.front();
   const std::string predicted = modelled.name() + ", predicted " + ms(modelled.prediction.forward.seconds) + " + " +
                                 ms(modelled.prediction.backward.seconds) + " ms";
@@ -250,10 +245,8 @@ std::string explain_measured(const std::vector<model::Plan>& plans, const Measur
                   (m.measured.size() == 1 ? " plan" : " plans") + " the model predicts within " + margin_text +
                   " of its best (" + source + "; docs/performance-model.md)";
   if (m.not_timed > 0) {
-    char spent[96];
-    std::snprintf(spent, sizeof spent, " (measuring had taken %.3g s of its %g s budget)", m.spent_seconds,
-                  m.budget_seconds);
-    s += ", " + std::to_string(m.not_timed) + " more left untimed" + spent;
+    s += ", " + std::to_string(m.not_timed) + " more left untimed (measuring had taken " +
+         general_number(m.spent_seconds, 3) + " s of its " + general_number(m.budget_seconds, 6) + " s budget)";
   }
   bool first = true;
   for (std::size_t j = 0; j < m.measured.size(); ++j) {

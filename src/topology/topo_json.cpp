@@ -2,8 +2,8 @@
 #include "topology/topo_json.hpp"
 
 #include <cstdio>
-#include <sstream>
 
+#include "core/text_stream.hpp"
 #include "topology/order_policy.hpp"
 #include "topology/ring_order.hpp"
 
@@ -28,7 +28,7 @@ std::string quoted(const std::string& text) {
 }
 
 std::string edges_to_json(const EdgeCounts& edges) {
-  std::ostringstream os;
+  TextStream os;
   os << "{\"inter_node\": " << edges.inter_node << ", \"cross_package\": " << edges.cross_package
      << ", \"cross_numa\": " << edges.cross_numa << "}";
   return os.str();
@@ -37,7 +37,7 @@ std::string edges_to_json(const EdgeCounts& edges) {
 }  // namespace
 
 std::string keys_to_json(const std::vector<RankKey>& keys) {
-  std::ostringstream os;
+  TextStream os;
   os << "[";
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const RankKey& k = keys[i];
@@ -55,7 +55,7 @@ std::string keys_to_json(const std::vector<RankKey>& keys) {
 }
 
 std::string to_json(const RingOrder& ring) {
-  std::ostringstream os;
+  TextStream os;
   os << "{\n  \"policy\": " << quoted(policy_name(ring.policy_used))
      << ",\n  \"order_file\": " << quoted(ring.order_file) << ",\n  \"size\": " << ring.keys.size()
      << ",\n  \"order\": [";

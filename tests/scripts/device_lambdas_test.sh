@@ -10,18 +10,10 @@
 #   bash device_lambdas_test.sh PROJECT_SOURCE_DIR
 set -uo pipefail
 root=${1:?usage: device_lambdas_test.sh PROJECT_SOURCE_DIR}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 found=$(cd "$root" && find src capi kernels_cuda include -name '*.hpp' -o -name '*.h' -o -name '*.cuh' |
-  sort | xargs awk '
-    FNR == 1 { in_comment = 0 }
-    {
-      line = $0
-      if (in_comment) { if (sub(/.*\*\//, "", line)) in_comment = 0; else next }
-      gsub(/\/\*.*\*\//, "", line)
-      if (sub(/\/\*.*/, "", line)) in_comment = 1
-      sub(/\/\/.*/, "", line)
-      if (line ~ /KOKKOS_(CLASS_)?LAMBDA|\[[^]]*\][ \t]*(__host__[ \t]+__device__|__device__[ \t]+__host__)/)
-        print FILENAME ":" FNR ": " $0
-    }')
+  sort | xargs awk -f "$here/code_lines.awk" |
+  grep -E 'KOKKOS_(CLASS_)?LAMBDA|\[[^]]*\][[:space:]]*(__host__[[:space:]]+__device__|__device__[[:space:]]+__host__)')
 if [ -n "$found" ]; then
   echo "a __host__ __device__ lambda in a header (write a functor instead; the reason is at the top of this test):"
   echo "$found"

@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
+#include "grouping_locale.hpp"
 #include "key_builders.hpp"
 #include "topology/ring_order.hpp"
 #include "topology/topo_json.hpp"
@@ -35,6 +37,23 @@ TEST(TopoJson, EscapesStrings) {
   ring.order = {0};
   const std::string json = to_json(ring);
   EXPECT_TRUE(contains(json, "\"host\": \"we\\\"ird\\\\host\\u000a\"")) << json;
+}
+
+// A host program's global locale groups thousands: the dump's counts and the hexadecimal host
+// hash are written as JSON still (1000, not 1.000; no separator inside the hash).
+TEST(TopoJson, NumbersIgnoreTheProgramsLocale) {
+  std::vector<RankKey> keys;
+  for (int r = 0; r < 1001; ++r) keys.push_back(synthetic_key("node" + std::to_string(r % 2), 0, 0));
+  RingOrder ring;
+  ring.keys = numbered(keys);
+  ring.keys.back().host_hash = 0x8cf3707b570dbecULL;
+  for (int r = 0; r < 1001; ++r) ring.order.push_back(r);
+  const rfa::test::GlobalGroupingLocale grouping;
+  const std::string json = to_json(ring);
+  EXPECT_TRUE(contains(json, "\"size\": 1001,")) << json.substr(0, 200);
+  EXPECT_TRUE(contains(json, "\"rank\": 1000,")) << json.substr(json.size() - 600);
+  EXPECT_TRUE(contains(json, "\"host_hash\": \"8cf3707b570dbec\"")) << json.substr(json.size() - 600);
+  EXPECT_TRUE(contains(json, ", 999, 1000]")) << json.substr(0, 200);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "comm/nccl/nccl_error.hpp"
 #include "core/error.hpp"
+#include "core/text_stream.hpp"
 
 namespace rfa::comm::nccl {
 
@@ -35,7 +36,7 @@ void NcclCommState::wait_until_settled(const std::string& what, Clock::time_poin
     if (state != ncclInProgress) abort_and_fail(RFA_ERROR_NCCL, nccl_error_message(state, what.c_str(), comm_));
     if (Clock::now() >= deadline) {
       abort_and_fail(RFA_ERROR_TIMEOUT,
-                     what + " did not complete within " + std::to_string(timeout_seconds_) +
+                     what + " did not complete within " + general_number(timeout_seconds_, 6) +
                          " s: are all ranks making the same calls? (options.timeout_s or RFA_NCCL_TIMEOUT_S sets the "
                          "deadline)");
     }

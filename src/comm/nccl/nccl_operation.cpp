@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "core/text_stream.hpp"
 #include "device/cuda_error.hpp"
 
 namespace rfa::comm::nccl {
@@ -31,7 +32,7 @@ bool NcclPendingOperation::test() {
     if (Clock::now() >= deadline_) {
       state_->abort_and_fail(
           RFA_ERROR_TIMEOUT,
-          what_ + " did not complete within " + std::to_string(state_->timeout_seconds()) +
+          what_ + " did not complete within " + general_number(state_->timeout_seconds(), 6) +
               " s: a neighbour may not have started its side (every rank must start the same "
               "exchanges in the same order; options.timeout_s or RFA_NCCL_TIMEOUT_S sets the deadline)");
     }
