@@ -249,7 +249,9 @@ class CallOnStream {
  private:
   static void mark_end(rfa_context_s& c) noexcept {
 #if RFA_ENGINE_CUDA
-    if (c.options.device == RFA_DEVICE_CUDA) c.stream_order.call_queued_on(c.engine->cuda_stream());
+    // Not in a fork of the creating process, whose calls were refused before touching the device.
+    if (c.options.device == RFA_DEVICE_CUDA && !forked_since_creation(c))
+      c.stream_order.call_queued_on(c.engine->cuda_stream());
 #else
     (void)c;  // host calls end when they return
 #endif

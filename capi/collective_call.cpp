@@ -2,6 +2,7 @@
 #include "collective_call.hpp"
 
 #include <mpi.h>
+#include <unistd.h>
 
 namespace rfa {
 namespace capi {
@@ -23,7 +24,24 @@ bool mpi_is_running() {
   return initialized && !finalized;
 }
 
+bool forked_since_creation(const rfa_context_s& c) { return getpid() != c.creator; }
+
+namespace {
+
+/// Throws in a fork of the process that created `c`, before anything reaches MPI or the device.
+void refuse_in_fork(const rfa_context_s& c) {
+  if (!forked_since_creation(c)) return;
+  fail(RFA_ERROR_INVALID_USAGE, "this process (pid ", getpid(), ") is a fork of the one that created the context (pid ",
+       c.creator,
+       "): the context's MPI communicator and device state are that process's, and MPI and CUDA do not carry over "
+       "fork; only rfa_context_destroy() (which releases the handle here and frees nothing), the queries "
+       "(rfa_context_get_*) and the local sharding helpers are allowed in it");
+}
+
+}  // namespace
+
 void require_callable(const rfa_context_s& c, CollectiveCall call) {
+  refuse_in_fork(c);
   if (!mpi_is_running()) {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -35,6 +53,7 @@ void require_callable(const rfa_context_s& c, CollectiveCall call) {
 }
 
 void require_usable(const rfa_context_s& c) {
+  refuse_in_fork(c);
   if (!c.unusable.empty()) {
     fail(RFA_ERROR_INVALID_USAGE, "the context is unusable since ", c.unusable,
          "; only rfa_context_destroy(), the queries (rfa_context_get_*) and the local sharding helpers are "

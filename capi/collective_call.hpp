@@ -37,8 +37,15 @@ void require_callable(const rfa_context_s& c, CollectiveCall call);
 /// Throws RFA_ERROR_INVALID_USAGE, saying why, when `c` is unusable: for the calls that act on
 /// its device, stream or workspace without communicating (rfa_context_set_stream,
 /// rfa_context_synchronize, rfa_context_release_workspace), which after a timeout would wait
-/// again for work that does not end, or order a new stream behind it.
+/// again for work that does not end, or order a new stream behind it. Also in a fork of the
+/// process that created `c` (forked_since_creation).
 void require_usable(const rfa_context_s& c);
+
+/// Whether this process is a fork (a child of fork()) of the one that created `c`: MPI and CUDA
+/// do not carry over fork, so the child's copy of the context takes no call that communicates or
+/// touches its device (a child that ran a forward on Open MPI's shared-memory transport took
+/// the parents' messages, and they crashed).
+bool forked_since_creation(const rfa_context_s& c);
 
 /// Marks `c` unusable after `call` failed with `code` and `why`: later calls are refused, saying so.
 void make_unusable(rfa_context_s& c, const char* call, rfa_result_t code, const std::string& why);

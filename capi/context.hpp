@@ -4,6 +4,8 @@
 // strategy keeps a reference to it.
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
 #include <utility>
@@ -33,6 +35,9 @@ struct rfa_context_s {
   std::string plan;                                    ///< what it runs and why (rfa_context_get_plan)
   int cuda_device = -1;    ///< a CUDA context's device: current at its creation, and at each of its calls
   double timeout_s = 0.0;  ///< the deadline of its waits in seconds (0: none), resolved at creation
+  /// The process that created it: in a fork of that process (a child of fork()) the context's
+  /// MPI communicator and device state are the parent's, and no call that uses them may run.
+  pid_t creator = 0;
 #if RFA_ENGINE_CUDA
   rfa::engine::StreamExec sinks_exec;     ///< where a CUDA context's sinks are folded in (its stream)
   rfa::device::StreamOrder stream_order;  ///< a new stream waits for the calls queued on the last one

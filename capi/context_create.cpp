@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rfa_context_create / _fint / destroy: the collective life of a ring.
 #include <mpi.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <exception>
@@ -17,6 +18,7 @@
 #include "context.hpp"
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
+#include "core/kept_for_process.hpp"
 #include "creation_agreement.hpp"
 #include "engine/engine_backends.hpp"
 #include "firewall.hpp"
@@ -152,6 +154,7 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
 
   auto context = std::make_unique<rfa_context_s>();
   context->id = id;
+  context->creator = getpid();
   context->options = options;
   context->timeout_s = collective::resolve_timeout(mpi_timeout(options));
   // The caller may free its boundaries once this returns: the context keeps its own copy.
@@ -252,6 +255,15 @@ RFA_API rfa_result_t rfa_context_create_fint(MPI_Fint comm, const rfa_options_t*
 RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context) {
   return rfa::capi::guard(__func__, [&] {
     if (!context) return RFA_SUCCESS;
+    // In a fork of the process that created it, the handle alone is released: the context's
+    // communicator, device state and Kokkos are that process's (nothing here may call MPI or
+    // the device for them), so it is kept, unfreed, to this process's end.
+    if (const rfa_context_s* found = rfa::capi::live_context(context);
+        found && rfa::capi::forked_since_creation(*found)) {
+      if (rfa_context_s* mine = rfa::capi::unregister_context(context))
+        rfa::keep_for_process(std::unique_ptr<rfa_context_s>(mine));
+      return RFA_SUCCESS;
+    }
     // Refused before the context is touched, so that it can be destroyed in turn later.
     const rfa::capi::MpiThreadTurn turn("rfa_context_destroy");
     rfa_context_s* const live = rfa::capi::unregister_context(context);

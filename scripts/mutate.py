@@ -1425,6 +1425,10 @@ MUTATIONS = [
              r"^capi_floating_point_environment_test[.]np[12]$",
              "a call runs in the program's floating-point environment: its traps, its rounding mode (results "
              "differ), and rfa's exception flags left raised"),
+    Mutation("forked-context-callable", "C API", "capi/collective_call.cpp",
+             "  if (!forked_since_creation(c)) return;", "  return;",
+             r"^capi_fork_test[.]np[12]$",
+             "a fork's copy of a context runs a forward over the parent's MPI communicator"),
     Mutation("topo-dump-program-locale", "topology", "src/topology/topo_json.cpp",
              '  TextStream os;\n  os << "[";', '  std::ostringstream os;\n  os << "[";',
              r"^rfa_topology_tests$",

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A context in a fork of the process that created it (a child of fork(), under mpiexec -n 1-2):
+// MPI and CUDA do not carry over fork, so in the child every call that communicates or touches
+// the context's device is refused (RFA_ERROR_INVALID_USAGE, saying so) without reaching MPI,
+// the queries answer, and rfa_context_destroy releases the child's handle alone. The parents
+// go on with the context as before. (A child whose forward reached Open MPI's shared-memory
+// transport took the parents' messages, and they crashed.)
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "capi_test_support.hpp"
+#include "rfa/rfa_mpi.h"
+
+namespace {
+
+using namespace rfa_capi_test;
+
+/// The child's checks: a bit set for each one that fails (its exit status; 0: all passed).
+int child_checks(rfa_context_t ctx, std::vector<float>& q, std::vector<float>& out, std::vector<float>& lse) {
+  int failed = 0;
+  auto refused = [](rfa_result_t rc) {
+    return rc == RFA_ERROR_INVALID_USAGE &&
+           std::string(rfa_get_last_error_message()).find("is a fork of the one") != std::string::npos;
+  };
+  if (!refused(rfa_forward(ctx, q.data(), q.data(), q.data(), out.data(), lse.data()))) failed |= 1;
+  if (!refused(rfa_backward(ctx, q.data(), q.data(), q.data(), out.data(), out.data(), lse.data(), q.data(), q.data(),
+                            q.data())))
+    failed |= 2;
+  if (!refused(rfa_context_synchronize(ctx))) failed |= 4;
+  int64_t released = 0;
+  if (!refused(rfa_context_release_workspace(ctx, &released))) failed |= 8;
+  int64_t L = 0;
+  if (rfa_context_get_local_seq(ctx, &L) != RFA_SUCCESS || L <= 0) failed |= 16;
+  if (rfa_context_destroy(ctx) != RFA_SUCCESS) failed |= 32;
+  if (rfa_context_get_local_seq(ctx, &L) != RFA_ERROR_INVALID_ARGUMENT) failed |= 64;  // the handle is gone
+  return failed;
+}
+
+TEST(Fork, TheChildsCopyTakesNoCollectiveCallAndTheParentsGoOn) {
+  rfa_options_t o = small_problem(RFA_LAYOUT_ZIGZAG, 8);
+  o.timeout_s = 30;
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  int64_t L = 0;
+  ASSERT_RFA_OK(rfa_context_get_local_seq(ctx, &L));
+  const auto n = std::size_t(o.batch * L * o.heads * o.head_dim);
+  std::vector<float> q(n, 0.25f), out(n), lse(std::size_t(o.batch * o.heads * L));
+  ASSERT_RFA_OK(rfa_forward(ctx, q.data(), q.data(), q.data(), out.data(), lse.data()));
+  const std::vector<float> before = out;
+
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(child_checks(ctx, q, out, lse));  // no MPI, no test framework, no exit handlers
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "failed checks in the child (bits: 1 forward, 2 backward, 4 synchronize, "
+                                       "8 release_workspace, 16 a query, 32 destroy, 64 the handle after destroy)";
+
+  std::fill(out.begin(), out.end(), 0.0f);
+  ASSERT_RFA_OK(rfa_forward(ctx, q.data(), q.data(), q.data(), out.data(), lse.data()));
+  EXPECT_EQ(out, before) << "the parent's context changed across the fork";
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
+}  // namespace
