@@ -58,10 +58,11 @@ const EnvVariable kRegistry[] = {
      "`0` stages device buffers through host memory even when MPI says it is CUDA-aware (`0` or `1`)"},
     {Env::host_amx, "RFA_HOST_AMX", "librfa", "`1`",
      "`0` keeps bf16 off the AMX tiles even where the build and CPU have them: it then runs on AVX512-BF16 dot "
-     "products where `RFA_HOST_BF16_DOT` allows, else on the portable host kernels (`0` or `1`)"},
+     "products where `RFA_HOST_BF16_DOT` allows, else on the portable host kernels (`0` or `1`; a context reads it "
+     "at its creation)"},
     {Env::host_bf16_dot, "RFA_HOST_BF16_DOT", "librfa", "`1`",
      "`0` keeps bf16 off AVX512-BF16 dot products (the portable host kernels, fp32 accuracy in the backward "
-     "too) even where the build and CPU have them (`0` or `1`)"},
+     "too) even where the build and CPU have them (`0` or `1`; a context reads it at its creation)"},
     {Env::plan_kernel_rate, "RFA_PLAN_KERNEL_RATE", "librfa (`RFA_STRATEGY_AUTO`), `rfa_run --strategy auto`",
      "the device's preset (docs/performance-model.md)",
      "`FWD,BWD`: one rank's kernel rate in GFLOP/s, forward and backward, each from 0.001 to 1e9, that the "

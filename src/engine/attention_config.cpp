@@ -111,6 +111,7 @@ void apply_config(const AttentionConfig& c, kernels::AttentionParams& p) {
   p.deterministic = c.deterministic;
   p.softcap = c.softcap;
   p.value_dim = c.value_dim;
+  p.bf16_products = c.bf16_products;
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "comm/communicator.hpp"
@@ -71,6 +72,10 @@ struct AttentionConfig {
   CudaKernels cuda_kernels = CudaKernels::rfa;  ///< Device::cuda only
   CudaPath cuda_path = CudaPath::sm80;          ///< Device::cuda only: rfa's kernels' implementation
   bool deterministic = false;                   ///< the backward's gradients are bitwise reproducible
+  /// The host's bf16 products as the switches and the CPU allowed at the context's creation
+  /// (kernels::allowed_bf16_products(), set by setup::set_up_attention); unset: read at each
+  /// call.
+  std::optional<kernels::Bf16Products> bf16_products;
   /// The balanced layout's placements, computed on first use per ring size and mask and shared
   /// by the config's copies (engine/rank_positions.hpp).
   std::shared_ptr<PlacementCache> placements = new_placement_cache();

@@ -11,6 +11,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -26,6 +27,9 @@ template <class T>
 using Tensor4 = Kokkos::View<T****, Kokkos::LayoutRight, HostSpace>;
 template <class T>
 using Tensor3 = Kokkos::View<T***, Kokkos::LayoutRight, HostSpace>;
+
+/// The hardware bf16 products the host's bf16 kernels run on (kernels/bf16_products.hpp).
+enum class Bf16Products : int;
 
 /// Everything about one local attention call except the tensors.
 struct AttentionParams {
@@ -73,6 +77,10 @@ struct AttentionParams {
   /// rounded to bf16 once, as for a 16-bit output and in GPU kernels; for partials whose merged
   /// result is stored in 16 bits, where that rounding's error stays below the output's own.
   bool fp32_accurate_partials = true;
+  /// The bf16 products the switches (RFA_HOST_AMX, RFA_HOST_BF16_DOT) and the CPU allowed where
+  /// the context was created (allowed_bf16_products()): a switch set later changes nothing, and
+  /// no call reads the environment. Unset: read at the call (the kernels' direct callers).
+  std::optional<Bf16Products> bf16_products;
 
   float scale() const;
   /// The head dim of V, out, dout and dV.

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "engine/allgather_chunk.hpp"
 #include "engine/engine_backends.hpp"
+#include "kernels/bf16_products.hpp"
 #include "model/plan.hpp"
 #include "rfa/rfa_config.h"
 #include "setup/measured_plan.hpp"
@@ -154,6 +155,8 @@ ExplicitStrategy explicit_strategy(const SetupRequest& r, const engine::Attentio
 AttentionSetup set_up_attention(MPI_Comm comm, const SetupRequest& request) {
   AttentionSetup s;
   s.config = request.config;
+  // The host's bf16 products, read once: a switch set after creation changes nothing.
+  if (!s.config.bf16_products) s.config.bf16_products = kernels::allowed_bf16_products();
   s.order = topology::choose_ring_order(comm, request.ring_order, gpu_pci_bus_id_for(request.config.device));
   collective::agree_on_failure(comm, [&] { require_kokkos_on_current_device(request.config.device); });
   s.comm = make_communicator(comm, s.order.position, request);
