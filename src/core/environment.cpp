@@ -109,7 +109,10 @@ const char* env_name(Env id) { return env_variable(id).name; }
 const char* env_value(Env id) { return std::getenv(env_variable(id).name); }
 
 bool parse_decimal(const char* text, double* value) noexcept {
-  if (text == nullptr || *text == '\0') return false;
+  // A digit or a point first, and no hexadecimal: strtod would also take leading blanks, a
+  // sign, "inf", "nan" and 0x1p4.
+  if (text == nullptr || ((*text < '0' || *text > '9') && *text != '.')) return false;
+  if (std::strchr(text, 'x') != nullptr || std::strchr(text, 'X') != nullptr) return false;
   // The "C" locale's numeric rules, made once; where it cannot be made, the process's.
   static const locale_t c_numeric = newlocale(LC_NUMERIC_MASK, "C", locale_t(0));
   char* end = nullptr;

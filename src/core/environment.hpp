@@ -53,10 +53,11 @@ const char* env_name(Env id);
 
 /// The variable's value, or nullptr when it is unset.
 const char* env_value(Env id);
-/// `text` as a decimal number (strtod's forms: `2.5`, `1e3`) into `value`, read in the "C"
-/// locale whatever the program set with setlocale (under a decimal comma `0.5` would stop at the
-/// point); false for anything else (empty, trailing characters, beyond a double's range either
-/// way). Plain C, compiled for the baseline x86-64 with the registry.
+/// `text` as a decimal number (`2.5`, `.5`, `1e3`) into `value`, read in the "C" locale whatever
+/// the program set with setlocale (under a decimal comma `0.5` would stop at the point); false
+/// for anything else (empty, leading blanks or a sign, hexadecimal, inf, nan, trailing
+/// characters, beyond a double's range either way). Plain C, compiled for the baseline x86-64
+/// with the registry.
 bool parse_decimal(const char* text, double* value) noexcept;
 /// `text` as a number of seconds from 0 to 1e9 (RFA_TIMEOUT_S's form), into `seconds`; false for
 /// anything else (empty, trailing characters, out of range, NaN). Plain C, compiled for the

@@ -53,7 +53,8 @@ TEST(Decimal, TakesStrtodsFormsWithNothingAfter) {
   EXPECT_EQ(v, 1000.0);
   EXPECT_TRUE(parse_decimal(".25", &v));
   EXPECT_EQ(v, 0.25);
-  for (const char* bad : {"", "x", "2.5s", "2.5 ", "2,5", "1e-400", "1e400", "."}) {
+  for (const char* bad : {"", "x", "2.5s", "2.5 ", " 2.5", "+2.5", "-2.5", "2,5", "1e-400", "1e400", ".", "0x1p4",
+                          "0X10", "inf", "nan"}) {
     double w = 42;
     EXPECT_FALSE(parse_decimal(bad, &w)) << "'" << bad << "'";
     EXPECT_EQ(w, 42.0) << "'" << bad << "' changed the value";
