@@ -11,6 +11,10 @@
 #include <cfenv>
 #include <string>
 
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+
 #include "core/build_isa.hpp"
 #include "rfa/rfa.h"
 
@@ -30,16 +34,22 @@ rfa_result_t refuse_this_cpu(const char* function, const char* refusal) noexcept
 
 /// The floating-point environment a call of the C ABI runs in, whatever the caller's: the
 /// caller's is saved, its exception flags cleared and every trap masked (feholdexcept), the
-/// rounding set to nearest; at the end the caller's is restored, flags included, so that a
-/// program that traps exceptions (gfortran's -ffpe-trap, feenableexcept) gets no SIGFPE from
-/// rfa's own -inf arithmetic, one that reads its flags (ieee_get_flag) sees none of rfa's, and
-/// a directed rounding mode changes none of rfa's results. It holds on the calling thread:
-/// threads of a host execution space (Kokkos OpenMP) keep the environment they started with,
-/// which is this one where rfa initialized Kokkos (docs/reliability.md).
+/// rounding set to nearest and, on x86, subnormals kept (MXCSR's flush-to-zero and
+/// denormals-are-zero off, as -ffast-math's startup code or Intel's -ftz set them); at the end
+/// the caller's is restored, flags included, so that a program that traps exceptions
+/// (gfortran's -ffpe-trap, feenableexcept) gets no SIGFPE from rfa's own -inf arithmetic, one
+/// that reads its flags (ieee_get_flag) sees none of rfa's, and neither a directed rounding mode
+/// nor flushed subnormals change rfa's results. It holds on the calling thread: threads of a
+/// host execution space (Kokkos OpenMP) keep the environment they started with, which is this
+/// one where rfa initialized Kokkos (docs/reliability.md).
 class HeldFloatingPointEnvironment {
  public:
   HeldFloatingPointEnvironment() noexcept : held_(std::feholdexcept(&caller_) == 0) {
-    if (held_) std::fesetround(FE_TONEAREST);
+    if (!held_) return;
+    std::fesetround(FE_TONEAREST);
+#if defined(__SSE__) || defined(__x86_64__)
+    _mm_setcsr(_mm_getcsr() & ~(kFlushToZero | kDenormalsAreZero));
+#endif
   }
   ~HeldFloatingPointEnvironment() {
     if (held_) std::fesetenv(&caller_);
@@ -48,6 +58,9 @@ class HeldFloatingPointEnvironment {
   HeldFloatingPointEnvironment& operator=(const HeldFloatingPointEnvironment&) = delete;
 
  private:
+#if defined(__SSE__) || defined(__x86_64__)
+  static constexpr unsigned kFlushToZero = 0x8000u, kDenormalsAreZero = 0x0040u;  // MXCSR's FTZ and DAZ bits
+#endif
   std::fenv_t caller_;
   bool held_;
 };

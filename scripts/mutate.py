@@ -1415,6 +1415,12 @@ MUTATIONS = [
              KERNELS,
              "the 16-lane exp2 subtracts -inf from -inf for a masked score: SIGFPE where invalid is trapped "
              "(gfortran -ffpe-trap=invalid)"),
+    Mutation("exp2-eight-lanes-rounded-by-mode", "kernels", "src/kernels/simd.hpp",
+             "const __m256 rounded = _mm256_round_ps(c, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);",
+             "const __m256 rounded = _mm256_sub_ps(_mm256_add_ps(c, _mm256_set1_ps(kExp2Shift)), "
+             "_mm256_set1_ps(kExp2Shift));",
+             KERNELS,
+             "the 8-lane exp2 rounds its argument as the thread's rounding mode says: 1.7e-4 off under a directed mode"),
     Mutation("merge-weight-overflows", "kernels", "src/kernels/merge_partial.cpp",
              "  if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));",
              "  if (x >= -1e30f) return 1.0f / (1.0f + std::exp(-x));",

@@ -215,6 +215,23 @@ KOKKOS_INLINE_FUNCTION V exp2(V x) {
   return exp2_reduced(f) * pow2_from_shifted(shifted);
 }
 
+#if RFA_NATIVE_VECTORS && defined(__AVX__)
+/// The same function on 8 lanes where AVX rounds to an integer directly (vroundps, to nearest
+/// whatever the rounding mode), as many operations: the shift's add above rounds as the mode
+/// says, which under a directed mode (a host thread's fesetround) leaves |f| up to 1, where the
+/// polynomial is 1.7e-4 off; n + kExp2Shift is exact in every mode. The same bits as the
+/// template's under round-to-nearest (both round ties to even).
+inline f8 exp2(f8 x) {
+  const f8 clamped = max(x, splat<f8>(-127.0f));
+  __m256 c;
+  __builtin_memcpy(&c, &clamped, sizeof c);
+  const __m256 rounded = _mm256_round_ps(c, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  f8 n;
+  __builtin_memcpy(&n, &rounded, sizeof n);
+  return exp2_reduced(clamped - n) * pow2_from_shifted(n + splat<f8>(kExp2Shift));
+}
+#endif
+
 #if RFA_NATIVE_VECTORS && defined(__AVX512F__)
 /// The same function on 16 lanes, where AVX-512 rounds to an integer (vrndscaleps, to nearest
 /// whatever the rounding mode) and scales by 2^n (vscalefps, zeroing the lanes below -126)

@@ -2,8 +2,9 @@
 // The caller's floating-point environment (capi/firewall.hpp, HeldFloatingPointEnvironment), on
 // 1-2 ranks: a program that traps invalid operations, division by zero and overflow (as
 // gfortran's -ffpe-trap=invalid,zero,overflow does) runs every call without a SIGFPE; under a
-// directed rounding mode the results are bitwise those of round-to-nearest; after each call the
-// program finds its rounding mode, its traps and its exception flags as it left them (none of
+// directed rounding mode, or with subnormals flushed (MXCSR's FTZ and DAZ, as -ffast-math sets
+// them), the results are bitwise those of round-to-nearest; after each call the program finds
+// its rounding mode, its traps, its flush bits and its exception flags as it left them (none of
 // rfa's own, such as the invalid flag of -inf - -inf, left raised). The variants whose
 // kernels meet -inf scores (masks, windows, sinks) and the ring's merges of far-apart blocks.
 #include <gtest/gtest.h>
@@ -11,6 +12,9 @@
 
 #include <cfenv>
 #include <cstring>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 #include <string>
 #include <vector>
 
@@ -43,9 +47,20 @@ struct ProgramEnvironment {
   int rounding;
   int traps;
   int flags;
+  unsigned flush = 0;  ///< MXCSR's flush-to-zero and denormals-are-zero bits (x86; -ffast-math sets both)
 };
 
-ProgramEnvironment observed() { return {fegetround(), fegetexcept(), fetestexcept(FE_ALL_EXCEPT)}; }
+constexpr unsigned kFlushBits = 0x8040u;  // MXCSR: FTZ (0x8000), DAZ (0x0040)
+
+unsigned flush_bits() {
+#if defined(__x86_64__)
+  return _mm_getcsr() & kFlushBits;
+#else
+  return 0;
+#endif
+}
+
+ProgramEnvironment observed() { return {fegetround(), fegetexcept(), fetestexcept(FE_ALL_EXCEPT), flush_bits()}; }
 
 /// Sets the program's environment: clears every flag and trap, then sets these.
 void set_program_environment(const ProgramEnvironment& e) {
@@ -54,6 +69,9 @@ void set_program_environment(const ProgramEnvironment& e) {
   fesetround(e.rounding);
   if (e.flags) feraiseexcept(e.flags);
   if (e.traps) feenableexcept(e.traps);
+#if defined(__x86_64__)
+  _mm_setcsr((_mm_getcsr() & ~kFlushBits) | e.flush);
+#endif
 }
 
 void expect_environment(const ProgramEnvironment& want, const char* after) {
@@ -61,6 +79,7 @@ void expect_environment(const ProgramEnvironment& want, const char* after) {
   EXPECT_EQ(got.rounding, want.rounding) << "rounding mode after " << after;
   EXPECT_EQ(got.traps, want.traps) << "traps after " << after;
   EXPECT_EQ(got.flags, want.flags) << "exception flags after " << after;
+  EXPECT_EQ(got.flush, want.flush) << "flush-to-zero and denormals-are-zero after " << after;
 }
 
 void append(Results& r, const void* data, std::size_t bytes) {
@@ -143,12 +162,14 @@ TEST_P(FloatingPointEnvironment, TrapsRoundingAndFlagsAreTheProgramsAndChangeNot
     struct Mode {
       int rounding;
       const char* name;
+      unsigned flush = 0;
     };
-    for (const Mode mode : {Mode{FE_TONEAREST, "to nearest"}, Mode{FE_UPWARD, "upward"}, Mode{FE_DOWNWARD, "downward"},
-                            Mode{FE_TOWARDZERO, "toward zero"}}) {
+    for (const Mode mode :
+         {Mode{FE_TONEAREST, "to nearest"}, Mode{FE_UPWARD, "upward"}, Mode{FE_DOWNWARD, "downward"},
+          Mode{FE_TOWARDZERO, "toward zero"}, Mode{FE_TONEAREST, "to nearest, subnormals flushed", kFlushBits}}) {
       SCOPED_TRACE(std::string("rounding ") + mode.name + ", invalid, division by zero and overflow trapped");
       // The program's own inexact flag, raised before the calls, must be there after them.
-      const Results trapped = run(c, {mode.rounding, kTraps, FE_INEXACT}, amplitude);
+      const Results trapped = run(c, {mode.rounding, kTraps, FE_INEXACT, mode.flush}, amplitude);
       EXPECT_TRUE(trapped.bytes == nearest.bytes) << "results differ from round-to-nearest's";
     }
   }

@@ -30,7 +30,9 @@ using kernels::Tensor4;
 /// the kernels in an environment rfa's C ABI does not hold for them (the threads of a host
 /// execution space keep the one they started with). The kernels raise none of them on finite
 /// inputs, -inf scores (masked keys) and blocks far apart included; around their calls only
-/// (the reference and the checks are the tests' own).
+/// (the reference and the checks are the tests' own). On the calling thread: with host threads
+/// (Kokkos OpenMP) the workers' share of a kernel runs untrapped, so the check is the Serial
+/// build's.
 class TrappedFloatingPointExceptions {
  public:
   TrappedFloatingPointExceptions() : before_(fegetexcept()) {

@@ -5,6 +5,7 @@
 // instruction sequence; in the portable build both are the lane-by-lane code).
 #include <gtest/gtest.h>
 
+#include <cfenv>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -70,7 +71,31 @@ void expect_subnormal_edge() {
   }
 }
 
+/// The same under each directed rounding mode (a thread of the host execution space keeps the
+/// mode it started with: docs/reliability.md): the vector types' range reduction rounds to
+/// nearest whatever the mode. The portable lanes' does not (their code is for the device
+/// compilers, whose rounding no host program sets).
+template <class V, int L>
+void expect_accurate_in_every_rounding_mode() {
+  for (const int mode : {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO}) {
+    SCOPED_TRACE(::testing::Message() << "rounding mode " << mode);
+    ASSERT_EQ(std::fesetround(mode), 0);
+    expect_accurate<V, L>();
+    std::fesetround(FE_TONEAREST);
+  }
+}
+
 TEST(SimdExp2, EightLanesAccurate) { expect_accurate<simd::f8, simd::kLanes>(); }
+#if RFA_NATIVE_VECTORS && defined(__AVX__)
+TEST(SimdExp2, EightLanesAccurateInEveryRoundingMode) {
+  expect_accurate_in_every_rounding_mode<simd::f8, simd::kLanes>();
+}
+#endif
+#if RFA_NATIVE_VECTORS && defined(__AVX512F__)
+TEST(SimdExp2, WideAccurateInEveryRoundingMode) {
+  expect_accurate_in_every_rounding_mode<simd::wide, simd::kWideLanes>();
+}
+#endif
 TEST(SimdExp2, WideAccurate) { expect_accurate<simd::wide, simd::kWideLanes>(); }
 TEST(SimdExp2, EightLanesZeroBelowRange) { expect_zero_below_range<simd::f8, simd::kLanes>(); }
 TEST(SimdExp2, WideZeroBelowRange) { expect_zero_below_range<simd::wide, simd::kWideLanes>(); }
