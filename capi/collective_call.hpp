@@ -43,8 +43,8 @@ void require_usable(const rfa_context_s& c);
 
 /// Whether this process is a fork (a child of fork()) of the one that created `c`: MPI and CUDA
 /// do not carry over fork, so the child's copy of the context takes no call that communicates or
-/// touches its device (a child that ran a forward on Open MPI's shared-memory transport took
-/// the parents' messages, and they crashed).
+/// touches its device (a forward in the child would take the parents' messages from Open MPI's
+/// shared-memory transport, and crash them).
 bool forked_since_creation(const rfa_context_s& c);
 
 /// Marks `c` unusable after `call` failed with `code` and `why`: later calls are refused, saying so.

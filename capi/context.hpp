@@ -58,6 +58,11 @@ inline void require_pointer(const void* p, const char* what) {
 /// for a handle that is not live; live_context looks a handle up the same way.
 rfa_context_t register_context(rfa_context_s* context);
 rfa_context_s* unregister_context(rfa_context_t handle);
+/// Unregisters and returns the context behind `handle` where this process is a fork of the one
+/// that created it (rfa_context_s::creator); nullptr where the handle is not live or the
+/// context is this process's own. One look under the registry's lock, so that a concurrent
+/// destroy of the handle cannot free the context in between.
+rfa_context_s* unregister_forked_copy(rfa_context_t handle);
 rfa_context_s* live_context(rfa_context_t handle);
 
 /// The context behind a handle, or RFA_ERROR_INVALID_ARGUMENT for NULL and for a handle that

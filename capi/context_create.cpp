@@ -258,10 +258,9 @@ RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context) {
     // In a fork of the process that created it, the handle alone is released: the context's
     // communicator, device state and Kokkos are that process's (nothing here may call MPI or
     // the device for them), so it is kept, unfreed, to this process's end.
-    if (const rfa_context_s* found = rfa::capi::live_context(context);
-        found && rfa::capi::forked_since_creation(*found)) {
-      if (rfa_context_s* mine = rfa::capi::unregister_context(context))
-        rfa::keep_for_process(std::unique_ptr<rfa_context_s>(mine));
+    if (rfa_context_s* copy = rfa::capi::unregister_forked_copy(context)) {
+      rfa::keep_for_process(std::unique_ptr<rfa_context_s>(copy));
+      rfa::capi::release_context();  // counted as gone: rfa_finalize in the fork does not count it
       return RFA_SUCCESS;
     }
     // Refused before the context is touched, so that it can be destroyed in turn later.

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "kokkos_lifetime.hpp"
 
+#include <unistd.h>
 #include <Kokkos_Core.hpp>
+
 #include <cstdlib>
 #include <exception>
 #include <mutex>
@@ -20,6 +22,9 @@ enum class Ownership { none_yet, borrowed, owned, finalized_by_rfa };
 std::mutex lifetime_mutex;
 Ownership ownership = Ownership::none_yet;
 int live_contexts = 0;
+/// The process that initialized the Kokkos rfa owns: a fork of it (a child of fork()) leaves that
+/// Kokkos, and the device state under it, to the parent, and never finalizes it.
+pid_t owner = 0;
 
 bool kokkos_finalized_already() {
 #if KOKKOS_VERSION >= 30700
@@ -53,7 +58,7 @@ std::vector<std::string> kokkos_arguments() {
 // runs later destroys a context, whose Views Kokkos may then refuse to free.
 void finalize_at_exit() {
   std::lock_guard<std::mutex> lock(lifetime_mutex);
-  if (ownership == Ownership::owned && Kokkos::is_initialized()) {
+  if (ownership == Ownership::owned && owner == getpid() && Kokkos::is_initialized()) {
     Kokkos::finalize();
     ownership = Ownership::finalized_by_rfa;
   }
@@ -87,6 +92,7 @@ void acquire_kokkos_for_context() {
     }
     if (ownership == Ownership::none_yet) std::atexit(finalize_at_exit);
     ownership = Ownership::owned;
+    owner = getpid();
   } else if (ownership == Ownership::none_yet) {
     ownership = Ownership::borrowed;
   }
@@ -100,7 +106,7 @@ void release_context() {
 
 void finalize_owned_kokkos() {
   std::lock_guard<std::mutex> lock(lifetime_mutex);
-  if (ownership != Ownership::owned) return;
+  if (ownership != Ownership::owned || owner != getpid()) return;
   if (live_contexts > 0) {
     fail(RFA_ERROR_INVALID_USAGE, live_contexts,
          " context(s) are still alive; destroy them with rfa_context_destroy() before rfa_finalize()");

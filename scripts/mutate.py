@@ -1435,6 +1435,12 @@ MUTATIONS = [
              "  if (!forked_since_creation(c)) return;", "  return;",
              r"^capi_fork_test[.]np[12]$",
              "a fork's copy of a context runs a forward over the parent's MPI communicator"),
+    Mutation("fork-finalizes-parents-kokkos", "C API", "capi/kokkos_lifetime.cpp",
+             "  if (ownership != Ownership::owned || owner != getpid()) return;",
+             "  if (ownership != Ownership::owned) return;",
+             r"^capi_fork_test[.]np[12]$",
+             "rfa_finalize in a child of fork() finalizes the parent's Kokkos (or refuses while the child's copies of "
+             "the contexts are alive)"),
     Mutation("topo-dump-program-locale", "topology", "src/topology/topo_json.cpp",
              '  TextStream os;\n  os << "[";', '  std::ostringstream os;\n  os << "[";',
              r"^rfa_topology_tests$",

@@ -499,7 +499,10 @@ typedef struct rfa_context_s* rfa_context_t;
  * then waits, by the deadline, for its last call to end on the device; where it has not ended by
  * then (a kernel that never ends, such as the caller's own work queued before it), the context's
  * memory and communicator are kept for the life of the process instead of freed (the work may
- * still use them, and freeing device memory would wait for it).
+ * still use them, and freeing device memory would wait for it). In a child of fork() (a fork of
+ * the process that created the context) it releases the handle alone, with no MPI or device
+ * call: the context's communicator and device state are the parent's; there every call that
+ * communicates or touches the device returns ::RFA_ERROR_INVALID_USAGE.
  * @param context the handle, or NULL.
  * @return ::RFA_SUCCESS; ::RFA_ERROR_CALL_MISMATCH or ::RFA_ERROR_TIMEOUT from the agreement,
  *         or ::RFA_ERROR_TIMEOUT from the wait for the device (the handle is gone all the same);
@@ -1068,7 +1071,9 @@ RFA_API rfa_result_t rfa_layout_positions(rfa_layout_t layout, int64_t seq_total
  * fails with ::RFA_ERROR_INVALID_USAGE. If the application initialized Kokkos, it stays the
  * application's: rfa never finalizes it, and the application must destroy every context before
  * calling Kokkos::finalize(). Calling rfa_finalize() again, or when rfa owns nothing, succeeds
- * and does nothing. MPI is never initialized nor finalized by rfa.
+ * and does nothing; so does it in a child of fork() (the Kokkos, and any device state, are the
+ * parent's), where program exit leaves Kokkos alone too. MPI is never initialized nor
+ * finalized by rfa.
  *
  * Not collective. Must not run concurrently with any other rfa call.
  * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_USAGE if rfa owns Kokkos and contexts are still
