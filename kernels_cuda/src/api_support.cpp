@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "api_support.hpp"
 
+#include <locale.h>
+
 #include <cstdarg>
 #include <cstdio>
 
@@ -10,11 +12,17 @@ namespace {
 thread_local char message[512] = "";
 }  // namespace
 
+// The messages' numbers (%g) in the "C" locale whatever the program chose with setlocale (a
+// decimal comma otherwise), as the rest of rfa writes them: this thread's locale is switched for
+// the one call, made once; where it cannot be made, the process's.
 rfa_cuda_status fail(rfa_cuda_status status, const char* format, ...) {
+  static const locale_t c_numeric = newlocale(LC_NUMERIC_MASK, "C", locale_t(0));
+  const locale_t before = c_numeric ? uselocale(c_numeric) : locale_t(0);
   va_list args;
   va_start(args, format);
   std::vsnprintf(message, sizeof message, format, args);
   va_end(args);
+  if (before) uselocale(before);
   return status;
 }
 
