@@ -155,8 +155,13 @@ ExplicitStrategy explicit_strategy(const SetupRequest& r, const engine::Attentio
 AttentionSetup set_up_attention(MPI_Comm comm, const SetupRequest& request) {
   AttentionSetup s;
   s.config = request.config;
-  // The host's bf16 products, read once: a switch set after creation changes nothing.
-  if (!s.config.bf16_products) s.config.bf16_products = kernels::allowed_bf16_products();
+  // The host's bf16 products, read once: a switch set after creation changes nothing. Only a
+  // host bf16 context asks (on an AMX CPU the first ask requests the tile state, which enlarges
+  // every signal frame of the process); the others never run the bf16 host kernels.
+  if (!s.config.bf16_products) {
+    const bool host_bf16 = s.config.device == engine::Device::host && s.config.dtype == RFA_DTYPE_BFLOAT16;
+    s.config.bf16_products = host_bf16 ? kernels::allowed_bf16_products() : kernels::Bf16Products::none;
+  }
   s.order = topology::choose_ring_order(comm, request.ring_order, gpu_pci_bus_id_for(request.config.device));
   collective::agree_on_failure(comm, [&] { require_kokkos_on_current_device(request.config.device); });
   s.comm = make_communicator(comm, s.order.position, request);
