@@ -1438,7 +1438,7 @@ MUTATIONS = [
     Mutation("fork-finalizes-parents-kokkos", "C API", "capi/kokkos_lifetime.cpp",
              "  if (ownership != Ownership::owned || owner != getpid()) return;",
              "  if (ownership != Ownership::owned) return;",
-             r"^capi_fork_test[.]np[12]$",
+             r"^capi_fork_finalize_test[.]np2$",
              "rfa_finalize in a child of fork() finalizes the parent's Kokkos (or refuses while the child's copies of "
              "the contexts are alive)"),
     Mutation("topo-dump-program-locale", "topology", "src/topology/topo_json.cpp",
