@@ -24,8 +24,6 @@ bool mpi_is_running() {
   return initialized && !finalized;
 }
 
-bool forked_since_creation(const rfa_context_s& c) { return getpid() != c.creator; }
-
 namespace {
 
 /// Throws in a fork of the process that created `c`, before anything reaches MPI or the device.
@@ -36,6 +34,14 @@ void refuse_in_fork(const rfa_context_s& c) {
        "): the context's MPI communicator and device state are that process's, and MPI and CUDA do not carry over "
        "fork; only rfa_context_destroy() (which releases the handle here and frees nothing), the queries "
        "(rfa_context_get_*) and the local sharding helpers are allowed in it");
+}
+
+/// Throws where an earlier call left `c` unusable, saying why.
+void refuse_if_unusable(const rfa_context_s& c) {
+  if (c.unusable.empty()) return;
+  fail(RFA_ERROR_INVALID_USAGE, "the context is unusable since ", c.unusable,
+       "; only rfa_context_destroy(), the queries (rfa_context_get_*) and the local sharding helpers are "
+       "allowed on it");
 }
 
 }  // namespace
@@ -49,16 +55,12 @@ void require_callable(const rfa_context_s& c, CollectiveCall call) {
          finalized ? "already finalized" : "not initialized",
          ": make collective calls between MPI_Init and MPI_Finalize (destroy contexts before MPI_Finalize)");
   }
-  require_usable(c);
+  refuse_if_unusable(c);
 }
 
 void require_usable(const rfa_context_s& c) {
   refuse_in_fork(c);
-  if (!c.unusable.empty()) {
-    fail(RFA_ERROR_INVALID_USAGE, "the context is unusable since ", c.unusable,
-         "; only rfa_context_destroy(), the queries (rfa_context_get_*) and the local sharding helpers are "
-         "allowed on it");
-  }
+  refuse_if_unusable(c);
 }
 
 void make_unusable(rfa_context_s& c, const char* call, rfa_result_t code, const std::string& why) {

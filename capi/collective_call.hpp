@@ -41,12 +41,6 @@ void require_callable(const rfa_context_s& c, CollectiveCall call);
 /// process that created `c` (forked_since_creation).
 void require_usable(const rfa_context_s& c);
 
-/// Whether this process is a fork (a child of fork()) of the one that created `c`: MPI and CUDA
-/// do not carry over fork, so the child's copy of the context takes no call that communicates or
-/// touches its device (a forward in the child would take the parents' messages from Open MPI's
-/// shared-memory transport, and crash them).
-bool forked_since_creation(const rfa_context_s& c);
-
 /// Marks `c` unusable after `call` failed with `code` and `why`: later calls are refused, saying so.
 void make_unusable(rfa_context_s& c, const char* call, rfa_result_t code, const std::string& why);
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <memory>
 #include <string>
@@ -46,6 +47,12 @@ struct rfa_context_s {
 
 namespace rfa {
 namespace capi {
+
+/// Whether this process is a fork (a child of fork()) of the one that created `c`: MPI and CUDA
+/// do not carry over fork, so the child's copy of the context takes no call that communicates or
+/// touches its device (a forward in the child would take the parents' messages from Open MPI's
+/// shared-memory transport, and crash them).
+inline bool forked_since_creation(const rfa_context_s& c) { return getpid() != c.creator; }
 
 /// Throws RFA_ERROR_INVALID_ARGUMENT naming `what` unless the pointer is non-null.
 inline void require_pointer(const void* p, const char* what) {

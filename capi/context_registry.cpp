@@ -67,7 +67,7 @@ rfa_context_s* unregister_forked_copy(rfa_context_t handle) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   const auto found = r.live.find(token_of(handle));
-  if (found == r.live.end() || found->second->creator == ::getpid()) return nullptr;
+  if (found == r.live.end() || !forked_since_creation(*found->second)) return nullptr;
   rfa_context_s* context = found->second;
   r.live.erase(found);
   return context;

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "model/plan.hpp"
 
-#include "kernels/amx_tiles.hpp"
-#include "kernels/bf16_dot.hpp"
+#include "kernels/bf16_products.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -141,8 +140,11 @@ std::vector<double> numbers(Env id, std::size_t count, const char* form, const c
 }  // namespace
 
 HostBf16 host_bf16_here() {
-  if (kernels::host_amx_bf16_enabled()) return HostBf16::amx_tiles;
-  if (kernels::host_bf16_dot_enabled()) return HostBf16::dot_products;
+  switch (kernels::allowed_bf16_products()) {
+    case kernels::Bf16Products::amx_tiles: return HostBf16::amx_tiles;
+    case kernels::Bf16Products::avx512_dot: return HostBf16::dot_products;
+    case kernels::Bf16Products::none: break;
+  }
   return HostBf16::portable;
 }
 
