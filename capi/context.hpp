@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,8 @@ rfa_context_s* unregister_context(rfa_context_t handle);
 /// destroy of the handle cannot free the context in between.
 rfa_context_s* unregister_forked_copy(rfa_context_t handle);
 rfa_context_s* live_context(rfa_context_t handle);
+/// The registry's mutex (capi/fork_handlers.cpp takes it across a fork).
+std::mutex& context_registry_mutex();
 
 /// The context behind a handle, or RFA_ERROR_INVALID_ARGUMENT for NULL and for a handle that
 /// is not a live context (already destroyed, or never created by rfa_context_create).

@@ -66,6 +66,8 @@ void finalize_at_exit() {
 
 }  // namespace
 
+std::mutex& kokkos_lifetime_mutex() { return lifetime_mutex; }
+
 void acquire_kokkos_for_context() {
   std::lock_guard<std::mutex> lock(lifetime_mutex);
   if (ownership == Ownership::finalized_by_rfa) {

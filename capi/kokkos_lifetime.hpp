@@ -6,6 +6,8 @@
 // but only by rfa_finalize() or, failing that, at program exit.
 #pragma once
 
+#include <mutex>
+
 namespace rfa {
 namespace capi {
 
@@ -19,6 +21,9 @@ void release_context();
 
 /// rfa_finalize(): finalizes an owned Kokkos; RFA_ERROR_INVALID_USAGE while contexts are live.
 void finalize_owned_kokkos();
+
+/// The mutex of the functions above (capi/fork_handlers.cpp takes it across a fork).
+std::mutex& kokkos_lifetime_mutex();
 
 }  // namespace capi
 }  // namespace rfa

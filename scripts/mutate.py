@@ -1441,6 +1441,10 @@ MUTATIONS = [
              r"^capi_fork_finalize_test[.]np2$",
              "rfa_finalize in a child of fork() finalizes the parent's Kokkos (or refuses while the child's copies of "
              "the contexts are alive)"),
+    Mutation("fork-handlers-not-installed", "C API", "capi/context_registry.cpp",
+             "  install_fork_handlers();\n", "",
+             r"^capi_fork_test[.]np[12]$",
+             "a child forked while another thread holds the registry's mutex waits forever in its first rfa call"),
     Mutation("topo-dump-program-locale", "topology", "src/topology/topo_json.cpp",
              '  TextStream os;\n  os << "[";', '  std::ostringstream os;\n  os << "[";',
              r"^rfa_topology_tests$",

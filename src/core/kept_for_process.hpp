@@ -10,13 +10,18 @@
 
 namespace rfa {
 
+/// The one mutex of every kept list (capi/fork_handlers.cpp takes it across a fork).
+inline std::mutex& kept_for_process_mutex() {
+  static std::mutex kept_mutex;
+  return kept_mutex;
+}
+
 /// Keeps `value` (a View, a pointer: whatever owns the memory) for the life of the process.
 /// Thread-safe: contexts used from different threads may set buffers aside at once.
 template <class T>
 void keep_for_process(T value) {
   static auto* kept = new std::vector<T>();
-  static std::mutex kept_mutex;
-  const std::lock_guard<std::mutex> lock(kept_mutex);
+  const std::lock_guard<std::mutex> lock(kept_for_process_mutex());
   kept->push_back(std::move(value));
 }
 

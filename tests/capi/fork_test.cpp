@@ -6,12 +6,17 @@
 // context keeps working, its results unchanged. (rfa_finalize there: capi_fork_finalize_test,
 // where rfa owns Kokkos; this main initializes it.) (A forward in the child
 // would take the parents' messages from Open MPI's shared-memory transport, and crash them.)
+// A fork taken while another thread is inside rfa leaves the child none of rfa's mutexes held.
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <csignal>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "capi_test_support.hpp"
@@ -66,6 +71,59 @@ TEST(Fork, TheChildsCopyTakesNoCollectiveCallAndTheParentsGoOn) {
   std::fill(out.begin(), out.end(), 0.0f);
   ASSERT_RFA_OK(rfa_forward(ctx, q.data(), q.data(), q.data(), out.data(), lse.data()));
   EXPECT_EQ(out, before) << "the parent's context changed across the fork";
+  ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
+/// Waits up to `seconds` for `child` to end; kills it and returns false where it has not.
+bool ended_in_time(pid_t child, double seconds, int& status) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (waitpid(child, &status, WNOHANG) == child) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  kill(child, SIGKILL);
+  waitpid(child, &status, 0);
+  return false;
+}
+
+// Another thread asks rfa about the context without pause (every query takes the registry's
+// mutex) while this one forks: a child forked while that thread held the mutex would find it
+// held forever, and its query and destroy would never return. Each child must end within 10 s.
+TEST(Fork, AChildForkedWhileAnotherThreadIsInsideRfaIsNotBlocked) {
+  rfa_options_t o = small_problem(RFA_LAYOUT_CONTIGUOUS, 8);
+  o.timeout_s = 30;
+  rfa_context_t ctx = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
+  std::atomic<bool> stop{false};
+  std::atomic<long> queries{0};
+  std::thread asking([&] {
+    int64_t L = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      if (rfa_context_get_local_seq(ctx, &L) == RFA_SUCCESS) queries.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  while (queries.load() < 1000) std::this_thread::yield();  // the thread is asking
+  constexpr int forks = 200;
+  int blocked = 0, failed = 0;
+  for (int i = 0; i < forks && blocked == 0; ++i) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      int64_t L = 0;
+      const bool ok = rfa_context_get_local_seq(ctx, &L) == RFA_SUCCESS && rfa_context_destroy(ctx) == RFA_SUCCESS;
+      _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    if (!ended_in_time(child, 10.0, status)) {
+      ++blocked;
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      ++failed;
+    }
+  }
+  stop = true;
+  asking.join();
+  EXPECT_EQ(blocked, 0) << "a child forked while another thread was inside rfa did not end in 10 s";
+  EXPECT_EQ(failed, 0) << "children whose query or destroy failed";
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
 }
 
