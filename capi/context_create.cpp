@@ -15,6 +15,7 @@
 #include "collective_call.hpp"
 #include "comm/mpi/kept_communicators.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
+#include "comm/mpi/mpi_family.hpp"
 #include "context.hpp"
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
@@ -217,7 +218,11 @@ RFA_API rfa_result_t rfa_context_create(MPI_Comm comm, const rfa_options_t* opti
     rfa::capi::take_part_refused(comm, options, refusal);
     return rfa::capi::refuse_this_cpu(__func__, refusal);
   }
-  return rfa::capi::guard(__func__, [&] { return rfa::capi::create(comm, options, context); });
+  return rfa::capi::guard(__func__, [&] {
+    if (context) *context = nullptr;
+    rfa::comm::mpi::require_mpi_family_of_build();
+    return rfa::capi::create(comm, options, context);
+  });
 }
 
 RFA_API rfa_result_t rfa_context_create_fint(MPI_Fint comm, const rfa_options_t* options, rfa_context_t* context) {
@@ -233,12 +238,13 @@ RFA_API rfa_result_t rfa_context_create_fint(MPI_Fint comm, const rfa_options_t*
     return rfa::capi::refuse_this_cpu(__func__, refusal);
   }
   return rfa::capi::guard(__func__, [&] {
+    if (context) *context = nullptr;
+    rfa::comm::mpi::require_mpi_family_of_build();
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
     // MPI_Comm_f2c is only defined while MPI is initialized; create() says what is wrong.
     if (!initialized || finalized) return rfa::capi::create(MPI_COMM_NULL, options, context);
-    if (context) *context = nullptr;
     const rfa::capi::MpiThreadTurn turn("rfa_context_create_fint");  // create() takes part in it
     const MPI_Comm c = MPI_Comm_f2c(comm);
     // Where MPI's handles are pointers (Open MPI), an integer that names no communicator

@@ -1445,6 +1445,16 @@ MUTATIONS = [
              "  install_fork_handlers();\n", "",
              r"^capi_fork_test[.]np[12]$",
              "a child forked while another thread holds the registry's mutex waits forever in its first rfa call"),
+    Mutation("other-mpi-family-taken", "C API", "src/comm/mpi/mpi_family.cpp",
+             "  if (ours == MpiFamily::unknown || theirs == MpiFamily::unknown || ours == theirs) return;",
+             "  return;",
+             r"^consumer_other_mpi_test$",
+             "a program built with MPICH's mpi.h creates a context over a librfa on Open MPI: MPICH aborts the job in "
+             "the first collective"),
+    Mutation("mpi-family-by-mpich-name-only", "C API", "src/comm/mpi/mpi_family.cpp",
+             'for (const char* mark : {"MPICH", "Intel(R) MPI", "MVAPICH"})', 'for (const char* mark : {"MPICH"})',
+             r"^comm_mpi_family_test[.]np1$",
+             "Intel MPI and MVAPICH, MPIs on MPICH's ABI, are not seen as MPICH's family: a librfa on Open MPI takes them"),
     Mutation("topo-dump-program-locale", "topology", "src/topology/topo_json.cpp",
              '  TextStream os;\n  os << "[";', '  std::ostringstream os;\n  os << "[";',
              r"^rfa_topology_tests$",
@@ -1659,8 +1669,9 @@ def run(cmd, logfile, **kw):
 
 def test_targets(build, regex):
     """The tests matching `regex` in this build and the executables (CMake targets) they run or
-    require (REQUIRED_FILES: a script's program): only those are rebuilt. None matching: the
-    tests are not in this build; matching but no executable: scripts, nothing to rebuild."""
+    require (REQUIRED_FILES: a script's program, or a library lib<target>.so such as librfa
+    that a script builds a program against): only those are rebuilt. None matching: the tests
+    are not in this build; matching but no executable: scripts, nothing to rebuild."""
     tests = listed_tests(build, regex)
     targets = set()
     for test in tests:
@@ -1669,7 +1680,12 @@ def test_targets(build, regex):
             if prop.get("name") == "REQUIRED_FILES":
                 files += prop.get("value", [])
         for arg in files:
-            if arg.startswith(build) and os.access(arg, os.X_OK) and os.path.isfile(arg):
+            if not (arg.startswith(build) and os.path.isfile(arg)):
+                continue
+            library = re.fullmatch(r"lib(.+?)[.]so([.][0-9]+)*", os.path.basename(arg))
+            if library:
+                targets.add(library.group(1))
+            elif os.access(arg, os.X_OK):
                 targets.add(os.path.basename(arg))
     return len(tests), sorted(targets)
 

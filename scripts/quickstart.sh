@@ -45,13 +45,14 @@ fi
 # plots (perf/compare, perf/plot: numpy, scipy, matplotlib), the docs and the tests across
 # "nodes" (scripts/multinode: iproute2's ip and tc, util-linux's unshare), the GPU bundle's
 # packing and its check (xz-utils) and the refusal of a CPU the build does not fit (an emulated
-# one: qemu-user) and the environment's decimals read under a decimal-comma locale (localedef
-# builds one from the sources in locales) need the rest.
+# one: qemu-user), the environment's decimals read under a decimal-comma locale (localedef
+# builds one from the sources in locales) and a program built with the other MPI family
+# (libmpich-dev: MPICH beside Open MPI, which stays the default mpicc and mpiexec) need the rest.
 packages=(cmake make g++ gfortran pkg-config libtrilinos-kokkos-dev libopenmpi-dev openmpi-bin
           libhwloc-dev libbenchmark-dev binutils)
 [ "$mode" = test ] && packages+=(googletest libgtest-dev doxygen graphviz python3-numpy python3-scipy
                                  python3-matplotlib python3-pip iproute2 util-linux xz-utils qemu-user
-                                 locales)  # pip: fetch_gpu_headers.sh
+                                 locales libmpich-dev)  # pip: fetch_gpu_headers.sh
 # shellcheck source=scripts/install_debian_packages.sh
 source "$here/scripts/install_debian_packages.sh"
 install_debian_packages quickstart "${packages[@]}"

@@ -53,7 +53,9 @@ typedef enum rfa_result_t {
   RFA_ERROR_CUDA = 8,              /**< A CUDA runtime call or kernel launch failed. */
   RFA_ERROR_HWLOC = 9,             /**< hwloc could not load or query the topology. */
   RFA_ERROR_KOKKOS = 10,           /**< Kokkos failed to initialize or to allocate. */
-  RFA_ERROR_VERSION_MISMATCH = 11, /**< The header and the library have different major versions. */
+  RFA_ERROR_VERSION_MISMATCH = 11, /**< The header and the library have different major versions, or the
+                                        program's MPI is of another family (Open MPI, MPICH) than the
+                                        one librfa was built with. */
   RFA_ERROR_TIMEOUT = 12,          /**< A communication did not complete in time and was abandoned (a rank
                                         is late, stuck or gone, or device work rfa waits for, a staged copy
                                         or the work queued on a CUDA context's stream, never finishes;

@@ -66,6 +66,9 @@ extern "C" {
  *         Kokkos already finalized, a call MPI's thread level forbids, a rank that keeps
  *         RFA_MAX_KEPT_COMMUNICATORS communicators of timed-out calls);
  *         ::RFA_ERROR_TIMEOUT (not every rank arrived in time);
+ *         ::RFA_ERROR_VERSION_MISMATCH (the MPI this process calls is of another family than
+ *         the one librfa was built with, Open MPI or MPICH and the MPIs on its ABI: asked with
+ *         MPI_Get_library_version before any other MPI call, the same answer on every rank);
  *         ::RFA_ERROR_KOKKOS, ::RFA_ERROR_MPI, ::RFA_ERROR_HWLOC, ::RFA_ERROR_OUT_OF_MEMORY;
  *         ::RFA_ERROR_CUDA and ::RFA_ERROR_NCCL (CUDA contexts: the device, its transport).
  */
