@@ -3,10 +3,11 @@
 // the C API's rfa_context_create and the main job rfa_run (docs/architecture.md §1). In order,
 // every step collective and failing on every rank together: the ring order (topology), the
 // device check (Kokkos allocates on the current CUDA device), the communicator (MPI on the
-// host; NCCL or MPI staged / CUDA-aware on devices), the CUDA block kernels (rfa's or cuDNN's,
-// and the implementation of rfa's kernels), the strategy (the caller's, or the performance
-// model's plan for RFA_STRATEGY_AUTO, chosen among the model's best by measurement where
-// RFA_PLAN_MEASURE asks or the ranks span hosts: setup/measured_plan.hpp), the engine.
+// host; NCCL or MPI staged / CUDA-aware on devices), the strategy (the caller's, or the
+// performance model's plans for RFA_STRATEGY_AUTO), the CUDA block kernels for that strategy
+// (rfa's or cuDNN's, and the implementation of rfa's kernels), the measurement that picks among
+// the model's best plans where RFA_PLAN_MEASURE asks or the ranks span hosts
+// (setup/measured_plan.hpp), the engine.
 #pragma once
 
 #include <mpi.h>
