@@ -20,6 +20,7 @@ static int expect_refused(rfa_result_t rc, const char* call) {
 int main(int argc, char** argv) {
   rfa_options_t o;
   rfa_context_t ctx = NULL;
+  rfa_context_t other = (rfa_context_t)&o; /* not NULL: the refused creation must set it so */
   int64_t L = 0;
   size_t n;
   float *q, *k, *v, *out, *lse, *global;
@@ -49,9 +50,18 @@ int main(int argc, char** argv) {
   ok &= expect_refused(rfa_forward(ctx, q, k, v, out, lse), "rfa_forward");
   ok &= expect_refused(rfa_backward(ctx, q, k, v, out, q, lse, out, k, v), "rfa_backward");
   ok &= expect_refused(rfa_allgather_bshd(ctx, o.heads, q, global), "rfa_allgather_bshd");
-  ok &= expect_refused(rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "rfa_context_create");
+  ok &= expect_refused(rfa_context_create(MPI_COMM_WORLD, &o, &other), "rfa_context_create");
+  if (other != NULL) {
+    printf("after_finalize_test: the refused rfa_context_create left its handle set\n");
+    ok = 0;
+  }
+  /* The context created before MPI_Finalize: destroyed without MPI, and then gone. */
   if (rfa_context_destroy(ctx) != RFA_SUCCESS) {
     printf("after_finalize_test: rfa_context_destroy failed: %s\n", rfa_get_last_error_message());
+    ok = 0;
+  }
+  if (rfa_context_get_local_seq(ctx, &L) != RFA_ERROR_INVALID_ARGUMENT) {
+    printf("after_finalize_test: the destroyed context still answers a query\n");
     ok = 0;
   }
   printf("after_finalize_test: %s\n", ok ? "passed" : "FAILED");

@@ -122,12 +122,18 @@ TEST_P(CapiForwardBackward, MatchesFloat64Reference) {
     EXPECT_LE(max_error_bshd(lout, ref.out, positions, B, S, H, D), tol);
     const double lse_err = max_error_lse(lse, ref.lse, positions, B, H, S);
     EXPECT_LE(lse_err, 2e-6);  // lse is fp32 whatever the storage dtype
+    std::vector<double> out_of_forward(lout.size());
+    for (std::size_t i = 0; i < lout.size(); ++i) out_of_forward[i] = lout.get(i);
 
     ASSERT_RFA_OK(rfa_backward(ctx, lq.data(), lk.data(), lv.data(), lout.data(), ldo.data(), lse.data(), ldq.data(),
                                ldk.data(), ldv.data()));
     // Gradients grow with the sequence (sums over rows); scale the tolerance by it.
     const double gtol = tol * 4.0;
     const double out_err = max_error_bshd(lout, ref.out, positions, B, S, H, D);
+    // out is the backward's input: read, never written.
+    std::size_t out_changed = 0;
+    for (std::size_t i = 0; i < lout.size(); ++i) out_changed += lout.get(i) != out_of_forward[i];
+    EXPECT_EQ(out_changed, 0u) << "values of out the backward changed";
     const double dq_err = max_error_bshd(ldq, ref.dq, positions, B, S, H, D);
     const double dk_err = max_error_bshd(ldk, ref.dk, positions, B, S, Hkv, D);
     const double dv_err = max_error_bshd(ldv, ref.dv, positions, B, S, Hkv, D);

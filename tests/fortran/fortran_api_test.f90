@@ -434,8 +434,11 @@ contains
     call check_ok(rfa_scatter_bshd(ring16, g16v, v16), "scatter bf16 v")
     call check_ok(rfa_forward(ring16, q16, k16, v16, out16, lse16), "forward bf16")
     call check_ok(rfa_scatter_bshd(ring16, to_bf16(rout), ref16), "scatter bf16 reference")
-    ! bf16 keeps 8 bits of mantissa: outputs of order one are good to about 1e-2.
-    call check_close(from_bf16(out16), from_bf16(ref16), 1.6e-2, "bf16 out")
+    ! bf16 keeps 8 bits of mantissa: here |out| < 0.5 and the gradients < 1, whose ulps are
+    ! 2^-9 and 2^-8; measured: out within one ulp (1.95e-3), dq and dk within 4.9e-4, dv 1.95e-3.
+    ! The bounds leave two to four ulps (other CPUs' bf16 products round differently), and fail a
+    ! result off by a fifth (scaled by 0.8) or missing a ring step.
+    call check_close(from_bf16(out16), from_bf16(ref16), 8.0e-3, "bf16 out")
     ! The backward through the 16-bit interface: each gradient in its own array. dK and dV
     ! have the same shape here, so the reference's must differ by more than the tolerance.
     allocate(do16(D, H, L, B), dq16(D, H, L, B), dk16(D, HKV, L, B), dv16(D, HKV, L, B))
@@ -446,9 +449,9 @@ contains
     call check_ok(rfa_scatter_bshd(ring16, to_bf16(rdk), refk16), "scatter bf16 reference dk")
     call check_ok(rfa_scatter_bshd(ring16, to_bf16(rdv), refv16), "scatter bf16 reference dv")
     call check(maxval(abs(rdk - rdv)) > 0.2, "the reference's dk and dv are too alike to tell apart")
-    call check_close(from_bf16(dq16), from_bf16(ref16), 6.4e-2, "bf16 dq")
-    call check_close(from_bf16(dk16), from_bf16(refk16), 6.4e-2, "bf16 dk")
-    call check_close(from_bf16(dv16), from_bf16(refv16), 6.4e-2, "bf16 dv")
+    call check_close(from_bf16(dq16), from_bf16(ref16), 1.6e-2, "bf16 dq")
+    call check_close(from_bf16(dk16), from_bf16(refk16), 1.6e-2, "bf16 dk")
+    call check_close(from_bf16(dv16), from_bf16(refv16), 1.6e-2, "bf16 dv")
     call check_ok(rfa_context_destroy(ring16), "destroy bf16")
   end subroutine
 
@@ -494,18 +497,18 @@ contains
     call check_ok(rfa_scatter_bshd(ring16, to_bf16(gdo), do16), "scatter bf16 dout (sinks)")
     call check_ok(rfa_forward_with_sinks(ring16, q16, k16, v16, sinks, out16, lse16), "forward bf16 with sinks")
     call check_ok(rfa_scatter_bshd(ring16, to_bf16(sout), refq), "scatter bf16 reference out (sinks)")
-    call check_close(from_bf16(out16), from_bf16(refq), 1.6e-2, "bf16 out with sinks")
+    call check_close(from_bf16(out16), from_bf16(refq), 8.0e-3, "bf16 out with sinks")
     call check_ok(rfa_scatter_lse(ring16, slse, reflse), "scatter reference lse (bf16 sinks)")
     call check_close3(lse16, reflse, 1.0e-4, "bf16 lse with sinks")
     dsinks = ieee_nan()
     call check_ok(rfa_backward_with_sinks(ring16, q16, k16, v16, out16, do16, lse16, sinks, dq16, dk16, dv16, dsinks), &
                   "backward bf16 with sinks")
     call check_ok(rfa_scatter_bshd(ring16, to_bf16(sdq), refq), "scatter bf16 reference dq (sinks)")
-    call check_close(from_bf16(dq16), from_bf16(refq), 6.4e-2, "bf16 dq with sinks")
+    call check_close(from_bf16(dq16), from_bf16(refq), 1.6e-2, "bf16 dq with sinks")
     call check_ok(rfa_scatter_bshd(ring16, to_bf16(sdk), refkv), "scatter bf16 reference dk (sinks)")
-    call check_close(from_bf16(dk16), from_bf16(refkv), 6.4e-2, "bf16 dk with sinks")
+    call check_close(from_bf16(dk16), from_bf16(refkv), 1.6e-2, "bf16 dk with sinks")
     call check_ok(rfa_scatter_bshd(ring16, to_bf16(sdv), refkv), "scatter bf16 reference dv (sinks)")
-    call check_close(from_bf16(dv16), from_bf16(refkv), 6.4e-2, "bf16 dv with sinks")
+    call check_close(from_bf16(dv16), from_bf16(refkv), 1.6e-2, "bf16 dv with sinks")
     call check(maxval(abs(sdk - sdv)) > 0.2, "the reference's dk and dv (sinks) are too alike to tell apart")
     ! dsinks sums over every row of bf16 out and dout: head by head within 1% (measured: 0.35% at
     ! most), each far enough from zero that a dsinks left unwritten or zero fails.

@@ -135,8 +135,10 @@ TEST(BackwardAccumulate, BlocksSumToWholeAndKeepPriorContents) {
   kernels::compute_delta<T, float>(whole.params(), dout, out, delta);
 
   Tensor4<float> dq("dq", 1, S, H, D), dk("dk", 1, S, HKV, D), dv("dv", 1, S, HKV, D);
-  const float prior = 0.25f;
-  Kokkos::deep_copy(dq, prior);
+  // Each gradient starts from a value of its own, so that a kernel that overwrote one, or wrote
+  // one gradient into another's buffer, is seen.
+  const float prior_dq = 0.25f, prior_dk = -0.5f, prior_dv = 0.75f;
+  Kokkos::deep_copy(dq, prior_dq);
   Tensor4<float> dk_half[2] = {Tensor4<float>("dk0", 1, half, HKV, D), Tensor4<float>("dk1", 1, half, HKV, D)};
   Tensor4<float> dv_half[2] = {Tensor4<float>("dv0", 1, half, HKV, D), Tensor4<float>("dv1", 1, half, HKV, D)};
   for (int blk = 0; blk < 2; ++blk) {
@@ -146,7 +148,8 @@ TEST(BackwardAccumulate, BlocksSumToWholeAndKeepPriorContents) {
     Tensor4<T> k_copy("kc", 1, half, HKV, D), v_copy("vc", 1, half, HKV, D);
     Kokkos::deep_copy(k_copy, k_blk);
     Kokkos::deep_copy(v_copy, v_blk);
-    Kokkos::deep_copy(dk_half[blk], prior);
+    Kokkos::deep_copy(dk_half[blk], prior_dk);
+    Kokkos::deep_copy(dv_half[blk], prior_dv);
     CaseSpec part = whole;
     part.seq_k = half;
     part.k_pos = PositionMap::contiguous(blk * half, half);
@@ -155,10 +158,10 @@ TEST(BackwardAccumulate, BlocksSumToWholeAndKeepPriorContents) {
   }
   reference::backward(whole.problem(), in.q64, in.k64, in.v64, in.dout64, in.dq_ref, in.dk_ref, in.dv_ref);
   std::vector<double> dq_got = to_doubles(dq), dk_got, dv_got;
-  for (auto& x : dq_got) x -= prior;
+  for (auto& x : dq_got) x -= prior_dq;
   for (int blk = 0; blk < 2; ++blk) {
-    for (auto x : to_doubles(dk_half[blk])) dk_got.push_back(x - prior);
-    for (auto x : to_doubles(dv_half[blk])) dv_got.push_back(x);
+    for (auto x : to_doubles(dk_half[blk])) dk_got.push_back(x - prior_dk);
+    for (auto x : to_doubles(dv_half[blk])) dv_got.push_back(x - prior_dv);
   }
   // fp32 accuracy, but on AVX512-BF16 dot products, where P and dS enter their products as one
   // bf16 term (kernels/flash_backward_bf16.cpp): each term then carries a relative rounding of up

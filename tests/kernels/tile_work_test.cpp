@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/mask_ranges.hpp"
+#include "documented_mask.hpp"
 #include "kernels/query_tiles.hpp"
 #include "kernels/tile_work.hpp"
 #include "layout/chunk_placement.hpp"
@@ -41,6 +42,9 @@ TileWork tile_by_tile(const MaskRule& rule, const PositionMap& q, const Position
   std::int64_t first_key = Lk, end_key = 0;  // the key rows from the first to the last tile computed
   std::vector<RowSpan> tiles;
   query_tiles(rule, q, k, tile, tiles);
+  // A cut tile's visible pairs by the documented rules, not by MaskRule's code.
+  const std::vector<std::int64_t> docs(rule.doc_bounds, rule.doc_bounds + (rule.doc_bounds ? rule.doc_bound_count : 0));
+  const rfa_test::DocumentedMask visible{rule.causal, rule.window, &docs, rule.ranges.on ? ranges : nullptr};
   for (const RowSpan& t : tiles) cut_tiles += t.end - t.begin < tile.q && t.end < Lq ? 1 : 0;
   for (const auto [r0, r1] : tiles) {
     bool computes = false;
@@ -59,9 +63,7 @@ TileWork tile_by_tile(const MaskRule& rule, const PositionMap& q, const Position
           w.partial += area;
           for (std::int64_t i = r0; i < r1; ++i)
             for (std::int64_t j = c0; j < c1; ++j)
-              if (rule.visible(q(i), k(j)) && rule.document_of(q(i)) == rule.document_of(k(j)) &&
-                  (!rule.ranges.on || rfa_test::ranges_let_through(*ranges, q(i), k(j))))
-                w.partial_visible += 1;
+              if (visible(q(i), k(j))) w.partial_visible += 1;
           break;
         case TileVisibility::hidden: break;
       }
