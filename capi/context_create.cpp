@@ -15,7 +15,6 @@
 #include "collective_call.hpp"
 #include "comm/mpi/kept_communicators.hpp"
 #include "comm/mpi/mpi_communicator.hpp"
-#include "comm/mpi/mpi_family.hpp"
 #include "context.hpp"
 #include "core/enum_value.hpp"
 #include "core/error.hpp"
@@ -24,6 +23,7 @@
 #include "engine/engine_backends.hpp"
 #include "firewall.hpp"
 #include "kokkos_lifetime.hpp"
+#include "mpi_family_check.hpp"
 #include "options.hpp"
 #include "refused_creation.hpp"
 #include "rfa/rfa_mpi.h"
@@ -211,6 +211,12 @@ rfa_result_t create(MPI_Comm comm, const rfa_options_t* caller_options, rfa_cont
 extern "C" {
 
 RFA_API rfa_result_t rfa_context_create(MPI_Comm comm, const rfa_options_t* options, rfa_context_t* context) {
+  // Before any other MPI call: the MPI that answers must be of librfa's family (every rank of
+  // the job finds the same), on a CPU the build refuses too.
+  if (const char* refusal = rfa::capi::mpi_family_refusal()) {
+    if (context) *context = nullptr;
+    return rfa::capi::refuse_plainly(__func__, RFA_ERROR_VERSION_MISMATCH, refusal);
+  }
   // On a CPU the build refuses, the creation's agreement still hears this rank's refusal, so
   // that the other ranks fail at once with its reason (capi/refused_creation.hpp).
   if (const char* refusal = rfa::build_isa_refusal()) {
@@ -218,14 +224,14 @@ RFA_API rfa_result_t rfa_context_create(MPI_Comm comm, const rfa_options_t* opti
     rfa::capi::take_part_refused(comm, options, refusal);
     return rfa::capi::refuse_this_cpu(__func__, refusal);
   }
-  return rfa::capi::guard(__func__, [&] {
-    if (context) *context = nullptr;
-    rfa::comm::mpi::require_mpi_family_of_build();
-    return rfa::capi::create(comm, options, context);
-  });
+  return rfa::capi::guard(__func__, [&] { return rfa::capi::create(comm, options, context); });
 }
 
 RFA_API rfa_result_t rfa_context_create_fint(MPI_Fint comm, const rfa_options_t* options, rfa_context_t* context) {
+  if (const char* refusal = rfa::capi::mpi_family_refusal()) {
+    if (context) *context = nullptr;
+    return rfa::capi::refuse_plainly(__func__, RFA_ERROR_VERSION_MISMATCH, refusal);
+  }
   if (const char* refusal = rfa::build_isa_refusal()) {
     if (context) *context = nullptr;
     int initialized = 0, finalized = 0;
@@ -238,8 +244,6 @@ RFA_API rfa_result_t rfa_context_create_fint(MPI_Fint comm, const rfa_options_t*
     return rfa::capi::refuse_this_cpu(__func__, refusal);
   }
   return rfa::capi::guard(__func__, [&] {
-    if (context) *context = nullptr;
-    rfa::comm::mpi::require_mpi_family_of_build();
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);

@@ -15,7 +15,6 @@
 #include <unordered_map>
 
 #include "context.hpp"
-#include "fork_handlers.hpp"
 
 namespace rfa {
 namespace capi {
@@ -49,7 +48,6 @@ std::uintptr_t token_of(rfa_context_t handle) { return reinterpret_cast<std::uin
 std::mutex& context_registry_mutex() { return registry().mutex; }
 
 rfa_context_t register_context(rfa_context_s* context) {
-  install_fork_handlers();
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   r.last_token += 16;  // multiples of 16, as an allocation's address would be

@@ -25,15 +25,15 @@ void clear_last_error() { last_error_message.clear(); }
 
 const char* last_error_message_cstr() { return last_error_message.c_str(); }
 
-rfa_result_t refuse_this_cpu(const char* function, const char* refusal) noexcept {
+rfa_result_t refuse_plainly(const char* function, rfa_result_t code, const char* why) noexcept {
   try {
     last_error_message = function;
     last_error_message += ": ";
-    last_error_message += refusal;
+    last_error_message += why;
   } catch (...) {
     // Out of memory while recording the message: the code still tells the story.
   }
-  return RFA_ERROR_UNSUPPORTED;
+  return code;
 }
 
 rfa_result_t translate_current_exception(const char* function) {

@@ -29,8 +29,14 @@ void clear_last_error();
 const char* last_error_message_cstr();
 /// Maps the exception in flight (call only inside a catch block) to a code and message.
 rfa_result_t translate_current_exception(const char* function);
+/// Records `code` for `function` with the sentence `why` and returns it, running nothing compiled
+/// for the build's instruction sets (a refusal on a CPU the build refuses, or one found before
+/// it: capi/mpi_family_check.hpp).
+rfa_result_t refuse_plainly(const char* function, rfa_result_t code, const char* why) noexcept;
 /// Records RFA_ERROR_UNSUPPORTED for `function` with build_isa_refusal()'s sentence and returns it.
-rfa_result_t refuse_this_cpu(const char* function, const char* refusal) noexcept;
+inline rfa_result_t refuse_this_cpu(const char* function, const char* refusal) noexcept {
+  return refuse_plainly(function, RFA_ERROR_UNSUPPORTED, refusal);
+}
 
 /// The floating-point environment a call of the C ABI runs in, whatever the caller's: the
 /// caller's is saved, its exception flags cleared and every trap masked (feholdexcept), the

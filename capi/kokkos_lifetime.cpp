@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <Kokkos_Core.hpp>
 
+#include <condition_variable>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
@@ -12,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "firewall.hpp"
+#include "fork_handlers.hpp"
 
 namespace rfa {
 namespace capi {
@@ -19,12 +21,46 @@ namespace {
 
 enum class Ownership { none_yet, borrowed, owned, finalized_by_rfa };
 
+// The state below is read and changed under lifetime_mutex, which is never held while Kokkos
+// initializes or finalizes: Kokkos runs code of its own there (Kokkos Tools' callbacks, the
+// hooks of Kokkos::push_finalize_hook, a device's start), which may fork, and the fork
+// handlers take this mutex (capi/fork_handlers.hpp). A thread that initializes or finalizes
+// marks it `changing` and the others wait on `changed` for it to end.
 std::mutex lifetime_mutex;
+std::condition_variable changed;
 Ownership ownership = Ownership::none_yet;
 int live_contexts = 0;
 /// The process that initialized the Kokkos rfa owns: a fork of it (a child of fork()) leaves that
 /// Kokkos, and the device state under it, to the parent, and never finalizes it.
 pid_t owner = 0;
+/// The process whose thread is initializing or finalizing Kokkos now (0: none). In a fork taken
+/// meanwhile no thread of the child does so, and nothing there waits for it.
+pid_t changing = 0;
+
+/// Waits, holding `lock`, until no thread of this process initializes or finalizes Kokkos.
+void wait_while_changing(std::unique_lock<std::mutex>& lock) {
+  changed.wait(lock, [] { return changing != getpid(); });
+}
+
+/// Marks this process's change of Kokkos for its scope, with lifetime_mutex released; on
+/// leaving, takes the mutex again, ends the mark and wakes the waiting threads.
+class ChangingKokkos {
+ public:
+  explicit ChangingKokkos(std::unique_lock<std::mutex>& lock) : lock_(lock) {
+    changing = getpid();
+    lock_.unlock();
+  }
+  ~ChangingKokkos() {
+    lock_.lock();
+    changing = 0;
+    changed.notify_all();
+  }
+  ChangingKokkos(const ChangingKokkos&) = delete;
+  ChangingKokkos& operator=(const ChangingKokkos&) = delete;
+
+ private:
+  std::unique_lock<std::mutex>& lock_;
+};
 
 bool kokkos_finalized_already() {
 #if KOKKOS_VERSION >= 30700
@@ -57,10 +93,12 @@ std::vector<std::string> kokkos_arguments() {
 // context's device copies); nothing frees them after this point, unless an exit handler that
 // runs later destroys a context, whose Views Kokkos may then refuse to free.
 void finalize_at_exit() {
-  std::lock_guard<std::mutex> lock(lifetime_mutex);
+  std::unique_lock<std::mutex> lock(lifetime_mutex);
+  wait_while_changing(lock);
   if (ownership == Ownership::owned && owner == getpid() && Kokkos::is_initialized()) {
-    Kokkos::finalize();
     ownership = Ownership::finalized_by_rfa;
+    const ChangingKokkos change(lock);
+    Kokkos::finalize();
   }
 }
 
@@ -69,7 +107,9 @@ void finalize_at_exit() {
 std::mutex& kokkos_lifetime_mutex() { return lifetime_mutex; }
 
 void acquire_kokkos_for_context() {
-  std::lock_guard<std::mutex> lock(lifetime_mutex);
+  install_fork_handlers();  // before this process first takes one of their mutexes
+  std::unique_lock<std::mutex> lock(lifetime_mutex);
+  wait_while_changing(lock);
   if (ownership == Ownership::finalized_by_rfa) {
     fail(RFA_ERROR_INVALID_USAGE,
          "rfa_finalize() already finalized the Kokkos runtime rfa had initialized, and Kokkos cannot be "
@@ -82,15 +122,18 @@ void acquire_kokkos_for_context() {
            "the application finalized Kokkos; rfa cannot initialize it again (destroy every context before "
            "Kokkos::finalize())");
     }
-    std::vector<std::string> args = kokkos_arguments();
-    try {
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      int argc = int(args.size());
-      Kokkos::initialize(argc, argv.data());
-    } catch (const std::exception& e) {
-      fail(RFA_ERROR_KOKKOS, "Kokkos::initialize failed: ", e.what());
+    {
+      const ChangingKokkos change(lock);
+      std::vector<std::string> args = kokkos_arguments();
+      try {
+        std::vector<char*> argv;
+        for (std::string& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        int argc = int(args.size());
+        Kokkos::initialize(argc, argv.data());
+      } catch (const std::exception& e) {
+        fail(RFA_ERROR_KOKKOS, "Kokkos::initialize failed: ", e.what());
+      }
     }
     if (ownership == Ownership::none_yet) std::atexit(finalize_at_exit);
     ownership = Ownership::owned;
@@ -102,19 +145,24 @@ void acquire_kokkos_for_context() {
 }
 
 void release_context() {
-  std::lock_guard<std::mutex> lock(lifetime_mutex);
+  const std::lock_guard<std::mutex> lock(lifetime_mutex);
   if (live_contexts > 0) --live_contexts;
 }
 
 void finalize_owned_kokkos() {
-  std::lock_guard<std::mutex> lock(lifetime_mutex);
+  install_fork_handlers();
+  std::unique_lock<std::mutex> lock(lifetime_mutex);
+  wait_while_changing(lock);
   if (ownership != Ownership::owned || owner != getpid()) return;
   if (live_contexts > 0) {
     fail(RFA_ERROR_INVALID_USAGE, live_contexts,
          " context(s) are still alive; destroy them with rfa_context_destroy() before rfa_finalize()");
   }
-  if (Kokkos::is_initialized()) Kokkos::finalize();
   ownership = Ownership::finalized_by_rfa;
+  if (Kokkos::is_initialized()) {
+    const ChangingKokkos change(lock);
+    Kokkos::finalize();
+  }
 }
 
 }  // namespace capi

@@ -107,7 +107,10 @@ TEST(Fork, AChildForkedWhileAnotherThreadIsInsideRfaIsNotBlocked) {
   int blocked = 0, failed = 0;
   for (int i = 0; i < forks && blocked == 0; ++i) {
     const pid_t child = fork();
-    ASSERT_GE(child, 0);
+    if (child < 0) {  // not an ASSERT: the asking thread must be joined first
+      ++failed;
+      break;
+    }
     if (child == 0) {
       int64_t L = 0;
       const bool ok = rfa_context_get_local_seq(ctx, &L) == RFA_SUCCESS && rfa_context_destroy(ctx) == RFA_SUCCESS;
@@ -123,7 +126,7 @@ TEST(Fork, AChildForkedWhileAnotherThreadIsInsideRfaIsNotBlocked) {
   stop = true;
   asking.join();
   EXPECT_EQ(blocked, 0) << "a child forked while another thread was inside rfa did not end in 10 s";
-  EXPECT_EQ(failed, 0) << "children whose query or destroy failed";
+  EXPECT_EQ(failed, 0) << "children whose query or destroy failed, or forks that failed";
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
 }
 
