@@ -249,6 +249,7 @@ RFA_API rfa_result_t rfa_context_create_fint(MPI_Fint comm, const rfa_options_t*
     MPI_Finalized(&finalized);
     // MPI_Comm_f2c is only defined while MPI is initialized; create() says what is wrong.
     if (!initialized || finalized) return rfa::capi::create(MPI_COMM_NULL, options, context);
+    if (context) *context = nullptr;
     const rfa::capi::MpiThreadTurn turn("rfa_context_create_fint");  // create() takes part in it
     const MPI_Comm c = MPI_Comm_f2c(comm);
     // Where MPI's handles are pointers (Open MPI), an integer that names no communicator
