@@ -85,7 +85,8 @@ const EnvVariable kRegistry[] = {
      "the node-local rank when MPI cannot tell it (before `MPI_Init`); a value that is not a whole number from 0 "
      "to 2147483647 is refused"},
     {Env::slurm_topology_addr, "SLURM_TOPOLOGY_ADDR", "librfa", "no switch path",
-     "the switch path of this node, used to order the ring across switches"},
+     "this node's switch path, set by srun for every step (the NodeName alone without switch information), "
+     "used to order the ring's nodes"},
     {Env::test_hostname, "RFA_TEST_HOSTNAME", "librfa (tests only)", "the real host name",
      "a host name that replaces the real one in the ring-order tests"},
 };
