@@ -1465,6 +1465,11 @@ MUTATIONS = [
              r"^capi_fork_in_kokkos_test[.]np2$",
              "Kokkos initializes and finalizes under rfa's lifetime mutex: a Kokkos Tools callback that forks leaves the "
              "thread waiting on itself in the fork handler"),
+    Mutation("launcher-local-rank-ignored", "collectives", "src/collective/node_rank.cpp",
+             "{Env::ompi_local_rank, Env::mpich_local_rank, Env::slurm_localid}", "{Env::slurm_localid}",
+             r"^rfa_topology_tests$",
+             "before MPI_Init, ranks an mpiexec started inside a Slurm job all read the step's SLURM_LOCALID: every "
+             "rank of a node on device 0"),
     Mutation("topo-dump-program-locale", "topology", "src/topology/topo_json.cpp",
              '  TextStream os;\n  os << "[";', '  std::ostringstream os;\n  os << "[";',
              r"^rfa_topology_tests$",

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "collective/node_rank.hpp"
 
+#include <initializer_list>
 #include <limits>
 
 #include "collective/mpi_error.hpp"
@@ -28,11 +29,14 @@ int node_local_rank(MPI_Comm comm) {
     MPI_Comm_free(&node);
     return node_rank;
   }
-  const char* slurm = env_value(Env::slurm_localid);
-  if (slurm && *slurm) {
+  // The launcher's own variable first: a process an mpiexec started inside a Slurm job inherits
+  // SLURM_LOCALID from the step that launched it, the same on every rank of the node.
+  for (const Env variable : {Env::ompi_local_rank, Env::mpich_local_rank, Env::slurm_localid}) {
+    const char* text = env_value(variable);
+    if (!text || !*text) continue;
     // A local rank is an int: a larger value would be narrowed to another.
     long long value = 0;
-    require(parse_whole_number(slurm, 0, std::numeric_limits<int>::max(), &value), "SLURM_LOCALID='", slurm,
+    require(parse_whole_number(text, 0, std::numeric_limits<int>::max(), &value), env_name(variable), "='", text,
             "' is not a local rank");
     return static_cast<int>(value);
   }

@@ -81,9 +81,14 @@ const EnvVariable kRegistry[] = {
      "`PCT`: the automatic strategy times a forward and backward pass of each plan the model predicts within PCT "
      "percent of its best (at most 6; none starts after 60 s of measuring) on the context's shapes at creation, "
      "and takes the fastest; `0`: the model alone; alike on every rank"},
+    {Env::ompi_local_rank, "OMPI_COMM_WORLD_LOCAL_RANK", "librfa", "`MPI_LOCALRANKID`",
+     "the node-local rank when MPI cannot tell it (before `MPI_Init`), as Open MPI's mpiexec sets it; first of the "
+     "three; a value that is not a whole number from 0 to 2147483647 is refused"},
+    {Env::mpich_local_rank, "MPI_LOCALRANKID", "librfa", "`SLURM_LOCALID`",
+     "the same as MPICH's and Intel MPI's launchers set it; second of the three"},
     {Env::slurm_localid, "SLURM_LOCALID", "librfa", "`0`",
-     "the node-local rank when MPI cannot tell it (before `MPI_Init`); a value that is not a whole number from 0 "
-     "to 2147483647 is refused"},
+     "the same as srun sets it for the tasks it starts (processes an `mpiexec` inside the job starts inherit "
+     "the launching step's); last of the three"},
     {Env::slurm_topology_addr, "SLURM_TOPOLOGY_ADDR", "librfa", "no switch path",
      "this node's switch path, set by srun for every step (the NodeName alone without switch information), "
      "used to order the ring's nodes"},

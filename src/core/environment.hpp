@@ -29,6 +29,8 @@ enum class Env {
   plan_links,
   plan_measure,
   host_bf16_dot,
+  ompi_local_rank,
+  mpich_local_rank,
   slurm_localid,
   slurm_topology_addr,
   test_hostname,
