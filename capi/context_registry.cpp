@@ -43,6 +43,18 @@ Registry& registry() {
 
 std::uintptr_t token_of(rfa_context_t handle) { return reinterpret_cast<std::uintptr_t>(handle); }
 
+/// Takes the context behind `handle` out of the registry and returns it; nullptr where the
+/// handle is not live or, with `forked_copy_only`, where the context is this process's own.
+rfa_context_s* unregister_where(rfa_context_t handle, bool forked_copy_only) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  const auto found = r.live.find(token_of(handle));
+  if (found == r.live.end() || (forked_copy_only && !forked_since_creation(*found->second))) return nullptr;
+  rfa_context_s* context = found->second;
+  r.live.erase(found);
+  return context;
+}
+
 }  // namespace
 
 std::mutex& context_registry_mutex() { return registry().mutex; }
@@ -55,25 +67,9 @@ rfa_context_t register_context(rfa_context_s* context) {
   return reinterpret_cast<rfa_context_t>(r.last_token);
 }
 
-rfa_context_s* unregister_context(rfa_context_t handle) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  const auto found = r.live.find(token_of(handle));
-  if (found == r.live.end()) return nullptr;
-  rfa_context_s* context = found->second;
-  r.live.erase(found);
-  return context;
-}
+rfa_context_s* unregister_context(rfa_context_t handle) { return unregister_where(handle, false); }
 
-rfa_context_s* unregister_forked_copy(rfa_context_t handle) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  const auto found = r.live.find(token_of(handle));
-  if (found == r.live.end() || !forked_since_creation(*found->second)) return nullptr;
-  rfa_context_s* context = found->second;
-  r.live.erase(found);
-  return context;
-}
+rfa_context_s* unregister_forked_copy(rfa_context_t handle) { return unregister_where(handle, true); }
 
 rfa_context_s* live_context(rfa_context_t handle) {
   Registry& r = registry();
