@@ -1568,6 +1568,14 @@ MUTATIONS = [
              "    MPI_Abort(MPI_COMM_WORLD, 1);\n", "",
              r"^rfa_fatal_failure_aborts_test[.]np2$",
              "a fatal failure on one rank no longer aborts the others, which wait for its calls"),
+    Mutation("slurm-suite-step-spread", "Slurm templates", "perf/slurm/perf_suite_array.sbatch",
+             "srun --mpi=pmix --nodes={N} --ntasks={P}", "srun --mpi=pmix --ntasks={P}",
+             r"^perf[.]slurm_multinode_smoke$",
+             "the suite's array job gives srun the ranks alone: P = 2 in a 2-node allocation runs across both nodes"),
+    Mutation("suite-nodes-rounded-down", "perf tools", "perf/suite",
+             'filled.replace("{N}", str(-(-ranks // ranks_per_node)))', 'filled.replace("{N}", str(ranks // ranks_per_node))',
+             r"^perf[.]suite_synthetic$",
+             "the launcher's {N} is P over the ranks per node rounded down: 5 ranks at 4 a node get one node"),
 ]
 
 

@@ -5,7 +5,7 @@ count); one that writes its result and then fails (rfa_run when its check fails)
 without a result is a failure, named with why. Against a baseline: a folder that does not exist
 is refused before anything runs, each result's verdict is the worst of perf/compare's (a lost
 case makes it incomplete), results with nothing to compare with are listed, and figures of a
-run of some parts go to their own folder."""
+run of some parts go to their own folder. The launcher's {N} is the nodes P ranks fill."""
 import argparse
 import io
 import json
@@ -137,6 +137,37 @@ class SuiteBaselineTest(unittest.TestCase):
         self.assertEqual(s.plot_folder(), os.path.join(self.out, "plots", "ring-strategies"))
         s = suite.Suite(argparse.Namespace(out=self.out, only=None))
         self.assertEqual(s.plot_folder(), os.path.join(self.out, "plots"))
+
+
+class LauncherTest(unittest.TestCase):
+    """The launcher template: {P} the ranks, {N} the nodes they fill at --ranks-per-node each (srun
+    given the ranks alone spreads them over every node of the allocation)."""
+
+    def test_the_nodes_are_the_ranks_per_node_rounded_up(self):
+        template = "srun --nodes={N} --ntasks={P} --cpu-bind=cores"
+        for ranks, nodes in ((1, 1), (2, 1), (3, 1), (4, 1), (5, 2), (8, 2), (9, 3), (12, 3)):
+            self.assertEqual(suite.launcher_for(template, ranks, 4),
+                             ["srun", f"--nodes={nodes}", f"--ntasks={ranks}", "--cpu-bind=cores"])
+        self.assertEqual(suite.launcher_for(template, 3, 1)[1], "--nodes=3")
+
+    def test_a_template_without_nodes_needs_no_ranks_per_node(self):
+        self.assertEqual(suite.launcher_for("srun -n {P}", 8), ["srun", "-n", "8"])
+
+    def test_nodes_without_ranks_per_node_are_refused_before_anything_runs(self):
+        with self.assertRaises(ValueError):
+            suite.launcher_for("srun --nodes={N} --ntasks={P}", 2)
+        with tempfile.TemporaryDirectory() as out:
+            for extra in ([], ["--ranks-per-node", "0"]):
+                with redirect_stdout(io.StringIO()), open(os.devnull, "w") as devnull:
+                    old, sys.stderr = sys.stderr, devnull
+                    try:
+                        with self.assertRaises(SystemExit) as stop:
+                            suite.main(["--launcher", "srun --nodes={N} --ntasks={P}", "--out", out, "--build", out,
+                                        "--only", "main", *extra])
+                    finally:
+                        sys.stderr = old
+                self.assertEqual(stop.exception.code, 2)
+                self.assertEqual(os.listdir(out), [])
 
 
 if __name__ == "__main__":

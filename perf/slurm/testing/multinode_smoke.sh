@@ -10,7 +10,8 @@
 #   - perf_suite_array.sbatch, the regression suite's multi-node job, parts ring (task 2) and main
 #     (task 3) with --quick: every run at P = 2 and 4 across the nodes writes its results, the
 #     main job's checks pass, and its topology dumps (one per P) are written, P = 4's naming
-#     both nodes.
+#     both nodes and P = 2's one (the stand-in srun spreads a step over the allocation's nodes
+#     unless told how many, as srun does).
 #   multinode_smoke.sh TEMPLATES_DIR BUILD_DIR PYTHON
 # Root only: exits 77 with the harness's reason where namespaces cannot be made.
 set -euo pipefail
@@ -50,4 +51,8 @@ for f in ring-P2-S256.json ring-P4-S256.json main-P2-fp32.json main-P4-fp32.json
   [ -s "results/mn/$f" ] || fail "the array job wrote no $f"
 done
 names_both_nodes results/mn/rfa-topo-main-P4.json || fail "the main job's topology dump at P = 4 does not name both nodes"
+# P = 2 fills one node: srun told the nodes it needs, not left to spread the step over both.
+if grep -q '"node1"' results/mn/rfa-topo-main-P2.json; then
+  fail "the main job at P = 2 ran across both nodes (the launcher did not give srun --nodes)"
+fi
 echo "PASS"
