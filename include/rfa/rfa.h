@@ -195,12 +195,15 @@ typedef enum rfa_device_t {
 } rfa_device_t;
 
 /** @brief What moves the blocks of a ::RFA_DEVICE_CUDA context between ranks. The environment
- *  variable RFA_TRANSPORT=nccl|mpi, when set, overrides this option (on every rank alike). */
+ *  variable RFA_TRANSPORT=nccl|mpi, when set, overrides this option (on every rank alike) on
+ *  CUDA contexts; a host context given ::RFA_TRANSPORT_NCCL in its options is refused before the
+ *  environment is read. */
 typedef enum rfa_transport_t {
   RFA_TRANSPORT_DEFAULT = 0, /**< NCCL when rfa was built with it, else MPI. Host contexts: MPI. */
   RFA_TRANSPORT_MPI = 1,     /**< MPI: CUDA-aware if the MPI library says so at run time, else staged
                                   through pinned host buffers. Several ranks may share one GPU. */
-  RFA_TRANSPORT_NCCL = 2     /**< NCCL: one GPU per rank (ranks sharing a GPU are refused). */
+  RFA_TRANSPORT_NCCL = 2     /**< NCCL: one GPU per rank (ranks sharing a GPU are refused). A host context
+                                  given it fails creation with ::RFA_ERROR_UNSUPPORTED. */
 } rfa_transport_t;
 
 /** @brief Whether calls check their tensors for NaN and infinity (options.check_values). */
@@ -216,7 +219,9 @@ typedef enum rfa_value_checks_t {
 } rfa_value_checks_t;
 
 /** @brief Which kernels compute the ring steps of a ::RFA_DEVICE_CUDA context
- *  (options.cuda_kernels). Host contexts always run rfa's host kernels. */
+ *  (options.cuda_kernels). Host contexts always run rfa's host kernels: there every value but
+ *  ::RFA_CUDA_KERNELS_CUDNN is taken, and cuDNN (asked for here, or by RFA_CUDA_KERNELS=cudnn
+ *  with the default) fails creation with ::RFA_ERROR_UNSUPPORTED. */
 typedef enum rfa_cuda_kernels_t {
   RFA_CUDA_KERNELS_DEFAULT = 0, /**< The environment variable RFA_CUDA_KERNELS decides (auto, rfa or cudnn); unset:
                                      ::RFA_CUDA_KERNELS_AUTO. */
@@ -278,7 +283,8 @@ RFA_API rfa_result_t rfa_report_binding_error(rfa_result_t code, const char* mes
  * @param[out] major the major version; may be NULL.
  * @param[out] minor the minor version; may be NULL.
  * @param[out] patch the patch version; may be NULL.
- * @return ::RFA_SUCCESS.
+ * @return ::RFA_SUCCESS; ::RFA_ERROR_UNSUPPORTED, nothing written, on a CPU that lacks an
+ *         instruction set the library was compiled for (as every call).
  */
 RFA_API rfa_result_t rfa_get_version(int* major, int* minor, int* patch);
 
@@ -287,7 +293,9 @@ RFA_API rfa_result_t rfa_get_version(int* major, int* minor, int* patch);
  *
  * Not collective; thread-safe; may be called before any context exists or after rfa_finalize().
  * @param header_major pass ::RFA_VERSION_MAJOR; the macro rfa_check_version() does so.
- * @return ::RFA_SUCCESS, or ::RFA_ERROR_VERSION_MISMATCH with a message naming both versions.
+ * @return ::RFA_SUCCESS, or ::RFA_ERROR_VERSION_MISMATCH with a message naming both versions;
+ *         ::RFA_ERROR_UNSUPPORTED on a CPU that lacks an instruction set the library was
+ *         compiled for (as every call).
  */
 RFA_API rfa_result_t rfa_check_version_major(int header_major);
 
@@ -323,7 +331,10 @@ typedef struct rfa_options_t {
   rfa_mask_t mask;             /**< The attention mask. Default ::RFA_MASK_CAUSAL. */
   rfa_dtype_t dtype;           /**< Storage type of q, k, v, out, dout and the gradients. Default ::RFA_DTYPE_BFLOAT16. */
   rfa_ring_order_t ring_order; /**< How ranks are placed on the ring. Default ::RFA_RING_ORDER_DEFAULT. */
-  double softmax_scale;        /**< Multiplies QK^T (applied in fp32); 0 means 1/sqrt(head_dim). Default 0. */
+  double softmax_scale;        /**< Multiplies QK^T (applied in fp32); 0 means 1/sqrt(head_dim). Otherwise
+                                    finite, > 0 and, as an fp32, neither 0 nor infinite (up to about 2.36e38
+                                    in effect: docs/supported.md); others are ::RFA_ERROR_INVALID_ARGUMENT.
+                                    Default 0. */
   int64_t batch;               /**< Sequences per call, B >= 1. Default 1. */
   int64_t seq_total;           /**< Tokens of one whole sequence over all ranks, S >= 1. Default 0: must be set. */
   int64_t heads;               /**< Query heads H >= 1. Default 1. */
@@ -343,7 +354,8 @@ typedef struct rfa_options_t {
                                     or the device before failing with ::RFA_ERROR_TIMEOUT. 0 (default): the environment
                                     variable RFA_TIMEOUT_S if set, else 600, for MPI's waits, and
                                     RFA_NCCL_TIMEOUT_S if set, else 300, for NCCL's; negative, or more
-                                    than 1e9 (about 30 years): no deadline. After a timeout the context is unusable (see
+                                    than 1e9 (about 30 years): no deadline. Must be finite (infinities and
+                                    NaN are ::RFA_ERROR_INVALID_ARGUMENT). After a timeout the context is unusable (see
                                     ::RFA_ERROR_TIMEOUT). */
   rfa_strategy_t strategy;     /**< The context-parallel strategy. Default ::RFA_STRATEGY_RING. */
   int32_t ulysses_degree;      /**< Ranks per Ulysses group: 0 (or P) for ::RFA_STRATEGY_ULYSSES; Pu >= 1 dividing
@@ -391,7 +403,9 @@ typedef struct rfa_options_t {
   double softcap;              /**< Soft-capped scores: > 0 replaces each scaled score s = scale * q.k by
                                     softcap * tanh(s / softcap) before the mask and the softmax (as Gemma's
                                     models do), forward and backward (docs/variants.md); applied in fp32.
-                                    0: scores as they are. Finite, >= 0. Any strategy, layout, dtype; on CUDA
+                                    0: scores as they are. Finite, >= 0 and within fp32's range (up to about
+                                    2.36e38 in effect, docs/variants.md), else ::RFA_ERROR_INVALID_ARGUMENT.
+                                    Any strategy, layout, dtype; on CUDA
                                     contexts rfa's sm80 kernels apply it (capped blocks run there whatever
                                     the kernel choice: cuDNN and the Hopper path do not cap), which hold
                                     softcap / scale and its inverse in fp32: a ratio outside 1.2e-38 ..
@@ -450,6 +464,8 @@ typedef struct rfa_options_t {
  * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT if @p options is NULL or
  *         @p struct_size is smaller than version 1 of the struct or ends inside a field (not a
  *         multiple of 8, as no version's sizeof is); nothing is written then.
+ *         ::RFA_ERROR_UNSUPPORTED, nothing written, on a CPU that lacks an instruction set the
+ *         library was compiled for (as every call).
  */
 RFA_API rfa_result_t rfa_options_init_sized(rfa_options_t* options, size_t struct_size);
 
@@ -458,7 +474,8 @@ RFA_API rfa_result_t rfa_options_init_sized(rfa_options_t* options, size_t struc
  *
  * Not collective; thread-safe.
  * @param[out] options the struct to fill.
- * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT if @p options is NULL.
+ * @return as rfa_options_init_sized(): ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT if
+ *         @p options is NULL, or ::RFA_ERROR_UNSUPPORTED on a CPU the library cannot run on.
  */
 static inline rfa_result_t rfa_options_init(rfa_options_t* options) {
   return rfa_options_init_sized(options, sizeof(rfa_options_t));
@@ -506,10 +523,12 @@ typedef struct rfa_context_s* rfa_context_t;
  * call: the context's communicator and device state are the parent's; there every call that
  * communicates or touches the device returns ::RFA_ERROR_INVALID_USAGE.
  * @param context the handle, or NULL.
- * @return ::RFA_SUCCESS; ::RFA_ERROR_CALL_MISMATCH or ::RFA_ERROR_TIMEOUT from the agreement,
- *         or ::RFA_ERROR_TIMEOUT from the wait for the device (the handle is gone all the same);
- *         the handle must not be used again: every call given a destroyed or never-created
- *         handle (destroy included) returns ::RFA_ERROR_INVALID_ARGUMENT.
+ * @return ::RFA_SUCCESS; ::RFA_ERROR_CALL_MISMATCH, ::RFA_ERROR_TIMEOUT or ::RFA_ERROR_MPI
+ *         (an MPI failure) from the agreement, or ::RFA_ERROR_TIMEOUT from the wait for the
+ *         device (the handle is gone all the same); ::RFA_ERROR_INVALID_USAGE for a call MPI's
+ *         thread level refuses (checked first); the handle must not be used again: every call
+ *         given a destroyed or never-created handle (destroy included) returns
+ *         ::RFA_ERROR_INVALID_ARGUMENT.
  */
 RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context);
 
@@ -593,13 +612,15 @@ RFA_API rfa_result_t rfa_context_get_local_positions(rfa_context_t context, int6
  * the stream's queued work inside the call. A context may move to another stream between
  * calls without a synchronization: the new stream waits, on the device, for the work the
  * context queued on the previous one (which may be destroyed once the caller no longer needs
- * it).
+ * it). Where the end of the context's last call could not be recorded on its stream (a CUDA
+ * event that failed), the switch waits for the whole device instead, with no deadline.
  * @param context a live context.
  * @param cuda_stream a cudaStream_t, or NULL.
  * @return ::RFA_SUCCESS; ::RFA_ERROR_INVALID_ARGUMENT for a NULL context;
  *         ::RFA_ERROR_INVALID_USAGE for a host context or an unusable one (after
  *         ::RFA_ERROR_TIMEOUT or ::RFA_ERROR_CALL_MISMATCH: the new stream would wait for work
- *         that may never end).
+ *         that may never end), and in a child of fork(); ::RFA_ERROR_CUDA where CUDA refuses
+ *         to order the new stream after the previous one.
  */
 RFA_API rfa_result_t rfa_context_set_stream(rfa_context_t context, void* cuda_stream);
 
@@ -613,7 +634,8 @@ RFA_API rfa_result_t rfa_context_set_stream(rfa_context_t context, void* cuda_st
  *         when the stream reports an error (a kernel failed); ::RFA_ERROR_TIMEOUT when the
  *         stream's work has not completed by the deadline (a kernel that never ends: the
  *         context is unusable from then on, as after any timeout); ::RFA_ERROR_INVALID_USAGE,
- *         at once, for a context already unusable.
+ *         at once, for a context already unusable, and in a child of fork() (host contexts
+ *         too).
  */
 RFA_API rfa_result_t rfa_context_synchronize(rfa_context_t context);
 
@@ -633,7 +655,8 @@ RFA_API rfa_result_t rfa_context_synchronize(rfa_context_t context);
  *         when the stream reports an error (a kernel failed); ::RFA_ERROR_TIMEOUT when the
  *         stream's work has not completed by the deadline (nothing is freed; the context is
  *         unusable from then on); ::RFA_ERROR_INVALID_USAGE, at once, for a context already
- *         unusable (nothing is freed: after a timeout abandoned transfers may still write it).
+ *         unusable (nothing is freed: after a timeout abandoned transfers may still write it),
+ *         and in a child of fork() (host contexts too: the memory is the parent's).
  */
 RFA_API rfa_result_t rfa_context_release_workspace(rfa_context_t context, int64_t* released_bytes);
 
@@ -661,9 +684,12 @@ RFA_API rfa_result_t rfa_context_release_workspace(rfa_context_t context, int64_
  *
  * Errors: local problems (a NULL pointer, overlapping buffers) are agreed over the ring before
  * any data moves, so every rank returns an error together: the rank with the problem gets its
- * code and message, the others the same code naming the lowest failing ring position. A NULL
- * context is the one exception: that rank has no ring to agree over and returns at once, so
- * the other ranks would wait for it (until the deadline); pass a valid context on every rank.
+ * code and message, the others the same code naming the lowest failing ring position. What a
+ * rank refuses before it can reach the agreement is the exception: a NULL, destroyed or
+ * never-created context (no ring to agree over), a context already unusable on that rank, a
+ * call in a child of fork(), after MPI_Finalize, or one MPI's thread level forbids. That rank
+ * returns at once, and the other ranks wait for it until the deadline
+ * (::RFA_ERROR_TIMEOUT); pass a valid context on every rank.
  *
  * Matching: the same agreement compares what the ranks call. Every collective call on a
  * context (rfa_forward(), rfa_backward(), rfa_allgather_bshd(), rfa_context_destroy()) carries
@@ -808,8 +834,8 @@ RFA_API rfa_result_t rfa_backward_with_sinks(rfa_context_t context, const void* 
  * collective; thread-safe; no context needed.
  *
  * Each returns ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL @p count, a negative
- * capacity, a non-NULL @p ranges whose capacity is below the count (nothing is written to
- * @p ranges then; @p *count says how many it needs),
+ * capacity, a NULL @p ranges with a capacity above 0, a non-NULL @p ranges whose capacity is
+ * below the count (nothing is written to @p ranges then; @p *count says how many it needs),
  * sizes out of range (named in the message), or a mask that needs more than 2^26 entries.
  * @{ */
 
@@ -858,7 +884,8 @@ RFA_API rfa_result_t rfa_mask_ranges_documents(const int64_t* doc_boundaries, in
 
 /**
  * @brief A prefix-LM mask: the first @p prefix tokens see each other both ways, and every
- *        later token sees the whole prefix and, causally, the tokens after it: two entries.
+ *        later token sees the whole prefix and, causally, the tokens after it: two entries
+ *        (one, the causal mask, with @p prefix 0).
  * @param seq_total the whole sequence's length S >= 1.
  * @param prefix the prefix's length, 0 <= prefix <= S (0: the causal mask).
  * @param[out] ranges room for @p capacity entries, or NULL.
@@ -915,7 +942,9 @@ RFA_API rfa_result_t rfa_mask_ranges_grid_neighbourhood(int64_t nx, int64_t ny, 
  * differs). An lse tensor is fp32 [B][H][S] / [B][H][L]. Copies are bitwise. The buffers must
  * not overlap. They are host memory, on a ::RFA_DEVICE_CUDA context too (rfa_allgather_bshd()
  * moves them over MPI there, not over the context's device transport): device memory is
- * refused with ::RFA_ERROR_INVALID_ARGUMENT naming the buffer.
+ * refused with ::RFA_ERROR_INVALID_ARGUMENT naming the buffer. So are buffers not aligned to
+ * their elements (4 bytes for fp32 and lse, 2 for bf16 and fp16) and sizes whose bytes do not
+ * fit in int64, whatever each function's own list says.
  * @{ */
 
 /**

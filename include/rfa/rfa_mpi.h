@@ -57,20 +57,23 @@ extern "C" {
  *         unknown enum value, sizes below 1, heads not a multiple of kv_heads, sequence not
  *         divisible as the layout needs);
  *         ::RFA_ERROR_UNSUPPORTED (a head dim, dtype or layout the device's kernels do not take;
- *         a CUDA context from a build without CUDA; cuda_kernels ::RFA_CUDA_KERNELS_CUDNN where
- *         cuDNN cannot run the strategy or is not found; a soft cap the CUDA kernels cannot hold
+ *         a CUDA context from a build without CUDA; cuda_kernels ::RFA_CUDA_KERNELS_CUDNN on a host
+ *         context, or where cuDNN cannot run the strategy or is not found; transport
+ *         ::RFA_TRANSPORT_NCCL on a host context; a soft cap the CUDA kernels cannot hold
  *         in fp32; a rank's CPU lacks an instruction set the library was compiled for: that
  *         rank's creation still tells the others, which fail at once naming it and what it
  *         lacks, where the program calls it there despite rfa_options_init()'s refusal);
  *         ::RFA_ERROR_INVALID_USAGE (MPI not initialized or already finalized, ranks disagree,
  *         Kokkos already finalized, a call MPI's thread level forbids, a rank that keeps
- *         RFA_MAX_KEPT_COMMUNICATORS communicators of timed-out calls);
+ *         RFA_MAX_KEPT_COMMUNICATORS communicators of timed-out calls, a CUDA context whose
+ *         current device is not the one Kokkos was initialized on);
  *         ::RFA_ERROR_TIMEOUT (not every rank arrived in time);
  *         ::RFA_ERROR_VERSION_MISMATCH (the MPI this process calls is of another family than
  *         the one librfa was built with, Open MPI or MPICH and the MPIs on its ABI: asked with
  *         MPI_Get_library_version before any other MPI call, the same answer on every rank);
  *         ::RFA_ERROR_KOKKOS, ::RFA_ERROR_MPI, ::RFA_ERROR_HWLOC, ::RFA_ERROR_OUT_OF_MEMORY;
- *         ::RFA_ERROR_CUDA and ::RFA_ERROR_NCCL (CUDA contexts: the device, its transport).
+ *         ::RFA_ERROR_CUDA and ::RFA_ERROR_NCCL (CUDA contexts: the device, its transport; and
+ *         any context where rfa initializes a CUDA-enabled Kokkos on a rank with no usable GPU).
  */
 RFA_API rfa_result_t rfa_context_create(MPI_Comm comm, const rfa_options_t* options, rfa_context_t* context);
 
