@@ -1576,6 +1576,15 @@ MUTATIONS = [
              'filled.replace("{N}", str(-(-ranks // ranks_per_node)))', 'filled.replace("{N}", str(ranks // ranks_per_node))',
              r"^perf[.]suite_synthetic$",
              "the launcher's {N} is P over the ranks per node rounded down: 5 ranks at 4 a node get one node"),
+    Mutation("fortran-refusal-hides-collective-failure", "Fortran", "fortran/rfa.f90.in",
+             "    if (c_result == RFA_ERROR_INVALID_ARGUMENT .or. c_result == RFA_SUCCESS) &\n", "    if (.true.) &\n",
+             r"^fortran_api_test[.]np2$",
+             "arrays that do not fit an unusable context get the binding's shape message, not the call's INVALID_USAGE: "
+             "the caller mends its arrays and calls a dead context again"),
+    Mutation("fortran-destroy-refused-forgets-context", "Fortran", "fortran/rfa.f90.in",
+             "    if (ierr /= RFA_ERROR_INVALID_USAGE) context%handle = c_null_ptr\n", "    context%handle = c_null_ptr\n",
+             r"^fortran_destroy_refused_test[.]np2$",
+             "a destroy MPI's thread level refused resets the Fortran handle: the context can never be destroyed"),
 ]
 
 

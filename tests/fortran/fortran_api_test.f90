@@ -142,6 +142,7 @@ program fortran_api_test
   call check_wrong_shapes()
   call check_wrong_sharding_shapes()
   call check_wrong_dtype()
+  call check_refusal_after_mismatch()
   call check_gathers()
 
   call compare_to_reference(ring, rout, rlse, rdq, rdk, rdv, 2.0e-6, "")
@@ -326,6 +327,43 @@ contains
     else if (H /= L .and. index(rfa_get_last_error_message(), "lse has shape") == 0) then
       call fail("swapped lse message: " // rfa_get_last_error_message())
     end if
+  end subroutine
+
+  ! Arrays that do not fit a context made unusable by a call mismatch (rank 0 in a forward while
+  ! the others are in a backward): the collective call's own failure (RFA_ERROR_INVALID_USAGE,
+  ! the context unusable) comes back, not the binding's shape message, so that the caller does not
+  ! mend its arrays and call a dead context again.
+  subroutine check_refusal_after_mismatch()
+    type(rfa_context) :: lost
+    real(c_float), allocatable, target :: short_q(:,:,:,:), sinks(:), dsinks(:)
+    integer(c_int) :: status
+    if (nranks < 2) return  ! one rank cannot disagree with itself
+    call check_ok(rfa_context_create(MPI_COMM_WORLD, opts, lost), "create the context to lose")
+    if (rank == 0) then
+      status = rfa_forward(lost, q, k, v, out, lse)
+    else
+      status = rfa_backward(lost, q, k, v, out, dout, lse, dq, dk, dv)
+    end if
+    call check(status == RFA_ERROR_CALL_MISMATCH, "forward against backward: " // rfa_get_last_error_message())
+    allocate(short_q(D, H, L - 1, B), sinks(H), dsinks(H))
+    short_q = 0
+    sinks = 0
+    status = rfa_forward(lost, short_q, k, v, out, lse)
+    call check(status == RFA_ERROR_INVALID_USAGE .and. index(rfa_get_last_error_message(), "unusable") > 0, &
+               "a short q on an unusable context: " // rfa_get_last_error_message())
+    status = rfa_backward(lost, short_q, k, v, out, dout, lse, dq, dk, dv)
+    call check(status == RFA_ERROR_INVALID_USAGE .and. index(rfa_get_last_error_message(), "unusable") > 0, &
+               "a short q in a backward on an unusable context: " // rfa_get_last_error_message())
+    status = rfa_forward_with_sinks(lost, short_q, k, v, sinks, out, lse)
+    call check(status == RFA_ERROR_INVALID_USAGE, "a short q with sinks on an unusable context: " // &
+               rfa_get_last_error_message())
+    status = rfa_backward_with_sinks(lost, short_q, k, v, out, dout, lse, sinks, dq, dk, dv, dsinks)
+    call check(status == RFA_ERROR_INVALID_USAGE, "a short q in a backward with sinks on an unusable context: " // &
+               rfa_get_last_error_message())
+    status = rfa_allgather_bshd(lost, short_q, gq)
+    call check(status == RFA_ERROR_INVALID_USAGE, "a short local in an all-gather on an unusable context: " // &
+               rfa_get_last_error_message())
+    call check_ok(rfa_context_destroy(lost), "destroy the unusable context")
   end subroutine
 
   ! C sizes every tensor from the context's dtype: arrays of the other kind (16-bit patterns on an
