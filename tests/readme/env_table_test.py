@@ -5,8 +5,8 @@ name every variable the sources read, and nothing else; the library's table repe
 registry (src/core/environment.cpp) row for row; and the library reads the environment only
 through that registry.
 
-Reads: getenv("X"), constants named k...Env = "X" and registry rows {Env::..., "X", ...} (C,
-C++, CUDA), os.environ.get("X") (Python), and ${RFA_...} / $RFA_... in shell scripts and batch
+Reads: getenv("X"), constants named k...Env = "X", registry rows {Env::..., "X", ...} and
+perf/'s env_or("X", ...) (C, C++, CUDA), os.environ.get("X") (Python), and ${RFA_...} / $RFA_... in shell scripts and batch
 files.
 Usage: env_table_test.py SOURCE_DIR [REGISTRY_DUMP]
 REGISTRY_DUMP is rfa_env_registry_dump, which prints the registry as tab-separated rows."""
@@ -19,6 +19,7 @@ SKIP_DIRS = {".git", "docs", "tests"}  # tests read only test-only variables (RF
 READS = [re.compile(r'getenv\("([A-Z][A-Z0-9_]*)"\)'),
          re.compile(r'k\w*Env\s*=\s*"([A-Z][A-Z0-9_]*)"'),
          re.compile(r'\{Env::\w+,\s*"([A-Z][A-Z0-9_]*)"'),
+         re.compile(r'env_or\("([A-Z][A-Z0-9_]*)"'),
          re.compile(r'os\.environ(?:\.get\(|\[)"([A-Z][A-Z0-9_]*)"'),
          re.compile(r'\$\{?(RFA_[A-Z0-9_]+)')]
 SOURCE = re.compile(r"\.(c|h|cpp|hpp|cu|cuh|py|sh|sbatch|f90|in)$")
