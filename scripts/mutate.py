@@ -1577,7 +1577,7 @@ MUTATIONS = [
              r"^perf[.]suite_synthetic$",
              "the launcher's {N} is P over the ranks per node rounded down: 5 ranks at 4 a node get one node"),
     Mutation("fortran-refusal-hides-collective-failure", "Fortran", "fortran/rfa.f90.in",
-             "    if (c_result == RFA_ERROR_INVALID_ARGUMENT .or. c_result == RFA_SUCCESS) &\n", "    if (.true.) &\n",
+             "    if (c_result == RFA_ERROR_INVALID_ARGUMENT .or. c_result == RFA_SUCCESS) then\n", "    if (.true.) then\n",
              r"^fortran_api_test[.]np2$",
              "arrays that do not fit an unusable context get the binding's shape message, not the call's INVALID_USAGE: "
              "the caller mends its arrays and calls a dead context again"),
