@@ -1585,6 +1585,12 @@ MUTATIONS = [
              "    if (ierr /= RFA_ERROR_INVALID_USAGE) context%handle = c_null_ptr\n", "    context%handle = c_null_ptr\n",
              r"^fortran_destroy_refused_test[.]np2$",
              "a destroy MPI's thread level refused resets the Fortran handle: the context can never be destroyed"),
+    Mutation("fortran-have-macros-inverted", "Fortran", "fortran/CMakeLists.txt",
+             "  if(RFA_HAVE_${_c})\n    set(RFA_FORTRAN_HAVE_${_c} .true.)",
+             "  if(NOT RFA_HAVE_${_c})\n    set(RFA_FORTRAN_HAVE_${_c} .true.)",
+             r"^fortran_api_test[.]np2$",
+             "the module's RFA_HAVE_* logicals say the opposite of rfa_config.h: a Fortran code picks a device "
+             "the build lacks"),
 ]
 
 

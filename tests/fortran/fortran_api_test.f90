@@ -991,9 +991,9 @@ contains
   end subroutine
 
   subroutine check_constants()
-    integer(c_int64_t) :: c(64)
+    integer(c_int64_t) :: c(71)
     integer(c_int) :: n
-    integer(c_int64_t) :: mine(63)
+    integer(c_int64_t) :: mine(70)
     type(rfa_options), target :: probe
     type(rfa_mask_range), target :: range_probe
     mine = [integer(c_int64_t) :: RFA_SUCCESS, RFA_ERROR_INVALID_ARGUMENT, RFA_ERROR_INVALID_USAGE, &
@@ -1014,7 +1014,9 @@ contains
             transfer(c_loc(probe%mask_ranges), 0_c_intptr_t) - transfer(c_loc(probe), 0_c_intptr_t), &
             transfer(c_loc(probe%value_head_dim), 0_c_intptr_t) - transfer(c_loc(probe), 0_c_intptr_t), &
             RFA_LAYOUT_BALANCED, RFA_STRATEGY_NEEDED, RFA_DEVICE_HOST, RFA_DEVICE_CUDA, RFA_TRANSPORT_DEFAULT, &
-            RFA_TRANSPORT_MPI, RFA_TRANSPORT_NCCL]
+            RFA_TRANSPORT_MPI, RFA_TRANSPORT_NCCL, &
+            merge(1_c_int64_t, 0_c_int64_t, [RFA_HAVE_CUDA, RFA_HAVE_CUDA_KERNELS, RFA_HAVE_CUDNN, RFA_HAVE_NCCL, &
+                                             RFA_HAVE_MPI, RFA_HAVE_HWLOC, RFA_HAVE_FORTRAN])]
     n = fortran_test_c_constants(c, size(c, kind=c_int))
     call check(n == size(mine), "the C side lists as many constants as the Fortran side")
     call check(all(c(1:size(mine)) == mine), "Fortran constants and rfa_options layout match the C header")
@@ -1089,6 +1091,10 @@ contains
     call check_ok(rfa_get_version(major, minor, patch), "version")
     call check(major == RFA_VERSION_MAJOR .and. minor == RFA_VERSION_MINOR .and. patch == RFA_VERSION_PATCH, &
                "the linked library's version is the module's")
+    minor = -1
+    call check_ok(rfa_get_version(minor=minor), "the minor version alone")
+    call check(minor == RFA_VERSION_MINOR, "the minor version alone is the module's")
+    call check_ok(rfa_get_version(), "the version with no part asked")
   end subroutine
 
   integer(c_int64_t) function byte_offset(o)

@@ -7,6 +7,7 @@
 
 #include "reference_attention.hpp"
 #include "rfa/rfa.h"
+#include "rfa/rfa_config.h"
 
 namespace {
 
@@ -82,7 +83,8 @@ void fortran_test_reference_value_dim(std::int64_t batch, std::int64_t seq, std:
             value_dim);
 }
 
-// The C values the Fortran module must mirror, in a fixed order, then sizeof(rfa_options_t).
+// The C values the Fortran module must mirror, in a fixed order (the sizes and offsets of the
+// structs among them, rfa_config.h's RFA_HAVE_* last).
 int fortran_test_c_constants(std::int64_t* values, int capacity) {
   const std::int64_t all[] = {RFA_SUCCESS,
                               RFA_ERROR_INVALID_ARGUMENT,
@@ -146,7 +148,14 @@ int fortran_test_c_constants(std::int64_t* values, int capacity) {
                               RFA_DEVICE_CUDA,
                               RFA_TRANSPORT_DEFAULT,
                               RFA_TRANSPORT_MPI,
-                              RFA_TRANSPORT_NCCL};
+                              RFA_TRANSPORT_NCCL,
+                              RFA_HAVE_CUDA,
+                              RFA_HAVE_CUDA_KERNELS,
+                              RFA_HAVE_CUDNN,
+                              RFA_HAVE_NCCL,
+                              RFA_HAVE_MPI,
+                              RFA_HAVE_HWLOC,
+                              RFA_HAVE_FORTRAN};
   const int n = int(sizeof all / sizeof all[0]);
   for (int i = 0; i < n && i < capacity; ++i) values[i] = all[i];
   return n;
