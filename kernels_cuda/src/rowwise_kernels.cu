@@ -222,9 +222,14 @@ bool vectors(const RowwiseShape& shape, std::initializer_list<std::pair<StridedT
   return true;
 }
 
+// The blocks for a row a warp. Past CUDA's 2^31 - 1 blocks the count is held at 2^31, which the
+// launch refuses (cudaErrorInvalidConfiguration, reported): a count cut to 32 bits would leave
+// the last rows silently untouched. The public row-wise calls cap rows far below; the internal
+// callers of the backward and cuDNN's merge do not check.
 unsigned blocks_for(const RowwiseShape& shape) {
   const std::int64_t rows = static_cast<std::int64_t>(shape.batch) * shape.heads * shape.seq;
-  return static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  const std::int64_t blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  return blocks > 0x7fffffff ? 0x80000000u : static_cast<unsigned>(blocks);
 }
 
 }  // namespace
