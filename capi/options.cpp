@@ -120,6 +120,14 @@ rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
           "; it must be >= 0 (0: no documents)");
   require(o.doc_boundary_offset_count >= 0, what, "->doc_boundary_offset_count is ", o.doc_boundary_offset_count,
           "; it must be >= 0 (0: one list of documents for every batch entry)");
+  // An empty list is NULL with a count of 0: a list given with a count of 0 is a count left
+  // unset, which would silently drop the documents (or hide every key of a ranges mask).
+  require(o.doc_boundaries == nullptr || o.doc_boundary_count != 0,
+          "options.doc_boundaries is set but options.doc_boundary_count is 0: give the number of boundaries "
+          "(documents + 1), or leave doc_boundaries NULL for one document");
+  require(o.doc_boundary_offsets == nullptr || o.doc_boundary_offset_count != 0,
+          "options.doc_boundary_offsets is set but options.doc_boundary_offset_count is 0: give batch + 1, or leave "
+          "doc_boundary_offsets NULL for one list serving every batch entry");
   validate_document_lists(o.doc_boundaries, o.doc_boundary_count, o.doc_boundary_offsets, o.doc_boundary_offset_count,
                           o.batch, o.seq_total, "options.doc_boundaries", "options.doc_boundary_offsets");
   // The same for the mask's ranges: each entry read and checked on its own rank. A list beside
@@ -131,6 +139,9 @@ rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
          " entries but options.mask is not RFA_MASK_RANGES: set the mask to RFA_MASK_RANGES to use them, or leave "
          "mask_ranges NULL with a count of 0");
   }
+  require(o.mask_ranges == nullptr || o.mask_range_count != 0,
+          "options.mask_ranges is set but options.mask_range_count is 0: give the number of entries, or leave "
+          "mask_ranges NULL (with RFA_MASK_RANGES, a mask hiding every key)");
   // The switches each rank reads for itself later: malformed on any rank, every rank fails.
   for (const Env id : {Env::host_amx, Env::host_bf16_dot, Env::mpi_cuda_aware}) require_switch_value(id);
   // Resolved here, on each rank, so that the ranks then agree on what they will do.

@@ -58,6 +58,8 @@ std::vector<rfa_mask_range_t> sliding_window_ranges(std::int64_t seq_total, std:
 std::int64_t document_count(const std::int64_t* bounds, std::int64_t count) {
   require(count >= 2, "boundary_count is ", count, "; it must be >= 2 (documents + 1 cumulative boundaries)");
   validate_document_bounds(bounds, count, -1, "doc_boundaries");
+  require(bounds[count - 1] >= 1, "doc_boundaries[", count - 1,
+          "] is 0: the last boundary is the sequence's length, S >= 1");
   std::int64_t documents = 0;  // one entry each that is not empty
   for (std::int64_t d = 0; d + 1 < count; ++d) documents += bounds[d] < bounds[d + 1] ? 1 : 0;
   require(documents <= kMaxBuiltRangeEntries, "the documents' mask of ", documents,

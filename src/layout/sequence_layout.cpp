@@ -49,9 +49,9 @@ void validate_shape(rfa_layout_t layout, std::int64_t seq_len, int ranks) {
          " layout needs the global sequence length S to be a multiple of ", divisor, " = ", chunks, " (", why,
          "), but S = ", seq_len, " and P = ", ranks, ". ",
          can_pad ? "Pad the end of the sequence to S = " + std::to_string(padded) +
-                       " (rfa has no padding mask: only under the causal mask do tokens appended at the end "
-                       "leave every earlier token's output unchanged; drop their rows and give them a zero "
-                       "dout), or choose"
+                       " (under the causal mask tokens appended at the end change no earlier token's output; "
+                       "under any mask, padding in a document of its own (options.doc_boundaries) does not; "
+                       "drop the padded rows and give them a zero dout), or choose"
                  : std::string("Choose"),
          " a rank count P that ",
          layout == RFA_LAYOUT_ZIGZAG     ? "makes 2 * P divide S"

@@ -201,6 +201,11 @@ TEST(MaskRangeBuilders, RefuseBadArgumentsAndShortBuffers) {
   const int64_t bad_docs[] = {0, 5, 3};
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_documents(bad_docs, 3, 0, one, 1, &n),
                    "must never decrease");
+  const int64_t empty_sequence[] = {0, 0, 0};  // documents of no token: a sequence of 0 tokens
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_documents(empty_sequence, 3, 0, one, 1, &n),
+                   "doc_boundaries[2] is 0: the last boundary is the sequence's length, S >= 1");
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_documents(empty_sequence, 2, 1, one, 1, &n),
+                   "doc_boundaries[1] is 0");
   // Too little room: the count is reported, nothing written.
   rfa_mask_range_t two[2] = {};
   two[0].q_end = 77;

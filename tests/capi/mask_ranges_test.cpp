@@ -239,6 +239,12 @@ TEST(CapiMaskRangesRefusals, BadListsFailCreationOnEveryRank) {
                    "options.mask_ranges is NULL but its count is 1");
   o.mask_range_count = -1;
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx), "count of -1");
+  // A list with its count left at 0 would hide every key: refused; NULL with 0 is that mask.
+  o = range_options(c, good, {});
+  o.mask_range_count = 0;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx),
+                   "options.mask_ranges is set but options.mask_range_count is 0");
+  EXPECT_EQ(ctx, nullptr);
   if (P < 2) return;
   // A bad entry on one rank only: that rank's verdict fails every rank.
   std::vector<rfa_mask_range_t> mine = good;

@@ -157,6 +157,21 @@ TEST(CapiSequenceDocumentsRefusals, BadOffsetsFailCreationOnEveryRank) {
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx),
                    "doc_boundary_offset_count is -1");
   EXPECT_EQ(ctx, nullptr);
+  // A list with its count left at 0 would silently serve no documents (the boundaries) or one
+  // list for every entry (the offsets): refused, naming the count.
+  o = options_for(c, packed);
+  o.doc_boundary_offset_count = 0;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx),
+                   "options.doc_boundary_offsets is set but options.doc_boundary_offset_count is 0");
+  const int64_t one_list[] = {0, 3, S};
+  o = options_for(c, packed);
+  o.doc_boundary_offsets = nullptr;
+  o.doc_boundary_offset_count = 0;
+  o.doc_boundaries = one_list;
+  o.doc_boundary_count = 0;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &o, &ctx),
+                   "options.doc_boundaries is set but options.doc_boundary_count is 0");
+  EXPECT_EQ(ctx, nullptr);
 }
 
 }  // namespace

@@ -94,8 +94,11 @@ TEST(SequenceLayout, RejectsInvalidShapesWithAdvice) {
   EXPECT_NE(m.find("multiple of P = 3"), std::string::npos) << m;
   EXPECT_NE(m.find("S = 10 and P = 3"), std::string::npos) << m;
   EXPECT_NE(m.find("Pad the end of the sequence to S = 12"), std::string::npos) << m;
-  // No padding mask exists, so the hint must not offer one.
-  EXPECT_NE(m.find("rfa has no padding mask"), std::string::npos) << m;
+  // The hint names the two ways padding changes no real token's output.
+  EXPECT_NE(m.find("under the causal mask tokens appended at the end change no earlier token's output"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("padding in a document of its own (options.doc_boundaries)"), std::string::npos) << m;
   EXPECT_EQ(m.find("masking the padding"), std::string::npos) << m;
   m = rejection(RFA_LAYOUT_STRIPE, 7, 2, 1);
   EXPECT_NE(m.find("stripe layout needs"), std::string::npos) << m;
