@@ -376,7 +376,8 @@ typedef struct rfa_options_t {
                                     freed after it) and checked there, on every rank, to start at 0,
                                     never decrease, end at seq_total and be identical on every rank.
                                     rfa_context_get_options() returns a pointer to the context's copy.
-                                    NULL (default) with count 0: one document. Host and CUDA contexts
+                                    NULL (default) with count 0: one document (a non-NULL list with count
+                                    0 is ::RFA_ERROR_INVALID_ARGUMENT). Host and CUDA contexts
                                     (copied to the device there).
                                     Ring steps whose K/V block shares no document with the local queries
                                     run no kernel. */
@@ -419,7 +420,8 @@ typedef struct rfa_options_t {
                                     to the context's copy. Any layout and strategy, host and CUDA contexts
                                     (rfa's sm80 kernels take these blocks whatever the kernel choice).
                                     Ring steps whose K/V block no local query sees run no kernel.
-                                    NULL (default) with count 0 for the other masks. */
+                                    NULL (default) with count 0 for the other masks; a non-NULL list
+                                    with count 0 is ::RFA_ERROR_INVALID_ARGUMENT. */
   int64_t mask_range_count;    /**< Number of entries in mask_ranges, >= 0 (0 with ::RFA_MASK_RANGES: every
                                     key hidden). Default 0. */
   const int64_t* doc_boundary_offsets; /**< Per-sequence documents: batch + 1 offsets o[0] = 0 <= o[1] <=
@@ -427,7 +429,8 @@ typedef struct rfa_options_t {
                                     e's documents are doc_boundaries[o[e] .. o[e+1]), a list of the form
                                     doc_boundaries takes (0 to seq_total), or no values for one document
                                     (docs/variants.md). NULL (default) with count 0: doc_boundaries serves
-                                    every entry. Copied at rfa_context_create() and checked there on every
+                                    every entry (a non-NULL list with count 0 is
+                                    ::RFA_ERROR_INVALID_ARGUMENT). Copied at rfa_context_create() and checked there on every
                                     rank, entry by entry, and across ranks (a hash of the offsets besides
                                     that of the boundaries); rfa_context_get_options() returns a pointer to
                                     the context's copy. Any layout and strategy, host and CUDA contexts
@@ -871,7 +874,9 @@ RFA_API rfa_result_t rfa_mask_ranges_sliding_window(int64_t seq_total, int64_t w
  *        @p causal), the same pairs as rfa_options_t::doc_boundaries: one entry per non-empty
  *        document.
  * @param doc_boundaries @p boundary_count cumulative boundaries 0 = b[0] <= ... <= b[n] (as
- *        rfa_options_t::doc_boundaries; the last is the sequence's length).
+ *        rfa_options_t::doc_boundaries; the last is the sequence's length, >= 1: the builder
+ *        cannot check it against a context's seq_total, and rows at or past b[n] would see no
+ *        key).
  * @param boundary_count documents + 1, >= 2.
  * @param causal nonzero: causal within each document.
  * @param[out] ranges room for @p capacity entries, or NULL.

@@ -149,7 +149,11 @@ build_baseline() {
   fi
   mkdir -p "$cache/baseline-$baseline"
   src=$(mktemp -d)
-  git -C "$here" archive "$commit" | tar -x -C "$src"
+  if ! git -C "$here" archive "$commit" | tar -x -C "$src"; then
+    rm -rf "$src"
+    say "could not export $baseline from the repository at $here (git archive)"
+    exit 1
+  fi
   for d in perf/cuda kernels_cuda; do
     [ -f "$src/$d/Makefile" ] && grep -q "rfa_cuda_kernel_bench" "$src/$d/Makefile" && { dir=$d; break; }
   done

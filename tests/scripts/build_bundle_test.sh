@@ -80,8 +80,13 @@ fi
 # 4. --baseline REV: REV's own nvcc-only Makefile builds its kernel benchmark for sm_90 (a
 #    stand-in nvcc that records its arguments and makes empty objects and programs), staged as
 #    bin/rfa_cuda_kernel_bench.baseline; a revision that is no commit is refused.
-if ! command -v cc >/dev/null || ! git -C "$(dirname "$script")" rev-parse --verify --quiet HEAD >/dev/null; then
-  echo "skipped: no C compiler, or the script is not in a git repository with a commit"
+#    Skipped where the script is no file of a repository's commit (a copy of the tree inside
+#    another repository's ignored folder, as scripts/mutate.py's scratch copy, has no commit of
+#    its own to export).
+if ! command -v cc >/dev/null ||
+  ! git -C "$(dirname "$script")" ls-files --error-unmatch "$(basename "$script")" >/dev/null 2>&1 ||
+  ! git -C "$(dirname "$script")" rev-parse --verify --quiet HEAD >/dev/null; then
+  echo "skipped: no C compiler, or the script is not a file of a git repository with a commit"
 else
   cat >"$fakes/nvcc" <<'FAKE'
 #!/bin/bash
