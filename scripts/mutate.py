@@ -1599,6 +1599,12 @@ MUTATIONS = [
              "require(bounds[count - 1] >= 1,", "require(bounds[count - 1] >= 0,",
              r"^capi_mask_range_builders_test$",
              "the documents' builder takes boundaries ending at 0, a sequence of no token"),
+    Mutation("alltoallv-post-failure-waits", "collectives", "src/comm/mpi/mpi_communicator.cpp",
+             "        if (i < receives_posted) MPI_Cancel(&requests[i]);\n        MPI_Request_free(&requests[i]);",
+             "        MPI_Cancel(&requests[i]);\n        MPI_Wait(&requests[i], MPI_STATUS_IGNORE);",
+             r"^comm_alltoallv_post_failure_test[.]np3$",
+             "a send MPI refuses in the all-to-all makes the rank wait for the sends it had posted, until a late "
+             "peer receives them"),
     Mutation("fortran-have-macros-inverted", "Fortran", "fortran/CMakeLists.txt",
              "  if(RFA_HAVE_${_c})\n    set(RFA_FORTRAN_HAVE_${_c} .true.)",
              "  if(NOT RFA_HAVE_${_c})\n    set(RFA_FORTRAN_HAVE_${_c} .true.)",

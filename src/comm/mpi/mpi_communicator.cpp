@@ -89,7 +89,9 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, int ring_position, const MpiOp
   // so all fail together instead of some waiting in MPI_Comm_split for the others.
   std::vector<int> positions(std::size_t(parent_size), -1);
   // Under the deadline: once it completes every rank has arrived, and the split that follows
-  // (which MPI offers only blocking) meets them all at once.
+  // (which MPI offers only blocking) meets them all at once, but for a rank that completes it
+  // more than the deadline late, after the others gave up: it waits in the split until the job
+  // ends (docs/reliability.md, "Not caught").
   {
     const collective::DeadlineScope deadline(options_.timeout_s);
     collective::allgather_within(parent, &ring_position, positions.data(), 1, MPI_INT,
@@ -135,7 +137,8 @@ MpiCommunicator::~MpiCommunicator() {
 
 void MpiCommunicator::require_usable(const char* what) const {
   if (!timed_out_->empty()) {
-    fail(RFA_ERROR_INVALID_USAGE, what, ": this communicator is unusable since an earlier operation timed out (",
+    fail(RFA_ERROR_INVALID_USAGE, what,
+         ": this communicator is unusable since an earlier operation timed out or abandoned its transfers (",
          *timed_out_, "); only destroying it is allowed");
   }
 }
@@ -273,6 +276,7 @@ void MpiCommunicator::alltoallv(const void* send, const std::size_t* send_bytes,
   std::vector<MPI_Request> requests;
   std::vector<std::unique_ptr<ByteDatatype>> types;  // alive until every request completes
   requests.reserve(std::size_t(2 * size_));
+  std::size_t receives_posted = 0;  // the receives come first in `requests`
   auto post = [&](bool is_recv, int peer, std::size_t bytes, std::size_t offset) {
     if (bytes == 0) return;
     require_buffer(is_recv ? static_cast<const void*>(r) : static_cast<const void*>(s), bytes, "alltoallv",
@@ -283,13 +287,20 @@ void MpiCommunicator::alltoallv(const void* send, const std::size_t* send_bytes,
                        ? MPI_Irecv(r + offset, types.back()->count(), types.back()->type(), peer, tag, ring_, &request)
                        : MPI_Isend(s + offset, types.back()->count(), types.back()->type(), peer, tag, ring_, &request);
     if (rc != MPI_SUCCESS) {
-      // Nothing may stay posted on buffers the caller is about to free.
-      for (MPI_Request& posted : requests) {
-        MPI_Cancel(&posted);
-        MPI_Wait(&posted, MPI_STATUS_IGNORE);
+      // As after a timeout: the receives posted are cancelled, the sends stay with MPI (a send
+      // to a late peer cannot be waited for within any bound, nor cancelled under Open MPI),
+      // and so do the datatypes; the communicator is unusable and reports its transfers
+      // abandoned, so that the engines keep the buffers they may still read or write.
+      for (std::size_t i = 0; i < requests.size(); ++i) {
+        if (i < receives_posted) MPI_Cancel(&requests[i]);
+        MPI_Request_free(&requests[i]);
       }
-      collective::throw_mpi_error(rc, is_recv ? "MPI_Irecv (alltoallv)" : "MPI_Isend (alltoallv)");
+      for (auto& type : types) type.release();
+      const char* call = is_recv ? "MPI_Irecv (alltoallv)" : "MPI_Isend (alltoallv)";
+      *timed_out_ = std::string("alltoallv failed in ") + call + "; its transfers were abandoned";
+      collective::throw_mpi_error(rc, call);
     }
+    if (is_recv) ++receives_posted;
     requests.push_back(request);
   };
   for (int peer = 0; peer < size_; ++peer) post(true, peer, recv_bytes[peer], recv_offsets[peer]);
