@@ -15,9 +15,7 @@ RFA_API rfa_result_t rfa_context_get_options(rfa_context_t context, rfa_options_
     const rfa_context_s& c = rfa::capi::context_ref(context);
     rfa::capi::require_pointer(options, "options");
     rfa::capi::check_options_size(options->struct_size, "options->struct_size");
-    const std::size_t n = options->struct_size < sizeof c.options ? options->struct_size : sizeof c.options;
-    std::memcpy(options, &c.options, n);
-    options->struct_size = n;
+    rfa::capi::write_options(options, options->struct_size, c.options);
     return RFA_SUCCESS;
   });
 }

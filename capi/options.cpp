@@ -96,6 +96,10 @@ void check_options_size(std::size_t struct_size, const char* what) {
     fail(RFA_ERROR_INVALID_ARGUMENT, what, " is ", struct_size, " but must be at least ", min_options_size(),
          " (version 1 of rfa_options_t): initialize the struct with rfa_options_init()");
   }
+  if (struct_size > kMaxOptionsSize) {
+    fail(RFA_ERROR_INVALID_ARGUMENT, what, " is ", struct_size, ", more than ", kMaxOptionsSize,
+         " bytes, which no version of rfa_options_t reaches: initialize the struct with rfa_options_init()");
+  }
   if (struct_size % alignof(rfa_options_t) != 0) {
     fail(RFA_ERROR_INVALID_ARGUMENT, what, " is ", struct_size, ", not a multiple of ", alignof(rfa_options_t),
          ": it ends inside a field, so it is no version's sizeof(rfa_options_t); initialize the struct with "
@@ -103,9 +107,30 @@ void check_options_size(std::size_t struct_size, const char* what) {
   }
 }
 
+void write_options(rfa_options_t* caller, std::size_t struct_size, const rfa_options_t& fields) {
+  check_options_size(struct_size, "struct_size");
+  const std::size_t known = sizeof(rfa_options_t);
+  std::memcpy(caller, &fields, struct_size < known ? struct_size : known);
+  if (struct_size > known) std::memset(reinterpret_cast<unsigned char*>(caller) + known, 0, struct_size - known);
+  caller->struct_size = struct_size;
+}
+
 rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
   if (!caller) fail(RFA_ERROR_INVALID_ARGUMENT, what, " is NULL");
   check_options_size(caller->struct_size, (std::string(what) + "->struct_size").c_str());
+  // A newer header's struct: the fields it appends are zero unless the caller set them
+  // (rfa_options_init zeroes them, 0 asking for nothing new), and a field set here would be
+  // silently ignored, so it is refused on this rank, before the ranks agree.
+  const auto* bytes = reinterpret_cast<const unsigned char*>(caller);
+  for (std::size_t i = sizeof(rfa_options_t); i < caller->struct_size; ++i) {
+    if (bytes[i] != 0) {
+      fail(RFA_ERROR_UNSUPPORTED, what, " sets a field at byte ", i, " of its ", caller->struct_size,
+           " bytes, past the ", sizeof(rfa_options_t), " of rfa_options_t in this librfa (", RFA_VERSION_MAJOR, ".",
+           RFA_VERSION_MINOR, ".", RFA_VERSION_PATCH,
+           "): the program was compiled against a newer rfa.h whose fields this library lacks; run it with that "
+           "version's librfa, or leave the new fields as rfa_options_init() sets them");
+    }
+  }
   if (caller->version < 1) {
     fail(RFA_ERROR_INVALID_ARGUMENT, what, "->version is ", caller->version,
          ": initialize the struct with rfa_options_init()");
@@ -275,11 +300,7 @@ engine::AttentionConfig attention_config(const rfa_options_t& o) {
 extern "C" RFA_API rfa_result_t rfa_options_init_sized(rfa_options_t* options, size_t struct_size) {
   return rfa::capi::guard(__func__, [&] {
     if (!options) rfa::fail(RFA_ERROR_INVALID_ARGUMENT, "options is NULL");
-    rfa::capi::check_options_size(struct_size, "struct_size");
-    const rfa_options_t defaults = rfa::capi::default_options();
-    const std::size_t n = struct_size < sizeof defaults ? struct_size : sizeof defaults;
-    std::memcpy(options, &defaults, n);
-    options->struct_size = n;
+    rfa::capi::write_options(options, struct_size, rfa::capi::default_options());
     return RFA_SUCCESS;
   });
 }

@@ -26,13 +26,26 @@ rfa_options_t default_options();
 /// The struct size of version 1 of rfa_options_t: the smallest struct_size accepted.
 std::size_t min_options_size();
 
+/// The largest struct_size accepted: a newer header's struct may be larger than this library's,
+/// and its tail is read (it must be zero), so a size no header will reach is refused rather
+/// than read past the caller's struct.
+constexpr std::size_t kMaxOptionsSize = 4096;
+
 /// Fails with RFA_ERROR_INVALID_ARGUMENT, naming @p what, unless @p struct_size is a size the
-/// struct can have: at least version 1's, and whole fields (a multiple of the struct's
-/// alignment, which every version's sizeof is). A size that ends inside a field would read or
-/// write half of it, mixing the caller's bytes with the defaults'.
+/// struct can have: at least version 1's, at most kMaxOptionsSize, and whole fields (a multiple
+/// of the struct's alignment, which every version's sizeof is). A size that ends inside a field
+/// would read or write half of it, mixing the caller's bytes with the defaults'.
 void check_options_size(std::size_t struct_size, const char* what);
 
-/// Copies min(struct_size, sizeof) bytes of the caller's struct over the defaults, checks the
+/// Writes this library's @p fields into the caller's struct of @p struct_size bytes (checked
+/// first): the fields the caller's struct holds, zeros past this library's struct (the fields a
+/// newer header appends, at the value that asks a library without them for nothing new), and
+/// struct_size as the caller's.
+void write_options(rfa_options_t* caller, std::size_t struct_size, const rfa_options_t& fields);
+
+/// Copies min(struct_size, sizeof) bytes of the caller's struct over the defaults (a larger,
+/// newer struct's tail must be zero: a field this library lacks, set, is RFA_ERROR_UNSUPPORTED
+/// naming its byte offset), checks the
 /// document boundaries, resolves check_values (resolve_value_checks) and cuda_kernels to what is
 /// asked for (requested_cuda_kernels), makes deterministic 0 or 1 and a value_head_dim equal to
 /// head_dim 0. Throws

@@ -313,10 +313,14 @@ RFA_API rfa_result_t rfa_check_version_major(int header_major);
  * @brief Everything a context needs to know about the attention problem, the same on every rank.
  *
  * Versioned: fill it with rfa_options_init() first, then change fields. New fields are only
- * ever appended, and the library reads min(struct_size, its own sizeof) bytes, so a program
- * compiled against an older header keeps working (fields it does not know take their
- * defaults); fields a newer header appends are ignored by an older library. A struct_size
- * that ends inside a field (not a multiple of 8) is no version's and is refused.
+ * ever appended, each with 0 (its default) asking for nothing new, and the library reads
+ * min(struct_size, its own sizeof) bytes, so a program compiled against an older header keeps
+ * working (fields it does not know take their defaults). A program compiled against a newer
+ * header, run with an older library, gets the fields that library lacks zeroed by
+ * rfa_options_init(); one of them set (any byte past the library's struct not 0) fails
+ * rfa_context_create() with ::RFA_ERROR_UNSUPPORTED naming its byte, rather than being
+ * ignored. A struct_size that ends inside a field (not a multiple of 8), or above 4096, is no
+ * version's and is refused.
  *
  * Shapes are those of docs/architecture.md §2: the whole sequence has seq_total tokens, of which each of
  * the P ranks holds seq_total / P (see ::rfa_layout_t for the divisibility rules).
@@ -324,8 +328,7 @@ RFA_API rfa_result_t rfa_check_version_major(int header_major);
 /* The field comments below are kept aligned as a table by hand. */
 /* clang-format off */
 typedef struct rfa_options_t {
-  size_t struct_size;          /**< sizeof(rfa_options_t) as the caller was compiled, or the library's where that
-                                    is smaller; set by rfa_options_init(). */
+  size_t struct_size;          /**< sizeof(rfa_options_t) as the caller was compiled; set by rfa_options_init(). */
   int32_t version;             /**< ::RFA_OPTIONS_VERSION as the caller was compiled; set by rfa_options_init(). */
   rfa_layout_t layout;         /**< How the sequence is split over the ring. Default ::RFA_LAYOUT_ZIGZAG. */
   rfa_mask_t mask;             /**< The attention mask. Default ::RFA_MASK_CAUSAL. */
@@ -458,15 +461,15 @@ typedef struct rfa_options_t {
  *
  * The size comes from the caller so that a program compiled against an older, smaller
  * struct is never written past its end. A program compiled against a newer, larger one gets
- * the fields this library knows filled and struct_size set to this library's sizeof: the
- * fields past it are left as they were, and this library never reads them. Call it through
- * rfa_options_init(), which passes the size the caller was compiled with. Not collective;
- * thread-safe.
+ * the fields this library knows filled and the bytes past them zeroed (the fields this library
+ * lacks, at the value that asks for nothing new); struct_size is the caller's either way. Call
+ * it through rfa_options_init(), which passes the size the caller was compiled with. Not
+ * collective; thread-safe.
  * @param[out] options the struct to fill.
  * @param struct_size sizeof(rfa_options_t) as the caller sees it.
  * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT if @p options is NULL or
- *         @p struct_size is smaller than version 1 of the struct or ends inside a field (not a
- *         multiple of 8, as no version's sizeof is); nothing is written then.
+ *         @p struct_size is smaller than version 1 of the struct, above 4096 or ends inside a
+ *         field (not a multiple of 8, as no version's sizeof is); nothing is written then.
  *         ::RFA_ERROR_UNSUPPORTED, nothing written, on a CPU that lacks an instruction set the
  *         library was compiled for (as every call).
  */
@@ -538,13 +541,15 @@ RFA_API rfa_result_t rfa_context_destroy(rfa_context_t context);
 /**
  * @brief The options the context was created with (after defaults were applied).
  *
- * Not collective. Writes min(options->struct_size, sizeof(rfa_options_t)) bytes;
- * doc_boundaries, doc_boundary_offsets and mask_ranges then point to the context's own copies,
- * valid until rfa_context_destroy().
+ * Not collective. Writes min(options->struct_size, sizeof(rfa_options_t)) bytes, and zeros
+ * past this library's struct where the caller's is larger (so that the options create a context
+ * again); doc_boundaries, doc_boundary_offsets and mask_ranges then point to the context's own
+ * copies, valid until rfa_context_destroy().
  * @param context a live context.
  * @param[in,out] options struct_size must be set (rfa_options_init() does so); the rest is written.
  * @return ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL argument or a struct_size
- *         smaller than version 1 of the struct or ending inside a field (not a multiple of 8).
+ *         smaller than version 1 of the struct, above 4096 or ending inside a field (not a
+ *         multiple of 8).
  */
 RFA_API rfa_result_t rfa_context_get_options(rfa_context_t context, rfa_options_t* options);
 

@@ -53,14 +53,14 @@ extern "C" {
  * @param[out] context receives the new handle, or NULL on failure.
  * @return ::RFA_SUCCESS;
  *         ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, MPI_COMM_NULL or an intercommunicator,
- *         struct_size too small,
- *         unknown enum value, sizes below 1, heads not a multiple of kv_heads, sequence not
+ *         a struct_size too small, above 4096 or inside a field, a list given with a count of
+ *         0, unknown enum value, sizes below 1, heads not a multiple of kv_heads, sequence not
  *         divisible as the layout needs);
  *         ::RFA_ERROR_UNSUPPORTED (a head dim, dtype or layout the device's kernels do not take;
  *         a CUDA context from a build without CUDA; cuda_kernels ::RFA_CUDA_KERNELS_CUDNN on a host
  *         context, or where cuDNN cannot run the strategy or is not found; transport
  *         ::RFA_TRANSPORT_NCCL on a host context; a soft cap the CUDA kernels cannot hold
- *         in fp32; a rank's CPU lacks an instruction set the library was compiled for: that
+ *         in fp32; a field a newer rfa.h appends, set, that this library lacks; a rank's CPU lacks an instruction set the library was compiled for: that
  *         rank's creation still tells the others, which fail at once naming it and what it
  *         lacks, where the program calls it there despite rfa_options_init()'s refusal);
  *         ::RFA_ERROR_INVALID_USAGE (MPI not initialized or already finalized, ranks disagree,

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rfa_options_t's struct_size, as callers compiled against other headers set it: an older,
 // smaller struct is read and written only up to its size (fields past it take their defaults,
-// whatever the bytes there hold); a newer, larger one has its unknown tail ignored; a size that
-// ends inside a field is refused by rfa_options_init_sized, rfa_context_create and
-// rfa_context_get_options alike, on every rank, before any byte of a half field is read.
+// whatever the bytes there hold); a newer, larger one has its unknown tail zeroed by
+// rfa_options_init_sized and rfa_context_get_options, and refused by rfa_context_create where a
+// byte of it is set; a size that ends inside a field, or that no version reaches, is refused by
+// all three alike, on every rank, before any byte of a half field is read.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "capi_test_support.hpp"
@@ -64,19 +66,63 @@ TEST(CapiOptionsStructSize, OlderStructCreatesWithDefaultsPastItsEnd) {
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
 }
 
-TEST(CapiOptionsStructSize, NewerStructIgnoresItsUnknownTail) {
+TEST(CapiOptionsStructSize, NewerStructInitZeroesItsUnknownTailAndCreates) {
   NewerOptions n;
   std::memset(&n, kSentinel, sizeof n);
-  n.known = small_problem(RFA_LAYOUT_CONTIGUOUS, 4);
+  ASSERT_RFA_OK(rfa_options_init_sized(&n.known, sizeof n));
+  EXPECT_EQ(n.known.struct_size, sizeof n) << "the caller's size is kept";
+  EXPECT_EQ(n.appended[0], 0) << "the fields this library lacks are zeroed, asking for nothing new";
+  EXPECT_EQ(n.appended[1], 0);
+  const rfa_options_t problem = small_problem(RFA_LAYOUT_CONTIGUOUS, 4);
+  std::memcpy(&n.known, &problem, sizeof problem);
   n.known.struct_size = sizeof n;
   rfa_context_t ctx = nullptr;
   ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &n.known, &ctx));
   std::memset(n.appended, kSentinel, sizeof n.appended);
   ASSERT_RFA_OK(rfa_context_get_options(ctx, &n.known));
-  EXPECT_EQ(n.known.struct_size, sizeof(rfa_options_t)) << "the size written is the library's own";
-  const auto* tail = reinterpret_cast<const unsigned char*>(n.appended);
-  for (std::size_t i = 0; i < sizeof n.appended; ++i) ASSERT_EQ(tail[i], kSentinel) << "tail byte " << i << " written";
+  EXPECT_EQ(n.known.struct_size, sizeof n) << "the caller's size is kept";
+  EXPECT_EQ(n.known.seq_total, problem.seq_total);
+  EXPECT_EQ(n.appended[0], 0) << "the tail is written as zeros, so the options can create again";
+  EXPECT_EQ(n.appended[1], 0);
+  rfa_context_t again = nullptr;
+  ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &n.known, &again));
+  ASSERT_RFA_OK(rfa_context_destroy(again));
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
+}
+
+// A field a newer header appends, set, would be silently ignored by this library: refused on
+// the rank that set it, which every rank then reports, before the ranks agree.
+TEST(CapiOptionsStructSize, NewerStructWithAFieldThisLibraryLacksIsRefusedOnEveryRank) {
+  NewerOptions n;
+  ASSERT_RFA_OK(rfa_options_init_sized(&n.known, sizeof n));
+  const rfa_options_t problem = small_problem(RFA_LAYOUT_CONTIGUOUS, 4);
+  std::memcpy(&n.known, &problem, sizeof problem);
+  n.known.struct_size = sizeof n;
+  n.appended[1] = 1;
+  const std::string byte = "sets a field at byte " + std::to_string(sizeof(rfa_options_t) + sizeof(int64_t));
+  rfa_context_t ctx = nullptr;
+  EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &n.known, &ctx), byte.c_str(),
+                   "compiled against a newer rfa.h");
+  EXPECT_EQ(ctx, nullptr);
+  if (world_size() < 2) return;
+  n.appended[1] = world_rank() == 1 ? 1 : 0;
+  EXPECT_RFA_FAILS(RFA_ERROR_UNSUPPORTED, rfa_context_create(MPI_COMM_WORLD, &n.known, &ctx),
+                   world_rank() == 1 ? byte.c_str() : "rank(s) 1");
+  EXPECT_EQ(ctx, nullptr);
+}
+
+TEST(CapiOptionsStructSize, SizesNoVersionReachesAreRefused) {
+  rfa_options_t o;
+  std::memset(&o, kSentinel, sizeof o);
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_options_init_sized(&o, 4104), "struct_size is 4104",
+                   "more than 4096");
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&o);
+  for (std::size_t i = 0; i < sizeof o; ++i) ASSERT_EQ(bytes[i], kSentinel) << "byte " << i << " written";
+  rfa_options_t p = small_problem(RFA_LAYOUT_CONTIGUOUS, 4);
+  p.struct_size = SIZE_MAX - 7;  // a multiple of 8, read past any struct were it taken
+  rfa_context_t ctx = nullptr;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_context_create(MPI_COMM_WORLD, &p, &ctx), "more than 4096");
+  EXPECT_EQ(ctx, nullptr);
 }
 
 // Sizes that end 1, 4 and 7 bytes into a field, around the document and mask lists (whose
