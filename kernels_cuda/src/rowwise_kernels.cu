@@ -121,14 +121,18 @@ __global__ void attention_delta_kernel(RowwiseShape shape, StridedTensor out, El
   if (lane == 0) delta[lse_index(shape, r)] = sum;
 }
 
-// log(1 + exp(x)) without overflow.
-__device__ __forceinline__ float softplus(float x) { return x > 0.f ? x + log1pf(expf(-x)) : log1pf(expf(x)); }
+// log(e^a + e^b) = hi + log(1 + e^(lo - hi)) without overflow, lses past fp32's range apart
+// included (lo - hi is then -inf, and the sum hi).
+__device__ __forceinline__ float log_add_exp(float a, float b) {
+  const float hi = fmaxf(a, b), lo = fminf(a, b);
+  return hi + log1pf(expf(lo - hi));
+}
 
 // The ring merge of a block's normalized output into the running one (rows of one (batch, head)
 // of lse are lse_pitch apart; block_lse is [batch][heads][seq]):
 //   weight = sigmoid(block_lse - lse) is the block's share of the merged softmax mass; with
 //   lse = -inf it is exactly 1 and out takes the block's values (whatever out held), and
-//   lse - logsigmoid(lse - block_lse) = lse + softplus(block_lse - lse).
+//   the lse becomes log(e^lse + e^block_lse) (log_add_exp).
 template <int V>
 __global__ void merge_band_kernel(RowwiseShape shape, StridedTensor out, float* lse, std::int64_t lse_pitch,
                                   StridedTensor block_out, ElementType block_type, const float* block_lse) {
@@ -150,7 +154,7 @@ __global__ void merge_band_kernel(RowwiseShape shape, StridedTensor out, float* 
     store_floats<V>(o + d, merged);
   }
   __syncwarp();
-  if (lane == 0) *running_lse = old_lse == -INFINITY ? new_lse : old_lse + softplus(new_lse - old_lse);
+  if (lane == 0) *running_lse = old_lse == -INFINITY ? new_lse : log_add_exp(old_lse, new_lse);
 }
 
 template <int V>

@@ -328,7 +328,8 @@ struct Bf16BackwardTiles {
           if constexpr (kCapped) {
             const V th = simd::tanh(sr * simd::splat<V>(scale / p.softcap));
             const V capped = th * simd::splat<V>(p.softcap * kLog2e) - simd::splat<V>(s.lse2[i + r]);
-            pr = simd::select_below(sr, -3.0e38f, simd::splat<V>(0.0f), simd::exp2_probability(capped));
+            pr = simd::select_below(sr, -std::numeric_limits<float>::max(), simd::splat<V>(0.0f),
+                                    simd::exp2_probability(capped));
             ds_scale = (simd::splat<V>(1.0f) - th * th) * vscale;
           } else {
             pr = simd::exp2_probability(sr * c - simd::splat<V>(s.lse2[i + r]));

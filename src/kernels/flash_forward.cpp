@@ -2,6 +2,7 @@
 // Forward flash attention on the host: one Kokkos team (of one thread) per
 // (batch, head, query tile; kernels/forward_tile_plan.hpp); the tile's running max, sum and output stay in scratch
 // while the key tiles stream past (online softmax, docs/architecture.md §3).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -123,8 +124,14 @@ struct ForwardTiles {
     const int ld = row_pitch(d), ldv = row_pitch(dim_v);
     const MaskRule rule = p.rule(b);
 
-    // Q^T in the log2 domain: S = (scale * log2 e) Q K^T feeds exp2 directly.
-    const float q_scale = p.scale() * kLog2e;
+    // Q^T in the log2 domain: S = (scale * log2 e) Q K^T feeds exp2 directly. With a soft cap
+    // Q stays as it is and the cap makes each product x the score c tanh((scale / softcap) x)
+    // (c = softcap * log2 e), as the backward forms it: a score past fp32's range, whose capped
+    // value is in range, saturates tanh at +-1 rather than overflowing in Q first (inf - inf in
+    // the product: NaN). The factor is held within fp32 so that a product of 0 stays 0.
+    const bool capped = p.softcap > 0.0f;
+    const float q_scale = capped ? 1.0f : p.scale() * kLog2e;
+    const float into_tanh = capped ? std::min(p.scale() / p.softcap, std::numeric_limits<float>::max()) : 0.0f;
     for (int i = 0; i < rows_padded; ++i) {
       float* row = s.row;
       if (i < rows) {
@@ -187,10 +194,10 @@ struct ForwardTiles {
       // Soft-capped scores: the cap comes before the mask's -inf (tanh would make it finite);
       // being monotonic, it maps each query's max over the tile to the capped max.
       // In the log2 domain the cap is c = softcap * log2 e: s becomes c tanh(s / c).
-      if (p.softcap > 0.0f) {
+      if (capped) {
         const float c = p.softcap * kLog2e;
-        simd::cap_rows(s.st, kScorePitch, cols_padded, rows_padded, c, 1.0f / c);
-        if (max_from_registers) simd::cap_rows(s.tile_max, 0, 1, rows_padded, c, 1.0f / c);
+        simd::cap_rows(s.st, kScorePitch, cols_padded, rows_padded, c, into_tanh);
+        if (max_from_registers) simd::cap_rows(s.tile_max, 0, 1, rows_padded, c, into_tanh);
       }
 
       if (hidden.partial)
@@ -265,9 +272,11 @@ struct ForwardTiles {
       const V m_old = simd::load_as<V>(s.m + i0);
       const V m_new = simd::max(m_old, vmax);
       // A query that has seen nothing yet keeps m = -inf; subtracting 0 instead keeps its
-      // probabilities at exp2(-inf) = 0 rather than NaN.
+      // probabilities at exp2(-inf) = 0 rather than NaN. Only -inf: a finite max, however far
+      // below zero, is a score the query sees.
       V m_sub;
-      for (int lane = 0; lane < L; ++lane) m_sub[lane] = m_new[lane] < -3.0e38f ? 0.0f : m_new[lane];
+      for (int lane = 0; lane < L; ++lane)
+        m_sub[lane] = m_new[lane] == -std::numeric_limits<float>::infinity() ? 0.0f : m_new[lane];
       V vsum = simd::splat<V>(0.0f);
       for (int j = 0; j < cols_padded; ++j) {
         float* col = s.st + j * kScorePitch + i0;

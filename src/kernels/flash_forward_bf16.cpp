@@ -238,16 +238,25 @@ struct Bf16ForwardTiles {
     const float ninf = -std::numeric_limits<float>::infinity();
     for (int i0 = 0; i0 < rows_padded; i0 += 16) {
       alignas(64) float row_max[16];
+      // The scores are scaled once, here, and stored: the exponents below subtract the max from
+      // these very values. Scaled twice, one product could be fused into the subtraction (an
+      // FMA) and the other rounded, and the max's own exponent would be that rounding, not 0:
+      // at scores of 1e7 and beyond, whole powers of two (p of 0, or inf and NaN).
       for (int r = 0; r < 16; ++r) {
-        const float* srow = s.s + std::size_t(i0 + r) * kCols;
+        float* srow = s.s + std::size_t(i0 + r) * kCols;
         V vmax = simd::splat<V>(ninf);
-        for (int t = 0; t < vectors; ++t) vmax = simd::max(vmax, simd::load_as<V>(srow + 16 * t) * c);
+        for (int t = 0; t < vectors; ++t) {
+          const V scaled = simd::load_as<V>(srow + 16 * t) * c;
+          simd::store_as(srow + 16 * t, scaled);
+          vmax = simd::max(vmax, scaled);
+        }
         row_max[r] = simd::reduce_max(vmax);
       }
       const V m_old = simd::load_as<V>(s.m + i0);
       const V m_new = simd::max(m_old, simd::load_as<V>(row_max));
       // A row that has seen nothing yet keeps m = -inf; subtracting 0 keeps exp2(-inf) = 0.
-      const V m_sub = m_new < simd::splat<V>(-3.0e38f) ? simd::splat<V>(0.0f) : m_new;
+      // Only -inf: a finite max, however far below zero, is a score the row sees.
+      const V m_sub = m_new == simd::splat<V>(-std::numeric_limits<float>::infinity()) ? simd::splat<V>(0.0f) : m_new;
       const V alpha = simd::exp2(m_old - m_sub);
       alignas(64) float row_sum[16];
       for (int r = 0; r < 16; ++r) {
@@ -257,7 +266,7 @@ struct Bf16ForwardTiles {
         const V vsub = simd::splat<V>(m_sub[r]);
         V vsum = simd::splat<V>(0.0f);
         for (int t = 0; t < vectors; ++t) {
-          const V pt = simd::exp2(simd::load_as<V>(srow + 16 * t) * c - vsub);
+          const V pt = simd::exp2(simd::load_as<V>(srow + 16 * t) - vsub);
           if (split_p) {
             __m256i hi, lo;
             pairs::split_bf16(pt, hi, lo);

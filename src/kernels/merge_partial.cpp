@@ -18,8 +18,19 @@ inline float sigmoid(float x) {
   const float e = std::exp(x);
   return e / (1.0f + e);
 }
-/// log(sigmoid(x)) without overflow for large |x|.
-inline float log_sigmoid(float x) { return x >= 0.0f ? -std::log1p(std::exp(-x)) : x - std::log1p(std::exp(x)); }
+/// The block's weight in the merge, sigmoid(bl - l), the difference formed only where it is
+/// not far past exp's range: lses 2e38 apart would overflow it (raising the flag).
+inline float block_weight(float l, float bl) {
+  if (bl > l + 128.0f) return 1.0f;
+  if (l > bl + 128.0f) return 0.0f;
+  return sigmoid(bl - l);
+}
+/// log(e^a + e^b) = hi + log(1 + e^(lo - hi)), without overflow: e^(lo - hi) <= 1, formed only
+/// where it is above fp32's least (lses 2e38 apart would overflow lo - hi to -inf).
+inline float log_add_exp(float a, float b) {
+  const float hi = a > b ? a : b, lo = a > b ? b : a;
+  return lo < hi - 128.0f ? hi : hi + std::log1p(std::exp(lo - hi));
+}
 }  // namespace
 
 void merge_partial(Tensor4<float> out, Tensor3<float> lse, Tensor4<const float> block_out,
@@ -40,9 +51,9 @@ void merge_partial(Tensor4<float> out, Tensor3<float> lse, Tensor4<const float> 
       lse(b, h, i) = bl;
       return;
     }
-    const float w = sigmoid(bl - l);
+    const float w = block_weight(l, bl);
     for (std::int64_t x = 0; x < D; ++x) o[x] -= w * (o[x] - bo[x]);
-    lse(b, h, i) = l - log_sigmoid(l - bl);
+    lse(b, h, i) = log_add_exp(l, bl);
   });
   Exec().fence();
 }
