@@ -60,9 +60,10 @@ extern "C" {
  *         a CUDA context from a build without CUDA; cuda_kernels ::RFA_CUDA_KERNELS_CUDNN on a host
  *         context, or where cuDNN cannot run the strategy or is not found; transport
  *         ::RFA_TRANSPORT_NCCL on a host context; a soft cap the CUDA kernels cannot hold
- *         in fp32; a field a newer rfa.h appends, set, that this library lacks; a rank's CPU lacks an instruction set the library was compiled for: that
- *         rank's creation still tells the others, which fail at once naming it and what it
- *         lacks, where the program calls it there despite rfa_options_init()'s refusal);
+ *         in fp32; a field a newer rfa.h appends, set, that this library lacks; a rank's
+ *         CPU lacks an instruction set the library was compiled for: that rank's creation
+ *         still tells the others, which fail at once naming it and what it lacks, where the
+ *         program calls it there despite rfa_options_init()'s refusal);
  *         ::RFA_ERROR_INVALID_USAGE (MPI not initialized or already finalized, ranks disagree,
  *         Kokkos already finalized, a call MPI's thread level forbids, a rank that keeps
  *         RFA_MAX_KEPT_COMMUNICATORS communicators of timed-out calls, a CUDA context whose
