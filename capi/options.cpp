@@ -118,6 +118,10 @@ void write_options(rfa_options_t* caller, std::size_t struct_size, const rfa_opt
 rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
   if (!caller) fail(RFA_ERROR_INVALID_ARGUMENT, what, " is NULL");
   check_options_size(caller->struct_size, (std::string(what) + "->struct_size").c_str());
+  if (caller->version < 1) {
+    fail(RFA_ERROR_INVALID_ARGUMENT, what, "->version is ", caller->version,
+         ": initialize the struct with rfa_options_init()");
+  }
   // A newer header's struct: the fields it appends are zero unless the caller set them
   // (rfa_options_init zeroes them, 0 asking for nothing new), and a field set here would be
   // silently ignored, so it is refused on this rank, before the ranks agree.
@@ -127,13 +131,10 @@ rfa_options_t read_options(const rfa_options_t* caller, const char* what) {
       fail(RFA_ERROR_UNSUPPORTED, what, " sets a field at byte ", i, " of its ", caller->struct_size,
            " bytes, past the ", sizeof(rfa_options_t), " of rfa_options_t in this librfa (", RFA_VERSION_MAJOR, ".",
            RFA_VERSION_MINOR, ".", RFA_VERSION_PATCH,
-           "): the program was compiled against a newer rfa.h whose fields this library lacks; run it with that "
-           "version's librfa, or leave the new fields as rfa_options_init() sets them");
+           "): the program was compiled against a newer rfa.h whose fields this library lacks (run it with that "
+           "version's librfa, or leave the new fields as rfa_options_init() sets them), or its struct_size is not "
+           "the struct's (initialize the struct with rfa_options_init())");
     }
-  }
-  if (caller->version < 1) {
-    fail(RFA_ERROR_INVALID_ARGUMENT, what, "->version is ", caller->version,
-         ": initialize the struct with rfa_options_init()");
   }
   rfa_options_t o = default_options();
   const std::size_t n = caller->struct_size < sizeof o ? caller->struct_size : sizeof o;

@@ -314,7 +314,8 @@ RFA_API rfa_result_t rfa_check_version_major(int header_major);
  *
  * Versioned: fill it with rfa_options_init() first, then change fields. New fields are only
  * ever appended, each with 0 (its default) asking for nothing new, and the library reads
- * min(struct_size, its own sizeof) bytes, so a program compiled against an older header keeps
+ * min(struct_size, its own sizeof) bytes as fields (any bytes past its own struct it only
+ * checks to be 0, below), so a program compiled against an older header keeps
  * working (fields it does not know take their defaults). A program compiled against a newer
  * header, run with an older library, gets the fields that library lacks zeroed by
  * rfa_options_init(); one of them set (any byte past the library's struct not 0) fails
@@ -329,7 +330,7 @@ RFA_API rfa_result_t rfa_check_version_major(int header_major);
 /* clang-format off */
 typedef struct rfa_options_t {
   size_t struct_size;          /**< sizeof(rfa_options_t) as the caller was compiled; set by rfa_options_init(). */
-  int32_t version;             /**< ::RFA_OPTIONS_VERSION as the caller was compiled; set by rfa_options_init(). */
+  int32_t version;             /**< The layout version rfa_options_init() stores (the library's ::RFA_OPTIONS_VERSION); >= 1. */
   rfa_layout_t layout;         /**< How the sequence is split over the ring. Default ::RFA_LAYOUT_ZIGZAG. */
   rfa_mask_t mask;             /**< The attention mask. Default ::RFA_MASK_CAUSAL. */
   rfa_dtype_t dtype;           /**< Storage type of q, k, v, out, dout and the gradients. Default ::RFA_DTYPE_BFLOAT16. */
@@ -456,7 +457,7 @@ typedef struct rfa_options_t {
 /* clang-format on */
 
 /**
- * @brief Fills the first @p struct_size bytes of @p options with the defaults (at most the
+ * @brief Fills the first @p struct_size bytes of @p options with the defaults (zeros past the
  *        library's own struct), and sets struct_size and version.
  *
  * The size comes from the caller so that a program compiled against an older, smaller

@@ -122,9 +122,9 @@ __global__ void attention_delta_kernel(RowwiseShape shape, StridedTensor out, El
 }
 
 // log(e^a + e^b) = hi + log(1 + e^(lo - hi)) without overflow, lses past fp32's range apart
-// included (lo - hi is then -inf, and the sum hi).
+// included (lo - hi is then -inf, and the sum hi). A NaN stays NaN (fmaxf would drop it).
 __device__ __forceinline__ float log_add_exp(float a, float b) {
-  const float hi = fmaxf(a, b), lo = fminf(a, b);
+  const float hi = a > b ? a : b, lo = a > b ? b : a;
   return hi + log1pf(expf(lo - hi));
 }
 

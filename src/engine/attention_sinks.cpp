@@ -20,7 +20,13 @@ namespace {
 // plain C functions: host and device code alike); before = -inf (no key seen) gives s.
 KOKKOS_INLINE_FUNCTION float lse_with_sink(float before, float s) {
   const float high = before > s ? before : s, low = before > s ? s : before;
-  return high + ::log1pf(::expf(low - high));
+  // The difference only within 128 (e^-128 adds nothing to 1 in fp32): lses further apart than
+  // fp32's range would overflow it, raising the flag a program may trap.
+  return low < high - 128.0f ? high : high + ::log1pf(::expf(low - high));
+}
+// exp(before - after) for after >= before, the difference formed only within 128 (below, 0).
+KOKKOS_INLINE_FUNCTION float rescale_factor(float before, float after) {
+  return before < after - 128.0f ? 0.0f : ::expf(before - after);
 }
 
 // Rows [first, last) of team `team` when rows are cut into teams of `per_team`.
@@ -70,7 +76,7 @@ void apply_sinks(const typename Space::execution_space& exec, const float* sinks
         const float s = sinks[h];
         if (s == -INFINITY) return;  // no sink for this head
         const float before = lse(b, h, i);
-        const float factor = ::expf(before - lse_with_sink(before, s));
+        const float factor = rescale_factor(before, lse_with_sink(before, s));
         const std::int64_t last = first + part < D ? first + part : D;
         for (std::int64_t block = first; block < last; block += kSinkBlock) {
           float v[kSinkBlock] = {};

@@ -128,10 +128,10 @@ struct ForwardTiles {
     // Q stays as it is and the cap makes each product x the score c tanh((scale / softcap) x)
     // (c = softcap * log2 e), as the backward forms it: a score past fp32's range, whose capped
     // value is in range, saturates tanh at +-1 rather than overflowing in Q first (inf - inf in
-    // the product: NaN). The factor is held within fp32 so that a product of 0 stays 0.
+    // the product: NaN). The options keep scale / softcap within fp32 (attention_params.cpp).
     const bool capped = p.softcap > 0.0f;
     const float q_scale = capped ? 1.0f : p.scale() * kLog2e;
-    const float into_tanh = capped ? std::min(p.scale() / p.softcap, std::numeric_limits<float>::max()) : 0.0f;
+    const float into_tanh = capped ? p.scale() / p.softcap : 0.0f;
     for (int i = 0; i < rows_padded; ++i) {
       float* row = s.row;
       if (i < rows) {

@@ -136,7 +136,7 @@ TEST(ForwardExtremes, CappedScoresPastFp32AreCapped) {
     run_extreme_case<fp16_t>(c, 2.0f, 2.0f, false, 46);
     run_extreme_case<bf16_t>(c, 2.0f, 2.0f, false, 47);
   }
-  // A tiny cap (scale / softcap past fp32's range): the queries take scale * log2 e.
+  // A tiny cap: scale / softcap = 2.5e29 multiplies each product inside tanh.
   CaseSpec c{1, 40, 40, 1, 1, 32, RFA_MASK_NONE, {}, {}};
   c.scale = 0.25f;
   c.softcap = 1e-30f;

@@ -207,7 +207,7 @@ typedef struct rfa_cuda_delta_params {
 
 /* Ring merge of one block's normalized partial result into the running one, all fp32:
  *   out <- out - sigmoid(block_lse - lse) * (out - block_out)
- *   lse <- lse - logsigmoid(lse - block_lse)
+ *   lse <- log(e^lse + e^block_lse) = max + log1p(exp(-|lse - block_lse|))
  * Rows with block_lse = -inf are left untouched; rows with lse = -inf take the block's
  * values (so out may start as anything and lse as -inf). */
 typedef struct rfa_cuda_merge_params {
