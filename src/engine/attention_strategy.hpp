@@ -76,6 +76,9 @@ class AttentionStrategy {
   /// collective; a CUDA context waits for its stream first).
   virtual std::int64_t held_workspace_bytes() const = 0;
   virtual void release_workspace() = 0;
+  /// Whether a transport of the engine abandoned transfers (a timeout, or an MPI failure while
+  /// posting an exchange): its exchanges are then out of step for good.
+  virtual bool transfers_abandoned() const = 0;
 
   /// Collective. This rank's tensors (pass_tensors.hpp), in host memory or, for a CUDA context,
   /// in the device's (then the call returns once the work is queued on the stream; the results

@@ -43,6 +43,15 @@ class EngineState {
   /// Frees the workspace kept between calls (a CUDA context first waits for its stream, whose
   /// queued kernels may still use it); the next call allocates afresh. Not collective.
   void release_workspace();
+  /// Whether a transport writing into this engine's workspace (its communicator, the hybrid's
+  /// groups and inner ring) abandoned transfers: after a failure that leaves them, on this rank
+  /// alone or on every rank, the engine's exchanges are out of step for good.
+  bool transfers_abandoned() const {
+#if RFA_ENGINE_CUDA
+    if (device_cache_.transfers_abandoned()) return true;
+#endif
+    return host_arena_->transfers_abandoned();
+  }
   /// This engine's calls, made only inside calls of `outer` (the hybrid's inner ring), carve
   /// from `outer`'s arena: one block serves both engines and nothing is kept twice.
   void share_host_workspace(EngineState& outer) {

@@ -41,6 +41,7 @@ class StrategyOf final : public AttentionStrategy {
   std::int64_t kernel_workspace_bytes(bool backward) const override { return engine_.kernel_workspace_bytes(backward); }
   std::int64_t held_workspace_bytes() const override { return engine_.held_workspace_bytes(); }
   void release_workspace() override { engine_.release_workspace(); }
+  bool transfers_abandoned() const override { return engine_.transfers_abandoned(); }
   void set_cuda_stream(void* stream) override { engine_.set_cuda_stream(stream); }
   void* cuda_stream() const override { return engine_.cuda_stream(); }
 

@@ -46,6 +46,8 @@ class WorkspaceCache {
   /// A communicator whose transfers write into these buffers; it must outlive the cache's last
   /// buffer (an owner whose transport ends first releases the cache before).
   void watch(const comm::Communicator* transport) { watched_.watch(transport); }
+  /// Whether a watched transport abandoned transfers (comm::Communicator::has_abandoned_transfers).
+  bool transfers_abandoned() const { return watched_.abandoned(); }
   /// Raw bytes for `name`, reallocated only when more are needed. Throws
   /// RFA_ERROR_OUT_OF_MEMORY (name, bytes) when the allocator refuses.
   void* bytes(const std::string& name, std::int64_t bytes) {

@@ -46,6 +46,8 @@ class WorkspaceArena {
   /// A communicator whose transfers write into this arena's buffers (each engine's own, the
   /// hybrid's groups and its inner ring's); it must outlive the calls made on the arena.
   void watch(const comm::Communicator* transport) { watched_.watch(transport); }
+  /// Whether a watched transport abandoned transfers (comm::Communicator::has_abandoned_transfers).
+  bool transfers_abandoned() const { return watched_.abandoned(); }
 
   /// Begins a call of kind `pass`; inside a call already begun, a part of that call.
   void begin_call(int pass) {
