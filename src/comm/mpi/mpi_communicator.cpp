@@ -274,18 +274,24 @@ void MpiCommunicator::alltoallv(const void* send, const std::size_t* send_bytes,
   const auto* s = static_cast<const unsigned char*>(send);
   auto* r = static_cast<unsigned char*>(recv);
   std::vector<MPI_Request> requests;
-  std::vector<std::unique_ptr<ByteDatatype>> types;  // alive until every request completes
   requests.reserve(std::size_t(2 * size_));
+  // Every buffer checked and every datatype made before anything is posted: a refusal then
+  // leaves nothing in flight on buffers the caller may free.
+  for (int peer = 0; peer < size_; ++peer) {
+    if (recv_bytes[peer] > 0) require_buffer(r, recv_bytes[peer], "alltoallv", "the receive buffer");
+    if (send_bytes[peer] > 0) require_buffer(s, send_bytes[peer], "alltoallv", "the send buffer");
+  }
+  std::vector<std::unique_ptr<ByteDatatype>> types;  // alive until every request completes
+  for (const std::size_t* bytes : {recv_bytes, send_bytes})
+    for (int peer = 0; peer < size_; ++peer)
+      if (bytes[peer] > 0) types.push_back(std::make_unique<ByteDatatype>(bytes[peer], options_.max_count_per_call));
   std::size_t receives_posted = 0;  // the receives come first in `requests`
   auto post = [&](bool is_recv, int peer, std::size_t bytes, std::size_t offset) {
     if (bytes == 0) return;
-    require_buffer(is_recv ? static_cast<const void*>(r) : static_cast<const void*>(s), bytes, "alltoallv",
-                   is_recv ? "the receive buffer" : "the send buffer");
-    types.push_back(std::make_unique<ByteDatatype>(bytes, options_.max_count_per_call));
+    const ByteDatatype& type = *types[requests.size()];
     MPI_Request request = MPI_REQUEST_NULL;
-    const int rc = is_recv
-                       ? MPI_Irecv(r + offset, types.back()->count(), types.back()->type(), peer, tag, ring_, &request)
-                       : MPI_Isend(s + offset, types.back()->count(), types.back()->type(), peer, tag, ring_, &request);
+    const int rc = is_recv ? MPI_Irecv(r + offset, type.count(), type.type(), peer, tag, ring_, &request)
+                           : MPI_Isend(s + offset, type.count(), type.type(), peer, tag, ring_, &request);
     if (rc != MPI_SUCCESS) {
       // As after a timeout: the receives posted are cancelled, the sends stay with MPI (a send
       // to a late peer cannot be waited for within any bound, nor cancelled under Open MPI),
