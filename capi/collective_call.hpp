@@ -51,8 +51,8 @@ void make_unusable(rfa_context_s& c, const char* call, rfa_result_t code, const 
 /// Then runs `body`; an error there that is not an agreed
 /// one (rfa::AgreedError) makes the context unusable on this rank, as do timeouts and call
 /// mismatches anywhere (a timeout in some rank's checks, a wait for its device's stream, on
-/// every rank alike: that device's work may still write the call's buffers) and any failure
-/// after which the engine's transports abandoned transfers.
+/// every rank alike: that device's work may still write the call's buffers), failures of MPI or
+/// NCCL, and any failure after which the engine's transports abandoned transfers.
 template <class Checks, class Body>
 void run_collective_call(rfa_context_s& c, CollectiveCall call, Checks&& checks, Body&& body) {
   require_callable(c, call);
@@ -64,10 +64,12 @@ void run_collective_call(rfa_context_s& c, CollectiveCall call, Checks&& checks,
     comm::check_everywhere(*c.comm, std::forward<Checks>(checks));
     body();
   } catch (const AgreedError& e) {
-    // Every rank failed at the same point: the ranks are in step, but for a timeout, or a
-    // failure that left this rank's engine with transfers it gave up (MPI refusing one of an
-    // exchange's messages), after which its exchanges are out of step with the others'.
-    if (e.code() == RFA_ERROR_TIMEOUT || (c.engine && c.engine->transfers_abandoned()))
+    // Every rank failed at the same point: the ranks are in step, but for a timeout, a failure
+    // of the transport itself (MPI or NCCL: on some rank an exchange gave up transfers, after
+    // which its exchanges are out of step with the others'), or a failure that left this
+    // rank's engine with transfers it gave up.
+    const bool transport_failed = e.code() == RFA_ERROR_MPI || e.code() == RFA_ERROR_NCCL;
+    if (e.code() == RFA_ERROR_TIMEOUT || transport_failed || (c.engine && c.engine->transfers_abandoned()))
       make_unusable(c, name, e.code(), e.what());
     throw;
   } catch (const Error& e) {

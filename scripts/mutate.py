@@ -1628,10 +1628,11 @@ MUTATIONS = [
              r"^capi_options_struct_size_test[.]np2$",
              "a field a newer header appends, set, is ignored by this library: the program runs without it"),
     Mutation("abandoned-transfers-context-usable", "agreement", "capi/collective_call.hpp",
-             "if (e.code() == RFA_ERROR_TIMEOUT || (c.engine && c.engine->transfers_abandoned()))",
-             "if (e.code() == RFA_ERROR_TIMEOUT)",
+             "    const bool transport_failed = e.code() == RFA_ERROR_MPI || e.code() == RFA_ERROR_NCCL;\n"
+             "    if (e.code() == RFA_ERROR_TIMEOUT || transport_failed || (c.engine && c.engine->transfers_abandoned()))",
+             "    if (e.code() == RFA_ERROR_TIMEOUT)",
              r"^capi_refused_send_test[.]np2$",
-             "a call whose exchange gave up transfers (MPI refused a send) leaves the context usable: the next call "
+             "a call that MPI failed, its exchange giving up transfers, leaves the context usable: the next call "
              "runs into that exchange again on one rank and waits a deadline"),
     Mutation("fortran-have-macros-inverted", "Fortran", "fortran/CMakeLists.txt",
              "  if(RFA_HAVE_${_c})\n    set(RFA_FORTRAN_HAVE_${_c} .true.)",

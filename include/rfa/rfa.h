@@ -711,7 +711,7 @@ RFA_API rfa_result_t rfa_context_release_workspace(rfa_context_t context, int64_
  * contexts called in different orders) cannot meet in an agreement: they end by the deadline
  * with ::RFA_ERROR_TIMEOUT. A failure that leaves the ranks out of step (a timeout, a call
  * mismatch, an error raised on one rank alone after the ranks agreed to run the call, a failure
- * after which an exchange gave up transfers, as when MPI refuses a send) makes the context
+ * of MPI or NCCL, a failure after which an exchange gave up transfers) makes the context
  * unusable on that rank: every later call but rfa_context_destroy(), the queries
  * (rfa_context_get_*) and the local sharding helpers (rfa_scatter_*, rfa_gather_*) is refused
  * with ::RFA_ERROR_INVALID_USAGE saying why: the collective calls, and rfa_context_set_stream(),
