@@ -3,8 +3,8 @@
 !>
 !> The tensors live in GPU memory; rfa takes their addresses as type(c_ptr). This program is
 !> plain Fortran 2008: it allocates device memory through the CUDA runtime's C functions
-!> (bind(c) interfaces below). With CUDA Fortran (nvfortran), pass c_devloc(array) of your
-!> `device` arrays instead, and your stream as integer(cuda_stream_kind).
+!> (bind(c) interfaces below). With CUDA Fortran (nvfortran), pass c_devloc(array)%cptr of
+!> your `device` arrays instead (c_devloc's type(c_devptr) holds the type(c_ptr) in cptr), and your stream as integer(cuda_stream_kind).
 !> Needs rfa built against a CUDA-enabled Kokkos; exits with 77 (skipped) without a GPU.
 program ring_attention_cuda
   use, intrinsic :: iso_c_binding

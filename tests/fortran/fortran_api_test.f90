@@ -52,6 +52,9 @@ program fortran_api_test
       integer(c_int64_t), intent(out) :: values(*)
       integer(c_int), value :: capacity
     end function
+    type(c_ptr) function fortran_test_c_version_string() bind(c)
+      import :: c_ptr
+    end function
     integer(c_int) function fortran_test_c_field_offsets(values, capacity) bind(c)
       import :: c_int, c_int64_t
       integer(c_int64_t), intent(out) :: values(*)
@@ -991,9 +994,10 @@ contains
   end subroutine
 
   subroutine check_constants()
-    integer(c_int64_t) :: c(71)
+    integer(c_int64_t) :: c(72)
     integer(c_int) :: n
-    integer(c_int64_t) :: mine(70)
+    integer(c_int64_t) :: mine(71)
+    character(kind=c_char), pointer :: version(:)
     type(rfa_options), target :: probe
     type(rfa_mask_range), target :: range_probe
     mine = [integer(c_int64_t) :: RFA_SUCCESS, RFA_ERROR_INVALID_ARGUMENT, RFA_ERROR_INVALID_USAGE, &
@@ -1016,10 +1020,14 @@ contains
             RFA_LAYOUT_BALANCED, RFA_STRATEGY_NEEDED, RFA_DEVICE_HOST, RFA_DEVICE_CUDA, RFA_TRANSPORT_DEFAULT, &
             RFA_TRANSPORT_MPI, RFA_TRANSPORT_NCCL, &
             merge(1_c_int64_t, 0_c_int64_t, [RFA_HAVE_CUDA, RFA_HAVE_CUDA_KERNELS, RFA_HAVE_CUDNN, RFA_HAVE_NCCL, &
-                                             RFA_HAVE_MPI, RFA_HAVE_HWLOC, RFA_HAVE_FORTRAN])]
+                                             RFA_HAVE_MPI, RFA_HAVE_HWLOC, RFA_HAVE_FORTRAN]), &
+            RFA_VERSION_CODE]
     n = fortran_test_c_constants(c, size(c, kind=c_int))
     call check(n == size(mine), "the C side lists as many constants as the Fortran side")
     call check(all(c(1:size(mine)) == mine), "Fortran constants and rfa_options layout match the C header")
+    call c_f_pointer(fortran_test_c_version_string(), version, [len(RFA_VERSION_STRING) + 1])
+    call check(transfer(version(1:len(RFA_VERSION_STRING)), RFA_VERSION_STRING) == RFA_VERSION_STRING &
+               .and. version(len(RFA_VERSION_STRING) + 1) == c_null_char, "RFA_VERSION_STRING matches the C header's")
     call check_field_offsets()
   end subroutine
 

@@ -155,11 +155,15 @@ int fortran_test_c_constants(std::int64_t* values, int capacity) {
                               RFA_HAVE_NCCL,
                               RFA_HAVE_MPI,
                               RFA_HAVE_HWLOC,
-                              RFA_HAVE_FORTRAN};
+                              RFA_HAVE_FORTRAN,
+                              RFA_VERSION_CODE};
   const int n = int(sizeof all / sizeof all[0]);
   for (int i = 0; i < n && i < capacity; ++i) values[i] = all[i];
   return n;
 }
+
+// RFA_VERSION_STRING, which the Fortran module's parameter of that name must equal.
+const char* fortran_test_c_version_string() { return RFA_VERSION_STRING; }
 
 // The offset of every field of rfa_options_t, then of rfa_mask_range_t, in declaration order:
 // the Fortran types must put each named field at the same place.
