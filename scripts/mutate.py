@@ -1640,6 +1640,11 @@ MUTATIONS = [
              r"^fortran_api_test[.]np2$",
              "the module's RFA_HAVE_* logicals say the opposite of rfa_config.h: a Fortran code picks a device "
              "the build lacks"),
+    Mutation("ranges-entry-documents-shared", "documents", "src/kernels/flash_attention.hpp",
+             "const std::int64_t first = doc_offsets[entry], count = doc_offsets[entry + 1] - first;",
+             "const std::int64_t e = ranges.on ? 0 : entry, first = doc_offsets[e], count = doc_offsets[e + 1] - first;",
+             r"^rfa_kernels_test$",
+             "under mask ranges, every batch entry takes the first entry's documents"),
 ]
 
 

@@ -124,6 +124,17 @@ TEST(MaskEdges, WindowsAroundEveryBlockAndChunkEdge) {
       for (std::int64_t k = 0; k <= s.layout_ranks; ++k)
         for (std::int64_t d = -2; d <= 2; ++d)
           if (k * edge + d >= 1) by_window[k * edge + d].push_back({layout, s});
+      // Past the first n edges, on the ring, whose step skipping and whole-rank rejection
+      // (engine/attention_config.cpp) they reach: the zigzag's 2n chunks (rank r's two chunks
+      // lie 2n - 1 - 2r chunks apart, so each k reaches some rank's second chunk) and the
+      // balanced layout's 8n (every 4n), a token either side.
+      const std::int64_t n = s.layout_ranks;
+      std::vector<std::int64_t> far;
+      if (s.choice.kind == engine::StrategyKind::ring && layout == RFA_LAYOUT_ZIGZAG)
+        for (std::int64_t k = n + 1; k <= 2 * n; ++k) far.push_back(k);
+      if (s.choice.kind == engine::StrategyKind::ring && layout == RFA_LAYOUT_BALANCED) far = {4 * n, 8 * n};
+      for (std::int64_t k : far)
+        for (std::int64_t d = -1; d <= 1; ++d) by_window[k * edge + d].push_back({layout, s});
     }
   Failures failures;
   int configurations = 0;
@@ -207,6 +218,44 @@ TEST(MaskEdges, KernelTileEdgesInsideOneStep) {
           c.layout = layout;
           failures.check<float>(run_strategy<float>(*comm, c, ring, 41), describe(c, ring, P));
           ++configurations;
+        }
+      }
+  }
+  failures.expect_none(configurations);
+}
+
+// The shortest sequences a layout takes: one token a rank (S = P: contiguous, stripe) and two
+// (S = 2P: contiguous, stripe and the zigzag's one-token chunks), so that travelling blocks,
+// the Ulysses transposes, the needed-only pieces and the hybrid's groups hold one or two rows;
+// windows of 1 and 2, one-token documents, every strategy.
+TEST(MaskEdges, OneAndTwoTokensARank) {
+  auto comm = world_ring();
+  const int P = comm->size();
+  engine::AttentionConfig c = edge_config(P);
+  Failures failures;
+  int configurations = 0;
+  for (std::int64_t per_rank : {1, 2}) {
+    c.seq_total = per_rank * P;
+    const std::int64_t S = c.seq_total;
+    std::vector<std::int64_t> one_token = {0};
+    for (std::int64_t b = 1; b <= S; ++b) one_token.push_back(b);
+    const std::vector<std::vector<std::int64_t>> document_sets = {{}, one_token, {0, 1, S}};
+    for (const std::vector<std::int64_t>& docs : document_sets)
+      for (std::int64_t window : {0, 1, 2}) {
+        c.doc_bounds = docs;
+        c.window = window;
+        for (rfa_mask_t mask : {RFA_MASK_CAUSAL, RFA_MASK_NONE}) {
+          c.mask = mask;
+          for (rfa_layout_t layout : {RFA_LAYOUT_CONTIGUOUS, RFA_LAYOUT_STRIPE, RFA_LAYOUT_ZIGZAG}) {
+            if (layout == RFA_LAYOUT_ZIGZAG && per_rank == 1) continue;  // its chunks are S / 2P tokens
+            c.layout = layout;
+            for (const Sweep& s : strategies(P)) {
+              // One-token documents and windows leave rows with one visible key, whose dQ and dK
+              // vanish in exact arithmetic and are fp32 noise (see the random sweep below).
+              failures.check<float>(run_strategy<float>(*comm, c, s.choice, 43), describe(c, s.choice, P), 4.0);
+              ++configurations;
+            }
+          }
         }
       }
   }

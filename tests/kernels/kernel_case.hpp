@@ -263,6 +263,8 @@ inline std::vector<CaseSpec> kernel_cases() {
            {0, 380, 420, 470});
     // Every key in a document of its own, after the queries' documents: every row sees nothing.
     packed({1, 30, 40, 1, 1, 8, mask, PositionMap::contiguous(0, 30), PositionMap::contiguous(100, 40)}, {0, 30, 140});
+    // An empty first and an empty last document (boundaries 0, 0, ... S, S).
+    packed({1, 37, 37, 2, 2, 16, mask, {}, {}}, {0, 0, 4, 20, 37, 37});
     // Four chunks shorter than a query tile, each in a document of its own (the last one's with
     // no keys): the forward's query tiles end at the chunks' boundaries (kernels/query_tiles.hpp).
     packed({1, 390, 450, 2, 1, 32, mask, four_chunks(), three_chunks()}, {0, 300, 700, 1100, 1400});
@@ -318,6 +320,9 @@ inline std::vector<CaseSpec> kernel_cases() {
            0.5f, 0.8f);
     capped({1, 300, 300, 2, 1, 32, mask, {}, {}, 0.0f, 17, {0, 5, 150, 151, 290, 300}}, 1.0f, 0.7f);
     capped({1, 30, 40, 1, 1, 8, mask, PositionMap::contiguous(0, 30), PositionMap::contiguous(100, 40)}, 2.0f);
+    // Keys after some or all queries: causal rows that see no key, and rows that see part of a tile.
+    capped({1, 100, 100, 2, 2, 16, mask, PositionMap::contiguous(0, 100), PositionMap::contiguous(50, 100)}, 0.5f,
+           0.8f);
     // Lengths one either side of the host kernels' tiles (192 query rows, 96 keys).
     capped({1, 193, 95, 2, 1, 16, mask, {}, {}}, 0.5f, 0.8f);
     capped({1, 191, 97, 2, 2, 16, mask, {}, {}}, 0.5f, 0.8f);
@@ -403,6 +408,26 @@ inline std::vector<CaseSpec> kernel_cases() {
                                               {0, 193, 0, 96, 0, 0, RFA_RANGE_FULL}};
   mla_ranges.ranges = std::make_shared<const MaskRanges>(band.data(), std::int64_t(band.size()), 193, "ranges");
   split(mla_ranges, 128);
+  // Windows on the bf16 kernels' 128-row tiles and one either side.
+  for (rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL})
+    for (std::int64_t w : {127, 128, 129}) windowed({1, 300, 300, 2, 1, 32, mask, {}, {}}, w);
+  // Ranges with documents per batch entry (one entry with none), lengths on the bf16 kernels'
+  // 128s and one either side; soft-capped too, where the ranges hide parts of tiles.
+  for (std::int64_t n : {127, 128, 129}) {
+    CaseSpec c{1, n, n, 2, 1, 32, RFA_MASK_RANGES, {}, {}};
+    c.batch = 3;
+    const reference::DocumentLists lists = reference::pack_document_lists({{0, n / 2, n}, {}, {0, 1, n - 1, n}});
+    c.docs = lists.bounds;
+    c.doc_offsets = lists.offsets;
+    const std::vector<rfa_mask_range_t> list = {{0, n, 0, n, -40, 0, RFA_RANGE_BAND},
+                                                {0, n, 0, 64, 0, 0, RFA_RANGE_FULL},
+                                                {100, n, 126, n, 0, 0, RFA_RANGE_ANTICAUSAL}};
+    c.ranges = std::make_shared<const MaskRanges>(list.data(), std::int64_t(list.size()), n, "ranges");
+    add(c);
+    c.softcap = 0.5f;
+    c.scale = 0.8f;
+    add(c);
+  }
   // A balanced placement's maps: a rank's chunks scattered over the sequence, each as long as a
   // tile of the host kernels (the forward's 192 x 96, the backward's 96 x 192) or one shorter or
   // longer, so that a tile's rows or keys cross from one chunk to the next exactly at a tile edge

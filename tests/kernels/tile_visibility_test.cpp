@@ -36,7 +36,9 @@ std::string describe(const MaskRule& rule, const std::vector<std::int64_t>& docs
 }
 
 TEST(TileVisibility, AgreesWithEveryPairOfEverySubRange) {
-  const std::vector<std::vector<std::int64_t>> document_sets = {{}, {0, 4, 5, 9, 20}, {0, 3, 3, 11, 20}};
+  // None; short documents (a one-token one); an empty one inside; empty first and last ones.
+  const std::vector<std::vector<std::int64_t>> document_sets = {
+      {}, {0, 4, 5, 9, 20}, {0, 3, 3, 11, 20}, {0, 0, 4, 20, 20}};
   int tiles = 0;
   for (bool causal : {false, true})
     for (std::int64_t window = 0; window <= 9; ++window)
