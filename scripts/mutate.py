@@ -12,9 +12,9 @@ builds it once (CPU only: no CUDA, benchmarks or docs), checks that the chosen t
 then for each mutation applies it to the copy, rebuilds, runs the tests meant to catch it and
 restores the file. Your working tree is never modified. A mutation whose tests this build does
 not make (the CUDA host tests need CUDA's headers) is skipped and said so. A mutation the tests
-do not notice is MISSED and the script exits with status 1; docs/testing.md ("Mutation check") holds the list and
-the last result. Run it before changing that code, and add a mutation when you find a slip the
-suite let through.
+do not notice is MISSED and the script exits with status 1; docs/testing.md ("Edges, random
+masks and the mutation check") holds the list and the last result. Run it before changing that
+code, and add a mutation when you find a slip the suite let through.
 
 usage: python3 scripts/mutate.py [--work DIR] [--only NAME,...] [--full] [--jobs N]
        python3 scripts/mutate.py --check-list [--tests-in BUILD]

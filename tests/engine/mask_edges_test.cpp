@@ -6,8 +6,9 @@
 // An edge is the distance that moves a key into the next piece of the sequence a rank holds:
 // the contiguous block S/n, the zigzag chunk S/(2n), the stripe's period n, the balanced layout's
 // chunk S/(8n) (wherever its placement puts it), with n the ranks the layout is applied over (P;
-// for the hybrid, its P/Pu ring groups). Windows w = k * edge + d for d in -2..2 and k = 0..n,
-// documents with boundaries on chunk edges and one token either side.
+// for the hybrid, its P/Pu ring groups). Windows w = k * edge + d for d in -2..2 and k = 0..n
+// (on the ring also past n: the zigzag's and the balanced layout's later chunks), documents
+// with boundaries on chunk edges and one token either side.
 // A step, tile or position that is off by one token at any edge changes some row's keys, which
 // fp32 results show at once. Failures name the configuration; the random sweep also prints its
 // seed (RFA_TEST_SEED reruns one).
