@@ -78,6 +78,38 @@ TEST(BackwardKeyTileSplits, EverySplitGivesTheReferenceGradients) {
       }
     }
   }
+  // What the teams' shares must also respect: documents per batch entry (one entry's key tiles
+  // hidden where another's are seen), a zigzag-like map, V's own head dim and ranges; key lengths
+  // on the 192-key tile (512 = 2 tiles and a part) and one past.
+  for (const std::int64_t seq_k : {std::int64_t(512), std::int64_t(2 * 192 + 1)}) {
+    CaseSpec entries{1, 64, seq_k, 4, 2, 32, RFA_MASK_CAUSAL, PositionMap::contiguous(seq_k - 64, 64), {}};
+    entries.batch = 2;
+    const reference::DocumentLists lists = reference::pack_document_lists({{0, 150, seq_k}, {0, seq_k - 70, seq_k}});
+    entries.docs = lists.bounds;
+    entries.doc_offsets = lists.offsets;
+    CaseSpec zigzag{1,
+                    100,
+                    seq_k,
+                    2,
+                    1,
+                    32,
+                    RFA_MASK_CAUSAL,
+                    PositionMap::two({50, 1, 50}, {seq_k + 100, 1, 50}),
+                    PositionMap::contiguous(0, seq_k)};
+    zigzag.window = 200;
+    CaseSpec split_dims{1, 70, seq_k, 2, 1, 64, RFA_MASK_NONE, {}, {}};
+    split_dims.value_dim = 32;
+    CaseSpec ranged{1, 70, seq_k, 2, 2, 32, RFA_MASK_RANGES, {}, {}};
+    const std::vector<rfa_mask_range_t> list = {{0, 70, 0, 60, 0, 0, RFA_RANGE_FULL},
+                                                {0, 70, 190, 300, 0, 0, RFA_RANGE_FULL}};
+    ranged.ranges = std::make_shared<const MaskRanges>(list.data(), std::int64_t(list.size()), seq_k, "ranges");
+    for (const CaseSpec& c : {entries, zigzag, split_dims, ranged})
+      for (const int splits : {2, 3}) {
+        run_backward_case<float>(c, seed, splits);
+        run_backward_case<bf16_t>(c, seed + 1, splits);
+        seed += 2;
+      }
+  }
 }
 
 // One workspace kept across calls of every shape (growing and shrinking, GQA, masks): each
