@@ -75,7 +75,7 @@ TEST_P(CapiAttentionSinks, MatchFloat64ReferenceWithTheSinkCountedOnce) {
   const Case c = GetParam();
   const int P = world_size();
   // Heads divide among P Ulysses ranks and over the 2 K/V heads; at least 4 (every kind of sink).
-  const int64_t H = variant_heads(P), Hkv = 2, D = 16, B = 2, S = 2 * P * 5;
+  const int64_t H = variant_heads(P), Hkv = 2, D = 16, B = 2, S = variant_seq(c.layout, 5);
   const std::vector<int64_t> bounds = {0, 1, S / 3, S - 2, S};
   const std::vector<int64_t> offsets = {0, int64_t(bounds.size()), int64_t(bounds.size())};
   const std::vector<rfa_mask_range_t> ranges = {{0, S / 2, 0, S, 0, 0, RFA_RANGE_CAUSAL}};
@@ -156,6 +156,9 @@ std::vector<Case> cases() {
   all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_STRIPE, RFA_DTYPE_FLOAT16, RFA_MASK_CAUSAL, 5});
   all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_CONTIGUOUS, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 6, true});
   all.push_back({RFA_STRATEGY_HYBRID, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_NONE, 0, true});
+  // The balanced layout: a rank's rows in chunks scattered over the sequence.
+  all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_BALANCED, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 0, true});
+  all.push_back({RFA_STRATEGY_NEEDED, RFA_LAYOUT_BALANCED, RFA_DTYPE_BFLOAT16, RFA_MASK_CAUSAL, 7});
   // Per-sequence documents: the sink joins each row once whatever its entry's documents.
   all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 0, true, true});
   all.push_back({RFA_STRATEGY_ULYSSES, RFA_LAYOUT_STRIPE, RFA_DTYPE_BFLOAT16, RFA_MASK_NONE, 5, true, true});

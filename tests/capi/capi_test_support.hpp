@@ -138,6 +138,13 @@ inline int64_t variant_heads(int P) { return std::max<int64_t>(4, 2 * P); }
 /// Ulysses pairs wherever P has one, 2 x 2, 2 x 3, 2 x 4, else one group), identity ring order,
 /// variant_heads(P) query heads over 2 K/V heads of `head_dim` values, `batch` entries of 2P
 /// chunks of `chunk` tokens (the zigzag layout's chunks).
+/// The sequence variant_options() gives: 2P chunks of `chunk` tokens, rounded up to a multiple
+/// of 8P for the balanced layout (8 chunks a rank).
+inline int64_t variant_seq(rfa_layout_t layout, int64_t chunk) {
+  const int64_t P = world_size(), S = 2 * P * chunk;
+  return layout == RFA_LAYOUT_BALANCED ? (S + 8 * P - 1) / (8 * P) * (8 * P) : S;
+}
+
 inline rfa_options_t variant_options(rfa_strategy_t strategy, rfa_layout_t layout, rfa_dtype_t dtype, rfa_mask_t mask,
                                      int64_t chunk, int64_t head_dim, int64_t batch = 2) {
   const int P = world_size();
@@ -148,7 +155,7 @@ inline rfa_options_t variant_options(rfa_strategy_t strategy, rfa_layout_t layou
   o.dtype = dtype;
   o.ring_order = RFA_RING_ORDER_IDENTITY;
   o.batch = batch;
-  o.seq_total = 2 * P * chunk;
+  o.seq_total = variant_seq(layout, chunk);
   o.heads = variant_heads(P);
   o.kv_heads = 2;
   o.head_dim = head_dim;

@@ -57,7 +57,7 @@ class CapiSoftcap : public ::testing::TestWithParam<Case> {};
 TEST_P(CapiSoftcap, MatchesFloat64ReferenceWithCappedScores) {
   const Case c = GetParam();
   const int P = world_size();
-  const int64_t H = variant_heads(P), Hkv = 2, D = 16, B = 2, S = 2 * P * 5;
+  const int64_t H = variant_heads(P), Hkv = 2, D = 16, B = 2, S = variant_seq(c.layout, 5);
   const std::vector<int64_t> bounds = {0, 1, S / 3, S - 2, S};
   const rfa_options_t o = cap_options(c, bounds);
   rfa_context_t ctx = nullptr;
@@ -123,6 +123,9 @@ std::vector<Case> cases() {
   all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_STRIPE, RFA_DTYPE_FLOAT16, RFA_MASK_CAUSAL, 0.5, 5});
   all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_CONTIGUOUS, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 0.5, 6, true});
   all.push_back({RFA_STRATEGY_HYBRID, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_NONE, 1.0, 0, true});
+  // The balanced layout: a rank's rows in chunks scattered over the sequence.
+  all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_BALANCED, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 0.5, 6, true});
+  all.push_back({RFA_STRATEGY_ULYSSES, RFA_LAYOUT_BALANCED, RFA_DTYPE_BFLOAT16, RFA_MASK_CAUSAL, 1.0});
   // A cap far above every score: the results are the uncapped ones, to the kernels' precision.
   all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 50.0});
   // With attention sinks: the sink joins the capped scores' denominator, its gradient too.

@@ -105,6 +105,9 @@ std::vector<Case> cases() {
   all.push_back({RFA_STRATEGY_HYBRID, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_BFLOAT16, RFA_MASK_CAUSAL, 192, 128});
   all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_STRIPE, RFA_DTYPE_FLOAT16, RFA_MASK_CAUSAL, 32, 8, 6});
   all.push_back({RFA_STRATEGY_AUTO, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 24, 16});
+  // The balanced layout: a rank's rows in chunks scattered over the sequence.
+  all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_BALANCED, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 24, 16});
+  all.push_back({RFA_STRATEGY_NEEDED, RFA_LAYOUT_BALANCED, RFA_DTYPE_BFLOAT16, RFA_MASK_NONE, 16, 32, 7});
   // With per-sequence documents, a soft cap and attention sinks.
   all.push_back({RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 24, 16, 6, true});
   all.push_back({RFA_STRATEGY_ALLGATHER, RFA_LAYOUT_STRIPE, RFA_DTYPE_BFLOAT16, RFA_MASK_NONE, 16, 32, 0, true});
@@ -118,9 +121,12 @@ std::vector<Case> cases() {
 INSTANTIATE_TEST_SUITE_P(Variants, CapiValueHeadDim, ::testing::ValuesIn(cases()), case_name);
 
 // The sharding helpers' _dim forms move tensors of the value head dim: scatter, gather and
-// all-gather give back the whole tensor bit for bit.
-TEST(CapiValueHeadDimSharding, DimHelpersRoundTrip) {
-  const Case c{RFA_STRATEGY_RING, RFA_LAYOUT_ZIGZAG, RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 24, 16};
+// all-gather give back the whole tensor bit for bit, on the zigzag's two chunks a rank and the
+// balanced layout's eight.
+class CapiValueHeadDimSharding : public ::testing::TestWithParam<rfa_layout_t> {};
+
+TEST_P(CapiValueHeadDimSharding, DimHelpersRoundTrip) {
+  const Case c{RFA_STRATEGY_RING, GetParam(), RFA_DTYPE_FLOAT32, RFA_MASK_CAUSAL, 24, 16};
   const rfa_options_t o = options_for(c, {});
   rfa_context_t ctx = nullptr;
   ASSERT_RFA_OK(rfa_context_create(MPI_COMM_WORLD, &o, &ctx));
@@ -153,6 +159,11 @@ TEST(CapiValueHeadDimSharding, DimHelpersRoundTrip) {
   }
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
 }
+
+INSTANTIATE_TEST_SUITE_P(Layouts, CapiValueHeadDimSharding, ::testing::Values(RFA_LAYOUT_ZIGZAG, RFA_LAYOUT_BALANCED),
+                         [](const ::testing::TestParamInfo<rfa_layout_t>& info) {
+                           return std::string(info.param == RFA_LAYOUT_BALANCED ? "balanced" : "zigzag");
+                         });
 
 // Value head dims the kernels do not take fail creation on every rank, naming the field; CUDA
 // contexts take one head dim for Q, K and V.
