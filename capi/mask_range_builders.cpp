@@ -2,6 +2,7 @@
 // The C API's builders of the common masks as lists of ranges (rfa.h, "Masks as ranges"): the
 // core's lists (core/mask_range_builders.hpp), written where the caller made room, or counted.
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "core/error.hpp"
@@ -13,27 +14,52 @@ namespace rfa {
 namespace capi {
 namespace {
 
+/// Whether `count` lies in the `bytes` from `first`: there the list's copy would overwrite it,
+/// or it an input the builder reads (by address, as every overlap rfa checks).
+bool count_inside(const std::int64_t* count, const void* first, std::int64_t bytes) {
+  const auto at = reinterpret_cast<std::uintptr_t>(count), begin = reinterpret_cast<std::uintptr_t>(first);
+  return first != nullptr && bytes > 0 && at + sizeof(std::int64_t) > begin && at < begin + std::uintptr_t(bytes);
+}
+
+/// An input array the builder reads, which `count` must not point into.
+struct BuilderInput {
+  const char* name = nullptr;
+  const void* data = nullptr;
+  std::int64_t bytes = 0;
+};
+
 /// The C entry point's body, inside the exception firewall: the mask's entry count from
 /// `how_many` (which checks the arguments) always, and its entries, made by `build` only then,
 /// where the caller made room for all of them; so asking for the count builds nothing long.
+/// `*count` is written last, after every read of the inputs.
 template <class Count, class Build>
 rfa_result_t count_and_build(const char* name, rfa_mask_range_t* ranges, std::int64_t capacity, std::int64_t* count,
-                             Count&& how_many, Build&& build) {
+                             Count&& how_many, Build&& build, BuilderInput input = {}) {
   return guard(name, [&] {
     if (!count) fail(RFA_ERROR_INVALID_ARGUMENT, "count is NULL");
     require(capacity >= 0, "capacity is ", capacity, "; it must be >= 0");
+    std::int64_t room = 0;  // capacity x the entry's size, where it fits in int64
+    if (ranges && !__builtin_mul_overflow(capacity, std::int64_t(sizeof(rfa_mask_range_t)), &room))
+      require(!count_inside(count, ranges, room), "count points into ranges, which the list would overwrite");
+    if (input.data)
+      require(!count_inside(count, input.data, input.bytes), "count points into the input ", input.name,
+              ", which the count would overwrite");
     const std::int64_t n = how_many();
-    *count = n;
     if (!ranges) {
       require(capacity == 0, "ranges is NULL but capacity is ", capacity, " (NULL with capacity 0 asks for the count)");
+      *count = n;
       return RFA_SUCCESS;
     }
-    require(capacity >= n, "the mask needs ", n, " entries but capacity is ", capacity,
-            " (call with ranges NULL and capacity 0 for the count)");
+    if (capacity < n) {
+      *count = n;
+      fail(RFA_ERROR_INVALID_ARGUMENT, "the mask needs ", n, " entries but capacity is ", capacity,
+           " (call with ranges NULL and capacity 0 for the count)");
+    }
     const std::vector<rfa_mask_range_t> list = build();
     if (std::int64_t(list.size()) != n)
       fail(RFA_ERROR_INTERNAL, name, " built ", list.size(), " entries where it counted ", n);
     std::copy(list.begin(), list.end(), ranges);
+    *count = n;
     return RFA_SUCCESS;
   });
 }
@@ -74,9 +100,12 @@ RFA_API rfa_result_t rfa_mask_ranges_sliding_window(int64_t seq_total, int64_t w
 
 RFA_API rfa_result_t rfa_mask_ranges_documents(const int64_t* doc_boundaries, int64_t boundary_count, int32_t causal,
                                                rfa_mask_range_t* ranges, int64_t capacity, int64_t* count) {
+  std::int64_t input_bytes = 0;
+  if (__builtin_mul_overflow(boundary_count, std::int64_t(sizeof(int64_t)), &input_bytes)) input_bytes = 0;
   return count_and_build(
       __func__, ranges, capacity, count, [&] { return rfa::document_count(doc_boundaries, boundary_count); },
-      [&] { return rfa::document_ranges(doc_boundaries, boundary_count, causal != 0); });
+      [&] { return rfa::document_ranges(doc_boundaries, boundary_count, causal != 0); },
+      {"doc_boundaries", doc_boundaries, input_bytes});
 }
 
 RFA_API rfa_result_t rfa_mask_ranges_prefix_lm(int64_t seq_total, int64_t prefix, rfa_mask_range_t* ranges,

@@ -1645,6 +1645,10 @@ MUTATIONS = [
              "const std::int64_t e = ranges.on ? 0 : entry, first = doc_offsets[e], count = doc_offsets[e + 1] - first;",
              r"^rfa_kernels_test$",
              "under mask ranges, every batch entry takes the first entry's documents"),
+    Mutation("mask-builder-count-in-list", "argument checks", "capi/mask_range_builders.cpp",
+             "require(!count_inside(count, ranges, room)", "require(true || !count_inside(count, ranges, room)",
+             r"^capi_mask_range_builders_test$",
+             "a mask builder's count pointing into the list's room is taken: the list's copy overwrites it"),
 ]
 
 

@@ -846,7 +846,9 @@ RFA_API rfa_result_t rfa_backward_with_sinks(rfa_context_t context, const void* 
  * Each returns ::RFA_SUCCESS, or ::RFA_ERROR_INVALID_ARGUMENT for a NULL @p count, a negative
  * capacity, a NULL @p ranges with a capacity above 0, a non-NULL @p ranges whose capacity is
  * below the count (nothing is written to @p ranges then; @p *count says how many it needs),
+ * a @p count that points into @p ranges' room or into an input array (nothing written),
  * sizes out of range (named in the message), or a mask that needs more than 2^26 entries.
+ * The list is built before it is written, so an input array may share memory with @p ranges.
  * @{ */
 
 /**
@@ -951,8 +953,9 @@ RFA_API rfa_result_t rfa_mask_ranges_grid_neighbourhood(int64_t nx, int64_t ny, 
  * globally and [B][L][heads][d] locally, in the context's dtype; pass the options' heads for
  * q-shaped tensors and kv_heads for k/v-shaped ones. d is the options' head_dim, or for the
  * _dim forms the caller's head_dim (the options' value_head_dim for v, out, dout and dv where it
- * differs). An lse tensor is fp32 [B][H][S] / [B][H][L]. Copies are bitwise. The buffers must
- * not overlap. They are host memory, on a ::RFA_DEVICE_CUDA context too (rfa_allgather_bshd()
+ * differs). An lse tensor is fp32 [B][H][S] / [B][H][L]. Copies are bitwise. Overlapping
+ * buffers (by address) are refused with ::RFA_ERROR_INVALID_ARGUMENT (rfa_allgather_bshd() on
+ * every rank; no in-place form). They are host memory, on a ::RFA_DEVICE_CUDA context too (rfa_allgather_bshd()
  * moves them over MPI there, not over the context's device transport): device memory is
  * refused with ::RFA_ERROR_INVALID_ARGUMENT naming the buffer. So are buffers not aligned to
  * their elements (4 bytes for fp32 and lse, 2 for bf16 and fp16) and sizes whose bytes do not

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <new>
@@ -212,6 +213,48 @@ TEST(MaskRangeBuilders, RefuseBadArgumentsAndShortBuffers) {
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_prefix_lm(8, 3, two, 1, &n), "needs 2 entries");
   EXPECT_EQ(n, 2);
   EXPECT_EQ(two[0].q_end, 77);
+}
+
+// count inside the caller's list or inside the boundaries the builder reads: refused, nothing
+// written (the list's copy would overwrite it, or it a boundary); the boundaries in the same
+// memory as the list: built right (the list is made before it is written).
+TEST(MaskRangeBuilders, CountOverlappingTheBuffersIsRefused) {
+  rfa_mask_range_t list[4] = {};
+  list[1].k_end = 77;
+  int64_t* inside_list = &list[1].k_end;
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_prefix_lm(16, 4, list, 4, inside_list),
+                   "count points into ranges");
+  EXPECT_EQ(list[1].k_end, 77);
+  EXPECT_EQ(list[0].q_end, 0);
+  // The last entry's last byte, and one entry past the room: the first refused, the second not.
+  int64_t* last = reinterpret_cast<int64_t*>(reinterpret_cast<char*>(&list[2]) - sizeof(int64_t));
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_causal(16, list, 2, last), "count points into ranges");
+  int64_t* past = reinterpret_cast<int64_t*>(&list[2]);
+  ASSERT_RFA_OK(rfa_mask_ranges_causal(16, list, 2, past));
+  EXPECT_EQ(*past, 1);
+  int64_t n = -1;
+  int64_t docs[] = {0, 4, 10, 16};
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_documents(docs, 4, 1, list, 4, &docs[3]),
+                   "count points into the input doc_boundaries");
+  EXPECT_EQ(docs[3], 16);
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_documents(docs, 4, 1, nullptr, 0, &docs[0]),
+                   "doc_boundaries");
+  EXPECT_EQ(docs[0], 0);
+  ASSERT_RFA_OK(rfa_mask_ranges_documents(docs, 4, 1, list, 4, &n));
+  const std::vector<rfa_mask_range_t> expected(list, list + n);
+  // In place: the boundaries in the list's own memory.
+  rfa_mask_range_t shared[4] = {};
+  std::memcpy(shared, docs, sizeof docs);
+  int64_t m = -1;
+  ASSERT_RFA_OK(rfa_mask_ranges_documents(reinterpret_cast<const int64_t*>(shared), 4, 1, shared, 4, &m));
+  ASSERT_EQ(m, n);
+  for (int64_t i = 0; i < n; ++i) {
+    const rfa_mask_range_t &got = shared[i], &want = expected[std::size_t(i)];
+    EXPECT_TRUE(got.q_begin == want.q_begin && got.q_end == want.q_end && got.k_begin == want.k_begin &&
+                got.k_end == want.k_end && got.band_lo == want.band_lo && got.band_hi == want.band_hi &&
+                got.kind == want.kind)
+        << "entry " << i;
+  }
 }
 
 }  // namespace
