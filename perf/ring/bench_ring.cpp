@@ -50,7 +50,11 @@ with one rank per core (mpirun -np 2 --bind-to core).
   --head-dim N       head dimension, a multiple of 8 up to 256 (default 128)
   --layout L         contiguous | zigzag | stripe | balanced (default: the first three)
   --dtype T          fp32 | bf16 | fp16 (default fp32)
-  --mask M           causal | none (default causal); --causal and --no-causal also work
+  --mask M           causal | none (default causal); --causal and --no-causal also work; or
+                     any mask rfa_run takes (rfa_run --help)
+  --window W, --documents SPEC, --softcap C, --value-head-dim N
+                     as rfa_run's, on every layout (--sinks is refused: rfa_run --sinks times
+                     attention sinks)
   --warmup N         untimed passes before each schedule (default 1)
   --repeat N         timed repetitions of each schedule (default 3; the comparator needs 10)
   --no-overlap       skip the runs without communication and without compute
@@ -159,7 +163,6 @@ void bench(comm::Communicator& ring, const RunOptions& o, const std::vector<rfa_
   engine::AttentionConfig cfg = attention_config(o);
   const int P = ring.size(), me = ring.rank();
   const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
-  const bool causal = o.mask == RFA_MASK_CAUSAL;
   const bool overlap = o.overlap && P > 1;
   const PassFlops ffwd = pass_flops(o, false), fbwd = pass_flops(o, true);
 
@@ -168,10 +171,9 @@ void bench(comm::Communicator& ring, const RunOptions& o, const std::vector<rfa_
   double peak = 0;
   if (me == 0) {
     std::printf(
-        "rfa_ring_bench: B=%lld S=%lld H=%lld/%lld d=%s %s %s, P=%d, %d host thread(s)/rank, %d "
-        "repetition(s)\nsingle rank, full sequence ...\n",
-        (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, head_dims_label(o).c_str(),
-        dtype_name(o.dtype), causal ? "causal" : "non-causal", P, threads, o.repeat);
+        "rfa_ring_bench: %s %s, P=%d, %d host thread(s)/rank, %d repetition(s)\nsingle rank, full sequence "
+        "...\n",
+        shape_label(o).c_str(), dtype_name(o.dtype), P, threads, o.repeat);
     std::fflush(stdout);
     auto alone = comm::make_mpi_communicator(MPI_COMM_SELF, 0);
     cfg.layout = RFA_LAYOUT_CONTIGUOUS;
@@ -274,6 +276,8 @@ int main(int argc, char** argv) {
       }
       rfa::require(opts.check == rfa::perf::CheckMode::automatic,
                    "rfa_ring_bench does not check results (rfa_run does): drop --check/--sampled-check/--no-check");
+      rfa::require(!opts.sinks,
+                   "rfa_ring_bench does not apply attention sinks (rfa_run --sinks times them): drop --sinks");
       if (layout_given) layouts = {opts.layout};
       // Same argv, same verdict on every rank, before any communication: rank 0 speaks.
       for (rfa_layout_t layout : layouts) {

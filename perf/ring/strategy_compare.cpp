@@ -112,13 +112,9 @@ void compare_strategies(comm::Communicator& comm, const RunOptions& o,
                         const std::vector<engine::StrategyChoice>& choices) {
   const int P = comm.size();
   const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
-  const bool causal = o.mask == RFA_MASK_CAUSAL;
   if (comm.rank() == 0) {
-    std::printf(
-        "rfa_ring_bench --strategy: B=%lld S=%lld H=%lld/%lld d=%s %s %s %s, P=%d, %d host thread(s)/rank, "
-        "%d repetition(s)\n",
-        (long long)o.batch, (long long)o.seq, (long long)o.heads, (long long)o.kv_heads, head_dims_label(o).c_str(),
-        dtype_name(o.dtype), causal ? "causal" : "non-causal", layout::layout_name(o.layout), P, threads, o.repeat);
+    std::printf("rfa_ring_bench --strategy: %s %s %s, P=%d, %d host thread(s)/rank, %d repetition(s)\n",
+                shape_label(o).c_str(), dtype_name(o.dtype), layout::layout_name(o.layout), P, threads, o.repeat);
     std::printf(
         "medians over repetitions of the slowest rank; bytes sent and engine workspace: the most of any "
         "rank\n");
