@@ -116,6 +116,16 @@ inline std::vector<int> whole_ints(const std::string& option, const std::string&
   return out;
 }
 
+/// Where --help is among the arguments: prints "usage: `usage`" and exits 0, before anything
+/// else reads them (Kokkos included, which has its own help, --kokkos-help).
+inline void exit_on_help(int argc, char** argv, const char* usage) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help") {
+      std::printf("usage: %s", usage);
+      std::exit(0);
+    }
+}
+
 /// parse()'s options, or, where it throws OptionError, the reason printed as "`program`:
 /// <reason>" and exit 2: for the programs without MPI, whose one process speaks for itself.
 template <class Parse>

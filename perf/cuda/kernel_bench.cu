@@ -289,7 +289,19 @@ struct Row {
 
 }  // namespace
 
+/// --help's text.
+const char* const kUsage = R"(rfa_cuda_kernel_bench [--batch 2] [--heads 16] [--kv-heads H] [--seq 8192] [--dim 128]
+       [--value-dim DV] [--dtype bf16|fp16] [--warmup 5] [--iters 30] [--json FILE] [--no-torch]
+       [--torch-script PATH] [--peer-check] [--deterministic] [--path auto|sm80|sm90|all]
+       [--rows-per-warp 16|32|both] [--backward-key-tile 64|128|both]
+Throughput of rfa's CUDA forward and backward kernels (none and causal masks), the fraction of
+the device's measured peak, and PyTorch SDPA's flash and cuDNN backends on the same shapes in
+the same run. perf/cuda/kernel_bench.cu's header says what each option does. Exit 77 without
+a GPU.
+)";
+
 int main(int argc, char** argv) {
+  rfa::perf::exit_on_help(argc, argv, kUsage);
   const Options o = rfa::perf::options_or_exit("rfa_cuda_kernel_bench", [&] { return parse_options(argc, argv); });
   if (o.peer_check) {
     // Through the same rows and keys as the table, so the test covers how rows find peers.

@@ -531,7 +531,18 @@ StrategyCalls strategy_calls(const Options& o, int P) {
 
 }  // namespace
 
+/// --help's text.
+const char* const kUsage =
+    R"(rfa_cuda_ring_step_bench [--batch 1] [--heads 16] [--seq 32768] [--dim 128] [--ranks 2,4,8]
+       [--dtype bf16|fp16] [--kernels rfa|rfa-sm90|cudnn] [--warmup 3] [--iters 10]
+       [--strategy ring|ulysses|allgather] [--kv-heads-per-chunk N] [--json FILE]
+The ring's overhead on one GPU: every kernel the P ranks of a zigzag causal ring launch, run one
+after another, against one attention over the whole sequence (efficiency 1.0: no overhead).
+perf/cuda/ring_step_bench.cu's header says what each option does. Exit 77 without a GPU.
+)";
+
 int main(int argc, char** argv) {
+  rfa::perf::exit_on_help(argc, argv, kUsage);
   const Options o = rfa::perf::options_or_exit("rfa_cuda_ring_step_bench", [&] { return parse_options(argc, argv); });
   if (!cuda_device_present()) {
     std::printf("no CUDA device: nothing to measure\n");

@@ -67,7 +67,16 @@ Options parse_options(int argc, char** argv) {
 
 }  // namespace
 
+/// --help's text.
+const char* const kUsage = R"(rfa_document_balance [--seq 65536] [--ranks 4] [--median 600] [--sigma 1.2] [--seed 1]
+                            [--no-causal] [--window W] [--tile 96] [--check-stripe MAX]
+How evenly each layout spreads the attention work of packed documents (log-normal lengths of
+the given median and sigma) over P ranks. Counts only (no MPI, no attention).
+  --check-stripe MAX  exit 1 where the stripe layout's imbalance of pairs or tiles is above MAX
+)";
+
 int main(int argc, char** argv) {
+  rfa::perf::exit_on_help(argc, argv, kUsage);
   const Options o = rfa::perf::options_or_exit("rfa_document_balance", [&] { return parse_options(argc, argv); });
   std::mt19937_64 rng(o.seed);
   const std::vector<std::int64_t> docs = rfa::perf::long_tailed_documents(o.seq, o.median, o.sigma, rng);

@@ -82,7 +82,23 @@ Options parse_options(int argc, char** argv) {
 
 }  // namespace
 
+/// --help's text.
+const char* const kUsage = R"(rfa_mask_balance [--seq 65536] [--ranks 2,4,8,16,32,64] [--seed 1] [--check-causal MAX]
+                        [--write-ranges DIR]
+For each mask family given as ranges, each fixed layout, the balanced layout's placement and
+each P: the busiest rank's visible pairs and computed tiles over the mean, the ring steps some
+rank computes on and the K/V rows it receives. Counts only (no MPI, no attention).
+  --seq N             sequence length, a multiple of 256 (default 65536)
+  --ranks LIST        rank counts (default 2,4,8,16,32,64; each must divide seq / 8)
+  --seed N            the random families' seed (default 1)
+  --check-causal MAX  exit 1 where the zigzag's causal imbalance is above MAX, or a rank's rows
+                      fall short of or beyond what its queries see (the header of
+                      perf/masks/mask_balance_main.cpp says each)
+  --write-ranges DIR  also write each family as DIR/<family>.ranges (rfa_run --mask ranges:FILE)
+)";
+
 int main(int argc, char** argv) {
+  rfa::perf::exit_on_help(argc, argv, kUsage);
   const Options o = rfa::perf::options_or_exit("rfa_mask_balance", [&] { return parse_options(argc, argv); });
   std::mt19937_64 rng(o.seed);
   bool ok = true;

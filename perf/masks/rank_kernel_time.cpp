@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "command_line.hpp"
 #include "core/error.hpp"
 #include "kernels/contiguous_ops.hpp"
 #include "kernels/flash_attention.hpp"
@@ -272,7 +273,18 @@ int run(const Options& o) {
 
 }  // namespace
 
+/// --help's text.
+const char* const kUsage = R"(rfa_rank_kernel_time [--seq 16384] [--ranks 2,4,8] [--layouts zigzag,stripe,balanced]
+                            [--families all] [--heads 4] [--head-dim 64] [--repeat 3] [--seed 1]
+                            [--per-rank] [Kokkos options]
+Each rank's kernel time under each mask family given as ranges, every rank's blocks run alone in
+this process on one core; the busiest rank's share beside rfa_mask_balance's counted shares.
+--families takes file stems (causal, skewed-documents, prefix-lm, block-causal,
+2-d-neighbourhood, random-sparse). fp32 only. --kokkos-help: Kokkos' own options.
+)";
+
 int main(int argc, char** argv) {
+  rfa::perf::exit_on_help(argc, argv, kUsage);
   Kokkos::ScopeGuard kokkos(argc, argv);
   try {
     return run(rfa::perf::refused_as_rfa_error([&] { return parse(argc, argv); }));
