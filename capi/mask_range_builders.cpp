@@ -3,6 +3,7 @@
 // core's lists (core/mask_range_builders.hpp), written where the caller made room, or counted.
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "core/error.hpp"
@@ -14,11 +15,13 @@ namespace rfa {
 namespace capi {
 namespace {
 
-/// Whether `count` lies in the `bytes` from `first`: there the list's copy would overwrite it,
-/// or it an input the builder reads (by address, as every overlap rfa checks).
+/// Whether the 8 bytes at `count` overlap the `bytes` from `first` (by address, as every overlap
+/// rfa checks): the list's copy would overwrite the count there, or the count an input the
+/// builder reads. Written without sums that could wrap.
 bool count_inside(const std::int64_t* count, const void* first, std::int64_t bytes) {
+  if (first == nullptr || bytes <= 0) return false;
   const auto at = reinterpret_cast<std::uintptr_t>(count), begin = reinterpret_cast<std::uintptr_t>(first);
-  return first != nullptr && bytes > 0 && at + sizeof(std::int64_t) > begin && at < begin + std::uintptr_t(bytes);
+  return at >= begin ? at - begin < std::uintptr_t(bytes) : begin - at < sizeof(std::int64_t);
 }
 
 /// An input array the builder reads, which `count` must not point into.
@@ -38,9 +41,10 @@ rfa_result_t count_and_build(const char* name, rfa_mask_range_t* ranges, std::in
   return guard(name, [&] {
     if (!count) fail(RFA_ERROR_INVALID_ARGUMENT, "count is NULL");
     require(capacity >= 0, "capacity is ", capacity, "; it must be >= 0");
-    std::int64_t room = 0;  // capacity x the entry's size, where it fits in int64
-    if (ranges && !__builtin_mul_overflow(capacity, std::int64_t(sizeof(rfa_mask_range_t)), &room))
-      require(!count_inside(count, ranges, room), "count points into ranges, which the list would overwrite");
+    std::int64_t room = 0;  // capacity x the entry's size, held at INT64_MAX where it overflows
+    if (__builtin_mul_overflow(capacity, std::int64_t(sizeof(rfa_mask_range_t)), &room))
+      room = std::numeric_limits<std::int64_t>::max();
+    if (ranges) require(!count_inside(count, ranges, room), "count points into ranges, which the list would overwrite");
     if (input.data)
       require(!count_inside(count, input.data, input.bytes), "count points into the input ", input.name,
               ", which the count would overwrite");

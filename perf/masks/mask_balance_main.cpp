@@ -89,7 +89,8 @@ For each mask family given as ranges, each fixed layout, the balanced layout's p
 each P: the busiest rank's visible pairs and computed tiles over the mean, the ring steps some
 rank computes on and the K/V rows it receives. Counts only (no MPI, no attention).
   --seq N             sequence length, a multiple of 256 (default 65536)
-  --ranks LIST        rank counts (default 2,4,8,16,32,64; each must divide seq / 8)
+  --ranks LIST        rank counts (default 2,4,8,16,32,64; one that does not divide seq / 8 is
+                      skipped)
   --seed N            the random families' seed (default 1)
   --check-causal MAX  exit 1 where the zigzag's causal imbalance is above MAX, or a rank's rows
                       fall short of or beyond what its queries see (the header of

@@ -134,10 +134,6 @@ inline rfa_options_t small_problem(rfa_layout_t layout, int64_t tokens_per_rank)
 /// the suites' 2 K/V heads.
 inline int64_t variant_heads(int P) { return std::max<int64_t>(4, 2 * P); }
 
-/// The variants' suites' problem over MPI_COMM_WORLD: `strategy` (the hybrid as a grid of
-/// Ulysses pairs wherever P has one, 2 x 2, 2 x 3, 2 x 4, else one group), identity ring order,
-/// variant_heads(P) query heads over 2 K/V heads of `head_dim` values, `batch` entries of 2P
-/// chunks of `chunk` tokens (the zigzag layout's chunks).
 /// The sequence variant_options() gives: 2P chunks of `chunk` tokens, rounded up to a multiple
 /// of 8P for the balanced layout (8 chunks a rank).
 inline int64_t variant_seq(rfa_layout_t layout, int64_t chunk) {
@@ -145,6 +141,10 @@ inline int64_t variant_seq(rfa_layout_t layout, int64_t chunk) {
   return layout == RFA_LAYOUT_BALANCED ? (S + 8 * P - 1) / (8 * P) * (8 * P) : S;
 }
 
+/// The variants' suites' problem over MPI_COMM_WORLD: `strategy` (the hybrid as a grid of
+/// Ulysses pairs wherever P has one, 2 x 2, 2 x 3, 2 x 4, else one group), identity ring order,
+/// variant_heads(P) query heads over 2 K/V heads of `head_dim` values, `batch` entries of
+/// variant_seq(layout, chunk) tokens (2P chunks of `chunk`, the zigzag layout's, where not balanced).
 inline rfa_options_t variant_options(rfa_strategy_t strategy, rfa_layout_t layout, rfa_dtype_t dtype, rfa_mask_t mask,
                                      int64_t chunk, int64_t head_dim, int64_t batch = 2) {
   const int P = world_size();

@@ -229,6 +229,10 @@ TEST(MaskRangeBuilders, CountOverlappingTheBuffersIsRefused) {
   // The last entry's last byte, and one entry past the room: the first refused, the second not.
   int64_t* last = reinterpret_cast<int64_t*>(reinterpret_cast<char*>(&list[2]) - sizeof(int64_t));
   EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT, rfa_mask_ranges_causal(16, list, 2, last), "count points into ranges");
+  // A capacity whose bytes overflow int64 (more room than memory holds): still refused.
+  EXPECT_RFA_FAILS(RFA_ERROR_INVALID_ARGUMENT,
+                   rfa_mask_ranges_causal(16, list, std::numeric_limits<int64_t>::max(), &list[0].q_begin),
+                   "count points into ranges");
   int64_t* past = reinterpret_cast<int64_t*>(&list[2]);
   ASSERT_RFA_OK(rfa_mask_ranges_causal(16, list, 2, past));
   EXPECT_EQ(*past, 1);

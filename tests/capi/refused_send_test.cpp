@@ -76,7 +76,7 @@ TEST(RefusedSend, TheContextIsUnusableOnEveryRankAfterwards) {
   EXPECT_LT(took, kDeadline / 2) << "a rank ran the next call into a deadline";
 
   ASSERT_RFA_OK(rfa_context_destroy(ctx));
-  MPI_Barrier(MPI_COMM_WORLD);
+  rfa::test::barrier_idle(MPI_COMM_WORLD);  // the ranks end together, waiting asleep
 }
 
 }  // namespace

@@ -77,14 +77,20 @@ TEST(NeededKvAttention, RowsInSeveralPiecesMatchTheReference) {
         list.push_back({r * L, (r + 1) * L, (r - 1) * L + key, (r - 1) * L + key + 1, 0, 0, RFA_RANGE_FULL});
   }
   cfg.ranges = std::make_shared<const MaskRanges>(list.data(), std::int64_t(list.size()), cfg.seq_total, "ranges");
-  engine::NeededKvAttention attn(*comm, cfg);
-  for (const engine::NeededRound& r : attn.rounds()) {
-    EXPECT_EQ(r.receive.rows, comm->rank() > 0 && r.distance == 1 ? 10 : 0);
-    EXPECT_EQ(r.receive.pieces.size(), comm->rank() > 0 && r.distance == 1 ? 2u : 0u);
-  }
-  for (std::uint64_t seed : {11u, 12u}) {
-    SCOPED_TRACE("seed " + std::to_string(seed));
-    expect_matches_reference<float>(run_attention<float>(attn, cfg, seed));
+  // V's head dim that of Q and K, then narrower (MLA's shape), then wider: each piece's V rows
+  // placed at V's own offsets.
+  for (const std::int64_t value_dim : {std::int64_t(0), cfg.head_dim / 2, 2 * cfg.head_dim}) {
+    SCOPED_TRACE("value head dim " + std::to_string(value_dim));
+    cfg.value_dim = value_dim;
+    engine::NeededKvAttention attn(*comm, cfg);
+    for (const engine::NeededRound& r : attn.rounds()) {
+      EXPECT_EQ(r.receive.rows, comm->rank() > 0 && r.distance == 1 ? 10 : 0);
+      EXPECT_EQ(r.receive.pieces.size(), comm->rank() > 0 && r.distance == 1 ? 2u : 0u);
+    }
+    for (std::uint64_t seed : {11u, 12u}) {
+      SCOPED_TRACE("seed " + std::to_string(seed));
+      expect_matches_reference<float>(run_attention<float>(attn, cfg, seed));
+    }
   }
 }
 

@@ -99,19 +99,12 @@ const ReferenceResults& reference_results(const engine::AttentionConfig& cfg, st
                                           const GlobalTensor<T>& q, const GlobalTensor<T>& k, const GlobalTensor<T>& v,
                                           const GlobalTensor<T>& dout, bool shared) {
   // (and T: each instantiation keeps its own)
-  using Key = std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                         rfa_mask_t, std::int64_t, std::vector<std::int64_t>, std::vector<std::int64_t>, std::int64_t>;
-  const Key key{seed,
-                cfg.batch,
-                cfg.seq_total,
-                cfg.heads,
-                cfg.kv_heads,
-                cfg.head_dim,
-                cfg.mask,
-                cfg.window,
-                cfg.doc_bounds,
-                cfg.doc_offsets,
-                cfg.ranges ? cfg.ranges->hash() : 0};
+  using Key =
+      std::tuple<std::uint64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                 rfa_mask_t, std::int64_t, std::vector<std::int64_t>, std::vector<std::int64_t>, std::int64_t>;
+  const Key key{seed,         cfg.batch,      cfg.seq_total,   cfg.heads,
+                cfg.kv_heads, cfg.head_dim,   cfg.dv(),        cfg.mask,
+                cfg.window,   cfg.doc_bounds, cfg.doc_offsets, cfg.ranges ? cfg.ranges->hash() : 0};
   static std::optional<Key> last_key;
   static ReferenceResults last;
   if (last_key == key) return last;
@@ -121,6 +114,7 @@ const ReferenceResults& reference_results(const engine::AttentionConfig& cfg, st
   prob.heads = cfg.heads;
   prob.kv_heads = cfg.kv_heads;
   prob.head_dim = cfg.head_dim;
+  prob.value_dim = cfg.value_dim;
   prob.causal = cfg.mask == RFA_MASK_CAUSAL;
   prob.window = cfg.window;
   prob.doc_bounds = cfg.doc_bounds;
@@ -138,19 +132,21 @@ const ReferenceResults& reference_results(const engine::AttentionConfig& cfg, st
 }
 
 /// Runs forward and backward of `cfg` on `attn` (any strategy: RingAttention, UlyssesAttention,
-/// ...) and returns this rank's errors against the float64 reference.
+/// ...) and returns this rank's errors against the float64 reference. V, out, dout and dV are
+/// cfg.dv() wide.
 template <class T, class Engine>
 AttentionErrors run_attention(Engine& attn, const engine::AttentionConfig& cfg, std::uint64_t seed) {
   const std::int64_t S = cfg.seq_total, B = cfg.batch, H = cfg.heads, HKV = cfg.kv_heads, D = cfg.head_dim;
+  const std::int64_t DV = cfg.dv();
   std::mt19937_64 rng(seed);
-  GlobalTensor<T> q(B * S * H * D, rng, 2.0), k(B * S * HKV * D, rng, 2.0), v(B * S * HKV * D, rng, 1.0),
-      dout(B * S * H * D, rng, 1.0);
+  GlobalTensor<T> q(B * S * H * D, rng, 2.0), k(B * S * HKV * D, rng, 2.0), v(B * S * HKV * DV, rng, 1.0),
+      dout(B * S * H * DV, rng, 1.0);
 
   const PositionMap rows = attn.local_positions();
   const std::int64_t L = attn.local_seq();
   auto q_l = shard(q.stored, S, B, H, D, rows), k_l = shard(k.stored, S, B, HKV, D, rows),
-       v_l = shard(v.stored, S, B, HKV, D, rows), dout_l = shard(dout.stored, S, B, H, D, rows);
-  Tensor4<T> out("out", B, L, H, D), dq("dq", B, L, H, D), dk("dk", B, L, HKV, D), dv("dv", B, L, HKV, D);
+       v_l = shard(v.stored, S, B, HKV, DV, rows), dout_l = shard(dout.stored, S, B, H, DV, rows);
+  Tensor4<T> out("out", B, L, H, DV), dq("dq", B, L, H, D), dk("dk", B, L, HKV, D), dv("dv", B, L, HKV, DV);
   Tensor3<float> lse("lse", B, H, L);
   poison(out);
   poison(lse);
@@ -168,11 +164,11 @@ AttentionErrors run_attention(Engine& attn, const engine::AttentionConfig& cfg, 
     layout::scatter_bhs(lse_ref32.data(), S, B, H, rows, lse_loc32.data());
     lse_local.assign(lse_loc32.begin(), lse_loc32.end());
   }
-  return AttentionErrors{relative_error(to_doubles(out), shard_of(ref.out, S, B, H, D, rows)),
+  return AttentionErrors{relative_error(to_doubles(out), shard_of(ref.out, S, B, H, DV, rows)),
                          relative_error(to_doubles(lse), lse_local),
                          relative_error(to_doubles(dq), shard_of(ref.dq, S, B, H, D, rows)),
                          relative_error(to_doubles(dk), shard_of(ref.dk, S, B, HKV, D, rows)),
-                         relative_error(to_doubles(dv), shard_of(ref.dv, S, B, HKV, D, rows))};
+                         relative_error(to_doubles(dv), shard_of(ref.dv, S, B, HKV, DV, rows))};
 }
 
 /// The distance that moves a key into the next piece a rank holds when `layout` places S tokens

@@ -80,7 +80,7 @@ TEST(BackwardKeyTileSplits, EverySplitGivesTheReferenceGradients) {
   }
   // What the teams' shares must also respect: documents per batch entry (one entry's key tiles
   // hidden where another's are seen), a zigzag-like map, V's own head dim and ranges; key lengths
-  // on the 192-key tile (512 = 2 tiles and a part) and one past.
+  // past two 192-key tiles by a part (512) and by one (385).
   for (const std::int64_t seq_k : {std::int64_t(512), std::int64_t(2 * 192 + 1)}) {
     CaseSpec entries{1, 64, seq_k, 4, 2, 32, RFA_MASK_CAUSAL, PositionMap::contiguous(seq_k - 64, 64), {}};
     entries.batch = 2;
