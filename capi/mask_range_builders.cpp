@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "buffer_checks.hpp"
 #include "core/error.hpp"
 #include "core/mask_range_builders.hpp"
 #include "firewall.hpp"
@@ -15,21 +16,12 @@ namespace rfa {
 namespace capi {
 namespace {
 
-/// Whether the 8 bytes at `count` overlap the `bytes` from `first` (by address, as every overlap
-/// rfa checks): the list's copy would overwrite the count there, or the count an input the
-/// builder reads. Written without sums that could wrap.
-bool count_inside(const std::int64_t* count, const void* first, std::int64_t bytes) {
-  if (first == nullptr || bytes <= 0) return false;
-  const auto at = reinterpret_cast<std::uintptr_t>(count), begin = reinterpret_cast<std::uintptr_t>(first);
-  return at >= begin ? at - begin < std::uintptr_t(bytes) : begin - at < sizeof(std::int64_t);
-}
-
-/// An input array the builder reads, which `count` must not point into.
-struct BuilderInput {
-  const char* name = nullptr;
-  const void* data = nullptr;
+/// `n` elements of `size` bytes, held at INT64_MAX where that overflows (room past any memory:
+/// the overlap check needs only where it starts).
+std::int64_t bytes_of(std::int64_t n, std::size_t size) {
   std::int64_t bytes = 0;
-};
+  return __builtin_mul_overflow(n, std::int64_t(size), &bytes) ? std::numeric_limits<std::int64_t>::max() : bytes;
+}
 
 /// The C entry point's body, inside the exception firewall: the mask's entry count from
 /// `how_many` (which checks the arguments) always, and its entries, made by `build` only then,
@@ -37,16 +29,17 @@ struct BuilderInput {
 /// `*count` is written last, after every read of the inputs.
 template <class Count, class Build>
 rfa_result_t count_and_build(const char* name, rfa_mask_range_t* ranges, std::int64_t capacity, std::int64_t* count,
-                             Count&& how_many, Build&& build, BuilderInput input = {}) {
+                             Count&& how_many, Build&& build, Buffer input = {}) {
   return guard(name, [&] {
     if (!count) fail(RFA_ERROR_INVALID_ARGUMENT, "count is NULL");
     require(capacity >= 0, "capacity is ", capacity, "; it must be >= 0");
-    std::int64_t room = 0;  // capacity x the entry's size, held at INT64_MAX where it overflows
-    if (__builtin_mul_overflow(capacity, std::int64_t(sizeof(rfa_mask_range_t)), &room))
-      room = std::numeric_limits<std::int64_t>::max();
-    if (ranges) require(!count_inside(count, ranges, room), "count points into ranges, which the list would overwrite");
+    // The list's copy would overwrite a count inside its room, and the count an input it is in.
+    const Buffer counted{"count", count, std::int64_t(sizeof *count)};
+    if (ranges)
+      require(!overlap(counted, {"ranges", ranges, bytes_of(capacity, sizeof(rfa_mask_range_t))}),
+              "count points into ranges, which the list would overwrite");
     if (input.data)
-      require(!count_inside(count, input.data, input.bytes), "count points into the input ", input.name,
+      require(!overlap(counted, input), "count points into the input ", input.name,
               ", which the count would overwrite");
     const std::int64_t n = how_many();
     if (!ranges) {
@@ -87,6 +80,7 @@ rfa_result_t build_and_deliver(const char* name, rfa_mask_range_t* ranges, std::
 }  // namespace rfa
 
 using rfa::capi::build_and_deliver;
+using rfa::capi::bytes_of;
 using rfa::capi::count_and_build;
 
 extern "C" {
@@ -104,12 +98,10 @@ RFA_API rfa_result_t rfa_mask_ranges_sliding_window(int64_t seq_total, int64_t w
 
 RFA_API rfa_result_t rfa_mask_ranges_documents(const int64_t* doc_boundaries, int64_t boundary_count, int32_t causal,
                                                rfa_mask_range_t* ranges, int64_t capacity, int64_t* count) {
-  std::int64_t input_bytes = 0;
-  if (__builtin_mul_overflow(boundary_count, std::int64_t(sizeof(int64_t)), &input_bytes)) input_bytes = 0;
   return count_and_build(
       __func__, ranges, capacity, count, [&] { return rfa::document_count(doc_boundaries, boundary_count); },
       [&] { return rfa::document_ranges(doc_boundaries, boundary_count, causal != 0); },
-      {"doc_boundaries", doc_boundaries, input_bytes});
+      {"doc_boundaries", doc_boundaries, bytes_of(boundary_count, sizeof(int64_t))});
 }
 
 RFA_API rfa_result_t rfa_mask_ranges_prefix_lm(int64_t seq_total, int64_t prefix, rfa_mask_range_t* ranges,

@@ -1646,7 +1646,7 @@ MUTATIONS = [
              r"^rfa_kernels_test$",
              "under mask ranges, every batch entry takes the first entry's documents"),
     Mutation("mask-builder-count-in-list", "argument checks", "capi/mask_range_builders.cpp",
-             "require(!count_inside(count, ranges, room)", "require(true || !count_inside(count, ranges, room)",
+             "require(!overlap(counted, {\"ranges\"", "require(true || !overlap(counted, {\"ranges\"",
              r"^capi_mask_range_builders_test$",
              "a mask builder's count pointing into the list's room is taken: the list's copy overwrites it"),
 ]
