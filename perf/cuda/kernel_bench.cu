@@ -10,10 +10,7 @@
 // every row says its fraction of it ("of peak"; `peak_fraction` in the JSON, the peak in its
 // context). Without a GPU: a message and exit 77.
 //
-// usage: rfa_cuda_kernel_bench [--batch 2] [--heads 16] [--kv-heads H] [--seq 8192]
-//        [--dim 128] [--value-dim DV] [--dtype bf16|fp16] [--warmup 5] [--iters 30] [--json FILE]
-//        [--no-torch] [--torch-script PATH] [--peer-check] [--deterministic]
-//        [--path auto|sm80|sm90|all] [--rows-per-warp 16|32|both] [--backward-key-tile 64|128|both]
+// usage: rfa_cuda_kernel_bench [options]: kUsage below (--help prints it).
 // --value-dim gives V, out, dout and dV a head dim of their own (MLA's 192 / 128: --dim 192
 // --value-dim 128); the FLOPs are then 2 (d + dv) per visible score forward and 6 d + 4 dv
 // backward (perf/common/attention_work.hpp), the peers get V in that dim too.

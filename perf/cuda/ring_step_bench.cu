@@ -31,9 +31,7 @@
 // (--kv-heads-per-chunk, default the engine's choice on a device: engine/allgather_chunk_rule.hpp,
 // the same header). The transposes, gathers and reduce-scatters are the transport's, not timed.
 //
-// usage: rfa_cuda_ring_step_bench [--batch 1] [--heads 16] [--seq 32768] [--dim 128]
-//        [--ranks 2,4,8] [--dtype bf16|fp16] [--kernels rfa|rfa-sm90|cudnn] [--warmup 3] [--iters 10]
-//        [--strategy ring|ulysses|allgather] [--kv-heads-per-chunk N] [--json FILE]
+// usage: rfa_cuda_ring_step_bench [options]: kUsage below (--help prints it).
 // --json writes perf/'s result format (suite cuda_ring_step): one case per measurement, every
 // timed iteration a repetition, the efficiency as a counter.
 #include <algorithm>

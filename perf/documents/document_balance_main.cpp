@@ -2,8 +2,7 @@
 // rfa_document_balance: how evenly each layout spreads the attention work of packed documents
 // over P ranks (document_balance.hpp). No MPI: it counts, it does not run attention.
 //
-//   rfa_document_balance [--seq 65536] [--ranks 4] [--median 600] [--sigma 1.2] [--seed 1]
-//                        [--no-causal] [--window W] [--tile 96] [--check-stripe MAX]
+//   rfa_document_balance [options]: kUsage below (--help prints it).
 // --check-stripe MAX exits 1 when the stripe layout's imbalance of pairs or of tiles is above
 // MAX (the test of the layout rfa recommends for packed documents).
 #include <cstdio>

@@ -5,8 +5,7 @@
 // the busiest rank receives from the ring and from the needed-only exchange against those its
 // queries see. No MPI: it counts, it does not run attention.
 //
-//   rfa_mask_balance [--seq 65536] [--ranks 2,4,8,16,32,64] [--seed 1] [--check-causal MAX]
-//                    [--write-ranges DIR]
+//   rfa_mask_balance [options]: kUsage below (--help prints it).
 // Placements: the fixed layouts; "pairs", the balanced layout's chunks as their visible pairs
 // alone place them; and "balanced", RFA_LAYOUT_BALANCED's placement (pairs, then swaps judged
 // on the ranks' computed tiles; P must divide seq / 8). --check-causal MAX exits 1 when the zigzag layout's

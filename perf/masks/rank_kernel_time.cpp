@@ -15,9 +15,7 @@
 // computed tiles) and the busiest rank's fastest time. Where the ranks are equal within the
 // noise every median may fall under 1, and so may the busiest rank's share.
 //
-//   rfa_rank_kernel_time [--seq 16384] [--ranks 2,4,8] [--layouts zigzag,stripe,balanced]
-//                        [--families all] [--heads 4] [--head-dim 64] [--repeat 3] [--seed 1]
-//                        [--per-rank]
+//   rfa_rank_kernel_time [options]: kUsage below (--help prints it).
 // --families takes file stems (causal,skewed-documents,prefix-lm,block-causal,
 // 2-d-neighbourhood,random-sparse). Each P runs on the largest length up to --seq that it
 // takes (a multiple of 256 and of 8P, as measured_balance.py's). fp32
