@@ -3,7 +3,8 @@
 // raw scores s = q . k and use scale * s through exp2(s * scale_log2 - m); a cap replaces s by
 // (softcap / scale) tanh(scale s / softcap), whose scaled value is softcap * tanh(scale s /
 // softcap), so the softmax code after it is the same with and without a cap. The backward
-// multiplies dS by the cap's slope, 1 - tanh^2.
+// multiplies dS by the cap's slope, 1 - tanh^2, computed from exp(-2|x|) (exact where tanh
+// rounds to +-1).
 #pragma once
 
 namespace rfa_cuda {
@@ -14,15 +15,19 @@ struct ScoreCap {
   float into_tanh;  // scale / softcap
   float out_of;     // softcap / scale
 
-  /// The capped raw score of s; `slope` gets d(capped)/ds = 1 - tanh^2 (1 without a cap).
+  /// The capped raw score of s; `slope` gets d(capped)/ds = 1 - tanh^2 (1 without a cap), as
+  /// 4 e / (1 + e)^2 with e = exp(-2 |x|): 1 - t^2 is 0 wherever t rounds to +-1 (|x| > 8.7),
+  /// where this keeps fp32's relative precision until e is subnormal (|x| near 44).
   __device__ __forceinline__ float apply(float s, float& slope) const {
     if (!on) {
       slope = 1.f;
       return s;
     }
-    const float t = tanhf(s * into_tanh);
-    slope = 1.f - t * t;
-    return out_of * t;
+    const float x = s * into_tanh;
+    const float e = exp2f(-2.8853900817779268f * fabsf(x));  // 2 log2(e)
+    const float r = 1.f / (1.f + e);
+    slope = 4.f * e * r * r;
+    return out_of * tanhf(x);
   }
   __device__ __forceinline__ float apply(float s) const { return on ? out_of * tanhf(s * into_tanh) : s; }
 };

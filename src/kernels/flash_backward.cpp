@@ -272,11 +272,11 @@ struct BackwardTiles {
     const V vc = simd::splat<V>(scale * kLog2e);
     const V vscale = simd::splat<V>(scale);
     // With soft-capped scores t = tanh(scale S / softcap): P = exp(softcap t - lse) and dS is
-    // multiplied by the cap's slope 1 - t^2.
+    // multiplied by the cap's slope 1 - t^2 (simd::tanh's, which keeps its relative precision
+    // where t rounds to +-1).
     const bool capped = p.softcap > 0.0f;
     const V vcap = simd::splat<V>(p.softcap * kLog2e);
     const V vinv_cap = simd::splat<V>(capped ? scale / p.softcap : 0.0f);
-    const V one = simd::splat<V>(1.0f);
     for (int i = 0; i < rows_padded; ++i) {
       float* prow = s.p + i * kScorePitch;
       float* dsrow = s.ds + i * kScorePitch;
@@ -284,10 +284,11 @@ struct BackwardTiles {
       const V vd = simd::splat<V>(s.delta[i]);
       if (capped) {
         for (int j = 0; j < cols_padded; j += simd::kWideLanes) {
-          const V t = simd::tanh(simd::load_as<V>(prow + j) * vinv_cap);
+          V slope;
+          const V t = simd::tanh(simd::load_as<V>(prow + j) * vinv_cap, slope);
           const V pj = simd::exp2_probability(t * vcap - vl);
           simd::store_as(prow + j, pj);
-          simd::store_as(dsrow + j, pj * (simd::load_as<V>(dsrow + j) - vd) * (one - t * t) * vscale);
+          simd::store_as(dsrow + j, pj * (simd::load_as<V>(dsrow + j) - vd) * slope * vscale);
         }
       } else {
         for (int j = 0; j < cols_padded; j += simd::kWideLanes) {

@@ -311,7 +311,7 @@ struct Bf16BackwardTiles {
   /// P = exp(scale S - lse) and dS = scale P (dP - D), two query rows at a time: each written in
   /// bf16 (hi + lo for two terms) in pairs of rows (B of dV^T and dK^T) and dS also as plain
   /// rows (A of dQ). With soft-capped scores t = tanh(scale S / softcap): P = exp(softcap t -
-  /// lse), dS multiplied by the cap's slope 1 - t^2, and P = 0 where S is -inf (masked or padded);
+  /// lse), dS multiplied by the cap's slope 1 - t^2 (simd::tanh's), and P = 0 where S is -inf (masked or padded);
   /// the uncapped form has none of it.
   template <bool kCapped>
   void probabilities(const Scratch& s, int rows_padded, int cols_padded) const {
@@ -326,11 +326,12 @@ struct Bf16BackwardTiles {
           const V sr = simd::load_as<V>(s.s + at);
           V pr, ds_scale = vscale;
           if constexpr (kCapped) {
-            const V th = simd::tanh(sr * simd::splat<V>(scale / p.softcap));
+            V slope;
+            const V th = simd::tanh(sr * simd::splat<V>(scale / p.softcap), slope);
             const V capped = th * simd::splat<V>(p.softcap * kLog2e) - simd::splat<V>(s.lse2[i + r]);
             pr = simd::select_below(sr, -std::numeric_limits<float>::max(), simd::splat<V>(0.0f),
                                     simd::exp2_probability(capped));
-            ds_scale = (simd::splat<V>(1.0f) - th * th) * vscale;
+            ds_scale = slope * vscale;
           } else {
             pr = simd::exp2_probability(sr * c - simd::splat<V>(s.lse2[i + r]));
           }

@@ -271,11 +271,17 @@ KOKKOS_INLINE_FUNCTION V exp2_probability(V x) {
 }
 
 /// tanh(x), relative error below 4e-7: x P(x^2) where |x| < 0.625 (P of degree 5, a least-squares
-/// fit of tanh(x) / x on Chebyshev nodes: 1.1e-7 evaluated in fp32), elsewhere 1 - 2 / (e^(2x) + 1)
-/// with e^(2x) from exp2 (its argument clamped at 64, where the result is 1 in fp32; -inf gives
-/// -1). Soft-capped scores (AttentionParams::softcap) pass through it, once per score.
+/// fit of tanh(x) / x on Chebyshev nodes: 1.1e-7 evaluated in fp32), elsewhere 1 - q with
+/// q = 2 / (e + 1) and e = e^(2x) from exp2 (its argument clamped at 126, where the result is 1
+/// in fp32; -inf gives -1). Also its derivative 1 - tanh^2(x) in `slope`, as e q^2 (that is,
+/// 4 e / (e + 1)^2) from the same exponential: 1 - t^2 would be 0 wherever t rounds to +-1
+/// (|x| > 8.7), where e q^2 keeps fp32's relative precision down to |x| = 43 (the slope there is
+/// 2^-124, and stays that for larger x; it is 0 for x = -inf). The relative error of the slope
+/// grows with |x| from the rounding of 2x log2 e: about 1e-6 at |x| = 10, 3e-6 at 40.
+/// Soft-capped scores (AttentionParams::softcap) pass through tanh once per score, the backward's
+/// through this form.
 template <class V>
-KOKKOS_INLINE_FUNCTION V tanh(V x) {
+KOKKOS_INLINE_FUNCTION V tanh(V x, V& slope) {
   const V u = x * x;
   V p = splat<V>(-5.704042501747608e-3f);
   p = fma(p, u, splat<V>(2.0637862384319305e-2f));
@@ -284,9 +290,17 @@ KOKKOS_INLINE_FUNCTION V tanh(V x) {
   p = fma(p, u, splat<V>(-3.333328068256378e-1f));
   p = fma(p, u, splat<V>(1.0f));
   const V y = x * splat<V>(2.0f * 1.4426950408889634f);
-  const V e = exp2(splat<V>(0.0f) - max(splat<V>(0.0f) - y, splat<V>(-64.0f)));  // 2^min(y, 64)
-  const V far = splat<V>(1.0f) - splat<V>(2.0f) / (e + splat<V>(1.0f));
-  return select_below(u, 0.390625f, x * p, far);
+  const V e = exp2(splat<V>(0.0f) - max(splat<V>(0.0f) - y, splat<V>(-126.0f)));  // 2^min(y, 126)
+  const V q = splat<V>(2.0f) / (e + splat<V>(1.0f));
+  slope = (e * q) * q;  // e q first: e alone reaches 2^126, q^2 alone 2^-250
+  return select_below(u, 0.390625f, x * p, splat<V>(1.0f) - q);
+}
+
+/// tanh(x) alone (the forward's cap): the form above, its slope unused.
+template <class V>
+KOKKOS_INLINE_FUNCTION V tanh(V x) {
+  V unused;
+  return tanh(x, unused);
 }
 
 /// Soft-capped scores (AttentionParams::softcap) in place: each of `rows` rows of `cols` floats (a

@@ -216,6 +216,15 @@ Case zigzag_window_documents(Case c) {
   return c;
 }
 
+// Every scaled score of `c` far past a soft cap of 1 (Case::past_cap): q is 9 sqrt(d) in its
+// first element and 0 elsewhere (the scaled score is 9 k_0), k's first element in [1, 14/9].
+void place_scores_past_cap(const Case& c, std::vector<double>& q, std::vector<double>& k) {
+  for (std::size_t i = 0; i < q.size(); ++i)
+    q[i] = i % std::size_t(c.head_dim) == 0 ? round_to(c.dtype, 9.0 * std::sqrt(double(c.head_dim))) : 0.0;
+  std::uniform_real_distribution<double> first(1.0, 14.0 / 9.0);
+  for (std::size_t i = 0; i < k.size(); i += std::size_t(c.head_dim)) k[i] = round_to(c.dtype, first(rng));
+}
+
 // Forward (both output modes) and backward (both gradient modes) on every path, delta, and the
 // deterministic backward of one case.
 void run_case(const Case& c) {
@@ -226,8 +235,12 @@ void run_case(const Case& c) {
   const ref::Problem low = low_precision(p, c.dtype);
   const DeviceBounds docs(c.docs), doc_offsets(c.doc_offsets);
   const DeviceRangeIndex ranges(c);
-  const std::vector<double> q = random_values(c.dtype, p.q_size()), k = random_values(c.dtype, p.kv_size()),
-                            v = random_values(c.dtype, p.v_size()), dout = random_values(c.dtype, p.out_size());
+  std::vector<double> q = random_values(c.dtype, p.q_size()), k = random_values(c.dtype, p.kv_size());
+  const std::vector<double> v = random_values(c.dtype, p.v_size()), dout = random_values(c.dtype, p.out_size());
+  if (c.past_cap) place_scores_past_cap(c, q, k);
+  // dQ and dK: against their own size where the case makes them tiny (Case::past_cap).
+  auto expect_gradient = [&](const std::string& what, const std::vector<double>& got, const std::vector<double>& exact,
+                             const std::vector<double>& lowp) { expect_close(what, got, exact, lowp, c.past_cap); };
   std::vector<double> ref_out, ref_lse, ref_dq, ref_dk, ref_dv;
   ref::forward(p, q, k, v, ref_out, ref_lse);
   ref::backward(p, q, k, v, dout, ref_dq, ref_dk, ref_dv);
@@ -311,9 +324,12 @@ void run_case(const Case& c) {
     for (rfa_cuda_grad_mode mode : {RFA_CUDA_GRAD_ACCUMULATE_FP32, RFA_CUDA_GRAD_ACCUMULATE_DQ_FP32}) {
       const bool keys_written_over = mode == RFA_CUDA_GRAD_ACCUMULATE_DQ_FP32;
       const std::string how = keys_written_over ? " (accumulate dq fp32, dk dv written over" : " (accumulate fp32";
-      const std::vector<double> dq0 = random_values(RFA_CUDA_FP32, q.size()),
-                                dk0 = random_values(RFA_CUDA_FP32, k.size()),
-                                dv0 = random_values(RFA_CUDA_FP32, v.size());
+      // From zero where the gradients are tiny (Case::past_cap): sums with values near 1 would
+      // round them away.
+      auto start = [&](std::size_t n) {
+        return c.past_cap ? std::vector<double>(n, 0.0) : random_values(RFA_CUDA_FP32, n);
+      };
+      const std::vector<double> dq0 = start(q.size()), dk0 = start(k.size()), dv0 = start(v.size());
       DeviceArray dq(RFA_CUDA_FP32, q.size()), dk(RFA_CUDA_FP32, k.size()), dv(RFA_CUDA_FP32, v.size());
       dq.upload(dq0);
       if (keys_written_over) {
@@ -339,9 +355,9 @@ void run_case(const Case& c) {
         for (std::size_t i = 0; i < a.size(); ++i) a[i] -= b[i];
         return a;
       };
-      expect_close("backward dq" + how + tag + ")", minus(dq.download(), dq0), ref_dq, low_dq);
-      expect_close("backward dk" + how + tag + ")", keys_written_over ? dk.download() : minus(dk.download(), dk0),
-                   ref_dk, low_dk);
+      expect_gradient("backward dq" + how + tag + ")", minus(dq.download(), dq0), ref_dq, low_dq);
+      expect_gradient("backward dk" + how + tag + ")", keys_written_over ? dk.download() : minus(dk.download(), dk0),
+                      ref_dk, low_dk);
       expect_close("backward dv" + how + tag + ")", keys_written_over ? dv.download() : minus(dv.download(), dv0),
                    ref_dv, low_dv);
     }
@@ -360,8 +376,8 @@ void run_case(const Case& c) {
       bp.workspace = workspace.get();
       RFA_TEST_CALL(rfa_cuda_flash_backward(&bp, nullptr));
       RFA_TEST_CUDA(cudaDeviceSynchronize());
-      expect_close("backward dq (store dtype" + tag + ")", dq.download(), ref_dq, low_dq);
-      expect_close("backward dk (store dtype" + tag + ")", dk.download(), ref_dk, low_dk);
+      expect_gradient("backward dq (store dtype" + tag + ")", dq.download(), ref_dq, low_dq);
+      expect_gradient("backward dk (store dtype" + tag + ")", dk.download(), ref_dk, low_dk);
       expect_close("backward dv (store dtype" + tag + ")", dv.download(), ref_dv, low_dv);
     }
   }
@@ -403,8 +419,8 @@ void run_case(const Case& c) {
         RFA_TEST_CUDA(cudaDeviceSynchronize());
         if (run == 0) {
           for (int i = 0; i < 3; ++i) first[i] = grads[i]->download();
-          expect_close("backward dq" + tag, first[0], ref_dq, low_dq);
-          expect_close("backward dk" + tag, first[1], ref_dk, low_dk);
+          expect_gradient("backward dq" + tag, first[0], ref_dq, low_dq);
+          expect_gradient("backward dk" + tag, first[1], ref_dk, low_dk);
           expect_close("backward dv" + tag, first[2], ref_dv, low_dv);
         } else {
           const char* names[3] = {"dq", "dk", "dv"};
@@ -1276,6 +1292,21 @@ int main(int argc, char** argv) {
   for (const Case& c : {d192_edges, d192_zig, d32_edges, d32_zig, d192_cap_ranges, d32_cap_ranges}) cases.push_back(c);
   for (const Case& c : cases)
     if (selected(c.name)) run_case(c);
+  // Scores far past the cap, causal and full, on and beside the sm80 tiles' 64 keys.
+  for (const bool causal : {false, true}) {
+    Case past{std::string("softcap 1, every score 9-14 past it, ") + (causal ? "causal" : "full") + ", 130 x 65",
+              B,
+              64,
+              1,
+              130,
+              65,
+              2,
+              1,
+              causal};
+    past.softcap = 1.f;
+    past.past_cap = true;
+    if (selected(past.name)) run_case(past);
+  }
 
   Case strided{"strided, causal GQA 4:2", B, 128, 2, 300, 300, 4, 2, true};
   Case strided_d64{"strided, full fp16 d64", H, 64, 2, 129, 257, 2, 1, false};

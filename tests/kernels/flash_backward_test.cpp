@@ -3,6 +3,8 @@
 // in the storage dtype, and the accumulating fp32 mode the ring uses.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "kernel_case.hpp"
 #include "kernels/bf16_products.hpp"
 
@@ -110,6 +112,65 @@ TEST(BackwardKeyTileSplits, EverySplitGivesTheReferenceGradients) {
         seed += 2;
       }
   }
+}
+
+// Scores far past a soft cap (s / softcap from 9 to 14): tanh is 1 in fp32 and every key weighs
+// the same, yet the gradients through the cap are not 0 but 4 exp(-2 s / softcap) of what they
+// would be uncapped (1e-8 to 1e-12): a slope taken as 1 - t^2 made dQ and dK 0. q is 9 in its
+// first element and 0 elsewhere, k's first element in [1, 14/9]; the comparison is to the largest
+// reference value with no floor (the shapes' own floor of 1e-2 would take 0 for these). fp16 is
+// left out: such gradients lie below its subnormals.
+template <class T>
+void run_saturated_cap_case(const CaseSpec& c, std::uint64_t seed) {
+  SCOPED_TRACE(c.name() + " dtype=" + dtype_name(dtype_of<T>::value));
+  std::mt19937_64 rng(seed);
+  BackwardInputs in;
+  auto q = random_tensor<T>("q", c.batch, c.seq_q, c.heads, c.head_dim, rng, in.q64);
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    q.data()[i] = from_float<T>(i % std::size_t(c.head_dim) == 0 ? 9.0f : 0.0f);
+    in.q64[i] = to_float(q.data()[i]);
+  }
+  auto k = random_tensor<T>("k", c.batch, c.seq_k, c.kv_heads, c.head_dim, rng, in.k64, 2.0);
+  std::uniform_real_distribution<double> first(1.0, 14.0 / 9.0);
+  for (std::size_t i = 0; i < k.size(); i += std::size_t(c.head_dim)) {
+    k.data()[i] = from_float<T>(float(first(rng)));
+    in.k64[i] = to_float(k.data()[i]);
+  }
+  auto v = random_tensor<T>("v", c.batch, c.seq_k, c.kv_heads, c.dv(), rng, in.v64);
+  auto dout = random_tensor<T>("dout", c.batch, c.seq_q, c.heads, c.dv(), rng, in.dout64);
+  Tensor4<T> out("out", c.batch, c.seq_q, c.heads, c.dv());
+  Tensor3<float> lse("lse", c.batch, c.heads, c.seq_q);
+  Tensor4<T> dq("dq", c.batch, c.seq_q, c.heads, c.head_dim);
+  Tensor4<T> dk("dk", c.batch, c.seq_k, c.kv_heads, c.head_dim);
+  Tensor4<T> dv("dv", c.batch, c.seq_k, c.kv_heads, c.dv());
+  {
+    const TrappedFloatingPointExceptions trapped;
+    kernels::flash_forward<T, T>(c.params(), q, k, v, out, lse);
+    kernels::flash_backward<T>(c.params(), q, k, v, out, dout, lse, dq, dk, dv);
+  }
+  reference::backward(c.problem(), in.q64, in.k64, in.v64, in.dout64, in.dq_ref, in.dk_ref, in.dv_ref);
+  const double tol = 2 * tolerance<T>();
+  for (const auto& [got, ref, what] :
+       {std::make_tuple(to_doubles(dq), in.dq_ref, "dq"), std::make_tuple(to_doubles(dk), in.dk_ref, "dk")}) {
+    const Comparison cmp = compare(got, ref);
+    ASSERT_GT(cmp.max_abs_ref, 0.0) << what;
+    EXPECT_EQ(cmp.nans, 0u) << what;
+    EXPECT_LE(cmp.max_abs_error / cmp.max_abs_ref, tol)
+        << what << ": max abs error " << cmp.max_abs_error << " vs max |ref| " << cmp.max_abs_ref;
+  }
+  RFA_EXPECT_CLOSE(to_doubles(dv), in.dv_ref, tol, "dv");
+}
+
+TEST(BackwardSaturatedCap, GradientsPastTheCapKeepTheirDigits) {
+  std::uint64_t seed = 61;
+  for (const std::int64_t seq : {40, 200})
+    for (const rfa_mask_t mask : {RFA_MASK_NONE, RFA_MASK_CAUSAL}) {
+      CaseSpec c{1, seq, seq, 2, 1, 32, mask, {}, {}};
+      c.scale = 1.0f;
+      c.softcap = 1.0f;
+      run_saturated_cap_case<float>(c, seed++);
+      run_saturated_cap_case<bf16_t>(c, seed++);
+    }
 }
 
 // One workspace kept across calls of every shape (growing and shrinking, GQA, masks): each

@@ -88,9 +88,9 @@ void probabilities(const Problem& p, const std::vector<double>& q, const std::ve
         const double* kj = &k[((b * p.seq_k + j) * p.kv_heads + hk) * D];
         s = dot(qi, kj, D) * scale;
         if (p.softcap > 0.0) {
-          const double t = std::tanh(s / p.softcap);
-          s = p.softcap * t;
-          cap_slope[i * p.seq_k + j] = 1.0 - t * t;
+          const double x = s / p.softcap, c = std::cosh(x);
+          s = p.softcap * std::tanh(x);
+          cap_slope[i * p.seq_k + j] = 1.0 / (c * c);  // 1 - tanh^2, which double rounds to 0 past |x| = 19
         }
         s = p.rounded(s);
       }
