@@ -3,9 +3,10 @@
 // Two contexts over the same ranks and options but the checks (OFF and ON); each pair runs
 // one rfa_forward and one rfa_backward on each, back to back, and the per-pair ratio of the
 // two times is the checks' cost (pairing absorbs a machine's drift). The unchecked call is the
-// peer; throughput follows docs/architecture.md §3 (forward 4·B·S²·H·d, halved when causal;
-// backward 2.5x), "of fp32 peak" is of one core's fp32 FMA peak, measured in the same run,
-// times the ranks (bf16 on AMX tiles or AVX512-BF16 products can exceed it).
+// peer; throughput counts the scores the causal mask leaves visible (perf/common/attention_work.hpp:
+// 4 d FLOPs each forward, 2.5 times that backward), "of peak" is of the job's peak measured in
+// the same run: one core's, on the products the kernels of this shape run on (fp32 FMAs, or bf16
+// AMX tiles or AVX512-BF16 dot products), times the ranks and their host threads.
 //
 //   mpirun -np 2 --bind-to core rfa_value_checks_bench [--seq S] [--pairs N] [--dtype fp32|bf16] [--json FILE]
 #include <mpi.h>
@@ -18,9 +19,14 @@
 #include <string>
 #include <vector>
 
+#include <Kokkos_Core.hpp>
+
+#include "attention_work.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "cpu_peak.hpp"
+#include "kernels/bf16_products.hpp"
+#include "kernels/flash_attention.hpp"
 #include "mpi_program.hpp"
 #include "option_errors.hpp"
 #include "result_json.hpp"
@@ -158,17 +164,30 @@ double timed(Pass&& pass) {
 int bench(int me, int ranks, const ChecksOptions& o) {
   Problem off(o, RFA_VALUE_CHECKS_OFF), on(o, RFA_VALUE_CHECKS_ON);
   off.forward(), on.forward(), off.backward(), on.backward();  // warm-up: first-touch, Kokkos
-  const double flops_fwd = 4.0 * double(o.seq) * double(o.seq) * double(o.heads) * double(o.head_dim) / 2.0;
-  const double flops[2] = {flops_fwd, 2.5 * flops_fwd};
-  const double peak = measure_fp32_fma_peak() * 1e-9 * ranks;
+  MaskShape mask;
+  mask.seq = o.seq;
+  mask.causal = true;
+  const double visible = visible_scores(mask);
+  const double flops[2] = {visible_flops(1, double(o.heads), double(o.head_dim), visible, false),
+                           visible_flops(1, double(o.heads), double(o.head_dim), visible, true)};
+  // The products the host kernels run this shape's blocks on, and one core's peak on them.
+  const kernels::AttentionParams shape =
+      kernels::make_params(1, o.seq / ranks, o.seq, o.heads, o.heads, o.head_dim, RFA_MASK_CAUSAL);
+  const kernels::Bf16Products products =
+      o.dtype == RFA_DTYPE_BFLOAT16 ? kernels::host_bf16_products(shape) : kernels::Bf16Products::none;
+  const int threads = Kokkos::DefaultHostExecutionSpace().concurrency();
+  const double peak = measure_core_peak(products) * 1e-9 * ranks * threads;
+  const char* peak_kind = products == kernels::Bf16Products::amx_tiles    ? "bf16 AMX tiles"
+                          : products == kernels::Bf16Products::avx512_dot ? "AVX512-BF16 dot products"
+                                                                          : "fp32 FMAs";
   std::vector<BenchCase> cases;
   if (me == 0) {
     std::printf(
-        "rfa_value_checks_bench: %d rank%s, S=%lld H=%lld d=%lld %s causal zigzag, %d pairs; "
-        "fp32 FMA peak of the ranks' cores %.1f GFLOP/s\n",
+        "rfa_value_checks_bench: %d rank%s, S=%lld H=%lld d=%lld %s causal zigzag, %d pairs; GFLOP/s over the "
+        "visible scores; the job's measured peak %.1f GFLOP/s (%s, %d rank(s) x %d thread(s))\n",
         ranks, ranks == 1 ? "" : "s", (long long)o.seq, (long long)o.heads, (long long)o.head_dim,
-        o.dtype == RFA_DTYPE_FLOAT32 ? "fp32" : "bf16", o.pairs, peak);
-    std::printf("%-9s %14s %14s %13s %12s\n", "pass", "off GFLOP/s", "on GFLOP/s", "of fp32 peak", "checks cost");
+        o.dtype == RFA_DTYPE_FLOAT32 ? "fp32" : "bf16", o.pairs, peak, peak_kind, ranks, threads);
+    std::printf("%-9s %14s %14s %13s %12s\n", "pass", "off GFLOP/s", "on GFLOP/s", "of peak", "checks cost");
   }
   for (int pass = 0; pass < 2; ++pass) {
     std::vector<double> t_off, t_on, ratio;

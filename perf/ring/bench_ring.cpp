@@ -178,17 +178,23 @@ void bench(comm::Communicator& ring, const RunOptions& o, const std::vector<rfa_
     auto alone = comm::make_mpi_communicator(MPI_COMM_SELF, 0);
     cfg.layout = RFA_LAYOUT_CONTIGUOUS;
     single = measure<T>(*alone, cfg, RingMode::full, o);
-    if (!o.json.empty()) peak = host_job_peak(o, P, threads);
+    peak = host_job_peak(o, P, threads);
   }
   ring.barrier();
   const double single_fwd = spread_of(single.fwd.slowest()).median, single_bwd = spread_of(single.bwd.slowest()).median;
   if (me == 0) {
+    // GFLOP/s over the scores the mask leaves visible; the single rank's fraction is of one
+    // rank's share of the job's peak, the ring's of the whole job's.
+    const double rank_peak = peak / P;
     std::printf(
-        "single rank, full sequence: forward %.1f ms (%.1f GFLOP/s), backward %.1f ms (%.1f GFLOP/s) over the "
-        "scores the mask leaves visible\n",
-        1e3 * single_fwd, ffwd.visible / single_fwd * 1e-9, 1e3 * single_bwd, fbwd.visible / single_bwd * 1e-9);
-    std::printf("%-11s %9s %9s %8s %8s %14s %14s %9s\n", "layout", "fwd ms", "bwd ms", "fwd eff", "bwd eff",
-                "fwd hidden", "bwd hidden", "comm ms");
+        "measured peak: %.1f GFLOP/s a core, %.1f for the job (%d rank(s) x %d thread(s))\nsingle rank, full "
+        "sequence: forward %.1f ms at %.1f GFLOP/s (%.0f%% of a rank's peak), backward %.1f ms at %.1f GFLOP/s "
+        "(%.0f%%)\n",
+        peak / (P * threads) * 1e-9, peak * 1e-9, P, threads, 1e3 * single_fwd, ffwd.visible / single_fwd * 1e-9,
+        100 * ffwd.visible / single_fwd / rank_peak, 1e3 * single_bwd, fbwd.visible / single_bwd * 1e-9,
+        100 * fbwd.visible / single_bwd / rank_peak);
+    std::printf("%-11s %9s %9s %13s %13s %8s %8s %14s %14s %9s\n", "layout", "fwd ms", "bwd ms", "fwd GF/s", "bwd GF/s",
+                "fwd eff", "bwd eff", "fwd hidden", "bwd hidden", "comm ms");
     std::fflush(stdout);
   }
   std::vector<BenchCase> cases;
@@ -205,7 +211,8 @@ void bench(comm::Communicator& ring, const RunOptions& o, const std::vector<rfa_
     const double f = spread_of(full.fwd.slowest()).median, b = spread_of(full.bwd.slowest()).median;
     const double comm_f = overlap ? spread_of(comm_only.fwd.slowest()).median : 0;
     const double comm_b = overlap ? spread_of(comm_only.bwd.slowest()).median : 0;
-    std::printf("%-11s %9.1f %9.1f %7.1f%% %7.1f%% %14s %14s %4.0f/%-4.0f\n", name, 1e3 * f, 1e3 * b,
+    std::printf("%-11s %9.1f %9.1f %13s %13s %7.1f%% %7.1f%% %14s %14s %4.0f/%-4.0f\n", name, 1e3 * f, 1e3 * b,
+                rate_text(ffwd.visible, f, peak).c_str(), rate_text(fbwd.visible, b, peak).c_str(),
                 100 * single_fwd / (P * f), 100 * single_bwd / (P * b),
                 hidden_text(full, compute_only, comm_only, false, overlap).c_str(),
                 hidden_text(full, compute_only, comm_only, true, overlap).c_str(), 1e3 * comm_f, 1e3 * comm_b);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -150,6 +151,17 @@ inline double host_job_peak(const RunOptions& o, int P, int threads) {
   const kernels::Bf16Products products =
       o.dtype == RFA_DTYPE_BFLOAT16 ? kernels::host_bf16_products(p) : kernels::Bf16Products::none;
   return measure_core_peak(products) * P * threads;
+}
+
+/// "123.4 (61%)": GFLOP/s of `flops` done in `seconds`, with its fraction of `peak_flops` (the
+/// whole job's measured peak; "-" where none was measured).
+inline std::string rate_text(double flops, double seconds, double peak_flops) {
+  char text[48];
+  if (peak_flops > 0)
+    std::snprintf(text, sizeof text, "%.1f (%.0f%%)", flops / seconds * 1e-9, 100 * flops / seconds / peak_flops);
+  else
+    std::snprintf(text, sizeof text, "%.1f (-)", flops / seconds * 1e-9);
+  return text;
 }
 
 /// The configuration as a label: "B=1 S=8192 H=8/8 d=64 causal" (d=192/128 where V's head dim

@@ -62,16 +62,20 @@ StrategyRun measure(comm::Communicator& comm, const RunOptions& o, const engine:
   return run;
 }
 
-void print_row(const StrategyRun& run) {
+/// A strategy's row: times, rates over the visible scores with their fraction of the job's
+/// measured `peak`, bytes sent and workspace.
+void print_row(const StrategyRun& run, const PassFlops& ffwd, const PassFlops& fbwd, double peak) {
   if (!run.skipped.empty()) {
     std::printf("%-12s skipped: %s\n", run.label.c_str(), run.skipped.c_str());
     return;
   }
   const double MiB = 1024.0 * 1024.0;
   const Spread f = spread_of(run.fwd.slowest()), b = spread_of(run.bwd.slowest());
-  std::printf("%-12s %9.1f %9.1f %10.2f %10.2f %10.2f %10.2f\n", run.label.c_str(), 1e3 * f.median, 1e3 * b.median,
-              double(run.fwd.bytes_sent_max) / MiB, double(run.bwd.bytes_sent_max) / MiB,
-              double(run.fwd.workspace_max) / MiB, double(run.bwd.workspace_max) / MiB);
+  std::printf("%-12s %9.1f %9.1f %13s %13s %10.2f %10.2f %10.2f %10.2f\n", run.label.c_str(), 1e3 * f.median,
+              1e3 * b.median, rate_text(ffwd.visible, f.median, peak).c_str(),
+              rate_text(fbwd.visible, b.median, peak).c_str(), double(run.fwd.bytes_sent_max) / MiB,
+              double(run.bwd.bytes_sent_max) / MiB, double(run.fwd.workspace_max) / MiB,
+              double(run.bwd.workspace_max) / MiB);
   std::fflush(stdout);
 }
 
@@ -115,20 +119,25 @@ void compare_strategies(comm::Communicator& comm, const RunOptions& o,
   if (comm.rank() == 0) {
     std::printf("rfa_ring_bench --strategy: %s %s %s, P=%d, %d host thread(s)/rank, %d repetition(s)\n",
                 shape_label(o).c_str(), dtype_name(o.dtype), layout::layout_name(o.layout), P, threads, o.repeat);
-    std::printf(
-        "medians over repetitions of the slowest rank; bytes sent and engine workspace: the most of any "
-        "rank\n");
-    std::printf("%-12s %9s %9s %10s %10s %10s %10s\n", "strategy", "fwd ms", "bwd ms", "fwd MiB tx", "bwd MiB tx",
-                "fwd MiB ws", "bwd MiB ws");
   }
   std::vector<BenchCase> cases;
-  const double peak = !o.json.empty() && comm.rank() == 0 ? host_job_peak(o, P, threads) : 0.0;
+  const double peak = comm.rank() == 0 ? host_job_peak(o, P, threads) : 0.0;
+  if (comm.rank() == 0) {
+    std::printf(
+        "medians over repetitions of the slowest rank; GFLOP/s over the scores the mask leaves visible, with "
+        "their fraction of the job's measured peak (%.1f GFLOP/s over %d rank(s) x %d thread(s)); bytes sent and "
+        "engine workspace: the most of any rank\n",
+        peak * 1e-9, P, threads);
+    std::printf("%-12s %9s %9s %13s %13s %10s %10s %10s %10s\n", "strategy", "fwd ms", "bwd ms", "fwd GF/s", "bwd GF/s",
+                "fwd MiB tx", "bwd MiB tx", "fwd MiB ws", "bwd MiB ws");
+    std::fflush(stdout);
+  }
   const PassFlops ffwd = pass_flops(o, false), fbwd = pass_flops(o, true);
   const char* layout = layout::layout_name(o.layout);
   for (const engine::StrategyChoice& choice : choices) {
     const StrategyRun run = dispatch_dtype(o.dtype, [&](auto tag) { return measure<decltype(tag)>(comm, o, choice); });
     if (comm.rank() != 0) continue;
-    print_row(run);
+    print_row(run, ffwd, fbwd, peak);
     if (!run.skipped.empty()) continue;
     cases.push_back(
         ring_case("strategy/fwd/" + run.label + "/" + layout, o, layout, run.fwd, ffwd, peak, nullptr, run.label));

@@ -115,9 +115,9 @@ class ProcessingTest(unittest.TestCase):
 
 class CalibrationTest(unittest.TestCase):
     TABLE = ("rfa_comm_bench: ring exchange over mpi, 2 ranks, 2 message(s) at once, 10 repetition(s) per size\n"
-             "       bytes  median us     min us     max us  GB/s (link)\n"
-             "           8      {small}       24.8     3729.6         0.00\n"
-             "       65536      {large}      205.8     1201.4         0.16\n")
+             "       bytes  median us     min us     max us  GB/s (link)     MPI GB/s   rfa/MPI\n"
+             "           8      {small}       24.8     3729.6         0.00           -         -\n"
+             "       65536      {large}      205.8     1201.4         0.16           -         -\n")
 
     def calibrate(self, small, large):
         with mock.patch.object(scale_check, "run", return_value=self.TABLE.format(small=small, large=large)):
@@ -133,6 +133,28 @@ class CalibrationTest(unittest.TestCase):
         with self.assertRaises(SystemExit) as stop:
             self.calibrate("977.7", "814.4")
         self.assertIn("noise", str(stop.exception))
+
+
+class RingBenchTableTest(unittest.TestCase):
+    TABLE = ("layout         fwd ms    bwd ms      fwd GF/s      bwd GF/s  fwd eff  bwd eff     fwd hidden     bwd hidden"
+             "   comm ms\n"
+             "contiguous       10.1      18.7   106.4 (24%)   143.3 (33%)    58.3%    63.2%          noise          noise"
+             "    0/1   \n"
+             "zigzag            6.6      13.8   162.1 (-)     194.0 (-)      88.8%    85.6%    23% (0-100)      0% (0-39)"
+             "    2/5   \n")
+
+    def test_reads_each_layout_row(self):
+        rows = scale_check.ring_bench(self.TABLE)
+        self.assertEqual(sorted(rows), ["contiguous", "zigzag"])
+        self.assertEqual(rows["contiguous"]["fwd_ms"], 10.1)
+        self.assertIsNone(rows["contiguous"]["fwd_hidden"])
+        z = rows["zigzag"]
+        self.assertEqual((z["fwd_ms"], z["bwd_ms"]), (6.6, 13.8))
+        self.assertAlmostEqual(z["fwd_efficiency"], 0.888)
+        self.assertAlmostEqual(z["bwd_efficiency"], 0.856)
+        self.assertEqual((z["fwd_hidden"], z["fwd_hidden_range"]), (0.23, "0-100"))
+        self.assertEqual((z["bwd_hidden"], z["bwd_hidden_range"]), (0.0, "0-39"))
+        self.assertEqual(z["comm_only_ms"], [2.0, 5.0])
 
 
 class KernelCostTest(unittest.TestCase):
