@@ -5,7 +5,8 @@ count); one that writes its result and then fails (rfa_run when its check fails)
 without a result is a failure, named with why. Against a baseline: a folder that does not exist
 is refused before anything runs, each result's verdict is the worst of perf/compare's (a lost
 case makes it incomplete), results with nothing to compare with are listed, and figures of a
-run of some parts go to their own folder. The launcher's {N} is the nodes P ranks fill."""
+run of some parts go to their own folder. The launcher's {N} is the nodes P ranks fill. A
+variant's cost is its medians over the main job's, its results compared but not drawn."""
 import argparse
 import io
 import json
@@ -137,6 +138,43 @@ class SuiteBaselineTest(unittest.TestCase):
         self.assertEqual(s.plot_folder(), os.path.join(self.out, "plots", "ring-strategies"))
         s = suite.Suite(argparse.Namespace(out=self.out, only=None))
         self.assertEqual(s.plot_folder(), os.path.join(self.out, "plots"))
+
+
+class VariantCostTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def rfa_run_file(self, name, fwd, bwd):
+        """rfa_run's cases, each repetition's time (ms) and rate given as (ms, TFLOP/s) pairs."""
+        benchmarks = []
+        for pass_, reps in (("fwd", fwd), ("bwd", bwd)):
+            for ms, tflops in reps:
+                benchmarks.append({"name": f"main_job/{pass_}/zigzag", "run_type": "iteration", "real_time": ms,
+                                   "time_unit": "ms", "tflops": tflops})
+            benchmarks.append({"name": f"main_job/{pass_}/zigzag_median", "run_type": "aggregate",
+                               "aggregate_name": "median", "real_time": 1e9, "tflops": 1e9})
+        path = os.path.join(self.dir.name, name)
+        with open(path, "w") as f:
+            json.dump({"context": CONTEXT, "benchmarks": benchmarks}, f)
+        return path
+
+    def test_medians_over_the_main_jobs(self):
+        main = self.rfa_run_file("main.json", [(10, 2.0), (12, 1.0), (11, 1.5)], [(20, 2.0), (30, 1.0), (25, 1.6)])
+        variant = self.rfa_run_file("v.json", [(30, 0.5), (11, 0.9), (12, 0.75)], [(50, 1.0), (20, 2.0), (25, 0.8)])
+        self.assertEqual(suite.variant_cost(main, variant),
+                         "forward 1.09x the time, 0.50x the rate; backward 1.00x the time, 0.62x the rate")
+
+    def test_a_variant_is_compared_but_not_drawn(self):
+        s = suite.Suite(argparse.Namespace(out=self.dir.name))
+        result = os.path.join(self.dir.name, "v.json")
+        code = "import sys; open(sys.argv[1], 'w').write('{}')"
+        with redirect_stdout(io.StringIO()):
+            s.run("v", [sys.executable, "-c", code, result], result, plotted=False)
+        self.assertEqual(s.written, [result])
+        self.assertEqual(s.plotted, [])
 
 
 class LauncherTest(unittest.TestCase):

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Runs perf_suite_array.sbatch as a plain script with the fake srun beside this file: every
-# array task (0-4) with the suite's --quick problems, then the main-job task again against the
+# array task (0-5) with the suite's --quick problems, then the main-job task again against the
 # first run as its baseline (--require-baseline: each result must have been judged), then once
 # more against a baseline folder that does not exist. Checks that each part wrote its results
 # and figures (each part's in plots/<part>/), that the comparison ran and that a mistyped
@@ -23,9 +23,10 @@ run_task() {  # run_task ARRAY_TASK_ID JOB_ID [baseline [suite flags]]
     RFA_PERF_RESULTS="$work/results" RFA_PERF_BASELINE="${3:-}" SLURM_ARRAY_TASK_ID=$1 SLURM_ARRAY_JOB_ID=$2 \
     SLURM_NTASKS=2 SLURM_CPUS_PER_TASK=1 bash "$template"
 }
-for task in 0 1 2 3 4; do run_task "$task" first; done
+for task in 0 1 2 3 4 5; do run_task "$task" first; done
 for f in kernels.json comm-P2.json ring-P2-S256.json main-P2-fp32.json main-P2-bf16.json rfa-topo-main-P2.json \
-         strategies-P2-S256.json plots/kernels/kernels_vs_peak.png plots/ring/ring_efficiency.png \
+         strategies-P2-S256.json variants-P2-fp32-softcap.json variants-P2-bf16-mla.json \
+         plots/kernels/kernels_vs_peak.png plots/ring/ring_efficiency.png \
          plots/main/error_vs_p.png plots/strategies/strategies.png; do
   [ -s "results/first/$f" ] || { echo "FAIL: the array job wrote no $f" >&2; exit 1; }
 done
