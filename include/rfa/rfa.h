@@ -7,7 +7,8 @@
  * communicator are declared in rfa_mpi.h.
  *
  * Conventions shared by every function:
- * - Every function returns an ::rfa_result_t; ::RFA_SUCCESS is 0. On failure,
+ * - Every function but rfa_get_error_string() and rfa_get_last_error_message() (which return
+ *   strings) returns an ::rfa_result_t; ::RFA_SUCCESS is 0. On failure,
  *   rfa_get_last_error_message() gives a detailed message for the calling thread.
  * - No C++ exception ever crosses this interface.
  * - Thread safety: different handles may be used from different threads at once, given
@@ -44,8 +45,10 @@ typedef enum rfa_result_t {
   RFA_ERROR_INVALID_ARGUMENT = 1,  /**< An argument is invalid on this rank (null pointer, bad size, ...). */
   RFA_ERROR_INVALID_USAGE = 2,     /**< Arguments are inconsistent across ranks, or a call is out of order. */
   RFA_ERROR_UNSUPPORTED = 3,       /**< Valid, but not supported by this build (head dim, dtype, backend); also
-                                        every call's result on a CPU that lacks an instruction set
-                                        the library was compiled for (-march=native elsewhere). */
+                                        the result of every call but the two string queries and
+                                        rfa_report_binding_error() on a CPU that lacks an
+                                        instruction set the library was compiled for
+                                        (-march=native elsewhere). */
   RFA_ERROR_OUT_OF_MEMORY = 4,     /**< An allocation failed. */
   RFA_ERROR_INTERNAL = 5,          /**< A bug in rfa: please report it with the message. */
   RFA_ERROR_MPI = 6,               /**< An MPI call failed. */
@@ -499,7 +502,8 @@ static inline rfa_result_t rfa_options_init(rfa_options_t* options) {
  *
  * Created collectively by rfa_context_create() (rfa_mpi.h), destroyed by rfa_context_destroy().
  * Never given out twice in a process: a copy of a destroyed handle stays invalid (every call
- * given it returns RFA_ERROR_INVALID_ARGUMENT), whatever was created since.
+ * given it returns RFA_ERROR_INVALID_ARGUMENT, rfa_context_destroy() after its check of MPI's
+ * thread level), whatever was created since.
  * One handle must be used by one thread at a time; different handles, each created over a
  * communicator of its own, may be used concurrently if the MPI library was initialized with
  * MPI_THREAD_MULTIPLE. Below it, a call that uses MPI while another thread of the process is
@@ -679,7 +683,7 @@ RFA_API rfa_result_t rfa_context_release_workspace(rfa_context_t context, int64_
  * one (checked with cudaPointerGetAttributes: a pointer to the wrong kind of memory fails with
  * ::RFA_ERROR_INVALID_ARGUMENT on every rank before any data moves, as does a tensor not aligned
  * to its elements (4 bytes for fp32 and lse, 2 for bf16 and fp16), or on a CUDA context to 16
- * bytes; that GPU, current at rfa_context_create(), must be current
+ * bytes (sinks and dsinks: 4); that GPU, current at rfa_context_create(), must be current
  * during each call, else ::RFA_ERROR_INVALID_USAGE),
  * in the context's dtype (fp32: float; bf16, fp16: 16-bit patterns in uint16_t). With L the
  * local sequence:
@@ -737,7 +741,8 @@ RFA_API rfa_result_t rfa_context_release_workspace(rfa_context_t context, int64_
  *         tensor not aligned to its elements; on a CUDA context, memory not of its device or
  *         not 16-byte aligned);
  *         ::RFA_ERROR_INVALID_USAGE (a context created with attention sinks, which takes the
- *         _with_sinks call; an unusable context; another current CUDA device; MPI finalized);
+ *         _with_sinks call, checked after the arguments; an unusable context; another current
+ *         CUDA device; MPI finalized);
  *         ::RFA_ERROR_CALL_MISMATCH; ::RFA_ERROR_NONFINITE (options.check_values);
  *         ::RFA_ERROR_TIMEOUT; ::RFA_ERROR_MPI; ::RFA_ERROR_OUT_OF_MEMORY; ::RFA_ERROR_CUDA and
  *         ::RFA_ERROR_NCCL (CUDA contexts).
@@ -764,7 +769,8 @@ RFA_API rfa_result_t rfa_forward(rfa_context_t context, const void* q, const voi
  *         tensor not aligned to its elements; on a CUDA context, memory not of its device or
  *         not 16-byte aligned);
  *         ::RFA_ERROR_INVALID_USAGE (a context created with attention sinks, which takes the
- *         _with_sinks call; an unusable context; another current CUDA device; MPI finalized);
+ *         _with_sinks call, checked after the arguments; an unusable context; another current
+ *         CUDA device; MPI finalized);
  *         ::RFA_ERROR_CALL_MISMATCH; ::RFA_ERROR_NONFINITE (options.check_values);
  *         ::RFA_ERROR_TIMEOUT; ::RFA_ERROR_MPI; ::RFA_ERROR_OUT_OF_MEMORY; ::RFA_ERROR_CUDA and
  *         ::RFA_ERROR_NCCL (CUDA contexts).
@@ -795,8 +801,9 @@ RFA_API rfa_result_t rfa_backward(rfa_context_t context, const void* q, const vo
  *             rfa_backward_with_sinks() needs); to merge the rows with other attention, use it as
  *             the log of the whole denominator.
  * @return the codes of rfa_forward() (but for its refusal of a context with sinks);
- *         ::RFA_ERROR_INVALID_USAGE on a context without sinks or when the ranks' sinks differ;
- *         ::RFA_ERROR_INVALID_ARGUMENT for a NULL, NaN or +inf sink.
+ *         ::RFA_ERROR_INVALID_USAGE on a context without sinks (checked after the arguments:
+ *         a NULL or misplaced buffer is ::RFA_ERROR_INVALID_ARGUMENT first) or when the ranks'
+ *         sinks differ; ::RFA_ERROR_INVALID_ARGUMENT for a NULL, NaN or +inf sink.
  *         For 16-bit dtypes, out is rounded twice (by the strategy, then once more after the
  *         sink's rescaling).
  */
@@ -825,8 +832,9 @@ RFA_API rfa_result_t rfa_forward_with_sinks(rfa_context_t context, const void* q
  *             rank and batch entry of exp(sinks[h] - lse) * sum_d dout * out, summed in float64 in
  *             ring-position order, bitwise the same on every rank; in the context's memory.
  * @return the codes of rfa_backward() (but for its refusal of a context with sinks);
- *         ::RFA_ERROR_INVALID_USAGE on a context without sinks or when the ranks' sinks differ;
- *         ::RFA_ERROR_INVALID_ARGUMENT for a NULL, NaN or +inf sink.
+ *         ::RFA_ERROR_INVALID_USAGE on a context without sinks (checked after the arguments:
+ *         a NULL or misplaced buffer is ::RFA_ERROR_INVALID_ARGUMENT first) or when the ranks'
+ *         sinks differ; ::RFA_ERROR_INVALID_ARGUMENT for a NULL, NaN or +inf sink.
  */
 RFA_API rfa_result_t rfa_backward_with_sinks(rfa_context_t context, const void* q, const void* k, const void* v,
                                              const void* out, const void* dout, const float* lse, const float* sinks,
@@ -866,8 +874,8 @@ RFA_API rfa_result_t rfa_mask_ranges_causal(int64_t seq_total, rfa_mask_range_t*
  * @brief A sliding window: a key is visible when q - k < @p window, and with @p causal only if
  *        also k <= q (the same pairs as rfa_options_t::window with or without ::RFA_MASK_CAUSAL):
  *        one ::RFA_RANGE_BAND entry.
- * @param seq_total the whole sequence's length S >= 1 (above 2^61 the band's offsets may pass
- *        the +-2^61 a context takes: rfa_context_create() refuses such a list).
+ * @param seq_total the whole sequence's length S >= 1 (from 2^61 on the band's offsets may
+ *        reach the +-2^61 a context takes: rfa_context_create() refuses such a list).
  * @param window the window w >= 1.
  * @param causal nonzero: no key after its query.
  * @param[out] ranges room for @p capacity entries, or NULL.

@@ -53,13 +53,20 @@ extern "C" {
  * @param[out] context receives the new handle, or NULL on failure.
  * @return ::RFA_SUCCESS;
  *         ::RFA_ERROR_INVALID_ARGUMENT (NULL pointer, MPI_COMM_NULL or an intercommunicator,
- *         a struct_size too small, above 4096 or inside a field, a list given with a count of
- *         0, unknown enum value, sizes below 1, heads not a multiple of kv_heads, sequence not
- *         divisible as the layout needs);
+ *         a struct_size too small, above 4096 or inside a field, a version below 1, a list
+ *         given with a count of 0 or refused by its own rules (documents, mask ranges; ranges
+ *         with a mask other than ::RFA_MASK_RANGES), unknown enum value, sizes below 1, heads
+ *         not a multiple of kv_heads, sequence not divisible as the layout needs, a ulysses_degree
+ *         the strategy does not take, a timeout_s, softmax_scale or softcap that is not finite,
+ *         tensors whose sizes overflow int64, a malformed RFA_* environment variable (its
+ *         name and value in the message: docs/environment.md));
  *         ::RFA_ERROR_UNSUPPORTED (a head dim, dtype or layout the device's kernels do not take;
- *         a CUDA context from a build without CUDA; cuda_kernels ::RFA_CUDA_KERNELS_CUDNN on a host
+ *         a CUDA context from a build without CUDA; ::RFA_STRATEGY_NEEDED on a CUDA context;
+ *         cuda_kernels ::RFA_CUDA_KERNELS_CUDNN on a host
  *         context, or where cuDNN cannot run the strategy or is not found; transport
- *         ::RFA_TRANSPORT_NCCL on a host context; a soft cap the CUDA kernels cannot hold
+ *         ::RFA_TRANSPORT_NCCL (in the options or RFA_TRANSPORT) on a host context, in a build
+ *         without NCCL, or with ranks sharing a GPU; a shape past what the build's Kokkos Views
+ *         index; a soft cap the CUDA kernels cannot hold
  *         in fp32; a field a newer rfa.h appends, set, that this library lacks; a rank's
  *         CPU lacks an instruction set the library was compiled for: that rank's creation
  *         still tells the others, which fail at once naming it and what it lacks, where the
