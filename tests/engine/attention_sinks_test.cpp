@@ -4,8 +4,8 @@
 // rows, one short of the rows, all of them, one past and more than all (so a head's last team
 // holds a partial chunk, a whole one, or every row), heads with and without a sink; and
 // apply_sinks with a thread's share of a row cut many ways (each value scaled once, head dims
-// that end inside a block of 8 or on it), a row that saw no key among them. The C API's suites hold both to the float64
-// attention with sinks.
+// that end inside a block of 8 or on it), a row that saw no key among them, rows whose lse is far
+// from 0. The C API's suites hold both to the float64 attention with sinks.
 #include <gtest/gtest.h>
 
 #include <Kokkos_Core.hpp>
@@ -145,6 +145,32 @@ TEST(ApplySinks, FoldsTheSinkIntoEveryRowOnceWhateverTheShareOfAThread) {
   check_sinks_applied<bf16_t>(1, 7, 4);
   check_sinks_applied<bf16_t>(2, 3, 20);
   check_sinks_applied<fp16_t>(1, 1, 4);  // 3 rows
+}
+
+// Rows whose lse is far from 0: the keys keep exp(before) / (exp(before) + exp(s)) of the row,
+// formed from before - s (taken from the rounded lse with the sink, the share was 1 for 1/2
+// where lse and sink are equal at 1e8, and 3% off at 1e6). float64 over the stored values.
+TEST(ApplySinks, RowsFarFromZeroKeepTheirShare) {
+  for (const float size : {1e6f, 3e7f, 1e8f, -1e8f}) {
+    SinkCase<float> c(1, 4, 3, 8, 5u);
+    const SinkCase<float> before(1, 4, 3, 8, 5u);
+    // Head 0's sink equals every lse, head 2's lies 8 above them (below at -1e8; 8 is a whole
+    // number of ulps at each size), head 1 has none.
+    c.sinks = {size, -INFINITY, size > 0 ? size + 8.0f : size - 8.0f};
+    for (std::int64_t k = 0; k < 3; ++k)
+      for (std::int64_t r = 0; r < 4; ++r) c.lse(0, k, r) = size;
+    apply_sinks<float, Host>(Kokkos::DefaultHostExecutionSpace(), c.sinks.data(), c.out, c.lse, 0);
+    for (std::int64_t k = 0; k < 3; ++k) {
+      const double s = c.sinks[std::size_t(k)];
+      const double share = s == -INFINITY ? 1.0 : 1.0 / (1.0 + std::exp(s - double(size)));
+      for (std::int64_t r = 0; r < 4; ++r)
+        for (std::int64_t x = 0; x < 8; ++x) {
+          const double was = before.out(0, r, k, x);
+          ASSERT_NEAR(c.out(0, r, k, x), was * share, 1e-6 * std::fabs(was))
+              << "lses of " << size << ", head " << k << ", row " << r << ", column " << x;
+        }
+    }
+  }
 }
 
 TEST(ApplySinks, NoRowsChangeNothingAndANegativeShareIsRefused) {
