@@ -43,13 +43,17 @@ class QuietTest(unittest.TestCase):
         self.assertEqual(sleep.call_count, 2)
 
     def test_gives_up_after_its_bound(self):
-        clock = iter(range(100))
-        busy = iter(range(0, 1000, 5))  # always busy
+        clock = iter(range(100))  # one second a look: the deadline at 3 leaves two naps
+        busy = iter(range(0, 1000, 5))  # always busy: 5 CPU seconds a nap on 2 cores
+        before = scale_check.QUIET["busy_starts"]
         with mock.patch.object(scale_check, "busy_cpu_seconds", side_effect=lambda: next(busy)), \
+                mock.patch.object(scale_check.os, "cpu_count", return_value=2), \
                 mock.patch.object(scale_check.time, "monotonic", side_effect=lambda: next(clock)), \
                 mock.patch.object(scale_check.time, "sleep") as sleep:
-            scale_check.wait_until_quiet(within=3.0)
-        self.assertLessEqual(sleep.call_count, 3)
+            quiet = scale_check.wait_until_quiet(within=3.0)
+        self.assertFalse(quiet)
+        self.assertEqual(sleep.call_count, 2)
+        self.assertEqual(scale_check.QUIET["busy_starts"], before + 1)
 
     def test_bound_from_the_option_and_busy_starts_counted(self):
         clock = iter(range(100))

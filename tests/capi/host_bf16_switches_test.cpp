@@ -2,8 +2,9 @@
 // RFA_HOST_AMX and RFA_HOST_BF16_DOT are read once, at a context's creation (under mpiexec -n
 // 1-2): switched off after it, a bf16 context's forward and backward give bitwise what they gave
 // before, while a context created with them off runs the portable kernels (other results, where
-// the build and CPU have hardware bf16 products: elsewhere the switches change nothing and the
-// test skips). Switched on again, that second context keeps the portable kernels.
+// the build and CPU have AVX512-BF16 products, a failure there if not: elsewhere the switches
+// change nothing and the test skips). Switched on again, that second context keeps the portable
+// kernels.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -83,7 +84,19 @@ TEST(HostBf16Switches, AreReadAtCreationOnly) {
   ASSERT_RFA_OK(rfa_context_destroy(hardware));
   int differs = off != first ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &differs, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (!differs) GTEST_SKIP() << "the switches change nothing here (no hardware bf16 products in this build or CPU)";
+  // Whether the switches must change something is the build's and the CPU's to say, not the
+  // results': where both have AVX512-BF16 products, the same bytes mean the switches were
+  // ignored (or the products never chosen), a failure. (AMX tiles come with AVX512-BF16.)
+  bool bf16_products_here = false;
+#if defined(__AVX512BF16__) && (defined(__GNUC__) || defined(__clang__))
+  bf16_products_here = __builtin_cpu_supports("avx512bf16");
+#endif
+  if (bf16_products_here) {
+    EXPECT_TRUE(differs) << "a context created with RFA_HOST_AMX=0 and RFA_HOST_BF16_DOT=0 gave the bytes of one "
+                            "on this CPU's AVX512-BF16 products";
+  } else if (!differs) {
+    GTEST_SKIP() << "the switches change nothing here (no hardware bf16 products in this build or CPU)";
+  }
 }
 
 }  // namespace

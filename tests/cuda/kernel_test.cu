@@ -980,7 +980,7 @@ void run_argument_checks() {
 
 // usage: rfa_cuda_kernel_test [--filter SUBSTRING[|SUBSTRING...]] [--require-path sm90]
 //   --filter: only the GPU cases whose name contains one of the substrings ('|' between them; e.g.
-//   to keep a compute-sanitizer run short)
+//   to keep a compute-sanitizer run short); a filter that selects no case fails the run
 //   --require-path sm90: fail, rather than test the sm_80 kernels alone, where the Hopper kernels
 //   cannot run (not in this build, or a device that is not 9.x): a check that asks for them
 //   must not pass without them
@@ -1005,10 +1005,14 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  int matched = 0;  // cases a --filter selected: one that selects none fails the run
   auto selected = [&](const std::string& name) {
     if (filters.empty()) return true;
     for (const std::string& f : filters)
-      if (!f.empty() && name.find(f) != std::string::npos) return true;
+      if (!f.empty() && name.find(f) != std::string::npos) {
+        ++matched;
+        return true;
+      }
     return false;
   };
   run_argument_checks();
@@ -1339,6 +1343,10 @@ int main(int argc, char** argv) {
 
   if (selected("row-wise helpers")) run_rowwise_checks();
 
+  if (!filters.empty() && matched == 0) {
+    std::printf("FAIL: --filter selected no case: nothing was tested\n");
+    ++failures;
+  }
   if (failures == 0)
     std::printf("all checks passed\n");
   else
