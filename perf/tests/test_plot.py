@@ -70,6 +70,12 @@ class PlotTest(unittest.TestCase):
         runs = [run(p, ring_entries("main_job/fwd/zigzag", "ring", [10, 10], [0.05, 0.05], layout="zigzag",
                                     max_error=err))
                 for p, err in ((1, 0.0), (2, 2e-6), (4, 3e-6))]
+        floor, points = plot.error_points(plot.error_series(runs))
+        self.assertAlmostEqual(floor, 2e-7)  # a tenth of the smallest error
+        self.assertEqual(len(points), 1)
+        measured, zeros = next(iter(points.values()))
+        self.assertEqual(measured, [(2, 2e-6), (4, 3e-6)])  # the line leaves the exact 0 out
+        self.assertEqual(zeros, [(1, floor)])  # drawn apart, at the floor
         with tempfile.TemporaryDirectory() as out:
             path = plot.plot_error_vs_p(runs, out)
             self.assertTrue(os.path.getsize(path) > 0)
