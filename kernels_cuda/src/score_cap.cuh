@@ -3,8 +3,8 @@
 // raw scores s = q . k and use scale * s through exp2(s * scale_log2 - m); a cap replaces s by
 // (softcap / scale) tanh(scale s / softcap), whose scaled value is softcap * tanh(scale s /
 // softcap), so the softmax code after it is the same with and without a cap. The backward
-// multiplies dS by the cap's slope, 1 - tanh^2, computed from exp(-2|x|) (exact where tanh
-// rounds to +-1).
+// multiplies dS by the cap's slope, 1 - tanh^2. Both come from one exponential per score
+// (ScoreCap::tanh_and_slope), the slope keeping its relative precision where tanh rounds to +-1.
 #pragma once
 
 namespace rfa_cuda {
@@ -15,21 +15,40 @@ struct ScoreCap {
   float into_tanh;  // scale / softcap
   float out_of;     // softcap / scale
 
-  /// The capped raw score of s; `slope` gets d(capped)/ds = 1 - tanh^2 (1 without a cap), as
-  /// 4 e / (1 + e)^2 with e = exp(-2 |x|): 1 - t^2 is 0 wherever t rounds to +-1 (|x| > 8.7),
-  /// where this keeps fp32's relative precision until e is subnormal (|x| near 44).
+  /// tanh(x), and its slope 1 - tanh^2(x) in `slope`. For |x| >= 0.625, from e = exp(-2|x|):
+  /// tanh = sign(x) (1 - 2e / (1 + e)) and the slope 4e / (1 + e)^2, which keeps fp32's relative
+  /// precision where tanh rounds to +-1 (1 - t^2 is 0 from |x| = 8.7 on) until e is subnormal
+  /// (|x| near 44; 0 beyond, and at +-inf); below, x P(x^2) (the host's polynomial, simd::tanh:
+  /// 1.1e-7 in fp32) and 1 - t^2 (t^2 < 0.31: no cancellation). An exponential, a division and
+  /// seven multiply-adds, as tanhf costs; in the forward the slope's arithmetic is dead code.
+  __device__ __forceinline__ static float tanh_and_slope(float x, float& slope) {
+    const float u = x * x;
+    float p = -5.704042501747608e-3f;
+    p = fmaf(p, u, 2.0637862384319305e-2f);
+    p = fmaf(p, u, -5.373915657401085e-2f);
+    p = fmaf(p, u, 1.33314311504364e-1f);
+    p = fmaf(p, u, -3.333328068256378e-1f);
+    p = fmaf(p, u, 1.0f);
+    const float near = x * p;
+    const float e = exp2f(-2.8853900817779268f * fabsf(x));  // 2 log2(e); e in [0, 1]
+    const float r = __fdividef(1.f, 1.f + e);                // the divisor in [1, 2]
+    const bool is_near = u < 0.390625f;                      // |x| < 0.625; NaN: the far form, NaN
+    slope = is_near ? fmaf(-near, near, 1.f) : 4.f * e * r * r;
+    return is_near ? near : copysignf(fmaf(-2.f * e, r, 1.f), x);
+  }
+
+  /// The capped raw score of s; `slope` gets d(capped)/ds = 1 - tanh^2 (1 without a cap).
   __device__ __forceinline__ float apply(float s, float& slope) const {
     if (!on) {
       slope = 1.f;
       return s;
     }
-    const float x = s * into_tanh;
-    const float e = exp2f(-2.8853900817779268f * fabsf(x));  // 2 log2(e)
-    const float r = 1.f / (1.f + e);
-    slope = 4.f * e * r * r;
-    return out_of * tanhf(x);
+    return out_of * tanh_and_slope(s * into_tanh, slope);
   }
-  __device__ __forceinline__ float apply(float s) const { return on ? out_of * tanhf(s * into_tanh) : s; }
+  __device__ __forceinline__ float apply(float s) const {
+    float unused;
+    return on ? out_of * tanh_and_slope(s * into_tanh, unused) : s;
+  }
 };
 
 // A thread's scores (kBlocks blocks of mma accumulators) capped in place where a cap is set. The

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Lets a header of plain device code (kernels_cuda/src/attention_mask.cuh: integer logic, loads
-// through __ldg, min) compile as host C++, so that its logic is tested against every pair of
-// small masks on any machine, with the sanitizers too, instead of only on a lent GPU. CUDA's
-// qualifiers become nothing (__forceinline__: inline) and __ldg a plain load. Include it before
-// the device header, in a host test only.
+// through __ldg, min; row_epilogue.cuh and score_cap.cuh: fp32 math) compile as host C++, so
+// that its logic is tested on any machine, with the sanitizers too, instead of only on a lent
+// GPU. CUDA's qualifiers become nothing (__forceinline__: inline), __ldg a plain load and
+// __fdividef a division. Include it before the device header, in a host test only.
 #pragma once
 
 #ifdef __CUDACC__
@@ -28,4 +28,6 @@ template <class T>
 inline T __ldg(const T* p) {
   return *p;
 }
+// CUDA's fast division (2 ulp for divisors up to 2^126): a correctly rounded one on the host.
+inline float __fdividef(float a, float b) { return a / b; }
 using std::min;

@@ -3,8 +3,10 @@
 // (device_code_on_host.hpp), against float64: the forward's epilogue (row_epilogue.cuh), plain
 // and merging into a running result as the ring's fused merge does, at lses near 0 and far from
 // it (up to 2e38, and pairs further apart than fp32's range), rows that saw no key and NaN; and
-// the soft cap's slope (score_cap.cuh) where tanh rounds to +-1. The weights of a merge must sum
-// to 1 whatever the lses' size: taken from the rounded merged lse, they summed to 2 from 2^24 on.
+// the soft cap (score_cap.cuh): tanh and its slope from one exponential, the slope in relative
+// terms where tanh rounds to +-1, the forward's capped score the backward's. The weights of a
+// merge must sum to 1 whatever the lses' size (taken from the rounded merged lse they would sum to
+// 2 from 2^24 on).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -97,21 +99,31 @@ TEST(RowEpilogue, MergedWeightsAreTheSoftmaxOfTheTwoLsesAtAnySize) {
   EXPECT_TRUE(std::isnan(e.lse) && std::isnan(e.running) && std::isnan(e.block));
 }
 
-TEST(ScoreCapSlope, KeepsItsDigitsWhereTanhRoundsToOne) {
-  // scale 1, cap 1: the capped raw score's slope is 1 - tanh^2(s) = 1 / cosh^2(s).
+TEST(ScoreCapSlope, TanhAndItsSlopeFromOneExponential) {
+  // scale 1, cap 1: the capped raw score is tanh(s), its slope 1 - tanh^2(s) = 1 / cosh^2(s).
   const ScoreCap cap{true, 1.0f, 1.0f};
-  for (int i = -43 * 64; i <= 43 * 64; ++i) {
-    const float s = float(i) / 64.0f;
+  std::vector<float> xs;
+  for (int i = -43 * 64; i <= 43 * 64; ++i) xs.push_back(float(i) / 64.0f);
+  for (const float sign : {1.0f, -1.0f})
+    for (const float x : {0.625f, std::nextafter(0.625f, 0.0f), std::nextafter(0.625f, 1.0f), 1e-6f, 1e-30f})
+      xs.push_back(sign * x);
+  for (const float s : xs) {
     float slope = 0.0f;
     const float capped = cap.apply(s, slope);
-    EXPECT_NEAR(capped, std::tanh(double(s)), 2e-7) << "s = " << s;
+    const double t = std::tanh(double(s));
+    EXPECT_NEAR(capped, t, 4e-7 * std::fabs(t)) << "s = " << s;
     const double c = std::cosh(double(s)), want = 1.0 / (c * c);
     // The exponential's error grows with its argument 2|s| log2 e (fp32's rounding of it).
     EXPECT_NEAR(slope, want, want * (1e-6 + 2e-7 * std::fabs(s))) << "s = " << s;
+    EXPECT_EQ(cap.apply(s), capped) << "the forward's capped score differs from the backward's, s = " << s;
   }
-  float slope = 1.0f;
-  cap.apply(-kInf, slope);
-  EXPECT_EQ(slope, 0.0f);
+  for (const float s : {-kInf, kInf}) {
+    float slope = 1.0f;
+    EXPECT_EQ(cap.apply(s, slope), s > 0 ? 1.0f : -1.0f);
+    EXPECT_EQ(slope, 0.0f);
+  }
+  float slope = 0.0f;
+  EXPECT_TRUE(std::isnan(cap.apply(std::nanf(""), slope)) && std::isnan(slope));
   const ScoreCap off{false, 0.0f, 0.0f};
   EXPECT_EQ(off.apply(7.0f, slope), 7.0f);
   EXPECT_EQ(slope, 1.0f);
