@@ -127,8 +127,10 @@ std::pair<double, double> timed_mpi_exchange(const std::vector<char>& send, std:
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<MPI_Request> requests;
   for (std::size_t m = 0; m < recv.size(); ++m)
-    for (std::size_t at = 0, part = 0; at < send.size(); at += kPart, ++part) {
-      const int n = int(std::min(kPart, send.size() - at)), tag = int(m * 4096 + part);
+    for (std::size_t at = 0; at < send.size(); at += kPart) {
+      // One tag for all: MPI matches a pair's messages in the order they were posted, which is
+      // the same on both sides (MPI guarantees tags up to 32767 only).
+      const int n = int(std::min(kPart, send.size() - at)), tag = 0;
       requests.emplace_back();
       MPI_Irecv(recv[m].data() + at, n, MPI_BYTE, prev, tag, MPI_COMM_WORLD, &requests.back());
       requests.emplace_back();

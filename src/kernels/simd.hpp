@@ -275,9 +275,10 @@ KOKKOS_INLINE_FUNCTION V exp2_probability(V x) {
 /// q = 2 / (e + 1) and e = e^(2x) from exp2 (its argument clamped at 126, where the result is 1
 /// in fp32; -inf gives -1). Also its derivative 1 - tanh^2(x) in `slope`, as e q^2 (that is,
 /// 4 e / (e + 1)^2) from the same exponential: 1 - t^2 would be 0 wherever t rounds to +-1
-/// (|x| > 8.7), where e q^2 keeps fp32's relative precision down to |x| = 43 (the slope there is
-/// 2^-124, and stays that for larger x; it is 0 for x = -inf). The relative error of the slope
-/// grows with |x| from the rounding of 2x log2 e: about 1e-6 at |x| = 10, 3e-6 at 40.
+/// (|x| > 8.7), where e q^2 keeps fp32's relative precision up to |x| = 43. From x = 126 / (2 log2
+/// e), about 43.7, on (and at +inf and NaN) the clamp holds it at 2^-124; below about -43.7 it is
+/// 0 (e underflows), as at -inf. Its relative error grows with |x| from the rounding of 2x log2
+/// e: about 1e-6 at |x| = 10, 3e-6 at 40.
 /// Soft-capped scores (AttentionParams::softcap) pass through tanh once per score, the backward's
 /// through this form.
 template <class V>

@@ -2,10 +2,11 @@
 /* A librfa compiled for instruction sets the CPU lacks (-march=native on another node), run on
  * QEMU's emulated CPU without them (Nehalem: no AVX, AVX2, FMA or AVX-512): every call of the C
  * ABI returns RFA_ERROR_UNSUPPORTED naming what is missing, and none stops at an illegal
- * instruction. Prints "PASS" or "FAIL: ..." and exits 0 or 1; one process, MPI initialized
- * alone. An argument names a set the refusal must name ("LZCNT"), or with a leading '!' one it
- * must not ("!LZCNT"): the CPU's answer read for that set; with "!", a CPU that lacks nothing the
- * build uses (QEMU's most capable one, where the build machine has no AVX-512) passes too. */
+ * instruction. Prints "PASS", "SKIP: ..." or "FAIL: ..." and exits 0 or 1; one process, MPI
+ * initialized alone. An argument names a set the refusal must name ("LZCNT"), or with a leading
+ * '!' one it must not ("!LZCNT"): the CPU's answer read for that set; with "!", a CPU that lacks
+ * nothing the build uses (QEMU's most capable one, where the build machine has no AVX-512) has no
+ * refusal to read: SKIP (CTest's skip). */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>

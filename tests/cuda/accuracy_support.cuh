@@ -40,8 +40,8 @@ struct Case {
   std::vector<std::int64_t> doc_offsets = {};
   int value_dim = 0;  // V, out, dout and dV's head dim where it differs from head_dim (0: head_dim)
   // Every scaled score 9 to 14, past a soft cap of 1 (softcap 1): tanh is 1 in fp32, yet dQ and dK
-  // are 4 exp(-2 s) of their uncapped size (1e-8 to 1e-12), not 0 (a slope taken as 1 - t^2 lost
-  // them); they are measured against their own size (expect_close's own_size).
+  // are 4 exp(-2 s) of their uncapped size (1e-8 to 1e-12), not 0 (as a slope taken as 1 - t^2
+  // would make them); they are measured against their own size (expect_close's own_size).
   bool past_cap = false;
   int dv() const { return value_dim != 0 ? value_dim : head_dim; }
 };

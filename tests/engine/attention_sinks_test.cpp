@@ -148,8 +148,8 @@ TEST(ApplySinks, FoldsTheSinkIntoEveryRowOnceWhateverTheShareOfAThread) {
 }
 
 // Rows whose lse is far from 0: the keys keep exp(before) / (exp(before) + exp(s)) of the row,
-// formed from before - s (taken from the rounded lse with the sink, the share was 1 for 1/2
-// where lse and sink are equal at 1e8, and 3% off at 1e6). float64 over the stored values.
+// formed from before - s (taken from the rounded lse with the sink, the share would be 1 for 1/2
+// where lse and sink are equal at 1e8, and up to 3% off at 1e6). float64 over the stored values.
 TEST(ApplySinks, RowsFarFromZeroKeepTheirShare) {
   for (const float size : {1e6f, 3e7f, 1e8f, -1e8f}) {
     SinkCase<float> c(1, 4, 3, 8, 5u);

@@ -116,7 +116,7 @@ TEST(BackwardKeyTileSplits, EverySplitGivesTheReferenceGradients) {
 
 // Scores far past a soft cap (s / softcap from 9 to 14): tanh is 1 in fp32 and every key weighs
 // the same, yet the gradients through the cap are not 0 but 4 exp(-2 s / softcap) of what they
-// would be uncapped (1e-8 to 1e-12): a slope taken as 1 - t^2 made dQ and dK 0. q is 9 in its
+// would be uncapped (1e-8 to 1e-12): a slope taken as 1 - t^2 would make dQ and dK 0. q is 9 in its
 // first element and 0 elsewhere, k's first element in [1, 14/9]; the comparison is to the largest
 // reference value with no floor (the shapes' own floor of 1e-2 would take 0 for these). fp16 is
 // left out: such gradients lie below its subnormals.
