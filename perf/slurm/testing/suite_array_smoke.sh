@@ -25,7 +25,7 @@ run_task() {  # run_task ARRAY_TASK_ID JOB_ID [baseline [suite flags]]
 }
 for task in 0 1 2 3 4 5; do run_task "$task" first; done
 for f in kernels.json comm-P2.json ring-P2-S256.json main-P2-fp32.json main-P2-bf16.json rfa-topo-main-P2.json \
-         strategies-P2-S256.json variants-P2-fp32-softcap.json variants-P2-bf16-mla.json \
+         strategies-P2-S256.json variants-P2-bf16-softcap.json variants-P2-bf16-mla.json \
          plots/kernels/kernels_vs_peak.png plots/ring/ring_efficiency.png \
          plots/main/error_vs_p.png plots/strategies/strategies.png; do
   [ -s "results/first/$f" ] || { echo "FAIL: the array job wrote no $f" >&2; exit 1; }
