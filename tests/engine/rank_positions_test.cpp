@@ -131,8 +131,9 @@ double work_max_over_mean(const AttentionConfig& c, int P) {
 }
 
 /// The placement is a permutation of whole chunks, each rank's in position order, and what a
-/// copy of the config and a fresh config with the same mask compute.
-void expect_permutation_of_chunks(const AttentionConfig& c, int P) {
+/// copy of the config computes; with `fresh_solve`, also a config with the same mask and a
+/// cache of its own, which solves the placement again (as every rank does).
+void expect_permutation_of_chunks(const AttentionConfig& c, int P, bool fresh_solve) {
   const std::int64_t S = c.seq_total, chunk = S / (8 * P);
   std::vector<char> held(static_cast<std::size_t>(S), 0);
   const AttentionConfig copy = c;
@@ -150,7 +151,9 @@ void expect_permutation_of_chunks(const AttentionConfig& c, int P) {
       held[std::size_t(t)] = 1;
     }
     EXPECT_EQ(rows_of(rank_positions(copy, P, r)), rows);
-    EXPECT_EQ(rows_of(rank_positions(fresh, P, r)), rows);
+    if (fresh_solve) {
+      EXPECT_EQ(rows_of(rank_positions(fresh, P, r)), rows);
+    }
   }
 }
 
@@ -161,12 +164,16 @@ TEST_P(BalancedPlacement, EveryFamilyWithinFivePercentOfEvenWork) {
   // About 16384 tokens: a multiple of the 8P chunks and of the neighbourhood's 256-wide rows.
   const std::int64_t unit = std::lcm(std::int64_t(8) * P, std::int64_t(256)),
                      S = unit * std::max<std::int64_t>(1, 16384 / unit);
+  // The second solve of a fresh cache at every ring size for the first family, and for all
+  // up to 8 ranks: from 16 ranks on, a solve takes about a second here.
+  bool first = true;
   for (const Family& f : families(S)) {
     SCOPED_TRACE(f.name);
     AttentionConfig c = balanced_config(S, f.mask, f.mask == RFA_MASK_RANGES ? &f.ranges : nullptr);
     c.window = f.window;
     c.doc_bounds = f.documents;
-    expect_permutation_of_chunks(c, P);
+    expect_permutation_of_chunks(c, P, first || P <= 8);
+    first = false;
     EXPECT_LE(work_max_over_mean(c, P), 1.05);
   }
 }

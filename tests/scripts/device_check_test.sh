@@ -131,8 +131,8 @@ check "sanitizer refused: exit code 0" [ $rc -eq 0 ]
 check "sanitizer refused: memcheck not available" [ "$(verdict "$tmp/out2" memcheck.engine)" = "not available" ]
 check "check alone: no perf steps" [ ! -e "$tmp/out2/perf.log" ]
 
-# 2b. A sanitizer that runs and finds errors: FAILED, and the check fails.
-run_check "$tmp/out2b" FAKE_SANITIZER=errors bash "$script" --bundle "$bundle" check
+# 2b. A sanitizer that runs and finds errors: FAILED, and the check fails (its step alone).
+run_check "$tmp/out2b" FAKE_SANITIZER=errors bash "$script" --bundle "$bundle" --only 'memcheck\.engine' check
 rc=$?
 check "sanitizer errors: nonzero exit code" [ $rc -ne 0 ]
 check "sanitizer errors: memcheck FAILED" [ "$(verdict "$tmp/out2b" memcheck.engine)" = "FAILED (rc 1)" ]
@@ -153,8 +153,10 @@ else
     grep -qE $'\tncu.kernels\tnot available [(]no ncu on this machine[)]' "$tmp/out2c/summary.tsv"
 fi
 
-# 3. A test that skips for want of a GPU (77) fails, and the steps after it still run.
-run_check "$tmp/out3" FAKE_FAIL=rfa_cudnn_attention_test FAKE_RC=77 bash "$script" --bundle "$bundle" check
+# 3. A test that skips for want of a GPU (77) fails, and the steps after it still run (it and
+#    a later one alone).
+run_check "$tmp/out3" FAKE_FAIL=rfa_cudnn_attention_test FAKE_RC=77 bash "$script" --bundle "$bundle" \
+  --only 'cudnn_test|example_c' check
 rc=$?
 check "a skipping test: nonzero exit code" [ $rc -ne 0 ]
 check "a skipping test: FAILED, saying why" \
