@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Fuzzes the C API's argument checks with libFuzzer for a bounded time (CI runs it):
-#   bash scripts/fuzz.sh [SECONDS]   (default 60)
+#   bash scripts/fuzz.sh [SECONDS]   (default 60; wall time, a fuzzing process on each core:
+#                                     RFA_FUZZ_WORKERS, default the core count, through
+#                                     libFuzzer's fork mode where more than one)
 #   bash scripts/fuzz.sh --build-only     (installs and builds, runs nothing: CI builds it early)
 #   bash scripts/fuzz.sh --install-only   (installs what it needs, builds nothing)
 # Installs clang-14 and its compiler-rt if missing (Debian 12), builds the harness
@@ -53,16 +55,27 @@ fuzzer="$build/tests/fuzz/rfa_capi_fuzzer"
 ctest --test-dir "$build" -R rfa_capi_fuzzer_seeds --output-on-failure  # the seed corpus, once each
 scratch="$build/fuzz-corpus"
 mkdir -p "$scratch"
+workers=${RFA_FUZZ_WORKERS:-$(nproc)}
+if ! [[ "$workers" =~ ^[1-9][0-9]*$ ]]; then
+  echo "fuzz: RFA_FUZZ_WORKERS must be a positive whole number, not '$workers'" >&2
+  exit 2
+fi
+# Fork mode: the workers fuzz in child processes and merge what they find into the corpus; a
+# crash, sanitizer report or leak in any of them ends the run with its exit code and input.
+fork=()
+[ "$workers" -gt 1 ] && fork=(-fork="$workers")
 set +e
-"$fuzzer" -max_total_time="$seconds" -print_final_stats=1 -timeout=20 -rss_limit_mb=4096 \
+"$fuzzer" "${fork[@]}" -max_total_time="$seconds" -print_final_stats=1 -timeout=20 -rss_limit_mb=4096 \
   -artifact_prefix="$build/" "$scratch" "$here/tests/fuzz/corpus" >"$build/fuzz.log" 2>&1
 status=$?
 set -e
+# One process prints its totals (stat::); fork mode prints a line per job: the last says them.
 grep -E "^#[0-9]+ +(INITED|DONE)|stat::number_of_executed_units|stat::peak_rss|ERROR|SUMMARY|contract broken" \
   "$build/fuzz.log" || true
+[ ${#fork[@]} -eq 0 ] || grep -E "^#[0-9]+: cov:" "$build/fuzz.log" | tail -n 1
 if [ "$status" -ne 0 ]; then
   echo "fuzz: the fuzzer failed (exit $status); the input is in $build/crash-* (or leak-*, timeout-*), log in $build/fuzz.log" >&2
   tail -40 "$build/fuzz.log" >&2
   exit 1
 fi
-echo "fuzz: clean after ${seconds} s"
+echo "fuzz: clean after ${seconds} s on $workers core(s)"
