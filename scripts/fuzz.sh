@@ -61,9 +61,10 @@ if ! [[ "$workers" =~ ^[1-9][0-9]*$ ]]; then
   exit 2
 fi
 # Fork mode: the workers fuzz in child processes and merge what they find into the corpus; a
-# crash, sanitizer report or leak in any of them ends the run with its exit code and input.
+# crash, sanitizer report, leak, timeout or out-of-memory stop in any of them ends the run with
+# its exit code and input (fork mode would otherwise carry on past timeouts and OOMs).
 fork=()
-[ "$workers" -gt 1 ] && fork=(-fork="$workers")
+[ "$workers" -gt 1 ] && fork=(-fork="$workers" -ignore_timeouts=0 -ignore_ooms=0)
 set +e
 "$fuzzer" "${fork[@]}" -max_total_time="$seconds" -print_final_stats=1 -timeout=20 -rss_limit_mb=4096 \
   -artifact_prefix="$build/" "$scratch" "$here/tests/fuzz/corpus" >"$build/fuzz.log" 2>&1
@@ -72,7 +73,7 @@ set -e
 # One process prints its totals (stat::); fork mode prints a line per job: the last says them.
 grep -E "^#[0-9]+ +(INITED|DONE)|stat::number_of_executed_units|stat::peak_rss|ERROR|SUMMARY|contract broken" \
   "$build/fuzz.log" || true
-[ ${#fork[@]} -eq 0 ] || grep -E "^#[0-9]+: cov:" "$build/fuzz.log" | tail -n 1
+[ ${#fork[@]} -eq 0 ] || { grep -E "^#[0-9]+: cov:" "$build/fuzz.log" || true; } | tail -n 1
 if [ "$status" -ne 0 ]; then
   echo "fuzz: the fuzzer failed (exit $status); the input is in $build/crash-* (or leak-*, timeout-*), log in $build/fuzz.log" >&2
   tail -40 "$build/fuzz.log" >&2
