@@ -51,6 +51,16 @@ inline double visible_scores(const MaskShape& mask) {
   return visible;
 }
 
+/// visible_scores() summed over `batch` entries whose masks mask_of(entry) gives: entry by entry
+/// where they differ (`per_entry`: documents of their own), else `batch` times entry 0's.
+template <class MaskOf>
+double visible_scores_over_batch(std::int64_t batch, bool per_entry, MaskOf mask_of) {
+  if (!per_entry) return double(batch) * visible_scores(mask_of(std::int64_t(0)));
+  double visible = 0;
+  for (std::int64_t e = 0; e < batch; ++e) visible += visible_scores(mask_of(e));
+  return visible;
+}
+
 /// FLOPs per visible score and (batch entry, head): forward 2 (d + dv) (S = Q K^T and O = P V),
 /// backward 6 d + 4 dv (S, dK and dQ in Q and K's head dim d; dP and dV in V's dv); with one
 /// head dim 4 d and 10 d, 2.5 times the forward.

@@ -138,5 +138,12 @@ auto options_or_exit(const char* program, Parse&& parse) -> decltype(parse()) {
   }
 }
 
+/// A number as a command line gives it: "30", "0.5" (an ostream's default form).
+inline std::string number_text(double x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
+}
+
 }  // namespace perf
 }  // namespace rfa

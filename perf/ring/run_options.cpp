@@ -210,10 +210,8 @@ MaskShape mask_shape(const RunOptions& o, std::int64_t entry) {
 }
 
 double visible_scores_over_batch(const RunOptions& o) {
-  if (o.documents.offsets.empty()) return double(o.batch) * visible_scores(mask_shape(o));
-  double visible = 0;
-  for (std::int64_t e = 0; e < o.batch; ++e) visible += visible_scores(mask_shape(o, e));
-  return visible;
+  return visible_scores_over_batch(o.batch, !o.documents.offsets.empty(),
+                                   [&o](std::int64_t e) { return mask_shape(o, e); });
 }
 
 /// parse_run_options()'s work; a number an option does not take throws OptionError.
@@ -417,12 +415,6 @@ std::string fit_default_seq(RunOptions& o, int ranks) {
   return "S=" + std::to_string(fitted) + ": the default " + old + " rounded down to a multiple of " +
          (per_rank == 1 ? std::string("P = ") : std::to_string(per_rank) + "P = ") + std::to_string(divisor) +
          " for the " + layout::layout_name(o.layout) + " layout";
-}
-
-std::string number_text(double x) {
-  std::ostringstream os;
-  os << x;
-  return os.str();
 }
 
 }  // namespace perf

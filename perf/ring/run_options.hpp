@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attention_work.hpp"
+#include "command_line.hpp"
 #include "core/mask_ranges.hpp"
 #include "document_spec.hpp"
 #include "engine/attention_strategy.hpp"
@@ -91,9 +92,6 @@ std::string fit_default_seq(RunOptions& o, int ranks);
 /// "ring", "ulysses", "allgather" or "hybrid:PU": the strategy as output and JSON name it (the
 /// spelling of rfa_ring_bench --strategy).
 std::string strategy_label(const engine::StrategyChoice& choice);
-
-/// A number as a command line gives it: "30", "0.5" (an ostream's default form).
-std::string number_text(double x);
 
 /// The mask these options run for batch entry `entry` (for counting the visible scores).
 MaskShape mask_shape(const RunOptions& o, std::int64_t entry = 0);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// rfa_run --documents SPEC: packed documents, one list for every batch entry or one per entry,
-// in the form the library takes them (rfa_options_t::doc_boundaries and doc_boundary_offsets).
+// Packed documents from a SPEC (rfa_run --documents, rfa_kernel_bench --rfa_documents): one list
+// for every batch entry or one per entry, in the form the library takes them
+// (rfa_options_t::doc_boundaries and doc_boundary_offsets).
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,9 @@ struct DocumentLists {
 /// the tokens left), "random:N" (N documents cut at positions drawn from a generator seeded by
 /// the entry's index) or nothing (one document). Throws RFA_ERROR_INVALID_ARGUMENT naming the
 /// part that does not fit (lengths over seq, a count of entries other than 1 or batch).
-DocumentLists parse_documents(const std::string& spec, std::int64_t seq, std::int64_t batch);
+/// `option` names the flag in the messages (rfa_run's --documents by default).
+DocumentLists parse_documents(const std::string& spec, std::int64_t seq, std::int64_t batch,
+                              const std::string& option = "--documents");
 
 }  // namespace perf
 }  // namespace rfa

@@ -10,9 +10,10 @@ namespace rfa {
 namespace perf {
 namespace {
 
-/// A number of the --documents spec: a whole number >= 0 (RFA_ERROR_INVALID_ARGUMENT otherwise).
-std::int64_t spec_number(const std::string& text, const std::string& what) {
-  return refused_as_rfa_error([&] { return whole_number("--documents' " + what, text, 0); });
+/// A number of the spec given to `option`: a whole number >= 0 (RFA_ERROR_INVALID_ARGUMENT
+/// otherwise).
+std::int64_t spec_number(const std::string& option, const std::string& text, const std::string& what) {
+  return refused_as_rfa_error([&] { return whole_number(option + "' " + what, text, 0); });
 }
 
 /// splitmix64: a fixed sequence for a seed, the same on every rank and machine.
@@ -24,12 +25,13 @@ std::uint64_t next_random(std::uint64_t& state) {
 }
 
 /// One entry's boundaries (empty: one document).
-std::vector<std::int64_t> entry_bounds(const std::string& spec, std::int64_t seq, std::int64_t entry) {
+std::vector<std::int64_t> entry_bounds(const std::string& option, const std::string& spec, std::int64_t seq,
+                                       std::int64_t entry) {
   if (spec.empty()) return {};
   std::vector<std::int64_t> b{0};
   if (spec.rfind("random:", 0) == 0) {
-    const std::int64_t n = spec_number(spec.substr(7), "random:N's N");
-    require(n >= 1, "--documents random:N needs N >= 1");
+    const std::int64_t n = spec_number(option, spec.substr(7), "random:N's N");
+    require(n >= 1, option, " random:N needs N >= 1");
     std::uint64_t state = 0x5EED0000ull + std::uint64_t(entry);
     for (std::int64_t d = 1; d < n; ++d) b.push_back(std::int64_t(next_random(state) % std::uint64_t(seq + 1)));
     std::sort(b.begin(), b.end());
@@ -37,8 +39,8 @@ std::vector<std::int64_t> entry_bounds(const std::string& spec, std::int64_t seq
     std::size_t start = 0;
     while (start <= spec.size()) {
       const std::size_t comma = std::min(spec.find(',', start), spec.size());
-      const std::int64_t length = spec_number(spec.substr(start, comma - start), "length");
-      require(length <= seq - b.back(), "--documents ", spec, ": the lengths add up to more than the sequence's ", seq,
+      const std::int64_t length = spec_number(option, spec.substr(start, comma - start), "length");
+      require(length <= seq - b.back(), option, " ", spec, ": the lengths add up to more than the sequence's ", seq,
               " tokens");
       b.push_back(b.back() + length);
       start = comma + 1;
@@ -55,7 +57,8 @@ std::vector<std::int64_t> DocumentLists::entry(std::int64_t e) const {
   return {bounds.begin() + offsets[std::size_t(e)], bounds.begin() + offsets[std::size_t(e) + 1]};
 }
 
-DocumentLists parse_documents(const std::string& spec, std::int64_t seq, std::int64_t batch) {
+DocumentLists parse_documents(const std::string& spec, std::int64_t seq, std::int64_t batch,
+                              const std::string& option) {
   std::vector<std::string> entries;
   for (std::size_t start = 0;;) {
     const std::size_t slash = spec.find('/', start);
@@ -65,14 +68,14 @@ DocumentLists parse_documents(const std::string& spec, std::int64_t seq, std::in
   }
   DocumentLists lists;
   if (entries.size() == 1) {
-    lists.bounds = entry_bounds(entries[0], seq, 0);
+    lists.bounds = entry_bounds(option, entries[0], seq, 0);
     return lists;
   }
-  require(std::int64_t(entries.size()) == batch, "--documents ", spec, " gives ", entries.size(),
-          " lists separated by '/' but --batch is ", batch, ": give one list for every entry, or one per entry");
+  require(std::int64_t(entries.size()) == batch, option, " ", spec, " gives ", entries.size(),
+          " lists separated by '/' but the batch is ", batch, ": give one list for every entry, or one per entry");
   lists.offsets.push_back(0);
   for (std::size_t e = 0; e < entries.size(); ++e) {
-    const std::vector<std::int64_t> b = entry_bounds(entries[e], seq, std::int64_t(e));
+    const std::vector<std::int64_t> b = entry_bounds(option, entries[e], seq, std::int64_t(e));
     lists.bounds.insert(lists.bounds.end(), b.begin(), b.end());
     lists.offsets.push_back(std::int64_t(lists.bounds.size()));
   }
