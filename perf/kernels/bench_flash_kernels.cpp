@@ -4,13 +4,18 @@
 //
 // Prints, per (pass, dtype, mask): GFLOP/s over the scores the mask leaves visible
 // (perf/common/attention_work.hpp; for a causal mask S(S+1)/2 per head), the fraction of
-// the measured fp32 FMA peak of the cores used, and PyTorch's CPU flash kernel on the same
-// shape and thread count when torch is importable (measured in the same run). Google Benchmark flags apply
+// the measured fp32 FMA peak of the cores used, and PyTorch on the same problem and thread count
+// when torch is importable (measured in the same run). Google Benchmark flags apply
 // (--benchmark_out=FILE --benchmark_out_format=json for the regression comparator,
 // --benchmark_filter=...); the shape comes
 // from --rfa_batch, --rfa_seq, --rfa_heads, --rfa_head_dim (defaults 1, 4096, 4, 128) and
 // --rfa_value_head_dim (V's and the output's head dim where it differs, as MLA's 192 / 128), the
-// time each benchmark runs from --rfa_min_time (seconds, default 1). --rfa_rounds=N alternates
+// time each benchmark runs from --rfa_min_time (seconds, default 1). The variants models use
+// apply to every case: --rfa_kv_heads (grouped-query heads), --rfa_window (a sliding window),
+// --rfa_softcap (soft-capped scores), --rfa_documents (packed documents, rfa_run's spec);
+// --rfa_dtypes picks the dtypes (float32 and bfloat16 by default; float16 too). The peer runs the
+// same problem on PyTorch's fastest CPU path for it (torch_cpu_peer.py says which, and the
+// summary prints what ran). --rfa_rounds=N alternates
 // the whole rfa run and the peer's N times and reports medians, so that a slow spell of a
 // shared machine does not land on one side of the ratio only; --rfa_paired=N then measures each
 // case again in N pairs of single calls (one rfa call, one call of a peer that stays up), the
@@ -27,14 +32,19 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
+#include <set>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "attention_work.hpp"
 #include "command_line.hpp"
+#include "core/error.hpp"
 #include "cpu_peak.hpp"
+#include "document_spec.hpp"
 #include "kernels/bf16_products.hpp"
 #include "kernels/flash_attention.hpp"
 #include "peer_process.hpp"
@@ -46,12 +56,31 @@ using namespace rfa;
 using kernels::Tensor3;
 using kernels::Tensor4;
 
+/// The problem every case runs: its shape and the variant it computes.
 struct Shape {
   std::int64_t batch = 1, seq = 4096, heads = 4, head_dim = 128;
   std::int64_t value_dim = 0;  ///< V's head dim where it differs from head_dim (0: head_dim)
+  std::int64_t kv_heads = 0;   ///< K's and V's heads (grouped-query attention; 0: heads)
+  std::int64_t window = 0;     ///< sliding window, q - k < window (0: none)
+  double softcap = 0.0;        ///< soft cap of the scaled scores (0: none)
+  std::string documents;       ///< packed documents, perf/common/document_spec.hpp's spec ("": one)
+  perf::DocumentLists docs;    ///< the documents' boundaries, from `documents`
   std::int64_t dv() const { return value_dim != 0 ? value_dim : head_dim; }
+  std::int64_t kvh() const { return kv_heads != 0 ? kv_heads : heads; }
+  /// Q's heads, with K's and V's after a slash where they differ ("4", "4/2").
+  std::string heads_label() const {
+    return std::to_string(heads) + (kvh() != heads ? "/" + std::to_string(kvh()) : "");
+  }
+  /// The mask's and the scores' variant for the shape line and the JSON context, as rfa_run
+  /// spells it (" window 512 documents random:8 softcap 30"; "" for plain attention).
+  std::string variant() const {
+    return (window > 0 ? " window " + std::to_string(window) : "") +
+           (documents.empty() ? "" : " documents " + documents) +
+           (softcap > 0 ? " softcap " + perf::number_text(softcap) : "");
+  }
 };
 Shape g_shape;
+std::vector<rfa_dtype_t> g_dtypes = {RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16};  // --rfa_dtypes
 double g_peak = 0.0;            // fp32 FMA peak of the cores the kernels run on
 double g_bf16_tile_peak = 0.0;  // bf16 AMX tile peak of those cores (0: no tiles)
 double g_bf16_dot_peak = 0.0;   // AVX512-BF16 dot-product peak of those cores (0: not used)
@@ -81,15 +110,39 @@ std::string key(const char* pass, rfa_dtype_t dtype, bool causal) {
   return std::string(pass) + " " + dtype_name(dtype) + (causal ? " causal" : " full");
 }
 
+/// The kernels' parameters for the shape and variant asked for, with or without the causal mask.
+/// The documents' boundaries live in g_shape, which outlives every call.
+kernels::AttentionParams case_params(bool causal) {
+  const Shape& s = g_shape;
+  kernels::AttentionParams p = kernels::make_params(s.batch, s.seq, s.seq, s.heads, s.kvh(), s.head_dim,
+                                                    causal ? RFA_MASK_CAUSAL : RFA_MASK_NONE);
+  p.value_dim = s.value_dim;
+  p.window = s.window;
+  p.softcap = float(s.softcap);
+  if (!s.docs.bounds.empty()) {
+    p.doc_bounds = s.docs.bounds.data();
+    p.doc_bound_count = std::int64_t(s.docs.bounds.size());
+    p.doc_offsets = s.docs.offsets.empty() ? nullptr : s.docs.offsets.data();
+  }
+  return p;
+}
+
+/// FLOPs of one pass over the scores the mask, the window and each batch entry's documents leave
+/// visible (perf/common/attention_work.hpp).
+double case_flops(bool causal, bool backward) {
+  const Shape& s = g_shape;
+  const double visible = perf::visible_scores_over_batch(s.batch, !s.docs.offsets.empty(), [&](std::int64_t e) {
+    return perf::MaskShape{s.seq, causal, s.window, s.docs.entry(e), {}};
+  });
+  return perf::visible_flops(1.0, double(s.heads), double(s.head_dim), double(s.dv()), visible, backward);
+}
+
 /// The peak a kernel of this dtype runs against: that of the products bf16 runs on for this
 /// shape (kernels::host_bf16_products: AMX tiles or AVX512-BF16 dot products), the fp32 FMA peak
-/// otherwise.
+/// otherwise (fp16 is computed in fp32).
 double peak_of(bool bf16) {
   if (!bf16) return g_peak;
-  kernels::AttentionParams p = kernels::make_params(g_shape.batch, g_shape.seq, g_shape.seq, g_shape.heads,
-                                                    g_shape.heads, g_shape.head_dim, RFA_MASK_NONE);
-  p.value_dim = g_shape.value_dim;
-  switch (kernels::host_bf16_products(p)) {
+  switch (kernels::host_bf16_products(case_params(false))) {
     case kernels::Bf16Products::amx_tiles: return g_bf16_tile_peak;
     case kernels::Bf16Products::avx512_dot: return g_bf16_dot_peak;
     default: return g_peak;
@@ -108,18 +161,16 @@ class KernelCase {
   KernelCase(bool backward, bool causal)
       : backward_(backward),
         causal_(causal),
-        p_(kernels::make_params(g_shape.batch, g_shape.seq, g_shape.seq, g_shape.heads, g_shape.heads, g_shape.head_dim,
-                                causal ? RFA_MASK_CAUSAL : RFA_MASK_NONE)),
+        p_(case_params(causal)),
         q_(random_tensor<T>("q", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim, 1)),
-        k_(random_tensor<T>("k", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim, 2)),
-        v_(random_tensor<T>("v", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.dv(), 3)),
+        k_(random_tensor<T>("k", g_shape.batch, g_shape.seq, g_shape.kvh(), g_shape.head_dim, 2)),
+        v_(random_tensor<T>("v", g_shape.batch, g_shape.seq, g_shape.kvh(), g_shape.dv(), 3)),
         dout_(random_tensor<T>("dout", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.dv(), 4)),
         out_("out", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.dv()),
         lse_("lse", g_shape.batch, g_shape.heads, g_shape.seq),
         dq_("dq", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim),
-        dk_("dk", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.head_dim),
-        dv_("dv", g_shape.batch, g_shape.seq, g_shape.heads, g_shape.dv()) {
-    p_.value_dim = g_shape.value_dim;
+        dk_("dk", g_shape.batch, g_shape.seq, g_shape.kvh(), g_shape.head_dim),
+        dv_("dv", g_shape.batch, g_shape.seq, g_shape.kvh(), g_shape.dv()) {
     forward();  // the backward reads its output and log-sum-exp
   }
 
@@ -131,11 +182,7 @@ class KernelCase {
     }
   }
 
-  double flops() const {
-    const Shape& s = g_shape;
-    return perf::visible_flops(double(s.batch), double(s.heads), double(s.head_dim), double(s.dv()),
-                               perf::visible_scores(perf::MaskShape{s.seq, causal_, 0, {}, {}}), backward_);
-  }
+  double flops() const { return case_flops(causal_, backward_); }
   /// The tensors one pass reads and writes once (q, k, v, out, lse; the backward adds dout and
   /// the three gradients), a lower bound on its memory traffic.
   double bytes_moved() const {
@@ -186,16 +233,90 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   }
 };
 
-/// The command that starts the PyTorch peer script on this run's shape, threads and layout,
-/// with `extra` arguments.
+/// Joins numbers with commas.
+std::string comma_list(const std::vector<std::int64_t>& values) {
+  std::string out;
+  for (std::int64_t v : values) out += (out.empty() ? "" : ",") + std::to_string(v);
+  return out;
+}
+
+/// The peer script's arguments for this run's dtypes and variant: the documents as the
+/// boundaries they resolved to (the peer builds its mask from those, whatever the spec).
+std::string peer_variant_arguments() {
+  const Shape& s = g_shape;
+  std::string dtypes;
+  for (rfa_dtype_t dt : g_dtypes) dtypes += (dtypes.empty() ? "" : ",") + std::string(dtype_name(dt));
+  std::string a = " --dtypes " + dtypes;
+  if (s.kvh() != s.heads) a += " --kv-heads " + std::to_string(s.kvh());
+  if (s.window > 0) a += " --window " + std::to_string(s.window);
+  if (s.softcap > 0) {
+    // The cap the kernels take, to the last bit: a float in 9 significant digits.
+    char cap[32];
+    std::snprintf(cap, sizeof cap, "%.9g", double(float(s.softcap)));
+    a += std::string(" --softcap ") + cap;
+  }
+  if (!s.docs.bounds.empty()) {
+    a += " --doc-bounds " + comma_list(s.docs.bounds);
+    if (!s.docs.offsets.empty()) a += " --doc-offsets " + comma_list(s.docs.offsets);
+  }
+  return a;
+}
+
+/// The command that starts the PyTorch peer script on this run's shape, threads, layout and
+/// variant, with `extra` arguments.
 std::string peer_command(const std::string& extra) {
   const char* python = std::getenv("RFA_PEER_PYTHON");
   return std::string(python && *python ? python : "python3") + " " + RFA_TORCH_PEER_SCRIPT + " --batch " +
          std::to_string(g_shape.batch) + " --seq " + std::to_string(g_shape.seq) + " --heads " +
          std::to_string(g_shape.heads) + " --head-dim " + std::to_string(g_shape.head_dim) +
          (g_shape.value_dim != 0 ? " --value-head-dim " + std::to_string(g_shape.value_dim) : "") + " --threads " +
-         std::to_string(Kokkos::DefaultHostExecutionSpace().concurrency()) + " --layout " + g_peer_layout + extra +
-         " 2>/dev/null";
+         std::to_string(Kokkos::DefaultHostExecutionSpace().concurrency()) + " --layout " + g_peer_layout +
+         peer_variant_arguments() + extra + " 2>/dev/null";
+}
+
+/// The dtype named `name` (dtype_name's spelling), if it is one.
+std::optional<rfa_dtype_t> dtype_named(const std::string& name) {
+  for (rfa_dtype_t dt : {RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16, RFA_DTYPE_FLOAT16})
+    if (name == dtype_name(dt)) return dt;
+  return std::nullopt;
+}
+
+/// What PyTorch ran, as the peer names it ("forward: FlexAttention compiled"), with the cases
+/// it ran for.
+std::map<std::string, std::set<std::string>> g_peer_calls;
+
+/// Notes that the peer ran `ran` for the case named `case_name` ("fwd float32 causal").
+void record_peer_call(const std::string& case_name, const std::string& ran) {
+  if (ran.empty()) return;
+  g_peer_calls[(case_name.rfind("fwd", 0) == 0 ? "forward: " : "backward: ") + ran].insert(case_name);
+}
+
+/// What PyTorch ran, under a table: a line per pass where one call served all its cases, else a
+/// line per call with the cases it served (a FlexAttention that fell back for one dtype, say).
+void print_peer_calls() {
+  for (const char* pass : {"forward: ", "backward: "}) {
+    int calls = 0;
+    for (const auto& entry : g_peer_calls) calls += entry.first.rfind(pass, 0) == 0;
+    for (const auto& [call, cases] : g_peer_calls) {
+      if (call.rfind(pass, 0) != 0) continue;
+      if (calls == 1) {
+        std::printf("(torch's %s)\n", call.c_str());
+        continue;
+      }
+      std::string names;
+      for (const std::string& c : cases) names += (names.empty() ? "" : ", ") + c;
+      std::printf("(torch's %s, for %s)\n", call.c_str(), names.c_str());
+    }
+  }
+}
+
+/// The string value of `field` in one of the peer's JSON lines ("" where it has none).
+std::string json_string_field(const std::string& line, const std::string& field) {
+  const std::string opening = "\"" + field + "\": \"";
+  const std::size_t at = line.find(opening);
+  if (at == std::string::npos) return "";
+  const std::size_t begin = at + opening.size(), end = line.find('"', begin);
+  return end == std::string::npos ? "" : line.substr(begin, end - begin);
 }
 
 /// Runs the PyTorch peer script once; fills peer_gflops of the matching entries.
@@ -208,16 +329,13 @@ void measure_peer() {
                     dtype, causal, &fwd_ms, &bwd_ms) != 4)
       continue;
     const bool is_causal = std::string(causal) == "true";
-    const rfa_dtype_t dt = std::string(dtype) == "float32" ? RFA_DTYPE_FLOAT32 : RFA_DTYPE_BFLOAT16;
-    const auto& s = g_shape;
-    const perf::MaskShape mask{s.seq, is_causal, 0, {}, {}};
-    const double visible = perf::visible_scores(mask);
-    const double ffwd =
-        perf::visible_flops(double(s.batch), double(s.heads), double(s.head_dim), double(s.dv()), visible, false);
-    const double fbwd =
-        perf::visible_flops(double(s.batch), double(s.heads), double(s.head_dim), double(s.dv()), visible, true);
-    if (fwd_ms > 0) g_results[key("fwd", dt, is_causal)].peer_gflops = ffwd / (fwd_ms * 1e-3) * 1e-9;
-    if (bwd_ms > 0) g_results[key("bwd", dt, is_causal)].peer_gflops = fbwd / (bwd_ms * 1e-3) * 1e-9;
+    const auto dt = dtype_named(dtype);
+    if (!dt) continue;
+    const double ffwd = case_flops(is_causal, false), fbwd = case_flops(is_causal, true);
+    if (fwd_ms > 0) g_results[key("fwd", *dt, is_causal)].peer_gflops = ffwd / (fwd_ms * 1e-3) * 1e-9;
+    if (bwd_ms > 0) g_results[key("bwd", *dt, is_causal)].peer_gflops = fbwd / (bwd_ms * 1e-3) * 1e-9;
+    for (const char* pass : {"fwd", "bwd"})
+      record_peer_call(key(pass, *dt, is_causal), json_string_field(*line, std::string(pass) + "_peer"));
   }
 }
 
@@ -232,13 +350,45 @@ bool parse_shape_flag(const std::string& arg) {
                              {"--rfa_seq=", &g_shape.seq, 1},
                              {"--rfa_heads=", &g_shape.heads, 1},
                              {"--rfa_head_dim=", &g_shape.head_dim, 1},
-                             {"--rfa_value_head_dim=", &g_shape.value_dim, 0}};
+                             {"--rfa_value_head_dim=", &g_shape.value_dim, 0},
+                             {"--rfa_kv_heads=", &g_shape.kv_heads, 1},
+                             {"--rfa_window=", &g_shape.window, 0}};
   for (const ShapeFlag& f : flags) {
     const std::string prefix = f.prefix;
     if (arg.rfind(prefix, 0) == 0) {
       *f.value = perf::whole_number(prefix.substr(0, prefix.size() - 1), arg.substr(prefix.size()), f.least);
       return true;
     }
+  }
+  const std::string softcap = "--rfa_softcap=";
+  if (arg.rfind(softcap, 0) == 0) {
+    g_shape.softcap = perf::real_number("--rfa_softcap", arg.substr(softcap.size()), 0.0);  // 0: no cap
+    return true;
+  }
+  const std::string documents = "--rfa_documents=";
+  if (arg.rfind(documents, 0) == 0) {
+    g_shape.documents = arg.substr(documents.size());  // resolved once the shape is known
+    if (g_shape.documents.find_first_not_of('/') == std::string::npos)
+      throw perf::OptionError("--rfa_documents expects a spec that cuts the sequence, got '" + g_shape.documents +
+                              "' (leave the flag out for one document)");
+    return true;
+  }
+  const std::string dtypes = "--rfa_dtypes=";
+  if (arg.rfind(dtypes, 0) == 0) {
+    const std::string list = arg.substr(dtypes.size());
+    g_dtypes.clear();
+    std::stringstream in(list);
+    for (std::string item; std::getline(in, item, ',');) {
+      const auto dt = dtype_named(item);
+      if (!dt || std::find(g_dtypes.begin(), g_dtypes.end(), *dt) != g_dtypes.end() || list.back() == ',')
+        throw perf::OptionError(
+            "--rfa_dtypes expects distinct dtypes among float32, bfloat16 and float16 separated "
+            "by commas, got '" +
+            list + "'");
+      g_dtypes.push_back(*dt);
+    }
+    if (g_dtypes.empty()) throw perf::OptionError("--rfa_dtypes expects at least one dtype, got ''");
+    return true;
   }
   const std::string min_time = "--rfa_min_time=";
   if (arg.rfind(min_time, 0) == 0) {
@@ -317,6 +467,7 @@ void print_summary() {
   else
     std::printf("(torch read %s)\n", g_peer_layout == "bshd" ? "transposed views of [B][S][H][d] tensors, as rfa does"
                                                              : "contiguous [B][H][S][d] tensors, its preferred layout");
+  print_peer_calls();
 }
 
 /// One case measured in pairs of calls (--rfa_paired): each pair one rfa call and one call of
@@ -329,7 +480,7 @@ struct PairedCase {
 };
 std::vector<PairedCase> g_paired_results;
 /// Each registered case's paired measurement, by the case's name (register_dtype).
-std::map<std::string, std::function<void(perf::PeerProcess&)>> g_paired_measures;
+std::map<std::string, std::function<bool(perf::PeerProcess&)>> g_paired_measures;
 
 /// The serving peer's time for `request` in milliseconds, or a negative number once it has
 /// failed (the reason printed).
@@ -348,8 +499,9 @@ double peer_call_ms(perf::PeerProcess& peer, const std::string& request) {
   return ms;
 }
 
+/// One case's pairs of calls; false where the peer failed (the reason printed).
 template <class T>
-void measure_paired(perf::PeerProcess& peer, const std::string& name, bool backward, bool causal) {
+bool measure_paired(perf::PeerProcess& peer, const std::string& name, bool backward, bool causal) {
   KernelCase<T> kernel_case(backward, causal);
   PairedCase result{name, kernel_case.flops(), peak_for<T>(), {}, {}};
   const auto rfa_call_ms = [&kernel_case] {
@@ -357,8 +509,8 @@ void measure_paired(perf::PeerProcess& peer, const std::string& name, bool backw
     kernel_case.run();
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   };
-  rfa_call_ms();                               // warm-up, as the peer's next call is
-  if (peer_call_ms(peer, name) < 0.0) return;  // (the request is the case's name)
+  rfa_call_ms();                                     // warm-up, as the peer's next call is
+  if (peer_call_ms(peer, name) < 0.0) return false;  // (the request is the case's name)
   for (int i = 0; i < g_paired; ++i) {
     // Who goes first alternates, so that neither side always follows the other's cache state.
     double rfa_ms = 0.0, peer_ms = 0.0;
@@ -369,11 +521,12 @@ void measure_paired(perf::PeerProcess& peer, const std::string& name, bool backw
       peer_ms = peer_call_ms(peer, name);
       rfa_ms = rfa_call_ms();
     }
-    if (peer_ms < 0.0) return;
+    if (peer_ms < 0.0) return false;
     result.rfa_ms.push_back(rfa_ms);
     result.peer_ms.push_back(peer_ms);
   }
   g_paired_results.push_back(std::move(result));
+  return true;
 }
 
 /// The paired table: medians of each side's call times as GFLOP/s, and the median, middle half
@@ -395,6 +548,7 @@ void print_paired_summary(const std::string& peer_version) {
     std::printf("%-22s %10.1f %7.1f%% %14.1f %10.2f %14s %14s\n", c.name.c_str(), rfa_gflops,
                 100 * rfa_gflops / (c.peak * 1e-9), peer_gflops, median(ratio), middle, range);
   }
+  print_peer_calls();
 }
 
 /// --rfa_paired=N: the cases the filter selected, each in N pairs of calls against a peer that
@@ -412,7 +566,9 @@ void run_paired() {
     if (std::none_of(rounds.begin(), rounds.end(), [](const Result& r) { return r.rfa_gflops > 0; })) continue;
     std::printf("paired calls: %s\n", name.c_str());
     std::fflush(stdout);
-    g_paired_measures.at(name)(peer);
+    // What the peer ran for the case ("name fwd float32 causal": torch_cpu_peer.py --serve).
+    if (g_paired_measures.at(name)(peer))
+      if (const auto ran = peer.ask("name " + name)) record_peer_call(name, *ran);
   }
   print_paired_summary(greeting->substr(6));
 }
@@ -429,7 +585,7 @@ void register_dtype() {
           ->UseRealTime()
           ->MinTime(g_min_time);
       g_paired_measures[name] = [name, backward, causal](perf::PeerProcess& peer) {
-        measure_paired<T>(peer, name, backward, causal);
+        return measure_paired<T>(peer, name, backward, causal);
       };
     }
   }
@@ -438,16 +594,30 @@ void register_dtype() {
 }  // namespace
 
 const char* kUsage = R"(usage: rfa_kernel_bench [--rfa_batch=N] [--rfa_seq=N] [--rfa_heads=N] [--rfa_head_dim=N]
-                        [--rfa_value_head_dim=N] [--rfa_min_time=SECONDS] [--rfa_rounds=N] [--rfa_paired=N]
-                        [--rfa_peer_layout=bhsd|bshd]
+                        [--rfa_value_head_dim=N] [--rfa_kv_heads=N] [--rfa_window=N] [--rfa_softcap=C]
+                        [--rfa_documents=SPEC] [--rfa_dtypes=LIST] [--rfa_min_time=SECONDS]
+                        [--rfa_rounds=N] [--rfa_paired=N] [--rfa_peer_layout=bhsd|bshd]
                         [Google Benchmark flags] [--kokkos-help]
 
-The portable flash kernels on the host threads Kokkos gives (fp32 and bf16, forward and backward,
-causal and not): GFLOP/s over the scores the mask leaves visible, the fraction of the measured fp32 FMA
-peak of the cores used (one core's, times the host threads), and PyTorch's CPU flash kernel on
-the same shape and as many threads when RFA_PEER_PYTHON (default python3) imports torch. Shape defaults: B=1, S=4096, H=4, d=128; --rfa_value_head_dim: V's and the output's head dim where it
-differs from d (MLA: --rfa_head_dim=192 --rfa_value_head_dim=128; FLOPs then 2 (d + dv) per
-visible score forward, 6 d + 4 dv backward); --rfa_min_time: seconds per case (1).
+The portable flash kernels on the host threads Kokkos gives (fp32 and bf16 unless --rfa_dtypes,
+forward and backward, causal and not): GFLOP/s over the scores the mask leaves visible, the
+fraction of the measured peak of the cores used (one core's, times the host threads: fp32 FMA,
+or the bf16 products the bf16 kernels run on), and PyTorch on the same problem and as many threads when RFA_PEER_PYTHON
+(default python3) imports torch. Shape defaults: B=1, S=4096, H=4, d=128; --rfa_value_head_dim:
+V's and the output's head dim where it differs from d (MLA: --rfa_head_dim=192
+--rfa_value_head_dim=128; FLOPs then 2 (d + dv) per visible score forward, 6 d + 4 dv backward);
+--rfa_min_time: seconds per case (1).
+The variant, for every case (what PyTorch runs, forward / backward, in brackets):
+--rfa_kv_heads=N: K's and V's heads, dividing H (grouped-query attention; SDPA's flash kernel
+with enable_gqa).
+--rfa_window=N: a sliding window, key k visible to query q where q - k < N (0: none;
+FlexAttention compiled with a block mask / SDPA's flash kernel with a boolean mask).
+--rfa_softcap=C: scores soft-capped, C tanh(s / C) (0: none; FlexAttention compiled with a
+score_mod / eager math through autograd).
+--rfa_documents=SPEC: packed documents, rfa_run's --documents spec: "L1,L2,..." (lengths, then
+one document of what is left), "random:N", or one list per batch entry separated by '/'
+(PyTorch: as for a window).
+--rfa_dtypes=LIST: the dtypes, of float32, bfloat16 and float16 (default float32,bfloat16).
 --rfa_rounds=N: N rounds of (every rfa case, then the peer's), medians reported (default 1; a
 JSON output file holds the last round). 0: rfa's cases once and no peer round (with --rfa_paired,
 whose pairs then give the only PyTorch figures).
@@ -482,6 +652,19 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // The variant's checks, before anything runs: grouped heads that divide the query heads, and
+  // documents that fit the sequence and the batch.
+  if (g_shape.heads % g_shape.kvh() != 0) {
+    std::fprintf(stderr, "rfa_kernel_bench: --rfa_kv_heads=%lld does not divide --rfa_heads=%lld\n",
+                 (long long)g_shape.kvh(), (long long)g_shape.heads);
+    return 2;
+  }
+  try {
+    g_shape.docs = perf::parse_documents(g_shape.documents, g_shape.seq, g_shape.batch, "--rfa_documents");
+  } catch (const Error& e) {
+    std::fprintf(stderr, "rfa_kernel_bench: %s\n", e.what());
+    return 2;
+  }
   int rest_argc = int(rest.size());
   Kokkos::initialize(rest_argc, rest.data());
   {
@@ -501,8 +684,11 @@ int main(int argc, char** argv) {
     g_peak = core_peak * threads;
     const std::string dims =
         std::to_string(g_shape.head_dim) + (g_shape.value_dim != 0 ? "/" + std::to_string(g_shape.value_dim) : "");
-    std::printf("shape: B=%lld S=%lld H=%lld d=%s, %d host thread(s)\n", (long long)g_shape.batch,
-                (long long)g_shape.seq, (long long)g_shape.heads, dims.c_str(), threads);
+    // The variant is part of the shape: the comparator refuses to set a windowed run beside a
+    // plain one.
+    const std::string shape = "B=" + std::to_string(g_shape.batch) + " S=" + std::to_string(g_shape.seq) +
+                              " H=" + g_shape.heads_label() + " d=" + dims + g_shape.variant();
+    std::printf("shape: %s, %d host thread(s)\n", shape.c_str(), threads);
     std::printf("measured fp32 FMA peak of one core: %.1f GFLOP/s (x %d thread(s) = %.1f)\n", core_peak * 1e-9, threads,
                 g_peak * 1e-9);
     benchmark::AddCustomContext("fp32_fma_peak_gflops", std::to_string(g_peak * 1e-9));
@@ -532,11 +718,14 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("ranks", "1");
     benchmark::AddCustomContext("ring_order", "none");
     benchmark::AddCustomContext("peer_layout", g_peer_layout);
-    benchmark::AddCustomContext("dtype", "fp32 bf16");
-    benchmark::AddCustomContext("shape", "B=" + std::to_string(g_shape.batch) + " S=" + std::to_string(g_shape.seq) +
-                                             " H=" + std::to_string(g_shape.heads) + " d=" + dims);
-    register_dtype<float>();
-    register_dtype<bf16_t>();
+    std::string dtypes;
+    for (rfa_dtype_t dt : g_dtypes)
+      dtypes += std::string(dtypes.empty() ? "" : " ") + (dt == RFA_DTYPE_FLOAT32    ? "fp32"
+                                                          : dt == RFA_DTYPE_BFLOAT16 ? "bf16"
+                                                                                     : "fp16");
+    benchmark::AddCustomContext("dtype", dtypes);
+    benchmark::AddCustomContext("shape", shape);
+    for (rfa_dtype_t dt : g_dtypes) dispatch_dtype(dt, [](auto t) { register_dtype<decltype(t)>(); });
     SummaryReporter reporter;
     // --rfa_rounds=0: rfa's figures once (the cases the filter selects, for --rfa_paired), without
     // the one-shot peer, whose every case would cost a paired run minutes (PyTorch's bf16

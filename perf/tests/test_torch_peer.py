@@ -2,7 +2,9 @@
 """Tests of perf/kernels/torch_cpu_peer.py without PyTorch: a stand-in torch module records how
 the peer builds its inputs, so the two layouts it offers are checked for the memory they
 describe (contiguous [B][H][S][d], or transposed views of [B][S][H][d] as rfa stores them), and
-what its serving mode (rfa_kernel_bench --rfa_paired) calls and answers."""
+what its serving mode (rfa_kernel_bench --rfa_paired) calls and answers; numpy stands in for
+torch's tensors where the peer builds the variant's masks, which must keep exactly the keys rfa
+keeps; and which of PyTorch's calls the peer picks for each variant."""
 import contextlib
 import importlib.machinery
 import importlib.util
@@ -11,6 +13,8 @@ import sys
 import types
 import unittest
 from unittest import mock
+
+import numpy
 
 import perf_tool
 
@@ -45,6 +49,19 @@ def fake_torch():
     torch = types.ModuleType("torch")
     torch.float32, torch.bfloat16 = "float32", "bfloat16"
     torch.randn = lambda shape, dtype=None, requires_grad=False: FakeTensor(shape, dtype, requires_grad)
+    torch.no_grad = contextlib.nullcontext
+    torch.nn = types.ModuleType("torch.nn")
+    torch.nn.functional = types.ModuleType("torch.nn.functional")
+    return torch
+
+
+def numpy_torch():
+    """The tensor operations the variant's masks use, on numpy arrays."""
+    torch = types.ModuleType("torch")
+    torch.bool, torch.int32 = bool, numpy.int32
+    torch.arange = numpy.arange
+    torch.ones = lambda shape, dtype=None: numpy.ones(shape, dtype=dtype)
+    torch.zeros = lambda shape, dtype=None: numpy.zeros(shape, dtype=dtype)
     torch.nn = types.ModuleType("torch.nn")
     torch.nn.functional = types.ModuleType("torch.nn.functional")
     return torch
@@ -151,19 +168,162 @@ class TorchPeerInputsTest(unittest.TestCase):
         self.assertEqual(len(calls), 4)
 
     def test_serve_answers_a_bad_request_with_an_error_and_goes_on(self):
-        replies, calls, _ = self.serve(["fwd float16 full\n", "sideways float32 full\n", "fwd float32\n",
+        replies, calls, _ = self.serve(["fwd float64 full\n", "sideways float32 full\n", "fwd float32\n",
                                         "fwd float32 full\n"])
         self.assertEqual(len(replies), 5)
         for reply in replies[1:4]:
-            self.assertTrue(reply.startswith("error expected '<fwd|bwd> <float32|bfloat16> <full|causal>'"), reply)
+            self.assertTrue(reply.startswith("error expected '<fwd|bwd> <float32|bfloat16|float16> <full|causal>'"),
+                            reply)
         self.assertGreaterEqual(float(replies[4]), 0.0)
         self.assertEqual(calls, [("forward", "float32", False)])
+
+    def test_serve_names_what_each_call_runs(self):
+        replies, calls, _ = self.serve(["name fwd float32 causal\n", "name bwd bfloat16 full\n",
+                                        "name fwd float64 full\n"])
+        self.assertEqual(replies[1:3], ["SDPA flash", "SDPA flash"])
+        self.assertTrue(replies[3].startswith("error expected"), replies[3])
+        self.assertEqual(calls, [], "naming runs nothing")
+
+    def test_grouped_heads_give_k_and_v_their_own_head_count(self):
+        q, k, v, dout = self.peer.make_inputs(self.torch, self.shape, "float32", "bshd", 2)
+        b, h, s, d, _ = self.shape
+        self.assertEqual((q.shape, dout.shape), ((b, h, s, d), (b, h, s, d)))
+        self.assertEqual((k.shape, v.shape), ((b, 2, s, d), (b, 2, s, d)))
+        self.assertEqual(k.storage_shape, (b, s, 2, d))
 
     def test_unknown_layout_is_refused(self):
         with mock.patch.object(sys, "argv", ["torch_cpu_peer.py", "--layout", "bsdh"]), \
                 mock.patch("sys.stderr"), self.assertRaises(SystemExit) as exit_:
             self.peer.main()
         self.assertEqual(exit_.exception.code, 2)
+
+
+
+def rfa_keeps(variant, entry, q, k, causal):
+    """Whether rfa's mask keeps key k for query q of batch entry `entry`: k <= q where causal,
+    q - k < window where there is one, and the same document (the variant's words, restated)."""
+    if causal and k > q:
+        return False
+    if variant.window > 0 and q - k >= variant.window:
+        return False
+    bounds = variant.entry_bounds(entry)
+    doc = lambda pos: sum(1 for b in bounds[1:-1] if b <= pos)  # noqa: E731
+    return not bounds or doc(q) == doc(k)
+
+
+class TorchPeerVariantTest(unittest.TestCase):
+    """The masks the peer gives SDPA and FlexAttention for a window and documents, with numpy
+    for torch's tensors: each kept key must be one rfa keeps, at and either side of every edge."""
+
+    B, S = 2, 13
+
+    def setUp(self):
+        self.torch = numpy_torch()
+        self.peer = load_peer(self.torch)
+
+    def variants(self):
+        V = self.peer.Variant
+        return {
+            "window": V(4, window=3),
+            "window 1": V(4, window=1),
+            "window past the sequence": V(4, window=self.S + 1),
+            "documents": V(4, doc_bounds=[0, 5, 6, self.S]),
+            "documents per entry, one empty": V(4, doc_bounds=[0, 4, 4, self.S, 0, self.S], doc_offsets=[0, 4, 6]),
+            "window and documents": V(4, kv_heads=2, window=4, doc_bounds=[0, 7, self.S]),
+        }
+
+    def test_sdpa_mask_keeps_what_rfa_keeps(self):
+        for name, variant in self.variants().items():
+            for causal in (False, True):
+                keep = self.peer.Variant.visible(variant, self.torch, causal, self.B, self.S)
+                per_entry = len(variant.doc_offsets) > 0
+                self.assertEqual(keep.shape, (self.B, 1, self.S, self.S) if per_entry else (self.S, self.S), name)
+                for e in range(self.B):
+                    got = keep[e, 0] if per_entry else keep
+                    want = [[rfa_keeps(variant, e, q, k, causal) for k in range(self.S)] for q in range(self.S)]
+                    self.assertEqual(got.tolist(), want, f"{name}, causal={causal}, entry {e}")
+
+    def test_flex_mask_keeps_what_rfa_keeps(self):
+        for name, variant in self.variants().items():
+            for causal in (False, True):
+                mask = variant.mask_mod(self.torch, causal, self.B, self.S)
+                for e in range(self.B):
+                    for q in range(self.S):
+                        for k in range(self.S):
+                            self.assertEqual(bool(mask(e, 0, q, k)), rfa_keeps(variant, e, q, k, causal),
+                                             f"{name}, causal={causal}, entry {e}, q={q}, k={k}")
+
+    def test_the_masks_keep_as_many_scores_as_the_benchmark_counts(self):
+        # rfa_kernel_bench's perf.rfa_kernel_bench_variant counts 2890 visible scores (S=96,
+        # causal, window 20, documents 30,30 and 50 per entry) through perf/common's
+        # visible_scores: the peer's masks must keep as many.
+        variant = self.peer.Variant(4, kv_heads=2, window=20, softcap=30.0, doc_bounds=[0, 30, 60, 96, 0, 50, 96],
+                                    doc_offsets=[0, 4, 7])
+        self.assertEqual(int(variant.visible(self.torch, True, 2, 96).sum()), 2890)
+        mask = variant.mask_mod(self.torch, True, 2, 96)
+        self.assertEqual(sum(bool(mask(e, 0, q, k)) for e in range(2) for q in range(96) for k in range(96)), 2890)
+
+    def test_a_plain_full_mask_needs_no_mask(self):
+        plain = self.peer.Variant(4, kv_heads=1)
+        self.assertIsNone(plain.mask_mod(self.torch, False, self.B, self.S))
+        self.assertFalse(plain.masked())
+        self.assertTrue(plain.grouped())
+
+    def test_each_variant_gets_pytorchs_fastest_calls(self):
+        V = self.peer.Variant
+        shape = (1, 4, self.S, 8, 8)
+        cases = [(V(4), "SDPA flash", "SDPA flash"),
+                 (V(4, kv_heads=2), "SDPA flash", "SDPA flash"),
+                 (V(4, window=3), "FlexAttention compiled", "SDPA flash, boolean mask"),
+                 (V(4, doc_bounds=[0, 3, self.S]), "FlexAttention compiled", "SDPA flash, boolean mask"),
+                 (V(4, softcap=30.0), "FlexAttention compiled", "eager math")]
+        for variant, fwd, bwd in cases:
+            calls = []
+
+            def sdpa(q, k, v, attn_mask=None, is_causal=False, **kwargs):
+                calls.append(("sdpa", attn_mask is not None, is_causal, kwargs))
+                return "sdpa out"
+
+            F = types.SimpleNamespace(scaled_dot_product_attention=sdpa)
+            peers = self.peer.Peers(self.torch, F, contextlib.nullcontext, shape, variant)
+            self.assertEqual((peers.fwd_name("float32", True), peers.bwd_name), (fwd, bwd))
+            # The backward runs through what its name says: SDPA with is_causal for a plain
+            # mask, with the boolean mask (and is_causal off) for a window or documents, and
+            # eager math, without SDPA, for a soft cap.
+            with mock.patch.object(peers, "eager", lambda q, k, v, causal: calls.append(("eager", causal)) or "eager out"):
+                out = peers.backward_output("q", "k", "v", True)
+            gqa = {"enable_gqa": True} if variant.grouped() else {}
+            want = {"SDPA flash": ("sdpa out", [("sdpa", False, True, gqa)]),
+                    "SDPA flash, boolean mask": ("sdpa out", [("sdpa", True, False, gqa)]),
+                    "eager math": ("eager out", [("eager", True)])}[bwd]
+            self.assertEqual((out, calls), want, bwd)
+
+    def test_a_forward_flexattention_cannot_run_falls_back_and_says_so(self):
+        calls = []
+
+        def sdpa(q, k, v, attn_mask=None, is_causal=False, **kwargs):
+            calls.append((attn_mask is not None, is_causal, kwargs))
+            return "out"
+
+        def no_compiler(fn, dynamic):
+            raise RuntimeError("no C++ compiler found")
+
+        self.torch.compile = no_compiler
+        self.torch.no_grad = contextlib.nullcontext
+        flex_module = types.ModuleType("torch.nn.attention.flex_attention")
+        flex_module.flex_attention = flex_module.create_block_mask = None
+        F = types.SimpleNamespace(scaled_dot_product_attention=sdpa)
+        peers = self.peer.Peers(self.torch, F, contextlib.nullcontext, (1, 4, self.S, 8, 8),
+                                self.peer.Variant(4, kv_heads=2, window=3))
+        q = types.SimpleNamespace(dtype="float16")
+        with mock.patch.dict(sys.modules, {"torch.nn.attention.flex_attention": flex_module}):
+            self.assertEqual(peers.forward(q, "k", "v", True), "out")
+            self.assertEqual(peers.forward(q, "k", "v", True), "out")
+        self.assertEqual(calls, [(True, False, {"enable_gqa": True})] * 2, "SDPA with the boolean mask, grouped heads")
+        self.assertEqual(peers.fwd_name("float16", True),
+                         "SDPA flash, boolean mask (FlexAttention: RuntimeError: no C++ compiler found)")
+        self.assertEqual(peers.fwd_name("float16", False), "FlexAttention compiled", "each mask is tried on its own")
+        self.assertEqual(peers.fwd_name("float32", True), "FlexAttention compiled", "and each dtype")
 
 
 if __name__ == "__main__":
