@@ -1757,13 +1757,21 @@ def sync_copy(dest):
     """Copies the working tree into dest, leaving unchanged files (and their times) alone so the
     scratch build stays incremental. A changed file gets the time of its copy, not its own: a
     file older than the scratch build's objects (another checkout's, an older commit's) must
-    still be rebuilt."""
+    still be rebuilt. A file the working tree no longer has is removed from dest (which holds the
+    copy alone: the build is beside it), or a moved header's old copy would still be found by
+    the includes of its old neighbours."""
     copied = 0
-    for rel in tracked_files():
+    files = [rel for rel in tracked_files() if os.path.isfile(os.path.join(ROOT, rel))]
+    keep = set(files)
+    for folder, _, names in os.walk(dest):
+        for name in names:
+            path = os.path.join(folder, name)
+            if os.path.relpath(path, dest) not in keep:
+                os.remove(path)
+                copied += 1
+    for rel in files:
         src = os.path.join(ROOT, rel)
         dst = os.path.join(dest, rel)
-        if not os.path.isfile(src):
-            continue
         with open(src, "rb") as f:
             data = f.read()
         if os.path.isfile(dst):
