@@ -28,6 +28,7 @@
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -362,7 +363,13 @@ bool parse_shape_flag(const std::string& arg) {
   }
   const std::string softcap = "--rfa_softcap=";
   if (arg.rfind(softcap, 0) == 0) {
-    g_shape.softcap = perf::real_number("--rfa_softcap", arg.substr(softcap.size()), 0.0);  // 0: no cap
+    const std::string text = arg.substr(softcap.size());
+    g_shape.softcap = perf::real_number("--rfa_softcap", text, 0.0);  // 0: no cap
+    // The kernels take the cap as a float: one that rounds to 0 or past float's range is refused.
+    const float cap = float(g_shape.softcap);
+    if (g_shape.softcap != 0.0 && !(cap > 0.0f && std::isfinite(cap)))
+      throw perf::OptionError("--rfa_softcap expects 0 (no cap) or a positive number within float's range, got '" +
+                              text + "'");
     return true;
   }
   const std::string documents = "--rfa_documents=";
