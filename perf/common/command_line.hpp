@@ -145,5 +145,13 @@ inline std::string number_text(double x) {
   return os.str();
 }
 
+/// The mask's and the scores' variant as the shape labels spell it: " window W", " documents
+/// SPEC" and " softcap C", each where set ("" for none of them).
+inline std::string variant_label(std::int64_t window, const std::string& documents, double softcap) {
+  return (window > 0 ? " window " + std::to_string(window) : "") +
+         (documents.empty() ? "" : " documents " + documents) +
+         (softcap > 0.0 ? " softcap " + number_text(softcap) : "");
+}
+
 }  // namespace perf
 }  // namespace rfa

@@ -74,11 +74,7 @@ struct Shape {
   }
   /// The mask's and the scores' variant for the shape line and the JSON context, as rfa_run
   /// spells it (" window 512 documents random:8 softcap 30"; "" for plain attention).
-  std::string variant() const {
-    return (window > 0 ? " window " + std::to_string(window) : "") +
-           (documents.empty() ? "" : " documents " + documents) +
-           (softcap > 0 ? " softcap " + perf::number_text(softcap) : "");
-  }
+  std::string variant() const { return perf::variant_label(window, documents, softcap); }
 };
 Shape g_shape;
 std::vector<rfa_dtype_t> g_dtypes = {RFA_DTYPE_FLOAT32, RFA_DTYPE_BFLOAT16};  // --rfa_dtypes

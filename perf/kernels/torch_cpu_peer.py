@@ -141,7 +141,6 @@ class Peers:
     def __init__(self, torch, F, backend, shape, variant):
         self.torch, self.F, self.backend = torch, F, backend
         self.shape, self.variant = shape, variant
-        b, h, s, d, dv = shape
         self.scale = scale_argument(shape)
         self.gqa = {"enable_gqa": True} if variant.grouped() else {}
         self.masks = {}  # causal -> SDPA's boolean mask

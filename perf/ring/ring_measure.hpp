@@ -173,9 +173,7 @@ inline std::string shape_label(const RunOptions& o) {
          (o.mask == RFA_MASK_CAUSAL   ? " causal"
           : o.mask == RFA_MASK_RANGES ? " " + o.mask_spec
                                       : " non-causal") +
-         (o.window > 0 ? " window " + std::to_string(o.window) : "") +
-         (o.documents_spec.empty() ? "" : " documents " + o.documents_spec) +
-         (o.softcap > 0.0f ? " softcap " + number_text(o.softcap) : "");
+         variant_label(o.window, o.documents_spec, o.softcap);
 }
 
 /// One JSON case of a pass of `strategy` ("ring", "ulysses", ...): per repetition the slowest
